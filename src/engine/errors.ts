@@ -1,0 +1,87 @@
+/**
+ * Stable error codes of veil. Errors are part of the API: every code has an HTTP status, a title
+ * and whether retrying the same call can succeed. docs/errors.md is checked against this catalog.
+ */
+export const ERROR_CATALOG = {
+  REQUEST_MALFORMED: { status: 400, retriable: false, title: 'The request body does not match the transform request schema' },
+  GUID_INVALID: { status: 400, retriable: false, title: 'An identifier is not a UUID' },
+  GUID_DUPLICATE: { status: 400, retriable: false, title: 'An identifier is used more than once in the call' },
+  REFERENCE_UNRESOLVED: { status: 400, retriable: false, title: 'A request refers to a context guid that is not in the call' },
+  EVIDENCE_UNKNOWN: { status: 400, retriable: false, title: 'An evidence name is not used by any configured context' },
+  PROCESSING_CONTEXT_UNMATCHED: { status: 400, retriable: false, title: 'No configured processing context matches the evidences' },
+  PROCESSING_CONTEXT_AMBIGUOUS: { status: 400, retriable: false, title: 'Several configured processing contexts match the evidences equally well' },
+  ROLE_NOT_HELD: { status: 403, retriable: false, title: 'A Role evidence names a role the caller does not hold' },
+  RIGHTS_CONTEXT_UNMATCHED: { status: 403, retriable: false, title: 'No configured rights context matches the evidences' },
+  ACTION_NOT_GRANTED: { status: 403, retriable: false, title: 'The action is not granted on the field' },
+  FIELD_UNKNOWN: { status: 422, retriable: false, title: 'The class or property is not configured' },
+  ACTION_NOT_CONFIGURED: { status: 422, retriable: false, title: 'The property has no sequence for the action' },
+  VALUE_TOO_SHORT: { status: 422, retriable: false, title: 'The value is too short for the transformer' },
+  VALUE_TOO_LONG: { status: 422, retriable: false, title: 'The value is longer than the transformer accepts' },
+  VALUE_NOT_IN_ALPHABET: { status: 422, retriable: false, title: 'The value holds characters the transformer cannot process' },
+  PROTECTED_VALUE_INVALID: { status: 422, retriable: false, title: 'The protected value is malformed, tampered with, or belongs to another field' },
+  KEY_VERSION_UNKNOWN: { status: 422, retriable: false, title: 'The protected value names a key version that the keystore does not hold' },
+  KEY_UNAVAILABLE: { status: 503, retriable: true, title: 'A key needed for the call cannot be loaded' },
+  CONFIG_INVALID: { status: 500, retriable: false, title: 'The configuration is invalid' },
+  KEYSTORE_INVALID: { status: 500, retriable: false, title: 'The keystore cannot be read or fails authentication' },
+  KEY_NOT_FOUND: { status: 404, retriable: false, title: 'No key with that id' },
+  KEY_EXISTS: { status: 409, retriable: false, title: 'A key with that id exists already' },
+  KEY_MATERIAL_INVALID: { status: 400, retriable: false, title: 'Imported key material has the wrong size or encoding' },
+} as const satisfies Record<string, { status: number; retriable: boolean; title: string }>;
+
+export type ErrorCode = keyof typeof ERROR_CATALOG;
+
+/** One offending element. Never carries a value: a pointer and a reason only. */
+export interface ErrorDetail {
+  code: ErrorCode;
+  /** JSON pointer into the request body (or the config file) */
+  pointer: string;
+  message: string;
+  request?: string;
+  instance?: number;
+  className?: string;
+  propertyName?: string;
+}
+
+export class VeilError extends Error {
+  readonly code: ErrorCode;
+  readonly status: number;
+  readonly retriable: boolean;
+  readonly details: readonly ErrorDetail[];
+
+  constructor(code: ErrorCode, message: string, details: readonly ErrorDetail[] = [], options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'VeilError';
+    this.code = code;
+    this.status = ERROR_CATALOG[code].status;
+    this.retriable = ERROR_CATALOG[code].retriable;
+    this.details = details;
+  }
+
+  toJSON(): { code: ErrorCode; message: string; retriable: boolean; details: readonly ErrorDetail[] } {
+    return { code: this.code, message: this.message, retriable: this.retriable, details: this.details };
+  }
+}
+
+/**
+ * Raised by a transformer for one value. The engine turns it into an ErrorDetail with the
+ * request guid and instance index; its message must describe the problem, never the value.
+ */
+export class ValueError extends Error {
+  readonly code: ErrorCode;
+  constructor(code: ErrorCode, message: string) {
+    super(message);
+    this.name = 'ValueError';
+    this.code = code;
+  }
+}
+
+/**
+ * The engine checks a call in stages (shape, identifiers, authorization, fields, values) and stops
+ * at the first stage with problems, so the details of one error share a status; the first leads.
+ */
+export function combine(details: readonly ErrorDetail[]): VeilError {
+  const first = details[0];
+  if (!first) throw new Error('combine() needs at least one detail');
+  const summary = details.length === 1 ? first.message : `${details.length} problems in the call; the first: ${first.message}`;
+  return new VeilError(first.code, summary, details);
+}

@@ -1,0 +1,38 @@
+import type { SecretKey } from './secret-key.ts';
+
+/** Key types veil knows, with the key sizes (bytes) each accepts; the first size is generated. */
+export const KEY_TYPES = {
+  'aes-siv': { sizes: [64, 32, 48] },
+  'aes-gcm': { sizes: [32, 16, 24] },
+  ff1: { sizes: [32, 16, 24] },
+  'ff3-1': { sizes: [32, 16, 24] },
+  'hmac-sha256': { sizes: [32, 16, 24, 48, 64] },
+} as const;
+
+export type KeyType = keyof typeof KEY_TYPES;
+export const KEY_TYPE_NAMES = Object.keys(KEY_TYPES) as KeyType[];
+
+export interface KeyVersionInfo {
+  version: number;
+  createdAt: string;
+  /** how the material arrived: generated here or imported */
+  origin: 'generated' | 'imported';
+}
+
+/** What may be shown about a key: never its material. */
+export interface KeyInfo {
+  id: string;
+  type: KeyType;
+  primary: number;
+  versions: readonly KeyVersionInfo[];
+}
+
+/**
+ * Source of keys for the engine. Implementations: the local keystore file (src/keys), an
+ * in-memory provider for tests, and decorators (caching) around remote ones later.
+ */
+export interface KeyProvider {
+  info(id: string): KeyInfo | undefined;
+  /** the material of one version, wrapped; undefined when the key or version does not exist */
+  key(id: string, version: number): SecretKey | undefined;
+}

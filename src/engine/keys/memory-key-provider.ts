@@ -1,0 +1,42 @@
+import { KEY_TYPES, type KeyInfo, type KeyProvider, type KeyType } from './key-provider.ts';
+import { SecretKey } from './secret-key.ts';
+
+interface Entry {
+  info: KeyInfo;
+  material: Map<number, SecretKey>;
+}
+
+/** Keys held in memory: the engine's unit tests and the keystore's decrypted view use it. */
+export class MemoryKeyProvider implements KeyProvider {
+  private readonly entries = new Map<string, Entry>();
+
+  info(id: string): KeyInfo | undefined {
+    return this.entries.get(id)?.info;
+  }
+
+  key(id: string, version: number): SecretKey | undefined {
+    return this.entries.get(id)?.material.get(version);
+  }
+
+  ids(): string[] {
+    return [...this.entries.keys()].sort();
+  }
+
+  /** Adds a version and makes it primary. */
+  add(id: string, type: KeyType, bytes: Uint8Array, createdAt: string, origin: 'generated' | 'imported' = 'generated'): number {
+    const sizes: readonly number[] = KEY_TYPES[type].sizes;
+    if (!sizes.includes(bytes.length)) {
+      throw new RangeError(`a ${type} key must be ${sizes.join(', ')} bytes, got ${bytes.length}`);
+    }
+    const existing = this.entries.get(id);
+    if (existing && existing.info.type !== type) {
+      throw new TypeError(`key ${id} is of type ${existing.info.type}, not ${type}`);
+    }
+    const version = existing ? Math.max(...existing.info.versions.map((v) => v.version)) + 1 : 1;
+    const versions = [...(existing?.info.versions ?? []), { version, createdAt, origin }];
+    const material = existing?.material ?? new Map<number, SecretKey>();
+    material.set(version, SecretKey.fromBytes(bytes));
+    this.entries.set(id, { info: { id, type, primary: version, versions }, material });
+    return version;
+  }
+}
