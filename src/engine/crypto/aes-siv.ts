@@ -1,0 +1,96 @@
+import { timingSafeEqual } from 'node:crypto';
+import { AesBlock, Block } from './aes-block.ts';
+import { Cmac } from './cmac.ts';
+
+/**
+ * AES-SIV (RFC 5297): deterministic authenticated encryption. The key is K1 (S2V/CMAC) || K2
+ * (CTR), each 16, 24 or 32 bytes. `prefix()` runs S2V over the associated-data components once;
+ * a field's protect/unprotect then costs the CMAC and CTR blocks of the value only.
+ */
+export class AesSiv {
+  private readonly mac: Cmac;
+  private readonly ctr: AesBlock;
+  private readonly t = new Block();
+  private readonly keystream = new Block();
+  private readonly counter = new Block();
+
+  constructor(key: Uint8Array) {
+    if (key.length !== 32 && key.length !== 48 && key.length !== 64) {
+      throw new RangeError(`AES-SIV key must be 32, 48 or 64 bytes, got ${key.length}`);
+    }
+    const half = key.length / 2;
+    this.mac = new Cmac(key.subarray(0, half));
+    this.ctr = new AesBlock(key.subarray(half));
+  }
+
+  /** S2V state D after the associated-data components (RFC 5297 §2.4, the loop over S1..Sn-1). */
+  prefix(associatedData: readonly Uint8Array[]): SivPrefix {
+    if (associatedData.length > 126) throw new RangeError('AES-SIV takes at most 126 associated-data components');
+    const d = new Block();
+    this.mac.macInto(new Uint8Array(16), d);
+    const scratch = new Block();
+    for (const ad of associatedData) {
+      d.dbl().xorWords(this.mac.macInto(ad, scratch));
+    }
+    return { d };
+  }
+
+  /** Returns V || C. */
+  seal(prefix: SivPrefix, plaintext: Uint8Array): Uint8Array {
+    const out = new Uint8Array(16 + plaintext.length);
+    this.s2vFinal(prefix, plaintext, out);
+    this.xorCtr(out.subarray(0, 16), plaintext, out.subarray(16));
+    return out;
+  }
+
+  /** Returns the plaintext, or undefined when authentication fails. */
+  open(prefix: SivPrefix, sealed: Uint8Array): Uint8Array | undefined {
+    if (sealed.length < 16) return undefined;
+    const v = sealed.subarray(0, 16);
+    const plaintext = new Uint8Array(sealed.length - 16);
+    this.xorCtr(v, sealed.subarray(16), plaintext);
+    const expected = new Uint8Array(16);
+    this.s2vFinal(prefix, plaintext, expected);
+    return timingSafeEqual(expected, v) ? plaintext : undefined;
+  }
+
+  /** Final S2V step over the plaintext Sn, writing V into out[0..16). */
+  private s2vFinal(prefix: SivPrefix, sn: Uint8Array, out: Uint8Array): void {
+    const t = this.t;
+    if (sn.length >= 16) {
+      // T = Sn xorend D: CMAC over Sn with D folded into its last 16 bytes
+      const m = Uint8Array.from(sn);
+      const off = m.length - 16;
+      for (let i = 0; i < 16; i++) m[off + i]! ^= prefix.d.bytes[i]!;
+      this.mac.macInto(m, t);
+    } else {
+      t.set(prefix.d).dbl();
+      for (let i = 0; i < sn.length; i++) t.bytes[i]! ^= sn[i]!;
+      t.bytes[sn.length]! ^= 0x80;
+      this.mac.finishPadded(t, true);
+    }
+    out.set(t.bytes);
+  }
+
+  private xorCtr(v: Uint8Array, input: Uint8Array, output: Uint8Array): void {
+    const q = this.counter;
+    q.bytes.set(v);
+    q.bytes[8]! &= 0x7f;
+    q.bytes[12]! &= 0x7f;
+    const ks = this.keystream;
+    for (let off = 0; off < input.length; off += 16) {
+      ks.set(q);
+      this.ctr.encryptWords(ks.words);
+      const n = Math.min(16, input.length - off);
+      for (let i = 0; i < n; i++) output[off + i] = input[off + i]! ^ ks.bytes[i]!;
+      for (let i = 15; i >= 0; i--) {
+        q.bytes[i] = (q.bytes[i]! + 1) & 0xff;
+        if (q.bytes[i] !== 0) break;
+      }
+    }
+  }
+}
+
+export interface SivPrefix {
+  readonly d: Block;
+}

@@ -1,0 +1,51 @@
+import { AesBlock, Block } from './aes-block.ts';
+
+/**
+ * AES-CMAC (RFC 4493, NIST SP 800-38B). Keeps the cipher and both subkeys, so a MAC over a
+ * message of n blocks costs n block encryptions and no allocation beyond the result.
+ */
+export class Cmac {
+  private readonly aes: AesBlock;
+  private readonly k1 = new Block();
+  private readonly k2 = new Block();
+  private readonly state = new Block();
+
+  constructor(key: Uint8Array) {
+    this.aes = new AesBlock(key);
+    this.aes.encryptWords(this.k1.words); // L = AES(K, 0^128)
+    this.k1.dbl();
+    this.k2.set(this.k1).dbl();
+  }
+
+  /** Writes CMAC(message) into `out`. */
+  macInto(message: Uint8Array, out: Block): Block {
+    const s = this.state;
+    s.words.fill(0);
+    const n = message.length;
+    const fullBlocks = n === 0 ? 0 : Math.ceil(n / 16) - 1;
+    for (let i = 0; i < fullBlocks; i++) {
+      for (let j = 0; j < 16; j++) s.bytes[j]! ^= message[i * 16 + j]!;
+      this.aes.encryptWords(s.words);
+    }
+    this.lastBlock(message.subarray(fullBlocks * 16), s);
+    return out.set(s);
+  }
+
+  /** CMAC over a one-block-or-less message whose last block is already formed in `s`. */
+  finishPadded(s: Block, complete: boolean): void {
+    s.xorWords(complete ? this.k1 : this.k2);
+    this.aes.encryptWords(s.words);
+  }
+
+  private lastBlock(tail: Uint8Array, s: Block): void {
+    const complete = tail.length === 16;
+    for (let j = 0; j < tail.length; j++) s.bytes[j]! ^= tail[j]!;
+    if (!complete) s.bytes[tail.length]! ^= 0x80;
+    this.finishPadded(s, complete);
+  }
+
+  /** The raw block cipher under the same key, needed by S2V for its CTR-free parts. */
+  get cipher(): AesBlock {
+    return this.aes;
+  }
+}

@@ -1,0 +1,198 @@
+import { AesBlock, Block } from './aes-block.ts';
+import { bitLength, numeralsToBigInt, bigIntToNumerals, bytesToBigInt, bigIntToBytes } from './numerals.ts';
+
+/** Largest radix^m the fast path keeps in a double: acc * 256 + 255 must stay below 2^53. */
+const FAST_LIMIT = 2 ** 44;
+
+interface Layout {
+  n: number;
+  u: number;
+  v: number;
+  b: number;
+  d: number;
+  /** radix^u and radix^v as doubles (fast path) and BigInts (general path) */
+  mu: number;
+  mv: number;
+  muBig: bigint;
+  mvBig: bigint;
+  fast: boolean;
+  /** CBC-MAC state after P and every constant block of Q */
+  state: Block;
+  /** the constant leading bytes of Q's last block (fast path: T's tail and the zero pad) */
+  lastConst: Uint8Array;
+  /** general path: P || Q with room for i and NUM(B) */
+  pq: Uint8Array;
+}
+
+/**
+ * FF1 (NIST SP 800-38G) over numerals 0..radix-1, for one key and one tweak. Per length it caches
+ * the CBC-MAC state over P and the constant part of Q, so a round costs one AES block; while
+ * radix^ceil(n/2) fits a double it carries A and B as numbers (no BigInt, no digit arrays per round).
+ */
+export class Ff1 {
+  private readonly aes: AesBlock;
+  private readonly radix: number;
+  private readonly tweak: Uint8Array;
+  private readonly layouts = new Map<number, Layout>();
+  private readonly work = new Block();
+
+  constructor(key: Uint8Array, radix: number, tweak: Uint8Array) {
+    if (!Number.isInteger(radix) || radix < 2 || radix > 65536) throw new RangeError('FF1 radix must be 2..65536');
+    this.aes = new AesBlock(key);
+    this.radix = radix;
+    this.tweak = Uint8Array.from(tweak);
+  }
+
+  /** Smallest length meeting the domain rule radix^minlen >= 1,000,000 (SP 800-38G §5.2). */
+  static minLength(radix: number): number {
+    return Math.ceil(Math.log(1_000_000) / Math.log(radix) - 1e-9);
+  }
+
+  encrypt(x: ArrayLike<number>): number[] {
+    return this.run(x, true);
+  }
+
+  decrypt(x: ArrayLike<number>): number[] {
+    return this.run(x, false);
+  }
+
+  private run(x: ArrayLike<number>, forward: boolean): number[] {
+    const n = x.length;
+    if (n < 2 || this.radix ** n < 1_000_000) throw new RangeError('FF1 input shorter than the domain rule allows');
+    const layout = this.layout(n);
+    return layout.fast ? this.runFast(layout, x, forward) : this.runBig(layout, x, forward);
+  }
+
+  private runFast(l: Layout, x: ArrayLike<number>, forward: boolean): number[] {
+    const radix = this.radix;
+    let a = 0;
+    let b = 0;
+    for (let i = 0; i < l.u; i++) a = a * radix + x[i]!;
+    for (let i = l.u; i < l.n; i++) b = b * radix + x[i]!;
+    if (forward) {
+      for (let i = 0; i < 10; i++) {
+        const m = (i & 1) === 0 ? l.mu : l.mv;
+        const c = (a + this.roundFast(l, i, b, m)) % m;
+        a = b;
+        b = c;
+      }
+    } else {
+      for (let i = 9; i >= 0; i--) {
+        const m = (i & 1) === 0 ? l.mu : l.mv;
+        const c = (((b - this.roundFast(l, i, a, m)) % m) + m) % m;
+        b = a;
+        a = c;
+      }
+    }
+    const out = new Array<number>(l.n);
+    for (let i = l.u - 1; i >= 0; i--) {
+      out[i] = a % radix;
+      a = Math.floor(a / radix);
+    }
+    for (let i = l.n - 1; i >= l.u; i--) {
+      out[i] = b % radix;
+      b = Math.floor(b / radix);
+    }
+    return out;
+  }
+
+  /** y mod m for round i where `num` is NUM_radix of the half fed to the PRF. */
+  private roundFast(l: Layout, i: number, num: number, m: number): number {
+    const w = this.work;
+    const bytes = w.bytes;
+    const c = l.lastConst;
+    const k = c.length;
+    bytes.set(c);
+    bytes[k] = i;
+    // NUM_radix(B) as b big-endian bytes; num < 2^44 so split into 32-bit halves
+    let lo = num % 0x100000000;
+    let hi = (num - lo) / 0x100000000;
+    for (let j = 15; j > k; j--) {
+      bytes[j] = lo & 0xff;
+      lo = (lo >>> 8) | ((hi & 0xff) << 24);
+      hi >>>= 8;
+    }
+    w.xorWords(l.state);
+    this.aes.encryptWords(w.words);
+    let y = 0;
+    for (let j = 0; j < l.d; j++) y = (y * 256 + bytes[j]!) % m;
+    return y;
+  }
+
+  private runBig(l: Layout, x: ArrayLike<number>, forward: boolean): number[] {
+    const radix = BigInt(this.radix);
+    let a = numeralsToBigInt(Array.prototype.slice.call(x, 0, l.u), radix);
+    let b = numeralsToBigInt(Array.prototype.slice.call(x, l.u), radix);
+    if (forward) {
+      for (let i = 0; i < 10; i++) {
+        const m = (i & 1) === 0 ? l.muBig : l.mvBig;
+        const c = (a + this.roundBig(l, i, b)) % m;
+        a = b;
+        b = c;
+      }
+    } else {
+      for (let i = 9; i >= 0; i--) {
+        const m = (i & 1) === 0 ? l.muBig : l.mvBig;
+        const c = (((b - this.roundBig(l, i, a)) % m) + m) % m;
+        b = a;
+        a = c;
+      }
+    }
+    return [...bigIntToNumerals(a, radix, l.u), ...bigIntToNumerals(b, radix, l.v)];
+  }
+
+  private roundBig(l: Layout, i: number, num: bigint): bigint {
+    const pq = l.pq;
+    pq[pq.length - l.b - 1] = i;
+    pq.set(bigIntToBytes(num, l.b), pq.length - l.b);
+    const r = new Block();
+    for (let off = 0; off < pq.length; off += 16) {
+      for (let j = 0; j < 16; j++) r.bytes[j]! ^= pq[off + j]!;
+      this.aes.encryptWords(r.words);
+    }
+    const s = new Uint8Array(Math.ceil(l.d / 16) * 16);
+    s.set(r.bytes);
+    for (let j = 1; j * 16 < l.d; j++) {
+      const blk = new Block().set(r);
+      const jb = bigIntToBytes(BigInt(j), 16);
+      for (let q = 0; q < 16; q++) blk.bytes[q]! ^= jb[q]!;
+      this.aes.encryptWords(blk.words);
+      s.set(blk.bytes, j * 16);
+    }
+    return bytesToBigInt(s.subarray(0, l.d));
+  }
+
+  private layout(n: number): Layout {
+    const cached = this.layouts.get(n);
+    if (cached) return cached;
+    const radix = this.radix;
+    const t = this.tweak.length;
+    const u = Math.floor(n / 2);
+    const v = n - u;
+    const muBig = BigInt(radix) ** BigInt(u);
+    const mvBig = BigInt(radix) ** BigInt(v);
+    const b = Math.ceil(bitLength(mvBig - 1n) / 8);
+    const d = 4 * Math.ceil(b / 4) + 4;
+    const p = new Uint8Array([1, 2, 1, (radix >>> 16) & 0xff, (radix >>> 8) & 0xff, radix & 0xff, 10, u & 0xff,
+      (n >>> 24) & 0xff, (n >>> 16) & 0xff, (n >>> 8) & 0xff, n & 0xff,
+      (t >>> 24) & 0xff, (t >>> 16) & 0xff, (t >>> 8) & 0xff, t & 0xff]);
+    const pad = (((-t - b - 1) % 16) + 16) % 16;
+    const pq = new Uint8Array(16 + t + pad + 1 + b);
+    pq.set(p);
+    pq.set(this.tweak, 16);
+    const fast = Number(mvBig) <= FAST_LIMIT && d <= 16;
+    const state = new Block();
+    state.bytes.set(p);
+    this.aes.encryptWords(state.words);
+    // fold every complete constant block of Q into the state; the last block varies per round
+    const qConstEnd = pq.length - 16;
+    for (let off = 16; off < qConstEnd; off += 16) {
+      for (let j = 0; j < 16; j++) state.bytes[j]! ^= pq[off + j]!;
+      this.aes.encryptWords(state.words);
+    }
+    const lastConst = pq.slice(qConstEnd, pq.length - 1 - b);
+    const layout: Layout = { n, u, v, b, d, mu: Number(muBig), mv: Number(mvBig), muBig, mvBig, fast, state, lastConst, pq };
+    this.layouts.set(n, layout);
+    return layout;
+  }
+}
