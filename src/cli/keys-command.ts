@@ -1,0 +1,170 @@
+import { isAbsolute, join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { VeilError } from '../engine/errors.ts';
+import { KEY_TYPE_NAMES, type KeyInfo } from '../engine/keys/key-provider.ts';
+import { isKeyType, isValidKeyId } from '../keys/key-material.ts';
+import { LocalKeystore } from '../keys/local-keystore.ts';
+import { describeMasterKeySource, resolveMasterKey } from '../keys/master-key.ts';
+import type { CliIo, Command } from './io.ts';
+
+export const keysHelp = `Usage: veil keys <action> [options]
+
+Manage the local keystore (<data dir>/keystore.json). Key material never leaves it.
+
+Actions:
+  create  --id <id> --type <type>              new key with random material
+  rotate  --id <id>                            new random version, made primary
+  import  --id <id> --type <type> --hex <hex|->
+                                               existing material (migration): a new key,
+                                               or a new primary version of a key of that type
+  list    [--json]                             ids, types, versions; no material
+  help                                         this text
+
+Options:
+  --id <id>          key id: 1-64 of a-z 0-9 . _ - (starting with a letter or digit)
+  --type <type>      ${KEY_TYPE_NAMES.join(', ')}
+  --hex <hex|->      key material in hex; '-' reads it from stdin (preferred: it stays
+                     out of shell history and process lists)
+  --data-dir <dir>   default: $VEIL_DATA_DIR, else ./.veil
+  --json             list as JSON
+
+The master key comes from VEIL_MASTER_KEY (64 hex digits or base64 of 32 bytes); without it a
+development key file <data dir>/master.key is used (created on first use, mode 0600).
+Exit codes: 0 ok, 1 keystore error, 2 usage error.
+`;
+
+class UsageError extends Error {}
+
+const OPTIONS = {
+  id: { type: 'string' },
+  type: { type: 'string' },
+  hex: { type: 'string' },
+  'data-dir': { type: 'string' },
+  json: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+type Flags = { [K in keyof typeof OPTIONS]?: (typeof OPTIONS)[K]['type'] extends 'boolean' ? boolean : string };
+
+const ALLOWED: Record<string, readonly (keyof Flags)[]> = {
+  create: ['id', 'type'],
+  rotate: ['id'],
+  import: ['id', 'type', 'hex'],
+  list: ['json'],
+};
+
+export const keysCommand: Command = async (args, io) => {
+  let action: string | undefined;
+  let flags: Flags;
+  try {
+    const parsed = parseArgs({ args, options: OPTIONS, allowPositionals: true, strict: true });
+    flags = parsed.values as Flags;
+    if (flags.help || parsed.positionals[0] === 'help') {
+      io.stdout(keysHelp);
+      return 0;
+    }
+    if (parsed.positionals.length !== 1) throw new UsageError('expected one action: create, rotate, import or list');
+    action = parsed.positionals[0] as string;
+    const allowed = ALLOWED[action];
+    if (!allowed) {
+      // echo only what looks like a mistyped action, never a pasted value
+      const shown = /^[a-z-]{1,20}$/.test(action) ? ` '${action}'` : '';
+      throw new UsageError(`unknown action${shown}; expected create, rotate, import or list`);
+    }
+    for (const name of Object.keys(flags) as (keyof Flags)[]) {
+      if (name !== 'data-dir' && !allowed.includes(name)) throw new UsageError(`--${name} does not apply to '${action}'`);
+    }
+    for (const name of allowed) {
+      if (name !== 'json' && flags[name] === undefined) throw new UsageError(`'${action}' needs --${name}`);
+    }
+    if (flags.id !== undefined && !isValidKeyId(flags.id)) {
+      throw new UsageError('--id must be 1-64 characters of a-z 0-9 . _ - starting with a letter or digit');
+    }
+    if (flags.type !== undefined && !isKeyType(flags.type)) {
+      throw new UsageError(`--type must be one of ${KEY_TYPE_NAMES.join(', ')}`);
+    }
+  } catch (error) {
+    // parseArgs errors name the option, never a value given to a known one
+    const message = error instanceof Error ? error.message : String(error);
+    io.stderr(`veil keys: ${firstLine(message)}\nRun 'veil keys help' for usage.\n`);
+    return 2;
+  }
+
+  try {
+    return await run(action, flags, io);
+  } catch (error) {
+    if (error instanceof UsageError) {
+      io.stderr(`veil keys: ${error.message}\n`);
+      return 2;
+    }
+    const message = error instanceof VeilError ? `${error.message} [${error.code}]` : unexpected(error);
+    io.stderr(`veil keys: ${firstLine(message)}\n`);
+    return 1;
+  }
+};
+
+async function run(action: string, flags: Flags, io: CliIo): Promise<number> {
+  let hex: string | undefined;
+  if (action === 'import') {
+    if (flags.hex === '-') hex = await io.readStdin();
+    else {
+      hex = flags.hex as string;
+      io.stderr('veil keys: note: material given on the command line may be kept in shell history; prefer --hex -\n');
+    }
+  }
+  const dataDir = dataDirOf(flags, io);
+  const master = await resolveMasterKey({ dataDir, env: io.env });
+  if (master.source.kind === 'file') io.stderr(`veil keys: ${describeMasterKeySource(master.source)}\n`);
+  const keystore = await LocalKeystore.open({ dataDir, masterKey: master.key, now: io.now });
+  const id = flags.id as string;
+  const type = flags.type as string;
+  switch (action) {
+    case 'create': {
+      const info = await keystore.create(id, type as KeyInfo['type']);
+      io.stdout(`created key ${info.id} (${info.type}), version ${info.primary}\n`);
+      return 0;
+    }
+    case 'rotate': {
+      const info = await keystore.rotate(id);
+      io.stdout(`rotated key ${info.id} (${info.type}): version ${info.primary} is primary, ${info.versions.length - 1} older version(s) stay usable\n`);
+      return 0;
+    }
+    case 'import': {
+      const info = await keystore.import(id, type as KeyInfo['type'], hex ?? '');
+      io.stdout(`imported key ${info.id} (${info.type}) as version ${info.primary}, now primary\n`);
+      return 0;
+    }
+    default: {
+      const keys = keystore.list();
+      io.stdout(flags.json ? `${JSON.stringify({ keystore: keystore.path, keys }, null, 2)}\n` : formatList(keys, keystore.path));
+      return 0;
+    }
+  }
+}
+
+function dataDirOf(flags: Flags, io: CliIo): string {
+  const given = flags['data-dir'] ?? io.env.VEIL_DATA_DIR;
+  if (given === undefined || given === '') return join(io.cwd, '.veil');
+  return isAbsolute(given) ? given : resolve(io.cwd, given);
+}
+
+export function formatList(keys: readonly KeyInfo[], path: string): string {
+  if (keys.length === 0) return `no keys in ${path}\n`;
+  const lines: string[] = [];
+  for (const key of keys) {
+    lines.push(`${key.id}  ${key.type}  primary v${key.primary}`);
+    for (const v of key.versions) {
+      lines.push(`  v${v.version}  ${v.createdAt}  ${v.origin}${v.version === key.primary ? '  (primary)' : ''}`);
+    }
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+function unexpected(error: unknown): string {
+  // never print a stack or a value: the error's own message only
+  return error instanceof Error ? `unexpected error: ${error.message}` : 'unexpected error';
+}
+
+function firstLine(text: string): string {
+  return text.split('\n', 1)[0] ?? '';
+}

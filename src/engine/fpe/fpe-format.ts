@@ -1,0 +1,109 @@
+import { ValueError } from '../errors.ts';
+import type { Alphabet } from './alphabet.ts';
+
+/** A numeral cipher (FF1, FF3-1) over one alphabet's radix. */
+export interface NumeralCipher {
+  encrypt(x: ArrayLike<number>): number[];
+  decrypt(x: ArrayLike<number>): number[];
+}
+
+export interface FormatOptions {
+  keepFirst: number;
+  keepLast: number;
+  luhn: boolean;
+  minLength: number;
+  maxLength: number;
+}
+
+/** The parts of a value: its code points and which of them are alphabet numerals. */
+interface Parsed {
+  codePoints: number[];
+  /** index into codePoints of every alphabet character */
+  positions: number[];
+  numerals: number[];
+}
+
+/**
+ * Format handling shared by the FPE transformers: characters outside the alphabet keep their
+ * place, the first/last N alphabet characters stay in clear, and with `luhn` the cipher is
+ * cycle-walked until the whole number has the input's Luhn residue, so a valid card number
+ * protects to a valid card number. Cycle walking keeps the map a bijection, hence reversible.
+ */
+export class FpeFormat {
+  private readonly alphabet: Alphabet;
+  private readonly options: FormatOptions;
+
+  constructor(alphabet: Alphabet, options: FormatOptions) {
+    this.alphabet = alphabet;
+    this.options = options;
+  }
+
+  apply(value: string, cipher: NumeralCipher, forward: boolean): string {
+    const parsed = this.parse(value);
+    const { keepFirst, keepLast } = this.options;
+    const total = parsed.numerals.length;
+    const middle = total - keepFirst - keepLast;
+    if (middle < this.options.minLength) {
+      throw new ValueError('VALUE_TOO_SHORT', `needs at least ${this.options.minLength + keepFirst + keepLast} alphabet characters (radix^length >= 1,000,000 after keeping ${keepFirst} first and ${keepLast} last), has ${total}`);
+    }
+    if (middle > this.options.maxLength) {
+      throw new ValueError('VALUE_TOO_LONG', `accepts at most ${this.options.maxLength + keepFirst + keepLast} alphabet characters, has ${total}`);
+    }
+    const all = parsed.numerals;
+    let mid = all.slice(keepFirst, keepFirst + middle);
+    const step = forward ? (x: number[]) => cipher.encrypt(x) : (x: number[]) => cipher.decrypt(x);
+    mid = step(mid);
+    if (this.options.luhn) {
+      const residue = luhnResidue(all);
+      // expected 10 rounds; bounded so a broken cipher cannot spin forever
+      for (let round = 0; luhnResidueWith(all, keepFirst, mid) !== residue; round++) {
+        if (round > 10_000) throw new Error('Luhn cycle walk did not converge');
+        mid = step(mid);
+      }
+    }
+    const out = parsed.codePoints.slice();
+    const symbols = this.alphabet.symbols;
+    for (let i = 0; i < middle; i++) {
+      out[parsed.positions[keepFirst + i]!] = symbols[mid[i]!]!.codePointAt(0)!;
+    }
+    return String.fromCodePoint(...out);
+  }
+
+  private parse(value: string): Parsed {
+    if (!value.isWellFormed()) throw new ValueError('VALUE_NOT_IN_ALPHABET', 'is not well-formed Unicode (lone surrogate)');
+    const codePoints: number[] = [];
+    const positions: number[] = [];
+    const numerals: number[] = [];
+    for (let i = 0; i < value.length; i++) {
+      const cp = value.codePointAt(i)!;
+      if (cp > 0xffff) i++;
+      const numeral = this.alphabet.indexOf(cp);
+      if (numeral >= 0) {
+        positions.push(codePoints.length);
+        numerals.push(numeral);
+      }
+      codePoints.push(cp);
+    }
+    return { codePoints, positions, numerals };
+  }
+}
+
+/** Luhn sum mod 10 of a digit sequence (0 means valid). */
+export function luhnResidue(digits: readonly number[]): number {
+  return luhnResidueWith(digits, digits.length, []);
+}
+
+/** Luhn residue of `digits` with positions [from, from + mid.length) replaced by `mid`. */
+function luhnResidueWith(digits: readonly number[], from: number, mid: readonly number[]): number {
+  let sum = 0;
+  const n = digits.length;
+  for (let i = 0; i < n; i++) {
+    let d = i >= from && i < from + mid.length ? mid[i - from]! : digits[i]!;
+    if ((n - 1 - i) % 2 === 1) {
+      d *= 2;
+      if (d > 9) d -= 9;
+    }
+    sum += d;
+  }
+  return sum % 10;
+}

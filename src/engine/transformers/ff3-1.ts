@@ -1,0 +1,37 @@
+import { Ff31 } from '../crypto/ff3-1.ts';
+import { FpeFormat } from '../fpe/fpe-format.ts';
+import { revealKeyBytes } from '../keys/secret-key.ts';
+import { alphabetOf, tweakFor, type FpeParams } from './fpe-common.ts';
+import type { KeyRef, Transformer, TransformerDeps } from './transformer.ts';
+import { VersionedKeys } from './versioned-keys.ts';
+
+/**
+ * FF3-1 (NIST SP 800-38G Rev. 1), deprecated: only to read and write data shared with systems
+ * that already use it. NIST's Rev. 1 second public draft removes FF3-1; use ff1 for new data.
+ * Same format rules and key-version pinning as ff1; 56-bit tweak.
+ */
+export function ff31(params: FpeParams & { key: KeyRef }, deps: TransformerDeps): Transformer {
+  const alphabet = alphabetOf(params);
+  const version = params.key.version!;
+  // maxlen depends only on the radix: 2 * floor(log_radix(2^96))
+  const maxLength = 2 * Math.floor(96 / Math.log2(alphabet.radix) + 1e-9);
+  const format = new FpeFormat(alphabet, {
+    keepFirst: params.keepFirst,
+    keepLast: params.keepLast,
+    luhn: false,
+    minLength: Ff31.minLength(alphabet.radix),
+    maxLength,
+  });
+  return {
+    type: 'ff3-1',
+    reversible: true,
+    bind(field) {
+      const tweak = tweakFor(params, field, 'veil/ff3-1', 7);
+      const ciphers = new VersionedKeys(params.key, deps.keys, (k) => new Ff31(revealKeyBytes(k), alphabet.radix, tweak));
+      return {
+        protect: (value) => format.apply(value, ciphers.forProtect(version), true),
+        unprotect: (value) => format.apply(value, ciphers.forProtect(version), false),
+      };
+    },
+  };
+}

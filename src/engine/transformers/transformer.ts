@@ -1,0 +1,41 @@
+import type { KeyProvider } from '../keys/key-provider.ts';
+
+/** The field a value belongs to; keyed transformers bind their output to it. */
+export interface FieldBinding {
+  readonly className: string;
+  readonly propertyName: string;
+}
+
+/** A transformer bound to one field: per-field constants (tweak, S2V prefix) computed once. */
+export interface FieldTransformer {
+  /** throws ValueError when the value cannot be protected */
+  protect(value: string): string;
+  /** throws ValueError when the value cannot be unprotected; irreversible steps always throw */
+  unprotect(value: string): string;
+}
+
+/** One configured step of a transformer sequence. */
+export interface Transformer {
+  readonly type: string;
+  readonly reversible: boolean;
+  bind(field: FieldBinding): FieldTransformer;
+}
+
+/** A key reference as compiled from the configuration's `keys` section. */
+export interface KeyRef {
+  readonly name: string;
+  readonly id: string;
+  readonly type: string;
+  readonly version?: number;
+}
+
+export interface TransformerDeps {
+  readonly keys: KeyProvider;
+  /** fills a buffer with cryptographically secure random bytes (AES-GCM nonces) */
+  readonly random: (bytes: Uint8Array) => Uint8Array;
+}
+
+/** The binding label: `Class.property` unless the step names a shared one. */
+export function bindingLabel(field: FieldBinding, override: string | undefined): string {
+  return override ?? `${field.className}.${field.propertyName}`;
+}

@@ -1,0 +1,285 @@
+import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { mkdir, open, readFile, rename, unlink } from 'node:fs/promises';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { VeilError } from '../engine/errors.ts';
+import type { KeyInfo, KeyProvider, KeyType } from '../engine/keys/key-provider.ts';
+import { MemoryKeyProvider } from '../engine/keys/memory-key-provider.ts';
+import { revealKeyBytes, type SecretKey } from '../engine/keys/secret-key.ts';
+import { isKeyType, isValidKeyId, keySizes, parseHexMaterial } from './key-material.ts';
+import { decodeKeystore, encodeKeystore, type KeyRecord } from './keystore-format.ts';
+import { errorCode } from './master-key.ts';
+
+export const KEYSTORE_FILE = 'keystore.json';
+const LOCK_WAIT_MS = 5_000;
+const LOCK_POLL_MS = 25;
+
+export interface LocalKeystoreOptions {
+  dataDir: string;
+  masterKey: SecretKey;
+  now?: () => Date;
+}
+
+/**
+ * The embedded KeyProvider: keys in `<dataDir>/keystore.json`, encrypted and authenticated under
+ * the master key (format in keystore-format.ts). Reads are served from memory; every change
+ * takes a lock file, re-reads the file (another process may have changed it), applies the change
+ * and replaces the file atomically (temp file, fsync, rename). Material never leaves: there is
+ * no export, and list()/info() carry metadata only.
+ */
+export class LocalKeystore implements KeyProvider {
+  readonly path: string;
+  private readonly dataDir: string;
+  private readonly masterKey: SecretKey;
+  private readonly now: () => Date;
+  private view = new MemoryKeyProvider();
+
+  private constructor(options: LocalKeystoreOptions) {
+    this.dataDir = options.dataDir;
+    this.path = join(options.dataDir, KEYSTORE_FILE);
+    this.masterKey = options.masterKey;
+    this.now = options.now ?? (() => new Date());
+  }
+
+  /** Opens the keystore, creating an empty one (and the data directory, mode 0700) if absent. */
+  static async open(options: LocalKeystoreOptions): Promise<LocalKeystore> {
+    const keystore = new LocalKeystore(options);
+    try {
+      await mkdir(keystore.dataDir, { recursive: true, mode: 0o700 });
+    } catch (error) {
+      throw keystore.ioError('cannot create the data directory', error);
+    }
+    const records = await keystore.read();
+    if (records) {
+      keystore.adopt(records);
+    } else {
+      await keystore.withLock(async () => {
+        const current = await keystore.read();
+        if (current) keystore.adopt(current);
+        else await keystore.write([]);
+      });
+    }
+    return keystore;
+  }
+
+  info(id: string): KeyInfo | undefined {
+    const info = this.view.info(id);
+    return info && copyInfo(info);
+  }
+
+  key(id: string, version: number): SecretKey | undefined {
+    return this.view.key(id, version);
+  }
+
+  list(): KeyInfo[] {
+    return this.view.ids().map((id) => copyInfo(this.view.info(id) as KeyInfo));
+  }
+
+  /** Re-reads the file, picking up changes made by other processes. */
+  async reload(): Promise<void> {
+    const records = await this.read();
+    if (!records) throw new VeilError('KEYSTORE_INVALID', `keystore ${this.path} no longer exists`);
+    this.adopt(records);
+  }
+
+  /** A new key with random material of the type's default size. */
+  async create(id: string, type: KeyType): Promise<KeyInfo> {
+    assertKeyId(id);
+    assertKeyType(type);
+    return this.change((keys) => {
+      if (keys.info(id)) throw new VeilError('KEY_EXISTS', `key ${id} exists already; use rotate for a new version`);
+      addRandom(keys, id, type, this.stamp());
+      return id;
+    });
+  }
+
+  /** A new random version of an existing key; it becomes primary, older versions stay usable. */
+  async rotate(id: string): Promise<KeyInfo> {
+    assertKeyId(id);
+    return this.change((keys) => {
+      const info = keys.info(id);
+      if (!info) throw new VeilError('KEY_NOT_FOUND', `no key ${id} in keystore ${this.path}`);
+      addRandom(keys, id, info.type, this.stamp());
+      return id;
+    });
+  }
+
+  /**
+   * Existing material (hex), for migrations: a new key, or a new primary version of an existing
+   * key of the same type. Errors describe the input, never echo it.
+   */
+  async import(id: string, type: KeyType, hex: string): Promise<KeyInfo> {
+    assertKeyId(id);
+    assertKeyType(type);
+    const bytes = parseHexMaterial(type, hex);
+    try {
+      return await this.change((keys) => {
+        const info = keys.info(id);
+        if (info && info.type !== type) {
+          throw new VeilError('KEY_EXISTS', `key ${id} exists with type ${info.type}; imported material must be of the same type, not ${type}`);
+        }
+        for (const version of info?.versions ?? []) {
+          const existing = revealKeyBytes(keys.key(id, version.version) as SecretKey);
+          if (existing.length === bytes.length && timingSafeEqual(existing, bytes)) {
+            throw new VeilError('KEY_EXISTS', `key ${id} holds this material already, as version ${version.version}`);
+          }
+        }
+        keys.add(id, type, bytes, this.stamp(), 'imported');
+        return id;
+      });
+    } finally {
+      bytes.fill(0);
+    }
+  }
+
+  private adopt(records: KeyRecord[]): void {
+    this.view = toProvider(records);
+    wipe(records);
+  }
+
+  private stamp(): string {
+    return this.now().toISOString();
+  }
+
+  /** Lock, re-read, apply, write, then publish the new view. */
+  private async change(apply: (keys: MemoryKeyProvider) => string): Promise<KeyInfo> {
+    return this.withLock(async () => {
+      const records = await this.read();
+      if (!records) throw new VeilError('KEYSTORE_INVALID', `keystore ${this.path} no longer exists`);
+      const keys = toProvider(records);
+      wipe(records);
+      const id = apply(keys);
+      const updated = toRecords(keys);
+      try {
+        await this.write(updated);
+      } finally {
+        wipe(updated);
+      }
+      this.view = keys;
+      return copyInfo(keys.info(id) as KeyInfo);
+    });
+  }
+
+  /** The decoded file; undefined when it does not exist. */
+  private async read(): Promise<KeyRecord[] | undefined> {
+    let bytes: Buffer;
+    try {
+      bytes = await readFile(this.path);
+    } catch (error) {
+      if (errorCode(error) === 'ENOENT') return undefined;
+      throw this.ioError('cannot read', error);
+    }
+    return decodeKeystore(bytes, revealKeyBytes(this.masterKey), this.path);
+  }
+
+  private async write(records: readonly KeyRecord[]): Promise<void> {
+    const bytes = encodeKeystore(records, revealKeyBytes(this.masterKey));
+    const temp = `${this.path}.${randomBytes(6).toString('hex')}.tmp`;
+    try {
+      const handle = await open(temp, 'wx', 0o600);
+      try {
+        await handle.writeFile(bytes);
+        await handle.sync();
+      } finally {
+        await handle.close();
+      }
+      await rename(temp, this.path);
+    } catch (error) {
+      await unlink(temp).catch(() => undefined);
+      throw this.ioError('cannot write', error);
+    }
+    await syncDirectory(this.dataDir);
+  }
+
+  private async withLock<T>(body: () => Promise<T>): Promise<T> {
+    const lockPath = `${this.path}.lock`;
+    const deadline = Date.now() + LOCK_WAIT_MS;
+    for (;;) {
+      try {
+        const handle = await open(lockPath, 'wx', 0o600);
+        await handle.writeFile(`${process.pid}\n`).finally(() => handle.close());
+        break;
+      } catch (error) {
+        if (errorCode(error) !== 'EEXIST') throw this.ioError('cannot create the lock file for', error);
+        if (Date.now() >= deadline) {
+          throw new VeilError(
+            'KEYSTORE_INVALID',
+            `keystore ${this.path} is locked by another veil process; if none is running, remove ${lockPath}`,
+          );
+        }
+        await sleep(LOCK_POLL_MS);
+      }
+    }
+    try {
+      return await body();
+    } finally {
+      await unlink(lockPath).catch(() => undefined);
+    }
+  }
+
+  private ioError(what: string, error: unknown): VeilError {
+    const target = what.endsWith('directory') ? this.dataDir : `keystore ${this.path}`;
+    return new VeilError('KEYSTORE_INVALID', `${what} ${target} (${errorCode(error) ?? 'error'})`, [], { cause: error });
+  }
+}
+
+function assertKeyId(id: string): void {
+  if (typeof id !== 'string' || !isValidKeyId(id)) {
+    throw new RangeError('a key id has 1 to 64 characters a-z, 0-9, ".", "_", "-" and starts with a letter or digit');
+  }
+}
+
+function assertKeyType(type: string): void {
+  if (typeof type !== 'string' || !isKeyType(type)) throw new RangeError('unknown key type');
+}
+
+function addRandom(keys: MemoryKeyProvider, id: string, type: KeyType, createdAt: string): void {
+  const size = keySizes(type)[0] as number;
+  const bytes = randomBytes(size);
+  try {
+    keys.add(id, type, bytes, createdAt, 'generated');
+  } finally {
+    bytes.fill(0);
+  }
+}
+
+function toProvider(records: readonly KeyRecord[]): MemoryKeyProvider {
+  const keys = new MemoryKeyProvider();
+  for (const record of records) {
+    for (const version of record.versions) keys.add(record.id, record.type, version.material, version.createdAt, version.origin);
+  }
+  return keys;
+}
+
+function toRecords(keys: MemoryKeyProvider): KeyRecord[] {
+  return keys.ids().map((id) => {
+    const info = keys.info(id) as KeyInfo;
+    const versions = info.versions.map((v) => ({
+      ...v,
+      material: Uint8Array.from(revealKeyBytes(keys.key(id, v.version) as SecretKey)),
+    }));
+    return { id, type: info.type, primary: info.primary, versions };
+  });
+}
+
+function wipe(records: readonly KeyRecord[]): void {
+  for (const record of records) for (const version of record.versions) version.material.fill(0);
+}
+
+function copyInfo(info: KeyInfo): KeyInfo {
+  return { id: info.id, type: info.type, primary: info.primary, versions: info.versions.map((v) => ({ ...v })) };
+}
+
+/** Makes the rename durable; not every platform can fsync a directory. */
+async function syncDirectory(dir: string): Promise<void> {
+  try {
+    const handle = await open(dir, 'r');
+    try {
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+  } catch {
+    // best effort
+  }
+}
