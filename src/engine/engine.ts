@@ -1,0 +1,137 @@
+import { randomFillSync } from 'node:crypto';
+import { ChainCache, type Chain } from './chains.ts';
+import type { CompiledConfig } from './config/compiled.ts';
+import { combine, ValueError, VeilError, type ErrorDetail } from './errors.ts';
+import type { KeyProvider } from './keys/key-provider.ts';
+import { resolveContexts } from './contexts.ts';
+import { checkIdentifiers } from './identifiers.ts';
+import { transformRequestSchema, type Instance, type TransformResponse } from './request/schema.ts';
+import { pointerOf } from './config/issues.ts';
+
+/** Who is calling: the roles its credentials grant (a Role evidence counts only if held). */
+export interface Identity {
+  subject?: string;
+  roles: readonly string[];
+}
+
+export interface EngineOptions {
+  config: CompiledConfig;
+  keys: KeyProvider;
+  /** secure random source; injectable so tests can pin AES-GCM nonces */
+  random?: (bytes: Uint8Array) => Uint8Array;
+}
+
+/** One authorized request, ready to run: what audit records before any value is touched. */
+export interface PlannedRequest {
+  guid: string;
+  index: number;
+  action: string;
+  /** true when some instance runs a sequence inverted: the call reveals cleartext */
+  reveals: boolean;
+  processingContext: string;
+  rightsContexts: readonly string[];
+  instances: readonly Instance[];
+  chains: readonly Chain[];
+}
+
+export interface Plan {
+  requests: readonly PlannedRequest[];
+}
+
+/**
+ * The transform engine: a pure function of configuration, keys, request body and caller identity.
+ * A call is atomic: checks run in stages (shape 400, identifiers 400, contexts 400/403,
+ * authorization 403, fields 422, values 422); the first stage with problems fails the call with
+ * every offending element listed by pointer, request guid and instance index, never by value.
+ */
+export class Engine {
+  private readonly config: CompiledConfig;
+  private readonly chains: ChainCache;
+
+  constructor(options: EngineOptions) {
+    this.config = options.config;
+    const random = options.random ?? ((b: Uint8Array) => randomFillSync(b));
+    this.chains = new ChainCache(options.config, { keys: options.keys, random });
+  }
+
+  transform(body: unknown, identity: Identity): TransformResponse {
+    return this.execute(this.plan(body, identity));
+  }
+
+  plan(body: unknown, identity: Identity): Plan {
+    const parsed = transformRequestSchema.safeParse(body);
+    if (!parsed.success) {
+      throw combine(parsed.error.issues.map((i) => ({ code: 'REQUEST_MALFORMED', pointer: pointerOf(i.path), message: `${pointerOf(i.path) || '/'}: ${i.message}` })));
+    }
+    const request = parsed.data;
+    fail(checkIdentifiers(request));
+    const contexts = resolveContexts(this.config, request, identity);
+    fail(contexts.badRequest);
+    fail(contexts.forbidden);
+
+    const forbidden: ErrorDetail[] = [];
+    const unprocessable: ErrorDetail[] = [];
+    const planned = request.requests.map((r, ri): PlannedRequest => {
+      const processing = contexts.processing.get(r.processingContext)!;
+      const rights = contexts.rights.get(r.rightsContext)!;
+      const action = processing.action;
+      let reveals = false;
+      const chains = r.instances.map((inst, ii): Chain => {
+        const detail = { request: r.guid, instance: ii, className: inst.className, propertyName: inst.propertyName, pointer: `/requests/${ri}/instances/${ii}` };
+        const name = `${inst.className}.${inst.propertyName}`;
+        if (!rights.grants(action, inst.className, inst.propertyName)) {
+          forbidden.push({ ...detail, code: 'ACTION_NOT_GRANTED', message: `${action} on ${name} is not granted to rights context ${r.rightsContext}` });
+          return noChain;
+        }
+        const field = this.config.classes.get(inst.className)?.get(inst.propertyName);
+        if (!field) {
+          unprocessable.push({ ...detail, code: 'FIELD_UNKNOWN', message: `${name} is not a configured class.property` });
+          return noChain;
+        }
+        const plan = field.actions.get(action);
+        if (!plan) {
+          unprocessable.push({ ...detail, code: 'ACTION_NOT_CONFIGURED', message: `${name} has no sequence for ${action}` });
+          return noChain;
+        }
+        if (plan.direction === 'inverse') reveals = true;
+        return this.chains.chain(field, action, plan);
+      });
+      return { guid: r.guid, index: ri, action, reveals, processingContext: processing.name, rightsContexts: rights.names, instances: r.instances, chains };
+    });
+    fail(forbidden);
+    fail(unprocessable);
+    return { requests: planned };
+  }
+
+  execute(plan: Plan): TransformResponse {
+    const problems: ErrorDetail[] = [];
+    const responses = plan.requests.map((r) => ({
+      request: r.guid,
+      instances: r.instances.map((inst, ii) => {
+        try {
+          return { className: inst.className, propertyName: inst.propertyName, value: r.chains[ii]!(inst.value) };
+        } catch (e) {
+          if (!(e instanceof ValueError)) throw e;
+          problems.push({
+            code: e.code, pointer: `/requests/${r.index}/instances/${ii}/value`, request: r.guid, instance: ii,
+            className: inst.className, propertyName: inst.propertyName,
+            message: `${inst.className}.${inst.propertyName} value ${e.message}`,
+          });
+          return inst;
+        }
+      }),
+    }));
+    fail(problems);
+    return { responses };
+  }
+}
+
+const noChain: Chain = () => {
+  throw new Error('unreachable: a planned call with problems never executes');
+};
+
+function fail(details: readonly ErrorDetail[]): void {
+  if (details.length) throw combine(details);
+}
+
+export { VeilError };
