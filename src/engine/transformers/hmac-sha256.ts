@@ -1,4 +1,5 @@
-import { createHmac, createSecretKey, type KeyObject } from 'node:crypto';
+import { createSecretKey, type KeyObject } from 'node:crypto';
+import { hmacSha256 as mac } from '../crypto/hmac-sha256.ts';
 import { revealKeyBytes } from '../keys/secret-key.ts';
 import { bindingLabel, type KeyRef, type Transformer, type TransformerDeps } from './transformer.ts';
 import { encode, FORMAT_TAGS, header, HEADER_BYTES, irreversible, utf8 } from './output-format.ts';
@@ -18,17 +19,16 @@ export function hmacSha256(params: { key: KeyRef; outputBytes: number; binding?:
     type: 'hmac-sha256',
     reversible: false,
     bind(field) {
-      const label = Buffer.from(bindingLabel(field, params.binding), 'utf8');
-      const labelLength = Buffer.alloc(2);
-      labelLength.writeUInt16BE(label.length);
+      const label = new TextEncoder().encode(bindingLabel(field, params.binding));
+      const labelLength = new Uint8Array([label.length >>> 8, label.length & 0xff]);
       return {
         protect(value) {
           const version = keys.protectVersion();
           const h = header(TAG, version);
-          const mac = createHmac('sha256', keys.forProtect(version)).update(h).update(labelLength).update(label).update(utf8(value)).digest();
-          const out = new Uint8Array(HEADER_BYTES + params.outputBytes);
+          const tag = mac(keys.forProtect(version), [h, labelLength, label, utf8(value)], params.outputBytes);
+          const out = new Uint8Array(HEADER_BYTES + tag.length);
           out.set(h);
-          out.set(mac.subarray(0, params.outputBytes), HEADER_BYTES);
+          out.set(tag, HEADER_BYTES);
           return encode(out);
         },
         unprotect: () => irreversible('hmac-sha256'),

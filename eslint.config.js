@@ -1,0 +1,45 @@
+// Lint: typescript-eslint's recommended rules plus veil's architecture rules.
+import tseslint from 'typescript-eslint';
+import veil from './tools/eslint-plugin-veil.js';
+
+export default tseslint.config(
+  { ignores: ['node_modules/**', 'dist/**', 'coverage/**', '.veil/**'] },
+  ...tseslint.configs.recommended,
+  {
+    rules: {
+      '@typescript-eslint/no-non-null-assertion': 'off',
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_' }],
+    },
+  },
+  {
+    // Layering: the engine is pure (config in, decisions and values out) and depends on nothing
+    // outside itself; everything else depends on it, never the reverse.
+    files: ['src/engine/**/*.ts'],
+    plugins: { veil },
+    rules: {
+      'veil/engine-layering': 'error',
+      'no-restricted-globals': ['error',
+        { name: 'process', message: 'src/engine is pure: no environment or process state' },
+        { name: 'fetch', message: 'src/engine is pure: no I/O' },
+        { name: 'setTimeout', message: 'src/engine is pure: no clock' },
+        { name: 'setInterval', message: 'src/engine is pure: no clock' },
+      ],
+      'no-restricted-syntax': ['error',
+        { selector: "MemberExpression[object.name='Date'][property.name='now']", message: 'src/engine is pure: no clock (inject one)' },
+        { selector: "NewExpression[callee.name='Date'][arguments.length=0]", message: 'src/engine is pure: no clock (inject one)' },
+        { selector: "MemberExpression[object.name='performance'][property.name='now']", message: 'src/engine is pure: no clock' },
+      ],
+    },
+  },
+  {
+    // Key bytes never leave their module: only crypto-using transformers and the keystore may
+    // unwrap a SecretKey.
+    files: ['src/**/*.ts', 'test/**/*.ts', 'bench/**/*.ts'],
+    ignores: ['src/engine/transformers/**', 'src/engine/keys/**', 'src/keys/**', 'test/**', 'bench/**'],
+    rules: {
+      'no-restricted-imports': ['error', {
+        patterns: [{ group: ['**/keys/secret-key.ts'], importNames: ['revealKeyBytes'], message: 'key bytes stay in the crypto and keystore modules' }],
+      }],
+    },
+  },
+);
