@@ -1,4 +1,3 @@
-import { isAbsolute, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { VeilError } from '../engine/errors.ts';
 import { KEY_TYPE_NAMES, type KeyInfo } from '../engine/keys/key-provider.ts';
@@ -6,6 +5,7 @@ import { isKeyType, isValidKeyId } from '../keys/key-material.ts';
 import { LocalKeystore } from '../keys/local-keystore.ts';
 import { describeMasterKeySource, resolveMasterKey } from '../keys/master-key.ts';
 import type { CliIo, Command } from './io.ts';
+import { resolveDataDir } from '../app/paths.ts';
 
 export const keysHelp = `Usage: veil keys <action> [options]
 
@@ -112,7 +112,7 @@ async function run(action: string, flags: Flags, io: CliIo): Promise<number> {
       io.stderr('veil keys: note: material given on the command line may be kept in shell history; prefer --hex -\n');
     }
   }
-  const dataDir = dataDirOf(flags, io);
+  const dataDir = resolveDataDir(flags['data-dir'], io.env, io.cwd);
   const master = await resolveMasterKey({ dataDir, env: io.env });
   if (master.source.kind === 'file') io.stderr(`veil keys: ${describeMasterKeySource(master.source)}\n`);
   const keystore = await LocalKeystore.open({ dataDir, masterKey: master.key, now: io.now });
@@ -140,12 +140,6 @@ async function run(action: string, flags: Flags, io: CliIo): Promise<number> {
       return 0;
     }
   }
-}
-
-function dataDirOf(flags: Flags, io: CliIo): string {
-  const given = flags['data-dir'] ?? io.env.VEIL_DATA_DIR;
-  if (given === undefined || given === '') return join(io.cwd, '.veil');
-  return isAbsolute(given) ? given : resolve(io.cwd, given);
 }
 
 export function formatList(keys: readonly KeyInfo[], path: string): string {

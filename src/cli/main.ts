@@ -1,0 +1,56 @@
+import { configCommand } from './config-command.ts';
+import { demoCommand } from './demo-command.ts';
+import type { CliIo, Command } from './io.ts';
+import { keysCommand } from './keys-command.ts';
+import { transformCommand } from './transform-command.ts';
+
+export const mainHelp = `Usage: veil <command> [options]
+
+Commands:
+  demo        protect and unprotect sample values with the embedded defaults (npm start)
+  transform   run a transform request body through the engine (offline)
+  config      validate a configuration; provision its keys
+  keys        create, rotate, import and list keys in the local keystore
+  help        this text
+
+'veil <command> --help' explains a command.
+`;
+
+const COMMANDS: Record<string, Command> = {
+  demo: demoCommand,
+  transform: transformCommand,
+  config: configCommand,
+  keys: keysCommand,
+};
+
+export async function main(argv: string[], io: CliIo): Promise<number> {
+  const [name, ...rest] = argv;
+  if (name === undefined || name === 'help' || name === '--help' || name === '-h') {
+    io.stdout(mainHelp);
+    return name === undefined ? 2 : 0;
+  }
+  const command = COMMANDS[name];
+  if (!command) {
+    io.stderr(`veil: unknown command; run 'veil help'\n`);
+    return 2;
+  }
+  return command(rest, io);
+}
+
+async function readStdin(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+if (import.meta.main) {
+  const io: CliIo = {
+    stdout: (t) => process.stdout.write(t),
+    stderr: (t) => process.stderr.write(t),
+    readStdin,
+    env: process.env,
+    cwd: process.cwd(),
+    now: () => new Date(),
+  };
+  process.exitCode = await main(process.argv.slice(2), io);
+}
