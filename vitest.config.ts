@@ -4,6 +4,6 @@ export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
     testTimeout: 30_000,
-    reporters: ['default'],
+    reporters: ['default', './test/summary-reporter.ts'],
   },
 });
