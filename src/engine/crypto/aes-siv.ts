@@ -37,9 +37,21 @@ export class AesSiv {
 
   /** Returns V || C. */
   seal(prefix: SivPrefix, plaintext: Uint8Array): Uint8Array {
-    const out = new Uint8Array(16 + plaintext.length);
-    this.s2vFinal(prefix, plaintext, out);
-    this.xorCtr(out.subarray(0, 16), plaintext, out.subarray(16));
+    return this.sealInto(prefix, plaintext, new Uint8Array(16 + plaintext.length), 0);
+  }
+
+  /** Writes V || C into out[offset, offset + 16 + plaintext.length) and returns out. */
+  sealInto<T extends Uint8Array>(prefix: SivPrefix, plaintext: Uint8Array, out: T, offset: number): T {
+    out.set(plaintext, offset + 16);
+    return this.sealInPlace(prefix, out, offset, plaintext.length);
+  }
+
+  /** The plaintext sits at out[offset + 16, +length); writes V before it and encrypts it in place. */
+  sealInPlace<T extends Uint8Array>(prefix: SivPrefix, out: T, offset: number, length: number): T {
+    const v = out.subarray(offset, offset + 16);
+    const body = out.subarray(offset + 16, offset + 16 + length);
+    this.s2vFinal(prefix, body, v);
+    this.xorCtr(v, body, body);
     return out;
   }
 

@@ -16,6 +16,9 @@ interface Layout {
   muBig: bigint;
   mvBig: bigint;
   fast: boolean;
+  /** bytes of S folded per modulo step while y mod m stays exact in a double */
+  chunkU: number;
+  chunkV: number;
   /** CBC-MAC state after P and every constant block of Q */
   state: Block;
   /** the constant leading bytes of Q's last block (fast path: T's tail and the zero pad) */
@@ -71,15 +74,17 @@ export class Ff1 {
     for (let i = l.u; i < l.n; i++) b = b * radix + x[i]!;
     if (forward) {
       for (let i = 0; i < 10; i++) {
-        const m = (i & 1) === 0 ? l.mu : l.mv;
-        const c = (a + this.roundFast(l, i, b, m)) % m;
+        const even = (i & 1) === 0;
+        const m = even ? l.mu : l.mv;
+        const c = (a + this.roundFast(l, i, b, m, even ? l.chunkU : l.chunkV)) % m;
         a = b;
         b = c;
       }
     } else {
       for (let i = 9; i >= 0; i--) {
-        const m = (i & 1) === 0 ? l.mu : l.mv;
-        const c = (((b - this.roundFast(l, i, a, m)) % m) + m) % m;
+        const even = (i & 1) === 0;
+        const m = even ? l.mu : l.mv;
+        const c = (b - this.roundFast(l, i, a, m, even ? l.chunkU : l.chunkV) + m) % m;
         b = a;
         a = c;
       }
@@ -97,7 +102,7 @@ export class Ff1 {
   }
 
   /** y mod m for round i where `num` is NUM_radix of the half fed to the PRF. */
-  private roundFast(l: Layout, i: number, num: number, m: number): number {
+  private roundFast(l: Layout, i: number, num: number, m: number, chunk: number): number {
     const w = this.work;
     const bytes = w.bytes;
     const c = l.lastConst;
@@ -114,8 +119,17 @@ export class Ff1 {
     }
     w.xorWords(l.state);
     this.aes.encryptWords(w.words);
+    // y mod m, folding `chunk` bytes per modulo so the intermediate stays below 2^53
     let y = 0;
-    for (let j = 0; j < l.d; j++) y = (y * 256 + bytes[j]!) % m;
+    for (let j = 0; j < l.d; ) {
+      let v = 0;
+      let scale = 1;
+      for (const stop = Math.min(l.d, j + chunk); j < stop; j++) {
+        v = v * 256 + bytes[j]!;
+        scale *= 256;
+      }
+      y = (y * scale + v) % m;
+    }
     return y;
   }
 
@@ -191,7 +205,8 @@ export class Ff1 {
       this.aes.encryptWords(state.words);
     }
     const lastConst = pq.slice(qConstEnd, pq.length - 1 - b);
-    const layout: Layout = { n, u, v, b, d, mu: Number(muBig), mv: Number(mvBig), muBig, mvBig, fast, state, lastConst, pq };
+    const chunkOf = (m: bigint) => Math.max(1, Math.min(6, Math.floor((53 - bitLength(m)) / 8)));
+    const layout: Layout = { n, u, v, b, d, mu: Number(muBig), mv: Number(mvBig), muBig, mvBig, fast, chunkU: chunkOf(muBig), chunkV: chunkOf(mvBig), state, lastConst, pq };
     this.layouts.set(n, layout);
     return layout;
   }

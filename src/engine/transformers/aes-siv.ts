@@ -2,7 +2,7 @@ import { ValueError } from '../errors.ts';
 import { AesSiv, type SivPrefix } from '../crypto/aes-siv.ts';
 import { revealKeyBytes } from '../keys/secret-key.ts';
 import { bindingLabel, type KeyRef, type Transformer, type TransformerDeps } from './transformer.ts';
-import { decode, encode, FORMAT_TAGS, fromUtf8, header, HEADER_BYTES, utf8 } from './output-format.ts';
+import { decode, encode, FORMAT_TAGS, fromUtf8, header, HEADER_BYTES, outputBuffer, utf8Length } from './output-format.ts';
 import { VersionedKeys } from './versioned-keys.ts';
 
 const TAG = FORMAT_TAGS['aes-siv'];
@@ -21,27 +21,30 @@ export function aesSiv(params: { key: KeyRef; binding?: string }, deps: Transfor
     reversible: true,
     bind(field) {
       const label = encoder.encode(bindingLabel(field, params.binding));
-      const prefixes = new Map<number, SivPrefix>();
-      const prefix = (siv: AesSiv, version: number, h: Uint8Array): SivPrefix => {
+      // per key version: its header and the S2V state over [header, label], computed once
+      const prefixes = new Map<number, { h: Uint8Array; prefix: SivPrefix }>();
+      const prefix = (siv: AesSiv, version: number) => {
         let p = prefixes.get(version);
-        if (!p) prefixes.set(version, (p = siv.prefix([h, label])));
+        if (!p) {
+          const h = header(TAG, version);
+          prefixes.set(version, (p = { h, prefix: siv.prefix([h, label]) }));
+        }
         return p;
       };
       return {
         protect(value) {
           const version = keys.protectVersion();
           const siv = keys.forProtect(version);
-          const h = header(TAG, version);
-          const sealed = siv.seal(prefix(siv, version, h), utf8(value));
-          const out = new Uint8Array(HEADER_BYTES + sealed.length);
-          out.set(h);
-          out.set(sealed, HEADER_BYTES);
-          return encode(out);
+          const { h, prefix: p } = prefix(siv, version);
+          const length = utf8Length(value);
+          const out = outputBuffer(h, 16 + length);
+          out.write(value, HEADER_BYTES + 16, 'utf8');
+          return encode(siv.sealInPlace(p, out, HEADER_BYTES, length));
         },
         unprotect(value) {
-          const { version, header: h, payload } = decode(value, TAG, 16);
+          const { version, payload } = decode(value, TAG, 16);
           const siv = keys.forUnprotect(version);
-          const plaintext = siv.open(prefix(siv, version, h), payload);
+          const plaintext = siv.open(prefix(siv, version).prefix, payload);
           if (!plaintext) throw new ValueError('PROTECTED_VALUE_INVALID', 'fails authentication (tampered, or protected for another field or key)');
           return fromUtf8(plaintext);
         },

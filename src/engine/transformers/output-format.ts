@@ -10,14 +10,21 @@ export const FORMAT_TAGS = { 'aes-siv': 0xa1, 'aes-gcm': 0xa2, 'hmac-sha256': 0x
 export const HEADER_BYTES = 5;
 
 export function header(tag: number, version: number): Uint8Array {
-  const h = new Uint8Array(HEADER_BYTES);
-  h[0] = tag;
-  new DataView(h.buffer).setUint32(1, version);
-  return h;
+  return Uint8Array.of(tag, version >>> 24, (version >>> 16) & 0xff, (version >>> 8) & 0xff, version & 0xff);
+}
+
+/**
+ * A fresh output buffer with the header written, sized header + `body` bytes. A Buffer, so
+ * encoding it to base64url needs no wrapper.
+ */
+export function outputBuffer(h: Uint8Array, body: number): Buffer {
+  const out = Buffer.allocUnsafe(HEADER_BYTES + body);
+  out.set(h);
+  return out;
 }
 
 export function encode(bytes: Uint8Array): string {
-  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length).toString('base64url');
+  return (Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length)).toString('base64url');
 }
 
 const BASE64URL = /^[A-Za-z0-9_-]*$/;
@@ -34,7 +41,7 @@ export function decode(value: string, tag: number, minPayload: number): { versio
   if (bytes.length < HEADER_BYTES + minPayload || bytes[0] !== tag) {
     throw new ValueError('PROTECTED_VALUE_INVALID', 'is not an output of this transformer');
   }
-  const version = new DataView(bytes.buffer, bytes.byteOffset).getUint32(1);
+  const version = ((bytes[1]! << 24) | (bytes[2]! << 16) | (bytes[3]! << 8) | bytes[4]!) >>> 0;
   return { version, header: bytes.subarray(0, HEADER_BYTES), payload: bytes.subarray(HEADER_BYTES) };
 }
 
@@ -45,6 +52,12 @@ const decoder = new TextDecoder('utf-8', { fatal: true });
 export function utf8(value: string): Uint8Array {
   if (!value.isWellFormed()) throw new ValueError('VALUE_NOT_IN_ALPHABET', 'is not well-formed Unicode (lone surrogate)');
   return encoder.encode(value);
+}
+
+/** UTF-8 byte length of a value, refusing lone surrogates like utf8(). */
+export function utf8Length(value: string): number {
+  if (!value.isWellFormed()) throw new ValueError('VALUE_NOT_IN_ALPHABET', 'is not well-formed Unicode (lone surrogate)');
+  return Buffer.byteLength(value, 'utf8');
 }
 
 export function fromUtf8(bytes: Uint8Array): string {
