@@ -10,7 +10,7 @@ export interface ResolvedRights {
 }
 
 export interface ResolvedContexts {
-  /** keyed by the body's guid (as written) */
+  /** keyed by the body's guid, lowercased (guids compare case-insensitively) */
   rights: Map<string, ResolvedRights>;
   processing: Map<string, CompiledProcessingContext>;
   badRequest: ErrorDetail[];
@@ -29,12 +29,12 @@ type Evidence = { name: string; value: string };
  */
 export function resolveContexts(config: CompiledConfig, body: TransformRequest, identity: Identity): ResolvedContexts {
   const out: ResolvedContexts = { rights: new Map(), processing: new Map(), badRequest: [], forbidden: [] };
-  const usedRights = new Set(body.requests.map((r) => r.rightsContext));
-  const usedProcessing = new Set(body.requests.map((r) => r.processingContext));
+  const usedRights = new Set(body.requests.map((r) => r.rightsContext.toLowerCase()));
+  const usedProcessing = new Set(body.requests.map((r) => r.processingContext.toLowerCase()));
   const held = new Set(identity.roles);
 
   body.processingContexts.forEach((ctx, i) => {
-    if (!usedProcessing.has(ctx.guid)) return;
+    if (!usedProcessing.has(ctx.guid.toLowerCase())) return;
     const at = `/processingContexts/${i}`;
     if (unknownNames(ctx.evidences, config.processingEvidenceNames, at, out.badRequest)) return;
     const matches = config.processingContexts.filter((c) => matchesAll(c.evidences, ctx.evidences, () => true));
@@ -45,12 +45,12 @@ export function resolveContexts(config: CompiledConfig, body: TransformRequest, 
     } else if (top.length > 1) {
       out.badRequest.push({ code: 'PROCESSING_CONTEXT_AMBIGUOUS', pointer: `${at}/evidences`, message: `${at} matches processing contexts ${top.map((c) => c.name).join(', ')} equally well` });
     } else {
-      out.processing.set(ctx.guid, top[0]!);
+      out.processing.set(ctx.guid.toLowerCase(), top[0]!);
     }
   });
 
   body.rightsContexts.forEach((ctx, i) => {
-    if (!usedRights.has(ctx.guid)) return;
+    if (!usedRights.has(ctx.guid.toLowerCase())) return;
     const at = `/rightsContexts/${i}`;
     if (unknownNames(ctx.evidences, config.rightsEvidenceNames, at, out.badRequest)) return;
     let roleProblem = false;
@@ -66,7 +66,7 @@ export function resolveContexts(config: CompiledConfig, body: TransformRequest, 
       out.forbidden.push({ code: 'RIGHTS_CONTEXT_UNMATCHED', pointer: `${at}/evidences`, message: `${at} matches no configured rights context` });
       return;
     }
-    out.rights.set(ctx.guid, { names: matched.map((c) => c.name), grants: (action, cls, prop) => granted(matched, action, cls, prop) });
+    out.rights.set(ctx.guid.toLowerCase(), { names: matched.map((c) => c.name), grants: (action, cls, prop) => granted(matched, action, cls, prop) });
   });
   return out;
 }

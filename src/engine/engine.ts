@@ -72,8 +72,8 @@ export class Engine {
     const forbidden: ErrorDetail[] = [];
     const unprocessable: ErrorDetail[] = [];
     const planned = request.requests.map((r, ri): PlannedRequest => {
-      const processing = contexts.processing.get(r.processingContext)!;
-      const rights = contexts.rights.get(r.rightsContext)!;
+      const processing = contexts.processing.get(r.processingContext.toLowerCase())!;
+      const rights = contexts.rights.get(r.rightsContext.toLowerCase())!;
       const action = processing.action;
       let reveals = false;
       const chains = r.instances.map((inst, ii): Chain => {
