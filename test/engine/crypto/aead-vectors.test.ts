@@ -1,0 +1,93 @@
+import { createSecretKey } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { AesSiv } from '../../../src/engine/crypto/aes-siv.ts';
+import { gcmOpen, gcmSeal } from '../../../src/engine/crypto/aes-gcm.ts';
+import { hmacSha256, hmacSha256Verify } from '../../../src/engine/crypto/hmac-sha256.ts';
+import { countTests, hex, toHex, vectors, type WycheproofFile } from './vectors.ts';
+
+describe('AES-SIV: RFC 5297 appendix A', () => {
+  const { vectors: list } = vectors<{ vectors: { name: string; keyHex: string; ad: string[]; plaintextHex: string; output: string }[] }>('rfc5297.json');
+  it.each(list)('$name', (v) => {
+    const siv = new AesSiv(hex(v.keyHex));
+    const prefix = siv.prefix(v.ad.map(hex));
+    expect(toHex(siv.seal(prefix, hex(v.plaintextHex)))).toBe(v.output);
+    expect(toHex(siv.open(prefix, hex(v.output))!)).toBe(v.plaintextHex);
+  });
+});
+
+describe('AES-SIV-CMAC: Wycheproof', () => {
+  const file = vectors<WycheproofFile<{ keySize: number }>>('wycheproof/aes_siv_cmac_test.json');
+  it('holds every test the file announces', () => expect(countTests(file)).toBe(file.numberOfTests));
+  const tests = file.testGroups.flatMap((g) => g.tests.map((t) => ({ ...t, keySize: g.keySize })));
+  it.each(tests)('tcId $tcId ($result, $keySize-bit key) $comment', (t) => {
+    const siv = new AesSiv(hex(t.key));
+    const prefix = siv.prefix([hex(t.aad as string)]);
+    const opened = siv.open(prefix, hex(t.ct as string));
+    if (t.result === 'valid') {
+      expect(toHex(siv.seal(prefix, hex(t.msg)))).toBe(t.ct);
+      expect(toHex(opened!)).toBe(t.msg);
+    } else {
+      expect(opened).toBeUndefined();
+    }
+  });
+  it('refuses unsupported key sizes', () => {
+    for (const n of [16, 24, 31, 65]) expect(() => new AesSiv(new Uint8Array(n))).toThrow(RangeError);
+  });
+});
+
+describe('AES-GCM: McGrew–Viega test cases', () => {
+  const { vectors: list } = vectors<{ vectors: { testCase: number; keyHex: string; ivHex: string; aadHex: string; ptHex: string; ctHex: string; tagHex: string }[] }>('nist-gcm.json');
+  it.each(list)('test case $testCase', (v) => {
+    const key = createSecretKey(hex(v.keyHex));
+    expect(toHex(gcmSeal(key, hex(v.ivHex), hex(v.aadHex), hex(v.ptHex)))).toBe(v.ctHex + v.tagHex);
+    expect(toHex(gcmOpen(key, hex(v.ivHex), hex(v.aadHex), hex(v.ctHex + v.tagHex))!)).toBe(v.ptHex);
+  });
+});
+
+describe('AES-GCM: Wycheproof', () => {
+  const file = vectors<WycheproofFile<{ keySize: number; ivSize: number; tagSize: number }>>('wycheproof/aes_gcm_test.json');
+  it('holds every test the file announces', () => expect(countTests(file)).toBe(file.numberOfTests));
+  const tests = file.testGroups.flatMap((g) => g.tests.map((t) => ({ ...t, ivSize: g.ivSize, tagSize: g.tagSize, keySize: g.keySize })));
+  const supported = (t: (typeof tests)[number]) => t.ivSize === 96 && t.tagSize === 128;
+  it.each(tests.filter(supported))('tcId $tcId ($result) $comment', (t) => {
+    const key = createSecretKey(hex(t.key));
+    const opened = gcmOpen(key, hex(t.iv as string), hex(t.aad as string), hex((t.ct as string) + (t.tag as string)));
+    if (t.result === 'valid') {
+      expect(toHex(gcmSeal(key, hex(t.iv as string), hex(t.aad as string), hex(t.msg)))).toBe((t.ct as string) + (t.tag as string));
+      expect(toHex(opened!)).toBe(t.msg);
+    } else {
+      expect(opened).toBeUndefined();
+    }
+  });
+  it('refuses every vector with unsupported parameters (nonce other than 96 bits)', () => {
+    const unsupported = tests.filter((t) => !supported(t));
+    expect(unsupported.length).toBeGreaterThan(0);
+    for (const t of unsupported) {
+      const key = createSecretKey(hex(t.key));
+      expect(() => gcmSeal(key, hex(t.iv as string), hex(t.aad as string), hex(t.msg)), `tcId ${t.tcId}`).toThrow(/96 bits/);
+      expect(() => gcmOpen(key, hex(t.iv as string), hex(t.aad as string), hex((t.ct as string) + (t.tag as string))), `tcId ${t.tcId}`).toThrow(/96 bits/);
+    }
+  });
+});
+
+describe('HMAC-SHA256: Wycheproof', () => {
+  const file = vectors<WycheproofFile<{ keySize: number; tagSize: number }>>('wycheproof/hmac_sha256_test.json');
+  it('holds every test the file announces', () => expect(countTests(file)).toBe(file.numberOfTests));
+  const tests = file.testGroups.flatMap((g) => g.tests.map((t) => ({ ...t, tagSize: g.tagSize })));
+  const supported = (t: (typeof tests)[number]) => t.tagSize >= 128 && t.tagSize <= 256;
+  it.each(tests.filter(supported))('tcId $tcId ($result, $tagSize-bit tag) $comment', (t) => {
+    const key = createSecretKey(hex(t.key));
+    const valid = hmacSha256Verify(key, [hex(t.msg)], hex(t.tag as string));
+    if (t.result === 'valid') {
+      expect(toHex(hmacSha256(key, [hex(t.msg)], t.tagSize / 8))).toBe(t.tag);
+      expect(valid).toBe(true);
+    } else {
+      expect(valid).toBe(false);
+    }
+  });
+  it('refuses tags shorter than 128 bits', () => {
+    const key = createSecretKey(new Uint8Array(32));
+    expect(() => hmacSha256(key, [], 8)).toThrow(RangeError);
+    expect(hmacSha256Verify(key, [], new Uint8Array(8))).toBe(false);
+  });
+});

@@ -1,0 +1,26 @@
+import { readFileSync } from 'node:fs';
+
+export function vectors<T>(file: string): T {
+  return JSON.parse(readFileSync(new URL(`../../vectors/${file}`, import.meta.url), 'utf8')) as T;
+}
+
+export const hex = (s: string) => Uint8Array.from(Buffer.from(s, 'hex'));
+export const toHex = (b: Uint8Array) => Buffer.from(b).toString('hex');
+
+export interface WycheproofFile<G> {
+  numberOfTests: number;
+  testGroups: (G & { tests: WycheproofTest[] })[];
+}
+
+export interface WycheproofTest {
+  tcId: number;
+  comment: string;
+  key: string;
+  msg: string;
+  result: 'valid' | 'invalid' | 'acceptable';
+  [field: string]: unknown;
+}
+
+export function countTests(file: WycheproofFile<unknown>): number {
+  return file.testGroups.reduce((n, g) => n + g.tests.length, 0);
+}
