@@ -18,7 +18,10 @@ export interface WycheproofTest {
   key: string;
   msg: string;
   result: 'valid' | 'invalid' | 'acceptable';
-  [field: string]: unknown;
+  iv?: string;
+  aad?: string;
+  ct?: string;
+  tag?: string;
 }
 
 export function countTests(file: WycheproofFile<unknown>): number {
