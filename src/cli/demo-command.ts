@@ -29,7 +29,13 @@ function body(action: string, role: string, values: readonly (readonly [string, 
  * The sample values are invented demo data, printed on purpose.
  */
 export const demoCommand: Command = async (args, io) => {
-  const { values } = parseArgs({ args, options: { config: { type: 'string' }, 'data-dir': { type: 'string' } } });
+  let values;
+  try {
+    ({ values } = parseArgs({ args, options: { config: { type: 'string' }, 'data-dir': { type: 'string' } } }));
+  } catch (e) {
+    io.stderr(`veil demo: ${(e as Error).message}\n`);
+    return 2;
+  }
   try {
     const configFile = resolveConfigPath(values.config, io.env, io.cwd);
     const { engine, keystore } = await openEngine({

@@ -1,4 +1,5 @@
 import { readFile } from 'node:fs/promises';
+import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { openEngine } from '../app/open-engine.ts';
 import { resolveConfigPath, resolveDataDir } from '../app/paths.ts';
@@ -33,7 +34,7 @@ export const transformCommand: Command = async (args, io) => {
   }
   try {
     const source = values.request ?? '-';
-    const text = source === '-' ? await io.readStdin() : await readFile(source, 'utf8');
+    const text = source === '-' ? await io.readStdin() : await readFile(resolve(io.cwd, source), 'utf8');
     let body: unknown;
     try {
       body = JSON.parse(text);

@@ -61,7 +61,7 @@ export class Engine {
   plan(body: unknown, identity: Identity): Plan {
     const parsed = transformRequestSchema.safeParse(body);
     if (!parsed.success) {
-      throw combine(parsed.error.issues.map((i) => ({ code: 'REQUEST_MALFORMED', pointer: pointerOf(i.path), message: `${pointerOf(i.path) || '/'}: ${i.message}` })));
+      throw combine(parsed.error.issues.map((i) => ({ code: 'REQUEST_MALFORMED', pointer: pointerOf(i.path), message: `${pointerOf(i.path) || '/'}: ${shapeMessage(i)}` })));
     }
     const request = parsed.data;
     fail(checkIdentifiers(request));
@@ -124,6 +124,19 @@ export class Engine {
     fail(problems);
     return { responses };
   }
+}
+
+/**
+ * zod's message, except that unknown field names are echoed only when they look like field names:
+ * a client that puts values into keys must not get them back in an error (or a log).
+ */
+function shapeMessage(issue: { code: string; message: string; keys?: string[] }): string {
+  if (issue.code !== 'unrecognized_keys') return issue.message;
+  const keys = issue.keys ?? [];
+  const shown = keys.filter((k) => /^[A-Za-z][A-Za-z0-9_]{0,31}$/.test(k));
+  const names = shown.map((k) => `"${k}"`).join(', ');
+  const hidden = keys.length - shown.length;
+  return `unrecognized field${keys.length === 1 ? '' : 's'} ${names}${hidden ? `${names ? ' and ' : ''}${hidden} more not shown` : ''}`.replace('  ', ' ');
 }
 
 const noChain: Chain = () => {

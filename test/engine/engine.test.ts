@@ -407,6 +407,19 @@ describe('Engine: malformed bodies → REQUEST_MALFORMED with JSON pointer', () 
     expect(err.details[0]!.message).toMatch(/extra|priority|format|name|weight/);
   });
 
+  it('does not echo unknown field names that look like values (a client putting data into keys)', () => {
+    const req = ok() as Loose;
+    req.requests[0].instances[0]['alice.secret@example.com'] = 'x';
+    req.requests[0].instances[0]['4111111111111111'] = 'y';
+    req.requests[0].instances[0].format = 'z';
+    const err = malformed(req);
+    const json = JSON.stringify(err);
+    expect(json).not.toContain('alice.secret@example.com');
+    expect(json).not.toContain('4111111111111111');
+    expect(err.details[0]!.message).toContain('"format"');
+    expect(err.details[0]!.message).toContain('2 more not shown');
+  });
+
   it('field names are case-sensitive: Requests is not requests', () => {
     const req = ok() as unknown as Record<string, unknown>;
     req.Requests = req.requests;

@@ -44,7 +44,9 @@ export function compileConfig(input: unknown): CompileResult {
 }
 
 function zodIssue(issue: z.core.$ZodIssue): ConfigIssue {
-  return { severity: 'error', pointer: pointerOf(issue.path), message: issue.message };
+  // an unknown field is reported at the field itself, not at the object holding it
+  const path = issue.code === 'unrecognized_keys' && issue.keys.length === 1 ? [...issue.path, issue.keys[0]!] : issue.path;
+  return { severity: 'error', pointer: pointerOf(path), message: issue.message };
 }
 
 function pointerToPath(pointer: string): string[] {
@@ -63,8 +65,9 @@ class Compiler {
     const keys = this.keys();
     const sequences = this.sequences(keys);
     const classes = this.classes(sequences);
+    // action names come from the document, so one broken binding does not make every use of the action an error too
     const actions = new Set([PROTECT, UNPROTECT]);
-    for (const props of classes.values()) for (const f of props.values()) for (const a of f.actions.keys()) actions.add(a);
+    for (const cls of Object.values(this.doc.classes)) for (const p of Object.values(cls.properties)) for (const a of Object.keys(p.actions)) actions.add(a);
     const rightsContexts = this.rightsContexts(classes, actions);
     const processingContexts = this.processingContexts(actions);
     const config: CompiledConfig = {
@@ -143,7 +146,7 @@ class Compiler {
         const actions = new Map<string, ActionPlan>();
         const protect = this.plan(sequences, [...at, 'protect'], p.protect, 'forward');
         if (protect) actions.set(PROTECT, protect);
-        if (p.unprotect === 'inverse') {
+        if (protect && p.unprotect === 'inverse') {
           const unprotect = this.plan(sequences, [...at, 'protect'], p.protect, 'inverse');
           if (unprotect) actions.set(UNPROTECT, unprotect);
         }
@@ -187,6 +190,9 @@ class Compiler {
       const evidences = Object.entries(pc.evidences) as Evidence[];
       const action = pc.action ?? pc.evidences[ACTION];
       if (evidences.length === 0) this.error([...at, 'evidences'], 'a processing context needs at least one evidence');
+      if (pc.action && pc.evidences[ACTION] && pc.action !== pc.evidences[ACTION]) {
+        this.error([...at, 'action'], `action ${pc.action} contradicts the Action evidence ${pc.evidences[ACTION]}: a caller asking for one would get the other`);
+      }
       if (!action) this.error(at, 'set action, or an Action evidence that names it');
       else if (!actions.has(action)) this.error([...at, pc.action ? 'action' : 'evidences'], `action "${action}" is not Protect, Unprotect or an action of any property`);
       const signature = evidences.map(([n, v]) => `${n}=${v}`).sort().join('&');

@@ -16,7 +16,7 @@ export function parseConfigText(text: string): ParsedText {
     severity: 'error',
     pointer: '',
     message: e.message.split('\n')[0] ?? e.message,
-    line: e.linePos?.[0]?.line,
+    line: lines.linePos(e.pos[0]).line,
   }));
   const lineOf = (path: readonly PropertyKey[]): number | undefined => {
     for (let n = path.length; n >= 0; n--) {
@@ -25,5 +25,11 @@ export function parseConfigText(text: string): ParsedText {
     }
     return undefined;
   };
-  return { value: issues.length ? undefined : doc.toJS({ maxAliasCount: 100 }), issues, lineOf };
+  if (issues.length) return { value: undefined, issues, lineOf };
+  try {
+    return { value: doc.toJS({ maxAliasCount: 100 }), issues, lineOf };
+  } catch (e) {
+    // e.g. an alias bomb: excessive alias expansion is refused, not followed
+    return { value: undefined, issues: [{ severity: 'error', pointer: '', message: (e as Error).message.split('\n')[0] ?? 'unreadable YAML' }], lineOf };
+  }
 }
