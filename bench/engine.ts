@@ -17,7 +17,6 @@ import { mask } from '../src/engine/transformers/mask.ts';
 import { redact } from '../src/engine/transformers/redact.ts';
 import { Engine } from '../src/engine/engine.ts';
 import { compileConfigText } from '../src/engine/config/compile.ts';
-import { readFileSync } from 'node:fs';
 import { fmt, opsPerSecond, ratio } from './measure.ts';
 
 const ms = Number(process.env.BENCH_MS ?? 1000);
@@ -103,20 +102,26 @@ rows.push({ name: 'mask (16 digits)', ours: opsPerSecond((i) => m.protect(cards[
 const r = bound(redact({ value: '[REDACTED]' }));
 rows.push({ name: 'redact', ours: opsPerSecond((i) => r.protect(cards[i & 1023]!), 1, ms) });
 
-// the whole engine on 1,000-instance FF1 batches: plan + authorization + chains + response
-const compiled = compileConfigText(readFileSync(new URL('../config/example.yaml', import.meta.url), 'utf8')).config!;
+// the whole engine on 1,000-instance FF1 batches: plan + authorization + chains + response,
+// on the same FF1 step as the bare transformer above, so the ratio is the engine's overhead
+const compiled = compileConfigText(`
+version: 1
+keys: { pan: { type: ff1, version: 1 } }
+sequences: { pan-ff1: { steps: [ { type: ff1, key: pan, alphabet: digits } ] } }
+classes: { Customer: { properties: { cardNumber: { protect: pan-ff1 } } } }
+rightsContexts: { ingest: { evidences: { Role: ingest }, grants: [ { actions: [Protect, Unprotect], fields: ['*'] } ] } }
+processingContexts: { protect: { evidences: { Action: Protect } } }
+`).config!;
 const engineKeys = new MemoryKeyProvider();
-for (const k of compiled.keys.values()) engineKeys.add(k.id, k.type as 'ff1', bytes(k.type === 'aes-siv' ? 64 : 32), 'now');
+engineKeys.add('pan', 'ff1', material.ff1, 'now');
 const engine = new Engine({ config: compiled, keys: engineKeys });
 const guid = (n: number) => `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`;
 const batch = {
-  rightsContexts: [{ guid: guid(1), evidences: [{ name: 'Role', value: 'fraud' }] }],
+  rightsContexts: [{ guid: guid(1), evidences: [{ name: 'Role', value: 'ingest' }] }],
   processingContexts: [{ guid: guid(2), evidences: [{ name: 'Action', value: 'Protect' }] }],
-  requests: [{ guid: guid(3), rightsContext: guid(1), processingContext: guid(2), instances: cards.slice(0, 1000).map((value) => ({ className: 'Customer', propertyName: 'nationalId', value })) }],
+  requests: [{ guid: guid(3), rightsContext: guid(1), processingContext: guid(2), instances: cards.slice(0, 1000).map((value) => ({ className: 'Customer', propertyName: 'cardNumber', value })) }],
 };
-const engineRate = opsPerSecond(() => engine.transform(batch, { roles: ['fraud'] }), 1000, ms);
-const nationalId = engine.transform(batch, { roles: ['fraud'] }) && null;
-void nationalId;
+const engineRate = opsPerSecond(() => engine.transform(batch, { roles: ['ingest'] }), 1000, ms);
 
 console.log(`veil bench:engine — Node ${process.version}, one core, ${ms} ms per measurement\n`);
 const pad = (s: string, n: number) => s.padEnd(n);
@@ -128,5 +133,5 @@ for (const row of rows) {
   console.log(`${pad(row.name, 32)}${pad(fmt(row.ours), 12)}${pad(ceiling, 36)}${pad(peer, 36)}${target}`);
 }
 const ff1Row = rows[0]!;
-console.log(`\nengine.transform, 1,000-instance batches of alnum-upper FF1 (Customer.nationalId): ${fmt(engineRate)} values/s (${ratio(engineRate, ff1Row.ours)} of the bare ff1 transformer on digits)`);
+console.log(`\nengine.transform, 1,000-instance batches of 16-digit FF1 values: ${fmt(engineRate)} values/s (${ratio(engineRate, ff1Row.ours)} of the bare ff1 transformer)`);
 console.log(`ff1 vs @noble/ciphers ff1: ${ratio(ff1Row.ours, ff1Row.peer![1])} (target ≥ 10×)`);

@@ -22,6 +22,11 @@ export class AesBlock {
     this.xk = unsafe.expandKeyLE(Uint8Array.from(key));
   }
 
+  /** Encrypts one block given and returned as four little-endian words (no buffer traffic). */
+  encryptState(s0: number, s1: number, s2: number, s3: number): { s0: number; s1: number; s2: number; s3: number } {
+    return unsafe.encrypt(this.xk, s0, s1, s2, s3);
+  }
+
   /** Encrypts the 16-byte block held by `w` (a 4-word view of it) in place. */
   encryptWords(w: Uint32Array): void {
     const r = unsafe.encrypt(this.xk, w[0]!, w[1]!, w[2]!, w[3]!);

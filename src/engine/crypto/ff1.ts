@@ -1,6 +1,10 @@
 import { AesBlock, Block } from './aes-block.ts';
 import { bitLength, numeralsToBigInt, bigIntToNumerals, bytesToBigInt, bigIntToBytes } from './numerals.ts';
 
+function bswap32(x: number): number {
+  return ((x & 0xff) << 24) | ((x & 0xff00) << 8) | ((x >>> 8) & 0xff00) | (x >>> 24);
+}
+
 /** Largest radix^m the fast path keeps in a double: acc * 256 + 255 must stay below 2^53. */
 const FAST_LIMIT = 2 ** 44;
 
@@ -21,6 +25,12 @@ interface Layout {
   chunkV: number;
   /** CBC-MAC state after P and every constant block of Q */
   state: Block;
+  /** word path (b <= 4): CBC-MAC state XOR the constant part of Q's last block, as LE words */
+  words: boolean;
+  c0: number;
+  c1: number;
+  c2: number;
+  c3: number;
   /** the constant leading bytes of Q's last block (fast path: T's tail and the zero pad) */
   lastConst: Uint8Array;
   /** general path: P || Q with room for i and NUM(B) */
@@ -103,6 +113,16 @@ export class Ff1 {
 
   /** y mod m for round i where `num` is NUM_radix of the half fed to the PRF. */
   private roundFast(l: Layout, i: number, num: number, m: number, chunk: number): number {
+    if (l.words) {
+      // Q's last block is const || [i] || NUM(B) in b <= 4 bytes: only words 2 and 3 vary, so
+      // the block is formed in registers; S is the first 8 bytes of R (d = 8)
+      const tail = l.b === 4 ? num : i * 2 ** (8 * l.b) + num;
+      const r = this.aes.encryptState(l.c0, l.c1, l.b === 4 ? l.c2 ^ (i << 24) : l.c2, l.c3 ^ bswap32(tail));
+      const hi = bswap32(r.s0) >>> 0;
+      const lo = bswap32(r.s1) >>> 0;
+      if (chunk >= 4) return (((hi % m) * 0x100000000) % m + lo) % m;
+      return ((((hi % m) * 0x10000 + (lo >>> 16)) % m) * 0x10000 + (lo & 0xffff)) % m;
+    }
     const w = this.work;
     const bytes = w.bytes;
     const c = l.lastConst;
@@ -206,7 +226,14 @@ export class Ff1 {
     }
     const lastConst = pq.slice(qConstEnd, pq.length - 1 - b);
     const chunkOf = (m: bigint) => Math.max(1, Math.min(6, Math.floor((53 - bitLength(m)) / 8)));
-    const layout: Layout = { n, u, v, b, d, mu: Number(muBig), mv: Number(mvBig), muBig, mvBig, fast, chunkU: chunkOf(muBig), chunkV: chunkOf(mvBig), state, lastConst, pq };
+    const last = new Block();
+    last.bytes.set(lastConst);
+    last.xorWords(state);
+    const [c0, c1, c2, c3] = last.words as unknown as [number, number, number, number];
+    const layout: Layout = {
+      n, u, v, b, d, mu: Number(muBig), mv: Number(mvBig), muBig, mvBig, fast, chunkU: chunkOf(muBig), chunkV: chunkOf(mvBig),
+      words: fast && b <= 4 && d === 8, c0, c1, c2, c3, state, lastConst, pq,
+    };
     this.layouts.set(n, layout);
     return layout;
   }
