@@ -1,5 +1,5 @@
 import { AesBlock, Block } from './aes-block.ts';
-import { bitLength, numeralsToBigInt, bigIntToNumerals, bytesToBigInt, bigIntToBytes } from './numerals.ts';
+import { bitLength, domainMinLength, numeralsToBigInt, bigIntToNumerals, bytesToBigInt, bigIntToBytes } from './numerals.ts';
 
 function bswap32(x: number): number {
   return ((x & 0xff) << 24) | ((x & 0xff00) << 8) | ((x >>> 8) & 0xff00) | (x >>> 24);
@@ -58,7 +58,7 @@ export class Ff1 {
 
   /** Smallest length meeting the domain rule radix^minlen >= 1,000,000 (SP 800-38G §5.2). */
   static minLength(radix: number): number {
-    return Math.ceil(Math.log(1_000_000) / Math.log(radix) - 1e-9);
+    return domainMinLength(radix);
   }
 
   encrypt(x: ArrayLike<number>): number[] {

@@ -1,5 +1,5 @@
 import { AesBlock, Block } from './aes-block.ts';
-import { bigIntToNumerals, bytesToBigInt, bigIntToBytes, numeralsToBigInt } from './numerals.ts';
+import { bigIntToNumerals, bytesToBigInt, bigIntToBytes, domainMinLength, numeralsToBigInt } from './numerals.ts';
 
 /**
  * FF3-1 (NIST SP 800-38G Rev. 1): kept for compatibility with data protected elsewhere. NIST's
@@ -20,16 +20,16 @@ export class Ff31 {
     this.radix = radix;
     this.tl = new Uint8Array([tweak[0]!, tweak[1]!, tweak[2]!, tweak[3]! & 0xf0]);
     this.tr = new Uint8Array([tweak[4]!, tweak[5]!, tweak[6]!, (tweak[3]! & 0x0f) << 4]);
-    // maxlen = 2 * floor(log_radix(2^96))
-    this.maxLength = 2 * Math.floor(96 / Math.log2(radix) + 1e-9);
+    this.maxLength = Ff31.maxLength(radix);
   }
 
   static minLength(radix: number): number {
-    return Math.ceil(Math.log(1_000_000) / Math.log(radix) - 1e-9);
+    return domainMinLength(radix);
   }
 
-  maxLen(): number {
-    return this.maxLength;
+  /** maxlen = 2 * floor(log_radix(2^96)) */
+  static maxLength(radix: number): number {
+    return 2 * Math.floor(96 / Math.log2(radix) + 1e-9);
   }
 
   encrypt(x: ArrayLike<number>): number[] {

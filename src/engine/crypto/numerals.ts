@@ -32,3 +32,8 @@ export function bigIntToBytes(x: bigint, length: number): Uint8Array {
 export function bitLength(x: bigint): number {
   return x <= 0n ? 0 : x.toString(2).length;
 }
+
+/** SP 800-38G §5.2 domain rule: the smallest length with radix^minlen >= 1,000,000. */
+export function domainMinLength(radix: number): number {
+  return Math.ceil(Math.log(1_000_000) / Math.log(radix) - 1e-9);
+}

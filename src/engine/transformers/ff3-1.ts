@@ -13,14 +13,12 @@ import { VersionedKeys } from './versioned-keys.ts';
 export function ff31(params: FpeParams & { key: KeyRef }, deps: TransformerDeps): Transformer {
   const alphabet = alphabetOf(params);
   const version = params.key.version!;
-  // maxlen depends only on the radix: 2 * floor(log_radix(2^96))
-  const maxLength = 2 * Math.floor(96 / Math.log2(alphabet.radix) + 1e-9);
   const format = new FpeFormat(alphabet, {
     keepFirst: params.keepFirst,
     keepLast: params.keepLast,
     luhn: false,
     minLength: Ff31.minLength(alphabet.radix),
-    maxLength,
+    maxLength: Ff31.maxLength(alphabet.radix),
   });
   return {
     type: 'ff3-1',
