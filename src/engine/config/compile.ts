@@ -70,12 +70,16 @@ class Compiler {
     for (const cls of Object.values(this.doc.classes)) for (const p of Object.values(cls.properties)) for (const a of Object.keys(p.actions)) actions.add(a);
     const rightsContexts = this.rightsContexts(classes, actions);
     const processingContexts = this.processingContexts(actions);
+    this.identity(rightsContexts);
     const config: CompiledConfig = {
       keys, sequences, classes, rightsContexts, processingContexts,
       rightsEvidenceNames: new Set(rightsContexts.flatMap((c) => c.evidences.map(([n]) => n))),
       processingEvidenceNames: new Set(processingContexts.flatMap((c) => c.evidences.map(([n]) => n))),
       warnings: this.issues.filter((i) => i.severity === 'warning'),
+      identity: this.doc.identity,
+      service: this.doc.service,
     };
+
     return { config: this.issues.some((i) => i.severity === 'error') ? undefined : config, issues: this.issues };
   }
 
@@ -181,6 +185,19 @@ class Compiler {
       });
       return { name, evidences, grants: rc.grants.map((g) => ({ actions: new Set(g.actions), fields: g.fields })) };
     });
+  }
+
+  private identity(rightsContexts: CompiledRightsContext[]): void {
+    const roles = new Set(rightsContexts.flatMap((c) => c.evidences.filter(([n]) => n === 'Role').map(([, v]) => v)));
+    for (const [id, client] of Object.entries(this.doc.identity.clients)) {
+      client.roles.forEach((role, i) => {
+        if (!roles.has(role)) {
+          this.issues.push({ severity: 'warning', pointer: pointerOf(['identity', 'clients', id, 'roles', i]), message: `role "${role}" is used by no rights context` });
+        }
+      });
+    }
+    const signing = this.doc.keys[this.doc.identity.signingKey];
+    if (signing && signing.type !== 'jwt-es256') this.error(['identity', 'signingKey'], `key ${this.doc.identity.signingKey} must be of type jwt-es256`);
   }
 
   private processingContexts(actions: Set<string>): CompiledProcessingContext[] {

@@ -1,4 +1,4 @@
-import type { StepConfig } from './schema.ts';
+import type { IdentityConfig, ServiceConfig, StepConfig } from './schema.ts';
 import type { KeyRef } from '../transformers/transformer.ts';
 import type { ConfigIssue } from './issues.ts';
 
@@ -48,6 +48,10 @@ export interface CompiledConfig {
   rightsEvidenceNames: ReadonlySet<string>;
   processingEvidenceNames: ReadonlySet<string>;
   warnings: readonly ConfigIssue[];
+  /** token issuing and verification settings (used by src/identity) */
+  identity: IdentityConfig;
+  /** HTTP limits and rate limits (used by src/http) */
+  service: ServiceConfig;
 }
 
 export const PROTECT = 'Protect';

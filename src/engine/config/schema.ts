@@ -72,6 +72,48 @@ const property = z.strictObject({
 
 const evidences = z.record(name, z.string().min(1).max(256));
 
+/** `scrypt$N$r$p$salt$hash` (base64url salt and hash) as written by `veil identity hash-secret`. */
+const secretHash = z.string().regex(/^scrypt\$\d+\$\d+\$\d+\$[A-Za-z0-9_-]{16,}\$[A-Za-z0-9_-]{32,}$/, 'must be an scrypt hash from `veil identity hash-secret`');
+
+export const identitySchema = z.strictObject({
+  /** `iss` of the tokens veil issues; default: the service's own base URL */
+  issuer: z.string().min(1).optional(),
+  /** `aud` veil issues and requires on /transform tokens */
+  audience: z.string().min(1).default('veil'),
+  tokenTtlSeconds: z.number().int().min(30).max(86_400).default(900),
+  /** keystore id of the token signing key (type jwt-es256), created on first start */
+  signingKey: keyId.default('veil-token-signing'),
+  clients: z.record(z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, 'client ids are 1-64 of A-Z a-z 0-9 . _ -'), z.strictObject({
+    description: z.string().optional(),
+    secretHash,
+    roles: z.array(name).max(64),
+  })).default({}),
+  external: z.array(z.strictObject({
+    issuer: z.string().min(1),
+    audience: z.string().min(1),
+    jwksUrl: z.url({ protocol: /^https?$/ }),
+    /** dotted path of the claim holding the roles, e.g. realm_access.roles (Keycloak) */
+    rolesClaim: z.string().regex(/^[A-Za-z0-9_:-]+(\.[A-Za-z0-9_:-]+)*$/).default('roles'),
+    algorithms: z.array(z.enum(['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'])).min(1).default(['RS256', 'ES256']),
+  })).default([]),
+});
+
+export const serviceSchema = z.strictObject({
+  limits: z.strictObject({
+    bodyBytes: z.number().int().min(1024).max(64 * 1024 * 1024).default(4 * 1024 * 1024),
+    requests: z.number().int().min(1).max(10_000).default(100),
+    instancesPerCall: z.number().int().min(1).max(1_000_000).default(10_000),
+    valueLength: z.number().int().min(1).max(1_048_576).default(4096),
+  }).prefault({}),
+  rateLimit: z.strictObject({
+    /** sustained /transform calls per second per client, and the burst above it */
+    transformPerSecond: z.number().min(0.1).default(500),
+    transformBurst: z.number().int().min(1).default(1000),
+    /** failed token requests per minute per client id and per address before 429 */
+    tokenFailuresPerMinute: z.number().int().min(1).default(10),
+  }).prefault({}),
+});
+
 export const configSchema = z.strictObject({
   version: z.literal(1),
   description: z.string().optional(),
@@ -109,7 +151,12 @@ export const configSchema = z.strictObject({
     name,
     z.strictObject({ description: z.string().optional(), evidences: evidences, action: name.optional() }),
   ),
+  identity: identitySchema.prefault({}),
+  service: serviceSchema.prefault({}),
 });
+
+export type IdentityConfig = z.infer<typeof identitySchema>;
+export type ServiceConfig = z.infer<typeof serviceSchema>;
 
 export type ConfigInput = z.input<typeof configSchema>;
 export type ConfigDocument = z.infer<typeof configSchema>;

@@ -7,6 +7,8 @@ export const KEY_TYPES = {
   ff1: { sizes: [32, 16, 24] },
   'ff3-1': { sizes: [32, 16, 24] },
   'hmac-sha256': { sizes: [32, 16, 24, 48, 64] },
+  /** access-token signing: the private scalar of a P-256 key (ES256) */
+  'jwt-es256': { sizes: [32] },
 } as const;
 
 export type KeyType = keyof typeof KEY_TYPES;
