@@ -3,21 +3,27 @@ import { demoCommand } from './demo-command.ts';
 import type { CliIo, Command } from './io.ts';
 import { keysCommand } from './keys-command.ts';
 import { transformCommand } from './transform-command.ts';
+import { serveCommand } from './serve-command.ts';
+import { identityCommand } from './identity-command.ts';
 
 export const mainHelp = `Usage: veil <command> [options]
 
 Commands:
-  demo        protect and unprotect sample values with the embedded defaults (npm start)
+  serve       run the HTTP service (npm start)
+  demo        protect and unprotect sample values offline, on the embedded defaults
   transform   run a transform request body through the engine (offline)
   config      validate a configuration; provision its keys
   keys        create, rotate, import and list keys in the local keystore
+  identity    hash a client secret for the configuration
   help        this text
 
 'veil <command> --help' explains a command.
 `;
 
 const COMMANDS: Record<string, Command> = {
+  serve: serveCommand,
   demo: demoCommand,
+  identity: identityCommand,
   transform: transformCommand,
   config: configCommand,
   keys: keysCommand,

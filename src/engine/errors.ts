@@ -26,6 +26,17 @@ export const ERROR_CATALOG = {
   KEY_NOT_FOUND: { status: 404, retriable: false, title: 'No key with that id' },
   KEY_EXISTS: { status: 409, retriable: false, title: 'A key with that id exists already' },
   KEY_MATERIAL_INVALID: { status: 400, retriable: false, title: 'Imported key material has the wrong size or encoding' },
+  TOKEN_MISSING: { status: 401, retriable: false, title: 'The call carries no bearer token' },
+  TOKEN_INVALID: { status: 401, retriable: false, title: 'The bearer token is malformed, not signed by a trusted issuer, or not meant for this service' },
+  TOKEN_EXPIRED: { status: 401, retriable: false, title: 'The bearer token has expired or is not yet valid' },
+  CONTENT_TYPE_UNSUPPORTED: { status: 415, retriable: false, title: 'The body must be application/json' },
+  BODY_TOO_LARGE: { status: 413, retriable: false, title: 'The body exceeds the size limit' },
+  LIMIT_EXCEEDED: { status: 413, retriable: false, title: 'The call holds more requests or instances than the limit' },
+  RATE_LIMITED: { status: 429, retriable: true, title: 'Too many calls; retry after the time given in Retry-After' },
+  AUDIT_UNAVAILABLE: { status: 503, retriable: true, title: 'The audit sink cannot record the call, so the call was refused' },
+  NOT_FOUND: { status: 404, retriable: false, title: 'No such resource' },
+  METHOD_NOT_ALLOWED: { status: 405, retriable: false, title: 'The resource does not support the method' },
+  INTERNAL: { status: 500, retriable: true, title: 'An unexpected error; nothing was transformed' },
 } as const satisfies Record<string, { status: number; retriable: boolean; title: string }>;
 
 export type ErrorCode = keyof typeof ERROR_CATALOG;

@@ -1,0 +1,103 @@
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import pino, { type DestinationStream, type Logger } from 'pino';
+import type { FastifyInstance } from 'fastify';
+import { FileAuditSink, type AuditSink } from '../audit/audit-sink.ts';
+import { Engine } from '../engine/engine.ts';
+import { ROLE } from '../engine/config/compiled.ts';
+import { hashClientSecret } from '../identity/client-secret.ts';
+import { devClient } from '../identity/dev-client.ts';
+import { TokenService, type Client } from '../identity/token-service.ts';
+import { TokenVerifier } from '../identity/token-verifier.ts';
+import { JwtSigner } from '../keys/jwt-signer.ts';
+import { LocalKeystore } from '../keys/local-keystore.ts';
+import { describeMasterKeySource, resolveMasterKey } from '../keys/master-key.ts';
+import { buildServer } from '../http/server.ts';
+import { requireConfig } from './config-file.ts';
+import { provisionKeys, requireKeys } from './config-keys.ts';
+
+export interface ServiceOptions {
+  configFile: string;
+  dataDir: string;
+  env: Readonly<Record<string, string | undefined>>;
+  now: () => Date;
+  /** the service's base URL, the default token issuer */
+  baseUrl: string;
+  /** development mode: create missing keys and the veil-dev client */
+  development: boolean;
+  logDestination?: DestinationStream;
+  logLevel?: string;
+  audit?: AuditSink;
+  /** lines for the operator at start (which master key, the dev client's secret file) */
+  notice?: (line: string) => void;
+}
+
+export interface Service {
+  app: FastifyInstance;
+  logger: Logger;
+  issuer: string;
+  audit: AuditSink;
+  keystore: LocalKeystore;
+  devClient?: { id: string; secretFile: string; secret: string };
+}
+
+/** pino with every place a secret or value could appear redacted. */
+export function createLogger(level: string, destination?: DestinationStream): Logger {
+  return pino({
+    level,
+    base: { service: 'veil' },
+    redact: {
+      paths: ['req.headers.authorization', 'req.headers.cookie', 'req.headers["proxy-authorization"]', 'headers.authorization', 'body', 'req.body', '*.client_secret', '*.access_token', '*.value'],
+      censor: '[REDACTED]',
+    },
+  }, destination);
+}
+
+/** Wires config, keystore, identity, audit and engine into the HTTP service (not yet listening). */
+export async function openService(options: ServiceOptions): Promise<Service> {
+  const logger = createLogger(options.logLevel ?? options.env.VEIL_LOG_LEVEL ?? 'info', options.logDestination);
+  const { config, warnings } = await requireConfig(options.configFile);
+  for (const w of warnings) logger.warn({ pointer: w.pointer }, `configuration: ${w.message}`);
+  const master = await resolveMasterKey({ dataDir: options.dataDir, env: options.env });
+  if (master.source.kind === 'file') options.notice?.(describeMasterKeySource(master.source));
+  const keystore = await LocalKeystore.open({ dataDir: options.dataDir, masterKey: master.key, now: options.now });
+  if (options.development) {
+    const created = await provisionKeys(config, keystore);
+    if (created.length) options.notice?.(`created keys ${created.join(', ')} in ${keystore.path}`);
+  }
+  requireKeys(config, keystore);
+  const signingKey = config.identity.signingKey;
+  if (!keystore.info(signingKey)) {
+    await keystore.create(signingKey, 'jwt-es256');
+    options.notice?.(`created token signing key ${signingKey}`);
+  }
+
+  const issuer = config.identity.issuer ?? options.baseUrl;
+  const signer = new JwtSigner(keystore, signingKey);
+  const extraClients = new Map<string, Client>();
+  let dev: Service['devClient'];
+  if (options.development) {
+    const roles = [...new Set(config.rightsContexts.flatMap((c) => c.evidences.filter(([n]) => n === ROLE).map(([, v]) => v)))];
+    const d = await devClient(options.dataDir, roles);
+    extraClients.set(d.id, d.client);
+    dev = { id: d.id, secretFile: d.secretFile, secret: d.secret };
+    options.notice?.(`development client ${d.id} (roles ${roles.join(', ')}): secret in ${d.secretFile}${d.created ? ' (created now)' : ''}`);
+  }
+  const tokens = new TokenService({
+    identity: config.identity, issuer, signer, now: options.now, extraClients,
+    failuresPerMinute: config.service.rateLimit.tokenFailuresPerMinute,
+    decoyHash: hashClientSecret(randomBytes(16).toString('hex')),
+  });
+  const verifier = new TokenVerifier({ identity: config.identity, issuer, signer, now: options.now });
+  const audit = options.audit ?? new FileAuditSink(join(options.dataDir, 'audit.log'));
+  let draining = false;
+  const app = buildServer({
+    engine: new Engine({ config, keys: keystore }), service: config.service, issuer, signer, tokens, verifier, audit, logger, now: options.now,
+    ready: () => !draining,
+  });
+  app.addHook('onClose', async () => {
+    draining = true;
+    await audit.close();
+  });
+  return { app, logger, issuer, audit, keystore, ...(dev ? { devClient: dev } : {}) };
+}

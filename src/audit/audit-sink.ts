@@ -1,0 +1,57 @@
+import { open, type FileHandle } from 'node:fs/promises';
+
+/** One audited call: who, when, which fields, how many values, outcome. Never a value. */
+export interface AuditEvent {
+  time: string;
+  requestId: string;
+  channel: 'http' | 'kafka';
+  client?: string;
+  subject?: string;
+  issuer?: string;
+  outcome: 'ok' | 'denied' | 'failed';
+  code?: string;
+  /** values in the call */
+  instances: number;
+  /** per configured field and action: how many values (empty when refused before planning) */
+  fields: { className: string; propertyName: string; action: string; count: number }[];
+}
+
+/** Where audit events go. `record` resolves once the event is durably handed off, or rejects. */
+export interface AuditSink {
+  record(event: AuditEvent): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** JSON lines appended to a file (mode 0600); each record is written before the call proceeds. */
+export class FileAuditSink implements AuditSink {
+  private handle: Promise<FileHandle> | undefined;
+  private readonly path: string;
+
+  constructor(path: string) {
+    this.path = path;
+  }
+
+  async record(event: AuditEvent): Promise<void> {
+    this.handle ??= open(this.path, 'a', 0o600);
+    const handle = await this.handle;
+    await handle.write(`${JSON.stringify(event)}\n`);
+  }
+
+  async close(): Promise<void> {
+    if (this.handle) await (await this.handle).close();
+    this.handle = undefined;
+  }
+}
+
+/** Keeps events in memory: tests, and a view for the admin portal later. */
+export class MemoryAuditSink implements AuditSink {
+  readonly events: AuditEvent[] = [];
+  failing = false;
+
+  async record(event: AuditEvent): Promise<void> {
+    if (this.failing) throw new Error('audit sink unavailable');
+    this.events.push(event);
+  }
+
+  async close(): Promise<void> {}
+}

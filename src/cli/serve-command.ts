@@ -1,0 +1,77 @@
+import cluster from 'node:cluster';
+import { parseArgs } from 'node:util';
+import { openService } from '../app/open-service.ts';
+import { resolveConfigPath, resolveDataDir } from '../app/paths.ts';
+import { VeilError } from '../engine/errors.ts';
+import type { CliIo, Command } from './io.ts';
+
+export const serveHelp = `Usage: veil serve [--config F] [--data-dir D] [--port N] [--host H] [--workers N]
+
+Starts the HTTP service: POST /transform, POST /connect/token, /.well-known/*, /healthz,
+/readyz, /metrics, /openapi.json.
+  --port     default $VEIL_PORT, else 8080          --host  default $VEIL_HOST, else 127.0.0.1
+  --workers  processes sharing the port (default $VEIL_WORKERS, else 1)
+Unless VEIL_ENV=production: missing keys are created and a development client veil-dev is
+enabled, its secret in <data dir>/dev-client.secret. SIGTERM drains and stops.
+`;
+
+export const serveCommand: Command = async (args, io) => {
+  let values;
+  try {
+    ({ values } = parseArgs({ args, options: { config: { type: 'string' }, 'data-dir': { type: 'string' }, port: { type: 'string' }, host: { type: 'string' }, workers: { type: 'string' }, help: { type: 'boolean', short: 'h' } } }));
+  } catch (e) {
+    io.stderr(`veil serve: ${(e as Error).message}\n`);
+    return 2;
+  }
+  if (values.help) {
+    io.stdout(serveHelp);
+    return 0;
+  }
+  const port = Number(values.port ?? io.env.VEIL_PORT ?? 8080);
+  const host = values.host ?? io.env.VEIL_HOST ?? '127.0.0.1';
+  const workers = Number(values.workers ?? io.env.VEIL_WORKERS ?? 1);
+  if (!Number.isInteger(port) || port < 0 || port > 65535 || !Number.isInteger(workers) || workers < 1 || workers > 64) {
+    io.stderr('veil serve: --port must be 0-65535 and --workers 1-64\n');
+    return 2;
+  }
+  const configFile = resolveConfigPath(values.config, io.env, io.cwd);
+  const dataDir = resolveDataDir(values['data-dir'], io.env, io.cwd);
+  const development = io.env.VEIL_ENV !== 'production';
+  const baseUrl = io.env.VEIL_BASE_URL ?? `http://${host === '0.0.0.0' || host === '::' ? 'localhost' : host}:${port}`;
+  const isWorker = cluster.isWorker;
+  const open = (quiet: boolean) => openService({
+    configFile, dataDir, env: io.env, now: io.now, baseUrl, development,
+    notice: quiet ? undefined : (line) => io.stderr(`veil serve: ${line}\n`),
+  });
+
+  try {
+    if (workers > 1 && cluster.isPrimary) {
+      // prepare keys and the dev client once, then let the workers share the port
+      const prepared = await open(false);
+      await prepared.app.close();
+      for (let i = 0; i < workers; i++) cluster.fork();
+      io.stderr(`veil serve: ${workers} workers on http://${host}:${port}\n`);
+      const stop = () => { for (const w of Object.values(cluster.workers ?? {})) w?.process.kill('SIGTERM'); };
+      process.once('SIGTERM', stop);
+      process.once('SIGINT', stop);
+      await new Promise<void>((resolve) => cluster.on('exit', () => { if (Object.keys(cluster.workers ?? {}).length === 0) resolve(); }));
+      return 0;
+    }
+    const service = await open(isWorker);
+    await service.app.listen({ port, host });
+    if (!isWorker) io.stderr(`veil serve: listening on http://${host}:${port} (issuer ${service.issuer})\n`);
+    await new Promise<void>((resolve) => {
+      const stop = async () => {
+        service.logger.info('draining');
+        await service.app.close();
+        resolve();
+      };
+      process.once('SIGTERM', stop);
+      process.once('SIGINT', stop);
+    });
+    return 0;
+  } catch (e) {
+    io.stderr(`veil serve: ${e instanceof VeilError ? `${e.message} [${e.code}]` : `cannot start: ${(e as Error).message}`}\n`);
+    return 1;
+  }
+};

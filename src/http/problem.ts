@@ -1,0 +1,36 @@
+import { ERROR_CATALOG, VeilError, type ErrorCode } from '../engine/errors.ts';
+
+/** RFC 9457 problem details, with veil's stable code, retriable flag and offending elements. */
+export interface Problem {
+  type: string;
+  title: string;
+  status: number;
+  detail: string;
+  code: ErrorCode;
+  retriable: boolean;
+  instance?: string;
+  /** JSON pointer of the first offending element */
+  pointer?: string;
+  errors?: VeilError['details'];
+}
+
+export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
+
+export function problemOf(error: VeilError, requestId?: string): Problem {
+  const entry = ERROR_CATALOG[error.code];
+  const first = error.details[0];
+  return {
+    type: `urn:veil:error:${error.code.toLowerCase().replaceAll('_', '-')}`,
+    title: entry.title,
+    status: entry.status,
+    detail: error.message,
+    code: error.code,
+    retriable: entry.retriable,
+    ...(requestId ? { instance: `urn:veil:request:${requestId}` } : {}),
+    ...(first ? { pointer: first.pointer, errors: error.details } : {}),
+  };
+}
+
+export function problem(code: ErrorCode, detail: string): VeilError {
+  return new VeilError(code, detail);
+}

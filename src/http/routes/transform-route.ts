@@ -1,0 +1,96 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { AuditEvent, AuditSink } from '../../audit/audit-sink.ts';
+import type { Engine, Plan } from '../../engine/engine.ts';
+import type { ServiceConfig } from '../../engine/config/schema.ts';
+import { VeilError } from '../../engine/errors.ts';
+import { RateLimiter } from '../../identity/rate-limiter.ts';
+import type { Caller, TokenVerifier } from '../../identity/token-verifier.ts';
+import { checkLimits } from '../limits.ts';
+import type { HttpMetrics } from '../metrics.ts';
+import { jsonSchemas } from '../../engine/schemas.ts';
+
+interface Deps {
+  engine: Engine;
+  service: ServiceConfig;
+  verifier: TokenVerifier;
+  audit: AuditSink;
+  metrics: HttpMetrics;
+  now: () => Date;
+  sendError: (reply: FastifyReply, error: VeilError, req: FastifyRequest) => FastifyReply;
+}
+
+/**
+ * POST /transform (spec §4.1). Order: bearer token (401) → rate limit per client (429) → limits
+ * (413/422) → engine plan: shape, identifiers, contexts, grants, fields (400/403/422) → audit of
+ * every call that reveals cleartext, before any value is touched: if the audit sink fails, the
+ * call is refused (503) → execute. Denied calls are audited too.
+ */
+export function registerTransformRoute(app: FastifyInstance, deps: Deps): void {
+  const limiter = new RateLimiter({ rate: deps.service.rateLimit.transformPerSecond, burst: deps.service.rateLimit.transformBurst, now: () => deps.now().getTime() });
+  const schemas = jsonSchemas();
+  app.post('/transform', {
+    schema: { body: schemas['transform-request.schema.json'] as object },
+    // the engine validates with the same zod schema and reports pointers with stable codes
+    validatorCompiler: () => (data) => ({ value: data }),
+  }, async (req, reply) => {
+    let caller: Caller | undefined;
+    let plan: Plan | undefined;
+    try {
+      caller = await deps.verifier.verifyHeader(req.headers.authorization);
+      const wait = limiter.take(caller.clientId);
+      if (wait > 0) throw Object.assign(new VeilError('RATE_LIMITED', 'too many calls for this client'), { retryAfter: Math.ceil(wait) });
+      checkLimits(req.body, deps.service.limits);
+      plan = deps.engine.plan(req.body, caller);
+      if (plan.requests.some((r) => r.reveals)) {
+        try {
+          await deps.audit.record(event(req, deps.now(), caller, plan, 'ok'));
+        } catch {
+          throw new VeilError('AUDIT_UNAVAILABLE', 'the audit sink cannot record this unprotect, so it was refused');
+        }
+      }
+      const response = deps.engine.execute(plan);
+      for (const r of plan.requests) {
+        for (const inst of r.instances) deps.metrics.instances.inc({ class: inst.className, property: inst.propertyName, action: r.action });
+      }
+      return reply.code(200).send(response);
+    } catch (e) {
+      const error = e instanceof VeilError ? e : new VeilError('INTERNAL', 'an unexpected error; nothing was transformed');
+      if (!(e instanceof VeilError)) req.log.error({ errorType: (e as Error).name, frames: String((e as Error).stack ?? '').split('\n').slice(1, 8) }, 'unexpected error');
+      if (error.status === 401 || error.status === 403) {
+        // best effort: the call is refused whether or not the audit records it
+        await deps.audit.record(event(req, deps.now(), caller, plan, 'denied', error.code, req.body)).catch(() => req.log.warn('audit sink failed to record a denied call'));
+      }
+      return deps.sendError(reply, error, req);
+    }
+  });
+}
+
+function event(req: FastifyRequest, now: Date, caller: Caller | undefined, plan: Plan | undefined, outcome: AuditEvent['outcome'], code?: string, body?: unknown): AuditEvent {
+  const counts = new Map<string, AuditEvent['fields'][number]>();
+  let instances = 0;
+  if (plan) {
+    for (const r of plan.requests) {
+      for (const i of r.instances) {
+        const key = `${i.className}\0${i.propertyName}\0${r.action}`;
+        const entry = counts.get(key) ?? { className: i.className, propertyName: i.propertyName, action: r.action, count: 0 };
+        entry.count++;
+        instances++;
+        counts.set(key, entry);
+      }
+    }
+  } else {
+    // refused before planning: the field names are unverified caller input, so only count them
+    const requests = (body as { requests?: unknown })?.requests;
+    if (Array.isArray(requests)) for (const r of requests) instances += Array.isArray((r as { instances?: unknown })?.instances) ? (r as { instances: unknown[] }).instances.length : 0;
+  }
+  return {
+    time: now.toISOString(),
+    requestId: req.id,
+    channel: 'http',
+    ...(caller ? { client: caller.clientId, subject: caller.subject, issuer: caller.issuer } : {}),
+    outcome,
+    ...(code ? { code } : {}),
+    instances,
+    fields: [...counts.values()],
+  };
+}

@@ -1,0 +1,118 @@
+import { randomUUID } from 'node:crypto';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import type { FastifyBaseLogger } from 'fastify';
+import type { AuditSink } from '../audit/audit-sink.ts';
+import type { Engine } from '../engine/engine.ts';
+import type { ServiceConfig } from '../engine/config/schema.ts';
+import { VeilError } from '../engine/errors.ts';
+import type { JwtSigner } from '../keys/jwt-signer.ts';
+import type { TokenService } from '../identity/token-service.ts';
+import type { TokenVerifier } from '../identity/token-verifier.ts';
+import { HttpMetrics } from './metrics.ts';
+import { openApiDocument } from './openapi.ts';
+import { PROBLEM_CONTENT_TYPE, problemOf } from './problem.ts';
+import { registerTokenRoutes } from './routes/token-routes.ts';
+import { registerTransformRoute } from './routes/transform-route.ts';
+
+export interface ServerDeps {
+  engine: Engine;
+  service: ServiceConfig;
+  issuer: string;
+  signer: JwtSigner;
+  tokens: TokenService;
+  verifier: TokenVerifier;
+  audit: AuditSink;
+  logger: FastifyBaseLogger;
+  now: () => Date;
+  metrics?: HttpMetrics;
+  /** readiness: false while starting or draining */
+  ready?: () => boolean;
+}
+
+/** Builds the HTTP service: POST /transform, the token endpoint, discovery, health and metrics. */
+export function buildServer(deps: ServerDeps): FastifyInstance {
+  const metrics = deps.metrics ?? new HttpMetrics();
+  const app = Fastify({
+    loggerInstance: deps.logger,
+    bodyLimit: deps.service.limits.bodyBytes,
+    genReqId: (req) => {
+      const given = req.headers['x-request-id'];
+      return typeof given === 'string' && /^[A-Za-z0-9._-]{1,64}$/.test(given) ? given : randomUUID();
+    },
+    onProtoPoisoning: 'error',
+    onConstructorPoisoning: 'error',
+    return503OnClosing: true,
+    forceCloseConnections: 'idle',
+  });
+
+  app.addHook('onRequest', async (req, reply) => {
+    reply.header('x-request-id', req.id);
+    (req as FastifyRequest & { startedAt: bigint }).startedAt = process.hrtime.bigint();
+  });
+  app.addHook('onResponse', async (req, reply) => {
+    const route = req.routeOptions.url ?? 'unmatched';
+    metrics.requests.inc({ route, method: req.method, status: String(reply.statusCode) });
+    const started = (req as FastifyRequest & { startedAt?: bigint }).startedAt;
+    if (started) metrics.latency.observe({ route }, Number(process.hrtime.bigint() - started) / 1e9);
+  });
+
+  app.setErrorHandler((error, req, reply) => {
+    if (!(error instanceof VeilError) && !(error as { statusCode?: number }).statusCode) {
+      // an unexpected error: its message may hold anything, so log its type and frames only
+      req.log.error({ errorType: (error as Error).name, frames: String((error as Error).stack ?? '').split('\n').slice(1, 8) }, 'unexpected error');
+    }
+    return sendError(reply, toVeilError(error), req, metrics);
+  });
+  app.setNotFoundHandler((req, reply) => sendError(reply, new VeilError('NOT_FOUND', `no route ${req.method} ${req.url.split('?')[0]}`), req, metrics));
+
+  registerTransformRoute(app, { ...deps, metrics, sendError: (reply, e, req) => sendError(reply, e, req, metrics) });
+  registerTokenRoutes(app, deps);
+
+  app.get('/healthz', async () => ({ status: 'ok' }));
+  app.get('/readyz', async (_req, reply) => {
+    const ready = deps.ready?.() ?? true;
+    return reply.code(ready ? 200 : 503).send({ status: ready ? 'ready' : 'not ready' });
+  });
+  app.get('/metrics', async (_req, reply) => reply.type(metrics.registry.contentType).send(await metrics.registry.metrics()));
+  const openapi = openApiDocument(deps.issuer);
+  app.get('/openapi.json', async () => openapi);
+  return app;
+}
+
+function sendError(reply: FastifyReply, error: VeilError, req: FastifyRequest, metrics: HttpMetrics): FastifyReply {
+  metrics.errors.inc({ code: error.code });
+  if (error.status >= 500) req.log.error({ code: error.code, err: { message: error.message } }, 'request failed');
+  else req.log.info({ code: error.code }, 'request refused');
+  if (error.status === 401) {
+    const description = error.code === 'TOKEN_MISSING' ? '' : `, error="invalid_token", error_description="${error.code.toLowerCase()}"`;
+    reply.header('www-authenticate', `Bearer realm="veil"${description}`);
+  }
+  if (error.code === 'RATE_LIMITED') {
+    const retry = (error as VeilError & { retryAfter?: number }).retryAfter;
+    if (retry) reply.header('retry-after', String(retry));
+  }
+  return reply.code(error.status).type(PROBLEM_CONTENT_TYPE).send(problemOf(error, req.id));
+}
+
+/** Fastify's own errors (parsing, limits, content type) mapped onto the catalog; anything else is INTERNAL. */
+function toVeilError(error: unknown): VeilError {
+  if (error instanceof VeilError) return error;
+  const e = error as { code?: string; statusCode?: number };
+  switch (e.code) {
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return new VeilError('CONTENT_TYPE_UNSUPPORTED', 'the body must be application/json');
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new VeilError('BODY_TOO_LARGE', 'the body exceeds the size limit');
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return new VeilError('REQUEST_MALFORMED', 'the body is not valid JSON', [{ code: 'REQUEST_MALFORMED', pointer: '', message: 'not valid JSON' }]);
+  }
+  if (error instanceof SyntaxError || e.statusCode === 400) {
+    return new VeilError('REQUEST_MALFORMED', 'the body is not valid JSON', [{ code: 'REQUEST_MALFORMED', pointer: '', message: 'not valid JSON' }]);
+  }
+  if (e.statusCode === 415) return new VeilError('CONTENT_TYPE_UNSUPPORTED', 'the body must be application/json');
+  if (e.statusCode === 413) return new VeilError('BODY_TOO_LARGE', 'the body exceeds the size limit');
+  if (e.statusCode === 405) return new VeilError('METHOD_NOT_ALLOWED', 'method not allowed');
+  return new VeilError('INTERNAL', 'an unexpected error; nothing was transformed');
+}
