@@ -50,6 +50,7 @@ export class TokenVerifier {
       roles: (p) => p.roles,
     });
     for (const ext of options.identity.external) {
+      if (this.trusted.has(ext.issuer)) throw new Error(`external provider issuer ${ext.issuer} is veil's own issuer`);
       const remote = createRemoteJWKSet(new URL(ext.jwksUrl), { timeoutDuration: 5000, cooldownDuration: 30_000 });
       this.trusted.set(ext.issuer, {
         issuer: ext.issuer,
