@@ -9,6 +9,7 @@ import { hashClientSecret } from '../identity/client-secret.ts';
 import { devClient } from '../identity/dev-client.ts';
 import { TokenService, type Client } from '../identity/token-service.ts';
 import { TokenVerifier } from '../identity/token-verifier.ts';
+import { CachingVerifier } from '../identity/caching-verifier.ts';
 import { JwtSigner } from '../keys/jwt-signer.ts';
 import { LocalKeystore } from '../keys/local-keystore.ts';
 import { describeMasterKeySource, resolveMasterKey } from '../keys/master-key.ts';
@@ -46,6 +47,10 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
   return pino({
     level,
     base: { service: 'veil' },
+    serializers: {
+      // the path only: a query string could carry a token or secret someone put there
+      req: (req: { method?: string; url?: string; id?: string }) => ({ method: req.method, path: String(req.url ?? '').split('?')[0], id: req.id }),
+    },
     redact: {
       paths: ['req.headers.authorization', 'req.headers.cookie', 'req.headers["proxy-authorization"]', 'headers.authorization', 'body', 'req.body', '*.client_secret', '*.access_token', '*.value'],
       censor: '[REDACTED]',
@@ -88,7 +93,7 @@ export async function openService(options: ServiceOptions): Promise<Service> {
     failuresPerMinute: config.service.rateLimit.tokenFailuresPerMinute,
     decoyHash: hashClientSecret(randomBytes(16).toString('hex')),
   });
-  const verifier = new TokenVerifier({ identity: config.identity, issuer, signer, now: options.now });
+  const verifier = new CachingVerifier(new TokenVerifier({ identity: config.identity, issuer, signer, now: options.now }), { now: options.now });
   const audit = options.audit ?? new FileAuditSink(join(options.dataDir, 'audit.log'));
   let draining = false;
   const app = buildServer({

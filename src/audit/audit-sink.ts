@@ -2,6 +2,8 @@ import { open, type FileHandle } from 'node:fs/promises';
 
 /** One audited call: who, when, which fields, how many values, outcome. Never a value. */
 export interface AuditEvent {
+  /** unique per event, chosen by veil */
+  eventId: string;
   time: string;
   requestId: string;
   channel: 'http' | 'kafka';

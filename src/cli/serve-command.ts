@@ -3,7 +3,7 @@ import { parseArgs } from 'node:util';
 import { openService } from '../app/open-service.ts';
 import { resolveConfigPath, resolveDataDir } from '../app/paths.ts';
 import { VeilError } from '../engine/errors.ts';
-import type { CliIo, Command } from './io.ts';
+import type { Command } from './io.ts';
 
 export const serveHelp = `Usage: veil serve [--config F] [--data-dir D] [--port N] [--host H] [--workers N]
 
@@ -49,12 +49,14 @@ export const serveCommand: Command = async (args, io) => {
       // prepare keys and the dev client once, then let the workers share the port
       const prepared = await open(false);
       await prepared.app.close();
+      let running = workers;
+      const exited = new Promise<void>((resolve) => cluster.on('exit', () => { if (--running === 0) resolve(); }));
       for (let i = 0; i < workers; i++) cluster.fork();
       io.stderr(`veil serve: ${workers} workers on http://${host}:${port}\n`);
       const stop = () => { for (const w of Object.values(cluster.workers ?? {})) w?.process.kill('SIGTERM'); };
       process.once('SIGTERM', stop);
       process.once('SIGINT', stop);
-      await new Promise<void>((resolve) => cluster.on('exit', () => { if (Object.keys(cluster.workers ?? {}).length === 0) resolve(); }));
+      await exited;
       return 0;
     }
     const service = await open(isWorker);

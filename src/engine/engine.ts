@@ -136,7 +136,8 @@ function shapeMessage(issue: { code: string; message: string; keys?: string[] })
   const shown = keys.filter((k) => /^[A-Za-z][A-Za-z0-9_]{0,31}$/.test(k));
   const names = shown.map((k) => `"${k}"`).join(', ');
   const hidden = keys.length - shown.length;
-  return `unrecognized field${keys.length === 1 ? '' : 's'} ${names}${hidden ? `${names ? ' and ' : ''}${hidden} more not shown` : ''}`.replace('  ', ' ');
+  const parts = [...(names ? [names] : []), ...(hidden ? [`${hidden} whose name${hidden === 1 ? ' is' : 's are'} not shown`] : [])];
+  return `unrecognized field${keys.length === 1 ? '' : 's'}: ${parts.join(' and ')}`;
 }
 
 const noChain: Chain = () => {

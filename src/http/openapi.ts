@@ -7,10 +7,7 @@ import { jsonSchemas } from '../engine/schemas.ts';
  */
 export function openApiDocument(serverUrl = 'http://localhost:8080'): Record<string, unknown> {
   const s = jsonSchemas();
-  const strip = (schema: unknown) => {
-    const { $schema: _s, $id: _i, ...rest } = schema as Record<string, unknown>;
-    return rest;
-  };
+  const strip = (schema: unknown) => Object.fromEntries(Object.entries(schema as object).filter(([k]) => k !== '$schema' && k !== '$id'));
   const problem = (codes: string[]) => ({
     description: codes.join(', '),
     content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } },

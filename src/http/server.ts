@@ -7,7 +7,7 @@ import type { ServiceConfig } from '../engine/config/schema.ts';
 import { VeilError } from '../engine/errors.ts';
 import type { JwtSigner } from '../keys/jwt-signer.ts';
 import type { TokenService } from '../identity/token-service.ts';
-import type { TokenVerifier } from '../identity/token-verifier.ts';
+import type { BearerVerifier } from '../identity/token-verifier.ts';
 import { HttpMetrics } from './metrics.ts';
 import { openApiDocument } from './openapi.ts';
 import { PROBLEM_CONTENT_TYPE, problemOf } from './problem.ts';
@@ -20,7 +20,7 @@ export interface ServerDeps {
   issuer: string;
   signer: JwtSigner;
   tokens: TokenService;
-  verifier: TokenVerifier;
+  verifier: BearerVerifier;
   audit: AuditSink;
   logger: FastifyBaseLogger;
   now: () => Date;
@@ -29,12 +29,26 @@ export interface ServerDeps {
   ready?: () => boolean;
 }
 
+/** Every route and its methods, for 405 Method Not Allowed with an Allow header. */
+const ROUTES: Record<string, string[]> = {
+  '/transform': ['POST'],
+  '/connect/token': ['POST'],
+  '/.well-known/openid-configuration': ['GET', 'HEAD'],
+  '/.well-known/jwks.json': ['GET', 'HEAD'],
+  '/healthz': ['GET', 'HEAD'],
+  '/readyz': ['GET', 'HEAD'],
+  '/metrics': ['GET', 'HEAD'],
+  '/openapi.json': ['GET', 'HEAD'],
+};
+
 /** Builds the HTTP service: POST /transform, the token endpoint, discovery, health and metrics. */
 export function buildServer(deps: ServerDeps): FastifyInstance {
   const metrics = deps.metrics ?? new HttpMetrics();
   const app = Fastify({
     loggerInstance: deps.logger,
     bodyLimit: deps.service.limits.bodyBytes,
+    // a gateway's well-formed id is kept so one call can be traced across services; audit
+    // events add their own unique eventId, so caller-chosen ids cannot make records collide
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && /^[A-Za-z0-9._-]{1,64}$/.test(given) ? given : randomUUID();
@@ -63,10 +77,20 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
     }
     return sendError(reply, toVeilError(error), req, metrics);
   });
-  app.setNotFoundHandler((req, reply) => sendError(reply, new VeilError('NOT_FOUND', `no route ${req.method} ${req.url.split('?')[0]}`), req, metrics));
+  app.setNotFoundHandler((req, reply) => {
+    const path = req.url.split('?')[0]!;
+    const allowed = ROUTES[path];
+    if (allowed && !allowed.includes(req.method)) {
+      reply.header('allow', allowed.join(', '));
+      return sendError(reply, new VeilError('METHOD_NOT_ALLOWED', `${path} supports ${allowed.join(', ')}`), req, metrics);
+    }
+    return sendError(reply, new VeilError('NOT_FOUND', 'no such resource'), req, metrics);
+  });
+  // only JSON reaches /transform; the form parser is registered for the token endpoint alone
+  app.removeContentTypeParser('text/plain');
 
   registerTransformRoute(app, { ...deps, metrics, sendError: (reply, e, req) => sendError(reply, e, req, metrics) });
-  registerTokenRoutes(app, deps);
+  app.register(async (scope) => registerTokenRoutes(scope, deps));
 
   app.get('/healthz', async () => ({ status: 'ok' }));
   app.get('/readyz', async (_req, reply) => {

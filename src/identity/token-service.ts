@@ -37,7 +37,9 @@ export interface TokenResponse {
  */
 export class TokenService {
   private readonly clients: ReadonlyMap<string, Client>;
-  private readonly failures: RateLimiter;
+  private readonly clientFailures: RateLimiter;
+  /** per address, ten times looser: many clients may share one address behind a proxy */
+  private readonly addressFailures: RateLimiter;
   private readonly options: { identity: IdentityConfig; issuer: string; signer: JwtSigner; now: () => Date };
   private readonly decoyHash: Promise<string>;
 
@@ -55,7 +57,9 @@ export class TokenService {
   }) {
     this.options = options;
     this.clients = new Map([...Object.entries(options.identity.clients), ...(options.extraClients ?? [])]);
-    this.failures = new RateLimiter({ rate: options.failuresPerMinute / 60, burst: options.failuresPerMinute, now: () => options.now().getTime() });
+    const now = () => options.now().getTime();
+    this.clientFailures = new RateLimiter({ rate: options.failuresPerMinute / 60, burst: options.failuresPerMinute, now });
+    this.addressFailures = new RateLimiter({ rate: (options.failuresPerMinute * 10) / 60, burst: options.failuresPerMinute * 10, now });
     this.decoyHash = options.decoyHash;
   }
 
@@ -63,15 +67,13 @@ export class TokenService {
     if (!form.grant_type) throw new OAuthError('invalid_request', 'grant_type is required', 400);
     if (form.grant_type !== 'client_credentials') throw new OAuthError('unsupported_grant_type', 'only client_credentials is supported', 400);
     if (!form.client_id || !form.client_secret) throw new OAuthError('invalid_request', 'client_id and client_secret are required', 400);
-    for (const key of [`id:${form.client_id}`, `ip:${address}`]) {
-      const wait = this.failures.wait(key);
-      if (wait > 0) throw new OAuthError('slow_down', 'too many failed authentications; retry later', 429, Math.ceil(wait));
-    }
+    const wait = Math.max(this.clientFailures.wait(form.client_id), this.addressFailures.wait(address));
+    if (wait > 0) throw new OAuthError('slow_down', 'too many failed authentications; retry later', 429, Math.ceil(wait));
     const client = this.clients.get(form.client_id);
     const ok = await verifyClientSecret(form.client_secret, client?.secretHash ?? (await this.decoyHash));
     if (!client || !ok) {
-      this.failures.take(`id:${form.client_id}`);
-      this.failures.take(`ip:${address}`);
+      this.clientFailures.take(form.client_id);
+      this.addressFailures.take(address);
       throw new OAuthError('invalid_client', 'client authentication failed', 401);
     }
     const { identity, issuer, signer, now } = this.options;

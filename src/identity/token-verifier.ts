@@ -6,13 +6,20 @@ import { tokenExpired, tokenInvalid, tokenMissing } from './identity-errors.ts';
 
 export const ACCESS_TOKEN_TYP = 'at+jwt';
 const MAX_TOKEN_CHARS = 8192;
-const CLOCK_TOLERANCE_S = 30;
+export const CLOCK_TOLERANCE_S = 30;
+
+/** Verifies an Authorization header value into the caller it names. */
+export interface BearerVerifier {
+  verifyHeader(authorization: string | undefined): Promise<Caller>;
+}
 
 /** Who called: the verified token's subject, client and roles. */
 export interface Caller extends Identity {
   subject: string;
   clientId: string;
   issuer: string;
+  /** the token's exp, seconds since the epoch */
+  expiresAt: number;
 }
 
 interface Trusted {
@@ -30,7 +37,7 @@ interface Trusted {
  * which trust applies; the signature, algorithm allow-list, `aud`, `exp`/`nbf` (30 s tolerance),
  * `crit` and size are then checked by jose. `alg: none` and HMAC algorithms are never accepted.
  */
-export class TokenVerifier {
+export class TokenVerifier implements BearerVerifier {
   private readonly trusted = new Map<string, Trusted>();
   private readonly now: () => Date;
 
@@ -100,6 +107,6 @@ export class TokenVerifier {
     const roles = trust.roles(payload);
     if (roles !== undefined && !(Array.isArray(roles) && roles.every((r) => typeof r === 'string'))) throw tokenInvalid('roles claim is not a list of strings');
     const clientId = typeof payload.client_id === 'string' ? payload.client_id : payload.sub!;
-    return { subject: payload.sub!, clientId, issuer: trust.issuer, roles: (roles as string[] | undefined) ?? [] };
+    return { subject: payload.sub!, clientId, issuer: trust.issuer, roles: (roles as string[] | undefined) ?? [], expiresAt: payload.exp! };
   }
 }

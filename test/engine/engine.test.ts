@@ -417,7 +417,7 @@ describe('Engine: malformed bodies → REQUEST_MALFORMED with JSON pointer', () 
     expect(json).not.toContain('alice.secret@example.com');
     expect(json).not.toContain('4111111111111111');
     expect(err.details[0]!.message).toContain('"format"');
-    expect(err.details[0]!.message).toContain('2 more not shown');
+    expect(err.details[0]!.message).toContain('2 whose names are not shown');
   });
 
   it('field names are case-sensitive: Requests is not requests', () => {

@@ -15,10 +15,10 @@ describe('error catalog', () => {
     }
   });
 
-  it('uses client statuses for caller mistakes and retriable only for operator-side outages', () => {
+  it('uses client statuses for caller mistakes; retriable only for rate limits and service-side outages', () => {
     for (const [code, entry] of Object.entries(ERROR_CATALOG)) {
       expect(entry.status, code).toBeGreaterThanOrEqual(400);
-      if (entry.retriable) expect(entry.status, code).toBeGreaterThanOrEqual(500);
+      if (entry.retriable) expect(entry.status === 429 || entry.status >= 500, code).toBe(true);
     }
   });
 

@@ -29,6 +29,8 @@ export function registerTokenRoutes(app: FastifyInstance, deps: Deps): void {
     }
     done(null, { form, repeated } satisfies ParsedForm);
   });
+  // any other body type reaches the route, which answers with an RFC 6749 error, not a 415
+  app.addContentTypeParser('*', { parseAs: 'string' }, (_req, _body, done) => done(null, { form: {}, repeated: false } satisfies ParsedForm));
 
   app.post('/connect/token', async (req, reply) => {
     reply.header('cache-control', 'no-store').header('pragma', 'no-cache');

@@ -1,10 +1,11 @@
+import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AuditEvent, AuditSink } from '../../audit/audit-sink.ts';
 import type { Engine, Plan } from '../../engine/engine.ts';
 import type { ServiceConfig } from '../../engine/config/schema.ts';
 import { VeilError } from '../../engine/errors.ts';
 import { RateLimiter } from '../../identity/rate-limiter.ts';
-import type { Caller, TokenVerifier } from '../../identity/token-verifier.ts';
+import type { BearerVerifier, Caller } from '../../identity/token-verifier.ts';
 import { checkLimits } from '../limits.ts';
 import type { HttpMetrics } from '../metrics.ts';
 import { jsonSchemas } from '../../engine/schemas.ts';
@@ -12,7 +13,7 @@ import { jsonSchemas } from '../../engine/schemas.ts';
 interface Deps {
   engine: Engine;
   service: ServiceConfig;
-  verifier: TokenVerifier;
+  verifier: BearerVerifier;
   audit: AuditSink;
   metrics: HttpMetrics;
   now: () => Date;
@@ -36,19 +37,30 @@ export function registerTransformRoute(app: FastifyInstance, deps: Deps): void {
     let caller: Caller | undefined;
     let plan: Plan | undefined;
     try {
+      if (!isJson(req.headers['content-type'])) throw new VeilError('CONTENT_TYPE_UNSUPPORTED', 'the body must be application/json');
       caller = await deps.verifier.verifyHeader(req.headers.authorization);
       const wait = limiter.take(caller.clientId);
       if (wait > 0) throw Object.assign(new VeilError('RATE_LIMITED', 'too many calls for this client'), { retryAfter: Math.ceil(wait) });
       checkLimits(req.body, deps.service.limits);
       plan = deps.engine.plan(req.body, caller);
-      if (plan.requests.some((r) => r.reveals)) {
+      const reveals = plan.requests.some((r) => r.reveals);
+      let response;
+      try {
+        response = deps.engine.execute(plan);
+      } catch (e) {
+        if (reveals && e instanceof VeilError) {
+          await deps.audit.record(event(req, deps.now(), caller, plan, 'failed', e.code)).catch(() => req.log.warn('audit sink failed to record a failed unprotect'));
+        }
+        throw e;
+      }
+      // cleartext leaves only once its audit record is written: no record, no values
+      if (reveals) {
         try {
           await deps.audit.record(event(req, deps.now(), caller, plan, 'ok'));
         } catch {
           throw new VeilError('AUDIT_UNAVAILABLE', 'the audit sink cannot record this unprotect, so it was refused');
         }
       }
-      const response = deps.engine.execute(plan);
       for (const r of plan.requests) {
         for (const inst of r.instances) deps.metrics.instances.inc({ class: inst.className, property: inst.propertyName, action: r.action });
       }
@@ -63,6 +75,10 @@ export function registerTransformRoute(app: FastifyInstance, deps: Deps): void {
       return deps.sendError(reply, error, req);
     }
   });
+}
+
+function isJson(contentType: string | undefined): boolean {
+  return /^application\/json\s*(;|$)/i.test(contentType ?? '');
 }
 
 function event(req: FastifyRequest, now: Date, caller: Caller | undefined, plan: Plan | undefined, outcome: AuditEvent['outcome'], code?: string, body?: unknown): AuditEvent {
@@ -84,6 +100,7 @@ function event(req: FastifyRequest, now: Date, caller: Caller | undefined, plan:
     if (Array.isArray(requests)) for (const r of requests) instances += Array.isArray((r as { instances?: unknown })?.instances) ? (r as { instances: unknown[] }).instances.length : 0;
   }
   return {
+    eventId: randomUUID(),
     time: now.toISOString(),
     requestId: req.id,
     channel: 'http',

@@ -1,0 +1,73 @@
+// npm run bench:http — values/s and p50/p99 latency of POST /transform over a real socket for
+// batches of 1, 100 and 1,000 FF1 instances, with `veil serve --workers 2` (both cores), beside
+// the in-process engine on the same batches measured in the same run. Load: autocannon.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import autocannon from 'autocannon';
+import { compileConfigText } from '../src/engine/config/compile.ts';
+import { Engine } from '../src/engine/engine.ts';
+import { MemoryKeyProvider } from '../src/engine/keys/memory-key-provider.ts';
+import { fmt, opsPerSecond, ratio } from './measure.ts';
+
+const seconds = Number(process.env.BENCH_SECONDS ?? 8);
+const workers = Number(process.env.BENCH_WORKERS ?? 2);
+const port = 18000 + Math.floor(Math.random() * 1000);
+const root = new URL('..', import.meta.url).pathname;
+const configFile = join(root, 'bench/http-config.yaml');
+const guid = (n: number) => `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`;
+const batch = (n: number) => ({
+  rightsContexts: [{ guid: guid(1), evidences: [{ name: 'Role', value: 'ingest' }] }],
+  processingContexts: [{ guid: guid(2), evidences: [{ name: 'Action', value: 'Protect' }] }],
+  requests: [{ guid: guid(3), rightsContext: guid(1), processingContext: guid(2), instances: Array.from({ length: n }, (_, i) => ({ className: 'Customer', propertyName: 'cardNumber', value: `4${String(100000000000000 + i * 7919).padStart(15, '0')}` })) }],
+});
+
+async function waitReady(url: string): Promise<void> {
+  for (let i = 0; i < 200; i++) {
+    try {
+      if ((await fetch(`${url}/readyz`)).ok) return;
+    } catch { /* not yet */ }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error('service did not become ready');
+}
+
+const dataDir = await mkdtemp(join(tmpdir(), 'veil-bench-'));
+const server: ChildProcess = spawn(process.execPath, [join(root, 'src/cli/main.ts'), 'serve', '--config', configFile, '--data-dir', dataDir, '--port', String(port), '--workers', String(workers)], {
+  env: { ...process.env, VEIL_LOG_LEVEL: 'warn', VEIL_MASTER_KEY: 'b'.repeat(64) },
+  stdio: ['ignore', 'ignore', 'inherit'],
+});
+const url = `http://127.0.0.1:${port}`;
+try {
+  await waitReady(url);
+  const secret = (await readFile(join(dataDir, 'dev-client.secret'), 'utf8')).trim();
+  const tokenRes = await fetch(`${url}/connect/token`, { method: 'POST', body: new URLSearchParams({ grant_type: 'client_credentials', client_id: 'veil-dev', client_secret: secret }) });
+  const { access_token: token } = (await tokenRes.json()) as { access_token: string };
+
+  // the in-process engine on the same batches, one core
+  const compiled = compileConfigText(await readFile(configFile, 'utf8')).config!;
+  const keys = new MemoryKeyProvider();
+  keys.add('pan', 'ff1', new Uint8Array(32).fill(5), 'now');
+  const engine = new Engine({ config: compiled, keys });
+
+  console.log(`veil bench:http — Node ${process.version}, veil serve --workers ${workers}, autocannon ${seconds}s per batch size, loopback\n`);
+  console.log('batch   connections  calls/s   values/s    p50 ms   p99 ms   in-process engine values/s (1 core)   HTTP / engine');
+  for (const size of [1, 100, 1000]) {
+    const body = JSON.stringify(batch(size));
+    const connections = size === 1 ? 32 : size === 100 ? 16 : 8;
+    const result = await autocannon({
+      url: `${url}/transform`, method: 'POST', connections, duration: seconds, pipelining: 1,
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body,
+    });
+    if (result.non2xx > 0 || result.errors > 0) throw new Error(`non-2xx ${result.non2xx}, errors ${result.errors}`);
+    const values = result.requests.average * size;
+    const inProcess = opsPerSecond(() => engine.transform(JSON.parse(body), { roles: ['ingest'] }), size, 1500);
+    console.log(`${String(size).padEnd(8)}${String(connections).padEnd(13)}${fmt(result.requests.average).padEnd(10)}${fmt(values).padEnd(12)}${String(result.latency.p50).padEnd(9)}${String(result.latency.p99).padEnd(9)}${fmt(inProcess).padEnd(38)}${ratio(values, inProcess)}`);
+  }
+  console.log(`\ntarget: ≥ 250,000 FF1 values/s over HTTP with 1,000-instance batches, ≥ 0.70× the in-process engine`);
+} finally {
+  server.kill('SIGTERM');
+  await new Promise((r) => server.once('exit', r));
+  await rm(dataDir, { recursive: true, force: true });
+}
