@@ -52,7 +52,7 @@ try {
   const engine = new Engine({ config: compiled, keys });
 
   console.log(`veil bench:http — Node ${process.version}, veil serve --workers ${workers}, autocannon ${seconds}s per batch size, loopback\n`);
-  console.log('batch   connections  calls/s   values/s    p50 ms   p99 ms   in-process engine values/s (1 core)   HTTP / engine');
+  console.log(`batch   connections  calls/s   values/s    p50 ms   p99 ms   in-process engine values/s (1 core)   HTTP / engine   HTTP / (${workers} × engine)`);
   for (const size of [1, 100, 1000]) {
     const body = JSON.stringify(batch(size));
     const connections = size === 1 ? 32 : size === 100 ? 16 : 8;
@@ -63,7 +63,7 @@ try {
     if (result.non2xx > 0 || result.errors > 0) throw new Error(`non-2xx ${result.non2xx}, errors ${result.errors}`);
     const values = result.requests.average * size;
     const inProcess = opsPerSecond(() => engine.transform(JSON.parse(body), { roles: ['ingest'] }), size, 1500);
-    console.log(`${String(size).padEnd(8)}${String(connections).padEnd(13)}${fmt(result.requests.average).padEnd(10)}${fmt(values).padEnd(12)}${String(result.latency.p50).padEnd(9)}${String(result.latency.p99).padEnd(9)}${fmt(inProcess).padEnd(38)}${ratio(values, inProcess)}`);
+    console.log(`${String(size).padEnd(8)}${String(connections).padEnd(13)}${fmt(result.requests.average).padEnd(10)}${fmt(values).padEnd(12)}${String(result.latency.p50).padEnd(9)}${String(result.latency.p99).padEnd(9)}${fmt(inProcess).padEnd(38)}${ratio(values, inProcess).padEnd(16)}${ratio(values, workers * inProcess)}`);
   }
   console.log(`\ntarget: ≥ 250,000 FF1 values/s over HTTP with 1,000-instance batches, ≥ 0.70× the in-process engine`);
 } finally {
