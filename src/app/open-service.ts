@@ -40,6 +40,12 @@ export interface Service {
   audit: AuditSink;
   keystore: LocalKeystore;
   devClient?: { id: string; secretFile: string; secret: string };
+  /**
+   * Graceful stop: /readyz turns 503 at once, calls keep being served for `delayMs` (so a load
+   * balancer stops routing and connections already queued are accepted), then the listener
+   * closes and in-flight calls finish.
+   */
+  drain(delayMs: number): Promise<void>;
 }
 
 /** pino with every place a secret or value could appear redacted. */
@@ -104,5 +110,10 @@ export async function openService(options: ServiceOptions): Promise<Service> {
     draining = true;
     await audit.close();
   });
-  return { app, logger, issuer, audit, keystore, ...(dev ? { devClient: dev } : {}) };
+  const drain = async (delayMs: number) => {
+    draining = true;
+    await new Promise((r) => setTimeout(r, delayMs));
+    await app.close();
+  };
+  return { app, logger, issuer, audit, keystore, drain, ...(dev ? { devClient: dev } : {}) };
 }

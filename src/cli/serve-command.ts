@@ -12,7 +12,8 @@ Starts the HTTP service: POST /transform, POST /connect/token, /.well-known/*, /
   --port     default $VEIL_PORT, else 8080          --host  default $VEIL_HOST, else 127.0.0.1
   --workers  processes sharing the port (default $VEIL_WORKERS, else 1)
 Unless VEIL_ENV=production: missing keys are created and a development client veil-dev is
-enabled, its secret in <data dir>/dev-client.secret. SIGTERM drains and stops.
+enabled, its secret in <data dir>/dev-client.secret. SIGTERM drains and stops: /readyz turns
+503, calls are served for VEIL_DRAIN_DELAY_MS (default 500), then in-flight calls finish.
 `;
 
 export const serveCommand: Command = async (args, io) => {
@@ -65,7 +66,7 @@ export const serveCommand: Command = async (args, io) => {
     await new Promise<void>((resolve) => {
       const stop = async () => {
         service.logger.info('draining');
-        await service.app.close();
+        await service.drain(Number(io.env.VEIL_DRAIN_DELAY_MS ?? 500));
         resolve();
       };
       process.once('SIGTERM', stop);
