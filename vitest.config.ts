@@ -4,6 +4,8 @@ export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
     testTimeout: 30_000,
+    hookTimeout: 120_000,
+    globalSetup: ['./test/setup/kafka-env.ts'],
     reporters: ['default', './test/summary-reporter.ts'],
   },
 });
