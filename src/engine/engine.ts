@@ -103,6 +103,27 @@ export class Engine {
     return { requests: planned };
   }
 
+  /**
+   * Authorizes once a fixed list of fields for a caller and its contexts — what a stream pipeline
+   * does at start — and returns their transforms, index-aligned with `fields`. Refusals are the
+   * VeilErrors of plan(); each transform throws ValueError for a value it cannot take.
+   */
+  bindFields(options: {
+    identity: Identity;
+    rightsEvidences: readonly { name: string; value: string }[];
+    processingEvidences: readonly { name: string; value: string }[];
+    fields: readonly { className: string; propertyName: string }[];
+  }): { action: string; reveals: boolean; transforms: readonly Chain[] } {
+    const [rc, pc, rq] = ['00000000-0000-4000-8000-000000000001', '00000000-0000-4000-8000-000000000002', '00000000-0000-4000-8000-000000000003'];
+    const plan = this.plan({
+      rightsContexts: [{ guid: rc, evidences: [...options.rightsEvidences] }],
+      processingContexts: [{ guid: pc, evidences: [...options.processingEvidences] }],
+      requests: [{ guid: rq, rightsContext: rc, processingContext: pc, instances: options.fields.map((f) => ({ ...f, value: '' })) }],
+    }, options.identity);
+    const r = plan.requests[0]!;
+    return { action: r.action, reveals: r.reveals, transforms: r.chains };
+  }
+
   execute(plan: Plan): TransformResponse {
     const problems: ErrorDetail[] = [];
     const responses = plan.requests.map((r) => ({
@@ -149,3 +170,4 @@ function fail(details: readonly ErrorDetail[]): void {
 }
 
 export { VeilError };
+export type { Chain };

@@ -37,6 +37,11 @@ export const ERROR_CATALOG = {
   NOT_FOUND: { status: 404, retriable: false, title: 'No such resource' },
   METHOD_NOT_ALLOWED: { status: 405, retriable: false, title: 'The resource does not support the method' },
   INTERNAL: { status: 500, retriable: true, title: 'An unexpected error; nothing was transformed' },
+  RECORD_MALFORMED: { status: 422, retriable: false, title: 'A Kafka record cannot be decoded (not JSON, not Avro wire format, or not matching its schema)' },
+  SCHEMA_UNKNOWN: { status: 422, retriable: false, title: "The schema id of an Avro record is not in the schema registry" },
+  FIELD_MISSING: { status: 422, retriable: false, title: 'A mapped field is absent or null and the pipeline dead-letters such records' },
+  KEY_MISSING: { status: 422, retriable: false, title: 'The pipeline protects record keys and the record has none' },
+  REGISTRY_UNAVAILABLE: { status: 503, retriable: true, title: 'The schema registry cannot be reached' },
 } as const satisfies Record<string, { status: number; retriable: boolean; title: string }>;
 
 export type ErrorCode = keyof typeof ERROR_CATALOG;

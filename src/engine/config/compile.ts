@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { z } from 'zod';
 import { VeilError } from '../errors.ts';
 import { Alphabet, NAMED_ALPHABETS } from '../fpe/alphabet.ts';
@@ -71,6 +72,7 @@ class Compiler {
     const rightsContexts = this.rightsContexts(classes, actions);
     const processingContexts = this.processingContexts(actions);
     this.identity(rightsContexts);
+    this.pipelines(classes);
     const config: CompiledConfig = {
       keys, sequences, classes, rightsContexts, processingContexts,
       rightsEvidenceNames: new Set(rightsContexts.flatMap((c) => c.evidences.map(([n]) => n))),
@@ -78,6 +80,8 @@ class Compiler {
       warnings: this.issues.filter((i) => i.severity === 'warning'),
       identity: this.doc.identity,
       service: this.doc.service,
+      pipelines: this.doc.pipelines,
+      version: createHash('sha256').update(JSON.stringify(this.doc)).digest('hex').slice(0, 12),
     };
 
     return { config: this.issues.some((i) => i.severity === 'error') ? undefined : config, issues: this.issues };
@@ -198,6 +202,32 @@ class Compiler {
     }
     const signing = this.doc.keys[this.doc.identity.signingKey];
     if (signing && signing.type !== 'jwt-es256') this.error(['identity', 'signingKey'], `key ${this.doc.identity.signingKey} must be of type jwt-es256`);
+  }
+
+  private pipelines(classes: Map<string, Map<string, CompiledField>>): void {
+    for (const [name, p] of Object.entries(this.doc.pipelines)) {
+      const at = ['pipelines', name];
+      const check = (ref: string, path: PropertyKey[]) => {
+        const [cls, prop] = ref.split('.') as [string, string];
+        if (!classes.get(cls)?.get(prop)) this.error(path, `${ref} is not a configured class.property`);
+      };
+      p.fields.forEach((f, i) => check(f.field, [...at, 'fields', i, 'field']));
+      if (p.key) check(p.key.field, [...at, 'key', 'field']);
+      const paths = p.fields.map((f) => f.path);
+      paths.forEach((path, i) => {
+        if (paths.indexOf(path) !== i) this.error([...at, 'fields', i, 'path'], `path ${path} is mapped twice`);
+      });
+      for (const [k, re] of [['source', 'pattern' in p.source ? p.source.pattern : undefined], ['sink', 'rename' in p.sink ? p.sink.rename.from : undefined]] as const) {
+        if (re === undefined) continue;
+        try {
+          new RegExp(re);
+        } catch {
+          this.error([...at, k], 'is not a valid regular expression');
+        }
+      }
+      if ('topics' in p.source && 'topic' in p.sink && p.source.topics.includes(p.sink.topic)) this.error([...at, 'sink', 'topic'], 'the clean topic is one of the source topics');
+      if ('topics' in p.source && p.source.topics.includes(p.deadLetterTopic)) this.error([...at, 'deadLetterTopic'], 'the dead-letter topic is one of the source topics');
+    }
   }
 
   private processingContexts(actions: Set<string>): CompiledProcessingContext[] {

@@ -1,4 +1,4 @@
-import type { IdentityConfig, ServiceConfig, StepConfig } from './schema.ts';
+import type { IdentityConfig, PipelineConfig, ServiceConfig, StepConfig } from './schema.ts';
 import type { KeyRef } from '../transformers/transformer.ts';
 import type { ConfigIssue } from './issues.ts';
 
@@ -52,6 +52,10 @@ export interface CompiledConfig {
   identity: IdentityConfig;
   /** HTTP limits and rate limits (used by src/http) */
   service: ServiceConfig;
+  /** Kafka pipelines (used by src/stream) */
+  pipelines: Readonly<Record<string, PipelineConfig>>;
+  /** a short hash of the configuration document, stamped on what veil produces */
+  version: string;
 }
 
 export const PROTECT = 'Protect';

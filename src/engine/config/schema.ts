@@ -98,6 +98,38 @@ export const identitySchema = z.strictObject({
   })).default([]),
 });
 
+/** A record path: dot-separated names, `[]` after a name walks every array element (`cards[].number`). */
+const recordPath = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*(\[\])?(\.[A-Za-z_][A-Za-z0-9_]*(\[\])?)*$/, 'must be names joined by dots, [] after an array, e.g. cards[].number');
+const fieldRef = z.string().regex(/^[A-Za-z][A-Za-z0-9_-]*\.[A-Za-z][A-Za-z0-9_-]*$/, 'must be Class.property');
+const topicName = z.string().regex(/^[A-Za-z0-9._-]{1,249}$/, 'must be a Kafka topic name');
+
+export const pipelineSchema = z.strictObject({
+  description: z.string().optional(),
+  source: z.union([
+    z.strictObject({ topics: z.array(topicName).min(1) }),
+    /** a regular expression over topic names, e.g. ^raw\.(.+)$ */
+    z.strictObject({ pattern: z.string().min(1) }),
+  ]),
+  /** a fixed clean topic, or a rename of the source topic: from (regex) → to ($1 etc.) */
+  sink: z.union([
+    z.strictObject({ topic: topicName }),
+    z.strictObject({ rename: z.strictObject({ from: z.string().min(1), to: z.string().min(1) }) }),
+  ]),
+  deadLetterTopic: topicName,
+  format: z.enum(['json', 'avro']),
+  fields: z.array(z.strictObject({ path: recordPath, field: fieldRef })).min(1),
+  /** protect the record key too (so partitioning of the clean topic follows the protected key) */
+  key: z.strictObject({ field: fieldRef }).optional(),
+  /** what an absent or null mapped field does: pass it through as it is, or dead-letter the record */
+  missing: z.enum(['pass', 'dead-letter']).default('pass'),
+  /** the identity the pipeline acts with, and the evidences of its contexts */
+  roles: z.array(name).min(1),
+  rightsEvidences: evidences,
+  processingEvidences: evidences,
+  delivery: z.enum(['exactly-once', 'at-least-once']).default('exactly-once'),
+  groupId: z.string().regex(/^[A-Za-z0-9._-]{1,200}$/).optional(),
+});
+
 export const serviceSchema = z.strictObject({
   limits: z.strictObject({
     bodyBytes: z.number().int().min(1024).max(64 * 1024 * 1024).default(4 * 1024 * 1024),
@@ -153,7 +185,10 @@ export const configSchema = z.strictObject({
   ),
   identity: identitySchema.prefault({}),
   service: serviceSchema.prefault({}),
+  pipelines: z.record(name, pipelineSchema).default({}),
 });
+
+export type PipelineConfig = z.infer<typeof pipelineSchema>;
 
 export type IdentityConfig = z.infer<typeof identitySchema>;
 export type ServiceConfig = z.infer<typeof serviceSchema>;
