@@ -5,11 +5,13 @@ import { keysCommand } from './keys-command.ts';
 import { transformCommand } from './transform-command.ts';
 import { serveCommand } from './serve-command.ts';
 import { identityCommand } from './identity-command.ts';
+import { streamCommand } from './stream-command.ts';
 
 export const mainHelp = `Usage: veil <command> [options]
 
 Commands:
   serve       run the HTTP service (npm start)
+  stream      run Kafka pipelines: 'veil stream protect'
   demo        protect and unprotect sample values offline, on the embedded defaults
   transform   run a transform request body through the engine (offline)
   config      validate a configuration; provision its keys
@@ -24,6 +26,7 @@ const COMMANDS: Record<string, Command> = {
   serve: serveCommand,
   demo: demoCommand,
   identity: identityCommand,
+  stream: streamCommand,
   transform: transformCommand,
   config: configCommand,
   keys: keysCommand,

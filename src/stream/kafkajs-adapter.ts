@@ -1,0 +1,129 @@
+import { Kafka, logLevel, type Consumer, type Producer, type IHeaders, type KafkaConfig } from 'kafkajs';
+import type { Batch, ConsumerPort, Headers, InRecord, KafkaPort, OutRecord, ProducerPort, Transaction } from './ports.ts';
+
+/** Log lines from kafkajs, never message contents (kafkajs does not log payloads). */
+export type KafkaLog = (level: 'error' | 'warn' | 'info', message: string, extra: Record<string, unknown>) => void;
+
+const LEVELS: Record<number, 'error' | 'warn' | 'info'> = { [logLevel.ERROR]: 'error', [logLevel.WARN]: 'warn', [logLevel.INFO]: 'info' };
+
+/**
+ * KafkaPort over kafkajs. Transactional producers follow kafkajs' Transactions.md: idempotent,
+ * maxInFlightRequests 1, one transactional id per input partition (kafkajs has no KIP-447, so
+ * zombie fencing comes from the id, not from the group generation).
+ */
+export function kafkajsPort(options: { brokers: string[]; clientId: string; log?: KafkaLog; config?: Partial<KafkaConfig> }): KafkaPort {
+  const kafka = new Kafka({
+    clientId: options.clientId,
+    brokers: options.brokers,
+    logLevel: logLevel.WARN,
+    retry: { initialRetryTime: 200, retries: 8 },
+    logCreator: () => ({ level, log }) => {
+      const { message, ...extra } = log;
+      options.log?.(LEVELS[level] ?? 'info', String(message), { error: extra.error, broker: extra.broker, groupId: extra.groupId });
+    },
+    ...options.config,
+  });
+  const admin = kafka.admin();
+  let adminConnected: Promise<void> | undefined;
+  return {
+    consumer: ({ groupId, readCommitted }) => consumerPort(kafka.consumer({ groupId, readUncommitted: !readCommitted, allowAutoTopicCreation: false, retry: { retries: 10 } })),
+    async producer({ transactionalId }) {
+      const producer = kafka.producer(transactionalId
+        ? { transactionalId, idempotent: true, maxInFlightRequests: 1, transactionTimeout: 60_000, allowAutoTopicCreation: false }
+        : { idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false });
+      await producer.connect();
+      return producerPort(producer);
+    },
+    async createTopics(topics) {
+      adminConnected ??= admin.connect();
+      await adminConnected;
+      await admin.createTopics({ topics: topics.map((t) => ({ topic: t.topic, numPartitions: t.partitions })), waitForLeaders: true });
+    },
+    async disconnect() {
+      if (adminConnected) await admin.disconnect();
+    },
+  };
+}
+
+function toMessages(records: OutRecord[]) {
+  return records.map((r) => ({ key: r.key, value: r.value, headers: r.headers as IHeaders }));
+}
+
+/** Records grouped per topic, order kept within each topic. */
+function byTopic(records: OutRecord[]): { topic: string; messages: ReturnType<typeof toMessages> }[] {
+  const groups = new Map<string, OutRecord[]>();
+  for (const r of records) {
+    const list = groups.get(r.topic) ?? [];
+    list.push(r);
+    groups.set(r.topic, list);
+  }
+  return [...groups].map(([topic, list]) => ({ topic, messages: toMessages(list) }));
+}
+
+function producerPort(producer: Producer): ProducerPort {
+  return {
+    async transaction(): Promise<Transaction> {
+      const tx = await producer.transaction();
+      return {
+        async send(records) {
+          if (records.length) await tx.sendBatch({ topicMessages: byTopic(records) });
+        },
+        async sendOffsets(consumerGroupId, topic, partition, offset) {
+          await tx.sendOffsets({ consumerGroupId, topics: [{ topic, partitions: [{ partition, offset }] }] });
+        },
+        commit: () => tx.commit(),
+        abort: () => tx.abort(),
+      };
+    },
+    async send(records) {
+      if (records.length) await producer.sendBatch({ topicMessages: byTopic(records), acks: -1 });
+    },
+    disconnect: () => producer.disconnect(),
+  };
+}
+
+function headersOf(raw: IHeaders | undefined): Headers {
+  const out: Headers = {};
+  for (const [k, v] of Object.entries(raw ?? {})) {
+    if (v === undefined) continue;
+    const first = Array.isArray(v) ? v[0] : v;
+    if (first !== undefined) out[k] = Buffer.isBuffer(first) ? first : Buffer.from(String(first));
+  }
+  return out;
+}
+
+function consumerPort(consumer: Consumer): ConsumerPort {
+  let connected: Promise<void> | undefined;
+  const connect = () => (connected ??= consumer.connect());
+  return {
+    async subscribe(topics) {
+      await connect();
+      if (topics instanceof RegExp) await consumer.subscribe({ topics: [topics], fromBeginning: true });
+      else await consumer.subscribe({ topics: [...topics], fromBeginning: true });
+    },
+    async run(handler) {
+      await connect();
+      await consumer.run({
+        autoCommit: false,
+        partitionsConsumedConcurrently: 4,
+        eachBatch: async ({ batch, heartbeat, isRunning, isStale }) => {
+          if (!isRunning() || isStale() || batch.messages.length === 0) return;
+          const records: InRecord[] = batch.messages.map((m) => ({
+            topic: batch.topic, partition: batch.partition, offset: m.offset, key: m.key, value: m.value, headers: headersOf(m.headers), timestamp: m.timestamp,
+          }));
+          const b: Batch = { topic: batch.topic, partition: batch.partition, records, highWatermark: batch.highWatermark };
+          await handler(b, heartbeat);
+        },
+      });
+    },
+    async commitOffsets(topic, partition, offset) {
+      await consumer.commitOffsets([{ topic, partition, offset }]);
+    },
+    async disconnect() {
+      await consumer.disconnect();
+    },
+    onCrash(listener) {
+      consumer.on(consumer.events.CRASH, (e) => listener(e.payload.error));
+    },
+  };
+}

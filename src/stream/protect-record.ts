@@ -1,0 +1,38 @@
+import type { Chain } from '../engine/engine.ts';
+import { ValueError } from '../engine/errors.ts';
+import { compilePath, rewriteAt, type RecordPath } from './record-path.ts';
+import { StreamError } from './stream-error.ts';
+
+export interface Mapping {
+  path: string;
+  compiled: RecordPath;
+  transform: Chain;
+}
+
+export function mappings(paths: readonly string[], transforms: readonly Chain[]): Mapping[] {
+  return paths.map((path, i) => ({ path, compiled: compilePath(path), transform: transforms[i]! }));
+}
+
+/**
+ * Protects every mapped field of a decoded record in place. Strings are transformed; numbers and
+ * booleans are transformed as their text (the clean field is a string). Absent or null fields
+ * pass, or fail with FIELD_MISSING when the pipeline says so. Objects or arrays at a mapped leaf
+ * are RECORD_MALFORMED. A value a transformer refuses fails the record with that code.
+ */
+export function protectRecord(value: unknown, maps: readonly Mapping[], missing: 'pass' | 'dead-letter'): void {
+  for (const m of maps) {
+    rewriteAt(value, m.compiled, m.path, (leaf) => {
+      if (leaf === undefined || leaf === null) {
+        if (missing === 'dead-letter') throw new StreamError('FIELD_MISSING', `mapped field ${m.path} is absent or null`);
+        return leaf;
+      }
+      if (typeof leaf === 'object') throw new StreamError('RECORD_MALFORMED', `mapped field ${m.path} is not a scalar`);
+      try {
+        return m.transform(typeof leaf === 'string' ? leaf : String(leaf));
+      } catch (e) {
+        if (e instanceof ValueError) throw new StreamError(e.code, `mapped field ${m.path}: value ${e.message}`);
+        throw e;
+      }
+    });
+  }
+}

@@ -1,0 +1,70 @@
+import { randomBytes } from 'node:crypto';
+import { Kafka, logLevel, type IHeaders } from 'kafkajs';
+
+export const BROKERS = (process.env.KAFKA_BROKERS ?? '127.0.0.1:19092').split(',');
+export const REGISTRY_URL = process.env.SCHEMA_REGISTRY_URL ?? 'http://127.0.0.1:18081/apis/ccompat/v7';
+
+export function kafkaClient(clientId = 'veil-test'): Kafka {
+  return new Kafka({ clientId, brokers: BROKERS, logLevel: logLevel.NOTHING, retry: { retries: 10, initialRetryTime: 200 } });
+}
+
+/** Unique topic names for one test: raw.X, clean.X, dlq.X. */
+export function topicsFor(label: string): { id: string; raw: string; clean: string; dlq: string } {
+  const id = `${label}-${randomBytes(4).toString('hex')}`;
+  return { id, raw: `raw.${id}`, clean: `clean.${id}`, dlq: `dlq.${id}` };
+}
+
+export async function createTopics(kafka: Kafka, topics: string[], partitions = 1): Promise<void> {
+  const admin = kafka.admin();
+  await admin.connect();
+  await admin.createTopics({ topics: topics.map((topic) => ({ topic, numPartitions: partitions })), waitForLeaders: true });
+  await admin.disconnect();
+}
+
+export interface Produced {
+  key?: string | Buffer | null;
+  value: string | Buffer | null;
+  headers?: Record<string, string>;
+  partition?: number;
+}
+
+export async function produce(kafka: Kafka, topic: string, records: Produced[]): Promise<void> {
+  const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+  await producer.connect();
+  for (let i = 0; i < records.length; i += 500) {
+    await producer.send({ topic, acks: -1, messages: records.slice(i, i + 500).map((r) => ({ key: r.key ?? null, value: r.value, headers: r.headers as IHeaders, ...(r.partition !== undefined ? { partition: r.partition } : {}) })) });
+  }
+  await producer.disconnect();
+}
+
+export interface Consumed {
+  partition: number;
+  offset: string;
+  key: Buffer | null;
+  value: Buffer | null;
+  headers: Record<string, string>;
+}
+
+/** Reads a topic from the beginning with read_committed until `count` records arrived (or fails at timeout). */
+export async function consume(kafka: Kafka, topic: string, count: number, timeoutMs = 60_000, settleMs = 500): Promise<Consumed[]> {
+  const consumer = kafka.consumer({ groupId: `verify-${randomBytes(6).toString('hex')}`, readUncommitted: false });
+  await consumer.connect();
+  await consumer.subscribe({ topic, fromBeginning: true });
+  const got: Consumed[] = [];
+  let done: () => void;
+  const finished = new Promise<void>((r) => (done = r));
+  await consumer.run({
+    eachMessage: async ({ partition, message }) => {
+      const headers: Record<string, string> = {};
+      for (const [k, v] of Object.entries(message.headers ?? {})) if (v !== undefined) headers[k] = String(Array.isArray(v) ? v[0] : v);
+      got.push({ partition, offset: message.offset, key: message.key, value: message.value, headers });
+      if (got.length >= count) done();
+    },
+  });
+  const timer = new Promise<void>((r) => setTimeout(r, timeoutMs));
+  await Promise.race([finished, timer]);
+  // a little longer, so that extra (duplicate) records would show up too
+  await new Promise((r) => setTimeout(r, settleMs));
+  await consumer.disconnect();
+  return got;
+}
