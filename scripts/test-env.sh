@@ -5,6 +5,7 @@
 #   scripts/test-env.sh start   install if needed, start both, print the environment to use
 #   scripts/test-env.sh stop    stop both
 #   scripts/test-env.sh status
+#   scripts/test-env.sh start-kafka | stop-kafka | restart-kafka   the broker alone (restart keeps its data)
 #
 # Jars are cached in $VEIL_CACHE_DIR (default ~/.cache/veil), outside the clone; run state
 # (logs, data, pids) in $VEIL_TEST_ENV_DIR (default /tmp/veil-test-env).
@@ -91,6 +92,11 @@ log4j.appender.file.layout.ConversionPattern=[%d] %p %m (%c)%n
 PROPS
   local cluster; cluster=$(java -cp "$KAFKA_LIBS/*" kafka.tools.StorageTool random-uuid 2>/dev/null | tail -1)
   java -cp "$KAFKA_LIBS/*" -Dlog4j.configuration="file:$RUN/log4j.properties" kafka.tools.StorageTool format -t "$cluster" -c "$RUN/server.properties" > "$RUN/kafka-format.log" 2>&1
+  run_kafka
+}
+
+# starts the broker on the formatted data directory (also after a restart: data is kept)
+run_kafka() {
   nohup java -Xms256m -Xmx1g -cp "$KAFKA_LIBS/*" -Dlog4j.configuration="file:$RUN/log4j.properties" kafka.Kafka "$RUN/server.properties" > "$RUN/kafka.log" 2>&1 &
   echo $! > "$RUN/kafka.pid"
   wait_port "$KAFKA_PORT" Kafka
@@ -133,6 +139,9 @@ case "${1:-}" in
     start_kafka; start_registry
     print_env ;;
   stop) stop_one registry; stop_one kafka; log "stopped" ;;
+  start-kafka) mkdir -p "$RUN"; install_kafka; start_kafka; print_env ;;
+  stop-kafka) stop_one kafka ;;
+  restart-kafka) stop_one kafka; run_kafka ;;
   status) port_open "$KAFKA_PORT" && log "Kafka up" || log "Kafka down"; port_open "$REGISTRY_PORT" && log "registry up" || log "registry down" ;;
   env) print_env ;;
   *) echo "usage: $0 install|start|stop|status|env" >&2; exit 2 ;;

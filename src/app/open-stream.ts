@@ -57,6 +57,7 @@ export async function openStream(options: StreamOptions): Promise<StreamService>
   const kafka = options.kafka ?? kafkajsPort({
     brokers: options.brokers,
     clientId: 'veil-stream',
+    sessionTimeoutMs: Number(options.env.VEIL_KAFKA_SESSION_TIMEOUT_MS ?? 30_000),
     log: (level, message, extra) => logger[level]({ kafka: extra }, message),
   });
   let registry: SchemaRegistryPort | undefined;

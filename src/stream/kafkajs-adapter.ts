@@ -11,7 +11,8 @@ const LEVELS: Record<number, 'error' | 'warn' | 'info'> = { [logLevel.ERROR]: 'e
  * maxInFlightRequests 1, one transactional id per input partition (kafkajs has no KIP-447, so
  * zombie fencing comes from the id, not from the group generation).
  */
-export function kafkajsPort(options: { brokers: string[]; clientId: string; log?: KafkaLog; config?: Partial<KafkaConfig> }): KafkaPort {
+export function kafkajsPort(options: { brokers: string[]; clientId: string; log?: KafkaLog; config?: Partial<KafkaConfig>; sessionTimeoutMs?: number }): KafkaPort {
+  const sessionTimeout = options.sessionTimeoutMs ?? 30_000;
   const kafka = new Kafka({
     clientId: options.clientId,
     brokers: options.brokers,
@@ -26,7 +27,10 @@ export function kafkajsPort(options: { brokers: string[]; clientId: string; log?
   const admin = kafka.admin();
   let adminConnected: Promise<void> | undefined;
   return {
-    consumer: ({ groupId, readCommitted }) => consumerPort(kafka.consumer({ groupId, readUncommitted: !readCommitted, allowAutoTopicCreation: false, retry: { retries: 10 } })),
+    consumer: ({ groupId, readCommitted }) => consumerPort(kafka.consumer({
+      groupId, readUncommitted: !readCommitted, allowAutoTopicCreation: false, retry: { retries: 10 },
+      sessionTimeout, heartbeatInterval: Math.max(500, Math.floor(sessionTimeout / 10)),
+    })),
     async producer({ transactionalId }) {
       const producer = kafka.producer(transactionalId
         ? { transactionalId, idempotent: true, maxInFlightRequests: 1, transactionTimeout: 60_000, allowAutoTopicCreation: false }

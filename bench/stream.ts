@@ -1,0 +1,130 @@
+// npm run bench:stream — records/s raw → clean for ~1 KB JSON records with 3 protected fields,
+// exactly-once on, on 1 and 4 partitions; beside a veil pass-through pipeline (same code, mapped
+// path absent so nothing is transformed) and bare kafkajs transactional consume → produce, all on
+// the same broker in the same run. Uses $KAFKA_BROKERS, else starts scripts/test-env.sh start-kafka.
+import { execFileSync } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { Kafka, logLevel } from 'kafkajs';
+import pino from 'pino';
+import { openStream } from '../src/app/open-stream.ts';
+import { fmt, ratio } from './measure.ts';
+
+const N = Number(process.env.BENCH_RECORDS ?? 20_000);
+const root = new URL('..', import.meta.url).pathname;
+let brokers = process.env.KAFKA_BROKERS;
+if (!brokers) {
+  const out = execFileSync(join(root, 'scripts/test-env.sh'), ['start-kafka'], { encoding: 'utf8' });
+  brokers = /KAFKA_BROKERS=(\S+)/.exec(out)![1]!;
+}
+const kafka = new Kafka({ clientId: 'bench', brokers: brokers.split(','), logLevel: logLevel.NOTHING });
+const admin = kafka.admin();
+await admin.connect();
+const run = randomBytes(3).toString('hex');
+
+function record(i: number): string {
+  return JSON.stringify({
+    id: i, email: `customer${i}@example.com`, card: `4111${String(100000000000 + i).padStart(12, '0')}`, name: `Customer Number ${i}`,
+    address: { street: `${i} Long Street`, city: 'Springfield', postcode: 'AB1 2CD', country: 'GB' },
+    orders: Array.from({ length: 6 }, (_, j) => ({ sku: `SKU-${(i * 7 + j) % 1000}`, qty: (j % 3) + 1, price: 9.99 + j, note: 'standard delivery, leave at door' })),
+    preferences: { newsletter: i % 2 === 0, channel: 'email', locale: 'en-GB', tags: ['retail', 'loyalty', 'web', 'mobile'] },
+    padding: 'x'.repeat(180),
+  });
+}
+
+async function seed(topic: string, partitions: number): Promise<void> {
+  await admin.createTopics({ topics: [{ topic, numPartitions: partitions }], waitForLeaders: true });
+  const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+  await producer.connect();
+  for (let i = 0; i < N; i += 1000) {
+    await producer.send({ topic, acks: -1, messages: Array.from({ length: Math.min(1000, N - i) }, (_, j) => ({ key: `k${i + j}`, value: record(i + j) })) });
+  }
+  await producer.disconnect();
+}
+
+/** Waits until the group committed offsets for all N records of `topic`; returns records/s since `start`. */
+async function drained(groupId: string, topic: string, start: number): Promise<number> {
+  for (;;) {
+    const [entry] = await admin.fetchOffsets({ groupId, topics: [topic] });
+    const done = entry!.partitions.reduce((sum, p) => sum + Math.max(0, Number(p.offset)), 0);
+    if (done >= N) return N / ((performance.now() - start) / 1000);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** Bare kafkajs: transactional consume → produce (per-partition transactional producers), no veil code. */
+async function bare(source: string, sink: string): Promise<number> {
+  const groupId = `bench-bare-${source}`;
+  const consumer = kafka.consumer({ groupId, readUncommitted: false });
+  const producers = new Map<number, ReturnType<Kafka['producer']>>();
+  await consumer.connect();
+  await consumer.subscribe({ topic: source, fromBeginning: true });
+  const start = performance.now();
+  await consumer.run({
+    autoCommit: false,
+    partitionsConsumedConcurrently: 4,
+    eachBatch: async ({ batch }) => {
+      let p = producers.get(batch.partition);
+      if (!p) {
+        p = kafka.producer({ transactionalId: `${groupId}.${batch.partition}`, idempotent: true, maxInFlightRequests: 1 });
+        await p.connect();
+        producers.set(batch.partition, p);
+      }
+      const tx = await p.transaction();
+      await tx.send({ topic: sink, messages: batch.messages.map((m) => ({ key: m.key, value: m.value, headers: m.headers })) });
+      await tx.sendOffsets({ consumerGroupId: groupId, topics: [{ topic: source, partitions: [{ partition: batch.partition, offset: (BigInt(batch.lastOffset()) + 1n).toString() }] }] });
+      await tx.commit();
+    },
+  });
+  const rate = await drained(groupId, source, start);
+  await consumer.disconnect();
+  for (const p of producers.values()) await p.disconnect();
+  return rate;
+}
+
+async function veil(source: string, sink: string, fields: string, label: string): Promise<number> {
+  const dataDir = await mkdtemp(join(tmpdir(), 'veil-bench-stream-'));
+  const configFile = join(dataDir, 'config.yaml');
+  const groupId = `bench-${label}-${source}`;
+  await writeFile(configFile, `${readFileSync(join(root, 'config/example.yaml'), 'utf8')}
+pipelines:
+  bench:
+    source: { topics: [${source}] }
+    sink: { topic: ${sink} }
+    deadLetterTopic: ${sink}.dlq
+    format: json
+    groupId: ${groupId}
+    fields: ${fields}
+    roles: [ingest]
+    rightsEvidences: { Role: ingest }
+    processingEvidences: { Action: Protect }
+`);
+  await admin.createTopics({ topics: [{ topic: `${sink}.dlq`, numPartitions: 1 }], waitForLeaders: true });
+  const stream = await openStream({
+    configFile, dataDir, env: { VEIL_MASTER_KEY: 'e'.repeat(64) }, now: () => new Date(), brokers: brokers!.split(','), development: true,
+    logger: pino({ level: 'error' }),
+  });
+  const start = performance.now();
+  await stream.start();
+  const rate = await drained(groupId, source, start);
+  await stream.stop();
+  await rm(dataDir, { recursive: true, force: true });
+  return rate;
+}
+
+console.log(`veil bench:stream — Node ${process.version}, ${fmt(N)} records of ~${Buffer.byteLength(record(1))} bytes JSON, exactly-once, one process, broker on loopback\n`);
+console.log('partitions  bare kafkajs rec/s   veil pass-through rec/s   veil protect (3 fields) rec/s   protect/bare   pass-through/bare');
+for (const partitions of [1, 4]) {
+  const topic = (k: string) => `bench.${run}.${partitions}.${k}`;
+  await seed(topic('raw'), partitions);
+  for (const k of ['bare', 'pass', 'protect']) await admin.createTopics({ topics: [{ topic: topic(`clean-${k}`), numPartitions: partitions }], waitForLeaders: true });
+  const bareRate = await bare(topic('raw'), topic('clean-bare'));
+  const passRate = await veil(topic('raw'), topic('clean-pass'), '[ { path: absent, field: Customer.email } ]', 'pass');
+  const protectRate = await veil(topic('raw'), topic('clean-protect'), '[ { path: email, field: Customer.email }, { path: card, field: Customer.nationalId }, { path: name, field: Customer.name } ]', 'protect');
+  console.log(`${String(partitions).padEnd(12)}${fmt(bareRate).padEnd(21)}${fmt(passRate).padEnd(26)}${fmt(protectRate).padEnd(32)}${ratio(protectRate, bareRate).padEnd(15)}${ratio(passRate, bareRate)}`);
+}
+console.log('\ntarget: veil protect ≥ 0.60× bare kafkajs pass-through, exactly-once on');
+await admin.disconnect();

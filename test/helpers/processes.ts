@@ -1,0 +1,48 @@
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { promisify } from 'node:util';
+
+export const ROOT = new URL('../..', import.meta.url).pathname;
+export const TEST_ENV_SCRIPT = `${ROOT}scripts/test-env.sh`;
+
+/** A private broker for tests that stop, pause and restart it (other tests keep theirs). */
+export async function privateBroker(label: string): Promise<{ brokers: string; env: Record<string, string>; pid(): Promise<number>; restart(): Promise<void>; stop(): Promise<void> }> {
+  const port = 29000 + Math.floor(Math.random() * 5000) * 2;
+  const env = {
+    ...process.env,
+    VEIL_TEST_ENV_DIR: `/tmp/veil-${label}-${port}`,
+    VEIL_KAFKA_PORT: String(port),
+    VEIL_KAFKA_CONTROLLER_PORT: String(port + 1),
+  } as Record<string, string>;
+  const run = (cmd: string) => promisify(execFile)(TEST_ENV_SCRIPT, [cmd], { env, timeout: 300_000 });
+  await run('start-kafka');
+  const { readFile } = await import('node:fs/promises');
+  return {
+    brokers: `127.0.0.1:${port}`,
+    env,
+    pid: async () => Number((await readFile(`${env.VEIL_TEST_ENV_DIR}/kafka.pid`, 'utf8')).trim()),
+    restart: async () => void (await run('restart-kafka')),
+    stop: async () => {
+      await run('stop-kafka').catch(() => undefined);
+      const { rm } = await import('node:fs/promises');
+      await rm(env.VEIL_TEST_ENV_DIR!, { recursive: true, force: true });
+    },
+  };
+}
+
+/** `veil stream protect` as its own process. */
+export function spawnStream(args: string[], env: Record<string, string>): ChildProcess & { output: () => string } {
+  const child = spawn(`${ROOT}scripts/veil`, ['stream', 'protect', ...args], { env: { ...process.env, VEIL_LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout!.on('data', (d) => (out += String(d)));
+  child.stderr!.on('data', (d) => (out += String(d)));
+  return Object.assign(child, { output: () => out });
+}
+
+export async function waitFor(check: () => boolean | Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (Date.now() < end) {
+    if (await check()) return;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
