@@ -43,8 +43,14 @@ export async function provisionKeys(config: CompiledConfig, keystore: LocalKeyst
       if (gap.problem !== 'missing') throw new VeilError('KEY_UNAVAILABLE', gap.message);
       continue;
     }
-    await keystore.create(gap.id, gap.type);
-    created.push(gap.id);
+    try {
+      await keystore.create(gap.id, gap.type);
+      created.push(gap.id);
+    } catch (e) {
+      // another process sharing the data directory created it first: take theirs
+      if (!(e instanceof VeilError && e.code === 'KEY_EXISTS')) throw e;
+      await keystore.reload();
+    }
   }
   const rest = findKeyGaps(config, keystore);
   if (rest.length) throw new VeilError('KEY_UNAVAILABLE', rest.map((g) => g.message).join('\n'));

@@ -49,6 +49,38 @@ export function kafkajsPort(options: { brokers: string[]; clientId: string; log?
   };
 }
 
+/**
+ * Sends go out in chunks of at most this many bytes: a fetched batch grows when protected and
+ * headers are added, and one oversized produce request would be refused by the broker
+ * (max.message.bytes, 1 MiB by default) as a whole.
+ */
+const MAX_SEND_BYTES = 512 * 1024;
+
+function sizeOf(r: OutRecord): number {
+  let n = 64 + (r.key?.length ?? 0) + (r.value?.length ?? 0);
+  for (const [k, v] of Object.entries(r.headers)) n += k.length + v.length + 8;
+  return n;
+}
+
+/** Splits records into consecutive chunks under MAX_SEND_BYTES, keeping their order. */
+function chunks(records: OutRecord[]): OutRecord[][] {
+  const out: OutRecord[][] = [];
+  let current: OutRecord[] = [];
+  let bytes = 0;
+  for (const r of records) {
+    const size = sizeOf(r);
+    if (current.length && bytes + size > MAX_SEND_BYTES) {
+      out.push(current);
+      current = [];
+      bytes = 0;
+    }
+    current.push(r);
+    bytes += size;
+  }
+  if (current.length) out.push(current);
+  return out;
+}
+
 function toMessages(records: OutRecord[]) {
   return records.map((r) => ({ key: r.key, value: r.value, headers: r.headers as IHeaders }));
 }
@@ -70,7 +102,7 @@ function producerPort(producer: Producer): ProducerPort {
       const tx = await producer.transaction();
       return {
         async send(records) {
-          if (records.length) await tx.sendBatch({ topicMessages: byTopic(records) });
+          for (const chunk of chunks(records)) await tx.sendBatch({ topicMessages: byTopic(chunk) });
         },
         async sendOffsets(consumerGroupId, topic, partition, offset) {
           await tx.sendOffsets({ consumerGroupId, topics: [{ topic, partitions: [{ partition, offset }] }] });
@@ -80,7 +112,7 @@ function producerPort(producer: Producer): ProducerPort {
       };
     },
     async send(records) {
-      if (records.length) await producer.sendBatch({ topicMessages: byTopic(records), acks: -1 });
+      for (const chunk of chunks(records)) await producer.sendBatch({ topicMessages: byTopic(chunk), acks: -1 });
     },
     disconnect: () => producer.disconnect(),
   };

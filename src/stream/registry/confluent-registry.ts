@@ -1,0 +1,99 @@
+import type { SchemaRegistryPort } from '../ports.ts';
+import { StreamError } from '../stream-error.ts';
+
+export interface ConfluentRegistryOptions {
+  /** per HTTP request, connecting included (default 10 s) */
+  timeoutMs?: number;
+}
+
+/**
+ * A Confluent-API schema registry over HTTP (Confluent Schema Registry, Apicurio's
+ * /apis/ccompat/v7, Redpanda…). `url` is the API base; credentials in it (https://user:pass@…)
+ * become Basic authentication and never appear in messages.
+ *
+ * Errors are StreamErrors: an id the registry does not hold (404, error_code 40403) is
+ * SCHEMA_UNKNOWN; no answer, a timeout, 5xx, 408, 429, 401/403 and answers that are not the
+ * Confluent API (a 404 without a Confluent error body: a wrong base URL) are REGISTRY_UNAVAILABLE
+ * (retriable: the record is not at fault); a schema the registry refuses (409 incompatible, 422
+ * invalid) is SCHEMA_UNKNOWN — not retriable. Messages carry subjects, ids and the registry's
+ * error codes, never record values.
+ *
+ * Plain fetch rather than @kafkajs/confluent-schema-registry: the port needs the raw schema text
+ * (the library returns parsed avsc types), and the library retries and caches on its own and sets
+ * the subject's compatibility level on first registration — behaviours the decorators
+ * (retrying-registry.ts, caching-registry.ts) and the operator own here.
+ */
+export function confluentRegistry(url: string, options: ConfluentRegistryOptions = {}): SchemaRegistryPort {
+  const parsed = new URL(url);
+  const headers: Record<string, string> = { accept: 'application/vnd.schemaregistry.v1+json, application/json' };
+  if (parsed.username || parsed.password) {
+    headers.authorization = `Basic ${Buffer.from(`${decodeURIComponent(parsed.username)}:${decodeURIComponent(parsed.password)}`).toString('base64')}`;
+    parsed.username = '';
+    parsed.password = '';
+  }
+  const base = parsed.toString().replace(/\/+$/, '');
+  const shown = `${parsed.origin}${parsed.pathname.replace(/\/+$/, '')}`;
+  const timeoutMs = options.timeoutMs ?? 10_000;
+
+  async function call(what: string, path: string, init: { method?: string; body?: string } = {}): Promise<{ status: number; body: Record<string, unknown> | undefined }> {
+    let res: Response;
+    let text: string;
+    try {
+      res = await fetch(`${base}${path}`, {
+        method: init.method ?? 'GET',
+        headers: init.body === undefined ? headers : { ...headers, 'content-type': 'application/vnd.schemaregistry.v1+json' },
+        body: init.body,
+        signal: AbortSignal.timeout(timeoutMs),
+      });
+      text = await res.text();
+    } catch (e) {
+      const timedOut = e instanceof Error && (e.name === 'TimeoutError' || e.name === 'AbortError');
+      const reason = timedOut ? `no answer within ${timeoutMs} ms` : describeNetworkError(e);
+      throw new StreamError('REGISTRY_UNAVAILABLE', `schema registry ${shown}: ${what}: ${reason}`, { cause: e });
+    }
+    let body: Record<string, unknown> | undefined;
+    try {
+      const json: unknown = JSON.parse(text);
+      if (typeof json === 'object' && json !== null && !Array.isArray(json)) body = json as Record<string, unknown>;
+    } catch {
+      body = undefined;
+    }
+    return { status: res.status, body };
+  }
+
+  function failure(what: string, status: number, body: Record<string, unknown> | undefined, unknownCode?: number): StreamError {
+    const code = typeof body?.error_code === 'number' ? body.error_code : undefined;
+    const said = typeof body?.message === 'string' ? `: ${body.message.slice(0, 300)}` : '';
+    const answer = `HTTP ${status}${code !== undefined ? `, error_code ${code}` : ''}${said}`;
+    if (unknownCode !== undefined && status === 404 && code === unknownCode) return new StreamError('SCHEMA_UNKNOWN', `schema registry ${shown}: ${what}: not found (${answer})`);
+    if (status >= 500 || status === 408 || status === 429 || status === 401 || status === 403 || (status === 404 && code === undefined) || status < 400) {
+      const hint = status === 404 ? ' — is the URL the Confluent API base (Apicurio: …/apis/ccompat/v7)?' : '';
+      return new StreamError('REGISTRY_UNAVAILABLE', `schema registry ${shown}: ${what}: ${answer}${hint}`);
+    }
+    return new StreamError('SCHEMA_UNKNOWN', `schema registry ${shown}: ${what}: refused (${answer})`);
+  }
+
+  return {
+    async schemaById(id) {
+      const what = `schema ${id}`;
+      const { status, body } = await call(what, `/schemas/ids/${encodeURIComponent(String(id))}`);
+      if (status !== 200 || typeof body?.schema !== 'string') throw failure(what, status, body, 40403);
+      return body.schema;
+    },
+    async register(subject, schema) {
+      const what = `registering a schema under subject ${subject}`;
+      const { status, body } = await call(what, `/subjects/${encodeURIComponent(subject)}/versions`, {
+        method: 'POST',
+        body: JSON.stringify({ schemaType: 'AVRO', schema }),
+      });
+      if (status !== 200 || typeof body?.id !== 'number' || !Number.isInteger(body.id)) throw failure(what, status, body);
+      return body.id;
+    },
+  };
+}
+
+function describeNetworkError(e: unknown): string {
+  const cause = e instanceof Error ? (e.cause as { code?: unknown; message?: unknown } | undefined) : undefined;
+  if (cause && typeof cause.code === 'string') return cause.code === 'ECONNREFUSED' ? 'connection refused' : cause.code;
+  return e instanceof Error ? e.message : 'request failed';
+}

@@ -1,0 +1,375 @@
+import { createHash } from 'node:crypto';
+
+/**
+ * The clean schema of an Avro raw schema: the schema protected records are written with.
+ *
+ * Pure (schema text and paths in, schema text out). Every protected record path ends at a scalar
+ * (boolean, int, long, float, double, string, enum; also inside a union of such) and its type
+ * becomes `string` — a union keeps its `null` branch, in its place, and `string` takes the place of
+ * the first other branch (`["null","int"]` → `["null","string"]`). Paths walk through records,
+ * arrays (`cards[]`) and nullable unions (`["null", T]`); anything else is a CleanSchemaError. Field
+ * defaults along a protected path are kept valid (a protected default becomes its text: 5 → "5").
+ * Everything that no path touches is unchanged.
+ *
+ * A named type reached by paths is modified in place and keeps its name — unless it is also used
+ * unmodified, or modified differently, elsewhere in the schema: then each modified variant is a new
+ * type named `<Name>_<8 hex digits of the paths it carries>` (stable across schema versions). The
+ * output is deterministic compact JSON; every named type is written with an explicit namespace
+ * where it is first used and referred to by its full name afterwards.
+ */
+export class CleanSchemaError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'CleanSchemaError';
+  }
+}
+
+type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+type JsonObject = { [key: string]: Json };
+
+type Op = { kind: 'field'; name: string } | { kind: 'items' };
+/** one protected path, and how far into it the walk is */
+interface Demand {
+  path: string;
+  ops: readonly Op[];
+  at: number;
+}
+
+interface Named {
+  fullName: string;
+  simpleName: string;
+  namespace: string;
+  kind: 'record' | 'enum' | 'fixed';
+  node: JsonObject;
+}
+
+/** A named type as it appears in the clean schema: the original, or one modified for some paths. */
+interface Variant {
+  named: Named;
+  key: string;
+  body?: Map<string, Out>;
+  fullName?: string;
+}
+
+class Use {
+  readonly variant: Variant;
+  constructor(variant: Variant) {
+    this.variant = variant;
+  }
+}
+
+/** the clean schema under construction: JSON whose named types are Uses */
+type Out = Json | Use | Out[] | { [key: string]: Out };
+
+const PRIMITIVES = new Set(['null', 'boolean', 'int', 'long', 'float', 'double', 'bytes', 'string']);
+const SCALAR_BUCKET: Record<string, string> = { boolean: 'boolean', int: 'number', long: 'number', float: 'number', double: 'number', string: 'string', enum: 'string' };
+const PATH = /^[A-Za-z_][A-Za-z0-9_]*(\[\])?(\.[A-Za-z_][A-Za-z0-9_]*(\[\])?)*$/;
+
+export interface DeriveOptions {
+  /**
+   * A path naming a field the schema does not have: 'error' (default), or 'skip' it — there is
+   * nothing to protect in such a schema's records; the decoded value simply lacks the field, and
+   * the pipeline's `missing` policy decides (an older raw schema version without a newly mapped
+   * field). Paths that contradict the schema's shape are errors either way.
+   */
+  absent?: 'error' | 'skip';
+}
+
+/** Derives the clean schema (compact JSON) of `rawSchema` for the protected record paths. */
+export function deriveCleanSchema(rawSchema: string, paths: readonly string[], options: DeriveOptions = {}): string {
+  let root: Json;
+  try {
+    root = JSON.parse(rawSchema) as Json;
+  } catch {
+    throw new CleanSchemaError('the schema is not JSON');
+  }
+  return JSON.stringify(new Derivation(root, paths, options.absent ?? 'error').run());
+}
+
+function compile(path: string): Op[] {
+  if (!PATH.test(path)) throw new CleanSchemaError(`${path}: not a record path (names joined by dots, [] after an array)`);
+  return path.split('.').flatMap((part): Op[] =>
+    part.endsWith('[]') ? [{ kind: 'field', name: part.slice(0, -2) }, { kind: 'items' }] : [{ kind: 'field', name: part }]);
+}
+
+const isObject = (v: Json | undefined): v is JsonObject => typeof v === 'object' && v !== null && !Array.isArray(v);
+const isLeaf = (d: Demand) => d.at === d.ops.length;
+const advance = (d: Demand): Demand => ({ ...d, at: d.at + 1 });
+/** where a demand is in its path, for messages: `cards[]` reached, `number` next */
+const where = (d: Demand) => {
+  const done = d.ops.slice(0, d.at);
+  const text = done.map((op) => (op.kind === 'field' ? `.${op.name}` : '[]')).join('').slice(1);
+  return text || '(the record itself)';
+};
+
+type Kind =
+  | { kind: 'primitive'; name: string }
+  | { kind: 'named'; named: Named }
+  | { kind: 'array'; node: JsonObject }
+  | { kind: 'map'; node: JsonObject }
+  | { kind: 'union'; branches: Json[] };
+
+class Derivation {
+  private readonly root: Json;
+  private readonly demands: Demand[];
+  private readonly names = new Map<string, Named>();
+  private readonly variants = new Map<string, Variant>();
+  private readonly absent: 'error' | 'skip';
+
+  constructor(root: Json, paths: readonly string[], absent: 'error' | 'skip') {
+    this.root = root;
+    this.absent = absent;
+    this.demands = [...new Set(paths)].map((path) => ({ path, ops: compile(path), at: 0 }));
+    this.index(root, '');
+  }
+
+  run(): Json {
+    const out = this.build(this.root, '', this.demands);
+    this.nameVariants();
+    return this.serialize(out, '', new Set());
+  }
+
+  // ---- names ----------------------------------------------------------------------------------
+
+  /** collects the named types (full name → definition), resolving namespaces as Avro does */
+  private index(node: Json, ns: string): void {
+    if (Array.isArray(node)) {
+      for (const branch of node) this.index(branch, ns);
+      return;
+    }
+    if (!isObject(node)) return;
+    const type = node.type;
+    if (type === 'record' || type === 'error' || type === 'enum' || type === 'fixed') {
+      const named = this.define(node, ns);
+      if (named.kind === 'record') {
+        const fields = node.fields;
+        if (!Array.isArray(fields)) throw new CleanSchemaError(`record ${named.fullName} has no fields array`);
+        for (const field of fields) {
+          if (!isObject(field) || typeof field.name !== 'string' || field.type === undefined) throw new CleanSchemaError(`record ${named.fullName} has a field without a name or type`);
+          this.index(field.type, named.namespace);
+        }
+      }
+    } else if (type === 'array') this.index(node.items ?? null, ns);
+    else if (type === 'map') this.index(node.values ?? null, ns);
+  }
+
+  private define(node: JsonObject, ns: string): Named {
+    const name = node.name;
+    if (typeof name !== 'string' || name === '') throw new CleanSchemaError(`a ${String(node.type)} has no name`);
+    const dot = name.lastIndexOf('.');
+    const namespace = dot >= 0 ? name.slice(0, dot) : typeof node.namespace === 'string' ? node.namespace : ns;
+    const simpleName = dot >= 0 ? name.slice(dot + 1) : name;
+    const fullName = namespace ? `${namespace}.${simpleName}` : simpleName;
+    if (this.names.has(fullName)) {
+      if (this.names.get(fullName)!.node === node) return this.names.get(fullName)!;
+      throw new CleanSchemaError(`the schema defines ${fullName} twice`);
+    }
+    const named: Named = { fullName, simpleName, namespace, kind: node.type === 'error' ? 'record' : (node.type as Named['kind']), node };
+    this.names.set(fullName, named);
+    return named;
+  }
+
+  private resolve(ref: string, ns: string): Named {
+    const named = (!ref.includes('.') && ns ? this.names.get(`${ns}.${ref}`) : undefined) ?? this.names.get(ref);
+    if (!named) throw new CleanSchemaError(`the schema refers to an undefined type ${ref}`);
+    return named;
+  }
+
+  private classify(node: Json, ns: string): Kind {
+    if (typeof node === 'string') return PRIMITIVES.has(node) ? { kind: 'primitive', name: node } : { kind: 'named', named: this.resolve(node, ns) };
+    if (Array.isArray(node)) return { kind: 'union', branches: node };
+    if (!isObject(node)) throw new CleanSchemaError(`not an Avro type: ${JSON.stringify(node)}`);
+    const type = node.type;
+    if (typeof type === 'string' && PRIMITIVES.has(type)) return { kind: 'primitive', name: type };
+    if (type === 'record' || type === 'error' || type === 'enum' || type === 'fixed') return { kind: 'named', named: this.define(node, ns) };
+    if (type === 'array') return { kind: 'array', node };
+    if (type === 'map') return { kind: 'map', node };
+    // {"type": "x.Address"}: a reference written as an object
+    if (typeof type === 'string') return { kind: 'named', named: this.resolve(type, ns) };
+    throw new CleanSchemaError(`not an Avro type: ${JSON.stringify(node)}`);
+  }
+
+  // ---- building ---------------------------------------------------------------------------------
+
+  private build(node: Json, ns: string, demands: Demand[]): Out {
+    const t = this.classify(node, ns);
+    if (t.kind === 'union') return this.buildUnion(t.branches, ns, demands);
+    const leaves = demands.filter(isLeaf);
+    const deeper = demands.filter((d) => !isLeaf(d));
+    if (leaves.length) {
+      const leaf = leaves[0]!;
+      if (!scalarBucket(t)) {
+        const hint = t.kind === 'array' ? ` (write ${where(leaf)}[] to protect its elements)` : '';
+        throw new CleanSchemaError(`${leaf.path}: ${where(leaf)} is ${describe(t)}; only a scalar (boolean, int, long, float, double, string, enum) can be protected${hint}`);
+      }
+      if (deeper.length) throw new CleanSchemaError(`${deeper[0]!.path}: walks into ${where(leaf)}, which is ${describe(t)}, not a record`);
+      return 'string';
+    }
+    switch (t.kind) {
+      case 'primitive':
+        if (deeper.length) throw new CleanSchemaError(`${deeper[0]!.path}: ${where(deeper[0]!)} is ${describe(t)}, not a record`);
+        return node;
+      case 'named':
+        return new Use(this.variant(t.named, deeper));
+      case 'map':
+        if (deeper.length) throw new CleanSchemaError(`${deeper[0]!.path}: ${where(deeper[0]!)} is a map; paths walk through records, arrays and nullable unions only`);
+        return { ...t.node, values: this.build(t.node.values ?? null, ns, []) };
+      case 'array': {
+        const wrong = deeper.find((d) => d.ops[d.at]!.kind !== 'items');
+        if (wrong) throw new CleanSchemaError(`${wrong.path}: ${where(wrong)} is an array; write ${where(wrong)}[] to walk its elements`);
+        return { ...t.node, items: this.build(t.node.items ?? null, ns, deeper.map(advance)) };
+      }
+    }
+  }
+
+  private buildUnion(branches: Json[], ns: string, demands: Demand[]): Out {
+    if (!demands.length) return branches.map((b) => this.build(b, ns, []));
+    const kinds = branches.map((b) => this.classify(b, ns));
+    const nonNull = kinds.map((k, i) => (k.kind === 'primitive' && k.name === 'null' ? -1 : i)).filter((i) => i >= 0);
+    const first = demands[0]!;
+    if (demands.some((d) => !isLeaf(d))) {
+      const d = demands.find((x) => !isLeaf(x))!;
+      if (nonNull.length !== 1) throw new CleanSchemaError(`${d.path}: ${where(d)} is a union of ${nonNull.length} non-null types; paths walk through nullable unions ["null", T] only`);
+      return branches.map((b, i) => this.build(b, ns, i === nonNull[0] ? demands : []));
+    }
+    const buckets = nonNull.map((i) => scalarBucket(kinds[i]!));
+    if (buckets.some((b) => !b)) throw new CleanSchemaError(`${first.path}: ${where(first)} is a union with a non-scalar type; only scalars can be protected`);
+    if (new Set(buckets).size !== buckets.length) throw new CleanSchemaError(`${first.path}: ${where(first)} is a union of types that decode to the same kind of value (${nonNull.map((i) => describe(kinds[i]!)).join(', ')}); it cannot be protected`);
+    return branches.flatMap((b, i): Out[] => (i === nonNull[0] ? ['string'] : nonNull.includes(i) ? [] : [this.build(b, ns, [])]));
+  }
+
+  /** the variant of a named type for the paths that reach it (memoized: recursive types end) */
+  private variant(named: Named, all: Demand[]): Variant {
+    const demands = named.kind === 'record' ? this.present(named, all) : all;
+    const key = [...new Set(demands.map((d) => JSON.stringify(d.ops.slice(d.at))))].sort().join('\n');
+    const id = `${named.fullName}\u0000${key}`;
+    const existing = this.variants.get(id);
+    if (existing) return existing;
+    const variant: Variant = { named, key };
+    this.variants.set(id, variant);
+    const body = new Map<string, Out>();
+    const ns = named.namespace;
+    for (const [k, v] of Object.entries(named.node)) if (k !== 'type' && k !== 'name' && k !== 'namespace') body.set(k, v);
+    if (demands.length && named.kind !== 'record') {
+      const d = demands[0]!;
+      throw new CleanSchemaError(`${d.path}: ${where(d)} is ${named.kind} ${named.fullName}, not a record`);
+    }
+    if (named.kind === 'record') {
+      const fields = named.node.fields as JsonObject[];
+      body.set('fields', fields.map((field) => {
+        const mine = demands.filter((d) => (d.ops[d.at] as { name?: string }).name === field.name).map(advance);
+        const out: { [key: string]: Out } = { ...field, type: this.build(field.type!, ns, mine) };
+        if (mine.length && 'default' in field) out.default = this.convertDefault(field.default!, field.type!, ns, mine);
+        return out;
+      }));
+    }
+    variant.body = body;
+    return variant;
+  }
+
+  /** the demands on a record whose next field it has (the others are errors, or skipped) */
+  private present(named: Named, demands: Demand[]): Demand[] {
+    const fields = named.node.fields as JsonObject[];
+    return demands.filter((d) => {
+      const op = d.ops[d.at]!;
+      if (op.kind !== 'field') throw new CleanSchemaError(`${d.path}: ${where(d)} is record ${named.fullName}, not an array`);
+      if (fields.some((f) => f.name === op.name)) return true;
+      if (this.absent === 'skip') return false;
+      throw new CleanSchemaError(`${d.path}: record ${named.fullName} has no field ${op.name}`);
+    });
+  }
+
+  /** a default value along protected paths, made valid for the clean type */
+  private convertDefault(value: Json, node: Json, ns: string, demands: Demand[]): Json {
+    const t = this.classify(node, ns);
+    if (t.kind === 'union') {
+      // (a field's default belongs to the union's first branch: null stays first, string takes the
+      // place of the first other branch, so the converted default still matches)
+      if (value === null) return value;
+      if (demands.some(isLeaf)) return typeof value === 'object' ? value : String(value);
+      const branch = t.branches.find((b) => !this.isNull(b, ns));
+      return branch === undefined ? value : this.convertDefault(value, branch, ns, demands);
+    }
+    if (demands.some(isLeaf)) return value === null || typeof value === 'object' ? value : String(value);
+    if (t.kind === 'array' && Array.isArray(value)) return value.map((v) => this.convertDefault(v, t.node.items ?? null, ns, demands.map(advance)));
+    if (t.kind === 'named' && t.named.kind === 'record' && isObject(value)) {
+      const converted: JsonObject = { ...value };
+      for (const field of t.named.node.fields as JsonObject[]) {
+        const mine = demands.filter((d) => (d.ops[d.at] as { name?: string }).name === field.name).map(advance);
+        const name = field.name as string;
+        if (mine.length && name in value) converted[name] = this.convertDefault(value[name]!, field.type!, t.named.namespace, mine);
+      }
+      return converted;
+    }
+    return value;
+  }
+
+  private isNull(node: Json, ns: string): boolean {
+    const k = this.classify(node, ns);
+    return k.kind === 'primitive' && k.name === 'null';
+  }
+
+  // ---- naming and writing -----------------------------------------------------------------------
+
+  private nameVariants(): void {
+    const byName = new Map<string, Variant[]>();
+    for (const v of this.variants.values()) byName.set(v.named.fullName, [...(byName.get(v.named.fullName) ?? []), v]);
+    for (const [fullName, variants] of byName) {
+      const modified = variants.filter((v) => v.key !== '');
+      const keepName = modified.length <= 1 && modified.length === variants.length;
+      for (const v of variants) {
+        if (v.key === '' || keepName) {
+          v.fullName = fullName;
+          continue;
+        }
+        const renamed = `${fullName}_${createHash('sha256').update(v.key).digest('hex').slice(0, 8)}`;
+        if (this.names.has(renamed)) throw new CleanSchemaError(`cannot name a modified copy of ${fullName}: ${renamed} exists`);
+        v.fullName = renamed;
+        v.body!.delete('aliases');
+      }
+    }
+  }
+
+  private serialize(out: Out, ns: string, written: Set<Variant>): Json {
+    if (out instanceof Use) {
+      const v = out.variant;
+      const fullName = v.fullName!;
+      if (written.has(v)) return fullName;
+      written.add(v);
+      const dot = fullName.lastIndexOf('.');
+      const namespace = dot >= 0 ? fullName.slice(0, dot) : '';
+      const def: JsonObject = { type: v.named.node.type === 'error' ? 'error' : v.named.kind, name: fullName.slice(dot + 1) };
+      if (namespace || ns) def.namespace = namespace;
+      for (const [k, value] of v.body!) def[k] = this.serialize(value, namespace, written);
+      return def;
+    }
+    if (Array.isArray(out)) return out.map((o) => this.serialize(o, ns, written));
+    if (out !== null && typeof out === 'object') {
+      const obj: JsonObject = {};
+      for (const [k, value] of Object.entries(out)) obj[k] = k === 'default' ? (value as Json) : this.serialize(value, ns, written);
+      return obj;
+    }
+    return out;
+  }
+}
+
+function scalarBucket(t: Kind): string | undefined {
+  if (t.kind === 'primitive') return SCALAR_BUCKET[t.name];
+  if (t.kind === 'named' && t.named.kind === 'enum') return 'string';
+  return undefined;
+}
+
+function describe(t: Kind): string {
+  switch (t.kind) {
+    case 'primitive':
+      return `a ${t.name}`;
+    case 'named':
+      return `${t.named.kind} ${t.named.fullName}`;
+    case 'array':
+      return 'an array';
+    case 'map':
+      return 'a map';
+    case 'union':
+      return 'a union';
+  }
+}

@@ -1,0 +1,113 @@
+import type avro from 'avsc';
+import type { SchemaRegistryPort } from '../ports.ts';
+import { StreamError } from '../stream-error.ts';
+import { CleanSchemaError, deriveCleanSchema } from './avro-clean-schema.ts';
+import { avroType } from './avro-types.ts';
+import type { Decoded, Serde } from './serde.ts';
+
+export interface AvroSerdeOptions {
+  registry: SchemaRegistryPort;
+  /** the pipeline's record paths (`address.postcode`, `cards[].number`): their clean type is string */
+  protectedPaths: readonly string[];
+}
+
+/** what a raw schema id resolves to, once: its reader, and its clean schema (or why there is none) */
+interface Writer {
+  type: avro.Type;
+  clean: { text: string; type: avro.Type } | { error: string };
+}
+
+const HEADER = 5;
+
+/**
+ * Avro values in the Confluent wire format: magic byte 0, the schema id (4 bytes, big-endian),
+ * the Avro binary. Decoding reads with the writer's schema from the registry; unions decode to
+ * plain values where unambiguous and longs beyond 2^53 to bigints (see avro-types.ts). Encoding
+ * writes with the clean schema — the raw schema with every protected path's type made string
+ * (avro-clean-schema.ts) — registered under `<cleanTopic>-value`. Schemas, clean schemas and their
+ * ids are cached per raw schema id (and clean topic), so a steady stream costs no registry call
+ * and a new raw schema version yields a new clean version.
+ *
+ * A mapped path naming a field the raw schema lacks (an older version, before the field was
+ * added) is not an error here: the decoded value lacks the field, and the pipeline's `missing`
+ * policy passes or dead-letters it, as for JSON. A path the schema's shape contradicts (it walks
+ * into a string, a map, a union of records, or ends at a record or bytes) fails the schema's
+ * records with RECORD_MALFORMED at decode, before anything is protected.
+ */
+export function avroSerde(options: AvroSerdeOptions): Serde {
+  const { registry, protectedPaths } = options;
+  const writers = new Map<number, Promise<Writer>>();
+  const cleanIds = new Map<string, Promise<number>>();
+
+  function memo<K, V>(map: Map<K, Promise<V>>, key: K, load: () => Promise<V>): Promise<V> {
+    let p = map.get(key);
+    if (!p) {
+      p = load();
+      map.set(key, p);
+      // only successes are kept: a registry that was down, or an id not yet replicated, is asked again
+      p.catch(() => map.get(key) === p && map.delete(key));
+    }
+    return p;
+  }
+
+  const writer = (id: number) => memo(writers, id, async (): Promise<Writer> => {
+    const text = await registry.schemaById(id);
+    let type: avro.Type;
+    try {
+      type = avroType(JSON.parse(text));
+    } catch {
+      throw new StreamError('RECORD_MALFORMED', `schema ${id} is not an Avro schema avsc can read`);
+    }
+    try {
+      const cleanText = deriveCleanSchema(text, protectedPaths, { absent: 'skip' });
+      return { type, clean: { text: cleanText, type: avroType(JSON.parse(cleanText)) } };
+    } catch (e) {
+      const error = e instanceof CleanSchemaError ? e.message : `the derived clean schema is not valid Avro (${(e as Error).message})`;
+      return { type, clean: { error } };
+    }
+  });
+
+  function clean(w: Writer, id: number): { text: string; type: avro.Type } {
+    if ('error' in w.clean) throw new StreamError('RECORD_MALFORMED', `schema ${id} does not fit the pipeline's mapped paths: ${w.clean.error}`);
+    return w.clean;
+  }
+
+  return {
+    async decode(bytes: Buffer): Promise<Decoded> {
+      if (bytes.length < HEADER) throw new StreamError('RECORD_MALFORMED', 'the value is shorter than the Avro wire-format header (magic byte, schema id)');
+      if (bytes[0] !== 0) throw new StreamError('RECORD_MALFORMED', 'the value does not start with the Avro wire-format magic byte 0');
+      const schemaId = bytes.readUInt32BE(1);
+      const w = await writer(schemaId);
+      clean(w, schemaId);
+      let value: unknown;
+      try {
+        value = w.type.fromBuffer(bytes.subarray(HEADER));
+      } catch {
+        // no cause: avsc's messages may quote the bytes
+        throw new StreamError('RECORD_MALFORMED', `the value does not decode with its schema ${schemaId}`);
+      }
+      return { value, schemaId };
+    },
+
+    async encode(decoded: Decoded, cleanTopic: string): Promise<Buffer> {
+      const rawId = decoded.schemaId;
+      if (rawId === undefined) throw new Error('avroSerde.encode needs the schemaId the value was decoded with');
+      const w = await writer(rawId);
+      const c = clean(w, rawId);
+      const cleanId = await memo(cleanIds, `${rawId}\u0000${cleanTopic}`, () => registry.register(`${cleanTopic}-value`, c.text));
+      let payload: Buffer;
+      try {
+        payload = c.type.toBuffer(decoded.value);
+      } catch {
+        const paths: string[] = [];
+        c.type.isValid(decoded.value, { errorHook: (path: string[]) => paths.push(path.join('.') || '(the record)') });
+        throw new StreamError('RECORD_MALFORMED', `the protected value does not match the clean schema of raw schema ${rawId} at ${paths.join(', ') || 'an unknown field'}`);
+      }
+      const out = Buffer.allocUnsafe(HEADER + payload.length);
+      out[0] = 0;
+      out.writeUInt32BE(cleanId, 1);
+      payload.copy(out, HEADER);
+      return out;
+    },
+  };
+}

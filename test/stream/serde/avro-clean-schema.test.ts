@@ -1,0 +1,231 @@
+import avro from 'avsc';
+import { describe, expect, it } from 'vitest';
+import { CleanSchemaError, deriveCleanSchema } from '../../../src/stream/serde/avro-clean-schema.ts';
+
+type Obj = Record<string, unknown>;
+
+/** derives, checks that avsc accepts the result, and returns it parsed */
+function derive(schema: unknown, paths: string[]): Obj {
+  const text = deriveCleanSchema(JSON.stringify(schema), paths);
+  avro.Type.forSchema(JSON.parse(text));
+  return JSON.parse(text) as Obj;
+}
+
+const field = (record: Obj, name: string) => (record.fields as Obj[]).find((f) => f.name === name)!;
+
+const address = { type: 'record', name: 'Address', fields: [{ name: 'postcode', type: 'int', default: 1000 }, { name: 'city', type: 'string' }] };
+const person = {
+  type: 'record',
+  name: 'Person',
+  namespace: 'acme',
+  fields: [
+    { name: 'name', type: 'string' },
+    { name: 'age', type: ['null', 'int'], default: null },
+    { name: 'home', type: address, default: { postcode: 1234, city: 'Bern' } },
+    { name: 'work', type: ['null', 'Address'], default: null },
+    {
+      name: 'cards',
+      type: {
+        type: 'array',
+        items: { type: 'record', name: 'Card', fields: [{ name: 'number', type: 'long' }, { name: 'kind', type: { type: 'enum', name: 'Kind', symbols: ['DEBIT', 'CREDIT'] } }] },
+      },
+    },
+    { name: 'tags', type: { type: 'array', items: ['int', 'null'] }, default: [1, 2] },
+    { name: 'attributes', type: { type: 'map', values: 'long' } },
+  ],
+};
+
+describe('deriveCleanSchema', () => {
+  it('makes a field of a nested record a string and leaves the rest as it was', () => {
+    const clean = derive({ type: 'record', name: 'R', fields: [{ name: 'id', type: 'long' }, { name: 'address', type: { ...address } }] }, ['address.postcode']);
+    expect(field(clean, 'id')).toEqual({ name: 'id', type: 'long' });
+    const addr = field(clean, 'address').type as Obj;
+    expect(addr.name).toBe('Address');
+    expect(field(addr, 'postcode')).toEqual({ name: 'postcode', type: 'string', default: '1000' });
+    expect(field(addr, 'city')).toEqual({ name: 'city', type: 'string' });
+  });
+
+  it('walks arrays of records with []', () => {
+    const clean = derive(person, ['cards[].number']);
+    const card = (field(clean, 'cards').type as Obj).items as Obj;
+    expect(field(card, 'number').type).toBe('string');
+    expect((field(card, 'kind').type as Obj).type).toBe('enum');
+  });
+
+  it('protects the elements of an array of scalars, nullable elements keeping null, and converts the default', () => {
+    const clean = derive(person, ['tags[]']);
+    expect(field(clean, 'tags')).toEqual({ name: 'tags', type: { type: 'array', items: ['string', 'null'] }, default: ['1', '2'] });
+  });
+
+  it('walks nullable unions and keeps their null branch and default', () => {
+    const clean = derive(person, ['work.postcode', 'age']);
+    expect(field(clean, 'age')).toEqual({ name: 'age', type: ['null', 'string'], default: null });
+    const work = field(clean, 'work');
+    expect(work.default).toBeNull();
+    const [nul, rec] = work.type as [string, Obj | string];
+    expect(nul).toBe('null');
+    // Address is defined (unmodified) at home, so work gets a renamed, modified copy
+    expect(typeof rec).toBe('object');
+    expect(field(rec as Obj, 'postcode').type).toBe('string');
+  });
+
+  it('keeps a union branch order: string takes the place of the first non-null branch', () => {
+    const schema = {
+      type: 'record', name: 'R', fields: [
+        { name: 'a', type: ['int', 'null'], default: 5 },
+        { name: 'b', type: ['null', 'int', 'string'], default: null },
+        { name: 'c', type: ['boolean', 'null'], default: true },
+        { name: 'd', type: ['string', 'null'], default: 'x' },
+      ],
+    };
+    const clean = derive(schema, ['a', 'b', 'c', 'd']);
+    expect(clean.fields).toEqual([
+      { name: 'a', type: ['string', 'null'], default: '5' },
+      { name: 'b', type: ['null', 'string'], default: null },
+      { name: 'c', type: ['string', 'null'], default: 'true' },
+      { name: 'd', type: ['string', 'null'], default: 'x' },
+    ]);
+  });
+
+  it('keeps nested defaults valid: a record default along a path is converted inside', () => {
+    const clean = derive(person, ['home.postcode']);
+    expect(field(clean, 'home').default).toEqual({ postcode: '1234', city: 'Bern' });
+    // avsc accepts the default for the clean type and fills it in
+    const type = avro.Type.forSchema(clean as avro.Schema);
+    const home = (type as unknown as { fields: { name: string; defaultValue(): unknown }[] }).fields.find((f) => f.name === 'home')!;
+    expect(home.defaultValue()).toMatchObject({ postcode: '1234', city: 'Bern' });
+  });
+
+  it('turns enums and logical types into plain strings', () => {
+    const schema = {
+      type: 'record', name: 'R', fields: [
+        { name: 'kind', type: { type: 'enum', name: 'Kind', symbols: ['A', 'B'] }, default: 'A' },
+        { name: 'at', type: { type: 'long', logicalType: 'timestamp-millis' } },
+        { name: 'id', type: { type: 'string', logicalType: 'uuid' } },
+      ],
+    };
+    const clean = derive(schema, ['kind', 'at', 'id']);
+    expect(clean.fields).toEqual([
+      { name: 'kind', type: 'string', default: 'A' },
+      { name: 'at', type: 'string' },
+      { name: 'id', type: 'string' },
+    ]);
+  });
+
+  describe('named types used more than once', () => {
+    it('modifies a shared type in place when every use is protected alike', () => {
+      const clean = derive(person, ['home.postcode', 'work.postcode']);
+      const home = field(clean, 'home').type as Obj;
+      expect(home.name).toBe('Address');
+      expect(field(home, 'postcode').type).toBe('string');
+      expect(field(clean, 'work').type).toEqual(['null', 'acme.Address']);
+      expect(JSON.stringify(clean).match(/"name":"Address"/g)).toHaveLength(1);
+    });
+
+    it('gives a copy protected differently its own stable name and leaves the other use as it was', () => {
+      const clean = derive(person, ['home.postcode']);
+      const home = field(clean, 'home').type as Obj;
+      expect(home.name).toMatch(/^Address_[0-9a-f]{8}$/);
+      expect(field(home, 'postcode').type).toBe('string');
+      const work = (field(clean, 'work').type as [string, Obj])[1];
+      expect(work).toMatchObject({ type: 'record', name: 'Address', namespace: 'acme' });
+      expect(field(work, 'postcode')).toEqual({ name: 'postcode', type: 'int', default: 1000 });
+      // the same paths give the same name in a later schema version
+      const v2 = derive({ ...person, fields: [...person.fields, { name: 'note', type: ['null', 'string'], default: null }] }, ['home.postcode']);
+      expect((field(v2, 'home').type as Obj).name).toBe(home.name);
+      // values flow: the copy and the original both decode and encode
+      const type = avro.Type.forSchema(clean as avro.Schema, { wrapUnions: 'auto' });
+      const value = { name: 'n', age: null, home: { postcode: 'tok', city: 'Bern' }, work: { postcode: 3000, city: 'Thun' }, cards: [], tags: [], attributes: {} };
+      expect(type.fromBuffer(type.toBuffer(value))).toMatchObject(value);
+    });
+
+    it('resolves short references and other namespaces, and writes each type once, where it is first used', () => {
+      const schema = {
+        type: 'record', name: 'Order', namespace: 'shop',
+        fields: [
+          { name: 'billing', type: { type: 'record', name: 'Address', namespace: 'geo', fields: [{ name: 'zip', type: 'int' }] } },
+          { name: 'shipping', type: 'geo.Address' },
+          { name: 'lines', type: { type: 'array', items: { type: 'record', name: 'Line', fields: [{ name: 'sku', type: 'int' }, { name: 'to', type: 'geo.Address' }] } } },
+          { name: 'first', type: 'Line' },
+        ],
+      };
+      const clean = derive(schema, ['billing.zip', 'first.sku']);
+      const billing = field(clean, 'billing').type as Obj;
+      expect(billing).toMatchObject({ name: expect.stringMatching(/^Address_/), namespace: 'geo' });
+      // the original Address now first appears at shipping, written in full with its namespace
+      expect(field(clean, 'shipping').type).toMatchObject({ type: 'record', name: 'Address', namespace: 'geo' });
+      const line = (field(clean, 'lines').type as Obj).items as Obj;
+      expect(line).toMatchObject({ name: 'Line', namespace: 'shop' });
+      expect(field(line, 'to').type).toBe('geo.Address');
+      expect(field(line, 'sku').type).toBe('int');
+      expect(field(clean, 'first').type).toMatchObject({ name: expect.stringMatching(/^Line_/), namespace: 'shop' });
+    });
+
+    it('ends on recursive types', () => {
+      const node = { type: 'record', name: 'Node', fields: [{ name: 'value', type: 'int' }, { name: 'next', type: ['null', 'Node'], default: null }] };
+      const clean = derive(node, ['value', 'next.value']);
+      expect(field(clean, 'value').type).toBe('string');
+      const next = (field(clean, 'next').type as [string, Obj])[1];
+      expect(field(next, 'value').type).toBe('string');
+      // deeper nodes are the original Node
+      expect(field(next, 'next').type).toEqual(['null', { type: 'record', name: 'Node', fields: [{ name: 'value', type: 'int' }, { name: 'next', type: ['null', 'Node'], default: null }] }]);
+    });
+  });
+
+  it('changes nothing for a protected field that is a string already', () => {
+    const clean = derive(person, ['name']);
+    expect(avro.Type.forSchema(clean as avro.Schema).equals(avro.Type.forSchema(person as avro.Schema))).toBe(true);
+  });
+
+  it('skips paths to fields the schema lacks when asked to (an older schema version), and only those', () => {
+    const text = JSON.stringify(person);
+    const clean = JSON.parse(deriveCleanSchema(text, ['phone', 'home.country', 'cards[].cvc', 'home.postcode'], { absent: 'skip' })) as Obj;
+    expect(clean).toEqual(JSON.parse(deriveCleanSchema(text, ['home.postcode'])));
+    expect(() => deriveCleanSchema(text, ['name.first'], { absent: 'skip' })).toThrow(/name is a string, not a record/);
+  });
+
+  it('is deterministic', () => {
+    expect(deriveCleanSchema(JSON.stringify(person), ['home.postcode', 'tags[]'])).toBe(deriveCleanSchema(JSON.stringify(person), ['tags[]', 'home.postcode']));
+  });
+
+  describe('refuses paths the schema does not fit, naming the path', () => {
+    const cases: [string, RegExp][] = [
+      ['nope', /^nope: record acme.Person has no field nope$/],
+      ['home.nope', /^home.nope: record acme.Address has no field nope$/],
+      ['name.first', /^name.first: name is a string, not a record$/],
+      ['cards.number', /^cards.number: cards is an array; write cards\[\] to walk its elements$/],
+      ['tags', /tags is an array; only a scalar .* \(write tags\[\] to protect its elements\)/],
+      ['home', /home is record acme.Address; only a scalar/],
+      ['cards[].kind.x', /cards\[\].kind is enum acme.Kind, not a record/],
+      ['attributes.x', /attributes is a map/],
+      ['home[].city', /home is record acme.Address, not an array/],
+      ['bad path', /not a record path/],
+    ];
+    for (const [path, message] of cases) {
+      it(path, () => {
+        expect(() => deriveCleanSchema(JSON.stringify(person), [path])).toThrow(CleanSchemaError);
+        expect(() => deriveCleanSchema(JSON.stringify(person), [path])).toThrow(message);
+      });
+    }
+
+    it('unions that are not nullable, non-scalar and ambiguous leaves, bytes', () => {
+      const schema = {
+        type: 'record', name: 'R', fields: [
+          { name: 'either', type: [{ type: 'record', name: 'A', fields: [{ name: 'x', type: 'int' }] }, { type: 'record', name: 'B', fields: [{ name: 'x', type: 'int' }] }] },
+          { name: 'num', type: ['null', 'int', 'long'] },
+          { name: 'blob', type: 'bytes' },
+          { name: 'maybe', type: ['null', 'A'] },
+        ],
+      };
+      const text = JSON.stringify(schema);
+      expect(() => deriveCleanSchema(text, ['either.x'])).toThrow(/either is a union of 2 non-null types; paths walk through nullable unions/);
+      expect(() => deriveCleanSchema(text, ['num'])).toThrow(/num is a union of types that decode to the same kind of value \(a int, a long\)/);
+      expect(() => deriveCleanSchema(text, ['blob'])).toThrow(/blob is a bytes; only a scalar/);
+      expect(() => deriveCleanSchema(text, ['maybe'])).toThrow(/maybe is a union with a non-scalar type/);
+    });
+
+    it('a schema that is not JSON', () => {
+      expect(() => deriveCleanSchema('syntax = "proto3";', ['a'])).toThrow(/not JSON/);
+    });
+  });
+});
