@@ -1,4 +1,4 @@
-import { Kafka, logLevel, type Consumer, type Producer, type IHeaders, type KafkaConfig } from 'kafkajs';
+import { Kafka, logLevel, Partitioners, type Consumer, type Producer, type IHeaders, type KafkaConfig } from 'kafkajs';
 import type { Batch, ConsumerPort, Headers, InRecord, KafkaPort, OutRecord, ProducerPort, Transaction } from './ports.ts';
 
 /** Log lines from kafkajs, never message contents (kafkajs does not log payloads). */
@@ -17,7 +17,6 @@ export function kafkajsPort(options: { brokers: string[]; clientId: string; log?
     clientId: options.clientId,
     brokers: options.brokers,
     logLevel: logLevel.WARN,
-    retry: { initialRetryTime: 200, retries: 8 },
     logCreator: () => ({ level, log }) => {
       const { message, ...extra } = log;
       options.log?.(LEVELS[level] ?? 'info', String(message), { error: extra.error, broker: extra.broker, groupId: extra.groupId });
@@ -32,9 +31,9 @@ export function kafkajsPort(options: { brokers: string[]; clientId: string; log?
       sessionTimeout, heartbeatInterval: Math.max(500, Math.floor(sessionTimeout / 10)),
     })),
     async producer({ transactionalId }) {
-      const producer = kafka.producer(transactionalId
-        ? { transactionalId, idempotent: true, maxInFlightRequests: 1, transactionTimeout: 60_000, allowAutoTopicCreation: false }
-        : { idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false });
+      // Java-compatible murmur2 partitioning, so veil and Java producers agree on key → partition
+      const common = { idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false, createPartitioner: Partitioners.DefaultPartitioner };
+      const producer = kafka.producer(transactionalId ? { ...common, transactionalId, transactionTimeout: 60_000 } : common);
       await producer.connect();
       return producerPort(producer);
     },

@@ -1,0 +1,48 @@
+import { readFileSync } from 'node:fs';
+import { EXAMPLE_CONFIG } from '../../src/app/paths.ts';
+import { requireConfig } from '../../src/app/config-file.ts';
+import { Engine } from '../../src/engine/engine.ts';
+import { LocalKeystore } from '../../src/keys/local-keystore.ts';
+import { resolveMasterKey } from '../../src/keys/master-key.ts';
+
+export const STREAM_MASTER = { VEIL_MASTER_KEY: 'c'.repeat(64) };
+const MASTER = STREAM_MASTER;
+
+/** The example configuration plus a `customers` pipeline over the given topics. */
+export function pipelineYaml(t: { raw: string; clean: string; dlq: string; id: string }, format: 'json' | 'avro', extra = ''): string {
+  return `${readFileSync(EXAMPLE_CONFIG, 'utf8')}
+pipelines:
+  customers:
+    source: { topics: [${t.raw}] }
+    sink: { topic: ${t.clean} }
+    deadLetterTopic: ${t.dlq}
+    format: ${format}
+    groupId: veil-test-${t.id}
+    fields:
+      - { path: email, field: Customer.email }
+      - { path: 'cards[].number', field: Customer.cardNumber }
+      - { path: profile.name, field: Customer.name }
+    key: { field: Customer.email }
+    roles: [ingest]
+    rightsEvidences: { Role: ingest }
+    processingEvidences: { Action: Protect }
+${extra}`;
+}
+
+/** An engine on the same config and keystore, to unprotect what the pipeline wrote. */
+export async function unprotector(configFile: string, dataDir: string): Promise<(field: string, value: string) => string> {
+  const { config } = await requireConfig(configFile);
+  const master = await resolveMasterKey({ dataDir, env: MASTER });
+  const engine = new Engine({ config, keys: await LocalKeystore.open({ dataDir, masterKey: master.key }) });
+  return (field, value) => {
+    const [className, propertyName] = field.split('.') as [string, string];
+    const { transforms } = engine.bindFields({
+      identity: { roles: ['fraud'] },
+      rightsEvidences: [{ name: 'Role', value: 'fraud' }],
+      processingEvidences: [{ name: 'Action', value: 'Unprotect' }],
+      fields: [{ className, propertyName }],
+    });
+    return transforms[0]!(value);
+  };
+}
+

@@ -1,0 +1,102 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openStream, type StreamService } from '../../src/app/open-stream.ts';
+import { avroType } from '../../src/stream/serde/avro-types.ts';
+import { confluentRegistry } from '../../src/stream/registry/confluent-registry.ts';
+import { BROKERS, REGISTRY_URL, consume, createTopics, kafkaClient, produce, topicsFor } from '../helpers/kafka.ts';
+import { pipelineYaml, STREAM_MASTER as MASTER, unprotector } from '../helpers/stream.ts';
+
+
+const customerV1 = {
+  type: 'record', name: 'Customer', namespace: 'test.veil',
+  fields: [
+    { name: 'id', type: 'long' },
+    { name: 'email', type: 'string' },
+    { name: 'cards', type: { type: 'array', items: { type: 'record', name: 'Card', fields: [{ name: 'number', type: 'string' }, { name: 'brand', type: 'string' }] } } },
+    { name: 'profile', type: ['null', { type: 'record', name: 'Profile', fields: [{ name: 'name', type: ['null', 'string'], default: null }, { name: 'tier', type: 'int' }] }], default: null },
+  ],
+};
+const customerV2 = { ...customerV1, fields: [...customerV1.fields, { name: 'segment', type: ['null', 'string'], default: null }] };
+
+/** Confluent wire format: magic 0, schema id (4 bytes), Avro binary. */
+function wire(id: number, bytes: Buffer): Buffer {
+  const header = Buffer.alloc(5);
+  header.writeUInt32BE(id, 1);
+  return Buffer.concat([header, bytes]);
+}
+
+describe('stream: Avro pipeline against a real broker and a real registry (Apicurio, Confluent API)', () => {
+  const t = topicsFor('avro');
+  const kafka = kafkaClient();
+  const registry = confluentRegistry(REGISTRY_URL);
+  let dataDir: string;
+  let configFile: string;
+  let stream: StreamService;
+
+  beforeAll(async () => {
+    dataDir = await mkdtemp(join(tmpdir(), 'veil-avro-'));
+    configFile = join(dataDir, 'config.yaml');
+    await writeFile(configFile, pipelineYaml(t, 'avro'));
+    await createTopics(kafka, [t.raw, t.clean, t.dlq], 2);
+    stream = await openStream({ configFile, dataDir, env: MASTER, now: () => new Date(), brokers: BROKERS, registryUrl: REGISTRY_URL, development: true });
+    await stream.start();
+  }, 120_000);
+  afterAll(async () => {
+    await stream?.stop();
+    await rm(dataDir, { recursive: true, force: true });
+  });
+
+  it('decodes with the raw schema, protects mapped fields, writes with a derived clean schema; a new raw version yields a new clean version', async () => {
+    const v1 = avroType(customerV1);
+    const v2 = avroType(customerV2);
+    const id1 = await registry.register(`${t.raw}-value`, JSON.stringify(customerV1));
+    const id2 = await registry.register(`${t.raw}-value`, JSON.stringify(customerV2));
+    const customer = (i: number) => ({
+      id: i, email: `avro${i}@example.com`,
+      cards: [{ number: `4111-1111-1111-${String(1000 + i).slice(-4)}`, brand: 'visa' }],
+      profile: i % 5 === 0 ? null : { name: i % 7 === 0 ? null : `Avro Person ${i}`, tier: i % 3 },
+    });
+    const records = Array.from({ length: 60 }, (_, i) => {
+      const c = customer(i);
+      return i < 30
+        ? { key: c.email, value: wire(id1, v1.toBuffer(c)) }
+        : { key: c.email, value: wire(id2, v2.toBuffer({ ...c, segment: i % 2 ? 'gold' : null })) };
+    });
+    await produce(kafka, t.raw, [...records, { key: 'bad', value: Buffer.from([0, 0, 0, 0, 1, 2, 3]) }, { key: 'bad2', value: wire(999_999, Buffer.from([1])) }]);
+
+    const clean = await consume(kafka, t.clean, 60);
+    const dead = await consume(kafka, t.dlq, 2);
+    expect(clean).toHaveLength(60);
+    expect(dead.map((d) => d.headers['veil.error.code']).sort()).toEqual(['RECORD_MALFORMED', 'SCHEMA_UNKNOWN'].sort());
+
+    const reveal = await unprotector(configFile, dataDir);
+    const cleanIds = new Set<number>();
+    for (const rec of clean) {
+      expect(rec.value![0]).toBe(0);
+      const cleanId = rec.value!.readUInt32BE(1);
+      cleanIds.add(cleanId);
+      const schema = JSON.parse(await registry.schemaById(cleanId));
+      const fields = Object.fromEntries(schema.fields.map((f: { name: string; type: unknown }) => [f.name, f.type]));
+      expect(fields.email).toBe('string');
+      expect(fields.id).toBe('long');
+      const value = avroType(schema).fromBuffer(rec.value!.subarray(5)) as ReturnType<typeof customer> & { segment?: string | null };
+      const original = customer(value.id);
+      expect(reveal('Customer.email', value.email)).toBe(original.email);
+      expect(value.cards.map((c) => reveal('Customer.cardNumber', c.number))).toEqual(original.cards.map((c) => c.number));
+      expect(value.cards[0]!.brand).toBe('visa');
+      if (original.profile === null) expect(value.profile).toBeNull();
+      else {
+        expect(value.profile!.tier).toBe(original.profile.tier);
+        if (original.profile.name === null) expect(value.profile!.name).toBeNull();
+        else expect(reveal('Customer.name', value.profile!.name!)).toBe(original.profile.name);
+      }
+      if (value.id >= 30) expect(value.segment).toBe(value.id % 2 ? 'gold' : null);
+    }
+    // two raw versions → two clean versions under the clean topic's subject
+    expect(cleanIds.size).toBe(2);
+    const versions = await (await fetch(`${REGISTRY_URL}/subjects/${t.clean}-value/versions`)).json();
+    expect(versions).toEqual([1, 2]);
+  }, 120_000);
+});
