@@ -1,4 +1,4 @@
-import { randomFillSync } from 'node:crypto';
+import { pooledRandom } from './crypto/random-pool.ts';
 import { ChainCache, type Chain } from './chains.ts';
 import type { CompiledConfig } from './config/compiled.ts';
 import { combine, ValueError, VeilError, type ErrorDetail } from './errors.ts';
@@ -50,7 +50,7 @@ export class Engine {
 
   constructor(options: EngineOptions) {
     this.config = options.config;
-    const random = options.random ?? ((b: Uint8Array) => randomFillSync(b));
+    const random = options.random ?? pooledRandom();
     this.chains = new ChainCache(options.config, { keys: options.keys, random });
   }
 
