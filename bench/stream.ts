@@ -110,6 +110,10 @@ pipelines:
   const start = performance.now();
   await stream.start();
   const rate = await drained(groupId, source, start);
+  if (process.env.BENCH_DEBUG) {
+    const m = await stream.metrics.registry.getSingleMetricAsString('veil_stream_batch_duration_seconds');
+    console.error(label, m.split('\n').filter((l) => /_(sum|count)/.test(l)).join(' | '));
+  }
   await stream.stop();
   await rm(dataDir, { recursive: true, force: true });
   return rate;

@@ -53,7 +53,7 @@ export function kafkajsPort(options: { brokers: string[]; clientId: string; log?
  * headers are added, and one oversized produce request would be refused by the broker
  * (max.message.bytes, 1 MiB by default) as a whole.
  */
-const MAX_SEND_BYTES = 512 * 1024;
+const MAX_SEND_BYTES = 900 * 1024;
 
 function sizeOf(r: OutRecord): number {
   let n = 64 + (r.key?.length ?? 0) + (r.value?.length ?? 0);

@@ -2,7 +2,7 @@ import type { Engine } from '../engine/engine.ts';
 import type { PipelineConfig } from '../engine/config/schema.ts';
 import { ValueError, VeilError } from '../engine/errors.ts';
 import { mappings, protectRecord, type Mapping } from './protect-record.ts';
-import type { Batch, ConsumerPort, InRecord, KafkaPort, OutRecord, ProducerPort } from './ports.ts';
+import type { Batch, ConsumerPort, InRecord, KafkaPort, OutRecord, ProducerPort, Transaction } from './ports.ts';
 import type { Serde } from './serde/serde.ts';
 import { StreamError } from './stream-error.ts';
 import type { StreamMetrics } from './stream-metrics.ts';
@@ -25,6 +25,9 @@ export interface PipelineDeps {
 }
 
 const utf8 = (s: string) => Buffer.from(s, 'utf8');
+
+/** records protected between two sends */
+const CHUNK = 1000;
 
 /**
  * Consume → protect → produce for one pipeline. Exactly-once (default): per input partition a
@@ -128,45 +131,62 @@ export class ProtectPipeline {
     };
   }
 
+  /**
+   * One fetched batch of one partition. Records are protected in chunks, and each chunk is sent
+   * while the next is being protected, so CPU work overlaps the broker round trips; sends stay
+   * in order. Exactly-once: all of it, dead letters and the offset commit in one transaction.
+   */
   private async handle(batch: Batch, heartbeat: () => Promise<void>): Promise<void> {
-    const { metrics, name } = { metrics: this.deps.metrics, name: this.deps.name };
+    const { metrics, name } = this.deps;
     const started = process.hrtime.bigint();
-    const out: OutRecord[] = [];
+    const next = (BigInt(batch.records.at(-1)!.offset) + 1n).toString();
+    const exactlyOnce = this.deps.config.delivery === 'exactly-once';
+    const target = exactlyOnce ? await this.begin(batch) : undefined;
+    const send = target ? (r: OutRecord[]) => target.tx.send(r) : async (r: OutRecord[]) => (await (this.plainProducer ??= this.deps.kafka.producer({}))).send(r);
     const codes = new Map<string, number>();
+    let sending: Promise<void> = Promise.resolve();
     let beat = Date.now();
-    for (const record of batch.records) {
-      try {
-        out.push(await this.protect(record));
-      } catch (e) {
-        if (e instanceof StreamError && !e.retriable) {
-          out.push(this.deadLetter(record, e.code));
-          codes.set(e.code, (codes.get(e.code) ?? 0) + 1);
-        } else {
-          metrics.retries.inc({ pipeline: name });
-          this.deps.log.warn({ pipeline: name, topic: batch.topic, partition: batch.partition, code: (e as StreamError).code ?? (e as Error).name }, 'retriable failure: the batch will be read again');
-          throw e;
+    try {
+      for (let i = 0; i < batch.records.length; i += CHUNK) {
+        const chunk: OutRecord[] = [];
+        for (const record of batch.records.slice(i, i + CHUNK)) chunk.push(await this.protectOrDeadLetter(record, batch, codes));
+        sending = sending.then(() => send(chunk));
+        if (Date.now() - beat > 1000) {
+          await heartbeat();
+          beat = Date.now();
         }
       }
-      if (Date.now() - beat > 1000) {
-        await heartbeat();
-        beat = Date.now();
-      }
+      await sending;
+      if (target) await this.commit(target, batch, next);
+      else await this.consumer!.commitOffsets(batch.topic, batch.partition, next);
+    } catch (e) {
+      await sending.catch(() => undefined);
+      if (target) await this.discard(target);
+      throw e;
     }
-    const next = (BigInt(batch.records.at(-1)!.offset) + 1n).toString();
-    if (this.deps.config.delivery === 'exactly-once') await this.commitTransaction(batch, out, next);
-    else {
-      this.plainProducer ??= this.deps.kafka.producer({});
-      await (await this.plainProducer).send(out);
-      await this.consumer!.commitOffsets(batch.topic, batch.partition, next);
-    }
+    const dead = [...codes.values()].reduce((a, b) => a + b, 0);
     metrics.recordsIn.inc({ pipeline: name }, batch.records.length);
-    metrics.recordsOut.inc({ pipeline: name }, batch.records.length - [...codes.values()].reduce((a, b) => a + b, 0));
+    metrics.recordsOut.inc({ pipeline: name }, batch.records.length - dead);
     for (const [code, n] of codes) metrics.deadLettered.inc({ pipeline: name, code }, n);
     metrics.lag.set({ pipeline: name, topic: batch.topic, partition: String(batch.partition) }, Number(BigInt(batch.highWatermark) - BigInt(next)));
     metrics.batchLatency.observe({ pipeline: name }, Number(process.hrtime.bigint() - started) / 1e9);
   }
 
-  private async commitTransaction(batch: Batch, out: OutRecord[], next: string): Promise<void> {
+  private async protectOrDeadLetter(record: InRecord, batch: Batch, codes: Map<string, number>): Promise<OutRecord> {
+    try {
+      return await this.protect(record);
+    } catch (e) {
+      if (e instanceof StreamError && !e.retriable) {
+        codes.set(e.code, (codes.get(e.code) ?? 0) + 1);
+        return this.deadLetter(record, e.code);
+      }
+      this.deps.metrics.retries.inc({ pipeline: this.deps.name });
+      this.deps.log.warn({ pipeline: this.deps.name, topic: batch.topic, partition: batch.partition, code: (e as StreamError).code ?? (e as Error).name }, 'retriable failure: the batch will be read again');
+      throw e;
+    }
+  }
+
+  private async begin(batch: Batch): Promise<{ id: string; producer: ProducerPort; tx: Transaction }> {
     const id = `${this.groupId}.${batch.topic}.${batch.partition}`;
     let producer = this.producers.get(id);
     if (!producer) {
@@ -175,18 +195,21 @@ export class ProtectPipeline {
       producer.catch(() => this.producers.delete(id));
     }
     const p = await producer;
-    const tx = await p.transaction();
-    try {
-      await tx.send(out);
-      await tx.sendOffsets(this.groupId, batch.topic, batch.partition, next);
-      await tx.commit();
-    } catch (e) {
-      // after an indefinite error (a timeout) the transaction's fate is unknown: abort, and
-      // never reuse this producer (KAFKA-18579); the batch is read again
-      await tx.abort().catch(() => undefined);
-      this.producers.delete(id);
-      await p.disconnect().catch(() => undefined);
-      throw e;
-    }
+    return { id, producer: p, tx: await p.transaction() };
+  }
+
+  private async commit(target: { tx: Transaction }, batch: Batch, next: string): Promise<void> {
+    await target.tx.sendOffsets(this.groupId, batch.topic, batch.partition, next);
+    await target.tx.commit();
+  }
+
+  /**
+   * After any failure inside a transaction its fate may be unknown (a timeout): abort, and never
+   * reuse the producer (KAFKA-18579); the batch is read again from the committed offset.
+   */
+  private async discard(target: { id: string; producer: ProducerPort; tx: Transaction }): Promise<void> {
+    await target.tx.abort().catch(() => undefined);
+    this.producers.delete(target.id);
+    await target.producer.disconnect().catch(() => undefined);
   }
 }
