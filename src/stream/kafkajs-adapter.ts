@@ -27,7 +27,10 @@ export function kafkajsPort(options: { brokers: string[]; clientId: string; log?
   let adminConnected: Promise<void> | undefined;
   return {
     consumer: ({ groupId, readCommitted }) => consumerPort(kafka.consumer({
-      groupId, readUncommitted: !readCommitted, allowAutoTopicCreation: false, retry: { retries: 10 },
+      groupId, readUncommitted: !readCommitted, allowAutoTopicCreation: false,
+      // a failed batch (even a non-retriable error such as a fenced producer) restarts the
+      // consumer from the committed offsets instead of leaving the group silently stopped
+      retry: { retries: 10, restartOnFailure: async () => true },
       sessionTimeout, heartbeatInterval: Math.max(500, Math.floor(sessionTimeout / 10)),
     })),
     async producer({ transactionalId }) {
@@ -159,6 +162,9 @@ function consumerPort(consumer: Consumer): ConsumerPort {
     },
     onCrash(listener) {
       consumer.on(consumer.events.CRASH, (e) => listener(e.payload.error));
+    },
+    onAssignment(listener) {
+      consumer.on(consumer.events.GROUP_JOIN, (e) => listener(e.payload.memberAssignment));
     },
   };
 }

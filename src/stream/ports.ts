@@ -53,6 +53,8 @@ export interface ConsumerPort {
   commitOffsets(topic: string, partition: number, offset: string): Promise<void>;
   disconnect(): Promise<void>;
   onCrash(listener: (error: Error) => void): void;
+  /** after each rebalance: the partitions this member now owns, per topic */
+  onAssignment(listener: (assignment: Record<string, number[]>) => void): void;
 }
 
 export interface KafkaPort {

@@ -72,6 +72,16 @@ export class ProtectPipeline {
     const c = this.deps.config;
     this.consumer = this.deps.kafka.consumer({ groupId: this.groupId, readCommitted: true });
     this.consumer.onCrash((e) => this.deps.log.error({ pipeline: this.deps.name, error: e.name }, 'consumer crashed; kafkajs restarts it'));
+    // a partition that moved to another member may come back later: its producer here was
+    // fenced meanwhile, so producers of partitions no longer owned are closed at once
+    this.consumer.onAssignment((assignment) => {
+      const owned = new Set(Object.entries(assignment).flatMap(([topic, parts]) => parts.map((p) => `${this.groupId}.${topic}.${p}`)));
+      for (const [id, producer] of this.producers) {
+        if (owned.has(id)) continue;
+        this.producers.delete(id);
+        producer.then((p) => p.disconnect()).catch(() => undefined);
+      }
+    });
     await this.consumer.subscribe('topics' in c.source ? c.source.topics : new RegExp(c.source.pattern));
     await this.consumer.run((batch, heartbeat) => this.handle(batch, heartbeat));
   }

@@ -13,6 +13,7 @@ import type { Serde } from '../../src/stream/serde/serde.ts';
 // the same behaviour against a real broker is in test/integration/stream-*.test.ts.
 class FakeKafka implements KafkaPort {
   handler?: (batch: Batch, heartbeat: () => Promise<void>) => Promise<void>;
+  assigned?: (assignment: Record<string, number[]>) => void;
   committed: OutRecord[] = [];
   offsets: string[] = [];
   aborted = 0;
@@ -25,6 +26,7 @@ class FakeKafka implements KafkaPort {
       commitOffsets: async (_t, _p, offset) => void this.offsets.push(offset),
       disconnect: async () => undefined,
       onCrash: () => undefined,
+      onAssignment: (l) => void (this.assigned = l),
     };
   }
   async producer(): Promise<ProducerPort> {
@@ -120,6 +122,20 @@ describe('ProtectPipeline (in-memory Kafka port)', () => {
     await kafka.handler!(b, async () => undefined);
     expect(kafka.producersCreated).toBe(2);
     expect(kafka.committed).toHaveLength(1);
+  });
+
+  it('closes the producer of a partition it no longer owns, so a returning partition gets a fresh (unfenced) one', async () => {
+    const kafka = new FakeKafka();
+    await pipeline(kafka).start();
+    const b = batch([rec(0, '{"email":"a@b.c"}')]);
+    await kafka.handler!(b, async () => undefined);
+    kafka.assigned!({ raw: [0] });
+    await kafka.handler!(b, async () => undefined);
+    expect(kafka.producersCreated).toBe(1);
+    kafka.assigned!({ raw: [1] });
+    kafka.assigned!({ raw: [0, 1] });
+    await kafka.handler!(b, async () => undefined);
+    expect(kafka.producersCreated).toBe(2);
   });
 
   it('at-least-once: sends, then commits the offset outside a transaction', async () => {
