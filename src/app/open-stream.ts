@@ -11,6 +11,7 @@ import { jsonSerde } from '../stream/serde/json-serde.ts';
 import type { Serde } from '../stream/serde/serde.ts';
 import { StreamMetrics } from '../stream/stream-metrics.ts';
 import { requireConfig } from './config-file.ts';
+import type { CompiledConfig } from '../engine/config/compiled.ts';
 import { provisionKeys, requireKeys } from './config-keys.ts';
 import { createLogger } from './open-service.ts';
 
@@ -40,16 +41,21 @@ export interface StreamService {
   listen(port: number, host: string): Promise<Server>;
 }
 
-/** Wires config, keystore, engine, Kafka and the registry into the protect pipelines. */
-export async function openStream(options: StreamOptions): Promise<StreamService> {
-  const logger = options.logger ?? createLogger(options.env.VEIL_LOG_LEVEL ?? 'info');
+/** Config, keystore (keys provisioned in development) and engine: what every Kafka process needs. */
+export async function openEngineAndKeys(options: Pick<StreamOptions, 'configFile' | 'dataDir' | 'env' | 'now' | 'development' | 'notice'>): Promise<{ config: CompiledConfig; keystore: LocalKeystore; engine: Engine }> {
   const { config } = await requireConfig(options.configFile);
   const master = await resolveMasterKey({ dataDir: options.dataDir, env: options.env });
   if (master.source.kind === 'file') options.notice?.(describeMasterKeySource(master.source));
   const keystore = await LocalKeystore.open({ dataDir: options.dataDir, masterKey: master.key, now: options.now });
   if (options.development) await provisionKeys(config, keystore);
   requireKeys(config, keystore);
-  const engine = new Engine({ config, keys: keystore });
+  return { config, keystore, engine: new Engine({ config, keys: keystore }) };
+}
+
+/** Wires config, keystore, engine, Kafka and the registry into the protect pipelines. */
+export async function openStream(options: StreamOptions): Promise<StreamService> {
+  const logger = options.logger ?? createLogger(options.env.VEIL_LOG_LEVEL ?? 'info');
+  const { config, engine } = await openEngineAndKeys(options);
   const names = options.pipelines ?? Object.keys(config.pipelines);
   for (const n of names) if (!config.pipelines[n]) throw new VeilError('CONFIG_INVALID', `no pipeline ${n} in ${options.configFile}`);
   if (names.length === 0) throw new VeilError('CONFIG_INVALID', `${options.configFile} defines no pipelines`);

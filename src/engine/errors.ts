@@ -42,6 +42,8 @@ export const ERROR_CATALOG = {
   FIELD_MISSING: { status: 422, retriable: false, title: 'A mapped field is absent or null and the pipeline dead-letters such records' },
   KEY_MISSING: { status: 422, retriable: false, title: 'The pipeline protects record keys and the record has none' },
   REGISTRY_UNAVAILABLE: { status: 503, retriable: true, title: 'The schema registry cannot be reached' },
+  DEADLINE_EXCEEDED: { status: 504, retriable: false, title: 'The request arrived after its deadline and was not processed' },
+  REPLY_TOPIC_NOT_ALLOWED: { status: 400, retriable: false, title: 'The request names no reply-to topic, or one the configuration does not allow' },
 } as const satisfies Record<string, { status: number; retriable: boolean; title: string }>;
 
 export type ErrorCode = keyof typeof ERROR_CATALOG;

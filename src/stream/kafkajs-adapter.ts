@@ -134,10 +134,9 @@ function consumerPort(consumer: Consumer): ConsumerPort {
   let connected: Promise<void> | undefined;
   const connect = () => (connected ??= consumer.connect());
   return {
-    async subscribe(topics) {
+    async subscribe(topics, fromBeginning = true) {
       await connect();
-      if (topics instanceof RegExp) await consumer.subscribe({ topics: [topics], fromBeginning: true });
-      else await consumer.subscribe({ topics: [...topics], fromBeginning: true });
+      await consumer.subscribe({ topics: topics instanceof RegExp ? [topics] : [...topics], fromBeginning });
     },
     async run(handler) {
       await connect();

@@ -47,7 +47,8 @@ export interface ProducerPort {
 }
 
 export interface ConsumerPort {
-  subscribe(topics: readonly string[] | RegExp): Promise<void>;
+  /** fromBeginning (default true): a new group starts at the earliest offset, else at the latest */
+  subscribe(topics: readonly string[] | RegExp, fromBeginning?: boolean): Promise<void>;
   /** runs handler per fetched batch of one partition; a throw re-delivers from the last committed offset */
   run(handler: (batch: Batch, heartbeat: () => Promise<void>) => Promise<void>): Promise<void>;
   commitOffsets(topic: string, partition: number, offset: string): Promise<void>;

@@ -528,7 +528,9 @@ describe('no bad input is a server error, and nothing leaks', () => {
     /** codes of the CLI and key management, of startup, or of server faults: not reachable by a caller */
     const notByHttpInput: ErrorCode[] = ['KEY_UNAVAILABLE', 'CONFIG_INVALID', 'KEYSTORE_INVALID', 'KEY_NOT_FOUND', 'KEY_EXISTS', 'KEY_MATERIAL_INVALID', 'INTERNAL',
       // record-level codes of the Kafka pipelines (covered by test/integration/stream-*.test.ts)
-      'RECORD_MALFORMED', 'SCHEMA_UNKNOWN', 'FIELD_MISSING', 'KEY_MISSING', 'REGISTRY_UNAVAILABLE'];
+      'RECORD_MALFORMED', 'SCHEMA_UNKNOWN', 'FIELD_MISSING', 'KEY_MISSING', 'REGISTRY_UNAVAILABLE',
+      // unprotect over Kafka only (covered by test/integration/unprotect.test.ts)
+      'DEADLINE_EXCEEDED', 'REPLY_TOPIC_NOT_ALLOWED'];
     // METHOD_NOT_ALLOWED has its own test above (405 with Allow)
     const reportedAbove: ErrorCode[] = ['METHOD_NOT_ALLOWED'];
     const missing = (Object.keys(ERROR_CATALOG) as ErrorCode[]).filter((c) => !covered.has(c) && !notByHttpInput.includes(c) && !reportedAbove.includes(c));

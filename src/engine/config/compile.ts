@@ -81,6 +81,7 @@ class Compiler {
       identity: this.doc.identity,
       service: this.doc.service,
       pipelines: this.doc.pipelines,
+      responders: this.doc.responders,
       version: createHash('sha256').update(JSON.stringify(this.doc)).digest('hex').slice(0, 12),
     };
 

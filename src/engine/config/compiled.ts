@@ -1,4 +1,4 @@
-import type { IdentityConfig, PipelineConfig, ServiceConfig, StepConfig } from './schema.ts';
+import type { IdentityConfig, PipelineConfig, ResponderConfig, ServiceConfig, StepConfig } from './schema.ts';
 import type { KeyRef } from '../transformers/transformer.ts';
 import type { ConfigIssue } from './issues.ts';
 
@@ -54,6 +54,8 @@ export interface CompiledConfig {
   service: ServiceConfig;
   /** Kafka pipelines (used by src/stream) */
   pipelines: Readonly<Record<string, PipelineConfig>>;
+  /** unprotect-on-demand responders over Kafka (used by src/stream) */
+  responders: Readonly<Record<string, ResponderConfig>>;
   /** a short hash of the configuration document, stamped on what veil produces */
   version: string;
 }

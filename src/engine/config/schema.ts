@@ -130,6 +130,17 @@ export const pipelineSchema = z.strictObject({
   groupId: z.string().regex(/^[A-Za-z0-9._-]{1,200}$/).optional(),
 });
 
+/** Unprotect on demand over Kafka: requests on one topic, replies only to allowed topics. */
+export const responderSchema = z.strictObject({
+  description: z.string().optional(),
+  requestTopic: topicName,
+  /** the reply-to topics a request may name; anything else is refused (never written to) */
+  replyTopics: z.array(topicName).min(1),
+  /** refused requests that cannot be answered (no or disallowed reply-to) land here, without values */
+  deadLetterTopic: topicName,
+  groupId: z.string().regex(/^[A-Za-z0-9._-]{1,200}$/).optional(),
+});
+
 export const serviceSchema = z.strictObject({
   limits: z.strictObject({
     bodyBytes: z.number().int().min(1024).max(64 * 1024 * 1024).default(4 * 1024 * 1024),
@@ -186,7 +197,10 @@ export const configSchema = z.strictObject({
   identity: identitySchema.prefault({}),
   service: serviceSchema.prefault({}),
   pipelines: z.record(name, pipelineSchema).default({}),
+  responders: z.record(name, responderSchema).default({}),
 });
+
+export type ResponderConfig = z.infer<typeof responderSchema>;
 
 export type PipelineConfig = z.infer<typeof pipelineSchema>;
 

@@ -1,6 +1,6 @@
-import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { AuditEvent, AuditSink } from '../../audit/audit-sink.ts';
+import type { AuditSink } from '../../audit/audit-sink.ts';
+import { auditEvent } from '../../audit/audit-event.ts';
 import type { Engine, Plan } from '../../engine/engine.ts';
 import type { ServiceConfig } from '../../engine/config/schema.ts';
 import { VeilError } from '../../engine/errors.ts';
@@ -49,14 +49,14 @@ export function registerTransformRoute(app: FastifyInstance, deps: Deps): void {
         response = deps.engine.execute(plan);
       } catch (e) {
         if (reveals && e instanceof VeilError) {
-          await deps.audit.record(event(req, deps.now(), caller, plan, 'failed', e.code)).catch(() => req.log.warn('audit sink failed to record a failed unprotect'));
+          await deps.audit.record(auditEvent({ requestId: req.id, channel: 'http', now: deps.now(), caller, plan, outcome: 'failed', code: e.code })).catch(() => req.log.warn('audit sink failed to record a failed unprotect'));
         }
         throw e;
       }
       // cleartext leaves only once its audit record is written: no record, no values
       if (reveals) {
         try {
-          await deps.audit.record(event(req, deps.now(), caller, plan, 'ok'));
+          await deps.audit.record(auditEvent({ requestId: req.id, channel: 'http', now: deps.now(), caller, plan, outcome: 'ok' }));
         } catch {
           throw new VeilError('AUDIT_UNAVAILABLE', 'the audit sink cannot record this unprotect, so it was refused');
         }
@@ -70,7 +70,7 @@ export function registerTransformRoute(app: FastifyInstance, deps: Deps): void {
       if (!(e instanceof VeilError)) req.log.error({ errorType: (e as Error).name, frames: String((e as Error).stack ?? '').split('\n').slice(1, 8) }, 'unexpected error');
       if (error.status === 401 || error.status === 403) {
         // best effort: the call is refused whether or not the audit records it
-        await deps.audit.record(event(req, deps.now(), caller, plan, 'denied', error.code, req.body)).catch(() => req.log.warn('audit sink failed to record a denied call'));
+        await deps.audit.record(auditEvent({ requestId: req.id, channel: 'http', now: deps.now(), caller, plan, outcome: 'denied', code: error.code, body: req.body })).catch(() => req.log.warn('audit sink failed to record a denied call'));
       }
       return deps.sendError(reply, error, req);
     }
@@ -79,35 +79,4 @@ export function registerTransformRoute(app: FastifyInstance, deps: Deps): void {
 
 function isJson(contentType: string | undefined): boolean {
   return /^application\/json\s*(;|$)/i.test(contentType ?? '');
-}
-
-function event(req: FastifyRequest, now: Date, caller: Caller | undefined, plan: Plan | undefined, outcome: AuditEvent['outcome'], code?: string, body?: unknown): AuditEvent {
-  const counts = new Map<string, AuditEvent['fields'][number]>();
-  let instances = 0;
-  if (plan) {
-    for (const r of plan.requests) {
-      for (const i of r.instances) {
-        const key = `${i.className}\0${i.propertyName}\0${r.action}`;
-        const entry = counts.get(key) ?? { className: i.className, propertyName: i.propertyName, action: r.action, count: 0 };
-        entry.count++;
-        instances++;
-        counts.set(key, entry);
-      }
-    }
-  } else {
-    // refused before planning: the field names are unverified caller input, so only count them
-    const requests = (body as { requests?: unknown })?.requests;
-    if (Array.isArray(requests)) for (const r of requests) instances += Array.isArray((r as { instances?: unknown })?.instances) ? (r as { instances: unknown[] }).instances.length : 0;
-  }
-  return {
-    eventId: randomUUID(),
-    time: now.toISOString(),
-    requestId: req.id,
-    channel: 'http',
-    ...(caller ? { client: caller.clientId, subject: caller.subject, issuer: caller.issuer } : {}),
-    outcome,
-    ...(code ? { code } : {}),
-    instances,
-    fields: [...counts.values()],
-  };
 }

@@ -1,0 +1,49 @@
+import { join } from 'node:path';
+import type { Logger } from 'pino';
+import { FileAuditSink, type AuditSink } from '../audit/audit-sink.ts';
+import { VeilError } from '../engine/errors.ts';
+import { CachingVerifier } from '../identity/caching-verifier.ts';
+import { TokenVerifier } from '../identity/token-verifier.ts';
+import { JwtSigner } from '../keys/jwt-signer.ts';
+import { kafkajsPort } from '../stream/kafkajs-adapter.ts';
+import { UnprotectResponder } from '../stream/unprotect-responder.ts';
+import { createLogger } from './open-service.ts';
+import { openEngineAndKeys, type StreamOptions } from './open-stream.ts';
+
+export interface Responders {
+  responders: UnprotectResponder[];
+  logger: Logger;
+  start(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/**
+ * Wires the unprotect-on-demand responders: tokens are verified like the HTTP API's (veil's own
+ * issuer — VEIL_BASE_URL or identity.issuer, as `veil serve` uses — and the external providers).
+ */
+export async function openResponders(options: Omit<StreamOptions, 'registryUrl' | 'pipelines'> & { names?: string[]; audit?: AuditSink }): Promise<Responders> {
+  const logger = options.logger ?? createLogger(options.env.VEIL_LOG_LEVEL ?? 'info');
+  const { config, keystore, engine } = await openEngineAndKeys(options);
+  const names = options.names ?? Object.keys(config.responders);
+  if (names.length === 0) throw new VeilError('CONFIG_INVALID', `${options.configFile} defines no responders`);
+  for (const n of names) if (!config.responders[n]) throw new VeilError('CONFIG_INVALID', `no responder ${n} in ${options.configFile}`);
+  const issuer = config.identity.issuer ?? options.env.VEIL_BASE_URL ?? 'http://127.0.0.1:8080';
+  const signer = new JwtSigner(keystore, config.identity.signingKey);
+  const verifier = new CachingVerifier(new TokenVerifier({ identity: config.identity, issuer, signer, now: options.now }), { now: options.now });
+  const audit = options.audit ?? new FileAuditSink(join(options.dataDir, 'audit.log'));
+  const kafka = options.kafka ?? kafkajsPort({
+    brokers: options.brokers, clientId: 'veil-unprotect',
+    sessionTimeoutMs: Number(options.env.VEIL_KAFKA_SESSION_TIMEOUT_MS ?? 30_000),
+    log: (level, message, extra) => logger[level]({ kafka: extra }, message),
+  });
+  const responders = names.map((name) => new UnprotectResponder({ name, config: config.responders[name]!, engine, verifier, audit, kafka, log: logger, now: options.now }));
+  return {
+    responders, logger,
+    start: async () => void (await Promise.all(responders.map((r) => r.start()))),
+    async stop() {
+      await Promise.all(responders.map((r) => r.stop()));
+      await kafka.disconnect();
+      await audit.close();
+    },
+  };
+}
