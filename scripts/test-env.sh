@@ -144,5 +144,8 @@ case "${1:-}" in
   restart-kafka) stop_one kafka; run_kafka ;;
   status) port_open "$KAFKA_PORT" && log "Kafka up" || log "Kafka down"; port_open "$REGISTRY_PORT" && log "registry up" || log "registry down" ;;
   env) print_env ;;
-  *) echo "usage: $0 install|start|stop|status|env" >&2; exit 2 ;;
+  topics)   # topics NAME... (1 partition each; existing ones are left alone)
+    shift
+    KAFKA_BROKERS="127.0.0.1:$KAFKA_PORT" "$(dirname "$0")/node22" "$(dirname "$0")/create-topics.ts" "$@" ;;
+  *) echo "usage: $0 install|start|stop|status|env|topics NAME...|start-kafka|stop-kafka|restart-kafka" >&2; exit 2 ;;
 esac

@@ -1,6 +1,10 @@
 import { parseArgs } from 'node:util';
 import { openStream } from '../app/open-stream.ts';
 import { openResponders } from '../app/open-responders.ts';
+import { readFile } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import { kafkajsPort } from '../stream/kafkajs-adapter.ts';
+import { UnprotectClient } from '../stream/unprotect-client.ts';
 import { resolveConfigPath, resolveDataDir } from '../app/paths.ts';
 import { VeilError } from '../engine/errors.ts';
 import type { Command } from './io.ts';
@@ -8,8 +12,11 @@ import type { Command } from './io.ts';
 export const streamHelp = `Usage: veil stream protect [--config F] [--pipeline NAME]... [--brokers H:P,...] [--registry URL] [--port N]
        veil stream unprotect [--config F] [--responder NAME]... [--brokers H:P,...]
 
+       veil stream request --request-topic T --reply-topic R --token-file F [--request FILE|-] [--timeout MS]
+
 unprotect: serves transform requests from the responders' request topics (its own consumer
 group), replying on allowed reply topics; see README "Unprotect over Kafka".
+request: sends one transform request body over Kafka and prints the reply (exit 0 on status 200).
 
 Runs the configuration's protect pipelines: raw topics → protected clean topics, exactly-once by
 default. Instances with the same configuration share the partitions (one consumer group per
@@ -24,13 +31,16 @@ export const streamCommand: Command = async (args, io) => {
   try {
     parsed = parseArgs({
       args, allowPositionals: true,
-      options: { config: { type: 'string' }, 'data-dir': { type: 'string' }, pipeline: { type: 'string', multiple: true }, responder: { type: 'string', multiple: true }, brokers: { type: 'string' }, registry: { type: 'string' }, port: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+      options: {
+        config: { type: 'string' }, 'data-dir': { type: 'string' }, pipeline: { type: 'string', multiple: true }, responder: { type: 'string', multiple: true },
+        'request-topic': { type: 'string' }, 'reply-topic': { type: 'string' }, 'token-file': { type: 'string' }, request: { type: 'string' }, timeout: { type: 'string' }, brokers: { type: 'string' }, registry: { type: 'string' }, port: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
     });
   } catch (e) {
     io.stderr(`veil stream: ${(e as Error).message}\n`);
     return 2;
   }
   const { values, positionals } = parsed;
+  if (positionals[0] === 'request') return sendRequest(values, io);
   if (values.help || (positionals[0] !== 'protect' && positionals[0] !== 'unprotect')) {
     io.stdout(streamHelp);
     return values.help ? 0 : 2;
@@ -91,3 +101,31 @@ export const streamCommand: Command = async (args, io) => {
     return 1;
   }
 };
+
+/** `veil stream request`: one request/reply round trip through UnprotectClient. */
+async function sendRequest(values: Record<string, string | boolean | string[] | undefined>, io: Parameters<Command>[1]): Promise<number> {
+  const requestTopic = values['request-topic'] as string | undefined;
+  const replyTopic = values['reply-topic'] as string | undefined;
+  const tokenFile = values['token-file'] as string | undefined;
+  if (!requestTopic || !replyTopic || !tokenFile) {
+    io.stderr('veil stream request: needs --request-topic, --reply-topic and --token-file\n');
+    return 2;
+  }
+  const source = (values.request as string | undefined) ?? '-';
+  const text = source === '-' ? await io.readStdin() : await readFile(resolve(io.cwd, source), 'utf8');
+  const token = (await readFile(resolve(io.cwd, tokenFile), 'utf8')).trim();
+  const kafka = kafkajsPort({ brokers: ((values.brokers as string | undefined) ?? io.env.KAFKA_BROKERS ?? '127.0.0.1:9092').split(','), clientId: 'veil-request' });
+  let client: UnprotectClient | undefined;
+  try {
+    client = await UnprotectClient.connect({ kafka, requestTopic, replyTopic });
+    const reply = await client.request(JSON.parse(text), { token, timeoutMs: Number(values.timeout ?? 10_000) });
+    io.stdout(`${JSON.stringify(reply.body, null, 2)}\n`);
+    return reply.status === 200 ? 0 : 1;
+  } catch (e) {
+    io.stderr(`veil stream request: ${(e as Error).message}\n`);
+    return 1;
+  } finally {
+    await client?.close().catch(() => undefined);
+    await kafka.disconnect().catch(() => undefined);
+  }
+}

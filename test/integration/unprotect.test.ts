@@ -119,6 +119,18 @@ responders:
     await Promise.all(clients.map((c) => c.close()));
   }, 60_000);
 
+  it('veil stream request (the README round trip) sends a request and prints the reply', async () => {
+    const { writeFile } = await import('node:fs/promises');
+    const { execFile } = await import('node:child_process');
+    const { promisify } = await import('node:util');
+    await writeFile(join(dataDir, 'token.txt'), supportToken);
+    await writeFile(join(dataDir, 'unprotect.json'), JSON.stringify(unprotect('email', protectedEmail)));
+    const { stdout } = await promisify(execFile)(new URL('../../scripts/veil', import.meta.url).pathname, [
+      'stream', 'request', '--request-topic', requests, '--reply-topic', replies, '--token-file', join(dataDir, 'token.txt'), '--request', join(dataDir, 'unprotect.json'),
+    ], { env: { ...process.env, KAFKA_BROKERS: BROKERS.join(',') } });
+    expect(JSON.parse(stdout).responses[0].instances[0].value).toBe('kafka.person@example.com');
+  }, 60_000);
+
   it('loses no request when the responder restarts mid-load', async () => {
     const fraudToken = await http.token();
     const values = Array.from({ length: 40 }, (_, i) => `restart.${i}@example.com`);
