@@ -45,55 +45,29 @@ export const streamCommand: Command = async (args, io) => {
     io.stdout(streamHelp);
     return values.help ? 0 : 2;
   }
-  if (positionals[0] === 'unprotect') {
-    try {
-      const responders = await openResponders({
-        configFile: resolveConfigPath(values.config, io.env, io.cwd),
-        dataDir: resolveDataDir(values['data-dir'], io.env, io.cwd),
-        env: io.env, now: io.now,
-        brokers: (values.brokers ?? io.env.KAFKA_BROKERS ?? '127.0.0.1:9092').split(','),
-        ...(values.responder ? { names: values.responder } : {}),
-        development: io.env.VEIL_ENV !== 'production',
-        notice: (line) => io.stderr(`veil stream: ${line}\n`),
-      });
+  const common = {
+    configFile: resolveConfigPath(values.config, io.env, io.cwd),
+    dataDir: resolveDataDir(values['data-dir'], io.env, io.cwd),
+    env: io.env, now: io.now,
+    brokers: (values.brokers ?? io.env.KAFKA_BROKERS ?? '127.0.0.1:9092').split(','),
+    development: io.env.VEIL_ENV !== 'production',
+    notice: (line: string) => io.stderr(`veil stream: ${line}\n`),
+  };
+  try {
+    if (positionals[0] === 'unprotect') {
+      const responders = await openResponders({ ...common, ...(values.responder ? { names: values.responder } : {}) });
       await responders.start();
       io.stderr(`veil stream: serving ${responders.responders.map((r) => r.groupId).join(', ')}\n`);
-      await new Promise<void>((resolve) => {
-        const stop = async () => {
-          await responders.stop();
-          resolve();
-        };
-        process.once('SIGTERM', stop);
-        process.once('SIGINT', stop);
-      });
+      await untilSignal(() => responders.stop());
       return 0;
-    } catch (e) {
-      io.stderr(`veil stream: ${e instanceof VeilError ? `${e.message} [${e.code}]` : `cannot start: ${(e as Error).message}`}\n`);
-      return 1;
     }
-  }
-  try {
-    const stream = await openStream({
-      configFile: resolveConfigPath(values.config, io.env, io.cwd),
-      dataDir: resolveDataDir(values['data-dir'], io.env, io.cwd),
-      env: io.env, now: io.now,
-      brokers: (values.brokers ?? io.env.KAFKA_BROKERS ?? '127.0.0.1:9092').split(','),
-      registryUrl: values.registry ?? io.env.SCHEMA_REGISTRY_URL,
-      ...(values.pipeline ? { pipelines: values.pipeline } : {}),
-      development: io.env.VEIL_ENV !== 'production',
-      notice: (line) => io.stderr(`veil stream: ${line}\n`),
-    });
+    const stream = await openStream({ ...common, registryUrl: values.registry ?? io.env.SCHEMA_REGISTRY_URL, ...(values.pipeline ? { pipelines: values.pipeline } : {}) });
     const server = await stream.listen(Number(values.port ?? io.env.VEIL_STREAM_PORT ?? 9464), io.env.VEIL_HOST ?? '127.0.0.1');
     await stream.start();
     io.stderr(`veil stream: running ${stream.pipelines.map((p) => p.groupId).join(', ')}\n`);
-    await new Promise<void>((resolve) => {
-      const stop = async () => {
-        await stream.stop();
-        server.close();
-        resolve();
-      };
-      process.once('SIGTERM', stop);
-      process.once('SIGINT', stop);
+    await untilSignal(async () => {
+      await stream.stop();
+      server.close();
     });
     return 0;
   } catch (e) {
@@ -101,6 +75,18 @@ export const streamCommand: Command = async (args, io) => {
     return 1;
   }
 };
+
+/** Resolves once SIGTERM or SIGINT arrived and `stop` finished (the in-flight batch ends first). */
+function untilSignal(stop: () => Promise<void>): Promise<void> {
+  return new Promise((resolve) => {
+    const handler = async () => {
+      await stop();
+      resolve();
+    };
+    process.once('SIGTERM', handler);
+    process.once('SIGINT', handler);
+  });
+}
 
 /** `veil stream request`: one request/reply round trip through UnprotectClient. */
 async function sendRequest(values: Record<string, string | boolean | string[] | undefined>, io: Parameters<Command>[1]): Promise<number> {
