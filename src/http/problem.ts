@@ -30,7 +30,3 @@ export function problemOf(error: VeilError, requestId?: string): Problem {
     ...(first ? { pointer: first.pointer, errors: error.details } : {}),
   };
 }
-
-export function problem(code: ErrorCode, detail: string): VeilError {
-  return new VeilError(code, detail);
-}

@@ -23,8 +23,6 @@ export function kafkajsPort(options: { brokers: string[]; clientId: string; log?
     },
     ...options.config,
   });
-  const admin = kafka.admin();
-  let adminConnected: Promise<void> | undefined;
   return {
     consumer: ({ groupId, readCommitted }) => consumerPort(kafka.consumer({
       groupId, readUncommitted: !readCommitted, allowAutoTopicCreation: false,
@@ -40,14 +38,8 @@ export function kafkajsPort(options: { brokers: string[]; clientId: string; log?
       await producer.connect();
       return producerPort(producer);
     },
-    async createTopics(topics) {
-      adminConnected ??= admin.connect();
-      await adminConnected;
-      await admin.createTopics({ topics: topics.map((t) => ({ topic: t.topic, numPartitions: t.partitions })), waitForLeaders: true });
-    },
-    async disconnect() {
-      if (adminConnected) await admin.disconnect();
-    },
+    // consumers and producers close themselves; the client holds nothing else
+    async disconnect() {},
   };
 }
 

@@ -62,7 +62,6 @@ export interface KafkaPort {
   consumer(options: { groupId: string; readCommitted: boolean }): ConsumerPort;
   /** transactionalId set: a transactional producer (fencing earlier ones of the same id) */
   producer(options: { transactionalId?: string }): Promise<ProducerPort>;
-  createTopics(topics: { topic: string; partitions: number }[]): Promise<void>;
   disconnect(): Promise<void>;
 }
 

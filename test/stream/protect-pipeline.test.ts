@@ -53,7 +53,6 @@ class FakeKafka implements KafkaPort {
       disconnect: async () => undefined,
     };
   }
-  createTopics = async () => undefined;
   disconnect = async () => undefined;
 }
 
