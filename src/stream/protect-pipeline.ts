@@ -155,11 +155,13 @@ export class ProtectPipeline {
     const send = target ? (r: OutRecord[]) => target.tx.send(r) : async (r: OutRecord[]) => (await (this.plainProducer ??= this.deps.kafka.producer({}))).send(r);
     const codes = new Map<string, number>();
     let sending: Promise<void> = Promise.resolve();
+    let sent = false;
     let beat = Date.now();
     try {
       for (let i = 0; i < batch.records.length; i += CHUNK) {
         const chunk: OutRecord[] = [];
         for (const record of batch.records.slice(i, i + CHUNK)) chunk.push(await this.protectOrDeadLetter(record, batch, codes));
+        sent = true;
         sending = sending.then(() => send(chunk));
         if (Date.now() - beat > 1000) {
           await heartbeat();
@@ -171,8 +173,15 @@ export class ProtectPipeline {
       else await this.consumer!.commitOffsets(batch.topic, batch.partition, next);
     } catch (e) {
       await sending.catch(() => undefined);
-      if (target) await this.discard(target);
-      throw e;
+      if (!target) throw e;
+      await this.discard(target);
+      // A failure before anything was sent (a retriable protect error) may be retried on the
+      // batch in memory. Once sends began, the transaction's outcome may be unknown (a commit
+      // that timed out can still have committed): the consumer must restart from the offsets
+      // the broker has committed, or it could write the batch twice. A non-retriable error makes
+      // kafkajs restart the consumer (restartOnFailure) instead of retrying the batch in memory.
+      if (!sent) throw e;
+      throw Object.assign(new Error('transaction outcome unknown; restarting from the committed offsets', { cause: e }), { name: 'VeilTransactionAborted', retriable: false });
     }
     const dead = [...codes.values()].reduce((a, b) => a + b, 0);
     metrics.recordsIn.inc({ pipeline: name }, batch.records.length);
