@@ -24,19 +24,9 @@ export function auditEvent(options: {
   body?: unknown;
 }): AuditEvent {
   const { plan, caller } = options;
-  const counts = new Map<string, AuditEvent['fields'][number]>();
-  let instances = 0;
-  if (plan) {
-    for (const r of plan.requests) {
-      for (const i of r.instances) {
-        const key = `${i.className}\0${i.propertyName}\0${r.action}`;
-        const entry = counts.get(key) ?? { className: i.className, propertyName: i.propertyName, action: r.action, count: 0 };
-        entry.count++;
-        instances++;
-        counts.set(key, entry);
-      }
-    }
-  } else {
+  const fields = plan ? fieldCounts(plan) : [];
+  let instances = fields.reduce((n, f) => n + f.count, 0);
+  if (!plan) {
     const requests = (options.body as { requests?: unknown })?.requests;
     if (Array.isArray(requests)) for (const r of requests) instances += Array.isArray((r as { instances?: unknown })?.instances) ? (r as { instances: unknown[] }).instances.length : 0;
   }
@@ -49,6 +39,20 @@ export function auditEvent(options: {
     outcome: options.outcome,
     ...(options.code ? { code: options.code } : {}),
     instances,
-    fields: [...counts.values()],
+    fields,
   };
+}
+
+/** How many values of each configured field a planned call transforms, per action. */
+export function fieldCounts(plan: Plan): AuditEvent['fields'] {
+  const counts = new Map<string, AuditEvent['fields'][number]>();
+  for (const r of plan.requests) {
+    for (const i of r.instances) {
+      const key = `${i.className}\0${i.propertyName}\0${r.action}`;
+      const entry = counts.get(key) ?? { className: i.className, propertyName: i.propertyName, action: r.action, count: 0 };
+      entry.count++;
+      counts.set(key, entry);
+    }
+  }
+  return [...counts.values()];
 }

@@ -76,25 +76,28 @@ export class Engine {
       const rights = contexts.rights.get(r.rightsContext.toLowerCase())!;
       const action = processing.action;
       let reveals = false;
-      const chains = r.instances.map((inst, ii): Chain => {
-        const detail = { request: r.guid, instance: ii, className: inst.className, propertyName: inst.propertyName, pointer: `/requests/${ri}/instances/${ii}` };
-        const name = `${inst.className}.${inst.propertyName}`;
-        if (!rights.grants(action, inst.className, inst.propertyName)) {
-          forbidden.push({ ...detail, code: 'ACTION_NOT_GRANTED', message: `${action} on ${name} is not granted to rights context ${r.rightsContext}` });
-          return noChain;
+      // decided once per field of the request: a batch repeats the same few fields many times
+      const decided = new Map<string, Chain | Omit<ErrorDetail, 'pointer' | 'request' | 'instance'>>();
+      const decide = (className: string, propertyName: string): Chain | Omit<ErrorDetail, 'pointer' | 'request' | 'instance'> => {
+        const name = `${className}.${propertyName}`;
+        const fieldOf = { className, propertyName };
+        if (!rights.grants(action, className, propertyName)) {
+          return { ...fieldOf, code: 'ACTION_NOT_GRANTED', message: `${action} on ${name} is not granted to rights context ${r.rightsContext}` };
         }
-        const field = this.config.classes.get(inst.className)?.get(inst.propertyName);
-        if (!field) {
-          unprocessable.push({ ...detail, code: 'FIELD_UNKNOWN', message: `${name} is not a configured class.property` });
-          return noChain;
-        }
+        const field = this.config.classes.get(className)?.get(propertyName);
+        if (!field) return { ...fieldOf, code: 'FIELD_UNKNOWN', message: `${name} is not a configured class.property` };
         const plan = field.actions.get(action);
-        if (!plan) {
-          unprocessable.push({ ...detail, code: 'ACTION_NOT_CONFIGURED', message: `${name} has no sequence for ${action}` });
-          return noChain;
-        }
+        if (!plan) return { ...fieldOf, code: 'ACTION_NOT_CONFIGURED', message: `${name} has no sequence for ${action}` };
         if (plan.direction === 'inverse') reveals = true;
         return this.chains.chain(field, action, plan);
+      };
+      const chains = r.instances.map((inst, ii): Chain => {
+        const key = `${inst.className}\0${inst.propertyName}`;
+        let outcome = decided.get(key);
+        if (outcome === undefined) decided.set(key, (outcome = decide(inst.className, inst.propertyName)));
+        if (typeof outcome === 'function') return outcome;
+        (outcome.code === 'ACTION_NOT_GRANTED' ? forbidden : unprocessable).push({ ...outcome, request: r.guid, instance: ii, pointer: `/requests/${ri}/instances/${ii}` });
+        return noChain;
       });
       return { guid: r.guid, index: ri, action, reveals, processingContext: processing.name, rightsContexts: rights.names, instances: r.instances, chains };
     });

@@ -46,6 +46,7 @@ export class ProtectPipeline {
   private plainProducer?: Promise<ProducerPort>;
   private consumer?: ConsumerPort;
   private readonly protectedHeader: Buffer;
+  private rename?: RegExp;
 
   constructor(deps: PipelineDeps) {
     this.deps = deps;
@@ -97,7 +98,8 @@ export class ProtectPipeline {
   sinkTopic(source: string): string {
     const sink = this.deps.config.sink;
     if ('topic' in sink) return sink.topic;
-    return source.replace(new RegExp(sink.rename.from), sink.rename.to);
+    this.rename ??= new RegExp(sink.rename.from);
+    return source.replace(this.rename, sink.rename.to);
   }
 
   /** Protects one record, or says why it goes to the dead-letter topic. */

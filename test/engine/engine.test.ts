@@ -5,7 +5,7 @@ import { ERROR_CATALOG, VeilError, type ErrorCode, type ErrorDetail } from '../.
 import { MemoryKeyProvider } from '../../src/engine/keys/memory-key-provider.ts';
 import { transformResponseSchema, type TransformRequest } from '../../src/engine/request/schema.ts';
 import {
-  EXAMPLE_CONFIG_TEXT, body, compileOrFail, engineFixture, fixtureText, identity, rotate, valuesOf, veilErrorOf,
+  EXAMPLE_CONFIG_TEXT, body, compileOrFail, engineFixture, fixtureText, identity, rotate, tamper, valuesOf, veilErrorOf, withKeyVersion,
 } from '../helpers/engine-fixture.ts';
 
 const BASE64URL = /^[A-Za-z0-9_-]+$/;
@@ -27,18 +27,6 @@ const REVERSIBLE = ['email', 'cardNumber', 'nationalId', 'name'] as const;
 
 const fraud = identity('fraud');
 
-/** Replaces one character in the middle of a base64url value by another base64url character. */
-function tamper(value: string): string {
-  const i = Math.floor(value.length / 2);
-  return value.slice(0, i) + (value[i] === 'A' ? 'B' : 'A') + value.slice(i + 1);
-}
-
-/** Rewrites the key version in the 5-byte header of a keyed output. */
-function withKeyVersion(value: string, version: number): string {
-  const bytes = Buffer.from(value, 'base64url');
-  bytes.writeUInt32BE(version, 1);
-  return bytes.toString('base64url');
-}
 
 function digitsOf(s: string): string {
   return s.replace(/\D/g, '');

@@ -146,3 +146,16 @@ export function veilErrorOf(fn: () => unknown, code: ErrorCode): VeilError {
   expect(caught.retriable).toBe(ERROR_CATALOG[code].retriable);
   return caught;
 }
+
+/** Replaces one character in the middle of a base64url value by another base64url character. */
+export function tamper(value: string): string {
+  const i = Math.floor(value.length / 2);
+  return value.slice(0, i) + (value[i] === 'A' ? 'B' : 'A') + value.slice(i + 1);
+}
+
+/** Rewrites the key version in the 5-byte header of a keyed output. */
+export function withKeyVersion(value: string, version: number): string {
+  const bytes = Buffer.from(value, 'base64url');
+  bytes.writeUInt32BE(version, 1);
+  return bytes.toString('base64url');
+}

@@ -8,6 +8,7 @@ import {
   EXAMPLE_CONFIG_TEXT, REVERSIBLE, SECRET, body, call, clientsYaml, expectNoneContain, expectProblem, expectProblemAt, protectEmailBody,
   startWith, transform, type Reply,
 } from './support.ts';
+import { tamper, withKeyVersion } from '../helpers/engine-fixture.ts';
 
 /**
  * POST /transform over real HTTP (spec §2, §4.1, §5): the request/response shape, and every
@@ -44,18 +45,6 @@ function ok(reply: Reply): Loose {
   return reply.json;
 }
 
-/** Replaces one character in the middle of a base64url value by another base64url character. */
-function tamper(value: string): string {
-  const i = Math.floor(value.length / 2);
-  return value.slice(0, i) + (value[i] === 'A' ? 'B' : 'A') + value.slice(i + 1);
-}
-
-/** Rewrites the key version in the 5-byte header of a keyed output. */
-function withKeyVersion(value: string, version: number): string {
-  const bytes = Buffer.from(value, 'base64url');
-  bytes.writeUInt32BE(version, 1);
-  return bytes.toString('base64url');
-}
 
 /** The client that holds only the support role (configured with an scrypt hash). */
 const SUPPORT_CLIENT = { id: 'support-app', secret: 'zz-client-secret-support-7f3a9c' };

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AuditSink } from '../../audit/audit-sink.ts';
-import { auditEvent } from '../../audit/audit-event.ts';
+import { auditEvent, fieldCounts } from '../../audit/audit-event.ts';
 import type { Engine, Plan } from '../../engine/engine.ts';
 import type { ServiceConfig } from '../../engine/config/schema.ts';
 import { VeilError } from '../../engine/errors.ts';
@@ -61,8 +61,8 @@ export function registerTransformRoute(app: FastifyInstance, deps: Deps): void {
           throw new VeilError('AUDIT_UNAVAILABLE', 'the audit sink cannot record this unprotect, so it was refused');
         }
       }
-      for (const r of plan.requests) {
-        for (const inst of r.instances) deps.metrics.instances.inc({ class: inst.className, property: inst.propertyName, action: r.action });
+      for (const f of fieldCounts(plan)) {
+        deps.metrics.instances.inc({ class: f.className, property: f.propertyName, action: f.action }, f.count);
       }
       return reply.code(200).send(response);
     } catch (e) {

@@ -1,4 +1,5 @@
 import type { SchemaRegistryPort } from '../ports.ts';
+import { memo } from '../memo.ts';
 
 /**
  * Caches a registry forever: schema text by id and id by (subject, schema text) never change once
@@ -21,14 +22,4 @@ export class CachingRegistry implements SchemaRegistryPort {
   register(subject: string, schema: string): Promise<number> {
     return memo(this.ids, `${subject}\u0000${schema}`, () => this.inner.register(subject, schema));
   }
-}
-
-function memo<K, V>(map: Map<K, Promise<V>>, key: K, load: () => Promise<V>): Promise<V> {
-  let p = map.get(key);
-  if (!p) {
-    p = load();
-    map.set(key, p);
-    p.catch(() => map.get(key) === p && map.delete(key));
-  }
-  return p;
 }

@@ -4,6 +4,7 @@ import { StreamError } from '../stream-error.ts';
 import { CleanSchemaError, deriveCleanSchema } from './avro-clean-schema.ts';
 import { avroType } from './avro-types.ts';
 import type { Decoded, Serde } from './serde.ts';
+import { memo } from '../memo.ts';
 
 export interface AvroSerdeOptions {
   registry: SchemaRegistryPort;
@@ -38,17 +39,6 @@ export function avroSerde(options: AvroSerdeOptions): Serde {
   const { registry, protectedPaths } = options;
   const writers = new Map<number, Promise<Writer>>();
   const cleanIds = new Map<string, Promise<number>>();
-
-  function memo<K, V>(map: Map<K, Promise<V>>, key: K, load: () => Promise<V>): Promise<V> {
-    let p = map.get(key);
-    if (!p) {
-      p = load();
-      map.set(key, p);
-      // only successes are kept: a registry that was down, or an id not yet replicated, is asked again
-      p.catch(() => map.get(key) === p && map.delete(key));
-    }
-    return p;
-  }
 
   const writer = (id: number) => memo(writers, id, async (): Promise<Writer> => {
     const text = await registry.schemaById(id);
