@@ -4,9 +4,29 @@ import { promisify } from 'node:util';
 export const ROOT = new URL('../..', import.meta.url).pathname;
 export const TEST_ENV_SCRIPT = `${ROOT}scripts/test-env.sh`;
 
+/**
+ * `count` consecutive free loopback ports below the kernel's ephemeral range (32768+), so a
+ * client socket's random local port cannot take one between the check and the server's bind.
+ */
+export async function freePorts(count: number): Promise<number> {
+  const { createServer } = await import('node:net');
+  const free = (port: number) => new Promise<boolean>((resolve) => {
+    const server = createServer();
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+  });
+  for (let attempt = 0; attempt < 200; attempt++) {
+    const first = 21000 + Math.floor(Math.random() * 11000);
+    let ok = true;
+    for (let i = 0; i < count && ok; i++) ok = await free(first + i);
+    if (ok) return first;
+  }
+  throw new Error('no free ports');
+}
+
 /** A private broker for tests that stop, pause and restart it (other tests keep theirs). */
 export async function privateBroker(label: string): Promise<{ brokers: string; env: Record<string, string>; pid(): Promise<number>; restart(): Promise<void>; stop(): Promise<void> }> {
-  const port = 29000 + Math.floor(Math.random() * 5000) * 2;
+  const port = await freePorts(2);
   const env = {
     ...process.env,
     VEIL_TEST_ENV_DIR: `/tmp/veil-${label}-${port}`,

@@ -5,6 +5,8 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
+import { freePorts } from '../helpers/processes.ts';
+
 const root = new URL('../..', import.meta.url).pathname;
 
 async function waitReady(url: string): Promise<void> {
@@ -26,7 +28,7 @@ describe('veil serve (process)', () => {
 
   beforeAll(async () => {
     dataDir = await mkdtemp(join(tmpdir(), 'veil-serve-'));
-    const port = 20000 + Math.floor(Math.random() * 20000);
+    const port = await freePorts(1);
     url = `http://127.0.0.1:${port}`;
     child = spawn(join(root, 'scripts/veil'), ['serve', '--port', String(port), '--data-dir', dataDir], { env: { ...process.env, VEIL_LOG_LEVEL: 'warn', VEIL_DRAIN_DELAY_MS: '1500' }, stdio: ['ignore', 'pipe', 'pipe'] });
     child.stderr!.on('data', (d) => (stderr += String(d)));

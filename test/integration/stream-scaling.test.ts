@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EXAMPLE_CONFIG } from '../../src/app/paths.ts';
 import { BROKERS, consume, createTopics, kafkaClient, produce, topicsFor } from '../helpers/kafka.ts';
-import { spawnStream, waitFor } from '../helpers/processes.ts';
+import { freePorts, spawnStream, waitFor } from '../helpers/processes.ts';
 
 /** Two `veil stream protect` processes in one consumer group: they split the partitions, and one takes over when the other stops. */
 describe('stream: scaling a consumer group (real broker, two processes)', () => {
@@ -13,8 +13,7 @@ describe('stream: scaling a consumer group (real broker, two processes)', () => 
   const kafka = kafkaClient();
   let dataDir: string;
   let configFile: string;
-  const ports = [40000 + Math.floor(Math.random() * 10000), 0];
-  ports[1] = ports[0]! + 1;
+  const ports = [0, 0];
 
   const recordsIn = async (port: number): Promise<number> => {
     try {
@@ -27,6 +26,8 @@ describe('stream: scaling a consumer group (real broker, two processes)', () => 
   const batch = (from: number, n: number) => Array.from({ length: n }, (_, i) => ({ key: `k${from + i}`, value: JSON.stringify({ id: from + i, email: `p${from + i}@example.com` }) }));
 
   beforeAll(async () => {
+    ports[0] = await freePorts(2);
+    ports[1] = ports[0] + 1;
     await createTopics(kafka, [t.raw, t.clean], 4);
     await createTopics(kafka, [t.dlq], 1);
     dataDir = await mkdtemp(join(tmpdir(), 'veil-scale-'));
