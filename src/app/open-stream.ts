@@ -81,7 +81,7 @@ export async function openStream(options: StreamOptions): Promise<StreamService>
   const pipelines = await Promise.all(names.map(async (name) => {
     const p = config.pipelines[name]!;
     const serde = p.format === 'json' ? jsonSerde() : await avroSerdeFor(p.fields.map((f) => f.path));
-    return new ProtectPipeline({ name, config: p, configVersion: config.version, engine, kafka, serde, metrics, log: logger });
+    return new ProtectPipeline({ name, config: p, configVersion: config.version, engine, kafka, serde, metrics, log: logger, stallMs: Number(options.env.VEIL_STREAM_STALL_MS ?? 60_000) });
   }));
   let running = false;
   return {
@@ -98,7 +98,11 @@ export async function openStream(options: StreamOptions): Promise<StreamService>
     },
     async listen(port, host) {
       const server = createServer(async (req, res) => {
-        if (req.url === '/healthz') return void res.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"ok"}');
+        if (req.url === '/healthz') {
+          // liveness is progress: a stalled, halted or crashed pipeline fails it
+          const failing = pipelines.map((p) => ({ pipeline: p.name, ...p.health() })).filter((h) => !h.healthy).map(({ pipeline, reason }) => ({ pipeline, reason }));
+          return void res.writeHead(failing.length ? 503 : 200, { 'content-type': 'application/json' }).end(JSON.stringify(failing.length ? { status: 'failing', pipelines: failing } : { status: 'ok' }));
+        }
         if (req.url === '/readyz') return void res.writeHead(running ? 200 : 503, { 'content-type': 'application/json' }).end(JSON.stringify({ status: running ? 'ready' : 'not ready' }));
         if (req.url === '/metrics') return void res.writeHead(200, { 'content-type': metrics.registry.contentType }).end(await metrics.registry.metrics());
         res.writeHead(404).end();

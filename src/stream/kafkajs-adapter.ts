@@ -1,17 +1,25 @@
-import { Kafka, logLevel, Partitioners, type Consumer, type Producer, type IHeaders, type KafkaConfig } from 'kafkajs';
-import type { Batch, ConsumerPort, Headers, InRecord, KafkaPort, OutRecord, ProducerPort, Transaction } from './ports.ts';
+import { Kafka, logLevel, Partitioners, type Admin, type Consumer, type IHeaders, type KafkaConfig, type Producer } from 'kafkajs';
+import type { Batch, ConsumerPort, Header, InRecord, KafkaPort, OutRecord, ProducerPort, Transaction } from './ports.ts';
+import { BATCH_OVERHEAD, recordBytes } from './record-size.ts';
 
 /** Log lines from kafkajs, never message contents (kafkajs does not log payloads). */
 export type KafkaLog = (level: 'error' | 'warn' | 'info', message: string, extra: Record<string, unknown>) => void;
 
 const LEVELS: Record<number, 'error' | 'warn' | 'info'> = { [logLevel.ERROR]: 'error', [logLevel.WARN]: 'warn', [logLevel.INFO]: 'info' };
 
+/** Fetch sizes: larger fetches make fewer, larger transactions (a transaction costs ~4 round trips). */
+export interface FetchTuning {
+  maxBytesPerPartition?: number;
+  maxWaitTimeInMs?: number;
+  partitionsConsumedConcurrently?: number;
+}
+
 /**
  * KafkaPort over kafkajs. Transactional producers follow kafkajs' Transactions.md: idempotent,
  * maxInFlightRequests 1, one transactional id per input partition (kafkajs has no KIP-447, so
  * zombie fencing comes from the id, not from the group generation).
  */
-export function kafkajsPort(options: { brokers: string[]; clientId: string; log?: KafkaLog; config?: Partial<KafkaConfig>; sessionTimeoutMs?: number }): KafkaPort {
+export function kafkajsPort(options: { brokers: string[]; clientId: string; log?: KafkaLog; config?: Partial<KafkaConfig>; sessionTimeoutMs?: number; fetch?: FetchTuning }): KafkaPort {
   const sessionTimeout = options.sessionTimeoutMs ?? 30_000;
   const kafka = new Kafka({
     clientId: options.clientId,
@@ -23,81 +31,150 @@ export function kafkajsPort(options: { brokers: string[]; clientId: string; log?
     },
     ...options.config,
   });
+  let admin: Promise<Admin> | undefined;
+  const connectedAdmin = () => (admin ??= (async () => {
+    const a = kafka.admin();
+    await a.connect();
+    return a;
+  })().catch((e: unknown) => {
+    admin = undefined;
+    throw e;
+  }));
+  const limits = new Map<string, Promise<number>>();
+  const maxMessageBytes = (topic: string): Promise<number> => {
+    let limit = limits.get(topic);
+    if (!limit) {
+      limit = (async () => {
+        const { resources } = await (await connectedAdmin()).describeConfigs({ includeSynonyms: false, resources: [{ type: TOPIC_RESOURCE, name: topic, configNames: ['max.message.bytes'] }] });
+        const value = Number(resources[0]?.configEntries.find((c) => c.configName === 'max.message.bytes')?.configValue);
+        if (!Number.isFinite(value) || value <= 0) throw Object.assign(new Error(`topic ${topic}: max.message.bytes unknown`), { retriable: true });
+        return value;
+      })();
+      limits.set(topic, limit);
+      limit.catch(() => limits.delete(topic));
+    }
+    return limit;
+  };
+  const fetch = options.fetch ?? {};
   return {
     consumer: ({ groupId, readCommitted }) => consumerPort(kafka.consumer({
       groupId, readUncommitted: !readCommitted, allowAutoTopicCreation: false,
-      // a failed batch (even a non-retriable error such as a fenced producer) restarts the
-      // consumer from the committed offsets instead of leaving the group silently stopped
+      // kafkajs restarts a crashed consumer only when the root cause is retriable; the pipeline
+      // watches `crashed` and re-creates a consumer that stays down
       retry: { retries: 10, restartOnFailure: async () => true },
       sessionTimeout, heartbeatInterval: Math.max(500, Math.floor(sessionTimeout / 10)),
-    })),
+      maxBytesPerPartition: fetch.maxBytesPerPartition ?? 1_048_576,
+      maxBytes: 4 * (fetch.maxBytesPerPartition ?? 1_048_576) + 1_048_576,
+      maxWaitTimeInMs: fetch.maxWaitTimeInMs ?? 1000,
+    }), fetch.partitionsConsumedConcurrently ?? 4),
     async producer({ transactionalId }) {
       // Java-compatible murmur2 partitioning, so veil and Java producers agree on key → partition
       const common = { idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false, createPartitioner: Partitioners.DefaultPartitioner };
       const producer = kafka.producer(transactionalId ? { ...common, transactionalId, transactionTimeout: 60_000 } : common);
       await producer.connect();
-      return producerPort(producer);
+      return producerPort(producer, maxMessageBytes, (topic) => limits.delete(topic));
     },
-    // consumers and producers close themselves; the client holds nothing else
-    async disconnect() {},
+    async committedOffset(groupId, topic, partition) {
+      const topics = await (await connectedAdmin()).fetchOffsets({ groupId, topics: [topic] });
+      const offset = topics[0]?.partitions.find((p) => p.partition === partition)?.offset;
+      return offset === undefined || offset === '-1' ? null : offset;
+    },
+    maxMessageBytes,
+    async disconnect() {
+      const a = admin;
+      admin = undefined;
+      if (a) await (await a).disconnect().catch(() => undefined);
+    },
   };
 }
 
-/**
- * Sends go out in chunks of at most this many bytes: a fetched batch grows when protected and
- * headers are added, and one oversized produce request would be refused by the broker
- * (max.message.bytes, 1 MiB by default) as a whole.
- */
+/** kafkajs' ConfigResourceTypes.TOPIC (not a named ESM export of the CommonJS package) */
+const TOPIC_RESOURCE = 2;
+
+/** A produce request stays under this, whatever the topics allow. */
 const MAX_SEND_BYTES = 900 * 1024;
 
-function sizeOf(r: OutRecord): number {
-  let n = 64 + (r.key?.length ?? 0) + (r.value?.length ?? 0);
-  for (const [k, v] of Object.entries(r.headers)) n += k.length + v.length + 8;
-  return n;
-}
-
-/** Splits records into consecutive chunks under MAX_SEND_BYTES, keeping their order. */
-function chunks(records: OutRecord[]): OutRecord[][] {
+/**
+ * Splits records into consecutive chunks, keeping their order, such that each topic's share of
+ * a chunk fits that topic's max.message.bytes: kafkajs sends one record batch per partition per
+ * request, and the broker refuses a batch over the limit as a whole.
+ */
+function chunks(records: OutRecord[], limitOf: (topic: string) => number): OutRecord[][] {
   const out: OutRecord[][] = [];
   let current: OutRecord[] = [];
-  let bytes = 0;
+  let perTopic = new Map<string, number>();
+  let total = 0;
   for (const r of records) {
-    const size = sizeOf(r);
-    if (current.length && bytes + size > MAX_SEND_BYTES) {
+    const size = recordBytes(r);
+    const topicBytes = perTopic.get(r.topic) ?? BATCH_OVERHEAD;
+    if (current.length && (topicBytes + size > Math.min(limitOf(r.topic), MAX_SEND_BYTES) || total + size > MAX_SEND_BYTES)) {
       out.push(current);
       current = [];
-      bytes = 0;
+      perTopic = new Map();
+      total = 0;
     }
     current.push(r);
-    bytes += size;
+    perTopic.set(r.topic, (perTopic.get(r.topic) ?? BATCH_OVERHEAD) + size);
+    total += size;
   }
   if (current.length) out.push(current);
   return out;
 }
 
-function toMessages(records: OutRecord[]) {
-  return records.map((r) => ({ key: r.key, value: r.value, headers: r.headers as IHeaders }));
+/** kafkajs keeps a repeated key's values as an array, in order (its header map cannot interleave keys). */
+function toKafkajsHeaders(headers: readonly Header[]): IHeaders {
+  const out: Record<string, Buffer | null | (Buffer | null)[]> = Object.create(null);
+  for (const { key, value } of headers) {
+    const existing = out[key];
+    if (existing === undefined) out[key] = value;
+    else if (Array.isArray(existing)) existing.push(value);
+    else out[key] = [existing, value];
+  }
+  return out as IHeaders;
+}
+
+function fromKafkajsHeaders(raw: IHeaders | undefined): Header[] {
+  const out: Header[] = [];
+  for (const [key, v] of Object.entries(raw ?? {})) {
+    for (const value of Array.isArray(v) ? v : [v]) {
+      out.push({ key, value: value === null || value === undefined ? null : Buffer.isBuffer(value) ? value : Buffer.from(String(value)) });
+    }
+  }
+  return out;
 }
 
 /** Records grouped per topic, order kept within each topic. */
-function byTopic(records: OutRecord[]): { topic: string; messages: ReturnType<typeof toMessages> }[] {
+function byTopic(records: OutRecord[]) {
   const groups = new Map<string, OutRecord[]>();
   for (const r of records) {
     const list = groups.get(r.topic) ?? [];
     list.push(r);
     groups.set(r.topic, list);
   }
-  return [...groups].map(([topic, list]) => ({ topic, messages: toMessages(list) }));
+  return [...groups].map(([topic, list]) => ({ topic, messages: list.map((r) => ({ key: r.key, value: r.value, headers: toKafkajsHeaders(r.headers) })) }));
 }
 
-function producerPort(producer: Producer): ProducerPort {
+const TOO_LARGE = new Set(['MESSAGE_TOO_LARGE', 'RECORD_LIST_TOO_LARGE']);
+
+function producerPort(producer: Producer, maxMessageBytes: (topic: string) => Promise<number>, forgetLimit: (topic: string) => void): ProducerPort {
+  const inChunks = async (records: OutRecord[], send: (chunk: OutRecord[]) => Promise<unknown>) => {
+    const topics = [...new Set(records.map((r) => r.topic))];
+    const limits = new Map(await Promise.all(topics.map(async (t) => [t, await maxMessageBytes(t)] as const)));
+    for (const chunk of chunks(records, (t) => limits.get(t)!)) {
+      try {
+        await send(chunk);
+      } catch (e) {
+        // the topic's limit changed under us: read it again before the batch is retried
+        if (TOO_LARGE.has((e as { type?: string }).type ?? '')) for (const t of topics) forgetLimit(t);
+        throw e;
+      }
+    }
+  };
   return {
     async transaction(): Promise<Transaction> {
       const tx = await producer.transaction();
       return {
-        async send(records) {
-          for (const chunk of chunks(records)) await tx.sendBatch({ topicMessages: byTopic(chunk) });
-        },
+        send: (records) => inChunks(records, (chunk) => tx.sendBatch({ topicMessages: byTopic(chunk) })),
         async sendOffsets(consumerGroupId, topic, partition, offset) {
           await tx.sendOffsets({ consumerGroupId, topics: [{ topic, partitions: [{ partition, offset }] }] });
         },
@@ -105,24 +182,12 @@ function producerPort(producer: Producer): ProducerPort {
         abort: () => tx.abort(),
       };
     },
-    async send(records) {
-      for (const chunk of chunks(records)) await producer.sendBatch({ topicMessages: byTopic(chunk), acks: -1 });
-    },
+    send: (records) => inChunks(records, (chunk) => producer.sendBatch({ topicMessages: byTopic(chunk), acks: -1 })),
     disconnect: () => producer.disconnect(),
   };
 }
 
-function headersOf(raw: IHeaders | undefined): Headers {
-  const out: Headers = {};
-  for (const [k, v] of Object.entries(raw ?? {})) {
-    if (v === undefined) continue;
-    const first = Array.isArray(v) ? v[0] : v;
-    if (first !== undefined) out[k] = Buffer.isBuffer(first) ? first : Buffer.from(String(first));
-  }
-  return out;
-}
-
-function consumerPort(consumer: Consumer): ConsumerPort {
+function consumerPort(consumer: Consumer, concurrency: number): ConsumerPort {
   let connected: Promise<void> | undefined;
   const connect = () => (connected ??= consumer.connect());
   return {
@@ -134,11 +199,11 @@ function consumerPort(consumer: Consumer): ConsumerPort {
       await connect();
       await consumer.run({
         autoCommit: false,
-        partitionsConsumedConcurrently: 4,
+        partitionsConsumedConcurrently: concurrency,
         eachBatch: async ({ batch, heartbeat, isRunning, isStale }) => {
           if (!isRunning() || isStale() || batch.messages.length === 0) return;
           const records: InRecord[] = batch.messages.map((m) => ({
-            topic: batch.topic, partition: batch.partition, offset: m.offset, key: m.key, value: m.value, headers: headersOf(m.headers), timestamp: m.timestamp,
+            topic: batch.topic, partition: batch.partition, offset: m.offset, key: m.key, value: m.value, headers: fromKafkajsHeaders(m.headers), timestamp: m.timestamp,
           }));
           const b: Batch = { topic: batch.topic, partition: batch.partition, records, highWatermark: batch.highWatermark };
           await handler(b, heartbeat);
@@ -151,11 +216,10 @@ function consumerPort(consumer: Consumer): ConsumerPort {
     async disconnect() {
       await consumer.disconnect();
     },
-    onCrash(listener) {
-      consumer.on(consumer.events.CRASH, (e) => listener(e.payload.error));
-    },
-    onAssignment(listener) {
-      consumer.on(consumer.events.GROUP_JOIN, (e) => listener(e.payload.memberAssignment));
+    on(events) {
+      if (events.assigned) consumer.on(consumer.events.GROUP_JOIN, (e) => events.assigned!(e.payload.memberAssignment));
+      if (events.fetched) consumer.on(consumer.events.FETCH_START, () => events.fetched!());
+      if (events.crashed) consumer.on(consumer.events.CRASH, (e) => events.crashed!(e.payload.error, e.payload.restart));
     },
   };
 }

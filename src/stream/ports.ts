@@ -2,7 +2,25 @@
  * The ports the pipeline logic talks to; only kafkajs-adapter.ts imports kafkajs, so a faster
  * client can be measured behind the same interfaces.
  */
-export type Headers = Record<string, Buffer>;
+
+/** One record header. Repeated keys are separate entries, in record order; a value may be null. */
+export interface Header {
+  key: string;
+  value: Buffer | null;
+}
+export type Headers = readonly Header[];
+
+/** The first value of a header (protocol headers are single-valued). */
+export function headerValue(headers: Headers, key: string): Buffer | undefined {
+  for (const h of headers) if (h.key === key) return h.value ?? undefined;
+  return undefined;
+}
+
+/** Headers with every entry named in `names` replaced by the given ones (appended, in order). */
+export function withHeaders(headers: Headers, set: Headers): Header[] {
+  const names = new Set(set.map((h) => h.key));
+  return [...headers.filter((h) => !names.has(h.key)), ...set];
+}
 
 export interface InRecord {
   topic: string;
@@ -46,22 +64,40 @@ export interface ProducerPort {
   disconnect(): Promise<void>;
 }
 
+/** What the consumer reports besides batches: group membership, fetch loop turns, crashes. */
+export interface ConsumerEvents {
+  /** after each (re)join of the group: the partitions this member now owns, per topic */
+  assigned?(assignment: Record<string, number[]>): void;
+  /** the fetch loop turned (also when nothing arrived): the consumer is alive */
+  fetched?(): void;
+  /** the consumer stopped on an error; `restarting` says whether the client restarts it */
+  crashed?(error: Error, restarting: boolean): void;
+}
+
 export interface ConsumerPort {
   /** fromBeginning (default true): a new group starts at the earliest offset, else at the latest */
   subscribe(topics: readonly string[] | RegExp, fromBeginning?: boolean): Promise<void>;
-  /** runs handler per fetched batch of one partition; a throw re-delivers from the last committed offset */
+  /**
+   * Runs handler per fetched batch of one partition. A throw re-delivers the batch: in memory
+   * when the error is retriable, else after the consumer restarts from the committed offsets.
+   */
   run(handler: (batch: Batch, heartbeat: () => Promise<void>) => Promise<void>): Promise<void>;
   commitOffsets(topic: string, partition: number, offset: string): Promise<void>;
   disconnect(): Promise<void>;
-  onCrash(listener: (error: Error) => void): void;
-  /** after each rebalance: the partitions this member now owns, per topic */
-  onAssignment(listener: (assignment: Record<string, number[]>) => void): void;
+  on(events: ConsumerEvents): void;
 }
 
 export interface KafkaPort {
   consumer(options: { groupId: string; readCommitted: boolean }): ConsumerPort;
-  /** transactionalId set: a transactional producer (fencing earlier ones of the same id) */
+  /**
+   * transactionalId set: a transactional producer. Its creation (InitProducerId) fences every
+   * earlier producer of that id and completes that id's pending transaction first.
+   */
   producer(options: { transactionalId?: string }): Promise<ProducerPort>;
+  /** the group's committed offset of a partition (the next offset to read), null if none */
+  committedOffset(groupId: string, topic: string, partition: number): Promise<string | null>;
+  /** the largest record batch a topic accepts (its effective max.message.bytes) */
+  maxMessageBytes(topic: string): Promise<number>;
   disconnect(): Promise<void>;
 }
 

@@ -1,9 +1,12 @@
 import type { Engine } from '../engine/engine.ts';
 import type { PipelineConfig } from '../engine/config/schema.ts';
 import { ValueError, VeilError } from '../engine/errors.ts';
-import { mappings, protectRecord, type Mapping } from './protect-record.ts';
-import type { Batch, ConsumerPort, InRecord, KafkaPort, OutRecord, ProducerPort, Transaction } from './ports.ts';
-import type { Serde } from './serde/serde.ts';
+import { Liveness, type LivenessStatus } from './liveness.ts';
+import { PartitionTransactions } from './partition-transactions.ts';
+import { mappings, type Mapping } from './protect-record.ts';
+import { withHeaders, type Batch, type ConsumerPort, type Header, type InRecord, type KafkaPort, type OutRecord, type ProducerPort } from './ports.ts';
+import { fitsAlone } from './record-size.ts';
+import type { RecordProtection, Serde } from './serde/serde.ts';
 import { StreamError } from './stream-error.ts';
 import type { StreamMetrics } from './stream-metrics.ts';
 
@@ -22,6 +25,9 @@ export interface PipelineDeps {
   serde: Serde;
   metrics: StreamMetrics;
   log: PipelineLog;
+  /** liveness: unhealthy after this long without progress (default 60 s); recovery at half */
+  stallMs?: number;
+  now?: () => number;
 }
 
 const utf8 = (s: string) => Buffer.from(s, 'utf8');
@@ -30,26 +36,33 @@ const utf8 = (s: string) => Buffer.from(s, 'utf8');
 const CHUNK = 1000;
 
 /**
- * Consume → protect → produce for one pipeline. Exactly-once (default): per input partition a
- * transactional producer (id `<group>.<topic>.<partition>`, fencing zombies) sends the clean and
- * dead-letter records and commits the consumed offsets in one transaction; clean topics are read
- * with read_committed. At-least-once: idempotent sends, then an offset commit. A record that
- * cannot be protected goes to the dead-letter topic, never to the clean one; a retriable failure
- * (registry, broker) aborts the batch, which is read again — nothing is skipped.
+ * Consume → protect → produce for one pipeline. Exactly-once (default): the transaction
+ * lifecycle — fencing, one transaction per batch, abort and disposal — is PartitionTransactions';
+ * this class protects records and decides where each goes. At-least-once: idempotent sends, then
+ * an offset commit. A record that cannot be protected, or whose protected form the clean topic
+ * would refuse, goes to the dead-letter topic, never to the clean one; a retriable failure
+ * (registry, broker) aborts the batch, which is read again; a dead letter that cannot be written
+ * halts the pipeline — nothing is ever skipped.
  */
 export class ProtectPipeline {
+  readonly name: string;
   readonly groupId: string;
   private readonly deps: PipelineDeps;
-  private readonly maps: Mapping[];
+  private readonly protection: RecordProtection;
   private readonly keyTransform?: (v: string) => string;
-  private readonly producers = new Map<string, Promise<ProducerPort>>();
+  private readonly transactions: PartitionTransactions;
+  private readonly liveness: Liveness;
   private plainProducer?: Promise<ProducerPort>;
   private consumer?: ConsumerPort;
-  private readonly protectedHeader: Buffer;
+  private readonly veilHeaders: Header[];
   private rename?: RegExp;
+  private watchdog?: NodeJS.Timeout;
+  private stopped = false;
+  private recovering?: Promise<void>;
 
   constructor(deps: PipelineDeps) {
     this.deps = deps;
+    this.name = deps.name;
     const c = deps.config;
     this.groupId = c.groupId ?? `veil-protect-${deps.name}`;
     const fields = [...c.fields.map((f) => f.field), ...(c.key ? [c.key.field] : [])].map((f) => {
@@ -64,35 +77,41 @@ export class ProtectPipeline {
       fields,
     });
     if (bound.reveals) throw new VeilError('CONFIG_INVALID', `pipeline ${deps.name} would unprotect: protect pipelines only protect`);
-    this.maps = mappings(c.fields.map((f) => f.path), bound.transforms);
+    const maps: Mapping[] = mappings(c.fields.map((f) => f.path), bound.transforms);
+    this.protection = { maps, missing: c.missing };
     if (c.key) this.keyTransform = bound.transforms[c.fields.length];
-    this.protectedHeader = utf8([...c.fields.map((f) => f.path), ...(c.key ? ['(key)'] : [])].join(','));
+    this.veilHeaders = [
+      { key: 'veil.pipeline', value: utf8(deps.name) },
+      { key: 'veil.config.version', value: utf8(deps.configVersion) },
+      { key: 'veil.protected.fields', value: utf8([...c.fields.map((f) => f.path), ...(c.key ? ['(key)'] : [])].join(',')) },
+    ];
+    this.transactions = new PartitionTransactions(deps.kafka, this.groupId);
+    const stallMs = deps.stallMs ?? 60_000;
+    this.liveness = new Liveness({ stallMs, recoverMs: Math.floor(stallMs / 2), now: deps.now ?? Date.now });
   }
 
   async start(): Promise<void> {
-    const c = this.deps.config;
-    this.consumer = this.deps.kafka.consumer({ groupId: this.groupId, readCommitted: true });
-    this.consumer.onCrash((e) => this.deps.log.error({ pipeline: this.deps.name, error: e.name }, 'consumer crashed; kafkajs restarts it'));
-    // a partition that moved to another member may come back later: its producer here was
-    // fenced meanwhile, so producers of partitions no longer owned are closed at once
-    this.consumer.onAssignment((assignment) => {
-      const owned = new Set(Object.entries(assignment).flatMap(([topic, parts]) => parts.map((p) => `${this.groupId}.${topic}.${p}`)));
-      for (const [id, producer] of this.producers) {
-        if (owned.has(id)) continue;
-        this.producers.delete(id);
-        producer.then((p) => p.disconnect()).catch(() => undefined);
-      }
-    });
-    await this.consumer.subscribe('topics' in c.source ? c.source.topics : new RegExp(c.source.pattern));
-    await this.consumer.run((batch, heartbeat) => this.handle(batch, heartbeat));
+    this.stopped = false;
+    await this.openConsumer();
+    this.watchdog = setInterval(() => {
+      if (this.liveness.tick()) void this.recover('no progress');
+    }, 1000);
+    this.watchdog.unref();
   }
 
   /** Stops consuming (the batch in flight finishes or aborts), then closes the producers. */
   async stop(): Promise<void> {
+    this.stopped = true;
+    clearInterval(this.watchdog);
+    await this.recovering;
     await this.consumer?.disconnect();
-    const producers = [...this.producers.values(), ...(this.plainProducer ? [this.plainProducer] : [])];
-    this.producers.clear();
-    await Promise.all(producers.map(async (p) => (await p).disconnect().catch(() => undefined)));
+    await this.transactions.closeAll();
+    if (this.plainProducer) await (await this.plainProducer).disconnect().catch(() => undefined);
+  }
+
+  /** Liveness for /healthz: progress, not mere existence. */
+  health(): LivenessStatus {
+    return this.liveness.status();
   }
 
   sinkTopic(source: string): string {
@@ -104,10 +123,9 @@ export class ProtectPipeline {
 
   /** Protects one record, or says why it goes to the dead-letter topic. */
   async protect(record: InRecord): Promise<OutRecord> {
-    const c = this.deps.config;
     if (record.value === null) throw new StreamError('RECORD_MALFORMED', 'the record has no value');
-    const decoded = await this.deps.serde.decode(record.value);
-    protectRecord(decoded.value, this.maps, c.missing);
+    const topic = this.sinkTopic(record.topic);
+    const value = await this.deps.serde.protect(record.value, this.protection, topic);
     let key = record.key;
     if (this.keyTransform) {
       if (key === null) throw new StreamError('KEY_MISSING', 'the record has no key');
@@ -118,13 +136,47 @@ export class ProtectPipeline {
         throw e;
       }
     }
-    const topic = this.sinkTopic(record.topic);
-    return {
-      topic,
-      key,
-      value: await this.deps.serde.encode(decoded, topic),
-      headers: { ...record.headers, 'veil.pipeline': utf8(this.deps.name), 'veil.config.version': utf8(this.deps.configVersion), 'veil.protected.fields': this.protectedHeader },
-    };
+    return { topic, key, value, headers: withHeaders(record.headers, this.veilHeaders) };
+  }
+
+  private async openConsumer(): Promise<void> {
+    const c = this.deps.config;
+    const consumer = this.deps.kafka.consumer({ groupId: this.groupId, readCommitted: true });
+    this.consumer = consumer;
+    consumer.on({
+      assigned: (assignment) => {
+        this.transactions.reassigned(assignment);
+        this.liveness.assigned(Object.values(assignment).reduce((n, parts) => n + parts.length, 0));
+      },
+      fetched: () => this.liveness.fetched(),
+      crashed: (error, restarting) => {
+        this.deps.log.error({ pipeline: this.deps.name, error: error.name, code: (error as StreamError).code, restarting }, restarting ? 'consumer crashed; it restarts' : 'consumer crashed');
+        if (restarting || this.stopped || this.consumer !== consumer) return;
+        this.liveness.consumerDown(error.name);
+        if (this.liveness.status().reason?.startsWith('halted')) return;
+        void this.recover('consumer crashed');
+      },
+    });
+    await consumer.subscribe('topics' in c.source ? c.source.topics : new RegExp(c.source.pattern));
+    await consumer.run((batch, heartbeat) => this.handle(batch, heartbeat));
+  }
+
+  /** Re-creates the consumer and the producers: the new member re-fences every partition it gets. */
+  private recover(reason: string): Promise<void> {
+    if (this.stopped) return Promise.resolve();
+    this.recovering ??= (async () => {
+      this.deps.log.warn({ pipeline: this.deps.name, reason }, 're-creating the consumer and producers');
+      this.deps.metrics.recoveries.inc({ pipeline: this.deps.name });
+      const old = this.consumer;
+      this.consumer = undefined;
+      await Promise.race([old?.disconnect().catch(() => undefined), new Promise((r) => setTimeout(r, 10_000).unref())]);
+      await this.transactions.closeAll();
+      if (!this.stopped) await this.openConsumer();
+    })().catch((e: unknown) => {
+      this.liveness.consumerDown((e as Error).name);
+      this.deps.log.error({ pipeline: this.deps.name, error: (e as Error).name }, 'cannot re-create the consumer');
+    }).finally(() => (this.recovering = undefined));
+    return this.recovering;
   }
 
   private deadLetter(record: InRecord, code: string): OutRecord {
@@ -132,38 +184,80 @@ export class ProtectPipeline {
       topic: this.deps.config.deadLetterTopic,
       key: record.key,
       value: record.value,
-      headers: {
-        ...record.headers,
-        'veil.error.code': utf8(code),
-        'veil.pipeline': utf8(this.deps.name),
-        'veil.source.topic': utf8(record.topic),
-        'veil.source.partition': utf8(String(record.partition)),
-        'veil.source.offset': utf8(record.offset),
-      },
+      headers: withHeaders(record.headers, [
+        { key: 'veil.error.code', value: utf8(code) },
+        { key: 'veil.pipeline', value: utf8(this.deps.name) },
+        { key: 'veil.source.topic', value: utf8(record.topic) },
+        { key: 'veil.source.partition', value: utf8(String(record.partition)) },
+        { key: 'veil.source.offset', value: utf8(record.offset) },
+      ]),
     };
   }
 
-  /**
-   * One fetched batch of one partition. Records are protected in chunks, and each chunk is sent
-   * while the next is being protected, so CPU work overlaps the broker round trips; sends stay
-   * in order. Exactly-once: all of it, dead letters and the offset commit in one transaction.
-   */
+  /** One fetched batch of one partition: protected and produced, then its offset committed. */
   private async handle(batch: Batch, heartbeat: () => Promise<void>): Promise<void> {
     const { metrics, name } = this.deps;
     const started = process.hrtime.bigint();
+    const partitionKey = `${batch.topic}/${batch.partition}`;
     const next = (BigInt(batch.records.at(-1)!.offset) + 1n).toString();
-    const exactlyOnce = this.deps.config.delivery === 'exactly-once';
-    const target = exactlyOnce ? await this.begin(batch) : undefined;
-    const send = target ? (r: OutRecord[]) => target.tx.send(r) : async (r: OutRecord[]) => (await (this.plainProducer ??= this.deps.kafka.producer({}))).send(r);
     const codes = new Map<string, number>();
+    let done: InRecord[];
+    try {
+      if (this.deps.config.delivery === 'exactly-once') {
+        done = await this.transactions.run(batch.topic, batch.partition, batch.records, next, (records, tx) => this.produce(records, (r) => tx.send(r), codes, heartbeat));
+      } else {
+        const producer = await (this.plainProducer ??= this.deps.kafka.producer({}));
+        await this.produce(batch.records, (r) => producer.send(r), codes, heartbeat);
+        await this.consumer!.commitOffsets(batch.topic, batch.partition, next);
+        done = batch.records;
+      }
+    } catch (e) {
+      this.liveness.failed(partitionKey);
+      const code = (e as StreamError).code ?? (e as Error).name;
+      if (e instanceof StreamError && !e.retriable) {
+        // nothing of the batch was committed; the consumer stops here rather than skip the record
+        this.liveness.halted(code);
+        this.deps.log.error({ pipeline: name, topic: batch.topic, partition: batch.partition, code }, 'pipeline halted: a dead letter cannot be written');
+        void this.consumer?.disconnect().catch(() => undefined);
+      } else {
+        metrics.retries.inc({ pipeline: name });
+        this.deps.log.warn({ pipeline: name, topic: batch.topic, partition: batch.partition, code, cause: (e as Error).cause instanceof Error ? ((e as Error).cause as Error).name : undefined }, 'batch aborted; it is read again');
+      }
+      throw e;
+    }
+    this.liveness.progressed(partitionKey);
+    const dead = [...codes.values()].reduce((a, b) => a + b, 0);
+    metrics.recordsIn.inc({ pipeline: name }, done.length);
+    metrics.recordsOut.inc({ pipeline: name }, done.length - dead);
+    for (const [code, n] of codes) metrics.deadLettered.inc({ pipeline: name, code }, n);
+    metrics.lag.set({ pipeline: name, topic: batch.topic, partition: String(batch.partition) }, Number(BigInt(batch.highWatermark) - BigInt(next)));
+    metrics.batchLatency.observe({ pipeline: name }, Number(process.hrtime.bigint() - started) / 1e9);
+  }
+
+  /**
+   * Protects records in chunks, each sent while the next is protected (CPU work overlaps the
+   * broker round trips; sends stay in order). Counts dead letters by code into `codes` only once
+   * everything was sent.
+   */
+  private async produce(records: InRecord[], send: (r: OutRecord[]) => Promise<void>, codes: Map<string, number>, heartbeat: () => Promise<void>): Promise<void> {
+    const { kafka, config } = this.deps;
+    const deadLimit = await kafka.maxMessageBytes(config.deadLetterTopic);
+    const counted = new Map<string, number>();
     let sending: Promise<void> = Promise.resolve();
-    let sent = false;
     let beat = Date.now();
     try {
-      for (let i = 0; i < batch.records.length; i += CHUNK) {
+      for (let i = 0; i < records.length; i += CHUNK) {
         const chunk: OutRecord[] = [];
-        for (const record of batch.records.slice(i, i + CHUNK)) chunk.push(await this.protectOrDeadLetter(record, batch, codes));
-        sent = true;
+        for (const record of records.slice(i, i + CHUNK)) {
+          let out = await this.protectOrDeadLetter(record);
+          if (out.topic !== config.deadLetterTopic && !fitsAlone(out, await kafka.maxMessageBytes(out.topic))) out = this.deadLetter(record, 'RECORD_TOO_LARGE');
+          if (out.topic === config.deadLetterTopic) {
+            if (!fitsAlone(out, deadLimit)) throw new StreamError('DEAD_LETTER_FAILED', `record ${record.topic}/${record.partition}@${record.offset}: its dead letter is larger than ${config.deadLetterTopic} accepts`);
+            const code = out.headers.find((h) => h.key === 'veil.error.code')!.value!.toString();
+            counted.set(code, (counted.get(code) ?? 0) + 1);
+          }
+          chunk.push(out);
+        }
         sending = sending.then(() => send(chunk));
         if (Date.now() - beat > 1000) {
           await heartbeat();
@@ -171,66 +265,19 @@ export class ProtectPipeline {
         }
       }
       await sending;
-      if (target) await this.commit(target, batch, next);
-      else await this.consumer!.commitOffsets(batch.topic, batch.partition, next);
     } catch (e) {
       await sending.catch(() => undefined);
-      if (!target) throw e;
-      await this.discard(target);
-      // A failure before anything was sent (a retriable protect error) may be retried on the
-      // batch in memory. Once sends began, the transaction's outcome may be unknown (a commit
-      // that timed out can still have committed): the consumer must restart from the offsets
-      // the broker has committed, or it could write the batch twice. A non-retriable error makes
-      // kafkajs restart the consumer (restartOnFailure) instead of retrying the batch in memory.
-      if (!sent) throw e;
-      throw Object.assign(new Error('transaction outcome unknown; restarting from the committed offsets', { cause: e }), { name: 'VeilTransactionAborted', retriable: false });
+      throw e;
     }
-    const dead = [...codes.values()].reduce((a, b) => a + b, 0);
-    metrics.recordsIn.inc({ pipeline: name }, batch.records.length);
-    metrics.recordsOut.inc({ pipeline: name }, batch.records.length - dead);
-    for (const [code, n] of codes) metrics.deadLettered.inc({ pipeline: name, code }, n);
-    metrics.lag.set({ pipeline: name, topic: batch.topic, partition: String(batch.partition) }, Number(BigInt(batch.highWatermark) - BigInt(next)));
-    metrics.batchLatency.observe({ pipeline: name }, Number(process.hrtime.bigint() - started) / 1e9);
+    for (const [code, n] of counted) codes.set(code, n);
   }
 
-  private async protectOrDeadLetter(record: InRecord, batch: Batch, codes: Map<string, number>): Promise<OutRecord> {
+  private async protectOrDeadLetter(record: InRecord): Promise<OutRecord> {
     try {
       return await this.protect(record);
     } catch (e) {
-      if (e instanceof StreamError && !e.retriable) {
-        codes.set(e.code, (codes.get(e.code) ?? 0) + 1);
-        return this.deadLetter(record, e.code);
-      }
-      this.deps.metrics.retries.inc({ pipeline: this.deps.name });
-      this.deps.log.warn({ pipeline: this.deps.name, topic: batch.topic, partition: batch.partition, code: (e as StreamError).code ?? (e as Error).name }, 'retriable failure: the batch will be read again');
+      if (e instanceof StreamError && !e.retriable) return this.deadLetter(record, e.code);
       throw e;
     }
-  }
-
-  private async begin(batch: Batch): Promise<{ id: string; producer: ProducerPort; tx: Transaction }> {
-    const id = `${this.groupId}.${batch.topic}.${batch.partition}`;
-    let producer = this.producers.get(id);
-    if (!producer) {
-      producer = this.deps.kafka.producer({ transactionalId: id });
-      this.producers.set(id, producer);
-      producer.catch(() => this.producers.delete(id));
-    }
-    const p = await producer;
-    return { id, producer: p, tx: await p.transaction() };
-  }
-
-  private async commit(target: { tx: Transaction }, batch: Batch, next: string): Promise<void> {
-    await target.tx.sendOffsets(this.groupId, batch.topic, batch.partition, next);
-    await target.tx.commit();
-  }
-
-  /**
-   * After any failure inside a transaction its fate may be unknown (a timeout): abort, and never
-   * reuse the producer (KAFKA-18579); the batch is read again from the committed offset.
-   */
-  private async discard(target: { id: string; producer: ProducerPort; tx: Transaction }): Promise<void> {
-    await target.tx.abort().catch(() => undefined);
-    this.producers.delete(target.id);
-    await target.producer.disconnect().catch(() => undefined);
   }
 }

@@ -7,6 +7,7 @@ export class StreamMetrics {
   readonly recordsOut = new Counter({ name: 'veil_stream_records_out_total', help: 'Protected records written to clean topics', labelNames: ['pipeline'] as const, registers: [this.registry] });
   readonly deadLettered = new Counter({ name: 'veil_stream_records_dead_lettered_total', help: 'Records sent to the dead-letter topic', labelNames: ['pipeline', 'code'] as const, registers: [this.registry] });
   readonly retries = new Counter({ name: 'veil_stream_batch_retries_total', help: 'Batches aborted for a retriable failure and read again', labelNames: ['pipeline'] as const, registers: [this.registry] });
+  readonly recoveries = new Counter({ name: 'veil_stream_recoveries_total', help: 'Times a stalled or crashed consumer was re-created with its producers', labelNames: ['pipeline'] as const, registers: [this.registry] });
   readonly batchLatency = new Histogram({
     name: 'veil_stream_batch_duration_seconds', help: 'Time to protect and commit one batch', labelNames: ['pipeline'] as const,
     buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5], registers: [this.registry],

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { TransformRequest, TransformResponse } from '../engine/request/schema.ts';
 import type { Problem } from '../http/problem.ts';
-import type { ConsumerPort, KafkaPort, ProducerPort } from './ports.ts';
+import { headerValue, type ConsumerPort, type KafkaPort, type ProducerPort } from './ports.ts';
 import { REPLY_STATUS_HEADER, REQUEST_HEADERS } from './unprotect-protocol.ts';
 
 export type UnprotectReply = { status: 200; body: TransformResponse } | { status: number; body: { error: Problem } };
@@ -31,19 +31,21 @@ export class UnprotectClient {
     client.consumer = options.kafka.consumer({ groupId: `veil-unprotect-client-${randomUUID()}`, readCommitted: false });
     const assigned = new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error('reply consumer was not assigned in time')), options.readyTimeoutMs ?? 30_000);
-      client.consumer!.onAssignment(() => {
-        clearTimeout(timer);
-        resolve();
+      client.consumer!.on({
+        assigned: () => {
+          clearTimeout(timer);
+          resolve();
+        },
       });
     });
     await client.consumer.subscribe([options.replyTopic], false);
     await client.consumer.run(async (batch) => {
       for (const r of batch.records) {
-        const id = r.headers[REQUEST_HEADERS.correlationId]?.toString('utf8');
+        const id = headerValue(r.headers, REQUEST_HEADERS.correlationId)?.toString('utf8');
         const resolve = id ? client.pending.get(id) : undefined;
         if (!resolve || !r.value) continue;
         client.pending.delete(id!);
-        resolve({ status: Number(r.headers[REPLY_STATUS_HEADER]?.toString('utf8') ?? 500), body: JSON.parse(r.value.toString('utf8')) });
+        resolve({ status: Number(headerValue(r.headers, REPLY_STATUS_HEADER)?.toString('utf8') ?? 500), body: JSON.parse(r.value.toString('utf8')) });
       }
     });
     await assigned;
@@ -67,12 +69,12 @@ export class UnprotectClient {
     });
     await this.producer!.send([{
       topic: this.requestTopic, key: Buffer.from(correlationId), value: Buffer.from(JSON.stringify(body)),
-      headers: {
-        [REQUEST_HEADERS.authorization]: Buffer.from(`Bearer ${options.token}`),
-        [REQUEST_HEADERS.correlationId]: Buffer.from(correlationId),
-        [REQUEST_HEADERS.replyTo]: Buffer.from(this.replyTopic),
-        ...(options.deadline ? { [REQUEST_HEADERS.deadline]: Buffer.from(String(options.deadline.getTime())) } : {}),
-      },
+      headers: [
+        { key: REQUEST_HEADERS.authorization, value: Buffer.from(`Bearer ${options.token}`) },
+        { key: REQUEST_HEADERS.correlationId, value: Buffer.from(correlationId) },
+        { key: REQUEST_HEADERS.replyTo, value: Buffer.from(this.replyTopic) },
+        ...(options.deadline ? [{ key: REQUEST_HEADERS.deadline, value: Buffer.from(String(options.deadline.getTime())) }] : []),
+      ],
     }]);
     return reply;
   }

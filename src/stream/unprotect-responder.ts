@@ -6,7 +6,7 @@ import { VeilError } from '../engine/errors.ts';
 import { problemOf } from '../http/problem.ts';
 import type { BearerVerifier, Caller } from '../identity/token-verifier.ts';
 import type { PipelineLog } from './protect-pipeline.ts';
-import type { Batch, ConsumerPort, InRecord, KafkaPort, OutRecord, ProducerPort } from './ports.ts';
+import { headerValue, type Batch, type ConsumerPort, type Header, type InRecord, type KafkaPort, type OutRecord, type ProducerPort } from './ports.ts';
 import { CORRELATION_ID, REPLY_STATUS_HEADER, REQUEST_HEADERS } from './unprotect-protocol.ts';
 
 export interface ResponderDeps {
@@ -21,6 +21,7 @@ export interface ResponderDeps {
 }
 
 const utf8 = (s: string) => Buffer.from(s, 'utf8');
+const h = (key: string, value: string): Header => ({ key, value: utf8(value) });
 
 /**
  * Serves transform requests (usually Unprotect) from a request topic, as its own consumer group.
@@ -65,7 +66,7 @@ export class UnprotectResponder {
 
   /** The reply to one request, or its dead letter when it names no allowed reply topic. */
   async answer(record: InRecord): Promise<OutRecord> {
-    const header = (name: string) => record.headers[name]?.toString('utf8');
+    const header = (name: string) => headerValue(record.headers, name)?.toString('utf8');
     const given = header(REQUEST_HEADERS.correlationId);
     const correlationId = given && CORRELATION_ID.test(given) ? given : undefined;
     const requestId = correlationId ?? `${record.topic}/${record.partition}/${record.offset}`;
@@ -75,11 +76,11 @@ export class UnprotectResponder {
       await this.record({ requestId, outcome: 'denied', code });
       return {
         topic: this.deps.config.deadLetterTopic, key: record.key, value: null,
-        headers: {
-          'veil.error.code': utf8(code), 'veil.responder': utf8(this.deps.name), 'veil.source.topic': utf8(record.topic),
-          'veil.source.partition': utf8(String(record.partition)), 'veil.source.offset': utf8(record.offset),
-          ...(correlationId ? { [REQUEST_HEADERS.correlationId]: utf8(correlationId) } : {}),
-        },
+        headers: [
+          h('veil.error.code', code), h('veil.responder', this.deps.name), h('veil.source.topic', record.topic),
+          h('veil.source.partition', String(record.partition)), h('veil.source.offset', record.offset),
+          ...(correlationId ? [h(REQUEST_HEADERS.correlationId, correlationId)] : []),
+        ],
       };
     }
     let caller: Caller | undefined;
@@ -119,7 +120,7 @@ export class UnprotectResponder {
       topic: replyTo,
       key: record.key,
       value: utf8(JSON.stringify(value)),
-      headers: { [REQUEST_HEADERS.correlationId]: utf8(correlationId), [REPLY_STATUS_HEADER]: utf8(String(status)) },
+      headers: [h(REQUEST_HEADERS.correlationId, correlationId), h(REPLY_STATUS_HEADER, String(status))],
     };
   }
 

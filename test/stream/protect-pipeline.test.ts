@@ -6,55 +6,9 @@ import { ProtectPipeline } from '../../src/stream/protect-pipeline.ts';
 import { jsonSerde } from '../../src/stream/serde/json-serde.ts';
 import { StreamError } from '../../src/stream/stream-error.ts';
 import { StreamMetrics } from '../../src/stream/stream-metrics.ts';
-import type { Batch, ConsumerPort, KafkaPort, OutRecord, ProducerPort } from '../../src/stream/ports.ts';
+import { headerValue, type Batch, type Header, type InRecord } from '../../src/stream/ports.ts';
 import type { Serde } from '../../src/stream/serde/serde.ts';
-
-// An in-memory KafkaPort: pure pipeline logic (transaction boundaries, dead letters, retries);
-// the same behaviour against a real broker is in test/integration/stream-*.test.ts.
-class FakeKafka implements KafkaPort {
-  handler?: (batch: Batch, heartbeat: () => Promise<void>) => Promise<void>;
-  assigned?: (assignment: Record<string, number[]>) => void;
-  committed: OutRecord[] = [];
-  offsets: string[] = [];
-  aborted = 0;
-  producersCreated = 0;
-  failNextCommit = false;
-  consumer(): ConsumerPort {
-    return {
-      subscribe: async () => undefined,
-      run: async (h) => void (this.handler = h),
-      commitOffsets: async (_t, _p, offset) => void this.offsets.push(offset),
-      disconnect: async () => undefined,
-      onCrash: () => undefined,
-      onAssignment: (l) => void (this.assigned = l),
-    };
-  }
-  async producer(): Promise<ProducerPort> {
-    this.producersCreated++;
-    return {
-      transaction: async () => {
-        const pending: OutRecord[] = [];
-        let offset = '';
-        return {
-          send: async (r) => void pending.push(...r),
-          sendOffsets: async (_g, _t, _p, o) => void (offset = o),
-          commit: async () => {
-            if (this.failNextCommit) {
-              this.failNextCommit = false;
-              throw new Error('request timed out');
-            }
-            this.committed.push(...pending);
-            this.offsets.push(offset);
-          },
-          abort: async () => void this.aborted++,
-        };
-      },
-      send: async (r) => void this.committed.push(...r),
-      disconnect: async () => undefined,
-    };
-  }
-  disconnect = async () => undefined;
-}
+import { FakeKafka } from './fake-kafka.ts';
 
 const config = compileOrFail(`${EXAMPLE_CONFIG_TEXT}
 pipelines:
@@ -77,76 +31,161 @@ function pipeline(kafka: FakeKafka, serde: Serde = jsonSerde(), delivery: 'exact
   });
 }
 
-const rec = (offset: number, value: string | null) => ({ topic: 'raw', partition: 0, offset: String(offset), key: null, value: value === null ? null : Buffer.from(value), headers: {}, timestamp: '0' });
-const batch = (records: ReturnType<typeof rec>[]): Batch => ({ topic: 'raw', partition: 0, records, highWatermark: String(Number(records.at(-1)!.offset) + 1) });
+const rec = (offset: number, value: string | null, headers: Header[] = []): InRecord => ({ topic: 'raw', partition: 0, offset: String(offset), key: null, value: value === null ? null : Buffer.from(value), headers, timestamp: '0' });
+const batch = (records: InRecord[]): Batch => ({ topic: 'raw', partition: 0, records, highWatermark: String(Number(records.at(-1)!.offset) + 1) });
+const beat = async () => undefined;
+const code = (e: unknown) => (e as StreamError).code;
+const ids = (kafka: FakeKafka) => kafka.committed.map((r) => JSON.parse(r.value!.toString()).id);
+
+async function started(kafka: FakeKafka, serde?: Serde) {
+  const p = pipeline(kafka, serde);
+  await p.start();
+  kafka.events.assigned!({ raw: [0] });
+  return p;
+}
 
 describe('ProtectPipeline (in-memory Kafka port)', () => {
   it('commits clean and dead-letter records and the next offset in one transaction', async () => {
     const kafka = new FakeKafka();
-    await pipeline(kafka).start();
-    await kafka.handler!(batch([rec(10, '{"email":"a@b.c"}'), rec(11, '{"other":1}'), rec(12, '{oops')]), async () => undefined);
+    await started(kafka);
+    await kafka.handler!(batch([rec(10, '{"email":"a@b.c"}'), rec(11, '{"other":1}'), rec(12, '{oops')]), beat);
     expect(kafka.committed.map((r) => r.topic)).toEqual(['clean', 'dlq', 'dlq']);
-    expect(kafka.committed.slice(1).map((r) => r.headers['veil.error.code']!.toString())).toEqual(['FIELD_MISSING', 'RECORD_MALFORMED']);
-    expect(kafka.offsets).toEqual(['13']);
+    expect(kafka.committed.slice(1).map((r) => headerValue(r.headers, 'veil.error.code')!.toString())).toEqual(['FIELD_MISSING', 'RECORD_MALFORMED']);
+    expect(kafka.offsets.get('raw/0')).toBe('13');
     expect(JSON.parse(kafka.committed[0]!.value!.toString()).email).not.toBe('a@b.c');
   });
 
-  it('a retriable failure aborts the batch: nothing sent, no offset, the batch is read again', async () => {
+  it('fences before it reads the offset: records an earlier owner committed are not written again', async () => {
+    const kafka = new FakeKafka();
+    kafka.offsets.set('raw/0', '2'); // committed by the previous owner, after this consumer fetched from 0
+    await started(kafka);
+    await kafka.handler!(batch([0, 1, 2, 3].map((i) => rec(i, `{"id":${i},"email":"a@b.c"}`))), beat);
+    expect(ids(kafka)).toEqual([2, 3]);
+    expect(kafka.offsets.get('raw/0')).toBe('4');
+  });
+
+  it('a batch wholly below the committed offset produces nothing and opens no transaction', async () => {
+    const kafka = new FakeKafka();
+    kafka.offsets.set('raw/0', '9');
+    await started(kafka);
+    await kafka.handler!(batch([rec(3, '{"id":3,"email":"a@b.c"}')]), beat);
+    expect(kafka.committed).toEqual([]);
+    expect(kafka.offsets.get('raw/0')).toBe('9');
+  });
+
+  it('a retriable failure aborts the transaction, discards the producer and retries retriably', async () => {
     const kafka = new FakeKafka();
     let calls = 0;
     const flaky: Serde = {
-      decode: async (b) => {
+      protect: async (b, p, t) => {
         if (calls++ === 0) throw new StreamError('REGISTRY_UNAVAILABLE', 'registry down');
-        return jsonSerde().decode(b);
+        return jsonSerde().protect(b, p, t);
       },
-      encode: (d, t) => jsonSerde().encode(d, t),
     };
-    await pipeline(kafka, flaky).start();
-    const b = batch([rec(0, '{"email":"a@b.c"}')]);
-    await expect(kafka.handler!(b, async () => undefined)).rejects.toThrow(StreamError);
-    expect(kafka.committed).toEqual([]);
-    expect(kafka.offsets).toEqual([]);
-    await kafka.handler!(b, async () => undefined);
-    expect(kafka.committed.map((r) => r.topic)).toEqual(['clean']);
-    expect(kafka.offsets).toEqual(['1']);
-  });
-
-  it('after a failed commit it aborts and never reuses that producer', async () => {
-    const kafka = new FakeKafka();
-    await pipeline(kafka).start();
-    kafka.failNextCommit = true;
-    const b = batch([rec(0, '{"email":"a@b.c"}')]);
-    // the outcome of a failed commit is unknown: a non-retriable error makes kafkajs restart the
-    // consumer from the committed offsets rather than retry the batch in memory
-    const error = await kafka.handler!(b, async () => undefined).then(() => undefined, (e: Error & { retriable?: boolean; cause?: Error }) => e);
-    expect(error?.retriable).toBe(false);
-    expect(error?.cause?.message).toBe('request timed out');
+    await started(kafka, flaky);
+    const b = batch([rec(0, '{"id":0,"email":"a@b.c"}')]);
+    const error = await kafka.handler!(b, beat).catch((e: unknown) => e);
+    expect(code(error)).toBe('TRANSACTION_ABORTED');
+    expect((error as StreamError).retriable).toBe(true);
+    expect(code((error as Error).cause)).toBe('REGISTRY_UNAVAILABLE');
     expect(kafka.aborted).toBe(1);
-    await kafka.handler!(b, async () => undefined);
+    expect(kafka.committed).toEqual([]);
+    await kafka.handler!(b, beat);
     expect(kafka.producersCreated).toBe(2);
-    expect(kafka.committed).toHaveLength(1);
+    expect(ids(kafka)).toEqual([0]);
   });
 
-  it('closes the producer of a partition it no longer owns, so a returning partition gets a fresh (unfenced) one', async () => {
+  it.each([true, false])('a commit with an unknown outcome (it did land: %s) is retried exactly: re-fence, re-read, skip what landed', async (landed) => {
     const kafka = new FakeKafka();
-    await pipeline(kafka).start();
-    const b = batch([rec(0, '{"email":"a@b.c"}')]);
-    await kafka.handler!(b, async () => undefined);
-    kafka.assigned!({ raw: [0] });
-    await kafka.handler!(b, async () => undefined);
-    expect(kafka.producersCreated).toBe(1);
-    kafka.assigned!({ raw: [1] });
-    kafka.assigned!({ raw: [0, 1] });
-    await kafka.handler!(b, async () => undefined);
+    await started(kafka);
+    kafka.failNextCommit = { landed };
+    const b = batch([rec(0, '{"id":0,"email":"a@b.c"}'), rec(1, '{"id":1,"email":"a@b.c"}')]);
+    expect(code(await kafka.handler!(b, beat).catch((e: unknown) => e))).toBe('TRANSACTION_ABORTED');
+    expect(kafka.aborted).toBe(1);
+    // kafkajs retries the same batch from memory: whatever the outcome was, it is written once
+    await kafka.handler!(b, beat);
+    expect(ids(kafka)).toEqual([0, 1]);
     expect(kafka.producersCreated).toBe(2);
+    expect(kafka.offsets.get('raw/0')).toBe('2');
+  });
+
+  it('every group (re)join fences every partition again, also the ones it kept', async () => {
+    const kafka = new FakeKafka();
+    await started(kafka);
+    const b = (i: number) => batch([rec(i, `{"id":${i},"email":"a@b.c"}`)]);
+    await kafka.handler!(b(0), beat);
+    await kafka.handler!(b(1), beat);
+    expect(kafka.producersCreated).toBe(1);
+    kafka.events.assigned!({ raw: [0] });
+    await kafka.handler!(b(2), beat);
+    expect(kafka.producersCreated).toBe(2);
+    // a stale batch delivered after the re-fence is skipped by the fresh offset
+    await kafka.handler!(b(1), beat);
+    expect(ids(kafka)).toEqual([0, 1, 2]);
+  });
+
+  it('a fenced producer (another member took the partition) commits nothing', async () => {
+    const kafka = new FakeKafka();
+    await started(kafka);
+    await kafka.handler!(batch([rec(0, '{"id":0,"email":"a@b.c"}')]), beat);
+    await kafka.producer({ transactionalId: 'veil-protect-p.raw.0' }); // the new owner fences us
+    expect(code(await kafka.handler!(batch([rec(1, '{"id":1,"email":"a@b.c"}')]), beat).catch((e: unknown) => e))).toBe('TRANSACTION_ABORTED');
+    expect(ids(kafka)).toEqual([0]);
+  });
+
+  it('a record whose protected form is larger than the clean topic accepts is dead-lettered as RECORD_TOO_LARGE; the partition moves on', async () => {
+    const kafka = new FakeKafka();
+    kafka.limits.set('clean', 400);
+    await started(kafka);
+    const big = `{"id":1,"email":"a@b.c","pad":"${'x'.repeat(300)}"}`;
+    await kafka.handler!(batch([rec(0, '{"id":0,"email":"a@b.c"}'), rec(1, big), rec(2, '{"id":2,"email":"a@b.c"}')]), beat);
+    expect(kafka.committed.map((r) => r.topic)).toEqual(['clean', 'dlq', 'clean']);
+    expect(headerValue(kafka.committed[1]!.headers, 'veil.error.code')!.toString()).toBe('RECORD_TOO_LARGE');
+    expect(kafka.committed[1]!.value!.toString()).toBe(big);
+    expect(kafka.offsets.get('raw/0')).toBe('3');
+  });
+
+  it('a dead letter the dead-letter topic cannot take halts the pipeline: nothing committed, health fails', async () => {
+    const kafka = new FakeKafka();
+    kafka.limits.set('clean', 200);
+    kafka.limits.set('dlq', 200);
+    const p = await started(kafka);
+    const error = await kafka.handler!(batch([rec(0, '{"id":0,"email":"a@b.c"}'), rec(1, `{"email":"a@b.c","pad":"${'x'.repeat(300)}"}`)]), beat).catch((e: unknown) => e);
+    expect(code(error)).toBe('DEAD_LETTER_FAILED');
+    expect((error as StreamError).retriable).toBe(false);
+    expect(kafka.committed).toEqual([]);
+    expect(kafka.offsets.get('raw/0')).toBeUndefined();
+    expect(p.health()).toEqual({ healthy: false, reason: 'halted: DEAD_LETTER_FAILED' });
+  });
+
+  it('keeps every header: repeated keys in order, empty, binary and null values; veil sets its own names', async () => {
+    const kafka = new FakeKafka();
+    await started(kafka);
+    const headers: Header[] = [
+      { key: 'trace', value: Buffer.from('1') }, { key: 'trace', value: Buffer.from('2') }, { key: 'empty', value: Buffer.alloc(0) },
+      { key: 'bin', value: Buffer.from([0, 255, 128]) }, { key: 'nothing', value: null }, { key: 'veil.pipeline', value: Buffer.from('forged') },
+    ];
+    await kafka.handler!(batch([rec(0, '{"email":"a@b.c"}', headers)]), beat);
+    const out = kafka.committed[0]!.headers;
+    expect(out.slice(0, 5)).toEqual(headers.slice(0, 5));
+    expect(out.filter((h) => h.key === 'veil.pipeline').map((h) => h.value!.toString())).toEqual(['p']);
   });
 
   it('at-least-once: sends, then commits the offset outside a transaction', async () => {
     const kafka = new FakeKafka();
     await pipeline(kafka, jsonSerde(), 'at-least-once').start();
-    await kafka.handler!(batch([rec(5, '{"email":"a@b.c"}')]), async () => undefined);
+    await kafka.handler!(batch([rec(5, '{"email":"a@b.c"}')]), beat);
     expect(kafka.committed.map((r) => r.topic)).toEqual(['clean']);
-    expect(kafka.offsets).toEqual(['6']);
+    expect(kafka.offsets.get('raw/0')).toBe('6');
+  });
+
+  it('re-creates a consumer that crashed for good', async () => {
+    const kafka = new FakeKafka();
+    const p = await started(kafka);
+    kafka.events.crashed!(new Error('boom'), false);
+    await new Promise((r) => setTimeout(r, 20));
+    expect(kafka.consumersCreated).toBe(2);
+    await p.stop();
   });
 
   it('refuses to start a pipeline whose identity may not protect its fields', () => {

@@ -3,7 +3,8 @@ import type { SchemaRegistryPort } from '../ports.ts';
 import { StreamError } from '../stream-error.ts';
 import { CleanSchemaError, deriveCleanSchema } from './avro-clean-schema.ts';
 import { avroType } from './avro-types.ts';
-import type { Decoded, Serde } from './serde.ts';
+import type { RecordProtection, Serde } from './serde.ts';
+import { protectRecord } from '../protect-record.ts';
 import { memo } from '../memo.ts';
 
 export interface AvroSerdeOptions {
@@ -35,7 +36,13 @@ const HEADER = 5;
  * into a string, a map, a union of records, or ends at a record or bytes) fails the schema's
  * records with RECORD_MALFORMED at decode, before anything is protected.
  */
-export function avroSerde(options: AvroSerdeOptions): Serde {
+/** The Avro serde, with its decode and encode halves open to tests and tools. */
+export interface AvroSerde extends Serde {
+  decode(bytes: Buffer): Promise<{ value: unknown; schemaId: number }>;
+  encode(decoded: { value: unknown; schemaId: number }, cleanTopic: string): Promise<Buffer>;
+}
+
+export function avroSerde(options: AvroSerdeOptions): AvroSerde {
   const { registry, protectedPaths } = options;
   const writers = new Map<number, Promise<Writer>>();
   const cleanIds = new Map<string, Promise<number>>();
@@ -62,8 +69,7 @@ export function avroSerde(options: AvroSerdeOptions): Serde {
     return w.clean;
   }
 
-  return {
-    async decode(bytes: Buffer): Promise<Decoded> {
+  async function decode(bytes: Buffer): Promise<{ value: unknown; schemaId: number }> {
       if (bytes.length < HEADER) throw new StreamError('RECORD_MALFORMED', 'the value is shorter than the Avro wire-format header (magic byte, schema id)');
       if (bytes[0] !== 0) throw new StreamError('RECORD_MALFORMED', 'the value does not start with the Avro wire-format magic byte 0');
       const schemaId = bytes.readUInt32BE(1);
@@ -77,11 +83,10 @@ export function avroSerde(options: AvroSerdeOptions): Serde {
         throw new StreamError('RECORD_MALFORMED', `the value does not decode with its schema ${schemaId}`);
       }
       return { value, schemaId };
-    },
+  }
 
-    async encode(decoded: Decoded, cleanTopic: string): Promise<Buffer> {
+  async function encode(decoded: { value: unknown; schemaId: number }, cleanTopic: string): Promise<Buffer> {
       const rawId = decoded.schemaId;
-      if (rawId === undefined) throw new Error('avroSerde.encode needs the schemaId the value was decoded with');
       const w = await writer(rawId);
       const c = clean(w, rawId);
       const cleanId = await memo(cleanIds, `${rawId}\u0000${cleanTopic}`, () => registry.register(`${cleanTopic}-value`, c.text));
@@ -98,6 +103,15 @@ export function avroSerde(options: AvroSerdeOptions): Serde {
       out.writeUInt32BE(cleanId, 1);
       payload.copy(out, HEADER);
       return out;
+  }
+
+  return {
+    decode,
+    encode,
+    async protect(bytes: Buffer, protection: RecordProtection, cleanTopic: string): Promise<Buffer> {
+      const decoded = await decode(bytes);
+      protectRecord(decoded.value, protection.maps, protection.missing);
+      return encode(decoded, cleanTopic);
     },
   };
 }

@@ -1,18 +1,14 @@
-import { StreamError } from '../stream-error.ts';
-import type { Decoded, Serde } from './serde.ts';
+import type { Serde } from './serde.ts';
+import { protectJsonBytes } from './json-splice.ts';
 
-/** UTF-8 JSON values. Unmapped fields pass through unchanged (re-serialized). */
+/**
+ * UTF-8 JSON values, changed in place: only the bytes of the mapped values are replaced, so
+ * numbers, key order, whitespace, escapes and duplicate keys outside them stay byte for byte.
+ */
 export function jsonSerde(): Serde {
   return {
-    async decode(bytes) {
-      try {
-        return { value: JSON.parse(bytes.toString('utf8')) };
-      } catch {
-        throw new StreamError('RECORD_MALFORMED', 'the value is not JSON');
-      }
-    },
-    async encode(decoded: Decoded) {
-      return Buffer.from(JSON.stringify(decoded.value), 'utf8');
+    async protect(bytes, protection) {
+      return protectJsonBytes(bytes, protection.maps, protection.missing);
     },
   };
 }

@@ -1,16 +1,17 @@
-/** A decoded record value, and for Avro the schema it was written with. */
-export interface Decoded {
-  value: unknown;
-  schemaId?: number;
+import type { Mapping } from '../protect-record.ts';
+
+/** What to protect in a record value: the pipeline's mapped fields, and what a missing one means. */
+export interface RecordProtection {
+  maps: readonly Mapping[];
+  missing: 'pass' | 'dead-letter';
 }
 
 /**
- * Turns record bytes into an object whose mapped fields the pipeline protects, and back. Failures
- * are StreamErrors: RECORD_MALFORMED / SCHEMA_UNKNOWN (dead-lettered), REGISTRY_UNAVAILABLE
- * (retried).
+ * Turns a raw record value into its clean form: every mapped field protected, everything else
+ * kept. Failures are StreamErrors: RECORD_MALFORMED / SCHEMA_UNKNOWN / FIELD_MISSING / value codes
+ * (dead-lettered), REGISTRY_UNAVAILABLE (retried).
  */
 export interface Serde {
-  decode(bytes: Buffer): Promise<Decoded>;
-  /** encodes for the clean topic (Avro: with the derived clean schema registered for it) */
-  encode(decoded: Decoded, cleanTopic: string): Promise<Buffer>;
+  /** the clean value (Avro: written with the derived clean schema registered for `cleanTopic`) */
+  protect(bytes: Buffer, protection: RecordProtection, cleanTopic: string): Promise<Buffer>;
 }

@@ -1,0 +1,129 @@
+import type { InRecord, KafkaPort, ProducerPort, Transaction } from './ports.ts';
+import { StreamError } from './stream-error.ts';
+
+/** A partition's producer, fenced in one group generation, and the offset read after fencing. */
+interface Slot {
+  producer: ProducerPort;
+  generation: number;
+  /** the group's committed offset, read after this producer fenced the partition's previous owners */
+  floor: bigint;
+}
+
+/**
+ * The exactly-once lifecycle of a pipeline's input partitions, in one place (the argument is in
+ * docs/design.md, "Exactly-once"):
+ *
+ * 1. Fence, then read. Before a partition's first batch in a group generation, a new
+ *    transactional producer with the partition's id `<group>.<topic>.<partition>` is created:
+ *    InitProducerId bumps the id's epoch, so every earlier producer of it (a zombie owner, or
+ *    our own previous one) is fenced, and the coordinator first completes that id's pending
+ *    transaction (commit in progress: finished; open: aborted). Only then is the group's
+ *    committed offset read — it now includes every offset any owner ever committed for it.
+ * 2. Skip what is done. Records of a batch below that offset were committed by an earlier owner
+ *    (the consumer may have fetched from an offset read before the fence): they are dropped.
+ * 3. One transaction per batch: the clean and dead-letter records and the next offset commit
+ *    together, or not at all.
+ * 4. Any failure inside a transaction aborts it and discards the producer; its outcome may be
+ *    unknown (a commit that timed out may have committed), so the next batch re-fences and
+ *    re-reads the offset — whichever way it went, step 2 makes the retry exact.
+ * 5. Every group (re)join starts a new generation: every partition is fenced again before use.
+ */
+export class PartitionTransactions {
+  private generation = 0;
+  private readonly slots = new Map<string, Slot>();
+  private readonly locks = new Map<string, Promise<unknown>>();
+  private readonly kafka: KafkaPort;
+  private readonly groupId: string;
+
+  constructor(kafka: KafkaPort, groupId: string) {
+    this.kafka = kafka;
+    this.groupId = groupId;
+  }
+
+  transactionalId(topic: string, partition: number): string {
+    return `${this.groupId}.${topic}.${partition}`;
+  }
+
+  /** A (re)join of the group: a new generation; producers of partitions no longer owned close. */
+  reassigned(owned: Record<string, readonly number[]>): void {
+    this.generation++;
+    const keep = new Set(Object.entries(owned).flatMap(([topic, parts]) => parts.map((p) => this.transactionalId(topic, p))));
+    for (const id of this.slots.keys()) if (!keep.has(id)) void this.locked(id, () => this.dispose(id));
+  }
+
+  /**
+   * Runs `produce` on the batch's records not yet committed, inside a transaction of the
+   * partition's fenced producer, and commits `next` as the group's offset with them. Returns the
+   * records produced (none when an earlier owner had committed them all). Throws a retriable
+   * TRANSACTION_ABORTED after any failure, with the producer discarded, or `produce`'s own error
+   * when it is a StreamError that is not retriable (the pipeline halts on it).
+   */
+  run(topic: string, partition: number, records: readonly InRecord[], next: string, produce: (records: InRecord[], tx: Transaction) => Promise<void>): Promise<InRecord[]> {
+    const id = this.transactionalId(topic, partition);
+    return this.locked(id, async () => {
+      let slot: Slot;
+      try {
+        slot = await this.fenced(id, topic, partition);
+      } catch (e) {
+        throw new StreamError('TRANSACTION_ABORTED', `partition ${topic}/${partition}: cannot fence the transactional id`, { cause: e });
+      }
+      const todo = records.filter((r) => BigInt(r.offset) >= slot.floor);
+      if (todo.length === 0) return todo;
+      let tx: Transaction | undefined;
+      try {
+        tx = await slot.producer.transaction();
+        await produce(todo, tx);
+        await tx.sendOffsets(this.groupId, topic, partition, next);
+        await tx.commit();
+        return todo;
+      } catch (e) {
+        await tx?.abort().catch(() => undefined);
+        await this.dispose(id);
+        if (e instanceof StreamError && !e.retriable) throw e;
+        throw new StreamError('TRANSACTION_ABORTED', `partition ${topic}/${partition}: transaction aborted; the batch is read again`, { cause: e });
+      }
+    });
+  }
+
+  /** Closes every producer (stop, or before the consumer is re-created). */
+  async closeAll(): Promise<void> {
+    await Promise.all([...this.slots.keys()].map((id) => this.locked(id, () => this.dispose(id))));
+  }
+
+  private async fenced(id: string, topic: string, partition: number): Promise<Slot> {
+    const current = this.slots.get(id);
+    if (current && current.generation === this.generation) return current;
+    if (current) await this.dispose(id);
+    const generation = this.generation;
+    const producer = await this.kafka.producer({ transactionalId: id });
+    let committed: string | null;
+    try {
+      committed = await this.kafka.committedOffset(this.groupId, topic, partition);
+    } catch (e) {
+      await producer.disconnect().catch(() => undefined);
+      throw e;
+    }
+    const slot = { producer, generation, floor: committed === null ? 0n : BigInt(committed) };
+    this.slots.set(id, slot);
+    return slot;
+  }
+
+  private async dispose(id: string): Promise<void> {
+    const slot = this.slots.get(id);
+    if (!slot) return;
+    this.slots.delete(id);
+    await slot.producer.disconnect().catch(() => undefined);
+  }
+
+  /** One thing at a time per partition: a batch, a fence or a disposal. */
+  private locked<T>(id: string, work: () => Promise<T>): Promise<T> {
+    const previous = this.locks.get(id) ?? Promise.resolve();
+    const result = previous.then(work, work);
+    const tail = result.catch(() => undefined);
+    this.locks.set(id, tail);
+    void tail.then(() => {
+      if (this.locks.get(id) === tail) this.locks.delete(id);
+    });
+    return result;
+  }
+}

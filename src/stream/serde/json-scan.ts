@@ -1,0 +1,337 @@
+import { isUtf8 } from 'node:buffer';
+import type { RecordPath } from '../record-path.ts';
+import { StreamError } from '../stream-error.ts';
+
+/**
+ * A single-pass validating scanner of UTF-8 JSON that reports where mapped paths land, as byte
+ * spans, without building the document. It accepts exactly what JSON.parse accepts on the decoded
+ * text, and rejects what is not valid UTF-8. It keeps its own stack, so no nesting depth can
+ * overflow the call stack.
+ */
+
+/** What a mapping needs a value to be: the object holding the next path step, the array of an `[]` step, or the mapped leaf. */
+export const CONTAINER = 0;
+export const ARRAY = 1;
+export const LEAF = 2;
+
+export interface Expect {
+  readonly m: number;
+  readonly kind: number;
+  /** CONTAINER: the key to look up */
+  readonly keys: readonly KeyStep[];
+  /** ARRAY: what each element must be */
+  readonly elements: readonly Expect[];
+}
+
+export interface KeyStep {
+  readonly m: number;
+  readonly name: string;
+  /** the key as UTF-8, compared with a key's raw bytes when the key has no escapes */
+  readonly bytes: Buffer;
+  /** what the value under the key must be */
+  readonly value: readonly Expect[];
+}
+
+/**
+ * Event kinds, reported as four numbers (mapping, kind, start, end) in document order. Leaves are
+ * spans of raw bytes (a string with its quotes); the others are findings the caller turns into
+ * errors or passes, in mapping order, like protectRecord would.
+ */
+export const EV_STRING = 0;
+export const EV_RAW = 1;
+export const EV_MISSING = 2;
+export const EV_SHAPE = 3;
+export const EV_NO_ARRAY = 4;
+export const EV_NOT_SCALAR = 5;
+
+const NONE: readonly never[] = [];
+
+/** One root expectation per mapping (the root must be an object holding the first step). */
+export function compileExpectations(paths: readonly RecordPath[]): readonly Expect[] {
+  return paths.map((path, m) => {
+    if (path.length === 0) throw new Error('a mapped path has no steps');
+    return containerOf(m, path, 0);
+  });
+}
+
+function containerOf(m: number, path: RecordPath, i: number): Expect {
+  const step = path[i]!;
+  const inner: Expect = i === path.length - 1 ? { m, kind: LEAF, keys: NONE, elements: NONE } : containerOf(m, path, i + 1);
+  const value: Expect = step.each ? { m, kind: ARRAY, keys: NONE, elements: [inner] } : inner;
+  return { m, kind: CONTAINER, keys: [{ m, name: step.name, bytes: Buffer.from(step.name, 'utf8'), value: [value] }], elements: NONE };
+}
+
+export function notJson(): StreamError {
+  return new StreamError('RECORD_MALFORMED', 'the value is not JSON');
+}
+
+/** Validates `b` as one JSON text and appends the events of `root`'s mappings to `events`. */
+export function scanJson(b: Buffer, root: readonly Expect[], events: number[]): void {
+  // Native (SIMD) validation up front rejects overlong forms, surrogates and truncated
+  // sequences anywhere, so the scanner needs no UTF-8 logic: bytes >= 0x80 are only legal in strings.
+  if (!isUtf8(b)) throw notJson();
+  new Scanner(b, events).run(root.length > 0 ? root : null);
+}
+
+/** A mapped container open on the stack: the keys still to find, or what array elements must be. */
+interface Frame {
+  readonly keys: readonly KeyStep[];
+  readonly found: Uint8Array;
+  readonly elements: readonly Expect[] | null;
+}
+
+const VALUE = 0;
+const AFTER_VALUE = 1;
+const KEY = 2;
+const OPEN_OBJECT = 0x7b;
+const OPEN_ARRAY = 0x5b;
+
+// Scans are synchronous and never nest, so one stack serves them all: a typed array per record
+// would be a good part of a small record's garbage. Rare deep documents get their own.
+const MAX_SHARED_KINDS = 4096;
+let sharedKinds = new Uint8Array(64);
+
+class Scanner {
+  private readonly b: Buffer;
+  private readonly events: number[];
+  private depth = 0;
+  /** the opening byte of each open container; grows on demand, so depth is bounded by memory only */
+  private kinds = sharedKinds;
+  /**
+   * Frames of the open mapped containers. A mapped container's parent is mapped too, so they are
+   * always depths 1..mappedDepth: deeper levels are known unmapped without a lookup.
+   */
+  private readonly frames: Frame[] = [];
+  private mappedDepth = 0;
+
+  constructor(b: Buffer, events: number[]) {
+    this.b = b;
+    this.events = events;
+  }
+
+  // The hot loop keeps the position in a local and calls only small pure helpers: field writes
+  // per token cost more than the scanning itself.
+  run(root: readonly Expect[] | null): void {
+    const b = this.b;
+    const len = b.length;
+    let p = 0;
+    let exps = root;
+    let state = VALUE;
+    for (;;) {
+      p = skipWs(b, p, len);
+      const c = p < len ? b[p]! : -1;
+      if (state === VALUE) {
+        if (c === OPEN_OBJECT || c === OPEN_ARRAY) {
+          this.open(c, exps, p);
+          p = skipWs(b, p + 1, len);
+          if (b[p] === c + 2) {
+            // `}` and `]` are their opener + 2
+            p++;
+            this.close(p);
+            state = AFTER_VALUE;
+          } else if (c === OPEN_OBJECT) state = KEY;
+          else exps = this.frame()?.elements ?? null;
+          continue;
+        }
+        const start = p;
+        let kind = EV_RAW;
+        if (c === 0x22) {
+          p = scanString(b, p, len);
+          kind = EV_STRING;
+        } else if (c === 0x2d || (c >= 0x30 && c <= 0x39)) p = scanNumber(b, p);
+        else {
+          p = scanLiteral(b, p, c);
+          if (c === 0x6e) kind = EV_MISSING;
+        }
+        if (exps !== null) this.located(exps, kind, start, p);
+        state = AFTER_VALUE;
+      } else if (state === AFTER_VALUE) {
+        if (this.depth === 0) {
+          if (p !== len) throw notJson();
+          return;
+        }
+        const inObject = this.kinds[this.depth] === OPEN_OBJECT;
+        if (c === 0x2c) {
+          p++;
+          if (inObject) state = KEY;
+          else {
+            exps = this.frame()?.elements ?? null;
+            state = VALUE;
+          }
+        } else if (c === (inObject ? 0x7d : 0x5d)) {
+          p++;
+          this.close(p);
+        } else throw notJson();
+      } else {
+        if (c !== 0x22) throw notJson();
+        const start = p;
+        p = scanString(b, p, len);
+        const frame = this.frame();
+        exps = frame === undefined ? null : matchKey(b, start, p, frame);
+        p = skipWs(b, p, len);
+        if (b[p] !== 0x3a) throw notJson();
+        p++;
+        state = VALUE;
+      }
+    }
+  }
+
+  private frame(): Frame | undefined {
+    return this.depth <= this.mappedDepth ? this.frames[this.depth - 1] : undefined;
+  }
+
+  private event(m: number, kind: number, start: number, end: number): void {
+    this.events.push(m, kind, start, end);
+  }
+
+  private open(c: number, exps: readonly Expect[] | null, p: number): void {
+    const depth = ++this.depth;
+    if (depth === this.kinds.length) {
+      const grown = new Uint8Array(depth * 2);
+      grown.set(this.kinds);
+      this.kinds = grown;
+      if (grown.length <= MAX_SHARED_KINDS) sharedKinds = grown;
+    }
+    this.kinds[depth] = c;
+    if (exps === null) return;
+    const frame = c === OPEN_OBJECT ? this.objectFrame(exps, p) : this.arrayFrame(exps, p);
+    if (frame === undefined) return;
+    this.frames[depth - 1] = frame;
+    this.mappedDepth = depth;
+  }
+
+  private objectFrame(exps: readonly Expect[], p: number): Frame | undefined {
+    let keys: readonly KeyStep[] = NONE;
+    for (const e of exps) {
+      if (e.kind === CONTAINER) keys = keys.length === 0 ? e.keys : keys.concat(e.keys);
+      else this.event(e.m, e.kind === ARRAY ? EV_NO_ARRAY : EV_NOT_SCALAR, p, p);
+    }
+    return keys.length === 0 ? undefined : { keys, found: new Uint8Array(keys.length), elements: null };
+  }
+
+  private arrayFrame(exps: readonly Expect[], p: number): Frame | undefined {
+    let elements: readonly Expect[] = NONE;
+    for (const e of exps) {
+      if (e.kind === ARRAY) elements = elements.length === 0 ? e.elements : elements.concat(e.elements);
+      else this.event(e.m, e.kind === CONTAINER ? EV_SHAPE : EV_NOT_SCALAR, p, p);
+    }
+    return elements.length === 0 ? undefined : { keys: NONE, found: new Uint8Array(0), elements };
+  }
+
+  private close(p: number): void {
+    if (this.depth === this.mappedDepth) {
+      const frame = this.frames[this.depth - 1]!;
+      // a key the object lacks is one absent location, like a missing property in rewriteAt
+      for (let k = 0; k < frame.keys.length; k++) if (frame.found[k] === 0) this.event(frame.keys[k]!.m, EV_MISSING, p, p);
+      this.mappedDepth--;
+    }
+    this.depth--;
+  }
+
+  private located(exps: readonly Expect[], kind: number, start: number, end: number): void {
+    for (const e of exps) {
+      if (kind === EV_MISSING) this.event(e.m, EV_MISSING, start, end);
+      else if (e.kind === LEAF) this.event(e.m, kind, start, end);
+      else this.event(e.m, e.kind === CONTAINER ? EV_SHAPE : EV_NO_ARRAY, start, end);
+    }
+  }
+}
+
+function skipWs(b: Buffer, p: number, len: number): number {
+  while (p < len) {
+    const c = b[p]!;
+    if (c !== 0x20 && c !== 0x0a && c !== 0x0d && c !== 0x09) return p;
+    p++;
+  }
+  return p;
+}
+
+/** Validates the string whose opening quote is at p; returns the position after its closing quote. */
+function scanString(b: Buffer, p: number, len: number): number {
+  p++;
+  for (;;) {
+    if (p >= len) throw notJson();
+    const c = b[p]!;
+    if (c === 0x22) return p + 1;
+    if (c === 0x5c) p = scanEscape(b, p + 1);
+    else if (c < 0x20) throw notJson();
+    else p++;
+  }
+}
+
+/** Validates the escape whose letter is at p; returns the position after it. */
+function scanEscape(b: Buffer, p: number): number {
+  const c = b[p];
+  if (c === 0x75) {
+    if (!isHex(b[p + 1]) || !isHex(b[p + 2]) || !isHex(b[p + 3]) || !isHex(b[p + 4])) throw notJson();
+    return p + 5;
+  }
+  if (c === 0x22 || c === 0x5c || c === 0x2f || c === 0x62 || c === 0x66 || c === 0x6e || c === 0x72 || c === 0x74) return p + 1;
+  throw notJson();
+}
+
+function scanNumber(b: Buffer, p: number): number {
+  if (b[p] === 0x2d) p++;
+  if (b[p] === 0x30) p++;
+  else if (isDigit(b[p])) while (isDigit(b[p])) p++;
+  else throw notJson();
+  if (b[p] === 0x2e) {
+    p++;
+    if (!isDigit(b[p])) throw notJson();
+    while (isDigit(b[p])) p++;
+  }
+  if (b[p] === 0x65 || b[p] === 0x45) {
+    p++;
+    if (b[p] === 0x2b || b[p] === 0x2d) p++;
+    if (!isDigit(b[p])) throw notJson();
+    while (isDigit(b[p])) p++;
+  }
+  return p;
+}
+
+function scanLiteral(b: Buffer, p: number, c: number): number {
+  if (c === 0x74 && b[p + 1] === 0x72 && b[p + 2] === 0x75 && b[p + 3] === 0x65) return p + 4;
+  if (c === 0x66 && b[p + 1] === 0x61 && b[p + 2] === 0x6c && b[p + 3] === 0x73 && b[p + 4] === 0x65) return p + 5;
+  if (c === 0x6e && b[p + 1] === 0x75 && b[p + 2] === 0x6c && b[p + 3] === 0x6c) return p + 4;
+  throw notJson();
+}
+
+/** What the value of the key spanning [start, end) (with quotes) must be for the frame's mappings, if anything. */
+function matchKey(b: Buffer, start: number, end: number, frame: Frame): readonly Expect[] | null {
+  let decoded: string | undefined;
+  let out: readonly Expect[] | null = null;
+  const escaped = hasBackslash(b, start + 1, end - 1);
+  for (let k = 0; k < frame.keys.length; k++) {
+    const step = frame.keys[k]!;
+    let match: boolean;
+    if (escaped) {
+      decoded ??= JSON.parse(b.toString('utf8', start, end)) as string;
+      match = decoded === step.name;
+    } else match = rawEquals(b, start + 1, end - 1, step.bytes);
+    if (match) {
+      // every occurrence of a duplicate key is a location: parsers disagree on which one wins
+      frame.found[k] = 1;
+      out = out === null ? step.value : out.concat(step.value);
+    }
+  }
+  return out;
+}
+
+export function hasBackslash(b: Buffer, start: number, end: number): boolean {
+  for (let k = start; k < end; k++) if (b[k] === 0x5c) return true;
+  return false;
+}
+
+function rawEquals(b: Buffer, start: number, end: number, bytes: Buffer): boolean {
+  if (end - start !== bytes.length) return false;
+  for (let k = 0; k < bytes.length; k++) if (b[start + k] !== bytes[k]) return false;
+  return true;
+}
+
+function isDigit(c: number | undefined): boolean {
+  return c !== undefined && c >= 0x30 && c <= 0x39;
+}
+
+function isHex(c: number | undefined): boolean {
+  return c !== undefined && ((c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x46) || (c >= 0x61 && c <= 0x66));
+}
