@@ -7,6 +7,7 @@ import { describeMasterKeySource, resolveMasterKey } from '../keys/master-key.ts
 import { kafkajsPort } from '../stream/kafkajs-adapter.ts';
 import type { KafkaPort, SchemaRegistryPort } from '../stream/ports.ts';
 import { ProtectPipeline } from '../stream/protect-pipeline.ts';
+import { killingInCommit } from '../stream/fault-injection.ts';
 import { jsonSerde } from '../stream/serde/json-serde.ts';
 import type { Serde } from '../stream/serde/serde.ts';
 import { StreamMetrics } from '../stream/stream-metrics.ts';
@@ -60,12 +61,14 @@ export async function openStream(options: StreamOptions): Promise<StreamService>
   for (const n of names) if (!config.pipelines[n]) throw new VeilError('CONFIG_INVALID', `no pipeline ${n} in ${options.configFile}`);
   if (names.length === 0) throw new VeilError('CONFIG_INVALID', `${options.configFile} defines no pipelines`);
 
-  const kafka = options.kafka ?? kafkajsPort({
+  const client = options.kafka ?? kafkajsPort({
     brokers: options.brokers,
     clientId: 'veil-stream',
     sessionTimeoutMs: Number(options.env.VEIL_KAFKA_SESSION_TIMEOUT_MS ?? 30_000),
     log: (level, message, extra) => logger[level]({ kafka: extra }, message),
   });
+  const killInCommit = Number(options.env.VEIL_FAULT_KILL_IN_COMMIT ?? 0);
+  const kafka = killInCommit > 0 ? killingInCommit(client, killInCommit) : client;
   let registry: SchemaRegistryPort | undefined;
   // Avro support (registry client, avsc) loads only when a pipeline uses it
   const avroSerdeFor = async (paths: string[]): Promise<Serde> => {

@@ -218,7 +218,7 @@ function consumerPort(consumer: Consumer, concurrency: number): ConsumerPort {
     },
     on(events) {
       if (events.assigned) consumer.on(consumer.events.GROUP_JOIN, (e) => events.assigned!(e.payload.memberAssignment));
-      if (events.fetched) consumer.on(consumer.events.FETCH_START, () => events.fetched!());
+      if (events.fetched) consumer.on(consumer.events.FETCH, () => events.fetched!());
       if (events.crashed) consumer.on(consumer.events.CRASH, (e) => events.crashed!(e.payload.error, e.payload.restart));
     },
   };

@@ -68,7 +68,7 @@ export interface ProducerPort {
 export interface ConsumerEvents {
   /** after each (re)join of the group: the partitions this member now owns, per topic */
   assigned?(assignment: Record<string, number[]>): void;
-  /** the fetch loop turned (also when nothing arrived): the consumer is alive */
+  /** a fetch came back from the broker (also an empty one): the consumer is alive and connected */
   fetched?(): void;
   /** the consumer stopped on an error; `restarting` says whether the client restarts it */
   crashed?(error: Error, restarting: boolean): void;

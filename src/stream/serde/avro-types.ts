@@ -8,6 +8,7 @@ import avro from 'avsc';
  * - `long` as a number while it is a safe integer and as a bigint beyond ±2^53, so large longs
  *   (nanosecond timestamps, snowflake ids) round-trip exactly instead of failing to decode.
  *   In a union that also holds int/float/double the branch is avsc's plain long (wrapped).
+ * - maps as arrays of {key, value}, so entries keep their order and duplicates (byte for byte);
  * No logical types: timestamps stay numbers, decimals stay bytes, as written.
  */
 export function avroType(schema: unknown): avro.Type {
@@ -38,8 +39,17 @@ const plainLong = avro.Type.forSchema('long');
 
 const isLong = (s: unknown) => s === 'long' || (typeof s === 'object' && s !== null && !Array.isArray(s) && (s as { type?: unknown }).type === 'long');
 
+let mapEntries = 0;
+
 function typeHook(schema: unknown, opts: avro.ForSchemaOptions): avro.Type | undefined {
   if (isLong(schema)) return safeLong;
+  if (typeof schema === 'object' && schema !== null && (schema as { type?: unknown }).type === 'map') {
+    // a map's binary form is an array of (key, value) pairs: read it as one, so its entries keep
+    // their order (a JS object would move integer-like keys first) and duplicate keys survive
+    const values = (schema as { values: unknown }).values;
+    const entry = { type: 'record', name: `veil_map_entry_${++mapEntries}`, fields: [{ name: 'key', type: 'string' }, { name: 'value', type: values }] };
+    return avro.Type.forSchema({ type: 'array', items: entry } as avro.Schema, opts);
+  }
   if (!Array.isArray(schema)) return undefined;
   // a union: decide wrapping ourselves, since avsc would not see safeLong as a number
   const numbers = schema.filter((s) => isLong(s) || ['int', 'float', 'double'].includes(typeof s === 'string' ? s : (s as { type?: string })?.type ?? '')).length;

@@ -1,5 +1,4 @@
 import { isUtf8 } from 'node:buffer';
-import type { RecordPath } from '../record-path.ts';
 import { StreamError } from '../stream-error.ts';
 
 /**
@@ -9,27 +8,31 @@ import { StreamError } from '../stream-error.ts';
  * overflow the call stack.
  */
 
-/** What a mapping needs a value to be: the object holding the next path step, the array of an `[]` step, or the mapped leaf. */
-export const CONTAINER = 0;
-export const ARRAY = 1;
-export const LEAF = 2;
-
-export interface Expect {
-  readonly m: number;
-  readonly kind: number;
-  /** CONTAINER: the key to look up */
-  readonly keys: readonly KeyStep[];
-  /** ARRAY: what each element must be */
-  readonly elements: readonly Expect[];
+/**
+ * What the mappings need one value to be, merged over all mappings that reach it and compiled
+ * once per mapping list (see json-splice.ts), so that scanning allocates nothing per token.
+ * Mappings are numbered by their index.
+ */
+export interface Expectation {
+  /** mappings that need an object here: the keys they look up, one group per distinct name */
+  readonly keys: readonly KeyGroup[];
+  readonly objectMs: readonly number[];
+  /** mappings with an `[]` step here, and what each element must be for them */
+  readonly arrayMs: readonly number[];
+  readonly elements: Expectation | null;
+  /** mappings whose mapped value this is */
+  readonly leafMs: readonly number[];
+  /** every mapping above: for a null here */
+  readonly allMs: readonly number[];
 }
 
-export interface KeyStep {
-  readonly m: number;
+export interface KeyGroup {
   readonly name: string;
-  /** the key as UTF-8, compared with a key's raw bytes when the key has no escapes */
+  /** the name as UTF-8, compared with a key's raw bytes when the key has no escapes */
   readonly bytes: Buffer;
-  /** what the value under the key must be */
-  readonly value: readonly Expect[];
+  /** the mappings that look the name up: each has an absent location when the object lacks it */
+  readonly ms: readonly number[];
+  readonly value: Expectation;
 }
 
 /**
@@ -44,40 +47,23 @@ export const EV_SHAPE = 3;
 export const EV_NO_ARRAY = 4;
 export const EV_NOT_SCALAR = 5;
 
-const NONE: readonly never[] = [];
-
-/** One root expectation per mapping (the root must be an object holding the first step). */
-export function compileExpectations(paths: readonly RecordPath[]): readonly Expect[] {
-  return paths.map((path, m) => {
-    if (path.length === 0) throw new Error('a mapped path has no steps');
-    return containerOf(m, path, 0);
-  });
-}
-
-function containerOf(m: number, path: RecordPath, i: number): Expect {
-  const step = path[i]!;
-  const inner: Expect = i === path.length - 1 ? { m, kind: LEAF, keys: NONE, elements: NONE } : containerOf(m, path, i + 1);
-  const value: Expect = step.each ? { m, kind: ARRAY, keys: NONE, elements: [inner] } : inner;
-  return { m, kind: CONTAINER, keys: [{ m, name: step.name, bytes: Buffer.from(step.name, 'utf8'), value: [value] }], elements: NONE };
-}
-
 export function notJson(): StreamError {
   return new StreamError('RECORD_MALFORMED', 'the value is not JSON');
 }
 
 /** Validates `b` as one JSON text and appends the events of `root`'s mappings to `events`. */
-export function scanJson(b: Buffer, root: readonly Expect[], events: number[]): void {
+export function scanJson(b: Buffer, root: Expectation | null, events: number[]): void {
   // Native (SIMD) validation up front rejects overlong forms, surrogates and truncated
   // sequences anywhere, so the scanner needs no UTF-8 logic: bytes >= 0x80 are only legal in strings.
   if (!isUtf8(b)) throw notJson();
-  new Scanner(b, events).run(root.length > 0 ? root : null);
+  new Scanner(b, events).run(root);
 }
 
 /** A mapped container open on the stack: the keys still to find, or what array elements must be. */
 interface Frame {
-  readonly keys: readonly KeyStep[];
-  readonly found: Uint8Array;
-  readonly elements: readonly Expect[] | null;
+  readonly keys: readonly KeyGroup[];
+  readonly found: boolean[];
+  readonly elements: Expectation | null;
 }
 
 const VALUE = 0;
@@ -85,6 +71,7 @@ const AFTER_VALUE = 1;
 const KEY = 2;
 const OPEN_OBJECT = 0x7b;
 const OPEN_ARRAY = 0x5b;
+const NO_KEYS: readonly KeyGroup[] = [];
 
 // Scans are synchronous and never nest, so one stack serves them all: a typed array per record
 // would be a good part of a small record's garbage. Rare deep documents get their own.
@@ -93,7 +80,7 @@ let sharedKinds = new Uint8Array(64);
 
 class Scanner {
   private readonly b: Buffer;
-  private readonly events: number[];
+  private readonly out: number[];
   private depth = 0;
   /** the opening byte of each open container; grows on demand, so depth is bounded by memory only */
   private kinds = sharedKinds;
@@ -106,23 +93,23 @@ class Scanner {
 
   constructor(b: Buffer, events: number[]) {
     this.b = b;
-    this.events = events;
+    this.out = events;
   }
 
   // The hot loop keeps the position in a local and calls only small pure helpers: field writes
   // per token cost more than the scanning itself.
-  run(root: readonly Expect[] | null): void {
+  run(root: Expectation | null): void {
     const b = this.b;
     const len = b.length;
     let p = 0;
-    let exps = root;
+    let exp = root;
     let state = VALUE;
     for (;;) {
       p = skipWs(b, p, len);
       const c = p < len ? b[p]! : -1;
       if (state === VALUE) {
         if (c === OPEN_OBJECT || c === OPEN_ARRAY) {
-          this.open(c, exps, p);
+          this.open(c, exp, p);
           p = skipWs(b, p + 1, len);
           if (b[p] === c + 2) {
             // `}` and `]` are their opener + 2
@@ -130,7 +117,7 @@ class Scanner {
             this.close(p);
             state = AFTER_VALUE;
           } else if (c === OPEN_OBJECT) state = KEY;
-          else exps = this.frame()?.elements ?? null;
+          else exp = this.frame()?.elements ?? null;
           continue;
         }
         const start = p;
@@ -143,7 +130,7 @@ class Scanner {
           p = scanLiteral(b, p, c);
           if (c === 0x6e) kind = EV_MISSING;
         }
-        if (exps !== null) this.located(exps, kind, start, p);
+        if (exp !== null) this.located(exp, kind, start, p);
         state = AFTER_VALUE;
       } else if (state === AFTER_VALUE) {
         if (this.depth === 0) {
@@ -155,7 +142,7 @@ class Scanner {
           p++;
           if (inObject) state = KEY;
           else {
-            exps = this.frame()?.elements ?? null;
+            exp = this.frame()?.elements ?? null;
             state = VALUE;
           }
         } else if (c === (inObject ? 0x7d : 0x5d)) {
@@ -167,7 +154,7 @@ class Scanner {
         const start = p;
         p = scanString(b, p, len);
         const frame = this.frame();
-        exps = frame === undefined ? null : matchKey(b, start, p, frame);
+        exp = frame === undefined ? null : matchKey(b, start, p, frame);
         p = skipWs(b, p, len);
         if (b[p] !== 0x3a) throw notJson();
         p++;
@@ -180,11 +167,7 @@ class Scanner {
     return this.depth <= this.mappedDepth ? this.frames[this.depth - 1] : undefined;
   }
 
-  private event(m: number, kind: number, start: number, end: number): void {
-    this.events.push(m, kind, start, end);
-  }
-
-  private open(c: number, exps: readonly Expect[] | null, p: number): void {
+  private open(c: number, exp: Expectation | null, p: number): void {
     const depth = ++this.depth;
     if (depth === this.kinds.length) {
       const grown = new Uint8Array(depth * 2);
@@ -193,47 +176,44 @@ class Scanner {
       if (grown.length <= MAX_SHARED_KINDS) sharedKinds = grown;
     }
     this.kinds[depth] = c;
-    if (exps === null) return;
-    const frame = c === OPEN_OBJECT ? this.objectFrame(exps, p) : this.arrayFrame(exps, p);
+    if (exp === null) return;
+    let frame: Frame | undefined;
+    if (c === OPEN_OBJECT) {
+      this.events(exp.arrayMs, EV_NO_ARRAY, p, p);
+      this.events(exp.leafMs, EV_NOT_SCALAR, p, p);
+      if (exp.keys.length > 0) frame = { keys: exp.keys, found: exp.keys.map(() => false), elements: null };
+    } else {
+      this.events(exp.objectMs, EV_SHAPE, p, p);
+      this.events(exp.leafMs, EV_NOT_SCALAR, p, p);
+      if (exp.elements !== null) frame = { keys: NO_KEYS, found: [], elements: exp.elements };
+    }
     if (frame === undefined) return;
     this.frames[depth - 1] = frame;
     this.mappedDepth = depth;
-  }
-
-  private objectFrame(exps: readonly Expect[], p: number): Frame | undefined {
-    let keys: readonly KeyStep[] = NONE;
-    for (const e of exps) {
-      if (e.kind === CONTAINER) keys = keys.length === 0 ? e.keys : keys.concat(e.keys);
-      else this.event(e.m, e.kind === ARRAY ? EV_NO_ARRAY : EV_NOT_SCALAR, p, p);
-    }
-    return keys.length === 0 ? undefined : { keys, found: new Uint8Array(keys.length), elements: null };
-  }
-
-  private arrayFrame(exps: readonly Expect[], p: number): Frame | undefined {
-    let elements: readonly Expect[] = NONE;
-    for (const e of exps) {
-      if (e.kind === ARRAY) elements = elements.length === 0 ? e.elements : elements.concat(e.elements);
-      else this.event(e.m, e.kind === CONTAINER ? EV_SHAPE : EV_NOT_SCALAR, p, p);
-    }
-    return elements.length === 0 ? undefined : { keys: NONE, found: new Uint8Array(0), elements };
   }
 
   private close(p: number): void {
     if (this.depth === this.mappedDepth) {
       const frame = this.frames[this.depth - 1]!;
       // a key the object lacks is one absent location, like a missing property in rewriteAt
-      for (let k = 0; k < frame.keys.length; k++) if (frame.found[k] === 0) this.event(frame.keys[k]!.m, EV_MISSING, p, p);
+      for (let k = 0; k < frame.keys.length; k++) if (!frame.found[k]) this.events(frame.keys[k]!.ms, EV_MISSING, p, p);
       this.mappedDepth--;
     }
     this.depth--;
   }
 
-  private located(exps: readonly Expect[], kind: number, start: number, end: number): void {
-    for (const e of exps) {
-      if (kind === EV_MISSING) this.event(e.m, EV_MISSING, start, end);
-      else if (e.kind === LEAF) this.event(e.m, kind, start, end);
-      else this.event(e.m, e.kind === CONTAINER ? EV_SHAPE : EV_NO_ARRAY, start, end);
+  private located(exp: Expectation, kind: number, start: number, end: number): void {
+    if (kind === EV_MISSING) {
+      this.events(exp.allMs, EV_MISSING, start, end);
+      return;
     }
+    this.events(exp.leafMs, kind, start, end);
+    this.events(exp.objectMs, EV_SHAPE, start, end);
+    this.events(exp.arrayMs, EV_NO_ARRAY, start, end);
+  }
+
+  private events(ms: readonly number[], kind: number, start: number, end: number): void {
+    for (const m of ms) this.out.push(m, kind, start, end);
   }
 }
 
@@ -296,25 +276,19 @@ function scanLiteral(b: Buffer, p: number, c: number): number {
   throw notJson();
 }
 
-/** What the value of the key spanning [start, end) (with quotes) must be for the frame's mappings, if anything. */
-function matchKey(b: Buffer, start: number, end: number, frame: Frame): readonly Expect[] | null {
-  let decoded: string | undefined;
-  let out: readonly Expect[] | null = null;
+/** What the value of the key spanning [start, end) (with quotes) must be, if any mapping looks it up. */
+function matchKey(b: Buffer, start: number, end: number, frame: Frame): Expectation | null {
   const escaped = hasBackslash(b, start + 1, end - 1);
+  const decoded = escaped ? (JSON.parse(b.toString('utf8', start, end)) as string) : '';
   for (let k = 0; k < frame.keys.length; k++) {
-    const step = frame.keys[k]!;
-    let match: boolean;
-    if (escaped) {
-      decoded ??= JSON.parse(b.toString('utf8', start, end)) as string;
-      match = decoded === step.name;
-    } else match = rawEquals(b, start + 1, end - 1, step.bytes);
-    if (match) {
+    const group = frame.keys[k]!;
+    if (escaped ? decoded === group.name : rawEquals(b, start + 1, end - 1, group.bytes)) {
       // every occurrence of a duplicate key is a location: parsers disagree on which one wins
-      frame.found[k] = 1;
-      out = out === null ? step.value : out.concat(step.value);
+      frame.found[k] = true;
+      return group.value;
     }
   }
-  return out;
+  return null;
 }
 
 export function hasBackslash(b: Buffer, start: number, end: number): boolean {

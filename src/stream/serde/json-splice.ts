@@ -2,9 +2,7 @@ import { ValueError } from '../../engine/errors.ts';
 import type { Mapping } from '../protect-record.ts';
 import type { RecordPath } from '../record-path.ts';
 import { StreamError } from '../stream-error.ts';
-import {
-  compileExpectations, EV_MISSING, EV_NO_ARRAY, EV_NOT_SCALAR, EV_RAW, EV_SHAPE, hasBackslash, scanJson, type Expect,
-} from './json-scan.ts';
+import { EV_MISSING, EV_NO_ARRAY, EV_NOT_SCALAR, EV_RAW, EV_SHAPE, hasBackslash, scanJson, type Expectation } from './json-scan.ts';
 
 interface Edit {
   start: number;
@@ -14,21 +12,76 @@ interface Edit {
 
 interface Plan {
   paths: readonly RecordPath[];
-  root: readonly Expect[];
+  root: Expectation | null;
 }
 
 // Pipelines pass the same mapping list for every record; compiling it once keeps key bytes and
 // expectation trees off the hot path.
 const plans = new WeakMap<readonly Mapping[], Plan>();
 
-function planFor(maps: readonly Mapping[]): readonly Expect[] {
+function planFor(maps: readonly Mapping[]): Expectation | null {
+  if (maps.length === 0) return null;
   const cached = plans.get(maps);
-  // the identity check guards against a caller that reuses (and changes) one array
-  if (cached !== undefined && cached.paths.length === maps.length && cached.paths.every((p, i) => p === maps[i]!.compiled)) return cached.root;
+  if (cached !== undefined && samePaths(cached.paths, maps)) return cached.root;
   const paths = maps.map((m) => m.compiled);
-  const root = compileExpectations(paths);
+  const root = compileExpectation(paths);
   plans.set(maps, { paths, root });
   return root;
+}
+
+const OBJECT_NEED = 0;
+const ARRAY_NEED = 1;
+const LEAF_NEED = 2;
+
+/** what mapping m needs of a value: the object holding step i, the array of `[]` step i, or the leaf */
+interface Need {
+  m: number;
+  path: RecordPath;
+  i: number;
+  kind: number;
+}
+
+/** The expectation of the root: an object holding each path's first step. */
+function compileExpectation(paths: readonly RecordPath[]): Expectation {
+  if (paths.some((p) => p.length === 0)) throw new Error('a mapped path has no steps');
+  return merge(paths.map((path, m) => ({ m, path, i: 0, kind: OBJECT_NEED })));
+}
+
+/** Merges what several mappings need of one value; keys looked up by several mappings are matched once. */
+function merge(needs: readonly Need[]): Expectation {
+  const groups = new Map<string, { ms: number[]; needs: Need[] }>();
+  const objectMs: number[] = [];
+  const arrayMs: number[] = [];
+  const leafMs: number[] = [];
+  const elements: Need[] = [];
+  const after = (n: Need): Need => (n.i === n.path.length - 1 ? { ...n, kind: LEAF_NEED } : { ...n, i: n.i + 1, kind: OBJECT_NEED });
+  for (const n of needs) {
+    if (n.kind === LEAF_NEED) leafMs.push(n.m);
+    else if (n.kind === ARRAY_NEED) {
+      arrayMs.push(n.m);
+      elements.push(after(n));
+    } else {
+      objectMs.push(n.m);
+      const step = n.path[n.i]!;
+      let group = groups.get(step.name);
+      if (group === undefined) groups.set(step.name, (group = { ms: [], needs: [] }));
+      group.ms.push(n.m);
+      group.needs.push(step.each ? { ...n, kind: ARRAY_NEED } : after(n));
+    }
+  }
+  return {
+    keys: [...groups].map(([name, g]) => ({ name, bytes: Buffer.from(name, 'utf8'), ms: g.ms, value: merge(g.needs) })),
+    objectMs, arrayMs, leafMs,
+    elements: elements.length === 0 ? null : merge(elements),
+    allMs: needs.map((n) => n.m),
+  };
+}
+
+/** guards against a caller that reuses one array and changes it */
+function samePaths(paths: readonly RecordPath[], maps: readonly Mapping[]): boolean {
+  if (paths.length !== maps.length) return false;
+  for (let i = 0; i < paths.length; i++) if (paths[i] !== maps[i]!.compiled) return false;
+  return true;
 }
 
 /**

@@ -106,6 +106,11 @@ describe('protectJsonBytes transforms mapped values', () => {
     expect(splice('{"o":{"l":[{"x":[{"y":"deep"}]}]}}', ['o.l[].x[].y'])).toBe('{"o":{"l":[{"x":[{"y":"<deep>"}]}]}}');
   });
 
+  it('matches keys by their decoded name, escaped or not', () => {
+    expect(splice('{"\\u0065mail":"a","caf\\u00e9":"b","café":"c","e\\u006dail2":"d"}', ['email', 'café'])).toBe('{"\\u0065mail":"<a>","caf\\u00e9":"<b>","café":"<c>","e\\u006dail2":"d"}');
+    expect(splice('{"emai":"a","emails":"b","Email":"c","e\\"mail":"d"}', ['email'])).toBe('{"emai":"a","emails":"b","Email":"c","e\\"mail":"d"}');
+  });
+
   it('passes or dead-letters absent and null fields', () => {
     expect(splice('{"a":1}', ['email'])).toBe('{"a":1}');
     expect(splice('{"email":null}', ['email'])).toBe('{"email":null}');

@@ -1,0 +1,91 @@
+import { describe, expect, it } from 'vitest';
+import { Liveness } from '../../src/stream/liveness.ts';
+
+function clock() {
+  let t = 1_000_000;
+  return { now: () => t, advance: (ms: number) => void (t += ms) };
+}
+
+/** Ticks once a second for `ms`, as the pipeline's timer does; returns how many ticks asked for recovery. */
+function run(l: Liveness, c: ReturnType<typeof clock>, ms: number): number {
+  let recoveries = 0;
+  for (let i = 0; i < ms / 1000; i++) {
+    c.advance(1000);
+    if (l.tick()) recoveries++;
+  }
+  return recoveries;
+}
+
+describe('Liveness', () => {
+  it('an idle pipeline whose fetches come back stays healthy', () => {
+    const c = clock();
+    const l = new Liveness({ stallMs: 60_000, recoverMs: 30_000, now: c.now });
+    l.assigned(4);
+    for (let i = 0; i < 120; i++) {
+      c.advance(1000);
+      l.fetched();
+      expect(l.tick()).toBe(false);
+    }
+    expect(l.status()).toEqual({ healthy: true });
+  });
+
+  it('a failing partition blocks progress: recovery at recoverMs, unhealthy at stallMs, healthy again on progress', () => {
+    const c = clock();
+    const l = new Liveness({ stallMs: 60_000, recoverMs: 30_000, now: c.now });
+    l.assigned(2);
+    l.failed('raw/0');
+    let recoveries = 0;
+    for (let i = 0; i < 29; i++) {
+      c.advance(1000);
+      l.fetched(); // the loop turns, but the failing partition makes no progress
+      if (l.tick()) recoveries++;
+    }
+    expect(recoveries).toBe(0);
+    recoveries += run(l, c, 2000);
+    expect(recoveries).toBe(1);
+    expect(l.status().healthy).toBe(true);
+    run(l, c, 30_000);
+    expect(l.status()).toEqual({ healthy: false, reason: 'no progress for 61 s (1 partition(s) failing)' });
+    l.progressed('raw/0');
+    expect(l.status()).toEqual({ healthy: true });
+  });
+
+  it('a member that owns no partition is never stalled', () => {
+    const c = clock();
+    const l = new Liveness({ stallMs: 10_000, recoverMs: 5000, now: c.now });
+    l.assigned(0);
+    expect(run(l, c, 60_000)).toBe(0);
+    expect(l.status().healthy).toBe(true);
+  });
+
+  it('a consumer down for good is re-created at once, and unhealthy if it stays down', () => {
+    const c = clock();
+    const l = new Liveness({ stallMs: 10_000, recoverMs: 5000, now: c.now });
+    l.assigned(0);
+    l.consumerDown('KafkaJSNonRetriableError');
+    expect(run(l, c, 1000)).toBe(1);
+    run(l, c, 10_000);
+    expect(l.status()).toEqual({ healthy: false, reason: 'consumer down: KafkaJSNonRetriableError' });
+    l.fetched();
+    expect(l.status().healthy).toBe(true);
+  });
+
+  it('a paused process (SIGSTOP) is not a stall when it resumes', () => {
+    const c = clock();
+    const l = new Liveness({ stallMs: 60_000, recoverMs: 30_000, now: c.now });
+    l.assigned(1);
+    c.advance(70_000);
+    expect(l.tick()).toBe(false);
+    expect(l.status().healthy).toBe(true);
+  });
+
+  it('halted stays unhealthy and never asks for recovery', () => {
+    const c = clock();
+    const l = new Liveness({ stallMs: 60_000, recoverMs: 30_000, now: c.now });
+    l.assigned(1);
+    l.halted('DEAD_LETTER_FAILED');
+    expect(run(l, c, 120_000)).toBe(0);
+    l.fetched();
+    expect(l.status()).toEqual({ healthy: false, reason: 'halted: DEAD_LETTER_FAILED' });
+  });
+});
