@@ -121,10 +121,16 @@ function chunks(records: OutRecord[], limitOf: (topic: string) => number): OutRe
   return out;
 }
 
-/** kafkajs keeps a repeated key's values as an array, in order (its header map cannot interleave keys). */
+/**
+ * kafkajs keeps a repeated key's values as an array, in order (its header map cannot interleave
+ * different keys). It reads null header values but cannot write them (kafkajs 2.2.4's record
+ * encoder sizes a header with Buffer.byteLength(null), which throws): a null value is written as
+ * an empty one — the one header change veil makes, documented in the README.
+ */
 function toKafkajsHeaders(headers: readonly Header[]): IHeaders {
-  const out: Record<string, Buffer | null | (Buffer | null)[]> = Object.create(null);
-  for (const { key, value } of headers) {
+  const out: Record<string, Buffer | Buffer[]> = Object.create(null);
+  for (const { key, value: given } of headers) {
+    const value = given ?? EMPTY;
     const existing = out[key];
     if (existing === undefined) out[key] = value;
     else if (Array.isArray(existing)) existing.push(value);
@@ -154,6 +160,7 @@ function byTopic(records: OutRecord[]) {
   return [...groups].map(([topic, list]) => ({ topic, messages: list.map((r) => ({ key: r.key, value: r.value, headers: toKafkajsHeaders(r.headers) })) }));
 }
 
+const EMPTY = Buffer.alloc(0);
 const TOO_LARGE = new Set(['MESSAGE_TOO_LARGE', 'RECORD_LIST_TOO_LARGE']);
 
 function producerPort(producer: Producer, maxMessageBytes: (topic: string) => Promise<number>, forgetLimit: (topic: string) => void): ProducerPort {

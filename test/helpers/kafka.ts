@@ -68,3 +68,20 @@ export async function consume(kafka: Kafka, topic: string, count: number, timeou
   await consumer.disconnect();
   return got;
 }
+
+/**
+ * Produces with Kafka's own Java console producer (a second, non-kafkajs client, from the jars
+ * test-env.sh installed), which can write what kafkajs cannot: null header values. A line is
+ * `h1:v1,h2:NULL<TAB>key<TAB>value`; NULL is a null.
+ */
+export async function javaProduce(topic: string, lines: string[], brokers = BROKERS.join(',')): Promise<void> {
+  const { execFile } = await import('node:child_process');
+  const { homedir } = await import('node:os');
+  const libs = `${process.env.VEIL_CACHE_DIR ?? `${homedir()}/.cache/veil`}/kafka-${process.env.VEIL_KAFKA_VERSION ?? '3.9.1'}/libs/*`;
+  await new Promise<void>((resolve, reject) => {
+    const child = execFile('java', ['-cp', libs, 'kafka.tools.ConsoleProducer', '--bootstrap-server', brokers, '--topic', topic,
+      '--property', 'parse.headers=true', '--property', 'parse.key=true', '--property', 'null.marker=NULL', '--producer-property', 'acks=all'],
+    { timeout: 120_000 }, (error) => (error ? reject(error) : resolve()));
+    child.stdin!.end(`${lines.join('\n')}\n`);
+  });
+}

@@ -136,25 +136,23 @@ function transform(map: Mapping, value: string): string {
 
 function splice(bytes: Buffer, edits: Edit[]): Buffer {
   if (edits.length > 1) edits.sort((a, b) => a.start - b.start);
-  const sizes: number[] = [];
-  let size = bytes.length;
+  // A UTF-16 unit never takes more than 3 UTF-8 bytes: sizing for that spares measuring each text.
+  let bound = bytes.length;
   let prev = 0;
   for (const e of edits) {
     // leaves are scalars, so two edits overlap only when two mappings reach the same value
     if (e.start < prev) throw new Error('two mapped paths reach the same JSON value: the pipeline maps one field twice');
-    const n = Buffer.byteLength(e.text, 'utf8');
-    sizes.push(n);
-    size += n - (e.end - e.start);
+    bound += 3 * e.text.length;
     prev = e.end;
   }
-  const out = Buffer.allocUnsafe(size);
+  const out = Buffer.allocUnsafe(bound);
   let at = 0;
   prev = 0;
-  edits.forEach((e, i) => {
+  for (const e of edits) {
     at += bytes.copy(out, at, prev, e.start);
-    at += out.write(e.text, at, sizes[i]!, 'utf8');
+    at += out.utf8Write(e.text, at);
     prev = e.end;
-  });
-  bytes.copy(out, at, prev);
-  return out;
+  }
+  at += bytes.copy(out, at, prev);
+  return out.subarray(0, at);
 }

@@ -111,6 +111,11 @@ describe('protectJsonBytes transforms mapped values', () => {
     expect(splice('{"emai":"a","emails":"b","Email":"c","e\\"mail":"d"}', ['email'])).toBe('{"emai":"a","emails":"b","Email":"c","e\\"mail":"d"}');
   });
 
+  it('looks keys up only in the mapped objects, not in later siblings at the same depth', () => {
+    expect(splice('{"b":{"c":"1"},"a":{"c":"2"},"b2":[{"c":"3"}]}', ['b.c'])).toBe('{"b":{"c":"<1>"},"a":{"c":"2"},"b2":[{"c":"3"}]}');
+    expect(splice('{"cards":[{"number":"1"}],"other":[{"number":"2"}]}', ['cards[].number'])).toBe('{"cards":[{"number":"<1>"}],"other":[{"number":"2"}]}');
+  });
+
   it('passes or dead-letters absent and null fields', () => {
     expect(splice('{"a":1}', ['email'])).toBe('{"a":1}');
     expect(splice('{"email":null}', ['email'])).toBe('{"email":null}');
@@ -263,7 +268,11 @@ describe('protectJsonBytes properties', () => {
   it('protects like protectRecord on documents without duplicate keys', () => {
     const key = fc.constantFrom('a', 'b', 'c', 'cards', 'number', 'email');
     const { value } = fc.letrec<{ value: unknown; array: unknown; object: unknown }>((tie) => ({
-      value: fc.oneof({ depthSize: 'small' }, fc.constant(null), fc.boolean(), fc.integer(), fc.double({ noNaN: true, noDefaultInfinity: true }), fc.string(), tie('array'), tie('object')),
+      value: fc.oneof(
+        { depthSize: 'small' },
+        fc.constantFrom(null, true, 'z', 'x'), fc.integer(), fc.double({ noNaN: true, noDefaultInfinity: true }), fc.string(),
+        { weight: 2, arbitrary: tie('array') }, { weight: 3, arbitrary: tie('object') },
+      ),
       array: fc.array(tie('value'), { maxLength: 3 }),
       object: fc.dictionary(key, tie('value'), { maxKeys: 4 }),
     }));

@@ -1,0 +1,125 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { IHeaders, KafkaMessage } from 'kafkajs';
+import { openStream, type StreamService } from '../../src/app/open-stream.ts';
+import { pipelineYaml, STREAM_MASTER as MASTER, unprotector } from '../helpers/stream.ts';
+import { BROKERS, createTopics, javaProduce, kafkaClient, topicsFor } from '../helpers/kafka.ts';
+
+/** Reads `count` records of a topic (read_committed) as kafkajs hands them over: raw bytes and headers. */
+async function rawRecords(topic: string, count: number): Promise<KafkaMessage[]> {
+  const consumer = kafkaClient().consumer({ groupId: `raw-${topic}-${Date.now()}`, readUncommitted: false });
+  await consumer.connect();
+  await consumer.subscribe({ topic, fromBeginning: true });
+  const got: KafkaMessage[] = [];
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`only ${got.length} of ${count} records in ${topic}`)), 60_000);
+    void consumer.run({
+      eachMessage: async ({ message }) => {
+        got.push(message);
+        if (got.length === count) {
+          clearTimeout(timer);
+          resolve();
+        }
+      },
+    });
+  });
+  await new Promise((r) => setTimeout(r, 500));
+  await consumer.disconnect();
+  return got;
+}
+
+/**
+ * What veil is not asked to change passes byte for byte through a real broker: JSON written as
+ * raw bytes (never by JSON.stringify) comes out identical outside the mapped values, and headers
+ * keep every value of a repeated key, empty, binary and null values.
+ */
+describe('stream: lossless records against a real broker', () => {
+  const t = topicsFor('lossless');
+  const kafka = kafkaClient();
+  let dataDir: string;
+  let configFile: string;
+  let stream: StreamService;
+
+  beforeAll(async () => {
+    dataDir = await mkdtemp(join(tmpdir(), 'veil-lossless-'));
+    configFile = join(dataDir, 'config.yaml');
+    await writeFile(configFile, pipelineYaml(t, 'json'));
+    await createTopics(kafka, [t.raw, t.clean, t.dlq], 1);
+    stream = await openStream({ configFile, dataDir, env: MASTER, now: () => new Date(), brokers: BROKERS, development: true });
+    await stream.start();
+  }, 120_000);
+  afterAll(async () => {
+    await stream?.stop();
+    await rm(dataDir, { recursive: true, force: true });
+  });
+
+  it('changes only the bytes of the mapped values and keeps every header', async () => {
+    // numbers JSON.parse would change, whitespace, escapes, key order and a duplicate key
+    const docs = [
+      '{"big":9223372036854775807, "email":"ann@example.com","n":9007199254740993,"f":1.0,"z":-0.0,"e":1E+2}',
+      '{\n  "nested": {"id": 12345678901234567890123, "s": "caf\\u00e9 \\/ \\"q\\""},\n  "email" : "bob@example.com" ,\n  "profile": {"name": "Bob \\u0042uilder", "tier": 1.50}\n}',
+      '{"email":"dup@example.com","x":[1,2.50,-3e-7],"email":"dup2@example.com","cards":[{"number":"4111111111111111","brand":"v"}]}',
+    ];
+    const headers: IHeaders = { trace: ['a', 'b', 'c'], empty: Buffer.alloc(0), bin: Buffer.from([0, 0xff, 0x80, 0x7f]), spaced: ' x ' };
+    const producer = kafka.producer({ idempotent: true });
+    await producer.connect();
+    await producer.send({ topic: t.raw, acks: -1, messages: docs.map((d, i) => ({ key: `k${i}@example.com`, value: Buffer.from(d, 'utf8'), headers })) });
+    await producer.disconnect();
+    // kafkajs cannot write a null header value; a record holding one is written here as raw
+    // Kafka protocol bytes would be by another client — see the null-header test below
+
+    const clean = await rawRecords(t.clean, docs.length);
+    const unprotect = await unprotector(configFile, dataDir);
+    const fields: Record<string, string> = { email: 'Customer.email', number: 'Customer.cardNumber', name: 'Customer.name' };
+    for (const [i, doc] of docs.entries()) {
+      const out = clean[i]!.value!.toString('utf8');
+      // every mapped string value, replaced by a protected one; everything between them equal
+      const pattern = /("(email|number|name)"\s*:\s*)"((?:[^"\\]|\\.)*)"/g;
+      let expected = '';
+      let last = 0;
+      const tokens: string[] = [];
+      for (const m of doc.matchAll(pattern)) {
+        expected += doc.slice(last, m.index) + m[1];
+        expected += '"\u0000"';
+        last = m.index! + m[0].length;
+        tokens.push(JSON.parse(`"${m[3]}"`));
+      }
+      expected += doc.slice(last);
+      const [before, ...after] = expected.split('"\u0000"');
+      expect(out.startsWith(before!)).toBe(true);
+      // walk the output: literal pieces must match exactly; each placeholder is one JSON string
+      let at = before!.length;
+      for (const [j, piece] of after.entries()) {
+        const end = out.indexOf('"', at + 1);
+        const field = /"(email|number|name)"\s*:\s*$/.exec(out.slice(0, at))![1]!;
+        const protectedValue = JSON.parse(out.slice(at, end + 1));
+        expect(protectedValue).not.toBe(tokens[j]);
+        expect(unprotect(fields[field]!, protectedValue)).toBe(tokens[j]);
+        expect(out.slice(end + 1, end + 1 + piece.length)).toBe(piece);
+        at = end + 1 + piece.length;
+      }
+      expect(at).toBe(out.length);
+    }
+    for (const m of clean) {
+      const h = m.headers!;
+      expect((h.trace as Buffer[]).map(String)).toEqual(['a', 'b', 'c']);
+      expect(Buffer.compare(h.empty as Buffer, Buffer.alloc(0))).toBe(0);
+      expect([...(h.bin as Buffer)]).toEqual([0, 0xff, 0x80, 0x7f]);
+      expect(String(h.spaced)).toBe(' x ');
+      expect(String(h['veil.pipeline'])).toBe('customers');
+    }
+  }, 120_000);
+
+  it('a null header value written by another client arrives as an empty value (kafkajs cannot write null); nothing else changes', async () => {
+    const before = (await rawRecords(t.clean, 3)).length;
+    await javaProduce(t.raw, ['a:1,n:NULL,a:2\tnull@example.com\t{"email":"null@example.com", "n":1.10}']);
+    const all = await rawRecords(t.clean, before + 1);
+    const m = all.at(-1)!;
+    expect(m.headers!.n).toEqual(Buffer.alloc(0));
+    // kafkajs groups a repeated key's values: a, n, a arrives as a, a, n — each key's order kept
+    expect((m.headers!.a as Buffer[]).map(String)).toEqual(['1', '2']);
+    expect(m.value!.toString()).toMatch(/^\{"email":"[A-Za-z0-9_-]+", "n":1\.10\}$/);
+  }, 120_000);
+});
