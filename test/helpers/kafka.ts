@@ -85,3 +85,19 @@ export async function javaProduce(topic: string, lines: string[], brokers = BROK
     child.stdin!.end(`${lines.join('\n')}\n`);
   });
 }
+
+/**
+ * One idempotent producer for a whole test that restarts or pauses the broker: its sends retry
+ * through the outage with the same producer id and sequence numbers, so a retry never writes a
+ * raw record twice (a fresh producer per round could, and could fail to connect mid-restart).
+ */
+export async function steadyProducer(kafka: Kafka): Promise<{ send(topic: string, records: Produced[]): Promise<void>; close(): Promise<void> }> {
+  const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, retry: { retries: 100, initialRetryTime: 300, maxRetryTime: 2000 } });
+  await producer.connect();
+  return {
+    async send(topic, records) {
+      await producer.send({ topic, acks: -1, messages: records.map((r) => ({ key: r.key ?? null, value: r.value, headers: r.headers as IHeaders })) });
+    },
+    close: () => producer.disconnect(),
+  };
+}

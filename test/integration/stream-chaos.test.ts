@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { Kafka, logLevel } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EXAMPLE_CONFIG } from '../../src/app/paths.ts';
-import { createTopics, produce } from '../helpers/kafka.ts';
+import { createTopics, steadyProducer } from '../helpers/kafka.ts';
 import { privateBroker, spawnStream, waitFor } from '../helpers/processes.ts';
 
 const TOTAL = Number(process.env.VEIL_CHAOS_RECORDS ?? 50_000);
@@ -84,6 +84,7 @@ pipelines:
     procs.push(launch(0), launch(1));
     const unique = () => new Set(seen.map((s) => s.id)).size;
 
+    const producer = await steadyProducer(kafka);
     const producing = (async () => {
       const rounds = 50;
       const per = Math.ceil(TOTAL / rounds);
@@ -93,10 +94,12 @@ pipelines:
           const key = `user${id % 997}@example.com`;
           return { key, value: `{"id":${id},"email":"${key}","seq":${id}}` };
         });
-        await produce(kafka, 'raw.chaos', records);
+        await producer.send('raw.chaos', records);
         await sleep(300);
       }
     })();
+    // a failed round fails the test where it is awaited, not as an unhandled rejection
+    producing.catch(() => undefined);
 
     // external SIGKILLs at random moments, once records flow
     for (let i = 0; i < 6; i++) {
@@ -115,6 +118,7 @@ pipelines:
       if (i === 4) await broker.restart();
     }
     await producing;
+    await producer.close();
     await waitFor(() => unique() >= TOTAL, 300_000, 'all records in the clean topic');
     await sleep(5000);
     stopping = true;

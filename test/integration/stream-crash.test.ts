@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { Kafka, logLevel } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EXAMPLE_CONFIG } from '../../src/app/paths.ts';
-import { createTopics, produce } from '../helpers/kafka.ts';
+import { createTopics, steadyProducer } from '../helpers/kafka.ts';
 import { privateBroker, spawnStream, waitFor } from '../helpers/processes.ts';
 
 const TOTAL = 3000;
@@ -67,16 +67,19 @@ pipelines:
     const args = ['--config', configFile, '--data-dir', dataDir, '--port', '0'];
     let processor = spawnStream(args, env);
     // records trickle in while the chaos happens: 15 rounds of 200
+    const producer = await steadyProducer(kafka);
     const producing = (async () => {
       for (let round = 0; round < 15; round++) {
         const records = Array.from({ length: 200 }, (_, i) => {
           const id = round * 200 + i;
           return { key: `user${id % 97}@example.com`, value: JSON.stringify({ id, email: `user${id % 97}@example.com`, seq: id }) };
         });
-        await produce(kafka, 'raw.crash', records);
+        await producer.send('raw.crash', records);
         await new Promise((r) => setTimeout(r, 400));
       }
     })();
+    // a failed round fails the test where it is awaited, not as an unhandled rejection
+    producing.catch(() => undefined);
     const unique = () => new Set(seen.map((s) => s.id)).size;
     const progress = async (beyond: number, what: string) => waitFor(() => unique() > beyond, 120_000, what);
 
@@ -96,6 +99,7 @@ pipelines:
     await progress(1600, 'progress before the broker restart');
     await broker.restart();
     await producing;
+    await producer.close();
     await waitFor(() => unique() >= TOTAL, 240_000, 'all records in the clean topic');
     await new Promise((r) => setTimeout(r, 3000));
     processor.kill('SIGTERM');

@@ -136,23 +136,25 @@ function transform(map: Mapping, value: string): string {
 
 function splice(bytes: Buffer, edits: Edit[]): Buffer {
   if (edits.length > 1) edits.sort((a, b) => a.start - b.start);
-  // A UTF-16 unit never takes more than 3 UTF-8 bytes: sizing for that spares measuring each text.
-  let bound = bytes.length;
+  const sizes: number[] = [];
+  let size = bytes.length;
   let prev = 0;
   for (const e of edits) {
     // leaves are scalars, so two edits overlap only when two mappings reach the same value
     if (e.start < prev) throw new Error('two mapped paths reach the same JSON value: the pipeline maps one field twice');
-    bound += 3 * e.text.length;
+    const n = Buffer.byteLength(e.text, 'utf8');
+    sizes.push(n);
+    size += n - (e.end - e.start);
     prev = e.end;
   }
-  const out = Buffer.allocUnsafe(bound);
+  const out = Buffer.allocUnsafe(size);
   let at = 0;
   prev = 0;
-  for (const e of edits) {
+  edits.forEach((e, i) => {
     at += bytes.copy(out, at, prev, e.start);
-    at += out.utf8Write(e.text, at);
+    at += out.write(e.text, at, sizes[i]!, 'utf8');
     prev = e.end;
-  }
-  at += bytes.copy(out, at, prev);
-  return out.subarray(0, at);
+  });
+  bytes.copy(out, at, prev);
+  return out;
 }
