@@ -34,9 +34,11 @@ export class Liveness {
     this.lastProgress = this.lastTick = options.now();
   }
 
-  assigned(partitions: number): void {
-    this.owned = partitions;
-    this.failing.clear();
+  /** after a (re)join: the partitions now owned; a failing one stays failing while owned */
+  assigned(partitions: readonly string[]): void {
+    this.owned = partitions.length;
+    const owned = new Set(partitions);
+    for (const p of this.failing) if (!owned.has(p)) this.failing.delete(p);
     this.down = undefined;
   }
 

@@ -146,7 +146,7 @@ export class ProtectPipeline {
     consumer.on({
       assigned: (assignment) => {
         this.transactions.reassigned(assignment);
-        this.liveness.assigned(Object.values(assignment).reduce((n, parts) => n + parts.length, 0));
+        this.liveness.assigned(Object.entries(assignment).flatMap(([topic, parts]) => parts.map((p) => `${topic}/${p}`)));
       },
       fetched: () => this.liveness.fetched(),
       crashed: (error, restarting) => {

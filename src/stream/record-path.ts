@@ -27,7 +27,8 @@ function walk(node: unknown, path: RecordPath, i: number, text: string, visit: (
   const step = path[i]!;
   const obj = node as Record<string, unknown>;
   const last = i === path.length - 1;
-  const child = obj[step.name];
+  // own properties only: a path named `constructor` must not read a prototype member
+  const child = Object.hasOwn(obj, step.name) ? obj[step.name] : undefined;
   if (step.each) {
     if (child === null || child === undefined) {
       visit(child);

@@ -14,10 +14,11 @@ export function topicsFor(label: string): { id: string; raw: string; clean: stri
   return { id, raw: `raw.${id}`, clean: `clean.${id}`, dlq: `dlq.${id}` };
 }
 
-export async function createTopics(kafka: Kafka, topics: string[], partitions = 1): Promise<void> {
+export async function createTopics(kafka: Kafka, topics: string[], partitions = 1, config: Record<string, string> = {}): Promise<void> {
   const admin = kafka.admin();
   await admin.connect();
-  await admin.createTopics({ topics: topics.map((topic) => ({ topic, numPartitions: partitions })), waitForLeaders: true });
+  const configEntries = Object.entries(config).map(([name, value]) => ({ name, value }));
+  await admin.createTopics({ topics: topics.map((topic) => ({ topic, numPartitions: partitions, configEntries })), waitForLeaders: true });
   await admin.disconnect();
 }
 

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { Kafka, logLevel } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EXAMPLE_CONFIG } from '../../src/app/paths.ts';
-import { createTopics, steadyProducer } from '../helpers/kafka.ts';
+import { consume, createTopics, steadyProducer } from '../helpers/kafka.ts';
 import { privateBroker, spawnStream, waitFor } from '../helpers/processes.ts';
 
 const TOTAL = 3000;
@@ -65,7 +65,13 @@ pipelines:
   it('loses nothing, duplicates nothing, keeps per-key order through 3 SIGKILLs, a broker pause and a broker restart', async () => {
     const env = { KAFKA_BROKERS: broker.brokers, VEIL_MASTER_KEY: MASTER, VEIL_KAFKA_SESSION_TIMEOUT_MS: '6000' };
     const args = ['--config', configFile, '--data-dir', dataDir, '--port', '0'];
-    let processor = spawnStream(args, env);
+    const logs: string[] = [];
+    const spawnLogged = () => {
+      const p = spawnStream(args, { ...env, VEIL_LOG_LEVEL: 'info' });
+      p.once('exit', () => logs.push(p.output()));
+      return p;
+    };
+    let processor = spawnLogged();
     // records trickle in while the chaos happens: 15 rounds of 200
     const producer = await steadyProducer(kafka);
     const producing = (async () => {
@@ -94,7 +100,7 @@ pipelines:
         await new Promise((r) => setTimeout(r, 4000));
         process.kill(pid, 'SIGCONT');
       }
-      processor = spawnStream(args, env);
+      processor = spawnLogged();
     }
     await progress(1600, 'progress before the broker restart');
     await broker.restart();
@@ -105,9 +111,19 @@ pipelines:
     processor.kill('SIGTERM');
     await new Promise((r) => processor.once('exit', r));
 
+    // the input itself is exact (the producer's retries through the broker restart wrote nothing twice)
+    const raw = (await consume(kafka, 'raw.crash', TOTAL, 60_000, 1000)).map((r) => JSON.parse(r.value!.toString()).id as number);
+    expect({ raw: raw.length, unique: new Set(raw).size }).toEqual({ raw: TOTAL, unique: TOTAL });
     const ids = seen.map((s) => s.id);
     const lost = TOTAL - new Set(ids).size;
     const duplicated = ids.length - new Set(ids).size;
+    if (duplicated) {
+      const counts = new Map<number, number>();
+      for (const s of seen) counts.set(s.id, (counts.get(s.id) ?? 0) + 1);
+      const dups = seen.filter((s) => counts.get(s.id)! > 1);
+      console.log('duplicates (id, partition):', JSON.stringify(dups.slice(0, 40).map((d) => [d.id, d.partition])));
+      console.log(logs.join('\n----\n').slice(-20000));
+    }
     expect({ lost, duplicated }).toEqual({ lost: 0, duplicated: 0 });
     // one key, one clean partition, ids in production order
     const perKey = new Map<string, { partition: number; ids: number[] }>();

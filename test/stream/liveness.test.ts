@@ -20,7 +20,7 @@ describe('Liveness', () => {
   it('an idle pipeline whose fetches come back stays healthy', () => {
     const c = clock();
     const l = new Liveness({ stallMs: 60_000, recoverMs: 30_000, now: c.now });
-    l.assigned(4);
+    l.assigned(['t/0', 't/1', 't/2', 't/3']);
     for (let i = 0; i < 120; i++) {
       c.advance(1000);
       l.fetched();
@@ -32,7 +32,7 @@ describe('Liveness', () => {
   it('a failing partition blocks progress: recovery at recoverMs, unhealthy at stallMs, healthy again on progress', () => {
     const c = clock();
     const l = new Liveness({ stallMs: 60_000, recoverMs: 30_000, now: c.now });
-    l.assigned(2);
+    l.assigned(['raw/0', 'raw/1']);
     l.failed('raw/0');
     let recoveries = 0;
     for (let i = 0; i < 29; i++) {
@@ -50,10 +50,25 @@ describe('Liveness', () => {
     expect(l.status()).toEqual({ healthy: true });
   });
 
+  it('a rejoin (the recovery itself) does not clear a failing partition it still owns', () => {
+    const c = clock();
+    const l = new Liveness({ stallMs: 10_000, recoverMs: 5000, now: c.now });
+    l.assigned(['raw/0', 'raw/1']);
+    l.failed('raw/0');
+    run(l, c, 6000);
+    l.assigned(['raw/0']);
+    l.fetched();
+    run(l, c, 5000);
+    expect(l.status().healthy).toBe(false);
+    l.assigned(['raw/1']);
+    l.fetched();
+    expect(l.status().healthy).toBe(true);
+  });
+
   it('a member that owns no partition is never stalled', () => {
     const c = clock();
     const l = new Liveness({ stallMs: 10_000, recoverMs: 5000, now: c.now });
-    l.assigned(0);
+    l.assigned([]);
     expect(run(l, c, 60_000)).toBe(0);
     expect(l.status().healthy).toBe(true);
   });
@@ -61,7 +76,7 @@ describe('Liveness', () => {
   it('a consumer down for good is re-created at once, and unhealthy if it stays down', () => {
     const c = clock();
     const l = new Liveness({ stallMs: 10_000, recoverMs: 5000, now: c.now });
-    l.assigned(0);
+    l.assigned([]);
     l.consumerDown('KafkaJSNonRetriableError');
     expect(run(l, c, 1000)).toBe(1);
     run(l, c, 10_000);
@@ -73,7 +88,7 @@ describe('Liveness', () => {
   it('a paused process (SIGSTOP) is not a stall when it resumes', () => {
     const c = clock();
     const l = new Liveness({ stallMs: 60_000, recoverMs: 30_000, now: c.now });
-    l.assigned(1);
+    l.assigned(['raw/0']);
     c.advance(70_000);
     expect(l.tick()).toBe(false);
     expect(l.status().healthy).toBe(true);
@@ -82,7 +97,7 @@ describe('Liveness', () => {
   it('halted stays unhealthy and never asks for recovery', () => {
     const c = clock();
     const l = new Liveness({ stallMs: 60_000, recoverMs: 30_000, now: c.now });
-    l.assigned(1);
+    l.assigned(['raw/0']);
     l.halted('DEAD_LETTER_FAILED');
     expect(run(l, c, 120_000)).toBe(0);
     l.fetched();
