@@ -13,7 +13,7 @@ import pino from 'pino';
 import { openStream } from '../src/app/open-stream.ts';
 import { fmt, ratio } from './measure.ts';
 
-const N = Number(process.env.BENCH_RECORDS ?? 20_000);
+const N = Number(process.env.BENCH_RECORDS ?? 50_000);
 const root = new URL('..', import.meta.url).pathname;
 let brokers = process.env.KAFKA_BROKERS;
 if (!brokers) {
@@ -55,14 +55,28 @@ async function drained(groupId: string, topic: string, start: number): Promise<n
   }
 }
 
+/** What one run cost: this process's CPU (veil or bare kafkajs; the broker is another process) and transactions. */
+interface Cost {
+  rate: number;
+  cpu: number;
+  batches: number;
+}
+
+function cpuSince(start: NodeJS.CpuUsage, wallMs: number): number {
+  const used = process.cpuUsage(start);
+  return (used.user + used.system) / 1000 / wallMs;
+}
+
 /** Bare kafkajs: transactional consume → produce (per-partition transactional producers), no veil code. */
-async function bare(source: string, sink: string): Promise<number> {
+async function bare(source: string, sink: string): Promise<Cost> {
   const groupId = `bench-bare-${source}`;
   const consumer = kafka.consumer({ groupId, readUncommitted: false });
   const producers = new Map<number, ReturnType<Kafka['producer']>>();
   await consumer.connect();
   await consumer.subscribe({ topic: source, fromBeginning: true });
   const start = performance.now();
+  const cpu = process.cpuUsage();
+  let batches = 0;
   await consumer.run({
     autoCommit: false,
     partitionsConsumedConcurrently: 4,
@@ -73,6 +87,7 @@ async function bare(source: string, sink: string): Promise<number> {
         await p.connect();
         producers.set(batch.partition, p);
       }
+      batches++;
       const tx = await p.transaction();
       await tx.send({ topic: sink, messages: batch.messages.map((m) => ({ key: m.key, value: m.value, headers: m.headers })) });
       await tx.sendOffsets({ consumerGroupId: groupId, topics: [{ topic: source, partitions: [{ partition: batch.partition, offset: (BigInt(batch.lastOffset()) + 1n).toString() }] }] });
@@ -80,12 +95,13 @@ async function bare(source: string, sink: string): Promise<number> {
     },
   });
   const rate = await drained(groupId, source, start);
+  const used = cpuSince(cpu, performance.now() - start);
   await consumer.disconnect();
   for (const p of producers.values()) await p.disconnect();
-  return rate;
+  return { rate, cpu: used, batches };
 }
 
-async function veil(source: string, sink: string, fields: string, label: string): Promise<number> {
+async function veil(source: string, sink: string, fields: string, label: string): Promise<Cost> {
   const dataDir = await mkdtemp(join(tmpdir(), 'veil-bench-stream-'));
   const configFile = join(dataDir, 'config.yaml');
   const groupId = `bench-${label}-${source}`;
@@ -108,27 +124,37 @@ pipelines:
     logger: pino({ level: 'error' }),
   });
   const start = performance.now();
+  const cpu = process.cpuUsage();
   await stream.start();
   const rate = await drained(groupId, source, start);
-  if (process.env.BENCH_DEBUG) {
-    const m = await stream.metrics.registry.getSingleMetricAsString('veil_stream_batch_duration_seconds');
-    console.error(label, m.split('\n').filter((l) => /_(sum|count)/.test(l)).join(' | '));
-  }
+  const used = cpuSince(cpu, performance.now() - start);
+  const histogram = (await stream.metrics.batchLatency.get()).values;
+  const batches = histogram.find((v) => v.metricName?.endsWith('_count'))?.value ?? 0;
   await stream.stop();
   await rm(dataDir, { recursive: true, force: true });
-  return rate;
+  return { rate, cpu: used, batches };
+}
+
+/** What limits a figure: the process's CPU when it is near one core, else the transactions' round trips. */
+function limit(c: Cost): string {
+  const perBatch = Math.round(N / Math.max(1, c.batches));
+  const what = c.cpu > 0.85 ? 'CPU-bound (node is single-threaded)' : 'waiting on broker round trips';
+  return `${Math.round(c.cpu * 100)}% of a core, ${fmt(c.batches)} transactions of ~${fmt(perBatch)} records: ${what}`;
 }
 
 console.log(`veil bench:stream — Node ${process.version}, ${fmt(N)} records of ~${Buffer.byteLength(record(1))} bytes JSON, exactly-once, one process, broker on loopback\n`);
+const limits: string[] = [];
 console.log('partitions  bare kafkajs rec/s   veil pass-through rec/s   veil protect (3 fields) rec/s   protect/bare   pass-through/bare');
 for (const partitions of [1, 4]) {
   const topic = (k: string) => `bench.${run}.${partitions}.${k}`;
   await seed(topic('raw'), partitions);
   for (const k of ['bare', 'pass', 'protect']) await admin.createTopics({ topics: [{ topic: topic(`clean-${k}`), numPartitions: partitions }], waitForLeaders: true });
-  const bareRate = await bare(topic('raw'), topic('clean-bare'));
-  const passRate = await veil(topic('raw'), topic('clean-pass'), '[ { path: absent, field: Customer.email } ]', 'pass');
-  const protectRate = await veil(topic('raw'), topic('clean-protect'), '[ { path: email, field: Customer.email }, { path: card, field: Customer.nationalId }, { path: name, field: Customer.name } ]', 'protect');
-  console.log(`${String(partitions).padEnd(12)}${fmt(bareRate).padEnd(21)}${fmt(passRate).padEnd(26)}${fmt(protectRate).padEnd(32)}${ratio(protectRate, bareRate).padEnd(15)}${ratio(passRate, bareRate)}`);
+  const b = await bare(topic('raw'), topic('clean-bare'));
+  const pass = await veil(topic('raw'), topic('clean-pass'), '[ { path: absent, field: Customer.email } ]', 'pass');
+  const prot = await veil(topic('raw'), topic('clean-protect'), '[ { path: email, field: Customer.email }, { path: card, field: Customer.nationalId }, { path: name, field: Customer.name } ]', 'protect');
+  console.log(`${String(partitions).padEnd(12)}${fmt(b.rate).padEnd(21)}${fmt(pass.rate).padEnd(26)}${fmt(prot.rate).padEnd(32)}${ratio(prot.rate, b.rate).padEnd(15)}${ratio(pass.rate, b.rate)}`);
+  limits.push(`${partitions} partition(s): bare kafkajs ${limit(b)}`, `${partitions} partition(s): veil protect ${limit(prot)}`);
 }
+console.log(`\nwhat limits the figures (this process's CPU while it ran; the broker is a separate JVM on the same 2 cores):\n${limits.map((l) => `  ${l}`).join('\n')}`);
 console.log('\ntarget: veil protect ≥ 0.60× bare kafkajs pass-through, exactly-once on');
 await admin.disconnect();

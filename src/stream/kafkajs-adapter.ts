@@ -72,6 +72,18 @@ export function kafkajsPort(options: { brokers: string[]; clientId: string; log?
       const common = { idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false, createPartitioner: Partitioners.DefaultPartitioner };
       const producer = kafka.producer(transactionalId ? { ...common, transactionalId, transactionTimeout: 60_000 } : common);
       await producer.connect();
+      if (transactionalId) {
+        // kafkajs sends InitProducerId for the transactional id only at the first transaction(),
+        // not at connect: begin (and drop) an empty one now, so that this producer has fenced
+        // the id's earlier producers — and their pending transaction is complete — when it is
+        // returned (PartitionTransactions reads the committed offset only after that)
+        try {
+          await (await producer.transaction()).abort();
+        } catch (e) {
+          await producer.disconnect().catch(() => undefined);
+          throw e;
+        }
+      }
       return producerPort(producer, maxMessageBytes, (topic) => limits.delete(topic));
     },
     async committedOffset(groupId, topic, partition) {
