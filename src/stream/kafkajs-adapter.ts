@@ -1,6 +1,7 @@
 import { Kafka, logLevel, Partitioners, type Admin, type Consumer, type IHeaders, type KafkaConfig, type Producer } from 'kafkajs';
 import type { Batch, ConsumerPort, Header, InRecord, KafkaPort, OutRecord, ProducerPort, Transaction } from './ports.ts';
 import { BATCH_OVERHEAD, recordBytes } from './record-size.ts';
+import { stableOffsetFetch } from './kafkajs-stable-offsets.ts';
 
 /** Log lines from kafkajs, never message contents (kafkajs does not log payloads). */
 export type KafkaLog = (level: 'error' | 'warn' | 'info', message: string, extra: Record<string, unknown>) => void;
@@ -56,6 +57,7 @@ export function kafkajsPort(options: { brokers: string[]; clientId: string; log?
     return limit;
   };
   const fetch = options.fetch ?? {};
+  const stable = stableOffsetFetch(kafka);
   return {
     consumer: ({ groupId, readCommitted }) => consumerPort(kafka.consumer({
       groupId, readUncommitted: !readCommitted, allowAutoTopicCreation: false,
@@ -86,13 +88,12 @@ export function kafkajsPort(options: { brokers: string[]; clientId: string; log?
       }
       return producerPort(producer, maxMessageBytes, (topic) => limits.delete(topic));
     },
-    async committedOffset(groupId, topic, partition) {
-      const topics = await (await connectedAdmin()).fetchOffsets({ groupId, topics: [topic] });
-      const offset = topics[0]?.partitions.find((p) => p.partition === partition)?.offset;
-      return offset === undefined || offset === '-1' ? null : offset;
-    },
+    // stable (KIP-447 require_stable): a transaction's offset that is committed but not yet
+    // applied by the group coordinator is waited for, never read as the offset before it
+    committedOffset: (groupId, topic, partition) => stable.fetch(groupId, topic, partition),
     maxMessageBytes,
     async disconnect() {
+      await stable.close();
       const a = admin;
       admin = undefined;
       if (a) await (await a).disconnect().catch(() => undefined);

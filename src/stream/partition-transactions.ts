@@ -28,16 +28,21 @@ interface Slot {
  *    re-reads the offset — whichever way it went, step 2 makes the retry exact.
  * 5. Every group (re)join starts a new generation: every partition is fenced again before use.
  */
+/** Where the lifecycle reports what it did: offsets and ids only, never record contents. */
+export type TransactionLog = (event: 'fenced' | 'committed' | 'skipped' | 'aborted', fields: Record<string, unknown>) => void;
+
 export class PartitionTransactions {
   private generation = 0;
   private readonly slots = new Map<string, Slot>();
   private readonly locks = new Map<string, Promise<unknown>>();
   private readonly kafka: KafkaPort;
   private readonly groupId: string;
+  private readonly log: TransactionLog;
 
-  constructor(kafka: KafkaPort, groupId: string) {
+  constructor(kafka: KafkaPort, groupId: string, log: TransactionLog = () => undefined) {
     this.kafka = kafka;
     this.groupId = groupId;
+    this.log = log;
   }
 
   transactionalId(topic: string, partition: number): string {
@@ -68,6 +73,7 @@ export class PartitionTransactions {
         throw new StreamError('TRANSACTION_ABORTED', `partition ${topic}/${partition}: cannot fence the transactional id`, { cause: e });
       }
       const todo = records.filter((r) => BigInt(r.offset) >= slot.floor);
+      if (todo.length < records.length) this.log('skipped', { id, from: records[0]!.offset, count: records.length - todo.length, floor: String(slot.floor) });
       if (todo.length === 0) return todo;
       let tx: Transaction | undefined;
       try {
@@ -75,8 +81,10 @@ export class PartitionTransactions {
         await produce(todo, tx);
         await tx.sendOffsets(this.groupId, topic, partition, next);
         await tx.commit();
+        this.log('committed', { id, from: todo[0]!.offset, to: todo.at(-1)!.offset, count: todo.length, next });
         return todo;
       } catch (e) {
+        this.log('aborted', { id, from: todo[0]!.offset, error: (e as Error).name });
         await tx?.abort().catch(() => undefined);
         await this.dispose(id);
         if (e instanceof StreamError && !e.retriable) throw e;
@@ -105,6 +113,7 @@ export class PartitionTransactions {
     }
     const slot = { producer, generation, floor: committed === null ? 0n : BigInt(committed) };
     this.slots.set(id, slot);
+    this.log('fenced', { id, generation, floor: committed });
     return slot;
   }
 

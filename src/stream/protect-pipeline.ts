@@ -11,6 +11,7 @@ import { StreamError } from './stream-error.ts';
 import type { StreamMetrics } from './stream-metrics.ts';
 
 export interface PipelineLog {
+  debug?(obj: Record<string, unknown>, msg: string): void;
   info(obj: Record<string, unknown>, msg: string): void;
   warn(obj: Record<string, unknown>, msg: string): void;
   error(obj: Record<string, unknown>, msg: string): void;
@@ -85,7 +86,7 @@ export class ProtectPipeline {
       { key: 'veil.config.version', value: utf8(deps.configVersion) },
       { key: 'veil.protected.fields', value: utf8([...c.fields.map((f) => f.path), ...(c.key ? ['(key)'] : [])].join(',')) },
     ];
-    this.transactions = new PartitionTransactions(deps.kafka, this.groupId);
+    this.transactions = new PartitionTransactions(deps.kafka, this.groupId, (event, fields) => deps.log.debug?.({ pipeline: deps.name, ...fields }, `transaction ${event}`));
     const stallMs = deps.stallMs ?? 60_000;
     this.liveness = new Liveness({ stallMs, recoverMs: Math.floor(stallMs / 2), now: deps.now ?? Date.now });
   }

@@ -18,7 +18,16 @@ export async function createTopics(kafka: Kafka, topics: string[], partitions = 
   const admin = kafka.admin();
   await admin.connect();
   const configEntries = Object.entries(config).map(([name, value]) => ({ name, value }));
-  await admin.createTopics({ topics: topics.map((topic) => ({ topic, numPartitions: partitions, configEntries })), waitForLeaders: true });
+  // a broker that just started may answer its own metadata before it leads the new partitions
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await admin.createTopics({ topics: topics.map((topic) => ({ topic, numPartitions: partitions, configEntries })), waitForLeaders: true });
+      break;
+    } catch (e) {
+      if (attempt >= 5 || !/does not host this topic-partition|LEADER_NOT_AVAILABLE|leader/i.test((e as Error).message)) throw e;
+      await new Promise((r) => setTimeout(r, 500 * attempt));
+    }
+  }
   await admin.disconnect();
 }
 

@@ -48,6 +48,25 @@ describe('kafkajs port (real broker)', () => {
     await next.disconnect();
   }, 60_000);
 
+  it('committedOffset waits while a transactional offset of the partition is pending (KIP-447 require_stable)', async () => {
+    const t = topicsFor('stable');
+    await createTopics(kafka, [t.raw, t.clean], 1);
+    const group = `group-${t.id}`;
+    const p = await port.producer({ transactionalId: `${group}.${t.raw}.0` });
+    const tx = await p.transaction();
+    await tx.send([{ topic: t.clean, key: null, value: Buffer.from('x'), headers: [] }]);
+    await tx.sendOffsets(group, t.raw, 0, '7');
+    let answer: string | null | undefined;
+    const reading = port.committedOffset(group, t.raw, 0).then((o) => (answer = o));
+    await new Promise((r) => setTimeout(r, 1500));
+    // a plain OffsetFetch would answer null here; the pending offset makes the read wait
+    expect(answer).toBeUndefined();
+    await tx.commit();
+    await reading;
+    expect(answer).toBe('7');
+    await p.disconnect();
+  }, 60_000);
+
   it('maxMessageBytes reads a topic\'s limit', async () => {
     const t = topicsFor('limit');
     await createTopics(kafka, [t.dlq], 1, { 'max.message.bytes': '12345' });

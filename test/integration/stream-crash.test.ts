@@ -69,9 +69,12 @@ pipelines:
     const env = { KAFKA_BROKERS: broker.brokers, VEIL_MASTER_KEY: MASTER, VEIL_KAFKA_SESSION_TIMEOUT_MS: '6000' };
     const args = ['--config', configFile, '--data-dir', dataDir, '--port', '0'];
     const logs: string[] = [];
+    const phases: string[] = [];
+    const phase = (what: string) => phases.push(`${Date.now()} ${what}`);
     const spawnLogged = () => {
-      const p = spawnStream(args, { ...env, VEIL_LOG_LEVEL: 'info' });
-      p.once('exit', () => logs.push(p.output()));
+      const p = spawnStream(args, { ...env, VEIL_LOG_LEVEL: 'debug' });
+      p.stdout!.once('data', () => phase(`pid ${p.pid} first output`));
+      p.once('close', () => logs.push(p.output()));
       return p;
     };
     let processor = spawnLogged();
@@ -94,19 +97,24 @@ pipelines:
 
     for (let kill = 1; kill <= 3; kill++) {
       await progress(kill * 400, `progress before kill ${kill}`);
+      phase(`kill ${kill} pid ${processor.pid}`);
       processor.kill('SIGKILL');
       await new Promise((r) => processor.once('exit', r));
       if (kill === 2) {
         // pause the broker a while, then let it go on
         const pid = await broker.pid();
+        phase('broker SIGSTOP');
         process.kill(pid, 'SIGSTOP');
         await new Promise((r) => setTimeout(r, 4000));
         process.kill(pid, 'SIGCONT');
       }
       processor = spawnLogged();
+      phase(`spawned pid ${processor.pid}`);
     }
     await progress(1600, 'progress before the broker restart');
+    phase('broker restart');
     await broker.restart();
+    phase('broker restarted');
     await producing;
     await producer.close();
     await waitFor(() => unique() >= TOTAL, 240_000, 'all records in the clean topic');
@@ -115,7 +123,8 @@ pipelines:
     await new Promise((r) => processor.once('exit', r));
 
     // the input itself is exact (the producer's retries through the broker restart wrote nothing twice)
-    const raw = (await consume(kafka, 'raw.crash', TOTAL, 60_000, 1000)).map((r) => JSON.parse(r.value!.toString()).id as number);
+    const rawRecords = await consume(kafka, 'raw.crash', TOTAL, 60_000, 1000);
+    const raw = rawRecords.map((r) => JSON.parse(r.value!.toString()).id as number);
     expect({ raw: raw.length, unique: new Set(raw).size }).toEqual({ raw: TOTAL, unique: TOTAL });
     const seen = inTopicOrder();
     const ids = seen.map((s) => s.id);
@@ -125,8 +134,10 @@ pipelines:
       const counts = new Map<number, number>();
       for (const s of seen) counts.set(s.id, (counts.get(s.id) ?? 0) + 1);
       const dups = seen.filter((s) => counts.get(s.id)! > 1);
-      console.log('duplicates (id, partition, offset):', JSON.stringify(dups.slice(0, 40).map((d) => [d.id, d.partition, String(d.offset)])));
-      console.log(logs.join('\n----\n').slice(-20000));
+      const source = new Map(rawRecords.map((r) => [JSON.parse(r.value!.toString()).id as number, `${r.partition}@${r.offset}`]));
+      console.log('duplicates (id, clean partition@offset, raw partition@offset):', JSON.stringify(dups.map((d) => [d.id, `${d.partition}@${d.offset}`, source.get(d.id)])));
+      console.log(phases.join('\n'));
+      console.log(logs.map((l) => l.split('\n').filter((line) => !/ECONNREFUSED|seed broker|concurrent operation|group coordinator is not|correct coordinator/.test(line)).join('\n')).join('\n----\n'));
     }
     expect({ lost, duplicated }).toEqual({ lost: 0, duplicated: 0 });
     // one key, one clean partition, ids in production order
