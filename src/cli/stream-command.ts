@@ -45,6 +45,7 @@ export const streamCommand: Command = async (args, io) => {
     io.stdout(streamHelp);
     return values.help ? 0 : 2;
   }
+  const stopTimeout = Number(io.env.VEIL_STOP_TIMEOUT_MS ?? 30_000);
   const common = {
     configFile: resolveConfigPath(values.config, io.env, io.cwd),
     dataDir: resolveDataDir(values['data-dir'], io.env, io.cwd),
@@ -58,7 +59,7 @@ export const streamCommand: Command = async (args, io) => {
       const responders = await openResponders({ ...common, ...(values.responder ? { names: values.responder } : {}) });
       await responders.start();
       io.stderr(`veil stream: serving ${responders.responders.map((r) => r.groupId).join(', ')}\n`);
-      await untilSignal(() => responders.stop());
+      await untilSignal(() => responders.stop(), io.stderr, stopTimeout);
       return 0;
     }
     const stream = await openStream({ ...common, registryUrl: values.registry ?? io.env.SCHEMA_REGISTRY_URL, ...(values.pipeline ? { pipelines: values.pipeline } : {}) });
@@ -68,7 +69,7 @@ export const streamCommand: Command = async (args, io) => {
     await untilSignal(async () => {
       await stream.stop();
       server.close();
-    });
+    }, io.stderr, stopTimeout);
     return 0;
   } catch (e) {
     io.stderr(`veil stream: ${e instanceof VeilError ? `${e.message} [${e.code}]` : `cannot start: ${(e as Error).message}`}\n`);
@@ -76,12 +77,19 @@ export const streamCommand: Command = async (args, io) => {
   }
 };
 
-/** Resolves once SIGTERM or SIGINT arrived and `stop` finished (the in-flight batch ends first). */
-function untilSignal(stop: () => Promise<void>): Promise<void> {
+/**
+ * Resolves once SIGTERM or SIGINT arrived and `stop` finished (the in-flight batch ends first),
+ * or after VEIL_STOP_TIMEOUT_MS (default 30 s) if it does not. Then the process exits even if a
+ * client library left a socket open (kafkajs can, after a broker restart): an unfinished
+ * transaction is aborted by the next owner's fence, so exiting never breaks exactly-once.
+ */
+function untilSignal(stop: () => Promise<void>, stderr: (line: string) => void, timeoutMs: number): Promise<void> {
   return new Promise((resolve) => {
     const handler = async () => {
-      await stop();
+      const late = new Promise<'late'>((r) => setTimeout(() => r('late'), timeoutMs).unref());
+      if ((await Promise.race([stop().then(() => 'stopped' as const), late])) === 'late') stderr(`veil stream: did not stop within ${timeoutMs} ms; exiting\n`);
       resolve();
+      setTimeout(() => process.exit(), 2000).unref();
     };
     process.once('SIGTERM', handler);
     process.once('SIGINT', handler);

@@ -60,7 +60,9 @@ pipelines:
     });
   }, 300_000);
 
+  const started: ReturnType<typeof spawnStream>[] = [];
   afterAll(async () => {
+    for (const p of started) if (p.exitCode === null && p.signalCode === null) p.kill('SIGKILL');
     await verifier?.disconnect().catch(() => undefined);
     await broker?.stop();
     if (dataDir) await rm(dataDir, { recursive: true, force: true });
@@ -75,6 +77,7 @@ pipelines:
     const procs: ReturnType<typeof spawnStream>[] = [];
     const launch = (slot: number) => {
       const p = spawnStream(args, env);
+      started.push(p);
       let killedByUs = false;
       Object.assign(p, { markKilled: () => (killedByUs = true) });
       p.once('exit', (_code, signal) => {

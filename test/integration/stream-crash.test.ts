@@ -59,7 +59,10 @@ pipelines:
     });
   }, 300_000);
 
+  // every process this test started, so none outlives it (an orphan could join a later run's group)
+  const started: ReturnType<typeof spawnStream>[] = [];
   afterAll(async () => {
+    for (const p of started) if (p.exitCode === null && p.signalCode === null) p.kill('SIGKILL');
     await verifier?.disconnect().catch(() => undefined);
     await broker?.stop();
     if (dataDir) await rm(dataDir, { recursive: true, force: true });
@@ -73,6 +76,7 @@ pipelines:
     const phase = (what: string) => phases.push(`${Date.now()} ${what}`);
     const spawnLogged = () => {
       const p = spawnStream(args, { ...env, VEIL_LOG_LEVEL: 'debug' });
+      started.push(p);
       p.stdout!.once('data', () => phase(`pid ${p.pid} first output`));
       p.once('close', () => logs.push(p.output()));
       return p;
@@ -120,7 +124,7 @@ pipelines:
     await waitFor(() => unique() >= TOTAL, 240_000, 'all records in the clean topic');
     await new Promise((r) => setTimeout(r, 3000));
     processor.kill('SIGTERM');
-    await new Promise((r) => processor.once('exit', r));
+    await new Promise((r) => processor.once('close', r));
 
     // the input itself is exact (the producer's retries through the broker restart wrote nothing twice)
     const rawRecords = await consume(kafka, 'raw.crash', TOTAL, 60_000, 1000);
