@@ -111,3 +111,22 @@ export async function steadyProducer(kafka: Kafka): Promise<{ send(topic: string
     close: () => producer.disconnect(),
   };
 }
+
+/**
+ * Reads a whole topic read_committed with Kafka's own Java client (test/helpers/java/
+ * ReadCommitted.java, run as a single-file source on the jars test-env.sh installed) — the
+ * reference implementation of transactions — to verify exactly-once without trusting kafkajs.
+ */
+export async function javaConsumeCommitted(topic: string, brokers = BROKERS.join(',')): Promise<{ partition: number; offset: string; value: string }[]> {
+  const { execFile } = await import('node:child_process');
+  const { homedir } = await import('node:os');
+  const libs = `${process.env.VEIL_CACHE_DIR ?? `${homedir()}/.cache/veil`}/kafka-${process.env.VEIL_KAFKA_VERSION ?? '3.9.1'}/libs/*`;
+  const source = new URL('./java/ReadCommitted.java', import.meta.url).pathname;
+  const out = await new Promise<string>((resolve, reject) => {
+    execFile('java', ['-cp', libs, '-Dlog4j.configuration=file:/dev/null', source, brokers, topic], { timeout: 300_000, maxBuffer: 256 << 20 }, (error, stdout) => (error ? reject(error) : resolve(stdout)));
+  });
+  return out.split('\n').flatMap((line) => {
+    const m = /^(\d+) (\d+) (.*)$/.exec(line);
+    return m ? [{ partition: Number(m[1]), offset: m[2]!, value: m[3]! }] : [];
+  });
+}

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { Kafka, logLevel } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EXAMPLE_CONFIG } from '../../src/app/paths.ts';
-import { consume, createTopics, steadyProducer } from '../helpers/kafka.ts';
+import { consume, createTopics, javaConsumeCommitted, steadyProducer } from '../helpers/kafka.ts';
 import { privateBroker, spawnStream, waitFor } from '../helpers/processes.ts';
 
 const TOTAL = 3000;
@@ -130,28 +130,29 @@ pipelines:
     const rawRecords = await consume(kafka, 'raw.crash', TOTAL, 60_000, 1000);
     const raw = rawRecords.map((r) => JSON.parse(r.value!.toString()).id as number);
     expect({ raw: raw.length, unique: new Set(raw).size }).toEqual({ raw: TOTAL, unique: TOTAL });
-    const seen = inTopicOrder();
-    const ids = seen.map((s) => s.id);
+    // Verified with Kafka's own Java client, read_committed: kafkajs' consumer was seen to deliver
+    // records of aborted transactions (a zombie's last transaction, aborted by the next owner's
+    // fence) — a reader bug, not a second write; its view is reported beside the reference
+    const java = (await javaConsumeCommitted('clean.crash', broker.brokers)).map((r) => ({ ...r, record: JSON.parse(r.value) as { id: number; email: string } }));
+    const ids = java.map((r) => r.record.id);
     const lost = TOTAL - new Set(ids).size;
     const duplicated = ids.length - new Set(ids).size;
-    if (duplicated) {
-      const counts = new Map<number, number>();
-      for (const s of seen) counts.set(s.id, (counts.get(s.id) ?? 0) + 1);
-      const dups = seen.filter((s) => counts.get(s.id)! > 1);
-      const source = new Map(rawRecords.map((r) => [JSON.parse(r.value!.toString()).id as number, `${r.partition}@${r.offset}`]));
-      console.log('duplicates (id, clean partition@offset, raw partition@offset):', JSON.stringify(dups.map((d) => [d.id, `${d.partition}@${d.offset}`, source.get(d.id)])));
+    const kafkajsIds = inTopicOrder().map((r) => r.id);
+    console.log(`crash test: Java read_committed ${ids.length} records, ${duplicated} duplicated, ${lost} lost; kafkajs read_committed ${kafkajsIds.length} records, ${kafkajsIds.length - new Set(kafkajsIds).size} of them repeated ids`);
+    if (lost || duplicated) {
       console.log(phases.join('\n'));
       console.log(logs.map((l) => l.split('\n').filter((line) => !/ECONNREFUSED|seed broker|concurrent operation|group coordinator is not|correct coordinator/.test(line)).join('\n')).join('\n----\n'));
     }
     expect({ lost, duplicated }).toEqual({ lost: 0, duplicated: 0 });
-    // one key, one clean partition, ids in production order
+    // one key (its deterministic protected email), one clean partition, ids in production order
     const perKey = new Map<string, { partition: number; ids: number[] }>();
-    for (const s of seen) {
-      const entry = perKey.get(s.key) ?? { partition: s.partition, ids: [] };
-      expect(s.partition).toBe(entry.partition);
-      entry.ids.push(s.id);
-      perKey.set(s.key, entry);
+    for (const r of java) {
+      const entry = perKey.get(r.record.email) ?? { partition: r.partition, ids: [] };
+      expect(r.partition).toBe(entry.partition);
+      entry.ids.push(r.record.id);
+      perKey.set(r.record.email, entry);
     }
+    expect(perKey.size).toBe(97);
     for (const { ids: keyIds } of perKey.values()) expect(keyIds).toEqual([...keyIds].sort((a, b) => a - b));
   }, 600_000);
 });
