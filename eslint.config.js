@@ -35,10 +35,10 @@ export default tseslint.config(
     // Key bytes never leave their module: only crypto-using transformers and the keystore may
     // unwrap a SecretKey.
     files: ['src/**/*.ts', 'test/**/*.ts', 'bench/**/*.ts'],
-    ignores: ['src/engine/transformers/**', 'src/engine/keys/**', 'src/keys/**', 'test/**', 'bench/**'],
+    ignores: ['src/engine/transformers/**', 'src/engine/key-access/**', 'src/keystore/**', 'test/**', 'bench/**'],
     rules: {
       'no-restricted-imports': ['error', {
-        patterns: [{ group: ['**/keys/secret-key.ts'], importNames: ['revealKeyBytes'], message: 'key bytes stay in the crypto and keystore modules' }],
+        patterns: [{ group: ['**/key-access/secret-key.ts'], importNames: ['revealKeyBytes'], message: 'key bytes stay in the crypto and keystore modules' }],
       }],
     },
   },

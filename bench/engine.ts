@@ -7,7 +7,7 @@ import { aessiv, gcm } from '@noble/ciphers/aes.js';
 import { hmac } from '@noble/hashes/hmac.js';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { AesBlock, Block } from '../src/engine/crypto/aes-block.ts';
-import { MemoryKeyProvider } from '../src/engine/keys/memory-key-provider.ts';
+import { MemoryKeyProvider } from '../src/engine/key-access/memory-key-provider.ts';
 import { aesSiv } from '../src/engine/transformers/aes-siv.ts';
 import { aesGcm } from '../src/engine/transformers/aes-gcm.ts';
 import { ff1 } from '../src/engine/transformers/ff1.ts';

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { compileConfigText } from '../src/engine/config/compile.ts';
 import { Engine } from '../src/engine/engine.ts';
-import { MemoryKeyProvider } from '../src/engine/keys/memory-key-provider.ts';
+import { MemoryKeyProvider } from '../src/engine/key-access/memory-key-provider.ts';
 import { fmt, opsPerSecond, ratio } from './measure.ts';
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 8);

@@ -11,7 +11,7 @@ import { Kafka, logLevel } from 'kafkajs';
 import pino from 'pino';
 import { openResponders } from '../src/app/open-responders.ts';
 import { openEngineAndKeys } from '../src/app/open-stream.ts';
-import { JwtSigner } from '../src/keys/jwt-signer.ts';
+import { JwtSigner } from '../src/keystore/jwt-signer.ts';
 import { kafkajsPort } from '../src/stream/kafkajs-adapter.ts';
 import { UnprotectClient } from '../src/stream/unprotect-client.ts';
 import { fmt } from './measure.ts';

@@ -1,7 +1,7 @@
 import { Engine } from '../engine/engine.ts';
 import type { ConfigIssue } from '../engine/config/issues.ts';
-import { LocalKeystore } from '../keys/local-keystore.ts';
-import { describeMasterKeySource, resolveMasterKey } from '../keys/master-key.ts';
+import { LocalKeystore } from '../keystore/local-keystore.ts';
+import { describeMasterKeySource, resolveMasterKey } from '../keystore/master-key.ts';
 import { requireConfig } from './config-file.ts';
 import { provisionKeys, requireKeys } from './config-keys.ts';
 

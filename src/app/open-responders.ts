@@ -4,7 +4,7 @@ import { FileAuditSink, type AuditSink } from '../audit/audit-sink.ts';
 import { VeilError } from '../engine/errors.ts';
 import { CachingVerifier } from '../identity/caching-verifier.ts';
 import { TokenVerifier } from '../identity/token-verifier.ts';
-import { JwtSigner } from '../keys/jwt-signer.ts';
+import { JwtSigner } from '../keystore/jwt-signer.ts';
 import { kafkajsPort } from '../stream/kafkajs-adapter.ts';
 import { UnprotectResponder } from '../stream/unprotect-responder.ts';
 import { createLogger } from './open-service.ts';

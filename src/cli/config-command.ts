@@ -4,8 +4,8 @@ import { provisionKeys } from '../app/config-keys.ts';
 import { resolveConfigPath, resolveDataDir } from '../app/paths.ts';
 import { formatIssue } from '../engine/config/issues.ts';
 import { VeilError } from '../engine/errors.ts';
-import { LocalKeystore } from '../keys/local-keystore.ts';
-import { describeMasterKeySource, resolveMasterKey } from '../keys/master-key.ts';
+import { LocalKeystore } from '../keystore/local-keystore.ts';
+import { describeMasterKeySource, resolveMasterKey } from '../keystore/master-key.ts';
 import type { Command } from './io.ts';
 
 export const configHelp = `Usage: veil config <action> [options]

@@ -57,7 +57,7 @@ export const demoCommand: Command = async (args, io) => {
       `veil demo — configuration ${configFile}, keystore ${keystore.path}\n\n` +
         `Protect then Unprotect as role "fraud":\n${rows.join('\n')}\n\n` +
         `The transform request of the protect call:\n${JSON.stringify(protectBody, null, 2)}\n\n` +
-        `Try it yourself:\n  scripts/veil transform --roles fraud --request - < request.json\n  scripts/veil keys list\n  scripts/veil config validate\n`,
+        `Try it yourself:\n  bin/veil transform --roles fraud --request - < request.json\n  bin/veil keys list\n  bin/veil config validate\n`,
     );
     return 0;
   } catch (e) {

@@ -1,9 +1,9 @@
 import { parseArgs } from 'node:util';
 import { VeilError } from '../engine/errors.ts';
-import { KEY_TYPE_NAMES, type KeyInfo } from '../engine/keys/key-provider.ts';
-import { isKeyType, isValidKeyId } from '../keys/key-material.ts';
-import { LocalKeystore } from '../keys/local-keystore.ts';
-import { describeMasterKeySource, resolveMasterKey } from '../keys/master-key.ts';
+import { KEY_TYPE_NAMES, type KeyInfo } from '../engine/key-access/key-provider.ts';
+import { isKeyType, isValidKeyId } from '../keystore/key-material.ts';
+import { LocalKeystore } from '../keystore/local-keystore.ts';
+import { describeMasterKeySource, resolveMasterKey } from '../keystore/master-key.ts';
 import type { CliIo, Command } from './io.ts';
 import { resolveDataDir } from '../app/paths.ts';
 

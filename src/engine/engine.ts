@@ -2,7 +2,7 @@ import { pooledRandom } from './crypto/random-pool.ts';
 import { ChainCache, type Chain } from './chains.ts';
 import type { CompiledConfig } from './config/compiled.ts';
 import { combine, ValueError, VeilError, type ErrorDetail } from './errors.ts';
-import type { KeyProvider } from './keys/key-provider.ts';
+import type { KeyProvider } from './key-access/key-provider.ts';
 import { resolveContexts } from './contexts.ts';
 import { checkIdentifiers } from './identifiers.ts';
 import { transformRequestSchema, type Instance, type TransformResponse } from './request/schema.ts';

@@ -5,7 +5,7 @@ import type { AuditSink } from '../audit/audit-sink.ts';
 import type { Engine } from '../engine/engine.ts';
 import type { ServiceConfig } from '../engine/config/schema.ts';
 import { VeilError } from '../engine/errors.ts';
-import type { JwtSigner } from '../keys/jwt-signer.ts';
+import type { JwtSigner } from '../keystore/jwt-signer.ts';
 import type { TokenService } from '../identity/token-service.ts';
 import type { BearerVerifier } from '../identity/token-verifier.ts';
 import { HttpMetrics } from './metrics.ts';

@@ -1,7 +1,7 @@
 import { createLocalJWKSet, createRemoteJWKSet, decodeJwt, decodeProtectedHeader, errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
 import type { Identity } from '../engine/engine.ts';
 import type { IdentityConfig } from '../engine/config/schema.ts';
-import type { JwtSigner } from '../keys/jwt-signer.ts';
+import type { JwtSigner } from '../keystore/jwt-signer.ts';
 import { tokenExpired, tokenInvalid, tokenMissing } from './identity-errors.ts';
 
 export const ACCESS_TOKEN_TYP = 'at+jwt';

@@ -7,8 +7,8 @@ import type { CompiledConfig } from '../../src/engine/config/compiled.ts';
 import { formatIssue } from '../../src/engine/config/issues.ts';
 import { Engine, type EngineOptions, type Identity } from '../../src/engine/engine.ts';
 import { ERROR_CATALOG, VeilError, type ErrorCode } from '../../src/engine/errors.ts';
-import { KEY_TYPES, type KeyType } from '../../src/engine/keys/key-provider.ts';
-import { MemoryKeyProvider } from '../../src/engine/keys/memory-key-provider.ts';
+import { KEY_TYPES, type KeyType } from '../../src/engine/key-access/key-provider.ts';
+import { MemoryKeyProvider } from '../../src/engine/key-access/memory-key-provider.ts';
 import type { TransformRequest, TransformResponse } from '../../src/engine/request/schema.ts';
 
 export const EXAMPLE_CONFIG_FILE = fileURLToPath(new URL('../../config/example.yaml', import.meta.url));

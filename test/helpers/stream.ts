@@ -2,8 +2,8 @@ import { readFileSync } from 'node:fs';
 import { EXAMPLE_CONFIG } from '../../src/app/paths.ts';
 import { requireConfig } from '../../src/app/config-file.ts';
 import { Engine } from '../../src/engine/engine.ts';
-import { LocalKeystore } from '../../src/keys/local-keystore.ts';
-import { resolveMasterKey } from '../../src/keys/master-key.ts';
+import { LocalKeystore } from '../../src/keystore/local-keystore.ts';
+import { resolveMasterKey } from '../../src/keystore/master-key.ts';
 
 export const STREAM_MASTER = { VEIL_MASTER_KEY: 'c'.repeat(64) };
 const MASTER = STREAM_MASTER;

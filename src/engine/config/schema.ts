@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { KEY_TYPE_NAMES } from '../keys/key-provider.ts';
+import { KEY_TYPE_NAMES } from '../key-access/key-provider.ts';
 import { ALPHABET_NAMES } from '../fpe/alphabet.ts';
 
 /** Names of classes, properties, contexts, sequences, keys and actions: identifiers, not prose. */

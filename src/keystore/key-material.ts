@@ -1,4 +1,4 @@
-import { KEY_TYPE_NAMES, KEY_TYPES, type KeyType } from '../engine/keys/key-provider.ts';
+import { KEY_TYPE_NAMES, KEY_TYPES, type KeyType } from '../engine/key-access/key-provider.ts';
 import { VeilError } from '../engine/errors.ts';
 
 /** Key ids: lower-case, start with a letter or digit, at most 64 characters. */
