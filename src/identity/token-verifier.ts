@@ -1,5 +1,5 @@
 import { createLocalJWKSet, createRemoteJWKSet, decodeJwt, decodeProtectedHeader, errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
-import type { Identity } from '../engine/engine.ts';
+import type { Identity } from '../engine/identity.ts';
 import type { IdentityConfig } from '../engine/config/schema.ts';
 import type { JwtSigner } from '../keystore/jwt-signer.ts';
 import { tokenExpired, tokenInvalid, tokenMissing } from './identity-errors.ts';

@@ -70,7 +70,7 @@ export class ProtectPipeline {
       return { className, propertyName };
     });
     // authorization happens once, here: a pipeline whose identity may not protect its fields does not start
-    const bound = deps.engine.bindFields({
+    const bound = deps.engine.bind({
       identity: { subject: `pipeline:${deps.name}`, roles: c.roles },
       rightsEvidences: Object.entries(c.rightsEvidences).map(([name, value]) => ({ name, value })),
       processingEvidences: Object.entries(c.processingEvidences).map(([name, value]) => ({ name, value })),

@@ -36,7 +36,7 @@ export async function unprotector(configFile: string, dataDir: string): Promise<
   const engine = new Engine({ config, keys: await LocalKeystore.open({ dataDir, masterKey: master.key }) });
   return (field, value) => {
     const [className, propertyName] = field.split('.') as [string, string];
-    const { transforms } = engine.bindFields({
+    const { transforms } = engine.bind({
       identity: { roles: ['fraud'] },
       rightsEvidences: [{ name: 'Role', value: 'fraud' }],
       processingEvidences: [{ name: 'Action', value: 'Unprotect' }],
