@@ -54,7 +54,7 @@ export const configCommand: Command = async (args, io) => {
       const master = await resolveMasterKey({ dataDir, env: io.env });
       if (master.source.kind === 'file') io.stderr(`veil config: ${describeMasterKeySource(master.source)}\n`);
       const keystore = await LocalKeystore.open({ dataDir, masterKey: master.key, now: io.now });
-      const created = await provisionKeys(config, keystore);
+      const created = await provisionKeys(config.engine, keystore);
       io.stdout(created.length ? `created ${created.join(', ')} in ${keystore.path}\n` : `every key of ${file} is in ${keystore.path}\n`);
       return 0;
     } catch (e) {

@@ -62,13 +62,11 @@ export const streamCommand: Command = async (args, io) => {
       return 0;
     }
     const stream = await openStream({ ...common, registryUrl: values.registry ?? io.env.SCHEMA_REGISTRY_URL, ...(values.pipeline ? { pipelines: values.pipeline } : {}) });
-    const server = await stream.listen(Number(values.port ?? io.env.VEIL_STREAM_PORT ?? 9464), io.env.VEIL_HOST ?? '127.0.0.1');
+    await stream.listen(Number(values.port ?? io.env.VEIL_STREAM_PORT ?? 9464), io.env.VEIL_HOST ?? '127.0.0.1');
     await stream.start();
     io.stderr(`veil stream: running ${stream.pipelines.map((p) => p.groupId).join(', ')}\n`);
-    await untilSignal(async () => {
-      await stream.stop();
-      server.close();
-    });
+    // stop() closes the operations server too
+    await untilSignal(() => stream.stop());
     return 0;
   } catch (e) {
     io.stderr(`veil stream: ${e instanceof VeilError ? `${e.message} [${e.code}]` : `cannot start: ${(e as Error).message}`}\n`);

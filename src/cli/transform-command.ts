@@ -46,6 +46,7 @@ export const transformCommand: Command = async (args, io) => {
       dataDir: resolveDataDir(values['data-dir'], io.env, io.cwd),
       env: io.env,
       now: io.now,
+      provision: false,
       notice: (line) => io.stderr(`veil transform: ${line}\n`),
     });
     const roles = (values.roles ?? '').split(',').map((r) => r.trim()).filter(Boolean);

@@ -1,6 +1,6 @@
 import { createLocalJWKSet, createRemoteJWKSet, decodeJwt, decodeProtectedHeader, errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
 import type { Identity } from '../engine/identity.ts';
-import type { IdentityConfig } from '../engine/config/schema.ts';
+import type { IdentityConfig } from './identity-config.ts';
 import type { JwtSigner } from '../keystore/jwt-signer.ts';
 import { tokenExpired, tokenInvalid, tokenMissing } from './identity-errors.ts';
 

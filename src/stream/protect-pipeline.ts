@@ -1,5 +1,5 @@
 import type { Engine } from '../engine/engine.ts';
-import type { PipelineConfig } from '../engine/config/schema.ts';
+import type { PipelineConfig } from './pipeline-config.ts';
 import { ValueError, VeilError } from '../engine/errors.ts';
 import { Liveness, type LivenessStatus } from './liveness.ts';
 import { PartitionTransactions } from './partition-transactions.ts';

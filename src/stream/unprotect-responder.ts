@@ -1,6 +1,6 @@
 import type { AuditSink } from '../audit/audit-sink.ts';
 import { auditEvent } from '../audit/audit-event.ts';
-import type { ResponderConfig } from '../engine/config/schema.ts';
+import type { ResponderConfig } from './responder-config.ts';
 import type { Engine, Plan } from '../engine/engine.ts';
 import { VeilError } from '../engine/errors.ts';
 import { problemOf } from '../http/problem.ts';

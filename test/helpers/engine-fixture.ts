@@ -2,6 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'vitest';
+import { compileVeilConfigText, type VeilConfig } from '../../src/app/config-file.ts';
 import { compileConfigText } from '../../src/engine/config/compile.ts';
 import type { CompiledConfig } from '../../src/engine/config/compiled.ts';
 import { formatIssue } from '../../src/engine/config/issues.ts';
@@ -26,6 +27,14 @@ const CREATED_AT = '2025-03-04T05:06:07.000Z';
 /** Compiles configuration text that must be valid; fails the test with every issue otherwise. */
 export function compileOrFail(text: string, file = 'config.yaml'): CompiledConfig {
   const { config, issues } = compileConfigText(text);
+  const errors = issues.filter((i) => i.severity === 'error');
+  if (!config || errors.length) throw new Error(`configuration does not compile:\n${errors.map((i) => formatIssue(file, i)).join('\n')}`);
+  return config;
+}
+
+/** Compiles a whole configuration file's text (all sections, src/app) that must be valid. */
+export function veilConfigOrFail(text: string, file = 'config.yaml'): VeilConfig {
+  const { config, issues } = compileVeilConfigText(text);
   const errors = issues.filter((i) => i.severity === 'error');
   if (!config || errors.length) throw new Error(`configuration does not compile:\n${errors.map((i) => formatIssue(file, i)).join('\n')}`);
   return config;

@@ -33,7 +33,7 @@ ${extra}`;
 export async function unprotector(configFile: string, dataDir: string): Promise<(field: string, value: string) => string> {
   const { config } = await requireConfig(configFile);
   const master = await resolveMasterKey({ dataDir, env: MASTER });
-  const engine = new Engine({ config, keys: await LocalKeystore.open({ dataDir, masterKey: master.key }) });
+  const engine = new Engine({ config: config.engine, keys: await LocalKeystore.open({ dataDir, masterKey: master.key }) });
   return (field, value) => {
     const [className, propertyName] = field.split('.') as [string, string];
     const { transforms } = engine.bind({

@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AuditSink } from '../../audit/audit-sink.ts';
 import { auditEvent, fieldCounts } from '../../audit/audit-event.ts';
 import type { Engine, Plan } from '../../engine/engine.ts';
-import type { ServiceConfig } from '../../engine/config/schema.ts';
+import type { ServiceConfig } from '../service-config.ts';
 import { VeilError } from '../../engine/errors.ts';
 import { RateLimiter } from '../../identity/rate-limiter.ts';
 import type { BearerVerifier, Caller } from '../../identity/token-verifier.ts';
