@@ -10,7 +10,7 @@ import type { TokenService } from '../identity/token-service.ts';
 import type { BearerVerifier } from '../identity/token-verifier.ts';
 import { HttpMetrics } from './metrics.ts';
 import { openApiDocument } from './openapi.ts';
-import { PROBLEM_CONTENT_TYPE, problemOf } from './problem.ts';
+import { PROBLEM_CONTENT_TYPE, problemOf } from '../errors/problem.ts';
 import { registerOpsRoutes } from './routes/ops-routes.ts';
 import { registerTokenRoutes } from './routes/token-routes.ts';
 import { registerTransformRoute } from './routes/transform-route.ts';
