@@ -4,6 +4,7 @@ import { KEY_TYPE_NAMES, type KeyInfo } from '../engine/key-access/key-provider.
 import { isKeyType, isValidKeyId } from '../keystore/key-material.ts';
 import { LocalKeystore } from '../keystore/local-keystore.ts';
 import { describeMasterKeySource, resolveMasterKey } from '../keystore/master-key.ts';
+import { UsageError } from './errors.ts';
 import type { CliIo, Command } from './io.ts';
 import { resolveDataDir } from '../app/paths.ts';
 
@@ -32,8 +33,6 @@ The master key comes from VEIL_MASTER_KEY (64 hex digits or base64 of 32 bytes);
 development key file <data dir>/master.key is used (created on first use, mode 0600).
 Exit codes: 0 ok, 1 keystore error, 2 usage error.
 `;
-
-class UsageError extends Error {}
 
 const OPTIONS = {
   id: { type: 'string' },
