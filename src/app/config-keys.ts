@@ -1,6 +1,4 @@
-import type { CompiledConfig } from '../engine/config/compiled.ts';
-import { VeilError } from '../engine/errors.ts';
-import type { KeyProvider, KeyType } from '../engine/key-access/key-provider.ts';
+import { VeilError, type CompiledConfig, type KeyProvider, type KeyType } from '../engine/index.ts';
 import type { LocalKeystore } from '../keystore/local-keystore.ts';
 
 /** What the configuration's key references need from the keystore and it lacks. */

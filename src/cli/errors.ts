@@ -1,4 +1,4 @@
-import { VeilError } from '../engine/errors.ts';
+import { VeilError } from '../engine/index.ts';
 
 /** A command line the command cannot run (exit 2); its message names options, never a value given. */
 export class UsageError extends Error {

@@ -1,6 +1,5 @@
 import { parseArgs } from 'node:util';
-import { VeilError } from '../engine/errors.ts';
-import { KEY_TYPE_NAMES, type KeyInfo } from '../engine/key-access/key-provider.ts';
+import { KEY_TYPE_NAMES, VeilError, type KeyInfo } from '../engine/index.ts';
 import { isKeyType, isValidKeyId } from '../keystore/key-material.ts';
 import { LocalKeystore } from '../keystore/local-keystore.ts';
 import { describeMasterKeySource, resolveMasterKey } from '../keystore/master-key.ts';

@@ -6,7 +6,7 @@ import { resolve } from 'node:path';
 import { kafkajsPort } from '../stream/kafkajs-adapter.ts';
 import { UnprotectClient } from '../stream/unprotect-client.ts';
 import { resolveConfigPath, resolveDataDir } from '../app/paths.ts';
-import { VeilError } from '../engine/errors.ts';
+import { VeilError } from '../engine/index.ts';
 import type { Command } from './io.ts';
 
 export const streamHelp = `Usage: veil stream protect [--config F] [--pipeline NAME]... [--brokers H:P,...] [--registry URL] [--port N]

@@ -3,7 +3,7 @@ import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { openEngine } from '../app/open-engine.ts';
 import { resolveConfigPath, resolveDataDir } from '../app/paths.ts';
-import { VeilError } from '../engine/errors.ts';
+import { VeilError } from '../engine/index.ts';
 import { errorDocument } from './errors.ts';
 import type { Command } from './io.ts';
 

@@ -8,24 +8,23 @@ export { Engine, type BindRequest, type BoundFields, type Chain, type EngineOpti
 export type { Identity } from './identity.ts';
 
 // the request and response bodies (spec §2.1–2.7) and their published JSON Schemas
-export { transformRequestSchema, transformResponseSchema, type Instance, type TransformRequest, type TransformResponse } from './request/schema.ts';
+export { transformResponseSchema, type TransformRequest, type TransformResponse } from './request/schema.ts';
 export { jsonSchemas } from './schemas.ts';
-export { checkIdentifiers } from './identifiers.ts';
 
 // errors
-export { ERROR_CATALOG, ValueError, VeilError, combine, type ErrorCode, type ErrorDetail } from './errors.ts';
+export { ERROR_CATALOG, ValueError, VeilError, type ErrorCode, type ErrorDetail } from './errors.ts';
 
 // configuration: the engine's sections, their compiler, and the pieces other layers' sections reuse
 export { compileConfig, compileConfigOrThrow, compileConfigText, compileEngineConfig, compileText, configIssuesOf, type CompileResult } from './config/compile.ts';
-export { ACTION, PROTECT, ROLE, UNPROTECT, type CompiledConfig } from './config/compiled.ts';
+export { ROLE, type CompiledConfig } from './config/compiled.ts';
 export { formatIssue, pointerOf, type ConfigIssue } from './config/issues.ts';
-export { engineConfigSchema, engineConfigShape, evidencesSchema, keyIdSchema, nameSchema, type EngineConfigDocument, type EngineConfigInput, type StepConfig } from './config/schema.ts';
+export { engineConfigShape, evidencesSchema, keyIdSchema, nameSchema, type StepConfig } from './config/schema.ts';
 
 // keys: what the engine needs from a keystore, and the key handle only the keystore may open
-export { KEY_TYPES, KEY_TYPE_NAMES, type KeyInfo, type KeyProvider, type KeyType, type KeyVersionInfo } from './key-access/key-provider.ts';
+export { KEY_TYPES, KEY_TYPE_NAMES, type KeyInfo, type KeyProvider, type KeyType } from './key-access/key-provider.ts';
 export { MemoryKeyProvider } from './key-access/memory-key-provider.ts';
 export { SecretKey, revealKeyBytes } from './key-access/secret-key.ts';
 
 // one step's transformer, for golden outputs and benchmarks beside the whole engine
 export { createTransformer } from './transformers/registry.ts';
-export type { FieldBinding, FieldTransformer, KeyRef, Transformer, TransformerDeps } from './transformers/transformer.ts';
+export type { KeyRef, Transformer } from './transformers/transformer.ts';

@@ -1,4 +1,4 @@
-import { VeilError, type ErrorDetail } from '../engine/errors.ts';
+import { VeilError, type ErrorDetail } from '../engine/index.ts';
 import type { ServiceConfig } from './service-config.ts';
 
 /**

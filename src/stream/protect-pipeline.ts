@@ -1,6 +1,5 @@
-import type { Engine } from '../engine/engine.ts';
+import { ValueError, VeilError, type Engine } from '../engine/index.ts';
 import type { PipelineConfig } from './pipeline-config.ts';
-import { ValueError, VeilError } from '../engine/errors.ts';
 import { Liveness, type LivenessStatus } from './liveness.ts';
 import { PartitionTransactions } from './partition-transactions.ts';
 import { mappings, type Mapping } from './protect-record.ts';

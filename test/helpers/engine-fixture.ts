@@ -3,15 +3,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'vitest';
 import { compileVeilConfigText, type VeilConfig } from '../../src/app/config-file.ts';
-import { compileConfigText } from '../../src/engine/config/compile.ts';
-import type { CompiledConfig } from '../../src/engine/config/compiled.ts';
-import { formatIssue } from '../../src/engine/config/issues.ts';
-import { Engine, type EngineOptions } from '../../src/engine/engine.ts';
-import type { Identity } from '../../src/engine/identity.ts';
-import { ERROR_CATALOG, VeilError, type ErrorCode } from '../../src/engine/errors.ts';
-import { KEY_TYPES, type KeyType } from '../../src/engine/key-access/key-provider.ts';
-import { MemoryKeyProvider } from '../../src/engine/key-access/memory-key-provider.ts';
-import type { TransformRequest, TransformResponse } from '../../src/engine/request/schema.ts';
+import { compileConfigText, Engine, ERROR_CATALOG, formatIssue, KEY_TYPES, MemoryKeyProvider, VeilError, type CompiledConfig, type EngineOptions, type ErrorCode, type Identity, type KeyType, type TransformRequest, type TransformResponse } from '../../src/engine/index.ts';
 
 export const EXAMPLE_CONFIG_FILE = fileURLToPath(new URL('../../config/example.yaml', import.meta.url));
 export const EXAMPLE_CONFIG_TEXT = readFileSync(EXAMPLE_CONFIG_FILE, 'utf8');

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { EXAMPLE_CONFIG } from '../../src/app/paths.ts';
 import { requireConfig } from '../../src/app/config-file.ts';
-import { Engine } from '../../src/engine/engine.ts';
+import { Engine } from '../../src/engine/index.ts';
 import { LocalKeystore } from '../../src/keystore/local-keystore.ts';
 import { resolveMasterKey } from '../../src/keystore/master-key.ts';
 

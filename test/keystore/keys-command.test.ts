@@ -3,7 +3,7 @@ import { chmod, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { keysCommand } from '../../src/cli/keys-command.ts';
-import { revealKeyBytes, type SecretKey } from '../../src/engine/key-access/secret-key.ts';
+import { revealKeyBytes, type SecretKey } from '../../src/engine/index.ts';
 import { LocalKeystore } from '../../src/keystore/local-keystore.ts';
 import { resolveMasterKey } from '../../src/keystore/master-key.ts';
 import { fakeIo, tempDir, type FakeIo } from './helpers.ts';

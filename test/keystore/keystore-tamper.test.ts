@@ -1,8 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { readFile, writeFile } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
-import { VeilError } from '../../src/engine/errors.ts';
-import type { SecretKey } from '../../src/engine/key-access/secret-key.ts';
+import { VeilError, type SecretKey } from '../../src/engine/index.ts';
 import { LocalKeystore } from '../../src/keystore/local-keystore.ts';
 import { randomMasterKey, tempDir, veilError } from './helpers.ts';
 

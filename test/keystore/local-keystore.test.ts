@@ -2,8 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { KEY_TYPE_NAMES, KEY_TYPES } from '../../src/engine/key-access/key-provider.ts';
-import { revealKeyBytes, SecretKey } from '../../src/engine/key-access/secret-key.ts';
+import { KEY_TYPE_NAMES, KEY_TYPES, revealKeyBytes, SecretKey } from '../../src/engine/index.ts';
 import { LocalKeystore } from '../../src/keystore/local-keystore.ts';
 import { FIXED_NOW, randomMasterKey, tempDir, veilError } from './helpers.ts';
 

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { chmod, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { revealKeyBytes } from '../../src/engine/key-access/secret-key.ts';
+import { revealKeyBytes } from '../../src/engine/index.ts';
 import { describeMasterKeySource, parseMasterKey, resolveMasterKey } from '../../src/keystore/master-key.ts';
 import { tempDir, veilError } from './helpers.ts';
 

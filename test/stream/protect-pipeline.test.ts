@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import pino from 'pino';
 import { EXAMPLE_CONFIG_TEXT, keysFor, veilConfigOrFail } from '../helpers/engine-fixture.ts';
-import { Engine } from '../../src/engine/engine.ts';
+import { Engine } from '../../src/engine/index.ts';
 import { ProtectPipeline } from '../../src/stream/protect-pipeline.ts';
 import { jsonSerde } from '../../src/stream/serde/json-serde.ts';
 import { StreamError } from '../../src/stream/stream-error.ts';
