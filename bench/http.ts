@@ -6,9 +6,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
-import { compileConfigText } from '../src/engine/config/compile.ts';
-import { Engine } from '../src/engine/engine.ts';
-import { MemoryKeyProvider } from '../src/engine/keys/memory-key-provider.ts';
+import { compileConfigText, Engine, MemoryKeyProvider } from '../src/engine/index.ts';
 import { fmt, opsPerSecond, ratio } from './measure.ts';
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 8);

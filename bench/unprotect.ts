@@ -10,8 +10,8 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { Kafka, logLevel } from 'kafkajs';
 import pino from 'pino';
 import { openResponders } from '../src/app/open-responders.ts';
-import { openEngineAndKeys } from '../src/app/open-stream.ts';
-import { JwtSigner } from '../src/keys/jwt-signer.ts';
+import { openEngine } from '../src/app/open-engine.ts';
+import { JwtSigner } from '../src/keystore/jwt-signer.ts';
 import { kafkajsPort } from '../src/stream/kafkajs-adapter.ts';
 import { UnprotectClient } from '../src/stream/unprotect-client.ts';
 import { fmt } from './measure.ts';
@@ -76,7 +76,7 @@ responders:
     deadLetterTopic: ${t('dlq')}
 `);
 const env = { VEIL_MASTER_KEY: '9'.repeat(64), VEIL_BASE_URL: 'http://bench.veil' };
-const core = await openEngineAndKeys({ configFile, dataDir, env, now: () => new Date(), development: true });
+const core = await openEngine({ configFile, dataDir, env, now: () => new Date(), provision: true });
 await core.keystore.create('veil-token-signing', 'jwt-es256');
 const iat = Math.floor(Date.now() / 1000);
 const token = await new JwtSigner(core.keystore, 'veil-token-signing').sign({ iss: env.VEIL_BASE_URL, sub: 'bench', aud: 'veil', iat, exp: iat + 3600, roles: ['support'] }, 'at+jwt');

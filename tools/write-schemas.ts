@@ -1,7 +1,8 @@
-// Regenerates schemas/*.json from the engine's zod schemas and the HTTP service's OpenAPI
-// document: scripts/node22 tools/write-schemas.ts
+// Regenerates schemas/*.json from the zod schemas (the configuration file's, composed in src/app,
+// and the engine's transform bodies) and the HTTP service's OpenAPI document:
+// scripts/node22 tools/write-schemas.ts
 import { writeFileSync } from 'node:fs';
-import { jsonSchemas } from '../src/engine/schemas.ts';
+import { jsonSchemas } from '../src/app/json-schemas.ts';
 import { openApiDocument } from '../src/http/openapi.ts';
 
 const files = { ...jsonSchemas(), 'openapi.json': openApiDocument() };

@@ -1,7 +1,5 @@
-import type { CompiledConfig } from '../engine/config/compiled.ts';
-import { VeilError } from '../engine/errors.ts';
-import type { KeyProvider, KeyType } from '../engine/keys/key-provider.ts';
-import type { LocalKeystore } from '../keys/local-keystore.ts';
+import { VeilError, type CompiledConfig, type KeyProvider, type KeyType } from '../engine/index.ts';
+import type { LocalKeystore } from '../keystore/local-keystore.ts';
 
 /** What the configuration's key references need from the keystore and it lacks. */
 export interface KeyGap {

@@ -1,14 +1,15 @@
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { FileAuditSink, type AuditSink } from '../audit/audit-sink.ts';
-import { VeilError } from '../engine/errors.ts';
+import { VeilError } from '../engine/index.ts';
 import { CachingVerifier } from '../identity/caching-verifier.ts';
 import { TokenVerifier } from '../identity/token-verifier.ts';
-import { JwtSigner } from '../keys/jwt-signer.ts';
+import { JwtSigner } from '../keystore/jwt-signer.ts';
 import { kafkajsPort } from '../stream/kafkajs-adapter.ts';
 import { UnprotectResponder } from '../stream/unprotect-responder.ts';
-import { createLogger } from './open-service.ts';
-import { openEngineAndKeys, type StreamOptions } from './open-stream.ts';
+import { createLogger } from './logger.ts';
+import { openEngine } from './open-engine.ts';
+import type { StreamOptions } from './open-stream.ts';
 
 export interface Responders {
   responders: UnprotectResponder[];
@@ -23,7 +24,7 @@ export interface Responders {
  */
 export async function openResponders(options: Omit<StreamOptions, 'registryUrl' | 'pipelines'> & { names?: string[]; audit?: AuditSink }): Promise<Responders> {
   const logger = options.logger ?? createLogger(options.env.VEIL_LOG_LEVEL ?? 'info');
-  const { config, keystore, engine } = await openEngineAndKeys(options);
+  const { config, keystore, engine } = await openEngine({ configFile: options.configFile, dataDir: options.dataDir, env: options.env, now: options.now, provision: options.development, notice: options.notice });
   const names = options.names ?? Object.keys(config.responders);
   if (names.length === 0) throw new VeilError('CONFIG_INVALID', `${options.configFile} defines no responders`);
   for (const n of names) if (!config.responders[n]) throw new VeilError('CONFIG_INVALID', `no responder ${n} in ${options.configFile}`);

@@ -1,21 +1,19 @@
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import pino, { type DestinationStream, type Logger } from 'pino';
+import type { DestinationStream, Logger } from 'pino';
 import type { FastifyInstance } from 'fastify';
 import { FileAuditSink, type AuditSink } from '../audit/audit-sink.ts';
-import { Engine } from '../engine/engine.ts';
-import { ROLE } from '../engine/config/compiled.ts';
+import { ROLE } from '../engine/index.ts';
 import { hashClientSecret } from '../identity/client-secret.ts';
 import { devClient } from '../identity/dev-client.ts';
 import { TokenService, type Client } from '../identity/token-service.ts';
 import { TokenVerifier } from '../identity/token-verifier.ts';
 import { CachingVerifier } from '../identity/caching-verifier.ts';
-import { JwtSigner } from '../keys/jwt-signer.ts';
-import { LocalKeystore } from '../keys/local-keystore.ts';
-import { describeMasterKeySource, resolveMasterKey } from '../keys/master-key.ts';
+import { JwtSigner } from '../keystore/jwt-signer.ts';
+import type { LocalKeystore } from '../keystore/local-keystore.ts';
 import { buildServer } from '../http/server.ts';
-import { requireConfig } from './config-file.ts';
-import { provisionKeys, requireKeys } from './config-keys.ts';
+import { createLogger } from './logger.ts';
+import { openEngine } from './open-engine.ts';
 
 export interface ServiceOptions {
   configFile: string;
@@ -48,35 +46,13 @@ export interface Service {
   drain(delayMs: number): Promise<void>;
 }
 
-/** pino with every place a secret or value could appear redacted. */
-export function createLogger(level: string, destination?: DestinationStream): Logger {
-  return pino({
-    level,
-    base: { service: 'veil' },
-    serializers: {
-      // the path only: a query string could carry a token or secret someone put there
-      req: (req: { method?: string; url?: string; id?: string }) => ({ method: req.method, path: String(req.url ?? '').split('?')[0], id: req.id }),
-    },
-    redact: {
-      paths: ['req.headers.authorization', 'req.headers.cookie', 'req.headers["proxy-authorization"]', 'headers.authorization', 'body', 'req.body', '*.client_secret', '*.access_token', '*.value'],
-      censor: '[REDACTED]',
-    },
-  }, destination);
-}
-
 /** Wires config, keystore, identity, audit and engine into the HTTP service (not yet listening). */
 export async function openService(options: ServiceOptions): Promise<Service> {
   const logger = createLogger(options.logLevel ?? options.env.VEIL_LOG_LEVEL ?? 'info', options.logDestination);
-  const { config, warnings } = await requireConfig(options.configFile);
+  const { config, engine, keystore, warnings } = await openEngine({
+    configFile: options.configFile, dataDir: options.dataDir, env: options.env, now: options.now, provision: options.development, notice: options.notice,
+  });
   for (const w of warnings) logger.warn({ pointer: w.pointer }, `configuration: ${w.message}`);
-  const master = await resolveMasterKey({ dataDir: options.dataDir, env: options.env });
-  if (master.source.kind === 'file') options.notice?.(describeMasterKeySource(master.source));
-  const keystore = await LocalKeystore.open({ dataDir: options.dataDir, masterKey: master.key, now: options.now });
-  if (options.development) {
-    const created = await provisionKeys(config, keystore);
-    if (created.length) options.notice?.(`created keys ${created.join(', ')} in ${keystore.path}`);
-  }
-  requireKeys(config, keystore);
   const signingKey = config.identity.signingKey;
   if (!keystore.info(signingKey)) {
     await keystore.create(signingKey, 'jwt-es256');
@@ -88,7 +64,7 @@ export async function openService(options: ServiceOptions): Promise<Service> {
   const extraClients = new Map<string, Client>();
   let dev: Service['devClient'];
   if (options.development) {
-    const roles = [...new Set(config.rightsContexts.flatMap((c) => c.evidences.filter(([n]) => n === ROLE).map(([, v]) => v)))];
+    const roles = [...new Set(config.engine.rightsContexts.flatMap((c) => c.evidences.filter(([n]) => n === ROLE).map(([, v]) => v)))];
     const d = await devClient(options.dataDir, roles);
     extraClients.set(d.id, d.client);
     dev = { id: d.id, secretFile: d.secretFile, secret: d.secret };
@@ -103,7 +79,7 @@ export async function openService(options: ServiceOptions): Promise<Service> {
   const audit = options.audit ?? new FileAuditSink(join(options.dataDir, 'audit.log'));
   let draining = false;
   const app = buildServer({
-    engine: new Engine({ config, keys: keystore }), service: config.service, issuer, signer, tokens, verifier, audit, logger, now: options.now,
+    engine, service: config.service, issuer, signer, tokens, verifier, audit, logger, now: options.now,
     ready: () => !draining,
   });
   app.addHook('onClose', async () => {

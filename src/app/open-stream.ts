@@ -1,9 +1,8 @@
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
+import Fastify, { type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
-import { Engine } from '../engine/engine.ts';
-import { VeilError } from '../engine/errors.ts';
-import { LocalKeystore } from '../keys/local-keystore.ts';
-import { describeMasterKeySource, resolveMasterKey } from '../keys/master-key.ts';
+import { VeilError } from '../engine/index.ts';
+import { registerOpsRoutes } from '../http/routes/ops-routes.ts';
 import { kafkajsPort } from '../stream/kafkajs-adapter.ts';
 import type { KafkaPort, SchemaRegistryPort } from '../stream/ports.ts';
 import { ProtectPipeline } from '../stream/protect-pipeline.ts';
@@ -11,10 +10,8 @@ import { killingInCommit } from '../stream/fault-injection.ts';
 import { jsonSerde } from '../stream/serde/json-serde.ts';
 import type { Serde } from '../stream/serde/serde.ts';
 import { StreamMetrics } from '../stream/stream-metrics.ts';
-import { requireConfig } from './config-file.ts';
-import type { CompiledConfig } from '../engine/config/compiled.ts';
-import { provisionKeys, requireKeys } from './config-keys.ts';
-import { createLogger } from './open-service.ts';
+import { createLogger } from './logger.ts';
+import { openEngine } from './open-engine.ts';
 
 export interface StreamOptions {
   configFile: string;
@@ -37,26 +34,16 @@ export interface StreamService {
   metrics: StreamMetrics;
   logger: Logger;
   start(): Promise<void>;
+  /** Stops the pipelines, then closes the Kafka client and the operations server. */
   stop(): Promise<void>;
-  /** /healthz, /readyz, /metrics on a port */
+  /** the operations routes of the HTTP service on a port: /healthz (pipeline progress), /readyz, /metrics */
   listen(port: number, host: string): Promise<Server>;
-}
-
-/** Config, keystore (keys provisioned in development) and engine: what every Kafka process needs. */
-export async function openEngineAndKeys(options: Pick<StreamOptions, 'configFile' | 'dataDir' | 'env' | 'now' | 'development' | 'notice'>): Promise<{ config: CompiledConfig; keystore: LocalKeystore; engine: Engine }> {
-  const { config } = await requireConfig(options.configFile);
-  const master = await resolveMasterKey({ dataDir: options.dataDir, env: options.env });
-  if (master.source.kind === 'file') options.notice?.(describeMasterKeySource(master.source));
-  const keystore = await LocalKeystore.open({ dataDir: options.dataDir, masterKey: master.key, now: options.now });
-  if (options.development) await provisionKeys(config, keystore);
-  requireKeys(config, keystore);
-  return { config, keystore, engine: new Engine({ config, keys: keystore }) };
 }
 
 /** Wires config, keystore, engine, Kafka and the registry into the protect pipelines. */
 export async function openStream(options: StreamOptions): Promise<StreamService> {
   const logger = options.logger ?? createLogger(options.env.VEIL_LOG_LEVEL ?? 'info');
-  const { config, engine } = await openEngineAndKeys(options);
+  const { config, engine } = await openEngine({ configFile: options.configFile, dataDir: options.dataDir, env: options.env, now: options.now, provision: options.development, notice: options.notice });
   const names = options.pipelines ?? Object.keys(config.pipelines);
   for (const n of names) if (!config.pipelines[n]) throw new VeilError('CONFIG_INVALID', `no pipeline ${n} in ${options.configFile}`);
   if (names.length === 0) throw new VeilError('CONFIG_INVALID', `${options.configFile} defines no pipelines`);
@@ -87,6 +74,7 @@ export async function openStream(options: StreamOptions): Promise<StreamService>
     return new ProtectPipeline({ name, config: p, configVersion: config.version, engine, kafka, serde, metrics, log: logger, stallMs: Number(options.env.VEIL_STREAM_STALL_MS ?? 60_000) });
   }));
   let running = false;
+  let ops: FastifyInstance | undefined;
   return {
     pipelines, metrics, logger,
     async start() {
@@ -98,20 +86,21 @@ export async function openStream(options: StreamOptions): Promise<StreamService>
       running = false;
       await Promise.all(pipelines.map((p) => p.stop()));
       await kafka.disconnect();
+      await ops?.close();
     },
     async listen(port, host) {
-      const server = createServer(async (req, res) => {
-        if (req.url === '/healthz') {
-          // liveness is progress: a stalled, halted or crashed pipeline fails it
+      ops = Fastify({ logger: false });
+      registerOpsRoutes(ops, {
+        // liveness is progress: a stalled, halted or crashed pipeline fails it
+        live: () => {
           const failing = pipelines.map((p) => ({ pipeline: p.name, ...p.health() })).filter((h) => !h.healthy).map(({ pipeline, reason }) => ({ pipeline, reason }));
-          return void res.writeHead(failing.length ? 503 : 200, { 'content-type': 'application/json' }).end(JSON.stringify(failing.length ? { status: 'failing', pipelines: failing } : { status: 'ok' }));
-        }
-        if (req.url === '/readyz') return void res.writeHead(running ? 200 : 503, { 'content-type': 'application/json' }).end(JSON.stringify({ status: running ? 'ready' : 'not ready' }));
-        if (req.url === '/metrics') return void res.writeHead(200, { 'content-type': metrics.registry.contentType }).end(await metrics.registry.metrics());
-        res.writeHead(404).end();
+          return failing.length ? { healthy: false, detail: { pipelines: failing } } : { healthy: true };
+        },
+        ready: () => running,
+        metrics: metrics.registry,
       });
-      await new Promise<void>((r) => server.listen(port, host, r));
-      return server;
+      await ops.listen({ port, host });
+      return ops.server;
     },
   };
 }

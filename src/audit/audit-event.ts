@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Plan } from '../engine/engine.ts';
+import type { Plan } from '../engine/index.ts';
 import type { AuditEvent } from './audit-sink.ts';
 
 export interface AuditCaller {

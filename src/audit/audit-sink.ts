@@ -1,12 +1,15 @@
 import { open, type FileHandle } from 'node:fs/promises';
 
+/** The adapter a call arrived through; a new adapter (portal tester, gateway) adds its name. */
+export type AuditChannel = 'http' | 'kafka';
+
 /** One audited call: who, when, which fields, how many values, outcome. Never a value. */
 export interface AuditEvent {
   /** unique per event, chosen by veil */
   eventId: string;
   time: string;
   requestId: string;
-  channel: 'http' | 'kafka';
+  channel: AuditChannel;
   client?: string;
   subject?: string;
   issuer?: string;

@@ -2,10 +2,9 @@ import { parseArgs } from 'node:util';
 import { loadConfigFile, requireConfig } from '../app/config-file.ts';
 import { provisionKeys } from '../app/config-keys.ts';
 import { resolveConfigPath, resolveDataDir } from '../app/paths.ts';
-import { formatIssue } from '../engine/config/issues.ts';
-import { VeilError } from '../engine/errors.ts';
-import { LocalKeystore } from '../keys/local-keystore.ts';
-import { describeMasterKeySource, resolveMasterKey } from '../keys/master-key.ts';
+import { formatIssue, VeilError } from '../engine/index.ts';
+import { LocalKeystore } from '../keystore/local-keystore.ts';
+import { describeMasterKeySource, resolveMasterKey } from '../keystore/master-key.ts';
 import type { Command } from './io.ts';
 
 export const configHelp = `Usage: veil config <action> [options]
@@ -54,7 +53,7 @@ export const configCommand: Command = async (args, io) => {
       const master = await resolveMasterKey({ dataDir, env: io.env });
       if (master.source.kind === 'file') io.stderr(`veil config: ${describeMasterKeySource(master.source)}\n`);
       const keystore = await LocalKeystore.open({ dataDir, masterKey: master.key, now: io.now });
-      const created = await provisionKeys(config, keystore);
+      const created = await provisionKeys(config.engine, keystore);
       io.stdout(created.length ? `created ${created.join(', ')} in ${keystore.path}\n` : `every key of ${file} is in ${keystore.path}\n`);
       return 0;
     } catch (e) {

@@ -2,7 +2,7 @@ import { parseArgs } from 'node:util';
 import { randomUUID } from 'node:crypto';
 import { openEngine } from '../app/open-engine.ts';
 import { resolveConfigPath, resolveDataDir } from '../app/paths.ts';
-import type { TransformRequest } from '../engine/request/schema.ts';
+import type { TransformRequest } from '../engine/index.ts';
 import { errorDocument } from './errors.ts';
 import type { Command } from './io.ts';
 
@@ -57,7 +57,7 @@ export const demoCommand: Command = async (args, io) => {
       `veil demo — configuration ${configFile}, keystore ${keystore.path}\n\n` +
         `Protect then Unprotect as role "fraud":\n${rows.join('\n')}\n\n` +
         `The transform request of the protect call:\n${JSON.stringify(protectBody, null, 2)}\n\n` +
-        `Try it yourself:\n  scripts/veil transform --roles fraud --request - < request.json\n  scripts/veil keys list\n  scripts/veil config validate\n`,
+        `Try it yourself:\n  bin/veil transform --roles fraud --request - < request.json\n  bin/veil keys list\n  bin/veil config validate\n`,
     );
     return 0;
   } catch (e) {

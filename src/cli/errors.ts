@@ -1,6 +1,13 @@
-import { VeilError } from '../engine/errors.ts';
+import { VeilError } from '../engine/index.ts';
 
-export class UsageError extends Error {}
+/** A command line the command cannot run (exit 2); its message names options, never a value given. */
+export class UsageError extends Error {
+  readonly exitCode = 2;
+  constructor(message: string) {
+    super(message);
+    this.name = 'UsageError';
+  }
+}
 
 /** A failure as one JSON document for stderr/stdout: code, message, details; never a stack or value. */
 export function errorDocument(error: unknown): { error: { code: string; message: string; retriable: boolean; details?: unknown } } {
@@ -11,5 +18,5 @@ export function errorDocument(error: unknown): { error: { code: string; message:
 }
 
 export function exitCodeOf(error: unknown): number {
-  return error instanceof UsageError ? 2 : 1;
+  return error instanceof UsageError ? error.exitCode : 1;
 }

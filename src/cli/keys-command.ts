@@ -1,9 +1,9 @@
 import { parseArgs } from 'node:util';
-import { VeilError } from '../engine/errors.ts';
-import { KEY_TYPE_NAMES, type KeyInfo } from '../engine/keys/key-provider.ts';
-import { isKeyType, isValidKeyId } from '../keys/key-material.ts';
-import { LocalKeystore } from '../keys/local-keystore.ts';
-import { describeMasterKeySource, resolveMasterKey } from '../keys/master-key.ts';
+import { KEY_TYPE_NAMES, VeilError, type KeyInfo } from '../engine/index.ts';
+import { isKeyType, isValidKeyId } from '../keystore/key-material.ts';
+import { LocalKeystore } from '../keystore/local-keystore.ts';
+import { describeMasterKeySource, resolveMasterKey } from '../keystore/master-key.ts';
+import { UsageError } from './errors.ts';
 import type { CliIo, Command } from './io.ts';
 import { resolveDataDir } from '../app/paths.ts';
 
@@ -32,8 +32,6 @@ The master key comes from VEIL_MASTER_KEY (64 hex digits or base64 of 32 bytes);
 development key file <data dir>/master.key is used (created on first use, mode 0600).
 Exit codes: 0 ok, 1 keystore error, 2 usage error.
 `;
-
-class UsageError extends Error {}
 
 const OPTIONS = {
   id: { type: 'string' },

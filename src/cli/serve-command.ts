@@ -2,7 +2,7 @@ import cluster from 'node:cluster';
 import { parseArgs } from 'node:util';
 import { openService } from '../app/open-service.ts';
 import { resolveConfigPath, resolveDataDir } from '../app/paths.ts';
-import { VeilError } from '../engine/errors.ts';
+import { VeilError } from '../engine/index.ts';
 import type { Command } from './io.ts';
 
 export const serveHelp = `Usage: veil serve [--config F] [--data-dir D] [--port N] [--host H] [--workers N]

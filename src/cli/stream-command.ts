@@ -6,7 +6,7 @@ import { resolve } from 'node:path';
 import { kafkajsPort } from '../stream/kafkajs-adapter.ts';
 import { UnprotectClient } from '../stream/unprotect-client.ts';
 import { resolveConfigPath, resolveDataDir } from '../app/paths.ts';
-import { VeilError } from '../engine/errors.ts';
+import { VeilError } from '../engine/index.ts';
 import type { Command } from './io.ts';
 
 export const streamHelp = `Usage: veil stream protect [--config F] [--pipeline NAME]... [--brokers H:P,...] [--registry URL] [--port N]
@@ -63,13 +63,11 @@ export const streamCommand: Command = async (args, io) => {
       return 0;
     }
     const stream = await openStream({ ...common, registryUrl: values.registry ?? io.env.SCHEMA_REGISTRY_URL, ...(values.pipeline ? { pipelines: values.pipeline } : {}) });
-    const server = await stream.listen(Number(values.port ?? io.env.VEIL_STREAM_PORT ?? 9464), io.env.VEIL_HOST ?? '127.0.0.1');
+    await stream.listen(Number(values.port ?? io.env.VEIL_STREAM_PORT ?? 9464), io.env.VEIL_HOST ?? '127.0.0.1');
     await stream.start();
     io.stderr(`veil stream: running ${stream.pipelines.map((p) => p.groupId).join(', ')}\n`);
-    await untilSignal(async () => {
-      await stream.stop();
-      server.close();
-    }, io.stderr, stopTimeout);
+    // stop() closes the operations server too
+    await untilSignal(() => stream.stop(), io.stderr, stopTimeout);
     return 0;
   } catch (e) {
     io.stderr(`veil stream: ${e instanceof VeilError ? `${e.message} [${e.code}]` : `cannot start: ${(e as Error).message}`}\n`);

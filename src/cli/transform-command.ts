@@ -3,7 +3,7 @@ import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { openEngine } from '../app/open-engine.ts';
 import { resolveConfigPath, resolveDataDir } from '../app/paths.ts';
-import { VeilError } from '../engine/errors.ts';
+import { VeilError } from '../engine/index.ts';
 import { errorDocument } from './errors.ts';
 import type { Command } from './io.ts';
 
@@ -46,6 +46,7 @@ export const transformCommand: Command = async (args, io) => {
       dataDir: resolveDataDir(values['data-dir'], io.env, io.cwd),
       env: io.env,
       now: io.now,
+      provision: false,
       notice: (line) => io.stderr(`veil transform: ${line}\n`),
     });
     const roles = (values.roles ?? '').split(',').map((r) => r.trim()).filter(Boolean);

@@ -1,7 +1,7 @@
 import { fieldPatternMatches } from './config/compile.ts';
 import { ROLE, type CompiledConfig, type CompiledProcessingContext, type CompiledRightsContext } from './config/compiled.ts';
 import type { ErrorDetail } from './errors.ts';
-import type { Identity } from './engine.ts';
+import type { Identity } from './identity.ts';
 import type { TransformRequest } from './request/schema.ts';
 
 export interface ResolvedRights {
@@ -20,6 +20,17 @@ export interface ResolvedContexts {
 type Evidence = { name: string; value: string };
 
 /**
+ * Where a context's evidences sit, for pointers and messages: `/rightsContexts/0` of a transform
+ * request body (evidences at `/rightsContexts/0/evidences`), or `/rightsEvidences` of a binding.
+ */
+export interface ContextSite {
+  /** names the context in messages */
+  label: string;
+  /** JSON pointer of its evidences array */
+  evidences: string;
+}
+
+/**
  * Matches the body's contexts against the configuration. A configured context matches when every
  * one of its evidences appears in the body's context; a Role evidence counts only if the caller
  * holds the role. Rights: all matching configured contexts apply (their grants add up).
@@ -32,51 +43,67 @@ export function resolveContexts(config: CompiledConfig, body: TransformRequest, 
   const usedRights = new Set(body.requests.map((r) => r.rightsContext.toLowerCase()));
   const usedProcessing = new Set(body.requests.map((r) => r.processingContext.toLowerCase()));
   const held = new Set(identity.roles);
+  const site = (kind: string, i: number): ContextSite => ({ label: `/${kind}/${i}`, evidences: `/${kind}/${i}/evidences` });
 
   body.processingContexts.forEach((ctx, i) => {
     if (!usedProcessing.has(ctx.guid.toLowerCase())) return;
-    const at = `/processingContexts/${i}`;
-    if (unknownNames(ctx.evidences, config.processingEvidenceNames, at, out.badRequest)) return;
-    const matches = config.processingContexts.filter((c) => matchesAll(c.evidences, ctx.evidences, () => true));
-    const best = Math.max(0, ...matches.map((c) => c.evidences.length));
-    const top = matches.filter((c) => c.evidences.length === best);
-    if (top.length === 0) {
-      out.badRequest.push({ code: 'PROCESSING_CONTEXT_UNMATCHED', pointer: `${at}/evidences`, message: `${at} matches no configured processing context` });
-    } else if (top.length > 1) {
-      out.badRequest.push({ code: 'PROCESSING_CONTEXT_AMBIGUOUS', pointer: `${at}/evidences`, message: `${at} matches processing contexts ${top.map((c) => c.name).join(', ')} equally well` });
-    } else {
-      out.processing.set(ctx.guid.toLowerCase(), top[0]!);
-    }
+    const matched = matchProcessing(config, ctx.evidences, site('processingContexts', i));
+    out.badRequest.push(...matched.badRequest);
+    if (matched.context) out.processing.set(ctx.guid.toLowerCase(), matched.context);
   });
 
   body.rightsContexts.forEach((ctx, i) => {
     if (!usedRights.has(ctx.guid.toLowerCase())) return;
-    const at = `/rightsContexts/${i}`;
-    if (unknownNames(ctx.evidences, config.rightsEvidenceNames, at, out.badRequest)) return;
-    let roleProblem = false;
-    ctx.evidences.forEach((e, j) => {
-      if (e.name === ROLE && !held.has(e.value)) {
-        roleProblem = true;
-        out.forbidden.push({ code: 'ROLE_NOT_HELD', pointer: `${at}/evidences/${j}/value`, message: `${at}/evidences/${j} names a role the caller does not hold` });
-      }
-    });
-    if (roleProblem) return;
-    const matched = config.rightsContexts.filter((c) => matchesAll(c.evidences, ctx.evidences, (e) => e.name !== ROLE || held.has(e.value)));
-    if (matched.length === 0) {
-      out.forbidden.push({ code: 'RIGHTS_CONTEXT_UNMATCHED', pointer: `${at}/evidences`, message: `${at} matches no configured rights context` });
-      return;
-    }
-    out.rights.set(ctx.guid.toLowerCase(), { names: matched.map((c) => c.name), grants: (action, cls, prop) => granted(matched, action, cls, prop) });
+    const matched = matchRights(config, ctx.evidences, held, site('rightsContexts', i));
+    out.badRequest.push(...matched.badRequest);
+    out.forbidden.push(...matched.forbidden);
+    if (matched.rights) out.rights.set(ctx.guid.toLowerCase(), matched.rights);
   });
   return out;
 }
 
-function unknownNames(evidences: readonly Evidence[], known: ReadonlySet<string>, at: string, problems: ErrorDetail[]): boolean {
+/** The configured processing context that one context's evidences select, or why none. */
+export function matchProcessing(config: CompiledConfig, evidences: readonly Evidence[], site: ContextSite): { context?: CompiledProcessingContext; badRequest: ErrorDetail[] } {
+  const badRequest: ErrorDetail[] = [];
+  if (unknownNames(evidences, config.processingEvidenceNames, site, badRequest)) return { badRequest };
+  const matches = config.processingContexts.filter((c) => matchesAll(c.evidences, evidences, () => true));
+  const best = Math.max(0, ...matches.map((c) => c.evidences.length));
+  const top = matches.filter((c) => c.evidences.length === best);
+  if (top.length === 0) {
+    badRequest.push({ code: 'PROCESSING_CONTEXT_UNMATCHED', pointer: site.evidences, message: `${site.label} matches no configured processing context` });
+  } else if (top.length > 1) {
+    badRequest.push({ code: 'PROCESSING_CONTEXT_AMBIGUOUS', pointer: site.evidences, message: `${site.label} matches processing contexts ${top.map((c) => c.name).join(', ')} equally well` });
+  } else {
+    return { context: top[0]!, badRequest };
+  }
+  return { badRequest };
+}
+
+/** The configured rights contexts that one context's evidences match for a caller holding `held`, or why none. */
+export function matchRights(config: CompiledConfig, evidences: readonly Evidence[], held: ReadonlySet<string>, site: ContextSite): { rights?: ResolvedRights; badRequest: ErrorDetail[]; forbidden: ErrorDetail[] } {
+  const badRequest: ErrorDetail[] = [];
+  const forbidden: ErrorDetail[] = [];
+  if (unknownNames(evidences, config.rightsEvidenceNames, site, badRequest)) return { badRequest, forbidden };
+  evidences.forEach((e, j) => {
+    if (e.name === ROLE && !held.has(e.value)) {
+      forbidden.push({ code: 'ROLE_NOT_HELD', pointer: `${site.evidences}/${j}/value`, message: `${site.evidences}/${j} names a role the caller does not hold` });
+    }
+  });
+  if (forbidden.length) return { badRequest, forbidden };
+  const matched = config.rightsContexts.filter((c) => matchesAll(c.evidences, evidences, (e) => e.name !== ROLE || held.has(e.value)));
+  if (matched.length === 0) {
+    forbidden.push({ code: 'RIGHTS_CONTEXT_UNMATCHED', pointer: site.evidences, message: `${site.label} matches no configured rights context` });
+    return { badRequest, forbidden };
+  }
+  return { rights: { names: matched.map((c) => c.name), grants: (action, cls, prop) => granted(matched, action, cls, prop) }, badRequest, forbidden };
+}
+
+function unknownNames(evidences: readonly Evidence[], known: ReadonlySet<string>, site: ContextSite, problems: ErrorDetail[]): boolean {
   let found = false;
   evidences.forEach((e, j) => {
     if (!known.has(e.name)) {
       found = true;
-      problems.push({ code: 'EVIDENCE_UNKNOWN', pointer: `${at}/evidences/${j}/name`, message: `${at}/evidences/${j}: evidence name "${truncate(e.name)}" is not used by any configured context` });
+      problems.push({ code: 'EVIDENCE_UNKNOWN', pointer: `${site.evidences}/${j}/name`, message: `${site.evidences}/${j}: evidence name "${truncate(e.name)}" is not used by any configured context` });
     }
   });
   return found;

@@ -1,18 +1,13 @@
 import { pooledRandom } from './crypto/random-pool.ts';
 import { ChainCache, type Chain } from './chains.ts';
 import type { CompiledConfig } from './config/compiled.ts';
-import { combine, ValueError, VeilError, type ErrorDetail } from './errors.ts';
-import type { KeyProvider } from './keys/key-provider.ts';
-import { resolveContexts } from './contexts.ts';
+import { combine, ValueError, type ErrorDetail } from './errors.ts';
+import type { KeyProvider } from './key-access/key-provider.ts';
+import { matchProcessing, matchRights, resolveContexts, type ContextSite, type ResolvedRights } from './contexts.ts';
 import { checkIdentifiers } from './identifiers.ts';
+import type { Identity } from './identity.ts';
 import { transformRequestSchema, type Instance, type TransformResponse } from './request/schema.ts';
 import { pointerOf } from './config/issues.ts';
-
-/** Who is calling: the roles its credentials grant (a Role evidence counts only if held). */
-export interface Identity {
-  subject?: string;
-  roles: readonly string[];
-}
 
 export interface EngineOptions {
   config: CompiledConfig;
@@ -37,6 +32,38 @@ export interface PlannedRequest {
 export interface Plan {
   requests: readonly PlannedRequest[];
 }
+
+/** A configured field, `Class.property`. */
+export interface FieldRef {
+  className: string;
+  propertyName: string;
+}
+
+/**
+ * What a long-lived caller (a stream pipeline) asks to be authorized for once: its identity, the
+ * evidences of its rights and processing contexts, and the fields it will transform.
+ */
+export interface BindRequest {
+  identity: Identity;
+  rightsEvidences: readonly { name: string; value: string }[];
+  processingEvidences: readonly { name: string; value: string }[];
+  fields: readonly FieldRef[];
+}
+
+/** The authorized action and one transform per field of the BindRequest, index-aligned. */
+export interface BoundFields {
+  action: string;
+  /** true when some field runs a sequence inverted: the transforms reveal cleartext */
+  reveals: boolean;
+  transforms: readonly Chain[];
+}
+
+/** What authorization decided for one field: its chain, or why not (without request and pointer). */
+type Decision = { chain: Chain; reveals: boolean } | (Omit<ErrorDetail, 'pointer' | 'request' | 'instance'> & { chain?: undefined });
+
+/** Where a binding's evidences are named in its refusals. */
+const BIND_RIGHTS: ContextSite = { label: '/rightsEvidences', evidences: '/rightsEvidences' };
+const BIND_PROCESSING: ContextSite = { label: '/processingEvidences', evidences: '/processingEvidences' };
 
 /**
  * The transform engine: a pure function of configuration, keys, request body and caller identity.
@@ -77,26 +104,16 @@ export class Engine {
       const action = processing.action;
       let reveals = false;
       // decided once per field of the request: a batch repeats the same few fields many times
-      const decided = new Map<string, Chain | Omit<ErrorDetail, 'pointer' | 'request' | 'instance'>>();
-      const decide = (className: string, propertyName: string): Chain | Omit<ErrorDetail, 'pointer' | 'request' | 'instance'> => {
-        const name = `${className}.${propertyName}`;
-        const fieldOf = { className, propertyName };
-        if (!rights.grants(action, className, propertyName)) {
-          return { ...fieldOf, code: 'ACTION_NOT_GRANTED', message: `${action} on ${name} is not granted to rights context ${r.rightsContext}` };
-        }
-        const field = this.config.classes.get(className)?.get(propertyName);
-        if (!field) return { ...fieldOf, code: 'FIELD_UNKNOWN', message: `${name} is not a configured class.property` };
-        const plan = field.actions.get(action);
-        if (!plan) return { ...fieldOf, code: 'ACTION_NOT_CONFIGURED', message: `${name} has no sequence for ${action}` };
-        if (plan.direction === 'inverse') reveals = true;
-        return this.chains.chain(field, action, plan);
-      };
+      const decided = new Map<string, Decision>();
       const chains = r.instances.map((inst, ii): Chain => {
         const key = `${inst.className}\0${inst.propertyName}`;
         let outcome = decided.get(key);
-        if (outcome === undefined) decided.set(key, (outcome = decide(inst.className, inst.propertyName)));
-        if (typeof outcome === 'function') return outcome;
-        (outcome.code === 'ACTION_NOT_GRANTED' ? forbidden : unprocessable).push({ ...outcome, request: r.guid, instance: ii, pointer: `/requests/${ri}/instances/${ii}` });
+        if (outcome === undefined) decided.set(key, (outcome = this.decide(rights, r.rightsContext, action, inst.className, inst.propertyName)));
+        if (outcome.chain) {
+          if (outcome.reveals) reveals = true;
+          return outcome.chain;
+        }
+        (outcome.code === 'ACTION_NOT_GRANTED' ? forbidden : unprocessable).push({ ...refusal(outcome), request: r.guid, instance: ii, pointer: `/requests/${ri}/instances/${ii}` });
         return noChain;
       });
       return { guid: r.guid, index: ri, action, reveals, processingContext: processing.name, rightsContexts: rights.names, instances: r.instances, chains };
@@ -108,23 +125,46 @@ export class Engine {
 
   /**
    * Authorizes once a fixed list of fields for a caller and its contexts — what a stream pipeline
-   * does at start — and returns their transforms, index-aligned with `fields`. Refusals are the
-   * VeilErrors of plan(); each transform throws ValueError for a value it cannot take.
+   * does at start — and returns their transforms, index-aligned with `fields`. The checks and codes
+   * are plan()'s (evidences 400, roles and rights 403, fields 422); refusals point into the
+   * BindRequest (`/rightsEvidences/0`, `/fields/1`). Each transform throws ValueError for a value
+   * it cannot take.
    */
-  bindFields(options: {
-    identity: Identity;
-    rightsEvidences: readonly { name: string; value: string }[];
-    processingEvidences: readonly { name: string; value: string }[];
-    fields: readonly { className: string; propertyName: string }[];
-  }): { action: string; reveals: boolean; transforms: readonly Chain[] } {
-    const [rc, pc, rq] = ['00000000-0000-4000-8000-000000000001', '00000000-0000-4000-8000-000000000002', '00000000-0000-4000-8000-000000000003'];
-    const plan = this.plan({
-      rightsContexts: [{ guid: rc, evidences: [...options.rightsEvidences] }],
-      processingContexts: [{ guid: pc, evidences: [...options.processingEvidences] }],
-      requests: [{ guid: rq, rightsContext: rc, processingContext: pc, instances: options.fields.map((f) => ({ ...f, value: '' })) }],
-    }, options.identity);
-    const r = plan.requests[0]!;
-    return { action: r.action, reveals: r.reveals, transforms: r.chains };
+  bind(request: BindRequest): BoundFields {
+    const processing = matchProcessing(this.config, request.processingEvidences, BIND_PROCESSING);
+    const rights = matchRights(this.config, request.rightsEvidences, new Set(request.identity.roles), BIND_RIGHTS);
+    fail([...processing.badRequest, ...rights.badRequest]);
+    fail(rights.forbidden);
+    const action = processing.context!.action;
+    const forbidden: ErrorDetail[] = [];
+    const unprocessable: ErrorDetail[] = [];
+    let reveals = false;
+    const transforms = request.fields.map((f, i): Chain => {
+      const outcome = this.decide(rights.rights!, rights.rights!.names.join(', '), action, f.className, f.propertyName);
+      if (outcome.chain) {
+        if (outcome.reveals) reveals = true;
+        return outcome.chain;
+      }
+      (outcome.code === 'ACTION_NOT_GRANTED' ? forbidden : unprocessable).push({ ...refusal(outcome), pointer: `/fields/${i}` });
+      return noChain;
+    });
+    fail(forbidden);
+    fail(unprocessable);
+    return { action, reveals, transforms };
+  }
+
+  /** Grant, then field, then the action's sequence: the chain for one field, or why not. */
+  private decide(rights: ResolvedRights, rightsLabel: string, action: string, className: string, propertyName: string): Decision {
+    const name = `${className}.${propertyName}`;
+    const fieldOf = { className, propertyName };
+    if (!rights.grants(action, className, propertyName)) {
+      return { ...fieldOf, code: 'ACTION_NOT_GRANTED', message: `${action} on ${name} is not granted to rights context ${rightsLabel}` };
+    }
+    const field = this.config.classes.get(className)?.get(propertyName);
+    if (!field) return { ...fieldOf, code: 'FIELD_UNKNOWN', message: `${name} is not a configured class.property` };
+    const plan = field.actions.get(action);
+    if (!plan) return { ...fieldOf, code: 'ACTION_NOT_CONFIGURED', message: `${name} has no sequence for ${action}` };
+    return { chain: this.chains.chain(field, action, plan), reveals: plan.direction === 'inverse' };
   }
 
   execute(plan: Plan): TransformResponse {
@@ -164,6 +204,11 @@ function shapeMessage(issue: { code: string; message: string; keys?: string[] })
   return `unrecognized field${keys.length === 1 ? '' : 's'}: ${parts.join(' and ')}`;
 }
 
+/** A refused Decision as the start of an ErrorDetail (same keys in the same order). */
+function refusal(d: Exclude<Decision, { chain: Chain }>): Omit<ErrorDetail, 'pointer'> {
+  return { className: d.className, propertyName: d.propertyName, code: d.code, message: d.message };
+}
+
 const noChain: Chain = () => {
   throw new Error('unreachable: a planned call with problems never executes');
 };
@@ -172,5 +217,4 @@ function fail(details: readonly ErrorDetail[]): void {
   if (details.length) throw combine(details);
 }
 
-export { VeilError };
 export type { Chain };

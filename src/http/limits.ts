@@ -1,5 +1,5 @@
-import { VeilError, type ErrorDetail } from '../engine/errors.ts';
-import type { ServiceConfig } from '../engine/config/schema.ts';
+import { VeilError, type ErrorDetail } from '../engine/index.ts';
+import type { ServiceConfig } from './service-config.ts';
 
 /**
  * Call-size limits checked before the engine runs (body size is Fastify's bodyLimit): number of

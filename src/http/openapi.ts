@@ -1,5 +1,4 @@
-import { ERROR_CATALOG } from '../engine/errors.ts';
-import { jsonSchemas } from '../engine/schemas.ts';
+import { ERROR_CATALOG, jsonSchemas } from '../engine/index.ts';
 
 /**
  * The OpenAPI 3.1 document of the HTTP service, built from the engine's zod-generated JSON

@@ -2,15 +2,15 @@ import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { FastifyBaseLogger } from 'fastify';
 import type { AuditSink } from '../audit/audit-sink.ts';
-import type { Engine } from '../engine/engine.ts';
-import type { ServiceConfig } from '../engine/config/schema.ts';
-import { VeilError } from '../engine/errors.ts';
-import type { JwtSigner } from '../keys/jwt-signer.ts';
+import { VeilError, type Engine } from '../engine/index.ts';
+import type { ServiceConfig } from './service-config.ts';
+import type { JwtSigner } from '../keystore/jwt-signer.ts';
 import type { TokenService } from '../identity/token-service.ts';
 import type { BearerVerifier } from '../identity/token-verifier.ts';
 import { HttpMetrics } from './metrics.ts';
 import { openApiDocument } from './openapi.ts';
-import { PROBLEM_CONTENT_TYPE, problemOf } from './problem.ts';
+import { PROBLEM_CONTENT_TYPE, problemOf } from '../errors/problem.ts';
+import { registerOpsRoutes } from './routes/ops-routes.ts';
 import { registerTokenRoutes } from './routes/token-routes.ts';
 import { registerTransformRoute } from './routes/transform-route.ts';
 
@@ -92,12 +92,7 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
   registerTransformRoute(app, { ...deps, metrics, sendError: (reply, e, req) => sendError(reply, e, req, metrics) });
   app.register(async (scope) => registerTokenRoutes(scope, deps));
 
-  app.get('/healthz', async () => ({ status: 'ok' }));
-  app.get('/readyz', async (_req, reply) => {
-    const ready = deps.ready?.() ?? true;
-    return reply.code(ready ? 200 : 503).send({ status: ready ? 'ready' : 'not ready' });
-  });
-  app.get('/metrics', async (_req, reply) => reply.type(metrics.registry.contentType).send(await metrics.registry.metrics()));
+  registerOpsRoutes(app, { live: () => ({ healthy: true }), ready: () => deps.ready?.() ?? true, metrics: metrics.registry });
   const openapi = openApiDocument(deps.issuer);
   app.get('/openapi.json', async () => openapi);
   return app;

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import type { IdentityConfig } from '../engine/config/schema.ts';
-import type { JwtSigner } from '../keys/jwt-signer.ts';
+import type { IdentityConfig } from './identity-config.ts';
+import type { JwtSigner } from '../keystore/jwt-signer.ts';
 import { verifyClientSecret } from './client-secret.ts';
 import { RateLimiter } from './rate-limiter.ts';
 import { ACCESS_TOKEN_TYP } from './token-verifier.ts';

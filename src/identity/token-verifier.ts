@@ -1,7 +1,7 @@
 import { createLocalJWKSet, createRemoteJWKSet, decodeJwt, decodeProtectedHeader, errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
-import type { Identity } from '../engine/engine.ts';
-import type { IdentityConfig } from '../engine/config/schema.ts';
-import type { JwtSigner } from '../keys/jwt-signer.ts';
+import { VeilError, type Identity } from '../engine/index.ts';
+import type { IdentityConfig } from './identity-config.ts';
+import type { JwtSigner } from '../keystore/jwt-signer.ts';
 import { tokenExpired, tokenInvalid, tokenMissing } from './identity-errors.ts';
 
 export const ACCESS_TOKEN_TYP = 'at+jwt';
@@ -57,7 +57,7 @@ export class TokenVerifier implements BearerVerifier {
       roles: (p) => p.roles,
     });
     for (const ext of options.identity.external) {
-      if (this.trusted.has(ext.issuer)) throw new Error(`external provider issuer ${ext.issuer} is veil's own issuer`);
+      if (this.trusted.has(ext.issuer)) throw new VeilError('CONFIG_INVALID', `external provider issuer ${ext.issuer} is veil's own issuer`);
       const remote = createRemoteJWKSet(new URL(ext.jwksUrl), { timeoutDuration: 5000, cooldownDuration: 30_000 });
       this.trusted.set(ext.issuer, {
         issuer: ext.issuer,

@@ -1,5 +1,5 @@
 import { Kafka, logLevel, Partitioners, type Admin, type Consumer, type IHeaders, type KafkaConfig, type Producer } from 'kafkajs';
-import type { Batch, ConsumerPort, Header, InRecord, KafkaPort, OutRecord, ProducerPort, Transaction } from './ports.ts';
+import { KafkaPortError, type Batch, type ConsumerPort, type Header, type InRecord, type KafkaPort, type OutRecord, type ProducerPort, type Transaction } from './ports.ts';
 import { BATCH_OVERHEAD, recordBytes } from './record-size.ts';
 import { stableOffsetFetch } from './kafkajs-stable-offsets.ts';
 
@@ -48,7 +48,7 @@ export function kafkajsPort(options: { brokers: string[]; clientId: string; log?
       limit = (async () => {
         const { resources } = await (await connectedAdmin()).describeConfigs({ includeSynonyms: false, resources: [{ type: TOPIC_RESOURCE, name: topic, configNames: ['max.message.bytes'] }] });
         const value = Number(resources[0]?.configEntries.find((c) => c.configName === 'max.message.bytes')?.configValue);
-        if (!Number.isFinite(value) || value <= 0) throw Object.assign(new Error(`topic ${topic}: max.message.bytes unknown`), { retriable: true });
+        if (!Number.isFinite(value) || value <= 0) throw new KafkaPortError('TOPIC_CONFIG_UNREADABLE', `topic ${topic}: max.message.bytes unknown`);
         return value;
       })();
       limits.set(topic, limit);

@@ -96,9 +96,23 @@ export interface KafkaPort {
   producer(options: { transactionalId?: string }): Promise<ProducerPort>;
   /** the group's committed offset of a partition (the next offset to read), null if none */
   committedOffset(groupId: string, topic: string, partition: number): Promise<string | null>;
-  /** the largest record batch a topic accepts (its effective max.message.bytes) */
+  /** the largest record batch a topic accepts (its effective max.message.bytes); rejects with KafkaPortError when it cannot be read */
   maxMessageBytes(topic: string): Promise<number>;
   disconnect(): Promise<void>;
+}
+
+/**
+ * A failure of the Kafka client itself, not of a record: always retriable (the batch is aborted
+ * and read again). Its code is logged; it never reaches a client.
+ */
+export class KafkaPortError extends Error {
+  readonly code: 'TOPIC_CONFIG_UNREADABLE';
+  readonly retriable = true;
+  constructor(code: KafkaPortError['code'], message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'KafkaPortError';
+    this.code = code;
+  }
 }
 
 /** Confluent-API schema registry: raw schema text by id, registration by subject. */

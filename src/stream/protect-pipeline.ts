@@ -1,6 +1,5 @@
-import type { Engine } from '../engine/engine.ts';
-import type { PipelineConfig } from '../engine/config/schema.ts';
-import { ValueError, VeilError } from '../engine/errors.ts';
+import { ValueError, VeilError, type Engine } from '../engine/index.ts';
+import type { PipelineConfig } from './pipeline-config.ts';
 import { Liveness, type LivenessStatus } from './liveness.ts';
 import { PartitionTransactions } from './partition-transactions.ts';
 import { mappings, type Mapping } from './protect-record.ts';
@@ -71,7 +70,7 @@ export class ProtectPipeline {
       return { className, propertyName };
     });
     // authorization happens once, here: a pipeline whose identity may not protect its fields does not start
-    const bound = deps.engine.bindFields({
+    const bound = deps.engine.bind({
       identity: { subject: `pipeline:${deps.name}`, roles: c.roles },
       rightsEvidences: Object.entries(c.rightsEvidences).map(([name, value]) => ({ name, value })),
       processingEvidences: Object.entries(c.processingEvidences).map(([name, value]) => ({ name, value })),

@@ -1,5 +1,4 @@
-import type { Chain } from '../engine/engine.ts';
-import { ValueError } from '../engine/errors.ts';
+import { ValueError, type Chain } from '../engine/index.ts';
 import { compilePath, rewriteAt, type RecordPath } from './record-path.ts';
 import { StreamError } from './stream-error.ts';
 

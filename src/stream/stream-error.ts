@@ -1,4 +1,4 @@
-import { ERROR_CATALOG, type ErrorCode } from '../engine/errors.ts';
+import { ERROR_CATALOG, type ErrorCode } from '../engine/index.ts';
 
 /** A record-level failure (dead-lettered unless retriable). Its message never holds a value. */
 export class StreamError extends Error {

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import type { TransformRequest, TransformResponse } from '../engine/request/schema.ts';
-import type { Problem } from '../http/problem.ts';
+import type { TransformRequest, TransformResponse } from '../engine/index.ts';
+import type { Problem } from '../errors/problem.ts';
 import { headerValue, type ConsumerPort, type KafkaPort, type ProducerPort } from './ports.ts';
 import { REPLY_STATUS_HEADER, REQUEST_HEADERS } from './unprotect-protocol.ts';
 

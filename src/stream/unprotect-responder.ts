@@ -1,10 +1,10 @@
 import type { AuditSink } from '../audit/audit-sink.ts';
 import { auditEvent } from '../audit/audit-event.ts';
-import type { ResponderConfig } from '../engine/config/schema.ts';
-import type { Engine, Plan } from '../engine/engine.ts';
-import { VeilError } from '../engine/errors.ts';
-import { problemOf } from '../http/problem.ts';
-import type { BearerVerifier, Caller } from '../identity/token-verifier.ts';
+import { GuardedTransform } from '../audit/guarded-transform.ts';
+import type { ResponderConfig } from './responder-config.ts';
+import { VeilError, type Engine } from '../engine/index.ts';
+import { problemOf } from '../errors/problem.ts';
+import type { BearerVerifier } from '../identity/token-verifier.ts';
 import type { PipelineLog } from './protect-pipeline.ts';
 import { headerValue, type Batch, type ConsumerPort, type Header, type InRecord, type KafkaPort, type OutRecord, type ProducerPort } from './ports.ts';
 import { CORRELATION_ID, REPLY_STATUS_HEADER, REQUEST_HEADERS } from './unprotect-protocol.ts';
@@ -29,13 +29,14 @@ const h = (key: string, value: string): Header => ({ key, value: utf8(value) });
  * verified and a Role evidence counts only if the token carries it. Replies go only to configured
  * reply topics; a request without an allowed reply-to is never answered there but dead-lettered
  * (without its body). Every request is audited; values leave only after their audit record is
- * written. Replies are sent before the offset commit: a restart answers a request again rather
+ * written (GuardedTransform, scope `every`: the HTTP API's rule). Replies are sent before the offset commit: a restart answers a request again rather
  * than dropping it (requesters match replies by correlation id).
  */
 export class UnprotectResponder {
   readonly groupId: string;
   private readonly deps: ResponderDeps;
   private readonly allowed: ReadonlySet<string>;
+  private readonly guard: GuardedTransform;
   private consumer?: ConsumerPort;
   private producer?: Promise<ProducerPort>;
 
@@ -43,6 +44,7 @@ export class UnprotectResponder {
     this.deps = deps;
     this.groupId = deps.config.groupId ?? `veil-unprotect-${deps.name}`;
     this.allowed = new Set(deps.config.replyTopics);
+    this.guard = new GuardedTransform({ engine: deps.engine, audit: deps.audit, now: deps.now, channel: 'kafka', scope: 'every' });
   }
 
   async start(): Promise<void> {
@@ -83,39 +85,27 @@ export class UnprotectResponder {
         ],
       };
     }
-    let caller: Caller | undefined;
-    let plan: Plan | undefined;
-    let body: unknown;
-    let value: unknown;
-    let status = 200;
-    try {
-      const deadline = header(REQUEST_HEADERS.deadline);
-      if (deadline !== undefined && !(Number(deadline) > this.deps.now().getTime())) {
-        throw new VeilError('DEADLINE_EXCEEDED', 'the request arrived after its deadline and was not processed');
-      }
-      caller = await this.deps.verifier.verifyHeader(header(REQUEST_HEADERS.authorization));
-      try {
-        body = JSON.parse(record.value?.toString('utf8') ?? '');
-      } catch {
-        throw new VeilError('REQUEST_MALFORMED', 'the request value is not valid JSON', [{ code: 'REQUEST_MALFORMED', pointer: '', message: 'not valid JSON' }]);
-      }
-      plan = this.deps.engine.plan(body, caller);
-      const response = this.deps.engine.execute(plan);
-      try {
-        await this.record({ requestId, caller, plan, outcome: 'ok' });
-      } catch {
-        throw new VeilError('AUDIT_UNAVAILABLE', 'the audit sink cannot record this request, so it was refused');
-      }
-      value = response;
-    } catch (e) {
-      const error = e instanceof VeilError ? e : new VeilError('INTERNAL', 'an unexpected error; nothing was transformed');
-      if (!(e instanceof VeilError)) this.deps.log.error({ responder: this.deps.name, errorType: (e as Error).name }, 'unexpected error');
-      status = error.status;
-      value = { error: problemOf(error, requestId) };
-      if (error.code !== 'AUDIT_UNAVAILABLE') {
-        await this.record({ requestId, caller, plan, outcome: error.status === 401 || error.status === 403 ? 'denied' : 'failed', code: error.code, body }).catch(() => undefined);
-      }
-    }
+    const outcome = await this.guard.run({
+      requestId,
+      authenticate: () => {
+        const deadline = header(REQUEST_HEADERS.deadline);
+        if (deadline !== undefined && !(Number(deadline) > this.deps.now().getTime())) {
+          throw new VeilError('DEADLINE_EXCEEDED', 'the request arrived after its deadline and was not processed');
+        }
+        return this.deps.verifier.verifyHeader(header(REQUEST_HEADERS.authorization));
+      },
+      admit: () => {
+        try {
+          return JSON.parse(record.value?.toString('utf8') ?? '');
+        } catch {
+          throw new VeilError('REQUEST_MALFORMED', 'the request value is not valid JSON', [{ code: 'REQUEST_MALFORMED', pointer: '', message: 'not valid JSON' }]);
+        }
+      },
+      warn: (message) => this.deps.log.warn({ responder: this.deps.name, requestId }, message),
+    });
+    if (!outcome.ok && 'unexpected' in outcome) this.deps.log.error({ responder: this.deps.name, errorType: (outcome.unexpected as Error | undefined)?.name }, 'unexpected error');
+    const status = outcome.ok ? 200 : outcome.error.status;
+    const value = outcome.ok ? outcome.response : { error: problemOf(outcome.error, requestId) };
     return {
       topic: replyTo,
       key: record.key,
@@ -124,7 +114,8 @@ export class UnprotectResponder {
     };
   }
 
-  private record(e: { requestId: string; caller?: Caller; plan?: Plan; outcome: 'ok' | 'denied' | 'failed'; code?: string; body?: unknown }): Promise<void> {
+  /** The record of a request refused before it reaches the guarded transform (no allowed reply-to). */
+  private record(e: { requestId: string; outcome: 'denied'; code: string }): Promise<void> {
     return this.deps.audit.record(auditEvent({ ...e, channel: 'kafka', now: this.deps.now() }));
   }
 }

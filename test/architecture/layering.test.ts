@@ -21,7 +21,7 @@ describe('architecture', () => {
     ["import net from 'node:net';", 'veil/engine-layering'],
     ["import { Kafka } from 'kafkajs';", 'veil/engine-layering'],
     ["import Fastify from 'fastify';", 'veil/engine-layering'],
-    ["import { LocalKeystore } from '../keys/local-keystore.ts';", 'veil/engine-layering'],
+    ["import { LocalKeystore } from '../keystore/local-keystore.ts';", 'veil/engine-layering'],
     ["export const t = Date.now();", 'no-restricted-syntax'],
     ["export const d = new Date();", 'no-restricted-syntax'],
     ["export const e = process.env.X;", 'no-restricted-globals'],
@@ -37,7 +37,7 @@ describe('architecture', () => {
   });
 
   it('keeps key bytes inside the crypto and keystore modules', async () => {
-    const code = "import { revealKeyBytes } from '../engine/keys/secret-key.ts';\nexport const x = revealKeyBytes;\n";
+    const code = "import { revealKeyBytes } from '../engine/key-access/secret-key.ts';\nexport const x = revealKeyBytes;\n";
     const [result] = await eslint.lintText(code, { filePath: `${cwd}src/app/probe.ts` });
     expect(result!.messages.map((m) => m.ruleId)).toContain('no-restricted-imports');
   });

@@ -2,8 +2,7 @@ import { access, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { mainHelp } from '../../src/cli/main.ts';
-import { ERROR_CATALOG } from '../../src/engine/errors.ts';
-import { transformResponseSchema, type TransformResponse } from '../../src/engine/request/schema.ts';
+import { ERROR_CATALOG, transformResponseSchema, type TransformResponse } from '../../src/engine/index.ts';
 import { fakeCliIo, masterKeyHex, tempDir, veil, type FakeCliIo } from '../helpers/cli-io.ts';
 import { EXAMPLE_CONFIG_FILE, EXAMPLE_CONFIG_TEXT, body } from '../helpers/engine-fixture.ts';
 

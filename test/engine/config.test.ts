@@ -1,7 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { compileConfig, compileConfigOrThrow, compileConfigText } from '../../src/engine/config/compile.ts';
-import { formatIssue, type ConfigIssue } from '../../src/engine/config/issues.ts';
-import { ERROR_CATALOG, VeilError } from '../../src/engine/errors.ts';
+import { compileConfig, compileConfigOrThrow, compileConfigText, ERROR_CATALOG, formatIssue, VeilError, type ConfigIssue } from '../../src/engine/index.ts';
 import { EXAMPLE_CONFIG_TEXT } from '../helpers/engine-fixture.ts';
 
 /**

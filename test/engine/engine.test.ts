@@ -1,9 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { Engine } from '../../src/engine/engine.ts';
-import { ERROR_CATALOG, VeilError, type ErrorCode, type ErrorDetail } from '../../src/engine/errors.ts';
-import { MemoryKeyProvider } from '../../src/engine/keys/memory-key-provider.ts';
-import { transformResponseSchema, type TransformRequest } from '../../src/engine/request/schema.ts';
+import { Engine, ERROR_CATALOG, MemoryKeyProvider, transformResponseSchema, VeilError, type ErrorCode, type ErrorDetail, type TransformRequest } from '../../src/engine/index.ts';
 import {
   EXAMPLE_CONFIG_TEXT, body, compileOrFail, engineFixture, fixtureText, identity, rotate, tamper, valuesOf, veilErrorOf, withKeyVersion,
 } from '../helpers/engine-fixture.ts';

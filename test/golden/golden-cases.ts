@@ -1,11 +1,4 @@
-import type { Transformer } from '../../src/engine/transformers/transformer.ts';
-import { aesSiv } from '../../src/engine/transformers/aes-siv.ts';
-import { aesGcm } from '../../src/engine/transformers/aes-gcm.ts';
-import { ff1 } from '../../src/engine/transformers/ff1.ts';
-import { ff31 } from '../../src/engine/transformers/ff3-1.ts';
-import { hmacSha256 } from '../../src/engine/transformers/hmac-sha256.ts';
-import { mask } from '../../src/engine/transformers/mask.ts';
-import { redact } from '../../src/engine/transformers/redact.ts';
+import { createTransformer, type KeyRef, type StepConfig, type Transformer } from '../../src/engine/index.ts';
 import { deps, keysWith, ref } from '../engine/transformers/fixtures.ts';
 
 /** A protected output pinned forever: if it changes, data already stored would stop unprotecting. */
@@ -33,23 +26,25 @@ export function goldenSteps(): { name: string; kind: keyof typeof VALUES; transf
   }
   let counter = 0;
   const d = deps(keys, (b) => b.fill(++counter & 0xff));
+  // one configured step, its key reference given as it is (pinned version or primary)
+  const step = (config: StepConfig, key?: KeyRef): Transformer => createTransformer(config, () => key!, d);
   const fpe = { keepFirst: 0, keepLast: 0 };
   return [
-    { name: 'aes-siv v1', kind: 'text', transformer: aesSiv({ key: ref('siv', 'aes-siv', 1) }, d) },
-    { name: 'aes-siv v2', kind: 'text', transformer: aesSiv({ key: ref('siv', 'aes-siv') }, d) },
-    { name: 'aes-siv shared binding', kind: 'text', transformer: aesSiv({ key: ref('siv', 'aes-siv', 1), binding: 'email-join' }, d) },
-    { name: 'aes-gcm v1', kind: 'text', transformer: aesGcm({ key: ref('gcm', 'aes-gcm', 1) }, d) },
-    { name: 'aes-gcm v2', kind: 'text', transformer: aesGcm({ key: ref('gcm', 'aes-gcm') }, d) },
-    { name: 'hmac-sha256 v1', kind: 'text', transformer: hmacSha256({ key: ref('mac', 'hmac-sha256', 1), outputBytes: 32 }, d) },
-    { name: 'hmac-sha256 v2 16 bytes', kind: 'text', transformer: hmacSha256({ key: ref('mac', 'hmac-sha256'), outputBytes: 16 }, d) },
-    { name: 'ff1 digits', kind: 'card', transformer: ff1({ ...fpe, luhn: false, alphabet: 'digits', key: ref('fpe', 'ff1', 1) }, d) },
-    { name: 'ff1 digits bin+last4', kind: 'card', transformer: ff1({ keepFirst: 6, keepLast: 4, luhn: false, alphabet: 'digits', key: ref('fpe', 'ff1', 1) }, d) },
-    { name: 'ff1 digits luhn', kind: 'card', transformer: ff1({ keepFirst: 0, keepLast: 4, luhn: true, alphabet: 'digits', key: ref('fpe', 'ff1', 1) }, d) },
-    { name: 'ff1 alnum-upper explicit tweak', kind: 'id', transformer: ff1({ ...fpe, luhn: false, alphabet: 'alnum-upper', tweakHex: '0011223344556677', key: ref('fpe', 'ff1', 1) }, d) },
-    { name: 'ff3-1 digits', kind: 'card', transformer: ff31({ ...fpe, alphabet: 'digits', key: ref('ff3', 'ff3-1', 1) }, d) },
-    { name: 'ff3-1 alnum-upper', kind: 'id', transformer: ff31({ ...fpe, alphabet: 'alnum-upper', key: ref('ff3', 'ff3-1', 1) }, d) },
-    { name: 'mask last 4', kind: 'card', transformer: mask({ keepFirst: 0, keepLast: 4, char: '*', preserve: '-' }) },
-    { name: 'redact', kind: 'text', transformer: redact({ value: '[REDACTED]' }) },
+    { name: 'aes-siv v1', kind: 'text', transformer: step({ type: 'aes-siv', key: 'siv' }, ref('siv', 'aes-siv', 1)) },
+    { name: 'aes-siv v2', kind: 'text', transformer: step({ type: 'aes-siv', key: 'siv' }, ref('siv', 'aes-siv')) },
+    { name: 'aes-siv shared binding', kind: 'text', transformer: step({ type: 'aes-siv', key: 'siv', binding: 'email-join' }, ref('siv', 'aes-siv', 1)) },
+    { name: 'aes-gcm v1', kind: 'text', transformer: step({ type: 'aes-gcm', key: 'gcm' }, ref('gcm', 'aes-gcm', 1)) },
+    { name: 'aes-gcm v2', kind: 'text', transformer: step({ type: 'aes-gcm', key: 'gcm' }, ref('gcm', 'aes-gcm')) },
+    { name: 'hmac-sha256 v1', kind: 'text', transformer: step({ type: 'hmac-sha256', key: 'mac', outputBytes: 32 }, ref('mac', 'hmac-sha256', 1)) },
+    { name: 'hmac-sha256 v2 16 bytes', kind: 'text', transformer: step({ type: 'hmac-sha256', key: 'mac', outputBytes: 16 }, ref('mac', 'hmac-sha256')) },
+    { name: 'ff1 digits', kind: 'card', transformer: step({ type: 'ff1', ...fpe, luhn: false, alphabet: 'digits', key: 'fpe' }, ref('fpe', 'ff1', 1)) },
+    { name: 'ff1 digits bin+last4', kind: 'card', transformer: step({ type: 'ff1', keepFirst: 6, keepLast: 4, luhn: false, alphabet: 'digits', key: 'fpe' }, ref('fpe', 'ff1', 1)) },
+    { name: 'ff1 digits luhn', kind: 'card', transformer: step({ type: 'ff1', keepFirst: 0, keepLast: 4, luhn: true, alphabet: 'digits', key: 'fpe' }, ref('fpe', 'ff1', 1)) },
+    { name: 'ff1 alnum-upper explicit tweak', kind: 'id', transformer: step({ type: 'ff1', ...fpe, luhn: false, alphabet: 'alnum-upper', tweakHex: '0011223344556677', key: 'fpe' }, ref('fpe', 'ff1', 1)) },
+    { name: 'ff3-1 digits', kind: 'card', transformer: step({ type: 'ff3-1', ...fpe, alphabet: 'digits', key: 'ff3' }, ref('ff3', 'ff3-1', 1)) },
+    { name: 'ff3-1 alnum-upper', kind: 'id', transformer: step({ type: 'ff3-1', ...fpe, alphabet: 'alnum-upper', key: 'ff3' }, ref('ff3', 'ff3-1', 1)) },
+    { name: 'mask last 4', kind: 'card', transformer: step({ type: 'mask', keepFirst: 0, keepLast: 4, char: '*', preserve: '-' }) },
+    { name: 'redact', kind: 'text', transformer: step({ type: 'redact', value: '[REDACTED]' }) },
   ];
 }
 

@@ -2,14 +2,8 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'vitest';
-import { compileConfigText } from '../../src/engine/config/compile.ts';
-import type { CompiledConfig } from '../../src/engine/config/compiled.ts';
-import { formatIssue } from '../../src/engine/config/issues.ts';
-import { Engine, type EngineOptions, type Identity } from '../../src/engine/engine.ts';
-import { ERROR_CATALOG, VeilError, type ErrorCode } from '../../src/engine/errors.ts';
-import { KEY_TYPES, type KeyType } from '../../src/engine/keys/key-provider.ts';
-import { MemoryKeyProvider } from '../../src/engine/keys/memory-key-provider.ts';
-import type { TransformRequest, TransformResponse } from '../../src/engine/request/schema.ts';
+import { compileVeilConfigText, type VeilConfig } from '../../src/app/config-file.ts';
+import { compileConfigText, Engine, ERROR_CATALOG, formatIssue, KEY_TYPES, MemoryKeyProvider, VeilError, type CompiledConfig, type EngineOptions, type ErrorCode, type Identity, type KeyType, type TransformRequest, type TransformResponse } from '../../src/engine/index.ts';
 
 export const EXAMPLE_CONFIG_FILE = fileURLToPath(new URL('../../config/example.yaml', import.meta.url));
 export const EXAMPLE_CONFIG_TEXT = readFileSync(EXAMPLE_CONFIG_FILE, 'utf8');
@@ -25,6 +19,14 @@ const CREATED_AT = '2025-03-04T05:06:07.000Z';
 /** Compiles configuration text that must be valid; fails the test with every issue otherwise. */
 export function compileOrFail(text: string, file = 'config.yaml'): CompiledConfig {
   const { config, issues } = compileConfigText(text);
+  const errors = issues.filter((i) => i.severity === 'error');
+  if (!config || errors.length) throw new Error(`configuration does not compile:\n${errors.map((i) => formatIssue(file, i)).join('\n')}`);
+  return config;
+}
+
+/** Compiles a whole configuration file's text (all sections, src/app) that must be valid. */
+export function veilConfigOrFail(text: string, file = 'config.yaml'): VeilConfig {
+  const { config, issues } = compileVeilConfigText(text);
   const errors = issues.filter((i) => i.severity === 'error');
   if (!config || errors.length) throw new Error(`configuration does not compile:\n${errors.map((i) => formatIssue(file, i)).join('\n')}`);
   return config;

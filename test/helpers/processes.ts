@@ -51,7 +51,7 @@ export async function privateBroker(label: string): Promise<{ brokers: string; e
 
 /** `veil stream protect` as its own process. */
 export function spawnStream(args: string[], env: Record<string, string>): ChildProcess & { output: () => string } {
-  const child = spawn(`${ROOT}scripts/veil`, ['stream', 'protect', ...args], { env: { ...process.env, VEIL_LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(`${ROOT}bin/veil`, ['stream', 'protect', ...args], { env: { ...process.env, VEIL_LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   child.stdout!.on('data', (d) => (out += String(d)));
   child.stderr!.on('data', (d) => (out += String(d)));

@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { EXAMPLE_CONFIG } from '../../src/app/paths.ts';
 import { requireConfig } from '../../src/app/config-file.ts';
-import { Engine } from '../../src/engine/engine.ts';
-import { LocalKeystore } from '../../src/keys/local-keystore.ts';
-import { resolveMasterKey } from '../../src/keys/master-key.ts';
+import { Engine } from '../../src/engine/index.ts';
+import { LocalKeystore } from '../../src/keystore/local-keystore.ts';
+import { resolveMasterKey } from '../../src/keystore/master-key.ts';
 
 export const STREAM_MASTER = { VEIL_MASTER_KEY: 'c'.repeat(64) };
 const MASTER = STREAM_MASTER;
@@ -33,10 +33,10 @@ ${extra}`;
 export async function unprotector(configFile: string, dataDir: string): Promise<(field: string, value: string) => string> {
   const { config } = await requireConfig(configFile);
   const master = await resolveMasterKey({ dataDir, env: MASTER });
-  const engine = new Engine({ config, keys: await LocalKeystore.open({ dataDir, masterKey: master.key }) });
+  const engine = new Engine({ config: config.engine, keys: await LocalKeystore.open({ dataDir, masterKey: master.key }) });
   return (field, value) => {
     const [className, propertyName] = field.split('.') as [string, string];
-    const { transforms } = engine.bindFields({
+    const { transforms } = engine.bind({
       identity: { roles: ['fraud'] },
       rightsEvidences: [{ name: 'Role', value: 'fraud' }],
       processingEvidences: [{ name: 'Action', value: 'Unprotect' }],

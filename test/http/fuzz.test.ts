@@ -1,8 +1,7 @@
 import fc from 'fast-check';
 import { z } from 'zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ERROR_CATALOG } from '../../src/engine/errors.ts';
-import { transformResponseSchema } from '../../src/engine/request/schema.ts';
+import { ERROR_CATALOG, transformResponseSchema } from '../../src/engine/index.ts';
 import { openApiDocument } from '../../src/http/openapi.ts';
 import { startTestService, type TestService } from '../helpers/http-service.ts';
 

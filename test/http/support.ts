@@ -4,8 +4,7 @@
 import { createPrivateKey, randomUUID, sign, type KeyObject } from 'node:crypto';
 import { expect } from 'vitest';
 import type { JWTPayload } from 'jose';
-import { ERROR_CATALOG, type ErrorCode } from '../../src/engine/errors.ts';
-import { revealKeyBytes } from '../../src/engine/keys/secret-key.ts';
+import { ERROR_CATALOG, revealKeyBytes, type ErrorCode } from '../../src/engine/index.ts';
 import { hashClientSecret } from '../../src/identity/client-secret.ts';
 import { EXAMPLE_CONFIG_TEXT, body, type RequestSpec } from '../helpers/engine-fixture.ts';
 import { startTestService, type TestService } from '../helpers/http-service.ts';
@@ -145,7 +144,7 @@ export function startWith(extraYaml: string): Promise<TestService> {
 
 export const SIGNING_KEY_ID = 'veil-token-signing';
 
-// SEC1 ECPrivateKey for P-256 without the public point (as in src/keys/jwt-signer.ts)
+// SEC1 ECPrivateKey for P-256 without the public point (as in src/keystore/jwt-signer.ts)
 const SEC1_PREFIX = Buffer.from('30310201010420', 'hex');
 const SEC1_SUFFIX = Buffer.from('a00a06082a8648ce3d030107', 'hex');
 

@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ERROR_CATALOG, type ErrorCode } from '../../src/engine/errors.ts';
-import { transformResponseSchema } from '../../src/engine/request/schema.ts';
+import { ERROR_CATALOG, transformResponseSchema, type ErrorCode } from '../../src/engine/index.ts';
 import type { TestService } from '../helpers/http-service.ts';
 import { startTestService } from '../helpers/http-service.ts';
 import {
@@ -517,7 +516,7 @@ describe('no bad input is a server error, and nothing leaks', () => {
     /** codes of the CLI and key management, of startup, or of server faults: not reachable by a caller */
     const notByHttpInput: ErrorCode[] = ['KEY_UNAVAILABLE', 'CONFIG_INVALID', 'KEYSTORE_INVALID', 'KEY_NOT_FOUND', 'KEY_EXISTS', 'KEY_MATERIAL_INVALID', 'INTERNAL',
       // record-level codes of the Kafka pipelines (covered by test/integration/stream-*.test.ts)
-      'RECORD_MALFORMED', 'SCHEMA_UNKNOWN', 'FIELD_MISSING', 'KEY_MISSING', 'REGISTRY_UNAVAILABLE',
+      'RECORD_MALFORMED', 'SCHEMA_UNKNOWN', 'FIELD_MISSING', 'KEY_MISSING', 'REGISTRY_UNAVAILABLE', 'RECORD_TOO_LARGE', 'DEAD_LETTER_FAILED', 'TRANSACTION_ABORTED',
       // unprotect over Kafka only (covered by test/integration/unprotect.test.ts)
       'DEADLINE_EXCEEDED', 'REPLY_TOPIC_NOT_ALLOWED'];
     // METHOD_NOT_ALLOWED has its own test above (405 with Allow)

@@ -30,7 +30,7 @@ describe('veil serve (process)', () => {
     dataDir = await mkdtemp(join(tmpdir(), 'veil-serve-'));
     const port = await freePorts(1);
     url = `http://127.0.0.1:${port}`;
-    child = spawn(join(root, 'scripts/veil'), ['serve', '--port', String(port), '--data-dir', dataDir], { env: { ...process.env, VEIL_LOG_LEVEL: 'warn', VEIL_DRAIN_DELAY_MS: '1500' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    child = spawn(join(root, 'bin/veil'), ['serve', '--port', String(port), '--data-dir', dataDir], { env: { ...process.env, VEIL_LOG_LEVEL: 'warn', VEIL_DRAIN_DELAY_MS: '1500' }, stdio: ['ignore', 'pipe', 'pipe'] });
     child.stderr!.on('data', (d) => (stderr += String(d)));
     await waitReady(url);
   }, 60_000);

@@ -125,7 +125,7 @@ responders:
     const { promisify } = await import('node:util');
     await writeFile(join(dataDir, 'token.txt'), supportToken);
     await writeFile(join(dataDir, 'unprotect.json'), JSON.stringify(unprotect('email', protectedEmail)));
-    const { stdout } = await promisify(execFile)(new URL('../../scripts/veil', import.meta.url).pathname, [
+    const { stdout } = await promisify(execFile)(new URL('../../bin/veil', import.meta.url).pathname, [
       'stream', 'request', '--request-topic', requests, '--reply-topic', replies, '--token-file', join(dataDir, 'token.txt'), '--request', join(dataDir, 'unprotect.json'),
     ], { env: { ...process.env, KAFKA_BROKERS: BROKERS.join(',') } });
     expect(JSON.parse(stdout).responses[0].instances[0].value).toBe('kafka.person@example.com');

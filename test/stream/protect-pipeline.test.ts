@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import pino from 'pino';
-import { compileOrFail, EXAMPLE_CONFIG_TEXT, keysFor } from '../helpers/engine-fixture.ts';
-import { Engine } from '../../src/engine/engine.ts';
+import { EXAMPLE_CONFIG_TEXT, keysFor, veilConfigOrFail } from '../helpers/engine-fixture.ts';
+import { Engine } from '../../src/engine/index.ts';
 import { ProtectPipeline } from '../../src/stream/protect-pipeline.ts';
 import { jsonSerde } from '../../src/stream/serde/json-serde.ts';
 import { StreamError } from '../../src/stream/stream-error.ts';
@@ -10,7 +10,7 @@ import { headerValue, type Batch, type Header, type InRecord } from '../../src/s
 import type { Serde } from '../../src/stream/serde/serde.ts';
 import { FakeKafka } from './fake-kafka.ts';
 
-const config = compileOrFail(`${EXAMPLE_CONFIG_TEXT}
+const config = veilConfigOrFail(`${EXAMPLE_CONFIG_TEXT}
 pipelines:
   p:
     source: { topics: [raw] }
@@ -26,7 +26,7 @@ pipelines:
 
 function pipeline(kafka: FakeKafka, serde: Serde = jsonSerde(), delivery: 'exactly-once' | 'at-least-once' = 'exactly-once') {
   return new ProtectPipeline({
-    name: 'p', config: { ...config.pipelines.p!, delivery }, configVersion: config.version, engine: new Engine({ config, keys: keysFor(config) }),
+    name: 'p', config: { ...config.pipelines.p!, delivery }, configVersion: config.version, engine: new Engine({ config: config.engine, keys: keysFor(config.engine) }),
     kafka, serde, metrics: new StreamMetrics(), log: pino({ level: 'silent' }),
   });
 }
@@ -192,7 +192,7 @@ describe('ProtectPipeline (in-memory Kafka port)', () => {
     const kafka = new FakeKafka();
     expect(() => new ProtectPipeline({
       name: 'p', config: { ...config.pipelines.p!, fields: [{ path: 'name', field: 'Customer.name' }], roles: ['support'], rightsEvidences: { Role: 'support' } }, configVersion: 'x',
-      engine: new Engine({ config, keys: keysFor(config) }), kafka, serde: jsonSerde(), metrics: new StreamMetrics(), log: pino({ level: 'silent' }),
+      engine: new Engine({ config: config.engine, keys: keysFor(config.engine) }), kafka, serde: jsonSerde(), metrics: new StreamMetrics(), log: pino({ level: 'silent' }),
     })).toThrow(/not granted/);
   });
 });

@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import type { z } from 'zod';
 import { VeilError } from '../errors.ts';
 import { Alphabet, NAMED_ALPHABETS } from '../fpe/alphabet.ts';
@@ -10,18 +9,26 @@ import {
 } from './compiled.ts';
 import { formatIssue, pointerOf, type ConfigIssue } from './issues.ts';
 import { parseConfigText } from './parse.ts';
-import { configSchema, type ConfigDocument } from './schema.ts';
+import { engineConfigSchema, type EngineConfigDocument } from './schema.ts';
 
-export interface CompileResult {
-  config?: CompiledConfig;
+export interface CompileResult<T = CompiledConfig> {
+  config?: T;
   issues: ConfigIssue[];
 }
 
-/** Parses and validates configuration text; never throws for a bad configuration. */
+/** Parses and validates configuration text of the engine's sections; never throws for a bad configuration. */
 export function compileConfigText(text: string): CompileResult {
+  return compileText(text, compileConfig);
+}
+
+/**
+ * Parses configuration text (YAML, or JSON) and runs `compile` on the value, giving every issue
+ * the line of its pointer; never throws for a bad configuration.
+ */
+export function compileText<T>(text: string, compile: (input: unknown) => CompileResult<T>): CompileResult<T> {
   const parsed = parseConfigText(text);
   if (parsed.issues.length) return { issues: parsed.issues };
-  const result = compileConfig(parsed.value);
+  const result = compile(parsed.value);
   for (const issue of result.issues) {
     if (issue.line === undefined) issue.line = parsed.lineOf(pointerToPath(issue.pointer));
   }
@@ -38,10 +45,24 @@ export function compileConfigOrThrow(text: string, file: string): CompiledConfig
   return config;
 }
 
+/** Validates and cross-checks a configuration of the engine's sections. */
 export function compileConfig(input: unknown): CompileResult {
-  const parsed = configSchema.safeParse(input);
-  if (!parsed.success) return { issues: parsed.error.issues.map(zodIssue) };
-  return new Compiler(parsed.data).run();
+  const parsed = engineConfigSchema.safeParse(input);
+  if (!parsed.success) return { issues: configIssuesOf(parsed.error) };
+  return compileEngineConfig(parsed.data);
+}
+
+/**
+ * Cross-checks the engine's sections of a document that passed its schema (a larger document —
+ * the product's configuration file — passes as it is; only these sections are read).
+ */
+export function compileEngineConfig(doc: EngineConfigDocument): CompileResult {
+  return new Compiler(doc).run();
+}
+
+/** A schema's problems as configuration issues, each at the pointer of its element. */
+export function configIssuesOf(error: z.ZodError): ConfigIssue[] {
+  return error.issues.map(zodIssue);
 }
 
 function zodIssue(issue: z.core.$ZodIssue): ConfigIssue {
@@ -56,9 +77,9 @@ function pointerToPath(pointer: string): string[] {
 
 class Compiler {
   private readonly issues: ConfigIssue[] = [];
-  private readonly doc: ConfigDocument;
+  private readonly doc: EngineConfigDocument;
 
-  constructor(doc: ConfigDocument) {
+  constructor(doc: EngineConfigDocument) {
     this.doc = doc;
   }
 
@@ -71,18 +92,11 @@ class Compiler {
     for (const cls of Object.values(this.doc.classes)) for (const p of Object.values(cls.properties)) for (const a of Object.keys(p.actions)) actions.add(a);
     const rightsContexts = this.rightsContexts(classes, actions);
     const processingContexts = this.processingContexts(actions);
-    this.identity(rightsContexts);
-    this.pipelines(classes);
     const config: CompiledConfig = {
       keys, sequences, classes, rightsContexts, processingContexts,
       rightsEvidenceNames: new Set(rightsContexts.flatMap((c) => c.evidences.map(([n]) => n))),
       processingEvidenceNames: new Set(processingContexts.flatMap((c) => c.evidences.map(([n]) => n))),
       warnings: this.issues.filter((i) => i.severity === 'warning'),
-      identity: this.doc.identity,
-      service: this.doc.service,
-      pipelines: this.doc.pipelines,
-      responders: this.doc.responders,
-      version: createHash('sha256').update(JSON.stringify(this.doc)).digest('hex').slice(0, 12),
     };
 
     return { config: this.issues.some((i) => i.severity === 'error') ? undefined : config, issues: this.issues };
@@ -190,45 +204,6 @@ class Compiler {
       });
       return { name, evidences, grants: rc.grants.map((g) => ({ actions: new Set(g.actions), fields: g.fields })) };
     });
-  }
-
-  private identity(rightsContexts: CompiledRightsContext[]): void {
-    const roles = new Set(rightsContexts.flatMap((c) => c.evidences.filter(([n]) => n === 'Role').map(([, v]) => v)));
-    for (const [id, client] of Object.entries(this.doc.identity.clients)) {
-      client.roles.forEach((role, i) => {
-        if (!roles.has(role)) {
-          this.issues.push({ severity: 'warning', pointer: pointerOf(['identity', 'clients', id, 'roles', i]), message: `role "${role}" is used by no rights context` });
-        }
-      });
-    }
-    const signing = this.doc.keys[this.doc.identity.signingKey];
-    if (signing && signing.type !== 'jwt-es256') this.error(['identity', 'signingKey'], `key ${this.doc.identity.signingKey} must be of type jwt-es256`);
-  }
-
-  private pipelines(classes: Map<string, Map<string, CompiledField>>): void {
-    for (const [name, p] of Object.entries(this.doc.pipelines)) {
-      const at = ['pipelines', name];
-      const check = (ref: string, path: PropertyKey[]) => {
-        const [cls, prop] = ref.split('.') as [string, string];
-        if (!classes.get(cls)?.get(prop)) this.error(path, `${ref} is not a configured class.property`);
-      };
-      p.fields.forEach((f, i) => check(f.field, [...at, 'fields', i, 'field']));
-      if (p.key) check(p.key.field, [...at, 'key', 'field']);
-      const paths = p.fields.map((f) => f.path);
-      paths.forEach((path, i) => {
-        if (paths.indexOf(path) !== i) this.error([...at, 'fields', i, 'path'], `path ${path} is mapped twice`);
-      });
-      for (const [k, re] of [['source', 'pattern' in p.source ? p.source.pattern : undefined], ['sink', 'rename' in p.sink ? p.sink.rename.from : undefined]] as const) {
-        if (re === undefined) continue;
-        try {
-          new RegExp(re);
-        } catch {
-          this.error([...at, k], 'is not a valid regular expression');
-        }
-      }
-      if ('topics' in p.source && 'topic' in p.sink && p.source.topics.includes(p.sink.topic)) this.error([...at, 'sink', 'topic'], 'the clean topic is one of the source topics');
-      if ('topics' in p.source && p.source.topics.includes(p.deadLetterTopic)) this.error([...at, 'deadLetterTopic'], 'the dead-letter topic is one of the source topics');
-    }
   }
 
   private processingContexts(actions: Set<string>): CompiledProcessingContext[] {

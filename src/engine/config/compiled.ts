@@ -1,4 +1,4 @@
-import type { IdentityConfig, PipelineConfig, ResponderConfig, ServiceConfig, StepConfig } from './schema.ts';
+import type { StepConfig } from './schema.ts';
 import type { KeyRef } from '../transformers/transformer.ts';
 import type { ConfigIssue } from './issues.ts';
 
@@ -48,16 +48,6 @@ export interface CompiledConfig {
   rightsEvidenceNames: ReadonlySet<string>;
   processingEvidenceNames: ReadonlySet<string>;
   warnings: readonly ConfigIssue[];
-  /** token issuing and verification settings (used by src/identity) */
-  identity: IdentityConfig;
-  /** HTTP limits and rate limits (used by src/http) */
-  service: ServiceConfig;
-  /** Kafka pipelines (used by src/stream) */
-  pipelines: Readonly<Record<string, PipelineConfig>>;
-  /** unprotect-on-demand responders over Kafka (used by src/stream) */
-  responders: Readonly<Record<string, ResponderConfig>>;
-  /** a short hash of the configuration document, stamped on what veil produces */
-  version: string;
 }
 
 export const PROTECT = 'Protect';

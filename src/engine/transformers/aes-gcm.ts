@@ -1,7 +1,7 @@
 import { createSecretKey } from 'node:crypto';
 import { ValueError } from '../errors.ts';
 import { gcmOpen, gcmSeal, GCM_NONCE_BYTES, GCM_TAG_BYTES } from '../crypto/aes-gcm.ts';
-import { revealKeyBytes } from '../keys/secret-key.ts';
+import { revealKeyBytes } from '../key-access/secret-key.ts';
 import { bindingLabel, type KeyRef, type Transformer, type TransformerDeps } from './transformer.ts';
 import { decode, encode, FORMAT_TAGS, fromUtf8, header, HEADER_BYTES, utf8 } from './output-format.ts';
 import { VersionedKeys } from './versioned-keys.ts';

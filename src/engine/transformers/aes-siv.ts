@@ -1,6 +1,6 @@
 import { ValueError } from '../errors.ts';
 import { AesSiv, type SivPrefix } from '../crypto/aes-siv.ts';
-import { revealKeyBytes } from '../keys/secret-key.ts';
+import { revealKeyBytes } from '../key-access/secret-key.ts';
 import { bindingLabel, type KeyRef, type Transformer, type TransformerDeps } from './transformer.ts';
 import { decode, encode, FORMAT_TAGS, fromUtf8, header, HEADER_BYTES, outputBuffer, utf8Length } from './output-format.ts';
 import { VersionedKeys } from './versioned-keys.ts';

@@ -1,6 +1,6 @@
 import { Ff1 } from '../crypto/ff1.ts';
 import { FpeFormat } from '../fpe/fpe-format.ts';
-import { revealKeyBytes } from '../keys/secret-key.ts';
+import { revealKeyBytes } from '../key-access/secret-key.ts';
 import { alphabetOf, tweakFor, type FpeParams } from './fpe-common.ts';
 import type { KeyRef, Transformer, TransformerDeps } from './transformer.ts';
 import { VersionedKeys } from './versioned-keys.ts';

@@ -1,6 +1,6 @@
 import { createSecretKey, type KeyObject } from 'node:crypto';
 import { hmacSha256 as mac } from '../crypto/hmac-sha256.ts';
-import { revealKeyBytes } from '../keys/secret-key.ts';
+import { revealKeyBytes } from '../key-access/secret-key.ts';
 import { bindingLabel, type KeyRef, type Transformer, type TransformerDeps } from './transformer.ts';
 import { encode, FORMAT_TAGS, header, HEADER_BYTES, irreversible, utf8 } from './output-format.ts';
 import { VersionedKeys } from './versioned-keys.ts';

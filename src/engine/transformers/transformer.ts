@@ -1,4 +1,4 @@
-import type { KeyProvider } from '../keys/key-provider.ts';
+import type { KeyProvider } from '../key-access/key-provider.ts';
 
 /** The field a value belongs to; keyed transformers bind their output to it. */
 export interface FieldBinding {

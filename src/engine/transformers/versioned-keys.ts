@@ -1,6 +1,6 @@
 import { ValueError, VeilError } from '../errors.ts';
-import type { KeyProvider } from '../keys/key-provider.ts';
-import type { SecretKey } from '../keys/secret-key.ts';
+import type { KeyProvider } from '../key-access/key-provider.ts';
+import type { SecretKey } from '../key-access/secret-key.ts';
 import type { KeyRef } from './transformer.ts';
 
 /**

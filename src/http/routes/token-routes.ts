@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import type { JwtSigner } from '../../keys/jwt-signer.ts';
+import type { JwtSigner } from '../../keystore/jwt-signer.ts';
 import { OAuthError, type TokenService } from '../../identity/token-service.ts';
 
 interface ParsedForm {

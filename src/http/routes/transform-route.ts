@@ -1,14 +1,14 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AuditSink } from '../../audit/audit-sink.ts';
-import { auditEvent, fieldCounts } from '../../audit/audit-event.ts';
-import type { Engine, Plan } from '../../engine/engine.ts';
-import type { ServiceConfig } from '../../engine/config/schema.ts';
-import { VeilError } from '../../engine/errors.ts';
+import { fieldCounts } from '../../audit/audit-event.ts';
+import { GuardedTransform } from '../../audit/guarded-transform.ts';
+import { jsonSchemas, VeilError, type Engine } from '../../engine/index.ts';
+import type { ServiceConfig } from '../service-config.ts';
+import { RateLimitedError } from '../../identity/identity-errors.ts';
 import { RateLimiter } from '../../identity/rate-limiter.ts';
-import type { BearerVerifier, Caller } from '../../identity/token-verifier.ts';
+import type { BearerVerifier } from '../../identity/token-verifier.ts';
 import { checkLimits } from '../limits.ts';
 import type { HttpMetrics } from '../metrics.ts';
-import { jsonSchemas } from '../../engine/schemas.ts';
 
 interface Deps {
   engine: Engine;
@@ -22,58 +22,47 @@ interface Deps {
 
 /**
  * POST /transform (spec §4.1). Order: bearer token (401) → rate limit per client (429) → limits
- * (413/422) → engine plan: shape, identifiers, contexts, grants, fields (400/403/422) → audit of
- * every call that reveals cleartext, before any value is touched: if the audit sink fails, the
- * call is refused (503) → execute. Denied calls are audited too.
+ * (413/422) → engine plan: shape, identifiers, contexts, grants, fields (400/403/422) → execute →
+ * audit of every call that reveals cleartext before any value leaves: if the audit sink fails, the
+ * call is refused (503). Denied calls are audited too. The audit rule is GuardedTransform's
+ * (src/audit/guarded-transform.ts), shared with the Kafka responder.
  */
 export function registerTransformRoute(app: FastifyInstance, deps: Deps): void {
   const limiter = new RateLimiter({ rate: deps.service.rateLimit.transformPerSecond, burst: deps.service.rateLimit.transformBurst, now: () => deps.now().getTime() });
   const schemas = jsonSchemas();
+  const guard = new GuardedTransform({ engine: deps.engine, audit: deps.audit, now: deps.now, channel: 'http', scope: 'revealing' });
   app.post('/transform', {
     schema: { body: schemas['transform-request.schema.json'] as object },
     // the engine validates with the same zod schema and reports pointers with stable codes
     validatorCompiler: () => (data) => ({ value: data }),
   }, async (req, reply) => {
-    let caller: Caller | undefined;
-    let plan: Plan | undefined;
-    try {
-      if (!isJson(req.headers['content-type'])) throw new VeilError('CONTENT_TYPE_UNSUPPORTED', 'the body must be application/json');
-      caller = await deps.verifier.verifyHeader(req.headers.authorization);
-      const wait = limiter.take(caller.clientId);
-      if (wait > 0) throw Object.assign(new VeilError('RATE_LIMITED', 'too many calls for this client'), { retryAfter: Math.ceil(wait) });
-      checkLimits(req.body, deps.service.limits);
-      plan = deps.engine.plan(req.body, caller);
-      const reveals = plan.requests.some((r) => r.reveals);
-      let response;
-      try {
-        response = deps.engine.execute(plan);
-      } catch (e) {
-        if (reveals && e instanceof VeilError) {
-          await deps.audit.record(auditEvent({ requestId: req.id, channel: 'http', now: deps.now(), caller, plan, outcome: 'failed', code: e.code })).catch(() => req.log.warn('audit sink failed to record a failed unprotect'));
-        }
-        throw e;
+    const outcome = await guard.run({
+      requestId: req.id,
+      body: req.body,
+      authenticate: async () => {
+        if (!isJson(req.headers['content-type'])) throw new VeilError('CONTENT_TYPE_UNSUPPORTED', 'the body must be application/json');
+        return deps.verifier.verifyHeader(req.headers.authorization);
+      },
+      admit: (caller) => {
+        const wait = limiter.take(caller.clientId);
+        if (wait > 0) throw new RateLimitedError('too many calls for this client', Math.ceil(wait));
+        checkLimits(req.body, deps.service.limits);
+        return req.body;
+      },
+      warn: (message) => req.log.warn(message),
+    });
+    if (!outcome.ok) {
+      if ('unexpected' in outcome) {
+        // its message may hold anything: log its type and frames only
+        const e = outcome.unexpected as Error | undefined;
+        req.log.error({ errorType: e?.name, frames: String(e?.stack ?? '').split('\n').slice(1, 8) }, 'unexpected error');
       }
-      // cleartext leaves only once its audit record is written: no record, no values
-      if (reveals) {
-        try {
-          await deps.audit.record(auditEvent({ requestId: req.id, channel: 'http', now: deps.now(), caller, plan, outcome: 'ok' }));
-        } catch {
-          throw new VeilError('AUDIT_UNAVAILABLE', 'the audit sink cannot record this unprotect, so it was refused');
-        }
-      }
-      for (const f of fieldCounts(plan)) {
-        deps.metrics.instances.inc({ class: f.className, property: f.propertyName, action: f.action }, f.count);
-      }
-      return reply.code(200).send(response);
-    } catch (e) {
-      const error = e instanceof VeilError ? e : new VeilError('INTERNAL', 'an unexpected error; nothing was transformed');
-      if (!(e instanceof VeilError)) req.log.error({ errorType: (e as Error).name, frames: String((e as Error).stack ?? '').split('\n').slice(1, 8) }, 'unexpected error');
-      if (error.status === 401 || error.status === 403) {
-        // best effort: the call is refused whether or not the audit records it
-        await deps.audit.record(auditEvent({ requestId: req.id, channel: 'http', now: deps.now(), caller, plan, outcome: 'denied', code: error.code, body: req.body })).catch(() => req.log.warn('audit sink failed to record a denied call'));
-      }
-      return deps.sendError(reply, error, req);
+      return deps.sendError(reply, outcome.error, req);
     }
+    for (const f of fieldCounts(outcome.plan)) {
+      deps.metrics.instances.inc({ class: f.className, property: f.propertyName, action: f.action }, f.count);
+    }
+    return reply.code(200).send(outcome.response);
   });
 }
 

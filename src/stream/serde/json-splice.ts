@@ -1,4 +1,4 @@
-import { ValueError } from '../../engine/errors.ts';
+import { ValueError } from '../../engine/index.ts';
 import type { Mapping } from '../protect-record.ts';
 import type { RecordPath } from '../record-path.ts';
 import { StreamError } from '../stream-error.ts';

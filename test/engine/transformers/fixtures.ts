@@ -1,5 +1,5 @@
-import { MemoryKeyProvider } from '../../../src/engine/keys/memory-key-provider.ts';
-import type { KeyType } from '../../../src/engine/keys/key-provider.ts';
+import { MemoryKeyProvider } from '../../../src/engine/key-access/memory-key-provider.ts';
+import type { KeyType } from '../../../src/engine/key-access/key-provider.ts';
 import type { KeyRef, TransformerDeps } from '../../../src/engine/transformers/transformer.ts';
 import { randomFillSync } from 'node:crypto';
 

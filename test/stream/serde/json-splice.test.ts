@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { ValueError } from '../../../src/engine/errors.ts';
+import { ValueError } from '../../../src/engine/index.ts';
 import { mappings, protectRecord } from '../../../src/stream/protect-record.ts';
 import { protectJsonBytes } from '../../../src/stream/serde/json-splice.ts';
 import { StreamError } from '../../../src/stream/stream-error.ts';

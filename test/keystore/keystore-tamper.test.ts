@@ -1,9 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { readFile, writeFile } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
-import { VeilError } from '../../src/engine/errors.ts';
-import type { SecretKey } from '../../src/engine/keys/secret-key.ts';
-import { LocalKeystore } from '../../src/keys/local-keystore.ts';
+import { VeilError, type SecretKey } from '../../src/engine/index.ts';
+import { LocalKeystore } from '../../src/keystore/local-keystore.ts';
 import { randomMasterKey, tempDir, veilError } from './helpers.ts';
 
 /** A small keystore: one imported key, so the file is a few hundred bytes. */

@@ -1,5 +1,4 @@
-import { KEY_TYPE_NAMES, KEY_TYPES, type KeyType } from '../engine/keys/key-provider.ts';
-import { VeilError } from '../engine/errors.ts';
+import { KEY_TYPE_NAMES, KEY_TYPES, VeilError, type KeyType } from '../engine/index.ts';
 
 /** Key ids: lower-case, start with a letter or digit, at most 64 characters. */
 export const KEY_ID_PATTERN = /^[a-z0-9][a-z0-9._-]{0,63}$/;

@@ -1,8 +1,6 @@
 import { createPrivateKey, createPublicKey, type KeyObject } from 'node:crypto';
 import { SignJWT, type JWK, type JWTPayload } from 'jose';
-import { VeilError } from '../engine/errors.ts';
-import type { KeyProvider } from '../engine/keys/key-provider.ts';
-import { revealKeyBytes } from '../engine/keys/secret-key.ts';
+import { revealKeyBytes, VeilError, type KeyProvider } from '../engine/index.ts';
 
 // SEC1 ECPrivateKey for P-256 without the public point: OpenSSL derives it from the scalar.
 const SEC1_PREFIX = Buffer.from('30310201010420', 'hex');

@@ -4,8 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach } from 'vitest';
 import type { CliIo } from '../../src/cli/io.ts';
-import { VeilError, type ErrorCode } from '../../src/engine/errors.ts';
-import { SecretKey } from '../../src/engine/keys/secret-key.ts';
+import { SecretKey, VeilError, type ErrorCode } from '../../src/engine/index.ts';
 
 export const FIXED_NOW = new Date('2025-03-04T05:06:07.000Z');
 

@@ -1,4 +1,4 @@
-import { ERROR_CATALOG, VeilError, type ErrorCode } from '../engine/errors.ts';
+import { ERROR_CATALOG, type ErrorCode, type VeilError } from '../engine/index.ts';
 
 /** RFC 9457 problem details, with veil's stable code, retriable flag and offending elements. */
 export interface Problem {

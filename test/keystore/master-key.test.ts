@@ -2,8 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { chmod, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { revealKeyBytes } from '../../src/engine/keys/secret-key.ts';
-import { describeMasterKeySource, parseMasterKey, resolveMasterKey } from '../../src/keys/master-key.ts';
+import { revealKeyBytes } from '../../src/engine/index.ts';
+import { describeMasterKeySource, parseMasterKey, resolveMasterKey } from '../../src/keystore/master-key.ts';
 import { tempDir, veilError } from './helpers.ts';
 
 const hexOf = (bytes: Uint8Array): string => Buffer.from(bytes).toString('hex');

@@ -2,9 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { KEY_TYPE_NAMES, KEY_TYPES } from '../../src/engine/keys/key-provider.ts';
-import { revealKeyBytes, SecretKey } from '../../src/engine/keys/secret-key.ts';
-import { LocalKeystore } from '../../src/keys/local-keystore.ts';
+import { KEY_TYPE_NAMES, KEY_TYPES, revealKeyBytes, SecretKey } from '../../src/engine/index.ts';
+import { LocalKeystore } from '../../src/keystore/local-keystore.ts';
 import { FIXED_NOW, randomMasterKey, tempDir, veilError } from './helpers.ts';
 
 const hexOf = (key: SecretKey | undefined): string => {

@@ -1,6 +1,5 @@
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto';
-import { VeilError } from '../engine/errors.ts';
-import type { KeyType } from '../engine/keys/key-provider.ts';
+import { VeilError, type KeyType } from '../engine/index.ts';
 import { isKeyType, isValidKeyId, keySizes } from './key-material.ts';
 
 /**

@@ -30,7 +30,7 @@ export interface KeyInfo {
 }
 
 /**
- * Source of keys for the engine. Implementations: the local keystore file (src/keys), an
+ * Source of keys for the engine. Implementations: the local keystore file (src/keystore), an
  * in-memory provider for tests, and decorators (caching) around remote ones later.
  */
 export interface KeyProvider {

@@ -3,9 +3,9 @@ import { chmod, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { keysCommand } from '../../src/cli/keys-command.ts';
-import { revealKeyBytes, type SecretKey } from '../../src/engine/keys/secret-key.ts';
-import { LocalKeystore } from '../../src/keys/local-keystore.ts';
-import { resolveMasterKey } from '../../src/keys/master-key.ts';
+import { revealKeyBytes, type SecretKey } from '../../src/engine/index.ts';
+import { LocalKeystore } from '../../src/keystore/local-keystore.ts';
+import { resolveMasterKey } from '../../src/keystore/master-key.ts';
 import { fakeIo, tempDir, type FakeIo } from './helpers.ts';
 
 /** Every byte any command printed in this file; checked for material at the end. */

@@ -1,8 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { link, mkdir, open, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
-import { VeilError } from '../engine/errors.ts';
-import { SecretKey } from '../engine/keys/secret-key.ts';
+import { SecretKey, VeilError } from '../engine/index.ts';
 
 /**
  * The master key protects the keystore file. Production supplies it in VEIL_MASTER_KEY (from a

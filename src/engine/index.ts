@@ -1,0 +1,30 @@
+/**
+ * The engine's front door: the only module code outside src/engine may import (lint rule
+ * `veil/engine-front-door`; tests under test/engine may reach the internals they test).
+ */
+
+// transform and bind
+export { Engine, type BindRequest, type BoundFields, type Chain, type EngineOptions, type FieldRef, type Plan, type PlannedRequest } from './engine.ts';
+export type { Identity } from './identity.ts';
+
+// the request and response bodies (spec §2.1–2.7) and their published JSON Schemas
+export { transformResponseSchema, type TransformRequest, type TransformResponse } from './request/schema.ts';
+export { jsonSchemas } from './schemas.ts';
+
+// errors
+export { ERROR_CATALOG, ValueError, VeilError, type ErrorCode, type ErrorDetail } from './errors.ts';
+
+// configuration: the engine's sections, their compiler, and the pieces other layers' sections reuse
+export { compileConfig, compileConfigOrThrow, compileConfigText, compileEngineConfig, compileText, configIssuesOf, type CompileResult } from './config/compile.ts';
+export { ROLE, type CompiledConfig } from './config/compiled.ts';
+export { formatIssue, pointerOf, type ConfigIssue } from './config/issues.ts';
+export { engineConfigShape, evidencesSchema, keyIdSchema, nameSchema, type StepConfig } from './config/schema.ts';
+
+// keys: what the engine needs from a keystore, and the key handle only the keystore may open
+export { KEY_TYPES, KEY_TYPE_NAMES, type KeyInfo, type KeyProvider, type KeyType } from './key-access/key-provider.ts';
+export { MemoryKeyProvider } from './key-access/memory-key-provider.ts';
+export { SecretKey, revealKeyBytes } from './key-access/secret-key.ts';
+
+// one step's transformer, for golden outputs and benchmarks beside the whole engine
+export { createTransformer } from './transformers/registry.ts';
+export type { KeyRef, Transformer } from './transformers/transformer.ts';

@@ -1,0 +1,68 @@
+import { z } from 'zod';
+import { evidencesSchema, nameSchema, type ConfigIssue } from '../engine/index.ts';
+
+/** A record path: dot-separated names, `[]` after a name walks every array element (`cards[].number`). */
+const recordPath = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*(\[\])?(\.[A-Za-z_][A-Za-z0-9_]*(\[\])?)*$/, 'must be names joined by dots, [] after an array, e.g. cards[].number');
+const fieldRef = z.string().regex(/^[A-Za-z][A-Za-z0-9_-]*\.[A-Za-z][A-Za-z0-9_-]*$/, 'must be Class.property');
+export const topicNameSchema = z.string().regex(/^[A-Za-z0-9._-]{1,249}$/, 'must be a Kafka topic name');
+const topicName = topicNameSchema;
+
+/** One entry of the configuration's `pipelines` section: a protect pipeline raw → clean. */
+export const pipelineSchema = z.strictObject({
+  description: z.string().optional(),
+  source: z.union([
+    z.strictObject({ topics: z.array(topicName).min(1) }),
+    /** a regular expression over topic names, e.g. ^raw\.(.+)$ */
+    z.strictObject({ pattern: z.string().min(1) }),
+  ]),
+  /** a fixed clean topic, or a rename of the source topic: from (regex) → to ($1 etc.) */
+  sink: z.union([
+    z.strictObject({ topic: topicName }),
+    z.strictObject({ rename: z.strictObject({ from: z.string().min(1), to: z.string().min(1) }) }),
+  ]),
+  deadLetterTopic: topicName,
+  format: z.enum(['json', 'avro']),
+  fields: z.array(z.strictObject({ path: recordPath, field: fieldRef })).min(1),
+  /** protect the record key too (so partitioning of the clean topic follows the protected key) */
+  key: z.strictObject({ field: fieldRef }).optional(),
+  /** what an absent or null mapped field does: pass it through as it is, or dead-letter the record */
+  missing: z.enum(['pass', 'dead-letter']).default('pass'),
+  /** the identity the pipeline acts with, and the evidences of its contexts */
+  roles: z.array(nameSchema).min(1),
+  rightsEvidences: evidencesSchema,
+  processingEvidences: evidencesSchema,
+  delivery: z.enum(['exactly-once', 'at-least-once']).default('exactly-once'),
+  groupId: z.string().regex(/^[A-Za-z0-9._-]{1,200}$/).optional(),
+});
+
+export type PipelineConfig = z.infer<typeof pipelineSchema>;
+
+/**
+ * Cross-checks of one pipeline, pointers relative to it: mapped fields are configured, no path is
+ * mapped twice, patterns compile, and no clean or dead-letter topic is also a source topic.
+ */
+export function pipelineIssues(p: PipelineConfig, isField: (className: string, propertyName: string) => boolean): ConfigIssue[] {
+  const issues: ConfigIssue[] = [];
+  const error = (pointer: string, message: string) => issues.push({ severity: 'error', pointer, message });
+  const check = (ref: string, pointer: string) => {
+    const [cls, prop] = ref.split('.') as [string, string];
+    if (!isField(cls, prop)) error(pointer, `${ref} is not a configured class.property`);
+  };
+  p.fields.forEach((f, i) => check(f.field, `/fields/${i}/field`));
+  if (p.key) check(p.key.field, '/key/field');
+  const paths = p.fields.map((f) => f.path);
+  paths.forEach((path, i) => {
+    if (paths.indexOf(path) !== i) error(`/fields/${i}/path`, `path ${path} is mapped twice`);
+  });
+  for (const [k, re] of [['source', 'pattern' in p.source ? p.source.pattern : undefined], ['sink', 'rename' in p.sink ? p.sink.rename.from : undefined]] as const) {
+    if (re === undefined) continue;
+    try {
+      new RegExp(re);
+    } catch {
+      error(`/${k}`, 'is not a valid regular expression');
+    }
+  }
+  if ('topics' in p.source && 'topic' in p.sink && p.source.topics.includes(p.sink.topic)) error('/sink/topic', 'the clean topic is one of the source topics');
+  if ('topics' in p.source && p.source.topics.includes(p.deadLetterTopic)) error('/deadLetterTopic', 'the dead-letter topic is one of the source topics');
+  return issues;
+}
