@@ -6,9 +6,8 @@ import type { ServiceConfig } from '../../engine/config/schema.ts';
 import { VeilError } from '../../engine/errors.ts';
 import { RateLimiter } from '../../identity/rate-limiter.ts';
 import type { BearerVerifier, Caller } from '../../identity/token-verifier.ts';
-import { checkLimits } from '../limits.ts';
 import type { HttpMetrics } from '../metrics.ts';
-import { jsonSchemas } from '../../engine/schemas.ts';
+import { transformBodyChecker } from '../transform-body.ts';
 
 interface Deps {
   engine: Engine;
@@ -21,19 +20,15 @@ interface Deps {
 }
 
 /**
- * POST /transform (spec §4.1). Order: bearer token (401) → rate limit per client (429) → limits
- * (413/422) → engine plan: shape, identifiers, contexts, grants, fields (400/403/422) → audit of
- * every call that reveals cleartext, before any value is touched: if the audit sink fails, the
- * call is refused (503) → execute. Denied calls are audited too.
+ * POST /transform (spec §4.1). Order: bearer token (401) → rate limit per client (429) → one pass
+ * over the body: limits, shape, identifiers (413/422/400) → engine plan: contexts, grants, fields
+ * (400/403/422) → audit of every call that reveals cleartext, before any value is touched: if the
+ * audit sink fails, the call is refused (503) → execute. Denied calls are audited too.
  */
 export function registerTransformRoute(app: FastifyInstance, deps: Deps): void {
   const limiter = new RateLimiter({ rate: deps.service.rateLimit.transformPerSecond, burst: deps.service.rateLimit.transformBurst, now: () => deps.now().getTime() });
-  const schemas = jsonSchemas();
-  app.post('/transform', {
-    schema: { body: schemas['transform-request.schema.json'] as object },
-    // the engine validates with the same zod schema and reports pointers with stable codes
-    validatorCompiler: () => (data) => ({ value: data }),
-  }, async (req, reply) => {
+  const checkBody = transformBodyChecker(deps.service.limits);
+  app.post('/transform', async (req, reply) => {
     let caller: Caller | undefined;
     let plan: Plan | undefined;
     try {
@@ -41,8 +36,8 @@ export function registerTransformRoute(app: FastifyInstance, deps: Deps): void {
       caller = await deps.verifier.verifyHeader(req.headers.authorization);
       const wait = limiter.take(caller.clientId);
       if (wait > 0) throw Object.assign(new VeilError('RATE_LIMITED', 'too many calls for this client'), { retryAfter: Math.ceil(wait) });
-      checkLimits(req.body, deps.service.limits);
-      plan = deps.engine.plan(req.body, caller);
+      // Engine.plan checks shape and identifiers again: it cannot yet take a checked body
+      plan = deps.engine.plan(checkBody(req.body), caller);
       const reveals = plan.requests.some((r) => r.reveals);
       let response;
       try {
