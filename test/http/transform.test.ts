@@ -6,7 +6,7 @@ import type { TestService } from '../helpers/http-service.ts';
 import { startTestService } from '../helpers/http-service.ts';
 import {
   EXAMPLE_CONFIG_TEXT, REVERSIBLE, SECRET, body, call, clientsYaml, expectNoneContain, expectProblem, expectProblemAt, protectEmailBody,
-  startWith, transform, type Reply,
+  startWith, transform, trickle, type Reply,
 } from './support.ts';
 import { tamper, withKeyVersion } from '../helpers/engine-fixture.ts';
 
@@ -415,6 +415,14 @@ describe('POST /transform: media type, size limits and rate limits', () => {
     });
   });
 
+  it('REQUEST_TIMEOUT: a body that has not arrived by the body read timeout (test/http/body-timeout.test.ts has more)', async () => {
+    const slow = await startTestService({ bodyReadTimeoutMs: 300 });
+    services.push(slow);
+    const { reply } = await trickle(slow.url, { path: '/transform', headers: { 'content-type': 'application/json', authorization: `Bearer ${await slow.token()}` }, body: json, bytesPerTick: 1, tickMs: 50 });
+    problem(reply, 'REQUEST_TIMEOUT');
+    expect(reply.headers.get('connection')).toBe('close');
+  });
+
   describe('RATE_LIMITED (transformPerSecond 0.5, transformBurst 2)', () => {
     it('refuses the call after the burst with 429 and Retry-After, per client; recovers as the clock advances', async () => {
       const limited = await startWith(`service:\n  rateLimit: { transformPerSecond: 0.5, transformBurst: 2 }\n${await clientsYaml({ [SUPPORT_CLIENT.id]: { secret: SUPPORT_CLIENT.secret, roles: ['support'] } })}`);
@@ -517,7 +525,7 @@ describe('no bad input is a server error, and nothing leaks', () => {
     /** codes of the CLI and key management, of startup, or of server faults: not reachable by a caller */
     const notByHttpInput: ErrorCode[] = ['KEY_UNAVAILABLE', 'CONFIG_INVALID', 'KEYSTORE_INVALID', 'KEY_NOT_FOUND', 'KEY_EXISTS', 'KEY_MATERIAL_INVALID', 'INTERNAL',
       // record-level codes of the Kafka pipelines (covered by test/integration/stream-*.test.ts)
-      'RECORD_MALFORMED', 'SCHEMA_UNKNOWN', 'FIELD_MISSING', 'KEY_MISSING', 'REGISTRY_UNAVAILABLE',
+      'RECORD_MALFORMED', 'SCHEMA_UNKNOWN', 'FIELD_MISSING', 'KEY_MISSING', 'REGISTRY_UNAVAILABLE', 'RECORD_TOO_LARGE', 'DEAD_LETTER_FAILED', 'TRANSACTION_ABORTED',
       // unprotect over Kafka only (covered by test/integration/unprotect.test.ts)
       'DEADLINE_EXCEEDED', 'REPLY_TOPIC_NOT_ALLOWED'];
     // METHOD_NOT_ALLOWED has its own test above (405 with Allow)
