@@ -89,7 +89,7 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
     return reply.code(ready ? 200 : 503).send({ status: ready ? 'ready' : 'not ready' });
   });
   app.get('/metrics', async (_req, reply) => reply.type(metrics.registry.contentType).send(await metrics.registry.metrics()));
-  const openapi = openApiDocument(deps.issuer);
+  const openapi = openApiDocument(deps.issuer, deps.service.limits);
   app.get('/openapi.json', async () => openapi);
   return app;
 }
