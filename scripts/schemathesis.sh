@@ -64,9 +64,9 @@ server=$!
 
 # ready, then a token for the development client; the secret and the token stay in variables
 # and files of this run, never on the terminal
-token=$(python3 - "$url" "$work/data/dev-client.secret" "$server" <<'PY'
+token=$(python3 - "$url" "$work/data/dev-client.secret" "$server" "$work/dev-client.dict" <<'PY'
 import json, os, sys, time, urllib.parse, urllib.request
-url, secret_file, server = sys.argv[1], sys.argv[2], int(sys.argv[3])
+url, secret_file, server, dictionary = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 deadline = time.time() + 120
 while True:
     try:
@@ -81,18 +81,24 @@ while True:
     if time.time() > deadline:
         sys.exit("schemathesis.sh: veil serve did not become ready in 120 s")
     time.sleep(0.2)
-form = {"grant_type": "client_credentials", "client_id": "veil-dev", "client_secret": open(secret_file).read().strip()}
+secret = open(secret_file).read().strip()
+# the secret as a libFuzzer dictionary entry, for schemathesis.toml
+with open(os.open(dictionary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as f:
+    f.write('"' + secret.replace("\\", "\\\\").replace('"', '\\"') + '"\n')
+form = {"grant_type": "client_credentials", "client_id": "veil-dev", "client_secret": secret}
 with urllib.request.urlopen(f"{url}/connect/token", data=urllib.parse.urlencode(form).encode(), timeout=30) as res:
     print(json.load(res)["access_token"])
 PY
 ) || { echo "schemathesis.sh: no token; server log:" >&2; cat "$work/serve.log" >&2; exit 1; }
+
+cp "$root/scripts/schemathesis/schemathesis.toml" "$work/schemathesis.toml"
 
 # --generation-database none: with an example database Hypothesis also runs its Pareto
 # optimisation pass, which made the same 1,000 examples per operation take 5 minutes, not 1
 # --workers 2: this machine has 2 cores, and the server needs one of them
 status=0
 (cd "$work" && SCHEMATHESIS_HOOKS="$root/scripts/schemathesis/hooks.py" "$venv/bin/st" \
-  --config-file "$root/scripts/schemathesis/schemathesis.toml" --no-color \
+  --config-file "$work/schemathesis.toml" --no-color \
   run "$url/openapi.json" --checks all --max-examples 1000 --workers 2 --generation-database none \
   -H "Authorization: Bearer $token" "$@") || status=$?
 
