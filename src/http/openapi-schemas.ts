@@ -46,7 +46,10 @@ export function transformRequestSchema(limits: BodyLimits): Schema {
   const instances = at(request, 'instances');
   instances.maxItems = limits.instancesPerCall;
   instances.description = `At most ${limits.instancesPerCall} instances in the whole call`;
-  at(props(at(instances, 'items')), 'value').maxLength = limits.valueLength;
+  const value = at(props(at(instances, 'items')), 'value');
+  value.maxLength = limits.valueLength;
+  // JSON Schema counts code points; service.limits.valueLength counts UTF-16 code units
+  value.description = `At most ${limits.valueLength} UTF-16 code units (service.limits.valueLength): a character outside the Basic Multilingual Plane counts as two`;
   s.description = 'Spec §2.1. Beyond this schema, a call is refused when a guid repeats (GUID_DUPLICATE), a request names a context that is not in the call (REFERENCE_UNRESOLVED), its contexts match no configuration (400/403), or its fields and values do not (403/422): docs/errors.md, "How a call fails".';
   return s;
 }
