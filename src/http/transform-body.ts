@@ -29,7 +29,7 @@ export function transformBodyChecker(limits: BodyLimits): (body: unknown) => Tra
 
   return (body) => {
     const walk = new Walk(body);
-    walk.visit(root, body, '', -1);
+    walk.visit(root, body, -1);
     if (walk.tooLong.length) {
       throw new VeilError('VALUE_TOO_LONG', `${walk.tooLong.length} value(s) longer than the limit of ${limits.valueLength} characters`, walk.tooLong);
     }
@@ -43,61 +43,87 @@ export function transformBodyChecker(limits: BodyLimits): (body: unknown) => Tra
 }
 
 type Limit = { kind: 'requests' | 'instances' | 'value'; max: number };
-type Node =
-  | { type: 'object'; properties: [string, Node][]; required: ReadonlySet<string>; names: ReadonlySet<string>; limit?: Limit }
-  | { type: 'array'; items: Node; maxItems?: number; limit?: Limit }
-  | { type: 'string'; minLength?: number; maxLength?: number; limit?: Limit };
+/** One shape for every node (unused fields empty), so the walk's property reads stay monomorphic. */
+interface Node {
+  type: 'object' | 'array' | 'string';
+  /** object: its fields in schema order, their nodes, whether each is required, the known names */
+  names: readonly string[];
+  children: readonly Node[];
+  required: readonly boolean[];
+  known: ReadonlySet<string>;
+  /** array: the element node */
+  items: Node | undefined;
+  maxItems: number | undefined;
+  minLength: number | undefined;
+  maxLength: number | undefined;
+  limit: Limit | undefined;
+}
 
 class Walk {
   readonly shape: ErrorDetail[] = [];
   readonly tooLong: ErrorDetail[] = [];
   private instances = 0;
   private readonly body: unknown;
+  /** where the walk is: field names and indices (none needs escaping); a pointer only on a problem */
+  private readonly path: (string | number)[] = [];
   constructor(body: unknown) {
     this.body = body;
   }
 
   /** `index`: the element's index in its array (the instance index of a value), -1 elsewhere. */
-  visit(node: Node, value: unknown, pointer: string, index: number): void {
+  visit(node: Node, value: unknown, index: number): void {
     switch (node.type) {
       case 'string':
-        if (typeof value !== 'string') this.malformed(pointer, `Invalid input: expected string, received ${received(value)}`);
+        if (typeof value !== 'string') this.malformed(`Invalid input: expected string, received ${received(value)}`);
         else if (node.limit && value.length > node.limit.max && this.tooLong.length < 100) {
-          this.tooLong.push({ code: 'VALUE_TOO_LONG', pointer, instance: index, message: `value longer than ${node.limit.max} characters` });
+          this.tooLong.push({ code: 'VALUE_TOO_LONG', pointer: this.pointer(), instance: index, message: `value longer than ${node.limit.max} characters` });
         }
-        return this.lengths(value, node.minLength, node.maxLength, pointer);
+        if (node.minLength !== undefined || node.maxLength !== undefined) this.lengths(value, node.minLength, node.maxLength);
+        return;
       case 'array': {
         if (!Array.isArray(value)) {
-          this.malformed(pointer, `Invalid input: expected array, received ${received(value)}`);
-          return this.lengths(value, undefined, node.maxItems, pointer);
+          this.malformed(`Invalid input: expected array, received ${received(value)}`);
+          return this.lengths(value, undefined, node.maxItems);
         }
         if (node.limit) this.count(node.limit, value.length);
         // as zod: an array over its maxItems is refused without looking at its elements
-        if (node.maxItems !== undefined && value.length > node.maxItems) return this.malformed(pointer, `Too big: expected array to have <=${node.maxItems} items`);
-        for (let i = 0; i < value.length; i++) this.visit(node.items, value[i], `${pointer}/${i}`, i);
+        if (node.maxItems !== undefined && value.length > node.maxItems) return this.malformed(`Too big: expected array to have <=${node.maxItems} items`);
+        const depth = this.path.push(0) - 1;
+        for (let i = 0; i < value.length; i++) {
+          this.path[depth] = i;
+          this.visit(node.items!, value[i], i);
+        }
+        this.path.pop();
         return;
       }
       case 'object': {
-        if (typeof value !== 'object' || value === null || Array.isArray(value)) return this.malformed(pointer, `Invalid input: expected object, received ${received(value)}`);
+        if (typeof value !== 'object' || value === null || Array.isArray(value)) return this.malformed(`Invalid input: expected object, received ${received(value)}`);
         const record = value as Record<string, unknown>;
-        for (const [name, child] of node.properties) {
-          const v = record[name];
-          if (v === undefined && !node.required.has(name)) continue;
-          this.visit(child, v, `${pointer}/${name}`, index);
+        const depth = this.path.push('') - 1;
+        for (let i = 0; i < node.names.length; i++) {
+          const v = record[node.names[i]!];
+          if (v === undefined && !node.required[i]) continue;
+          this.path[depth] = node.names[i]!;
+          this.visit(node.children[i]!, v, index);
         }
-        const unknown: string[] = [];
+        this.path.pop();
+        let unknown: string[] | undefined;
         // for..in, as zod's strict objects (a JSON body has no inherited keys anyway)
-        for (const key in record) if (!node.names.has(key)) unknown.push(key);
-        if (unknown.length) this.malformed(pointer, unrecognized(unknown));
+        for (const key in record) if (!node.known.has(key)) (unknown ??= []).push(key);
+        if (unknown) this.malformed(unrecognized(unknown));
       }
     }
+  }
+
+  private pointer(): string {
+    return this.path.length ? `/${this.path.join('/')}` : '';
   }
 
   /**
    * zod's length checks: strings count code points; they also run on a value of the wrong type
    * that has a length (an array where a string belongs), adding their own issue after the type's.
    */
-  private lengths(value: unknown, min: number | undefined, max: number | undefined, pointer: string): void {
+  private lengths(value: unknown, min: number | undefined, max: number | undefined): void {
     if (value === null || value === undefined || (min === undefined && max === undefined)) return;
     const units = (value as { length?: unknown }).length;
     if (units === undefined) return;
@@ -105,11 +131,11 @@ class Walk {
     const size = (bound: string) => (origin === 'unknown' ? `to be ${bound}` : `to have ${bound} ${origin === 'array' ? 'items' : 'characters'}`);
     if (min !== undefined) {
       const n = typeof value === 'string' && value.length >= min && value.length < min * 2 ? codePoints(value) : units;
-      if (!((n as number) >= min)) this.malformed(pointer, `Too small: expected ${origin} ${size(`>=${min}`)}`);
+      if (!((n as number) >= min)) this.malformed(`Too small: expected ${origin} ${size(`>=${min}`)}`);
     }
     if (max !== undefined) {
       const n = typeof value === 'string' && value.length > max ? codePoints(value) : units;
-      if (!((n as number) <= max)) this.malformed(pointer, `Too big: expected ${origin} ${size(`<=${max}`)}`);
+      if (!((n as number) <= max)) this.malformed(`Too big: expected ${origin} ${size(`<=${max}`)}`);
     }
   }
 
@@ -129,7 +155,8 @@ class Walk {
     }
   }
 
-  private malformed(pointer: string, message: string): void {
+  private malformed(message: string): void {
+    const pointer = this.pointer();
     this.shape.push({ code: 'REQUEST_MALFORMED', pointer, message: `${pointer || '/'}: ${message}` });
   }
 }
@@ -180,15 +207,24 @@ function compile(schema: unknown, at: string): Node {
   const s = schema as Record<string, unknown>;
   const unsupported = Object.keys(s).filter((k) => !KNOWN.has(k));
   if (unsupported.length) throw new Error(`transform body checker: unsupported JSON Schema keyword(s) ${unsupported.join(', ')} at ${at || '/'}`);
+  const num = (v: unknown) => (typeof v === 'number' ? v : undefined);
+  const node: Node = {
+    type: 'string', names: [], children: [], required: [], known: new Set(), items: undefined,
+    maxItems: num(s.maxItems), minLength: num(s.minLength), maxLength: num(s.maxLength), limit: undefined,
+  };
   switch (s.type) {
     case 'string':
-      return { type: 'string', ...(typeof s.minLength === 'number' ? { minLength: s.minLength } : {}), ...(typeof s.maxLength === 'number' ? { maxLength: s.maxLength } : {}) };
+      return node;
     case 'array':
-      return { type: 'array', items: compile(s.items, `${at}/items`), ...(typeof s.maxItems === 'number' ? { maxItems: s.maxItems } : {}) };
+      return { ...node, type: 'array', items: compile(s.items, `${at}/items`) };
     case 'object': {
       if (s.additionalProperties !== false) throw new Error(`transform body checker: objects must be strict at ${at || '/'}`);
-      const properties = Object.entries((s.properties ?? {}) as Record<string, unknown>).map(([k, v]): [string, Node] => [k, compile(v, `${at}/properties/${k}`)]);
-      return { type: 'object', properties, required: new Set((s.required ?? []) as string[]), names: new Set(properties.map(([k]) => k)) };
+      const properties = Object.entries((s.properties ?? {}) as Record<string, unknown>);
+      const required = new Set((s.required ?? []) as string[]);
+      return {
+        ...node, type: 'object', names: properties.map(([k]) => k), children: properties.map(([k, v]) => compile(v, `${at}/properties/${k}`)),
+        required: properties.map(([k]) => required.has(k)), known: new Set(properties.map(([k]) => k)),
+      };
     }
     default:
       throw new Error(`transform body checker: unsupported type ${String(s.type)} at ${at || '/'}`);
@@ -196,12 +232,12 @@ function compile(schema: unknown, at: string): Node {
 }
 
 function field(node: Node, name: string): Node {
-  const found = node.type === 'object' ? node.properties.find(([k]) => k === name)?.[1] : undefined;
+  const found = node.type === 'object' ? node.children[node.names.indexOf(name)] : undefined;
   if (!found) throw new Error(`transform body checker: the schema has no field ${name}`);
   return found;
 }
 
 function arrayItems(node: Node): Node {
-  if (node.type !== 'array') throw new Error('transform body checker: expected an array in the schema');
+  if (node.type !== 'array' || !node.items) throw new Error('transform body checker: expected an array in the schema');
   return node.items;
 }
