@@ -29,6 +29,11 @@ export interface ServiceOptions {
   audit?: AuditSink;
   /** lines for the operator at start (which master key, the dev client's secret file) */
   notice?: (line: string) => void;
+  /**
+   * How long a request body may take to arrive (default 30 s). Belongs in service.limits of the
+   * configuration file, whose schema does not have it yet; until then it is set here.
+   */
+  bodyReadTimeoutMs?: number;
 }
 
 export interface Service {
@@ -78,8 +83,9 @@ export async function openService(options: ServiceOptions): Promise<Service> {
   const verifier = new CachingVerifier(new TokenVerifier({ identity: config.identity, issuer, signer, now: options.now }), { now: options.now });
   const audit = options.audit ?? new FileAuditSink(join(options.dataDir, 'audit.log'));
   let draining = false;
+  const service = options.bodyReadTimeoutMs === undefined ? config.service : { ...config.service, limits: { ...config.service.limits, bodyReadTimeoutMs: options.bodyReadTimeoutMs } };
   const app = buildServer({
-    engine, service: config.service, issuer, signer, tokens, verifier, audit, logger, now: options.now,
+    engine, service, issuer, signer, tokens, verifier, audit, logger, now: options.now,
     ready: () => !draining,
   });
   app.addHook('onClose', async () => {

@@ -32,6 +32,7 @@ export const ERROR_CATALOG = {
   CONTENT_TYPE_UNSUPPORTED: { status: 415, retriable: false, title: 'The body must be application/json' },
   BODY_TOO_LARGE: { status: 413, retriable: false, title: 'The body exceeds the size limit' },
   LIMIT_EXCEEDED: { status: 413, retriable: false, title: 'The call holds more requests or instances than the limit' },
+  REQUEST_TIMEOUT: { status: 408, retriable: false, title: 'The request body did not arrive within the body read timeout' },
   RATE_LIMITED: { status: 429, retriable: true, title: 'Too many calls; retry after the time given in Retry-After' },
   AUDIT_UNAVAILABLE: { status: 503, retriable: true, title: 'The audit sink cannot record the call, so the call was refused' },
   NOT_FOUND: { status: 404, retriable: false, title: 'No such resource' },

@@ -8,11 +8,12 @@ export { Engine, type BindRequest, type BoundFields, type Chain, type EngineOpti
 export type { Identity } from './identity.ts';
 
 // the request and response bodies (spec §2.1–2.7) and their published JSON Schemas
-export { transformResponseSchema, type TransformRequest, type TransformResponse } from './request/schema.ts';
+export { transformResponseSchema, UUID, type TransformRequest, type TransformResponse } from './request/schema.ts';
+export { checkIdentifiers } from './identifiers.ts';
 export { jsonSchemas } from './schemas.ts';
 
 // errors
-export { ERROR_CATALOG, ValueError, VeilError, type ErrorCode, type ErrorDetail } from './errors.ts';
+export { combine, ERROR_CATALOG, ValueError, VeilError, type ErrorCode, type ErrorDetail } from './errors.ts';
 
 // configuration: the engine's sections, their compiler, and the pieces other layers' sections reuse
 export { compileConfig, compileConfigOrThrow, compileConfigText, compileEngineConfig, compileText, configIssuesOf, type CompileResult } from './config/compile.ts';

@@ -1,71 +1,107 @@
-import { ERROR_CATALOG, jsonSchemas } from '../engine/index.ts';
+import { ERROR_CATALOG } from '../engine/index.ts';
+import {
+  DEFAULT_LIMITS, DISCOVERY_SCHEMA, JWKS_SCHEMA, OAUTH_ERROR_SCHEMA, PROBLEM_SCHEMA, TOKEN_FORM_SCHEMA, TOKEN_RESPONSE_SCHEMA,
+  statusSchema, transformRequestSchema, transformResponseSchema,
+} from './openapi-schemas.ts';
+import type { BodyLimits } from './transform-body.ts';
+
+type Schema = Record<string, unknown>;
 
 /**
- * The OpenAPI 3.1 document of the HTTP service, built from the engine's zod-generated JSON
- * Schemas; schemas/openapi.json holds a copy that a test keeps in sync.
+ * The OpenAPI 3.1 document of the HTTP service: every operation, every status it can answer
+ * and the exact shape of every body, so that a schema-driven fuzzer (scripts/schemathesis.sh)
+ * finds the service and the document in agreement. Request schemas come from the engine's zod
+ * schemas plus the HTTP checks (UUID guids, the configured limits); schemas/openapi.json holds
+ * the document for the default limits, which a test keeps in sync.
  */
-export function openApiDocument(serverUrl = 'http://localhost:8080'): Record<string, unknown> {
-  const s = jsonSchemas();
-  const strip = (schema: unknown) => Object.fromEntries(Object.entries(schema as object).filter(([k]) => k !== '$schema' && k !== '$id'));
-  const problem = (codes: string[]) => ({
-    description: codes.join(', '),
-    content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } },
+export function openApiDocument(serverUrl = 'http://localhost:8080', limits: BodyLimits = DEFAULT_LIMITS): Record<string, unknown> {
+  const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
+  const json = (schema: Schema, headers?: Schema) => ({ content: { 'application/json': { schema } }, ...(headers ? { headers } : {}) });
+  const codes = (status: number) => Object.entries(ERROR_CATALOG).filter(([, e]) => e.status === status).map(([c]) => c);
+  const problem = (status: number, description = codes(status).join(', '), headers?: Schema) => ({
+    description, content: { 'application/problem+json': { schema: ref('Problem') } }, ...(headers ? { headers } : {}),
   });
-  const byStatus = (status: number) => Object.entries(ERROR_CATALOG).filter(([, e]) => e.status === status).map(([c]) => c);
+  const header = (description: string, schema: Schema = { type: 'string' }) => ({ required: true, description, schema });
+  const retryAfter = { 'Retry-After': header('Seconds to wait', { type: 'string', pattern: '^[0-9]+$' }) };
+  const noStore = { 'Cache-Control': header('no-store', { const: 'no-store' }) };
+  // the body read timeout and the size limit apply to every body, before any route sees it
+  const bodyLimits = {
+    408: problem(408, 'REQUEST_TIMEOUT: the body did not arrive within service.limits.bodyReadTimeoutMs (default 30 s); the connection closes'),
+    413: problem(413, 'BODY_TOO_LARGE (over service.limits.bodyBytes), LIMIT_EXCEEDED'),
+  };
+  const get = (operationId: string, summary: string, responses: Schema) => ({ get: { operationId, summary, responses } });
+
   return {
     openapi: '3.1.0',
-    info: { title: 'veil Transform Service', version: '1', description: 'Protects and unprotects field values (Transform Service specification).' },
+    info: { title: 'veil Transform Service', version: '1', description: 'Protects and unprotects field values (Transform Service specification). Errors are RFC 9457 problem details with a stable code (docs/errors.md). A method a path does not declare gets 405 with an Allow header; an unknown path 404.' },
     servers: [{ url: serverUrl }],
     components: {
-      securitySchemes: { bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } },
+      securitySchemes: { bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'An access token from POST /connect/token, or from a configured external issuer' } },
       schemas: {
-        TransformRequest: strip(s['transform-request.schema.json']),
-        TransformResponse: strip(s['transform-response.schema.json']),
-        Problem: {
-          type: 'object',
-          required: ['type', 'title', 'status', 'detail', 'code', 'retriable'],
-          properties: {
-            type: { type: 'string' }, title: { type: 'string' }, status: { type: 'integer' }, detail: { type: 'string' },
-            code: { type: 'string', enum: Object.keys(ERROR_CATALOG) }, retriable: { type: 'boolean' }, instance: { type: 'string' }, pointer: { type: 'string' },
-            errors: { type: 'array', items: { type: 'object', required: ['code', 'pointer', 'message'], properties: { code: { type: 'string' }, pointer: { type: 'string' }, message: { type: 'string' }, request: { type: 'string' }, instance: { type: 'integer' }, className: { type: 'string' }, propertyName: { type: 'string' } } } },
-          },
-        },
-        TokenResponse: { type: 'object', required: ['access_token', 'token_type', 'expires_in'], properties: { access_token: { type: 'string' }, token_type: { const: 'Bearer' }, expires_in: { type: 'integer' } } },
-        OAuthError: { type: 'object', required: ['error'], properties: { error: { enum: ['invalid_request', 'invalid_client', 'unsupported_grant_type', 'invalid_scope', 'slow_down'] }, error_description: { type: 'string' } } },
+        TransformRequest: transformRequestSchema(limits),
+        TransformResponse: transformResponseSchema(),
+        Problem: PROBLEM_SCHEMA,
+        TokenRequest: TOKEN_FORM_SCHEMA,
+        TokenResponse: TOKEN_RESPONSE_SCHEMA,
+        OAuthError: OAUTH_ERROR_SCHEMA,
+        Discovery: DISCOVERY_SCHEMA,
+        Jwks: JWKS_SCHEMA,
       },
     },
     paths: {
       '/transform': {
         post: {
           operationId: 'transform',
+          summary: 'Protect or unprotect field values (spec §4.1)',
           security: [{ bearer: [] }],
-          requestBody: { required: true, content: { 'application/json': { schema: { $ref: '#/components/schemas/TransformRequest' } } } },
+          requestBody: { required: true, content: { 'application/json': { schema: ref('TransformRequest'), example: EXAMPLE_REQUEST } } },
           responses: {
-            200: { description: 'One response per request, linked by request', content: { 'application/json': { schema: { $ref: '#/components/schemas/TransformResponse' } } } },
-            ...Object.fromEntries([400, 401, 403, 413, 415, 422, 429, 500, 503].map((st) => [st, problem(byStatus(st))])),
+            200: { description: 'One response per request, linked by request', ...json(ref('TransformResponse')) },
+            400: problem(400),
+            401: problem(401, undefined, { 'WWW-Authenticate': header('Bearer realm="veil", with error="invalid_token" unless the token is missing') }),
+            403: problem(403),
+            ...bodyLimits,
+            415: problem(415),
+            422: problem(422),
+            429: problem(429, undefined, retryAfter),
+            500: problem(500),
+            503: problem(503),
           },
         },
       },
       '/connect/token': {
         post: {
           operationId: 'token',
-          requestBody: {
-            required: true,
-            content: { 'application/x-www-form-urlencoded': { schema: { type: 'object', required: ['grant_type'], properties: { grant_type: { const: 'client_credentials' }, client_id: { type: 'string' }, client_secret: { type: 'string' }, scope: { type: 'string' } } } } },
-          },
+          summary: 'OAuth 2.0 client credentials (RFC 6749 §4.4) → RFC 9068 access token',
+          requestBody: { required: true, content: { 'application/x-www-form-urlencoded': { schema: ref('TokenRequest') } } },
           responses: {
-            200: { description: 'Access token', content: { 'application/json': { schema: { $ref: '#/components/schemas/TokenResponse' } } } },
-            400: { description: 'RFC 6749 §5.2 error', content: { 'application/json': { schema: { $ref: '#/components/schemas/OAuthError' } } } },
-            401: { description: 'invalid_client', content: { 'application/json': { schema: { $ref: '#/components/schemas/OAuthError' } } } },
-            429: { description: 'too many failed authentications', content: { 'application/json': { schema: { $ref: '#/components/schemas/OAuthError' } } } },
+            200: { description: 'Access token', ...json(ref('TokenResponse'), noStore) },
+            400: { description: 'RFC 6749 §5.2: invalid_request, unsupported_grant_type', ...json(ref('OAuthError'), noStore) },
+            401: { description: 'invalid_client (WWW-Authenticate: Basic when Basic credentials were sent)', ...json(ref('OAuthError'), noStore) },
+            ...bodyLimits,
+            429: { description: 'slow_down: too many failed authentications for the client id or address', ...json(ref('OAuthError'), { ...noStore, ...retryAfter }) },
+            500: problem(500),
           },
         },
       },
-      '/.well-known/openid-configuration': { get: { operationId: 'discovery', responses: { 200: { description: 'OpenID provider metadata', content: { 'application/json': { schema: { type: 'object' } } } } } } },
-      '/.well-known/jwks.json': { get: { operationId: 'jwks', responses: { 200: { description: 'Token signing keys', content: { 'application/json': { schema: { type: 'object', required: ['keys'], properties: { keys: { type: 'array' } } } } } } } } },
-      '/healthz': { get: { operationId: 'health', responses: { 200: { description: 'alive', content: { 'application/json': { schema: { type: 'object' } } } } } } },
-      '/readyz': { get: { operationId: 'ready', responses: { 200: { description: 'ready', content: { 'application/json': { schema: { type: 'object' } } } }, 503: { description: 'not ready', content: { 'application/json': { schema: { type: 'object' } } } } } } },
-      '/metrics': { get: { operationId: 'metrics', responses: { 200: { description: 'Prometheus text format', content: { 'text/plain': { schema: { type: 'string' } } } } } } },
+      '/.well-known/openid-configuration': get('discovery', 'OpenID provider metadata', { 200: { description: 'Issuer, token endpoint, JWKS', ...json(ref('Discovery')) } }),
+      '/.well-known/jwks.json': get('jwks', 'Token signing keys', { 200: { description: 'The public keys of every signing key version', ...json(ref('Jwks')) } }),
+      '/healthz': get('health', 'Liveness', { 200: { description: 'alive', ...json(statusSchema('ok')) } }),
+      '/readyz': get('ready', 'Readiness', {
+        200: { description: 'ready', ...json(statusSchema('ready')) },
+        503: { description: 'starting or draining', ...json(statusSchema('not ready')) },
+      }),
+      '/metrics': get('metrics', 'Prometheus metrics', { 200: { description: 'Prometheus text format 0.0.4', content: { 'text/plain': { schema: { type: 'string' } } } } }),
     },
   };
 }
+
+/** The README's request: role support protects an email. */
+const EXAMPLE_REQUEST = {
+  rightsContexts: [{ guid: '11111111-1111-4111-8111-111111111111', evidences: [{ name: 'Role', value: 'support' }] }],
+  processingContexts: [{ guid: '22222222-2222-4222-8222-222222222222', evidences: [{ name: 'Action', value: 'Protect' }] }],
+  requests: [{
+    guid: '33333333-3333-4333-8333-333333333333', rightsContext: '11111111-1111-4111-8111-111111111111', processingContext: '22222222-2222-4222-8222-222222222222',
+    instances: [{ className: 'Customer', propertyName: 'email', value: 'alice@example.com' }],
+  }],
+};

@@ -7,16 +7,24 @@ import type { ServiceConfig } from './service-config.ts';
 import type { JwtSigner } from '../keystore/jwt-signer.ts';
 import type { TokenService } from '../identity/token-service.ts';
 import type { BearerVerifier } from '../identity/token-verifier.ts';
+import { DEFAULT_BODY_READ_TIMEOUT_MS, registerBodyReadTimeout } from './body-timeout.ts';
 import { HttpMetrics } from './metrics.ts';
 import { openApiDocument } from './openapi.ts';
 import { PROBLEM_CONTENT_TYPE, problemOf } from '../errors/problem.ts';
 import { registerOpsRoutes } from './routes/ops-routes.ts';
 import { registerTokenRoutes } from './routes/token-routes.ts';
 import { registerTransformRoute } from './routes/transform-route.ts';
+import { registerRouting } from './routing.ts';
+
+/**
+ * service.limits as the HTTP service reads it: bodyReadTimeoutMs (default 30 s) is not in the
+ * configuration schema yet, so it is optional here.
+ */
+export type HttpServiceConfig = ServiceConfig & { limits: { bodyReadTimeoutMs?: number } };
 
 export interface ServerDeps {
   engine: Engine;
-  service: ServiceConfig;
+  service: HttpServiceConfig;
   issuer: string;
   signer: JwtSigner;
   tokens: TokenService;
@@ -28,18 +36,6 @@ export interface ServerDeps {
   /** readiness: false while starting or draining */
   ready?: () => boolean;
 }
-
-/** Every route and its methods, for 405 Method Not Allowed with an Allow header. */
-const ROUTES: Record<string, string[]> = {
-  '/transform': ['POST'],
-  '/connect/token': ['POST'],
-  '/.well-known/openid-configuration': ['GET', 'HEAD'],
-  '/.well-known/jwks.json': ['GET', 'HEAD'],
-  '/healthz': ['GET', 'HEAD'],
-  '/readyz': ['GET', 'HEAD'],
-  '/metrics': ['GET', 'HEAD'],
-  '/openapi.json': ['GET', 'HEAD'],
-};
 
 /** Builds the HTTP service: POST /transform, the token endpoint, discovery, health and metrics. */
 export function buildServer(deps: ServerDeps): FastifyInstance {
@@ -59,10 +55,14 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
     forceCloseConnections: 'idle',
   });
 
+  const send = (reply: FastifyReply, e: VeilError, req: FastifyRequest) => sendError(reply, e, req, metrics);
   app.addHook('onRequest', async (req, reply) => {
     reply.header('x-request-id', req.id);
     (req as FastifyRequest & { startedAt: bigint }).startedAt = process.hrtime.bigint();
   });
+  // the deadline first: a body still trickling in after an early 404/405 is cut off too
+  registerBodyReadTimeout(app, deps.service.limits.bodyReadTimeoutMs ?? DEFAULT_BODY_READ_TIMEOUT_MS, send);
+  registerRouting(app, send);
   app.addHook('onResponse', async (req, reply) => {
     const route = req.routeOptions.url ?? 'unmatched';
     metrics.requests.inc({ route, method: req.method, status: String(reply.statusCode) });
@@ -77,23 +77,14 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
     }
     return sendError(reply, toVeilError(error), req, metrics);
   });
-  app.setNotFoundHandler((req, reply) => {
-    const path = req.url.split('?')[0]!;
-    const allowed = ROUTES[path];
-    if (allowed && !allowed.includes(req.method)) {
-      reply.header('allow', allowed.join(', '));
-      return sendError(reply, new VeilError('METHOD_NOT_ALLOWED', `${path} supports ${allowed.join(', ')}`), req, metrics);
-    }
-    return sendError(reply, new VeilError('NOT_FOUND', 'no such resource'), req, metrics);
-  });
   // only JSON reaches /transform; the form parser is registered for the token endpoint alone
   app.removeContentTypeParser('text/plain');
 
-  registerTransformRoute(app, { ...deps, metrics, sendError: (reply, e, req) => sendError(reply, e, req, metrics) });
+  registerTransformRoute(app, { ...deps, metrics, sendError: send });
   app.register(async (scope) => registerTokenRoutes(scope, deps));
 
   registerOpsRoutes(app, { live: () => ({ healthy: true }), ready: () => deps.ready?.() ?? true, metrics: metrics.registry });
-  const openapi = openApiDocument(deps.issuer);
+  const openapi = openApiDocument(deps.issuer, deps.service.limits);
   app.get('/openapi.json', async () => openapi);
   return app;
 }
@@ -106,6 +97,8 @@ function sendError(reply: FastifyReply, error: VeilError, req: FastifyRequest, m
     const description = error.code === 'TOKEN_MISSING' ? '' : `, error="invalid_token", error_description="${error.code.toLowerCase()}"`;
     reply.header('www-authenticate', `Bearer realm="veil"${description}`);
   }
+  // RFC 9110 §15.5.9: the rest of a timed-out body may still be on its way
+  if (error.code === 'REQUEST_TIMEOUT') reply.header('connection', 'close');
   if (error.code === 'RATE_LIMITED') {
     const retry = (error as VeilError & { retryAfter?: number }).retryAfter;
     if (retry) reply.header('retry-after', String(retry));

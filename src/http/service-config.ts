@@ -7,6 +7,8 @@ export const serviceSchema = z.strictObject({
     requests: z.number().int().min(1).max(10_000).default(100),
     instancesPerCall: z.number().int().min(1).max(1_000_000).default(10_000),
     valueLength: z.number().int().min(1).max(1_048_576).default(4096),
+    /** a request body must arrive within this long of its headers, else 408 REQUEST_TIMEOUT */
+    bodyReadTimeoutMs: z.number().int().min(100).max(600_000).default(30_000),
   }).prefault({}),
   rateLimit: z.strictObject({
     /** sustained /transform calls per second per client, and the burst above it */

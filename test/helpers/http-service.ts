@@ -25,7 +25,7 @@ export interface TestService {
  * Starts a real veil HTTP service on 127.0.0.1 and an ephemeral port, on the example
  * configuration (or `configText`), a fresh data directory and an injectable clock.
  */
-export async function startTestService(options: { configText?: string; dataDir?: string; start?: Date; issuer?: string } = {}): Promise<TestService> {
+export async function startTestService(options: { configText?: string; dataDir?: string; start?: Date; issuer?: string; bodyReadTimeoutMs?: number } = {}): Promise<TestService> {
   const dataDir = options.dataDir ?? (await mkdtemp(join(tmpdir(), 'veil-http-')));
   let configFile = EXAMPLE_CONFIG;
   if (options.configText) {
@@ -45,6 +45,7 @@ export async function startTestService(options: { configText?: string; dataDir?:
   const service = await openService({
     configFile, dataDir, env: { VEIL_MASTER_KEY: MASTER_KEY_HEX }, now: () => clock.now,
     baseUrl: options.issuer ?? 'http://veil.test', development: true, logDestination: destination, logLevel: 'info', audit,
+    ...(options.bodyReadTimeoutMs === undefined ? {} : { bodyReadTimeoutMs: options.bodyReadTimeoutMs }),
   });
   await service.app.listen({ port: 0, host: '127.0.0.1' });
   const address = service.app.server.address() as { port: number };

@@ -189,3 +189,88 @@ export function base64urlJson(value: object): string {
 export function protectEmailBody(value: string = SECRET.email): ReturnType<typeof body> {
   return body({ roles: ['fraud'], action: 'Protect', instances: [['email', value]] });
 }
+
+export interface TrickleOptions {
+  method?: string;
+  path: string;
+  headers?: Record<string, string>;
+  /** the body, sent `bytesPerTick` bytes every `tickMs` (the default sends it at once) */
+  body?: string;
+  bytesPerTick?: number;
+  tickMs?: number;
+  /** stop sending after this many bytes of the body, and keep the connection open */
+  stopAfter?: number;
+  /** fail when no full response has arrived after this long */
+  giveUpMs?: number;
+}
+
+/**
+ * One request over a raw socket whose body trickles in: what fetch cannot send slowly. Resolves
+ * with the reply (parsed as `call` does), when it arrived, and whether the server then closed the
+ * connection (within `closeWaitMs`).
+ */
+export async function trickle(url: string, options: TrickleOptions, closeWaitMs = 2000): Promise<{ reply: Reply; elapsedMs: number; sentBytes: number; closedByServer: boolean }> {
+  const { connect } = await import('node:net');
+  const { port, hostname } = new URL(url);
+  const body = Buffer.from(options.body ?? '');
+  const chunked = options.headers?.['transfer-encoding'] !== undefined;
+  const headers = { host: `${hostname}:${port}`, ...(chunked ? {} : { 'content-length': String(body.length) }), ...options.headers };
+  const head = `${options.method ?? 'POST'} ${options.path} HTTP/1.1\r\n${Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('')}\r\n`;
+  const started = Date.now();
+  const socket = connect(Number(port), hostname);
+  let received = Buffer.alloc(0);
+  let sent = 0;
+  let ticker: NodeJS.Timeout | undefined;
+  let elapsedMs = 0;
+  const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+  const responded = new Promise<void>((resolve, reject) => {
+    socket.on('data', (chunk) => {
+      received = Buffer.concat([received, chunk]);
+      const end = received.indexOf('\r\n\r\n');
+      const length = /\r\ncontent-length: *(\d+)/i.exec(received.subarray(0, end).toString('latin1'));
+      if (end >= 0 && length && received.length >= end + 4 + Number(length[1])) {
+        elapsedMs = Date.now() - started;
+        resolve();
+      }
+    });
+    socket.once('error', reject);
+    socket.once('close', () => reject(new Error(`connection closed before a full response (${received.length} bytes)`)));
+    if (options.giveUpMs) setTimeout(() => reject(new Error(`no response within ${options.giveUpMs} ms`)), options.giveUpMs).unref();
+  });
+  socket.once('connect', () => {
+    socket.write(head);
+    const limit = Math.min(body.length, options.stopAfter ?? body.length);
+    const step = options.bytesPerTick ?? body.length;
+    const tick = () => {
+      if (sent >= limit || socket.destroyed) return clearInterval(ticker);
+      const chunk = body.subarray(sent, Math.min(limit, sent + step));
+      sent += chunk.length;
+      socket.write(chunk, () => undefined);
+    };
+    tick();
+    if (options.tickMs) ticker = setInterval(tick, options.tickMs);
+  });
+  try {
+    await responded;
+  } catch (e) {
+    socket.destroy();
+    throw e;
+  } finally {
+    clearInterval(ticker);
+  }
+  const closedByServer = await Promise.race([closed.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), closeWaitMs))]);
+  socket.destroy();
+  const end = received.indexOf('\r\n\r\n');
+  const [statusLine, ...lines] = received.subarray(0, end).toString('latin1').split('\r\n');
+  const status = Number(statusLine!.split(' ')[1]);
+  const responseHeaders = new Headers(lines.map((l) => [l.slice(0, l.indexOf(':')), l.slice(l.indexOf(':') + 1).trim()] as [string, string]));
+  const text = received.subarray(end + 4).toString('utf8');
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = undefined;
+  }
+  const res = new Response(text, { status, headers: responseHeaders });
+  return { reply: { res, status, headers: responseHeaders, text, json, requestId: responseHeaders.get('x-request-id') ?? '' }, elapsedMs, sentBytes: sent, closedByServer };
+}

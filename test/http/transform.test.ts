@@ -5,7 +5,7 @@ import type { TestService } from '../helpers/http-service.ts';
 import { startTestService } from '../helpers/http-service.ts';
 import {
   EXAMPLE_CONFIG_TEXT, REVERSIBLE, SECRET, body, call, clientsYaml, expectNoneContain, expectProblem, expectProblemAt, protectEmailBody,
-  startWith, transform, type Reply,
+  startWith, transform, trickle, type Reply,
 } from './support.ts';
 import { tamper, withKeyVersion } from '../helpers/engine-fixture.ts';
 
@@ -412,6 +412,14 @@ describe('POST /transform: media type, size limits and rate limits', () => {
       ok(await transform(small, t, protectEmailBody('z'.repeat(64))));
       problemAt(await transform(small, t, protectEmailBody('z'.repeat(65))), 'VALUE_TOO_LONG', '/requests/0/instances/0/value');
     });
+  });
+
+  it('REQUEST_TIMEOUT: a body that has not arrived by the body read timeout (test/http/body-timeout.test.ts has more)', async () => {
+    const slow = await startTestService({ bodyReadTimeoutMs: 300 });
+    services.push(slow);
+    const { reply } = await trickle(slow.url, { path: '/transform', headers: { 'content-type': 'application/json', authorization: `Bearer ${await slow.token()}` }, body: json, bytesPerTick: 1, tickMs: 50 });
+    problem(reply, 'REQUEST_TIMEOUT');
+    expect(reply.headers.get('connection')).toBe('close');
   });
 
   describe('RATE_LIMITED (transformPerSecond 0.5, transformBurst 2)', () => {

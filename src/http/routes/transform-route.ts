@@ -2,13 +2,13 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AuditSink } from '../../audit/audit-sink.ts';
 import { fieldCounts } from '../../audit/audit-event.ts';
 import { GuardedTransform } from '../../audit/guarded-transform.ts';
-import { jsonSchemas, VeilError, type Engine } from '../../engine/index.ts';
+import { VeilError, type Engine } from '../../engine/index.ts';
 import type { ServiceConfig } from '../service-config.ts';
 import { RateLimitedError } from '../../identity/identity-errors.ts';
 import { RateLimiter } from '../../identity/rate-limiter.ts';
 import type { BearerVerifier } from '../../identity/token-verifier.ts';
-import { checkLimits } from '../limits.ts';
 import type { HttpMetrics } from '../metrics.ts';
+import { transformBodyChecker } from '../transform-body.ts';
 
 interface Deps {
   engine: Engine;
@@ -21,21 +21,18 @@ interface Deps {
 }
 
 /**
- * POST /transform (spec §4.1). Order: bearer token (401) → rate limit per client (429) → limits
- * (413/422) → engine plan: shape, identifiers, contexts, grants, fields (400/403/422) → execute →
+ * POST /transform (spec §4.1). Order: bearer token (401) → rate limit per client (429) → one pass
+ * over the body: limits, shape, identifiers (413/422/400) → engine plan: contexts, grants, fields
+ * (400/403/422) → execute →
  * audit of every call that reveals cleartext before any value leaves: if the audit sink fails, the
  * call is refused (503). Denied calls are audited too. The audit rule is GuardedTransform's
  * (src/audit/guarded-transform.ts), shared with the Kafka responder.
  */
 export function registerTransformRoute(app: FastifyInstance, deps: Deps): void {
   const limiter = new RateLimiter({ rate: deps.service.rateLimit.transformPerSecond, burst: deps.service.rateLimit.transformBurst, now: () => deps.now().getTime() });
-  const schemas = jsonSchemas();
+  const checkBody = transformBodyChecker(deps.service.limits);
   const guard = new GuardedTransform({ engine: deps.engine, audit: deps.audit, now: deps.now, channel: 'http', scope: 'revealing' });
-  app.post('/transform', {
-    schema: { body: schemas['transform-request.schema.json'] as object },
-    // the engine validates with the same zod schema and reports pointers with stable codes
-    validatorCompiler: () => (data) => ({ value: data }),
-  }, async (req, reply) => {
+  app.post('/transform', async (req, reply) => {
     const outcome = await guard.run({
       requestId: req.id,
       body: req.body,
@@ -46,8 +43,8 @@ export function registerTransformRoute(app: FastifyInstance, deps: Deps): void {
       admit: (caller) => {
         const wait = limiter.take(caller.clientId);
         if (wait > 0) throw new RateLimitedError('too many calls for this client', Math.ceil(wait));
-        checkLimits(req.body, deps.service.limits);
-        return req.body;
+        // one pass over the body: limits, shape, identifiers (Engine.plan checks shape again)
+        return checkBody(req.body);
       },
       warn: (message) => req.log.warn(message),
     });
