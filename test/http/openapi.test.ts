@@ -37,7 +37,7 @@ describe('the document', () => {
     expect(small.properties.requests.maxItems).toBe(2);
     expect(small.properties.requests.items.properties.instances.maxItems).toBe(3);
     expect(small.properties.requests.items.properties.instances.items.properties.value.maxLength).toBe(64);
-    expect(DEFAULT_LIMITS).toEqual({ bodyBytes: 4 * 1024 * 1024, requests: 100, instancesPerCall: 10_000, valueLength: 4096 });
+    expect(DEFAULT_LIMITS).toEqual({ bodyBytes: 4 * 1024 * 1024, requests: 100, instancesPerCall: 10_000, valueLength: 4096, bodyReadTimeoutMs: 30_000 });
     expect(request(DEFAULT_LIMITS).properties.requests.maxItems).toBe(100);
   });
 
