@@ -1,4 +1,4 @@
-import { VeilError, type Engine, type Identity, type Plan, type TransformResponse } from '../engine/index.ts';
+import { VeilError, type Engine, type Identity, type Plan, type TransformRequest, type TransformResponse } from '../engine/index.ts';
 import { auditEvent, type AuditCaller } from './audit-event.ts';
 import type { AuditChannel, AuditEvent, AuditSink } from './audit-sink.ts';
 
@@ -31,8 +31,13 @@ export interface GuardedCall {
   body?: unknown;
   /** the adapter's checks before the caller is known (content type, deadline), then authentication (401) */
   authenticate(): Promise<GuardedCaller>;
-  /** the adapter's checks once the caller is known (rate limit, size limits, parsing): the body to plan */
+  /**
+   * the adapter's checks once the caller is known (rate limit, size limits, parsing): the body to
+   * plan, or `{ checked }` when the adapter already checked its shape and identifiers
+   */
   admit(caller: GuardedCaller): unknown;
+  /** admit returns `{ checked: TransformRequest }`: the engine skips the shape and identifier checks */
+  checked?: boolean;
   /** where a refused call whose audit record could not be written is reported (the call stays refused) */
   warn(message: string): void;
 }
@@ -63,8 +68,14 @@ export class GuardedTransform {
     let plan: Plan | undefined;
     try {
       caller = await call.authenticate();
-      body = await call.admit(caller);
-      plan = this.deps.engine.plan(body, caller);
+      const admitted = await call.admit(caller);
+      if (call.checked) {
+        body = (admitted as { checked: TransformRequest }).checked;
+        plan = this.deps.engine.planChecked(body as TransformRequest, caller);
+      } else {
+        body = admitted;
+        plan = this.deps.engine.plan(body, caller);
+      }
       const response = this.deps.engine.execute(plan);
       if (this.inScope(plan)) {
         try {

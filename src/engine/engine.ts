@@ -6,7 +6,7 @@ import type { KeyProvider } from './key-access/key-provider.ts';
 import { matchProcessing, matchRights, resolveContexts, type ContextSite, type ResolvedRights } from './contexts.ts';
 import { checkIdentifiers } from './identifiers.ts';
 import type { Identity } from './identity.ts';
-import { transformRequestSchema, type Instance, type TransformResponse } from './request/schema.ts';
+import { transformRequestSchema, type Instance, type TransformRequest, type TransformResponse } from './request/schema.ts';
 import { pointerOf } from './config/issues.ts';
 
 export interface EngineOptions {
@@ -92,6 +92,14 @@ export class Engine {
     }
     const request = parsed.data;
     fail(checkIdentifiers(request));
+    return this.planChecked(request, identity);
+  }
+
+  /**
+   * plan() for a body an adapter has already checked for shape and identifiers by the same rules
+   * (the HTTP service's one pass, transformBodyChecker): contexts, grants and fields only.
+   */
+  planChecked(request: TransformRequest, identity: Identity): Plan {
     const contexts = resolveContexts(this.config, request, identity);
     fail(contexts.badRequest);
     fail(contexts.forbidden);

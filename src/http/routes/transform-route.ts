@@ -43,9 +43,10 @@ export function registerTransformRoute(app: FastifyInstance, deps: Deps): void {
       admit: (caller) => {
         const wait = limiter.take(caller.clientId);
         if (wait > 0) throw new RateLimitedError('too many calls for this client', Math.ceil(wait));
-        // one pass over the body: limits, shape, identifiers (Engine.plan checks shape again)
-        return checkBody(req.body);
+        // the one pass over the body: limits, shape, identifiers; the engine then plans it as checked
+        return { checked: checkBody(req.body) };
       },
+      checked: true,
       warn: (message) => req.log.warn(message),
     });
     if (!outcome.ok) {
