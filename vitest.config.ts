@@ -7,7 +7,7 @@ export default defineConfig({
     exclude: process.env.VEIL_CHAOS ? [] : ['test/integration/stream-chaos.test.ts'],
     testTimeout: 30_000,
     hookTimeout: 120_000,
-    globalSetup: ['./test/setup/kafka-env.ts'],
+    globalSetup: ['./test/setup/kafka-env.ts', './test/setup/postgres-env.ts'],
     reporters: ['default', './test/summary-reporter.ts'],
   },
 });
