@@ -10,9 +10,9 @@ import type { Command } from './io.ts';
 export const configHelp = `Usage: veil config <action> [options]
 
 Actions:
-  validate  [--config F]                 check a configuration; prints every problem as
+  validate  [F | --config F]             check a configuration; prints every problem as
                                          file:line: severity: /json/pointer: message
-  provision [--config F] [--data-dir D]  create the keys the configuration references
+  provision [F | --config F] [--data-dir D]  create the keys the configuration references
                                          and the keystore lacks
 Options:
   --config F     default: $VEIL_CONFIG, else the shipped config/example.yaml
@@ -33,7 +33,12 @@ export const configCommand: Command = async (args, io) => {
     io.stdout(configHelp);
     return action === undefined && !parsed.values.help ? 2 : 0;
   }
-  const file = resolveConfigPath(parsed.values.config, io.env, io.cwd);
+  const [, positionalFile, ...extra] = parsed.positionals;
+  if (extra.length > 0 || (positionalFile !== undefined && parsed.values.config !== undefined)) {
+    io.stderr('veil config: name one configuration file, as F or --config F\n');
+    return 2;
+  }
+  const file = resolveConfigPath(parsed.values.config ?? positionalFile, io.env, io.cwd);
   if (action === 'validate') {
     const loaded = await loadConfigFile(file);
     for (const issue of loaded.issues) io.stdout(`${formatIssue(file, issue)}\n`);

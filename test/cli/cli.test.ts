@@ -113,6 +113,18 @@ describe('veil config validate', () => {
     expect(run.err).toBe(`${file}: invalid: 2 error(s), 0 warning(s)\n`);
   });
 
+  it('takes the file as a positional argument too, and refuses two files rather than checking the default', async () => {
+    const { cwd, io } = await setup();
+    await writeFile(join(cwd, 'broken.yaml'), BROKEN);
+    const run = await veil(io, ['config', 'validate', 'broken.yaml']);
+    expect(run.code).toBe(1);
+    expect(run.err).toBe(`${join(cwd, 'broken.yaml')}: invalid: 2 error(s), 0 warning(s)\n`);
+    expect((await veil(io, ['config', 'validate', 'broken.yaml', 'other.yaml'])).code).toBe(2);
+    const both = await veil(io, ['config', 'validate', 'broken.yaml', '--config', 'broken.yaml']);
+    expect(both.code).toBe(2);
+    expect(both.err).toContain('name one configuration file');
+  });
+
   it('a configuration with warnings only is valid (exit 0) and prints the warnings', async () => {
     const { cwd, io } = await setup();
     const text = EXAMPLE_CONFIG_TEXT
