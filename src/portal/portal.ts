@@ -29,7 +29,7 @@ export function registerPortal(app: FastifyInstance, deps: PortalDeps): void {
       reply.header('content-security-policy', CONTENT_SECURITY_POLICY)
         .header('cache-control', 'no-store')
         .header('x-content-type-options', 'nosniff')
-        .header('referrer-policy', 'no-referrer')
+        .header('referrer-policy', 'same-origin')
         .header('x-frame-options', 'DENY');
     });
 

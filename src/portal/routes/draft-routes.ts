@@ -50,12 +50,12 @@ ${source.tests.map((t) => {
 <td>${editor ? postForm(session, `/admin/drafts/${id}/tests/delete`, html`<input type="hidden" name="test" value="${t.id}"><button type="submit" class="secondary">Delete</button>`, { class: 'inline' }) : ''}</td></tr>`;
 })}</tbody></table></div>
 ${editor ? postForm(session, `/admin/drafts/${id}/tests`, html`<div class="row">
-<div><label for="t-name">Name</label><input type="text" id="t-name" name="name" required maxlength="100"></div>
-<div><label for="t-field">Field (Class.property)</label><input type="text" id="t-field" name="field" required pattern="[A-Za-z][A-Za-z0-9_-]*\\.[A-Za-z][A-Za-z0-9_-]*"></div>
-<div><label for="t-role">Role</label><input type="text" id="t-role" name="role" required></div>
-<div><label for="t-action">Action</label><input type="text" id="t-action" name="action" value="Unprotect" required></div>
-<div><label for="t-value">Test value (stored with the draft: use synthetic data)</label><input type="text" id="t-value" name="value" required maxlength="1024"></div>
-<div><label for="t-expect">Expect</label><select id="t-expect" name="expect">${EXPECTATIONS.map((e) => html`<option>${e}</option>`)}</select></div>
+<div><label for="tc-name">Name</label><input type="text" id="tc-name" name="name" required maxlength="100"></div>
+<div><label for="tc-field">Field (Class.property)</label><input type="text" id="tc-field" name="field" required pattern="[A-Za-z][A-Za-z0-9_-]*\\.[A-Za-z][A-Za-z0-9_-]*"></div>
+<div><label for="tc-role">Role</label><input type="text" id="tc-role" name="role" required></div>
+<div><label for="tc-action">Action</label><input type="text" id="tc-action" name="action" value="Unprotect" required></div>
+<div><label for="tc-value">Test value (stored with the draft: use synthetic data)</label><input type="text" id="tc-value" name="value" required maxlength="1024"></div>
+<div><label for="tc-expect">Expect</label><select id="tc-expect" name="expect">${EXPECTATIONS.map((e) => html`<option>${e}</option>`)}</select></div>
 <div><button type="submit">Add test case</button></div></div>`, { label: 'Add a test case' }) : ''}
 </section>`, { session, current: '/admin/versions', ...(flash ? { flash } : {}) }), status);
   };
