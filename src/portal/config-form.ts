@@ -1,4 +1,4 @@
-import { isMap, isScalar, isSeq, parseDocument, type Document } from 'yaml';
+import { isScalar, isSeq, parseDocument, Scalar, type Document } from 'yaml';
 import type { ConfigIssue } from '../engine/index.ts';
 import { html, idOf, type Html } from './html.ts';
 
@@ -83,14 +83,26 @@ export function renderConfigForm(text: string, issues: readonly ConfigIssue[]): 
   return { form: html`${nodes.map((n) => render(n, 0))}`, unplaced };
 }
 
+/** A scalar as YAML text: plain when that reads back as the same string, else quoted as the original was (or double). */
+function scalarText(value: unknown, original: Scalar): string {
+  if (typeof value !== 'string') return String(value);
+  const plainSafe = /^[A-Za-z_/][A-Za-z0-9 _./@-]*$/.test(value) && !/ $/.test(value) && !/^(true|false|null|yes|no|on|off|~)$/i.test(value);
+  if (original.type === 'PLAIN' && plainSafe) return value;
+  if (original.type === 'QUOTE_SINGLE') return `'${value.replace(/'/g, "''")}'`;
+  return JSON.stringify(value);
+}
+
 /**
- * Applies a submitted form to the draft's YAML, keeping its comments and layout: only values that
- * exist in the document and changed are written. A number stays a number when the input is one,
- * true/false stay booleans; anything else is written as text (validation then says what is wrong).
+ * Applies a submitted form to the draft's YAML by editing only the text of the values that
+ * changed, so comments, order and layout stay byte for byte. A number stays a number when the
+ * input is one, true/false stay booleans; anything else is written as text (validation then says
+ * what is wrong). Lists of names in flow style (`[a, b]`) are rewritten in place; a block list
+ * falls back to re-serializing the document.
  */
 export function applyConfigForm(text: string, entries: readonly [string, string][]): string {
   const doc: Document = parseDocument(text);
-  let changed = false;
+  const edits: { from: number; to: number; text: string }[] = [];
+  let restructured = false;
   for (const [name, input] of entries) {
     const list = name.startsWith('l:');
     if (!list && !name.startsWith('f:')) continue;
@@ -102,18 +114,26 @@ export function applyConfigForm(text: string, entries: readonly [string, string]
       const next = input.split(',').map((s) => s.trim()).filter(Boolean);
       const current = node.items.map((i) => String(isScalar(i) ? i.value : i));
       if (JSON.stringify(current) === JSON.stringify(next)) continue;
-      doc.setIn(path, doc.createNode(next, { flow: node.flow ?? false }));
-      changed = true;
+      if (node.flow && node.range) {
+        const items = next.map((v) => scalarText(v, (node.items.find(isScalar) as Scalar | undefined) ?? new Scalar('')));
+        edits.push({ from: node.range[0], to: node.range[1], text: `[${items.join(', ')}]` });
+      } else {
+        doc.setIn(path, doc.createNode(next));
+        restructured = true;
+      }
       continue;
     }
-    if (!isScalar(node) || isMap(node)) continue;
+    if (!isScalar(node) || !node.range) continue;
     const current = node.value;
     if (String(current ?? '') === input) continue;
     let next: unknown = input;
     if (typeof current === 'number' && /^-?\d+(\.\d+)?$/.test(input.trim())) next = Number(input);
     else if (typeof current === 'boolean' && /^(true|false)$/.test(input.trim())) next = input.trim() === 'true';
     node.value = next;
-    changed = true;
+    edits.push({ from: node.range[0], to: node.range[1], text: scalarText(next, node) });
   }
-  return changed ? doc.toString() : text;
+  if (restructured) return doc.toString({ lineWidth: 0, flowCollectionPadding: false });
+  let out = text;
+  for (const e of edits.sort((a, b) => b.from - a.from)) out = out.slice(0, e.from) + e.text + out.slice(e.to);
+  return out;
 }
