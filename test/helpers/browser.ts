@@ -19,7 +19,8 @@ export async function screenshots(page: Page, name: string): Promise<void> {
     await page.setViewportSize({ width, height });
     await page.screenshot({ path: `${ARTIFACTS}${name}-${label}.png`, fullPage: true });
     // readable at this size: nothing wider than the viewport except inside scroll boxes
-    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+    // (a string: the project's TypeScript has no DOM types)
+    const overflow = (await page.evaluate('document.documentElement.scrollWidth - document.documentElement.clientWidth')) as number;
     if (overflow > 1) throw new Error(`${name} at ${width}×${height} is ${overflow}px wider than the viewport`);
   }
   if (original) await page.setViewportSize(original);
