@@ -101,6 +101,20 @@ describe('admin route authorization', () => {
     expect(res.headers.get('set-cookie')).toBeNull();
   });
 
+  it('signs in with a token veil trusts (here one of its own), and refuses a forged one', async () => {
+    const form = (token: string) => ({
+      method: 'POST', redirect: 'manual' as const, headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ kind: 'token', token }).toString(),
+    });
+    const ok = await fetch(`${t.url}/admin/sign-in`, form(await t.token()));
+    expect(ok.status).toBe(303);
+    expect(ok.headers.get('set-cookie')).toMatch(/^veil_admin=/);
+    const token = await t.token();
+    const forged = await fetch(`${t.url}/admin/sign-in`, form(`${token.slice(0, -4)}AAAA`));
+    expect(forged.status).toBe(401);
+    expect(forged.headers.get('set-cookie')).toBeNull();
+  });
+
   it('a wrong secret is refused and audited as a denied sign-in without the secret', async () => {
     const res = await fetch(`${t.url}/admin/sign-in`, {
       method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded' },

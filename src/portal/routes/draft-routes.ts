@@ -37,8 +37,8 @@ ${editor ? postForm(session, `/admin/drafts/${id}/delete`, html`<button type="su
 <section aria-labelledby="form-title"><h2 id="form-title">Form</h2>
 ${postForm(session, `/admin/drafts/${id}/fields`, html`${form}${editor ? html`<p><button type="submit">Save fields</button></p>` : ''}`, { label: 'Configuration form' })}
 <p class="muted">Add, rename or remove entries, and edit identity, service and pipelines, in the YAML.</p></section>
-<section aria-labelledby="yaml-title"><h2 id="yaml-title">YAML</h2>
-${postForm(session, `/admin/drafts/${id}/yaml`, html`<label for="draft-yaml">The whole configuration</label><textarea id="draft-yaml" name="yaml" spellcheck="false">${source.text}</textarea>${editor ? html`<p><button type="submit">Save YAML</button></p>` : ''}`, { label: 'Configuration YAML' })}
+<section aria-labelledby="yaml-title" class="yaml-pane"><h2 id="yaml-title">YAML</h2>
+${postForm(session, `/admin/drafts/${id}/yaml`, html`<label for="draft-yaml">The whole configuration</label><textarea id="draft-yaml" name="yaml" spellcheck="false" wrap="off">${source.text}</textarea>${editor ? html`<p><button type="submit">Save YAML</button></p>` : ''}`, { label: 'Configuration YAML' })}
 </section>
 </div>
 <section aria-labelledby="tests-title"><h2 id="tests-title">Saved test cases</h2>
