@@ -14,6 +14,10 @@ import type { LocalKeystore } from '../keystore/local-keystore.ts';
 import { buildServer } from '../http/server.ts';
 import { createLogger } from './logger.ts';
 import { openEngine } from './open-engine.ts';
+import { ConfigVersions } from './config-versions.ts';
+import { EngineHolder } from './engine-holder.ts';
+import { ADMIN_ROLE_NAMES } from '../identity/admin-roles.ts';
+import { registerPortal } from '../portal/portal.ts';
 
 export interface ServiceOptions {
   configFile: string;
@@ -42,6 +46,9 @@ export interface Service {
   issuer: string;
   audit: AuditSink;
   keystore: LocalKeystore;
+  /** the active configuration and its engine; the admin portal's publish swaps it */
+  holder: EngineHolder;
+  versions: ConfigVersions;
   devClient?: { id: string; secretFile: string; secret: string };
   /**
    * Graceful stop: /readyz turns 503 at once, calls keep being served for `delayMs` (so a load
@@ -51,11 +58,21 @@ export interface Service {
   drain(delayMs: number): Promise<void>;
 }
 
-/** Wires config, keystore, identity, audit and engine into the HTTP service (not yet listening). */
+/**
+ * Wires config, keystore, identity, audit and engine into the HTTP service (not yet listening),
+ * with the admin portal under /admin. The configuration runs from the data dir's published
+ * versions (config-versions.ts): the configuration file is adopted as a new version when it changed.
+ */
 export async function openService(options: ServiceOptions): Promise<Service> {
   const logger = createLogger(options.logLevel ?? options.env.VEIL_LOG_LEVEL ?? 'info', options.logDestination);
+  // the configuration file is adopted as a published version when it changed; the active version runs
+  const versions = await ConfigVersions.open(options.dataDir);
+  const active = await versions.adopt(options.configFile, options.now());
+  options.notice?.(active.adopted
+    ? `configuration ${options.configFile} published as version ${active.number} (${active.file})`
+    : `configuration: active version ${active.number} (${active.file}); ${options.configFile} is unchanged since it was adopted`);
   const { config, engine, keystore, warnings } = await openEngine({
-    configFile: options.configFile, dataDir: options.dataDir, env: options.env, now: options.now, provision: options.development, notice: options.notice,
+    configFile: active.file, dataDir: options.dataDir, env: options.env, now: options.now, provision: options.development, notice: options.notice,
   });
   for (const w of warnings) logger.warn({ pointer: w.pointer }, `configuration: ${w.message}`);
   const signingKey = config.identity.signingKey;
@@ -69,7 +86,8 @@ export async function openService(options: ServiceOptions): Promise<Service> {
   const extraClients = new Map<string, Client>();
   let dev: Service['devClient'];
   if (options.development) {
-    const roles = [...new Set(config.engine.rightsContexts.flatMap((c) => c.evidences.filter(([n]) => n === ROLE).map(([, v]) => v)))];
+    // every role the configuration uses, and every admin portal right
+    const roles = [...new Set(config.engine.rightsContexts.flatMap((c) => c.evidences.filter(([n]) => n === ROLE).map(([, v]) => v))), ...ADMIN_ROLE_NAMES];
     const d = await devClient(options.dataDir, roles);
     extraClients.set(d.id, d.client);
     dev = { id: d.id, secretFile: d.secretFile, secret: d.secret };
@@ -84,9 +102,14 @@ export async function openService(options: ServiceOptions): Promise<Service> {
   const audit = options.audit ?? new FileAuditSink(join(options.dataDir, 'audit.log'));
   let draining = false;
   const service = options.bodyReadTimeoutMs === undefined ? config.service : { ...config.service, limits: { ...config.service.limits, bodyReadTimeoutMs: options.bodyReadTimeoutMs } };
+  const holder = new EngineHolder({ engine, config, version: active.number });
   const app = buildServer({
-    engine, service, issuer, signer, tokens, verifier, audit, logger, now: options.now,
+    engine: holder, service, issuer, signer, tokens, verifier, audit, logger, now: options.now,
     ready: () => !draining,
+  });
+  registerPortal(app, {
+    holder, versions, keystore, tokens, verifier: { verify: (token) => verifier.verifyHeader(`Bearer ${token}`) }, audit, now: options.now, development: options.development, baseUrl: options.baseUrl,
+    ...(dev ? { devClientId: dev.id } : {}),
   });
   app.addHook('onClose', async () => {
     draining = true;
@@ -97,5 +120,5 @@ export async function openService(options: ServiceOptions): Promise<Service> {
     await new Promise((r) => setTimeout(r, delayMs));
     await app.close();
   };
-  return { app, logger, issuer, audit, keystore, drain, ...(dev ? { devClient: dev } : {}) };
+  return { app, logger, issuer, audit, keystore, holder, versions, drain, ...(dev ? { devClient: dev } : {}) };
 }

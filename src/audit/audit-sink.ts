@@ -1,7 +1,7 @@
-import { open, type FileHandle } from 'node:fs/promises';
+import { open, readFile, type FileHandle } from 'node:fs/promises';
 
 /** The adapter a call arrived through; a new adapter (portal tester, gateway) adds its name. */
-export type AuditChannel = 'http' | 'kafka';
+export type AuditChannel = 'http' | 'kafka' | 'portal';
 
 /** One audited call: who, when, which fields, how many values, outcome. Never a value. */
 export interface AuditEvent {
@@ -19,12 +19,16 @@ export interface AuditEvent {
   instances: number;
   /** per configured field and action: how many values (empty when refused before planning) */
   fields: { className: string; propertyName: string; action: string; count: number }[];
+  /** an administration event of the portal (sign-in, draft saved, published, key rotated): what and on what, never a value */
+  admin?: { action: string; target?: string };
 }
 
 /** Where audit events go. `record` resolves once the event is durably handed off, or rejects. */
 export interface AuditSink {
   record(event: AuditEvent): Promise<void>;
   close(): Promise<void>;
+  /** the latest events, newest first (the admin portal's audit page), when the sink can read back */
+  recent?(limit: number): Promise<AuditEvent[]>;
 }
 
 /** JSON lines appended to a file (mode 0600); each record is written before the call proceeds. */
@@ -46,6 +50,23 @@ export class FileAuditSink implements AuditSink {
     if (this.handle) await (await this.handle).close();
     this.handle = undefined;
   }
+
+  async recent(limit: number): Promise<AuditEvent[]> {
+    let text: string;
+    try {
+      text = await readFile(this.path, 'utf8');
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return [];
+      throw e;
+    }
+    return text.split('\n').filter(Boolean).slice(-limit).reverse().flatMap((line) => {
+      try {
+        return [JSON.parse(line) as AuditEvent];
+      } catch {
+        return [];
+      }
+    });
+  }
 }
 
 /** Keeps events in memory: tests, and a view for the admin portal later. */
@@ -56,6 +77,10 @@ export class MemoryAuditSink implements AuditSink {
   async record(event: AuditEvent): Promise<void> {
     if (this.failing) throw new Error('audit sink unavailable');
     this.events.push(event);
+  }
+
+  async recent(limit: number): Promise<AuditEvent[]> {
+    return this.events.slice(-limit).reverse();
   }
 
   async close(): Promise<void> {}

@@ -8,6 +8,7 @@ import { checkIdentifiers } from './identifiers.ts';
 import type { Identity } from './identity.ts';
 import { transformRequestSchema, type Instance, type TransformRequest, type TransformResponse } from './request/schema.ts';
 import { pointerOf } from './config/issues.ts';
+import { decideField } from './field-access.ts';
 
 export interface EngineOptions {
   config: CompiledConfig;
@@ -161,18 +162,11 @@ export class Engine {
     return { action, reveals, transforms };
   }
 
-  /** Grant, then field, then the action's sequence: the chain for one field, or why not. */
+  /** decideField (shared with the role × field view), then the chain for one field. */
   private decide(rights: ResolvedRights, rightsLabel: string, action: string, className: string, propertyName: string): Decision {
-    const name = `${className}.${propertyName}`;
-    const fieldOf = { className, propertyName };
-    if (!rights.grants(action, className, propertyName)) {
-      return { ...fieldOf, code: 'ACTION_NOT_GRANTED', message: `${action} on ${name} is not granted to rights context ${rightsLabel}` };
-    }
-    const field = this.config.classes.get(className)?.get(propertyName);
-    if (!field) return { ...fieldOf, code: 'FIELD_UNKNOWN', message: `${name} is not a configured class.property` };
-    const plan = field.actions.get(action);
-    if (!plan) return { ...fieldOf, code: 'ACTION_NOT_CONFIGURED', message: `${name} has no sequence for ${action}` };
-    return { chain: this.chains.chain(field, action, plan), reveals: plan.direction === 'inverse' };
+    const decision = decideField(this.config, rights, rightsLabel, action, className, propertyName);
+    if (!decision.plan) return decision;
+    return { chain: this.chains.chain(decision.field, action, decision.plan), reveals: decision.plan.direction === 'inverse' };
   }
 
   execute(plan: Plan): TransformResponse {

@@ -48,6 +48,9 @@ export const ERROR_CATALOG = {
   REGISTRY_UNAVAILABLE: { status: 503, retriable: true, title: 'The schema registry cannot be reached' },
   DEADLINE_EXCEEDED: { status: 504, retriable: false, title: 'The request arrived after its deadline and was not processed' },
   REPLY_TOPIC_NOT_ALLOWED: { status: 400, retriable: false, title: 'The request names no reply-to topic, or one the configuration does not allow' },
+  ADMIN_ROLE_MISSING: { status: 403, retriable: false, title: 'The signed-in admin lacks the portal role (viewer, editor, publisher, tester) this page or action needs' },
+  CSRF_TOKEN_INVALID: { status: 403, retriable: false, title: 'A state-changing portal request lacks the session\'s CSRF token or carries a wrong one' },
+  PUBLISH_REFUSED: { status: 409, retriable: false, title: 'The draft cannot be published: it is invalid, a saved test case fails, or the keystore cannot serve it' },
 } as const satisfies Record<string, { status: number; retriable: boolean; title: string }>;
 
 export type ErrorCode = keyof typeof ERROR_CATALOG;

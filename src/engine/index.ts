@@ -29,3 +29,8 @@ export { SecretKey, revealKeyBytes } from './key-access/secret-key.ts';
 // one step's transformer, for golden outputs and benchmarks beside the whole engine
 export { createTransformer } from './transformers/registry.ts';
 export type { KeyRef, Transformer } from './transformers/transformer.ts';
+
+// decisions and traces for the admin portal: the role × field view and the tester's step outputs
+export { configuredRoles, decideField, fieldAccess, type FieldAccess, type FieldAccessAnswer, type FieldDecision } from './field-access.ts';
+export { traceSteps, type TracedStep } from './trace.ts';
+export { pooledRandom } from './crypto/random-pool.ts';

@@ -4,6 +4,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { AuditSink } from '../audit/audit-sink.ts';
 import { VeilError, type Engine } from '../engine/index.ts';
 import type { ServiceConfig } from './service-config.ts';
+import type { EngineSource } from './engine-source.ts';
 import type { JwtSigner } from '../keystore/jwt-signer.ts';
 import type { TokenService } from '../identity/token-service.ts';
 import type { BearerVerifier } from '../identity/token-verifier.ts';
@@ -23,7 +24,8 @@ import { registerRouting } from './routing.ts';
 export type HttpServiceConfig = ServiceConfig & { limits: { bodyReadTimeoutMs?: number } };
 
 export interface ServerDeps {
-  engine: Engine;
+  /** an engine, or a source read once per call (the admin portal's publish swaps it) */
+  engine: Engine | EngineSource;
   service: HttpServiceConfig;
   issuer: string;
   signer: JwtSigner;

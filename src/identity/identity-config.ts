@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { keyIdSchema, nameSchema, pointerOf, type ConfigIssue } from '../engine/index.ts';
+import { isAdminRole } from './admin-roles.ts';
 
 /** `scrypt$N$r$p$salt$hash` (base64url salt and hash) as written by `veil identity hash-secret`. */
 const secretHash = z.string().regex(/^scrypt\$\d+\$\d+\$\d+\$[A-Za-z0-9_-]{16,}\$[A-Za-z0-9_-]{32,}$/, 'must be an scrypt hash from `veil identity hash-secret`');
@@ -32,14 +33,15 @@ export type IdentityConfig = z.infer<typeof identitySchema>;
 
 /**
  * Cross-checks of the identity section against the rest of the configuration, pointers relative
- * to the section: a client role no rights context uses (warning), a signing key reference that is
+ * to the section: a client role no rights context uses and that is not an admin portal role
+ * (warning), a signing key reference that is
  * not of type jwt-es256 (error).
  */
 export function identityIssues(identity: IdentityConfig, context: { roles: ReadonlySet<string>; keyType(reference: string): string | undefined }): ConfigIssue[] {
   const issues: ConfigIssue[] = [];
   for (const [id, client] of Object.entries(identity.clients)) {
     client.roles.forEach((role, i) => {
-      if (!context.roles.has(role)) issues.push({ severity: 'warning', pointer: pointerOf(['clients', id, 'roles', i]), message: `role "${role}" is used by no rights context` });
+      if (!context.roles.has(role) && !isAdminRole(role)) issues.push({ severity: 'warning', pointer: pointerOf(['clients', id, 'roles', i]), message: `role "${role}" is used by no rights context` });
     });
   }
   const signing = context.keyType(identity.signingKey);

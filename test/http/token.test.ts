@@ -100,7 +100,8 @@ describe('POST /connect/token: client credentials grant', () => {
     expect(claims.exp).toBe(before + 900);
     expect(claims.nbf).toBe(before);
     expect(claims.jti).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
-    expect([...(claims.roles as string[])].sort()).toEqual(['fraud', 'ingest', 'support']);
+    // every role of the configuration, and the admin portal's rights
+    expect([...(claims.roles as string[])].sort()).toEqual(['admin-editor', 'admin-publisher', 'admin-tester', 'admin-viewer', 'fraud', 'ingest', 'support']);
     expect(Object.keys(claims).sort()).toEqual(['aud', 'client_id', 'exp', 'iat', 'iss', 'jti', 'nbf', 'roles', 'sub']);
     // a fresh jti per token
     const again = decodeJwt(expectTokenResponse(await tokenRequest(svc, { grant_type: 'client_credentials', client_id: 'veil-dev', client_secret: devSecret() })));

@@ -526,7 +526,9 @@ describe('no bad input is a server error, and nothing leaks', () => {
       // record-level codes of the Kafka pipelines (covered by test/integration/stream-*.test.ts)
       'RECORD_MALFORMED', 'SCHEMA_UNKNOWN', 'FIELD_MISSING', 'KEY_MISSING', 'REGISTRY_UNAVAILABLE', 'RECORD_TOO_LARGE', 'DEAD_LETTER_FAILED', 'TRANSACTION_ABORTED',
       // unprotect over Kafka only (covered by test/integration/unprotect.test.ts)
-      'DEADLINE_EXCEEDED', 'REPLY_TOPIC_NOT_ALLOWED'];
+      'DEADLINE_EXCEEDED', 'REPLY_TOPIC_NOT_ALLOWED',
+      // the admin portal's pages only (covered by test/portal and test/integration/portal-browser.test.ts)
+      'ADMIN_ROLE_MISSING', 'CSRF_TOKEN_INVALID', 'PUBLISH_REFUSED'];
     // METHOD_NOT_ALLOWED has its own test above (405 with Allow)
     const reportedAbove: ErrorCode[] = ['METHOD_NOT_ALLOWED'];
     const missing = (Object.keys(ERROR_CATALOG) as ErrorCode[]).filter((c) => !covered.has(c) && !notByHttpInput.includes(c) && !reportedAbove.includes(c));

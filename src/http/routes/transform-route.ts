@@ -9,9 +9,10 @@ import { RateLimiter } from '../../identity/rate-limiter.ts';
 import type { BearerVerifier } from '../../identity/token-verifier.ts';
 import type { HttpMetrics } from '../metrics.ts';
 import { transformBodyChecker } from '../transform-body.ts';
+import { engineSource, type EngineSource } from '../engine-source.ts';
 
 interface Deps {
-  engine: Engine;
+  engine: Engine | EngineSource;
   service: ServiceConfig;
   verifier: BearerVerifier;
   audit: AuditSink;
@@ -31,9 +32,16 @@ interface Deps {
 export function registerTransformRoute(app: FastifyInstance, deps: Deps): void {
   const limiter = new RateLimiter({ rate: deps.service.rateLimit.transformPerSecond, burst: deps.service.rateLimit.transformBurst, now: () => deps.now().getTime() });
   const checkBody = transformBodyChecker(deps.service.limits);
-  const guard = new GuardedTransform({ engine: deps.engine, audit: deps.audit, now: deps.now, channel: 'http', scope: 'revealing' });
+  // the engine is read once per call: a publish in the admin portal swaps it for later calls only
+  const engines = engineSource(deps.engine);
+  const guards = new WeakMap<Engine, GuardedTransform>();
+  const guardOf = (engine: Engine) => {
+    let guard = guards.get(engine);
+    if (!guard) guards.set(engine, (guard = new GuardedTransform({ engine, audit: deps.audit, now: deps.now, channel: 'http', scope: 'revealing' })));
+    return guard;
+  };
   app.post('/transform', async (req, reply) => {
-    const outcome = await guard.run({
+    const outcome = await guardOf(engines.current()).run({
       requestId: req.id,
       body: req.body,
       authenticate: async () => {

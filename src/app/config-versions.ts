@@ -1,0 +1,182 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { chmod, mkdir, readFile, readdir, rename, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { VeilError, formatIssue } from '../engine/index.ts';
+import { compileVeilConfigText } from './config-file.ts';
+
+/** The directory under the data dir that holds published versions and drafts. */
+export const VERSIONS_DIR = 'config-versions';
+
+export interface VersionMeta {
+  number: number;
+  publishedAt: string;
+  /** who published: the admin's subject, or `file` for a configuration file adopted at start */
+  by: string;
+  source: 'file' | 'portal';
+  note: string;
+  /** sha-256 of the text (a file adopted at start is adopted again only when it changed) */
+  sha256: string;
+}
+
+/** A saved test case of a draft: inputs with the outcome they must have. Sandbox keys only. */
+export interface TestCase {
+  id: string;
+  name: string;
+  className: string;
+  propertyName: string;
+  role: string;
+  action: string;
+  value: string;
+  expect: 'round-trip' | 'denied' | 'masked' | 'changed';
+}
+
+export interface DraftMeta {
+  id: string;
+  basedOn: number;
+  createdAt: string;
+  updatedAt: string;
+  by: string;
+  tests: TestCase[];
+}
+
+interface Index {
+  active: number;
+  versions: VersionMeta[];
+}
+
+const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+const versionFile = (n: number) => `${String(n).padStart(4, '0')}.yaml`;
+const DRAFT_ID = /^[a-f0-9-]{36}$/;
+
+/**
+ * The configuration's versions in `<dataDir>/config-versions/`: `NNNN.yaml` per published
+ * version (read-only files, never rewritten: each is a whole veil configuration that `veil config
+ * validate` accepts), `index.json` (metadata and which version is active) and `drafts/<id>.yaml`
+ * with `drafts/<id>.json` (base version, author, saved test cases). Writes go through a temporary
+ * file and a rename. One process owns the store (the serving process).
+ */
+export class ConfigVersions {
+  readonly dir: string;
+  private index: Index = { active: 0, versions: [] };
+
+  private constructor(dir: string) {
+    this.dir = dir;
+  }
+
+  static async open(dataDir: string): Promise<ConfigVersions> {
+    const store = new ConfigVersions(join(dataDir, VERSIONS_DIR));
+    await mkdir(join(store.dir, 'drafts'), { recursive: true, mode: 0o700 });
+    try {
+      store.index = JSON.parse(await readFile(join(store.dir, 'index.json'), 'utf8')) as Index;
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw new VeilError('CONFIG_INVALID', `${store.dir}/index.json cannot be read`, [], { cause: e });
+    }
+    return store;
+  }
+
+  /**
+   * At start: the configuration file becomes a new published, active version when its text is not
+   * the one last adopted from a file (first start, or the operator edited it); otherwise the
+   * active version stays — which may be one published in the portal since. Returns the active file.
+   */
+  async adopt(configFile: string, now: Date): Promise<{ file: string; number: number; adopted: boolean }> {
+    const text = await readFile(configFile, 'utf8').catch((e: NodeJS.ErrnoException) => {
+      throw new VeilError('CONFIG_INVALID', `configuration ${configFile} cannot be read (${e.code ?? 'unreadable'})`);
+    });
+    const lastFromFile = [...this.index.versions].reverse().find((v) => v.source === 'file');
+    if (lastFromFile?.sha256 === sha256(text) && this.index.active) {
+      return { file: this.file(this.index.active), number: this.index.active, adopted: false };
+    }
+    const compiled = compileVeilConfigText(text);
+    const errors = compiled.issues.filter((i) => i.severity === 'error');
+    if (errors.length) throw new VeilError('CONFIG_INVALID', `configuration ${configFile} is invalid:\n${errors.map((i) => formatIssue(configFile, i)).join('\n')}`);
+    const number = await this.publish(text, { by: 'file', source: 'file', note: `adopted from ${configFile}`, now });
+    return { file: this.file(number), number, adopted: true };
+  }
+
+  versions(): readonly VersionMeta[] {
+    return this.index.versions;
+  }
+
+  active(): number {
+    return this.index.active;
+  }
+
+  file(n: number): string {
+    return join(this.dir, versionFile(n));
+  }
+
+  async read(n: number): Promise<string> {
+    if (!this.index.versions.some((v) => v.number === n)) throw new VeilError('NOT_FOUND', `no configuration version ${n}`);
+    return readFile(this.file(n), 'utf8');
+  }
+
+  /** Writes a new immutable version and makes it the active one; the caller has validated it. */
+  async publish(text: string, meta: { by: string; source: VersionMeta['source']; note: string; now: Date }): Promise<number> {
+    const number = Math.max(0, ...this.index.versions.map((v) => v.number)) + 1;
+    const file = this.file(number);
+    await writeFile(file, text, { flag: 'wx', mode: 0o444 });
+    await chmod(file, 0o444);
+    const entry: VersionMeta = { number, publishedAt: meta.now.toISOString(), by: meta.by, source: meta.source, note: meta.note, sha256: sha256(text) };
+    await this.writeIndex({ active: number, versions: [...this.index.versions, entry] });
+    return number;
+  }
+
+  // drafts
+
+  async drafts(): Promise<DraftMeta[]> {
+    const names = await readdir(join(this.dir, 'drafts'));
+    const metas = await Promise.all(names.filter((n) => n.endsWith('.json')).map((n) => this.draft(n.slice(0, -5))));
+    return metas.sort((a, b) => b.updatedAt.localeCompare(a.updatedAt));
+  }
+
+  async createDraft(basedOn: number, text: string, by: string, now: Date): Promise<DraftMeta> {
+    const meta: DraftMeta = { id: randomUUID(), basedOn, createdAt: now.toISOString(), updatedAt: now.toISOString(), by, tests: [] };
+    await this.atomic(this.draftPath(meta.id, 'yaml'), text);
+    await this.atomic(this.draftPath(meta.id, 'json'), JSON.stringify(meta, null, 2));
+    return meta;
+  }
+
+  async draft(id: string): Promise<DraftMeta> {
+    try {
+      return JSON.parse(await readFile(this.draftPath(id, 'json'), 'utf8')) as DraftMeta;
+    } catch {
+      throw new VeilError('NOT_FOUND', 'no such draft');
+    }
+  }
+
+  async draftText(id: string): Promise<string> {
+    await this.draft(id);
+    return readFile(this.draftPath(id, 'yaml'), 'utf8');
+  }
+
+  async saveDraft(id: string, change: { text?: string; tests?: TestCase[] }, now: Date): Promise<DraftMeta> {
+    const meta = { ...(await this.draft(id)), updatedAt: now.toISOString() };
+    if (change.tests) meta.tests = change.tests;
+    if (change.text !== undefined) await this.atomic(this.draftPath(id, 'yaml'), change.text);
+    await this.atomic(this.draftPath(id, 'json'), JSON.stringify(meta, null, 2));
+    return meta;
+  }
+
+  async deleteDraft(id: string): Promise<void> {
+    await this.draft(id);
+    await rm(this.draftPath(id, 'yaml'), { force: true });
+    await rm(this.draftPath(id, 'json'), { force: true });
+  }
+
+  private draftPath(id: string, ext: 'yaml' | 'json'): string {
+    if (!DRAFT_ID.test(id)) throw new VeilError('NOT_FOUND', 'no such draft');
+    return join(this.dir, 'drafts', `${id}.${ext}`);
+  }
+
+  private async writeIndex(index: Index): Promise<void> {
+    await this.atomic(join(this.dir, 'index.json'), JSON.stringify(index, null, 2));
+    this.index = index;
+  }
+
+  private async atomic(file: string, text: string): Promise<void> {
+    const tmp = `${file}.${process.pid}.tmp`;
+    await writeFile(tmp, text, { mode: 0o600 });
+    await rename(tmp, file);
+  }
+}

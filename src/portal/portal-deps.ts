@@ -1,0 +1,52 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { AuditSink } from '../audit/audit-sink.ts';
+import type { ConfigVersions } from '../app/config-versions.ts';
+import type { EngineHolder } from '../app/engine-holder.ts';
+import type { TokenService } from '../identity/token-service.ts';
+import type { Caller } from '../identity/token-verifier.ts';
+import type { LocalKeystore } from '../keystore/local-keystore.ts';
+import type { AdminRight } from '../identity/admin-roles.ts';
+import type { Html } from './html.ts';
+import type { Session, SessionStore } from './sessions.ts';
+
+export interface PortalDeps {
+  holder: EngineHolder;
+  versions: ConfigVersions;
+  keystore: LocalKeystore;
+  tokens: TokenService;
+  /** verifies the token a sign-in produced or was given (veil's own and external providers') */
+  verifier: { verify(token: string): Promise<Caller> };
+  audit: AuditSink;
+  now: () => Date;
+  /** development: publishing creates the keys a version references and the keystore lacks */
+  development: boolean;
+  /** the service's base URL, for "copy as curl" */
+  baseUrl: string;
+  devClientId?: string;
+}
+
+/** What every portal route gets: the deps, the sessions, and the guard that opens a page. */
+export interface PortalContext extends PortalDeps {
+  sessions: SessionStore;
+  /** the session of a request holding `right` (a POST also a valid CSRF token), or undefined once it has replied */
+  guard(req: FastifyRequest, reply: FastifyReply, right: AdminRight): Session | undefined;
+  send(reply: FastifyReply, body: Html, status?: number): FastifyReply;
+  /** records an administration event (never a value); a failed record fails the change */
+  audit_(session: Session | undefined, action: string, target: string | undefined, outcome: 'ok' | 'denied' | 'failed', requestId: string): Promise<void>;
+}
+
+/** A parsed urlencoded form: repeated names keep their last value; `all` keeps every value. */
+export interface Form {
+  get(name: string): string | undefined;
+  all(name: string): string[];
+  entries(): [string, string][];
+}
+
+export function formOf(req: FastifyRequest): Form {
+  const params = (req.body instanceof URLSearchParams ? req.body : new URLSearchParams()) as URLSearchParams;
+  return {
+    get: (name) => params.get(name) ?? undefined,
+    all: (name) => params.getAll(name),
+    entries: () => [...params.entries()],
+  };
+}

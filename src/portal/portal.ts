@@ -1,0 +1,91 @@
+import { randomUUID } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { ERROR_CATALOG } from '../engine/index.ts';
+import type { Html } from './html.ts';
+import { formOf, type PortalContext, type PortalDeps } from './portal-deps.ts';
+import { csrfMatches, holds, SessionStore, type Session } from './sessions.ts';
+import { errorPage } from './views/layout.ts';
+import { registerAuthRoutes, sessionIdOf } from './routes/auth-routes.ts';
+import { registerVersionRoutes } from './routes/version-routes.ts';
+import { registerDraftRoutes } from './routes/draft-routes.ts';
+import { registerTesterRoutes } from './routes/tester-routes.ts';
+import { registerInsightRoutes } from './routes/insight-routes.ts';
+
+export const CONTENT_SECURITY_POLICY = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+
+const STATIC: Record<string, string> = { 'portal.css': 'text/css; charset=utf-8', 'portal.js': 'text/javascript; charset=utf-8' };
+
+/**
+ * The administration portal under /admin: server-rendered pages, plain forms, one static script.
+ * Every response carries a CSP without inline script and `Cache-Control: no-store`; every page but
+ * sign-in needs a session (else 303 to sign-in) holding the page's admin right (else 403); every
+ * POST but sign-in needs the session's CSRF token (else 403).
+ */
+export function registerPortal(app: FastifyInstance, deps: PortalDeps): void {
+  app.register(async (scope) => {
+    scope.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_req, body, done) => done(null, new URLSearchParams(body as string)));
+    scope.addHook('onRequest', async (_req, reply) => {
+      reply.header('content-security-policy', CONTENT_SECURITY_POLICY)
+        .header('cache-control', 'no-store')
+        .header('x-content-type-options', 'nosniff')
+        .header('referrer-policy', 'same-origin')
+        .header('x-frame-options', 'DENY');
+    });
+
+    const sessions = new SessionStore(deps.now);
+    const send = (reply: FastifyReply, body: Html, status = 200) => reply.code(status).type('text/html; charset=utf-8').send(body.text);
+    const context: PortalContext = {
+      ...deps,
+      sessions,
+      send,
+      guard(req: FastifyRequest, reply: FastifyReply, right): Session | undefined {
+        const session = sessions.get(sessionIdOf(req));
+        if (!session) {
+          const next = req.method === 'GET' ? `?next=${encodeURIComponent(req.url)}` : '';
+          void reply.code(303).header('location', `/admin/sign-in${next}`).send();
+          return undefined;
+        }
+        if (req.method === 'POST' && !csrfMatches(session, formOf(req).get('_csrf'))) {
+          void send(reply, errorPage(403, 'CSRF_TOKEN_INVALID', ERROR_CATALOG.CSRF_TOKEN_INVALID.title, session), 403);
+          return undefined;
+        }
+        if (!holds(session, right)) {
+          void send(reply, errorPage(403, 'ADMIN_ROLE_MISSING', `this needs the ${right} right (role admin-${right})`, session), 403);
+          return undefined;
+        }
+        return session;
+      },
+      async audit_(session, action, target, outcome, requestId) {
+        await deps.audit.record({
+          eventId: randomUUID(), time: deps.now().toISOString(), requestId, channel: 'portal',
+          ...(session ? { client: session.caller.clientId, subject: session.caller.subject, issuer: session.caller.issuer } : {}),
+          outcome, instances: 0, fields: [], admin: { action, ...(target === undefined ? {} : { target }) },
+        });
+      },
+    };
+
+    scope.get('/static/:file', async (req, reply) => {
+      const file = (req.params as { file: string }).file;
+      const type = Object.hasOwn(STATIC, file) ? STATIC[file] : undefined;
+      if (!type) return send(reply, errorPage(404, 'NOT_FOUND', 'no such file'), 404);
+      const text = await readFile(new URL(`./static/${file}`, import.meta.url), 'utf8');
+      return reply.type(type).header('cache-control', 'no-cache').send(text);
+    });
+
+    registerAuthRoutes(scope, context);
+    registerVersionRoutes(scope, context);
+    registerDraftRoutes(scope, context);
+    registerTesterRoutes(scope, context);
+    registerInsightRoutes(scope, context);
+
+    scope.setErrorHandler((error, req, reply) => {
+      const code = (error as { code?: string }).code;
+      const known = typeof code === 'string' && Object.hasOwn(ERROR_CATALOG, code) ? (code as keyof typeof ERROR_CATALOG) : undefined;
+      const status = known ? ERROR_CATALOG[known].status : 500;
+      if (!known) req.log.error({ errorType: (error as Error).name, frames: String((error as Error).stack ?? '').split('\n').slice(1, 8) }, 'portal: unexpected error');
+      const session = sessions.get(sessionIdOf(req));
+      return send(reply, errorPage(status, known ?? 'INTERNAL', known ? (error as Error).message : 'an unexpected error', session), status);
+    });
+  }, { prefix: '/admin' });
+}

@@ -1,0 +1,94 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { VeilError } from '../../engine/index.ts';
+import { OAuthError } from '../../identity/token-service.ts';
+import type { Caller } from '../../identity/token-verifier.ts';
+import { html } from '../html.ts';
+import { formOf, type PortalContext } from '../portal-deps.ts';
+import { holds } from '../sessions.ts';
+import { page } from '../views/layout.ts';
+
+export const SESSION_COOKIE = 'veil_admin';
+
+export function sessionIdOf(req: FastifyRequest): string | undefined {
+  for (const part of (req.headers.cookie ?? '').split(';')) {
+    const eq = part.indexOf('=');
+    if (eq > 0 && part.slice(0, eq).trim() === SESSION_COOKIE) return part.slice(eq + 1).trim();
+  }
+  return undefined;
+}
+
+/** Only a path inside the portal: never another site. */
+function safeNext(next: string | undefined): string {
+  return next && /^\/admin(\/[A-Za-z0-9/_.?=&%:-]*)?$/.test(next) && !next.startsWith('//') ? next : '/admin';
+}
+
+/**
+ * GET/POST /admin/sign-in and POST /admin/sign-out. An admin signs in with what veil already
+ * trusts: a configured client's id and secret (through the token service, with its rate limits),
+ * or a token of veil or of an external provider (through the verifier). The identity must hold an
+ * admin role. The session cookie is HttpOnly, SameSite=Strict, Path=/admin (Secure over HTTPS).
+ */
+export function registerAuthRoutes(app: FastifyInstance, ctx: PortalContext): void {
+  const signInPage = (reply: FastifyReply, next: string, problem?: string, status = 200) => ctx.send(reply, page('Sign in', html`
+${problem ? html`<p class="error" role="alert">${problem}</p>` : ''}
+<div class="split">
+<form method="post" action="/admin/sign-in" aria-labelledby="with-client">
+  <h2 id="with-client">With a client's credentials</h2>
+  <input type="hidden" name="kind" value="client"><input type="hidden" name="next" value="${next}">
+  <label for="client_id">Client id</label><input type="text" id="client_id" name="client_id" autocomplete="username" required${ctx.devClientId ? html` value="${ctx.devClientId}"` : ''}>
+  <label for="client_secret">Client secret</label><input type="password" id="client_secret" name="client_secret" autocomplete="current-password" required>
+  ${ctx.devClientId ? html`<p class="muted">Development: the secret of ${ctx.devClientId} is in the data directory's dev-client.secret.</p>` : ''}
+  <p><button type="submit">Sign in</button></p>
+</form>
+<form method="post" action="/admin/sign-in" aria-labelledby="with-token">
+  <h2 id="with-token">With a token from an identity provider</h2>
+  <input type="hidden" name="kind" value="token"><input type="hidden" name="next" value="${next}">
+  <label for="token">Access token (JWT)</label><input type="password" id="token" name="token" autocomplete="off" required>
+  <p><button type="submit">Sign in with the token</button></p>
+</form>
+</div>`), status);
+
+  app.get('/sign-in', async (req, reply) => signInPage(reply, safeNext((req.query as { next?: string }).next)));
+
+  app.post('/sign-in', async (req, reply) => {
+    const form = formOf(req);
+    const next = safeNext(form.get('next'));
+    // login CSRF: a browser names the page a form came from; it must be this site
+    const origin = req.headers.origin;
+    if (origin !== undefined && origin !== `${req.protocol}://${req.headers.host}`) return signInPage(reply, next, 'The sign-in form must be sent from this site.', 403);
+    let caller: Caller;
+    try {
+      if (form.get('kind') === 'token') {
+        caller = await ctx.verifier.verify((form.get('token') ?? '').trim());
+      } else {
+        const issued = await ctx.tokens.issue({ grant_type: 'client_credentials', client_id: form.get('client_id') ?? '', client_secret: form.get('client_secret') ?? '' }, req.ip);
+        caller = await ctx.verifier.verify(issued.access_token);
+      }
+    } catch (e) {
+      if (!(e instanceof OAuthError || e instanceof VeilError)) throw e;
+      await ctx.audit_(undefined, 'sign-in', undefined, 'denied', req.id);
+      const why = e instanceof OAuthError && e.status === 429 ? 'Too many failed sign-ins; wait a minute.' : 'Sign-in failed: unknown client, wrong secret, or a token veil does not trust.';
+      return signInPage(reply, next, why, e instanceof OAuthError ? e.status : 401);
+    }
+    const session = ctx.sessions.create(caller);
+    if (!holds(session, 'viewer')) {
+      ctx.sessions.end(session.id);
+      await ctx.audit_(session, 'sign-in', 'no admin role', 'denied', req.id);
+      return signInPage(reply, next, 'This identity holds no admin role (admin-viewer, admin-editor, admin-publisher or admin-tester).', 403);
+    }
+    await ctx.audit_(session, 'sign-in', undefined, 'ok', req.id);
+    const maxAge = Math.max(1, Math.floor((session.expiresAt.getTime() - ctx.now().getTime()) / 1000));
+    const secure = req.protocol === 'https' ? '; Secure' : '';
+    return reply.code(303)
+      .header('set-cookie', `${SESSION_COOKIE}=${session.id}; Path=/admin; HttpOnly; SameSite=Strict; Max-Age=${maxAge}${secure}`)
+      .header('location', next).send();
+  });
+
+  app.post('/sign-out', async (req, reply) => {
+    const session = ctx.guard(req, reply, 'viewer');
+    if (!session) return reply;
+    ctx.sessions.end(session.id);
+    await ctx.audit_(session, 'sign-out', undefined, 'ok', req.id);
+    return reply.code(303).header('set-cookie', `${SESSION_COOKIE}=; Path=/admin; HttpOnly; SameSite=Strict; Max-Age=0`).header('location', '/admin/sign-in').send();
+  });
+}

@@ -1,0 +1,81 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { Engine, VeilError } from '../../engine/index.ts';
+import { configuredRoles } from '../../engine/index.ts';
+import { loadSource, type Source } from '../publisher.ts';
+import { formOf, type PortalContext } from '../portal-deps.ts';
+import { holds, type Session } from '../sessions.ts';
+import { runTester, type TesterRun } from '../tester.ts';
+import { testerPage, type TesterChoice } from '../views/tester-view.ts';
+
+const MAX_VALUE = 1024;
+
+/**
+ * GET/POST /admin/tester: Protect then a reading action on given values. Sandbox keys (the
+ * session's, random, in memory) for any version or draft and any role; live keys only on the
+ * active version, for an admin with the tester right, with the admin's own identity — so only roles
+ * the admin holds pass, and every unprotect is audited by GuardedTransform like one over HTTP.
+ * Values are neither stored nor logged: they live in this request and the page it returns.
+ */
+export function registerTesterRoutes(app: FastifyInstance, ctx: PortalContext): void {
+  const sources = async () => [
+    ...[...ctx.versions.versions()].reverse().map((v) => ({ ref: `v${v.number}`, label: `version ${v.number}${v.number === ctx.versions.active() ? ' (active)' : ''}` })),
+    ...(await ctx.versions.drafts()).map((d) => ({ ref: `draft:${d.id}`, label: `draft ${d.id.slice(0, 8)}` })),
+  ];
+
+  const render = async (req: FastifyRequest, reply: FastifyReply, session: Session, choice: TesterChoice, source: Source, run?: TesterRun, problem?: string) => {
+    const config = source.config;
+    return ctx.send(reply, testerPage({
+      session, choice, sources: await sources(), source,
+      classes: config ? [...config.engine.classes.entries()].map(([name, props]) => ({ name, properties: [...props.keys()] })) : [],
+      roles: config ? configuredRoles(config.engine) : [],
+      actions: config ? [...new Set([...config.engine.classes.values()].flatMap((p) => [...p.values()].flatMap((f) => [...f.actions.keys()])))].filter((a) => a !== 'Protect').sort() : [],
+      canLive: holds(session, 'tester'),
+      baseUrl: ctx.baseUrl,
+      devClientId: ctx.devClientId,
+      ...(run ? { run } : {}),
+      ...(problem ? { problem } : {}),
+    }));
+  };
+
+  app.get('/tester', async (req, reply) => {
+    const session = ctx.guard(req, reply, 'viewer');
+    if (!session) return reply;
+    const q = req.query as { source?: string; className?: string };
+    const source = await loadSource(ctx, q.source ?? `v${ctx.versions.active()}`);
+    const first = q.className && source.config?.engine.classes.has(q.className) ? q.className : source.config?.engine.classes.keys().next().value;
+    const choice: TesterChoice = { source: source.ref, className: first ?? '', role: source.config ? configuredRoles(source.config.engine)[0] ?? '' : '', action: 'Unprotect', keys: 'sandbox', values: {} };
+    return render(req, reply, session, choice, source);
+  });
+
+  app.post('/tester', async (req, reply) => {
+    const session = ctx.guard(req, reply, 'viewer');
+    if (!session) return reply;
+    const form = formOf(req);
+    const values: Record<string, string> = {};
+    for (const [name, value] of form.entries()) if (name.startsWith('value:') && value !== '') values[name.slice(6)] = value.slice(0, MAX_VALUE);
+    const choice: TesterChoice = {
+      source: form.get('source') ?? `v${ctx.versions.active()}`, className: form.get('className') ?? '', role: form.get('role') ?? '',
+      action: form.get('action') ?? 'Unprotect', keys: form.get('keys') === 'live' ? 'live' : 'sandbox', values,
+    };
+    const source = await loadSource(ctx, choice.source);
+    const config = source.config;
+    if (!config) return render(req, reply, session, choice, source, undefined, 'This configuration is invalid: fix the draft first.');
+    const props = config.engine.classes.get(choice.className);
+    if (!props) return render(req, reply, session, choice, source, undefined, 'Pick a class of this configuration.');
+    const entries = [...props.keys()].filter((p) => Object.hasOwn(values, p)).map((p) => [p, values[p]!] as [string, string]);
+    if (!entries.length) return render(req, reply, session, choice, source, undefined, 'Give a value for at least one property.');
+    let run: TesterRun;
+    if (choice.keys === 'live') {
+      if (!holds(session, 'tester')) throw new VeilError('ADMIN_ROLE_MISSING', 'live keys need the tester right (role admin-tester)');
+      const active = ctx.holder.get();
+      if (source.ref !== `v${active.version}`) return render(req, reply, session, choice, source, undefined, 'Live keys run only on the active version: a draft could grant what the running service does not.');
+      run = await runTester({ config: active.config.engine, engine: active.engine, keys: ctx.keystore, audit: ctx.audit, caller: session.caller, now: ctx.now }, { ...choice, values: entries });
+    } else {
+      session.sandbox.cover(config.engine);
+      const engine = new Engine({ config: config.engine, keys: session.sandbox });
+      const caller = { roles: [choice.role], clientId: session.caller.clientId, subject: session.caller.subject, issuer: session.caller.issuer };
+      run = await runTester({ config: config.engine, engine, keys: session.sandbox, caller, now: ctx.now }, { ...choice, values: entries });
+    }
+    return render(req, reply, session, choice, source, run);
+  });
+}

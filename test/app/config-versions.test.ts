@@ -1,0 +1,62 @@
+import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { ConfigVersions } from '../../src/app/config-versions.ts';
+import { EXAMPLE_CONFIG_TEXT } from '../helpers/engine-fixture.ts';
+import { fakeCliIo, veil } from '../helpers/cli-io.ts';
+
+let dir: string;
+const now = new Date('2026-01-02T03:04:05Z');
+
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'veil-versions-'));
+});
+afterEach(async () => rm(dir, { recursive: true, force: true }));
+
+describe('configuration versions in the data dir', () => {
+  it('adopts the configuration file as version 1, and again only when the file changes', async () => {
+    const file = join(dir, 'config.yaml');
+    await writeFile(file, EXAMPLE_CONFIG_TEXT);
+    const store = await ConfigVersions.open(dir);
+    expect(await store.adopt(file, now)).toMatchObject({ number: 1, adopted: true });
+    // a portal publish since, then a restart with the same file: the published version stays active
+    await store.publish(`${EXAMPLE_CONFIG_TEXT}# edited in the portal\n`, { by: 'alice', source: 'portal', note: 'x', now });
+    const reopened = await ConfigVersions.open(dir);
+    expect(await reopened.adopt(file, now)).toMatchObject({ number: 2, adopted: false });
+    // the operator edits the file: it becomes version 3
+    await writeFile(file, `${EXAMPLE_CONFIG_TEXT}# edited on disk\n`);
+    expect(await reopened.adopt(file, now)).toMatchObject({ number: 3, adopted: true });
+    expect(reopened.versions().map((v) => [v.number, v.source, v.by])).toEqual([[1, 'file', 'file'], [2, 'portal', 'alice'], [3, 'file', 'file']]);
+  });
+
+  it('refuses an invalid configuration file at adoption with every problem, publishing nothing', async () => {
+    const file = join(dir, 'config.yaml');
+    await writeFile(file, EXAMPLE_CONFIG_TEXT.replace('keepFirst: 6', 'keepFirst: 99'));
+    const store = await ConfigVersions.open(dir);
+    await expect(store.adopt(file, now)).rejects.toMatchObject({ code: 'CONFIG_INVALID', message: expect.stringContaining('/sequences/card-fpe/steps/0/keepFirst') });
+    expect(store.versions()).toEqual([]);
+  });
+
+  it('writes published versions read-only, and each is a configuration `veil config validate` accepts', async () => {
+    const store = await ConfigVersions.open(dir);
+    const n = await store.publish(EXAMPLE_CONFIG_TEXT, { by: 'alice', source: 'portal', note: 'x', now });
+    expect((await stat(store.file(n))).mode & 0o222).toBe(0);
+    await expect(store.publish(EXAMPLE_CONFIG_TEXT, { by: 'bob', source: 'portal', note: 'y', now })).resolves.toBe(2);
+    const run = await veil(fakeCliIo(dir), ['config', 'validate', '--config', store.file(n)]);
+    expect(run.code).toBe(0);
+    expect(run.out).toContain('valid');
+    expect(await readFile(store.file(n), 'utf8')).toBe(EXAMPLE_CONFIG_TEXT);
+  });
+
+  it('keeps drafts with their test cases, and refuses ids that are not draft ids', async () => {
+    const store = await ConfigVersions.open(dir);
+    const draft = await store.createDraft(1, 'version: 1\n', 'alice', now);
+    await store.saveDraft(draft.id, { text: 'version: 2\n', tests: [{ id: 't', name: 'n', className: 'C', propertyName: 'p', role: 'r', action: 'Unprotect', value: 'v', expect: 'denied' }] }, now);
+    expect(await store.draftText(draft.id)).toBe('version: 2\n');
+    expect((await store.drafts()).map((d) => d.tests.length)).toEqual([1]);
+    await expect(store.draft('../../keystore')).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    await store.deleteDraft(draft.id);
+    expect(await store.drafts()).toEqual([]);
+  });
+});
