@@ -15,6 +15,7 @@ export const CLIENT_ERROR_CATALOG = {
   HTTP_ERROR: { retriable: false, title: 'The service answered with an error status but without problem details' },
   RESPONSE_INVALID: { retriable: false, title: "The service's answer does not match the transform response contract" },
   FIELD_NOT_STRING: { retriable: false, title: 'A mapped field holds something other than a string (numbers, objects and arrays are not sent)' },
+  OPERATION_UNSUPPORTED: { retriable: false, title: 'The ORM operation cannot be protected by hooks (Sequelize upsert with mapped fields), so it is refused' },
   FIELD_MAP_INVALID: { retriable: false, title: 'A field map entry is not of the form Class.property, or a path is empty' },
 } as const satisfies Record<string, { retriable: boolean; title: string }>;
 
