@@ -93,10 +93,11 @@ export async function withRetry<T>(policy: RetryPolicy, clock: Clock, signal: Ab
       } catch (e) {
         if (signal?.aborted) throw clientError('ABORTED', { cause: signal.reason });
         const error = e instanceof VeilClientError ? e : clientError('NETWORK_ERROR', { cause: e });
-        if (!error.retriable || n + 1 >= policy.maxAttempts) throw error;
+        // an inner retry loop (the token request) gave up already: retrying it again would multiply attempts
+        if (!error.retriable || exhausted.has(error) || n + 1 >= policy.maxAttempts) throw exhaust(error);
         const wait = backoffMs(policy, n, error.retryAfterMs);
         // waiting past the deadline cannot help: the caller gets the error itself (code, Retry-After)
-        if (clock.now() + wait >= deadline) throw error;
+        if (clock.now() + wait >= deadline) throw exhaust(error);
         try {
           await clock.sleep(wait, controller.signal);
         } catch (reason) {
@@ -107,4 +108,11 @@ export async function withRetry<T>(policy: RetryPolicy, clock: Clock, signal: Ab
   } finally {
     signal?.removeEventListener('abort', onAbort);
   }
+}
+
+const exhausted = new WeakSet<VeilClientError>();
+
+function exhaust(error: VeilClientError): VeilClientError {
+  exhausted.add(error);
+  return error;
 }
