@@ -48,6 +48,11 @@ export const ERROR_CATALOG = {
   REGISTRY_UNAVAILABLE: { status: 503, retriable: true, title: 'The schema registry cannot be reached' },
   DEADLINE_EXCEEDED: { status: 504, retriable: false, title: 'The request arrived after its deadline and was not processed' },
   REPLY_TOPIC_NOT_ALLOWED: { status: 400, retriable: false, title: 'The request names no reply-to topic, or one the configuration does not allow' },
+  DB_NOT_CONFIGURED: { status: 500, retriable: false, title: "The database has no veil URL and client credentials (veil db configure)" },
+  DB_ROLE_UNMAPPED: { status: 403, retriable: false, title: 'The database role is not mapped to a veil role, or maps to several' },
+  DB_CREDENTIALS_REFUSED: { status: 401, retriable: false, title: "veil's token endpoint refused the database's client credentials" },
+  DB_SERVICE_UNAVAILABLE: { status: 503, retriable: true, title: 'veil cannot be reached from the database, or answered something that is not a transform response' },
+  DB_ARGUMENT_INVALID: { status: 400, retriable: false, title: 'A veil database function was called with a NULL class or property, arrays of different lengths, or a mapped column that is not text' },
 } as const satisfies Record<string, { status: number; retriable: boolean; title: string }>;
 
 export type ErrorCode = keyof typeof ERROR_CATALOG;
