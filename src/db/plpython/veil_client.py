@@ -66,6 +66,16 @@ class VeilFailure(Exception):
         return '22023'  # invalid_parameter_value: veil refused this input
 
 
+def retry_after_of(response):
+    """Retry-After in seconds (veil sends seconds), or None."""
+    value = response.getheader('retry-after')
+    try:
+        seconds = float(value) if value is not None else None
+    except ValueError:
+        return None
+    return seconds if seconds is not None and 0 <= seconds <= 60 else None
+
+
 def unavailable(title):
     return VeilFailure('DB_SERVICE_UNAVAILABLE', 503, title, retriable=True)
 
@@ -121,7 +131,7 @@ class Client(object):
 
     # ---- HTTP -----------------------------------------------------------------------------------
 
-    def request(self, url, method, body, headers, timeout):
+    def request(self, url, method, body, headers, timeout, with_retry_after=False):
         parts = urllib.parse.urlsplit(url)
         if parts.scheme not in ('http', 'https') or not parts.hostname:
             raise VeilFailure('DB_NOT_CONFIGURED', 500, 'veil\'s URL is not an http(s) URL')
@@ -152,7 +162,9 @@ class Client(object):
             if response.will_close:
                 conn.close()
                 self.connections.pop(origin, None)
-            return response.status, response.getheader('content-type', ''), data
+            if not with_retry_after:
+                return response.status, response.getheader('content-type', ''), data
+            return response.status, response.getheader('content-type', ''), data, retry_after_of(response)
         raise unavailable('veil cannot be reached')
 
     def bearer(self, s, renew):
@@ -217,13 +229,22 @@ class Client(object):
             'requests': [{'guid': REQUEST_GUID, 'rightsContext': RIGHTS_GUID, 'processingContext': PROCESSING_GUID,
                           'instances': [{'className': c, 'propertyName': p, 'value': v} for (c, p, v) in chunk]}],
         }, ensure_ascii=False, separators=(',', ':')).encode('utf-8')
-        for attempt in (0, 1):
-            token = self.bearer(s, renew=attempt == 1)
-            status, ctype, data = self.request(s.veil_url + '/transform', 'POST', body, {
+        renewed = False
+        waited = 0.0
+        while True:
+            token = self.bearer(s, renew=renewed)
+            status, ctype, data, retry_after = self.request(s.veil_url + '/transform', 'POST', body, {
                 'Content-Type': 'application/json', 'Accept': 'application/json',
-                'Authorization': 'Bearer ' + token}, s.timeout)
+                'Authorization': 'Bearer ' + token}, s.timeout, with_retry_after=True)
             # one retry with a fresh token: it may have expired or veil's signing key rotated
-            if status == 401 and attempt == 0:
+            if status == 401 and not renewed:
+                renewed = True
+                continue
+            # veil's rate limit: wait as told, within the call's timeout, rather than fail a bulk
+            # statement halfway; past that the statement fails (retriable)
+            if status == 429 and retry_after is not None and waited + retry_after <= s.timeout:
+                time.sleep(retry_after)
+                waited += retry_after
                 continue
             break
         self.stats['transforms'] += 1
