@@ -254,3 +254,27 @@ describe('PostgreSQL triggers (real PostgreSQL, real veil serve)', () => {
     expect((await on('SELECT email FROM customers WHERE id = 4002'))[0]).toMatch(PROTECTED);
   }, 60_000);
 });
+
+describe('examples/db-triggers (README "Database layer")', () => {
+  const exampleDb = `veil_example_${tag}`;
+  afterAll(async () => {
+    await sql(`DROP DATABASE IF EXISTS ${exampleDb} WITH (FORCE);`).catch(() => undefined);
+    for (const r of ['app_writer', 'support_agent', 'fraud_analyst', 'reporting']) await sql(`DROP ROLE IF EXISTS ${r};`).catch(() => undefined);
+  });
+
+  it('run.sh installs, configures, protects on insert and shows each role what it may see', async () => {
+    await sql(`CREATE DATABASE ${exampleDb};`);
+    const { stdout } = await run('sh', [join(ROOT, 'examples/db-triggers/run.sh')], {
+      env: { ...process.env, PGDATABASE: exampleDb, PGUSER: 'postgres', VEIL_URL: veil.url, VEIL_DATA_DIR: veil.dataDir },
+    });
+    const section = (title: string) => stdout.split('== ').find((s) => s.startsWith(title)) ?? '';
+    expect(section('the table customers holds')).toMatch(/\| 4111-11\d\d-\d{4}-1111 \|/);
+    expect(section('the table customers holds')).not.toMatch(/alice@|Liddell|4111-1111-1111-1111/);
+    expect(section('rows found by protected email')).toContain('Oxford');
+    expect(section('fraud_analyst reads')).toMatch(/alice@example\.com \| Alice Liddell \| 4111-1111-1111-1111/);
+    expect(section('support_agent reads')).toContain('alice@example.com');
+    expect(section('support_agent reads')).not.toMatch(/Liddell|4111-1111-1111-1111/);
+    expect(section('reporting reads')).not.toMatch(/alice@|Liddell|4111-1111-1111-1111/);
+    expect(section('reporting reads')).toContain('Oxford');
+  }, 60_000);
+});
