@@ -1,4 +1,5 @@
 import { configCommand } from './config-command.ts';
+import { dbCommand } from './db-command.ts';
 import { demoCommand } from './demo-command.ts';
 import type { CliIo, Command } from './io.ts';
 import { keysCommand } from './keys-command.ts';
@@ -17,6 +18,7 @@ Commands:
   config      validate a configuration; provision its keys
   keys        create, rotate, import and list keys in the local keystore
   identity    hash a client secret for the configuration
+  db          PostgreSQL triggers: 'veil db install' prints or applies schema veil
   help        this text
 
 'veil <command> --help' explains a command.
@@ -30,6 +32,7 @@ const COMMANDS: Record<string, Command> = {
   transform: transformCommand,
   config: configCommand,
   keys: keysCommand,
+  db: dbCommand,
 };
 
 export async function main(argv: string[], io: CliIo): Promise<number> {

@@ -51,6 +51,11 @@ export const ERROR_CATALOG = {
   ADMIN_ROLE_MISSING: { status: 403, retriable: false, title: 'The signed-in admin lacks the portal role (viewer, editor, publisher, tester) this page or action needs' },
   CSRF_TOKEN_INVALID: { status: 403, retriable: false, title: 'A state-changing portal request lacks the session\'s CSRF token or carries a wrong one' },
   PUBLISH_REFUSED: { status: 409, retriable: false, title: 'The draft cannot be published: it is invalid, a saved test case fails, or the keystore cannot serve it' },
+  DB_NOT_CONFIGURED: { status: 500, retriable: false, title: "The database has no veil URL and client credentials (veil db configure)" },
+  DB_ROLE_UNMAPPED: { status: 403, retriable: false, title: 'The database role is not mapped to a veil role, or maps to several' },
+  DB_CREDENTIALS_REFUSED: { status: 401, retriable: false, title: "veil's token endpoint refused the database's client credentials" },
+  DB_SERVICE_UNAVAILABLE: { status: 503, retriable: true, title: 'veil cannot be reached from the database, or answered something that is not a transform response' },
+  DB_ARGUMENT_INVALID: { status: 400, retriable: false, title: 'A veil database function was called with a NULL class or property, arrays of different lengths, or a mapped column that is not text' },
 } as const satisfies Record<string, { status: number; retriable: boolean; title: string }>;
 
 export type ErrorCode = keyof typeof ERROR_CATALOG;

@@ -1,0 +1,33 @@
+/** What `veil db configure` stores in veil.settings. */
+export interface DbCredentials {
+  veilUrl: string;
+  clientId: string;
+  clientSecret: string;
+  /** the veil role the triggers and veil.protect use (every writer protects with it) */
+  protectRole: string;
+  tokenUrl?: string;
+  timeoutMs?: number;
+}
+
+/**
+ * A psql script that stores the credentials. The values travel as COPY data, not in a statement's
+ * text, so statement logging (log_statement, log_min_duration_statement) and pg_stat_activity
+ * never show the secret.
+ */
+export function configureSql(c: DbCredentials): string {
+  for (const [name, value] of Object.entries(c)) {
+    if (typeof value === 'string' && /[\r\n\0]/.test(value)) throw new Error(`${name} must be one line`);
+  }
+  if (!/^https?:\/\//.test(c.veilUrl)) throw new Error('the veil URL must be http(s)');
+  if (c.tokenUrl !== undefined && !/^https?:\/\//.test(c.tokenUrl)) throw new Error('the token URL must be http(s)');
+  const csv = (v: string | number | undefined) => (v === undefined ? '' : `"${String(v).replaceAll('"', '""')}"`);
+  const row = [c.veilUrl, c.clientId, c.clientSecret, c.protectRole, c.tokenUrl, c.timeoutMs ?? 5000].map(csv).join(',');
+  return [
+    'CREATE TEMPORARY TABLE veil_credentials_in (veil_url text, client_id text, client_secret text, protect_role text, token_url text, timeout_ms integer) ON COMMIT DROP;',
+    'COPY veil_credentials_in FROM STDIN WITH (FORMAT csv);',
+    row,
+    '\\.',
+    'SELECT veil.configure(veil_url, client_id, client_secret, protect_role, token_url, timeout_ms) FROM veil_credentials_in;',
+    '',
+  ].join('\n');
+}

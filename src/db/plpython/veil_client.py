@@ -1,0 +1,383 @@
+# veil's client inside PostgreSQL (PL/Python, plpython3u).
+#
+# `veil db install` embeds this module in each PL/Python function of schema veil; the first call in
+# a backend executes it once and keeps one Client in GD, so the token and the HTTP connection live
+# as long as the backend. It calls veil's HTTP Transform API (POST /transform, spec section 4.1)
+# with a token from POST /connect/token (client credentials).
+#
+# Rules it keeps:
+# - fail closed: every failure raises, so the statement errors and its transaction aborts;
+# - no value in any message: errors carry veil's code, title, status and the field's class and
+#   property, never the value, the token or the secret; unexpected Python errors are reported by
+#   their type name only (their text can quote input);
+# - one kept-alive connection per veil origin and backend, reopened when it breaks.
+import http.client
+import json
+import time
+import urllib.parse
+
+RIGHTS_GUID = '00000000-0000-4000-8000-00000000a001'
+PROCESSING_GUID = '00000000-0000-4000-8000-00000000a002'
+REQUEST_GUID = '00000000-0000-4000-8000-00000000a003'
+
+# veil's own limits are 10,000 instances and 4 MiB per call; stay well inside them
+MAX_INSTANCES = 1000
+MAX_BODY_BYTES = 1 << 20
+
+# refusals that a read view turns into "keep the protected value" (the caller may not see it)
+REFUSALS = frozenset(['ACTION_NOT_GRANTED', 'RIGHTS_CONTEXT_UNMATCHED', 'ROLE_NOT_HELD'])
+PRIVILEGE_CODES = frozenset(['TOKEN_MISSING', 'TOKEN_INVALID', 'TOKEN_EXPIRED', 'ROLE_NOT_HELD',
+                             'RIGHTS_CONTEXT_UNMATCHED', 'ACTION_NOT_GRANTED', 'DB_ROLE_UNMAPPED',
+                             'DB_CREDENTIALS_REFUSED'])
+
+HINTS = {
+    'DB_NOT_CONFIGURED': 'store veil\'s URL and client credentials: veil db configure (or SELECT veil.configure(...))',
+    'DB_ROLE_UNMAPPED': 'map the database role to a veil role: SELECT veil.map_role(db_role, veil_role)',
+    'DB_SERVICE_UNAVAILABLE': 'veil is down or unreachable from the database server; nothing was stored, retry the transaction later',
+    'DB_CREDENTIALS_REFUSED': 'check the client id and secret stored by veil db configure',
+    'ACTION_NOT_GRANTED': 'the veil role used here is not granted this action on the field (rightsContexts in veil\'s configuration)',
+    'RIGHTS_CONTEXT_UNMATCHED': 'no rights context of veil\'s configuration matches the veil role used here',
+    'ROLE_NOT_HELD': 'the database\'s veil client does not hold the veil role used here (identity.clients in veil\'s configuration)',
+    'FIELD_UNKNOWN': 'the class or property is not in veil\'s configuration',
+    'RATE_LIMITED': 'veil limits calls per client; retry later',
+}
+
+
+class VeilFailure(Exception):
+    """A failure with veil's stable code. Its text is built from codes and names, never values."""
+
+    def __init__(self, code, status, title, retriable=False, pointer=None, field=None, instances=()):
+        Exception.__init__(self, code)
+        self.code = code
+        self.status = status
+        self.title = title
+        self.retriable = retriable
+        self.pointer = pointer
+        self.field = field
+        self.instances = tuple(instances)
+
+    def sqlstate(self):
+        if self.code in PRIVILEGE_CODES:
+            return '42501'  # insufficient_privilege
+        if self.code == 'DB_NOT_CONFIGURED':
+            return '55000'  # object_not_in_prerequisite_state
+        if self.retriable or self.status >= 500 or self.status == 429:
+            return '58000'  # system_error: veil cannot do it now
+        return '22023'  # invalid_parameter_value: veil refused this input
+
+
+def retry_after_of(response):
+    """Retry-After in seconds (veil sends seconds), or None."""
+    value = response.getheader('retry-after')
+    try:
+        seconds = float(value) if value is not None else None
+    except ValueError:
+        return None
+    return seconds if seconds is not None and 0 <= seconds <= 60 else None
+
+
+def unavailable(title):
+    return VeilFailure('DB_SERVICE_UNAVAILABLE', 503, title, retriable=True)
+
+
+class Settings(object):
+    def __init__(self, row):
+        self.veil_url = row['veil_url'].rstrip('/')
+        self.token_url = (row['token_url'] or (self.veil_url + '/connect/token'))
+        self.client_id = row['client_id']
+        self.client_secret = row['client_secret']
+        self.protect_role = row['protect_role']
+        self.timeout = row['timeout_ms'] / 1000.0
+        self.identity = (self.veil_url, self.token_url, self.client_id, self.client_secret)
+
+
+class Client(object):
+    def __init__(self, plpy):
+        self.plpy = plpy
+        self.settings_plan = plpy.prepare(
+            'SELECT veil_url, token_url, client_id, client_secret, protect_role, timeout_ms FROM veil.settings')
+        # the login role decides (SET ROLE cannot change session_user); an exact mapping wins over
+        # one inherited through role membership
+        self.role_plan = plpy.prepare(
+            'SELECT DISTINCT m.veil_role, r.rolname = session_user AS exact FROM veil.role_map m '
+            'JOIN pg_catalog.pg_roles r ON r.rolname = m.db_role '
+            'WHERE pg_catalog.pg_has_role(session_user, r.oid, \'MEMBER\')')
+        self.connections = {}
+        self.token = None
+        self.token_identity = None
+        self.token_until = 0.0
+        self.stats = {'connects': 0, 'requests': 0, 'tokens': 0, 'transforms': 0}
+        # (veil role, class, property) a read view found refused, until when: a view does not ask
+        # veil again for every row, and notices a changed configuration within a minute
+        self.refused = {}
+
+    # ---- settings and roles -------------------------------------------------------------------
+
+    def settings(self):
+        rows = self.plpy.execute(self.settings_plan)
+        if len(rows) == 0:
+            raise VeilFailure('DB_NOT_CONFIGURED', 500, 'veil\'s URL and client credentials are not configured')
+        return Settings(rows[0])
+
+    def mapped_role(self):
+        rows = self.plpy.execute(self.role_plan)
+        exact = set(r['veil_role'] for r in rows if r['exact'])
+        candidates = exact or set(r['veil_role'] for r in rows)
+        if len(candidates) == 1:
+            return next(iter(candidates))
+        if len(candidates) > 1:
+            raise VeilFailure('DB_ROLE_UNMAPPED', 403, 'the database role maps to several veil roles through its memberships; map it directly')
+        return None
+
+    # ---- HTTP -----------------------------------------------------------------------------------
+
+    def request(self, url, method, body, headers, timeout, with_retry_after=False):
+        parts = urllib.parse.urlsplit(url)
+        if parts.scheme not in ('http', 'https') or not parts.hostname:
+            raise VeilFailure('DB_NOT_CONFIGURED', 500, 'veil\'s URL is not an http(s) URL')
+        origin = (parts.scheme, parts.hostname, parts.port)
+        path = (parts.path or '/') + ('?' + parts.query if parts.query else '')
+        for attempt in (0, 1):
+            conn = self.connections.get(origin)
+            if conn is None:
+                kind = http.client.HTTPSConnection if parts.scheme == 'https' else http.client.HTTPConnection
+                conn = kind(parts.hostname, parts.port, timeout=timeout)
+                self.connections[origin] = conn
+            reused = conn.sock is not None
+            if not reused:
+                self.stats['connects'] += 1
+            conn.timeout = timeout
+            try:
+                self.stats['requests'] += 1
+                conn.request(method, path, body, headers)
+                response = conn.getresponse()
+                data = response.read()
+            except (OSError, http.client.HTTPException):
+                conn.close()
+                self.connections.pop(origin, None)
+                # a kept-alive connection the server has closed meanwhile: one try on a fresh one
+                if reused and attempt == 0:
+                    continue
+                raise unavailable('veil cannot be reached')
+            if response.will_close:
+                conn.close()
+                self.connections.pop(origin, None)
+            if not with_retry_after:
+                return response.status, response.getheader('content-type', ''), data
+            return response.status, response.getheader('content-type', ''), data, retry_after_of(response)
+        raise unavailable('veil cannot be reached')
+
+    def bearer(self, s, renew):
+        now = time.monotonic()
+        if not renew and self.token is not None and self.token_identity == s.identity and now < self.token_until:
+            return self.token
+        self.token = None
+        form = urllib.parse.urlencode({'grant_type': 'client_credentials', 'client_id': s.client_id,
+                                       'client_secret': s.client_secret})
+        status, _ctype, data = self.request(s.token_url, 'POST', form, {
+            'Content-Type': 'application/x-www-form-urlencoded', 'Accept': 'application/json'}, s.timeout)
+        self.stats['tokens'] += 1
+        if status == 200:
+            try:
+                doc = json.loads(data)
+                token = doc['access_token']
+                lifetime = float(doc.get('expires_in', 300))
+            except (ValueError, KeyError, TypeError):
+                raise unavailable('veil\'s token endpoint answered something that is not a token response')
+            if not isinstance(token, str) or not token:
+                raise unavailable('veil\'s token endpoint answered something that is not a token response')
+            # renew before expiry: a token must not expire between this check and veil's
+            self.token = token
+            self.token_identity = s.identity
+            self.token_until = now + max(lifetime - 60.0, lifetime / 2.0)
+            return token
+        if status in (400, 401):
+            error = 'unknown'
+            try:
+                error = str(json.loads(data).get('error', 'unknown'))[:40]
+            except (ValueError, AttributeError):
+                pass
+            raise VeilFailure('DB_CREDENTIALS_REFUSED', 401, 'veil refused the database\'s client credentials (' + error + ')')
+        if status == 429:
+            raise VeilFailure('RATE_LIMITED', 429, 'veil\'s token endpoint is rate limiting this client', retriable=True)
+        raise unavailable('veil\'s token endpoint answered HTTP %d' % status)
+
+    # ---- transform ------------------------------------------------------------------------------
+
+    def transform(self, action, role, items):
+        """items: [(className, propertyName, value)], values not None. Returns the values, in order."""
+        out = []
+        chunk = []
+        size = 0
+        for item in items:
+            item_size = len(item[2]) * 4 + len(item[0]) + len(item[1]) + 80
+            if chunk and (len(chunk) >= MAX_INSTANCES or size + item_size > MAX_BODY_BYTES):
+                out.extend(self.transform_chunk(action, role, chunk, len(out)))
+                chunk = []
+                size = 0
+            chunk.append(item)
+            size += item_size
+        if chunk:
+            out.extend(self.transform_chunk(action, role, chunk, len(out)))
+        return out
+
+    def transform_chunk(self, action, role, chunk, offset):
+        s = self.settings()
+        body = json.dumps({
+            'rightsContexts': [{'guid': RIGHTS_GUID, 'evidences': [{'name': 'Role', 'value': role}]}],
+            'processingContexts': [{'guid': PROCESSING_GUID, 'evidences': [{'name': 'Action', 'value': action}]}],
+            'requests': [{'guid': REQUEST_GUID, 'rightsContext': RIGHTS_GUID, 'processingContext': PROCESSING_GUID,
+                          'instances': [{'className': c, 'propertyName': p, 'value': v} for (c, p, v) in chunk]}],
+        }, ensure_ascii=False, separators=(',', ':')).encode('utf-8')
+        renewed = False
+        waited = 0.0
+        while True:
+            token = self.bearer(s, renew=renewed)
+            status, ctype, data, retry_after = self.request(s.veil_url + '/transform', 'POST', body, {
+                'Content-Type': 'application/json', 'Accept': 'application/json',
+                'Authorization': 'Bearer ' + token}, s.timeout, with_retry_after=True)
+            # one retry with a fresh token: it may have expired or veil's signing key rotated
+            if status == 401 and not renewed:
+                renewed = True
+                continue
+            # veil's rate limit: wait as told, within the call's timeout, rather than fail a bulk
+            # statement halfway; past that the statement fails (retriable)
+            if status == 429 and retry_after is not None and waited + retry_after <= s.timeout:
+                time.sleep(retry_after)
+                waited += retry_after
+                continue
+            break
+        self.stats['transforms'] += 1
+        if status == 200:
+            return self.values_of(data, chunk)
+        raise self.failure_of(status, ctype, data, chunk, offset)
+
+    def values_of(self, data, chunk):
+        try:
+            instances = json.loads(data)['responses'][0]['instances']
+            values = [i['value'] for i in instances]
+        except (ValueError, KeyError, IndexError, TypeError):
+            raise unavailable('veil answered something that is not a transform response')
+        if len(values) != len(chunk) or not all(isinstance(v, str) for v in values):
+            raise unavailable('veil answered something that is not a transform response')
+        return values
+
+    def failure_of(self, status, ctype, data, chunk, offset):
+        problem = None
+        if 'json' in ctype:
+            try:
+                problem = json.loads(data)
+            except ValueError:
+                problem = None
+        if not isinstance(problem, dict) or not isinstance(problem.get('code'), str):
+            if status >= 500 or status == 429:
+                return unavailable('veil answered HTTP %d' % status)
+            return VeilFailure('DB_SERVICE_UNAVAILABLE', 503, 'veil answered HTTP %d without a problem document' % status)
+        errors = problem.get('errors') if isinstance(problem.get('errors'), list) else []
+        instances = []
+        field = None
+        for e in errors:
+            index = e.get('instance') if isinstance(e, dict) else None
+            if isinstance(index, int) and 0 <= index < len(chunk):
+                instances.append(offset + index)
+                if field is None:
+                    field = chunk[index][0] + '.' + chunk[index][1]
+        pointer = problem.get('pointer') if isinstance(problem.get('pointer'), str) else None
+        code = problem['code'][:64]
+        # veil's titles come from its catalog and never hold a value
+        title = str(problem.get('title', code))[:200]
+        return VeilFailure(code, status, title, bool(problem.get('retriable')), pointer, field, instances)
+
+    # ---- what the SQL functions call --------------------------------------------------------------
+
+    def protect_values(self, class_name, property_name, values):
+        return self.apply('Protect', self.settings().protect_role, class_name, property_name, values)
+
+    def unprotect_values(self, class_name, property_name, values):
+        role = self.mapped_role()
+        if role is None:
+            raise VeilFailure('DB_ROLE_UNMAPPED', 403, 'the database role is not mapped to a veil role')
+        return self.apply('Unprotect', role, class_name, property_name, values)
+
+    def apply(self, action, role, class_name, property_name, values):
+        if class_name is None or property_name is None:
+            raise VeilFailure('DB_ARGUMENT_INVALID', 400, 'class and property must not be NULL')
+        present = [i for i, v in enumerate(values) if v is not None]
+        out = list(values)
+        results = self.transform(action, role, [(class_name, property_name, values[i]) for i in present])
+        for i, value in zip(present, results):
+            out[i] = value
+        return out
+
+    def reveal(self, classes, properties, values):
+        """For read views: cleartext where the caller's veil role may see it, else the stored value."""
+        if values is None:
+            return None
+        if classes is None or properties is None or len(classes) != len(values) or len(properties) != len(values):
+            raise VeilFailure('DB_ARGUMENT_INVALID', 400, 'classes, properties and values must be arrays of one length')
+        out = list(values)
+        role = self.mapped_role()
+        if role is None:
+            return out
+        now = time.monotonic()
+        pending = [i for i, v in enumerate(values)
+                   if v is not None and self.refused.get((role, classes[i], properties[i]), 0) <= now]
+        while pending:
+            try:
+                results = self.transform('Unprotect', role, [(classes[i], properties[i], values[i]) for i in pending])
+            except VeilFailure as failure:
+                if failure.code not in REFUSALS:
+                    raise
+                refused = set(pending[k] for k in failure.instances if k < len(pending))
+                if not refused:
+                    refused = set(pending)  # the whole call is refused: every value stays protected
+                for i in refused:
+                    self.refused[(role, classes[i], properties[i])] = now + 60.0
+                pending = [i for i in pending if i not in refused]
+                continue
+            for i, value in zip(pending, results):
+                out[i] = value
+            return out
+        return out
+
+    def protect_row(self, td):
+        """BEFORE INSERT OR UPDATE row trigger: its arguments are (column, class, property) triples."""
+        args = td['args'] or []
+        new = td['new']
+        old = td['old'] if td['event'] == 'UPDATE' else None
+        columns = []
+        items = []
+        for i in range(0, len(args) - 2, 3):
+            column, class_name, property_name = args[i], args[i + 1], args[i + 2]
+            value = new.get(column)
+            # NULL stays NULL; an UPDATE that leaves the column as stored keeps its protected value
+            if value is None or (old is not None and old.get(column) == value):
+                continue
+            if not isinstance(value, str):
+                raise VeilFailure('DB_ARGUMENT_INVALID', 400, 'a mapped column is not of a text type')
+            columns.append(column)
+            items.append((class_name, property_name, value))
+        if not items:
+            return None
+        results = self.transform('Protect', self.settings().protect_role, items)
+        for column, value in zip(columns, results):
+            new[column] = value
+        return 'MODIFY'
+
+    def run(self, work):
+        """Runs work(); any failure becomes a PostgreSQL error without a value in it."""
+        try:
+            return work()
+        except VeilFailure as f:
+            failure = f
+        except self.plpy.SPIError:
+            raise
+        except Exception as e:  # a bug or an unexpected library error: its text may quote input
+            failure = VeilFailure('INTERNAL', 500, 'unexpected error in veil\'s database client (' + type(e).__name__ + ')')
+        where = ' (' + failure.field + ')' if failure.field else ''
+        detail = 'veil code %s, status %d, retriable %s' % (failure.code, failure.status, 'yes' if failure.retriable else 'no')
+        if failure.pointer:
+            detail += ', pointer ' + failure.pointer
+        extra = {'hint': HINTS[failure.code]} if failure.code in HINTS else {}
+        self.plpy.error('veil: ' + failure.code + ': ' + failure.title + where, detail=detail,
+                        sqlstate=failure.sqlstate(), **extra)

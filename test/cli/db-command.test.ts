@@ -1,0 +1,50 @@
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { installSql } from '../../src/db/install-sql.ts';
+import { fakeCliIo, tempDir, veil } from '../helpers/cli-io.ts';
+
+describe('veil db', () => {
+  it('prints help and exits 2 without a subcommand; --help exits 0', async () => {
+    const io = fakeCliIo(await tempDir());
+    const none = await veil(io, ['db']);
+    expect(none.code).toBe(2);
+    expect(none.out).toContain('veil db install');
+    expect((await veil(io, ['db', '--help'])).code).toBe(0);
+  });
+
+  it('install prints the SQL to stdout by default', async () => {
+    const io = fakeCliIo(await tempDir());
+    const run = await veil(io, ['db', 'install']);
+    expect(run.code).toBe(0);
+    expect(run.out).toBe(installSql());
+  });
+
+  it('--apply and configure need a database URL; configure needs its three options', async () => {
+    const io = fakeCliIo(await tempDir());
+    const apply = await veil(io, ['db', 'install', '--apply']);
+    expect(apply.code).toBe(2);
+    expect(apply.err).toContain('--database-url');
+    const configure = await veil(io, ['db', 'configure', '--veil-url', 'http://v']);
+    expect(configure.code).toBe(2);
+    expect(configure.err).toContain('--client-secret-file');
+  });
+
+  it('configure never echoes the secret, even when psql fails', async () => {
+    const cwd = await tempDir();
+    await writeFile(join(cwd, 'secret.txt'), 'very-secret-value\n');
+    const io = fakeCliIo(cwd, { VEIL_PSQL: '/bin/false', VEIL_PG_URL: 'postgres://x@127.0.0.1:1/db' });
+    const run = await veil(io, ['db', 'configure', '--veil-url', 'http://v', '--client-id', 'c', '--client-secret-file', 'secret.txt']);
+    expect(run.code).toBe(1);
+    expect(run.err).toContain('psql failed');
+    expect(run.out + run.err).not.toContain('very-secret-value');
+  });
+
+  it('rejects an out-of-range timeout and an unreadable secret file without naming its content', async () => {
+    const io = fakeCliIo(await tempDir(), { VEIL_PG_URL: 'postgres://x@127.0.0.1:1/db' });
+    expect((await veil(io, ['db', 'configure', '--veil-url', 'http://v', '--client-id', 'c', '--client-secret-file', 's', '--timeout-ms', '5'])).code).toBe(2);
+    const missing = await veil(io, ['db', 'configure', '--veil-url', 'http://v', '--client-id', 'c', '--client-secret-file', 'nope.txt']);
+    expect(missing.code).toBe(1);
+    expect(missing.err).toContain('cannot read the client secret file');
+  });
+});

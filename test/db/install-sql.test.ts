@@ -1,0 +1,74 @@
+import { execFileSync } from 'node:child_process';
+import { describe, expect, it } from 'vitest';
+import { ERROR_CATALOG } from '../../src/engine/index.ts';
+import { ADMIN_MODULE, CLIENT_MODULE, installSql, PLPYTHON_FUNCTIONS, PUBLIC_FUNCTIONS } from '../../src/db/install-sql.ts';
+import { DOLLAR_TAG, plPythonBody } from '../../src/db/plpython-function.ts';
+
+const script = installSql();
+/** CREATE FUNCTION statements: name, argument types, and the text up to AS */
+const functions = [...script.matchAll(/CREATE OR REPLACE FUNCTION (veil\.\w+)\(([^)]*)\)([\s\S]*?)\nAS /g)].map((m) => ({
+  name: m[1]!,
+  types: m[2]!.split(',').map((a) => a.trim().replace(/ DEFAULT .*$/, '').split(/\s+/).slice(1).join(' ')).filter(Boolean),
+  header: m[3]!,
+}));
+
+describe('veil db install SQL', () => {
+  it('creates schema veil, its restricted tables and every function once', () => {
+    expect(script).toContain('CREATE SCHEMA IF NOT EXISTS veil;');
+    expect(script).toContain('CREATE EXTENSION IF NOT EXISTS plpython3u;');
+    const names = functions.map((f) => f.name);
+    expect(new Set(names).size).toBe(names.length);
+    for (const name of ['veil.protect', 'veil.unprotect', 'veil.protect_many', 'veil.unprotect_many', 'veil.reveal', 'veil.protect_row',
+      'veil.attach', 'veil.detach', 'veil.create_read_view', 'veil.configure', 'veil.map_role', 'veil.unmap_role']) expect(names).toContain(name);
+  });
+
+  it('keeps the credentials table and the role map from PUBLIC, and grants no table to anyone', () => {
+    expect(script).toContain('REVOKE ALL ON TABLE veil.settings FROM PUBLIC;');
+    expect(script).toContain('REVOKE ALL ON TABLE veil.role_map FROM PUBLIC;');
+    expect(script).not.toMatch(/GRANT [A-Z, ]+ ON (TABLE )?veil\.(settings|role_map)/);
+  });
+
+  it('pins search_path on every SECURITY DEFINER function', () => {
+    const definers = functions.filter((f) => f.header.includes('SECURITY DEFINER'));
+    expect(definers.map((f) => f.name).sort()).toEqual(['veil.protect', 'veil.protect_many', 'veil.protect_row', 'veil.reveal', 'veil.session_stats', 'veil.unprotect', 'veil.unprotect_many']);
+    for (const f of definers) expect(f.header, f.name).toContain('SET search_path = pg_catalog, pg_temp');
+  });
+
+  it('takes EXECUTE back from PUBLIC on every function, then grants only the public-facing ones, which exist with those argument types', () => {
+    const revoke = script.indexOf('REVOKE ALL ON ALL FUNCTIONS IN SCHEMA veil FROM PUBLIC;');
+    expect(revoke).toBeGreaterThan(script.lastIndexOf('CREATE OR REPLACE FUNCTION'));
+    const grants = [...script.matchAll(/GRANT EXECUTE ON FUNCTION (\S+\([^)]*\)) TO PUBLIC;/g)].map((m) => m[1]!);
+    expect(grants).toEqual([...PUBLIC_FUNCTIONS]);
+    for (const grant of grants) {
+      const [, name, args] = /^(veil\.\w+)\((.*)\)$/.exec(grant)!;
+      const created = functions.find((f) => f.name === name)!;
+      expect(created.types.join(', '), grant).toBe(args);
+      expect(script.indexOf(`GRANT EXECUTE ON FUNCTION ${grant}`)).toBeGreaterThan(revoke);
+    }
+    for (const admin of ['veil.configure', 'veil.map_role', 'veil.attach', 'veil.create_read_view']) expect(grants.join()).not.toContain(`${admin}(`);
+  });
+
+  it('embeds Python that compiles, inside dollar quotes it cannot close', () => {
+    expect(script.split(DOLLAR_TAG).length - 1).toBe(PLPYTHON_FUNCTIONS.length * 2);
+    for (const fn of PLPYTHON_FUNCTIONS) {
+      // PL/Python wraps a body in a function; compile it the same way
+      const wrapped = `def body():\n${plPythonBody(fn).split('\n').map((l) => `    ${l}`).join('\n')}\n`;
+      execFileSync('python3', ['-c', 'import sys; compile(sys.stdin.read(), "body", "exec")'], { input: wrapped });
+    }
+    for (const module of [CLIENT_MODULE, ADMIN_MODULE]) {
+      execFileSync('python3', ['-c', 'import sys; compile(sys.stdin.read(), "m", "exec")'], { input: module.source });
+    }
+  });
+
+  it('raises only codes of the error catalog (docs/errors.md)', () => {
+    const codes = new Set([...CLIENT_MODULE.source.matchAll(/VeilFailure\('([A-Z_]+)'/g), ...CLIENT_MODULE.source.matchAll(/^ {4}'([A-Z_]+)': '/gm)].map((m) => m[1]!));
+    expect(codes.size).toBeGreaterThan(5);
+    for (const code of codes) expect(Object.keys(ERROR_CATALOG), code).toContain(code);
+  });
+
+  it('never formats a value into a message: failures are built from codes, titles and field names', () => {
+    // the values the client handles are named value/values/v/item; none is concatenated into a message
+    expect(CLIENT_MODULE.source).not.toMatch(/(error|VeilFailure|unavailable)\([^)]*\b(value|values|item|v)\b\s*[+%]/);
+    expect(CLIENT_MODULE.source).not.toMatch(/str\(e\)|repr\(e\)|%s' % e\b/);
+  });
+});
