@@ -174,8 +174,9 @@ function pointIntoBody(error: VeilError, route: Route, body: Buffer, located: Lo
     return list && list.length === counted ? (list[v.occurrence] ?? '') : '';
   };
   const details: ErrorDetail[] = error.details.map((d) => {
-    const { request: _request, instance, ...rest } = d;
-    return { ...rest, pointer: instance === undefined ? '' : pointerOf(instance) };
+    // the request guid and instance index name the gateway's own transform call: the pointer replaces them
+    const { code, message, className, propertyName, instance } = d;
+    return { code, message, pointer: instance === undefined ? '' : pointerOf(instance), ...(className ? { className, propertyName } : {}) };
   });
   return new VeilError(error.code, error.message, details, { cause: error });
 }
