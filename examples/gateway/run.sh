@@ -6,8 +6,10 @@
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-config="$here/gateway.yaml"
 data=$(mktemp -d "${TMPDIR:-/tmp}/veil-gateway-example.XXXXXX")
+# the example configuration, pointed at the app's port (UPSTREAM_PORT, VEIL_PORT and GATEWAY_PORT move the three)
+config="$data/gateway.yaml"
+sed "s#upstream: http://127.0.0.1:3000#upstream: http://127.0.0.1:${UPSTREAM_PORT:-3000}#" "$here/gateway.yaml" > "$config"
 APP=http://127.0.0.1:${UPSTREAM_PORT:-3000}
 VEIL=http://127.0.0.1:${VEIL_PORT:-8080}
 GW=http://127.0.0.1:${GATEWAY_PORT:-8081}
