@@ -5,6 +5,7 @@ import {
   compileEngineConfig, compileText, configIssuesOf, engineConfigShape, formatIssue, nameSchema, pointerOf, ROLE, VeilError,
   type CompiledConfig, type CompileResult, type ConfigIssue,
 } from '../engine/index.ts';
+import { gatewayIssues, gatewaySchema, type GatewayConfig } from '../gateway/gateway-config.ts';
 import { serviceSchema, type ServiceConfig } from '../http/service-config.ts';
 import { identityIssues, identitySchema, type IdentityConfig } from '../identity/identity-config.ts';
 import { pipelineIssues, pipelineSchema, type PipelineConfig } from '../stream/pipeline-config.ts';
@@ -13,7 +14,7 @@ import { responderSchema, type ResponderConfig } from '../stream/responder-confi
 /**
  * veil's configuration file: the engine's sections (keys, sequences, classes, contexts) and one
  * section per layer that uses it — identity (src/identity), service (src/http), pipelines and
- * responders (src/stream). Published as schemas/config.schema.json.
+ * responders (src/stream), gateway (src/gateway). Published as schemas/config.schema.json.
  */
 export const veilConfigSchema = z.strictObject({
   ...engineConfigShape,
@@ -21,6 +22,7 @@ export const veilConfigSchema = z.strictObject({
   service: serviceSchema.prefault({}),
   pipelines: z.record(nameSchema, pipelineSchema).default({}),
   responders: z.record(nameSchema, responderSchema).default({}),
+  gateway: gatewaySchema.optional(),
 });
 
 export type VeilConfigInput = z.input<typeof veilConfigSchema>;
@@ -37,6 +39,8 @@ export interface VeilConfig {
   pipelines: Readonly<Record<string, PipelineConfig>>;
   /** unprotect-on-demand responders over Kafka (src/stream) */
   responders: Readonly<Record<string, ResponderConfig>>;
+  /** `veil gateway`, the reverse proxy (src/gateway); absent when the file has no gateway section */
+  gateway?: GatewayConfig;
   /** a short hash of the configuration document, stamped on what veil produces */
   version: string;
   /** every warning, of every section */
@@ -60,6 +64,7 @@ export function compileVeilConfig(input: unknown): CompileResult<VeilConfig> {
     ...engine.issues,
     ...within(['identity'], identityIssues(doc.identity, { roles, keyType })),
     ...Object.entries(doc.pipelines).flatMap(([name, p]) => within(['pipelines', name], pipelineIssues(p, isField))),
+    ...(doc.gateway && engine.config ? within(['gateway'], gatewayIssues(doc.gateway, engine.config)) : []),
   ];
   if (!engine.config || issues.some((i) => i.severity === 'error')) return { issues };
   return {
@@ -69,6 +74,7 @@ export function compileVeilConfig(input: unknown): CompileResult<VeilConfig> {
       service: doc.service,
       pipelines: doc.pipelines,
       responders: doc.responders,
+      ...(doc.gateway ? { gateway: doc.gateway } : {}),
       version: createHash('sha256').update(JSON.stringify(doc)).digest('hex').slice(0, 12),
       warnings: issues.filter((i) => i.severity === 'warning'),
     },

@@ -1,7 +1,7 @@
 import { open, readFile, type FileHandle } from 'node:fs/promises';
 
 /** The adapter a call arrived through; a new adapter (portal tester, gateway) adds its name. */
-export type AuditChannel = 'http' | 'kafka' | 'portal';
+export type AuditChannel = 'http' | 'kafka' | 'portal' | 'gateway';
 
 /** One audited call: who, when, which fields, how many values, outcome. Never a value. */
 export interface AuditEvent {

@@ -1,6 +1,7 @@
 import { configCommand } from './config-command.ts';
 import { dbCommand } from './db-command.ts';
 import { demoCommand } from './demo-command.ts';
+import { gatewayCommand } from './gateway-command.ts';
 import type { CliIo, Command } from './io.ts';
 import { keysCommand } from './keys-command.ts';
 import { transformCommand } from './transform-command.ts';
@@ -13,6 +14,7 @@ export const mainHelp = `Usage: veil <command> [options]
 Commands:
   serve       run the HTTP service (npm start)
   stream      run Kafka pipelines: 'veil stream protect'
+  gateway     run the reverse proxy that protects and unprotects JSON fields of an application
   demo        protect and unprotect sample values offline, on the embedded defaults
   transform   run a transform request body through the engine (offline)
   config      validate a configuration; provision its keys
@@ -29,6 +31,7 @@ const COMMANDS: Record<string, Command> = {
   demo: demoCommand,
   identity: identityCommand,
   stream: streamCommand,
+  gateway: gatewayCommand,
   transform: transformCommand,
   config: configCommand,
   keys: keysCommand,

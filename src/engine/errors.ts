@@ -56,6 +56,14 @@ export const ERROR_CATALOG = {
   DB_CREDENTIALS_REFUSED: { status: 401, retriable: false, title: "veil's token endpoint refused the database's client credentials" },
   DB_SERVICE_UNAVAILABLE: { status: 503, retriable: true, title: 'veil cannot be reached from the database, or answered something that is not a transform response' },
   DB_ARGUMENT_INVALID: { status: 400, retriable: false, title: 'A veil database function was called with a NULL class or property, arrays of different lengths, or a mapped column that is not text' },
+  // the gateway (veil gateway)
+  BODY_NOT_JSON: { status: 400, retriable: false, title: 'The body of a route with field selectors is not JSON, or cannot be decoded with its Content-Encoding' },
+  CONTENT_ENCODING_UNSUPPORTED: { status: 415, retriable: false, title: 'The body of a route with field selectors has a Content-Encoding other than gzip, br, deflate or identity' },
+  FIELD_SHAPE_MISMATCH: { status: 422, retriable: false, title: 'A selected request-body field holds an object or array, or sits under a value of the wrong shape, so it cannot be protected' },
+  PATH_NOT_CANONICAL: { status: 400, retriable: false, title: 'The request path has dot segments, empty segments, encoded slashes, dots or backslashes, which the gateway does not route' },
+  UPSTREAM_UNAVAILABLE: { status: 502, retriable: true, title: 'The upstream application cannot be connected to; nothing was sent to it' },
+  UPSTREAM_TIMEOUT: { status: 504, retriable: false, title: 'The upstream application did not answer in time or dropped the connection after the request was sent; it may have acted on it' },
+  UPSTREAM_RESPONSE_INVALID: { status: 502, retriable: false, title: 'The upstream response of a route with response selectors cannot be decoded, is not JSON, or exceeds the limit' },
 } as const satisfies Record<string, { status: number; retriable: boolean; title: string }>;
 
 export type ErrorCode = keyof typeof ERROR_CATALOG;

@@ -1,0 +1,139 @@
+import { z } from 'zod';
+import { nameSchema, ROLE, type CompiledConfig, type ConfigIssue } from '../engine/index.ts';
+import { pathPatternProblem } from './route-match.ts';
+import { canonicalSelector, parseSelector, SelectorSyntaxError } from './selector.ts';
+
+const fieldRef = z.string().regex(/^[A-Za-z][A-Za-z0-9_-]*\.[A-Za-z][A-Za-z0-9_-]*$/, 'must be Class.property');
+
+/** A selector string that parses (src/gateway/selector.ts); a syntax error is a config error at its pointer. */
+const selectorText = z.string().superRefine((text, ctx) => {
+  try {
+    parseSelector(text);
+  } catch (e) {
+    if (!(e instanceof SelectorSyntaxError)) throw e;
+    ctx.addIssue({ code: 'custom', message: `selector ${e.message}` });
+  }
+});
+
+const pathPattern = z.string().superRefine((text, ctx) => {
+  const problem = pathPatternProblem(text);
+  if (problem) ctx.addIssue({ code: 'custom', message: problem });
+});
+
+const method = z.string().regex(/^(\*|[A-Z]{1,20})$/, 'must be an HTTP method in capitals, or *');
+
+/** One route: requests it matches, the request-body fields it protects and the response-body fields it unprotects. */
+export const gatewayRouteSchema = z.strictObject({
+  /** names the route in logs and metrics (the path is never logged: it may hold identifiers) */
+  name: nameSchema.optional(),
+  method: z.union([method, z.array(method).min(1)]),
+  /** `/customers`, `/customers/:id`, `/static/*`; matched on the raw path, case-sensitive */
+  path: pathPattern,
+  /** request-body fields to protect before the request is forwarded */
+  request: z.array(z.strictObject({ select: selectorText, field: fieldRef })).max(256).default([]),
+  /** response-body fields to unprotect with the caller's roles */
+  response: z.array(z.strictObject({
+    select: selectorText,
+    field: fieldRef,
+    /** the action to run instead when the caller may not unprotect the field (e.g. Mask); absent: the protected value stays */
+    ifDenied: nameSchema.optional(),
+  })).max(256).default([]),
+});
+
+/** The configuration's `gateway` section: `veil gateway`, a reverse proxy that protects and unprotects JSON fields. */
+export const gatewaySchema = z.strictObject({
+  /** the application behind the gateway; its path, if any, prefixes every forwarded path */
+  upstream: z.url({ protocol: /^https?$/ }),
+  listen: z.strictObject({
+    host: z.string().min(1).default('127.0.0.1'),
+    port: z.number().int().min(0).max(65_535).default(8081),
+  }).prefault({}),
+  limits: z.strictObject({
+    /** request bodies of routes with selectors, on the wire and decoded */
+    bodyBytes: z.number().int().min(1024).max(64 * 1024 * 1024).default(1024 * 1024),
+    /** upstream response bodies of routes with response selectors, on the wire and decoded */
+    responseBytes: z.number().int().min(1024).max(256 * 1024 * 1024).default(4 * 1024 * 1024),
+    /** selected values per body */
+    valuesPerBody: z.number().int().min(1).max(1_000_000).default(10_000),
+    /** a request body must arrive within this long of its headers, else 408 REQUEST_TIMEOUT */
+    bodyReadTimeoutMs: z.number().int().min(100).max(600_000).default(30_000),
+    /** the upstream must send its response headers within this long, else 504 UPSTREAM_TIMEOUT */
+    upstreamTimeoutMs: z.number().int().min(100).max(600_000).default(30_000),
+  }).prefault({}),
+  /** the actions the gateway asks for, as the `Action` evidence of its processing contexts */
+  actions: z.strictObject({
+    protect: nameSchema.default('Protect'),
+    unprotect: nameSchema.default('Unprotect'),
+  }).prefault({}),
+  /**
+   * Request bodies are protected with these roles instead of the caller's: any caller with a valid
+   * token may then send data through the gateway, whatever its own grants. Absent: the caller's roles.
+   */
+  protectAs: z.strictObject({ roles: z.array(nameSchema).min(1).max(64) }).optional(),
+  /** forward the caller's Authorization header upstream on routes with selectors (it is a veil token; default: dropped) */
+  forwardAuthorization: z.boolean().default(false),
+  /** requests no route matches: refused (404, default) or forwarded untouched */
+  unmatched: z.enum(['refuse', 'forward']).default('refuse'),
+  /** the gateway's own liveness path; `<healthPath>` and its readiness sibling are never forwarded */
+  healthPath: z.string().regex(/^\/[A-Za-z0-9._~/-]+$/).default('/_veil/healthz'),
+  routes: z.array(gatewayRouteSchema).min(1).max(1000),
+});
+
+export type GatewayConfig = z.infer<typeof gatewaySchema>;
+export type GatewayRouteConfig = z.infer<typeof gatewayRouteSchema>;
+
+/**
+ * Cross-checks of the gateway section against the engine's configuration, pointers relative to the
+ * section: every field is a configured class.property with a sequence for the action the gateway
+ * runs on it, every action is selected by an `Action` evidence, no route selects one value twice,
+ * and protectAs roles are used by some rights context (warning).
+ */
+export function gatewayIssues(gateway: GatewayConfig, engine: CompiledConfig): ConfigIssue[] {
+  const issues: ConfigIssue[] = [];
+  const error = (pointer: string, message: string) => issues.push({ severity: 'error', pointer, message });
+  const selectable = new Map<string, boolean>();
+  const checkAction = (action: string, pointer: string) => {
+    if (!selectable.has(action)) selectable.set(action, actionSelectable(engine, action));
+    if (!selectable.get(action)) error(pointer, `no processing context is selected by the evidence Action=${action} alone, so the gateway cannot ask for ${action}`);
+  };
+  const checkField = (ref: string, action: string, pointer: string) => {
+    const [cls, prop] = ref.split('.') as [string, string];
+    const field = engine.classes.get(cls)?.get(prop);
+    if (!field) error(pointer, `${ref} is not a configured class.property`);
+    else if (!field.actions.has(action)) error(pointer, `${ref} has no sequence for ${action}`);
+  };
+  checkAction(gateway.actions.protect, '/actions/protect');
+  checkAction(gateway.actions.unprotect, '/actions/unprotect');
+  gateway.routes.forEach((route, r) => {
+    const at = `/routes/${r}`;
+    const seen = (list: readonly { select: string }[], side: string) => {
+      const canonical = list.map((s) => canonicalSelector(parseSelector(s.select)));
+      canonical.forEach((c, i) => {
+        if (canonical.indexOf(c) !== i) error(`${at}/${side}/${i}/select`, `selector ${c} is listed twice in this route's ${side} selectors`);
+      });
+    };
+    route.request.forEach((s, i) => checkField(s.field, gateway.actions.protect, `${at}/request/${i}/field`));
+    route.response.forEach((s, i) => {
+      checkField(s.field, gateway.actions.unprotect, `${at}/response/${i}/field`);
+      if (s.ifDenied !== undefined) {
+        checkField(s.field, s.ifDenied, `${at}/response/${i}/ifDenied`);
+        checkAction(s.ifDenied, `${at}/response/${i}/ifDenied`);
+      }
+    });
+    seen(route.request, 'request');
+    seen(route.response, 'response');
+  });
+  const roles = new Set(engine.rightsContexts.flatMap((c) => c.evidences.filter(([n]) => n === ROLE).map(([, v]) => v)));
+  gateway.protectAs?.roles.forEach((role, i) => {
+    if (!roles.has(role)) issues.push({ severity: 'warning', pointer: `/protectAs/roles/${i}`, message: `role "${role}" is used by no rights context` });
+  });
+  return issues;
+}
+
+/** Whether the processing contexts select `action` for the evidences [Action=action] (the engine's matching rule). */
+function actionSelectable(engine: CompiledConfig, action: string): boolean {
+  const matches = engine.processingContexts.filter((c) => c.evidences.every(([n, v]) => n === 'Action' && v === action));
+  const best = Math.max(0, ...matches.map((c) => c.evidences.length));
+  const top = matches.filter((c) => c.evidences.length === best);
+  return top.length === 1 && top[0]!.action === action;
+}

@@ -1,0 +1,182 @@
+import type { IncomingMessage } from 'node:http';
+import type { GuardedCaller } from '../audit/guarded-transform.ts';
+import { VeilError, type ErrorDetail } from '../engine/index.ts';
+import type { Caller } from '../identity/token-verifier.ts';
+import { BodyReadError, DecodeError, decodeBody, encodeBody, readBody } from './body-io.ts';
+import { forwardedFor, pipeResponse, type Exchange } from './exchange.ts';
+import { codingOf, decodableAcceptEncoding, endToEnd, headerValue, isJsonMediaType, weakenEtag } from './headers.ts';
+import { locate, spliceStrings, type Located } from './json-fields.ts';
+import type { Route } from './routes.ts';
+import { pointersOf } from './selector.ts';
+import type { UpstreamRequest } from './upstream.ts';
+
+/** Headers whose value no longer describes a body the gateway rewrote. */
+const BODY_DIGESTS = ['content-md5', 'digest', 'content-digest', 'repr-digest'];
+
+/**
+ * The upstream request of a route with selectors. With request selectors and a body: the body is
+ * read whole (limit, deadline), decoded, checked to be JSON, its selected values protected with
+ * the protecting identity and spliced in, re-encoded, and only then sent — a body that cannot be
+ * protected is refused and nothing reaches the upstream. Without request selectors the body is piped.
+ */
+export async function protectRequest(x: Exchange, route: Route, caller: Caller): Promise<UpstreamRequest> {
+  const { req, config } = x;
+  const drop = new Set(['host', 'expect']);
+  if (!config.forwardAuthorization) drop.add('authorization');
+  const extra = ['Host', x.upstream.host, ...forwardedFor(req)];
+  if (route.response.selectors.length > 0) {
+    // the response must come whole and in a coding the gateway can rewrite
+    drop.add('accept-encoding').add('range').add('if-range');
+    const accept = decodableAcceptEncoding(headerValue(req.rawHeaders, 'accept-encoding'));
+    if (accept !== undefined) extra.push('Accept-Encoding', accept);
+  }
+  const hasBody = req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
+  const base = { method: req.method ?? 'GET', target: req.url ?? '/' };
+  if (route.request.selectors.length === 0 || !hasBody) {
+    return { ...base, headers: [...endToEnd(req.rawHeaders, drop), ...extra], body: hasBody ? req : undefined };
+  }
+
+  if (!isJsonMediaType(req.headers['content-type'])) throw new VeilError('CONTENT_TYPE_UNSUPPORTED', 'this route protects fields of a JSON body: the body must be application/json');
+  const coding = codingOf(req.rawHeaders);
+  if (coding === undefined) throw new VeilError('CONTENT_ENCODING_UNSUPPORTED', 'the body must be sent as gzip, br, deflate or identity');
+  const limit = config.limits.bodyBytes;
+  if (Number(req.headers['content-length'] ?? 0) > limit) throw tooLarge(limit);
+  let raw: Buffer;
+  try {
+    raw = await readBody(req, limit, config.limits.bodyReadTimeoutMs);
+  } catch (e) {
+    if (!(e instanceof BodyReadError)) throw e;
+    if (e.reason === 'too-large') throw tooLarge(limit);
+    if (e.reason === 'timeout') throw new VeilError('REQUEST_TIMEOUT', `the body did not arrive within ${config.limits.bodyReadTimeoutMs} ms`);
+    throw new VeilError('REQUEST_TIMEOUT', 'the body did not arrive in whole (the connection closed)');
+  }
+  let body: Buffer;
+  try {
+    body = await decodeBody(raw, coding, limit);
+  } catch (e) {
+    if (!(e instanceof DecodeError)) throw e;
+    throw e.tooLarge ? tooLarge(limit) : new VeilError('BODY_NOT_JSON', `the body cannot be decoded as ${coding}`);
+  }
+  const located = locate(body, route.request.compiled);
+  if (located.mismatched.length) {
+    throw new VeilError('FIELD_SHAPE_MISMATCH', `${located.mismatched.length === 1 ? 'a selected field has' : 'selected fields have'} an object or array where a value is selected, or a value where an object or array is`,
+      located.mismatched.map((m) => ({ code: 'FIELD_SHAPE_MISMATCH', pointer: '', message: `selector ${route.request.selectors[m]!.text} (${fieldName(route, 'request', m)}) does not fit the body's shape`, ...fieldOf(route, 'request', m) })));
+  }
+  if (located.values.length > config.limits.valuesPerBody) throw new VeilError('LIMIT_EXCEEDED', `the body holds more than ${config.limits.valuesPerBody} selected values`);
+
+  const protectAs: GuardedCaller = config.protectAs ? { ...caller, roles: config.protectAs.roles } : caller;
+  let outputs: string[];
+  try {
+    outputs = await x.transformer.protect(x.id, protectAs, located.values.map((v) => ({ field: route.request.fields[v.selector]!, value: v.value })));
+  } catch (e) {
+    if (e instanceof VeilError) throw pointIntoBody(e, route, body, located);
+    throw e;
+  }
+  const rewritten = spliceStrings(body, located.values.map((v, i) => ({ start: v.start, end: v.end, text: outputs[i]! })));
+  const encoded = rewritten === body ? raw : await encodeBody(rewritten, coding);
+  drop.add('content-length');
+  BODY_DIGESTS.forEach((h) => drop.add(h));
+  return { ...base, headers: [...endToEnd(req.rawHeaders, drop), ...extra, 'Content-Length', String(encoded.length)], body: encoded };
+}
+
+/**
+ * The response of a route with response selectors. A JSON body is read whole, decoded, its selected
+ * values revealed as far as the caller may see them, re-encoded in the upstream's coding with a
+ * correct Content-Length. Bodies that are not JSON by their Content-Type, and bodiless responses,
+ * pass through untouched: they hold no selected field.
+ */
+export async function revealResponse(x: Exchange, route: Route, caller: Caller, response: IncomingMessage): Promise<void> {
+  const status = response.statusCode ?? 502;
+  if (x.req.method === 'HEAD' || status === 204 || status === 304 || status < 200 || !isJsonMediaType(response.headers['content-type'])) {
+    pipeResponse(x, response);
+    return;
+  }
+  const invalid = (why: string) => {
+    response.destroy();
+    return new VeilError('UPSTREAM_RESPONSE_INVALID', `the upstream response ${why}`);
+  };
+  const coding = codingOf(response.rawHeaders);
+  if (coding === undefined) throw invalid('has a Content-Encoding the gateway cannot decode');
+  const limit = x.config.limits.responseBytes;
+  if (Number(response.headers['content-length'] ?? 0) > limit) throw invalid(`is larger than ${limit} bytes`);
+  let raw: Buffer;
+  try {
+    raw = await readBody(response, limit, x.config.limits.upstreamTimeoutMs);
+  } catch (e) {
+    if (!(e instanceof BodyReadError)) throw e;
+    throw e.reason === 'too-large' ? invalid(`is larger than ${limit} bytes`) : new VeilError('UPSTREAM_TIMEOUT', 'the upstream response body did not arrive in whole');
+  }
+  let body: Buffer;
+  try {
+    body = await decodeBody(raw, coding, limit);
+  } catch (e) {
+    if (!(e instanceof DecodeError)) throw e;
+    throw invalid(e.tooLarge ? `is larger than ${limit} bytes once decoded` : `cannot be decoded as ${coding}`);
+  }
+  let edits: { start: number; end: number; text: string }[] = [];
+  if (body.length > 0) {
+    let located: Located;
+    try {
+      located = locate(body, route.response.compiled);
+    } catch {
+      throw invalid('is not JSON although its Content-Type says so');
+    }
+    if (located.values.length > x.config.limits.valuesPerBody) throw invalid(`holds more than ${x.config.limits.valuesPerBody} selected values`);
+    const shown = await x.transformer.reveal(x.id, caller, located.values.map((v) => ({
+      field: route.response.fields[v.selector]!, value: v.value, ...(route.response.ifDenied[v.selector] ? { ifDenied: route.response.ifDenied[v.selector]! } : {}),
+    })));
+    edits = located.values.flatMap((v, i) => (shown[i] === undefined ? [] : [{ start: v.start, end: v.end, text: shown[i] }]));
+  }
+  const drop = new Set(['content-length']);
+  const extra: string[] = [];
+  let out = raw;
+  if (edits.length > 0) {
+    out = await encodeBody(spliceStrings(body, edits), coding);
+    BODY_DIGESTS.forEach((h) => drop.add(h));
+    drop.add('etag');
+    const etag = headerValue(response.rawHeaders, 'etag');
+    if (etag !== undefined) extra.push('ETag', weakenEtag(etag));
+  }
+  x.res.writeHead(status, response.statusMessage, [...endToEnd(response.rawHeaders, drop), ...extra, 'Content-Length', String(out.length)]);
+  x.res.end(out);
+}
+
+function tooLarge(limit: number): VeilError {
+  return new VeilError('BODY_TOO_LARGE', `the body exceeds ${limit} bytes (on the wire or decoded)`);
+}
+
+function fieldOf(route: Route, side: 'request' | 'response', m: number): { className: string; propertyName: string } {
+  const f = route[side].fields[m]!;
+  return { className: f.className, propertyName: f.propertyName };
+}
+
+function fieldName(route: Route, side: 'request' | 'response', m: number): string {
+  const f = route[side].fields[m]!;
+  return `${f.className}.${f.propertyName}`;
+}
+
+/**
+ * The engine's refusal with its pointers moved from the transform request the gateway built
+ * (`/requests/0/instances/<i>`) to the caller's body (`/customer/email`). A pointer that cannot be
+ * placed (duplicate keys make the parsed document differ from the scanned bytes) becomes "".
+ */
+function pointIntoBody(error: VeilError, route: Route, body: Buffer, located: Located): VeilError {
+  let pointers: string[][] | undefined;
+  const pointerOf = (instance: number): string => {
+    const v = located.values[instance];
+    if (!v) return '';
+    if (pointers === undefined) {
+      const doc: unknown = JSON.parse(body.toString('utf8'));
+      pointers = route.request.selectors.map((s) => pointersOf(doc, s));
+    }
+    const list = pointers[v.selector];
+    const counted = located.values.filter((w) => w.selector === v.selector).length;
+    return list && list.length === counted ? (list[v.occurrence] ?? '') : '';
+  };
+  const details: ErrorDetail[] = error.details.map((d) => {
+    // the request guid and instance index name the gateway's own transform call: the pointer replaces them
+    const { code, message, className, propertyName, instance } = d;
+    return { code, message, pointer: instance === undefined ? '' : pointerOf(instance), ...(className ? { className, propertyName } : {}) };
+  });
+  return new VeilError(error.code, error.message, details, { cause: error });
+}

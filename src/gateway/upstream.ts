@@ -1,0 +1,106 @@
+import http, { type IncomingMessage } from 'node:http';
+import https from 'node:https';
+import type { Readable } from 'node:stream';
+import { VeilError } from '../engine/index.ts';
+
+/** Errors that mean the upstream was never reached: nothing was sent, so the call may be retried. */
+const NOT_REACHED = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL']);
+
+export interface UpstreamRequest {
+  method: string;
+  /** the request target as received (path and query), appended to the upstream's base path */
+  target: string;
+  headers: string[];
+  /** a buffered body, or a stream piped as it arrives, or none */
+  body: Buffer | Readable | undefined;
+}
+
+/**
+ * The application behind the gateway: one keep-alive connection pool. A request whose pooled
+ * connection turns out to have been closed by the upstream (ECONNRESET on a reused socket) is sent
+ * once more on a fresh one when its body is buffered or empty: the upstream closed it idle, so it
+ * saw nothing of the first attempt.
+ */
+export class Upstream {
+  readonly url: URL;
+  private readonly agent: http.Agent;
+  private readonly timeoutMs: number;
+  private readonly basePath: string;
+
+  constructor(url: string, options: { timeoutMs: number }) {
+    this.url = new URL(url);
+    const secure = this.url.protocol === 'https:';
+    this.agent = secure ? new https.Agent({ keepAlive: true, maxFreeSockets: 64 }) : new http.Agent({ keepAlive: true, maxFreeSockets: 64 });
+    this.timeoutMs = options.timeoutMs;
+    this.basePath = this.url.pathname.replace(/\/$/, '');
+  }
+
+  /** The Host the upstream expects. */
+  get host(): string {
+    return this.url.host;
+  }
+
+  /** Sends the request; resolves with the response headers, rejects with UPSTREAM_UNAVAILABLE or UPSTREAM_TIMEOUT. */
+  async send(request: UpstreamRequest, signal: AbortSignal): Promise<IncomingMessage> {
+    try {
+      return await this.attempt(request, signal);
+    } catch (e) {
+      const replayable = !(request.body && !Buffer.isBuffer(request.body));
+      if (e instanceof ResetOnReuse && replayable) return this.attempt(request, signal);
+      throw e instanceof ResetOnReuse ? e.error : e;
+    }
+  }
+
+  close(): void {
+    this.agent.destroy();
+  }
+
+  private attempt(request: UpstreamRequest, signal: AbortSignal): Promise<IncomingMessage> {
+    const client = this.url.protocol === 'https:' ? https : http;
+    return new Promise((resolve, reject) => {
+      const req = client.request({
+        protocol: this.url.protocol, hostname: this.url.hostname, port: this.url.port, agent: this.agent,
+        method: request.method, path: `${this.basePath}${request.target}`, headers: request.headers, setHost: false, signal,
+      });
+      let settled = false;
+      const timer = setTimeout(() => {
+        settled = true;
+        req.destroy();
+        reject(new VeilError('UPSTREAM_TIMEOUT', `the upstream sent no response within ${this.timeoutMs} ms`));
+      }, this.timeoutMs);
+      req.once('response', (res) => {
+        clearTimeout(timer);
+        if (settled) return res.resume();
+        settled = true;
+        resolve(res);
+      });
+      req.once('error', (e: NodeJS.ErrnoException) => {
+        clearTimeout(timer);
+        if (settled) return;
+        settled = true;
+        if (req.reusedSocket && e.code === 'ECONNRESET') reject(new ResetOnReuse(timeoutError(e)));
+        else if (e.code !== undefined && NOT_REACHED.has(e.code)) reject(new VeilError('UPSTREAM_UNAVAILABLE', `the upstream cannot be reached (${e.code})`));
+        else reject(timeoutError(e));
+      });
+      const body = request.body;
+      if (body === undefined) req.end();
+      else if (Buffer.isBuffer(body)) req.end(body);
+      else {
+        body.pipe(req);
+        body.once('error', () => req.destroy());
+      }
+    });
+  }
+}
+
+class ResetOnReuse extends Error {
+  readonly error: VeilError;
+  constructor(error: VeilError) {
+    super('pooled connection reset');
+    this.error = error;
+  }
+}
+
+function timeoutError(e: NodeJS.ErrnoException): VeilError {
+  return new VeilError('UPSTREAM_TIMEOUT', `the upstream connection failed after the request was sent (${e.code ?? e.name})`);
+}

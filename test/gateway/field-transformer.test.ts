@@ -1,0 +1,65 @@
+import { describe, expect, it } from 'vitest';
+import { MemoryAuditSink } from '../../src/audit/audit-sink.ts';
+import { GuardedTransform } from '../../src/audit/guarded-transform.ts';
+import { FieldTransformer } from '../../src/gateway/field-transformer.ts';
+import { engineFixture } from '../helpers/engine-fixture.ts';
+
+const email = { className: 'Customer', propertyName: 'email' };
+const card = { className: 'Customer', propertyName: 'cardNumber' };
+const name = { className: 'Customer', propertyName: 'name' };
+const caller = (...roles: string[]) => ({ roles, subject: roles.join('+') || 'nobody', clientId: 'c', issuer: 'test' });
+
+function setup() {
+  const { engine } = engineFixture();
+  const audit = new MemoryAuditSink();
+  const warnings: string[] = [];
+  const guard = new GuardedTransform({ engine, audit, now: () => new Date(0), channel: 'gateway', scope: 'revealing' });
+  const t = new FieldTransformer({ engine, guard, actions: { protect: 'Protect', unprotect: 'Unprotect' }, warn: (m) => warnings.push(m) });
+  return { t, audit, warnings };
+}
+
+describe('the gateway field transformer', () => {
+  it('protects a whole body, or refuses it whole', async () => {
+    const { t } = setup();
+    const out = await t.protect('r1', caller('ingest'), [{ field: email, value: 'alice@example.com' }, { field: card, value: '4111-1111-1111-1111' }]);
+    expect(out[0]).not.toContain('alice');
+    expect(out[1]).toMatch(/^4111-11\d\d-\d{4}-1111$/);
+    await expect(t.protect('r2', caller('support'), [{ field: email, value: 'a@example.com' }, { field: card, value: '4111-1111-1111-1111' }]))
+      .rejects.toMatchObject({ code: 'ACTION_NOT_GRANTED', details: [{ pointer: '/requests/0/instances/1' }] });
+  });
+
+  it('reveals per field: clear where granted, the ifDenied action where that is granted, else unchanged', async () => {
+    const { t, audit } = setup();
+    const values = ['alice@example.com', '4111-1111-1111-1111', 'Alice'];
+    const [pe, pc, pn] = await t.protect('p', caller('ingest'), [{ field: email, value: values[0]! }, { field: card, value: values[1]! }, { field: name, value: values[2]! }]);
+    const asked = [{ field: email, value: pe! }, { field: card, value: pc!, ifDenied: 'Mask' }, { field: name, value: pn! }, { field: card, value: pc! }];
+    expect(await t.reveal('f', caller('fraud'), asked)).toEqual([...values, values[1]]);
+    expect(await t.reveal('s', caller('support'), asked)).toEqual(['alice@example.com', '****-****-****-1111', undefined, undefined]);
+    expect(await t.reveal('n', caller(), asked)).toEqual([undefined, undefined, undefined, undefined]);
+    // one audit record per revealing call (the masked card counted in it), never a value
+    expect(audit.events.map((e) => [e.requestId, e.channel, e.outcome, e.instances])).toEqual([['f', 'gateway', 'ok', 4], ['s', 'gateway', 'ok', 2]]);
+    expect(JSON.stringify(audit.events)).not.toContain('alice');
+  });
+
+  it('leaves a value the engine refuses in place and reveals the others', async () => {
+    const { t, warnings } = setup();
+    const [pe] = await t.protect('p', caller('ingest'), [{ field: email, value: 'alice@example.com' }]);
+    const out = await t.reveal('r', caller('fraud'), [{ field: email, value: 'not-a-protected-value' }, { field: email, value: pe! }]);
+    expect(out).toEqual([undefined, 'alice@example.com']);
+    expect(warnings).toEqual([]);
+  });
+
+  it('refuses to reveal when the audit cannot be written, and records refused tokens', async () => {
+    const { t, audit } = setup();
+    const [pe] = await t.protect('p', caller('ingest'), [{ field: email, value: 'alice@example.com' }]);
+    audit.failing = true;
+    await expect(t.reveal('r', caller('fraud'), [{ field: email, value: pe! }])).rejects.toMatchObject({ code: 'AUDIT_UNAVAILABLE' });
+    // masking reveals nothing, so it does not need the audit
+    const [pc] = await t.protect('p2', caller('ingest'), [{ field: card, value: '4111-1111-1111-1111' }]);
+    expect(await t.reveal('m', caller('support'), [{ field: card, value: pc!, ifDenied: 'Mask' }])).toEqual(['****-****-****-1111']);
+    audit.failing = false;
+    const { VeilError } = await import('../../src/engine/index.ts');
+    await t.refuse('t', new VeilError('TOKEN_INVALID', 'bad'));
+    expect(audit.events.at(-1)).toMatchObject({ requestId: 't', channel: 'gateway', outcome: 'denied', code: 'TOKEN_INVALID' });
+  });
+});

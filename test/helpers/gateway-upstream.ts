@@ -1,0 +1,99 @@
+// The upstream application of test/integration/gateway.test.ts, run as its own process:
+//   scripts/node22 test/helpers/gateway-upstream.ts   → prints {"port": N} on stdout
+// It records every request exactly as it arrived (method, target, raw headers, raw body bytes),
+// readable at GET /__control/received, so a test can prove what the gateway forwarded.
+//   POST /customers*, /reveal*: echo. The response body is the request body decoded; the request
+//     headers x-respond-status, x-respond-encoding (gzip|br|deflate) and x-respond-type choose its
+//     status, coding and Content-Type. It also sends end-to-end headers (X-Upstream, two
+//     Set-Cookie, ETag) and hop-by-hop ones that must not reach the caller.
+//   GET /static/blob: 256 KiB of fixed pseudo-random bytes;  POST /upload: the raw body echoed.
+//   GET /slow: answers after 400 ms.
+import { createServer, type IncomingMessage } from 'node:http';
+import zlib from 'node:zlib';
+
+interface Received {
+  method: string;
+  target: string;
+  rawHeaders: string[];
+  body: string;
+}
+
+const received: Received[] = [];
+const blob = Buffer.alloc(256 * 1024);
+for (let i = 0, x = 7; i < blob.length; i++) blob[i] = (x = (x * 1103515245 + 12345) >>> 0) >>> 24;
+
+function decode(body: Buffer, coding: string | undefined): Buffer {
+  if (coding === 'gzip') return zlib.gunzipSync(body);
+  if (coding === 'br') return zlib.brotliDecompressSync(body);
+  if (coding === 'deflate') return zlib.inflateSync(body);
+  return body;
+}
+
+function encode(body: Buffer, coding: string | undefined): Buffer {
+  if (coding === 'gzip') return zlib.gzipSync(body);
+  if (coding === 'br') return zlib.brotliCompressSync(body);
+  if (coding === 'deflate') return zlib.deflateSync(body);
+  return body;
+}
+
+const header = (req: IncomingMessage, name: string) => {
+  const v = req.headers[name];
+  return Array.isArray(v) ? v[0] : v;
+};
+
+const server = createServer((req, res) => {
+  const chunks: Buffer[] = [];
+  req.on('data', (c: Buffer) => chunks.push(c));
+  req.on('end', () => {
+    const body = Buffer.concat(chunks);
+    const path = (req.url ?? '/').split('?')[0]!;
+    if (path === '/__control/received') {
+      const doc = Buffer.from(JSON.stringify(received));
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': doc.length });
+      return res.end(doc);
+    }
+    received.push({ method: req.method ?? '', target: req.url ?? '', rawHeaders: req.rawHeaders, body: body.toString('base64') });
+    if (path.startsWith('/customers') || path.startsWith('/reveal')) {
+      const coding = header(req, 'x-respond-encoding');
+      const out = encode(decode(body, header(req, 'content-encoding')), coding);
+      const status = Number(header(req, 'x-respond-status') ?? 200);
+      res.writeHead(status, status === 418 ? 'Short And Stout' : undefined, [
+        'Content-Type', header(req, 'x-respond-type') ?? 'application/json',
+        ...(coding ? ['Content-Encoding', coding] : []),
+        'Content-Length', String(out.length),
+        'X-Upstream', 'echo',
+        'Set-Cookie', 'a=1; Path=/',
+        'Set-Cookie', 'b=2; Path=/',
+        'ETag', '"v1"',
+        'Content-MD5', 'not-checked',
+        'Connection', 'X-Hop-Resp',
+        'X-Hop-Resp', 'must-not-pass',
+        'Keep-Alive', 'timeout=99',
+        'Proxy-Authenticate', 'Basic realm="upstream"',
+      ]);
+      return res.end(out);
+    }
+    if (path === '/static/blob') {
+      res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': blob.length, etag: '"blob"' });
+      return res.end(blob);
+    }
+    if (path === '/upload') {
+      res.writeHead(200, { 'content-type': header(req, 'content-type') ?? 'application/octet-stream' });
+      return res.end(body);
+    }
+    if (path === '/slow') {
+      setTimeout(() => {
+        res.writeHead(200, { 'content-type': 'text/plain', 'content-length': 4 });
+        res.end('slow');
+      }, 400);
+      return;
+    }
+    res.writeHead(404, { 'content-type': 'text/plain', 'content-length': 9 });
+    res.end('not found');
+  });
+});
+
+server.listen(0, '127.0.0.1', () => {
+  process.stdout.write(`${JSON.stringify({ port: (server.address() as { port: number }).port })}\n`);
+});
+process.once('SIGTERM', () => server.close(() => process.exit(0)));
