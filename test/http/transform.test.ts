@@ -528,7 +528,11 @@ describe('no bad input is a server error, and nothing leaks', () => {
       // unprotect over Kafka only (covered by test/integration/unprotect.test.ts)
       'DEADLINE_EXCEEDED', 'REPLY_TOPIC_NOT_ALLOWED',
       // the admin portal's pages only (covered by test/portal and test/integration/portal-browser.test.ts)
-      'ADMIN_ROLE_MISSING', 'CSRF_TOKEN_INVALID', 'PUBLISH_REFUSED'];
+      'ADMIN_ROLE_MISSING', 'CSRF_TOKEN_INVALID', 'PUBLISH_REFUSED',
+      // veil gateway only (covered by test/integration/gateway.test.ts and test/gateway)
+      'BODY_NOT_JSON', 'CONTENT_ENCODING_UNSUPPORTED', 'FIELD_SHAPE_MISMATCH', 'PATH_NOT_CANONICAL', 'UPSTREAM_UNAVAILABLE', 'UPSTREAM_TIMEOUT', 'UPSTREAM_RESPONSE_INVALID',
+      // inside PostgreSQL only (covered by test/integration/postgres-triggers.test.ts and test/db)
+      'DB_NOT_CONFIGURED', 'DB_ROLE_UNMAPPED', 'DB_CREDENTIALS_REFUSED', 'DB_SERVICE_UNAVAILABLE', 'DB_ARGUMENT_INVALID'];
     // METHOD_NOT_ALLOWED has its own test above (405 with Allow)
     const reportedAbove: ErrorCode[] = ['METHOD_NOT_ALLOWED'];
     const missing = (Object.keys(ERROR_CATALOG) as ErrorCode[]).filter((c) => !covered.has(c) && !notByHttpInput.includes(c) && !reportedAbove.includes(c));

@@ -189,6 +189,14 @@ describe('PostgreSQL triggers (real PostgreSQL, real veil serve)', () => {
     expect(r.stderr).toMatch(/ERROR: {2}55000: .*veil: DB_NOT_CONFIGURED/);
   });
 
+  it('a wrong client secret fails with DB_CREDENTIALS_REFUSED, a NULL class with DB_ARGUMENT_INVALID; neither message holds the value', async () => {
+    const refused = await attempt(`BEGIN; UPDATE veil.settings SET client_secret = 'not-the-secret'; SELECT veil.protect('Customer', 'email', 'x7@example.com');`);
+    expect(refused.stderr).toMatch(/ERROR: {2}42501: .*veil: DB_CREDENTIALS_REFUSED/);
+    const invalid = await attempt(`SELECT veil.protect(NULL, 'email', 'x8@example.com');`);
+    expect(invalid.stderr).toMatch(/ERROR: {2}22023: .*veil: DB_ARGUMENT_INVALID/);
+    for (const r of [refused, invalid]) expect(r.stderr).not.toMatch(/x[78]@example\.com|not-the-secret/);
+  });
+
   it('attach refuses a column that cannot hold a protected string', async () => {
     const r = await attempt(`CREATE TABLE numbers (n integer); SELECT veil.attach('numbers', 'n', 'Customer', 'cardNumber');`);
     expect(r.stderr).toMatch(/ERROR: {2}42804: .*must be text or varchar/);
