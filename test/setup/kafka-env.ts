@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
-import { connect } from 'node:net';
 import { promisify } from 'node:util';
+import { startWithScript } from './script-env.ts';
 
 /**
  * vitest global setup: tests that need Kafka and a schema registry read KAFKA_BROKERS and
@@ -11,29 +11,8 @@ import { promisify } from 'node:util';
 export default async function setup(): Promise<() => Promise<void>> {
   if (process.env.KAFKA_BROKERS && process.env.SCHEMA_REGISTRY_URL) return async () => {};
   if (await dockerAvailable()) return startContainers();
-  const script = new URL('../../scripts/test-env.sh', import.meta.url).pathname;
   // an environment someone else started (a developer, a bench) is used, and left running
-  const alreadyUp = (await portOpen(Number(process.env.VEIL_KAFKA_PORT ?? 19092))) && (await portOpen(Number(process.env.VEIL_REGISTRY_PORT ?? 18081)));
-  const { stdout } = await promisify(execFile)(script, ['start'], { maxBuffer: 1 << 20, timeout: 600_000 });
-  for (const line of stdout.split('\n')) {
-    const m = /^([A-Z_]+)=(.*)$/.exec(line.trim());
-    if (m) process.env[m[1]!] = m[2]!;
-  }
-  return async () => {
-    if (alreadyUp || process.env.VEIL_KEEP_TEST_ENV) return;
-    await promisify(execFile)(script, ['stop']).catch(() => undefined);
-  };
-}
-
-function portOpen(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect({ port, host: '127.0.0.1' });
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('error', () => resolve(false));
-  });
+  return startWithScript('scripts/test-env.sh', [Number(process.env.VEIL_KAFKA_PORT ?? 19092), Number(process.env.VEIL_REGISTRY_PORT ?? 18081)]);
 }
 
 async function dockerAvailable(): Promise<boolean> {
