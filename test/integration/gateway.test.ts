@@ -1,7 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import zlib from 'node:zlib';
@@ -9,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openEngine } from '../../src/app/open-engine.ts';
 import { JwtSigner } from '../../src/keystore/jwt-signer.ts';
 import { freePorts, ROOT, waitFor } from '../helpers/processes.ts';
+import { call, type Reply } from '../helpers/raw-http.ts';
 
 const MASTER_KEY = 'c'.repeat(64);
 const ISSUER = 'http://veil.test';
@@ -41,38 +41,6 @@ gateway:
     - { name: static, method: GET, path: '/static/*' }
     - { name: slow, method: GET, path: /slow }
 `);
-}
-
-interface Reply {
-  status: number;
-  statusMessage: string;
-  rawHeaders: string[];
-  headers: http.IncomingHttpHeaders;
-  body: Buffer;
-}
-
-/** A real HTTP/1.1 client on a fresh connection: raw headers in, raw headers and bytes out (no decoding). */
-function call(url: string, method: string, path: string, options: { headers?: string[]; body?: Buffer | string; chunked?: boolean } = {}): Promise<Reply> {
-  return new Promise((resolve, reject) => {
-    const body = options.body === undefined ? undefined : Buffer.from(options.body);
-    // a header list (to send repeated and hop-by-hop headers as given) gets no automatic Host
-    const headers = ['Host', new URL(url).host, ...(options.headers ?? [])];
-    if (body && !options.chunked) headers.push('Content-Length', String(body.length));
-    // path as given: a URL would normalize dot segments away
-    const { hostname, port } = new URL(url);
-    const req = http.request({ hostname, port, path, method, headers, agent: false });
-    req.on('error', reject);
-    req.on('response', (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode!, statusMessage: res.statusMessage ?? '', rawHeaders: res.rawHeaders, headers: res.headers, body: Buffer.concat(chunks) }));
-    });
-    if (body && options.chunked) {
-      // several writes: sent chunked, as a streaming client would
-      for (let i = 0; i < body.length; i += 65_536) req.write(body.subarray(i, i + 65_536));
-      req.end();
-    } else req.end(body);
-  });
 }
 
 const json = (reply: Reply) => JSON.parse(reply.body.toString('utf8'));
