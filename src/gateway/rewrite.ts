@@ -72,6 +72,7 @@ export async function protectRequest(x: Exchange, route: Route, caller: Caller):
     if (e instanceof VeilError) throw pointIntoBody(e, route, body, located);
     throw e;
   }
+  countFields(x, route, 'request', located.values.map((v) => ({ selector: v.selector, result: 'protected' })));
   const rewritten = spliceStrings(body, located.values.map((v, i) => ({ start: v.start, end: v.end, text: outputs[i]! })));
   const encoded = rewritten === body ? raw : await encodeBody(rewritten, coding);
   drop.add('content-length');
@@ -125,7 +126,9 @@ export async function revealResponse(x: Exchange, route: Route, caller: Caller, 
     const shown = await x.transformer.reveal(x.id, caller, located.values.map((v) => ({
       field: route.response.fields[v.selector]!, value: v.value, ...(route.response.ifDenied[v.selector] ? { ifDenied: route.response.ifDenied[v.selector]! } : {}),
     })));
-    edits = located.values.flatMap((v, i) => (shown[i] === undefined ? [] : [{ start: v.start, end: v.end, text: shown[i] }]));
+    const unprotect = x.config.actions.unprotect;
+    countFields(x, route, 'response', located.values.map((v, i) => ({ selector: v.selector, result: shown[i] === undefined ? 'kept' : shown[i].action === unprotect ? 'revealed' : shown[i].action })));
+    edits = located.values.flatMap((v, i) => (shown[i] === undefined ? [] : [{ start: v.start, end: v.end, text: shown[i].text }]));
   }
   const drop = new Set(['content-length']);
   const extra: string[] = [];
@@ -139,6 +142,19 @@ export async function revealResponse(x: Exchange, route: Route, caller: Caller, 
   }
   x.res.writeHead(status, response.statusMessage, [...endToEnd(response.rawHeaders, drop), ...extra, 'Content-Length', String(out.length)]);
   x.res.end(out);
+}
+
+/** Adds each value's result to veil_gateway_fields_total, by route and configured field. */
+function countFields(x: Exchange, route: Route, side: 'request' | 'response', results: readonly { selector: number; result: string }[]): void {
+  const counts = new Map<string, number>();
+  for (const r of results) {
+    const key = `${fieldName(route, side, r.selector)}\0${r.result}`;
+    counts.set(key, (counts.get(key) ?? 0) + 1);
+  }
+  for (const [key, n] of counts) {
+    const [field, result] = key.split('\0') as [string, string];
+    x.metrics.fields.inc({ route: route.name, field, result }, n);
+  }
 }
 
 function tooLarge(limit: number): VeilError {

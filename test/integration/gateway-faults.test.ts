@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openEngine } from '../../src/app/open-engine.ts';
 import { JwtSigner } from '../../src/keystore/jwt-signer.ts';
 import { freePorts, ROOT, waitFor } from '../helpers/processes.ts';
+import { sampleSum } from '../helpers/prometheus.ts';
 import { call, type Reply } from '../helpers/raw-http.ts';
 
 const MASTER_KEY = 'c'.repeat(64);
@@ -210,5 +211,24 @@ describe('veil gateway fault paths against real processes', () => {
     }
     expect((await call(gateway.url, 'GET', '/_veil/healthz')).status).toBe(200);
     expect(gateway.output()).not.toContain('alice@example.com');
+  });
+
+  it('counts the failures in its metrics by route and code', async () => {
+    const metrics = async (g: Started) => (await call(g.url, 'GET', '/_veil/metrics')).body.toString('utf8');
+    const text = await metrics(gateway);
+    const requests = (labels: Record<string, string>) => sampleSum(text, 'veil_gateway_requests_total', labels);
+    expect(requests({ route: 'plain', outcome: 'UPSTREAM_TIMEOUT', status: '504' })).toBe(1);
+    expect(requests({ route: 'faulty', outcome: 'UPSTREAM_TIMEOUT', status: '504' })).toBe(1);
+    expect(requests({ route: 'post-hang', outcome: 'UPSTREAM_TIMEOUT', status: '504' })).toBe(1);
+    expect(requests({ route: 'faulty', outcome: 'UPSTREAM_RESPONSE_INVALID', status: '502' })).toBe(4);
+    expect(requests({ route: 'drop', outcome: 'UPSTREAM_TIMEOUT', status: '504' })).toBe(1);
+    expect(requests({ outcome: 'UPSTREAM_UNAVAILABLE', status: '502' })).toBe(3);
+    expect(sampleSum(text, 'veil_gateway_upstream_duration_seconds_count', { route: 'plain', result: 'UPSTREAM_TIMEOUT' })).toBe(1);
+    expect(sampleSum(text, 'veil_gateway_upstream_duration_seconds_count', { route: 'customers', result: 'UPSTREAM_UNAVAILABLE' })).toBe(1);
+    const full = await metrics(auditFull);
+    expect(sampleSum(full, 'veil_gateway_requests_total', { route: 'reveal', outcome: 'AUDIT_UNAVAILABLE', status: '503' })).toBe(1);
+    expect(sampleSum(full, 'veil_gateway_fields_total', { route: 'reveal', result: 'revealed' })).toBe(0);
+    expect(sampleSum(full, 'veil_gateway_fields_total', { route: 'reveal', field: 'Customer.email', result: 'kept' })).toBe(1);
+    for (const t of [text, full]) expect(t).not.toContain(MARKER);
   });
 });

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openEngine } from '../../src/app/open-engine.ts';
 import { JwtSigner } from '../../src/keystore/jwt-signer.ts';
 import { freePorts, ROOT, waitFor } from '../helpers/processes.ts';
+import { samples } from '../helpers/prometheus.ts';
 import { call, type Reply } from '../helpers/raw-http.ts';
 
 const MASTER_KEY = 'c'.repeat(64);
@@ -293,6 +294,42 @@ describe('veil gateway against a real upstream process', () => {
     const protectedValues = Object.values(JSON.parse(protectedText)).filter((v): v is string => typeof v === 'string' && v.length > 20);
     for (const p of protectedValues) expect(gatewayOutput).not.toContain(p);
     expect(gatewayOutput).toContain('"route":"customers"');
+  });
+
+  it('serves Prometheus metrics by route, outcome and field under /_veil/metrics, with no path, query, header or value in them', async () => {
+    const before = (await received()).length;
+    // a query string and header values that must not become labels
+    expect((await call(url, 'GET', '/static/blob?email=alice%40example.com', { headers: ['X-Trace', 'trace-value-7f3a'] })).status).toBe(200);
+    const reply = await call(url, 'GET', '/_veil/metrics');
+    expect(reply.status).toBe(200);
+    expect(reply.headers['content-type']).toMatch(/^text\/plain; version=0\.0\.4/);
+    // served by the gateway, not forwarded
+    expect((await received()).length).toBe(before + 1);
+    const text = reply.body.toString('utf8');
+    const found = samples(text);
+    const value = (name: string, labels: Record<string, string>) => found.filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v)).reduce((a, s) => a + s.value, 0);
+
+    expect(value('veil_gateway_requests_total', { route: 'customers', outcome: 'forwarded', status: '200' })).toBeGreaterThanOrEqual(2);
+    expect(value('veil_gateway_requests_total', { route: 'customers', outcome: 'ACTION_NOT_GRANTED', status: '403' })).toBe(1);
+    expect(value('veil_gateway_requests_total', { route: 'customers', outcome: 'BODY_TOO_LARGE', status: '413' })).toBe(3);
+    expect(value('veil_gateway_requests_total', { route: 'unmatched', outcome: 'NOT_FOUND', status: '404' })).toBe(1);
+    expect(value('veil_gateway_requests_total', { route: 'reveal', outcome: 'forwarded', status: '418' })).toBe(1);
+    expect(value('veil_gateway_requests_total', { route: 'static', outcome: 'forwarded', status: '200' })).toBe(2);
+    // protected on the way in; revealed, masked or kept on the way out
+    expect(value('veil_gateway_fields_total', { route: 'customers', field: 'Customer.email', result: 'protected' })).toBeGreaterThanOrEqual(4);
+    expect(value('veil_gateway_fields_total', { route: 'reveal', field: 'Customer.cardNumber', result: 'revealed' })).toBeGreaterThanOrEqual(1);
+    expect(value('veil_gateway_fields_total', { route: 'reveal', field: 'Customer.cardNumber', result: 'Mask' })).toBeGreaterThanOrEqual(1);
+    expect(value('veil_gateway_fields_total', { route: 'reveal', field: 'Customer.name', result: 'kept' })).toBeGreaterThanOrEqual(1);
+    // upstream latency per route: one observation per request sent upstream
+    expect(value('veil_gateway_upstream_duration_seconds_count', { route: 'static', result: 'response' })).toBe(2);
+    expect(value('veil_gateway_upstream_duration_seconds_count', { route: 'customers', result: 'response' })).toBeGreaterThanOrEqual(2);
+
+    // labels hold route names, fields, statuses and codes only
+    const labelValues = new Set(found.flatMap((s) => Object.values(s.labels)));
+    for (const v of labelValues) expect(v).toMatch(/^[A-Za-z0-9_.+-]*$/);
+    for (const leak of [...cleartexts, 'alice%40example.com', 'trace-value-7f3a', '/static', '/customers', tokens.fraud!, 'abc.def.ghi']) expect(text).not.toContain(leak);
+    const protectedValues = Object.values(JSON.parse(protectedText)).filter((v): v is string => typeof v === 'string' && v.length > 10);
+    for (const p of protectedValues) expect(text).not.toContain(p);
   });
 
   it('drains on SIGTERM: an exchange in flight completes, then the process exits 0', async () => {
