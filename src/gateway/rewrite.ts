@@ -1,13 +1,13 @@
 import type { IncomingMessage } from 'node:http';
 import type { GuardedCaller } from '../audit/guarded-transform.ts';
-import { VeilError, type ErrorDetail } from '../engine/index.ts';
+import { VeilError } from '../engine/index.ts';
 import type { Caller } from '../identity/token-verifier.ts';
 import { BodyReadError, DecodeError, decodeBody, encodeBody, readBody } from './body-io.ts';
 import { forwardedFor, pipeResponse, type Exchange } from './exchange.ts';
 import { codingOf, decodableAcceptEncoding, endToEnd, headerValue, isJsonMediaType, weakenEtag } from './headers.ts';
+import { callerProblem } from './caller-problem.ts';
 import { locate, spliceStrings, type Located } from './json-fields.ts';
 import type { Route } from './routes.ts';
-import { pointersOf } from './selector.ts';
 import type { UpstreamRequest } from './upstream.ts';
 
 /** Headers whose value no longer describes a body the gateway rewrote. */
@@ -69,7 +69,7 @@ export async function protectRequest(x: Exchange, route: Route, caller: Caller):
   try {
     outputs = await x.transformer.protect(x.id, protectAs, located.values.map((v) => ({ field: route.request.fields[v.selector]!, value: v.value })));
   } catch (e) {
-    if (e instanceof VeilError) throw pointIntoBody(e, route, body, located);
+    if (e instanceof VeilError) throw callerProblem(e, { route, body, located, action: config.actions.protect, rolesFrom: config.protectAs ? 'protectAs' : 'token' });
     throw e;
   }
   countFields(x, route, 'request', located.values.map((v) => ({ selector: v.selector, result: 'protected' })));
@@ -169,30 +169,4 @@ function fieldOf(route: Route, side: 'request' | 'response', m: number): { class
 function fieldName(route: Route, side: 'request' | 'response', m: number): string {
   const f = route[side].fields[m]!;
   return `${f.className}.${f.propertyName}`;
-}
-
-/**
- * The engine's refusal with its pointers moved from the transform request the gateway built
- * (`/requests/0/instances/<i>`) to the caller's body (`/customer/email`). A pointer that cannot be
- * placed (duplicate keys make the parsed document differ from the scanned bytes) becomes "".
- */
-function pointIntoBody(error: VeilError, route: Route, body: Buffer, located: Located): VeilError {
-  let pointers: string[][] | undefined;
-  const pointerOf = (instance: number): string => {
-    const v = located.values[instance];
-    if (!v) return '';
-    if (pointers === undefined) {
-      const doc: unknown = JSON.parse(body.toString('utf8'));
-      pointers = route.request.selectors.map((s) => pointersOf(doc, s));
-    }
-    const list = pointers[v.selector];
-    const counted = located.values.filter((w) => w.selector === v.selector).length;
-    return list && list.length === counted ? (list[v.occurrence] ?? '') : '';
-  };
-  const details: ErrorDetail[] = error.details.map((d) => {
-    // the request guid and instance index name the gateway's own transform call: the pointer replaces them
-    const { code, message, className, propertyName, instance } = d;
-    return { code, message, pointer: instance === undefined ? '' : pointerOf(instance), ...(className ? { className, propertyName } : {}) };
-  });
-  return new VeilError(error.code, error.message, details, { cause: error });
 }

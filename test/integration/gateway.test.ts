@@ -172,6 +172,17 @@ describe('veil gateway against a real upstream process', () => {
     expect(bad.status).toBe(422);
     expect(json(bad)).toMatchObject({ code: 'VALUE_TOO_SHORT', pointer: '/card/number' });
     expect(bad.body.toString()).not.toContain('ABCD');
+    // the messages describe the caller's request, never the gateway's own transform call
+    expect(json(forbidden).detail).toBe(`2 problems in the call; the first: Protect on Customer.name (at /name) is not granted to the roles in the caller's token`);
+    expect(json(forbidden).errors.map((e: { message: string }) => e.message)).toEqual([
+      "Protect on Customer.name (at /name) is not granted to the roles in the caller's token",
+      "Protect on Customer.cardNumber (at /card/number) is not granted to the roles in the caller's token",
+    ]);
+    expect(json(bad).detail).toMatch(/^Customer\.cardNumber value needs at least .* \(at \/card\/number\)$/);
+    const noRights = await post(jsonHeaders('nobody'), customerText);
+    expect(noRights.status).toBe(403);
+    expect(json(noRights)).toMatchObject({ code: 'RIGHTS_CONTEXT_UNMATCHED', pointer: '', detail: "the roles in the caller's token match no configured rights context, so nothing can be protected" });
+    for (const refusal of [forbidden, bad, noRights]) expect(refusal.body.toString()).not.toMatch(/rightsContexts|processingContexts|\/requests\/|00000000-0000-4000/);
     // no token, a bad token
     expect(json(await post(['Content-Type', 'application/json'], customerText))).toMatchObject({ status: 401, code: 'TOKEN_MISSING' });
     expect(json(await post(['Authorization', 'Bearer abc.def.ghi', 'Content-Type', 'application/json'], customerText))).toMatchObject({ status: 401, code: 'TOKEN_INVALID' });
