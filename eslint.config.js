@@ -39,6 +39,13 @@ export default tseslint.config(
     rules: { 'veil/engine-front-door': 'error' },
   },
   {
+    // Adapters (src/http, src/stream, src/gateway, src/portal, src/db, src/client) import no sibling
+    // adapter, and the neutral modules they share import none: tools/eslint-plugin-veil.js.
+    files: ['src/**/*.ts'],
+    plugins: { veil },
+    rules: { 'veil/adapter-isolation': 'error' },
+  },
+  {
     // Key bytes never leave their module: only crypto-using transformers and the keystore may
     // unwrap a SecretKey (the engine's front door re-exports revealKeyBytes for the keystore).
     files: ['src/**/*.ts', 'test/**/*.ts', 'bench/**/*.ts'],

@@ -72,4 +72,45 @@ const engineFrontDoor = {
   },
 };
 
-export default { rules: { 'engine-layering': engineLayering, 'engine-front-door': engineFrontDoor } };
+/**
+ * Adapters are siblings: src/http, src/stream, src/gateway, src/portal, src/db and src/client each
+ * turn the engine into one way in or out, and none imports another (issue 10 removed src/stream's
+ * use of src/http; issue 12's gateway, src/stream's JSON scanner). What two adapters share lives in
+ * a neutral module (src/errors, src/audit, src/identity, src/json-bytes, …), and neutral modules
+ * import no adapter. Only the wiring (src/app, src/cli) puts adapters together.
+ */
+const ADAPTERS = ['http', 'stream', 'gateway', 'portal', 'db', 'client'];
+const NEUTRAL = ['errors', 'audit', 'identity', 'keystore', 'json-bytes'];
+
+const adapterIsolation = {
+  meta: {
+    type: 'problem',
+    docs: { description: 'an adapter (src/http, src/stream, src/gateway, …) imports no sibling adapter; neutral modules import no adapter' },
+    schema: [],
+    messages: {
+      sibling: "src/{{from}} must not import '{{source}}' from src/{{to}}: adapters do not depend on each other; move what they share into a neutral module (e.g. src/json-bytes, src/errors)",
+      neutral: "src/{{from}} is shared by the adapters and must not import '{{source}}' from the adapter src/{{to}}",
+    },
+  },
+  create(context) {
+    const src = path.join(context.cwd, 'src') + path.sep;
+    const topOf = (file) => (file.startsWith(src) ? file.slice(src.length).split(path.sep)[0] : undefined);
+    const from = topOf(context.filename);
+    const isAdapter = ADAPTERS.includes(from);
+    if (!isAdapter && !NEUTRAL.includes(from)) return {};
+    const check = (node, source) => {
+      if (typeof source !== 'string' || !source.startsWith('.')) return;
+      const to = topOf(path.resolve(path.dirname(context.filename), source));
+      if (to === undefined || to === from || !ADAPTERS.includes(to)) return;
+      context.report({ node, messageId: isAdapter ? 'sibling' : 'neutral', data: { from, to, source } });
+    };
+    return {
+      ImportDeclaration: (node) => check(node, node.source.value),
+      ExportNamedDeclaration: (node) => node.source && check(node, node.source.value),
+      ExportAllDeclaration: (node) => check(node, node.source.value),
+      ImportExpression: (node) => check(node, node.source.type === 'Literal' ? node.source.value : undefined),
+    };
+  },
+};
+
+export default { rules: { 'engine-layering': engineLayering, 'engine-front-door': engineFrontDoor, 'adapter-isolation': adapterIsolation } };

@@ -41,8 +41,15 @@ export class FileAuditSink implements AuditSink {
   }
 
   async record(event: AuditEvent): Promise<void> {
-    this.handle ??= open(this.path, 'a', 0o600);
-    const handle = await this.handle;
+    const opening = (this.handle ??= open(this.path, 'a', 0o600));
+    let handle: FileHandle;
+    try {
+      handle = await opening;
+    } catch (e) {
+      // a file that cannot be opened now (its directory missing or unwritable) may be later: open again next time
+      if (this.handle === opening) this.handle = undefined;
+      throw e;
+    }
     await handle.write(`${JSON.stringify(event)}\n`);
   }
 

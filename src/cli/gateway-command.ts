@@ -13,7 +13,8 @@ fields they select as far as the caller's bearer token allows.
   --port     default gateway.listen.port          --host  default gateway.listen.host
 Tokens: veil's own (issuer identity.issuer, else $VEIL_BASE_URL, else http://127.0.0.1:8080, the
 default of 'veil serve'; the signing key is read from the keystore in the data directory) and the
-configured external providers. Health: GET <gateway.healthPath> (default /_veil/healthz).
+configured external providers. Health: GET <gateway.healthPath> (default /_veil/healthz); Prometheus
+metrics: GET <gateway.metricsPath> (default /_veil/metrics).
 SIGTERM: the health path turns 503, the listener closes, exchanges in flight finish (at most
 VEIL_DRAIN_GRACE_MS, default 10000), then the process exits 0.
 `;

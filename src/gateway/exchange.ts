@@ -1,10 +1,12 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
+import { VeilError } from '../engine/index.ts';
 import type { BearerVerifier } from '../identity/token-verifier.ts';
 import type { FieldTransformer } from './field-transformer.ts';
 import type { GatewayConfig } from './gateway-config.ts';
+import type { GatewayMetrics } from './gateway-metrics.ts';
 import { endToEnd, headerValue } from './headers.ts';
-import type { Upstream } from './upstream.ts';
+import type { Upstream, UpstreamRequest } from './upstream.ts';
 
 /** One request through the gateway and what handles it. */
 export interface Exchange {
@@ -16,6 +18,22 @@ export interface Exchange {
   transformer: FieldTransformer;
   verifier: BearerVerifier;
   logger: Logger;
+  metrics: GatewayMetrics;
+  /** the route's name for logs and metrics: configured, `route-<index>`, or `unmatched` */
+  routeName: string;
+}
+
+/** Sends the request upstream, timing it until the response headers or the failure. */
+export async function sendUpstream(x: Exchange, request: UpstreamRequest, signal: AbortSignal): Promise<IncomingMessage> {
+  const stop = x.metrics.upstreamLatency.startTimer({ route: x.routeName });
+  try {
+    const response = await x.upstream.send(request, signal);
+    stop({ result: 'response' });
+    return response;
+  } catch (e) {
+    stop({ result: e instanceof VeilError ? e.code : 'error' });
+    throw e;
+  }
 }
 
 /** The upstream's status, message and end-to-end headers, and its body piped as it arrives. */

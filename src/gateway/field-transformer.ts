@@ -1,6 +1,12 @@
 import type { GuardedCaller, GuardedTransform } from '../audit/guarded-transform.ts';
 import { VeilError, type Engine, type FieldRef, type TransformRequest } from '../engine/index.ts';
 
+/** What the caller sees of a response value: its text and the action that made it (Unprotect, or the ifDenied action). */
+export interface Shown {
+  text: string;
+  action: string;
+}
+
 /** One selected value and the field it belongs to. */
 export interface FieldValue {
   field: FieldRef;
@@ -57,8 +63,8 @@ export class FieldTransformer {
    * it is) otherwise — also for a value the engine refuses (not a protected value of that field).
    * Throws only for failures of the service itself (AUDIT_UNAVAILABLE, KEY_UNAVAILABLE, INTERNAL).
    */
-  async reveal(requestId: string, caller: GuardedCaller, values: readonly RevealValue[]): Promise<(string | undefined)[]> {
-    const out: (string | undefined)[] = values.map(() => undefined);
+  async reveal(requestId: string, caller: GuardedCaller, values: readonly RevealValue[]): Promise<(Shown | undefined)[]> {
+    const out: (Shown | undefined)[] = values.map(() => undefined);
     const byAction = new Map<string, number[]>();
     values.forEach((v, i) => {
       const action = this.actionFor(caller, v);
@@ -73,7 +79,7 @@ export class FieldTransformer {
       const body = this.body(caller, groups.map((g) => ({ action: g.action, values: g.indexes.map((i) => values[i]!) })));
       const outcome = await this.run(requestId, caller, body);
       if (outcome.ok) {
-        outcome.response.responses.forEach((r, ri) => r.instances.forEach((inst, ii) => (out[groups[ri]!.indexes[ii]!] = inst.value)));
+        outcome.response.responses.forEach((r, ri) => r.instances.forEach((inst, ii) => (out[groups[ri]!.indexes[ii]!] = { text: inst.value, action: groups[ri]!.action })));
         return out;
       }
       const error = outcome.error;

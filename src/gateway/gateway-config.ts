@@ -76,6 +76,8 @@ export const gatewaySchema = z.strictObject({
   unmatched: z.enum(['refuse', 'forward']).default('refuse'),
   /** the gateway's own liveness path; `<healthPath>` and its readiness sibling are never forwarded */
   healthPath: z.string().regex(/^\/[A-Za-z0-9._~/-]+$/).default('/_veil/healthz'),
+  /** the gateway's Prometheus metrics (labels: route names, fields, statuses, error codes); never forwarded */
+  metricsPath: z.string().regex(/^\/[A-Za-z0-9._~/-]+$/).default('/_veil/metrics'),
   routes: z.array(gatewayRouteSchema).min(1).max(1000),
 });
 
@@ -102,6 +104,7 @@ export function gatewayIssues(gateway: GatewayConfig, engine: CompiledConfig): C
     if (!field) error(pointer, `${ref} is not a configured class.property`);
     else if (!field.actions.has(action)) error(pointer, `${ref} has no sequence for ${action}`);
   };
+  if (gateway.metricsPath === gateway.healthPath) error('/metricsPath', 'metricsPath and healthPath must differ');
   checkAction(gateway.actions.protect, '/actions/protect');
   checkAction(gateway.actions.unprotect, '/actions/unprotect');
   gateway.routes.forEach((route, r) => {

@@ -6,7 +6,8 @@ import { PROBLEM_CONTENT_TYPE, problemOf } from '../errors/problem.ts';
 import type { BearerVerifier } from '../identity/token-verifier.ts';
 import type { FieldTransformer } from './field-transformer.ts';
 import type { GatewayConfig } from './gateway-config.ts';
-import { forwardedFor, pipeResponse, type Exchange } from './exchange.ts';
+import { forwardedFor, pipeResponse, sendUpstream, type Exchange } from './exchange.ts';
+import { GatewayMetrics } from './gateway-metrics.ts';
 import { endToEnd } from './headers.ts';
 import { protectRequest, revealResponse } from './rewrite.ts';
 import { pathOf, pathProblem } from './route-match.ts';
@@ -22,6 +23,7 @@ export interface GatewayDeps {
 
 export interface Gateway {
   server: http.Server;
+  metrics: GatewayMetrics;
   /** Graceful stop: the health path turns 503, the listener closes, in-flight exchanges finish (at most `graceMs`). */
   drain(graceMs: number): Promise<void>;
 }
@@ -37,34 +39,47 @@ export function createGateway(deps: GatewayDeps): Gateway {
   const { config, logger } = deps;
   const routes = compileRoutes(config);
   const upstream = new Upstream(config.upstream, { timeoutMs: config.limits.upstreamTimeoutMs });
+  const metrics = new GatewayMetrics();
   let draining = false;
 
   const server = http.createServer({ requestTimeout: 0, headersTimeout: 60_000 }, (req, res) => {
     const id = randomUUID();
-    const started = process.hrtime.bigint();
-    let routeName = 'unmatched';
-    res.once('finish', () => logger.info({ id, route: routeName, method: req.method, status: res.statusCode, ms: Number(process.hrtime.bigint() - started) / 1e6 }, 'exchange'));
     const path = pathOf(req.url ?? '/');
     if (path === config.healthPath) {
       sendJson(res, draining ? 503 : 200, { status: draining ? 'draining' : 'ok' });
       return;
     }
+    if (path === config.metricsPath) {
+      metrics.registry.metrics().then((text) => sendText(res, metrics.registry.contentType, text), () => res.destroy());
+      return;
+    }
+    const started = process.hrtime.bigint();
+    let routeName = 'unmatched';
+    // the refusal's code, else the upstream's response was forwarded (as it came or rewritten)
+    let outcome = 'forwarded';
+    res.once('finish', () => logger.info({ id, route: routeName, method: req.method, status: res.statusCode, ms: Number(process.hrtime.bigint() - started) / 1e6 }, 'exchange'));
+    res.once('close', () => metrics.requests.inc({ route: routeName, outcome: res.writableFinished ? outcome : 'aborted', status: String(res.statusCode) }));
+    const refused = (error: VeilError) => {
+      outcome = error.code;
+      refuse(res, error, id, logger);
+    };
     const problem = pathProblem(path);
-    if (problem) return refuse(res, new VeilError('PATH_NOT_CANONICAL', `${problem}: the gateway does not route it`), id, logger);
+    if (problem) return refused(new VeilError('PATH_NOT_CANONICAL', `${problem}: the gateway does not route it`));
     const route = findRoute(routes, req.method ?? 'GET', path);
     if (route) routeName = route.name;
-    if (!route && config.unmatched === 'refuse') return refuse(res, new VeilError('NOT_FOUND', 'no gateway route matches this method and path'), id, logger);
-    const exchange: Exchange = { id, req, res, upstream, config, transformer: deps.transformer, verifier: deps.verifier, logger };
+    if (!route && config.unmatched === 'refuse') return refused(new VeilError('NOT_FOUND', 'no gateway route matches this method and path'));
+    const exchange: Exchange = { id, req, res, upstream, config, transformer: deps.transformer, verifier: deps.verifier, logger, metrics, routeName };
     const run = route && hasSelectors(route) ? rewriting(exchange, route) : passThrough(exchange);
     run.catch((e: unknown) => {
-      if (e instanceof VeilError) return refuse(res, e, id, logger);
+      if (e instanceof VeilError) return refused(e);
       logger.error({ id, errorType: (e as Error)?.name, frames: String((e as Error)?.stack ?? '').split('\n').slice(1, 8) }, 'unexpected error');
-      refuse(res, new VeilError('INTERNAL', 'an unexpected error in the gateway'), id, logger);
+      refused(new VeilError('INTERNAL', 'an unexpected error in the gateway'));
     });
   });
 
   return {
     server,
+    metrics,
     async drain(graceMs) {
       draining = true;
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
@@ -87,7 +102,7 @@ async function rewriting(x: Exchange, route: Route): Promise<void> {
     throw e;
   }
   const outgoing = await protectRequest(x, route, caller);
-  const response = await x.upstream.send(outgoing, abortOnClose(x.res));
+  const response = await sendUpstream(x, outgoing, abortOnClose(x.res));
   if (route.response.selectors.length === 0) return pipeResponse(x, response);
   await revealResponse(x, route, caller, response);
 }
@@ -96,7 +111,7 @@ async function rewriting(x: Exchange, route: Route): Promise<void> {
 async function passThrough(x: Exchange): Promise<void> {
   const headers = [...endToEnd(x.req.rawHeaders, new Set(['host', 'expect'])), 'Host', x.upstream.host, ...forwardedFor(x.req)];
   const hasBody = x.req.headers['transfer-encoding'] !== undefined || Number(x.req.headers['content-length'] ?? 0) > 0;
-  const response = await x.upstream.send({ method: x.req.method ?? 'GET', target: x.req.url ?? '/', headers, body: hasBody ? x.req : undefined }, abortOnClose(x.res));
+  const response = await sendUpstream(x, { method: x.req.method ?? 'GET', target: x.req.url ?? '/', headers, body: hasBody ? x.req : undefined }, abortOnClose(x.res));
   pipeResponse(x, response);
 }
 
@@ -124,6 +139,12 @@ function refuse(res: ServerResponse, error: VeilError, id: string, logger: Logge
   const body = Buffer.from(JSON.stringify(problemOf(error, id)));
   headers['content-length'] = String(body.length);
   res.writeHead(error.status, headers);
+  res.end(body);
+}
+
+function sendText(res: ServerResponse, contentType: string, text: string): void {
+  const body = Buffer.from(text);
+  res.writeHead(200, { 'content-type': contentType, 'content-length': String(body.length), 'cache-control': 'no-store' });
   res.end(body);
 }
 

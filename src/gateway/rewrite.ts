@@ -1,13 +1,13 @@
 import type { IncomingMessage } from 'node:http';
 import type { GuardedCaller } from '../audit/guarded-transform.ts';
-import { VeilError, type ErrorDetail } from '../engine/index.ts';
+import { VeilError } from '../engine/index.ts';
 import type { Caller } from '../identity/token-verifier.ts';
 import { BodyReadError, DecodeError, decodeBody, encodeBody, readBody } from './body-io.ts';
 import { forwardedFor, pipeResponse, type Exchange } from './exchange.ts';
 import { codingOf, decodableAcceptEncoding, endToEnd, headerValue, isJsonMediaType, weakenEtag } from './headers.ts';
+import { callerProblem } from './caller-problem.ts';
 import { locate, spliceStrings, type Located } from './json-fields.ts';
 import type { Route } from './routes.ts';
-import { pointersOf } from './selector.ts';
 import type { UpstreamRequest } from './upstream.ts';
 
 /** Headers whose value no longer describes a body the gateway rewrote. */
@@ -69,9 +69,10 @@ export async function protectRequest(x: Exchange, route: Route, caller: Caller):
   try {
     outputs = await x.transformer.protect(x.id, protectAs, located.values.map((v) => ({ field: route.request.fields[v.selector]!, value: v.value })));
   } catch (e) {
-    if (e instanceof VeilError) throw pointIntoBody(e, route, body, located);
+    if (e instanceof VeilError) throw callerProblem(e, { route, body, located, action: config.actions.protect, rolesFrom: config.protectAs ? 'protectAs' : 'token' });
     throw e;
   }
+  countFields(x, route, 'request', located.values.map((v) => ({ selector: v.selector, result: 'protected' })));
   const rewritten = spliceStrings(body, located.values.map((v, i) => ({ start: v.start, end: v.end, text: outputs[i]! })));
   const encoded = rewritten === body ? raw : await encodeBody(rewritten, coding);
   drop.add('content-length');
@@ -125,7 +126,9 @@ export async function revealResponse(x: Exchange, route: Route, caller: Caller, 
     const shown = await x.transformer.reveal(x.id, caller, located.values.map((v) => ({
       field: route.response.fields[v.selector]!, value: v.value, ...(route.response.ifDenied[v.selector] ? { ifDenied: route.response.ifDenied[v.selector]! } : {}),
     })));
-    edits = located.values.flatMap((v, i) => (shown[i] === undefined ? [] : [{ start: v.start, end: v.end, text: shown[i] }]));
+    const unprotect = x.config.actions.unprotect;
+    countFields(x, route, 'response', located.values.map((v, i) => ({ selector: v.selector, result: shown[i] === undefined ? 'kept' : shown[i].action === unprotect ? 'revealed' : shown[i].action })));
+    edits = located.values.flatMap((v, i) => (shown[i] === undefined ? [] : [{ start: v.start, end: v.end, text: shown[i].text }]));
   }
   const drop = new Set(['content-length']);
   const extra: string[] = [];
@@ -141,6 +144,19 @@ export async function revealResponse(x: Exchange, route: Route, caller: Caller, 
   x.res.end(out);
 }
 
+/** Adds each value's result to veil_gateway_fields_total, by route and configured field. */
+function countFields(x: Exchange, route: Route, side: 'request' | 'response', results: readonly { selector: number; result: string }[]): void {
+  const counts = new Map<string, number>();
+  for (const r of results) {
+    const key = `${fieldName(route, side, r.selector)}\0${r.result}`;
+    counts.set(key, (counts.get(key) ?? 0) + 1);
+  }
+  for (const [key, n] of counts) {
+    const [field, result] = key.split('\0') as [string, string];
+    x.metrics.fields.inc({ route: route.name, field, result }, n);
+  }
+}
+
 function tooLarge(limit: number): VeilError {
   return new VeilError('BODY_TOO_LARGE', `the body exceeds ${limit} bytes (on the wire or decoded)`);
 }
@@ -153,30 +169,4 @@ function fieldOf(route: Route, side: 'request' | 'response', m: number): { class
 function fieldName(route: Route, side: 'request' | 'response', m: number): string {
   const f = route[side].fields[m]!;
   return `${f.className}.${f.propertyName}`;
-}
-
-/**
- * The engine's refusal with its pointers moved from the transform request the gateway built
- * (`/requests/0/instances/<i>`) to the caller's body (`/customer/email`). A pointer that cannot be
- * placed (duplicate keys make the parsed document differ from the scanned bytes) becomes "".
- */
-function pointIntoBody(error: VeilError, route: Route, body: Buffer, located: Located): VeilError {
-  let pointers: string[][] | undefined;
-  const pointerOf = (instance: number): string => {
-    const v = located.values[instance];
-    if (!v) return '';
-    if (pointers === undefined) {
-      const doc: unknown = JSON.parse(body.toString('utf8'));
-      pointers = route.request.selectors.map((s) => pointersOf(doc, s));
-    }
-    const list = pointers[v.selector];
-    const counted = located.values.filter((w) => w.selector === v.selector).length;
-    return list && list.length === counted ? (list[v.occurrence] ?? '') : '';
-  };
-  const details: ErrorDetail[] = error.details.map((d) => {
-    // the request guid and instance index name the gateway's own transform call: the pointer replaces them
-    const { code, message, className, propertyName, instance } = d;
-    return { code, message, pointer: instance === undefined ? '' : pointerOf(instance), ...(className ? { className, propertyName } : {}) };
-  });
-  return new VeilError(error.code, error.message, details, { cause: error });
 }

@@ -15,11 +15,19 @@ export interface UpstreamRequest {
   body: Buffer | Readable | undefined;
 }
 
+/** RFC 9110 §9.2.2: methods whose repetition has the effect of one request. */
+const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE']);
+
 /**
  * The application behind the gateway: one keep-alive connection pool. A request whose pooled
- * connection turns out to have been closed by the upstream (ECONNRESET on a reused socket) is sent
- * once more on a fresh one when its body is buffered or empty: the upstream closed it idle, so it
- * saw nothing of the first attempt.
+ * connection turns out to have been closed (ECONNRESET on a reused socket) is sent once more on a
+ * fresh one only when that cannot act twice: its method is idempotent and its body is buffered or
+ * empty. The reset usually means the upstream closed the connection idle and saw nothing, but the
+ * gateway cannot tell that from an upstream that read the request, acted on it and then dropped
+ * the connection; so a POST, PATCH or other non-idempotent request is never sent twice and fails
+ * with UPSTREAM_TIMEOUT ("it may have acted on it"), which is not retriable. Node's agent closes a
+ * pooled connection a second before the upstream's `Keep-Alive: timeout=` hint, which keeps the
+ * idle-close race rare.
  */
 export class Upstream {
   readonly url: URL;
@@ -45,8 +53,7 @@ export class Upstream {
     try {
       return await this.attempt(request, signal);
     } catch (e) {
-      const replayable = !(request.body && !Buffer.isBuffer(request.body));
-      if (e instanceof ResetOnReuse && replayable) return this.attempt(request, signal);
+      if (e instanceof ResetOnReuse && replayable(request)) return this.attempt(request, signal);
       throw e instanceof ResetOnReuse ? e.error : e;
     }
   }
@@ -91,6 +98,11 @@ export class Upstream {
       }
     });
   }
+}
+
+/** Whether sending the request again is safe: idempotent, and its body (if any) still at hand. */
+export function replayable(request: Pick<UpstreamRequest, 'method' | 'body'>): boolean {
+  return IDEMPOTENT.has(request.method.toUpperCase()) && (request.body === undefined || Buffer.isBuffer(request.body));
 }
 
 class ResetOnReuse extends Error {

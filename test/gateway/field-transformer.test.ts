@@ -33,8 +33,9 @@ describe('the gateway field transformer', () => {
     const values = ['alice@example.com', '4111-1111-1111-1111', 'Alice'];
     const [pe, pc, pn] = await t.protect('p', caller('ingest'), [{ field: email, value: values[0]! }, { field: card, value: values[1]! }, { field: name, value: values[2]! }]);
     const asked = [{ field: email, value: pe! }, { field: card, value: pc!, ifDenied: 'Mask' }, { field: name, value: pn! }, { field: card, value: pc! }];
-    expect(await t.reveal('f', caller('fraud'), asked)).toEqual([...values, values[1]]);
-    expect(await t.reveal('s', caller('support'), asked)).toEqual(['alice@example.com', '****-****-****-1111', undefined, undefined]);
+    const un = (text: string) => ({ text, action: 'Unprotect' });
+    expect(await t.reveal('f', caller('fraud'), asked)).toEqual([...values, values[1]].map((v) => un(v!)));
+    expect(await t.reveal('s', caller('support'), asked)).toEqual([un('alice@example.com'), { text: '****-****-****-1111', action: 'Mask' }, undefined, undefined]);
     expect(await t.reveal('n', caller(), asked)).toEqual([undefined, undefined, undefined, undefined]);
     // one audit record per revealing call (the masked card counted in it), never a value
     expect(audit.events.map((e) => [e.requestId, e.channel, e.outcome, e.instances])).toEqual([['f', 'gateway', 'ok', 4], ['s', 'gateway', 'ok', 2]]);
@@ -45,7 +46,7 @@ describe('the gateway field transformer', () => {
     const { t, warnings } = setup();
     const [pe] = await t.protect('p', caller('ingest'), [{ field: email, value: 'alice@example.com' }]);
     const out = await t.reveal('r', caller('fraud'), [{ field: email, value: 'not-a-protected-value' }, { field: email, value: pe! }]);
-    expect(out).toEqual([undefined, 'alice@example.com']);
+    expect(out).toEqual([undefined, { text: 'alice@example.com', action: 'Unprotect' }]);
     expect(warnings).toEqual([]);
   });
 
@@ -56,7 +57,7 @@ describe('the gateway field transformer', () => {
     await expect(t.reveal('r', caller('fraud'), [{ field: email, value: pe! }])).rejects.toMatchObject({ code: 'AUDIT_UNAVAILABLE' });
     // masking reveals nothing, so it does not need the audit
     const [pc] = await t.protect('p2', caller('ingest'), [{ field: card, value: '4111-1111-1111-1111' }]);
-    expect(await t.reveal('m', caller('support'), [{ field: card, value: pc!, ifDenied: 'Mask' }])).toEqual(['****-****-****-1111']);
+    expect(await t.reveal('m', caller('support'), [{ field: card, value: pc!, ifDenied: 'Mask' }])).toEqual([{ text: '****-****-****-1111', action: 'Mask' }]);
     audit.failing = false;
     const { VeilError } = await import('../../src/engine/index.ts');
     await t.refuse('t', new VeilError('TOKEN_INVALID', 'bad'));

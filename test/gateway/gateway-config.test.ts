@@ -24,9 +24,14 @@ describe('the gateway section of the configuration file', () => {
     expect(config!.gateway).toMatchObject({
       upstream: 'http://127.0.0.1:3000/app', listen: { host: '127.0.0.1', port: 8081 }, unmatched: 'refuse', forwardAuthorization: false,
       limits: { bodyBytes: 1048576, responseBytes: 4194304, valuesPerBody: 10000, bodyReadTimeoutMs: 30000, upstreamTimeoutMs: 30000 },
-      actions: { protect: 'Protect', unprotect: 'Unprotect' }, healthPath: '/_veil/healthz',
+      actions: { protect: 'Protect', unprotect: 'Unprotect' }, healthPath: '/_veil/healthz', metricsPath: '/_veil/metrics',
     });
     expect(compileVeilConfigText(EXAMPLE_CONFIG_TEXT).config!.gateway).toBeUndefined();
+  });
+
+  it('refuses a metrics path equal to the health path', () => {
+    const text = withGateway(`  healthPath: /_ops/x\n  metricsPath: /_ops/x${GOOD}`);
+    expect(errors(text).map(([pointer, message]) => [pointer, message])).toEqual([['/gateway/metricsPath', 'metricsPath and healthPath must differ']]);
   });
 
   it('reports a selector syntax error at its pointer and line', () => {

@@ -8,6 +8,14 @@
 //     Set-Cookie, ETag) and hop-by-hop ones that must not reach the caller.
 //   GET /static/blob: 256 KiB of fixed pseudo-random bytes;  POST /upload: the raw body echoed.
 //   GET /slow: answers after 400 ms.
+// Faults (test/integration/gateway-faults.test.ts):
+//   …/hang: reads the request, never answers (the connection stays open).
+//   GET /faulty/bad-json: application/json that is not JSON;  /faulty/huge: 64 KiB of JSON with a
+//     Content-Length;  /faulty/huge-chunked: the same, chunked;  /faulty/bomb: gzip, 1 KiB on the
+//     wire, 1 MiB decoded. Each holds the marker LEAK-MARKER-d41d8 in a selected field.
+//   /drop-reused: the first request on a connection is answered 200; a later one on the same
+//     (kept-alive) connection is read whole, recorded, and the connection destroyed unanswered, as
+//     an application that acted on the request and crashed would.
 import { createServer, type IncomingMessage } from 'node:http';
 import zlib from 'node:zlib';
 
@@ -36,6 +44,12 @@ function encode(body: Buffer, coding: string | undefined): Buffer {
   return body;
 }
 
+const MARKER = 'LEAK-MARKER-d41d8';
+const hugeJson = Buffer.from(JSON.stringify({ email: MARKER, pad: 'x'.repeat(64 * 1024) }));
+const bomb = zlib.gzipSync(Buffer.from(JSON.stringify({ email: MARKER, pad: ' '.repeat(1024 * 1024) })));
+/** requests served per connection */
+const served = new WeakMap<object, number>();
+
 const header = (req: IncomingMessage, name: string) => {
   const v = req.headers[name];
   return Array.isArray(v) ? v[0] : v;
@@ -53,6 +67,28 @@ const server = createServer((req, res) => {
       return res.end(doc);
     }
     received.push({ method: req.method ?? '', target: req.url ?? '', rawHeaders: req.rawHeaders, body: body.toString('base64') });
+    const earlier = served.get(req.socket) ?? 0;
+    served.set(req.socket, earlier + 1);
+    if (path.endsWith('/hang')) return;
+    if (path === '/drop-reused') {
+      if (earlier > 0) return req.socket.destroy();
+      res.writeHead(200, { 'content-type': 'text/plain', 'content-length': 2 });
+      return res.end('ok');
+    }
+    if (path.startsWith('/faulty/')) {
+      const send = (headers: Record<string, string | number>, out: Buffer) => {
+        res.writeHead(200, { 'content-type': 'application/json', ...headers });
+        res.end(out);
+      };
+      if (path === '/faulty/bad-json') return send({ 'content-length': 40 }, Buffer.from(`{"email": "${MARKER}", "n": tru`.padEnd(40)));
+      if (path === '/faulty/huge') return send({ 'content-length': hugeJson.length }, hugeJson);
+      if (path === '/faulty/huge-chunked') {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        for (let i = 0; i < hugeJson.length; i += 4096) res.write(hugeJson.subarray(i, i + 4096));
+        return res.end();
+      }
+      if (path === '/faulty/bomb') return send({ 'content-length': bomb.length, 'content-encoding': 'gzip' }, bomb);
+    }
     if (path.startsWith('/customers') || path.startsWith('/reveal')) {
       const coding = header(req, 'x-respond-encoding');
       const out = encode(decode(body, header(req, 'content-encoding')), coding);

@@ -1,7 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import zlib from 'node:zlib';
@@ -9,6 +8,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openEngine } from '../../src/app/open-engine.ts';
 import { JwtSigner } from '../../src/keystore/jwt-signer.ts';
 import { freePorts, ROOT, waitFor } from '../helpers/processes.ts';
+import { samples } from '../helpers/prometheus.ts';
+import { call, type Reply } from '../helpers/raw-http.ts';
 
 const MASTER_KEY = 'c'.repeat(64);
 const ISSUER = 'http://veil.test';
@@ -41,38 +42,6 @@ gateway:
     - { name: static, method: GET, path: '/static/*' }
     - { name: slow, method: GET, path: /slow }
 `);
-}
-
-interface Reply {
-  status: number;
-  statusMessage: string;
-  rawHeaders: string[];
-  headers: http.IncomingHttpHeaders;
-  body: Buffer;
-}
-
-/** A real HTTP/1.1 client on a fresh connection: raw headers in, raw headers and bytes out (no decoding). */
-function call(url: string, method: string, path: string, options: { headers?: string[]; body?: Buffer | string; chunked?: boolean } = {}): Promise<Reply> {
-  return new Promise((resolve, reject) => {
-    const body = options.body === undefined ? undefined : Buffer.from(options.body);
-    // a header list (to send repeated and hop-by-hop headers as given) gets no automatic Host
-    const headers = ['Host', new URL(url).host, ...(options.headers ?? [])];
-    if (body && !options.chunked) headers.push('Content-Length', String(body.length));
-    // path as given: a URL would normalize dot segments away
-    const { hostname, port } = new URL(url);
-    const req = http.request({ hostname, port, path, method, headers, agent: false });
-    req.on('error', reject);
-    req.on('response', (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode!, statusMessage: res.statusMessage ?? '', rawHeaders: res.rawHeaders, headers: res.headers, body: Buffer.concat(chunks) }));
-    });
-    if (body && options.chunked) {
-      // several writes: sent chunked, as a streaming client would
-      for (let i = 0; i < body.length; i += 65_536) req.write(body.subarray(i, i + 65_536));
-      req.end();
-    } else req.end(body);
-  });
 }
 
 const json = (reply: Reply) => JSON.parse(reply.body.toString('utf8'));
@@ -203,6 +172,17 @@ describe('veil gateway against a real upstream process', () => {
     expect(bad.status).toBe(422);
     expect(json(bad)).toMatchObject({ code: 'VALUE_TOO_SHORT', pointer: '/card/number' });
     expect(bad.body.toString()).not.toContain('ABCD');
+    // the messages describe the caller's request, never the gateway's own transform call
+    expect(json(forbidden).detail).toBe(`2 problems in the call; the first: Protect on Customer.name (at /name) is not granted to the roles in the caller's token`);
+    expect(json(forbidden).errors.map((e: { message: string }) => e.message)).toEqual([
+      "Protect on Customer.name (at /name) is not granted to the roles in the caller's token",
+      "Protect on Customer.cardNumber (at /card/number) is not granted to the roles in the caller's token",
+    ]);
+    expect(json(bad).detail).toMatch(/^Customer\.cardNumber value needs at least .* \(at \/card\/number\)$/);
+    const noRights = await post(jsonHeaders('nobody'), customerText);
+    expect(noRights.status).toBe(403);
+    expect(json(noRights)).toMatchObject({ code: 'RIGHTS_CONTEXT_UNMATCHED', pointer: '', detail: "the roles in the caller's token match no configured rights context, so nothing can be protected" });
+    for (const refusal of [forbidden, bad, noRights]) expect(refusal.body.toString()).not.toMatch(/rightsContexts|processingContexts|\/requests\/|00000000-0000-4000/);
     // no token, a bad token
     expect(json(await post(['Content-Type', 'application/json'], customerText))).toMatchObject({ status: 401, code: 'TOKEN_MISSING' });
     expect(json(await post(['Authorization', 'Bearer abc.def.ghi', 'Content-Type', 'application/json'], customerText))).toMatchObject({ status: 401, code: 'TOKEN_INVALID' });
@@ -325,6 +305,42 @@ describe('veil gateway against a real upstream process', () => {
     const protectedValues = Object.values(JSON.parse(protectedText)).filter((v): v is string => typeof v === 'string' && v.length > 20);
     for (const p of protectedValues) expect(gatewayOutput).not.toContain(p);
     expect(gatewayOutput).toContain('"route":"customers"');
+  });
+
+  it('serves Prometheus metrics by route, outcome and field under /_veil/metrics, with no path, query, header or value in them', async () => {
+    const before = (await received()).length;
+    // a query string and header values that must not become labels
+    expect((await call(url, 'GET', '/static/blob?email=alice%40example.com', { headers: ['X-Trace', 'trace-value-7f3a'] })).status).toBe(200);
+    const reply = await call(url, 'GET', '/_veil/metrics');
+    expect(reply.status).toBe(200);
+    expect(reply.headers['content-type']).toMatch(/^text\/plain; version=0\.0\.4/);
+    // served by the gateway, not forwarded
+    expect((await received()).length).toBe(before + 1);
+    const text = reply.body.toString('utf8');
+    const found = samples(text);
+    const value = (name: string, labels: Record<string, string>) => found.filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v)).reduce((a, s) => a + s.value, 0);
+
+    expect(value('veil_gateway_requests_total', { route: 'customers', outcome: 'forwarded', status: '200' })).toBeGreaterThanOrEqual(2);
+    expect(value('veil_gateway_requests_total', { route: 'customers', outcome: 'ACTION_NOT_GRANTED', status: '403' })).toBe(1);
+    expect(value('veil_gateway_requests_total', { route: 'customers', outcome: 'BODY_TOO_LARGE', status: '413' })).toBe(3);
+    expect(value('veil_gateway_requests_total', { route: 'unmatched', outcome: 'NOT_FOUND', status: '404' })).toBe(1);
+    expect(value('veil_gateway_requests_total', { route: 'reveal', outcome: 'forwarded', status: '418' })).toBe(1);
+    expect(value('veil_gateway_requests_total', { route: 'static', outcome: 'forwarded', status: '200' })).toBe(2);
+    // protected on the way in; revealed, masked or kept on the way out
+    expect(value('veil_gateway_fields_total', { route: 'customers', field: 'Customer.email', result: 'protected' })).toBeGreaterThanOrEqual(4);
+    expect(value('veil_gateway_fields_total', { route: 'reveal', field: 'Customer.cardNumber', result: 'revealed' })).toBeGreaterThanOrEqual(1);
+    expect(value('veil_gateway_fields_total', { route: 'reveal', field: 'Customer.cardNumber', result: 'Mask' })).toBeGreaterThanOrEqual(1);
+    expect(value('veil_gateway_fields_total', { route: 'reveal', field: 'Customer.name', result: 'kept' })).toBeGreaterThanOrEqual(1);
+    // upstream latency per route: one observation per request sent upstream
+    expect(value('veil_gateway_upstream_duration_seconds_count', { route: 'static', result: 'response' })).toBe(2);
+    expect(value('veil_gateway_upstream_duration_seconds_count', { route: 'customers', result: 'response' })).toBeGreaterThanOrEqual(2);
+
+    // labels hold route names, fields, statuses and codes only
+    const labelValues = new Set(found.flatMap((s) => Object.values(s.labels)));
+    for (const v of labelValues) expect(v).toMatch(/^[A-Za-z0-9_.+-]*$/);
+    for (const leak of [...cleartexts, 'alice%40example.com', 'trace-value-7f3a', '/static', '/customers', tokens.fraud!, 'abc.def.ghi']) expect(text).not.toContain(leak);
+    const protectedValues = Object.values(JSON.parse(protectedText)).filter((v): v is string => typeof v === 'string' && v.length > 10);
+    for (const p of protectedValues) expect(text).not.toContain(p);
   });
 
   it('drains on SIGTERM: an exchange in flight completes, then the process exits 0', async () => {

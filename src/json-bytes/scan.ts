@@ -1,16 +1,16 @@
 import { isUtf8 } from 'node:buffer';
-import { StreamError } from '../stream-error.ts';
 
 /**
  * A single-pass validating scanner of UTF-8 JSON that reports where mapped paths land, as byte
  * spans, without building the document. It accepts exactly what JSON.parse accepts on the decoded
  * text, and rejects what is not valid UTF-8. It keeps its own stack, so no nesting depth can
- * overflow the call stack.
+ * overflow the call stack. Adapter-neutral: the stream pipelines' JSON serde and the gateway's
+ * body rewriting both use it, each turning JsonSyntaxError and the events into its own errors.
  */
 
 /**
  * What the mappings need one value to be, merged over all mappings that reach it and compiled
- * once per mapping list (see json-splice.ts), so that scanning allocates nothing per token.
+ * once per mapping list (see paths.ts), so that scanning allocates nothing per token.
  * Mappings are numbered by their index.
  */
 export interface Expectation {
@@ -47,11 +47,19 @@ export const EV_SHAPE = 3;
 export const EV_NO_ARRAY = 4;
 export const EV_NOT_SCALAR = 5;
 
-export function notJson(): StreamError {
-  return new StreamError('RECORD_MALFORMED', 'the value is not JSON');
+/** The bytes are not one UTF-8 JSON text. Carries no position or byte: callers report it in their own terms. */
+export class JsonSyntaxError extends Error {
+  constructor() {
+    super('not JSON');
+    this.name = 'JsonSyntaxError';
+  }
 }
 
-/** Validates `b` as one JSON text and appends the events of `root`'s mappings to `events`. */
+function notJson(): JsonSyntaxError {
+  return new JsonSyntaxError();
+}
+
+/** Validates `b` as one JSON text and appends the events of `root`'s mappings to `events`; throws JsonSyntaxError. */
 export function scanJson(b: Buffer, root: Expectation | null, events: number[]): void {
   // Native (SIMD) validation up front rejects overlong forms, surrogates and truncated
   // sequences anywhere, so the scanner needs no UTF-8 logic: bytes >= 0x80 are only legal in strings.
@@ -289,6 +297,17 @@ function matchKey(b: Buffer, start: number, end: number, frame: Frame): Expectat
     }
   }
   return null;
+}
+
+/**
+ * The text of a located scalar: a string's decoded value, or a number's or boolean's text as
+ * written (so 1.0 stays "1.0" and 2^63-1 keeps its digits).
+ */
+export function leafText(b: Buffer, kind: number, start: number, end: number): string {
+  if (kind === EV_RAW) return b.toString('latin1', start, end);
+  if (kind !== EV_STRING) throw new Error(`scan event ${kind} has no text`);
+  if (hasBackslash(b, start + 1, end - 1)) return JSON.parse(b.toString('utf8', start, end)) as string;
+  return b.toString('utf8', start + 1, end - 1);
 }
 
 export function hasBackslash(b: Buffer, start: number, end: number): boolean {

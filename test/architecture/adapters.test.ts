@@ -1,0 +1,67 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import { ESLint } from 'eslint';
+import { describe, expect, it } from 'vitest';
+
+const cwd = new URL('../..', import.meta.url).pathname;
+const eslint = new ESLint({ cwd });
+
+/** rule ids of what ESLint reports for `code` placed at `file` (relative to the project) */
+async function rulesFiredAt(file: string, code: string): Promise<string[]> {
+  const [result] = await eslint.lintText(code, { filePath: `${cwd}${file}` });
+  return result!.messages.map((m) => m.ruleId ?? m.message);
+}
+
+/** the src/ directories that a directory's .ts files import, by relative specifiers (static, re-export, dynamic) */
+function importedDirs(dir: string): Map<string, string[]> {
+  const out = new Map<string, string[]>();
+  const walk = (d: string) => {
+    for (const entry of readdirSync(d, { withFileTypes: true })) {
+      const file = join(d, entry.name);
+      if (entry.isDirectory()) walk(file);
+      else if (entry.name.endsWith('.ts')) {
+        for (const m of readFileSync(file, 'utf8').matchAll(/(?:from|import)\s*\(?\s*'(\.[^']+)'/g)) {
+          const target = relative(join(cwd, 'src'), resolve(dirname(file), m[1]!)).split('/')[0]!;
+          out.set(target, [...(out.get(target) ?? []), relative(cwd, file)]);
+        }
+      }
+    }
+  };
+  walk(join(cwd, 'src', dir));
+  return out;
+}
+
+describe('adapters are siblings (veil/adapter-isolation)', () => {
+  it('src/gateway, src/stream and src/http import none of each other, and src/json-bytes no adapter (the files as they are)', () => {
+    const adapters = ['gateway', 'stream', 'http'];
+    for (const from of adapters) {
+      const dirs = importedDirs(from);
+      for (const to of adapters.filter((a) => a !== from)) expect(dirs.get(to) ?? [], `src/${from} → src/${to}`).toEqual([]);
+    }
+    const neutral = importedDirs('json-bytes');
+    expect([...neutral.keys()].filter((d) => d !== 'json-bytes')).toEqual([]);
+    // both adapters use the neutral scanner rather than a copy of it
+    expect(importedDirs('gateway').get('json-bytes')?.length).toBeGreaterThan(0);
+    expect(importedDirs('stream').get('json-bytes')?.length).toBeGreaterThan(0);
+  });
+
+  it.each([
+    ['src/gateway/probe.ts', "import { scanJson } from '../stream/serde/json-scan.ts';\nexport const x = scanJson;\n"],
+    ['src/gateway/deep/probe.ts', "export { HttpMetrics } from '../../http/metrics.ts';\n"],
+    ['src/stream/serde/probe.ts', "import { locate } from '../../gateway/json-fields.ts';\nexport const x = locate;\n"],
+    ['src/stream/probe.ts', "export const m = import('../http/metrics.ts');\n"],
+    ['src/http/probe.ts', "export * from '../gateway/selector.ts';\n"],
+    ['src/http/routes/probe.ts', "import type { Serde } from '../../stream/serde/serde.ts';\nexport type X = Serde;\n"],
+    ['src/portal/probe.ts', "import { HttpMetrics } from '../http/metrics.ts';\nexport const x = HttpMetrics;\n"],
+    ['src/json-bytes/probe.ts', "import { StreamError } from '../stream/stream-error.ts';\nexport const x = StreamError;\n"],
+    ['src/errors/probe.ts', "import { Upstream } from '../gateway/upstream.ts';\nexport const x = Upstream;\n"],
+  ])('rejects in %s an import of a sibling adapter', async (file, code) => {
+    expect(await rulesFiredAt(file, code)).toContain('veil/adapter-isolation');
+  });
+
+  it('allows an adapter its own files and the neutral modules, and the wiring every adapter', async () => {
+    expect(await rulesFiredAt('src/gateway/probe.ts', "import { scanJson } from '../json-bytes/scan.ts';\nimport { Upstream } from './upstream.ts';\nimport { problemOf } from '../errors/problem.ts';\nexport const x = [scanJson, Upstream, problemOf];\n")).toEqual([]);
+    expect(await rulesFiredAt('src/stream/serde/probe.ts', "import { scanJson } from '../../json-bytes/scan.ts';\nimport { StreamError } from '../stream-error.ts';\nexport const x = [scanJson, StreamError];\n")).toEqual([]);
+    expect(await rulesFiredAt('src/app/probe.ts', "import { createGateway } from '../gateway/gateway-server.ts';\nimport { HttpMetrics } from '../http/metrics.ts';\nexport const x = [createGateway, HttpMetrics];\n")).toEqual([]);
+  });
+});
