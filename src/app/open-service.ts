@@ -16,6 +16,7 @@ import { createLogger } from './logger.ts';
 import { openEngine } from './open-engine.ts';
 import { ConfigVersions } from './config-versions.ts';
 import { EngineHolder } from './engine-holder.ts';
+import { ActiveVersionWatch } from './active-version-watch.ts';
 import { ADMIN_ROLE_NAMES } from '../identity/admin-roles.ts';
 import { registerPortal } from '../portal/portal.ts';
 
@@ -38,6 +39,8 @@ export interface ServiceOptions {
    * configuration file, whose schema does not have it yet; until then it is set here.
    */
   bodyReadTimeoutMs?: number;
+  /** how often the data dir is polled for a version another process published (default 1000 ms) */
+  versionPollMs?: number;
 }
 
 export interface Service {
@@ -111,8 +114,16 @@ export async function openService(options: ServiceOptions): Promise<Service> {
     holder, versions, keystore, tokens, verifier: { verify: (token) => verifier.verifyHeader(`Bearer ${token}`) }, audit, now: options.now, development: options.development, baseUrl: options.baseUrl,
     ...(dev ? { devClientId: dev.id } : {}),
   });
+  // a version published by another process on this data dir (a --workers sibling) runs here too
+  const watch = new ActiveVersionWatch({
+    versions, keystore, holder, intervalMs: options.versionPollMs ?? 1000,
+    onSwap: (version) => logger.info({ version }, 'configuration: now running the version published by another process'),
+    onError: (version, e) => logger.error({ version, code: (e as { code?: string }).code ?? e.name, reason: e.message }, 'configuration: the active version cannot run in this process; the previous one stays'),
+  });
+  watch.start();
   app.addHook('onClose', async () => {
     draining = true;
+    await watch.stop();
     await audit.close();
   });
   const drain = async (delayMs: number) => {
