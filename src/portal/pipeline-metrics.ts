@@ -84,7 +84,8 @@ function reasonOf(error: unknown): string {
   const code = e.cause?.code ?? e.code;
   if (code === 'ECONNREFUSED') return 'connection refused';
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return 'host not found';
-  return 'unreachable';
+  if (code === 'ECONNRESET' || code === 'UND_ERR_SOCKET') return 'connection closed';
+  return 'network error';
 }
 
 async function readCapped(res: Response): Promise<string> {
