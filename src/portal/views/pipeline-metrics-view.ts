@@ -30,7 +30,7 @@ export function pipelineMetricsView(name: string, urls: readonly string[] | unde
     ? html`<strong class="error">unreachable</strong> (${s.reason ?? 'unknown'})${s.lastOkAt ? html`, last reached at ${time(s.lastOkAt)} UTC` : ''}`
     : s.state === 'reachable' ? html`<span class="ok">reachable</span>, scraped at ${time(s.lastOkAt)} UTC` : html`<span class="muted">not scraped yet</span>`}</li>`)}</ul>
 <div class="scroll"><table class="metrics"><caption class="muted">The last ${series.samples.length} of at most ${metrics.keep} samples, one every ${seconds} s; rates are per second between two samples, summed over the reachable processors.</caption>
-<thead><tr><th scope="col">Metric</th><th scope="col">Chart</th><th scope="col">Latest</th><th scope="col">Total</th></tr></thead>
+<thead><tr><th scope="col">Metric</th><th scope="col">Chart</th><th scope="col">Latest</th><th scope="col">Total (records)</th></tr></thead>
 <tbody>${ROWS.map((row) => {
     const values = series.samples.map((s) => s[row.metric]);
     const latest = values.length ? values[values.length - 1] : null;
