@@ -53,7 +53,9 @@ const DRAFT_ID = /^[a-f0-9-]{36}$/;
  * version (read-only files, never rewritten: each is a whole veil configuration that `veil config
  * validate` accepts), `index.json` (metadata and which version is active) and `drafts/<id>.yaml`
  * with `drafts/<id>.json` (base version, author, saved test cases). Writes go through a temporary
- * file and a rename. One process owns the store (the serving process).
+ * file and a rename. Several serving processes may share the store (`veil serve --workers N`):
+ * each re-reads the index before publishing and polls it for versions the others published
+ * (active-version-watch.ts).
  */
 export class ConfigVersions {
   readonly dir: string;
@@ -66,12 +68,25 @@ export class ConfigVersions {
   static async open(dataDir: string): Promise<ConfigVersions> {
     const store = new ConfigVersions(join(dataDir, VERSIONS_DIR));
     await mkdir(join(store.dir, 'drafts'), { recursive: true, mode: 0o700 });
-    try {
-      store.index = JSON.parse(await readFile(join(store.dir, 'index.json'), 'utf8')) as Index;
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw new VeilError('CONFIG_INVALID', `${store.dir}/index.json cannot be read`, [], { cause: e });
-    }
+    await store.reload();
     return store;
+  }
+
+  /** `index.json`, whose file is replaced (a new inode) on every write: the active-version watch polls it. */
+  get indexFile(): string {
+    return join(this.dir, 'index.json');
+  }
+
+  /**
+   * Re-reads `index.json`: another process sharing the data dir (a `--workers` sibling, another
+   * `veil serve`) may have published since.
+   */
+  async reload(): Promise<void> {
+    try {
+      this.index = JSON.parse(await readFile(this.indexFile, 'utf8')) as Index;
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw new VeilError('CONFIG_INVALID', `${this.dir}/index.json cannot be read`, [], { cause: e });
+    }
   }
 
   /**
@@ -113,6 +128,9 @@ export class ConfigVersions {
 
   /** Writes a new immutable version and makes it the active one; the caller has validated it. */
   async publish(text: string, meta: { by: string; source: VersionMeta['source']; note: string; now: Date }): Promise<number> {
+    // numbered after what any process sharing the data dir published; two racing publishes of the
+    // same number cannot both win: the version file is created exclusively (wx)
+    await this.reload();
     const number = Math.max(0, ...this.index.versions.map((v) => v.number)) + 1;
     const file = this.file(number);
     await writeFile(file, text, { flag: 'wx', mode: 0o444 });

@@ -32,4 +32,14 @@ export class EngineHolder implements EngineSource {
   swap(next: ActiveConfig): void {
     this.active = next;
   }
+
+  /**
+   * Swaps only if the active configuration is still `expected`: a version picked up from the data
+   * dir (built asynchronously) never replaces one a publish swapped in meanwhile.
+   */
+  swapIf(expected: ActiveConfig, next: ActiveConfig): boolean {
+    if (this.active !== expected) return false;
+    this.active = next;
+    return true;
+  }
 }

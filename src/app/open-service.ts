@@ -16,8 +16,10 @@ import { createLogger } from './logger.ts';
 import { openEngine } from './open-engine.ts';
 import { ConfigVersions } from './config-versions.ts';
 import { EngineHolder } from './engine-holder.ts';
+import { ActiveVersionWatch } from './active-version-watch.ts';
 import { ADMIN_ROLE_NAMES } from '../identity/admin-roles.ts';
 import { registerPortal } from '../portal/portal.ts';
+import { PipelineMetrics } from '../portal/pipeline-metrics.ts';
 
 export interface ServiceOptions {
   configFile: string;
@@ -38,6 +40,10 @@ export interface ServiceOptions {
    * configuration file, whose schema does not have it yet; until then it is set here.
    */
   bodyReadTimeoutMs?: number;
+  /** how often the data dir is polled for a version another process published (default 1000 ms) */
+  versionPollMs?: number;
+  /** how often the pipelines' processor metrics URLs are scraped for the portal (default 5000 ms) */
+  metricsScrapeMs?: number;
 }
 
 export interface Service {
@@ -49,6 +55,8 @@ export interface Service {
   /** the active configuration and its engine; the admin portal's publish swaps it */
   holder: EngineHolder;
   versions: ConfigVersions;
+  /** the processor metrics the portal's Pipelines page charts */
+  pipelineMetrics: PipelineMetrics;
   devClient?: { id: string; secretFile: string; secret: string };
   /**
    * Graceful stop: /readyz turns 503 at once, calls keep being served for `delayMs` (so a load
@@ -107,12 +115,28 @@ export async function openService(options: ServiceOptions): Promise<Service> {
     engine: holder, service, issuer, signer, tokens, verifier, audit, logger, now: options.now,
     ready: () => !draining,
   });
+  const pipelineMetrics = new PipelineMetrics({
+    pipelines: () => holder.get().config.pipelines,
+    intervalMs: options.metricsScrapeMs ?? 5000,
+    // source.url is origin and path only: never a user, password or query
+    onChange: (pipeline, source) => logger[source.state === 'unreachable' ? 'warn' : 'info']({ pipeline, url: source.url, state: source.state, reason: source.reason }, 'portal: pipeline processor metrics'),
+  });
   registerPortal(app, {
-    holder, versions, keystore, tokens, verifier: { verify: (token) => verifier.verifyHeader(`Bearer ${token}`) }, audit, now: options.now, development: options.development, baseUrl: options.baseUrl,
+    holder, pipelineMetrics, versions, keystore, tokens, verifier: { verify: (token) => verifier.verifyHeader(`Bearer ${token}`) }, audit, now: options.now, development: options.development, baseUrl: options.baseUrl,
     ...(dev ? { devClientId: dev.id } : {}),
   });
+  // a version published by another process on this data dir (a --workers sibling) runs here too
+  const watch = new ActiveVersionWatch({
+    versions, keystore, holder, intervalMs: options.versionPollMs ?? 1000,
+    onSwap: (version) => logger.info({ version }, 'configuration: now running the version published by another process'),
+    onError: (version, e) => logger.error({ version, code: (e as { code?: string }).code ?? e.name, reason: e.message }, 'configuration: the active version cannot run in this process; the previous one stays'),
+  });
+  watch.start();
+  pipelineMetrics.start();
   app.addHook('onClose', async () => {
     draining = true;
+    await watch.stop();
+    await pipelineMetrics.stop();
     await audit.close();
   });
   const drain = async (delayMs: number) => {
@@ -120,5 +144,5 @@ export async function openService(options: ServiceOptions): Promise<Service> {
     await new Promise((r) => setTimeout(r, delayMs));
     await app.close();
   };
-  return { app, logger, issuer, audit, keystore, holder, versions, drain, ...(dev ? { devClient: dev } : {}) };
+  return { app, logger, issuer, audit, keystore, holder, versions, pipelineMetrics, drain, ...(dev ? { devClient: dev } : {}) };
 }

@@ -7,6 +7,7 @@ import type { Caller } from '../identity/token-verifier.ts';
 import type { LocalKeystore } from '../keystore/local-keystore.ts';
 import type { AdminRight } from '../identity/admin-roles.ts';
 import type { Html } from './html.ts';
+import type { PipelineMetrics } from './pipeline-metrics.ts';
 import type { Session, SessionStore } from './sessions.ts';
 
 export interface PortalDeps {
@@ -23,6 +24,8 @@ export interface PortalDeps {
   /** the service's base URL, for "copy as curl" */
   baseUrl: string;
   devClientId?: string;
+  /** the scraped processor metrics of the Pipelines page */
+  pipelineMetrics?: PipelineMetrics;
 }
 
 /** What every portal route gets: the deps, the sessions, and the guard that opens a page. */

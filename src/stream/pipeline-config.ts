@@ -4,6 +4,13 @@ import { evidencesSchema, nameSchema, type ConfigIssue } from '../engine/index.t
 /** A record path: dot-separated names, `[]` after a name walks every array element (`cards[].number`). */
 const recordPath = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*(\[\])?(\.[A-Za-z_][A-Za-z0-9_]*(\[\])?)*$/, 'must be names joined by dots, [] after an array, e.g. cards[].number');
 const fieldRef = z.string().regex(/^[A-Za-z][A-Za-z0-9_-]*\.[A-Za-z][A-Za-z0-9_-]*$/, 'must be Class.property');
+/**
+ * A processor's Prometheus endpoint (`veil stream protect` serves /metrics): http(s), without
+ * credentials — the configuration is shown to every portal viewer, so it holds no secret.
+ */
+const metricsUrl = z.url({ protocol: /^https?$/, error: 'must be an http(s) URL, e.g. http://10.0.0.5:9464/metrics' }).max(2048)
+  .refine((text) => { const url = URL.canParse(text) ? new URL(text) : undefined; return !url?.username && !url?.password; }, 'must not hold a user or password (the portal shows the configuration)');
+
 export const topicNameSchema = z.string().regex(/^[A-Za-z0-9._-]{1,249}$/, 'must be a Kafka topic name');
 const topicName = topicNameSchema;
 
@@ -33,6 +40,11 @@ export const pipelineSchema = z.strictObject({
   processingEvidences: evidencesSchema,
   delivery: z.enum(['exactly-once', 'at-least-once']).default('exactly-once'),
   groupId: z.string().regex(/^[A-Za-z0-9._-]{1,200}$/).optional(),
+  /**
+   * The /metrics URLs of the processes running this pipeline: the admin portal charts their
+   * records in / out / dead-lettered and lag. Display only; takes effect on publish.
+   */
+  metricsUrls: z.array(metricsUrl).max(16).optional(),
 });
 
 export type PipelineConfig = z.infer<typeof pipelineSchema>;
@@ -53,6 +65,9 @@ export function pipelineIssues(p: PipelineConfig, isField: (className: string, p
   const paths = p.fields.map((f) => f.path);
   paths.forEach((path, i) => {
     if (paths.indexOf(path) !== i) error(`/fields/${i}/path`, `path ${path} is mapped twice`);
+  });
+  p.metricsUrls?.forEach((url, i) => {
+    if (p.metricsUrls!.indexOf(url) !== i) error(`/metricsUrls/${i}`, 'is listed twice (its process would be counted twice)');
   });
   for (const [k, re] of [['source', 'pattern' in p.source ? p.source.pattern : undefined], ['sink', 'rename' in p.sink ? p.sink.rename.from : undefined]] as const) {
     if (re === undefined) continue;

@@ -1,18 +1,19 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { STREAM_METRIC_NAMES as NAMES } from './stream-metric-names.ts';
 
 /** Stream metrics: labels are pipeline, topic, partition and error code — never values. */
 export class StreamMetrics {
   readonly registry = new Registry();
-  readonly recordsIn = new Counter({ name: 'veil_stream_records_in_total', help: 'Records read from raw topics', labelNames: ['pipeline'] as const, registers: [this.registry] });
-  readonly recordsOut = new Counter({ name: 'veil_stream_records_out_total', help: 'Protected records written to clean topics', labelNames: ['pipeline'] as const, registers: [this.registry] });
-  readonly deadLettered = new Counter({ name: 'veil_stream_records_dead_lettered_total', help: 'Records sent to the dead-letter topic', labelNames: ['pipeline', 'code'] as const, registers: [this.registry] });
+  readonly recordsIn = new Counter({ name: NAMES.recordsIn, help: 'Records read from raw topics', labelNames: ['pipeline'] as const, registers: [this.registry] });
+  readonly recordsOut = new Counter({ name: NAMES.recordsOut, help: 'Protected records written to clean topics', labelNames: ['pipeline'] as const, registers: [this.registry] });
+  readonly deadLettered = new Counter({ name: NAMES.deadLettered, help: 'Records sent to the dead-letter topic', labelNames: ['pipeline', 'code'] as const, registers: [this.registry] });
   readonly retries = new Counter({ name: 'veil_stream_batch_retries_total', help: 'Batches aborted for a retriable failure and read again', labelNames: ['pipeline'] as const, registers: [this.registry] });
   readonly recoveries = new Counter({ name: 'veil_stream_recoveries_total', help: 'Times a stalled or crashed consumer was re-created with its producers', labelNames: ['pipeline'] as const, registers: [this.registry] });
   readonly batchLatency = new Histogram({
     name: 'veil_stream_batch_duration_seconds', help: 'Time to protect and commit one batch', labelNames: ['pipeline'] as const,
     buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5], registers: [this.registry],
   });
-  readonly lag = new Gauge({ name: 'veil_stream_consumer_lag', help: 'High watermark minus the next offset to read, after the last batch', labelNames: ['pipeline', 'topic', 'partition'] as const, registers: [this.registry] });
+  readonly lag = new Gauge({ name: NAMES.lag, help: 'High watermark minus the next offset to read, after the last batch', labelNames: ['pipeline', 'topic', 'partition'] as const, registers: [this.registry] });
 
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: 'veil_stream_' });

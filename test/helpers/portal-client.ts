@@ -25,8 +25,10 @@ export async function portalConfigText(extra = ''): Promise<string> {
   return `${EXAMPLE_CONFIG_TEXT}\n${lines.join('\n')}\n${extra}`;
 }
 
-export async function startPortalService(options: { dataDir?: string } = {}): Promise<TestService> {
-  return startTestService({ configText: await portalConfigText(), ...options });
+/** `extra`: more configuration text, e.g. a `pipelines:` section. */
+export async function startPortalService(options: { dataDir?: string; extra?: string } = {}): Promise<TestService> {
+  const { extra, ...rest } = options;
+  return startTestService({ configText: await portalConfigText(extra), ...rest });
 }
 
 export interface PortalClient {

@@ -5,6 +5,8 @@ import { idOf } from '../../src/portal/html.ts';
 import { launchChromium, screenshots } from '../helpers/browser.ts';
 import type { TestService } from '../helpers/http-service.ts';
 import { startPortalService } from '../helpers/portal-client.ts';
+import { createServer, type Server } from 'node:http';
+import { StreamMetrics } from '../../src/stream/stream-metrics.ts';
 
 let t: TestService;
 let browser: Browser;
@@ -12,6 +14,10 @@ let admin: BrowserContext;
 let page: Page;
 let draft = '';
 const dialogs: string[] = [];
+const consoleErrors: string[] = [];
+// a processor's /metrics (what `veil stream protect` serves), for the Pipelines page
+const processorMetrics = new StreamMetrics();
+let processor: Server;
 
 async function signIn(p: Page, clientId: string, secret: string): Promise<void> {
   await p.goto(`${t.url}/admin`);
@@ -25,12 +31,31 @@ async function signIn(p: Page, clientId: string, secret: string): Promise<void> 
 const field = (pointer: string) => page.locator(`#${idOf('f', pointer)}`);
 
 beforeAll(async () => {
-  t = await startPortalService();
+  processor = createServer((_req, res) => void processorMetrics.registry.metrics().then((text) => res.writeHead(200, { 'content-type': processorMetrics.registry.contentType }).end(text)));
+  await new Promise<void>((r) => processor.listen(0, '127.0.0.1', r));
+  const metricsUrl = `http://127.0.0.1:${(processor.address() as { port: number }).port}/metrics`;
+  t = await startPortalService({
+    extra: `pipelines:
+  customers:
+    source: { topics: [raw.customers] }
+    sink: { topic: clean.customers }
+    deadLetterTopic: dlq.customers
+    format: json
+    fields: [{ path: email, field: Customer.email }]
+    roles: [ingest]
+    rightsEvidences: { Role: ingest }
+    processingEvidences: { Action: Protect }
+    metricsUrls: ['${metricsUrl}']
+`,
+  });
   browser = await launchChromium();
   admin = await browser.newContext({ viewport: { width: 1280, height: 800 } });
   // a step that cannot happen fails with the locator it waited for, well within the test's timeout
   admin.setDefaultTimeout(10_000);
   page = await admin.newPage();
+  page.on('console', (m) => {
+    if (m.type() === 'error') consoleErrors.push(m.text());
+  });
   page.on('dialog', (d) => {
     dialogs.push(d.message());
     void d.dismiss();
@@ -40,6 +65,8 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close();
   await t?.close();
+  processor?.closeAllConnections();
+  await new Promise((r) => processor?.close(r));
 });
 
 describe('admin portal in Chromium', () => {
@@ -164,6 +191,36 @@ describe('admin portal in Chromium', () => {
       await screenshots(page, name);
     }
     expect(await page.locator('body').textContent()).toBeTruthy();
+  });
+
+  it('charts the pipeline processor metrics as images with text alternatives, within the CSP', async () => {
+    processorMetrics.recordsIn.inc({ pipeline: 'customers' }, 40);
+    processorMetrics.recordsOut.inc({ pipeline: 'customers' }, 38);
+    await t.service.pipelineMetrics.scrape();
+    processorMetrics.recordsIn.inc({ pipeline: 'customers' }, 60);
+    processorMetrics.recordsOut.inc({ pipeline: 'customers' }, 60);
+    processorMetrics.deadLettered.inc({ pipeline: 'customers', code: 'FIELD_INVALID' }, 2);
+    processorMetrics.lag.set({ pipeline: 'customers', topic: 'raw.customers', partition: '0' }, 9);
+    await t.service.pipelineMetrics.scrape();
+    consoleErrors.length = 0;
+    await page.goto(`${t.url}/admin/pipelines`);
+    await page.getByRole('heading', { name: 'Processor metrics' }).waitFor();
+    for (const name of ['records in', 'records out', 'dead-lettered']) {
+      const chart = page.getByRole('img', { name: `customers: ${name}, records/s` });
+      const box = await chart.boundingBox();
+      expect(box && box.width > 50 && box.height > 10, name).toBe(true);
+      expect(await chart.locator('polyline').count()).toBe(1);
+    }
+    await page.getByRole('img', { name: 'customers: lag, records' }).waitFor();
+    // the numbers as text: the cells after the chart are the latest value and the total
+    const cell = (row: string, n: number) => page.getByRole('row', { name: new RegExp(`^${row}`) }).getByRole('cell').nth(n).textContent();
+    expect(await cell('Records in', 2)).toBe('100');
+    expect(await cell('Dead-lettered', 2)).toBe('2');
+    expect(Number(await cell('Records in', 1))).toBeGreaterThan(0);
+    expect(await cell('Lag', 1)).toBe('9');
+    expect(await page.getByText('reachable, scraped at').count()).toBe(1);
+    expect(consoleErrors.filter((m) => /Content Security Policy/i.test(m))).toEqual([]);
+    await screenshots(page, 'pipelines-metrics');
   });
 
   it('does not let a viewer publish', async () => {

@@ -7,6 +7,7 @@ import { loadSource } from '../publisher.ts';
 import { holds } from '../sessions.ts';
 import { flashOf } from '../views/flash.ts';
 import { page, postForm } from '../views/layout.ts';
+import { pipelineMetricsView } from '../views/pipeline-metrics-view.ts';
 
 const ACCESS_LABEL: Record<string, string> = { clear: 'clear', masked: 'masked', pseudonym: 'pseudonym', protected: 'protected', denied: 'denied' };
 
@@ -85,9 +86,9 @@ ${!config ? html`<p class="error" role="alert">This configuration is invalid.</p
 ${pipelines.length ? pipelines.map(([name, p]) => html`<section><h2>${name}</h2>${p.description ? html`<p>${p.description}</p>` : ''}
 <p>Source: ${'topics' in p.source ? p.source.topics.join(', ') : html`topics matching <code>${p.source.pattern}</code>`} → sink: ${'topic' in p.sink ? p.sink.topic : html`<code>${p.sink.rename.from}</code> → <code>${p.sink.rename.to}</code>`}; dead letters: ${p.deadLetterTopic}; ${p.format}, ${p.delivery}.</p>
 <div class="scroll"><table><thead><tr><th scope="col">Record path</th><th scope="col">Field</th><th scope="col">Protecting sequence</th></tr></thead>
-<tbody>${[...p.fields, ...(p.key ? [{ path: '(record key)', field: p.key.field }] : [])].map((f) => html`<tr><td><code>${f.path}</code></td><td>${f.field}</td><td>${sequenceOf(f.field)}</td></tr>`)}</tbody></table></div></section>`)
-  : html`<p>The active version configures no pipelines (<code>pipelines:</code> section; see config/example-pipeline.yaml).</p>`}
-<p class="muted">Processor metrics charts are not shown: the configuration has no processor metrics URL yet.</p>`, { session, current: '/admin/pipelines' }));
+<tbody>${[...p.fields, ...(p.key ? [{ path: '(record key)', field: p.key.field }] : [])].map((f) => html`<tr><td><code>${f.path}</code></td><td>${f.field}</td><td>${sequenceOf(f.field)}</td></tr>`)}</tbody></table></div>
+${pipelineMetricsView(name, p.metricsUrls, ctx.pipelineMetrics)}</section>`)
+  : html`<p>The active version configures no pipelines (<code>pipelines:</code> section; see config/example-pipeline.yaml).</p>`}`, { session, current: '/admin/pipelines' }));
   });
 
   app.get('/audit', async (req, reply) => {

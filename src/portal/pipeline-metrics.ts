@@ -1,0 +1,231 @@
+import type { PipelineConfig } from '../stream/pipeline-config.ts';
+import { STREAM_METRIC_NAMES, type ChartedStreamMetric } from '../stream/stream-metric-names.ts';
+import { parsePrometheusText, PromTextError, sumOf, type PromSample } from './prometheus-text.ts';
+
+/** What one scrape of one pipeline's processors gave: rates per second (counters) and lag (a gauge). */
+export interface MetricsSample {
+  at: number;
+  /** records per second since the previous scrape, summed over the processors reachable both times */
+  recordsIn: number | null;
+  recordsOut: number | null;
+  deadLettered: number | null;
+  /** summed over the reachable processors' partitions, as each last reported it */
+  lag: number | null;
+}
+
+/** A processor's /metrics as the page may show it: origin and path, never user, password or query. */
+export function displayUrl(text: string): string {
+  try {
+    const url = new URL(text);
+    return `${url.protocol}//${url.host}${url.pathname}`;
+  } catch {
+    return '(not a URL)';
+  }
+}
+
+export interface SourceState {
+  url: string;
+  state: 'pending' | 'reachable' | 'unreachable';
+  /** why it was unreachable: timeout, refused, HTTP <status>, not Prometheus text, too large */
+  reason?: string;
+  lastOkAt?: number;
+  /** the counters' totals at the last good scrape */
+  totals?: Partial<Record<ChartedStreamMetric, number>>;
+}
+
+export interface PipelineSeries {
+  samples: readonly MetricsSample[];
+  sources: readonly SourceState[];
+}
+
+export interface PipelineMetricsOptions {
+  /** the active configuration's pipelines, read at every scrape (a publish changes the URLs) */
+  pipelines: () => Readonly<Record<string, PipelineConfig>>;
+  intervalMs?: number;
+  timeoutMs?: number;
+  /** samples kept per pipeline */
+  keep?: number;
+  now?: () => number;
+  fetch?: typeof fetch;
+  /** a processor turned reachable or unreachable (the URL already stripped for display) */
+  onChange?: (pipeline: string, source: SourceState) => void;
+}
+
+const COUNTERS = ['recordsIn', 'recordsOut', 'deadLettered'] as const;
+const MAX_BODY = 4 * 1024 * 1024;
+
+interface Source extends SourceState {
+  rawUrl: string;
+  lastAt?: number;
+}
+
+interface Ring {
+  key: string;
+  samples: MetricsSample[];
+  sources: Source[];
+}
+
+/** A scrape that got an answer veil cannot use; the reason holds nothing the endpoint sent. */
+class ScrapeError extends Error {
+  readonly reason: string;
+  constructor(reason: string) {
+    super(reason);
+    this.name = 'ScrapeError';
+    this.reason = reason;
+  }
+}
+
+/** Why a scrape failed, in words that hold neither the URL nor anything the endpoint sent. */
+function reasonOf(error: unknown): string {
+  if (error instanceof ScrapeError) return error.reason;
+  if (error instanceof PromTextError) return 'not Prometheus text';
+  const e = error as { name?: string; code?: string; cause?: { code?: string } };
+  if (e.name === 'TimeoutError' || e.name === 'AbortError') return 'timeout';
+  const code = e.cause?.code ?? e.code;
+  if (code === 'ECONNREFUSED') return 'connection refused';
+  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return 'host not found';
+  if (code === 'ECONNRESET' || code === 'UND_ERR_SOCKET') return 'connection closed';
+  return 'network error';
+}
+
+async function readCapped(res: Response): Promise<string> {
+  const reader = res.body?.getReader();
+  if (!reader) return '';
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > MAX_BODY) {
+      await reader.cancel();
+      throw new ScrapeError('too large');
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/**
+ * Scrapes the `metricsUrls` of every configured pipeline (the /metrics of `veil stream protect`)
+ * every `intervalMs` with a timeout, and keeps the last `keep` samples per pipeline in memory for
+ * the Pipelines page. A processor that cannot be scraped is marked unreachable (the sample gets a
+ * gap when none is reachable); nothing here throws, and no URL with its credentials or query is
+ * kept for display or passed to `onChange`.
+ */
+export class PipelineMetrics {
+  private readonly options: PipelineMetricsOptions;
+  private readonly rings = new Map<string, Ring>();
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+
+  constructor(options: PipelineMetricsOptions) {
+    this.options = options;
+  }
+
+  get intervalMs(): number {
+    return this.options.intervalMs ?? 5000;
+  }
+
+  get keep(): number {
+    return this.options.keep ?? 60;
+  }
+
+  start(): void {
+    this.timer = setInterval(() => void this.scrape(), this.intervalMs);
+    this.timer.unref();
+    void this.scrape();
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.timer);
+    this.timer = undefined;
+    await this.running;
+  }
+
+  series(pipeline: string): PipelineSeries | undefined {
+    const ring = this.rings.get(pipeline);
+    return ring && { samples: ring.samples, sources: ring.sources.map(({ url, state, reason, lastOkAt, totals }) => ({ url, state, ...(reason ? { reason } : {}), ...(lastOkAt ? { lastOkAt } : {}), ...(totals ? { totals } : {}) })) };
+  }
+
+  /** One scrape of every configured processor; overlapping calls share one run. */
+  scrape(): Promise<void> {
+    this.running ??= this.scrapeAll().catch(() => undefined).finally(() => (this.running = undefined));
+    return this.running;
+  }
+
+  private async scrapeAll(): Promise<void> {
+    const pipelines = Object.entries(this.options.pipelines()).filter(([, p]) => p.metricsUrls?.length);
+    for (const name of this.rings.keys()) if (!pipelines.some(([n]) => n === name)) this.rings.delete(name);
+    await Promise.all(pipelines.map(([name, p]) => this.scrapePipeline(name, p.metricsUrls!)));
+  }
+
+  private async scrapePipeline(name: string, urls: readonly string[]): Promise<void> {
+    const key = urls.join('\n');
+    let ring = this.rings.get(name);
+    if (ring?.key !== key) {
+      ring = { key, samples: [], sources: urls.map((rawUrl) => ({ rawUrl, url: displayUrl(rawUrl), state: 'pending' })) };
+      this.rings.set(name, ring);
+    }
+    const now = this.options.now ?? Date.now;
+    const results = await Promise.all(ring.sources.map(async (source) => {
+      const previous = source.state;
+      const at = now();
+      let rates: Partial<Record<ChartedStreamMetric, number>> | undefined;
+      let lag: number | undefined;
+      try {
+        const samples = await this.fetchSamples(source.rawUrl);
+        const totals: Partial<Record<ChartedStreamMetric, number>> = {};
+        for (const metric of COUNTERS) {
+          const value = sumOf(samples, STREAM_METRIC_NAMES[metric], { pipeline: name });
+          if (value !== undefined) totals[metric] = value;
+        }
+        lag = sumOf(samples, STREAM_METRIC_NAMES.lag, { pipeline: name });
+        if (source.totals && source.lastAt !== undefined && at > source.lastAt) {
+          rates = {};
+          for (const metric of COUNTERS) {
+            const cur = totals[metric] ?? 0;
+            const prev = source.totals[metric] ?? 0;
+            // a restarted processor starts its counters at 0 again
+            rates[metric] = (cur >= prev ? cur - prev : cur) / ((at - source.lastAt) / 1000);
+          }
+        }
+        source.state = 'reachable';
+        delete source.reason;
+        source.lastOkAt = at;
+        source.lastAt = at;
+        source.totals = totals;
+      } catch (e) {
+        source.state = 'unreachable';
+        source.reason = reasonOf(e);
+        // the next good scrape starts the rates afresh
+        delete source.totals;
+        delete source.lastAt;
+      }
+      if (source.state !== previous) this.options.onChange?.(name, { url: source.url, state: source.state, ...(source.reason ? { reason: source.reason } : {}) });
+      return { reachable: source.state === 'reachable', rates, lag };
+    }));
+    const reachable = results.filter((r) => r.reachable);
+    const withRates = reachable.filter((r) => r.rates);
+    const sum = (pick: (r: (typeof results)[number]) => number | undefined, from: typeof results) =>
+      from.length ? from.reduce((acc, r) => acc + (pick(r) ?? 0), 0) : null;
+    ring.samples.push({
+      at: now(),
+      recordsIn: sum((r) => r.rates?.recordsIn, withRates),
+      recordsOut: sum((r) => r.rates?.recordsOut, withRates),
+      deadLettered: sum((r) => r.rates?.deadLettered, withRates),
+      lag: reachable.some((r) => r.lag !== undefined) ? sum((r) => r.lag, reachable) : null,
+    });
+    if (ring.samples.length > this.keep) ring.samples.splice(0, ring.samples.length - this.keep);
+  }
+
+  private async fetchSamples(rawUrl: string): Promise<PromSample[]> {
+    const doFetch = this.options.fetch ?? fetch;
+    const res = await doFetch(rawUrl, { redirect: 'error', signal: AbortSignal.timeout(this.options.timeoutMs ?? 2000), headers: { accept: 'text/plain;version=0.0.4' } });
+    if (!res.ok) {
+      await res.body?.cancel();
+      throw new ScrapeError(`HTTP ${res.status}`);
+    }
+    return parsePrometheusText(await readCapped(res));
+  }
+}

@@ -1,0 +1,25 @@
+import { describe, expect, it } from 'vitest';
+import { parsePrometheusText, sumOf } from '../../src/portal/prometheus-text.ts';
+import { STREAM_METRIC_NAMES } from '../../src/stream/stream-metric-names.ts';
+import { StreamMetrics } from '../../src/stream/stream-metrics.ts';
+
+describe('stream metrics the admin portal charts', () => {
+  it('are exported by the stream processes\' registry, labelled by pipeline, and read back by the portal\'s parser', async () => {
+    const metrics = new StreamMetrics();
+    const registered = await metrics.registry.getMetricsAsJSON();
+    for (const name of Object.values(STREAM_METRIC_NAMES)) {
+      expect(registered.map((m) => m.name), name).toContain(name);
+      expect((metrics.registry.getSingleMetric(name) as unknown as { labelNames: string[] }).labelNames).toContain('pipeline');
+    }
+    metrics.recordsIn.inc({ pipeline: 'customers' }, 12);
+    metrics.recordsOut.inc({ pipeline: 'customers' }, 10);
+    metrics.deadLettered.inc({ pipeline: 'customers', code: 'FIELD_INVALID' }, 1);
+    metrics.deadLettered.inc({ pipeline: 'customers', code: 'RECORD_UNREADABLE' }, 1);
+    metrics.lag.set({ pipeline: 'customers', topic: 'raw.customers', partition: '0' }, 5);
+    metrics.lag.set({ pipeline: 'customers', topic: 'raw.customers', partition: '1' }, 3);
+    metrics.recordsIn.inc({ pipeline: 'orders' }, 99);
+    const samples = parsePrometheusText(await metrics.registry.metrics());
+    const of = (name: string) => sumOf(samples, name, { pipeline: 'customers' });
+    expect([of(STREAM_METRIC_NAMES.recordsIn), of(STREAM_METRIC_NAMES.recordsOut), of(STREAM_METRIC_NAMES.deadLettered), of(STREAM_METRIC_NAMES.lag)]).toEqual([12, 10, 2, 8]);
+  });
+});
