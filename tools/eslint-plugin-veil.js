@@ -80,7 +80,7 @@ const engineFrontDoor = {
  * import no adapter. Only the wiring (src/app, src/cli) puts adapters together.
  */
 const ADAPTERS = ['http', 'stream', 'gateway', 'portal', 'db', 'client'];
-const NEUTRAL = ['errors', 'audit', 'identity', 'keystore', 'json-bytes'];
+const NEUTRAL = ['errors', 'audit', 'identity', 'keystore', 'json-bytes', 'observability'];
 
 const adapterIsolation = {
   meta: {

@@ -1,6 +1,9 @@
-import type { PipelineConfig } from '../stream/pipeline-config.ts';
-import { STREAM_METRIC_NAMES, type ChartedStreamMetric } from '../stream/stream-metric-names.ts';
+import type { VeilConfig } from '../app/config-file.ts';
+import { STREAM_METRIC_NAMES, type ChartedStreamMetric } from '../observability/stream-metric-names.ts';
 import { parsePrometheusText, PromTextError, sumOf, type PromSample } from './prometheus-text.ts';
+
+/** a pipeline's section as the composed configuration holds it (the portal does not import src/stream) */
+type PipelineConfig = VeilConfig['pipelines'][string];
 
 /** What one scrape of one pipeline's processors gave: rates per second (counters) and lag (a gauge). */
 export interface MetricsSample {

@@ -1,5 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import { STREAM_METRIC_NAMES as NAMES } from './stream-metric-names.ts';
+import { STREAM_METRIC_NAMES as NAMES } from '../observability/stream-metric-names.ts';
 
 /** Stream metrics: labels are pipeline, topic, partition and error code — never values. */
 export class StreamMetrics {

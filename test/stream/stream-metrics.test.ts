@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parsePrometheusText, sumOf } from '../../src/portal/prometheus-text.ts';
-import { STREAM_METRIC_NAMES } from '../../src/stream/stream-metric-names.ts';
+import { STREAM_METRIC_NAMES } from '../../src/observability/stream-metric-names.ts';
 import { StreamMetrics } from '../../src/stream/stream-metrics.ts';
 
 describe('stream metrics the admin portal charts', () => {
