@@ -146,6 +146,7 @@ export class ProtectPipeline {
     consumer.on({
       assigned: (assignment) => {
         this.transactions.reassigned(assignment);
+        this.deps.metrics.keepLagOf(this.deps.name, assignment);
         this.liveness.assigned(Object.entries(assignment).flatMap(([topic, parts]) => parts.map((p) => `${topic}/${p}`)));
       },
       fetched: () => this.liveness.fetched(),
@@ -230,7 +231,7 @@ export class ProtectPipeline {
     metrics.recordsIn.inc({ pipeline: name }, done.length);
     metrics.recordsOut.inc({ pipeline: name }, done.length - dead);
     for (const [code, n] of codes) metrics.deadLettered.inc({ pipeline: name, code }, n);
-    metrics.lag.set({ pipeline: name, topic: batch.topic, partition: String(batch.partition) }, Number(BigInt(batch.highWatermark) - BigInt(next)));
+    metrics.setLag(name, batch.topic, batch.partition, Number(BigInt(batch.highWatermark) - BigInt(next)));
     metrics.batchLatency.observe({ pipeline: name }, Number(process.hrtime.bigint() - started) / 1e9);
   }
 

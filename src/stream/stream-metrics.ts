@@ -15,7 +15,32 @@ export class StreamMetrics {
   });
   readonly lag = new Gauge({ name: NAMES.lag, help: 'High watermark minus the next offset to read, after the last batch', labelNames: ['pipeline', 'topic', 'partition'] as const, registers: [this.registry] });
 
+  /** the lag series each pipeline has set, so a rebalance can drop those of partitions it lost */
+  private readonly lagSeries = new Map<string, Set<string>>();
+
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: 'veil_stream_' });
+  }
+
+  setLag(pipeline: string, topic: string, partition: number, lag: number): void {
+    this.lag.set({ pipeline, topic, partition: String(partition) }, lag);
+    const series = this.lagSeries.get(pipeline) ?? new Set<string>();
+    series.add(JSON.stringify([topic, partition]));
+    this.lagSeries.set(pipeline, series);
+  }
+
+  /**
+   * After a rebalance: a partition this process no longer owns is reported by its new owner, so
+   * its old gauge would count the lag twice in a sum over processes.
+   */
+  keepLagOf(pipeline: string, owned: Readonly<Record<string, readonly number[]>>): void {
+    const series = this.lagSeries.get(pipeline);
+    if (!series) return;
+    for (const key of [...series]) {
+      const [topic, partition] = JSON.parse(key) as [string, number];
+      if (owned[topic]?.includes(partition)) continue;
+      this.lag.remove({ pipeline, topic, partition: String(partition) });
+      series.delete(key);
+    }
   }
 }

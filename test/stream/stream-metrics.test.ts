@@ -22,4 +22,18 @@ describe('stream metrics the admin portal charts', () => {
     const of = (name: string) => sumOf(samples, name, { pipeline: 'customers' });
     expect([of(STREAM_METRIC_NAMES.recordsIn), of(STREAM_METRIC_NAMES.recordsOut), of(STREAM_METRIC_NAMES.deadLettered), of(STREAM_METRIC_NAMES.lag)]).toEqual([12, 10, 2, 8]);
   });
+
+  it('a rebalance drops the lag of partitions the process lost, so a sum over processes counts each partition once', async () => {
+    const metrics = new StreamMetrics();
+    metrics.setLag('customers', 'raw.customers', 0, 5);
+    metrics.setLag('customers', 'raw.customers', 1, 3);
+    metrics.setLag('customers', 'raw.other', 0, 7);
+    metrics.setLag('orders', 'raw.orders', 1, 11);
+    metrics.keepLagOf('customers', { 'raw.customers': [1] });
+    const samples = parsePrometheusText(await metrics.registry.metrics());
+    expect(sumOf(samples, STREAM_METRIC_NAMES.lag, { pipeline: 'customers' })).toBe(3);
+    expect(sumOf(samples, STREAM_METRIC_NAMES.lag, { pipeline: 'orders' })).toBe(11);
+    metrics.setLag('customers', 'raw.customers', 0, 2);
+    expect(sumOf(parsePrometheusText(await metrics.registry.metrics()), STREAM_METRIC_NAMES.lag, { pipeline: 'customers' })).toBe(5);
+  });
 });
