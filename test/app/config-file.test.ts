@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { compileVeilConfigText } from '../../src/app/config-file.ts';
 import { compileConfigText, type ConfigIssue } from '../../src/engine/index.ts';
 import { EXAMPLE_CONFIG_TEXT } from '../helpers/engine-fixture.ts';
+import { pipelineYaml } from '../helpers/pipeline-yaml.ts';
 
 /**
  * The configuration file is composed in src/app: the engine's sections and one section per layer
@@ -11,17 +12,7 @@ import { EXAMPLE_CONFIG_TEXT } from '../helpers/engine-fixture.ts';
 
 const PIPELINE = `
 pipelines:
-  customers:
-    source: { topics: [raw.customers] }
-    sink: { topic: clean.customers }
-    deadLetterTopic: dlq.customers
-    format: json
-    fields:
-      - { path: email, field: Customer.email }
-    roles: [ingest]
-    rightsEvidences: { Role: ingest }
-    processingEvidences: { Action: Protect }
-`;
+${pipelineYaml()}`;
 
 const CLIENT_HASH = `scrypt$16384$8$1$${'A'.repeat(22)}$${'B'.repeat(43)}`;
 

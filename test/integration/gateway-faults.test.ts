@@ -12,6 +12,7 @@ import { JwtSigner } from '../../src/keystore/jwt-signer.ts';
 import { freePorts, ROOT, waitFor } from '../helpers/processes.ts';
 import { sampleSum } from '../helpers/prometheus.ts';
 import { call, type Reply } from '../helpers/raw-http.ts';
+import { spawnGatewayUpstream } from '../helpers/gateway-upstream-process.ts';
 
 const MASTER_KEY = 'c'.repeat(64);
 const ISSUER = 'http://veil.test';
@@ -89,9 +90,7 @@ describe('veil gateway fault paths against real processes', () => {
   beforeAll(async () => {
     dataDir = await mkdtemp(join(tmpdir(), 'veil-gateway-faults-'));
     fullDataDir = await mkdtemp(join(tmpdir(), 'veil-gateway-audit-full-'));
-    upstream = spawn(join(ROOT, 'scripts/node22'), [join(ROOT, 'test/helpers/gateway-upstream.ts')], { stdio: ['ignore', 'pipe', 'inherit'] });
-    const [line] = (await once(upstream.stdout!, 'data')) as [Buffer];
-    upstreamUrl = `http://127.0.0.1:${JSON.parse(String(line)).port}`;
+    ({ child: upstream, url: upstreamUrl } = await spawnGatewayUpstream());
 
     const configFile = join(dataDir, 'gateway.yaml');
     await writeFile(configFile, await configText(Number(new URL(upstreamUrl).port)));

@@ -10,6 +10,7 @@ import { JwtSigner } from '../../src/keystore/jwt-signer.ts';
 import { freePorts, ROOT, waitFor } from '../helpers/processes.ts';
 import { samples } from '../helpers/prometheus.ts';
 import { call, type Reply } from '../helpers/raw-http.ts';
+import { spawnGatewayUpstream } from '../helpers/gateway-upstream-process.ts';
 
 const MASTER_KEY = 'c'.repeat(64);
 const ISSUER = 'http://veil.test';
@@ -64,9 +65,7 @@ describe('veil gateway against a real upstream process', () => {
 
   beforeAll(async () => {
     dataDir = await mkdtemp(join(tmpdir(), 'veil-gateway-'));
-    upstream = spawn(join(ROOT, 'scripts/node22'), [join(ROOT, 'test/helpers/gateway-upstream.ts')], { stdio: ['ignore', 'pipe', 'inherit'] });
-    const [line] = (await once(upstream.stdout!, 'data')) as [Buffer];
-    upstreamUrl = `http://127.0.0.1:${JSON.parse(String(line)).port}`;
+    ({ child: upstream, url: upstreamUrl } = await spawnGatewayUpstream());
 
     const configFile = join(dataDir, 'gateway.yaml');
     await writeFile(configFile, await configText(Number(new URL(upstreamUrl).port)));

@@ -4,6 +4,7 @@ import { StreamMetrics } from '../../src/stream/stream-metrics.ts';
 import { startTestService, type TestService } from '../helpers/http-service.ts';
 import { portalConfigText, signIn, type PortalClient } from '../helpers/portal-client.ts';
 import { freePorts } from '../helpers/processes.ts';
+import { pipelineYaml } from '../helpers/pipeline-yaml.ts';
 
 /**
  * The Pipelines page over real HTTP, its processors' /metrics served by a real local HTTP server
@@ -17,17 +18,7 @@ let base: string;
 let closedPort: number;
 const metrics = new StreamMetrics();
 
-const pipelineYaml = (name: string, urls: string[]) => `  ${name}:
-    source: { topics: [raw.${name}] }
-    sink: { topic: clean.${name} }
-    deadLetterTopic: dlq.${name}
-    format: json
-    fields:
-      - { path: email, field: Customer.email }
-    roles: [ingest]
-    rightsEvidences: { Role: ingest }
-    processingEvidences: { Action: Protect }
-${urls.length ? `    metricsUrls: [${urls.map((u) => `'${u}'`).join(', ')}]\n` : ''}`;
+const pipelineWith = (name: string, urls: string[]) => pipelineYaml(name, urls.length ? `    metricsUrls: [${urls.map((u) => `'${u}'`).join(', ')}]\n` : '');
 
 beforeAll(async () => {
   processor = createServer((req, res) => {
@@ -38,7 +29,7 @@ beforeAll(async () => {
   await new Promise<void>((r) => processor.listen(0, '127.0.0.1', r));
   base = `http://127.0.0.1:${(processor.address() as { port: number }).port}`;
   closedPort = await freePorts(1);
-  const pipelines = `pipelines:\n${pipelineYaml('customers', [`${base}/metrics?token=hunter2`, `http://127.0.0.1:${closedPort}/metrics`])}${pipelineYaml('orders', [`${base}/broken`, `${base}/html`])}${pipelineYaml('plain', [])}`;
+  const pipelines = `pipelines:\n${pipelineWith('customers', [`${base}/metrics?token=hunter2`, `http://127.0.0.1:${closedPort}/metrics`])}${pipelineWith('orders', [`${base}/broken`, `${base}/html`])}${pipelineWith('plain', [])}`;
   t = await startTestService({ configText: await portalConfigText(pipelines) });
   viewer = await signIn(t.url, 'viewer');
 });
@@ -120,7 +111,7 @@ describe('Pipelines page: processor metrics', () => {
 
   it('refuses a metrics URL holding credentials at validation, without echoing them', async () => {
     const { compileVeilConfigText } = await import('../../src/app/config-file.ts');
-    const text = await portalConfigText(`pipelines:\n${pipelineYaml('p', ['http://admin:s3cret@127.0.0.1:9464/metrics'])}`);
+    const text = await portalConfigText(`pipelines:\n${pipelineWith('p', ['http://admin:s3cret@127.0.0.1:9464/metrics'])}`);
     const issues = compileVeilConfigText(text).issues.filter((i) => i.severity === 'error');
     expect(issues.map((i) => i.pointer)).toEqual(['/pipelines/p/metricsUrls/0']);
     expect(JSON.stringify(issues)).not.toContain('s3cret');
