@@ -5,7 +5,7 @@ import { VeilError } from '../engine/index.ts';
 import { CachingVerifier } from '../identity/caching-verifier.ts';
 import { TokenVerifier } from '../identity/token-verifier.ts';
 import { JwtSigner } from '../keystore/jwt-signer.ts';
-import { kafkajsPort } from '../stream/kafkajs-adapter.ts';
+import { openKafkaPort, streamClient } from '../stream/kafka-client.ts';
 import { UnprotectResponder } from '../stream/unprotect-responder.ts';
 import { createLogger } from './logger.ts';
 import { openEngine } from './open-engine.ts';
@@ -32,7 +32,7 @@ export async function openResponders(options: Omit<StreamOptions, 'registryUrl' 
   const signer = new JwtSigner(keystore, config.identity.signingKey);
   const verifier = new CachingVerifier(new TokenVerifier({ identity: config.identity, issuer, signer, now: options.now }), { now: options.now });
   const audit = options.audit ?? new FileAuditSink(join(options.dataDir, 'audit.log'));
-  const kafka = options.kafka ?? kafkajsPort({
+  const kafka = options.kafka ?? await openKafkaPort(streamClient(options.client), {
     brokers: options.brokers, clientId: 'veil-unprotect',
     sessionTimeoutMs: Number(options.env.VEIL_KAFKA_SESSION_TIMEOUT_MS ?? 30_000),
     log: (level, message, extra) => logger[level]({ kafka: extra }, message),

@@ -3,7 +3,7 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { VeilError } from '../engine/index.ts';
 import { registerOpsRoutes } from '../http/routes/ops-routes.ts';
-import { kafkajsPort } from '../stream/kafkajs-adapter.ts';
+import { openKafkaPort, streamClient } from '../stream/kafka-client.ts';
 import type { KafkaPort, SchemaRegistryPort } from '../stream/ports.ts';
 import { ProtectPipeline } from '../stream/protect-pipeline.ts';
 import { killingInCommit } from '../stream/fault-injection.ts';
@@ -25,7 +25,9 @@ export interface StreamOptions {
   development: boolean;
   logger?: Logger;
   notice?: (line: string) => void;
-  /** a KafkaPort to use instead of kafkajs (tests, alternative clients) */
+  /** the Kafka client (librdkafka | kafkajs; default librdkafka) */
+  client?: string;
+  /** a KafkaPort to use instead of the client's (tests) */
   kafka?: KafkaPort;
 }
 
@@ -48,7 +50,7 @@ export async function openStream(options: StreamOptions): Promise<StreamService>
   for (const n of names) if (!config.pipelines[n]) throw new VeilError('CONFIG_INVALID', `no pipeline ${n} in ${options.configFile}`);
   if (names.length === 0) throw new VeilError('CONFIG_INVALID', `${options.configFile} defines no pipelines`);
 
-  const client = options.kafka ?? kafkajsPort({
+  const client = options.kafka ?? await openKafkaPort(streamClient(options.client), {
     brokers: options.brokers,
     clientId: 'veil-stream',
     sessionTimeoutMs: Number(options.env.VEIL_KAFKA_SESSION_TIMEOUT_MS ?? 30_000),

@@ -3,7 +3,7 @@ import { openStream } from '../app/open-stream.ts';
 import { openResponders } from '../app/open-responders.ts';
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { kafkajsPort } from '../stream/kafkajs-adapter.ts';
+import { openKafkaPort, streamClient } from '../stream/kafka-client.ts';
 import { UnprotectClient } from '../stream/unprotect-client.ts';
 import { resolveConfigPath, resolveDataDir } from '../app/paths.ts';
 import { VeilError } from '../engine/index.ts';
@@ -22,6 +22,7 @@ Runs the configuration's protect pipelines: raw topics → protected clean topic
 default. Instances with the same configuration share the partitions (one consumer group per
 pipeline). /healthz, /readyz and /metrics on --port (default $VEIL_STREAM_PORT, else 9464).
   --brokers   default $KAFKA_BROKERS, else 127.0.0.1:9092
+  --client    the Kafka client: librdkafka (default) or kafkajs (default $VEIL_STREAM_CLIENT)
   --registry  Confluent-API schema registry for avro pipelines (default $SCHEMA_REGISTRY_URL)
 SIGTERM finishes or aborts the batch in flight, leaves the group and exits.
 `;
@@ -33,7 +34,7 @@ export const streamCommand: Command = async (args, io) => {
       args, allowPositionals: true,
       options: {
         config: { type: 'string' }, 'data-dir': { type: 'string' }, pipeline: { type: 'string', multiple: true }, responder: { type: 'string', multiple: true },
-        'request-topic': { type: 'string' }, 'reply-topic': { type: 'string' }, 'token-file': { type: 'string' }, request: { type: 'string' }, timeout: { type: 'string' }, brokers: { type: 'string' }, registry: { type: 'string' }, port: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+        'request-topic': { type: 'string' }, 'reply-topic': { type: 'string' }, 'token-file': { type: 'string' }, request: { type: 'string' }, timeout: { type: 'string' }, brokers: { type: 'string' }, client: { type: 'string' }, registry: { type: 'string' }, port: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
     });
   } catch (e) {
     io.stderr(`veil stream: ${(e as Error).message}\n`);
@@ -51,6 +52,7 @@ export const streamCommand: Command = async (args, io) => {
     dataDir: resolveDataDir(values['data-dir'], io.env, io.cwd),
     env: io.env, now: io.now,
     brokers: (values.brokers ?? io.env.KAFKA_BROKERS ?? '127.0.0.1:9092').split(','),
+    client: values.client ?? io.env.VEIL_STREAM_CLIENT,
     development: io.env.VEIL_ENV !== 'production',
     notice: (line: string) => io.stderr(`veil stream: ${line}\n`),
   };
@@ -106,7 +108,7 @@ async function sendRequest(values: Record<string, string | boolean | string[] | 
   const source = (values.request as string | undefined) ?? '-';
   const text = source === '-' ? await io.readStdin() : await readFile(resolve(io.cwd, source), 'utf8');
   const token = (await readFile(resolve(io.cwd, tokenFile), 'utf8')).trim();
-  const kafka = kafkajsPort({ brokers: ((values.brokers as string | undefined) ?? io.env.KAFKA_BROKERS ?? '127.0.0.1:9092').split(','), clientId: 'veil-request' });
+  const kafka = await openKafkaPort(streamClient((values.client as string | undefined) ?? io.env.VEIL_STREAM_CLIENT), { brokers: ((values.brokers as string | undefined) ?? io.env.KAFKA_BROKERS ?? '127.0.0.1:9092').split(','), clientId: 'veil-request' });
   let client: UnprotectClient | undefined;
   try {
     client = await UnprotectClient.connect({ kafka, requestTopic, replyTopic });

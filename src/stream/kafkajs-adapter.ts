@@ -1,6 +1,7 @@
-import { Kafka, logLevel, Partitioners, type Admin, type Consumer, type IHeaders, type KafkaConfig, type Producer } from 'kafkajs';
-import { KafkaPortError, type Batch, type ConsumerPort, type Header, type InRecord, type KafkaPort, type OutRecord, type ProducerPort, type Transaction } from './ports.ts';
-import { BATCH_OVERHEAD, recordBytes } from './record-size.ts';
+import { Kafka, logLevel, Partitioners, type Consumer, type IHeaders, type KafkaConfig, type Producer } from 'kafkajs';
+import { type Batch, type ConsumerPort, type Header, type InRecord, type KafkaPort, type OutRecord, type ProducerPort, type Transaction } from './ports.ts';
+import { inChunks as sendInChunks } from './send-chunks.ts';
+import { topicLimits, type TopicLimits } from './topic-limits.ts';
 import { stableOffsetFetch } from './kafkajs-stable-offsets.ts';
 
 /** Log lines from kafkajs, never message contents (kafkajs does not log payloads). */
@@ -32,30 +33,7 @@ export function kafkajsPort(options: { brokers: string[]; clientId: string; log?
     },
     ...options.config,
   });
-  let admin: Promise<Admin> | undefined;
-  const connectedAdmin = () => (admin ??= (async () => {
-    const a = kafka.admin();
-    await a.connect();
-    return a;
-  })().catch((e: unknown) => {
-    admin = undefined;
-    throw e;
-  }));
-  const limits = new Map<string, Promise<number>>();
-  const maxMessageBytes = (topic: string): Promise<number> => {
-    let limit = limits.get(topic);
-    if (!limit) {
-      limit = (async () => {
-        const { resources } = await (await connectedAdmin()).describeConfigs({ includeSynonyms: false, resources: [{ type: TOPIC_RESOURCE, name: topic, configNames: ['max.message.bytes'] }] });
-        const value = Number(resources[0]?.configEntries.find((c) => c.configName === 'max.message.bytes')?.configValue);
-        if (!Number.isFinite(value) || value <= 0) throw new KafkaPortError('TOPIC_CONFIG_UNREADABLE', `topic ${topic}: max.message.bytes unknown`);
-        return value;
-      })();
-      limits.set(topic, limit);
-      limit.catch(() => limits.delete(topic));
-    }
-    return limit;
-  };
+  const limits = topicLimits(kafka);
   const fetch = options.fetch ?? {};
   const stable = stableOffsetFetch(kafka);
   return {
@@ -86,52 +64,17 @@ export function kafkajsPort(options: { brokers: string[]; clientId: string; log?
           throw e;
         }
       }
-      return producerPort(producer, maxMessageBytes, (topic) => limits.delete(topic));
+      return producerPort(producer, limits);
     },
     // stable (KIP-447 require_stable): a transaction's offset that is committed but not yet
     // applied by the group coordinator is waited for, never read as the offset before it
     committedOffset: (groupId, topic, partition) => stable.fetch(groupId, topic, partition),
-    maxMessageBytes,
+    maxMessageBytes: (topic) => limits.maxMessageBytes(topic),
     async disconnect() {
       await stable.close();
-      const a = admin;
-      admin = undefined;
-      if (a) await (await a).disconnect().catch(() => undefined);
+      await limits.close();
     },
   };
-}
-
-/** kafkajs' ConfigResourceTypes.TOPIC (not a named ESM export of the CommonJS package) */
-const TOPIC_RESOURCE = 2;
-
-/** A produce request stays under this, whatever the topics allow. */
-const MAX_SEND_BYTES = 900 * 1024;
-
-/**
- * Splits records into consecutive chunks, keeping their order, such that each topic's share of
- * a chunk fits that topic's max.message.bytes: kafkajs sends one record batch per partition per
- * request, and the broker refuses a batch over the limit as a whole.
- */
-function chunks(records: OutRecord[], limitOf: (topic: string) => number): OutRecord[][] {
-  const out: OutRecord[][] = [];
-  let current: OutRecord[] = [];
-  let perTopic = new Map<string, number>();
-  let total = 0;
-  for (const r of records) {
-    const size = recordBytes(r);
-    const topicBytes = perTopic.get(r.topic) ?? BATCH_OVERHEAD;
-    if (current.length && (topicBytes + size > Math.min(limitOf(r.topic), MAX_SEND_BYTES) || total + size > MAX_SEND_BYTES)) {
-      out.push(current);
-      current = [];
-      perTopic = new Map();
-      total = 0;
-    }
-    current.push(r);
-    perTopic.set(r.topic, (perTopic.get(r.topic) ?? BATCH_OVERHEAD) + size);
-    total += size;
-  }
-  if (current.length) out.push(current);
-  return out;
 }
 
 /**
@@ -176,20 +119,9 @@ function byTopic(records: OutRecord[]) {
 const EMPTY = Buffer.alloc(0);
 const TOO_LARGE = new Set(['MESSAGE_TOO_LARGE', 'RECORD_LIST_TOO_LARGE']);
 
-function producerPort(producer: Producer, maxMessageBytes: (topic: string) => Promise<number>, forgetLimit: (topic: string) => void): ProducerPort {
-  const inChunks = async (records: OutRecord[], send: (chunk: OutRecord[]) => Promise<unknown>) => {
-    const topics = [...new Set(records.map((r) => r.topic))];
-    const limits = new Map(await Promise.all(topics.map(async (t) => [t, await maxMessageBytes(t)] as const)));
-    for (const chunk of chunks(records, (t) => limits.get(t)!)) {
-      try {
-        await send(chunk);
-      } catch (e) {
-        // the topic's limit changed under us: read it again before the batch is retried
-        if (TOO_LARGE.has((e as { type?: string }).type ?? '')) for (const t of topics) forgetLimit(t);
-        throw e;
-      }
-    }
-  };
+function producerPort(producer: Producer, limits: TopicLimits): ProducerPort {
+  const inChunks = (records: OutRecord[], send: (chunk: OutRecord[]) => Promise<unknown>) =>
+    sendInChunks(records, (t) => limits.maxMessageBytes(t), send, (e) => TOO_LARGE.has((e as { type?: string }).type ?? ''), (t) => limits.forget(t));
   return {
     async transaction(): Promise<Transaction> {
       const tx = await producer.transaction();

@@ -1,0 +1,196 @@
+import rdkafka from '@confluentinc/kafka-javascript';
+import type { AdminClient as AdminClientType, IAdminClient, KafkaConsumer, LibrdKafkaError, Producer } from '@confluentinc/kafka-javascript';
+import { Kafka, logLevel } from 'kafkajs';
+import { inChunks } from './send-chunks.ts';
+import { librdkafkaConsumer, type NativeConsumers } from './librdkafka-consumer.ts';
+import type { KafkaPort, OutRecord, ProducerPort, Transaction } from './ports.ts';
+import { topicLimits } from './topic-limits.ts';
+import { KafkaClientError, fromLibrdkafka } from './kafka-client-error.ts';
+
+const { Producer: NativeProducer, AdminClient } = rdkafka as unknown as { Producer: typeof Producer; AdminClient: typeof AdminClientType };
+
+/** Log lines from the client: codes and messages of librdkafka, never record contents. */
+export type ClientLog = (level: 'error' | 'warn' | 'info', message: string, extra: Record<string, unknown>) => void;
+
+export interface LibrdkafkaOptions {
+  brokers: string[];
+  clientId: string;
+  log?: ClientLog;
+  sessionTimeoutMs?: number;
+  /** records handed to one batch handler at most */
+  maxBatchRecords?: number;
+}
+
+const TRANSACTION_TIMEOUT_MS = 60_000;
+/** how long a transactional call (init, send offsets, commit, abort) may take before it fails (retriable) */
+const CALL_TIMEOUT_MS = 30_000;
+/** the broker codes of an offset fetch that mean "ask again" (load in progress, moved, unstable) */
+const RETRY_OFFSET_FETCH = new Set([14, 15, 16, 88]);
+
+/**
+ * KafkaPort over librdkafka (Confluent's @confluentinc/kafka-javascript, its node-rdkafka
+ * API): Java-grade transactions — KIP-447 group metadata in sendOffsetsToTransaction, stable
+ * (require_stable) offset fetches, per-producer aborted-transaction filtering for
+ * read_committed — and headers kept as an ordered list (null values too: see
+ * patches/kafka-javascript-null-headers.patch). One transactional producer per input partition,
+ * as with kafkajs, so PartitionTransactions' fencing argument holds unchanged; KIP-447 adds that a
+ * member of an old group generation cannot commit offsets at all.
+ */
+export function librdkafkaPort(options: LibrdkafkaOptions): KafkaPort {
+  const bootstrap = options.brokers.join(',');
+  const log = options.log ?? (() => undefined);
+  const common = { 'bootstrap.servers': bootstrap, 'client.id': options.clientId, 'socket.keepalive.enable': true };
+  // topic limits need DescribeConfigs, which the librdkafka binding lacks (see topic-limits.ts)
+  const limits = topicLimits(new Kafka({ clientId: `${options.clientId}-admin`, brokers: options.brokers, logLevel: logLevel.NOTHING }));
+  const consumers: NativeConsumers = new Map();
+  let admin: Promise<IAdminClient> | undefined;
+  const connectedAdmin = () => (admin ??= Promise.resolve(AdminClient.create({ ...common, 'client.id': `${options.clientId}-offsets` })));
+  return {
+    consumer: ({ groupId, readCommitted }) => librdkafkaConsumer({
+      common, groupId, readCommitted, registry: consumers, log,
+      sessionTimeoutMs: options.sessionTimeoutMs ?? 30_000,
+      maxBatchRecords: options.maxBatchRecords ?? 2000,
+    }),
+    producer: async ({ transactionalId }) => producerPort(await connectProducer(common, transactionalId, log), limits, consumers, transactionalId !== undefined),
+    async committedOffset(groupId, topic, partition) {
+      const client = await connectedAdmin();
+      const deadline = Date.now() + CALL_TIMEOUT_MS * 2;
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return await fetchStableOffset(client, groupId, topic, partition);
+        } catch (e) {
+          const code = (e as KafkaClientError).brokerCode;
+          if (!(code !== undefined && RETRY_OFFSET_FETCH.has(code)) && !(e as KafkaClientError).retriable) throw e;
+          if (Date.now() > deadline) throw e;
+          await new Promise((r) => setTimeout(r, Math.min(50 * attempt, 500)));
+        }
+      }
+    },
+    maxMessageBytes: (topic) => limits.maxMessageBytes(topic),
+    async disconnect() {
+      await limits.close();
+      const a = admin;
+      admin = undefined;
+      if (a) (await a).disconnect();
+    },
+  };
+}
+
+function fetchStableOffset(client: IAdminClient, groupId: string, topic: string, partition: number): Promise<string | null> {
+  return new Promise((resolve, reject) => {
+    client.listConsumerGroupOffsets([{ groupId, partitions: [{ topic, partition }] }], { requireStableOffsets: true, timeout: 10_000 }, (err, result) => {
+      if (err) return reject(fromLibrdkafka(err, 'offset fetch'));
+      const group = result?.[0];
+      const p = group?.partitions?.find((x) => x.topic === topic && x.partition === partition);
+      const error = (group as { error?: LibrdKafkaError } | undefined)?.error ?? (p as { error?: LibrdKafkaError } | undefined)?.error;
+      if (error) return reject(fromLibrdkafka(error, 'offset fetch'));
+      const offset = (p as { offset?: number } | undefined)?.offset;
+      resolve(offset === undefined || offset < 0 ? null : String(offset));
+    });
+  });
+}
+
+const call = (what: string, run: (cb: (err: LibrdKafkaError | null | undefined) => void) => void): Promise<void> =>
+  new Promise((resolve, reject) => run((err) => (err ? reject(fromLibrdkafka(err, what)) : resolve())));
+
+async function connectProducer(common: Record<string, string | number | boolean>, transactionalId: string | undefined, log: ClientLog): Promise<Producer> {
+  const producer = new NativeProducer({
+    ...common,
+    dr_cb: true,
+    // Java-compatible: murmur2 of the key, as Java producers and veil's kafkajs adapter pick partitions
+    partitioner: 'murmur2_random',
+    'enable.idempotence': true,
+    'linger.ms': 2,
+    'queue.buffering.max.messages': 1_000_000,
+    ...(transactionalId ? { 'transactional.id': transactionalId, 'transaction.timeout.ms': TRANSACTION_TIMEOUT_MS } : {}),
+  });
+  producer.on('event.error', (err: LibrdKafkaError) => log('warn', 'producer error', { code: err.code, fatal: err.isFatal ?? false }));
+  await new Promise<void>((resolve, reject) => producer.connect({}, (err) => (err ? reject(fromLibrdkafka(err, 'producer connect')) : resolve())));
+  producer.setPollInBackground(true);
+  if (transactionalId) {
+    // InitProducerId: fences every earlier producer of the id and completes its pending
+    // transaction before this returns (PartitionTransactions reads the committed offset after)
+    try {
+      await call('init transactions', (cb) => producer.initTransactions(CALL_TIMEOUT_MS, cb));
+    } catch (e) {
+      await disconnect(producer);
+      throw e;
+    }
+  }
+  return producer;
+}
+
+function disconnect(producer: Producer): Promise<void> {
+  return new Promise((resolve) => producer.disconnect(5000, () => resolve()));
+}
+
+/** Deliveries of one send: resolves when every record was acknowledged, rejects on the first failure. */
+interface Delivery {
+  pending: number;
+  error?: KafkaClientError;
+  settle: () => void;
+}
+
+function producerPort(producer: Producer, limits: ReturnType<typeof topicLimits>, consumers: NativeConsumers, transactional: boolean): ProducerPort {
+  producer.on('delivery-report', (err, report) => {
+    const d = (report as { opaque?: Delivery }).opaque;
+    if (!d) return;
+    if (err && !d.error) d.error = fromLibrdkafka(err, 'delivery');
+    if (--d.pending === 0) d.settle();
+  });
+  const sendChunk = async (chunk: OutRecord[]): Promise<void> => {
+    let settle!: () => void;
+    const done = new Promise<void>((r) => (settle = r));
+    const delivery: Delivery = { pending: chunk.length, settle };
+    for (let i = 0; i < chunk.length; i++) {
+      if (!(await produceOne(producer, chunk[i]!, delivery))) {
+        delivery.pending -= chunk.length - i;
+        if (delivery.pending === 0) settle();
+        break;
+      }
+    }
+    await done;
+    if (delivery.error) throw delivery.error;
+  };
+  const send = (records: OutRecord[]) => inChunks(records, (t) => limits.maxMessageBytes(t), sendChunk, (e) => (e as KafkaClientError).code === 'MSG_SIZE_TOO_LARGE', (t) => limits.forget(t));
+  return {
+    async transaction(): Promise<Transaction> {
+      if (!transactional) throw new KafkaClientError('STATE', 'not a transactional producer', false);
+      await call('begin transaction', (cb) => producer.beginTransaction(cb));
+      return {
+        send,
+        async sendOffsets(groupId, topic, partition, offset) {
+          const consumer = consumers.get(groupId);
+          if (!consumer) throw new KafkaClientError('STATE', `no consumer of group ${groupId} in this process`, true);
+          await call('send offsets', (cb) => producer.sendOffsetsToTransaction([{ topic, partition, offset: Number(offset) }], consumer as KafkaConsumer, CALL_TIMEOUT_MS, cb));
+        },
+        commit: () => call('commit', (cb) => producer.commitTransaction(TRANSACTION_TIMEOUT_MS, cb)),
+        abort: () => call('abort', (cb) => producer.abortTransaction(CALL_TIMEOUT_MS, cb)),
+      };
+    },
+    send,
+    disconnect: () => disconnect(producer),
+  };
+}
+
+/**
+ * Queues one record, in order: while librdkafka's local queue is full (it drains in the
+ * background) this waits and tries the same record again, never the next one first.
+ * False when the record was refused (the delivery holds the error).
+ */
+async function produceOne(producer: Producer, r: OutRecord, delivery: Delivery): Promise<boolean> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      producer.produce(r.topic, null, r.value as Buffer, r.key ?? undefined, undefined, delivery, r.headers.map((h) => ({ [h.key]: h.value as Buffer })));
+      return true;
+    } catch (e) {
+      // ERR__QUEUE_FULL
+      if ((e as LibrdKafkaError).code === -184 && attempt < 2000) {
+        await new Promise((resolve) => setTimeout(resolve, 5));
+        continue;
+      }
+      delivery.error ??= fromLibrdkafka(e as LibrdKafkaError, 'produce');
+      return false;
+    }
+  }
+}

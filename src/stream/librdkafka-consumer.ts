@@ -1,0 +1,230 @@
+import rdkafka from '@confluentinc/kafka-javascript';
+import type { Assignment, KafkaConsumer, LibrdKafkaError, Message } from '@confluentinc/kafka-javascript';
+import type { Batch, ConsumerEvents, ConsumerPort, Header, InRecord } from './ports.ts';
+import { fromLibrdkafka } from './kafka-client-error.ts';
+import type { ClientLog } from './librdkafka-adapter.ts';
+
+const { KafkaConsumer: NativeConsumer } = rdkafka as unknown as { KafkaConsumer: typeof KafkaConsumer };
+
+/** The native consumer of each group in this process: transactions send their offsets with its group metadata (KIP-447). */
+export type NativeConsumers = Map<string, KafkaConsumer>;
+
+const ASSIGN = -175;
+const REVOKE = -174;
+/** how long one consume call waits for a first record */
+const POLL_MS = 100;
+
+type Handler = (batch: Batch, heartbeat: () => Promise<void>) => Promise<void>;
+
+/** One owned partition: the batch in flight and the records fetched behind it. */
+interface PartitionState {
+  topic: string;
+  partition: number;
+  busy: boolean;
+  pending: InRecord[];
+  paused: boolean;
+}
+
+interface Options {
+  common: Record<string, string | number | boolean>;
+  groupId: string;
+  readCommitted: boolean;
+  registry: NativeConsumers;
+  log: ClientLog;
+  sessionTimeoutMs: number;
+  maxBatchRecords: number;
+}
+
+/**
+ * A ConsumerPort over librdkafka's KafkaConsumer with its own fetch loop: every owned partition
+ * runs one batch at a time, and partitions run side by side — a batch waits only for the
+ * previous batch of its own partition. Records fetched behind a busy partition wait in order
+ * (the partition is paused when they reach a batch's worth); a failed batch drops them and seeks
+ * the partition back to the batch's first offset, so it is delivered again.
+ */
+export function librdkafkaConsumer(options: Options): ConsumerPort {
+  let native: KafkaConsumer | undefined;
+  let events: ConsumerEvents = {};
+  let running = false;
+  let loop: Promise<void> | undefined;
+  let states = new Map<string, PartitionState>();
+  const inFlight = new Set<Promise<void>>();
+  const keyOf = (topic: string, partition: number) => `${topic}\u0000${partition}`;
+
+  const rebalance = (consumer: KafkaConsumer, err: LibrdKafkaError, assignment: Assignment[]) => {
+    try {
+      if (err.code === ASSIGN) {
+        consumer.assign(assignment);
+        states = new Map(assignment.map((a) => [keyOf(a.topic, a.partition), { topic: a.topic, partition: a.partition, busy: false, pending: [], paused: false }]));
+        const owned: Record<string, number[]> = {};
+        for (const a of assignment) (owned[a.topic] ??= []).push(a.partition);
+        events.assigned?.(owned);
+      } else if (err.code === REVOKE) {
+        // batches in flight finish or fail on their own; KIP-447 refuses their offsets once the
+        // generation moved on, and the partition's next owner fences their transactional id
+        states = new Map();
+        consumer.unassign();
+      }
+    } catch (e) {
+      options.log('warn', 'rebalance', { error: (e as Error).message });
+    }
+  };
+
+  const runBatch = (state: PartitionState, handler: Handler) => {
+    const records = state.pending.splice(0, options.maxBatchRecords);
+    state.busy = true;
+    const consumer = native!;
+    const highWatermark = watermark(consumer, state, records);
+    const work = handler({ topic: state.topic, partition: state.partition, records, highWatermark }, async () => undefined).then(
+      () => {
+        state.busy = false;
+        if (states.get(keyOf(state.topic, state.partition)) !== state) return;
+        if (state.pending.length) runBatch(state, handler);
+        else if (state.paused) {
+          state.paused = false;
+          consumer.resume([{ topic: state.topic, partition: state.partition }]);
+        }
+      },
+      (e: unknown) => {
+        state.busy = false;
+        state.pending = [];
+        if (states.get(keyOf(state.topic, state.partition)) !== state) return;
+        options.log('warn', 'batch failed; the partition is read again from its first record', { topic: state.topic, partition: state.partition, error: (e as Error).name, code: (e as { code?: string }).code });
+        consumer.seek({ topic: state.topic, partition: state.partition, offset: Number(records[0]!.offset) }, 0, (err) => {
+          if (err) options.log('warn', 'seek failed', { topic: state.topic, partition: state.partition, code: err.code });
+          if (state.paused) {
+            state.paused = false;
+            consumer.resume([{ topic: state.topic, partition: state.partition }]);
+          }
+        });
+      },
+    );
+    inFlight.add(work);
+    void work.finally(() => inFlight.delete(work));
+  };
+
+  const dispatch = (messages: Message[], handler: Handler) => {
+    for (const m of messages) {
+      const state = states.get(keyOf(m.topic, m.partition));
+      if (!state) continue; // fetched before a revocation
+      state.pending.push(toRecord(m));
+    }
+    for (const state of states.values()) {
+      if (!state.pending.length) continue;
+      if (!state.busy) runBatch(state, handler);
+      else if (!state.paused && state.pending.length >= options.maxBatchRecords) {
+        state.paused = true;
+        native!.pause([{ topic: state.topic, partition: state.partition }]);
+      }
+    }
+  };
+
+  const fetchLoop = async (handler: Handler) => {
+    while (running && native) {
+      const consumer = native;
+      let messages: Message[];
+      try {
+        messages = await new Promise<Message[]>((resolve, reject) => consumer.consume(options.maxBatchRecords, (err, ms) => (err ? reject(err) : resolve(ms))));
+      } catch (e) {
+        const error = fromLibrdkafka(e as LibrdKafkaError, 'consume');
+        options.log('warn', 'consume failed', { code: error.code });
+        if (error.fatal) {
+          events.crashed?.(error, false);
+          return;
+        }
+        await new Promise((r) => setTimeout(r, 200));
+        continue;
+      }
+      if (messages.length) {
+        events.fetched?.();
+        dispatch(messages, handler);
+      }
+    }
+  };
+
+  return {
+    async subscribe(topics, fromBeginning = true) {
+      const consumer = new NativeConsumer({
+        ...options.common,
+        'group.id': options.groupId,
+        'enable.auto.commit': false,
+        'enable.auto.offset.store': false,
+        'isolation.level': options.readCommitted ? 'read_committed' : 'read_uncommitted',
+        'session.timeout.ms': options.sessionTimeoutMs,
+        'heartbeat.interval.ms': Math.max(500, Math.floor(options.sessionTimeoutMs / 10)),
+        'allow.auto.create.topics': false,
+        'fetch.wait.max.ms': 100,
+        'statistics.interval.ms': 1000,
+        rebalance_cb: function (this: KafkaConsumer, err: LibrdKafkaError, assignment: Assignment[]) {
+          rebalance(this, err, assignment);
+        },
+      } as never, { 'auto.offset.reset': fromBeginning ? 'earliest' : 'latest' });
+      consumer.setDefaultConsumeTimeout(POLL_MS);
+      (consumer as unknown as { setDefaultIsTimeoutOnlyForFirstMessage(v: boolean): void }).setDefaultIsTimeoutOnlyForFirstMessage(true);
+      consumer.on('event.error', (err: LibrdKafkaError) => options.log('warn', 'consumer error', { code: err.code, fatal: err.isFatal ?? false }));
+      // alive and in its group: the liveness signal kafkajs gives with every (also empty) fetch
+      consumer.on('event.stats', (stats: { message: string }) => {
+        try {
+          if ((JSON.parse(stats.message) as { cgrp?: { state?: string } }).cgrp?.state === 'up') events.fetched?.();
+        } catch {
+          // a statistics line that does not parse says nothing about liveness
+        }
+      });
+      await new Promise<void>((resolve, reject) => consumer.connect({}, (err) => (err ? reject(fromLibrdkafka(err, 'consumer connect')) : resolve())));
+      consumer.subscribe(topics instanceof RegExp ? [subscriptionPattern(topics)] : [...topics]);
+      native = consumer;
+      options.registry.set(options.groupId, consumer);
+    },
+    async run(handler) {
+      if (!native) throw new Error('subscribe first');
+      running = true;
+      loop = fetchLoop(handler);
+    },
+    async commitOffsets(topic, partition, offset) {
+      const consumer = native;
+      if (!consumer) throw new Error('not subscribed');
+      await new Promise<void>((resolve, reject) => (consumer as unknown as { commitCb(t: unknown, cb: (err: LibrdKafkaError | null) => void): void })
+        .commitCb([{ topic, partition, offset: Number(offset) }], (err) => (err ? reject(fromLibrdkafka(err, 'commit')) : resolve())));
+    },
+    async disconnect() {
+      running = false;
+      await loop;
+      await Promise.allSettled([...inFlight]);
+      const consumer = native;
+      native = undefined;
+      if (options.registry.get(options.groupId) === consumer) options.registry.delete(options.groupId);
+      if (consumer) await new Promise<void>((resolve) => consumer.disconnect(() => resolve()));
+    },
+    on(e) {
+      events = { ...events, ...e };
+    },
+  };
+}
+
+/** librdkafka treats a subscription starting with ^ as a regular expression. */
+function subscriptionPattern(re: RegExp): string {
+  return re.source.startsWith('^') ? re.source : `^.*(?:${re.source})`;
+}
+
+function watermark(consumer: KafkaConsumer, state: PartitionState, records: InRecord[]): string {
+  const next = BigInt(records.at(-1)!.offset) + 1n;
+  try {
+    const high = consumer.getWatermarkOffsets(state.topic, state.partition).highOffset;
+    if (typeof high === 'number' && high >= 0 && BigInt(high) >= next) return String(high);
+  } catch {
+    // not known yet: the batch's own end
+  }
+  return next.toString();
+}
+
+function toRecord(m: Message): InRecord {
+  const headers: Header[] = [];
+  for (const h of (m.headers ?? []) as Record<string, Buffer | null>[]) {
+    for (const key of Object.keys(h)) headers.push({ key, value: h[key] ?? null });
+  }
+  return {
+    topic: m.topic, partition: m.partition, offset: String(m.offset),
+    key: (m.key as Buffer | null | undefined) ?? null, value: m.value ?? null,
+    headers, timestamp: String(m.timestamp ?? 0),
+  };
+}

@@ -1,0 +1,129 @@
+import { afterAll, describe, expect, it } from 'vitest';
+import { librdkafkaPort } from '../../src/stream/librdkafka-adapter.ts';
+import type { Batch, ConsumerPort, Header } from '../../src/stream/ports.ts';
+import { BROKERS, consume, createTopics, kafkaClient, topicsFor } from '../helpers/kafka.ts';
+
+/**
+ * The librdkafka adapter's promises, against the real broker: producer() fences before it
+ * returns, transactions commit records and offsets together (KIP-447: the offsets go with the
+ * group's consumer), committedOffset is stable, headers keep order, bytes and null values, and a
+ * failed batch is delivered again from its first record.
+ */
+describe('librdkafka port (real broker)', () => {
+  const port = librdkafkaPort({ brokers: BROKERS, clientId: 'rd-port-test', sessionTimeoutMs: 6000 });
+  const kafka = kafkaClient();
+  const consumers: ConsumerPort[] = [];
+  afterAll(async () => {
+    for (const c of consumers) await c.disconnect().catch(() => undefined);
+    await port.disconnect();
+  }, 60_000);
+
+  /** A consumer of `topic` in `group`, collecting its batches; resolves once it owns partitions. */
+  async function groupConsumer(group: string, topic: string, handler: (b: Batch) => Promise<void>): Promise<ConsumerPort> {
+    const c = port.consumer({ groupId: group, readCommitted: true });
+    consumers.push(c);
+    const assigned = new Promise<void>((resolve) => c.on({ assigned: () => resolve() }));
+    await c.subscribe([topic]);
+    await c.run(async (b) => handler(b));
+    await assigned;
+    return c;
+  }
+
+  it('producer() fences: an older producer of the id can neither commit nor show its records', async () => {
+    const t = topicsFor('rdfence');
+    await createTopics(kafka, [t.clean], 1);
+    const id = `fence-${t.id}`;
+    const old = await port.producer({ transactionalId: id });
+    const tx = await old.transaction();
+    await tx.send([{ topic: t.clean, key: null, value: Buffer.from('from the zombie'), headers: [] }]);
+    const fresh = await port.producer({ transactionalId: id });
+    await expect(tx.commit()).rejects.toThrow();
+    const ok = await fresh.transaction();
+    await ok.send([{ topic: t.clean, key: null, value: Buffer.from('from the new owner'), headers: [] }]);
+    await ok.commit();
+    const seen = await consume(kafka, t.clean, 2, 5000, 500);
+    expect(seen.map((r) => r.value!.toString())).toEqual(['from the new owner']);
+    await old.disconnect();
+    await fresh.disconnect();
+  }, 60_000);
+
+  it('commits records and the group offset in one transaction; committedOffset reads it, null before', async () => {
+    const t = topicsFor('rdoffsets');
+    await createTopics(kafka, [t.raw, t.clean], 1);
+    const group = `group-${t.id}`;
+    await groupConsumer(group, t.raw, async () => undefined);
+    expect(await port.committedOffset(group, t.raw, 0)).toBeNull();
+    const p = await port.producer({ transactionalId: `${group}.${t.raw}.0` });
+    const tx = await p.transaction();
+    await tx.send([{ topic: t.clean, key: null, value: Buffer.from('x'), headers: [] }]);
+    await tx.sendOffsets(group, t.raw, 0, '42');
+    await tx.commit();
+    expect(await port.committedOffset(group, t.raw, 0)).toBe('42');
+    await p.disconnect();
+  }, 60_000);
+
+  it('sendOffsets without a consumer of the group in this process is refused (KIP-447 needs its metadata)', async () => {
+    const t = topicsFor('rdnogroup');
+    await createTopics(kafka, [t.clean], 1);
+    const p = await port.producer({ transactionalId: `nogroup-${t.id}` });
+    const tx = await p.transaction();
+    await expect(tx.sendOffsets(`nobody-${t.id}`, t.raw, 0, '1')).rejects.toMatchObject({ name: 'KafkaClientError', code: 'STATE' });
+    await tx.abort();
+    await p.disconnect();
+  }, 60_000);
+
+  it('keeps headers exactly: order across keys, repeated keys, binary and null values', async () => {
+    const t = topicsFor('rdheaders');
+    await createTopics(kafka, [t.clean], 1);
+    const headers: Header[] = [
+      { key: 'a', value: Buffer.from('1') },
+      { key: 'b', value: null },
+      { key: 'a', value: Buffer.from([0, 255, 10, 13]) },
+      { key: 'c', value: Buffer.alloc(0) },
+      { key: 'b', value: Buffer.from('2') },
+    ];
+    const p = await port.producer({});
+    await p.send([{ topic: t.clean, key: Buffer.from('k'), value: Buffer.from('v'), headers }]);
+    await p.disconnect();
+    const seen: Batch[] = [];
+    await groupConsumer(`hdr-${t.id}`, t.clean, async (b) => void seen.push(b));
+    await waitUntil(() => seen.length > 0);
+    const got = seen[0]!.records[0]!;
+    expect(got.headers.map((h) => [h.key, h.value === null ? null : h.value.toString('hex')])).toEqual(headers.map((h) => [h.key, h.value === null ? null : h.value.toString('hex')]));
+    expect(got.key!.toString()).toBe('k');
+  }, 60_000);
+
+  it('a batch whose handler throws is delivered again from its first record, in order', async () => {
+    const t = topicsFor('rdretry');
+    await createTopics(kafka, [t.raw], 1);
+    const p = await port.producer({});
+    await p.send(Array.from({ length: 50 }, (_, i) => ({ topic: t.raw, key: null, value: Buffer.from(String(i)), headers: [] })));
+    await p.disconnect();
+    const seen: string[] = [];
+    let failures = 0;
+    await groupConsumer(`retry-${t.id}`, t.raw, async (b) => {
+      if (failures < 2 && b.records.some((r) => r.offset === '20')) {
+        failures++;
+        throw new Error('refused once more');
+      }
+      seen.push(...b.records.map((r) => r.value!.toString()));
+    });
+    await waitUntil(() => seen.length >= 50);
+    expect(failures).toBe(2);
+    expect(seen).toEqual(Array.from({ length: 50 }, (_, i) => String(i)));
+  }, 60_000);
+
+  it('maxMessageBytes reads a topic\'s limit', async () => {
+    const t = topicsFor('rdlimit');
+    await createTopics(kafka, [t.dlq], 1, { 'max.message.bytes': '12345' });
+    expect(await port.maxMessageBytes(t.dlq)).toBe(12345);
+  }, 30_000);
+});
+
+async function waitUntil(done: () => boolean, timeoutMs = 30_000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  while (!done()) {
+    if (Date.now() > until) throw new Error('timed out');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
