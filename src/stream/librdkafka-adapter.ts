@@ -97,6 +97,9 @@ async function connectProducer(common: Record<string, string | number | boolean>
   const producer = new NativeProducer({
     ...common,
     dr_cb: true,
+    // a transaction reports failed records only (its commit fails if any record failed, so a
+    // report per record would buy nothing); a plain send counts every record's report
+    'delivery.report.only.error': transactionalId !== undefined,
     // Java-compatible: murmur2 of the key, as Java producers and veil's kafkajs adapter pick partitions
     partitioner: 'murmur2_random',
     'enable.idempotence': true,
@@ -124,32 +127,37 @@ function disconnect(producer: Producer): Promise<void> {
   return new Promise((resolve) => producer.disconnect(5000, () => resolve()));
 }
 
-/** Deliveries of one send: resolves when every record was acknowledged, rejects on the first failure. */
+/**
+ * One send's deliveries. Transactional: failed records only (the commit is the proof of the
+ * rest). Plain: every record's report is counted, and the send resolves after the last one.
+ */
 interface Delivery {
-  pending: number;
   error?: KafkaClientError;
-  settle: () => void;
+  pending: number;
+  settle?: () => void;
 }
+
+const FLUSH_TIMEOUT_MS = 60_000;
 
 function producerPort(producer: Producer, limits: ReturnType<typeof topicLimits>, consumers: NativeConsumers, transactional: boolean): ProducerPort {
   producer.on('delivery-report', (err, report) => {
     const d = (report as { opaque?: Delivery }).opaque;
     if (!d) return;
-    if (err && !d.error) d.error = fromLibrdkafka(err, 'delivery');
-    if (--d.pending === 0) d.settle();
+    if (err) d.error ??= fromLibrdkafka(err, 'delivery');
+    if (d.settle && --d.pending === 0) d.settle();
   });
   const sendChunk = async (chunk: OutRecord[]): Promise<void> => {
-    let settle!: () => void;
-    const done = new Promise<void>((r) => (settle = r));
-    const delivery: Delivery = { pending: chunk.length, settle };
+    const delivery: Delivery = { pending: chunk.length };
+    const delivered = transactional ? undefined : new Promise<void>((resolve) => (delivery.settle = resolve));
     for (let i = 0; i < chunk.length; i++) {
-      if (!(await produceOne(producer, chunk[i]!, delivery))) {
-        delivery.pending -= chunk.length - i;
-        if (delivery.pending === 0) settle();
-        break;
-      }
+      if (await produceOne(producer, chunk[i]!, delivery)) continue;
+      delivery.pending -= chunk.length - i;
+      if (delivery.pending === 0) delivery.settle?.();
+      break;
     }
-    await done;
+    // the next chunk is queued only once this one is acknowledged, so no batch mixes the two
+    if (delivered) await delivered;
+    else await call('flush', (cb) => producer.flush(FLUSH_TIMEOUT_MS, cb));
     if (delivery.error) throw delivery.error;
   };
   const send = (records: OutRecord[]) => inChunks(records, (t) => limits.maxMessageBytes(t), sendChunk, (e) => (e as KafkaClientError).code === 'MSG_SIZE_TOO_LARGE', (t) => limits.forget(t));

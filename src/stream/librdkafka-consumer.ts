@@ -22,7 +22,6 @@ interface PartitionState {
   partition: number;
   busy: boolean;
   pending: InRecord[];
-  paused: boolean;
 }
 
 interface Options {
@@ -38,9 +37,10 @@ interface Options {
 /**
  * A ConsumerPort over librdkafka's KafkaConsumer with its own fetch loop: every owned partition
  * runs one batch at a time, and partitions run side by side — a batch waits only for the
- * previous batch of its own partition. Records fetched behind a busy partition wait in order
- * (the partition is paused when they reach a batch's worth); a failed batch drops them and seeks
- * the partition back to the batch's first offset, so it is delivered again.
+ * previous batch of its own partition. Records fetched behind a busy partition wait in order; a
+ * failed batch drops them and seeks the partition back to the batch's first offset, so it is
+ * delivered again. Backpressure: the loop stops fetching while more than a few batches' worth
+ * wait (librdkafka's pause/resume would cost a fetch backoff of about a second each time).
  */
 export function librdkafkaConsumer(options: Options): ConsumerPort {
   let native: KafkaConsumer | undefined;
@@ -49,13 +49,17 @@ export function librdkafkaConsumer(options: Options): ConsumerPort {
   let loop: Promise<void> | undefined;
   let states = new Map<string, PartitionState>();
   const inFlight = new Set<Promise<void>>();
+  let waiting = 0;
+  let batchDone: (() => void) | undefined;
+  const maxWaiting = options.maxBatchRecords * 4;
   const keyOf = (topic: string, partition: number) => `${topic}\u0000${partition}`;
 
   const rebalance = (consumer: KafkaConsumer, err: LibrdKafkaError, assignment: Assignment[]) => {
     try {
       if (err.code === ASSIGN) {
         consumer.assign(assignment);
-        states = new Map(assignment.map((a) => [keyOf(a.topic, a.partition), { topic: a.topic, partition: a.partition, busy: false, pending: [], paused: false }]));
+        states = new Map(assignment.map((a) => [keyOf(a.topic, a.partition), { topic: a.topic, partition: a.partition, busy: false, pending: [] }]));
+        waiting = 0;
         const owned: Record<string, number[]> = {};
         for (const a of assignment) (owned[a.topic] ??= []).push(a.partition);
         events.assigned?.(owned);
@@ -63,6 +67,7 @@ export function librdkafkaConsumer(options: Options): ConsumerPort {
         // batches in flight finish or fail on their own; KIP-447 refuses their offsets once the
         // generation moved on, and the partition's next owner fences their transactional id
         states = new Map();
+        waiting = 0;
         consumer.unassign();
       }
     } catch (e) {
@@ -72,30 +77,25 @@ export function librdkafkaConsumer(options: Options): ConsumerPort {
 
   const runBatch = (state: PartitionState, handler: Handler) => {
     const records = state.pending.splice(0, options.maxBatchRecords);
+    if (states.get(keyOf(state.topic, state.partition)) === state) waiting -= records.length;
     state.busy = true;
     const consumer = native!;
     const highWatermark = watermark(consumer, state, records);
     const work = handler({ topic: state.topic, partition: state.partition, records, highWatermark }, async () => undefined).then(
       () => {
         state.busy = false;
-        if (states.get(keyOf(state.topic, state.partition)) !== state) return;
-        if (state.pending.length) runBatch(state, handler);
-        else if (state.paused) {
-          state.paused = false;
-          consumer.resume([{ topic: state.topic, partition: state.partition }]);
-        }
+        if (states.get(keyOf(state.topic, state.partition)) === state && state.pending.length) runBatch(state, handler);
+        batchDone?.();
       },
       (e: unknown) => {
         state.busy = false;
-        state.pending = [];
+        batchDone?.();
         if (states.get(keyOf(state.topic, state.partition)) !== state) return;
+        waiting -= state.pending.length;
+        state.pending = [];
         options.log('warn', 'batch failed; the partition is read again from its first record', { topic: state.topic, partition: state.partition, error: (e as Error).name, code: (e as { code?: string }).code });
         consumer.seek({ topic: state.topic, partition: state.partition, offset: Number(records[0]!.offset) }, 0, (err) => {
           if (err) options.log('warn', 'seek failed', { topic: state.topic, partition: state.partition, code: err.code });
-          if (state.paused) {
-            state.paused = false;
-            consumer.resume([{ topic: state.topic, partition: state.partition }]);
-          }
         });
       },
     );
@@ -108,19 +108,22 @@ export function librdkafkaConsumer(options: Options): ConsumerPort {
       const state = states.get(keyOf(m.topic, m.partition));
       if (!state) continue; // fetched before a revocation
       state.pending.push(toRecord(m));
+      waiting++;
     }
-    for (const state of states.values()) {
-      if (!state.pending.length) continue;
-      if (!state.busy) runBatch(state, handler);
-      else if (!state.paused && state.pending.length >= options.maxBatchRecords) {
-        state.paused = true;
-        native!.pause([{ topic: state.topic, partition: state.partition }]);
-      }
-    }
+    for (const state of states.values()) if (state.pending.length && !state.busy) runBatch(state, handler);
   };
 
   const fetchLoop = async (handler: Handler) => {
     while (running && native) {
+      if (waiting >= maxWaiting) {
+        // a batch finishing wakes this; the timeout only guards against a missed wake-up
+        await new Promise<void>((resolve) => {
+          batchDone = resolve;
+          setTimeout(resolve, 1000).unref();
+        });
+        batchDone = undefined;
+        continue;
+      }
       const consumer = native;
       let messages: Message[];
       try {
