@@ -8,6 +8,7 @@ import { transformCommand } from './transform-command.ts';
 import { serveCommand } from './serve-command.ts';
 import { identityCommand } from './identity-command.ts';
 import { streamCommand } from './stream-command.ts';
+import { installLastResort } from './last-resort.ts';
 
 export const mainHelp = `Usage: veil <command> [options]
 
@@ -59,6 +60,7 @@ async function readStdin(): Promise<string> {
 }
 
 if (import.meta.main) {
+  installLastResort((line) => process.stderr.write(line));
   const io: CliIo = {
     stdout: (t) => process.stdout.write(t),
     stderr: (t) => process.stderr.write(t),
