@@ -32,7 +32,7 @@ export async function openResponders(options: Omit<StreamOptions, 'registryUrl' 
   const signer = new JwtSigner(keystore, config.identity.signingKey);
   const verifier = new CachingVerifier(new TokenVerifier({ identity: config.identity, issuer, signer, now: options.now }), { now: options.now });
   const audit = options.audit ?? new FileAuditSink(join(options.dataDir, 'audit.log'));
-  const kafka = options.kafka ?? await openKafkaPort(streamClient(options.client), {
+  const kafka = options.kafka ?? await openKafkaPort(streamClient(options.client ?? options.env.VEIL_STREAM_CLIENT), {
     brokers: options.brokers, clientId: 'veil-unprotect',
     sessionTimeoutMs: Number(options.env.VEIL_KAFKA_SESSION_TIMEOUT_MS ?? 30_000),
     log: (level, message, extra) => logger[level]({ kafka: extra }, message),

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EXAMPLE_CONFIG } from '../../src/app/paths.ts';
 import { createTopics, javaConsumeCommitted, steadyProducer } from '../helpers/kafka.ts';
 import { privateBroker, spawnStream, waitFor } from '../helpers/processes.ts';
+import { streamClients } from '../helpers/stream-clients.ts';
 
 const TOTAL = Number(process.env.VEIL_CHAOS_RECORDS ?? 50_000);
 const MASTER = 'e'.repeat(64);
@@ -19,7 +20,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  * (VEIL_FAULT_KILL_IN_COMMIT) — the broker is paused and then restarted. A read_committed
  * verifier proves 0 lost, 0 duplicated by record id, and each key's order kept.
  */
-describe('stream chaos: 2 processes, random SIGKILLs incl. mid-commit, broker pause and restart', () => {
+describe.each(streamClients())('stream chaos on %s: 2 processes, random SIGKILLs incl. mid-commit, broker pause and restart', (client) => {
   let broker: Awaited<ReturnType<typeof privateBroker>>;
   let kafka: Kafka;
   let dataDir: string;
@@ -69,7 +70,7 @@ pipelines:
   }, 60_000);
 
   it(`${TOTAL} records: 0 lost, 0 duplicated, per-key order kept`, async () => {
-    const env = { KAFKA_BROKERS: broker.brokers, VEIL_MASTER_KEY: MASTER, VEIL_KAFKA_SESSION_TIMEOUT_MS: '6000' };
+    const env = { KAFKA_BROKERS: broker.brokers, VEIL_MASTER_KEY: MASTER, VEIL_KAFKA_SESSION_TIMEOUT_MS: '6000', VEIL_STREAM_CLIENT: client };
     const args = ['--config', configFile, '--data-dir', dataDir, '--port', '0'];
     let external = 0;
     let inCommit = 0;

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EXAMPLE_CONFIG } from '../../src/app/paths.ts';
 import { consume, createTopics, javaConsumeCommitted, steadyProducer } from '../helpers/kafka.ts';
 import { privateBroker, spawnStream, waitFor } from '../helpers/processes.ts';
+import { streamClients } from '../helpers/stream-clients.ts';
 
 const TOTAL = 3000;
 const MASTER = 'd'.repeat(64);
@@ -17,7 +18,7 @@ const MASTER = 'd'.repeat(64);
  * (SIGSTOP/SIGCONT) and restarted. A read_committed verifier then proves 0 lost, 0 duplicated
  * (by record id) and the order of each key kept.
  */
-describe('stream: exactly-once under crashes (real broker, real processes)', () => {
+describe.each(streamClients())('stream on %s: exactly-once under crashes (real broker, real processes)', (client) => {
   let broker: Awaited<ReturnType<typeof privateBroker>>;
   let kafka: Kafka;
   let dataDir: string;
@@ -69,7 +70,7 @@ pipelines:
   }, 60_000);
 
   it('loses nothing, duplicates nothing, keeps per-key order through 3 SIGKILLs, a broker pause and a broker restart', async () => {
-    const env = { KAFKA_BROKERS: broker.brokers, VEIL_MASTER_KEY: MASTER, VEIL_KAFKA_SESSION_TIMEOUT_MS: '6000' };
+    const env = { KAFKA_BROKERS: broker.brokers, VEIL_MASTER_KEY: MASTER, VEIL_KAFKA_SESSION_TIMEOUT_MS: '6000', VEIL_STREAM_CLIENT: client };
     const args = ['--config', configFile, '--data-dir', dataDir, '--port', '0'];
     const logs: string[] = [];
     const phases: string[] = [];

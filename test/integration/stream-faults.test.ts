@@ -8,6 +8,7 @@ import { openStream, type StreamService } from '../../src/app/open-stream.ts';
 import { pipelineYaml, STREAM_MASTER as MASTER } from '../helpers/stream.ts';
 import { BROKERS, consume, createTopics, kafkaClient, REGISTRY_URL, steadyProducer, topicsFor } from '../helpers/kafka.ts';
 import { freePorts, spawnStream, waitFor } from '../helpers/processes.ts';
+import { streamClients } from '../helpers/stream-clients.ts';
 
 const kafka = kafkaClient();
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -49,7 +50,7 @@ async function healthAt(port: number): Promise<{ status: number; body: { status:
 const customer = (id: number, email = `c${id}@example.com`) => ({ key: `c${id}@example.com`, value: `{"id":${id},"email":"${email}"}` });
 const ids = (records: { value: Buffer | null }[]) => records.map((r) => JSON.parse(r.value!.toString()).id as number);
 
-describe('stream: never stuck, never silent (real broker)', () => {
+describe.each(streamClients())('stream on %s: never stuck, never silent (real broker)', (client) => {
   it('a record that grows past the broker limit when protected is dead-lettered as RECORD_TOO_LARGE, and the partition moves on', async () => {
     const t = topicsFor('oversize');
     await createTopics(kafka, [t.raw, t.clean, t.dlq], 1);
@@ -58,7 +59,7 @@ describe('stream: never stuck, never silent (real broker)', () => {
     const big = customer(10, `${'x'.repeat(800_000)}@example.com`);
     await producer.send(t.raw, [...Array.from({ length: 10 }, (_, i) => customer(i)), big, ...Array.from({ length: 50 }, (_, i) => customer(11 + i))]);
     await producer.close();
-    const { health } = await service(t);
+    const { health } = await service(t, { VEIL_STREAM_CLIENT: client });
     const clean = await consume(kafka, t.clean, 60, 60_000);
     expect(ids(clean)).toEqual([...Array.from({ length: 10 }, (_, i) => i), ...Array.from({ length: 50 }, (_, i) => 11 + i)]);
     const dead = await consume(kafka, t.dlq, 1, 30_000);
@@ -74,7 +75,7 @@ describe('stream: never stuck, never silent (real broker)', () => {
     await createTopics(kafka, [t.clean, t.dlq], 1, { 'max.message.bytes': '20000' });
     const producer = await steadyProducer(kafka);
     await producer.send(t.raw, Array.from({ length: 5 }, (_, i) => customer(i)));
-    const { health } = await service(t);
+    const { health } = await service(t, { VEIL_STREAM_CLIENT: client });
     expect(ids(await consume(kafka, t.clean, 5, 30_000))).toEqual([0, 1, 2, 3, 4]);
     await producer.send(t.raw, [customer(5, `${'y'.repeat(30_000)}@example.com`), customer(6)]);
     await producer.close();
@@ -91,7 +92,7 @@ describe('stream: never stuck, never silent (real broker)', () => {
     await createTopics(kafka, [t.raw, t.clean, t.dlq], 1);
     // an Avro pipeline behind a registry proxy that is down at first
     const [proxyPort] = [await freePorts(1)];
-    const { health, metrics } = await service(t, { VEIL_STREAM_STALL_MS: '10000' }, { format: 'avro', registryUrl: `http://127.0.0.1:${proxyPort}/apis/ccompat/v7` });
+    const { health, metrics } = await service(t, { VEIL_STREAM_STALL_MS: '10000', VEIL_STREAM_CLIENT: client }, { format: 'avro', registryUrl: `http://127.0.0.1:${proxyPort}/apis/ccompat/v7` });
     const avro = (await import('avsc')).default;
     const schema = { type: 'record', name: 'Customer', fields: [{ name: 'id', type: 'int' }, { name: 'email', type: 'string' }, { name: 'cards', type: { type: 'array', items: { type: 'record', name: 'Card', fields: [{ name: 'number', type: 'string' }] } } }, { name: 'profile', type: { type: 'record', name: 'Profile', fields: [{ name: 'name', type: 'string' }] } }] };
     const res = await fetch(`${REGISTRY_URL}/subjects/${t.raw}-value/versions`, { method: 'POST', headers: { 'content-type': 'application/vnd.schemaregistry.v1+json' }, body: JSON.stringify({ schema: JSON.stringify(schema) }) });
@@ -127,7 +128,7 @@ describe('stream: never stuck, never silent (real broker)', () => {
     await createTopics(kafka, [t.raw, t.clean, t.dlq], 4);
     const { configFile, dataDir } = await configFor(t);
     const port = await freePorts(processes);
-    const procs = Array.from({ length: processes }, (_, i) => spawnStream(['--config', configFile, '--data-dir', dataDir, '--port', String(port + i)], { KAFKA_BROKERS: BROKERS.join(','), ...MASTER, VEIL_KAFKA_SESSION_TIMEOUT_MS: '6000' }));
+    const procs = Array.from({ length: processes }, (_, i) => spawnStream(['--config', configFile, '--data-dir', dataDir, '--port', String(port + i)], { KAFKA_BROKERS: BROKERS.join(','), ...MASTER, VEIL_KAFKA_SESSION_TIMEOUT_MS: '6000', VEIL_STREAM_CLIENT: client }));
     try {
       const producer = await steadyProducer(kafka);
       let next = 0;
