@@ -45,6 +45,7 @@ interface Options {
 export function librdkafkaConsumer(options: Options): ConsumerPort {
   let native: KafkaConsumer | undefined;
   let events: ConsumerEvents = {};
+  let latest = false;
   let running = false;
   let loop: Promise<void> | undefined;
   let states = new Map<string, PartitionState>();
@@ -54,15 +55,28 @@ export function librdkafkaConsumer(options: Options): ConsumerPort {
   const maxWaiting = options.maxBatchRecords * 4;
   const keyOf = (topic: string, partition: number) => `${topic}\u0000${partition}`;
 
+  let generation = 0;
+  const owned = (assignment: Assignment[]) => {
+    states = new Map(assignment.map((a) => [keyOf(a.topic, a.partition), { topic: a.topic, partition: a.partition, busy: false, pending: [] }]));
+    waiting = 0;
+    const byTopic: Record<string, number[]> = {};
+    for (const a of assignment) (byTopic[a.topic] ??= []).push(a.partition);
+    events.assigned?.(byTopic);
+  };
   const rebalance = (consumer: KafkaConsumer, err: LibrdKafkaError, assignment: Assignment[]) => {
+    const current = ++generation;
     try {
-      if (err.code === ASSIGN) {
+      if (err.code === ASSIGN && latest) {
+        // "latest" is resolved by librdkafka only at the first fetch: a record written between
+        // the assignment and that fetch would be skipped. Resolve it now, then assign and report.
+        void startPositions(consumer, assignment).then((positioned) => {
+          if (current !== generation) return;
+          consumer.assign(positioned);
+          owned(assignment);
+        }, (e: unknown) => options.log('warn', 'cannot resolve start offsets', { code: (e as { code?: string }).code }));
+      } else if (err.code === ASSIGN) {
         consumer.assign(assignment);
-        states = new Map(assignment.map((a) => [keyOf(a.topic, a.partition), { topic: a.topic, partition: a.partition, busy: false, pending: [] }]));
-        waiting = 0;
-        const owned: Record<string, number[]> = {};
-        for (const a of assignment) (owned[a.topic] ??= []).push(a.partition);
-        events.assigned?.(owned);
+        owned(assignment);
       } else if (err.code === REVOKE) {
         // batches in flight finish or fail on their own; KIP-447 refuses their offsets once the
         // generation moved on, and the partition's next owner fences their transactional id
@@ -147,6 +161,7 @@ export function librdkafkaConsumer(options: Options): ConsumerPort {
 
   return {
     async subscribe(topics, fromBeginning = true) {
+      latest = !fromBeginning;
       const consumer = new NativeConsumer({
         ...options.common,
         'group.id': options.groupId,
@@ -202,6 +217,18 @@ export function librdkafkaConsumer(options: Options): ConsumerPort {
       events = { ...events, ...e };
     },
   };
+}
+
+/** Each partition's committed offset, else its end (a new group that starts at the latest offset). */
+async function startPositions(consumer: KafkaConsumer, assignment: Assignment[]): Promise<Assignment[]> {
+  const committed = await new Promise<{ topic: string; partition: number; offset?: number }[]>((resolve, reject) =>
+    consumer.committed(assignment.map(({ topic, partition }) => ({ topic, partition })), 10_000, (err, tps) => (err ? reject(err) : resolve(tps))));
+  return Promise.all(assignment.map(async ({ topic, partition }) => {
+    const offset = committed.find((c) => c.topic === topic && c.partition === partition)?.offset;
+    if (offset !== undefined && offset >= 0) return { topic, partition, offset };
+    const end = await new Promise<number>((resolve, reject) => consumer.queryWatermarkOffsets(topic, partition, 10_000, (err, w) => (err ? reject(err) : resolve(w.highOffset))));
+    return { topic, partition, offset: end };
+  }));
 }
 
 /** librdkafka treats a subscription starting with ^ as a regular expression. */

@@ -5,19 +5,21 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MemoryAuditSink } from '../../src/audit/audit-sink.ts';
 import { openResponders, type Responders } from '../../src/app/open-responders.ts';
-import { kafkajsPort } from '../../src/stream/kafkajs-adapter.ts';
+import { openKafkaPort, streamClient } from '../../src/stream/kafka-client.ts';
+import type { KafkaPort } from '../../src/stream/ports.ts';
+import { streamClients } from '../helpers/stream-clients.ts';
 import { UnprotectClient, type UnprotectReply } from '../../src/stream/unprotect-client.ts';
 import { BROKERS, consume, createTopics, kafkaClient, produce, topicsFor } from '../helpers/kafka.ts';
 import { MASTER_KEY_HEX, startTestService, type TestService } from '../helpers/http-service.ts';
 import { body, clientsYaml, exampleWith, transform } from '../http/support.ts';
 
-describe('unprotect on demand over Kafka (real broker)', () => {
+describe.each(streamClients())('unprotect on demand over Kafka on %s (real broker)', (clientName) => {
   const t = topicsFor('unprotect');
   const requests = `${t.raw}.requests`;
   const replies = `${t.raw}.replies`;
   const other = `${t.raw}.other`;
   const kafka = kafkaClient();
-  const port = kafkajsPort({ brokers: BROKERS, clientId: 'unprotect-test' });
+  let port: KafkaPort;
   const clock = { now: new Date() };
   const audit = new MemoryAuditSink();
   let dataDir: string;
@@ -29,7 +31,7 @@ describe('unprotect on demand over Kafka (real broker)', () => {
   let protectedCard: string;
 
   const open = () => openResponders({
-    configFile: join(dataDir, 'config.yaml'), dataDir, env: { VEIL_MASTER_KEY: MASTER_KEY_HEX, VEIL_BASE_URL: 'http://veil.test', VEIL_LOG_LEVEL: 'error' },
+    configFile: join(dataDir, 'config.yaml'), dataDir, env: { VEIL_MASTER_KEY: MASTER_KEY_HEX, VEIL_BASE_URL: 'http://veil.test', VEIL_LOG_LEVEL: 'error', VEIL_STREAM_CLIENT: clientName },
     now: () => clock.now, brokers: BROKERS, development: false, audit,
   });
   const unprotect = (property: string, value: string, role = 'support') => body({ roles: [role], action: 'Unprotect', instances: [[property, value]] });
@@ -37,6 +39,7 @@ describe('unprotect on demand over Kafka (real broker)', () => {
   const codeOf = (r: UnprotectReply) => (r.body as { error: { code: string } }).error.code;
 
   beforeAll(async () => {
+    port = await openKafkaPort(streamClient(clientName), { brokers: BROKERS, clientId: 'unprotect-test' });
     dataDir = await mkdtemp(join(tmpdir(), 'veil-unprotect-'));
     await createTopics(kafka, [requests, replies, other, t.dlq], 2);
     const extra = `${await clientsYaml({ 'desk-agent': { secret: 'desk-agent-secret-0123456789', roles: ['support'] } })}
@@ -59,7 +62,7 @@ responders:
   afterAll(async () => {
     await client?.close();
     await responders?.stop();
-    await port.disconnect();
+    await port?.disconnect();
     await http?.close();
     await rm(dataDir, { recursive: true, force: true });
   });
@@ -127,7 +130,7 @@ responders:
     await writeFile(join(dataDir, 'unprotect.json'), JSON.stringify(unprotect('email', protectedEmail)));
     const { stdout } = await promisify(execFile)(new URL('../../bin/veil', import.meta.url).pathname, [
       'stream', 'request', '--request-topic', requests, '--reply-topic', replies, '--token-file', join(dataDir, 'token.txt'), '--request', join(dataDir, 'unprotect.json'),
-    ], { env: { ...process.env, KAFKA_BROKERS: BROKERS.join(',') } });
+    ], { env: { ...process.env, KAFKA_BROKERS: BROKERS.join(','), VEIL_STREAM_CLIENT: clientName } });
     expect(JSON.parse(stdout).responses[0].instances[0].value).toBe('kafka.person@example.com');
   }, 60_000);
 
