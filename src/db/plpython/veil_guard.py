@@ -30,7 +30,7 @@ class Guard(object):
     def __init__(self, plpy):
         self.plpy = plpy
         self.who_plan = plpy.prepare(
-            'SELECT session_user::text AS db_role, COALESCE('
+            'SELECT session_user::text AS db_role, pg_catalog.current_database()::text AS db, COALESCE('
             '(SELECT l.values_per_minute FROM veil.rate_limits l WHERE l.db_role = session_user), '
             '(SELECT l.values_per_minute FROM veil.rate_limits l WHERE l.db_role = \'public\'), '
             + str(DEFAULT_PER_MINUTE) + ') AS per_minute')
@@ -48,7 +48,7 @@ class Guard(object):
         """Runs work() (one call to veil for items) if the role's budget allows; records the outcome."""
         row = self.plpy.execute(self.who_plan)[0]
         event = {'time': datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='milliseconds'),
-                 'pid': os.getpid(), 'dbRole': row['db_role'], 'function': function, 'action': action,
+                 'pid': os.getpid(), 'database': row['db'], 'dbRole': row['db_role'], 'function': function, 'action': action,
                  'fields': field_counts(items), 'instances': len(items)}
         if table is not None:
             event['table'] = table
