@@ -29,14 +29,19 @@ CREATE TABLE customers (
 SELECT veil.attach('customers', 'email', 'Customer', 'email');
 SELECT veil.attach('customers', 'name', 'Customer', 'name');
 SELECT veil.attach('customers', 'card_number', 'Customer', 'cardNumber');
-GRANT SELECT, INSERT, UPDATE ON customers TO app_writer;
+-- the writer may INSERT and UPDATE (veil db grant-writer): no veil function, and its failing
+-- statements are never copied into the server log
+SELECT veil.grant_writer('app_writer', 'customers');
 GRANT USAGE ON SEQUENCE customers_id_seq TO app_writer;
 
--- who sees what: support may unprotect emails only, fraud everything; reporting is not mapped
-SELECT veil.map_role('support_agent', 'support');
-SELECT veil.map_role('fraud_analyst', 'fraud');
+-- who sees what (veil db grant-reader): support may unprotect emails only, fraud everything. The
+-- read view runs with the reader's privileges, so a reader needs SELECT on the table too (its
+-- row-level security and column privileges hold). reporting is not mapped: it reads the table's
+-- protected values and may call no veil function.
 SELECT veil.create_read_view('customers', 'customers_clear');
-GRANT SELECT ON customers_clear TO support_agent, fraud_analyst, reporting;
+SELECT veil.grant_reader('support_agent', 'support', 'customers', 'customers_clear');
+SELECT veil.grant_reader('fraud_analyst', 'fraud', 'customers', 'customers_clear');
+GRANT SELECT ON customers TO reporting;
 \o
 
 -- the application writes cleartext; the table stores protected values

@@ -16,9 +16,11 @@ bin/veil db configure --database-url "$DB_URL" --veil-url "$VEIL_URL" --client-i
   --client-secret-file "${VEIL_DATA_DIR:-.veil}/dev-client.secret" --protect-role ingest
 psql -X -q -f examples/db-triggers/customers.sql
 
-for reader in fraud_analyst support_agent reporting; do
+for reader in fraud_analyst support_agent; do
   echo "== $reader reads customers_clear:"
   psql -X -q -U "$reader" -c 'SELECT id, email, name, card_number, city FROM customers_clear ORDER BY id'
 done
-echo "== reporting may not read the table itself:"
-psql -X -q -U reporting -c "SELECT email FROM customers" 2>&1 || true
+echo "== reporting reads customers (protected values; it is not mapped to a veil role):"
+psql -X -q -U reporting -c 'SELECT id, email, name, card_number, city FROM customers ORDER BY id'
+echo "== reporting may not call veil:"
+psql -X -q -U reporting -c "SELECT veil.unprotect('Customer', 'email', email) FROM customers" 2>&1 || true

@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { configureSql } from '../db/configure-sql.ts';
+import { grantSql, type GrantCommand } from '../db/grant-sql.ts';
 import { installSql } from '../db/install-sql.ts';
 import { runPsql } from '../db/psql.ts';
 import type { CliIo, Command } from './io.ts';
@@ -9,6 +10,12 @@ import type { CliIo, Command } from './io.ts';
 export const dbHelp = `Usage: veil db install [--apply] [--database-url URL]
        veil db configure --veil-url URL --client-id ID --client-secret-file F [--protect-role ROLE]
                          [--token-url URL] [--timeout-ms N] [--database-url URL]
+       veil db grant-writer --role R --table T [--values-per-minute N]
+       veil db grant-reader --role R --veil-role V [--table T] [--view V] [--values-per-minute N]
+       veil db grant-lookup --role R [--values-per-minute N]
+       veil db revoke --role R [--table T]
+       veil db rate-limit --role R|public --values-per-minute N|default
+       veil db audit [--records N]
 
 install: prints the SQL of schema veil (PL/Python functions veil.protect, veil.unprotect, their
   _many array variants, the trigger generator veil.attach, read views veil.create_read_view);
@@ -17,6 +24,20 @@ configure: stores veil's URL and the database's client credentials in veil.setti
   veil's SECURITY DEFINER functions read. The secret is read from a file ('-' for stdin) and sent
   as COPY data, never printed or put on a command line. --protect-role (default ingest) is the
   veil role every writer protects with.
+grant-writer: INSERT and UPDATE on the table (its trigger protects; no veil function), and
+  log_min_error_statement = panic for the role in this database, so the server log never copies
+  a failing statement with its cleartext. Upserts also need SELECT on the columns they read.
+grant-reader: maps the role to a veil role; veil.unprotect, unprotect_many and reveal; SELECT on
+  the table (read views run with the reader's privileges: its RLS policies and column
+  privileges hold) and on the view.
+grant-lookup: veil.protect and protect_many (lookups by a deterministic protected value).
+  Nothing is granted to PUBLIC. revoke: takes back what these granted (and the table's INSERT,
+  UPDATE, SELECT with --table).
+rate-limit: values per minute the role (the login, session_user) may send veil through the
+  functions and triggers together; role public sets the default (60000); 'default' removes the
+  role's own limit. Over it, calls fail with DB_RATE_LIMITED.
+audit: prints the last records (JSON lines) of the database's audit log: one per call to veil,
+  with the database role, function, table, fields and counts, outcome; never a value.
   --database-url  default $VEIL_PG_URL, else $DATABASE_URL; a password in it goes to psql as PGPASSWORD
   psql comes from $VEIL_PSQL, else PATH. See README "Database layer".
 `;
@@ -29,6 +50,8 @@ export const dbCommand: Command = async (args, io) => {
       options: {
         apply: { type: 'boolean' }, 'database-url': { type: 'string' }, 'veil-url': { type: 'string' }, 'token-url': { type: 'string' },
         'client-id': { type: 'string' }, 'client-secret-file': { type: 'string' }, 'protect-role': { type: 'string' }, 'timeout-ms': { type: 'string' },
+        role: { type: 'string' }, table: { type: 'string' }, view: { type: 'string' }, 'veil-role': { type: 'string' },
+        'values-per-minute': { type: 'string' }, records: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
     });
@@ -38,9 +61,21 @@ export const dbCommand: Command = async (args, io) => {
   }
   const { values, positionals } = parsed;
   const sub = positionals[0];
-  if (values.help || (sub !== 'install' && sub !== 'configure') || positionals.length > 1) {
+  if (values.help || sub === undefined || !SUBCOMMANDS.has(sub) || positionals.length > 1) {
     io.stdout(dbHelp);
     return values.help ? 0 : 2;
+  }
+  if (sub !== 'install' && sub !== 'configure') {
+    let command: GrantCommand;
+    let script: string;
+    try {
+      command = grantCommand(sub, values);
+      script = grantSql(command);
+    } catch (e) {
+      io.stderr(`veil db ${sub}: ${(e as Error).message}\n`);
+      return 2;
+    }
+    return apply(sub, script, values['database-url'], io);
   }
   if (sub === 'install') {
     if (!values.apply) {
@@ -81,6 +116,40 @@ export const dbCommand: Command = async (args, io) => {
   return apply('configure', script, values['database-url'], io);
 };
 
+const SUBCOMMANDS = new Set(['install', 'configure', 'grant-writer', 'grant-reader', 'grant-lookup', 'revoke', 'rate-limit', 'audit']);
+
+type Options = Partial<Record<'role' | 'table' | 'view' | 'veil-role' | 'values-per-minute' | 'records', string>>;
+
+/** The options of a grant-like subcommand as a GrantCommand; throws with the missing option's name. */
+function grantCommand(sub: string, o: Options): GrantCommand {
+  const need = (name: keyof Options): string => {
+    const v = o[name];
+    if (v === undefined || v === '') throw new Error(`needs --${name}`);
+    return v;
+  };
+  const perMinute = (raw: string | undefined): number | undefined => {
+    if (raw === undefined) return undefined;
+    if (!/^\d{1,10}$/.test(raw)) throw new Error('--values-per-minute must be a positive integer');
+    return Number(raw);
+  };
+  const table = o.table === undefined ? {} : { table: o.table };
+  const limit = (): { valuesPerMinute?: number } => (o['values-per-minute'] === undefined ? {} : { valuesPerMinute: perMinute(o['values-per-minute'])! });
+  switch (sub) {
+    case 'grant-writer': return { kind: 'grant-writer', role: need('role'), table: need('table'), ...limit() };
+    case 'grant-reader': return { kind: 'grant-reader', role: need('role'), veilRole: need('veil-role'), ...table, ...(o.view === undefined ? {} : { view: o.view }), ...limit() };
+    case 'grant-lookup': return { kind: 'grant-lookup', role: need('role'), ...limit() };
+    case 'revoke': return { kind: 'revoke', role: need('role'), ...table };
+    case 'rate-limit': {
+      const raw = need('values-per-minute');
+      return { kind: 'rate-limit', role: need('role'), valuesPerMinute: raw === 'default' ? null : perMinute(raw)! };
+    }
+    default: {
+      const records = o.records === undefined ? 100 : Number(o.records);
+      return { kind: 'audit', records };
+    }
+  }
+}
+
 async function apply(what: string, script: string, given: string | undefined, io: CliIo): Promise<number> {
   const databaseUrl = given ?? io.env.VEIL_PG_URL ?? io.env.DATABASE_URL;
   if (!databaseUrl) {
@@ -92,11 +161,12 @@ async function apply(what: string, script: string, given: string | undefined, io
     // psql's messages name statements and objects; the configure script's values are COPY data,
     // which psql does not echo
     if (result.stderr) io.stderr(result.stderr);
+    if (what === 'audit') io.stdout(result.stdout);
     if (result.code !== 0) {
       io.stderr(`veil db ${what}: psql failed (exit ${result.code}); nothing was changed (one transaction)\n`);
       return 1;
     }
-    io.stderr(`veil db ${what}: done\n`);
+    if (what !== 'audit') io.stderr(`veil db ${what}: done\n`);
     return 0;
   } catch (e) {
     io.stderr(`veil db ${what}: cannot run psql (${(e as NodeJS.ErrnoException).code ?? 'error'})\n`);

@@ -55,6 +55,7 @@ export const ERROR_CATALOG = {
   DB_ROLE_UNMAPPED: { status: 403, retriable: false, title: 'The database role is not mapped to a veil role, or maps to several' },
   DB_CREDENTIALS_REFUSED: { status: 401, retriable: false, title: "veil's token endpoint refused the database's client credentials" },
   DB_SERVICE_UNAVAILABLE: { status: 503, retriable: true, title: 'veil cannot be reached from the database, or answered something that is not a transform response' },
+  DB_RATE_LIMITED: { status: 429, retriable: true, title: 'The database role has sent veil more values per minute than veil.rate_limits allows' },
   DB_ARGUMENT_INVALID: { status: 400, retriable: false, title: 'A veil database function was called with a NULL class or property, arrays of different lengths, or a mapped column that is not text' },
   // the gateway (veil gateway)
   BODY_NOT_JSON: { status: 400, retriable: false, title: 'The body of a route with field selectors is not JSON, or cannot be decoded with its Content-Encoding' },

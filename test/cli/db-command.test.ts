@@ -40,6 +40,32 @@ describe('veil db', () => {
     expect(run.out + run.err).not.toContain('very-secret-value');
   });
 
+  it('grant-writer, grant-reader, grant-lookup, revoke, rate-limit and audit check their options before running psql', async () => {
+    const io = fakeCliIo(await tempDir(), { VEIL_PSQL: '/bin/false', VEIL_PG_URL: 'postgres://x@127.0.0.1:1/db' });
+    const help = await veil(io, ['db', '--help']);
+    for (const sub of ['grant-writer', 'grant-reader', 'grant-lookup', 'revoke', 'rate-limit', 'audit']) expect(help.out).toContain(`veil db ${sub}`);
+    const cases: [string[], string][] = [
+      [['grant-writer', '--role', 'w'], 'needs --table'],
+      [['grant-writer', '--table', 't'], 'needs --role'],
+      [['grant-reader', '--role', 'r'], 'needs --veil-role'],
+      [['grant-lookup', '--role', 'l', '--values-per-minute=-5'], 'must be a positive integer'],
+      [['grant-lookup', '--role', 'l', '--values-per-minute', '0'], 'from 1 to'],
+      [['rate-limit', '--role', 'r'], 'needs --values-per-minute'],
+      [['rate-limit', '--role', 'r', '--values-per-minute', '1e3'], 'must be a positive integer'],
+      [['revoke', '--role', 'a\nb'], 'one line'],
+      [['audit', '--records', '0'], '--records'],
+    ];
+    for (const [args, message] of cases) {
+      const run = await veil(io, ['db', ...args]);
+      expect(run.code, args.join(' ')).toBe(2);
+      expect(run.err, args.join(' ')).toContain(message);
+    }
+    // valid options reach psql (here /bin/false): exit 1, nothing changed
+    const failed = await veil(io, ['db', 'rate-limit', '--role', 'public', '--values-per-minute', 'default']);
+    expect(failed.code).toBe(1);
+    expect(failed.err).toContain('psql failed');
+  });
+
   it('rejects an out-of-range timeout and an unreadable secret file without naming its content', async () => {
     const io = fakeCliIo(await tempDir(), { VEIL_PG_URL: 'postgres://x@127.0.0.1:1/db' });
     expect((await veil(io, ['db', 'configure', '--veil-url', 'http://v', '--client-id', 'c', '--client-secret-file', 's', '--timeout-ms', '5'])).code).toBe(2);

@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { ERROR_CATALOG } from '../../src/engine/index.ts';
-import { ADMIN_MODULE, CLIENT_MODULE, installSql, PLPYTHON_FUNCTIONS, PUBLIC_FUNCTIONS } from '../../src/db/install-sql.ts';
+import { ADMIN_MODULE, CLIENT_MODULE, installSql, LOOKUP_FUNCTIONS, PLPYTHON_FUNCTIONS, READER_FUNCTIONS, WRITER_FUNCTIONS } from '../../src/db/install-sql.ts';
 import { DOLLAR_TAG, plPythonBody } from '../../src/db/plpython-function.ts';
 
 const script = installSql();
@@ -19,33 +19,52 @@ describe('veil db install SQL', () => {
     const names = functions.map((f) => f.name);
     expect(new Set(names).size).toBe(names.length);
     for (const name of ['veil.protect', 'veil.unprotect', 'veil.protect_many', 'veil.unprotect_many', 'veil.reveal', 'veil.protect_row',
-      'veil.attach', 'veil.detach', 'veil.create_read_view', 'veil.configure', 'veil.map_role', 'veil.unmap_role']) expect(names).toContain(name);
+      'veil.attach', 'veil.detach', 'veil.create_read_view', 'veil.configure', 'veil.map_role', 'veil.unmap_role', 'veil.check_statement',
+      'veil.audit_log', 'veil.grant_writer', 'veil.grant_reader', 'veil.grant_lookup', 'veil.revoke_role', 'veil.set_rate_limit']) expect(names).toContain(name);
   });
 
   it('keeps the credentials table and the role map from PUBLIC, and grants no table to anyone', () => {
     expect(script).toContain('REVOKE ALL ON TABLE veil.settings FROM PUBLIC;');
     expect(script).toContain('REVOKE ALL ON TABLE veil.role_map FROM PUBLIC;');
-    expect(script).not.toMatch(/GRANT [A-Z, ]+ ON (TABLE )?veil\.(settings|role_map)/);
+    expect(script).toContain('REVOKE ALL ON TABLE veil.rate_limits FROM PUBLIC;');
+    expect(script).not.toMatch(/GRANT [A-Z, ]+ ON (TABLE )?veil\.(settings|role_map|rate_limits)/);
   });
 
   it('pins search_path on every SECURITY DEFINER function', () => {
     const definers = functions.filter((f) => f.header.includes('SECURITY DEFINER'));
-    expect(definers.map((f) => f.name).sort()).toEqual(['veil.protect', 'veil.protect_many', 'veil.protect_row', 'veil.reveal', 'veil.session_stats', 'veil.unprotect', 'veil.unprotect_many']);
+    expect(definers.map((f) => f.name).sort()).toEqual(['veil.audit_log', 'veil.check_statement', 'veil.protect', 'veil.protect_many', 'veil.protect_row', 'veil.reveal', 'veil.session_stats', 'veil.unprotect', 'veil.unprotect_many']);
     for (const f of definers) expect(f.header, f.name).toContain('SET search_path = pg_catalog, pg_temp');
   });
 
-  it('takes EXECUTE back from PUBLIC on every function, then grants only the public-facing ones, which exist with those argument types', () => {
+  it('grants nothing to PUBLIC: takes EXECUTE back on every function (by name for those once granted) and USAGE on the schema', () => {
+    expect(script).not.toMatch(/^\s*GRANT [^;]*\bTO PUBLIC\b/im);
+    expect(script).toContain('REVOKE ALL ON SCHEMA veil FROM PUBLIC;');
     const revoke = script.indexOf('REVOKE ALL ON ALL FUNCTIONS IN SCHEMA veil FROM PUBLIC;');
     expect(revoke).toBeGreaterThan(script.lastIndexOf('CREATE OR REPLACE FUNCTION'));
-    const grants = [...script.matchAll(/GRANT EXECUTE ON FUNCTION (\S+\([^)]*\)) TO PUBLIC;/g)].map((m) => m[1]!);
-    expect(grants).toEqual([...PUBLIC_FUNCTIONS]);
-    for (const grant of grants) {
+    for (const f of ['veil.protect(text, text, text)', 'veil.protect_many(text, text, text[])', 'veil.unprotect(text, text, text)', 'veil.unprotect_many(text, text, text[])', 'veil.reveal(text[], text[], text[])']) {
+      expect(script.indexOf(`REVOKE ALL ON FUNCTION ${f} FROM PUBLIC;`), f).toBeGreaterThan(revoke);
+    }
+  });
+
+  it('the grant functions grant only functions that exist with those argument types; writers get no protect, readers no protect, lookups no unprotect', () => {
+    for (const grant of [...READER_FUNCTIONS, ...LOOKUP_FUNCTIONS, ...WRITER_FUNCTIONS]) {
       const [, name, args] = /^(veil\.\w+)\((.*)\)$/.exec(grant)!;
       const created = functions.find((f) => f.name === name)!;
       expect(created.types.join(', '), grant).toBe(args);
-      expect(script.indexOf(`GRANT EXECUTE ON FUNCTION ${grant}`)).toBeGreaterThan(revoke);
     }
-    for (const admin of ['veil.configure', 'veil.map_role', 'veil.attach', 'veil.create_read_view']) expect(grants.join()).not.toContain(`${admin}(`);
+    expect(WRITER_FUNCTIONS.join()).not.toMatch(/protect/);
+    expect(READER_FUNCTIONS.join()).not.toMatch(/veil\.protect/);
+    expect(LOOKUP_FUNCTIONS.join()).not.toMatch(/unprotect|reveal/);
+    for (const admin of ['veil.configure', 'veil.map_role', 'veil.attach', 'veil.create_read_view', 'veil.audit_log', 'veil.set_rate_limit']) {
+      expect([...READER_FUNCTIONS, ...LOOKUP_FUNCTIONS, ...WRITER_FUNCTIONS].join()).not.toContain(`${admin}(`);
+    }
+    const writer = script.slice(script.indexOf('FUNCTION veil.grant_writer'), script.indexOf('FUNCTION veil.grant_reader'));
+    expect(writer).toContain('SET log_min_error_statement = panic');
+  });
+
+  it('read views run with the reader\'s privileges (security_invoker), and attach adds the statement trigger that raises deferred failures', () => {
+    expect(ADMIN_MODULE.source).toContain("WITH (security_invoker = true) AS SELECT");
+    expect(ADMIN_MODULE.source).toMatch(/AFTER INSERT OR UPDATE ON ' \+ table \+\s+' FOR EACH STATEMENT EXECUTE FUNCTION veil\.check_statement\(\)/);
   });
 
   it('embeds Python that compiles, inside dollar quotes it cannot close', () => {

@@ -8,6 +8,8 @@
 import re
 
 TRIGGER = 'zz_veil_protect'
+# raises at the end of the statement what the row trigger deferred (veil_trigger.py)
+CHECK_TRIGGER = 'zz_veil_check'
 NAME = re.compile(r'^[A-Za-z][A-Za-z0-9_-]{0,63}$')
 
 
@@ -66,8 +68,9 @@ class Admin(object):
 
     def install(self, table, mapping):
         q = self.plpy.quote_literal
-        if len(self.plpy.execute(self.args_plan, [table, TRIGGER])) > 0:
-            self.plpy.execute('DROP TRIGGER ' + TRIGGER + ' ON ' + table)
+        for name in (TRIGGER, CHECK_TRIGGER):
+            if len(self.plpy.execute(self.args_plan, [table, name])) > 0:
+                self.plpy.execute('DROP TRIGGER ' + name + ' ON ' + table)
         if not mapping:
             return
         args = ', '.join(q(part) for m in mapping for part in m)
@@ -76,6 +79,8 @@ class Admin(object):
         # triggers of one kind in name order, and this one must see the row last.
         self.plpy.execute('CREATE TRIGGER ' + TRIGGER + ' BEFORE INSERT OR UPDATE ON ' + table +
                           ' FOR EACH ROW EXECUTE FUNCTION veil.protect_row(' + args + ')')
+        self.plpy.execute('CREATE TRIGGER ' + CHECK_TRIGGER + ' AFTER INSERT OR UPDATE ON ' + table +
+                          ' FOR EACH STATEMENT EXECUTE FUNCTION veil.check_statement()')
 
     def create_read_view(self, table, view_name, view_schema):
         relation = self.relation(table)
@@ -97,9 +102,11 @@ class Admin(object):
         values = ', '.join('t.' + ident(m[0]) for m in mapping)
         view = ident(view_schema or relation['nspname']) + '.' + ident(view_name)
         # veil.reveal is VOLATILE, so the planner keeps the lateral subquery: one call per row
-        # for all its protected columns
+        # for all its protected columns. security_invoker: the reader's own privileges apply to
+        # the table, so its row-level security policies and column privileges hold in the view
+        # (an ordinary view would read the table as the view's owner, the installer).
         self.plpy.execute(
-            'CREATE OR REPLACE VIEW ' + view + ' AS SELECT ' + ', '.join(select) + ' FROM ' + table + ' t'
+            'CREATE OR REPLACE VIEW ' + view + ' WITH (security_invoker = true) AS SELECT ' + ', '.join(select) + ' FROM ' + table + ' t'
             ' CROSS JOIN LATERAL (SELECT veil.reveal(ARRAY[' + classes + ']::text[], ARRAY[' + properties + ']::text[], ARRAY['
             + values + ']::text[]) AS v) r')
         return view

@@ -10,7 +10,12 @@
 # - no value in any message: errors carry veil's code, title, status and the field's class and
 #   property, never the value, the token or the secret; unexpected Python errors are reported by
 #   their type name only (their text can quote input);
-# - one kept-alive connection per veil origin and backend, reopened when it breaks.
+# - one kept-alive connection per veil origin and backend, reopened when it breaks;
+# - every call to veil passes the Guard (veil_guard.py): rate limit and audit per database role;
+# - an error never names the failing statement: before raising, the error path sets
+#   log_min_error_statement = panic for the rest of the (aborting) transaction, so the server log
+#   does not show the statement's literal values; the trigger defers its failure to the end of
+#   the statement (check_statement), outside COPY's error context, which would quote the row.
 import http.client
 import json
 import time
@@ -40,6 +45,8 @@ HINTS = {
     'ROLE_NOT_HELD': 'the database\'s veil client does not hold the veil role used here (identity.clients in veil\'s configuration)',
     'FIELD_UNKNOWN': 'the class or property is not in veil\'s configuration',
     'RATE_LIMITED': 'veil limits calls per client; retry later',
+    'DB_RATE_LIMITED': 'this database role sends veil more values per minute than veil.rate_limits allows: retry later, or raise it with veil db rate-limit',
+    'AUDIT_UNAVAILABLE': 'the server cannot write veil\'s audit or rate-limit files under the data directory (pg_veil/); nothing was returned',
 }
 
 
@@ -91,7 +98,7 @@ class Settings(object):
         self.identity = (self.veil_url, self.token_url, self.client_id, self.client_secret)
 
 
-class Client(object):
+class Client(Trigger):
     def __init__(self, plpy):
         self.plpy = plpy
         self.settings_plan = plpy.prepare(
@@ -110,6 +117,17 @@ class Client(object):
         # (veil role, class, property) a read view found refused, until when: a view does not ask
         # veil again for every row, and notices a changed configuration within a minute
         self.refused = {}
+        self.guard = Guard(plpy)
+        # the trigger's failure waiting for check_statement: (statement key, VeilFailure) or None
+        self.pending = None
+        # relid -> {column: protected value} of the last row the INSERT trigger protected; an
+        # upsert's UPDATE (SET c = EXCLUDED.c) follows that row at once and must not protect it again
+        self.last_insert = {}
+        self.key_plan = plpy.prepare(
+            'SELECT pg_catalog.transaction_timestamp()::text || \' \' || pg_catalog.statement_timestamp()::text AS k')
+        self.check_plan = plpy.prepare(
+            'SELECT pg_catalog.count(*) = 2 AND pg_catalog.count(DISTINCT t.tgenabled) = 1 AS deferrable '
+            'FROM pg_catalog.pg_trigger t WHERE t.tgrelid = $1 AND t.tgname IN (\'zz_veil_protect\', \'zz_veil_check\')', ['oid'])
 
     # ---- settings and roles -------------------------------------------------------------------
 
@@ -204,8 +222,13 @@ class Client(object):
 
     # ---- transform ------------------------------------------------------------------------------
 
-    def transform(self, action, role, items):
+    def transform(self, action, role, items, function, table=None):
         """items: [(className, propertyName, value)], values not None. Returns the values, in order."""
+        if not items:
+            return []
+        return self.guard.call(function, action, items, lambda: self.transform_all(action, role, items), table)
+
+    def transform_all(self, action, role, items):
         out = []
         chunk = []
         size = 0
@@ -290,21 +313,21 @@ class Client(object):
 
     # ---- what the SQL functions call --------------------------------------------------------------
 
-    def protect_values(self, class_name, property_name, values):
-        return self.apply('Protect', self.settings().protect_role, class_name, property_name, values)
+    def protect_values(self, function, class_name, property_name, values):
+        return self.apply(function, 'Protect', self.settings().protect_role, class_name, property_name, values)
 
-    def unprotect_values(self, class_name, property_name, values):
+    def unprotect_values(self, function, class_name, property_name, values):
         role = self.mapped_role()
         if role is None:
             raise VeilFailure('DB_ROLE_UNMAPPED', 403, 'the database role is not mapped to a veil role')
-        return self.apply('Unprotect', role, class_name, property_name, values)
+        return self.apply(function, 'Unprotect', role, class_name, property_name, values)
 
-    def apply(self, action, role, class_name, property_name, values):
+    def apply(self, function, action, role, class_name, property_name, values):
         if class_name is None or property_name is None:
             raise VeilFailure('DB_ARGUMENT_INVALID', 400, 'class and property must not be NULL')
         present = [i for i, v in enumerate(values) if v is not None]
         out = list(values)
-        results = self.transform(action, role, [(class_name, property_name, values[i]) for i in present])
+        results = self.transform(action, role, [(class_name, property_name, values[i]) for i in present], function)
         for i, value in zip(present, results):
             out[i] = value
         return out
@@ -324,7 +347,7 @@ class Client(object):
                    if v is not None and self.refused.get((role, classes[i], properties[i]), 0) <= now]
         while pending:
             try:
-                results = self.transform('Unprotect', role, [(classes[i], properties[i], values[i]) for i in pending])
+                results = self.transform('Unprotect', role, [(classes[i], properties[i], values[i]) for i in pending], 'veil.reveal')
             except VeilFailure as failure:
                 if failure.code not in REFUSALS:
                     raise
@@ -340,29 +363,14 @@ class Client(object):
             return out
         return out
 
-    def protect_row(self, td):
-        """BEFORE INSERT OR UPDATE row trigger: its arguments are (column, class, property) triples."""
-        args = td['args'] or []
-        new = td['new']
-        old = td['old'] if td['event'] == 'UPDATE' else None
-        columns = []
-        items = []
-        for i in range(0, len(args) - 2, 3):
-            column, class_name, property_name = args[i], args[i + 1], args[i + 2]
-            value = new.get(column)
-            # NULL stays NULL; an UPDATE that leaves the column as stored keeps its protected value
-            if value is None or (old is not None and old.get(column) == value):
-                continue
-            if not isinstance(value, str):
-                raise VeilFailure('DB_ARGUMENT_INVALID', 400, 'a mapped column is not of a text type')
-            columns.append(column)
-            items.append((class_name, property_name, value))
-        if not items:
-            return None
-        results = self.transform('Protect', self.settings().protect_role, items)
-        for column, value in zip(columns, results):
-            new[column] = value
-        return 'MODIFY'
+    def quiet_statement(self):
+        """log_min_error_statement = panic until the transaction ends: the error about to be raised
+        aborts it, and the server log must not show the statement's literal values. Allowed here
+        because these functions run as their owner, a superuser (plpython3u)."""
+        try:
+            self.plpy.execute('SELECT pg_catalog.set_config(\'log_min_error_statement\', \'panic\', true)')
+        except self.plpy.SPIError:
+            pass
 
     def run(self, work):
         """Runs work(); any failure becomes a PostgreSQL error without a value in it."""
@@ -371,6 +379,7 @@ class Client(object):
         except VeilFailure as f:
             failure = f
         except self.plpy.SPIError:
+            self.quiet_statement()
             raise
         except Exception as e:  # a bug or an unexpected library error: its text may quote input
             failure = VeilFailure('INTERNAL', 500, 'unexpected error in veil\'s database client (' + type(e).__name__ + ')')
@@ -379,5 +388,6 @@ class Client(object):
         if failure.pointer:
             detail += ', pointer ' + failure.pointer
         extra = {'hint': HINTS[failure.code]} if failure.code in HINTS else {}
+        self.quiet_statement()
         self.plpy.error('veil: ' + failure.code + ': ' + failure.title + where, detail=detail,
                         sqlstate=failure.sqlstate(), **extra)

@@ -1,0 +1,82 @@
+# veil's row trigger inside PostgreSQL: what veil.protect_row and veil.check_statement run.
+#
+# `veil db install` embeds this file with veil_guard.py and veil_client.py in one module; Client
+# (veil_client.py) inherits these methods and supplies transform, settings, the plans and state.
+#
+# - BEFORE INSERT OR UPDATE ... FOR EACH ROW (protect_row): the row's mapped values are protected
+#   in one call before the row is written, so neither the heap nor the WAL sees cleartext.
+# - A failure is not raised inside the row trigger: under COPY, PostgreSQL's error context quotes
+#   the input line (cleartext) in the error's CONTEXT, to the client and the server log. The row
+#   is skipped, later rows are skipped without calling veil, and the AFTER ... FOR EACH STATEMENT
+#   trigger (check_statement) raises the failure once the statement's rows are done.
+# - An upsert (INSERT ... ON CONFLICT DO UPDATE SET c = EXCLUDED.c) fires the INSERT trigger, then
+#   at once the UPDATE trigger with the values it just protected: those are kept as they are. A
+#   value is recognised only by equality with what this trigger produced for that row and column,
+#   so a caller cannot pass off a cleartext of its own as protected.
+
+
+class Trigger(object):
+    def protect_row(self, td):
+        """BEFORE INSERT OR UPDATE row trigger: its arguments are (column, class, property) triples."""
+        if self.pending is not None:
+            if self.pending[0] == self.statement_key():
+                return 'SKIP'  # the statement fails at its end anyway: no more calls, no row written
+            self.pending = None  # left by a statement that failed otherwise
+        try:
+            return self.protect_row_now(td)
+        except Exception as e:
+            failure = e if isinstance(e, VeilFailure) else VeilFailure(
+                'INTERNAL', 500, 'unexpected error in veil\'s database client (' + type(e).__name__ + ')')
+        # Raising here would run inside COPY's error context, which quotes the input line in the
+        # error's CONTEXT (client and server log). Skip the row instead and let check_statement,
+        # the AFTER ... FOR EACH STATEMENT trigger veil.attach creates with this one, raise; only
+        # where it cannot fire (a table attached by an older veil, a partition) raise at once.
+        if not self.plpy.execute(self.check_plan, [td['relid']])[0]['deferrable']:
+            raise failure
+        self.pending = (self.statement_key(), failure)
+        return 'SKIP'
+
+    def protect_row_now(self, td):
+        args = td['args'] or []
+        new = td['new']
+        old = td['old'] if td['event'] == 'UPDATE' else None
+        # an upsert's DO UPDATE carries the values the INSERT trigger protected a moment ago
+        # (EXCLUDED.c): those, and only those, are stored as they are
+        produced = self.last_insert.pop(td['relid'], {}) if old is not None else {}
+        columns = []
+        items = []
+        for i in range(0, len(args) - 2, 3):
+            column, class_name, property_name = args[i], args[i + 1], args[i + 2]
+            value = new.get(column)
+            # NULL stays NULL; an UPDATE that leaves the column as stored keeps its protected value
+            if value is None or (old is not None and (old.get(column) == value or produced.get(column) == value)):
+                continue
+            if not isinstance(value, str):
+                raise VeilFailure('DB_ARGUMENT_INVALID', 400, 'a mapped column is not of a text type')
+            columns.append(column)
+            items.append((class_name, property_name, value))
+        if old is None:
+            self.last_insert.pop(td['relid'], None)
+        if not items:
+            return None
+        table = td['table_schema'] + '.' + td['table_name']
+        results = self.transform('Protect', self.settings().protect_role, items, 'trigger', table)
+        for column, value in zip(columns, results):
+            new[column] = value
+        if old is None:
+            self.last_insert[td['relid']] = dict(zip(columns, results))
+        return 'MODIFY'
+
+    def check_statement(self, td):
+        """AFTER INSERT OR UPDATE ... FOR EACH STATEMENT: raises the failure protect_row deferred."""
+        self.last_insert.pop(td['relid'], None)
+        if self.pending is None:
+            return None
+        key, failure = self.pending
+        self.pending = None
+        if key == self.statement_key():
+            raise failure
+        return None
+
+    def statement_key(self):
+        return self.plpy.execute(self.key_plan)[0]['k']

@@ -1,0 +1,81 @@
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { ROOT } from './processes.ts';
+import { databaseUrl, psql, sql, startVeil, type PsqlRun, type VeilProcess } from './postgres.ts';
+
+const run = promisify(execFile);
+
+/** A database with schema veil installed and configured against its own `veil serve`, and login roles. */
+export interface VeilDb<R extends string> {
+  db: string;
+  tag: string;
+  veil: VeilProcess;
+  role: Record<R, string>;
+  /** psql that must succeed, as `user` (default the superuser) */
+  on(script: string, user?: string): Promise<string[]>;
+  /** psql that may fail: code, stdout, stderr (VERBOSITY=verbose: every field of an error) */
+  attempt(script: string, user?: string): Promise<PsqlRun>;
+  /** bin/veil with the database's URL in VEIL_PG_URL */
+  cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }>;
+  configure(protectRole?: string): Promise<void>;
+  /** the database's audit records (veil.audit_log) of one database role, oldest first */
+  audit(dbRole: string): Promise<AuditRecord[]>;
+  close(): Promise<void>;
+}
+
+export interface AuditRecord {
+  database: string;
+  dbRole: string;
+  function: string;
+  action: string;
+  table?: string;
+  instances: number;
+  outcome: 'ok' | 'refused' | 'failed';
+  code?: string;
+  fields: { className: string; propertyName: string; count: number }[];
+}
+
+export async function veilDb<R extends string>(label: string, roles: readonly R[]): Promise<VeilDb<R>> {
+  const tag = `${process.pid}_${randomBytes(3).toString('hex')}`;
+  const db = `veil_${label}_${tag}`;
+  const role = Object.fromEntries(roles.map((r) => [r, `${r}_${tag}`])) as Record<R, string>;
+  const veil = await startVeil();
+  const cli = async (...args: string[]) => {
+    try {
+      const { stdout, stderr } = await run(join(ROOT, 'bin/veil'), args, { env: { ...process.env, VEIL_PG_URL: databaseUrl(db) }, maxBuffer: 16 << 20 });
+      return { code: 0, stdout, stderr };
+    } catch (e) {
+      const failed = e as { code: number; stdout: string; stderr: string };
+      return { code: failed.code, stdout: failed.stdout, stderr: failed.stderr };
+    }
+  };
+  const must = async (...args: string[]) => {
+    const r = await cli(...args);
+    if (r.code !== 0) throw new Error(`veil ${args.join(' ')}: ${r.stderr}`);
+    return r;
+  };
+  const configure = async (protectRole = 'ingest') => {
+    await must('db', 'configure', '--veil-url', veil.url, '--client-id', 'veil-dev', '--client-secret-file', veil.secretFile, '--protect-role', protectRole);
+  };
+  await sql(`CREATE DATABASE ${db};\n${Object.values<string>(role).map((r) => `CREATE ROLE ${r} LOGIN;`).join('\n')}`);
+  await must('db', 'install', '--apply');
+  await configure();
+  const on = (script: string, user = 'postgres') => sql(script, { database: db, user });
+  return {
+    db, tag, veil, role, on, cli, configure,
+    attempt: (script: string, user = 'postgres') => psql(script, { database: db, user }),
+    async audit(dbRole: string) {
+      const lines = await on(`SELECT r::text FROM veil.audit_log(100000) r WHERE r->>'dbRole' = '${dbRole}' AND r->>'database' = '${db}'`);
+      return lines.map((l) => JSON.parse(l) as AuditRecord);
+    },
+    async close() {
+      await sql(`DROP DATABASE IF EXISTS ${db} WITH (FORCE);\n${Object.values<string>(role).map((r) => `DROP ROLE IF EXISTS ${r};`).join('\n')}`).catch(() => undefined);
+      await veil.close();
+    },
+  };
+}
+
+/** A distinctive cleartext for scans: nothing else in a log or an error could hold it by chance. */
+export const marker = (what: string) => `${what}-${randomBytes(6).toString('hex')}`;
