@@ -125,7 +125,19 @@ export class ProtectPipeline {
   async protect(record: InRecord): Promise<OutRecord> {
     if (record.value === null) throw new StreamError('RECORD_MALFORMED', 'the record has no value');
     const topic = this.sinkTopic(record.topic);
-    const value = await this.deps.serde.protect(record.value, this.protection, topic);
+    return this.cleanRecord(record, topic, await this.deps.serde.protect(record.value, this.protection, topic));
+  }
+
+  /** protect() without a promise, for a serde that protects synchronously (undefined otherwise). */
+  private protectNow(record: InRecord): OutRecord | undefined {
+    const serde = this.deps.serde;
+    if (!serde.protectSync) return undefined;
+    if (record.value === null) throw new StreamError('RECORD_MALFORMED', 'the record has no value');
+    const topic = this.sinkTopic(record.topic);
+    return this.cleanRecord(record, topic, serde.protectSync(record.value, this.protection, topic));
+  }
+
+  private cleanRecord(record: InRecord, topic: string, value: Buffer): OutRecord {
     let key = record.key;
     if (this.keyTransform) {
       if (key === null) throw new StreamError('KEY_MISSING', 'the record has no key');
@@ -136,7 +148,8 @@ export class ProtectPipeline {
         throw e;
       }
     }
-    return { topic, key, value, headers: withHeaders(record.headers, this.veilHeaders) };
+    const headers = record.headers.length === 0 ? this.veilHeaders.slice() : withHeaders(record.headers, this.veilHeaders);
+    return { topic, key, value, headers };
   }
 
   private async openConsumer(): Promise<void> {
@@ -243,6 +256,9 @@ export class ProtectPipeline {
   private async produce(records: InRecord[], send: (r: OutRecord[]) => Promise<void>, codes: Map<string, number>, heartbeat: () => Promise<void>): Promise<void> {
     const { kafka, config } = this.deps;
     const deadLimit = await kafka.maxMessageBytes(config.deadLetterTopic);
+    // each clean topic's limit, read once per batch (a rename sink has one per source topic)
+    const limits = new Map<string, number>();
+    const limitOf = async (topic: string) => limits.get(topic) ?? limits.set(topic, await kafka.maxMessageBytes(topic)).get(topic)!;
     const counted = new Map<string, number>();
     let sending: Promise<void> = Promise.resolve();
     let beat = Date.now();
@@ -250,8 +266,8 @@ export class ProtectPipeline {
       for (let i = 0; i < records.length; i += CHUNK) {
         const chunk: OutRecord[] = [];
         for (const record of records.slice(i, i + CHUNK)) {
-          let out = await this.protectOrDeadLetter(record);
-          if (out.topic !== config.deadLetterTopic && !fitsAlone(out, await kafka.maxMessageBytes(out.topic))) out = this.deadLetter(record, 'RECORD_TOO_LARGE');
+          let out = this.protectNowOrDeadLetter(record) ?? await this.protectOrDeadLetter(record);
+          if (out.topic !== config.deadLetterTopic && !fitsAlone(out, limits.get(out.topic) ?? await limitOf(out.topic))) out = this.deadLetter(record, 'RECORD_TOO_LARGE');
           if (out.topic === config.deadLetterTopic) {
             if (!fitsAlone(out, deadLimit)) throw new StreamError('DEAD_LETTER_FAILED', `record ${record.topic}/${record.partition}@${record.offset}: its dead letter is larger than ${config.deadLetterTopic} accepts`);
             const code = out.headers.find((h) => h.key === 'veil.error.code')!.value!.toString();
@@ -271,6 +287,15 @@ export class ProtectPipeline {
       throw e;
     }
     for (const [code, n] of counted) codes.set(code, n);
+  }
+
+  private protectNowOrDeadLetter(record: InRecord): OutRecord | undefined {
+    try {
+      return this.protectNow(record);
+    } catch (e) {
+      if (e instanceof StreamError && !e.retriable) return this.deadLetter(record, e.code);
+      throw e;
+    }
   }
 
   private async protectOrDeadLetter(record: InRecord): Promise<OutRecord> {

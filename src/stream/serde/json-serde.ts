@@ -10,5 +10,6 @@ export function jsonSerde(): Serde {
     async protect(bytes, protection) {
       return protectJsonBytes(bytes, protection.maps, protection.missing);
     },
+    protectSync: (bytes, protection) => protectJsonBytes(bytes, protection.maps, protection.missing),
   };
 }

@@ -14,4 +14,9 @@ export interface RecordProtection {
 export interface Serde {
   /** the clean value (Avro: written with the derived clean schema registered for `cleanTopic`) */
   protect(bytes: Buffer, protection: RecordProtection, cleanTopic: string): Promise<Buffer>;
+  /**
+   * The same, synchronously, for a serde that needs no I/O (JSON): the pipeline then protects a
+   * whole chunk without a promise per record.
+   */
+  protectSync?(bytes: Buffer, protection: RecordProtection, cleanTopic: string): Buffer;
 }
