@@ -1,14 +1,17 @@
 import type { Server } from 'node:http';
+import { availableParallelism } from 'node:os';
+import { Worker } from 'node:worker_threads';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { VeilError } from '../engine/index.ts';
 import { registerOpsRoutes } from '../http/routes/ops-routes.ts';
 import { openKafkaPort, streamClient } from '../stream/kafka-client.ts';
-import type { KafkaPort, SchemaRegistryPort } from '../stream/ports.ts';
+import type { KafkaPort } from '../stream/ports.ts';
+import { ProtectPool } from '../stream/protect-pool.ts';
+import { serdes } from './pipeline-serde.ts';
+import type { ProtectWorkerData } from './protect-worker.ts';
 import { ProtectPipeline } from '../stream/protect-pipeline.ts';
 import { killingInCommit } from '../stream/fault-injection.ts';
-import { jsonSerde } from '../stream/serde/json-serde.ts';
-import type { Serde } from '../stream/serde/serde.ts';
 import { StreamMetrics } from '../stream/stream-metrics.ts';
 import { createLogger } from './logger.ts';
 import { openEngine } from './open-engine.ts';
@@ -42,6 +45,19 @@ export interface StreamService {
   listen(port: number, host: string): Promise<Server>;
 }
 
+const PROTECT_WORKER = new URL('./protect-worker.ts', import.meta.url);
+
+/**
+ * Protection threads per pipeline: VEIL_PROTECT_THREADS, else one fewer than the cores (at least
+ * one, at most 4); 0 protects on the consumer's thread.
+ */
+export function protectThreads(given: string | undefined): number {
+  if (given === undefined || given === '') return Math.min(4, Math.max(1, availableParallelism() - 1));
+  const n = Number(given);
+  if (!Number.isInteger(n) || n < 0 || n > 64) throw new VeilError('CONFIG_INVALID', 'VEIL_PROTECT_THREADS must be an integer from 0 to 64');
+  return n;
+}
+
 /** Wires config, keystore, engine, Kafka and the registry into the protect pipelines. */
 export async function openStream(options: StreamOptions): Promise<StreamService> {
   const logger = options.logger ?? createLogger(options.env.VEIL_LOG_LEVEL ?? 'info');
@@ -58,23 +74,27 @@ export async function openStream(options: StreamOptions): Promise<StreamService>
   });
   const killInCommit = Number(options.env.VEIL_FAULT_KILL_IN_COMMIT ?? 0);
   const kafka = killInCommit > 0 ? killingInCommit(client, killInCommit) : client;
-  let registry: SchemaRegistryPort | undefined;
-  // Avro support (registry client, avsc) loads only when a pipeline uses it
-  const avroSerdeFor = async (paths: string[]): Promise<Serde> => {
-    if (!options.registryUrl) throw new VeilError('CONFIG_INVALID', 'an avro pipeline needs a schema registry: set SCHEMA_REGISTRY_URL or --registry');
-    const [{ confluentRegistry }, { CachingRegistry }, { RetryingRegistry }, { avroSerde }] = await Promise.all([
-      import('../stream/registry/confluent-registry.ts'), import('../stream/registry/caching-registry.ts'),
-      import('../stream/registry/retrying-registry.ts'), import('../stream/serde/avro-serde.ts'),
-    ]);
-    registry ??= new CachingRegistry(new RetryingRegistry(confluentRegistry(options.registryUrl)));
-    return avroSerde({ registry, protectedPaths: paths });
-  };
   const metrics = new StreamMetrics();
+  const serdeOf = serdes(options.registryUrl);
+  const threads = protectThreads(options.env.VEIL_PROTECT_THREADS);
+  const pools: ProtectPool[] = [];
   const pipelines = await Promise.all(names.map(async (name) => {
     const p = config.pipelines[name]!;
-    const serde = p.format === 'json' ? jsonSerde() : await avroSerdeFor(p.fields.map((f) => f.path));
-    return new ProtectPipeline({ name, config: p, configVersion: config.version, engine, kafka, serde, metrics, log: logger, stallMs: Number(options.env.VEIL_STREAM_STALL_MS ?? 60_000) });
+    const serde = await serdeOf(p);
+    let protector: ProtectPool | undefined;
+    if (threads > 0) {
+      const workerData: ProtectWorkerData = { configFile: options.configFile, dataDir: options.dataDir, env: { ...options.env }, pipeline: name, ...(options.registryUrl ? { registryUrl: options.registryUrl } : {}) };
+      protector = new ProtectPool(threads, () => new Worker(PROTECT_WORKER, { workerData }));
+      pools.push(protector);
+    }
+    return new ProtectPipeline({ name, config: p, configVersion: config.version, engine, kafka, serde, metrics, log: logger, stallMs: Number(options.env.VEIL_STREAM_STALL_MS ?? 60_000), ...(protector ? { protector } : {}) });
   }));
+  try {
+    await Promise.all(pools.map((p) => p.ready()));
+  } catch (e) {
+    await Promise.all(pools.map((p) => p.close()));
+    throw e;
+  }
   let running = false;
   let ops: FastifyInstance | undefined;
   return {
@@ -87,6 +107,7 @@ export async function openStream(options: StreamOptions): Promise<StreamService>
     async stop() {
       running = false;
       await Promise.all(pipelines.map((p) => p.stop()));
+      await Promise.all(pools.map((p) => p.close()));
       await kafka.disconnect();
       await ops?.close();
     },

@@ -1,11 +1,11 @@
-import { ValueError, VeilError, type Engine } from '../engine/index.ts';
+import type { Engine } from '../engine/index.ts';
 import type { PipelineConfig } from './pipeline-config.ts';
 import { Liveness, type LivenessStatus } from './liveness.ts';
 import { PartitionTransactions } from './partition-transactions.ts';
-import { mappings, type Mapping } from './protect-record.ts';
+import { RecordProtector, type ChunkProtector } from './record-protector.ts';
 import { withHeaders, type Batch, type ConsumerPort, type Header, type InRecord, type KafkaPort, type OutRecord, type ProducerPort } from './ports.ts';
 import { fitsAlone } from './record-size.ts';
-import type { RecordProtection, Serde } from './serde/serde.ts';
+import type { Serde } from './serde/serde.ts';
 import { StreamError } from './stream-error.ts';
 import type { StreamMetrics } from './stream-metrics.ts';
 
@@ -25,6 +25,8 @@ export interface PipelineDeps {
   serde: Serde;
   metrics: StreamMetrics;
   log: PipelineLog;
+  /** protects chunks of records elsewhere (a worker-thread pool); default: in this thread */
+  protector?: ChunkProtector;
   /** liveness: unhealthy after this long without progress (default 60 s); recovery at half */
   stallMs?: number;
   now?: () => number;
@@ -48,8 +50,7 @@ export class ProtectPipeline {
   readonly name: string;
   readonly groupId: string;
   private readonly deps: PipelineDeps;
-  private readonly protection: RecordProtection;
-  private readonly keyTransform?: (v: string) => string;
+  private readonly chunks: ChunkProtector;
   private readonly transactions: PartitionTransactions;
   private readonly liveness: Liveness;
   private plainProducer?: Promise<ProducerPort>;
@@ -65,21 +66,10 @@ export class ProtectPipeline {
     this.name = deps.name;
     const c = deps.config;
     this.groupId = c.groupId ?? `veil-protect-${deps.name}`;
-    const fields = [...c.fields.map((f) => f.field), ...(c.key ? [c.key.field] : [])].map((f) => {
-      const [className, propertyName] = f.split('.') as [string, string];
-      return { className, propertyName };
-    });
-    // authorization happens once, here: a pipeline whose identity may not protect its fields does not start
-    const bound = deps.engine.bind({
-      identity: { subject: `pipeline:${deps.name}`, roles: c.roles },
-      rightsEvidences: Object.entries(c.rightsEvidences).map(([name, value]) => ({ name, value })),
-      processingEvidences: Object.entries(c.processingEvidences).map(([name, value]) => ({ name, value })),
-      fields,
-    });
-    if (bound.reveals) throw new VeilError('CONFIG_INVALID', `pipeline ${deps.name} would unprotect: protect pipelines only protect`);
-    const maps: Mapping[] = mappings(c.fields.map((f) => f.path), bound.transforms);
-    this.protection = { maps, missing: c.missing };
-    if (c.key) this.keyTransform = bound.transforms[c.fields.length];
+    // authorization happens once, here, in this thread: a pipeline whose identity may not
+    // protect its fields does not start (a worker pool binds the same fields again)
+    const inline = new RecordProtector({ name: deps.name, config: c, engine: deps.engine, serde: deps.serde });
+    this.chunks = deps.protector ?? inline;
     this.veilHeaders = [
       { key: 'veil.pipeline', value: utf8(deps.name) },
       { key: 'veil.config.version', value: utf8(deps.configVersion) },
@@ -119,37 +109,6 @@ export class ProtectPipeline {
     if ('topic' in sink) return sink.topic;
     this.rename ??= new RegExp(sink.rename.from);
     return source.replace(this.rename, sink.rename.to);
-  }
-
-  /** Protects one record, or says why it goes to the dead-letter topic. */
-  async protect(record: InRecord): Promise<OutRecord> {
-    if (record.value === null) throw new StreamError('RECORD_MALFORMED', 'the record has no value');
-    const topic = this.sinkTopic(record.topic);
-    return this.cleanRecord(record, topic, await this.deps.serde.protect(record.value, this.protection, topic));
-  }
-
-  /** protect() without a promise, for a serde that protects synchronously (undefined otherwise). */
-  private protectNow(record: InRecord): OutRecord | undefined {
-    const serde = this.deps.serde;
-    if (!serde.protectSync) return undefined;
-    if (record.value === null) throw new StreamError('RECORD_MALFORMED', 'the record has no value');
-    const topic = this.sinkTopic(record.topic);
-    return this.cleanRecord(record, topic, serde.protectSync(record.value, this.protection, topic));
-  }
-
-  private cleanRecord(record: InRecord, topic: string, value: Buffer): OutRecord {
-    let key = record.key;
-    if (this.keyTransform) {
-      if (key === null) throw new StreamError('KEY_MISSING', 'the record has no key');
-      try {
-        key = utf8(this.keyTransform(key.toString('utf8')));
-      } catch (e) {
-        if (e instanceof ValueError) throw new StreamError(e.code, `record key: value ${e.message}`);
-        throw e;
-      }
-    }
-    const headers = record.headers.length === 0 ? this.veilHeaders.slice() : withHeaders(record.headers, this.veilHeaders);
-    return { topic, key, value, headers };
   }
 
   private async openConsumer(): Promise<void> {
@@ -264,9 +223,13 @@ export class ProtectPipeline {
     let beat = Date.now();
     try {
       for (let i = 0; i < records.length; i += CHUNK) {
+        const slice = records.slice(i, i + CHUNK);
+        const outcomes = await this.chunks.protectChunk(slice.map((r) => ({ topic: this.sinkTopic(r.topic), key: r.key, value: r.value })));
         const chunk: OutRecord[] = [];
-        for (const record of records.slice(i, i + CHUNK)) {
-          let out = this.protectNowOrDeadLetter(record) ?? await this.protectOrDeadLetter(record);
+        for (let j = 0; j < slice.length; j++) {
+          const record = slice[j]!;
+          const outcome = outcomes[j]!;
+          let out = 'code' in outcome ? this.deadLetter(record, outcome.code) : this.cleanRecord(record, outcome.key, outcome.value);
           if (out.topic !== config.deadLetterTopic && !fitsAlone(out, limits.get(out.topic) ?? await limitOf(out.topic))) out = this.deadLetter(record, 'RECORD_TOO_LARGE');
           if (out.topic === config.deadLetterTopic) {
             if (!fitsAlone(out, deadLimit)) throw new StreamError('DEAD_LETTER_FAILED', `record ${record.topic}/${record.partition}@${record.offset}: its dead letter is larger than ${config.deadLetterTopic} accepts`);
@@ -289,21 +252,8 @@ export class ProtectPipeline {
     for (const [code, n] of counted) codes.set(code, n);
   }
 
-  private protectNowOrDeadLetter(record: InRecord): OutRecord | undefined {
-    try {
-      return this.protectNow(record);
-    } catch (e) {
-      if (e instanceof StreamError && !e.retriable) return this.deadLetter(record, e.code);
-      throw e;
-    }
-  }
-
-  private async protectOrDeadLetter(record: InRecord): Promise<OutRecord> {
-    try {
-      return await this.protect(record);
-    } catch (e) {
-      if (e instanceof StreamError && !e.retriable) return this.deadLetter(record, e.code);
-      throw e;
-    }
+  private cleanRecord(record: InRecord, key: Buffer | null, value: Buffer): OutRecord {
+    const headers = record.headers.length === 0 ? this.veilHeaders.slice() : withHeaders(record.headers, this.veilHeaders);
+    return { topic: this.sinkTopic(record.topic), key, value, headers };
   }
 }

@@ -1,0 +1,94 @@
+import type { ChunkItem, ChunkOutcome } from './record-protector.ts';
+
+/**
+ * Chunks of records cross to and from protection worker threads as one transferred buffer each
+ * way, not as objects: a Buffer sent by structured clone copies its whole backing ArrayBuffer
+ * (often a shared pool), and a list of objects costs a clone per record.
+ *
+ * Items:    per record  int32 topic index, bytes key, bytes value   (bytes: int32 length, -1 = null)
+ * Outcomes: per record  uint8 0 then bytes key, bytes value  |  uint8 1 then bytes code (UTF-8)
+ */
+export interface PackedItems {
+  topics: string[];
+  data: ArrayBuffer;
+}
+
+const size = (b: Buffer | null) => 4 + (b?.length ?? 0);
+
+function writeBytes(out: Buffer, at: number, b: Buffer | null): number {
+  out.writeInt32LE(b === null ? -1 : b.length, at);
+  if (b !== null) b.copy(out, at + 4);
+  return at + size(b);
+}
+
+function readBytes(data: Buffer, at: number): [Buffer | null, number] {
+  const length = data.readInt32LE(at);
+  if (length < 0) return [null, at + 4];
+  // a view: the transferred chunk buffer stays alive as long as a record refers to it
+  return [data.subarray(at + 4, at + 4 + length), at + 4 + length];
+}
+
+function fresh(bytes: number): Buffer {
+  // its own ArrayBuffer (never Buffer's shared pool), so that it can be transferred
+  return Buffer.from(new ArrayBuffer(bytes));
+}
+
+export function packItems(items: readonly ChunkItem[]): PackedItems {
+  const topics: string[] = [];
+  const index = new Map<string, number>();
+  let bytes = 0;
+  for (const it of items) bytes += 4 + size(it.key) + size(it.value);
+  const out = fresh(bytes);
+  let at = 0;
+  for (const it of items) {
+    let t = index.get(it.topic);
+    if (t === undefined) index.set(it.topic, (t = topics.push(it.topic) - 1));
+    out.writeInt32LE(t, at);
+    at = writeBytes(out, writeBytes(out, at + 4, it.key), it.value);
+  }
+  return { topics, data: out.buffer as ArrayBuffer };
+}
+
+export function unpackItems(packed: PackedItems): ChunkItem[] {
+  const data = Buffer.from(packed.data);
+  const items: ChunkItem[] = [];
+  for (let at = 0; at < data.length; ) {
+    const topic = packed.topics[data.readInt32LE(at)]!;
+    const [key, next] = readBytes(data, at + 4);
+    const [value, end] = readBytes(data, next);
+    items.push({ topic, key, value });
+    at = end;
+  }
+  return items;
+}
+
+export function packOutcomes(outcomes: readonly ChunkOutcome[]): ArrayBuffer {
+  const codes = outcomes.map((o) => ('code' in o ? Buffer.from(o.code, 'utf8') : null));
+  let bytes = 0;
+  outcomes.forEach((o, i) => (bytes += 1 + ('code' in o ? size(codes[i]!) : size(o.key) + size(o.value))));
+  const out = fresh(bytes);
+  let at = 0;
+  outcomes.forEach((o, i) => {
+    out.writeUInt8('code' in o ? 1 : 0, at);
+    at = 'code' in o ? writeBytes(out, at + 1, codes[i]!) : writeBytes(out, writeBytes(out, at + 1, o.key), o.value);
+  });
+  return out.buffer as ArrayBuffer;
+}
+
+export function unpackOutcomes(packed: ArrayBuffer): ChunkOutcome[] {
+  const data = Buffer.from(packed);
+  const out: ChunkOutcome[] = [];
+  for (let at = 0; at < data.length; ) {
+    if (data.readUInt8(at) === 1) {
+      const [code, next] = readBytes(data, at + 1);
+      out.push({ code: code!.toString('utf8') });
+      at = next;
+    } else {
+      const [key, next] = readBytes(data, at + 1);
+      const [value, end] = readBytes(data, next);
+      out.push({ key, value: value! });
+      at = end;
+    }
+  }
+  return out;
+}

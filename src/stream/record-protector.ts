@@ -1,0 +1,94 @@
+import { ValueError, VeilError, type Engine } from '../engine/index.ts';
+import type { PipelineConfig } from './pipeline-config.ts';
+import { mappings } from './protect-record.ts';
+import type { RecordProtection, Serde } from './serde/serde.ts';
+import { StreamError } from './stream-error.ts';
+
+/** One record to protect: its clean topic (the serde registers clean schemas per topic), key and value. */
+export interface ChunkItem {
+  topic: string;
+  key: Buffer | null;
+  value: Buffer | null;
+}
+
+/** A record's outcome: its protected key and value, or the code it is dead-lettered with. */
+export type ChunkOutcome = { key: Buffer | null; value: Buffer } | { code: string };
+
+/**
+ * What protects a chunk of records (pure work, no Kafka): in this thread (RecordProtector) or on
+ * a pool of worker threads (ProtectPool). A retriable failure (the registry unreachable) rejects
+ * the whole chunk; a record that cannot be protected is an outcome with its code.
+ */
+export interface ChunkProtector {
+  protectChunk(items: readonly ChunkItem[]): Promise<ChunkOutcome[]>;
+  close(): Promise<void>;
+}
+
+const utf8 = (s: string) => Buffer.from(s, 'utf8');
+
+/**
+ * A pipeline's fields bound once (authorization happens here: a pipeline whose identity may not
+ * protect its fields does not start) and the protection of one record's key and value.
+ */
+export class RecordProtector implements ChunkProtector {
+  readonly protection: RecordProtection;
+  private readonly keyTransform?: (v: string) => string;
+  private readonly serde: Serde;
+
+  constructor(deps: { name: string; config: PipelineConfig; engine: Engine; serde: Serde }) {
+    const c = deps.config;
+    this.serde = deps.serde;
+    const fields = [...c.fields.map((f) => f.field), ...(c.key ? [c.key.field] : [])].map((f) => {
+      const [className, propertyName] = f.split('.') as [string, string];
+      return { className, propertyName };
+    });
+    const bound = deps.engine.bind({
+      identity: { subject: `pipeline:${deps.name}`, roles: c.roles },
+      rightsEvidences: Object.entries(c.rightsEvidences).map(([name, value]) => ({ name, value })),
+      processingEvidences: Object.entries(c.processingEvidences).map(([name, value]) => ({ name, value })),
+      fields,
+    });
+    if (bound.reveals) throw new VeilError('CONFIG_INVALID', `pipeline ${deps.name} would unprotect: protect pipelines only protect`);
+    this.protection = { maps: mappings(c.fields.map((f) => f.path), bound.transforms), missing: c.missing };
+    if (c.key) this.keyTransform = bound.transforms[c.fields.length];
+  }
+
+  /** The protected key and value; throws a StreamError naming why the record cannot be. */
+  async protect(item: ChunkItem): Promise<{ key: Buffer | null; value: Buffer }> {
+    if (item.value === null) throw new StreamError('RECORD_MALFORMED', 'the record has no value');
+    return { key: this.protectKey(item.key), value: await this.serde.protect(item.value, this.protection, item.topic) };
+  }
+
+  /** protect() without a promise, for a serde that protects synchronously (undefined otherwise). */
+  protectNow(item: ChunkItem): { key: Buffer | null; value: Buffer } | undefined {
+    if (!this.serde.protectSync) return undefined;
+    if (item.value === null) throw new StreamError('RECORD_MALFORMED', 'the record has no value');
+    return { key: this.protectKey(item.key), value: this.serde.protectSync(item.value, this.protection, item.topic) };
+  }
+
+  async protectChunk(items: readonly ChunkItem[]): Promise<ChunkOutcome[]> {
+    const out: ChunkOutcome[] = [];
+    for (const item of items) {
+      try {
+        out.push(this.protectNow(item) ?? await this.protect(item));
+      } catch (e) {
+        if (e instanceof StreamError && !e.retriable) out.push({ code: e.code });
+        else throw e;
+      }
+    }
+    return out;
+  }
+
+  async close(): Promise<void> {}
+
+  private protectKey(key: Buffer | null): Buffer | null {
+    if (!this.keyTransform) return key;
+    if (key === null) throw new StreamError('KEY_MISSING', 'the record has no key');
+    try {
+      return utf8(this.keyTransform(key.toString('utf8')));
+    } catch (e) {
+      if (e instanceof ValueError) throw new StreamError(e.code, `record key: value ${e.message}`);
+      throw e;
+    }
+  }
+}
