@@ -17,8 +17,8 @@ const MAX_RECORD = 1024 * 1024;
 /**
  * JSON lines appended to a file (mode 0600); each record is written before the call proceeds.
  * The file rotates by size: `audit.log` → `audit.log.1` → … → `audit.log.<keepFiles>`, the oldest
- * deleted, so the log never takes more than (keepFiles + 1) × rotateBytes (plus one record) of
- * disk. Several processes may append to one log (serve workers, gateway, responders): before each
+ * deleted, so the log never takes more than (keepFiles + 1) × rotateBytes of disk, plus one
+ * record per other process appending in the same instant. Several processes may append to one log (serve workers, gateway, responders): before each
  * record a writer checks that its file is still `audit.log` and reopens it when another process
  * rotated it, so no record goes into a renamed or deleted file.
  */
@@ -92,7 +92,7 @@ export class FileAuditSink implements AuditSink {
    * under the cursor: the next page then starts in the renamed file at the same offset.
    */
   async page(options: { limit: number; cursor?: string }): Promise<AuditPage> {
-    const m = /^(\d{1,3})\.(\d{1,15})$/.exec(options.cursor ?? '');
+    const m = /^(\d{1,3})\.(\d{1,16})$/.exec(options.cursor ?? '');
     let fileNo = m ? Number(m[1]) : 0;
     let end: number | undefined = m ? Number(m[2]) : undefined;
     const events: AuditEvent[] = [];
