@@ -96,7 +96,7 @@ describe('publish is bound to the text the publisher reviewed', () => {
     const id = draftIdOf(await editor.post('/admin/drafts', { from: 'v2' }))!;
     const publisher = await portalSession(veil, 'publisher');
     const reviewed = reviewedHash((await publisher.get(`/admin/drafts/${id}`)).text)!;
-    for (const form of [{}, { reviewed: '' }, { reviewed: reviewed.toUpperCase() }, { reviewed: `${reviewed}0` }, { reviewed: 'a'.repeat(64) }]) {
+    for (const form of [{} as Record<string, string>, { reviewed: '' }, { reviewed: reviewed.toUpperCase() }, { reviewed: `${reviewed}0` }, { reviewed: 'a'.repeat(64) }]) {
       const res = await publisher.post(`/admin/drafts/${id}/publish`, form);
       expect(res.status).toBe(409);
       expect(res.text).toContain('DRAFT_CHANGED');

@@ -13,7 +13,7 @@ let veil: VeilProcess;
 let browser: Browser;
 let configText: string;
 let draft: string;
-const hashesIn = (text: string) => text.match(/scrypt\$[^'"\s]+/g) ?? [];
+const hashesIn = (text: string): string[] => text.match(/scrypt\$[^'"\s]+/g) ?? [];
 
 beforeAll(async () => {
   configText = await portalConfigText();
