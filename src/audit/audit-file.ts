@@ -17,8 +17,8 @@ const MAX_RECORD = 1024 * 1024;
 /**
  * JSON lines appended to a file (mode 0600); each record is written before the call proceeds.
  * The file rotates by size: `audit.log` → `audit.log.1` → … → `audit.log.<keepFiles>`, the oldest
- * deleted, so the log never takes more than (keepFiles + 1) × rotateBytes of disk, plus one
- * record per other process appending in the same instant. Several processes may append to one log (serve workers, gateway, responders): before each
+ * deleted, so the log never takes more than (keepFiles + 1) × rotateBytes of disk, plus the few
+ * records other processes append while one of them rotates. Several processes may append to one log (serve workers, gateway, responders): before each
  * record a writer checks that its file is still `audit.log` and reopens it when another process
  * rotated it, so no record goes into a renamed or deleted file.
  */
@@ -46,7 +46,7 @@ export class FileAuditSink implements AuditSink {
     const onDisk = await stat(this.path).catch(() => undefined);
     if (!onDisk || onDisk.ino !== current.ino) current = await this.reopen();
     else if (onDisk.size > 0 && onDisk.size + Buffer.byteLength(line) > this.rotation.rotateBytes) {
-      await this.rotate();
+      await this.rotate(onDisk.ino);
       current = await this.reopen();
     }
     await current.file.write(line);
@@ -68,11 +68,34 @@ export class FileAuditSink implements AuditSink {
     return this.current();
   }
 
-  private async rotate(): Promise<void> {
-    const n = this.rotation.keepFiles;
-    await rm(`${this.path}.${n}`, { force: true });
-    for (let i = n - 1; i >= 1; i--) await rename(`${this.path}.${i}`, `${this.path}.${i + 1}`).catch(ignoreMissing);
-    await rename(this.path, `${this.path}.1`).catch(ignoreMissing);
+  /**
+   * Rotates `audit.log` if it is still the file (inode) this writer found full. Writers of other
+   * processes may decide the same at the same moment: `audit.log.lock` (created exclusively) lets
+   * one of them rotate; the others write on and follow the rotation at their next record. A lock
+   * left by a process that died while rotating is removed after 10 s.
+   */
+  private async rotate(fullIno: number): Promise<void> {
+    const lockPath = `${this.path}.lock`;
+    let lock: FileHandle;
+    try {
+      lock = await open(lockPath, 'wx', 0o600);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+      const held = await stat(lockPath).catch(() => undefined);
+      if (held && Date.now() - held.mtimeMs > 10_000) await rm(lockPath, { force: true });
+      return;
+    }
+    try {
+      const onDisk = await stat(this.path).catch(() => undefined);
+      if (onDisk?.ino !== fullIno) return; // another process rotated it already
+      const n = this.rotation.keepFiles;
+      await rm(`${this.path}.${n}`, { force: true });
+      for (let i = n - 1; i >= 1; i--) await rename(`${this.path}.${i}`, `${this.path}.${i + 1}`).catch(ignoreMissing);
+      await rename(this.path, `${this.path}.1`).catch(ignoreMissing);
+    } finally {
+      await lock.close();
+      await rm(lockPath, { force: true });
+    }
   }
 
   async close(): Promise<void> {
