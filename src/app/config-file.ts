@@ -10,6 +10,8 @@ import { serviceSchema, type ServiceConfig } from '../http/service-config.ts';
 import { identityIssues, identitySchema, type IdentityConfig } from '../identity/identity-config.ts';
 import { pipelineIssues, pipelineSchema, type PipelineConfig } from '../stream/pipeline-config.ts';
 import { responderSchema, type ResponderConfig } from '../stream/responder-config.ts';
+import { portalSchema, type PortalConfig } from '../portal/portal-config.ts';
+import { metricsUrlIssues } from '../portal/metrics-address.ts';
 
 /**
  * veil's configuration file: the engine's sections (keys, sequences, classes, contexts) and one
@@ -23,6 +25,7 @@ export const veilConfigSchema = z.strictObject({
   pipelines: z.record(nameSchema, pipelineSchema).default({}),
   responders: z.record(nameSchema, responderSchema).default({}),
   gateway: gatewaySchema.optional(),
+  portal: portalSchema.prefault({}),
 });
 
 export type VeilConfigInput = z.input<typeof veilConfigSchema>;
@@ -39,6 +42,8 @@ export interface VeilConfig {
   pipelines: Readonly<Record<string, PipelineConfig>>;
   /** unprotect-on-demand responders over Kafka (src/stream) */
   responders: Readonly<Record<string, ResponderConfig>>;
+  /** the admin portal's guards (src/portal) */
+  portal: PortalConfig;
   /** `veil gateway`, the reverse proxy (src/gateway); absent when the file has no gateway section */
   gateway?: GatewayConfig;
   /** a short hash of the configuration document, stamped on what veil produces */
@@ -65,6 +70,7 @@ export function compileVeilConfig(input: unknown): CompileResult<VeilConfig> {
     ...within(['identity'], identityIssues(doc.identity, { roles, keyType })),
     ...Object.entries(doc.pipelines).flatMap(([name, p]) => within(['pipelines', name], pipelineIssues(p, isField))),
     ...(doc.gateway && engine.config ? within(['gateway'], gatewayIssues(doc.gateway, engine.config)) : []),
+    ...Object.entries(doc.pipelines).flatMap(([name, p]) => within(['pipelines', name], metricsUrlIssues(p.metricsUrls ?? [], doc.portal.metricsAllowedHosts))),
   ];
   if (!engine.config || issues.some((i) => i.severity === 'error')) return { issues };
   return {
@@ -74,6 +80,7 @@ export function compileVeilConfig(input: unknown): CompileResult<VeilConfig> {
       service: doc.service,
       pipelines: doc.pipelines,
       responders: doc.responders,
+      portal: doc.portal,
       ...(doc.gateway ? { gateway: doc.gateway } : {}),
       version: createHash('sha256').update(JSON.stringify(doc)).digest('hex').slice(0, 12),
       warnings: issues.filter((i) => i.severity === 'warning'),

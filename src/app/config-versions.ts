@@ -37,6 +37,8 @@ export interface DraftMeta {
   updatedAt: string;
   by: string;
   tests: TestCase[];
+  /** every identity (issuer and subject) that wrote the draft's text or test cases, the last one last */
+  editors?: string[];
 }
 
 interface Index {
@@ -50,7 +52,7 @@ const DRAFT_ID = /^[a-f0-9-]{36}$/;
 
 /**
  * The configuration's versions in `<dataDir>/config-versions/`: `NNNN.yaml` per published
- * version (read-only files, never rewritten: each is a whole veil configuration that `veil config
+ * version (mode 0400 files, never rewritten: each is a whole veil configuration that `veil config
  * validate` accepts), `index.json` (metadata and which version is active) and `drafts/<id>.yaml`
  * with `drafts/<id>.json` (base version, author, saved test cases). Writes go through a temporary
  * file and a rename. Several serving processes may share the store (`veil serve --workers N`):
@@ -133,8 +135,9 @@ export class ConfigVersions {
     await this.reload();
     const number = Math.max(0, ...this.index.versions.map((v) => v.number)) + 1;
     const file = this.file(number);
-    await writeFile(file, text, { flag: 'wx', mode: 0o444 });
-    await chmod(file, 0o444);
+    // read-only for veil's user alone, like everything else in the data dir
+    await writeFile(file, text, { flag: 'wx', mode: 0o400 });
+    await chmod(file, 0o400);
     const entry: VersionMeta = { number, publishedAt: meta.now.toISOString(), by: meta.by, source: meta.source, note: meta.note, sha256: sha256(text) };
     await this.writeIndex({ active: number, versions: [...this.index.versions, entry] });
     return number;
@@ -148,8 +151,8 @@ export class ConfigVersions {
     return metas.sort((a, b) => b.updatedAt.localeCompare(a.updatedAt));
   }
 
-  async createDraft(basedOn: number, text: string, by: string, now: Date): Promise<DraftMeta> {
-    const meta: DraftMeta = { id: randomUUID(), basedOn, createdAt: now.toISOString(), updatedAt: now.toISOString(), by, tests: [] };
+  async createDraft(basedOn: number, text: string, by: string, now: Date, editor: string = by): Promise<DraftMeta> {
+    const meta: DraftMeta = { id: randomUUID(), basedOn, createdAt: now.toISOString(), updatedAt: now.toISOString(), by, tests: [], editors: [editor] };
     await this.atomic(this.draftPath(meta.id, 'yaml'), text);
     await this.atomic(this.draftPath(meta.id, 'json'), JSON.stringify(meta, null, 2));
     return meta;
@@ -168,8 +171,9 @@ export class ConfigVersions {
     return readFile(this.draftPath(id, 'yaml'), 'utf8');
   }
 
-  async saveDraft(id: string, change: { text?: string; tests?: TestCase[] }, now: Date): Promise<DraftMeta> {
+  async saveDraft(id: string, change: { text?: string; tests?: TestCase[] }, now: Date, editor?: string): Promise<DraftMeta> {
     const meta = { ...(await this.draft(id)), updatedAt: now.toISOString() };
+    if (editor !== undefined) meta.editors = [...(meta.editors ?? []).filter((e) => e !== editor), editor];
     if (change.tests) meta.tests = change.tests;
     if (change.text !== undefined) await this.atomic(this.draftPath(id, 'yaml'), change.text);
     await this.atomic(this.draftPath(id, 'json'), JSON.stringify(meta, null, 2));

@@ -1,9 +1,10 @@
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import type { DestinationStream, Logger } from 'pino';
 import type { FastifyInstance } from 'fastify';
 import { FileAuditSink, type AuditSink } from '../audit/audit-sink.ts';
-import { ROLE } from '../engine/index.ts';
+import { ROLE, VeilError } from '../engine/index.ts';
 import { hashClientSecret } from '../identity/client-secret.ts';
 import { devClient } from '../identity/dev-client.ts';
 import { TokenService, type Client } from '../identity/token-service.ts';
@@ -57,6 +58,8 @@ export interface Service {
   versions: ConfigVersions;
   /** the processor metrics the portal's Pipelines page charts */
   pipelineMetrics: PipelineMetrics;
+  /** whether the listener serves HTTPS (service.tls) */
+  tls: boolean;
   devClient?: { id: string; secretFile: string; secret: string };
   /**
    * Graceful stop: /readyz turns 503 at once, calls keep being served for `delayMs` (so a load
@@ -107,22 +110,26 @@ export async function openService(options: ServiceOptions): Promise<Service> {
     decoyHash: hashClientSecret(randomBytes(16).toString('hex')),
   });
   const verifier = new CachingVerifier(new TokenVerifier({ identity: config.identity, issuer, signer, now: options.now }), { now: options.now });
-  const audit = options.audit ?? new FileAuditSink(join(options.dataDir, 'audit.log'));
+  const audit = options.audit ?? new FileAuditSink(join(options.dataDir, 'audit.log'), config.service.audit);
   let draining = false;
   const service = options.bodyReadTimeoutMs === undefined ? config.service : { ...config.service, limits: { ...config.service.limits, bodyReadTimeoutMs: options.bodyReadTimeoutMs } };
   const holder = new EngineHolder({ engine, config, version: active.number });
+  const tls = config.service.tls;
+  const https = tls ? await readTls(tls) : undefined;
   const app = buildServer({
     engine: holder, service, issuer, signer, tokens, verifier, audit, logger, now: options.now,
     ready: () => !draining,
+    ...(https ? { https } : {}),
   });
   const pipelineMetrics = new PipelineMetrics({
     pipelines: () => holder.get().config.pipelines,
     intervalMs: options.metricsScrapeMs ?? 5000,
+    allowedHosts: () => holder.get().config.portal.metricsAllowedHosts,
     // source.url is origin and path only: never a user, password or query
     onChange: (pipeline, source) => logger[source.state === 'unreachable' ? 'warn' : 'info']({ pipeline, url: source.url, state: source.state, reason: source.reason }, 'portal: pipeline processor metrics'),
   });
   registerPortal(app, {
-    holder, pipelineMetrics, versions, keystore, tokens, verifier: { verify: (token) => verifier.verifyHeader(`Bearer ${token}`) }, audit, now: options.now, development: options.development, baseUrl: options.baseUrl,
+    holder, pipelineMetrics, versions, keystore, tokens, verifier: { verify: (token) => verifier.verifyHeader(`Bearer ${token}`) }, audit, now: options.now, development: options.development, baseUrl: options.baseUrl, portal: config.portal,
     ...(dev ? { devClientId: dev.id } : {}),
   });
   // a version published by another process on this data dir (a --workers sibling) runs here too
@@ -144,5 +151,13 @@ export async function openService(options: ServiceOptions): Promise<Service> {
     await new Promise((r) => setTimeout(r, delayMs));
     await app.close();
   };
-  return { app, logger, issuer, audit, keystore, holder, versions, pipelineMetrics, drain, ...(dev ? { devClient: dev } : {}) };
+  return { app, logger, issuer, audit, keystore, holder, versions, pipelineMetrics, drain, tls: https !== undefined, ...(dev ? { devClient: dev } : {}) };
+}
+
+/** service.tls: the certificate chain and private key, PEM files read once at start. */
+async function readTls(tls: { certFile: string; keyFile: string }): Promise<{ cert: Buffer; key: Buffer }> {
+  const read = (file: string, what: string) => readFile(file).catch((e: NodeJS.ErrnoException) => {
+    throw new VeilError('CONFIG_INVALID', `service.tls.${what} ${file} cannot be read (${e.code ?? 'unreadable'})`);
+  });
+  return { cert: await read(tls.certFile, 'certFile'), key: await read(tls.keyFile, 'keyFile') };
 }

@@ -1,5 +1,3 @@
-import { open, readFile, type FileHandle } from 'node:fs/promises';
-
 /** The adapter a call arrived through; a new adapter (portal tester, gateway) adds its name. */
 export type AuditChannel = 'http' | 'kafka' | 'portal' | 'gateway';
 
@@ -27,54 +25,22 @@ export interface AuditEvent {
 export interface AuditSink {
   record(event: AuditEvent): Promise<void>;
   close(): Promise<void>;
-  /** the latest events, newest first (the admin portal's audit page), when the sink can read back */
+  /** the latest events, newest first, when the sink can read back */
   recent?(limit: number): Promise<AuditEvent[]>;
+  /**
+   * One page of events, newest first, starting before `cursor` (from the previous page's `next`;
+   * none: the newest). Reads at most a bounded number of bytes, never the whole log.
+   */
+  page?(options: { limit: number; cursor?: string }): Promise<AuditPage>;
 }
 
-/** JSON lines appended to a file (mode 0600); each record is written before the call proceeds. */
-export class FileAuditSink implements AuditSink {
-  private handle: Promise<FileHandle> | undefined;
-  private readonly path: string;
-
-  constructor(path: string) {
-    this.path = path;
-  }
-
-  async record(event: AuditEvent): Promise<void> {
-    const opening = (this.handle ??= open(this.path, 'a', 0o600));
-    let handle: FileHandle;
-    try {
-      handle = await opening;
-    } catch (e) {
-      // a file that cannot be opened now (its directory missing or unwritable) may be later: open again next time
-      if (this.handle === opening) this.handle = undefined;
-      throw e;
-    }
-    await handle.write(`${JSON.stringify(event)}\n`);
-  }
-
-  async close(): Promise<void> {
-    if (this.handle) await (await this.handle).close();
-    this.handle = undefined;
-  }
-
-  async recent(limit: number): Promise<AuditEvent[]> {
-    let text: string;
-    try {
-      text = await readFile(this.path, 'utf8');
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return [];
-      throw e;
-    }
-    return text.split('\n').filter(Boolean).slice(-limit).reverse().flatMap((line) => {
-      try {
-        return [JSON.parse(line) as AuditEvent];
-      } catch {
-        return [];
-      }
-    });
-  }
+export interface AuditPage {
+  events: AuditEvent[];
+  /** the cursor of the next (older) page; absent at the oldest record kept */
+  next?: string;
 }
+
+export { FileAuditSink, DEFAULT_AUDIT_ROTATION, type AuditRotation } from './audit-file.ts';
 
 /** Keeps events in memory: tests, and a view for the admin portal later. */
 export class MemoryAuditSink implements AuditSink {
@@ -88,6 +54,12 @@ export class MemoryAuditSink implements AuditSink {
 
   async recent(limit: number): Promise<AuditEvent[]> {
     return this.events.slice(-limit).reverse();
+  }
+
+  async page(options: { limit: number; cursor?: string }): Promise<AuditPage> {
+    const end = options.cursor !== undefined && /^\d+$/.test(options.cursor) ? Math.min(Number(options.cursor), this.events.length) : this.events.length;
+    const start = Math.max(0, end - options.limit);
+    return { events: this.events.slice(start, end).reverse(), ...(start > 0 ? { next: String(start) } : {}) };
   }
 
   async close(): Promise<void> {}

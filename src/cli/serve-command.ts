@@ -62,7 +62,9 @@ export const serveCommand: Command = async (args, io) => {
     }
     const service = await open(isWorker);
     await service.app.listen({ port, host });
-    if (!isWorker) io.stderr(`veil serve: listening on http://${host}:${port} (issuer ${service.issuer})\n`);
+    const address = service.app.server.address();
+    const bound = typeof address === 'object' && address ? address.port : port;
+    if (!isWorker) io.stderr(`veil serve: listening on ${service.tls ? 'https' : 'http'}://${host}:${bound} (issuer ${service.issuer})\n`);
     await new Promise<void>((resolve) => {
       const stop = async () => {
         service.logger.info('draining');

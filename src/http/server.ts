@@ -37,12 +37,17 @@ export interface ServerDeps {
   metrics?: HttpMetrics;
   /** readiness: false while starting or draining */
   ready?: () => boolean;
+  /** serve HTTPS with this certificate and key (PEM), from service.tls */
+  https?: { cert: Buffer; key: Buffer };
 }
 
 /** Builds the HTTP service: POST /transform, the token endpoint, discovery, health and metrics. */
 export function buildServer(deps: ServerDeps): FastifyInstance {
   const metrics = deps.metrics ?? new HttpMetrics();
   const app = Fastify({
+    ...(deps.https ? { https: { cert: deps.https.cert, key: deps.https.key, minVersion: 'TLSv1.2' as const } } : {}),
+    // X-Forwarded-For/-Proto/-Host only from the configured proxies (req.ip, req.protocol, req.host)
+    ...(deps.service.trustProxy ? { trustProxy: [...deps.service.trustProxy] } : {}),
     loggerInstance: deps.logger,
     bodyLimit: deps.service.limits.bodyBytes,
     // a gateway's well-formed id is kept so one call can be traced across services; audit
@@ -55,7 +60,7 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
     onConstructorPoisoning: 'error',
     return503OnClosing: true,
     forceCloseConnections: 'idle',
-  });
+  }) as unknown as FastifyInstance;
 
   const send = (reply: FastifyReply, e: VeilError, req: FastifyRequest) => sendError(reply, e, req, metrics);
   app.addHook('onRequest', async (req, reply) => {

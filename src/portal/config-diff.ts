@@ -2,10 +2,31 @@ import { parse } from 'yaml';
 
 export type DiffLine = { op: ' ' | '+' | '-'; text: string };
 
-/** A line diff (longest common subsequence) of two texts. Configurations are small. */
+/** Above this many cells the middle is shown as removed then added, rather than computed. */
+const MAX_DIFF_CELLS = 1_000_000;
+
+/**
+ * A line diff (longest common subsequence) of two texts. The common head and tail are taken off
+ * first; a middle too large to compare (a draft may hold up to 256 KiB) is shown as replaced, so
+ * a diff costs at most MAX_DIFF_CELLS steps.
+ */
 export function lineDiff(before: string, after: string): DiffLine[] {
   const a = before.split('\n');
   const b = after.split('\n');
+  let head = 0;
+  while (head < a.length && head < b.length && a[head] === b[head]) head++;
+  let tail = 0;
+  while (tail < a.length - head && tail < b.length - head && a[a.length - 1 - tail] === b[b.length - 1 - tail]) tail++;
+  const same = (lines: string[]) => lines.map((text): DiffLine => ({ op: ' ', text }));
+  const midA = a.slice(head, a.length - tail);
+  const midB = b.slice(head, b.length - tail);
+  const middle = (midA.length + 1) * (midB.length + 1) > MAX_DIFF_CELLS
+    ? [...midA.map((text): DiffLine => ({ op: '-', text })), ...midB.map((text): DiffLine => ({ op: '+', text }))]
+    : lcsDiff(midA, midB);
+  return [...same(a.slice(0, head)), ...middle, ...same(a.slice(a.length - tail))];
+}
+
+function lcsDiff(a: string[], b: string[]): DiffLine[] {
   const n = a.length;
   const m = b.length;
   const lcs: number[][] = Array.from({ length: n + 1 }, () => new Array<number>(m + 1).fill(0));
@@ -90,5 +111,5 @@ export function unreadableWarnings(beforeText: string, afterText: string): strin
 export function restartSections(beforeText: string, afterText: string): string[] {
   const before = parsed(beforeText) as Record<string, unknown>;
   const after = parsed(afterText) as Record<string, unknown>;
-  return ['identity', 'service', 'pipelines', 'responders'].filter((s) => JSON.stringify(before[s] ?? null) !== JSON.stringify(after[s] ?? null));
+  return ['identity', 'service', 'pipelines', 'responders', 'portal'].filter((s) => JSON.stringify(before[s] ?? null) !== JSON.stringify(after[s] ?? null));
 }

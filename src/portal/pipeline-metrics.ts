@@ -1,5 +1,6 @@
 import type { VeilConfig } from '../app/config-file.ts';
 import { STREAM_METRIC_NAMES, type ChartedStreamMetric } from '../observability/stream-metric-names.ts';
+import { guardedFetch, RefusedAddressError, refusedHost } from './metrics-address.ts';
 import { parsePrometheusText, PromTextError, sumOf, type PromSample } from './prometheus-text.ts';
 
 /** a pipeline's section as the composed configuration holds it (the portal does not import src/stream) */
@@ -50,6 +51,8 @@ export interface PipelineMetricsOptions {
   keep?: number;
   now?: () => number;
   fetch?: typeof fetch;
+  /** hosts that may be link-local or metadata addresses (portal.metricsAllowedHosts); every other such address is refused */
+  allowedHosts?: () => readonly string[];
   /** a processor turned reachable or unreachable (the URL already stripped for display) */
   onChange?: (pipeline: string, source: SourceState) => void;
 }
@@ -81,6 +84,7 @@ class ScrapeError extends Error {
 /** Why a scrape failed, in words that hold neither the URL nor anything the endpoint sent. */
 function reasonOf(error: unknown): string {
   if (error instanceof ScrapeError) return error.reason;
+  if (error instanceof RefusedAddressError || (error as { cause?: unknown }).cause instanceof RefusedAddressError) return 'refused: link-local or metadata address';
   if (error instanceof PromTextError) return 'not Prometheus text';
   const e = error as { name?: string; code?: string; cause?: { code?: string } };
   if (e.name === 'TimeoutError' || e.name === 'AbortError') return 'timeout';
@@ -223,7 +227,10 @@ export class PipelineMetrics {
   }
 
   private async fetchSamples(rawUrl: string): Promise<PromSample[]> {
-    const doFetch = this.options.fetch ?? fetch;
+    const allowed = this.options.allowedHosts ?? (() => []);
+    // checked here too, so an injected fetch is held to it; the default fetch also checks what a name resolves to
+    if (refusedHost(new URL(rawUrl), allowed())) throw new RefusedAddressError();
+    const doFetch = this.options.fetch ?? guardedFetch(allowed);
     const res = await doFetch(rawUrl, { redirect: 'error', signal: AbortSignal.timeout(this.options.timeoutMs ?? 2000), headers: { accept: 'text/plain;version=0.0.4' } });
     if (!res.ok) {
       await res.body?.cancel();

@@ -8,6 +8,8 @@ import type { LocalKeystore } from '../keystore/local-keystore.ts';
 import type { AdminRight } from '../identity/admin-roles.ts';
 import type { Html } from './html.ts';
 import type { PipelineMetrics } from './pipeline-metrics.ts';
+import type { PortalConfig } from './portal-config.ts';
+import type { SandboxRunner } from './sandbox-runner.ts';
 import type { Session, SessionStore } from './sessions.ts';
 
 export interface PortalDeps {
@@ -26,11 +28,16 @@ export interface PortalDeps {
   devClientId?: string;
   /** the scraped processor metrics of the Pipelines page */
   pipelineMetrics?: PipelineMetrics;
+  /** the portal section of the configuration the process started with (default: its defaults) */
+  portal?: PortalConfig;
 }
 
 /** What every portal route gets: the deps, the sessions, and the guard that opens a page. */
 export interface PortalContext extends PortalDeps {
+  portal: PortalConfig;
   sessions: SessionStore;
+  /** the thread that runs what a draft asks for (saved test cases, the sandbox tester) */
+  sandbox: SandboxRunner;
   /** the session of a request holding `right` (a POST also a valid CSRF token), or undefined once it has replied */
   guard(req: FastifyRequest, reply: FastifyReply, right: AdminRight): Session | undefined;
   send(reply: FastifyReply, body: Html, status?: number): FastifyReply;

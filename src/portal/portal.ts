@@ -5,6 +5,8 @@ import { ERROR_CATALOG } from '../engine/index.ts';
 import type { Html } from './html.ts';
 import { formOf, type PortalContext, type PortalDeps } from './portal-deps.ts';
 import { csrfMatches, holds, SessionStore, type Session } from './sessions.ts';
+import { DEFAULT_PORTAL_CONFIG } from './portal-config.ts';
+import { SandboxRunner } from './sandbox-runner.ts';
 import { errorPage } from './views/layout.ts';
 import { registerAuthRoutes, sessionIdOf } from './routes/auth-routes.ts';
 import { registerVersionRoutes } from './routes/version-routes.ts';
@@ -33,11 +35,16 @@ export function registerPortal(app: FastifyInstance, deps: PortalDeps): void {
         .header('x-frame-options', 'DENY');
     });
 
-    const sessions = new SessionStore(deps.now);
+    const portal = deps.portal ?? DEFAULT_PORTAL_CONFIG;
+    const sessions = new SessionStore(deps.now, { perIdentity: portal.sessionsPerIdentity, max: portal.maxSessions });
+    const sandbox = new SandboxRunner({ timeoutMs: portal.sandboxTimeoutMs });
+    scope.addHook('onClose', async () => sandbox.close());
     const send = (reply: FastifyReply, body: Html, status = 200) => reply.code(status).type('text/html; charset=utf-8').send(body.text);
     const context: PortalContext = {
       ...deps,
+      portal,
       sessions,
+      sandbox,
       send,
       guard(req: FastifyRequest, reply: FastifyReply, right): Session | undefined {
         const session = sessions.get(sessionIdOf(req));
@@ -85,6 +92,7 @@ export function registerPortal(app: FastifyInstance, deps: PortalDeps): void {
       const status = known ? ERROR_CATALOG[known].status : 500;
       if (!known) req.log.error({ errorType: (error as Error).name, frames: String((error as Error).stack ?? '').split('\n').slice(1, 8) }, 'portal: unexpected error');
       const session = sessions.get(sessionIdOf(req));
+      if (known && ERROR_CATALOG[known].status === 429) reply.header('retry-after', String((error as { retryAfter?: number }).retryAfter ?? 60));
       return send(reply, errorPage(status, known ?? 'INTERNAL', known ? (error as Error).message : 'an unexpected error', session), status);
     });
   }, { prefix: '/admin' });

@@ -1,17 +1,28 @@
+import { createHash } from 'node:crypto';
 import { Engine, VeilError, type ConfigIssue } from '../engine/index.ts';
 import { compileVeilConfigText, type VeilConfig } from '../app/config-file.ts';
 import type { TestCase } from '../app/config-versions.ts';
 import { provisionKeys, requireKeys } from '../app/config-keys.ts';
 import type { PortalDeps } from './portal-deps.ts';
-import { SandboxKeys } from './sandbox-keys.ts';
-import { runTestCase } from './tester.ts';
+import { draftLimitDetails } from './draft-limits.ts';
+import type { TestOutcome } from './sandbox-jobs.ts';
+import type { SandboxRunner } from './sandbox-runner.ts';
+import { redactSecretHashes } from './secret-redaction.ts';
+
+export type { TestOutcome } from './sandbox-jobs.ts';
+
+/** The hash a publisher's form carries: of the exact draft text the page showed. */
+export const textHash = (text: string) => createHash('sha256').update(text).digest('hex');
 
 /** A configuration the portal shows: a published version or a draft, its text, what validation says. */
 export interface Source {
   /** `v3` or `draft:<id>` */
   ref: string;
   label: string;
+  /** the stored text: compiled, hashed, published; never shown (it holds client secret hashes) */
   text: string;
+  /** what pages and exports show: the text with every client secret hash replaced (secret-redaction.ts) */
+  shown: string;
   config?: VeilConfig;
   issues: ConfigIssue[];
   tests: TestCase[];
@@ -35,27 +46,16 @@ export async function loadSource(deps: PortalDeps, ref: string): Promise<Source>
     text = await deps.versions.read(n);
     label = `version ${n}${n === deps.versions.active() ? ' (active)' : ''}`;
   }
+  // a draft over the portal's limits (stored before they applied) is shown, never compiled or run
+  const over = draftId ? draftLimitDetails(text) : [];
+  if (over.length) return { ref, label, text, shown: redactSecretHashes(text), issues: over.map((d) => ({ severity: 'error', pointer: d.pointer, message: d.message })), tests, draftId: draftId! };
   const compiled = compileVeilConfigText(text);
-  return { ref, label, text, issues: compiled.issues, tests, ...(compiled.config ? { config: compiled.config } : {}), ...(draftId ? { draftId } : {}) };
+  return { ref, label, text, shown: redactSecretHashes(text), issues: compiled.issues, tests, ...(compiled.config ? { config: compiled.config } : {}), ...(draftId ? { draftId } : {}) };
 }
 
-export interface TestOutcome {
-  test: TestCase;
-  pass: boolean;
-  got: string;
-}
-
-/** Runs a draft's saved test cases on fresh sandbox keys (never live ones). */
-export async function runSavedTests(config: VeilConfig, tests: readonly TestCase[], now: () => Date): Promise<TestOutcome[]> {
-  const sandbox = new SandboxKeys(now());
-  sandbox.cover(config.engine);
-  const engine = new Engine({ config: config.engine, keys: sandbox });
-  const outcomes: TestOutcome[] = [];
-  for (const test of tests) {
-    const caller = { roles: [test.role], clientId: 'portal-test', subject: 'portal-test', issuer: 'veil-portal' };
-    outcomes.push({ test, ...(await runTestCase({ config: config.engine, engine, keys: sandbox, caller, now }, test)) });
-  }
-  return outcomes;
+/** A draft's saved test cases on fresh sandbox keys, in the sandbox thread. */
+export async function runSavedTests(sandbox: SandboxRunner, text: string, tests: readonly TestCase[]): Promise<TestOutcome[]> {
+  return tests.length ? sandbox.run({ kind: 'tests', text, tests }) : [];
 }
 
 /**
@@ -64,11 +64,17 @@ export async function runSavedTests(config: VeilConfig, tests: readonly TestCase
  * and the running service's engine swapped — calls already running finish on the old one.
  * Refusals are PUBLISH_REFUSED with every reason.
  */
-export async function publish(deps: PortalDeps, text: string, meta: { by: string; note: string; tests: readonly TestCase[] }): Promise<number> {
+export async function publish(deps: PortalDeps & { sandbox: SandboxRunner }, text: string, meta: { by: string; note: string; tests: readonly TestCase[] }): Promise<number> {
   const compiled = compileVeilConfigText(text);
   const errors = compiled.issues.filter((i) => i.severity === 'error');
   if (!compiled.config || errors.length) throw new VeilError('PUBLISH_REFUSED', `the configuration is invalid: ${errors.map((i) => `${i.pointer || '/'}: ${i.message}`).join('; ')}`);
-  const failing = (await runSavedTests(compiled.config, meta.tests, deps.now)).filter((o) => !o.pass);
+  let outcomes: TestOutcome[];
+  try {
+    outcomes = await runSavedTests(deps.sandbox, text, meta.tests);
+  } catch (e) {
+    throw new VeilError('PUBLISH_REFUSED', `the saved test cases did not run: ${(e as Error).message}`, [], { cause: e });
+  }
+  const failing = outcomes.filter((o) => !o.pass);
   if (failing.length) throw new VeilError('PUBLISH_REFUSED', `saved test cases fail: ${failing.map((f) => `${f.test.name} expected ${f.test.expect}, got ${f.got}`).join('; ')}`);
   try {
     if (deps.development) await provisionKeys(compiled.config.engine, deps.keystore);

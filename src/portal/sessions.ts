@@ -1,6 +1,7 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Caller } from '../identity/token-verifier.ts';
 import { ADMIN_ROLES, type AdminRight } from '../identity/admin-roles.ts';
+import { VeilError } from '../engine/index.ts';
 import { SandboxKeys } from './sandbox-keys.ts';
 
 /** An admin's session: who signed in, the CSRF token of its forms, its sandbox keys. In memory only. */
@@ -16,26 +17,37 @@ export interface Session {
 
 /** A session ends at the identity token's expiry, and at most this long after sign-in. */
 export const SESSION_MAX_SECONDS = 30 * 60;
-const MAX_SESSIONS = 1000;
+
+/** Who a session belongs to: the same subject of another issuer is another identity. */
+export const identityOf = (caller: Caller) => `${caller.issuer}\u0000${caller.subject}`;
 
 /**
  * Portal sessions, held in the serving process's memory: a restart signs everyone out, and sandbox
- * keys are never written anywhere. Ids and CSRF tokens are 256-bit random values.
+ * keys are never written anywhere. Ids and CSRF tokens are 256-bit random values. Each identity
+ * holds at most `perIdentity` sessions (signing in again ends its own oldest one); when the store
+ * is full, new sign-ins are refused (SESSIONS_FULL) rather than signing anybody else out.
  */
 export class SessionStore {
   private readonly sessions = new Map<string, Session>();
   private readonly now: () => Date;
+  private readonly perIdentity: number;
+  private readonly max: number;
 
-  constructor(now: () => Date) {
+  constructor(now: () => Date, limits: { perIdentity: number; max: number } = { perIdentity: 5, max: 1000 }) {
     this.now = now;
+    this.perIdentity = limits.perIdentity;
+    this.max = limits.max;
   }
 
   create(caller: Caller): Session {
     const now = this.now();
     const expiresAt = new Date(Math.min(caller.expiresAt * 1000, now.getTime() + SESSION_MAX_SECONDS * 1000));
-    const session: Session = { id: token(), csrf: token(), caller, createdAt: now, expiresAt, sandbox: new SandboxKeys(now) };
     this.sweep();
-    if (this.sessions.size >= MAX_SESSIONS) this.sessions.delete(this.sessions.keys().next().value!);
+    const own = [...this.sessions.values()].filter((s) => identityOf(s.caller) === identityOf(caller));
+    // Map order is creation order: the first of its own is the oldest
+    for (const old of own.slice(0, Math.max(0, own.length - this.perIdentity + 1))) this.sessions.delete(old.id);
+    if (this.sessions.size >= this.max) throw new VeilError('SESSIONS_FULL', 'the portal holds as many sessions as it may; sign in again when one ends');
+    const session: Session = { id: token(), csrf: token(), caller, createdAt: now, expiresAt, sandbox: new SandboxKeys() };
     this.sessions.set(session.id, session);
     return session;
   }

@@ -36,7 +36,12 @@ export interface PortalClient {
   csrf: string;
   get(path: string): Promise<{ status: number; location: string | null; text: string; headers: Headers }>;
   post(path: string, form: Record<string, string>, options?: { csrf?: boolean }): Promise<{ status: number; location: string | null; text: string; headers: Headers }>;
+  /** reviews a draft (reads its page, which carries the hash of the text shown) and publishes what it reviewed */
+  publish(draftId: string): Promise<{ status: number; location: string | null; text: string; headers: Headers }>;
 }
+
+/** The hash of the reviewed text in a draft page's publish form. */
+export const reviewedHash = (draftPage: string) => /name="reviewed" value="([0-9a-f]{64})"/.exec(draftPage)?.[1];
 
 async function send(url: string, init: RequestInit) {
   const res = await fetch(url, { ...init, redirect: 'manual' });
@@ -53,12 +58,17 @@ export async function signIn(url: string, clientId: string, secret = `${clientId
   const cookie = res.headers.get('set-cookie')!.split(';')[0]!;
   const page = await send(`${url}/admin`, { headers: { cookie } });
   const csrf = /name="_csrf" value="([^"]+)"/.exec(page.text)![1]!;
-  return {
+  const client: PortalClient = {
     cookie, csrf,
     get: (path) => send(`${url}${path}`, { headers: { cookie } }),
     post: (path, form, options = {}) => send(`${url}${path}`, {
       method: 'POST', headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' },
       body: new URLSearchParams({ ...(options.csrf === false ? {} : { _csrf: csrf }), ...form }).toString(),
     }),
+    publish: async (draftId) => {
+      const reviewed = reviewedHash((await client.get(`/admin/drafts/${draftId}`)).text) ?? '';
+      return client.post(`/admin/drafts/${draftId}/publish`, { reviewed });
+    },
   };
+  return client;
 }

@@ -529,6 +529,8 @@ describe('no bad input is a server error, and nothing leaks', () => {
       'DEADLINE_EXCEEDED', 'REPLY_TOPIC_NOT_ALLOWED',
       // the admin portal's pages only (covered by test/portal and test/integration/portal-browser.test.ts)
       'ADMIN_ROLE_MISSING', 'CSRF_TOKEN_INVALID', 'PUBLISH_REFUSED',
+      // the admin portal's doors (covered by test/security/portal-*.test.ts)
+      'DRAFT_CHANGED', 'FOUR_EYES_REQUIRED', 'DRAFT_LIMIT_EXCEEDED', 'SANDBOX_BUSY', 'SIGN_IN_RATE_LIMITED', 'SESSIONS_FULL',
       // veil gateway only (covered by test/integration/gateway.test.ts and test/gateway)
       'BODY_NOT_JSON', 'CONTENT_ENCODING_UNSUPPORTED', 'FIELD_SHAPE_MISMATCH', 'PATH_NOT_CANONICAL', 'UPSTREAM_UNAVAILABLE', 'UPSTREAM_TIMEOUT', 'UPSTREAM_RESPONSE_INVALID',
       // inside PostgreSQL only (covered by test/integration/postgres-triggers.test.ts and test/db)

@@ -51,7 +51,7 @@ describe('publishing', () => {
     };
     const inFlight = unprotectEmail(protectedEmail);
     await inside;
-    const published = await admin.post(`/admin/drafts/${id}/publish`, {});
+    const published = await admin.publish(id);
     expect(published.status).toBe(303);
     expect(published.location).toBe('/admin/diff?from=v1&to=v2&done=published');
     expect(t.service.holder.get().version).toBe(2);
@@ -65,7 +65,7 @@ describe('publishing', () => {
   it('refuses to publish an invalid draft or one whose saved test case fails (409 PUBLISH_REFUSED), leaving the active version', async () => {
     const invalid = await newDraft();
     await admin.post(`/admin/drafts/${invalid}/fields`, { 'f:/sequences/card-fpe/steps/0/keepFirst': '99' });
-    const refused = await admin.post(`/admin/drafts/${invalid}/publish`, {});
+    const refused = await admin.publish(invalid);
     expect(refused.status).toBe(409);
     expect(refused.text).toContain('PUBLISH_REFUSED');
     expect(refused.text).toContain('/sequences/card-fpe/steps/0/keepFirst');
@@ -74,7 +74,7 @@ describe('publishing', () => {
     await admin.post(`/admin/drafts/${failing}/tests`, { name: 'support reads cards', field: 'Customer.cardNumber', role: 'support', action: 'Unprotect', value: '4111-1111-1111-1111', expect: 'round-trip' });
     const draftPage = await admin.get(`/admin/drafts/${failing}`);
     expect(draftPage.text).toContain('fail: got denied');
-    const refusedTests = await admin.post(`/admin/drafts/${failing}/publish`, {});
+    const refusedTests = await admin.publish(failing);
     expect(refusedTests.status).toBe(409);
     expect(refusedTests.text).toContain('saved test cases fail');
     expect(t.service.holder.get().version).toBe(1);
@@ -84,7 +84,7 @@ describe('publishing', () => {
   it('reverts by publishing the old content as a new version', async () => {
     const id = await newDraft();
     await admin.post(`/admin/drafts/${id}/fields`, { "f:/sequences/card-mask/steps/0/char": '#' });
-    await admin.post(`/admin/drafts/${id}/publish`, {});
+    await admin.publish(id);
     const reverted = await admin.post('/admin/versions/1/revert', {});
     expect(reverted.location).toBe('/admin/diff?from=v2&to=v3&done=reverted');
     expect(await t.service.versions.read(3)).toBe(await t.service.versions.read(1));

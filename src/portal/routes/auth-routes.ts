@@ -1,10 +1,11 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { VeilError } from '../../engine/index.ts';
 import { OAuthError } from '../../identity/token-service.ts';
+import { RateLimiter } from '../../identity/rate-limiter.ts';
 import type { Caller } from '../../identity/token-verifier.ts';
 import { html } from '../html.ts';
 import { formOf, type PortalContext } from '../portal-deps.ts';
-import { holds } from '../sessions.ts';
+import { holds, type Session } from '../sessions.ts';
 import { page } from '../views/layout.ts';
 
 export const SESSION_COOKIE = 'veil_admin';
@@ -20,6 +21,31 @@ export function sessionIdOf(req: FastifyRequest): string | undefined {
 /** Only a path inside the portal: never another site. */
 function safeNext(next: string | undefined): string {
   return next && /^\/admin(\/[A-Za-z0-9/_.?=&%:-]*)?$/.test(next) && !next.startsWith('//') ? next : '/admin';
+}
+
+/** A client id as the limiter keys it: anything that cannot be one shares one bucket (and takes no memory). */
+const clientKey = (id: string | undefined) => (id && /^[A-Za-z0-9._-]{1,64}$/.test(id) ? id : '(not a client id)');
+
+/**
+ * Failed sign-ins per client id and, ten times looser, per source address (`req.ip`: the peer, or
+ * with service.trustProxy the client a trusted proxy names). Checked before any work; while one is
+ * exhausted the answer is 429 SIGN_IN_RATE_LIMITED with Retry-After and only the first refusal per
+ * address and minute is audited, so an unauthenticated flood cannot grow the audit log.
+ */
+function signInLimits(perMinute: number, now: () => Date) {
+  const ms = () => now().getTime();
+  const perClient = new RateLimiter({ rate: perMinute / 60, burst: perMinute, now: ms });
+  const perAddress = new RateLimiter({ rate: (perMinute * 10) / 60, burst: perMinute * 10, now: ms });
+  const audited = new RateLimiter({ rate: 1 / 60, burst: 1, now: ms });
+  return {
+    wait: (client: string | undefined, address: string) => Math.max(client === undefined ? 0 : perClient.wait(clientKey(client)), perAddress.wait(address)),
+    failed(client: string | undefined, address: string) {
+      if (client !== undefined) perClient.take(clientKey(client));
+      perAddress.take(address);
+    },
+    /** whether this refusal is the one of the minute that gets an audit record */
+    auditRefusal: (address: string) => audited.take(address) === 0,
+  };
 }
 
 /**
@@ -50,15 +76,26 @@ ${problem ? html`<p class="error" role="alert">${problem}</p>` : ''}
 
   app.get('/sign-in', async (req, reply) => signInPage(reply, safeNext((req.query as { next?: string }).next)));
 
+  const limits = signInLimits(ctx.portal.signInFailuresPerMinute, ctx.now);
+
   app.post('/sign-in', async (req, reply) => {
     const form = formOf(req);
     const next = safeNext(form.get('next'));
-    // login CSRF: a browser names the page a form came from; it must be this site
+    // login CSRF: a browser names the page a form came from; it must be this site (as the client
+    // saw it: behind a trusted TLS terminator, X-Forwarded-Proto/-Host say https and its name)
     const origin = req.headers.origin;
-    if (origin !== undefined && origin !== `${req.protocol}://${req.headers.host}`) return signInPage(reply, next, 'The sign-in form must be sent from this site.', 403);
+    if (origin !== undefined && origin !== `${req.protocol}://${req.host}`) return signInPage(reply, next, 'The sign-in form must be sent from this site.', 403);
+    const byToken = form.get('kind') === 'token';
+    const client = byToken ? undefined : form.get('client_id') ?? '';
+    const wait = limits.wait(client, req.ip);
+    if (wait > 0) {
+      if (limits.auditRefusal(req.ip)) await ctx.audit_(undefined, 'sign-in', 'rate limited (SIGN_IN_RATE_LIMITED)', 'denied', req.id);
+      reply.header('retry-after', String(Math.ceil(wait)));
+      return signInPage(reply, next, 'SIGN_IN_RATE_LIMITED: too many failed sign-ins; wait before trying again.', 429);
+    }
     let caller: Caller;
     try {
-      if (form.get('kind') === 'token') {
+      if (byToken) {
         caller = await ctx.verifier.verify((form.get('token') ?? '').trim());
       } else {
         const issued = await ctx.tokens.issue({ grant_type: 'client_credentials', client_id: form.get('client_id') ?? '', client_secret: form.get('client_secret') ?? '' }, req.ip);
@@ -66,16 +103,20 @@ ${problem ? html`<p class="error" role="alert">${problem}</p>` : ''}
       }
     } catch (e) {
       if (!(e instanceof OAuthError || e instanceof VeilError)) throw e;
+      limits.failed(client, req.ip);
+      if (e instanceof OAuthError && e.status === 429) {
+        reply.header('retry-after', String(e.retryAfter ?? 60));
+        return signInPage(reply, next, 'SIGN_IN_RATE_LIMITED: too many failed sign-ins; wait before trying again.', 429);
+      }
       await ctx.audit_(undefined, 'sign-in', undefined, 'denied', req.id);
-      const why = e instanceof OAuthError && e.status === 429 ? 'Too many failed sign-ins; wait a minute.' : 'Sign-in failed: unknown client, wrong secret, or a token veil does not trust.';
-      return signInPage(reply, next, why, e instanceof OAuthError ? e.status : 401);
+      return signInPage(reply, next, 'Sign-in failed: unknown client, wrong secret, or a token veil does not trust.', e instanceof OAuthError ? e.status : 401);
     }
-    const session = ctx.sessions.create(caller);
-    if (!holds(session, 'viewer')) {
-      ctx.sessions.end(session.id);
-      await ctx.audit_(session, 'sign-in', 'no admin role', 'denied', req.id);
+    const identity = { caller } as Session;
+    if (!holds(identity, 'viewer')) {
+      await ctx.audit_(identity, 'sign-in', 'no admin role', 'denied', req.id);
       return signInPage(reply, next, 'This identity holds no admin role (admin-viewer, admin-editor, admin-publisher or admin-tester).', 403);
     }
+    const session = ctx.sessions.create(caller);
     await ctx.audit_(session, 'sign-in', undefined, 'ok', req.id);
     const maxAge = Math.max(1, Math.floor((session.expiresAt.getTime() - ctx.now().getTime()) / 1000));
     const secure = req.protocol === 'https' ? '; Secure' : '';
@@ -89,6 +130,6 @@ ${problem ? html`<p class="error" role="alert">${problem}</p>` : ''}
     if (!session) return reply;
     ctx.sessions.end(session.id);
     await ctx.audit_(session, 'sign-out', undefined, 'ok', req.id);
-    return reply.code(303).header('set-cookie', `${SESSION_COOKIE}=; Path=/admin; HttpOnly; SameSite=Strict; Max-Age=0`).header('location', '/admin/sign-in').send();
+    return reply.code(303).header('set-cookie', `${SESSION_COOKIE}=; Path=/admin; HttpOnly; SameSite=Strict; Max-Age=0${req.protocol === 'https' ? '; Secure' : ''}`).header('location', '/admin/sign-in').send();
   });
 }

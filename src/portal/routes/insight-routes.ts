@@ -9,6 +9,8 @@ import { flashOf } from '../views/flash.ts';
 import { page, postForm } from '../views/layout.ts';
 import { pipelineMetricsView } from '../views/pipeline-metrics-view.ts';
 
+/** records per Audit page */
+const AUDIT_PAGE = 100;
 const ACCESS_LABEL: Record<string, string> = { clear: 'clear', masked: 'masked', pseudonym: 'pseudonym', protected: 'protected', denied: 'denied' };
 
 /** Keys (metadata, rotate), the role × field view, pipelines and the audit trail. */
@@ -94,12 +96,18 @@ ${pipelineMetricsView(name, p.metricsUrls, ctx.pipelineMetrics)}</section>`)
   app.get('/audit', async (req, reply) => {
     const session = ctx.guard(req, reply, 'viewer');
     if (!session) return reply;
-    const events = ctx.audit.recent ? await ctx.audit.recent(200) : [];
+    const before = (req.query as { before?: string }).before;
+    const cursor = typeof before === 'string' && /^[0-9.]{1,40}$/.test(before) ? before : undefined;
+    // a page from the end of the log, bounded: the log itself may be as large as its rotation allows
+    const { events, next } = ctx.audit.page
+      ? await ctx.audit.page({ limit: AUDIT_PAGE, ...(cursor ? { cursor } : {}) })
+      : { events: ctx.audit.recent ? await ctx.audit.recent(AUDIT_PAGE) : [], next: undefined };
     return ctx.send(reply, page('Audit', html`
-<p>The latest ${events.length} audit records, newest first. Records never hold a value.</p>
+<p>${cursor ? html`${events.length} older audit records` : html`The latest ${events.length} audit records`}, newest first. Records never hold a value.${cursor ? html` <a href="/admin/audit">Back to the latest</a>` : ''}</p>
 <div class="scroll"><table><thead><tr><th scope="col">Time</th><th scope="col">Channel</th><th scope="col">Who</th><th scope="col">What</th><th scope="col">Outcome</th></tr></thead>
 <tbody>${events.map((e) => html`<tr><td>${e.time}</td><td>${e.channel}</td><td>${e.subject ?? html`<span class="muted">unknown</span>`}</td>
 <td>${e.admin ? html`${e.admin.action}${e.admin.target ? html` <span class="muted">${e.admin.target}</span>` : ''}` : html`${e.fields.map((f) => html`${f.action} ${f.className}.${f.propertyName} ×${f.count} `)}${e.fields.length ? '' : html`${e.instances} value(s)`}`}</td>
-<td>${e.outcome}${e.code ? html` <code>${e.code}</code>` : ''}</td></tr>`)}</tbody></table></div>`, { session, current: '/admin/audit' }));
+<td>${e.outcome}${e.code ? html` <code>${e.code}</code>` : ''}</td></tr>`)}</tbody></table></div>
+${next ? html`<p><a href="/admin/audit?before=${next}" rel="next">Older records</a></p>` : ''}`, { session, current: '/admin/audit' }));
   });
 }

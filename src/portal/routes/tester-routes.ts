@@ -1,13 +1,12 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { Engine, VeilError } from '../../engine/index.ts';
-import { configuredRoles } from '../../engine/index.ts';
+import { configuredRoles, VeilError } from '../../engine/index.ts';
+import { DRAFT_LIMITS } from '../draft-limits.ts';
 import { loadSource, type Source } from '../publisher.ts';
 import { formOf, type PortalContext } from '../portal-deps.ts';
 import { holds, type Session } from '../sessions.ts';
 import { runTester, type TesterRun } from '../tester.ts';
 import { testerPage, type TesterChoice } from '../views/tester-view.ts';
 
-const MAX_VALUE = 1024;
 
 /**
  * GET/POST /admin/tester: Protect then a reading action on given values. Sandbox keys (the
@@ -52,7 +51,8 @@ export function registerTesterRoutes(app: FastifyInstance, ctx: PortalContext): 
     if (!session) return reply;
     const form = formOf(req);
     const values: Record<string, string> = {};
-    for (const [name, value] of form.entries()) if (name.startsWith('value:') && value !== '') values[name.slice(6)] = value.slice(0, MAX_VALUE);
+    for (const [name, value] of form.entries()) if (name.startsWith('value:') && value !== '') values[name.slice(6)] = value.slice(0, DRAFT_LIMITS.valueLength);
+    if (Object.keys(values).length > DRAFT_LIMITS.testerValues) throw new VeilError('DRAFT_LIMIT_EXCEEDED', `the tester takes at most ${DRAFT_LIMITS.testerValues} values at once`);
     const choice: TesterChoice = {
       source: form.get('source') ?? `v${ctx.versions.active()}`, className: form.get('className') ?? '', role: form.get('role') ?? '',
       action: form.get('action') ?? 'Unprotect', keys: form.get('keys') === 'live' ? 'live' : 'sandbox', values,
@@ -71,10 +71,11 @@ export function registerTesterRoutes(app: FastifyInstance, ctx: PortalContext): 
       if (source.ref !== `v${active.version}`) return render(req, reply, session, choice, source, undefined, 'Live keys run only on the active version: a draft could grant what the running service does not.');
       run = await runTester({ config: active.config.engine, engine: active.engine, keys: ctx.keystore, audit: ctx.audit, caller: session.caller, now: ctx.now }, { ...choice, values: entries });
     } else {
-      session.sandbox.cover(config.engine);
-      const engine = new Engine({ config: config.engine, keys: session.sandbox });
+      // in the sandbox thread, on keys derived from the session's seed: a draft cannot hold this thread
       const caller = { roles: [choice.role], clientId: session.caller.clientId, subject: session.caller.subject, issuer: session.caller.issuer };
-      run = await runTester({ config: config.engine, engine, keys: session.sandbox, caller, now: ctx.now }, { ...choice, values: entries });
+      const sandboxRun = await ctx.sandbox.run({ kind: 'tester', text: source.text, seed: session.sandbox.seed, caller, input: { className: choice.className, role: choice.role, action: choice.action, values: entries } });
+      if (!sandboxRun) return render(req, reply, session, choice, source, undefined, 'This configuration is invalid: fix the draft first.');
+      run = sandboxRun;
     }
     return render(req, reply, session, choice, source, run);
   });

@@ -4,6 +4,7 @@ import { lineDiff, restartSections, unreadableWarnings } from '../config-diff.ts
 import { html } from '../html.ts';
 import type { PortalContext } from '../portal-deps.ts';
 import { loadSource, publish } from '../publisher.ts';
+import { redactSecretHashes } from '../secret-redaction.ts';
 import { holds } from '../sessions.ts';
 import { flashOf } from '../views/flash.ts';
 import { page, postForm } from '../views/layout.ts';
@@ -62,14 +63,14 @@ ${postForm(session, '/admin/drafts', html`<label for="import-yaml">Configuration
 ${holds(session, 'editor') ? postForm(session, '/admin/drafts', html`<input type="hidden" name="from" value="v${n}"><button type="submit">New draft from this version</button>`) : ''}
 ${holds(session, 'publisher') && n !== ctx.versions.active() ? postForm(session, `/admin/versions/${n}/revert`, html`<button type="submit" class="secondary">Revert to this version</button>`) : ''}
 </div>
-<h2>YAML</h2><pre>${source.text}</pre>`, { session, current: '/admin/versions' }));
+<h2>YAML</h2><pre>${source.shown}</pre>`, { session, current: '/admin/versions' }));
   });
 
   app.get('/versions/:n/export', async (req, reply) => {
     const session = ctx.guard(req, reply, 'viewer');
     if (!session) return reply;
     const n = versionNumber(req.params);
-    const text = await ctx.versions.read(n);
+    const text = redactSecretHashes(await ctx.versions.read(n));
     return reply.type('application/yaml; charset=utf-8').header('content-disposition', `attachment; filename="veil-config-v${n}.yaml"`).send(text);
   });
 
@@ -100,7 +101,7 @@ ${holds(session, 'publisher') && n !== ctx.versions.active() ? postForm(session,
     const [a, b] = [await loadSource(ctx, from), await loadSource(ctx, to)];
     const warnings = unreadableWarnings(a.text, b.text);
     const restart = restartSections(a.text, b.text);
-    const lines = lineDiff(a.text, b.text);
+    const lines = lineDiff(a.shown, b.shown);
     const picker = (name: string, selected: string, label: string) => html`<div><label for="diff-${name}">${label}</label><select id="diff-${name}" name="${name}">${refs.map((r) => html`<option value="${r.ref}"${r.ref === selected ? html` selected` : ''}>${r.label}</option>`)}</select></div>`;
     const flash = flashOf(req.query);
     return ctx.send(reply, page('Diff', html`
