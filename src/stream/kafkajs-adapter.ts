@@ -1,4 +1,5 @@
-import { Kafka, logLevel, Partitioners, type Consumer, type IHeaders, type KafkaConfig, type Producer } from 'kafkajs';
+import { createRequire } from 'node:module';
+import { Kafka, logLevel, Partitioners, type Consumer, type KafkaConfig, type KafkaMessage, type Producer, type RecordHeader } from 'kafkajs';
 import { type Batch, type ConsumerPort, type Header, type InRecord, type KafkaPort, type OutRecord, type ProducerPort, type Transaction } from './ports.ts';
 import { inChunks as sendInChunks } from './send-chunks.ts';
 import { topicLimits, type TopicLimits } from './topic-limits.ts';
@@ -16,12 +17,33 @@ export interface FetchTuning {
   partitionsConsumedConcurrently?: number;
 }
 
+/** The kafkajs patches veil needs (patches/kafkajs, applied on install by scripts/patch-kafkajs.mjs). */
+const KAFKAJS_PATCH = 'veil-kafkajs-2.2.4-1';
+
 /**
- * KafkaPort over kafkajs. Transactional producers follow kafkajs' Transactions.md: idempotent,
+ * Fails closed on a kafkajs without veil's patches: its read_committed would deliver records of
+ * aborted transactions, and it could neither write null header values nor read stable offsets.
+ */
+export function assertKafkajsPatched(): void {
+  let id: unknown;
+  try {
+    id = (createRequire(import.meta.url)('kafkajs/src/veil-patch.js') as { id?: unknown }).id;
+  } catch {
+    // not patched at all
+  }
+  if (id !== KAFKAJS_PATCH) {
+    throw new Error(`kafkajs is not patched for veil (want ${KAFKAJS_PATCH}, found ${typeof id === 'string' ? id : 'none'}): run \`node scripts/patch-kafkajs.mjs\` (npm ci does)`);
+  }
+}
+
+/**
+ * KafkaPort over kafkajs 2.2.4 with veil's patches (patches/kafkajs): read_committed as Kafka's
+ * Java consumer filters it, exact headers, OffsetFetch v7. Transactional producers follow kafkajs' Transactions.md: idempotent,
  * maxInFlightRequests 1, one transactional id per input partition (kafkajs has no KIP-447, so
  * zombie fencing comes from the id, not from the group generation).
  */
 export function kafkajsPort(options: { brokers: string[]; clientId: string; log?: KafkaLog; config?: Partial<KafkaConfig>; sessionTimeoutMs?: number; fetch?: FetchTuning }): KafkaPort {
+  assertKafkajsPatched();
   const sessionTimeout = options.sessionTimeoutMs ?? 30_000;
   const kafka = new Kafka({
     clientId: options.clientId,
@@ -35,7 +57,7 @@ export function kafkajsPort(options: { brokers: string[]; clientId: string; log?
   });
   const limits = topicLimits(kafka);
   const fetch = options.fetch ?? {};
-  const stable = stableOffsetFetch(kafka);
+  const stable = stableOffsetFetch(() => limits.admin());
   return {
     consumer: ({ groupId, readCommitted }) => consumerPort(kafka.consumer({
       groupId, readUncommitted: !readCommitted, allowAutoTopicCreation: false,
@@ -71,38 +93,22 @@ export function kafkajsPort(options: { brokers: string[]; clientId: string; log?
     committedOffset: (groupId, topic, partition) => stable.fetch(groupId, topic, partition),
     maxMessageBytes: (topic) => limits.maxMessageBytes(topic),
     async disconnect() {
-      await stable.close();
       await limits.close();
     },
   };
 }
 
 /**
- * kafkajs keeps a repeated key's values as an array, in order (its header map cannot interleave
- * different keys). It reads null header values but cannot write them (kafkajs 2.2.4's record
- * encoder sizes a header with Buffer.byteLength(null), which throws): a null value is written as
- * an empty one — the one header change veil makes, documented in the README.
+ * Headers as the patched kafkajs writes and reads them: an ordered list, each entry as it is
+ * (repeated and interleaved keys, null, empty and binary values).
  */
-function toKafkajsHeaders(headers: readonly Header[]): IHeaders {
-  const out: Record<string, Buffer | Buffer[]> = Object.create(null);
-  for (const { key, value: given } of headers) {
-    const value = given ?? EMPTY;
-    const existing = out[key];
-    if (existing === undefined) out[key] = value;
-    else if (Array.isArray(existing)) existing.push(value);
-    else out[key] = [existing, value];
-  }
-  return out as IHeaders;
+function toKafkajsHeaders(headers: readonly Header[]): RecordHeader[] {
+  return headers.map(({ key, value }) => ({ key, value }));
 }
 
-function fromKafkajsHeaders(raw: IHeaders | undefined): Header[] {
-  const out: Header[] = [];
-  for (const [key, v] of Object.entries(raw ?? {})) {
-    for (const value of Array.isArray(v) ? v : [v]) {
-      out.push({ key, value: value === null || value === undefined ? null : Buffer.isBuffer(value) ? value : Buffer.from(String(value)) });
-    }
-  }
-  return out;
+/** A legacy (magic 0/1) message has no headers. */
+function fromKafkajsHeaders(message: KafkaMessage): Header[] {
+  return message.headerList ? message.headerList.map(({ key, value }) => ({ key, value })) : [];
 }
 
 /** Records grouped per topic, order kept within each topic. */
@@ -116,7 +122,6 @@ function byTopic(records: OutRecord[]) {
   return [...groups].map(([topic, list]) => ({ topic, messages: list.map((r) => ({ key: r.key, value: r.value, headers: toKafkajsHeaders(r.headers) })) }));
 }
 
-const EMPTY = Buffer.alloc(0);
 const TOO_LARGE = new Set(['MESSAGE_TOO_LARGE', 'RECORD_LIST_TOO_LARGE']);
 
 function producerPort(producer: Producer, limits: TopicLimits): ProducerPort {
@@ -155,7 +160,7 @@ function consumerPort(consumer: Consumer, concurrency: number): ConsumerPort {
         eachBatch: async ({ batch, heartbeat, isRunning, isStale }) => {
           if (!isRunning() || isStale() || batch.messages.length === 0) return;
           const records: InRecord[] = batch.messages.map((m) => ({
-            topic: batch.topic, partition: batch.partition, offset: m.offset, key: m.key, value: m.value, headers: fromKafkajsHeaders(m.headers), timestamp: m.timestamp,
+            topic: batch.topic, partition: batch.partition, offset: m.offset, key: m.key, value: m.value, headers: fromKafkajsHeaders(m), timestamp: m.timestamp,
           }));
           const b: Batch = { topic: batch.topic, partition: batch.partition, records, highWatermark: batch.highWatermark };
           await handler(b, heartbeat);

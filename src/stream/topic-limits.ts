@@ -9,6 +9,8 @@ export interface TopicLimits {
   maxMessageBytes(topic: string): Promise<number>;
   /** forgets a topic's limit (the broker refused a batch: the limit may have changed) */
   forget(topic: string): void;
+  /** the connected admin client, shared with the kafkajs adapter's stable offset reads */
+  admin(): Promise<Admin>;
   close(): Promise<void>;
 }
 
@@ -43,6 +45,7 @@ export function topicLimits(kafka: Kafka): TopicLimits {
       return limit;
     },
     forget: (topic) => void limits.delete(topic),
+    admin: connectedAdmin,
     async close() {
       const a = admin;
       admin = undefined;
