@@ -49,11 +49,23 @@ export class PartitionTransactions {
     return `${this.groupId}.${topic}.${partition}`;
   }
 
-  /** A (re)join of the group: a new generation; producers of partitions no longer owned close. */
+  /**
+   * A (re)join of the group: a new generation; producers of partitions no longer owned close, and
+   * every owned partition is fenced at once rather than at its first batch. Why: a consumer that
+   * reads its start offset stable (librdkafka, KIP-447) waits while the previous owner's
+   * transaction is open, and only this fence ends that transaction — waiting for a first batch
+   * would wait for the transaction timeout (60 s). A failed fence is tried again at the batch.
+   */
   reassigned(owned: Record<string, readonly number[]>): void {
     this.generation++;
     const keep = new Set(Object.entries(owned).flatMap(([topic, parts]) => parts.map((p) => this.transactionalId(topic, p))));
     for (const id of this.slots.keys()) if (!keep.has(id)) void this.locked(id, () => this.dispose(id));
+    for (const [topic, parts] of Object.entries(owned)) {
+      for (const p of parts) {
+        const id = this.transactionalId(topic, p);
+        void this.locked(id, () => this.fenced(id, topic, p)).catch((e: unknown) => this.log('aborted', { id, fence: 'eager', error: (e as Error).name }));
+      }
+    }
   }
 
   /**
