@@ -1,21 +1,28 @@
-import { afterAll, describe, expect, it } from 'vitest';
-import { librdkafkaPort } from '../../src/stream/librdkafka-adapter.ts';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openKafkaPort, streamClient } from '../../src/stream/kafka-client.ts';
+import type { KafkaPort } from '../../src/stream/ports.ts';
+import { streamClients } from '../helpers/stream-clients.ts';
 import type { Batch, ConsumerPort, Header } from '../../src/stream/ports.ts';
 import { BROKERS, consume, createTopics, kafkaClient, topicsFor } from '../helpers/kafka.ts';
 
 /**
- * The librdkafka adapter's promises, against the real broker: producer() fences before it
- * returns, transactions commit records and offsets together (KIP-447: the offsets go with the
- * group's consumer), committedOffset is stable, headers keep order, bytes and null values, and a
- * failed batch is delivered again from its first record.
+ * The KafkaPort contract exactly-once rests on, held by both adapters against the real broker:
+ * producer() fences before it returns (kafkajs itself would do so lazily, at the first
+ * transaction), transactions commit records and the group's offset together (librdkafka sends
+ * them with the group's consumer metadata, KIP-447), committedOffset is stable (require_stable),
+ * headers keep order, bytes and null values, and a failed batch is delivered again from its first
+ * record.
  */
-describe('librdkafka port (real broker)', () => {
-  const port = librdkafkaPort({ brokers: BROKERS, clientId: 'rd-port-test', sessionTimeoutMs: 6000 });
+describe.each(streamClients())('Kafka port on %s (real broker)', (client) => {
+  let port: KafkaPort;
   const kafka = kafkaClient();
   const consumers: ConsumerPort[] = [];
+  beforeAll(async () => {
+    port = await openKafkaPort(streamClient(client), { brokers: BROKERS, clientId: `port-test-${client}`, sessionTimeoutMs: 6000 });
+  });
   afterAll(async () => {
     for (const c of consumers) await c.disconnect().catch(() => undefined);
-    await port.disconnect();
+    await port?.disconnect();
   }, 60_000);
 
   /** A consumer of `topic` in `group`, collecting its batches; resolves once it owns partitions. */
@@ -30,7 +37,7 @@ describe('librdkafka port (real broker)', () => {
   }
 
   it('producer() fences: an older producer of the id can neither commit nor show its records', async () => {
-    const t = topicsFor('rdfence');
+    const t = topicsFor('fence');
     await createTopics(kafka, [t.clean], 1);
     const id = `fence-${t.id}`;
     const old = await port.producer({ transactionalId: id });
@@ -48,7 +55,7 @@ describe('librdkafka port (real broker)', () => {
   }, 60_000);
 
   it('commits records and the group offset in one transaction; committedOffset reads it, null before', async () => {
-    const t = topicsFor('rdoffsets');
+    const t = topicsFor('offsets');
     await createTopics(kafka, [t.raw, t.clean], 1);
     const group = `group-${t.id}`;
     await groupConsumer(group, t.raw, async () => undefined);
@@ -62,18 +69,41 @@ describe('librdkafka port (real broker)', () => {
     await p.disconnect();
   }, 60_000);
 
-  it('sendOffsets without a consumer of the group in this process is refused (KIP-447 needs its metadata)', async () => {
-    const t = topicsFor('rdnogroup');
-    await createTopics(kafka, [t.clean], 1);
-    const p = await port.producer({ transactionalId: `nogroup-${t.id}` });
+  it('committedOffset waits while a transactional offset of the partition is pending (KIP-447 require_stable)', async () => {
+    const t = topicsFor('stable');
+    await createTopics(kafka, [t.raw, t.clean], 1);
+    const group = `group-${t.id}`;
+    await groupConsumer(group, t.raw, async () => undefined);
+    const p = await port.producer({ transactionalId: `${group}.${t.raw}.0` });
     const tx = await p.transaction();
-    await expect(tx.sendOffsets(`nobody-${t.id}`, t.raw, 0, '1')).rejects.toMatchObject({ name: 'KafkaClientError', code: 'STATE' });
-    await tx.abort();
+    await tx.send([{ topic: t.clean, key: null, value: Buffer.from('x'), headers: [] }]);
+    await tx.sendOffsets(group, t.raw, 0, '7');
+    let answer: string | null | undefined;
+    const reading = port.committedOffset(group, t.raw, 0).then((o) => (answer = o));
+    await new Promise((r) => setTimeout(r, 1500));
+    // a plain OffsetFetch would answer null here; the pending offset makes the read wait
+    expect(answer).toBeUndefined();
+    await tx.commit();
+    await reading;
+    expect(answer).toBe('7');
     await p.disconnect();
   }, 60_000);
 
+  // librdkafka only: kafkajs sends offsets by group id alone (no KIP-447 metadata)
+  if (client === 'librdkafka') {
+    it('sendOffsets without a consumer of the group in this process is refused (KIP-447 needs its metadata)', async () => {
+      const t = topicsFor('nogroup');
+      await createTopics(kafka, [t.clean], 1);
+      const p = await port.producer({ transactionalId: `nogroup-${t.id}` });
+      const tx = await p.transaction();
+      await expect(tx.sendOffsets(`nobody-${t.id}`, t.raw, 0, '1')).rejects.toMatchObject({ name: 'KafkaClientError', code: 'STATE' });
+      await tx.abort();
+      await p.disconnect();
+    }, 60_000);
+  }
+
   it('keeps headers exactly: order across keys, repeated keys, binary and null values', async () => {
-    const t = topicsFor('rdheaders');
+    const t = topicsFor('headers');
     await createTopics(kafka, [t.clean], 1);
     const headers: Header[] = [
       { key: 'a', value: Buffer.from('1') },
@@ -94,7 +124,7 @@ describe('librdkafka port (real broker)', () => {
   }, 60_000);
 
   it('a batch whose handler throws is delivered again from its first record, in order', async () => {
-    const t = topicsFor('rdretry');
+    const t = topicsFor('retry');
     await createTopics(kafka, [t.raw], 1);
     const p = await port.producer({});
     await p.send(Array.from({ length: 50 }, (_, i) => ({ topic: t.raw, key: null, value: Buffer.from(String(i)), headers: [] })));
@@ -114,7 +144,7 @@ describe('librdkafka port (real broker)', () => {
   }, 60_000);
 
   it('maxMessageBytes reads a topic\'s limit', async () => {
-    const t = topicsFor('rdlimit');
+    const t = topicsFor('limit');
     await createTopics(kafka, [t.dlq], 1, { 'max.message.bytes': '12345' });
     expect(await port.maxMessageBytes(t.dlq)).toBe(12345);
   }, 30_000);
