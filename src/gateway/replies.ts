@@ -1,0 +1,59 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
+import type { Logger } from 'pino';
+import type { VeilError } from '../engine/index.ts';
+import { PROBLEM_CONTENT_TYPE, problemOf } from '../errors/problem.ts';
+
+/**
+ * The gateway's refusal as problem details. A refusal that comes before the caller's body was read
+ * in whole closes the connection: the rest of the body (or, after Expect: 100-continue, its absence)
+ * must never be parsed as the caller's next request. After the response started, the connection is
+ * cut instead; after it ended, nothing more happens.
+ */
+export function refuse(req: IncomingMessage, res: ServerResponse, error: VeilError, id: string, logger: Logger): void {
+  if (res.writableEnded) return;
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  if (error.status >= 500) logger.error({ id, code: error.code }, 'exchange failed');
+  else logger.info({ id, code: error.code }, 'exchange refused');
+  const headers: Record<string, string> = { 'content-type': PROBLEM_CONTENT_TYPE, 'x-request-id': id };
+  if (error.status === 401) {
+    headers['www-authenticate'] = `Bearer realm="veil"${error.code === 'TOKEN_MISSING' ? '' : `, error="invalid_token", error_description="${error.code.toLowerCase()}"`}`;
+  }
+  if (!req.complete || error.code === 'REQUEST_TIMEOUT' || error.code === 'BODY_TOO_LARGE') headers.connection = 'close';
+  const body = Buffer.from(JSON.stringify(problemOf(error, id)));
+  headers['content-length'] = String(body.length);
+  res.writeHead(error.status, headers);
+  res.end(body);
+}
+
+/**
+ * Answers on the bare socket what Node's parser could not parse (or a CONNECT), then closes it:
+ * nothing after the bad bytes is read as a request. Nothing is written when a response is already
+ * under way on the socket, or for `undefined` (a reset connection).
+ */
+export function answerSocket(socket: Duplex, error: VeilError | undefined, id: string): void {
+  const inFlight = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+  if (error === undefined || !socket.writable || inFlight?.headersSent) {
+    socket.destroy();
+    return;
+  }
+  const body = JSON.stringify(problemOf(error, id));
+  socket.end(`HTTP/1.1 ${error.status} ${STATUS_CODES[error.status] ?? 'Error'}\r\nContent-Type: ${PROBLEM_CONTENT_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${id}\r\nConnection: close\r\n\r\n${body}`);
+  socket.once('finish', () => socket.destroy());
+}
+
+export function sendText(res: ServerResponse, contentType: string, text: string): void {
+  const body = Buffer.from(text);
+  res.writeHead(200, { 'content-type': contentType, 'content-length': String(body.length), 'cache-control': 'no-store' });
+  res.end(body);
+}
+
+export function sendJson(res: ServerResponse, status: number, doc: unknown): void {
+  const body = Buffer.from(JSON.stringify(doc));
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': String(body.length), 'cache-control': 'no-store' });
+  res.end(body);
+}
