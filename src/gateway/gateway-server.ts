@@ -10,7 +10,7 @@ import { callerBody, pipeResponse, sendUpstream, upstreamHeaders, type Exchange 
 import { TrustedProxies } from './forwarding.ts';
 import { checkBodyAllowed, framingHeaders, hasBody, hostOf, requestFraming } from './framing.ts';
 import { GatewayMetrics } from './gateway-metrics.ts';
-import { answerSocket, refuse, sendJson, sendText } from './replies.ts';
+import { answerSocket, isClosing, refuse, sendJson, sendText } from './replies.ts';
 import { protectRequest, revealResponse } from './rewrite.ts';
 import { compileRoutes, findRoute, hasSelectors, type Route } from './routes.ts';
 import { normalizeTarget } from './target.ts';
@@ -72,6 +72,8 @@ export function createGateway(deps: GatewayDeps): Gateway {
   };
 
   const handle = (req: IncomingMessage, res: ServerResponse) => {
+    // pipelined behind a refusal that closes the connection: never forwarded, never answered
+    if (isClosing(req)) return void req.resume();
     const id = randomUUID();
     const parts = deps.parts();
     const { config } = parts;

@@ -11,6 +11,16 @@ import { PROBLEM_CONTENT_TYPE, problemOf } from '../errors/problem.ts';
  * must never be parsed as the caller's next request. After the response started, the connection is
  * cut instead; after it ended, nothing more happens.
  */
+/**
+ * Connections a refusal is closing. Node's parser keeps emitting requests pipelined behind the
+ * refused one (their responses queued); they are not forwarded: the connection ends with the refusal.
+ */
+const closing = new WeakSet<object>();
+
+export function isClosing(req: IncomingMessage): boolean {
+  return closing.has(req.socket);
+}
+
 export function refuse(req: IncomingMessage, res: ServerResponse, error: VeilError, id: string, logger: Logger): void {
   if (res.writableEnded) return;
   if (res.headersSent) {
@@ -23,7 +33,10 @@ export function refuse(req: IncomingMessage, res: ServerResponse, error: VeilErr
   if (error.status === 401) {
     headers['www-authenticate'] = `Bearer realm="veil"${error.code === 'TOKEN_MISSING' ? '' : `, error="invalid_token", error_description="${error.code.toLowerCase()}"`}`;
   }
-  if (!req.complete || error.code === 'REQUEST_TIMEOUT' || error.code === 'BODY_TOO_LARGE') headers.connection = 'close';
+  if (!req.complete || error.code === 'REQUEST_TIMEOUT' || error.code === 'BODY_TOO_LARGE') {
+    headers.connection = 'close';
+    closing.add(req.socket);
+  }
   const body = Buffer.from(JSON.stringify(problemOf(error, id)));
   headers['content-length'] = String(body.length);
   res.writeHead(error.status, headers);
