@@ -22,6 +22,7 @@ const BODYLESS = new Set(['GET', 'HEAD', 'DELETE', 'OPTIONS', 'TRACE']);
 const framingInvalid = (why: string) => new VeilError('REQUEST_FRAMING_INVALID', `the request's framing is ambiguous: ${why}`);
 
 export function requestFraming(req: IncomingMessage): Framing {
+  if (req.httpVersionMajor !== 1) throw framingInvalid(`HTTP/${req.httpVersion} in an HTTP/1 request line`);
   const te: string[] = [];
   const cl: string[] = [];
   const raw = req.rawHeaders;

@@ -131,10 +131,24 @@ export function createGateway(deps: GatewayDeps): Gateway {
     });
   };
 
+  // Requests pipelined on one connection are handled one after the other: the next is forwarded only
+  // once the previous response is complete and left the connection open (a refusal, an unsent
+  // 100 Continue or the caller's Connection: close end it). Node's parser emits them all at once;
+  // forwarding one whose answer would never be sent would act on a request nobody gets a reply to.
+  const previous = new WeakMap<object, ServerResponse>();
+  const inOrder = (req: IncomingMessage, res: ServerResponse) => {
+    const prior = previous.get(req.socket);
+    previous.set(req.socket, res);
+    if (!prior || prior.writableFinished) return handle(req, res);
+    prior.once('close', () => {
+      if (prior.writableFinished && prior.shouldKeepAlive && !isClosing(req) && !req.socket.destroyed) handle(req, res);
+      else req.resume();
+    });
+  };
   const options = { requestTimeout: 0, headersTimeout: 60_000 };
-  const server: http.Server = deps.tls ? https.createServer({ ...options, cert: deps.tls.cert, key: deps.tls.key }, handle) : http.createServer(options, handle);
+  const server: http.Server = deps.tls ? https.createServer({ ...options, cert: deps.tls.cert, key: deps.tls.key }, inOrder) : http.createServer(options, inOrder);
   // 100 Continue is sent when the gateway starts reading the body (callerBody), not on arrival
-  server.on('checkContinue', handle);
+  server.on('checkContinue', inOrder);
   server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
     metrics.requests.inc({ route: 'unmatched', outcome: 'EXPECTATION_FAILED', status: '417' });
     refuse(req, res, new VeilError('EXPECTATION_FAILED', 'the only expectation the gateway meets is 100-continue'), randomUUID(), logger);

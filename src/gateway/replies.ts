@@ -49,8 +49,13 @@ export function refuse(req: IncomingMessage, res: ServerResponse, error: VeilErr
  * under way on the socket, or for `undefined` (a reset connection).
  */
 export function answerSocket(socket: Duplex, error: VeilError | undefined, id: string): void {
-  const inFlight = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
-  if (error === undefined || !socket.writable || inFlight?.headersSent) {
+  const inFlight = (socket as Duplex & { _httpMessage?: ServerResponse | null })._httpMessage;
+  if (error !== undefined && inFlight && !inFlight.writableFinished && !inFlight.destroyed) {
+    // the bad bytes followed a request whose response is under way: it goes first, then the refusal
+    inFlight.once('close', () => answerSocket(socket, error, id));
+    return;
+  }
+  if (error === undefined || !socket.writable) {
     socket.destroy();
     return;
   }
