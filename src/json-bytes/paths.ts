@@ -40,7 +40,6 @@ export function compileExpectation(paths: readonly JsonPath[], options: CompileO
  * folding Go's encoding/json matches keys with — while `ß` stays `ß`.
  */
 export function foldKey(name: string): string {
-  // eslint-disable-next-line no-control-regex
   if (/^[\x00-\x7f]*$/.test(name)) return name.toLowerCase();
   let out = '';
   for (const c of name) {
