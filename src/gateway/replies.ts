@@ -17,6 +17,9 @@ import { PROBLEM_CONTENT_TYPE, problemOf } from '../errors/problem.ts';
  */
 const closing = new WeakSet<object>();
 
+/** refusals of the request's framing, target or size: whatever follows on the connection is not read */
+const CLOSING_CODES = new Set(['REQUEST_TIMEOUT', 'BODY_TOO_LARGE', 'BODY_NOT_ALLOWED', 'REQUEST_FRAMING_INVALID', 'REQUEST_TARGET_INVALID', 'PATH_NOT_CANONICAL', 'EXPECTATION_FAILED']);
+
 export function isClosing(req: IncomingMessage): boolean {
   return closing.has(req.socket);
 }
@@ -33,7 +36,7 @@ export function refuse(req: IncomingMessage, res: ServerResponse, error: VeilErr
   if (error.status === 401) {
     headers['www-authenticate'] = `Bearer realm="veil"${error.code === 'TOKEN_MISSING' ? '' : `, error="invalid_token", error_description="${error.code.toLowerCase()}"`}`;
   }
-  if (!req.complete || error.code === 'REQUEST_TIMEOUT' || error.code === 'BODY_TOO_LARGE') {
+  if (!req.complete || CLOSING_CODES.has(error.code)) {
     headers.connection = 'close';
     closing.add(req.socket);
   }
@@ -50,12 +53,26 @@ export function refuse(req: IncomingMessage, res: ServerResponse, error: VeilErr
  */
 export function answerSocket(socket: Duplex, error: VeilError | undefined, id: string): void {
   const inFlight = (socket as Duplex & { _httpMessage?: ServerResponse | null })._httpMessage;
-  if (error !== undefined && inFlight && !inFlight.writableFinished && !inFlight.destroyed) {
-    // the bad bytes followed a request whose response is under way: it goes first, then the refusal
-    inFlight.once('close', () => answerSocket(socket, error, id));
+  if (error === undefined) {
+    socket.destroy();
     return;
   }
-  if (error === undefined || !socket.writable) {
+  if (inFlight && !inFlight.destroyed) {
+    // the gateway already answered with a response that closes the connection: that is the answer
+    if (inFlight.writableEnded && !inFlight.shouldKeepAlive) return;
+    if (inFlight.req.complete && !inFlight.writableFinished) {
+      // the bad bytes followed a whole request whose response is under way: it goes first
+      inFlight.once('close', () => {
+        if (inFlight.writableFinished && inFlight.shouldKeepAlive) answerSocket(socket, error, id);
+      });
+      return;
+    }
+    if (inFlight.headersSent) {
+      socket.destroy();
+      return;
+    }
+  }
+  if (!socket.writable) {
     socket.destroy();
     return;
   }
