@@ -1,14 +1,19 @@
-import { join } from 'node:path';
+import { readFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
 import type { DestinationStream, Logger } from 'pino';
 import { FileAuditSink, type AuditSink } from '../audit/audit-sink.ts';
 import { GuardedTransform } from '../audit/guarded-transform.ts';
 import { VeilError } from '../engine/index.ts';
 import { FieldTransformer } from '../gateway/field-transformer.ts';
 import type { GatewayConfig } from '../gateway/gateway-config.ts';
-import { createGateway, type Gateway } from '../gateway/gateway-server.ts';
+import { createGateway, type Gateway, type GatewayParts } from '../gateway/gateway-server.ts';
 import { CachingVerifier } from '../identity/caching-verifier.ts';
 import { TokenVerifier } from '../identity/token-verifier.ts';
 import { JwtSigner } from '../keystore/jwt-signer.ts';
+import type { LocalKeystore } from '../keystore/local-keystore.ts';
+import { ActiveVersionWatch } from './active-version-watch.ts';
+import { ConfigVersions } from './config-versions.ts';
+import { EngineHolder, type ActiveConfig } from './engine-holder.ts';
 import { createLogger } from './logger.ts';
 import { openEngine } from './open-engine.ts';
 
@@ -25,23 +30,35 @@ export interface GatewayOptions {
   logLevel?: string;
   audit?: AuditSink;
   notice?: (line: string) => void;
+  /** how often the data dir is polled for a version or keystore change another process made (default 1000 ms) */
+  versionPollMs?: number;
 }
 
 export interface OpenedGateway extends Gateway {
+  /** the gateway section the process started with (listen and tls are read once, at start) */
   config: GatewayConfig;
+  /** the gateway section running now: it follows the active configuration version */
+  current(): GatewayConfig;
   logger: Logger;
   audit: AuditSink;
 }
 
 /**
- * Wires `veil gateway`: the configuration's gateway section, the engine (openEngine, in process),
- * veil's token verifier (its own tokens through the keystore's signing key, and the configured
- * external providers), the audit sink (channel `gateway`) and the proxy. Not yet listening.
+ * Wires `veil gateway`: the configuration's gateway section, the engine (in process), veil's token
+ * verifier (its own tokens through the keystore's signing key, and the configured external
+ * providers), the audit sink (channel `gateway`) and the proxy. Not yet listening. Like `veil
+ * serve`, it runs the data dir's active configuration version (the file is adopted as a version
+ * when it changed) and follows what other processes publish there: a version published in the
+ * portal (a grant revoked, a route changed) and a key created or rotated are picked up within
+ * `versionPollMs`, without a restart (ActiveVersionWatch). A version without a gateway section
+ * keeps the routes running, with its engine.
  */
 export async function openGateway(options: GatewayOptions): Promise<OpenedGateway> {
   const logger = createLogger(options.logLevel ?? options.env.VEIL_LOG_LEVEL ?? 'info', options.logDestination);
+  const versions = await ConfigVersions.open(options.dataDir);
+  const active = await versions.adopt(options.configFile, options.now());
   const { config, engine, keystore, warnings } = await openEngine({
-    configFile: options.configFile, dataDir: options.dataDir, env: options.env, now: options.now, provision: options.development, notice: options.notice,
+    configFile: active.file, dataDir: options.dataDir, env: options.env, now: options.now, provision: options.development, notice: options.notice,
   });
   if (!config.gateway) throw new VeilError('CONFIG_INVALID', `configuration ${options.configFile} has no gateway section`);
   for (const w of warnings) logger.warn({ pointer: w.pointer }, `configuration: ${w.message}`);
@@ -50,20 +67,50 @@ export async function openGateway(options: GatewayOptions): Promise<OpenedGatewa
     await keystore.create(signingKey, 'jwt-es256');
     options.notice?.(`created token signing key ${signingKey}`);
   }
-  const issuer = config.identity.issuer ?? options.issuer;
-  const verifier = new CachingVerifier(new TokenVerifier({ identity: config.identity, issuer, signer: new JwtSigner(keystore, signingKey), now: options.now }), { now: options.now });
   const audit = options.audit ?? new FileAuditSink(join(options.dataDir, 'audit.log'));
-  const guard = new GuardedTransform({ engine, audit, now: options.now, channel: 'gateway', scope: 'revealing' });
-  const transformer = new FieldTransformer({ engine, guard, actions: config.gateway.actions, warn: (message) => logger.warn(message) });
-  const gateway = createGateway({ config: config.gateway, transformer, verifier, logger });
+  const build = (activeConfig: ActiveConfig, fallback: GatewayConfig): GatewayParts => {
+    const { config: c, engine: e } = activeConfig;
+    const gatewayConfig = c.gateway ?? fallback;
+    const issuer = c.identity.issuer ?? options.issuer;
+    const verifier = new CachingVerifier(new TokenVerifier({ identity: c.identity, issuer, signer: new JwtSigner(keystore, c.identity.signingKey), now: options.now }), { now: options.now });
+    const guard = new GuardedTransform({ engine: e, audit, now: options.now, channel: 'gateway', scope: 'revealing' });
+    const transformer = new FieldTransformer({ engine: e, guard, actions: gatewayConfig.actions, warn: (message) => logger.warn(message) });
+    return { config: gatewayConfig, transformer, verifier };
+  };
+  const holder = new EngineHolder({ engine, config, version: active.number });
+  let parts = build(holder.get(), config.gateway);
+  const watch = followActiveVersion({ versions, keystore, holder, logger, intervalMs: options.versionPollMs ?? 1000 }, () => {
+    if (!holder.get().config.gateway) logger.warn({ version: holder.get().version }, 'configuration: the active version has no gateway section; its engine runs with the routes running before');
+    parts = build(holder.get(), parts.config);
+  });
+  const tls = config.gateway.tls ? { cert: await readFile(resolve(config.gateway.tls.certFile)), key: await readFile(resolve(config.gateway.tls.keyFile)) } : undefined;
+  const gateway = createGateway({ parts: () => parts, logger, ...(tls ? { tls } : {}) });
   return {
     ...gateway,
     config: config.gateway,
+    current: () => parts.config,
     logger,
     audit,
     async drain(graceMs) {
+      await watch.stop();
       await gateway.drain(graceMs);
       await audit.close();
     },
   };
+}
+
+function followActiveVersion(
+  deps: { versions: ConfigVersions; keystore: LocalKeystore; holder: EngineHolder; logger: Logger; intervalMs: number },
+  swapped: () => void,
+): ActiveVersionWatch {
+  const watch = new ActiveVersionWatch({
+    versions: deps.versions, keystore: deps.keystore, holder: deps.holder, intervalMs: deps.intervalMs,
+    onSwap: (version) => {
+      swapped();
+      deps.logger.info({ version }, 'configuration: now running the active version');
+    },
+    onError: (version, e) => deps.logger.error({ version, code: (e as { code?: string }).code ?? e.name, reason: e.message }, 'configuration: the active version cannot run in this process; the previous one stays'),
+  });
+  watch.start();
+  return watch;
 }

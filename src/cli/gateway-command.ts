@@ -15,6 +15,9 @@ Tokens: veil's own (issuer identity.issuer, else $VEIL_BASE_URL, else http://127
 default of 'veil serve'; the signing key is read from the keystore in the data directory) and the
 configured external providers. Health: GET <gateway.healthPath> (default /_veil/healthz); Prometheus
 metrics: GET <gateway.metricsPath> (default /_veil/metrics).
+The data dir's active configuration version runs (the --config file is adopted as a version when it
+changed) and is followed hot, with the keystore: versions published and keys rotated elsewhere are
+picked up without a restart. gateway.tls serves HTTPS.
 SIGTERM: the health path turns 503, the listener closes, exchanges in flight finish (at most
 VEIL_DRAIN_GRACE_MS, default 10000), then the process exits 0.
 `;

@@ -32,7 +32,7 @@ export function callerProblem(error: VeilError, call: ProtectCall): VeilError {
     if (!v) return '';
     if (pointers === undefined) {
       const doc: unknown = JSON.parse(call.body.toString('utf8'));
-      pointers = call.route.request.selectors.map((s) => pointersOf(doc, s));
+      pointers = call.route.request.selectors.map((s) => pointersOf(doc, s, call.route.request.foldKeys));
     }
     // duplicate keys make the parsed document differ from the scanned bytes: then the place is unknown
     const list = pointers[v.selector];

@@ -5,7 +5,10 @@ import type { BearerVerifier } from '../identity/token-verifier.ts';
 import type { FieldTransformer } from './field-transformer.ts';
 import type { GatewayConfig } from './gateway-config.ts';
 import type { GatewayMetrics } from './gateway-metrics.ts';
-import { endToEnd, headerValue } from './headers.ts';
+import { forwardHeaders, type TrustedProxies } from './forwarding.ts';
+import type { Framing } from './framing.ts';
+import { endToEnd } from './headers.ts';
+import type { Route } from './routes.ts';
 import type { Upstream, UpstreamRequest } from './upstream.ts';
 
 /** One request through the gateway and what handles it. */
@@ -21,13 +24,43 @@ export interface Exchange {
   metrics: GatewayMetrics;
   /** the route's name for logs and metrics: configured, `route-<index>`, or `unmatched` */
   routeName: string;
+  /** the matched route; undefined for an unmatched request forwarded by `unmatched: forward` */
+  route: Route | undefined;
+  /** how the caller delimited the body (framing.ts); the gateway frames what it forwards itself */
+  framing: Framing;
+  /** the target forwarded: the normalized path as the route spells it, and the query as sent */
+  target: string;
+  /** the caller's Host */
+  host: string;
+  proto: 'http' | 'https';
+  trusted: TrustedProxies;
+  /** aborted when the caller's connection closes early or a streamed body misses its deadline */
+  signal: AbortSignal;
+}
+
+/** The caller's headers for the upstream (forwarding.ts), with `drop` dropped too. */
+export function upstreamHeaders(x: Exchange, drop: ReadonlySet<string> = new Set()): string[] {
+  return forwardHeaders(x.req, {
+    drop, forwardAuthorization: x.route?.forwardAuthorization ?? x.config.forwardAuthorization,
+    upstreamHost: x.upstream.host, host: x.host, proto: x.proto, trusted: x.trusted,
+  });
+}
+
+/**
+ * The caller's body, to read or pipe: `100 Continue` is sent first when the caller waits for it
+ * (Expect: 100-continue) — only now, once the gateway has routed, checked and authenticated the
+ * request; the caller's Expect itself is never forwarded.
+ */
+export function callerBody(x: Exchange): IncomingMessage {
+  if (/^\s*100-continue\s*$/i.test(x.req.headers.expect ?? '') && !x.res.headersSent) x.res.writeContinue();
+  return x.req;
 }
 
 /** Sends the request upstream, timing it until the response headers or the failure. */
-export async function sendUpstream(x: Exchange, request: UpstreamRequest, signal: AbortSignal): Promise<IncomingMessage> {
+export async function sendUpstream(x: Exchange, request: UpstreamRequest): Promise<IncomingMessage> {
   const stop = x.metrics.upstreamLatency.startTimer({ route: x.routeName });
   try {
-    const response = await x.upstream.send(request, signal);
+    const response = await x.upstream.send(request, x.signal);
     stop({ result: 'response' });
     return response;
   } catch (e) {
@@ -36,18 +69,19 @@ export async function sendUpstream(x: Exchange, request: UpstreamRequest, signal
   }
 }
 
-/** The upstream's status, message and end-to-end headers, and its body piped as it arrives. */
+/**
+ * The upstream's status, message and end-to-end headers, and its body piped as it arrives — within
+ * `streamTimeoutMs`, else both connections are cut (the caller sees a truncated response, never a
+ * complete-looking one).
+ */
 export function pipeResponse(x: Exchange, response: IncomingMessage): void {
   x.res.writeHead(response.statusCode ?? 502, response.statusMessage, endToEnd(response.rawHeaders));
+  const timer = setTimeout(() => {
+    x.logger.warn({ id: x.id, route: x.routeName }, `the upstream response body did not arrive within ${x.config.limits.streamTimeoutMs} ms: cut`);
+    response.destroy();
+    x.res.destroy();
+  }, x.config.limits.streamTimeoutMs);
+  response.once('close', () => clearTimeout(timer));
   response.pipe(x.res);
   response.once('error', () => x.res.destroy());
-}
-
-/** X-Forwarded-For (appended to), -Proto and -Host, so the upstream knows who called and how. */
-export function forwardedFor(req: IncomingMessage): string[] {
-  const prior = headerValue(req.rawHeaders, 'x-forwarded-for');
-  const addr = req.socket.remoteAddress ?? 'unknown';
-  const out = ['X-Forwarded-For', prior ? `${prior}, ${addr}` : addr, 'X-Forwarded-Proto', 'http'];
-  if (req.headers.host) out.push('X-Forwarded-Host', req.headers.host);
-  return out;
 }

@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { z } from 'zod';
 import { nameSchema, ROLE, type CompiledConfig, type ConfigIssue } from '../engine/index.ts';
 import { pathPatternProblem } from './route-match.ts';
@@ -22,13 +23,37 @@ const pathPattern = z.string().superRefine((text, ctx) => {
 
 const method = z.string().regex(/^(\*|[A-Z]{1,20})$/, 'must be an HTTP method in capitals, or *');
 
+/** how selectors match JSON keys: `insensitive` (default) as ASP.NET Core and Go bind them, or `exact` */
+const keysMode = z.enum(['insensitive', 'exact']);
+
+/** An IPv4 or IPv6 address, or a CIDR block of either. */
+const addressOrBlock = z.string().superRefine((text, ctx) => {
+  const [address, bits, extra] = text.split('/');
+  const family = isIP(address ?? '');
+  const max = family === 4 ? 32 : 128;
+  if (family === 0 || extra !== undefined || (bits !== undefined && !(/^\d{1,3}$/.test(bits) && Number(bits) <= max))) {
+    ctx.addIssue({ code: 'custom', message: 'must be an IP address or a CIDR block (10.0.0.0/8, fd00::/8)' });
+  }
+});
+
 /** One route: requests it matches, the request-body fields it protects and the response-body fields it unprotects. */
 export const gatewayRouteSchema = z.strictObject({
   /** names the route in logs and metrics (the path is never logged: it may hold identifiers) */
   name: nameSchema.optional(),
   method: z.union([method, z.array(method).min(1)]),
-  /** `/customers`, `/customers/:id`, `/static/*`; matched on the raw path, case-sensitive */
+  /**
+   * `/customers`, `/customers/:id`, `/static/*`; matched on the decoded path without `;`
+   * parameters, case-insensitively unless `paths.case` is `sensitive`
+   */
   path: pathPattern,
+  /** forward the caller's Authorization header on this route (default: gateway.forwardAuthorization, false) */
+  forwardAuthorization: z.boolean().optional(),
+  /** accept a request body on GET, HEAD, DELETE, OPTIONS and TRACE too (default: refused, 400 BODY_NOT_ALLOWED) */
+  allowBody: z.boolean().default(false),
+  /** accept `;` parameters in path segments (`/files;v=2`), forwarded as sent (default: refused, 400 PATH_NOT_CANONICAL) */
+  pathParameters: z.boolean().default(false),
+  /** how this route's selectors match JSON keys (default: gateway.keys) */
+  keys: keysMode.optional(),
   /** request-body fields to protect before the request is forwarded */
   request: z.array(z.strictObject({ select: selectorText, field: fieldRef })).max(256).default([]),
   /** response-body fields to unprotect with the caller's roles */
@@ -59,6 +84,13 @@ export const gatewaySchema = z.strictObject({
     bodyReadTimeoutMs: z.number().int().min(100).max(600_000).default(30_000),
     /** the upstream must send its response headers within this long, else 504 UPSTREAM_TIMEOUT */
     upstreamTimeoutMs: z.number().int().min(100).max(600_000).default(30_000),
+    /**
+     * a streamed body (request bodies of routes without request selectors, response bodies of
+     * routes without response selectors) must arrive in whole within this long of its headers;
+     * else the exchange is cut: 408 REQUEST_TIMEOUT when no response has started, the connection
+     * closed otherwise
+     */
+    streamTimeoutMs: z.number().int().min(100).max(3_600_000).default(300_000),
   }).prefault({}),
   /** the actions the gateway asks for, as the `Action` evidence of its processing contexts */
   actions: z.strictObject({
@@ -70,8 +102,19 @@ export const gatewaySchema = z.strictObject({
    * token may then send data through the gateway, whatever its own grants. Absent: the caller's roles.
    */
   protectAs: z.strictObject({ roles: z.array(nameSchema).min(1).max(64) }).optional(),
-  /** forward the caller's Authorization header upstream on routes with selectors (it is a veil token; default: dropped) */
+  /** forward the caller's Authorization header upstream (it is a veil token; default: dropped on every route); routes may override */
   forwardAuthorization: z.boolean().default(false),
+  /** how selectors match JSON keys: `insensitive` (default: every spelling of a key is protected) or `exact`; routes may override */
+  keys: keysMode.default('insensitive'),
+  /** how route paths match: `insensitive` (default: `/Customers` is `/customers`) or `sensitive` for an upstream that routes by exact case */
+  paths: z.strictObject({ case: z.enum(['insensitive', 'sensitive']).default('insensitive') }).prefault({}),
+  /**
+   * peers (addresses, CIDR blocks) whose X-Forwarded-For/-Proto/-Host and Forwarded headers are
+   * kept and extended; from any other peer they are replaced by the gateway's own (default: none)
+   */
+  trustedProxies: z.array(addressOrBlock).max(256).default([]),
+  /** serve HTTPS: PEM certificate (chain) and private key files, read at start */
+  tls: z.strictObject({ certFile: z.string().min(1), keyFile: z.string().min(1) }).optional(),
   /** requests no route matches: refused (404, default) or forwarded untouched */
   unmatched: z.enum(['refuse', 'forward']).default('refuse'),
   /** the gateway's own liveness path; `<healthPath>` and its readiness sibling are never forwarded */
@@ -109,10 +152,14 @@ export function gatewayIssues(gateway: GatewayConfig, engine: CompiledConfig): C
   checkAction(gateway.actions.unprotect, '/actions/unprotect');
   gateway.routes.forEach((route, r) => {
     const at = `/routes/${r}`;
+    const fold = (route.keys ?? gateway.keys) === 'insensitive';
     const seen = (list: readonly { select: string }[], side: string) => {
-      const canonical = list.map((s) => canonicalSelector(parseSelector(s.select)));
+      const exact = list.map((s) => canonicalSelector(parseSelector(s.select)));
+      const canonical = list.map((s) => canonicalSelector(parseSelector(s.select), fold));
       canonical.forEach((c, i) => {
-        if (canonical.indexOf(c) !== i) error(`${at}/${side}/${i}/select`, `selector ${c} is listed twice in this route's ${side} selectors`);
+        if (canonical.indexOf(c) === i) return;
+        const why = exact.indexOf(exact[i]!) === i ? ` (keys match case-insensitively: keys: exact tells them apart)` : '';
+        error(`${at}/${side}/${i}/select`, `selector ${exact[i]} is listed twice in this route's ${side} selectors${why}`);
       });
     };
     route.request.forEach((s, i) => checkField(s.field, gateway.actions.protect, `${at}/request/${i}/field`));

@@ -1,24 +1,34 @@
 import { randomUUID } from 'node:crypto';
-import http, { type ServerResponse } from 'node:http';
+import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import https from 'node:https';
 import type { Logger } from 'pino';
 import { VeilError } from '../engine/index.ts';
-import { PROBLEM_CONTENT_TYPE, problemOf } from '../errors/problem.ts';
 import type { BearerVerifier } from '../identity/token-verifier.ts';
 import type { FieldTransformer } from './field-transformer.ts';
 import type { GatewayConfig } from './gateway-config.ts';
-import { forwardedFor, pipeResponse, sendUpstream, type Exchange } from './exchange.ts';
+import { callerBody, pipeResponse, sendUpstream, upstreamHeaders, type Exchange } from './exchange.ts';
+import { TrustedProxies } from './forwarding.ts';
+import { checkBodyAllowed, framingHeaders, hasBody, hostOf, requestFraming } from './framing.ts';
 import { GatewayMetrics } from './gateway-metrics.ts';
-import { endToEnd } from './headers.ts';
+import { answerSocket, isClosing, refuse, sendJson, sendText } from './replies.ts';
 import { protectRequest, revealResponse } from './rewrite.ts';
-import { pathOf, pathProblem } from './route-match.ts';
 import { compileRoutes, findRoute, hasSelectors, type Route } from './routes.ts';
+import { normalizeTarget } from './target.ts';
 import { Upstream } from './upstream.ts';
 
-export interface GatewayDeps {
+/** What the gateway runs with; replaced as a whole when the active configuration version changes. */
+export interface GatewayParts {
   config: GatewayConfig;
   transformer: FieldTransformer;
   verifier: BearerVerifier;
+}
+
+export interface GatewayDeps {
+  /** the parts running now, read once per request: a request keeps the parts it started with */
+  parts: () => GatewayParts;
   logger: Logger;
+  /** serve HTTPS with this PEM certificate (chain) and key */
+  tls?: { cert: Buffer; key: Buffer };
 }
 
 export interface Gateway {
@@ -28,28 +38,48 @@ export interface Gateway {
   drain(graceMs: number): Promise<void>;
 }
 
+interface Compiled {
+  routes: Route[];
+  trusted: TrustedProxies;
+}
+
 /**
  * `veil gateway`: a reverse proxy in front of an application veil does not own. Per route it
  * protects selected request-body fields before forwarding (refusing, never forwarding in clear,
  * when it cannot) and reveals selected response-body fields as far as the caller's token allows.
- * Routes without selectors stream through untouched; requests no route matches are refused unless
- * the configuration forwards them.
+ * Routes without selectors stream through; requests no route matches are refused unless the
+ * configuration forwards them. Every request is checked first (framing.ts, target.ts): a request
+ * whose framing, target or path another parser could read differently is refused, and what is
+ * forwarded is framed, routed and spelled by the gateway itself.
  */
 export function createGateway(deps: GatewayDeps): Gateway {
-  const { config, logger } = deps;
-  const routes = compileRoutes(config);
-  const upstream = new Upstream(config.upstream, { timeoutMs: config.limits.upstreamTimeoutMs });
+  const { logger } = deps;
   const metrics = new GatewayMetrics();
+  const compiled = new WeakMap<GatewayParts, Compiled>();
+  const upstreams = new Map<string, Upstream>();
   let draining = false;
+  const proto = deps.tls ? 'https' : 'http';
 
-  const server = http.createServer({ requestTimeout: 0, headersTimeout: 60_000 }, (req, res) => {
+  const compile = (parts: GatewayParts): Compiled => {
+    let c = compiled.get(parts);
+    if (!c) compiled.set(parts, (c = { routes: compileRoutes(parts.config), trusted: new TrustedProxies(parts.config.trustedProxies) }));
+    return c;
+  };
+  const upstreamFor = (config: GatewayConfig): Upstream => {
+    let u = upstreams.get(config.upstream);
+    if (!u) upstreams.set(config.upstream, (u = new Upstream(config.upstream, { timeoutMs: config.limits.upstreamTimeoutMs })));
+    return u;
+  };
+
+  const handle = (req: IncomingMessage, res: ServerResponse) => {
+    // pipelined behind a refusal that closes the connection: never forwarded, never answered
+    if (isClosing(req)) return void req.resume();
     const id = randomUUID();
-    const path = pathOf(req.url ?? '/');
-    if (path === config.healthPath) {
-      sendJson(res, draining ? 503 : 200, { status: draining ? 'draining' : 'ok' });
-      return;
-    }
-    if (path === config.metricsPath) {
+    const parts = deps.parts();
+    const { config } = parts;
+    const rawPath = (req.url ?? '/').split('?')[0];
+    if (rawPath === config.healthPath) return sendJson(res, draining ? 503 : 200, { status: draining ? 'draining' : 'ok' });
+    if (rawPath === config.metricsPath) {
       metrics.registry.metrics().then((text) => sendText(res, metrics.registry.contentType, text), () => res.destroy());
       return;
     }
@@ -59,22 +89,78 @@ export function createGateway(deps: GatewayDeps): Gateway {
     let outcome = 'forwarded';
     res.once('finish', () => logger.info({ id, route: routeName, method: req.method, status: res.statusCode, ms: Number(process.hrtime.bigint() - started) / 1e6 }, 'exchange'));
     res.once('close', () => metrics.requests.inc({ route: routeName, outcome: res.writableFinished ? outcome : 'aborted', status: String(res.statusCode) }));
+    const controller = new AbortController();
+    res.once('close', () => {
+      if (!res.writableFinished) controller.abort();
+    });
     const refused = (error: VeilError) => {
-      outcome = error.code;
-      refuse(res, error, id, logger);
+      if (!res.headersSent) outcome = error.code;
+      refuse(req, res, error, id, logger);
     };
-    const problem = pathProblem(path);
-    if (problem) return refused(new VeilError('PATH_NOT_CANONICAL', `${problem}: the gateway does not route it`));
-    const route = findRoute(routes, req.method ?? 'GET', path);
-    if (route) routeName = route.name;
-    if (!route && config.unmatched === 'refuse') return refused(new VeilError('NOT_FOUND', 'no gateway route matches this method and path'));
-    const exchange: Exchange = { id, req, res, upstream, config, transformer: deps.transformer, verifier: deps.verifier, logger, metrics, routeName };
-    const run = route && hasSelectors(route) ? rewriting(exchange, route) : passThrough(exchange);
+    let x: Exchange;
+    try {
+      const c = compile(parts);
+      const framing = requestFraming(req);
+      const host = hostOf(req);
+      const target = normalizeTarget(req.url ?? '/', host);
+      const method = req.method ?? 'GET';
+      const route = findRoute(c.routes, method, target.segments);
+      if (route) routeName = route.name;
+      if (target.params && !route?.pathParameters) throw new VeilError('PATH_NOT_CANONICAL', 'the path holds ; parameters, which this route does not accept: the gateway does not route it');
+      if (!route && config.unmatched === 'refuse') throw new VeilError('NOT_FOUND', 'no gateway route matches this method and path');
+      checkBodyAllowed(method, framing, route?.allowBody ?? false);
+      const path = route ? route.matches.rewrite(target.path === '/' ? [] : target.path.slice(1).split('/')) : target.path;
+      x = {
+        id, req, res, upstream: upstreamFor(config), config, transformer: parts.transformer, verifier: parts.verifier, logger, metrics, routeName, route,
+        framing, target: `${path}${target.query}`, host, proto, trusted: c.trusted, signal: controller.signal,
+      };
+    } catch (e) {
+      if (e instanceof VeilError) return refused(e);
+      throw e;
+    }
+    if (hasBody(x.framing)) streamDeadline(x, () => {
+      refused(new VeilError('REQUEST_TIMEOUT', `the body did not arrive within ${config.limits.streamTimeoutMs} ms`));
+      controller.abort();
+    });
+    const route = x.route;
+    const run = route && hasSelectors(route) ? rewriting(x, route) : passThrough(x);
     run.catch((e: unknown) => {
       if (e instanceof VeilError) return refused(e);
       logger.error({ id, errorType: (e as Error)?.name, frames: String((e as Error)?.stack ?? '').split('\n').slice(1, 8) }, 'unexpected error');
       refused(new VeilError('INTERNAL', 'an unexpected error in the gateway'));
     });
+  };
+
+  // Requests pipelined on one connection are handled one after the other: the next is forwarded only
+  // once the previous response is complete and left the connection open (a refusal, an unsent
+  // 100 Continue or the caller's Connection: close end it). Node's parser emits them all at once;
+  // forwarding one whose answer would never be sent would act on a request nobody gets a reply to.
+  const previous = new WeakMap<object, ServerResponse>();
+  const inOrder = (req: IncomingMessage, res: ServerResponse) => {
+    const prior = previous.get(req.socket);
+    previous.set(req.socket, res);
+    if (!prior || prior.writableFinished) return handle(req, res);
+    prior.once('close', () => {
+      if (prior.writableFinished && prior.shouldKeepAlive && !isClosing(req) && !req.socket.destroyed) handle(req, res);
+      else req.resume();
+    });
+  };
+  const options = { requestTimeout: 0, headersTimeout: 60_000 };
+  const server: http.Server = deps.tls ? https.createServer({ ...options, cert: deps.tls.cert, key: deps.tls.key }, inOrder) : http.createServer(options, inOrder);
+  // 100 Continue is sent when the gateway starts reading the body (callerBody), not on arrival
+  server.on('checkContinue', inOrder);
+  server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
+    metrics.requests.inc({ route: 'unmatched', outcome: 'EXPECTATION_FAILED', status: '417' });
+    refuse(req, res, new VeilError('EXPECTATION_FAILED', 'the only expectation the gateway meets is 100-continue'), randomUUID(), logger);
+  });
+  server.on('clientError', (error: NodeJS.ErrnoException & { reason?: string }, socket) => {
+    const refusal = clientRefusal(error);
+    if (refusal) metrics.requests.inc({ route: 'unmatched', outcome: refusal.code, status: String(refusal.status) });
+    answerSocket(socket, refusal, randomUUID());
+  });
+  server.on('connect', (_req: IncomingMessage, socket) => {
+    metrics.requests.inc({ route: 'unmatched', outcome: 'METHOD_NOT_ALLOWED', status: '405' });
+    answerSocket(socket, new VeilError('METHOD_NOT_ALLOWED', 'the gateway does not tunnel (CONNECT)'), randomUUID());
   });
 
   return {
@@ -87,9 +173,30 @@ export function createGateway(deps: GatewayDeps): Gateway {
       const timer = setTimeout(() => server.closeAllConnections(), graceMs);
       await closed;
       clearTimeout(timer);
-      upstream.close();
+      for (const u of upstreams.values()) u.close();
     },
   };
+}
+
+/** What a request Node's parser refused gets: 431, 408, or 400 REQUEST_FRAMING_INVALID; nothing for a reset. */
+function clientRefusal(error: NodeJS.ErrnoException & { reason?: string }): VeilError | undefined {
+  if (error.code === 'ECONNRESET') return undefined;
+  if (error.code === 'HPE_HEADER_OVERFLOW') return new VeilError('HEADERS_TOO_LARGE', 'the request line and headers exceed the limit');
+  if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT') return new VeilError('REQUEST_TIMEOUT', 'the request headers did not arrive in time');
+  // llhttp's reasons are fixed texts ("Transfer-Encoding can't be present with Content-Length"), never request bytes
+  const reason = typeof error.reason === 'string' && /^[\w\s`'.,/-]{1,120}$/.test(error.reason) ? `: ${error.reason}` : '';
+  return new VeilError('REQUEST_FRAMING_INVALID', `the request cannot be parsed unambiguously (${error.code ?? 'parse error'})${reason}`);
+}
+
+/** Cuts an exchange whose caller's body has not arrived in whole within streamTimeoutMs. */
+function streamDeadline(x: Exchange, expire: () => void): void {
+  const timer = setTimeout(() => {
+    if (!x.req.complete) expire();
+  }, x.config.limits.streamTimeoutMs);
+  const clear = () => clearTimeout(timer);
+  x.req.once('end', clear);
+  x.req.once('close', clear);
+  x.res.once('close', clear);
 }
 
 /** A route with selectors: authenticate, protect the request body, forward, reveal the response body. */
@@ -102,54 +209,15 @@ async function rewriting(x: Exchange, route: Route): Promise<void> {
     throw e;
   }
   const outgoing = await protectRequest(x, route, caller);
-  const response = await sendUpstream(x, outgoing, abortOnClose(x.res));
+  const response = await sendUpstream(x, outgoing);
   if (route.response.selectors.length === 0) return pipeResponse(x, response);
   await revealResponse(x, route, caller, response);
 }
 
-/** No selectors: hop-by-hop headers dropped, bodies piped both ways as they arrive. */
+/** No selectors: hop-by-hop headers dropped, the gateway's own framing, bodies piped both ways as they arrive. */
 async function passThrough(x: Exchange): Promise<void> {
-  const headers = [...endToEnd(x.req.rawHeaders, new Set(['host', 'expect'])), 'Host', x.upstream.host, ...forwardedFor(x.req)];
-  const hasBody = x.req.headers['transfer-encoding'] !== undefined || Number(x.req.headers['content-length'] ?? 0) > 0;
-  const response = await sendUpstream(x, { method: x.req.method ?? 'GET', target: x.req.url ?? '/', headers, body: hasBody ? x.req : undefined }, abortOnClose(x.res));
+  const headers = [...upstreamHeaders(x), ...framingHeaders(x.framing)];
+  const body = hasBody(x.framing) ? callerBody(x) : undefined;
+  const response = await sendUpstream(x, { method: x.req.method ?? 'GET', target: x.target, headers, body });
   pipeResponse(x, response);
-}
-
-function abortOnClose(res: ServerResponse): AbortSignal {
-  const controller = new AbortController();
-  res.once('close', () => {
-    if (!res.writableFinished) controller.abort();
-  });
-  return controller.signal;
-}
-
-function refuse(res: ServerResponse, error: VeilError, id: string, logger: Logger): void {
-  if (res.headersSent) {
-    res.destroy();
-    return;
-  }
-  if (error.status >= 500) logger.error({ id, code: error.code }, 'exchange failed');
-  else logger.info({ id, code: error.code }, 'exchange refused');
-  const headers: Record<string, string> = { 'content-type': PROBLEM_CONTENT_TYPE, 'x-request-id': id };
-  if (error.status === 401) {
-    headers['www-authenticate'] = `Bearer realm="veil"${error.code === 'TOKEN_MISSING' ? '' : `, error="invalid_token", error_description="${error.code.toLowerCase()}"`}`;
-  }
-  // the rest of a refused body may still be on its way: do not keep reading it for keep-alive
-  if (error.code === 'REQUEST_TIMEOUT' || error.code === 'BODY_TOO_LARGE') headers.connection = 'close';
-  const body = Buffer.from(JSON.stringify(problemOf(error, id)));
-  headers['content-length'] = String(body.length);
-  res.writeHead(error.status, headers);
-  res.end(body);
-}
-
-function sendText(res: ServerResponse, contentType: string, text: string): void {
-  const body = Buffer.from(text);
-  res.writeHead(200, { 'content-type': contentType, 'content-length': String(body.length), 'cache-control': 'no-store' });
-  res.end(body);
-}
-
-function sendJson(res: ServerResponse, status: number, doc: unknown): void {
-  const body = Buffer.from(JSON.stringify(doc));
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': String(body.length), 'cache-control': 'no-store' });
-  res.end(body);
 }

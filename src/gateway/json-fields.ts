@@ -27,8 +27,9 @@ export interface Located {
 /** Compiled once per route: what each selector needs of every value on its way. */
 export type CompiledSelectors = Expectation | null;
 
-export function compileSelectors(selectors: readonly Selector[]): CompiledSelectors {
-  return compileExpectation(selectors.map((s) => s.steps));
+/** `foldKeys`: keys match case-insensitively (gateway `keys: insensitive`, the default). */
+export function compileSelectors(selectors: readonly Selector[], foldKeys = false): CompiledSelectors {
+  return compileExpectation(selectors.map((s) => s.steps), { foldKeys });
 }
 
 export const bodyNotJson = () => new VeilError('BODY_NOT_JSON', 'the body is not JSON (UTF-8)');

@@ -3,7 +3,8 @@ import type { GuardedCaller } from '../audit/guarded-transform.ts';
 import { VeilError } from '../engine/index.ts';
 import type { Caller } from '../identity/token-verifier.ts';
 import { BodyReadError, DecodeError, decodeBody, encodeBody, readBody } from './body-io.ts';
-import { forwardedFor, pipeResponse, type Exchange } from './exchange.ts';
+import { callerBody, pipeResponse, upstreamHeaders, type Exchange } from './exchange.ts';
+import { framingHeaders, hasBody } from './framing.ts';
 import { codingOf, decodableAcceptEncoding, endToEnd, headerValue, isJsonMediaType, weakenEtag } from './headers.ts';
 import { callerProblem } from './caller-problem.ts';
 import { locate, spliceStrings, type Located } from './json-fields.ts';
@@ -21,29 +22,27 @@ const BODY_DIGESTS = ['content-md5', 'digest', 'content-digest', 'repr-digest'];
  */
 export async function protectRequest(x: Exchange, route: Route, caller: Caller): Promise<UpstreamRequest> {
   const { req, config } = x;
-  const drop = new Set(['host', 'expect']);
-  if (!config.forwardAuthorization) drop.add('authorization');
-  const extra = ['Host', x.upstream.host, ...forwardedFor(req)];
+  const drop = new Set<string>();
+  const extra: string[] = [];
   if (route.response.selectors.length > 0) {
     // the response must come whole and in a coding the gateway can rewrite
     drop.add('accept-encoding').add('range').add('if-range');
     const accept = decodableAcceptEncoding(headerValue(req.rawHeaders, 'accept-encoding'));
     if (accept !== undefined) extra.push('Accept-Encoding', accept);
   }
-  const hasBody = req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
-  const base = { method: req.method ?? 'GET', target: req.url ?? '/' };
-  if (route.request.selectors.length === 0 || !hasBody) {
-    return { ...base, headers: [...endToEnd(req.rawHeaders, drop), ...extra], body: hasBody ? req : undefined };
+  const base = { method: req.method ?? 'GET', target: x.target };
+  if (route.request.selectors.length === 0 || !hasBody(x.framing)) {
+    return { ...base, headers: [...upstreamHeaders(x, drop), ...extra, ...framingHeaders(x.framing)], body: hasBody(x.framing) ? callerBody(x) : undefined };
   }
 
   if (!isJsonMediaType(req.headers['content-type'])) throw new VeilError('CONTENT_TYPE_UNSUPPORTED', 'this route protects fields of a JSON body: the body must be application/json');
   const coding = codingOf(req.rawHeaders);
   if (coding === undefined) throw new VeilError('CONTENT_ENCODING_UNSUPPORTED', 'the body must be sent as gzip, br, deflate or identity');
   const limit = config.limits.bodyBytes;
-  if (Number(req.headers['content-length'] ?? 0) > limit) throw tooLarge(limit);
+  if (x.framing.kind === 'length' && x.framing.length > limit) throw tooLarge(limit);
   let raw: Buffer;
   try {
-    raw = await readBody(req, limit, config.limits.bodyReadTimeoutMs);
+    raw = await readBody(callerBody(x), limit, config.limits.bodyReadTimeoutMs);
   } catch (e) {
     if (!(e instanceof BodyReadError)) throw e;
     if (e.reason === 'too-large') throw tooLarge(limit);
@@ -75,9 +74,8 @@ export async function protectRequest(x: Exchange, route: Route, caller: Caller):
   countFields(x, route, 'request', located.values.map((v) => ({ selector: v.selector, result: 'protected' })));
   const rewritten = spliceStrings(body, located.values.map((v, i) => ({ start: v.start, end: v.end, text: outputs[i]! })));
   const encoded = rewritten === body ? raw : await encodeBody(rewritten, coding);
-  drop.add('content-length');
   BODY_DIGESTS.forEach((h) => drop.add(h));
-  return { ...base, headers: [...endToEnd(req.rawHeaders, drop), ...extra, 'Content-Length', String(encoded.length)], body: encoded };
+  return { ...base, headers: [...upstreamHeaders(x, drop), ...extra, 'Content-Length', String(encoded.length)], body: encoded };
 }
 
 /**

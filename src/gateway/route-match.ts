@@ -1,12 +1,26 @@
+import { foldKey } from '../json-bytes/paths.ts';
+
 /**
  * Route matching of the gateway: a method (or `*`) and a path pattern. Patterns are segments
- * separated by `/`: a literal segment matches itself exactly (case-sensitive, no decoding), `:name`
- * matches any one non-empty segment, and a final `*` matches one or more remaining segments.
- * `/customers`, `/customers/:id/cards`, `/static/*`.
+ * separated by `/`: a literal segment matches itself, `:name` matches any one non-empty segment,
+ * and a final `*` matches one or more remaining segments. `/customers`, `/customers/:id/cards`,
+ * `/static/*`. Patterns match the request's decoded segments without their `;` parameters
+ * (target.ts), case-insensitively unless the configuration says `paths: { case: sensitive }`: so
+ * `/Customers`, `/%63ustomers` and `/customers;x` match the route `/customers` — the spellings
+ * frameworks route to it — and are protected by it, never forwarded past it.
  */
-export type PathMatcher = (path: string) => boolean;
+export interface PathMatcher {
+  /** whether the decoded segments match */
+  (segments: readonly string[]): boolean;
+  /**
+   * The path to forward for matched `segments`: each literal segment spelled as the pattern spells
+   * it (the upstream reads the path the gateway matched), the others as sent. `raw` is the
+   * normalized path's segments with their `;` parameters, which are kept.
+   */
+  rewrite(raw: readonly string[]): string;
+}
 
-const LITERAL = /^[A-Za-z0-9._~!$&'()+,;=:@%-]+$/;
+const LITERAL = /^[A-Za-z0-9._~!$&'()+,=:@%-]+$/;
 const PARAM = /^:[A-Za-z_][A-Za-z0-9_]*$/;
 
 /** Why a pattern is not valid, or undefined. */
@@ -22,44 +36,40 @@ export function pathPatternProblem(pattern: string): string | undefined {
     if (s === '') return 'a path pattern has no empty segments (// or a trailing /)';
     if (s === '.' || s === '..') return 'a path pattern has no dot segments';
     if (!PARAM.test(s) && !(LITERAL.test(s) && !s.startsWith(':'))) return `segment "${s}" is neither a literal, :name nor *`;
+    if (!PARAM.test(s)) {
+      let decoded: string;
+      try {
+        decoded = decodeURIComponent(s);
+      } catch {
+        return `segment "${s}" holds a malformed percent-encoding`;
+      }
+      if (/[/\\;\0]/.test(decoded) || decoded === '.' || decoded === '..') return `segment "${s}" decodes to a slash, backslash, semicolon, NUL or dot segment`;
+    }
   }
   return undefined;
 }
 
-export function compilePathPattern(pattern: string): PathMatcher {
+export function compilePathPattern(pattern: string, options: { caseSensitive?: boolean } = {}): PathMatcher {
   const problem = pathPatternProblem(pattern);
   if (problem) throw new Error(problem);
-  if (pattern === '/') return (path) => path === '/';
-  const segments = pattern.slice(1).split('/');
-  const rest = segments.at(-1) === '*';
-  const fixed = rest ? segments.slice(0, -1) : segments;
-  return (path) => {
-    if (!path.startsWith('/')) return false;
-    const parts = path.slice(1).split('/');
+  const norm = options.caseSensitive ? (s: string) => s : foldKey;
+  const written = pattern === '/' ? [] : pattern.slice(1).split('/');
+  const rest = written.at(-1) === '*';
+  const fixed = rest ? written.slice(0, -1) : written;
+  const literals = fixed.map((s) => (s.startsWith(':') ? undefined : norm(decodeURIComponent(s))));
+  const matches = (parts: readonly string[]): boolean => {
     if (rest ? parts.length <= fixed.length : parts.length !== fixed.length) return false;
     for (let i = 0; i < fixed.length; i++) {
-      const s = fixed[i]!;
-      if (s.startsWith(':') ? parts[i] === '' : parts[i] !== s) return false;
+      const literal = literals[i];
+      if (literal === undefined ? parts[i] === '' : norm(parts[i]!) !== literal) return false;
     }
-    return !rest || parts.slice(fixed.length).join('/') !== '';
+    return true;
   };
-}
-
-/**
- * Why a request path is not routed, or undefined: dot segments, empty segments and encoded
- * slashes, dots or backslashes are read differently by different servers, so a path that routes
- * past a protecting route here could reach it upstream. The gateway refuses them rather than guess.
- */
-export function pathProblem(path: string): string | undefined {
-  if (!path.startsWith('/')) return 'the path does not start with /';
-  if (path.includes('\\')) return 'the path holds a backslash';
-  if (/%(2e|2f|5c)/i.test(path)) return 'the path holds an encoded dot, slash or backslash';
-  if (path !== '/' && path.slice(1).split('/').some((s) => s === '' || s === '.' || s === '..')) return 'the path has an empty or dot segment';
-  return undefined;
-}
-
-/** The path of a request target (origin form), without its query. */
-export function pathOf(target: string): string {
-  const q = target.indexOf('?');
-  return q === -1 ? target : target.slice(0, q);
+  return Object.assign(matches, {
+    rewrite: (raw: readonly string[]) => `/${raw.map((s, i) => {
+      if (i >= fixed.length || literals[i] === undefined) return s;
+      const semi = s.indexOf(';');
+      return semi === -1 ? fixed[i]! : `${fixed[i]!}${s.slice(semi)}`;
+    }).join('/')}`,
+  });
 }

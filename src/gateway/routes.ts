@@ -8,6 +8,8 @@ export interface SelectorSet {
   selectors: readonly Selector[];
   fields: readonly FieldRef[];
   compiled: CompiledSelectors;
+  /** keys match case-insensitively */
+  foldKeys: boolean;
 }
 
 /** A configured route, compiled: matching, and the selectors of each side. */
@@ -18,30 +20,43 @@ export interface Route {
   matches: PathMatcher;
   request: SelectorSet;
   response: SelectorSet & { ifDenied: readonly (string | undefined)[] };
+  /** the caller's Authorization header goes upstream */
+  forwardAuthorization: boolean;
+  /** a body is accepted on GET, HEAD, DELETE, OPTIONS and TRACE too */
+  allowBody: boolean;
+  /** `;` parameters in path segments are accepted */
+  pathParameters: boolean;
 }
 
 export function compileRoutes(config: GatewayConfig): Route[] {
-  return config.routes.map((r, i) => ({
-    name: r.name ?? `route-${i}`,
-    methods: r.method === '*' || (Array.isArray(r.method) && r.method.includes('*')) ? 'any' : new Set(Array.isArray(r.method) ? r.method : [r.method]),
-    matches: compilePathPattern(r.path),
-    request: selectorSet(r.request),
-    response: { ...selectorSet(r.response), ifDenied: r.response.map((s) => s.ifDenied) },
-  }));
+  const caseSensitive = config.paths.case === 'sensitive';
+  return config.routes.map((r, i) => {
+    const foldKeys = (r.keys ?? config.keys) === 'insensitive';
+    return {
+      name: r.name ?? `route-${i}`,
+      methods: r.method === '*' || (Array.isArray(r.method) && r.method.includes('*')) ? 'any' : new Set(Array.isArray(r.method) ? r.method : [r.method]),
+      matches: compilePathPattern(r.path, { caseSensitive }),
+      request: selectorSet(r.request, foldKeys),
+      response: { ...selectorSet(r.response, foldKeys), ifDenied: r.response.map((s) => s.ifDenied) },
+      forwardAuthorization: r.forwardAuthorization ?? config.forwardAuthorization,
+      allowBody: r.allowBody,
+      pathParameters: r.pathParameters,
+    };
+  });
 }
 
-function selectorSet(list: readonly { select: string; field: string }[]): SelectorSet {
+function selectorSet(list: readonly { select: string; field: string }[], foldKeys: boolean): SelectorSet {
   const selectors = list.map((s) => parseSelector(s.select));
   const fields = list.map((s) => {
     const [className, propertyName] = s.field.split('.') as [string, string];
     return { className, propertyName };
   });
-  return { selectors, fields, compiled: compileSelectors(selectors) };
+  return { selectors, fields, compiled: compileSelectors(selectors, foldKeys), foldKeys };
 }
 
-/** The first route matching method and path, in configuration order. */
-export function findRoute(routes: readonly Route[], method: string, path: string): Route | undefined {
-  return routes.find((r) => (r.methods === 'any' || r.methods.has(method)) && r.matches(path));
+/** The first route matching the method and the path's decoded segments, in configuration order. */
+export function findRoute(routes: readonly Route[], method: string, segments: readonly string[]): Route | undefined {
+  return routes.find((r) => (r.methods === 'any' || r.methods.has(method)) && r.matches(segments));
 }
 
 export function hasSelectors(route: Route): boolean {

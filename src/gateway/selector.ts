@@ -1,3 +1,5 @@
+import { foldKey } from '../json-bytes/paths.ts';
+
 /**
  * Field selectors of the gateway's routes: where in a JSON body a protected field sits.
  *
@@ -84,11 +86,12 @@ export function parseSelector(text: string): Selector {
   return { text, steps };
 }
 
-/** The selector in its canonical form (keys quoted only when needed), to compare two selectors. */
-export function canonicalSelector(selector: Selector): string {
+/** The selector in its canonical form (keys quoted only when needed; folded with `foldKeys`), to compare two selectors. */
+export function canonicalSelector(selector: Selector, foldKeys = false): string {
   return selector.steps.map((s, i) => {
     if (s.kind === 'each') return '[*]';
-    const name = /^[A-Za-z0-9_$]+$/.test(s.name) ? s.name : `"${s.name.replaceAll('\\', '\\\\').replaceAll('"', '\\"')}"`;
+    const key = foldKeys ? foldKey(s.name) : s.name;
+    const name = /^[A-Za-z0-9_$]+$/.test(key) ? key : `"${key.replaceAll('\\', '\\\\').replaceAll('"', '\\"')}"`;
     return i === 0 ? name : `.${name}`;
   }).join('');
 }
@@ -98,8 +101,13 @@ export function canonicalSelector(selector: Selector): string {
  * order the byte scanner reports them) that hold a string, number or boolean: the values a route
  * transforms. Only used to point at a refused value in an error. Own properties only.
  */
-export function pointersOf(doc: unknown, selector: Selector): string[] {
+export function pointersOf(doc: unknown, selector: Selector, foldKeys = false): string[] {
   const out: string[] = [];
+  const keysOf = (node: object, name: string): string[] => {
+    if (!foldKeys) return Object.hasOwn(node, name) ? [name] : [];
+    const folded = foldKey(name);
+    return Object.keys(node).filter((k) => foldKey(k) === folded);
+  };
   const walk = (node: unknown, i: number, at: string): void => {
     if (i === selector.steps.length) {
       if (typeof node === 'string' || typeof node === 'number' || typeof node === 'boolean') out.push(at);
@@ -110,8 +118,8 @@ export function pointersOf(doc: unknown, selector: Selector): string[] {
       if (Array.isArray(node)) node.forEach((el, j) => walk(el, i + 1, `${at}/${j}`));
       return;
     }
-    if (node !== null && typeof node === 'object' && !Array.isArray(node) && Object.hasOwn(node, step.name)) {
-      walk((node as Record<string, unknown>)[step.name], i + 1, `${at}/${step.name.replaceAll('~', '~0').replaceAll('/', '~1')}`);
+    if (node !== null && typeof node === 'object' && !Array.isArray(node)) {
+      for (const key of keysOf(node, step.name)) walk((node as Record<string, unknown>)[key], i + 1, `${at}/${key.replaceAll('~', '~0').replaceAll('/', '~1')}`);
     }
   };
   walk(doc, 0, '');

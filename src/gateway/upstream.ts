@@ -1,6 +1,6 @@
 import http, { type IncomingMessage } from 'node:http';
 import https from 'node:https';
-import type { Readable } from 'node:stream';
+import { finished, type Readable } from 'node:stream';
 import { VeilError } from '../engine/index.ts';
 
 /** Errors that mean the upstream was never reached: nothing was sent, so the call may be retried. */
@@ -8,10 +8,11 @@ const NOT_REACHED = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNR
 
 export interface UpstreamRequest {
   method: string;
-  /** the request target as received (path and query), appended to the upstream's base path */
+  /** the request target as normalized (path and query), appended to the upstream's base path */
   target: string;
+  /** with the gateway's own framing: Content-Length, or Transfer-Encoding: chunked for a chunked stream */
   headers: string[];
-  /** a buffered body, or a stream piped as it arrives, or none */
+  /** a buffered body, or a stream piped as it arrives (exactly its Content-Length, or chunked), or none */
   body: Buffer | Readable | undefined;
 }
 
@@ -92,9 +93,13 @@ export class Upstream {
       const body = request.body;
       if (body === undefined) req.end();
       else if (Buffer.isBuffer(body)) req.end(body);
+      // a body that ends early (the caller went away) destroys the upstream request: the upstream
+      // sees a truncated request on a closed connection, never the start of another one
       else {
         body.pipe(req);
-        body.once('error', () => req.destroy());
+        finished(body, (e) => {
+          if (e) req.destroy(e);
+        });
       }
     });
   }

@@ -16,18 +16,43 @@ interface Need {
   i: number;
 }
 
+export interface CompileOptions {
+  /**
+   * Match object keys case-insensitively (foldKey): `Email` and `EMAIL` reach the value a path
+   * names `email`, as ASP.NET Core or Go's encoding/json bind them. Default: exact.
+   */
+  foldKeys?: boolean;
+}
+
 /**
  * The scanner's expectation tree for `paths`, path m reported as m. Compile once per path list:
  * scanning then allocates nothing per token. Null for no paths (the scan only validates).
  */
-export function compileExpectation(paths: readonly JsonPath[]): Expectation | null {
+export function compileExpectation(paths: readonly JsonPath[], options: CompileOptions = {}): Expectation | null {
   if (paths.length === 0) return null;
   if (paths.some((p) => p.length === 0)) throw new Error('a JSON path has no steps');
-  return merge(paths.map((path, m) => ({ m, path, i: 0 })));
+  return merge(paths.map((path, m) => ({ m, path, i: 0 })), options.foldKeys === true);
+}
+
+/**
+ * A key's case-folded form: each code point upper-cased then lower-cased where that keeps it one
+ * code point, so `ſ` (U+017F) folds like `s` and `K` (U+212A, Kelvin) like `k` — the simple case
+ * folding Go's encoding/json matches keys with — while `ß` stays `ß`.
+ */
+export function foldKey(name: string): string {
+  if (/^[\x00-\x7f]*$/.test(name)) return name.toLowerCase();
+  let out = '';
+  for (const c of name) {
+    const upper = c.toUpperCase();
+    const u = [...upper].length === 1 ? upper : c;
+    const lower = u.toLowerCase();
+    out += [...lower].length === 1 ? lower : u;
+  }
+  return out;
 }
 
 /** Merges what several paths need of one value; keys looked up by several paths are matched once. */
-function merge(needs: readonly Need[]): Expectation {
+function merge(needs: readonly Need[], fold: boolean): Expectation {
   const groups = new Map<string, Need[]>();
   const objectMs: number[] = [];
   const arrayMs: number[] = [];
@@ -41,11 +66,12 @@ function merge(needs: readonly Need[]): Expectation {
       elements.push({ ...n, i: n.i + 1 });
     } else {
       objectMs.push(n.m);
-      let group = groups.get(step.name);
-      if (group === undefined) groups.set(step.name, (group = []));
+      const name = fold ? foldKey(step.name) : step.name;
+      let group = groups.get(name);
+      if (group === undefined) groups.set(name, (group = []));
       group.push({ ...n, i: n.i + 1 });
     }
   }
-  const keys: KeyGroup[] = [...groups].map(([name, g]) => ({ name, bytes: Buffer.from(name, 'utf8'), ms: g.map((n) => n.m), value: merge(g) }));
-  return { keys, objectMs, arrayMs, leafMs, elements: elements.length === 0 ? null : merge(elements), allMs: needs.map((n) => n.m) };
+  const keys: KeyGroup[] = [...groups].map(([name, g]) => ({ name, bytes: Buffer.from(name, 'utf8'), ms: g.map((n) => n.m), value: merge(g, fold), ...(fold ? { folded: true } : {}) }));
+  return { keys, objectMs, arrayMs, leafMs, elements: elements.length === 0 ? null : merge(elements, fold), allMs: needs.map((n) => n.m) };
 }

@@ -1,4 +1,5 @@
 import { isUtf8 } from 'node:buffer';
+import { foldKey } from './paths.ts';
 
 /**
  * A single-pass validating scanner of UTF-8 JSON that reports where mapped paths land, as byte
@@ -33,6 +34,8 @@ export interface KeyGroup {
   /** the mappings that look the name up: each has an absent location when the object lacks it */
   readonly ms: readonly number[];
   readonly value: Expectation;
+  /** `name` is case-folded (paths.ts foldKey) and keys are compared folded */
+  readonly folded?: boolean;
 }
 
 /**
@@ -287,10 +290,17 @@ function scanLiteral(b: Buffer, p: number, c: number): number {
 /** What the value of the key spanning [start, end) (with quotes) must be, if any mapping looks it up. */
 function matchKey(b: Buffer, start: number, end: number, frame: Frame): Expectation | null {
   const escaped = hasBackslash(b, start + 1, end - 1);
-  const decoded = escaped ? (JSON.parse(b.toString('utf8', start, end)) as string) : '';
+  // a frame's groups are all folded or none (one compile option per tree)
+  const folded = frame.keys[0]?.folded === true;
+  let decoded = escaped ? (JSON.parse(b.toString('utf8', start, end)) as string) : '';
+  const plainAscii = !escaped && isAscii(b, start + 1, end - 1);
+  if (folded && !plainAscii) decoded = foldKey(escaped ? decoded : b.toString('utf8', start + 1, end - 1));
   for (let k = 0; k < frame.keys.length; k++) {
     const group = frame.keys[k]!;
-    if (escaped ? decoded === group.name : rawEquals(b, start + 1, end - 1, group.bytes)) {
+    const same = folded
+      ? plainAscii ? asciiFoldEquals(b, start + 1, end - 1, group.bytes) : decoded === group.name
+      : escaped ? decoded === group.name : rawEquals(b, start + 1, end - 1, group.bytes);
+    if (same) {
       // every occurrence of a duplicate key is a location: parsers disagree on which one wins
       frame.found[k] = true;
       return group.value;
@@ -318,6 +328,21 @@ export function hasBackslash(b: Buffer, start: number, end: number): boolean {
 function rawEquals(b: Buffer, start: number, end: number, bytes: Buffer): boolean {
   if (end - start !== bytes.length) return false;
   for (let k = 0; k < bytes.length; k++) if (b[start + k] !== bytes[k]) return false;
+  return true;
+}
+
+function isAscii(b: Buffer, start: number, end: number): boolean {
+  for (let k = start; k < end; k++) if (b[k]! >= 0x80) return false;
+  return true;
+}
+
+/** Raw ASCII bytes equal to `folded` (already lower-case) ignoring ASCII case. */
+function asciiFoldEquals(b: Buffer, start: number, end: number, folded: Buffer): boolean {
+  if (end - start !== folded.length) return false;
+  for (let k = 0; k < folded.length; k++) {
+    const c = b[start + k]!;
+    if ((c >= 0x41 && c <= 0x5a ? c + 0x20 : c) !== folded[k]) return false;
+  }
   return true;
 }
 

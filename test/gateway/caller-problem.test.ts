@@ -1,13 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { VeilError } from '../../src/engine/index.ts';
 import { callerProblem, type ProtectCall } from '../../src/gateway/caller-problem.ts';
-import type { GatewayConfig } from '../../src/gateway/gateway-config.ts';
+import { gatewaySchema } from '../../src/gateway/gateway-config.ts';
 import { locate } from '../../src/gateway/json-fields.ts';
 import { compileRoutes } from '../../src/gateway/routes.ts';
 
-const route = compileRoutes({
+const route = compileRoutes(gatewaySchema.parse({
+  upstream: 'http://127.0.0.1:1',
   routes: [{ method: 'POST', path: '/c', request: [{ select: 'email', field: 'Customer.email' }, { select: 'cards[*].number', field: 'Customer.cardNumber' }], response: [] }],
-} as unknown as GatewayConfig)[0]!;
+}))[0]!;
 const body = Buffer.from('{"email":"a@b.c","cards":[{"number":"1"},{"number":"2"}]}');
 const call = (rolesFrom: ProtectCall['rolesFrom'] = 'token'): ProtectCall => ({ route, body, located: locate(body, route.request.compiled), action: 'Protect', rolesFrom });
 const RIGHTS = '00000000-0000-4000-8000-000000000001';

@@ -60,6 +60,7 @@ describe('the gateway section of the configuration file', () => {
         - { select: a, field: Customer.phone }
         - { select: b, field: Customer.email }
         - { select: '"b"', field: Customer.name }
+        - { select: B, field: Customer.name }
       response:
         - { select: c, field: Customer.segmentKey }
         - { select: d, field: Customer.email, ifDenied: Mask }
@@ -71,6 +72,7 @@ describe('the gateway section of the configuration file', () => {
       ['/gateway/routes/0/response/1/ifDenied', 'Customer.email has no sequence for Mask'],
       ['/gateway/routes/0/response/2/ifDenied', 'Customer.cardNumber has no sequence for Pseudonymize'],
       ['/gateway/routes/0/request/2/select', "selector b is listed twice in this route's request selectors"],
+      ['/gateway/routes/0/request/3/select', "selector B is listed twice in this route's request selectors (keys match case-insensitively: keys: exact tells them apart)"],
     ]);
     expect(compileVeilConfigText(text).issues.filter((i) => i.severity === 'warning').map((i) => i.pointer)).toEqual(['/gateway/protectAs/roles/0']);
   });

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { compileSelectors, locate, spliceStrings } from '../../src/gateway/json-fields.ts';
 import { parseSelector } from '../../src/gateway/selector.ts';
+import { foldKey } from '../../src/json-bytes/paths.ts';
 
 const compiled = (...s: string[]) => compileSelectors(s.map(parseSelector));
 
@@ -10,6 +11,20 @@ describe('locating selected JSON values in bytes', () => {
     const found = locate(body, compiled('a.b', 'items[*].c', '"e-mail"', 'missing.deep'));
     expect(found.mismatched).toEqual([]);
     expect(found.values.map((v) => [v.selector, v.occurrence, v.value])).toEqual([[0, 0, 'x"y'], [1, 0, '12345678901234567890'], [1, 1, 'true'], [2, 0, 'z']]);
+  });
+
+  it('matches keys case-insensitively when folding: every spelling and every duplicate, escaped or not', () => {
+    const body = Buffer.from('{"Email":"a","EMAIL":"b","em\\u0061il":"c","eMaIl":"d","emails":"no","Card":{"NUMBER":"1"},"card":{"number":"2"}}');
+    const folded = locate(body, compileSelectors(['email', 'card.number'].map(parseSelector), true));
+    expect(folded.values.map((v) => v.value)).toEqual(['a', 'b', 'c', 'd', '1', '2']);
+    const exact = locate(body, compileSelectors(['email', 'card.number'].map(parseSelector), false));
+    expect(exact.values.map((v) => v.value)).toEqual(['c', '2']);
+  });
+
+  it('folds like Go and .NET: long s and Kelvin sign fold to s and k; ß stays', () => {
+    expect(['EMAIL', 'ſsn', 'Kelvin', 'Straße', 'İd'].map(foldKey)).toEqual(['email', 'ssn', 'kelvin', 'straße', 'İd']);
+    const body = Buffer.from('{"ſsn":"x","SSN":"y"}');
+    expect(locate(body, compileSelectors([parseSelector('ssn')], true)).values.map((v) => v.value)).toEqual(['x', 'y']);
   });
 
   it('reports shape mismatches per selector', () => {

@@ -13,6 +13,14 @@
 //   GET /faulty/bad-json: application/json that is not JSON;  /faulty/huge: 64 KiB of JSON with a
 //     Content-Length;  /faulty/huge-chunked: the same, chunked;  /faulty/bomb: gzip, 1 KiB on the
 //     wire, 1 MiB decoded. Each holds the marker LEAK-MARKER-d41d8 in a selected field.
+//   /sec/*: the security suite's and the fuzzer's catch-all (test/security): 200 with a small JSON
+//     body naming the request's sequence number.
+// Every request gets a sequence number (`seq`, from 1), recorded and sent back in X-Upstream-Seq:
+// a request the upstream parsed whose seq never reaches the caller was not the caller's request
+// (smuggled). GET /__control/received?since=N returns the records with seq >= N; GET
+// /__control/errors the parse errors of the upstream's own parser. UPSTREAM_LENIENT=1 parses with
+// Node's insecureHTTPParser (lenient about CL/TE, bare LF, chunk framing): an upstream that reads
+// more than it should, so the gateway's framing must leave it nothing to misread.
 //   /drop-reused: the first request on a connection is answered 200; a later one on the same
 //     (kept-alive) connection is read whole, recorded, and the connection destroyed unanswered, as
 //     an application that acted on the request and crashed would.
@@ -20,6 +28,7 @@ import { createServer, type IncomingMessage } from 'node:http';
 import zlib from 'node:zlib';
 
 interface Received {
+  seq: number;
   method: string;
   target: string;
   rawHeaders: string[];
@@ -27,6 +36,8 @@ interface Received {
 }
 
 const received: Received[] = [];
+const parseErrors: { code: string }[] = [];
+let seq = 0;
 const blob = Buffer.alloc(256 * 1024);
 for (let i = 0, x = 7; i < blob.length; i++) blob[i] = (x = (x * 1103515245 + 12345) >>> 0) >>> 24;
 
@@ -55,18 +66,26 @@ const header = (req: IncomingMessage, name: string) => {
   return Array.isArray(v) ? v[0] : v;
 };
 
-const server = createServer((req, res) => {
+const server = createServer({ insecureHTTPParser: process.env.UPSTREAM_LENIENT === '1' }, (req, res) => {
   const chunks: Buffer[] = [];
   req.on('data', (c: Buffer) => chunks.push(c));
   req.on('end', () => {
     const body = Buffer.concat(chunks);
     const path = (req.url ?? '/').split('?')[0]!;
-    if (path === '/__control/received') {
-      const doc = Buffer.from(JSON.stringify(received));
+    if (path === '/__control/received' || path === '/__control/errors') {
+      const since = Number(new URL(req.url ?? '/', 'http://x').searchParams.get('since') ?? 0);
+      const doc = Buffer.from(JSON.stringify(path === '/__control/errors' ? parseErrors : received.filter((r) => r.seq >= since)));
       res.writeHead(200, { 'content-type': 'application/json', 'content-length': doc.length });
       return res.end(doc);
     }
-    received.push({ method: req.method ?? '', target: req.url ?? '', rawHeaders: req.rawHeaders, body: body.toString('base64') });
+    const n = ++seq;
+    received.push({ seq: n, method: req.method ?? '', target: req.url ?? '', rawHeaders: req.rawHeaders, body: body.toString('base64') });
+    res.setHeader('X-Upstream-Seq', String(n));
+    if (path.startsWith('/sec/')) {
+      const doc = Buffer.from(JSON.stringify({ seq: n }));
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': doc.length });
+      return res.end(doc);
+    }
     const earlier = served.get(req.socket) ?? 0;
     served.set(req.socket, earlier + 1);
     if (path.endsWith('/hang')) return;
@@ -93,7 +112,9 @@ const server = createServer((req, res) => {
       const coding = header(req, 'x-respond-encoding');
       const out = encode(decode(body, header(req, 'content-encoding')), coding);
       const status = Number(header(req, 'x-respond-status') ?? 200);
+      res.removeHeader('X-Upstream-Seq');
       res.writeHead(status, status === 418 ? 'Short And Stout' : undefined, [
+        'X-Upstream-Seq', String(n),
         'Content-Type', header(req, 'x-respond-type') ?? 'application/json',
         ...(coding ? ['Content-Encoding', coding] : []),
         'Content-Length', String(out.length),
@@ -127,6 +148,11 @@ const server = createServer((req, res) => {
     res.writeHead(404, { 'content-type': 'text/plain', 'content-length': 9 });
     res.end('not found');
   });
+});
+
+server.on('clientError', (e: NodeJS.ErrnoException, socket) => {
+  parseErrors.push({ code: e.code ?? 'unknown' });
+  socket.destroy();
 });
 
 server.listen(0, '127.0.0.1', () => {

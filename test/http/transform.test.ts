@@ -532,7 +532,7 @@ describe('no bad input is a server error, and nothing leaks', () => {
       // the admin portal's doors (covered by test/security/portal-*.test.ts)
       'DRAFT_CHANGED', 'FOUR_EYES_REQUIRED', 'DRAFT_LIMIT_EXCEEDED', 'SANDBOX_BUSY', 'SIGN_IN_RATE_LIMITED', 'SESSIONS_FULL',
       // veil gateway only (covered by test/integration/gateway.test.ts and test/gateway)
-      'BODY_NOT_JSON', 'CONTENT_ENCODING_UNSUPPORTED', 'FIELD_SHAPE_MISMATCH', 'PATH_NOT_CANONICAL', 'UPSTREAM_UNAVAILABLE', 'UPSTREAM_TIMEOUT', 'UPSTREAM_RESPONSE_INVALID',
+      'BODY_NOT_JSON', 'CONTENT_ENCODING_UNSUPPORTED', 'FIELD_SHAPE_MISMATCH', 'PATH_NOT_CANONICAL', 'REQUEST_FRAMING_INVALID', 'REQUEST_TARGET_INVALID', 'BODY_NOT_ALLOWED', 'HEADERS_TOO_LARGE', 'EXPECTATION_FAILED', 'UPSTREAM_UNAVAILABLE', 'UPSTREAM_TIMEOUT', 'UPSTREAM_RESPONSE_INVALID',
       // inside PostgreSQL only (covered by test/integration/postgres-triggers.test.ts and test/db)
       'DB_NOT_CONFIGURED', 'DB_ROLE_UNMAPPED', 'DB_CREDENTIALS_REFUSED', 'DB_SERVICE_UNAVAILABLE', 'DB_ARGUMENT_INVALID'];
     // METHOD_NOT_ALLOWED has its own test above (405 with Allow)
