@@ -123,7 +123,7 @@ pipelines:
 `);
   await admin.createTopics({ topics: [{ topic: `${sink}.dlq`, numPartitions: 1 }], waitForLeaders: true });
   const stream = await openStream({
-    configFile, dataDir, env: { VEIL_MASTER_KEY: 'e'.repeat(64) }, now: () => new Date(), brokers: brokers!.split(','), development: true, client,
+    configFile, dataDir, env: { VEIL_MASTER_KEY: 'e'.repeat(64), VEIL_PROTECT_THREADS: process.env.VEIL_PROTECT_THREADS }, now: () => new Date(), brokers: brokers!.split(','), development: true, client,
     logger: pino({ level: 'error' }),
   });
   const start = performance.now();
@@ -141,7 +141,7 @@ pipelines:
 /** What limits a figure: the process's CPU when it is near one core, else the transactions' round trips. */
 function limit(c: Cost): string {
   const perBatch = Math.round(N / Math.max(1, c.batches));
-  const what = c.cpu > 0.85 ? 'CPU-bound (node is single-threaded)' : 'waiting on broker round trips';
+  const what = c.cpu > 0.85 ? 'CPU-bound (a core or more: the consumer thread, protection threads and librdkafka threads together)' : 'waiting on broker round trips';
   return `${Math.round(c.cpu * 100)}% of a core, ${fmt(c.batches)} transactions of ~${fmt(perBatch)} records: ${what}`;
 }
 
