@@ -21,8 +21,10 @@ describe('schemathesis', () => {
     expect(output, tail).toMatch(/No issues found in/);
     const [, generated, passed] = /(\d+) generated, (\d+) passed/.exec(output) ?? [];
     expect(Number(passed), tail).toBe(Number(generated));
-    // transform and token get 1,000 examples each; the GET operations have no inputs to vary
-    expect(Number(generated), tail).toBeGreaterThanOrEqual(2000);
+    // transform gets 1,000 examples; Hypothesis stops early on an operation whose inputs it has
+    // exhausted (the token form, the GET operations), so the total varies from run to run
+    // (seen: 1,304 and 1,433 as well as over 2,000) and at least transform's 1,000 are required
+    expect(Number(generated), tail).toBeGreaterThanOrEqual(1000);
     expect(output, tail).not.toMatch(/\d+ failures?\b|Failures:/);
   }, 1_000_000);
 });
