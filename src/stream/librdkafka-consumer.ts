@@ -108,9 +108,14 @@ export function librdkafkaConsumer(options: Options): ConsumerPort {
         waiting -= state.pending.length;
         state.pending = [];
         options.log('warn', 'batch failed; the partition is read again from its first record', { topic: state.topic, partition: state.partition, error: (e as Error).name, code: (e as { code?: string }).code });
-        consumer.seek({ topic: state.topic, partition: state.partition, offset: Number(records[0]!.offset) }, 0, (err) => {
-          if (err) options.log('warn', 'seek failed', { topic: state.topic, partition: state.partition, code: err.code });
-        });
+        try {
+          consumer.seek({ topic: state.topic, partition: state.partition, offset: Number(records[0]!.offset) }, 0, (err) => {
+            if (err) options.log('warn', 'seek failed', { topic: state.topic, partition: state.partition, code: err.code });
+          });
+        } catch (err) {
+          // a consumer that is disconnecting: its next owner starts from the committed offset anyway
+          options.log('warn', 'seek failed', { topic: state.topic, partition: state.partition, error: (err as Error).name });
+        }
       },
     );
     inFlight.add(work);
