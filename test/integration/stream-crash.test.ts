@@ -122,7 +122,14 @@ pipelines:
     phase('broker restarted');
     await producing;
     await producer.close();
-    await waitFor(() => unique() >= TOTAL, 240_000, 'all records in the clean topic');
+    try {
+      await waitFor(() => unique() >= TOTAL, 240_000, 'all records in the clean topic');
+    } catch (e) {
+      // a stall: what the processes did (veil logs codes, offsets and ids, never values)
+      console.log(`crash test stalled at ${unique()} of ${TOTAL} ids\n${phases.join('\n')}`);
+      console.log([...logs, processor.output()].map((l) => l.split('\n').filter((line) => /"level":(40|50|60)|re-creating|halted|crashed/.test(line)).slice(-60).join('\n')).join('\n----\n'));
+      throw e;
+    }
     await new Promise((r) => setTimeout(r, 3000));
     processor.kill('SIGTERM');
     await new Promise((r) => processor.once('close', r));
