@@ -85,7 +85,7 @@ export function librdkafkaConsumer(options: Options): ConsumerPort {
         consumer.unassign();
       }
     } catch (e) {
-      options.log('warn', 'rebalance', { error: (e as Error).message });
+      options.log('warn', 'rebalance failed', { error: (e as Error).name, code: (e as { code?: unknown }).code });
     }
   };
 
