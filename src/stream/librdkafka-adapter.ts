@@ -139,9 +139,17 @@ interface Delivery {
 
 const FLUSH_TIMEOUT_MS = 60_000;
 
+/**
+ * Why a transactional record carries no opaque: the binding keeps a record's opaque in a V8
+ * persistent handle that only its delivery report frees, and with `delivery.report.only.error`
+ * a delivered record has no report — one leaked handle (and its Delivery) per record, and GC
+ * work growing with them. A transactional producer sends one chunk at a time (the next is
+ * queued only after a flush), so an error report belongs to the chunk being sent.
+ */
 function producerPort(producer: Producer, limits: ReturnType<typeof topicLimits>, consumers: NativeConsumers, transactional: boolean): ProducerPort {
+  let current: Delivery | undefined;
   producer.on('delivery-report', (err, report) => {
-    const d = (report as { opaque?: Delivery }).opaque;
+    const d = transactional ? current : (report as { opaque?: Delivery }).opaque;
     if (!d) return;
     if (err) d.error ??= fromLibrdkafka(err, 'delivery');
     if (d.settle && --d.pending === 0) d.settle();
@@ -149,8 +157,9 @@ function producerPort(producer: Producer, limits: ReturnType<typeof topicLimits>
   const sendChunk = async (chunk: OutRecord[]): Promise<void> => {
     const delivery: Delivery = { pending: chunk.length };
     const delivered = transactional ? undefined : new Promise<void>((resolve) => (delivery.settle = resolve));
+    if (transactional) current = delivery;
     for (let i = 0; i < chunk.length; i++) {
-      if (await produceOne(producer, chunk[i]!, delivery)) continue;
+      if (produceOne(producer, chunk[i]!, delivery, transactional ? undefined : delivery) || await produceRetried(producer, chunk[i]!, delivery, transactional ? undefined : delivery)) continue;
       delivery.pending -= chunk.length - i;
       if (delivery.pending === 0) delivery.settle?.();
       break;
@@ -181,24 +190,36 @@ function producerPort(producer: Producer, limits: ReturnType<typeof topicLimits>
   };
 }
 
+/** librdkafka's ERR__QUEUE_FULL: its local queue is full (it drains in the background) */
+const QUEUE_FULL = -184;
+
 /**
- * Queues one record, in order: while librdkafka's local queue is full (it drains in the
- * background) this waits and tries the same record again, never the next one first.
- * False when the record was refused (the delivery holds the error).
+ * Queues one record without waiting: true when queued, false when refused for good (the
+ * delivery holds the error) or when the local queue is full (`queueFull` says which).
  */
-async function produceOne(producer: Producer, r: OutRecord, delivery: Delivery): Promise<boolean> {
-  for (let attempt = 0; ; attempt++) {
-    try {
-      producer.produce(r.topic, null, r.value as Buffer, r.key ?? undefined, undefined, delivery, r.headers.map((h) => ({ [h.key]: h.value as Buffer })));
-      return true;
-    } catch (e) {
-      // ERR__QUEUE_FULL
-      if ((e as LibrdKafkaError).code === -184 && attempt < 2000) {
-        await new Promise((resolve) => setTimeout(resolve, 5));
-        continue;
-      }
-      delivery.error ??= fromLibrdkafka(e as LibrdKafkaError, 'produce');
-      return false;
-    }
+function produceOne(producer: Producer, r: OutRecord, delivery: Delivery, opaque: Delivery | undefined, queueFull?: { full: boolean }): boolean {
+  try {
+    producer.produce(r.topic, null, r.value as Buffer, r.key ?? undefined, undefined, opaque, r.headers.length ? r.headers.map((h) => ({ [h.key]: h.value as Buffer })) : undefined);
+    return true;
+  } catch (e) {
+    if ((e as LibrdKafkaError).code === QUEUE_FULL && queueFull) queueFull.full = true;
+    else if ((e as LibrdKafkaError).code !== QUEUE_FULL) delivery.error ??= fromLibrdkafka(e as LibrdKafkaError, 'produce');
+    return false;
   }
+}
+
+/**
+ * The same record again while librdkafka's local queue is full, in order (never the next record
+ * first); false when it was refused (the delivery holds the error).
+ */
+async function produceRetried(producer: Producer, r: OutRecord, delivery: Delivery, opaque: Delivery | undefined): Promise<boolean> {
+  if (delivery.error) return false;
+  for (let attempt = 0; attempt < 2000; attempt++) {
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    const queueFull = { full: false };
+    if (produceOne(producer, r, delivery, opaque, queueFull)) return true;
+    if (!queueFull.full) return false;
+  }
+  delivery.error ??= new KafkaClientError('QUEUE_FULL', 'the local produce queue stayed full', true);
+  return false;
 }
