@@ -13,6 +13,9 @@ const ASSIGN = -175;
 const REVOKE = -174;
 /** how long one consume call waits for a first record */
 const POLL_MS = 100;
+/** a failed batch is tried again after this, doubling per failure in a row up to the maximum */
+const RETRY_FIRST_MS = 100;
+const RETRY_MAX_MS = 5000;
 
 type Handler = (batch: Batch, heartbeat: () => Promise<void>) => Promise<void>;
 
@@ -20,8 +23,11 @@ type Handler = (batch: Batch, heartbeat: () => Promise<void>) => Promise<void>;
 interface PartitionState {
   topic: string;
   partition: number;
+  /** a batch is in flight, or a failed one waits to be tried again */
   busy: boolean;
   pending: InRecord[];
+  /** failures in a row of this partition's batch: the retry backs off */
+  failures: number;
 }
 
 interface Options {
@@ -38,8 +44,8 @@ interface Options {
  * A ConsumerPort over librdkafka's KafkaConsumer with its own fetch loop: every owned partition
  * runs one batch at a time, and partitions run side by side — a batch waits only for the
  * previous batch of its own partition. Records fetched behind a busy partition wait in order; a
- * failed batch drops them and seeks the partition back to the batch's first offset, so it is
- * delivered again. Backpressure: the loop stops fetching while more than a few batches' worth
+ * failed batch is delivered again from memory, ahead of them, after a backoff (the consumer's
+ * position never moves back, so nothing behind the batch can overtake it). Backpressure: the loop stops fetching while more than a few batches' worth
  * wait (librdkafka's pause/resume would cost a fetch backoff of about a second each time).
  */
 export function librdkafkaConsumer(options: Options): ConsumerPort {
@@ -57,7 +63,7 @@ export function librdkafkaConsumer(options: Options): ConsumerPort {
 
   let generation = 0;
   const owned = (assignment: Assignment[]) => {
-    states = new Map(assignment.map((a) => [keyOf(a.topic, a.partition), { topic: a.topic, partition: a.partition, busy: false, pending: [] }]));
+    states = new Map(assignment.map((a) => [keyOf(a.topic, a.partition), { topic: a.topic, partition: a.partition, busy: false, pending: [], failures: 0 }]));
     waiting = 0;
     const byTopic: Record<string, number[]> = {};
     for (const a of assignment) (byTopic[a.topic] ??= []).push(a.partition);
@@ -91,31 +97,35 @@ export function librdkafkaConsumer(options: Options): ConsumerPort {
 
   const runBatch = (state: PartitionState, handler: Handler) => {
     const records = state.pending.splice(0, options.maxBatchRecords);
-    if (states.get(keyOf(state.topic, state.partition)) === state) waiting -= records.length;
+    const current = () => states.get(keyOf(state.topic, state.partition)) === state;
+    if (current()) waiting -= records.length;
     state.busy = true;
     const consumer = native!;
     const highWatermark = watermark(consumer, state, records);
     const work = handler({ topic: state.topic, partition: state.partition, records, highWatermark }, async () => undefined).then(
       () => {
         state.busy = false;
-        if (states.get(keyOf(state.topic, state.partition)) === state && state.pending.length) runBatch(state, handler);
+        state.failures = 0;
+        if (current() && state.pending.length) runBatch(state, handler);
         batchDone?.();
       },
       (e: unknown) => {
-        state.busy = false;
         batchDone?.();
-        if (states.get(keyOf(state.topic, state.partition)) !== state) return;
-        waiting -= state.pending.length;
-        state.pending = [];
-        options.log('warn', 'batch failed; the partition is read again from its first record', { topic: state.topic, partition: state.partition, error: (e as Error).name, code: (e as { code?: string }).code });
-        try {
-          consumer.seek({ topic: state.topic, partition: state.partition, offset: Number(records[0]!.offset) }, 0, (err) => {
-            if (err) options.log('warn', 'seek failed', { topic: state.topic, partition: state.partition, code: err.code });
-          });
-        } catch (err) {
-          // a consumer that is disconnecting: its next owner starts from the committed offset anyway
-          options.log('warn', 'seek failed', { topic: state.topic, partition: state.partition, error: (err as Error).name });
+        if (!current()) {
+          state.busy = false;
+          return;
         }
+        // read again from memory, in order, ahead of what was fetched behind it. Not a seek: the
+        // binding seeks on a thread-pool worker while the fetch loop goes on, so records behind
+        // the batch could be delivered before the seek lands (and committed past the batch)
+        state.pending = records.concat(state.pending);
+        waiting += records.length;
+        const delay = Math.min(RETRY_MAX_MS, RETRY_FIRST_MS * 2 ** state.failures++);
+        options.log('warn', 'batch failed; it is tried again from its first record', { topic: state.topic, partition: state.partition, error: (e as Error).name, code: (e as { code?: string }).code, delayMs: delay });
+        setTimeout(() => {
+          state.busy = false;
+          if (running && current() && state.pending.length) runBatch(state, handler);
+        }, delay).unref();
       },
     );
     inFlight.add(work);

@@ -93,6 +93,9 @@ export class PartitionTransactions {
         await produce(todo, tx);
         await tx.sendOffsets(this.groupId, topic, partition, next);
         await tx.commit();
+        // the group's committed offset is now `next`: a batch delivered again below it is skipped,
+        // so a consumer that re-read older records can never move the group's offset back
+        slot.floor = BigInt(next);
         this.log('committed', { id, from: todo[0]!.offset, to: todo.at(-1)!.offset, count: todo.length, next });
         return todo;
       } catch (e) {

@@ -143,6 +143,30 @@ describe.each(streamClients())('Kafka port on %s (real broker)', (client) => {
     expect(seen).toEqual(Array.from({ length: 50 }, (_, i) => String(i)));
   }, 60_000);
 
+  it('a failed batch with records fetched behind it: each record once, in order (none overtakes the retried batch)', async () => {
+    const t = topicsFor('behind');
+    await createTopics(kafka, [t.raw], 1);
+    const total = 20_000;
+    const p = await port.producer({});
+    await p.send(Array.from({ length: total }, (_, i) => ({ topic: t.raw, key: null, value: Buffer.from(String(i)), headers: [] })));
+    await p.disconnect();
+    const seen: number[] = [];
+    let failures = 0;
+    await groupConsumer(`behind-${t.id}`, t.raw, async (b) => {
+      // slow batches, so that what follows is fetched and waits while a batch fails
+      await new Promise((r) => setTimeout(r, 50));
+      if (failures < 3 && b.records.some((r) => r.offset === '3000')) {
+        failures++;
+        throw new Error('refused');
+      }
+      seen.push(...b.records.map((r) => Number(r.value!.toString())));
+    });
+    await waitUntil(() => seen.length >= total);
+    await new Promise((r) => setTimeout(r, 500));
+    expect(failures).toBe(3);
+    expect(seen).toEqual(Array.from({ length: total }, (_, i) => i));
+  }, 60_000);
+
   it('maxMessageBytes reads a topic\'s limit', async () => {
     const t = topicsFor('limit');
     await createTopics(kafka, [t.dlq], 1, { 'max.message.bytes': '12345' });
