@@ -3,7 +3,7 @@
 // measured in the same run. Prints ratios; targets are checked and reported, not asserted.
 import { createCipheriv, createHmac, randomBytes } from 'node:crypto';
 import { FF1 } from '@noble/ciphers/ff1.js';
-import { aessiv, gcm, unsafe } from '@noble/ciphers/aes.js';
+import { aessiv, unsafe } from '@noble/ciphers/aes.js';
 import { hmac } from '@noble/hashes/hmac.js';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { compileConfigText, createTransformer, Engine, MemoryKeyProvider, type KeyRef, type StepConfig } from '../src/engine/index.ts';
@@ -80,13 +80,15 @@ const nonce = bytes(12);
 rows.push({
   name: 'aes-gcm (16 chars)',
   ours: opsPerSecond((i) => g.protect(texts[i & 1023]!), 1, ms),
-  ceiling: ['node:crypto GCM seal', opsPerSecond((i) => {
+  // CTR block, tag mask and H-independent work: 2 AES blocks is the floor for a 16-byte value
+  ceiling: ['2 AES blocks', opsPerSecond(aesBlocks(2), 1, ms)],
+  // the previous implementation: one node:crypto Cipheriv per value (it takes no new nonce)
+  peer: ['node:crypto GCM seal', opsPerSecond((i) => {
     const c = createCipheriv('aes-256-gcm', material.gcm, nonce);
     c.update(textBytes[i & 1023]!);
     c.final();
     c.getAuthTag();
   }, 1, ms)],
-  peer: ['@noble/ciphers gcm', opsPerSecond((i) => gcm(material.gcm, nonce).encrypt(textBytes[i & 1023]!), 1, ms / 2)],
 });
 
 const h = bound({ type: 'hmac-sha256', key: 'mac', outputBytes: 32 }, { name: 'mac', id: 'mac', type: 'hmac-sha256' });

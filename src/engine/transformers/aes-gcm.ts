@@ -1,9 +1,8 @@
-import { createSecretKey } from 'node:crypto';
 import { ValueError } from '../errors.ts';
-import { gcmOpen, gcmSeal, GCM_NONCE_BYTES, GCM_TAG_BYTES } from '../crypto/aes-gcm.ts';
+import { AesGcm, GCM_NONCE_BYTES, GCM_TAG_BYTES } from '../crypto/aes-gcm.ts';
 import { revealKeyBytes } from '../key-access/secret-key.ts';
 import { bindingLabel, type KeyRef, type Transformer, type TransformerDeps } from './transformer.ts';
-import { decode, encode, FORMAT_TAGS, fromUtf8, header, HEADER_BYTES, utf8 } from './output-format.ts';
+import { decode, encode, FORMAT_TAGS, fromUtf8, header, HEADER_BYTES, outputBuffer, utf8Length } from './output-format.ts';
 import { VersionedKeys } from './versioned-keys.ts';
 
 const TAG = FORMAT_TAGS['aes-gcm'];
@@ -16,29 +15,37 @@ const encoder = new TextEncoder();
  * A random 96-bit nonce bounds a key to about 2^32 protections (NIST SP 800-38D §8.3): rotate.
  */
 export function aesGcm(params: { key: KeyRef; binding?: string }, deps: TransformerDeps): Transformer {
-  const keys = new VersionedKeys(params.key, deps.keys, (k) => createSecretKey(revealKeyBytes(k)));
+  const keys = new VersionedKeys(params.key, deps.keys, (k) => new AesGcm(revealKeyBytes(k)));
   return {
     type: 'aes-gcm',
     reversible: true,
     bind(field) {
       const label = encoder.encode(bindingLabel(field, params.binding));
-      const aad = (h: Uint8Array) => Buffer.concat([h, label]);
+      // per key version: its header and the associated data header || label, built once
+      const aads = new Map<number, { h: Uint8Array; aad: Uint8Array }>();
+      const aadOf = (version: number) => {
+        let a = aads.get(version);
+        if (!a) {
+          const h = header(TAG, version);
+          aads.set(version, (a = { h, aad: Buffer.concat([h, label]) }));
+        }
+        return a;
+      };
       return {
         protect(value) {
           const version = keys.protectVersion();
-          const h = header(TAG, version);
-          const nonce = deps.random(new Uint8Array(GCM_NONCE_BYTES));
-          const sealed = gcmSeal(keys.forProtect(version), nonce, aad(h), utf8(value));
-          const out = new Uint8Array(HEADER_BYTES + GCM_NONCE_BYTES + sealed.length);
-          out.set(h);
-          out.set(nonce, HEADER_BYTES);
-          out.set(sealed, HEADER_BYTES + GCM_NONCE_BYTES);
-          return encode(out);
+          const { h, aad } = aadOf(version);
+          const length = utf8Length(value);
+          const out = outputBuffer(h, GCM_NONCE_BYTES + length + GCM_TAG_BYTES);
+          const nonce = out.subarray(HEADER_BYTES, HEADER_BYTES + GCM_NONCE_BYTES);
+          deps.random(nonce);
+          out.write(value, HEADER_BYTES + GCM_NONCE_BYTES, 'utf8');
+          return encode(keys.forProtect(version).sealInPlace(nonce, aad, out, HEADER_BYTES + GCM_NONCE_BYTES, length));
         },
         unprotect(value) {
-          const { version, header: h, payload } = decode(value, TAG, GCM_NONCE_BYTES + GCM_TAG_BYTES);
+          const { version, payload } = decode(value, TAG, GCM_NONCE_BYTES + GCM_TAG_BYTES);
           const key = keys.forUnprotect(version);
-          const plaintext = gcmOpen(key, payload.subarray(0, GCM_NONCE_BYTES), aad(h), payload.subarray(GCM_NONCE_BYTES));
+          const plaintext = key.open(payload.subarray(0, GCM_NONCE_BYTES), aadOf(version).aad, payload.subarray(GCM_NONCE_BYTES));
           if (!plaintext) throw new ValueError('PROTECTED_VALUE_INVALID', 'fails authentication (tampered, or protected for another field or key)');
           return fromUtf8(plaintext);
         },

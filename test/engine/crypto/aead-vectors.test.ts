@@ -1,7 +1,10 @@
-import { createSecretKey } from 'node:crypto';
+import { createCipheriv, createSecretKey, randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { AesSiv } from '../../../src/engine/crypto/aes-siv.ts';
-import { gcmOpen, gcmSeal } from '../../../src/engine/crypto/aes-gcm.ts';
+import { AesGcm } from '../../../src/engine/crypto/aes-gcm.ts';
+
+const gcmSeal = (key: AesGcm, iv: Uint8Array, aad: Uint8Array, pt: Uint8Array) => key.seal(iv, aad, pt);
+const gcmOpen = (key: AesGcm, iv: Uint8Array, aad: Uint8Array, sealed: Uint8Array) => key.open(iv, aad, sealed);
 import { hmacSha256, hmacSha256Verify } from '../../../src/engine/crypto/hmac-sha256.ts';
 import { countTests, hex, toHex, vectors, type WycheproofFile } from './vectors.ts';
 
@@ -38,7 +41,7 @@ describe('AES-SIV-CMAC: Wycheproof', () => {
 describe('AES-GCM: McGrew–Viega test cases', () => {
   const { vectors: list } = vectors<{ vectors: { testCase: number; keyHex: string; ivHex: string; aadHex: string; ptHex: string; ctHex: string; tagHex: string }[] }>('nist-gcm.json');
   it.each(list)('test case $testCase', (v) => {
-    const key = createSecretKey(hex(v.keyHex));
+    const key = new AesGcm(hex(v.keyHex));
     expect(toHex(gcmSeal(key, hex(v.ivHex), hex(v.aadHex), hex(v.ptHex)))).toBe(v.ctHex + v.tagHex);
     expect(toHex(gcmOpen(key, hex(v.ivHex), hex(v.aadHex), hex(v.ctHex + v.tagHex))!)).toBe(v.ptHex);
   });
@@ -50,7 +53,7 @@ describe('AES-GCM: Wycheproof', () => {
   const tests = file.testGroups.flatMap((g) => g.tests.map((t) => ({ ...t, ivSize: g.ivSize, tagSize: g.tagSize, keySize: g.keySize })));
   const supported = (t: (typeof tests)[number]) => t.ivSize === 96 && t.tagSize === 128;
   it.each(tests.filter(supported))('tcId $tcId ($result) $comment', (t) => {
-    const key = createSecretKey(hex(t.key));
+    const key = new AesGcm(hex(t.key));
     const opened = gcmOpen(key, hex(t.iv as string), hex(t.aad as string), hex((t.ct as string) + (t.tag as string)));
     if (t.result === 'valid') {
       expect(toHex(gcmSeal(key, hex(t.iv as string), hex(t.aad as string), hex(t.msg)))).toBe((t.ct as string) + (t.tag as string));
@@ -63,7 +66,7 @@ describe('AES-GCM: Wycheproof', () => {
     const unsupported = tests.filter((t) => !supported(t));
     expect(unsupported.length).toBeGreaterThan(0);
     for (const t of unsupported) {
-      const key = createSecretKey(hex(t.key));
+      const key = new AesGcm(hex(t.key));
       expect(() => gcmSeal(key, hex(t.iv as string), hex(t.aad as string), hex(t.msg)), `tcId ${t.tcId}`).toThrow(/96 bits/);
       expect(() => gcmOpen(key, hex(t.iv as string), hex(t.aad as string), hex((t.ct as string) + (t.tag as string))), `tcId ${t.tcId}`).toThrow(/96 bits/);
     }
@@ -89,5 +92,26 @@ describe('HMAC-SHA256: Wycheproof', () => {
     const key = createSecretKey(new Uint8Array(32));
     expect(() => hmacSha256(key, [], 8)).toThrow(RangeError);
     expect(hmacSha256Verify(key, [], new Uint8Array(8))).toBe(false);
+  });
+});
+
+describe('AES-GCM: value for value against node:crypto (OpenSSL)', () => {
+  it('seals and opens 3,000 random keys, nonces, AADs and messages (0–100 bytes) exactly as OpenSSL does; a flipped bit fails', () => {
+    for (let i = 0; i < 3000; i++) {
+      const keyBytes = randomBytes([16, 24, 32][i % 3]!);
+      const nonce = randomBytes(12);
+      const aad = randomBytes(i % 71);
+      const pt = randomBytes(i % 101);
+      const cipher = createCipheriv(`aes-${keyBytes.length * 8}-gcm` as 'aes-256-gcm', keyBytes, nonce, { authTagLength: 16 });
+      cipher.setAAD(aad);
+      const expected = Buffer.concat([cipher.update(pt), cipher.final(), cipher.getAuthTag()]);
+      const ours = new AesGcm(keyBytes);
+      const sealed = ours.seal(nonce, aad, pt);
+      expect(Buffer.from(sealed).equals(expected), `case ${i}`).toBe(true);
+      expect(Buffer.from(ours.open(nonce, aad, sealed)!).equals(pt)).toBe(true);
+      const tampered = Uint8Array.from(sealed);
+      tampered[i % tampered.length]! ^= 1 << (i % 8);
+      expect(ours.open(nonce, aad, tampered)).toBeUndefined();
+    }
   });
 });
