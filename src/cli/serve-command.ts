@@ -54,11 +54,21 @@ export const serveCommand: Command = async (args, io) => {
       const exited = new Promise<void>((resolve) => cluster.on('exit', () => { if (--running === 0) resolve(); }));
       for (let i = 0; i < workers; i++) cluster.fork();
       io.stderr(`veil serve: ${workers} workers on http://${host}:${port}\n`);
-      const stop = () => { for (const w of Object.values(cluster.workers ?? {})) w?.process.kill('SIGTERM'); };
+      let late = false;
+      const stop = () => {
+        for (const w of Object.values(cluster.workers ?? {})) w?.process.kill('SIGTERM');
+        // a worker that has not drained within the stop timeout is killed: the orchestrator
+        // waiting on this process is never kept past it
+        setTimeout(() => {
+          late = true;
+          for (const w of Object.values(cluster.workers ?? {})) w?.process.kill('SIGKILL');
+        }, stopTimeoutMs(io.env)).unref();
+      };
       process.once('SIGTERM', stop);
       process.once('SIGINT', stop);
       await exited;
-      return 0;
+      if (late) io.stderr('veil serve: a worker did not drain within the stop timeout and was killed\n');
+      return late ? 1 : 0;
     }
     const service = await open(isWorker);
     await service.app.listen({ port, host });
@@ -74,9 +84,17 @@ export const serveCommand: Command = async (args, io) => {
       process.once('SIGTERM', stop);
       process.once('SIGINT', stop);
     });
+    // a worker's channel to the primary would keep it alive after the drain
+    if (isWorker) cluster.worker?.disconnect();
     return 0;
   } catch (e) {
     io.stderr(`veil serve: ${e instanceof VeilError ? `${e.message} [${e.code}]` : `cannot start: ${(e as Error).message}`}\n`);
     return 1;
   }
 };
+
+/** How long the primary waits for its workers to drain after SIGTERM (VEIL_STOP_TIMEOUT_MS, default 25 s). */
+function stopTimeoutMs(env: NodeJS.ProcessEnv): number {
+  const ms = Number(env.VEIL_STOP_TIMEOUT_MS ?? 25_000);
+  return Number.isFinite(ms) && ms > 0 ? ms : 25_000;
+}
