@@ -6,7 +6,8 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
-import { compileConfigText, Engine, MemoryKeyProvider } from '../src/engine/index.ts';
+import { Engine, MemoryKeyProvider } from '../src/engine/index.ts';
+import { compileVeilConfigText } from '../src/app/config-file.ts';
 import { fmt, opsPerSecond, ratio } from './measure.ts';
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 8);
@@ -44,7 +45,10 @@ try {
   const { access_token: token } = (await tokenRes.json()) as { access_token: string };
 
   // the in-process engine on the same batches, one core
-  const compiled = compileConfigText(await readFile(configFile, 'utf8')).config!;
+  // the engine section of the same file the service runs (it has a service section too)
+  const loaded = compileVeilConfigText(await readFile(configFile, 'utf8'));
+  if (!loaded.config) throw new Error(`bench/http-config.yaml: ${loaded.issues.map((i) => `${i.pointer} ${i.message}`).join('; ')}`);
+  const compiled = loaded.config.engine;
   const keys = new MemoryKeyProvider();
   keys.add('pan', 'ff1', new Uint8Array(32).fill(5), 'now');
   const engine = new Engine({ config: compiled, keys });
