@@ -1,9 +1,14 @@
+import { createHash } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import rdkafka from '@confluentinc/kafka-javascript';
 import type { AdminClient as AdminClientType, IAdminClient, KafkaConsumer, LibrdKafkaError, Producer } from '@confluentinc/kafka-javascript';
 import { Kafka, logLevel } from 'kafkajs';
 import { inChunks } from './send-chunks.ts';
 import { librdkafkaConsumer, type NativeConsumers } from './librdkafka-consumer.ts';
-import type { KafkaPort, OutRecord, ProducerPort, Transaction } from './ports.ts';
+import type { Header, KafkaPort, OutRecord, ProducerPort, Transaction } from './ports.ts';
 import { topicLimits } from './topic-limits.ts';
 import { KafkaClientError, fromLibrdkafka } from './kafka-client-error.ts';
 
@@ -32,11 +37,12 @@ const RETRY_OFFSET_FETCH = new Set([14, 15, 16, 88]);
  * API): Java-grade transactions — KIP-447 group metadata in sendOffsetsToTransaction, stable
  * (require_stable) offset fetches, per-producer aborted-transaction filtering for
  * read_committed — and headers kept as an ordered list (null values too: see
- * patches/kafka-javascript-null-headers.patch). One transactional producer per input partition,
+ * patches/kafka-javascript-*.patch). One transactional producer per input partition,
  * as with kafkajs, so PartitionTransactions' fencing argument holds unchanged; KIP-447 adds that a
  * member of an old group generation cannot commit offsets at all.
  */
 export function librdkafkaPort(options: LibrdkafkaOptions): KafkaPort {
+  checkPatchedBinding();
   const bootstrap = options.brokers.join(',');
   const log = options.log ?? (() => undefined);
   const common = { 'bootstrap.servers': bootstrap, 'client.id': options.clientId, 'socket.keepalive.enable': true };
@@ -74,6 +80,26 @@ export function librdkafkaPort(options: LibrdkafkaOptions): KafkaPort {
       if (a) (await a).disconnect();
     },
   };
+}
+
+/**
+ * The binding must be built with veil's patches (null header values, the flat header list):
+ * without them a null header is written empty and a flat list is misread. scripts/build-librdkafka.sh
+ * stamps the build with the patches' hash; a build without that stamp is refused.
+ */
+function checkPatchedBinding(): void {
+  const patches = fileURLToPath(new URL('../../patches/', import.meta.url));
+  const hash = createHash('sha256');
+  for (const f of readdirSync(patches).filter((n) => /^kafka-javascript-.*\.patch$/.test(n)).sort()) hash.update(readFileSync(join(patches, f)));
+  const want = hash.digest('hex');
+  const pkg = dirname(createRequire(import.meta.url).resolve('@confluentinc/kafka-javascript/package.json'));
+  let stamp = '';
+  try {
+    stamp = readFileSync(join(pkg, 'build', 'veil-build.stamp'), 'utf8').trim();
+  } catch {
+    // no stamp: not built by veil's script
+  }
+  if (stamp !== want) throw new KafkaClientError('CLIENT_UNPATCHED', 'the librdkafka binding was not built with veil\'s patches: run `sh scripts/build-librdkafka.sh` (npm ci does)', false);
 }
 
 function fetchStableOffset(client: IAdminClient, groupId: string, topic: string, partition: number): Promise<string | null> {
@@ -190,6 +216,20 @@ function producerPort(producer: Producer, limits: ReturnType<typeof topicLimits>
   };
 }
 
+/**
+ * Headers as the patched binding takes them fastest: one flat list [key, value, key, value, …]
+ * (patches/kafka-javascript-2-flat-headers.patch) instead of an object per header, whose
+ * property enumeration was most of a record's produce cost.
+ */
+function flatHeaders(headers: readonly Header[]): (string | Buffer | null)[] {
+  const flat = new Array<string | Buffer | null>(headers.length * 2);
+  for (let i = 0; i < headers.length; i++) {
+    flat[2 * i] = headers[i]!.key;
+    flat[2 * i + 1] = headers[i]!.value;
+  }
+  return flat;
+}
+
 /** librdkafka's ERR__QUEUE_FULL: its local queue is full (it drains in the background) */
 const QUEUE_FULL = -184;
 
@@ -199,7 +239,7 @@ const QUEUE_FULL = -184;
  */
 function produceOne(producer: Producer, r: OutRecord, delivery: Delivery, opaque: Delivery | undefined, queueFull?: { full: boolean }): boolean {
   try {
-    producer.produce(r.topic, null, r.value as Buffer, r.key ?? undefined, undefined, opaque, r.headers.length ? r.headers.map((h) => ({ [h.key]: h.value as Buffer })) : undefined);
+    producer.produce(r.topic, null, r.value as Buffer, r.key ?? undefined, undefined, opaque, r.headers.length ? flatHeaders(r.headers) as never : undefined);
     return true;
   } catch (e) {
     if ((e as LibrdKafkaError).code === QUEUE_FULL && queueFull) queueFull.full = true;
