@@ -1,0 +1,45 @@
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ROOT } from '../helpers/processes.ts';
+
+/**
+ * Every bench in a short form (seconds, not minutes): it must finish, exit 0 and still print a
+ * ratio against its baseline. Catches a bench that throws, hangs or stops reporting — the figures
+ * themselves are the benches' business (npm run bench:*), never asserted here.
+ */
+const BENCHES: { name: string; env: Record<string, string>; timeoutMs: number }[] = [
+  { name: 'engine', env: { BENCH_MS: '40' }, timeoutMs: 60_000 },
+  { name: 'http', env: { BENCH_SECONDS: '1' }, timeoutMs: 90_000 },
+  { name: 'stream', env: { BENCH_RECORDS: '2000' }, timeoutMs: 240_000 },
+  { name: 'unprotect', env: { BENCH_SECONDS: '1' }, timeoutMs: 120_000 },
+  { name: 'db', env: { BENCH_ROWS: '200', BENCH_RUNS: '1' }, timeoutMs: 120_000 },
+  { name: 'gateway', env: { BENCH_CALLS: '100' }, timeoutMs: 90_000 },
+];
+
+function runBench(name: string, env: Record<string, string>, timeoutMs: number): Promise<{ code: number | null; timedOut: boolean; out: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(join(ROOT, 'scripts/node22'), [join(ROOT, `bench/${name}.ts`)], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout!.on('data', (d) => (out += String(d)));
+    child.stderr!.on('data', (d) => (out += String(d)));
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      child.kill('SIGKILL');
+    }, timeoutMs);
+    child.once('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, timedOut, out });
+    });
+  });
+}
+
+describe('benches run in their short form', () => {
+  it.each(BENCHES)('npm run bench:$name finishes, exits 0 and prints a ratio', async ({ name, env, timeoutMs }) => {
+    const { code, timedOut, out } = await runBench(name, env, timeoutMs);
+    const tail = out.split('\n').slice(-15).join('\n');
+    expect({ timedOut, code }, tail).toEqual({ timedOut: false, code: 0 });
+    expect(out, tail).toMatch(/\d+\.\d\d×/);
+  }, 300_000);
+});
