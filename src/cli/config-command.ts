@@ -31,7 +31,9 @@ export const configCommand: Command = async (args, io) => {
   const action = parsed.positionals[0];
   if (parsed.values.help || action === 'help' || action === undefined) {
     io.stdout(configHelp);
-    return action === undefined && !parsed.values.help ? 2 : 0;
+    if (action === undefined) return parsed.values.help ? 0 : 2;
+    // help on an action that does not exist is a usage error (exit 2), not help
+    return action === 'help' || action === 'validate' || action === 'provision' ? 0 : 2;
   }
   const [, positionalFile, ...extra] = parsed.positionals;
   if (extra.length > 0 || (positionalFile !== undefined && parsed.values.config !== undefined)) {

@@ -63,7 +63,8 @@ export const dbCommand: Command = async (args, io) => {
   const sub = positionals[0];
   if (values.help || sub === undefined || !SUBCOMMANDS.has(sub) || positionals.length > 1) {
     io.stdout(dbHelp);
-    return values.help ? 0 : 2;
+    // help on a subcommand that does not exist is a usage error (exit 2), not help
+    return values.help && (sub === undefined || SUBCOMMANDS.has(sub)) ? 0 : 2;
   }
   if (sub !== 'install' && sub !== 'configure') {
     let command: GrantCommand;

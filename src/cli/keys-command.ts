@@ -59,7 +59,9 @@ export const keysCommand: Command = async (args, io) => {
     flags = parsed.values as Flags;
     if (flags.help || parsed.positionals[0] === 'help') {
       io.stdout(keysHelp);
-      return 0;
+      // help on an action that does not exist is a usage error (exit 2), not help
+      const named = parsed.positionals[0];
+      return named === undefined || named === 'help' || ALLOWED[named] ? 0 : 2;
     }
     if (parsed.positionals.length !== 1) throw new UsageError('expected one action: create, rotate, import or list');
     action = parsed.positionals[0] as string;

@@ -44,7 +44,9 @@ export const streamCommand: Command = async (args, io) => {
   if (positionals[0] === 'request') return sendRequest(values, io);
   if (values.help || (positionals[0] !== 'protect' && positionals[0] !== 'unprotect')) {
     io.stdout(streamHelp);
-    return values.help ? 0 : 2;
+    // --help exits 0 only for the group or a subcommand it has: a script asking for help on a
+    // mistyped subcommand learns that it does not exist
+    return values.help && (positionals[0] === undefined || positionals[0] === 'protect' || positionals[0] === 'unprotect') ? 0 : 2;
   }
   const stopTimeout = Number(io.env.VEIL_STOP_TIMEOUT_MS ?? 30_000);
   const common = {

@@ -80,6 +80,16 @@ describe('veil (main): help and dispatch', () => {
     expect(await veil(io, ['transform', '--bogus'])).toMatchObject({ code: 2, err: expect.stringContaining('bogus') });
     expect((await veil(io, ['config', 'validate', '--nope'])).code).toBe(2);
   });
+
+  it.each([['stream'], ['keys'], ['config'], ['db'], ['identity']])('%s <unknown subcommand> --help exits 2 with the usage; help on the group or a real subcommand exits 0', async (group) => {
+    const { io } = await setup();
+    const unknown = await veil(io, [group, 'nosuch', '--help']);
+    expect(unknown.code).toBe(2);
+    expect(`${unknown.out}${unknown.err}`).toContain(`veil ${group}`);
+    expect((await veil(io, [group, '--help'])).code).toBe(0);
+    const real = { stream: 'protect', keys: 'list', config: 'validate', db: 'install', identity: 'hash-secret' }[group]!;
+    expect((await veil(io, [group, real, '--help'])).code).toBe(0);
+  });
 });
 
 describe('veil config validate', () => {
