@@ -7,9 +7,12 @@ Reads a client secret on stdin and prints its scrypt hash for identity.clients.<
 `;
 
 export const identityCommand: Command = async (args, io) => {
-  if (args[0] !== 'hash-secret') {
+  const wantsHelp = args.some((a) => a === '--help' || a === '-h');
+  if (args[0] !== 'hash-secret' || wantsHelp || args.length > 1) {
     io.stdout(identityHelp);
-    return args[0] === 'help' || args[0] === '--help' ? 0 : 2;
+    // help on the group or on hash-secret exits 0; anything else is a usage error
+    const known = args[0] === undefined || args[0] === 'help' || args[0] === '--help' || args[0] === '-h' || args[0] === 'hash-secret';
+    return known && (wantsHelp || args[0] === 'help') ? 0 : 2;
   }
   const secret = (await io.readStdin()).replace(/\r?\n$/, '');
   if (secret.length < 16) {
