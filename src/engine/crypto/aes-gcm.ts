@@ -56,6 +56,7 @@ export class AesGcm {
    */
   sealInPlace<T extends Uint8Array>(nonce: Uint8Array, aad: Uint8Array, out: T, offset: number, length: number): T {
     checkNonce(nonce);
+    checkLengths(aad.length, length);
     this.ctr(nonce, out, offset, out, offset, length);
     this.tag(nonce, aad, out, offset, length, out, offset + length);
     return out;
@@ -64,6 +65,7 @@ export class AesGcm {
   /** Opens C || tag; undefined when authentication fails. */
   open(nonce: Uint8Array, aad: Uint8Array, sealed: Uint8Array): Uint8Array | undefined {
     checkNonce(nonce);
+    checkLengths(aad.length, sealed.length);
     if (sealed.length < GCM_TAG_BYTES) return undefined;
     const length = sealed.length - GCM_TAG_BYTES;
     const expected = new Uint8Array(GCM_TAG_BYTES);
@@ -195,5 +197,11 @@ export class AesGcm {
 function checkNonce(nonce: Uint8Array): void {
   // veil supports exactly one parameter set: 96-bit nonce, 128-bit tag (SP 800-38D's recommended)
   if (nonce.length !== GCM_NONCE_BYTES) throw new RangeError('AES-GCM nonce must be 96 bits');
+}
+
+/** The length block carries each length's low 32 bits of bit count only: refuse 512 MiB and more. */
+const MAX_BYTES = 2 ** 29 - 1;
+function checkLengths(aad: number, text: number): void {
+  if (aad > MAX_BYTES || text > MAX_BYTES) throw new RangeError('AES-GCM input too long');
 }
 
