@@ -13,7 +13,9 @@ Starts the HTTP service: POST /transform, POST /connect/token, /.well-known/*, /
   --workers  processes sharing the port (default $VEIL_WORKERS, else 1)
 Unless VEIL_ENV=production: missing keys are created and a development client veil-dev is
 enabled, its secret in <data dir>/dev-client.secret. SIGTERM drains and stops: /readyz turns
-503, calls are served for VEIL_DRAIN_DELAY_MS (default 500), then in-flight calls finish.
+503, calls are served for VEIL_DRAIN_DELAY_MS (default 500), then in-flight calls finish. With
+--workers, a worker still draining after VEIL_STOP_TIMEOUT_MS (default 25000) is killed and the
+service exits 1.
 `;
 
 export const serveCommand: Command = async (args, io) => {
