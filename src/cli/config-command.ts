@@ -5,7 +5,7 @@ import { resolveConfigPath, resolveDataDir } from '../app/paths.ts';
 import { formatIssue, VeilError } from '../engine/index.ts';
 import { LocalKeystore } from '../keystore/local-keystore.ts';
 import { describeMasterKeySource, resolveMasterKey } from '../keystore/master-key.ts';
-import type { Command } from './io.ts';
+import { usageExitCode, type Command } from './io.ts';
 
 export const configHelp = `Usage: veil config <action> [options]
 
@@ -31,9 +31,7 @@ export const configCommand: Command = async (args, io) => {
   const action = parsed.positionals[0];
   if (parsed.values.help || action === 'help' || action === undefined) {
     io.stdout(configHelp);
-    if (action === undefined) return parsed.values.help ? 0 : 2;
-    // help on an action that does not exist is a usage error (exit 2), not help
-    return action === 'help' || action === 'validate' || action === 'provision' ? 0 : 2;
+    return usageExitCode(parsed.values.help === true || action === 'help', action, (a) => a === 'help' || a === 'validate' || a === 'provision');
   }
   const [, positionalFile, ...extra] = parsed.positionals;
   if (extra.length > 0 || (positionalFile !== undefined && parsed.values.config !== undefined)) {

@@ -5,7 +5,7 @@ import { configureSql } from '../db/configure-sql.ts';
 import { grantSql, type GrantCommand } from '../db/grant-sql.ts';
 import { installSql } from '../db/install-sql.ts';
 import { runPsql } from '../db/psql.ts';
-import type { CliIo, Command } from './io.ts';
+import { usageExitCode, type CliIo, type Command } from './io.ts';
 
 export const dbHelp = `Usage: veil db install [--apply] [--database-url URL]
        veil db configure --veil-url URL --client-id ID --client-secret-file F [--protect-role ROLE]
@@ -63,8 +63,7 @@ export const dbCommand: Command = async (args, io) => {
   const sub = positionals[0];
   if (values.help || sub === undefined || !SUBCOMMANDS.has(sub) || positionals.length > 1) {
     io.stdout(dbHelp);
-    // help on a subcommand that does not exist is a usage error (exit 2), not help
-    return values.help && (sub === undefined || SUBCOMMANDS.has(sub)) ? 0 : 2;
+    return usageExitCode(values.help === true, sub, (s) => SUBCOMMANDS.has(s));
   }
   if (sub !== 'install' && sub !== 'configure') {
     let command: GrantCommand;

@@ -1,5 +1,5 @@
 import { hashClientSecret } from '../identity/client-secret.ts';
-import type { Command } from './io.ts';
+import { usageExitCode, type Command } from './io.ts';
 
 export const identityHelp = `Usage: veil identity hash-secret < secret.txt
 
@@ -10,9 +10,8 @@ export const identityCommand: Command = async (args, io) => {
   const wantsHelp = args.some((a) => a === '--help' || a === '-h');
   if (args[0] !== 'hash-secret' || wantsHelp || args.length > 1) {
     io.stdout(identityHelp);
-    // help on the group or on hash-secret exits 0; anything else is a usage error
-    const known = args[0] === undefined || args[0] === 'help' || args[0] === '--help' || args[0] === '-h' || args[0] === 'hash-secret';
-    return known && (wantsHelp || args[0] === 'help') ? 0 : 2;
+    const sub = args[0] === '--help' || args[0] === '-h' ? undefined : args[0];
+    return usageExitCode(wantsHelp || sub === 'help', sub, (s) => s === 'help' || s === 'hash-secret');
   }
   const secret = (await io.readStdin()).replace(/\r?\n$/, '');
   if (secret.length < 16) {

@@ -4,7 +4,7 @@ import { isKeyType, isValidKeyId } from '../keystore/key-material.ts';
 import { LocalKeystore } from '../keystore/local-keystore.ts';
 import { describeMasterKeySource, resolveMasterKey } from '../keystore/master-key.ts';
 import { UsageError } from './errors.ts';
-import type { CliIo, Command } from './io.ts';
+import { usageExitCode, type CliIo, type Command } from './io.ts';
 import { resolveDataDir } from '../app/paths.ts';
 
 export const keysHelp = `Usage: veil keys <action> [options]
@@ -59,9 +59,7 @@ export const keysCommand: Command = async (args, io) => {
     flags = parsed.values as Flags;
     if (flags.help || parsed.positionals[0] === 'help') {
       io.stdout(keysHelp);
-      // help on an action that does not exist is a usage error (exit 2), not help
-      const named = parsed.positionals[0];
-      return named === undefined || named === 'help' || ALLOWED[named] ? 0 : 2;
+      return usageExitCode(true, parsed.positionals[0], (a) => a === 'help' || ALLOWED[a] !== undefined);
     }
     if (parsed.positionals.length !== 1) throw new UsageError('expected one action: create, rotate, import or list');
     action = parsed.positionals[0] as string;

@@ -7,7 +7,7 @@ import { openKafkaPort, streamClient } from '../stream/kafka-client.ts';
 import { UnprotectClient } from '../stream/unprotect-client.ts';
 import { resolveConfigPath, resolveDataDir } from '../app/paths.ts';
 import { VeilError } from '../engine/index.ts';
-import type { Command } from './io.ts';
+import { usageExitCode, type Command } from './io.ts';
 
 export const streamHelp = `Usage: veil stream protect [--config F] [--pipeline NAME]... [--brokers H:P,...] [--registry URL] [--port N]
        veil stream unprotect [--config F] [--responder NAME]... [--brokers H:P,...]
@@ -44,9 +44,7 @@ export const streamCommand: Command = async (args, io) => {
   if (positionals[0] === 'request') return sendRequest(values, io);
   if (values.help || (positionals[0] !== 'protect' && positionals[0] !== 'unprotect')) {
     io.stdout(streamHelp);
-    // --help exits 0 only for the group or a subcommand it has: a script asking for help on a
-    // mistyped subcommand learns that it does not exist
-    return values.help && (positionals[0] === undefined || positionals[0] === 'protect' || positionals[0] === 'unprotect') ? 0 : 2;
+    return usageExitCode(values.help === true, positionals[0], (s) => s === 'protect' || s === 'unprotect');
   }
   const stopTimeout = Number(io.env.VEIL_STOP_TIMEOUT_MS ?? 30_000);
   const common = {

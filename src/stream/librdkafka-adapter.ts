@@ -184,8 +184,10 @@ function producerPort(producer: Producer, limits: ReturnType<typeof topicLimits>
     const delivery: Delivery = { pending: chunk.length };
     const delivered = transactional ? undefined : new Promise<void>((resolve) => (delivery.settle = resolve));
     if (transactional) current = delivery;
+    const opaque = transactional ? undefined : delivery;
     for (let i = 0; i < chunk.length; i++) {
-      if (produceOne(producer, chunk[i]!, delivery, transactional ? undefined : delivery) || await produceRetried(producer, chunk[i]!, delivery, transactional ? undefined : delivery)) continue;
+      const queued = produceOne(producer, chunk[i]!, delivery, opaque);
+      if (queued === 'queued' || (queued === 'full' && await produceWhenRoom(producer, chunk[i]!, delivery, opaque))) continue;
       delivery.pending -= chunk.length - i;
       if (delivery.pending === 0) delivery.settle?.();
       break;
@@ -234,31 +236,29 @@ function flatHeaders(headers: readonly Header[]): (string | Buffer | null)[] {
 const QUEUE_FULL = -184;
 
 /**
- * Queues one record without waiting: true when queued, false when refused for good (the
- * delivery holds the error) or when the local queue is full (`queueFull` says which).
+ * Queues one record without waiting: 'full' while librdkafka's local queue is full (it drains in
+ * the background), 'refused' when refused for good (the delivery holds the error).
  */
-function produceOne(producer: Producer, r: OutRecord, delivery: Delivery, opaque: Delivery | undefined, queueFull?: { full: boolean }): boolean {
+function produceOne(producer: Producer, r: OutRecord, delivery: Delivery, opaque: Delivery | undefined): 'queued' | 'full' | 'refused' {
   try {
     producer.produce(r.topic, null, r.value as Buffer, r.key ?? undefined, undefined, opaque, r.headers.length ? flatHeaders(r.headers) as never : undefined);
-    return true;
+    return 'queued';
   } catch (e) {
-    if ((e as LibrdKafkaError).code === QUEUE_FULL && queueFull) queueFull.full = true;
-    else if ((e as LibrdKafkaError).code !== QUEUE_FULL) delivery.error ??= fromLibrdkafka(e as LibrdKafkaError, 'produce');
-    return false;
+    if ((e as LibrdKafkaError).code === QUEUE_FULL) return 'full';
+    delivery.error ??= fromLibrdkafka(e as LibrdKafkaError, 'produce');
+    return 'refused';
   }
 }
 
 /**
- * The same record again while librdkafka's local queue is full, in order (never the next record
- * first); false when it was refused (the delivery holds the error).
+ * The same record again once the local queue has room, in order (never the next record first);
+ * false when it was refused or the queue stayed full (the delivery holds the error).
  */
-async function produceRetried(producer: Producer, r: OutRecord, delivery: Delivery, opaque: Delivery | undefined): Promise<boolean> {
-  if (delivery.error) return false;
+async function produceWhenRoom(producer: Producer, r: OutRecord, delivery: Delivery, opaque: Delivery | undefined): Promise<boolean> {
   for (let attempt = 0; attempt < 2000; attempt++) {
     await new Promise((resolve) => setTimeout(resolve, 5));
-    const queueFull = { full: false };
-    if (produceOne(producer, r, delivery, opaque, queueFull)) return true;
-    if (!queueFull.full) return false;
+    const queued = produceOne(producer, r, delivery, opaque);
+    if (queued !== 'full') return queued === 'queued';
   }
   delivery.error ??= new KafkaClientError('QUEUE_FULL', 'the local produce queue stayed full', true);
   return false;

@@ -58,6 +58,15 @@ export function spawnStream(args: string[], env: Record<string, string>): ChildP
   return Object.assign(child, { output: () => out });
 }
 
+/** Sends SIGTERM and waits up to `timeoutMs` for the exit: its code ('timeout' if none) and how long it took. */
+export async function sigtermAndWait(child: ChildProcess, timeoutMs: number): Promise<{ code: number | null | 'timeout'; tookMs: number }> {
+  const started = Date.now();
+  const exit = child.exitCode !== null ? Promise.resolve(child.exitCode) : new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  child.kill('SIGTERM');
+  const code = await Promise.race([exit, new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), timeoutMs))]);
+  return { code, tookMs: Date.now() - started };
+}
+
 export async function waitFor(check: () => boolean | Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
   const end = Date.now() + timeoutMs;
   while (Date.now() < end) {

@@ -15,6 +15,18 @@ export { body, EXAMPLE_CONFIG_TEXT, type RequestSpec };
  * Distinctive sample values of the example's Customer fields (each valid for its protect
  * sequence). Every one must stay out of logs, error bodies, metrics and audit events.
  */
+/** A desk-agent client (role support) and a responder `desk` on the given topics, as configuration text to append. */
+export async function deskResponderYaml(topics: { requests: string; replies: string; dlq: string; groupId: string }): Promise<string> {
+  return `${await clientsYaml({ 'desk-agent': { secret: 'desk-agent-secret-0123456789', roles: ['support'] } })}
+responders:
+  desk:
+    requestTopic: ${topics.requests}
+    replyTopics: [${topics.replies}]
+    deadLetterTopic: ${topics.dlq}
+    groupId: ${topics.groupId}
+`;
+}
+
 export const SECRET = {
   email: 'zz-secret-4111.ottilie@example.org',
   cardNumber: '4111-9817-3652-0046',

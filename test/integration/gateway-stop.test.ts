@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startGatewayProcess, securityFixture, type SecurityFixture } from '../helpers/gateway-security.ts';
-import { waitFor } from '../helpers/processes.ts';
+import { sigtermAndWait, waitFor } from '../helpers/processes.ts';
 
 const ROUTES = `  unmatched: forward
   routes:
@@ -25,7 +25,6 @@ describe('veil gateway stops when asked', () => {
 
   it('exits within seconds of SIGTERM under load, code 0', async () => {
     const g = await startGatewayProcess(f.configFile, f.dataDir, { VEIL_DRAIN_GRACE_MS: '10000' });
-    const exit = new Promise<number | null>((resolve) => g.child.once('exit', (code) => resolve(code)));
     let ok = 0;
     let running = true;
     const clients = Array.from({ length: 8 }, async (_, c) => {
@@ -40,10 +39,7 @@ describe('veil gateway stops when asked', () => {
       }
     });
     await waitFor(() => ok >= 50, 30_000, 'calls through the gateway');
-    const stopped = Date.now();
-    g.child.kill('SIGTERM');
-    const code = await Promise.race([exit, new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), 15_000))]);
-    const took = Date.now() - stopped;
+    const { code, tookMs: took } = await sigtermAndWait(g.child, 15_000);
     running = false;
     await Promise.all(clients);
     if (g.child.exitCode === null) g.child.kill('SIGKILL');

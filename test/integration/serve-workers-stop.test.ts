@@ -3,7 +3,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { freePorts, ROOT, waitFor } from '../helpers/processes.ts';
+import { freePorts, ROOT, sigtermAndWait, waitFor } from '../helpers/processes.ts';
 
 const guid = (n: number) => `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`;
 const body = JSON.stringify({
@@ -24,7 +24,6 @@ describe('veil serve --workers 2 stops when asked', () => {
     const child = spawn(join(ROOT, 'bin/veil'), ['serve', '--workers', '2', '--port', String(port), '--data-dir', dataDir], { env: { ...process.env, VEIL_LOG_LEVEL: 'warn', VEIL_STOP_TIMEOUT_MS: '20000' }, stdio: ['ignore', 'ignore', 'pipe'] });
     let stderr = '';
     child.stderr!.on('data', (d) => (stderr += String(d)));
-    const exit = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
     try {
       await waitFor(() => fetch(`${url}/readyz`).then((r) => r.ok, () => false), 30_000, 'service ready');
       const secret = (await readFile(join(dataDir, 'dev-client.secret'), 'utf8')).trim();
@@ -42,10 +41,7 @@ describe('veil serve --workers 2 stops when asked', () => {
         }
       });
       await waitFor(() => ok >= 50, 30_000, 'calls served under load');
-      const stopped = Date.now();
-      child.kill('SIGTERM');
-      const code = await Promise.race([exit, new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), 15_000))]);
-      const took = Date.now() - stopped;
+      const { code, tookMs: took } = await sigtermAndWait(child, 15_000);
       running = false;
       await Promise.all(clients);
       expect({ code, stderr: stderr.includes('did not drain') }).toEqual({ code: 0, stderr: false });

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createTopics, javaConsumeCommitted, kafkaClient, steadyProducer, topicsFor } from '../helpers/kafka.ts';
-import { spawnStream, waitFor } from '../helpers/processes.ts';
+import { sigtermAndWait, spawnStream, waitFor } from '../helpers/processes.ts';
 import { pipelineYaml, STREAM_MASTER } from '../helpers/stream.ts';
 import { streamClients } from '../helpers/stream-clients.ts';
 
@@ -31,7 +31,6 @@ describe.each(streamClients())('veil stream protect on %s stops when asked', (cl
     const env = { ...STREAM_MASTER, KAFKA_BROKERS: process.env.KAFKA_BROKERS ?? '127.0.0.1:19092', VEIL_STREAM_CLIENT: client, VEIL_STOP_TIMEOUT_MS: '20000', VEIL_KAFKA_SESSION_TIMEOUT_MS: '6000' };
     const args = ['--config', configFile, '--data-dir', dataDir, '--port', '0'];
     const first = spawnStream(args, env);
-    const firstExit = new Promise<number | null>((resolve) => first.once('exit', (code) => resolve(code)));
     const producer = await steadyProducer(kafka);
     const admin = kafka.admin();
     await admin.connect();
@@ -51,10 +50,7 @@ describe.each(streamClients())('veil stream protect on %s stops when asked', (cl
     })();
     try {
       await waitFor(async () => (await admin.fetchTopicOffsets(t.clean).catch(() => [])).reduce((n, p) => n + Number(p.high), 0) > 1500, 60_000, 'records in the clean topic');
-      const stopped = Date.now();
-      first.kill('SIGTERM');
-      const code = await Promise.race([firstExit, new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), 25_000))]);
-      const took = Date.now() - stopped;
+      const { code, tookMs: took } = await sigtermAndWait(first, 25_000);
       expect({ code, late: first.output().includes('did not stop within') }, first.output().split('\n').slice(-8).join('\n')).toEqual({ code: 0, late: false });
       expect(took).toBeLessThan(15_000);
       producing = false;

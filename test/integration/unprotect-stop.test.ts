@@ -7,9 +7,9 @@ import { openKafkaPort, streamClient } from '../../src/stream/kafka-client.ts';
 import { UnprotectClient } from '../../src/stream/unprotect-client.ts';
 import { BROKERS, createTopics, kafkaClient, topicsFor } from '../helpers/kafka.ts';
 import { MASTER_KEY_HEX, startTestService } from '../helpers/http-service.ts';
-import { ROOT, waitFor } from '../helpers/processes.ts';
+import { ROOT, sigtermAndWait, waitFor } from '../helpers/processes.ts';
 import { streamClients } from '../helpers/stream-clients.ts';
-import { body, clientsYaml, exampleWith, transform } from '../http/support.ts';
+import { body, deskResponderYaml, exampleWith, transform } from '../http/support.ts';
 
 /**
  * An orchestrator's rolling restart of `veil stream unprotect`: SIGTERM while requesters keep
@@ -29,14 +29,7 @@ describe.each(streamClients())('veil stream unprotect on %s stops when asked', (
     await createTopics(kafkaClient(), [requests, replies, t.dlq], 2);
     const dataDir = await mkdtemp(join(tmpdir(), 'veil-unprotect-stop-'));
     dirs.push(dataDir);
-    const extra = `${await clientsYaml({ 'desk-agent': { secret: 'desk-agent-secret-0123456789', roles: ['support'] } })}
-responders:
-  desk:
-    requestTopic: ${requests}
-    replyTopics: [${replies}]
-    deadLetterTopic: ${t.dlq}
-    groupId: veil-test-${t.id}
-`;
+    const extra = await deskResponderYaml({ requests, replies, dlq: t.dlq, groupId: `veil-test-${t.id}` });
     const http = await startTestService({ configText: exampleWith(extra), dataDir });
     const port = await openKafkaPort(streamClient(clientName), { brokers: BROKERS, clientId: 'unprotect-stop-test' });
     const clients: UnprotectClient[] = [];
@@ -47,7 +40,6 @@ responders:
     let out = '';
     child.stdout!.on('data', (d) => (out += String(d)));
     child.stderr!.on('data', (d) => (out += String(d)));
-    const exit = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
     let running = true;
     try {
       const supportToken = await http.token('desk-agent', 'desk-agent-secret-0123456789');
@@ -63,10 +55,7 @@ responders:
         }
       });
       await waitFor(() => answered >= 40, 60_000, `replies from the responder (${out})`);
-      const stopped = Date.now();
-      child.kill('SIGTERM');
-      const code = await Promise.race([exit, new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), 25_000))]);
-      const took = Date.now() - stopped;
+      const { code, tookMs: took } = await sigtermAndWait(child, 25_000);
       running = false;
       await Promise.all(load);
       expect({ code, late: out.includes('did not stop within') }, out.split('\n').slice(-8).join('\n')).toEqual({ code: 0, late: false });

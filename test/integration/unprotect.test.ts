@@ -11,7 +11,7 @@ import { streamClients } from '../helpers/stream-clients.ts';
 import { UnprotectClient, type UnprotectReply } from '../../src/stream/unprotect-client.ts';
 import { BROKERS, consume, createTopics, kafkaClient, produce, topicsFor } from '../helpers/kafka.ts';
 import { MASTER_KEY_HEX, startTestService, type TestService } from '../helpers/http-service.ts';
-import { body, clientsYaml, exampleWith, transform } from '../http/support.ts';
+import { body, deskResponderYaml, exampleWith, transform } from '../http/support.ts';
 
 describe.each(streamClients())('unprotect on demand over Kafka on %s (real broker)', (clientName) => {
   const t = topicsFor('unprotect');
@@ -42,14 +42,7 @@ describe.each(streamClients())('unprotect on demand over Kafka on %s (real broke
     port = await openKafkaPort(streamClient(clientName), { brokers: BROKERS, clientId: 'unprotect-test' });
     dataDir = await mkdtemp(join(tmpdir(), 'veil-unprotect-'));
     await createTopics(kafka, [requests, replies, other, t.dlq], 2);
-    const extra = `${await clientsYaml({ 'desk-agent': { secret: 'desk-agent-secret-0123456789', roles: ['support'] } })}
-responders:
-  desk:
-    requestTopic: ${requests}
-    replyTopics: [${replies}]
-    deadLetterTopic: ${t.dlq}
-    groupId: veil-test-${t.id}
-`;
+    const extra = await deskResponderYaml({ requests, replies, dlq: t.dlq, groupId: `veil-test-${t.id}` });
     http = await startTestService({ configText: exampleWith(extra), dataDir });
     supportToken = await http.token('desk-agent', 'desk-agent-secret-0123456789');
     const fraudToken = await http.token();

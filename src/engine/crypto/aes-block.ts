@@ -6,6 +6,11 @@ if (new Uint8Array(new Uint32Array([1]).buffer)[0] !== 1) {
   throw new Error('veil crypto needs a little-endian platform');
 }
 
+/** A 32-bit word's bytes reversed (as int32): between noble's little-endian lanes and big-endian fields. */
+export function bswap32(x: number): number {
+  return ((x & 0xff) << 24) | ((x & 0xff00) << 8) | ((x >>> 8) & 0xff00) | (x >>> 24);
+}
+
 /**
  * One AES key with its expanded schedule, encrypting single blocks in place. Built on
  * @noble/ciphers' audited round function (`unsafe.encrypt`), which is several times faster per

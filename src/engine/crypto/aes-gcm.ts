@@ -1,5 +1,5 @@
 import { timingSafeEqual } from 'node:crypto';
-import { AesBlock } from './aes-block.ts';
+import { AesBlock, bswap32 as bswap } from './aes-block.ts';
 
 export const GCM_NONCE_BYTES = 12;
 export const GCM_TAG_BYTES = 16;
@@ -12,7 +12,6 @@ const REM_4BIT = Uint32Array.from([0x0000, 0x1c20, 0x3840, 0x2460, 0x7080, 0x6ca
 
 const be32 = (b: Uint8Array, o: number) => ((b[o]! << 24) | (b[o + 1]! << 16) | (b[o + 2]! << 8) | b[o + 3]!) >>> 0;
 const le32 = (b: Uint8Array, o: number) => (b[o]! | (b[o + 1]! << 8) | (b[o + 2]! << 16) | (b[o + 3]! << 24)) >>> 0;
-const bswap = (x: number) => (((x & 0xff) << 24) | ((x & 0xff00) << 8) | ((x >>> 8) & 0xff00) | (x >>> 24)) >>> 0;
 
 /**
  * AES-GCM (NIST SP 800-38D) with a 96-bit nonce and a 128-bit tag, for one key: CTR on
@@ -57,8 +56,9 @@ export class AesGcm {
   sealInPlace<T extends Uint8Array>(nonce: Uint8Array, aad: Uint8Array, out: T, offset: number, length: number): T {
     checkNonce(nonce);
     checkLengths(aad.length, length);
-    this.ctr(nonce, out, offset, out, offset, length);
-    this.tag(nonce, aad, out, offset, length, out, offset + length);
+    const n = nonceWords(nonce);
+    this.ctr(n, out, offset, out, offset, length);
+    this.tag(n, aad, out, offset, length, out, offset + length);
     return out;
   }
 
@@ -68,19 +68,18 @@ export class AesGcm {
     checkLengths(aad.length, sealed.length);
     if (sealed.length < GCM_TAG_BYTES) return undefined;
     const length = sealed.length - GCM_TAG_BYTES;
+    const n = nonceWords(nonce);
     const expected = new Uint8Array(GCM_TAG_BYTES);
-    this.tag(nonce, aad, sealed, 0, length, expected, 0);
+    this.tag(n, aad, sealed, 0, length, expected, 0);
     if (!timingSafeEqual(expected, sealed.subarray(length))) return undefined;
     const plaintext = new Uint8Array(length);
-    this.ctr(nonce, sealed, 0, plaintext, 0, length);
+    this.ctr(n, sealed, 0, plaintext, 0, length);
     return plaintext;
   }
 
   /** GCTR from inc32(J0) over input[inAt, +length) into output[outAt, …): counter blocks nonce || 2, 3, … (J0 = nonce || 1 masks the tag). */
-  private ctr(nonce: Uint8Array, input: Uint8Array, inAt: number, output: Uint8Array, outAt: number, length: number): void {
-    const n0 = le32(nonce, 0);
-    const n1 = le32(nonce, 4);
-    const n2 = le32(nonce, 8);
+  private ctr(n: NonceWords, input: Uint8Array, inAt: number, output: Uint8Array, outAt: number, length: number): void {
+    const [n0, n1, n2] = n;
     const ks = this.ks;
     const bytes = this.ksBytes;
     for (let off = 0, counter = 2; off < length; off += 16, counter++) {
@@ -95,7 +94,7 @@ export class AesGcm {
   }
 
   /** tag = E(J0) xor GHASH(A || pad || C || pad || len(A) || len(C)), C = c[cAt, +length), written at out[at]. */
-  private tag(nonce: Uint8Array, aad: Uint8Array, c: Uint8Array, cAt: number, length: number, out: Uint8Array, at: number): void {
+  private tag(n: NonceWords, aad: Uint8Array, c: Uint8Array, cAt: number, length: number, out: Uint8Array, at: number): void {
     this.y0 = this.y1 = this.y2 = this.y3 = 0;
     this.absorb(aad, 0, aad.length);
     this.absorb(c, cAt, length);
@@ -103,7 +102,7 @@ export class AesGcm {
     this.y1 ^= aad.length * 8;
     this.y3 ^= length * 8;
     this.multiply();
-    const m = this.aes.encryptState(le32(nonce, 0), le32(nonce, 4), le32(nonce, 8), bswap(1));
+    const m = this.aes.encryptState(n[0], n[1], n[2], bswap(1));
     const ks = this.ks;
     ks[0] = bswap(this.y0) ^ m.s0;
     ks[1] = bswap(this.y1) ^ m.s1;
@@ -193,6 +192,10 @@ export class AesGcm {
     }
   }
 }
+
+/** The nonce as the three little-endian words of the counter block J0 = nonce || counter. */
+type NonceWords = readonly [number, number, number];
+const nonceWords = (nonce: Uint8Array): NonceWords => [le32(nonce, 0), le32(nonce, 4), le32(nonce, 8)];
 
 function checkNonce(nonce: Uint8Array): void {
   // veil supports exactly one parameter set: 96-bit nonce, 128-bit tag (SP 800-38D's recommended)

@@ -1,9 +1,5 @@
-import { AesBlock, Block } from './aes-block.ts';
+import { AesBlock, Block, bswap32 } from './aes-block.ts';
 import { bitLength, domainMinLength, numeralsToBigInt, bigIntToNumerals, bytesToBigInt, bigIntToBytes } from './numerals.ts';
-
-function bswap32(x: number): number {
-  return ((x & 0xff) << 24) | ((x & 0xff00) << 8) | ((x >>> 8) & 0xff00) | (x >>> 24);
-}
 
 /** Largest radix^m the fast path keeps in a double: acc * 256 + 255 must stay below 2^53. */
 const FAST_LIMIT = 2 ** 44;
