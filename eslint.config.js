@@ -40,7 +40,8 @@ export default tseslint.config(
   },
   {
     // Adapters (src/http, src/stream, src/gateway, src/portal, src/db, src/client) import no sibling
-    // adapter, and the neutral modules they share import none: tools/eslint-plugin-veil.js.
+    // adapter, and the neutral modules they share import none; neither imports the wiring (src/app,
+    // src/cli), which alone puts adapters together: tools/eslint-plugin-veil.js.
     files: ['src/**/*.ts'],
     plugins: { veil },
     rules: { 'veil/adapter-isolation': 'error' },

@@ -77,19 +77,23 @@ const engineFrontDoor = {
  * turn the engine into one way in or out, and none imports another (issue 10 removed src/stream's
  * use of src/http; issue 12's gateway, src/stream's JSON scanner). What two adapters share lives in
  * a neutral module (src/errors, src/audit, src/identity, src/json-bytes, …), and neutral modules
- * import no adapter. Only the wiring (src/app, src/cli) puts adapters together.
+ * import no adapter. Only the wiring (src/app, src/cli) puts adapters together, and neither an
+ * adapter nor a neutral module imports the wiring (issue 18: src/portal's version store and engine
+ * holder moved to src/control; what it needs of src/app comes in through its ConfigPort).
  */
 const ADAPTERS = ['http', 'stream', 'gateway', 'portal', 'db', 'client'];
-const NEUTRAL = ['errors', 'audit', 'identity', 'keystore', 'json-bytes', 'observability'];
+const NEUTRAL = ['errors', 'audit', 'identity', 'keystore', 'json-bytes', 'observability', 'control'];
+const WIRING = ['app', 'cli'];
 
 const adapterIsolation = {
   meta: {
     type: 'problem',
-    docs: { description: 'an adapter (src/http, src/stream, src/gateway, …) imports no sibling adapter; neutral modules import no adapter' },
+    docs: { description: 'an adapter (src/http, src/stream, src/gateway, …) imports no sibling adapter and no wiring (src/app, src/cli); neutral modules import neither' },
     schema: [],
     messages: {
       sibling: "src/{{from}} must not import '{{source}}' from src/{{to}}: adapters do not depend on each other; move what they share into a neutral module (e.g. src/json-bytes, src/errors)",
       neutral: "src/{{from}} is shared by the adapters and must not import '{{source}}' from the adapter src/{{to}}",
+      wiring: "src/{{from}} must not import '{{source}}' from src/{{to}}: the wiring (src/app, src/cli) depends on adapters and neutral modules, never the reverse; take what is needed as a dependency (e.g. src/portal's ConfigPort) or move it into a neutral module (e.g. src/control)",
     },
   },
   create(context) {
@@ -101,8 +105,9 @@ const adapterIsolation = {
     const check = (node, source) => {
       if (typeof source !== 'string' || !source.startsWith('.')) return;
       const to = topOf(path.resolve(path.dirname(context.filename), source));
-      if (to === undefined || to === from || !ADAPTERS.includes(to)) return;
-      context.report({ node, messageId: isAdapter ? 'sibling' : 'neutral', data: { from, to, source } });
+      if (to === undefined || to === from) return;
+      if (WIRING.includes(to)) context.report({ node, messageId: 'wiring', data: { from, to, source } });
+      else if (ADAPTERS.includes(to)) context.report({ node, messageId: isAdapter ? 'sibling' : 'neutral', data: { from, to, source } });
     };
     return {
       ImportDeclaration: (node) => check(node, node.source.value),

@@ -1,15 +1,15 @@
 import { stat } from 'node:fs/promises';
 import { Engine, type VeilError } from '../engine/index.ts';
 import type { LocalKeystore } from '../keystore/local-keystore.ts';
-import type { ConfigVersions } from './config-versions.ts';
+import type { ConfigVersions } from '../control/config-versions.ts';
+import type { EngineHolder } from '../control/engine-holder.ts';
 import { findKeyGaps, requireKeys } from './config-keys.ts';
-import { requireConfig } from './config-file.ts';
-import type { EngineHolder } from './engine-holder.ts';
+import { requireConfig, type VeilConfig } from './config-file.ts';
 
 export interface ActiveVersionWatchOptions {
   versions: ConfigVersions;
   keystore: LocalKeystore;
-  holder: EngineHolder;
+  holder: EngineHolder<VeilConfig>;
   /** how often the data dir is looked at (default 1000 ms) */
   intervalMs?: number;
   /** a version that cannot be run: the old engine stays; said once per version, never with a value */

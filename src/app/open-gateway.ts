@@ -11,9 +11,10 @@ import { CachingVerifier } from '../identity/caching-verifier.ts';
 import { TokenVerifier } from '../identity/token-verifier.ts';
 import { JwtSigner } from '../keystore/jwt-signer.ts';
 import type { LocalKeystore } from '../keystore/local-keystore.ts';
+import { ConfigVersions } from '../control/config-versions.ts';
+import { EngineHolder, type ActiveConfig } from '../control/engine-holder.ts';
 import { ActiveVersionWatch } from './active-version-watch.ts';
-import { ConfigVersions } from './config-versions.ts';
-import { EngineHolder, type ActiveConfig } from './engine-holder.ts';
+import { compileVeilConfigText, type VeilConfig } from './config-file.ts';
 import { createLogger } from './logger.ts';
 import { openEngine } from './open-engine.ts';
 
@@ -56,7 +57,7 @@ export interface OpenedGateway extends Gateway {
 export async function openGateway(options: GatewayOptions): Promise<OpenedGateway> {
   const logger = createLogger(options.logLevel ?? options.env.VEIL_LOG_LEVEL ?? 'info', options.logDestination);
   const versions = await ConfigVersions.open(options.dataDir);
-  const active = await versions.adopt(options.configFile, options.now());
+  const active = await versions.adopt(options.configFile, options.now(), compileVeilConfigText);
   const { config, engine, keystore, warnings } = await openEngine({
     configFile: active.file, dataDir: options.dataDir, env: options.env, now: options.now, provision: options.development, notice: options.notice,
   });
@@ -68,7 +69,7 @@ export async function openGateway(options: GatewayOptions): Promise<OpenedGatewa
     options.notice?.(`created token signing key ${signingKey}`);
   }
   const audit = options.audit ?? new FileAuditSink(join(options.dataDir, 'audit.log'));
-  const build = (activeConfig: ActiveConfig, fallback: GatewayConfig): GatewayParts => {
+  const build = (activeConfig: ActiveConfig<VeilConfig>, fallback: GatewayConfig): GatewayParts => {
     const { config: c, engine: e } = activeConfig;
     const gatewayConfig = c.gateway ?? fallback;
     const issuer = c.identity.issuer ?? options.issuer;
@@ -77,7 +78,7 @@ export async function openGateway(options: GatewayOptions): Promise<OpenedGatewa
     const transformer = new FieldTransformer({ engine: e, guard, actions: gatewayConfig.actions, warn: (message) => logger.warn(message) });
     return { config: gatewayConfig, transformer, verifier };
   };
-  const holder = new EngineHolder({ engine, config, version: active.number });
+  const holder = new EngineHolder<VeilConfig>({ engine, config, version: active.number });
   let parts = build(holder.get(), config.gateway);
   const watch = followActiveVersion({ versions, keystore, holder, logger, intervalMs: options.versionPollMs ?? 1000 }, () => {
     if (!holder.get().config.gateway) logger.warn({ version: holder.get().version }, 'configuration: the active version has no gateway section; its engine runs with the routes running before');
@@ -100,7 +101,7 @@ export async function openGateway(options: GatewayOptions): Promise<OpenedGatewa
 }
 
 function followActiveVersion(
-  deps: { versions: ConfigVersions; keystore: LocalKeystore; holder: EngineHolder; logger: Logger; intervalMs: number },
+  deps: { versions: ConfigVersions; keystore: LocalKeystore; holder: EngineHolder<VeilConfig>; logger: Logger; intervalMs: number },
   swapped: () => void,
 ): ActiveVersionWatch {
   const watch = new ActiveVersionWatch({

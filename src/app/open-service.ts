@@ -15,12 +15,13 @@ import type { LocalKeystore } from '../keystore/local-keystore.ts';
 import { buildServer } from '../http/server.ts';
 import { createLogger } from './logger.ts';
 import { openEngine } from './open-engine.ts';
-import { ConfigVersions } from './config-versions.ts';
-import { EngineHolder } from './engine-holder.ts';
+import { ConfigVersions } from '../control/config-versions.ts';
+import { EngineHolder } from '../control/engine-holder.ts';
 import { ActiveVersionWatch } from './active-version-watch.ts';
+import { compileVeilConfigText, type VeilConfig } from './config-file.ts';
+import { openPortal } from './open-portal.ts';
 import { ADMIN_ROLE_NAMES } from '../identity/admin-roles.ts';
-import { registerPortal } from '../portal/portal.ts';
-import { PipelineMetrics } from '../portal/pipeline-metrics.ts';
+import type { PipelineMetrics } from '../portal/pipeline-metrics.ts';
 
 export interface ServiceOptions {
   configFile: string;
@@ -54,7 +55,7 @@ export interface Service {
   audit: AuditSink;
   keystore: LocalKeystore;
   /** the active configuration and its engine; the admin portal's publish swaps it */
-  holder: EngineHolder;
+  holder: EngineHolder<VeilConfig>;
   versions: ConfigVersions;
   /** the processor metrics the portal's Pipelines page charts */
   pipelineMetrics: PipelineMetrics;
@@ -71,14 +72,15 @@ export interface Service {
 
 /**
  * Wires config, keystore, identity, audit and engine into the HTTP service (not yet listening),
- * with the admin portal under /admin. The configuration runs from the data dir's published
- * versions (config-versions.ts): the configuration file is adopted as a new version when it changed.
+ * with the admin portal under /admin (open-portal.ts). The configuration runs from the data dir's
+ * published versions (src/control/config-versions.ts): the configuration file is adopted as a new
+ * version when it changed.
  */
 export async function openService(options: ServiceOptions): Promise<Service> {
   const logger = createLogger(options.logLevel ?? options.env.VEIL_LOG_LEVEL ?? 'info', options.logDestination);
   // the configuration file is adopted as a published version when it changed; the active version runs
   const versions = await ConfigVersions.open(options.dataDir);
-  const active = await versions.adopt(options.configFile, options.now());
+  const active = await versions.adopt(options.configFile, options.now(), compileVeilConfigText);
   options.notice?.(active.adopted
     ? `configuration ${options.configFile} published as version ${active.number} (${active.file})`
     : `configuration: active version ${active.number} (${active.file}); ${options.configFile} is unchanged since it was adopted`);
@@ -113,7 +115,7 @@ export async function openService(options: ServiceOptions): Promise<Service> {
   const audit = options.audit ?? new FileAuditSink(join(options.dataDir, 'audit.log'), config.service.audit);
   let draining = false;
   const service = options.bodyReadTimeoutMs === undefined ? config.service : { ...config.service, limits: { ...config.service.limits, bodyReadTimeoutMs: options.bodyReadTimeoutMs } };
-  const holder = new EngineHolder({ engine, config, version: active.number });
+  const holder = new EngineHolder<VeilConfig>({ engine, config, version: active.number });
   const tls = config.service.tls;
   const https = tls ? await readTls(tls) : undefined;
   const app = buildServer({
@@ -121,16 +123,9 @@ export async function openService(options: ServiceOptions): Promise<Service> {
     ready: () => !draining,
     ...(https ? { https } : {}),
   });
-  const pipelineMetrics = new PipelineMetrics({
-    pipelines: () => holder.get().config.pipelines,
-    intervalMs: options.metricsScrapeMs ?? 5000,
-    allowedHosts: () => holder.get().config.portal.metricsAllowedHosts,
-    // source.url is origin and path only: never a user, password or query
-    onChange: (pipeline, source) => logger[source.state === 'unreachable' ? 'warn' : 'info']({ pipeline, url: source.url, state: source.state, reason: source.reason }, 'portal: pipeline processor metrics'),
-  });
-  registerPortal(app, {
-    holder, pipelineMetrics, versions, keystore, tokens, verifier: { verify: (token) => verifier.verifyHeader(`Bearer ${token}`) }, audit, now: options.now, development: options.development, baseUrl: options.baseUrl, portal: config.portal,
-    ...(dev ? { devClientId: dev.id } : {}),
+  const pipelineMetrics = openPortal(app, {
+    holder, versions, keystore, tokens, verifier, audit, logger, now: options.now, development: options.development,
+    baseUrl: options.baseUrl, devClientId: dev?.id, metricsScrapeMs: options.metricsScrapeMs,
   });
   // a version published by another process on this data dir (a --workers sibling) runs here too
   const watch = new ActiveVersionWatch({

@@ -1,10 +1,10 @@
-import type { VeilConfig } from '../app/config-file.ts';
 import { STREAM_METRIC_NAMES, type ChartedStreamMetric } from '../observability/stream-metric-names.ts';
+import type { PipelineView } from './config-port.ts';
 import { guardedFetch, RefusedAddressError, refusedHost } from './metrics-address.ts';
 import { parsePrometheusText, PromTextError, sumOf, type PromSample } from './prometheus-text.ts';
 
-/** a pipeline's section as the composed configuration holds it (the portal does not import src/stream) */
-type PipelineConfig = VeilConfig['pipelines'][string];
+/** what a scrape reads of a pipeline's section (the portal does not import src/stream) */
+type PipelineConfig = Pick<PipelineView, 'metricsUrls'>;
 
 /** What one scrape of one pipeline's processors gave: rates per second (counters) and lag (a gauge). */
 export interface MetricsSample {

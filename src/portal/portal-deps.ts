@@ -1,11 +1,12 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AuditSink } from '../audit/audit-sink.ts';
-import type { ConfigVersions } from '../app/config-versions.ts';
-import type { EngineHolder } from '../app/engine-holder.ts';
+import type { ConfigVersions } from '../control/config-versions.ts';
+import type { EngineHolder } from '../control/engine-holder.ts';
 import type { TokenService } from '../identity/token-service.ts';
 import type { Caller } from '../identity/token-verifier.ts';
 import type { LocalKeystore } from '../keystore/local-keystore.ts';
 import type { AdminRight } from '../identity/admin-roles.ts';
+import type { ConfigPort, ConfigView } from './config-port.ts';
 import type { Html } from './html.ts';
 import type { PipelineMetrics } from './pipeline-metrics.ts';
 import type { PortalConfig } from './portal-config.ts';
@@ -13,16 +14,17 @@ import type { SandboxRunner } from './sandbox-runner.ts';
 import type { Session, SessionStore } from './sessions.ts';
 
 export interface PortalDeps {
-  holder: EngineHolder;
+  /** the running configuration, read as its ConfigView; a publish swaps in what `configPort.compile` returned */
+  holder: EngineHolder<ConfigView>;
   versions: ConfigVersions;
+  /** the wiring's side of a configuration text: the whole configuration's compiler, publishing's key policy, the sandbox thread */
+  configPort: ConfigPort;
   keystore: LocalKeystore;
   tokens: TokenService;
   /** verifies the token a sign-in produced or was given (veil's own and external providers') */
   verifier: { verify(token: string): Promise<Caller> };
   audit: AuditSink;
   now: () => Date;
-  /** development: publishing creates the keys a version references and the keystore lacks */
-  development: boolean;
   /** the service's base URL, for "copy as curl" */
   baseUrl: string;
   devClientId?: string;

@@ -37,7 +37,7 @@ export function registerPortal(app: FastifyInstance, deps: PortalDeps): void {
 
     const portal = deps.portal ?? DEFAULT_PORTAL_CONFIG;
     const sessions = new SessionStore(deps.now, { perIdentity: portal.sessionsPerIdentity, max: portal.maxSessions });
-    const sandbox = new SandboxRunner({ timeoutMs: portal.sandboxTimeoutMs });
+    const sandbox = new SandboxRunner({ timeoutMs: portal.sandboxTimeoutMs, workerUrl: deps.configPort.sandboxWorker });
     scope.addHook('onClose', async () => sandbox.close());
     const send = (reply: FastifyReply, body: Html, status = 200) => reply.code(status).type('text/html; charset=utf-8').send(body.text);
     const context: PortalContext = {

@@ -1,8 +1,7 @@
 import { createHash } from 'node:crypto';
 import { Engine, VeilError, type ConfigIssue } from '../engine/index.ts';
-import { compileVeilConfigText, type VeilConfig } from '../app/config-file.ts';
-import type { TestCase } from '../app/config-versions.ts';
-import { provisionKeys, requireKeys } from '../app/config-keys.ts';
+import type { TestCase } from '../control/config-versions.ts';
+import type { ConfigView } from './config-port.ts';
 import type { PortalDeps } from './portal-deps.ts';
 import { draftLimitDetails } from './draft-limits.ts';
 import type { TestOutcome } from './sandbox-jobs.ts';
@@ -23,7 +22,7 @@ export interface Source {
   text: string;
   /** what pages and exports show: the text with every client secret hash replaced (secret-redaction.ts) */
   shown: string;
-  config?: VeilConfig;
+  config?: ConfigView;
   issues: ConfigIssue[];
   tests: TestCase[];
   draftId?: string;
@@ -49,7 +48,7 @@ export async function loadSource(deps: PortalDeps, ref: string): Promise<Source>
   // a draft over the portal's limits (stored before they applied) is shown, never compiled or run
   const over = draftId ? draftLimitDetails(text) : [];
   if (over.length) return { ref, label, text, shown: redactSecretHashes(text), issues: over.map((d) => ({ severity: 'error', pointer: d.pointer, message: d.message })), tests, draftId: draftId! };
-  const compiled = compileVeilConfigText(text);
+  const compiled = deps.configPort.compile(text);
   return { ref, label, text, shown: redactSecretHashes(text), issues: compiled.issues, tests, ...(compiled.config ? { config: compiled.config } : {}), ...(draftId ? { draftId } : {}) };
 }
 
@@ -60,12 +59,12 @@ export async function runSavedTests(sandbox: SandboxRunner, text: string, tests:
 
 /**
  * Publishes a configuration text: valid (no errors), every saved test case passing, the keystore
- * able to serve it (development: missing keys are created) → a new immutable version, made active,
- * and the running service's engine swapped — calls already running finish on the old one.
- * Refusals are PUBLISH_REFUSED with every reason.
+ * able to serve it (configPort.prepareKeys; development: missing keys are created) → a new
+ * immutable version, made active, and the running service's engine swapped — calls already
+ * running finish on the old one. Refusals are PUBLISH_REFUSED with every reason.
  */
 export async function publish(deps: PortalDeps & { sandbox: SandboxRunner }, text: string, meta: { by: string; note: string; tests: readonly TestCase[] }): Promise<number> {
-  const compiled = compileVeilConfigText(text);
+  const compiled = deps.configPort.compile(text);
   const errors = compiled.issues.filter((i) => i.severity === 'error');
   if (!compiled.config || errors.length) throw new VeilError('PUBLISH_REFUSED', `the configuration is invalid: ${errors.map((i) => `${i.pointer || '/'}: ${i.message}`).join('; ')}`);
   let outcomes: TestOutcome[];
@@ -77,8 +76,7 @@ export async function publish(deps: PortalDeps & { sandbox: SandboxRunner }, tex
   const failing = outcomes.filter((o) => !o.pass);
   if (failing.length) throw new VeilError('PUBLISH_REFUSED', `saved test cases fail: ${failing.map((f) => `${f.test.name} expected ${f.test.expect}, got ${f.got}`).join('; ')}`);
   try {
-    if (deps.development) await provisionKeys(compiled.config.engine, deps.keystore);
-    else requireKeys(compiled.config.engine, deps.keystore);
+    await deps.configPort.prepareKeys(compiled.config.engine);
   } catch (e) {
     if (e instanceof VeilError) throw new VeilError('PUBLISH_REFUSED', `the keystore cannot serve it: ${e.message}`, [], { cause: e });
     throw e;

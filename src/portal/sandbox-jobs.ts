@@ -1,6 +1,6 @@
 import { Engine } from '../engine/index.ts';
-import { compileVeilConfigText } from '../app/config-file.ts';
-import type { TestCase } from '../app/config-versions.ts';
+import type { TestCase } from '../control/config-versions.ts';
+import type { ConfigCompiler } from './config-port.ts';
 import { SandboxKeys } from './sandbox-keys.ts';
 import { runTestCase, runTester, type TesterRun } from './tester.ts';
 
@@ -18,8 +18,8 @@ export type SandboxJob =
 export type SandboxResult<J extends SandboxJob> = J extends { kind: 'tests' } ? TestOutcome[] : TesterRun | undefined;
 
 /** Runs a draft's saved test cases on fresh sandbox keys (never live ones). */
-export async function runSavedTests(text: string, tests: readonly TestCase[], now: () => Date): Promise<TestOutcome[]> {
-  const config = compileVeilConfigText(text).config;
+export async function runSavedTests(text: string, tests: readonly TestCase[], now: () => Date, compile: ConfigCompiler): Promise<TestOutcome[]> {
+  const config = compile(text).config;
   if (!config) return [];
   const sandbox = new SandboxKeys();
   sandbox.cover(config.engine);
@@ -33,8 +33,8 @@ export async function runSavedTests(text: string, tests: readonly TestCase[], no
 }
 
 /** The tester on the session's sandbox keys (derived from its seed), for any version or draft and any role. */
-export async function runSandboxTester(job: Extract<SandboxJob, { kind: 'tester' }>, now: () => Date): Promise<TesterRun | undefined> {
-  const config = compileVeilConfigText(job.text).config;
+export async function runSandboxTester(job: Extract<SandboxJob, { kind: 'tester' }>, now: () => Date, compile: ConfigCompiler): Promise<TesterRun | undefined> {
+  const config = compile(job.text).config;
   if (!config) return undefined;
   const sandbox = new SandboxKeys(job.seed);
   sandbox.cover(config.engine);
@@ -42,6 +42,7 @@ export async function runSandboxTester(job: Extract<SandboxJob, { kind: 'tester'
   return runTester({ config: config.engine, engine, keys: sandbox, caller: job.caller, now }, job.input);
 }
 
-export async function runJob(job: SandboxJob, now: () => Date): Promise<unknown> {
-  return job.kind === 'tests' ? runSavedTests(job.text, job.tests, now) : runSandboxTester(job, now);
+/** A job, its text compiled by `compile` (the whole configuration's compiler the wiring gave the sandbox thread). */
+export async function runJob(job: SandboxJob, now: () => Date, compile: ConfigCompiler): Promise<unknown> {
+  return job.kind === 'tests' ? runSavedTests(job.text, job.tests, now, compile) : runSandboxTester(job, now, compile);
 }

@@ -23,10 +23,13 @@ export class SandboxRunner {
   private closed = false;
   private readonly timeoutMs: number;
   private readonly maxQueue: number;
+  private readonly workerUrl: URL;
 
-  constructor(options: { timeoutMs: number; maxQueue?: number }) {
+  /** `workerUrl`: the thread's entry module, which calls serveSandboxJobs (sandbox-worker.ts; ConfigPort.sandboxWorker) */
+  constructor(options: { timeoutMs: number; maxQueue?: number; workerUrl: URL }) {
     this.timeoutMs = options.timeoutMs;
     this.maxQueue = options.maxQueue ?? 16;
+    this.workerUrl = options.workerUrl;
   }
 
   run<J extends SandboxJob>(job: J): Promise<SandboxResult<J>> {
@@ -57,7 +60,7 @@ export class SandboxRunner {
 
   private ensureWorker(): Worker {
     if (this.worker) return this.worker;
-    const worker = new Worker(new URL('./sandbox-worker.ts', import.meta.url), { resourceLimits: { maxOldGenerationSizeMb: 256 } });
+    const worker = new Worker(this.workerUrl, { resourceLimits: { maxOldGenerationSizeMb: 256 } });
     worker.unref();
     worker.on('message', (m: { id: number; ok: boolean; result?: unknown; error?: { name: string; code?: string } }) => {
       const current = this.running;

@@ -3,9 +3,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ActiveVersionWatch } from '../../src/app/active-version-watch.ts';
-import { ConfigVersions } from '../../src/app/config-versions.ts';
+import { ConfigVersions } from '../../src/control/config-versions.ts';
 import { provisionKeys } from '../../src/app/config-keys.ts';
-import { EngineHolder } from '../../src/app/engine-holder.ts';
+import { EngineHolder } from '../../src/control/engine-holder.ts';
 import { openEngine } from '../../src/app/open-engine.ts';
 import { compileVeilConfigText } from '../../src/app/config-file.ts';
 import { body, EXAMPLE_CONFIG_TEXT } from '../helpers/engine-fixture.ts';
@@ -17,7 +17,7 @@ const env = { VEIL_MASTER_KEY: 'b'.repeat(64) };
 /** One serving process on the shared data dir: its version store, keystore, holder and watch. */
 async function process_(configFile: string) {
   const versions = await ConfigVersions.open(dir);
-  const active = await versions.adopt(configFile, now());
+  const active = await versions.adopt(configFile, now(), compileVeilConfigText);
   const { config, engine, keystore } = await openEngine({ configFile: active.file, dataDir: dir, env, now, provision: true });
   const holder = new EngineHolder({ engine, config, version: active.number });
   const errors: [number, string][] = [];

@@ -31,7 +31,7 @@ function importedDirs(dir: string): Map<string, string[]> {
   return out;
 }
 
-describe('adapters are siblings (veil/adapter-isolation)', () => {
+describe('adapters are siblings below the wiring (veil/adapter-isolation)', () => {
   it('src/gateway, src/stream and src/http import none of each other, and src/json-bytes no adapter (the files as they are)', () => {
     const adapters = ['gateway', 'stream', 'http'];
     for (const from of adapters) {
@@ -57,6 +57,46 @@ describe('adapters are siblings (veil/adapter-isolation)', () => {
     ['src/errors/probe.ts', "import { Upstream } from '../gateway/upstream.ts';\nexport const x = Upstream;\n"],
   ])('rejects in %s an import of a sibling adapter', async (file, code) => {
     expect(await rulesFiredAt(file, code)).toContain('veil/adapter-isolation');
+  });
+
+  it('no adapter and no neutral module imports the wiring, src/app or src/cli (the files as they are)', () => {
+    const below = readdirSync(join(cwd, 'src'), { withFileTypes: true }).filter((e) => e.isDirectory() && !['app', 'cli'].includes(e.name)).map((e) => e.name);
+    expect(below).toEqual(expect.arrayContaining(['portal', 'http', 'stream', 'gateway', 'control']));
+    for (const from of below) {
+      const dirs = importedDirs(from);
+      for (const to of ['app', 'cli']) expect(dirs.get(to) ?? [], `src/${from} → src/${to}`).toEqual([]);
+    }
+    // the portal takes its version store and engine holder from the neutral src/control, which imports no adapter
+    expect(importedDirs('portal').get('control')?.length).toBeGreaterThan(0);
+    expect([...importedDirs('control').keys()].filter((d) => !['control', 'engine'].includes(d))).toEqual([]);
+  });
+
+  it.each([
+    ['src/portal/probe.ts', "import { compileVeilConfigText } from '../app/config-file.ts';\nexport const x = compileVeilConfigText;\n"],
+    ['src/portal/routes/probe.ts', "import type { VeilConfig } from '../../app/config-file.ts';\nexport type X = VeilConfig;\n"],
+    ['src/portal/probe.ts', "export { provisionKeys } from '../app/config-keys.ts';\n"],
+    ['src/http/probe.ts', "export const m = import('../app/open-service.ts');\n"],
+    ['src/stream/probe.ts', "export * from '../cli/main.ts';\n"],
+    ['src/gateway/probe.ts', "import { openGateway } from '../app/open-gateway.ts';\nexport const x = openGateway;\n"],
+    ['src/db/probe.ts', "import { resolveDataDir } from '../app/paths.ts';\nexport const x = resolveDataDir;\n"],
+    ['src/client/probe.ts', "import { resolveDataDir } from '../app/paths.ts';\nexport const x = resolveDataDir;\n"],
+    ['src/control/probe.ts', "import { compileVeilConfigText } from '../app/config-file.ts';\nexport const x = compileVeilConfigText;\n"],
+    ['src/errors/probe.ts', "import { resolveDataDir } from '../app/paths.ts';\nexport const x = resolveDataDir;\n"],
+  ])('rejects in %s an import of the wiring', async (file, code) => {
+    const [result] = await eslint.lintText(code, { filePath: `${cwd}${file}` });
+    const messages = result!.messages.filter((m) => m.ruleId === 'veil/adapter-isolation');
+    expect(messages.length).toBe(1);
+    expect(messages[0]!.message).toMatch(/the wiring \(src\/app, src\/cli\) depends on adapters and neutral modules, never the reverse/);
+  });
+
+  it('rejects in src/control an import of an adapter (src/control is neutral)', async () => {
+    expect(await rulesFiredAt('src/control/probe.ts', "import type { EngineSource } from '../http/engine-source.ts';\nexport type X = EngineSource;\n")).toContain('veil/adapter-isolation');
+  });
+
+  it('allows the portal src/control, and the wiring src/control, the portal and each other', async () => {
+    expect(await rulesFiredAt('src/portal/probe.ts', "import type { ConfigVersions } from '../control/config-versions.ts';\nimport type { EngineHolder } from '../control/engine-holder.ts';\nexport type X = [ConfigVersions, EngineHolder<unknown>];\n")).toEqual([]);
+    expect(await rulesFiredAt('src/app/probe.ts', "import { EngineHolder } from '../control/engine-holder.ts';\nimport { registerPortal } from '../portal/portal.ts';\nexport const x = [EngineHolder, registerPortal];\n")).toEqual([]);
+    expect(await rulesFiredAt('src/cli/probe.ts', "import { openService } from '../app/open-service.ts';\nexport const x = openService;\n")).toEqual([]);
   });
 
   it('allows an adapter its own files and the neutral modules, and the wiring every adapter', async () => {

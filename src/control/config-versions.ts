@@ -1,8 +1,13 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { chmod, mkdir, readFile, readdir, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { VeilError, formatIssue } from '../engine/index.ts';
-import { compileVeilConfigText } from './config-file.ts';
+import { VeilError, formatIssue, type ConfigIssue } from '../engine/index.ts';
+
+/**
+ * What the store checks a configuration file with before adopting it: the wiring's compiler of the
+ * whole configuration (src/app/config-file.ts's compileVeilConfigText), which src/control does not import.
+ */
+export type ConfigCheck = (text: string) => { issues: readonly ConfigIssue[] };
 
 /** The directory under the data dir that holds published versions and drafts. */
 export const VERSIONS_DIR = 'config-versions';
@@ -57,7 +62,7 @@ const DRAFT_ID = /^[a-f0-9-]{36}$/;
  * with `drafts/<id>.json` (base version, author, saved test cases). Writes go through a temporary
  * file and a rename. Several serving processes may share the store (`veil serve --workers N`):
  * each re-reads the index before publishing and polls it for versions the others published
- * (active-version-watch.ts).
+ * (src/app/active-version-watch.ts).
  */
 export class ConfigVersions {
   readonly dir: string;
@@ -95,8 +100,9 @@ export class ConfigVersions {
    * At start: the configuration file becomes a new published, active version when its text is not
    * the one last adopted from a file (first start, or the operator edited it); otherwise the
    * active version stays — which may be one published in the portal since. Returns the active file.
+   * `check` validates the file (CONFIG_INVALID with every error).
    */
-  async adopt(configFile: string, now: Date): Promise<{ file: string; number: number; adopted: boolean }> {
+  async adopt(configFile: string, now: Date, check: ConfigCheck): Promise<{ file: string; number: number; adopted: boolean }> {
     const text = await readFile(configFile, 'utf8').catch((e: NodeJS.ErrnoException) => {
       throw new VeilError('CONFIG_INVALID', `configuration ${configFile} cannot be read (${e.code ?? 'unreadable'})`);
     });
@@ -104,8 +110,7 @@ export class ConfigVersions {
     if (lastFromFile?.sha256 === sha256(text) && this.index.active) {
       return { file: this.file(this.index.active), number: this.index.active, adopted: false };
     }
-    const compiled = compileVeilConfigText(text);
-    const errors = compiled.issues.filter((i) => i.severity === 'error');
+    const errors = check(text).issues.filter((i) => i.severity === 'error');
     if (errors.length) throw new VeilError('CONFIG_INVALID', `configuration ${configFile} is invalid:\n${errors.map((i) => formatIssue(configFile, i)).join('\n')}`);
     const number = await this.publish(text, { by: 'file', source: 'file', note: `adopted from ${configFile}`, now });
     return { file: this.file(number), number, adopted: true };

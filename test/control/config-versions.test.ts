@@ -2,7 +2,8 @@ import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { ConfigVersions } from '../../src/app/config-versions.ts';
+import { compileVeilConfigText } from '../../src/app/config-file.ts';
+import { ConfigVersions } from '../../src/control/config-versions.ts';
 import { EXAMPLE_CONFIG_TEXT } from '../helpers/engine-fixture.ts';
 import { fakeCliIo, veil } from '../helpers/cli-io.ts';
 
@@ -19,14 +20,14 @@ describe('configuration versions in the data dir', () => {
     const file = join(dir, 'config.yaml');
     await writeFile(file, EXAMPLE_CONFIG_TEXT);
     const store = await ConfigVersions.open(dir);
-    expect(await store.adopt(file, now)).toMatchObject({ number: 1, adopted: true });
+    expect(await store.adopt(file, now, compileVeilConfigText)).toMatchObject({ number: 1, adopted: true });
     // a portal publish since, then a restart with the same file: the published version stays active
     await store.publish(`${EXAMPLE_CONFIG_TEXT}# edited in the portal\n`, { by: 'alice', source: 'portal', note: 'x', now });
     const reopened = await ConfigVersions.open(dir);
-    expect(await reopened.adopt(file, now)).toMatchObject({ number: 2, adopted: false });
+    expect(await reopened.adopt(file, now, compileVeilConfigText)).toMatchObject({ number: 2, adopted: false });
     // the operator edits the file: it becomes version 3
     await writeFile(file, `${EXAMPLE_CONFIG_TEXT}# edited on disk\n`);
-    expect(await reopened.adopt(file, now)).toMatchObject({ number: 3, adopted: true });
+    expect(await reopened.adopt(file, now, compileVeilConfigText)).toMatchObject({ number: 3, adopted: true });
     expect(reopened.versions().map((v) => [v.number, v.source, v.by])).toEqual([[1, 'file', 'file'], [2, 'portal', 'alice'], [3, 'file', 'file']]);
   });
 
@@ -34,8 +35,19 @@ describe('configuration versions in the data dir', () => {
     const file = join(dir, 'config.yaml');
     await writeFile(file, EXAMPLE_CONFIG_TEXT.replace('keepFirst: 6', 'keepFirst: 99'));
     const store = await ConfigVersions.open(dir);
-    await expect(store.adopt(file, now)).rejects.toMatchObject({ code: 'CONFIG_INVALID', message: expect.stringContaining('/sequences/card-fpe/steps/0/keepFirst') });
+    await expect(store.adopt(file, now, compileVeilConfigText)).rejects.toMatchObject({ code: 'CONFIG_INVALID', message: expect.stringContaining('/sequences/card-fpe/steps/0/keepFirst') });
     expect(store.versions()).toEqual([]);
+  });
+
+  it('adopts with the check it is given (the wiring\'s compiler): its errors refuse the file, its warnings do not', async () => {
+    const file = join(dir, 'config.yaml');
+    await writeFile(file, 'any text\n');
+    const store = await ConfigVersions.open(dir);
+    const refuse = () => ({ issues: [{ severity: 'error' as const, pointer: '/x', message: 'refused by the check' }] });
+    await expect(store.adopt(file, now, refuse)).rejects.toMatchObject({ code: 'CONFIG_INVALID', message: expect.stringContaining('/x: refused by the check') });
+    expect(store.versions()).toEqual([]);
+    const warn = () => ({ issues: [{ severity: 'warning' as const, pointer: '/x', message: 'only a warning' }] });
+    expect(await store.adopt(file, now, warn)).toMatchObject({ number: 1, adopted: true });
   });
 
   it('writes published versions read-only, and each is a configuration `veil config validate` accepts', async () => {
