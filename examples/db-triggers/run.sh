@@ -1,5 +1,5 @@
 #!/bin/sh
-# The database layer on one machine (README "Database layer"): installs schema veil, stores the
+# The database layer on one machine (docs/database.md): installs schema veil, stores the
 # development client's credentials, creates examples/db-triggers/customers.sql's table, then shows
 # what each database role sees through the read view.
 # Needs PostgreSQL 15 with PL/Python (scripts/pg-env.sh start) and veil (npm start) running.

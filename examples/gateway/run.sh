@@ -1,5 +1,5 @@
 #!/bin/sh
-# The gateway example end to end (README, section "Gateway"): starts the customer app
+# The gateway example end to end (docs/gateway.md): starts the customer app
 # (upstream.ts, port 3000), `veil serve` (tokens, port 8080) and `veil gateway` (port 8081) on
 # examples/gateway/gateway.yaml, writes a customer through the gateway, shows what the app stored,
 # reads it back with three roles, and stops everything it started.

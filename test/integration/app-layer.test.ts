@@ -260,16 +260,8 @@ describe('application layer: veil/client + Sequelize against veil serve and Post
   });
 });
 
-describe('examples/app-layer (as its README runs it)', () => {
-  it('the READMEs give the commands this test runs', async () => {
-    for (const file of ['README.md', 'examples/app-layer/README.md']) {
-      const readme = await readFile(join(ROOT, file), 'utf8');
-      for (const command of ['export $(scripts/pg-env.sh start)', 'scripts/node22 examples/app-layer/server.ts', 'npm start', "psql -h 127.0.0.1 -p 15432 -U postgres -c 'SELECT * FROM customers'"]) {
-        expect(readme, `${file}: ${command}`).toContain(command);
-      }
-    }
-  });
-
+describe('examples/app-layer (as docs/client.md and its README run it)', () => {
+  // docs/client.md and examples/app-layer/README.md give the commands this test runs: test/docs/doc-examples.test.ts
   let app: ChildProcess;
   let appUrl: string;
   let appErr = '';

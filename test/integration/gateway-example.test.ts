@@ -4,8 +4,8 @@ import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { freePorts, ROOT } from '../helpers/processes.ts';
 
-/** examples/gateway/run.sh as the README runs it: the app, veil serve and veil gateway as processes. */
-describe('the gateway example (README, section Gateway)', () => {
+/** examples/gateway/run.sh as docs/gateway.md runs it: the app, veil serve and veil gateway as processes. */
+describe('the gateway example (docs/gateway.md)', () => {
   it('stores only protected values and reveals by role', async () => {
     const port = await freePorts(3);
     const { stdout } = await promisify(execFile)('sh', [join(ROOT, 'examples/gateway/run.sh')], {

@@ -265,7 +265,7 @@ describe('PostgreSQL triggers (real PostgreSQL, real veil serve)', () => {
   }, 60_000);
 });
 
-describe('examples/db-triggers (README "Database layer")', () => {
+describe('examples/db-triggers (docs/database.md)', () => {
   const exampleDb = `veil_example_${tag}`;
   afterAll(async () => {
     await sql(`DROP DATABASE IF EXISTS ${exampleDb} WITH (FORCE);`).catch(() => undefined);

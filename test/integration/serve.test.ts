@@ -83,12 +83,4 @@ describe('veil serve (process)', () => {
   }, 60_000);
 });
 
-describe('README', () => {
-  it('shows the commands of docs/examples/http-round-trip.sh, which the test above runs', async () => {
-    const { readFile } = await import('node:fs/promises');
-    const readme = await readFile(join(root, 'README.md'), 'utf8');
-    const script = await readFile(join(root, 'docs/examples/http-round-trip.sh'), 'utf8');
-    const commands = script.split('\n').map((l) => l.trim()).filter((l) => l && !l.startsWith('#') && !l.startsWith('set ') && !l.startsWith('VEIL=') && !l.startsWith('SECRET=') && l !== 'echo' && l !== '}' && l !== 'body() {');
-    for (const line of commands) expect(readme, line).toContain(line);
-  });
-});
+// The README shows the commands of docs/examples/http-round-trip.sh: test/docs/doc-examples.test.ts.

@@ -115,7 +115,7 @@ describe.each(streamClients())('unprotect on demand over Kafka on %s (real broke
     await Promise.all(clients.map((c) => c.close()));
   }, 60_000);
 
-  it('veil stream request (the README round trip) sends a request and prints the reply', async () => {
+  it('veil stream request (the round trip of docs/stream.md) sends a request and prints the reply', async () => {
     const { writeFile } = await import('node:fs/promises');
     const { execFile } = await import('node:child_process');
     const { promisify } = await import('node:util');
