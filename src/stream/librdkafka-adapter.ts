@@ -8,8 +8,9 @@ import type { AdminClient as AdminClientType, IAdminClient, KafkaConsumer, Librd
 import { Kafka, logLevel } from 'kafkajs';
 import { inChunks } from './send-chunks.ts';
 import { librdkafkaConsumer, type NativeConsumers } from './librdkafka-consumer.ts';
-import type { Header, KafkaPort, OutRecord, ProducerPort, Transaction } from './ports.ts';
+import type { KafkaPort, OutRecord, ProducerPort, Transaction } from './ports.ts';
 import { topicLimits } from './topic-limits.ts';
+import { encodeHeaders } from './librdkafka-headers.ts';
 import { KafkaClientError, fromLibrdkafka } from './kafka-client-error.ts';
 
 const { Producer: NativeProducer, AdminClient } = rdkafka as unknown as { Producer: typeof Producer; AdminClient: typeof AdminClientType };
@@ -83,8 +84,8 @@ export function librdkafkaPort(options: LibrdkafkaOptions): KafkaPort {
 }
 
 /**
- * The binding must be built with veil's patches (null header values, the flat header list):
- * without them a null header is written empty and a flat list is misread. scripts/build-librdkafka.sh
+ * The binding must be built with veil's patches (null header values, headers encoded in one
+ * buffer): without them a null header is written empty and encoded headers are refused. scripts/build-librdkafka.sh
  * stamps the build with the patches' hash; a build without that stamp is refused.
  */
 function checkPatchedBinding(): void {
@@ -218,20 +219,6 @@ function producerPort(producer: Producer, limits: ReturnType<typeof topicLimits>
   };
 }
 
-/**
- * Headers as the patched binding takes them fastest: one flat list [key, value, key, value, …]
- * (patches/kafka-javascript-2-flat-headers.patch) instead of an object per header, whose
- * property enumeration was most of a record's produce cost.
- */
-function flatHeaders(headers: readonly Header[]): (string | Buffer | null)[] {
-  const flat = new Array<string | Buffer | null>(headers.length * 2);
-  for (let i = 0; i < headers.length; i++) {
-    flat[2 * i] = headers[i]!.key;
-    flat[2 * i + 1] = headers[i]!.value;
-  }
-  return flat;
-}
-
 /** librdkafka's ERR__QUEUE_FULL: its local queue is full (it drains in the background) */
 const QUEUE_FULL = -184;
 
@@ -241,7 +228,7 @@ const QUEUE_FULL = -184;
  */
 function produceOne(producer: Producer, r: OutRecord, delivery: Delivery, opaque: Delivery | undefined): 'queued' | 'full' | 'refused' {
   try {
-    producer.produce(r.topic, null, r.value as Buffer, r.key ?? undefined, undefined, opaque, r.headers.length ? flatHeaders(r.headers) as never : undefined);
+    producer.produce(r.topic, null, r.value as Buffer, r.key ?? undefined, undefined, opaque, r.headers.length ? encodeHeaders(r.headers) as never : undefined);
     return 'queued';
   } catch (e) {
     if ((e as LibrdKafkaError).code === QUEUE_FULL) return 'full';

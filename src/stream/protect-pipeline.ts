@@ -3,7 +3,7 @@ import type { PipelineConfig } from './pipeline-config.ts';
 import { Liveness, type LivenessStatus } from './liveness.ts';
 import { PartitionTransactions } from './partition-transactions.ts';
 import { RecordProtector, type ChunkProtector } from './record-protector.ts';
-import { withHeaders, type Batch, type ConsumerPort, type Header, type InRecord, type KafkaPort, type OutRecord, type ProducerPort } from './ports.ts';
+import { withHeaders, type Batch, type ConsumerPort, type Headers, type InRecord, type KafkaPort, type OutRecord, type ProducerPort } from './ports.ts';
 import { fitsAlone } from './record-size.ts';
 import type { Serde } from './serde/serde.ts';
 import { StreamError } from './stream-error.ts';
@@ -55,7 +55,8 @@ export class ProtectPipeline {
   private readonly liveness: Liveness;
   private plainProducer?: Promise<ProducerPort>;
   private consumer?: ConsumerPort;
-  private readonly veilHeaders: Header[];
+  /** frozen: records without headers of their own all carry this one list (an adapter may encode it once) */
+  private readonly veilHeaders: Headers;
   private rename?: RegExp;
   private watchdog?: NodeJS.Timeout;
   private stopped = false;
@@ -70,11 +71,11 @@ export class ProtectPipeline {
     // protect its fields does not start (a worker pool binds the same fields again)
     const inline = new RecordProtector({ name: deps.name, config: c, engine: deps.engine, serde: deps.serde });
     this.chunks = deps.protector ?? inline;
-    this.veilHeaders = [
+    this.veilHeaders = Object.freeze([
       { key: 'veil.pipeline', value: utf8(deps.name) },
       { key: 'veil.config.version', value: utf8(deps.configVersion) },
       { key: 'veil.protected.fields', value: utf8([...c.fields.map((f) => f.path), ...(c.key ? ['(key)'] : [])].join(',')) },
-    ];
+    ]);
     this.transactions = new PartitionTransactions(deps.kafka, this.groupId, (event, fields) => deps.log.debug?.({ pipeline: deps.name, ...fields }, `transaction ${event}`));
     const stallMs = deps.stallMs ?? 60_000;
     this.liveness = new Liveness({ stallMs, recoverMs: Math.floor(stallMs / 2), now: deps.now ?? Date.now });
@@ -253,7 +254,7 @@ export class ProtectPipeline {
   }
 
   private cleanRecord(record: InRecord, key: Buffer | null, value: Buffer): OutRecord {
-    const headers = record.headers.length === 0 ? this.veilHeaders.slice() : withHeaders(record.headers, this.veilHeaders);
+    const headers = record.headers.length === 0 ? this.veilHeaders : withHeaders(record.headers, this.veilHeaders);
     return { topic: this.sinkTopic(record.topic), key, value, headers };
   }
 }

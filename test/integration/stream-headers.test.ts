@@ -35,11 +35,15 @@ describe('stream: record headers through veil stream protect (real broker, real 
       // written by kafkajs (patched): binary values, a null, an integer-like key after others, a spoofed veil header
       const binary = [
         h('bin', Buffer.from([0, 0xff, 0x80, 0x7f, 0x0a, 0x3a, 0x20])), h('n', null), h('bin', Buffer.alloc(0)),
-        h('1', 'one'), h('veil.pipeline', 'spoofed'), h('bin', Buffer.from([0xc3, 0x28])),
+        h('1', 'one'), h('veil.pipeline', 'spoofed'), h('bin', Buffer.from([0xc3, 0x28])), h('schlüssel-🔑', 'ü'),
       ];
       const producer = kafka.producer({ idempotent: true });
       await producer.connect();
-      await producer.send({ topic: t.raw, acks: -1, messages: [{ key: 'bob@example.com', value: '{"email":"bob@example.com","id":2}', headers: binary }] });
+      await producer.send({ topic: t.raw, acks: -1, messages: [
+        { key: 'bob@example.com', value: '{"email":"bob@example.com","id":2}', headers: binary },
+        // no headers of its own: it carries exactly veil's (the list every such record shares)
+        { key: 'cy@example.com', value: '{"email":"cy@example.com","id":3}' },
+      ] });
       await producer.disconnect();
 
       const dataDir = await mkdtemp(join(tmpdir(), 'veil-headers-'));
@@ -54,8 +58,8 @@ describe('stream: record headers through veil stream protect (real broker, real 
         await waitFor(async () => {
           if (processor.exitCode !== null) throw new Error(`veil stream protect exited (${processor.exitCode}):\n${processor.output()}`);
           const [offsets] = await admin.fetchOffsets({ groupId: `veil-test-${t.id}`, topics: [t.raw] });
-          return Number(offsets?.partitions[0]?.offset ?? -1) >= 2;
-        }, 60_000, `${client}: both raw records processed`);
+          return Number(offsets?.partitions[0]?.offset ?? -1) >= 3;
+        }, 60_000, `${client}: the raw records processed`);
       } finally {
         await admin.disconnect();
       }
@@ -63,10 +67,10 @@ describe('stream: record headers through veil stream protect (real broker, real 
       await new Promise((r) => processor.once('close', r));
 
       const clean = await javaConsumeHeaders(t.clean);
-      expect(clean).toHaveLength(2);
+      expect(clean).toHaveLength(3);
       const byId = new Map(clean.map((r) => [(JSON.parse(r.value.toString()) as { id: number }).id, r.headers]));
       const veilHeaders = ['veil.pipeline', 'veil.config.version', 'veil.protected.fields'];
-      for (const [id, sent] of [[1, fromJava], [2, binary.filter((x) => x.key !== 'veil.pipeline')]] as const) {
+      for (const [id, sent] of [[1, fromJava], [2, binary.filter((x) => x.key !== 'veil.pipeline')], [3, []]] as const) {
         const got = byId.get(id)!;
         expect(got.slice(0, sent.length), `record ${id}`).toEqual(sent);
         expect(got.slice(sent.length).map((x) => x.key)).toEqual(veilHeaders);
