@@ -39,7 +39,7 @@ describe('encodeHeaders', () => {
   it('reuses the buffer of a frozen list, and re-encodes a list that may change', () => {
     const frozen = Object.freeze([{ key: 'veil.pipeline', value: Buffer.from('p') }]);
     expect(encodeHeaders(frozen)).toBe(encodeHeaders(frozen));
-    const open = [{ key: 'k', value: Buffer.from('1') }];
+    const open: { key: string; value: Buffer | null }[] = [{ key: 'k', value: Buffer.from('1') }];
     const first = encodeHeaders(open);
     open.push({ key: 'k2', value: null });
     expect(decode(encodeHeaders(open))).toEqual(open);

@@ -4,6 +4,17 @@ import { bitLength, domainMinLength, numeralsToBigInt, bigIntToNumerals, bytesTo
 /** Largest radix^m the fast path keeps in a double: acc * 256 + 255 must stay below 2^53. */
 const FAST_LIMIT = 2 ** 44;
 
+/**
+ * x mod m for an integer 0 <= x with x + m <= 2^53, given inv = 1 / m. `%` on doubles is a call
+ * to fmod (most of a round's cost, a dozen per round); here floor(x * inv) is the quotient or one
+ * off either way (x * inv is within one of x / m), q * m <= x + m stays exact, and one
+ * correction fixes the remainder.
+ */
+function modBy(x: number, m: number, inv: number): number {
+  const r = x - Math.floor(x * inv) * m;
+  return r < 0 ? r + m : r >= m ? r - m : r;
+}
+
 interface Layout {
   n: number;
   u: number;
@@ -13,10 +24,13 @@ interface Layout {
   /** radix^u and radix^v as doubles (fast path) and BigInts (general path) */
   mu: number;
   mv: number;
+  /** 1 / mu and 1 / mv, for modBy */
+  invU: number;
+  invV: number;
   muBig: bigint;
   mvBig: bigint;
   fast: boolean;
-  /** bytes of S folded per modulo step while y mod m stays exact in a double */
+  /** bytes of S folded per modulo step while y * 256^chunk + 256^chunk - 1 + m stays within 2^53 (modBy) */
   chunkU: number;
   chunkV: number;
   /** CBC-MAC state after P and every constant block of Q */
@@ -82,33 +96,37 @@ export class Ff1 {
       for (let i = 0; i < 10; i++) {
         const even = (i & 1) === 0;
         const m = even ? l.mu : l.mv;
-        const c = (a + this.roundFast(l, i, b, m, even ? l.chunkU : l.chunkV)) % m;
+        // a and the round's y are both below m
+        const c = a + this.roundFast(l, i, b, m, even ? l.invU : l.invV, even ? l.chunkU : l.chunkV);
         a = b;
-        b = c;
+        b = c >= m ? c - m : c;
       }
     } else {
       for (let i = 9; i >= 0; i--) {
         const even = (i & 1) === 0;
         const m = even ? l.mu : l.mv;
-        const c = (b - this.roundFast(l, i, a, m, even ? l.chunkU : l.chunkV) + m) % m;
+        const c = b - this.roundFast(l, i, a, m, even ? l.invU : l.invV, even ? l.chunkU : l.chunkV);
         b = a;
-        a = c;
+        a = c < 0 ? c + m : c;
       }
     }
     const out = new Array<number>(l.n);
+    // a, b < 2^44: a / radix is exact enough that its floor is the quotient (see modBy)
     for (let i = l.u - 1; i >= 0; i--) {
-      out[i] = a % radix;
-      a = Math.floor(a / radix);
+      const q = Math.floor(a / radix);
+      out[i] = a - q * radix;
+      a = q;
     }
     for (let i = l.n - 1; i >= l.u; i--) {
-      out[i] = b % radix;
-      b = Math.floor(b / radix);
+      const q = Math.floor(b / radix);
+      out[i] = b - q * radix;
+      b = q;
     }
     return out;
   }
 
   /** y mod m for round i where `num` is NUM_radix of the half fed to the PRF. */
-  private roundFast(l: Layout, i: number, num: number, m: number, chunk: number): number {
+  private roundFast(l: Layout, i: number, num: number, m: number, inv: number, chunk: number): number {
     if (l.words) {
       // Q's last block is const || [i] || NUM(B) in b <= 4 bytes: only words 2 and 3 vary, so
       // the block is formed in registers; S is the first 8 bytes of R (d = 8)
@@ -116,8 +134,8 @@ export class Ff1 {
       const r = this.aes.encryptState(l.c0, l.c1, l.b === 4 ? l.c2 ^ (i << 24) : l.c2, l.c3 ^ bswap32(tail));
       const hi = bswap32(r.s0) >>> 0;
       const lo = bswap32(r.s1) >>> 0;
-      if (chunk >= 4) return (((hi % m) * 0x100000000) % m + lo) % m;
-      return ((((hi % m) * 0x10000 + (lo >>> 16)) % m) * 0x10000 + (lo & 0xffff)) % m;
+      if (chunk >= 4) return modBy(modBy(modBy(hi, m, inv) * 0x100000000, m, inv) + lo, m, inv);
+      return modBy(modBy(modBy(hi, m, inv) * 0x10000 + (lo >>> 16), m, inv) * 0x10000 + (lo & 0xffff), m, inv);
     }
     const w = this.work;
     const bytes = w.bytes;
@@ -144,7 +162,7 @@ export class Ff1 {
         v = v * 256 + bytes[j]!;
         scale *= 256;
       }
-      y = (y * scale + v) % m;
+      y = modBy(y * scale + v, m, inv);
     }
     return y;
   }
@@ -221,13 +239,18 @@ export class Ff1 {
       this.aes.encryptWords(state.words);
     }
     const lastConst = pq.slice(qConstEnd, pq.length - 1 - b);
-    const chunkOf = (m: bigint) => Math.max(1, Math.min(6, Math.floor((53 - bitLength(m)) / 8)));
+    // the most bytes per step with m * (256^chunk + 1) <= 2^53 (modBy's bound); m <= 2^44 allows one
+    const chunkOf = (m: bigint) => {
+      let chunk = 1;
+      while (chunk < 6 && m * (256n ** BigInt(chunk + 1) + 1n) <= 2n ** 53n) chunk++;
+      return chunk;
+    };
     const last = new Block();
     last.bytes.set(lastConst);
     last.xorWords(state);
     const [c0, c1, c2, c3] = last.words as unknown as [number, number, number, number];
     const layout: Layout = {
-      n, u, v, b, d, mu: Number(muBig), mv: Number(mvBig), muBig, mvBig, fast, chunkU: chunkOf(muBig), chunkV: chunkOf(mvBig),
+      n, u, v, b, d, mu: Number(muBig), mv: Number(mvBig), invU: 1 / Number(muBig), invV: 1 / Number(mvBig), muBig, mvBig, fast, chunkU: chunkOf(muBig), chunkV: chunkOf(mvBig),
       words: fast && b <= 4 && d === 8, c0, c1, c2, c3, state, lastConst, pq,
     };
     this.layouts.set(n, layout);
