@@ -10,7 +10,7 @@ const FAST_LIMIT = 2 ** 44;
  * off either way (x * inv is within one of x / m), q * m <= x + m stays exact, and one
  * correction fixes the remainder.
  */
-function modBy(x: number, m: number, inv: number): number {
+export function modBy(x: number, m: number, inv: number): number {
   const r = x - Math.floor(x * inv) * m;
   return r < 0 ? r + m : r >= m ? r - m : r;
 }

@@ -65,6 +65,28 @@ describe('FF1 against a peer implementation (@noble/ciphers ff1)', () => {
     );
   });
 
+  it('agrees at the fast path\'s edges: halves just under and over 2^44, extreme numerals', () => {
+    // the fast path keeps radix^ceil(n/2) <= 2^44 in doubles and reduces modulo it by reciprocal
+    const edges: [number, number][] = [[2, 87], [2, 88], [2, 89], [10, 25], [10, 26], [10, 27], [36, 16], [36, 17], [62, 14], [62, 15], [65535, 5], [65535, 4], [7, 31], [3, 55]];
+    fc.assert(
+      fc.property(
+        fc.constantFrom(...edges),
+        fc.uint8Array({ minLength: 16, maxLength: 32 }).filter((k) => k.length !== 20 && k.length !== 28 && (k.length === 16 || k.length === 24 || k.length === 32)),
+        fc.uint8Array({ maxLength: 12 }),
+        fc.constantFrom('min', 'max', 'random'),
+        fc.infiniteStream(fc.nat()),
+        ([radix, n], key, tweak, kind, rand) => {
+          const it = rand[Symbol.iterator]();
+          const x = Array.from({ length: n }, () => (kind === 'min' ? 0 : kind === 'max' ? radix - 1 : it.next().value! % radix));
+          const ours = new Ff1(key, radix, tweak).encrypt(x);
+          expect(ours).toEqual(FF1(radix, key, tweak).encrypt(x));
+          expect(new Ff1(key, radix, tweak).decrypt(ours)).toEqual(x);
+        },
+      ),
+      { numRuns: 400 },
+    );
+  });
+
   it('enforces the domain rule radix^minlen >= 1,000,000', () => {
     const f = new Ff1(new Uint8Array(16), 10, new Uint8Array());
     expect(() => f.encrypt([1, 2, 3, 4, 5])).toThrow(/domain/);
