@@ -23,18 +23,33 @@ function body(action: string, role: string, values: readonly (readonly [string, 
   };
 }
 
+export const demoHelp = `Usage: veil demo [--config F] [--data-dir D]
+
+Protects then unprotects invented sample customer fields offline as role "fraud", and prints
+both transform calls.
+  --config    default $VEIL_CONFIG, else the embedded config/example.yaml
+  --data-dir  default $VEIL_DATA_DIR, else ./.veil
+Keys the configuration names and the keystore lacks are created there; without $VEIL_MASTER_KEY
+(not allowed with VEIL_ENV=production) a development master key file is used, created if absent.
+Exit codes: 0 ok, 1 configuration or key error, 2 usage error.
+`;
+
 /**
- * `npm start`: veil on its embedded defaults. Provisions the demo keys in the data directory on
+ * `veil demo` (`npm run veil -- demo`): veil on its embedded defaults. Provisions the demo keys in the data directory on
  * first run, then protects and unprotects sample customer fields and prints both transform calls.
  * The sample values are invented demo data, printed on purpose.
  */
 export const demoCommand: Command = async (args, io) => {
   let values;
   try {
-    ({ values } = parseArgs({ args, options: { config: { type: 'string' }, 'data-dir': { type: 'string' } } }));
+    ({ values } = parseArgs({ args, options: { config: { type: 'string' }, 'data-dir': { type: 'string' }, help: { type: 'boolean', short: 'h' } } }));
   } catch (e) {
     io.stderr(`veil demo: ${(e as Error).message}\n`);
     return 2;
+  }
+  if (values.help) {
+    io.stdout(demoHelp);
+    return 0;
   }
   try {
     const configFile = resolveConfigPath(values.config, io.env, io.cwd);

@@ -15,7 +15,7 @@ export const streamHelp = `Usage: veil stream protect [--config F] [--pipeline N
        veil stream request --request-topic T --reply-topic R --token-file F [--request FILE|-] [--timeout MS]
 
 unprotect: serves transform requests from the responders' request topics (its own consumer
-group), replying on allowed reply topics; see README "Unprotect over Kafka".
+group), replying on allowed reply topics; see docs/stream.md, "Unprotect over Kafka".
 request: sends one transform request body over Kafka and prints the reply (exit 0 on status 200).
 
 Runs the configuration's protect pipelines: raw topics → protected clean topics, exactly-once by
@@ -26,6 +26,8 @@ pipeline). /healthz, /readyz and /metrics on --port (default $VEIL_STREAM_PORT, 
   --registry  Confluent-API schema registry for avro pipelines (default $SCHEMA_REGISTRY_URL)
 SIGTERM finishes or aborts the batch in flight, leaves the group and exits.
 `;
+
+const SUBCOMMANDS = new Set(['protect', 'unprotect', 'request']);
 
 export const streamCommand: Command = async (args, io) => {
   let parsed;
@@ -41,11 +43,12 @@ export const streamCommand: Command = async (args, io) => {
     return 2;
   }
   const { values, positionals } = parsed;
-  if (positionals[0] === 'request') return sendRequest(values, io);
-  if (values.help || (positionals[0] !== 'protect' && positionals[0] !== 'unprotect')) {
+  const sub = positionals[0];
+  if (values.help || sub === undefined || !SUBCOMMANDS.has(sub)) {
     io.stdout(streamHelp);
-    return usageExitCode(values.help === true, positionals[0], (s) => s === 'protect' || s === 'unprotect');
+    return usageExitCode(values.help === true, sub, (s) => SUBCOMMANDS.has(s));
   }
+  if (sub === 'request') return sendRequest(values, io);
   const stopTimeout = Number(io.env.VEIL_STOP_TIMEOUT_MS ?? 30_000);
   const common = {
     configFile: resolveConfigPath(values.config, io.env, io.cwd),

@@ -1,7 +1,9 @@
 import { access, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { demoHelp } from '../../src/cli/demo-command.ts';
 import { mainHelp } from '../../src/cli/main.ts';
+import { streamHelp } from '../../src/cli/stream-command.ts';
 import { ERROR_CATALOG, transformResponseSchema, type TransformResponse } from '../../src/engine/index.ts';
 import { fakeCliIo, masterKeyHex, tempDir, veil, type FakeCliIo } from '../helpers/cli-io.ts';
 import { EXAMPLE_CONFIG_FILE, EXAMPLE_CONFIG_TEXT, body } from '../helpers/engine-fixture.ts';
@@ -79,6 +81,22 @@ describe('veil (main): help and dispatch', () => {
     expect(await veil(io, ['config', 'frobnicate'])).toMatchObject({ code: 2, err: expect.stringContaining('unknown action') });
     expect(await veil(io, ['transform', '--bogus'])).toMatchObject({ code: 2, err: expect.stringContaining('bogus') });
     expect((await veil(io, ['config', 'validate', '--nope'])).code).toBe(2);
+  });
+
+  it('demo --help and stream request --help print their usage and exit 0, before any other check', async () => {
+    const { cwd, io } = await setup();
+    for (const argv of [['demo', '--help'], ['demo', '-h'], ['demo', '--data-dir', 'd', '--help']]) {
+      expect(await veil(io, argv)).toEqual({ code: 0, out: demoHelp, err: '' });
+    }
+    expect(demoHelp).toMatch(/^Usage: veil demo /);
+    expect(await exists(join(cwd, 'd'))).toBe(false);
+    expect(await exists(join(cwd, '.veil'))).toBe(false);
+    // without --request-topic, --reply-topic and --token-file: help comes before those checks
+    for (const argv of [['stream', 'request', '--help'], ['stream', 'request', '-h'], ['stream', 'request', '--request-topic', 't', '--help']]) {
+      expect(await veil(io, argv)).toEqual({ code: 0, out: streamHelp, err: '' });
+    }
+    expect(streamHelp).toContain('veil stream request --request-topic T --reply-topic R --token-file F');
+    expect(await veil(io, ['stream', 'request'])).toMatchObject({ code: 2, err: expect.stringContaining('needs --request-topic, --reply-topic and --token-file') });
   });
 
   it.each([['stream'], ['keys'], ['config'], ['db'], ['identity']])('%s <unknown subcommand> --help exits 2 with the usage; help on the group or a real subcommand exits 0', async (group) => {
