@@ -44,7 +44,8 @@ const veilPort = await new Promise<number>((resolve) => {
 });
 const dataDir = await mkdtemp(join(tmpdir(), 'veil-bench-db-'));
 // the example configuration, with a per-client rate limit above what one row-at-a-time trigger
-// asks for (the default, 500 calls/s, would cap the trigger at 500 rows/s: see README)
+// asks for (the default, 500 calls/s, would cap the trigger at 500 rows/s: see docs/database.md,
+// "How it behaves")
 const configFile = join(dataDir, 'config.yaml');
 await writeFile(configFile, `${await readFile(join(root, 'config/example.yaml'), 'utf8')}\nservice:\n  rateLimit: { transformPerSecond: 100000, transformBurst: 100000 }\n`);
 const veil: ChildProcess = spawn(process.execPath, [join(root, 'src/cli/main.ts'), 'serve', '--config', configFile, '--data-dir', dataDir, '--port', String(veilPort)], {

@@ -39,7 +39,7 @@ rate-limit: values per minute the role (the login, session_user) may send veil t
 audit: prints the last records (JSON lines) of the database's audit log: one per call to veil,
   with the database role, function, table, fields and counts, outcome; never a value.
   --database-url  default $VEIL_PG_URL, else $DATABASE_URL; a password in it goes to psql as PGPASSWORD
-  psql comes from $VEIL_PSQL, else PATH. See README "Database layer".
+  psql comes from $VEIL_PSQL, else PATH. See docs/database.md.
 `;
 
 export const dbCommand: Command = async (args, io) => {

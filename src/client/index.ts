@@ -1,6 +1,6 @@
 /**
  * veil/client: the application-layer client of veil. Dependency-free (global fetch); see
- * README.md "Application layer" and examples/app-layer.
+ * docs/client.md and examples/app-layer.
  */
 export { VeilClient, type CallOptions, type Evidence, type FieldOptions, type Operation, type VeilClientOptions } from './veil-client.ts';
 export { CLIENT_ERROR_CATALOG, VeilClientError, type ClientErrorCode, type ClientErrorDetail } from './errors.ts';

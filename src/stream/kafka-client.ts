@@ -1,6 +1,6 @@
 import type { KafkaPort } from './ports.ts';
 
-/** The Kafka clients veil's stream processors run on (the README says why librdkafka is the default). */
+/** The Kafka clients veil's stream processors run on (docs/kafka-clients.md says why librdkafka is the default). */
 export const STREAM_CLIENTS = ['librdkafka', 'kafkajs'] as const;
 export type StreamClient = (typeof STREAM_CLIENTS)[number];
 export const DEFAULT_STREAM_CLIENT: StreamClient = 'librdkafka';
