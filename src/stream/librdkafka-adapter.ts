@@ -85,8 +85,9 @@ export function librdkafkaPort(options: LibrdkafkaOptions): KafkaPort {
 
 /**
  * The binding must be built with veil's patches (null header values, headers encoded in one
- * buffer): without them a null header is written empty and encoded headers are refused. scripts/build-librdkafka.sh
- * stamps the build with the patches' hash; a build without that stamp is refused.
+ * buffer, a fetch's bytes in one buffer; docs/kafka-clients.md): without them a null header is
+ * written empty and encoded headers are refused. scripts/build-librdkafka.sh stamps the build
+ * with the patches' hash; a build without that stamp is refused.
  */
 function checkPatchedBinding(): void {
   const patches = fileURLToPath(new URL('../../patches/', import.meta.url));
