@@ -1,9 +1,61 @@
 import type { CompiledConfig, CompiledField, ActionPlan } from './config/compiled.ts';
 import type { KeyRef, Transformer, TransformerDeps } from './transformers/transformer.ts';
 import { createTransformer } from './transformers/registry.ts';
+import { ValueError } from './errors.ts';
 
-/** A field's transformation for one action: the bound steps of a sequence, run in order. */
-export type Chain = (value: string) => string;
+/**
+ * A field's transformation for one action: the bound steps of a sequence, run in order. Called
+ * with one value it returns the output or throws (ValueError for the value's own problem);
+ * `many` takes a batch and answers each value's output or ValueError, throwing only for what
+ * is not the values' fault (a key that cannot be loaded).
+ */
+export interface Chain {
+  (value: string): string;
+  many(values: readonly string[]): (string | ValueError)[];
+}
+
+type Step = { one: (value: string) => string; many?: (values: readonly string[]) => (string | ValueError)[] };
+
+function eachValue(one: (value: string) => string, values: readonly string[]): (string | ValueError)[] {
+  return values.map((v) => {
+    try {
+      return one(v);
+    } catch (e) {
+      if (e instanceof ValueError) return e;
+      throw e;
+    }
+  });
+}
+
+/** A one-step chain of a plain function (tests, callers that transform by other means). */
+export function chainFrom(one: (value: string) => string): Chain {
+  return chainOf([{ one }]);
+}
+
+/** The steps in order over many values: a value refused by a step skips the later ones. */
+function chainOf(steps: readonly Step[]): Chain {
+  const one = steps.length === 1 ? steps[0]!.one : (value: string) => steps.reduce((v, step) => step.one(v), value);
+  const chain = ((value: string) => one(value)) as Chain;
+  chain.many = (values) => {
+    let out: (string | ValueError)[] = values.slice();
+    for (const step of steps) {
+      const live: number[] = [];
+      const inputs: string[] = [];
+      out.forEach((v, i) => {
+        if (typeof v === 'string') {
+          live.push(i);
+          inputs.push(v);
+        }
+      });
+      if (live.length === 0) break;
+      const results = step.many ? step.many(inputs) : eachValue(step.one, inputs);
+      out = out.slice();
+      live.forEach((at, k) => (out[at] = results[k]!));
+    }
+    return out;
+  };
+  return chain;
+}
 
 /**
  * Builds and caches the bound step chain of every (field, action) on first use. Transformers are
@@ -30,13 +82,8 @@ export class ChainCache {
 
   private build(field: CompiledField, plan: ActionPlan): Chain {
     const bound = this.sequence(plan.sequence).map((t) => t.bind(field));
-    if (plan.direction === 'forward') {
-      if (bound.length === 1) return bound[0]!.protect;
-      return (value) => bound.reduce((v, step) => step.protect(v), value);
-    }
-    const reversed = bound.slice().reverse();
-    if (reversed.length === 1) return reversed[0]!.unprotect;
-    return (value) => reversed.reduce((v, step) => step.unprotect(v), value);
+    if (plan.direction === 'forward') return chainOf(bound.map((t) => ({ one: t.protect, ...(t.protectMany ? { many: t.protectMany } : {}) })));
+    return chainOf(bound.slice().reverse().map((t) => ({ one: t.unprotect, ...(t.unprotectMany ? { many: t.unprotectMany } : {}) })));
   }
 
   private sequence(name: string): Transformer[] {

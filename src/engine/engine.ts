@@ -211,9 +211,13 @@ function refusal(d: Exclude<Decision, { chain: Chain }>): Omit<ErrorDetail, 'poi
   return { className: d.className, propertyName: d.propertyName, code: d.code, message: d.message };
 }
 
-const noChain: Chain = () => {
+const noChain: Chain = Object.assign(() => {
   throw new Error('unreachable: a planned call with problems never executes');
-};
+}, {
+  many(): never {
+    throw new Error('unreachable: a planned call with problems never executes');
+  },
+});
 
 function fail(details: readonly ErrorDetail[]): void {
   if (details.length) throw combine(details);

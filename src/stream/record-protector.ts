@@ -59,24 +59,41 @@ export class RecordProtector implements ChunkProtector {
     return { key: this.protectKey(item.key), value: await this.serde.protect(item.value, this.protection, item.topic) };
   }
 
-  /** protect() without a promise, for a serde that protects synchronously (undefined otherwise). */
-  protectNow(item: ChunkItem): { key: Buffer | null; value: Buffer } | undefined {
-    if (!this.serde.protectSync) return undefined;
-    if (item.value === null) throw new StreamError('RECORD_MALFORMED', 'the record has no value');
-    return { key: this.protectKey(item.key), value: this.serde.protectSync(item.value, this.protection, item.topic) };
-  }
-
   async protectChunk(items: readonly ChunkItem[]): Promise<ChunkOutcome[]> {
+    if (this.serde.protectManySync) return this.protectChunkSync(items, this.serde.protectManySync.bind(this.serde));
     const out: ChunkOutcome[] = [];
     for (const item of items) {
       try {
-        out.push(this.protectNow(item) ?? await this.protect(item));
+        out.push(await this.protect(item));
       } catch (e) {
         if (e instanceof StreamError && !e.retriable) out.push({ code: e.code });
         else throw e;
       }
     }
     return out;
+  }
+
+  /**
+   * A serde that protects synchronously gets the chunk's values as one batch (each field's values
+   * protected together). Per record, what fails first is what protect() would report: no value,
+   * then the key, then the value.
+   */
+  private protectChunkSync(items: readonly ChunkItem[], many: NonNullable<Serde['protectManySync']>): ChunkOutcome[] {
+    const present = items.filter((item): item is ChunkItem & { value: Buffer } => item.value !== null);
+    const values = present.length ? many(present.map((item) => item.value), this.protection) : [];
+    let next = 0;
+    return items.map((item): ChunkOutcome => {
+      if (item.value === null) return { code: 'RECORD_MALFORMED' };
+      const value = values[next++]!;
+      let key: Buffer | null;
+      try {
+        key = this.protectKey(item.key);
+      } catch (e) {
+        if (e instanceof StreamError && !e.retriable) return { code: e.code };
+        throw e;
+      }
+      return value instanceof StreamError ? { code: value.code } : { key, value };
+    });
   }
 
   async close(): Promise<void> {}

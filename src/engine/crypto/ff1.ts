@@ -1,3 +1,4 @@
+import { createCipheriv, type Cipher } from 'node:crypto';
 import { AesBlock, Block, bswap32 } from './aes-block.ts';
 import { bitLength, domainMinLength, numeralsToBigInt, bigIntToNumerals, bytesToBigInt, bigIntToBytes } from './numerals.ts';
 
@@ -47,6 +48,44 @@ interface Layout {
   pq: Uint8Array;
 }
 
+/** Fewest strings of one length worth a native call per round (below it, the JS cipher is faster). */
+const BATCH_MIN = 4;
+
+/**
+ * Q's last block of round i, CBC-MAC-chained (XOR the state over P and Q's constant blocks), at
+ * out[at..at+16): its constant bytes, [i], then NUM_radix(B) as b big-endian bytes.
+ */
+function lastBlock(l: Layout, i: number, num: number, out: Uint8Array, at: number): void {
+  const c = l.lastConst;
+  const k = c.length;
+  const state = l.state.bytes;
+  for (let j = 0; j < k; j++) out[at + j] = c[j]! ^ state[j]!;
+  out[at + k] = i ^ state[k]!;
+  // num < 2^44: split into 32-bit halves
+  let lo = num % 0x100000000;
+  let hi = (num - lo) / 0x100000000;
+  for (let j = 15; j > k; j--) {
+    out[at + j] = (lo & 0xff) ^ state[j]!;
+    lo = (lo >>> 8) | ((hi & 0xff) << 24);
+    hi >>>= 8;
+  }
+}
+
+/** y = NUM(S) mod m for S the first d bytes at bytes[at..], folding `chunk` bytes per modBy. */
+function reduceS(l: Layout, bytes: Uint8Array, at: number, m: number, inv: number, chunk: number): number {
+  let y = 0;
+  for (let j = 0; j < l.d; ) {
+    let v = 0;
+    let scale = 1;
+    for (const stop = Math.min(l.d, j + chunk); j < stop; j++) {
+      v = v * 256 + bytes[at + j]!;
+      scale *= 256;
+    }
+    y = modBy(y * scale + v, m, inv);
+  }
+  return y;
+}
+
 /**
  * FF1 (NIST SP 800-38G) over numerals 0..radix-1, for one key and one tweak. Per length it caches
  * the CBC-MAC state over P and the constant part of Q, so a round costs one AES block; while
@@ -58,10 +97,13 @@ export class Ff1 {
   private readonly tweak: Uint8Array;
   private readonly layouts = new Map<number, Layout>();
   private readonly work = new Block();
+  /** AES-ECB of node:crypto, for rounds of many values at once (encryptMany) */
+  private readonly ecb: Cipher;
 
   constructor(key: Uint8Array, radix: number, tweak: Uint8Array) {
     if (!Number.isInteger(radix) || radix < 2 || radix > 65536) throw new RangeError('FF1 radix must be 2..65536');
     this.aes = new AesBlock(key);
+    this.ecb = createCipheriv(`aes-${key.length * 8}-ecb`, key, null).setAutoPadding(false);
     this.radix = radix;
     this.tweak = Uint8Array.from(tweak);
   }
@@ -110,8 +152,13 @@ export class Ff1 {
         a = c < 0 ? c + m : c;
       }
     }
+    return this.numerals(l, a, b);
+  }
+
+  /** STR(A) || STR(B): a, b < 2^44, so a / radix is exact enough that its floor is the quotient */
+  private numerals(l: Layout, a: number, b: number): number[] {
+    const radix = this.radix;
     const out = new Array<number>(l.n);
-    // a, b < 2^44: a / radix is exact enough that its floor is the quotient (see modBy)
     for (let i = l.u - 1; i >= 0; i--) {
       const q = Math.floor(a / radix);
       out[i] = a - q * radix;
@@ -123,6 +170,79 @@ export class Ff1 {
       b = q;
     }
     return out;
+  }
+
+  /**
+   * FF1 of many numeral strings: per length, the rounds of all of them in lockstep, each round's
+   * AES blocks in one node:crypto call (AES-NI; a block costs far less than the JS cipher's)
+   * instead of one JS block each. Same outputs as encrypt() one by one.
+   */
+  encryptMany(xs: readonly ArrayLike<number>[]): number[][] {
+    return this.many(xs, true);
+  }
+
+  decryptMany(xs: readonly ArrayLike<number>[]): number[][] {
+    return this.many(xs, false);
+  }
+
+  private many(xs: readonly ArrayLike<number>[], forward: boolean): number[][] {
+    const out = new Array<number[]>(xs.length);
+    const byLength = new Map<number, number[]>();
+    xs.forEach((x, i) => {
+      const group = byLength.get(x.length);
+      if (group) group.push(i);
+      else byLength.set(x.length, [i]);
+    });
+    for (const [n, indexes] of byLength) {
+      const l = n >= 2 && this.radix ** n >= 1_000_000 ? this.layout(n) : undefined;
+      if (l === undefined || !l.fast || indexes.length < BATCH_MIN) {
+        for (const i of indexes) out[i] = this.run(xs[i]!, forward);
+        continue;
+      }
+      const results = this.runFastMany(l, indexes.map((i) => xs[i]!), forward);
+      indexes.forEach((i, k) => (out[i] = results[k]!));
+    }
+    return out;
+  }
+
+  private runFastMany(l: Layout, xs: readonly ArrayLike<number>[], forward: boolean): number[][] {
+    const radix = this.radix;
+    const count = xs.length;
+    const a = new Float64Array(count);
+    const b = new Float64Array(count);
+    xs.forEach((x, j) => {
+      let aj = 0;
+      let bj = 0;
+      for (let i = 0; i < l.u; i++) aj = aj * radix + x[i]!;
+      for (let i = l.u; i < l.n; i++) bj = bj * radix + x[i]!;
+      a[j] = aj;
+      b[j] = bj;
+    });
+    const blocks = new Uint8Array(16 * count);
+    for (let r = 0; r < 10; r++) {
+      const i = forward ? r : 9 - r;
+      const even = (i & 1) === 0;
+      const m = even ? l.mu : l.mv;
+      const inv = even ? l.invU : l.invV;
+      const chunk = even ? l.chunkU : l.chunkV;
+      const fed = forward ? b : a;
+      for (let j = 0; j < count; j++) lastBlock(l, i, fed[j]!, blocks, 16 * j);
+      const encrypted = this.ecb.update(blocks);
+      if (encrypted.length !== blocks.length) throw new Error('AES-ECB returned a partial batch');
+      for (let j = 0; j < count; j++) {
+        const y = reduceS(l, encrypted, 16 * j, m, inv, chunk);
+        if (forward) {
+          const c = a[j]! + y;
+          a[j] = b[j]!;
+          b[j] = c >= m ? c - m : c;
+        } else {
+          const c = b[j]! - y;
+          b[j] = a[j]!;
+          a[j] = c < 0 ? c + m : c;
+        }
+      }
+    }
+    return xs.map((_, j) => this.numerals(l, a[j]!, b[j]!));
   }
 
   /** y mod m for round i where `num` is NUM_radix of the half fed to the PRF. */
@@ -138,33 +258,9 @@ export class Ff1 {
       return modBy(modBy(modBy(hi, m, inv) * 0x10000 + (lo >>> 16), m, inv) * 0x10000 + (lo & 0xffff), m, inv);
     }
     const w = this.work;
-    const bytes = w.bytes;
-    const c = l.lastConst;
-    const k = c.length;
-    bytes.set(c);
-    bytes[k] = i;
-    // NUM_radix(B) as b big-endian bytes; num < 2^44 so split into 32-bit halves
-    let lo = num % 0x100000000;
-    let hi = (num - lo) / 0x100000000;
-    for (let j = 15; j > k; j--) {
-      bytes[j] = lo & 0xff;
-      lo = (lo >>> 8) | ((hi & 0xff) << 24);
-      hi >>>= 8;
-    }
-    w.xorWords(l.state);
+    lastBlock(l, i, num, w.bytes, 0);
     this.aes.encryptWords(w.words);
-    // y mod m, folding `chunk` bytes per modulo so the intermediate stays below 2^53
-    let y = 0;
-    for (let j = 0; j < l.d; ) {
-      let v = 0;
-      let scale = 1;
-      for (const stop = Math.min(l.d, j + chunk); j < stop; j++) {
-        v = v * 256 + bytes[j]!;
-        scale *= 256;
-      }
-      y = modBy(y * scale + v, m, inv);
-    }
-    return y;
+    return reduceS(l, w.bytes, 0, m, inv, chunk);
   }
 
   private runBig(l: Layout, x: ArrayLike<number>, forward: boolean): number[] {

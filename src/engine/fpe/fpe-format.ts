@@ -5,6 +5,9 @@ import type { Alphabet } from './alphabet.ts';
 export interface NumeralCipher {
   encrypt(x: ArrayLike<number>): number[];
   decrypt(x: ArrayLike<number>): number[];
+  /** many at once (FF1: one native AES call per round); optional */
+  encryptMany?(xs: readonly ArrayLike<number>[]): number[][];
+  decryptMany?(xs: readonly ArrayLike<number>[]): number[][];
 }
 
 export interface FormatOptions {
@@ -40,6 +43,52 @@ export class FpeFormat {
 
   apply(value: string, cipher: NumeralCipher, forward: boolean): string {
     const parsed = this.parse(value);
+    let mid = this.middleOf(parsed);
+    const step = forward ? (x: number[]) => cipher.encrypt(x) : (x: number[]) => cipher.decrypt(x);
+    mid = step(mid);
+    if (this.options.luhn) {
+      const residue = luhnResidue(parsed.numerals);
+      // expected 10 rounds; bounded so a broken cipher cannot spin forever
+      for (let round = 0; luhnResidueWith(parsed.numerals, this.options.keepFirst, mid) !== residue; round++) {
+        if (round > 10_000) throw new Error('Luhn cycle walk did not converge');
+        mid = step(mid);
+      }
+    }
+    return this.format(parsed, mid);
+  }
+
+  /**
+   * apply() over many values: the cipher runs once per batch (and per Luhn walking step, over the
+   * values still walking). Each value's output, or the ValueError apply() would throw for it.
+   */
+  applyMany(values: readonly string[], cipher: NumeralCipher, forward: boolean): (string | ValueError)[] {
+    const out = new Array<string | ValueError>(values.length);
+    const live: { at: number; parsed: Parsed; mid: number[]; residue: number }[] = [];
+    values.forEach((value, at) => {
+      try {
+        const parsed = this.parse(value);
+        live.push({ at, parsed, mid: this.middleOf(parsed), residue: this.options.luhn ? luhnResidue(parsed.numerals) : 0 });
+      } catch (e) {
+        if (!(e instanceof ValueError)) throw e;
+        out[at] = e;
+      }
+    });
+    const step = (xs: number[][]) => (forward
+      ? cipher.encryptMany?.(xs) ?? xs.map((x) => cipher.encrypt(x))
+      : cipher.decryptMany?.(xs) ?? xs.map((x) => cipher.decrypt(x)));
+    let walking = live;
+    for (let round = 0; walking.length > 0; round++) {
+      if (round > 10_000) throw new Error('Luhn cycle walk did not converge');
+      const next = step(walking.map((v) => v.mid));
+      walking.forEach((v, k) => (v.mid = next[k]!));
+      walking = this.options.luhn ? walking.filter((v) => luhnResidueWith(v.parsed.numerals, this.options.keepFirst, v.mid) !== v.residue) : [];
+    }
+    for (const v of live) out[v.at] = this.format(v.parsed, v.mid);
+    return out;
+  }
+
+  /** The numerals the cipher takes (between the kept first and last ones); refuses lengths out of range. */
+  private middleOf(parsed: Parsed): number[] {
     const { keepFirst, keepLast } = this.options;
     const total = parsed.numerals.length;
     const middle = total - keepFirst - keepLast;
@@ -49,21 +98,15 @@ export class FpeFormat {
     if (middle > this.options.maxLength) {
       throw new ValueError('VALUE_TOO_LONG', `accepts at most ${this.options.maxLength + keepFirst + keepLast} alphabet characters, has ${total}`);
     }
-    const all = parsed.numerals;
-    let mid = all.slice(keepFirst, keepFirst + middle);
-    const step = forward ? (x: number[]) => cipher.encrypt(x) : (x: number[]) => cipher.decrypt(x);
-    mid = step(mid);
-    if (this.options.luhn) {
-      const residue = luhnResidue(all);
-      // expected 10 rounds; bounded so a broken cipher cannot spin forever
-      for (let round = 0; luhnResidueWith(all, keepFirst, mid) !== residue; round++) {
-        if (round > 10_000) throw new Error('Luhn cycle walk did not converge');
-        mid = step(mid);
-      }
-    }
+    return parsed.numerals.slice(keepFirst, keepFirst + middle);
+  }
+
+  /** The value with its middle numerals replaced by `mid`'s symbols; everything else in place. */
+  private format(parsed: Parsed, mid: readonly number[]): string {
     const out = parsed.codePoints.slice();
     const symbols = this.alphabet.symbols;
-    for (let i = 0; i < middle; i++) {
+    const keepFirst = this.options.keepFirst;
+    for (let i = 0; i < mid.length; i++) {
       out[parsed.positions[keepFirst + i]!] = symbols[mid[i]!]!.codePointAt(0)!;
     }
     return String.fromCodePoint(...out);

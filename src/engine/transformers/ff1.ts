@@ -33,6 +33,8 @@ export function ff1(params: FpeParams & { key: KeyRef; luhn: boolean }, deps: Tr
       return {
         protect: (value) => format.apply(value, ciphers.forProtect(version), true),
         unprotect: (value) => format.apply(value, ciphers.forProtect(version), false),
+        protectMany: (values) => format.applyMany(values, ciphers.forProtect(version), true),
+        unprotectMany: (values) => format.applyMany(values, ciphers.forProtect(version), false),
       };
     },
   };

@@ -1,3 +1,4 @@
+import type { ValueError } from '../errors.ts';
 import type { KeyProvider } from '../key-access/key-provider.ts';
 
 /** The field a value belongs to; keyed transformers bind their output to it. */
@@ -12,6 +13,13 @@ export interface FieldTransformer {
   protect(value: string): string;
   /** throws ValueError when the value cannot be unprotected; irreversible steps always throw */
   unprotect(value: string): string;
+  /**
+   * Many values at once, where batching pays (one native AES call per round for all of them):
+   * each value's output or the ValueError it is refused with, as protect() would; any other
+   * error throws. Optional: a chain falls back to protect() per value.
+   */
+  protectMany?(values: readonly string[]): (string | ValueError)[];
+  unprotectMany?(values: readonly string[]): (string | ValueError)[];
 }
 
 /** One configured step of a transformer sequence. */

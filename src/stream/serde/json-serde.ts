@@ -1,5 +1,5 @@
 import type { Serde } from './serde.ts';
-import { protectJsonBytes } from './json-splice.ts';
+import { protectJsonBytes, protectJsonValues } from './json-splice.ts';
 
 /**
  * UTF-8 JSON values, changed in place: only the bytes of the mapped values are replaced, so
@@ -10,6 +10,6 @@ export function jsonSerde(): Serde {
     async protect(bytes, protection) {
       return protectJsonBytes(bytes, protection.maps, protection.missing);
     },
-    protectSync: (bytes, protection) => protectJsonBytes(bytes, protection.maps, protection.missing),
+    protectManySync: (values, protection) => protectJsonValues(values, protection.maps, protection.missing),
   };
 }

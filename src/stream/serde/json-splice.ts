@@ -45,48 +45,82 @@ function samePaths(paths: readonly RecordPath[], maps: readonly Mapping[]): bool
  * Numbers and booleans are transformed as their text in the document; the result is a JSON string.
  */
 export function protectJsonBytes(bytes: Buffer, maps: readonly Mapping[], missing: 'pass' | 'dead-letter'): Buffer {
+  const [out] = protectJsonValues([bytes], maps, missing);
+  if (out instanceof StreamError) throw out;
+  return out!;
+}
+
+/** A record's mapped leaves in protectRecord's order, and the finding that stopped the walk, if any. */
+interface RecordPlan {
+  bytes: Buffer;
+  /** per leaf: mapping, span start, span end, index of its text in that mapping's batch */
+  leaves: number[];
+  stop?: StreamError;
+}
+
+/**
+ * protectJsonBytes over many values: the mapped values of all of them go to each mapping's chain
+ * as one batch (Chain.many), then each document is spliced. Each value's clean bytes, or the
+ * StreamError it is dead-lettered with — the same error protectJsonBytes throws for it alone.
+ * Anything else (a key that cannot be loaded) throws for the whole batch.
+ */
+export function protectJsonValues(values: readonly Buffer[], maps: readonly Mapping[], missing: 'pass' | 'dead-letter'): (Buffer | StreamError)[] {
+  const root = planFor(maps);
+  const texts: string[][] = maps.map(() => []);
+  const plans = values.map((bytes) => planRecord(bytes, root, maps, missing, texts));
+  const results = maps.map((map, m) => (texts[m]!.length ? map.transform.many(texts[m]!) : []));
+  return plans.map((plan) => (plan instanceof StreamError ? plan : finish(plan, maps, results)));
+}
+
+/**
+ * Mapping by mapping, each in document order: the order protectRecord visits locations, so the
+ * first failure (and which values are transformed before it) is the same. The walk stops at the
+ * first finding that fails the record whatever its values (absent, wrong shape).
+ */
+function planRecord(bytes: Buffer, root: Expectation | null, maps: readonly Mapping[], missing: 'pass' | 'dead-letter', texts: string[][]): RecordPlan | StreamError {
   const events: number[] = [];
   try {
-    scanJson(bytes, planFor(maps), events);
+    scanJson(bytes, root, events);
   } catch (e) {
-    if (e instanceof JsonSyntaxError) throw new StreamError('RECORD_MALFORMED', 'the value is not JSON');
+    if (e instanceof JsonSyntaxError) return new StreamError('RECORD_MALFORMED', 'the value is not JSON');
     throw e;
   }
-  if (events.length === 0) return bytes;
-  const edits: Splice[] = [];
-  // Mapping by mapping, each in document order: the order protectRecord visits locations, so the
-  // first failure (and which transformers run before it) is the same.
-  for (let m = 0; m < maps.length; m++) {
-    const map = maps[m]!;
+  const plan: RecordPlan = { bytes, leaves: [] };
+  for (let m = 0; m < maps.length && events.length > 0; m++) {
+    const path = maps[m]!.path;
     for (let k = 0; k < events.length; k += 4) {
       if (events[k] !== m) continue;
       const kind = events[k + 1]!;
       const start = events[k + 2]!;
       const end = events[k + 3]!;
       if (kind === EV_MISSING) {
-        if (missing === 'dead-letter') throw new StreamError('FIELD_MISSING', `mapped field ${map.path} is absent or null`);
-        continue;
-      }
-      if (kind === EV_SHAPE) throw new StreamError('RECORD_MALFORMED', `the record's shape does not match mapped path ${map.path}`);
-      if (kind === EV_NO_ARRAY) throw new StreamError('RECORD_MALFORMED', `the record's shape does not match mapped path ${map.path} (no array)`);
-      if (kind === EV_NOT_SCALAR) throw new StreamError('RECORD_MALFORMED', `mapped field ${map.path} is not a scalar`);
-      edits.push({ start, end, json: JSON.stringify(transform(map, leafText(bytes, kind, start, end))) });
+        if (missing === 'pass') continue;
+        plan.stop = new StreamError('FIELD_MISSING', `mapped field ${path} is absent or null`);
+      } else if (kind === EV_SHAPE) plan.stop = new StreamError('RECORD_MALFORMED', `the record's shape does not match mapped path ${path}`);
+      else if (kind === EV_NO_ARRAY) plan.stop = new StreamError('RECORD_MALFORMED', `the record's shape does not match mapped path ${path} (no array)`);
+      else if (kind === EV_NOT_SCALAR) plan.stop = new StreamError('RECORD_MALFORMED', `mapped field ${path} is not a scalar`);
+      else plan.leaves.push(m, start, end, texts[m]!.push(leafText(bytes, kind, start, end)) - 1);
+      if (plan.stop) return plan;
     }
   }
-  if (edits.length === 0) return bytes;
-  try {
-    return spliceJson(bytes, edits);
-  } catch (e) {
-    if (e instanceof OverlappingSpliceError) throw new Error('two mapped paths reach the same JSON value: the pipeline maps one field twice', { cause: e });
-    throw e;
-  }
+  return plan;
 }
 
-function transform(map: Mapping, value: string): string {
+function finish(plan: RecordPlan, maps: readonly Mapping[], results: readonly (string | ValueError)[][]): Buffer | StreamError {
+  const edits: Splice[] = [];
+  const leaves = plan.leaves;
+  for (let k = 0; k < leaves.length; k += 4) {
+    const m = leaves[k]!;
+    const out = results[m]![leaves[k + 3]!]!;
+    if (out instanceof ValueError) return new StreamError(out.code, `mapped field ${maps[m]!.path}: value ${out.message}`);
+    edits.push({ start: leaves[k + 1]!, end: leaves[k + 2]!, json: JSON.stringify(out) });
+  }
+  if (plan.stop) return plan.stop;
+  if (edits.length === 0) return plan.bytes;
   try {
-    return map.transform(value);
+    return spliceJson(plan.bytes, edits);
   } catch (e) {
-    if (e instanceof ValueError) throw new StreamError(e.code, `mapped field ${map.path}: value ${e.message}`);
+    if (e instanceof OverlappingSpliceError) throw new Error('two mapped paths reach the same JSON value: the pipeline maps one field twice', { cause: e });
     throw e;
   }
 }

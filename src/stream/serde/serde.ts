@@ -1,4 +1,5 @@
 import type { Mapping } from '../protect-record.ts';
+import type { StreamError } from '../stream-error.ts';
 
 /** What to protect in a record value: the pipeline's mapped fields, and what a missing one means. */
 export interface RecordProtection {
@@ -15,8 +16,10 @@ export interface Serde {
   /** the clean value (Avro: written with the derived clean schema registered for `cleanTopic`) */
   protect(bytes: Buffer, protection: RecordProtection, cleanTopic: string): Promise<Buffer>;
   /**
-   * The same, synchronously, for a serde that needs no I/O (JSON): the pipeline then protects a
-   * whole chunk without a promise per record.
+   * Many values at once, synchronously, for a serde that needs no I/O and no clean topic (JSON,
+   * whose clean form is the raw one with values replaced): each value's clean
+   * form or the StreamError it is dead-lettered with; the mapped values of all of them are
+   * protected as one batch per field (Chain.many). Anything else throws for the whole batch.
    */
-  protectSync?(bytes: Buffer, protection: RecordProtection, cleanTopic: string): Buffer;
+  protectManySync?(values: readonly Buffer[], protection: RecordProtection): (Buffer | StreamError)[];
 }

@@ -1,5 +1,6 @@
 import avro from 'avsc';
 import { describe, expect, it } from 'vitest';
+import { chainFrom } from '../../../src/engine/index.ts';
 import { avroSerde } from '../../../src/stream/serde/avro-serde.ts';
 import { StreamError } from '../../../src/stream/stream-error.ts';
 import { FakeRegistry } from './fake-registry.ts';
@@ -299,7 +300,7 @@ describe('avroSerde keeps every unmapped datum byte for byte', () => {
     const header = Buffer.alloc(5);
     header.writeUInt32BE(rawId, 1);
     const raw = Buffer.concat([header, str(EMAIL), rest]);
-    const clean = await serde.protect(raw, { maps: [{ path: 'email', compiled: [{ name: 'email', each: false }], transform: (s) => `tok(${s})` }], missing: 'pass' }, 'clean.wide');
+    const clean = await serde.protect(raw, { maps: [{ path: 'email', compiled: [{ name: 'email', each: false }], transform: chainFrom((s) => `tok(${s})`) }], missing: 'pass' }, 'clean.wide');
     const token = str(`tok(${EMAIL})`);
     expect(clean.subarray(5, 5 + token.length)).toEqual(token);
     expect(clean.subarray(5 + token.length).toString("hex")).toBe(rest.toString("hex"));

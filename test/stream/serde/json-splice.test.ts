@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { ValueError } from '../../../src/engine/index.ts';
+import { chainFrom, ValueError } from '../../../src/engine/index.ts';
 import { mappings, protectRecord } from '../../../src/stream/protect-record.ts';
 import { protectJsonBytes } from '../../../src/stream/serde/json-splice.ts';
 import { StreamError } from '../../../src/stream/stream-error.ts';
@@ -9,7 +9,7 @@ import { stringText, valueText, ws } from '../../helpers/json-text.ts';
 type Chain = (value: string) => string;
 
 const wrap: Chain = (s) => `<${s}>`;
-const maps = (paths: string[], transform: Chain = wrap) => mappings(paths, paths.map(() => transform));
+const maps = (paths: string[], transform: Chain = wrap) => mappings(paths, paths.map(() => chainFrom(transform)));
 const bytesOf = (input: string | Buffer) => (typeof input === 'string' ? Buffer.from(input, 'utf8') : input);
 
 /** splices `input` (raw text or bytes) and returns the output as text */
