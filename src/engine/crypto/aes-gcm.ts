@@ -1,8 +1,23 @@
 import { timingSafeEqual } from 'node:crypto';
-import { AesBlock, bswap32 as bswap } from './aes-block.ts';
+import { AesBlock, AesEcb, bswap32 as bswap } from './aes-block.ts';
 
 export const GCM_NONCE_BYTES = 12;
 export const GCM_TAG_BYTES = 16;
+
+/** GHASH state after an associated-data string (zero-padded to a block), for seals that repeat it. */
+export interface GcmAad {
+  readonly bytes: number;
+  readonly y: readonly [number, number, number, number];
+}
+
+/** One seal of a batch: the plaintext at out[offset, +length) is encrypted in place, its tag written after it. */
+export interface GcmSeal {
+  nonce: Uint8Array;
+  aad: GcmAad;
+  out: Uint8Array;
+  offset: number;
+  length: number;
+}
 
 /**
  * GHASH reduction for the 4-bit table method (Shoup; OpenSSL's rem_4bit): the bits shifted out
@@ -25,6 +40,7 @@ const le32 = (b: Uint8Array, o: number) => (b[o]! | (b[o + 1]! << 8) | (b[o + 2]
  */
 export class AesGcm {
   private readonly aes: AesBlock;
+  private readonly ecb: AesEcb;
   /** i·H for every 4-bit i, 4 big-endian words each */
   private readonly table = new Uint32Array(64);
   /** the GHASH state Y, 4 big-endian words */
@@ -38,6 +54,7 @@ export class AesGcm {
   constructor(key: Uint8Array) {
     if (key.length !== 16 && key.length !== 24 && key.length !== 32) throw new RangeError('AES-GCM key must be 16, 24 or 32 bytes');
     this.aes = new AesBlock(key);
+    this.ecb = new AesEcb(key);
     const h = this.aes.encryptState(0, 0, 0, 0);
     this.initTable(bswap(h.s0), bswap(h.s1), bswap(h.s2), bswap(h.s3));
   }
@@ -60,6 +77,57 @@ export class AesGcm {
     this.ctr(n, out, offset, out, offset, length);
     this.tag(n, aad, out, offset, length, out, offset + length);
     return out;
+  }
+
+  /** The GHASH state after `aad`, so that seals with the same associated data skip absorbing it. */
+  prepareAad(aad: Uint8Array): GcmAad {
+    checkLengths(aad.length, 0);
+    this.y0 = this.y1 = this.y2 = this.y3 = 0;
+    this.absorb(aad, 0, aad.length);
+    return { bytes: aad.length, y: [this.y0, this.y1, this.y2, this.y3] };
+  }
+
+  /**
+   * sealInPlace for many values: the counter blocks of all of them (J0 and the CTR blocks) are
+   * encrypted in one node:crypto call; GHASH runs per value from its prepared associated data.
+   */
+  sealMany(items: readonly GcmSeal[]): void {
+    let blocks = 0;
+    for (const it of items) {
+      checkNonce(it.nonce);
+      checkLengths(it.aad.bytes, it.length);
+      blocks += 1 + Math.ceil(it.length / 16);
+    }
+    // per value: J0 = nonce || 1 (masks the tag), then nonce || 2, 3, … (the keystream)
+    const counters = new Uint8Array(16 * blocks);
+    let at = 0;
+    for (const it of items) {
+      for (let c = 1, last = 1 + Math.ceil(it.length / 16); c <= last; c++, at += 16) {
+        counters.set(it.nonce, at);
+        counters[at + 12] = c >>> 24;
+        counters[at + 13] = (c >>> 16) & 0xff;
+        counters[at + 14] = (c >>> 8) & 0xff;
+        counters[at + 15] = c & 0xff;
+      }
+    }
+    const ks = this.ecb.encryptBlocks(counters);
+    at = 0;
+    for (const it of items) {
+      const mask = at;
+      at += 16;
+      const { out, offset, length } = it;
+      for (let i = 0; i < length; i++) out[offset + i]! ^= ks[at + i]!;
+      at += 16 * Math.ceil(length / 16);
+      this.ghash(it.aad, out, offset, length);
+      const tagAt = offset + length;
+      for (let w = 0; w < 4; w++) {
+        const y = w === 0 ? this.y0 : w === 1 ? this.y1 : w === 2 ? this.y2 : this.y3;
+        out[tagAt + 4 * w] = (y >>> 24) ^ ks[mask + 4 * w]!;
+        out[tagAt + 4 * w + 1] = ((y >>> 16) & 0xff) ^ ks[mask + 4 * w + 1]!;
+        out[tagAt + 4 * w + 2] = ((y >>> 8) & 0xff) ^ ks[mask + 4 * w + 2]!;
+        out[tagAt + 4 * w + 3] = (y & 0xff) ^ ks[mask + 4 * w + 3]!;
+      }
+    }
   }
 
   /** Opens C || tag; undefined when authentication fails. */
@@ -97,11 +165,7 @@ export class AesGcm {
   private tag(n: NonceWords, aad: Uint8Array, c: Uint8Array, cAt: number, length: number, out: Uint8Array, at: number): void {
     this.y0 = this.y1 = this.y2 = this.y3 = 0;
     this.absorb(aad, 0, aad.length);
-    this.absorb(c, cAt, length);
-    // lengths in bits, 64-bit big-endian each (values here are far below 2^32 bits)
-    this.y1 ^= aad.length * 8;
-    this.y3 ^= length * 8;
-    this.multiply();
+    this.finishGhash(aad.length, c, cAt, length);
     const m = this.aes.encryptState(n[0], n[1], n[2], bswap(1));
     const ks = this.ks;
     ks[0] = bswap(this.y0) ^ m.s0;
@@ -109,6 +173,20 @@ export class AesGcm {
     ks[2] = bswap(this.y2) ^ m.s2;
     ks[3] = bswap(this.y3) ^ m.s3;
     out.set(this.ksBytes, at);
+  }
+
+  /** GHASH over C = c[cAt, +length) and the length block, from the state after prepared associated data. */
+  private ghash(aad: GcmAad, c: Uint8Array, cAt: number, length: number): void {
+    [this.y0, this.y1, this.y2, this.y3] = aad.y;
+    this.finishGhash(aad.bytes, c, cAt, length);
+  }
+
+  private finishGhash(aadBytes: number, c: Uint8Array, cAt: number, length: number): void {
+    this.absorb(c, cAt, length);
+    // lengths in bits, 64-bit big-endian each (values here are far below 2^32 bits)
+    this.y1 ^= aadBytes * 8;
+    this.y3 ^= length * 8;
+    this.multiply();
   }
 
   /** Y = (Y xor X)·H for each 16-byte block X of data[at, at + length), the last one zero-padded. */

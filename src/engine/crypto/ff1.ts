@@ -1,5 +1,4 @@
-import { createCipheriv, type Cipher } from 'node:crypto';
-import { AesBlock, Block, bswap32 } from './aes-block.ts';
+import { AesBlock, AesEcb, Block, bswap32 } from './aes-block.ts';
 import { bitLength, domainMinLength, numeralsToBigInt, bigIntToNumerals, bytesToBigInt, bigIntToBytes } from './numerals.ts';
 
 /** Largest radix^m the fast path keeps in a double: acc * 256 + 255 must stay below 2^53. */
@@ -97,13 +96,13 @@ export class Ff1 {
   private readonly tweak: Uint8Array;
   private readonly layouts = new Map<number, Layout>();
   private readonly work = new Block();
-  /** AES-ECB of node:crypto, for rounds of many values at once (encryptMany) */
-  private readonly ecb: Cipher;
+  /** for rounds of many values at once (encryptMany) */
+  private readonly ecb: AesEcb;
 
   constructor(key: Uint8Array, radix: number, tweak: Uint8Array) {
     if (!Number.isInteger(radix) || radix < 2 || radix > 65536) throw new RangeError('FF1 radix must be 2..65536');
     this.aes = new AesBlock(key);
-    this.ecb = createCipheriv(`aes-${key.length * 8}-ecb`, key, null).setAutoPadding(false);
+    this.ecb = new AesEcb(key);
     this.radix = radix;
     this.tweak = Uint8Array.from(tweak);
   }
@@ -227,8 +226,7 @@ export class Ff1 {
       const chunk = even ? l.chunkU : l.chunkV;
       const fed = forward ? b : a;
       for (let j = 0; j < count; j++) lastBlock(l, i, fed[j]!, blocks, 16 * j);
-      const encrypted = this.ecb.update(blocks);
-      if (encrypted.length !== blocks.length) throw new Error('AES-ECB returned a partial batch');
+      const encrypted = this.ecb.encryptBlocks(blocks);
       for (let j = 0; j < count; j++) {
         const y = reduceS(l, encrypted, 16 * j, m, inv, chunk);
         if (forward) {

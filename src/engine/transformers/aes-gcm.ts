@@ -1,5 +1,5 @@
 import { ValueError } from '../errors.ts';
-import { AesGcm, GCM_NONCE_BYTES, GCM_TAG_BYTES } from '../crypto/aes-gcm.ts';
+import { AesGcm, GCM_NONCE_BYTES, GCM_TAG_BYTES, type GcmAad, type GcmSeal } from '../crypto/aes-gcm.ts';
 import { revealKeyBytes } from '../key-access/secret-key.ts';
 import { bindingLabel, type KeyRef, type Transformer, type TransformerDeps } from './transformer.ts';
 import { decode, encode, FORMAT_TAGS, fromUtf8, header, HEADER_BYTES, outputBuffer, utf8Length } from './output-format.ts';
@@ -21,31 +21,58 @@ export function aesGcm(params: { key: KeyRef; binding?: string }, deps: Transfor
     reversible: true,
     bind(field) {
       const label = encoder.encode(bindingLabel(field, params.binding));
-      // per key version: its header and the associated data header || label, built once
-      const aads = new Map<number, { h: Uint8Array; aad: Uint8Array }>();
-      const aadOf = (version: number) => {
+      // per key version: its header and the associated data header || label (and its GHASH state), built once
+      const aads = new Map<number, { h: Uint8Array; aad: Uint8Array; prepared: GcmAad }>();
+      const aadOf = (version: number, gcm: AesGcm) => {
         let a = aads.get(version);
         if (!a) {
           const h = header(TAG, version);
-          aads.set(version, (a = { h, aad: Buffer.concat([h, label]) }));
+          const aad = Buffer.concat([h, label]);
+          aads.set(version, (a = { h, aad, prepared: gcm.prepareAad(aad) }));
         }
         return a;
       };
       return {
         protect(value) {
           const version = keys.protectVersion();
-          const { h, aad } = aadOf(version);
+          const gcm = keys.forProtect(version);
+          const { h, aad } = aadOf(version, gcm);
           const length = utf8Length(value);
           const out = outputBuffer(h, GCM_NONCE_BYTES + length + GCM_TAG_BYTES);
           const nonce = out.subarray(HEADER_BYTES, HEADER_BYTES + GCM_NONCE_BYTES);
           deps.random(nonce);
           out.write(value, HEADER_BYTES + GCM_NONCE_BYTES, 'utf8');
-          return encode(keys.forProtect(version).sealInPlace(nonce, aad, out, HEADER_BYTES + GCM_NONCE_BYTES, length));
+          return encode(gcm.sealInPlace(nonce, aad, out, HEADER_BYTES + GCM_NONCE_BYTES, length));
+        },
+        protectMany(values) {
+          const version = keys.protectVersion();
+          const gcm = keys.forProtect(version);
+          const { h, prepared } = aadOf(version, gcm);
+          const results = new Array<string | ValueError | Buffer>(values.length);
+          const seals: GcmSeal[] = [];
+          values.forEach((value, i) => {
+            let length: number;
+            try {
+              length = utf8Length(value);
+            } catch (e) {
+              if (!(e instanceof ValueError)) throw e;
+              results[i] = e;
+              return;
+            }
+            const out = outputBuffer(h, GCM_NONCE_BYTES + length + GCM_TAG_BYTES);
+            const nonce = out.subarray(HEADER_BYTES, HEADER_BYTES + GCM_NONCE_BYTES);
+            deps.random(nonce);
+            out.write(value, HEADER_BYTES + GCM_NONCE_BYTES, 'utf8');
+            seals.push({ nonce, aad: prepared, out, offset: HEADER_BYTES + GCM_NONCE_BYTES, length });
+            results[i] = out;
+          });
+          gcm.sealMany(seals);
+          return results.map((r) => (Buffer.isBuffer(r) ? encode(r) : r as string | ValueError));
         },
         unprotect(value) {
           const { version, payload } = decode(value, TAG, GCM_NONCE_BYTES + GCM_TAG_BYTES);
           const key = keys.forUnprotect(version);
-          const plaintext = key.open(payload.subarray(0, GCM_NONCE_BYTES), aadOf(version).aad, payload.subarray(GCM_NONCE_BYTES));
+          const plaintext = key.open(payload.subarray(0, GCM_NONCE_BYTES), aadOf(version, key).aad, payload.subarray(GCM_NONCE_BYTES));
           if (!plaintext) throw new ValueError('PROTECTED_VALUE_INVALID', 'fails authentication (tampered, or protected for another field or key)');
           return fromUtf8(plaintext);
         },

@@ -115,3 +115,43 @@ describe('AES-GCM: value for value against node:crypto (OpenSSL)', () => {
     }
   });
 });
+
+/** AesGcm.sealMany (counter blocks of a batch in one node:crypto call) as one seal each would give. */
+function sealBatch(key: AesGcm, items: { nonce: Uint8Array; aad: Uint8Array; pt: Uint8Array }[]): Uint8Array[] {
+  const outs = items.map((it) => {
+    const out = new Uint8Array(3 + it.pt.length + 16);
+    out.set(it.pt, 3);
+    return out;
+  });
+  key.sealMany(items.map((it, i) => ({ nonce: it.nonce, aad: key.prepareAad(it.aad), out: outs[i]!, offset: 3, length: it.pt.length })));
+  return outs.map((o) => o.subarray(3));
+}
+
+describe('AES-GCM: sealMany, a batch in one native call', () => {
+  it('gives the McGrew–Viega ciphertexts and tags, all test cases of one key in one batch', () => {
+    const { vectors: list } = vectors<{ vectors: { testCase: number; keyHex: string; ivHex: string; aadHex: string; ptHex: string; ctHex: string; tagHex: string }[] }>('nist-gcm.json');
+    for (const v of list.filter((x) => x.ivHex.length === 24)) {
+      const key = new AesGcm(hex(v.keyHex));
+      const [sealed] = sealBatch(key, [{ nonce: hex(v.ivHex), aad: hex(v.aadHex), pt: hex(v.ptHex) }]);
+      expect(toHex(sealed!), `test case ${v.testCase}`).toBe(v.ctHex + v.tagHex);
+    }
+  });
+
+  it('equals OpenSSL value for value over 300 batches of 0–40 values (0–300 bytes), and one of over 1 MiB', () => {
+    for (let b = 0; b < 300; b++) {
+      const keyBytes = randomBytes([16, 24, 32][b % 3]!);
+      const key = new AesGcm(keyBytes);
+      const items = Array.from({ length: b % 41 }, (_, i) => ({ nonce: randomBytes(12), aad: randomBytes((b * 7 + i) % 40), pt: randomBytes((b * 13 + i * 29) % 301) }));
+      if (b === 299) items.push({ nonce: randomBytes(12), aad: randomBytes(5), pt: randomBytes(2 ** 20 + 33) });
+      const sealed = sealBatch(key, items);
+      items.forEach((it, i) => {
+        const cipher = createCipheriv(`aes-${keyBytes.length * 8}-gcm` as 'aes-256-gcm', keyBytes, it.nonce, { authTagLength: 16 });
+        cipher.setAAD(it.aad);
+        const expected = Buffer.concat([cipher.update(it.pt), cipher.final(), cipher.getAuthTag()]);
+        expect(Buffer.from(sealed[i]!).equals(expected), `batch ${b} value ${i}`).toBe(true);
+        expect(Buffer.from(key.open(it.nonce, it.aad, sealed[i]!)!).equals(it.pt)).toBe(true);
+      });
+    }
+  });
+});
+
