@@ -1,5 +1,5 @@
 import { timingSafeEqual } from 'node:crypto';
-import { AesBlock, Block } from './aes-block.ts';
+import { AesBlock, AesEcb, Block } from './aes-block.ts';
 import { Cmac } from './cmac.ts';
 
 /**
@@ -10,6 +10,9 @@ import { Cmac } from './cmac.ts';
 export class AesSiv {
   private readonly mac: Cmac;
   private readonly ctr: AesBlock;
+  /** the same two keys on node:crypto, for batches (sealMany) */
+  private readonly macEcb: AesEcb;
+  private readonly ctrEcb: AesEcb;
   private readonly t = new Block();
   private readonly keystream = new Block();
   private readonly counter = new Block();
@@ -21,6 +24,8 @@ export class AesSiv {
     const half = key.length / 2;
     this.mac = new Cmac(key.subarray(0, half));
     this.ctr = new AesBlock(key.subarray(half));
+    this.macEcb = new AesEcb(key.subarray(0, half));
+    this.ctrEcb = new AesEcb(key.subarray(half));
   }
 
   /** S2V state D after the associated-data components (RFC 5297 §2.4, the loop over S1..Sn-1). */
@@ -53,6 +58,81 @@ export class AesSiv {
     this.s2vFinal(prefix, body, v);
     this.xorCtr(v, body, body);
     return out;
+  }
+
+  /**
+   * sealInPlace for many values: the CMACs of S2V's last step run in lockstep (one node:crypto
+   * call per block position), then the CTR blocks of all values in one call.
+   */
+  sealMany(prefix: SivPrefix, items: readonly SivSeal[]): void {
+    const vs = this.cbcMacMany(items.map((it) => this.macInput(prefix, it.out.subarray(it.offset + 16, it.offset + 16 + it.length))));
+    let blocks = 0;
+    for (const it of items) blocks += Math.ceil(it.length / 16);
+    const counters = new Uint8Array(16 * blocks);
+    let at = 0;
+    items.forEach((it, i) => {
+      const v = vs.subarray(16 * i, 16 * i + 16);
+      it.out.set(v, it.offset);
+      const q = Uint8Array.from(v);
+      q[8]! &= 0x7f;
+      q[12]! &= 0x7f;
+      for (let b = 0; b < it.length; b += 16, at += 16) {
+        counters.set(q, at);
+        for (let j = 15; j >= 0; j--) {
+          q[j] = (q[j]! + 1) & 0xff;
+          if (q[j] !== 0) break;
+        }
+      }
+    });
+    const ks = this.ctrEcb.encryptBlocks(counters);
+    at = 0;
+    for (const it of items) {
+      const body = it.offset + 16;
+      for (let b = 0; b < it.length; b++) it.out[body + b]! ^= ks[at + b]!;
+      at += 16 * Math.ceil(it.length / 16);
+    }
+  }
+
+  /** The CMAC input of S2V's last step (RFC 5297 §2.4) as whole blocks, the subkey folded into the last. */
+  private macInput(prefix: SivPrefix, sn: Uint8Array): Uint8Array {
+    const d = prefix.d.bytes;
+    if (sn.length < 16) {
+      // T = dbl(D) xor pad(Sn): one complete block
+      const t = new Block().set(prefix.d).dbl();
+      for (let i = 0; i < sn.length; i++) t.bytes[i]! ^= sn[i]!;
+      t.bytes[sn.length]! ^= 0x80;
+      return t.xorWords(this.mac.subkey(true)).bytes;
+    }
+    // T = Sn xorend D, then CMAC's padding and subkey on the last block
+    const complete = sn.length % 16 === 0;
+    const m = new Uint8Array(16 * Math.ceil(sn.length / 16));
+    m.set(sn);
+    for (let i = 0; i < 16; i++) m[sn.length - 16 + i]! ^= d[i]!;
+    if (!complete) m[sn.length] = 0x80;
+    const k = this.mac.subkey(complete).bytes;
+    for (let i = 0; i < 16; i++) m[m.length - 16 + i]! ^= k[i]!;
+    return m;
+  }
+
+  /** CBC-MAC (zero IV) of each input, all inputs' j-th blocks encrypted in one call; the MACs, 16 bytes each. */
+  private cbcMacMany(inputs: readonly Uint8Array[]): Uint8Array {
+    const state = new Uint8Array(16 * inputs.length);
+    let longest = 0;
+    for (const m of inputs) longest = Math.max(longest, m.length);
+    for (let at = 0; at < longest; at += 16) {
+      const active: number[] = [];
+      inputs.forEach((m, i) => {
+        if (m.length > at) active.push(i);
+      });
+      const blocks = new Uint8Array(16 * active.length);
+      active.forEach((i, a) => {
+        const m = inputs[i]!;
+        for (let b = 0; b < 16; b++) blocks[16 * a + b] = state[16 * i + b]! ^ m[at + b]!;
+      });
+      const out = this.macEcb.encryptBlocks(blocks);
+      active.forEach((i, a) => state.set(out.subarray(16 * a, 16 * a + 16), 16 * i));
+    }
+    return state;
   }
 
   /** Returns the plaintext, or undefined when authentication fails. */
@@ -105,4 +185,11 @@ export class AesSiv {
 
 export interface SivPrefix {
   readonly d: Block;
+}
+
+/** One seal of a batch: the plaintext at out[offset + 16, +length), V written before it. */
+export interface SivSeal {
+  out: Uint8Array;
+  offset: number;
+  length: number;
 }

@@ -44,6 +44,11 @@ export class Cmac {
     this.finishPadded(s, complete);
   }
 
+  /** K1 (a complete last block) or K2 (a padded one), folded into a message's last block by batched CMACs. */
+  subkey(complete: boolean): Block {
+    return complete ? this.k1 : this.k2;
+  }
+
   /** The raw block cipher under the same key, needed by S2V for its CTR-free parts. */
   get cipher(): AesBlock {
     return this.aes;

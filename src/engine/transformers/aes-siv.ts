@@ -1,5 +1,5 @@
 import { ValueError } from '../errors.ts';
-import { AesSiv, type SivPrefix } from '../crypto/aes-siv.ts';
+import { AesSiv, type SivPrefix, type SivSeal } from '../crypto/aes-siv.ts';
 import { revealKeyBytes } from '../key-access/secret-key.ts';
 import { bindingLabel, type KeyRef, type Transformer, type TransformerDeps } from './transformer.ts';
 import { decode, encode, FORMAT_TAGS, fromUtf8, header, HEADER_BYTES, outputBuffer, utf8Length } from './output-format.ts';
@@ -40,6 +40,29 @@ export function aesSiv(params: { key: KeyRef; binding?: string }, deps: Transfor
           const out = outputBuffer(h, 16 + length);
           out.write(value, HEADER_BYTES + 16, 'utf8');
           return encode(siv.sealInPlace(p, out, HEADER_BYTES, length));
+        },
+        protectMany(values) {
+          const version = keys.protectVersion();
+          const siv = keys.forProtect(version);
+          const { h, prefix: p } = prefix(siv, version);
+          const results = new Array<string | ValueError | Buffer>(values.length);
+          const seals: SivSeal[] = [];
+          values.forEach((value, i) => {
+            let length: number;
+            try {
+              length = utf8Length(value);
+            } catch (e) {
+              if (!(e instanceof ValueError)) throw e;
+              results[i] = e;
+              return;
+            }
+            const out = outputBuffer(h, 16 + length);
+            out.write(value, HEADER_BYTES + 16, 'utf8');
+            seals.push({ out, offset: HEADER_BYTES, length });
+            results[i] = out;
+          });
+          siv.sealMany(p, seals);
+          return results.map((r) => (Buffer.isBuffer(r) ? encode(r) : r as string | ValueError));
         },
         unprotect(value) {
           const { version, payload } = decode(value, TAG, 16);
