@@ -21,12 +21,23 @@ const bytesField = (b: Buffer | null) => (b === null ? 1 : varintBytes(b.length)
  * at their largest varint size.
  */
 export function recordBytes(r: Pick<OutRecord, 'key' | 'value' | 'headers'>): number {
-  let body = 1 + 10 + 5 + bytesField(r.key) + bytesField(r.value) + varintBytes(r.headers.length);
-  for (const h of r.headers) {
-    const key = Buffer.byteLength(h.key, 'utf8');
-    body += varintBytes(key) + key + bytesField(h.value);
-  }
+  const body = 1 + 10 + 5 + bytesField(r.key) + bytesField(r.value) + headersBytes(r.headers);
   return varintBytes(body) + body;
+}
+
+/** a frozen header list (a pipeline's own, on every record without headers) is measured once */
+const measured = new WeakMap<OutRecord['headers'], number>();
+
+function headersBytes(headers: OutRecord['headers']): number {
+  const known = measured.get(headers);
+  if (known !== undefined) return known;
+  let size = varintBytes(headers.length);
+  for (const h of headers) {
+    const key = Buffer.byteLength(h.key, 'utf8');
+    size += varintBytes(key) + key + bytesField(h.value);
+  }
+  if (Object.isFrozen(headers)) measured.set(headers, size);
+  return size;
 }
 
 /** Whether a record, alone in a batch, fits a topic whose max.message.bytes is `limit`. */

@@ -70,6 +70,17 @@ function lastBlock(l: Layout, i: number, num: number, out: Uint8Array, at: numbe
   }
 }
 
+/** XORs num (< 2^44) as big-endian bytes into out[from+1 .. last], last byte at `last`. */
+function xorNum(out: Uint8Array, last: number, from: number, num: number): void {
+  let lo = num % 0x100000000;
+  let hi = (num - lo) / 0x100000000;
+  for (let j = last; j > from; j--) {
+    out[j]! ^= lo & 0xff;
+    lo = (lo >>> 8) | ((hi & 0xff) << 24);
+    hi >>>= 8;
+  }
+}
+
 /** y = NUM(S) mod m for S the first d bytes at bytes[at..], folding `chunk` bytes per modBy. */
 function reduceS(l: Layout, bytes: Uint8Array, at: number, m: number, inv: number, chunk: number): number {
   let y = 0;
@@ -218,6 +229,10 @@ export class Ff1 {
       b[j] = bj;
     });
     const blocks = new Uint8Array(16 * count);
+    const blockWords = new Uint32Array(blocks.buffer);
+    // a round's blocks differ only in NUM(B): the rest (constant bytes, [i], the MAC state) is copied
+    const template = new Uint8Array(16);
+    const templateWords = new Uint32Array(template.buffer);
     for (let r = 0; r < 10; r++) {
       const i = forward ? r : 9 - r;
       const even = (i & 1) === 0;
@@ -225,7 +240,19 @@ export class Ff1 {
       const inv = even ? l.invU : l.invV;
       const chunk = even ? l.chunkU : l.chunkV;
       const fed = forward ? b : a;
-      for (let j = 0; j < count; j++) lastBlock(l, i, fed[j]!, blocks, 16 * j);
+      lastBlock(l, i, 0, template, 0);
+      const w0 = templateWords[0]!;
+      const w1 = templateWords[1]!;
+      const w2 = templateWords[2]!;
+      const w3 = templateWords[3]!;
+      for (let j = 0; j < count; j++) {
+        const w = 4 * j;
+        blockWords[w] = w0;
+        blockWords[w + 1] = w1;
+        blockWords[w + 2] = w2;
+        blockWords[w + 3] = w3;
+        xorNum(blocks, 16 * j + 15, 16 * j + 15 - l.b, fed[j]!);
+      }
       const encrypted = this.ecb.encryptBlocks(blocks);
       for (let j = 0; j < count; j++) {
         const y = reduceS(l, encrypted, 16 * j, m, inv, chunk);
