@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { modBy } from '../../../src/engine/crypto/ff1.ts';
+import { modBy } from '../../../src/engine/crypto/ff1-layout.ts';
 
 const exact = (x: number, m: number) => Number(BigInt(x) % BigInt(m));
 
