@@ -29,8 +29,9 @@ function readBytes(data: Buffer, at: number): [Buffer | null, number] {
 }
 
 function fresh(bytes: number): Buffer {
-  // its own ArrayBuffer (never Buffer's shared pool), so that it can be transferred
-  return Buffer.from(new ArrayBuffer(bytes));
+  // its own ArrayBuffer (never Buffer's shared pool), so that it can be transferred; not
+  // zero-filled, as every byte is written before it is sent
+  return Buffer.allocUnsafeSlow(bytes);
 }
 
 export function packItems(items: readonly ChunkItem[]): PackedItems {
