@@ -2,13 +2,14 @@
 // produce pattern (one transactional producer, offsets sent with the consumer's group metadata,
 // KIP-447) on the same binding veil's librdkafka adapter uses, without any veil code.
 import rdkafka from '@confluentinc/kafka-javascript';
+import { perRecord, threadCpu } from './thread-cpu.ts';
 import type { Assignment, KafkaConsumer, LibrdKafkaError, Message, Producer } from '@confluentinc/kafka-javascript';
 
 const { KafkaConsumer: Consumer, Producer: NativeProducer } = rdkafka as unknown as { KafkaConsumer: typeof KafkaConsumer; Producer: typeof Producer };
 
 const call = (run: (cb: (err: LibrdKafkaError | null | undefined) => void) => void) => new Promise<void>((resolve, reject) => run((err) => (err ? reject(err) : resolve())));
 
-export async function bareLibrdkafka(brokers: string, source: string, sink: string, n: number, drained: (groupId: string, topic: string, start: number) => Promise<number>): Promise<{ rate: number; cpu: number; batches: number }> {
+export async function bareLibrdkafka(brokers: string, source: string, sink: string, n: number, drained: (groupId: string, topic: string, start: number) => Promise<number>): Promise<{ rate: number; cpu: number; batches: number; threads: string }> {
   const groupId = `bench-bare-rd-${source}`;
   const consumer = new Consumer({
     'bootstrap.servers': brokers, 'group.id': groupId, 'enable.auto.commit': false, 'isolation.level': 'read_committed', 'fetch.wait.max.ms': 100,
@@ -26,6 +27,7 @@ export async function bareLibrdkafka(brokers: string, source: string, sink: stri
   consumer.subscribe([source]);
   const start = performance.now();
   const cpu = process.cpuUsage();
+  const before = threadCpu();
   let batches = 0;
   let running = true;
   const loop = (async () => {
@@ -45,10 +47,11 @@ export async function bareLibrdkafka(brokers: string, source: string, sink: stri
   })();
   const rate = await drained(groupId, source, start);
   const used = process.cpuUsage(cpu);
+  const threads = perRecord(before, threadCpu(), n);
   const wall = performance.now() - start;
   running = false;
   await loop;
   await new Promise<void>((resolve) => consumer.disconnect(() => resolve()));
   await new Promise<void>((resolve) => producer.disconnect(5000, () => resolve()));
-  return { rate, cpu: (used.user + used.system) / 1000 / wall, batches };
+  return { rate, cpu: (used.user + used.system) / 1000 / wall, batches, threads };
 }

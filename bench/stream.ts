@@ -15,6 +15,7 @@ import pino from 'pino';
 import { openStream } from '../src/app/open-stream.ts';
 import { bareLibrdkafka } from './stream-bare-librdkafka.ts';
 import { fmt, ratio } from './measure.ts';
+import { perRecord, threadCpu } from './thread-cpu.ts';
 
 const N = Number(process.env.BENCH_RECORDS ?? 50_000);
 const root = new URL('..', import.meta.url).pathname;
@@ -63,6 +64,8 @@ interface Cost {
   rate: number;
   cpu: number;
   batches: number;
+  /** where the CPU went, per record and thread group */
+  threads: string;
 }
 
 function cpuSince(start: NodeJS.CpuUsage, wallMs: number): number {
@@ -79,6 +82,7 @@ async function bareKafkajs(source: string, sink: string): Promise<Cost> {
   await consumer.subscribe({ topic: source, fromBeginning: true });
   const start = performance.now();
   const cpu = process.cpuUsage();
+  const before = threadCpu();
   let batches = 0;
   await consumer.run({
     autoCommit: false,
@@ -99,9 +103,10 @@ async function bareKafkajs(source: string, sink: string): Promise<Cost> {
   });
   const rate = await drained(groupId, source, start);
   const used = cpuSince(cpu, performance.now() - start);
+  const threads = perRecord(before, threadCpu(), N);
   await consumer.disconnect();
   for (const p of producers.values()) await p.disconnect();
-  return { rate, cpu: used, batches };
+  return { rate, cpu: used, batches, threads };
 }
 
 async function veil(source: string, sink: string, fields: string, label: string, client: string): Promise<Cost> {
@@ -128,21 +133,23 @@ pipelines:
   });
   const start = performance.now();
   const cpu = process.cpuUsage();
+  const before = threadCpu();
   await stream.start();
   const rate = await drained(groupId, source, start);
   const used = cpuSince(cpu, performance.now() - start);
+  const threads = perRecord(before, threadCpu(), N);
   const histogram = (await stream.metrics.batchLatency.get()).values;
   const batches = histogram.find((v) => v.metricName?.endsWith('_count'))?.value ?? 0;
   await stream.stop();
   await rm(dataDir, { recursive: true, force: true });
-  return { rate, cpu: used, batches };
+  return { rate, cpu: used, batches, threads };
 }
 
 /** What limits a figure: the process's CPU when it is near one core, else the transactions' round trips. */
 function limit(c: Cost): string {
   const perBatch = Math.round(N / Math.max(1, c.batches));
   const what = c.cpu > 0.85 ? 'CPU-bound (a core or more: the consumer thread, protection threads and librdkafka threads together)' : 'waiting on broker round trips';
-  return `${Math.round(c.cpu * 100)}% of a core, ${fmt(c.batches)} transactions of ~${fmt(perBatch)} records: ${what}`;
+  return `${Math.round(c.cpu * 100)}% of a core, ${fmt(c.batches)} transactions of ~${fmt(perBatch)} records: ${what}; ${c.threads}`;
 }
 
 console.log(`veil bench:stream — Node ${process.version}, ${fmt(N)} records of ~${Buffer.byteLength(record(1))} bytes JSON, 3 fields protected, exactly-once, one process, broker on loopback\n`);

@@ -35,7 +35,7 @@ export type ConfigCompiler = (text: string) => CompileResult<ConfigView>;
 /**
  * What the portal needs of the wiring to check, test and publish a configuration text: the product's
  * configuration is composed in src/app (every adapter's section), which the portal does not import.
- * src/app/portal-port.ts builds it.
+ * src/app/open-portal.ts builds it.
  */
 export interface ConfigPort {
   /** compiles a version or draft (drafts are shown, tested and published only if this finds no error) */
