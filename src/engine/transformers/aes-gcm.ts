@@ -2,7 +2,7 @@ import { ValueError } from '../errors.ts';
 import { AesGcm, GCM_NONCE_BYTES, GCM_TAG_BYTES, type GcmAad, type GcmSeal } from '../crypto/aes-gcm.ts';
 import { revealKeyBytes } from '../key-access/secret-key.ts';
 import { bindingLabel, type KeyRef, type Transformer, type TransformerDeps } from './transformer.ts';
-import { decode, encode, FORMAT_TAGS, fromUtf8, header, HEADER_BYTES, outputBuffer, utf8Length } from './output-format.ts';
+import { decode, encode, FORMAT_TAGS, fromUtf8, header, HEADER_BYTES, outputBuffer, sealEach, utf8Length } from './output-format.ts';
 import { VersionedKeys } from './versioned-keys.ts';
 
 const TAG = FORMAT_TAGS['aes-gcm'];
@@ -48,26 +48,13 @@ export function aesGcm(params: { key: KeyRef; binding?: string }, deps: Transfor
           const version = keys.protectVersion();
           const gcm = keys.forProtect(version);
           const { h, prepared } = aadOf(version, gcm);
-          const results = new Array<string | ValueError | Buffer>(values.length);
-          const seals: GcmSeal[] = [];
-          values.forEach((value, i) => {
-            let length: number;
-            try {
-              length = utf8Length(value);
-            } catch (e) {
-              if (!(e instanceof ValueError)) throw e;
-              results[i] = e;
-              return;
-            }
+          return sealEach(values, (value, length): { out: Buffer; job: GcmSeal } => {
             const out = outputBuffer(h, GCM_NONCE_BYTES + length + GCM_TAG_BYTES);
             const nonce = out.subarray(HEADER_BYTES, HEADER_BYTES + GCM_NONCE_BYTES);
             deps.random(nonce);
             out.write(value, HEADER_BYTES + GCM_NONCE_BYTES, 'utf8');
-            seals.push({ nonce, aad: prepared, out, offset: HEADER_BYTES + GCM_NONCE_BYTES, length });
-            results[i] = out;
-          });
-          gcm.sealMany(seals);
-          return results.map((r) => (Buffer.isBuffer(r) ? encode(r) : r as string | ValueError));
+            return { out, job: { nonce, aad: prepared, out, offset: HEADER_BYTES + GCM_NONCE_BYTES, length } };
+          }, (seals) => gcm.sealMany(seals));
         },
         unprotect(value) {
           const { version, payload } = decode(value, TAG, GCM_NONCE_BYTES + GCM_TAG_BYTES);

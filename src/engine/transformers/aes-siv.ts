@@ -2,7 +2,7 @@ import { ValueError } from '../errors.ts';
 import { AesSiv, type SivPrefix, type SivSeal } from '../crypto/aes-siv.ts';
 import { revealKeyBytes } from '../key-access/secret-key.ts';
 import { bindingLabel, type KeyRef, type Transformer, type TransformerDeps } from './transformer.ts';
-import { decode, encode, FORMAT_TAGS, fromUtf8, header, HEADER_BYTES, outputBuffer, utf8Length } from './output-format.ts';
+import { decode, encode, FORMAT_TAGS, fromUtf8, header, HEADER_BYTES, outputBuffer, sealEach, utf8Length } from './output-format.ts';
 import { VersionedKeys } from './versioned-keys.ts';
 
 const TAG = FORMAT_TAGS['aes-siv'];
@@ -45,24 +45,11 @@ export function aesSiv(params: { key: KeyRef; binding?: string }, deps: Transfor
           const version = keys.protectVersion();
           const siv = keys.forProtect(version);
           const { h, prefix: p } = prefix(siv, version);
-          const results = new Array<string | ValueError | Buffer>(values.length);
-          const seals: SivSeal[] = [];
-          values.forEach((value, i) => {
-            let length: number;
-            try {
-              length = utf8Length(value);
-            } catch (e) {
-              if (!(e instanceof ValueError)) throw e;
-              results[i] = e;
-              return;
-            }
+          return sealEach(values, (value, length): { out: Buffer; job: SivSeal } => {
             const out = outputBuffer(h, 16 + length);
             out.write(value, HEADER_BYTES + 16, 'utf8');
-            seals.push({ out, offset: HEADER_BYTES, length });
-            results[i] = out;
-          });
-          siv.sealMany(p, seals);
-          return results.map((r) => (Buffer.isBuffer(r) ? encode(r) : r as string | ValueError));
+            return { out, job: { out, offset: HEADER_BYTES, length } };
+          }, (seals) => siv.sealMany(p, seals));
         },
         unprotect(value) {
           const { version, payload } = decode(value, TAG, 16);

@@ -68,6 +68,31 @@ export function fromUtf8(bytes: Uint8Array): string {
   }
 }
 
+/**
+ * The batch form of the keyed transformers: each value's UTF-8 length (a lone surrogate is that
+ * value's ValueError), its output buffer and seal job from `prepare`, one `sealAll` over the jobs,
+ * then each output as base64url text.
+ */
+export function sealEach<S>(values: readonly string[], prepare: (value: string, length: number) => { out: Buffer; job: S }, sealAll: (jobs: S[]) => void): (string | ValueError)[] {
+  const results = new Array<Buffer | ValueError>(values.length);
+  const jobs: S[] = [];
+  values.forEach((value, i) => {
+    let length: number;
+    try {
+      length = utf8Length(value);
+    } catch (e) {
+      if (!(e instanceof ValueError)) throw e;
+      results[i] = e;
+      return;
+    }
+    const { out, job } = prepare(value, length);
+    jobs.push(job);
+    results[i] = out;
+  });
+  sealAll(jobs);
+  return results.map((r) => (r instanceof ValueError ? r : encode(r)));
+}
+
 export function irreversible(type: string): never {
   throw new ValueError('ACTION_NOT_CONFIGURED', `${type} is irreversible and cannot unprotect`);
 }
