@@ -36,7 +36,10 @@ export function chainFrom(one: (value: string) => string): Chain {
 function chainOf(steps: readonly Step[]): Chain {
   const one = steps.length === 1 ? steps[0]!.one : (value: string) => steps.reduce((v, step) => step.one(v), value);
   const chain = ((value: string) => one(value)) as Chain;
+  const only = steps.length === 1 ? steps[0]!.many : undefined;
   chain.many = (values) => {
+    // one batched step (the common case): its answer as it is, no bookkeeping of refusals
+    if (only) return only(values);
     let out: (string | ValueError)[] = values.slice();
     for (const step of steps) {
       const live: number[] = [];
