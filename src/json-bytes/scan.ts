@@ -62,12 +62,19 @@ function notJson(): JsonSyntaxError {
   return new JsonSyntaxError();
 }
 
-/** Validates `b` as one JSON text and appends the events of `root`'s mappings to `events`; throws JsonSyntaxError. */
-export function scanJson(b: Buffer, root: Expectation | null, events: number[]): void {
+/**
+ * Validates `b` as one JSON text and writes the events of `root`'s mappings into `events` from
+ * index `from`, returning the index after the last; throws JsonSyntaxError. A caller that scans
+ * record after record may pass one list each time: what lies past the returned index is stale.
+ */
+export function scanJson(b: Buffer, root: Expectation | null, events: number[], from = 0): number {
   // Native (SIMD) validation up front rejects overlong forms, surrogates and truncated
   // sequences anywhere, so the scanner needs no UTF-8 logic: bytes >= 0x80 are only legal in strings.
   if (!isUtf8(b)) throw notJson();
-  new Scanner(b, events).run(root);
+  const scanner = (sharedScanner ??= new Scanner());
+  scanner.reset(b, events, from);
+  scanner.run(root);
+  return scanner.written;
 }
 
 /** A mapped container open on the stack: the keys still to find, or what array elements must be. */
@@ -75,6 +82,24 @@ interface Frame {
   readonly keys: readonly KeyGroup[];
   readonly found: boolean[];
   readonly elements: Expectation | null;
+}
+
+// An expectation belongs to one place of the mapped tree, so it is open at most once at a time:
+// its frame is made once and reset when its container opens (a frame per record is garbage).
+const objectFrames = new WeakMap<Expectation, Frame>();
+const arrayFrames = new WeakMap<Expectation, Frame>();
+
+function objectFrame(exp: Expectation): Frame {
+  let frame = objectFrames.get(exp);
+  if (frame === undefined) objectFrames.set(exp, (frame = { keys: exp.keys, found: exp.keys.map(() => false), elements: null }));
+  else frame.found.fill(false);
+  return frame;
+}
+
+function arrayFrame(exp: Expectation, elements: Expectation): Frame {
+  let frame = arrayFrames.get(exp);
+  if (frame === undefined) arrayFrames.set(exp, (frame = { keys: NO_KEYS, found: [], elements }));
+  return frame;
 }
 
 const VALUE = 0;
@@ -88,10 +113,13 @@ const NO_KEYS: readonly KeyGroup[] = [];
 // would be a good part of a small record's garbage. Rare deep documents get their own.
 const MAX_SHARED_KINDS = 4096;
 let sharedKinds = new Uint8Array(64);
+let sharedScanner: Scanner | undefined;
 
 class Scanner {
-  private readonly b: Buffer;
-  private readonly out: number[];
+  private b: Buffer = Buffer.alloc(0);
+  private out: number[] = [];
+  /** index in `out` of the next event */
+  written = 0;
   private depth = 0;
   /** the opening byte of each open container; grows on demand, so depth is bounded by memory only */
   private kinds = sharedKinds;
@@ -102,9 +130,14 @@ class Scanner {
   private readonly frames: Frame[] = [];
   private mappedDepth = 0;
 
-  constructor(b: Buffer, events: number[]) {
+  /** Scans are synchronous and never nest, so one scanner serves them all; this readies it for `b`. */
+  reset(b: Buffer, events: number[], from: number): void {
     this.b = b;
     this.out = events;
+    this.written = from;
+    this.depth = 0;
+    this.mappedDepth = 0;
+    if (this.kinds.length > MAX_SHARED_KINDS) this.kinds = sharedKinds;
   }
 
   // The hot loop keeps the position in a local and calls only small pure helpers: field writes
@@ -192,11 +225,11 @@ class Scanner {
     if (c === OPEN_OBJECT) {
       this.events(exp.arrayMs, EV_NO_ARRAY, p, p);
       this.events(exp.leafMs, EV_NOT_SCALAR, p, p);
-      if (exp.keys.length > 0) frame = { keys: exp.keys, found: exp.keys.map(() => false), elements: null };
+      if (exp.keys.length > 0) frame = objectFrame(exp);
     } else {
       this.events(exp.objectMs, EV_SHAPE, p, p);
       this.events(exp.leafMs, EV_NOT_SCALAR, p, p);
-      if (exp.elements !== null) frame = { keys: NO_KEYS, found: [], elements: exp.elements };
+      if (exp.elements !== null) frame = arrayFrame(exp, exp.elements);
     }
     if (frame === undefined) return;
     this.frames[depth - 1] = frame;
@@ -224,7 +257,16 @@ class Scanner {
   }
 
   private events(ms: readonly number[], kind: number, start: number, end: number): void {
-    for (const m of ms) this.out.push(m, kind, start, end);
+    const out = this.out;
+    let n = this.written;
+    for (let i = 0; i < ms.length; i++) {
+      out[n] = ms[i]!;
+      out[n + 1] = kind;
+      out[n + 2] = start;
+      out[n + 3] = end;
+      n += 4;
+    }
+    this.written = n;
   }
 }
 

@@ -12,27 +12,32 @@ export interface Splice {
  */
 export function spliceJson(bytes: Buffer, edits: Splice[]): Buffer {
   if (edits.length === 0) return bytes;
-  if (edits.length > 1) edits.sort((a, b) => a.start - b.start);
-  const sizes: number[] = [];
+  // edits mostly come in document order; Array.prototype.sort allocates even for a sorted list
+  if (!inOrder(edits)) edits.sort((a, b) => a.start - b.start);
   let size = bytes.length;
   let prev = 0;
-  for (const e of edits) {
+  for (let i = 0; i < edits.length; i++) {
+    const e = edits[i]!;
     if (e.start < prev) throw new OverlappingSpliceError();
-    const n = Buffer.byteLength(e.json, 'utf8');
-    sizes.push(n);
-    size += n - (e.end - e.start);
+    size += Buffer.byteLength(e.json, 'utf8') - (e.end - e.start);
     prev = e.end;
   }
   const out = Buffer.allocUnsafe(size);
   let at = 0;
   prev = 0;
-  edits.forEach((e, i) => {
+  for (let i = 0; i < edits.length; i++) {
+    const e = edits[i]!;
     at += bytes.copy(out, at, prev, e.start);
-    at += out.write(e.json, at, sizes[i]!, 'utf8');
+    at += out.write(e.json, at, 'utf8');
     prev = e.end;
-  });
+  }
   bytes.copy(out, at, prev);
   return out;
+}
+
+function inOrder(edits: readonly Splice[]): boolean {
+  for (let i = 1; i < edits.length; i++) if (edits[i]!.start < edits[i - 1]!.start) return false;
+  return true;
 }
 
 /** Two edits of one value. */

@@ -45,6 +45,25 @@ function parses(text: string): boolean {
   }
 }
 
+describe('scanJson into a reused event list', () => {
+  it('writes from the index given and returns the end; stale entries past it are not events', () => {
+    const root = compileExpectation([path('a'), path('b'), path('c')]);
+    const events: number[] = [];
+    expect(scanJson(Buffer.from('{"a":"1","b":2,"c":true}'), root, events)).toBe(12);
+    const end = scanJson(Buffer.from('{"b":"x"}'), root, events);
+    // b found, a and c missing (reported when the object closes)
+    expect(end).toBe(12);
+    expect([events[0], events[1], events[4], events[5], events[8], events[9]]).toEqual([1, EV_STRING, 0, EV_MISSING, 2, EV_MISSING]);
+    expect(scanJson(Buffer.from('[]'), root, events)).toBe(12);
+    expect(scanJson(Buffer.from('{"c":1}'), root, events, 12)).toBe(24);
+    expect(events.slice(12, 14)).toEqual([2, EV_RAW]);
+    // a syntax error part-way leaves the next scan unaffected
+    expect(() => scanJson(Buffer.from('{"a":"1",'), root, events)).toThrow(JsonSyntaxError);
+    expect(scanJson(Buffer.from('{"a":"z","b":"y","c":"x"}'), root, events)).toBe(12);
+    expect([events[0], events[4], events[8]]).toEqual([0, 1, 2]);
+  });
+});
+
 describe('scanJson reports where paths land', () => {
   it('reports strings decoded, numbers and booleans as written, in document order', () => {
     const doc = '{"a": "x\\u00e9", "n": 12345678901234567890, "f": 1.0, "t": true, "list": [{"c": "1"}, {"c": "2"}]}';

@@ -21,12 +21,16 @@ export const ALPHABET_NAMES = Object.keys(NAMED_ALPHABETS) as [AlphabetName, ...
 export class Alphabet {
   readonly symbols: readonly string[];
   readonly radix: number;
+  /** each numeral's character code when every symbol is below 256 (FpeFormat's one-decode output), else null */
+  readonly latin1Codes: Uint8Array | null;
   private readonly ascii = new Int32Array(128).fill(-1);
   private readonly other = new Map<number, number>();
 
   constructor(chars: string) {
     this.symbols = Array.from(chars);
     this.radix = this.symbols.length;
+    const codes = this.symbols.map((symbol) => symbol.codePointAt(0)!);
+    this.latin1Codes = codes.every((c) => c < 256) ? Uint8Array.from(codes) : null;
     this.symbols.forEach((symbol, i) => {
       const cp = symbol.codePointAt(0)!;
       if (cp < 128) this.ascii[cp] = i;

@@ -18,13 +18,18 @@ export interface FormatOptions {
   maxLength: number;
 }
 
-/** The parts of a value: its code points and which of them are alphabet numerals. */
+/** The parts of a value: where its alphabet numerals are, and which they are. */
 interface Parsed {
-  codePoints: number[];
-  /** index into codePoints of every alphabet character */
+  value: string;
+  /** UTF-16 index in `value` of every alphabet character */
   positions: number[];
   numerals: number[];
+  /** every UTF-16 unit of `value` is below 256 (the output is built in one latin1 decode) */
+  latin1: boolean;
 }
+
+// format() builds latin1 outputs here (synchronously, so one buffer serves every call)
+let scratch = Buffer.allocUnsafeSlow(256);
 
 /**
  * Format handling shared by the FPE transformers: characters outside the alphabet keep their
@@ -103,31 +108,44 @@ export class FpeFormat {
 
   /** The value with its middle numerals replaced by `mid`'s symbols; everything else in place. */
   private format(parsed: Parsed, mid: readonly number[]): string {
-    const out = parsed.codePoints.slice();
-    const symbols = this.alphabet.symbols;
+    const { value, positions } = parsed;
     const keepFirst = this.options.keepFirst;
-    for (let i = 0; i < mid.length; i++) {
-      out[parsed.positions[keepFirst + i]!] = symbols[mid[i]!]!.codePointAt(0)!;
+    const codes = this.alphabet.latin1Codes;
+    if (parsed.latin1 && codes !== null) {
+      // one string, no per-character pieces: the common case of ASCII cards and ids
+      if (scratch.length < value.length) scratch = Buffer.allocUnsafeSlow(value.length * 2);
+      for (let i = 0; i < value.length; i++) scratch[i] = value.charCodeAt(i);
+      for (let i = 0; i < mid.length; i++) scratch[positions[keepFirst + i]!] = codes[mid[i]!]!;
+      return scratch.toString('latin1', 0, value.length);
     }
-    return String.fromCodePoint(...out);
+    const symbols = this.alphabet.symbols;
+    let out = '';
+    let prev = 0;
+    for (let i = 0; i < mid.length; i++) {
+      const at = positions[keepFirst + i]!;
+      out += value.slice(prev, at) + symbols[mid[i]!]!;
+      prev = at + (value.codePointAt(at)! > 0xffff ? 2 : 1);
+    }
+    return out + value.slice(prev);
   }
 
   private parse(value: string): Parsed {
     if (!value.isWellFormed()) throw new ValueError('VALUE_NOT_IN_ALPHABET', 'is not well-formed Unicode (lone surrogate)');
-    const codePoints: number[] = [];
     const positions: number[] = [];
     const numerals: number[] = [];
+    let latin1 = true;
     for (let i = 0; i < value.length; i++) {
+      const at = i;
       const cp = value.codePointAt(i)!;
+      if (cp > 0xff) latin1 = false;
       if (cp > 0xffff) i++;
       const numeral = this.alphabet.indexOf(cp);
       if (numeral >= 0) {
-        positions.push(codePoints.length);
+        positions.push(at);
         numerals.push(numeral);
       }
-      codePoints.push(cp);
     }
-    return { codePoints, positions, numerals };
+    return { value, positions, numerals, latin1 };
   }
 }
 

@@ -72,23 +72,28 @@ export function protectJsonValues(values: readonly Buffer[], maps: readonly Mapp
   return plans.map((plan) => (plan instanceof StreamError ? plan : finish(plan, maps, results)));
 }
 
+// planRecord is synchronous and copies what it keeps out of the events
+const scanEvents: number[] = [];
+
 /**
  * Mapping by mapping, each in document order: the order protectRecord visits locations, so the
  * first failure (and which values are transformed before it) is the same. The walk stops at the
  * first finding that fails the record whatever its values (absent, wrong shape).
  */
 function planRecord(bytes: Buffer, root: Expectation | null, maps: readonly Mapping[], missing: 'pass' | 'dead-letter', texts: string[][]): RecordPlan | StreamError {
-  const events: number[] = [];
+  // one list for every record, overwritten: emptying an array drops its storage, refilling regrows it
+  const events = scanEvents;
+  let written: number;
   try {
-    scanJson(bytes, root, events);
+    written = scanJson(bytes, root, events);
   } catch (e) {
     if (e instanceof JsonSyntaxError) return new StreamError('RECORD_MALFORMED', 'the value is not JSON');
     throw e;
   }
   const plan: RecordPlan = { bytes, leaves: [] };
-  for (let m = 0; m < maps.length && events.length > 0; m++) {
+  for (let m = 0; m < maps.length && written > 0; m++) {
     const path = maps[m]!.path;
-    for (let k = 0; k < events.length; k += 4) {
+    for (let k = 0; k < written; k += 4) {
       if (events[k] !== m) continue;
       const kind = events[k + 1]!;
       const start = events[k + 2]!;

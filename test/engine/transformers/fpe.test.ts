@@ -28,6 +28,8 @@ describe.each(['ff1', 'ff3-1'] as const)('%s transformer', (kind) => {
     ...(Object.keys(NAMED_ALPHABETS) as AlphabetName[]).map((a) => [a, { alphabet: a }, NAMED_ALPHABETS[a]] as [string, { alphabet: AlphabetName }, string]),
     ['custom unicode', { customAlphabet: 'αβγδεζηθικλμ😀🙂' }, 'αβγδεζηθικλμ😀🙂'],
     ['custom binary', { customAlphabet: '01' }, '01'],
+    // beyond ASCII but below 256: the output is built in one latin1 decode
+    ['custom latin-1', { customAlphabet: 'ÀÁÂÃÄÅÆÇÈÉÊËÌÍÎÏ' }, 'ÀÁÂÃÄÅÆÇÈÉÊËÌÍÎÏ'],
   ];
 
   it.each(alphabets)('round-trips over %s, preserving length and alphabet', (_name, params, chars) => {
@@ -55,6 +57,10 @@ describe.each(['ff1', 'ff3-1'] as const)('%s transformer', (kind) => {
     expect(email).toMatch(/^[0-9a-z]{5}\.[0-9a-z]{5}@[0-9a-z]{7}\.[0-9a-z]{3}$/);
     expect(mixed.unprotect(email)).toBe('alice.smith@example.com');
     expect(mixed.unprotect(mixed.protect('ÀLICE-bob-çarl-99'))).toBe('ÀLICE-bob-çarl-99');
+    // characters above latin1 and outside the BMP around the numerals stay where they were
+    const wide = f.protect('€4111 😀 1111 Ω 1111 1111😀');
+    expect(wide).toMatch(/^€\d{4} 😀 \d{4} Ω \d{4} \d{4}😀$/);
+    expect(f.unprotect(wide)).toBe('€4111 😀 1111 Ω 1111 1111😀');
   });
 
   it('keeps the first and last N alphabet characters in clear', () => {
