@@ -1,6 +1,6 @@
 import rdkafka from '@confluentinc/kafka-javascript';
 import type { Assignment, KafkaConsumer, LibrdKafkaError, Message } from '@confluentinc/kafka-javascript';
-import type { Batch, ConsumerEvents, ConsumerPort, Header, InRecord } from './ports.ts';
+import type { Batch, ConsumerEvents, ConsumerPort, Header, InRecord, LookAhead } from './ports.ts';
 import { fromLibrdkafka } from './kafka-client-error.ts';
 import type { ClientLog } from './librdkafka-adapter.ts';
 
@@ -28,6 +28,8 @@ interface PartitionState {
   pending: InRecord[];
   /** failures in a row of this partition's batch: the retry backs off */
   failures: number;
+  /** the records behind the batch in flight were offered as the next batch (LookAhead) */
+  hinted: boolean;
 }
 
 interface Options {
@@ -63,7 +65,7 @@ export function librdkafkaConsumer(options: Options): ConsumerPort {
 
   let generation = 0;
   const owned = (assignment: Assignment[]) => {
-    states = new Map(assignment.map((a) => [keyOf(a.topic, a.partition), { topic: a.topic, partition: a.partition, busy: false, pending: [], failures: 0 }]));
+    states = new Map(assignment.map((a) => [keyOf(a.topic, a.partition), { topic: a.topic, partition: a.partition, busy: false, pending: [], failures: 0, hinted: false }]));
     waiting = 0;
     const byTopic: Record<string, number[]> = {};
     for (const a of assignment) (byTopic[a.topic] ??= []).push(a.partition);
@@ -93,6 +95,15 @@ export function librdkafkaConsumer(options: Options): ConsumerPort {
     } catch (e) {
       options.log('warn', 'rebalance failed', { error: (e as Error).name, code: (e as { code?: unknown }).code });
     }
+  };
+
+  let lookAhead: LookAhead | undefined;
+  // Once a full batch waits behind the one in flight, it is offered as the partition's next: its
+  // protection can run while the current batch's transaction commits
+  const hint = (state: PartitionState) => {
+    if (!lookAhead || state.hinted || !state.busy || state.pending.length < options.maxBatchRecords) return;
+    state.hinted = true;
+    lookAhead(state.topic, state.partition, state.pending.slice(0, options.maxBatchRecords));
   };
 
   const runBatch = (state: PartitionState, handler: Handler) => {
@@ -130,6 +141,8 @@ export function librdkafkaConsumer(options: Options): ConsumerPort {
     );
     inFlight.add(work);
     void work.finally(() => inFlight.delete(work));
+    state.hinted = false;
+    hint(state);
   };
 
   const dispatch = (messages: Message[], handler: Handler) => {
@@ -139,7 +152,10 @@ export function librdkafkaConsumer(options: Options): ConsumerPort {
       state.pending.push(toRecord(m));
       waiting++;
     }
-    for (const state of states.values()) if (state.pending.length && !state.busy) runBatch(state, handler);
+    for (const state of states.values()) {
+      if (state.pending.length && !state.busy) runBatch(state, handler);
+      else hint(state);
+    }
   };
 
   const fetchLoop = async (handler: Handler) => {
@@ -208,8 +224,9 @@ export function librdkafkaConsumer(options: Options): ConsumerPort {
       native = consumer;
       options.registry.set(options.groupId, consumer);
     },
-    async run(handler) {
+    async run(handler, ahead) {
       if (!native) throw new Error('subscribe first');
+      lookAhead = ahead;
       running = true;
       loop = fetchLoop(handler);
     },

@@ -74,6 +74,14 @@ export interface ConsumerEvents {
   crashed?(error: Error, restarting: boolean): void;
 }
 
+/**
+ * A hint from a consumer that runs one batch per partition at a time: `records`, fetched while
+ * the partition's current batch runs, are likely its next batch. Work that does not depend on the
+ * current batch's outcome may start; the batch itself still comes through the handler, or not at
+ * all (a failure, a revocation), so a hint commits to nothing.
+ */
+export type LookAhead = (topic: string, partition: number, records: readonly InRecord[]) => void;
+
 export interface ConsumerPort {
   /** fromBeginning (default true): a new group starts at the earliest offset, else at the latest */
   subscribe(topics: readonly string[] | RegExp, fromBeginning?: boolean): Promise<void>;
@@ -81,7 +89,7 @@ export interface ConsumerPort {
    * Runs handler per fetched batch of one partition. A throw re-delivers the batch: in memory
    * when the error is retriable, else after the consumer restarts from the committed offsets.
    */
-  run(handler: (batch: Batch, heartbeat: () => Promise<void>) => Promise<void>): Promise<void>;
+  run(handler: (batch: Batch, heartbeat: () => Promise<void>) => Promise<void>, lookAhead?: LookAhead): Promise<void>;
   commitOffsets(topic: string, partition: number, offset: string): Promise<void>;
   disconnect(): Promise<void>;
   on(events: ConsumerEvents): void;

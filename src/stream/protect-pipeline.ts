@@ -2,6 +2,7 @@ import type { Engine } from '../engine/index.ts';
 import type { PipelineConfig } from './pipeline-config.ts';
 import { Liveness, type LivenessStatus } from './liveness.ts';
 import { PartitionTransactions } from './partition-transactions.ts';
+import { ProtectAhead } from './protect-ahead.ts';
 import { RecordProtector, type ChunkProtector } from './record-protector.ts';
 import { withHeaders, type Batch, type ConsumerPort, type Headers, type InRecord, type KafkaPort, type OutRecord, type ProducerPort } from './ports.ts';
 import { fitsAlone } from './record-size.ts';
@@ -59,6 +60,7 @@ export class ProtectPipeline {
   private readonly veilHeaders: Headers;
   private rename?: RegExp;
   private watchdog?: NodeJS.Timeout;
+  private readonly ahead: ProtectAhead;
   private stopped = false;
   private recovering?: Promise<void>;
 
@@ -78,6 +80,7 @@ export class ProtectPipeline {
     ]);
     this.transactions = new PartitionTransactions(deps.kafka, this.groupId, (event, fields) => deps.log.debug?.({ pipeline: deps.name, ...fields }, `transaction ${event}`));
     const stallMs = deps.stallMs ?? 60_000;
+    this.ahead = new ProtectAhead(CHUNK, (records) => this.chunks.protectChunk(records.map((r) => ({ topic: this.sinkTopic(r.topic), key: r.key, value: r.value }))));
     this.liveness = new Liveness({ stallMs, recoverMs: Math.floor(stallMs / 2), now: deps.now ?? Date.now });
   }
 
@@ -98,6 +101,7 @@ export class ProtectPipeline {
     await this.consumer?.disconnect();
     await this.transactions.closeAll();
     if (this.plainProducer) await (await this.plainProducer).disconnect().catch(() => undefined);
+    this.ahead.clear();
   }
 
   /** Liveness for /healthz: progress, not mere existence. */
@@ -118,6 +122,7 @@ export class ProtectPipeline {
     this.consumer = consumer;
     consumer.on({
       assigned: (assignment) => {
+        this.ahead.clear();
         this.transactions.reassigned(assignment);
         this.deps.metrics.keepLagOf(this.deps.name, assignment);
         this.liveness.assigned(Object.entries(assignment).flatMap(([topic, parts]) => parts.map((p) => `${topic}/${p}`)));
@@ -132,8 +137,9 @@ export class ProtectPipeline {
       },
     });
     await consumer.subscribe('topics' in c.source ? c.source.topics : new RegExp(c.source.pattern));
-    await consumer.run((batch, heartbeat) => this.handle(batch, heartbeat));
+    await consumer.run((batch, heartbeat) => this.handle(batch, heartbeat), (topic, partition, records) => this.ahead.offer(`${topic}/${partition}`, records));
   }
+
 
   /** Re-creates the consumer and the producers: the new member re-fences every partition it gets. */
   private recover(reason: string): Promise<void> {
@@ -143,6 +149,7 @@ export class ProtectPipeline {
       this.deps.metrics.recoveries.inc({ pipeline: this.deps.name });
       const old = this.consumer;
       this.consumer = undefined;
+      this.ahead.clear();
       await Promise.race([old?.disconnect().catch(() => undefined), new Promise((r) => setTimeout(r, 10_000).unref())]);
       await this.transactions.closeAll();
       if (!this.stopped) await this.openConsumer();
@@ -173,6 +180,7 @@ export class ProtectPipeline {
     const { metrics, name } = this.deps;
     const started = process.hrtime.bigint();
     const partitionKey = `${batch.topic}/${batch.partition}`;
+    this.ahead.begin(partitionKey);
     const next = (BigInt(batch.records.at(-1)!.offset) + 1n).toString();
     const codes = new Map<string, number>();
     let done: InRecord[];
@@ -186,6 +194,7 @@ export class ProtectPipeline {
         done = batch.records;
       }
     } catch (e) {
+      this.ahead.protected(partitionKey, false);
       this.liveness.failed(partitionKey);
       const code = (e as StreamError).code ?? (e as Error).name;
       if (e instanceof StreamError && !e.retriable) {
@@ -199,6 +208,8 @@ export class ProtectPipeline {
       }
       throw e;
     }
+    // a batch with nothing to produce (all below the committed offset) never reached produce()
+    this.ahead.protected(partitionKey);
     this.liveness.progressed(partitionKey);
     const dead = [...codes.values()].reduce((a, b) => a + b, 0);
     metrics.recordsIn.inc({ pipeline: name }, done.length);
@@ -222,10 +233,13 @@ export class ProtectPipeline {
     const counted = new Map<string, number>();
     let sending: Promise<void> = Promise.resolve();
     let beat = Date.now();
+    const partitionKey = `${records[0]!.topic}/${records[0]!.partition}`;
+    const ahead = this.ahead.take(partitionKey, records);
     try {
       for (let i = 0; i < records.length; i += CHUNK) {
         const slice = records.slice(i, i + CHUNK);
-        const outcomes = await this.chunks.protectChunk(slice.map((r) => ({ topic: this.sinkTopic(r.topic), key: r.key, value: r.value })));
+        const outcomes = await (ahead?.[i / CHUNK] ?? this.ahead.protectNow(slice));
+        if (i + CHUNK >= records.length) this.ahead.protected(partitionKey);
         const chunk: OutRecord[] = [];
         for (let j = 0; j < slice.length; j++) {
           const record = slice[j]!;

@@ -1,4 +1,4 @@
-import type { Batch, ConsumerEvents, ConsumerPort, KafkaPort, OutRecord, ProducerPort } from '../../src/stream/ports.ts';
+import type { Batch, ConsumerEvents, ConsumerPort, KafkaPort, LookAhead, OutRecord, ProducerPort } from '../../src/stream/ports.ts';
 
 /**
  * An in-memory KafkaPort that models what exactly-once relies on: a transactional id's newest
@@ -8,6 +8,7 @@ import type { Batch, ConsumerEvents, ConsumerPort, KafkaPort, OutRecord, Produce
  */
 export class FakeKafka implements KafkaPort {
   handler?: (batch: Batch, heartbeat: () => Promise<void>) => Promise<void>;
+  lookAhead?: LookAhead;
   events: ConsumerEvents = {};
   committed: OutRecord[] = [];
   offsets = new Map<string, string>();
@@ -23,7 +24,10 @@ export class FakeKafka implements KafkaPort {
     this.consumersCreated++;
     return {
       subscribe: async () => undefined,
-      run: async (h) => void (this.handler = h),
+      run: async (h, ahead) => {
+        this.handler = h;
+        this.lookAhead = ahead;
+      },
       commitOffsets: async (t, p, offset) => void this.offsets.set(`${t}/${p}`, offset),
       disconnect: async () => undefined,
       on: (e) => void (this.events = { ...this.events, ...e }),

@@ -8,6 +8,7 @@ import { StreamError } from '../../src/stream/stream-error.ts';
 import { StreamMetrics } from '../../src/stream/stream-metrics.ts';
 import { headerValue, type Batch, type Header, type InRecord } from '../../src/stream/ports.ts';
 import type { Serde } from '../../src/stream/serde/serde.ts';
+import { RecordProtector, type ChunkItem, type ChunkOutcome, type ChunkProtector } from '../../src/stream/record-protector.ts';
 import { FakeKafka } from './fake-kafka.ts';
 
 const config = veilConfigOrFail(`${EXAMPLE_CONFIG_TEXT}
@@ -24,11 +25,30 @@ pipelines:
     processingEvidences: { Action: Protect }
 `);
 
-function pipeline(kafka: FakeKafka, serde: Serde = jsonSerde(), delivery: 'exactly-once' | 'at-least-once' = 'exactly-once') {
+function pipeline(kafka: FakeKafka, serde: Serde = jsonSerde(), delivery: 'exactly-once' | 'at-least-once' = 'exactly-once', protector?: ChunkProtector) {
   return new ProtectPipeline({
     name: 'p', config: { ...config.pipelines.p!, delivery }, configVersion: config.version, engine: new Engine({ config: config.engine, keys: keysFor(config.engine) }),
-    kafka, serde, metrics: new StreamMetrics(), log: pino({ level: 'silent' }),
+    kafka, serde, metrics: new StreamMetrics(), log: pino({ level: 'silent' }), ...(protector ? { protector } : {}),
   });
+}
+
+/** protects in this thread, counting the records it was asked for; `failing` rejects the next calls */
+function countingProtector() {
+  const inline = new RecordProtector({ name: 'p', config: config.pipelines.p!, engine: new Engine({ config: config.engine, keys: keysFor(config.engine) }), serde: jsonSerde() });
+  const c = {
+    records: 0,
+    failing: 0,
+    protectChunk: async (items: readonly ChunkItem[]): Promise<ChunkOutcome[]> => {
+      c.records += items.length;
+      if (c.failing > 0) {
+        c.failing--;
+        throw new StreamError('TRANSACTION_ABORTED', 'protection worker exited (1)');
+      }
+      return inline.protectChunk(items);
+    },
+    close: async () => undefined,
+  };
+  return c;
 }
 
 const rec = (offset: number, value: string | null, headers: Header[] = []): InRecord => ({ topic: 'raw', partition: 0, offset: String(offset), key: null, value: value === null ? null : Buffer.from(value), headers, timestamp: '0' });
@@ -194,5 +214,72 @@ describe('ProtectPipeline (in-memory Kafka port)', () => {
       name: 'p', config: { ...config.pipelines.p!, fields: [{ path: 'name', field: 'Customer.name' }], roles: ['support'], rightsEvidences: { Role: 'support' } }, configVersion: 'x',
       engine: new Engine({ config: config.engine, keys: keysFor(config.engine) }), kafka, serde: jsonSerde(), metrics: new StreamMetrics(), log: pino({ level: 'silent' }),
     })).toThrow(/not granted/);
+  });
+  describe('look-ahead: the next batch protected while the current one commits', () => {
+    const run = (from: number, n: number) => Array.from({ length: n }, (_, i) => rec(from + i, `{"id":${from + i},"email":"u${from + i}@example.com"}`));
+    async function withLookAhead() {
+      const kafka = new FakeKafka();
+      const protector = countingProtector();
+      const p = pipeline(kafka, jsonSerde(), 'exactly-once', protector);
+      await p.start();
+      kafka.events.assigned!({ raw: [0] });
+      return { kafka, protector };
+    }
+
+    it('protects an offered batch once, and commits it like any other', async () => {
+      const { kafka, protector } = await withLookAhead();
+      const first = run(0, 1500);
+      const next = run(1500, 2500);
+      await kafka.handler!(batch(first), beat);
+      kafka.lookAhead!('raw', 0, next);
+      // offered again while it is known: not protected twice
+      kafka.lookAhead!('raw', 0, next);
+      expect(protector.records).toBe(4000);
+      await kafka.handler!(batch(next), beat);
+      expect(protector.records).toBe(4000);
+      expect(ids(kafka)).toEqual([...first, ...next].map((r) => Number(r.offset)));
+      expect(kafka.committed.every((r) => !r.value!.toString().includes('@example.com'))).toBe(true);
+      expect(kafka.offsets.get('raw/0')).toBe('4000');
+    });
+
+    it('a batch other than the one offered protects afresh; an offer it overtook is dropped, one ahead of it is kept', async () => {
+      const { kafka, protector } = await withLookAhead();
+      const a = run(0, 10);
+      const b = run(10, 10);
+      kafka.lookAhead!('raw', 0, b);
+      await kafka.handler!(batch(a), beat); // a retry from memory comes before the offered batch
+      expect(protector.records).toBe(20);
+      await kafka.handler!(batch(b), beat);
+      expect(protector.records).toBe(20);
+      const c = run(20, 10);
+      kafka.lookAhead!('raw', 0, c);
+      const shorter = c.slice(0, 5); // same start, other length: protected afresh, the offer dropped
+      await kafka.handler!(batch(shorter), beat);
+      await kafka.handler!(batch(c.slice(5)), beat);
+      expect(protector.records).toBe(20 + 10 + 5 + 5);
+      expect(ids(kafka)).toEqual(Array.from({ length: 30 }, (_, i) => i));
+    });
+
+    it('a look-ahead that failed fails its batch retriably; the batch read again protects afresh and commits', async () => {
+      const { kafka, protector } = await withLookAhead();
+      const b = run(0, 10);
+      protector.failing = 1;
+      kafka.lookAhead!('raw', 0, b);
+      await expect(kafka.handler!(batch(b), beat)).rejects.toSatisfy((e) => code(e) === 'TRANSACTION_ABORTED');
+      expect(kafka.committed).toEqual([]);
+      await kafka.handler!(batch(b), beat);
+      expect(ids(kafka)).toEqual(b.map((r) => Number(r.offset)));
+      expect(protector.records).toBe(20);
+    });
+
+    it('a rebalance drops what was protected ahead', async () => {
+      const { kafka, protector } = await withLookAhead();
+      const b = run(0, 10);
+      kafka.lookAhead!('raw', 0, b);
+      kafka.events.assigned!({ raw: [0] });
+      await kafka.handler!(batch(b), beat);
+      expect(protector.records).toBe(20);
+      expect(ids(kafka)).toEqual(b.map((r) => Number(r.offset)));
+    });
   });
 });
