@@ -3,7 +3,7 @@ import tseslint from 'typescript-eslint';
 import veil from './tools/eslint-plugin-veil.js';
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', 'dist/**', 'coverage/**', '.veil/**'] },
+  { ignores: ['node_modules/**', 'dist/**', 'packages/*/dist/**', 'coverage/**', '.veil/**'] },
   ...tseslint.configs.recommended,
   {
     rules: {
