@@ -21,5 +21,26 @@ function rewriteDeclarations(at) {
   }
 }
 rewriteDeclarations(join(dir, 'dist'));
+
+// A package built from one module of src/client against another package (package.json
+// "veilBuild"): tsc emits every module the entry reaches; only `keep` stays, and its imports of
+// the others become imports of that package, so the two share one copy (and one error class).
+const build = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')).veilBuild;
+if (build) {
+  for (const half of ['esm', 'cjs']) {
+    const out = join(dir, 'dist', half);
+    for (const name of readdirSync(out)) {
+      if (!build.keep.includes(name.replace(/\.(d\.ts|js)$/, ''))) {
+        rmSync(join(out, name), { recursive: true, force: true });
+        continue;
+      }
+      let text = readFileSync(join(out, name), 'utf8');
+      for (const [from, to] of Object.entries(build.external)) text = text.replaceAll(`'${from}'`, `'${to}'`).replaceAll(`"${from}"`, `"${to}"`);
+      const stray = /(?:from\s+|require\(|import\()['"](\.\.?\/[^'"]+)['"]/.exec(text);
+      if (stray) throw new Error(`${half}/${name} still imports ${stray[1]}: add it to veilBuild.keep or veilBuild.external`);
+      writeFileSync(join(out, name), text);
+    }
+  }
+}
 // the package is "type": "module"; its CommonJS half says so for Node and TypeScript alike
 writeFileSync(join(dir, 'dist/cjs/package.json'), `${JSON.stringify({ type: 'commonjs' })}\n`);

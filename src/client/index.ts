@@ -3,7 +3,7 @@
  * docs/client.md and examples/app-layer.
  */
 export { VeilClient, type CallOptions, type Evidence, type FieldOptions, type Operation, type VeilClientOptions } from './veil-client.ts';
-export { CLIENT_ERROR_CATALOG, VeilClientError, type ClientErrorCode, type ClientErrorDetail } from './errors.ts';
+export { CLIENT_ERROR_CATALOG, clientError, VeilClientError, type ClientErrorCode, type ClientErrorDetail } from './errors.ts';
 export { DEFAULT_CLIENT_LIMITS, type ClientLimits } from './limits.ts';
 export type { Instance } from './batching.ts';
 export type { FieldMap } from './field-map.ts';

@@ -1,6 +1,6 @@
 import type { Model, ModelStatic } from 'sequelize';
-import { clientError } from './errors.ts';
-import type { VeilClient } from './veil-client.ts';
+// only the client's public surface: @veil/sequelize is built from this file against @veil/client
+import { clientError, type VeilClient } from './index.ts';
 
 export interface ProtectModelOptions {
   /** the configured class of the model's fields, e.g. Customer */

@@ -6,16 +6,19 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { node20 } from '../helpers/node20.ts';
+import { databaseUrl, psql } from '../helpers/postgres.ts';
 import { freePorts, ROOT } from '../helpers/processes.ts';
 
 /**
- * @veil/client as an application gets it: `npm pack` of the workspace package, installed into an
- * empty application, imported as ESM and required as CommonJS on Node 20 and Node 22, typed by
- * TypeScript in both module kinds, and run against a real `veil serve`.
+ * The client packages as an application gets them: `npm pack` of the workspace packages,
+ * installed into empty applications, imported as ESM and required as CommonJS on Node 20 and
+ * Node 22, typed by TypeScript in both module kinds, and run against a real `veil serve` (and, for
+ * @veil/sequelize, Sequelize and pg from the registry on the tests' PostgreSQL).
  */
 
 const exec = promisify(execFile);
 let app: string;
+let ormApp: string;
 let packs: string;
 let tarball: string;
 let veil: ChildProcess;
@@ -52,6 +55,37 @@ export async function run(): Promise<string> {
 }
 `;
 
+/** a Sequelize model with veil's hooks: what the table holds (read by SQL), what the model reads, and a refusal */
+const ORM = `import { VeilClient, VeilClientError } from '@veil/client';
+import { protectModel } from '@veil/sequelize';
+import { DataTypes, Sequelize } from 'sequelize';
+const table = process.env.TABLE;
+const sequelize = new Sequelize(process.env.DB_URL, { logging: false });
+const Customer = sequelize.define('Customer', {
+  id: { type: DataTypes.INTEGER, autoIncrement: true, primaryKey: true },
+  email: { type: DataTypes.TEXT, allowNull: false },
+  name: { type: DataTypes.TEXT, allowNull: false },
+}, { tableName: table, timestamps: false });
+const veil = new VeilClient({ url: process.env.VEIL_URL, clientId: 'veil-dev', clientSecret: process.env.VEIL_SECRET });
+protectModel(Customer, veil, { class: 'Customer', fields: { email: 'email', name: 'name' }, roles: { protect: 'ingest', unprotect: 'fraud' } });
+await Customer.sync({ force: true });
+const created = await Customer.create({ email: 'alice@example.com', name: 'Alice Example' });
+const [[stored]] = await sequelize.query('SELECT email, name FROM ' + table + ' WHERE id = ' + created.id);
+const found = await Customer.findByPk(created.id);
+let refused;
+try {
+  await Customer.create({ email: 42, name: 'x' });
+} catch (e) {
+  refused = { typed: e instanceof VeilClientError, code: e.code };
+}
+console.log(JSON.stringify({ stored, read: { email: found.email, name: found.name }, refused }));
+await sequelize.close();
+`;
+const ORM_CJS = ORM.replace("import { VeilClient, VeilClientError } from '@veil/client';\nimport { protectModel } from '@veil/sequelize';\nimport { DataTypes, Sequelize } from 'sequelize';",
+  "const { VeilClient, VeilClientError } = require('@veil/client');\nconst { protectModel } = require('@veil/sequelize');\nconst { DataTypes, Sequelize } = require('sequelize');")
+  .replace(/^(await Customer\.sync[\s\S]*)$/m, '(async () => {\n$1\n})();');
+const TABLES = ['20', '22'].flatMap((v) => [`veil_pkg_${process.pid}_${v}_esm`, `veil_pkg_${process.pid}_${v}_cjs`]);
+
 async function runApp(node: string, file: string): Promise<{ changed: boolean; roundTrip: boolean; refused: { typed: boolean; code: string; leaks: boolean } }> {
   const { stdout } = await exec(node, [file], { cwd: app, env, timeout: 60_000 });
   return JSON.parse(stdout.trim().split('\n').at(-1)!);
@@ -60,8 +94,8 @@ async function runApp(node: string, file: string): Promise<{ changed: boolean; r
 beforeAll(async () => {
   packs = await mkdtemp(join(tmpdir(), 'veil-packs-'));
   // prepack builds dist/ from src/client
-  await exec('npm', ['pack', '-w', '@veil/client', '--pack-destination', packs, '--silent'], { cwd: ROOT, timeout: 180_000 });
-  tarball = join(packs, (await readdir(packs)).find((f) => f.endsWith('.tgz'))!);
+  await exec('npm', ['pack', '-w', '@veil/client', '-w', '@veil/sequelize', '--pack-destination', packs, '--silent'], { cwd: ROOT, timeout: 180_000 });
+  tarball = join(packs, 'veil-client-0.1.0.tgz');
   app = await mkdtemp(join(tmpdir(), 'veil-app-'));
   await writeFile(join(app, 'package.json'), JSON.stringify({ name: 'an-application', private: true }));
   await exec('npm', ['install', '--no-audit', '--no-fund', '--silent', tarball], { cwd: app, timeout: 180_000 });
@@ -69,6 +103,13 @@ beforeAll(async () => {
   await writeFile(join(app, 'cjs.cjs'), CJS);
   await writeFile(join(app, 'typed.mts'), TYPED);
   await writeFile(join(app, 'typed.cts'), TYPED);
+
+  ormApp = await mkdtemp(join(tmpdir(), 'veil-orm-app-'));
+  await writeFile(join(ormApp, 'package.json'), JSON.stringify({ name: 'an-orm-application', private: true }));
+  // @veil/sequelize depends on @veil/client: both tarballs in one install (neither is published)
+  await exec('npm', ['install', '--no-audit', '--no-fund', '--silent', tarball, join(packs, 'veil-sequelize-0.1.0.tgz'), 'sequelize@6', 'pg@8'], { cwd: ormApp, timeout: 300_000 });
+  await writeFile(join(ormApp, 'orm.mjs'), ORM);
+  await writeFile(join(ormApp, 'orm.cjs'), ORM_CJS);
 
   dataDir = await mkdtemp(join(tmpdir(), 'veil-client-package-'));
   const port = await freePorts(1);
@@ -90,7 +131,9 @@ afterAll(async () => {
   if (veil && veil.exitCode === null) veil.kill('SIGKILL');
   await rm(dataDir, { recursive: true, force: true });
   await rm(app, { recursive: true, force: true });
+  await rm(ormApp, { recursive: true, force: true });
   await rm(packs, { recursive: true, force: true });
+  await psql(TABLES.map((t) => `DROP TABLE IF EXISTS ${t};`).join('\n')).catch(() => undefined);
 });
 
 describe('@veil/client, packed and installed into an empty application', () => {
@@ -136,4 +179,25 @@ describe('@veil/client, packed and installed into an empty application', () => {
     await writeFile(join(app, 'typed.mts'), `${TYPED}\nnew VeilClient({ url: 1 });\n`);
     await expect(exec(process.execPath, [tsc, '-p', app], { timeout: 120_000 })).rejects.toMatchObject({ stdout: expect.stringMatching(/typed\.mts.*error TS2/) });
   }, 240_000);
+});
+
+describe('@veil/sequelize, packed and installed with @veil/client, Sequelize and pg', () => {
+  for (const version of ['20', '22'] as const) {
+    for (const [kind, file] of [['ESM', 'orm.mjs'], ['CommonJS', 'orm.cjs']] as const) {
+      it(`Node ${version}, ${kind}: the table holds protected values, the model reads cleartext, a refusal is @veil/client's error class`, async () => {
+        const node = version === '22' ? process.execPath : await node20();
+        const table = `veil_pkg_${process.pid}_${version}_${file.endsWith('.mjs') ? 'esm' : 'cjs'}`;
+        const { stdout } = await exec(node, [file], { cwd: ormApp, env: { ...env, TABLE: table, DB_URL: databaseUrl('postgres') }, timeout: 60_000 });
+        const out = JSON.parse(stdout.trim().split('\n').at(-1)!);
+        expect(out.read).toEqual({ email: 'alice@example.com', name: 'Alice Example' });
+        expect(out.stored.email).not.toContain('@');
+        expect(out.stored.name).not.toContain('Alice');
+        // one VeilClientError class, shared: @veil/sequelize imports @veil/client, not a copy of it
+        expect(out.refused).toEqual({ typed: true, code: 'FIELD_NOT_STRING' });
+        // and psql, a second client, sees the same protected row
+        const seen = await psql(`SELECT email FROM ${table}`);
+        expect(seen.stdout.trim()).toBe(out.stored.email);
+      }, 120_000);
+    }
+  }
 });
