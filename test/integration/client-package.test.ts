@@ -19,6 +19,7 @@ import { freePorts, ROOT } from '../helpers/processes.ts';
 const exec = promisify(execFile);
 let app: string;
 let ormApp: string;
+let prismaApp: string;
 let packs: string;
 let tarball: string;
 let veil: ChildProcess;
@@ -84,6 +85,44 @@ await sequelize.close();
 const ORM_CJS = ORM.replace("import { VeilClient, VeilClientError } from '@veil/client';\nimport { protectModel } from '@veil/sequelize';\nimport { DataTypes, Sequelize } from 'sequelize';",
   "const { VeilClient, VeilClientError } = require('@veil/client');\nconst { protectModel } = require('@veil/sequelize');\nconst { DataTypes, Sequelize } = require('sequelize');")
   .replace(/^(await Customer\.sync[\s\S]*)$/m, '(async () => {\n$1\n})();');
+/** the same with Prisma Client 7 (driver adapter for pg: no native query engine) and the veil extension */
+const PRISMA_TABLE = `veil_prisma_${process.pid}`;
+const PRISMA_SCHEMA = `generator client {
+  provider = "prisma-client-js"
+}
+
+datasource db {
+  provider = "postgresql"
+}
+
+model Customer {
+  id    Int    @id @default(autoincrement())
+  email String
+  name  String
+  @@map("${PRISMA_TABLE}")
+}
+`;
+const PRISMA = `import { PrismaClient } from '@prisma/client';
+import { PrismaPg } from '@prisma/adapter-pg';
+import { VeilClient, VeilClientError } from '@veil/client';
+import { veilPrisma } from '@veil/prisma';
+const base = new PrismaClient({ adapter: new PrismaPg({ connectionString: process.env.DB_URL }) });
+const veil = new VeilClient({ url: process.env.VEIL_URL, clientId: 'veil-dev', clientSecret: process.env.VEIL_SECRET });
+const prisma = base.$extends(veilPrisma(veil, { models: { Customer: { class: 'Customer', fields: { email: 'email', name: 'name' } } }, roles: { protect: 'ingest', unprotect: 'fraud' } }));
+const created = await prisma.customer.create({ data: { email: 'alice@example.com', name: 'Alice Example' } });
+const [stored] = await base.$queryRawUnsafe('SELECT email, name FROM ${PRISMA_TABLE} WHERE id = $1', created.id);
+const found = await prisma.customer.findUnique({ where: { id: created.id } });
+let refused;
+try {
+  await prisma.customer.update({ where: { id: created.id }, data: { email: { set: 'mallory@example.com' } } });
+} catch (e) {
+  refused = { typed: e instanceof VeilClientError, code: e.code };
+}
+console.log(JSON.stringify({ id: created.id, created: { email: created.email, name: created.name }, stored, read: { email: found.email, name: found.name }, refused }));
+await base.$disconnect();
+`;
+const PRISMA_CJS = PRISMA.replace(/^import \{ ([^}]+) \} from ('[^']+');$/gm, 'const { $1 } = require($2);')
+  .replace(/^(const created = await[\s\S]*)$/m, '(async () => {\n$1\n})();');
 const TABLES = ['20', '22'].flatMap((v) => [`veil_pkg_${process.pid}_${v}_esm`, `veil_pkg_${process.pid}_${v}_cjs`]);
 
 async function runApp(node: string, file: string): Promise<{ changed: boolean; roundTrip: boolean; refused: { typed: boolean; code: string; leaks: boolean } }> {
@@ -94,7 +133,7 @@ async function runApp(node: string, file: string): Promise<{ changed: boolean; r
 beforeAll(async () => {
   packs = await mkdtemp(join(tmpdir(), 'veil-packs-'));
   // prepack builds dist/ from src/client
-  await exec('npm', ['pack', '-w', '@veil/client', '-w', '@veil/sequelize', '--pack-destination', packs, '--silent'], { cwd: ROOT, timeout: 180_000 });
+  await exec('npm', ['pack', '-w', '@veil/client', '-w', '@veil/sequelize', '-w', '@veil/prisma', '--pack-destination', packs, '--silent'], { cwd: ROOT, timeout: 180_000 });
   tarball = join(packs, 'veil-client-0.1.0.tgz');
   app = await mkdtemp(join(tmpdir(), 'veil-app-'));
   await writeFile(join(app, 'package.json'), JSON.stringify({ name: 'an-application', private: true }));
@@ -110,6 +149,18 @@ beforeAll(async () => {
   await exec('npm', ['install', '--no-audit', '--no-fund', '--silent', tarball, join(packs, 'veil-sequelize-0.1.0.tgz'), 'sequelize@6', 'pg@8'], { cwd: ormApp, timeout: 300_000 });
   await writeFile(join(ormApp, 'orm.mjs'), ORM);
   await writeFile(join(ormApp, 'orm.cjs'), ORM_CJS);
+
+  prismaApp = await mkdtemp(join(tmpdir(), 'veil-prisma-app-'));
+  await writeFile(join(prismaApp, 'package.json'), JSON.stringify({ name: 'a-prisma-application', private: true }));
+  await exec('npm', ['install', '--no-audit', '--no-fund', '--silent', tarball, join(packs, 'veil-prisma-0.1.0.tgz'), 'prisma@7', '@prisma/client@7', '@prisma/adapter-pg@7', 'pg@8'], { cwd: prismaApp, timeout: 300_000 });
+  await writeFile(join(prismaApp, 'schema.prisma'), PRISMA_SCHEMA);
+  await writeFile(join(prismaApp, 'prisma.config.mjs'), "export default { schema: 'schema.prisma' };\n");
+  // `prisma generate` needs no schema engine, but the CLI fetches one first from
+  // binaries.prisma.sh, which this machine cannot reach: pointing it at a stand-in skips that
+  await exec(process.execPath, [join(prismaApp, 'node_modules/prisma/build/index.js'), 'generate', '--config', 'prisma.config.mjs'], { cwd: prismaApp, env: { PATH: process.env.PATH!, HOME: process.env.HOME!, PRISMA_SCHEMA_ENGINE_BINARY: '/bin/true', CHECKPOINT_DISABLE: '1' }, timeout: 180_000 });
+  await psql(`CREATE TABLE ${PRISMA_TABLE} (id serial PRIMARY KEY, email text NOT NULL, name text NOT NULL);`);
+  await writeFile(join(prismaApp, 'orm.mjs'), PRISMA);
+  await writeFile(join(prismaApp, 'orm.cjs'), PRISMA_CJS);
 
   dataDir = await mkdtemp(join(tmpdir(), 'veil-client-package-'));
   const port = await freePorts(1);
@@ -132,8 +183,9 @@ afterAll(async () => {
   await rm(dataDir, { recursive: true, force: true });
   await rm(app, { recursive: true, force: true });
   await rm(ormApp, { recursive: true, force: true });
+  await rm(prismaApp, { recursive: true, force: true });
   await rm(packs, { recursive: true, force: true });
-  await psql(TABLES.map((t) => `DROP TABLE IF EXISTS ${t};`).join('\n')).catch(() => undefined);
+  await psql([...TABLES, PRISMA_TABLE].map((t) => `DROP TABLE IF EXISTS ${t};`).join('\n')).catch(() => undefined);
 });
 
 describe('@veil/client, packed and installed into an empty application', () => {
@@ -196,6 +248,25 @@ describe('@veil/sequelize, packed and installed with @veil/client, Sequelize and
         expect(out.refused).toEqual({ typed: true, code: 'FIELD_NOT_STRING' });
         // and psql, a second client, sees the same protected row
         const seen = await psql(`SELECT email FROM ${table}`);
+        expect(seen.stdout.trim()).toBe(out.stored.email);
+      }, 120_000);
+    }
+  }
+});
+
+describe('@veil/prisma, packed and installed with @veil/client and Prisma Client 7 (pg driver adapter)', () => {
+  for (const version of ['20', '22'] as const) {
+    for (const [kind, file] of [['ESM', 'orm.mjs'], ['CommonJS', 'orm.cjs']] as const) {
+      it(`Node ${version}, ${kind}: the table holds protected values, queries return cleartext, a non-string write is refused before the query`, async () => {
+        const node = version === '22' ? process.execPath : await node20();
+        const { stdout } = await exec(node, [file], { cwd: prismaApp, env: { ...env, DB_URL: databaseUrl('postgres') }, timeout: 60_000 });
+        const out = JSON.parse(stdout.trim().split('\n').at(-1)!);
+        expect(out.created).toEqual({ email: 'alice@example.com', name: 'Alice Example' });
+        expect(out.read).toEqual({ email: 'alice@example.com', name: 'Alice Example' });
+        expect(out.stored.email).not.toContain('@');
+        expect(out.stored.name).not.toContain('Alice');
+        expect(out.refused).toEqual({ typed: true, code: 'FIELD_NOT_STRING' });
+        const seen = await psql(`SELECT email FROM ${PRISMA_TABLE} WHERE id = ${out.id}`);
         expect(seen.stdout.trim()).toBe(out.stored.email);
       }, 120_000);
     }
