@@ -15,6 +15,7 @@ const BENCHES: { name: string; env: Record<string, string>; timeoutMs: number }[
   { name: 'unprotect', env: { BENCH_SECONDS: '1' }, timeoutMs: 120_000 },
   { name: 'db', env: { BENCH_ROWS: '200', BENCH_RUNS: '1' }, timeoutMs: 120_000 },
   { name: 'gateway', env: { BENCH_CALLS: '100' }, timeoutMs: 90_000 },
+  { name: 'discover', env: { BENCH_RECORDS: '500' }, timeoutMs: 60_000 },
 ];
 
 function runBench(name: string, env: Record<string, string>, timeoutMs: number): Promise<{ code: number | null; timedOut: boolean; out: string }> {
@@ -36,6 +37,12 @@ function runBench(name: string, env: Record<string, string>, timeoutMs: number):
 }
 
 describe('benches run in their short form', () => {
+  it('lists every bench of package.json', async () => {
+    const { readFile } = await import('node:fs/promises');
+    const scripts = Object.keys((JSON.parse(await readFile(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts);
+    expect(BENCHES.map((b) => `bench:${b.name}`).sort()).toEqual(scripts.filter((s) => s.startsWith('bench:')).sort());
+  });
+
   it.each(BENCHES)('npm run bench:$name finishes, exits 0 and prints a ratio', async ({ name, env, timeoutMs }) => {
     const { code, timedOut, out } = await runBench(name, env, timeoutMs);
     const tail = out.split('\n').slice(-15).join('\n');

@@ -1,0 +1,73 @@
+import { detect, isEmail, isPhone, KINDS, normaliseName, type Kind } from './detectors.ts';
+
+/** One field found to hold personal data: its path, kind and counts — never a value. */
+export interface Finding {
+  /** the field's path in a pipeline's terms: `email`, `customer.email`, `cards[].number` */
+  path: string;
+  kind: Kind;
+  /** sampled values of the field (strings, and integers as their digits) */
+  values: number;
+  /** of those, how many the kind's validator accepted */
+  matched: number;
+  share: number;
+  /** high: the value alone proves it (checksums, registries, syntax); medium: the field's name was needed */
+  confidence: 'high' | 'medium';
+}
+
+/** the kinds a value alone does not tell: the field's name decides */
+const BY_NAME: ReadonlySet<Kind> = new Set(['person-name', 'date-of-birth']);
+
+interface FieldStats {
+  name: string;
+  values: number;
+  matched: Map<Kind, number>;
+}
+
+/**
+ * Counts, per field path of sampled records (JSON values), how many values each detector
+ * accepts. Holds counts only: a sampled value is looked at once and not kept.
+ */
+export class Profiler {
+  private readonly fields = new Map<string, FieldStats>();
+  records = 0;
+
+  add(record: unknown): void {
+    this.records++;
+    this.walk(record, '', '');
+  }
+
+  /** The fields whose values are mostly (≥ minShare) of one kind, the best-matching kind each, by path. */
+  findings(minShare = 0.8): Finding[] {
+    const out: Finding[] = [];
+    for (const [path, stats] of this.fields) {
+      let best: [Kind, number] | undefined;
+      for (const [kind, n] of stats.matched) if (!best || n > best[1]) best = [kind, n];
+      if (!best || stats.values === 0) continue;
+      const share = best[1] / stats.values;
+      if (share < minShare) continue;
+      out.push({ path, kind: best[0], values: stats.values, matched: best[1], share, confidence: BY_NAME.has(best[0]) ? 'medium' : 'high' });
+    }
+    return out.sort((a, b) => a.path.localeCompare(b.path));
+  }
+
+  private walk(value: unknown, path: string, name: string, personalNeighbours = false): void {
+    if (Array.isArray(value)) {
+      for (const item of value) this.walk(item, `${path}[]`, name);
+      return;
+    }
+    if (value !== null && typeof value === 'object') {
+      const entries = Object.entries(value);
+      // neighbours: an email or phone beside a generic `name` makes it a person's
+      const personal = entries.some(([key, v]) => typeof v === 'string' && (isEmail(v) || isPhone(v, { name: normaliseName(key) })));
+      for (const [key, child] of entries) this.walk(child, path ? `${path}.${key}` : key, key, personal);
+      return;
+    }
+    const text = typeof value === 'string' ? value : typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 ? String(value) : undefined;
+    if (text === undefined || path === '') return;
+    let stats = this.fields.get(path);
+    if (!stats) this.fields.set(path, (stats = { name: normaliseName(name), values: 0, matched: new Map() }));
+    stats.values++;
+    const context = { name: stats.name, personalNeighbours };
+    for (const kind of KINDS) if (detect(kind, text, context)) stats.matched.set(kind, (stats.matched.get(kind) ?? 0) + 1);
+  }
+}

@@ -1,0 +1,34 @@
+import { describe, expect, it } from 'vitest';
+import { Profiler } from '../../src/discover/profile.ts';
+
+describe('Profiler: per field path, the kind most of its values are', () => {
+  const records = Array.from({ length: 20 }, (_, i) => ({
+    id: i,
+    customer: { name: `Alice Number${i === 0 ? '' : ''} Martin`, email: `alice${i}@example.com`, phone: '+44 20 7946 0958' },
+    cards: [{ number: '4111 1111 1111 1111' }, { number: 5555555555554444 }],
+    items: [{ name: 'Ergonomic Steel Chair', sku: `SKU-${i}` }],
+    note: i < 15 ? '123-45-6789' : 'n/a',
+    createdAt: '1984-02-29',
+  }));
+
+  it('reports paths in pipeline terms with counts and a confidence, and not what is not personal', () => {
+    const p = new Profiler();
+    for (const r of records) p.add(r);
+    expect(p.records).toBe(20);
+    expect(p.findings().map((f) => [f.path, f.kind, f.values, f.matched, f.confidence])).toEqual([
+      ['cards[].number', 'payment-card', 40, 40, 'high'],
+      ['customer.email', 'email', 20, 20, 'high'],
+      ['customer.name', 'person-name', 20, 20, 'medium'],
+      ['customer.phone', 'phone', 20, 20, 'high'],
+    ]);
+    // 15 of 20 SSNs is below the default share; a lower threshold reports it
+    expect(p.findings(0.7).find((f) => f.path === 'note')).toMatchObject({ kind: 'us-ssn', share: 0.75 });
+  });
+
+  it('keeps counts only: no sampled value appears in what it reports', () => {
+    const p = new Profiler();
+    for (const r of records) p.add(r);
+    const report = JSON.stringify(p.findings(0));
+    for (const value of ['alice0@example.com', '4111', '5555555555554444', 'Martin', '7946', '123-45-6789']) expect(report).not.toContain(value);
+  });
+});
