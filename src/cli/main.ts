@@ -1,6 +1,7 @@
 import { configCommand } from './config-command.ts';
 import { dbCommand } from './db-command.ts';
 import { demoCommand } from './demo-command.ts';
+import { discoverCommand } from './discover-command.ts';
 import { gatewayCommand } from './gateway-command.ts';
 import type { CliIo, Command } from './io.ts';
 import { keysCommand } from './keys-command.ts';
@@ -19,6 +20,7 @@ Commands:
   demo        protect and unprotect sample values offline, on the embedded defaults
   transform   run a transform request body through the engine (offline)
   config      validate a configuration; provision its keys
+  discover    find the fields of a topic, table or file that hold personal data; propose a draft
   keys        create, rotate, import and list keys in the local keystore
   identity    hash a client secret for the configuration
   db          PostgreSQL triggers: 'veil db install' prints or applies schema veil
@@ -35,6 +37,7 @@ const COMMANDS: Record<string, Command> = {
   gateway: gatewayCommand,
   transform: transformCommand,
   config: configCommand,
+  discover: discoverCommand,
   keys: keysCommand,
   db: dbCommand,
 };

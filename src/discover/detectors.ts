@@ -16,6 +16,8 @@ export interface FieldContext {
   name: string;
   /** a sibling field of the same object holds an email address or a phone number */
   personalNeighbours?: boolean;
+  /** the name of the object holding the field (`profile` for `profile.name`), normalised */
+  parent?: string;
 }
 
 /** a field name lower-cased with separators dropped: `first_name`, `firstName` → `firstname` */
@@ -151,16 +153,19 @@ export function isDateOfBirth(value: string, context: FieldContext, today = new 
 /** field names that hold a person's name (normalised); `username`, `productname` and the like do not */
 const PERSON_NAMES = new Set(['fullname', 'firstname', 'lastname', 'surname', 'givenname', 'givennames', 'familyname', 'forename', 'middlename', 'maidenname',
   'customername', 'clientname', 'holdername', 'cardholder', 'cardholdername', 'accountholder', 'contactname', 'patientname', 'employeename', 'personname', 'prenom', 'vorname', 'nachname']);
-/** names that hold a person's name only beside other personal data (a product has a `name` too) */
+/** names that hold a person's name only beside other personal data, or in a person's object (a product has a `name` too) */
 const GENERIC_NAMES = new Set(['name', 'nom', 'holder', 'owner', 'contact', 'recipient']);
+const PERSON_OBJECTS = /^(profile|customer|person|user|contact|owner|holder|client|patient|employee|member|recipient|sender|billing|shipping|account|cardholder|beneficiary|guardian|applicant)s?$/;
 const NAME_TOKEN = /^[\p{L}\p{M}][\p{L}\p{M}'’.-]*$/u;
 
 /**
  * A person's name: one to six words of letters (accents, hyphens, apostrophes, `Dr.`; no digits
- * or symbols), in a field whose name says so — or a generic `name` beside an email or a phone.
+ * or symbols), in a field whose name says so — or a generic `name` beside an email or a phone,
+ * or in a person's object (`profile.name`, `customers[].name`; not `items[].name`).
  */
 export function isPersonName(value: string, context: FieldContext): boolean {
-  if (!(PERSON_NAMES.has(context.name) || (GENERIC_NAMES.has(context.name) && context.personalNeighbours === true)) || value.length > 80) return false;
+  const generic = GENERIC_NAMES.has(context.name) && (context.personalNeighbours === true || PERSON_OBJECTS.test(context.parent ?? ''));
+  if (!(PERSON_NAMES.has(context.name) || generic) || value.length > 80) return false;
   const tokens = value.trim().split(/\s+/);
   return tokens.length > 0 && tokens.length <= 6 && tokens.every((t) => NAME_TOKEN.test(t));
 }

@@ -14,11 +14,15 @@ export interface Finding {
   confidence: 'high' | 'medium';
 }
 
+/** where a record key's finding is reported */
+export const KEY_PATH = '(key)';
+
 /** the kinds a value alone does not tell: the field's name decides */
 const BY_NAME: ReadonlySet<Kind> = new Set(['person-name', 'date-of-birth']);
 
 interface FieldStats {
   name: string;
+  parent: string;
   values: number;
   matched: Map<Kind, number>;
 }
@@ -31,9 +35,11 @@ export class Profiler {
   private readonly fields = new Map<string, FieldStats>();
   records = 0;
 
-  add(record: unknown): void {
+  /** One sampled record; a Kafka record's key, if any, is profiled as the path `(key)`. */
+  add(record: unknown, key?: string | null): void {
     this.records++;
     this.walk(record, '', '');
+    if (typeof key === 'string') this.walk(key, KEY_PATH, 'key');
   }
 
   /** The fields whose values are mostly (≥ minShare) of one kind, the best-matching kind each, by path. */
@@ -50,24 +56,24 @@ export class Profiler {
     return out.sort((a, b) => a.path.localeCompare(b.path));
   }
 
-  private walk(value: unknown, path: string, name: string, personalNeighbours = false): void {
+  private walk(value: unknown, path: string, name: string, personalNeighbours = false, parent = ''): void {
     if (Array.isArray(value)) {
-      for (const item of value) this.walk(item, `${path}[]`, name);
+      for (const item of value) this.walk(item, `${path}[]`, name, false, parent);
       return;
     }
     if (value !== null && typeof value === 'object') {
       const entries = Object.entries(value);
       // neighbours: an email or phone beside a generic `name` makes it a person's
       const personal = entries.some(([key, v]) => typeof v === 'string' && (isEmail(v) || isPhone(v, { name: normaliseName(key) })));
-      for (const [key, child] of entries) this.walk(child, path ? `${path}.${key}` : key, key, personal);
+      for (const [key, child] of entries) this.walk(child, path ? `${path}.${key}` : key, key, personal, name);
       return;
     }
     const text = typeof value === 'string' ? value : typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 ? String(value) : undefined;
     if (text === undefined || path === '') return;
     let stats = this.fields.get(path);
-    if (!stats) this.fields.set(path, (stats = { name: normaliseName(name), values: 0, matched: new Map() }));
+    if (!stats) this.fields.set(path, (stats = { name: normaliseName(name), parent: normaliseName(parent), values: 0, matched: new Map() }));
     stats.values++;
-    const context = { name: stats.name, personalNeighbours };
+    const context = { name: stats.name, personalNeighbours, parent: stats.parent };
     for (const kind of KINDS) if (detect(kind, text, context)) stats.matched.set(kind, (stats.matched.get(kind) ?? 0) + 1);
   }
 }

@@ -1,0 +1,121 @@
+import { randomUUID } from 'node:crypto';
+import { createReadStream } from 'node:fs';
+import { createInterface } from 'node:readline';
+import { Kafka, logLevel } from 'kafkajs';
+import { runPsql } from '../db/psql.ts';
+
+/** A source that cannot be sampled (a bad table name, psql's refusal): its message names the source, never a record. */
+export class SampleSourceError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'SampleSourceError';
+  }
+}
+
+/** One sampled record: its value (a JSON value) and, from Kafka, its key as text. */
+export interface Sampled {
+  value: unknown;
+  key?: string | null;
+}
+
+/**
+ * Where `veil discover` samples records. Values are parsed, handed to the profiler one by one and
+ * never kept, logged or printed; a record that does not parse is counted, not shown.
+ */
+export interface SampleReport {
+  sampled: number;
+  unparsable: number;
+}
+
+function parsed(text: string, report: SampleReport): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    report.unparsable++;
+    return undefined;
+  }
+}
+
+/** The first `limit` lines of a JSON-lines file. */
+export async function sampleFile(file: string, limit: number, each: (s: Sampled) => void): Promise<SampleReport> {
+  const report = { sampled: 0, unparsable: 0 };
+  const lines = createInterface({ input: createReadStream(file, 'utf8'), crlfDelay: Infinity });
+  for await (const line of lines) {
+    if (report.sampled + report.unparsable >= limit) break;
+    if (line.trim() === '') continue;
+    const value = parsed(line, report);
+    if (value !== undefined) {
+      report.sampled++;
+      each({ value });
+    }
+  }
+  lines.close();
+  return report;
+}
+
+/**
+ * Up to `limit` committed records of a topic (JSON values), from the beginning of each partition,
+ * by a consumer of a throwaway group that commits nothing and is deleted afterwards.
+ */
+export async function sampleTopic(brokers: string[], topic: string, limit: number, each: (s: Sampled) => void, timeoutMs = 15_000): Promise<SampleReport> {
+  const kafka = new Kafka({ clientId: 'veil-discover', brokers, logLevel: logLevel.NOTHING });
+  const admin = kafka.admin();
+  await admin.connect();
+  const groupId = `veil-discover-${randomUUID()}`;
+  const consumer = kafka.consumer({ groupId, readUncommitted: false });
+  const report = { sampled: 0, unparsable: 0 };
+  try {
+    const offsets = await admin.fetchTopicOffsets(topic);
+    const available = offsets.reduce((n, p) => n + Math.max(0, Number(p.high) - Number(p.low)), 0);
+    const want = Math.min(limit, available);
+    if (want === 0) return report;
+    await consumer.connect();
+    await consumer.subscribe({ topic, fromBeginning: true });
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, timeoutMs);
+      void consumer.run({
+        autoCommit: false,
+        eachMessage: async ({ message }) => {
+          if (report.sampled + report.unparsable >= want) return;
+          const value = message.value === null ? undefined : parsed(message.value.toString('utf8'), report);
+          if (value !== undefined) {
+            report.sampled++;
+            each({ value, key: message.key === null ? null : message.key.toString('utf8') });
+          }
+          if (report.sampled + report.unparsable >= want) {
+            clearTimeout(timer);
+            resolve();
+          }
+        },
+      });
+    });
+  } finally {
+    await consumer.disconnect().catch(() => undefined);
+    await admin.deleteGroups([groupId]).catch(() => undefined);
+    await admin.disconnect();
+  }
+  return report;
+}
+
+/** `schema.table` or `table`, each part an SQL identifier (quoted when sent) */
+const TABLE = /^([A-Za-z_][A-Za-z0-9_$]*)(?:\.([A-Za-z_][A-Za-z0-9_$]*))?$/;
+
+/** Up to `limit` rows of a PostgreSQL table, each as its JSON object (row_to_json), through psql. */
+export async function sampleTable(databaseUrl: string, table: string, limit: number, each: (s: Sampled) => void): Promise<SampleReport> {
+  const m = TABLE.exec(table);
+  if (!m) throw new SampleSourceError('the table must be named as table or schema.table (letters, digits, _ and $)');
+  const name = [m[1], m[2]].filter(Boolean).map((p) => `"${p}"`).join('.');
+  const result = await runPsql(databaseUrl, `\\pset format unaligned\n\\pset tuples_only on\nSELECT row_to_json(t)::text FROM ${name} t LIMIT ${Math.floor(limit)};\n`, { singleTransaction: false });
+  // psql's error names the table and the database, not a row
+  if (result.code !== 0) throw new SampleSourceError(`psql could not read ${table}: ${result.stderr.split('\n')[0]?.replace(/^psql:[^:]*:\d+: /, '') ?? 'error'}`);
+  const report = { sampled: 0, unparsable: 0 };
+  for (const line of result.stdout.split('\n')) {
+    if (line === '') continue;
+    const value = parsed(line, report);
+    if (value !== undefined) {
+      report.sampled++;
+      each({ value });
+    }
+  }
+  return report;
+}

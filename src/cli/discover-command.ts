@@ -1,0 +1,77 @@
+import { writeFile } from 'node:fs/promises';
+import { parseArgs } from 'node:util';
+import { sampleFile, sampleTable, sampleTopic, SampleSourceError, type SampleReport, type Sampled } from '../app/discover-sources.ts';
+import { Profiler } from '../discover/profile.ts';
+import { propose } from '../discover/propose.ts';
+import type { Command } from './io.ts';
+
+export const discoverHelp = `Usage: veil discover (--file F | --topic T | --table T) [options]
+
+Samples records, finds the fields that hold personal data (validators: email, payment card, IBAN,
+phone, US SSN, UK NINO, French NIR, IP address; by field name: date of birth, person name) and
+proposes a configuration draft. Prints paths, kinds and counts only: sampled values are never
+stored, logged or printed.
+
+Sources:
+  --file F       a JSON-lines file
+  --topic T      a Kafka topic with JSON values (committed records, from the beginning)
+  --table T      a PostgreSQL table or schema.table (each row as JSON)
+Options:
+  --sample N     records to sample (default 1000)
+  --min-share S  report a field when at least this share of its values is of one kind (default 0.8)
+  --draft F      write the configuration draft to F ('-': standard output)
+  --brokers B    for --topic: default $KAFKA_BROKERS, else 127.0.0.1:9092
+  --db-url U     for --table: default $VEIL_PG_URL
+Exit codes: 0 done, 1 the source cannot be read, 2 usage error.
+`;
+
+function usage(io: Parameters<Command>[1], message: string): number {
+  io.stderr(`veil discover: ${message}\n`);
+  return 2;
+}
+
+export const discoverCommand: Command = async (args, io) => {
+  let values;
+  try {
+    ({ values } = parseArgs({ args, options: { file: { type: 'string' }, topic: { type: 'string' }, table: { type: 'string' }, sample: { type: 'string' }, 'min-share': { type: 'string' }, draft: { type: 'string' }, brokers: { type: 'string' }, 'db-url': { type: 'string' }, help: { type: 'boolean', short: 'h' } } }));
+  } catch (e) {
+    return usage(io, (e as Error).message);
+  }
+  if (values.help) {
+    io.stdout(discoverHelp);
+    return 0;
+  }
+  const sources = [values.file, values.topic, values.table].filter((v) => v !== undefined);
+  if (sources.length !== 1) return usage(io, 'name one source: --file, --topic or --table');
+  const limit = Number(values.sample ?? 1000);
+  const minShare = Number(values['min-share'] ?? 0.8);
+  if (!Number.isInteger(limit) || limit < 1) return usage(io, '--sample must be a positive integer');
+  if (!(minShare > 0 && minShare <= 1)) return usage(io, '--min-share must be in (0, 1]');
+  const dbUrl = values['db-url'] ?? io.env.VEIL_PG_URL;
+  if (values.table !== undefined && !dbUrl) return usage(io, '--table needs --db-url or $VEIL_PG_URL');
+
+  const profiler = new Profiler();
+  const each = (s: Sampled) => profiler.add(s.value, s.key);
+  let report: SampleReport;
+  try {
+    if (values.file !== undefined) report = await sampleFile(values.file, limit, each);
+    else if (values.topic !== undefined) report = await sampleTopic((values.brokers ?? io.env.KAFKA_BROKERS ?? '127.0.0.1:9092').split(','), values.topic, limit, each);
+    else report = await sampleTable(dbUrl!, values.table!, limit, each);
+  } catch (e) {
+    // a source's own message (a path, a topic, psql's refusal) or only the error's name: never a record
+    io.stderr(`veil discover: cannot sample: ${e instanceof SampleSourceError || (e as { code?: string }).code === 'ENOENT' ? (e as Error).message : (e as Error).name}\n`);
+    return 1;
+  }
+  const findings = profiler.findings(minShare);
+  io.stdout(`sampled ${report.sampled} record(s)${report.unparsable ? `, ${report.unparsable} not JSON (skipped)` : ''}; ${findings.length} field(s) hold personal data\n`);
+  for (const f of findings) io.stdout(`  ${f.path.padEnd(28)} ${f.kind.padEnd(14)} ${String(f.matched).padStart(6)}/${String(f.values).padEnd(6)} ${(f.share * 100).toFixed(1).padStart(5)}%  ${f.confidence}\n`);
+  if (values.draft !== undefined && findings.length > 0) {
+    const proposal = propose(findings, values.topic !== undefined ? { topic: values.topic } : {});
+    if (values.draft === '-') io.stdout(proposal.yaml);
+    else {
+      await writeFile(values.draft, proposal.yaml, { mode: 0o600 });
+      io.stdout(`draft written to ${values.draft}: check it with veil config validate ${values.draft}\n`);
+    }
+  }
+  return 0;
+};

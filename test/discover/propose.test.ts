@@ -1,0 +1,46 @@
+import { describe, expect, it } from 'vitest';
+import { compileVeilConfigText } from '../../src/app/config-file.ts';
+import { Profiler } from '../../src/discover/profile.ts';
+import { classNameFor, propose } from '../../src/discover/propose.ts';
+
+// the records `npm run demo` produces to raw.customers (scripts/local-demo.ts), keyed by email
+const PEOPLE = [['Alice Dupont', 'alice@example.com', '4111-1111-1111-1111'], ['Bob Martin', 'bob@example.org', '5500 0000 0000 0004'], ['Chloé Bernard', 'chloe@example.net', '6011 0009 9013 9424']] as const;
+const demo = (i: number) => {
+  const [name, email, card] = PEOPLE[i % 3]!;
+  return { id: `run-${i}`, email, cards: [{ number: card }], profile: { name, tier: 'gold' } };
+};
+
+describe('propose: a configuration draft from findings', () => {
+  it('on the demo\'s raw topic: a valid draft whose pipeline protects what config/example-pipeline.yaml protects', () => {
+    const p = new Profiler();
+    for (let i = 0; i < 30; i++) p.add(demo(i), PEOPLE[i % 3]![1]);
+    const proposal = propose(p.findings(), { topic: 'raw.customers' });
+    const compiled = compileVeilConfigText(proposal.yaml);
+    expect(compiled.issues.filter((i) => i.severity === 'error')).toEqual([]);
+    const pipeline = compiled.config!.pipelines.customers!;
+    expect(pipeline.fields.map((f) => f.path).sort()).toEqual(['cards[].number', 'email', 'profile.name']);
+    expect(pipeline.key?.field).toBe('Customer.email');
+    expect(pipeline.fields.map((f) => f.field).sort()).toEqual(['Customer.cardNumber', 'Customer.email', 'Customer.name']);
+    expect(pipeline.source).toEqual({ topics: ['raw.customers'] });
+    expect(pipeline.sink).toEqual({ topic: 'clean.customers' });
+    // the sequences the issue asks for: card → FF1 keeping BIN and last 4, email → AES-SIV, name → AES-GCM
+    expect(proposal.yaml).toMatch(/card-fpe:\n\s+steps:\n\s+- type: ff1\n\s+key: discovered-ff1\n\s+alphabet: digits\n\s+keepFirst: 6\n\s+keepLast: 4/);
+    expect(proposal.yaml).toContain('type: aes-siv');
+    expect(proposal.yaml).toContain('type: aes-gcm');
+    // no sampled value in the draft
+    for (const [name, email, card] of PEOPLE) for (const v of [name, email, card]) expect(proposal.yaml).not.toContain(v);
+  });
+
+  it('names the class after the source, and a draft without a topic has no pipeline', () => {
+    expect(classNameFor('raw.customers')).toBe('Customer');
+    expect(classNameFor('crm.address')).toBe('Address');
+    expect(classNameFor(undefined)).toBe('Record');
+    const p = new Profiler();
+    for (let i = 0; i < 5; i++) p.add({ contact: { email: `a${i}@example.com` }, billing: { email: `b${i}@example.com` } });
+    const proposal = propose(p.findings());
+    const compiled = compileVeilConfigText(proposal.yaml);
+    expect(compiled.issues.filter((i) => i.severity === 'error')).toEqual([]);
+    expect(compiled.config!.pipelines).toEqual({});
+    expect(proposal.fields).toEqual([{ path: 'billing.email', field: 'Record.email' }, { path: 'contact.email', field: 'Record.email' }]);
+  });
+});

@@ -1,0 +1,96 @@
+import { randomBytes } from 'node:crypto';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { compileVeilConfigText } from '../../src/app/config-file.ts';
+import { fakeCliIo, tempDir, veil } from '../helpers/cli-io.ts';
+import { BROKERS, createTopics, kafkaClient } from '../helpers/kafka.ts';
+import { databaseUrl, psql } from '../helpers/postgres.ts';
+
+/**
+ * `veil discover` against real sources: the demo's records on a real broker (JSON values, email
+ * keys), rows of a PostgreSQL table, a JSON-lines file. Its output holds paths, kinds and counts;
+ * no sampled value.
+ */
+
+// what `npm run demo` produces to raw.customers (scripts/local-demo.ts)
+const PEOPLE = [['Alice Dupont', 'alice@example.com', '4111-1111-1111-1111'], ['Bob Martin', 'bob@example.org', '5500 0000 0000 0004'], ['Chloé Bernard', 'chloe@example.net', '6011 0009 9013 9424']] as const;
+const demo = (i: number) => {
+  const [name, email, card] = PEOPLE[i % 3]!;
+  return { id: `run-${i}`, email, cards: [{ number: card }], profile: { name, tier: 'gold' } };
+};
+const table = `discover_${process.pid}_${randomBytes(3).toString('hex')}`;
+
+function expectNoValues(text: string): void {
+  for (const [name, email, card] of PEOPLE) for (const v of [name, email, card]) expect(text).not.toContain(v);
+}
+
+beforeAll(async () => {
+  await psql(`CREATE TABLE ${table} (id int, contact_email text, phone text, iban text, created_at date);
+INSERT INTO ${table} SELECT i, 'user' || i || '@example.com', '+44 20 7946 0958', 'GB82WEST12345698765432', date '2024-01-01' + i FROM generate_series(1, 40) i;`);
+});
+
+afterAll(async () => {
+  await psql(`DROP TABLE IF EXISTS ${table};`);
+});
+
+describe('veil discover', () => {
+  it('on the demo\'s raw topic: finds email, card numbers, the name and the email keys; its draft validates and maps what config/example-pipeline.yaml maps', async () => {
+    const kafka = kafkaClient();
+    const topic = `raw.customers.${randomBytes(4).toString('hex')}`;
+    await createTopics(kafka, [topic], 2);
+    const producer = kafka.producer();
+    await producer.connect();
+    await producer.send({ topic, messages: Array.from({ length: 60 }, (_, i) => ({ key: demo(i).email, value: JSON.stringify(demo(i)) })) });
+    await producer.disconnect();
+    const dir = await tempDir();
+    const draft = join(dir, 'draft.yaml');
+    const run = await veil(fakeCliIo(dir, { KAFKA_BROKERS: BROKERS.join(',') }), ['discover', '--topic', topic, '--draft', draft]);
+    expect(run.code, run.err).toBe(0);
+    expect(run.out).toMatch(/sampled 60 record\(s\); 4 field\(s\) hold personal data/);
+    expect(run.out).toMatch(/\(key\)\s+email\s+60\/60/);
+    expect(run.out).toMatch(/cards\[\]\.number\s+payment-card\s+60\/60/);
+    expect(run.out).toMatch(/profile\.name\s+person-name\s+60\/60/);
+    expectNoValues(run.out + run.err);
+    const validate = await veil(fakeCliIo(dir), ['config', 'validate', draft]);
+    expect(validate.code, validate.out).toBe(0);
+    const { readFile } = await import('node:fs/promises');
+    const text = await readFile(draft, 'utf8');
+    expectNoValues(text);
+    const pipeline = Object.values(compileVeilConfigText(text).config!.pipelines)[0]!;
+    expect(pipeline.fields.map((f) => f.path).sort()).toEqual(['cards[].number', 'email', 'profile.name']);
+    expect(pipeline.key?.field).toBe('Customer.email');
+  }, 60_000);
+
+  it('on a PostgreSQL table and on a JSON-lines file', async () => {
+    const dir = await tempDir();
+    const fromTable = await veil(fakeCliIo(dir, { VEIL_PG_URL: databaseUrl('postgres') }), ['discover', '--table', table, '--sample', '25']);
+    expect(fromTable.code, fromTable.err).toBe(0);
+    expect(fromTable.out).toMatch(/sampled 25 record\(s\); 3 field\(s\)/);
+    expect(fromTable.out).toMatch(/contact_email\s+email/);
+    expect(fromTable.out).toMatch(/iban\s+iban/);
+    expect(fromTable.out).toMatch(/phone\s+phone/);
+    const file = join(dir, 'records.jsonl');
+    await writeFile(file, `${Array.from({ length: 9 }, (_, i) => JSON.stringify(demo(i))).join('\n')}\n{not json\n`);
+    const fromFile = await veil(fakeCliIo(dir), ['discover', '--file', file, '--draft', '-']);
+    expect(fromFile.code, fromFile.err).toBe(0);
+    expect(fromFile.out).toMatch(/sampled 9 record\(s\), 1 not JSON \(skipped\); 3 field\(s\)/);
+    expect(fromFile.out).toContain('classes:');
+    expectNoValues(fromFile.out);
+  }, 60_000);
+
+  it('refuses an ambiguous or unreadable source with a usage or source error, never a record', async () => {
+    const dir = await tempDir();
+    const io = fakeCliIo(dir, { VEIL_PG_URL: databaseUrl('postgres') });
+    expect((await veil(io, ['discover'])).code).toBe(2);
+    expect((await veil(io, ['discover', '--file', 'a', '--topic', 'b'])).code).toBe(2);
+    expect((await veil(io, ['discover', '--file', 'a', '--sample', '0'])).code).toBe(2);
+    const injection = await veil(io, ['discover', '--table', 'x; DROP TABLE y']);
+    expect(injection).toMatchObject({ code: 1 });
+    expect(injection.err).toContain('schema.table');
+    const missing = await veil(io, ['discover', '--table', 'no_such_table_here']);
+    expect(missing.code).toBe(1);
+    expect(missing.err).toMatch(/psql could not read no_such_table_here: .*does not exist/);
+    expect((await veil(io, ['discover', '--help'])).code).toBe(0);
+  }, 60_000);
+});
