@@ -13,6 +13,7 @@ import { registerVersionRoutes } from './routes/version-routes.ts';
 import { registerDraftRoutes } from './routes/draft-routes.ts';
 import { registerTesterRoutes } from './routes/tester-routes.ts';
 import { registerInsightRoutes } from './routes/insight-routes.ts';
+import { registerDiscoverRoutes } from './routes/discover-routes.ts';
 
 export const CONTENT_SECURITY_POLICY = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
@@ -83,6 +84,7 @@ export function registerPortal(app: FastifyInstance, deps: PortalDeps): void {
     registerAuthRoutes(scope, context);
     registerVersionRoutes(scope, context);
     registerDraftRoutes(scope, context);
+    registerDiscoverRoutes(scope, context);
     registerTesterRoutes(scope, context);
     registerInsightRoutes(scope, context);
 

@@ -44,3 +44,26 @@ describe('propose: a configuration draft from findings', () => {
     expect(proposal.fields).toEqual([{ path: 'billing.email', field: 'Record.email' }, { path: 'contact.email', field: 'Record.email' }]);
   });
 });
+
+describe('mergeProposal: a proposal into an existing configuration', () => {
+  it('keeps what the configuration has and adds what it lacks; the demo configuration plus the demo topic\'s proposal validates', async () => {
+    const { readFile } = await import('node:fs/promises');
+    const { mergeProposal } = await import('../../src/discover/merge-draft.ts');
+    const existing = await readFile(new URL('../../config/example.yaml', import.meta.url), 'utf8');
+    const p = new Profiler();
+    for (let i = 0; i < 30; i++) p.add({ ...demo(i), contact: { phone: '+44 20 7946 0958' } }, PEOPLE[i % 3]![1]);
+    const merged = mergeProposal(existing, propose(p.findings(), { topic: 'raw.customers' }).yaml);
+    const compiled = compileVeilConfigText(merged);
+    expect(compiled.issues.filter((i) => i.severity === 'error')).toEqual([]);
+    const config = compiled.config!;
+    // the existing sequences and properties are kept; the class gains the property it lacked
+    expect(merged).toContain('# veil demo configuration');
+    expect(config.engine.classes.get('Customer')!.get('email')!.actions.get('Protect')!.sequence).toBe('email-deterministic');
+    expect(config.engine.classes.get('Customer')!.has('phone')).toBe(true);
+    expect(config.engine.classes.get('Customer')!.has('segmentKey')).toBe(true);
+    expect(config.pipelines.customers!.fields.map((f) => f.path).sort()).toEqual(['cards[].number', 'contact.phone', 'email', 'profile.name']);
+    // merged twice: the pipeline name is taken, so the second one is added beside it
+    const twice = compileVeilConfigText(mergeProposal(merged, propose(p.findings(), { topic: 'raw.customers' }).yaml));
+    expect(Object.keys(twice.config!.pipelines).sort()).toEqual(['customers', 'customers-discovered']);
+  });
+});

@@ -266,4 +266,50 @@ describe('admin portal in Chromium', () => {
     expect(dialogs).toEqual([]);
     await screenshots(page, 'draft-script-name');
   });
+  it('Discovery: finds the personal data of pasted records, shows paths and counts only, and turns the proposal into a valid draft', async () => {
+    const people = [['Alice Dupont', 'alice@example.com', '4111-1111-1111-1111'], ['Bob Martin', 'bob@example.org', '5500 0000 0000 0004'], ['Chloé Bernard', 'chloe@example.net', '6011 0009 9013 9424']];
+    const records = Array.from({ length: 12 }, (_, i) => {
+      const [name, email, card] = people[i % 3]!;
+      return JSON.stringify({ id: `r-${i}`, email, cards: [{ number: card }], profile: { name, tier: 'gold' }, contact: { phone: '+44 20 7946 0958' } });
+    });
+    await page.goto(`${t.url}/admin`);
+    await page.getByRole('link', { name: 'Discovery' }).click();
+    await page.getByRole('heading', { name: 'Discovery' }).waitFor();
+    await page.getByLabel(/^Sample records/).fill([...records, '{not json'].join('\n'));
+    await page.getByLabel(/^Topic they come from/).fill('raw.customers');
+    await page.getByRole('button', { name: 'Find personal data' }).click();
+    await page.getByRole('table', { name: 'Fields found' }).waitFor();
+    expect(await page.getByText('Profiled 12 record(s), 1 line(s) not JSON (skipped): 4 field(s) hold personal data.').count()).toBe(1);
+    const rows = await page.locator('table tbody tr').evaluateAll((trs) => trs.map((tr) => [...tr.children].map((c) => c.textContent?.trim()).join(' ')));
+    expect(rows).toEqual([
+      'cards[].number payment-card 12 of 12 100.0% high', 'contact.phone phone 12 of 12 100.0% high', 'email email 12 of 12 100.0% high', 'profile.name person-name 12 of 12 100.0% medium',
+    ]);
+    // the page shows no sampled value, and its textarea comes back empty
+    const content = await page.content();
+    for (const v of people.flat()) expect(content).not.toContain(v);
+    expect(await page.getByLabel(/^Sample records/).inputValue()).toBe('');
+    await screenshots(page, 'discovery');
+    await page.getByRole('button', { name: 'Create a draft from this proposal' }).click();
+    await page.getByRole('heading', { name: /^Draft / }).waitFor();
+    expect(await page.locator('.ok').first().textContent()).toContain('Valid');
+    const yaml = await page.locator('#draft-yaml').inputValue();
+    // merged into the active version: its pipeline is kept, the proposal's added beside it
+    expect(yaml).toContain('customers-discovered:');
+    expect(yaml).toContain('path: contact.phone');
+    for (const v of people.flat()) expect(yaml).not.toContain(v);
+    expect(t.audit.events.some((e) => e.admin?.action === 'draft.discover' && e.outcome === 'ok')).toBe(true);
+    expect(JSON.stringify(t.audit.events)).not.toContain('alice@example.com');
+  });
+
+  it('Discovery refuses a forged proposal (an unknown kind, a path with markup) and creates no draft', async () => {
+    await page.goto(`${t.url}/admin/discover`);
+    const csrf = await page.locator('input[name="_csrf"]').first().inputValue();
+    const before = (await t.service.versions.drafts()).length;
+    for (const finding of ['email\tsecret-kind\t1\t1', '<script>x</script>\temail\t1\t1', 'email\temail\t5\t1']) {
+      const refused = await page.request.post(`${t.url}/admin/discover/draft`, { form: { _csrf: csrf, finding }, maxRedirects: 0 });
+      expect(refused.status(), finding).toBe(400);
+      expect(await refused.text()).toContain('REQUEST_MALFORMED');
+    }
+    expect(await t.service.versions.drafts()).toHaveLength(before);
+  });
 });

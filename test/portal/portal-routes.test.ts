@@ -28,6 +28,9 @@ const ROUTES: [method: 'GET' | 'POST', path: string, right: Right, form?: Record
   ['POST', '/admin/keys/customer-siv/rotate', 'publisher'],
   ['GET', '/admin/matrix', 'viewer'],
   ['GET', '/admin/pipelines', 'viewer'],
+  ['GET', '/admin/discover', 'editor'],
+  ['POST', '/admin/discover', 'editor', { records: '{"email":"a@example.org"}' }],
+  ['POST', '/admin/discover/draft', 'editor', { finding: 'email\temail\t1\t1' }],
   ['GET', '/admin/audit', 'viewer'],
   ['POST', '/admin/sign-out', 'viewer'],
 ];

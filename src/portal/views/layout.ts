@@ -8,6 +8,7 @@ const NAV: readonly [string, string][] = [
   ['/admin/matrix', 'Role × field'],
   ['/admin/keys', 'Keys'],
   ['/admin/pipelines', 'Pipelines'],
+  ['/admin/discover', 'Discovery'],
   ['/admin/audit', 'Audit'],
 ];
 
