@@ -53,11 +53,25 @@ export async function sampleFile(file: string, limit: number, each: (s: Sampled)
   return report;
 }
 
+/** How a topic's values are read: JSON text, or Avro in the Confluent wire format through a schema registry. */
+export type TopicFormat = { format: 'json' } | { format: 'avro'; registryUrl: string };
+
+async function valueReader(format: TopicFormat): Promise<(bytes: Buffer) => Promise<unknown>> {
+  if (format.format === 'json') return async (bytes) => JSON.parse(bytes.toString('utf8')) as unknown;
+  const [{ confluentRegistry }, { CachingRegistry }, { avroSerde }] = await Promise.all([
+    import('../stream/registry/confluent-registry.ts'), import('../stream/registry/caching-registry.ts'), import('../stream/serde/avro-serde.ts'),
+  ]);
+  const serde = avroSerde({ registry: new CachingRegistry(confluentRegistry(format.registryUrl)), protectedPaths: [] });
+  return async (bytes) => (await serde.decode(bytes)).value;
+}
+
 /**
- * Up to `limit` committed records of a topic (JSON values), from the beginning of each partition,
- * by a consumer of a throwaway group that commits nothing and is deleted afterwards.
+ * Up to `limit` committed records of a topic (JSON values, or Avro through the registry), from
+ * the beginning of each partition, by a consumer of a throwaway group that commits nothing and is
+ * deleted afterwards. A value that does not decode is counted, not shown.
  */
-export async function sampleTopic(brokers: string[], topic: string, limit: number, each: (s: Sampled) => void, timeoutMs = 15_000): Promise<SampleReport> {
+export async function sampleTopic(brokers: string[], topic: string, limit: number, each: (s: Sampled) => void, format: TopicFormat = { format: 'json' }, timeoutMs = 15_000): Promise<SampleReport> {
+  const read = await valueReader(format);
   const kafka = new Kafka({ clientId: 'veil-discover', brokers, logLevel: logLevel.NOTHING });
   const admin = kafka.admin();
   await admin.connect();
@@ -77,7 +91,12 @@ export async function sampleTopic(brokers: string[], topic: string, limit: numbe
         autoCommit: false,
         eachMessage: async ({ message }) => {
           if (report.sampled + report.unparsable >= want) return;
-          const value = message.value === null ? undefined : parsed(message.value.toString('utf8'), report);
+          let value: unknown;
+          try {
+            value = message.value === null ? undefined : await read(message.value);
+          } catch {
+            report.unparsable++;
+          }
           if (value !== undefined) {
             report.sampled++;
             each({ value, key: message.key === null ? null : message.key.toString('utf8') });

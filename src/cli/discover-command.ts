@@ -14,13 +14,16 @@ stored, logged or printed.
 
 Sources:
   --file F       a JSON-lines file
-  --topic T      a Kafka topic with JSON values (committed records, from the beginning)
+  --topic T      a Kafka topic (committed records, from the beginning): JSON values, or
+                 with --format avro Avro in the Confluent wire format
   --table T      a PostgreSQL table or schema.table (each row as JSON)
 Options:
   --sample N     records to sample (default 1000)
   --min-share S  report a field when at least this share of its values is of one kind (default 0.8)
   --draft F      write the configuration draft to F ('-': standard output)
   --brokers B    for --topic: default $KAFKA_BROKERS, else 127.0.0.1:9092
+  --format F     for --topic: json (default) or avro
+  --registry URL for --format avro: default $SCHEMA_REGISTRY_URL
   --db-url U     for --table: default $VEIL_PG_URL
 Exit codes: 0 done, 1 the source cannot be read, 2 usage error.
 `;
@@ -33,7 +36,7 @@ function usage(io: Parameters<Command>[1], message: string): number {
 export const discoverCommand: Command = async (args, io) => {
   let values;
   try {
-    ({ values } = parseArgs({ args, options: { file: { type: 'string' }, topic: { type: 'string' }, table: { type: 'string' }, sample: { type: 'string' }, 'min-share': { type: 'string' }, draft: { type: 'string' }, brokers: { type: 'string' }, 'db-url': { type: 'string' }, help: { type: 'boolean', short: 'h' } } }));
+    ({ values } = parseArgs({ args, options: { file: { type: 'string' }, topic: { type: 'string' }, table: { type: 'string' }, sample: { type: 'string' }, 'min-share': { type: 'string' }, draft: { type: 'string' }, brokers: { type: 'string' }, 'db-url': { type: 'string' }, format: { type: 'string' }, registry: { type: 'string' }, help: { type: 'boolean', short: 'h' } } }));
   } catch (e) {
     return usage(io, (e as Error).message);
   }
@@ -50,12 +53,16 @@ export const discoverCommand: Command = async (args, io) => {
   const dbUrl = values['db-url'] ?? io.env.VEIL_PG_URL;
   if (values.table !== undefined && !dbUrl) return usage(io, '--table needs --db-url or $VEIL_PG_URL');
 
+  const format = values.format ?? 'json';
+  const registryUrl = values.registry ?? io.env.SCHEMA_REGISTRY_URL;
+  if (format !== 'json' && format !== 'avro') return usage(io, '--format must be json or avro');
+  if (format === 'avro' && !registryUrl) return usage(io, '--format avro needs --registry or $SCHEMA_REGISTRY_URL');
   const profiler = new Profiler();
   const each = (s: Sampled) => profiler.add(s.value, s.key);
   let report: SampleReport;
   try {
     if (values.file !== undefined) report = await sampleFile(values.file, limit, each);
-    else if (values.topic !== undefined) report = await sampleTopic((values.brokers ?? io.env.KAFKA_BROKERS ?? '127.0.0.1:9092').split(','), values.topic, limit, each);
+    else if (values.topic !== undefined) report = await sampleTopic((values.brokers ?? io.env.KAFKA_BROKERS ?? '127.0.0.1:9092').split(','), values.topic, limit, each, format === 'avro' ? { format, registryUrl: registryUrl! } : { format });
     else report = await sampleTable(dbUrl!, values.table!, limit, each);
   } catch (e) {
     // a source's own message (a path, a topic, psql's refusal) or only the error's name: never a record
@@ -63,10 +70,10 @@ export const discoverCommand: Command = async (args, io) => {
     return 1;
   }
   const findings = profiler.findings(minShare);
-  io.stdout(`sampled ${report.sampled} record(s)${report.unparsable ? `, ${report.unparsable} not JSON (skipped)` : ''}; ${findings.length} field(s) hold personal data\n`);
+  io.stdout(`sampled ${report.sampled} record(s)${report.unparsable ? `, ${report.unparsable} not ${format === 'avro' && values.topic !== undefined ? 'decodable' : 'JSON'} (skipped)` : ''}; ${findings.length} field(s) hold personal data\n`);
   for (const f of findings) io.stdout(`  ${f.path.padEnd(28)} ${f.kind.padEnd(14)} ${String(f.matched).padStart(6)}/${String(f.values).padEnd(6)} ${(f.share * 100).toFixed(1).padStart(5)}%  ${f.confidence}\n`);
   if (values.draft !== undefined && findings.length > 0) {
-    const proposal = propose(findings, values.topic !== undefined ? { topic: values.topic } : {});
+    const proposal = propose(findings, values.topic !== undefined ? { topic: values.topic, format } : {});
     if (values.draft === '-') io.stdout(proposal.yaml);
     else {
       await writeFile(values.draft, proposal.yaml, { mode: 0o600 });

@@ -61,6 +61,8 @@ export class Profiler {
       for (const item of value) this.walk(item, `${path}[]`, name, false, parent);
       return;
     }
+    // bytes (Avro `bytes` and `fixed`) hold no text to validate
+    if (value instanceof Uint8Array) return;
     if (value !== null && typeof value === 'object') {
       const entries = Object.entries(value);
       // neighbours: an email or phone beside a generic `name` makes it a person's

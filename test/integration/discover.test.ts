@@ -4,7 +4,9 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compileVeilConfigText } from '../../src/app/config-file.ts';
 import { fakeCliIo, tempDir, veil } from '../helpers/cli-io.ts';
-import { BROKERS, createTopics, kafkaClient } from '../helpers/kafka.ts';
+import { BROKERS, createTopics, kafkaClient, REGISTRY_URL } from '../helpers/kafka.ts';
+import { confluentRegistry } from '../../src/stream/registry/confluent-registry.ts';
+import { avroType } from '../../src/stream/serde/avro-types.ts';
 import { databaseUrl, psql } from '../helpers/postgres.ts';
 
 /**
@@ -60,6 +62,43 @@ describe('veil discover', () => {
     const pipeline = Object.values(compileVeilConfigText(text).config!.pipelines)[0]!;
     expect(pipeline.fields.map((f) => f.path).sort()).toEqual(['cards[].number', 'email', 'profile.name']);
     expect(pipeline.key?.field).toBe('Customer.email');
+  }, 60_000);
+
+  it('on an Avro topic (Confluent wire format, schema from the registry): the same findings; bytes and undecodable values are skipped', async () => {
+    const schema = {
+      type: 'record', name: 'Customer', namespace: 'test.discover',
+      fields: [
+        { name: 'id', type: 'long' }, { name: 'email', type: 'string' }, { name: 'photo', type: 'bytes' },
+        { name: 'cards', type: { type: 'array', items: { type: 'record', name: 'Card', fields: [{ name: 'number', type: 'string' }] } } },
+        { name: 'profile', type: ['null', { type: 'record', name: 'Profile', fields: [{ name: 'name', type: 'string' }] }], default: null },
+      ],
+    };
+    const kafka = kafkaClient();
+    const topic = `raw.avro.customers.${randomBytes(4).toString('hex')}`;
+    await createTopics(kafka, [topic], 1);
+    const id = await confluentRegistry(REGISTRY_URL).register(`${topic}-value`, JSON.stringify(schema));
+    const type = avroType(schema);
+    const header = Buffer.alloc(5);
+    header.writeUInt32BE(id, 1);
+    const producer = kafka.producer();
+    await producer.connect();
+    await producer.send({ topic, messages: [
+      ...Array.from({ length: 20 }, (_, i) => {
+        const d = demo(i);
+        return { value: Buffer.concat([header, type.toBuffer({ id: i, email: d.email, photo: Buffer.from('alice@example.com'), cards: d.cards, profile: d.profile && { name: d.profile.name } })]) };
+      }),
+      { value: Buffer.from('not avro') },
+    ] });
+    await producer.disconnect();
+    const dir = await tempDir();
+    const run = await veil(fakeCliIo(dir, { KAFKA_BROKERS: BROKERS.join(','), SCHEMA_REGISTRY_URL: REGISTRY_URL }), ['discover', '--topic', topic, '--format', 'avro', '--draft', '-']);
+    expect(run.code, run.err).toBe(0);
+    expect(run.out).toMatch(/sampled 20 record\(s\), 1 not decodable \(skipped\); 3 field\(s\)/);
+    expect(run.out).toMatch(/cards\[\]\.number\s+payment-card/);
+    expect(run.out).toMatch(/profile\.name\s+person-name/);
+    expect(run.out).toContain('format: avro');
+    expect(run.out).not.toContain('photo');
+    expectNoValues(run.out + run.err);
   }, 60_000);
 
   it('on a PostgreSQL table and on a JSON-lines file', async () => {
