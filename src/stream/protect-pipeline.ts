@@ -140,7 +140,6 @@ export class ProtectPipeline {
     await consumer.run((batch, heartbeat) => this.handle(batch, heartbeat), (topic, partition, records) => this.ahead.offer(`${topic}/${partition}`, records));
   }
 
-
   /** Re-creates the consumer and the producers: the new member re-fences every partition it gets. */
   private recover(reason: string): Promise<void> {
     if (this.stopped) return Promise.resolve();
