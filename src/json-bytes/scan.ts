@@ -73,8 +73,13 @@ export function scanJson(b: Buffer, root: Expectation | null, events: number[], 
   if (!isUtf8(b)) throw notJson();
   const scanner = (sharedScanner ??= new Scanner());
   scanner.reset(b, events, from);
-  scanner.run(root);
-  return scanner.written;
+  try {
+    scanner.run(root);
+    return scanner.written;
+  } finally {
+    // the shared scanner keeps no record's bytes alive past its scan
+    scanner.reset(EMPTY, NO_EVENTS, 0);
+  }
 }
 
 /** A mapped container open on the stack: the keys still to find, or what array elements must be. */
@@ -114,10 +119,12 @@ const NO_KEYS: readonly KeyGroup[] = [];
 const MAX_SHARED_KINDS = 4096;
 let sharedKinds = new Uint8Array(64);
 let sharedScanner: Scanner | undefined;
+const EMPTY = Buffer.alloc(0);
+const NO_EVENTS: number[] = [];
 
 class Scanner {
-  private b: Buffer = Buffer.alloc(0);
-  private out: number[] = [];
+  private b: Buffer = EMPTY;
+  private out: number[] = NO_EVENTS;
   /** index in `out` of the next event */
   written = 0;
   private depth = 0;

@@ -116,7 +116,10 @@ export class FpeFormat {
       if (scratch.length < value.length) scratch = Buffer.allocUnsafeSlow(value.length * 2);
       for (let i = 0; i < value.length; i++) scratch[i] = value.charCodeAt(i);
       for (let i = 0; i < mid.length; i++) scratch[positions[keepFirst + i]!] = codes[mid[i]!]!;
-      return scratch.toString('latin1', 0, value.length);
+      const out = scratch.toString('latin1', 0, value.length);
+      // the scratch buffer outlives the call: it keeps no value
+      scratch.fill(0, 0, value.length);
+      return out;
     }
     const symbols = this.alphabet.symbols;
     let out = '';
