@@ -5,19 +5,20 @@ import { jsonSerde } from '../stream/serde/json-serde.ts';
 import type { Serde } from '../stream/serde/serde.ts';
 
 /**
- * The serde of a pipeline's format. Avro support (registry client, avsc) loads only when a
- * pipeline uses it; one registry client (cached, retrying) per caller is shared by its pipelines.
+ * The serde of a pipeline's format. Avro and JSON Schema support (registry client, avsc) load only
+ * when a pipeline uses them; one registry client (cached, retrying) per caller is shared by its pipelines.
  */
 export function serdes(registryUrl: string | undefined): (p: PipelineConfig) => Promise<Serde> {
   let registry: SchemaRegistryPort | undefined;
   return async (p) => {
     if (p.format === 'json') return jsonSerde();
-    if (!registryUrl) throw new VeilError('CONFIG_INVALID', 'an avro pipeline needs a schema registry: set SCHEMA_REGISTRY_URL or --registry');
-    const [{ confluentRegistry }, { CachingRegistry }, { RetryingRegistry }, { avroSerde }] = await Promise.all([
-      import('../stream/registry/confluent-registry.ts'), import('../stream/registry/caching-registry.ts'),
-      import('../stream/registry/retrying-registry.ts'), import('../stream/serde/avro-serde.ts'),
+    if (!registryUrl) throw new VeilError('CONFIG_INVALID', `a ${p.format} pipeline needs a schema registry: set SCHEMA_REGISTRY_URL or --registry`);
+    const [{ confluentRegistry }, { CachingRegistry }, { RetryingRegistry }] = await Promise.all([
+      import('../stream/registry/confluent-registry.ts'), import('../stream/registry/caching-registry.ts'), import('../stream/registry/retrying-registry.ts'),
     ]);
     registry ??= new CachingRegistry(new RetryingRegistry(confluentRegistry(registryUrl)));
-    return avroSerde({ registry, protectedPaths: p.fields.map((f) => f.path) });
+    const protectedPaths = p.fields.map((f) => f.path);
+    if (p.format === 'json-schema') return (await import('../stream/serde/json-schema-serde.ts')).jsonSchemaSerde({ registry, protectedPaths });
+    return (await import('../stream/serde/avro-serde.ts')).avroSerde({ registry, protectedPaths });
   };
 }

@@ -123,8 +123,11 @@ export class KafkaPortError extends Error {
   }
 }
 
+export type SchemaType = 'AVRO' | 'JSON' | 'PROTOBUF';
+
 /** Confluent-API schema registry: raw schema text by id, registration by subject. */
 export interface SchemaRegistryPort {
   schemaById(id: number): Promise<string>;
-  register(subject: string, schema: string): Promise<number>;
+  /** `schemaType` as the Confluent API names it (default AVRO) */
+  register(subject: string, schema: string, schemaType?: SchemaType): Promise<number>;
 }

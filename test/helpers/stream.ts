@@ -9,7 +9,7 @@ export const STREAM_MASTER = { VEIL_MASTER_KEY: 'c'.repeat(64) };
 const MASTER = STREAM_MASTER;
 
 /** The example configuration plus a `customers` pipeline over the given topics. */
-export function pipelineYaml(t: { raw: string; clean: string; dlq: string; id: string }, format: 'json' | 'avro', extra = ''): string {
+export function pipelineYaml(t: { raw: string; clean: string; dlq: string; id: string }, format: 'json' | 'avro' | 'json-schema', extra = ''): string {
   return `${readFileSync(EXAMPLE_CONFIG, 'utf8')}
 pipelines:
   customers:

@@ -1,4 +1,4 @@
-import type { SchemaRegistryPort } from '../ports.ts';
+import type { SchemaRegistryPort, SchemaType } from '../ports.ts';
 import { memo } from '../memo.ts';
 
 /**
@@ -19,7 +19,7 @@ export class CachingRegistry implements SchemaRegistryPort {
     return memo(this.schemas, id, () => this.inner.schemaById(id));
   }
 
-  register(subject: string, schema: string): Promise<number> {
-    return memo(this.ids, `${subject}\u0000${schema}`, () => this.inner.register(subject, schema));
+  register(subject: string, schema: string, schemaType: SchemaType = 'AVRO'): Promise<number> {
+    return memo(this.ids, `${subject}\u0000${schemaType}\u0000${schema}`, () => this.inner.register(subject, schema, schemaType));
   }
 }

@@ -80,11 +80,11 @@ export function confluentRegistry(url: string, options: ConfluentRegistryOptions
       if (status !== 200 || typeof body?.schema !== 'string') throw failure(what, status, body, 40403);
       return body.schema;
     },
-    async register(subject, schema) {
+    async register(subject, schema, schemaType = 'AVRO') {
       const what = `registering a schema under subject ${subject}`;
       const { status, body } = await call(what, `/subjects/${encodeURIComponent(subject)}/versions`, {
         method: 'POST',
-        body: JSON.stringify({ schemaType: 'AVRO', schema }),
+        body: JSON.stringify({ schemaType, schema }),
       });
       if (status !== 200 || typeof body?.id !== 'number' || !Number.isInteger(body.id)) throw failure(what, status, body);
       return body.id;

@@ -1,4 +1,4 @@
-import type { SchemaRegistryPort } from '../ports.ts';
+import type { SchemaRegistryPort, SchemaType } from '../ports.ts';
 import { StreamError } from '../stream-error.ts';
 
 export interface RetryOptions {
@@ -35,8 +35,8 @@ export class RetryingRegistry implements SchemaRegistryPort {
     return this.retry(() => this.inner.schemaById(id));
   }
 
-  register(subject: string, schema: string): Promise<number> {
-    return this.retry(() => this.inner.register(subject, schema));
+  register(subject: string, schema: string, schemaType: SchemaType = 'AVRO'): Promise<number> {
+    return this.retry(() => this.inner.register(subject, schema, schemaType));
   }
 
   private async retry<T>(call: () => Promise<T>): Promise<T> {

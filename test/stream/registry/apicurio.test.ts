@@ -6,6 +6,9 @@ import { CachingRegistry } from '../../../src/stream/registry/caching-registry.t
 import { confluentRegistry } from '../../../src/stream/registry/confluent-registry.ts';
 import { RetryingRegistry } from '../../../src/stream/registry/retrying-registry.ts';
 import { avroSerde } from '../../../src/stream/serde/avro-serde.ts';
+import { chainFrom } from '../../../src/engine/index.ts';
+import { mappings } from '../../../src/stream/protect-record.ts';
+import { jsonSchemaSerde } from '../../../src/stream/serde/json-schema-serde.ts';
 import { StreamError } from '../../../src/stream/stream-error.ts';
 
 /**
@@ -49,7 +52,7 @@ function counting(inner: SchemaRegistryPort) {
   const calls = { schemaById: 0, register: 0 };
   const port: SchemaRegistryPort = {
     schemaById: (id) => (calls.schemaById++, inner.schemaById(id)),
-    register: (s, t) => (calls.register++, inner.register(s, t)),
+    register: (s, t, type) => (calls.register++, inner.register(s, t, type)),
   };
   return { port, calls };
 }
@@ -165,5 +168,33 @@ describe('avroSerde through the real registry', () => {
     (d.value as { cards: { number: unknown }[] }).cards[0]!.number = 'tok';
     expect((await restarted.encode(d, clean)).readUInt32BE(1)).toBe(cleanV1);
     expect(await versions(`${clean}-value`)).toEqual([1, 2]);
+  });
+});
+
+describe('jsonSchemaSerde against the real registry', () => {
+  it('reads a JSON Schema a producer registered (schemaType JSON) and registers the clean one as JSON; the record text changes only at the mapped values', async () => {
+    const raw = `${run}.json.customers`;
+    const clean = `${run}.json.customers.clean`;
+    const schema = { type: 'object', properties: { id: { type: 'integer' }, email: { type: 'string', format: 'email' }, cards: { type: 'array', items: { type: 'object', properties: { number: { type: 'string' } } } } }, required: ['id'] };
+    const put = await fetch(`${url}/subjects/${encodeURIComponent(`${raw}-value`)}/versions`, {
+      method: 'POST', headers: { 'content-type': 'application/vnd.schemaregistry.v1+json' }, body: JSON.stringify({ schemaType: 'JSON', schema: JSON.stringify(schema) }),
+    });
+    expect(put.status).toBe(200);
+    const rawId = ((await put.json()) as { id: number }).id;
+    const paths = ['email', 'cards[].number'];
+    const serde = jsonSchemaSerde({ registry: new CachingRegistry(new RetryingRegistry(confluentRegistry(url))), protectedPaths: paths });
+    const header = Buffer.alloc(5);
+    header.writeUInt32BE(rawId, 1);
+    const text = '{"id":1,"email":"ann@example.com","cards":[{"number":"4111111111111111"}],"extra":[1.50,true]}';
+    const out = await serde.protect(Buffer.concat([header, Buffer.from(text)]), { maps: mappings(paths, paths.map(() => chainFrom((v: string) => `tok:${v.length}`))), missing: 'pass' }, clean);
+    expect(out.subarray(5).toString()).toBe('{"id":1,"email":"tok:15","cards":[{"number":"tok:16"}],"extra":[1.50,true]}');
+    const cleanId = out.readUInt32BE(1);
+    const stored = (await (await fetch(`${url}/schemas/ids/${cleanId}`)).json()) as { schema: string; schemaType?: string };
+    expect(stored.schemaType).toBe('JSON');
+    const cleanSchema = JSON.parse(stored.schema);
+    expect(cleanSchema.properties.email).toEqual({ type: 'string' });
+    expect(cleanSchema.properties.cards.items.properties.number).toEqual({ type: 'string' });
+    expect(cleanSchema.required).toEqual(['id']);
+    expect(await versions(`${clean}-value`)).toEqual([1]);
   });
 });

@@ -6,6 +6,8 @@ export class FakeRegistry implements SchemaRegistryPort {
   readonly schemas = new Map<number, string>();
   readonly subjects = new Map<string, number[]>();
   readonly calls = { schemaById: 0, register: 0 };
+  /** the schemaType each registration named, by id */
+  readonly types = new Map<number, string>();
   /** set to make the next calls fail (retriable) */
   down = false;
   private nextId = 100;
@@ -24,11 +26,13 @@ export class FakeRegistry implements SchemaRegistryPort {
     return schema;
   }
 
-  async register(subject: string, schema: string): Promise<number> {
+  async register(subject: string, schema: string, schemaType = 'AVRO'): Promise<number> {
     this.calls.register++;
     await Promise.resolve();
     if (this.down) throw new StreamError('REGISTRY_UNAVAILABLE', 'fake registry down');
-    return this.registerSync(subject, schema);
+    const id = this.registerSync(subject, schema);
+    this.types.set(id, schemaType);
+    return id;
   }
 
   /** the schema text of a subject's latest version */

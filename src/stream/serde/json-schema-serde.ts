@@ -1,0 +1,55 @@
+import type { SchemaRegistryPort } from '../ports.ts';
+import { StreamError } from '../stream-error.ts';
+import { memo } from '../memo.ts';
+import { CleanJsonSchemaError, deriveCleanJsonSchema } from './json-schema-clean.ts';
+import { protectJsonBytes } from './json-splice.ts';
+import type { RecordProtection, Serde } from './serde.ts';
+
+export interface JsonSchemaSerdeOptions {
+  registry: SchemaRegistryPort;
+  /** the pipeline's record paths: their clean type is string */
+  protectedPaths: readonly string[];
+}
+
+const HEADER = 5;
+
+/**
+ * JSON values in the Confluent wire format of JSON Schema: magic byte 0, the schema id (4 bytes,
+ * big-endian), the JSON text. The text is protected like the `json` format — only the mapped
+ * values' bytes change, every other byte stays — and goes out behind the id of the clean schema:
+ * the raw one with every protected path's value a string (json-schema-clean.ts), registered as
+ * schemaType JSON under `<cleanTopic>-value`. Clean schemas and their ids are cached per raw
+ * schema id (and clean topic), so a steady stream costs no registry call and a new raw version
+ * yields a new clean version.
+ */
+export function jsonSchemaSerde(options: JsonSchemaSerdeOptions): Serde {
+  const { registry, protectedPaths } = options;
+  const cleanTexts = new Map<number, Promise<{ text: string } | { error: string }>>();
+  const cleanIds = new Map<string, Promise<number>>();
+
+  const cleanOf = (id: number) => memo(cleanTexts, id, async () => {
+    const raw = await registry.schemaById(id);
+    try {
+      return { text: deriveCleanJsonSchema(raw, protectedPaths) };
+    } catch (e) {
+      return { error: e instanceof CleanJsonSchemaError ? e.message : 'it is not JSON' };
+    }
+  });
+
+  return {
+    async protect(bytes: Buffer, protection: RecordProtection, cleanTopic: string): Promise<Buffer> {
+      if (bytes.length < HEADER) throw new StreamError('RECORD_MALFORMED', 'the value is shorter than the wire-format header (magic byte, schema id)');
+      if (bytes[0] !== 0) throw new StreamError('RECORD_MALFORMED', 'the value does not start with the wire-format magic byte 0');
+      const rawId = bytes.readUInt32BE(1);
+      const clean = await cleanOf(rawId);
+      if ('error' in clean) throw new StreamError('RECORD_MALFORMED', `schema ${rawId} does not fit the pipeline's mapped paths: ${clean.error}`);
+      const body = protectJsonBytes(bytes.subarray(HEADER), protection.maps, protection.missing);
+      const cleanId = await memo(cleanIds, `${rawId}\u0000${cleanTopic}`, () => registry.register(`${cleanTopic}-value`, clean.text, 'JSON'));
+      const out = Buffer.allocUnsafe(HEADER + body.length);
+      out[0] = 0;
+      out.writeUInt32BE(cleanId, 1);
+      body.copy(out, HEADER);
+      return out;
+    },
+  };
+}

@@ -1,0 +1,94 @@
+import { describe, expect, it } from 'vitest';
+import { chainFrom } from '../../../src/engine/index.ts';
+import { mappings } from '../../../src/stream/protect-record.ts';
+import { CleanJsonSchemaError, deriveCleanJsonSchema } from '../../../src/stream/serde/json-schema-clean.ts';
+import { jsonSchemaSerde } from '../../../src/stream/serde/json-schema-serde.ts';
+import { StreamError } from '../../../src/stream/stream-error.ts';
+import { FakeRegistry } from './fake-registry.ts';
+
+const rawSchema = {
+  $schema: 'https://json-schema.org/draft/2020-12/schema',
+  title: 'Customer',
+  type: 'object',
+  properties: {
+    id: { type: 'integer' },
+    email: { type: 'string', format: 'email', description: 'where we write' },
+    nickname: { type: ['string', 'null'], maxLength: 8 },
+    address: { type: 'object', properties: { postcode: { type: 'integer', minimum: 1000 }, city: { type: 'string' } } },
+    cards: { type: 'array', items: { $ref: '#/$defs/Card' } },
+    backup: { $ref: '#/$defs/Card' },
+  },
+  $defs: { Card: { type: 'object', properties: { number: { type: 'string', pattern: '^[0-9]{16}$' }, expiry: { type: 'string' } }, additionalProperties: false } },
+  additionalProperties: true,
+};
+const PATHS = ['email', 'nickname', 'address.postcode', 'cards[].number', 'phone'];
+const protection = { maps: mappings(PATHS, PATHS.map(() => chainFrom((v: string) => `tok(${v})`))), missing: 'pass' as const };
+
+function wire(id: number, json: string): Buffer {
+  const header = Buffer.alloc(5);
+  header.writeUInt32BE(id, 1);
+  return Buffer.concat([header, Buffer.from(json, 'utf8')]);
+}
+
+describe('deriveCleanJsonSchema', () => {
+  it('makes every protected value a string (null kept where allowed, title and description kept), inlines the references it crosses, and keeps the rest', () => {
+    const clean = JSON.parse(deriveCleanJsonSchema(JSON.stringify(rawSchema), PATHS));
+    expect(clean.properties.email).toEqual({ type: 'string', description: 'where we write' });
+    expect(clean.properties.nickname).toEqual({ type: ['string', 'null'] });
+    expect(clean.properties.address.properties.postcode).toEqual({ type: 'string' });
+    expect(clean.properties.address.properties.city).toEqual({ type: 'string' });
+    // cards' items inlined and changed; the definition and its other user (backup) untouched
+    expect(clean.properties.cards.items.properties.number).toEqual({ type: 'string' });
+    expect(clean.properties.cards.items.additionalProperties).toBe(false);
+    expect(clean.properties.backup).toEqual({ $ref: '#/$defs/Card' });
+    expect(clean.$defs.Card.properties.number.pattern).toBe('^[0-9]{16}$');
+    // a path the schema does not declare (phone) is skipped
+    expect(clean.properties.phone).toBeUndefined();
+    expect(clean.$schema).toBe(rawSchema.$schema);
+  });
+
+  it('refuses paths through combinators or tuples, and references that are not local', () => {
+    const withOneOf = { type: 'object', properties: { contact: { oneOf: [{ type: 'object', properties: { email: { type: 'string' } } }, { type: 'null' }] } } };
+    expect(() => deriveCleanJsonSchema(JSON.stringify(withOneOf), ['contact.email'])).toThrow(CleanJsonSchemaError);
+    const tuple = { type: 'object', properties: { cards: { type: 'array', prefixItems: [{ type: 'object' }] } } };
+    expect(() => deriveCleanJsonSchema(JSON.stringify(tuple), ['cards[].number'])).toThrow(/tuple/);
+    const remote = { type: 'object', properties: { card: { $ref: 'https://example.com/card.json' } } };
+    expect(() => deriveCleanJsonSchema(JSON.stringify(remote), ['card.number'])).toThrow(/not a local definition/);
+    // a leaf that is a combinator simply becomes a string
+    expect(JSON.parse(deriveCleanJsonSchema(JSON.stringify(withOneOf), ['contact'])).properties.contact).toEqual({ type: 'string' });
+  });
+});
+
+describe('jsonSchemaSerde', () => {
+  it('protects the JSON text byte for byte outside the mapped values, behind the id of the clean schema registered as JSON for the clean topic', async () => {
+    const registry = new FakeRegistry();
+    const rawId = registry.add(rawSchema);
+    const serde = jsonSchemaSerde({ registry, protectedPaths: PATHS });
+    const json = '{"id": 12345678901234567890, "email":"ann@example.com","nickname":null, "address":{"postcode":3011,"city":"Bern"},\n "cards":[{"number":"4111111111111111","expiry":"12/30"}], "x": 1.0e0}';
+    const out = await serde.protect(wire(rawId, json), protection, 'clean.customers');
+    expect(out[0]).toBe(0);
+    const cleanId = out.readUInt32BE(1);
+    expect(registry.types.get(cleanId)).toBe('JSON');
+    expect(registry.latest('clean.customers-value')).toBe(deriveCleanJsonSchema(JSON.stringify(rawSchema), PATHS));
+    expect(out.subarray(5).toString()).toBe('{"id": 12345678901234567890, "email":"tok(ann@example.com)","nickname":null, "address":{"postcode":"tok(3011)","city":"Bern"},\n "cards":[{"number":"tok(4111111111111111)","expiry":"12/30"}], "x": 1.0e0}');
+    // a steady stream asks the registry nothing more
+    const calls = { ...registry.calls };
+    await serde.protect(wire(rawId, json), protection, 'clean.customers');
+    expect(registry.calls).toEqual(calls);
+  });
+
+  it('dead-letters what it cannot read: no header, another magic byte, not JSON, an unknown schema, a schema the paths do not fit', async () => {
+    const registry = new FakeRegistry();
+    const rawId = registry.add(rawSchema);
+    const badId = registry.add({ type: 'object', properties: { email: { anyOf: [{ type: 'string' }] }, cards: { type: 'array', prefixItems: [] } } }, 'other-value');
+    const serde = jsonSchemaSerde({ registry, protectedPaths: PATHS });
+    const code = async (bytes: Buffer) => (await serde.protect(bytes, protection, 'clean').then(() => undefined, (e: unknown) => e)) as StreamError;
+    expect((await code(Buffer.from([0, 0, 0]))).code).toBe('RECORD_MALFORMED');
+    expect((await code(Buffer.concat([Buffer.from([1]), wire(rawId, '{}').subarray(1)]))).code).toBe('RECORD_MALFORMED');
+    expect((await code(wire(rawId, '{"email": "a@b.c",'))).code).toBe('RECORD_MALFORMED');
+    expect((await code(wire(999, '{}'))).code).toBe('SCHEMA_UNKNOWN');
+    expect((await code(wire(badId, '{"email":"a@b.c"}'))).message).toMatch(/schema \d+ does not fit the pipeline's mapped paths: path cards\[\]\.number crosses a tuple/);
+    registry.down = true;
+    expect((await code(wire(rawId + 1000, '{}'))).code).toBe('REGISTRY_UNAVAILABLE');
+  });
+});
