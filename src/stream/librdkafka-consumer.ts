@@ -16,6 +16,8 @@ const POLL_MS = 100;
 /** a failed batch is tried again after this, doubling per failure in a row up to the maximum */
 const RETRY_FIRST_MS = 100;
 const RETRY_MAX_MS = 5000;
+/** how long a disconnect waits for the batches in flight */
+const DISCONNECT_WAIT_MS = 10_000;
 
 type Handler = (batch: Batch, heartbeat: () => Promise<void>) => Promise<void>;
 
@@ -239,7 +241,9 @@ export function librdkafkaConsumer(options: Options): ConsumerPort {
     async disconnect() {
       running = false;
       await loop;
-      await Promise.allSettled([...inFlight]);
+      // batches in flight finish first, unless one is stuck: the member leaves its group regardless
+      // (a member that stays, no longer fetching, would keep partitions after the next rebalance)
+      await Promise.race([Promise.allSettled([...inFlight]), new Promise((r) => setTimeout(r, DISCONNECT_WAIT_MS).unref())]);
       const consumer = native;
       native = undefined;
       if (options.registry.get(options.groupId) === consumer) options.registry.delete(options.groupId);

@@ -101,16 +101,29 @@ export class PartitionTransactions {
       } catch (e) {
         this.log('aborted', { id, from: todo[0]!.offset, error: (e as Error).name });
         await tx?.abort().catch(() => undefined);
-        await this.dispose(id);
+        await this.dispose(id, slot);
         if (e instanceof StreamError && !e.retriable) throw e;
         throw new StreamError('TRANSACTION_ABORTED', `partition ${topic}/${partition}: transaction aborted; the batch is read again`, { cause: e });
       }
     });
   }
 
-  /** Closes every producer (stop, or before the consumer is re-created). */
+  /** Closes every producer (stop, or before the consumer is re-created), each once its batch is done. */
   async closeAll(): Promise<void> {
     await Promise.all([...this.slots.keys()].map((id) => this.locked(id, () => this.dispose(id))));
+  }
+
+  /**
+   * Drops every producer at once, without waiting for the batches that hold them: recovery from a
+   * stuck batch (closeAll would wait for it for ever). Their calls fail, and later batches do not
+   * queue behind them. Exactly-once holds: the next batch of each partition fences a new producer,
+   * which completes or aborts the old one's transaction first (step 1 above).
+   */
+  abandon(): void {
+    const slots = [...this.slots.values()];
+    this.slots.clear();
+    this.locks.clear();
+    for (const slot of slots) void slot.producer.disconnect().catch(() => undefined);
   }
 
   private async fenced(id: string, topic: string, partition: number): Promise<Slot> {
@@ -132,9 +145,10 @@ export class PartitionTransactions {
     return slot;
   }
 
-  private async dispose(id: string): Promise<void> {
+  /** Closes the partition's producer (`only`: if it is still that one, not a later one fenced since). */
+  private async dispose(id: string, only?: Slot): Promise<void> {
     const slot = this.slots.get(id);
-    if (!slot) return;
+    if (!slot || (only && slot !== only)) return;
     this.slots.delete(id);
     await slot.producer.disconnect().catch(() => undefined);
   }

@@ -61,6 +61,8 @@ export class ProtectPipeline {
   private rename?: RegExp;
   private watchdog?: NodeJS.Timeout;
   private readonly ahead: ProtectAhead;
+  /** how long a recovery waits for the batches in flight before it abandons their producers */
+  private readonly closeWaitMs: number;
   private stopped = false;
   private recovering?: Promise<void>;
 
@@ -80,6 +82,7 @@ export class ProtectPipeline {
     ]);
     this.transactions = new PartitionTransactions(deps.kafka, this.groupId, (event, fields) => deps.log.debug?.({ pipeline: deps.name, ...fields }, `transaction ${event}`));
     const stallMs = deps.stallMs ?? 60_000;
+    this.closeWaitMs = Math.min(10_000, Math.floor(stallMs / 2));
     this.ahead = new ProtectAhead(CHUNK, (records) => this.chunks.protectChunk(records.map((r) => ({ topic: this.sinkTopic(r.topic), key: r.key, value: r.value }))));
     this.liveness = new Liveness({ stallMs, recoverMs: Math.floor(stallMs / 2), now: deps.now ?? Date.now });
   }
@@ -150,7 +153,12 @@ export class ProtectPipeline {
       this.consumer = undefined;
       this.ahead.clear();
       await Promise.race([old?.disconnect().catch(() => undefined), new Promise((r) => setTimeout(r, 10_000).unref())]);
-      await this.transactions.closeAll();
+      const closed = await Promise.race([this.transactions.closeAll().then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), this.closeWaitMs).unref())]);
+      if (!closed) {
+        // a batch is stuck: its producers are dropped under it, and the partitions fenced anew
+        this.deps.log.warn({ pipeline: this.deps.name }, 'a batch did not finish: its producers are abandoned');
+        this.transactions.abandon();
+      }
       if (!this.stopped) await this.openConsumer();
     })().catch((e: unknown) => {
       this.liveness.consumerDown((e as Error).name);
@@ -180,6 +188,7 @@ export class ProtectPipeline {
     const started = process.hrtime.bigint();
     const partitionKey = `${batch.topic}/${batch.partition}`;
     this.ahead.begin(partitionKey);
+    this.liveness.started(partitionKey);
     const next = (BigInt(batch.records.at(-1)!.offset) + 1n).toString();
     const codes = new Map<string, number>();
     let done: InRecord[];

@@ -17,6 +17,9 @@ export class FakeKafka implements KafkaPort {
   consumersCreated = 0;
   /** the next commit fails; `landed` says whether it committed all the same (an unknown outcome) */
   failNextCommit?: { landed: boolean };
+  /** the next commit never answers (a stuck call) */
+  hangNextCommit = false;
+  producersDisconnected = 0;
   limits = new Map<string, number>();
   private epochs = new Map<string, number>();
 
@@ -52,6 +55,10 @@ export class FakeKafka implements KafkaPort {
           sendOffsets: async (_g, t, p, o) => void (offset = [`${t}/${p}`, o]),
           commit: async () => {
             if (fenced()) throw new Error('producer fenced');
+            if (this.hangNextCommit) {
+              this.hangNextCommit = false;
+              return new Promise<void>(() => undefined);
+            }
             const failure = this.failNextCommit;
             this.failNextCommit = undefined;
             if (!failure || failure.landed) {
@@ -64,7 +71,7 @@ export class FakeKafka implements KafkaPort {
         };
       },
       send: async (r) => void this.committed.push(...r),
-      disconnect: async () => undefined,
+      disconnect: async () => void this.producersDisconnected++,
     };
   }
 

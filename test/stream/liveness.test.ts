@@ -103,4 +103,50 @@ describe('Liveness', () => {
     l.fetched();
     expect(l.status()).toEqual({ healthy: false, reason: 'halted: DEAD_LETTER_FAILED' });
   });
+  it('a batch stuck in flight is no progress, whatever the fetches: recovery after recoverMs, unhealthy after stallMs', () => {
+    const c = clock();
+    const l = new Liveness({ stallMs: 60_000, recoverMs: 30_000, now: c.now });
+    l.assigned(['t/0', 't/1']);
+    l.started('t/0');
+    let recoveries = 0;
+    for (let i = 0; i < 61; i++) {
+      c.advance(1000);
+      l.fetched();
+      if (l.tick()) recoveries++;
+    }
+    expect(recoveries).toBe(2);
+    expect(l.status()).toMatchObject({ healthy: false });
+    // it ends (fails, and is read again): progress resumes with the fetches
+    l.failed('t/0');
+    l.progressed('t/0');
+    c.advance(1000);
+    l.fetched();
+    expect(l.status()).toEqual({ healthy: true });
+  });
+
+  it('a batch that takes a while but finishes before recoverMs, or a process paused meanwhile, is not stuck', () => {
+    const c = clock();
+    const l = new Liveness({ stallMs: 60_000, recoverMs: 30_000, now: c.now });
+    l.assigned(['t/0']);
+    l.started('t/0');
+    for (let i = 0; i < 20; i++) {
+      c.advance(1000);
+      l.fetched();
+      expect(l.tick()).toBe(false);
+    }
+    l.progressed('t/0');
+    l.started('t/0');
+    c.advance(10_000);
+    l.fetched();
+    expect(l.tick()).toBe(false);
+    // SIGSTOP for 70 s: the gap restarts the clocks, the batch in flight included
+    c.advance(70_000);
+    expect(l.tick()).toBe(false);
+    for (let i = 0; i < 25; i++) {
+      c.advance(1000);
+      l.fetched();
+      expect(l.tick()).toBe(false);
+    }
+    expect(l.status()).toEqual({ healthy: true });
+  });
 });

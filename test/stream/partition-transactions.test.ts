@@ -34,4 +34,24 @@ describe('PartitionTransactions', () => {
       expect(kafka.offsets.get('raw/0')).toBe('20');
     }
   });
+  it('abandon: a batch stuck in its commit no longer holds the partition; the next batch fences anew and commits, and the stuck one, if it ever ends, disposes nothing of it', async () => {
+    const kafka = new FakeKafka();
+    const tx = new PartitionTransactions(kafka, 'g');
+    expect((await tx.run('raw', 0, records(0, 9), '10', copy)).length).toBe(10);
+    kafka.hangNextCommit = true;
+    const stuck = tx.run('raw', 0, records(10, 19), '20', copy);
+    stuck.catch(() => undefined);
+    await new Promise((r) => setTimeout(r, 20));
+    // closeAll would wait for the stuck batch; abandon does not
+    const closing = Promise.race([tx.closeAll().then(() => 'closed'), new Promise((r) => setTimeout(() => r('waiting'), 50))]);
+    expect(await closing).toBe('waiting');
+    const before = kafka.producersDisconnected;
+    tx.abandon();
+    expect(kafka.producersDisconnected).toBe(before + 1);
+    const producers = kafka.producersCreated;
+    expect((await tx.run('raw', 0, records(10, 19), '20', copy)).length).toBe(10);
+    expect(kafka.producersCreated).toBe(producers + 1);
+    expect(kafka.offsets.get('raw/0')).toBe('20');
+    expect(kafka.committed.map((r) => Number(r.value!.toString()))).toEqual(Array.from({ length: 20 }, (_, i) => i));
+  });
 });

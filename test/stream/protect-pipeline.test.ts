@@ -282,4 +282,29 @@ describe('ProtectPipeline (in-memory Kafka port)', () => {
       expect(ids(kafka)).toEqual(b.map((r) => Number(r.offset)));
     });
   });
+  it('a batch stuck in flight (a call that never answers) is recovered: producers abandoned, consumer re-created, the batch read again and committed once', async () => {
+    const kafka = new FakeKafka();
+    const p = new ProtectPipeline({
+      name: 'p', config: { ...config.pipelines.p!, delivery: 'exactly-once' }, configVersion: config.version, engine: new Engine({ config: config.engine, keys: keysFor(config.engine) }),
+      kafka, serde: jsonSerde(), metrics: new StreamMetrics(), log: pino({ level: 'silent' }), stallMs: 2000,
+    });
+    await p.start();
+    kafka.events.assigned!({ raw: [0] });
+    kafka.hangNextCommit = true;
+    const stuck = kafka.handler!(batch([rec(0, '{"id":0,"email":"a@b.c"}')]), beat);
+    stuck.catch(() => undefined);
+    // fetches go on meanwhile: they are no progress while the batch is stuck
+    const fetching = setInterval(() => kafka.events.fetched?.(), 100);
+    try {
+      await expect.poll(() => kafka.consumersCreated, { timeout: 8000, interval: 100 }).toBe(2);
+    } finally {
+      clearInterval(fetching);
+    }
+    expect(kafka.producersDisconnected).toBeGreaterThanOrEqual(1);
+    kafka.events.assigned!({ raw: [0] });
+    await kafka.handler!(batch([rec(0, '{"id":0,"email":"a@b.c"}')]), beat);
+    expect(ids(kafka)).toEqual([0]);
+    expect(p.health()).toEqual({ healthy: true });
+    await p.stop();
+  }, 15_000);
 });
