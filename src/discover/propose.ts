@@ -35,9 +35,9 @@ export interface Proposal {
   fields: { path: string; field: string }[];
 }
 
-/** the last word of a source name that starts with a letter: `raw.customers.v2` → `customers` */
+/** the last word of letters only in a source name: `raw.customers.v2`, `raw.customers.bf00fdf2` → `customers` */
 function lastWord(source: string | undefined): string {
-  return (source ?? '').split(/[^A-Za-z0-9]+/).filter((w) => /^[A-Za-z]/.test(w)).at(-1) ?? 'record';
+  return (source ?? '').split(/[^A-Za-z0-9]+/).filter((w) => /^[A-Za-z]+$/.test(w)).at(-1) ?? 'record';
 }
 
 /** `raw.customers` → `Customer`: the class the draft names */

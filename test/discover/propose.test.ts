@@ -34,6 +34,10 @@ describe('propose: a configuration draft from findings', () => {
   it('names the class after the source, and a draft without a topic has no pipeline', () => {
     expect(classNameFor('raw.customers')).toBe('Customer');
     expect(classNameFor('crm.address')).toBe('Address');
+    // version and run suffixes are not names
+    expect(classNameFor('raw.customers.v2')).toBe('Customer');
+    expect(classNameFor('raw.customers.bf00fdf2')).toBe('Customer');
+    expect(classNameFor('raw.customers.0a1b2c3d')).toBe('Customer');
     expect(classNameFor(undefined)).toBe('Record');
     const p = new Profiler();
     for (let i = 0; i < 5; i++) p.add({ contact: { email: `a${i}@example.com` }, billing: { email: `b${i}@example.com` } });

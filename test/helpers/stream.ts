@@ -1,4 +1,10 @@
 import { readFileSync } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Kafka } from 'kafkajs';
+import { openStream, type StreamService } from '../../src/app/open-stream.ts';
+import { BROKERS, createTopics, REGISTRY_URL } from './kafka.ts';
 import { EXAMPLE_CONFIG } from '../../src/app/paths.ts';
 import { requireConfig } from '../../src/app/config-file.ts';
 import { Engine } from '../../src/engine/index.ts';
@@ -46,3 +52,23 @@ export async function unprotector(configFile: string, dataDir: string): Promise<
   };
 }
 
+
+/**
+ * A running `customers` pipeline of `format` over fresh topics (2 partitions each), with its own
+ * data dir, against the test broker and registry; `close` stops it and removes the data dir.
+ */
+export async function startedPipeline(kafka: Kafka, t: { raw: string; clean: string; dlq: string; id: string }, format: 'json' | 'avro' | 'json-schema'): Promise<{ dataDir: string; configFile: string; stream: StreamService; close(): Promise<void> }> {
+  const dataDir = await mkdtemp(join(tmpdir(), `veil-${format}-`));
+  const configFile = join(dataDir, 'config.yaml');
+  await writeFile(configFile, pipelineYaml(t, format));
+  await createTopics(kafka, [t.raw, t.clean, t.dlq], 2);
+  const stream = await openStream({ configFile, dataDir, env: MASTER, now: () => new Date(), brokers: BROKERS, registryUrl: REGISTRY_URL, development: true });
+  await stream.start();
+  return {
+    dataDir, configFile, stream,
+    async close() {
+      await stream.stop();
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}

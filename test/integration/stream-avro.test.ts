@@ -1,14 +1,9 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openStream, type StreamService } from '../../src/app/open-stream.ts';
 import { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
 import { avroType } from '../../src/stream/serde/avro-types.ts';
 import { confluentRegistry } from '../../src/stream/registry/confluent-registry.ts';
-import { BROKERS, REGISTRY_URL, consume, createTopics, kafkaClient, produce, topicsFor } from '../helpers/kafka.ts';
-import { pipelineYaml, STREAM_MASTER as MASTER, unprotector } from '../helpers/stream.ts';
-
+import { REGISTRY_URL, consume, kafkaClient, produce, topicsFor } from '../helpers/kafka.ts';
+import { startedPipeline, unprotector } from '../helpers/stream.ts';
 
 const customerV1 = {
   type: 'record', name: 'Customer', namespace: 'test.veil',
@@ -35,20 +30,13 @@ describe('stream: Avro pipeline against a real broker and a real registry (Apicu
   const confluentClient = new SchemaRegistry({ host: REGISTRY_URL });
   let dataDir: string;
   let configFile: string;
-  let stream: StreamService;
+  let pipeline: Awaited<ReturnType<typeof startedPipeline>>;
 
   beforeAll(async () => {
-    dataDir = await mkdtemp(join(tmpdir(), 'veil-avro-'));
-    configFile = join(dataDir, 'config.yaml');
-    await writeFile(configFile, pipelineYaml(t, 'avro'));
-    await createTopics(kafka, [t.raw, t.clean, t.dlq], 2);
-    stream = await openStream({ configFile, dataDir, env: MASTER, now: () => new Date(), brokers: BROKERS, registryUrl: REGISTRY_URL, development: true });
-    await stream.start();
+    pipeline = await startedPipeline(kafka, t, 'avro');
+    ({ dataDir, configFile } = pipeline);
   }, 120_000);
-  afterAll(async () => {
-    await stream?.stop();
-    await rm(dataDir, { recursive: true, force: true });
-  });
+  afterAll(async () => pipeline?.close());
 
   it('decodes with the raw schema, protects mapped fields, writes with a derived clean schema; a new raw version yields a new clean version', async () => {
     const v1 = avroType(customerV1);

@@ -1,11 +1,7 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { SchemaRegistry, SchemaType } from '@kafkajs/confluent-schema-registry';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openStream, type StreamService } from '../../src/app/open-stream.ts';
-import { BROKERS, REGISTRY_URL, consume, createTopics, kafkaClient, produce, topicsFor } from '../helpers/kafka.ts';
-import { pipelineYaml, STREAM_MASTER as MASTER, unprotector } from '../helpers/stream.ts';
+import { REGISTRY_URL, consume, kafkaClient, produce, topicsFor } from '../helpers/kafka.ts';
+import { startedPipeline, unprotector } from '../helpers/stream.ts';
 
 const schema = {
   $schema: 'http://json-schema.org/draft-07/schema#',
@@ -31,20 +27,13 @@ describe('stream: JSON Schema pipeline against a real broker and a real registry
   const client = new SchemaRegistry({ host: REGISTRY_URL });
   let dataDir: string;
   let configFile: string;
-  let stream: StreamService;
+  let pipeline: Awaited<ReturnType<typeof startedPipeline>>;
 
   beforeAll(async () => {
-    dataDir = await mkdtemp(join(tmpdir(), 'veil-jsonschema-'));
-    configFile = join(dataDir, 'config.yaml');
-    await writeFile(configFile, pipelineYaml(t, 'json-schema'));
-    await createTopics(kafka, [t.raw, t.clean, t.dlq], 2);
-    stream = await openStream({ configFile, dataDir, env: MASTER, now: () => new Date(), brokers: BROKERS, registryUrl: REGISTRY_URL, development: true });
-    await stream.start();
+    pipeline = await startedPipeline(kafka, t, 'json-schema');
+    ({ dataDir, configFile } = pipeline);
   }, 120_000);
-  afterAll(async () => {
-    await stream?.stop();
-    await rm(dataDir, { recursive: true, force: true });
-  });
+  afterAll(async () => pipeline?.close());
 
   it('protects the mapped values, keeps every other byte, and writes behind a clean schema a Confluent client reads and validates', async () => {
     const { id } = await client.register({ type: SchemaType.JSON, schema: JSON.stringify(schema) }, { subject: `${t.raw}-value` });
