@@ -28,7 +28,7 @@ export const pipelineSchema = z.strictObject({
     z.strictObject({ rename: z.strictObject({ from: z.string().min(1), to: z.string().min(1) }) }),
   ]),
   deadLetterTopic: topicName,
-  format: z.enum(['json', 'avro', 'json-schema']),
+  format: z.enum(['json', 'avro', 'json-schema', 'protobuf']),
   fields: z.array(z.strictObject({ path: recordPath, field: fieldRef })).min(1),
   /** protect the record key too (so partitioning of the clean topic follows the protected key) */
   key: z.strictObject({ field: fieldRef }).optional(),

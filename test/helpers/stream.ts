@@ -6,6 +6,7 @@ import type { Kafka } from 'kafkajs';
 import { openStream, type StreamService } from '../../src/app/open-stream.ts';
 import { BROKERS, createTopics, REGISTRY_URL } from './kafka.ts';
 import { EXAMPLE_CONFIG } from '../../src/app/paths.ts';
+import type { PipelineConfig } from '../../src/stream/pipeline-config.ts';
 import { requireConfig } from '../../src/app/config-file.ts';
 import { Engine } from '../../src/engine/index.ts';
 import { LocalKeystore } from '../../src/keystore/local-keystore.ts';
@@ -15,7 +16,7 @@ export const STREAM_MASTER = { VEIL_MASTER_KEY: 'c'.repeat(64) };
 const MASTER = STREAM_MASTER;
 
 /** The example configuration plus a `customers` pipeline over the given topics. */
-export function pipelineYaml(t: { raw: string; clean: string; dlq: string; id: string }, format: 'json' | 'avro' | 'json-schema', extra = ''): string {
+export function pipelineYaml(t: { raw: string; clean: string; dlq: string; id: string }, format: PipelineConfig['format'], extra = ''): string {
   return `${readFileSync(EXAMPLE_CONFIG, 'utf8')}
 pipelines:
   customers:
@@ -57,10 +58,10 @@ export async function unprotector(configFile: string, dataDir: string): Promise<
  * A running `customers` pipeline of `format` over fresh topics (2 partitions each), with its own
  * data dir, against the test broker and registry; `close` stops it and removes the data dir.
  */
-export async function startedPipeline(kafka: Kafka, t: { raw: string; clean: string; dlq: string; id: string }, format: 'json' | 'avro' | 'json-schema'): Promise<{ dataDir: string; configFile: string; stream: StreamService; close(): Promise<void> }> {
+export async function startedPipeline(kafka: Kafka, t: { raw: string; clean: string; dlq: string; id: string }, format: PipelineConfig['format'], extra = ''): Promise<{ dataDir: string; configFile: string; stream: StreamService; close(): Promise<void> }> {
   const dataDir = await mkdtemp(join(tmpdir(), `veil-${format}-`));
   const configFile = join(dataDir, 'config.yaml');
-  await writeFile(configFile, pipelineYaml(t, format));
+  await writeFile(configFile, pipelineYaml(t, format, extra));
   await createTopics(kafka, [t.raw, t.clean, t.dlq], 2);
   const stream = await openStream({ configFile, dataDir, env: MASTER, now: () => new Date(), brokers: BROKERS, registryUrl: REGISTRY_URL, development: true });
   await stream.start();
