@@ -39,6 +39,7 @@ export const ERROR_CATALOG = {
   METHOD_NOT_ALLOWED: { status: 405, retriable: false, title: 'The resource does not support the method' },
   INTERNAL: { status: 500, retriable: true, title: 'An unexpected error; nothing was transformed' },
   RECORD_MALFORMED: { status: 422, retriable: false, title: 'A Kafka record cannot be decoded (not JSON, not Avro wire format, or not matching its schema)' },
+  RECORD_INVALID: { status: 422, retriable: false, title: 'A Kafka record does not validate against its schema (a json-schema pipeline with validate: true); the message names the instance path and keyword, never the value' },
   SCHEMA_UNKNOWN: { status: 422, retriable: false, title: "The schema id of an Avro record is not in the schema registry" },
   FIELD_MISSING: { status: 422, retriable: false, title: 'A mapped field is absent or null and the pipeline dead-letters such records' },
   KEY_MISSING: { status: 422, retriable: false, title: 'The pipeline protects record keys and the record has none' },

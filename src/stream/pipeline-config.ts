@@ -38,6 +38,11 @@ export const pipelineSchema = z.strictObject({
   roles: z.array(nameSchema).min(1),
   rightsEvidences: evidencesSchema,
   processingEvidences: evidencesSchema,
+  /**
+   * json-schema only: validate each raw record against its schema from the registry before
+   * protecting it; a record that fails is dead-lettered (RECORD_INVALID)
+   */
+  validate: z.boolean().default(false),
   delivery: z.enum(['exactly-once', 'at-least-once']).default('exactly-once'),
   groupId: z.string().regex(/^[A-Za-z0-9._-]{1,200}$/).optional(),
   /**
@@ -77,6 +82,7 @@ export function pipelineIssues(p: PipelineConfig, isField: (className: string, p
       error(`/${k}`, 'is not a valid regular expression');
     }
   }
+  if (p.validate && p.format !== 'json-schema') error('/validate', `validates records against their JSON Schema: only a json-schema pipeline has one (this one is ${p.format})`);
   if ('topics' in p.source && 'topic' in p.sink && p.source.topics.includes(p.sink.topic)) error('/sink/topic', 'the clean topic is one of the source topics');
   if ('topics' in p.source && p.source.topics.includes(p.deadLetterTopic)) error('/deadLetterTopic', 'the dead-letter topic is one of the source topics');
   return issues;

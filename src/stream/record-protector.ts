@@ -49,7 +49,7 @@ export class RecordProtector implements ChunkProtector {
       fields,
     });
     if (bound.reveals) throw new VeilError('CONFIG_INVALID', `pipeline ${deps.name} would unprotect: protect pipelines only protect`);
-    this.protection = { maps: mappings(c.fields.map((f) => f.path), bound.transforms), missing: c.missing };
+    this.protection = { maps: mappings(c.fields.map((f) => f.path), bound.transforms), missing: c.missing, validate: c.validate };
     if (c.key) this.keyTransform = bound.transforms[c.fields.length];
   }
 

@@ -101,6 +101,14 @@ identity:
     ]);
   });
 
+  it('validate (records against their JSON Schema) is for json-schema pipelines only', () => {
+    const json = `${EXAMPLE_CONFIG_TEXT}${PIPELINE.replace('    roles: [ingest]', '    validate: true\n    roles: [ingest]')}`;
+    expect(issues(json).map(([s, p, m]) => [s, p, m])).toEqual([
+      ['error', '/pipelines/customers/validate', 'validates records against their JSON Schema: only a json-schema pipeline has one (this one is json)'],
+    ]);
+    expect(issues(json.replace(/format: json\b/, 'format: json-schema'))).toEqual([]);
+  });
+
   it('warnings alone leave the configuration valid, and are kept with it', () => {
     const text = `${EXAMPLE_CONFIG_TEXT}
 identity:

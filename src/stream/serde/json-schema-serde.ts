@@ -3,6 +3,7 @@ import { StreamError } from '../stream-error.ts';
 import { memo } from '../memo.ts';
 import { CleanJsonSchemaError, deriveCleanJsonSchema } from './json-schema-clean.ts';
 import { protectJsonBytes } from './json-splice.ts';
+import { compileValidator, SchemaCompileError, type RecordValidator } from './json-schema-validate.ts';
 import type { RecordProtection, Serde } from './serde.ts';
 
 export interface JsonSchemaSerdeOptions {
@@ -21,11 +22,27 @@ const HEADER = 5;
  * schemaType JSON under `<cleanTopic>-value`. Clean schemas and their ids are cached per raw
  * schema id (and clean topic), so a steady stream costs no registry call and a new raw version
  * yields a new clean version.
+ *
+ * With `protection.validate` the JSON text is first checked against the raw schema (ajv, the
+ * dialect its `$schema` names; compiled once per schema id): a record that fails is
+ * RECORD_INVALID, its message naming the instance path and keyword, never the value; a schema
+ * that cannot be compiled dead-letters its records as RECORD_MALFORMED.
  */
 export function jsonSchemaSerde(options: JsonSchemaSerdeOptions): Serde {
   const { registry, protectedPaths } = options;
   const cleanTexts = new Map<number, Promise<{ text: string } | { error: string }>>();
   const cleanIds = new Map<string, Promise<number>>();
+  const validators = new Map<number, Promise<{ validate: RecordValidator } | { error: string }>>();
+
+  const validatorOf = (id: number) => memo(validators, id, async () => {
+    const raw = await registry.schemaById(id);
+    try {
+      return { validate: await compileValidator(raw) };
+    } catch (e) {
+      if (e instanceof SchemaCompileError) return { error: e.message };
+      throw e;
+    }
+  });
 
   const cleanOf = (id: number) => memo(cleanTexts, id, async () => {
     const raw = await registry.schemaById(id);
@@ -43,6 +60,11 @@ export function jsonSchemaSerde(options: JsonSchemaSerdeOptions): Serde {
       const rawId = bytes.readUInt32BE(1);
       const clean = await cleanOf(rawId);
       if ('error' in clean) throw new StreamError('RECORD_MALFORMED', `schema ${rawId} does not fit the pipeline's mapped paths: ${clean.error}`);
+      if (protection.validate) {
+        const validator = await validatorOf(rawId);
+        if ('error' in validator) throw new StreamError('RECORD_MALFORMED', `schema ${rawId} cannot be compiled to validate records: ${validator.error}`);
+        validator.validate(bytes.subarray(HEADER));
+      }
       const body = protectJsonBytes(bytes.subarray(HEADER), protection.maps, protection.missing);
       const cleanId = await memo(cleanIds, `${rawId}\u0000${cleanTopic}`, () => registry.register(`${cleanTopic}-value`, clean.text, 'JSON'));
       const out = Buffer.allocUnsafe(HEADER + body.length);

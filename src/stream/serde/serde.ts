@@ -5,11 +5,13 @@ import type { StreamError } from '../stream-error.ts';
 export interface RecordProtection {
   maps: readonly Mapping[];
   missing: 'pass' | 'dead-letter';
+  /** validate the raw value against its schema before protecting it (json-schema: RECORD_INVALID) */
+  validate?: boolean;
 }
 
 /**
  * Turns a raw record value into its clean form: every mapped field protected, everything else
- * kept. Failures are StreamErrors: RECORD_MALFORMED / SCHEMA_UNKNOWN / FIELD_MISSING / value codes
+ * kept. Failures are StreamErrors: RECORD_MALFORMED / RECORD_INVALID / SCHEMA_UNKNOWN / FIELD_MISSING / value codes
  * (dead-lettered), REGISTRY_UNAVAILABLE (retried).
  */
 export interface Serde {

@@ -92,3 +92,80 @@ describe('jsonSchemaSerde', () => {
     expect((await code(wire(rawId + 1000, '{}'))).code).toBe('REGISTRY_UNAVAILABLE');
   });
 });
+
+describe('jsonSchemaSerde with validate', () => {
+  const validating = { ...protection, validate: true };
+  const code = async (serde: ReturnType<typeof jsonSchemaSerde>, bytes: Buffer) => (await serde.protect(bytes, validating, 'clean').then(() => undefined, (e: unknown) => e)) as StreamError;
+  const valid = '{"id": 1, "email":"ann@example.com","nickname":"ann","address":{"postcode":3011},"cards":[{"number":"4111111111111111"}]}';
+
+  it('protects a record its raw schema accepts, and dead-letters one it refuses as RECORD_INVALID naming the instance path and keyword, never the value', async () => {
+    const registry = new FakeRegistry();
+    const rawId = registry.add(rawSchema);
+    const serde = jsonSchemaSerde({ registry, protectedPaths: PATHS });
+    expect((await serde.protect(wire(rawId, valid), validating, 'clean')).subarray(5).toString()).toContain('"email":"tok(ann@example.com)"');
+    const failures = [
+      ['{"id": 1, "email":"not-an-email-address-secret"}', '/email', 'format'], // ajv-formats
+      ['{"id": 1, "email":"a@b.ch", "nickname":"much-too-long-secret"}', '/nickname', 'maxLength'],
+      ['{"id": 1, "email":"a@b.ch", "address":{"postcode":999}}', '/address/postcode', 'minimum'],
+      ['{"id": 1, "email":"a@b.ch", "cards":[{"number":"4111111111111111"},{"number":"4111-secret"}]}', '/cards/1/number', 'pattern'],
+      ['{"id": 1, "email":"a@b.ch", "cards":[{"number":"4111111111111111","secret@example.com":1}]}', '/cards/0', 'additionalProperties'],
+      ['{"id": "secret-id", "email":"a@b.ch"}', '/id', 'type'],
+    ] as const;
+    for (const [json, pointer, keyword] of failures) {
+      const e = await code(serde, wire(rawId, json));
+      expect(e.code, json).toBe('RECORD_INVALID');
+      expect(e.message).toContain(`the value at ${pointer} fails the schema's ${keyword} keyword`);
+      expect(e.message).not.toMatch(/secret|999|a@b/);
+    }
+    // not JSON at all: malformed, without JSON.parse's quote of the text
+    const notJson = await code(serde, wire(rawId, '{"email": secret'));
+    expect([notJson.code, notJson.message]).toEqual(['RECORD_MALFORMED', 'the value is not JSON']);
+    // one compilation per schema id: a steady stream asks the registry nothing more
+    const calls = { ...registry.calls };
+    await serde.protect(wire(rawId, valid), validating, 'clean');
+    expect(registry.calls).toEqual(calls);
+    // without validate the same failing record passes (only its mapped values change)
+    expect((await serde.protect(wire(rawId, failures[1][0]), protection, 'clean')).subarray(5).toString()).toContain('"nickname":"tok(much-too-long-secret)"');
+  });
+
+  it('a key the schema does not declare (a map entry, maybe data itself) shows as * in the pointer; required names the missing property', async () => {
+    const registry = new FakeRegistry();
+    const id = registry.add({ type: 'object', properties: { email: { type: 'string' }, tags: { type: 'object', additionalProperties: { type: 'object', required: ['level'], properties: { level: { type: 'integer' } } } } }, required: ['email'] });
+    const serde = jsonSchemaSerde({ registry, protectedPaths: ['email'] });
+    const mapEntry = await code(serde, wire(id, '{"email":"a@b.ch","tags":{"bob@secret.com":{"level":"x"}}}'));
+    expect(mapEntry.message).toMatch(/^the value at \/tags\/\*\/level fails the schema's type keyword at #\//);
+    const missing = await code(serde, wire(id, '{"tags":{}}'));
+    expect(missing.message).toMatch(/^the value at \(root\) fails the schema's required keyword \(missing property email\)/);
+  });
+
+  it('picks the dialect from $schema (draft-07 when absent, 2019-09, 2020-12, draft-06), compiles once per schema id, and dead-letters the records of a schema it cannot compile', async () => {
+    const registry = new FakeRegistry();
+    const email = { type: 'object', properties: { email: { type: 'string', minLength: 5 } } };
+    const ids = {
+      none: registry.add(email),
+      d07: registry.add({ $schema: 'http://json-schema.org/draft-07/schema#', ...email, $id: 'https://example.com/customer.json' }),
+      d06: registry.add({ $schema: 'http://json-schema.org/draft-06/schema#', ...email }),
+      d2019: registry.add({ $schema: 'https://json-schema.org/draft/2019-09/schema', ...email, dependentRequired: { email: ['id'] } }),
+      // the same $id as another schema: no collision (one ajv per schema)
+      d2020: registry.add({ $schema: 'https://json-schema.org/draft/2020-12/schema', ...email, $id: 'https://example.com/customer.json', properties: { ...email.properties, list: { type: 'array', prefixItems: [{ type: 'integer' }] } } }),
+    };
+    const serde = jsonSchemaSerde({ registry, protectedPaths: ['email'] });
+    for (const [dialect, id] of Object.entries(ids)) {
+      await expect(serde.protect(wire(id, '{"id":1,"email":"ann@example.com","list":[1]}'), validating, 'clean'), dialect).resolves.toBeInstanceOf(Buffer);
+      expect((await code(serde, wire(id, '{"id":1,"email":"a@b"}'))).code, dialect).toBe('RECORD_INVALID');
+    }
+    // keywords of the dialect apply
+    expect((await code(serde, wire(ids.d2020, '{"email":"ann@example.com","list":["x"]}'))).message).toMatch(/\/list\/0 fails the schema's type keyword/);
+    expect((await code(serde, wire(ids.d2019, '{"email":"ann@example.com"}'))).message).toMatch(/dependentRequired/);
+
+    const draft04 = registry.add({ $schema: 'http://json-schema.org/draft-04/schema#', ...email });
+    const broken = registry.add({ type: 'object', properties: { email: { type: 'strin' } } });
+    const remote = registry.add({ type: 'object', properties: { email: { type: 'string' }, card: { $ref: 'https://example.com/card.json' } } });
+    expect(await code(serde, wire(draft04, '{"email":"ann@example.com"}'))).toMatchObject({ code: 'RECORD_MALFORMED', message: expect.stringMatching(/^schema \d+ cannot be compiled to validate records: \$schema "http:\/\/json-schema.org\/draft-04\/schema#" is not a supported dialect/) });
+    expect(await code(serde, wire(broken, '{"email":"ann@example.com"}'))).toMatchObject({ code: 'RECORD_MALFORMED', message: expect.stringMatching(/cannot be compiled to validate records: schema is invalid/) });
+    expect(await code(serde, wire(remote, '{"email":"ann@example.com"}'))).toMatchObject({ code: 'RECORD_MALFORMED', message: expect.stringMatching(/cannot be compiled to validate records: .*https:\/\/example.com\/card.json/) });
+    const before = registry.calls.schemaById;
+    await code(serde, wire(broken, '{"email":"ann@example.com"}'));
+    expect(registry.calls.schemaById).toBe(before);
+  });
+});
