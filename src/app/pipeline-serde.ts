@@ -5,7 +5,7 @@ import { jsonSerde } from '../stream/serde/json-serde.ts';
 import type { Serde } from '../stream/serde/serde.ts';
 
 /**
- * The serde of a pipeline's format. Avro and JSON Schema support (registry client, avsc) load only
+ * The serde of a pipeline's format. Avro, JSON Schema and Protobuf support (registry client, avsc, protobufjs) load only
  * when a pipeline uses them; one registry client (cached, retrying) per caller is shared by its pipelines.
  */
 export function serdes(registryUrl: string | undefined): (p: PipelineConfig) => Promise<Serde> {
@@ -19,6 +19,7 @@ export function serdes(registryUrl: string | undefined): (p: PipelineConfig) => 
     registry ??= new CachingRegistry(new RetryingRegistry(confluentRegistry(registryUrl)));
     const protectedPaths = p.fields.map((f) => f.path);
     if (p.format === 'json-schema') return (await import('../stream/serde/json-schema-serde.ts')).jsonSchemaSerde({ registry, protectedPaths });
+    if (p.format === 'protobuf') return (await import('../stream/serde/protobuf-serde.ts')).protobufSerde({ registry, protectedPaths });
     return (await import('../stream/serde/avro-serde.ts')).avroSerde({ registry, protectedPaths });
   };
 }

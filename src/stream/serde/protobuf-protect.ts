@@ -1,0 +1,125 @@
+import { ValueError, type Chain } from '../../engine/index.ts';
+import { StreamError } from '../stream-error.ts';
+import type { PlanNode } from './protobuf-plan.ts';
+import type { ProtoField, ProtoSchema } from './protobuf-schema.ts';
+import { lenHeader, readVarint, WIRE, wireFields, type WireField } from './protobuf-wire.ts';
+
+export interface ProtectContext {
+  schema: ProtoSchema;
+  transforms: ReadonlyMap<string, Chain>;
+  missing: 'pass' | 'dead-letter';
+}
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * The message bytes `b[from, to)` with every planned field protected: a leaf's values become
+ * LEN fields (strings) under the same field number, a walked-into message is rewritten with its
+ * new length. Every other byte — unmapped and unknown fields, their order, their encoding — is
+ * copied as it is. A packed repeated leaf becomes one string field per element (strings are never
+ * packed). Absent means not on the wire (proto3: also a default value), and `missing:
+ * dead-letter` turns an absent leaf of a present message into FIELD_MISSING.
+ */
+export function protectMessage(b: Buffer, from: number, to: number, plan: PlanNode, ctx: ProtectContext): Buffer {
+  if (ctx.missing === 'dead-letter' && plan.absentPaths.length > 0) throw missingField(plan.absentPaths[0]!);
+  const out: Buffer[] = [];
+  const seen = new Set<number>();
+  let copied = from;
+  for (const f of wireFields(b, from, to)) {
+    const entry = plan.fields.get(f.number);
+    if (!entry) continue;
+    out.push(b.subarray(copied, f.start));
+    copied = f.end;
+    seen.add(f.number);
+    if (entry.child) {
+      if (f.wireType !== WIRE.len) throw new StreamError('RECORD_MALFORMED', `field ${entry.field.name} is not encoded as a message`);
+      const body = protectMessage(b, f.valueStart, f.end, entry.child, ctx);
+      out.push(lenHeader(f.number, body.length), body);
+      continue;
+    }
+    const transform = ctx.transforms.get(entry.path!);
+    // the plan and the mappings come from the same pipeline: a gap is a bug, never a pass-through
+    if (!transform) throw new Error(`protobuf serde: no transform for the mapped path ${entry.path}`);
+    for (const text of scalarTexts(b, f, entry.field, ctx.schema)) {
+      const bytes = Buffer.from(protectValue(transform, text, entry.path!), 'utf8');
+      out.push(lenHeader(f.number, bytes.length), bytes);
+    }
+  }
+  out.push(b.subarray(copied, to));
+  if (ctx.missing === 'dead-letter') {
+    for (const [number, entry] of plan.fields) {
+      if (seen.has(number) || entry.field.repeated) continue;
+      throw missingField(entry.path ?? entry.child!.leafPaths[0]!);
+    }
+  }
+  return out.length === 1 ? out[0]! : Buffer.concat(out);
+}
+
+function missingField(path: string): StreamError {
+  return new StreamError('FIELD_MISSING', `mapped field ${path} is absent`);
+}
+
+function protectValue(transform: Chain, text: string, path: string): string {
+  try {
+    return transform(text);
+  } catch (e) {
+    if (e instanceof ValueError) throw new StreamError(e.code, `mapped field ${path}: value ${e.message}`);
+    throw e;
+  }
+}
+
+const VARINT_KINDS = new Set(['int32', 'int64', 'uint32', 'uint64', 'sint32', 'sint64', 'bool', 'enum']);
+const I64_KINDS = new Set(['fixed64', 'sfixed64', 'double']);
+
+/** The text of each value of a scalar field occurrence (several when it is packed). */
+function scalarTexts(b: Buffer, f: WireField, field: ProtoField, schema: ProtoSchema): string[] {
+  const wrong = () => new StreamError('RECORD_MALFORMED', `field ${field.name} is not encoded as a ${field.kind}`);
+  if (field.kind === 'string') {
+    if (f.wireType !== WIRE.len) throw wrong();
+    try {
+      return [utf8.decode(b.subarray(f.valueStart, f.end))];
+    } catch {
+      throw new StreamError('RECORD_MALFORMED', `field ${field.name} is not valid UTF-8`);
+    }
+  }
+  const wireType = VARINT_KINDS.has(field.kind) ? WIRE.varint : I64_KINDS.has(field.kind) ? WIRE.i64 : WIRE.i32;
+  if (f.wireType === wireType) return [numberText(b, f.valueStart, field, schema)[0]];
+  if (f.wireType !== WIRE.len || !field.repeated) throw wrong();
+  const texts: string[] = [];
+  for (let pos = f.valueStart; pos < f.end;) {
+    const [text, next] = numberText(b, pos, field, schema);
+    if (next > f.end) throw new StreamError('RECORD_MALFORMED', `field ${field.name}: a packed value runs past its field`);
+    texts.push(text);
+    pos = next;
+  }
+  return texts;
+}
+
+/** One numeric value at `pos` as text (enums by name when the schema knows the number). */
+function numberText(b: Buffer, pos: number, field: ProtoField, schema: ProtoSchema): [string, number] {
+  const need = (n: number) => {
+    if (pos + n > b.length) throw new StreamError('RECORD_MALFORMED', `field ${field.name} is truncated`);
+  };
+  switch (field.kind) {
+    case 'fixed32': need(4); return [String(b.readUInt32LE(pos)), pos + 4];
+    case 'sfixed32': need(4); return [String(b.readInt32LE(pos)), pos + 4];
+    case 'float': need(4); return [String(b.readFloatLE(pos)), pos + 4];
+    case 'fixed64': need(8); return [String(b.readBigUInt64LE(pos)), pos + 8];
+    case 'sfixed64': need(8); return [String(b.readBigInt64LE(pos)), pos + 8];
+    case 'double': need(8); return [String(b.readDoubleLE(pos)), pos + 8];
+    default: break;
+  }
+  const [v, next] = readVarint(b, pos);
+  switch (field.kind) {
+    case 'int32': return [String(BigInt.asIntN(32, v)), next];
+    case 'int64': return [String(BigInt.asIntN(64, v)), next];
+    case 'uint32': return [String(BigInt.asUintN(32, v)), next];
+    case 'sint32': case 'sint64': return [String((v >> 1n) ^ -(v & 1n)), next];
+    case 'bool': return [v === 0n ? 'false' : 'true', next];
+    case 'enum': {
+      const n = Number(BigInt.asIntN(32, v));
+      return [schema.enums.get(field.typeName!)?.get(n) ?? String(n), next];
+    }
+    default: return [String(v), next];
+  }
+}

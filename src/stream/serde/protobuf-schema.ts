@@ -1,0 +1,157 @@
+import protobuf from 'protobufjs';
+import descriptor from 'protobufjs/ext/descriptor/index.js';
+
+export type ScalarKind = 'double' | 'float' | 'int64' | 'uint64' | 'int32' | 'fixed64' | 'fixed32' | 'bool' | 'string'
+  | 'bytes' | 'uint32' | 'sfixed32' | 'sfixed64' | 'sint32' | 'sint64';
+
+/** A field as veil needs it: `external` is a type defined in another file (an import). */
+export interface ProtoField {
+  name: string;
+  number: number;
+  kind: ScalarKind | 'message' | 'enum' | 'group' | 'map' | 'external';
+  /** full name, without the leading dot, of a message or enum type */
+  typeName?: string;
+  repeated: boolean;
+}
+
+export interface ProtoMessage {
+  fullName: string;
+  fields: ProtoField[];
+  /** full names of the message types declared inside it, in the order message indexes count them */
+  nested: string[];
+}
+
+/**
+ * A Protobuf schema as the registry holds it: `.proto` text, or a serialized FileDescriptorProto in
+ * base64 (what confluent-kafka-python registers). Messages and enums of the file by full name.
+ */
+export interface ProtoSchema {
+  form: 'text' | 'descriptor';
+  text: string;
+  packageName: string;
+  messages: Map<string, ProtoMessage>;
+  enums: Map<string, Map<number, string>>;
+  topLevel: string[];
+}
+
+export class ProtoSchemaError extends Error {}
+
+const SCALARS = new Set<string>(['double', 'float', 'int64', 'uint64', 'int32', 'fixed64', 'fixed32', 'bool', 'string', 'bytes', 'uint32', 'sfixed32', 'sfixed64', 'sint32', 'sint64']);
+/** FieldDescriptorProto.Type numbers, in order from 1 */
+const DESCRIPTOR_TYPES = ['', 'double', 'float', 'int64', 'uint64', 'int32', 'fixed64', 'fixed32', 'bool', 'string', 'group', 'message', 'bytes', 'uint32', 'enum', 'sfixed32', 'sfixed64', 'sint32', 'sint64'] as const;
+const LABEL_REPEATED = 3;
+
+export function parseProtoSchema(text: string): ProtoSchema {
+  const trimmed = text.trim();
+  if (/^[A-Za-z0-9+/]+={0,2}$/.test(trimmed) && !/^(syntax|edition|package|message)\b/.test(trimmed)) return fromDescriptor(trimmed, text);
+  return fromText(text);
+}
+
+/** The message type a record's message indexes name: the nth top-level message, then nested ones. */
+export function messageAt(schema: ProtoSchema, indexes: readonly number[]): ProtoMessage | undefined {
+  let list = schema.topLevel;
+  let found: ProtoMessage | undefined;
+  for (const i of indexes) {
+    const name = list[i];
+    found = name === undefined ? undefined : schema.messages.get(name);
+    if (!found) return undefined;
+    list = found.nested;
+  }
+  return found;
+}
+
+interface DescriptorMessage { name?: string; field?: DescriptorField[]; nestedType?: DescriptorMessage[]; enumType?: DescriptorEnum[]; options?: { mapEntry?: boolean } }
+interface DescriptorField { name?: string; number?: number; label?: number; type?: number; typeName?: string }
+interface DescriptorEnum { name?: string; value?: { name?: string; number?: number }[] }
+
+function fromDescriptor(base64: string, text: string): ProtoSchema {
+  let file: { package?: string; messageType?: DescriptorMessage[]; enumType?: DescriptorEnum[] };
+  try {
+    file = descriptor.FileDescriptorProto.decode(Buffer.from(base64, 'base64')) as typeof file;
+  } catch {
+    throw new ProtoSchemaError('it is neither .proto text nor a serialized FileDescriptorProto');
+  }
+  const schema: ProtoSchema = { form: 'descriptor', text, packageName: file.package ?? '', messages: new Map(), enums: new Map(), topLevel: [] };
+  const mapEntries = new Set<string>();
+  const addEnum = (e: DescriptorEnum, scope: string) => {
+    schema.enums.set(join(scope, e.name ?? ''), new Map((e.value ?? []).map((v) => [v.number ?? 0, v.name ?? ''])));
+  };
+  const addMessage = (m: DescriptorMessage, scope: string): string => {
+    const fullName = join(scope, m.name ?? '');
+    if (m.options?.mapEntry) mapEntries.add(fullName);
+    const nested = (m.nestedType ?? []).map((n) => addMessage(n, fullName));
+    (m.enumType ?? []).forEach((e) => addEnum(e, fullName));
+    const fields = (m.field ?? []).map((f): ProtoField => ({
+      name: f.name ?? '', number: f.number ?? 0, repeated: f.label === LABEL_REPEATED,
+      kind: DESCRIPTOR_TYPES[f.type ?? 0] || 'external', typeName: f.typeName?.replace(/^\./, ''),
+    }));
+    schema.messages.set(fullName, { fullName, fields, nested });
+    return fullName;
+  };
+  schema.topLevel = (file.messageType ?? []).map((m) => addMessage(m, schema.packageName));
+  (file.enumType ?? []).forEach((e) => addEnum(e, schema.packageName));
+  for (const m of schema.messages.values()) {
+    for (const f of m.fields) {
+      if (f.kind === 'message' && f.typeName && mapEntries.has(f.typeName)) f.kind = 'map';
+      else if ((f.kind === 'message' || f.kind === 'enum') && f.typeName && !schema.messages.has(f.typeName) && !schema.enums.has(f.typeName)) f.kind = 'external';
+    }
+  }
+  return schema;
+}
+
+function fromText(text: string): ProtoSchema {
+  let parsed: protobuf.IParserResult;
+  try {
+    parsed = protobuf.parse(text, { keepCase: true });
+  } catch (e) {
+    // protobufjs's message names the line and token, never more of the text
+    throw new ProtoSchemaError(`it is not .proto text protobufjs can read (${(e as Error).message.slice(0, 200)})`);
+  }
+  const schema: ProtoSchema = { form: 'text', text, packageName: parsed.package ?? '', messages: new Map(), enums: new Map(), topLevel: [] };
+  const pending: { message: ProtoMessage; field: protobuf.Field; scope: string }[] = [];
+  const visit = (ns: protobuf.NamespaceBase, top: boolean): string[] => {
+    const names: string[] = [];
+    for (const item of ns.nestedArray) {
+      if (item instanceof protobuf.Type) {
+        const fullName = item.fullName.replace(/^\./, '');
+        const message: ProtoMessage = { fullName, fields: [], nested: [] };
+        schema.messages.set(fullName, message);
+        message.nested = visit(item, false);
+        for (const field of item.fieldsArray) pending.push({ message, field, scope: fullName });
+        names.push(fullName);
+      } else if (item instanceof protobuf.Enum) {
+        schema.enums.set(item.fullName.replace(/^\./, ''), new Map(Object.entries(item.values).map(([k, v]) => [v, k])));
+      } else if (item instanceof protobuf.Namespace && top) {
+        names.push(...visit(item, true));
+      }
+    }
+    return names;
+  };
+  schema.topLevel = visit(parsed.root, true);
+  for (const { message, field, scope } of pending) message.fields.push(textField(schema, field, scope));
+  return schema;
+}
+
+function textField(schema: ProtoSchema, field: protobuf.Field, scope: string): ProtoField {
+  const base = { name: field.name, number: field.id, repeated: field.repeated };
+  if (field instanceof protobuf.MapField) return { ...base, kind: 'map' };
+  if (SCALARS.has(field.type)) return { ...base, kind: field.type as ScalarKind };
+  const typeName = resolveName(schema, field.type, scope);
+  if (typeName === undefined) return { ...base, kind: 'external', typeName: field.type };
+  return { ...base, kind: schema.messages.has(typeName) ? 'message' : 'enum', typeName };
+}
+
+/** Protobuf's scoping: a relative name is looked up from the innermost scope outwards. */
+function resolveName(schema: ProtoSchema, name: string, scope: string): string | undefined {
+  const known = (n: string) => schema.messages.has(n) || schema.enums.has(n);
+  if (name.startsWith('.')) return known(name.slice(1)) ? name.slice(1) : undefined;
+  for (let s = scope; ; s = s.includes('.') ? s.slice(0, s.lastIndexOf('.')) : '') {
+    const candidate = join(s, name);
+    if (known(candidate)) return candidate;
+    if (s === '') return undefined;
+  }
+}
+
+function join(scope: string, name: string): string {
+  return scope ? `${scope}.${name}` : name;
+}

@@ -1,0 +1,89 @@
+import type { Chain } from '../../engine/index.ts';
+import { memo } from '../memo.ts';
+import type { Mapping } from '../protect-record.ts';
+import type { SchemaRegistryPort } from '../ports.ts';
+import { StreamError } from '../stream-error.ts';
+import { deriveCleanProtobuf } from './protobuf-clean.ts';
+import { compilePlan, ProtoPlanError, type PlanNode } from './protobuf-plan.ts';
+import { protectMessage } from './protobuf-protect.ts';
+import { messageAt, parseProtoSchema, ProtoSchemaError, type ProtoSchema } from './protobuf-schema.ts';
+import { readFraming } from './protobuf-wire.ts';
+import type { RecordProtection, Serde } from './serde.ts';
+
+export interface ProtobufSerdeOptions {
+  registry: SchemaRegistryPort;
+  /** the pipeline's record paths (`cards[].number`): protected fields, retyped to string when they are not */
+  protectedPaths: readonly string[];
+}
+
+/** what one (raw schema id, message indexes) resolves to, once */
+type Target = { schema: ProtoSchema; plan: PlanNode; cleanText: string } | { error: string };
+
+/**
+ * Protobuf values in the Confluent wire format: magic byte 0, the schema id, the message-index
+ * list, the message. The message is rewritten at the wire level (protobuf-protect.ts): only the
+ * mapped fields' bytes change, so unknown fields and every unmapped byte pass through as written.
+ * The output keeps the index list and goes out behind the clean schema's id: the raw schema with
+ * each protected non-string field made `string` under the same number (protobuf-clean.ts),
+ * registered as schemaType PROTOBUF under `<cleanTopic>-value`, in the form the raw schema had
+ * (`.proto` text, or a base64 FileDescriptorProto as confluent-kafka-python registers). Plans and
+ * clean ids are cached per raw schema id and message, so a steady stream costs no registry call.
+ * Imports other than types the record's mapped paths never walk into are not resolved.
+ */
+export function protobufSerde(options: ProtobufSerdeOptions): Serde {
+  const { registry, protectedPaths } = options;
+  const schemas = new Map<number, Promise<ProtoSchema | { error: string }>>();
+  const targets = new Map<string, Promise<Target>>();
+  const cleanIds = new Map<string, Promise<number>>();
+  const transformsOf = new WeakMap<readonly Mapping[], Map<string, Chain>>();
+
+  const schemaOf = (id: number) => memo(schemas, id, async () => {
+    const text = await registry.schemaById(id);
+    try {
+      return parseProtoSchema(text);
+    } catch (e) {
+      return { error: e instanceof ProtoSchemaError ? e.message : 'it does not parse' };
+    }
+  });
+
+  const targetOf = (id: number, indexes: number[]) => memo(targets, `${id}:${indexes.join(',')}`, async (): Promise<Target> => {
+    const schema = await schemaOf(id);
+    if ('error' in schema) return schema;
+    const message = messageAt(schema, indexes);
+    if (!message) return { error: `it has no message at index [${indexes.join(', ')}]` };
+    try {
+      const { plan, retypes } = compilePlan(schema, message, protectedPaths);
+      const cleanText = deriveCleanProtobuf(schema, retypes);
+      checkClean(cleanText, retypes.map((r) => `${r.message}#${r.field}`));
+      return { schema, plan, cleanText };
+    } catch (e) {
+      if (e instanceof ProtoPlanError || e instanceof ProtoSchemaError) return { error: e.message };
+      throw e;
+    }
+  });
+
+  return {
+    async protect(bytes: Buffer, protection: RecordProtection, cleanTopic: string): Promise<Buffer> {
+      const { schemaId, indexes, bodyStart } = readFraming(bytes);
+      const target = await targetOf(schemaId, indexes);
+      if ('error' in target) throw new StreamError('RECORD_MALFORMED', `schema ${schemaId} does not fit the pipeline's mapped paths: ${target.error}`);
+      let transforms = transformsOf.get(protection.maps);
+      if (!transforms) transformsOf.set(protection.maps, transforms = new Map(protection.maps.map((m) => [m.path, m.transform])));
+      const body = protectMessage(bytes, bodyStart, bytes.length, target.plan, { schema: target.schema, transforms, missing: protection.missing });
+      const cleanId = await memo(cleanIds, `${schemaId}:${indexes.join(',')}\u0000${cleanTopic}`, () => registry.register(`${cleanTopic}-value`, target.cleanText, 'PROTOBUF'));
+      const header = Buffer.from(bytes.subarray(0, bodyStart));
+      header.writeUInt32BE(cleanId, 1);
+      return Buffer.concat([header, body]);
+    },
+  };
+}
+
+/** The derived schema parses and has every retyped field as a string: else nothing is registered. */
+function checkClean(text: string, retyped: string[]): void {
+  const clean = parseProtoSchema(text);
+  for (const key of retyped) {
+    const [message, number] = key.split('#') as [string, string];
+    const field = clean.messages.get(message)?.fields.find((f) => f.number === Number(number));
+    if (field?.kind !== 'string') throw new ProtoSchemaError(`the clean schema could not make ${message} field ${number} a string`);
+  }
+}

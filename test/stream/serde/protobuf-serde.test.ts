@@ -1,0 +1,192 @@
+import protobuf from 'protobufjs';
+import descriptor from 'protobufjs/ext/descriptor/index.js';
+import { describe, expect, it } from 'vitest';
+import { chainFrom } from '../../../src/engine/index.ts';
+import { mappings } from '../../../src/stream/protect-record.ts';
+import { protobufSerde } from '../../../src/stream/serde/protobuf-serde.ts';
+import { readFraming } from '../../../src/stream/serde/protobuf-wire.ts';
+import { StreamError } from '../../../src/stream/stream-error.ts';
+import { FakeRegistry } from './fake-registry.ts';
+
+const PROTO = `// customers as the shop writes them
+syntax = "proto3";
+package shop.v1;
+
+option java_package = "com.example.shop";
+
+message Ignored { string x = 1; }
+
+message Customer {
+  int64 id = 1;
+  string email = 2; // protected, already a string
+  repeated Card cards = 3;
+  Profile profile = 4;
+  Level level = 5;
+  repeated int32 scores = 6 [packed = true, deprecated = true];
+  repeated string tags = 7;
+  map<string, string> attributes = 8;
+  oneof contact { string phone = 9; int64 pager = 10; }
+  message Profile { string name = 1; int32 tier = 2; }
+  enum Level { LEVEL_UNSET = 0; GOLD = 1; }
+}
+
+message Card {
+  /* the PAN, as a number */
+  fixed64 number = 1;
+  string brand = 2;
+}
+`;
+const PATHS = ['email', 'cards[].number', 'profile.name', 'level', 'scores[]', 'tags[]', 'pager', 'phone'];
+const protection = (missing: 'pass' | 'dead-letter' = 'pass', paths = PATHS) => ({ maps: mappings(paths, paths.map(() => chainFrom((v: string) => `tok(${v})`))), missing });
+
+const raw = protobuf.parse(PROTO, { keepCase: true }).root;
+const Customer = raw.lookupType('shop.v1.Customer');
+
+/** the Confluent framing: magic 0, id, message indexes [1] (Customer is the second message) */
+function framed(id: number, body: Uint8Array, indexes = Buffer.from([2, 2])): Buffer {
+  const header = Buffer.alloc(5);
+  header.writeUInt32BE(id, 1);
+  return Buffer.concat([header, indexes, body]);
+}
+
+const customer = {
+  id: 42, email: 'ada@example.com', cards: [{ number: 4111111111111111n.toString(), brand: 'visa' }, { number: '5500000000000004', brand: 'mc' }],
+  profile: { name: 'Ada Lovelace', tier: 3 }, level: 1, scores: [7, -2], tags: ['vip', 'é'], attributes: { a: 'b' }, pager: 5551234,
+};
+
+describe('protobufSerde with .proto text schemas', () => {
+  it('protects mapped fields (nested, repeated, packed, oneof, enum), keeps every other byte and unknown fields, and registers a retyped clean schema', async () => {
+    const registry = new FakeRegistry();
+    const rawId = registry.add(PROTO);
+    const serde = protobufSerde({ registry, protectedPaths: PATHS });
+    const unknown = Buffer.from([0xf8, 0x06, 0x2a]); // field 111, varint 42: unknown to the schema
+    const body = Buffer.concat([Buffer.from(Customer.encode(Customer.fromObject(customer)).finish()), unknown]);
+    const out = await serde.protect(framed(rawId, body), protection(), 'clean');
+
+    const { schemaId, indexes, bodyStart } = readFraming(out);
+    expect(indexes).toEqual([1]);
+    expect(registry.types.get(schemaId)).toBe('PROTOBUF');
+    const cleanText = registry.schemas.get(schemaId)!;
+    expect(cleanText).toContain('string number = 1;');
+    expect(cleanText).toContain('/* the PAN, as a number */');
+    expect(cleanText).toContain('repeated string scores = 6 [deprecated = true];');
+    expect(cleanText).toContain('oneof contact { string phone = 9; string pager = 10; }');
+    expect(cleanText).toContain('string level = 5;');
+    expect(cleanText).toContain('int64 id = 1;');
+    // nothing else changed: comments, options, other messages, spacing
+    expect(cleanText).toBe(PROTO.replace('fixed64 number = 1', 'string number = 1').replace('Level level = 5', 'string level = 5')
+      .replace('repeated int32 scores = 6 [packed = true, deprecated = true]', 'repeated string scores = 6 [deprecated = true]').replace('int64 pager = 10', 'string pager = 10'));
+
+    const clean = protobuf.parse(cleanText, { keepCase: true }).root.lookupType('shop.v1.Customer');
+    const decoded = clean.toObject(clean.decode(out.subarray(bodyStart)), { longs: String, enums: String, oneofs: true }) as Record<string, unknown>;
+    expect(decoded).toMatchObject({
+      id: '42', email: 'tok(ada@example.com)', level: 'tok(GOLD)', scores: ['tok(7)', 'tok(-2)'], tags: ['tok(vip)', 'tok(é)'],
+      cards: [{ number: 'tok(4111111111111111)', brand: 'visa' }, { number: 'tok(5500000000000004)', brand: 'mc' }],
+      profile: { name: 'tok(Ada Lovelace)', tier: 3 }, attributes: { a: 'b' }, pager: 'tok(5551234)', contact: 'pager',
+    });
+    expect(out.subarray(out.length - unknown.length)).toEqual(unknown);
+    // the unmapped id and attributes are the same bytes at the same place
+    expect(out.subarray(bodyStart, bodyStart + 2)).toEqual(body.subarray(0, 2));
+    expect(out.includes(Buffer.from(raw.lookupType('shop.v1.Customer').encode({ attributes: { a: 'b' } }).finish()))).toBe(true);
+
+    // a steady stream: no more registry calls
+    const calls = { ...registry.calls };
+    await serde.protect(framed(rawId, body), protection(), 'clean');
+    expect(registry.calls).toEqual(calls);
+  });
+
+  it('with every mapped field a string, the clean schema is the raw text itself', async () => {
+    const registry = new FakeRegistry();
+    const rawId = registry.add(PROTO);
+    const paths = ['email', 'profile.name'];
+    const out = await protobufSerde({ registry, protectedPaths: paths }).protect(framed(rawId, Customer.encode(Customer.fromObject(customer)).finish()), protection('pass', paths), 'clean');
+    expect(registry.schemas.get(readFraming(out).schemaId)).toBe(PROTO);
+  });
+
+  it('dead-letters what does not frame, does not decode, or does not fit, with stable codes and no value in the message', async () => {
+    const registry = new FakeRegistry();
+    const rawId = registry.add(PROTO);
+    const serde = protobufSerde({ registry, protectedPaths: PATHS });
+    const code = async (bytes: Buffer, p = protection()) => {
+      try {
+        await serde.protect(bytes, p, 'clean');
+        return 'ok';
+      } catch (e) {
+        expect(e).toBeInstanceOf(StreamError);
+        expect((e as Error).message).not.toContain('ada@');
+        return (e as StreamError).code;
+      }
+    };
+    const good = Buffer.from(Customer.encode(Customer.fromObject(customer)).finish());
+    expect(await code(Buffer.from([1, 0, 0, 0, 1, 0]))).toBe('RECORD_MALFORMED');
+    expect(await code(Buffer.from([0, 0, 0]))).toBe('RECORD_MALFORMED');
+    expect(await code(framed(rawId, good.subarray(0, good.length - 3)))).toBe('RECORD_MALFORMED');
+    expect(await code(framed(rawId, Buffer.from([0x12, 0x02, 0xff, 0xfe])))).toBe('RECORD_MALFORMED'); // email not UTF-8
+    expect(await code(framed(rawId, Buffer.from([0x10, 0x01])))).toBe('RECORD_MALFORMED'); // email as a varint
+    expect(await code(framed(rawId, good, Buffer.from([2, 14])))).toBe('RECORD_MALFORMED'); // no message [7]
+    expect(await code(framed(999, good))).toBe('SCHEMA_UNKNOWN');
+    expect(await code(framed(rawId, Buffer.from([0x08, 0x01])), protection('dead-letter'))).toBe('FIELD_MISSING');
+    const two = ['email', 'profile.name'];
+    await expect(protobufSerde({ registry, protectedPaths: two }).protect(framed(rawId, good), protection('dead-letter', two), 'clean')).resolves.toBeInstanceOf(Buffer);
+  });
+
+  it('refuses paths the schema contradicts, and retyping a message type used twice', async () => {
+    const registry = new FakeRegistry();
+    const rawId = registry.add(PROTO);
+    const body = framed(rawId, Customer.encode(Customer.fromObject(customer)).finish());
+    const message = async (paths: string[]) => {
+      try {
+        await protobufSerde({ registry, protectedPaths: paths }).protect(body, protection('pass', paths), 'clean');
+        return 'ok';
+      } catch (e) {
+        return (e as Error).message;
+      }
+    };
+    expect(await message(['cards.number'])).toMatch(/repeated, write cards\[\]/);
+    expect(await message(['email.x'])).toMatch(/email is a string field/);
+    expect(await message(['profile'])).toMatch(/ends at a message field/);
+    expect(await message(['attributes.a'])).toMatch(/map field/);
+    expect(await message(['nickname', 'profile.middle'])).toBe('ok'); // fields of a newer version: absent
+    const shared = PROTO.replace('Profile profile = 4;', 'Profile profile = 4; Card backup = 11;');
+    const sharedId = registry.add(shared);
+    const sharedBody = framed(sharedId, Customer.encode(Customer.fromObject(customer)).finish());
+    await expect(protobufSerde({ registry, protectedPaths: ['cards[].number'] }).protect(sharedBody, protection('pass', ['cards[].number']), 'clean'))
+      .rejects.toThrow(/Card is used in more than one place/);
+  });
+
+  it('never throws anything but a StreamError on arbitrary bytes', async () => {
+    const registry = new FakeRegistry();
+    const rawId = registry.add(PROTO);
+    const serde = protobufSerde({ registry, protectedPaths: PATHS });
+    const good = Buffer.from(Customer.encode(Customer.fromObject(customer)).finish());
+    let seed = 7;
+    const rand = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+    for (let i = 0; i < 2000; i++) {
+      const b = Buffer.from(good);
+      for (let k = 0; k < 1 + Math.floor(rand() * 4); k++) b[Math.floor(rand() * b.length)] = Math.floor(rand() * 256);
+      await serde.protect(framed(rawId, b.subarray(0, Math.floor(rand() * b.length) + 1)), protection(), 'clean').catch((e) => expect(e).toBeInstanceOf(StreamError));
+    }
+  });
+});
+
+// what confluent-kafka-python 2.16.1's ProtobufSerializer registered (base64 FileDescriptorProto)
+// and wrote for Customer(id=7, email='a@b.c', cards=[Card('4111','visa')], profile=Profile('N', 2))
+const PY_SCHEMA = 'Cg5jdXN0b21lci5wcm90bxIEZGVtbyIlCgRDYXJkEg4KBm51bWJlchgBIAEoCRINCgVicmFuZBgCIAEoCSKQAQoIQ3VzdG9tZXISCgoCaWQYASABKAMSDQoFZW1haWwYAiABKAkSGQoFY2FyZHMYAyADKAsyCi5kZW1vLkNhcmQSJwoHcHJvZmlsZRgEIAEoCzIWLmRlbW8uQ3VzdG9tZXIuUHJvZmlsZRolCgdQcm9maWxlEgwKBG5hbWUYASABKAkSDAoEdGllchgCIAEoBWIGcHJvdG8z';
+const PY_RECORD = '00000000010202080712056140622e631a0c0a043431313112047669736122050a014e1002';
+
+describe('protobufSerde with serialized FileDescriptorProto schemas (confluent-kafka-python)', () => {
+  it('protects a record Python wrote and derives a descriptor whose retyped field is a string', async () => {
+    const registry = new FakeRegistry();
+    registry.schemas.set(1, PY_SCHEMA);
+    const paths = ['id', 'email', 'cards[].number', 'profile.name'];
+    const out = await protobufSerde({ registry, protectedPaths: paths }).protect(Buffer.from(PY_RECORD, 'hex'), protection('pass', paths), 'clean');
+    const { schemaId, indexes, bodyStart } = readFraming(out);
+    expect(indexes).toEqual([1]);
+    const file = descriptor.FileDescriptorProto.decode(Buffer.from(registry.schemas.get(schemaId)!, 'base64'));
+    const root = (protobuf.Root as unknown as { fromDescriptor(d: unknown): protobuf.Root }).fromDescriptor({ file: [file] });
+    const clean = root.lookupType('demo.Customer');
+    expect(clean.fields.id!.type).toBe('string');
+    expect(clean.fields.id!.id).toBe(1);
+    expect(clean.toObject(clean.decode(out.subarray(bodyStart)))).toEqual({ id: 'tok(7)', email: 'tok(a@b.c)', cards: [{ number: 'tok(4111)', brand: 'visa' }], profile: { name: 'tok(N)', tier: 2 } });
+  });
+});
