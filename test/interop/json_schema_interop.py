@@ -1,0 +1,95 @@
+"""JSON Schema interop with confluent-kafka's own serializers (test/integration/stream-json-schema-python.test.ts).
+
+  produce BOOTSTRAP REGISTRY_URL TOPIC COUNT SCHEMA_JSON
+      JSONSerializer (auto-registering SCHEMA_JSON under TOPIC-value) writes COUNT customer
+      records, keyed by their email, with a plain Producer; prints the schema id it used.
+  consume BOOTSTRAP REGISTRY_URL TOPIC COUNT TIMEOUT_S
+      a plain Consumer (read_committed) reads TOPIC from the beginning; JSONDeserializer without
+      a schema of its own (schema_str=None: the writer schema, fetched from the registry by the id
+      in each record) decodes and validates each value. Prints one JSON line per record:
+      partition, offset, key, schema id, decoded value. Goes on a while after COUNT records so
+      that duplicates would show.
+"""
+import json
+import sys
+import time
+import uuid
+
+from confluent_kafka import Consumer, Producer
+from confluent_kafka.schema_registry import SchemaRegistryClient
+from confluent_kafka.schema_registry.json_schema import JSONDeserializer, JSONSerializer
+from confluent_kafka.serialization import MessageField, SerializationContext
+
+
+def customer(i):
+    return {
+        "id": i,
+        "email": f"py{i}@example.com",
+        "cards": [{"number": f"4111 1111 1111 {1000 + i:04d}", "brand": "visa"}],
+        "profile": None if i % 5 == 0 else {"name": f"Py Person {i}", "tier": i % 3},
+    }
+
+
+def produce(bootstrap, registry_url, topic, count, schema_str):
+    registry = SchemaRegistryClient({"url": registry_url})
+    serializer = JSONSerializer(schema_str, registry, conf={"auto.register.schemas": True})
+    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all"})
+    ctx = SerializationContext(topic, MessageField.VALUE)
+    schema_id = None
+    for i in range(count):
+        value = serializer(customer(i), ctx)
+        schema_id = int.from_bytes(value[1:5], "big")
+        producer.produce(topic, key=customer(i)["email"].encode(), value=value)
+        producer.poll(0)
+    left = producer.flush(30)
+    if left:
+        raise SystemExit(f"{left} records not delivered")
+    print(json.dumps({"schema_id": schema_id}))
+
+
+def consume(bootstrap, registry_url, topic, count, timeout_s):
+    registry = SchemaRegistryClient({"url": registry_url})
+    deserializer = JSONDeserializer(None, schema_registry_client=registry)
+    consumer = Consumer({
+        "bootstrap.servers": bootstrap,
+        "group.id": f"py-verify-{uuid.uuid4()}",
+        "auto.offset.reset": "earliest",
+        "enable.auto.commit": False,
+        "isolation.level": "read_committed",
+    })
+    consumer.subscribe([topic])
+    got = 0
+    deadline = time.time() + timeout_s
+    settle = None
+    try:
+        while time.time() < deadline and (settle is None or time.time() < settle):
+            msg = consumer.poll(0.5)
+            if msg is None:
+                continue
+            if msg.error():
+                raise SystemExit(f"consumer error: {msg.error()}")
+            value = deserializer(msg.value(), SerializationContext(topic, MessageField.VALUE))
+            print(json.dumps({
+                "partition": msg.partition(), "offset": msg.offset(),
+                "key": msg.key().decode() if msg.key() is not None else None,
+                "schema_id": int.from_bytes(msg.value()[1:5], "big"), "value": value,
+            }), flush=True)
+            got += 1
+            if got >= count and settle is None:
+                settle = time.time() + 2
+    finally:
+        consumer.close()
+
+
+def main(argv):
+    mode = argv[1]
+    if mode == "produce":
+        produce(argv[2], argv[3], argv[4], int(argv[5]), argv[6])
+    elif mode == "consume":
+        consume(argv[2], argv[3], argv[4], int(argv[5]), float(argv[6]))
+    else:
+        raise SystemExit(f"unknown mode {mode}")
+
+
+if __name__ == "__main__":
+    main(sys.argv)
