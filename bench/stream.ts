@@ -2,8 +2,11 @@
 // exactly-once on, on 1 and 4 partitions, for both Kafka clients veil runs on (librdkafka, the
 // default, and kafkajs): veil protect on each client beside the bare exactly-once consume → produce
 // copy of the same client (no veil code), all on the same broker in the same run; and veil on the
-// default client against the bare kafkajs copy, so the gain of the switch is visible.
-// Uses $KAFKA_BROKERS, else starts scripts/test-env.sh start-kafka. BENCH_RECORDS sets the count.
+// default client against the bare kafkajs copy, so the gain of the switch is visible. Then the
+// schema-registry formats (JSON Schema, Protobuf) on 4 partitions, each beside the bare librdkafka
+// copy of the same records.
+// Uses $KAFKA_BROKERS and $SCHEMA_REGISTRY_URL, else starts scripts/test-env.sh start.
+// BENCH_RECORDS sets the count.
 import { execFileSync } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { readFileSync } from 'node:fs';
@@ -14,15 +17,18 @@ import { Kafka, logLevel } from 'kafkajs';
 import pino from 'pino';
 import { openStream } from '../src/app/open-stream.ts';
 import { bareLibrdkafka } from './stream-bare-librdkafka.ts';
+import { registeredEncoder, type RegistryFormat } from './stream-formats.ts';
 import { fmt, ratio } from './measure.ts';
 import { perRecord, threadCpu } from './thread-cpu.ts';
 
 const N = Number(process.env.BENCH_RECORDS ?? 50_000);
 const root = new URL('..', import.meta.url).pathname;
 let brokers = process.env.KAFKA_BROKERS;
-if (!brokers) {
-  const out = execFileSync(join(root, 'scripts/test-env.sh'), ['start-kafka'], { encoding: 'utf8' });
+let registryUrl = process.env.SCHEMA_REGISTRY_URL;
+if (!brokers || !registryUrl) {
+  const out = execFileSync(join(root, 'scripts/test-env.sh'), ['start'], { encoding: 'utf8' });
   brokers = /KAFKA_BROKERS=(\S+)/.exec(out)![1]!;
+  registryUrl = /SCHEMA_REGISTRY_URL=(\S+)/.exec(out)![1]!;
 }
 const kafka = new Kafka({ clientId: 'bench', brokers: brokers.split(','), logLevel: logLevel.NOTHING });
 const admin = kafka.admin();
@@ -30,7 +36,11 @@ await admin.connect();
 const run = randomBytes(3).toString('hex');
 
 function record(i: number): string {
-  return JSON.stringify({
+  return JSON.stringify(customer(i));
+}
+
+function customer(i: number): object {
+  return ({
     id: i, email: `customer${i}@example.com`, card: `4111${String(100000000000 + i).padStart(12, '0')}`, name: `Customer Number ${i}`,
     address: { street: `${i} Long Street`, city: 'Springfield', postcode: 'AB1 2CD', country: 'GB' },
     orders: Array.from({ length: 6 }, (_, j) => ({ sku: `SKU-${(i * 7 + j) % 1000}`, qty: (j % 3) + 1, price: 9.99 + j, note: 'standard delivery, leave at door' })),
@@ -39,12 +49,12 @@ function record(i: number): string {
   });
 }
 
-async function seed(topic: string, partitions: number): Promise<void> {
+async function seed(topic: string, partitions: number, encode: (record: object) => Buffer | string = JSON.stringify): Promise<void> {
   await admin.createTopics({ topics: [{ topic, numPartitions: partitions }], waitForLeaders: true });
   const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
   await producer.connect();
   for (let i = 0; i < N; i += 1000) {
-    await producer.send({ topic, acks: -1, messages: Array.from({ length: Math.min(1000, N - i) }, (_, j) => ({ key: `k${i + j}`, value: record(i + j) })) });
+    await producer.send({ topic, acks: -1, messages: Array.from({ length: Math.min(1000, N - i) }, (_, j) => ({ key: `k${i + j}`, value: encode(customer(i + j)) })) });
   }
   await producer.disconnect();
 }
@@ -110,7 +120,7 @@ async function bareKafkajs(source: string, sink: string): Promise<Cost> {
   return { rate, cpu: used, batches, threads };
 }
 
-async function veil(source: string, sink: string, fields: string, label: string, client: string): Promise<Cost> {
+async function veil(source: string, sink: string, fields: string, label: string, client: string, format = 'json'): Promise<Cost> {
   const dataDir = await mkdtemp(join(tmpdir(), 'veil-bench-stream-'));
   const configFile = join(dataDir, 'config.yaml');
   const groupId = `bench-${label}-${source}`;
@@ -120,7 +130,7 @@ pipelines:
     source: { topics: [${source}] }
     sink: { topic: ${sink} }
     deadLetterTopic: ${sink}.dlq
-    format: json
+    format: ${format}
     groupId: ${groupId}
     fields: ${fields}
     roles: [ingest]
@@ -129,7 +139,7 @@ pipelines:
 `);
   await admin.createTopics({ topics: [{ topic: `${sink}.dlq`, numPartitions: 1 }], waitForLeaders: true });
   const stream = await openStream({
-    configFile, dataDir, env: { VEIL_MASTER_KEY: 'e'.repeat(64), VEIL_PROTECT_THREADS: process.env.VEIL_PROTECT_THREADS }, now: () => new Date(), brokers: brokers!.split(','), development: true, client,
+    configFile, dataDir, env: { VEIL_MASTER_KEY: 'e'.repeat(64), VEIL_PROTECT_THREADS: process.env.VEIL_PROTECT_THREADS }, now: () => new Date(), brokers: brokers!.split(','), registryUrl, development: true, client,
     logger: pino({ level: 'error' }),
   });
   const start = performance.now();
@@ -174,6 +184,17 @@ for (const partitions of [1, 4]) {
     limits.push(`${partitions} partition(s): bare ${client} ${limit(b)}`, `${partitions} partition(s): veil on ${client} ${limit(v)}`);
   }
   goals.push(`${partitions} partition(s): veil on librdkafka (default) ${fmt(vr.rate)} rec/s = ${ratio(vr.rate, bk.rate)} the bare kafkajs copy, ${ratio(vr.rate, vk.rate)} veil on kafkajs`);
+}
+console.log('\nformats, 4 partitions, librdkafka: the same records framed for a schema registry (raw schema registered)');
+console.log('format       bare copy rec/s   veil protect rec/s   veil/bare');
+for (const format of ['json-schema', 'protobuf'] as RegistryFormat[]) {
+  const topic = (k: string) => `bench.${run}.${format}.${k}`;
+  await seed(topic('raw'), 4, await registeredEncoder(registryUrl!, format, `${topic('raw')}-value`));
+  for (const k of ['bare', 'veil']) await admin.createTopics({ topics: [{ topic: topic(`clean-${k}`), numPartitions: 4 }], waitForLeaders: true });
+  const b = await bareLibrdkafka(brokers!, topic('raw'), topic('clean-bare'), N, drained);
+  const v = await veil(topic('raw'), topic('clean-veil'), PROTECT, `librdkafka-${format}`, 'librdkafka', format);
+  console.log(`${format.padEnd(13)}${fmt(b.rate).padEnd(18)}${fmt(v.rate).padEnd(21)}${ratio(v.rate, b.rate)}`);
+  limits.push(`4 partitions, ${format}: bare librdkafka ${limit(b)}`, `4 partitions, ${format}: veil on librdkafka ${limit(v)}`);
 }
 console.log(`\nthe switch of client:\n${goals.map((g) => `  ${g}`).join('\n')}`);
 console.log(`\nwhat limits the figures (this process's CPU while it ran; the broker is a separate JVM on the same 2 cores):\n${limits.map((l) => `  ${l}`).join('\n')}`);
