@@ -17,7 +17,7 @@ export interface CrashFormat {
   format: PipelineConfig['format'];
   /** extra lines of the pipeline (indented 4), e.g. `    validate: true` */
   extraYaml?: string;
-  /** registers the raw schema under `subject`; its id */
+  /** registers the raw schema under `subject` (through the registry's API: no client library sets a compatibility level); its id */
   register(subject: string): Promise<number>;
   /** a raw record value in the wire format */
   encode(rawId: number, record: { id: number; email: string; seq: number }): Buffer;

@@ -1,137 +1,28 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EXAMPLE_CONFIG } from '../../src/app/paths.ts';
-import { BROKERS, REGISTRY_URL, createTopics, javaConsumeHeaders, kafkaClient, steadyProducer, topicsFor } from '../helpers/kafka.ts';
-import { spawnStream, waitFor } from '../helpers/processes.ts';
-import { streamClients } from '../helpers/stream-clients.ts';
+import { REGISTRY_URL } from '../helpers/kafka.ts';
+import { formatCrashSuite } from '../helpers/format-crash.ts';
 
-const TOTAL = 1500;
-const MASTER = 'e'.repeat(64);
 const schema = {
   $schema: 'http://json-schema.org/draft-07/schema#',
   type: 'object',
   properties: { id: { type: 'integer' }, email: { type: 'string', format: 'email' }, seq: { type: 'integer' } },
   required: ['id', 'email'],
 };
+const HEADER = 5;
+const decode = (value: Buffer) => JSON.parse(value.subarray(HEADER).toString()) as { id: number; email: string; seq: number };
 
-/**
- * The crash test (stream-crash.test.ts) for the json-schema format, shorter: wire-format records
- * (registered schema, validate: true) flow raw → clean while the processor is SIGKILLed twice
- * after real progress; Kafka's Java client, read_committed, then proves 0 lost, 0 duplicated (by
- * record id), every record behind the one clean schema id and the order of each key kept. The
- * broker faults are format-independent and stay with the JSON crash test. One client: the
- * default (librdkafka) unless VEIL_TEST_STREAM_CLIENTS names others.
- */
-const client = streamClients().includes('librdkafka') ? 'librdkafka' : streamClients()[0]!;
-
-describe(`stream on ${client}: json-schema exactly-once under crashes (real broker, real registry, real processes)`, () => {
-  const t = topicsFor('crash-js');
-  const kafka = kafkaClient('crash-json-schema');
-  let dataDir: string;
-  let configFile: string;
-  let rawId: number;
-  const seen = new Set<number>();
-  let verifier: ReturnType<typeof kafka.consumer>;
-  const started: ReturnType<typeof spawnStream>[] = [];
-
-  beforeAll(async () => {
-    await createTopics(kafka, [t.raw, t.clean], 2);
-    await createTopics(kafka, [t.dlq], 1);
-    const res = await fetch(`${REGISTRY_URL}/subjects/${t.raw}-value/versions`, { method: 'POST', headers: { 'content-type': 'application/vnd.schemaregistry.v1+json' }, body: JSON.stringify({ schemaType: 'JSON', schema: JSON.stringify(schema) }) });
-    rawId = ((await res.json()) as { id: number }).id;
-    dataDir = await mkdtemp(join(tmpdir(), 'veil-crash-js-'));
-    configFile = join(dataDir, 'config.yaml');
-    await writeFile(configFile, `${readFileSync(EXAMPLE_CONFIG, 'utf8')}
-pipelines:
-  crashjs:
-    source: { topics: [${t.raw}] }
-    sink: { topic: ${t.clean} }
-    deadLetterTopic: ${t.dlq}
-    format: json-schema
-    validate: true
-    groupId: veil-${t.id}
-    fields: [ { path: email, field: Customer.email } ]
-    key: { field: Customer.email }
-    roles: [ingest]
-    rightsEvidences: { Role: ingest }
-    processingEvidences: { Action: Protect }
-`);
-    verifier = kafka.consumer({ groupId: `verifier-${t.id}`, readUncommitted: false });
-    await verifier.connect();
-    await verifier.subscribe({ topic: t.clean, fromBeginning: true });
-    await verifier.run({ eachMessage: async ({ message }) => void seen.add(JSON.parse(message.value!.subarray(5).toString()).id) });
-  }, 120_000);
-
-  afterAll(async () => {
-    for (const p of started) if (p.exitCode === null && p.signalCode === null) p.kill('SIGKILL');
-    await verifier?.disconnect().catch(() => undefined);
-    if (dataDir) await rm(dataDir, { recursive: true, force: true });
-  }, 60_000);
-
-  it('loses nothing, duplicates nothing, keeps per-key order through 2 SIGKILLs', async () => {
-    const env = { KAFKA_BROKERS: BROKERS.join(','), SCHEMA_REGISTRY_URL: REGISTRY_URL, VEIL_MASTER_KEY: MASTER, VEIL_KAFKA_SESSION_TIMEOUT_MS: '6000', VEIL_STREAM_CLIENT: client };
-    const args = ['--config', configFile, '--data-dir', dataDir, '--port', '0'];
-    const logs: string[] = [];
-    const spawn = () => {
-      const p = spawnStream(args, env);
-      started.push(p);
-      p.once('close', () => logs.push(p.output()));
-      return p;
-    };
-    let processor = spawn();
-    const header = Buffer.alloc(5);
+/** The format crash suite for json-schema, with every raw record validated (validate: true). */
+formatCrashSuite({
+  format: 'json-schema',
+  extraYaml: '    validate: true',
+  async register(subject) {
+    const res = await fetch(`${REGISTRY_URL}/subjects/${subject}/versions`, { method: 'POST', headers: { 'content-type': 'application/vnd.schemaregistry.v1+json' }, body: JSON.stringify({ schemaType: 'JSON', schema: JSON.stringify(schema) }) });
+    return ((await res.json()) as { id: number }).id;
+  },
+  encode(rawId, record) {
+    const header = Buffer.alloc(HEADER);
     header.writeUInt32BE(rawId, 1);
-    const producer = await steadyProducer(kafka);
-    const producing = (async () => {
-      for (let round = 0; round < 10; round++) {
-        const records = Array.from({ length: TOTAL / 10 }, (_, i) => {
-          const id = round * (TOTAL / 10) + i;
-          const email = `user${id % 41}@example.com`;
-          return { key: email, value: Buffer.concat([header, Buffer.from(JSON.stringify({ id, email, seq: id }))]) };
-        });
-        await producer.send(t.raw, records);
-        await new Promise((r) => setTimeout(r, 300));
-      }
-    })();
-    producing.catch(() => undefined);
-
-    for (let kill = 1; kill <= 2; kill++) {
-      await waitFor(() => seen.size > kill * 400, 120_000, `progress before kill ${kill}`);
-      processor.kill('SIGKILL');
-      await new Promise((r) => processor.once('exit', r));
-      processor = spawn();
-    }
-    await producing;
-    await producer.close();
-    try {
-      await waitFor(() => seen.size >= TOTAL, 180_000, 'all records in the clean topic');
-    } catch (e) {
-      console.log(`crash test: json-schema stalled at ${seen.size} of ${TOTAL} ids\n${[...logs, processor.output()].join('\n----\n').split('\n').filter((l) => /"level":(40|50|60)|halted|crashed/.test(l)).slice(-60).join('\n')}`);
-      throw e;
-    }
-    processor.kill('SIGTERM');
-    await new Promise((r) => processor.once('close', r));
-
-    const java = (await javaConsumeHeaders(t.clean)).map((r) => ({ ...r, cleanId: r.value.readUInt32BE(1), record: JSON.parse(r.value.subarray(5).toString()) as { id: number; email: string; seq: number } }));
-    const ids = java.map((r) => r.record.id);
-    const lost = TOTAL - new Set(ids).size;
-    const duplicated = ids.length - new Set(ids).size;
-    console.log(`crash test: json-schema on ${client}, Java read_committed ${ids.length} records, ${duplicated} duplicated, ${lost} lost`);
-    expect({ lost, duplicated }).toEqual({ lost: 0, duplicated: 0 });
-    expect(new Set(java.map((r) => r.value[0]))).toEqual(new Set([0]));
-    expect(new Set(java.map((r) => r.cleanId)).size).toBe(1);
-    expect(java[0]!.cleanId).not.toBe(rawId);
-    const perKey = new Map<string, { partition: number; ids: number[] }>();
-    for (const r of java) {
-      const entry = perKey.get(r.record.email) ?? { partition: r.partition, ids: [] };
-      expect(r.partition).toBe(entry.partition);
-      entry.ids.push(r.record.id);
-      perKey.set(r.record.email, entry);
-    }
-    expect(perKey.size).toBe(41);
-    for (const { ids: keyIds } of perKey.values()) expect(keyIds).toEqual([...keyIds].sort((a, b) => a - b));
-  }, 400_000);
+    return Buffer.concat([header, Buffer.from(JSON.stringify(record))]);
+  },
+  idOf: (value) => decode(value).id,
+  decode: async (value) => decode(value),
 });
