@@ -53,20 +53,32 @@ export async function sampleFile(file: string, limit: number, each: (s: Sampled)
   return report;
 }
 
-/** How a topic's values are read: JSON text, or Avro in the Confluent wire format through a schema registry. */
-export type TopicFormat = { format: 'json' } | { format: 'avro'; registryUrl: string };
+/**
+ * How a topic's values are read: JSON text, or a Confluent wire format through a schema registry
+ * (Avro, JSON Schema, Protobuf: the pipeline formats).
+ */
+export type TopicFormat = { format: 'json' } | { format: 'avro' | 'json-schema' | 'protobuf'; registryUrl: string };
 
 async function valueReader(format: TopicFormat): Promise<(bytes: Buffer) => Promise<unknown>> {
   if (format.format === 'json') return async (bytes) => JSON.parse(bytes.toString('utf8')) as unknown;
-  const [{ confluentRegistry }, { CachingRegistry }, { avroSerde }] = await Promise.all([
-    import('../stream/registry/confluent-registry.ts'), import('../stream/registry/caching-registry.ts'), import('../stream/serde/avro-serde.ts'),
-  ]);
-  const serde = avroSerde({ registry: new CachingRegistry(confluentRegistry(format.registryUrl)), protectedPaths: [] });
+  if (format.format === 'json-schema') {
+    return async (bytes) => {
+      if (bytes.length < 5 || bytes[0] !== 0) throw new SampleSourceError('not in the wire format');
+      return JSON.parse(bytes.subarray(5).toString('utf8')) as unknown;
+    };
+  }
+  const [{ confluentRegistry }, { CachingRegistry }] = await Promise.all([import('../stream/registry/confluent-registry.ts'), import('../stream/registry/caching-registry.ts')]);
+  const registry = new CachingRegistry(confluentRegistry(format.registryUrl));
+  if (format.format === 'protobuf') {
+    const serde = (await import('../stream/serde/protobuf-serde.ts')).protobufSerde({ registry, protectedPaths: [] });
+    return (bytes) => serde.decode(bytes);
+  }
+  const serde = (await import('../stream/serde/avro-serde.ts')).avroSerde({ registry, protectedPaths: [] });
   return async (bytes) => (await serde.decode(bytes)).value;
 }
 
 /**
- * Up to `limit` committed records of a topic (JSON values, or Avro through the registry), from
+ * Up to `limit` committed records of a topic (in any pipeline format), from
  * the beginning of each partition, by a consumer of a throwaway group that commits nothing and is
  * deleted afterwards. A value that does not decode is counted, not shown.
  */

@@ -1,6 +1,6 @@
 import { writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
-import { sampleFile, sampleTable, sampleTopic, SampleSourceError, type SampleReport, type Sampled } from '../app/discover-sources.ts';
+import { sampleFile, sampleTable, sampleTopic, SampleSourceError, type SampleReport, type Sampled, type TopicFormat } from '../app/discover-sources.ts';
 import { Profiler } from '../discover/profile.ts';
 import { propose } from '../discover/propose.ts';
 import type { Command } from './io.ts';
@@ -14,19 +14,21 @@ stored, logged or printed.
 
 Sources:
   --file F       a JSON-lines file
-  --topic T      a Kafka topic (committed records, from the beginning): JSON values, or
-                 with --format avro Avro in the Confluent wire format
+  --topic T      a Kafka topic (committed records, from the beginning): JSON values, or with
+                 --format avro|json-schema|protobuf the Confluent wire format of that format
   --table T      a PostgreSQL table or schema.table (each row as JSON)
 Options:
   --sample N     records to sample (default 1000)
   --min-share S  report a field when at least this share of its values is of one kind (default 0.8)
   --draft F      write the configuration draft to F ('-': standard output)
   --brokers B    for --topic: default $KAFKA_BROKERS, else 127.0.0.1:9092
-  --format F     for --topic: json (default) or avro
-  --registry URL for --format avro: default $SCHEMA_REGISTRY_URL
+  --format F     for --topic: json (default), avro, json-schema or protobuf
+  --registry URL for the registry formats: default $SCHEMA_REGISTRY_URL
   --db-url U     for --table: default $VEIL_PG_URL
 Exit codes: 0 done, 1 the source cannot be read, 2 usage error.
 `;
+
+const FORMATS: string[] = ['json', 'avro', 'json-schema', 'protobuf'] satisfies TopicFormat['format'][];
 
 function usage(io: Parameters<Command>[1], message: string): number {
   io.stderr(`veil discover: ${message}\n`);
@@ -55,14 +57,14 @@ export const discoverCommand: Command = async (args, io) => {
 
   const format = values.format ?? 'json';
   const registryUrl = values.registry ?? io.env.SCHEMA_REGISTRY_URL;
-  if (format !== 'json' && format !== 'avro') return usage(io, '--format must be json or avro');
-  if (format === 'avro' && !registryUrl) return usage(io, '--format avro needs --registry or $SCHEMA_REGISTRY_URL');
+  if (!FORMATS.includes(format)) return usage(io, `--format must be one of ${FORMATS.join(', ')}`);
+  if (format !== 'json' && !registryUrl) return usage(io, `--format ${format} needs --registry or $SCHEMA_REGISTRY_URL`);
   const profiler = new Profiler();
   const each = (s: Sampled) => profiler.add(s.value, s.key);
   let report: SampleReport;
   try {
     if (values.file !== undefined) report = await sampleFile(values.file, limit, each);
-    else if (values.topic !== undefined) report = await sampleTopic((values.brokers ?? io.env.KAFKA_BROKERS ?? '127.0.0.1:9092').split(','), values.topic, limit, each, format === 'avro' ? { format, registryUrl: registryUrl! } : { format });
+    else if (values.topic !== undefined) report = await sampleTopic((values.brokers ?? io.env.KAFKA_BROKERS ?? '127.0.0.1:9092').split(','), values.topic, limit, each, format === 'json' ? { format } : { format: format as Exclude<TopicFormat['format'], 'json'>, registryUrl: registryUrl! });
     else report = await sampleTable(dbUrl!, values.table!, limit, each);
   } catch (e) {
     // a source's own message (a path, a topic, psql's refusal) or only the error's name: never a record
@@ -70,10 +72,10 @@ export const discoverCommand: Command = async (args, io) => {
     return 1;
   }
   const findings = profiler.findings(minShare);
-  io.stdout(`sampled ${report.sampled} record(s)${report.unparsable ? `, ${report.unparsable} not ${format === 'avro' && values.topic !== undefined ? 'decodable' : 'JSON'} (skipped)` : ''}; ${findings.length} field(s) hold personal data\n`);
+  io.stdout(`sampled ${report.sampled} record(s)${report.unparsable ? `, ${report.unparsable} not ${format !== 'json' && values.topic !== undefined ? 'decodable' : 'JSON'} (skipped)` : ''}; ${findings.length} field(s) hold personal data\n`);
   for (const f of findings) io.stdout(`  ${f.path.padEnd(28)} ${f.kind.padEnd(14)} ${String(f.matched).padStart(6)}/${String(f.values).padEnd(6)} ${(f.share * 100).toFixed(1).padStart(5)}%  ${f.confidence}\n`);
   if (values.draft !== undefined && findings.length > 0) {
-    const proposal = propose(findings, values.topic !== undefined ? { topic: values.topic, format } : {});
+    const proposal = propose(findings, values.topic !== undefined ? { topic: values.topic, format: format as TopicFormat['format'] } : {});
     if (values.draft === '-') io.stdout(proposal.yaml);
     else {
       await writeFile(values.draft, proposal.yaml, { mode: 0o600 });

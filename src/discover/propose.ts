@@ -1,3 +1,4 @@
+import type { PipelineConfig } from '../stream/pipeline-config.ts';
 import { stringify } from 'yaml';
 import type { Kind } from './detectors.ts';
 import { KEY_PATH, type Finding } from './profile.ts';
@@ -25,7 +26,7 @@ const KEYS: Record<string, Record<string, unknown>> = {
 export interface ProposalSource {
   /** a Kafka topic: the draft has a protect pipeline reading it */
   topic?: string;
-  format?: 'json' | 'avro';
+  format?: PipelineConfig['format'];
 }
 
 export interface Proposal {

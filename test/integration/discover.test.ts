@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import protobuf from 'protobufjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compileVeilConfigText } from '../../src/app/config-file.ts';
 import { fakeCliIo, tempDir, veil } from '../helpers/cli-io.ts';
@@ -98,6 +99,42 @@ describe('veil discover', () => {
     expect(run.out).toMatch(/profile\.name\s+person-name/);
     expect(run.out).toContain('format: avro');
     expect(run.out).not.toContain('photo');
+    expectNoValues(run.out + run.err);
+  }, 60_000);
+
+  it.each(['protobuf', 'json-schema'] as const)('on a %s topic (Confluent wire format, schema from the registry): the same findings, and a draft for that format that validates', async (format) => {
+    const proto = 'syntax = "proto3";\npackage test.discover;\nmessage Customer { string id = 1; string email = 2; repeated Card cards = 3; Profile profile = 4; bytes photo = 5; }\nmessage Card { string number = 1; }\nmessage Profile { string name = 1; string tier = 2; }\n';
+    const jsonSchema = JSON.stringify({ type: 'object', properties: { id: { type: 'string' }, email: { type: 'string' }, cards: { type: 'array', items: { type: 'object', properties: { number: { type: 'string' } } } }, profile: { type: 'object', properties: { name: { type: 'string' }, tier: { type: 'string' } } } } });
+    const kafka = kafkaClient();
+    const topic = `raw.${format}.customers.${randomBytes(4).toString('hex')}`;
+    await createTopics(kafka, [topic], 1);
+    const id = await confluentRegistry(REGISTRY_URL).register(`${topic}-value`, format === 'protobuf' ? proto : jsonSchema, format === 'protobuf' ? 'PROTOBUF' : 'JSON');
+    const Customer = protobuf.parse(proto, { keepCase: true }).root.lookupType('test.discover.Customer');
+    // protobuf: the message-index list [0] in its short form
+    const header = Buffer.alloc(format === 'protobuf' ? 6 : 5);
+    header.writeUInt32BE(id, 1);
+    const encode = (d: ReturnType<typeof demo>) => (format === 'protobuf' ? Customer.encode(Customer.fromObject({ ...d, photo: Buffer.from(d.email) })).finish() : Buffer.from(JSON.stringify(d)));
+    const producer = kafka.producer();
+    await producer.connect();
+    await producer.send({ topic, messages: [
+      ...Array.from({ length: 20 }, (_, i) => ({ key: demo(i).email, value: Buffer.concat([header, encode(demo(i))]) })),
+      { value: Buffer.from('not framed') },
+    ] });
+    await producer.disconnect();
+    const dir = await tempDir();
+    const draft = join(dir, 'draft.yaml');
+    const run = await veil(fakeCliIo(dir, { KAFKA_BROKERS: BROKERS.join(','), SCHEMA_REGISTRY_URL: REGISTRY_URL }), ['discover', '--topic', topic, '--format', format, '--draft', draft]);
+    expect(run.code, run.err).toBe(0);
+    expect(run.out).toMatch(/sampled 20 record\(s\), 1 not decodable \(skipped\); 4 field\(s\)/);
+    expect(run.out).toMatch(/cards\[\]\.number\s+payment-card/);
+    expect(run.out).toMatch(/profile\.name\s+person-name/);
+    expect(run.out).not.toContain('photo');
+    const { readFile } = await import('node:fs/promises');
+    const compiled = compileVeilConfigText(await readFile(draft, 'utf8'));
+    expect(compiled.issues.filter((i) => i.severity === 'error')).toEqual([]);
+    const pipeline = Object.values(compiled.config!.pipelines)[0]!;
+    expect(pipeline.format).toBe(format);
+    expect(pipeline.fields.map((f) => f.path).sort()).toEqual(['cards[].number', 'email', 'profile.name']);
     expectNoValues(run.out + run.err);
   }, 60_000);
 

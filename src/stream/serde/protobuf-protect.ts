@@ -1,7 +1,7 @@
 import { ValueError, type Chain } from '../../engine/index.ts';
 import { StreamError } from '../stream-error.ts';
 import type { PlanNode } from './protobuf-plan.ts';
-import type { ProtoField, ProtoSchema } from './protobuf-schema.ts';
+import type { ProtoField, ProtoMessage, ProtoSchema } from './protobuf-schema.ts';
 import { lenHeader, readVarint, WIRE, wireFields, type WireField } from './protobuf-wire.ts';
 
 export interface ProtectContext {
@@ -72,7 +72,7 @@ const VARINT_KINDS = new Set(['int32', 'int64', 'uint32', 'uint64', 'sint32', 's
 const I64_KINDS = new Set(['fixed64', 'sfixed64', 'double']);
 
 /** The text of each value of a scalar field occurrence (several when it is packed). */
-function scalarTexts(b: Buffer, f: WireField, field: ProtoField, schema: ProtoSchema): string[] {
+export function scalarTexts(b: Buffer, f: WireField, field: ProtoField, schema: ProtoSchema): string[] {
   const wrong = () => new StreamError('RECORD_MALFORMED', `field ${field.name} is not encoded as a ${field.kind}`);
   if (field.kind === 'string') {
     if (f.wireType !== WIRE.len) throw wrong();
@@ -123,3 +123,27 @@ function numberText(b: Buffer, pos: number, field: ProtoField, schema: ProtoSche
     default: return [String(v), next];
   }
 }
+
+/**
+ * The message as a plain object by field name, as veil would see it: scalars and enums as the text
+ * it would protect, nested messages as objects, repeated fields as arrays. Unknown fields and
+ * bytes, map and imported-type fields are left out. For discovery, which looks at values.
+ */
+export function decodeMessage(b: Buffer, from: number, to: number, message: ProtoMessage, schema: ProtoSchema): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  const byNumber = new Map(message.fields.map((f) => [f.number, f]));
+  for (const f of wireFields(b, from, to)) {
+    const field = byNumber.get(f.number);
+    if (!field || SKIPPED.has(field.kind)) continue;
+    let values: unknown[];
+    if (field.kind === 'message') {
+      if (f.wireType !== WIRE.len) throw new StreamError('RECORD_MALFORMED', `field ${field.name} is not encoded as a message`);
+      values = [decodeMessage(b, f.valueStart, f.end, schema.messages.get(field.typeName!)!, schema)];
+    } else values = scalarTexts(b, f, field, schema);
+    if (field.repeated) ((out[field.name] ??= []) as unknown[]).push(...values);
+    else out[field.name] = values.at(-1);
+  }
+  return out;
+}
+
+const SKIPPED = new Set(['bytes', 'map', 'group', 'external']);

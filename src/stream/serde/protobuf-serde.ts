@@ -5,7 +5,7 @@ import type { SchemaRegistryPort } from '../ports.ts';
 import { StreamError } from '../stream-error.ts';
 import { deriveCleanProtobuf } from './protobuf-clean.ts';
 import { compilePlan, ProtoPlanError, type PlanNode } from './protobuf-plan.ts';
-import { protectMessage } from './protobuf-protect.ts';
+import { decodeMessage, protectMessage } from './protobuf-protect.ts';
 import { messageAt, parseProtoSchema, ProtoSchemaError, type ProtoSchema } from './protobuf-schema.ts';
 import { readFraming } from './protobuf-wire.ts';
 import type { RecordProtection, Serde } from './serde.ts';
@@ -30,7 +30,13 @@ type Target = { schema: ProtoSchema; plan: PlanNode; cleanText: string } | { err
  * clean ids are cached per raw schema id and message, so a steady stream costs no registry call.
  * Imports other than types the record's mapped paths never walk into are not resolved.
  */
-export function protobufSerde(options: ProtobufSerdeOptions): Serde {
+/** The Protobuf serde, and a decoder of raw values for discovery. */
+export interface ProtobufSerde extends Serde {
+  /** the record's message as a plain object (decodeMessage): scalars as text, unknown fields left out */
+  decode(bytes: Buffer): Promise<Record<string, unknown>>;
+}
+
+export function protobufSerde(options: ProtobufSerdeOptions): ProtobufSerde {
   const { registry, protectedPaths } = options;
   const schemas = new Map<number, Promise<ProtoSchema | { error: string }>>();
   const targets = new Map<string, Promise<Target>>();
@@ -63,6 +69,14 @@ export function protobufSerde(options: ProtobufSerdeOptions): Serde {
   });
 
   return {
+    async decode(bytes: Buffer): Promise<Record<string, unknown>> {
+      const { schemaId, indexes, bodyStart } = readFraming(bytes);
+      const schema = await schemaOf(schemaId);
+      if ('error' in schema) throw new StreamError('RECORD_MALFORMED', `schema ${schemaId} is not a Protobuf schema veil can read: ${schema.error}`);
+      const message = messageAt(schema, indexes);
+      if (!message) throw new StreamError('RECORD_MALFORMED', `schema ${schemaId} has no message at index [${indexes.join(', ')}]`);
+      return decodeMessage(bytes, bodyStart, bytes.length, message, schema);
+    },
     async protect(bytes: Buffer, protection: RecordProtection, cleanTopic: string): Promise<Buffer> {
       const { schemaId, indexes, bodyStart } = readFraming(bytes);
       const target = await targetOf(schemaId, indexes);
