@@ -86,11 +86,16 @@ export async function sampleTopic(brokers: string[], topic: string, limit: numbe
   const read = await valueReader(format);
   const kafka = new Kafka({ clientId: 'veil-discover', brokers, logLevel: logLevel.NOTHING });
   const admin = kafka.admin();
-  await admin.connect();
+  try {
+    await admin.connect();
+  } catch {
+    throw new SampleSourceError(`cannot reach the Kafka brokers ${brokers.join(',')}`);
+  }
   const groupId = `veil-discover-${randomUUID()}`;
   const consumer = kafka.consumer({ groupId, readUncommitted: false });
   const report = { sampled: 0, unparsable: 0 };
   try {
+    if (!(await admin.listTopics()).includes(topic)) throw new SampleSourceError(`topic ${topic} does not exist`);
     const offsets = await admin.fetchTopicOffsets(topic);
     const available = offsets.reduce((n, p) => n + Math.max(0, Number(p.high) - Number(p.low)), 0);
     const want = Math.min(limit, available);

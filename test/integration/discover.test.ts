@@ -167,6 +167,11 @@ describe('veil discover', () => {
     const missing = await veil(io, ['discover', '--table', 'no_such_table_here']);
     expect(missing.code).toBe(1);
     expect(missing.err).toMatch(/psql could not read no_such_table_here: .*does not exist/);
+    const noTopic = await veil(fakeCliIo(dir, { KAFKA_BROKERS: BROKERS.join(',') }), ['discover', '--topic', `no.such.topic.${randomBytes(3).toString('hex')}`]);
+    expect(noTopic.code).toBe(1);
+    expect(noTopic.err).toMatch(/cannot sample: topic no\.such\.topic\.[0-9a-f]+ does not exist/);
+    expect((await veil(io, ['discover', '--topic', 't', '--format', 'thrift'])).code).toBe(2);
+    expect((await veil(fakeCliIo(dir, {}), ['discover', '--topic', 't', '--format', 'protobuf'])).err).toMatch(/--format protobuf needs --registry/);
     expect((await veil(io, ['discover', '--help'])).code).toBe(0);
   }, 60_000);
 });
