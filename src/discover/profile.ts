@@ -67,7 +67,10 @@ export class Profiler {
       const entries = Object.entries(value);
       // neighbours: an email or phone beside a generic `name` makes it a person's
       const personal = entries.some(([key, v]) => typeof v === 'string' && (isEmail(v) || isPhone(v, { name: normaliseName(key) })));
-      for (const [key, child] of entries) this.walk(child, path ? `${path}.${key}` : key, key, personal, name);
+      for (const [key, child] of entries) {
+        const segment = pathSegment(key);
+        this.walk(child, path ? `${path}.${segment}` : segment, segment === MASKED ? '' : key, personal, name);
+      }
       return;
     }
     const text = typeof value === 'string' ? value : typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 ? String(value) : undefined;
@@ -78,4 +81,19 @@ export class Profiler {
     const context = { name: stats.name, personalNeighbours, parent: stats.parent };
     for (const kind of KINDS) if (detect(kind, text, context)) stats.matched.set(kind, (stats.matched.get(kind) ?? 0) + 1);
   }
+}
+
+/** What a map key that may itself be data shows as in a path. */
+export const MASKED = '*';
+const FIELD_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
+
+/**
+ * A key as a path segment: a field name as it is; anything else — a key that is not a field name
+ * (`alice@example.com`, `+44…`, `4111…` as a map's keys) or that a detector accepts — as `*`, so a
+ * path never carries a sampled value. A path with `*` is reported, not drafted (no pipeline path
+ * can name it).
+ */
+function pathSegment(key: string): string {
+  if (!FIELD_NAME.test(key)) return MASKED;
+  return KINDS.some((kind) => detect(kind, key, { name: '', personalNeighbours: false, parent: '' })) ? MASKED : key;
 }

@@ -1,7 +1,7 @@
 import type { PipelineConfig } from '../stream/pipeline-config.ts';
 import { stringify } from 'yaml';
 import type { Kind } from './detectors.ts';
-import { KEY_PATH, type Finding } from './profile.ts';
+import { KEY_PATH, MASKED, type Finding } from './profile.ts';
 
 /** How each kind is protected in a proposal, and the property it becomes. */
 const PLAN: Record<Kind, { property: string; sequence: string; steps: Record<string, unknown>[]; key: string }> = {
@@ -60,7 +60,8 @@ export function propose(findings: readonly Finding[], source: ProposalSource = {
   const sequences: Record<string, unknown> = {};
   const keys: Record<string, unknown> = {};
   const fields: { path: string; field: string }[] = [];
-  for (const f of findings) {
+  // a path under a map whose keys may be data (`*`) has no pipeline path: reported, not drafted
+  for (const f of findings.filter((x) => !x.path.split(/[.[\]]/).includes(MASKED))) {
     const plan = PLAN[f.kind];
     // one property per kind: fields of a kind protect alike (an email key as its email field, so they still join)
     const property = plan.property;

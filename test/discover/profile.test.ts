@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { Profiler } from '../../src/discover/profile.ts';
+import { propose } from '../../src/discover/propose.ts';
 
 describe('Profiler: per field path, the kind most of its values are', () => {
   const records = Array.from({ length: 20 }, (_, i) => ({
@@ -30,5 +31,17 @@ describe('Profiler: per field path, the kind most of its values are', () => {
     for (const r of records) p.add(r);
     const report = JSON.stringify(p.findings(0));
     for (const value of ['alice0@example.com', '4111', '5555555555554444', 'Martin', '7946', '123-45-6789']) expect(report).not.toContain(value);
+  });
+
+  it('masks a map key that may itself be data (not a field name, or a detector accepts it) as *, and the draft leaves such paths out', () => {
+    const p = new Profiler();
+    for (let i = 0; i < 10; i++) {
+      p.add({ byEmail: { [`user${i}@example.com`]: { card: '4111 1111 1111 1111' } }, byPhone: { [`+4420794609${50 + i}`]: 'x' }, byCard: { ['4111111111111111']: { email: `c${i}@example.com` } }, plain: { email: `p${i}@example.com` } });
+    }
+    const findings = p.findings();
+    expect(findings.map((f) => f.path)).toEqual(['byCard.*.email', 'byEmail.*.card', 'plain.email']);
+    const all = JSON.stringify([...findings, ...p.findings(0)]);
+    for (const value of ['@example.com', '+4420', '4111']) expect(all).not.toContain(value);
+    expect(propose(findings, { topic: 'raw.x' }).fields.map((f) => f.path)).toEqual(['plain.email']);
   });
 });
