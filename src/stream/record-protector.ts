@@ -61,6 +61,7 @@ export class RecordProtector implements ChunkProtector {
 
   async protectChunk(items: readonly ChunkItem[]): Promise<ChunkOutcome[]> {
     if (this.serde.protectManySync) return this.protectChunkSync(items, this.serde.protectManySync.bind(this.serde));
+    if (this.serde.protectMany) return this.protectChunkBatch(items, this.serde.protectMany.bind(this.serde));
     const out: ChunkOutcome[] = [];
     for (const item of items) {
       try {
@@ -80,7 +81,17 @@ export class RecordProtector implements ChunkProtector {
    */
   private protectChunkSync(items: readonly ChunkItem[], many: NonNullable<Serde['protectManySync']>): ChunkOutcome[] {
     const present = items.filter((item): item is ChunkItem & { value: Buffer } => item.value !== null);
-    const values = present.length ? many(present.map((item) => item.value), this.protection) : [];
+    return this.outcomes(items, present.length ? many(present.map((item) => item.value), this.protection) : []);
+  }
+
+  /** The same for a serde that batches asynchronously (registry formats). */
+  private async protectChunkBatch(items: readonly ChunkItem[], many: NonNullable<Serde['protectMany']>): Promise<ChunkOutcome[]> {
+    const present = items.filter((item): item is ChunkItem & { value: Buffer } => item.value !== null);
+    return this.outcomes(items, present.length ? await many(present.map((item) => item.value), this.protection, present.map((item) => item.topic)) : []);
+  }
+
+  /** each item's outcome, given the serde's results for the items with a value, in order */
+  private outcomes(items: readonly ChunkItem[], values: readonly (Buffer | StreamError)[]): ChunkOutcome[] {
     let next = 0;
     return items.map((item): ChunkOutcome => {
       if (item.value === null) return { code: 'RECORD_MALFORMED' };

@@ -2,7 +2,7 @@ import type { SchemaRegistryPort } from '../ports.ts';
 import { StreamError } from '../stream-error.ts';
 import { memo } from '../memo.ts';
 import { CleanJsonSchemaError, deriveCleanJsonSchema } from './json-schema-clean.ts';
-import { protectJsonBytes } from './json-splice.ts';
+import { protectJsonBytes, protectJsonValues } from './json-splice.ts';
 import { compileValidator, SchemaCompileError, type RecordValidator } from './json-schema-validate.ts';
 import type { RecordProtection, Serde } from './serde.ts';
 
@@ -53,25 +53,48 @@ export function jsonSchemaSerde(options: JsonSchemaSerdeOptions): Serde {
     }
   });
 
+  /** the clean id a value goes out with, once its schema fits and (when asked) it validates */
+  async function prepare(bytes: Buffer, protection: RecordProtection, cleanTopic: string): Promise<number> {
+    if (bytes.length < HEADER) throw new StreamError('RECORD_MALFORMED', 'the value is shorter than the wire-format header (magic byte, schema id)');
+    if (bytes[0] !== 0) throw new StreamError('RECORD_MALFORMED', 'the value does not start with the wire-format magic byte 0');
+    const rawId = bytes.readUInt32BE(1);
+    const clean = await cleanOf(rawId);
+    if ('error' in clean) throw new StreamError('RECORD_MALFORMED', `schema ${rawId} does not fit the pipeline's mapped paths: ${clean.error}`);
+    if (protection.validate) {
+      const validator = await validatorOf(rawId);
+      if ('error' in validator) throw new StreamError('RECORD_MALFORMED', `schema ${rawId} cannot be compiled to validate records: ${validator.error}`);
+      validator.validate(bytes.subarray(HEADER));
+    }
+    return memo(cleanIds, `${rawId}\u0000${cleanTopic}`, () => registry.register(`${cleanTopic}-value`, clean.text, 'JSON'));
+  }
+
   return {
     async protect(bytes: Buffer, protection: RecordProtection, cleanTopic: string): Promise<Buffer> {
-      if (bytes.length < HEADER) throw new StreamError('RECORD_MALFORMED', 'the value is shorter than the wire-format header (magic byte, schema id)');
-      if (bytes[0] !== 0) throw new StreamError('RECORD_MALFORMED', 'the value does not start with the wire-format magic byte 0');
-      const rawId = bytes.readUInt32BE(1);
-      const clean = await cleanOf(rawId);
-      if ('error' in clean) throw new StreamError('RECORD_MALFORMED', `schema ${rawId} does not fit the pipeline's mapped paths: ${clean.error}`);
-      if (protection.validate) {
-        const validator = await validatorOf(rawId);
-        if ('error' in validator) throw new StreamError('RECORD_MALFORMED', `schema ${rawId} cannot be compiled to validate records: ${validator.error}`);
-        validator.validate(bytes.subarray(HEADER));
-      }
-      const body = protectJsonBytes(bytes.subarray(HEADER), protection.maps, protection.missing);
-      const cleanId = await memo(cleanIds, `${rawId}\u0000${cleanTopic}`, () => registry.register(`${cleanTopic}-value`, clean.text, 'JSON'));
-      const out = Buffer.allocUnsafe(HEADER + body.length);
-      out[0] = 0;
-      out.writeUInt32BE(cleanId, 1);
-      body.copy(out, HEADER);
-      return out;
+      const cleanId = await prepare(bytes, protection, cleanTopic);
+      return framed(cleanId, protectJsonBytes(bytes.subarray(HEADER), protection.maps, protection.missing));
+    },
+    /** the JSON format's batch (protectJsonValues) once every value's schema is resolved */
+    async protectMany(values: readonly Buffer[], protection: RecordProtection, cleanTopics: readonly string[]): Promise<(Buffer | StreamError)[]> {
+      const ids = await Promise.all(values.map((bytes, i) => prepare(bytes, protection, cleanTopics[i]!).catch((e: unknown) => {
+        if (e instanceof StreamError && !e.retriable) return e;
+        throw e;
+      })));
+      const ready = values.filter((_, i) => !(ids[i] instanceof StreamError));
+      const bodies = ready.length ? protectJsonValues(ready.map((bytes) => bytes.subarray(HEADER)), protection.maps, protection.missing) : [];
+      let next = 0;
+      return ids.map((id) => {
+        if (id instanceof StreamError) return id;
+        const body = bodies[next++]!;
+        return body instanceof StreamError ? body : framed(id, body);
+      });
     },
   };
+}
+
+function framed(cleanId: number, body: Buffer): Buffer {
+  const out = Buffer.allocUnsafe(HEADER + body.length);
+  out[0] = 0;
+  out.writeUInt32BE(cleanId, 1);
+  body.copy(out, HEADER);
+  return out;
 }

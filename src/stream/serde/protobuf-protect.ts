@@ -6,8 +6,19 @@ import { lenHeader, readVarint, WIRE, wireFields, type WireField } from './proto
 
 export interface ProtectContext {
   schema: ProtoSchema;
-  transforms: ReadonlyMap<string, Chain>;
+  /** a mapped value's protected text (throws a StreamError when it cannot be) */
+  protect(path: string, text: string): string;
   missing: 'pass' | 'dead-letter';
+}
+
+/** ProtectContext.protect for one record: each value through its path's transform. */
+export function protectEach(transforms: ReadonlyMap<string, Chain>): (path: string, text: string) => string {
+  return (path, text) => {
+    const transform = transforms.get(path);
+    // the plan and the mappings come from the same pipeline: a gap is a bug, never a pass-through
+    if (!transform) throw new Error(`protobuf serde: no transform for the mapped path ${path}`);
+    return protectValue(transform, text, path);
+  };
 }
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
@@ -37,11 +48,8 @@ export function protectMessage(b: Buffer, from: number, to: number, plan: PlanNo
       out.push(lenHeader(f.number, body.length), body);
       continue;
     }
-    const transform = ctx.transforms.get(entry.path!);
-    // the plan and the mappings come from the same pipeline: a gap is a bug, never a pass-through
-    if (!transform) throw new Error(`protobuf serde: no transform for the mapped path ${entry.path}`);
     for (const text of scalarTexts(b, f, entry.field, ctx.schema)) {
-      const bytes = Buffer.from(protectValue(transform, text, entry.path!), 'utf8');
+      const bytes = Buffer.from(ctx.protect(entry.path!, text), 'utf8');
       out.push(lenHeader(f.number, bytes.length), bytes);
     }
   }

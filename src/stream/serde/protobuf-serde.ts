@@ -1,11 +1,11 @@
-import type { Chain } from '../../engine/index.ts';
+import { ValueError, type Chain } from '../../engine/index.ts';
 import { memo } from '../memo.ts';
 import type { Mapping } from '../protect-record.ts';
 import type { SchemaRegistryPort } from '../ports.ts';
 import { StreamError } from '../stream-error.ts';
 import { deriveCleanProtobuf } from './protobuf-clean.ts';
 import { compilePlan, ProtoPlanError, type PlanNode } from './protobuf-plan.ts';
-import { decodeMessage, protectMessage } from './protobuf-protect.ts';
+import { decodeMessage, protectEach, protectMessage } from './protobuf-protect.ts';
 import { messageAt, parseProtoSchema, ProtoSchemaError, type ProtoSchema } from './protobuf-schema.ts';
 import { readFraming } from './protobuf-wire.ts';
 import type { RecordProtection, Serde } from './serde.ts';
@@ -78,18 +78,95 @@ export function protobufSerde(options: ProtobufSerdeOptions): ProtobufSerde {
       return decodeMessage(bytes, bodyStart, bytes.length, message, schema);
     },
     async protect(bytes: Buffer, protection: RecordProtection, cleanTopic: string): Promise<Buffer> {
-      const { schemaId, indexes, bodyStart } = readFraming(bytes);
-      const target = await targetOf(schemaId, indexes);
-      if ('error' in target) throw new StreamError('RECORD_MALFORMED', `schema ${schemaId} does not fit the pipeline's mapped paths: ${target.error}`);
-      let transforms = transformsOf.get(protection.maps);
-      if (!transforms) transformsOf.set(protection.maps, transforms = new Map(protection.maps.map((m) => [m.path, m.transform])));
-      const body = protectMessage(bytes, bodyStart, bytes.length, target.plan, { schema: target.schema, transforms, missing: protection.missing });
-      const cleanId = await memo(cleanIds, `${schemaId}:${indexes.join(',')}\u0000${cleanTopic}`, () => registry.register(`${cleanTopic}-value`, target.cleanText, 'PROTOBUF'));
-      const header = Buffer.from(bytes.subarray(0, bodyStart));
-      header.writeUInt32BE(cleanId, 1);
-      return Buffer.concat([header, body]);
+      const p = await prepare(bytes, cleanTopic);
+      const body = protectMessage(bytes, p.bodyStart, bytes.length, p.target.plan, { schema: p.target.schema, protect: protectEach(transformsFor(protection)), missing: protection.missing });
+      return framed(bytes, p, body);
+    },
+    async protectMany(values: readonly Buffer[], protection: RecordProtection, cleanTopics: readonly string[]): Promise<(Buffer | StreamError)[]> {
+      const prepared = await Promise.all(values.map((bytes, i) => prepare(bytes, cleanTopics[i]!).catch(deadLetter)));
+      return protectPrepared(values, prepared, protection, transformsFor(protection));
     },
   };
+
+  /** framing, plan and clean id of one value: a StreamError when it has none */
+  async function prepare(bytes: Buffer, cleanTopic: string): Promise<Prepared> {
+    const { schemaId, indexes, bodyStart } = readFraming(bytes);
+    const target = await targetOf(schemaId, indexes);
+    if ('error' in target) throw new StreamError('RECORD_MALFORMED', `schema ${schemaId} does not fit the pipeline's mapped paths: ${target.error}`);
+    const cleanId = await memo(cleanIds, `${schemaId}:${indexes.join(',')}\u0000${cleanTopic}`, () => registry.register(`${cleanTopic}-value`, target.cleanText, 'PROTOBUF'));
+    return { bodyStart, target, cleanId };
+  }
+
+  function transformsFor(protection: RecordProtection): Map<string, Chain> {
+    let transforms = transformsOf.get(protection.maps);
+    if (!transforms) transformsOf.set(protection.maps, transforms = new Map(protection.maps.map((m) => [m.path, m.transform])));
+    return transforms;
+  }
+}
+
+interface Prepared {
+  bodyStart: number;
+  target: Exclude<Target, { error: string }>;
+  cleanId: number;
+}
+
+/** a record's own failure becomes its outcome; anything retriable fails the batch */
+function deadLetter(e: unknown): StreamError {
+  if (e instanceof StreamError && !e.retriable) return e;
+  throw e;
+}
+
+/** the raw header (magic, id, message indexes) with the clean id, then the protected message */
+function framed(bytes: Buffer, p: Prepared, body: Buffer): Buffer {
+  const header = Buffer.from(bytes.subarray(0, p.bodyStart));
+  header.writeUInt32BE(p.cleanId, 1);
+  return Buffer.concat([header, body]);
+}
+
+/**
+ * Many records with each path's values protected as one batch (Chain.many): a first walk collects
+ * the values (and finds the records that fail by their shape), the batch is protected, a second
+ * walk writes the records with the results in the same order. A record failing both by its shape
+ * (malformed, a field missing) and by a value reports its shape here; protect() reports what its
+ * walk meets first.
+ */
+function protectPrepared(values: readonly Buffer[], prepared: readonly (Prepared | StreamError)[], protection: RecordProtection, transforms: ReadonlyMap<string, Chain>): (Buffer | StreamError)[] {
+  const texts = new Map<string, string[]>([...transforms.keys()].map((path) => [path, []]));
+  const counts = () => new Map([...texts].map(([path, list]) => [path, list.length]));
+  const collect = (path: string, text: string) => {
+    texts.get(path)!.push(text);
+    return '';
+  };
+  const starts = prepared.map((p, i) => {
+    if (p instanceof StreamError) return p;
+    const start = counts();
+    try {
+      protectMessage(values[i]!, p.bodyStart, values[i]!.length, p.target.plan, { schema: p.target.schema, protect: collect, missing: protection.missing });
+      return start;
+    } catch (e) {
+      for (const [path, n] of start) texts.get(path)!.length = n;
+      return deadLetter(e);
+    }
+  });
+  const results = new Map([...texts].map(([path, list]) => [path, list.length ? transforms.get(path)!.many(list) : []]));
+  return prepared.map((p, i) => {
+    const start = starts[i]!;
+    if (p instanceof StreamError) return p;
+    if (start instanceof StreamError) return start;
+    const cursor = new Map(start);
+    const take = (path: string) => {
+      const at = cursor.get(path)!;
+      cursor.set(path, at + 1);
+      const out = results.get(path)![at]!;
+      if (out instanceof ValueError) throw new StreamError(out.code, `mapped field ${path}: value ${out.message}`);
+      return out;
+    };
+    try {
+      return framed(values[i]!, p, protectMessage(values[i]!, p.bodyStart, values[i]!.length, p.target.plan, { schema: p.target.schema, protect: take, missing: protection.missing }));
+    } catch (e) {
+      return deadLetter(e);
+    }
+  });
 }
 
 /** The derived schema parses and has every retyped field as a string: else nothing is registered. */

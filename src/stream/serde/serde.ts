@@ -24,4 +24,10 @@ export interface Serde {
    * protected as one batch per field (Chain.many). Anything else throws for the whole batch.
    */
   protectManySync?(values: readonly Buffer[], protection: RecordProtection): (Buffer | StreamError)[];
+  /**
+   * Many values at once for a serde that needs I/O (a registry): each value's clean form or the
+   * StreamError it is dead-lettered with, the mapped values of all of them protected as one batch
+   * per field (Chain.many). A retriable failure (the registry unreachable) rejects the whole batch.
+   */
+  protectMany?(values: readonly Buffer[], protection: RecordProtection, cleanTopics: readonly string[]): Promise<(Buffer | StreamError)[]>;
 }

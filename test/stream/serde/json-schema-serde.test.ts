@@ -91,6 +91,20 @@ describe('jsonSchemaSerde', () => {
     registry.down = true;
     expect((await code(wire(rawId + 1000, '{}'))).code).toBe('REGISTRY_UNAVAILABLE');
   });
+
+  it('protectMany gives each record what protect gives it (validation included), and a registry outage fails the whole batch', async () => {
+    const registry = new FakeRegistry();
+    const rawId = registry.add(rawSchema);
+    const serde = jsonSchemaSerde({ registry, protectedPaths: PATHS });
+    const p = { ...protection, validate: true };
+    const values = [wire(rawId, '{"email":"a@b.c", "n": 1.50}'), Buffer.from([0, 0]), wire(rawId, '{"email": 5, "cards": 1}'), wire(rawId, '{"email":'), wire(999, '{}'), wire(rawId, '{ "cards": [{"number": "4111"}] }')];
+    const one = await Promise.all(values.map((v) => serde.protect(v, p, 'clean').then((b) => b.toString('latin1'), (e: StreamError) => e.code)));
+    const many = (await serde.protectMany!(values, p, values.map(() => 'clean'))).map((r) => (r instanceof StreamError ? r.code : r.toString('latin1')));
+    expect(many).toEqual(one);
+    expect(one.filter((r) => r.startsWith('\u0000')).length).toBeGreaterThan(0);
+    registry.down = true;
+    await expect(serde.protectMany!([wire(rawId + 1000, '{}')], p, ['clean'])).rejects.toMatchObject({ code: 'REGISTRY_UNAVAILABLE' });
+  });
 });
 
 describe('jsonSchemaSerde with validate', () => {
