@@ -1,9 +1,7 @@
 import { execFile } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { mkdir, rm } from 'node:fs/promises';
-import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { pythonVenv } from './python-venv.ts';
 
 const exec = promisify(execFile);
 
@@ -14,28 +12,12 @@ const exec = promisify(execFile);
  */
 const PACKAGES = ['confluent-kafka[schemaregistry,protobuf,json]==2.16.1', 'grpcio-tools==1.85.1'];
 
-let ready: Promise<string> | undefined;
-
 /**
  * A python3 with confluent-kafka in a venv under ~/.cache/veil (built once from PyPI, needs
  * python3-venv, which .ci/run installs). Returns the venv's python.
  */
-export function confluentPython(): Promise<string> {
-  ready ??= build();
-  return ready;
-}
-
-async function build(): Promise<string> {
-  const venv = join(homedir(), '.cache/veil', `confluent-py-${PACKAGES.join(' ').replace(/[^A-Za-z0-9.=-]+/g, '_').slice(0, 80)}`);
-  const python = join(venv, 'bin/python');
-  const stamp = join(venv, '.veil-ready');
-  if (existsSync(stamp)) return python;
-  await rm(venv, { recursive: true, force: true });
-  await mkdir(venv, { recursive: true });
-  await exec('python3', ['-m', 'venv', venv], { timeout: 120_000 });
-  await exec(join(venv, 'bin/pip'), ['install', '--quiet', '--disable-pip-version-check', ...PACKAGES], { timeout: 600_000 });
-  await exec('touch', [stamp]);
-  return python;
+export async function confluentPython(): Promise<string> {
+  return join(await pythonVenv('confluent-py', PACKAGES), 'bin/python');
 }
 
 /** Runs a script of test/interop with the venv's python; its stdout, or the error with its stderr. */

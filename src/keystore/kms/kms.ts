@@ -1,0 +1,34 @@
+import { VeilError } from '../../engine/index.ts';
+
+/**
+ * The key-encryption key (KEK) behind one small port: it wraps and unwraps data keys and never
+ * shows its own key. `context` is bound to the wrapped bytes (AES-GCM additional data, AWS KMS
+ * encryption context): unwrapping with another context fails, so a wrapped key cannot be moved to
+ * another purpose. Adapters: the master key (master-key-kms.ts), AWS KMS (aws-kms.ts), PKCS#11
+ * (pkcs11-kms.ts); caching, retry and metrics are decorators around any of them.
+ */
+export interface Kms {
+  /** what the KEK is, for logs and health: a kind and a key reference, never a secret */
+  readonly description: string;
+  wrap(plaintext: Uint8Array, context: string): Promise<Uint8Array>;
+  unwrap(wrapped: Uint8Array, context: string): Promise<Uint8Array>;
+  close?(): Promise<void>;
+}
+
+export type KmsErrorCode = 'KMS_UNAVAILABLE' | 'KMS_REFUSED';
+
+/**
+ * What a KMS call failed with: KMS_UNAVAILABLE (unreachable, throttled, a server error: retriable)
+ * or KMS_REFUSED (the wrapped bytes, the context, the key or the credentials are wrong: not).
+ * Messages name the KMS and what it said, never key material.
+ */
+export class KmsError extends VeilError {
+  constructor(code: KmsErrorCode, message: string, options?: { cause?: unknown }) {
+    super(code, message, [], options);
+    this.name = 'KmsError';
+  }
+}
+
+export function isRetriableKmsError(e: unknown): boolean {
+  return e instanceof KmsError && e.retriable;
+}

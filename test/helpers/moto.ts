@@ -1,0 +1,53 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { pythonVenv } from './python-venv.ts';
+
+/** moto's server, pinned: the AWS KMS API on 127.0.0.1 for the AWS KMS adapter's tests. */
+const MOTO = ['moto[server]==5.2.5'];
+
+export interface Moto {
+  endpoint: string;
+  process: ChildProcess;
+  /** SIGSTOP / SIGCONT: an unreachable KMS (calls time out) that comes back with its state */
+  pause(): void;
+  resume(): void;
+  stop(): Promise<void>;
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+    server.on('error', reject);
+  });
+}
+
+/** Starts moto_server (from a venv under ~/.cache/veil, built once from PyPI) and waits until it answers. */
+export async function startMoto(): Promise<Moto> {
+  const venv = await pythonVenv('moto', MOTO);
+  const port = await freePort();
+  const child = spawn(join(venv, 'bin/python'), ['-m', 'moto.server', '-H', '127.0.0.1', '-p', String(port)], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  child.stderr!.on('data', (d) => (stderr = (stderr + String(d)).slice(-4000)));
+  const endpoint = `http://127.0.0.1:${port}`;
+  for (const deadline = Date.now() + 60_000; ;) {
+    if (child.exitCode !== null) throw new Error(`moto_server exited: ${stderr}`);
+    if (await fetch(`${endpoint}/moto-api/`).then((r) => r.ok, () => false)) break;
+    if (Date.now() > deadline) throw new Error(`moto_server did not answer on ${endpoint}: ${stderr}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  return {
+    endpoint, process: child,
+    pause: () => void child.kill('SIGSTOP'),
+    resume: () => void child.kill('SIGCONT'),
+    async stop() {
+      child.kill('SIGCONT');
+      child.kill('SIGTERM');
+      if (child.exitCode === null) await new Promise((r) => child.once('exit', r));
+    },
+  };
+}
