@@ -1,4 +1,6 @@
 import { Engine, VeilError, type ConfigIssue } from '../engine/index.ts';
+import { KeyLease } from '../keystore/key-lease.ts';
+import { kekFromEnv } from '../keystore/kms/kms-from-env.ts';
 import { LocalKeystore } from '../keystore/local-keystore.ts';
 import { MASTER_KEY_ENV, describeMasterKeySource, resolveMasterKey } from '../keystore/master-key.ts';
 import { requireConfig, type VeilConfig } from './config-file.ts';
@@ -23,6 +25,8 @@ export interface OpenedEngine {
   engine: Engine;
   keystore: LocalKeystore;
   warnings: ConfigIssue[];
+  /** with a KMS-held KEK (VEIL_KMS): the lease the keys are used under, for health */
+  lease?: KeyLease;
 }
 
 /** VEIL_ENV=production: no development master key file, no key creation, no development client. */
@@ -38,16 +42,45 @@ export function isProduction(env: Env): boolean {
  */
 export async function openEngine(options: OpenEngineOptions): Promise<OpenedEngine> {
   const { config, warnings } = await requireConfig(options.configFile);
-  if (isProduction(options.env) && options.env[MASTER_KEY_ENV] === undefined) {
-    throw new VeilError('KEYSTORE_INVALID', `VEIL_ENV=production needs ${MASTER_KEY_ENV}: the development master key file is not used in production`);
-  }
-  const master = await resolveMasterKey({ dataDir: options.dataDir, env: options.env });
-  if (master.source.kind === 'file') options.notice?.(describeMasterKeySource(master.source));
-  const keystore = await LocalKeystore.open({ dataDir: options.dataDir, masterKey: master.key, now: options.now });
+  const { keystore, lease } = await openKeystore(options);
   if (options.provision) {
     const created = await provisionKeys(config.engine, keystore);
     if (created.length) options.notice?.(`created keys ${created.join(', ')} in ${keystore.path}`);
   }
   requireKeys(config.engine, keystore);
-  return { config, engine: new Engine({ config: config.engine, keys: keystore }), keystore, warnings };
+  return { config, engine: new Engine({ config: config.engine, keys: keystore }), keystore, warnings, ...(lease ? { lease } : {}) };
+}
+
+/**
+ * The keystore under its KEK: a KMS (VEIL_KMS, kms-from-env.ts), whose lease starts renewing
+ * here, or the master key (VEIL_MASTER_KEY; outside production a development key file). With a
+ * KMS, a master key given too only reads a keystore still in the master-key format.
+ */
+export async function openKeystore(options: Pick<OpenEngineOptions, 'dataDir' | 'env' | 'now' | 'notice'>): Promise<{ keystore: LocalKeystore; lease?: KeyLease }> {
+  const kek = await kekFromEnv(options.env);
+  if (!kek && isProduction(options.env) && options.env[MASTER_KEY_ENV] === undefined) {
+    throw new VeilError('KEYSTORE_INVALID', `VEIL_ENV=production needs ${MASTER_KEY_ENV} or VEIL_KMS: the development master key file is not used in production`);
+  }
+  let masterKey;
+  if (!kek || options.env[MASTER_KEY_ENV] !== undefined) {
+    const master = await resolveMasterKey({ dataDir: options.dataDir, env: options.env });
+    if (master.source.kind === 'file') options.notice?.(describeMasterKeySource(master.source));
+    masterKey = master.key;
+  }
+  const keystore = await LocalKeystore.open({ dataDir: options.dataDir, now: options.now, ...(masterKey ? { masterKey } : {}), ...(kek ? { kms: kek.kms } : {}) });
+  if (!kek) return { keystore };
+  options.notice?.(`keys wrapped by ${kek.kms.description}; usable for ${kek.ttlMs / 1000} s without it answering`);
+  const lease = new KeyLease({
+    kms: kek.direct, wrapped: () => keystore.wrappedDataKey(), ttlMs: kek.ttlMs,
+    onChange: (valid, reason) => options.notice?.(valid ? `the KEK answers again (${kek.kms.description}): keys in use` : `the KEK has not answered for ${kek.ttlMs / 1000} s (${reason}): keys refused until it does`),
+  }).start();
+  keystore.useLease(lease);
+  return { keystore, lease };
+}
+
+/** Liveness from the KEK's lease: failing with the KEK and the reason once keys are refused. */
+export function leaseLiveness(lease: KeyLease | undefined): { healthy: boolean; detail?: Record<string, unknown> } {
+  const status = lease?.status();
+  if (!status || status.valid) return { healthy: true };
+  return { healthy: false, detail: { kek: { code: 'KMS_UNAVAILABLE', reason: status.reason, kms: status.kek } } };
 }

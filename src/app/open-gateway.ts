@@ -16,7 +16,7 @@ import { EngineHolder, type ActiveConfig } from '../control/engine-holder.ts';
 import { ActiveVersionWatch } from './active-version-watch.ts';
 import { compileVeilConfigText, type VeilConfig } from './config-file.ts';
 import { createLogger } from './logger.ts';
-import { openEngine } from './open-engine.ts';
+import { leaseLiveness, openEngine } from './open-engine.ts';
 
 export interface GatewayOptions {
   configFile: string;
@@ -58,7 +58,7 @@ export async function openGateway(options: GatewayOptions): Promise<OpenedGatewa
   const logger = createLogger(options.logLevel ?? options.env.VEIL_LOG_LEVEL ?? 'info', options.logDestination);
   const versions = await ConfigVersions.open(options.dataDir);
   const active = await versions.adopt(options.configFile, options.now(), compileVeilConfigText);
-  const { config, engine, keystore, warnings } = await openEngine({
+  const { config, engine, keystore, warnings, lease } = await openEngine({
     configFile: active.file, dataDir: options.dataDir, env: options.env, now: options.now, provision: options.development, notice: options.notice,
   });
   if (!config.gateway) throw new VeilError('CONFIG_INVALID', `configuration ${options.configFile} has no gateway section`);
@@ -85,7 +85,7 @@ export async function openGateway(options: GatewayOptions): Promise<OpenedGatewa
     parts = build(holder.get(), parts.config);
   });
   const tls = config.gateway.tls ? { cert: await readFile(resolve(config.gateway.tls.certFile)), key: await readFile(resolve(config.gateway.tls.keyFile)) } : undefined;
-  const gateway = createGateway({ parts: () => parts, logger, ...(tls ? { tls } : {}) });
+  const gateway = createGateway({ parts: () => parts, logger, live: () => leaseLiveness(lease), ...(tls ? { tls } : {}) });
   return {
     ...gateway,
     config: config.gateway,

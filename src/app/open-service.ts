@@ -14,7 +14,7 @@ import { JwtSigner } from '../keystore/jwt-signer.ts';
 import type { LocalKeystore } from '../keystore/local-keystore.ts';
 import { buildServer } from '../http/server.ts';
 import { createLogger } from './logger.ts';
-import { openEngine } from './open-engine.ts';
+import { leaseLiveness, openEngine } from './open-engine.ts';
 import { ConfigVersions } from '../control/config-versions.ts';
 import { EngineHolder } from '../control/engine-holder.ts';
 import { ActiveVersionWatch } from './active-version-watch.ts';
@@ -84,7 +84,7 @@ export async function openService(options: ServiceOptions): Promise<Service> {
   options.notice?.(active.adopted
     ? `configuration ${options.configFile} published as version ${active.number} (${active.file})`
     : `configuration: active version ${active.number} (${active.file}); ${options.configFile} is unchanged since it was adopted`);
-  const { config, engine, keystore, warnings } = await openEngine({
+  const { config, engine, keystore, warnings, lease } = await openEngine({
     configFile: active.file, dataDir: options.dataDir, env: options.env, now: options.now, provision: options.development, notice: options.notice,
   });
   for (const w of warnings) logger.warn({ pointer: w.pointer }, `configuration: ${w.message}`);
@@ -121,6 +121,7 @@ export async function openService(options: ServiceOptions): Promise<Service> {
   const app = buildServer({
     engine: holder, service, issuer, signer, tokens, verifier, audit, logger, now: options.now,
     ready: () => !draining,
+    live: () => leaseLiveness(lease),
     ...(https ? { https } : {}),
   });
   const pipelineMetrics = openPortal(app, {

@@ -14,7 +14,7 @@ import { ProtectPipeline } from '../stream/protect-pipeline.ts';
 import { killingInCommit } from '../stream/fault-injection.ts';
 import { StreamMetrics } from '../stream/stream-metrics.ts';
 import { createLogger } from './logger.ts';
-import { openEngine } from './open-engine.ts';
+import { leaseLiveness, openEngine } from './open-engine.ts';
 
 export interface StreamOptions {
   configFile: string;
@@ -61,7 +61,7 @@ export function protectThreads(given: string | undefined): number {
 /** Wires config, keystore, engine, Kafka and the registry into the protect pipelines. */
 export async function openStream(options: StreamOptions): Promise<StreamService> {
   const logger = options.logger ?? createLogger(options.env.VEIL_LOG_LEVEL ?? 'info');
-  const { config, engine } = await openEngine({ configFile: options.configFile, dataDir: options.dataDir, env: options.env, now: options.now, provision: options.development, notice: options.notice });
+  const { config, engine, lease } = await openEngine({ configFile: options.configFile, dataDir: options.dataDir, env: options.env, now: options.now, provision: options.development, notice: options.notice });
   const names = options.pipelines ?? Object.keys(config.pipelines);
   for (const n of names) if (!config.pipelines[n]) throw new VeilError('CONFIG_INVALID', `no pipeline ${n} in ${options.configFile}`);
   if (names.length === 0) throw new VeilError('CONFIG_INVALID', `${options.configFile} defines no pipelines`);
@@ -117,7 +117,9 @@ export async function openStream(options: StreamOptions): Promise<StreamService>
         // liveness is progress: a stalled, halted or crashed pipeline fails it
         live: () => {
           const failing = pipelines.map((p) => ({ pipeline: p.name, ...p.health() })).filter((h) => !h.healthy).map(({ pipeline, reason }) => ({ pipeline, reason }));
-          return failing.length ? { healthy: false, detail: { pipelines: failing } } : { healthy: true };
+          const kek = leaseLiveness(lease);
+          if (!failing.length && kek.healthy) return { healthy: true };
+          return { healthy: false, detail: { ...(failing.length ? { pipelines: failing } : {}), ...kek.detail } };
         },
         ready: () => running,
         metrics: metrics.registry,

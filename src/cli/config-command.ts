@@ -3,8 +3,7 @@ import { loadConfigFile, requireConfig } from '../app/config-file.ts';
 import { provisionKeys } from '../app/config-keys.ts';
 import { resolveConfigPath, resolveDataDir } from '../app/paths.ts';
 import { formatIssue, VeilError } from '../engine/index.ts';
-import { LocalKeystore } from '../keystore/local-keystore.ts';
-import { describeMasterKeySource, resolveMasterKey } from '../keystore/master-key.ts';
+import { openKeystore } from '../app/open-engine.ts';
 import { usageExitCode, type Command } from './io.ts';
 
 export const configHelp = `Usage: veil config <action> [options]
@@ -55,9 +54,8 @@ export const configCommand: Command = async (args, io) => {
     try {
       const { config } = await requireConfig(file);
       const dataDir = resolveDataDir(parsed.values['data-dir'], io.env, io.cwd);
-      const master = await resolveMasterKey({ dataDir, env: io.env });
-      if (master.source.kind === 'file') io.stderr(`veil config: ${describeMasterKeySource(master.source)}\n`);
-      const keystore = await LocalKeystore.open({ dataDir, masterKey: master.key, now: io.now });
+      const { keystore, lease } = await openKeystore({ dataDir, env: io.env, now: io.now, notice: (line) => io.stderr(`veil config: ${line}\n`) });
+      lease?.stop();
       const created = await provisionKeys(config.engine, keystore);
       io.stdout(created.length ? `created ${created.join(', ')} in ${keystore.path}\n` : `every key of ${file} is in ${keystore.path}\n`);
       return 0;

@@ -1,8 +1,8 @@
 import { parseArgs } from 'node:util';
 import { KEY_TYPE_NAMES, VeilError, type KeyInfo } from '../engine/index.ts';
 import { isKeyType, isValidKeyId } from '../keystore/key-material.ts';
-import { LocalKeystore } from '../keystore/local-keystore.ts';
-import { describeMasterKeySource, resolveMasterKey } from '../keystore/master-key.ts';
+import { kekFromEnv } from '../keystore/kms/kms-from-env.ts';
+import { openKeystore } from '../app/open-engine.ts';
 import { UsageError } from './errors.ts';
 import { usageExitCode, type CliIo, type Command } from './io.ts';
 import { resolveDataDir } from '../app/paths.ts';
@@ -18,6 +18,8 @@ Actions:
                                                existing material (migration): a new key,
                                                or a new primary version of a key of that type
   list    [--json]                             ids, types, versions; no material
+  rewrap                                       rotate the key-encryption key: the key set as
+                                               it is, wrapped by the KEK VEIL_TO_* names
   help                                         this text
 
 Options:
@@ -28,8 +30,11 @@ Options:
   --data-dir <dir>   default: $VEIL_DATA_DIR, else ./.veil
   --json             list as JSON
 
-The master key comes from VEIL_MASTER_KEY (64 hex digits or base64 of 32 bytes); without it a
-development key file <data dir>/master.key is used (created on first use, mode 0600).
+The KEK comes from VEIL_KMS (aws-kms or pkcs11, with their settings: docs/operations.md), else
+from VEIL_MASTER_KEY (64 hex digits or base64 of 32 bytes); without either a development key file
+<data dir>/master.key is used (created on first use, mode 0600). rewrap's target is the same
+settings with VEIL_TO_ for VEIL_ (VEIL_TO_KMS=aws-kms VEIL_TO_KMS_KEY_ID=...): no key and no
+protected value changes; a keystore in the master-key format becomes a KMS-wrapped key set.
 Exit codes: 0 ok, 1 keystore error, 2 usage error.
 `;
 
@@ -49,6 +54,7 @@ const ALLOWED: Record<string, readonly (keyof Flags)[]> = {
   rotate: ['id'],
   import: ['id', 'type', 'hex'],
   list: ['json'],
+  rewrap: [],
 };
 
 export const keysCommand: Command = async (args, io) => {
@@ -111,9 +117,8 @@ async function run(action: string, flags: Flags, io: CliIo): Promise<number> {
     }
   }
   const dataDir = resolveDataDir(flags['data-dir'], io.env, io.cwd);
-  const master = await resolveMasterKey({ dataDir, env: io.env });
-  if (master.source.kind === 'file') io.stderr(`veil keys: ${describeMasterKeySource(master.source)}\n`);
-  const keystore = await LocalKeystore.open({ dataDir, masterKey: master.key, now: io.now });
+  const { keystore, lease } = await openKeystore({ dataDir, env: io.env, now: io.now, notice: (line) => io.stderr(`veil keys: ${line}\n`) });
+  lease?.stop();
   const id = flags.id as string;
   const type = flags.type as string;
   switch (action) {
@@ -125,6 +130,14 @@ async function run(action: string, flags: Flags, io: CliIo): Promise<number> {
     case 'rotate': {
       const info = await keystore.rotate(id);
       io.stdout(`rotated key ${info.id} (${info.type}): version ${info.primary} is primary, ${info.versions.length - 1} older version(s) stay usable\n`);
+      return 0;
+    }
+    case 'rewrap': {
+      const target = await kekFromEnv(targetEnv(io.env));
+      if (!target) throw new UsageError('rewrap needs the target KEK: VEIL_TO_KMS (aws-kms or pkcs11) and its settings with VEIL_TO_ for VEIL_');
+      const from = keystore.kekDescription();
+      await keystore.rewrap(target.direct);
+      io.stdout(`rewrapped ${keystore.path}: from ${from} to ${target.direct.description}; no key changed\n`);
       return 0;
     }
     case 'import': {
@@ -159,4 +172,12 @@ function unexpected(error: unknown): string {
 
 function firstLine(text: string): string {
   return text.split('\n', 1)[0] ?? '';
+}
+
+/** The environment of rewrap's target: VEIL_TO_X as VEIL_X (other variables, AWS credentials, as they are). */
+function targetEnv(env: Readonly<Record<string, string | undefined>>): Record<string, string | undefined> {
+  const out: Record<string, string | undefined> = {};
+  for (const [k, v] of Object.entries(env)) if (!k.startsWith('VEIL_KMS') && !k.startsWith('VEIL_PKCS11')) out[k] = v;
+  for (const [k, v] of Object.entries(env)) if (k.startsWith('VEIL_TO_')) out[`VEIL_${k.slice('VEIL_TO_'.length)}`] = v;
+  return out;
 }

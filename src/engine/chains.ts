@@ -60,6 +60,19 @@ function chainOf(steps: readonly Step[]): Chain {
   return chain;
 }
 
+/** The chain, asking `check` first on every call (one value or many). */
+function gated(chain: Chain, check: () => void): Chain {
+  const out = ((value: string) => {
+    check();
+    return chain(value);
+  }) as Chain;
+  out.many = (values) => {
+    check();
+    return chain.many(values);
+  };
+  return out;
+}
+
 /**
  * Builds and caches the bound step chain of every (field, action) on first use. Transformers are
  * built once per sequence; binding to a field computes its constants (tweaks, S2V prefixes) once.
@@ -85,8 +98,11 @@ export class ChainCache {
 
   private build(field: CompiledField, plan: ActionPlan): Chain {
     const bound = this.sequence(plan.sequence).map((t) => t.bind(field));
-    if (plan.direction === 'forward') return chainOf(bound.map((t) => ({ one: t.protect, ...(t.protectMany ? { many: t.protectMany } : {}) })));
-    return chainOf(bound.slice().reverse().map((t) => ({ one: t.unprotect, ...(t.unprotectMany ? { many: t.unprotectMany } : {}) })));
+    const chain = plan.direction === 'forward'
+      ? chainOf(bound.map((t) => ({ one: t.protect, ...(t.protectMany ? { many: t.protectMany } : {}) })))
+      : chainOf(bound.slice().reverse().map((t) => ({ one: t.unprotect, ...(t.unprotectMany ? { many: t.unprotectMany } : {}) })));
+    const keys = this.deps.keys;
+    return keys.assertUsable ? gated(chain, () => keys.assertUsable!()) : chain;
   }
 
   private sequence(name: string): Transformer[] {

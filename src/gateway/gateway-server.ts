@@ -29,6 +29,8 @@ export interface GatewayDeps {
   logger: Logger;
   /** serve HTTPS with this PEM certificate (chain) and key */
   tls?: { cert: Buffer; key: Buffer };
+  /** liveness beyond draining (the KEK's lease): its 503 detail when failing */
+  live?: () => { healthy: boolean; detail?: Record<string, unknown> };
 }
 
 export interface Gateway {
@@ -78,7 +80,11 @@ export function createGateway(deps: GatewayDeps): Gateway {
     const parts = deps.parts();
     const { config } = parts;
     const rawPath = (req.url ?? '/').split('?')[0];
-    if (rawPath === config.healthPath) return sendJson(res, draining ? 503 : 200, { status: draining ? 'draining' : 'ok' });
+    if (rawPath === config.healthPath) {
+      const live = deps.live?.() ?? { healthy: true };
+      if (draining) return sendJson(res, 503, { status: 'draining' });
+      return sendJson(res, live.healthy ? 200 : 503, live.healthy ? { status: 'ok' } : { status: 'failing', ...live.detail });
+    }
     if (rawPath === config.metricsPath) {
       metrics.registry.metrics().then((text) => sendText(res, metrics.registry.contentType, text), () => res.destroy());
       return;

@@ -12,7 +12,7 @@ import { DEFAULT_BODY_READ_TIMEOUT_MS, registerBodyReadTimeout } from './body-ti
 import { HttpMetrics } from './metrics.ts';
 import { openApiDocument } from './openapi.ts';
 import { PROBLEM_CONTENT_TYPE, problemOf } from '../errors/problem.ts';
-import { registerOpsRoutes } from './routes/ops-routes.ts';
+import { registerOpsRoutes, type Liveness } from './routes/ops-routes.ts';
 import { registerTokenRoutes } from './routes/token-routes.ts';
 import { registerTransformRoute } from './routes/transform-route.ts';
 import { registerRouting } from './routing.ts';
@@ -37,6 +37,8 @@ export interface ServerDeps {
   metrics?: HttpMetrics;
   /** readiness: false while starting or draining */
   ready?: () => boolean;
+  /** liveness beyond "the process answers": the KEK's lease (default: healthy) */
+  live?: () => Liveness;
   /** serve HTTPS with this certificate and key (PEM), from service.tls */
   https?: { cert: Buffer; key: Buffer };
 }
@@ -90,7 +92,7 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
   registerTransformRoute(app, { ...deps, metrics, sendError: send });
   app.register(async (scope) => registerTokenRoutes(scope, deps));
 
-  registerOpsRoutes(app, { live: () => ({ healthy: true }), ready: () => deps.ready?.() ?? true, metrics: metrics.registry });
+  registerOpsRoutes(app, { live: deps.live ?? (() => ({ healthy: true })), ready: () => deps.ready?.() ?? true, metrics: metrics.registry });
   const openapi = openApiDocument(deps.issuer, deps.service.limits);
   app.get('/openapi.json', async () => openapi);
   return app;

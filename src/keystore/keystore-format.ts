@@ -56,7 +56,7 @@ export function encodeKeystore(records: readonly KeyRecord[], masterKey: Uint8Ar
   const salt = randomBytes(SALT_BYTES);
   const nonce = randomBytes(NONCE_BYTES);
   const header = makeHeader(salt, derive(masterKey, salt, CHECK_INFO, CHECK_BYTES), nonce);
-  const plaintext = Buffer.from(JSON.stringify({ keys: records.map(recordToJson) }), 'utf8');
+  const plaintext = recordsToPlaintext(records);
   const fileKey = derive(masterKey, salt, KDF_INFO, 32);
   try {
     const cipher = createCipheriv(CIPHER, fileKey, nonce, { authTagLength: TAG_BYTES });
@@ -126,6 +126,20 @@ export function decodeKeystore(bytes: Uint8Array, masterKey: Uint8Array, path: s
   }
 }
 
+/** The key list as the JSON text both keystore formats encrypt (this file's, keyset-envelope.ts). */
+export function recordsToPlaintext(records: readonly KeyRecord[]): Buffer {
+  return Buffer.from(JSON.stringify({ keys: records.map(recordToJson) }), 'utf8');
+}
+
+/** The key list of a decrypted text, checked; undefined when anything is off. */
+export function recordsFromPlaintext(plaintext: Buffer): KeyRecord[] | undefined {
+  try {
+    return readRecords(JSON.parse(plaintext.toString('utf8')));
+  } catch {
+    return undefined;
+  }
+}
+
 function makeHeader(salt: Buffer, check: Buffer, nonce: Buffer): Header {
   return {
     format: KEYSTORE_FORMAT,
@@ -149,7 +163,7 @@ function derive(masterKey: Uint8Array, salt: Uint8Array, info: string, length: n
 }
 
 /** Strict base64: only the canonical encoding of the bytes (and of the given length) is accepted. */
-function base64(text: string, length?: number): Buffer | undefined {
+export function base64(text: string, length?: number): Buffer | undefined {
   const bytes = Buffer.from(text, 'base64');
   if (bytes.toString('base64') !== text) return undefined;
   if (length !== undefined && bytes.length !== length) return undefined;

@@ -5,6 +5,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { MemoryKeyProvider, revealKeyBytes, VeilError, type KeyInfo, type KeyProvider, type KeyType, type SecretKey } from '../engine/index.ts';
 import { isKeyType, isValidKeyId, keySizes, parseHexMaterial } from './key-material.ts';
 import { decodeKeystore, encodeKeystore, type KeyRecord } from './keystore-format.ts';
+import { decodeEnvelope, encodeEnvelope, isEnvelope, rewrapEnvelope, wrappedKeyOf } from './keyset-envelope.ts';
+import type { KeyLease } from './key-lease.ts';
+import type { Kms } from './kms/kms.ts';
 import { errorCode } from './master-key.ts';
 
 export const KEYSTORE_FILE = 'keystore.json';
@@ -13,7 +16,14 @@ const LOCK_POLL_MS = 25;
 
 export interface LocalKeystoreOptions {
   dataDir: string;
-  masterKey: SecretKey;
+  /** the KEK of the master-key format (keystore-format.ts): the embedded default */
+  masterKey?: SecretKey;
+  /**
+   * a KEK behind the Kms port: the file is written in the envelope format (keyset-envelope.ts);
+   * with a master key too, a master-key file is still read (and rewritten as an envelope on the
+   * next change or `rewrap`)
+   */
+  kms?: Kms;
   now?: () => Date;
 }
 
@@ -27,14 +37,19 @@ export interface LocalKeystoreOptions {
 export class LocalKeystore implements KeyProvider {
   readonly path: string;
   private readonly dataDir: string;
-  private readonly masterKey: SecretKey;
+  private readonly masterKey?: SecretKey;
+  private kms?: Kms;
   private readonly now: () => Date;
   private view = new MemoryKeyProvider();
+  private wrapped?: Buffer;
+  private lease?: KeyLease;
 
   private constructor(options: LocalKeystoreOptions) {
+    if (!options.masterKey && !options.kms) throw new Error('a keystore needs a master key or a Kms');
     this.dataDir = options.dataDir;
     this.path = join(options.dataDir, KEYSTORE_FILE);
     this.masterKey = options.masterKey;
+    this.kms = options.kms;
     this.now = options.now ?? (() => new Date());
   }
 
@@ -66,6 +81,53 @@ export class LocalKeystore implements KeyProvider {
 
   key(id: string, version: number): SecretKey | undefined {
     return this.view.key(id, version);
+  }
+
+  /** KeyProvider.assertUsable: refuses (KMS_UNAVAILABLE) once the KEK's lease ran out. */
+  assertUsable(): void {
+    this.lease?.check();
+  }
+
+  /** The lease that must stay valid for the keys to be used (key-lease.ts). */
+  useLease(lease: KeyLease): void {
+    this.lease = lease;
+  }
+
+  /** The KEK's wrap of the current data key (envelope format only): what a lease unwraps again. */
+  wrappedDataKey(): Buffer | undefined {
+    return this.wrapped && Buffer.from(this.wrapped);
+  }
+
+  /** What holds the KEK: the master key, or the Kms's description. */
+  kekDescription(): string {
+    return this.kms?.description ?? 'master key';
+  }
+
+  /**
+   * Rotates the KEK: the key set as it is, its data key wrapped by `to` (a master-key file becomes
+   * an envelope). No key and no protected value changes; processes using the old KEK read the
+   * file again with the new one.
+   */
+  async rewrap(to: Kms): Promise<void> {
+    await this.withLock(async () => {
+      const bytes = await this.readBytes();
+      if (!bytes) throw new VeilError('KEYSTORE_INVALID', `keystore ${this.path} no longer exists`);
+      let next: Buffer;
+      if (isEnvelope(bytes)) {
+        if (!this.kms) throw this.needsKms();
+        next = await rewrapEnvelope(bytes, this.kms, to, this.path);
+      } else {
+        const records = this.decodeMasterKeyFile(bytes);
+        try {
+          next = await encodeEnvelope(records, to);
+        } finally {
+          wipe(records);
+        }
+      }
+      await this.writeBytes(next);
+      this.kms = to;
+      this.wrapped = wrappedKeyOf(next, this.path);
+    });
   }
 
   list(): KeyInfo[] {
@@ -159,18 +221,40 @@ export class LocalKeystore implements KeyProvider {
 
   /** The decoded file; undefined when it does not exist. */
   private async read(): Promise<KeyRecord[] | undefined> {
-    let bytes: Buffer;
+    const bytes = await this.readBytes();
+    if (!bytes) return undefined;
+    if (!isEnvelope(bytes)) return this.decodeMasterKeyFile(bytes);
+    if (!this.kms) throw this.needsKms();
+    const records = await decodeEnvelope(bytes, this.kms, this.path);
+    this.wrapped = wrappedKeyOf(bytes, this.path);
+    return records;
+  }
+
+  private decodeMasterKeyFile(bytes: Buffer): KeyRecord[] {
+    if (!this.masterKey) throw new VeilError('KEYSTORE_INVALID', `keystore ${this.path} is encrypted under a master key: set VEIL_MASTER_KEY to read it (and rewrap it under the KMS)`);
+    return decodeKeystore(bytes, revealKeyBytes(this.masterKey), this.path);
+  }
+
+  private needsKms(): VeilError {
+    return new VeilError('KEYSTORE_INVALID', `keystore ${this.path} is a key set wrapped by a KMS: set VEIL_KMS to read it`);
+  }
+
+  private async readBytes(): Promise<Buffer | undefined> {
     try {
-      bytes = await readFile(this.path);
+      return await readFile(this.path);
     } catch (error) {
       if (errorCode(error) === 'ENOENT') return undefined;
       throw this.ioError('cannot read', error);
     }
-    return decodeKeystore(bytes, revealKeyBytes(this.masterKey), this.path);
   }
 
   private async write(records: readonly KeyRecord[]): Promise<void> {
-    const bytes = encodeKeystore(records, revealKeyBytes(this.masterKey));
+    const bytes = this.kms ? await encodeEnvelope(records, this.kms) : encodeKeystore(records, revealKeyBytes(this.masterKey!));
+    await this.writeBytes(bytes);
+    if (this.kms) this.wrapped = wrappedKeyOf(bytes, this.path);
+  }
+
+  private async writeBytes(bytes: Buffer): Promise<void> {
     const temp = `${this.path}.${randomBytes(6).toString('hex')}.tmp`;
     try {
       const handle = await open(temp, 'wx', 0o600);

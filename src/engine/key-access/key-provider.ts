@@ -37,4 +37,10 @@ export interface KeyProvider {
   info(id: string): KeyInfo | undefined;
   /** the material of one version, wrapped; undefined when the key or version does not exist */
   key(id: string, version: number): SecretKey | undefined;
+  /**
+   * Throws (a VeilError, KMS_UNAVAILABLE) when the keys may not be used now, although held — the
+   * key-encryption key's lease ran out. The engine asks before every transform, so keys the
+   * transformers have cached are refused too.
+   */
+  assertUsable?(): void;
 }
