@@ -22,6 +22,8 @@ export class JwtSigner {
   }
 
   async sign(claims: JWTPayload, typ: string): Promise<string> {
+    // a private key is a key: refused with the others once the KEK's lease ran out (public keys stay published)
+    this.keys.assertUsable?.();
     const info = this.keys.info(this.keyId);
     if (!info) throw new VeilError('KEY_UNAVAILABLE', `token signing key ${this.keyId} is not in the keystore`);
     const { privateKey, jwk } = this.version(info.primary);

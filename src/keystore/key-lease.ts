@@ -56,6 +56,11 @@ export class KeyLease {
   /** Throws KMS_UNAVAILABLE when the lease ran out. */
   check(): void {
     if (this.now() < this.validUntil) return;
+    if (this.announced) {
+      // a renewal may still be waiting on the KMS: say it when the first call is refused
+      this.announced = false;
+      this.options.onChange?.(false, this.reason ?? 'KMS_UNAVAILABLE');
+    }
     throw new VeilError('KMS_UNAVAILABLE', `the key-encryption key (${this.options.kms.description}) has not answered for ${Math.round(this.options.ttlMs / 1000)} s: keys are not used until it does${this.reason ? ` (${this.reason})` : ''}`);
   }
 

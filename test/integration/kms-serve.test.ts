@@ -1,0 +1,141 @@
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { CreateKeyCommand, KMSClient } from '@aws-sdk/client-kms';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startMoto, type Moto } from '../helpers/moto.ts';
+import { freePorts, ROOT } from '../helpers/processes.ts';
+import { softHsmToken, type SoftHsm } from '../helpers/softhsm.ts';
+
+const CREDENTIALS = { AWS_ACCESS_KEY_ID: 'testing', AWS_SECRET_ACCESS_KEY: 'testing' };
+const guid = (n: number) => `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`;
+
+function transformBody(action: 'Protect' | 'Unprotect', value: string) {
+  return {
+    rightsContexts: [{ guid: guid(1), evidences: [{ name: 'Role', value: 'fraud' }] }],
+    processingContexts: [{ guid: guid(2), evidences: [{ name: 'Action', value: action }] }],
+    requests: [{ guid: guid(3), rightsContext: guid(1), processingContext: guid(2), instances: [{ className: 'Customer', propertyName: 'email', value }] }],
+  };
+}
+
+async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
+  for (const deadline = Date.now() + timeoutMs; ;) {
+    const out = await probe().catch(() => undefined);
+    if (out !== undefined) return out;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+/** `veil serve` as a process whose keys are wrapped by a KMS (VEIL_KMS), the KMS a real one. */
+class Served {
+  child!: ChildProcess;
+  url = '';
+  stderr = '';
+  token = '';
+
+  async start(dataDir: string, env: Record<string, string>): Promise<void> {
+    const port = await freePorts(1);
+    this.url = `http://127.0.0.1:${port}`;
+    this.stderr = '';
+    this.child = spawn(join(ROOT, 'bin/veil'), ['serve', '--port', String(port), '--data-dir', dataDir], { env: { ...process.env, VEIL_LOG_LEVEL: 'warn', VEIL_DRAIN_DELAY_MS: '0', ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+    this.child.stderr!.on('data', (d) => (this.stderr += String(d)));
+    await until('veil serve ready', async () => ((await fetch(`${this.url}/readyz`)).ok ? true : undefined));
+    const secret = (await readFile(join(dataDir, 'dev-client.secret'), 'utf8')).trim();
+    const res = await fetch(`${this.url}/connect/token`, { method: 'POST', body: new URLSearchParams({ grant_type: 'client_credentials', client_id: 'veil-dev', client_secret: secret }) });
+    this.token = ((await res.json()) as { access_token: string }).access_token;
+  }
+
+  async transform(action: 'Protect' | 'Unprotect', value: string): Promise<{ status: number; value?: string; code?: string }> {
+    const res = await fetch(`${this.url}/transform`, { method: 'POST', headers: { authorization: `Bearer ${this.token}`, 'content-type': 'application/json' }, body: JSON.stringify(transformBody(action, value)) });
+    const body = await res.json() as { responses?: { instances: { value: string }[] }[]; code?: string };
+    return { status: res.status, value: body.responses?.[0]?.instances[0]?.value, code: body.code };
+  }
+
+  async stop(): Promise<void> {
+    if (this.child.exitCode !== null) return;
+    const exited = new Promise((r) => this.child.once('exit', r));
+    this.child.kill('SIGTERM');
+    await exited;
+  }
+}
+
+describe('veil serve with the KEK in a KMS (moto_server, SoftHSM2)', () => {
+  let moto: Moto;
+  let hsm: SoftHsm;
+  let keyId: string;
+  let dataDir: string;
+  const served = new Served();
+
+  beforeAll(async () => {
+    moto = await startMoto();
+    const admin = new KMSClient({ region: 'eu-west-1', endpoint: moto.endpoint, credentials: { accessKeyId: 'testing', secretAccessKey: 'testing' } });
+    keyId = (await admin.send(new CreateKeyCommand({}))).KeyMetadata!.KeyId!;
+    admin.destroy();
+    hsm = await softHsmToken('veil-serve');
+    hsm.createAesKey('veil-kek');
+    dataDir = await mkdtemp(join(tmpdir(), 'veil-kms-serve-'));
+  }, 180_000);
+  afterAll(async () => {
+    await served.stop().catch(() => undefined);
+    await moto?.stop();
+    await hsm?.dispose();
+    if (dataDir) await rm(dataDir, { recursive: true, force: true });
+  });
+
+  const awsEnv = () => ({ ...CREDENTIALS, VEIL_KMS: 'aws-kms', VEIL_KMS_KEY_ID: keyId, VEIL_KMS_REGION: 'eu-west-1', VEIL_KMS_ENDPOINT: moto.endpoint, VEIL_KMS_TTL_SECONDS: '4' });
+  let protectedEmail = '';
+
+  it('AWS KMS: keys wrapped by the KMS key (no master key anywhere); with the KMS unreachable it serves for the lifetime, then refuses with 503 KMS_UNAVAILABLE and red health, and recovers by itself', async () => {
+    await served.start(dataDir, awsEnv());
+    expect(existsSync(join(dataDir, 'master.key'))).toBe(false);
+    const keystore = JSON.parse(await readFile(join(dataDir, 'keystore.json'), 'utf8')) as { format: string; kek: string };
+    expect(keystore).toMatchObject({ format: 'veil-keyset', kek: `AWS KMS key ${keyId} at ${moto.endpoint}` });
+    const protectedOut = await served.transform('Protect', 'ada@example.com');
+    expect(protectedOut.status).toBe(200);
+    protectedEmail = protectedOut.value!;
+    expect(await served.transform('Unprotect', protectedEmail)).toMatchObject({ status: 200, value: 'ada@example.com' });
+
+    moto.pause();
+    const paused = Date.now();
+    try {
+      // still served right after the KMS went away
+      expect((await served.transform('Protect', 'ada@example.com')).status).toBe(200);
+      const refused = await until('calls refused', async () => {
+        const r = await served.transform('Unprotect', protectedEmail);
+        return r.status === 503 ? r : undefined;
+      });
+      expect(Date.now() - paused).toBeGreaterThanOrEqual(2_500);
+      expect(refused.code).toBe('KMS_UNAVAILABLE');
+      const health = await fetch(`${served.url}/healthz`);
+      expect(health.status).toBe(503);
+      expect(await health.json()).toMatchObject({ status: 'failing', kek: { code: 'KMS_UNAVAILABLE', kms: `AWS KMS key ${keyId} at ${moto.endpoint}` } });
+      expect(JSON.stringify(await (await fetch(`${served.url}/healthz`)).json())).not.toContain('ada');
+    } finally {
+      moto.resume();
+    }
+    await until('recovered', async () => ((await fetch(`${served.url}/healthz`)).status === 200 ? true : undefined));
+    expect(await served.transform('Unprotect', protectedEmail)).toMatchObject({ status: 200, value: 'ada@example.com' });
+    expect(served.stderr).toMatch(/keys refused until it does/);
+    expect(served.stderr).toMatch(/the KEK answers again/);
+    await served.stop();
+  }, 120_000);
+
+  it('veil keys rewrap moves the KEK from AWS KMS to an HSM (PKCS#11): the values protected before still unprotect, no key changed', async () => {
+    const hsmEnv = { VEIL_KMS: 'pkcs11', VEIL_PKCS11_MODULE: hsm.library, VEIL_PKCS11_TOKEN: hsm.tokenLabel, VEIL_PKCS11_PIN: hsm.pin, VEIL_PKCS11_KEY_LABEL: 'veil-kek', SOFTHSM2_CONF: process.env.SOFTHSM2_CONF! };
+    const to = Object.fromEntries(Object.entries(hsmEnv).map(([k, v]) => [k.startsWith('VEIL_') ? k.replace(/^VEIL_/, 'VEIL_TO_') : k, v]));
+    const { stdout } = await promisify(execFile)(join(ROOT, 'bin/veil'), ['keys', 'rewrap', '--data-dir', dataDir], { env: { ...process.env, ...awsEnv(), ...to } });
+    expect(stdout).toMatch(/rewrapped .*keystore\.json: from AWS KMS key .* to PKCS#11 token veil-serve, key veil-kek; no key changed/);
+    expect(JSON.parse(await readFile(join(dataDir, 'keystore.json'), 'utf8')).kek).toBe('PKCS#11 token veil-serve, key veil-kek');
+    await served.start(dataDir, hsmEnv);
+    expect(await served.transform('Unprotect', protectedEmail)).toMatchObject({ status: 200, value: 'ada@example.com' });
+    expect(served.stderr).not.toContain(hsm.pin);
+    await served.stop();
+    // the AWS KMS key no longer opens it
+    const again = await promisify(execFile)(join(ROOT, 'bin/veil'), ['keys', 'list', '--data-dir', dataDir], { env: { ...process.env, ...awsEnv() } }).catch((e: { code: number; stderr: string }) => e);
+    expect((again as { code: number }).code).toBe(1);
+  }, 120_000);
+});
