@@ -4,6 +4,7 @@ import { kekFromEnv } from '../keystore/kms/kms-from-env.ts';
 import { LocalKeystore } from '../keystore/local-keystore.ts';
 import { MASTER_KEY_ENV, describeMasterKeySource, resolveMasterKey } from '../keystore/master-key.ts';
 import { requireConfig, type VeilConfig } from './config-file.ts';
+import type { ControlStore } from './control-store.ts';
 import { provisionKeys, requireKeys } from './config-keys.ts';
 
 export type Env = Readonly<Record<string, string | undefined>>;
@@ -18,6 +19,8 @@ export interface OpenEngineOptions {
   provision: boolean;
   /** where to say which master key is used and which keys were created */
   notice?: (line: string) => void;
+  /** the shared control store: key-set changes are committed to it (control-store.ts) */
+  control?: ControlStore;
 }
 
 export interface OpenedEngine {
@@ -56,7 +59,7 @@ export async function openEngine(options: OpenEngineOptions): Promise<OpenedEngi
  * here, or the master key (VEIL_MASTER_KEY; outside production a development key file). With a
  * KMS, a master key given too only reads a keystore still in the master-key format.
  */
-export async function openKeystore(options: Pick<OpenEngineOptions, 'dataDir' | 'env' | 'now' | 'notice'>): Promise<{ keystore: LocalKeystore; lease?: KeyLease }> {
+export async function openKeystore(options: Pick<OpenEngineOptions, 'dataDir' | 'env' | 'now' | 'notice' | 'control'>): Promise<{ keystore: LocalKeystore; lease?: KeyLease }> {
   const kek = await kekFromEnv(options.env);
   if (!kek && isProduction(options.env) && options.env[MASTER_KEY_ENV] === undefined) {
     throw new VeilError('KEYSTORE_INVALID', `VEIL_ENV=production needs ${MASTER_KEY_ENV} or VEIL_KMS: the development master key file is not used in production`);
@@ -68,6 +71,7 @@ export async function openKeystore(options: Pick<OpenEngineOptions, 'dataDir' | 
     masterKey = master.key;
   }
   const keystore = await LocalKeystore.open({ dataDir: options.dataDir, now: options.now, ...(masterKey ? { masterKey } : {}), ...(kek ? { kms: kek.kms } : {}) });
+  options.control?.attach({ keystore });
   if (!kek) return { keystore };
   options.notice?.(`keys wrapped by ${kek.kms.description}; usable for ${kek.ttlMs / 1000} s without it answering`);
   const lease = new KeyLease({

@@ -14,6 +14,7 @@ import { JwtSigner } from '../keystore/jwt-signer.ts';
 import type { LocalKeystore } from '../keystore/local-keystore.ts';
 import { buildServer } from '../http/server.ts';
 import { createLogger } from './logger.ts';
+import { openControlStore } from './control-store.ts';
 import { leaseLiveness, openEngine } from './open-engine.ts';
 import { ConfigVersions } from '../control/config-versions.ts';
 import { EngineHolder } from '../control/engine-holder.ts';
@@ -79,13 +80,17 @@ export interface Service {
 export async function openService(options: ServiceOptions): Promise<Service> {
   const logger = createLogger(options.logLevel ?? options.env.VEIL_LOG_LEVEL ?? 'info', options.logDestination);
   // the configuration file is adopted as a published version when it changed; the active version runs
+  // with a shared control store (VEIL_CONTROL_STORE=kafka) the data dir is its mirror, filled here first
+  const control = await openControlStore(options.env, options.dataDir);
+  if (control) options.notice?.(`control store: ${control.description}`);
   const versions = await ConfigVersions.open(options.dataDir);
+  control?.attach({ versions });
   const active = await versions.adopt(options.configFile, options.now(), compileVeilConfigText);
   options.notice?.(active.adopted
     ? `configuration ${options.configFile} published as version ${active.number} (${active.file})`
     : `configuration: active version ${active.number} (${active.file}); ${options.configFile} is unchanged since it was adopted`);
   const { config, engine, keystore, warnings, lease } = await openEngine({
-    configFile: active.file, dataDir: options.dataDir, env: options.env, now: options.now, provision: options.development, notice: options.notice,
+    configFile: active.file, dataDir: options.dataDir, env: options.env, now: options.now, provision: options.development, notice: options.notice, ...(control ? { control } : {}),
   });
   for (const w of warnings) logger.warn({ pointer: w.pointer }, `configuration: ${w.message}`);
   const signingKey = config.identity.signingKey;
@@ -141,6 +146,8 @@ export async function openService(options: ServiceOptions): Promise<Service> {
     await watch.stop();
     await pipelineMetrics.stop();
     await audit.close();
+    lease?.stop();
+    await control?.close();
   });
   const drain = async (delayMs: number) => {
     draining = true;

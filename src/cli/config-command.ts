@@ -3,7 +3,10 @@ import { loadConfigFile, requireConfig } from '../app/config-file.ts';
 import { provisionKeys } from '../app/config-keys.ts';
 import { resolveConfigPath, resolveDataDir } from '../app/paths.ts';
 import { formatIssue, VeilError } from '../engine/index.ts';
+import { readFile } from 'node:fs/promises';
 import { openKeystore } from '../app/open-engine.ts';
+import { openControlStore, type ControlStore } from '../app/control-store.ts';
+import { ConfigVersions } from '../control/config-versions.ts';
 import { usageExitCode, type Command } from './io.ts';
 
 export const configHelp = `Usage: veil config <action> [options]
@@ -13,16 +16,21 @@ Actions:
                                          file:line: severity: /json/pointer: message
   provision [F | --config F] [--data-dir D]  create the keys the configuration references
                                          and the keystore lacks
+  publish   [F | --config F] [--data-dir D] [--note N]
+                                         publish F as the newest configuration version (the
+                                         active one); with VEIL_CONTROL_STORE=kafka every
+                                         process sharing the store runs it within seconds
 Options:
   --config F     default: $VEIL_CONFIG, else the shipped config/example.yaml
   --data-dir D   default: $VEIL_DATA_DIR, else ./.veil
+  --note N       publish: what the version changes (shown in the portal's history)
 Exit codes: 0 valid (warnings allowed), 1 invalid, 2 usage error.
 `;
 
 export const configCommand: Command = async (args, io) => {
   let parsed;
   try {
-    parsed = parseArgs({ args, options: { config: { type: 'string' }, 'data-dir': { type: 'string' }, help: { type: 'boolean', short: 'h' } }, allowPositionals: true });
+    parsed = parseArgs({ args, options: { config: { type: 'string' }, 'data-dir': { type: 'string' }, note: { type: 'string' }, help: { type: 'boolean', short: 'h' } }, allowPositionals: true });
   } catch (e) {
     io.stderr(`veil config: ${(e as Error).message}\n`);
     return 2;
@@ -30,7 +38,7 @@ export const configCommand: Command = async (args, io) => {
   const action = parsed.positionals[0];
   if (parsed.values.help || action === 'help' || action === undefined) {
     io.stdout(configHelp);
-    return usageExitCode(parsed.values.help === true || action === 'help', action, (a) => a === 'help' || a === 'validate' || a === 'provision');
+    return usageExitCode(parsed.values.help === true || action === 'help', action, (a) => a === 'help' || a === 'validate' || a === 'provision' || a === 'publish');
   }
   const [, positionalFile, ...extra] = parsed.positionals;
   if (extra.length > 0 || (positionalFile !== undefined && parsed.values.config !== undefined)) {
@@ -50,11 +58,14 @@ export const configCommand: Command = async (args, io) => {
     io.stdout(`${file}: valid${warnings ? ` with ${warnings} warning(s)` : ''}\n`);
     return 0;
   }
-  if (action === 'provision') {
+  if (action === 'provision' || action === 'publish') {
+    const dataDir = resolveDataDir(parsed.values['data-dir'], io.env, io.cwd);
+    let control: ControlStore | undefined;
     try {
+      control = await openControlStore(io.env, dataDir);
+      if (action === 'publish') return await publish(file, dataDir, parsed.values.note, control, io);
       const { config } = await requireConfig(file);
-      const dataDir = resolveDataDir(parsed.values['data-dir'], io.env, io.cwd);
-      const { keystore, lease } = await openKeystore({ dataDir, env: io.env, now: io.now, notice: (line) => io.stderr(`veil config: ${line}\n`) });
+      const { keystore, lease } = await openKeystore({ dataDir, env: io.env, now: io.now, notice: (line) => io.stderr(`veil config: ${line}\n`), ...(control ? { control } : {}) });
       lease?.stop();
       const created = await provisionKeys(config.engine, keystore);
       io.stdout(created.length ? `created ${created.join(', ')} in ${keystore.path}\n` : `every key of ${file} is in ${keystore.path}\n`);
@@ -62,8 +73,22 @@ export const configCommand: Command = async (args, io) => {
     } catch (e) {
       io.stderr(`veil config: ${e instanceof VeilError ? `${e.message} [${e.code}]` : 'unexpected error'}\n`);
       return 1;
+    } finally {
+      await control?.close();
     }
   }
-  io.stderr(`veil config: unknown action; expected validate or provision\n`);
+  io.stderr(`veil config: unknown action; expected validate, provision or publish\n`);
   return 2;
 };
+
+/** `veil config publish`: the file, valid, as the newest version of the data dir's (or the shared) history. */
+async function publish(file: string, dataDir: string, note: string | undefined, control: ControlStore | undefined, io: Parameters<Command>[1]): Promise<number> {
+  const loaded = await loadConfigFile(file);
+  const errors = loaded.issues.filter((i) => i.severity === 'error');
+  if (errors.length) throw new VeilError('CONFIG_INVALID', `configuration ${file} is invalid:\n${errors.map((i) => formatIssue(file, i)).join('\n')}`);
+  const versions = await ConfigVersions.open(dataDir);
+  control?.attach({ versions });
+  const number = await versions.publish(await readFile(file, 'utf8'), { by: 'veil config publish', source: 'cli', note: note ?? `published from ${file}`, now: io.now() });
+  io.stdout(`published ${file} as version ${number}, now active${control ? ` in ${control.description}` : ` in ${versions.dir}`}\n`);
+  return 0;
+}

@@ -3,6 +3,7 @@ import { KEY_TYPE_NAMES, VeilError, type KeyInfo } from '../engine/index.ts';
 import { isKeyType, isValidKeyId } from '../keystore/key-material.ts';
 import { kekFromEnv } from '../keystore/kms/kms-from-env.ts';
 import { openKeystore } from '../app/open-engine.ts';
+import { openControlStore, type ControlStore } from '../app/control-store.ts';
 import { UsageError } from './errors.ts';
 import { usageExitCode, type CliIo, type Command } from './io.ts';
 import { resolveDataDir } from '../app/paths.ts';
@@ -117,7 +118,16 @@ async function run(action: string, flags: Flags, io: CliIo): Promise<number> {
     }
   }
   const dataDir = resolveDataDir(flags['data-dir'], io.env, io.cwd);
-  const { keystore, lease } = await openKeystore({ dataDir, env: io.env, now: io.now, notice: (line) => io.stderr(`veil keys: ${line}\n`) });
+  const control = await openControlStore(io.env, dataDir);
+  try {
+    return await runOn(action, flags, hex, dataDir, control, io);
+  } finally {
+    await control?.close();
+  }
+}
+
+async function runOn(action: string, flags: Flags, hex: string | undefined, dataDir: string, control: ControlStore | undefined, io: CliIo): Promise<number> {
+  const { keystore, lease } = await openKeystore({ dataDir, env: io.env, now: io.now, notice: (line) => io.stderr(`veil keys: ${line}\n`), ...(control ? { control } : {}) });
   lease?.stop();
   const id = flags.id as string;
   const type = flags.type as string;

@@ -17,7 +17,7 @@ export interface VersionMeta {
   publishedAt: string;
   /** who published: the admin's subject, or `file` for a configuration file adopted at start */
   by: string;
-  source: 'file' | 'portal';
+  source: 'file' | 'portal' | 'cli';
   note: string;
   /** sha-256 of the text (a file adopted at start is adopted again only when it changed) */
   sha256: string;
@@ -51,6 +51,15 @@ interface Index {
   versions: VersionMeta[];
 }
 
+/**
+ * A shared log of versions (the Kafka control store, src/store): publish appends a version based
+ * on the newest one this process has read; undefined when another process's publish got there
+ * first. The log's follower writes every accepted version into this store (mirror).
+ */
+export interface VersionLog {
+  publish(text: string, meta: { by: string; source: VersionMeta['source']; note: string }): Promise<number | undefined>;
+}
+
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 const versionFile = (n: number) => `${String(n).padStart(4, '0')}.yaml`;
 const DRAFT_ID = /^[a-f0-9-]{36}$/;
@@ -67,6 +76,7 @@ const DRAFT_ID = /^[a-f0-9-]{36}$/;
 export class ConfigVersions {
   readonly dir: string;
   private index: Index = { active: 0, versions: [] };
+  private log?: VersionLog;
 
   private constructor(dir: string) {
     this.dir = dir;
@@ -133,8 +143,33 @@ export class ConfigVersions {
     return readFile(this.file(n), 'utf8');
   }
 
+  /** Publishes through a shared log from now on (the data dir is then its mirror). */
+  useLog(log: VersionLog): void {
+    this.log = log;
+  }
+
+  /**
+   * A version accepted by the shared log, written here as the log has it: the file (replacing a
+   * local one of that number that differs: the log is the truth) and the index, which makes it
+   * the active version.
+   */
+  async mirror(number: number, text: string, meta: Omit<VersionMeta, 'number' | 'sha256'>): Promise<void> {
+    await this.reload();
+    const file = this.file(number);
+    const existing = await readFile(file, 'utf8').catch(() => undefined);
+    if (existing !== text) {
+      if (existing !== undefined) await chmod(file, 0o600);
+      await writeFile(`${file}.${process.pid}.tmp`, text, { mode: 0o400 });
+      await rename(`${file}.${process.pid}.tmp`, file);
+    }
+    const entry: VersionMeta = { number, ...meta, sha256: sha256(text) };
+    const versions = [...this.index.versions.filter((v) => v.number !== number), entry].sort((a, b) => a.number - b.number);
+    await this.writeIndex({ active: Math.max(this.index.active, number), versions });
+  }
+
   /** Writes a new immutable version and makes it the active one; the caller has validated it. */
   async publish(text: string, meta: { by: string; source: VersionMeta['source']; note: string; now: Date }): Promise<number> {
+    if (this.log) return this.publishToLog(text, meta);
     // numbered after what any process sharing the data dir published; two racing publishes of the
     // same number cannot both win: the version file is created exclusively (wx)
     await this.reload();
@@ -146,6 +181,22 @@ export class ConfigVersions {
     const entry: VersionMeta = { number, publishedAt: meta.now.toISOString(), by: meta.by, source: meta.source, note: meta.note, sha256: sha256(text) };
     await this.writeIndex({ active: number, versions: [...this.index.versions, entry] });
     return number;
+  }
+
+  /**
+   * Appends to the shared log until accepted: a publish that lost a race is based on the newer
+   * head and sent again (it becomes the next version: nothing forks, nothing is lost); a file's
+   * text that another process adopted meanwhile is not published twice.
+   */
+  private async publishToLog(text: string, meta: { by: string; source: VersionMeta['source']; note: string }): Promise<number> {
+    for (let attempt = 1; ; attempt++) {
+      const number = await this.log!.publish(text, { by: meta.by, source: meta.source, note: meta.note });
+      await this.reload();
+      if (number !== undefined) return number;
+      const fromFile = [...this.index.versions].reverse().find((v) => v.source === 'file');
+      if (meta.source === 'file' && fromFile?.sha256 === sha256(text)) return fromFile.number;
+      if (attempt >= 10) throw new VeilError('CONTROL_STORE_UNAVAILABLE', 'publishing lost the race to other publishers 10 times in a row');
+    }
   }
 
   // drafts

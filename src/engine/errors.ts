@@ -24,6 +24,7 @@ export const ERROR_CATALOG = {
   CONFIG_INVALID: { status: 500, retriable: false, title: 'The configuration is invalid' },
   KEYSTORE_INVALID: { status: 500, retriable: false, title: 'The keystore cannot be read or fails authentication' },
   KMS_UNAVAILABLE: { status: 503, retriable: true, title: 'The KMS holding the key-encryption key cannot be reached (and keys it unwrapped have outlived their cache lifetime)' },
+  CONTROL_STORE_UNAVAILABLE: { status: 503, retriable: true, title: 'The shared control store (the Kafka topic of configuration versions and key sets) cannot be read or written' },
   KMS_REFUSED: { status: 500, retriable: false, title: 'The KMS refuses to wrap or unwrap: wrong key-encryption key, credentials, context, or tampered material' },
   KEY_NOT_FOUND: { status: 404, retriable: false, title: 'No key with that id' },
   KEY_EXISTS: { status: 409, retriable: false, title: 'A key with that id exists already' },

@@ -11,6 +11,17 @@ import type { Kms } from './kms/kms.ts';
 import { errorCode } from './master-key.ts';
 
 export const KEYSTORE_FILE = 'keystore.json';
+
+/**
+ * A shared log of key-set versions (the Kafka control store, src/store): commit appends the whole
+ * key-set document (encrypted: never a clear key) based on the version this process last read,
+ * and resolves once it is read back: true when it was accepted (the follower has then written it
+ * to keystore.json), false when another process's change got there first.
+ */
+export interface KeySetLog {
+  head(): number;
+  commit(document: Buffer, basedOn: number): Promise<boolean>;
+}
 const LOCK_WAIT_MS = 5_000;
 const LOCK_POLL_MS = 25;
 
@@ -43,6 +54,7 @@ export class LocalKeystore implements KeyProvider {
   private view = new MemoryKeyProvider();
   private wrapped?: Buffer;
   private lease?: KeyLease;
+  private log?: KeySetLog;
 
   private constructor(options: LocalKeystoreOptions) {
     if (!options.masterKey && !options.kms) throw new Error('a keystore needs a master key or a Kms');
@@ -88,6 +100,28 @@ export class LocalKeystore implements KeyProvider {
     this.lease?.check();
   }
 
+  /** Commits changes to a shared log from now on (keystore.json is then its mirror). */
+  useLog(log: KeySetLog): void {
+    this.log = log;
+  }
+
+  /** Writes a key-set document the shared log accepted as this data dir's keystore.json. */
+  static async mirror(dataDir: string, document: Buffer): Promise<void> {
+    const path = join(dataDir, KEYSTORE_FILE);
+    const current = await readFile(path).catch(() => undefined);
+    if (current?.equals(document)) return;
+    await mkdir(dataDir, { recursive: true, mode: 0o700 });
+    const temp = `${path}.${randomBytes(6).toString('hex')}.tmp`;
+    const handle = await open(temp, 'wx', 0o600);
+    try {
+      await handle.writeFile(document);
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    await rename(temp, path);
+  }
+
   /** The lease that must stay valid for the keys to be used (key-lease.ts). */
   useLease(lease: KeyLease): void {
     this.lease = lease;
@@ -110,6 +144,7 @@ export class LocalKeystore implements KeyProvider {
    */
   async rewrap(to: Kms): Promise<void> {
     await this.withLock(async () => {
+      const basedOn = this.log?.head() ?? 0;
       const bytes = await this.readBytes();
       if (!bytes) throw new VeilError('KEYSTORE_INVALID', `keystore ${this.path} no longer exists`);
       let next: Buffer;
@@ -124,9 +159,8 @@ export class LocalKeystore implements KeyProvider {
           wipe(records);
         }
       }
-      await this.writeBytes(next);
+      if (!(await this.persist(next, basedOn))) throw new VeilError('CONTROL_STORE_UNAVAILABLE', 'another process changed the key set during the rewrap: run it again');
       this.kms = to;
-      this.wrapped = wrappedKeyOf(next, this.path);
     });
   }
 
@@ -200,23 +234,48 @@ export class LocalKeystore implements KeyProvider {
     return this.now().toISOString();
   }
 
-  /** Lock, re-read, apply, write, then publish the new view. */
+  /**
+   * Lock, re-read, apply, write, then publish the new view. With a shared log the write is a
+   * commit: a change that lost to another process's is applied again to the key set that won.
+   */
   private async change(apply: (keys: MemoryKeyProvider) => string): Promise<KeyInfo> {
-    return this.withLock(async () => {
-      const records = await this.read();
-      if (!records) throw new VeilError('KEYSTORE_INVALID', `keystore ${this.path} no longer exists`);
-      const keys = toProvider(records);
-      wipe(records);
-      const id = apply(keys);
-      const updated = toRecords(keys);
-      try {
-        await this.write(updated);
-      } finally {
-        wipe(updated);
-      }
-      this.view = keys;
-      return copyInfo(keys.info(id) as KeyInfo);
-    });
+    for (let attempt = 1; ; attempt++) {
+      const info = await this.withLock(async () => {
+        const basedOn = this.log?.head() ?? 0;
+        const records = await this.read();
+        if (!records) throw new VeilError('KEYSTORE_INVALID', `keystore ${this.path} no longer exists`);
+        const keys = toProvider(records);
+        wipe(records);
+        const id = apply(keys);
+        const updated = toRecords(keys);
+        let bytes: Buffer;
+        try {
+          bytes = await this.encode(updated);
+        } finally {
+          wipe(updated);
+        }
+        if (!(await this.persist(bytes, basedOn))) return undefined;
+        this.view = keys;
+        return copyInfo(keys.info(id) as KeyInfo);
+      });
+      if (info) return info;
+      if (attempt >= 10) throw new VeilError('CONTROL_STORE_UNAVAILABLE', `a change to keystore ${this.path} lost the race to other processes 10 times in a row`);
+    }
+  }
+
+  private async encode(records: readonly KeyRecord[]): Promise<Buffer> {
+    return this.kms ? encodeEnvelope(records, this.kms) : encodeKeystore(records, revealKeyBytes(this.masterKey!));
+  }
+
+  /** The new file: written here, or committed to the shared log (false: another change won). */
+  private async persist(bytes: Buffer, basedOn: number): Promise<boolean> {
+    if (this.log) {
+      if (!(await this.log.commit(bytes, basedOn))) return false;
+    } else {
+      await this.writeBytes(bytes);
+    }
+    if (isEnvelope(bytes)) this.wrapped = wrappedKeyOf(bytes, this.path);
+    return true;
   }
 
   /** The decoded file; undefined when it does not exist. */
@@ -249,7 +308,7 @@ export class LocalKeystore implements KeyProvider {
   }
 
   private async write(records: readonly KeyRecord[]): Promise<void> {
-    const bytes = this.kms ? await encodeEnvelope(records, this.kms) : encodeKeystore(records, revealKeyBytes(this.masterKey!));
+    const bytes = await this.encode(records);
     await this.writeBytes(bytes);
     if (this.kms) this.wrapped = wrappedKeyOf(bytes, this.path);
   }

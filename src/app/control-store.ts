@@ -1,0 +1,50 @@
+import { ConfigVersions } from '../control/config-versions.ts';
+import { VeilError } from '../engine/index.ts';
+import { LocalKeystore } from '../keystore/local-keystore.ts';
+import type { Accepted } from '../store/control-log.ts';
+import type { Env } from './open-engine.ts';
+
+export const CONTROL_STORE_ENV = 'VEIL_CONTROL_STORE';
+const DEFAULT_TOPIC = 'veil.control';
+
+/** The control store a process shares with the others, mirrored into its data dir. */
+export interface ControlStore {
+  readonly description: string;
+  /** configuration publishes and key-set changes go to the shared log from now on */
+  attach(parts: { versions?: ConfigVersions; keystore?: LocalKeystore }): void;
+  close(): Promise<void>;
+}
+
+/**
+ * VEIL_CONTROL_STORE selects where configuration versions and key sets live: unset or `local`,
+ * the data dir alone (the embedded default); `kafka`, the compacted topic VEIL_CONTROL_TOPIC
+ * (default veil.control) on VEIL_CONTROL_BROKERS (else KAFKA_BROKERS), read from the beginning
+ * here and then followed. Every accepted version is written into the data dir as it arrives —
+ * config-versions/ and keystore.json are its mirror — so everything that reads the data dir
+ * (the engine, the active-version watch, the portal) follows the other processes' writes.
+ */
+export async function openControlStore(env: Env, dataDir: string): Promise<ControlStore | undefined> {
+  const kind = env[CONTROL_STORE_ENV];
+  if (kind === undefined || kind === '' || kind === 'local') return undefined;
+  if (kind !== 'kafka') throw new VeilError('CONFIG_INVALID', `${CONTROL_STORE_ENV} must be local or kafka, not ${JSON.stringify(kind.slice(0, 32))}`);
+  const brokers = (env.VEIL_CONTROL_BROKERS ?? env.KAFKA_BROKERS ?? '').split(',').filter(Boolean);
+  if (brokers.length === 0) throw new VeilError('CONFIG_INVALID', `${CONTROL_STORE_ENV}=kafka needs VEIL_CONTROL_BROKERS or KAFKA_BROKERS`);
+  const topic = env.VEIL_CONTROL_TOPIC ?? DEFAULT_TOPIC;
+  const mirror = await ConfigVersions.open(dataDir);
+  const onAccepted = async (entry: Accepted) => {
+    const w = entry.write;
+    if (entry.history === 'keyset') return LocalKeystore.mirror(dataDir, Buffer.from(w.body, 'base64'));
+    const meta = w.meta ?? { by: 'unknown', source: 'portal' as const, note: '' };
+    await mirror.mirror(entry.number, w.body, { publishedAt: w.at, by: meta.by, source: meta.source, note: meta.note });
+  };
+  const { KafkaControlLog } = await import('../store/kafka-control-log.ts');
+  const log = await KafkaControlLog.open({ brokers, topic, onAccepted });
+  return {
+    description: `Kafka topic ${topic} on ${brokers.join(',')}`,
+    attach({ versions, keystore }) {
+      versions?.useLog({ publish: async (text, meta) => (await log.append('config', log.head('config'), text, meta))?.number });
+      keystore?.useLog({ head: () => log.head('keyset'), commit: async (document, basedOn) => (await log.append('keyset', basedOn, document.toString('base64'))) !== undefined });
+    },
+    close: () => log.close(),
+  };
+}

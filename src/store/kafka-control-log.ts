@@ -1,0 +1,128 @@
+import { randomUUID } from 'node:crypto';
+import { Kafka, logLevel, type Admin, type Consumer, type Producer } from 'kafkajs';
+import { VeilError } from '../engine/index.ts';
+import { ControlState, parseWrite, recordKey, type Accepted, type ControlWrite, type History } from './control-log.ts';
+
+export interface KafkaControlLogOptions {
+  brokers: string[];
+  /** one partition, compacted (created so when absent) */
+  topic: string;
+  /** told every accepted write in log order, before appends waiting on it return (the data-dir mirror) */
+  onAccepted?: (entry: Accepted) => Promise<void> | void;
+  /** how long an append waits to read its own write back (default 30 s) */
+  appendTimeoutMs?: number;
+  /** replication factor when the topic is created (default: the broker's) */
+  replicationFactor?: number;
+}
+
+/**
+ * The control store on Kafka, the way Schema Registry keeps `_schemas`: one compacted topic of one
+ * partition. Every process reads it from the beginning at start and then follows it (a consumer of
+ * its own throwaway group; nothing is committed), resolving it with ControlState. An append names
+ * the head it was based on, is produced (idempotent, acks=all), and returns once this process has
+ * read its own write back: accepted (its number), or undefined when another write got there first
+ * (its record is then tombstoned, so compaction removes it).
+ */
+export class KafkaControlLog {
+  readonly state = new ControlState();
+  private readonly options: KafkaControlLogOptions;
+  private readonly kafka: Kafka;
+  private admin?: Admin;
+  private consumer?: Consumer;
+  private producer?: Producer;
+  private applied = -1;
+  private waiters: { offset: number; resolve: () => void }[] = [];
+  private readonly groupId = `veil-control-${randomUUID()}`;
+
+  private constructor(options: KafkaControlLogOptions) {
+    this.options = options;
+    this.kafka = new Kafka({ clientId: 'veil-control', brokers: options.brokers, logLevel: logLevel.NOTHING });
+  }
+
+  /** Connects, creates the topic when absent, and reads it up to its end as of now. */
+  static async open(options: KafkaControlLogOptions): Promise<KafkaControlLog> {
+    const log = new KafkaControlLog(options);
+    try {
+      await log.start();
+    } catch (e) {
+      await log.close();
+      if (e instanceof VeilError) throw e;
+      throw new VeilError('CONTROL_STORE_UNAVAILABLE', `control store topic ${options.topic} on ${options.brokers.join(',')} cannot be read (${(e as Error).name})`, [], { cause: e });
+    }
+    return log;
+  }
+
+  head(history: History): number {
+    return this.state.head(history);
+  }
+
+  /** Appends a write based on `basedOn`; the accepted entry, or undefined when it lost the race. */
+  async append(history: History, basedOn: number, body: string, meta?: ControlWrite['meta']): Promise<Accepted | undefined> {
+    const write: ControlWrite = { v: 1, history, basedOn, writer: randomUUID(), at: new Date().toISOString(), body, ...(meta ? { meta } : {}) };
+    const key = recordKey(write);
+    const [sent] = await this.producer!.send({ topic: this.options.topic, acks: -1, messages: [{ key, value: JSON.stringify(write) }] });
+    await this.readUpTo(Number(sent!.baseOffset));
+    const accepted = this.state.wasAccepted(key);
+    if (!accepted) await this.producer!.send({ topic: this.options.topic, acks: -1, messages: [{ key, value: null }] }).catch(() => undefined);
+    return accepted;
+  }
+
+  async close(): Promise<void> {
+    await this.consumer?.disconnect().catch(() => undefined);
+    await this.producer?.disconnect().catch(() => undefined);
+    await this.admin?.deleteGroups([this.groupId]).catch(() => undefined);
+    await this.admin?.disconnect().catch(() => undefined);
+  }
+
+  private async start(): Promise<void> {
+    const { topic } = this.options;
+    this.admin = this.kafka.admin();
+    await this.admin.connect();
+    await this.admin.createTopics({
+      waitForLeaders: true,
+      topics: [{ topic, numPartitions: 1, ...(this.options.replicationFactor ? { replicationFactor: this.options.replicationFactor } : {}), configEntries: [{ name: 'cleanup.policy', value: 'compact' }] }],
+    });
+    const offsets = await this.admin.fetchTopicOffsets(topic);
+    if (offsets.length !== 1) throw new VeilError('CONFIG_INVALID', `control store topic ${topic} has ${offsets.length} partitions; it must have exactly one (its order is the history's)`);
+    const end = Number(offsets[0]!.high) - 1;
+    this.producer = this.kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+    await this.producer.connect();
+    this.consumer = this.kafka.consumer({ groupId: this.groupId, readUncommitted: false });
+    await this.consumer.connect();
+    await this.consumer.subscribe({ topic, fromBeginning: true });
+    await this.consumer.run({
+      autoCommit: false,
+      eachMessage: async ({ message }) => {
+        const write = parseWrite(message.value);
+        const entry = write && this.state.apply(write);
+        if (entry) await this.options.onAccepted?.(entry);
+        this.applied = Number(message.offset);
+        this.release();
+      },
+    });
+    await this.readUpTo(end);
+  }
+
+  /** Resolves once the record at `offset` (and everything before it) has been applied. */
+  private readUpTo(offset: number): Promise<void> {
+    if (this.applied >= offset) return Promise.resolve();
+    const timeoutMs = this.options.appendTimeoutMs ?? 30_000;
+    return new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.waiters = this.waiters.filter((w) => w.resolve !== done);
+        reject(new VeilError('CONTROL_STORE_UNAVAILABLE', `control store topic ${this.options.topic}: offset ${offset} not read back within ${timeoutMs} ms`));
+      }, timeoutMs);
+      const done = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+      this.waiters.push({ offset, resolve: done });
+    });
+  }
+
+  private release(): void {
+    const ready = this.waiters.filter((w) => w.offset <= this.applied);
+    this.waiters = this.waiters.filter((w) => w.offset > this.applied);
+    for (const w of ready) w.resolve();
+  }
+}

@@ -1,0 +1,77 @@
+import { randomBytes } from 'node:crypto';
+import { afterAll, describe, expect, it } from 'vitest';
+import type { Accepted } from '../../src/store/control-log.ts';
+import { KafkaControlLog } from '../../src/store/kafka-control-log.ts';
+import { BROKERS, kafkaClient } from '../helpers/kafka.ts';
+
+/**
+ * The control store's log on the real broker: writers racing on the same head never fork the
+ * history, every reader (also one that starts later) resolves it the same way, a losing write is
+ * tombstoned, and the topic is one compacted partition.
+ */
+describe('KafkaControlLog against a real broker', () => {
+  const topic = `veil.control.test.${randomBytes(4).toString('hex')}`;
+  const opened: KafkaControlLog[] = [];
+  const open = async (seen?: Accepted[]) => {
+    const log = await KafkaControlLog.open({ brokers: BROKERS, topic, onAccepted: (e) => void seen?.push(e) });
+    opened.push(log);
+    return log;
+  };
+  afterAll(async () => {
+    await Promise.all(opened.map((l) => l.close()));
+  });
+
+  it('creates one compacted partition; racing appends on one head: exactly one wins, and all readers agree', async () => {
+    const seenA: Accepted[] = [];
+    const seenB: Accepted[] = [];
+    const a = await open(seenA);
+    const b = await open(seenB);
+    const admin = kafkaClient().admin();
+    await admin.connect();
+    const [config] = (await admin.describeConfigs({ resources: [{ type: 2, name: topic, configNames: ['cleanup.policy'] }], includeSynonyms: false })).resources;
+    expect(config!.configEntries.find((c) => c.configName === 'cleanup.policy')?.configValue).toBe('compact');
+    expect(await admin.fetchTopicOffsets(topic)).toHaveLength(1);
+
+    for (let round = 0; round < 10; round++) {
+      const head = a.head('config');
+      expect(b.head('config')).toBe(head);
+      const results = await Promise.all([a.append('config', head, `text A${round}`), b.append('config', head, `text B${round}`)]);
+      expect(results.filter(Boolean)).toHaveLength(1);
+      expect(results.find(Boolean)!.number).toBe(head + 1);
+      // both readers resolved the same winner
+      expect(a.state.configs.at(-1)!.write.body).toBe(b.state.configs.at(-1)!.write.body);
+    }
+    expect(a.head('config')).toBe(10);
+    expect(seenA.map((e) => e.write.body)).toEqual(seenB.map((e) => e.write.body));
+
+    // a keyset write based on an old head loses; one on the current head wins
+    expect(await a.append('keyset', 0, 'doc 1')).toMatchObject({ number: 1 });
+    expect(await b.append('keyset', 0, 'doc 1 too')).toBeUndefined();
+    expect(await b.append('keyset', 1, 'doc 2')).toMatchObject({ number: 2 });
+
+    // a process that starts now reads the same history from the topic alone
+    const seenC: Accepted[] = [];
+    const c = await open(seenC);
+    expect(seenC.map((e) => `${e.history}/${e.number}:${e.write.body}`)).toEqual(seenA.map((e) => `${e.history}/${e.number}:${e.write.body}`));
+    expect(c.head('keyset')).toBe(2);
+    expect(c.state.keyset!.write.body).toBe('doc 2');
+
+    // each losing write was tombstoned after it lost
+    const consumer = kafkaClient().consumer({ groupId: `verify-${randomBytes(4).toString('hex')}` });
+    await consumer.connect();
+    await consumer.subscribe({ topic, fromBeginning: true });
+    const records: { key: string; value: Buffer | null }[] = [];
+    const high = Number((await admin.fetchTopicOffsets(topic))[0]!.high);
+    await new Promise<void>((resolve) => void consumer.run({ eachMessage: async ({ message }) => {
+      records.push({ key: message.key!.toString(), value: message.value });
+      if (Number(message.offset) >= high - 1) resolve();
+    } }));
+    await consumer.disconnect();
+    await admin.disconnect();
+    const tombstones = new Set(records.filter((r) => r.value === null).map((r) => r.key));
+    const writes = records.filter((r) => r.value !== null);
+    expect(writes).toHaveLength(23);
+    expect(tombstones.size).toBe(11);
+    for (const key of tombstones) expect(writes.some((w) => w.key === key)).toBe(true);
+  }, 120_000);
+});
