@@ -95,8 +95,14 @@ export async function openService(options: ServiceOptions): Promise<Service> {
   for (const w of warnings) logger.warn({ pointer: w.pointer }, `configuration: ${w.message}`);
   const signingKey = config.identity.signingKey;
   if (!keystore.info(signingKey)) {
-    await keystore.create(signingKey, 'jwt-es256');
-    options.notice?.(`created token signing key ${signingKey}`);
+    try {
+      await keystore.create(signingKey, 'jwt-es256');
+      options.notice?.(`created token signing key ${signingKey}`);
+    } catch (e) {
+      // another process sharing the keystore (a data dir, a control store) created it first: take theirs
+      if (!(e instanceof VeilError && e.code === 'KEY_EXISTS')) throw e;
+      await keystore.reload();
+    }
   }
 
   const issuer = config.identity.issuer ?? options.baseUrl;
