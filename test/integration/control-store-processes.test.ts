@@ -30,7 +30,10 @@ class Serve {
   url = '';
   token = '';
   log = '';
-  constructor(readonly dataDir: string) {}
+  readonly dataDir: string;
+  constructor(dataDir: string) {
+    this.dataDir = dataDir;
+  }
 
   async start(env: Record<string, string>): Promise<void> {
     const port = await freePorts(1);
