@@ -27,9 +27,7 @@ export async function openControlStore(env: Env, dataDir: string): Promise<Contr
   const kind = env[CONTROL_STORE_ENV];
   if (kind === undefined || kind === '' || kind === 'local') return undefined;
   if (kind !== 'kafka') throw new VeilError('CONFIG_INVALID', `${CONTROL_STORE_ENV} must be local or kafka, not ${JSON.stringify(kind.slice(0, 32))}`);
-  const brokers = (env.VEIL_CONTROL_BROKERS ?? env.KAFKA_BROKERS ?? '').split(',').filter(Boolean);
-  if (brokers.length === 0) throw new VeilError('CONFIG_INVALID', `${CONTROL_STORE_ENV}=kafka needs VEIL_CONTROL_BROKERS or KAFKA_BROKERS`);
-  const topic = env.VEIL_CONTROL_TOPIC ?? DEFAULT_TOPIC;
+  const { brokers, topic } = controlTopic(env);
   const mirror = await ConfigVersions.open(dataDir);
   const onAccepted = async (entry: Accepted) => {
     const w = entry.write;
@@ -47,4 +45,11 @@ export async function openControlStore(env: Env, dataDir: string): Promise<Contr
     },
     close: () => log.close(),
   };
+}
+
+/** The Kafka control store's brokers (VEIL_CONTROL_BROKERS, else KAFKA_BROKERS) and topic (VEIL_CONTROL_TOPIC). */
+export function controlTopic(env: Env): { brokers: string[]; topic: string } {
+  const brokers = (env.VEIL_CONTROL_BROKERS ?? env.KAFKA_BROKERS ?? '').split(',').filter(Boolean);
+  if (brokers.length === 0) throw new VeilError('CONFIG_INVALID', `${CONTROL_STORE_ENV}=kafka needs VEIL_CONTROL_BROKERS or KAFKA_BROKERS`);
+  return { brokers, topic: env.VEIL_CONTROL_TOPIC ?? DEFAULT_TOPIC };
 }

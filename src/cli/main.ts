@@ -9,6 +9,7 @@ import { transformCommand } from './transform-command.ts';
 import { serveCommand } from './serve-command.ts';
 import { identityCommand } from './identity-command.ts';
 import { streamCommand } from './stream-command.ts';
+import { storeCommand } from './store-command.ts';
 import { installLastResort } from './last-resort.ts';
 
 export const mainHelp = `Usage: veil <command> [options]
@@ -23,6 +24,7 @@ Commands:
   discover    find the fields of a topic, table or file that hold personal data; propose a draft
   keys        create, rotate, import and list keys in the local keystore
   identity    hash a client secret for the configuration
+  store       the shared control store on Kafka: 'veil store migrate' copies a data dir into it
   db          PostgreSQL triggers: 'veil db install' prints or applies schema veil
   help        this text
 
@@ -40,6 +42,7 @@ const COMMANDS: Record<string, Command> = {
   discover: discoverCommand,
   keys: keysCommand,
   db: dbCommand,
+  store: storeCommand,
 };
 
 export async function main(argv: string[], io: CliIo): Promise<number> {
