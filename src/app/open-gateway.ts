@@ -16,6 +16,7 @@ import { EngineHolder, type ActiveConfig } from '../control/engine-holder.ts';
 import { ActiveVersionWatch } from './active-version-watch.ts';
 import { compileVeilConfigText, type VeilConfig } from './config-file.ts';
 import { createLogger } from './logger.ts';
+import { openControlStore } from './control-store.ts';
 import { leaseLiveness, openEngine } from './open-engine.ts';
 
 export interface GatewayOptions {
@@ -56,10 +57,16 @@ export interface OpenedGateway extends Gateway {
  */
 export async function openGateway(options: GatewayOptions): Promise<OpenedGateway> {
   const logger = createLogger(options.logLevel ?? options.env.VEIL_LOG_LEVEL ?? 'info', options.logDestination);
+  const control = await openControlStore(options.env, options.dataDir);
   const versions = await ConfigVersions.open(options.dataDir);
+  control?.attach({ versions });
   const active = await versions.adopt(options.configFile, options.now(), compileVeilConfigText);
   const { config, engine, keystore, warnings, lease } = await openEngine({
-    configFile: active.file, dataDir: options.dataDir, env: options.env, now: options.now, provision: options.development, notice: options.notice,
+    configFile: active.file, dataDir: options.dataDir, env: options.env, now: options.now, provision: options.development, notice: options.notice, ...(control ? { control } : {}),
+  }).catch(async (e: unknown) => {
+    // a process that does not start leaves the control store's consumer behind otherwise
+    await control?.close();
+    throw e;
   });
   if (!config.gateway) throw new VeilError('CONFIG_INVALID', `configuration ${options.configFile} has no gateway section`);
   for (const w of warnings) logger.warn({ pointer: w.pointer }, `configuration: ${w.message}`);
@@ -96,6 +103,8 @@ export async function openGateway(options: GatewayOptions): Promise<OpenedGatewa
       await watch.stop();
       await gateway.drain(graceMs);
       await audit.close();
+      lease?.stop();
+      await control?.close();
     },
   };
 }

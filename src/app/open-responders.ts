@@ -8,6 +8,7 @@ import { JwtSigner } from '../keystore/jwt-signer.ts';
 import { openKafkaPort, streamClient } from '../stream/kafka-client.ts';
 import { UnprotectResponder } from '../stream/unprotect-responder.ts';
 import { createLogger } from './logger.ts';
+import { openControlStore } from './control-store.ts';
 import { openEngine } from './open-engine.ts';
 import type { StreamOptions } from './open-stream.ts';
 
@@ -24,7 +25,12 @@ export interface Responders {
  */
 export async function openResponders(options: Omit<StreamOptions, 'registryUrl' | 'pipelines'> & { names?: string[]; audit?: AuditSink }): Promise<Responders> {
   const logger = options.logger ?? createLogger(options.env.VEIL_LOG_LEVEL ?? 'info');
-  const { config, keystore, engine } = await openEngine({ configFile: options.configFile, dataDir: options.dataDir, env: options.env, now: options.now, provision: options.development, notice: options.notice });
+  const control = await openControlStore(options.env, options.dataDir);
+  const { config, keystore, engine, lease } = await openEngine({ configFile: options.configFile, dataDir: options.dataDir, env: options.env, now: options.now, provision: options.development, notice: options.notice, ...(control ? { control } : {}) }).catch(async (e: unknown) => {
+    // a process that does not start leaves the control store's consumer behind otherwise
+    await control?.close();
+    throw e;
+  });
   const names = options.names ?? Object.keys(config.responders);
   if (names.length === 0) throw new VeilError('CONFIG_INVALID', `${options.configFile} defines no responders`);
   for (const n of names) if (!config.responders[n]) throw new VeilError('CONFIG_INVALID', `no responder ${n} in ${options.configFile}`);
@@ -45,6 +51,8 @@ export async function openResponders(options: Omit<StreamOptions, 'registryUrl' 
       await Promise.all(responders.map((r) => r.stop()));
       await kafka.disconnect();
       await audit.close();
+      lease?.stop();
+      await control?.close();
     },
   };
 }

@@ -91,6 +91,10 @@ export async function openService(options: ServiceOptions): Promise<Service> {
     : `configuration: active version ${active.number} (${active.file}); ${options.configFile} is unchanged since it was adopted`);
   const { config, engine, keystore, warnings, lease } = await openEngine({
     configFile: active.file, dataDir: options.dataDir, env: options.env, now: options.now, provision: options.development, notice: options.notice, ...(control ? { control } : {}),
+  }).catch(async (e: unknown) => {
+    // a process that does not start leaves the control store's consumer behind otherwise
+    await control?.close();
+    throw e;
   });
   for (const w of warnings) logger.warn({ pointer: w.pointer }, `configuration: ${w.message}`);
   const signingKey = config.identity.signingKey;

@@ -14,6 +14,7 @@ import { ProtectPipeline } from '../stream/protect-pipeline.ts';
 import { killingInCommit } from '../stream/fault-injection.ts';
 import { StreamMetrics } from '../stream/stream-metrics.ts';
 import { createLogger } from './logger.ts';
+import { openControlStore } from './control-store.ts';
 import { leaseLiveness, openEngine } from './open-engine.ts';
 
 export interface StreamOptions {
@@ -61,7 +62,13 @@ export function protectThreads(given: string | undefined): number {
 /** Wires config, keystore, engine, Kafka and the registry into the protect pipelines. */
 export async function openStream(options: StreamOptions): Promise<StreamService> {
   const logger = options.logger ?? createLogger(options.env.VEIL_LOG_LEVEL ?? 'info');
-  const { config, engine, lease } = await openEngine({ configFile: options.configFile, dataDir: options.dataDir, env: options.env, now: options.now, provision: options.development, notice: options.notice });
+  // keys from the shared control store when there is one (the data dir is its mirror)
+  const control = await openControlStore(options.env, options.dataDir);
+  const { config, engine, lease } = await openEngine({ configFile: options.configFile, dataDir: options.dataDir, env: options.env, now: options.now, provision: options.development, notice: options.notice, ...(control ? { control } : {}) }).catch(async (e: unknown) => {
+    // a process that does not start leaves the control store's consumer behind otherwise
+    await control?.close();
+    throw e;
+  });
   const names = options.pipelines ?? Object.keys(config.pipelines);
   for (const n of names) if (!config.pipelines[n]) throw new VeilError('CONFIG_INVALID', `no pipeline ${n} in ${options.configFile}`);
   if (names.length === 0) throw new VeilError('CONFIG_INVALID', `${options.configFile} defines no pipelines`);
@@ -110,6 +117,8 @@ export async function openStream(options: StreamOptions): Promise<StreamService>
       await Promise.all(pools.map((p) => p.close()));
       await kafka.disconnect();
       await ops?.close();
+      lease?.stop();
+      await control?.close();
     },
     async listen(port, host) {
       ops = Fastify({ logger: false });
