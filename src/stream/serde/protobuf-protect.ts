@@ -9,7 +9,11 @@ export interface ProtectContext {
   /** a mapped value's protected text (throws a StreamError when it cannot be) */
   protect(path: string, text: string): string;
   missing: 'pass' | 'dead-letter';
+  /** only walk (collect values, find failures): no output is built */
+  dryRun?: boolean;
 }
+
+const EMPTY = Buffer.alloc(0);
 
 /** ProtectContext.protect for one record: each value through its path's transform. */
 export function protectEach(transforms: ReadonlyMap<string, Chain>): (path: string, text: string) => string {
@@ -39,28 +43,37 @@ export function protectMessage(b: Buffer, from: number, to: number, plan: PlanNo
   for (const f of wireFields(b, from, to)) {
     const entry = plan.fields.get(f.number);
     if (!entry) continue;
-    out.push(b.subarray(copied, f.start));
-    copied = f.end;
     seen.add(f.number);
+    if (!ctx.dryRun) out.push(b.subarray(copied, f.start));
+    copied = f.end;
     if (entry.child) {
       if (f.wireType !== WIRE.len) throw new StreamError('RECORD_MALFORMED', `field ${entry.field.name} is not encoded as a message`);
       const body = protectMessage(b, f.valueStart, f.end, entry.child, ctx);
-      out.push(lenHeader(f.number, body.length), body);
+      if (!ctx.dryRun) out.push(lenHeader(f.number, body.length), body);
       continue;
     }
     for (const text of scalarTexts(b, f, entry.field, ctx.schema)) {
-      const bytes = Buffer.from(ctx.protect(entry.path!, text), 'utf8');
+      const protectedText = ctx.protect(entry.path!, text);
+      if (ctx.dryRun) continue;
+      const bytes = Buffer.from(protectedText, 'utf8');
       out.push(lenHeader(f.number, bytes.length), bytes);
     }
   }
-  out.push(b.subarray(copied, to));
-  if (ctx.missing === 'dead-letter') {
-    for (const [number, entry] of plan.fields) {
-      if (seen.has(number) || entry.field.repeated) continue;
-      throw missingField(entry.path ?? entry.child!.leafPaths[0]!);
-    }
+  if (ctx.dryRun) {
+    checkMissing(plan, seen, ctx);
+    return EMPTY;
   }
+  out.push(b.subarray(copied, to));
+  checkMissing(plan, seen, ctx);
   return out.length === 1 ? out[0]! : Buffer.concat(out);
+}
+
+function checkMissing(plan: PlanNode, seen: ReadonlySet<number>, ctx: ProtectContext): void {
+  if (ctx.missing !== 'dead-letter') return;
+  for (const [number, entry] of plan.fields) {
+    if (seen.has(number) || entry.field.repeated) continue;
+    throw missingField(entry.path ?? entry.child!.leafPaths[0]!);
+  }
 }
 
 function missingField(path: string): StreamError {

@@ -141,7 +141,7 @@ function protectPrepared(values: readonly Buffer[], prepared: readonly (Prepared
     if (p instanceof StreamError) return p;
     const start = counts();
     try {
-      protectMessage(values[i]!, p.bodyStart, values[i]!.length, p.target.plan, { schema: p.target.schema, protect: collect, missing: protection.missing });
+      protectMessage(values[i]!, p.bodyStart, values[i]!.length, p.target.plan, { schema: p.target.schema, protect: collect, missing: protection.missing, dryRun: true });
       return start;
     } catch (e) {
       for (const [path, n] of start) texts.get(path)!.length = n;

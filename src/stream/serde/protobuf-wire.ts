@@ -56,6 +56,7 @@ function skipVarint(b: Uint8Array, pos: number): number {
 }
 
 export function varint(value: bigint | number): Buffer {
+  if (typeof value === 'number' && value >= 0 && value <= 0xffffffff) return Buffer.from(smallVarint(value));
   let v = BigInt.asUintN(64, BigInt(value));
   const out: number[] = [];
   while (v >= 0x80n) {
@@ -66,9 +67,21 @@ export function varint(value: bigint | number): Buffer {
   return Buffer.from(out);
 }
 
+/** A 32-bit unsigned varint's bytes, without bigint (tags and lengths, on the hot path). */
+function smallVarint(value: number): number[] {
+  const out: number[] = [];
+  let v = value;
+  while (v >= 0x80) {
+    out.push((v & 0x7f) | 0x80);
+    v = Math.floor(v / 128);
+  }
+  out.push(v);
+  return out;
+}
+
 /** The tag and length of a LEN field `number` holding `length` bytes. */
 export function lenHeader(number: number, length: number): Buffer {
-  return Buffer.concat([varint((number << 3 | WIRE.len) >>> 0), varint(length)]);
+  return Buffer.from([...smallVarint((number << 3 | WIRE.len) >>> 0), ...smallVarint(length)]);
 }
 
 /**
