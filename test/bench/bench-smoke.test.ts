@@ -12,6 +12,7 @@ const BENCHES: { name: string; env: Record<string, string>; timeoutMs: number }[
   { name: 'engine', env: { BENCH_MS: '40' }, timeoutMs: 60_000 },
   { name: 'http', env: { BENCH_SECONDS: '1' }, timeoutMs: 90_000 },
   { name: 'stream', env: { BENCH_RECORDS: '2000' }, timeoutMs: 240_000 },
+  { name: 'store', env: { BENCH_VERSIONS: '20', BENCH_MS: '100' }, timeoutMs: 120_000 },
   { name: 'unprotect', env: { BENCH_SECONDS: '1' }, timeoutMs: 120_000 },
   { name: 'db', env: { BENCH_ROWS: '200', BENCH_RUNS: '1' }, timeoutMs: 120_000 },
   { name: 'gateway', env: { BENCH_CALLS: '100' }, timeoutMs: 90_000 },
