@@ -75,3 +75,13 @@ export async function waitFor(check: () => boolean | Promise<boolean>, timeoutMs
   }
   throw new Error(`timed out waiting for ${what}`);
 }
+
+/** Polls `probe` every 100 ms until it returns something other than undefined (a throw counts as not yet). */
+export async function eventually<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
+  for (const deadline = Date.now() + timeoutMs; ;) {
+    const out = await probe().catch(() => undefined);
+    if (out !== undefined) return out;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}

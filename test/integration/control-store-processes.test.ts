@@ -8,21 +8,13 @@ import { CreateKeyCommand, KMSClient } from '@aws-sdk/client-kms';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BROKERS } from '../helpers/kafka.ts';
 import { startMoto, type Moto } from '../helpers/moto.ts';
-import { freePorts, ROOT } from '../helpers/processes.ts';
+import { eventually, freePorts, ROOT } from '../helpers/processes.ts';
 
 const exec = promisify(execFile);
 const EXAMPLE = join(ROOT, 'config/example.yaml');
 const guid = (n: number) => `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`;
 const withProperty = (text: string, name: string) => text.replace('      segmentKey: { protect: name-pseudonym, unprotect: none }', `      segmentKey: { protect: name-pseudonym, unprotect: none }\n      ${name}: { protect: name-randomized }`);
 
-async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
-  for (const deadline = Date.now() + timeoutMs; ;) {
-    const out = await probe().catch(() => undefined);
-    if (out !== undefined) return out;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 /** One `veil serve` with a data dir of its own. */
 class Serve {
@@ -41,7 +33,7 @@ class Serve {
     this.child = spawn(join(ROOT, 'bin/veil'), ['serve', '--port', String(port), '--data-dir', this.dataDir, '--config', EXAMPLE], { env: { ...process.env, VEIL_LOG_LEVEL: 'info', VEIL_DRAIN_DELAY_MS: '0', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     this.child.stdout!.on('data', (d) => (this.log += String(d)));
     this.child.stderr!.on('data', (d) => (this.log += String(d)));
-    await until(`serve on ${this.dataDir}`, async () => ((await fetch(`${this.url}/readyz`)).ok ? true : undefined), 60_000);
+    await eventually(`serve on ${this.dataDir}`, async () => ((await fetch(`${this.url}/readyz`)).ok ? true : undefined), 60_000);
     const secret = (await readFile(join(this.dataDir, 'dev-client.secret'), 'utf8')).trim();
     const res = await fetch(`${this.url}/connect/token`, { method: 'POST', body: new URLSearchParams({ grant_type: 'client_credentials', client_id: 'veil-dev', client_secret: secret }) });
     this.token = ((await res.json()) as { access_token: string }).access_token;
@@ -124,7 +116,7 @@ describe('many hosts, one truth: processes sharing the Kafka control store and a
     const versionOf = (value: string) => Buffer.from(value, 'base64url').readUInt32BE(1);
     expect(versionOf(before.value!)).toBe(1);
     const rotated = Date.now();
-    for (const s of serves) await until(`${s.dataDir} protecting with customer-gcm v2`, async () => (versionOf((await s.transform('Protect', 'name', 'x')).value!) === 2 ? true : undefined), 10_000);
+    for (const s of serves) await eventually(`${s.dataDir} protecting with customer-gcm v2`, async () => (versionOf((await s.transform('Protect', 'name', 'x')).value!) === 2 ? true : undefined), 10_000);
     expect(Date.now() - rotated).toBeLessThan(2_000);
     const [onA, onB] = [await a.transform('Protect', 'name', 'Grace Hopper'), await b.transform('Protect', 'name', 'Grace Hopper')];
     expect(await b.transform('Unprotect', 'name', onA.value!)).toMatchObject({ status: 200, value: 'Grace Hopper' });
@@ -141,7 +133,7 @@ describe('many hosts, one truth: processes sharing the Kafka control store and a
     await cli('config', 'publish', file('nickname'));
     // from the moment the publish was accepted (the command returns after reading it back)
     const published = Date.now();
-    for (const s of serves) await until(`${s.dataDir} serving nickname`, async () => ((await s.transform('Protect', 'nickname', 'Ada')).status === 200 ? true : undefined), 10_000);
+    for (const s of serves) await eventually(`${s.dataDir} serving nickname`, async () => ((await s.transform('Protect', 'nickname', 'Ada')).status === 200 ? true : undefined), 10_000);
     expect(Date.now() - published).toBeLessThan(2_000);
 
     await writeFile(file('alias1'), withProperty(base, 'alias1'));
@@ -152,7 +144,7 @@ describe('many hosts, one truth: processes sharing the Kafka control store and a
     const winner = numbers[0]! > numbers[1]! ? 'alias1' : 'alias2';
     const loser = winner === 'alias1' ? 'alias2' : 'alias1';
     for (const s of serves) {
-      await until(`${s.dataDir} on the last version`, async () => ((await s.transform('Protect', winner, 'x')).status === 200 ? true : undefined), 10_000);
+      await eventually(`${s.dataDir} on the last version`, async () => ((await s.transform('Protect', winner, 'x')).status === 200 ? true : undefined), 10_000);
       expect((await s.transform('Protect', loser, 'x')).status).toBe(422);
       expect((await s.transform('Protect', 'nickname', 'x')).status).toBe(422);
     }

@@ -7,7 +7,7 @@ import { promisify } from 'node:util';
 import { CreateKeyCommand, KMSClient } from '@aws-sdk/client-kms';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startMoto, type Moto } from '../helpers/moto.ts';
-import { freePorts, ROOT } from '../helpers/processes.ts';
+import { eventually, freePorts, ROOT } from '../helpers/processes.ts';
 import { softHsmToken, type SoftHsm } from '../helpers/softhsm.ts';
 
 const CREDENTIALS = { AWS_ACCESS_KEY_ID: 'testing', AWS_SECRET_ACCESS_KEY: 'testing' };
@@ -21,14 +21,6 @@ function transformBody(action: 'Protect' | 'Unprotect', value: string) {
   };
 }
 
-async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
-  for (const deadline = Date.now() + timeoutMs; ;) {
-    const out = await probe().catch(() => undefined);
-    if (out !== undefined) return out;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
 
 /** `veil serve` as a process whose keys are wrapped by a KMS (VEIL_KMS), the KMS a real one. */
 class Served {
@@ -43,7 +35,7 @@ class Served {
     this.stderr = '';
     this.child = spawn(join(ROOT, 'bin/veil'), ['serve', '--port', String(port), '--data-dir', dataDir], { env: { ...process.env, VEIL_LOG_LEVEL: 'warn', VEIL_DRAIN_DELAY_MS: '0', ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
     this.child.stderr!.on('data', (d) => (this.stderr += String(d)));
-    await until('veil serve ready', async () => ((await fetch(`${this.url}/readyz`)).ok ? true : undefined));
+    await eventually('veil serve ready', async () => ((await fetch(`${this.url}/readyz`)).ok ? true : undefined));
     const secret = (await readFile(join(dataDir, 'dev-client.secret'), 'utf8')).trim();
     const res = await fetch(`${this.url}/connect/token`, { method: 'POST', body: new URLSearchParams({ grant_type: 'client_credentials', client_id: 'veil-dev', client_secret: secret }) });
     this.token = ((await res.json()) as { access_token: string }).access_token;
@@ -104,7 +96,7 @@ describe('veil serve with the KEK in a KMS (moto_server, SoftHSM2)', () => {
     try {
       // still served right after the KMS went away
       expect((await served.transform('Protect', 'ada@example.com')).status).toBe(200);
-      const refused = await until('calls refused', async () => {
+      const refused = await eventually('calls refused', async () => {
         const r = await served.transform('Unprotect', protectedEmail);
         return r.status === 503 ? r : undefined;
       });
@@ -117,7 +109,7 @@ describe('veil serve with the KEK in a KMS (moto_server, SoftHSM2)', () => {
     } finally {
       moto.resume();
     }
-    await until('recovered', async () => ((await fetch(`${served.url}/healthz`)).status === 200 ? true : undefined));
+    await eventually('recovered', async () => ((await fetch(`${served.url}/healthz`)).status === 200 ? true : undefined));
     expect(await served.transform('Unprotect', protectedEmail)).toMatchObject({ status: 200, value: 'ada@example.com' });
     expect(served.stderr).toMatch(/keys refused until it does/);
     expect(served.stderr).toMatch(/the KEK answers again/);

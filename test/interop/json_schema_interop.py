@@ -11,14 +11,16 @@
       that duplicates would show.
 """
 import json
+import os
 import sys
-import time
-import uuid
 
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Producer
 from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.json_schema import JSONDeserializer, JSONSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from committed_reader import read_committed  # noqa: E402
 
 
 def customer(i):
@@ -50,35 +52,12 @@ def produce(bootstrap, registry_url, topic, count, schema_str):
 def consume(bootstrap, registry_url, topic, count, timeout_s):
     registry = SchemaRegistryClient({"url": registry_url})
     deserializer = JSONDeserializer(None, schema_registry_client=registry)
-    consumer = Consumer({
-        "bootstrap.servers": bootstrap,
-        "group.id": f"py-verify-{uuid.uuid4()}",
-        "auto.offset.reset": "earliest",
-        "enable.auto.commit": False,
-        "isolation.level": "read_committed",
-    })
-    consumer.subscribe([topic])
-    got = 0
-    deadline = time.time() + timeout_s
-    settle = None
-    try:
-        while time.time() < deadline and (settle is None or time.time() < settle):
-            msg = consumer.poll(0.5)
-            if msg is None:
-                continue
-            if msg.error():
-                raise SystemExit(f"consumer error: {msg.error()}")
-            value = deserializer(msg.value(), SerializationContext(topic, MessageField.VALUE))
-            print(json.dumps({
-                "partition": msg.partition(), "offset": msg.offset(),
-                "key": msg.key().decode() if msg.key() is not None else None,
-                "schema_id": int.from_bytes(msg.value()[1:5], "big"), "value": value,
-            }), flush=True)
-            got += 1
-            if got >= count and settle is None:
-                settle = time.time() + 2
-    finally:
-        consumer.close()
+
+    def describe(msg):
+        value = deserializer(msg.value(), SerializationContext(topic, MessageField.VALUE))
+        return {"schema_id": int.from_bytes(msg.value()[1:5], "big"), "value": value}
+
+    read_committed(bootstrap, topic, count, timeout_s, describe)
 
 
 def main(argv):

@@ -23,17 +23,19 @@ import re
 import subprocess
 import sys
 import tempfile
-import time
 import uuid
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from google.protobuf.json_format import MessageToDict
 from google.protobuf.unknown_fields import UnknownFieldSet
 
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Producer
 from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer, ProtobufSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from committed_reader import read_committed  # noqa: E402
 
 UNKNOWN_FIELD = b"\x98\x06\x2a"  # field 99, varint 42
 
@@ -117,41 +119,20 @@ def consume(bootstrap, registry_url, topic, message, count, timeout_s):
     registry = SchemaRegistryClient({"url": registry_url})
     classes = Classes(registry, message)
     deserializers = {}
-    consumer = Consumer({
-        "bootstrap.servers": bootstrap,
-        "group.id": f"py-verify-{uuid.uuid4()}",
-        "auto.offset.reset": "earliest",
-        "enable.auto.commit": False,
-        "isolation.level": "read_committed",
-    })
-    consumer.subscribe([topic])
-    got = 0
-    deadline = time.time() + timeout_s
-    settle = None
-    try:
-        while time.time() < deadline and (settle is None or time.time() < settle):
-            msg = consumer.poll(0.5)
-            if msg is None:
-                continue
-            if msg.error():
-                raise SystemExit(f"consumer error: {msg.error()}")
-            schema_id = int.from_bytes(msg.value()[1:5], "big")
-            if schema_id not in deserializers:
-                deserializers[schema_id] = ProtobufDeserializer(classes.get(schema_id), {"use.deprecated.format": False})
-            value = deserializers[schema_id](msg.value(), SerializationContext(topic, MessageField.VALUE))
-            print(json.dumps({
-                "partition": msg.partition(), "offset": msg.offset(),
-                "key": msg.key().decode() if msg.key() is not None else None,
-                "schema_id": schema_id,
-                "value": MessageToDict(value, preserving_proto_field_name=True),
-                "unknown": [[u.field_number, u.data] for u in UnknownFieldSet(value) if isinstance(u.data, int)],
-                "bytes": msg.value().hex(),
-            }), flush=True)
-            got += 1
-            if got >= count and settle is None:
-                settle = time.time() + 2
-    finally:
-        consumer.close()
+
+    def describe(msg):
+        schema_id = int.from_bytes(msg.value()[1:5], "big")
+        if schema_id not in deserializers:
+            deserializers[schema_id] = ProtobufDeserializer(classes.get(schema_id), {"use.deprecated.format": False})
+        value = deserializers[schema_id](msg.value(), SerializationContext(topic, MessageField.VALUE))
+        return {
+            "schema_id": schema_id,
+            "value": MessageToDict(value, preserving_proto_field_name=True),
+            "unknown": [[u.field_number, u.data] for u in UnknownFieldSet(value) if isinstance(u.data, int)],
+            "bytes": msg.value().hex(),
+        }
+
+    read_committed(bootstrap, topic, count, timeout_s, describe)
 
 
 if __name__ == "__main__":
