@@ -82,9 +82,12 @@ export async function openKeystore(options: Pick<OpenEngineOptions, 'dataDir' | 
   return { keystore, lease };
 }
 
-/** Liveness from the KEK's lease: failing with the KEK and the reason once keys are refused. */
+/**
+ * Liveness from the KEK's lease: failing with the code and the KMS's last answer once keys are
+ * refused. Which KMS and key it is stays in the process's log: /healthz is often unauthenticated.
+ */
 export function leaseLiveness(lease: KeyLease | undefined): { healthy: boolean; detail?: Record<string, unknown> } {
   const status = lease?.status();
   if (!status || status.valid) return { healthy: true };
-  return { healthy: false, detail: { kek: { code: 'KMS_UNAVAILABLE', reason: status.reason, kms: status.kek } } };
+  return { healthy: false, detail: { kek: { code: 'KMS_UNAVAILABLE', reason: status.reason } } };
 }
