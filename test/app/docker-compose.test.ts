@@ -15,8 +15,21 @@ const run = (args: string[]) => promisify(execFile)(join(ROOT, 'bin/veil'), args
 
 // No Docker engine runs here: this checks the compose file against the real CLI instead.
 describe('docker-compose.yml', () => {
-  it('runs what `npm run demo` runs: serve, stream protect and stream unprotect', () => {
-    expect(veilCommands.map((c) => c.args.slice(0, c.args[0] === 'stream' ? 2 : 1).join(' ')).sort()).toEqual(['serve', 'stream protect', 'stream unprotect']);
+  it('runs what `npm run demo` runs, on several hosts: two API replicas, two protect processes, the unprotect responder', () => {
+    expect(veilCommands.map((c) => c.args.slice(0, c.args[0] === 'stream' ? 2 : 1).join(' ')).sort()).toEqual(['serve', 'serve', 'stream protect', 'stream protect', 'stream unprotect']);
+  });
+
+  it('its veil processes share only the Kafka control store and the KMS key: each has a data dir of its own, one token issuer', () => {
+    const veil = [...new Set(veilCommands.map((c) => c.name))].map((name) => compose.services[name]!.environment ?? {});
+    expect(veil).toHaveLength(5);
+    for (const env of veil) {
+      expect(env).toMatchObject({ VEIL_CONTROL_STORE: 'kafka', KAFKA_BROKERS: 'kafka:9092', VEIL_KMS: 'aws-kms', VEIL_KMS_KEY_ID: 'alias/veil', VEIL_KMS_ENDPOINT: 'http://kms:5000' });
+      expect(env.VEIL_MASTER_KEY).toBeUndefined();
+    }
+    expect(new Set(veil.map((env) => env.VEIL_DATA_DIR)).size).toBe(5);
+    expect(new Set(veil.filter((env) => env.VEIL_BASE_URL).map((env) => env.VEIL_BASE_URL))).toEqual(new Set(['http://localhost:8080']));
+    // the KMS key the services name is made before the first of them starts
+    expect(compose.services['veil-api']!.command).toMatch(/scripts\/create-kms-key\.ts alias\/veil && bin\/veil serve/);
   });
 
   it.each(veilCommands)('$name: every flag of `bin/veil $args` is a real flag of a real command', async ({ args }) => {
