@@ -1,7 +1,7 @@
 import { ConfigVersions } from '../control/config-versions.ts';
 import { VeilError } from '../engine/index.ts';
 import { LocalKeystore } from '../keystore/local-keystore.ts';
-import type { Accepted } from '../store/control-log.ts';
+import type { Accepted, ControlWrite, History } from '../store/control-log.ts';
 import type { Env } from './open-engine.ts';
 
 export const CONTROL_STORE_ENV = 'VEIL_CONTROL_STORE';
@@ -28,17 +28,33 @@ export async function openControlStore(env: Env, dataDir: string): Promise<Contr
   if (kind === undefined || kind === '' || kind === 'local') return undefined;
   if (kind !== 'kafka') throw new VeilError('CONFIG_INVALID', `${CONTROL_STORE_ENV} must be local or kafka, not ${JSON.stringify(kind.slice(0, 32))}`);
   const { brokers, topic } = controlTopic(env);
+  const { KafkaControlLog } = await import('../store/kafka-control-log.ts');
+  const log = await KafkaControlLog.open({ brokers, topic, onAccepted: await dataDirMirror(dataDir) });
+  return controlStoreOver(log, `Kafka topic ${topic} on ${brokers.join(',')}`);
+}
+
+/** What the control store needs of its log (KafkaControlLog; an in-memory one in unit tests). */
+export interface AppendLog {
+  head(history: History): number;
+  append(history: History, basedOn: number, body: string, meta?: ControlWrite['meta']): Promise<Accepted | undefined>;
+  close(): Promise<void>;
+}
+
+/** Writes every accepted version into the data dir: config-versions/ and keystore.json are the log's mirror. */
+export async function dataDirMirror(dataDir: string): Promise<(entry: Accepted) => Promise<void>> {
   const mirror = await ConfigVersions.open(dataDir);
-  const onAccepted = async (entry: Accepted) => {
+  return async (entry) => {
     const w = entry.write;
     if (entry.history === 'keyset') return LocalKeystore.mirror(dataDir, Buffer.from(w.body, 'base64'));
     const meta = w.meta ?? { by: 'unknown', source: 'portal' as const, note: '' };
     await mirror.mirror(entry.number, w.body, { publishedAt: w.at, by: meta.by, source: meta.source, note: meta.note });
   };
-  const { KafkaControlLog } = await import('../store/kafka-control-log.ts');
-  const log = await KafkaControlLog.open({ brokers, topic, onAccepted });
+}
+
+/** The store over a log: publishes and key-set commits of the attached parts become appends. */
+export function controlStoreOver(log: AppendLog, description: string): ControlStore {
   return {
-    description: `Kafka topic ${topic} on ${brokers.join(',')}`,
+    description,
     attach({ versions, keystore }) {
       versions?.useLog({ publish: async (text, meta) => (await log.append('config', log.head('config'), text, meta))?.number });
       keystore?.useLog({ head: () => log.head('keyset'), commit: async (document, basedOn) => (await log.append('keyset', basedOn, document.toString('base64'))) !== undefined });

@@ -113,6 +113,8 @@ export class ConfigVersions {
    * `check` validates the file (CONFIG_INVALID with every error).
    */
   async adopt(configFile: string, now: Date, check: ConfigCheck): Promise<{ file: string; number: number; adopted: boolean }> {
+    // another process may have adopted or published since this store was opened
+    await this.reload();
     const text = await readFile(configFile, 'utf8').catch((e: NodeJS.ErrnoException) => {
       throw new VeilError('CONFIG_INVALID', `configuration ${configFile} cannot be read (${e.code ?? 'unreadable'})`);
     });
