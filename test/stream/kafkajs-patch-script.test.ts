@@ -28,7 +28,7 @@ describe('scripts/patch-kafkajs.mjs', () => {
   it('the installed kafkajs is patched (the postinstall ran)', () => {
     expect(patchKafkajs(INSTALLED_KAFKAJS, 'check').patched).toBe(true);
     const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'));
-    expect(pkg.scripts.postinstall).toBe('sh scripts/build-librdkafka.sh && node scripts/patch-kafkajs.mjs');
+    expect(pkg.scripts.postinstall).toBe('sh scripts/build-librdkafka.sh && sh scripts/build-pkcs11js.sh && node scripts/patch-kafkajs.mjs');
   });
 
   it('tells upstream from patched, and reverting gives upstream back', () => {
