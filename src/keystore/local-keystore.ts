@@ -1,9 +1,9 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
-import { mkdir, open, readFile, rename, unlink } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { MemoryKeyProvider, revealKeyBytes, VeilError, type KeyInfo, type KeyProvider, type KeyType, type SecretKey } from '../engine/index.ts';
 import { isKeyType, isValidKeyId, keySizes, parseHexMaterial } from './key-material.ts';
+import { readKeystoreFile, replaceKeystoreFile, withKeystoreLock } from './keystore-file.ts';
 import { decodeKeystore, encodeKeystore, type KeyRecord } from './keystore-format.ts';
 import { decodeEnvelope, encodeEnvelope, isEnvelope, rewrapEnvelope, wrappedKeyOf } from './keyset-envelope.ts';
 import type { KeyLease } from './key-lease.ts';
@@ -22,8 +22,6 @@ export interface KeySetLog {
   head(): number;
   commit(document: Buffer, basedOn: number): Promise<boolean>;
 }
-const LOCK_WAIT_MS = 5_000;
-const LOCK_POLL_MS = 25;
 
 export interface LocalKeystoreOptions {
   dataDir: string;
@@ -108,18 +106,9 @@ export class LocalKeystore implements KeyProvider {
   /** Writes a key-set document the shared log accepted as this data dir's keystore.json. */
   static async mirror(dataDir: string, document: Buffer): Promise<void> {
     const path = join(dataDir, KEYSTORE_FILE);
-    const current = await readFile(path).catch(() => undefined);
-    if (current?.equals(document)) return;
+    if ((await readKeystoreFile(path).catch(() => undefined))?.equals(document)) return;
     await mkdir(dataDir, { recursive: true, mode: 0o700 });
-    const temp = `${path}.${randomBytes(6).toString('hex')}.tmp`;
-    const handle = await open(temp, 'wx', 0o600);
-    try {
-      await handle.writeFile(document);
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
-    await rename(temp, path);
+    await replaceKeystoreFile(dataDir, path, document);
   }
 
   /** The lease that must stay valid for the keys to be used (key-lease.ts). */
@@ -300,9 +289,8 @@ export class LocalKeystore implements KeyProvider {
 
   private async readBytes(): Promise<Buffer | undefined> {
     try {
-      return await readFile(this.path);
+      return await readKeystoreFile(this.path);
     } catch (error) {
-      if (errorCode(error) === 'ENOENT') return undefined;
       throw this.ioError('cannot read', error);
     }
   }
@@ -314,47 +302,18 @@ export class LocalKeystore implements KeyProvider {
   }
 
   private async writeBytes(bytes: Buffer): Promise<void> {
-    const temp = `${this.path}.${randomBytes(6).toString('hex')}.tmp`;
     try {
-      const handle = await open(temp, 'wx', 0o600);
-      try {
-        await handle.writeFile(bytes);
-        await handle.sync();
-      } finally {
-        await handle.close();
-      }
-      await rename(temp, this.path);
+      await replaceKeystoreFile(this.dataDir, this.path, bytes);
     } catch (error) {
-      await unlink(temp).catch(() => undefined);
       throw this.ioError('cannot write', error);
     }
-    await syncDirectory(this.dataDir);
   }
 
   private async withLock<T>(body: () => Promise<T>): Promise<T> {
-    const lockPath = `${this.path}.lock`;
-    const deadline = Date.now() + LOCK_WAIT_MS;
-    for (;;) {
-      try {
-        const handle = await open(lockPath, 'wx', 0o600);
-        await handle.writeFile(`${process.pid}\n`).finally(() => handle.close());
-        break;
-      } catch (error) {
-        if (errorCode(error) !== 'EEXIST') throw this.ioError('cannot create the lock file for', error);
-        if (Date.now() >= deadline) {
-          throw new VeilError(
-            'KEYSTORE_INVALID',
-            `keystore ${this.path} is locked by another veil process; if none is running, remove ${lockPath}`,
-          );
-        }
-        await sleep(LOCK_POLL_MS);
-      }
-    }
-    try {
-      return await body();
-    } finally {
-      await unlink(lockPath).catch(() => undefined);
-    }
+    return withKeystoreLock(this.path, {
+      busy: () => new VeilError('KEYSTORE_INVALID', `keystore ${this.path} is locked by another veil process; if none is running, remove ${this.path}.lock`),
+      failed: (error) => this.ioError('cannot create the lock file for', error),
+    }, body);
   }
 
   private ioError(what: string, error: unknown): VeilError {
@@ -408,18 +367,4 @@ function wipe(records: readonly KeyRecord[]): void {
 
 function copyInfo(info: KeyInfo): KeyInfo {
   return { id: info.id, type: info.type, primary: info.primary, versions: info.versions.map((v) => ({ ...v })) };
-}
-
-/** Makes the rename durable; not every platform can fsync a directory. */
-async function syncDirectory(dir: string): Promise<void> {
-  try {
-    const handle = await open(dir, 'r');
-    try {
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
-  } catch {
-    // best effort
-  }
 }
