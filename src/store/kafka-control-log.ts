@@ -31,6 +31,8 @@ export class KafkaControlLog {
   private consumer?: Consumer;
   private producer?: Producer;
   private applied = -1;
+  /** an accepted write whose onAccepted failed: the consumer delivers its record again */
+  private unmirrored?: { offset: number; entry: Accepted };
   private waiters: { offset: number; resolve: () => void }[] = [];
   private readonly groupId = `veil-control-${randomUUID()}`;
 
@@ -93,10 +95,20 @@ export class KafkaControlLog {
     await this.consumer.run({
       autoCommit: false,
       eachMessage: async ({ message }) => {
-        const write = parseWrite(message.value);
-        const entry = write && this.state.apply(write);
-        if (entry) await this.options.onAccepted?.(entry);
-        this.applied = Number(message.offset);
+        const offset = Number(message.offset);
+        if (offset <= this.applied) return;
+        // a record delivered again after its mirror failed: mirror it again, do not apply it twice
+        let entry = this.unmirrored?.offset === offset ? this.unmirrored.entry : undefined;
+        if (!entry) {
+          const write = parseWrite(message.value);
+          entry = write && this.state.apply(write);
+        }
+        if (entry) {
+          this.unmirrored = { offset, entry };
+          await this.options.onAccepted?.(entry);
+          this.unmirrored = undefined;
+        }
+        this.applied = offset;
         this.release();
       },
     });

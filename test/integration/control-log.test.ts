@@ -74,4 +74,21 @@ describe('KafkaControlLog against a real broker', () => {
     expect(tombstones.size).toBe(11);
     for (const key of tombstones) expect(writes.some((w) => w.key === key)).toBe(true);
   }, 120_000);
+
+  it('a mirror that fails is retried on the record delivered again, and the write is applied once', async () => {
+    const failOnce = `veil.control.test.${randomBytes(4).toString('hex')}`;
+    const calls: number[] = [];
+    const log = await KafkaControlLog.open({
+      brokers: BROKERS, topic: failOnce,
+      onAccepted: (e) => {
+        calls.push(e.number);
+        if (calls.length === 1) throw new Error('disk full, once');
+      },
+    });
+    opened.push(log);
+    expect(await log.append('config', 0, 'first')).toMatchObject({ number: 1 });
+    expect(await log.append('config', 1, 'second')).toMatchObject({ number: 2 });
+    expect(calls).toEqual([1, 1, 2]);
+    expect(log.head('config')).toBe(2);
+  }, 120_000);
 });
