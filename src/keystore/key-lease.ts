@@ -61,7 +61,9 @@ export class KeyLease {
       this.announced = false;
       this.options.onChange?.(false, this.reason ?? 'KMS_UNAVAILABLE');
     }
-    throw new VeilError('KMS_UNAVAILABLE', `the key-encryption key (${this.options.kms.description}) has not answered for ${Math.round(this.options.ttlMs / 1000)} s: keys are not used until it does${this.reason ? ` (${this.reason})` : ''}`);
+    // this message reaches callers (a 503 body, the token endpoint's refusal): which KMS and key is
+    // for the process's own log (onChange), not for them
+    throw new VeilError('KMS_UNAVAILABLE', `the key-encryption key has not answered for ${Math.round(this.options.ttlMs / 1000)} s: keys are not used until it does${this.reason ? ` (${this.reason})` : ''}`);
   }
 
   /** For health: valid or not, and why not. */

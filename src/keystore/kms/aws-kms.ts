@@ -41,25 +41,24 @@ export function awsKms(options: AwsKmsOptions): Kms {
     const what = `AWS KMS ${options.keyId}: ${op} failed (${name}${status ? `, HTTP ${status}` : ''})`;
     return new KmsError(REFUSALS.has(name) ? 'KMS_REFUSED' : 'KMS_UNAVAILABLE', what, { cause: e });
   };
+  /** one call's bytes, or the KmsError it failed with (an answer without bytes is a failure too) */
+  const call = async (op: string, send: () => Promise<Uint8Array | undefined>): Promise<Uint8Array> => {
+    let out: Uint8Array | undefined;
+    try {
+      out = await send();
+    } catch (e) {
+      throw fail(op, e);
+    }
+    if (!out) throw fail(op, new Error(`no bytes in the ${op} answer`));
+    return out;
+  };
   return {
     description: `AWS KMS key ${options.keyId}${options.endpoint ? ` at ${options.endpoint}` : ''}`,
     async wrap(plaintext, c) {
-      try {
-        const out = await client.send(new EncryptCommand({ KeyId: options.keyId, Plaintext: plaintext, EncryptionContext: context(c) }), bounded());
-        if (!out.CiphertextBlob) throw new Error('no CiphertextBlob');
-        return out.CiphertextBlob;
-      } catch (e) {
-        throw fail('Encrypt', e);
-      }
+      return call('Encrypt', async () => (await client.send(new EncryptCommand({ KeyId: options.keyId, Plaintext: plaintext, EncryptionContext: context(c) }), bounded())).CiphertextBlob);
     },
     async unwrap(wrapped, c) {
-      try {
-        const out = await client.send(new DecryptCommand({ KeyId: options.keyId, CiphertextBlob: wrapped, EncryptionContext: context(c) }), bounded());
-        if (!out.Plaintext) throw new Error('no Plaintext');
-        return out.Plaintext;
-      } catch (e) {
-        throw fail('Decrypt', e);
-      }
+      return call('Decrypt', async () => (await client.send(new DecryptCommand({ KeyId: options.keyId, CiphertextBlob: wrapped, EncryptionContext: context(c) }), bounded())).Plaintext);
     },
     async close() {
       client.destroy();
