@@ -81,8 +81,8 @@ export function createGateway(deps: GatewayDeps): Gateway {
     const { config } = parts;
     const rawPath = (req.url ?? '/').split('?')[0];
     if (rawPath === config.healthPath) {
-      const live = deps.live?.() ?? { healthy: true };
       if (draining) return sendJson(res, 503, { status: 'draining' });
+      const live = deps.live?.() ?? { healthy: true };
       return sendJson(res, live.healthy ? 200 : 503, live.healthy ? { status: 'ok' } : { status: 'failing', ...live.detail });
     }
     if (rawPath === config.metricsPath) {
