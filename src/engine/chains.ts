@@ -32,6 +32,15 @@ export function chainFrom(one: (value: string) => string): Chain {
   return chainOf([{ one }]);
 }
 
+/**
+ * `first` then `second` on each value, batched: a value `first` refuses skips `second` (a
+ * re-protection: unprotect under the value's own key version, protect under the primary one; the
+ * cleartext between them stays inside this call).
+ */
+export function chainThen(first: Chain, second: Chain): Chain {
+  return chainOf([{ one: (v) => first(v), many: (vs) => first.many(vs) }, { one: (v) => second(v), many: (vs) => second.many(vs) }]);
+}
+
 /** The steps in order over many values: a value refused by a step skips the later ones. */
 function chainOf(steps: readonly Step[]): Chain {
   const one = steps.length === 1 ? steps[0]!.one : (value: string) => steps.reduce((v, step) => step.one(v), value);

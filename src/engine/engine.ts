@@ -1,7 +1,7 @@
 import { pooledRandom } from './crypto/random-pool.ts';
-import { ChainCache, type Chain } from './chains.ts';
-import type { CompiledConfig } from './config/compiled.ts';
-import { combine, ValueError, type ErrorDetail } from './errors.ts';
+import { ChainCache, chainThen, type Chain } from './chains.ts';
+import { PROTECT, UNPROTECT, type CompiledConfig } from './config/compiled.ts';
+import { combine, ValueError, VeilError, type ErrorDetail } from './errors.ts';
 import type { KeyProvider } from './key-access/key-provider.ts';
 import { matchProcessing, matchRights, resolveContexts, type ContextSite, type ResolvedRights } from './contexts.ts';
 import { checkIdentifiers } from './identifiers.ts';
@@ -160,6 +160,22 @@ export class Engine {
     fail(forbidden);
     fail(unprocessable);
     return { action, reveals, transforms };
+  }
+
+  /**
+   * bind() for re-protection after a key rotation: each transform unprotects a value (under the
+   * key version its header names) and protects it again (under the primary version). The caller's
+   * identity needs both actions on every field: `processingEvidences` must select a Protect
+   * context and `unprotectEvidences` an Unprotect one (CONFIG_INVALID otherwise), each checked as
+   * bind() checks. Nothing here reveals: cleartext never leaves a transform.
+   */
+  bindRewrap(request: BindRequest & { unprotectEvidences: readonly { name: string; value: string }[] }): BoundFields {
+    const protect = this.bind(request);
+    const unprotect = this.bind({ ...request, processingEvidences: request.unprotectEvidences });
+    if (protect.action !== PROTECT || unprotect.action !== UNPROTECT) {
+      throw new VeilError('CONFIG_INVALID', `a re-protection binds a Protect and an Unprotect processing context, not ${protect.action} and ${unprotect.action}`);
+    }
+    return { action: 'Rewrap', reveals: false, transforms: unprotect.transforms.map((u, i) => chainThen(u, protect.transforms[i]!)) };
   }
 
   /** decideField (shared with the role × field view), then the chain for one field. */
