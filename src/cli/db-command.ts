@@ -5,6 +5,7 @@ import { configureSql } from '../db/configure-sql.ts';
 import { grantSql, type GrantCommand } from '../db/grant-sql.ts';
 import { installSql } from '../db/install-sql.ts';
 import { runPsql } from '../db/psql.ts';
+import { dbRewrapCommand, rewrapHelp } from './db-rewrap.ts';
 import { usageExitCode, type CliIo, type Command } from './io.ts';
 
 export const dbHelp = `Usage: veil db install [--apply] [--database-url URL]
@@ -16,6 +17,8 @@ export const dbHelp = `Usage: veil db install [--apply] [--database-url URL]
        veil db revoke --role R [--table T]
        veil db rate-limit --role R|public --values-per-minute N|default
        veil db audit [--records N]
+       veil db rewrap --table T --key-column C --role R [--column C=Class.property ...] [--batch N]
+                      [--restart] [--database-url URL] [--config F] [--data-dir D]
 
 install: prints the SQL of schema veil (PL/Python functions veil.protect, veil.unprotect, their
   _many array variants, the trigger generator veil.attach, read views veil.create_read_view);
@@ -38,11 +41,17 @@ rate-limit: values per minute the role (the login, session_user) may send veil t
   role's own limit. Over it, calls fail with DB_RATE_LIMITED.
 audit: prints the last records (JSON lines) of the database's audit log: one per call to veil,
   with the database role, function, table, fields and counts, outcome; never a value.
+rewrap: after 'veil keys rotate', re-protects a table's protected columns under the primary key
+  versions, in this process (--config, --data-dir), in batches that each commit with a checkpoint
+  in veil_rewrap.progress: a killed run resumes. Values it cannot re-protect are left as stored
+  and reported by key and column. Exit 3 when some were. 'veil db rewrap --help' tells more.
   --database-url  default $VEIL_PG_URL, else $DATABASE_URL; a password in it goes to psql as PGPASSWORD
   psql comes from $VEIL_PSQL, else PATH. See docs/database.md.
 `;
 
 export const dbCommand: Command = async (args, io) => {
+  // rewrap has options of its own (and opens the engine, the others run psql)
+  if (args[0] === 'rewrap') return dbRewrapCommand(args.slice(1), io, rewrapHelp);
   let parsed;
   try {
     parsed = parseArgs({
@@ -64,6 +73,10 @@ export const dbCommand: Command = async (args, io) => {
   if (values.help || sub === undefined || !SUBCOMMANDS.has(sub) || positionals.length > 1) {
     io.stdout(dbHelp);
     return usageExitCode(values.help === true, sub, (s) => SUBCOMMANDS.has(s));
+  }
+  if (sub === 'rewrap') {
+    io.stderr('veil db rewrap: its options go after the word rewrap\n');
+    return 2;
   }
   if (sub !== 'install' && sub !== 'configure') {
     let command: GrantCommand;
@@ -116,7 +129,7 @@ export const dbCommand: Command = async (args, io) => {
   return apply('configure', script, values['database-url'], io);
 };
 
-const SUBCOMMANDS = new Set(['install', 'configure', 'grant-writer', 'grant-reader', 'grant-lookup', 'revoke', 'rate-limit', 'audit']);
+const SUBCOMMANDS = new Set(['install', 'configure', 'grant-writer', 'grant-reader', 'grant-lookup', 'revoke', 'rate-limit', 'audit', 'rewrap']);
 
 type Options = Partial<Record<'role' | 'table' | 'view' | 'veil-role' | 'values-per-minute' | 'records', string>>;
 

@@ -1,0 +1,306 @@
+import { randomUUID } from 'node:crypto';
+import {
+  CHECKPOINT_SQL, COLUMNS_SQL, LIST_REFUSED_SQL, LOCK_PROGRESS_SQL, PROGRESS_DDL, qualifiedName, RECORD_REFUSED_SQL, selectBatchSql,
+  SKIP_TRIGGERS_SQL, START_JOB_SQL, TABLE_SQL, triggerMapping, TRIGGERS_SQL, updateBatchSql, VEIL_TRIGGER, type RewrapTable, type TableName,
+} from './rewrap-sql.ts';
+
+/**
+ * `veil db rewrap`: re-protects a table's protected columns under each key's primary version
+ * after a rotation, in batches, resumable. Each batch is one transaction: its rows are read in key
+ * order and locked (SELECT … FOR UPDATE), the values that changed are written back in one UPDATE,
+ * and the checkpoint (last key, counts) and the batch's refusals are written to veil_rewrap in
+ * the same transaction: a run killed at any point leaves whole batches, each with its checkpoint,
+ * and the next run goes on after the last key committed. Nothing here holds or prints a value:
+ * the chains (Engine.bindRewrap) turn protected values into protected values, and refusals are
+ * recorded by row key, column and code.
+ */
+
+/**
+ * What the runner needs of a field's re-protection (Engine.bindRewrap's Chain has it): each
+ * value's output, or the refusal of that value (a ValueError: its code, never the value).
+ */
+export interface RewrapTransform {
+  many(values: readonly string[]): (string | { code: string })[];
+}
+
+/** What the runner needs of a database connection (node-postgres' Client has it). */
+export interface SqlSession {
+  query(text: string, values?: unknown[]): Promise<{ rows: Record<string, unknown>[]; rowCount: number | null }>;
+}
+
+/** A protected column and the field whose keys protect it. */
+export interface ColumnField {
+  column: string;
+  className: string;
+  propertyName: string;
+}
+
+/** The table as the catalog describes it, checked for a rewrap. */
+export interface RewrapTarget extends RewrapTable {
+  fields: readonly ColumnField[];
+  /** veil's trigger protects the table: the batches skip triggers (session_replication_role) */
+  veilTrigger: boolean;
+}
+
+/** A table or option the rewrap cannot work with; the message names objects, never a value. */
+export class RewrapRefused extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'RewrapRefused';
+  }
+}
+
+/**
+ * Checks the table and resolves its columns: the key column is NOT NULL and alone in a unique
+ * index (keyset pagination neither skips nor repeats a row), is not a protected column (it is
+ * printed); the protected columns are text or varchar and in no foreign key (the batches skip
+ * the triggers that check those); with veil's trigger, its mapping gives the columns when none
+ * are named and must agree with those named, and it must not fire in replica mode (ENABLE
+ * ALWAYS or REPLICA: a rewrap's UPDATE would be protected twice).
+ */
+export async function inspectTable(session: SqlSession, table: TableName, keyColumn: string, named: readonly ColumnField[] | undefined): Promise<RewrapTarget> {
+  const found = (await session.query(TABLE_SQL, [qualifiedName(table)])).rows[0] as { oid: string; name: string; kind: string } | undefined;
+  if (!found) throw new RewrapRefused('the table does not exist (or is not visible to this role)');
+  if (found.kind !== 'r' && found.kind !== 'p') throw new RewrapRefused(`${found.name} is not a table`);
+  const columns = (await session.query(COLUMNS_SQL, [found.oid])).rows as { name: string; not_null: boolean; texty: boolean; type: string; unique_key: boolean; foreign_key: boolean }[];
+  const byName = new Map(columns.map((c) => [c.name, c]));
+  const triggers = (await session.query(TRIGGERS_SQL, [found.oid, VEIL_TRIGGER])).rows as { relation: string; own: boolean; enabled: string; args: Uint8Array }[];
+  const always = triggers.find((t) => t.enabled === 'A' || t.enabled === 'R');
+  if (always) {
+    throw new RewrapRefused(`veil's trigger on ${always.relation} is enabled ${always.enabled === 'A' ? 'ALWAYS' : 'REPLICA'}: it would protect the rewrapped values again; ALTER TABLE … ENABLE TRIGGER ${VEIL_TRIGGER} (the default) first`);
+  }
+  const own = triggers.find((t) => t.own) ?? triggers[0];
+  const mapping = own ? triggerMapping(own.args) : [];
+  const fields = named ?? mapping;
+  if (fields.length === 0) throw new RewrapRefused(`${found.name} has no veil trigger to take its protected columns from: name them with --column column=Class.property`);
+
+  const key = byName.get(keyColumn);
+  if (!key) throw new RewrapRefused(`${found.name} has no column ${keyColumn}`);
+  if (!key.not_null || !key.unique_key) throw new RewrapRefused(`the key column ${keyColumn} must be NOT NULL and the only column of a unique index (a primary key): batches go in its order`);
+  if (mapping.some((m) => m.column === keyColumn) || fields.some((f) => f.column === keyColumn)) {
+    throw new RewrapRefused(`the key column ${keyColumn} is a protected column: choose a key the report may name`);
+  }
+  const seen = new Set<string>();
+  for (const f of fields) {
+    const c = byName.get(f.column);
+    if (!c) throw new RewrapRefused(`${found.name} has no column ${f.column}`);
+    if (seen.has(f.column)) throw new RewrapRefused(`column ${f.column} is named twice`);
+    seen.add(f.column);
+    if (!c.texty) throw new RewrapRefused(`column ${f.column} is ${c.type}: protected values are text or varchar`);
+    if (c.foreign_key) throw new RewrapRefused(`column ${f.column} is part of a foreign key: a rewrap skips the triggers that check foreign keys, so it refuses such columns`);
+    const mapped = mapping.find((m) => m.column === f.column);
+    if (mapped && (mapped.className !== f.className || mapped.propertyName !== f.propertyName)) {
+      throw new RewrapRefused(`veil's trigger protects column ${f.column} as ${mapped.className}.${mapped.propertyName}, not ${f.className}.${f.propertyName}`);
+    }
+  }
+  return { table: found.name, keyColumn, columns: fields.map((f) => f.column), fields, veilTrigger: triggers.length > 0 };
+}
+
+/** Counts of a run or of a whole rewrap (a job: from its first row to its last, across runs). */
+export interface RewrapCounts {
+  rowsRead: number;
+  rewrapped: number;
+  unchanged: number;
+  refused: number;
+  nulls: number;
+  rowsUpdated: number;
+  batches: number;
+}
+
+export interface Refusal {
+  key: string;
+  column: string;
+  code: string;
+}
+
+export interface RewrapRun {
+  target: RewrapTarget;
+  /** index-aligned with target.fields: Engine.bindRewrap's transforms */
+  chains: readonly RewrapTransform[];
+  /** the primary (or pinned) versions of the configuration's keys: a job is for one of these */
+  keyVersions: string;
+  batchSize: number;
+  /** start over from the first row even when a rewrap of the table is unfinished or finished */
+  restart?: boolean;
+  /** asked between batches: true stops the run after the batch it has committed */
+  shouldStop?: () => boolean;
+  /** once the job is opened: new, resumed or done before */
+  onStart?: (start: RewrapResult['start']) => void;
+  onBatch?: (progress: { run: RewrapCounts; lastKey: string | undefined }) => void;
+  /** how many refusals the result lists (all are in veil_rewrap.refused) */
+  listRefused?: number;
+}
+
+export interface RewrapResult {
+  /** finished: this run did the last batch; done-before: the table's rewrap had finished already (nothing read) */
+  state: 'finished' | 'done-before' | 'stopped';
+  /** new: a job started at the first row (with why); resumed: after the checkpoint of an earlier run */
+  start: { kind: 'new'; reason: string } | { kind: 'resumed'; lastKey: string | null; batches: number } | { kind: 'done'; finishedAt: Date };
+  run: RewrapCounts;
+  job: RewrapCounts;
+  refusals: Refusal[];
+}
+
+const zero = (): RewrapCounts => ({ rowsRead: 0, rewrapped: 0, unchanged: 0, refused: 0, nulls: 0, rowsUpdated: 0, batches: 0 });
+
+function countsOf(row: Record<string, unknown>): RewrapCounts {
+  const n = (k: string) => Number(row[k]);
+  return { rowsRead: n('rows_read'), rewrapped: n('rewrapped'), unchanged: n('unchanged'), refused: n('refused'), nulls: n('nulls'), rowsUpdated: n('rows_updated'), batches: n('batches') };
+}
+
+/** `column=Class.property,…`: what a job is for, with its key column. */
+export function columnsText(fields: readonly ColumnField[]): string {
+  return fields.map((f) => `${f.column}=${f.className}.${f.propertyName}`).join(',');
+}
+
+async function inTransaction<T>(session: SqlSession, work: () => Promise<T>): Promise<T> {
+  await session.query('BEGIN');
+  try {
+    const result = await work();
+    await session.query('COMMIT');
+    return result;
+  } catch (e) {
+    await session.query('ROLLBACK').catch(() => undefined);
+    throw e;
+  }
+}
+
+/**
+ * Lets this transaction write past veil's trigger: session_replication_role = replica, which
+ * PostgreSQL lets only superusers and roles granted SET on it change (a writer cannot, so the
+ * bypass is the rewrap's alone), for this transaction only (other sessions' writes are protected).
+ */
+async function skipTriggers(session: SqlSession): Promise<void> {
+  try {
+    await session.query(SKIP_TRIGGERS_SQL);
+  } catch (e) {
+    if ((e as { code?: string }).code !== '42501') throw e;
+    throw new RewrapRefused('the table has veil\'s trigger, and this database role may not set session_replication_role: run as a superuser, or GRANT SET ON PARAMETER session_replication_role TO the rewrap\'s role');
+  }
+}
+
+/** Creates veil_rewrap's tables if missing (needs CREATE on the database the first time). */
+export async function ensureProgressTables(session: SqlSession): Promise<void> {
+  const exists = (await session.query(`SELECT pg_catalog.to_regclass('veil_rewrap.refused') IS NOT NULL AS ok`)).rows[0]!.ok === true;
+  if (exists) return;
+  await inTransaction(session, async () => {
+    for (const statement of PROGRESS_DDL) await session.query(statement);
+  });
+}
+
+/**
+ * Runs (or resumes) the table's rewrap to its end, or until shouldStop. A job is one pass over
+ * the table under one set of key versions: a run resumes the table's unfinished job when the key
+ * column, the columns and the key versions are the same, and starts a new one otherwise (a later
+ * rotation, other columns) or with `restart`; a finished job with the same key versions is
+ * reported as done, nothing read.
+ */
+export async function runRewrap(session: SqlSession, r: RewrapRun): Promise<RewrapResult> {
+  const { target } = r;
+  if (r.chains.length !== target.fields.length) throw new Error('one chain per column');
+  // a role that may not skip the trigger learns it before anything is written
+  if (target.veilTrigger) await inTransaction(session, () => skipTriggers(session));
+  await ensureProgressTables(session);
+  const columns = columnsText(target.fields);
+  const run = zero();
+
+  const opened = await inTransaction(session, async () => {
+    const row = (await session.query(LOCK_PROGRESS_SQL, [target.table])).rows[0];
+    let reason: string | undefined;
+    if (!row) reason = 'no earlier rewrap of this table';
+    else if (r.restart) reason = '--restart';
+    else if (row.key_column !== target.keyColumn || row.columns !== columns) reason = 'the earlier rewrap of this table was for other columns';
+    else if (row.key_versions !== r.keyVersions) reason = row.finished_at ? 'keys rotated since the last rewrap finished' : 'keys rotated since the unfinished rewrap started';
+    if (reason === undefined) {
+      const job = String(row!.job);
+      if (row!.finished_at) return { job, start: { kind: 'done' as const, finishedAt: row!.finished_at as Date } };
+      return { job, start: { kind: 'resumed' as const, lastKey: (row!.last_key as string | null) ?? null, batches: Number(row!.batches) } };
+    }
+    const job = randomUUID();
+    await session.query(START_JOB_SQL[0], [target.table, job, target.keyColumn, columns, r.keyVersions]);
+    await session.query(START_JOB_SQL[1], [target.table, job]);
+    return { job, start: { kind: 'new' as const, reason } };
+  });
+
+  r.onStart?.(opened.start);
+  let state: RewrapResult['state'] = opened.start.kind === 'done' ? 'done-before' : 'stopped';
+  while (state === 'stopped' && !r.shouldStop?.()) {
+    const batch = await inTransaction(session, () => runBatch(session, r, opened.job));
+    for (const k of Object.keys(run) as (keyof RewrapCounts)[]) run[k] += batch.counts[k];
+    r.onBatch?.({ run: { ...run }, lastKey: batch.lastKey });
+    if (batch.finished) state = 'finished';
+  }
+  const row = (await session.query(`SELECT ${'rows_read, rewrapped, unchanged, refused, nulls, rows_updated, batches'} FROM veil_rewrap.progress WHERE table_name = $1 AND job = $2::uuid`, [target.table, opened.job])).rows[0];
+  const refusals = (await session.query(LIST_REFUSED_SQL, [opened.job, r.listRefused ?? 1000])).rows
+    .map((x) => ({ key: String(x.key), column: String(x.column_name), code: String(x.code) }));
+  return { state, start: opened.start, run, job: row ? countsOf(row) : run, refusals };
+}
+
+interface BatchOutcome {
+  counts: RewrapCounts;
+  lastKey: string | undefined;
+  finished: boolean;
+}
+
+/** One batch, inside its transaction. */
+async function runBatch(session: SqlSession, r: RewrapRun, job: string): Promise<BatchOutcome> {
+  const { target } = r;
+  if (target.veilTrigger) await skipTriggers(session);
+  const progress = (await session.query(LOCK_PROGRESS_SQL, [target.table])).rows[0];
+  if (!progress || String(progress.job) !== job) throw new RewrapRefused('another veil db rewrap started this table\'s rewrap over: this run stops (run again to follow it)');
+  const counts = zero();
+  if (progress.finished_at) return { counts, lastKey: undefined, finished: true };
+  const lastKey = progress.last_key as string | null;
+  const rows = (await session.query(selectBatchSql(target, lastKey !== null), lastKey !== null ? [lastKey, r.batchSize] : [r.batchSize])).rows;
+  counts.rowsRead = rows.length;
+  counts.batches = rows.length > 0 ? 1 : 0;
+
+  const keys = rows.map((row) => String(row.veil_key));
+  // per column: the stored values, and what is written back (the stored value where not changed)
+  const stored = target.columns.map((_, ci) => rows.map((row) => row[`v${ci}`] as string | null));
+  const written = stored.map((values) => [...values]);
+  const changedRow = new Array<boolean>(rows.length).fill(false);
+  const refused: { key: string[]; column: string[]; code: string[] } = { key: [], column: [], code: [] };
+  target.columns.forEach((column, ci) => {
+    const at: number[] = [];
+    const values: string[] = [];
+    stored[ci]!.forEach((v, ri) => {
+      if (v === null) counts.nulls++;
+      else {
+        at.push(ri);
+        values.push(v);
+      }
+    });
+    r.chains[ci]!.many(values).forEach((out, i) => {
+      const ri = at[i]!;
+      if (typeof out !== 'string') {
+        counts.refused++;
+        refused.key.push(keys[ri]!);
+        refused.column.push(column);
+        refused.code.push(out.code);
+      } else if (out === values[i]) counts.unchanged++;
+      else {
+        counts.rewrapped++;
+        written[ci]![ri] = out;
+        changedRow[ri] = true;
+      }
+    });
+  });
+
+  const update = rows.map((_, ri) => ri).filter((ri) => changedRow[ri]);
+  if (update.length > 0) {
+    const updateKeys = update.map((ri) => keys[ri]!);
+    const result = await session.query(updateBatchSql(target), [updateKeys, ...written.map((values) => update.map((ri) => values[ri])), updateKeys]);
+    const same = result.rows.filter((x) => x.same === true).length;
+    if (result.rows.length !== update.length || same !== update.length) {
+      // rolled back by the caller: nothing of the batch is kept
+      throw new RewrapRefused(`${update.length - same} of ${update.length} rows were not stored as written (a trigger changed them, or rows went missing): the batch was rolled back`);
+    }
+    counts.rowsUpdated = update.length;
+  }
+  if (refused.key.length > 0) await session.query(RECORD_REFUSED_SQL, [target.table, job, refused.key, refused.column, refused.code]);
+  const finished = rows.length < r.batchSize;
+  const last = keys.at(-1);
+  await session.query(CHECKPOINT_SQL, [target.table, last ?? null, counts.rowsRead, counts.rewrapped, counts.unchanged, counts.refused, counts.nulls, counts.rowsUpdated, counts.batches, finished]);
+  return { counts, lastKey: last, finished };
+}
