@@ -15,6 +15,8 @@ export interface ActiveVersionWatchOptions {
   /** a version that cannot be run: the old engine stays; said once per version, never with a value */
   onError?: (version: number, error: VeilError | Error) => void;
   onSwap?: (version: number) => void;
+  /** the keystore was re-read (a key created or rotated elsewhere): for engines this watch does not build */
+  onKeys?: () => void;
 }
 
 /** What identifies a file's content cheaply: writes replace the file (a rename), so the inode changes. */
@@ -73,7 +75,10 @@ export class ActiveVersionWatch {
     if (keystoreNow === this.seenKeystore && indexNow === this.seenIndex) return;
     let target = holder.get().version;
     try {
-      if (keystoreNow !== this.seenKeystore) await keystore.reload();
+      if (keystoreNow !== this.seenKeystore) {
+        await keystore.reload();
+        this.options.onKeys?.();
+      }
       this.seenKeystore = keystoreNow;
       await versions.reload();
       this.seenIndex = indexNow;

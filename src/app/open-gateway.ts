@@ -10,14 +10,11 @@ import { createGateway, type Gateway, type GatewayParts } from '../gateway/gatew
 import { CachingVerifier } from '../identity/caching-verifier.ts';
 import { TokenVerifier } from '../identity/token-verifier.ts';
 import { JwtSigner } from '../keystore/jwt-signer.ts';
-import type { LocalKeystore } from '../keystore/local-keystore.ts';
-import { ConfigVersions } from '../control/config-versions.ts';
-import { EngineHolder, type ActiveConfig } from '../control/engine-holder.ts';
-import { ActiveVersionWatch } from './active-version-watch.ts';
-import { compileVeilConfigText, type VeilConfig } from './config-file.ts';
+import type { ActiveConfig } from '../control/engine-holder.ts';
+import type { VeilConfig } from './config-file.ts';
 import { createLogger } from './logger.ts';
-import { openControlStore } from './control-store.ts';
-import { leaseLiveness, openEngine } from './open-engine.ts';
+import { openActiveEngine } from './open-active-engine.ts';
+import { leaseLiveness } from './open-engine.ts';
 
 export interface GatewayOptions {
   configFile: string;
@@ -57,18 +54,12 @@ export interface OpenedGateway extends Gateway {
  */
 export async function openGateway(options: GatewayOptions): Promise<OpenedGateway> {
   const logger = createLogger(options.logLevel ?? options.env.VEIL_LOG_LEVEL ?? 'info', options.logDestination);
-  const control = await openControlStore(options.env, options.dataDir);
-  const versions = await ConfigVersions.open(options.dataDir);
-  control?.attach({ versions });
-  const active = await versions.adopt(options.configFile, options.now(), compileVeilConfigText);
-  const { config, engine, keystore, warnings, lease } = await openEngine({
-    configFile: active.file, dataDir: options.dataDir, env: options.env, now: options.now, provision: options.development, notice: options.notice, ...(control ? { control } : {}),
-  }).catch(async (e: unknown) => {
-    // a process that does not start leaves the control store's consumer behind otherwise
-    await control?.close();
-    throw e;
-  });
-  if (!config.gateway) throw new VeilError('CONFIG_INVALID', `configuration ${options.configFile} has no gateway section`);
+  const active = await openActiveEngine({ configFile: options.configFile, dataDir: options.dataDir, env: options.env, now: options.now, provision: options.development, ...(options.notice ? { notice: options.notice } : {}) });
+  const { config, keystore, warnings, lease, holder } = active;
+  if (!config.gateway) {
+    await active.close();
+    throw new VeilError('CONFIG_INVALID', `configuration ${options.configFile} has no gateway section`);
+  }
   for (const w of warnings) logger.warn({ pointer: w.pointer }, `configuration: ${w.message}`);
   const signingKey = config.identity.signingKey;
   if (options.development && !keystore.info(signingKey)) {
@@ -85,11 +76,13 @@ export async function openGateway(options: GatewayOptions): Promise<OpenedGatewa
     const transformer = new FieldTransformer({ engine: e, guard, actions: gatewayConfig.actions, warn: (message) => logger.warn(message) });
     return { config: gatewayConfig, transformer, verifier };
   };
-  const holder = new EngineHolder<VeilConfig>({ engine, config, version: active.number });
   let parts = build(holder.get(), config.gateway);
-  const watch = followActiveVersion({ versions, keystore, holder, logger, intervalMs: options.versionPollMs ?? 1000 }, () => {
-    if (!holder.get().config.gateway) logger.warn({ version: holder.get().version }, 'configuration: the active version has no gateway section; its engine runs with the routes running before');
-    parts = build(holder.get(), parts.config);
+  active.follow({
+    logger, intervalMs: options.versionPollMs ?? 1000,
+    onSwap: () => {
+      if (!holder.get().config.gateway) logger.warn({ version: holder.get().version }, 'configuration: the active version has no gateway section; its engine runs with the routes running before');
+      parts = build(holder.get(), parts.config);
+    },
   });
   const tls = config.gateway.tls ? { cert: await readFile(resolve(config.gateway.tls.certFile)), key: await readFile(resolve(config.gateway.tls.keyFile)) } : undefined;
   const gateway = createGateway({ parts: () => parts, logger, live: () => leaseLiveness(lease), ...(tls ? { tls } : {}) });
@@ -100,27 +93,9 @@ export async function openGateway(options: GatewayOptions): Promise<OpenedGatewa
     logger,
     audit,
     async drain(graceMs) {
-      await watch.stop();
       await gateway.drain(graceMs);
       await audit.close();
-      lease?.stop();
-      await control?.close();
+      await active.close();
     },
   };
-}
-
-function followActiveVersion(
-  deps: { versions: ConfigVersions; keystore: LocalKeystore; holder: EngineHolder<VeilConfig>; logger: Logger; intervalMs: number },
-  swapped: () => void,
-): ActiveVersionWatch {
-  const watch = new ActiveVersionWatch({
-    versions: deps.versions, keystore: deps.keystore, holder: deps.holder, intervalMs: deps.intervalMs,
-    onSwap: (version) => {
-      swapped();
-      deps.logger.info({ version }, 'configuration: now running the active version');
-    },
-    onError: (version, e) => deps.logger.error({ version, code: (e as { code?: string }).code ?? e.name, reason: e.message }, 'configuration: the active version cannot run in this process; the previous one stays'),
-  });
-  watch.start();
-  return watch;
 }

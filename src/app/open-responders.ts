@@ -8,8 +8,7 @@ import { JwtSigner } from '../keystore/jwt-signer.ts';
 import { openKafkaPort, streamClient } from '../stream/kafka-client.ts';
 import { UnprotectResponder } from '../stream/unprotect-responder.ts';
 import { createLogger } from './logger.ts';
-import { openControlStore } from './control-store.ts';
-import { openEngine } from './open-engine.ts';
+import { openActiveEngine } from './open-active-engine.ts';
 import type { StreamOptions } from './open-stream.ts';
 
 export interface Responders {
@@ -25,15 +24,16 @@ export interface Responders {
  */
 export async function openResponders(options: Omit<StreamOptions, 'registryUrl' | 'pipelines'> & { names?: string[]; audit?: AuditSink }): Promise<Responders> {
   const logger = options.logger ?? createLogger(options.env.VEIL_LOG_LEVEL ?? 'info');
-  const control = await openControlStore(options.env, options.dataDir);
-  const { config, keystore, engine, lease } = await openEngine({ configFile: options.configFile, dataDir: options.dataDir, env: options.env, now: options.now, provision: options.development, notice: options.notice, ...(control ? { control } : {}) }).catch(async (e: unknown) => {
-    // a process that does not start leaves the control store's consumer behind otherwise
-    await control?.close();
-    throw e;
-  });
+  const active = await openActiveEngine({ configFile: options.configFile, dataDir: options.dataDir, env: options.env, now: options.now, provision: options.development, ...(options.notice ? { notice: options.notice } : {}) });
+  const { config, keystore, engine } = active;
   const names = options.names ?? Object.keys(config.responders);
-  if (names.length === 0) throw new VeilError('CONFIG_INVALID', `${options.configFile} defines no responders`);
-  for (const n of names) if (!config.responders[n]) throw new VeilError('CONFIG_INVALID', `no responder ${n} in ${options.configFile}`);
+  try {
+    if (names.length === 0) throw new VeilError('CONFIG_INVALID', `${options.configFile} defines no responders`);
+    for (const n of names) if (!config.responders[n]) throw new VeilError('CONFIG_INVALID', `no responder ${n} in ${options.configFile} (active version ${active.holder.get().version})`);
+  } catch (e) {
+    await active.close();
+    throw e;
+  }
   const issuer = config.identity.issuer ?? options.env.VEIL_BASE_URL ?? 'http://127.0.0.1:8080';
   const signer = new JwtSigner(keystore, config.identity.signingKey);
   const verifier = new CachingVerifier(new TokenVerifier({ identity: config.identity, issuer, signer, now: options.now }), { now: options.now });
@@ -44,6 +44,18 @@ export async function openResponders(options: Omit<StreamOptions, 'registryUrl' 
     log: (level, message, extra) => logger[level]({ kafka: extra }, message),
   });
   const responders = names.map((name) => new UnprotectResponder({ name, config: config.responders[name]!, engine, verifier, audit, kafka, log: logger, now: options.now }));
+  // a version published elsewhere: its engine answers from now on (a key rotated elsewhere is read by the watch itself);
+  // a responder's own settings (topics, group) are read at start only
+  active.follow({
+    logger,
+    onSwap: (version) => {
+      const next = active.holder.get().config;
+      for (const [i, r] of responders.entries()) {
+        if (JSON.stringify(next.responders[names[i]!]) !== JSON.stringify(config.responders[names[i]!])) logger.error({ responder: names[i], version }, 'responder: the active version changes its settings; they apply at the next restart');
+        r.useEngine(active.holder.get().engine);
+      }
+    },
+  });
   return {
     responders, logger,
     start: async () => void (await Promise.all(responders.map((r) => r.start()))),
@@ -51,8 +63,7 @@ export async function openResponders(options: Omit<StreamOptions, 'registryUrl' 
       await Promise.all(responders.map((r) => r.stop()));
       await kafka.disconnect();
       await audit.close();
-      lease?.stop();
-      await control?.close();
+      await active.close();
     },
   };
 }

@@ -14,12 +14,11 @@ import { JwtSigner } from '../keystore/jwt-signer.ts';
 import type { LocalKeystore } from '../keystore/local-keystore.ts';
 import { buildServer } from '../http/server.ts';
 import { createLogger } from './logger.ts';
-import { openControlStore } from './control-store.ts';
-import { leaseLiveness, openEngine } from './open-engine.ts';
+import { openActiveEngine } from './open-active-engine.ts';
+import { leaseLiveness } from './open-engine.ts';
 import { ConfigVersions } from '../control/config-versions.ts';
 import { EngineHolder } from '../control/engine-holder.ts';
-import { ActiveVersionWatch } from './active-version-watch.ts';
-import { compileVeilConfigText, type VeilConfig } from './config-file.ts';
+import type { VeilConfig } from './config-file.ts';
 import { openPortal } from './open-portal.ts';
 import { ADMIN_ROLE_NAMES } from '../identity/admin-roles.ts';
 import type { PipelineMetrics } from '../portal/pipeline-metrics.ts';
@@ -81,21 +80,8 @@ export async function openService(options: ServiceOptions): Promise<Service> {
   const logger = createLogger(options.logLevel ?? options.env.VEIL_LOG_LEVEL ?? 'info', options.logDestination);
   // the configuration file is adopted as a published version when it changed; the active version runs
   // with a shared control store (VEIL_CONTROL_STORE=kafka) the data dir is its mirror, filled here first
-  const control = await openControlStore(options.env, options.dataDir);
-  if (control) options.notice?.(`control store: ${control.description}`);
-  const versions = await ConfigVersions.open(options.dataDir);
-  control?.attach({ versions });
-  const active = await versions.adopt(options.configFile, options.now(), compileVeilConfigText);
-  options.notice?.(active.adopted
-    ? `configuration ${options.configFile} published as version ${active.number} (${active.file})`
-    : `configuration: active version ${active.number} (${active.file}); ${options.configFile} is unchanged since it was adopted`);
-  const { config, engine, keystore, warnings, lease } = await openEngine({
-    configFile: active.file, dataDir: options.dataDir, env: options.env, now: options.now, provision: options.development, notice: options.notice, ...(control ? { control } : {}),
-  }).catch(async (e: unknown) => {
-    // a process that does not start leaves the control store's consumer behind otherwise
-    await control?.close();
-    throw e;
-  });
+  const active = await openActiveEngine({ configFile: options.configFile, dataDir: options.dataDir, env: options.env, now: options.now, provision: options.development, ...(options.notice ? { notice: options.notice } : {}) });
+  const { config, keystore, warnings, lease, holder, versions } = active;
   for (const w of warnings) logger.warn({ pointer: w.pointer }, `configuration: ${w.message}`);
   const signingKey = config.identity.signingKey;
   if (!keystore.info(signingKey)) {
@@ -130,7 +116,6 @@ export async function openService(options: ServiceOptions): Promise<Service> {
   const audit = options.audit ?? new FileAuditSink(join(options.dataDir, 'audit.log'), config.service.audit);
   let draining = false;
   const service = options.bodyReadTimeoutMs === undefined ? config.service : { ...config.service, limits: { ...config.service.limits, bodyReadTimeoutMs: options.bodyReadTimeoutMs } };
-  const holder = new EngineHolder<VeilConfig>({ engine, config, version: active.number });
   const tls = config.service.tls;
   const https = tls ? await readTls(tls) : undefined;
   const app = buildServer({
@@ -143,21 +128,14 @@ export async function openService(options: ServiceOptions): Promise<Service> {
     holder, versions, keystore, tokens, verifier, audit, logger, now: options.now, development: options.development,
     baseUrl: options.baseUrl, devClientId: dev?.id, metricsScrapeMs: options.metricsScrapeMs,
   });
-  // a version published by another process on this data dir (a --workers sibling) runs here too
-  const watch = new ActiveVersionWatch({
-    versions, keystore, holder, intervalMs: options.versionPollMs ?? 1000,
-    onSwap: (version) => logger.info({ version }, 'configuration: now running the version published by another process'),
-    onError: (version, e) => logger.error({ version, code: (e as { code?: string }).code ?? e.name, reason: e.message }, 'configuration: the active version cannot run in this process; the previous one stays'),
-  });
-  watch.start();
+  // a version published by another process (a --workers sibling, another host through the control store) runs here too
+  active.follow({ logger, intervalMs: options.versionPollMs ?? 1000 });
   pipelineMetrics.start();
   app.addHook('onClose', async () => {
     draining = true;
-    await watch.stop();
     await pipelineMetrics.stop();
     await audit.close();
-    lease?.stop();
-    await control?.close();
+    await active.close();
   });
   const drain = async (delayMs: number) => {
     draining = true;

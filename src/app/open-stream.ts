@@ -11,11 +11,14 @@ import { ProtectPool } from '../stream/protect-pool.ts';
 import { serdes } from './pipeline-serde.ts';
 import type { ProtectWorkerData } from './protect-worker.ts';
 import { ProtectPipeline } from '../stream/protect-pipeline.ts';
+import type { PipelineConfig } from '../stream/pipeline-config.ts';
+import { rewrapPipeline, type RewrapSpec } from '../stream/rewrap-pipeline.ts';
+import type { VeilConfig } from './config-file.ts';
 import { killingInCommit } from '../stream/fault-injection.ts';
 import { StreamMetrics } from '../stream/stream-metrics.ts';
 import { createLogger } from './logger.ts';
-import { openControlStore } from './control-store.ts';
-import { leaseLiveness, openEngine } from './open-engine.ts';
+import { openActiveEngine } from './open-active-engine.ts';
+import { leaseLiveness } from './open-engine.ts';
 
 export interface StreamOptions {
   configFile: string;
@@ -33,6 +36,8 @@ export interface StreamOptions {
   client?: string;
   /** a KafkaPort to use instead of the client's (tests) */
   kafka?: KafkaPort;
+  /** veil stream rewrap: the one pipeline named re-protects its clean topic into a new one */
+  rewrap?: RewrapSpec;
 }
 
 export interface StreamService {
@@ -59,19 +64,34 @@ export function protectThreads(given: string | undefined): number {
   return n;
 }
 
-/** Wires config, keystore, engine, Kafka and the registry into the protect pipelines. */
+/**
+ * Wires config, keystore, engine, Kafka and the registry into the protect pipelines. Like `veil
+ * serve`, the process runs the active configuration version (its file adopted when it changed)
+ * and follows the data dir or the shared control store: a version published elsewhere is bound
+ * from the next batch on (ProtectPipeline.follow), a key rotated elsewhere is used as soon as it
+ * is mirrored here.
+ */
 export async function openStream(options: StreamOptions): Promise<StreamService> {
   const logger = options.logger ?? createLogger(options.env.VEIL_LOG_LEVEL ?? 'info');
-  // keys from the shared control store when there is one (the data dir is its mirror)
-  const control = await openControlStore(options.env, options.dataDir);
-  const { config, engine, lease } = await openEngine({ configFile: options.configFile, dataDir: options.dataDir, env: options.env, now: options.now, provision: options.development, notice: options.notice, ...(control ? { control } : {}) }).catch(async (e: unknown) => {
-    // a process that does not start leaves the control store's consumer behind otherwise
-    await control?.close();
-    throw e;
-  });
+  const active = await openActiveEngine({ configFile: options.configFile, dataDir: options.dataDir, env: options.env, now: options.now, provision: options.development, ...(options.notice ? { notice: options.notice } : {}) });
+  const { config, engine, lease } = active;
+  const startedOn = active.file(active.holder.get().version);
   const names = options.pipelines ?? Object.keys(config.pipelines);
-  for (const n of names) if (!config.pipelines[n]) throw new VeilError('CONFIG_INVALID', `no pipeline ${n} in ${options.configFile}`);
-  if (names.length === 0) throw new VeilError('CONFIG_INVALID', `${options.configFile} defines no pipelines`);
+  const { rewrap } = options;
+  // what runs under a pipeline's name: the pipeline, or its rewrap
+  const configOf = (c: VeilConfig, name: string): PipelineConfig | undefined => {
+    const p = c.pipelines[name];
+    return p && rewrap ? rewrapPipeline(name, p, rewrap) : p;
+  };
+  try {
+    for (const n of names) if (!config.pipelines[n]) throw new VeilError('CONFIG_INVALID', `no pipeline ${n} in ${options.configFile} (active version ${active.holder.get().version})`);
+    if (names.length === 0) throw new VeilError('CONFIG_INVALID', `${options.configFile} defines no pipelines`);
+    if (rewrap && names.length !== 1) throw new VeilError('CONFIG_INVALID', 'rewrap re-protects the clean topic of one pipeline: name it with --pipeline');
+    for (const n of names) configOf(config, n);
+  } catch (e) {
+    await active.close();
+    throw e;
+  }
 
   const client = options.kafka ?? await openKafkaPort(streamClient(options.client ?? options.env.VEIL_STREAM_CLIENT), {
     brokers: options.brokers,
@@ -86,22 +106,44 @@ export async function openStream(options: StreamOptions): Promise<StreamService>
   const threads = protectThreads(options.env.VEIL_PROTECT_THREADS);
   const pools: ProtectPool[] = [];
   const pipelines = await Promise.all(names.map(async (name) => {
-    const p = config.pipelines[name]!;
+    const p = configOf(config, name)!;
     const serde = await serdeOf(p);
     let protector: ProtectPool | undefined;
     if (threads > 0) {
-      const workerData: ProtectWorkerData = { configFile: options.configFile, dataDir: options.dataDir, env: { ...options.env }, pipeline: name, ...(options.registryUrl ? { registryUrl: options.registryUrl } : {}) };
-      protector = new ProtectPool(threads, () => new Worker(PROTECT_WORKER, { workerData }));
+      const workerData: ProtectWorkerData = { configFile: startedOn, dataDir: options.dataDir, env: { ...options.env }, pipeline: name, ...(options.registryUrl ? { registryUrl: options.registryUrl } : {}), ...(rewrap ? { rewrap } : {}) };
+      protector = new ProtectPool(threads, (configFile) => new Worker(PROTECT_WORKER, { workerData: { ...workerData, configFile: configFile ?? startedOn } }));
       pools.push(protector);
     }
-    return new ProtectPipeline({ name, config: p, configVersion: config.version, engine, kafka, serde, metrics, log: logger, stallMs: Number(options.env.VEIL_STREAM_STALL_MS ?? 60_000), ...(protector ? { protector } : {}) });
+    return new ProtectPipeline({ name, config: p, configVersion: config.version, engine, kafka, serde, metrics, log: logger, stallMs: Number(options.env.VEIL_STREAM_STALL_MS ?? 60_000), ...(protector ? { protector } : {}), ...(rewrap ? { rewrap: { unprotectEvidences: rewrap.unprotectEvidences } } : {}) });
   }));
   try {
     await Promise.all(pools.map((p) => p.ready()));
   } catch (e) {
     await Promise.all(pools.map((p) => p.close()));
+    await active.close();
     throw e;
   }
+  // a version published or a key rotated by another process: bound from the next batch on
+  const followVersion = async () => {
+    const { config: next, engine: nextEngine, version } = active.holder.get();
+    for (const pipeline of pipelines) {
+      const p = configOf(next, pipeline.name);
+      try {
+        if (!p) throw new VeilError('CONFIG_INVALID', `version ${version} has no pipeline ${pipeline.name}: restart the process to stop it`);
+        await pipeline.follow({ config: p, configVersion: next.version, engine: nextEngine, serde: await serdeOf(p), configFile: active.file(version) });
+        logger.info({ pipeline: pipeline.name, version }, 'pipeline: now protecting under the active version');
+      } catch (e) {
+        logger.error({ pipeline: pipeline.name, version, code: (e as VeilError).code ?? (e as Error).name, reason: (e as Error).message }, 'pipeline: keeps running the previous version');
+      }
+    }
+  };
+  let following = Promise.resolve();
+  active.follow({
+    logger,
+    // one change after the other, each to the version running by then
+    onSwap: () => void (following = following.then(followVersion)),
+    onKeys: () => void Promise.all(pipelines.map((p) => p.reloadKeys())).catch((e: unknown) => logger.error({ error: (e as Error).name }, 'protection threads: the keystore could not be re-read')),
+  });
   let running = false;
   let ops: FastifyInstance | undefined;
   return {
@@ -114,11 +156,11 @@ export async function openStream(options: StreamOptions): Promise<StreamService>
     async stop() {
       running = false;
       await Promise.all(pipelines.map((p) => p.stop()));
+      await following;
       await Promise.all(pools.map((p) => p.close()));
       await kafka.disconnect();
       await ops?.close();
-      lease?.stop();
-      await control?.close();
+      await active.close();
     },
     async listen(port, host) {
       ops = Fastify({ logger: false });

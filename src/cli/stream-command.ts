@@ -5,18 +5,28 @@ import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { openKafkaPort, streamClient } from '../stream/kafka-client.ts';
 import { UnprotectClient } from '../stream/unprotect-client.ts';
+import type { RewrapSpec } from '../stream/rewrap-pipeline.ts';
 import { resolveConfigPath, resolveDataDir } from '../app/paths.ts';
 import { VeilError } from '../engine/index.ts';
 import { usageExitCode, type Command } from './io.ts';
 
 export const streamHelp = `Usage: veil stream protect [--config F] [--pipeline NAME]... [--brokers H:P,...] [--registry URL] [--port N]
        veil stream unprotect [--config F] [--responder NAME]... [--brokers H:P,...]
+       veil stream rewrap --pipeline NAME --to TOPIC --role ROLE [--from TOPIC] [--rights N=V]...
+                          [--unprotect N=V]... [--dead-letter TOPIC] [--group G] [--port N]
 
        veil stream request --request-topic T --reply-topic R --token-file F [--request FILE|-] [--timeout MS]
 
 unprotect: serves transform requests from the responders' request topics (its own consumer
 group), replying on allowed reply topics; see docs/stream.md, "Unprotect over Kafka".
 request: sends one transform request body over Kafka and prints the reply (exit 0 on status 200).
+rewrap: after a key rotation, re-protects the pipeline's clean topic (--from, default its sink)
+  into a new topic (--to) under each key's primary version, exactly-once like protect, as its
+  own consumer group (--group, default veil-rewrap-NAME). ROLE must be granted Protect and
+  Unprotect on the pipeline's fields; its rights evidences default to Role=ROLE, the unprotect
+  processing context to Action=Unprotect. A value under a key version the key set no longer
+  holds is dead-lettered (KEY_VERSION_UNKNOWN), never dropped. It runs until stopped: stop it
+  when its lag (/metrics, veil_stream_consumer_lag) is 0, then move readers to the new topic.
 
 Runs the configuration's protect pipelines: raw topics → protected clean topics, exactly-once by
 default. Instances with the same configuration share the partitions (one consumer group per
@@ -27,7 +37,7 @@ pipeline). /healthz, /readyz and /metrics on --port (default $VEIL_STREAM_PORT, 
 SIGTERM finishes or aborts the batch in flight, leaves the group and exits.
 `;
 
-const SUBCOMMANDS = new Set(['protect', 'unprotect', 'request']);
+const SUBCOMMANDS = new Set(['protect', 'unprotect', 'request', 'rewrap']);
 
 export const streamCommand: Command = async (args, io) => {
   let parsed;
@@ -36,7 +46,8 @@ export const streamCommand: Command = async (args, io) => {
       args, allowPositionals: true,
       options: {
         config: { type: 'string' }, 'data-dir': { type: 'string' }, pipeline: { type: 'string', multiple: true }, responder: { type: 'string', multiple: true },
-        'request-topic': { type: 'string' }, 'reply-topic': { type: 'string' }, 'token-file': { type: 'string' }, request: { type: 'string' }, timeout: { type: 'string' }, brokers: { type: 'string' }, client: { type: 'string' }, registry: { type: 'string' }, port: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+        'request-topic': { type: 'string' }, 'reply-topic': { type: 'string' }, 'token-file': { type: 'string' }, request: { type: 'string' }, timeout: { type: 'string' }, brokers: { type: 'string' },
+        from: { type: 'string' }, to: { type: 'string' }, role: { type: 'string' }, rights: { type: 'string', multiple: true }, unprotect: { type: 'string', multiple: true }, 'dead-letter': { type: 'string' }, group: { type: 'string' }, client: { type: 'string' }, registry: { type: 'string' }, port: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
     });
   } catch (e) {
     io.stderr(`veil stream: ${(e as Error).message}\n`);
@@ -67,7 +78,16 @@ export const streamCommand: Command = async (args, io) => {
       await untilSignal(() => responders.stop(), io.stderr, stopTimeout);
       return 0;
     }
-    const stream = await openStream({ ...common, registryUrl: values.registry ?? io.env.SCHEMA_REGISTRY_URL, ...(values.pipeline ? { pipelines: values.pipeline } : {}) });
+    let rewrap: RewrapSpec | undefined;
+    if (sub === 'rewrap') {
+      const spec = rewrapSpec(values);
+      if (typeof spec === 'string') {
+        io.stderr(`veil stream rewrap: ${spec}\n`);
+        return 2;
+      }
+      rewrap = spec;
+    }
+    const stream = await openStream({ ...common, registryUrl: values.registry ?? io.env.SCHEMA_REGISTRY_URL, ...(values.pipeline ? { pipelines: values.pipeline } : {}), ...(rewrap ? { rewrap } : {}) });
     await stream.listen(Number(values.port ?? io.env.VEIL_STREAM_PORT ?? 9464), io.env.VEIL_HOST ?? '127.0.0.1');
     await stream.start();
     io.stderr(`veil stream: running ${stream.pipelines.map((p) => p.groupId).join(', ')}\n`);
@@ -97,6 +117,34 @@ function untilSignal(stop: () => Promise<void>, stderr: (line: string) => void, 
     process.once('SIGTERM', handler);
     process.once('SIGINT', handler);
   });
+}
+
+/** rewrap's options as a RewrapSpec, or what is wrong with them (a usage error). */
+function rewrapSpec(values: Record<string, string | boolean | string[] | undefined>): RewrapSpec | string {
+  const pipelines = values.pipeline as string[] | undefined;
+  const to = values.to as string | undefined;
+  const role = values.role as string | undefined;
+  if (pipelines?.length !== 1 || !to || !role) return 'needs one --pipeline, --to and --role';
+  const pairs = (list: string[] | undefined, option: string): Record<string, string> | string => {
+    const out: Record<string, string> = {};
+    for (const item of list ?? []) {
+      const at = item.indexOf('=');
+      if (at <= 0 || at === item.length - 1) return `--${option} takes Name=Value, not ${JSON.stringify(item.slice(0, 64))}`;
+      out[item.slice(0, at)] = item.slice(at + 1);
+    }
+    return out;
+  };
+  const rights = pairs(values.rights as string[] | undefined, 'rights');
+  const unprotect = pairs(values.unprotect as string[] | undefined, 'unprotect');
+  if (typeof rights === 'string') return rights;
+  if (typeof unprotect === 'string') return unprotect;
+  const optional = (key: string, name: string) => (typeof values[key] === 'string' ? { [name]: values[key] as string } : {});
+  return {
+    to, roles: [role],
+    rightsEvidences: Object.keys(rights).length ? rights : { Role: role },
+    unprotectEvidences: Object.keys(unprotect).length ? unprotect : { Action: 'Unprotect' },
+    ...optional('from', 'from'), ...optional('dead-letter', 'deadLetterTopic'), ...optional('group', 'groupId'),
+  };
 }
 
 /** `veil stream request`: one request/reply round trip through UnprotectClient. */

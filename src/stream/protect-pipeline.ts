@@ -1,4 +1,4 @@
-import type { Engine } from '../engine/index.ts';
+import { VeilError, type Engine } from '../engine/index.ts';
 import type { PipelineConfig } from './pipeline-config.ts';
 import { Liveness, type LivenessStatus } from './liveness.ts';
 import { PartitionTransactions } from './partition-transactions.ts';
@@ -7,6 +7,7 @@ import { RecordProtector, type ChunkProtector } from './record-protector.ts';
 import { withHeaders, type Batch, type ConsumerPort, type Headers, type InRecord, type KafkaPort, type OutRecord, type ProducerPort } from './ports.ts';
 import { fitsAlone } from './record-size.ts';
 import type { Serde } from './serde/serde.ts';
+import { openWithRetry } from './start-retry.ts';
 import { StreamError } from './stream-error.ts';
 import type { StreamMetrics } from './stream-metrics.ts';
 
@@ -28,12 +29,28 @@ export interface PipelineDeps {
   log: PipelineLog;
   /** protects chunks of records elsewhere (a worker-thread pool); default: in this thread */
   protector?: ChunkProtector;
+  /** re-protect (veil stream rewrap): values are unprotected with these evidences, then protected */
+  rewrap?: { unprotectEvidences: Record<string, string> };
   /** liveness: unhealthy after this long without progress (default 60 s); recovery at half */
   stallMs?: number;
+  /** how long start() waits for a broker it cannot reach yet (default 60 s) */
+  startTimeoutMs?: number;
   now?: () => number;
 }
 
 const utf8 = (s: string) => Buffer.from(s, 'utf8');
+
+/** What a running pipeline cannot change without re-creating its consumer and producers. */
+const RESTART_ONLY = ['source', 'sink', 'format', 'deadLetterTopic', 'delivery', 'groupId'] as const;
+
+/** The headers every clean record carries: pipeline, configuration version, protected fields (frozen: shared by records). */
+function headersOf(name: string, c: PipelineConfig, configVersion: string): Headers {
+  return Object.freeze([
+    { key: 'veil.pipeline', value: utf8(name) },
+    { key: 'veil.config.version', value: utf8(configVersion) },
+    { key: 'veil.protected.fields', value: utf8([...c.fields.map((f) => f.path), ...(c.key ? ['(key)'] : [])].join(',')) },
+  ]);
+}
 
 /** records protected between two sends */
 const CHUNK = 1000;
@@ -51,13 +68,13 @@ export class ProtectPipeline {
   readonly name: string;
   readonly groupId: string;
   private readonly deps: PipelineDeps;
-  private readonly chunks: ChunkProtector;
+  private chunks: ChunkProtector;
   private readonly transactions: PartitionTransactions;
   private readonly liveness: Liveness;
   private plainProducer?: Promise<ProducerPort>;
   private consumer?: ConsumerPort;
   /** frozen: records without headers of their own all carry this one list (an adapter may encode it once) */
-  private readonly veilHeaders: Headers;
+  private veilHeaders: Headers;
   private rename?: RegExp;
   private watchdog?: NodeJS.Timeout;
   private readonly ahead: ProtectAhead;
@@ -65,6 +82,9 @@ export class ProtectPipeline {
   private readonly closeWaitMs: number;
   private stopped = false;
   private recovering?: Promise<void>;
+  /** batches running now, and a configuration change waiting for them (follow) */
+  private readonly inFlight = new Set<Promise<void>>();
+  private switching?: Promise<void>;
 
   constructor(deps: PipelineDeps) {
     this.deps = deps;
@@ -73,13 +93,9 @@ export class ProtectPipeline {
     this.groupId = c.groupId ?? `veil-protect-${deps.name}`;
     // authorization happens once, here, in this thread: a pipeline whose identity may not
     // protect its fields does not start (a worker pool binds the same fields again)
-    const inline = new RecordProtector({ name: deps.name, config: c, engine: deps.engine, serde: deps.serde });
+    const inline = new RecordProtector({ name: deps.name, config: c, engine: deps.engine, serde: deps.serde, ...(deps.rewrap ? { rewrap: deps.rewrap } : {}) });
     this.chunks = deps.protector ?? inline;
-    this.veilHeaders = Object.freeze([
-      { key: 'veil.pipeline', value: utf8(deps.name) },
-      { key: 'veil.config.version', value: utf8(deps.configVersion) },
-      { key: 'veil.protected.fields', value: utf8([...c.fields.map((f) => f.path), ...(c.key ? ['(key)'] : [])].join(',')) },
-    ]);
+    this.veilHeaders = headersOf(deps.name, c, deps.configVersion);
     this.transactions = new PartitionTransactions(deps.kafka, this.groupId, (event, fields) => deps.log.debug?.({ pipeline: deps.name, ...fields }, `transaction ${event}`));
     const stallMs = deps.stallMs ?? 60_000;
     this.closeWaitMs = Math.min(10_000, Math.floor(stallMs / 2));
@@ -89,7 +105,16 @@ export class ProtectPipeline {
 
   async start(): Promise<void> {
     this.stopped = false;
-    await this.openConsumer();
+    await openWithRetry(() => this.openConsumer(), {
+      timeoutMs: this.deps.startTimeoutMs ?? 60_000,
+      stopped: () => this.stopped,
+      onRetry: (e, inMs) => this.deps.log.warn({ pipeline: this.deps.name, error: e.name, retryInMs: inMs }, 'Kafka cannot be reached yet; trying again'),
+      reset: async () => {
+        const half = this.consumer;
+        this.consumer = undefined;
+        await half?.disconnect().catch(() => undefined);
+      },
+    });
     this.watchdog = setInterval(() => {
       if (this.liveness.tick()) void this.recover('no progress');
     }, 1000);
@@ -105,6 +130,40 @@ export class ProtectPipeline {
     await this.transactions.closeAll();
     if (this.plainProducer) await (await this.plainProducer).disconnect().catch(() => undefined);
     this.ahead.clear();
+  }
+
+  /**
+   * Runs another configuration version (one published since this process started): its fields,
+   * key, rights and engine. In-flight batches finish under the old one, the next begin under the
+   * new one, so each transaction is protected under one version and says which in its headers.
+   * A version that changes what only a restart can (source, sink, format, dead-letter topic,
+   * delivery, group) changes nothing here (CONFIG_INVALID, saying a restart runs it). An identity the version no longer
+   * authorizes fails as bind() does, and the running version stays.
+   */
+  async follow(next: { config: PipelineConfig; configVersion: string; engine: Engine; serde: Serde; configFile?: string }): Promise<void> {
+    const changed = RESTART_ONLY.filter((k) => JSON.stringify(next.config[k]) !== JSON.stringify(this.deps.config[k]));
+    if (changed.length) throw new VeilError('CONFIG_INVALID', `version ${next.configVersion} changes pipeline ${this.name}'s ${changed.join(', ')}: restart the process to run it`);
+    const inline = new RecordProtector({ name: this.name, config: next.config, engine: next.engine, serde: next.serde, ...(this.deps.rewrap ? { rewrap: this.deps.rewrap } : {}) });
+    const previous = this.switching;
+    const switching = (async () => {
+      await previous;
+      await Promise.allSettled([...this.inFlight]);
+      await this.deps.protector?.reload?.({ keys: true, ...(next.configFile ? { configFile: next.configFile } : {}) });
+      this.chunks = this.deps.protector ?? inline;
+      this.veilHeaders = headersOf(this.name, next.config, next.configVersion);
+      this.ahead.clear();
+    })();
+    this.switching = switching;
+    try {
+      await switching;
+    } finally {
+      if (this.switching === switching) this.switching = undefined;
+    }
+  }
+
+  /** The protection threads re-read the keystore (a key rotated elsewhere); this thread's engine reads it already. */
+  async reloadKeys(): Promise<void> {
+    await this.deps.protector?.reload?.({ keys: true });
   }
 
   /** Liveness for /healthz: progress, not mere existence. */
@@ -182,8 +241,20 @@ export class ProtectPipeline {
     };
   }
 
-  /** One fetched batch of one partition: protected and produced, then its offset committed. */
+  /** One fetched batch, begun once no configuration change is waiting (follow). */
   private async handle(batch: Batch, heartbeat: () => Promise<void>): Promise<void> {
+    while (this.switching) await this.switching.catch(() => undefined);
+    const run = this.handleBatch(batch, heartbeat);
+    this.inFlight.add(run);
+    try {
+      await run;
+    } finally {
+      this.inFlight.delete(run);
+    }
+  }
+
+  /** One fetched batch of one partition: protected and produced, then its offset committed. */
+  private async handleBatch(batch: Batch, heartbeat: () => Promise<void>): Promise<void> {
     const { metrics, name } = this.deps;
     const started = process.hrtime.bigint();
     const partitionKey = `${batch.topic}/${batch.partition}`;

@@ -7,7 +7,9 @@ import { StreamError } from './stream-error.ts';
 export type WorkerReply = { id: number; outcomes: ArrayBuffer } | { id: number; error: { name: string; code?: string; retriable: boolean } };
 export interface WorkerRequest {
   id: number;
-  items: PackedItems;
+  items?: PackedItems;
+  /** re-read the keystore (`keys`) and/or bind anew under a configuration version's file */
+  reload?: { keys?: boolean; configFile?: string };
 }
 
 interface Pending {
@@ -30,10 +32,15 @@ export class ProtectPool implements ChunkProtector {
   private readonly slots: Slot[] = [];
   private nextId = 0;
   private closed = false;
-  private readonly start: () => Worker;
+  private readonly start: (configFile: string | undefined) => Worker;
+  /** the configuration version the workers were last told to bind under: a replaced worker starts on it */
+  private configFile?: string;
 
-  /** `start` creates one worker running the protection entry point (the wiring knows which). */
-  constructor(size: number, start: () => Worker) {
+  /**
+   * `start` creates one worker running the protection entry point (the wiring knows which), on
+   * the configuration file of the last reload (undefined: the one the pool was made for).
+   */
+  constructor(size: number, start: (configFile: string | undefined) => Worker) {
     this.start = start;
     for (let i = 0; i < size; i++) this.slots.push(this.spawn());
   }
@@ -49,22 +56,42 @@ export class ProtectPool implements ChunkProtector {
     return this.call(slot, items);
   }
 
+  /**
+   * Every worker re-reads the keystore and/or binds its pipeline under `configFile`; chunks sent
+   * after this call are protected by the result. A worker that cannot is replaced (the wiring's
+   * `start` then creates it on the new file), so none keeps protecting under the old version.
+   */
+  async reload(what: NonNullable<WorkerRequest['reload']>): Promise<void> {
+    if (what.configFile) this.configFile = what.configFile;
+    await Promise.all(this.slots.map(async (slot) => {
+      try {
+        await this.post(slot, { reload: what });
+      } catch {
+        await slot.worker.terminate();
+      }
+    }));
+  }
+
   async close(): Promise<void> {
     this.closed = true;
     await Promise.all(this.slots.map((s) => s.worker.terminate()));
   }
 
   private call(slot: Slot, items: readonly ChunkItem[]): Promise<ChunkOutcome[]> {
-    const id = ++this.nextId;
     const packed = packItems(items);
+    return this.post(slot, { items: packed }, [packed.data]);
+  }
+
+  private post(slot: Slot, request: Omit<WorkerRequest, 'id'>, transfer: ArrayBuffer[] = []): Promise<ChunkOutcome[]> {
+    const id = ++this.nextId;
     return new Promise((resolve, reject) => {
       slot.pending.set(id, { resolve, reject });
-      slot.worker.postMessage({ id, items: packed } satisfies WorkerRequest, [packed.data]);
+      slot.worker.postMessage({ id, ...request } satisfies WorkerRequest, transfer);
     });
   }
 
   private spawn(): Slot {
-    const slot: Slot = { worker: this.start(), pending: new Map() };
+    const slot: Slot = { worker: this.start(this.configFile), pending: new Map() };
     slot.worker.on('message', (reply: WorkerReply) => {
       const p = slot.pending.get(reply.id);
       if (!p) return;

@@ -21,6 +21,8 @@ export type ChunkOutcome = { key: Buffer | null; value: Buffer } | { code: strin
  */
 export interface ChunkProtector {
   protectChunk(items: readonly ChunkItem[]): Promise<ChunkOutcome[]>;
+  /** protection elsewhere (worker threads): re-read the keystore and/or bind under a configuration version's file */
+  reload?(what: { keys?: boolean; configFile?: string }): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -35,19 +37,20 @@ export class RecordProtector implements ChunkProtector {
   private readonly keyTransform?: (v: string) => string;
   private readonly serde: Serde;
 
-  constructor(deps: { name: string; config: PipelineConfig; engine: Engine; serde: Serde }) {
+  /**
+   * `rewrap`: the fields are bound for re-protection (Engine.bindRewrap): each value is unprotected
+   * under its own key version with these processing evidences and protected under the primary.
+   */
+  constructor(deps: { name: string; config: PipelineConfig; engine: Engine; serde: Serde; rewrap?: { unprotectEvidences: Record<string, string> } }) {
     const c = deps.config;
     this.serde = deps.serde;
     const fields = [...c.fields.map((f) => f.field), ...(c.key ? [c.key.field] : [])].map((f) => {
       const [className, propertyName] = f.split('.') as [string, string];
       return { className, propertyName };
     });
-    const bound = deps.engine.bind({
-      identity: { subject: `pipeline:${deps.name}`, roles: c.roles },
-      rightsEvidences: Object.entries(c.rightsEvidences).map(([name, value]) => ({ name, value })),
-      processingEvidences: Object.entries(c.processingEvidences).map(([name, value]) => ({ name, value })),
-      fields,
-    });
+    const evidences = (e: Record<string, string>) => Object.entries(e).map(([name, value]) => ({ name, value }));
+    const request = { identity: { subject: `pipeline:${deps.name}`, roles: c.roles }, rightsEvidences: evidences(c.rightsEvidences), processingEvidences: evidences(c.processingEvidences), fields };
+    const bound = deps.rewrap ? deps.engine.bindRewrap({ ...request, unprotectEvidences: evidences(deps.rewrap.unprotectEvidences) }) : deps.engine.bind(request);
     if (bound.reveals) throw new VeilError('CONFIG_INVALID', `pipeline ${deps.name} would unprotect: protect pipelines only protect`);
     this.protection = { maps: mappings(c.fields.map((f) => f.path), bound.transforms), missing: c.missing, validate: c.validate };
     if (c.key) this.keyTransform = bound.transforms[c.fields.length];

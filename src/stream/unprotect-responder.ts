@@ -7,6 +7,7 @@ import { problemOf } from '../errors/problem.ts';
 import type { BearerVerifier } from '../identity/token-verifier.ts';
 import type { PipelineLog } from './protect-pipeline.ts';
 import { headerValue, type Batch, type ConsumerPort, type Header, type InRecord, type KafkaPort, type OutRecord, type ProducerPort } from './ports.ts';
+import { openWithRetry } from './start-retry.ts';
 import { CORRELATION_ID, REPLY_STATUS_HEADER, REQUEST_HEADERS } from './unprotect-protocol.ts';
 
 export interface ResponderDeps {
@@ -18,6 +19,8 @@ export interface ResponderDeps {
   kafka: KafkaPort;
   log: PipelineLog;
   now: () => Date;
+  /** how long start() waits for a broker it cannot reach yet (default 60 s) */
+  startTimeoutMs?: number;
 }
 
 const utf8 = (s: string) => Buffer.from(s, 'utf8');
@@ -36,7 +39,7 @@ export class UnprotectResponder {
   readonly groupId: string;
   private readonly deps: ResponderDeps;
   private readonly allowed: ReadonlySet<string>;
-  private readonly guard: GuardedTransform;
+  private guard: GuardedTransform;
   private consumer?: ConsumerPort;
   private producer?: Promise<ProducerPort>;
 
@@ -47,10 +50,27 @@ export class UnprotectResponder {
     this.guard = new GuardedTransform({ engine: deps.engine, audit: deps.audit, now: deps.now, channel: 'kafka', scope: 'every' });
   }
 
+
+  /** Requests from now on run on `engine` (a configuration version published since the start). */
+  useEngine(engine: Engine): void {
+    this.guard = new GuardedTransform({ engine, audit: this.deps.audit, now: this.deps.now, channel: 'kafka', scope: 'every' });
+  }
+
+  /** Joins the group; a broker that cannot be reached yet is waited for (start-retry.ts). */
   async start(): Promise<void> {
-    this.consumer = this.deps.kafka.consumer({ groupId: this.groupId, readCommitted: true });
-    await this.consumer.subscribe([this.deps.config.requestTopic]);
-    await this.consumer.run((batch) => this.handle(batch));
+    await openWithRetry(async () => {
+      this.consumer = this.deps.kafka.consumer({ groupId: this.groupId, readCommitted: true });
+      await this.consumer.subscribe([this.deps.config.requestTopic]);
+      await this.consumer.run((batch) => this.handle(batch));
+    }, {
+      timeoutMs: this.deps.startTimeoutMs ?? 60_000,
+      onRetry: (e, inMs) => this.deps.log.warn({ responder: this.deps.name, error: e.name, retryInMs: inMs }, 'Kafka cannot be reached yet; trying again'),
+      reset: async () => {
+        const half = this.consumer;
+        this.consumer = undefined;
+        await half?.disconnect().catch(() => undefined);
+      },
+    });
   }
 
   async stop(): Promise<void> {

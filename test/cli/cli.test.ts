@@ -99,6 +99,19 @@ describe('veil (main): help and dispatch', () => {
     expect(await veil(io, ['stream', 'request'])).toMatchObject({ code: 2, err: expect.stringContaining('needs --request-topic, --reply-topic and --token-file') });
   });
 
+  it('stream rewrap: usage errors exit 2 before anything is opened', async () => {
+    const { cwd, io } = await setup();
+    expect(await veil(io, ['stream', 'rewrap', '--help'])).toEqual({ code: 0, out: streamHelp, err: '' });
+    for (const argv of [
+      ['stream', 'rewrap'],
+      ['stream', 'rewrap', '--pipeline', 'p', '--to', 't'],
+      ['stream', 'rewrap', '--pipeline', 'p', '--pipeline', 'q', '--to', 't', '--role', 'fraud'],
+    ]) expect(await veil(io, argv)).toMatchObject({ code: 2, err: expect.stringContaining('needs one --pipeline, --to and --role') });
+    expect(await veil(io, ['stream', 'rewrap', '--pipeline', 'p', '--to', 't', '--role', 'fraud', '--rights', 'Role'])).toMatchObject({ code: 2, err: expect.stringContaining('--rights takes Name=Value') });
+    expect(await veil(io, ['stream', 'rewrap', '--pipeline', 'p', '--to', 't', '--role', 'fraud', '--unprotect', '=x'])).toMatchObject({ code: 2, err: expect.stringContaining('--unprotect takes Name=Value') });
+    expect(await exists(join(cwd, '.veil'))).toBe(false);
+  });
+
   it.each([['stream'], ['keys'], ['config'], ['db'], ['identity']])('%s <unknown subcommand> --help exits 2 with the usage; help on the group or a real subcommand exits 0', async (group) => {
     const { io } = await setup();
     const unknown = await veil(io, [group, 'nosuch', '--help']);

@@ -80,6 +80,7 @@ pipelines:
       started.push(p);
       p.stdout!.once('data', () => phase(`pid ${p.pid} first output`));
       p.once('close', () => logs.push(p.output()));
+      p.once('exit', (code, signal) => phase(`pid ${p.pid} exited (${signal ?? code})`));
       return p;
     };
     let processor = spawnLogged();
@@ -127,6 +128,11 @@ pipelines:
     } catch (e) {
       // a stall: what the processes did (veil logs codes, offsets and ids, never values)
       console.log(`crash test stalled at ${unique()} of ${TOTAL} ids\n${phases.join('\n')}`);
+      // which side stalled: the processor, or this test's kafkajs verifier (Java is the reference)
+      const javaIds = await javaConsumeCommitted('clean.crash', broker.brokers).then((rs) => new Set(rs.map((r) => JSON.parse(r.value).id)).size, (err: Error) => `unreadable (${err.message})`);
+      const full = join(tmpdir(), `veil-crash-stall-${Date.now()}.log`);
+      await writeFile(full, [...logs, processor.output()].join('\n----\n'));
+      console.log(`Java read_committed sees ${javaIds} of ${TOTAL} ids; the processes' whole logs: ${full}`);
       console.log([...logs, processor.output()].map((l) => l.split('\n').filter((line) => /"level":(40|50|60)|re-creating|halted|crashed/.test(line)).slice(-60).join('\n')).join('\n----\n'));
       throw e;
     }

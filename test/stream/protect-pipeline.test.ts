@@ -308,3 +308,92 @@ describe('ProtectPipeline (in-memory Kafka port)', () => {
     await p.stop();
   }, 15_000);
 });
+
+describe('ProtectPipeline.follow: a configuration version published while it runs', () => {
+  const next = veilConfigOrFail(`${EXAMPLE_CONFIG_TEXT}
+pipelines:
+  p:
+    source: { topics: [raw] }
+    sink: { topic: clean }
+    deadLetterTopic: dlq
+    format: json
+    fields: [ { path: email, field: Customer.email }, { path: name, field: Customer.name } ]
+    missing: dead-letter
+    roles: [ingest]
+    rightsEvidences: { Role: ingest }
+    processingEvidences: { Action: Protect }
+`);
+  const engineOf = () => new Engine({ config: next.engine, keys: keysFor(next.engine) });
+  const record = (offset: number) => rec(offset, JSON.stringify({ id: offset, email: 'a@example.com', name: 'Ada' }));
+
+  it('a batch in flight finishes under the old version; the next one protects the new fields and says the new version', async () => {
+    const kafka = new FakeKafka();
+    const inner = countingProtector();
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const reloads: unknown[] = [];
+    const slow = { ...inner, protectChunk: async (items: readonly ChunkItem[]) => {
+      await gate;
+      return inner.protectChunk(items);
+    }, reload: async (what: unknown) => void reloads.push(what) };
+    const p = pipeline(kafka, jsonSerde(), 'exactly-once', slow);
+    await p.start();
+    kafka.events.assigned!({ raw: [0] });
+    const first = kafka.handler!(batch([record(0)]), beat);
+    const following = p.follow({ config: next.pipelines.p!, configVersion: next.version, engine: engineOf(), serde: jsonSerde(), configFile: '/data/config-versions/2.yaml' });
+    await new Promise((r) => setTimeout(r, 20));
+    expect(reloads).toEqual([]); // waits for the batch in flight
+    release();
+    await first;
+    await following;
+    expect(reloads).toEqual([{ keys: true, configFile: '/data/config-versions/2.yaml' }]);
+    const old = kafka.committed[0]!;
+    expect(headerValue(old.headers, 'veil.config.version')!.toString()).toBe(config.version);
+    expect(headerValue(old.headers, 'veil.protected.fields')!.toString()).toBe('email');
+    await kafka.handler!(batch([record(1)]), beat);
+    const now = kafka.committed[1]!;
+    expect(next.version).not.toBe(config.version);
+    expect(headerValue(now.headers, 'veil.config.version')!.toString()).toBe(next.version);
+    expect(headerValue(now.headers, 'veil.protected.fields')!.toString()).toBe('email,name');
+    await p.stop();
+  });
+
+  it('in this thread: the new fields are protected from the next batch on', async () => {
+    const kafka = new FakeKafka();
+    const p = await started(kafka);
+    await kafka.handler!(batch([record(0)]), beat);
+    await p.follow({ config: next.pipelines.p!, configVersion: next.version, engine: engineOf(), serde: jsonSerde() });
+    await kafka.handler!(batch([record(1)]), beat);
+    const [before, after] = kafka.committed.map((r) => JSON.parse(r.value!.toString()) as { name: string; email: string });
+    expect(before!.name).toBe('Ada');
+    expect(after!.name).not.toBe('Ada');
+    expect(after!.email).not.toBe('a@example.com');
+    await p.stop();
+  });
+
+  it.each([
+    ['sink', { sink: { topic: 'elsewhere' } }],
+    ['source', { source: { topics: ['raw', 'raw2'] } }],
+    ['format', { format: 'avro' as const }],
+    ['deadLetterTopic', { deadLetterTopic: 'dlq2' }],
+  ])('a version that changes the %s needs a restart: CONFIG_INVALID, and the running version stays', async (what, change) => {
+    const kafka = new FakeKafka();
+    const p = await started(kafka);
+    const error = await p.follow({ config: { ...next.pipelines.p!, ...change }, configVersion: next.version, engine: engineOf(), serde: jsonSerde() }).then(() => undefined, (e: unknown) => e as { code: string; message: string });
+    expect(error).toMatchObject({ code: 'CONFIG_INVALID' });
+    expect(error!.message).toContain(what);
+    await kafka.handler!(batch([record(0)]), beat);
+    expect(JSON.parse(kafka.committed[0]!.value!.toString()).name).toBe('Ada');
+    await p.stop();
+  });
+
+  it('a version whose rights no longer let the pipeline protect a field is refused; the running version stays', async () => {
+    const kafka = new FakeKafka();
+    const p = await started(kafka);
+    const refused = { ...next.pipelines.p!, fields: [{ path: 'email', field: 'Customer.email' }, { path: 'name', field: 'Customer.nickname' }] };
+    await expect(p.follow({ config: refused, configVersion: next.version, engine: engineOf(), serde: jsonSerde() })).rejects.toMatchObject({ code: 'FIELD_UNKNOWN' });
+    await kafka.handler!(batch([record(0)]), beat);
+    expect(headerValue(kafka.committed[0]!.headers, 'veil.protected.fields')!.toString()).toBe('email');
+    await p.stop();
+  });
+});

@@ -18,6 +18,27 @@ function fakeWorker(mode: 'upper' | 'exit-on-work' | 'fail') {
     });`)}`));
 }
 
+/**
+ * A worker that tags values with the configuration file it binds under: workerData's at start,
+ * a reload's after it. `refuseReload` answers a reload with a failure.
+ */
+function taggingWorker(refuseReload: () => boolean) {
+  return (configFile: string | undefined) => new Worker(new URL(`data:text/javascript,${encodeURIComponent(`
+    import { parentPort, workerData } from 'node:worker_threads';
+    import { packOutcomes, unpackItems } from ${JSON.stringify(codec)};
+    let tag = workerData.configFile;
+    parentPort.on('message', ({ id, items, reload }) => {
+      if (reload) {
+        if (workerData.refuse) return parentPort.postMessage({ id, error: { name: 'VeilError', code: 'KEY_UNAVAILABLE', retriable: false } });
+        tag = reload.configFile ?? tag;
+        const empty = packOutcomes([]);
+        return parentPort.postMessage({ id, outcomes: empty }, [empty]);
+      }
+      const outcomes = packOutcomes(unpackItems(items).map((i) => ({ key: i.key, value: Buffer.from(tag + ':' + i.value) })));
+      parentPort.postMessage({ id, outcomes }, [outcomes]);
+    });`)}`), { workerData: { configFile: configFile ?? 'start', refuse: refuseReload() } });
+}
+
 describe('ProtectPool (real worker threads)', () => {
   const pools: ProtectPool[] = [];
   afterEach(async () => {
@@ -54,5 +75,18 @@ describe('ProtectPool (real worker threads)', () => {
     const error = await pool.protectChunk([{ topic: 't', key: null, value: Buffer.from('secret@example.com') }]).catch((e: Error) => e);
     expect(error).toMatchObject({ code: 'REGISTRY_UNAVAILABLE', retriable: true });
     expect((error as Error).message).not.toContain('secret');
+  });
+
+  it('reload: every worker binds under the new file before later chunks; one that cannot is replaced by a worker started on it', async () => {
+    let started = 0;
+    const pool = new ProtectPool(2, taggingWorker(() => started++ === 1));
+    pools.push(pool);
+    await pool.ready();
+    const tags = async () => (await Promise.all([0, 1, 2, 3].map(() => pool.protectChunk([{ topic: 't', key: null, value: Buffer.from('a') }])))).map((o) => String((o[0] as { value: Buffer }).value));
+    expect(new Set(await tags())).toEqual(new Set(['start:a']));
+    await pool.reload({ keys: true, configFile: 'v2.yaml' });
+    // the second worker refused: it is terminated and a third starts on v2.yaml
+    await expect.poll(() => started).toBe(3);
+    expect(new Set(await tags())).toEqual(new Set(['v2.yaml:a']));
   });
 });
