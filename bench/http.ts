@@ -22,6 +22,17 @@ const batch = (n: number) => ({
   requests: [{ guid: guid(3), rightsContext: guid(1), processingContext: guid(2), instances: Array.from({ length: n }, (_, i) => ({ className: 'Customer', propertyName: 'cardNumber', value: `4${String(100000000000000 + i * 7919).padStart(15, '0')}` })) }],
 });
 
+/** CPU seconds (user + system) a process and its children (the cluster's workers) have used, from /proc. */
+async function cpuSeconds(pid: number): Promise<number> {
+  const ticks = async (p: number): Promise<number> => {
+    const fields = (await readFile(`/proc/${p}/stat`, 'utf8')).split(') ')[1]!.split(' ');
+    return Number(fields[11]) + Number(fields[12]);
+  };
+  const children = (await readFile(`/proc/${pid}/task/${pid}/children`, 'utf8').catch(() => '')).split(' ').filter(Boolean).map(Number);
+  const all = await Promise.all([pid, ...children].map((p) => ticks(p).catch(() => 0)));
+  return all.reduce((a, b) => a + b, 0) / 100;
+}
+
 async function waitReady(url: string): Promise<void> {
   for (let i = 0; i < 200; i++) {
     try {
@@ -54,18 +65,22 @@ try {
   const engine = new Engine({ config: compiled, keys });
 
   console.log(`veil bench:http — Node ${process.version}, veil serve --workers ${workers}, autocannon ${seconds}s per batch size, loopback\n`);
-  console.log(`batch   connections  calls/s   values/s    p50 ms   p99 ms   in-process engine values/s (1 core)   HTTP / engine   HTTP / (${workers} × engine)`);
+  console.log(`batch   connections  calls/s   values/s    p50 ms   p99 ms   in-process engine values/s (1 core)   HTTP / engine   HTTP / (${workers} × engine)   per server CPU-second / engine`);
   for (const size of [1, 100, 1000]) {
     const body = JSON.stringify(batch(size));
     const connections = size === 1 ? 32 : size === 100 ? 16 : 8;
+    const cpuBefore = await cpuSeconds(server.pid!);
     const result = await autocannon({
       url: `${url}/transform`, method: 'POST', connections, duration: seconds, pipelining: 1,
       headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body,
     });
     if (result.non2xx > 0 || result.errors > 0) throw new Error(`non-2xx ${result.non2xx}, errors ${result.errors}`);
     const values = result.requests.average * size;
+    // the load generator shares the cores: values per CPU-second the service itself spent, beside the engine's
+    const serverCpu = await cpuSeconds(server.pid!) - cpuBefore;
+    const perServerCpuSecond = ((result.requests as { total?: number }).total ?? result.requests.average * seconds) * size / serverCpu;
     const inProcess = opsPerSecond(() => engine.transform(JSON.parse(body), { roles: ['ingest'] }), size, 1500);
-    console.log(`${String(size).padEnd(8)}${String(connections).padEnd(13)}${fmt(result.requests.average).padEnd(10)}${fmt(values).padEnd(12)}${String(result.latency.p50).padEnd(9)}${String(result.latency.p99).padEnd(9)}${fmt(inProcess).padEnd(38)}${ratio(values, inProcess).padEnd(16)}${ratio(values, workers * inProcess)}`);
+    console.log(`${String(size).padEnd(8)}${String(connections).padEnd(13)}${fmt(result.requests.average).padEnd(10)}${fmt(values).padEnd(12)}${String(result.latency.p50).padEnd(9)}${String(result.latency.p99).padEnd(9)}${fmt(inProcess).padEnd(38)}${ratio(values, inProcess).padEnd(16)}${ratio(values, workers * inProcess).padEnd(25)}${ratio(perServerCpuSecond, inProcess)}`);
   }
   console.log(`\ntarget: ≥ 250,000 FF1 values/s over HTTP with 1,000-instance batches, ≥ 0.70× the in-process engine`);
 } finally {

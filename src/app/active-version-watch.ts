@@ -17,6 +17,8 @@ export interface ActiveVersionWatchOptions {
   onSwap?: (version: number) => void;
   /** the keystore was re-read (a key created or rotated elsewhere): for engines this watch does not build */
   onKeys?: () => void;
+  /** throws when a version may not run here (one from a shared store that does not verify) */
+  admit?: (version: number) => Promise<void>;
 }
 
 /** What identifies a file's content cheaply: writes replace the file (a rename), so the inode changes. */
@@ -85,6 +87,7 @@ export class ActiveVersionWatch {
       target = versions.active();
       const running = holder.get();
       if (!target || target === running.version) return;
+      await this.options.admit?.(target);
       const { config } = await requireConfig(versions.file(target));
       // the publishing process may have created a key after this look stat'ed the keystore
       if (findKeyGaps(config.engine, keystore).length) await keystore.reload();

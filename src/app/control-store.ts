@@ -1,6 +1,8 @@
 import { ConfigVersions } from '../control/config-versions.ts';
 import { VeilError } from '../engine/index.ts';
 import { LocalKeystore } from '../keystore/local-keystore.ts';
+import { macVerifies, macWith } from '../keystore/keystore-mac.ts';
+import { authInput, CONTROL_MAC_KEY } from '../store/control-auth.ts';
 import type { Accepted, ControlWrite, History } from '../store/control-log.ts';
 import type { Env } from './open-engine.ts';
 
@@ -12,6 +14,8 @@ export interface ControlStore {
   readonly description: string;
   /** configuration publishes and key-set changes go to the shared log from now on */
   attach(parts: { versions?: ConfigVersions; keystore?: LocalKeystore }): void;
+  /** whether this process still follows the store (health) */
+  status(): { following: boolean; reason?: string };
   close(): Promise<void>;
 }
 
@@ -36,7 +40,8 @@ export async function openControlStore(env: Env, dataDir: string): Promise<Contr
 /** What the control store needs of its log (KafkaControlLog; an in-memory one in unit tests). */
 export interface AppendLog {
   head(history: History): number;
-  append(history: History, basedOn: number, body: string, meta?: ControlWrite['meta']): Promise<Accepted | undefined>;
+  append(history: History, basedOn: number, body: string, meta?: ControlWrite['meta'], sign?: (w: ControlWrite) => ControlWrite['auth']): Promise<Accepted | undefined>;
+  status?(): { following: boolean; reason?: string };
   close(): Promise<void>;
 }
 
@@ -47,18 +52,48 @@ export async function dataDirMirror(dataDir: string): Promise<(entry: Accepted) 
     const w = entry.write;
     if (entry.history === 'keyset') return LocalKeystore.mirror(dataDir, Buffer.from(w.body, 'base64'));
     const meta = w.meta ?? { by: 'unknown', source: 'portal' as const, note: '' };
-    await mirror.mirror(entry.number, w.body, { publishedAt: w.at, by: meta.by, source: meta.source, note: meta.note });
+    const auth = w.auth && typeof w.auth.key === 'number' && typeof w.auth.mac === 'string' ? { auth: { key: w.auth.key, mac: w.auth.mac, basedOn: w.basedOn, writer: w.writer, meta: w.meta !== undefined } } : {};
+    await mirror.mirror(entry.number, w.body, { publishedAt: w.at, by: meta.by, source: meta.source, note: meta.note, ...auth });
   };
 }
 
-/** The store over a log: publishes and key-set commits of the attached parts become appends. */
+/**
+ * A configuration write's MAC under the key set's control key (the key bytes stay in the keystore
+ * module). Without that key nothing can be published to the shared store.
+ */
+export function signWrite(keys: LocalKeystore, w: ControlWrite): NonNullable<ControlWrite['auth']> {
+  const { version, mac } = macWith(keys, CONTROL_MAC_KEY, authInput(w));
+  return { key: version, mac: mac.toString('base64url') };
+}
+
+/**
+ * Whether a configuration version mirrored from the shared store carries a MAC that verifies
+ * under the key set's control key: only such versions run. A version written to the topic by
+ * anyone without the key set (a forged one, or one of another store) does not.
+ */
+export async function versionIsAuthentic(versions: ConfigVersions, number: number, keys: LocalKeystore): Promise<boolean> {
+  const meta = versions.versions().find((v) => v.number === number);
+  if (!meta?.auth) return false;
+  const text = await versions.read(number);
+  const input = authInput({ history: 'config', basedOn: meta.auth.basedOn, writer: meta.auth.writer, at: meta.publishedAt, body: text, ...(meta.auth.meta ? { meta: { by: meta.by, source: meta.source, note: meta.note } } : {}) });
+  return macVerifies(keys, CONTROL_MAC_KEY, input, meta.auth.key, Buffer.from(meta.auth.mac, 'base64url'));
+}
+
+/** The store over a log: publishes (signed with the attached keystore's control key) and key-set commits of the attached parts become appends. */
 export function controlStoreOver(log: AppendLog, description: string): ControlStore {
+  let signer: LocalKeystore | undefined;
+  const sign = (w: ControlWrite) => {
+    if (!signer) throw new VeilError('KEY_UNAVAILABLE', 'the key set is not open: a configuration version cannot be authenticated');
+    return signWrite(signer, w);
+  };
   return {
     description,
     attach({ versions, keystore }) {
-      versions?.useLog({ publish: async (text, meta) => (await log.append('config', log.head('config'), text, meta))?.number });
+      if (keystore) signer = keystore;
+      versions?.useLog({ publish: async (text, meta) => (await log.append('config', log.head('config'), text, meta, sign))?.number });
       keystore?.useLog({ head: () => log.head('keyset'), commit: async (document, basedOn) => (await log.append('keyset', basedOn, document.toString('base64'))) !== undefined });
     },
+    status: () => log.status?.() ?? { following: true },
     close: () => log.close(),
   };
 }
@@ -68,4 +103,15 @@ export function controlTopic(env: Env): { brokers: string[]; topic: string } {
   const brokers = (env.VEIL_CONTROL_BROKERS ?? env.KAFKA_BROKERS ?? '').split(',').filter(Boolean);
   if (brokers.length === 0) throw new VeilError('CONFIG_INVALID', `${CONTROL_STORE_ENV}=kafka needs VEIL_CONTROL_BROKERS or KAFKA_BROKERS`);
   return { brokers, topic: env.VEIL_CONTROL_TOPIC ?? DEFAULT_TOPIC };
+}
+
+/** The key set's control key (hmac-sha256), created by the first process that finds none; a racing creator's key is taken. */
+export async function ensureControlKey(keystore: LocalKeystore): Promise<void> {
+  if (keystore.info(CONTROL_MAC_KEY)) return;
+  try {
+    await keystore.create(CONTROL_MAC_KEY, 'hmac-sha256');
+  } catch (e) {
+    if (!(e instanceof VeilError && e.code === 'KEY_EXISTS')) throw e;
+    await keystore.reload();
+  }
 }

@@ -3,8 +3,10 @@ import { ConfigVersions } from '../control/config-versions.ts';
 import { EngineHolder } from '../control/engine-holder.ts';
 import { ActiveVersionWatch } from './active-version-watch.ts';
 import { compileVeilConfigText, type VeilConfig } from './config-file.ts';
-import { openControlStore, type ControlStore } from './control-store.ts';
-import { openEngine, type OpenedEngine, type OpenEngineOptions } from './open-engine.ts';
+import { VeilError } from '../engine/index.ts';
+import { CONTROL_MAC_KEY } from '../store/control-auth.ts';
+import { ensureControlKey, openControlStore, versionIsAuthentic, type ControlStore } from './control-store.ts';
+import { leaseLiveness, openEngine, openKeystore, type OpenedEngine, type OpenEngineOptions } from './open-engine.ts';
 
 export interface ActiveEngine extends OpenedEngine {
   /** the shared control store, when VEIL_CONTROL_STORE names one (the data dir is its mirror) */
@@ -20,6 +22,12 @@ export interface ActiveEngine extends OpenedEngine {
    * then `onKeys`. Stopped by close().
    */
   follow(options: { logger: Logger; intervalMs?: number; onSwap?: (version: number) => void; onKeys?: () => void }): void;
+  /**
+   * Liveness beyond "the process answers": red once the KEK's lease lapsed (KMS_UNAVAILABLE) or
+   * the control store is no longer followed (CONTROL_STORE_UNAVAILABLE), with codes and reasons
+   * only — which KMS, key or brokers stays in the log: /healthz is often unauthenticated.
+   */
+  liveness(): { healthy: boolean; detail?: Record<string, unknown> };
   /** stops following, the KEK's lease and the control store's consumer */
   close(): Promise<void>;
 }
@@ -29,18 +37,31 @@ export interface ActiveEngine extends OpenedEngine {
  * (VEIL_CONTROL_STORE; it fills the data dir), then the configuration file adopted as a published
  * version when its text changed (ConfigVersions.adopt), then the engine of the active version —
  * which may be one a portal published since. The process then follows the store (follow()).
+ * With a shared store, every configuration version is authenticated: published with a MAC under
+ * the key set's control key (created here when the key set has none), and run only when it
+ * verifies — whoever can write to the topic without the key set cannot make a process run a
+ * configuration of theirs (the active version at start failing is CONFIG_INVALID; one arriving
+ * later is not swapped in).
  */
 export async function openActiveEngine(options: Omit<OpenEngineOptions, 'control'>): Promise<ActiveEngine> {
   const control = await openControlStore(options.env, options.dataDir);
   if (control) options.notice?.(`control store: ${control.description}`);
+  let lease: OpenedEngine['lease'];
   try {
+    const keys = await openKeystore({ ...options, ...(control ? { control } : {}) });
+    lease = keys.lease;
+    if (control) await ensureControlKey(keys.keystore);
     const versions = await ConfigVersions.open(options.dataDir);
     control?.attach({ versions });
     const active = await versions.adopt(options.configFile, options.now(), compileVeilConfigText);
     options.notice?.(active.adopted
       ? `configuration ${options.configFile} published as version ${active.number} (${active.file})`
       : `configuration: active version ${active.number} (${active.file}); ${options.configFile} is unchanged since it was adopted`);
-    const opened = await openEngine({ ...options, configFile: active.file, ...(control ? { control } : {}) });
+    const admit = control ? async (version: number) => {
+      if (!(await versionIsAuthentic(versions, version, keys.keystore))) throw new VeilError('CONFIG_INVALID', `configuration version ${version} of the control store is not authenticated by the key set (${CONTROL_MAC_KEY}): it is not run`);
+    } : undefined;
+    await admit?.(active.number);
+    const opened = await openEngine({ ...options, configFile: active.file, opened: keys, ...(control ? { control } : {}) });
     const holder = new EngineHolder<VeilConfig>({ engine: opened.engine, config: opened.config, version: active.number });
     let watch: ActiveVersionWatch | undefined;
     return {
@@ -48,7 +69,7 @@ export async function openActiveEngine(options: Omit<OpenEngineOptions, 'control
       file: (version) => versions.file(version),
       follow({ logger, intervalMs, onSwap, onKeys }) {
         watch = new ActiveVersionWatch({
-          versions, keystore: opened.keystore, holder, intervalMs: intervalMs ?? 1000,
+          versions, keystore: opened.keystore, holder, intervalMs: intervalMs ?? 1000, ...(admit ? { admit } : {}),
           onSwap: (version) => {
             logger.info({ version }, 'configuration: now running the active version');
             onSwap?.(version);
@@ -58,6 +79,12 @@ export async function openActiveEngine(options: Omit<OpenEngineOptions, 'control
         });
         watch.start();
       },
+      liveness() {
+        const kek = leaseLiveness(opened.lease);
+        const store = control?.status() ?? { following: true };
+        if (kek.healthy && store.following) return { healthy: true };
+        return { healthy: false, detail: { ...kek.detail, ...(store.following ? {} : { controlStore: { code: 'CONTROL_STORE_UNAVAILABLE', reason: 'the control store is no longer followed' } }) } };
+      },
       async close() {
         await watch?.stop();
         opened.lease?.stop();
@@ -65,8 +92,10 @@ export async function openActiveEngine(options: Omit<OpenEngineOptions, 'control
       },
     };
   } catch (e) {
-    // a process that does not start leaves the control store's consumer behind otherwise
+    // a process that does not start leaves the KEK's lease and the control store's consumer behind otherwise
+    lease?.stop();
     await control?.close();
     throw e;
   }
 }
+

@@ -1,6 +1,7 @@
 import { Engine, VeilError, type ConfigIssue } from '../engine/index.ts';
 import { KeyLease } from '../keystore/key-lease.ts';
 import { kekFromEnv } from '../keystore/kms/kms-from-env.ts';
+import type { KmsMetrics } from '../keystore/kms/kms-metrics.ts';
 import { LocalKeystore } from '../keystore/local-keystore.ts';
 import { MASTER_KEY_ENV, describeMasterKeySource, resolveMasterKey } from '../keystore/master-key.ts';
 import { requireConfig, type VeilConfig } from './config-file.ts';
@@ -21,6 +22,8 @@ export interface OpenEngineOptions {
   notice?: (line: string) => void;
   /** the shared control store: key-set changes are committed to it (control-store.ts) */
   control?: ControlStore;
+  /** a keystore already opened (openKeystore) */
+  opened?: { keystore: LocalKeystore; lease?: KeyLease; kmsMetrics?: KmsMetrics };
 }
 
 export interface OpenedEngine {
@@ -30,6 +33,8 @@ export interface OpenedEngine {
   warnings: ConfigIssue[];
   /** with a KMS-held KEK (VEIL_KMS): the lease the keys are used under, for health */
   lease?: KeyLease;
+  /** with a KMS-held KEK: its calls as metrics, for the process's /metrics */
+  kmsMetrics?: KmsMetrics;
 }
 
 /** VEIL_ENV=production: no development master key file, no key creation, no development client. */
@@ -45,13 +50,13 @@ export function isProduction(env: Env): boolean {
  */
 export async function openEngine(options: OpenEngineOptions): Promise<OpenedEngine> {
   const { config, warnings } = await requireConfig(options.configFile);
-  const { keystore, lease } = await openKeystore(options);
+  const { keystore, lease, kmsMetrics } = options.opened ?? await openKeystore(options);
   if (options.provision) {
     const created = await provisionKeys(config.engine, keystore);
     if (created.length) options.notice?.(`created keys ${created.join(', ')} in ${keystore.path}`);
   }
   requireKeys(config.engine, keystore);
-  return { config, engine: new Engine({ config: config.engine, keys: keystore }), keystore, warnings, ...(lease ? { lease } : {}) };
+  return { config, engine: new Engine({ config: config.engine, keys: keystore }), keystore, warnings, ...(lease ? { lease } : {}), ...(kmsMetrics ? { kmsMetrics } : {}) };
 }
 
 /**
@@ -59,7 +64,7 @@ export async function openEngine(options: OpenEngineOptions): Promise<OpenedEngi
  * here, or the master key (VEIL_MASTER_KEY; outside production a development key file). With a
  * KMS, a master key given too only reads a keystore still in the master-key format.
  */
-export async function openKeystore(options: Pick<OpenEngineOptions, 'dataDir' | 'env' | 'now' | 'notice' | 'control'>): Promise<{ keystore: LocalKeystore; lease?: KeyLease }> {
+export async function openKeystore(options: Pick<OpenEngineOptions, 'dataDir' | 'env' | 'now' | 'notice' | 'control'>): Promise<{ keystore: LocalKeystore; lease?: KeyLease; kmsMetrics?: KmsMetrics }> {
   const kek = await kekFromEnv(options.env);
   if (!kek && isProduction(options.env) && options.env[MASTER_KEY_ENV] === undefined) {
     throw new VeilError('KEYSTORE_INVALID', `VEIL_ENV=production needs ${MASTER_KEY_ENV} or VEIL_KMS: the development master key file is not used in production`);
@@ -79,7 +84,7 @@ export async function openKeystore(options: Pick<OpenEngineOptions, 'dataDir' | 
     onChange: (valid, reason) => options.notice?.(valid ? `the KEK answers again (${kek.kms.description}): keys in use` : `the KEK has not answered for ${kek.ttlMs / 1000} s (${reason}): keys refused until it does`),
   }).start();
   keystore.useLease(lease);
-  return { keystore, lease };
+  return { keystore, lease, kmsMetrics: kek.metrics };
 }
 
 /**

@@ -14,7 +14,6 @@ import type { ActiveConfig } from '../control/engine-holder.ts';
 import type { VeilConfig } from './config-file.ts';
 import { createLogger } from './logger.ts';
 import { openActiveEngine } from './open-active-engine.ts';
-import { leaseLiveness } from './open-engine.ts';
 
 export interface GatewayOptions {
   configFile: string;
@@ -55,7 +54,7 @@ export interface OpenedGateway extends Gateway {
 export async function openGateway(options: GatewayOptions): Promise<OpenedGateway> {
   const logger = createLogger(options.logLevel ?? options.env.VEIL_LOG_LEVEL ?? 'info', options.logDestination);
   const active = await openActiveEngine({ configFile: options.configFile, dataDir: options.dataDir, env: options.env, now: options.now, provision: options.development, ...(options.notice ? { notice: options.notice } : {}) });
-  const { config, keystore, warnings, lease, holder } = active;
+  const { config, keystore, warnings, holder } = active;
   if (!config.gateway) {
     await active.close();
     throw new VeilError('CONFIG_INVALID', `configuration ${options.configFile} has no gateway section`);
@@ -85,7 +84,8 @@ export async function openGateway(options: GatewayOptions): Promise<OpenedGatewa
     },
   });
   const tls = config.gateway.tls ? { cert: await readFile(resolve(config.gateway.tls.certFile)), key: await readFile(resolve(config.gateway.tls.keyFile)) } : undefined;
-  const gateway = createGateway({ parts: () => parts, logger, live: () => leaseLiveness(lease), ...(tls ? { tls } : {}) });
+  const gateway = createGateway({ parts: () => parts, logger, live: () => active.liveness(), ...(tls ? { tls } : {}) });
+  active.kmsMetrics?.registerIn(gateway.metrics.registry);
   return {
     ...gateway,
     config: config.gateway,

@@ -13,9 +13,9 @@ import { CachingVerifier } from '../identity/caching-verifier.ts';
 import { JwtSigner } from '../keystore/jwt-signer.ts';
 import type { LocalKeystore } from '../keystore/local-keystore.ts';
 import { buildServer } from '../http/server.ts';
+import { HttpMetrics } from '../http/metrics.ts';
 import { createLogger } from './logger.ts';
 import { openActiveEngine } from './open-active-engine.ts';
-import { leaseLiveness } from './open-engine.ts';
 import { ConfigVersions } from '../control/config-versions.ts';
 import { EngineHolder } from '../control/engine-holder.ts';
 import type { VeilConfig } from './config-file.ts';
@@ -81,7 +81,7 @@ export async function openService(options: ServiceOptions): Promise<Service> {
   // the configuration file is adopted as a published version when it changed; the active version runs
   // with a shared control store (VEIL_CONTROL_STORE=kafka) the data dir is its mirror, filled here first
   const active = await openActiveEngine({ configFile: options.configFile, dataDir: options.dataDir, env: options.env, now: options.now, provision: options.development, ...(options.notice ? { notice: options.notice } : {}) });
-  const { config, keystore, warnings, lease, holder, versions } = active;
+  const { config, keystore, warnings, holder, versions } = active;
   for (const w of warnings) logger.warn({ pointer: w.pointer }, `configuration: ${w.message}`);
   const signingKey = config.identity.signingKey;
   if (!keystore.info(signingKey)) {
@@ -118,10 +118,12 @@ export async function openService(options: ServiceOptions): Promise<Service> {
   const service = options.bodyReadTimeoutMs === undefined ? config.service : { ...config.service, limits: { ...config.service.limits, bodyReadTimeoutMs: options.bodyReadTimeoutMs } };
   const tls = config.service.tls;
   const https = tls ? await readTls(tls) : undefined;
+  const metrics = new HttpMetrics();
+  active.kmsMetrics?.registerIn(metrics.registry);
   const app = buildServer({
-    engine: holder, service, issuer, signer, tokens, verifier, audit, logger, now: options.now,
+    engine: holder, metrics, service, issuer, signer, tokens, verifier, audit, logger, now: options.now,
     ready: () => !draining,
-    live: () => leaseLiveness(lease),
+    live: () => active.liveness(),
     ...(https ? { https } : {}),
   });
   const pipelineMetrics = openPortal(app, {

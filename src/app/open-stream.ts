@@ -18,7 +18,6 @@ import { killingInCommit } from '../stream/fault-injection.ts';
 import { StreamMetrics } from '../stream/stream-metrics.ts';
 import { createLogger } from './logger.ts';
 import { openActiveEngine } from './open-active-engine.ts';
-import { leaseLiveness } from './open-engine.ts';
 
 export interface StreamOptions {
   configFile: string;
@@ -74,7 +73,7 @@ export function protectThreads(given: string | undefined): number {
 export async function openStream(options: StreamOptions): Promise<StreamService> {
   const logger = options.logger ?? createLogger(options.env.VEIL_LOG_LEVEL ?? 'info');
   const active = await openActiveEngine({ configFile: options.configFile, dataDir: options.dataDir, env: options.env, now: options.now, provision: options.development, ...(options.notice ? { notice: options.notice } : {}) });
-  const { config, engine, lease } = active;
+  const { config, engine } = active;
   const startedOn = active.file(active.holder.get().version);
   const names = options.pipelines ?? Object.keys(config.pipelines);
   const { rewrap } = options;
@@ -102,6 +101,7 @@ export async function openStream(options: StreamOptions): Promise<StreamService>
   const killInCommit = Number(options.env.VEIL_FAULT_KILL_IN_COMMIT ?? 0);
   const kafka = killInCommit > 0 ? killingInCommit(client, killInCommit) : client;
   const metrics = new StreamMetrics();
+  active.kmsMetrics?.registerIn(metrics.registry);
   const serdeOf = serdes(options.registryUrl);
   const threads = protectThreads(options.env.VEIL_PROTECT_THREADS);
   const pools: ProtectPool[] = [];
@@ -168,9 +168,9 @@ export async function openStream(options: StreamOptions): Promise<StreamService>
         // liveness is progress: a stalled, halted or crashed pipeline fails it
         live: () => {
           const failing = pipelines.map((p) => ({ pipeline: p.name, ...p.health() })).filter((h) => !h.healthy).map(({ pipeline, reason }) => ({ pipeline, reason }));
-          const kek = leaseLiveness(lease);
-          if (!failing.length && kek.healthy) return { healthy: true };
-          return { healthy: false, detail: { ...(failing.length ? { pipelines: failing } : {}), ...kek.detail } };
+          const shared = active.liveness();
+          if (!failing.length && shared.healthy) return { healthy: true };
+          return { healthy: false, detail: { ...(failing.length ? { pipelines: failing } : {}), ...shared.detail } };
         },
         ready: () => running,
         metrics: metrics.registry,

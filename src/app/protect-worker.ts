@@ -6,7 +6,7 @@ import { RecordProtector } from '../stream/record-protector.ts';
 import { rewrapPipeline, type RewrapSpec } from '../stream/rewrap-pipeline.ts';
 import { requireConfig, type VeilConfig } from './config-file.ts';
 import { requireKeys } from './config-keys.ts';
-import { openEngine } from './open-engine.ts';
+import { openEngine, type OpenedEngine } from './open-engine.ts';
 import { serdes } from './pipeline-serde.ts';
 
 /**
@@ -14,7 +14,8 @@ import { serdes } from './pipeline-serde.ts';
  * and the keystore itself — key bytes never cross threads — binds its pipeline's fields and
  * protects the chunks it is sent. Replies carry outcomes or a failure's name and code, never a value.
  * A reload request re-reads the keystore (a key rotated elsewhere) and, given a configuration
- * version's file, binds the pipeline anew under it; chunks sent after it wait for it.
+ * version's file, binds the pipeline anew under it; chunks sent after it wait for it. What fails
+ * to open or bind (the KMS not answering) is tried again on the next chunk.
  */
 export interface ProtectWorkerData {
   configFile: string;
@@ -27,7 +28,13 @@ export interface ProtectWorkerData {
 }
 
 const data = workerData as ProtectWorkerData;
-const opened = openEngine({ configFile: data.configFile, dataDir: data.dataDir, env: data.env, now: () => new Date(), provision: false });
+
+// opened on first use and again after a failure (a KMS that did not answer): a worker never stays broken
+let opened: Promise<OpenedEngine> | undefined;
+const open = () => (opened ??= openEngine({ configFile: data.configFile, dataDir: data.dataDir, env: data.env, now: () => new Date(), provision: false }).catch((e: unknown) => {
+  opened = undefined;
+  throw e;
+}));
 
 async function bound(config: VeilConfig, engine: Engine): Promise<RecordProtector> {
   const base = config.pipelines[data.pipeline];
@@ -37,15 +44,32 @@ async function bound(config: VeilConfig, engine: Engine): Promise<RecordProtecto
   return new RecordProtector({ name: data.pipeline, config: p, engine, serde: await serdes(data.registryUrl)(p), ...rewrap });
 }
 
-let protector = opened.then(({ config, engine }) => bound(config, engine));
+/** the configuration file to bind under, and whether the keystore must be read again first */
+let configFile = data.configFile;
+let keysStale = false;
+let protector: Promise<RecordProtector> | undefined;
 
-async function reload(what: NonNullable<WorkerRequest['reload']>): Promise<RecordProtector> {
-  const { keystore } = await opened;
-  if (what.keys) await keystore.reload();
-  if (!what.configFile) return protector;
-  const { config } = await requireConfig(what.configFile);
-  requireKeys(config.engine, keystore);
-  return bound(config, new Engine({ config: config.engine, keys: keystore }));
+/** The protector, built when there is none (at start, after a reload, after a failure). */
+function current(): Promise<RecordProtector> {
+  protector ??= (async () => {
+    const { keystore } = await open();
+    if (keysStale) await keystore.reload();
+    keysStale = false;
+    const { config } = await requireConfig(configFile);
+    requireKeys(config.engine, keystore);
+    return bound(config, new Engine({ config: config.engine, keys: keystore }));
+  })().catch((e: unknown) => {
+    protector = undefined;
+    throw e;
+  });
+  return protector;
+}
+
+function reload(what: NonNullable<WorkerRequest['reload']>): Promise<RecordProtector> {
+  if (what.keys) keysStale = true;
+  if (what.configFile) configFile = what.configFile;
+  protector = undefined;
+  return current();
 }
 
 parentPort!.on('message', (request: WorkerRequest) => {
@@ -53,11 +77,10 @@ parentPort!.on('message', (request: WorkerRequest) => {
     try {
       if (request.reload) {
         // set at once, in message order: a chunk sent after the reload is protected by its result
-        protector = reload(request.reload);
-        await protector;
+        await reload(request.reload);
         return { id: request.id, outcomes: packOutcomes([]) };
       }
-      const outcomes = packOutcomes(await (await protector).protectChunk(unpackItems(request.items!)));
+      const outcomes = packOutcomes(await (await current()).protectChunk(unpackItems(request.items!)));
       return { id: request.id, outcomes };
     } catch (e) {
       const err = e as { name?: string; code?: string; retriable?: boolean };

@@ -5,7 +5,7 @@ import { resolveConfigPath, resolveDataDir } from '../app/paths.ts';
 import { formatIssue, VeilError } from '../engine/index.ts';
 import { readFile } from 'node:fs/promises';
 import { openKeystore } from '../app/open-engine.ts';
-import { openControlStore, type ControlStore } from '../app/control-store.ts';
+import { ensureControlKey, openControlStore, type ControlStore } from '../app/control-store.ts';
 import { ConfigVersions } from '../control/config-versions.ts';
 import { usageExitCode, type Command } from './io.ts';
 
@@ -87,8 +87,20 @@ async function publish(file: string, dataDir: string, note: string | undefined, 
   const errors = loaded.issues.filter((i) => i.severity === 'error');
   if (errors.length) throw new VeilError('CONFIG_INVALID', `configuration ${file} is invalid:\n${errors.map((i) => formatIssue(file, i)).join('\n')}`);
   const versions = await ConfigVersions.open(dataDir);
-  control?.attach({ versions });
-  const number = await versions.publish(await readFile(file, 'utf8'), { by: 'veil config publish', source: 'cli', note: note ?? `published from ${file}`, now: io.now() });
+  let lease: { stop(): void } | undefined;
+  let number: number;
+  try {
+    if (control) {
+      // a version in the shared store is authenticated with the key set's control key: open it first
+      const opened = await openKeystore({ dataDir, env: io.env, now: io.now, notice: (line) => io.stderr(`veil config: ${line}\n`), control });
+      lease = opened.lease;
+      await ensureControlKey(opened.keystore);
+    }
+    control?.attach({ versions });
+    number = await versions.publish(await readFile(file, 'utf8'), { by: 'veil config publish', source: 'cli', note: note ?? `published from ${file}`, now: io.now() });
+  } finally {
+    lease?.stop();
+  }
   io.stdout(`published ${file} as version ${number}, now active${control ? ` in ${control.description}` : ` in ${versions.dir}`}\n`);
   return 0;
 }

@@ -2,7 +2,8 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { resolveDataDir } from '../app/paths.ts';
-import { CONTROL_STORE_ENV, controlTopic } from '../app/control-store.ts';
+import { CONTROL_STORE_ENV, controlTopic, ensureControlKey, signWrite } from '../app/control-store.ts';
+import { openKeystore } from '../app/open-engine.ts';
 import { ConfigVersions } from '../control/config-versions.ts';
 import { VeilError } from '../engine/index.ts';
 import { KEYSTORE_FILE } from '../keystore/local-keystore.ts';
@@ -46,13 +47,17 @@ async function migrate(dataDir: string, io: CliIo): Promise<number> {
   if (io.env[CONTROL_STORE_ENV] !== 'kafka') throw new VeilError('CONFIG_INVALID', `set ${CONTROL_STORE_ENV}=kafka (and the topic and brokers) to name the store to migrate into`);
   const { brokers, topic } = controlTopic(io.env);
   const versions = await ConfigVersions.open(dataDir);
+  // the versions are authenticated in the store with the key set's control key (added to the key set first)
+  const { keystore, lease } = await openKeystore({ dataDir, env: io.env, now: io.now });
+  lease?.stop();
+  await ensureControlKey(keystore);
   const keyset = await readFile(join(dataDir, KEYSTORE_FILE)).catch(() => undefined);
   const texts = await Promise.all(versions.versions().map(async (v) => ({ meta: v, text: await versions.read(v.number) })));
   const log = await KafkaControlLog.open({ brokers, topic });
   try {
     if (log.head('config') || log.head('keyset')) throw new VeilError('CONFIG_INVALID', `control store topic ${topic} holds versions already: migrate only into an empty store`);
     for (const [i, { meta, text }] of texts.entries()) {
-      const accepted = await log.append('config', i, text, { by: meta.by, source: meta.source, note: meta.note });
+      const accepted = await log.append('config', i, text, { by: meta.by, source: meta.source, note: meta.note }, (w) => signWrite(keystore, w));
       if (accepted?.number !== i + 1) throw new VeilError('CONTROL_STORE_UNAVAILABLE', `another process wrote to ${topic} during the migration`);
     }
     if (keyset && !(await log.append('keyset', 0, keyset.toString('base64')))) throw new VeilError('CONTROL_STORE_UNAVAILABLE', `another process wrote to ${topic} during the migration`);

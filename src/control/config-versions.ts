@@ -21,6 +21,11 @@ export interface VersionMeta {
   note: string;
   /** sha-256 of the text (a file adopted at start is adopted again only when it changed) */
   sha256: string;
+  /**
+   * from a shared control store: the write's MAC and what it covers besides the text and this
+   * metadata (src/store/control-auth.ts), so a process can check the version before it runs it
+   */
+  auth?: { key: number; mac: string; basedOn: number; writer: string; meta: boolean };
 }
 
 /** A saved test case of a draft: inputs with the outcome they must have. Sandbox keys only. */

@@ -20,6 +20,8 @@ export interface ControlWrite {
   body: string;
   /** config: who published, from where, the note */
   meta?: { by: string; source: 'file' | 'portal' | 'cli'; note: string };
+  /** config: its MAC under the key set's control key (control-auth.ts); readers run only versions that verify */
+  auth?: { key: number; mac: string };
 }
 
 export interface Accepted {

@@ -35,6 +35,8 @@ export class KafkaControlLog {
   private unmirrored?: { offset: number; entry: Accepted };
   private waiters: { offset: number; resolve: () => void }[] = [];
   private readonly groupId = `veil-control-${randomUUID()}`;
+  /** why the topic is no longer followed (its consumer stopped for good), for health */
+  private down?: string;
 
   private constructor(options: KafkaControlLogOptions) {
     this.options = options;
@@ -54,15 +56,26 @@ export class KafkaControlLog {
     return log;
   }
 
+  /** Whether this process still follows the topic: a reader that stopped serves a history that may be stale. */
+  status(): { following: boolean; reason?: string } {
+    return this.down ? { following: false, reason: this.down } : { following: true };
+  }
+
   head(history: History): number {
     return this.state.head(history);
   }
 
-  /** Appends a write based on `basedOn`; the accepted entry, or undefined when it lost the race. */
-  async append(history: History, basedOn: number, body: string, meta?: ControlWrite['meta']): Promise<Accepted | undefined> {
-    const write: ControlWrite = { v: 1, history, basedOn, writer: randomUUID(), at: new Date().toISOString(), body, ...(meta ? { meta } : {}) };
+  /** Appends a write based on `basedOn` (authenticated by `sign`); the accepted entry, or undefined when it lost the race. */
+  async append(history: History, basedOn: number, body: string, meta?: ControlWrite['meta'], sign?: (w: ControlWrite) => ControlWrite['auth']): Promise<Accepted | undefined> {
+    const unsigned: ControlWrite = { v: 1, history, basedOn, writer: randomUUID(), at: new Date().toISOString(), body, ...(meta ? { meta } : {}) };
+    const auth = sign?.(unsigned);
+    const write: ControlWrite = auth ? { ...unsigned, auth } : unsigned;
     const key = recordKey(write);
-    const [sent] = await this.producer!.send({ topic: this.options.topic, acks: -1, messages: [{ key, value: JSON.stringify(write) }] });
+    if (this.down) throw new VeilError('CONTROL_STORE_UNAVAILABLE', `control store topic ${this.options.topic} is not being followed (${this.down}): nothing was written`);
+    const [sent] = await this.producer!.send({ topic: this.options.topic, acks: -1, messages: [{ key, value: JSON.stringify(write) }] }).catch((e: unknown) => {
+      // not written, or not known to be: the caller may try again (a retry is a new write on the head it then sees)
+      throw new VeilError('CONTROL_STORE_UNAVAILABLE', `control store topic ${this.options.topic} on ${this.options.brokers.join(',')} did not take the write (${(e as Error).name})`, [], { cause: e });
+    });
     await this.readUpTo(Number(sent!.baseOffset));
     const accepted = this.state.wasAccepted(key);
     if (!accepted) await this.producer!.send({ topic: this.options.topic, acks: -1, messages: [{ key, value: null }] }).catch(() => undefined);
@@ -92,6 +105,11 @@ export class KafkaControlLog {
     this.consumer = this.kafka.consumer({ groupId: this.groupId, readUncommitted: false });
     await this.consumer.connect();
     await this.consumer.subscribe({ topic, fromBeginning: true });
+    // kafkajs restarts a consumer after a retriable crash by itself; one it does not restart is reported
+    this.consumer.on(this.consumer.events.CRASH, (e) => {
+      this.down = e.payload.restart ? undefined : `its reader stopped: ${e.payload.error.name}`;
+    });
+    this.consumer.on(this.consumer.events.FETCH, () => (this.down = undefined));
     await this.consumer.run({
       autoCommit: false,
       eachMessage: async ({ message }) => {

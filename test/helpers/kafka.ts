@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { Kafka, logLevel, type IHeaders } from 'kafkajs';
+import { expect } from 'vitest';
 
 export const BROKERS = (process.env.KAFKA_BROKERS ?? '127.0.0.1:19092').split(',');
 export const REGISTRY_URL = process.env.SCHEMA_REGISTRY_URL ?? 'http://127.0.0.1:18081/apis/ccompat/v7';
@@ -154,4 +155,20 @@ export async function javaConsumeHeaders(topic: string, brokers = BROKERS.join('
     }) : [];
     return [{ partition: Number(m[1]), offset: m[2]!, value: bytes(m[3]!) ?? Buffer.alloc(0), headers }];
   });
+}
+
+/**
+ * Per-key order in a clean topic: every record of a key in one partition, its ids in production
+ * order. Fails the test otherwise; returns how many keys there were.
+ */
+export function expectKeyOrder(records: readonly { partition: number; record: { email: string; id: number } }[]): number {
+  const perKey = new Map<string, { partition: number; ids: number[] }>();
+  for (const r of records) {
+    const entry = perKey.get(r.record.email) ?? { partition: r.partition, ids: [] };
+    expect(r.partition).toBe(entry.partition);
+    entry.ids.push(r.record.id);
+    perKey.set(r.record.email, entry);
+  }
+  for (const { ids } of perKey.values()) expect(ids).toEqual([...ids].sort((a, b) => a - b));
+  return perKey.size;
 }

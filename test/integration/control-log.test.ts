@@ -3,6 +3,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import type { Accepted } from '../../src/store/control-log.ts';
 import { KafkaControlLog } from '../../src/store/kafka-control-log.ts';
 import { BROKERS, kafkaClient } from '../helpers/kafka.ts';
+import { privateBroker } from '../helpers/processes.ts';
 
 /**
  * The control store's log on the real broker: writers racing on the same head never fork the
@@ -90,5 +91,22 @@ describe('KafkaControlLog against a real broker', () => {
     expect(await log.append('config', 1, 'second')).toMatchObject({ number: 2 });
     expect(calls).toEqual([1, 1, 2]);
     expect(log.head('config')).toBe(2);
+  }, 120_000);
+
+  it('an append the brokers do not take is CONTROL_STORE_UNAVAILABLE, naming no value; the history is unchanged', async () => {
+    const broker = await privateBroker('control-down');
+    try {
+      const log = await KafkaControlLog.open({ brokers: [broker.brokers], topic: 'veil.control.down', appendTimeoutMs: 5_000 });
+      opened.push(log);
+      expect((await log.append('config', 0, 'version one'))!.number).toBe(1);
+      expect(log.status()).toEqual({ following: true });
+      await broker.stop();
+      const error = await log.append('config', 1, 'secret-looking text').then(() => undefined, (e: unknown) => e as { code: string; message: string });
+      expect(error).toMatchObject({ code: 'CONTROL_STORE_UNAVAILABLE' });
+      expect(error!.message).not.toContain('secret-looking');
+      expect(log.head('config')).toBe(1);
+    } finally {
+      await broker.stop().catch(() => undefined);
+    }
   }, 120_000);
 });

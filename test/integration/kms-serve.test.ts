@@ -116,6 +116,13 @@ describe('veil serve with the KEK in a KMS (moto_server, SoftHSM2)', () => {
     expect(await served.transform('Unprotect', protectedEmail)).toMatchObject({ status: 200, value: 'ada@example.com' });
     expect(served.stderr).toMatch(/keys refused until it does/);
     expect(served.stderr).toMatch(/the KEK answers again/);
+    // the KMS's calls on /metrics (meteredKms): the unwraps that answered and the ones that did not, no key named
+    const metrics = await (await fetch(`${served.url}/metrics`)).text();
+    const count = (outcome: string) => Number(new RegExp(`^veil_kms_calls_total\\{op="unwrap",outcome="${outcome}"\\} (\\d+)`, 'm').exec(metrics)?.[1] ?? 0);
+    expect(count('ok')).toBeGreaterThanOrEqual(2);
+    expect(count('KMS_UNAVAILABLE')).toBeGreaterThanOrEqual(1);
+    expect(metrics).toMatch(/^veil_kms_call_seconds_count\{op="unwrap"\} \d+/m);
+    expect(metrics).not.toContain(keyId);
     await served.stop();
   }, 120_000);
 

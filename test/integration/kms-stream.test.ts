@@ -71,7 +71,11 @@ describe('stream protect with the KEK in a KMS: fail closed, then catch up', () 
     } finally {
       moto.resume();
     }
-    await waitFor(async () => (await clean()).length >= 400, 90_000, 'all 400 records after the KMS came back');
+    await waitFor(async () => (await clean()).length >= 400, 90_000, 'all 400 records after the KMS came back').catch((e: unknown) => {
+      // what the processor said (codes and offsets, never values)
+      console.log(processor!.output().split('\n').filter((l) => !/"level":(10|20|30)/.test(l)).slice(-80).join('\n'));
+      throw e;
+    });
     const ids = await clean();
     expect({ records: ids.length, unique: new Set(ids).size, min: Math.min(...ids), max: Math.max(...ids) }).toEqual({ records: 400, unique: 400, min: 0, max: 399 });
     const dead = await javaConsumeCommitted(t.dlq);

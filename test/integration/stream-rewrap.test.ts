@@ -6,7 +6,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EXAMPLE_CONFIG } from '../../src/app/paths.ts';
 import { openEngine } from '../../src/app/open-engine.ts';
-import { BROKERS, createTopics, javaConsumeCommitted, javaConsumeHeaders, kafkaClient, produce, topicsFor } from '../helpers/kafka.ts';
+import { BROKERS, createTopics, javaConsumeCommitted, javaConsumeHeaders, kafkaClient, produce, topicsFor, expectKeyOrder } from '../helpers/kafka.ts';
 import { eventually, ROOT } from '../helpers/processes.ts';
 
 // npm test runs 20,000; npm run test:rewrap-100k the 100,000
@@ -138,15 +138,7 @@ pipelines:
     }
     expect(bad.slice(0, 10)).toEqual([]);
     // one key, one partition, ids in order
-    const perKey = new Map<string, { partition: number; ids: number[] }>();
-    for (const r of java) {
-      const entry = perKey.get(r.record.email) ?? { partition: r.partition, ids: [] };
-      expect(r.partition).toBe(entry.partition);
-      entry.ids.push(r.record.id);
-      perKey.set(r.record.email, entry);
-    }
-    expect(perKey.size).toBe(997);
-    for (const { ids: keyIds } of perKey.values()) expect(keyIds).toEqual([...keyIds].sort((a, b) => a - b));
+    expect(expectKeyOrder(java)).toBe(997);
 
     const dead = await javaConsumeHeaders(t.dlq);
     expect(dead).toHaveLength(PLANTED);

@@ -1,5 +1,6 @@
 import { VeilError } from '../../engine/index.ts';
-import { cachingKms, retryingKms } from './kms-decorators.ts';
+import { cachingKms, meteredKms, retryingKms } from './kms-decorators.ts';
+import { KmsMetrics } from './kms-metrics.ts';
 import type { Kms } from './kms.ts';
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -12,6 +13,8 @@ export interface KekSetup {
   direct: Kms;
   /** how long unwrapped keys stay usable without the KMS answering */
   ttlMs: number;
+  /** every call that reaches the KMS (each retry counts), for the process's /metrics */
+  metrics: KmsMetrics;
 }
 
 export const KMS_ENV = 'VEIL_KMS';
@@ -46,6 +49,7 @@ export async function kekFromEnv(env: Env): Promise<KekSetup | undefined> {
   } else {
     throw new VeilError('CONFIG_INVALID', `VEIL_KMS must be aws-kms or pkcs11 (unset: the master key), not ${JSON.stringify(kind.slice(0, 32))}`);
   }
-  const direct = retryingKms(adapter);
-  return { kms: cachingKms(direct, { ttlMs: ttl * 1000 }), direct, ttlMs: ttl * 1000 };
+  const metrics = new KmsMetrics();
+  const direct = retryingKms(meteredKms(adapter, metrics));
+  return { kms: cachingKms(direct, { ttlMs: ttl * 1000 }), direct, ttlMs: ttl * 1000, metrics };
 }
