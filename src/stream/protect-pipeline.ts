@@ -147,7 +147,8 @@ export class ProtectPipeline {
     const previous = this.switching;
     const switching = (async () => {
       await previous;
-      await Promise.allSettled([...this.inFlight]);
+      // a batch stuck past the recovery's own wait is abandoned by recovery; do not wait on it forever
+      await Promise.race([Promise.allSettled([...this.inFlight]), new Promise((r) => setTimeout(r, this.closeWaitMs).unref())]);
       await this.deps.protector?.reload?.({ keys: true, ...(next.configFile ? { configFile: next.configFile } : {}) });
       this.chunks = this.deps.protector ?? inline;
       this.veilHeaders = headersOf(this.name, next.config, next.configVersion);

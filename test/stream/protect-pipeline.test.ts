@@ -358,6 +358,22 @@ pipelines:
     await p.stop();
   });
 
+  it('a batch that never finishes does not hold the change forever: it goes ahead after the recovery wait', async () => {
+    const kafka = new FakeKafka();
+    const stuck = { protectChunk: () => new Promise<ChunkOutcome[]>(() => undefined), close: async () => undefined };
+    const p = new ProtectPipeline({
+      name: 'p', config: config.pipelines.p!, configVersion: config.version, engine: new Engine({ config: config.engine, keys: keysFor(config.engine) }),
+      kafka, serde: jsonSerde(), metrics: new StreamMetrics(), log: pino({ level: 'silent' }), protector: stuck, stallMs: 400,
+    });
+    await p.start();
+    kafka.events.assigned!({ raw: [0] });
+    void kafka.handler!(batch([record(0)]), beat).catch(() => undefined);
+    const started = Date.now();
+    await p.follow({ config: next.pipelines.p!, configVersion: next.version, engine: engineOf(), serde: jsonSerde() });
+    expect(Date.now() - started).toBeLessThan(2_000);
+    // (not stopped: its batch never ends; the fake port holds nothing else)
+  });
+
   it('in this thread: the new fields are protected from the next batch on', async () => {
     const kafka = new FakeKafka();
     const p = await started(kafka);
