@@ -7,7 +7,7 @@ import { CreateKeyCommand, KMSClient } from '@aws-sdk/client-kms';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BROKERS, createTopics, javaConsumeCommitted, kafkaClient, produce, topicsFor } from '../helpers/kafka.ts';
 import { startMoto, type Moto } from '../helpers/moto.ts';
-import { signIn } from '../helpers/portal-client.ts';
+import { reviewedHash, signIn } from '../helpers/portal-client.ts';
 import { hashClientSecret } from '../../src/identity/client-secret.ts';
 import { eventually, freePorts, ROOT } from '../helpers/processes.ts';
 
@@ -200,6 +200,66 @@ pipelines:
       await ticks;
       await reader.disconnect();
     }
+  }, 120_000);
+
+  it('three publishers racing (serve\'s portal and the command line on two more data dirs) leave serve, gateway and stream on the same active version', async () => {
+    const base = await readFile(configFile, 'utf8');
+    const names = ['alias1', 'alias2', 'alias3'];
+    // each racing version configures its own property, protected by the gateway's create route and by the pipeline
+    const text = (name: string) => base
+      .replace('      email: { protect: email-deterministic }\n', `      email: { protect: email-deterministic }\n      ${name}: { protect: email-deterministic }\n`)
+      .replace('      request:\n        - { select: email, field: Customer.email }\n', `      request:\n        - { select: email, field: Customer.email }\n        - { select: ${name}, field: Customer.${name} }\n`)
+      .replace('fields: [ { path: email, field: Customer.email } ]', `fields: [ { path: email, field: Customer.email }, { path: ${name}, field: Customer.${name} } ]`);
+    const cliDirs = [dirs[3]!, await mkdtemp(join(tmpdir(), 'veil-three-cli-'))];
+    dirs.push(cliDirs[1]!);
+    const files = await Promise.all(names.map(async (n) => {
+      const f = join(cliDirs[0]!, `${n}.yaml`);
+      await writeFile(f, text(n));
+      return f;
+    }));
+    const portal = await signIn(`http://127.0.0.1:${ports.serve}`, 'publisher');
+    const draft = /\/admin\/drafts\/([0-9a-f-]{36})/.exec((await portal.post('/admin/drafts', { yaml: text(names[0]!) })).location ?? '')![1]!;
+    const reviewed = reviewedHash((await portal.get(`/admin/drafts/${draft}`)).text)!;
+    const publishCli = (file: string, dataDir: string) => new Promise<string>((resolve, reject) => {
+      const cli = spawn(join(ROOT, 'bin/veil'), ['config', 'publish', file, '--data-dir', dataDir], { env: { ...process.env, ...env } });
+      let out = '';
+      cli.stdout.on('data', (d) => (out += String(d)));
+      cli.on('close', (code) => (code === 0 ? resolve(out) : reject(new Error(`config publish exited ${code}`))));
+    });
+    // the command lines need a moment to read the store: the portal's publish goes out when they are about to write
+    const racing = [publishCli(files[1]!, cliDirs[0]!), publishCli(files[2]!, cliDirs[1]!), new Promise((r) => setTimeout(r, 2_000)).then(() => portal.post(`/admin/drafts/${draft}/publish`, { reviewed }))];
+    const [outA, outB, posted] = await Promise.all(racing) as [string, string, { location: string | null }];
+    expect(posted.location).toContain('done=published');
+    const numbers = [outA, outB].map((o) => Number(/as version (\d+)/.exec(o)![1]));
+    expect(new Set(numbers).size).toBe(2);
+
+    // the newest version wins everywhere: find it in serve's data dir, then check each process runs it
+    await eventually('serve mirrored both command-line versions', async () => ((JSON.parse(await readFile(join(dirs[0]!, 'config-versions/index.json'), 'utf8')) as { active: number }).active >= Math.max(...numbers) ? true : undefined));
+    await new Promise((r) => setTimeout(r, 1_000));
+    const index = JSON.parse(await readFile(join(dirs[0]!, 'config-versions/index.json'), 'utf8')) as { active: number };
+    const activeText = await readFile(join(dirs[0]!, `config-versions/${String(index.active).padStart(4, '0')}.yaml`), 'utf8');
+    const winner = names.find((n) => activeText.includes(`${n}: { protect: email-deterministic }`))!;
+    expect(winner).toBeDefined();
+    const ingest = await token('example-ingest', 'ingest-example-secret');
+    const plainOf = (id: number) => Object.fromEntries(names.map((n) => [n, `${n}-${id}@example.com`]));
+    const protectedOnly = (got: Record<string, string>, id: number) => names.filter((n) => got[n] !== plainOf(id)[n]);
+    await eventually('serve on the newest version', async () => ((await transform('Protect', 'x', winner)).status === 200 ? true : undefined), 10_000);
+    for (const n of names.filter((x) => x !== winner)) expect((await transform('Protect', 'x', n)).status).toBe(422);
+    let id = 500;
+    await eventually('the gateway on the newest version', async () => {
+      const res = await fetch(`http://127.0.0.1:${ports.gateway}/customers`, { method: 'POST', headers: { authorization: `Bearer ${ingest}`, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'Race', email: 'race@example.com', contacts: [], ...plainOf(id) }) });
+      const stored = (await (await fetch(`http://127.0.0.1:${ports.upstream}/customers/${((await res.json()) as { id: number }).id}`)).json()) as Record<string, string>;
+      const only = protectedOnly(stored, id++);
+      return only.length === 1 && only[0] === winner ? true : undefined;
+    }, 10_000);
+    await eventually('the stream on the newest version', async () => {
+      const rid = id++;
+      await produce(kafka, t.raw, [{ key: 'race', value: JSON.stringify({ id: rid, email: 'race@example.com', ...plainOf(rid) }) }]);
+      const got = await eventually('its clean record', async () => (await javaConsumeCommitted(t.clean)).map((r) => JSON.parse(r.value) as Record<string, string> & { id: number }).find((r) => r.id === rid), 20_000);
+      const only = protectedOnly(got, rid);
+      return only.length === 1 && only[0] === winner ? true : undefined;
+    }, 40_000);
+    console.log(`racing publishes: command lines got versions ${numbers.join(' and ')}, the portal's landed too; active everywhere: ${index.active} (${winner})`);
   }, 120_000);
 
   it('the KMS stopped: keys serve for their lifetime, then every process refuses and turns red; all recover when it is back', async () => {
