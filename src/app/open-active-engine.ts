@@ -83,7 +83,7 @@ export async function openActiveEngine(options: Omit<OpenEngineOptions, 'control
         const kek = leaseLiveness(opened.lease);
         const store = control?.status() ?? { following: true };
         if (kek.healthy && store.following) return { healthy: true };
-        return { healthy: false, detail: { ...kek.detail, ...(store.following ? {} : { controlStore: { code: 'CONTROL_STORE_UNAVAILABLE', reason: 'the control store is no longer followed' } }) } };
+        return { healthy: false, detail: { ...kek.detail, ...(store.following ? {} : { controlStore: { code: 'CONTROL_STORE_UNAVAILABLE', reason: store.reason ?? 'the control store is no longer followed' } }) } };
       },
       async close() {
         await watch?.stop();
