@@ -1,17 +1,20 @@
 // npm run bench:http — values/s and p50/p99 latency of POST /transform over a real socket for
 // batches of 1, 100 and 1,000 FF1 instances, with `veil serve --workers 2` (both cores), beside
-// the in-process engine on the same batches measured in the same run. Load: autocannon.
+// the in-process engine on the same batches measured in the same run. Load: wrk, or autocannon
+// (bench/http-load.ts); each batch size is measured after a warm-up.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import autocannon from 'autocannon';
 import { Engine, MemoryKeyProvider } from '../src/engine/index.ts';
 import { compileVeilConfigText } from '../src/app/config-file.ts';
 import { fmt, opsPerSecond, ratio } from './measure.ts';
+import { loadGenerator } from './http-load.ts';
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 8);
 const workers = Number(process.env.BENCH_WORKERS ?? 2);
+const warmupSeconds = Number(process.env.BENCH_WARMUP_SECONDS ?? 3);
+const generator = loadGenerator();
 const port = 18000 + Math.floor(Math.random() * 1000);
 const root = new URL('..', import.meta.url).pathname;
 const configFile = join(root, 'bench/http-config.yaml');
@@ -64,23 +67,25 @@ try {
   keys.add('pan', 'ff1', new Uint8Array(32).fill(5), 'now');
   const engine = new Engine({ config: compiled, keys });
 
-  console.log(`veil bench:http — Node ${process.version}, veil serve --workers ${workers}, autocannon ${seconds}s per batch size, loopback\n`);
+  console.log(`veil bench:http — Node ${process.version}, veil serve --workers ${workers}, ${generator.name} ${seconds}s per batch size after ${warmupSeconds}s of warm-up, loopback\n`);
   console.log(`batch   connections  calls/s   values/s    p50 ms   p99 ms   in-process engine values/s (1 core)   HTTP / engine   HTTP / (${workers} × engine)   per server CPU-second / engine`);
   for (const size of [1, 100, 1000]) {
     const body = JSON.stringify(batch(size));
     const connections = size === 1 ? 32 : size === 100 ? 16 : 8;
-    const cpuBefore = await cpuSeconds(server.pid!);
-    const result = await autocannon({
-      url: `${url}/transform`, method: 'POST', connections, duration: seconds, pipelining: 1,
-      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body,
+    const load = (duration: number) => generator.run({
+      url: `${url}/transform`, connections, seconds: duration, body,
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
     });
-    if (result.non2xx > 0 || result.errors > 0) throw new Error(`non-2xx ${result.non2xx}, errors ${result.errors}`);
-    const values = result.requests.average * size;
+    // the service is measured warm, as the in-process engine is (opsPerSecond warms it up first)
+    await load(warmupSeconds);
+    const cpuBefore = await cpuSeconds(server.pid!);
+    const result = await load(seconds);
+    const values = result.callsPerSecond * size;
     // the load generator shares the cores: values per CPU-second the service itself spent, beside the engine's
     const serverCpu = await cpuSeconds(server.pid!) - cpuBefore;
-    const perServerCpuSecond = ((result.requests as { total?: number }).total ?? result.requests.average * seconds) * size / serverCpu;
+    const perServerCpuSecond = result.calls * size / serverCpu;
     const inProcess = opsPerSecond(() => engine.transform(JSON.parse(body), { roles: ['ingest'] }), size, 1500);
-    console.log(`${String(size).padEnd(8)}${String(connections).padEnd(13)}${fmt(result.requests.average).padEnd(10)}${fmt(values).padEnd(12)}${String(result.latency.p50).padEnd(9)}${String(result.latency.p99).padEnd(9)}${fmt(inProcess).padEnd(38)}${ratio(values, inProcess).padEnd(16)}${ratio(values, workers * inProcess).padEnd(25)}${ratio(perServerCpuSecond, inProcess)}`);
+    console.log(`${String(size).padEnd(8)}${String(connections).padEnd(13)}${fmt(result.callsPerSecond).padEnd(10)}${fmt(values).padEnd(12)}${String(result.p50Ms).padEnd(9)}${String(result.p99Ms).padEnd(9)}${fmt(inProcess).padEnd(38)}${ratio(values, inProcess).padEnd(16)}${ratio(values, workers * inProcess).padEnd(25)}${ratio(perServerCpuSecond, inProcess)}`);
   }
   console.log(`\ntarget: ≥ 250,000 FF1 values/s over HTTP with 1,000-instance batches, ≥ 0.70× the in-process engine`);
 } finally {

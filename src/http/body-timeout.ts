@@ -39,6 +39,13 @@ export function registerBodyReadTimeout(app: FastifyInstance, timeoutMs: number,
   app.addHook('preParsing', async (req, _reply, payload) => {
     const deadline = (req as WithDeadline)[DEADLINE];
     if (!deadline) return payload;
+    // every byte arrived already (a small body comes in the packet of its headers): nothing left
+    // to wait for, so no deadline and no copy through a stream
+    if (req.raw.complete) {
+      clearTimeout(deadline.timer);
+      (req as WithDeadline)[DEADLINE] = undefined;
+      return payload;
+    }
     // not stream.pipeline: failing the copy must not destroy the request, whose socket still
     // has to carry the 408
     const stream = new PassThrough();

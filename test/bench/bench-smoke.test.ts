@@ -10,7 +10,7 @@ import { ROOT } from '../helpers/processes.ts';
  */
 const BENCHES: { name: string; env: Record<string, string>; timeoutMs: number }[] = [
   { name: 'engine', env: { BENCH_MS: '40' }, timeoutMs: 60_000 },
-  { name: 'http', env: { BENCH_SECONDS: '1' }, timeoutMs: 90_000 },
+  { name: 'http', env: { BENCH_SECONDS: '1', BENCH_WARMUP_SECONDS: '1' }, timeoutMs: 90_000 },
   { name: 'stream', env: { BENCH_RECORDS: '2000' }, timeoutMs: 240_000 },
   { name: 'store', env: { BENCH_VERSIONS: '20', BENCH_MS: '100' }, timeoutMs: 120_000 },
   { name: 'unprotect', env: { BENCH_SECONDS: '1' }, timeoutMs: 120_000 },
