@@ -5,6 +5,7 @@ import { macVerifies, macWith } from '../keystore/keystore-mac.ts';
 import { authInput, CONTROL_MAC_KEY } from '../store/control-auth.ts';
 import type { Accepted, ControlWrite, History } from '../store/control-log.ts';
 import type { Env } from './open-engine.ts';
+import { KeysetMirror, type KeysetJudge } from './keyset-mirror.ts';
 
 export const CONTROL_STORE_ENV = 'VEIL_CONTROL_STORE';
 const DEFAULT_TOPIC = 'veil.control';
@@ -14,6 +15,11 @@ export interface ControlStore {
   readonly description: string;
   /** configuration publishes and key-set changes go to the shared log from now on */
   attach(parts: { versions?: ConfigVersions; keystore?: LocalKeystore }): void;
+  /**
+   * Before the keystore opens: keystore.json becomes the newest key-set version read so far that
+   * opens under this KEK (KeysetMirror); later versions are judged as they arrive.
+   */
+  settle(judge: KeysetJudge): Promise<void>;
   /** whether this process still follows the store (health) */
   status(): { following: boolean; reason?: string };
   close(): Promise<void>;
@@ -27,14 +33,15 @@ export interface ControlStore {
  * config-versions/ and keystore.json are its mirror — so everything that reads the data dir
  * (the engine, the active-version watch, the portal) follows the other processes' writes.
  */
-export async function openControlStore(env: Env, dataDir: string): Promise<ControlStore | undefined> {
+export async function openControlStore(env: Env, dataDir: string, notice?: (message: string) => void): Promise<ControlStore | undefined> {
   const kind = env[CONTROL_STORE_ENV];
   if (kind === undefined || kind === '' || kind === 'local') return undefined;
   if (kind !== 'kafka') throw new VeilError('CONFIG_INVALID', `${CONTROL_STORE_ENV} must be local or kafka, not ${JSON.stringify(kind.slice(0, 32))}`);
   const { brokers, topic } = controlTopic(env);
   const { KafkaControlLog } = await import('../store/kafka-control-log.ts');
-  const log = await KafkaControlLog.open({ brokers, topic, onAccepted: await dataDirMirror(dataDir) });
-  return controlStoreOver(log, `Kafka topic ${topic} on ${brokers.join(',')}`);
+  const keysets = new KeysetMirror(dataDir, notice);
+  const log = await KafkaControlLog.open({ brokers, topic, onAccepted: await dataDirMirror(dataDir, keysets) });
+  return controlStoreOver(log, `Kafka topic ${topic} on ${brokers.join(',')}`, keysets);
 }
 
 /** What the control store needs of its log (KafkaControlLog; an in-memory one in unit tests). */
@@ -45,12 +52,17 @@ export interface AppendLog {
   close(): Promise<void>;
 }
 
-/** Writes every accepted version into the data dir: config-versions/ and keystore.json are the log's mirror. */
-export async function dataDirMirror(dataDir: string): Promise<(entry: Accepted) => Promise<void>> {
+/**
+ * Writes every accepted version into the data dir: config-versions/ and keystore.json are the
+ * log's mirror; key sets through `keysets` (only those that open under the KEK), else as they come.
+ */
+export async function dataDirMirror(dataDir: string, keysets?: KeysetMirror): Promise<(entry: Accepted) => Promise<void>> {
   const mirror = await ConfigVersions.open(dataDir);
   return async (entry) => {
     const w = entry.write;
-    if (entry.history === 'keyset') return LocalKeystore.mirror(dataDir, Buffer.from(w.body, 'base64'));
+    if (entry.history === 'keyset') {
+      return keysets ? keysets.accept(entry.number, w) : LocalKeystore.mirror(dataDir, Buffer.from(w.body, 'base64'));
+    }
     const meta = w.meta ?? { by: 'unknown', source: 'portal' as const, note: '' };
     const auth = w.auth && typeof w.auth.key === 'number' && typeof w.auth.mac === 'string' ? { auth: { key: w.auth.key, mac: w.auth.mac, basedOn: w.basedOn, writer: w.writer, meta: w.meta !== undefined } } : {};
     await mirror.mirror(entry.number, w.body, { publishedAt: w.at, by: meta.by, source: meta.source, note: meta.note, ...auth });
@@ -79,8 +91,14 @@ export async function versionIsAuthentic(versions: ConfigVersions, number: numbe
   return macVerifies(keys, CONTROL_MAC_KEY, input, meta.auth.key, Buffer.from(meta.auth.mac, 'base64url'));
 }
 
+/** Whether a write carries a MAC that verifies under the key set's control key (any version it holds). */
+export function writeIsAuthentic(keys: LocalKeystore, w: ControlWrite): boolean {
+  return w.auth !== undefined && typeof w.auth.key === 'number' && typeof w.auth.mac === 'string'
+    && macVerifies(keys, CONTROL_MAC_KEY, authInput(w), w.auth.key, Buffer.from(w.auth.mac, 'base64url'));
+}
+
 /** The store over a log: publishes (signed with the attached keystore's control key) and key-set commits of the attached parts become appends. */
-export function controlStoreOver(log: AppendLog, description: string): ControlStore {
+export function controlStoreOver(log: AppendLog, description: string, keysets?: KeysetMirror): ControlStore {
   let signer: LocalKeystore | undefined;
   const sign = (w: ControlWrite) => {
     if (!signer) throw new VeilError('KEY_UNAVAILABLE', 'the key set is not open: a configuration version cannot be authenticated');
@@ -91,8 +109,17 @@ export function controlStoreOver(log: AppendLog, description: string): ControlSt
     attach({ versions, keystore }) {
       if (keystore) signer = keystore;
       versions?.useLog({ publish: async (text, meta) => (await log.append('config', log.head('config'), text, meta, sign))?.number });
-      keystore?.useLog({ head: () => log.head('keyset'), commit: async (document, basedOn) => (await log.append('keyset', basedOn, document.toString('base64'))) !== undefined });
+      if (!keystore) return;
+      // a key-set change is signed with the control key of the key set it was based on (none yet: unsigned)
+      const signKeyset = (w: ControlWrite) => (keystore.info(CONTROL_MAC_KEY) ? signWrite(keystore, w) : undefined);
+      keystore.useLog({
+        head: () => log.head('keyset'),
+        commit: async (document, basedOn) => (await log.append('keyset', basedOn, document.toString('base64'), undefined, signKeyset)) !== undefined,
+        current: () => keysets?.current() ?? true,
+      });
+      keysets?.attach({ opens: (document) => keystore.opens(document), authentic: (w) => writeIsAuthentic(keystore, w) });
     },
+    settle: async (judge) => keysets?.settle(judge),
     status: () => log.status?.() ?? { following: true },
     close: () => log.close(),
   };

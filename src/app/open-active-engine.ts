@@ -44,7 +44,7 @@ export interface ActiveEngine extends OpenedEngine {
  * later is not swapped in).
  */
 export async function openActiveEngine(options: Omit<OpenEngineOptions, 'control'>): Promise<ActiveEngine> {
-  const control = await openControlStore(options.env, options.dataDir);
+  const control = await openControlStore(options.env, options.dataDir, options.notice);
   if (control) options.notice?.(`control store: ${control.description}`);
   let lease: OpenedEngine['lease'];
   try {

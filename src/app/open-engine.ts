@@ -3,6 +3,7 @@ import { KeyLease } from '../keystore/key-lease.ts';
 import { kekFromEnv } from '../keystore/kms/kms-from-env.ts';
 import type { KmsMetrics } from '../keystore/kms/kms-metrics.ts';
 import { LocalKeystore } from '../keystore/local-keystore.ts';
+import { opensUnder } from '../keystore/keyset-open.ts';
 import { MASTER_KEY_ENV, describeMasterKeySource, resolveMasterKey } from '../keystore/master-key.ts';
 import { requireConfig, type VeilConfig } from './config-file.ts';
 import type { ControlStore } from './control-store.ts';
@@ -75,7 +76,9 @@ export async function openKeystore(options: Pick<OpenEngineOptions, 'dataDir' | 
     if (master.source.kind === 'file') options.notice?.(describeMasterKeySource(master.source));
     masterKey = master.key;
   }
-  const keystore = await LocalKeystore.open({ dataDir: options.dataDir, now: options.now, ...(masterKey ? { masterKey } : {}), ...(kek ? { kms: kek.kms } : {}) });
+  const kekParts = { ...(masterKey ? { masterKey } : {}), ...(kek ? { kms: kek.kms } : {}) };
+  await options.control?.settle((document) => opensUnder(document, kekParts));
+  const keystore = await LocalKeystore.open({ dataDir: options.dataDir, now: options.now, ...kekParts });
   options.control?.attach({ keystore });
   if (!kek) return { keystore };
   options.notice?.(`keys wrapped by ${kek.kms.description}; usable for ${kek.ttlMs / 1000} s without it answering`);

@@ -62,7 +62,7 @@ export const configCommand: Command = async (args, io) => {
     const dataDir = resolveDataDir(parsed.values['data-dir'], io.env, io.cwd);
     let control: ControlStore | undefined;
     try {
-      control = await openControlStore(io.env, dataDir);
+      control = await openControlStore(io.env, dataDir, (line) => io.stderr(`veil config: ${line}\n`));
       if (action === 'publish') return await publish(file, dataDir, parsed.values.note, control, io);
       const { config } = await requireConfig(file);
       const { keystore, lease } = await openKeystore({ dataDir, env: io.env, now: io.now, notice: (line) => io.stderr(`veil config: ${line}\n`), ...(control ? { control } : {}) });

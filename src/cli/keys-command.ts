@@ -118,7 +118,7 @@ async function run(action: string, flags: Flags, io: CliIo): Promise<number> {
     }
   }
   const dataDir = resolveDataDir(flags['data-dir'], io.env, io.cwd);
-  const control = await openControlStore(io.env, dataDir);
+  const control = await openControlStore(io.env, dataDir, (line) => io.stderr(`veil keys: ${line}\n`));
   try {
     return await runOn(action, flags, hex, dataDir, control, io);
   } finally {

@@ -1,12 +1,14 @@
-import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { timingSafeEqual } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { MemoryKeyProvider, revealKeyBytes, VeilError, type KeyInfo, type KeyProvider, type KeyType, type SecretKey } from '../engine/index.ts';
-import { isKeyType, isValidKeyId, keySizes, parseHexMaterial } from './key-material.ts';
+import { parseHexMaterial } from './key-material.ts';
+import { addRandom, assertKeyId, assertKeyType, copyInfo, toProvider, toRecords, wipe } from './key-records.ts';
 import { readKeystoreFile, replaceKeystoreFile, withKeystoreLock } from './keystore-file.ts';
 import { decodeKeystore, encodeKeystore, type KeyRecord } from './keystore-format.ts';
 import { decodeEnvelope, encodeEnvelope, isEnvelope, rewrapEnvelope, wrappedKeyOf } from './keyset-envelope.ts';
 import type { KeyLease } from './key-lease.ts';
+import { opensUnder } from './keyset-open.ts';
 import type { Kms } from './kms/kms.ts';
 import { errorCode } from './master-key.ts';
 
@@ -21,6 +23,11 @@ export const KEYSTORE_FILE = 'keystore.json';
 export interface KeySetLog {
   head(): number;
   commit(document: Buffer, basedOn: number): Promise<boolean>;
+  /**
+   * whether keystore.json holds the log's newest key-set version (false when that one did not open
+   * under this process's KEK and was not mirrored): a change is only based on the newest
+   */
+  current?(): boolean;
 }
 
 export interface LocalKeystoreOptions {
@@ -111,6 +118,11 @@ export class LocalKeystore implements KeyProvider {
     await replaceKeystoreFile(dataDir, path, document);
   }
 
+  /** Whether a key-set document opens under this keystore's KEK (opensUnder). */
+  opens(document: Buffer): Promise<boolean> {
+    return opensUnder(document, { ...(this.masterKey ? { masterKey: this.masterKey } : {}), ...(this.kms ? { kms: this.kms } : {}) });
+  }
+
   /** The lease that must stay valid for the keys to be used (key-lease.ts). */
   useLease(lease: KeyLease): void {
     this.lease = lease;
@@ -133,7 +145,7 @@ export class LocalKeystore implements KeyProvider {
    */
   async rewrap(to: Kms): Promise<void> {
     await this.withLock(async () => {
-      const basedOn = this.log?.head() ?? 0;
+      const basedOn = this.basedOn();
       const bytes = await this.readBytes();
       if (!bytes) throw new VeilError('KEYSTORE_INVALID', `keystore ${this.path} no longer exists`);
       let next: Buffer;
@@ -230,7 +242,7 @@ export class LocalKeystore implements KeyProvider {
   private async change(apply: (keys: MemoryKeyProvider) => string): Promise<KeyInfo> {
     for (let attempt = 1; ; attempt++) {
       const info = await this.withLock(async () => {
-        const basedOn = this.log?.head() ?? 0;
+        const basedOn = this.basedOn();
         const records = await this.read();
         if (!records) throw new VeilError('KEYSTORE_INVALID', `keystore ${this.path} no longer exists`);
         const keys = toProvider(records);
@@ -250,6 +262,14 @@ export class LocalKeystore implements KeyProvider {
       if (info) return info;
       if (attempt >= 10) throw new VeilError('CONTROL_STORE_UNAVAILABLE', `a change to keystore ${this.path} lost the race to other processes 10 times in a row`);
     }
+  }
+
+  /** The log's head a change is based on; refused while keystore.json is not that version. */
+  private basedOn(): number {
+    if (this.log?.current && !this.log.current()) {
+      throw new VeilError('KEYSTORE_INVALID', `the control store's newest key-set version does not open under this process's KEK (it was rotated elsewhere): no change is made to keystore ${this.path} until this process runs with that KEK`);
+    }
+    return this.log?.head() ?? 0;
   }
 
   private async encode(records: readonly KeyRecord[]): Promise<Buffer> {
@@ -320,51 +340,4 @@ export class LocalKeystore implements KeyProvider {
     const target = what.endsWith('directory') ? this.dataDir : `keystore ${this.path}`;
     return new VeilError('KEYSTORE_INVALID', `${what} ${target} (${errorCode(error) ?? 'error'})`, [], { cause: error });
   }
-}
-
-function assertKeyId(id: string): void {
-  if (typeof id !== 'string' || !isValidKeyId(id)) {
-    throw new RangeError('a key id has 1 to 64 characters a-z, 0-9, ".", "_", "-" and starts with a letter or digit');
-  }
-}
-
-function assertKeyType(type: string): void {
-  if (typeof type !== 'string' || !isKeyType(type)) throw new RangeError('unknown key type');
-}
-
-function addRandom(keys: MemoryKeyProvider, id: string, type: KeyType, createdAt: string): void {
-  const size = keySizes(type)[0] as number;
-  const bytes = randomBytes(size);
-  try {
-    keys.add(id, type, bytes, createdAt, 'generated');
-  } finally {
-    bytes.fill(0);
-  }
-}
-
-function toProvider(records: readonly KeyRecord[]): MemoryKeyProvider {
-  const keys = new MemoryKeyProvider();
-  for (const record of records) {
-    for (const version of record.versions) keys.add(record.id, record.type, version.material, version.createdAt, version.origin);
-  }
-  return keys;
-}
-
-function toRecords(keys: MemoryKeyProvider): KeyRecord[] {
-  return keys.ids().map((id) => {
-    const info = keys.info(id) as KeyInfo;
-    const versions = info.versions.map((v) => ({
-      ...v,
-      material: Uint8Array.from(revealKeyBytes(keys.key(id, v.version) as SecretKey)),
-    }));
-    return { id, type: info.type, primary: info.primary, versions };
-  });
-}
-
-function wipe(records: readonly KeyRecord[]): void {
-  for (const record of records) for (const version of record.versions) version.material.fill(0);
-}
-
-function copyInfo(info: KeyInfo): KeyInfo {
-  return { id: info.id, type: info.type, primary: info.primary, versions: info.versions.map((v) => ({ ...v })) };
 }

@@ -29,22 +29,28 @@ describe('the control-store topic as an attacker writes to it', () => {
   let veil: VeilProcess;
   let token = '';
 
-  const protect = async (property: string) => {
+  const protectWith = async (process: VeilProcess, bearer: string, property: string, value = 'x') => {
     const body = {
       rightsContexts: [{ guid: guid(1), evidences: [{ name: 'Role', value: 'fraud' }] }],
       processingContexts: [{ guid: guid(2), evidences: [{ name: 'Action', value: 'Protect' }] }],
-      requests: [{ guid: guid(3), rightsContext: guid(1), processingContext: guid(2), instances: [{ className: 'Customer', propertyName: property, value: 'x' }] }],
+      requests: [{ guid: guid(3), rightsContext: guid(1), processingContext: guid(2), instances: [{ className: 'Customer', propertyName: property, value }] }],
     };
-    return (await veil.request('/transform', { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body) })).status;
+    const answer = await process.request('/transform', { method: 'POST', headers: { authorization: `Bearer ${bearer}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    return { status: answer.status, value: answer.status === 200 ? (JSON.parse(answer.text) as { responses: { instances: { value: string }[] }[] }).responses[0]!.instances[0]!.value : undefined };
   };
+  const protect = async (property: string) => (await protectWith(veil, token, property)).status;
+  const tokenOf = async (process: VeilProcess) => {
+    const secret = (await readFile(join(process.dataDir, 'dev-client.secret'), 'utf8')).trim();
+    const answer = await process.request('/connect/token', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ grant_type: 'client_credentials', client_id: 'veil-dev', client_secret: secret }).toString() });
+    return (JSON.parse(answer.text) as { access_token: string }).access_token;
+  };
+  const storeEnv = () => ({ VEIL_CONTROL_STORE: 'kafka', VEIL_CONTROL_TOPIC: topic, KAFKA_BROKERS: BROKERS.join(',') });
   const head = () => Math.max(0, ...records.filter((r) => r.history === 'config').map((r) => (r.basedOn as number) + 1));
   const write = (value: unknown) => producer.send({ topic, messages: [{ key: `config:${randomBytes(6).toString('hex')}`, value: typeof value === 'string' ? value : JSON.stringify(value) }] });
 
   beforeAll(async () => {
-    veil = await startVeilServe({ configText: EXAMPLE_CONFIG_TEXT, env: { VEIL_CONTROL_STORE: 'kafka', VEIL_CONTROL_TOPIC: topic, KAFKA_BROKERS: BROKERS.join(',') } });
-    const secret = (await readFile(join(veil.dataDir, 'dev-client.secret'), 'utf8')).trim();
-    const answer = await veil.request('/connect/token', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ grant_type: 'client_credentials', client_id: 'veil-dev', client_secret: secret }).toString() });
-    token = (JSON.parse(answer.text) as { access_token: string }).access_token;
+    veil = await startVeilServe({ configText: EXAMPLE_CONFIG_TEXT, env: storeEnv() });
+    token = await tokenOf(veil);
     await producer.connect();
     await reader.connect();
     await reader.subscribe({ topic, fromBeginning: true });
@@ -92,4 +98,40 @@ describe('the control-store topic as an attacker writes to it', () => {
       await rm(cliDir, { recursive: true, force: true });
     }
   }, 90_000);
+  it('a forged key set on the topic is not used: the running process keeps its keys, a process started afterwards opens the genuine key set, and a key change made then supersedes the forgery', async () => {
+    const keysets = () => records.filter((r) => r.history === 'keyset');
+    const keysetHead = () => Math.max(0, ...keysets().map((r) => (r.basedOn as number) + 1));
+    const before = await protectWith(veil, token, 'email', 'ada@example.com');
+    expect(before.status).toBe(200);
+    // a well-formed key set (the genuine one's shape, its ciphertext made up) with a made-up MAC, based on the head
+    const genuine = JSON.parse(Buffer.from(keysets().at(-1)!.body as string, 'base64').toString()) as Record<string, unknown>;
+    const forgedDocument = `${JSON.stringify({ ...genuine, ciphertext: randomBytes(400).toString('base64') }, null, 2)}\n`;
+    await write({ v: 1, history: 'keyset', basedOn: keysetHead(), writer: 'mallory-keys', at: new Date().toISOString(), body: Buffer.from(forgedDocument).toString('base64'), auth: { key: 1, mac: randomBytes(32).toString('base64url') } });
+    await eventually('the forged key set read', async () => (records.some((r) => r.writer === 'mallory-keys') ? true : undefined));
+    await eventually('the forgery reported', async () => (/does not open under this process's KEK and carries no valid MAC/.test(veil.output()) ? true : undefined), 10_000);
+    expect(await protectWith(veil, token, 'email', 'ada@example.com')).toEqual(before);
+    expect((await veil.request('/healthz')).status).toBe(200);
+
+    // a process started now (its own data dir) opens the genuine key set: it protects as the first does
+    const second = await startVeilServe({ configText: EXAMPLE_CONFIG_TEXT, env: storeEnv() });
+    try {
+      expect(await protectWith(second, await tokenOf(second), 'email', 'ada@example.com')).toEqual(before);
+      expect(second.output()).toMatch(/does not open under this process's KEK and carries no valid MAC/);
+    } finally {
+      await second.stop();
+    }
+
+    // a key change is based on the head and supersedes the forgery: every process reads it
+    const cliDir = await mkdtemp(join(tmpdir(), 'veil-forgery-keys-'));
+    try {
+      const run = (args: string[]) => promisify(execFile)(join(ROOT, 'bin/veil'), [...args, '--data-dir', cliDir], { env: { ...process.env, VEIL_MASTER_KEY: MASTER_KEY_HEX, ...storeEnv() } });
+      expect((await run(['keys', 'create', '--id', 'after-forgery', '--type', 'aes-gcm'])).stdout).toMatch(/created key after-forgery/);
+      // based on the forgery's number: the history goes on past it
+      const forgedNumber = (records.find((r) => r.writer === 'mallory-keys')!.basedOn as number) + 1;
+      await eventually('the new key set read', async () => (keysets().some((r) => r.basedOn === forgedNumber) ? true : undefined));
+      expect(await protectWith(veil, token, 'email', 'ada@example.com')).toEqual(before);
+    } finally {
+      await rm(cliDir, { recursive: true, force: true });
+    }
+  }, 120_000);
 });
