@@ -47,17 +47,21 @@ async function bound(config: VeilConfig, engine: Engine): Promise<RecordProtecto
 /** the configuration file to bind under, and whether the keystore must be read again first */
 let configFile = data.configFile;
 let keysStale = false;
+/** whether the engine openEngine built is still the one to bind (no reload since) */
+let openedIsCurrent = true;
 let protector: Promise<RecordProtector> | undefined;
 
 /** The protector, built when there is none (at start, after a reload, after a failure). */
 function current(): Promise<RecordProtector> {
   protector ??= (async () => {
-    const { keystore } = await open();
-    if (keysStale) await keystore.reload();
+    const o = await open();
+    // at start the engine openEngine built (and checked the keys of) is the one: not built twice
+    if (openedIsCurrent) return bound(o.config, o.engine);
+    if (keysStale) await o.keystore.reload();
     keysStale = false;
     const { config } = await requireConfig(configFile);
-    requireKeys(config.engine, keystore);
-    return bound(config, new Engine({ config: config.engine, keys: keystore }));
+    requireKeys(config.engine, o.keystore);
+    return bound(config, new Engine({ config: config.engine, keys: o.keystore }));
   })().catch((e: unknown) => {
     protector = undefined;
     throw e;
@@ -66,6 +70,7 @@ function current(): Promise<RecordProtector> {
 }
 
 function reload(what: NonNullable<WorkerRequest['reload']>): Promise<RecordProtector> {
+  openedIsCurrent = false;
   if (what.keys) keysStale = true;
   if (what.configFile) configFile = what.configFile;
   protector = undefined;
