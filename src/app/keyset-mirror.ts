@@ -46,19 +46,30 @@ export class KeysetMirror {
   private readonly seen = new Map<string, number>();
   private head = 0;
   private mirrored = 0;
+  private chain: Promise<unknown> = Promise.resolve();
 
   constructor(dataDir: string, notice: (message: string) => void = () => undefined) {
     this.dataDir = dataDir;
     this.notice = notice;
   }
 
-  /** An accepted key-set write of the log, in log order. */
-  async accept(number: number, write: ControlWrite): Promise<void> {
+  /** An accepted key-set write of the log, in log order (the same one again after its mirroring failed). */
+  accept(number: number, write: ControlWrite): Promise<void> {
+    return this.serial(() => this.acceptNow(number, write));
+  }
+
+  /** Mirrors the newest version read so far that opens under the KEK; later versions are judged as they arrive. */
+  settle(opens: KeysetJudge): Promise<void> {
+    return this.serial(() => this.settleNow(opens));
+  }
+
+  private async acceptNow(number: number, write: ControlWrite): Promise<void> {
     this.head = number;
     const document = Buffer.from(write.body, 'base64');
     const digest = createHash('sha256').update(document).digest('hex');
     const earlier = this.seen.get(digest);
-    if (earlier !== undefined) {
+    // the same version delivered again (its mirroring failed: a KMS that did not answer) is not a replay
+    if (earlier !== undefined && earlier !== number) {
       this.notice(`key-set version ${number} of the control store repeats version ${earlier} byte for byte (a replay): ignored`);
       return;
     }
@@ -72,8 +83,7 @@ export class KeysetMirror {
     this.judgeUnopened();
   }
 
-  /** Mirrors the newest version read so far that opens under the KEK; later versions are judged as they arrive. */
-  async settle(opens: KeysetJudge): Promise<void> {
+  private async settleNow(opens: KeysetJudge): Promise<void> {
     const pending = this.pending;
     let newest = -1;
     for (let i = pending.length - 1; i >= 0 && newest < 0; i--) if (await opens(pending[i]!.document)) newest = i;
@@ -103,6 +113,16 @@ export class KeysetMirror {
   /** The newest key-set version of the store, the one keystore.json holds, and the first genuine one this KEK cannot open. */
   status(): { head: number; mirrored: number; foreign?: number } {
     return { head: this.head, mirrored: this.mirrored, ...(this.foreign !== undefined ? { foreign: this.foreign } : {}) };
+  }
+
+  /**
+   * One mirroring at a time, in call order: a version the log delivers while `settle` is still
+   * choosing waits for it, and two versions never race to write keystore.json.
+   */
+  private serial<T>(step: () => Promise<T>): Promise<T> {
+    const run = this.chain.then(step, step);
+    this.chain = run.catch(() => undefined);
+    return run;
   }
 
   private judgeUnopened(): void {

@@ -133,13 +133,38 @@ describe('the data dir mirrors only key sets that open under its KEK', () => {
     expect(await mirrored()).toBeUndefined();
   });
 
-  it('a KEK that cannot answer fails the mirroring (the log delivers the version again) and writes nothing', async () => {
-    const { master, mirror, mirrored } = await setup();
+  it('a KEK that cannot answer fails the mirroring and writes nothing; the version delivered again once it answers is mirrored, not taken for a replay', async () => {
+    const { master, notices, mirror, judge, mirrored } = await setup();
     const { documents: [v1] } = await genuine(master, 1);
-    await mirror.settle(async () => {
-      throw new KmsError('KMS_UNAVAILABLE', 'kms down');
+    let down = true;
+    await mirror.settle(async (d) => {
+      if (down) throw new KmsError('KMS_UNAVAILABLE', 'kms down');
+      return judge(d);
     });
     await expect(mirror.accept(1, writeOf(1, v1!))).rejects.toMatchObject({ code: 'KMS_UNAVAILABLE' });
     expect(await mirrored()).toBeUndefined();
+    down = false;
+    await mirror.accept(1, writeOf(1, v1!));
+    expect((await mirrored())!.equals(v1!)).toBe(true);
+    expect(mirror.status()).toEqual({ head: 1, mirrored: 1 });
+    expect(notices).toEqual([]);
+  });
+
+  it('a version the log delivers while settle is still choosing is judged after it, in order', async () => {
+    const { master, mirror, judge, mirrored } = await setup();
+    const { keystore: source, documents: [v1, v2] } = await genuine(master, 2);
+    await mirror.accept(1, writeOf(1, v1!));
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const settled = mirror.settle(async (d) => {
+      await gate;
+      return judge(d);
+    });
+    const late = mirror.accept(2, writeOf(2, v2!, source));
+    release();
+    await Promise.all([settled, late]);
+    expect((await mirrored())!.equals(v2!)).toBe(true);
+    expect(mirror.status()).toEqual({ head: 2, mirrored: 2 });
+    expect(mirror.current()).toBe(true);
   });
 });
