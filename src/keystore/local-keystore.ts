@@ -160,8 +160,17 @@ export class LocalKeystore implements KeyProvider {
           wipe(records);
         }
       }
-      if (!(await this.persist(next, basedOn))) throw new VeilError('CONTROL_STORE_UNAVAILABLE', 'another process changed the key set during the rewrap: run it again');
+      // switched before the commit: a shared store's mirror reads the rewrapped version back and
+      // checks that it opens under this keystore's KEK, which is then the new one
+      const from = this.kms;
       this.kms = to;
+      let accepted = false;
+      try {
+        accepted = await this.persist(next, basedOn);
+      } finally {
+        if (!accepted) this.kms = from;
+      }
+      if (!accepted) throw new VeilError('CONTROL_STORE_UNAVAILABLE', 'another process changed the key set during the rewrap: run it again');
     });
   }
 

@@ -5,7 +5,8 @@ import { describe, expect, it } from 'vitest';
 import { ensureControlKey, signWrite, writeIsAuthentic } from '../../src/app/control-store.ts';
 import { KeysetMirror } from '../../src/app/keyset-mirror.ts';
 import type { ControlWrite } from '../../src/store/control-log.ts';
-import type { SecretKey } from '../../src/engine/index.ts';
+import { SecretKey } from '../../src/engine/index.ts';
+import { masterKeyKms } from '../../src/keystore/kms/master-key-kms.ts';
 import { KmsError } from '../../src/keystore/kms/kms.ts';
 import { opensUnder } from '../../src/keystore/keyset-open.ts';
 import { KEYSTORE_FILE, LocalKeystore } from '../../src/keystore/local-keystore.ts';
@@ -148,6 +149,31 @@ describe('the data dir mirrors only key sets that open under its KEK', () => {
     expect((await mirrored())!.equals(v1!)).toBe(true);
     expect(mirror.status()).toEqual({ head: 1, mirrored: 1 });
     expect(notices).toEqual([]);
+  });
+
+  it('a KEK rotated by this process (veil keys rewrap) is mirrored here as the key set it is, not taken for a foreign one', async () => {
+    const dataDir = await tempDir();
+    const notices: string[] = [];
+    const mirror = new KeysetMirror(dataDir, (m) => notices.push(m));
+    const kekA = masterKeyKms(SecretKey.fromBytes(new Uint8Array(32).fill(1)));
+    const kekB = masterKeyKms(SecretKey.fromBytes(new Uint8Array(32).fill(2)));
+    await mirror.settle((d) => opensUnder(d, { kms: kekA }));
+    const keystore = await LocalKeystore.open({ dataDir, kms: kekA, now: () => FIXED_NOW });
+    mirror.attach({ opens: (d) => keystore.opens(d), authentic: (w) => writeIsAuthentic(keystore, w) });
+    let head = 0;
+    keystore.useLog({ head: () => head, current: () => mirror.current(), commit: async (d, basedOn) => {
+      head = basedOn + 1;
+      await mirror.accept(head, writeOf(head, d, keystore.info('veil-control') ? keystore : undefined));
+      return true;
+    } });
+    await ensureControlKey(keystore);
+    await keystore.create('k1', 'aes-gcm');
+    await keystore.rewrap(kekB);
+    expect(mirror.status()).toEqual({ head: 3, mirrored: 3 });
+    expect(notices).toEqual([]);
+    expect(await opensUnder((await readFile(join(dataDir, KEYSTORE_FILE)))!, { kms: kekB })).toBe(true);
+    await keystore.rotate('k1');
+    expect(mirror.status()).toEqual({ head: 4, mirrored: 4 });
   });
 
   it('a version the log delivers while settle is still choosing is judged after it, in order', async () => {
