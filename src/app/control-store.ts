@@ -87,8 +87,10 @@ export async function versionIsAuthentic(versions: ConfigVersions, number: numbe
   const meta = versions.versions().find((v) => v.number === number);
   if (!meta?.auth) return false;
   const text = await versions.read(number);
-  const input = authInput({ history: 'config', basedOn: meta.auth.basedOn, writer: meta.auth.writer, at: meta.publishedAt, body: text, ...(meta.auth.meta ? { meta: { by: meta.by, source: meta.source, note: meta.note } } : {}) });
-  return macVerifies(keys, CONTROL_MAC_KEY, input, meta.auth.key, Buffer.from(meta.auth.mac, 'base64url'));
+  return writeIsAuthentic(keys, {
+    v: 1, history: 'config', basedOn: meta.auth.basedOn, writer: meta.auth.writer, at: meta.publishedAt, body: text,
+    ...(meta.auth.meta ? { meta: { by: meta.by, source: meta.source, note: meta.note } } : {}), auth: { key: meta.auth.key, mac: meta.auth.mac },
+  });
 }
 
 /** Whether a write carries a MAC that verifies under the key set's control key (any version it holds). */

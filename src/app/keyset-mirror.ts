@@ -38,7 +38,7 @@ export class KeysetMirror {
   private readonly notice: (message: string) => void;
   private opens?: KeysetJudge;
   private authentic?: WriteAuthenticator;
-  private pending: { number: number; write: ControlWrite; document: Buffer }[] = [];
+  private pending: { number: number; write: ControlWrite }[] = [];
   /** versions after the mirrored one that did not open, not told apart yet */
   private unjudged: { number: number; write: ControlWrite }[] = [];
   /** the first genuine version after the mirrored one that does not open here */
@@ -65,7 +65,7 @@ export class KeysetMirror {
 
   private async acceptNow(number: number, write: ControlWrite): Promise<void> {
     this.head = number;
-    const document = Buffer.from(write.body, 'base64');
+    const document = documentOf(write);
     const digest = createHash('sha256').update(document).digest('hex');
     const earlier = this.seen.get(digest);
     // the same version delivered again (its mirroring failed: a KMS that did not answer) is not a replay
@@ -75,7 +75,7 @@ export class KeysetMirror {
     }
     this.seen.set(digest, number);
     if (!this.opens) {
-      this.pending.push({ number, write, document });
+      this.pending.push({ number, write });
       return;
     }
     if (await this.opens(document)) return this.write(number, document);
@@ -86,14 +86,14 @@ export class KeysetMirror {
   private async settleNow(opens: KeysetJudge): Promise<void> {
     const pending = this.pending;
     let newest = -1;
-    for (let i = pending.length - 1; i >= 0 && newest < 0; i--) if (await opens(pending[i]!.document)) newest = i;
+    for (let i = pending.length - 1; i >= 0 && newest < 0; i--) if (await opens(documentOf(pending[i]!.write))) newest = i;
     // a store with key sets none of which opens: this process has the wrong KEK (or the store only
     // forgeries); starting on an empty key set of its own would protect under keys no one else has
     if (pending.length && newest < 0) {
       throw new VeilError('KEYSTORE_INVALID', `none of the control store's ${pending.length} key-set version(s) opens under this process's KEK: check VEIL_MASTER_KEY / VEIL_KMS`);
     }
-    if (newest >= 0) await this.write(pending[newest]!.number, pending[newest]!.document);
-    this.unjudged = pending.slice(newest + 1).map(({ number, write }) => ({ number, write }));
+    if (newest >= 0) await this.write(pending[newest]!.number, documentOf(pending[newest]!.write));
+    this.unjudged = pending.slice(newest + 1);
     this.pending = [];
     this.opens = opens;
   }
@@ -143,4 +143,8 @@ export class KeysetMirror {
     this.mirrored = number;
     this.foreign = undefined;
   }
+}
+
+function documentOf(write: ControlWrite): Buffer {
+  return Buffer.from(write.body, 'base64');
 }

@@ -43,7 +43,6 @@ export function registerBodyReadTimeout(app: FastifyInstance, timeoutMs: number,
     // to wait for, so no deadline and no copy through a stream
     if (req.raw.complete) {
       clearTimeout(deadline.timer);
-      (req as WithDeadline)[DEADLINE] = undefined;
       return payload;
     }
     // not stream.pipeline: failing the copy must not destroy the request, whose socket still
