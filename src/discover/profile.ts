@@ -93,7 +93,7 @@ const FIELD_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
  * path never carries a sampled value. A path with `*` is reported, not drafted (no pipeline path
  * can name it).
  */
-function pathSegment(key: string): string {
+export function pathSegment(key: string): string {
   if (!FIELD_NAME.test(key)) return MASKED;
   return KINDS.some((kind) => detect(kind, key, { name: '', personalNeighbours: false, parent: '' })) ? MASKED : key;
 }

@@ -45,6 +45,8 @@ export const ERROR_CATALOG = {
   RECORD_INVALID: { status: 422, retriable: false, title: 'A Kafka record does not validate against its schema (a json-schema pipeline with validate: true); the message names the instance path and keyword, never the value' },
   SCHEMA_UNKNOWN: { status: 422, retriable: false, title: "The schema id of an Avro record is not in the schema registry" },
   FIELD_MISSING: { status: 422, retriable: false, title: 'A mapped field is absent or null and the pipeline dead-letters such records' },
+  UNMAPPED_PERSONAL_DATA: { status: 422, retriable: false, title: 'A value at a path the mapping does not name looks like personal data (the unmapped guard): refused; the error names the path and the kind, never the value' },
+  SCHEMA_PATH_UNKNOWN: { status: 422, retriable: false, title: "A mapped path does not exist in the record's writer schema (a renamed field, a typo): the schema version is refused for the pipeline" },
   KEY_MISSING: { status: 422, retriable: false, title: 'The pipeline protects record keys and the record has none' },
   RECORD_TOO_LARGE: { status: 422, retriable: false, title: "The protected record is larger than the clean topic accepts (its max.message.bytes)" },
   DEAD_LETTER_FAILED: { status: 503, retriable: false, title: 'A dead letter cannot be written (larger than the dead-letter topic accepts); the pipeline stops rather than skip the record' },

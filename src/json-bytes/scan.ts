@@ -50,6 +50,28 @@ export const EV_SHAPE = 3;
 export const EV_NO_ARRAY = 4;
 export const EV_NOT_SCALAR = 5;
 
+/**
+ * Sees what no mapping names: every string and number that is not a mapped leaf, and every object
+ * key (a key can itself be data: `{"byEmail": {"ann@example.com": …}}`). Spans are raw bytes (a
+ * string with its quotes, a key with its quotes); `place` tells where the scan stands, on demand,
+ * so that a visitor that finds nothing costs no path. Called synchronously during the scan.
+ */
+export interface UnmappedVisitor {
+  value(b: Buffer, kind: number, start: number, end: number, place: ScanPlace): void;
+  key(b: Buffer, start: number, end: number, place: ScanPlace): void;
+}
+
+/** One step of where the scan stands: an object key (decoded) or an array element (null). */
+export type PlaceStep = string | null;
+
+export interface ScanPlace {
+  /** the keys and array steps from the root to the value or key being visited (a visited key is the last step) */
+  steps(): PlaceStep[];
+  /** the raw span of the key whose value is being visited, quotes included, or -1s inside an array or at the root */
+  keyStart(): number;
+  keyEnd(): number;
+}
+
 /** The bytes are not one UTF-8 JSON text. Carries no position or byte: callers report it in their own terms. */
 export class JsonSyntaxError extends Error {
   constructor() {
@@ -67,18 +89,18 @@ function notJson(): JsonSyntaxError {
  * index `from`, returning the index after the last; throws JsonSyntaxError. A caller that scans
  * record after record may pass one list each time: what lies past the returned index is stale.
  */
-export function scanJson(b: Buffer, root: Expectation | null, events: number[], from = 0): number {
+export function scanJson(b: Buffer, root: Expectation | null, events: number[], from = 0, visitor?: UnmappedVisitor): number {
   // Native (SIMD) validation up front rejects overlong forms, surrogates and truncated
   // sequences anywhere, so the scanner needs no UTF-8 logic: bytes >= 0x80 are only legal in strings.
   if (!isUtf8(b)) throw notJson();
   const scanner = (sharedScanner ??= new Scanner());
-  scanner.reset(b, events, from);
+  scanner.reset(b, events, from, visitor);
   try {
     scanner.run(root);
     return scanner.written;
   } finally {
     // the shared scanner keeps no record's bytes alive past its scan
-    scanner.reset(EMPTY, NO_EVENTS, 0);
+    scanner.reset(EMPTY, NO_EVENTS, 0, undefined);
   }
 }
 
@@ -122,8 +144,11 @@ let sharedScanner: Scanner | undefined;
 const EMPTY = Buffer.alloc(0);
 const NO_EVENTS: number[] = [];
 
-class Scanner {
+class Scanner implements ScanPlace {
   private b: Buffer = EMPTY;
+  private visitor: UnmappedVisitor | undefined;
+  /** with a visitor: the span of the current key of each open object, by depth */
+  private readonly keySpans: number[] = [];
   private out: number[] = NO_EVENTS;
   /** index in `out` of the next event */
   written = 0;
@@ -138,8 +163,9 @@ class Scanner {
   private mappedDepth = 0;
 
   /** Scans are synchronous and never nest, so one scanner serves them all; this readies it for `b`. */
-  reset(b: Buffer, events: number[], from: number): void {
+  reset(b: Buffer, events: number[], from: number, visitor: UnmappedVisitor | undefined): void {
     this.b = b;
+    this.visitor = visitor;
     this.out = events;
     this.written = from;
     this.depth = 0;
@@ -182,6 +208,7 @@ class Scanner {
           if (c === 0x6e) kind = EV_MISSING;
         }
         if (exp !== null) this.located(exp, kind, start, p);
+        if (this.visitor !== undefined && kind !== EV_MISSING && (exp === null || exp.leafMs.length === 0)) this.visitor.value(b, kind, start, p, this);
         state = AFTER_VALUE;
       } else if (state === AFTER_VALUE) {
         if (this.depth === 0) {
@@ -206,12 +233,34 @@ class Scanner {
         p = scanString(b, p, len);
         const frame = this.frame();
         exp = frame === undefined ? null : matchKey(b, start, p, frame);
+        if (this.visitor !== undefined) {
+          this.keySpans[2 * this.depth] = start;
+          this.keySpans[2 * this.depth + 1] = p;
+          this.visitor.key(b, start, p, this);
+        }
         p = skipWs(b, p, len);
         if (b[p] !== 0x3a) throw notJson();
         p++;
         state = VALUE;
       }
     }
+  }
+
+  steps(): PlaceStep[] {
+    const out: PlaceStep[] = [];
+    for (let d = 1; d <= this.depth; d++) {
+      if (this.kinds[d] !== OPEN_OBJECT) out.push(null);
+      else out.push(keyText(this.b, this.keySpans[2 * d]!, this.keySpans[2 * d + 1]!));
+    }
+    return out;
+  }
+
+  keyStart(): number {
+    return this.depth > 0 && this.kinds[this.depth] === OPEN_OBJECT ? this.keySpans[2 * this.depth]! : -1;
+  }
+
+  keyEnd(): number {
+    return this.depth > 0 && this.kinds[this.depth] === OPEN_OBJECT ? this.keySpans[2 * this.depth + 1]! : -1;
   }
 
   private frame(): Frame | undefined {
@@ -365,6 +414,12 @@ function matchKey(b: Buffer, start: number, end: number, frame: Frame): Expectat
 export function leafText(b: Buffer, kind: number, start: number, end: number): string {
   if (kind === EV_RAW) return b.toString('latin1', start, end);
   if (kind !== EV_STRING) throw new Error(`scan event ${kind} has no text`);
+  if (hasBackslash(b, start + 1, end - 1)) return JSON.parse(b.toString('utf8', start, end)) as string;
+  return b.toString('utf8', start + 1, end - 1);
+}
+
+/** A key's decoded text, given its span with quotes. */
+export function keyText(b: Buffer, start: number, end: number): string {
   if (hasBackslash(b, start + 1, end - 1)) return JSON.parse(b.toString('utf8', start, end)) as string;
   return b.toString('utf8', start + 1, end - 1);
 }

@@ -6,7 +6,7 @@ import type { ChunkItem, ChunkOutcome } from './record-protector.ts';
  * (often a shared pool), and a list of objects costs a clone per record.
  *
  * Items:    per record  int32 topic index, bytes key, bytes value   (bytes: int32 length, -1 = null)
- * Outcomes: per record  uint8 0 then bytes key, bytes value  |  uint8 1 then bytes code (UTF-8)
+ * Outcomes: per record  uint8 0 then bytes key, bytes value, bytes fields  |  uint8 1 then bytes code, bytes path, bytes kind (UTF-8; -1 = absent)
  */
 export interface PackedItems {
   topics: string[];
@@ -63,15 +63,24 @@ export function unpackItems(packed: PackedItems): ChunkItem[] {
   return items;
 }
 
+const text = (s: string | undefined) => (s === undefined ? null : Buffer.from(s, 'utf8'));
+const str = (b: Buffer | null) => (b === null ? undefined : b.toString('utf8'));
+
+/** each outcome's parts as bytes, in the order they are written */
+function outcomeParts(o: ChunkOutcome): (Buffer | null)[] {
+  return 'code' in o ? [text(o.code), text(o.path), text(o.kind)] : [o.key, o.value, text(o.fields)];
+}
+
 export function packOutcomes(outcomes: readonly ChunkOutcome[]): ArrayBuffer {
-  const codes = outcomes.map((o) => ('code' in o ? Buffer.from(o.code, 'utf8') : null));
+  const parts = outcomes.map(outcomeParts);
   let bytes = 0;
-  outcomes.forEach((o, i) => (bytes += 1 + ('code' in o ? size(codes[i]!) : size(o.key) + size(o.value))));
+  for (const p of parts) bytes += 1 + p.reduce((n, b) => n + size(b), 0);
   const out = fresh(bytes);
   let at = 0;
   outcomes.forEach((o, i) => {
     out.writeUInt8('code' in o ? 1 : 0, at);
-    at = 'code' in o ? writeBytes(out, at + 1, codes[i]!) : writeBytes(out, writeBytes(out, at + 1, o.key), o.value);
+    at++;
+    for (const b of parts[i]!) at = writeBytes(out, at, b);
   });
   return out.buffer as ArrayBuffer;
 }
@@ -80,16 +89,19 @@ export function unpackOutcomes(packed: ArrayBuffer): ChunkOutcome[] {
   const data = Buffer.from(packed);
   const out: ChunkOutcome[] = [];
   for (let at = 0; at < data.length; ) {
-    if (data.readUInt8(at) === 1) {
-      const [code, next] = readBytes(data, at + 1);
-      out.push({ code: code!.toString('utf8') });
-      at = next;
+    const failed = data.readUInt8(at) === 1;
+    const [a, n1] = readBytes(data, at + 1);
+    const [b, n2] = readBytes(data, n1);
+    const [c, end] = readBytes(data, n2);
+    if (failed) {
+      const path = str(b);
+      const kind = str(c);
+      out.push({ code: a!.toString('utf8'), ...(path === undefined ? {} : { path }), ...(kind === undefined ? {} : { kind }) });
     } else {
-      const [key, next] = readBytes(data, at + 1);
-      const [value, end] = readBytes(data, next);
-      out.push({ key, value: value! });
-      at = end;
+      const fields = str(c);
+      out.push({ key: a, value: b!, ...(fields === undefined ? {} : { fields }) });
     }
+    at = end;
   }
   return out;
 }

@@ -1,5 +1,7 @@
 import { z } from 'zod';
 import { evidencesSchema, nameSchema, type ConfigIssue } from '../engine/index.ts';
+import { GUARD_KINDS } from '../discover/guard.ts';
+import { foldKey } from '../json-bytes/paths.ts';
 
 /** A record path: dot-separated names, `[]` after a name walks every array element (`cards[].number`). */
 const recordPath = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*(\[\])?(\.[A-Za-z_][A-Za-z0-9_]*(\[\])?)*$/, 'must be names joined by dots, [] after an array, e.g. cards[].number');
@@ -13,6 +15,25 @@ const metricsUrl = z.url({ protocol: /^https?$/, error: 'must be an http(s) URL,
 
 export const topicNameSchema = z.string().regex(/^[A-Za-z0-9._-]{1,249}$/, 'must be a Kafka topic name');
 const topicName = topicNameSchema;
+
+/**
+ * The unmapped guard: what a value at a path no mapping names, found to be personal data by the
+ * detectors (guard.ts), does to its record. `dead-letter` (default): the record goes to the
+ * dead-letter topic (UNMAPPED_PERSONAL_DATA, with the path and kind); `protect`: a kind listed in
+ * `protect` is protected as that class.property (others still dead-letter); `pass`: no check.
+ * `allow`: paths (and everything under them) the guard does not look at.
+ */
+export const unmappedSchema = z.union([
+  z.enum(['dead-letter', 'protect', 'pass']),
+  z.strictObject({
+    action: z.enum(['dead-letter', 'protect', 'pass']).default('dead-letter'),
+    allow: z.array(recordPath).default([]),
+    protect: z.partialRecord(z.enum(GUARD_KINDS), fieldRef).default({}),
+  }),
+]);
+
+/** how mapped paths match a record's keys: `insensitive` (default; `Email` is `email`, as the gateway matches) or `exact` */
+export const keysSchema = z.enum(['insensitive', 'exact']);
 
 /** One entry of the configuration's `pipelines` section: a protect pipeline raw → clean. */
 export const pipelineSchema = z.strictObject({
@@ -34,6 +55,8 @@ export const pipelineSchema = z.strictObject({
   key: z.strictObject({ field: fieldRef }).optional(),
   /** what an absent or null mapped field does: pass it through as it is, or dead-letter the record */
   missing: z.enum(['pass', 'dead-letter']).default('pass'),
+  keys: keysSchema.default('insensitive'),
+  unmapped: unmappedSchema.default('dead-letter'),
   /** the identity the pipeline acts with, and the evidences of its contexts */
   roles: z.array(nameSchema).min(1),
   rightsEvidences: evidencesSchema,
@@ -54,6 +77,18 @@ export const pipelineSchema = z.strictObject({
 
 export type PipelineConfig = z.infer<typeof pipelineSchema>;
 
+export interface UnmappedPolicy {
+  action: 'dead-letter' | 'protect' | 'pass';
+  allow: readonly string[];
+  protect: Partial<Record<(typeof GUARD_KINDS)[number], string>>;
+}
+
+/** The pipeline's unmapped guard with its shorthand (`unmapped: pass`) spelled out. */
+export function unmappedPolicy(c: Pick<PipelineConfig, 'unmapped'>): UnmappedPolicy {
+  const u = c.unmapped;
+  return typeof u === 'string' ? { action: u, allow: [], protect: {} } : u;
+}
+
 /**
  * Cross-checks of one pipeline, pointers relative to it: mapped fields are configured, no path is
  * mapped twice, patterns compile, and no clean or dead-letter topic is also a source topic.
@@ -66,10 +101,14 @@ export function pipelineIssues(p: PipelineConfig, isField: (className: string, p
     if (!isField(cls, prop)) error(pointer, `${ref} is not a configured class.property`);
   };
   p.fields.forEach((f, i) => check(f.field, `/fields/${i}/field`));
+  const guard = unmappedPolicy(p);
+  for (const [kind, field] of Object.entries(guard.protect)) check(field, `/unmapped/protect/${kind}`);
+  if (guard.action === 'protect' && Object.keys(guard.protect).length === 0) error('/unmapped/protect', 'action protect names no kind to protect: map a kind to a class.property, e.g. email: Customer.email');
   if (p.key) check(p.key.field, '/key/field');
-  const paths = p.fields.map((f) => f.path);
+  // with keys: insensitive, `Email` and `email` are one path
+  const paths = p.fields.map((f) => (p.keys === 'exact' ? f.path : foldKey(f.path)));
   paths.forEach((path, i) => {
-    if (paths.indexOf(path) !== i) error(`/fields/${i}/path`, `path ${path} is mapped twice`);
+    if (paths.indexOf(path) !== i) error(`/fields/${i}/path`, `path ${p.fields[i]!.path} is mapped twice${p.keys === 'exact' ? '' : ' (keys match case-insensitively: keys: exact tells them apart)'}`);
   });
   p.metricsUrls?.forEach((url, i) => {
     if (p.metricsUrls!.indexOf(url) !== i) error(`/metricsUrls/${i}`, 'is listed twice (its process would be counted twice)');

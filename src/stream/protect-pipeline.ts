@@ -43,13 +43,37 @@ const utf8 = (s: string) => Buffer.from(s, 'utf8');
 /** What a running pipeline cannot change without re-creating its consumer and producers. */
 const RESTART_ONLY = ['source', 'sink', 'format', 'deadLetterTopic', 'delivery', 'groupId'] as const;
 
-/** The headers every clean record carries: pipeline, configuration version, protected fields (frozen: shared by records). */
-function headersOf(name: string, c: PipelineConfig, configVersion: string): Headers {
-  return Object.freeze([
-    { key: 'veil.pipeline', value: utf8(name) },
-    { key: 'veil.config.version', value: utf8(configVersion) },
-    { key: 'veil.protected.fields', value: utf8([...c.fields.map((f) => f.path), ...(c.key ? ['(key)'] : [])].join(',')) },
-  ]);
+/**
+ * The headers clean records carry: pipeline, configuration version, and the paths protected in
+ * that record (veil.protected.fields). Lists are frozen and shared by every record with the same
+ * protected paths, so an adapter may encode each once; the cache is per configuration version.
+ */
+class CleanHeaders {
+  private readonly byFields = new Map<string, Headers>();
+  private readonly name: string;
+  private readonly c: PipelineConfig;
+  private readonly configVersion: string;
+
+  constructor(name: string, c: PipelineConfig, configVersion: string) {
+    this.name = name;
+    this.c = c;
+    this.configVersion = configVersion;
+  }
+
+  of(fields: string | undefined): Headers {
+    const list = fields ?? [...this.c.fields.map((f) => f.path), ...(this.c.key ? ['(key)'] : [])].join(',');
+    let headers = this.byFields.get(list);
+    if (headers !== undefined) return headers;
+    headers = Object.freeze([
+      { key: 'veil.pipeline', value: utf8(this.name) },
+      { key: 'veil.config.version', value: utf8(this.configVersion) },
+      { key: 'veil.protected.fields', value: utf8(list) },
+    ]);
+    // bounded: guard-protected paths vary with the records (a map's keys are `*`, but names are not)
+    if (this.byFields.size >= 1024) this.byFields.clear();
+    this.byFields.set(list, headers);
+    return headers;
+  }
 }
 
 /** records protected between two sends */
@@ -73,8 +97,8 @@ export class ProtectPipeline {
   private readonly liveness: Liveness;
   private plainProducer?: Promise<ProducerPort>;
   private consumer?: ConsumerPort;
-  /** frozen: records without headers of their own all carry this one list (an adapter may encode it once) */
-  private veilHeaders: Headers;
+  /** frozen lists: records without headers of their own carry one of them (an adapter may encode each once) */
+  private veilHeaders: CleanHeaders;
   private rename?: RegExp;
   private watchdog?: NodeJS.Timeout;
   private readonly ahead: ProtectAhead;
@@ -95,7 +119,7 @@ export class ProtectPipeline {
     // protect its fields does not start (a worker pool binds the same fields again)
     const inline = new RecordProtector({ name: deps.name, config: c, engine: deps.engine, serde: deps.serde, ...(deps.rewrap ? { rewrap: deps.rewrap } : {}) });
     this.chunks = deps.protector ?? inline;
-    this.veilHeaders = headersOf(deps.name, c, deps.configVersion);
+    this.veilHeaders = new CleanHeaders(deps.name, c, deps.configVersion);
     this.transactions = new PartitionTransactions(deps.kafka, this.groupId, (event, fields) => deps.log.debug?.({ pipeline: deps.name, ...fields }, `transaction ${event}`));
     const stallMs = deps.stallMs ?? 60_000;
     this.closeWaitMs = Math.min(10_000, Math.floor(stallMs / 2));
@@ -151,7 +175,7 @@ export class ProtectPipeline {
       await Promise.race([Promise.allSettled([...this.inFlight]), new Promise((r) => setTimeout(r, this.closeWaitMs).unref())]);
       await this.deps.protector?.reload?.({ keys: true, ...(next.configFile ? { configFile: next.configFile } : {}) });
       this.chunks = this.deps.protector ?? inline;
-      this.veilHeaders = headersOf(this.name, next.config, next.configVersion);
+      this.veilHeaders = new CleanHeaders(this.name, next.config, next.configVersion);
       this.ahead.clear();
     })();
     this.switching = switching;
@@ -227,13 +251,16 @@ export class ProtectPipeline {
     return this.recovering;
   }
 
-  private deadLetter(record: InRecord, code: string): OutRecord {
+  /** The raw record to the dead-letter topic, with why: the code, and the path and guard kind it is about (never a value). */
+  private deadLetter(record: InRecord, code: string, about: { path?: string; kind?: string } = {}): OutRecord {
     return {
       topic: this.deps.config.deadLetterTopic,
       key: record.key,
       value: record.value,
       headers: withHeaders(record.headers, [
         { key: 'veil.error.code', value: utf8(code) },
+        ...(about.path === undefined ? [] : [{ key: 'veil.error.path', value: utf8(about.path) }]),
+        ...(about.kind === undefined ? [] : [{ key: 'veil.error.kind', value: utf8(about.kind) }]),
         { key: 'veil.pipeline', value: utf8(this.deps.name) },
         { key: 'veil.source.topic', value: utf8(record.topic) },
         { key: 'veil.source.partition', value: utf8(String(record.partition)) },
@@ -311,6 +338,7 @@ export class ProtectPipeline {
     const limits = new Map<string, number>();
     const limitOf = async (topic: string) => limits.get(topic) ?? limits.set(topic, await kafka.maxMessageBytes(topic)).get(topic)!;
     const counted = new Map<string, number>();
+    const kinds = new Map<string, number>();
     let sending: Promise<void> = Promise.resolve();
     let beat = Date.now();
     const partitionKey = `${records[0]!.topic}/${records[0]!.partition}`;
@@ -324,7 +352,8 @@ export class ProtectPipeline {
         for (let j = 0; j < slice.length; j++) {
           const record = slice[j]!;
           const outcome = outcomes[j]!;
-          let out = 'code' in outcome ? this.deadLetter(record, outcome.code) : this.cleanRecord(record, outcome.key, outcome.value);
+          let out = 'code' in outcome ? this.deadLetter(record, outcome.code, outcome) : this.cleanRecord(record, outcome.key, outcome.value, outcome.fields);
+          if ('kind' in outcome && outcome.kind !== undefined) kinds.set(outcome.kind, (kinds.get(outcome.kind) ?? 0) + 1);
           if (out.topic !== config.deadLetterTopic && !fitsAlone(out, limits.get(out.topic) ?? await limitOf(out.topic))) out = this.deadLetter(record, 'RECORD_TOO_LARGE');
           if (out.topic === config.deadLetterTopic) {
             if (!fitsAlone(out, deadLimit)) throw new StreamError('DEAD_LETTER_FAILED', `record ${record.topic}/${record.partition}@${record.offset}: its dead letter is larger than ${config.deadLetterTopic} accepts`);
@@ -345,10 +374,12 @@ export class ProtectPipeline {
       throw e;
     }
     for (const [code, n] of counted) codes.set(code, n);
+    for (const [kind, n] of kinds) this.deps.metrics.unmapped.inc({ pipeline: this.deps.name, kind }, n);
   }
 
-  private cleanRecord(record: InRecord, key: Buffer | null, value: Buffer): OutRecord {
-    const headers = record.headers.length === 0 ? this.veilHeaders : withHeaders(record.headers, this.veilHeaders);
+  private cleanRecord(record: InRecord, key: Buffer | null, value: Buffer, fields: string | undefined): OutRecord {
+    const veil = this.veilHeaders.of(fields);
+    const headers = record.headers.length === 0 ? veil : withHeaders(record.headers, veil);
     return { topic: this.sinkTopic(record.topic), key, value, headers };
   }
 }

@@ -1,7 +1,8 @@
-import { ValueError, VeilError, type Engine } from '../engine/index.ts';
-import type { PipelineConfig } from './pipeline-config.ts';
+import { ValueError, VeilError, type Chain, type Engine } from '../engine/index.ts';
+import { unmappedKeyKind } from '../discover/guard.ts';
+import { unmappedPolicy, type PipelineConfig } from './pipeline-config.ts';
 import { mappings } from './protect-record.ts';
-import type { RecordProtection, Serde } from './serde/serde.ts';
+import type { GuardPlan, RecordProtection, Serde } from './serde/serde.ts';
 import { StreamError } from './stream-error.ts';
 
 /** One record to protect: its clean topic (the serde registers clean schemas per topic), key and value. */
@@ -11,8 +12,15 @@ export interface ChunkItem {
   value: Buffer | null;
 }
 
-/** A record's outcome: its protected key and value, or the code it is dead-lettered with. */
-export type ChunkOutcome = { key: Buffer | null; value: Buffer } | { code: string };
+/**
+ * A record's outcome: its protected key and value with the paths protected in it (comma-separated,
+ * `(key)` for the key; absent: every mapped path), or the code it is dead-lettered with and the
+ * path (and guard kind) the code is about.
+ */
+export type ChunkOutcome = { key: Buffer | null; value: Buffer; fields?: string } | { code: string; path?: string; kind?: string };
+
+/** where a record key's finding is reported */
+export const KEY_PATH = '(key)';
 
 /**
  * What protects a chunk of records (pure work, no Kafka): in this thread (RecordProtector) or on
@@ -36,6 +44,8 @@ export class RecordProtector implements ChunkProtector {
   readonly protection: RecordProtection;
   private readonly keyTransform?: (v: string) => string;
   private readonly serde: Serde;
+  /** every path the pipeline maps, as veil.protected.fields says when a serde cannot tell per record */
+  private readonly allFields: string;
 
   /**
    * `rewrap`: the fields are bound for re-protection (Engine.bindRewrap): each value is unprotected
@@ -44,7 +54,9 @@ export class RecordProtector implements ChunkProtector {
   constructor(deps: { name: string; config: PipelineConfig; engine: Engine; serde: Serde; rewrap?: { unprotectEvidences: Record<string, string> } }) {
     const c = deps.config;
     this.serde = deps.serde;
-    const fields = [...c.fields.map((f) => f.field), ...(c.key ? [c.key.field] : [])].map((f) => {
+    const guard = unmappedPolicy(c);
+    const guardKinds = guard.action === 'protect' ? Object.entries(guard.protect) : [];
+    const fields = [...c.fields.map((f) => f.field), ...(c.key ? [c.key.field] : []), ...guardKinds.map(([, f]) => f)].map((f) => {
       const [className, propertyName] = f.split('.') as [string, string];
       return { className, propertyName };
     });
@@ -52,14 +64,23 @@ export class RecordProtector implements ChunkProtector {
     const request = { identity: { subject: `pipeline:${deps.name}`, roles: c.roles }, rightsEvidences: evidences(c.rightsEvidences), processingEvidences: evidences(c.processingEvidences), fields };
     const bound = deps.rewrap ? deps.engine.bindRewrap({ ...request, unprotectEvidences: evidences(deps.rewrap.unprotectEvidences) }) : deps.engine.bind(request);
     if (bound.reveals) throw new VeilError('CONFIG_INVALID', `pipeline ${deps.name} would unprotect: protect pipelines only protect`);
-    this.protection = { maps: mappings(c.fields.map((f) => f.path), bound.transforms), missing: c.missing, validate: c.validate };
+    const keyed = c.key ? 1 : 0;
+    const guardPlan: GuardPlan | undefined = guard.action === 'pass' ? undefined : {
+      action: guard.action,
+      allow: guard.allow,
+      protect: new Map<string, Chain>(guardKinds.map(([kind], i) => [kind, bound.transforms[c.fields.length + keyed + i]!])),
+    };
+    this.protection = { maps: mappings(c.fields.map((f) => f.path), bound.transforms), missing: c.missing, validate: c.validate, foldKeys: c.keys !== 'exact', ...(guardPlan ? { guard: guardPlan } : {}) };
     if (c.key) this.keyTransform = bound.transforms[c.fields.length];
+    this.allFields = [...c.fields.map((f) => f.path), ...(c.key ? [KEY_PATH] : [])].join(',');
   }
 
   /** The protected key and value; throws a StreamError naming why the record cannot be. */
-  async protect(item: ChunkItem): Promise<{ key: Buffer | null; value: Buffer }> {
+  async protect(item: ChunkItem): Promise<{ key: Buffer | null; value: Buffer; fields?: string }> {
     if (item.value === null) throw new StreamError('RECORD_MALFORMED', 'the record has no value');
-    return { key: this.protectKey(item.key), value: await this.serde.protect(item.value, this.protection, item.topic) };
+    const key = this.protectKey(item.key);
+    const value = await this.serde.protect(item.value, this.protection, item.topic);
+    return { key: key.bytes, value, fields: this.fieldsOf(undefined, key.path) };
   }
 
   async protectChunk(items: readonly ChunkItem[]): Promise<ChunkOutcome[]> {
@@ -70,7 +91,7 @@ export class RecordProtector implements ChunkProtector {
       try {
         out.push(await this.protect(item));
       } catch (e) {
-        if (e instanceof StreamError && !e.retriable) out.push({ code: e.code });
+        if (e instanceof StreamError && !e.retriable) out.push(failed(e));
         else throw e;
       }
     }
@@ -84,42 +105,69 @@ export class RecordProtector implements ChunkProtector {
    */
   private protectChunkSync(items: readonly ChunkItem[], many: NonNullable<Serde['protectManySync']>): ChunkOutcome[] {
     const present = items.filter((item): item is ChunkItem & { value: Buffer } => item.value !== null);
-    return this.outcomes(items, present.length ? many(present.map((item) => item.value), this.protection) : []);
+    const fields: (string | undefined)[] = [];
+    return this.outcomes(items, present.length ? many(present.map((item) => item.value), this.protection, fields) : [], fields);
   }
 
   /** The same for a serde that batches asynchronously (registry formats). */
   private async protectChunkBatch(items: readonly ChunkItem[], many: NonNullable<Serde['protectMany']>): Promise<ChunkOutcome[]> {
     const present = items.filter((item): item is ChunkItem & { value: Buffer } => item.value !== null);
-    return this.outcomes(items, present.length ? await many(present.map((item) => item.value), this.protection, present.map((item) => item.topic)) : []);
+    const fields: (string | undefined)[] = [];
+    return this.outcomes(items, present.length ? await many(present.map((item) => item.value), this.protection, present.map((item) => item.topic), fields) : [], fields);
   }
 
-  /** each item's outcome, given the serde's results for the items with a value, in order */
-  private outcomes(items: readonly ChunkItem[], values: readonly (Buffer | StreamError)[]): ChunkOutcome[] {
+  /** each item's outcome, given the serde's results (and protected paths) for the items with a value, in order */
+  private outcomes(items: readonly ChunkItem[], values: readonly (Buffer | StreamError)[], fields: readonly (string | undefined)[]): ChunkOutcome[] {
     let next = 0;
     return items.map((item): ChunkOutcome => {
       if (item.value === null) return { code: 'RECORD_MALFORMED' };
-      const value = values[next++]!;
-      let key: Buffer | null;
+      const at = next++;
+      const value = values[at]!;
+      let key: { bytes: Buffer | null; path?: string };
       try {
         key = this.protectKey(item.key);
       } catch (e) {
-        if (e instanceof StreamError && !e.retriable) return { code: e.code };
+        if (e instanceof StreamError && !e.retriable) return failed(e);
         throw e;
       }
-      return value instanceof StreamError ? { code: value.code } : { key, value };
+      return value instanceof StreamError ? failed(value) : { key: key.bytes, value, fields: this.fieldsOf(fields[at], key.path) };
     });
   }
 
   async close(): Promise<void> {}
 
-  private protectKey(key: Buffer | null): Buffer | null {
-    if (!this.keyTransform) return key;
+  /** veil.protected.fields of one record: the value's protected paths (every mapped one when the serde cannot tell), then the key's */
+  private fieldsOf(valuePaths: string | undefined, keyPath: string | undefined): string {
+    if (valuePaths === undefined) return this.allFields;
+    return keyPath === undefined ? valuePaths : valuePaths === '' ? keyPath : `${valuePaths},${keyPath}`;
+  }
+
+  /**
+   * The record key protected by the pipeline's key mapping; without one, checked by the unmapped
+   * guard like a value (an email as a key): refused, or protected as the guard's kind says.
+   */
+  private protectKey(key: Buffer | null): { bytes: Buffer | null; path?: string } {
+    const guard = this.protection.guard;
+    if (!this.keyTransform && (guard === undefined || key === null)) return { bytes: key };
     if (key === null) throw new StreamError('KEY_MISSING', 'the record has no key');
+    const text = key.toString('utf8');
+    let transform = this.keyTransform;
+    if (transform === undefined) {
+      const kind = unmappedKeyKind(text);
+      if (kind === undefined) return { bytes: key };
+      transform = guard?.protect.get(kind);
+      if (transform === undefined) throw new StreamError('UNMAPPED_PERSONAL_DATA', `the record key holds ${kind === 'email' ? 'an' : 'a'} ${kind} and the pipeline does not protect keys`, { path: KEY_PATH, kind });
+    }
     try {
-      return utf8(this.keyTransform(key.toString('utf8')));
+      return { bytes: utf8(transform(text)), path: KEY_PATH };
     } catch (e) {
-      if (e instanceof ValueError) throw new StreamError(e.code, `record key: value ${e.message}`);
+      if (e instanceof ValueError) throw new StreamError(e.code, `record key: value ${e.message}`, { path: KEY_PATH });
       throw e;
     }
   }
+}
+
+/** a dead-lettered outcome: the code, and the path and kind it is about */
+function failed(e: StreamError): ChunkOutcome {
+  return { code: e.code, ...(e.path === undefined ? {} : { path: e.path }), ...(e.kind === undefined ? {} : { kind: e.kind }) };
 }

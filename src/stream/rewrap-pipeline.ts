@@ -36,6 +36,8 @@ export function rewrapPipeline(name: string, base: PipelineConfig, spec: RewrapS
     groupId: spec.groupId ?? `veil-rewrap-${name}`,
     // a clean record was validated on its way in; its protected values would not pass the raw schema
     validate: false,
+    // a clean record passed the unmapped guard on its way in; values the guard protected are not re-protected (only mapped paths are)
+    unmapped: 'pass',
     roles: spec.roles,
     rightsEvidences: spec.rightsEvidences,
     delivery: 'exactly-once',

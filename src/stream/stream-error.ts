@@ -1,13 +1,24 @@
 import { ERROR_CATALOG, type ErrorCode } from '../engine/index.ts';
 
+/** Where a record-level failure sits: a path in the pipeline's terms (`contact.email`, `byEmail.*`) and, for the unmapped guard, the kind of personal data found. Never a value. */
+export interface Finding {
+  path?: string;
+  kind?: string;
+}
+
 /** A record-level failure (dead-lettered unless retriable). Its message never holds a value. */
 export class StreamError extends Error {
   readonly code: ErrorCode;
   readonly retriable: boolean;
-  constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
-    super(message, options);
+  /** the path (and kind) the failure names; a dead letter carries them as veil.error.path / veil.error.kind */
+  readonly path?: string;
+  readonly kind?: string;
+  constructor(code: ErrorCode, message: string, options?: { cause?: unknown } & Finding) {
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'StreamError';
     this.code = code;
     this.retriable = ERROR_CATALOG[code].retriable;
+    if (options?.path !== undefined) this.path = options.path;
+    if (options?.kind !== undefined) this.kind = options.kind;
   }
 }

@@ -7,6 +7,7 @@ export class StreamMetrics {
   readonly recordsIn = new Counter({ name: NAMES.recordsIn, help: 'Records read from raw topics', labelNames: ['pipeline'] as const, registers: [this.registry] });
   readonly recordsOut = new Counter({ name: NAMES.recordsOut, help: 'Protected records written to clean topics', labelNames: ['pipeline'] as const, registers: [this.registry] });
   readonly deadLettered = new Counter({ name: NAMES.deadLettered, help: 'Records sent to the dead-letter topic', labelNames: ['pipeline', 'code'] as const, registers: [this.registry] });
+  readonly unmapped = new Counter({ name: 'veil_stream_unmapped_findings_total', help: 'Records dead-lettered by the unmapped guard (personal data at a path the mapping does not name), by the kind found first (never the value)', labelNames: ['pipeline', 'kind'] as const, registers: [this.registry] });
   readonly retries = new Counter({ name: 'veil_stream_batch_retries_total', help: 'Batches aborted for a retriable failure and read again', labelNames: ['pipeline'] as const, registers: [this.registry] });
   readonly recoveries = new Counter({ name: 'veil_stream_recoveries_total', help: 'Times a stalled or crashed consumer was re-created with its producers', labelNames: ['pipeline'] as const, registers: [this.registry] });
   readonly batchLatency = new Histogram({

@@ -332,10 +332,15 @@ pipelines:
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
     const reloads: unknown[] = [];
+    // as the worker pool does: a reload binds the version's configuration in the protection threads
+    let current: { protectChunk(items: readonly ChunkItem[]): Promise<ChunkOutcome[]> } = inner;
     const slow = { ...inner, protectChunk: async (items: readonly ChunkItem[]) => {
       await gate;
-      return inner.protectChunk(items);
-    }, reload: async (what: unknown) => void reloads.push(what) };
+      return current.protectChunk(items);
+    }, reload: async (what: unknown) => {
+      reloads.push(what);
+      current = new RecordProtector({ name: 'p', config: next.pipelines.p!, engine: engineOf(), serde: jsonSerde() });
+    } };
     const p = pipeline(kafka, jsonSerde(), 'exactly-once', slow);
     await p.start();
     kafka.events.assigned!({ raw: [0] });

@@ -71,19 +71,21 @@ export function jsonSchemaSerde(options: JsonSchemaSerdeOptions): Serde {
   return {
     async protect(bytes: Buffer, protection: RecordProtection, cleanTopic: string): Promise<Buffer> {
       const cleanId = await prepare(bytes, protection, cleanTopic);
-      return framed(cleanId, protectJsonBytes(bytes.subarray(HEADER), protection.maps, protection.missing));
+      return framed(cleanId, protectJsonBytes(bytes.subarray(HEADER), protection));
     },
     /** the JSON format's batch (protectJsonValues) once every value's schema is resolved */
-    async protectMany(values: readonly Buffer[], protection: RecordProtection, cleanTopics: readonly string[]): Promise<(Buffer | StreamError)[]> {
+    async protectMany(values: readonly Buffer[], protection: RecordProtection, cleanTopics: readonly string[], fields?: (string | undefined)[]): Promise<(Buffer | StreamError)[]> {
       const ids = await Promise.all(values.map((bytes, i) => prepare(bytes, protection, cleanTopics[i]!).catch((e: unknown) => {
         if (e instanceof StreamError && !e.retriable) return e;
         throw e;
       })));
       const ready = values.filter((_, i) => !(ids[i] instanceof StreamError));
-      const bodies = ready.length ? protectJsonValues(ready.map((bytes) => bytes.subarray(HEADER)), protection.maps, protection.missing) : [];
+      const readyFields: (string | undefined)[] = [];
+      const bodies = ready.length ? protectJsonValues(ready.map((bytes) => bytes.subarray(HEADER)), protection, readyFields) : [];
       let next = 0;
-      return ids.map((id) => {
+      return ids.map((id, i) => {
         if (id instanceof StreamError) return id;
+        if (fields !== undefined) fields[i] = readyFields[next];
         const body = bodies[next++]!;
         return body instanceof StreamError ? body : framed(id, body);
       });

@@ -8,8 +8,8 @@ import { protectJsonBytes, protectJsonValues } from './json-splice.ts';
 export function jsonSerde(): Serde {
   return {
     async protect(bytes, protection) {
-      return protectJsonBytes(bytes, protection.maps, protection.missing);
+      return protectJsonBytes(bytes, protection);
     },
-    protectManySync: (values, protection) => protectJsonValues(values, protection.maps, protection.missing),
+    protectManySync: (values, protection, fields) => protectJsonValues(values, protection, fields),
   };
 }

@@ -1,28 +1,39 @@
-import { ValueError } from '../../engine/index.ts';
+import { ValueError, type Chain } from '../../engine/index.ts';
+import { allowedPath, JsonGuard } from '../../discover/json-guard.ts';
 import type { Mapping } from '../protect-record.ts';
 import type { RecordPath } from '../record-path.ts';
 import { StreamError } from '../stream-error.ts';
 import { compileExpectation, type JsonPath, type JsonPathStep } from '../../json-bytes/paths.ts';
-import { EV_MISSING, EV_NO_ARRAY, EV_NOT_SCALAR, EV_SHAPE, JsonSyntaxError, leafText, scanJson, type Expectation } from '../../json-bytes/scan.ts';
+import { EV_MISSING, EV_NO_ARRAY, EV_NOT_SCALAR, EV_RAW, EV_SHAPE, EV_STRING, JsonSyntaxError, leafText, scanJson, type Expectation } from '../../json-bytes/scan.ts';
 import { OverlappingSpliceError, spliceJson, type Splice } from '../../json-bytes/splice.ts';
+import type { RecordProtection } from './serde.ts';
 
 interface Plan {
+  maps: readonly Mapping[];
   paths: readonly RecordPath[];
   root: Expectation | null;
+  /** the unmapped guard's visitor, reused record after record */
+  guard?: JsonGuard;
+  /** action protect: each protected kind's chain, numbered after the mappings */
+  kinds: string[];
+  chains: Chain[];
 }
 
-// Pipelines pass the same mapping list for every record; compiling it once keeps key bytes and
+// Pipelines pass the same protection for every record; compiling it once keeps key bytes and
 // expectation trees off the hot path.
-const plans = new WeakMap<readonly Mapping[], Plan>();
+const plans = new WeakMap<RecordProtection, Plan>();
 
-function planFor(maps: readonly Mapping[]): Expectation | null {
-  if (maps.length === 0) return null;
-  const cached = plans.get(maps);
-  if (cached !== undefined && samePaths(cached.paths, maps)) return cached.root;
+function planFor(protection: RecordProtection): Plan {
+  const { maps } = protection;
+  const cached = plans.get(protection);
+  if (cached !== undefined && cached.maps === maps && samePaths(cached.paths, maps)) return cached;
   const paths = maps.map((m) => m.compiled);
-  const root = compileExpectation(paths.map(jsonPathOf));
-  plans.set(maps, { paths, root });
-  return root;
+  const root = compileExpectation(paths.map(jsonPathOf), { foldKeys: protection.foldKeys === true });
+  const g = protection.guard;
+  const plan: Plan = { maps, paths, root, kinds: [...(g?.protect.keys() ?? [])], chains: [...(g?.protect.values() ?? [])] };
+  if (g !== undefined) plan.guard = new JsonGuard(g.allow.map(allowedPath), protection.foldKeys === true);
+  plans.set(protection, plan);
+  return plan;
 }
 
 /** `cards[].number` as a neutral JSON path: [key cards, each, key number]. */
@@ -44,8 +55,9 @@ function samePaths(paths: readonly RecordPath[], maps: readonly Mapping[]): bool
  * parsed document, but fails closed on duplicate keys: each occurrence of a mapped key is protected.
  * Numbers and booleans are transformed as their text in the document; the result is a JSON string.
  */
-export function protectJsonBytes(bytes: Buffer, maps: readonly Mapping[], missing: 'pass' | 'dead-letter'): Buffer {
-  const [out] = protectJsonValues([bytes], maps, missing);
+export function protectJsonBytes(bytes: Buffer, maps: readonly Mapping[] | RecordProtection, missing: 'pass' | 'dead-letter' = 'pass'): Buffer {
+  const protection = 'maps' in maps ? maps : { maps, missing };
+  const [out] = protectJsonValues([bytes], protection);
   if (out instanceof StreamError) throw out;
   return out!;
 }
@@ -53,8 +65,10 @@ export function protectJsonBytes(bytes: Buffer, maps: readonly Mapping[], missin
 /** A record's mapped leaves in protectRecord's order, and the finding that stopped the walk, if any. */
 interface RecordPlan {
   bytes: Buffer;
-  /** per leaf: mapping, span start, span end, index of its text in that mapping's batch */
+  /** per leaf: mapping (or maps.length + the guard's kind index), span start, span end, index of its text in that batch */
   leaves: number[];
+  /** the guard's protected paths, in document order (action protect) */
+  guarded?: string[];
   stop?: StreamError;
 }
 
@@ -62,14 +76,21 @@ interface RecordPlan {
  * protectJsonBytes over many values: the mapped values of all of them go to each mapping's chain
  * as one batch (Chain.many), then each document is spliced. Each value's clean bytes, or the
  * StreamError it is dead-lettered with — the same error protectJsonBytes throws for it alone.
- * Anything else (a key that cannot be loaded) throws for the whole batch.
+ * Anything else (a key that cannot be loaded) throws for the whole batch. `fields[i]`, when
+ * given, receives the paths protected in value i (comma-separated).
  */
-export function protectJsonValues(values: readonly Buffer[], maps: readonly Mapping[], missing: 'pass' | 'dead-letter'): (Buffer | StreamError)[] {
-  const root = planFor(maps);
-  const texts: string[][] = maps.map(() => []);
-  const plans = values.map((bytes) => planRecord(bytes, root, maps, missing, texts));
-  const results = maps.map((map, m) => (texts[m]!.length ? map.transform.many(texts[m]!) : []));
-  return plans.map((plan) => (plan instanceof StreamError ? plan : finish(plan, maps, results)));
+export function protectJsonValues(values: readonly Buffer[], protection: RecordProtection, fields?: (string | undefined)[]): (Buffer | StreamError)[] {
+  const plan = planFor(protection);
+  const chains = [...plan.maps.map((m) => m.transform), ...plan.chains];
+  const texts: string[][] = chains.map(() => []);
+  const plans = values.map((bytes) => planRecord(bytes, plan, protection.missing, texts));
+  const results = chains.map((chain, m) => (texts[m]!.length ? chain.many(texts[m]!) : []));
+  return plans.map((p, i) => {
+    if (p instanceof StreamError) return p;
+    const out = finish(p, plan.maps, results);
+    if (fields !== undefined && !(out instanceof StreamError)) fields[i] = protectedPaths(p, plan.maps);
+    return out;
+  });
 }
 
 // planRecord is synchronous and copies what it keeps out of the events
@@ -78,19 +99,22 @@ const scanEvents: number[] = [];
 /**
  * Mapping by mapping, each in document order: the order protectRecord visits locations, so the
  * first failure (and which values are transformed before it) is the same. The walk stops at the
- * first finding that fails the record whatever its values (absent, wrong shape).
+ * first finding that fails the record whatever its values (absent, wrong shape). Then the
+ * unmapped guard's findings, if the pipeline has the guard.
  */
-function planRecord(bytes: Buffer, root: Expectation | null, maps: readonly Mapping[], missing: 'pass' | 'dead-letter', texts: string[][]): RecordPlan | StreamError {
+function planRecord(bytes: Buffer, plan: Plan, missing: 'pass' | 'dead-letter', texts: string[][]): RecordPlan | StreamError {
+  const { maps, root, guard } = plan;
   // one list for every record, overwritten: emptying an array drops its storage, refilling regrows it
   const events = scanEvents;
   let written: number;
+  guard?.begin();
   try {
-    written = scanJson(bytes, root, events);
+    written = scanJson(bytes, root, events, 0, guard);
   } catch (e) {
     if (e instanceof JsonSyntaxError) return new StreamError('RECORD_MALFORMED', 'the value is not JSON');
     throw e;
   }
-  const plan: RecordPlan = { bytes, leaves: [] };
+  const out: RecordPlan = { bytes, leaves: [] };
   for (let m = 0; m < maps.length && written > 0; m++) {
     const path = maps[m]!.path;
     for (let k = 0; k < written; k += 4) {
@@ -100,24 +124,53 @@ function planRecord(bytes: Buffer, root: Expectation | null, maps: readonly Mapp
       const end = events[k + 3]!;
       if (kind === EV_MISSING) {
         if (missing === 'pass') continue;
-        plan.stop = new StreamError('FIELD_MISSING', `mapped field ${path} is absent or null`);
-      } else if (kind === EV_SHAPE) plan.stop = new StreamError('RECORD_MALFORMED', `the record's shape does not match mapped path ${path}`);
-      else if (kind === EV_NO_ARRAY) plan.stop = new StreamError('RECORD_MALFORMED', `the record's shape does not match mapped path ${path} (no array)`);
-      else if (kind === EV_NOT_SCALAR) plan.stop = new StreamError('RECORD_MALFORMED', `mapped field ${path} is not a scalar`);
-      else plan.leaves.push(m, start, end, texts[m]!.push(leafText(bytes, kind, start, end)) - 1);
-      if (plan.stop) return plan;
+        out.stop = new StreamError('FIELD_MISSING', `mapped field ${path} is absent or null`, { path });
+      } else if (kind === EV_SHAPE) out.stop = new StreamError('RECORD_MALFORMED', `the record's shape does not match mapped path ${path}`, { path });
+      else if (kind === EV_NO_ARRAY) out.stop = new StreamError('RECORD_MALFORMED', `the record's shape does not match mapped path ${path} (no array)`, { path });
+      else if (kind === EV_NOT_SCALAR) out.stop = new StreamError('RECORD_MALFORMED', `mapped field ${path} is not a scalar`, { path });
+      else out.leaves.push(m, start, end, texts[m]!.push(leafText(bytes, kind, start, end)) - 1);
+      if (out.stop) return out;
     }
   }
-  return plan;
+  if (guard !== undefined && guard.findings.length > 0) planGuarded(out, plan, texts);
+  return out;
+}
+
+/** The guard's findings: protected where the pipeline protects their kind, else the record stops (the first names the dead letter). */
+function planGuarded(out: RecordPlan, plan: Plan, texts: string[][]): void {
+  for (const f of plan.guard!.findings) {
+    const j = f.key ? -1 : plan.kinds.indexOf(f.kind);
+    if (j < 0) {
+      out.stop = new StreamError('UNMAPPED_PERSONAL_DATA', `unmapped path ${f.path} holds ${f.kind === 'email' ? 'an' : 'a'} ${f.kind}${f.key ? ' as an object key' : ''}`, { path: f.path, kind: f.kind });
+      return;
+    }
+    const m = plan.maps.length + j;
+    out.leaves.push(m, f.start, f.end, texts[m]!.push(leafText(out.bytes, out.bytes[f.start] === 0x22 ? EV_STRING : EV_RAW, f.start, f.end)) - 1);
+    (out.guarded ??= []).push(f.path);
+  }
+}
+
+/** the paths a clean value had protected: mapped paths in mapping order, then the guard's */
+function protectedPaths(p: RecordPlan, maps: readonly Mapping[]): string {
+  const seen = new Set<string>();
+  for (let k = 0; k < p.leaves.length; k += 4) if (p.leaves[k]! < maps.length) seen.add(maps[p.leaves[k]!]!.path);
+  const mapped = maps.filter((m) => seen.has(m.path)).map((m) => m.path);
+  for (const g of p.guarded ?? []) if (!mapped.includes(g)) mapped.push(g);
+  return mapped.join(',');
 }
 
 function finish(plan: RecordPlan, maps: readonly Mapping[], results: readonly (string | ValueError)[][]): Buffer | StreamError {
   const edits: Splice[] = [];
   const leaves = plan.leaves;
+  // the guard's leaves come after the mapped ones, in the order of `guarded`
+  let guardedLeaf = 0;
   for (let k = 0; k < leaves.length; k += 4) {
     const m = leaves[k]!;
     const out = results[m]![leaves[k + 3]!]!;
-    if (out instanceof ValueError) return new StreamError(out.code, `mapped field ${maps[m]!.path}: value ${out.message}`);
+    const path = m < maps.length ? maps[m]!.path : plan.guarded![guardedLeaf++]!;
+    if (out instanceof ValueError) {
+      return new StreamError(out.code, `${m < maps.length ? 'mapped field' : 'unmapped path'} ${path}: value ${out.message}`, { path });
+    }
     edits.push({ start: leaves[k + 1]!, end: leaves[k + 2]!, json: JSON.stringify(out) });
   }
   if (plan.stop) return plan.stop;

@@ -1,3 +1,4 @@
+import type { Chain } from '../../engine/index.ts';
 import type { Mapping } from '../protect-record.ts';
 import type { StreamError } from '../stream-error.ts';
 
@@ -7,6 +8,19 @@ export interface RecordProtection {
   missing: 'pass' | 'dead-letter';
   /** validate the raw value against its schema before protecting it (json-schema: RECORD_INVALID) */
   validate?: boolean;
+  /** mapped paths match keys case-insensitively (the pipeline's `keys: insensitive`); default exact */
+  foldKeys?: boolean;
+  /** the unmapped guard (pipeline-config.ts unmappedSchema); absent: values no mapping names are not looked at */
+  guard?: GuardPlan;
+}
+
+/** The unmapped guard bound for a pipeline: what a finding does, where it does not look, and what it protects. */
+export interface GuardPlan {
+  action: 'dead-letter' | 'protect';
+  /** paths (pipeline syntax) the guard does not look at, nor under */
+  allow: readonly string[];
+  /** action protect: the chain of each kind it protects (a kind not here is dead-lettered) */
+  protect: ReadonlyMap<string, Chain>;
 }
 
 /**
@@ -23,11 +37,11 @@ export interface Serde {
    * form or the StreamError it is dead-lettered with; the mapped values of all of them are
    * protected as one batch per field (Chain.many). Anything else throws for the whole batch.
    */
-  protectManySync?(values: readonly Buffer[], protection: RecordProtection): (Buffer | StreamError)[];
+  protectManySync?(values: readonly Buffer[], protection: RecordProtection, fields?: (string | undefined)[]): (Buffer | StreamError)[];
   /**
    * Many values at once for a serde that needs I/O (a registry): each value's clean form or the
    * StreamError it is dead-lettered with, the mapped values of all of them protected as one batch
    * per field (Chain.many). A retriable failure (the registry unreachable) rejects the whole batch.
    */
-  protectMany?(values: readonly Buffer[], protection: RecordProtection, cleanTopics: readonly string[]): Promise<(Buffer | StreamError)[]>;
+  protectMany?(values: readonly Buffer[], protection: RecordProtection, cleanTopics: readonly string[], fields?: (string | undefined)[]): Promise<(Buffer | StreamError)[]>;
 }
