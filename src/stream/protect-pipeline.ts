@@ -1,10 +1,11 @@
 import { VeilError, type Engine } from '../engine/index.ts';
 import type { PipelineConfig } from './pipeline-config.ts';
+import { CleanHeaders } from './clean-headers.ts';
 import { Liveness, type LivenessStatus } from './liveness.ts';
 import { PartitionTransactions } from './partition-transactions.ts';
 import { ProtectAhead } from './protect-ahead.ts';
 import { RecordProtector, type ChunkProtector } from './record-protector.ts';
-import { withHeaders, type Batch, type ConsumerPort, type Headers, type InRecord, type KafkaPort, type OutRecord, type ProducerPort } from './ports.ts';
+import { withHeaders, type Batch, type ConsumerPort, type InRecord, type KafkaPort, type OutRecord, type ProducerPort } from './ports.ts';
 import { fitsAlone } from './record-size.ts';
 import type { Serde } from './serde/serde.ts';
 import { openWithRetry } from './start-retry.ts';
@@ -43,39 +44,6 @@ const utf8 = (s: string) => Buffer.from(s, 'utf8');
 /** What a running pipeline cannot change without re-creating its consumer and producers. */
 const RESTART_ONLY = ['source', 'sink', 'format', 'deadLetterTopic', 'delivery', 'groupId'] as const;
 
-/**
- * The headers clean records carry: pipeline, configuration version, and the paths protected in
- * that record (veil.protected.fields). Lists are frozen and shared by every record with the same
- * protected paths, so an adapter may encode each once; the cache is per configuration version.
- */
-class CleanHeaders {
-  private readonly byFields = new Map<string, Headers>();
-  private readonly name: string;
-  private readonly c: PipelineConfig;
-  private readonly configVersion: string;
-
-  constructor(name: string, c: PipelineConfig, configVersion: string) {
-    this.name = name;
-    this.c = c;
-    this.configVersion = configVersion;
-  }
-
-  of(fields: string | undefined): Headers {
-    const list = fields ?? [...this.c.fields.map((f) => f.path), ...(this.c.key ? ['(key)'] : [])].join(',');
-    let headers = this.byFields.get(list);
-    if (headers !== undefined) return headers;
-    headers = Object.freeze([
-      { key: 'veil.pipeline', value: utf8(this.name) },
-      { key: 'veil.config.version', value: utf8(this.configVersion) },
-      { key: 'veil.protected.fields', value: utf8(list) },
-    ]);
-    // bounded: guard-protected paths vary with the records (a map's keys are `*`, but names are not)
-    if (this.byFields.size >= 1024) this.byFields.clear();
-    this.byFields.set(list, headers);
-    return headers;
-  }
-}
-
 /** records protected between two sends */
 const CHUNK = 1000;
 
@@ -109,6 +77,8 @@ export class ProtectPipeline {
   /** batches running now, and a configuration change waiting for them (follow) */
   private readonly inFlight = new Set<Promise<void>>();
   private switching?: Promise<void>;
+  /** unmapped findings already logged (path NUL kind) */
+  private readonly warned = new Set<string>();
 
   constructor(deps: PipelineDeps) {
     this.deps = deps;
@@ -339,6 +309,7 @@ export class ProtectPipeline {
     const limitOf = async (topic: string) => limits.get(topic) ?? limits.set(topic, await kafka.maxMessageBytes(topic)).get(topic)!;
     const counted = new Map<string, number>();
     const kinds = new Map<string, number>();
+    const findings = new Set<string>();
     let sending: Promise<void> = Promise.resolve();
     let beat = Date.now();
     const partitionKey = `${records[0]!.topic}/${records[0]!.partition}`;
@@ -353,7 +324,10 @@ export class ProtectPipeline {
           const record = slice[j]!;
           const outcome = outcomes[j]!;
           let out = 'code' in outcome ? this.deadLetter(record, outcome.code, outcome) : this.cleanRecord(record, outcome.key, outcome.value, outcome.fields);
-          if ('kind' in outcome && outcome.kind !== undefined) kinds.set(outcome.kind, (kinds.get(outcome.kind) ?? 0) + 1);
+          if ('kind' in outcome && outcome.kind !== undefined) {
+            kinds.set(outcome.kind, (kinds.get(outcome.kind) ?? 0) + 1);
+            findings.add(`${outcome.path ?? ''}\u0000${outcome.kind}`);
+          }
           if (out.topic !== config.deadLetterTopic && !fitsAlone(out, limits.get(out.topic) ?? await limitOf(out.topic))) out = this.deadLetter(record, 'RECORD_TOO_LARGE');
           if (out.topic === config.deadLetterTopic) {
             if (!fitsAlone(out, deadLimit)) throw new StreamError('DEAD_LETTER_FAILED', `record ${record.topic}/${record.partition}@${record.offset}: its dead letter is larger than ${config.deadLetterTopic} accepts`);
@@ -375,6 +349,15 @@ export class ProtectPipeline {
     }
     for (const [code, n] of counted) codes.set(code, n);
     for (const [kind, n] of kinds) this.deps.metrics.unmapped.inc({ pipeline: this.deps.name, kind }, n);
+    for (const finding of findings) this.warnUnmapped(finding);
+  }
+
+  /** The unmapped guard's first finding at a path, logged once per path and kind (a path holds names, never values). */
+  private warnUnmapped(finding: string): void {
+    if (this.warned.has(finding) || this.warned.size >= 1000) return;
+    this.warned.add(finding);
+    const [path, kind] = finding.split('\u0000');
+    this.deps.log.warn({ pipeline: this.deps.name, path, kind, code: 'UNMAPPED_PERSONAL_DATA' }, 'personal data at a path the mapping does not name: its records are dead-lettered (map the path, or allow it)');
   }
 
   private cleanRecord(record: InRecord, key: Buffer | null, value: Buffer, fields: string | undefined): OutRecord {

@@ -138,22 +138,28 @@ export async function javaConsumeCommitted(topic: string, brokers = BROKERS.join
  * null — what another client sees, not what kafkajs makes of it.
  */
 export async function javaConsumeHeaders(topic: string, brokers = BROKERS.join(',')): Promise<{ partition: number; offset: string; value: Buffer; headers: { key: string; value: Buffer | null }[] }[]> {
+  return (await javaConsumeRecords(topic, brokers, false)).map(({ key: _, ...r }) => r);
+}
+
+/** javaConsumeHeaders with each record's key too (null for none). */
+export async function javaConsumeRecords(topic: string, brokers = BROKERS.join(','), keys = true): Promise<{ partition: number; offset: string; key: Buffer | null; value: Buffer; headers: { key: string; value: Buffer | null }[] }[]> {
   const { execFile } = await import('node:child_process');
   const { homedir } = await import('node:os');
   const libs = `${process.env.VEIL_CACHE_DIR ?? `${homedir()}/.cache/veil`}/kafka-${process.env.VEIL_KAFKA_VERSION ?? '3.9.1'}/libs/*`;
   const source = new URL('./java/ReadHeaders.java', import.meta.url).pathname;
   const out = await new Promise<string>((resolve, reject) => {
-    execFile('java', ['-cp', libs, '-Dlog4j.configuration=file:/dev/null', source, brokers, topic], { timeout: 300_000, maxBuffer: 256 << 20 }, (error, stdout) => (error ? reject(error) : resolve(stdout)));
+    execFile('java', ['-cp', libs, '-Dlog4j.configuration=file:/dev/null', source, brokers, topic, ...(keys ? ['keys'] : [])], { timeout: 300_000, maxBuffer: 256 << 20 }, (error, stdout) => (error ? reject(error) : resolve(stdout)));
   });
   const bytes = (hex: string) => (hex === '-' ? null : Buffer.from(hex, 'hex'));
   return out.split('\n').flatMap((line) => {
-    const m = /^(\d+) (\d+) ([0-9a-f]*|-)((?: [0-9a-f]*:(?:[0-9a-f]*|-))*)$/.exec(line);
+    const m = (keys ? /^(\d+) (\d+) ([0-9a-f]*|-) ([0-9a-f]*|-)((?: [0-9a-f]*:(?:[0-9a-f]*|-))*)$/ : /^(\d+) (\d+)()() ([0-9a-f]*|-)((?: [0-9a-f]*:(?:[0-9a-f]*|-))*)$/).exec(line);
     if (!m) return [];
-    const headers = m[4]!.trim() ? m[4]!.trim().split(' ').map((h) => {
-      const [key, value] = h.split(':') as [string, string];
-      return { key: Buffer.from(key, 'hex').toString('utf8'), value: bytes(value) };
+    const [, partition, offset, key, value, headerText] = keys ? m : [m[0], m[1], m[2], '-', m[5], m[6]];
+    const headers = headerText!.trim() ? headerText!.trim().split(' ').map((h) => {
+      const [k, v] = h.split(':') as [string, string];
+      return { key: Buffer.from(k, 'hex').toString('utf8'), value: bytes(v) };
     }) : [];
-    return [{ partition: Number(m[1]), offset: m[2]!, value: bytes(m[3]!) ?? Buffer.alloc(0), headers }];
+    return [{ partition: Number(partition), offset: offset!, key: bytes(key!), value: bytes(value!) ?? Buffer.alloc(0), headers }];
   });
 }
 

@@ -9,7 +9,8 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  * Reads a whole topic read_committed with Kafka's own Java client and prints, per record,
  * "partition offset valueHex" then each header in record order as " keyHex:valueHex", a null
  * value as " keyHex:-" (hex so that binary, empty and null values stay distinct). Run as a
- * single-file source: java -cp 'kafka libs/*' ReadHeaders.java BROKERS TOPIC
+ * single-file source: java -cp 'kafka libs/*' ReadHeaders.java BROKERS TOPIC [keys]; with
+ * "keys", the record key's hex (or -) comes before the value's.
  */
 public class ReadHeaders {
   static String hex(byte[] b) {
@@ -35,7 +36,7 @@ public class ReadHeaders {
       long deadline = System.currentTimeMillis() + 120_000;
       while (System.currentTimeMillis() < deadline) {
         for (ConsumerRecord<byte[], byte[]> r : c.poll(Duration.ofMillis(500))) {
-          StringBuilder line = new StringBuilder(r.partition() + " " + r.offset() + " " + hex(r.value()));
+          StringBuilder line = new StringBuilder(r.partition() + " " + r.offset() + " " + (args.length > 2 ? hex(r.key()) + " " : "") + hex(r.value()));
           for (Header h : r.headers()) line.append(" ").append(hex(h.key().getBytes(java.nio.charset.StandardCharsets.UTF_8))).append(":").append(hex(h.value()));
           System.out.println(line);
         }
