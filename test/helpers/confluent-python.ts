@@ -7,10 +7,10 @@ const exec = promisify(execFile);
 
 /**
  * The Python packages of the interop tests: confluent-kafka's own serializers (Protobuf, JSON
- * Schema) with their registry client, and grpcio-tools for protoc. Pinned, so a new release cannot
- * change what "interop" means between two runs.
+ * Schema, Avro with fastavro) with their registry client, and grpcio-tools for protoc. Pinned, so a
+ * new release cannot change what "interop" means between two runs.
  */
-const PACKAGES = ['confluent-kafka[schemaregistry,protobuf,json]==2.16.1', 'grpcio-tools==1.85.1'];
+const PACKAGES = ['confluent-kafka[schemaregistry,protobuf,json,avro]==2.16.1', 'grpcio-tools==1.85.1'];
 
 /**
  * A python3 with confluent-kafka in a venv under ~/.cache/veil (built once from PyPI, needs

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { isJsonNumber, isJsonObject, numberValue, parseLossless, printLossless, toPlain, type LosslessJson } from '../../json-bytes/lossless-json.ts';
 
 /**
  * The clean schema of an Avro raw schema: the schema protected records are written with.
@@ -16,6 +17,11 @@ import { createHash } from 'node:crypto';
  * type named `<Name>_<8 hex digits of the paths it carries>` (stable across schema versions). The
  * output is deterministic compact JSON; every named type is written with an explicit namespace
  * where it is first used and referred to by its full name afterwards.
+ *
+ * The schema is read and written losslessly (lossless-json.ts): every number — a `long` default
+ * beyond 2^53, a `double` default `1.0` or `1e400`, numbers inside record, array, map and union
+ * defaults, a fixed's size — is the raw text's, digit for digit; a protected number default
+ * becomes the text it was written as (`9223372036854775807` → `"9223372036854775807"`).
  */
 export class CleanSchemaError extends Error {
   constructor(message: string) {
@@ -24,7 +30,8 @@ export class CleanSchemaError extends Error {
   }
 }
 
-type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+/** JSON as parseLossless reads it: each number a LosslessNumber, the digits as written */
+type Json = LosslessJson;
 type JsonObject = { [key: string]: Json };
 
 type Op = { kind: 'field'; name: string } | { kind: 'items' };
@@ -77,13 +84,32 @@ export interface DeriveOptions {
 
 /** Derives the clean schema (compact JSON) of `rawSchema` for the protected record paths. */
 export function deriveCleanSchema(rawSchema: string, paths: readonly string[], options: DeriveOptions = {}): string {
-  let root: Json;
+  return printLossless(new Derivation(read(rawSchema), paths, options.absent ?? 'error').run());
+}
+
+function read(rawSchema: string): Json {
   try {
-    root = JSON.parse(rawSchema) as Json;
+    return parseLossless(rawSchema);
   } catch {
     throw new CleanSchemaError('the schema is not JSON');
   }
-  return JSON.stringify(new Derivation(root, paths, options.absent ?? 'error').run());
+}
+
+/**
+ * An Avro schema's text as avsc's `Type.forSchema` should get it: the value `JSON.parse` gives,
+ * except a `long` default (also inside a record, array, map or union default) written as an
+ * integer beyond ±2^53 is a bigint — its exact value, which the serde's long type (avro-types.ts)
+ * holds — where JSON.parse's nearest double would be wrong, or out of range and refused
+ * (`9223372036854775807` → 2^63). Everything else is as JSON.parse reads it: a `double` default
+ * stays a number. Text that is not JSON throws.
+ */
+export function avscSchema(schemaText: string): unknown {
+  const root = parseLossless(schemaText);
+  try {
+    return new Derivation(root, [], 'error').forAvsc();
+  } catch {
+    return toPlain(root); // not a schema the derivation can read: avsc judges it as JSON.parse reads it
+  }
 }
 
 function compile(path: string): Op[] {
@@ -92,8 +118,10 @@ function compile(path: string): Op[] {
     part.endsWith('[]') ? [{ kind: 'field', name: part.slice(0, -2) }, { kind: 'items' }] : [{ kind: 'field', name: part }]);
 }
 
-const isObject = (v: Json | undefined): v is JsonObject => typeof v === 'object' && v !== null && !Array.isArray(v);
+const isObject = (v: Json | undefined): v is JsonObject => isJsonObject(v);
 const isLeaf = (d: Demand) => d.at === d.ops.length;
+/** a protected default: a scalar becomes its text (a number the digits as written), null and structures stay */
+const asText = (value: Json): Json => (isJsonNumber(value) ? value.value : value === null || typeof value === 'object' ? value : String(value));
 const advance = (d: Demand): Demand => ({ ...d, at: d.at + 1 });
 /** where a demand is in its path, for messages: `cards[]` reached, `number` next */
 const where = (d: Demand) => {
@@ -178,7 +206,7 @@ class Derivation {
   private classify(node: Json, ns: string): Kind {
     if (typeof node === 'string') return PRIMITIVES.has(node) ? { kind: 'primitive', name: node } : { kind: 'named', named: this.resolve(node, ns) };
     if (Array.isArray(node)) return { kind: 'union', branches: node };
-    if (!isObject(node)) throw new CleanSchemaError(`not an Avro type: ${JSON.stringify(node)}`);
+    if (!isObject(node)) throw new CleanSchemaError(`not an Avro type: ${printLossless(node)}`);
     const type = node.type;
     if (typeof type === 'string' && PRIMITIVES.has(type)) return { kind: 'primitive', name: type };
     if (type === 'record' || type === 'error' || type === 'enum' || type === 'fixed') return { kind: 'named', named: this.define(node, ns) };
@@ -186,7 +214,7 @@ class Derivation {
     if (type === 'map') return { kind: 'map', node };
     // {"type": "x.Address"}: a reference written as an object
     if (typeof type === 'string') return { kind: 'named', named: this.resolve(type, ns) };
-    throw new CleanSchemaError(`not an Avro type: ${JSON.stringify(node)}`);
+    throw new CleanSchemaError(`not an Avro type: ${printLossless(node)}`);
   }
 
   // ---- building ---------------------------------------------------------------------------------
@@ -286,11 +314,11 @@ class Derivation {
       // (a field's default belongs to the union's first branch: null stays first, string takes the
       // place of the first other branch, so the converted default still matches)
       if (value === null) return value;
-      if (demands.some(isLeaf)) return typeof value === 'object' ? value : String(value);
+      if (demands.some(isLeaf)) return asText(value);
       const branch = t.branches.find((b) => !this.isNull(b, ns));
       return branch === undefined ? value : this.convertDefault(value, branch, ns, demands);
     }
-    if (demands.some(isLeaf)) return value === null || typeof value === 'object' ? value : String(value);
+    if (demands.some(isLeaf)) return asText(value);
     if (t.kind === 'array' && Array.isArray(value)) return value.map((v) => this.convertDefault(v, t.node.items ?? null, ns, demands.map(advance)));
     if (t.kind === 'named' && t.named.kind === 'record' && isObject(value)) {
       const converted: JsonObject = { ...value };
@@ -302,6 +330,58 @@ class Derivation {
       return converted;
     }
     return value;
+  }
+
+  // ---- the schema for avsc ---------------------------------------------------------------------
+
+  /** the schema as JS values for avsc's Type.forSchema (see avscSchema) */
+  forAvsc(): unknown {
+    return this.avscType(this.root, '');
+  }
+
+  private avscType(node: Json, ns: string): unknown {
+    if (Array.isArray(node)) return node.map((branch) => this.avscType(branch, ns));
+    if (!isObject(node)) return toPlain(node);
+    const out = toPlain(node) as Record<string, unknown>;
+    const type = node.type;
+    if (type === 'record' || type === 'error') {
+      const named = this.define(node, ns);
+      out.fields = (node.fields as JsonObject[]).map((field) => {
+        const f = toPlain(field) as Record<string, unknown>;
+        f.type = this.avscType(field.type!, named.namespace);
+        if ('default' in field) f.default = this.avscDefault(field.default!, field.type!, named.namespace);
+        return f;
+      });
+    } else if (type === 'array' && node.items !== undefined) out.items = this.avscType(node.items, ns);
+    else if (type === 'map' && node.values !== undefined) out.values = this.avscType(node.values, ns);
+    return out;
+  }
+
+  /** a default as a JS value of its type: a long beyond ±2^53 a bigint, other numbers as JSON.parse reads them */
+  private avscDefault(value: Json, node: Json, ns: string): unknown {
+    let t: Kind;
+    try {
+      t = this.classify(node, ns);
+    } catch {
+      return toPlain(value);
+    }
+    switch (t.kind) {
+      case 'union': // a union's default is of its first branch
+        return t.branches.length ? this.avscDefault(value, t.branches[0]!, ns) : toPlain(value);
+      case 'primitive':
+        return isJsonNumber(value) ? numberValue(value, t.name === 'long') : toPlain(value);
+      case 'array':
+        return Array.isArray(value) ? value.map((v) => this.avscDefault(v, t.node.items ?? null, ns)) : toPlain(value);
+      case 'map':
+        // the serde reads a map as the array of its entries (avro-types.ts): so is its default
+        return isObject(value) ? Object.entries(value).map(([key, v]) => ({ key, value: this.avscDefault(v, t.node.values ?? null, ns) })) : toPlain(value);
+      case 'named': {
+        if (t.named.kind !== 'record' || !isObject(value)) return toPlain(value);
+        const types = new Map((t.named.node.fields as JsonObject[]).map((f) => [f.name as string, f.type!]));
+        const fieldNs = t.named.namespace;
+        return mapValues(value, (v, name) => (types.has(name) ? this.avscDefault(v, types.get(name)!, fieldNs) : toPlain(v)));
+      }
+    }
   }
 
   private isNull(node: Json, ns: string): boolean {
@@ -344,6 +424,7 @@ class Derivation {
       return def;
     }
     if (Array.isArray(out)) return out.map((o) => this.serialize(o, ns, written));
+    if (isJsonNumber(out)) return out;
     if (out !== null && typeof out === 'object') {
       const obj: JsonObject = {};
       for (const [k, value] of Object.entries(out)) obj[k] = k === 'default' ? (value as Json) : this.serialize(value, ns, written);
@@ -351,6 +432,13 @@ class Derivation {
     }
     return out;
   }
+}
+
+/** an object's entries mapped, a `__proto__` key kept an own property */
+function mapValues(object: JsonObject, f: (value: Json, key: string) => unknown): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(object)) Object.defineProperty(out, k, { value: f(v, k), writable: true, enumerable: true, configurable: true });
+  return out;
 }
 
 function scalarBucket(t: Kind): string | undefined {

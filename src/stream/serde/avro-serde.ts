@@ -1,7 +1,7 @@
 import type avro from 'avsc';
 import type { SchemaRegistryPort } from '../ports.ts';
 import { StreamError } from '../stream-error.ts';
-import { CleanSchemaError, deriveCleanSchema } from './avro-clean-schema.ts';
+import { avscSchema, CleanSchemaError, deriveCleanSchema } from './avro-clean-schema.ts';
 import { avroType } from './avro-types.ts';
 import type { RecordProtection, Serde } from './serde.ts';
 import { protectRecord } from '../protect-record.ts';
@@ -51,13 +51,14 @@ export function avroSerde(options: AvroSerdeOptions): AvroSerde {
     const text = await registry.schemaById(id);
     let type: avro.Type;
     try {
-      type = avroType(JSON.parse(text));
+      type = avroType(avscSchema(text));
     } catch {
       throw new StreamError('RECORD_MALFORMED', `schema ${id} is not an Avro schema avsc can read`);
     }
     try {
+      // the registered text is the derivation's (numbers as written), never avsc's re-serialisation
       const cleanText = deriveCleanSchema(text, protectedPaths, { absent: 'skip' });
-      return { type, clean: { text: cleanText, type: avroType(JSON.parse(cleanText)) } };
+      return { type, clean: { text: cleanText, type: avroType(avscSchema(cleanText)) } };
     } catch (e) {
       const error = e instanceof CleanSchemaError ? e.message : `the derived clean schema is not valid Avro (${(e as Error).message})`;
       return { type, clean: { error } };

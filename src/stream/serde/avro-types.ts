@@ -31,7 +31,9 @@ const safeLong = avro.types.LongType.__with({
     return buf;
   },
   fromJSON: (n: unknown): number | bigint => (typeof n === 'number' && Number.isSafeInteger(n) ? n : BigInt(n as number)),
-  toJSON: (n: number | bigint): number => Number(n),
+  // exact: avsc copies a long as fromJSON(toJSON(value)), a field's default too when it builds the
+  // record writer — Number() would move 9223372036854775807 to 2^63 and refuse a valid default
+  toJSON: (n: number | bigint): number | bigint => n,
   isValid: (n: unknown): boolean => (typeof n === 'number' && Number.isSafeInteger(n)) || (typeof n === 'bigint' && n >= INT64_MIN && n <= INT64_MAX),
   compare: (a: number | bigint, b: number | bigint): number => (a < b ? -1 : a > b ? 1 : 0),
 });

@@ -1,3 +1,4 @@
+import { cloneLossless, isJsonObject, parseLossless, printLossless, type LosslessJson, type LosslessObject } from '../../json-bytes/lossless-json.ts';
 import { compilePath } from '../record-path.ts';
 
 /** Why a raw JSON Schema cannot get a clean form for the pipeline's paths (the records are dead-lettered). */
@@ -8,8 +9,9 @@ export class CleanJsonSchemaError extends Error {
   }
 }
 
-type Schema = Record<string, unknown>;
-const isSchema = (v: unknown): v is Schema => typeof v === 'object' && v !== null && !Array.isArray(v);
+/** a schema object as parseLossless reads it: its numbers are LosslessNumbers (objects, not schemas) */
+type Schema = LosslessObject;
+const isSchema = (v: unknown): v is Schema => isJsonObject(v);
 const COMBINATORS = ['oneOf', 'anyOf', 'allOf', 'not', 'if', 'then', 'else'] as const;
 
 /** A local reference (`#/$defs/Card`, `#/definitions/Card`) resolved in the root document. */
@@ -18,19 +20,20 @@ function resolve(root: Schema, node: Schema, seen = 0): Schema {
   if (typeof ref !== 'string') return node;
   if (seen > 32) throw new CleanJsonSchemaError('a $ref chain longer than 32');
   const m = /^#\/(\$defs|definitions)\/([^/]+)$/.exec(ref);
-  const target = m ? (root[m[1]!] as Record<string, unknown> | undefined)?.[decodeURIComponent(m[2]!).replaceAll('~1', '/').replaceAll('~0', '~')] : undefined;
+  const defs = m ? root[m[1]!] : undefined;
+  const target = m && isSchema(defs) ? defs[decodeURIComponent(m[2]!).replaceAll('~1', '/').replaceAll('~0', '~')] : undefined;
   if (!isSchema(target)) throw new CleanJsonSchemaError(`the $ref ${ref} is not a local definition`);
   // the reference may sit beside other keywords (2019-09+): they narrow the definition
   const beside = { ...node };
   delete beside.$ref;
-  return resolve(root, { ...structuredClone(target), ...beside }, seen + 1);
+  return resolve(root, { ...cloneLossless(target), ...beside }, seen + 1);
 }
 
 /** The leaf of a protected path: a string (nullable when the raw leaf allowed null), with its title and description. */
 function stringLeaf(raw: Schema): Schema {
-  const types = Array.isArray(raw.type) ? raw.type : [raw.type];
+  const types: unknown[] = Array.isArray(raw.type) ? raw.type : [raw.type];
   const out: Schema = { type: types.includes('null') ? ['string', 'null'] : 'string' };
-  for (const k of ['title', 'description', '$comment']) if (k in raw) out[k] = raw[k];
+  for (const k of ['title', 'description', '$comment']) if (k in raw) out[k] = raw[k]!;
   return out;
 }
 
@@ -41,11 +44,16 @@ function stringLeaf(raw: Schema): Schema {
  * definition may be used elsewhere, unprotected). A path the schema does not declare is skipped
  * (its records carry no such field, or the pipeline's `missing` policy decides). A path through a
  * combinator (oneOf, anyOf, allOf, not, if) or a tuple cannot be rewritten safely: it throws.
+ *
+ * The schema is read and written losslessly (lossless-json.ts): every number in the clean text is
+ * the raw text's, digit for digit — `maximum: 18446744073709551615`, an enum of integers beyond
+ * 2^53, `1.0`, `1e400` — so a record valid against the raw schema stays valid against the clean
+ * one (outside the protected values). Text that is not JSON throws a SyntaxError.
  */
 export function deriveCleanJsonSchema(rawText: string, paths: readonly string[]): string {
-  const root = JSON.parse(rawText) as unknown;
+  const root: LosslessJson = parseLossless(rawText);
   if (!isSchema(root)) throw new CleanJsonSchemaError('the schema is not a JSON object');
-  const doc: Schema = { root: structuredClone(root) };
+  const doc: Schema = { root: cloneLossless(root) };
   // the schema at holder[key], its local reference inlined in place
   const inline = (holder: Schema, key: string): Schema => {
     const node = holder[key];
@@ -77,5 +85,5 @@ export function deriveCleanJsonSchema(rawText: string, paths: readonly string[])
     }
     if (declared) holder[key] = stringLeaf(inline(holder, key));
   }
-  return JSON.stringify(doc.root);
+  return printLossless(doc.root!);
 }

@@ -1,6 +1,7 @@
 import avro from 'avsc';
 import { describe, expect, it } from 'vitest';
-import { CleanSchemaError, deriveCleanSchema } from '../../../src/stream/serde/avro-clean-schema.ts';
+import { avscSchema, CleanSchemaError, deriveCleanSchema } from '../../../src/stream/serde/avro-clean-schema.ts';
+import { avroType } from '../../../src/stream/serde/avro-types.ts';
 
 type Obj = Record<string, unknown>;
 
@@ -227,5 +228,75 @@ describe('deriveCleanSchema', () => {
     it('a schema that is not JSON', () => {
       expect(() => deriveCleanSchema('syntax = "proto3";', ['a'])).toThrow(/not JSON/);
     });
+  });
+});
+
+describe('deriveCleanSchema keeps every number as written', () => {
+  const I64_MAX = '9223372036854775807'; // JSON.parse: 9223372036854775808 (2^63, out of a long's range)
+  const I64_MIN = '-9223372036854775808';
+  const ODD = '9007199254740993'; // JSON.parse: 9007199254740992
+  // compact, every named type with its namespace: the clean text of no path is this text exactly
+  const field = {
+    id: `{"name":"id","type":"long","default":${I64_MAX}}`,
+    serial: `{"name":"serial","type":"long","default":${ODD}}`,
+    ratio: '{"name":"ratio","type":"double","default":1.0}',
+    huge: '{"name":"huge","type":"double","default":1e400}',
+    limits: `{"name":"limits","type":{"type":"record","name":"Limits","namespace":"acme","fields":[{"name":"max","type":"long","default":${I64_MIN}},{"name":"step","type":"double","default":0.10}]},"default":{"max":${I64_MAX},"step":0.10}}`,
+    history: `{"name":"history","type":{"type":"array","items":"long"},"default":[${ODD},${I64_MIN}]}`,
+    counters: `{"name":"counters","type":{"type":"map","values":"long"},"default":{"a":${ODD},"b":-0}}`,
+    nested: `{"name":"nested","type":{"type":"array","items":{"type":"map","values":{"type":"record","name":"Point","namespace":"acme","fields":[{"name":"x","type":"long"},{"name":"y","type":"double"}]}}},"default":[{"p":{"x":${I64_MAX},"y":-0.0}}]}`,
+    maybe: `{"name":"maybe","type":["long","null"],"default":${I64_MAX}}`,
+    amount: '{"name":"amount","type":{"type":"bytes","logicalType":"decimal","precision":38,"scale":9}}',
+    hash: '{"name":"hash","type":{"type":"fixed","name":"Hash","namespace":"acme","size":16}}',
+  };
+  const schemaText = (f: Record<string, string>) => `{"type":"record","name":"Account","namespace":"acme","fields":[${Object.values(f).join(',')}]}`;
+  const RAW = schemaText(field);
+
+  it('with no path to protect, the clean text is the raw text byte for byte', () => {
+    expect(deriveCleanSchema(RAW, [])).toBe(RAW);
+    expect(deriveCleanSchema(RAW, ['absent'], { absent: 'skip' })).toBe(RAW);
+  });
+
+  it('long defaults beyond 2^53 (record fields, nested records, arrays, maps, unions) keep their digits; a protected one becomes its text', () => {
+    const clean = deriveCleanSchema(RAW, ['id', 'ratio', 'limits.max', 'history[]', 'maybe']);
+    expect(clean).toBe(schemaText({
+      ...field,
+      id: `{"name":"id","type":"string","default":"${I64_MAX}"}`,
+      ratio: '{"name":"ratio","type":"string","default":"1.0"}',
+      limits: `{"name":"limits","type":{"type":"record","name":"Limits","namespace":"acme","fields":[{"name":"max","type":"string","default":"${I64_MIN}"},{"name":"step","type":"double","default":0.10}]},"default":{"max":"${I64_MAX}","step":0.10}}`,
+      history: `{"name":"history","type":{"type":"array","items":"string"},"default":["${ODD}","${I64_MIN}"]}`,
+      maybe: `{"name":"maybe","type":["string","null"],"default":"${I64_MAX}"}`,
+    }));
+  });
+
+  it('avsc reads raw and clean schemas with long defaults up to 2^63 − 1 exactly (the registered text is not avsc\'s)', () => {
+    const clean = deriveCleanSchema(RAW, ['id', 'limits.max']);
+    for (const text of [RAW, clean]) {
+      const type = avroType(avscSchema(text)) as avro.types.RecordType;
+      const defaults = Object.fromEntries(type.fields.map((f) => [f.name, f.defaultValue() as unknown]));
+      expect(defaults.serial).toBe(9007199254740993n);
+      expect(defaults.history).toEqual([9007199254740993n, -9223372036854775808n]);
+      expect(defaults.maybe).toBe(9223372036854775807n);
+      expect(defaults.huge).toBe(Infinity);
+      expect((defaults.counters as { key: string; value: unknown }[]).map((e) => [e.key, e.value])).toEqual([['a', 9007199254740993n], ['b', -0]]);
+      expect((defaults.nested as { key: string; value: { x: unknown } }[][])[0]![0]!.value.x).toBe(9223372036854775807n);
+    }
+    const rawDefaults = (avroType(avscSchema(RAW)) as avro.types.RecordType).fields;
+    expect(rawDefaults[0]!.defaultValue()).toBe(9223372036854775807n);
+    // avsc with JSON.parse's numbers refuses the same schema (2^63 is no long)
+    expect(() => avroType(JSON.parse(RAW))).toThrow();
+    // a record writes and reads back with the clean type
+    const cleanType = avroType(avscSchema(clean));
+    const value = cleanType.fromBuffer(cleanType.toBuffer({
+      id: 'tok', serial: 9007199254740993n, ratio: 0.5, huge: 1, limits: { max: 'tok', step: 0.1 }, history: [1], counters: [{ key: 'k', value: 2n ** 62n }],
+      nested: [], maybe: null, amount: Buffer.from([1]), hash: Buffer.alloc(16),
+    })) as { serial: unknown; counters: { value: unknown }[] };
+    expect(value.serial).toBe(9007199254740993n);
+    expect(value.counters[0]!.value).toBe(2n ** 62n);
+  });
+
+  it('avscSchema is JSON.parse for what it cannot read as a schema, and throws on what is not JSON', () => {
+    expect(avscSchema(`{"type":"record","fields":1.0,"x":${ODD}}`)).toEqual({ type: 'record', fields: 1, x: 9007199254740992 });
+    expect(() => avscSchema('{')).toThrow(SyntaxError);
   });
 });

@@ -1,7 +1,9 @@
 import avro from 'avsc';
 import { describe, expect, it } from 'vitest';
 import { chainFrom } from '../../../src/engine/index.ts';
+import { avscSchema } from '../../../src/stream/serde/avro-clean-schema.ts';
 import { avroSerde } from '../../../src/stream/serde/avro-serde.ts';
+import { avroType } from '../../../src/stream/serde/avro-types.ts';
 import { StreamError } from '../../../src/stream/stream-error.ts';
 import { FakeRegistry } from './fake-registry.ts';
 
@@ -128,6 +130,31 @@ describe('avroSerde', () => {
     const back = cleanWriter.fromBuffer(out.subarray(5)) as typeof v;
     expect(back.createdNanos).toBe(big);
     expect(back.cards[0]!.number).toBe('9007199254740993');
+  });
+
+  it('reads a raw schema whose long defaults reach 2^63 − 1, and registers a clean text that keeps every default as written', async () => {
+    const registry = new FakeRegistry();
+    const fields = [
+      '{"name":"id","type":"long","default":9223372036854775807}',
+      '{"name":"email","type":"string","default":"x@y.ch"}',
+      '{"name":"serial","type":["long","null"],"default":9007199254740993}',
+      '{"name":"limits","type":{"type":"array","items":"long"},"default":[-9223372036854775808,9223372036854775807]}',
+      '{"name":"ratio","type":"double","default":1.0}',
+    ];
+    const text = (f: string[]) => `{"type":"record","name":"Big","namespace":"acme","fields":[${f.join(',')}]}`;
+    const rawId = registry.add(text(fields));
+    const serde = avroSerde({ registry, protectedPaths: ['email', 'id'] });
+    const writer = avroType(avscSchema(text(fields)));
+    const decoded = await serde.decode(wire(rawId, writer, { id: 2n ** 63n - 1n, email: 'a@b.ch', serial: null, limits: [], ratio: 2 }));
+    const v = decoded.value as { id: unknown; email: unknown };
+    expect(v.id).toBe(2n ** 63n - 1n);
+    v.id = String(v.id);
+    v.email = 'tok';
+    const out = await serde.encode(decoded, 'clean');
+    expect(registry.latest('clean-value')).toBe(text([
+      '{"name":"id","type":"string","default":"9223372036854775807"}', fields[1]!, ...fields.slice(2),
+    ]));
+    expect(avroType(avscSchema(registry.latest('clean-value'))).fromBuffer(out.subarray(5))).toEqual({ id: '9223372036854775807', email: 'tok', serial: null, limits: [], ratio: 2 });
   });
 
   it('costs no registry call for repeated records, and shares the first lookups', async () => {
