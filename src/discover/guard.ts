@@ -35,31 +35,72 @@ export function fieldHints(name: string): number {
   return hints;
 }
 
-/** Whether a value with these traits can be any guarded kind: most values (words, codes, amounts) stop here. */
-export function worthChecking(length: number, digits: number, at: boolean, hints: number): boolean {
-  if (length < 5 || length > 254) return false;
-  return at || digits >= 6 || (hints & (PERSON | BIRTH)) !== 0;
+/** What a value is made of, counted in one pass over it (its text or its UTF-8 bytes: both count ASCII alike). */
+export interface Shape {
+  length: number;
+  letters: number;
+  digits: number;
+  at: boolean;
+  /** two letters then two digits: how an IBAN starts */
+  ibanStart: boolean;
+  /** starts with + or 00: an international phone number */
+  international: boolean;
 }
 
 /**
- * The kind of personal data `text` is, if any, for a value in a field of these hints (fieldHints).
- * Name-dependent kinds (phone numbers without +, nine bare digits as an SSN, dates of birth,
- * person names) need the field's name to say so.
+ * Whether a value of this shape, in a field of these hints, can be any guarded kind: the gates
+ * unmappedValueKind runs its validators behind, so that a caller holding only bytes skips
+ * decoding what no validator would accept (most values: words, codes, amounts, ids, timestamps).
  */
-export function unmappedValueKind(text: string, name: string): GuardKind | undefined {
-  const hints = fieldHints(name);
-  const context = { name: hints === 0 ? '' : normaliseName(name) };
-  if (text.includes('@')) return isEmail(text) ? 'email' : undefined;
-  if (isPaymentCard(text)) return 'payment-card';
-  if (isIban(text)) return 'iban';
-  if (isUsSsn(text, context)) return 'us-ssn';
-  if (isUkNino(text)) return 'uk-nino';
-  if (isFrNir(text)) return 'fr-nir';
-  if ((hints & PHONE) !== 0 || text.startsWith('+') || text.startsWith('00')) {
-    if (isPhone(text, context)) return 'phone';
+export function mayBePersonal(shape: Shape, hints: number): boolean {
+  const { length, letters, digits } = shape;
+  if (length < 5 || length > 254) return false;
+  if (shape.at) return true;
+  if (letters === 0 && ((digits >= 12 && digits <= 19) || (digits === 9 && (length === 11 || (hints & SSN) !== 0)) || digits === 15)) return true;
+  if (letters > 0 && ((shape.ibanStart && length >= 15) || (digits === 6 && letters === 3) || (digits === 13 && letters === 2))) return true;
+  if (((hints & PHONE) !== 0 || shape.international) && digits >= 6) return true;
+  if ((hints & BIRTH) !== 0 && digits >= 4) return true;
+  return (hints & PERSON) !== 0 && digits === 0 && length <= 80;
+}
+
+const IBAN_START = /^[A-Za-z]{2}\d{2}/;
+
+/** The shape of a value's text. */
+export function shapeOf(text: string): Shape {
+  let letters = 0;
+  let digits = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c >= 0x30 && c <= 0x39) digits++;
+    else if ((c | 0x20) >= 0x61 && (c | 0x20) <= 0x7a) letters++;
   }
-  if ((hints & BIRTH) !== 0 && isDateOfBirth(text, context)) return 'date-of-birth';
-  if ((hints & PERSON) !== 0 && isPersonName(text, context)) return 'person-name';
+  return { length: text.length, letters, digits, at: text.includes('@'), ibanStart: IBAN_START.test(text), international: text.startsWith('+') || text.startsWith('00') };
+}
+
+/**
+ * The kind of personal data `text` is, if any, for a value in a field named `name` ('' for
+ * none; `hints` are fieldHints(name), passed when known). Name-dependent kinds (phone numbers
+ * without +, nine bare digits as an SSN, dates of birth, person names) need the field's name to
+ * say so. Each validator runs only on values of its shape (mayBePersonal).
+ */
+export function unmappedValueKind(text: string, name: string, hints = fieldHints(name)): GuardKind | undefined {
+  const shape = shapeOf(text);
+  if (!mayBePersonal(shape, hints)) return undefined;
+  const context = { name: hints === 0 ? '' : normaliseName(name) };
+  if (shape.at) return isEmail(text) ? 'email' : undefined;
+  const { letters, digits } = shape;
+  if (letters === 0) {
+    if (digits >= 12 && digits <= 19 && isPaymentCard(text)) return 'payment-card';
+    if (digits === 9 && isUsSsn(text, context)) return 'us-ssn';
+    if (digits === 15 && isFrNir(text)) return 'fr-nir';
+  } else {
+    if (shape.ibanStart && isIban(text)) return 'iban';
+    if (digits === 6 && letters === 3 && isUkNino(text)) return 'uk-nino';
+    if (digits === 13 && letters === 2 && isFrNir(text)) return 'fr-nir';
+  }
+  if (((hints & PHONE) !== 0 || shape.international) && digits >= 6 && isPhone(text, context)) return 'phone';
+  if ((hints & BIRTH) !== 0 && digits >= 4 && isDateOfBirth(text, context)) return 'date-of-birth';
+  if ((hints & PERSON) !== 0 && digits === 0 && isPersonName(text, context)) return 'person-name';
   return undefined;
 }
 

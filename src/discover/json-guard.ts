@@ -1,6 +1,6 @@
 import { foldKey } from '../json-bytes/paths.ts';
 import { EV_RAW, EV_STRING, keyText, leafText, type PlaceStep, type ScanPlace, type UnmappedVisitor } from '../json-bytes/scan.ts';
-import { fieldHints, unmappedKeyKind, unmappedValueKind, worthChecking, type GuardKind } from './guard.ts';
+import { fieldHints, mayBePersonal, unmappedKeyKind, unmappedValueKind, type GuardKind, type Shape } from './guard.ts';
 import { pathSegment } from './profile.ts';
 
 /** Personal data where no mapping looks: the path (keys that are data shown as `*`) and kind — never the value. */
@@ -35,6 +35,7 @@ export class JsonGuard implements UnmappedVisitor {
   readonly findings: UnmappedFinding[] = [];
   private readonly allow: readonly AllowedPath[];
   private readonly fold: boolean;
+  private readonly hints = new KeyHints();
 
   /** `fold`: allowed paths match keys case-insensitively, as the mapping's paths do (keys: insensitive) */
   constructor(allow: readonly AllowedPath[], fold: boolean) {
@@ -51,37 +52,22 @@ export class JsonGuard implements UnmappedVisitor {
     if (kind === EV_RAW && !isDigit(b[start])) return;
     const from = kind === EV_STRING ? start + 1 : start;
     const to = kind === EV_STRING ? end - 1 : end;
-    let digits = 0;
-    let at = false;
-    for (let k = from; k < to; k++) {
-      const c = b[k]!;
-      if (c >= 0x30 && c <= 0x39) digits++;
-      else if (c === 0x40) at = true;
-      else if (kind === EV_RAW) return; // a fraction or an exponent: not an identifier
-    }
-    const name = this.fieldName(b, place);
-    if (!worthChecking(to - from, digits, at, fieldHints(name))) return;
-    const found = unmappedValueKind(leafText(b, kind, start, end), name);
+    // a number with a fraction or an exponent is no identifier
+    if (kind === EV_RAW && !allDigits(b, from, to)) return;
+    const shape = shapeOfBytes(b, from, to);
+    const keyStart = place.keyStart();
+    const hints = keyStart < 0 ? 0 : this.hints.of(b, keyStart, place.keyEnd());
+    if (!mayBePersonal(shape, hints)) return;
+    const name = keyStart < 0 ? '' : keyText(b, keyStart, place.keyEnd());
+    const found = unmappedValueKind(leafText(b, kind, start, end), name, hints);
     if (found !== undefined) this.report(place.steps(), found, start, end, false);
   }
 
   key(b: Buffer, start: number, end: number, place: ScanPlace): void {
     if (this.findings.length >= MAX_FINDINGS) return;
-    let digits = 0;
-    let at = false;
-    for (let k = start + 1; k < end - 1; k++) {
-      const c = b[k]!;
-      if (c >= 0x30 && c <= 0x39) digits++;
-      else if (c === 0x40) at = true;
-    }
-    if (!worthChecking(end - start - 2, digits, at, 0)) return;
+    if (!mayBePersonal(shapeOfBytes(b, start + 1, end - 1), 0)) return;
     const found = unmappedKeyKind(keyText(b, start, end));
     if (found !== undefined) this.report(place.steps(), found, start, end, true);
-  }
-
-  private fieldName(b: Buffer, place: ScanPlace): string {
-    const start = place.keyStart();
-    return start < 0 ? '' : keyText(b, start, place.keyEnd());
   }
 
   private report(steps: PlaceStep[], kind: GuardKind, start: number, end: number, key: boolean): void {
@@ -109,6 +95,75 @@ export function formatPath(steps: readonly PlaceStep[], lastIsDataKey = false): 
     }
   });
   return out;
+}
+
+/**
+ * fieldHints by a key's raw bytes, without decoding it: records repeat the same few keys, and a
+ * string per value would cost more than the guard's checks. Bounded (records with data as keys).
+ */
+class KeyHints {
+  private readonly byHash = new Map<number, { bytes: Buffer; hints: number }[]>();
+  private size = 0;
+
+  of(b: Buffer, start: number, end: number): number {
+    let h = 0x811c9dc5;
+    for (let k = start; k < end; k++) h = Math.imul(h ^ b[k]!, 0x01000193);
+    const bucket = this.byHash.get(h);
+    if (bucket !== undefined) for (const e of bucket) if (sameBytes(e.bytes, b, start, end)) return e.hints;
+    const hints = fieldHints(keyText(b, start, end));
+    if (this.size >= 4096) {
+      this.byHash.clear();
+      this.size = 0;
+    }
+    const entry = { bytes: Buffer.from(b.subarray(start, end)), hints };
+    if (bucket === undefined) this.byHash.set(h, [entry]);
+    else bucket.push(entry);
+    this.size++;
+    return hints;
+  }
+}
+
+/** short keys: a loop costs less than Buffer#compare's call into native code */
+function sameBytes(key: Buffer, b: Buffer, start: number, end: number): boolean {
+  if (key.length !== end - start) return false;
+  for (let k = 0; k < key.length; k++) if (key[k] !== b[start + k]) return false;
+  return true;
+}
+
+// one shape, overwritten value after value (the guard is synchronous): no object per value
+const scratch: Shape = { length: 0, letters: 0, digits: 0, at: false, ibanStart: false, international: false };
+
+/**
+ * shapeOf over UTF-8 bytes, into the shared scratch shape: ASCII letters and digits count as in
+ * the text (a multi-byte letter only lengthens it; the validators refuse it anyway).
+ */
+function shapeOfBytes(b: Buffer, from: number, to: number): Shape {
+  let letters = 0;
+  let digits = 0;
+  let at = false;
+  for (let k = from; k < to; k++) {
+    const c = b[k]!;
+    if (c >= 0x30 && c <= 0x39) digits++;
+    else if ((c | 0x20) >= 0x61 && (c | 0x20) <= 0x7a) letters++;
+    else if (c === 0x40 || c === 0x5c) at = true; // an escape may hide an @: decode and look
+  }
+  const c0 = b[from];
+  scratch.length = to - from;
+  scratch.letters = letters;
+  scratch.digits = digits;
+  scratch.at = at;
+  scratch.ibanStart = to - from >= 4 && isLetter(c0) && isLetter(b[from + 1]) && isDigit(b[from + 2]) && isDigit(b[from + 3]);
+  scratch.international = c0 === 0x2b || (c0 === 0x30 && b[from + 1] === 0x30);
+  return scratch;
+}
+
+function allDigits(b: Buffer, from: number, to: number): boolean {
+  for (let k = from; k < to; k++) if (!isDigit(b[k])) return false;
+  return true;
+}
+
+function isLetter(c: number | undefined): boolean {
+  return c !== undefined && (c | 0x20) >= 0x61 && (c | 0x20) <= 0x7a;
 }
 
 function isDigit(c: number | undefined): boolean {
