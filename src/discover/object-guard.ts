@@ -1,0 +1,114 @@
+import { foldKey } from '../json-bytes/paths.ts';
+import type { PlaceStep } from '../json-bytes/scan.ts';
+import { fieldHints, unmappedKeyKind, unmappedValueKind, type GuardKind } from './guard.ts';
+import { formatPath, type AllowedPath } from './json-guard.ts';
+
+/** Personal data in a decoded record where no mapping looks: the path and kind — never the value. */
+export interface ObjectFinding {
+  path: string;
+  kind: GuardKind;
+  /** the finding is a map key, not a value */
+  key: boolean;
+  /** where the value sits, to protect it in place: its parent and the key or index there (absent for a key) */
+  parent?: Record<string, unknown> | unknown[];
+  at?: string | number;
+}
+
+/** A tree of mapped paths: a key's subtree, `[]` for array elements, and `leaf` where a mapped value sits. */
+interface PathTree {
+  keys: Map<string, PathTree>;
+  each?: PathTree;
+  leaf: boolean;
+}
+
+const MAX_FINDINGS = 16;
+
+/**
+ * The unmapped guard over a decoded record (an Avro or Protobuf value as the serde decoded it):
+ * every string, integer and map key at a path no mapping names and no allowed path covers is
+ * checked by the guard's detectors. Bytes (Uint8Array) hold no text and are skipped. Paths are
+ * pipeline paths (`contacts[].email`); keys that are data show as `*`.
+ */
+export class ObjectGuard {
+  private readonly mapped: PathTree;
+  private readonly allow: readonly AllowedPath[];
+  private readonly fold: boolean;
+
+  /** `mapped`: the pipeline's record paths (`cards[].number`); `fold`: keys match case-insensitively */
+  constructor(mapped: readonly string[], allow: readonly AllowedPath[], fold: boolean) {
+    this.fold = fold;
+    this.mapped = { keys: new Map(), leaf: false };
+    for (const path of mapped) this.add(path);
+    this.allow = fold ? allow.map((p) => p.map((s) => (s === null ? null : foldKey(s)))) : allow;
+  }
+
+  /** The findings in `record`, in walk order (the first names the dead letter). */
+  findings(record: unknown): ObjectFinding[] {
+    const out: ObjectFinding[] = [];
+    this.walk(record, this.mapped, [], out, undefined, undefined);
+    return out;
+  }
+
+  private add(path: string): void {
+    let node = this.mapped;
+    for (const part of path.split('.')) {
+      const each = part.endsWith('[]');
+      const name = this.norm(each ? part.slice(0, -2) : part);
+      let next = node.keys.get(name);
+      if (next === undefined) node.keys.set(name, (next = { keys: new Map(), leaf: false }));
+      node = next;
+      if (each) node = node.each ??= { keys: new Map(), leaf: false };
+    }
+    node.leaf = true;
+  }
+
+  private norm(key: string): string {
+    return this.fold ? foldKey(key) : key;
+  }
+
+  // eslint-disable-next-line max-params -- a recursive walk: the place and where to write travel with it
+  private walk(value: unknown, tree: PathTree | undefined, steps: PlaceStep[], out: ObjectFinding[], parent: Record<string, unknown> | unknown[] | undefined, at: string | number | undefined): void {
+    if (out.length >= MAX_FINDINGS || value === null || value === undefined || value instanceof Uint8Array) return;
+    if (tree?.leaf === true) return;
+    if (this.allowed(steps)) return;
+    if (Array.isArray(value)) {
+      value.forEach((v, i) => {
+        steps.push(null);
+        this.walk(v, tree?.each, steps, out, value, i);
+        steps.pop();
+      });
+      return;
+    }
+    if (value instanceof Map) {
+      for (const [k, v] of value) this.entry(String(k), v, tree, steps, out, undefined);
+      return;
+    }
+    if (typeof value === 'object') {
+      const obj = value as Record<string, unknown>;
+      for (const k of Object.keys(obj)) this.entry(k, obj[k], tree, steps, out, obj);
+      return;
+    }
+    const text = typeof value === 'string' ? value : typeof value === 'bigint' || (typeof value === 'number' && Number.isSafeInteger(value)) ? String(value) : undefined;
+    if (text === undefined || (typeof value !== 'string' && text.startsWith('-'))) return;
+    const name = typeof steps.at(-1) === 'string' ? (steps.at(-1) as string) : '';
+    const kind = unmappedValueKind(text, name, fieldHints(name));
+    if (kind !== undefined) out.push({ path: formatPath(steps), kind, key: false, ...(parent === undefined ? {} : { parent, at: at! }) });
+  }
+
+  // eslint-disable-next-line max-params -- as walk
+  private entry(key: string, value: unknown, tree: PathTree | undefined, steps: PlaceStep[], out: ObjectFinding[], parent: Record<string, unknown> | undefined): void {
+    steps.push(key);
+    const keyKind = unmappedKeyKind(key);
+    if (keyKind !== undefined && !this.allowed(steps) && out.length < MAX_FINDINGS) out.push({ path: formatPath(steps, true), kind: keyKind, key: true });
+    this.walk(value, tree?.keys.get(this.norm(key)), steps, out, parent, key);
+    steps.pop();
+  }
+
+  private allowed(steps: readonly PlaceStep[]): boolean {
+    return this.allow.some((entry) => entry.length <= steps.length && entry.every((s, i) => {
+      const step = steps[i]!;
+      if (s === null || step === null) return s === step;
+      return s === (this.fold ? foldKey(step) : step);
+    }));
+  }
+}
