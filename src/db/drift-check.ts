@@ -1,5 +1,5 @@
-import { detect, KINDS, normaliseName, type Kind } from '../discover/detectors.ts';
-import { Profiler } from '../discover/profile.ts';
+import { normaliseName, type Kind } from '../discover/detectors.ts';
+import { MASKED, pathSegment, Profiler } from '../discover/profile.ts';
 import type { SqlSession } from './rewrap.ts';
 import { quoteIdent, triggerMapping, VEIL_TRIGGER } from './rewrap-sql.ts';
 
@@ -215,8 +215,7 @@ export function selectTables<T extends Pick<CheckTable, 'schema' | 'name'>>(tabl
 }
 
 /** The keys of the profiler's records must be field names it shows as they are (not `*`). */
-const FIELD_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
-const shownAsIs = (key: string) => FIELD_NAME.test(key) && !KINDS.some((kind) => detect(kind, key, { name: '' }));
+const shownAsIs = (key: string) => pathSegment(key) !== MASKED;
 
 /**
  * The profiler's key for each column: `_` and the column's normalised name (the detectors read
