@@ -10,3 +10,12 @@ export const STREAM_METRIC_NAMES = {
 } as const;
 
 export type ChartedStreamMetric = keyof typeof STREAM_METRIC_NAMES;
+
+/**
+ * The unmapped guard's findings (labels pipeline, path, kind; never a value): the portal's
+ * Pipelines page lists them and turns them into a draft mapping. Paths per pipeline are bounded
+ * (UNMAPPED_PATHS_MAX); further ones are counted under the path `(other)`.
+ */
+export const UNMAPPED_FINDINGS_METRIC = 'veil_stream_unmapped_findings_total';
+export const UNMAPPED_PATHS_MAX = 100;
+export const OTHER_PATH = '(other)';

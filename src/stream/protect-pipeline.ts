@@ -308,8 +308,8 @@ export class ProtectPipeline {
     const limits = new Map<string, number>();
     const limitOf = async (topic: string) => limits.get(topic) ?? limits.set(topic, await kafka.maxMessageBytes(topic)).get(topic)!;
     const counted = new Map<string, number>();
-    const kinds = new Map<string, number>();
-    const findings = new Set<string>();
+    /** dead letters of the unmapped guard by path NUL kind */
+    const findings = new Map<string, number>();
     let sending: Promise<void> = Promise.resolve();
     let beat = Date.now();
     const partitionKey = `${records[0]!.topic}/${records[0]!.partition}`;
@@ -325,8 +325,8 @@ export class ProtectPipeline {
           const outcome = outcomes[j]!;
           let out = 'code' in outcome ? this.deadLetter(record, outcome.code, outcome) : this.cleanRecord(record, outcome.key, outcome.value, outcome.fields);
           if ('kind' in outcome && outcome.kind !== undefined) {
-            kinds.set(outcome.kind, (kinds.get(outcome.kind) ?? 0) + 1);
-            findings.add(`${outcome.path ?? ''}\u0000${outcome.kind}`);
+            const finding = `${outcome.path ?? ''}\u0000${outcome.kind}`;
+            findings.set(finding, (findings.get(finding) ?? 0) + 1);
           }
           if (out.topic !== config.deadLetterTopic && !fitsAlone(out, limits.get(out.topic) ?? await limitOf(out.topic))) out = this.deadLetter(record, 'RECORD_TOO_LARGE');
           if (out.topic === config.deadLetterTopic) {
@@ -348,15 +348,18 @@ export class ProtectPipeline {
       throw e;
     }
     for (const [code, n] of counted) codes.set(code, n);
-    for (const [kind, n] of kinds) this.deps.metrics.unmapped.inc({ pipeline: this.deps.name, kind }, n);
-    for (const finding of findings) this.warnUnmapped(finding);
+    for (const [finding, n] of findings) {
+      const [path, kind] = finding.split('\u0000') as [string, string];
+      this.deps.metrics.countUnmapped(this.deps.name, path, kind, n);
+      this.warnUnmapped(path, kind);
+    }
   }
 
   /** The unmapped guard's first finding at a path, logged once per path and kind (a path holds names, never values). */
-  private warnUnmapped(finding: string): void {
+  private warnUnmapped(path: string, kind: string): void {
+    const finding = `${path}\u0000${kind}`;
     if (this.warned.has(finding) || this.warned.size >= 1000) return;
     this.warned.add(finding);
-    const [path, kind] = finding.split('\u0000');
     this.deps.log.warn({ pipeline: this.deps.name, path, kind, code: 'UNMAPPED_PERSONAL_DATA' }, 'personal data at a path the mapping does not name: its records are dead-lettered (map the path, or allow it)');
   }
 

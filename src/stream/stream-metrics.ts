@@ -1,5 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import { STREAM_METRIC_NAMES as NAMES } from '../observability/stream-metric-names.ts';
+import { OTHER_PATH, STREAM_METRIC_NAMES as NAMES, UNMAPPED_FINDINGS_METRIC, UNMAPPED_PATHS_MAX } from '../observability/stream-metric-names.ts';
 
 /** Stream metrics: labels are pipeline, topic, partition and error code — never values. */
 export class StreamMetrics {
@@ -7,7 +7,9 @@ export class StreamMetrics {
   readonly recordsIn = new Counter({ name: NAMES.recordsIn, help: 'Records read from raw topics', labelNames: ['pipeline'] as const, registers: [this.registry] });
   readonly recordsOut = new Counter({ name: NAMES.recordsOut, help: 'Protected records written to clean topics', labelNames: ['pipeline'] as const, registers: [this.registry] });
   readonly deadLettered = new Counter({ name: NAMES.deadLettered, help: 'Records sent to the dead-letter topic', labelNames: ['pipeline', 'code'] as const, registers: [this.registry] });
-  readonly unmapped = new Counter({ name: 'veil_stream_unmapped_findings_total', help: 'Records dead-lettered by the unmapped guard (personal data at a path the mapping does not name), by the kind found first (never the value)', labelNames: ['pipeline', 'kind'] as const, registers: [this.registry] });
+  readonly unmapped = new Counter({ name: UNMAPPED_FINDINGS_METRIC, help: 'Records dead-lettered by the unmapped guard (personal data at a path the mapping does not name), by the path and kind found first (never the value)', labelNames: ['pipeline', 'path', 'kind'] as const, registers: [this.registry] });
+  /** the paths each pipeline has counted findings under, bounded: a producer's field names must not grow the series without end */
+  private readonly unmappedPaths = new Map<string, Set<string>>();
   readonly retries = new Counter({ name: 'veil_stream_batch_retries_total', help: 'Batches aborted for a retriable failure and read again', labelNames: ['pipeline'] as const, registers: [this.registry] });
   readonly recoveries = new Counter({ name: 'veil_stream_recoveries_total', help: 'Times a stalled or crashed consumer was re-created with its producers', labelNames: ['pipeline'] as const, registers: [this.registry] });
   readonly batchLatency = new Histogram({
@@ -21,6 +23,14 @@ export class StreamMetrics {
 
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: 'veil_stream_' });
+  }
+
+  /** `n` records of `pipeline` dead-lettered for personal data of `kind` at `path` */
+  countUnmapped(pipeline: string, path: string, kind: string, n: number): void {
+    let paths = this.unmappedPaths.get(pipeline);
+    if (paths === undefined) this.unmappedPaths.set(pipeline, (paths = new Set()));
+    if (!paths.has(path) && paths.size < UNMAPPED_PATHS_MAX) paths.add(path);
+    this.unmapped.inc({ pipeline, path: paths.has(path) ? path : OTHER_PATH, kind }, n);
   }
 
   setLag(pipeline: string, topic: string, partition: number, lag: number): void {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parsePrometheusText, sumOf } from '../../src/portal/prometheus-text.ts';
-import { STREAM_METRIC_NAMES } from '../../src/observability/stream-metric-names.ts';
+import { OTHER_PATH, STREAM_METRIC_NAMES, UNMAPPED_FINDINGS_METRIC, UNMAPPED_PATHS_MAX } from '../../src/observability/stream-metric-names.ts';
 import { StreamMetrics } from '../../src/stream/stream-metrics.ts';
 
 describe('stream metrics the admin portal charts', () => {
@@ -35,5 +35,16 @@ describe('stream metrics the admin portal charts', () => {
     expect(sumOf(samples, STREAM_METRIC_NAMES.lag, { pipeline: 'orders' })).toBe(11);
     metrics.setLag('customers', 'raw.customers', 0, 2);
     expect(sumOf(parsePrometheusText(await metrics.registry.metrics()), STREAM_METRIC_NAMES.lag, { pipeline: 'customers' })).toBe(5);
+  });
+
+  it('counts unmapped findings by pipeline, path and kind, with at most UNMAPPED_PATHS_MAX paths per pipeline (the rest under (other))', async () => {
+    const metrics = new StreamMetrics();
+    metrics.countUnmapped('customers', 'backupEmail', 'email', 3);
+    metrics.countUnmapped('customers', 'backupEmail', 'email', 2);
+    for (let i = 0; i < UNMAPPED_PATHS_MAX + 5; i++) metrics.countUnmapped('orders', `f${i}`, 'iban', 1);
+    const samples = parsePrometheusText(await metrics.registry.metrics());
+    expect(sumOf(samples, UNMAPPED_FINDINGS_METRIC, { pipeline: 'customers', path: 'backupEmail', kind: 'email' })).toBe(5);
+    expect(sumOf(samples, UNMAPPED_FINDINGS_METRIC, { pipeline: 'orders', path: OTHER_PATH })).toBe(5);
+    expect(samples.filter((x) => x.name === UNMAPPED_FINDINGS_METRIC && x.labels.pipeline === 'orders')).toHaveLength(UNMAPPED_PATHS_MAX + 1);
   });
 });
