@@ -66,7 +66,7 @@ export class ObjectGuard {
     return this.fold ? foldKey(key) : key;
   }
 
-  // eslint-disable-next-line max-params -- a recursive walk: the place and where to write travel with it
+  // a recursive walk: the place and where to write travel with it
   private walk(value: unknown, tree: PathTree | undefined, steps: PlaceStep[], out: ObjectFinding[], parent: Record<string, unknown> | unknown[] | undefined, at: string | number | undefined): void {
     if (out.length >= MAX_FINDINGS || value === null || value === undefined || value instanceof Uint8Array) return;
     if (tree?.leaf === true) return;
@@ -95,7 +95,6 @@ export class ObjectGuard {
     if (kind !== undefined) out.push({ path: formatPath(steps), kind, key: false, ...(parent === undefined ? {} : { parent, at: at! }) });
   }
 
-  // eslint-disable-next-line max-params -- as walk
   private entry(key: string, value: unknown, tree: PathTree | undefined, steps: PlaceStep[], out: ObjectFinding[], parent: Record<string, unknown> | undefined): void {
     steps.push(key);
     const keyKind = unmappedKeyKind(key);

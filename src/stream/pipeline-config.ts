@@ -108,7 +108,8 @@ export function pipelineIssues(p: PipelineConfig, isField: (className: string, p
   // with keys: insensitive, `Email` and `email` are one path
   const paths = p.fields.map((f) => (p.keys === 'exact' ? f.path : foldKey(f.path)));
   paths.forEach((path, i) => {
-    if (paths.indexOf(path) !== i) error(`/fields/${i}/path`, `path ${p.fields[i]!.path} is mapped twice${p.keys === 'exact' ? '' : ' (keys match case-insensitively: keys: exact tells them apart)'}`);
+    const first = paths.indexOf(path);
+    if (first !== i) error(`/fields/${i}/path`, `path ${p.fields[i]!.path} is mapped twice${p.fields[first]!.path === p.fields[i]!.path ? '' : ' (keys match case-insensitively: keys: exact tells them apart)'}`);
   });
   p.metricsUrls?.forEach((url, i) => {
     if (p.metricsUrls!.indexOf(url) !== i) error(`/metricsUrls/${i}`, 'is listed twice (its process would be counted twice)');
