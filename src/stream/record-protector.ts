@@ -69,6 +69,7 @@ export class RecordProtector implements ChunkProtector {
       action: guard.action,
       allow: guard.allow,
       protect: new Map<string, Chain>(guardKinds.map(([kind], i) => [kind, bound.transforms[c.fields.length + keyed + i]!])),
+      retypes: c.format === 'json',
     };
     this.protection = { maps: mappings(c.fields.map((f) => f.path), bound.transforms), missing: c.missing, validate: c.validate, foldKeys: c.keys !== 'exact', ...(guardPlan ? { guard: guardPlan } : {}) };
     if (c.key) this.keyTransform = bound.transforms[c.fields.length];

@@ -17,6 +17,8 @@ interface Plan {
   /** action protect: each protected kind's chain, numbered after the mappings */
   kinds: string[];
   chains: Chain[];
+  /** a number found may become a protected string (no schema fixes its type) */
+  retypes: boolean;
 }
 
 // Pipelines pass the same protection for every record; compiling it once keeps key bytes and
@@ -30,7 +32,7 @@ function planFor(protection: RecordProtection): Plan {
   const paths = maps.map((m) => m.compiled);
   const root = compileExpectation(paths.map(jsonPathOf), { foldKeys: protection.foldKeys === true });
   const g = protection.guard;
-  const plan: Plan = { maps, paths, root, kinds: [...(g?.protect.keys() ?? [])], chains: [...(g?.protect.values() ?? [])] };
+  const plan: Plan = { maps, paths, root, kinds: [...(g?.protect.keys() ?? [])], chains: [...(g?.protect.values() ?? [])], retypes: g?.retypes === true };
   if (g !== undefined) plan.guard = new JsonGuard(g.allow.map(allowedPath), protection.foldKeys === true);
   plans.set(protection, plan);
   return plan;
@@ -139,13 +141,14 @@ function planRecord(bytes: Buffer, plan: Plan, missing: 'pass' | 'dead-letter', 
 /** The guard's findings: protected where the pipeline protects their kind, else the record stops (the first names the dead letter). */
 function planGuarded(out: RecordPlan, plan: Plan, texts: string[][]): void {
   for (const f of plan.guard!.findings) {
-    const j = f.key ? -1 : plan.kinds.indexOf(f.kind);
+    const number = out.bytes[f.start] !== 0x22;
+    const j = f.key || (number && !plan.retypes) ? -1 : plan.kinds.indexOf(f.kind);
     if (j < 0) {
       out.stop = new StreamError('UNMAPPED_PERSONAL_DATA', `unmapped path ${f.path} holds ${f.kind === 'email' ? 'an' : 'a'} ${f.kind}${f.key ? ' as an object key' : ''}`, { path: f.path, kind: f.kind });
       return;
     }
     const m = plan.maps.length + j;
-    out.leaves.push(m, f.start, f.end, texts[m]!.push(leafText(out.bytes, out.bytes[f.start] === 0x22 ? EV_STRING : EV_RAW, f.start, f.end)) - 1);
+    out.leaves.push(m, f.start, f.end, texts[m]!.push(leafText(out.bytes, number ? EV_RAW : EV_STRING, f.start, f.end)) - 1);
     (out.guarded ??= []).push(f.path);
   }
 }

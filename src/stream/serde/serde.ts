@@ -21,6 +21,11 @@ export interface GuardPlan {
   allow: readonly string[];
   /** action protect: the chain of each kind it protects (a kind not here is dead-lettered) */
   protect: ReadonlyMap<string, Chain>;
+  /**
+   * action protect may turn a number it finds into a protected string: only where no schema fixes
+   * the field's type (format json); elsewhere such a finding is dead-lettered
+   */
+  retypes: boolean;
 }
 
 /**

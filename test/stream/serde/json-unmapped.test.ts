@@ -12,7 +12,7 @@ const PATHS = ['email', 'cards[].number', 'profile.name'];
 function protection(guard: Partial<GuardPlan> | null = {}, foldKeys = true): RecordProtection {
   return {
     maps: mappings(PATHS, PATHS.map(() => chainFrom(wrap))), missing: 'pass', foldKeys,
-    ...(guard ? { guard: { action: 'dead-letter', allow: [], protect: new Map(), ...guard } } : {}),
+    ...(guard ? { guard: { action: 'dead-letter', allow: [], protect: new Map(), retypes: true, ...guard } } : {}),
   };
 }
 
@@ -89,6 +89,14 @@ describe('the unmapped guard over JSON records (the drift of issue 28, the examp
     expect(ok.fields).toBe('email,cards[].number,profile.name,contact.email');
     expect(fields).toBeUndefined();
     expect(run({ byEmail: { 'bob@example.com': 1 } }, p).error!.code).toBe('UNMAPPED_PERSONAL_DATA');
+  });
+
+  it('action protect turns a number into a protected string only where no schema fixes the type (retypes: format json)', () => {
+    const cards = new Map([['payment-card', chainFrom((s) => `C(${s})`)]]);
+    expect(JSON.parse(run({ ...base, n: 4111111111111111 }, protection({ action: 'protect', protect: cards })).out!).n).toBe('C(4111111111111111)');
+    const schema = run({ ...base, n: 4111111111111111 }, protection({ action: 'protect', protect: cards, retypes: false }));
+    expect([schema.error!.code, schema.error!.path]).toEqual(['UNMAPPED_PERSONAL_DATA', 'n']);
+    expect(JSON.parse(run({ ...base, c: '4111111111111111' }, protection({ action: 'protect', protect: cards, retypes: false })).out!).c).toBe('C(4111111111111111)');
   });
 
   it('a number keeps its bytes unless it is card-shaped; duplicate and escaped keys are found', () => {
