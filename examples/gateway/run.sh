@@ -56,5 +56,10 @@ echo "--- GET /customers/1 through the gateway, role fraud (everything clear)"
 curl -sf "$GW/customers/1" -H "Authorization: Bearer $FRAUD"; echo
 echo "--- GET /static/hello.txt through the gateway (no selectors: untouched, no token needed)"
 curl -sf "$GW/static/hello.txt"
+echo "--- POST with a drifted field (emailAddress, not a selector): refused by the unmapped guard, nothing forwarded"
+curl -s -X POST "$GW/customers" -H "Authorization: Bearer $INGEST" -H 'Content-Type: application/json' \
+  -d '{"name":"Carol Diaz","email":"carol@example.com","emailAddress":"carol@example.com","plan":"silver"}'; echo
+echo "--- what the app holds now (still only the first customer)"
+curl -sf "$APP/customers"; echo
 echo "--- POST without a token: refused, nothing forwarded"
 curl -s -X POST "$GW/customers" -H 'Content-Type: application/json' -d '{"email":"carol@example.com"}'; echo

@@ -12,6 +12,11 @@ export interface ProtectCall {
   action: string;
   /** whose roles the protection ran with: the caller's token, or gateway.protectAs */
   rolesFrom: 'token' | 'protectAs';
+  /**
+   * values the unmapped guard protected, sent after the selected ones (instance
+   * located.values.length + i): the pointer of the i-th
+   */
+  guardPointer?: (i: number) => string;
 }
 
 /**
@@ -29,7 +34,7 @@ export function callerProblem(error: VeilError, call: ProtectCall): VeilError {
   let pointers: string[][] | undefined;
   const pointerOf = (instance: number): string => {
     const v = call.located.values[instance];
-    if (!v) return '';
+    if (!v) return call.guardPointer !== undefined && instance >= call.located.values.length ? call.guardPointer(instance - call.located.values.length) : '';
     if (pointers === undefined) {
       const doc: unknown = JSON.parse(call.body.toString('utf8'));
       pointers = call.route.request.selectors.map((s) => pointersOf(doc, s, call.route.request.foldKeys));

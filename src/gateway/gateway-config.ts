@@ -1,5 +1,6 @@
 import { isIP } from 'node:net';
 import { z } from 'zod';
+import { GUARD_KINDS } from '../discover/guard.ts';
 import { nameSchema, ROLE, type CompiledConfig, type ConfigIssue } from '../engine/index.ts';
 import { pathPatternProblem } from './route-match.ts';
 import { canonicalSelector, parseSelector, SelectorSyntaxError } from './selector.ts';
@@ -25,6 +26,38 @@ const method = z.string().regex(/^(\*|[A-Z]{1,20})$/, 'must be an HTTP method in
 
 /** how selectors match JSON keys: `insensitive` (default) as ASP.NET Core and Go bind them, or `exact` */
 const keysMode = z.enum(['insensitive', 'exact']);
+
+/**
+ * The unmapped guard (unmapped-guard.ts): what personal data found by veil's detectors at a path no
+ * request selector names does to the request. `refuse` (default): 422 UNMAPPED_PERSONAL_DATA naming
+ * the path and kind, nothing forwarded (the stream's `dead-letter`); `protect`: a kind listed in
+ * `protect` is protected as that Class.property and forwarded (other kinds, and personal data as an
+ * object key, are still refused); `pass`: not looked at. `allow`: selectors (`notes`,
+ * `items[*].sku`) the guard does not look at, nor anything under them, matched with the route's
+ * key rule. Runs on routes with request selectors only.
+ */
+const UNMAPPED_ACTIONS = ['refuse', 'protect', 'pass'] as const;
+export const gatewayUnmappedSchema = z.union([
+  z.enum(UNMAPPED_ACTIONS),
+  z.strictObject({
+    action: z.enum(UNMAPPED_ACTIONS).default('refuse'),
+    allow: z.array(selectorText).max(256).default([]),
+    protect: z.partialRecord(z.enum(GUARD_KINDS), fieldRef).default({}),
+  }),
+]);
+
+export type GatewayUnmapped = z.infer<typeof gatewayUnmappedSchema>;
+
+/** The guard's configuration with its shorthand (`unmapped: pass`) spelled out. */
+export interface UnmappedPolicyConfig {
+  action: (typeof UNMAPPED_ACTIONS)[number];
+  allow: readonly string[];
+  protect: Partial<Record<(typeof GUARD_KINDS)[number], string>>;
+}
+
+export function unmappedPolicyConfig(u: GatewayUnmapped): UnmappedPolicyConfig {
+  return typeof u === 'string' ? { action: u, allow: [], protect: {} } : u;
+}
 
 /** An IPv4 or IPv6 address, or a CIDR block of either. */
 const addressOrBlock = z.string().superRefine((text, ctx) => {
@@ -54,6 +87,8 @@ export const gatewayRouteSchema = z.strictObject({
   pathParameters: z.boolean().default(false),
   /** how this route's selectors match JSON keys (default: gateway.keys) */
   keys: keysMode.optional(),
+  /** the unmapped guard on this route's request bodies, replacing gateway.unmapped as a whole (default: gateway.unmapped) */
+  unmapped: gatewayUnmappedSchema.optional(),
   /** request-body fields to protect before the request is forwarded */
   request: z.array(z.strictObject({ select: selectorText, field: fieldRef })).max(256).default([]),
   /** response-body fields to unprotect with the caller's roles */
@@ -106,6 +141,11 @@ export const gatewaySchema = z.strictObject({
   forwardAuthorization: z.boolean().default(false),
   /** how selectors match JSON keys: `insensitive` (default: every spelling of a key is protected) or `exact`; routes may override */
   keys: keysMode.default('insensitive'),
+  /**
+   * the unmapped guard: personal data at a path no request selector names is refused (default),
+   * protected or passed; on routes with request selectors; routes may override
+   */
+  unmapped: gatewayUnmappedSchema.default('refuse'),
   /** how route paths match: `insensitive` (default: `/Customers` is `/customers`) or `sensitive` for an upstream that routes by exact case */
   paths: z.strictObject({ case: z.enum(['insensitive', 'sensitive']).default('insensitive') }).prefault({}),
   /**
@@ -147,6 +187,13 @@ export function gatewayIssues(gateway: GatewayConfig, engine: CompiledConfig): C
     if (!field) error(pointer, `${ref} is not a configured class.property`);
     else if (!field.actions.has(action)) error(pointer, `${ref} has no sequence for ${action}`);
   };
+  const checkUnmapped = (u: GatewayUnmapped, at: string) => {
+    const policy = unmappedPolicyConfig(u);
+    const kinds = Object.entries(policy.protect);
+    kinds.forEach(([kind, field]) => checkField(field, gateway.actions.protect, `${at}/protect/${kind}`));
+    if (policy.action === 'protect' && kinds.length === 0) error(`${at}/protect`, 'action protect names no kind to protect: map a kind to a Class.property, e.g. email: Customer.email');
+    if (policy.action !== 'protect' && kinds.length > 0) issues.push({ severity: 'warning', pointer: `${at}/protect`, message: `kinds are protected only with action protect: with action ${policy.action} they are ${policy.action === 'pass' ? 'not looked at' : 'refused'}` });
+  };
   if (gateway.metricsPath === gateway.healthPath) error('/metricsPath', 'metricsPath and healthPath must differ');
   checkAction(gateway.actions.protect, '/actions/protect');
   checkAction(gateway.actions.unprotect, '/actions/unprotect');
@@ -172,7 +219,12 @@ export function gatewayIssues(gateway: GatewayConfig, engine: CompiledConfig): C
     });
     seen(route.request, 'request');
     seen(route.response, 'response');
+    if (route.unmapped !== undefined) {
+      if (route.request.length === 0) issues.push({ severity: 'warning', pointer: `${at}/unmapped`, message: 'the unmapped guard runs on routes with request selectors only: this route pipes its request body untouched' });
+      else checkUnmapped(route.unmapped, `${at}/unmapped`);
+    }
   });
+  checkUnmapped(gateway.unmapped, '/unmapped');
   const roles = new Set(engine.rightsContexts.flatMap((c) => c.evidences.filter(([n]) => n === ROLE).map(([, v]) => v)));
   gateway.protectAs?.roles.forEach((role, i) => {
     if (!roles.has(role)) issues.push({ severity: 'warning', pointer: `/protectAs/roles/${i}`, message: `role "${role}" is used by no rights context` });

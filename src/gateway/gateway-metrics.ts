@@ -24,6 +24,16 @@ export class GatewayMetrics {
     labelNames: ['route', 'field', 'result'] as const, registers: [this.registry],
   });
 
+  /**
+   * The unmapped guard's findings (personal data at request-body paths no selector names), by kind
+   * (email, payment-card, …) and result: `refused` (the request was refused, nothing forwarded) or
+   * `protected` (protected as the route's field for that kind, and forwarded)
+   */
+  readonly unmapped = new Counter({
+    name: 'veil_gateway_unmapped_findings_total', help: 'Personal data the unmapped guard found in request bodies at paths no selector names, by route, kind and result: refused or protected',
+    labelNames: ['route', 'kind', 'result'] as const, registers: [this.registry],
+  });
+
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: 'veil_gateway_' });
   }

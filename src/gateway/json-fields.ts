@@ -3,7 +3,7 @@ import { VeilError } from '../engine/index.ts';
 // reports where paths land as byte spans, so the gateway rewrites only the selected values and
 // keeps every other byte.
 import { compileExpectation } from '../json-bytes/paths.ts';
-import { EV_MISSING, EV_NO_ARRAY, EV_NOT_SCALAR, EV_SHAPE, JsonSyntaxError, leafText, scanJson, type Expectation } from '../json-bytes/scan.ts';
+import { EV_MISSING, EV_NO_ARRAY, EV_NOT_SCALAR, EV_SHAPE, JsonSyntaxError, leafText, scanJson, type Expectation, type UnmappedVisitor } from '../json-bytes/scan.ts';
 import { spliceJson } from '../json-bytes/splice.ts';
 import type { Selector } from './selector.ts';
 
@@ -36,12 +36,13 @@ export const bodyNotJson = () => new VeilError('BODY_NOT_JSON', 'the body is not
 
 /**
  * Validates `bytes` as one UTF-8 JSON text and returns the scalars the selectors reach. Absent and
- * null places are skipped: a route's fields are optional. Throws BODY_NOT_JSON.
+ * null places are skipped: a route's fields are optional. `visitor` (the unmapped guard) sees every
+ * value and key no selector reaches, during the same scan. Throws BODY_NOT_JSON.
  */
-export function locate(bytes: Buffer, compiled: CompiledSelectors): Located {
+export function locate(bytes: Buffer, compiled: CompiledSelectors, visitor?: UnmappedVisitor): Located {
   const events: number[] = [];
   try {
-    scanJson(bytes, compiled, events);
+    scanJson(bytes, compiled, events, 0, visitor);
   } catch (e) {
     if (e instanceof JsonSyntaxError) throw bodyNotJson();
     throw e;

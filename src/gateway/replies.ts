@@ -4,6 +4,7 @@ import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import type { VeilError } from '../engine/index.ts';
 import { PROBLEM_CONTENT_TYPE, problemOf } from '../errors/problem.ts';
+import { UnmappedRefusal } from './unmapped-guard.ts';
 
 /**
  * The gateway's refusal as problem details. A refusal that comes before the caller's body was read
@@ -31,7 +32,8 @@ export function refuse(req: IncomingMessage, res: ServerResponse, error: VeilErr
     return;
   }
   if (error.status >= 500) logger.error({ id, code: error.code }, 'exchange failed');
-  else logger.info({ id, code: error.code }, 'exchange refused');
+  // the unmapped guard's paths and kinds (never a value) tell the operator which selector is missing
+  else logger.info({ id, code: error.code, ...(error instanceof UnmappedRefusal ? { unmapped: error.findings.map((f) => `${f.path} (${f.kind})`) } : {}) }, 'exchange refused');
   const headers: Record<string, string> = { 'content-type': PROBLEM_CONTENT_TYPE, 'x-request-id': id };
   if (error.status === 401) {
     headers['www-authenticate'] = `Bearer realm="veil"${error.code === 'TOKEN_MISSING' ? '' : `, error="invalid_token", error_description="${error.code.toLowerCase()}"`}`;
@@ -40,7 +42,9 @@ export function refuse(req: IncomingMessage, res: ServerResponse, error: VeilErr
     headers.connection = 'close';
     closing.add(req.socket);
   }
-  const body = Buffer.from(JSON.stringify(problemOf(error, id)));
+  const problem = problemOf(error, id);
+  // RFC 9457 extension member: each finding's path (selector syntax), kind, pointer and whether it is a key
+  const body = Buffer.from(JSON.stringify(error instanceof UnmappedRefusal ? { ...problem, unmapped: error.findings } : problem));
   headers['content-length'] = String(body.length);
   res.writeHead(error.status, headers);
   res.end(body);

@@ -1,6 +1,8 @@
 import type { IncomingMessage } from 'node:http';
 import type { GuardedCaller } from '../audit/guarded-transform.ts';
-import { VeilError } from '../engine/index.ts';
+import type { UnmappedFinding } from '../discover/json-guard.ts';
+import { VeilError, type FieldRef } from '../engine/index.ts';
+import { EV_RAW, EV_STRING, leafText } from '../json-bytes/scan.ts';
 import type { Caller } from '../identity/token-verifier.ts';
 import { BodyReadError, DecodeError, decodeBody, encodeBody, readBody } from './body-io.ts';
 import { callerBody, pipeResponse, upstreamHeaders, type Exchange } from './exchange.ts';
@@ -9,6 +11,7 @@ import { codingOf, decodableAcceptEncoding, endToEnd, headerValue, isJsonMediaTy
 import { callerProblem } from './caller-problem.ts';
 import { locate, spliceStrings, type Located } from './json-fields.ts';
 import type { Route } from './routes.ts';
+import { BodyGuard, findingPlace, MAX_REPORTED, unmappedRefusal } from './unmapped-guard.ts';
 import type { UpstreamRequest } from './upstream.ts';
 
 /** Headers whose value no longer describes a body the gateway rewrote. */
@@ -18,7 +21,9 @@ const BODY_DIGESTS = ['content-md5', 'digest', 'content-digest', 'repr-digest'];
  * The upstream request of a route with selectors. With request selectors and a body: the body is
  * read whole (limit, deadline), decoded, checked to be JSON, its selected values protected with
  * the protecting identity and spliced in, re-encoded, and only then sent — a body that cannot be
- * protected is refused and nothing reaches the upstream. Without request selectors the body is piped.
+ * protected is refused and nothing reaches the upstream. In the same scan the unmapped guard
+ * checks every value and key no selector reaches: personal data there is refused, or protected
+ * with the selected values in one call (unmapped-guard.ts). Without request selectors the body is piped.
  */
 export async function protectRequest(x: Exchange, route: Route, caller: Caller): Promise<UpstreamRequest> {
   const { req, config } = x;
@@ -56,23 +61,40 @@ export async function protectRequest(x: Exchange, route: Route, caller: Caller):
     if (!(e instanceof DecodeError)) throw e;
     throw e.tooLarge ? tooLarge(limit) : new VeilError('BODY_NOT_JSON', `the body cannot be decoded as ${coding}`);
   }
-  const located = locate(body, route.request.compiled);
+  const limits = config.limits;
+  // the unmapped guard keeps every finding it protects (up to the values limit), or the first few it refuses
+  const guard = route.guard === undefined ? undefined : new BodyGuard(route.guard, route.guard.action === 'protect' ? limits.valuesPerBody + 1 : MAX_REPORTED);
+  const located = locate(body, route.request.compiled, guard);
   if (located.mismatched.length) {
     throw new VeilError('FIELD_SHAPE_MISMATCH', `${located.mismatched.length === 1 ? 'a selected field has' : 'selected fields have'} an object or array where a value is selected, or a value where an object or array is`,
       located.mismatched.map((m) => ({ code: 'FIELD_SHAPE_MISMATCH', pointer: '', message: `selector ${route.request.selectors[m]!.text} (${fieldName(route, 'request', m)}) does not fit the body's shape`, ...fieldOf(route, 'request', m) })));
   }
-  if (located.values.length > config.limits.valuesPerBody) throw new VeilError('LIMIT_EXCEEDED', `the body holds more than ${config.limits.valuesPerBody} selected values`);
+  const guarded = guard === undefined || guard.found.length === 0 ? [] : guardedValues(x, route, body, guard);
+  if (located.values.length + guarded.length > limits.valuesPerBody) throw new VeilError('LIMIT_EXCEEDED', `the body holds more than ${limits.valuesPerBody} values to protect (selected, and personal data the unmapped guard protects)`);
 
   const protectAs: GuardedCaller = config.protectAs ? { ...caller, roles: config.protectAs.roles } : caller;
+  const values = [
+    ...located.values.map((v) => ({ field: route.request.fields[v.selector]!, value: v.value })),
+    ...guarded.map((g) => ({ field: g.field, value: g.value })),
+  ];
   let outputs: string[];
   try {
-    outputs = await x.transformer.protect(x.id, protectAs, located.values.map((v) => ({ field: route.request.fields[v.selector]!, value: v.value })));
+    // one call for selected and guarded values: authorized and audited once
+    outputs = await x.transformer.protect(x.id, protectAs, values);
   } catch (e) {
-    if (e instanceof VeilError) throw callerProblem(e, { route, body, located, action: config.actions.protect, rolesFrom: config.protectAs ? 'protectAs' : 'token' });
+    if (e instanceof VeilError) {
+      const guardPointer = (i: number) => findingPlace(body, guarded[i]!.finding).pointer;
+      throw callerProblem(e, { route, body, located, action: config.actions.protect, rolesFrom: config.protectAs ? 'protectAs' : 'token', guardPointer });
+    }
     throw e;
   }
   countFields(x, route, 'request', located.values.map((v) => ({ selector: v.selector, result: 'protected' })));
-  const rewritten = spliceStrings(body, located.values.map((v, i) => ({ start: v.start, end: v.end, text: outputs[i]! })));
+  countUnmapped(x, route, guarded.map((g) => g.finding), 'protected');
+  const n = located.values.length;
+  const rewritten = spliceStrings(body, [
+    ...located.values.map((v, i) => ({ start: v.start, end: v.end, text: outputs[i]! })),
+    ...guarded.map((g, i) => ({ start: g.finding.start, end: g.finding.end, text: outputs[n + i]! })),
+  ]);
   const encoded = rewritten === body ? raw : await encodeBody(rewritten, coding);
   BODY_DIGESTS.forEach((h) => drop.add(h));
   return { ...base, headers: [...upstreamHeaders(x, drop), ...extra, 'Content-Length', String(encoded.length)], body: encoded };
@@ -140,6 +162,40 @@ export async function revealResponse(x: Exchange, route: Route, caller: Caller, 
   }
   x.res.writeHead(status, response.statusMessage, [...endToEnd(response.rawHeaders, drop), ...extra, 'Content-Length', String(out.length)]);
   x.res.end(out);
+}
+
+/** A finding of the unmapped guard that the route protects: the field of its kind and the value's text. */
+interface GuardedValue {
+  finding: UnmappedFinding;
+  field: FieldRef;
+  value: string;
+}
+
+/**
+ * The guard's findings in a body: each protected as the field of its kind when the route protects
+ * that kind (action protect), else the request is refused — UNMAPPED_PERSONAL_DATA naming the paths
+ * and kinds, never the values — and nothing is forwarded. An object key is always refused: it
+ * cannot be protected in place (nor would the application find it under a protected name).
+ */
+function guardedValues(x: Exchange, route: Route, body: Buffer, guard: BodyGuard): GuardedValue[] {
+  const protect = route.guard!.protect;
+  const refused = guard.found.filter((f) => f.key || !protect.has(f.kind));
+  if (refused.length > 0) {
+    countUnmapped(x, route, guard.found, 'refused');
+    throw unmappedRefusal(body, refused, guard.truncated);
+  }
+  if (guard.truncated) {
+    countUnmapped(x, route, guard.found, 'refused');
+    throw new VeilError('LIMIT_EXCEEDED', `the body holds more than ${x.config.limits.valuesPerBody} values of personal data the unmapped guard protects`);
+  }
+  return guard.found.map((f) => ({ finding: f, field: protect.get(f.kind)!, value: leafText(body, body[f.start] === 0x22 ? EV_STRING : EV_RAW, f.start, f.end) }));
+}
+
+/** Adds the guard's findings to veil_gateway_unmapped_findings_total, by route, kind and result. */
+function countUnmapped(x: Exchange, route: Route, findings: readonly UnmappedFinding[], result: 'refused' | 'protected'): void {
+  const counts = new Map<string, number>();
+  for (const f of findings) counts.set(f.kind, (counts.get(f.kind) ?? 0) + 1);
+  for (const [kind, n] of counts) x.metrics.unmapped.inc({ route: route.name, kind, result }, n);
 }
 
 /** Adds each value's result to veil_gateway_fields_total, by route and configured field. */

@@ -3,6 +3,7 @@ import type { GatewayConfig } from './gateway-config.ts';
 import { compileSelectors, type CompiledSelectors } from './json-fields.ts';
 import { compilePathPattern, type PathMatcher } from './route-match.ts';
 import { parseSelector, type Selector } from './selector.ts';
+import { compileGuard, type RequestGuard } from './unmapped-guard.ts';
 
 export interface SelectorSet {
   selectors: readonly Selector[];
@@ -20,6 +21,8 @@ export interface Route {
   matches: PathMatcher;
   request: SelectorSet;
   response: SelectorSet & { ifDenied: readonly (string | undefined)[] };
+  /** the unmapped guard on request bodies: on routes with request selectors, unless `unmapped: pass` */
+  guard: RequestGuard | undefined;
   /** the caller's Authorization header goes upstream */
   forwardAuthorization: boolean;
   /** a body is accepted on GET, HEAD, DELETE, OPTIONS and TRACE too */
@@ -32,12 +35,14 @@ export function compileRoutes(config: GatewayConfig): Route[] {
   const caseSensitive = config.paths.case === 'sensitive';
   return config.routes.map((r, i) => {
     const foldKeys = (r.keys ?? config.keys) === 'insensitive';
+    const request = selectorSet(r.request, foldKeys);
     return {
       name: r.name ?? `route-${i}`,
       methods: r.method === '*' || (Array.isArray(r.method) && r.method.includes('*')) ? 'any' : new Set(Array.isArray(r.method) ? r.method : [r.method]),
       matches: compilePathPattern(r.path, { caseSensitive }),
-      request: selectorSet(r.request, foldKeys),
+      request,
       response: { ...selectorSet(r.response, foldKeys), ifDenied: r.response.map((s) => s.ifDenied) },
+      guard: request.selectors.length > 0 ? compileGuard(r.unmapped ?? config.unmapped, foldKeys) : undefined,
       forwardAuthorization: r.forwardAuthorization ?? config.forwardAuthorization,
       allowBody: r.allowBody,
       pathParameters: r.pathParameters,

@@ -18,6 +18,13 @@ describe('the gateway example (docs/gateway.md)', () => {
     const support = after('GET /customers/1 through the gateway, role support');
     expect(support).toMatchObject({ email: 'alice@example.com', card: { number: '****-****-****-1111' }, name: stored.name, contacts: [{ 'e-mail': 'bob@example.com' }] });
     expect(after('GET /customers/1 through the gateway, role fraud')).toMatchObject({ email: 'alice@example.com', name: 'Alice Martin', card: { number: '4111-1111-1111-1111' } });
+    // a drifted field: refused by the unmapped guard naming path and kind, never the value; the app got nothing
+    const drifted = after('POST with a drifted field');
+    expect(drifted).toMatchObject({ status: 422, code: 'UNMAPPED_PERSONAL_DATA', pointer: '/emailAddress', unmapped: [{ path: 'emailAddress', kind: 'email', pointer: '/emailAddress', key: false }] });
+    expect(JSON.stringify(drifted)).not.toContain('carol@example.com');
+    const held = after('what the app holds now');
+    expect(held).toHaveLength(1);
+    expect(JSON.stringify(held)).not.toContain('carol@example.com');
     expect(stdout).toContain('hello from the upstream, untouched');
     expect(after('POST without a token')).toMatchObject({ status: 401, code: 'TOKEN_MISSING' });
   }, 120_000);
