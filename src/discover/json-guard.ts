@@ -22,7 +22,10 @@ export function allowedPath(path: string): AllowedPath {
   return path.split('.').flatMap((part): PlaceStep[] => (part.endsWith('[]') ? [part.slice(0, -2), null] : [part]));
 }
 
-/** How many findings one document reports at most: the first names the dead letter, the rest only count. */
+/**
+ * How many findings one document reports at most: the first names the dead letter; past it the
+ * guard only marks the document truncated (a caller protecting findings must then refuse it).
+ */
 const MAX_FINDINGS = 16;
 
 /**
@@ -33,6 +36,8 @@ const MAX_FINDINGS = 16;
  */
 export class JsonGuard implements UnmappedVisitor {
   readonly findings: UnmappedFinding[] = [];
+  /** more findings than MAX_FINDINGS: the rest were not collected, so no caller may protect only these and pass the record */
+  truncated = false;
   private readonly allow: readonly AllowedPath[];
   private readonly fold: boolean;
   private readonly hints = new KeyHints();
@@ -45,10 +50,11 @@ export class JsonGuard implements UnmappedVisitor {
 
   begin(): void {
     this.findings.length = 0;
+    this.truncated = false;
   }
 
   value(b: Buffer, kind: number, start: number, end: number, place: ScanPlace): void {
-    if (this.findings.length >= MAX_FINDINGS) return;
+    if (this.truncated) return;
     if (kind === EV_RAW && !isDigit(b[start])) return;
     const from = kind === EV_STRING ? start + 1 : start;
     const to = kind === EV_STRING ? end - 1 : end;
@@ -64,7 +70,7 @@ export class JsonGuard implements UnmappedVisitor {
   }
 
   key(b: Buffer, start: number, end: number, place: ScanPlace): void {
-    if (this.findings.length >= MAX_FINDINGS) return;
+    if (this.truncated) return;
     if (!mayBePersonal(shapeOfBytes(b, start + 1, end - 1), 0)) return;
     const found = unmappedKeyKind(keyText(b, start, end));
     if (found !== undefined) this.report(place.steps(), found, start, end, true);
@@ -72,6 +78,10 @@ export class JsonGuard implements UnmappedVisitor {
 
   private report(steps: PlaceStep[], kind: GuardKind, start: number, end: number, key: boolean): void {
     if (this.allowed(steps)) return;
+    if (this.findings.length >= MAX_FINDINGS) {
+      this.truncated = true;
+      return;
+    }
     this.findings.push({ path: formatPath(steps, key), kind, start, end, key });
   }
 

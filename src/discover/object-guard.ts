@@ -21,8 +21,6 @@ interface PathTree {
   leaf: boolean;
 }
 
-const MAX_FINDINGS = 16;
-
 /**
  * The unmapped guard over a decoded record (an Avro or Protobuf value as the serde decoded it):
  * every string, integer and map key at a path no mapping names and no allowed path covers is
@@ -42,7 +40,10 @@ export class ObjectGuard {
     this.allow = fold ? allow.map((p) => p.map((s) => (s === null ? null : foldKey(s)))) : allow;
   }
 
-  /** The findings in `record`, in walk order (the first names the dead letter). */
+  /**
+   * The findings in `record`, in walk order (the first names the dead letter): all of them, so
+   * that a caller protecting them in place leaves none in clear (the walk visits every value anyway).
+   */
   findings(record: unknown): ObjectFinding[] {
     const out: ObjectFinding[] = [];
     this.walk(record, this.mapped, [], out, undefined, undefined);
@@ -68,7 +69,7 @@ export class ObjectGuard {
 
   // a recursive walk: the place and where to write travel with it
   private walk(value: unknown, tree: PathTree | undefined, steps: PlaceStep[], out: ObjectFinding[], parent: Record<string, unknown> | unknown[] | undefined, at: string | number | undefined): void {
-    if (out.length >= MAX_FINDINGS || value === null || value === undefined || value instanceof Uint8Array) return;
+    if (value === null || value === undefined || value instanceof Uint8Array) return;
     if (tree?.leaf === true) return;
     if (this.allowed(steps)) return;
     if (Array.isArray(value)) {
@@ -98,7 +99,7 @@ export class ObjectGuard {
   private entry(key: string, value: unknown, tree: PathTree | undefined, steps: PlaceStep[], out: ObjectFinding[], parent: Record<string, unknown> | undefined): void {
     steps.push(key);
     const keyKind = unmappedKeyKind(key);
-    if (keyKind !== undefined && !this.allowed(steps) && out.length < MAX_FINDINGS) out.push({ path: formatPath(steps, true), kind: keyKind, key: true });
+    if (keyKind !== undefined && !this.allowed(steps)) out.push({ path: formatPath(steps, true), kind: keyKind, key: true });
     this.walk(value, tree?.keys.get(this.norm(key)), steps, out, parent, key);
     steps.pop();
   }

@@ -140,7 +140,14 @@ function planRecord(bytes: Buffer, plan: Plan, missing: 'pass' | 'dead-letter', 
 
 /** The guard's findings: protected where the pipeline protects their kind, else the record stops (the first names the dead letter). */
 function planGuarded(out: RecordPlan, plan: Plan, texts: string[][]): void {
-  for (const f of plan.guard!.findings) {
+  const guard = plan.guard!;
+  if (guard.truncated) {
+    // more findings than the guard collects: protecting the first ones would pass the rest in clear
+    const f = guard.findings[0]!;
+    out.stop = new StreamError('UNMAPPED_PERSONAL_DATA', `unmapped path ${f.path} and more than ${guard.findings.length - 1} others hold personal data`, { path: f.path, kind: f.kind });
+    return;
+  }
+  for (const f of guard.findings) {
     const number = out.bytes[f.start] !== 0x22;
     const j = f.key || (number && !plan.retypes) ? -1 : plan.kinds.indexOf(f.kind);
     if (j < 0) {

@@ -91,6 +91,15 @@ describe('the unmapped guard over JSON records (the drift of issue 28, the examp
     expect(run({ byEmail: { 'bob@example.com': 1 } }, p).error!.code).toBe('UNMAPPED_PERSONAL_DATA');
   });
 
+  it('action protect refuses a record with more findings than the guard collects (none may pass in clear)', () => {
+    const p = protection({ action: 'protect', protect: new Map([['email', chainFrom((s) => `E(${s})`)]]) });
+    const many = Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`e${i}`, `u${i}@example.com`]));
+    expect(run({ ...base, ...many }, p).error!.code).toBe('UNMAPPED_PERSONAL_DATA');
+    const sixteen = Object.fromEntries(Array.from({ length: 16 }, (_, i) => [`e${i}`, `u${i}@example.com`]));
+    const out = run({ ...sixteen }, p).out!;
+    expect(out).not.toMatch(/"u\d+@example\.com"/);
+  });
+
   it('action protect turns a number into a protected string only where no schema fixes the type (retypes: format json)', () => {
     const cards = new Map([['payment-card', chainFrom((s) => `C(${s})`)]]);
     expect(JSON.parse(run({ ...base, n: 4111111111111111 }, protection({ action: 'protect', protect: cards })).out!).n).toBe('C(4111111111111111)');
