@@ -62,8 +62,12 @@ describe('serve, gateway and stream protect sharing the control store and a KMS'
     const gateway = (await readFile(join(ROOT, 'examples/gateway/gateway.yaml'), 'utf8'))
       .replace('upstream: http://127.0.0.1:3000', `upstream: http://127.0.0.1:${ports.upstream}`)
       // a portal user who may edit and publish
-      .replace(/^  clients:\n/m, `  clients:\n    publisher: { secretHash: '${publisher}', roles: [admin-editor, admin-publisher] }\n`);
+      .replace(/^  clients:\n/m, `  clients:\n    publisher: { secretHash: '${publisher}', roles: [admin-editor, admin-publisher] }\n`)
+      // the race below tells versions apart by which alias each protects, the others passing in
+      // clear: the unmapped guard would refuse those (test/security/gateway-drift.test.ts covers it)
+      .replace('  unmapped: { action: refuse }\n', '  unmapped: { action: pass }\n');
     expect(gateway).toContain('publisher: {');
+    expect(gateway).toContain('unmapped: { action: pass }');
     await writeFile(configFile, `${gateway}
 pipelines:
   customers:
@@ -73,6 +77,7 @@ pipelines:
     format: json
     groupId: veil-test-${t.id}
     fields: [ { path: email, field: Customer.email } ]
+    unmapped: pass                 # as the gateway above (test/security/stream-drift.test.ts covers the guard)
     roles: [ingest]
     rightsEvidences: { Role: ingest }
     processingEvidences: { Action: Protect }
