@@ -169,8 +169,11 @@ export async function openStream(options: StreamOptions): Promise<StreamService>
         live: () => {
           const failing = pipelines.map((p) => ({ pipeline: p.name, ...p.health() })).filter((h) => !h.healthy).map(({ pipeline, reason }) => ({ pipeline, reason }));
           const shared = active.liveness();
-          if (!failing.length && shared.healthy) return { healthy: true };
-          return { healthy: false, detail: { ...(failing.length ? { pipelines: failing } : {}), ...shared.detail } };
+          // schema versions a pipeline refuses (a mapped path they lack): shown, healthy or not; the pipeline progresses
+          const refused = pipelines.flatMap((p) => p.refusedSchemas().map((r) => ({ pipeline: p.name, ...r })));
+          const info = refused.length ? { refusedSchemas: refused } : {};
+          if (!failing.length && shared.healthy) return { healthy: true, info };
+          return { healthy: false, detail: { ...(failing.length ? { pipelines: failing } : {}), ...shared.detail, ...info } };
         },
         ready: () => running,
         metrics: metrics.registry,

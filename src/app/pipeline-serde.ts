@@ -18,7 +18,7 @@ export function serdes(registryUrl: string | undefined): (p: PipelineConfig) => 
     ]);
     registry ??= new CachingRegistry(new RetryingRegistry(confluentRegistry(registryUrl)));
     const protectedPaths = p.fields.map((f) => f.path);
-    if (p.format === 'json-schema') return (await import('../stream/serde/json-schema-serde.ts')).jsonSchemaSerde({ registry, protectedPaths });
+    if (p.format === 'json-schema') return (await import('../stream/serde/json-schema-serde.ts')).jsonSchemaSerde({ registry, protectedPaths, foldKeys: p.keys !== 'exact' });
     if (p.format === 'protobuf') return (await import('../stream/serde/protobuf-serde.ts')).protobufSerde({ registry, protectedPaths });
     return (await import('../stream/serde/avro-serde.ts')).avroSerde({ registry, protectedPaths });
   };

@@ -2,18 +2,23 @@ import { parseArgs } from 'node:util';
 import { loadConfigFile, requireConfig } from '../app/config-file.ts';
 import { provisionKeys } from '../app/config-keys.ts';
 import { resolveConfigPath, resolveDataDir } from '../app/paths.ts';
-import { formatIssue, VeilError } from '../engine/index.ts';
+import { compileText, formatIssue, VeilError, type ConfigIssue } from '../engine/index.ts';
 import { readFile } from 'node:fs/promises';
 import { openKeystore } from '../app/open-engine.ts';
 import { ensureControlKey, openControlStore, type ControlStore } from '../app/control-store.ts';
 import { ConfigVersions } from '../control/config-versions.ts';
 import { usageExitCode, type Command } from './io.ts';
+import type { registrySchemaIssues } from '../app/pipeline-schema-check.ts';
 
 export const configHelp = `Usage: veil config <action> [options]
 
 Actions:
-  validate  [F | --config F]             check a configuration; prints every problem as
-                                         file:line: severity: /json/pointer: message
+  validate  [F | --config F] [--registry URL]
+                                         check a configuration; prints every problem as
+                                         file:line: severity: /json/pointer: message. With a
+                                         schema registry, also each avro, json-schema and
+                                         protobuf pipeline's mapped paths against the latest
+                                         schema of <source topic>-value (unreachable: a warning)
   provision [F | --config F] [--data-dir D]  create the keys the configuration references
                                          and the keystore lacks
   publish   [F | --config F] [--data-dir D] [--note N]
@@ -24,13 +29,14 @@ Options:
   --config F     default: $VEIL_CONFIG, else the shipped config/example.yaml
   --data-dir D   default: $VEIL_DATA_DIR, else ./.veil
   --note N       publish: what the version changes (shown in the portal's history)
+  --registry URL validate: the Confluent-API schema registry (default $SCHEMA_REGISTRY_URL)
 Exit codes: 0 valid (warnings allowed), 1 invalid, 2 usage error.
 `;
 
 export const configCommand: Command = async (args, io) => {
   let parsed;
   try {
-    parsed = parseArgs({ args, options: { config: { type: 'string' }, 'data-dir': { type: 'string' }, note: { type: 'string' }, help: { type: 'boolean', short: 'h' } }, allowPositionals: true });
+    parsed = parseArgs({ args, options: { config: { type: 'string' }, 'data-dir': { type: 'string' }, note: { type: 'string' }, registry: { type: 'string' }, help: { type: 'boolean', short: 'h' } }, allowPositionals: true });
   } catch (e) {
     io.stderr(`veil config: ${(e as Error).message}\n`);
     return 2;
@@ -48,9 +54,11 @@ export const configCommand: Command = async (args, io) => {
   const file = resolveConfigPath(parsed.values.config ?? positionalFile, io.env, io.cwd);
   if (action === 'validate') {
     const loaded = await loadConfigFile(file);
-    for (const issue of loaded.issues) io.stdout(`${formatIssue(file, issue)}\n`);
-    const errors = loaded.issues.filter((i) => i.severity === 'error').length;
-    const warnings = loaded.issues.length - errors;
+    const registryUrl = parsed.values.registry ?? io.env.SCHEMA_REGISTRY_URL;
+    const all = [...loaded.issues, ...(loaded.config && registryUrl ? await registryIssues(file, loaded.config.pipelines, registryUrl) : [])];
+    for (const issue of all) io.stdout(`${formatIssue(file, issue)}\n`);
+    const errors = all.filter((i) => i.severity === 'error').length;
+    const warnings = all.length - errors;
     if (errors) {
       io.stderr(`${file}: invalid: ${errors} error(s), ${warnings} warning(s)\n`);
       return 1;
@@ -80,6 +88,20 @@ export const configCommand: Command = async (args, io) => {
   io.stderr(`veil config: unknown action; expected validate, provision or publish\n`);
   return 2;
 };
+
+/** The registry pipelines' mapped paths against their subjects' latest schemas, each issue with its line in the file. */
+async function registryIssues(file: string, pipelines: Parameters<typeof registrySchemaIssues>[0], url: string): Promise<ConfigIssue[]> {
+  const [{ confluentRegistry }, { registrySchemaIssues: check }] = await Promise.all([import('../stream/registry/confluent-registry.ts'), import('../app/pipeline-schema-check.ts')]);
+  let registry;
+  try {
+    registry = confluentRegistry(url, { timeoutMs: 5000 });
+  } catch {
+    return [{ severity: 'warning', pointer: '/pipelines', message: 'the schema registry URL is not a URL: mappings not checked against the writers\' schemas' }];
+  }
+  const issues = await check(pipelines, registry);
+  // the lines of the pointers, as compileText gives configuration issues theirs
+  return compileText(await readFile(file, 'utf8'), () => ({ issues })).issues;
+}
 
 /** `veil config publish`: the file, valid, as the newest version of the data dir's (or the shared) history. */
 async function publish(file: string, dataDir: string, note: string | undefined, control: ControlStore | undefined, io: Parameters<Command>[1]): Promise<number> {

@@ -19,3 +19,12 @@ export type ChartedStreamMetric = keyof typeof STREAM_METRIC_NAMES;
 export const UNMAPPED_FINDINGS_METRIC = 'veil_stream_unmapped_findings_total';
 export const UNMAPPED_PATHS_MAX = 100;
 export const OTHER_PATH = '(other)';
+
+/**
+ * Records dead-lettered because their writer's schema lacks a mapped path (SCHEMA_PATH_UNKNOWN),
+ * labels pipeline, schema (the writer's schema id) and path: the portal's Pipelines page lists the
+ * refused schema versions. At most SCHEMA_REFUSALS_MAX schema ids per pipeline; further ones are
+ * counted under the schema `(other)`.
+ */
+export const SCHEMA_REFUSED_METRIC = 'veil_stream_schema_refused_total';
+export const SCHEMA_REFUSALS_MAX = 100;

@@ -1,4 +1,4 @@
-import { STREAM_METRIC_NAMES, type ChartedStreamMetric } from '../observability/stream-metric-names.ts';
+import { SCHEMA_REFUSED_METRIC, STREAM_METRIC_NAMES, type ChartedStreamMetric } from '../observability/stream-metric-names.ts';
 import type { PipelineView } from './config-port.ts';
 import { guardedFetch, RefusedAddressError, refusedHost } from './metrics-address.ts';
 import { parsePrometheusText, PromTextError, sumOf, type PromSample } from './prometheus-text.ts';
@@ -35,6 +35,8 @@ export interface SourceState {
   lastOkAt?: number;
   /** the counters' totals at the last good scrape */
   totals?: Partial<Record<ChartedStreamMetric, number>>;
+  /** the writer's schema versions the processor refuses (a mapped path they lack), at the last good scrape */
+  refused?: readonly { schema: string; path: string }[];
 }
 
 export interface PipelineSeries {
@@ -152,7 +154,7 @@ export class PipelineMetrics {
 
   series(pipeline: string): PipelineSeries | undefined {
     const ring = this.rings.get(pipeline);
-    return ring && { samples: ring.samples, sources: ring.sources.map(({ url, state, reason, lastOkAt, totals }) => ({ url, state, ...(reason ? { reason } : {}), ...(lastOkAt ? { lastOkAt } : {}), ...(totals ? { totals } : {}) })) };
+    return ring && { samples: ring.samples, sources: ring.sources.map(({ url, state, reason, lastOkAt, totals, refused }) => ({ url, state, ...(reason ? { reason } : {}), ...(lastOkAt ? { lastOkAt } : {}), ...(totals ? { totals } : {}), ...(refused?.length ? { refused } : {}) })) };
   }
 
   /** One scrape of every configured processor; overlapping calls share one run. */
@@ -202,11 +204,14 @@ export class PipelineMetrics {
         source.lastOkAt = at;
         source.lastAt = at;
         source.totals = totals;
+        source.refused = samples.filter((x) => x.name === SCHEMA_REFUSED_METRIC && x.labels.pipeline === name && x.labels.schema !== undefined && x.labels.path !== undefined)
+          .map((x) => ({ schema: x.labels.schema!, path: x.labels.path! }));
       } catch (e) {
         source.state = 'unreachable';
         source.reason = reasonOf(e);
         // the next good scrape starts the rates afresh
         delete source.totals;
+        delete source.refused;
         delete source.lastAt;
       }
       if (source.state !== previous) this.options.onChange?.(name, { url: source.url, state: source.state, ...(source.reason ? { reason: source.reason } : {}) });

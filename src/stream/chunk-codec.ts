@@ -6,7 +6,7 @@ import type { ChunkItem, ChunkOutcome } from './record-protector.ts';
  * (often a shared pool), and a list of objects costs a clone per record.
  *
  * Items:    per record  int32 topic index, bytes key, bytes value   (bytes: int32 length, -1 = null)
- * Outcomes: per record  uint8 0 then bytes key, bytes value, bytes fields  |  uint8 1 then bytes code, bytes path, bytes kind (UTF-8; -1 = absent)
+ * Outcomes: per record  uint8 0 then bytes key, bytes value, bytes fields  |  uint8 1 then bytes code, bytes path, bytes kind, bytes schema id (UTF-8; -1 = absent)
  */
 export interface PackedItems {
   topics: string[];
@@ -68,7 +68,7 @@ const str = (b: Buffer | null) => (b === null ? undefined : b.toString('utf8'));
 
 /** each outcome's parts as bytes, in the order they are written */
 function outcomeParts(o: ChunkOutcome): (Buffer | null)[] {
-  return 'code' in o ? [text(o.code), text(o.path), text(o.kind)] : [o.key, o.value, text(o.fields)];
+  return 'code' in o ? [text(o.code), text(o.path), text(o.kind), text(o.schema === undefined ? undefined : String(o.schema))] : [o.key, o.value, text(o.fields)];
 }
 
 export function packOutcomes(outcomes: readonly ChunkOutcome[]): ArrayBuffer {
@@ -92,16 +92,19 @@ export function unpackOutcomes(packed: ArrayBuffer): ChunkOutcome[] {
     const failed = data.readUInt8(at) === 1;
     const [a, n1] = readBytes(data, at + 1);
     const [b, n2] = readBytes(data, n1);
-    const [c, end] = readBytes(data, n2);
+    const [c, n3] = readBytes(data, n2);
     if (failed) {
       const path = str(b);
       const kind = str(c);
-      out.push({ code: a!.toString('utf8'), ...(path === undefined ? {} : { path }), ...(kind === undefined ? {} : { kind }) });
+      const [d, end] = readBytes(data, n3);
+      const schema = str(d);
+      out.push({ code: a!.toString('utf8'), ...(path === undefined ? {} : { path }), ...(kind === undefined ? {} : { kind }), ...(schema === undefined ? {} : { schema: Number(schema) }) });
+      at = end;
     } else {
       const fields = str(c);
       out.push({ key: a, value: b!, ...(fields === undefined ? {} : { fields }) });
+      at = n3;
     }
-    at = end;
   }
   return out;
 }

@@ -8,6 +8,7 @@ import { RecordProtector, type ChunkProtector } from './record-protector.ts';
 import { withHeaders, type Batch, type ConsumerPort, type InRecord, type KafkaPort, type OutRecord, type ProducerPort } from './ports.ts';
 import { fitsAlone } from './record-size.ts';
 import type { Serde } from './serde/serde.ts';
+import { SchemaRefusals, type RefusedSchema } from './schema-refusals.ts';
 import { openWithRetry } from './start-retry.ts';
 import { StreamError } from './stream-error.ts';
 import type { StreamMetrics } from './stream-metrics.ts';
@@ -79,6 +80,8 @@ export class ProtectPipeline {
   private switching?: Promise<void>;
   /** unmapped findings already logged (path NUL kind) */
   private readonly warned = new Set<string>();
+  /** writer's schema versions refused for lacking a mapped path (SCHEMA_PATH_UNKNOWN) */
+  private readonly refusals: SchemaRefusals;
 
   constructor(deps: PipelineDeps) {
     this.deps = deps;
@@ -95,6 +98,7 @@ export class ProtectPipeline {
     this.closeWaitMs = Math.min(10_000, Math.floor(stallMs / 2));
     this.ahead = new ProtectAhead(CHUNK, (records) => this.chunks.protectChunk(records.map((r) => ({ topic: this.sinkTopic(r.topic), key: r.key, value: r.value }))));
     this.liveness = new Liveness({ stallMs, recoverMs: Math.floor(stallMs / 2), now: deps.now ?? Date.now });
+    this.refusals = new SchemaRefusals(deps.name, deps.metrics, deps.log);
   }
 
   async start(): Promise<void> {
@@ -147,6 +151,7 @@ export class ProtectPipeline {
       this.chunks = this.deps.protector ?? inline;
       this.veilHeaders = new CleanHeaders(this.name, next.config, next.configVersion);
       this.ahead.clear();
+      this.refusals.clear();
     })();
     this.switching = switching;
     try {
@@ -164,6 +169,11 @@ export class ProtectPipeline {
   /** Liveness for /healthz: progress, not mere existence. */
   health(): LivenessStatus {
     return this.liveness.status();
+  }
+
+  /** The writer's schema versions whose records this pipeline refuses (a mapped path they lack), for /healthz. */
+  refusedSchemas(): RefusedSchema[] {
+    return this.refusals.list();
   }
 
   sinkTopic(source: string): string {
@@ -310,6 +320,8 @@ export class ProtectPipeline {
     const counted = new Map<string, number>();
     /** dead letters of the unmapped guard by path NUL kind */
     const findings = new Map<string, number>();
+    /** SCHEMA_PATH_UNKNOWN dead letters by schema id NUL path */
+    const refused = new Map<string, number>();
     let sending: Promise<void> = Promise.resolve();
     let beat = Date.now();
     const partitionKey = `${records[0]!.topic}/${records[0]!.partition}`;
@@ -327,6 +339,10 @@ export class ProtectPipeline {
           if ('kind' in outcome && outcome.kind !== undefined) {
             const finding = `${outcome.path ?? ''}\u0000${outcome.kind}`;
             findings.set(finding, (findings.get(finding) ?? 0) + 1);
+          }
+          if ('code' in outcome && outcome.code === 'SCHEMA_PATH_UNKNOWN') {
+            const at = `${outcome.schema ?? ''}\u0000${outcome.path ?? ''}`;
+            refused.set(at, (refused.get(at) ?? 0) + 1);
           }
           if (out.topic !== config.deadLetterTopic && !fitsAlone(out, limits.get(out.topic) ?? await limitOf(out.topic))) out = this.deadLetter(record, 'RECORD_TOO_LARGE');
           if (out.topic === config.deadLetterTopic) {
@@ -352,6 +368,10 @@ export class ProtectPipeline {
       const [path, kind] = finding.split('\u0000') as [string, string];
       this.deps.metrics.countUnmapped(this.deps.name, path, kind, n);
       this.warnUnmapped(path, kind);
+    }
+    for (const [at, n] of refused) {
+      const [schema, path] = at.split('\u0000') as [string, string];
+      this.refusals.count(schema === '' ? undefined : Number(schema), path === '' ? undefined : path, n);
     }
   }
 

@@ -15,9 +15,9 @@ export interface ChunkItem {
 /**
  * A record's outcome: its protected key and value with the paths protected in it (comma-separated,
  * `(key)` for the key; absent: every mapped path), or the code it is dead-lettered with and the
- * path (and guard kind) the code is about.
+ * path (and guard kind) the code is about, and the writer's schema id when the code is about the schema.
  */
-export type ChunkOutcome = { key: Buffer | null; value: Buffer; fields?: string } | { code: string; path?: string; kind?: string };
+export type ChunkOutcome = { key: Buffer | null; value: Buffer; fields?: string } | { code: string; path?: string; kind?: string; schema?: number };
 
 /** where a record key's finding is reported */
 export const KEY_PATH = '(key)';
@@ -168,7 +168,7 @@ export class RecordProtector implements ChunkProtector {
   }
 }
 
-/** a dead-lettered outcome: the code, and the path and kind it is about */
+/** a dead-lettered outcome: the code, and the path, kind and schema it is about */
 function failed(e: StreamError): ChunkOutcome {
-  return { code: e.code, ...(e.path === undefined ? {} : { path: e.path }), ...(e.kind === undefined ? {} : { kind: e.kind }) };
+  return { code: e.code, ...(e.path === undefined ? {} : { path: e.path }), ...(e.kind === undefined ? {} : { kind: e.kind }), ...(e.schema === undefined ? {} : { schema: e.schema }) };
 }

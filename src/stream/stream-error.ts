@@ -4,6 +4,8 @@ import { ERROR_CATALOG, type ErrorCode } from '../engine/index.ts';
 export interface Finding {
   path?: string;
   kind?: string;
+  /** the writer's schema id the failure is about (a schema refused for the pipeline: SCHEMA_PATH_UNKNOWN) */
+  schema?: number;
 }
 
 /** A record-level failure (dead-lettered unless retriable). Its message never holds a value. */
@@ -13,6 +15,7 @@ export class StreamError extends Error {
   /** the path (and kind) the failure names; a dead letter carries them as veil.error.path / veil.error.kind */
   readonly path?: string;
   readonly kind?: string;
+  readonly schema?: number;
   constructor(code: ErrorCode, message: string, options?: { cause?: unknown } & Finding) {
     super(message, options?.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'StreamError';
@@ -20,5 +23,6 @@ export class StreamError extends Error {
     this.retriable = ERROR_CATALOG[code].retriable;
     if (options?.path !== undefined) this.path = options.path;
     if (options?.kind !== undefined) this.kind = options.kind;
+    if (options?.schema !== undefined) this.schema = options.schema;
   }
 }

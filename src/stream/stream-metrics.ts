@@ -1,5 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import { OTHER_PATH, STREAM_METRIC_NAMES as NAMES, UNMAPPED_FINDINGS_METRIC, UNMAPPED_PATHS_MAX } from '../observability/stream-metric-names.ts';
+import { OTHER_PATH, SCHEMA_REFUSED_METRIC, STREAM_METRIC_NAMES as NAMES, UNMAPPED_FINDINGS_METRIC, UNMAPPED_PATHS_MAX } from '../observability/stream-metric-names.ts';
 
 /** Stream metrics: labels are pipeline, topic, partition and error code — never values. */
 export class StreamMetrics {
@@ -10,6 +10,7 @@ export class StreamMetrics {
   readonly unmapped = new Counter({ name: UNMAPPED_FINDINGS_METRIC, help: 'Records dead-lettered by the unmapped guard (personal data at a path the mapping does not name), by the path and kind found first (never the value)', labelNames: ['pipeline', 'path', 'kind'] as const, registers: [this.registry] });
   /** the paths each pipeline has counted findings under, bounded: a producer's field names must not grow the series without end */
   private readonly unmappedPaths = new Map<string, Set<string>>();
+  readonly schemaRefused = new Counter({ name: SCHEMA_REFUSED_METRIC, help: 'Records dead-lettered because their writer\'s schema lacks a mapped path (SCHEMA_PATH_UNKNOWN), by schema id and path', labelNames: ['pipeline', 'schema', 'path'] as const, registers: [this.registry] });
   readonly retries = new Counter({ name: 'veil_stream_batch_retries_total', help: 'Batches aborted for a retriable failure and read again', labelNames: ['pipeline'] as const, registers: [this.registry] });
   readonly recoveries = new Counter({ name: 'veil_stream_recoveries_total', help: 'Times a stalled or crashed consumer was re-created with its producers', labelNames: ['pipeline'] as const, registers: [this.registry] });
   readonly batchLatency = new Histogram({

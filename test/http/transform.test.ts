@@ -526,7 +526,7 @@ describe('no bad input is a server error, and nothing leaks', () => {
       // the KEK's KMS and the shared control store (covered by test/integration/kms-*.test.ts and control-*.test.ts)
       'KMS_UNAVAILABLE', 'KMS_REFUSED', 'CONTROL_STORE_UNAVAILABLE',
       // record-level codes of the Kafka pipelines (covered by test/integration/stream-*.test.ts)
-      'RECORD_MALFORMED', 'RECORD_INVALID', 'SCHEMA_UNKNOWN', 'FIELD_MISSING', 'KEY_MISSING', 'REGISTRY_UNAVAILABLE', 'RECORD_TOO_LARGE', 'DEAD_LETTER_FAILED', 'TRANSACTION_ABORTED',
+      'RECORD_MALFORMED', 'RECORD_INVALID', 'SCHEMA_UNKNOWN', 'SCHEMA_PATH_UNKNOWN', 'FIELD_MISSING', 'KEY_MISSING', 'REGISTRY_UNAVAILABLE', 'RECORD_TOO_LARGE', 'DEAD_LETTER_FAILED', 'TRANSACTION_ABORTED',
       // unprotect over Kafka only (covered by test/integration/unprotect.test.ts)
       'DEADLINE_EXCEEDED', 'REPLY_TOPIC_NOT_ALLOWED',
       // the admin portal's pages only (covered by test/portal and test/integration/portal-browser.test.ts)

@@ -77,6 +77,21 @@ describe('Pipelines page: processor metrics', () => {
     expect(customers).toContain(`<code>http://127.0.0.1:${closedPort}/metrics</code>: <strong class="error">unreachable</strong> (connection refused)`);
   });
 
+  it('lists the schema versions a processor refuses (a mapped path the writer\'s schema lacks), once each, escaped', async () => {
+    metrics.schemaRefused.inc({ pipeline: 'customers', schema: '12', path: 'cards[].expMonth' }, 3);
+    metrics.schemaRefused.inc({ pipeline: 'customers', schema: '13', path: '<b>x</b>' }, 1);
+    metrics.schemaRefused.inc({ pipeline: 'someone-else', schema: '99', path: 'other' }, 1);
+    await t.service.pipelineMetrics.scrape();
+    const res = await viewer.get('/admin/pipelines');
+    const customers = res.text.slice(res.text.indexOf('<h2>customers</h2>'), res.text.indexOf('<h2>orders</h2>'));
+    expect(customers).toContain('Schema versions refused');
+    expect(customers).toContain('<li>schema <code>12</code>: no field at <code>cards[].expMonth</code></li>');
+    expect(customers).toContain('&lt;b&gt;x&lt;/b&gt;');
+    expect(customers).not.toContain('<b>x</b>');
+    expect(customers).not.toContain('<code>99</code>');
+    expect(res.text.slice(res.text.indexOf('<h2>orders</h2>'))).not.toContain('Schema versions refused');
+  });
+
   it('shows an endpoint answering an error or something else than Prometheus text as unreachable, escaped, and a pipeline without URLs as such', async () => {
     const page = (await viewer.get('/admin/pipelines')).text;
     const orders = page.slice(page.indexOf('<h2>orders</h2>'), page.indexOf('<h2>plain</h2>'));

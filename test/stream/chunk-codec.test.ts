@@ -14,10 +14,11 @@ describe('chunk codec (records to and from protection workers)', () => {
     }));
   });
 
-  it('round-trips outcomes: protected keys and values, dead-letter codes', () => {
+  it('round-trips outcomes: protected keys and values, dead-letter codes with their path, kind and schema id', () => {
     const outcome = fc.oneof(
       fc.record({ key: bytes, value: fc.uint8Array({ maxLength: 64 }).map((a) => Buffer.from(a)) }),
       fc.record({ code: fc.constantFrom('RECORD_MALFORMED', 'KEY_MISSING', 'FIELD_MISSING') }),
+      fc.record({ code: fc.constantFrom('SCHEMA_PATH_UNKNOWN', 'UNMAPPED_PERSONAL_DATA'), path: fc.string(), kind: fc.string(), schema: fc.nat() }, { requiredKeys: ['code'] }),
     );
     fc.assert(fc.property(fc.array(outcome), (outcomes: ChunkOutcome[]) => {
       expect(unpackOutcomes(packOutcomes(outcomes))).toEqual(outcomes);

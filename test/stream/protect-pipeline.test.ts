@@ -165,6 +165,20 @@ describe('ProtectPipeline (in-memory Kafka port)', () => {
     expect(kafka.offsets.get('raw/0')).toBe('3');
   });
 
+  it('a schema version refused for lacking a mapped path: its records dead-lettered with the path, the schema listed for /healthz, the pipeline healthy', async () => {
+    const kafka = new FakeKafka();
+    const refusing: Serde = { protect: async (bytes) => {
+      if (bytes.toString().includes('v2')) throw new StreamError('SCHEMA_PATH_UNKNOWN', 'schema 12 has no field at the mapped path email', { path: 'email', schema: 12 });
+      return bytes;
+    } };
+    const p = await started(kafka, refusing);
+    await kafka.handler!(batch([rec(0, '{"v2":1}'), rec(1, '{"v1":1}'), rec(2, '{"v2":2}')]), beat);
+    expect(kafka.committed.map((r) => r.topic)).toEqual(['dlq', 'clean', 'dlq']);
+    expect(['veil.error.code', 'veil.error.path'].map((h) => headerValue(kafka.committed[0]!.headers, h)!.toString())).toEqual(['SCHEMA_PATH_UNKNOWN', 'email']);
+    expect(p.refusedSchemas()).toEqual([{ schemaId: 12, path: 'email' }]);
+    expect(p.health()).toEqual({ healthy: true });
+  });
+
   it('a dead letter the dead-letter topic cannot take halts the pipeline: nothing committed, health fails', async () => {
     const kafka = new FakeKafka();
     kafka.limits.set('clean', 200);

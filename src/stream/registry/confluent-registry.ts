@@ -80,6 +80,14 @@ export function confluentRegistry(url: string, options: ConfluentRegistryOptions
       if (status !== 200 || typeof body?.schema !== 'string') throw failure(what, status, body, 40403);
       return body.schema;
     },
+    async latestVersion(subject) {
+      const what = `the latest version of subject ${subject}`;
+      const { status, body } = await call(what, `/subjects/${encodeURIComponent(subject)}/versions/latest`);
+      if (status === 404 && (body?.error_code === 40401 || body?.error_code === 40402)) return undefined;
+      if (status !== 200 || typeof body?.schema !== 'string' || typeof body.id !== 'number') throw failure(what, status, body);
+      const type = body.schemaType;
+      return { id: body.id, version: typeof body.version === 'number' ? body.version : 0, schema: body.schema, schemaType: type === 'JSON' || type === 'PROTOBUF' ? type : 'AVRO' };
+    },
     async register(subject, schema, schemaType = 'AVRO') {
       const what = `registering a schema under subject ${subject}`;
       const { status, body } = await call(what, `/subjects/${encodeURIComponent(subject)}/versions`, {

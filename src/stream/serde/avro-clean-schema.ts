@@ -24,9 +24,12 @@ import { isJsonNumber, isJsonObject, numberValue, parseLossless, printLossless, 
  * becomes the text it was written as (`9223372036854775807` → `"9223372036854775807"`).
  */
 export class CleanSchemaError extends Error {
-  constructor(message: string) {
+  /** the mapped path the schema has no field for (absent: 'error'): the schema is refused for the pipeline (SCHEMA_PATH_UNKNOWN) */
+  readonly unknownPath?: string;
+  constructor(message: string, unknownPath?: string) {
     super(message);
     this.name = 'CleanSchemaError';
+    if (unknownPath !== undefined) this.unknownPath = unknownPath;
   }
 }
 
@@ -74,10 +77,9 @@ const PATH = /^[A-Za-z_][A-Za-z0-9_]*(\[\])?(\.[A-Za-z_][A-Za-z0-9_]*(\[\])?)*$/
 
 export interface DeriveOptions {
   /**
-   * A path naming a field the schema does not have: 'error' (default), or 'skip' it — there is
-   * nothing to protect in such a schema's records; the decoded value simply lacks the field, and
-   * the pipeline's `missing` policy decides (an older raw schema version without a newly mapped
-   * field). Paths that contradict the schema's shape are errors either way.
+   * A path naming a field the schema does not have: 'error' (default; a CleanSchemaError with
+   * `unknownPath`: the serde refuses such a schema's records, SCHEMA_PATH_UNKNOWN), or 'skip' it.
+   * Paths that contradict the schema's shape are errors either way.
    */
   absent?: 'error' | 'skip';
 }
@@ -85,6 +87,24 @@ export interface DeriveOptions {
 /** Derives the clean schema (compact JSON) of `rawSchema` for the protected record paths. */
 export function deriveCleanSchema(rawSchema: string, paths: readonly string[], options: DeriveOptions = {}): string {
   return printLossless(new Derivation(read(rawSchema), paths, options.absent ?? 'error').run());
+}
+
+/**
+ * The paths, in the order given, that name a field `rawSchema` does not have (record field names
+ * match exactly). A path that contradicts the schema's shape is not listed here (deriving throws
+ * for it); a schema that cannot be read throws.
+ */
+export function unknownAvroPaths(rawSchema: string, paths: readonly string[]): string[] {
+  const root = read(rawSchema);
+  return paths.filter((path) => {
+    try {
+      new Derivation(root, [path], 'error').run();
+      return false;
+    } catch (e) {
+      if (e instanceof CleanSchemaError) return e.unknownPath !== undefined;
+      throw e;
+    }
+  });
 }
 
 function read(rawSchema: string): Json {
@@ -303,7 +323,7 @@ class Derivation {
       if (op.kind !== 'field') throw new CleanSchemaError(`${d.path}: ${where(d)} is record ${named.fullName}, not an array`);
       if (fields.some((f) => f.name === op.name)) return true;
       if (this.absent === 'skip') return false;
-      throw new CleanSchemaError(`${d.path}: record ${named.fullName} has no field ${op.name}`);
+      throw new CleanSchemaError(`${d.path}: record ${named.fullName} has no field ${op.name}`, d.path);
     });
   }
 

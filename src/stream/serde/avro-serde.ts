@@ -1,7 +1,7 @@
 import type avro from 'avsc';
 import type { SchemaRegistryPort } from '../ports.ts';
 import { StreamError } from '../stream-error.ts';
-import { avscSchema, CleanSchemaError, deriveCleanSchema } from './avro-clean-schema.ts';
+import { avscSchema, CleanSchemaError, deriveCleanSchema, unknownAvroPaths } from './avro-clean-schema.ts';
 import { avroType } from './avro-types.ts';
 import type { RecordProtection, Serde } from './serde.ts';
 import { protectRecord } from '../protect-record.ts';
@@ -16,7 +16,7 @@ export interface AvroSerdeOptions {
 /** what a raw schema id resolves to, once: its reader, and its clean schema (or why there is none) */
 interface Writer {
   type: avro.Type;
-  clean: { text: string; type: avro.Type } | { error: string };
+  clean: { text: string; type: avro.Type } | { error: string; unknownPath?: string };
 }
 
 const HEADER = 5;
@@ -30,11 +30,13 @@ const HEADER = 5;
  * ids are cached per raw schema id (and clean topic), so a steady stream costs no registry call
  * and a new raw schema version yields a new clean version.
  *
- * A mapped path naming a field the raw schema lacks (an older version, before the field was
- * added) is not an error here: the decoded value lacks the field, and the pipeline's `missing`
- * policy passes or dead-letters it, as for JSON. A path the schema's shape contradicts (it walks
- * into a string, a map, a union of records, or ends at a record or bytes) fails the schema's
- * records with RECORD_MALFORMED at decode, before anything is protected.
+ * Every mapped path must name a field of the writer's schema (field names match exactly): a
+ * schema version without one (a typo, a renamed field, an older version) is refused for the
+ * pipeline — its records are dead-lettered SCHEMA_PATH_UNKNOWN, naming the first such path in
+ * mapping order — rather than passed with the field's data, if any, in clear. `missing` decides
+ * only for a value absent from a record whose schema has the field. A path the schema's shape
+ * contradicts (it walks into a string, a map, a union of records, or ends at a record or bytes)
+ * fails the schema's records with RECORD_MALFORMED at decode, before anything is protected.
  */
 /** The Avro serde, with its decode and encode halves open to tests and tools. */
 export interface AvroSerde extends Serde {
@@ -57,16 +59,21 @@ export function avroSerde(options: AvroSerdeOptions): AvroSerde {
     }
     try {
       // the registered text is the derivation's (numbers as written), never avsc's re-serialisation
-      const cleanText = deriveCleanSchema(text, protectedPaths, { absent: 'skip' });
+      const cleanText = deriveCleanSchema(text, protectedPaths);
       return { type, clean: { text: cleanText, type: avroType(avscSchema(cleanText)) } };
     } catch (e) {
+      if (e instanceof CleanSchemaError && e.unknownPath !== undefined) return { type, clean: { error: e.message, unknownPath: unknownAvroPaths(text, protectedPaths)[0] ?? e.unknownPath } };
       const error = e instanceof CleanSchemaError ? e.message : `the derived clean schema is not valid Avro (${(e as Error).message})`;
       return { type, clean: { error } };
     }
   });
 
   function clean(w: Writer, id: number): { text: string; type: avro.Type } {
-    if ('error' in w.clean) throw new StreamError('RECORD_MALFORMED', `schema ${id} does not fit the pipeline's mapped paths: ${w.clean.error}`);
+    if ('error' in w.clean) {
+      const path = w.clean.unknownPath;
+      if (path !== undefined) throw new StreamError('SCHEMA_PATH_UNKNOWN', `schema ${id} has no field at the mapped path ${path} (Avro field names match exactly): the pipeline refuses its records`, { path, schema: id });
+      throw new StreamError('RECORD_MALFORMED', `schema ${id} does not fit the pipeline's mapped paths: ${w.clean.error}`);
+    }
     return w.clean;
   }
 

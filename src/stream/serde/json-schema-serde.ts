@@ -10,6 +10,8 @@ export interface JsonSchemaSerdeOptions {
   registry: SchemaRegistryPort;
   /** the pipeline's record paths: their clean type is string */
   protectedPaths: readonly string[];
+  /** paths match property names case-insensitively (the pipeline's `keys: insensitive`) */
+  foldKeys?: boolean;
 }
 
 const HEADER = 5;
@@ -21,7 +23,9 @@ const HEADER = 5;
  * the raw one with every protected path's value a string (json-schema-clean.ts), registered as
  * schemaType JSON under `<cleanTopic>-value`. Clean schemas and their ids are cached per raw
  * schema id (and clean topic), so a steady stream costs no registry call and a new raw version
- * yields a new clean version.
+ * yields a new clean version. A schema that does not declare a mapped path (json-schema-clean.ts:
+ * `properties` along the path, keys folded as the pipeline's `keys` says) is refused: its records
+ * are dead-lettered SCHEMA_PATH_UNKNOWN with the path.
  *
  * With `protection.validate` the JSON text is first checked against the raw schema (ajv, the
  * dialect its `$schema` names; compiled once per schema id): a record that fails is
@@ -30,7 +34,8 @@ const HEADER = 5;
  */
 export function jsonSchemaSerde(options: JsonSchemaSerdeOptions): Serde {
   const { registry, protectedPaths } = options;
-  const cleanTexts = new Map<number, Promise<{ text: string } | { error: string }>>();
+  const foldKeys = options.foldKeys === true;
+  const cleanTexts = new Map<number, Promise<{ text: string } | { error: string; unknownPath?: string }>>();
   const cleanIds = new Map<string, Promise<number>>();
   const validators = new Map<number, Promise<{ validate: RecordValidator } | { error: string }>>();
 
@@ -47,9 +52,10 @@ export function jsonSchemaSerde(options: JsonSchemaSerdeOptions): Serde {
   const cleanOf = (id: number) => memo(cleanTexts, id, async () => {
     const raw = await registry.schemaById(id);
     try {
-      return { text: deriveCleanJsonSchema(raw, protectedPaths) };
+      return { text: deriveCleanJsonSchema(raw, protectedPaths, { foldKeys }) };
     } catch (e) {
-      return { error: e instanceof CleanJsonSchemaError ? e.message : 'it is not JSON' };
+      if (e instanceof CleanJsonSchemaError) return { error: e.message, ...(e.unknownPath === undefined ? {} : { unknownPath: e.unknownPath }) };
+      return { error: 'it is not JSON' };
     }
   });
 
@@ -59,7 +65,11 @@ export function jsonSchemaSerde(options: JsonSchemaSerdeOptions): Serde {
     if (bytes[0] !== 0) throw new StreamError('RECORD_MALFORMED', 'the value does not start with the wire-format magic byte 0');
     const rawId = bytes.readUInt32BE(1);
     const clean = await cleanOf(rawId);
-    if ('error' in clean) throw new StreamError('RECORD_MALFORMED', `schema ${rawId} does not fit the pipeline's mapped paths: ${clean.error}`);
+    if ('error' in clean) {
+      const path = clean.unknownPath;
+      if (path !== undefined) throw new StreamError('SCHEMA_PATH_UNKNOWN', `schema ${rawId} does not declare the mapped path ${path}: the pipeline refuses its records`, { path, schema: rawId });
+      throw new StreamError('RECORD_MALFORMED', `schema ${rawId} does not fit the pipeline's mapped paths: ${clean.error}`);
+    }
     if (protection.validate) {
       const validator = await validatorOf(rawId);
       if ('error' in validator) throw new StreamError('RECORD_MALFORMED', `schema ${rawId} cannot be compiled to validate records: ${validator.error}`);

@@ -5,8 +5,6 @@ export interface PlanNode {
   fields: Map<number, PlanEntry>;
   /** every mapped path below this node, for the `missing: dead-letter` check */
   leafPaths: string[];
-  /** mapped paths whose field this message type lacks (an older schema): always missing */
-  absentPaths: string[];
 }
 
 export interface PlanEntry {
@@ -22,14 +20,22 @@ export interface Retype {
   field: number;
 }
 
-export class ProtoPlanError extends Error {}
+export class ProtoPlanError extends Error {
+  /** the mapped path whose field the message type lacks: the schema is refused for the pipeline (SCHEMA_PATH_UNKNOWN) */
+  readonly unknownPath?: string;
+  constructor(message: string, unknownPath?: string) {
+    super(message);
+    if (unknownPath !== undefined) this.unknownPath = unknownPath;
+  }
+}
 
 const NOT_PROTECTABLE = new Set(['bytes', 'message', 'map', 'group', 'external']);
 
 /**
  * Resolves the pipeline's record paths against the record's message type: each segment a field
- * name, `[]` after a repeated field. A path whose field the schema lacks is not an error (an older
- * schema version; the `missing` policy decides). A path the schema contradicts is: it walks into a
+ * name (exactly as the schema writes it), `[]` after a repeated field. A path whose field the
+ * schema lacks is a ProtoPlanError with `unknownPath` (the first in mapping order): the schema is
+ * refused for the pipeline. A path the schema contradicts is an error too: it walks into a
  * scalar, a map, a type from another file, or a repeated field without `[]`; or it ends at a
  * message, map or bytes field. Non-string leaves are retyped to `string` in the clean schema,
  * which is refused when their message type is used in more than one place (the other uses keep
@@ -50,7 +56,7 @@ export function compilePlan(schema: ProtoSchema, root: ProtoMessage, paths: read
 }
 
 function node(): PlanNode {
-  return { fields: new Map(), leafPaths: [], absentPaths: [] };
+  return { fields: new Map(), leafPaths: [] };
 }
 
 function addPath(schema: ProtoSchema, root: ProtoMessage, plan: PlanNode, path: string, retypes: Retype[]): void {
@@ -63,10 +69,7 @@ function addPath(schema: ProtoSchema, root: ProtoMessage, plan: PlanNode, path: 
     const walked = segments.slice(0, i + 1).join('.');
     at.leafPaths.push(path);
     const field = message.fields.find((f) => f.name === name);
-    if (!field) {
-      at.absentPaths.push(path);
-      return;
-    }
+    if (!field) throw new ProtoPlanError(`${path}: message ${message.fullName} has no field ${name} (field names match exactly)`, path);
     if (field.repeated !== seg.endsWith('[]')) {
       throw new ProtoPlanError(field.repeated ? `${walked}: field ${name} is repeated, write ${name}[]` : `${walked}: field ${name} is not repeated`);
     }

@@ -36,7 +36,6 @@ const utf8 = new TextDecoder('utf-8', { fatal: true });
  * dead-letter` turns an absent leaf of a present message into FIELD_MISSING.
  */
 export function protectMessage(b: Buffer, from: number, to: number, plan: PlanNode, ctx: ProtectContext): Buffer {
-  if (ctx.missing === 'dead-letter' && plan.absentPaths.length > 0) throw missingField(plan.absentPaths[0]!);
   const out: Buffer[] = [];
   const seen = new Set<number>();
   let copied = from;

@@ -17,7 +17,7 @@ export interface ProtobufSerdeOptions {
 }
 
 /** what one (raw schema id, message indexes) resolves to, once */
-type Target = { schema: ProtoSchema; plan: PlanNode; cleanText: string } | { error: string };
+type Target = { schema: ProtoSchema; plan: PlanNode; cleanText: string } | { error: string; unknownPath?: string };
 
 /**
  * Protobuf values in the Confluent wire format: magic byte 0, the schema id, the message-index
@@ -28,7 +28,9 @@ type Target = { schema: ProtoSchema; plan: PlanNode; cleanText: string } | { err
  * registered as schemaType PROTOBUF under `<cleanTopic>-value`, in the form the raw schema had
  * (`.proto` text, or a base64 FileDescriptorProto as confluent-kafka-python registers). Plans and
  * clean ids are cached per raw schema id and message, so a steady stream costs no registry call.
- * Imports other than types the record's mapped paths never walk into are not resolved.
+ * Imports other than types the record's mapped paths never walk into are not resolved. A schema
+ * whose record message lacks a mapped path's field is refused: its records are dead-lettered
+ * SCHEMA_PATH_UNKNOWN with the path.
  */
 /** The Protobuf serde, and a decoder of raw values for discovery. */
 export interface ProtobufSerde extends Serde {
@@ -63,7 +65,8 @@ export function protobufSerde(options: ProtobufSerdeOptions): ProtobufSerde {
       checkClean(cleanText, retypes.map((r) => `${r.message}#${r.field}`));
       return { schema, plan, cleanText };
     } catch (e) {
-      if (e instanceof ProtoPlanError || e instanceof ProtoSchemaError) return { error: e.message };
+      if (e instanceof ProtoPlanError) return { error: e.message, ...(e.unknownPath === undefined ? {} : { unknownPath: e.unknownPath }) };
+      if (e instanceof ProtoSchemaError) return { error: e.message };
       throw e;
     }
   });
@@ -92,7 +95,11 @@ export function protobufSerde(options: ProtobufSerdeOptions): ProtobufSerde {
   async function prepare(bytes: Buffer, cleanTopic: string): Promise<Prepared> {
     const { schemaId, indexes, bodyStart } = readFraming(bytes);
     const target = await targetOf(schemaId, indexes);
-    if ('error' in target) throw new StreamError('RECORD_MALFORMED', `schema ${schemaId} does not fit the pipeline's mapped paths: ${target.error}`);
+    if ('error' in target) {
+      const path = target.unknownPath;
+      if (path !== undefined) throw new StreamError('SCHEMA_PATH_UNKNOWN', `schema ${schemaId} has no field at the mapped path ${path} (Protobuf field names match exactly): the pipeline refuses its records`, { path, schema: schemaId });
+      throw new StreamError('RECORD_MALFORMED', `schema ${schemaId} does not fit the pipeline's mapped paths: ${target.error}`);
+    }
     const cleanId = await memo(cleanIds, `${schemaId}:${indexes.join(',')}\u0000${cleanTopic}`, () => registry.register(`${cleanTopic}-value`, target.cleanText, 'PROTOBUF'));
     return { bodyStart, target, cleanId };
   }

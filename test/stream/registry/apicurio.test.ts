@@ -28,7 +28,7 @@ const rawV1 = {
   ],
 };
 const rawV2 = { ...rawV1, fields: [...rawV1.fields, { name: 'phone', type: ['null', 'string'], default: null }] };
-const PATHS = ['email', 'address.postcode', 'cards[].number', 'phone'];
+const PATHS = ['email', 'address.postcode', 'cards[].number'];
 
 function wire(id: number, schema: unknown, value: unknown): Buffer {
   const header = Buffer.alloc(5);
@@ -69,6 +69,14 @@ describe('confluentRegistry against the real registry', () => {
     expect(await registry.schemaById(id)).toBe(text);
     // the same schema under another subject: the same (global) id
     expect(await registry.register(`${run}.b-value`, text)).toBe(id);
+  });
+
+  it('answers a subject\'s latest version (veil config validate), and undefined for a subject it does not hold', async () => {
+    const first = await registry.register(`${run}.latest-value`, JSON.stringify(rawV1));
+    const second = await registry.register(`${run}.latest-value`, JSON.stringify(rawV2));
+    expect(await registry.latestVersion!(`${run}.latest-value`)).toEqual({ id: second, version: 2, schema: JSON.stringify(rawV2), schemaType: 'AVRO' });
+    expect(first).not.toBe(second);
+    expect(await registry.latestVersion!(`${run}.none-value`)).toBeUndefined();
   });
 
   it('an unknown id is SCHEMA_UNKNOWN', async () => {
@@ -150,6 +158,12 @@ describe('avroSerde through the real registry', () => {
     const cleanSchema2 = JSON.parse(await producer.schemaById(cleanV2));
     expect(cleanSchema2.fields.at(-1)).toEqual({ name: 'phone', type: ['null', 'string'], default: null });
     expect(avro.Type.forSchema(cleanSchema2).fromBuffer(out2.subarray(5))).toMatchObject({ phone: 'tok:phone' });
+
+    // a mapping that names v2's phone refuses v1, which lacks it, rather than pass it unchecked
+    const withPhone = avroSerde({ registry: confluentRegistry(url), protectedPaths: [...PATHS, 'phone'] });
+    const refused = await failure(withPhone.decode(wire(v1, rawV1, record)));
+    expect([refused.code, refused.path, refused.schema]).toEqual(['SCHEMA_PATH_UNKNOWN', 'phone', v1]);
+    await withPhone.decode(wire(v2, rawV2, { ...record, phone: null }));
 
     // records of both versions keep flowing without asking the registry again
     const before = { ...calls };

@@ -1,6 +1,6 @@
 import avro from 'avsc';
 import { describe, expect, it } from 'vitest';
-import { avscSchema, CleanSchemaError, deriveCleanSchema } from '../../../src/stream/serde/avro-clean-schema.ts';
+import { avscSchema, CleanSchemaError, deriveCleanSchema, unknownAvroPaths } from '../../../src/stream/serde/avro-clean-schema.ts';
 import { avroType } from '../../../src/stream/serde/avro-types.ts';
 
 type Obj = Record<string, unknown>;
@@ -183,6 +183,25 @@ describe('deriveCleanSchema', () => {
     const clean = JSON.parse(deriveCleanSchema(text, ['phone', 'home.country', 'cards[].cvc', 'home.postcode'], { absent: 'skip' })) as Obj;
     expect(clean).toEqual(JSON.parse(deriveCleanSchema(text, ['home.postcode'])));
     expect(() => deriveCleanSchema(text, ['name.first'], { absent: 'skip' })).toThrow(/name is a string, not a record/);
+  });
+
+  it('names the path a schema lacks (unknownPath: the serde refuses the schema, SCHEMA_PATH_UNKNOWN), and lists every such path in mapping order', () => {
+    const text = JSON.stringify(person);
+    const e = (() => {
+      try {
+        deriveCleanSchema(text, ['home.postcode', 'cards[].cvc']);
+      } catch (err) {
+        return err as CleanSchemaError;
+      }
+    })();
+    expect(e?.unknownPath).toBe('cards[].cvc');
+    expect(unknownAvroPaths(text, ['phone', 'home.postcode', 'Name', 'name.first', 'cards[].cvc'])).toEqual(['phone', 'Name', 'cards[].cvc']);
+    // a shape error has no unknownPath
+    try {
+      deriveCleanSchema(text, ['name.first']);
+    } catch (err) {
+      expect((err as CleanSchemaError).unknownPath).toBeUndefined();
+    }
   });
 
   it('is deterministic', () => {

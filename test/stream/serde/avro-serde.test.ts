@@ -232,16 +232,22 @@ describe('avroSerde', () => {
     });
   });
 
-  it('leaves a mapped field the schema lacks (an older version) to the pipeline: the value lacks it', async () => {
+  it('refuses a schema without a mapped path (a typo, a rename, an older version): SCHEMA_PATH_UNKNOWN naming the first such path in mapping order, never a value', async () => {
     const registry = new FakeRegistry();
-    const serde = avroSerde({ registry, protectedPaths: [...PATHS, 'phone', 'address.country'] });
-    const decoded = await serde.decode(wire(registry.add(rawSchema), rawType, record()));
-    expect(decoded.value).not.toHaveProperty('phone');
-    expect((decoded.value as { address: object }).address).not.toHaveProperty('country');
-    protect(decoded.value as Record<string, unknown>);
-    const out = await serde.encode(decoded, 'clean');
-    expect(JSON.parse(registry.latest('clean-value')).fields.map((f: { name: string }) => f.name)).toEqual(rawSchema.fields.map((f) => f.name));
-    expect(out[0]).toBe(0);
+    const rawId = registry.add(rawSchema);
+    const bytes = wire(rawId, rawType, record());
+    for (const [paths, path] of [[[...PATHS, 'address.country', 'phone'], 'address.country'], [['Email'], 'Email'], [['email', 'cards[].expMonth'], 'cards[].expMonth']] as const) {
+      const serde = avroSerde({ registry, protectedPaths: paths });
+      const e = await rejection(serde.decode(bytes));
+      expect([e.code, e.path, e.schema, e.retriable]).toEqual(['SCHEMA_PATH_UNKNOWN', path, rawId, false]);
+      expect(e.message).toContain(`schema ${rawId} has no field at the mapped path ${path}`);
+      expect(e.message).not.toContain('ada');
+    }
+    // the registry is asked once per schema id, refused or not
+    const serde = avroSerde({ registry, protectedPaths: ['phone'] });
+    const calls = registry.calls.schemaById;
+    for (let i = 0; i < 3; i++) await rejection(serde.decode(bytes));
+    expect(registry.calls.schemaById - calls).toBe(1);
   });
 
   it('passes a registry outage on as retriable, and asks again next time', async () => {

@@ -21,7 +21,7 @@ const rawSchema = {
   $defs: { Card: { type: 'object', properties: { number: { type: 'string', pattern: '^[0-9]{16}$' }, expiry: { type: 'string' } }, additionalProperties: false } },
   additionalProperties: true,
 };
-const PATHS = ['email', 'nickname', 'address.postcode', 'cards[].number', 'phone'];
+const PATHS = ['email', 'nickname', 'address.postcode', 'cards[].number'];
 const protection = { maps: mappings(PATHS, PATHS.map(() => chainFrom((v: string) => `tok(${v})`))), missing: 'pass' as const };
 
 function wire(id: number, json: string): Buffer {
@@ -42,8 +42,6 @@ describe('deriveCleanJsonSchema', () => {
     expect(clean.properties.cards.items.additionalProperties).toBe(false);
     expect(clean.properties.backup).toEqual({ $ref: '#/$defs/Card' });
     expect(clean.$defs.Card.properties.number.pattern).toBe('^[0-9]{16}$');
-    // a path the schema does not declare (phone) is skipped
-    expect(clean.properties.phone).toBeUndefined();
     expect(clean.$schema).toBe(rawSchema.$schema);
   });
 
@@ -56,6 +54,48 @@ describe('deriveCleanJsonSchema', () => {
     expect(() => deriveCleanJsonSchema(JSON.stringify(remote), ['card.number'])).toThrow(/not a local definition/);
     // a leaf that is a combinator simply becomes a string
     expect(JSON.parse(deriveCleanJsonSchema(JSON.stringify(withOneOf), ['contact'])).properties.contact).toEqual({ type: 'string' });
+  });
+});
+
+describe('deriveCleanJsonSchema: every mapped path must be declared', () => {
+  const schema = JSON.stringify({
+    type: 'object',
+    additionalProperties: true,
+    properties: {
+      Email: { type: 'string', 'confluent:tags': ['PII'] },
+      email: { type: 'string' },
+      cards: { type: 'array', items: { $ref: '#/definitions/Card' } },
+      tags: { type: 'array' },
+      profile: { type: 'object', properties: { name: { type: 'string' } } },
+    },
+    definitions: { Card: { type: 'object', properties: { number: { type: 'string' }, exp_month: { type: 'integer' } } } },
+  });
+  const unknown = (paths: string[], foldKeys = false) => {
+    try {
+      deriveCleanJsonSchema(schema, paths, { foldKeys });
+      return undefined;
+    } catch (e) {
+      expect(e).toBeInstanceOf(CleanJsonSchemaError);
+      return (e as CleanJsonSchemaError).unknownPath;
+    }
+  };
+
+  it('a path the schema does not declare is unknown, whatever additionalProperties allows; the first in mapping order is named', () => {
+    expect(unknown(['email', 'cards[].number'])).toBeUndefined();
+    expect(unknown(['email', 'cards[].expMonth', 'phone'])).toBe('cards[].expMonth');
+    expect(unknown(['phone', 'cards[].expMonth'])).toBe('phone');
+    expect(unknown(['profile.name.first'])).toBe('profile.name.first'); // a string has no properties
+    expect(unknown(['cards.number'])).toBe('cards.number'); // an array walked without []
+    expect(unknown(['tags[]'])).toBe('tags[]'); // an array without items declares no element
+  });
+
+  it('keys: insensitive reaches every property a step folds to and retypes each; exact matches as written; tags are kept on a retyped leaf', () => {
+    expect(unknown(['EMAIL'])).toBe('EMAIL');
+    expect(unknown(['EMAIL', 'Cards[].NUMBER'], true)).toBeUndefined();
+    const clean = JSON.parse(deriveCleanJsonSchema(schema, ['EMAIL', 'cards[].exp_month'], { foldKeys: true }));
+    expect(clean.properties.Email).toEqual({ type: 'string', 'confluent:tags': ['PII'] });
+    expect(clean.properties.email).toEqual({ type: 'string' });
+    expect(clean.properties.cards.items.properties.exp_month).toEqual({ type: 'string' });
   });
 });
 
@@ -80,7 +120,7 @@ describe('jsonSchemaSerde', () => {
   it('dead-letters what it cannot read: no header, another magic byte, not JSON, an unknown schema, a schema the paths do not fit', async () => {
     const registry = new FakeRegistry();
     const rawId = registry.add(rawSchema);
-    const badId = registry.add({ type: 'object', properties: { email: { anyOf: [{ type: 'string' }] }, cards: { type: 'array', prefixItems: [] } } }, 'other-value');
+    const badId = registry.add({ type: 'object', properties: { email: { anyOf: [{ type: 'string' }] }, nickname: { type: 'string' }, address: { type: 'object', properties: { postcode: { type: 'integer' } } }, cards: { type: 'array', prefixItems: [] } } }, 'other-value');
     const serde = jsonSchemaSerde({ registry, protectedPaths: PATHS });
     const code = async (bytes: Buffer) => (await serde.protect(bytes, protection, 'clean').then(() => undefined, (e: unknown) => e)) as StreamError;
     expect((await code(Buffer.from([0, 0, 0]))).code).toBe('RECORD_MALFORMED');
@@ -90,6 +130,25 @@ describe('jsonSchemaSerde', () => {
     expect((await code(wire(badId, '{"email":"a@b.c"}'))).message).toMatch(/schema \d+ does not fit the pipeline's mapped paths: path cards\[\]\.number crosses a tuple/);
     registry.down = true;
     expect((await code(wire(rawId + 1000, '{}'))).code).toBe('REGISTRY_UNAVAILABLE');
+  });
+
+  it('refuses the records of a schema that does not declare a mapped path: SCHEMA_PATH_UNKNOWN with the path and schema id, the registry asked once', async () => {
+    const registry = new FakeRegistry();
+    const rawId = registry.add(rawSchema);
+    const paths = ['email', 'cards[].expMonth'];
+    const serde = jsonSchemaSerde({ registry, protectedPaths: paths });
+    const p = { maps: mappings(paths, paths.map(() => chainFrom((v: string) => `tok(${v})`))), missing: 'pass' as const };
+    const bytes = wire(rawId, '{"email":"ann@example.com","cards":[{"number":"4111111111111111","expMonth":"12"}]}');
+    const e = (await serde.protect(bytes, p, 'clean').then(() => undefined, (err: unknown) => err)) as StreamError;
+    expect([e.code, e.path, e.schema]).toEqual(['SCHEMA_PATH_UNKNOWN', 'cards[].expMonth', rawId]);
+    expect(e.message).not.toContain('ann@');
+    const many = await serde.protectMany!([bytes, bytes], p, ['clean', 'clean']);
+    expect(many.map((r) => (r as StreamError).code)).toEqual(['SCHEMA_PATH_UNKNOWN', 'SCHEMA_PATH_UNKNOWN']);
+    expect(registry.calls.schemaById).toBe(1);
+    // keys: insensitive (the serde's foldKeys) reaches a property written in another case
+    const folded = jsonSchemaSerde({ registry, protectedPaths: ['EMAIL'], foldKeys: true });
+    const out = await folded.protect(wire(rawId, '{"email":"ann@example.com"}'), { maps: mappings(['EMAIL'], [chainFrom((v: string) => `tok(${v})`)]), missing: 'pass', foldKeys: true }, 'clean');
+    expect(out.subarray(5).toString()).toBe('{"email":"tok(ann@example.com)"}');
   });
 
   it('protectMany gives each record what protect gives it (validation included), and a registry outage fails the whole batch', async () => {

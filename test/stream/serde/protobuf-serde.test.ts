@@ -146,12 +146,26 @@ describe('protobufSerde with .proto text schemas', () => {
     expect(await message(['email.x'])).toMatch(/email is a string field/);
     expect(await message(['profile'])).toMatch(/ends at a message field/);
     expect(await message(['attributes.a'])).toMatch(/map field/);
-    expect(await message(['nickname', 'profile.middle'])).toBe('ok'); // fields of a newer version: absent
+    expect(await message(['email', 'nickname', 'profile.middle'])).toMatch(/has no field at the mapped path nickname/);
     const shared = PROTO.replace('Profile profile = 4;', 'Profile profile = 4; Card backup = 11;');
     const sharedId = registry.add(shared);
     const sharedBody = framed(sharedId, Customer.encode(Customer.fromObject(customer)).finish());
     await expect(protobufSerde({ registry, protectedPaths: ['cards[].number'] }).protect(sharedBody, protection('pass', ['cards[].number']), 'clean'))
       .rejects.toThrow(/Card is used in more than one place/);
+  });
+
+  it('refuses a schema version without a mapped path (a typo, the .proto name exp_month written expMonth, an older version): SCHEMA_PATH_UNKNOWN with the path, in mapping order', async () => {
+    const registry = new FakeRegistry();
+    const rawId = registry.add(PROTO);
+    const body = framed(rawId, Customer.encode(Customer.fromObject(customer)).finish());
+    for (const [paths, path] of [[['email', 'cards[].expMonth', 'nickname'], 'cards[].expMonth'], [['Email'], 'Email'], [['profile.name', 'profile.middle'], 'profile.middle']] as const) {
+      const serde = protobufSerde({ registry, protectedPaths: paths });
+      const e = await serde.protect(body, protection('pass', [...paths]), 'clean').then(() => undefined, (err: unknown) => err as StreamError);
+      expect([e?.code, e?.path, e?.schema]).toEqual(['SCHEMA_PATH_UNKNOWN', path, rawId]);
+      expect(e?.message).not.toContain('ada@');
+      const [many] = await serde.protectMany!([body], protection('pass', [...paths]), ['clean']);
+      expect([(many as StreamError).code, (many as StreamError).path]).toEqual(['SCHEMA_PATH_UNKNOWN', path]);
+    }
   });
 
   it('protectMany gives each record what protect gives it, with the values of a batch protected together', async () => {

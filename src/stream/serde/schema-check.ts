@@ -1,0 +1,75 @@
+import { CleanSchemaError, deriveCleanSchema } from './avro-clean-schema.ts';
+import { CleanJsonSchemaError, deriveCleanJsonSchema } from './json-schema-clean.ts';
+import { compilePlan, ProtoPlanError } from './protobuf-plan.ts';
+import { parseProtoSchema, ProtoSchemaError, type ProtoMessage, type ProtoSchema } from './protobuf-schema.ts';
+
+/** A mapped path a writer's schema does not take: absent from it (`unknown`), or at odds with its shape. */
+export interface SchemaPathIssue {
+  path: string;
+  unknown: boolean;
+  message: string;
+}
+
+export interface SchemaCheck {
+  /** the schema cannot be read at all */
+  error?: string;
+  /** Protobuf: the message type the paths were checked against (the top-level one most of them fit) */
+  message?: string;
+  issues: SchemaPathIssue[];
+}
+
+export type RegistryFormat = 'avro' | 'json-schema' | 'protobuf';
+
+/**
+ * How a pipeline's mapped paths fit one writer's schema, path by path, as the format's serde
+ * would judge them (`veil config validate` against the registry's latest schema): a path the
+ * schema lacks would dead-letter every record of that version SCHEMA_PATH_UNKNOWN, a path at odds
+ * with its shape RECORD_MALFORMED. Avro and Protobuf field names match exactly; JSON Schema
+ * properties fold case with `foldKeys`. A Protobuf schema's record type is not in the schema: the
+ * paths are checked against the top-level message most of them fit.
+ */
+export function checkSchemaPaths(format: RegistryFormat, schemaText: string, paths: readonly string[], options: { foldKeys?: boolean } = {}): SchemaCheck {
+  if (format === 'protobuf') return checkProtobuf(schemaText, paths);
+  const derive = (list: readonly string[]) => (format === 'avro' ? deriveCleanSchema(schemaText, list) : deriveCleanJsonSchema(schemaText, list, options));
+  try {
+    derive([]);
+  } catch (e) {
+    return { error: `the schema cannot be read (${e instanceof SyntaxError ? 'not JSON' : (e as Error).message})`, issues: [] };
+  }
+  const issues: SchemaPathIssue[] = [];
+  for (const path of paths) {
+    try {
+      derive([path]);
+    } catch (e) {
+      if (!(e instanceof CleanSchemaError || e instanceof CleanJsonSchemaError)) throw e;
+      issues.push({ path, unknown: e.unknownPath !== undefined, message: e.message });
+    }
+  }
+  return { issues };
+}
+
+function checkProtobuf(schemaText: string, paths: readonly string[]): SchemaCheck {
+  let schema: ProtoSchema;
+  try {
+    schema = parseProtoSchema(schemaText);
+  } catch (e) {
+    return { error: `the schema cannot be read (${e instanceof ProtoSchemaError ? e.message : 'it does not parse'})`, issues: [] };
+  }
+  const candidates = schema.topLevel.map((name) => schema.messages.get(name)!).map((message) => ({ message, issues: protoIssues(schema, message, paths) }));
+  if (candidates.length === 0) return { error: 'the schema has no message', issues: [] };
+  const best = candidates.reduce((a, b) => (b.issues.length < a.issues.length ? b : a));
+  return { message: best.message.fullName, issues: best.issues };
+}
+
+function protoIssues(schema: ProtoSchema, message: ProtoMessage, paths: readonly string[]): SchemaPathIssue[] {
+  const issues: SchemaPathIssue[] = [];
+  for (const path of paths) {
+    try {
+      compilePlan(schema, message, [path]);
+    } catch (e) {
+      if (!(e instanceof ProtoPlanError)) throw e;
+      issues.push({ path, unknown: e.unknownPath !== undefined, message: e.message });
+    }
+  }
+  return issues;
+}
