@@ -12,6 +12,8 @@ export interface UnmappedFinding {
   end: number;
   /** the finding is an object key, not a value: it cannot be protected in place */
   key: boolean;
+  /** the keys and array indexes from the root to the value (to the key, for a key): a JSON pointer's steps, for the caller only — it may hold data keys */
+  trail: (string | number)[];
 }
 
 /** An allow-list entry: `notes` or `items[].sku` as steps (a key, or null for `[]`); it covers everything under it. */
@@ -23,8 +25,9 @@ export function allowedPath(path: string): AllowedPath {
 }
 
 /**
- * How many findings one document reports at most: the first names the dead letter; past it the
- * guard only marks the document truncated (a caller protecting findings must then refuse it).
+ * How many findings one document reports at most, unless the caller says: the first names the
+ * dead letter; past the limit the guard only marks the document truncated (a caller protecting
+ * findings must then refuse it).
  */
 const MAX_FINDINGS = 16;
 
@@ -41,10 +44,12 @@ export class JsonGuard implements UnmappedVisitor {
   private readonly allow: readonly AllowedPath[];
   private readonly fold: boolean;
   private readonly hints = new KeyHints();
+  private readonly max: number;
 
-  /** `fold`: allowed paths match keys case-insensitively, as the mapping's paths do (keys: insensitive) */
-  constructor(allow: readonly AllowedPath[], fold: boolean) {
+  /** `fold`: allowed paths match keys case-insensitively, as the mapping's paths do (keys: insensitive); `max`: findings kept per document */
+  constructor(allow: readonly AllowedPath[], fold: boolean, max = MAX_FINDINGS) {
     this.fold = fold;
+    this.max = max;
     this.allow = fold ? allow.map((p) => p.map((s) => (s === null ? null : foldKey(s)))) : allow;
   }
 
@@ -66,23 +71,24 @@ export class JsonGuard implements UnmappedVisitor {
     if (!mayBePersonal(shape, hints)) return;
     const name = keyStart < 0 ? '' : keyText(b, keyStart, place.keyEnd());
     const found = unmappedValueKind(leafText(b, kind, start, end), name, hints);
-    if (found !== undefined) this.report(place.steps(), found, start, end, false);
+    if (found !== undefined) this.report(place.trail(), found, start, end, false);
   }
 
   key(b: Buffer, start: number, end: number, place: ScanPlace): void {
     if (this.truncated) return;
     if (!mayBePersonal(shapeOfBytes(b, start + 1, end - 1), 0)) return;
     const found = unmappedKeyKind(keyText(b, start, end));
-    if (found !== undefined) this.report(place.steps(), found, start, end, true);
+    if (found !== undefined) this.report(place.trail(), found, start, end, true);
   }
 
-  private report(steps: PlaceStep[], kind: GuardKind, start: number, end: number, key: boolean): void {
+  private report(trail: (string | number)[], kind: GuardKind, start: number, end: number, key: boolean): void {
+    const steps = trail.map((step) => (typeof step === 'number' ? null : step));
     if (this.allowed(steps)) return;
-    if (this.findings.length >= MAX_FINDINGS) {
+    if (this.findings.length >= this.max) {
       this.truncated = true;
       return;
     }
-    this.findings.push({ path: formatPath(steps, key), kind, start, end, key });
+    this.findings.push({ path: formatPath(steps, key), kind, start, end, key, trail });
   }
 
   private allowed(steps: readonly PlaceStep[]): boolean {

@@ -83,7 +83,7 @@ export async function protectRequest(x: Exchange, route: Route, caller: Caller):
     outputs = await x.transformer.protect(x.id, protectAs, values);
   } catch (e) {
     if (e instanceof VeilError) {
-      const guardPointer = (i: number) => findingPlace(body, guarded[i]!.finding).pointer;
+      const guardPointer = (i: number) => findingPlace(guarded[i]!.finding).pointer;
       throw callerProblem(e, { route, body, located, action: config.actions.protect, rolesFrom: config.protectAs ? 'protectAs' : 'token', guardPointer });
     }
     throw e;
@@ -182,7 +182,7 @@ function guardedValues(x: Exchange, route: Route, body: Buffer, guard: BodyGuard
   const refused = guard.found.filter((f) => f.key || !protect.has(f.kind));
   if (refused.length > 0) {
     countUnmapped(x, route, guard.found, 'refused');
-    throw unmappedRefusal(body, refused, guard.truncated);
+    throw unmappedRefusal(refused, guard.truncated);
   }
   if (guard.truncated) {
     countUnmapped(x, route, guard.found, 'refused');

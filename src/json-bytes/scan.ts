@@ -67,6 +67,8 @@ export type PlaceStep = string | null;
 export interface ScanPlace {
   /** the keys and array steps from the root to the value or key being visited (a visited key is the last step) */
   steps(): PlaceStep[];
+  /** the same with each array step's element index: a JSON pointer's steps */
+  trail(): (string | number)[];
   /** the raw span of the key whose value is being visited, quotes included, or -1s inside an array or at the root */
   keyStart(): number;
   keyEnd(): number;
@@ -147,7 +149,7 @@ const NO_EVENTS: number[] = [];
 class Scanner implements ScanPlace {
   private b: Buffer = EMPTY;
   private visitor: UnmappedVisitor | undefined;
-  /** with a visitor: the span of the current key of each open object, by depth */
+  /** with a visitor: the span of the current key of each open object, or the current element index of each open array, by depth */
   private readonly keySpans: number[] = [];
   private out: number[] = NO_EVENTS;
   /** index in `out` of the next event */
@@ -220,6 +222,7 @@ class Scanner implements ScanPlace {
           p++;
           if (inObject) state = KEY;
           else {
+            if (this.visitor !== undefined) this.keySpans[2 * this.depth]!++;
             exp = this.frame()?.elements ?? null;
             state = VALUE;
           }
@@ -247,9 +250,13 @@ class Scanner implements ScanPlace {
   }
 
   steps(): PlaceStep[] {
-    const out: PlaceStep[] = [];
+    return this.trail().map((step) => (typeof step === 'number' ? null : step));
+  }
+
+  trail(): (string | number)[] {
+    const out: (string | number)[] = [];
     for (let d = 1; d <= this.depth; d++) {
-      if (this.kinds[d] !== OPEN_OBJECT) out.push(null);
+      if (this.kinds[d] !== OPEN_OBJECT) out.push(this.keySpans[2 * d]!);
       else out.push(keyText(this.b, this.keySpans[2 * d]!, this.keySpans[2 * d + 1]!));
     }
     return out;
@@ -276,6 +283,7 @@ class Scanner implements ScanPlace {
       if (grown.length <= MAX_SHARED_KINDS) sharedKinds = grown;
     }
     this.kinds[depth] = c;
+    if (this.visitor !== undefined && c === OPEN_ARRAY) this.keySpans[2 * depth] = 0;
     if (exp === null) return;
     let frame: Frame | undefined;
     if (c === OPEN_OBJECT) {

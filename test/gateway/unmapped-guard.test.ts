@@ -5,7 +5,7 @@ import { callerProblem } from '../../src/gateway/caller-problem.ts';
 import { gatewaySchema } from '../../src/gateway/gateway-config.ts';
 import { locate } from '../../src/gateway/json-fields.ts';
 import { compileRoutes, type Route } from '../../src/gateway/routes.ts';
-import { BodyGuard, findingPlace, MAX_REPORTED, placesOf, placeText, unmappedRefusal } from '../../src/gateway/unmapped-guard.ts';
+import { BodyGuard, findingPlace, MAX_REPORTED, placeText, unmappedRefusal } from '../../src/gateway/unmapped-guard.ts';
 import { EXAMPLE_CONFIG_TEXT } from '../helpers/engine-fixture.ts';
 
 const withGateway = (gateway: string) => `${EXAMPLE_CONFIG_TEXT}\ngateway:\n${gateway}`;
@@ -30,7 +30,7 @@ function findings(r: Route, doc: unknown, cap = MAX_REPORTED) {
   const body = Buffer.from(typeof doc === 'string' ? doc : JSON.stringify(doc));
   const guard = new BodyGuard(r.guard!, cap);
   const located = locate(body, r.request.compiled, guard);
-  return { located, guard, places: guard.found.length === 0 ? [] : unmappedRefusal(body, guard.found, guard.truncated).findings.map((f) => [f.path, f.kind, f.pointer]) };
+  return { located, guard, places: guard.found.length === 0 ? [] : unmappedRefusal(guard.found, guard.truncated).findings.map((f) => [f.path, f.kind, f.pointer]) };
 }
 
 describe('the gateway unmapped guard: configuration', () => {
@@ -170,7 +170,7 @@ describe('the gateway unmapped guard: what it finds', () => {
     expect([all.guard.found.length, all.guard.truncated]).toEqual([40, false]);
     const capped = findings(route(), doc, MAX_REPORTED);
     expect([capped.guard.found.length, capped.guard.truncated]).toEqual([MAX_REPORTED, true]);
-    const refusal = unmappedRefusal(Buffer.from(JSON.stringify(doc)), capped.guard.found, capped.guard.truncated);
+    const refusal = unmappedRefusal(capped.guard.found, capped.guard.truncated);
     expect(refusal.message).toBe('16 or more unmapped paths hold personal data; the first: unmapped path e0 holds personal data (email). Nothing was forwarded');
   });
 });
@@ -180,7 +180,7 @@ describe('the gateway unmapped guard: the refusal', () => {
     const body = Buffer.from(JSON.stringify({ contact: { email: 'secret@example.com' }, cards: [1, { n: 4111111111111111 }] }));
     const guard = new BodyGuard(route().guard!, MAX_REPORTED);
     locate(body, route().request.compiled, guard);
-    const e = unmappedRefusal(body, guard.found, false);
+    const e = unmappedRefusal(guard.found, false);
     expect([e.code, e.status]).toEqual(['UNMAPPED_PERSONAL_DATA', 422]);
     expect(e.details).toEqual([
       { code: 'UNMAPPED_PERSONAL_DATA', pointer: '/contact/email', message: 'unmapped path contact.email holds personal data (email)' },
@@ -188,20 +188,21 @@ describe('the gateway unmapped guard: the refusal', () => {
     ]);
     expect(e.findings).toEqual([{ path: 'contact.email', kind: 'email', pointer: '/contact/email', key: false }, { path: 'cards[*].n', kind: 'payment-card', pointer: '/cards/1/n', key: false }]);
     expect(JSON.stringify([e.message, e.details, e.findings])).not.toMatch(/secret|4111/);
-    const one = unmappedRefusal(body, guard.found.slice(0, 1), false);
+    const one = unmappedRefusal(guard.found.slice(0, 1), false);
     expect(one.message).toBe("unmapped path contact.email holds personal data (email), which the route's request selectors do not name: nothing was forwarded");
   });
 
-  it('finds places of values and keys in one walk, escapes pointer segments, names the body itself', () => {
-    const text = '{"a/b~c": [ {"x": 1}, {"y" : "v", "z":[true, null, "w"]} ], "k": {"q":2}}';
-    const b = Buffer.from(text);
-    const at = (s: string) => text.indexOf(s);
-    expect(placesOf(b, [at('"w"'), at('"y"'), at('"q"'), at('1}')])).toEqual([['a/b~c', 1, 'z', 2], ['a/b~c', 1], ['k'], ['a/b~c', 0, 'x']]);
+  it('places values and keys by the scan\'s own trail (no second walk), escapes pointer segments, names the body itself', () => {
+    const text = '{"a/b~c": [ {"x": 4111111111111111}, {"y" : "v@example.com", "z":[true, null, "w@example.com"]} ], "k": {"q@example.com":2}, "m-n": [{"p": "+44 20 7946 0958"}]}';
+    const guard = new BodyGuard(route().guard!, MAX_REPORTED);
+    locate(Buffer.from(text), route().request.compiled, guard);
+    expect(guard.found.map((f) => f.trail)).toEqual([['a/b~c', 0, 'x'], ['a/b~c', 1, 'y'], ['a/b~c', 1, 'z', 2], ['k', 'q@example.com'], ['m-n', 0, 'p']]);
+    expect(guard.found.map((f) => findingPlace(f).pointer)).toEqual(['', '', '', '/k', '/m-n/0/p']);
     expect(placeText(['a/b~c', 1, 'z', 2], false)).toEqual({ path: '*[*].z[*]', pointer: '' });
     expect(placeText(['a-b', 1, 'z'], false)).toEqual({ path: '"a-b"[*].z', pointer: '/a-b/1/z' });
     expect(placeText([], false)).toEqual({ path: '', pointer: '' });
     expect(placeText([], true)).toEqual({ path: '*', pointer: '' });
-    expect(unmappedRefusal(Buffer.from('"x@example.com"'), [{ path: '', kind: 'email', start: 0, end: 15, key: false }], false).message).toContain('the body itself holds personal data (email)');
+    expect(unmappedRefusal([{ path: '', kind: 'email', start: 0, end: 15, key: false, trail: [] }], false).message).toContain('the body itself holds personal data (email)');
   });
 
   it('an engine refusal of a protected finding points at the finding in the caller\'s body', () => {
@@ -212,7 +213,7 @@ describe('the gateway unmapped guard: the refusal', () => {
     const engine = new VeilError('ACTION_NOT_GRANTED', 'x', [
       { code: 'ACTION_NOT_GRANTED', pointer: '/requests/0/instances/1', instance: 1, className: 'Customer', propertyName: 'cardNumber', message: 'x' },
     ]);
-    const out = callerProblem(engine, { route: r, body, located, action: 'Protect', rolesFrom: 'token', guardPointer: (i) => findingPlace(body, guard.found[i]!).pointer });
+    const out = callerProblem(engine, { route: r, body, located, action: 'Protect', rolesFrom: 'token', guardPointer: (i) => findingPlace(guard.found[i]!).pointer });
     expect(out.details[0]).toMatchObject({ pointer: '/wallet/0/pan', message: "Protect on Customer.cardNumber (at /wallet/0/pan) is not granted to the roles in the caller's token" });
   });
 });
