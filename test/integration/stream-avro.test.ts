@@ -59,7 +59,10 @@ describe('stream: Avro pipeline against a real broker and a real registry (Apicu
     const clean = await consume(kafka, t.clean, 60);
     const dead = await consume(kafka, t.dlq, 2);
     expect(clean).toHaveLength(60);
-    expect(dead.map((d) => d.headers['veil.error.code']).sort()).toEqual(['RECORD_MALFORMED', 'SCHEMA_UNKNOWN'].sort());
+    const codeOf = (key: string) => dead.find((d) => d.key?.toString() === key)?.headers['veil.error.code'];
+    // 'bad' names schema id 1, whichever schema the registry holds there: it does not decode, or it lacks the mapped paths
+    expect(['RECORD_MALFORMED', 'SCHEMA_PATH_UNKNOWN']).toContain(codeOf('bad'));
+    expect(codeOf('bad2')).toBe('SCHEMA_UNKNOWN');
 
     const reveal = await unprotector(configFile, dataDir);
     const cleanIds = new Set<number>();

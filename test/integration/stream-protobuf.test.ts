@@ -71,7 +71,8 @@ describe('stream: Protobuf pipeline with confluent-kafka (Python) serializers', 
   let pipeline: Awaited<ReturnType<typeof startedPipeline>>;
 
   beforeAll(async () => {
-    pipeline = await startedPipeline(kafka, t, 'protobuf');
+    // v2's phone is unmapped personal data: the guard would dead-letter its records; this test follows it through in clear
+    pipeline = await startedPipeline(kafka, t, 'protobuf', '    unmapped: { allow: [phone] }');
   }, 120_000);
   afterAll(async () => pipeline?.close());
 

@@ -6,6 +6,7 @@ import { avroType } from './avro-types.ts';
 import type { RecordProtection, Serde } from './serde.ts';
 import { protectRecord } from '../protect-record.ts';
 import { memo } from '../memo.ts';
+import { decodedGuard, guardDecoded } from './decoded-guard.ts';
 
 export interface AvroSerdeOptions {
   registry: SchemaRegistryPort;
@@ -37,6 +38,13 @@ const HEADER = 5;
  * only for a value absent from a record whose schema has the field. A path the schema's shape
  * contradicts (it walks into a string, a map, a union of records, or ends at a record or bytes)
  * fails the schema's records with RECORD_MALFORMED at decode, before anything is protected.
+ *
+ * With the unmapped guard (`protection.guard`) every decoded value at a path no mapping names is
+ * checked (ObjectGuard; maps show as arrays of `{key, value}` entries, `attributes[].value`): a
+ * finding dead-letters the record (UNMAPPED_PERSONAL_DATA, path and kind), or with action
+ * `protect` a string of a protected kind is protected in place — the field is a string in the
+ * clean schema already — and named in the record's protected paths. A number found is
+ * dead-lettered even then: the schema fixes its type (map the field to protect it).
  */
 /** The Avro serde, with its decode and encode halves open to tests and tools. */
 export interface AvroSerde extends Serde {
@@ -113,13 +121,41 @@ export function avroSerde(options: AvroSerdeOptions): AvroSerde {
       return out;
   }
 
+  /**
+   * One record: decoded, its mapped fields protected, the unmapped guard's findings refused or
+   * protected in place (decoded-guard.ts), encoded; and the paths protected in it (every mapped
+   * path, then the guard's).
+   */
+  async function protectOne(bytes: Buffer, protection: RecordProtection, cleanTopic: string): Promise<{ value: Buffer; fields: string }> {
+    const decoded = await decode(bytes);
+    protectRecord(decoded.value, protection.maps, protection.missing);
+    const guard = decodedGuard(protection);
+    const guarded = guard === undefined ? [] : guardDecoded(guard, protection, decoded.value);
+    const value = await encode(decoded, cleanTopic);
+    const mapped = protection.maps.map((m) => m.path);
+    return { value, fields: [...mapped, ...guarded.filter((p) => !mapped.includes(p))].join(',') };
+  }
+
   return {
     decode,
     encode,
     async protect(bytes: Buffer, protection: RecordProtection, cleanTopic: string): Promise<Buffer> {
-      const decoded = await decode(bytes);
-      protectRecord(decoded.value, protection.maps, protection.missing);
-      return encode(decoded, cleanTopic);
+      return (await protectOne(bytes, protection, cleanTopic)).value;
+    },
+    /** record by record (the values are decoded objects: nothing to gain from one batch per field), each with its protected paths */
+    async protectMany(values: readonly Buffer[], protection: RecordProtection, cleanTopics: readonly string[], fields?: (string | undefined)[]): Promise<(Buffer | StreamError)[]> {
+      const out: (Buffer | StreamError)[] = [];
+      for (let i = 0; i < values.length; i++) {
+        try {
+          const one = await protectOne(values[i]!, protection, cleanTopics[i]!);
+          if (fields !== undefined) fields[i] = one.fields;
+          out.push(one.value);
+        } catch (e) {
+          if (e instanceof StreamError && !e.retriable) out.push(e);
+          else throw e;
+        }
+      }
+      return out;
     },
   };
 }

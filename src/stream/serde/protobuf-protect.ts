@@ -147,20 +147,24 @@ function numberText(b: Buffer, pos: number, field: ProtoField, schema: ProtoSche
 /**
  * The message as a plain object by field name, as veil would see it: scalars and enums as the text
  * it would protect, nested messages as objects, repeated fields as arrays. Unknown fields and
- * bytes, map and imported-type fields are left out. For discovery, which looks at values.
+ * bytes and imported-type fields are left out; so are maps, unless `maps` (the unmapped guard):
+ * then a map is the array of its entries, each `{key, value}`. For discovery, which looks at
+ * values, and the unmapped guard.
  */
-export function decodeMessage(b: Buffer, from: number, to: number, message: ProtoMessage, schema: ProtoSchema): Record<string, unknown> {
+export function decodeMessage(b: Buffer, from: number, to: number, message: ProtoMessage, schema: ProtoSchema, options: { maps?: boolean } = {}): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   const byNumber = new Map(message.fields.map((f) => [f.number, f]));
   for (const f of wireFields(b, from, to)) {
     const field = byNumber.get(f.number);
-    if (!field || SKIPPED.has(field.kind)) continue;
+    if (!field) continue;
+    const entry = field.kind === 'map' && options.maps === true && field.typeName !== undefined ? schema.messages.get(field.typeName) : undefined;
+    if (SKIPPED.has(field.kind) && entry === undefined) continue;
     let values: unknown[];
-    if (field.kind === 'message') {
+    if (field.kind === 'message' || entry !== undefined) {
       if (f.wireType !== WIRE.len) throw new StreamError('RECORD_MALFORMED', `field ${field.name} is not encoded as a message`);
-      values = [decodeMessage(b, f.valueStart, f.end, schema.messages.get(field.typeName!)!, schema)];
+      values = [decodeMessage(b, f.valueStart, f.end, entry ?? schema.messages.get(field.typeName!)!, schema, options)];
     } else values = scalarTexts(b, f, field, schema);
-    if (field.repeated) ((out[field.name] ??= []) as unknown[]).push(...values);
+    if (field.repeated || entry !== undefined) ((out[field.name] ??= []) as unknown[]).push(...values);
     else out[field.name] = values.at(-1);
   }
   return out;

@@ -134,11 +134,28 @@ function fromText(text: string): ProtoSchema {
 
 function textField(schema: ProtoSchema, field: protobuf.Field, scope: string): ProtoField {
   const base = { name: field.name, number: field.id, repeated: field.repeated };
-  if (field instanceof protobuf.MapField) return { ...base, kind: 'map' };
+  if (field instanceof protobuf.MapField) return { ...base, kind: 'map', typeName: mapEntry(schema, field, scope) };
   if (SCALARS.has(field.type)) return { ...base, kind: field.type as ScalarKind };
   const typeName = resolveName(schema, field.type, scope);
   if (typeName === undefined) return { ...base, kind: 'external', typeName: field.type };
   return { ...base, kind: schema.messages.has(typeName) ? 'message' : 'enum', typeName };
+}
+
+/**
+ * A map field's entry message, as protoc makes it (`map<string, Card> cards_by_id` is a repeated
+ * `CardsByIdEntry { string key = 1; Card value = 2; }` nested in its message): added to the
+ * messages by full name — not to the nested list, which message indexes count — so that a map's
+ * entries can be decoded and a message type used as a map value counts as used there.
+ */
+function mapEntry(schema: ProtoSchema, field: protobuf.MapField, scope: string): string {
+  const fullName = join(scope, `${field.name.split('_').map((w) => w.charAt(0).toUpperCase() + w.slice(1)).join('')}Entry`);
+  const value: ProtoField = SCALARS.has(field.type) ? { name: 'value', number: 2, repeated: false, kind: field.type as ScalarKind } : (() => {
+    const typeName = resolveName(schema, field.type, scope);
+    if (typeName === undefined) return { name: 'value', number: 2, repeated: false, kind: 'external', typeName: field.type };
+    return { name: 'value', number: 2, repeated: false, kind: schema.messages.has(typeName) ? 'message' : 'enum', typeName };
+  })();
+  if (!schema.messages.has(fullName)) schema.messages.set(fullName, { fullName, fields: [{ name: 'key', number: 1, repeated: false, kind: field.keyType as ScalarKind }, value], nested: [] });
+  return fullName;
 }
 
 /** Protobuf's scoping: a relative name is looked up from the innermost scope outwards. */

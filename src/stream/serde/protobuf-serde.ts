@@ -6,7 +6,8 @@ import { StreamError } from '../stream-error.ts';
 import { deriveCleanProtobuf } from './protobuf-clean.ts';
 import { compilePlan, ProtoPlanError, type PlanNode } from './protobuf-plan.ts';
 import { decodeMessage, protectEach, protectMessage } from './protobuf-protect.ts';
-import { messageAt, parseProtoSchema, ProtoSchemaError, type ProtoSchema } from './protobuf-schema.ts';
+import { messageAt, parseProtoSchema, ProtoSchemaError, type ProtoMessage, type ProtoSchema } from './protobuf-schema.ts';
+import { decodedGuard, refuseFindings } from './decoded-guard.ts';
 import { readFraming } from './protobuf-wire.ts';
 import type { RecordProtection, Serde } from './serde.ts';
 
@@ -17,7 +18,7 @@ export interface ProtobufSerdeOptions {
 }
 
 /** what one (raw schema id, message indexes) resolves to, once */
-type Target = { schema: ProtoSchema; plan: PlanNode; cleanText: string } | { error: string; unknownPath?: string };
+type Target = { schema: ProtoSchema; message: ProtoMessage; plan: PlanNode; cleanText: string } | { error: string; unknownPath?: string };
 
 /**
  * Protobuf values in the Confluent wire format: magic byte 0, the schema id, the message-index
@@ -31,6 +32,13 @@ type Target = { schema: ProtoSchema; plan: PlanNode; cleanText: string } | { err
  * Imports other than types the record's mapped paths never walk into are not resolved. A schema
  * whose record message lacks a mapped path's field is refused: its records are dead-lettered
  * SCHEMA_PATH_UNKNOWN with the path.
+ *
+ * With the unmapped guard (`protection.guard`) each record's message is also decoded
+ * (decodeMessage: scalars as their text, maps as `{key, value}` entries; unknown fields and bytes
+ * are not looked at) and every value at a path no mapping names is checked: a finding
+ * dead-letters the record (UNMAPPED_PERSONAL_DATA, path and kind) whatever the action — the
+ * message is rewritten at the wire level under a clean schema derived per schema, so a field the
+ * schema types as a number cannot take a protected string: map the field instead.
  */
 /** The Protobuf serde, and a decoder of raw values for discovery. */
 export interface ProtobufSerde extends Serde {
@@ -63,7 +71,7 @@ export function protobufSerde(options: ProtobufSerdeOptions): ProtobufSerde {
       const { plan, retypes } = compilePlan(schema, message, protectedPaths);
       const cleanText = deriveCleanProtobuf(schema, retypes);
       checkClean(cleanText, retypes.map((r) => `${r.message}#${r.field}`));
-      return { schema, plan, cleanText };
+      return { schema, message, plan, cleanText };
     } catch (e) {
       if (e instanceof ProtoPlanError) return { error: e.message, ...(e.unknownPath === undefined ? {} : { unknownPath: e.unknownPath }) };
       if (e instanceof ProtoSchemaError) return { error: e.message };
@@ -83,6 +91,7 @@ export function protobufSerde(options: ProtobufSerdeOptions): ProtobufSerde {
     async protect(bytes: Buffer, protection: RecordProtection, cleanTopic: string): Promise<Buffer> {
       const p = await prepare(bytes, cleanTopic);
       const body = protectMessage(bytes, p.bodyStart, bytes.length, p.target.plan, { schema: p.target.schema, protect: protectEach(transformsFor(protection)), missing: protection.missing });
+      guardRecord(bytes, p, protection);
       return framed(bytes, p, body);
     },
     async protectMany(values: readonly Buffer[], protection: RecordProtection, cleanTopics: readonly string[]): Promise<(Buffer | StreamError)[]> {
@@ -123,6 +132,18 @@ function deadLetter(e: unknown): StreamError {
   throw e;
 }
 
+/**
+ * The unmapped guard (`protection.guard`) on a record: its message decoded (maps as arrays of
+ * `{key, value}` entries; unknown fields and bytes are not looked at) and every value at a path
+ * no mapping names checked; a finding dead-letters the record, whatever the action — see
+ * refuseFindings.
+ */
+function guardRecord(bytes: Buffer, p: Prepared, protection: RecordProtection): void {
+  const guard = decodedGuard(protection);
+  if (guard === undefined) return;
+  refuseFindings(guard, decodeMessage(bytes, p.bodyStart, bytes.length, p.target.message, p.target.schema, { maps: true }), 'Protobuf');
+}
+
 /** the raw header (magic, id, message indexes) with the clean id, then the protected message */
 function framed(bytes: Buffer, p: Prepared, body: Buffer): Buffer {
   const header = Buffer.from(bytes.subarray(0, p.bodyStart));
@@ -149,6 +170,7 @@ function protectPrepared(values: readonly Buffer[], prepared: readonly (Prepared
     const start = counts();
     try {
       protectMessage(values[i]!, p.bodyStart, values[i]!.length, p.target.plan, { schema: p.target.schema, protect: collect, missing: protection.missing, dryRun: true });
+      guardRecord(values[i]!, p, protection);
       return start;
     } catch (e) {
       for (const [path, n] of start) texts.get(path)!.length = n;

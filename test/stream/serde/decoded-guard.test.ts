@@ -1,0 +1,167 @@
+import avro from 'avsc';
+import protobuf from 'protobufjs';
+import { describe, expect, it } from 'vitest';
+import { chainFrom, type Chain } from '../../../src/engine/index.ts';
+import { mappings } from '../../../src/stream/protect-record.ts';
+import { avscSchema } from '../../../src/stream/serde/avro-clean-schema.ts';
+import { avroSerde } from '../../../src/stream/serde/avro-serde.ts';
+import { avroType } from '../../../src/stream/serde/avro-types.ts';
+import { decodedGuard } from '../../../src/stream/serde/decoded-guard.ts';
+import { protobufSerde } from '../../../src/stream/serde/protobuf-serde.ts';
+import { readFraming } from '../../../src/stream/serde/protobuf-wire.ts';
+import type { GuardPlan, RecordProtection } from '../../../src/stream/serde/serde.ts';
+import { StreamError } from '../../../src/stream/stream-error.ts';
+import { FakeRegistry } from './fake-registry.ts';
+
+const tok = (label: string) => chainFrom((v: string) => `${label}(${v})`);
+const guardPlan = (action: GuardPlan['action'], protect: Record<string, Chain> = {}, allow: string[] = []): GuardPlan => ({ action, allow, protect: new Map(Object.entries(protect)), retypes: false });
+const protection = (paths: string[], guard?: GuardPlan): RecordProtection => ({ maps: mappings(paths, paths.map(() => tok('tok'))), missing: 'pass', ...(guard ? { guard } : {}) });
+
+async function outcome(p: Promise<Buffer>): Promise<Buffer | StreamError> {
+  return p.catch((e: unknown) => {
+    expect(e).toBeInstanceOf(StreamError);
+    return e as StreamError;
+  });
+}
+
+const finding = (r: Buffer | StreamError) => (r instanceof StreamError ? [r.code, r.path, r.kind] : 'clean');
+
+describe('the unmapped guard on Avro records', () => {
+  const schema = {
+    type: 'record', name: 'Customer', namespace: 'shop',
+    fields: [
+      { name: 'email', type: 'string' },
+      { name: 'backupEmail', type: ['null', 'string'], default: null },
+      { name: 'cardNumber', type: ['null', 'long'], default: null },
+      { name: 'contacts', type: { type: 'array', items: { type: 'record', name: 'Contact', fields: [{ name: 'email', type: 'string' }, { name: 'note', type: 'string' }] } }, default: [] },
+      { name: 'attributes', type: { type: 'map', values: 'string' }, default: {} },
+      { name: 'note', type: 'string', default: '' },
+    ],
+  };
+  const type = avro.Type.forSchema(schema as avro.Schema);
+  const wire = (id: number, value: object) => {
+    const header = Buffer.alloc(5);
+    header.writeUInt32BE(id, 1);
+    return Buffer.concat([header, type.toBuffer({ email: 'ann@example.com', backupEmail: null, cardNumber: null, contacts: [], attributes: {}, note: 'call after 5pm', ...value })]);
+  };
+  const setup = () => {
+    const registry = new FakeRegistry();
+    return { registry, id: registry.add(schema), serde: avroSerde({ registry, protectedPaths: ['email'] }) };
+  };
+
+  it('dead-letters personal data at a path no mapping names, naming the path and kind, never the value; mapped fields and free text pass', async () => {
+    const { id, serde } = setup();
+    const p = protection(['email'], guardPlan('dead-letter'));
+    const records = [
+      wire(id, {}),
+      wire(id, { backupEmail: 'bob.backup@example.com' }),
+      wire(id, { cardNumber: 4111111111111111 }),
+      wire(id, { contacts: [{ email: 'eve@example.com', note: 'x' }] }),
+      wire(id, { attributes: { owner: 'carol@example.com' } }),
+      wire(id, { attributes: { 'dave@example.com': 'x' } }),
+    ];
+    const fields: (string | undefined)[] = [];
+    const out = await serde.protectMany!(records, p, records.map(() => 'clean'), fields);
+    expect(out.map(finding)).toEqual(['clean',
+      ['UNMAPPED_PERSONAL_DATA', 'backupEmail', 'email'],
+      ['UNMAPPED_PERSONAL_DATA', 'cardNumber', 'payment-card'],
+      ['UNMAPPED_PERSONAL_DATA', 'contacts[].email', 'email'],
+      // a map is the array of its {key, value} entries
+      ['UNMAPPED_PERSONAL_DATA', 'attributes[].value', 'email'],
+      ['UNMAPPED_PERSONAL_DATA', 'attributes[].key', 'email'],
+    ]);
+    expect(fields[0]).toBe('email');
+    for (const r of out) if (r instanceof StreamError) expect(r.message).not.toMatch(/@example|4111/);
+    // protect gives the same outcome, record by record
+    expect(finding(await outcome(serde.protect(records[1]!, p, 'clean')))).toEqual(['UNMAPPED_PERSONAL_DATA', 'backupEmail', 'email']);
+  });
+
+  it('action protect: a string of a protected kind is protected in place and named in the protected paths; a number, or a kind not protected, is dead-lettered', async () => {
+    const { registry, id, serde } = setup();
+    const p = protection(['email'], guardPlan('protect', { email: tok('guard'), 'payment-card': tok('card') }));
+    const fields: (string | undefined)[] = [];
+    const records = [wire(id, { backupEmail: 'bob.backup@example.com', contacts: [{ email: 'eve@example.com', note: 'x' }] }), wire(id, { cardNumber: 4111111111111111 }), wire(id, { note: 'GB82WEST12345698765432' })];
+    const out = await serde.protectMany!(records, p, records.map(() => 'clean'), fields);
+    expect(out.slice(1).map(finding)).toEqual([['UNMAPPED_PERSONAL_DATA', 'cardNumber', 'payment-card'], ['UNMAPPED_PERSONAL_DATA', 'note', 'iban']]);
+    const clean = out[0] as Buffer;
+    const cleanType = avroType(avscSchema(registry.schemas.get(clean.readUInt32BE(1))!));
+    expect(cleanType.fromBuffer(clean.subarray(5))).toMatchObject({ email: 'tok(ann@example.com)', backupEmail: 'guard(bob.backup@example.com)', contacts: [{ email: 'guard(eve@example.com)', note: 'x' }] });
+    expect(fields[0]).toBe('email,backupEmail,contacts[].email');
+  });
+
+  it('allowed paths are not looked at; unmapped: pass (no guard) checks nothing; the guard is built once per protection', async () => {
+    const { id, serde } = setup();
+    const allowed = protection(['email'], guardPlan('dead-letter', {}, ['backupEmail', 'attributes']));
+    const records = [wire(id, { backupEmail: 'bob.backup@example.com', attributes: { owner: 'carol@example.com' } })];
+    expect((await serde.protectMany!(records, allowed, ['clean'])).map(finding)).toEqual(['clean']);
+    expect((await serde.protectMany!([wire(id, { cardNumber: 4111111111111111 })], protection(['email']), ['clean'])).map(finding)).toEqual(['clean']);
+    expect(decodedGuard(allowed)).toBe(decodedGuard(allowed));
+    expect(decodedGuard(protection(['email']))).toBeUndefined();
+  });
+});
+
+describe('the unmapped guard on Protobuf records', () => {
+  const PROTO = `syntax = "proto3";
+package shop;
+message Customer {
+  string email = 1;
+  string backup_email = 2;
+  fixed64 card = 3;
+  repeated Contact contacts = 4;
+  map<string, string> attributes = 5;
+  map<string, Contact> by_name = 6;
+  string note = 7;
+  bytes blob = 8;
+}
+message Contact { string email = 1; string label = 2; }
+`;
+  const Customer = protobuf.parse(PROTO, { keepCase: true }).root.lookupType('shop.Customer');
+  const wire = (id: number, value: object) => {
+    const header = Buffer.from([0, 0, 0, 0, 0, 0]);
+    header.writeUInt32BE(id, 1);
+    return Buffer.concat([header, Customer.encode(Customer.fromObject({ email: 'ann@example.com', note: 'call after 5pm', ...value })).finish()]);
+  };
+  const setup = () => {
+    const registry = new FakeRegistry();
+    return { registry, id: registry.add(PROTO), serde: protobufSerde({ registry, protectedPaths: ['email'] }) };
+  };
+
+  it('dead-letters personal data at any unmapped path (numbers as their text, nested, repeated, map keys and values), whatever the action', async () => {
+    const { id, serde } = setup();
+    const records = [
+      wire(id, { blob: Buffer.from('zoe@example.com') }),
+      wire(id, { backup_email: 'bob.backup@example.com' }),
+      wire(id, { card: '4111111111111111' }),
+      wire(id, { contacts: [{ email: 'eve@example.com', label: 'x' }] }),
+      wire(id, { attributes: { owner: 'carol@example.com' } }),
+      wire(id, { attributes: { 'dave@example.com': 'x' } }),
+      wire(id, { by_name: { ann: { email: 'frank@example.com' } } }),
+    ];
+    for (const action of ['dead-letter', 'protect'] as const) {
+      const p = protection(['email'], guardPlan(action, { email: tok('guard'), 'payment-card': tok('card') }));
+      const out = await serde.protectMany!(records, p, records.map(() => 'clean'));
+      expect(out.map(finding), action).toEqual(['clean',
+        ['UNMAPPED_PERSONAL_DATA', 'backup_email', 'email'],
+        ['UNMAPPED_PERSONAL_DATA', 'card', 'payment-card'],
+        ['UNMAPPED_PERSONAL_DATA', 'contacts[].email', 'email'],
+        ['UNMAPPED_PERSONAL_DATA', 'attributes[].value', 'email'],
+        ['UNMAPPED_PERSONAL_DATA', 'attributes[].key', 'email'],
+        ['UNMAPPED_PERSONAL_DATA', 'by_name[].value.email', 'email'],
+      ]);
+      for (const r of out) if (r instanceof StreamError) expect(r.message).not.toMatch(/@example|4111/);
+      expect(finding(await outcome(serde.protect(records[2]!, p, 'clean')))).toEqual(['UNMAPPED_PERSONAL_DATA', 'card', 'payment-card']);
+    }
+    // bytes are not looked at; the clean record protects the mapped field
+    const [clean] = await serde.protectMany!(records.slice(0, 1), protection(['email'], guardPlan('dead-letter')), ['clean']);
+    expect(readFraming(clean as Buffer).indexes).toEqual([0]);
+  });
+
+  it('allowed paths and unmapped: pass let the values through', async () => {
+    const { id, serde } = setup();
+    const records = [wire(id, { backup_email: 'bob.backup@example.com', attributes: { owner: 'carol@example.com' } })];
+    expect((await serde.protectMany!(records, protection(['email'], guardPlan('dead-letter', {}, ['backup_email', 'attributes'])), ['clean'])).map(finding)).toEqual(['clean']);
+    expect((await serde.protectMany!(records, protection(['email']), ['clean'])).map(finding)).toEqual(['clean']);
+    // Protobuf field names match exactly: an allowed path in another case is not this field
+    expect((await serde.protectMany!(records, protection(['email'], guardPlan('dead-letter', {}, ['backupEmail', 'attributes'])), ['clean'])).map(finding)).toEqual([['UNMAPPED_PERSONAL_DATA', 'backup_email', 'email']]);
+  });
+});
