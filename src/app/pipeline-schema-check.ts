@@ -1,7 +1,8 @@
 import type { ConfigIssue } from '../engine/index.ts';
-import type { PipelineConfig } from '../stream/pipeline-config.ts';
+import { unmappedPolicy, type PipelineConfig } from '../stream/pipeline-config.ts';
 import type { SchemaRegistryPort, SchemaType } from '../stream/ports.ts';
 import { checkSchemaPaths, type RegistryFormat } from '../stream/serde/schema-check.ts';
+import { firstUnallowed, planTags, TagPlanError } from '../stream/serde/schema-tags.ts';
 import { StreamError } from '../stream/stream-error.ts';
 
 const SCHEMA_TYPE: Record<RegistryFormat, SchemaType> = { avro: 'AVRO', 'json-schema': 'JSON', protobuf: 'PROTOBUF' };
@@ -49,6 +50,7 @@ export async function registrySchemaIssues(pipelines: Readonly<Record<string, Pi
         continue;
       }
       const of = check.message ? `${which}, message ${check.message},` : which;
+      issues.push(...tagIssues(p, at, of, check.tagged ?? []));
       for (const issue of check.issues) {
         const i = p.fields.findIndex((f) => f.path === issue.path);
         issues.push({
@@ -62,6 +64,25 @@ export async function registrySchemaIssues(pipelines: Readonly<Record<string, Pi
     }
   }
   return issues;
+}
+
+/**
+ * The schema's Confluent tags against the pipeline's `tags`: a mapped tag where no path reaches it
+ * (RECORD_MALFORMED), or a tagged field none of whose tags the pipeline maps and the guard does
+ * not allow (every record UNMAPPED_PERSONAL_DATA), is an error.
+ */
+function tagIssues(p: PipelineConfig, at: string, of: string, tagged: Parameters<typeof planTags>[0]): ConfigIssue[] {
+  const fold = p.keys !== 'exact';
+  const pointer = p.tags ? `${at}/tags` : at;
+  try {
+    const plan = planTags(tagged, p.fields.map((f) => f.path), new Set(Object.keys(p.tags ?? {})), fold);
+    const guard = unmappedPolicy(p);
+    const f = guard.action === 'pass' ? undefined : firstUnallowed(plan.unmapped, guard.allow, fold);
+    return f === undefined ? [] : [{ severity: 'error', pointer, message: `${of} tags ${f.path} ${f.tag}, and the pipeline maps no tag of it: it would dead-letter its records UNMAPPED_PERSONAL_DATA (map the tag under tags, map the path, or allow it)` }];
+  } catch (e) {
+    if (!(e instanceof TagPlanError)) throw e;
+    return [{ severity: 'error', pointer, message: `${of}: ${e.message}: the pipeline would dead-letter its records RECORD_MALFORMED` }];
+  }
 }
 
 function escape(segment: string): string {

@@ -18,8 +18,10 @@ export function serdes(registryUrl: string | undefined): (p: PipelineConfig) => 
     ]);
     registry ??= new CachingRegistry(new RetryingRegistry(confluentRegistry(registryUrl)));
     const protectedPaths = p.fields.map((f) => f.path);
-    if (p.format === 'json-schema') return (await import('../stream/serde/json-schema-serde.ts')).jsonSchemaSerde({ registry, protectedPaths, foldKeys: p.keys !== 'exact' });
-    if (p.format === 'protobuf') return (await import('../stream/serde/protobuf-serde.ts')).protobufSerde({ registry, protectedPaths });
-    return (await import('../stream/serde/avro-serde.ts')).avroSerde({ registry, protectedPaths });
+    // the Confluent schema tags the pipeline maps: their fields are protected too, per schema version
+    const tags = Object.keys(p.tags ?? {});
+    if (p.format === 'json-schema') return (await import('../stream/serde/json-schema-serde.ts')).jsonSchemaSerde({ registry, protectedPaths, tags, foldKeys: p.keys !== 'exact' });
+    if (p.format === 'protobuf') return (await import('../stream/serde/protobuf-serde.ts')).protobufSerde({ registry, protectedPaths, tags });
+    return (await import('../stream/serde/avro-serde.ts')).avroSerde({ registry, protectedPaths, tags });
   };
 }

@@ -32,6 +32,9 @@ export const unmappedSchema = z.union([
   }),
 ]);
 
+/** A Confluent schema tag (`confluent:tags`, `(confluent.field_meta).tags`), as written in the schema: `PII`, `PII_EMAIL`. */
+const tagName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_.-]{0,99}$/, 'must be a tag name: a letter or _, then letters, digits, _, . or -');
+
 /** how mapped paths match a record's keys: `insensitive` (default; `Email` is `email`, as the gateway matches) or `exact` */
 export const keysSchema = z.enum(['insensitive', 'exact']);
 
@@ -51,6 +54,13 @@ export const pipelineSchema = z.strictObject({
   deadLetterTopic: topicName,
   format: z.enum(['json', 'avro', 'json-schema', 'protobuf']),
   fields: z.array(z.strictObject({ path: recordPath, field: fieldRef })).min(1),
+  /**
+   * avro, json-schema and protobuf: fields the writer's schema tags (Confluent's `confluent:tags`,
+   * `(confluent.field_meta).tags`) protected as the class.property their tag maps to, as if
+   * mapped, in every schema version that tags them; a tagged field whose tags are not here is
+   * unmapped personal data (UNMAPPED_PERSONAL_DATA, kind `tag:<TAG>`)
+   */
+  tags: z.record(tagName, fieldRef).optional(),
   /** protect the record key too (so partitioning of the clean topic follows the protected key) */
   key: z.strictObject({ field: fieldRef }).optional(),
   /** what an absent or null mapped field does: pass it through as it is, or dead-letter the record */
@@ -105,6 +115,8 @@ export function pipelineIssues(p: PipelineConfig, isField: (className: string, p
   for (const [kind, field] of Object.entries(guard.protect)) check(field, `/unmapped/protect/${kind}`);
   if (guard.action === 'protect' && Object.keys(guard.protect).length === 0) error('/unmapped/protect', 'action protect names no kind to protect: map a kind to a class.property, e.g. email: Customer.email');
   if (p.key) check(p.key.field, '/key/field');
+  for (const [tag, field] of Object.entries(p.tags ?? {})) check(field, `/tags/${tag}`);
+  if (p.tags && Object.keys(p.tags).length > 0 && p.format === 'json') error('/tags', 'tags come from the writer\'s schema: only avro, json-schema and protobuf pipelines have one (this one is json)');
   // with keys: insensitive, `Email` and `email` are one path
   const paths = p.fields.map((f) => (p.keys === 'exact' ? f.path : foldKey(f.path)));
   paths.forEach((path, i) => {

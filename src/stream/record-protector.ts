@@ -56,7 +56,8 @@ export class RecordProtector implements ChunkProtector {
     this.serde = deps.serde;
     const guard = unmappedPolicy(c);
     const guardKinds = guard.action === 'protect' ? Object.entries(guard.protect) : [];
-    const fields = [...c.fields.map((f) => f.field), ...(c.key ? [c.key.field] : []), ...guardKinds.map(([, f]) => f)].map((f) => {
+    const tags = Object.entries(c.tags ?? {});
+    const fields = [...c.fields.map((f) => f.field), ...(c.key ? [c.key.field] : []), ...guardKinds.map(([, f]) => f), ...tags.map(([, f]) => f)].map((f) => {
       const [className, propertyName] = f.split('.') as [string, string];
       return { className, propertyName };
     });
@@ -71,7 +72,8 @@ export class RecordProtector implements ChunkProtector {
       protect: new Map<string, Chain>(guardKinds.map(([kind], i) => [kind, bound.transforms[c.fields.length + keyed + i]!])),
       retypes: c.format === 'json',
     };
-    this.protection = { maps: mappings(c.fields.map((f) => f.path), bound.transforms), missing: c.missing, validate: c.validate, foldKeys: c.keys !== 'exact', ...(guardPlan ? { guard: guardPlan } : {}) };
+    const tagChains = new Map<string, Chain>(tags.map(([tag], i) => [tag, bound.transforms[c.fields.length + keyed + guardKinds.length + i]!]));
+    this.protection = { maps: mappings(c.fields.map((f) => f.path), bound.transforms), missing: c.missing, validate: c.validate, foldKeys: c.keys !== 'exact', ...(guardPlan ? { guard: guardPlan } : {}), ...(tags.length ? { tags: tagChains } : {}) };
     if (c.key) this.keyTransform = bound.transforms[c.fields.length];
     this.allFields = [...c.fields.map((f) => f.path), ...(c.key ? [KEY_PATH] : [])].join(',');
   }

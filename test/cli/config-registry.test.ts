@@ -75,6 +75,18 @@ describe('veil config validate with a schema registry', () => {
     expect(offline.code).toBe(0);
   });
 
+  it('checks the latest schema\'s Confluent tags: a tagged field the pipeline neither maps (by tag or path) nor allows is an error', async () => {
+    const tagged = PROTO.replace('string email = 1;', 'string email = 1;\n  string ssn = 3 [(confluent.field_meta).tags = "PII"];').replace('package shop;', 'package shop;\nimport "confluent/meta.proto";');
+    await register(`${run}.tagged-value`, tagged, 'PROTOBUF');
+    const cwd = await tempDir();
+    const text = `${EXAMPLE_CONFIG_TEXT}\npipelines:\n${pipeline('untagged', `${run}.tagged`, 'protobuf', ['email'])}${pipeline('tagged', `${run}.tagged`, 'protobuf', ['email'], '    tags: { PII: Customer.nationalId }\n')}${pipeline('allowed', `${run}.tagged`, 'protobuf', ['email'], '    unmapped: { allow: [ssn] }\n')}`;
+    await writeFile(join(cwd, 'tags.yaml'), text);
+    const result = await veil(fakeCliIo(cwd, { VEIL_MASTER_KEY: masterKeyHex(), SCHEMA_REGISTRY_URL: url }), ['config', 'validate', 'tags.yaml']);
+    const out = result.out.trimEnd().split('\n');
+    expect(out).toEqual([expect.stringMatching(new RegExp(`: error: /pipelines/untagged: the latest schema of subject ${run}\\.tagged-value .*, message shop\\.Customer, tags ssn PII, and the pipeline maps no tag of it: it would dead-letter its records UNMAPPED_PERSONAL_DATA`))]);
+    expect(result.code).toBe(1);
+  });
+
   it('an unreachable registry is one warning, not a failure', async () => {
     const probe = createServer();
     await new Promise<void>((r) => probe.listen(0, '127.0.0.1', r));

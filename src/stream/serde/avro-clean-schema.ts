@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { isJsonNumber, isJsonObject, numberValue, parseLossless, printLossless, toPlain, type LosslessJson } from '../../json-bytes/lossless-json.ts';
+import type { TaggedField } from './schema-tags.ts';
 
 /**
  * The clean schema of an Avro raw schema: the schema protected records are written with.
@@ -90,6 +91,18 @@ export function deriveCleanSchema(rawSchema: string, paths: readonly string[], o
 }
 
 /**
+ * The fields `rawSchema` tags with Confluent's `confluent:tags` field attribute
+ * (`{"name": "email", "type": "string", "confluent:tags": ["PII"]}`), in schema order, each with
+ * its pipeline path: through records, arrays (`[]`; a tagged array of scalars is `emails[]`) and
+ * nullable unions. A tagged field under a map (`*`), a union of several types, or a recursive
+ * type (the tags under it, at `*`) has no pipeline path (`reachable` false). Throws when the
+ * schema cannot be read.
+ */
+export function avroTaggedFields(rawSchema: string): TaggedField[] {
+  return new Derivation(read(rawSchema), [], 'error').tagged();
+}
+
+/**
  * The paths, in the order given, that name a field `rawSchema` does not have (record field names
  * match exactly). A path that contradicts the schema's shape is not listed here (deriving throws
  * for it); a schema that cannot be read throws.
@@ -139,6 +152,9 @@ function compile(path: string): Op[] {
 }
 
 const isObject = (v: Json | undefined): v is JsonObject => isJsonObject(v);
+/** the strings of a `confluent:tags` attribute (anything else there holds no tag) */
+const tagsOf = (v: Json | undefined): string[] => (Array.isArray(v) ? v.filter((t): t is string => typeof t === 'string' && t !== '') : []);
+const join = (path: string, name: string) => (path === '' ? name : `${path}.${name}`);
 const isLeaf = (d: Demand) => d.at === d.ops.length;
 /** a protected default: a scalar becomes its text (a number the digits as written), null and structures stay */
 const asText = (value: Json): Json => (isJsonNumber(value) ? value.value : value === null || typeof value === 'object' ? value : String(value));
@@ -169,6 +185,65 @@ class Derivation {
     this.absent = absent;
     this.demands = [...new Set(paths)].map((path) => ({ path, ops: compile(path), at: 0 }));
     this.index(root, '');
+  }
+
+  /** the tagged fields (avroTaggedFields) */
+  tagged(): TaggedField[] {
+    const out: TaggedField[] = [];
+    this.tagWalk(this.root, '', '', true, [], out);
+    return out;
+  }
+
+  private tagWalk(node: Json, ns: string, path: string, reachable: boolean, stack: readonly string[], out: TaggedField[]): void {
+    const t = this.classify(node, ns);
+    if (t.kind === 'union') {
+      const branches = t.branches.filter((b) => !this.isNull(b, ns));
+      for (const b of branches) this.tagWalk(b, ns, path, reachable && branches.length === 1, stack, out);
+    } else if (t.kind === 'array') this.tagWalk(t.node.items ?? null, ns, `${path}[]`, reachable && !path.endsWith('[]'), stack, out);
+    else if (t.kind === 'map') this.tagWalk(t.node.values ?? null, ns, join(path, '*'), false, stack, out);
+    else if (t.kind === 'named' && t.named.kind === 'record') {
+      const named = t.named;
+      if (stack.includes(named.fullName)) {
+        const below = this.tagsUnder(named, new Set());
+        if (below.length) out.push({ path: join(path, '*'), tags: below, reachable: false });
+        return;
+      }
+      for (const field of named.node.fields as JsonObject[]) {
+        const at = join(path, field.name as string);
+        const tags = tagsOf(field['confluent:tags']);
+        if (tags.length) out.push({ path: this.tagLeaf(field.type!, named.namespace, at), tags, reachable });
+        this.tagWalk(field.type!, named.namespace, at, reachable, [...stack, named.fullName], out);
+      }
+    }
+  }
+
+  /** a tagged field's path: `emails[]` when it is an array (maybe nullable) of scalars, whose elements are what is protected */
+  private tagLeaf(node: Json, ns: string, path: string): string {
+    let t = this.classify(node, ns);
+    if (t.kind === 'union') {
+      const branches = t.branches.filter((b) => !this.isNull(b, ns));
+      if (branches.length === 1) t = this.classify(branches[0]!, ns);
+    }
+    return t.kind === 'array' && scalarBucket(this.classify(t.node.items ?? null, ns)) !== undefined ? `${path}[]` : path;
+  }
+
+  /** every tag on a field of `named` or under it, once */
+  private tagsUnder(named: Named, seen: Set<string>): string[] {
+    if (seen.has(named.fullName)) return [];
+    seen.add(named.fullName);
+    const tags = new Set<string>();
+    const visit = (node: Json, ns: string): void => {
+      const t = this.classify(node, ns);
+      if (t.kind === 'union') t.branches.forEach((b) => visit(b, ns));
+      else if (t.kind === 'array') visit(t.node.items ?? null, ns);
+      else if (t.kind === 'map') visit(t.node.values ?? null, ns);
+      else if (t.kind === 'named' && t.named.kind === 'record') for (const tag of this.tagsUnder(t.named, seen)) tags.add(tag);
+    };
+    for (const field of named.node.fields as JsonObject[]) {
+      for (const tag of tagsOf(field['confluent:tags'])) tags.add(tag);
+      visit(field.type!, named.namespace);
+    }
+    return [...tags];
   }
 
   run(): Json {

@@ -1,10 +1,11 @@
 import type avro from 'avsc';
 import type { SchemaRegistryPort } from '../ports.ts';
 import { StreamError } from '../stream-error.ts';
-import { avscSchema, CleanSchemaError, deriveCleanSchema, unknownAvroPaths } from './avro-clean-schema.ts';
+import { avroTaggedFields, avscSchema, CleanSchemaError, deriveCleanSchema, unknownAvroPaths } from './avro-clean-schema.ts';
 import { avroType } from './avro-types.ts';
 import type { RecordProtection, Serde } from './serde.ts';
-import { protectRecord } from '../protect-record.ts';
+import { protectRecord, type Mapping } from '../protect-record.ts';
+import { planTags, tagMappings, TagPlanError, tagRefusal, type SchemaTags } from './schema-tags.ts';
 import { memo } from '../memo.ts';
 import { decodedGuard, guardDecoded } from './decoded-guard.ts';
 
@@ -12,13 +13,18 @@ export interface AvroSerdeOptions {
   registry: SchemaRegistryPort;
   /** the pipeline's record paths (`address.postcode`, `cards[].number`): their clean type is string */
   protectedPaths: readonly string[];
+  /** the Confluent tags the pipeline maps (`tags`): fields a schema tags so are protected too, their clean type string */
+  tags?: readonly string[];
 }
 
-/** what a raw schema id resolves to, once: its reader, and its clean schema (or why there is none) */
+/** what a raw schema id resolves to, once: its reader, its clean schema (or why there is none), and its tagged fields */
 interface Writer {
   type: avro.Type;
   clean: { text: string; type: avro.Type } | { error: string; unknownPath?: string };
+  tags: SchemaTags;
 }
+
+const NO_TAGS: SchemaTags = { mapped: [], unmapped: [] };
 
 const HEADER = 5;
 
@@ -45,6 +51,12 @@ const HEADER = 5;
  * `protect` a string of a protected kind is protected in place — the field is a string in the
  * clean schema already — and named in the record's protected paths. A number found is
  * dead-lettered even then: the schema fixes its type (map the field to protect it).
+ *
+ * Confluent tags (`confluent:tags` on a field): a field a schema tags with a tag the pipeline maps
+ * (`tags`) is protected as that tag's class.property in that schema's records, like a mapped path
+ * (its clean type string, the tags kept); a tagged field none of whose tags the pipeline maps
+ * refuses every record of the schema (UNMAPPED_PERSONAL_DATA, kind `tag:<TAG>`) unless the guard
+ * allows its path or is off.
  */
 /** The Avro serde, with its decode and encode halves open to tests and tools. */
 export interface AvroSerde extends Serde {
@@ -54,8 +66,11 @@ export interface AvroSerde extends Serde {
 
 export function avroSerde(options: AvroSerdeOptions): AvroSerde {
   const { registry, protectedPaths } = options;
+  const mappedTags = new Set(options.tags ?? []);
   const writers = new Map<number, Promise<Writer>>();
   const cleanIds = new Map<string, Promise<number>>();
+  // per protection and schema id: the pipeline's mappings plus the schema's tagged fields
+  const schemaMaps = new WeakMap<RecordProtection, Map<number, readonly Mapping[]>>();
 
   const writer = (id: number) => memo(writers, id, async (): Promise<Writer> => {
     const text = await registry.schemaById(id);
@@ -65,14 +80,16 @@ export function avroSerde(options: AvroSerdeOptions): AvroSerde {
     } catch {
       throw new StreamError('RECORD_MALFORMED', `schema ${id} is not an Avro schema avsc can read`);
     }
+    let tags = NO_TAGS;
     try {
+      tags = planTags(avroTaggedFields(text), protectedPaths, mappedTags, false);
       // the registered text is the derivation's (numbers as written), never avsc's re-serialisation
-      const cleanText = deriveCleanSchema(text, protectedPaths);
-      return { type, clean: { text: cleanText, type: avroType(avscSchema(cleanText)) } };
+      const cleanText = deriveCleanSchema(text, [...protectedPaths, ...tags.mapped.map((t) => t.path)]);
+      return { type, clean: { text: cleanText, type: avroType(avscSchema(cleanText)) }, tags };
     } catch (e) {
-      if (e instanceof CleanSchemaError && e.unknownPath !== undefined) return { type, clean: { error: e.message, unknownPath: unknownAvroPaths(text, protectedPaths)[0] ?? e.unknownPath } };
-      const error = e instanceof CleanSchemaError ? e.message : `the derived clean schema is not valid Avro (${(e as Error).message})`;
-      return { type, clean: { error } };
+      if (e instanceof CleanSchemaError && e.unknownPath !== undefined) return { type, clean: { error: e.message, unknownPath: unknownAvroPaths(text, protectedPaths)[0] ?? e.unknownPath }, tags };
+      const error = e instanceof CleanSchemaError || e instanceof TagPlanError ? e.message : `the derived clean schema is not valid Avro (${(e as Error).message})`;
+      return { type, clean: { error }, tags };
     }
   });
 
@@ -128,12 +145,27 @@ export function avroSerde(options: AvroSerdeOptions): AvroSerde {
    */
   async function protectOne(bytes: Buffer, protection: RecordProtection, cleanTopic: string): Promise<{ value: Buffer; fields: string }> {
     const decoded = await decode(bytes);
-    protectRecord(decoded.value, protection.maps, protection.missing);
-    const guard = decodedGuard(protection);
+    const id = decoded.schemaId;
+    const w = await writer(id);
+    const refusal = tagRefusal(w.tags.unmapped, protection, String(id), false);
+    if (refusal) throw refusal;
+    const maps = mapsOf(protection, id, w);
+    protectRecord(decoded.value, maps, protection.missing);
+    const mapped = maps.map((m) => m.path);
+    const guard = maps === protection.maps ? decodedGuard(protection) : decodedGuard(protection, mapped, String(id));
     const guarded = guard === undefined ? [] : guardDecoded(guard, protection, decoded.value);
     const value = await encode(decoded, cleanTopic);
-    const mapped = protection.maps.map((m) => m.path);
     return { value, fields: [...mapped, ...guarded.filter((p) => !mapped.includes(p))].join(',') };
+  }
+
+  /** the mappings of a schema's records: the pipeline's, then the fields the schema tags with a tag the pipeline maps */
+  function mapsOf(protection: RecordProtection, id: number, w: Writer): readonly Mapping[] {
+    if (w.tags.mapped.length === 0) return protection.maps;
+    let byId = schemaMaps.get(protection);
+    if (byId === undefined) schemaMaps.set(protection, (byId = new Map()));
+    let maps = byId.get(id);
+    if (maps === undefined) byId.set(id, (maps = [...protection.maps, ...tagMappings(w.tags.mapped, protection)]));
+    return maps;
   }
 
   return {

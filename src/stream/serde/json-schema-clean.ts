@@ -1,6 +1,7 @@
 import { cloneLossless, isJsonObject, parseLossless, printLossless, type LosslessJson, type LosslessObject } from '../../json-bytes/lossless-json.ts';
 import { foldKey } from '../../json-bytes/paths.ts';
 import { compilePath } from '../record-path.ts';
+import type { TaggedField } from './schema-tags.ts';
 
 /** Why a raw JSON Schema cannot get a clean form for the pipeline's paths (the records are dead-lettered). */
 export class CleanJsonSchemaError extends Error {
@@ -111,3 +112,83 @@ export function deriveCleanJsonSchema(rawText: string, paths: readonly string[],
   return printLossless(doc.root!);
 }
 
+
+/** the strings of a `confluent:tags` keyword */
+const tagsOf = (v: unknown): string[] => (Array.isArray(v) ? v.filter((t): t is string => typeof t === 'string' && t !== '') : []);
+const join = (path: string, name: string) => (path === '' ? name : `${path}.${name}`);
+
+/**
+ * The properties `rawText` tags with Confluent's `confluent:tags` keyword (`"email": {"type":
+ * "string", "confluent:tags": ["PII"]}`), in schema order, each with its pipeline path: through
+ * `properties`, `items` (`[]`; a tagged array of scalars is `emails[]`) and local `$ref`s. A tagged
+ * property under `additionalProperties` or `patternProperties` (`*`), a combinator (allOf, anyOf,
+ * oneOf, then, else), a tuple, or a recursive reference (the tags under it, at `*`) has no
+ * pipeline path (`reachable` false). Throws when the text is not a JSON Schema object.
+ */
+export function jsonSchemaTaggedFields(rawText: string): TaggedField[] {
+  const root: LosslessJson = parseLossless(rawText);
+  if (!isSchema(root)) throw new CleanJsonSchemaError('the schema is not a JSON object');
+  const out: TaggedField[] = [];
+  const deref = (node: Schema): Schema | undefined => {
+    try {
+      return resolve(root, node);
+    } catch {
+      return undefined; // not a local reference: nothing to see there (a path through it fails the clean derivation)
+    }
+  };
+  const tagsUnder = (node: Schema, refs: Set<string>): string[] => {
+    const tags = new Set<string>();
+    const visit = (n: unknown): void => {
+      if (!isSchema(n)) {
+        if (Array.isArray(n)) n.forEach(visit);
+        return;
+      }
+      if (typeof n.$ref === 'string') {
+        if (refs.has(n.$ref)) return;
+        refs.add(n.$ref);
+      }
+      const r = deref(n);
+      if (r === undefined) return;
+      for (const t of tagsOf(r['confluent:tags'])) tags.add(t);
+      for (const k of ['properties', 'patternProperties']) if (isSchema(r[k])) Object.values(r[k]).forEach(visit);
+      for (const k of ['items', 'prefixItems', 'additionalProperties', 'allOf', 'anyOf', 'oneOf', 'then', 'else']) visit(r[k]);
+    };
+    visit(node);
+    return [...tags];
+  };
+  const walk = (node: Schema, path: string, reachable: boolean, refs: readonly string[]): void => {
+    const ref = typeof node.$ref === 'string' ? node.$ref : undefined;
+    if (ref !== undefined && refs.includes(ref)) {
+      const below = tagsUnder(node, new Set());
+      if (below.length) out.push({ path: join(path, '*'), tags: below, reachable: false });
+      return;
+    }
+    const n = deref(node);
+    if (n === undefined) return;
+    const inside = ref === undefined ? refs : [...refs, ref];
+    for (const c of ['allOf', 'anyOf', 'oneOf']) if (Array.isArray(n[c])) for (const branch of n[c]) if (isSchema(branch)) walk(branch, path, false, inside);
+    for (const c of ['then', 'else']) if (isSchema(n[c])) walk(n[c], path, false, inside);
+    if (isSchema(n.properties)) {
+      for (const [name, prop] of Object.entries(n.properties)) {
+        if (!isSchema(prop)) continue;
+        const at = join(path, name);
+        const resolved = deref(prop);
+        const tags = tagsOf(resolved?.['confluent:tags'] ?? prop['confluent:tags']);
+        if (tags.length) out.push({ path: resolved !== undefined && isScalarArray(resolved) ? `${at}[]` : at, tags, reachable });
+        walk(prop, at, reachable, inside);
+      }
+    }
+    if (isSchema(n.items)) walk(n.items, `${path}[]`, reachable && path !== '' && !path.endsWith('[]'), inside);
+    for (const k of ['prefixItems', 'items']) if (Array.isArray(n[k])) for (const item of n[k]) if (isSchema(item)) walk(item, `${path}[]`, false, inside);
+    if (isSchema(n.additionalProperties)) walk(n.additionalProperties, join(path, '*'), false, inside);
+    if (isSchema(n.patternProperties)) for (const v of Object.values(n.patternProperties)) if (isSchema(v)) walk(v, join(path, '*'), false, inside);
+  };
+  /** an array whose items (an object schema) declare no properties or items of their own: its elements are scalars */
+  const isScalarArray = (s: Schema): boolean => {
+    if (!isSchema(s.items)) return false;
+    const items = deref(s.items);
+    return items !== undefined && !isSchema(items.properties) && items.items === undefined;
+  };
+  walk(root, '', true, []);
+  return out;
+}

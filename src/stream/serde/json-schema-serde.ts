@@ -1,7 +1,8 @@
 import type { SchemaRegistryPort } from '../ports.ts';
 import { StreamError } from '../stream-error.ts';
 import { memo } from '../memo.ts';
-import { CleanJsonSchemaError, deriveCleanJsonSchema } from './json-schema-clean.ts';
+import { CleanJsonSchemaError, deriveCleanJsonSchema, jsonSchemaTaggedFields } from './json-schema-clean.ts';
+import { planTags, tagMappings, TagPlanError, tagRefusal, type SchemaTags } from './schema-tags.ts';
 import { protectJsonBytes, protectJsonValues } from './json-splice.ts';
 import { compileValidator, SchemaCompileError, type RecordValidator } from './json-schema-validate.ts';
 import type { RecordProtection, Serde } from './serde.ts';
@@ -12,7 +13,11 @@ export interface JsonSchemaSerdeOptions {
   protectedPaths: readonly string[];
   /** paths match property names case-insensitively (the pipeline's `keys: insensitive`) */
   foldKeys?: boolean;
+  /** the Confluent tags the pipeline maps (`tags`): properties a schema tags so are protected too */
+  tags?: readonly string[];
 }
+
+const NO_TAGS: SchemaTags = { mapped: [], unmapped: [] };
 
 const HEADER = 5;
 
@@ -25,7 +30,11 @@ const HEADER = 5;
  * schema id (and clean topic), so a steady stream costs no registry call and a new raw version
  * yields a new clean version. A schema that does not declare a mapped path (json-schema-clean.ts:
  * `properties` along the path, keys folded as the pipeline's `keys` says) is refused: its records
- * are dead-lettered SCHEMA_PATH_UNKNOWN with the path.
+ * are dead-lettered SCHEMA_PATH_UNKNOWN with the path. A property a schema tags (Confluent's
+ * `confluent:tags`) with a tag the pipeline maps is protected as that tag's class.property in the
+ * schema's records, like a mapped path (its clean leaf a string, the tags kept); a tagged property
+ * none of whose tags the pipeline maps refuses the schema's records (UNMAPPED_PERSONAL_DATA, kind
+ * `tag:<TAG>`) unless the guard allows its path or is off.
  *
  * With `protection.validate` the JSON text is first checked against the raw schema (ajv, the
  * dialect its `$schema` names; compiled once per schema id): a record that fails is
@@ -35,7 +44,10 @@ const HEADER = 5;
 export function jsonSchemaSerde(options: JsonSchemaSerdeOptions): Serde {
   const { registry, protectedPaths } = options;
   const foldKeys = options.foldKeys === true;
-  const cleanTexts = new Map<number, Promise<{ text: string } | { error: string; unknownPath?: string }>>();
+  const mappedTags = new Set(options.tags ?? []);
+  const cleanTexts = new Map<number, Promise<({ text: string } | { error: string; unknownPath?: string }) & { tags: SchemaTags }>>();
+  // per protection and schema id: the protection with the schema's tagged properties mapped too
+  const tagged = new WeakMap<RecordProtection, Map<number, RecordProtection>>();
   const cleanIds = new Map<string, Promise<number>>();
   const validators = new Map<number, Promise<{ validate: RecordValidator } | { error: string }>>();
 
@@ -51,16 +63,29 @@ export function jsonSchemaSerde(options: JsonSchemaSerdeOptions): Serde {
 
   const cleanOf = (id: number) => memo(cleanTexts, id, async () => {
     const raw = await registry.schemaById(id);
+    let tags = NO_TAGS;
     try {
-      return { text: deriveCleanJsonSchema(raw, protectedPaths, { foldKeys }) };
+      tags = planTags(jsonSchemaTaggedFields(raw), protectedPaths, mappedTags, foldKeys);
+      return { text: deriveCleanJsonSchema(raw, [...protectedPaths, ...tags.mapped.map((t) => t.path)], { foldKeys }), tags };
     } catch (e) {
-      if (e instanceof CleanJsonSchemaError) return { error: e.message, ...(e.unknownPath === undefined ? {} : { unknownPath: e.unknownPath }) };
-      return { error: 'it is not JSON' };
+      if (e instanceof CleanJsonSchemaError) return { error: e.message, ...(e.unknownPath === undefined ? {} : { unknownPath: e.unknownPath }), tags };
+      if (e instanceof TagPlanError) return { error: e.message, tags };
+      return { error: 'it is not JSON', tags };
     }
   });
 
-  /** the clean id a value goes out with, once its schema fits and (when asked) it validates */
-  async function prepare(bytes: Buffer, protection: RecordProtection, cleanTopic: string): Promise<number> {
+  /** the protection of a schema's records: the pipeline's, with the properties the schema tags with a mapped tag */
+  function protectionOf(protection: RecordProtection, id: number, tags: SchemaTags): RecordProtection {
+    if (tags.mapped.length === 0) return protection;
+    let byId = tagged.get(protection);
+    if (byId === undefined) tagged.set(protection, (byId = new Map()));
+    let p = byId.get(id);
+    if (p === undefined) byId.set(id, (p = { ...protection, maps: [...protection.maps, ...tagMappings(tags.mapped, protection)] }));
+    return p;
+  }
+
+  /** the clean id a value goes out with and the protection of its schema, once its schema fits and (when asked) it validates */
+  async function prepare(bytes: Buffer, protection: RecordProtection, cleanTopic: string): Promise<{ cleanId: number; protection: RecordProtection }> {
     if (bytes.length < HEADER) throw new StreamError('RECORD_MALFORMED', 'the value is shorter than the wire-format header (magic byte, schema id)');
     if (bytes[0] !== 0) throw new StreamError('RECORD_MALFORMED', 'the value does not start with the wire-format magic byte 0');
     const rawId = bytes.readUInt32BE(1);
@@ -70,35 +95,49 @@ export function jsonSchemaSerde(options: JsonSchemaSerdeOptions): Serde {
       if (path !== undefined) throw new StreamError('SCHEMA_PATH_UNKNOWN', `schema ${rawId} does not declare the mapped path ${path}: the pipeline refuses its records`, { path, schema: rawId });
       throw new StreamError('RECORD_MALFORMED', `schema ${rawId} does not fit the pipeline's mapped paths: ${clean.error}`);
     }
+    const refusal = tagRefusal(clean.tags.unmapped, protection, String(rawId), foldKeys);
+    if (refusal) throw refusal;
     if (protection.validate) {
       const validator = await validatorOf(rawId);
       if ('error' in validator) throw new StreamError('RECORD_MALFORMED', `schema ${rawId} cannot be compiled to validate records: ${validator.error}`);
       validator.validate(bytes.subarray(HEADER));
     }
-    return memo(cleanIds, `${rawId}\u0000${cleanTopic}`, () => registry.register(`${cleanTopic}-value`, clean.text, 'JSON'));
+    const cleanId = await memo(cleanIds, `${rawId}\u0000${cleanTopic}`, () => registry.register(`${cleanTopic}-value`, clean.text, 'JSON'));
+    return { cleanId, protection: protectionOf(protection, rawId, clean.tags) };
   }
 
   return {
     async protect(bytes: Buffer, protection: RecordProtection, cleanTopic: string): Promise<Buffer> {
-      const cleanId = await prepare(bytes, protection, cleanTopic);
-      return framed(cleanId, protectJsonBytes(bytes.subarray(HEADER), protection));
+      const p = await prepare(bytes, protection, cleanTopic);
+      return framed(p.cleanId, protectJsonBytes(bytes.subarray(HEADER), p.protection));
     },
-    /** the JSON format's batch (protectJsonValues) once every value's schema is resolved */
+    /**
+     * The JSON format's batch (protectJsonValues) once every value's schema is resolved: one
+     * batch per protection — the pipeline's, or a schema's with its tagged properties mapped too.
+     */
     async protectMany(values: readonly Buffer[], protection: RecordProtection, cleanTopics: readonly string[], fields?: (string | undefined)[]): Promise<(Buffer | StreamError)[]> {
-      const ids = await Promise.all(values.map((bytes, i) => prepare(bytes, protection, cleanTopics[i]!).catch((e: unknown) => {
+      const prepared = await Promise.all(values.map((bytes, i) => prepare(bytes, protection, cleanTopics[i]!).catch((e: unknown) => {
         if (e instanceof StreamError && !e.retriable) return e;
         throw e;
       })));
-      const ready = values.filter((_, i) => !(ids[i] instanceof StreamError));
-      const readyFields: (string | undefined)[] = [];
-      const bodies = ready.length ? protectJsonValues(ready.map((bytes) => bytes.subarray(HEADER)), protection, readyFields) : [];
-      let next = 0;
-      return ids.map((id, i) => {
-        if (id instanceof StreamError) return id;
-        if (fields !== undefined) fields[i] = readyFields[next];
-        const body = bodies[next++]!;
-        return body instanceof StreamError ? body : framed(id, body);
+      const out: (Buffer | StreamError)[] = prepared.map((p) => (p instanceof StreamError ? p : Buffer.alloc(0)));
+      const groups = new Map<RecordProtection, number[]>();
+      prepared.forEach((p, i) => {
+        if (p instanceof StreamError) return;
+        const group = groups.get(p.protection);
+        if (group === undefined) groups.set(p.protection, [i]);
+        else group.push(i);
       });
+      for (const [groupProtection, indexes] of groups) {
+        const groupFields: (string | undefined)[] = [];
+        const bodies = protectJsonValues(indexes.map((i) => values[i]!.subarray(HEADER)), groupProtection, groupFields);
+        indexes.forEach((i, k) => {
+          const body = bodies[k]!;
+          if (fields !== undefined) fields[i] = groupFields[k];
+          out[i] = body instanceof StreamError ? body : framed((prepared[i] as { cleanId: number }).cleanId, body);
+        });
+      }
+      return out;
     },
   };
 }

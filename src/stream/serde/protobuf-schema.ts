@@ -1,5 +1,7 @@
 import protobuf from 'protobufjs';
 import descriptor from 'protobufjs/ext/descriptor/index.js';
+import { readSmallVarint, WIRE, wireFields } from './protobuf-wire.ts';
+import type { TaggedField } from './schema-tags.ts';
 
 export type ScalarKind = 'double' | 'float' | 'int64' | 'uint64' | 'int32' | 'fixed64' | 'fixed32' | 'bool' | 'string'
   | 'bytes' | 'uint32' | 'sfixed32' | 'sfixed64' | 'sint32' | 'sint64';
@@ -12,6 +14,8 @@ export interface ProtoField {
   /** full name, without the leading dot, of a message or enum type */
   typeName?: string;
   repeated: boolean;
+  /** Confluent's `(confluent.field_meta).tags` on the field */
+  tags?: string[];
 }
 
 export interface ProtoMessage {
@@ -90,6 +94,11 @@ function fromDescriptor(base64: string, text: string): ProtoSchema {
   };
   schema.topLevel = (file.messageType ?? []).map((m) => addMessage(m, schema.packageName));
   (file.enumType ?? []).forEach((e) => addEnum(e, schema.packageName));
+  for (const [key, tags] of descriptorTags(Buffer.from(base64, 'base64'), schema.packageName)) {
+    const [message, number] = key.split('#') as [string, string];
+    const field = schema.messages.get(message)?.fields.find((f) => f.number === Number(number));
+    if (field) field.tags = tags;
+  }
   for (const m of schema.messages.values()) {
     for (const f of m.fields) {
       if (f.kind === 'message' && f.typeName && mapEntries.has(f.typeName)) f.kind = 'map';
@@ -133,12 +142,112 @@ function fromText(text: string): ProtoSchema {
 }
 
 function textField(schema: ProtoSchema, field: protobuf.Field, scope: string): ProtoField {
-  const base = { name: field.name, number: field.id, repeated: field.repeated };
+  const tags = textTags(field);
+  const base = { name: field.name, number: field.id, repeated: field.repeated, ...(tags.length ? { tags } : {}) };
   if (field instanceof protobuf.MapField) return { ...base, kind: 'map', typeName: mapEntry(schema, field, scope) };
   if (SCALARS.has(field.type)) return { ...base, kind: field.type as ScalarKind };
   const typeName = resolveName(schema, field.type, scope);
   if (typeName === undefined) return { ...base, kind: 'external', typeName: field.type };
   return { ...base, kind: schema.messages.has(typeName) ? 'message' : 'enum', typeName };
+}
+
+// FieldOptions' extension field_meta (Confluent's confluent/meta.proto), and Meta.tags
+const FIELD_META = 1088;
+const META_TAGS = 3;
+
+/**
+ * The tags of a `.proto` text field: `[(confluent.field_meta).tags = "PII"]` (repeatable) and
+ * `[(confluent.field_meta) = { tags: ["PII", "PCI"] }]`, as protobufjs parses the options.
+ */
+function textTags(field: protobuf.Field): string[] {
+  const tags: string[] = [];
+  for (const option of (field.parsedOptions ?? []) as Record<string, unknown>[]) {
+    const meta = option['(confluent.field_meta)'] as { tags?: unknown } | undefined;
+    const value = meta?.tags;
+    for (const t of Array.isArray(value) ? value : [value]) if (typeof t === 'string' && t !== '' && !tags.includes(t)) tags.push(t);
+  }
+  return tags;
+}
+
+/**
+ * The tags of a FileDescriptorProto's fields (`message#number` → tags), read from the bytes:
+ * protobufjs' descriptor types drop the unknown extension `(confluent.field_meta)` (1088 on
+ * FieldOptions, a Meta whose field 3 holds the tags).
+ */
+function descriptorTags(file: Buffer, pkg: string): Map<string, string[]> {
+  const out = new Map<string, string[]>();
+  const text = (b: Buffer, f: { valueStart: number; end: number }) => b.subarray(f.valueStart, f.end).toString('utf8');
+  const message = (msg: Buffer, scope: string): void => {
+    let name = '';
+    for (const f of wireFields(msg)) if (f.number === 1 && f.wireType === WIRE.len) name = text(msg, f);
+    const fullName = join(scope, name);
+    for (const f of wireFields(msg)) {
+      if (f.wireType !== WIRE.len) continue;
+      if (f.number === 3) message(msg.subarray(f.valueStart, f.end), fullName);
+      if (f.number !== 2) continue;
+      const field = msg.subarray(f.valueStart, f.end);
+      let number = -1;
+      const tags: string[] = [];
+      for (const g of wireFields(field)) {
+        if (g.number === 3 && g.wireType === WIRE.varint) number = readSmallVarint(field, g.valueStart, 'a field number')[0];
+        if (g.number !== 8 || g.wireType !== WIRE.len) continue;
+        for (const o of wireFields(field, g.valueStart, g.end)) {
+          if (o.number !== FIELD_META || o.wireType !== WIRE.len) continue;
+          for (const m of wireFields(field, o.valueStart, o.end)) if (m.number === META_TAGS && m.wireType === WIRE.len && !tags.includes(text(field, m))) tags.push(text(field, m));
+        }
+      }
+      if (tags.length) out.set(`${fullName}#${number}`, tags);
+    }
+  };
+  try {
+    for (const f of wireFields(file)) if (f.number === 4 && f.wireType === WIRE.len) message(file.subarray(f.valueStart, f.end), pkg);
+  } catch {
+    return out; // protobufjs decoded the file already: what does not frame here holds no tag veil can read
+  }
+  return out;
+}
+
+/**
+ * The fields of `root`'s message type (and the message types under it) that carry Confluent
+ * tags, each with its pipeline path: field names joined by dots, `[]` after a repeated field. A
+ * tagged field under a map (`name.*`), or under a message type that contains itself (the tags
+ * under it, at `*`), has no pipeline path (`reachable` false); imported types are not seen.
+ */
+export function protoTaggedFields(schema: ProtoSchema, root: ProtoMessage): TaggedField[] {
+  const out: TaggedField[] = [];
+  const tagsUnder = (name: string, seen: Set<string>): string[] => {
+    if (seen.has(name)) return [];
+    seen.add(name);
+    const tags = new Set<string>();
+    for (const f of schema.messages.get(name)?.fields ?? []) {
+      for (const t of f.tags ?? []) tags.add(t);
+      if (f.typeName !== undefined && (f.kind === 'message' || f.kind === 'map')) for (const t of tagsUnder(f.typeName, seen)) tags.add(t);
+    }
+    return [...tags];
+  };
+  const walk = (message: ProtoMessage, path: string, reachable: boolean, stack: readonly string[]): void => {
+    if (stack.includes(message.fullName)) {
+      const below = tagsUnder(message.fullName, new Set());
+      if (below.length) out.push({ path: join(path, '*'), tags: below, reachable: false });
+      return;
+    }
+    const inside = [...stack, message.fullName];
+    for (const f of message.fields) {
+      const at = join(path, f.repeated && f.kind !== 'map' ? `${f.name}[]` : f.name);
+      if (f.tags?.length) out.push({ path: at, tags: f.tags, reachable: reachable && f.kind !== 'map' });
+      const next = f.typeName === undefined ? undefined : schema.messages.get(f.typeName);
+      if (next === undefined) continue;
+      if (f.kind === 'message') walk(next, at, reachable, inside);
+      else if (f.kind === 'map') {
+        // into the entries' values, where they are messages: the key is data, `*`
+        const value = next.fields.find((v) => v.number === 2);
+        const valueType = value?.kind === 'message' && value.typeName !== undefined ? schema.messages.get(value.typeName) : undefined;
+        if (valueType !== undefined) walk(valueType, join(path, `${f.name}.*`), false, inside);
+      }
+    }
+  };
+  walk(root, '', true, []);
+  return out;
 }
 
 /**

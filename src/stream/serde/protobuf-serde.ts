@@ -6,7 +6,8 @@ import { StreamError } from '../stream-error.ts';
 import { deriveCleanProtobuf } from './protobuf-clean.ts';
 import { compilePlan, ProtoPlanError, type PlanNode } from './protobuf-plan.ts';
 import { decodeMessage, protectEach, protectMessage } from './protobuf-protect.ts';
-import { messageAt, parseProtoSchema, ProtoSchemaError, type ProtoMessage, type ProtoSchema } from './protobuf-schema.ts';
+import { messageAt, parseProtoSchema, protoTaggedFields, ProtoSchemaError, type ProtoMessage, type ProtoSchema } from './protobuf-schema.ts';
+import { planTags, tagMappings, TagPlanError, tagRefusal, type SchemaTags } from './schema-tags.ts';
 import { decodedGuard, refuseFindings } from './decoded-guard.ts';
 import { readFraming } from './protobuf-wire.ts';
 import type { RecordProtection, Serde } from './serde.ts';
@@ -15,10 +16,13 @@ export interface ProtobufSerdeOptions {
   registry: SchemaRegistryPort;
   /** the pipeline's record paths (`cards[].number`): protected fields, retyped to string when they are not */
   protectedPaths: readonly string[];
+  /** the Confluent tags the pipeline maps (`tags`): fields a schema tags so are protected too */
+  tags?: readonly string[];
 }
 
+
 /** what one (raw schema id, message indexes) resolves to, once */
-type Target = { schema: ProtoSchema; message: ProtoMessage; plan: PlanNode; cleanText: string } | { error: string; unknownPath?: string };
+type Target = { key: string; schema: ProtoSchema; message: ProtoMessage; plan: PlanNode; cleanText: string; tags: SchemaTags } | { error: string; unknownPath?: string };
 
 /**
  * Protobuf values in the Confluent wire format: magic byte 0, the schema id, the message-index
@@ -48,10 +52,13 @@ export interface ProtobufSerde extends Serde {
 
 export function protobufSerde(options: ProtobufSerdeOptions): ProtobufSerde {
   const { registry, protectedPaths } = options;
+  const mappedTags = new Set(options.tags ?? []);
   const schemas = new Map<number, Promise<ProtoSchema | { error: string }>>();
   const targets = new Map<string, Promise<Target>>();
   const cleanIds = new Map<string, Promise<number>>();
   const transformsOf = new WeakMap<readonly Mapping[], Map<string, Chain>>();
+  // per protection and target with tagged fields: the pipeline's transforms plus the tags'
+  const taggedTransforms = new WeakMap<RecordProtection, Map<string, Map<string, Chain>>>();
 
   const schemaOf = (id: number) => memo(schemas, id, async () => {
     const text = await registry.schemaById(id);
@@ -68,13 +75,15 @@ export function protobufSerde(options: ProtobufSerdeOptions): ProtobufSerde {
     const message = messageAt(schema, indexes);
     if (!message) return { error: `it has no message at index [${indexes.join(', ')}]` };
     try {
-      const { plan, retypes } = compilePlan(schema, message, protectedPaths);
+      // the mapped paths first: a path the schema lacks is named before anything the tags add
+      const tags = planTags(protoTaggedFields(schema, message), protectedPaths, mappedTags, false);
+      const { plan, retypes } = compilePlan(schema, message, [...protectedPaths, ...tags.mapped.map((t) => t.path)]);
       const cleanText = deriveCleanProtobuf(schema, retypes);
       checkClean(cleanText, retypes.map((r) => `${r.message}#${r.field}`));
-      return { schema, message, plan, cleanText };
+      return { key: `${id}:${indexes.join(',')}`, schema, message, plan, cleanText, tags };
     } catch (e) {
       if (e instanceof ProtoPlanError) return { error: e.message, ...(e.unknownPath === undefined ? {} : { unknownPath: e.unknownPath }) };
-      if (e instanceof ProtoSchemaError) return { error: e.message };
+      if (e instanceof ProtoSchemaError || e instanceof TagPlanError) return { error: e.message };
       throw e;
     }
   });
@@ -89,19 +98,23 @@ export function protobufSerde(options: ProtobufSerdeOptions): ProtobufSerde {
       return decodeMessage(bytes, bodyStart, bytes.length, message, schema);
     },
     async protect(bytes: Buffer, protection: RecordProtection, cleanTopic: string): Promise<Buffer> {
-      const p = await prepare(bytes, cleanTopic);
-      const body = protectMessage(bytes, p.bodyStart, bytes.length, p.target.plan, { schema: p.target.schema, protect: protectEach(transformsFor(protection)), missing: protection.missing });
+      const p = await prepare(bytes, cleanTopic, protection);
+      const body = protectMessage(bytes, p.bodyStart, bytes.length, p.target.plan, { schema: p.target.schema, protect: protectEach(p.transforms), missing: protection.missing });
       guardRecord(bytes, p, protection);
       return framed(bytes, p, body);
     },
-    async protectMany(values: readonly Buffer[], protection: RecordProtection, cleanTopics: readonly string[]): Promise<(Buffer | StreamError)[]> {
-      const prepared = await Promise.all(values.map((bytes, i) => prepare(bytes, cleanTopics[i]!).catch(deadLetter)));
-      return protectPrepared(values, prepared, protection, transformsFor(protection));
+    async protectMany(values: readonly Buffer[], protection: RecordProtection, cleanTopics: readonly string[], fields?: (string | undefined)[]): Promise<(Buffer | StreamError)[]> {
+      const prepared = await Promise.all(values.map((bytes, i) => prepare(bytes, cleanTopics[i]!, protection).catch(deadLetter)));
+      const out = protectPrepared(values, prepared, protection);
+      if (fields !== undefined) out.forEach((r, i) => {
+        if (!(r instanceof StreamError)) fields[i] = [...(prepared[i] as Prepared).transforms.keys()].join(',');
+      });
+      return out;
     },
   };
 
-  /** framing, plan and clean id of one value: a StreamError when it has none */
-  async function prepare(bytes: Buffer, cleanTopic: string): Promise<Prepared> {
+  /** framing, plan, clean id and transforms of one value: a StreamError when it has none, or its schema is refused */
+  async function prepare(bytes: Buffer, cleanTopic: string, protection: RecordProtection): Promise<Prepared> {
     const { schemaId, indexes, bodyStart } = readFraming(bytes);
     const target = await targetOf(schemaId, indexes);
     if ('error' in target) {
@@ -109,14 +122,22 @@ export function protobufSerde(options: ProtobufSerdeOptions): ProtobufSerde {
       if (path !== undefined) throw new StreamError('SCHEMA_PATH_UNKNOWN', `schema ${schemaId} has no field at the mapped path ${path} (Protobuf field names match exactly): the pipeline refuses its records`, { path, schema: schemaId });
       throw new StreamError('RECORD_MALFORMED', `schema ${schemaId} does not fit the pipeline's mapped paths: ${target.error}`);
     }
+    const refusal = tagRefusal(target.tags.unmapped, protection, target.key, false);
+    if (refusal) throw refusal;
     const cleanId = await memo(cleanIds, `${schemaId}:${indexes.join(',')}\u0000${cleanTopic}`, () => registry.register(`${cleanTopic}-value`, target.cleanText, 'PROTOBUF'));
-    return { bodyStart, target, cleanId };
+    return { bodyStart, target, cleanId, transforms: transformsFor(protection, target) };
   }
 
-  function transformsFor(protection: RecordProtection): Map<string, Chain> {
+  /** each protected path's chain: the mapped paths', then (where the schema tags fields with a mapped tag) the tags' */
+  function transformsFor(protection: RecordProtection, target: Prepared['target']): Map<string, Chain> {
     let transforms = transformsOf.get(protection.maps);
     if (!transforms) transformsOf.set(protection.maps, transforms = new Map(protection.maps.map((m) => [m.path, m.transform])));
-    return transforms;
+    if (target.tags.mapped.length === 0) return transforms;
+    let byTarget = taggedTransforms.get(protection);
+    if (byTarget === undefined) taggedTransforms.set(protection, (byTarget = new Map()));
+    let tagged = byTarget.get(target.key);
+    if (tagged === undefined) byTarget.set(target.key, (tagged = new Map([...transforms, ...tagMappings(target.tags.mapped, protection).map((m): [string, Chain] => [m.path, m.transform])])));
+    return tagged;
   }
 }
 
@@ -124,6 +145,8 @@ interface Prepared {
   bodyStart: number;
   target: Exclude<Target, { error: string }>;
   cleanId: number;
+  /** the chain of each path protected in the record (the mapped paths, then the schema's tagged fields) */
+  transforms: ReadonlyMap<string, Chain>;
 }
 
 /** a record's own failure becomes its outcome; anything retriable fails the batch */
@@ -139,7 +162,7 @@ function deadLetter(e: unknown): StreamError {
  * refuseFindings.
  */
 function guardRecord(bytes: Buffer, p: Prepared, protection: RecordProtection): void {
-  const guard = decodedGuard(protection);
+  const guard = p.target.tags.mapped.length === 0 ? decodedGuard(protection) : decodedGuard(protection, [...p.transforms.keys()], p.target.key);
   if (guard === undefined) return;
   refuseFindings(guard, decodeMessage(bytes, p.bodyStart, bytes.length, p.target.message, p.target.schema, { maps: true }), 'Protobuf');
 }
@@ -158,35 +181,47 @@ function framed(bytes: Buffer, p: Prepared, body: Buffer): Buffer {
  * (malformed, a field missing) and by a value reports its shape here; protect() reports what its
  * walk meets first.
  */
-function protectPrepared(values: readonly Buffer[], prepared: readonly (Prepared | StreamError)[], protection: RecordProtection, transforms: ReadonlyMap<string, Chain>): (Buffer | StreamError)[] {
-  const texts = new Map<string, string[]>([...transforms.keys()].map((path) => [path, []]));
-  const counts = () => new Map([...texts].map(([path, list]) => [path, list.length]));
-  const collect = (path: string, text: string) => {
-    texts.get(path)!.push(text);
-    return '';
+function protectPrepared(values: readonly Buffer[], prepared: readonly (Prepared | StreamError)[], protection: RecordProtection): (Buffer | StreamError)[] {
+  // one batch per path and chain (a path a schema tags may have another schema's chain)
+  const chainIds = new Map<Chain, number>();
+  const batchOf = (p: Prepared, path: string) => {
+    const chain = p.transforms.get(path)!;
+    let id = chainIds.get(chain);
+    if (id === undefined) chainIds.set(chain, (id = chainIds.size));
+    return `${path}\u0000${id}`;
   };
+  const texts = new Map<string, { chain: Chain; list: string[] }>();
+  const counts = () => new Map([...texts].map(([key, b]) => [key, b.list.length]));
   const starts = prepared.map((p, i) => {
     if (p instanceof StreamError) return p;
     const start = counts();
+    const collect = (path: string, text: string) => {
+      const key = batchOf(p, path);
+      let batch = texts.get(key);
+      if (batch === undefined) texts.set(key, (batch = { chain: p.transforms.get(path)!, list: [] }));
+      batch.list.push(text);
+      return '';
+    };
     try {
       protectMessage(values[i]!, p.bodyStart, values[i]!.length, p.target.plan, { schema: p.target.schema, protect: collect, missing: protection.missing, dryRun: true });
       guardRecord(values[i]!, p, protection);
       return start;
     } catch (e) {
-      for (const [path, n] of start) texts.get(path)!.length = n;
+      for (const [key, b] of texts) b.list.length = start.get(key) ?? 0;
       return deadLetter(e);
     }
   });
-  const results = new Map([...texts].map(([path, list]) => [path, list.length ? transforms.get(path)!.many(list) : []]));
+  const results = new Map([...texts].map(([key, b]) => [key, b.list.length ? b.chain.many(b.list) : []]));
   return prepared.map((p, i) => {
     const start = starts[i]!;
     if (p instanceof StreamError) return p;
     if (start instanceof StreamError) return start;
     const cursor = new Map(start);
     const take = (path: string) => {
-      const at = cursor.get(path)!;
-      cursor.set(path, at + 1);
-      const out = results.get(path)![at]!;
+      const key = batchOf(p, path);
+      const at = cursor.get(key) ?? 0;
+      cursor.set(key, at + 1);
+      const out = results.get(key)![at]!;
       if (out instanceof ValueError) throw new StreamError(out.code, `mapped field ${path}: value ${out.message}`);
       return out;
     };

@@ -1,7 +1,8 @@
-import { CleanSchemaError, deriveCleanSchema } from './avro-clean-schema.ts';
-import { CleanJsonSchemaError, deriveCleanJsonSchema } from './json-schema-clean.ts';
+import { avroTaggedFields, CleanSchemaError, deriveCleanSchema } from './avro-clean-schema.ts';
+import { CleanJsonSchemaError, deriveCleanJsonSchema, jsonSchemaTaggedFields } from './json-schema-clean.ts';
 import { compilePlan, ProtoPlanError } from './protobuf-plan.ts';
-import { parseProtoSchema, ProtoSchemaError, type ProtoMessage, type ProtoSchema } from './protobuf-schema.ts';
+import { parseProtoSchema, ProtoSchemaError, protoTaggedFields, type ProtoMessage, type ProtoSchema } from './protobuf-schema.ts';
+import type { TaggedField } from './schema-tags.ts';
 
 /** A mapped path a writer's schema does not take: absent from it (`unknown`), or at odds with its shape. */
 export interface SchemaPathIssue {
@@ -16,6 +17,8 @@ export interface SchemaCheck {
   /** Protobuf: the message type the paths were checked against (the top-level one most of them fit) */
   message?: string;
   issues: SchemaPathIssue[];
+  /** the fields the schema tags (Confluent tags) */
+  tagged?: TaggedField[];
 }
 
 export type RegistryFormat = 'avro' | 'json-schema' | 'protobuf';
@@ -45,7 +48,7 @@ export function checkSchemaPaths(format: RegistryFormat, schemaText: string, pat
       issues.push({ path, unknown: e.unknownPath !== undefined, message: e.message });
     }
   }
-  return { issues };
+  return { issues, tagged: format === 'avro' ? avroTaggedFields(schemaText) : jsonSchemaTaggedFields(schemaText) };
 }
 
 function checkProtobuf(schemaText: string, paths: readonly string[]): SchemaCheck {
@@ -58,7 +61,7 @@ function checkProtobuf(schemaText: string, paths: readonly string[]): SchemaChec
   const candidates = schema.topLevel.map((name) => schema.messages.get(name)!).map((message) => ({ message, issues: protoIssues(schema, message, paths) }));
   if (candidates.length === 0) return { error: 'the schema has no message', issues: [] };
   const best = candidates.reduce((a, b) => (b.issues.length < a.issues.length ? b : a));
-  return { message: best.message.fullName, issues: best.issues };
+  return { message: best.message.fullName, issues: best.issues, tagged: protoTaggedFields(schema, best.message) };
 }
 
 function protoIssues(schema: ProtoSchema, message: ProtoMessage, paths: readonly string[]): SchemaPathIssue[] {

@@ -12,6 +12,11 @@ export interface RecordProtection {
   foldKeys?: boolean;
   /** the unmapped guard (pipeline-config.ts unmappedSchema); absent: values no mapping names are not looked at */
   guard?: GuardPlan;
+  /**
+   * the Confluent schema tags the pipeline maps (`tags`), each tag's chain: a field the writer's
+   * schema tags so is protected like a mapped path in that schema's records (registry formats)
+   */
+  tags?: ReadonlyMap<string, Chain>;
 }
 
 /** The unmapped guard bound for a pipeline: what a finding does, where it does not look, and what it protects. */
