@@ -58,7 +58,7 @@ async function main(): Promise<boolean> {
   say(`demo: produced ${raw.length} records to raw.customers`);
   const clean = await readClean(kafka, raw.map((r) => r.id));
 
-  say('\nraw.customers → clean.customers (email: aes-siv, card: ff1 keeping BIN and last 4, name: aes-gcm)');
+  say('\nraw.customers → clean.customers (email: aes-siv, card: ff1 keeping the first 2 and last 4 digits, name: aes-gcm)');
   for (const r of raw) {
     const c = clean.get(r.id)!;
     say(`  email  ${r.email.padEnd(22)} → ${c.email}`);
