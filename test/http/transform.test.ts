@@ -533,6 +533,8 @@ describe('no bad input is a server error, and nothing leaks', () => {
       'ADMIN_ROLE_MISSING', 'CSRF_TOKEN_INVALID', 'PUBLISH_REFUSED',
       // the admin portal's doors (covered by test/security/portal-*.test.ts)
       'DRAFT_CHANGED', 'FOUR_EYES_REQUIRED', 'DRAFT_LIMIT_EXCEEDED', 'SANDBOX_BUSY', 'SIGN_IN_RATE_LIMITED', 'SESSIONS_FULL',
+      // the unmapped guard of the stream and the gateway (covered by test/security/stream-drift*.test.ts and gateway-drift.test.ts)
+      'UNMAPPED_PERSONAL_DATA',
       // veil gateway only (covered by test/integration/gateway.test.ts and test/gateway)
       'BODY_NOT_JSON', 'CONTENT_ENCODING_UNSUPPORTED', 'FIELD_SHAPE_MISMATCH', 'PATH_NOT_CANONICAL', 'REQUEST_FRAMING_INVALID', 'REQUEST_TARGET_INVALID', 'BODY_NOT_ALLOWED', 'HEADERS_TOO_LARGE', 'EXPECTATION_FAILED', 'UPSTREAM_UNAVAILABLE', 'UPSTREAM_TIMEOUT', 'UPSTREAM_RESPONSE_INVALID',
       // inside PostgreSQL only (covered by test/integration/postgres-triggers.test.ts and test/db)
