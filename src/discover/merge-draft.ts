@@ -1,4 +1,4 @@
-import { isMap, isSeq, parse, parseDocument, type YAMLMap } from 'yaml';
+import { isMap, isSeq, parse, parseDocument, stringify, type YAMLMap } from 'yaml';
 
 /**
  * A proposal (propose()) merged into an existing configuration text, so that a draft made from
@@ -46,6 +46,44 @@ export function mergeProposal(existing: string, proposalYaml: string): string {
   for (const [pipeline, value] of Object.entries(proposal.pipelines ?? {})) {
     const pipelines = section('pipelines');
     pipelines.set(pipelines.has(pipeline) ? `${pipeline}-discovered` : pipeline, doc.createNode(value));
+  }
+  return doc.toString();
+}
+
+/** What mergePipelineFields adds to one existing pipeline. */
+export interface PipelineFieldsMerge {
+  /** the pipeline whose `fields` gains the entries (it must exist, with a `fields` list) */
+  pipeline: string;
+  /** each added as a flow map `{ path, field }`, with its comment after it */
+  fields: readonly { path: string; field: string; comment?: string }[];
+  /** a rights context that gains a grant of Protect on these fields (the pipeline's identity lacks one) */
+  grant?: { context: string; fields: readonly string[] };
+}
+
+/**
+ * Paths mapped into an existing pipeline: the keys, sequences and classes of `proposalYaml` are
+ * merged as mergeProposal merges them (what the configuration has is kept; a class gains the
+ * properties it lacks), the pipeline's `fields` gains `{ path, field }` for each entry, and with
+ * `grant` that rights context gains `{ actions: [Protect], fields }`. Nothing else of the proposal
+ * (its rights and processing contexts, pipelines) is taken. Comments and order are kept.
+ */
+export function mergePipelineFields(existing: string, proposalYaml: string, merge: PipelineFieldsMerge): string {
+  const proposal = parse(proposalYaml) as Record<string, unknown>;
+  const { keys, sequences, classes } = proposal;
+  const doc = parseDocument(mergeProposal(existing, stringify({ keys: keys ?? {}, sequences: sequences ?? {}, classes: classes ?? {} })));
+  const pipeline = doc.getIn(['pipelines', merge.pipeline]);
+  const fields = isMap(pipeline) ? pipeline.get('fields') : undefined;
+  if (!isSeq(fields)) throw new Error(`pipeline ${merge.pipeline} has no fields list`);
+  for (const f of merge.fields) {
+    const node = doc.createNode({ path: f.path, field: f.field }, { flow: true });
+    if (f.comment) node.comment = ` ${f.comment.replace(/[\r\n]+/g, ' ')}`;
+    fields.add(node);
+  }
+  if (merge.grant && merge.grant.fields.length) {
+    const context = doc.getIn(['rightsContexts', merge.grant.context]);
+    if (!isMap(context)) throw new Error(`rights context ${merge.grant.context} is not configured`);
+    if (!isSeq(context.get('grants'))) context.set('grants', doc.createNode([]));
+    (context.get('grants') as { add(v: unknown): void }).add(doc.createNode({ actions: ['Protect'], fields: [...merge.grant.fields] }));
   }
   return doc.toString();
 }

@@ -23,6 +23,12 @@ const KEYS: Record<string, Record<string, unknown>> = {
   'discovered-ff1': { type: 'ff1', version: 1 },
 };
 
+/** How a proposal protects a kind: the property it becomes, its sequence (name, steps) and the key that needs (name, configuration). */
+export function protectionOf(kind: Kind): { property: string; sequence: string; steps: Record<string, unknown>[]; key: string; keyConfig: Record<string, unknown> } {
+  const plan = PLAN[kind];
+  return structuredClone({ ...plan, keyConfig: KEYS[plan.key]! });
+}
+
 export interface ProposalSource {
   /** a Kafka topic: the draft has a protect pipeline reading it */
   topic?: string;

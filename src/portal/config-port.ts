@@ -14,6 +14,11 @@ export interface PipelineView {
   delivery: string;
   fields: readonly { path: string; field: string }[];
   key?: { field: string };
+  /** how mapped paths match a record's keys: `insensitive` (default) folds case, `exact` does not */
+  keys?: string;
+  /** the identity the pipeline acts with: a draft mapping more paths grants it Protect on their fields when it lacks that */
+  roles?: readonly string[];
+  rightsEvidences?: Readonly<Record<string, string>>;
   metricsUrls?: readonly string[];
 }
 

@@ -1,4 +1,4 @@
-import { SCHEMA_REFUSED_METRIC, STREAM_METRIC_NAMES, type ChartedStreamMetric } from '../observability/stream-metric-names.ts';
+import { SCHEMA_REFUSED_METRIC, STREAM_METRIC_NAMES, UNMAPPED_FINDINGS_METRIC, type ChartedStreamMetric } from '../observability/stream-metric-names.ts';
 import type { PipelineView } from './config-port.ts';
 import { guardedFetch, RefusedAddressError, refusedHost } from './metrics-address.ts';
 import { parsePrometheusText, PromTextError, sumOf, type PromSample } from './prometheus-text.ts';
@@ -37,6 +37,67 @@ export interface SourceState {
   totals?: Partial<Record<ChartedStreamMetric, number>>;
   /** the writer's schema versions the processor refuses (a mapped path they lack), at the last good scrape */
   refused?: readonly { schema: string; path: string }[];
+  /** the unmapped guard's findings of the pipeline at the last good scrape (the largest FINDINGS_KEPT) */
+  findings?: readonly UnmappedFinding[];
+  /** (path, kind) pairs the processor reported beyond those kept */
+  findingsOmitted?: number;
+}
+
+/**
+ * One series of `veil_stream_unmapped_findings_total` (UNMAPPED_FINDINGS_METRIC): records
+ * dead-lettered for personal data of `kind` at `path`, a path the pipeline's mapping does not
+ * name. Path and kind are label values a processor sent: untrusted text, escaped where shown and
+ * checked before anything is drafted from them (unmapped-draft.ts).
+ */
+export interface UnmappedFinding {
+  path: string;
+  kind: string;
+  records: number;
+}
+
+/** The findings kept per processor and per pipeline (a processor names at most 100 paths, each with a few kinds). */
+export const FINDINGS_KEPT = 200;
+/** a label value longer than this is no path a processor writes: counted as omitted, not kept */
+const LABEL_MAX = 1024;
+
+/** largest count first, then by path and kind: the order the page lists them in */
+const byRecords = (a: UnmappedFinding, b: UnmappedFinding) => b.records - a.records || (a.path < b.path ? -1 : a.path > b.path ? 1 : a.kind < b.kind ? -1 : a.kind > b.kind ? 1 : 0);
+
+/**
+ * The unmapped guard's findings of `pipeline` among a scrape's samples: the total per (path,
+ * kind), the largest `cap` kept, and how many (path, kind) pairs were left out (beyond the cap,
+ * or a label longer than any path). Series of other pipelines, without a path or kind, or with a
+ * value that is not a positive finite number are skipped.
+ */
+export function findingsOf(samples: readonly PromSample[], pipeline: string, cap = FINDINGS_KEPT): { findings: UnmappedFinding[]; omitted: number } {
+  const findings: UnmappedFinding[] = [];
+  let omitted = 0;
+  for (const s of samples) {
+    if (s.name !== UNMAPPED_FINDINGS_METRIC || s.labels.pipeline !== pipeline) continue;
+    const { path, kind } = s.labels;
+    if (!path || !kind || !Number.isFinite(s.value) || s.value <= 0) continue;
+    if (path.length > LABEL_MAX || kind.length > LABEL_MAX) omitted++;
+    else findings.push({ path, kind, records: s.value });
+  }
+  // a series repeated (another label beside pipeline, path and kind) adds up
+  return sumFindings([{ findings, findingsOmitted: omitted }], cap);
+}
+
+/** Findings summed over processors (each its last good scrape), the largest `cap` kept. */
+export function sumFindings(sources: readonly Pick<SourceState, 'findings' | 'findingsOmitted'>[], cap = FINDINGS_KEPT): { findings: UnmappedFinding[]; omitted: number } {
+  const totals = new Map<string, UnmappedFinding>();
+  let omitted = 0;
+  for (const source of sources) {
+    omitted += source.findingsOmitted ?? 0;
+    for (const f of source.findings ?? []) {
+      const key = `${f.path}\u0000${f.kind}`;
+      const row = totals.get(key);
+      if (row) row.records += f.records;
+      else totals.set(key, { ...f });
+    }
+  }
+  const all = [...totals.values()].sort(byRecords);
+  return { findings: all.slice(0, cap), omitted: omitted + Math.max(0, all.length - cap) };
 }
 
 export interface PipelineSeries {
@@ -154,7 +215,19 @@ export class PipelineMetrics {
 
   series(pipeline: string): PipelineSeries | undefined {
     const ring = this.rings.get(pipeline);
-    return ring && { samples: ring.samples, sources: ring.sources.map(({ url, state, reason, lastOkAt, totals, refused }) => ({ url, state, ...(reason ? { reason } : {}), ...(lastOkAt ? { lastOkAt } : {}), ...(totals ? { totals } : {}), ...(refused?.length ? { refused } : {}) })) };
+    return ring && { samples: ring.samples, sources: ring.sources.map(({ url, state, reason, lastOkAt, totals, refused, findings, findingsOmitted }) => ({ url, state, ...(reason ? { reason } : {}), ...(lastOkAt ? { lastOkAt } : {}), ...(totals ? { totals } : {}), ...(refused?.length ? { refused } : {}), ...(findings?.length ? { findings } : {}), ...(findingsOmitted ? { findingsOmitted } : {}) })) };
+  }
+
+  /**
+   * The unmapped guard's findings of a pipeline, summed over the processors reachable at their
+   * last scrape (each as it last reported: a restarted processor counts from 0), at most
+   * FINDINGS_KEPT rows; undefined before the first scrape or for a pipeline without metricsUrls.
+   */
+  findings(pipeline: string): { findings: UnmappedFinding[]; omitted: number; reachable: number } | undefined {
+    const ring = this.rings.get(pipeline);
+    if (!ring) return undefined;
+    const reached = ring.sources.filter((s) => s.state === 'reachable');
+    return { ...sumFindings(reached), reachable: reached.length };
   }
 
   /** One scrape of every configured processor; overlapping calls share one run. */
@@ -206,12 +279,17 @@ export class PipelineMetrics {
         source.totals = totals;
         source.refused = samples.filter((x) => x.name === SCHEMA_REFUSED_METRIC && x.labels.pipeline === name && x.labels.schema !== undefined && x.labels.path !== undefined)
           .map((x) => ({ schema: x.labels.schema!, path: x.labels.path! }));
+        const found = findingsOf(samples, name);
+        source.findings = found.findings;
+        source.findingsOmitted = found.omitted;
       } catch (e) {
         source.state = 'unreachable';
         source.reason = reasonOf(e);
         // the next good scrape starts the rates afresh
         delete source.totals;
         delete source.refused;
+        delete source.findings;
+        delete source.findingsOmitted;
         delete source.lastAt;
       }
       if (source.state !== previous) this.options.onChange?.(name, { url: source.url, state: source.state, ...(source.reason ? { reason: source.reason } : {}) });

@@ -75,6 +75,8 @@ describe('Pipelines page: processor metrics', () => {
     // the reachable processor and the refusing one; the URL without its query
     expect(customers).toContain(`<code>${base}/metrics</code>: <span class="ok">reachable</span>`);
     expect(customers).toContain(`<code>http://127.0.0.1:${closedPort}/metrics</code>: <strong class="error">unreachable</strong> (connection refused)`);
+    // the unmapped guard found nothing: said so, no table (test/portal/pipelines-findings.test.ts has findings)
+    expect(customers).toContain('Personal data at paths the mapping does not name</h3>\n<p class="muted">None reported by the reachable processors');
   });
 
   it('lists the schema versions a processor refuses (a mapped path the writer\'s schema lacks), once each, escaped', async () => {

@@ -28,6 +28,7 @@ const ROUTES: [method: 'GET' | 'POST', path: string, right: Right, form?: Record
   ['POST', '/admin/keys/customer-siv/rotate', 'publisher'],
   ['GET', '/admin/matrix', 'viewer'],
   ['GET', '/admin/pipelines', 'viewer'],
+  ['POST', '/admin/pipelines/draft', 'editor', { pipeline: 'customers', finding: 'contact.email\temail\t1' }],
   ['GET', '/admin/discover', 'editor'],
   ['POST', '/admin/discover', 'editor', { records: '{"email":"a@example.org"}' }],
   ['POST', '/admin/discover/draft', 'editor', { finding: 'email\temail\t1\t1' }],

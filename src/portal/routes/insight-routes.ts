@@ -8,6 +8,11 @@ import { holds } from '../sessions.ts';
 import { flashOf } from '../views/flash.ts';
 import { page, postForm } from '../views/layout.ts';
 import { pipelineMetricsView } from '../views/pipeline-metrics-view.ts';
+import { unmappedFindingsView } from '../views/unmapped-findings-view.ts';
+import { requireWithinLimits } from '../draft-limits.ts';
+import { formOf } from '../portal-deps.ts';
+import { identityOf } from '../sessions.ts';
+import { buildFindingsDraft, DRAFT_FINDINGS_MAX, findingOfField, NothingToMapError } from '../unmapped-draft.ts';
 
 /** records per Audit page */
 const AUDIT_PAGE = 100;
@@ -80,6 +85,7 @@ ${!config ? html`<p class="error" role="alert">This configuration is invalid.</p
     if (!session) return reply;
     const { config } = ctx.holder.get();
     const pipelines = Object.entries(config.pipelines);
+    const flash = flashOf(req.query);
     const sequenceOf = (ref: string) => {
       const [c, p] = ref.split('.') as [string, string];
       return config.engine.classes.get(c)?.get(p)?.actions.get('Protect')?.sequence ?? '?';
@@ -89,8 +95,37 @@ ${pipelines.length ? pipelines.map(([name, p]) => html`<section><h2>${name}</h2>
 <p>Source: ${'topics' in p.source ? p.source.topics.join(', ') : html`topics matching <code>${p.source.pattern}</code>`} → sink: ${'topic' in p.sink ? p.sink.topic : html`<code>${p.sink.rename.from}</code> → <code>${p.sink.rename.to}</code>`}; dead letters: ${p.deadLetterTopic}; ${p.format}, ${p.delivery}.</p>
 <div class="scroll"><table><thead><tr><th scope="col">Record path</th><th scope="col">Field</th><th scope="col">Protecting sequence</th></tr></thead>
 <tbody>${[...p.fields, ...(p.key ? [{ path: '(record key)', field: p.key.field }] : [])].map((f) => html`<tr><td><code>${f.path}</code></td><td>${f.field}</td><td>${sequenceOf(f.field)}</td></tr>`)}</tbody></table></div>
-${pipelineMetricsView(name, p.metricsUrls, ctx.pipelineMetrics)}</section>`)
-  : html`<p>The active version configures no pipelines (<code>pipelines:</code> section; see config/example-pipeline.yaml).</p>`}`, { session, current: '/admin/pipelines' }));
+${pipelineMetricsView(name, p.metricsUrls, ctx.pipelineMetrics)}
+${unmappedFindingsView(name, p, ctx.pipelineMetrics, session)}</section>`)
+  : html`<p>The active version configures no pipelines (<code>pipelines:</code> section; see config/example-pipeline.yaml).</p>`}`, { session, current: '/admin/pipelines', ...(flash ? { flash } : {}) }));
+  });
+
+  // the Pipelines page's "Create a draft mapping these paths": the findings come back from the
+  // browser, so each is checked again (a pipeline path, a kind veil detects, a whole count)
+  app.post('/pipelines/draft', async (req, reply) => {
+    const session = ctx.guard(req, reply, 'editor');
+    if (!session) return reply;
+    const body = formOf(req);
+    const name = body.get('pipeline') ?? '';
+    const fields = body.all('finding');
+    const findings = fields.map(findingOfField).filter((f) => f !== undefined);
+    if (fields.length === 0 || fields.length > DRAFT_FINDINGS_MAX || findings.length !== fields.length) throw new VeilError('REQUEST_MALFORMED', 'the findings are not ones this page lists');
+    const basedOn = ctx.versions.active();
+    const activeText = await ctx.versions.read(basedOn);
+    const active = ctx.configPort.compile(activeText).config;
+    if (!active || !Object.hasOwn(active.pipelines, name)) throw new VeilError('REQUEST_MALFORMED', 'the active version has no such pipeline');
+    let text: string;
+    try {
+      text = buildFindingsDraft(activeText, active, name, findings).text;
+    } catch (e) {
+      // every path mapped since the page was shown (or a pipeline this page cannot edit): nothing is created
+      if (e instanceof NothingToMapError) return reply.code(303).header('location', '/admin/pipelines?done=nothing-to-map').send();
+      throw new VeilError('REQUEST_MALFORMED', 'the pipeline of the active version has no fields list this page can add to: edit a draft');
+    }
+    requireWithinLimits(text);
+    const draft = await ctx.versions.createDraft(basedOn, text, session.caller.subject, ctx.now(), identityOf(session.caller));
+    await ctx.audit_(session, 'draft.unmapped', `draft ${draft.id}`, 'ok', req.id);
+    return reply.code(303).header('location', `/admin/drafts/${draft.id}?done=mapped`).send();
   });
 
   app.get('/audit', async (req, reply) => {

@@ -4,6 +4,8 @@ const FLASH: Record<string, string> = {
   reverted: 'Reverted: a new version with the old content is active.',
   saved: 'Draft saved.',
   created: 'Draft created.',
+  mapped: 'Draft created: the pipeline maps the paths the unmapped guard found. Review it, then publish.',
+  'nothing-to-map': 'No draft created: the active version maps every path listed (it changed since the page was shown).',
   'test-added': 'Test case saved.',
   'test-deleted': 'Test case deleted.',
   deleted: 'Draft deleted.',
