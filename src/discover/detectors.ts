@@ -20,9 +20,9 @@ export interface FieldContext {
   parent?: string;
 }
 
-/** a field name lower-cased with separators dropped: `first_name`, `firstName` → `firstname` */
+/** a field name lower-cased with accents and separators dropped: `first_name`, `firstName` → `firstname`, `prénom` → `prenom` */
 export function normaliseName(name: string): string {
-  return name.toLowerCase().replace(/[^a-z0-9]/g, '');
+  return name.normalize('NFD').replace(/\p{M}/gu, '').toLowerCase().replace(/[^a-z0-9]/g, '');
 }
 
 const EMAIL = /^[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*@(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,63}$/;

@@ -60,14 +60,18 @@ export class JsonGuard implements UnmappedVisitor {
 
   value(b: Buffer, kind: number, start: number, end: number, place: ScanPlace): void {
     if (this.truncated) return;
-    if (kind === EV_RAW && !isDigit(b[start])) return;
     const from = kind === EV_STRING ? start + 1 : start;
     const to = kind === EV_STRING ? end - 1 : end;
+    // nothing guarded is shorter than 5 characters (nor is a boolean)
+    if (to - from < 5 || (kind === EV_RAW && !isDigit(b[start]))) return;
     // a number with a fraction or an exponent is no identifier
     if (kind === EV_RAW && !allDigits(b, from, to)) return;
     const shape = shapeOfBytes(b, from, to);
     const keyStart = place.keyStart();
-    const hints = keyStart < 0 ? 0 : this.hints.of(b, keyStart, place.keyEnd());
+    // the field's name matters only to names (no digits) and to numbers of 4 digits or more
+    // (dates, phones, SSNs): most values need no lookup of their key
+    const named = keyStart >= 0 && (shape.digits >= 4 || (shape.digits === 0 && mayNameAPerson(b, keyStart + 1, place.keyEnd() - 1)));
+    const hints = named ? this.hints.of(b, keyStart, place.keyEnd()) : 0;
     if (!mayBePersonal(shape, hints)) return;
     const name = keyStart < 0 ? '' : keyText(b, keyStart, place.keyEnd());
     const found = unmappedValueKind(leafText(b, kind, start, end), name, hints);
@@ -171,6 +175,25 @@ function shapeOfBytes(b: Buffer, from: number, to: number): Shape {
   scratch.ibanStart = to - from >= 4 && isLetter(c0) && isLetter(b[from + 1]) && isDigit(b[from + 2]) && isDigit(b[from + 3]);
   scratch.international = c0 === 0x2b || (c0 === 0x30 && b[from + 1] === 0x30);
   return scratch;
+}
+
+/**
+ * Whether a key's raw bytes can be a person-name field name (fieldHints' PERSON: fullName,
+ * surname, cardholder, prénom, …): they hold `nam`, `nom` or `hold` in any case. An escaped key
+ * is looked up (it may spell them in escapes).
+ */
+function mayNameAPerson(b: Buffer, from: number, to: number): boolean {
+  for (let k = from; k < to - 2; k++) {
+    const c = b[k]! | 0x20;
+    if (b[k] === 0x5c) return true;
+    if (c !== 0x6e && c !== 0x68) continue;
+    const c1 = b[k + 1]! | 0x20;
+    const c2 = b[k + 2]! | 0x20;
+    if (c === 0x6e && ((c1 === 0x61 && c2 === 0x6d) || (c1 === 0x6f && c2 === 0x6d))) return true; // nam, nom
+    if (c === 0x68 && c1 === 0x6f && c2 === 0x6c) return true; // hol(d)
+  }
+  for (let k = Math.max(from, to - 2); k < to; k++) if (b[k] === 0x5c) return true;
+  return false;
 }
 
 function allDigits(b: Buffer, from: number, to: number): boolean {

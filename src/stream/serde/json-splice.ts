@@ -19,6 +19,8 @@ interface Plan {
   chains: Chain[];
   /** a number found may become a protected string (no schema fixes its type) */
   retypes: boolean;
+  /** veil.protected.fields of each combination of mappings met, by bit mask */
+  fieldLists: Map<bigint, string>;
 }
 
 // Pipelines pass the same protection for every record; compiling it once keeps key bytes and
@@ -32,7 +34,7 @@ function planFor(protection: RecordProtection): Plan {
   const paths = maps.map((m) => m.compiled);
   const root = compileExpectation(paths.map(jsonPathOf), { foldKeys: protection.foldKeys === true });
   const g = protection.guard;
-  const plan: Plan = { maps, paths, root, kinds: [...(g?.protect.keys() ?? [])], chains: [...(g?.protect.values() ?? [])], retypes: g?.retypes === true };
+  const plan: Plan = { maps, paths, root, kinds: [...(g?.protect.keys() ?? [])], chains: [...(g?.protect.values() ?? [])], retypes: g?.retypes === true, fieldLists: new Map() };
   if (g !== undefined) plan.guard = new JsonGuard(g.allow.map(allowedPath), protection.foldKeys === true);
   plans.set(protection, plan);
   return plan;
@@ -90,7 +92,7 @@ export function protectJsonValues(values: readonly Buffer[], protection: RecordP
   return plans.map((p, i) => {
     if (p instanceof StreamError) return p;
     const out = finish(p, plan.maps, results);
-    if (fields !== undefined && !(out instanceof StreamError)) fields[i] = protectedPaths(p, plan.maps);
+    if (fields !== undefined && !(out instanceof StreamError)) fields[i] = protectedPaths(p, plan);
     return out;
   });
 }
@@ -161,12 +163,20 @@ function planGuarded(out: RecordPlan, plan: Plan, texts: string[][]): void {
 }
 
 /** the paths a clean value had protected: mapped paths in mapping order, then the guard's */
-function protectedPaths(p: RecordPlan, maps: readonly Mapping[]): string {
-  const seen = new Set<string>();
-  for (let k = 0; k < p.leaves.length; k += 4) if (p.leaves[k]! < maps.length) seen.add(maps[p.leaves[k]!]!.path);
-  const mapped = maps.filter((m) => seen.has(m.path)).map((m) => m.path);
-  for (const g of p.guarded ?? []) if (!mapped.includes(g)) mapped.push(g);
-  return mapped.join(',');
+function protectedPaths(p: RecordPlan, plan: Plan): string {
+  const maps = plan.maps;
+  // which mappings reached a value, as bits: the list of each combination is built once
+  let mask = 0n;
+  for (let k = 0; k < p.leaves.length; k += 4) if (p.leaves[k]! < maps.length) mask |= 1n << BigInt(p.leaves[k]!);
+  let mapped = plan.fieldLists.get(mask);
+  if (mapped === undefined) {
+    mapped = maps.filter((_, m) => (mask & (1n << BigInt(m))) !== 0n).map((m) => m.path).join(',');
+    if (plan.fieldLists.size < 1024) plan.fieldLists.set(mask, mapped);
+  }
+  if (p.guarded === undefined) return mapped;
+  const paths = mapped === '' ? [] : mapped.split(',');
+  for (const g of p.guarded) if (!paths.includes(g)) paths.push(g);
+  return paths.join(',');
 }
 
 function finish(plan: RecordPlan, maps: readonly Mapping[], results: readonly (string | ValueError)[][]): Buffer | StreamError {

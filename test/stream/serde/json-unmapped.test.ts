@@ -46,6 +46,11 @@ describe('the unmapped guard over JSON records (the drift of issue 28, the examp
     for (const v of Object.values(extra)) expect(error!.message).not.toContain(JSON.stringify(v).replace(/^"|"$/g, ''));
   });
 
+  it.each(['fullName', 'first_name', 'LASTNAME', 'surname', 'givenNames', 'family-name', 'forename', 'middleName', 'maidenName', 'customerName', 'clientName', 'holderName', 'cardHolder', 'cardholderName', 'accountHolder', 'contactName', 'patientName', 'employeeName', 'personName', 'prenom', 'prénom', 'vorname', 'nachname'])('a person name in a field named %s is found (the key prefilter lets every such name through)', (field) => {
+    const { error } = run({ ...base, [field]: 'Ada Lovelace' });
+    expect([error?.code, error?.kind]).toEqual(['UNMAPPED_PERSONAL_DATA', 'person-name']);
+  });
+
   it('case variants reach the mapped paths (keys: insensitive) and are protected, not dead-lettered', () => {
     const { out, fields } = run({ Email: 'ann@example.com', cards: [{ Number: '4111111111111111' }], id: 1 });
     expect(JSON.parse(out!)).toEqual({ Email: '<ann@example.com>', cards: [{ Number: '<4111111111111111>' }], id: 1 });
