@@ -91,5 +91,5 @@ parentPort!.on('message', (request: WorkerRequest) => {
       const err = e as { name?: string; code?: string; retriable?: boolean };
       return { id: request.id, error: { name: err.name ?? 'Error', ...(typeof err.code === 'string' ? { code: err.code } : {}), retriable: err.retriable ?? true } };
     }
-  })().then((reply) => parentPort!.postMessage(reply, 'outcomes' in reply ? [reply.outcomes] : []));
+  })().then((reply) => parentPort!.postMessage(reply, 'outcomes' in reply ? [reply.outcomes.data] : []));
 });

@@ -6,7 +6,7 @@ import type { ChunkItem, ChunkOutcome } from './record-protector.ts';
  * (often a shared pool), and a list of objects costs a clone per record.
  *
  * Items:    per record  int32 topic index, bytes key, bytes value   (bytes: int32 length, -1 = null)
- * Outcomes: per record  uint8 0 then bytes key, bytes value, bytes fields  |  uint8 1 then bytes code, bytes path, bytes kind, bytes schema id (UTF-8; -1 = absent)
+ * Outcomes: see packOutcomes (their strings in a table beside the buffer)
  */
 export interface PackedItems {
   topics: string[];
@@ -63,47 +63,68 @@ export function unpackItems(packed: PackedItems): ChunkItem[] {
   return items;
 }
 
-const text = (s: string | undefined) => (s === undefined ? null : Buffer.from(s, 'utf8'));
-const str = (b: Buffer | null) => (b === null ? undefined : b.toString('utf8'));
-
-/** each outcome's parts as bytes, in the order they are written */
-function outcomeParts(o: ChunkOutcome): (Buffer | null)[] {
-  return 'code' in o ? [text(o.code), text(o.path), text(o.kind), text(o.schema === undefined ? undefined : String(o.schema))] : [o.key, o.value, text(o.fields)];
+/** Outcomes as they cross back: their strings (codes, paths, kinds, protected-field lists: few distinct ones) in a table, the rest in one transferred buffer. */
+export interface PackedOutcomes {
+  strings: string[];
+  data: ArrayBuffer;
 }
 
-export function packOutcomes(outcomes: readonly ChunkOutcome[]): ArrayBuffer {
-  const parts = outcomes.map(outcomeParts);
+/** Interns strings into a table, by index: a chunk's thousand records share a handful of them. */
+class StringTable {
+  readonly strings: string[] = [];
+  private readonly index = new Map<string, number>();
+
+  of(s: string | undefined): number {
+    if (s === undefined) return -1;
+    let i = this.index.get(s);
+    if (i === undefined) this.index.set(s, (i = this.strings.push(s) - 1));
+    return i;
+  }
+}
+
+/**
+ * Per record: uint8 0, bytes key, bytes value, int32 fields  |  uint8 1, int32 code, int32 path,
+ * int32 kind, int32 schema id — each int32 a string table index, or -1 for none.
+ */
+export function packOutcomes(outcomes: readonly ChunkOutcome[]): PackedOutcomes {
+  const table = new StringTable();
   let bytes = 0;
-  for (const p of parts) bytes += 1 + p.reduce((n, b) => n + size(b), 0);
+  for (const o of outcomes) bytes += 'code' in o ? 17 : 5 + size(o.key) + size(o.value);
   const out = fresh(bytes);
   let at = 0;
-  outcomes.forEach((o, i) => {
-    out.writeUInt8('code' in o ? 1 : 0, at);
-    at++;
-    for (const b of parts[i]!) at = writeBytes(out, at, b);
-  });
-  return out.buffer as ArrayBuffer;
+  for (const o of outcomes) {
+    if ('code' in o) {
+      out.writeUInt8(1, at);
+      out.writeInt32LE(table.of(o.code), at + 1);
+      out.writeInt32LE(table.of(o.path), at + 5);
+      out.writeInt32LE(table.of(o.kind), at + 9);
+      out.writeInt32LE(o.schema ?? -1, at + 13);
+      at += 17;
+    } else {
+      out.writeUInt8(0, at);
+      at = writeBytes(out, writeBytes(out, at + 1, o.key), o.value);
+      out.writeInt32LE(table.of(o.fields), at);
+      at += 4;
+    }
+  }
+  return { strings: table.strings, data: out.buffer as ArrayBuffer };
 }
 
-export function unpackOutcomes(packed: ArrayBuffer): ChunkOutcome[] {
-  const data = Buffer.from(packed);
+export function unpackOutcomes(packed: PackedOutcomes): ChunkOutcome[] {
+  const data = Buffer.from(packed.data);
+  const str = (i: number) => (i < 0 ? undefined : packed.strings[i]);
   const out: ChunkOutcome[] = [];
   for (let at = 0; at < data.length; ) {
-    const failed = data.readUInt8(at) === 1;
-    const [a, n1] = readBytes(data, at + 1);
-    const [b, n2] = readBytes(data, n1);
-    const [c, n3] = readBytes(data, n2);
-    if (failed) {
-      const path = str(b);
-      const kind = str(c);
-      const [d, end] = readBytes(data, n3);
-      const schema = str(d);
-      out.push({ code: a!.toString('utf8'), ...(path === undefined ? {} : { path }), ...(kind === undefined ? {} : { kind }), ...(schema === undefined ? {} : { schema: Number(schema) }) });
-      at = end;
+    if (data.readUInt8(at) === 1) {
+      const [path, kind, schema] = [str(data.readInt32LE(at + 5)), str(data.readInt32LE(at + 9)), data.readInt32LE(at + 13)];
+      out.push({ code: str(data.readInt32LE(at + 1))!, ...(path === undefined ? {} : { path }), ...(kind === undefined ? {} : { kind }), ...(schema < 0 ? {} : { schema }) });
+      at += 17;
     } else {
-      const fields = str(c);
-      out.push({ key: a, value: b!, ...(fields === undefined ? {} : { fields }) });
-      at = n3;
+      const [key, next] = readBytes(data, at + 1);
+      const [value, end] = readBytes(data, next);
+      const fields = str(data.readInt32LE(end));
+      out.push({ key, value: value!, ...(fields === undefined ? {} : { fields }) });
+      at = end + 4;
     }
   }
   return out;

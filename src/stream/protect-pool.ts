@@ -1,10 +1,10 @@
 import { Worker } from 'node:worker_threads';
-import { packItems, unpackOutcomes, type PackedItems } from './chunk-codec.ts';
+import { packItems, unpackOutcomes, type PackedItems, type PackedOutcomes } from './chunk-codec.ts';
 import type { ChunkItem, ChunkOutcome, ChunkProtector } from './record-protector.ts';
 import { StreamError } from './stream-error.ts';
 
 /** What a protection worker answers: the packed outcomes, or the failure of the whole chunk (no values in it). */
-export type WorkerReply = { id: number; outcomes: ArrayBuffer } | { id: number; error: { name: string; code?: string; retriable: boolean } };
+export type WorkerReply = { id: number; outcomes: PackedOutcomes } | { id: number; error: { name: string; code?: string; retriable: boolean } };
 export interface WorkerRequest {
   id: number;
   items?: PackedItems;

@@ -25,6 +25,13 @@ describe('chunk codec (records to and from protection workers)', () => {
     }));
   });
 
+  it('sends each distinct string once, however many records carry it (protected-field lists, codes)', () => {
+    const outcomes: ChunkOutcome[] = Array.from({ length: 1000 }, (_, i) => (i % 10 === 0 ? { code: 'UNMAPPED_PERSONAL_DATA', path: 'contact.email', kind: 'email' } : { key: null, value: Buffer.from('{}'), fields: i % 2 ? 'email' : 'email,name' }));
+    const packed = packOutcomes(outcomes);
+    expect(packed.strings.sort()).toEqual(['UNMAPPED_PERSONAL_DATA', 'contact.email', 'email', 'email,name']);
+    expect(unpackOutcomes(packed)).toEqual(outcomes);
+  });
+
   it('packs into a buffer of its own, never Buffer\'s shared pool (it is transferred)', () => {
     const small = Buffer.from('x');
     const packed = packItems([{ topic: 't', key: small, value: small }]);

@@ -14,7 +14,7 @@ function fakeWorker(mode: 'upper' | 'exit-on-work' | 'fail') {
       if (${JSON.stringify(mode)} === 'exit-on-work' && list.length) process.exit(3);
       if (${JSON.stringify(mode)} === 'fail' && list.length) return parentPort.postMessage({ id, error: { name: 'StreamError', code: 'REGISTRY_UNAVAILABLE', retriable: true } });
       const outcomes = packOutcomes(list.map((i) => i.value === null ? { code: 'RECORD_MALFORMED' } : { key: i.key, value: Buffer.from(i.value.toString().toUpperCase()) }));
-      parentPort.postMessage({ id, outcomes }, [outcomes]);
+      parentPort.postMessage({ id, outcomes }, [outcomes.data]);
     });`)}`));
 }
 
@@ -32,10 +32,10 @@ function taggingWorker(refuseReload: () => boolean) {
         if (workerData.refuse) return parentPort.postMessage({ id, error: { name: 'VeilError', code: 'KEY_UNAVAILABLE', retriable: false } });
         tag = reload.configFile ?? tag;
         const empty = packOutcomes([]);
-        return parentPort.postMessage({ id, outcomes: empty }, [empty]);
+        return parentPort.postMessage({ id, outcomes: empty }, [empty.data]);
       }
       const outcomes = packOutcomes(unpackItems(items).map((i) => ({ key: i.key, value: Buffer.from(tag + ':' + i.value) })));
-      parentPort.postMessage({ id, outcomes }, [outcomes]);
+      parentPort.postMessage({ id, outcomes }, [outcomes.data]);
     });`)}`), { workerData: { configFile: configFile ?? 'start', refuse: refuseReload() } });
 }
 
