@@ -108,3 +108,38 @@ export function unmappedValueKind(text: string, name: string, hints = fieldHints
 export function unmappedKeyKind(text: string): GuardKind | undefined {
   return unmappedValueKind(text, '');
 }
+
+// one shape, overwritten value after value (the guard is synchronous): no object per value
+const scratch: Shape = { length: 0, letters: 0, digits: 0, at: false, ibanStart: false, international: false };
+
+/**
+ * shapeOf over UTF-8 bytes, into the shared scratch shape: ASCII letters and digits count as in
+ * the text (a multi-byte letter only lengthens it; the validators refuse it anyway).
+ */
+export function shapeOfBytes(b: Buffer, from: number, to: number): Shape {
+  let letters = 0;
+  let digits = 0;
+  let at = false;
+  for (let k = from; k < to; k++) {
+    const c = b[k]!;
+    if (c >= 0x30 && c <= 0x39) digits++;
+    else if ((c | 0x20) >= 0x61 && (c | 0x20) <= 0x7a) letters++;
+    else if (c === 0x40 || c === 0x5c) at = true; // an escape may hide an @: decode and look
+  }
+  const c0 = b[from];
+  scratch.length = to - from;
+  scratch.letters = letters;
+  scratch.digits = digits;
+  scratch.at = at;
+  scratch.ibanStart = to - from >= 4 && isLetter(c0) && isLetter(b[from + 1]) && isDigit(b[from + 2]) && isDigit(b[from + 3]);
+  scratch.international = c0 === 0x2b || (c0 === 0x30 && b[from + 1] === 0x30);
+  return scratch;
+}
+
+function isLetter(c: number | undefined): boolean {
+  return c !== undefined && (c | 0x20) >= 0x61 && (c | 0x20) <= 0x7a;
+}
+
+function isDigit(c: number | undefined): boolean {
+  return c !== undefined && c >= 0x30 && c <= 0x39;
+}

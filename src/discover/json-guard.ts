@@ -1,6 +1,6 @@
 import { foldKey } from '../json-bytes/paths.ts';
 import { EV_RAW, EV_STRING, keyText, leafText, type PlaceStep, type ScanPlace, type UnmappedVisitor } from '../json-bytes/scan.ts';
-import { fieldHints, mayBePersonal, unmappedKeyKind, unmappedValueKind, type GuardKind, type Shape } from './guard.ts';
+import { fieldHints, mayBePersonal, shapeOfBytes, unmappedKeyKind, unmappedValueKind, type GuardKind } from './guard.ts';
 import { pathSegment } from './profile.ts';
 
 /** Personal data where no mapping looks: the path (keys that are data shown as `*`) and kind — never the value. */
@@ -150,33 +150,6 @@ function sameBytes(key: Buffer, b: Buffer, start: number, end: number): boolean 
   return true;
 }
 
-// one shape, overwritten value after value (the guard is synchronous): no object per value
-const scratch: Shape = { length: 0, letters: 0, digits: 0, at: false, ibanStart: false, international: false };
-
-/**
- * shapeOf over UTF-8 bytes, into the shared scratch shape: ASCII letters and digits count as in
- * the text (a multi-byte letter only lengthens it; the validators refuse it anyway).
- */
-function shapeOfBytes(b: Buffer, from: number, to: number): Shape {
-  let letters = 0;
-  let digits = 0;
-  let at = false;
-  for (let k = from; k < to; k++) {
-    const c = b[k]!;
-    if (c >= 0x30 && c <= 0x39) digits++;
-    else if ((c | 0x20) >= 0x61 && (c | 0x20) <= 0x7a) letters++;
-    else if (c === 0x40 || c === 0x5c) at = true; // an escape may hide an @: decode and look
-  }
-  const c0 = b[from];
-  scratch.length = to - from;
-  scratch.letters = letters;
-  scratch.digits = digits;
-  scratch.at = at;
-  scratch.ibanStart = to - from >= 4 && isLetter(c0) && isLetter(b[from + 1]) && isDigit(b[from + 2]) && isDigit(b[from + 3]);
-  scratch.international = c0 === 0x2b || (c0 === 0x30 && b[from + 1] === 0x30);
-  return scratch;
-}
-
 /**
  * Whether a key's raw bytes can be a person-name field name (fieldHints' PERSON: fullName,
  * surname, cardholder, prénom, …): they hold `nam`, `nom` or `hold` in any case. An escaped key
@@ -201,9 +174,6 @@ function allDigits(b: Buffer, from: number, to: number): boolean {
   return true;
 }
 
-function isLetter(c: number | undefined): boolean {
-  return c !== undefined && (c | 0x20) >= 0x61 && (c | 0x20) <= 0x7a;
-}
 
 function isDigit(c: number | undefined): boolean {
   return c !== undefined && c >= 0x30 && c <= 0x39;

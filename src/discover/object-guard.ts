@@ -15,7 +15,7 @@ export interface ObjectFinding {
 }
 
 /** A tree of mapped paths: a key's subtree, `[]` for array elements, and `leaf` where a mapped value sits. */
-interface PathTree {
+export interface PathTree {
   keys: Map<string, PathTree>;
   each?: PathTree;
   leaf: boolean;
@@ -48,6 +48,27 @@ export class ObjectGuard {
     const out: ObjectFinding[] = [];
     this.walk(record, this.mapped, [], out, undefined, undefined);
     return out;
+  }
+
+  /**
+   * Where a walk of the record stands among the mapped paths (undefined: nothing mapped below),
+   * for a walker of its own (a wire format's): the root, a key's or an element's place, whether a
+   * mapped value sits there, and whether an allowed path covers the steps.
+   */
+  root(): PathTree {
+    return this.mapped;
+  }
+
+  child(tree: PathTree | undefined, key: string): PathTree | undefined {
+    return tree?.keys.get(this.norm(key));
+  }
+
+  element(tree: PathTree | undefined): PathTree | undefined {
+    return tree?.each;
+  }
+
+  isMapped(tree: PathTree | undefined): boolean {
+    return tree?.leaf === true;
   }
 
   private add(path: string): void {
@@ -104,7 +125,7 @@ export class ObjectGuard {
     steps.pop();
   }
 
-  private allowed(steps: readonly PlaceStep[]): boolean {
+  allowed(steps: readonly PlaceStep[]): boolean {
     return this.allow.some((entry) => entry.length <= steps.length && entry.every((s, i) => {
       const step = steps[i]!;
       if (s === null || step === null) return s === step;

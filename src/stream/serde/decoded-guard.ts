@@ -29,16 +29,6 @@ export function unmappedError(f: ObjectFinding, why = ''): StreamError {
 }
 
 /**
- * Refuses a Protobuf record with a finding: the first names the dead letter. `protect` is not done
- * in place there — the clean schema is derived per schema, not per record, and a field the schema
- * types as a number cannot carry a protected string — map the field instead.
- */
-export function refuseFindings(guard: ObjectGuard, record: unknown, format: string): void {
-  const found = guard.findings(record);
-  if (found.length > 0) throw unmappedError(found[0]!, ` (${format}: map the field to protect it)`);
-}
-
-/**
  * The unmapped guard on a decoded Avro value, before the mapped fields are protected: with action
  * `protect`, a finding of a protected kind whose value is a string is protected in place with
  * the kind's chain (the clean schema keeps the field a string); any other finding — a number (the

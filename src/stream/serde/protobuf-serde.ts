@@ -8,7 +8,8 @@ import { compilePlan, ProtoPlanError, type PlanNode } from './protobuf-plan.ts';
 import { decodeMessage, protectEach, protectMessage } from './protobuf-protect.ts';
 import { messageAt, parseProtoSchema, protoTaggedFields, ProtoSchemaError, type ProtoMessage, type ProtoSchema } from './protobuf-schema.ts';
 import { planTags, tagMappings, TagPlanError, tagRefusal, type SchemaTags } from './schema-tags.ts';
-import { decodedGuard, refuseFindings } from './decoded-guard.ts';
+import { decodedGuard, unmappedError } from './decoded-guard.ts';
+import { protoFinding } from './protobuf-guard.ts';
 import { readFraming } from './protobuf-wire.ts';
 import type { RecordProtection, Serde } from './serde.ts';
 
@@ -156,15 +157,16 @@ function deadLetter(e: unknown): StreamError {
 }
 
 /**
- * The unmapped guard (`protection.guard`) on a record: its message decoded (maps as arrays of
- * `{key, value}` entries; unknown fields and bytes are not looked at) and every value at a path
- * no mapping names checked; a finding dead-letters the record, whatever the action — see
- * refuseFindings.
+ * The unmapped guard (`protection.guard`) on a record: every value of its message at a path no
+ * mapping names is checked on the wire (protoFinding: maps as `{key, value}` entries; unknown
+ * fields and bytes are not looked at); a finding dead-letters the record, whatever the action:
+ * the schema fixes the field's type, so it cannot carry a protected string — map the field.
  */
 function guardRecord(bytes: Buffer, p: Prepared, protection: RecordProtection): void {
   const guard = p.target.tags.mapped.length === 0 ? decodedGuard(protection) : decodedGuard(protection, [...p.transforms.keys()], p.target.key);
   if (guard === undefined) return;
-  refuseFindings(guard, decodeMessage(bytes, p.bodyStart, bytes.length, p.target.message, p.target.schema, { maps: true }), 'Protobuf');
+  const found = protoFinding(bytes, p.bodyStart, bytes.length, p.target.message, p.target.schema, guard);
+  if (found !== undefined) throw unmappedError({ ...found, key: false }, ' (Protobuf: map the field to protect it)');
 }
 
 /** the raw header (magic, id, message indexes) with the clean id, then the protected message */

@@ -91,18 +91,55 @@ export function lenHeader(number: number, length: number): Buffer {
  * 7, an unmatched end-group tag, field number 0 — is RECORD_MALFORMED.
  */
 export function* wireFields(b: Uint8Array, from = 0, to = b.length): Generator<WireField> {
-  let pos = from;
-  while (pos < to) {
-    const start = pos;
-    const [tag, afterTag] = readSmallVarint(b, pos, 'a tag');
-    const number = tag >>> 3;
-    const wireType = tag & 7;
-    if (number === 0) throw malformed('a field number is 0');
-    let valueStart = afterTag;
-    const end = skipValue(b, wireType, number, afterTag, to, (s) => { valueStart = s; });
-    if (wireType === WIRE.egroup) throw malformed('an end-group tag has no start');
-    yield { number, wireType, start, valueStart, end };
-    pos = end;
+  const reader = new WireReader(b, from, to);
+  while (reader.next()) yield { number: reader.number, wireType: reader.wireType, start: reader.start, valueStart: reader.valueStart, end: reader.end };
+}
+
+/**
+ * wireFields without an object per field: `next()` moves to the following field and sets its
+ * extent on the reader itself (a hot walk over every field of every record: the unmapped guard).
+ * The same framing rules and errors.
+ */
+export class WireReader implements WireField {
+  number = 0;
+  wireType = 0;
+  start = 0;
+  valueStart = 0;
+  end = 0;
+  private readonly b: Uint8Array;
+  private readonly to: number;
+
+  constructor(b: Uint8Array, from: number, to: number) {
+    this.b = b;
+    this.to = to;
+    this.end = from;
+  }
+
+  next(): boolean {
+    const { b, to } = this;
+    const pos = this.end;
+    if (pos >= to) return false;
+    this.start = pos;
+    let tag: number;
+    let afterTag: number;
+    // one-byte tags (fields 1-15) are the common case: no tuple
+    if (b[pos]! < 0x80) {
+      tag = b[pos]!;
+      afterTag = pos + 1;
+    } else [tag, afterTag] = readSmallVarint(b, pos, 'a tag');
+    this.number = tag >>> 3;
+    this.wireType = tag & 7;
+    if (this.number === 0) throw malformed('a field number is 0');
+    if (this.wireType === WIRE.len && afterTag < to && b[afterTag]! < 0x80) {
+      this.valueStart = afterTag + 1;
+      this.end = this.valueStart + b[afterTag]!;
+      if (this.end > to) throw malformed('a field runs past the end of its message');
+      return true;
+    }
+    this.valueStart = afterTag;
+    this.end = skipValue(b, this.wireType, this.number, afterTag, to, (s) => { this.valueStart = s; });
+    if (this.wireType === WIRE.egroup) throw malformed('an end-group tag has no start');
+    return true;
   }
 }
 

@@ -112,6 +112,8 @@ message Customer {
   map<string, Contact> by_name = 6;
   string note = 7;
   bytes blob = 8;
+  repeated int64 numbers = 9;
+  sint64 signed = 10;
 }
 message Contact { string email = 1; string label = 2; }
 `;
@@ -154,6 +156,27 @@ message Contact { string email = 1; string label = 2; }
     // bytes are not looked at; the clean record protects the mapped field
     const [clean] = await serde.protectMany!(records.slice(0, 1), protection(['email'], guardPlan('dead-letter')), ['clean']);
     expect(readFraming(clean as Buffer).indexes).toEqual([0]);
+  });
+
+  it('reads integers on the wire: packed int64, zigzag sint64; every occurrence of a field, not only the last one a parser keeps', async () => {
+    const { id, serde } = setup();
+    const p = protection(['email'], guardPlan('dead-letter'));
+    const both = (first: object, second: object) => {
+      const framed = wire(id, first);
+      return Buffer.concat([framed, Customer.encode(Customer.fromObject(second)).finish()]);
+    };
+    const records = [
+      wire(id, { numbers: [1, 22, '4111111111111111'] }),
+      wire(id, { signed: '5500000000000004' }),
+      both({ backup_email: 'gil@example.com' }, { backup_email: 'not an address' }),
+      wire(id, { numbers: [1, 123456789, 99999], signed: '-5' }),
+    ];
+    expect((await serde.protectMany!(records, p, records.map(() => 'clean'))).map(finding)).toEqual([
+      ['UNMAPPED_PERSONAL_DATA', 'numbers[]', 'payment-card'],
+      ['UNMAPPED_PERSONAL_DATA', 'signed', 'payment-card'],
+      ['UNMAPPED_PERSONAL_DATA', 'backup_email', 'email'],
+      'clean',
+    ]);
   });
 
   it('allowed paths and unmapped: pass let the values through', async () => {
