@@ -38,7 +38,7 @@ describe('npm run demo (real Kafka, real veil processes)', () => {
     expect(out, out).toContain('both round trips returned the raw email');
     expect(code).toBe(0);
     expect(out).toMatch(/email {2}alice@example\.com +→ oQAAAA[E-H]/); // aes-siv output: tag 0xa1, key version 1
-    expect(out).toMatch(/card {3}4111-1111-1111-1111 +→ 4111-11\d\d-\d{4}-1111/); // ff1 keeps BIN, last 4 and dashes
+    expect(out).toMatch(/card {3}4111-1111-1111-1111 +→ 41\d\d-\d{4}-\d{4}-1111/); // ff1 keeps the first 2 and last 4 digits, and the dashes
     expect(out).toContain('unprotect over Kafka (unprotect.requests → unprotect.replies.support, Role support): 200 alice@example.com');
     expect(out).toMatch(/unprotect over HTTP \(POST http:\/\/127\.0\.0\.1:\d+\/transform, Role support\): 200 alice@example\.com/);
   }, 180_000);
