@@ -102,7 +102,17 @@ scanAll(guard);
 const scanMs = scanAll();
 const guardMs = scanAll(guard);
 const share = refusedRecords / Math.max(1, N);
+// `account` is the corpus' IBAN-shaped decoy: GB, 2 random check digits, WEST, 14 digits — one in
+// 97 of them passes ISO 13616's mod-97 check, i.e. is a valid IBAN, which no validator tells from a real one
+const notIbanShaped = decoys.filter((bytes) => {
+  guard.begin();
+  const rest = JSON.parse(bytes.toString()) as Record<string, unknown>;
+  delete rest.account;
+  scanJson(Buffer.from(JSON.stringify(rest)), null, events, 0, guard);
+  return guard.findings.length > 0;
+}).length;
 console.log(`\nthe unmapped guard over the decoys alone (${Object.values(LABELS).filter((l) => l === null).length} fields, ${fmt(N)} records): ${fmt(refusedRecords)} records refused = ${(share * 100).toFixed(3)}%${refused.size ? `; by path: ${[...refused].map(([k, n]) => `${k} ${fmt(n)}`).join(', ')}` : ''}`);
 console.log(`the guard's scan of the ${fmt(N)} decoy records: ${guardMs.toFixed(1)} ms; the bare validating scan of the same bytes: ${scanMs.toFixed(1)} ms; ${ratio(guardMs, scanMs)} the baseline`);
-console.log(`target: the guard refuses ≤ 0.1% of decoy records — ${share <= 0.001 ? 'met' : 'NOT met'}`);
+console.log(`without the IBAN-shaped account numbers (UUIDs, order ids, Luhn-invalid numbers, SKUs, versions, timestamps, product names, cities, user names, tracking numbers, amounts): ${fmt(notIbanShaped)} records refused = ${(notIbanShaped / Math.max(1, N) * 100).toFixed(3)}%`);
+console.log(`target: the guard refuses ≤ 0.1% of decoy records — ${share <= 0.001 ? 'met' : 'NOT met'} on the whole corpus; ${notIbanShaped / Math.max(1, N) <= 0.001 ? 'met' : 'NOT met'} without the account numbers that are valid IBANs by chance`);
 
