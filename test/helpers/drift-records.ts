@@ -1,26 +1,15 @@
+import { luhnValid } from '../../src/discover/detectors.ts';
+
 /**
  * Records a drifting producer writes against the shipped example pipeline (email,
  * cards[].number, profile.name, key): each with unique personal values, so that a test can search
  * a clean topic's bytes for every value sent as personal data, and the outcome veil owes it.
  */
 
-/** A Luhn-valid 16-digit Visa number, unique per n. */
+/** A Luhn-valid 16-digit Visa number, unique per n: the one check digit discover's validator accepts. */
 export function visa(n: number): string {
   const body = `4${String(n).padStart(14, '0')}`;
-  return body + luhnDigit(body);
-}
-
-function luhnDigit(body: string): string {
-  let sum = 0;
-  for (let i = 0; i < body.length; i++) {
-    let d = Number(body[body.length - 1 - i]);
-    if (i % 2 === 0) {
-      d *= 2;
-      if (d > 9) d -= 9;
-    }
-    sum += d;
-  }
-  return String((10 - (sum % 10)) % 10);
+  return [...'0123456789'].map((d) => body + d).find(luhnValid)!;
 }
 
 /** A valid GB IBAN (mod 97), unique per n. */
