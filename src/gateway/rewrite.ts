@@ -11,7 +11,7 @@ import { codingOf, decodableAcceptEncoding, endToEnd, headerValue, isJsonMediaTy
 import { callerProblem } from './caller-problem.ts';
 import { locate, spliceStrings, type Located } from './json-fields.ts';
 import type { Route } from './routes.ts';
-import { BodyGuard, findingPlace, MAX_REPORTED, unmappedRefusal } from './unmapped-guard.ts';
+import { bodyGuard, findingPlace, MAX_REPORTED, unmappedRefusal, type BodyGuard } from './unmapped-guard.ts';
 import type { UpstreamRequest } from './upstream.ts';
 
 /** Headers whose value no longer describes a body the gateway rewrote. */
@@ -63,7 +63,7 @@ export async function protectRequest(x: Exchange, route: Route, caller: Caller):
   }
   const limits = config.limits;
   // the unmapped guard keeps every finding it protects (up to the values limit), or the first few it refuses
-  const guard = route.guard === undefined ? undefined : new BodyGuard(route.guard, route.guard.action === 'protect' ? limits.valuesPerBody + 1 : MAX_REPORTED);
+  const guard = route.guard === undefined ? undefined : bodyGuard(route.guard, route.guard.action === 'protect' ? limits.valuesPerBody + 1 : MAX_REPORTED);
   const located = locate(body, route.request.compiled, guard);
   if (located.mismatched.length) {
     throw new VeilError('FIELD_SHAPE_MISMATCH', `${located.mismatched.length === 1 ? 'a selected field has' : 'selected fields have'} an object or array where a value is selected, or a value where an object or array is`,

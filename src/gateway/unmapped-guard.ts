@@ -54,6 +54,22 @@ export class BodyGuard extends JsonGuard {
   }
 }
 
+const shared = new WeakMap<RequestGuard, Map<number, BodyGuard>>();
+
+/**
+ * The route's detectors for the next body, cleared: one per route and cap, reused body after body
+ * (a body's scan and the reading of its findings are synchronous, and each finding is an object
+ * of its own), so that a request allocates no detector, key cache or findings list.
+ */
+export function bodyGuard(guard: RequestGuard, cap: number): BodyGuard {
+  let byCap = shared.get(guard);
+  if (byCap === undefined) shared.set(guard, (byCap = new Map()));
+  let detector = byCap.get(cap);
+  if (detector === undefined) byCap.set(cap, (detector = new BodyGuard(guard, cap)));
+  detector.begin();
+  return detector;
+}
+
 /** One finding as the caller and the operator see it: where, and what kind — never the value. */
 export interface UnmappedPlace {
   /** in selector syntax (`profile.contacts[*].email`), ready for `select:` or `allow:`; a key that may be data shows as `*` */
