@@ -140,8 +140,8 @@ export function avroSerde(options: AvroSerdeOptions): AvroSerde {
 
   /**
    * One record: decoded, its mapped fields protected, the unmapped guard's findings refused or
-   * protected in place (decoded-guard.ts), encoded; and the paths protected in it (every mapped
-   * path, then the guard's).
+   * protected in place (decoded-guard.ts), encoded; and the paths protected in it (the mapped
+   * paths that held a value, then the guard's).
    */
   async function protectOne(bytes: Buffer, protection: RecordProtection, cleanTopic: string): Promise<{ value: Buffer; fields: string }> {
     const decoded = await decode(bytes);
@@ -150,12 +150,12 @@ export function avroSerde(options: AvroSerdeOptions): AvroSerde {
     const refusal = tagRefusal(w.tags.unmapped, protection, String(id), false);
     if (refusal) throw refusal;
     const maps = mapsOf(protection, id, w);
-    protectRecord(decoded.value, maps, protection.missing);
+    const done = protectRecord(decoded.value, maps, protection.missing);
     const mapped = maps.map((m) => m.path);
     const guard = maps === protection.maps ? decodedGuard(protection) : decodedGuard(protection, mapped, String(id));
     const guarded = guard === undefined ? [] : guardDecoded(guard, protection, decoded.value);
     const value = await encode(decoded, cleanTopic);
-    return { value, fields: [...mapped, ...guarded.filter((p) => !mapped.includes(p))].join(',') };
+    return { value, fields: [...done, ...guarded.filter((p) => !done.includes(p))].join(',') };
   }
 
   /** the mappings of a schema's records: the pipeline's, then the fields the schema tags with a tag the pipeline maps */

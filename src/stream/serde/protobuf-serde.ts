@@ -106,11 +106,7 @@ export function protobufSerde(options: ProtobufSerdeOptions): ProtobufSerde {
     },
     async protectMany(values: readonly Buffer[], protection: RecordProtection, cleanTopics: readonly string[], fields?: (string | undefined)[]): Promise<(Buffer | StreamError)[]> {
       const prepared = await Promise.all(values.map((bytes, i) => prepare(bytes, cleanTopics[i]!, protection).catch(deadLetter)));
-      const out = protectPrepared(values, prepared, protection);
-      if (fields !== undefined) out.forEach((r, i) => {
-        if (!(r instanceof StreamError)) fields[i] = [...(prepared[i] as Prepared).transforms.keys()].join(',');
-      });
-      return out;
+      return protectPrepared(values, prepared, protection, fields);
     },
   };
 
@@ -183,7 +179,7 @@ function framed(bytes: Buffer, p: Prepared, body: Buffer): Buffer {
  * (malformed, a field missing) and by a value reports its shape here; protect() reports what its
  * walk meets first.
  */
-function protectPrepared(values: readonly Buffer[], prepared: readonly (Prepared | StreamError)[], protection: RecordProtection): (Buffer | StreamError)[] {
+function protectPrepared(values: readonly Buffer[], prepared: readonly (Prepared | StreamError)[], protection: RecordProtection, fields?: (string | undefined)[]): (Buffer | StreamError)[] {
   // one batch per path and chain (a path a schema tags may have another schema's chain)
   const chainIds = new Map<Chain, number>();
   const batchOf = (p: Prepared, path: string) => {
@@ -219,7 +215,9 @@ function protectPrepared(values: readonly Buffer[], prepared: readonly (Prepared
     if (p instanceof StreamError) return p;
     if (start instanceof StreamError) return start;
     const cursor = new Map(start);
+    const taken: string[] = [];
     const take = (path: string) => {
+      if (!taken.includes(path)) taken.push(path);
       const key = batchOf(p, path);
       const at = cursor.get(key) ?? 0;
       cursor.set(key, at + 1);
@@ -228,11 +226,18 @@ function protectPrepared(values: readonly Buffer[], prepared: readonly (Prepared
       return out;
     };
     try {
-      return framed(values[i]!, p, protectMessage(values[i]!, p.bodyStart, values[i]!.length, p.target.plan, { schema: p.target.schema, protect: take, missing: protection.missing }));
+      const out = framed(values[i]!, p, protectMessage(values[i]!, p.bodyStart, values[i]!.length, p.target.plan, { schema: p.target.schema, protect: take, missing: protection.missing }));
+      if (fields !== undefined) fields[i] = protectedPaths(taken, p);
+      return out;
     } catch (e) {
       return deadLetter(e);
     }
   });
+}
+
+/** veil.protected.fields of a record: the paths a value was protected at, in the order of the schema's transforms (mapped paths, then tagged fields) */
+function protectedPaths(taken: readonly string[], p: Prepared): string {
+  return [...p.transforms.keys()].filter((path) => taken.includes(path)).join(',');
 }
 
 /** The derived schema parses and has every retyped field as a string: else nothing is registered. */

@@ -258,6 +258,10 @@ message Card {
     const out = await serde.protectMany!(values, protection({ guard: guard() }), ['clean', 'clean'], fields);
     expect(out.map(outcome)).toEqual(['clean', ['UNMAPPED_PERSONAL_DATA', 'ssn', 'tag:PII']]);
     expect(fields[0]).toBe('name,email,cards[].number');
+    // a record without a value at a path does not name it: the header says what was protected in that record
+    const partial: (string | undefined)[] = [];
+    await serde.protectMany!([wire(id, { name: 'Ann Lee' })], protection({ guard: guard() }), ['clean'], partial);
+    expect(partial[0]).toBe('name');
     const cleanText = registry.schemas.get(readFraming(out[0] as Buffer).schemaId)!;
     expect(cleanText).toContain('string number = 1 [(confluent.field_meta).tags = "PCI", deprecated = true];');
     const Clean = protobuf.parse(cleanText, { keepCase: true }).root.lookupType('shop.Customer');
