@@ -112,7 +112,8 @@ export class ObjectGuard {
     }
     const text = typeof value === 'string' ? value : typeof value === 'bigint' || (typeof value === 'number' && Number.isSafeInteger(value)) ? String(value) : undefined;
     if (text === undefined || (typeof value !== 'string' && text.startsWith('-'))) return;
-    const name = typeof steps.at(-1) === 'string' ? (steps.at(-1) as string) : '';
+    // an array element is named by its array's field (`phones` for each of its values)
+    const name = (steps.findLast((step) => step !== null) as string | undefined) ?? '';
     const kind = unmappedValueKind(text, name, fieldHints(name));
     if (kind !== undefined) out.push({ path: formatPath(steps), kind, key: false, ...(parent === undefined ? {} : { parent, at: at! }) });
   }

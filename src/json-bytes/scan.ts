@@ -69,7 +69,7 @@ export interface ScanPlace {
   steps(): PlaceStep[];
   /** the same with each array step's element index: a JSON pointer's steps */
   trail(): (string | number)[];
-  /** the raw span of the key whose value is being visited, quotes included, or -1s inside an array or at the root */
+  /** the raw span, quotes included, of the key naming the value being visited — its own, or for an array element the array's — or -1s at the root */
   keyStart(): number;
   keyEnd(): number;
 }
@@ -263,11 +263,19 @@ class Scanner implements ScanPlace {
   }
 
   keyStart(): number {
-    return this.depth > 0 && this.kinds[this.depth] === OPEN_OBJECT ? this.keySpans[2 * this.depth]! : -1;
+    const d = this.namingDepth();
+    return d < 0 ? -1 : this.keySpans[2 * d]!;
   }
 
   keyEnd(): number {
-    return this.depth > 0 && this.kinds[this.depth] === OPEN_OBJECT ? this.keySpans[2 * this.depth + 1]! : -1;
+    const d = this.namingDepth();
+    return d < 0 ? -1 : this.keySpans[2 * d + 1]!;
+  }
+
+  /** the depth of the object whose current key names the place: its own, or an array's (`phones` for each of `"phones": [...]`) */
+  private namingDepth(): number {
+    for (let d = this.depth; d > 0; d--) if (this.kinds[d] === OPEN_OBJECT) return d;
+    return -1;
   }
 
   private frame(): Frame | undefined {

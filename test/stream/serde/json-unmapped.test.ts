@@ -51,6 +51,10 @@ describe('the unmapped guard over JSON records (the drift of issue 28, the examp
     expect([error?.code, error?.kind]).toEqual(['UNMAPPED_PERSONAL_DATA', 'person-name']);
   });
 
+  it('an array element is named by its array: national phones in a phones list, names in a familyName list', () => {
+    expect([run({ ...base, phones: ['020 7946 0958'] }).error?.path, run({ ...base, familyName: ['Lovelace', 'Byron'] }).error?.kind]).toEqual(['phones[]', 'person-name']);
+  });
+
   it('case variants reach the mapped paths (keys: insensitive) and are protected, not dead-lettered', () => {
     const { out, fields } = run({ Email: 'ann@example.com', cards: [{ Number: '4111111111111111' }], id: 1 });
     expect(JSON.parse(out!)).toEqual({ Email: '<ann@example.com>', cards: [{ Number: '<4111111111111111>' }], id: 1 });
