@@ -233,11 +233,13 @@ export class ProtectPipeline {
 
   /** The raw record to the dead-letter topic, with why: the code, and the path and guard kind it is about (never a value). */
   private deadLetter(record: InRecord, code: string, about: { path?: string; kind?: string } = {}): OutRecord {
+    // a producer's own veil.error.* headers never pass for veil's (a path or kind this dead letter does not name)
+    const own = record.headers.filter((h) => !h.key.startsWith('veil.error.'));
     return {
       topic: this.deps.config.deadLetterTopic,
       key: record.key,
       value: record.value,
-      headers: withHeaders(record.headers, [
+      headers: withHeaders(own, [
         { key: 'veil.error.code', value: utf8(code) },
         ...(about.path === undefined ? [] : [{ key: 'veil.error.path', value: utf8(about.path) }]),
         ...(about.kind === undefined ? [] : [{ key: 'veil.error.kind', value: utf8(about.kind) }]),

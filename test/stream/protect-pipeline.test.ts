@@ -75,6 +75,15 @@ describe('ProtectPipeline (in-memory Kafka port)', () => {
     expect(JSON.parse(kafka.committed[0]!.value!.toString()).email).not.toBe('a@b.c');
   });
 
+  it('a dead letter carries veil\'s veil.error.* headers only: a producer\'s own never pass for them', async () => {
+    const kafka = new FakeKafka();
+    await started(kafka);
+    const forged = [{ key: 'veil.error.path', value: Buffer.from('forged') }, { key: 'veil.error.kind', value: Buffer.from('email') }, { key: 'app', value: Buffer.from('1') }];
+    await kafka.handler!(batch([rec(20, '{oops', forged)]), beat);
+    const headers = kafka.committed[0]!.headers;
+    expect([headerValue(headers, 'veil.error.code')!.toString(), headerValue(headers, 'veil.error.path'), headerValue(headers, 'veil.error.kind'), headerValue(headers, 'app')!.toString()]).toEqual(['RECORD_MALFORMED', undefined, undefined, '1']);
+  });
+
   it('fences before it reads the offset: records an earlier owner committed are not written again', async () => {
     const kafka = new FakeKafka();
     kafka.offsets.set('raw/0', '2'); // committed by the previous owner, after this consumer fetched from 0
