@@ -6,7 +6,7 @@ import { KEY_PATH, MASKED, type Finding } from './profile.ts';
 /** How each kind is protected in a proposal, and the property it becomes. */
 const PLAN: Record<Kind, { property: string; sequence: string; steps: Record<string, unknown>[]; key: string }> = {
   email: { property: 'email', sequence: 'email-deterministic', key: 'discovered-siv', steps: [{ type: 'aes-siv', key: 'discovered-siv' }] },
-  'payment-card': { property: 'cardNumber', sequence: 'card-fpe', key: 'discovered-ff1', steps: [{ type: 'ff1', key: 'discovered-ff1', alphabet: 'digits', keepFirst: 6, keepLast: 4 }] },
+  'payment-card': { property: 'cardNumber', sequence: 'card-fpe', key: 'discovered-ff1', steps: [{ type: 'ff1', key: 'discovered-ff1', alphabet: 'digits', keepFirst: 2, keepLast: 4 }] },
   iban: { property: 'iban', sequence: 'id-fpe', key: 'discovered-ff1', steps: [{ type: 'ff1', key: 'discovered-ff1', alphabet: 'alnum' }] },
   phone: { property: 'phone', sequence: 'phone-fpe', key: 'discovered-ff1', steps: [{ type: 'ff1', key: 'discovered-ff1', alphabet: 'digits', keepFirst: 2 }] },
   'us-ssn': { property: 'ssn', sequence: 'id-fpe', key: 'discovered-ff1', steps: [{ type: 'ff1', key: 'discovered-ff1', alphabet: 'alnum' }] },

