@@ -68,12 +68,13 @@ export class JsonGuard implements UnmappedVisitor {
     if (kind === EV_RAW && !allDigits(b, from, to)) return;
     const shape = shapeOfBytes(b, from, to);
     const keyStart = place.keyStart();
+    const keyEnd = keyStart < 0 ? -1 : place.keyEnd();
     // the field's name matters only to names (no digits) and to numbers of 4 digits or more
     // (dates, phones, SSNs): most values need no lookup of their key
-    const named = keyStart >= 0 && (shape.digits >= 4 || (shape.digits === 0 && mayNameAPerson(b, keyStart + 1, place.keyEnd() - 1)));
-    const hints = named ? this.hints.of(b, keyStart, place.keyEnd()) : 0;
+    const named = keyStart >= 0 && (shape.digits >= 4 || (shape.digits === 0 && mayNameAPerson(b, keyStart + 1, keyEnd - 1)));
+    const hints = named ? this.hints.of(b, keyStart, keyEnd) : 0;
     if (!mayBePersonal(shape, hints)) return;
-    const name = keyStart < 0 ? '' : keyText(b, keyStart, place.keyEnd());
+    const name = keyStart < 0 ? '' : keyText(b, keyStart, keyEnd);
     const found = unmappedValueKind(leafText(b, kind, start, end), name, hints);
     if (found !== undefined) this.report(place.trail(), found, start, end, false);
   }

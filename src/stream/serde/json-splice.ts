@@ -20,7 +20,7 @@ interface Plan {
   /** a number found may become a protected string (no schema fixes its type) */
   retypes: boolean;
   /** veil.protected.fields of each combination of mappings met, by bit mask */
-  fieldLists: Map<bigint, string>;
+  fieldLists: Map<number, string>;
 }
 
 // Pipelines pass the same protection for every record; compiling it once keeps key bytes and
@@ -165,13 +165,16 @@ function planGuarded(out: RecordPlan, plan: Plan, texts: string[][]): void {
 /** the paths a clean value had protected: mapped paths in mapping order, then the guard's */
 function protectedPaths(p: RecordPlan, plan: Plan): string {
   const maps = plan.maps;
-  // which mappings reached a value, as bits: the list of each combination is built once
-  let mask = 0n;
-  for (let k = 0; k < p.leaves.length; k += 4) if (p.leaves[k]! < maps.length) mask |= 1n << BigInt(p.leaves[k]!);
-  let mapped = plan.fieldLists.get(mask);
+  // which mappings reached a value, as bits (a pipeline of more than 30 mappings skips the cache):
+  // the list of each combination is built once
+  let mask = maps.length <= 30 ? 0 : -1;
+  if (mask === 0) for (let k = 0; k < p.leaves.length; k += 4) if (p.leaves[k]! < maps.length) mask |= 1 << p.leaves[k]!;
+  let mapped = mask < 0 ? undefined : plan.fieldLists.get(mask);
   if (mapped === undefined) {
-    mapped = maps.filter((_, m) => (mask & (1n << BigInt(m))) !== 0n).map((m) => m.path).join(',');
-    if (plan.fieldLists.size < 1024) plan.fieldLists.set(mask, mapped);
+    const met = new Set<number>();
+    for (let k = 0; k < p.leaves.length; k += 4) met.add(p.leaves[k]!);
+    mapped = maps.filter((_, m) => met.has(m)).map((m) => m.path).join(',');
+    if (mask >= 0 && plan.fieldLists.size < 1024) plan.fieldLists.set(mask, mapped);
   }
   if (p.guarded === undefined) return mapped;
   const paths = mapped === '' ? [] : mapped.split(',');
