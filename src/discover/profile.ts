@@ -94,6 +94,12 @@ const FIELD_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
  * can name it).
  */
 export function pathSegment(key: string): string {
-  if (!FIELD_NAME.test(key)) return MASKED;
-  return KINDS.some((kind) => detect(kind, key, { name: '', personalNeighbours: false, parent: '' })) ? MASKED : key;
+  return FIELD_NAME.test(key) && !isDataKey(key) ? key : MASKED;
+}
+
+const NO_CONTEXT = { name: '', personalNeighbours: false, parent: '' };
+
+/** A key that a detector takes for personal data on its own (no field name): never shown in a path, pointer, log or metric. */
+export function isDataKey(key: string): boolean {
+  return KINDS.some((kind) => detect(kind, key, NO_CONTEXT));
 }

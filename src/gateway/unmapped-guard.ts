@@ -1,4 +1,4 @@
-import { detect, KINDS } from '../discover/detectors.ts';
+import { isDataKey } from '../discover/profile.ts';
 import type { GuardKind } from '../discover/guard.ts';
 import { JsonGuard, type AllowedPath, type UnmappedFinding } from '../discover/json-guard.ts';
 import { VeilError, type ErrorDetail, type FieldRef } from '../engine/index.ts';
@@ -118,10 +118,9 @@ export type Step = string | number;
 
 /** a key shown in a path or pointer: a field name (also with - and $), not one a detector takes for data */
 const SHOWN_KEY = /^[A-Za-z_$][A-Za-z0-9_$-]{0,63}$/;
-const NO_CONTEXT = { name: '', personalNeighbours: false, parent: '' };
 
 function shownKey(key: string): boolean {
-  return SHOWN_KEY.test(key) && !KINDS.some((kind) => detect(kind, key, NO_CONTEXT));
+  return SHOWN_KEY.test(key) && !isDataKey(key);
 }
 
 /** The selector-syntax path and the JSON pointer of a place; `key`: the place is an object whose key is the finding. */
