@@ -1,6 +1,7 @@
 // The labelled corpus of bench:discover (faker data of several locales, seeded, with decoys:
-// Luhn-invalid numbers, order ids, UUIDs, version strings, product names, other dates, IBAN-shaped
-// account numbers), shared with the unmapped guard's false-positive test.
+// Luhn-invalid numbers, order ids, UUIDs, SKUs, version strings, postcodes, product names, other
+// dates, IBAN-shaped account numbers whose check digits are wrong), shared with the unmapped guard's
+// false-positive test.
 import { fakerDE, fakerEN_GB, fakerEN_US, fakerES, fakerFR, fakerIT, fakerNL, type Faker } from '@faker-js/faker';
 import { getExampleNumber, isValidPhoneNumber, type CountryCode } from 'libphonenumber-js/max';
 import examples from 'libphonenumber-js/mobile/examples';
@@ -14,7 +15,7 @@ export const LABELS: Record<string, Kind | null> = {
   email: 'email', 'contact.phone': 'phone', 'payment.card': 'payment-card', 'payment.iban': 'iban', ssn: 'us-ssn', nino: 'uk-nino', nir: 'fr-nir',
   'session.ip': 'ip-address', dateOfBirth: 'date-of-birth', fullName: 'person-name', 'contacts[].name': 'person-name', 'contacts[].email': 'email',
   'items[].name': null, 'items[].sku': null,
-  invoiceNumber: null, orderId: null, uuid: null, version: null, createdAt: null, productName: null, city: null, username: null, trackingNumber: null, account: null, amount: null,
+  invoiceNumber: null, orderId: null, uuid: null, version: null, createdAt: null, productName: null, city: null, username: null, trackingNumber: null, account: null, postcode: null, amount: null,
 };
 
 function digits(f: Faker, n: number): string {
@@ -61,6 +62,17 @@ function ssn(f: Faker): string {
   return `${f.number.int({ min: 1, max: 665 }).toString().padStart(3, '0')}-${f.number.int({ min: 1, max: 99 }).toString().padStart(2, '0')}-${f.number.int({ min: 1, max: 9999 }).toString().padStart(4, '0')}`;
 }
 
+/** an account number shaped as a GB IBAN whose check digits are wrong: the decoy of an IBAN, as a
+ * Luhn-invalid number is the decoy of a card (random check digits would make one in 97 a valid
+ * IBAN, which is an IBAN by every test there is, not a decoy) */
+function ibanInvalid(f: Faker): string {
+  const bban = `WEST${digits(f, 14)}`;
+  const numeric = [...`${bban}GB00`].map((c) => (/\d/.test(c) ? c : String(c.charCodeAt(0) - 55))).join('');
+  const valid = 98 - Number(BigInt(numeric) % 97n);
+  const wrong = (valid - 2 + 1 + f.number.int(95)) % 97 + 2;
+  return `GB${String(wrong).padStart(2, '0')}${bban}`;
+}
+
 function luhnInvalid(f: Faker): string {
   const body = `4${digits(f, 14)}`;
   return body + String((luhnDigit(body) + 1 + f.number.int(8)) % 10);
@@ -80,7 +92,7 @@ export function record(i: number): Record<string, unknown> {
     items: [{ name: f.commerce.productName(), sku: `SKU-${digits(f, 5)}` }, { name: f.commerce.productName(), sku: `SKU-${digits(f, 5)}` }],
     invoiceNumber: luhnInvalid(f), orderId: `ORD-${f.number.int({ min: 2020, max: 2026 })}-${digits(f, 6)}`, uuid: f.string.uuid(),
     version: f.system.semver(), createdAt: f.date.past().toISOString(), productName: f.commerce.productName(), city: f.location.city(),
-    username: f.internet.username(), trackingNumber: digits(f, 9), account: `GB${digits(f, 2)}WEST${digits(f, 14)}`, amount: f.number.int({ min: 1, max: 99999 }),
+    username: f.internet.username(), trackingNumber: digits(f, 9), account: ibanInvalid(f), postcode: f.location.zipCode(), amount: f.number.int({ min: 1, max: 99999 }),
   };
 }
 
@@ -101,5 +113,5 @@ export function valuesAt(r: unknown, path: string): string[] {
 /** record i without its labelled personal fields: decoys and plain data only */
 export function decoyRecord(i: number): Record<string, unknown> {
   const r = record(i);
-  return { items: r.items, invoiceNumber: r.invoiceNumber, orderId: r.orderId, uuid: r.uuid, version: r.version, createdAt: r.createdAt, productName: r.productName, city: r.city, username: r.username, trackingNumber: r.trackingNumber, account: r.account, amount: r.amount };
+  return { items: r.items, invoiceNumber: r.invoiceNumber, orderId: r.orderId, uuid: r.uuid, version: r.version, createdAt: r.createdAt, productName: r.productName, city: r.city, username: r.username, trackingNumber: r.trackingNumber, account: r.account, postcode: r.postcode, amount: r.amount };
 }
