@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module';
-import { Kafka, logLevel, Partitioners, type Consumer, type KafkaConfig, type KafkaMessage, type Producer, type RecordHeader } from 'kafkajs';
-import { type Batch, type ConsumerPort, type Header, type InRecord, type KafkaPort, type OutRecord, type ProducerPort, type Transaction } from './ports.ts';
+import { Kafka, logLevel, Partitioners, type Batch as KafkajsBatch, type Consumer, type KafkaConfig, type KafkaMessage, type Producer, type RecordHeader } from 'kafkajs';
+import { type Batch, type CaughtUp, type ConsumerPort, type Header, type InRecord, type KafkaPort, type OutRecord, type ProducerPort, type Transaction } from './ports.ts';
 import { inChunks as sendInChunks } from './send-chunks.ts';
 import { topicLimits, type TopicLimits } from './topic-limits.ts';
 import { stableOffsetFetch } from './kafkajs-stable-offsets.ts';
@@ -152,8 +152,9 @@ function consumerPort(consumer: Consumer, concurrency: number): ConsumerPort {
       await connect();
       await consumer.subscribe({ topics: topics instanceof RegExp ? [topics] : [...topics], fromBeginning });
     },
-    async run(handler) {
+    async run(handler, _lookAhead, caughtUp) {
       await connect();
+      const ends = caughtUp ? caughtUpEnds(consumer, caughtUp) : undefined;
       await consumer.run({
         autoCommit: false,
         partitionsConsumedConcurrently: concurrency,
@@ -162,7 +163,8 @@ function consumerPort(consumer: Consumer, concurrency: number): ConsumerPort {
           const records: InRecord[] = batch.messages.map((m) => ({
             topic: batch.topic, partition: batch.partition, offset: m.offset, key: m.key, value: m.value, headers: fromKafkajsHeaders(m), timestamp: m.timestamp,
           }));
-          const b: Batch = { topic: batch.topic, partition: batch.partition, records, highWatermark: batch.highWatermark };
+          const b: Batch = { topic: batch.topic, partition: batch.partition, records, highWatermark: batch.highWatermark, ...batchEnd(batch) };
+          await ends?.beforeBatch(batch.topic, batch.partition);
           await handler(b, heartbeat);
         },
       });
@@ -177,6 +179,54 @@ function consumerPort(consumer: Consumer, concurrency: number): ConsumerPort {
       if (events.assigned) consumer.on(consumer.events.GROUP_JOIN, (e) => events.assigned!(e.payload.memberAssignment));
       if (events.fetched) consumer.on(consumer.events.FETCH, () => events.fetched!());
       if (events.crashed) consumer.on(consumer.events.CRASH, (e) => events.crashed!(e.payload.error, e.payload.restart));
+    },
+  };
+}
+
+/**
+ * Where the consumer's position is after a batch: kafkajs resolves the batch's last offset —
+ * control records (transaction markers) and aborted records the batch held behind its last
+ * delivered record included — once the handler returned, and fetches from there.
+ */
+function batchEnd(batch: KafkajsBatch): { end?: string } {
+  const last = BigInt(batch.messages.at(-1)!.offset);
+  const end = BigInt(batch.lastOffset()) + 1n;
+  return end > last + 1n ? { end: end.toString() } : {};
+}
+
+/**
+ * Caught-up partitions for kafkajs: a fetch that held only control records and aborted records
+ * never reaches eachBatch — kafkajs resolves its offsets and ends the batch (END_BATCH_PROCESS,
+ * batchSize 0). Its end is reported to `caughtUp`, one call at a time per partition, and tried
+ * again at each later fetch until it succeeds or a batch of the partition supersedes it; a batch
+ * waits for the call in flight (so no commit of it runs beside a batch of its partition).
+ */
+function caughtUpEnds(consumer: Consumer, caughtUp: CaughtUp): { beforeBatch(topic: string, partition: number): Promise<void> } {
+  const ends = new Map<string, Parameters<CaughtUp>[0]>();
+  const inFlight = new Map<string, Promise<void>>();
+  const keyOf = (topic: string, partition: number) => `${topic}\u0000${partition}`;
+  const report = (key: string) => {
+    const at = ends.get(key);
+    if (!at || inFlight.has(key)) return;
+    const call = caughtUp(at).then(() => void (ends.get(key) === at && ends.delete(key)), () => undefined).finally(() => inFlight.delete(key));
+    inFlight.set(key, call);
+  };
+  consumer.on(consumer.events.END_BATCH_PROCESS, ({ payload }) => {
+    // only a batch filtered to nothing (firstOffset null: nothing at or past the fetch offset)
+    if (payload.batchSize !== 0 || (payload.firstOffset as string | null) === null) return;
+    const key = keyOf(payload.topic, payload.partition);
+    ends.set(key, { topic: payload.topic, partition: payload.partition, offset: (BigInt(payload.lastOffset) + 1n).toString(), highWatermark: payload.highWatermark });
+    report(key);
+  });
+  consumer.on(consumer.events.FETCH, () => {
+    for (const key of ends.keys()) report(key);
+  });
+  consumer.on(consumer.events.GROUP_JOIN, () => ends.clear());
+  return {
+    async beforeBatch(topic, partition) {
+      const key = keyOf(topic, partition);
+      ends.delete(key);
+      await inFlight.get(key);
     },
   };
 }

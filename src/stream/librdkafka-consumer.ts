@@ -1,6 +1,6 @@
 import rdkafka from '@confluentinc/kafka-javascript';
 import type { Assignment, KafkaConsumer, LibrdKafkaError, Message } from '@confluentinc/kafka-javascript';
-import type { Batch, ConsumerEvents, ConsumerPort, Header, InRecord, LookAhead } from './ports.ts';
+import type { Batch, CaughtUp, ConsumerEvents, ConsumerPort, Header, InRecord, LookAhead } from './ports.ts';
 import { fromLibrdkafka } from './kafka-client-error.ts';
 import type { ClientLog } from './librdkafka-adapter.ts';
 
@@ -18,6 +18,8 @@ const RETRY_FIRST_MS = 100;
 const RETRY_MAX_MS = 5000;
 /** how long a disconnect waits for the batches in flight */
 const DISCONNECT_WAIT_MS = 10_000;
+/** a caught-up offset that was not committed is tried again after this */
+const CAUGHT_UP_RETRY_MS = 1000;
 
 type Handler = (batch: Batch, heartbeat: () => Promise<void>) => Promise<void>;
 
@@ -32,6 +34,16 @@ interface PartitionState {
   failures: number;
   /** the records behind the batch in flight were offered as the next batch (LookAhead) */
   hinted: boolean;
+  /**
+   * the consumer's position as read after the last consume, when known: every record below it was
+   * dispatched (into `pending`, or a batch); what lies between those records and it is what
+   * read_committed skips — transaction markers, aborted records
+   */
+  position?: bigint;
+  /** where the last batch handed out, or the last caught-up offset reported, ended */
+  handedEnd?: bigint;
+  /** a failed caught-up report waits until then */
+  retryAt: number;
 }
 
 interface Options {
@@ -67,7 +79,7 @@ export function librdkafkaConsumer(options: Options): ConsumerPort {
 
   let generation = 0;
   const owned = (assignment: Assignment[]) => {
-    states = new Map(assignment.map((a) => [keyOf(a.topic, a.partition), { topic: a.topic, partition: a.partition, busy: false, pending: [], failures: 0, hinted: false }]));
+    states = new Map(assignment.map((a) => [keyOf(a.topic, a.partition), { topic: a.topic, partition: a.partition, busy: false, pending: [], failures: 0, hinted: false, retryAt: 0 }]));
     waiting = 0;
     const byTopic: Record<string, number[]> = {};
     for (const a of assignment) (byTopic[a.topic] ??= []).push(a.partition);
@@ -100,6 +112,7 @@ export function librdkafkaConsumer(options: Options): ConsumerPort {
   };
 
   let lookAhead: LookAhead | undefined;
+  let caughtUp: CaughtUp | undefined;
   // Once a full batch waits behind the one in flight, it is offered as the partition's next: its
   // protection can run while the current batch's transaction commits
   const hint = (state: PartitionState) => {
@@ -115,7 +128,9 @@ export function librdkafkaConsumer(options: Options): ConsumerPort {
     state.busy = true;
     const consumer = native!;
     const highWatermark = watermark(consumer, state, records);
-    const work = handler({ topic: state.topic, partition: state.partition, records, highWatermark }, async () => undefined).then(
+    const end = batchEnd(state, records);
+    state.handedEnd = BigInt(end ?? next(records));
+    const work = handler({ topic: state.topic, partition: state.partition, records, highWatermark, ...(end ? { end } : {}) }, async () => undefined).then(
       () => {
         state.busy = false;
         state.failures = 0;
@@ -185,10 +200,33 @@ export function librdkafkaConsumer(options: Options): ConsumerPort {
         await new Promise((r) => setTimeout(r, 200));
         continue;
       }
+      readPositions(consumer, states.values());
       if (messages.length) {
         events.fetched?.();
         dispatch(messages, handler);
       }
+      if (caughtUp) reportCaughtUp(consumer, caughtUp, handler);
+    }
+  };
+
+  // An idle partition whose position moved past the last batch handed out (transaction markers
+  // behind it): reported like a batch — the partition is busy meanwhile, records fetched behind it wait
+  const reportCaughtUp = (consumer: KafkaConsumer, report: CaughtUp, handler: Handler) => {
+    for (const state of states.values()) {
+      const at = state.position;
+      if (state.busy || state.pending.length || at === undefined || (state.handedEnd !== undefined && at <= state.handedEnd) || Date.now() < state.retryAt) continue;
+      state.busy = true;
+      const current = () => states.get(keyOf(state.topic, state.partition)) === state;
+      const work = report({ topic: state.topic, partition: state.partition, offset: String(at), highWatermark: highWatermarkAt(consumer, state, at) }).then(
+        () => void (state.handedEnd = at),
+        () => void (state.retryAt = Date.now() + CAUGHT_UP_RETRY_MS),
+      ).finally(() => {
+        state.busy = false;
+        if (running && current() && state.pending.length) runBatch(state, handler);
+        batchDone?.();
+      });
+      inFlight.add(work);
+      void work.finally(() => inFlight.delete(work));
     }
   };
 
@@ -226,9 +264,10 @@ export function librdkafkaConsumer(options: Options): ConsumerPort {
       native = consumer;
       options.registry.set(options.groupId, consumer);
     },
-    async run(handler, ahead) {
+    async run(handler, ahead, reportCaughtUpTo) {
       if (!native) throw new Error('subscribe first');
       lookAhead = ahead;
+      caughtUp = reportCaughtUpTo;
       running = true;
       loop = fetchLoop(handler);
     },
@@ -272,15 +311,52 @@ function subscriptionPattern(re: RegExp): string {
   return re.source.startsWith('^') ? re.source : `^.*(?:${re.source})`;
 }
 
+/** The offset after a batch's last record. */
+const next = (records: readonly InRecord[]): string => (BigInt(records.at(-1)!.offset) + 1n).toString();
+
 function watermark(consumer: KafkaConsumer, state: PartitionState, records: InRecord[]): string {
-  const next = BigInt(records.at(-1)!.offset) + 1n;
+  return highWatermarkAt(consumer, state, BigInt(next(records)));
+}
+
+/** The partition's high watermark as librdkafka last fetched it, else `atLeast` (not known yet). */
+function highWatermarkAt(consumer: KafkaConsumer, state: PartitionState, atLeast: bigint): string {
   try {
     const high = consumer.getWatermarkOffsets(state.topic, state.partition).highOffset;
-    if (typeof high === 'number' && high >= 0 && BigInt(high) >= next) return String(high);
+    if (typeof high === 'number' && high >= 0 && BigInt(high) >= atLeast) return String(high);
   } catch {
-    // not known yet: the batch's own end
+    // not known yet
   }
-  return next.toString();
+  return atLeast.toString();
+}
+
+/**
+ * Each owned partition's position (librdkafka's application position: past every record
+ * consume returned and every control record it skipped). Read only between two consume calls,
+ * when every record below it has been dispatched.
+ */
+function readPositions(consumer: KafkaConsumer, owned: Iterable<PartitionState>): void {
+  const list = [...owned];
+  if (!list.length) return;
+  let positions: { topic: string; partition: number; offset?: number }[];
+  try {
+    positions = consumer.position(list.map(({ topic, partition }) => ({ topic, partition })));
+  } catch {
+    return; // not assigned (any more): nothing known
+  }
+  const byKey = new Map(positions.map((p) => [`${p.topic}\u0000${p.partition}`, p.offset]));
+  for (const state of list) {
+    const offset = byKey.get(`${state.topic}\u0000${state.partition}`);
+    if (typeof offset === 'number' && offset >= 0) state.position = BigInt(offset);
+  }
+}
+
+/**
+ * A batch's end when the consumer's position is beyond its last record and nothing was fetched
+ * behind it: the offsets between are markers and aborted records, committed with the batch.
+ */
+function batchEnd(state: PartitionState, records: readonly InRecord[]): string | undefined {
+  if (state.pending.length || state.position === undefined) return undefined;
+  return state.position > BigInt(next(records)) ? state.position.toString() : undefined;
 }
 
 function toRecord(m: Message): InRecord {

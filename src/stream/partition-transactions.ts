@@ -27,6 +27,10 @@ interface Slot {
  *    unknown (a commit that timed out may have committed), so the next batch re-fences and
  *    re-reads the offset — whichever way it went, step 2 makes the retry exact.
  * 5. Every group (re)join starts a new generation: every partition is fenced again before use.
+ * 6. Caught up past transaction markers (a transactional input ends each transaction with one,
+ *    which no batch holds): the consumer's position is committed in a transaction of offsets
+ *    only, under the same fence and lock, so the group's offset reaches the high watermark and
+ *    lag reads 0. It only moves the offset forward, and only over offsets holding no record.
  */
 /** Where the lifecycle reports what it did: offsets and ids only, never record contents. */
 export type TransactionLog = (event: 'fenced' | 'committed' | 'skipped' | 'aborted', fields: Record<string, unknown>) => void;
@@ -78,15 +82,14 @@ export class PartitionTransactions {
   run(topic: string, partition: number, records: readonly InRecord[], next: string, produce: (records: InRecord[], tx: Transaction) => Promise<void>): Promise<InRecord[]> {
     const id = this.transactionalId(topic, partition);
     return this.locked(id, async () => {
-      let slot: Slot;
-      try {
-        slot = await this.fenced(id, topic, partition);
-      } catch (e) {
-        throw new StreamError('TRANSACTION_ABORTED', `partition ${topic}/${partition}: cannot fence the transactional id`, { cause: e });
-      }
+      const slot = await this.fencedOrAbort(id, topic, partition);
       const todo = records.filter((r) => BigInt(r.offset) >= slot.floor);
       if (todo.length < records.length) this.log('skipped', { id, from: records[0]!.offset, count: records.length - todo.length, floor: String(slot.floor) });
-      if (todo.length === 0) return todo;
+      if (todo.length === 0) {
+        // every record was committed before; markers past them may not have been
+        await this.offsetsOnly(id, slot, topic, partition, next);
+        return todo;
+      }
       let tx: Transaction | undefined;
       try {
         tx = await slot.producer.transaction();
@@ -108,6 +111,40 @@ export class PartitionTransactions {
     });
   }
 
+  /**
+   * Commits `offset` as the group's offset of a caught-up partition, in a transaction holding
+   * offsets only, when it is beyond the committed one (the consumer skipped transaction markers
+   * past the last batch). Resolves with the group's committed offset afterwards. Runs between
+   * the partition's batches, never beside one; a failure aborts, discards the producer and
+   * rejects with a retriable TRANSACTION_ABORTED.
+   */
+  commitEnd(topic: string, partition: number, offset: string): Promise<string> {
+    const id = this.transactionalId(topic, partition);
+    return this.locked(id, async () => {
+      const slot = await this.fencedOrAbort(id, topic, partition);
+      await this.offsetsOnly(id, slot, topic, partition, offset);
+      return String(slot.floor);
+    });
+  }
+
+  /** An offsets-only transaction moving the group's offset forward to `offset`; nothing when it is not beyond the floor. */
+  private async offsetsOnly(id: string, slot: Slot, topic: string, partition: number, offset: string): Promise<void> {
+    if (BigInt(offset) <= slot.floor) return;
+    let tx: Transaction | undefined;
+    try {
+      tx = await slot.producer.transaction();
+      await tx.sendOffsets(this.groupId, topic, partition, offset);
+      await tx.commit();
+      slot.floor = BigInt(offset);
+      this.log('committed', { id, count: 0, next: offset });
+    } catch (e) {
+      this.log('aborted', { id, next: offset, error: (e as Error).name });
+      await tx?.abort().catch(() => undefined);
+      await this.dispose(id, slot);
+      throw new StreamError('TRANSACTION_ABORTED', `partition ${topic}/${partition}: the offsets-only transaction aborted; it is tried again`, { cause: e });
+    }
+  }
+
   /** Closes every producer (stop, or before the consumer is re-created), each once its batch is done. */
   async closeAll(): Promise<void> {
     await Promise.all([...this.slots.keys()].map((id) => this.locked(id, () => this.dispose(id))));
@@ -124,6 +161,14 @@ export class PartitionTransactions {
     this.slots.clear();
     this.locks.clear();
     for (const slot of slots) void slot.producer.disconnect().catch(() => undefined);
+  }
+
+  private async fencedOrAbort(id: string, topic: string, partition: number): Promise<Slot> {
+    try {
+      return await this.fenced(id, topic, partition);
+    } catch (e) {
+      throw new StreamError('TRANSACTION_ABORTED', `partition ${topic}/${partition}: cannot fence the transactional id`, { cause: e });
+    }
   }
 
   private async fenced(id: string, topic: string, partition: number): Promise<Slot> {

@@ -46,7 +46,23 @@ export interface Batch {
   records: InRecord[];
   /** the partition's high watermark when fetched, for lag */
   highWatermark: string;
+  /**
+   * The consumer's position after this batch, when the consumer knows it is beyond the last
+   * record: the offsets between hold only what a read_committed consumer skips (transaction
+   * markers, records of aborted transactions). Committing it rather than last + 1 lets the
+   * group's offset reach the end of a partition written by transactions. Absent: last + 1.
+   */
+  end?: string;
 }
+
+/**
+ * A partition the consumer caught up on: no batch of it in flight or waiting, and the consumer's
+ * position (`offset`) beyond the end of every batch it handed out — the offsets between hold no
+ * record a read_committed consumer delivers (transaction markers, aborted records). Never called
+ * while a batch of the partition runs or waits to be tried again; a rejection is tried again
+ * later. `highWatermark` is the partition's as last fetched, for lag.
+ */
+export type CaughtUp = (at: { topic: string; partition: number; offset: string; highWatermark: string }) => Promise<void>;
 
 /** A Kafka transaction: sends and the consumer offsets commit or abort together. */
 export interface Transaction {
@@ -89,7 +105,7 @@ export interface ConsumerPort {
    * Runs handler per fetched batch of one partition. A throw re-delivers the batch: in memory
    * when the error is retriable, else after the consumer restarts from the committed offsets.
    */
-  run(handler: (batch: Batch, heartbeat: () => Promise<void>) => Promise<void>, lookAhead?: LookAhead): Promise<void>;
+  run(handler: (batch: Batch, heartbeat: () => Promise<void>) => Promise<void>, lookAhead?: LookAhead, caughtUp?: CaughtUp): Promise<void>;
   commitOffsets(topic: string, partition: number, offset: string): Promise<void>;
   disconnect(): Promise<void>;
   on(events: ConsumerEvents): void;

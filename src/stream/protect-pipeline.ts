@@ -48,6 +48,9 @@ const RESTART_ONLY = ['source', 'sink', 'format', 'deadLetterTopic', 'delivery',
 /** records protected between two sends */
 const CHUNK = 1000;
 
+/** Lag as Kafka's tools compute it: the high watermark minus the group's committed offset (never below 0). */
+const lagOf = (highWatermark: string, committed: string): number => Math.max(0, Number(BigInt(highWatermark) - BigInt(committed)));
+
 /**
  * Consume → protect → produce for one pipeline. Exactly-once (default): the transaction
  * lifecycle — fencing, one transaction per batch, abort and disposal — is PartitionTransactions';
@@ -204,7 +207,30 @@ export class ProtectPipeline {
       },
     });
     await consumer.subscribe('topics' in c.source ? c.source.topics : new RegExp(c.source.pattern));
-    await consumer.run((batch, heartbeat) => this.handle(batch, heartbeat), (topic, partition, records) => this.ahead.offer(`${topic}/${partition}`, records));
+    await consumer.run((batch, heartbeat) => this.handle(batch, heartbeat), (topic, partition, records) => this.ahead.offer(`${topic}/${partition}`, records), (at) => this.caughtUp(at));
+  }
+
+  /**
+   * A partition the consumer caught up on, its position past transaction markers no batch held:
+   * the position becomes the group's offset (exactly-once: in a transaction of offsets only), so
+   * the group's committed offset — and lag, here and in any tool that reads the group — reaches
+   * the high watermark once everything is done. A rejection is tried again by the consumer.
+   */
+  private async caughtUp(at: { topic: string; partition: number; offset: string; highWatermark: string }): Promise<void> {
+    if (this.stopped) return;
+    const { name, metrics, config } = this.deps;
+    let committed: string;
+    try {
+      if (config.delivery === 'exactly-once') committed = await this.transactions.commitEnd(at.topic, at.partition, at.offset);
+      else {
+        await this.consumer!.commitOffsets(at.topic, at.partition, at.offset);
+        committed = at.offset;
+      }
+    } catch (e) {
+      this.deps.log.warn({ pipeline: name, topic: at.topic, partition: at.partition, code: (e as StreamError).code ?? (e as Error).name }, 'the caught-up offset was not committed; it is tried again');
+      throw e;
+    }
+    metrics.setLag(name, at.topic, at.partition, lagOf(at.highWatermark, committed));
   }
 
   /** Re-creates the consumer and the producers: the new member re-fences every partition it gets. */
@@ -270,7 +296,8 @@ export class ProtectPipeline {
     const partitionKey = `${batch.topic}/${batch.partition}`;
     this.ahead.begin(partitionKey);
     this.liveness.started(partitionKey);
-    const next = (BigInt(batch.records.at(-1)!.offset) + 1n).toString();
+    // past the last record when the consumer skipped transaction markers behind it (ports.ts)
+    const next = batch.end ?? (BigInt(batch.records.at(-1)!.offset) + 1n).toString();
     const codes = new Map<string, number>();
     let done: InRecord[];
     try {
@@ -304,7 +331,7 @@ export class ProtectPipeline {
     metrics.recordsIn.inc({ pipeline: name }, done.length);
     metrics.recordsOut.inc({ pipeline: name }, done.length - dead);
     for (const [code, n] of codes) metrics.deadLettered.inc({ pipeline: name, code }, n);
-    metrics.setLag(name, batch.topic, batch.partition, Number(BigInt(batch.highWatermark) - BigInt(next)));
+    metrics.setLag(name, batch.topic, batch.partition, lagOf(batch.highWatermark, next));
     metrics.batchLatency.observe({ pipeline: name }, Number(process.hrtime.bigint() - started) / 1e9);
   }
 

@@ -17,7 +17,7 @@ export class StreamMetrics {
     name: 'veil_stream_batch_duration_seconds', help: 'Time to protect and commit one batch', labelNames: ['pipeline'] as const,
     buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5], registers: [this.registry],
   });
-  readonly lag = new Gauge({ name: NAMES.lag, help: 'High watermark minus the next offset to read, after the last batch', labelNames: ['pipeline', 'topic', 'partition'] as const, registers: [this.registry] });
+  readonly lag = new Gauge({ name: NAMES.lag, help: 'High watermark minus the group\'s committed offset, after each batch and once caught up (past transaction markers): 0 when every record was processed', labelNames: ['pipeline', 'topic', 'partition'] as const, registers: [this.registry] });
 
   /** the lag series each pipeline has set, so a rebalance can drop those of partitions it lost */
   private readonly lagSeries = new Map<string, Set<string>>();

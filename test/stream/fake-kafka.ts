@@ -1,4 +1,4 @@
-import type { Batch, ConsumerEvents, ConsumerPort, KafkaPort, LookAhead, OutRecord, ProducerPort } from '../../src/stream/ports.ts';
+import type { Batch, CaughtUp, ConsumerEvents, ConsumerPort, KafkaPort, LookAhead, OutRecord, ProducerPort } from '../../src/stream/ports.ts';
 
 /**
  * An in-memory KafkaPort that models what exactly-once relies on: a transactional id's newest
@@ -9,6 +9,9 @@ import type { Batch, ConsumerEvents, ConsumerPort, KafkaPort, LookAhead, OutReco
 export class FakeKafka implements KafkaPort {
   handler?: (batch: Batch, heartbeat: () => Promise<void>) => Promise<void>;
   lookAhead?: LookAhead;
+  caughtUp?: CaughtUp;
+  /** transactions committed, records or not (an offsets-only one counts) */
+  transactionsCommitted = 0;
   events: ConsumerEvents = {};
   committed: OutRecord[] = [];
   offsets = new Map<string, string>();
@@ -27,9 +30,10 @@ export class FakeKafka implements KafkaPort {
     this.consumersCreated++;
     return {
       subscribe: async () => undefined,
-      run: async (h, ahead) => {
+      run: async (h, ahead, caughtUp) => {
         this.handler = h;
         this.lookAhead = ahead;
+        this.caughtUp = caughtUp;
       },
       commitOffsets: async (t, p, offset) => void this.offsets.set(`${t}/${p}`, offset),
       disconnect: async () => undefined,
@@ -62,6 +66,7 @@ export class FakeKafka implements KafkaPort {
             const failure = this.failNextCommit;
             this.failNextCommit = undefined;
             if (!failure || failure.landed) {
+              this.transactionsCommitted++;
               this.committed.push(...pending);
               if (offset) this.offsets.set(...offset);
             }

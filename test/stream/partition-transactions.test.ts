@@ -54,4 +54,69 @@ describe('PartitionTransactions', () => {
     expect(kafka.offsets.get('raw/0')).toBe('20');
     expect(kafka.committed.map((r) => Number(r.value!.toString()))).toEqual(Array.from({ length: 20 }, (_, i) => i));
   });
+
+  describe('caught up past transaction markers (offsets-only transactions)', () => {
+    it('commits a batch\'s end beyond its last record with the batch, and a caught-up position in a transaction of offsets only', async () => {
+      const kafka = new FakeKafka();
+      const tx = new PartitionTransactions(kafka, 'g');
+      // records 0-9 and the transaction marker at 10: the batch commits 11
+      await tx.run('raw', 0, records(0, 9), '11', copy);
+      expect(kafka.offsets.get('raw/0')).toBe('11');
+      // records 11-14, the marker at 15 fetched later: the position 16 committed alone
+      await tx.run('raw', 0, records(11, 14), '15', copy);
+      const before = kafka.committed.length;
+      expect(await tx.commitEnd('raw', 0, '16')).toBe('16');
+      expect(kafka.offsets.get('raw/0')).toBe('16');
+      expect(kafka.committed.length).toBe(before);
+    });
+
+    it('never moves the offset back and opens no transaction when the position is not beyond it', async () => {
+      const kafka = new FakeKafka();
+      const tx = new PartitionTransactions(kafka, 'g');
+      await tx.run('raw', 0, records(0, 9), '10', copy);
+      const transactions = kafka.transactionsCommitted;
+      expect(await tx.commitEnd('raw', 0, '10')).toBe('10');
+      expect(await tx.commitEnd('raw', 0, '4')).toBe('10');
+      expect(kafka.transactionsCommitted).toBe(transactions);
+      expect(kafka.offsets.get('raw/0')).toBe('10');
+    });
+
+    it('waits for the partition\'s batch in flight: the offset it commits is never overtaken', async () => {
+      const kafka = new FakeKafka();
+      const tx = new PartitionTransactions(kafka, 'g');
+      let release!: () => void;
+      const slow = tx.run('raw', 0, records(0, 9), '10', async (rs, t) => {
+        await new Promise<void>((r) => (release = r));
+        await copy(rs, t);
+      });
+      const end = tx.commitEnd('raw', 0, '11');
+      await new Promise((r) => setTimeout(r, 10));
+      expect(kafka.offsets.get('raw/0')).toBeUndefined();
+      release();
+      await slow;
+      expect(await end).toBe('11');
+      expect(kafka.offsets.get('raw/0')).toBe('11');
+    });
+
+    it('a failed offsets-only commit aborts, discards the producer and is retriable; tried again it commits once', async () => {
+      const kafka = new FakeKafka();
+      const tx = new PartitionTransactions(kafka, 'g');
+      await tx.run('raw', 0, records(0, 9), '10', copy);
+      kafka.failNextCommit = { landed: false };
+      const disconnected = kafka.producersDisconnected;
+      await expect(tx.commitEnd('raw', 0, '11')).rejects.toMatchObject({ code: 'TRANSACTION_ABORTED', retriable: true });
+      expect(kafka.producersDisconnected).toBe(disconnected + 1);
+      expect(kafka.offsets.get('raw/0')).toBe('10');
+      expect(await tx.commitEnd('raw', 0, '11')).toBe('11');
+    });
+
+    it('a batch wholly committed before, with markers behind it that were not: only the offset moves', async () => {
+      const kafka = new FakeKafka();
+      kafka.offsets.set('raw/0', '10');
+      const tx = new PartitionTransactions(kafka, 'g');
+      expect(await tx.run('raw', 0, records(5, 9), '11', copy)).toEqual([]);
+      expect(kafka.committed).toEqual([]);
+      expect(kafka.offsets.get('raw/0')).toBe('11');
+    });
+  });
 });
