@@ -1,12 +1,8 @@
 import type { Logger } from 'pino';
-import { ConfigVersions } from '../control/config-versions.ts';
-import { EngineHolder } from '../control/engine-holder.ts';
-import { ActiveVersionWatch } from './active-version-watch.ts';
+import { ActiveVersionWatch, CONTROL_MAC_KEY, ConfigVersions, EngineHolder, ensureControlKey, openControlStore, versionIsAuthentic, type ControlStore } from '../control/index.ts';
 import { compileVeilConfigText, type VeilConfig } from './config-file.ts';
 import { VeilError } from '../engine/index.ts';
-import { CONTROL_MAC_KEY } from '../store/control-auth.ts';
-import { ensureControlKey, openControlStore, versionIsAuthentic, type ControlStore } from './control-store.ts';
-import { leaseLiveness, openEngine, openKeystore, type OpenedEngine, type OpenEngineOptions } from './open-engine.ts';
+import { leaseLiveness, openEngine, openKeystore, versionBuilder, type OpenedEngine, type OpenEngineOptions } from './open-engine.ts';
 
 export interface ActiveEngine extends OpenedEngine {
   /** the shared control store, when VEIL_CONTROL_STORE names one (the data dir is its mirror) */
@@ -52,7 +48,7 @@ export async function openActiveEngine(options: Omit<OpenEngineOptions, 'control
     lease = keys.lease;
     if (control) await ensureControlKey(keys.keystore);
     const versions = await ConfigVersions.open(options.dataDir);
-    control?.attach({ versions });
+    await control?.attach({ versions });
     const active = await versions.adopt(options.configFile, options.now(), compileVeilConfigText);
     options.notice?.(active.adopted
       ? `configuration ${options.configFile} published as version ${active.number} (${active.file})`
@@ -63,13 +59,13 @@ export async function openActiveEngine(options: Omit<OpenEngineOptions, 'control
     await admit?.(active.number);
     const opened = await openEngine({ ...options, configFile: active.file, opened: keys, ...(control ? { control } : {}) });
     const holder = new EngineHolder<VeilConfig>({ engine: opened.engine, config: opened.config, version: active.number });
-    let watch: ActiveVersionWatch | undefined;
+    let watch: ActiveVersionWatch<VeilConfig> | undefined;
     return {
       ...opened, versions, holder, ...(control ? { control } : {}),
       file: (version) => versions.file(version),
       follow({ logger, intervalMs, onSwap, onKeys }) {
         watch = new ActiveVersionWatch({
-          versions, keystore: opened.keystore, holder, intervalMs: intervalMs ?? 1000, ...(admit ? { admit } : {}),
+          versions, keystore: opened.keystore, holder, build: versionBuilder(opened.keystore), intervalMs: intervalMs ?? 1000, ...(admit ? { admit } : {}),
           onSwap: (version) => {
             logger.info({ version }, 'configuration: now running the active version');
             onSwap?.(version);

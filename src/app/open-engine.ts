@@ -1,4 +1,5 @@
 import { Engine, VeilError, type ConfigIssue } from '../engine/index.ts';
+import type { Env } from '../env/index.ts';
 import { KeyLease } from '../keystore/key-lease.ts';
 import { kekFromEnv } from '../keystore/kms/kms-from-env.ts';
 import type { KmsMetrics } from '../keystore/kms/kms-metrics.ts';
@@ -6,10 +7,9 @@ import { LocalKeystore } from '../keystore/local-keystore.ts';
 import { opensUnder } from '../keystore/keyset-open.ts';
 import { MASTER_KEY_ENV, describeMasterKeySource, resolveMasterKey } from '../keystore/master-key.ts';
 import { requireConfig, type VeilConfig } from './config-file.ts';
-import type { ControlStore } from './control-store.ts';
-import { provisionKeys, requireKeys } from './config-keys.ts';
+import type { ControlStore, VersionBuilder } from '../control/index.ts';
+import { findKeyGaps, provisionKeys, requireKeys } from '../keystore/config-keys.ts';
 
-export type Env = Readonly<Record<string, string | undefined>>;
 
 export interface OpenEngineOptions {
   configFile: string;
@@ -79,7 +79,7 @@ export async function openKeystore(options: Pick<OpenEngineOptions, 'dataDir' | 
   const kekParts = { ...(masterKey ? { masterKey } : {}), ...(kek ? { kms: kek.kms } : {}) };
   await options.control?.settle((document) => opensUnder(document, kekParts));
   const keystore = await LocalKeystore.open({ dataDir: options.dataDir, now: options.now, ...kekParts });
-  options.control?.attach({ keystore });
+  await options.control?.attach({ keystore });
   if (!kek) return { keystore };
   options.notice?.(`keys wrapped by ${kek.kms.description}; usable for ${kek.ttlMs / 1000} s without it answering`);
   const lease = new KeyLease({
@@ -94,6 +94,20 @@ export async function openKeystore(options: Pick<OpenEngineOptions, 'dataDir' | 
  * Liveness from the KEK's lease: failing with the code and the KMS's last answer once keys are
  * refused. Which KMS and key it is stays in the process's log: /healthz is often unauthenticated.
  */
+/**
+ * How a followed version becomes an engine (ActiveVersionWatch): its file compiled, its keys
+ * required of the keystore — re-read first when it lacks one, since the publishing process may
+ * have created it after this process last read the key set.
+ */
+export function versionBuilder(keystore: LocalKeystore): VersionBuilder<VeilConfig> {
+  return async (file) => {
+    const { config } = await requireConfig(file);
+    if (findKeyGaps(config.engine, keystore).length) await keystore.reload();
+    requireKeys(config.engine, keystore);
+    return { engine: new Engine({ config: config.engine, keys: keystore }), config };
+  };
+}
+
 export function leaseLiveness(lease: KeyLease | undefined): { healthy: boolean; detail?: Record<string, unknown> } {
   const status = lease?.status();
   if (!status || status.valid) return { healthy: true };

@@ -10,7 +10,7 @@ import { createGateway, type Gateway, type GatewayParts } from '../gateway/gatew
 import { CachingVerifier } from '../identity/caching-verifier.ts';
 import { TokenVerifier } from '../identity/token-verifier.ts';
 import { JwtSigner } from '../keystore/jwt-signer.ts';
-import type { ActiveConfig } from '../control/engine-holder.ts';
+import type { ActiveConfig } from '../control/index.ts';
 import type { VeilConfig } from './config-file.ts';
 import { createLogger } from './logger.ts';
 import { openActiveEngine } from './open-active-engine.ts';

@@ -1,8 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { AuditSink } from '../audit/audit-sink.ts';
-import type { ConfigVersions } from '../control/config-versions.ts';
-import type { EngineHolder } from '../control/engine-holder.ts';
+import type { ConfigVersions, EngineHolder } from '../control/index.ts';
 import type { CachingVerifier } from '../identity/caching-verifier.ts';
 import type { TokenService } from '../identity/token-service.ts';
 import type { LocalKeystore } from '../keystore/local-keystore.ts';
@@ -10,7 +9,7 @@ import type { ConfigPort } from '../portal/config-port.ts';
 import { PipelineMetrics } from '../portal/pipeline-metrics.ts';
 import { registerPortal } from '../portal/portal.ts';
 import { compileVeilConfigText, type VeilConfig } from './config-file.ts';
-import { provisionKeys, requireKeys } from './config-keys.ts';
+import { provisionKeys, requireKeys } from '../keystore/config-keys.ts';
 
 const SANDBOX_THREAD = new URL('./portal-sandbox-thread.ts', import.meta.url);
 

@@ -1,10 +1,9 @@
+import type { Env } from '../env/index.ts';
 import { isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /** The configuration shipped with veil: the embedded default. */
 export const EXAMPLE_CONFIG = fileURLToPath(new URL('../../config/example.yaml', import.meta.url));
-
-type Env = Readonly<Record<string, string | undefined>>;
 
 /** --data-dir, else $VEIL_DATA_DIR, else ./.veil */
 export function resolveDataDir(given: string | undefined, env: Env, cwd: string): string {

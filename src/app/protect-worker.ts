@@ -5,7 +5,7 @@ import type { WorkerReply, WorkerRequest } from '../stream/protect-pool.ts';
 import { RecordProtector } from '../stream/record-protector.ts';
 import { rewrapPipeline, type RewrapSpec } from '../stream/rewrap-pipeline.ts';
 import { requireConfig, type VeilConfig } from './config-file.ts';
-import { requireKeys } from './config-keys.ts';
+import { requireKeys } from '../keystore/config-keys.ts';
 import { openEngine, type OpenedEngine } from './open-engine.ts';
 import { serdes } from './pipeline-serde.ts';
 

@@ -1,12 +1,11 @@
 import { parseArgs } from 'node:util';
 import { loadConfigFile, requireConfig } from '../app/config-file.ts';
-import { provisionKeys } from '../app/config-keys.ts';
+import { provisionKeys } from '../keystore/config-keys.ts';
 import { resolveConfigPath, resolveDataDir } from '../app/paths.ts';
 import { compileText, formatIssue, VeilError, type ConfigIssue } from '../engine/index.ts';
 import { readFile } from 'node:fs/promises';
 import { openKeystore } from '../app/open-engine.ts';
-import { ensureControlKey, openControlStore, type ControlStore } from '../app/control-store.ts';
-import { ConfigVersions } from '../control/config-versions.ts';
+import { ConfigVersions, type ControlStore, ensureControlKey, openControlStore } from '../control/index.ts';
 import { usageExitCode, type Command } from './io.ts';
 import type { registrySchemaIssues } from '../app/pipeline-schema-check.ts';
 
@@ -118,7 +117,7 @@ async function publish(file: string, dataDir: string, note: string | undefined, 
       lease = opened.lease;
       await ensureControlKey(opened.keystore);
     }
-    control?.attach({ versions });
+    await control?.attach({ versions });
     number = await versions.publish(await readFile(file, 'utf8'), { by: 'veil config publish', source: 'cli', note: note ?? `published from ${file}`, now: io.now() });
   } finally {
     lease?.stop();

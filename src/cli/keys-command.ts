@@ -3,7 +3,7 @@ import { KEY_TYPE_NAMES, VeilError, type KeyInfo } from '../engine/index.ts';
 import { isKeyType, isValidKeyId } from '../keystore/key-material.ts';
 import { kekFromEnv } from '../keystore/kms/kms-from-env.ts';
 import { openKeystore } from '../app/open-engine.ts';
-import { openControlStore, type ControlStore } from '../app/control-store.ts';
+import { openControlStore, type ControlStore } from '../control/index.ts';
 import { UsageError } from './errors.ts';
 import { usageExitCode, type CliIo, type Command } from './io.ts';
 import { resolveDataDir } from '../app/paths.ts';

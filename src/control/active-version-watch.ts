@@ -1,15 +1,17 @@
 import { stat } from 'node:fs/promises';
-import { Engine, type VeilError } from '../engine/index.ts';
+import type { Engine, VeilError } from '../engine/index.ts';
 import type { LocalKeystore } from '../keystore/local-keystore.ts';
-import type { ConfigVersions } from '../control/config-versions.ts';
-import type { EngineHolder } from '../control/engine-holder.ts';
-import { findKeyGaps, requireKeys } from './config-keys.ts';
-import { requireConfig, type VeilConfig } from './config-file.ts';
+import type { ConfigVersions } from './config-versions.ts';
+import type { EngineHolder } from './engine-holder.ts';
 
-export interface ActiveVersionWatchOptions {
+/** Builds the engine of a version's file (the wiring's compiler of a whole configuration); throws when it cannot run here. */
+export type VersionBuilder<C> = (file: string) => Promise<{ engine: Engine; config: C }>;
+
+export interface ActiveVersionWatchOptions<C> {
   versions: ConfigVersions;
   keystore: LocalKeystore;
-  holder: EngineHolder<VeilConfig>;
+  holder: EngineHolder<C>;
+  build: VersionBuilder<C>;
   /** how often the data dir is looked at (default 1000 ms) */
   intervalMs?: number;
   /** a version that cannot be run: the old engine stays; said once per version, never with a value */
@@ -40,15 +42,15 @@ const fingerprint = async (file: string): Promise<string> => {
  * flight keep the engine they read; a version that cannot be built (a key missing here) leaves
  * the running one in place and is tried again when either file changes.
  */
-export class ActiveVersionWatch {
-  private readonly options: ActiveVersionWatchOptions;
+export class ActiveVersionWatch<C> {
+  private readonly options: ActiveVersionWatchOptions<C>;
   private timer: NodeJS.Timeout | undefined;
   private seenIndex = '';
   private seenKeystore = '';
   private reported = 0;
   private running: Promise<void> | undefined;
 
-  constructor(options: ActiveVersionWatchOptions) {
+  constructor(options: ActiveVersionWatchOptions<C>) {
     this.options = options;
   }
 
@@ -88,11 +90,8 @@ export class ActiveVersionWatch {
       const running = holder.get();
       if (!target || target === running.version) return;
       await this.options.admit?.(target);
-      const { config } = await requireConfig(versions.file(target));
-      // the publishing process may have created a key after this look stat'ed the keystore
-      if (findKeyGaps(config.engine, keystore).length) await keystore.reload();
-      requireKeys(config.engine, keystore);
-      if (holder.swapIf(running, { engine: new Engine({ config: config.engine, keys: keystore }), config, version: target })) this.options.onSwap?.(target);
+      const { engine, config } = await this.options.build(versions.file(target));
+      if (holder.swapIf(running, { engine, config, version: target })) this.options.onSwap?.(target);
       this.reported = 0;
     } catch (e) {
       // the running engine stays; said once per version, tried again when the data dir changes

@@ -63,6 +63,12 @@ interface Index {
  */
 export interface VersionLog {
   publish(text: string, meta: { by: string; source: VersionMeta['source']; note: string }): Promise<number | undefined>;
+  /**
+   * Whether a mirrored version's MAC verifies under the key set's control key: every read of a
+   * version (to run, revert to, export, diff or draft from it) checks it again, so nothing in the
+   * data dir that did not come authenticated from the shared store is used as a version.
+   */
+  authentic(meta: VersionMeta, text: string): Promise<boolean>;
 }
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
@@ -146,8 +152,26 @@ export class ConfigVersions {
   }
 
   async read(n: number): Promise<string> {
-    if (!this.index.versions.some((v) => v.number === n)) throw new VeilError('NOT_FOUND', `no configuration version ${n}`);
-    return readFile(this.file(n), 'utf8');
+    const meta = this.index.versions.find((v) => v.number === n);
+    if (!meta) throw new VeilError('NOT_FOUND', `no configuration version ${n}`);
+    const text = await readFile(this.file(n), 'utf8');
+    if (this.log && !(await this.log.authentic(meta, text))) {
+      throw new VeilError('CONFIG_INVALID', `configuration version ${n} is not authenticated by the key set (veil-control): it is not read, run or republished`);
+    }
+    return text;
+  }
+
+  /**
+   * Removes a version from the mirror: one the shared log holds that does not verify (mirrored by
+   * an older veil, which mirrored every version). The active version becomes the newest left.
+   */
+  async forget(number: number): Promise<void> {
+    await this.reload();
+    if (!this.index.versions.some((v) => v.number === number)) return;
+    const versions = this.index.versions.filter((v) => v.number !== number);
+    await this.writeIndex({ active: this.index.active === number ? Math.max(0, ...versions.map((v) => v.number)) : this.index.active, versions });
+    await chmod(this.file(number), 0o600).catch(() => undefined);
+    await rm(this.file(number), { force: true });
   }
 
   /** Publishes through a shared log from now on (the data dir is then its mirror). */

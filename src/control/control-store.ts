@@ -1,11 +1,13 @@
-import { ConfigVersions } from '../control/config-versions.ts';
+import { ConfigVersions, type VersionMeta } from './config-versions.ts';
+import { readFile } from 'node:fs/promises';
 import { VeilError } from '../engine/index.ts';
 import { LocalKeystore } from '../keystore/local-keystore.ts';
 import { macVerifies, macWith } from '../keystore/keystore-mac.ts';
-import { authInput, CONTROL_MAC_KEY } from '../store/control-auth.ts';
-import type { Accepted, ControlWrite, History } from '../store/control-log.ts';
-import type { Env } from './open-engine.ts';
+import { authInput, CONTROL_MAC_KEY } from './control-auth.ts';
+import type { Accepted, ControlWrite, History } from './control-log.ts';
+import type { Env } from '../env/index.ts';
 import { KeysetMirror, type KeysetJudge } from './keyset-mirror.ts';
+import { VersionMirror } from './version-mirror.ts';
 
 export const CONTROL_STORE_ENV = 'VEIL_CONTROL_STORE';
 const DEFAULT_TOPIC = 'veil.control';
@@ -13,8 +15,12 @@ const DEFAULT_TOPIC = 'veil.control';
 /** The control store a process shares with the others, mirrored into its data dir. */
 export interface ControlStore {
   readonly description: string;
-  /** configuration publishes and key-set changes go to the shared log from now on */
-  attach(parts: { versions?: ConfigVersions; keystore?: LocalKeystore }): void;
+  /**
+   * Configuration publishes and key-set changes go to the shared log from now on. With the
+   * keystore, the configuration versions read so far are authenticated and mirrored (awaited:
+   * the data dir then holds every authenticated version read, and no other).
+   */
+  attach(parts: { versions?: ConfigVersions; keystore?: LocalKeystore }): Promise<void>;
   /**
    * Before the keystore opens: keystore.json becomes the newest key-set version read so far that
    * opens under this KEK (KeysetMirror); later versions are judged as they arrive.
@@ -38,10 +44,11 @@ export async function openControlStore(env: Env, dataDir: string, notice?: (mess
   if (kind === undefined || kind === '' || kind === 'local') return undefined;
   if (kind !== 'kafka') throw new VeilError('CONFIG_INVALID', `${CONTROL_STORE_ENV} must be local or kafka, not ${JSON.stringify(kind.slice(0, 32))}`);
   const { brokers, topic } = controlTopic(env);
-  const { KafkaControlLog } = await import('../store/kafka-control-log.ts');
+  const { KafkaControlLog } = await import('./kafka-control-log.ts');
   const keysets = new KeysetMirror(dataDir, notice);
-  const log = await KafkaControlLog.open({ brokers, topic, onAccepted: await dataDirMirror(dataDir, keysets) });
-  return controlStoreOver(log, `Kafka topic ${topic} on ${brokers.join(',')}`, keysets);
+  const configs = new VersionMirror(await ConfigVersions.open(dataDir), notice);
+  const log = await KafkaControlLog.open({ brokers, topic, onAccepted: await dataDirMirror(dataDir, keysets, configs) });
+  return controlStoreOver(log, `Kafka topic ${topic} on ${brokers.join(',')}`, keysets, configs);
 }
 
 /** What the control store needs of its log (KafkaControlLog; an in-memory one in unit tests). */
@@ -53,16 +60,19 @@ export interface AppendLog {
 }
 
 /**
- * Writes every accepted version into the data dir: config-versions/ and keystore.json are the
- * log's mirror; key sets through `keysets` (only those that open under the KEK), else as they come.
+ * Writes accepted versions into the data dir: config-versions/ and keystore.json are the log's
+ * mirror; key sets through `keysets` (only those that open under the KEK) and configuration
+ * versions through `configs` (only those whose MAC verifies); without them (tests of the log
+ * alone, a migration into an empty store), as they come.
  */
-export async function dataDirMirror(dataDir: string, keysets?: KeysetMirror): Promise<(entry: Accepted) => Promise<void>> {
+export async function dataDirMirror(dataDir: string, keysets?: KeysetMirror, configs?: VersionMirror): Promise<(entry: Accepted) => Promise<void>> {
   const mirror = await ConfigVersions.open(dataDir);
   return async (entry) => {
     const w = entry.write;
     if (entry.history === 'keyset') {
       return keysets ? keysets.accept(entry.number, w) : LocalKeystore.mirror(dataDir, Buffer.from(w.body, 'base64'));
     }
+    if (configs) return configs.accept(entry);
     const meta = w.meta ?? { by: 'unknown', source: 'portal' as const, note: '' };
     const auth = w.auth && typeof w.auth.key === 'number' && typeof w.auth.mac === 'string' ? { auth: { key: w.auth.key, mac: w.auth.mac, basedOn: w.basedOn, writer: w.writer, meta: w.meta !== undefined } } : {};
     await mirror.mirror(entry.number, w.body, { publishedAt: w.at, by: meta.by, source: meta.source, note: meta.note, ...auth });
@@ -86,7 +96,12 @@ export function signWrite(keys: LocalKeystore, w: ControlWrite): NonNullable<Con
 export async function versionIsAuthentic(versions: ConfigVersions, number: number, keys: LocalKeystore): Promise<boolean> {
   const meta = versions.versions().find((v) => v.number === number);
   if (!meta?.auth) return false;
-  const text = await versions.read(number);
+  return mirroredIsAuthentic(keys, meta, await readFile(versions.file(number), 'utf8'));
+}
+
+/** Whether a mirrored version (its index entry and text) is the write the shared log authenticated. */
+export function mirroredIsAuthentic(keys: LocalKeystore, meta: VersionMeta, text: string): boolean {
+  if (!meta.auth) return false;
   return writeIsAuthentic(keys, {
     v: 1, history: 'config', basedOn: meta.auth.basedOn, writer: meta.auth.writer, at: meta.publishedAt, body: text,
     ...(meta.auth.meta ? { meta: { by: meta.by, source: meta.source, note: meta.note } } : {}), auth: { key: meta.auth.key, mac: meta.auth.mac },
@@ -100,18 +115,34 @@ export function writeIsAuthentic(keys: LocalKeystore, w: ControlWrite): boolean 
 }
 
 /** The store over a log: publishes (signed with the attached keystore's control key) and key-set commits of the attached parts become appends. */
-export function controlStoreOver(log: AppendLog, description: string, keysets?: KeysetMirror): ControlStore {
+export function controlStoreOver(log: AppendLog, description: string, keysets?: KeysetMirror, configs?: VersionMirror): ControlStore {
   let signer: LocalKeystore | undefined;
   const sign = (w: ControlWrite) => {
     if (!signer) throw new VeilError('KEY_UNAVAILABLE', 'the key set is not open: a configuration version cannot be authenticated');
     return signWrite(signer, w);
   };
+  // a MAC under a control key this process has not loaded yet (rotated elsewhere): the key set is
+  // re-read once per key-set version mirrored since, never once per record a forger writes
+  let loadedKeyset = keysets?.status().mirrored;
+  const verifies = async (check: (keys: LocalKeystore) => boolean) => {
+    if (!signer) return false;
+    if (check(signer)) return true;
+    const mirrored = keysets?.status().mirrored;
+    if (mirrored === loadedKeyset) return false;
+    loadedKeyset = mirrored;
+    await signer.reload();
+    return check(signer);
+  };
   return {
     description,
-    attach({ versions, keystore }) {
+    async attach({ versions, keystore }) {
       if (keystore) signer = keystore;
-      versions?.useLog({ publish: async (text, meta) => (await log.append('config', log.head('config'), text, meta, sign))?.number });
+      versions?.useLog({
+        publish: async (text, meta) => (await log.append('config', log.head('config'), text, meta, sign))?.number,
+        authentic: (meta, text) => verifies((keys) => mirroredIsAuthentic(keys, meta, text)),
+      });
       if (!keystore) return;
+      loadedKeyset = keysets?.status().mirrored;
       // a key-set change is signed with the control key of the key set it was based on (none yet: unsigned)
       const signKeyset = (w: ControlWrite) => (keystore.info(CONTROL_MAC_KEY) ? signWrite(keystore, w) : undefined);
       keystore.useLog({
@@ -120,6 +151,7 @@ export function controlStoreOver(log: AppendLog, description: string, keysets?: 
         current: () => keysets?.current() ?? true,
       });
       keysets?.attach({ opens: (document) => keystore.opens(document), authentic: (w) => writeIsAuthentic(keystore, w) });
+      await configs?.attach((w) => verifies((keys) => writeIsAuthentic(keys, w)));
     },
     settle: async (judge) => keysets?.settle(judge),
     status: () => log.status?.() ?? { following: true },

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { VeilError } from '../engine/index.ts';
 import { LocalKeystore } from '../keystore/local-keystore.ts';
-import type { ControlWrite } from '../store/control-log.ts';
+import type { ControlWrite } from './control-log.ts';
 
 /**
  * Whether a key-set document opens under this process's KEK: false when it does not (damaged,

@@ -1,5 +1,5 @@
 import { VeilError, type CompiledConfig, type KeyProvider, type KeyType } from '../engine/index.ts';
-import type { LocalKeystore } from '../keystore/local-keystore.ts';
+import type { LocalKeystore } from './local-keystore.ts';
 
 /** What the configuration's key references need from the keystore and it lacks. */
 export interface KeyGap {

@@ -1,7 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AuditSink } from '../audit/audit-sink.ts';
-import type { ConfigVersions } from '../control/config-versions.ts';
-import type { EngineHolder } from '../control/engine-holder.ts';
+import type { ConfigVersions, EngineHolder } from '../control/index.ts';
 import type { TokenService } from '../identity/token-service.ts';
 import type { Caller } from '../identity/token-verifier.ts';
 import type { LocalKeystore } from '../keystore/local-keystore.ts';

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { Engine, VeilError, type ConfigIssue } from '../engine/index.ts';
-import type { TestCase } from '../control/config-versions.ts';
+import type { TestCase } from '../control/index.ts';
 import type { ConfigView } from './config-port.ts';
 import type { PortalDeps } from './portal-deps.ts';
 import { draftLimitDetails } from './draft-limits.ts';

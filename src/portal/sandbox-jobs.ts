@@ -1,5 +1,5 @@
 import { Engine } from '../engine/index.ts';
-import type { TestCase } from '../control/config-versions.ts';
+import type { TestCase } from '../control/index.ts';
 import type { ConfigCompiler } from './config-port.ts';
 import { SandboxKeys } from './sandbox-keys.ts';
 import { runTestCase, runTester, type TesterRun } from './tester.ts';

@@ -2,11 +2,9 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { ActiveVersionWatch } from '../../src/app/active-version-watch.ts';
-import { ConfigVersions } from '../../src/control/config-versions.ts';
-import { provisionKeys } from '../../src/app/config-keys.ts';
-import { EngineHolder } from '../../src/control/engine-holder.ts';
-import { openEngine } from '../../src/app/open-engine.ts';
+import { ActiveVersionWatch, ConfigVersions, EngineHolder } from '../../src/control/index.ts';
+import { provisionKeys } from '../../src/keystore/config-keys.ts';
+import { openEngine, versionBuilder } from '../../src/app/open-engine.ts';
 import { compileVeilConfigText } from '../../src/app/config-file.ts';
 import { body, EXAMPLE_CONFIG_TEXT } from '../helpers/engine-fixture.ts';
 
@@ -21,7 +19,7 @@ async function process_(configFile: string) {
   const { config, engine, keystore } = await openEngine({ configFile: active.file, dataDir: dir, env, now, provision: true });
   const holder = new EngineHolder({ engine, config, version: active.number });
   const errors: [number, string][] = [];
-  const watch = new ActiveVersionWatch({ versions, keystore, holder, intervalMs: 60_000, onError: (v, e) => errors.push([v, (e as { code?: string }).code ?? e.message]) });
+  const watch = new ActiveVersionWatch({ versions, keystore, holder, build: versionBuilder(keystore), intervalMs: 60_000, onError: (v, e) => errors.push([v, (e as { code?: string }).code ?? e.message]) });
   return { versions, keystore, holder, watch, errors };
 }
 

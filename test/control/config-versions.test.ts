@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { compileVeilConfigText } from '../../src/app/config-file.ts';
-import { ConfigVersions } from '../../src/control/config-versions.ts';
+import { ConfigVersions } from '../../src/control/index.ts';
 import { EXAMPLE_CONFIG_TEXT } from '../helpers/engine-fixture.ts';
 import { fakeCliIo, veil } from '../helpers/cli-io.ts';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ControlState, parseWrite, recordKey, type ControlWrite } from '../../src/store/control-log.ts';
+import { ControlState, parseWrite, recordKey, type ControlWrite } from '../../src/control/index.ts';
 
 const write = (history: 'config' | 'keyset', basedOn: number, writer: string, body = `${writer}@${basedOn}`): ControlWrite => ({ v: 1, history, basedOn, writer, at: '2026-11-26T00:00:00.000Z', body });
 

@@ -1,11 +1,9 @@
-import { readFile } from 'node:fs/promises';
+import { chmod, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { compileVeilConfigText } from '../../src/app/config-file.ts';
-import { controlStoreOver, dataDirMirror, ensureControlKey, signWrite, versionIsAuthentic, type AppendLog } from '../../src/app/control-store.ts';
-import { ConfigVersions } from '../../src/control/config-versions.ts';
+import { type Accepted, type AppendLog, ConfigVersions, ControlState, controlStoreOver, type ControlWrite, dataDirMirror, ensureControlKey, type History, signWrite, versionIsAuthentic, VersionMirror } from '../../src/control/index.ts';
 import { LocalKeystore } from '../../src/keystore/local-keystore.ts';
-import { ControlState, type Accepted, type ControlWrite, type History } from '../../src/store/control-log.ts';
 import { EXAMPLE_CONFIG_FILE, EXAMPLE_CONFIG_TEXT } from '../helpers/engine-fixture.ts';
 import { FIXED_NOW, randomMasterKey, tempDir } from '../keystore/helpers.ts';
 
@@ -168,5 +166,69 @@ describe('configuration versions in a shared store are authenticated by the key 
     const number = await versions.publish(EXAMPLE_CONFIG_TEXT, { by: 'a', source: 'cli', note: '', now: FIXED_NOW });
     await versions.reload();
     expect(await versionIsAuthentic(versions, number, keystore)).toBe(true);
+  });
+});
+
+describe('the data dir mirrors only authenticated configuration versions (VersionMirror)', () => {
+  const write = (basedOn: number, body = EXAMPLE_CONFIG_TEXT, over: Partial<ControlWrite> = {}): ControlWrite => ({ v: 1, history: 'config', basedOn, writer: `w${basedOn}`, at: FIXED_NOW.toISOString(), body, meta: { by: 'admin', source: 'portal', note: `v${basedOn + 1}` }, ...over });
+  const signed = (k: LocalKeystore, w: ControlWrite) => ({ ...w, auth: signWrite(k, w) });
+  const forged = (w: ControlWrite) => ({ ...w, auth: { key: 1, mac: Buffer.alloc(32, 7).toString('base64url') } });
+  const process_ = async () => {
+    const dataDir = await tempDir();
+    const keystore = await LocalKeystore.open({ dataDir, masterKey: randomMasterKey(), now: () => FIXED_NOW });
+    await ensureControlKey(keystore);
+    const notices: string[] = [];
+    const configs = new VersionMirror(await ConfigVersions.open(dataDir), (m) => notices.push(m));
+    const mirror = await dataDirMirror(dataDir, undefined, configs);
+    const versions = await ConfigVersions.open(dataDir);
+    const log: AppendLog = { head: () => 0, append: async () => undefined, close: async () => {} };
+    const store = controlStoreOver(log, 'memory', undefined, configs);
+    return { dataDir, keystore, notices, configs, versions, store, deliver: (number: number, w: ControlWrite) => mirror({ history: 'config', number, write: w }) };
+  };
+
+  it('versions read before the key set opens wait; then only those that verify are mirrored, the newest of them active', async () => {
+    const p = await process_();
+    await p.deliver(1, signed(p.keystore, write(0)));
+    await p.deliver(2, forged(write(1, `${EXAMPLE_CONFIG_TEXT}\n# widened\n`, { meta: { by: 'admin', source: 'portal', note: 'routine' } })));
+    await p.versions.reload();
+    expect(p.versions.versions()).toEqual([]);
+    await p.store.attach({ versions: p.versions, keystore: p.keystore });
+    await p.versions.reload();
+    expect([p.versions.versions().map((v) => v.number), p.versions.active()]).toEqual([[1], 1]);
+    expect(p.notices).toEqual([expect.stringMatching(/^configuration version 2 of the control store is not authenticated/)]);
+    expect(p.notices.join()).not.toMatch(/widened|routine/);
+    await expect(readFile(join(p.dataDir, 'config-versions/0002.yaml'))).rejects.toMatchObject({ code: 'ENOENT' });
+    // after attach: judged as they arrive
+    await p.deliver(3, forged(write(2)));
+    await p.deliver(4, signed(p.keystore, write(3, `${EXAMPLE_CONFIG_TEXT}\n# genuine\n`)));
+    await p.versions.reload();
+    expect([p.versions.versions().map((v) => v.number), p.versions.active(), p.configs.refusedCount()]).toEqual([[1, 4], 4, 2]);
+  });
+
+  it('a forged version an older veil mirrored (and made active) is removed when the log delivers it again', async () => {
+    const p = await process_();
+    // as an older veil wrote it: every accepted version mirrored, the forged one active
+    const unchecked = await dataDirMirror(p.dataDir);
+    await unchecked({ history: 'config', number: 1, write: signed(p.keystore, write(0)) });
+    await unchecked({ history: 'config', number: 2, write: forged(write(1)) });
+    await p.versions.reload();
+    expect(p.versions.active()).toBe(2);
+    await p.deliver(1, signed(p.keystore, write(0)));
+    await p.deliver(2, forged(write(1)));
+    await p.store.attach({ versions: p.versions, keystore: p.keystore });
+    await p.versions.reload();
+    expect([p.versions.versions().map((v) => v.number), p.versions.active()]).toEqual([[1], 1]);
+  });
+
+  it('every read of a version checks its MAC again: a text changed in the data dir is not read, reverted to or run', async () => {
+    const p = await process_();
+    await p.store.attach({ versions: p.versions, keystore: p.keystore });
+    await p.deliver(1, signed(p.keystore, write(0)));
+    await p.versions.reload();
+    expect(await p.versions.read(1)).toBe(EXAMPLE_CONFIG_TEXT);
+    const file = p.versions.file(1);
+    await chmod(file, 0o600);
+    await writeFile(file, `${EXAMPLE_CONFIG_TEXT}\n# edited in place\n`);
+    await expect(p.versions.read(1)).rejects.toMatchObject({ code: 'CONFIG_INVALID', message: expect.stringMatching(/not authenticated/) });
   });
 });

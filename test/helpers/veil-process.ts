@@ -25,9 +25,10 @@ export interface VeilProcess {
   stop(): Promise<void>;
 }
 
-export async function startVeilServe(options: { configText: string; https?: { ca: Buffer }; env?: Record<string, string> }): Promise<VeilProcess> {
+/** `dataDir`: start on this data dir (a restart) and leave it in place on stop; else a fresh one, removed on stop. */
+export async function startVeilServe(options: { configText: string; https?: { ca: Buffer }; env?: Record<string, string>; dataDir?: string }): Promise<VeilProcess> {
   const configDir = await mkdtemp(join(tmpdir(), 'veil-sec-config-'));
-  const dataDir = await mkdtemp(join(tmpdir(), 'veil-sec-data-'));
+  const dataDir = options.dataDir ?? await mkdtemp(join(tmpdir(), 'veil-sec-data-'));
   const configFile = join(configDir, 'config.yaml');
   await writeFile(configFile, options.configText);
   const port = await freePorts(1);
@@ -67,7 +68,7 @@ export async function startVeilServe(options: { configText: string; https?: { ca
         await Promise.race([exited, new Promise((r) => setTimeout(r, 5000))]);
         if (child.exitCode === null) child.kill('SIGKILL');
       }
-      await rm(dataDir, { recursive: true, force: true });
+      if (!options.dataDir) await rm(dataDir, { recursive: true, force: true });
       await rm(configDir, { recursive: true, force: true });
     },
   };

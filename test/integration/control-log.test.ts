@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { Accepted } from '../../src/store/control-log.ts';
-import { KafkaControlLog } from '../../src/store/kafka-control-log.ts';
+import type { Accepted } from '../../src/control/index.ts';
+import { KafkaControlLog } from '../../src/control/kafka-control-log.ts';
 import { BROKERS, kafkaClient } from '../helpers/kafka.ts';
 import { privateBroker } from '../helpers/processes.ts';
 

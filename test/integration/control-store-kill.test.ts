@@ -8,7 +8,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { compileVeilConfigText } from '../../src/app/config-file.ts';
 import { SecretKey } from '../../src/engine/index.ts';
 import { LocalKeystore } from '../../src/keystore/local-keystore.ts';
-import { KafkaControlLog } from '../../src/store/kafka-control-log.ts';
+import { KafkaControlLog } from '../../src/control/kafka-control-log.ts';
 import { BROKERS } from '../helpers/kafka.ts';
 import { ROOT } from '../helpers/processes.ts';
 

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
-import { KafkaControlLog } from '../../src/store/kafka-control-log.ts';
+import { KafkaControlLog } from '../../src/control/kafka-control-log.ts';
 import { BROKERS } from '../helpers/kafka.ts';
 import { ROOT } from '../helpers/processes.ts';
 

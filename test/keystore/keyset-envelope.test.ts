@@ -1,5 +1,5 @@
 import { readFile } from 'node:fs/promises';
-import { provisionKeys } from '../../src/app/config-keys.ts';
+import { provisionKeys } from '../../src/keystore/config-keys.ts';
 import { describe, expect, it } from 'vitest';
 import { Engine, SecretKey } from '../../src/engine/index.ts';
 import { KeyLease } from '../../src/keystore/key-lease.ts';

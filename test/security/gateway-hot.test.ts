@@ -6,7 +6,7 @@ import https from 'node:https';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openEngine } from '../../src/app/open-engine.ts';
-import { ConfigVersions } from '../../src/control/config-versions.ts';
+import { ConfigVersions } from '../../src/control/index.ts';
 import { waitFor } from '../helpers/processes.ts';
 import { call } from '../helpers/raw-http.ts';
 import { bodyOf, configText, headerOf, MASTER_KEY, rawSend, securityFixture, startGatewayProcess, type SecurityFixture } from '../helpers/gateway-security.ts';

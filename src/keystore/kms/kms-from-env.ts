@@ -3,7 +3,7 @@ import { cachingKms, meteredKms, retryingKms } from './kms-decorators.ts';
 import { KmsMetrics } from './kms-metrics.ts';
 import type { Kms } from './kms.ts';
 
-type Env = Readonly<Record<string, string | undefined>>;
+import type { Env } from '../../env/index.ts';
 
 /** The KEK a process is configured with, built with its decorators. */
 export interface KekSetup {

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { VeilError } from '../../engine/index.ts';
-import type { TestCase } from '../../control/config-versions.ts';
+import type { TestCase } from '../../control/index.ts';
 import { applyConfigForm, renderConfigForm } from '../config-form.ts';
 import { html } from '../html.ts';
 import { formOf, type PortalContext } from '../portal-deps.ts';
