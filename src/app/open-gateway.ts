@@ -14,6 +14,7 @@ import type { ActiveConfig } from '../control/index.ts';
 import type { VeilConfig } from './config-file.ts';
 import { createLogger } from './logger.ts';
 import { openActiveEngine } from './open-active-engine.ts';
+import { openTracing } from '../observability/tracing.ts';
 
 export interface GatewayOptions {
   configFile: string;
@@ -53,6 +54,8 @@ export interface OpenedGateway extends Gateway {
  */
 export async function openGateway(options: GatewayOptions): Promise<OpenedGateway> {
   const logger = createLogger(options.logLevel ?? options.env.VEIL_LOG_LEVEL ?? 'info', options.logDestination);
+  // off unless OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT is set: a span per exchange, its traceparent sent upstream
+  const tracing = await openTracing(options.env, { serviceName: 'veil-gateway', log: logger });
   const active = await openActiveEngine({ configFile: options.configFile, dataDir: options.dataDir, env: options.env, now: options.now, provision: options.development, ...(options.notice ? { notice: options.notice } : {}) });
   const { config, keystore, warnings, holder } = active;
   if (!config.gateway) {
@@ -73,7 +76,7 @@ export async function openGateway(options: GatewayOptions): Promise<OpenedGatewa
     const verifier = new CachingVerifier(new TokenVerifier({ identity: c.identity, issuer, signer: new JwtSigner(keystore, c.identity.signingKey), now: options.now }), { now: options.now });
     const guard = new GuardedTransform({ engine: e, audit, now: options.now, channel: 'gateway', scope: 'revealing' });
     const transformer = new FieldTransformer({ engine: e, guard, actions: gatewayConfig.actions, warn: (message) => logger.warn(message) });
-    return { config: gatewayConfig, transformer, verifier };
+    return { config: gatewayConfig, transformer, verifier, version: c.version };
   };
   let parts = build(holder.get(), config.gateway);
   active.follow({
@@ -84,7 +87,7 @@ export async function openGateway(options: GatewayOptions): Promise<OpenedGatewa
     },
   });
   const tls = config.gateway.tls ? { cert: await readFile(resolve(config.gateway.tls.certFile)), key: await readFile(resolve(config.gateway.tls.keyFile)) } : undefined;
-  const gateway = createGateway({ parts: () => parts, logger, live: () => active.liveness(), ...(tls ? { tls } : {}) });
+  const gateway = createGateway({ parts: () => parts, logger, live: () => active.liveness(), ...(tls ? { tls } : {}), tracing });
   active.kmsMetrics?.registerIn(gateway.metrics.registry);
   return {
     ...gateway,
@@ -96,6 +99,7 @@ export async function openGateway(options: GatewayOptions): Promise<OpenedGatewa
       await gateway.drain(graceMs);
       await audit.close();
       await active.close();
+      await tracing.shutdown();
     },
   };
 }

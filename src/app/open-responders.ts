@@ -10,6 +10,7 @@ import { UnprotectResponder } from '../stream/unprotect-responder.ts';
 import { createLogger } from './logger.ts';
 import { openActiveEngine } from './open-active-engine.ts';
 import type { StreamOptions } from './open-stream.ts';
+import { openTracing } from '../observability/tracing.ts';
 
 export interface Responders {
   responders: UnprotectResponder[];
@@ -24,6 +25,8 @@ export interface Responders {
  */
 export async function openResponders(options: Omit<StreamOptions, 'registryUrl' | 'pipelines'> & { names?: string[]; audit?: AuditSink }): Promise<Responders> {
   const logger = options.logger ?? createLogger(options.env.VEIL_LOG_LEVEL ?? 'info');
+  // off unless OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT is set: a span per request, its trace continued in the reply
+  const tracing = await openTracing(options.env, { serviceName: 'veil-unprotect', log: logger });
   const active = await openActiveEngine({ configFile: options.configFile, dataDir: options.dataDir, env: options.env, now: options.now, provision: options.development, ...(options.notice ? { notice: options.notice } : {}) });
   const { config, keystore, engine } = active;
   const names = options.names ?? Object.keys(config.responders);
@@ -43,7 +46,7 @@ export async function openResponders(options: Omit<StreamOptions, 'registryUrl' 
     sessionTimeoutMs: Number(options.env.VEIL_KAFKA_SESSION_TIMEOUT_MS ?? 30_000),
     log: (level, message, extra) => logger[level]({ kafka: extra }, message),
   });
-  const responders = names.map((name) => new UnprotectResponder({ name, config: config.responders[name]!, engine, verifier, audit, kafka, log: logger, now: options.now }));
+  const responders = names.map((name) => new UnprotectResponder({ name, config: config.responders[name]!, engine, verifier, audit, kafka, log: logger, now: options.now, tracing, configVersion: config.version }));
   // a version published elsewhere: its engine answers from now on (a key rotated elsewhere is read by the watch itself);
   // a responder's own settings (topics, group) are read at start only
   active.follow({
@@ -52,7 +55,7 @@ export async function openResponders(options: Omit<StreamOptions, 'registryUrl' 
       const next = active.holder.get().config;
       for (const [i, r] of responders.entries()) {
         if (JSON.stringify(next.responders[names[i]!]) !== JSON.stringify(config.responders[names[i]!])) logger.error({ responder: names[i], version }, 'responder: the active version changes its settings; they apply at the next restart');
-        r.useEngine(active.holder.get().engine);
+        r.useEngine(active.holder.get().engine, next.version);
       }
     },
   });
@@ -64,6 +67,7 @@ export async function openResponders(options: Omit<StreamOptions, 'registryUrl' 
       await kafka.disconnect();
       await audit.close();
       await active.close();
+      await tracing.shutdown();
     },
   };
 }

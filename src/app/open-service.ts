@@ -21,6 +21,7 @@ import type { VeilConfig } from './config-file.ts';
 import { openPortal } from './open-portal.ts';
 import { ADMIN_ROLE_NAMES } from '../identity/admin-roles.ts';
 import type { PipelineMetrics } from '../portal/pipeline-metrics.ts';
+import { openTracing } from '../observability/tracing.ts';
 
 export interface ServiceOptions {
   configFile: string;
@@ -77,6 +78,8 @@ export interface Service {
  */
 export async function openService(options: ServiceOptions): Promise<Service> {
   const logger = createLogger(options.logLevel ?? options.env.VEIL_LOG_LEVEL ?? 'info', options.logDestination);
+  // off unless OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT is set: a span per POST /transform call
+  const tracing = await openTracing(options.env, { serviceName: 'veil-serve', log: logger });
   // the configuration file is adopted as a published version when it changed; the active version runs
   // with a shared control store (VEIL_CONTROL_STORE=kafka) the data dir is its mirror, filled here first
   const active = await openActiveEngine({ configFile: options.configFile, dataDir: options.dataDir, env: options.env, now: options.now, provision: options.development, ...(options.notice ? { notice: options.notice } : {}) });
@@ -124,6 +127,7 @@ export async function openService(options: ServiceOptions): Promise<Service> {
     ready: () => !draining,
     live: () => active.liveness(),
     ...(https ? { https } : {}),
+    tracing, configVersion: () => holder.get().config.version,
   });
   const pipelineMetrics = openPortal(app, {
     holder, versions, keystore, tokens, verifier, audit, logger, now: options.now, development: options.development,
@@ -137,6 +141,7 @@ export async function openService(options: ServiceOptions): Promise<Service> {
     await pipelineMetrics.stop();
     await audit.close();
     await active.close();
+    await tracing.shutdown();
   });
   const drain = async (delayMs: number) => {
     draining = true;

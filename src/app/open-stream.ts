@@ -18,6 +18,7 @@ import { killingInCommit } from '../stream/fault-injection.ts';
 import { StreamMetrics } from '../stream/stream-metrics.ts';
 import { createLogger } from './logger.ts';
 import { openActiveEngine } from './open-active-engine.ts';
+import { openTracing } from '../observability/tracing.ts';
 
 export interface StreamOptions {
   configFile: string;
@@ -72,6 +73,8 @@ export function protectThreads(given: string | undefined): number {
  */
 export async function openStream(options: StreamOptions): Promise<StreamService> {
   const logger = options.logger ?? createLogger(options.env.VEIL_LOG_LEVEL ?? 'info');
+  // off unless OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT is set: a span per transaction and per traced record
+  const tracing = await openTracing(options.env, { serviceName: 'veil-stream', log: logger });
   const active = await openActiveEngine({ configFile: options.configFile, dataDir: options.dataDir, env: options.env, now: options.now, provision: options.development, ...(options.notice ? { notice: options.notice } : {}) });
   const { config, engine } = active;
   const startedOn = active.file(active.holder.get().version);
@@ -114,7 +117,7 @@ export async function openStream(options: StreamOptions): Promise<StreamService>
       protector = new ProtectPool(threads, (configFile) => new Worker(PROTECT_WORKER, { workerData: { ...workerData, configFile: configFile ?? startedOn } }));
       pools.push(protector);
     }
-    return new ProtectPipeline({ name, config: p, configVersion: config.version, engine, kafka, serde, metrics, log: logger, stallMs: Number(options.env.VEIL_STREAM_STALL_MS ?? 60_000), ...(protector ? { protector } : {}), ...(rewrap ? { rewrap: { unprotectEvidences: rewrap.unprotectEvidences } } : {}) });
+    return new ProtectPipeline({ name, config: p, configVersion: config.version, engine, kafka, serde, metrics, log: logger, stallMs: Number(options.env.VEIL_STREAM_STALL_MS ?? 60_000), ...(protector ? { protector } : {}), ...(rewrap ? { rewrap: { unprotectEvidences: rewrap.unprotectEvidences } } : {}), tracing });
   }));
   try {
     await Promise.all(pools.map((p) => p.ready()));
@@ -161,6 +164,7 @@ export async function openStream(options: StreamOptions): Promise<StreamService>
       await kafka.disconnect();
       await ops?.close();
       await active.close();
+      await tracing.shutdown();
     },
     async listen(port, host) {
       ops = Fastify({ logger: false });

@@ -10,6 +10,8 @@ import type { Framing } from './framing.ts';
 import { endToEnd } from './headers.ts';
 import type { Route } from './routes.ts';
 import type { Upstream, UpstreamRequest } from './upstream.ts';
+import { ATTR } from '../observability/span-attributes.ts';
+import { SpanKind, SpanStatusCode, type Span, type Tracing } from '../observability/tracing.ts';
 
 /** One request through the gateway and what handles it. */
 export interface Exchange {
@@ -36,13 +38,17 @@ export interface Exchange {
   trusted: TrustedProxies;
   /** aborted when the caller's connection closes early or a streamed body misses its deadline */
   signal: AbortSignal;
+  /** tracing is on: the exchange's span (rewrite.ts adds its counts) */
+  span?: Span;
+  /** tracing is on: the traceparent naming `span`, which the upstream gets */
+  traceparent?: string;
 }
 
 /** The caller's headers for the upstream (forwarding.ts), with `drop` dropped too. */
 export function upstreamHeaders(x: Exchange, drop: ReadonlySet<string> = new Set()): string[] {
   return forwardHeaders(x.req, {
     drop, forwardAuthorization: x.route?.forwardAuthorization ?? x.config.forwardAuthorization,
-    upstreamHost: x.upstream.host, host: x.host, proto: x.proto, trusted: x.trusted,
+    upstreamHost: x.upstream.host, host: x.host, proto: x.proto, trusted: x.trusted, traceparent: x.traceparent,
   });
 }
 
@@ -84,4 +90,30 @@ export function pipeResponse(x: Exchange, response: IncomingMessage): void {
   response.once('close', () => clearTimeout(timer));
   response.pipe(x.res);
   response.once('error', () => x.res.destroy());
+}
+
+/**
+ * The SERVER span of one exchange, continuing the caller's W3C traceparent when it sends a valid
+ * one (else a trace of its own); only called when tracing is on. It ends when the response is done
+ * or cut, named by method and route then (the route is not known yet): route name, status, outcome
+ * (`forwarded`, `aborted` or the refusal's code) and the configuration version. Never a path,
+ * query, header or body: the route's configured name stands for the path.
+ */
+export function exchangeSpan(tracing: Tracing, req: IncomingMessage, res: ServerResponse, ending: () => { route: string; outcome: string; configVersion?: string | undefined }): Span {
+  const one = (v: string | string[] | undefined) => (typeof v === 'string' ? v : undefined);
+  const method = req.method ?? 'GET';
+  const parent = tracing.remote({ traceparent: one(req.headers.traceparent), tracestate: one(req.headers.tracestate) });
+  const span = tracing.start(`${method} gateway`, { kind: SpanKind.SERVER, parent, attributes: { [ATTR.httpMethod]: method } });
+  res.once('close', () => {
+    const end = ending();
+    const outcome = res.writableFinished ? end.outcome : 'aborted';
+    span.updateName(`${method} ${end.route}`);
+    span.setAttributes({
+      [ATTR.route]: end.route, [ATTR.httpStatus]: res.statusCode, [ATTR.outcome]: outcome,
+      ...(end.configVersion ? { [ATTR.configVersion]: end.configVersion } : {}),
+    });
+    if (res.statusCode >= 500 || outcome === 'aborted') span.setStatus({ code: SpanStatusCode.ERROR });
+    span.end();
+  });
+  return span;
 }

@@ -45,6 +45,11 @@ export interface ForwardOptions {
   host: string;
   proto: 'http' | 'https';
   trusted: TrustedProxies;
+  /**
+   * tracing is on: the W3C traceparent naming the gateway's span for the exchange, sent in place of
+   * the caller's (whose tracestate passes on as it came). Off: the caller's traceparent passes on untouched.
+   */
+  traceparent?: string | undefined;
 }
 
 /**
@@ -58,6 +63,7 @@ export function forwardHeaders(req: IncomingMessage, options: ForwardOptions): s
   const trusted = options.trusted.has(peer);
   const drop = new Set([...options.drop, 'host', 'expect', 'content-length', 'transfer-encoding', ...REROUTING, ...FORWARDING]);
   if (!options.forwardAuthorization) drop.add('authorization');
+  if (options.traceparent !== undefined) drop.add('traceparent');
   const out = [...endToEnd(req.rawHeaders, drop), 'Host', options.upstreamHost];
   const addr = peer?.replace(/^::ffff:(?=\d+\.\d+\.\d+\.\d+$)/i, '') ?? 'unknown';
   const prior = (name: string) => (trusted ? headerValues(req.rawHeaders, name) : undefined);
@@ -74,6 +80,7 @@ export function forwardHeaders(req: IncomingMessage, options: ForwardOptions): s
       if (v !== undefined) out.push(name, v);
     }
   }
+  if (options.traceparent !== undefined) out.push('traceparent', options.traceparent);
   return out;
 }
 

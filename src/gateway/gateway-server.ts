@@ -6,7 +6,7 @@ import { VeilError } from '../engine/index.ts';
 import type { BearerVerifier } from '../identity/token-verifier.ts';
 import type { FieldTransformer } from './field-transformer.ts';
 import type { GatewayConfig } from './gateway-config.ts';
-import { callerBody, pipeResponse, sendUpstream, upstreamHeaders, type Exchange } from './exchange.ts';
+import { callerBody, exchangeSpan, pipeResponse, sendUpstream, upstreamHeaders, type Exchange } from './exchange.ts';
 import { TrustedProxies } from './forwarding.ts';
 import { checkBodyAllowed, framingHeaders, hasBody, hostOf, requestFraming } from './framing.ts';
 import { GatewayMetrics } from './gateway-metrics.ts';
@@ -15,12 +15,15 @@ import { protectRequest, revealResponse } from './rewrite.ts';
 import { compileRoutes, findRoute, hasSelectors, type Route } from './routes.ts';
 import { normalizeTarget } from './target.ts';
 import { Upstream } from './upstream.ts';
+import { TRACING_OFF, type Tracing } from '../observability/tracing.ts';
 
 /** What the gateway runs with; replaced as a whole when the active configuration version changes. */
 export interface GatewayParts {
   config: GatewayConfig;
   transformer: FieldTransformer;
   verifier: BearerVerifier;
+  /** the configuration version these parts were built from, named on the exchanges' spans */
+  version?: string;
 }
 
 export interface GatewayDeps {
@@ -31,6 +34,8 @@ export interface GatewayDeps {
   tls?: { cert: Buffer; key: Buffer };
   /** liveness beyond draining (the KEK's lease): its 503 detail when failing */
   live?: () => { healthy: boolean; detail?: Record<string, unknown> };
+  /** a span per exchange, its traceparent forwarded upstream; default off */
+  tracing?: Tracing;
 }
 
 export interface Gateway {
@@ -61,6 +66,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
   const upstreams = new Map<string, Upstream>();
   let draining = false;
   const proto = deps.tls ? 'https' : 'http';
+  const tracing = deps.tracing ?? TRACING_OFF;
 
   const compile = (parts: GatewayParts): Compiled => {
     let c = compiled.get(parts);
@@ -95,6 +101,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
     let outcome = 'forwarded';
     res.once('finish', () => logger.info({ id, route: routeName, method: req.method, status: res.statusCode, ms: Number(process.hrtime.bigint() - started) / 1e6 }, 'exchange'));
     res.once('close', () => metrics.requests.inc({ route: routeName, outcome: res.writableFinished ? outcome : 'aborted', status: String(res.statusCode) }));
+    const span = tracing.enabled ? exchangeSpan(tracing, req, res, () => ({ route: routeName, outcome, configVersion: parts.version })) : undefined;
     const controller = new AbortController();
     res.once('close', () => {
       if (!res.writableFinished) controller.abort();
@@ -118,7 +125,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
       const path = route ? route.matches.rewrite(target.path === '/' ? [] : target.path.slice(1).split('/')) : target.path;
       x = {
         id, req, res, upstream: upstreamFor(config), config, transformer: parts.transformer, verifier: parts.verifier, logger, metrics, routeName, route,
-        framing, target: `${path}${target.query}`, host, proto, trusted: c.trusted, signal: controller.signal,
+        framing, target: `${path}${target.query}`, host, proto, trusted: c.trusted, signal: controller.signal, span, traceparent: span && tracing.traceparent(span),
       };
     } catch (e) {
       if (e instanceof VeilError) return refused(e);

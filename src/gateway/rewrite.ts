@@ -13,6 +13,7 @@ import { locate, spliceStrings, type Located } from './json-fields.ts';
 import type { Route } from './routes.ts';
 import { bodyGuard, findingPlace, MAX_REPORTED, unmappedRefusal, type BodyGuard } from './unmapped-guard.ts';
 import type { UpstreamRequest } from './upstream.ts';
+import { ATTR } from '../observability/span-attributes.ts';
 
 /** Headers whose value no longer describes a body the gateway rewrote. */
 const BODY_DIGESTS = ['content-md5', 'digest', 'content-digest', 'repr-digest'];
@@ -193,6 +194,7 @@ function guardedValues(x: Exchange, route: Route, body: Buffer, guard: BodyGuard
 
 /** Adds the guard's findings to veil_gateway_unmapped_findings_total, by route, kind and result. */
 function countUnmapped(x: Exchange, route: Route, findings: readonly UnmappedFinding[], result: 'refused' | 'protected'): void {
+  x.span?.setAttribute(ATTR.unmappedFindings, findings.length);
   const counts = new Map<string, number>();
   for (const f of findings) counts.set(f.kind, (counts.get(f.kind) ?? 0) + 1);
   for (const [kind, n] of counts) x.metrics.unmapped.inc({ route: route.name, kind, result }, n);
@@ -200,6 +202,7 @@ function countUnmapped(x: Exchange, route: Route, findings: readonly UnmappedFin
 
 /** Adds each value's result to veil_gateway_fields_total, by route and configured field. */
 function countFields(x: Exchange, route: Route, side: 'request' | 'response', results: readonly { selector: number; result: string }[]): void {
+  x.span?.setAttribute(side === 'request' ? ATTR.requestValues : ATTR.responseValues, results.length);
   const counts = new Map<string, number>();
   for (const r of results) {
     const key = `${fieldName(route, side, r.selector)}\0${r.result}`;

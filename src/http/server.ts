@@ -16,6 +16,7 @@ import { registerOpsRoutes, type Liveness } from './routes/ops-routes.ts';
 import { registerTokenRoutes } from './routes/token-routes.ts';
 import { registerTransformRoute } from './routes/transform-route.ts';
 import { registerRouting } from './routing.ts';
+import type { Tracing } from '../observability/tracing.ts';
 
 /**
  * service.limits as the HTTP service reads it: bodyReadTimeoutMs (default 30 s) is not in the
@@ -41,6 +42,10 @@ export interface ServerDeps {
   live?: () => Liveness;
   /** serve HTTPS with this certificate and key (PEM), from service.tls */
   https?: { cert: Buffer; key: Buffer };
+  /** a span per POST /transform call when tracing is on (routes/transform-trace.ts) */
+  tracing?: Tracing;
+  /** the active configuration version, named on those spans */
+  configVersion?: () => string;
 }
 
 /** Builds the HTTP service: POST /transform, the token endpoint, discovery, health and metrics. */

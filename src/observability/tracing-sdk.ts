@@ -23,7 +23,7 @@ const CARRIER: TextMapGetter<TraceCarrier> = {
  * only when tracing is configured (tracing.ts).
  */
 export function sdkTracing(settings: TracingSettings, options: TracingOptions): Tracing {
-  const exporter = reporting(new OTLPTraceExporter({ url: settings.url }), options.warn);
+  const exporter = reporting(new OTLPTraceExporter({ url: settings.url }), options.log);
   const provider = new TracerProvider({
     resource: resourceFromAttributes({ ...settings.resource, [ATTR_SERVICE_NAME]: settings.serviceName }),
     sampler: samplerOf(settings.sampler),
@@ -65,14 +65,14 @@ function samplerOf(s: SamplerSettings): Sampler {
  * The exporter, with its failures reported: the first, then every 100th (a collector that is down
  * would otherwise fill the log). The report names the error and the HTTP status, never a span.
  */
-function reporting(exporter: SpanExporter, warn: TracingOptions['warn']): SpanExporter {
+function reporting(exporter: SpanExporter, log: TracingOptions['log']): SpanExporter {
   let failures = 0;
   return {
     export(spans, done) {
       exporter.export(spans, (result) => {
         if (result.code !== ExportResultCode.SUCCESS && failures++ % 100 === 0) {
           const status = (result.error as { code?: unknown } | undefined)?.code;
-          warn?.({ error: result.error?.name ?? 'ExportError', ...(typeof status === 'number' ? { status } : {}), failures, spans: spans.length }, 'traces: an export to the OTLP endpoint failed; its spans are dropped');
+          log?.warn({ error: result.error?.name ?? 'ExportError', ...(typeof status === 'number' ? { status } : {}), failures, spans: spans.length }, 'traces: an export to the OTLP endpoint failed; its spans are dropped');
         }
         done(result);
       });

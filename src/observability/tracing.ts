@@ -50,11 +50,16 @@ export const TRACING_OFF: Tracing = Object.freeze({
   shutdown: () => Promise.resolve(),
 });
 
+export interface TracingLog {
+  info(fields: Record<string, unknown>, message: string): void;
+  warn(fields: Record<string, unknown>, message: string): void;
+}
+
 export interface TracingOptions {
   /** service.name unless OTEL_SERVICE_NAME (or service.name in OTEL_RESOURCE_ATTRIBUTES) names one */
   serviceName: string;
-  /** where a failed export is reported (an error name and an HTTP status, never a span's content) */
-  warn?: (fields: Record<string, unknown>, message: string) => void;
+  /** where tracing says it is on (the endpoint's origin) and reports failed exports (an error name and an HTTP status, never a span's content); a pino logger */
+  log?: TracingLog;
   /** how long shutdown waits for the last export (default 5000 ms) */
   shutdownTimeoutMs?: number;
 }
@@ -69,10 +74,8 @@ export async function openTracing(env: Readonly<Record<string, string | undefine
   const settings = tracingSettings(env, options.serviceName);
   if (!settings) return TRACING_OFF;
   const { sdkTracing } = await import('./tracing-sdk.ts');
-  return sdkTracing(settings, options);
-}
-
-/** The origin an endpoint URL exports to, for a log line: no path, query or credentials. */
-export function exportOrigin(url: string): string {
-  return new URL(url).origin;
+  const tracing = sdkTracing(settings, options);
+  // the origin only: a path or query may carry a tenant or a credential
+  options.log?.info({ endpoint: new URL(settings.url).origin, service: settings.serviceName }, 'traces: exporting spans over OTLP/HTTP');
+  return tracing;
 }

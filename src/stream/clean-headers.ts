@@ -7,12 +7,16 @@ const utf8 = (s: string) => Buffer.from(s, 'utf8');
  * The headers clean records carry: pipeline, configuration version, and the paths protected in
  * that record (veil.protected.fields). Lists are frozen and shared by every record with the same
  * protected paths, so an adapter may encode each once; the cache is per configuration version.
+ * The raw record's own headers go around them as they came; with tracing on, a record's single
+ * valid traceparent is the one header that changes — in place, to name veil's span for the record
+ * (src/observability/stream-trace.ts) — and a record without one gets none added.
  */
 export class CleanHeaders {
   private readonly byFields = new Map<string, Headers>();
   private readonly name: string;
   private readonly c: PipelineConfig;
-  private readonly configVersion: string;
+  /** the configuration version its records are protected under (named on a batch's span too) */
+  readonly configVersion: string;
 
   constructor(name: string, c: PipelineConfig, configVersion: string) {
     this.name = name;

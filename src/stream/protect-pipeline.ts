@@ -5,13 +5,15 @@ import { Liveness, type LivenessStatus } from './liveness.ts';
 import { PartitionTransactions } from './partition-transactions.ts';
 import { ProtectAhead } from './protect-ahead.ts';
 import { RecordProtector, type ChunkProtector } from './record-protector.ts';
-import { withHeaders, type Batch, type ConsumerPort, type InRecord, type KafkaPort, type OutRecord, type ProducerPort } from './ports.ts';
+import { headerValue, withHeaders, type Batch, type ConsumerPort, type InRecord, type KafkaPort, type OutRecord, type ProducerPort } from './ports.ts';
 import { fitsAlone } from './record-size.ts';
 import type { Serde } from './serde/serde.ts';
 import { SchemaRefusals, type RefusedSchema } from './schema-refusals.ts';
 import { openWithRetry } from './start-retry.ts';
 import { StreamError } from './stream-error.ts';
 import type { StreamMetrics } from './stream-metrics.ts';
+import { BatchTrace } from '../observability/stream-trace.ts';
+import { TRACING_OFF, type Tracing } from '../observability/tracing.ts';
 
 export interface PipelineLog {
   debug?(obj: Record<string, unknown>, msg: string): void;
@@ -38,6 +40,8 @@ export interface PipelineDeps {
   /** how long start() waits for a broker it cannot reach yet (default 60 s) */
   startTimeoutMs?: number;
   now?: () => number;
+  /** a span per transaction and per record that names a trace (BatchTrace); default off */
+  tracing?: Tracing;
 }
 
 const utf8 = (s: string) => Buffer.from(s, 'utf8');
@@ -85,6 +89,7 @@ export class ProtectPipeline {
   private readonly warned = new Set<string>();
   /** writer's schema versions refused for lacking a mapped path (SCHEMA_PATH_UNKNOWN) */
   private readonly refusals: SchemaRefusals;
+  private readonly tracing: Tracing;
 
   constructor(deps: PipelineDeps) {
     this.deps = deps;
@@ -102,6 +107,7 @@ export class ProtectPipeline {
     this.ahead = new ProtectAhead(CHUNK, (records) => this.chunks.protectChunk(records.map((r) => ({ topic: this.sinkTopic(r.topic), key: r.key, value: r.value }))));
     this.liveness = new Liveness({ stallMs, recoverMs: Math.floor(stallMs / 2), now: deps.now ?? Date.now });
     this.refusals = new SchemaRefusals(deps.name, deps.metrics, deps.log);
+    this.tracing = deps.tracing ?? TRACING_OFF;
   }
 
   async start(): Promise<void> {
@@ -299,13 +305,15 @@ export class ProtectPipeline {
     // past the last record when the consumer skipped transaction markers behind it (ports.ts)
     const next = batch.end ?? (BigInt(batch.records.at(-1)!.offset) + 1n).toString();
     const codes = new Map<string, number>();
+    // off: one constant check per batch, and `trace` stays undefined for every record
+    const trace = this.tracing.enabled ? this.traceBatch(batch) : undefined;
     let done: InRecord[];
     try {
       if (this.deps.config.delivery === 'exactly-once') {
-        done = await this.transactions.run(batch.topic, batch.partition, batch.records, next, (records, tx) => this.produce(records, (r) => tx.send(r), codes, heartbeat));
+        done = await this.transactions.run(batch.topic, batch.partition, batch.records, next, (records, tx) => this.produce(records, (r) => tx.send(r), codes, heartbeat, trace));
       } else {
         const producer = await (this.plainProducer ??= this.deps.kafka.producer({}));
-        await this.produce(batch.records, (r) => producer.send(r), codes, heartbeat);
+        await this.produce(batch.records, (r) => producer.send(r), codes, heartbeat, trace);
         await this.consumer!.commitOffsets(batch.topic, batch.partition, next);
         done = batch.records;
       }
@@ -313,6 +321,7 @@ export class ProtectPipeline {
       this.ahead.protected(partitionKey, false);
       this.liveness.failed(partitionKey);
       const code = (e as StreamError).code ?? (e as Error).name;
+      trace?.end({ outcome: code, records: 0, deadLettered: 0 });
       if (e instanceof StreamError && !e.retriable) {
         // nothing of the batch was committed; the consumer stops here rather than skip the record
         this.liveness.halted(code);
@@ -328,6 +337,7 @@ export class ProtectPipeline {
     this.ahead.protected(partitionKey);
     this.liveness.progressed(partitionKey);
     const dead = [...codes.values()].reduce((a, b) => a + b, 0);
+    trace?.end({ outcome: done.length > 0 ? 'committed' : 'skipped', records: done.length, deadLettered: dead });
     metrics.recordsIn.inc({ pipeline: name }, done.length);
     metrics.recordsOut.inc({ pipeline: name }, done.length - dead);
     for (const [code, n] of codes) metrics.deadLettered.inc({ pipeline: name, code }, n);
@@ -340,7 +350,7 @@ export class ProtectPipeline {
    * broker round trips; sends stay in order). Counts dead letters by code into `codes` only once
    * everything was sent.
    */
-  private async produce(records: InRecord[], send: (r: OutRecord[]) => Promise<void>, codes: Map<string, number>, heartbeat: () => Promise<void>): Promise<void> {
+  private async produce(records: InRecord[], send: (r: OutRecord[]) => Promise<void>, codes: Map<string, number>, heartbeat: () => Promise<void>, trace?: BatchTrace): Promise<void> {
     const { kafka, config } = this.deps;
     const deadLimit = await kafka.maxMessageBytes(config.deadLetterTopic);
     // each clean topic's limit, read once per batch (a rename sink has one per source topic)
@@ -379,7 +389,7 @@ export class ProtectPipeline {
             const code = out.headers.find((h) => h.key === 'veil.error.code')!.value!.toString();
             counted.set(code, (counted.get(code) ?? 0) + 1);
           }
-          chunk.push(out);
+          chunk.push(trace === undefined ? out : trace.record(record, out, out.topic === config.deadLetterTopic ? headerValue(out.headers, 'veil.error.code')?.toString() : undefined));
         }
         sending = sending.then(() => send(chunk));
         if (Date.now() - beat > 1000) {
@@ -402,6 +412,14 @@ export class ProtectPipeline {
       const [schema, path] = at.split('\u0000') as [string, string];
       this.refusals.count(schema === '' ? undefined : Number(schema), path === '' ? undefined : path, n);
     }
+  }
+
+  /** The spans of one batch's transaction, under the configuration version its records are protected with. */
+  private traceBatch(batch: Batch): BatchTrace {
+    return new BatchTrace(this.tracing, {
+      pipeline: this.name, topic: batch.topic, partition: batch.partition, group: this.groupId,
+      configVersion: this.veilHeaders.configVersion, delivery: this.deps.config.delivery, fetched: batch.records.length,
+    });
   }
 
   /** The unmapped guard's first finding at a path, logged once per path and kind (a path holds names, never values). */

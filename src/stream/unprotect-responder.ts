@@ -8,7 +8,10 @@ import type { BearerVerifier } from '../identity/token-verifier.ts';
 import type { PipelineLog } from './protect-pipeline.ts';
 import { headerValue, type Batch, type ConsumerPort, type Header, type InRecord, type KafkaPort, type OutRecord, type ProducerPort } from './ports.ts';
 import { openWithRetry } from './start-retry.ts';
-import { CORRELATION_ID, REPLY_STATUS_HEADER, REQUEST_HEADERS } from './unprotect-protocol.ts';
+import { CORRELATION_ID, REPLY_STATUS_HEADER, REPLY_TRACEPARENT_HEADER, REQUEST_HEADERS } from './unprotect-protocol.ts';
+import { traceCarrierOf } from '../observability/kafka-trace.ts';
+import { ATTR, OUTCOME_OK } from '../observability/span-attributes.ts';
+import { SpanKind, SpanStatusCode, TRACING_OFF, type Tracing } from '../observability/tracing.ts';
 
 export interface ResponderDeps {
   name: string;
@@ -21,6 +24,18 @@ export interface ResponderDeps {
   now: () => Date;
   /** how long start() waits for a broker it cannot reach yet (default 60 s) */
   startTimeoutMs?: number;
+  /** a span per request when tracing is on; default off */
+  tracing?: Tracing;
+  /** the configuration version the engine was built from, named on the spans */
+  configVersion?: string;
+}
+
+export const REQUEST_SPAN = 'stream.unprotect request';
+
+/** What answering one request came to, for its span: the refusal's code, or how many values it transformed. */
+interface AnswerNote {
+  code?: string;
+  values: number;
 }
 
 const utf8 = (s: string) => Buffer.from(s, 'utf8');
@@ -42,17 +57,22 @@ export class UnprotectResponder {
   private guard: GuardedTransform;
   private consumer?: ConsumerPort;
   private producer?: Promise<ProducerPort>;
+  private readonly tracing: Tracing;
+  private configVersion: string | undefined;
 
   constructor(deps: ResponderDeps) {
     this.deps = deps;
     this.groupId = deps.config.groupId ?? `veil-unprotect-${deps.name}`;
     this.allowed = new Set(deps.config.replyTopics);
     this.guard = new GuardedTransform({ engine: deps.engine, audit: deps.audit, now: deps.now, channel: 'kafka', scope: 'every' });
+    this.tracing = deps.tracing ?? TRACING_OFF;
+    this.configVersion = deps.configVersion;
   }
 
 
   /** Requests from now on run on `engine` (a configuration version published since the start). */
-  useEngine(engine: Engine): void {
+  useEngine(engine: Engine, configVersion?: string): void {
+    this.configVersion = configVersion;
     this.guard = new GuardedTransform({ engine, audit: this.deps.audit, now: this.deps.now, channel: 'kafka', scope: 'every' });
   }
 
@@ -87,7 +107,46 @@ export class UnprotectResponder {
   }
 
   /** The reply to one request, or its dead letter when it names no allowed reply topic. */
-  async answer(record: InRecord): Promise<OutRecord> {
+  answer(record: InRecord): Promise<OutRecord> {
+    return this.tracing.enabled ? this.tracedAnswer(record) : this.respond(record);
+  }
+
+  /**
+   * answer() in a CONSUMER span continuing the request's W3C trace context (else a trace of its
+   * own): responder, configuration version, outcome (`ok` or the code), status and the number of
+   * values. A reply to a request that named a trace carries a traceparent naming this span; a
+   * dead letter carries none (it goes to operators, not to the requester).
+   */
+  private async tracedAnswer(record: InRecord): Promise<OutRecord> {
+    const carrier = traceCarrierOf(record.headers);
+    const parent = carrier && this.tracing.remote(carrier);
+    const span = this.tracing.start(REQUEST_SPAN, {
+      kind: SpanKind.CONSUMER, parent,
+      attributes: {
+        [ATTR.responder]: this.deps.name, [ATTR.messagingSystem]: 'kafka', [ATTR.messagingOperationType]: 'process',
+        [ATTR.messagingDestination]: record.topic, [ATTR.messagingPartition]: String(record.partition), [ATTR.kafkaOffset]: Number(record.offset),
+        ...(this.configVersion ? { [ATTR.configVersion]: this.configVersion } : {}),
+      },
+    });
+    const note: AnswerNote = { values: 0 };
+    try {
+      const out = await this.respond(record, note);
+      span.setAttributes({ [ATTR.outcome]: note.code ?? OUTCOME_OK, [ATTR.values]: note.values });
+      const status = headerValue(out.headers, REPLY_STATUS_HEADER)?.toString();
+      if (status !== undefined) span.setAttribute(ATTR.httpStatus, Number(status));
+      if (status === undefined || Number(status) >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
+      if (parent === undefined || status === undefined) return out;
+      return { ...out, headers: [...out.headers, { key: REPLY_TRACEPARENT_HEADER, value: utf8(this.tracing.traceparent(span)) }] };
+    } catch (e) {
+      span.setAttribute(ATTR.outcome, (e as { code?: string }).code ?? 'INTERNAL');
+      span.setStatus({ code: SpanStatusCode.ERROR });
+      throw e;
+    } finally {
+      span.end();
+    }
+  }
+
+  private async respond(record: InRecord, note?: AnswerNote): Promise<OutRecord> {
     const header = (name: string) => headerValue(record.headers, name)?.toString('utf8');
     const given = header(REQUEST_HEADERS.correlationId);
     const correlationId = given && CORRELATION_ID.test(given) ? given : undefined;
@@ -95,6 +154,7 @@ export class UnprotectResponder {
     const replyTo = header(REQUEST_HEADERS.replyTo);
     if (!replyTo || !this.allowed.has(replyTo) || !correlationId) {
       const code = !correlationId ? 'REQUEST_MALFORMED' : 'REPLY_TOPIC_NOT_ALLOWED';
+      if (note) note.code = code;
       await this.record({ requestId, outcome: 'denied', code });
       return {
         topic: this.deps.config.deadLetterTopic, key: record.key, value: null,
@@ -124,6 +184,10 @@ export class UnprotectResponder {
       warn: (message) => this.deps.log.warn({ responder: this.deps.name, requestId }, message),
     });
     if (!outcome.ok && 'unexpected' in outcome) this.deps.log.error({ responder: this.deps.name, errorType: (outcome.unexpected as Error | undefined)?.name }, 'unexpected error');
+    if (note) {
+      if (outcome.ok) note.values = outcome.plan.requests.reduce((n, r) => n + r.instances.length, 0);
+      else note.code = outcome.error.code;
+    }
     const status = outcome.ok ? 200 : outcome.error.status;
     const value = outcome.ok ? outcome.response : { error: problemOf(outcome.error, requestId) };
     return {

@@ -10,6 +10,8 @@ import type { BearerVerifier } from '../../identity/token-verifier.ts';
 import type { HttpMetrics } from '../metrics.ts';
 import { transformBodyChecker } from '../transform-body.ts';
 import { engineSource, type EngineSource } from '../engine-source.ts';
+import type { Tracing } from '../../observability/tracing.ts';
+import { transformTrace } from './transform-trace.ts';
 
 interface Deps {
   engine: Engine | EngineSource;
@@ -19,6 +21,10 @@ interface Deps {
   metrics: HttpMetrics;
   now: () => Date;
   sendError: (reply: FastifyReply, error: VeilError, req: FastifyRequest) => FastifyReply;
+  /** a span per call when tracing is on (transform-trace.ts) */
+  tracing?: Tracing;
+  /** the active configuration version, named on the span */
+  configVersion?: () => string;
 }
 
 /**
@@ -40,7 +46,9 @@ export function registerTransformRoute(app: FastifyInstance, deps: Deps): void {
     if (!guard) guards.set(engine, (guard = new GuardedTransform({ engine, audit: deps.audit, now: deps.now, channel: 'http', scope: 'revealing' })));
     return guard;
   };
-  app.post('/transform', async (req, reply) => {
+  // off: no hook is registered at all, so a call pays nothing for tracing
+  const trace = deps.tracing?.enabled ? transformTrace(deps.tracing, () => deps.configVersion?.()) : undefined;
+  app.post('/transform', trace ? trace.hooks : {}, async (req, reply) => {
     const outcome = await guardOf(engines.current()).run({
       requestId: req.id,
       body: req.body,
@@ -63,9 +71,12 @@ export function registerTransformRoute(app: FastifyInstance, deps: Deps): void {
         const e = outcome.unexpected as Error | undefined;
         req.log.error({ errorType: e?.name, frames: String(e?.stack ?? '').split('\n').slice(1, 8) }, 'unexpected error');
       }
+      trace?.refused(req, outcome.error.code);
       return deps.sendError(reply, outcome.error, req);
     }
-    for (const f of fieldCounts(outcome.plan)) {
+    const counts = fieldCounts(outcome.plan);
+    trace?.transformed(req, outcome.plan, counts);
+    for (const f of counts) {
       deps.metrics.instances.inc({ class: f.className, property: f.propertyName, action: f.action }, f.count);
     }
     return reply.code(200).send(outcome.response);

@@ -1,0 +1,71 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { fieldCounts } from '../../audit/audit-event.ts';
+import type { Plan } from '../../engine/index.ts';
+import { ATTR, OUTCOME_OK } from '../../observability/span-attributes.ts';
+import { SpanKind, SpanStatusCode, type Span, type Tracing } from '../../observability/tracing.ts';
+
+export const TRANSFORM_SPAN = 'POST /transform';
+
+/** The span hooks of POST /transform, registered on the route only when tracing is on. */
+export interface TransformTrace {
+  /** route-level Fastify hooks: the span starts before the body is read and ends once the reply is sent */
+  hooks: {
+    onRequest(req: FastifyRequest, reply: FastifyReply): Promise<void>;
+    onError(req: FastifyRequest, reply: FastifyReply, error: Error): Promise<void>;
+    onResponse(req: FastifyRequest, reply: FastifyReply): Promise<void>;
+  };
+  /** a call that was transformed: how many requests, values and fields, which actions */
+  transformed(req: FastifyRequest, plan: Plan, counts: ReturnType<typeof fieldCounts>): void;
+  /** a call refused by the guarded transform: its error code */
+  refused(req: FastifyRequest, code: string): void;
+}
+
+/**
+ * One SERVER span per POST /transform call, continuing the caller's W3C traceparent when it sends
+ * a valid one (else a trace of its own). Attributes: method, route, status, outcome (`ok` or the
+ * error code), the active configuration version and counts — never a value, a token or a body.
+ */
+export function transformTrace(tracing: Tracing, configVersion: () => string | undefined): TransformTrace {
+  const spans = new WeakMap<FastifyRequest, Span>();
+  return {
+    hooks: {
+      async onRequest(req) {
+        const parent = tracing.remote({ traceparent: single(req.headers.traceparent), tracestate: single(req.headers.tracestate) });
+        const version = configVersion();
+        spans.set(req, tracing.start(TRANSFORM_SPAN, {
+          kind: SpanKind.SERVER, parent,
+          attributes: { [ATTR.httpMethod]: 'POST', [ATTR.httpRoute]: '/transform', ...(version ? { [ATTR.configVersion]: version } : {}) },
+        }));
+      },
+      async onError(req, _reply, error) {
+        // a refusal before the handler (body parsing, size, content type): its code, never its message
+        const code = (error as { code?: unknown }).code;
+        spans.get(req)?.setAttribute(ATTR.outcome, typeof code === 'string' && /^[A-Z][A-Z0-9_]{0,63}$/.test(code) ? code : 'INTERNAL');
+      },
+      async onResponse(req, reply) {
+        const span = spans.get(req);
+        if (!span) return;
+        span.setAttribute(ATTR.httpStatus, reply.statusCode);
+        if (reply.statusCode >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
+        span.end();
+      },
+    },
+    transformed(req, plan, counts) {
+      spans.get(req)?.setAttributes({
+        [ATTR.outcome]: OUTCOME_OK,
+        [ATTR.requests]: plan.requests.length,
+        [ATTR.values]: counts.reduce((n, f) => n + f.count, 0),
+        [ATTR.fields]: new Set(counts.map((f) => `${f.className}.${f.propertyName}`)).size,
+        [ATTR.actions]: [...new Set(plan.requests.map((r) => r.action))],
+      });
+    },
+    refused(req, code) {
+      spans.get(req)?.setAttribute(ATTR.outcome, code);
+    },
+  };
+}
+
+/** A header sent once; repeated, it names no single trace context. */
+function single(value: string | string[] | undefined): string | undefined {
+  return typeof value === 'string' ? value : undefined;
+}
