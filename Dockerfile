@@ -28,11 +28,16 @@ COPY patches/ patches/
 COPY scripts/ scripts/
 # exactly what package-lock.json pins. The image's npm (10) does not read package.json's
 # allowScripts, so dependencies' own install scripts are skipped here (the librdkafka package's
-# would download a prebuilt binary) and veil's postinstall, which builds what veil needs, runs alone
+# would download a prebuilt binary) and veil's postinstall, which builds what veil needs, runs alone.
+# Then the dev dependencies go, and librdkafka's sources and objects (about 270 MB): the binding
+# keeps its .node, the librdkafka shared libraries beside it and veil's build stamp.
 RUN npm ci --ignore-scripts --no-audit --no-fund \
  && npm run postinstall \
  && npm prune --omit=dev --ignore-scripts --no-audit --no-fund \
- && npm cache clean --force
+ && npm cache clean --force \
+ && cd node_modules/@confluentinc/kafka-javascript \
+ && rm -rf deps build-veil.log build/Release/obj.target build/deps/include build/deps/*.a \
+ && test -f build/veil-build.stamp && node -e "require('./')"
 COPY bin/ bin/
 COPY config/ config/
 COPY src/ src/

@@ -25,9 +25,16 @@ if [ ! -x "$helm" ]; then
   echo "veil: building helm $version from the Go module proxy (once, into $dir)" >&2
   tmp=$(mktemp -d "$dir/.helm-build.XXXXXX")
   trap 'rm -rf "$tmp"' EXIT
-  # outside any module (a go.mod or go.work above the cache would be ignored anyway: GOFLAGS -mod=mod)
-  (cd "$tmp" && GOBIN="$tmp" GOWORK=off CGO_ENABLED=0 GOFLAGS=-buildvcs=false \
-    "$go" install -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=$version" "helm.sh/helm/v3/cmd/helm@$version") >&2
+  # as helm's Makefile does: the version, and the Kubernetes version `helm template` and `helm lint`
+  # assume (1.<minor of the k8s.io/client-go helm is built with>) instead of the default 1.20
+  gomod=$(cd "$tmp" && GOWORK=off "$go" mod download -json "helm.sh/helm/v3@$version" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",*$/\1/p')
+  minor=$(sed -n 's/^[[:space:]]*k8s\.io\/client-go v0\.\([0-9]*\)\..*/\1/p' "$gomod" | head -1)
+  [ -n "$minor" ] || { echo "veil: no k8s.io/client-go in $gomod" >&2; exit 1; }
+  flags="-s -w -X helm.sh/helm/v3/internal/version.version=$version"
+  for pkg in helm.sh/helm/v3/pkg/chartutil helm.sh/helm/v3/pkg/lint/rules; do
+    flags="$flags -X $pkg.k8sVersionMajor=1 -X $pkg.k8sVersionMinor=$minor"
+  done
+  (cd "$tmp" && GOBIN="$tmp" GOWORK=off CGO_ENABLED=0 GOFLAGS=-buildvcs=false "$go" install -ldflags "$flags" "helm.sh/helm/v3/cmd/helm@$version") >&2
   mv "$tmp/helm" "$helm"
 fi
 echo "$helm"
