@@ -23,7 +23,7 @@ export interface ActiveEngine extends OpenedEngine {
    * the control store is no longer followed (CONTROL_STORE_UNAVAILABLE), with codes and reasons
    * only — which KMS, key or brokers stays in the log: /healthz is often unauthenticated.
    */
-  liveness(): { healthy: boolean; detail?: Record<string, unknown> };
+  liveness(): { healthy: boolean; detail?: Record<string, unknown>; info: { configuration: { version: number; hash: string } } };
   /** stops following, the KEK's lease and the control store's consumer */
   close(): Promise<void>;
 }
@@ -78,8 +78,11 @@ export async function openActiveEngine(options: Omit<OpenEngineOptions, 'control
       liveness() {
         const kek = leaseLiveness(opened.lease);
         const store = control?.status() ?? { following: true };
-        if (kek.healthy && store.following) return { healthy: true };
-        return { healthy: false, detail: { ...kek.detail, ...(store.following ? {} : { controlStore: { code: 'CONTROL_STORE_UNAVAILABLE', reason: store.reason ?? 'the control store is no longer followed' } }) } };
+        // the running version's number and hash, healthy or not (veil.config.version carries the hash)
+        const running = holder.get();
+        const info = { configuration: { version: running.version, hash: running.config.version } };
+        if (kek.healthy && store.following) return { healthy: true, info };
+        return { healthy: false, info, detail: { ...kek.detail, ...(store.following ? {} : { controlStore: { code: 'CONTROL_STORE_UNAVAILABLE', reason: store.reason ?? 'the control store is no longer followed' } }), ...info } };
       },
       async close() {
         await watch?.stop();

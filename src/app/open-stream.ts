@@ -175,7 +175,7 @@ export async function openStream(options: StreamOptions): Promise<StreamService>
           const shared = active.liveness();
           // schema versions a pipeline refuses (a mapped path they lack): shown, healthy or not; the pipeline progresses
           const refused = pipelines.flatMap((p) => p.refusedSchemas().map((r) => ({ pipeline: p.name, ...r })));
-          const info = refused.length ? { refusedSchemas: refused } : {};
+          const info = { ...shared.info, ...(refused.length ? { refusedSchemas: refused } : {}) };
           if (!failing.length && shared.healthy) return { healthy: true, info };
           return { healthy: false, detail: { ...(failing.length ? { pipelines: failing } : {}), ...shared.detail, ...info } };
         },

@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { resolveDataDir } from '../app/paths.ts';
-import { ConfigVersions, CONTROL_STORE_ENV, controlTopic, ensureControlKey, openKafkaControlLog, signWrite } from '../control/index.ts';
+import { ConfigVersions, CONTROL_STORE_ENV, controlTopic, controlTopicSettings, ensureControlKey, openKafkaControlLog, signWrite } from '../control/index.ts';
 import { openKeystore } from '../app/open-engine.ts';
 import { VeilError } from '../engine/index.ts';
 import { KEYSTORE_FILE } from '../keystore/local-keystore.ts';
@@ -51,7 +51,7 @@ async function migrate(dataDir: string, io: CliIo): Promise<number> {
   await ensureControlKey(keystore);
   const keyset = await readFile(join(dataDir, KEYSTORE_FILE)).catch(() => undefined);
   const texts = await Promise.all(versions.versions().map(async (v) => ({ meta: v, text: await versions.read(v.number) })));
-  const log = await openKafkaControlLog({ brokers, topic });
+  const log = await openKafkaControlLog({ ...controlTopicSettings(io.env), brokers, topic });
   try {
     if (log.head('config') || log.head('keyset')) throw new VeilError('CONFIG_INVALID', `control store topic ${topic} holds versions already: migrate only into an empty store`);
     for (const [i, { meta, text }] of texts.entries()) {
@@ -63,7 +63,7 @@ async function migrate(dataDir: string, io: CliIo): Promise<number> {
     await log.close();
   }
   // verified by a reader that starts from nothing, as a new process would
-  const check = await openKafkaControlLog({ brokers, topic });
+  const check = await openKafkaControlLog({ ...controlTopicSettings(io.env), brokers, topic });
   try {
     const got = check.state.configs.map((c) => c.write.body);
     if (got.length !== texts.length || got.some((t, i) => t !== texts[i]!.text)) throw new VeilError('CONTROL_STORE_UNAVAILABLE', `${topic} read back does not hold the data dir's versions`);

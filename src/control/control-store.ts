@@ -47,7 +47,7 @@ export async function openControlStore(env: Env, dataDir: string, notice?: (mess
   const { KafkaControlLog } = await import('./kafka-control-log.ts');
   const keysets = new KeysetMirror(dataDir, notice);
   const configs = new VersionMirror(await ConfigVersions.open(dataDir), notice);
-  const log = await KafkaControlLog.open({ brokers, topic, onAccepted: await dataDirMirror(dataDir, keysets, configs) });
+  const log = await KafkaControlLog.open({ ...controlTopicSettings(env), brokers, topic, onAccepted: await dataDirMirror(dataDir, keysets, configs), ...(notice ? { warn: notice } : {}) });
   return controlStoreOver(log, `Kafka topic ${topic} on ${brokers.join(',')}`, keysets, configs);
 }
 
@@ -164,6 +164,27 @@ export function controlTopic(env: Env): { brokers: string[]; topic: string } {
   const brokers = (env.VEIL_CONTROL_BROKERS ?? env.KAFKA_BROKERS ?? '').split(',').filter(Boolean);
   if (brokers.length === 0) throw new VeilError('CONFIG_INVALID', `${CONTROL_STORE_ENV}=kafka needs VEIL_CONTROL_BROKERS or KAFKA_BROKERS`);
   return { brokers, topic: env.VEIL_CONTROL_TOPIC ?? DEFAULT_TOPIC };
+}
+
+/**
+ * VEIL_CONTROL_REPLICATION_FACTOR and VEIL_CONTROL_MIN_INSYNC_REPLICAS: the control topic's
+ * replication when veil creates it (both unset: the broker's defaults), and what an existing
+ * topic is checked against (a warning at start when it has less).
+ */
+export function controlTopicSettings(env: Env): { replicationFactor?: number; minInsyncReplicas?: number } {
+  const count = (name: string) => {
+    const text = env[name];
+    if (text === undefined || text === '') return undefined;
+    const n = Number(text);
+    if (!Number.isInteger(n) || n < 1 || n > 32) throw new VeilError('CONFIG_INVALID', `${name} must be a whole number from 1 to 32`);
+    return n;
+  };
+  const replicationFactor = count('VEIL_CONTROL_REPLICATION_FACTOR');
+  const minInsyncReplicas = count('VEIL_CONTROL_MIN_INSYNC_REPLICAS');
+  if (replicationFactor !== undefined && minInsyncReplicas !== undefined && minInsyncReplicas > replicationFactor) {
+    throw new VeilError('CONFIG_INVALID', 'VEIL_CONTROL_MIN_INSYNC_REPLICAS must not exceed VEIL_CONTROL_REPLICATION_FACTOR: no write to the control topic could be acknowledged');
+  }
+  return { ...(replicationFactor ? { replicationFactor } : {}), ...(minInsyncReplicas ? { minInsyncReplicas } : {}) };
 }
 
 /** The key set's control key (hmac-sha256), created by the first process that finds none; a racing creator's key is taken. */

@@ -7,7 +7,7 @@ export { ConfigVersions, VERSIONS_DIR, type ConfigCheck, type DraftMeta, type Te
 export { authInput, CONTROL_MAC_KEY, type ControlAuth } from './control-auth.ts';
 export { ControlState, parseWrite, recordKey, type Accepted, type ControlWrite, type History } from './control-log.ts';
 export {
-  CONTROL_STORE_ENV, controlStoreOver, controlTopic, dataDirMirror, ensureControlKey, mirroredIsAuthentic, openControlStore, signWrite,
+  CONTROL_STORE_ENV, controlStoreOver, controlTopic, controlTopicSettings, dataDirMirror, ensureControlKey, mirroredIsAuthentic, openControlStore, signWrite,
   versionIsAuthentic, writeIsAuthentic, type AppendLog, type ControlStore,
 } from './control-store.ts';
 export { EngineHolder, type ActiveConfig } from './engine-holder.ts';

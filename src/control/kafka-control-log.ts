@@ -11,8 +11,12 @@ export interface KafkaControlLogOptions {
   onAccepted?: (entry: Accepted) => Promise<void> | void;
   /** how long an append waits to read its own write back (default 30 s) */
   appendTimeoutMs?: number;
-  /** replication factor when the topic is created (default: the broker's) */
+  /** replication factor when the topic is created (default: the broker's); an existing topic with fewer replicas is warned about */
   replicationFactor?: number;
+  /** min.insync.replicas when the topic is created (default: the broker's); an existing topic with fewer is warned about */
+  minInsyncReplicas?: number;
+  /** what an operator should know of the topic's settings (said once at start) */
+  warn?: (message: string) => void;
 }
 
 /**
@@ -89,14 +93,39 @@ export class KafkaControlLog {
     await this.admin?.disconnect().catch(() => undefined);
   }
 
+  /**
+   * A topic veil did not create (or created with other settings) is used as it is, but what would
+   * lose or reorder history is said: fewer replicas or in-sync replicas than asked, or a cleanup
+   * policy that deletes accepted versions by age.
+   */
+  private async checkExisting(): Promise<void> {
+    const { topic, replicationFactor, minInsyncReplicas, warn } = this.options;
+    if (!warn) return;
+    const [metadata, configs] = await Promise.all([
+      this.admin!.fetchTopicMetadata({ topics: [topic] }),
+      this.admin!.describeConfigs({ includeSynonyms: false, resources: [{ type: 2 /* TOPIC */, name: topic, configNames: ['cleanup.policy', 'min.insync.replicas'] }] }),
+    ]);
+    const replicas = metadata.topics[0]?.partitions[0]?.replicas.length ?? 0;
+    const entry = (name: string) => configs.resources[0]?.configEntries.find((e) => e.configName === name)?.configValue;
+    const isr = Number(entry('min.insync.replicas') ?? 1);
+    if (replicationFactor && replicas < replicationFactor) warn(`control store topic ${topic} has ${replicas} replica(s), fewer than VEIL_CONTROL_REPLICATION_FACTOR=${replicationFactor}: it exists already, so it is not changed (kafka-reassign-partitions.sh adds replicas)`);
+    if (minInsyncReplicas && isr < minInsyncReplicas) warn(`control store topic ${topic} has min.insync.replicas=${isr}, fewer than VEIL_CONTROL_MIN_INSYNC_REPLICAS=${minInsyncReplicas}: a write may be acknowledged by fewer brokers than asked (kafka-configs.sh --alter sets it)`);
+    if (entry('cleanup.policy') !== 'compact') warn(`control store topic ${topic} has cleanup.policy=${entry('cleanup.policy') ?? 'unknown'}, not compact: retention may delete accepted versions, and a process started after that would not see them`);
+  }
+
   private async start(): Promise<void> {
     const { topic } = this.options;
     this.admin = this.kafka.admin();
     await this.admin.connect();
-    await this.admin.createTopics({
+    const { replicationFactor, minInsyncReplicas } = this.options;
+    const created = await this.admin.createTopics({
       waitForLeaders: true,
-      topics: [{ topic, numPartitions: 1, ...(this.options.replicationFactor ? { replicationFactor: this.options.replicationFactor } : {}), configEntries: [{ name: 'cleanup.policy', value: 'compact' }] }],
+      topics: [{
+        topic, numPartitions: 1, ...(replicationFactor ? { replicationFactor } : {}),
+        configEntries: [{ name: 'cleanup.policy', value: 'compact' }, ...(minInsyncReplicas ? [{ name: 'min.insync.replicas', value: String(minInsyncReplicas) }] : [])],
+      }],
     });
+    if (!created) await this.checkExisting();
     const offsets = await this.admin.fetchTopicOffsets(topic);
     if (offsets.length !== 1) throw new VeilError('CONFIG_INVALID', `control store topic ${topic} has ${offsets.length} partitions; it must have exactly one (its order is the history's)`);
     const end = Number(offsets[0]!.high) - 1;

@@ -129,3 +129,12 @@ export const JWKS_SCHEMA: Schema = {
 };
 
 export const statusSchema = (...values: string[]): Schema => ({ type: 'object', required: ['status'], additionalProperties: false, properties: { status: { enum: values } } });
+
+/** GET /healthz: the status and the running configuration version's number and hash (veil.config.version); failing, why (codes and reasons, never values). */
+export const healthSchema = (status: 'ok' | 'failing'): Schema => ({
+  type: 'object', required: ['status', 'configuration'], additionalProperties: status === 'failing',
+  properties: {
+    status: { enum: [status] },
+    configuration: { type: 'object', required: ['version', 'hash'], additionalProperties: false, properties: { version: { type: 'integer', minimum: 1 }, hash: { type: 'string' } } },
+  },
+});

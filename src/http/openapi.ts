@@ -1,7 +1,7 @@
 import { ERROR_CATALOG } from '../engine/index.ts';
 import {
   DEFAULT_LIMITS, DISCOVERY_SCHEMA, JWKS_SCHEMA, OAUTH_ERROR_SCHEMA, PROBLEM_SCHEMA, TOKEN_FORM_SCHEMA, TOKEN_RESPONSE_SCHEMA,
-  statusSchema, transformRequestSchema, transformResponseSchema,
+  healthSchema, statusSchema, transformRequestSchema, transformResponseSchema,
 } from './openapi-schemas.ts';
 import type { BodyLimits } from './transform-body.ts';
 
@@ -86,7 +86,10 @@ export function openApiDocument(serverUrl = 'http://localhost:8080', limits: Bod
       },
       '/.well-known/openid-configuration': get('discovery', 'OpenID provider metadata', { 200: { description: 'Issuer, token endpoint, JWKS', ...json(ref('Discovery')) } }),
       '/.well-known/jwks.json': get('jwks', 'Token signing keys', { 200: { description: 'The public keys of every signing key version', ...json(ref('Jwks')) } }),
-      '/healthz': get('health', 'Liveness', { 200: { description: 'alive', ...json(statusSchema('ok')) } }),
+      '/healthz': get('health', 'Liveness', {
+        200: { description: 'alive, with the running configuration version', ...json(healthSchema('ok')) },
+        503: { description: 'failing: the KEK\'s lease lapsed (kek) or the control store is no longer followed (controlStore)', ...json(healthSchema('failing')) },
+      }),
       '/readyz': get('ready', 'Readiness', {
         200: { description: 'ready', ...json(statusSchema('ready')) },
         503: { description: 'starting or draining', ...json(statusSchema('not ready')) },

@@ -48,10 +48,10 @@ async function metrics(): Promise<string> {
 }
 
 describe('health and readiness', () => {
-  it('GET /healthz answers 200 ok', async () => {
+  it('GET /healthz answers 200 ok with the running configuration version, its number and its hash (veil.config.version)', async () => {
     const reply = await call(`${svc.url}/healthz`);
     expect(reply.status).toBe(200);
-    expect(reply.json).toEqual({ status: 'ok' });
+    expect(reply.json).toEqual({ status: 'ok', configuration: { version: 1, hash: expect.stringMatching(/^[0-9a-f]{12,64}$/) } });
   });
 
   it('GET /readyz answers 200 ready while serving', async () => {

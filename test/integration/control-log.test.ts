@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { Accepted } from '../../src/control/index.ts';
+import { controlTopicSettings, type Accepted } from '../../src/control/index.ts';
 import { KafkaControlLog } from '../../src/control/kafka-control-log.ts';
 import { BROKERS, kafkaClient } from '../helpers/kafka.ts';
 import { privateBroker } from '../helpers/processes.ts';
@@ -109,4 +109,33 @@ describe('KafkaControlLog against a real broker', () => {
       await broker.stop().catch(() => undefined);
     }
   }, 120_000);
+
+  it('VEIL_CONTROL_REPLICATION_FACTOR / VEIL_CONTROL_MIN_INSYNC_REPLICAS: used when veil creates the topic; an existing topic with less, or not compacted, is warned about', async () => {
+    const admin = kafkaClient().admin();
+    await admin.connect();
+    try {
+      const isrOf = async (name: string) => (await admin.describeConfigs({ resources: [{ type: 2, name, configNames: ['min.insync.replicas'] }], includeSynonyms: false })).resources[0]!.configEntries[0]!.configValue;
+      const created = `veil.control.settings.${randomBytes(4).toString('hex')}`;
+      const warnings: string[] = [];
+      const log = await KafkaControlLog.open({ ...controlTopicSettings({ VEIL_CONTROL_REPLICATION_FACTOR: '1', VEIL_CONTROL_MIN_INSYNC_REPLICAS: '1' }), brokers: BROKERS, topic: created, warn: (m) => warnings.push(m) });
+      opened.push(log);
+      expect([await isrOf(created), warnings]).toEqual(['1', []]);
+      // made by someone else, with the broker's defaults and retention by age; veil asked for 3 replicas, 2 in sync
+      const existing = `veil.control.existing.${randomBytes(4).toString('hex')}`;
+      await admin.createTopics({ waitForLeaders: true, topics: [{ topic: existing, numPartitions: 1, configEntries: [{ name: 'cleanup.policy', value: 'delete' }] }] });
+      const other = await KafkaControlLog.open({ ...controlTopicSettings({ VEIL_CONTROL_REPLICATION_FACTOR: '3', VEIL_CONTROL_MIN_INSYNC_REPLICAS: '2' }), brokers: BROKERS, topic: existing, warn: (m) => warnings.push(m) });
+      opened.push(other);
+      expect(warnings).toEqual([
+        expect.stringMatching(/has 1 replica\(s\), fewer than VEIL_CONTROL_REPLICATION_FACTOR=3/),
+        expect.stringMatching(/min.insync.replicas=1, fewer than VEIL_CONTROL_MIN_INSYNC_REPLICAS=2/),
+        expect.stringMatching(/cleanup.policy=delete, not compact/),
+      ]);
+    } finally {
+      await admin.disconnect();
+    }
+  });
+
+  it.each([['0', undefined], ['x', undefined], ['2', '3']])('refuses VEIL_CONTROL_REPLICATION_FACTOR=%s with VEIL_CONTROL_MIN_INSYNC_REPLICAS=%s', (rf, isr) => {
+    expect(() => controlTopicSettings({ VEIL_CONTROL_REPLICATION_FACTOR: rf, ...(isr ? { VEIL_CONTROL_MIN_INSYNC_REPLICAS: isr } : {}) })).toThrow(expect.objectContaining({ code: 'CONFIG_INVALID' }));
+  });
 });
