@@ -23,7 +23,7 @@ export interface VersionMeta {
   sha256: string;
   /**
    * from a shared control store: the write's MAC and what it covers besides the text and this
-   * metadata (src/store/control-auth.ts), so a process can check the version before it runs it
+   * metadata (control-auth.ts), so a process can check the version before it runs it
    */
   auth?: { key: number; mac: string; basedOn: number; writer: string; meta: boolean };
 }
@@ -82,7 +82,7 @@ const DRAFT_ID = /^[a-f0-9-]{36}$/;
  * with `drafts/<id>.json` (base version, author, saved test cases). Writes go through a temporary
  * file and a rename. Several serving processes may share the store (`veil serve --workers N`):
  * each re-reads the index before publishing and polls it for versions the others published
- * (src/app/active-version-watch.ts).
+ * (active-version-watch.ts).
  */
 export class ConfigVersions {
   readonly dir: string;
