@@ -11,7 +11,7 @@ export interface TransformTrace {
   /** route-level Fastify hooks: the span starts before the body is read and ends once the reply is sent */
   hooks: {
     onRequest(req: FastifyRequest, reply: FastifyReply): Promise<void>;
-    onError(req: FastifyRequest, reply: FastifyReply, error: Error): Promise<void>;
+    onSend(req: FastifyRequest, reply: FastifyReply, payload: unknown): Promise<unknown>;
     onResponse(req: FastifyRequest, reply: FastifyReply): Promise<void>;
   };
   /** a call that was transformed: how many requests, values and fields, which actions */
@@ -27,6 +27,8 @@ export interface TransformTrace {
  */
 export function transformTrace(tracing: Tracing, configVersion: () => string | undefined): TransformTrace {
   const spans = new WeakMap<FastifyRequest, Span>();
+  /** calls whose outcome the handler named; others are refusals before it (body parsing, size, content type) */
+  const named = new WeakSet<FastifyRequest>();
   return {
     hooks: {
       async onRequest(req) {
@@ -37,10 +39,10 @@ export function transformTrace(tracing: Tracing, configVersion: () => string | u
           attributes: { [ATTR.httpMethod]: 'POST', [ATTR.httpRoute]: '/transform', ...(version ? { [ATTR.configVersion]: version } : {}) },
         }));
       },
-      async onError(req, _reply, error) {
-        // a refusal before the handler (body parsing, size, content type): its code, never its message
-        const code = (error as { code?: unknown }).code;
-        spans.get(req)?.setAttribute(ATTR.outcome, typeof code === 'string' && /^[A-Z][A-Z0-9_]{0,63}$/.test(code) ? code : 'INTERNAL');
+      async onSend(req, reply, payload) {
+        // a refusal before the handler: the code of the problem the caller gets (a problem never holds a value)
+        if (reply.statusCode >= 400 && !named.has(req)) spans.get(req)?.setAttribute(ATTR.outcome, problemCode(payload));
+        return payload;
       },
       async onResponse(req, reply) {
         const span = spans.get(req);
@@ -51,6 +53,7 @@ export function transformTrace(tracing: Tracing, configVersion: () => string | u
       },
     },
     transformed(req, plan, counts) {
+      named.add(req);
       spans.get(req)?.setAttributes({
         [ATTR.outcome]: OUTCOME_OK,
         [ATTR.requests]: plan.requests.length,
@@ -60,9 +63,20 @@ export function transformTrace(tracing: Tracing, configVersion: () => string | u
       });
     },
     refused(req, code) {
+      named.add(req);
       spans.get(req)?.setAttribute(ATTR.outcome, code);
     },
   };
+}
+
+/** The `code` of a problem+json body as sent, or INTERNAL when there is none to read. */
+function problemCode(payload: unknown): string {
+  try {
+    const code = typeof payload === 'string' ? (JSON.parse(payload) as { code?: unknown }).code : undefined;
+    return typeof code === 'string' && /^[A-Z][A-Z0-9_]{0,63}$/.test(code) ? code : 'INTERNAL';
+  } catch {
+    return 'INTERNAL';
+  }
 }
 
 /** A header sent once; repeated, it names no single trace context. */
