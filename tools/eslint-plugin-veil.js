@@ -73,6 +73,71 @@ const engineFrontDoor = {
 };
 
 /**
+ * The control plane's front door: source outside src/control imports it only through
+ * src/control/index.ts (versions, mirrors, signing, the watch, both store adapters live behind
+ * it). Tests may reach the internals they test, as the Kafka adapter's.
+ */
+const controlFrontDoor = {
+  meta: {
+    type: 'problem',
+    docs: { description: 'outside src/control, source imports the control plane only from src/control/index.ts' },
+    schema: [],
+    messages: {
+      internal: "'{{source}}' reaches into src/control: import from src/control/index.ts, the control plane's front door",
+    },
+  },
+  create(context) {
+    const file = context.filename;
+    const src = path.join(context.cwd, 'src') + path.sep;
+    const controlDir = path.join(context.cwd, 'src', 'control');
+    const frontDoor = path.join(controlDir, 'index.ts');
+    if (!file.startsWith(src) || file.startsWith(controlDir + path.sep)) return {};
+    const check = (node, source) => {
+      if (typeof source !== 'string' || !source.startsWith('.')) return;
+      const target = path.resolve(path.dirname(file), source);
+      if (target.startsWith(controlDir + path.sep) && target !== frontDoor) context.report({ node, messageId: 'internal', data: { source } });
+    };
+    return {
+      ImportDeclaration: (node) => check(node, node.source.value),
+      ExportNamedDeclaration: (node) => node.source && check(node, node.source.value),
+      ExportAllDeclaration: (node) => check(node, node.source.value),
+      ImportExpression: (node) => check(node, node.source.type === 'Literal' ? node.source.value : undefined),
+    };
+  },
+};
+
+/**
+ * src/app only wires: `open-*.ts` (a process or a part of one, put together from adapters and
+ * neutral modules), `config-file*.ts` (the configuration file of every section, its JSON
+ * schemas), `logger.ts`, and `*-thread.ts` (a worker thread's entry, which must be a module of its
+ * own). Logic found there belongs in a module of its own (issue 31: the control plane's signing,
+ * mirrors and watch moved to src/control, the environment's paths to src/env, the pipelines'
+ * serdes and schema check to src/stream).
+ */
+const WIRING_FILE = /^(open-[a-z0-9-]+|config-file(-[a-z0-9-]+)?|logger|[a-z0-9-]+-thread)\.ts$/;
+const wiringOnly = {
+  meta: {
+    type: 'problem',
+    docs: { description: 'src/app holds only wiring: open-*.ts, config-file*.ts, logger.ts, *-thread.ts, no subfolders' },
+    schema: [],
+    messages: {
+      notWiring: "src/app/{{name}} is not wiring (open-*.ts, config-file*.ts, logger.ts, *-thread.ts): move its logic into the module it belongs to",
+    },
+  },
+  create(context) {
+    const appDir = path.join(context.cwd, 'src', 'app') + path.sep;
+    const file = context.filename;
+    if (!file.startsWith(appDir)) return {};
+    const name = file.slice(appDir.length);
+    return {
+      Program: (node) => {
+        if (name.includes(path.sep) || !WIRING_FILE.test(name)) context.report({ node, messageId: 'notWiring', data: { name } });
+      },
+    };
+  },
+};
+
+/**
  * Adapters are siblings: src/http, src/stream, src/gateway, src/portal, src/db and src/client each
  * turn the engine into one way in or out, and none imports another (issue 10 removed src/stream's
  * use of src/http; issue 12's gateway, src/stream's JSON scanner). What two adapters share lives in
@@ -82,7 +147,7 @@ const engineFrontDoor = {
  * holder moved to src/control; what it needs of src/app comes in through its ConfigPort).
  */
 const ADAPTERS = ['http', 'stream', 'gateway', 'portal', 'db', 'client'];
-const NEUTRAL = ['errors', 'audit', 'identity', 'keystore', 'json-bytes', 'observability', 'control'];
+const NEUTRAL = ['errors', 'audit', 'identity', 'keystore', 'json-bytes', 'observability', 'control', 'env'];
 const WIRING = ['app', 'cli'];
 
 const adapterIsolation = {
@@ -118,4 +183,4 @@ const adapterIsolation = {
   },
 };
 
-export default { rules: { 'engine-layering': engineLayering, 'engine-front-door': engineFrontDoor, 'adapter-isolation': adapterIsolation } };
+export default { rules: { 'engine-layering': engineLayering, 'engine-front-door': engineFrontDoor, 'control-front-door': controlFrontDoor, 'wiring-only': wiringOnly, 'adapter-isolation': adapterIsolation } };

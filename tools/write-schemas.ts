@@ -2,7 +2,7 @@
 // and the engine's transform bodies) and the HTTP service's OpenAPI document:
 // scripts/node22 tools/write-schemas.ts
 import { writeFileSync } from 'node:fs';
-import { jsonSchemas } from '../src/app/json-schemas.ts';
+import { jsonSchemas } from '../src/app/config-file-schemas.ts';
 import { openApiDocument } from '../src/http/openapi.ts';
 
 const files = { ...jsonSchemas(), 'openapi.json': openApiDocument() };

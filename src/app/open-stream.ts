@@ -8,8 +8,8 @@ import { registerOpsRoutes } from '../http/routes/ops-routes.ts';
 import { openKafkaPort, streamClient } from '../stream/kafka-client.ts';
 import type { KafkaPort } from '../stream/ports.ts';
 import { ProtectPool } from '../stream/protect-pool.ts';
-import { serdes } from './pipeline-serde.ts';
-import type { ProtectWorkerData } from './protect-worker.ts';
+import { serdes } from '../stream/serde/pipeline-serdes.ts';
+import type { ProtectWorkerData } from './protect-thread.ts';
 import { ProtectPipeline } from '../stream/protect-pipeline.ts';
 import type { PipelineConfig } from '../stream/pipeline-config.ts';
 import { rewrapPipeline, type RewrapSpec } from '../stream/rewrap-pipeline.ts';
@@ -51,7 +51,7 @@ export interface StreamService {
   listen(port: number, host: string): Promise<Server>;
 }
 
-const PROTECT_WORKER = new URL('./protect-worker.ts', import.meta.url);
+const PROTECT_WORKER = new URL('./protect-thread.ts', import.meta.url);
 
 /**
  * Protection threads per pipeline: VEIL_PROTECT_THREADS, else one fewer than the cores (at least

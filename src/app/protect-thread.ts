@@ -7,7 +7,7 @@ import { rewrapPipeline, type RewrapSpec } from '../stream/rewrap-pipeline.ts';
 import { requireConfig, type VeilConfig } from './config-file.ts';
 import { requireKeys } from '../keystore/config-keys.ts';
 import { openEngine, type OpenedEngine } from './open-engine.ts';
-import { serdes } from './pipeline-serde.ts';
+import { serdes } from '../stream/serde/pipeline-serdes.ts';
 
 /**
  * A protection worker thread of `veil stream protect` (ProtectPool): it opens the configuration

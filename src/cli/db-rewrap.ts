@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 import type { VeilConfig } from '../app/config-file.ts';
 import { openEngine } from '../app/open-engine.ts';
-import { resolveConfigPath, resolveDataDir } from '../app/paths.ts';
+import { resolveConfigPath, resolveDataDir } from '../env/index.ts';
 import { VeilError, type KeyProvider } from '../engine/index.ts';
 import { inspectTable, RewrapRefused, runRewrap, type ColumnField, type RewrapCounts, type RewrapResult, type SqlSession } from '../db/rewrap.ts';
 import { checkColumnName, parseTableName, type TableName } from '../db/rewrap-sql.ts';

@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 import { randomUUID } from 'node:crypto';
 import { openEngine } from '../app/open-engine.ts';
-import { resolveConfigPath, resolveDataDir } from '../app/paths.ts';
+import { resolveConfigPath, resolveDataDir } from '../env/index.ts';
 import type { TransformRequest } from '../engine/index.ts';
 import { errorDocument } from './errors.ts';
 import type { Command } from './io.ts';

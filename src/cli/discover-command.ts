@@ -1,6 +1,6 @@
 import { writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
-import { sampleFile, sampleTable, sampleTopic, SampleSourceError, type SampleReport, type Sampled, type TopicFormat } from '../app/discover-sources.ts';
+import { sampleFile, sampleTable, sampleTopic, SampleSourceError, type SampleReport, type Sampled, type TopicFormat } from '../app/open-discover-sources.ts';
 import { Profiler } from '../discover/profile.ts';
 import { propose } from '../discover/propose.ts';
 import type { Command } from './io.ts';

@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import { openGateway } from '../app/open-gateway.ts';
-import { resolveConfigPath, resolveDataDir } from '../app/paths.ts';
+import { resolveConfigPath, resolveDataDir } from '../env/index.ts';
 import { VeilError } from '../engine/index.ts';
 import type { Command } from './io.ts';
 

@@ -6,7 +6,7 @@ import { openKeystore } from '../app/open-engine.ts';
 import { openControlStore, type ControlStore } from '../control/index.ts';
 import { UsageError } from './errors.ts';
 import { usageExitCode, type CliIo, type Command } from './io.ts';
-import { resolveDataDir } from '../app/paths.ts';
+import { resolveDataDir } from '../env/index.ts';
 
 export const keysHelp = `Usage: veil keys <action> [options]
 

@@ -1,7 +1,7 @@
 import cluster from 'node:cluster';
 import { parseArgs } from 'node:util';
 import { openService } from '../app/open-service.ts';
-import { resolveConfigPath, resolveDataDir } from '../app/paths.ts';
+import { resolveConfigPath, resolveDataDir } from '../env/index.ts';
 import { VeilError } from '../engine/index.ts';
 import type { Command } from './io.ts';
 

@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { resolveDataDir } from '../app/paths.ts';
+import { resolveDataDir } from '../env/index.ts';
 import { ConfigVersions, CONTROL_STORE_ENV, controlTopic, controlTopicSettings, ensureControlKey, openKafkaControlLog, signWrite } from '../control/index.ts';
 import { openKeystore } from '../app/open-engine.ts';
 import { VeilError } from '../engine/index.ts';

@@ -6,7 +6,7 @@ import { resolve } from 'node:path';
 import { openKafkaPort, streamClient } from '../stream/kafka-client.ts';
 import { UnprotectClient } from '../stream/unprotect-client.ts';
 import type { RewrapSpec } from '../stream/rewrap-pipeline.ts';
-import { resolveConfigPath, resolveDataDir } from '../app/paths.ts';
+import { resolveConfigPath, resolveDataDir } from '../env/index.ts';
 import { VeilError } from '../engine/index.ts';
 import { usageExitCode, type Command } from './io.ts';
 

@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { openEngine } from '../app/open-engine.ts';
-import { resolveConfigPath, resolveDataDir } from '../app/paths.ts';
+import { resolveConfigPath, resolveDataDir } from '../env/index.ts';
 import { VeilError } from '../engine/index.ts';
 import { errorDocument } from './errors.ts';
 import type { Command } from './io.ts';

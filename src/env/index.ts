@@ -4,3 +4,5 @@
  * embedders pass their own and nothing below the wiring reads `process.env`.
  */
 export type Env = Readonly<Record<string, string | undefined>>;
+
+export { EXAMPLE_CONFIG, resolveConfigPath, resolveDataDir } from './paths.ts';

@@ -1,4 +1,4 @@
-import type { Env } from '../env/index.ts';
+import type { Env } from './index.ts';
 import { isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 

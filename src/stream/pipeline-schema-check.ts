@@ -1,9 +1,9 @@
 import type { ConfigIssue } from '../engine/index.ts';
-import { unmappedPolicy, type PipelineConfig } from '../stream/pipeline-config.ts';
-import type { SchemaRegistryPort, SchemaType } from '../stream/ports.ts';
-import { checkSchemaPaths, type RegistryFormat } from '../stream/serde/schema-check.ts';
-import { firstUnallowed, planTags, TagPlanError } from '../stream/serde/schema-tags.ts';
-import { StreamError } from '../stream/stream-error.ts';
+import { unmappedPolicy, type PipelineConfig } from './pipeline-config.ts';
+import type { SchemaRegistryPort, SchemaType } from './ports.ts';
+import { checkSchemaPaths, type RegistryFormat } from './serde/schema-check.ts';
+import { firstUnallowed, planTags, TagPlanError } from './serde/schema-tags.ts';
+import { StreamError } from './stream-error.ts';
 
 const SCHEMA_TYPE: Record<RegistryFormat, SchemaType> = { avro: 'AVRO', 'json-schema': 'JSON', protobuf: 'PROTOBUF' };
 

@@ -2,7 +2,7 @@ import { access, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { openEngine, type OpenEngineOptions } from '../../src/app/open-engine.ts';
-import { EXAMPLE_CONFIG } from '../../src/app/paths.ts';
+import { EXAMPLE_CONFIG } from '../../src/env/index.ts';
 import { VeilError } from '../../src/engine/index.ts';
 import { FIXED_NOW, masterKeyHex, tempDir } from '../helpers/cli-io.ts';
 import { body, EXAMPLE_CONFIG_TEXT } from '../helpers/engine-fixture.ts';

@@ -78,10 +78,10 @@ describe('adapters are siblings below the wiring (veil/adapter-isolation)', () =
     ['src/http/probe.ts', "export const m = import('../app/open-service.ts');\n"],
     ['src/stream/probe.ts', "export * from '../cli/main.ts';\n"],
     ['src/gateway/probe.ts', "import { openGateway } from '../app/open-gateway.ts';\nexport const x = openGateway;\n"],
-    ['src/db/probe.ts', "import { resolveDataDir } from '../app/paths.ts';\nexport const x = resolveDataDir;\n"],
-    ['src/client/probe.ts', "import { resolveDataDir } from '../app/paths.ts';\nexport const x = resolveDataDir;\n"],
+    ['src/db/probe.ts', "import { isProduction } from '../app/open-engine.ts';\nexport const x = isProduction;\n"],
+    ['src/client/probe.ts', "import { isProduction } from '../app/open-engine.ts';\nexport const x = isProduction;\n"],
     ['src/control/probe.ts', "import { compileVeilConfigText } from '../app/config-file.ts';\nexport const x = compileVeilConfigText;\n"],
-    ['src/errors/probe.ts', "import { resolveDataDir } from '../app/paths.ts';\nexport const x = resolveDataDir;\n"],
+    ['src/errors/probe.ts', "import { isProduction } from '../app/open-engine.ts';\nexport const x = isProduction;\n"],
   ])('rejects in %s an import of the wiring', async (file, code) => {
     const [result] = await eslint.lintText(code, { filePath: `${cwd}${file}` });
     const messages = result!.messages.filter((m) => m.ruleId === 'veil/adapter-isolation');
@@ -95,13 +95,41 @@ describe('adapters are siblings below the wiring (veil/adapter-isolation)', () =
 
   it('allows the portal src/control, and the wiring src/control, the portal and each other', async () => {
     expect(await rulesFiredAt('src/portal/probe.ts', "import type { ConfigVersions } from '../control/index.ts';\nimport type { EngineHolder } from '../control/index.ts';\nexport type X = [ConfigVersions, EngineHolder<unknown>];\n")).toEqual([]);
-    expect(await rulesFiredAt('src/app/probe.ts', "import { EngineHolder } from '../control/index.ts';\nimport { registerPortal } from '../portal/portal.ts';\nexport const x = [EngineHolder, registerPortal];\n")).toEqual([]);
+    expect(await rulesFiredAt('src/app/open-probe.ts', "import { EngineHolder } from '../control/index.ts';\nimport { registerPortal } from '../portal/portal.ts';\nexport const x = [EngineHolder, registerPortal];\n")).toEqual([]);
     expect(await rulesFiredAt('src/cli/probe.ts', "import { openService } from '../app/open-service.ts';\nexport const x = openService;\n")).toEqual([]);
   });
 
   it('allows an adapter its own files and the neutral modules, and the wiring every adapter', async () => {
     expect(await rulesFiredAt('src/gateway/probe.ts', "import { scanJson } from '../json-bytes/scan.ts';\nimport { Upstream } from './upstream.ts';\nimport { problemOf } from '../errors/problem.ts';\nexport const x = [scanJson, Upstream, problemOf];\n")).toEqual([]);
     expect(await rulesFiredAt('src/stream/serde/probe.ts', "import { scanJson } from '../../json-bytes/scan.ts';\nimport { StreamError } from '../stream-error.ts';\nexport const x = [scanJson, StreamError];\n")).toEqual([]);
-    expect(await rulesFiredAt('src/app/probe.ts', "import { createGateway } from '../gateway/gateway-server.ts';\nimport { HttpMetrics } from '../http/metrics.ts';\nexport const x = [createGateway, HttpMetrics];\n")).toEqual([]);
+    expect(await rulesFiredAt('src/app/open-probe.ts', "import { createGateway } from '../gateway/gateway-server.ts';\nimport { HttpMetrics } from '../http/metrics.ts';\nexport const x = [createGateway, HttpMetrics];\n")).toEqual([]);
+  });
+});
+
+describe('the control plane has one front door, and src/app only wires (issue 31)', () => {
+  it.each([
+    ['src/portal/probe.ts', "import type { ConfigVersions } from '../control/config-versions.ts';\nexport type X = ConfigVersions;\n"],
+    ['src/app/open-probe.ts', "export { signWrite } from '../control/control-store.ts';\n"],
+    ['src/cli/probe.ts', "export const m = import('../control/kafka-control-log.ts');\n"],
+  ])('rejects in %s an import past src/control/index.ts', async (file, code) => {
+    expect(await rulesFiredAt(file, code)).toContain('veil/control-front-door');
+  });
+
+  it('allows src/control its own files and everyone else its index', async () => {
+    expect(await rulesFiredAt('src/control/probe.ts', "import { KeysetMirror } from './keyset-mirror.ts';\nexport const x = KeysetMirror;\n")).toEqual([]);
+    expect(await rulesFiredAt('src/cli/probe.ts', "import { openKafkaControlLog } from '../control/index.ts';\nexport const x = openKafkaControlLog;\n")).toEqual([]);
+  });
+
+  it.each(['src/app/control-store.ts', 'src/app/keyset-mirror.ts', 'src/app/paths.ts', 'src/app/pipeline-serde.ts', 'src/app/sub/open-x.ts'])('rejects %s: not wiring', async (file) => {
+    expect(await rulesFiredAt(file, 'export const x = 1;\n')).toContain('veil/wiring-only');
+  });
+
+  it.each(['src/app/open-service.ts', 'src/app/config-file.ts', 'src/app/config-file-schemas.ts', 'src/app/logger.ts', 'src/app/protect-thread.ts'])('allows %s', async (file) => {
+    expect(await rulesFiredAt(file, 'export const x = 1;\n')).toEqual([]);
+  });
+
+  it('src/app holds only wiring (the files as they are)', () => {
+    const names = readdirSync(join(cwd, 'src', 'app'));
+    expect(names.filter((n) => !/^(open-[a-z0-9-]+|config-file(-[a-z0-9-]+)?|logger|[a-z0-9-]+-thread)\.ts$/.test(n))).toEqual([]);
   });
 });

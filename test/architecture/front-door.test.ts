@@ -12,7 +12,7 @@ async function rulesFiredAt(file: string, code: string): Promise<string[]> {
 
 describe('the engine front door (veil/engine-front-door)', () => {
   it.each([
-    ['src/app/probe.ts', "import { Engine } from '../engine/engine.ts';\nexport const x = Engine;\n"],
+    ['src/app/open-probe.ts', "import { Engine } from '../engine/engine.ts';\nexport const x = Engine;\n"],
     ['src/http/routes/probe.ts', "import type { ServiceConfig } from '../../engine/config/schema.ts';\nexport type X = ServiceConfig;\n"],
     ['src/stream/probe.ts', "export { VeilError } from '../engine/errors.ts';\n"],
     ['src/cli/probe.ts', "export * from '../engine/request/schema.ts';\n"],
@@ -26,7 +26,7 @@ describe('the engine front door (veil/engine-front-door)', () => {
   });
 
   it('allows the front door itself, from anywhere', async () => {
-    expect(await rulesFiredAt('src/app/probe.ts', "import { Engine, VeilError } from '../engine/index.ts';\nexport const x = [Engine, VeilError];\n")).toEqual([]);
+    expect(await rulesFiredAt('src/app/open-probe.ts', "import { Engine, VeilError } from '../engine/index.ts';\nexport const x = [Engine, VeilError];\n")).toEqual([]);
     expect(await rulesFiredAt('test/http/probe.ts', "import { ERROR_CATALOG } from '../../src/engine/index.ts';\nexport const x = ERROR_CATALOG;\n")).toEqual([]);
     expect(await rulesFiredAt('bench/probe.ts', "import { createTransformer } from '../src/engine/index.ts';\nexport const x = createTransformer;\n")).toEqual([]);
   });
@@ -38,7 +38,7 @@ describe('the engine front door (veil/engine-front-door)', () => {
 
   it('the front door does not open key bytes to everyone: revealKeyBytes from it is still restricted', async () => {
     const code = "import { revealKeyBytes } from '../engine/index.ts';\nexport const x = revealKeyBytes;\n";
-    expect(await rulesFiredAt('src/app/probe.ts', code)).toContain('no-restricted-imports');
+    expect(await rulesFiredAt('src/app/open-probe.ts', code)).toContain('no-restricted-imports');
     expect(await rulesFiredAt('src/keystore/probe.ts', code)).toEqual([]);
   });
 });

@@ -38,7 +38,7 @@ describe('architecture', () => {
 
   it('keeps key bytes inside the crypto and keystore modules', async () => {
     const code = "import { revealKeyBytes } from '../engine/key-access/secret-key.ts';\nexport const x = revealKeyBytes;\n";
-    const [result] = await eslint.lintText(code, { filePath: `${cwd}src/app/probe.ts` });
+    const [result] = await eslint.lintText(code, { filePath: `${cwd}src/app/open-probe.ts` });
     expect(result!.messages.map((m) => m.ruleId)).toContain('no-restricted-imports');
   });
 });

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EXAMPLE_CONFIG } from '../../src/app/paths.ts';
+import { EXAMPLE_CONFIG } from '../../src/env/index.ts';
 import type { PipelineConfig } from '../../src/stream/pipeline-config.ts';
 import { BROKERS, REGISTRY_URL, createTopics, javaConsumeHeaders, kafkaClient, steadyProducer, topicsFor, expectKeyOrder } from './kafka.ts';
 import { spawnStream, waitFor } from './processes.ts';

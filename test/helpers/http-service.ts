@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { MemoryAuditSink } from '../../src/audit/audit-sink.ts';
 import { openService, type Service } from '../../src/app/open-service.ts';
-import { EXAMPLE_CONFIG } from '../../src/app/paths.ts';
+import { EXAMPLE_CONFIG } from '../../src/env/index.ts';
 
 export const MASTER_KEY_HEX = 'a'.repeat(64);
 

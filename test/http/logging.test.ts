@@ -5,7 +5,7 @@ import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MemoryAuditSink } from '../../src/audit/audit-sink.ts';
 import { openService, type Service } from '../../src/app/open-service.ts';
-import { EXAMPLE_CONFIG } from '../../src/app/paths.ts';
+import { EXAMPLE_CONFIG } from '../../src/env/index.ts';
 import { MASTER_KEY_HEX, type TestService } from '../helpers/http-service.ts';
 import { SECRET, body, call, clientsYaml, startWith, tokenRequest, transform, type Reply } from './support.ts';
 

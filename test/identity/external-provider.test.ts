@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { startTestService, type TestService } from '../helpers/http-service.ts';
-import { EXAMPLE_CONFIG } from '../../src/app/paths.ts';
+import { EXAMPLE_CONFIG } from '../../src/env/index.ts';
 
 const example = readFileSync(EXAMPLE_CONFIG, 'utf8');
 const guid = (n: number) => `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`;

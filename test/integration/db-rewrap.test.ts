@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openEngine } from '../../src/app/open-engine.ts';
-import { EXAMPLE_CONFIG } from '../../src/app/paths.ts';
+import { EXAMPLE_CONFIG } from '../../src/env/index.ts';
 import type { Chain, Engine } from '../../src/engine/index.ts';
 import { veilDb, type VeilDb } from '../helpers/db-security.ts';
 import { databaseUrl, psql } from '../helpers/postgres.ts';

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EXAMPLE_CONFIG } from '../../src/app/paths.ts';
+import { EXAMPLE_CONFIG } from '../../src/env/index.ts';
 import { openEngine } from '../../src/app/open-engine.ts';
 import { BROKERS, createTopics, javaConsumeCommitted, javaConsumeHeaders, kafkaClient, produce, topicsFor, expectKeyOrder } from '../helpers/kafka.ts';
 import { eventually, ROOT } from '../helpers/processes.ts';

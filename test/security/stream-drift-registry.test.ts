@@ -3,7 +3,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { EXAMPLE_CONFIG } from '../../src/app/paths.ts';
+import { EXAMPLE_CONFIG } from '../../src/env/index.ts';
 import { STREAM_MASTER } from '../helpers/stream.ts';
 import { BROKERS, createTopics, javaConsumeRecords, kafkaClient, REGISTRY_URL, topicsFor } from '../helpers/kafka.ts';
 import { freePorts, spawnStream, waitFor } from '../helpers/processes.ts';

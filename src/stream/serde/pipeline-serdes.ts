@@ -1,8 +1,8 @@
-import { VeilError } from '../engine/index.ts';
-import type { PipelineConfig } from '../stream/pipeline-config.ts';
-import type { SchemaRegistryPort } from '../stream/ports.ts';
-import { jsonSerde } from '../stream/serde/json-serde.ts';
-import type { Serde } from '../stream/serde/serde.ts';
+import { VeilError } from '../../engine/index.ts';
+import type { PipelineConfig } from '../pipeline-config.ts';
+import type { SchemaRegistryPort } from '../ports.ts';
+import { jsonSerde } from './json-serde.ts';
+import type { Serde } from './serde.ts';
 
 /**
  * The serde of a pipeline's format. Avro, JSON Schema and Protobuf support (registry client, avsc, protobufjs) load only
@@ -14,14 +14,14 @@ export function serdes(registryUrl: string | undefined): (p: PipelineConfig) => 
     if (p.format === 'json') return jsonSerde();
     if (!registryUrl) throw new VeilError('CONFIG_INVALID', `a ${p.format} pipeline needs a schema registry: set SCHEMA_REGISTRY_URL or --registry`);
     const [{ confluentRegistry }, { CachingRegistry }, { RetryingRegistry }] = await Promise.all([
-      import('../stream/registry/confluent-registry.ts'), import('../stream/registry/caching-registry.ts'), import('../stream/registry/retrying-registry.ts'),
+      import('../registry/confluent-registry.ts'), import('../registry/caching-registry.ts'), import('../registry/retrying-registry.ts'),
     ]);
     registry ??= new CachingRegistry(new RetryingRegistry(confluentRegistry(registryUrl)));
     const protectedPaths = p.fields.map((f) => f.path);
     // the Confluent schema tags the pipeline maps: their fields are protected too, per schema version
     const tags = Object.keys(p.tags ?? {});
-    if (p.format === 'json-schema') return (await import('../stream/serde/json-schema-serde.ts')).jsonSchemaSerde({ registry, protectedPaths, tags, foldKeys: p.keys !== 'exact' });
-    if (p.format === 'protobuf') return (await import('../stream/serde/protobuf-serde.ts')).protobufSerde({ registry, protectedPaths, tags });
-    return (await import('../stream/serde/avro-serde.ts')).avroSerde({ registry, protectedPaths, tags });
+    if (p.format === 'json-schema') return (await import('./json-schema-serde.ts')).jsonSchemaSerde({ registry, protectedPaths, tags, foldKeys: p.keys !== 'exact' });
+    if (p.format === 'protobuf') return (await import('./protobuf-serde.ts')).protobufSerde({ registry, protectedPaths, tags });
+    return (await import('./avro-serde.ts')).avroSerde({ registry, protectedPaths, tags });
   };
 }
