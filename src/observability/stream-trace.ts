@@ -4,6 +4,9 @@ import { SpanKind, SpanStatusCode, type Attributes, type Link, type Span, type T
 
 export const TRANSACTION_SPAN = 'stream.protect transaction';
 export const RECORD_SPAN = 'stream.protect record';
+/** `veil stream rewrap`'s spans: the same, named for what it does */
+export const REWRAP_TRANSACTION_SPAN = 'stream.rewrap transaction';
+export const REWRAP_RECORD_SPAN = 'stream.rewrap record';
 
 /** What a batch's spans say about it: names and numbers of the configuration and the partition. */
 export interface BatchInfo {
@@ -15,6 +18,8 @@ export interface BatchInfo {
   delivery: string;
   /** records fetched in the batch */
   fetched: number;
+  /** `veil stream rewrap` re-protecting a clean topic, else protect */
+  rewrap?: boolean;
 }
 
 /** What a finished batch did: `outcome` is `committed`, `skipped` (an earlier owner had committed it all) or the abort's code. */
@@ -39,15 +44,17 @@ export class BatchTrace {
   private readonly base: Attributes;
   private readonly startTime = Date.now();
   private readonly recordSpans: Span[] = [];
+  private readonly recordSpan: string;
 
   constructor(tracing: Tracing, info: BatchInfo) {
     this.tracing = tracing;
+    this.recordSpan = info.rewrap ? REWRAP_RECORD_SPAN : RECORD_SPAN;
     this.base = {
-      [ATTR.messagingSystem]: 'kafka', [ATTR.messagingOperationType]: 'process', [ATTR.messagingOperationName]: 'protect',
+      [ATTR.messagingSystem]: 'kafka', [ATTR.messagingOperationType]: 'process', [ATTR.messagingOperationName]: info.rewrap ? 'rewrap' : 'protect',
       [ATTR.messagingDestination]: info.topic, [ATTR.messagingPartition]: String(info.partition), [ATTR.messagingGroup]: info.group,
       [ATTR.pipeline]: info.pipeline, [ATTR.configVersion]: info.configVersion,
     };
-    this.span = tracing.start(TRANSACTION_SPAN, {
+    this.span = tracing.start(info.rewrap ? REWRAP_TRANSACTION_SPAN : TRANSACTION_SPAN, {
       kind: SpanKind.CONSUMER, startTime: this.startTime,
       attributes: { ...this.base, [ATTR.delivery]: info.delivery, [ATTR.messagingBatchCount]: info.fetched },
     });
@@ -63,7 +70,7 @@ export class BatchTrace {
     const carrier = traceCarrierOf(raw.headers);
     const parent = carrier && this.tracing.remote(carrier);
     if (parent === undefined) return out;
-    const span = this.tracing.start(RECORD_SPAN, {
+    const span = this.tracing.start(this.recordSpan, {
       kind: SpanKind.CONSUMER, parent, links: this.links, startTime: this.startTime,
       attributes: { ...this.base, [ATTR.kafkaOffset]: Number(raw.offset), [ATTR.outcome]: deadLetterCode ?? 'clean' },
     });

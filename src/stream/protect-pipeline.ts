@@ -418,7 +418,7 @@ export class ProtectPipeline {
   private traceBatch(batch: Batch): BatchTrace {
     return new BatchTrace(this.tracing, {
       pipeline: this.name, topic: batch.topic, partition: batch.partition, group: this.groupId,
-      configVersion: this.veilHeaders.configVersion, delivery: this.deps.config.delivery, fetched: batch.records.length,
+      configVersion: this.veilHeaders.configVersion, delivery: this.deps.config.delivery, fetched: batch.records.length, rewrap: this.deps.rewrap !== undefined,
     });
   }
 

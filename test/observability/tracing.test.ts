@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { VeilError } from '../../src/engine/index.ts';
 import { traceCarrierOf, withTraceparent } from '../../src/observability/kafka-trace.ts';
-import { BatchTrace, RECORD_SPAN, TRANSACTION_SPAN } from '../../src/observability/stream-trace.ts';
+import { BatchTrace, RECORD_SPAN, REWRAP_RECORD_SPAN, REWRAP_TRANSACTION_SPAN, TRANSACTION_SPAN } from '../../src/observability/stream-trace.ts';
 import { openTracing, SpanKind, TRACING_OFF, type Tracing } from '../../src/observability/tracing.ts';
 import { tracingSettings } from '../../src/observability/tracing-settings.ts';
 import { startOtlpReceiver, type OtlpReceiver } from './otlp-receiver.ts';
@@ -161,6 +161,23 @@ describe('BatchTrace: the spans of one stream transaction', () => {
       expect(records.find((r) => r.attributes['veil.outcome'] === 'RECORD_MALFORMED')!.attributes['messaging.kafka.offset']).toBe(10);
       expect(clean.headers.map((x) => x.key)).toEqual(['traceparent', 'k', 'veil.pipeline']);
       expect(clean.headers[0]!.value!.toString()).toBe(`00-${PARENT_TRACE}-${cleanSpan.spanId}-01`);
+    } finally {
+      await tracing.shutdown();
+      await receiver.close();
+    }
+  });
+
+  it('names veil stream rewrap\'s spans for what it does', async () => {
+    const receiver = await startOtlpReceiver();
+    const tracing = await openTracing({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint }, { serviceName: 'veil-unit' });
+    try {
+      const trace = new BatchTrace(tracing, { pipeline: 'customers', topic: 'clean.c', partition: 0, group: 'g', configVersion: 'v', delivery: 'exactly-once', fetched: 1, rewrap: true });
+      trace.record({ offset: '0', headers: [h('traceparent', TRACEPARENT)] }, { headers: [h('traceparent', TRACEPARENT)] }, undefined);
+      trace.end({ outcome: 'committed', records: 1, deadLettered: 0 });
+      await tracing.shutdown();
+      const spans = await receiver.until((s) => s.length >= 2);
+      expect(spans.map((s) => s.name).sort()).toEqual([REWRAP_RECORD_SPAN, REWRAP_TRANSACTION_SPAN]);
+      expect(spans.every((s) => s.attributes['messaging.operation.name'] === 'rewrap')).toBe(true);
     } finally {
       await tracing.shutdown();
       await receiver.close();
