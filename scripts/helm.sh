@@ -25,6 +25,9 @@ if [ ! -x "$helm" ]; then
   echo "veil: building helm $version from the Go module proxy (once, into $dir)" >&2
   tmp=$(mktemp -d "$dir/.helm-build.XXXXXX")
   trap 'rm -rf "$tmp"' EXIT
+  # the modules and the build cache (about 1.2 GB) are the build's own and go with it: only the
+  # binary (about 50 MB) stays
+  export GOMODCACHE="$tmp/mod" GOCACHE="$tmp/cache" GOFLAGS="-buildvcs=false -modcacherw"
   # as helm's Makefile does: the version, and the Kubernetes version `helm template` and `helm lint`
   # assume (1.<minor of the k8s.io/client-go helm is built with>) instead of the default 1.20
   gomod=$(cd "$tmp" && GOWORK=off "$go" mod download -json "helm.sh/helm/v3@$version" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",*$/\1/p')
@@ -34,7 +37,7 @@ if [ ! -x "$helm" ]; then
   for pkg in helm.sh/helm/v3/pkg/chartutil helm.sh/helm/v3/pkg/lint/rules; do
     flags="$flags -X $pkg.k8sVersionMajor=1 -X $pkg.k8sVersionMinor=$minor"
   done
-  (cd "$tmp" && GOBIN="$tmp" GOWORK=off CGO_ENABLED=0 GOFLAGS=-buildvcs=false "$go" install -ldflags "$flags" "helm.sh/helm/v3/cmd/helm@$version") >&2
+  (cd "$tmp" && GOBIN="$tmp" GOWORK=off CGO_ENABLED=0 "$go" install -ldflags "$flags" "helm.sh/helm/v3/cmd/helm@$version") >&2
   mv "$tmp/helm" "$helm"
 fi
 echo "$helm"
