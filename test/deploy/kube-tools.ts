@@ -35,7 +35,7 @@ function goBinary(): string {
 let helm: Promise<string> | undefined;
 /** The helm binary scripts/helm.sh prints (building it on first use: minutes, once per machine). */
 export function helmPath(): Promise<string> {
-  helm ??= exec('sh', [join(ROOT, 'scripts/helm.sh')], { timeout: 900_000, maxBuffer: 16 << 20 }).then(({ stdout }) => stdout.trim());
+  helm ??= exec('sh', [join(ROOT, 'scripts/helm.sh')], { timeout: 1_200_000, maxBuffer: 16 << 20 }).then(({ stdout }) => stdout.trim());
   return helm;
 }
 
