@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROOT } from '../helpers/processes.ts';
+import { deployToolsPython } from './kube-tools.ts';
 
 // No Docker engine runs here (docs/kubernetes.md): the Dockerfile is parsed and each of its claims
 // checked against the repository, Debian's package index (apt here answers for the image's release)
@@ -75,6 +76,26 @@ const env = Object.fromEntries(steps(runtime, 'ENV').flatMap((s) => [...s.args.m
 const workdir = steps(runtime, 'WORKDIR').at(-1)!.args;
 
 describe('Dockerfile', () => {
+  it('BuildKit\'s own parser (`docker build`\'s, from PyPI\'s dockerfile) reads it, as this test\'s parser does', async () => {
+    const script = 'import dockerfile, json, sys\nprint(json.dumps([[c.cmd.upper(), c.start_line, list(c.flags), list(c.value)] for c in dockerfile.parse_file(sys.argv[1])]))';
+    const { stdout } = await exec(await deployToolsPython(), ['-c', script, join(ROOT, 'Dockerfile')], { timeout: 60_000 });
+    const official = JSON.parse(stdout) as [string, number, string[], string[]][];
+    const ours = [...Object.entries(dockerfile.args).map(() => 'ARG'), ...dockerfile.stages.flatMap((st) => ['FROM', ...st.steps.map((i) => i.op)])];
+    expect(official.map(([op]) => op)).toEqual(ours);
+    const instructions = dockerfile.stages.flatMap((st) => st.steps);
+    const officialSteps = official.filter(([op]) => op !== 'ARG' && op !== 'FROM');
+    instructions.forEach((ins, i) => expect([ins.op, ins.line], ins.args).toEqual(officialSteps[i]!.slice(0, 2)));
+    // and the same arguments where this test reads them
+    const norm = (t: string) => t.replace(/\s+/g, ' ').trim();
+    instructions.forEach((ins, i) => {
+      const [op, , flags, value] = officialSteps[i]!;
+      if (op === 'RUN' || op === 'COPY' || op === 'WORKDIR' || op === 'USER') expect(norm([...flags, ...value].join(' ')), op).toBe(norm(ins.args));
+      if (op === 'ENTRYPOINT' || op === 'CMD' || op === 'VOLUME') expect(value, op).toEqual(execForm(ins.args));
+      if (op === 'ENV') expect(value, op).toEqual([...ins.args.matchAll(/(\w+)=(\S+)/g)].flatMap((m) => [m[1], m[2]]));
+      if (op === 'HEALTHCHECK') expect(value, op).toEqual(['CMD', ...execForm(ins.args.slice(ins.args.indexOf('CMD ') + 4))]);
+    });
+  }, 330_000);
+
   it('is multi-stage: a build stage, then a slim runtime on the same Node.js 22 base that copies only the build\'s result', () => {
     expect(dockerfile.stages.length).toBeGreaterThanOrEqual(2);
     expect(build.name).toBe('build');

@@ -12,14 +12,22 @@ import { pythonVenv } from '../helpers/python-venv.ts';
  * The offline tools of the deployment tests, each fetched once from a package registry into a
  * cache and reused: helm (built from the Go module proxy by scripts/helm.sh into ~/.cache/veil/bin),
  * the CRDs' and the Compose specification's schemas (Go modules, `go mod download` into the module
- * cache), and kubernetes-validate (PyPI, a venv under ~/.cache/veil).
+ * cache), and kubernetes-validate and BuildKit's Dockerfile parser (PyPI, a venv under ~/.cache/veil).
  */
 const exec = promisify(execFile);
 
 /** The Kubernetes version the chart is rendered for and validated against (helm v3.22 is built on client-go 0.37). */
 export const KUBE_VERSION = '1.37.0';
-/** kubernetes-validate ships the Kubernetes OpenAPI schemas up to its own version. */
-const KUBE_VALIDATE = ['kubernetes-validate==1.37.0'];
+/**
+ * The venv's PyPI packages: kubernetes-validate ships the Kubernetes OpenAPI schemas up to its own
+ * version; dockerfile wraps BuildKit's Dockerfile parser (the one `docker build` uses).
+ */
+const DEPLOY_TOOLS = ['kubernetes-validate==1.37.0', 'dockerfile==3.4.0'];
+
+/** The Python of the venv ~/.cache/veil/deploy-tools-venv (made on first use). */
+export async function deployToolsPython(): Promise<string> {
+  return join(await pythonVenv('deploy-tools', DEPLOY_TOOLS), 'bin/python');
+}
 
 interface GoFile { module: string; version: string; path: string }
 export const KEDA_SCALEDOBJECT_CRD: GoFile = { module: 'github.com/kedacore/keda/v2', version: 'v2.21.0', path: 'config/crd/bases/keda.sh_scaledobjects.yaml' };
@@ -77,9 +85,9 @@ export interface Validation {
 
 /** scripts/kube-validate.py over rendered objects: Kubernetes' schemas (strict) and the CRDs' for KEDA and prometheus-operator. */
 export async function kubeValidate(text: string): Promise<Validation> {
-  const [venv, keda, serviceMonitor] = await Promise.all([pythonVenv('kube-validate', KUBE_VALIDATE), goModuleFile(KEDA_SCALEDOBJECT_CRD), goModuleFile(SERVICEMONITOR_CRD)]);
+  const [python, keda, serviceMonitor] = await Promise.all([deployToolsPython(), goModuleFile(KEDA_SCALEDOBJECT_CRD), goModuleFile(SERVICEMONITOR_CRD)]);
   const args = [join(ROOT, 'scripts/kube-validate.py'), '--kube-version', KUBE_VERSION, '--crd', keda, '--crd', serviceMonitor, '-'];
-  const child = execFile(join(venv, 'bin/python'), args, { timeout: 120_000, maxBuffer: 16 << 20 });
+  const child = execFile(python, args, { timeout: 120_000, maxBuffer: 16 << 20 });
   child.stdin!.end(text);
   const stdout = await new Promise<string>((resolve, reject) => {
     let out = '';
