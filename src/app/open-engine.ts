@@ -83,8 +83,8 @@ export async function openKeystore(options: Pick<OpenEngineOptions, 'dataDir' | 
   if (!kek) return { keystore };
   options.notice?.(`keys wrapped by ${kek.kms.description}; usable for ${kek.ttlMs / 1000} s without it answering`);
   const lease = new KeyLease({
+    // its changes are logged by each long-running process on its own log (logKekTransitions)
     kms: kek.direct, wrapped: () => keystore.wrappedDataKey(), ttlMs: kek.ttlMs,
-    onChange: (valid, reason) => options.notice?.(valid ? `the KEK answers again (${kek.kms.description}): keys in use` : `the KEK has not answered for ${kek.ttlMs / 1000} s (${reason}): keys refused until it does`),
   }).start();
   keystore.useLease(lease);
   return { keystore, lease, kmsMetrics: kek.metrics };

@@ -14,6 +14,7 @@ import type { ActiveConfig } from '../control/index.ts';
 import type { VeilConfig } from './config-file.ts';
 import { createLogger } from './logger.ts';
 import { openActiveEngine } from './open-active-engine.ts';
+import { logKekTransitions } from '../keystore/key-lease.ts';
 import { openTracing } from '../observability/tracing.ts';
 
 export interface GatewayOptions {
@@ -57,6 +58,8 @@ export async function openGateway(options: GatewayOptions): Promise<OpenedGatewa
   // off unless OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT is set: a span per exchange, its traceparent sent upstream
   const tracing = await openTracing(options.env, { serviceName: 'veil-gateway', log: logger });
   const active = await openActiveEngine({ configFile: options.configFile, dataDir: options.dataDir, env: options.env, now: options.now, provision: options.development, ...(options.notice ? { notice: options.notice } : {}) });
+  // the KEK stopping and answering again: once per change, on this process's log
+  logKekTransitions(active.lease, logger);
   const { config, keystore, warnings, holder } = active;
   if (!config.gateway) {
     await active.close();

@@ -9,6 +9,7 @@ import { openKafkaPort, streamClient } from '../stream/kafka-client.ts';
 import { UnprotectResponder } from '../stream/unprotect-responder.ts';
 import { createLogger } from './logger.ts';
 import { openActiveEngine } from './open-active-engine.ts';
+import { logKekTransitions } from '../keystore/key-lease.ts';
 import type { StreamOptions } from './open-stream.ts';
 import { openTracing } from '../observability/tracing.ts';
 
@@ -28,6 +29,8 @@ export async function openResponders(options: Omit<StreamOptions, 'registryUrl' 
   // off unless OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT is set: a span per request, its trace continued in the reply
   const tracing = await openTracing(options.env, { serviceName: 'veil-unprotect', log: logger });
   const active = await openActiveEngine({ configFile: options.configFile, dataDir: options.dataDir, env: options.env, now: options.now, provision: options.development, ...(options.notice ? { notice: options.notice } : {}) });
+  // the KEK stopping and answering again: once per change, on this process's log
+  logKekTransitions(active.lease, logger);
   const { config, keystore, engine } = active;
   const names = options.names ?? Object.keys(config.responders);
   try {

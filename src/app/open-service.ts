@@ -16,6 +16,7 @@ import { buildServer } from '../http/server.ts';
 import { HttpMetrics } from '../http/metrics.ts';
 import { createLogger } from './logger.ts';
 import { openActiveEngine } from './open-active-engine.ts';
+import { logKekTransitions } from '../keystore/key-lease.ts';
 import { ConfigVersions, EngineHolder } from '../control/index.ts';
 import type { VeilConfig } from './config-file.ts';
 import { openPortal } from './open-portal.ts';
@@ -83,6 +84,8 @@ export async function openService(options: ServiceOptions): Promise<Service> {
   // the configuration file is adopted as a published version when it changed; the active version runs
   // with a shared control store (VEIL_CONTROL_STORE=kafka) the data dir is its mirror, filled here first
   const active = await openActiveEngine({ configFile: options.configFile, dataDir: options.dataDir, env: options.env, now: options.now, provision: options.development, ...(options.notice ? { notice: options.notice } : {}) });
+  // the KEK stopping and answering again: once per change, on this process's log
+  logKekTransitions(active.lease, logger);
   const { config, keystore, warnings, holder, versions } = active;
   for (const w of warnings) logger.warn({ pointer: w.pointer }, `configuration: ${w.message}`);
   const signingKey = config.identity.signingKey;

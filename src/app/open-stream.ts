@@ -18,6 +18,7 @@ import { killingInCommit } from '../stream/fault-injection.ts';
 import { StreamMetrics } from '../stream/stream-metrics.ts';
 import { createLogger } from './logger.ts';
 import { openActiveEngine } from './open-active-engine.ts';
+import { logKekTransitions } from '../keystore/key-lease.ts';
 import { openTracing } from '../observability/tracing.ts';
 
 export interface StreamOptions {
@@ -76,6 +77,8 @@ export async function openStream(options: StreamOptions): Promise<StreamService>
   // off unless OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT is set: a span per transaction and per traced record
   const tracing = await openTracing(options.env, { serviceName: 'veil-stream', log: logger });
   const active = await openActiveEngine({ configFile: options.configFile, dataDir: options.dataDir, env: options.env, now: options.now, provision: options.development, ...(options.notice ? { notice: options.notice } : {}) });
+  // the KEK stopping and answering again: once per change, on this process's log
+  logKekTransitions(active.lease, logger);
   const { config, engine } = active;
   const startedOn = active.file(active.holder.get().version);
   const names = options.pipelines ?? Object.keys(config.pipelines);

@@ -27,13 +27,17 @@ class Served {
   child!: ChildProcess;
   url = '';
   stderr = '';
+  /** the process's log (pino, JSON lines) */
+  stdout = '';
   token = '';
 
   async start(dataDir: string, env: Record<string, string>): Promise<void> {
     const port = await freePorts(1);
     this.url = `http://127.0.0.1:${port}`;
     this.stderr = '';
-    this.child = spawn(join(ROOT, 'bin/veil'), ['serve', '--port', String(port), '--data-dir', dataDir], { env: { ...process.env, VEIL_LOG_LEVEL: 'warn', VEIL_DRAIN_DELAY_MS: '0', ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+    this.stdout = '';
+    this.child = spawn(join(ROOT, 'bin/veil'), ['serve', '--port', String(port), '--data-dir', dataDir], { env: { ...process.env, VEIL_LOG_LEVEL: 'warn', VEIL_DRAIN_DELAY_MS: '0', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    this.child.stdout!.on('data', (d) => (this.stdout += String(d)));
     this.child.stderr!.on('data', (d) => (this.stderr += String(d)));
     await eventually('veil serve ready', async () => ((await fetch(`${this.url}/readyz`)).ok ? true : undefined));
     const secret = (await readFile(join(dataDir, 'dev-client.secret'), 'utf8')).trim();
@@ -114,8 +118,12 @@ describe('veil serve with the KEK in a KMS (moto_server, SoftHSM2)', () => {
     }
     await eventually('recovered', async () => ((await fetch(`${served.url}/healthz`)).status === 200 ? true : undefined));
     expect(await served.transform('Unprotect', protectedEmail)).toMatchObject({ status: 200, value: 'ada@example.com' });
-    expect(served.stderr).toMatch(/keys refused until it does/);
-    expect(served.stderr).toMatch(/the KEK answers again/);
+    // the KEK's loss, the keys refused and its return: each once, on the process's log, naming the key
+    const kekLines = served.stdout.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { level: number; msg: string; kek?: string }).filter((l) => l.kek !== undefined && /key-encryption key/.test(l.msg));
+    expect(kekLines.map((l) => l.level)).toEqual([40, 50, 40]);
+    expect(kekLines[1]!.msg).toMatch(/keys are refused \(KMS_UNAVAILABLE\) until it answers/);
+    expect(kekLines[2]!.msg).toMatch(/answers again/);
+    expect(new Set(kekLines.map((l) => l.kek))).toEqual(new Set([`AWS KMS key ${keyId} at ${moto.endpoint}`]));
     // the KMS's calls on /metrics (meteredKms): the unwraps that answered and the ones that did not, no key named
     const metrics = await (await fetch(`${served.url}/metrics`)).text();
     const count = (outcome: string) => Number(new RegExp(`^veil_kms_calls_total\\{op="unwrap",outcome="${outcome}"\\} (\\d+)`, 'm').exec(metrics)?.[1] ?? 0);
@@ -135,6 +143,7 @@ describe('veil serve with the KEK in a KMS (moto_server, SoftHSM2)', () => {
     await served.start(dataDir, hsmEnv);
     expect(await served.transform('Unprotect', protectedEmail)).toMatchObject({ status: 200, value: 'ada@example.com' });
     expect(served.stderr).not.toContain(hsm.pin);
+    expect(served.stdout).not.toContain(hsm.pin);
     await served.stop();
     // the AWS KMS key no longer opens it
     const again = await promisify(execFile)(join(ROOT, 'bin/veil'), ['keys', 'list', '--data-dir', dataDir], { env: { ...process.env, ...awsEnv() } }).catch((e: { code: number; stderr: string }) => e);

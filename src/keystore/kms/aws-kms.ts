@@ -32,8 +32,9 @@ export function awsKms(options: AwsKmsOptions): Kms {
     ...(options.endpoint ? { endpoint: options.endpoint } : {}),
     ...(options.credentials ? { credentials: options.credentials } : {}),
   });
-  // the whole call, connecting included, is bounded: a KMS that accepts and never answers fails too
-  const bounded = () => ({ abortSignal: AbortSignal.timeout(timeout) });
+  // the whole call, connecting included, is bounded: a KMS that accepts and never answers fails
+  // too — within the adapter's timeout, or sooner when the caller's signal aborts (a lease renewal)
+  const bounded = (signal: AbortSignal | undefined) => ({ abortSignal: signal ? AbortSignal.any([AbortSignal.timeout(timeout), signal]) : AbortSignal.timeout(timeout) });
   const context = (c: string) => ({ 'veil:context': c });
   const fail = (op: string, e: unknown): KmsError => {
     const name = (e as { name?: string }).name ?? 'Error';
@@ -54,11 +55,11 @@ export function awsKms(options: AwsKmsOptions): Kms {
   };
   return {
     description: `AWS KMS key ${options.keyId}${options.endpoint ? ` at ${options.endpoint}` : ''}`,
-    async wrap(plaintext, c) {
-      return call('Encrypt', async () => (await client.send(new EncryptCommand({ KeyId: options.keyId, Plaintext: plaintext, EncryptionContext: context(c) }), bounded())).CiphertextBlob);
+    async wrap(plaintext, c, o) {
+      return call('Encrypt', async () => (await client.send(new EncryptCommand({ KeyId: options.keyId, Plaintext: plaintext, EncryptionContext: context(c) }), bounded(o?.signal))).CiphertextBlob);
     },
-    async unwrap(wrapped, c) {
-      return call('Decrypt', async () => (await client.send(new DecryptCommand({ KeyId: options.keyId, CiphertextBlob: wrapped, EncryptionContext: context(c) }), bounded())).Plaintext);
+    async unwrap(wrapped, c, o) {
+      return call('Decrypt', async () => (await client.send(new DecryptCommand({ KeyId: options.keyId, CiphertextBlob: wrapped, EncryptionContext: context(c) }), bounded(o?.signal))).Plaintext);
     },
     async close() {
       client.destroy();

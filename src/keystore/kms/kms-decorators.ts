@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { isRetriableKmsError, KmsError, type Kms } from './kms.ts';
+import { abortedCall, isRetriableKmsError, KmsError, type Kms, type KmsCallOptions } from './kms.ts';
 
 export interface RetryOptions {
   /** calls in all, the first included */
@@ -11,27 +11,35 @@ export interface RetryOptions {
 
 /**
  * Retries what a KMS reports as retriable (KMS_UNAVAILABLE), with exponential backoff and full
- * jitter; a refusal is not retried. The last error is thrown as it was.
+ * jitter; a refusal is not retried. The last error is thrown as it was. A call's abort signal
+ * ends the retrying too: the call in flight gets it, and no further attempt or backoff follows.
  */
 export function retryingKms(inner: Kms, options: RetryOptions = {}): Kms {
   const attempts = options.attempts ?? 4;
   const base = options.baseDelayMs ?? 100;
   const max = options.maxDelayMs ?? 2_000;
   const sleep = options.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
-  const retry = async <T>(call: () => Promise<T>): Promise<T> => {
+  const retry = async <T>(call: () => Promise<T>, signal: AbortSignal | undefined): Promise<T> => {
     for (let attempt = 1; ; attempt++) {
       try {
         return await call();
       } catch (e) {
-        if (attempt >= attempts || !isRetriableKmsError(e)) throw e;
-        await sleep(Math.random() * Math.min(max, base * 2 ** (attempt - 1)));
+        if (attempt >= attempts || !isRetriableKmsError(e) || signal?.aborted) throw e;
+        const aborted = abortedCall(signal, inner.description);
+        try {
+          await Promise.race([sleep(Math.random() * Math.min(max, base * 2 ** (attempt - 1))), aborted.promise]);
+        } catch {
+          throw e;
+        } finally {
+          aborted.dispose();
+        }
       }
     }
   };
   return {
     description: inner.description,
-    wrap: (plaintext, context) => retry(() => inner.wrap(plaintext, context)),
-    unwrap: (wrapped, context) => retry(() => inner.unwrap(wrapped, context)),
+    wrap: (plaintext, context, options) => retry(() => inner.wrap(plaintext, context, options), options?.signal),
+    unwrap: (wrapped, context, options) => retry(() => inner.unwrap(wrapped, context, options), options?.signal),
     close: () => inner.close?.() ?? Promise.resolve(),
   };
 }
@@ -57,8 +65,8 @@ export function cachingKms(inner: Kms, options: CachingOptions): Kms {
   const keyOf = (wrapped: Uint8Array, context: string) => createHash('sha256').update(context).update('\u0000').update(wrapped).digest('base64');
   return {
     description: inner.description,
-    wrap: (plaintext, context) => inner.wrap(plaintext, context),
-    async unwrap(wrapped, context) {
+    wrap: (plaintext, context, call) => inner.wrap(plaintext, context, call),
+    async unwrap(wrapped, context, call?: KmsCallOptions) {
       const key = keyOf(wrapped, context);
       const hit = entries.get(key);
       if (hit && hit.until > now()) return Buffer.from(hit.plaintext);
@@ -66,7 +74,7 @@ export function cachingKms(inner: Kms, options: CachingOptions): Kms {
         hit.plaintext.fill(0);
         entries.delete(key);
       }
-      const plaintext = await inner.unwrap(wrapped, context);
+      const plaintext = await inner.unwrap(wrapped, context, call);
       entries.set(key, { plaintext: Uint8Array.from(plaintext), until: now() + options.ttlMs });
       while (entries.size > maxEntries) {
         const [oldest, entry] = entries.entries().next().value!;
@@ -103,8 +111,8 @@ export function meteredKms(inner: Kms, sink: KmsMetricsSink): Kms {
   };
   return {
     description: inner.description,
-    wrap: (plaintext, context) => timed('wrap', () => inner.wrap(plaintext, context)),
-    unwrap: (wrapped, context) => timed('unwrap', () => inner.unwrap(wrapped, context)),
+    wrap: (plaintext, context, options) => timed('wrap', () => inner.wrap(plaintext, context, options)),
+    unwrap: (wrapped, context, options) => timed('unwrap', () => inner.unwrap(wrapped, context, options)),
     close: () => inner.close?.() ?? Promise.resolve(),
   };
 }

@@ -10,9 +10,32 @@ import { VeilError } from '../../engine/index.ts';
 export interface Kms {
   /** what the KEK is, for logs and health: a kind and a key reference, never a secret */
   readonly description: string;
-  wrap(plaintext: Uint8Array, context: string): Promise<Uint8Array>;
-  unwrap(wrapped: Uint8Array, context: string): Promise<Uint8Array>;
+  wrap(plaintext: Uint8Array, context: string, options?: KmsCallOptions): Promise<Uint8Array>;
+  unwrap(wrapped: Uint8Array, context: string, options?: KmsCallOptions): Promise<Uint8Array>;
   close?(): Promise<void>;
+}
+
+/**
+ * Per call: `signal` ends the call's wait for the KMS (a lease renewal bounded by its interval):
+ * an aborted call rejects with KMS_UNAVAILABLE (retriable); decorators stop retrying. An adapter
+ * whose calls cannot be interrupted still stops waiting for them.
+ */
+export interface KmsCallOptions {
+  signal?: AbortSignal;
+}
+
+/** Rejects with KMS_UNAVAILABLE once `signal` aborts; never settles otherwise. `what` names the KMS and the call. */
+export function abortedCall(signal: AbortSignal | undefined, what: string): { promise: Promise<never>; dispose(): void } {
+  if (!signal) return { promise: new Promise<never>(() => undefined), dispose: () => undefined };
+  let dispose = () => undefined as void;
+  const promise = new Promise<never>((_, reject) => {
+    const fail = () => reject(new KmsError('KMS_UNAVAILABLE', `${what}: no answer in the time given (aborted)`));
+    if (signal.aborted) return fail();
+    signal.addEventListener('abort', fail, { once: true });
+    dispose = () => signal.removeEventListener('abort', fail);
+  });
+  promise.catch(() => undefined);
+  return { promise, dispose };
 }
 
 export type KmsErrorCode = 'KMS_UNAVAILABLE' | 'KMS_REFUSED';

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import pkcs11js from 'pkcs11js';
-import { KmsError, type Kms } from './kms.ts';
+import { abortedCall, KmsError, type Kms, type KmsCallOptions } from './kms.ts';
 
 export interface Pkcs11KmsOptions {
   /** the PKCS#11 module, e.g. /usr/lib/softhsm/libsofthsm2.so */
@@ -10,6 +10,14 @@ export interface Pkcs11KmsOptions {
   pin: string;
   /** CKA_LABEL of the AES key in the token that is the KEK */
   keyLabel: string;
+  /** per encrypt or decrypt (default 3 s): a token that does not answer in time fails the call, retriable */
+  timeoutMs?: number;
+}
+
+/** A logged-in session and the KEK's handle in it. */
+interface Session {
+  session: Buffer;
+  key: Buffer;
 }
 
 const FORMAT = 1;
@@ -22,27 +30,134 @@ const GONE = new Set(['CKR_DEVICE_ERROR', 'CKR_DEVICE_REMOVED', 'CKR_TOKEN_NOT_P
  * The KEK as an AES key inside an HSM, through PKCS#11 (pkcs11js): AES-GCM in the token with a
  * fresh 96-bit IV and the context as additional data; the key never leaves the token. Wrapped
  * form: format byte 1, IV, ciphertext and tag. One logged-in session, reopened after the token
- * went away; calls are synchronous in the binding and serialized by the event loop. A failed GCM
- * tag is CKR_GENERAL_ERROR in SoftHSM2 (other tokens: CKR_ENCRYPTED_DATA_INVALID): a refusal.
- * One instance per module and process: PKCS#11 logins and C_Finalize are the process's.
+ * went away. A failed GCM tag is CKR_GENERAL_ERROR in SoftHSM2 (other tokens:
+ * CKR_ENCRYPTED_DATA_INVALID): a refusal. One instance per module and process: PKCS#11 logins
+ * and C_Finalize are the process's.
+ *
+ * The encrypt and decrypt run off the event loop (pkcs11js' async calls), one at a time (a
+ * session runs one operation), each bounded by `timeoutMs` and the caller's abort signal: a
+ * token that hangs fails the call (KMS_UNAVAILABLE) rather than hold it and every call behind it;
+ * its session is dropped for a new one, and closed once the hung call ends, if it ever does.
+ * Opening a session and initialising an operation stay synchronous calls of the binding.
+ * `binding` is for tests (a token that never answers).
  */
-export function pkcs11Kms(options: Pkcs11KmsOptions): Kms {
-  const p11 = new pkcs11js.PKCS11();
-  p11.load(options.library);
-  let open: { session: Buffer; key: Buffer } | undefined;
-  let initialized = false;
+export function pkcs11Kms(options: Pkcs11KmsOptions, binding: pkcs11js.PKCS11 = new pkcs11js.PKCS11()): Kms {
+  return new Pkcs11Kek(options, binding);
+}
 
-  const connect = (): { session: Buffer; key: Buffer } => {
-    if (open) return open;
-    if (!initialized) {
+class Pkcs11Kek implements Kms {
+  readonly description: string;
+  private readonly options: Pkcs11KmsOptions;
+  private readonly p11: pkcs11js.PKCS11;
+  private readonly timeoutMs: number;
+  private open?: Session;
+  private initialized = false;
+  /** the operation in flight, the next one chained behind it */
+  private queue: Promise<unknown> = Promise.resolve();
+
+  constructor(options: Pkcs11KmsOptions, p11: pkcs11js.PKCS11) {
+    this.options = options;
+    this.p11 = p11;
+    this.timeoutMs = options.timeoutMs ?? 3_000;
+    this.description = `PKCS#11 token ${options.tokenLabel}, key ${options.keyLabel}`;
+    p11.load(options.library);
+  }
+
+  async wrap(plaintext: Uint8Array, context: string, o?: KmsCallOptions): Promise<Uint8Array> {
+    const iv = randomBytes(IV_BYTES);
+    const sealed = await this.call('encrypt', o?.signal,
+      ({ session, key }) => this.p11.C_EncryptInit(session, gcm(iv, context), key),
+      ({ session }) => this.p11.C_EncryptAsync(session, Buffer.from(plaintext), Buffer.alloc(plaintext.length + TAG_BYTES)));
+    return Buffer.concat([Buffer.from([FORMAT]), iv, sealed]);
+  }
+
+  async unwrap(wrapped: Uint8Array, context: string, o?: KmsCallOptions): Promise<Uint8Array> {
+    if (wrapped.length < 1 + IV_BYTES + TAG_BYTES || wrapped[0] !== FORMAT) throw new KmsError('KMS_REFUSED', `PKCS#11 token ${this.options.tokenLabel}: the wrapped key is not in the PKCS#11 wrap format`);
+    const iv = Buffer.from(wrapped.subarray(1, 1 + IV_BYTES));
+    const sealed = Buffer.from(wrapped.subarray(1 + IV_BYTES));
+    return this.call('decrypt', o?.signal,
+      ({ session, key }) => this.p11.C_DecryptInit(session, gcm(iv, context), key),
+      ({ session }) => this.p11.C_DecryptAsync(session, sealed, Buffer.alloc(sealed.length)));
+  }
+
+  async close(): Promise<void> {
+    if (this.open) {
       try {
-        p11.C_Initialize();
-      } catch (e) {
-        // another user of the same module in this process initialized it: share it
-        if (!/CKR_CRYPTOKI_ALREADY_INITIALIZED/.test((e as Error).message)) throw e;
-      }
-      initialized = true;
+        this.p11.C_Logout(this.open.session);
+        this.p11.C_CloseSession(this.open.session);
+      } catch { /* the token went away: nothing to close */ }
+      this.open = undefined;
     }
+    if (this.initialized) {
+      try {
+        this.p11.C_Finalize();
+      } catch { /* finalized already by another user of the module in this process */ }
+    }
+    this.initialized = false;
+  }
+
+  /** `init` (synchronous) then `run` (off the event loop), one call at a time, bounded by the timeout and the caller's signal. */
+  private call(op: string, signal: AbortSignal | undefined, init: (c: Session) => void, run: (c: Session) => Promise<Buffer>): Promise<Buffer> {
+    const work = async (): Promise<Buffer> => {
+      let c: Session;
+      let pending: Promise<Buffer>;
+      try {
+        c = this.connect();
+        init(c);
+        pending = run(c);
+      } catch (e) {
+        throw this.failure(op, e);
+      }
+      return this.bounded(op, signal, c, pending);
+    };
+    const result = this.queue.then(work, work);
+    this.queue = result.catch(() => undefined);
+    return result;
+  }
+
+  /** The call's answer, or KMS_UNAVAILABLE once the time is up or the signal aborts (its session then abandoned). */
+  private async bounded(op: string, signal: AbortSignal | undefined, c: Session, pending: Promise<Buffer>): Promise<Buffer> {
+    const timeout = AbortSignal.timeout(this.timeoutMs);
+    const stop = abortedCall(signal ? AbortSignal.any([timeout, signal]) : timeout, `PKCS#11 token ${this.options.tokenLabel}: ${op}`);
+    let unanswered = false;
+    try {
+      return await Promise.race([pending, stop.promise.catch((e: unknown) => {
+        unanswered = true;
+        throw e;
+      })]);
+    } catch (e) {
+      if (unanswered) this.abandon(c, pending);
+      throw this.failure(op, e);
+    } finally {
+      stop.dispose();
+    }
+  }
+
+  /** A session whose call did not answer: dropped now, closed once the call ends (its output wiped). */
+  private abandon(c: Session, pending: Promise<Buffer>): void {
+    if (this.open === c) this.open = undefined;
+    void pending.then((out) => out.fill(0), () => undefined).finally(() => {
+      try {
+        this.p11.C_CloseSession(c.session);
+      } catch { /* the token went away with it */ }
+    });
+  }
+
+  /** What a failed PKCS#11 call means: the token gone (retriable) or a refusal. Names the token and key, never a PIN or key bytes. */
+  private failure(op: string, e: unknown): KmsError {
+    if (e instanceof KmsError) return e;
+    const code = (e as Error).message.match(/CKR_[A-Z_]+/)?.[0] ?? 'an error';
+    if (GONE.has(code)) {
+      this.open = undefined;
+      return new KmsError('KMS_UNAVAILABLE', `PKCS#11 token ${this.options.tokenLabel}: ${op} failed (${code})`, { cause: e });
+    }
+    return new KmsError('KMS_REFUSED', `PKCS#11 token ${this.options.tokenLabel}, key ${this.options.keyLabel}: ${op} failed (${code})`, { cause: e });
+  }
+
+  private connect(): Session {
+    if (this.open) return this.open;
+    this.initialize();
+    const { p11, options } = this;
     const slot = p11.C_GetSlotList(true).find((s) => p11.C_GetTokenInfo(s).label.trim() === options.tokenLabel);
     if (!slot) throw new KmsError('KMS_UNAVAILABLE', `PKCS#11: no token labelled ${options.tokenLabel} is present`);
     const session = p11.C_OpenSession(slot, pkcs11js.CKF_SERIAL_SESSION | pkcs11js.CKF_RW_SESSION);
@@ -63,61 +178,25 @@ export function pkcs11Kms(options: Pkcs11KmsOptions): Kms {
       p11.C_CloseSession(session);
       throw new KmsError('KMS_REFUSED', `PKCS#11: token ${options.tokenLabel} holds no secret key labelled ${options.keyLabel}`);
     }
-    open = { session, key };
-    return open;
-  };
+    this.open = { session, key };
+    return this.open;
+  }
 
-  const call = <T>(op: string, run: (c: { session: Buffer; key: Buffer }) => T): T => {
+  private initialize(): void {
+    if (this.initialized) return;
     try {
-      return run(connect());
+      this.p11.C_Initialize();
     } catch (e) {
-      if (e instanceof KmsError) throw e;
-      const code = (e as Error).message.match(/CKR_[A-Z_]+/)?.[0] ?? 'an error';
-      if (GONE.has(code)) {
-        open = undefined;
-        throw new KmsError('KMS_UNAVAILABLE', `PKCS#11 token ${options.tokenLabel}: ${op} failed (${code})`, { cause: e });
-      }
-      throw new KmsError('KMS_REFUSED', `PKCS#11 token ${options.tokenLabel}, key ${options.keyLabel}: ${op} failed (${code})`, { cause: e });
+      // another user of the same module in this process initialized it: share it
+      if (!/CKR_CRYPTOKI_ALREADY_INITIALIZED/.test((e as Error).message)) throw e;
     }
-  };
-  const gcm = (iv: Buffer, context: string) => ({
+    this.initialized = true;
+  }
+}
+
+function gcm(iv: Buffer, context: string) {
+  return {
     mechanism: pkcs11js.CKM_AES_GCM,
     parameter: { type: pkcs11js.CK_PARAMS_AES_GCM_v240, iv, aad: Buffer.from(context, 'utf8'), ivBits: IV_BYTES * 8, tagBits: TAG_BYTES * 8 },
-  });
-
-  return {
-    description: `PKCS#11 token ${options.tokenLabel}, key ${options.keyLabel}`,
-    async wrap(plaintext, context) {
-      const iv = randomBytes(IV_BYTES);
-      const sealed = call('encrypt', ({ session, key }) => {
-        p11.C_EncryptInit(session, gcm(iv, context), key);
-        return p11.C_Encrypt(session, Buffer.from(plaintext), Buffer.alloc(plaintext.length + TAG_BYTES));
-      });
-      return Buffer.concat([Buffer.from([FORMAT]), iv, sealed]);
-    },
-    async unwrap(wrapped, context) {
-      if (wrapped.length < 1 + IV_BYTES + TAG_BYTES || wrapped[0] !== FORMAT) throw new KmsError('KMS_REFUSED', `PKCS#11 token ${options.tokenLabel}: the wrapped key is not in the PKCS#11 wrap format`);
-      const iv = Buffer.from(wrapped.subarray(1, 1 + IV_BYTES));
-      const sealed = Buffer.from(wrapped.subarray(1 + IV_BYTES));
-      return call('decrypt', ({ session, key }) => {
-        p11.C_DecryptInit(session, gcm(iv, context), key);
-        return p11.C_Decrypt(session, sealed, Buffer.alloc(sealed.length));
-      });
-    },
-    async close() {
-      if (open) {
-        try {
-          p11.C_Logout(open.session);
-          p11.C_CloseSession(open.session);
-        } catch { /* the token went away: nothing to close */ }
-        open = undefined;
-      }
-      if (initialized) {
-        try {
-          p11.C_Finalize();
-        } catch { /* finalized already by another user of the module in this process */ }
-      }
-      initialized = false;
-    },
   };
 }
