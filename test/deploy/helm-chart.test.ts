@@ -6,7 +6,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { STREAM_METRIC_NAMES } from '../../src/observability/stream-metric-names.ts';
 import { ROOT } from '../helpers/processes.ts';
-import { helmLint, helmTemplate, kubeValidate, type K8sObject } from './kube-tools.ts';
+import { goModuleFile, helmLint, helmTemplate, KEDA_SCALEDOBJECT_CRD, kubeValidate, type K8sObject } from './kube-tools.ts';
 
 // No cluster and no Docker engine here: the chart is linted and rendered with helm (built from the
 // Go module proxy by scripts/helm.sh), every rendered object validated against the Kubernetes
@@ -53,6 +53,9 @@ let productionText: string;
 /** defaults with the other switches: gateway on, an inline configuration, the Pods lag metric, PDBs, NetworkPolicies with egress */
 let variant: K8sObject[];
 let variantText: string;
+/** production with brokers that need KEDA to authenticate (a TriggerAuthentication) */
+let sasl: K8sObject[];
+let saslText: string;
 
 beforeAll(async () => {
   ({ objects: defaults, text: defaultsText } = await helmTemplate());
@@ -63,6 +66,7 @@ beforeAll(async () => {
     '--set', 'metrics.serviceMonitor.enabled=true', '--set', 'serve.autoscaling.enabled=true',
     '--set-file', `config.inline=${join(ROOT, 'examples/gateway/gateway.yaml')}`,
   ]));
+  ({ objects: sasl, text: saslText } = await helmTemplate(PRODUCTION, ['--set', 'keda.authenticationRef=kafka-sasl']));
 }, 1_200_000); // cold: scripts/helm.sh builds helm first (minutes, once per machine; niced, so slower while other tests run)
 
 describe('deploy/helm/veil', () => {
@@ -74,6 +78,7 @@ describe('deploy/helm/veil', () => {
     ['default values', () => defaultsText, () => defaults],
     ['values-production.yaml', () => productionText, () => production],
     ['the other switches', () => variantText, () => variant],
+    ['production and a KEDA TriggerAuthentication', () => saslText, () => sasl],
   ])('every object rendered with %s is valid: Kubernetes schemas (strict), KEDA\'s and prometheus-operator\'s CRDs', async (_name, text, objects) => {
     const result = await kubeValidate(text());
     expect(result.errors).toEqual([]);
@@ -155,6 +160,18 @@ describe('scaling', () => {
     // the brokers KEDA reads from the container's environment come from the control-store Secret
     expect(scaled!.spec.scaleTargetRef.envSourceContainerName).toBe(container(target).name);
     expect(container(target).envFrom.map((e) => e.secretRef.name)).toContain('veil-control-store');
+  });
+
+  it('the Kafka scaler knows every metadata key the ScaledObject gives it (KEDA\'s kafka_scaler.go, a FromEnv key only where it resolves env)', async () => {
+    const source = readFileSync(await goModuleFile({ ...KEDA_SCALEDOBJECT_CRD, path: 'pkg/scalers/kafka_scaler.go' }), 'utf8');
+    const params = new Map([...source.matchAll(/keda:"name=(\w+),order=([\w;]+)/g)].map((m) => [m[1]!, m[2]!]));
+    expect(params.size).toBeGreaterThan(10);
+    const [scaled] = kinds(sasl, 'ScaledObject') as (K8sObject & { spec: { triggers: { metadata: Record<string, string>; authenticationRef?: { name: string } }[] } })[];
+    for (const key of Object.keys(scaled!.spec.triggers[0]!.metadata)) {
+      const name = key.replace(/FromEnv$/, '');
+      expect(params.get(name), key).toMatch(name === key ? /triggerMetadata/ : /resolvedEnv/);
+    }
+    expect(scaled!.spec.triggers[0]!.authenticationRef).toEqual({ name: 'kafka-sasl' });
   });
 
   it('without KEDA: an autoscaling/v2 HPA on veil\'s own lag gauge, per pipeline (External by default, Pods on request)', () => {
