@@ -116,11 +116,15 @@ export class PartitionTransactions {
    * offsets only, when it is beyond the committed one (the consumer skipped transaction markers
    * past the last batch). Resolves with the group's committed offset afterwards. Runs between
    * the partition's batches, never beside one; a failure aborts, discards the producer and
-   * rejects with a retriable TRANSACTION_ABORTED.
+   * rejects with a retriable TRANSACTION_ABORTED. A position reported in an earlier group
+   * generation commits nothing and resolves undefined: the partition may have a new owner, whose
+   * producer a fence from here would abort and whose offset this one could move back.
    */
-  commitEnd(topic: string, partition: number, offset: string): Promise<string> {
+  commitEnd(topic: string, partition: number, offset: string): Promise<string | undefined> {
     const id = this.transactionalId(topic, partition);
+    const generation = this.generation;
     return this.locked(id, async () => {
+      if (this.generation !== generation) return undefined;
       const slot = await this.fencedOrAbort(id, topic, partition);
       await this.offsetsOnly(id, slot, topic, partition, offset);
       return String(slot.floor);

@@ -225,7 +225,7 @@ export class ProtectPipeline {
   private async caughtUp(at: { topic: string; partition: number; offset: string; highWatermark: string }): Promise<void> {
     if (this.stopped) return;
     const { name, metrics, config } = this.deps;
-    let committed: string;
+    let committed: string | undefined;
     try {
       if (config.delivery === 'exactly-once') committed = await this.transactions.commitEnd(at.topic, at.partition, at.offset);
       else {
@@ -236,7 +236,8 @@ export class ProtectPipeline {
       this.deps.log.warn({ pipeline: name, topic: at.topic, partition: at.partition, code: (e as StreamError).code ?? (e as Error).name }, 'the caught-up offset was not committed; it is tried again');
       throw e;
     }
-    metrics.setLag(name, at.topic, at.partition, lagOf(at.highWatermark, committed));
+    // undefined: reported before a rebalance, the partition perhaps another member's now
+    if (committed !== undefined) metrics.setLag(name, at.topic, at.partition, lagOf(at.highWatermark, committed));
   }
 
   /** Re-creates the consumer and the producers: the new member re-fences every partition it gets. */

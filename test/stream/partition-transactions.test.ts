@@ -110,6 +110,27 @@ describe('PartitionTransactions', () => {
       expect(await tx.commitEnd('raw', 0, '11')).toBe('11');
     });
 
+    it('a position reported before a rebalance commits nothing and fences nobody: the partition may have a new owner', async () => {
+      const kafka = new FakeKafka();
+      const tx = new PartitionTransactions(kafka, 'g');
+      await tx.run('raw', 0, records(0, 9), '10', copy);
+      let release!: () => void;
+      const slow = tx.run('raw', 0, records(10, 14), '15', async (rs, t) => {
+        await new Promise<void>((r) => (release = r));
+        await copy(rs, t);
+      });
+      await new Promise((r) => setTimeout(r, 10));
+      // reported while the batch runs, then the group rebalances and the partition goes elsewhere
+      const stale = tx.commitEnd('raw', 0, '16');
+      tx.reassigned({ raw: [1] });
+      const producers = kafka.producersCreated;
+      release();
+      await slow;
+      expect(await stale).toBeUndefined();
+      expect(kafka.producersCreated).toBe(producers + 1); // the eager fence of partition 1 only
+      expect(kafka.offsets.get('raw/0')).toBe('15');
+    });
+
     it('a batch wholly committed before, with markers behind it that were not: only the offset moves', async () => {
       const kafka = new FakeKafka();
       kafka.offsets.set('raw/0', '10');
