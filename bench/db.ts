@@ -1,11 +1,13 @@
 // npm run bench:db — rows/s of a 10,000-row INSERT … SELECT into a table whose two mapped columns
-// the veil trigger protects (one POST /transform per row, one kept-alive connection), beside the
-// same INSERT into the same table without the trigger, and beside a set-based load that protects
-// each column with one veil.protect_many call (split at 1,000 values per call) into a table
-// without the trigger — all in the same run, against a real PostgreSQL 15 (scripts/pg-env.sh:
-// VEIL_PG_PORT, VEIL_PG_DIR) and a real `veil serve` (one process) on the example configuration.
+// the veil trigger protects, over HTTP (one POST /transform per row, one kept-alive connection)
+// and over veil's local Unix socket (one PROTECT frame per row on one persistent connection,
+// VEIL_DB_SOCKET), beside the same INSERT into the same table without the trigger, and beside a
+// set-based load that protects each column with one veil.protect_many call (split at 1,000 values
+// per call) into a table without the trigger — all in the same run, against a real PostgreSQL 15
+// (scripts/pg-env.sh: VEIL_PG_PORT, VEIL_PG_DIR) and a real `veil serve` (one process) on the
+// example configuration.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, chown, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -43,13 +45,19 @@ const veilPort = await new Promise<number>((resolve) => {
   });
 });
 const dataDir = await mkdtemp(join(tmpdir(), 'veil-bench-db-'));
+// the socket's directory and file belong to the database server's OS group (its data directory's)
+const pgGid = (await stat(join(process.env.VEIL_PG_DIR ?? '/tmp/veil-pg-env', 'data'))).gid;
+const socketDir = await mkdtemp(join(tmpdir(), 'veil-bench-sock-'));
+await chown(socketDir, process.getuid!(), pgGid);
+await chmod(socketDir, 0o750);
+const socketPath = join(socketDir, 'db.sock');
 // the example configuration, with a per-client rate limit above what one row-at-a-time trigger
 // asks for (the default, 500 calls/s, would cap the trigger at 500 rows/s: see docs/database.md,
 // "How it behaves")
 const configFile = join(dataDir, 'config.yaml');
 await writeFile(configFile, `${await readFile(join(root, 'config/example.yaml'), 'utf8')}\nservice:\n  rateLimit: { transformPerSecond: 100000, transformBurst: 100000 }\n`);
 const veil: ChildProcess = spawn(process.execPath, [join(root, 'src/cli/main.ts'), 'serve', '--config', configFile, '--data-dir', dataDir, '--port', String(veilPort)], {
-  env: { ...process.env, VEIL_LOG_LEVEL: 'warn', VEIL_MASTER_KEY: 'c'.repeat(64) }, stdio: ['ignore', 'ignore', 'ignore'],
+  env: { ...process.env, VEIL_LOG_LEVEL: 'warn', VEIL_MASTER_KEY: 'c'.repeat(64), VEIL_DB_SOCKET: socketPath, VEIL_DB_SOCKET_GROUP: String(pgGid) }, stdio: ['ignore', 'ignore', 'ignore'],
 });
 
 async function psql(url: string, script: string, singleTransaction = false): Promise<string> {
@@ -90,17 +98,26 @@ try {
   const statements = {
     plain: 'INSERT INTO plain SELECT * FROM source',
     trigger: 'INSERT INTO guarded SELECT * FROM source',
+    socket: 'INSERT INTO guarded SELECT * FROM source',
     setBased: `INSERT INTO preprotected (id, email, name, city)
       SELECT z.id, z.email, z.name, s.city
       FROM (SELECT array_agg(id ORDER BY id) AS ids, array_agg(email ORDER BY id) AS emails, array_agg(name ORDER BY id) AS names FROM source) a
       CROSS JOIN LATERAL unnest(a.ids, veil.protect_many('Customer', 'email', a.emails), veil.protect_many('Customer', 'name', a.names)) AS z(id, email, name)
       JOIN source s ON s.id = z.id`,
   };
-  const tables = { plain: 'plain', trigger: 'guarded', setBased: 'preprotected' } as const;
-  const times: Record<keyof typeof statements, number[]> = { plain: [], trigger: [], setBased: [] };
-  await timed('INSERT INTO guarded SELECT * FROM source WHERE id <= 200'); // warm veil (JIT, keys) and PostgreSQL
+  const tables = { plain: 'plain', trigger: 'guarded', socket: 'guarded', setBased: 'preprotected' } as const;
+  // the trigger's runs over HTTP and over the socket differ only in veil.settings.socket_path
+  const useSocket = (on: boolean) => psql(dbUrl, `SELECT veil.configure_socket(${on ? `'${socketPath}'` : 'NULL'});`);
+  const times: Record<keyof typeof statements, number[]> = { plain: [], trigger: [], socket: [], setBased: [] };
+  // warm veil (JIT, keys) and PostgreSQL, both ways
+  for (const on of [false, true]) {
+    await useSocket(on);
+    await timed('INSERT INTO guarded SELECT * FROM source WHERE id <= 200');
+    await psql(dbUrl, 'TRUNCATE guarded;');
+  }
   for (let run = 0; run < RUNS; run++) {
     for (const key of Object.keys(statements) as (keyof typeof statements)[]) {
+      await useSocket(key === 'socket');
       await psql(dbUrl, `TRUNCATE ${tables[key]}; CHECKPOINT;`);
       times[key].push(await timed(statements[key]));
     }
@@ -110,15 +127,17 @@ try {
     RAISE NOTICE 'same=%', (SELECT count(*) FROM guarded g JOIN preprotected p USING (id) WHERE g.email = p.email);
   END $c$;`);
   const rate = (key: keyof typeof statements) => (ROWS * 1000) / median(times[key]);
-  const [plain, trigger, setBased] = [rate('plain'), rate('trigger'), rate('setBased')];
+  const [plain, trigger, socket, setBased] = [rate('plain'), rate('trigger'), rate('socket'), rate('setBased')];
   console.log(`bench:db — INSERT … SELECT of ${fmt(ROWS)} rows, 2 protected columns (Customer.email AES-SIV, Customer.name AES-GCM); median of ${RUNS} runs`);
   console.log(`  without trigger (baseline)          ${fmt(plain).padStart(10)} rows/s   ${median(times.plain).toFixed(1)} ms`);
-  console.log(`  through the veil trigger            ${fmt(trigger).padStart(10)} rows/s   ${median(times.trigger).toFixed(1)} ms   baseline/trigger ${ratio(plain, trigger)}`);
+  console.log(`  through the veil trigger, HTTP      ${fmt(trigger).padStart(10)} rows/s   ${median(times.trigger).toFixed(1)} ms   baseline/trigger ${ratio(plain, trigger)}`);
+  console.log(`  through the veil trigger, socket    ${fmt(socket).padStart(10)} rows/s   ${median(times.socket).toFixed(1)} ms   baseline/socket ${ratio(plain, socket)}, ${ratio(socket, trigger)} the HTTP trigger's rate, ${ratio(socket, setBased)} the set-based rate`);
   console.log(`  set-based, veil.protect_many        ${fmt(setBased).padStart(10)} rows/s   ${median(times.setBased).toFixed(1)} ms   baseline/set-based ${ratio(plain, setBased)}, ${ratio(setBased, trigger)} the trigger's rate`);
   console.log(`  (deterministic email: ${/same=(\d+)/.exec(check)![1]} of ${fmt(ROWS)} rows protect the same both ways)`);
 } finally {
   await psql(serverUrl.replace(/\/[^/]*$/, '/postgres'), `DROP DATABASE IF EXISTS ${database} WITH (FORCE);`).catch(() => undefined);
   veil.kill('SIGTERM');
   await rm(dataDir, { recursive: true, force: true });
+  await rm(socketDir, { recursive: true, force: true });
   if (!pgWasUp) await promisify(execFile)(pgScript, ['stop']).catch(() => undefined);
 }

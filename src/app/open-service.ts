@@ -23,6 +23,7 @@ import { openPortal } from './open-portal.ts';
 import { ADMIN_ROLE_NAMES } from '../identity/admin-roles.ts';
 import type { PipelineMetrics } from '../portal/pipeline-metrics.ts';
 import { openTracing } from '../observability/tracing.ts';
+import { dbSocketOptionsFromEnv, openDbSocket } from '../db/index.ts';
 
 export interface ServiceOptions {
   configFile: string;
@@ -139,8 +140,14 @@ export async function openService(options: ServiceOptions): Promise<Service> {
   // a version published by another process (a --workers sibling, another host through the control store) runs here too
   active.follow({ logger, intervalMs: options.versionPollMs ?? 1000 });
   pipelineMetrics.start();
+  // VEIL_DB_SOCKET: PostgreSQL's triggers protect over a local Unix socket (docs/database.md)
+  const socketOptions = dbSocketOptionsFromEnv(options.env);
+  const dbSocket = socketOptions && await openDbSocket(socketOptions, {
+    engine: () => holder.current(), verifier, audit, now: options.now, log: logger, limits: service.limits, rateLimit: service.rateLimit,
+  });
   app.addHook('onClose', async () => {
     draining = true;
+    await dbSocket?.close();
     await pipelineMetrics.stop();
     await audit.close();
     await active.close();

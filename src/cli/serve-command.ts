@@ -15,7 +15,8 @@ Unless VEIL_ENV=production: missing keys are created and a development client ve
 enabled, its secret in <data dir>/dev-client.secret. SIGTERM drains and stops: /readyz turns
 503, calls are served for VEIL_DRAIN_DELAY_MS (default 500), then in-flight calls finish. With
 --workers, a worker still draining after VEIL_STOP_TIMEOUT_MS (default 25000) is killed and the
-service exits 1.
+service exits 1. VEIL_DB_SOCKET=<path> also listens on a Unix socket for PostgreSQL's triggers
+(VEIL_DB_SOCKET_MODE, VEIL_DB_SOCKET_GROUP; one process only: not with --workers above 1).
 `;
 
 export const serveCommand: Command = async (args, io) => {
@@ -35,6 +36,10 @@ export const serveCommand: Command = async (args, io) => {
   const workers = Number(values.workers ?? io.env.VEIL_WORKERS ?? 1);
   if (!Number.isInteger(port) || port < 0 || port > 65535 || !Number.isInteger(workers) || workers < 1 || workers > 64) {
     io.stderr('veil serve: --port must be 0-65535 and --workers 1-64\n');
+    return 2;
+  }
+  if (workers > 1 && io.env.VEIL_DB_SOCKET) {
+    io.stderr('veil serve: VEIL_DB_SOCKET needs a single process: run it without --workers, or the database over HTTP\n');
     return 2;
   }
   const configFile = resolveConfigPath(values.config, io.env, io.cwd);

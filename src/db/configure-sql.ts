@@ -7,6 +7,8 @@ export interface DbCredentials {
   protectRole: string;
   tokenUrl?: string;
   timeoutMs?: number;
+  /** veil serve's Unix socket (VEIL_DB_SOCKET) as the database server sees it: Protect goes over it; '' clears it */
+  socketPath?: string;
 }
 
 /**
@@ -20,6 +22,9 @@ export function configureSql(c: DbCredentials): string {
   }
   if (!/^https?:\/\//.test(c.veilUrl)) throw new Error('the veil URL must be http(s)');
   if (c.tokenUrl !== undefined && !/^https?:\/\//.test(c.tokenUrl)) throw new Error('the token URL must be http(s)');
+  if (c.socketPath !== undefined && c.socketPath !== '' && (!c.socketPath.startsWith('/') || Buffer.byteLength(c.socketPath) > 107)) {
+    throw new Error('the socket path must be absolute and at most 107 bytes');
+  }
   const csv = (v: string | number | undefined) => (v === undefined ? '' : `"${String(v).replaceAll('"', '""')}"`);
   const row = [c.veilUrl, c.clientId, c.clientSecret, c.protectRole, c.tokenUrl, c.timeoutMs ?? 5000].map(csv).join(',');
   return [
@@ -28,6 +33,7 @@ export function configureSql(c: DbCredentials): string {
     row,
     '\\.',
     'SELECT veil.configure(veil_url, client_id, client_secret, protect_role, token_url, timeout_ms) FROM veil_credentials_in;',
+    ...(c.socketPath === undefined ? [] : [`SELECT veil.configure_socket(${c.socketPath === '' ? 'NULL' : `'${c.socketPath.replaceAll("'", "''")}'`});`]),
     '',
   ].join('\n');
 }

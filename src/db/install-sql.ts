@@ -5,7 +5,7 @@ const source = (file: string) => readFileSync(new URL(`./plpython/${file}`, impo
 
 /** the guard (rate limit, audit) and the trigger come first: Client builds on both */
 export const CLIENT_MODULE: EmbeddedModule = {
-  name: 'veil_client', source: ['veil_guard.py', 'veil_trigger.py', 'veil_client.py'].map(source).join('\n'), className: 'Client',
+  name: 'veil_client', source: ['veil_guard.py', 'veil_trigger.py', 'veil_socket.py', 'veil_client.py'].map(source).join('\n'), className: 'Client',
 };
 export const ADMIN_MODULE: EmbeddedModule = { name: 'veil_admin', source: source('veil_admin.py'), className: 'Admin' };
 
@@ -84,6 +84,10 @@ CREATE TABLE IF NOT EXISTS veil.settings (
   protect_role text NOT NULL,
   timeout_ms integer NOT NULL DEFAULT 5000 CHECK (timeout_ms BETWEEN 100 AND 600000)
 );
+-- veil serve's Unix socket (VEIL_DB_SOCKET) on this host: Protect goes over it when set
+-- (veil.configure_socket), Unprotect and the token endpoint stay on veil_url
+ALTER TABLE veil.settings ADD COLUMN IF NOT EXISTS socket_path text
+  CHECK (socket_path ~ '^/' AND pg_catalog.octet_length(socket_path) <= 107);
 REVOKE ALL ON TABLE veil.settings FROM PUBLIC;
 COMMENT ON TABLE veil.settings IS 'veil URL and client credentials; readable only by its owner and veil''s SECURITY DEFINER functions';
 
@@ -115,6 +119,17 @@ AS $$
   ON CONFLICT (id) DO UPDATE SET veil_url = EXCLUDED.veil_url, token_url = EXCLUDED.token_url,
     client_id = EXCLUDED.client_id, client_secret = EXCLUDED.client_secret,
     protect_role = EXCLUDED.protect_role, timeout_ms = EXCLUDED.timeout_ms;
+$$;
+
+CREATE OR REPLACE FUNCTION veil.configure_socket(socket_path text)
+RETURNS void LANGUAGE plpgsql SECURITY INVOKER SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+  UPDATE veil.settings s SET socket_path = $1;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'veil: configure veil''s URL and credentials first (veil db configure)' USING ERRCODE = '55000';
+  END IF;
+END
 $$;
 
 CREATE OR REPLACE FUNCTION veil.map_role(db_role name, veil_role text)

@@ -37,11 +37,12 @@ export interface AuditRecord {
   fields: { className: string; propertyName: string; count: number }[];
 }
 
-export async function veilDb<R extends string>(label: string, roles: readonly R[]): Promise<VeilDb<R>> {
+/** `socket`: veil serve also listens on VEIL_DB_SOCKET and the database protects over it (veil.configure_socket). */
+export async function veilDb<R extends string>(label: string, roles: readonly R[], options: { socket?: boolean; env?: Record<string, string> } = {}): Promise<VeilDb<R>> {
   const tag = `${process.pid}_${randomBytes(3).toString('hex')}`;
   const db = `veil_${label}_${tag}`;
   const role = Object.fromEntries(roles.map((r) => [r, `${r}_${tag}`])) as Record<R, string>;
-  const veil = await startVeil();
+  const veil = await startVeil(options);
   const cli = async (...args: string[]) => {
     try {
       const { stdout, stderr } = await run(join(ROOT, 'bin/veil'), args, { env: { ...process.env, VEIL_PG_URL: databaseUrl(db) }, maxBuffer: 16 << 20 });
@@ -58,6 +59,7 @@ export async function veilDb<R extends string>(label: string, roles: readonly R[
   };
   const configure = async (protectRole = 'ingest') => {
     await must('db', 'configure', '--veil-url', veil.url, '--client-id', 'veil-dev', '--client-secret-file', veil.secretFile, '--protect-role', protectRole);
+    if (veil.socketPath) await sql(`SELECT veil.configure_socket('${veil.socketPath}')`, { database: db });
   };
   await sql(`CREATE DATABASE ${db};\n${Object.values<string>(role).map((r) => `CREATE ROLE ${r} LOGIN;`).join('\n')}`);
   await must('db', 'install', '--apply');

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { chmod, chown, mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -56,20 +56,43 @@ export interface VeilProcess {
   dataDir: string;
   /** the development client's secret file (veil-dev holds every role of the example config) */
   secretFile: string;
+  /** VEIL_DB_SOCKET, when started with { socket: true }: reachable by the database server's OS user */
+  socketPath?: string;
   stop(): Promise<void>;
   start(): Promise<void>;
   close(): Promise<void>;
 }
 
-/** `veil serve` as its own process on the example configuration; stop and start keep port and keys. */
-export async function startVeil(): Promise<VeilProcess> {
+/** The database server's OS group: its data directory's (the socket's directory and file get it). */
+export async function pgServerGid(): Promise<number> {
+  const [dir] = await sql('SHOW data_directory');
+  return (await stat(dir!)).gid;
+}
+
+/**
+ * `veil serve` as its own process on the example configuration; stop and start keep port and keys.
+ * `socket`: also listen on VEIL_DB_SOCKET in a directory of the database server's group (0750);
+ * `env`: more of veil serve's environment.
+ */
+export async function startVeil(options: { socket?: boolean; env?: Record<string, string> } = {}): Promise<VeilProcess> {
   const dataDir = await mkdtemp(join(tmpdir(), 'veil-db-serve-'));
   const port = await freePorts(1);
   const url = `http://127.0.0.1:${port}`;
+  let socketEnv: Record<string, string> = {};
+  let socketPath: string | undefined;
+  let socketDir: string | undefined;
+  if (options.socket) {
+    const gid = await pgServerGid();
+    socketDir = await mkdtemp(join(tmpdir(), 'veil-db-sock-'));
+    await chown(socketDir, process.getuid!(), gid);
+    await chmod(socketDir, 0o750);
+    socketPath = join(socketDir, 'db.sock');
+    socketEnv = { VEIL_DB_SOCKET: socketPath, VEIL_DB_SOCKET_GROUP: String(gid) };
+  }
   let child: ChildProcess | undefined;
   const start = async () => {
     child = spawn(join(ROOT, 'bin/veil'), ['serve', '--port', String(port), '--data-dir', dataDir], {
-      env: { ...process.env, VEIL_LOG_LEVEL: 'warn', VEIL_DRAIN_DELAY_MS: '0' }, stdio: ['ignore', 'ignore', 'pipe'],
+      env: { ...process.env, VEIL_LOG_LEVEL: 'warn', VEIL_DRAIN_DELAY_MS: '0', ...socketEnv, ...options.env }, stdio: ['ignore', 'ignore', 'pipe'],
     });
     let stderr = '';
     child.stderr!.on('data', (d) => (stderr += String(d)));
@@ -91,10 +114,11 @@ export async function startVeil(): Promise<VeilProcess> {
   };
   await start();
   return {
-    url, port, dataDir, secretFile: join(dataDir, 'dev-client.secret'), stop, start,
+    url, port, dataDir, secretFile: join(dataDir, 'dev-client.secret'), stop, start, ...(socketPath ? { socketPath } : {}),
     async close() {
       await stop();
       await rm(dataDir, { recursive: true, force: true });
+      if (socketDir) await rm(socketDir, { recursive: true, force: true });
     },
   };
 }

@@ -25,6 +25,9 @@ RIGHTS_GUID = '00000000-0000-4000-8000-00000000a001'
 PROCESSING_GUID = '00000000-0000-4000-8000-00000000a002'
 REQUEST_GUID = '00000000-0000-4000-8000-00000000a003'
 
+# how long the trigger may use the settings it read (context) before reading them again
+CONTEXT_SECONDS = 0.1
+
 # veil's own limits are 10,000 instances and 4 MiB per call; stay well inside them
 MAX_INSTANCES = 1000
 MAX_BODY_BYTES = 1 << 20
@@ -95,14 +98,25 @@ class Settings(object):
         self.client_secret = row['client_secret']
         self.protect_role = row['protect_role']
         self.timeout = row['timeout_ms'] / 1000.0
+        # Protect over veil's local socket (veil_socket.py) when set; HTTP otherwise and for Unprotect
+        self.socket_path = row['socket_path']
         self.identity = (self.veil_url, self.token_url, self.client_id, self.client_secret)
 
 
-class Client(Trigger):
+class Client(Trigger, SocketCalls):
     def __init__(self, plpy):
         self.plpy = plpy
         self.settings_plan = plpy.prepare(
-            'SELECT veil_url, token_url, client_id, client_secret, protect_role, timeout_ms FROM veil.settings')
+            'SELECT veil_url, token_url, client_id, client_secret, protect_role, timeout_ms, socket_path FROM veil.settings')
+        # the settings and the guard's who (Guard.who_plan's columns) in one query: what a trigger
+        # call reads once per row
+        self.context_plan = plpy.prepare(
+            'SELECT s.veil_url, s.token_url, s.client_id, s.client_secret, s.protect_role, s.timeout_ms, s.socket_path, '
+            's.id IS NOT NULL AS configured, w.db_role, w.db, w.per_minute FROM (' + GUARD_WHO_SQL + ') w '
+            'LEFT JOIN veil.settings s ON true')
+        self.link = SocketLink()
+        self.cached = None
+        self.cached_until = 0.0
         # the login role decides (SET ROLE cannot change session_user); an exact mapping wins over
         # one inherited through role membership
         self.role_plan = plpy.prepare(
@@ -136,6 +150,23 @@ class Client(Trigger):
         if len(rows) == 0:
             raise VeilFailure('DB_NOT_CONFIGURED', 500, 'veil\'s URL and client credentials are not configured')
         return Settings(rows[0])
+
+    def context(self):
+        """(Settings, the guard's who row) from one query, for the trigger: read again at the end of
+        each statement (check_statement) and at least every CONTEXT_SECONDS, so a statement's rows
+        do not each query veil.settings and veil.rate_limits."""
+        now = time.monotonic()
+        if self.cached is not None and now < self.cached_until:
+            return self.cached
+        row = self.plpy.execute(self.context_plan)[0]
+        if not row['configured']:
+            raise VeilFailure('DB_NOT_CONFIGURED', 500, 'veil\'s URL and client credentials are not configured')
+        self.cached = (Settings(row), row)
+        self.cached_until = now + CONTEXT_SECONDS
+        return self.cached
+
+    def forget_context(self):
+        self.cached = None
 
     def mapped_role(self):
         rows = self.plpy.execute(self.role_plan)
@@ -222,30 +253,37 @@ class Client(Trigger):
 
     # ---- transform ------------------------------------------------------------------------------
 
-    def transform(self, action, role, items, function, table=None):
-        """items: [(className, propertyName, value)], values not None. Returns the values, in order."""
+    def transform(self, action, role, items, function, table=None, context=None):
+        """items: [(className, propertyName, value)], values not None. Returns the values, in order.
+        context: what self.context() returned, when the caller has read it already."""
         if not items:
             return []
-        return self.guard.call(function, action, items, lambda: self.transform_all(action, role, items), table)
+        who = context[1] if context is not None else None
+        return self.guard.call(function, action, items, lambda: self.transform_all(action, role, items, context), table, who)
 
-    def transform_all(self, action, role, items):
+    def transform_all(self, action, role, items, context=None):
+        s, who = context if context is not None else (self.settings(), None)
+        if s.socket_path and action == 'Protect':
+            db_role = who['db_role'] if who is not None else self.guard.who()['db_role']
+            call = lambda chunk, offset: self.socket_chunk(s, role, db_role, chunk, offset)
+        else:
+            call = lambda chunk, offset: self.transform_chunk(s, action, role, chunk, offset)
         out = []
         chunk = []
         size = 0
         for item in items:
             item_size = len(item[2]) * 4 + len(item[0]) + len(item[1]) + 80
             if chunk and (len(chunk) >= MAX_INSTANCES or size + item_size > MAX_BODY_BYTES):
-                out.extend(self.transform_chunk(action, role, chunk, len(out)))
+                out.extend(call(chunk, len(out)))
                 chunk = []
                 size = 0
             chunk.append(item)
             size += item_size
         if chunk:
-            out.extend(self.transform_chunk(action, role, chunk, len(out)))
+            out.extend(call(chunk, len(out)))
         return out
 
-    def transform_chunk(self, action, role, chunk, offset):
-        s = self.settings()
+    def transform_chunk(self, s, action, role, chunk, offset):
         body = json.dumps({
             'rightsContexts': [{'guid': RIGHTS_GUID, 'evidences': [{'name': 'Role', 'value': role}]}],
             'processingContexts': [{'guid': PROCESSING_GUID, 'evidences': [{'name': 'Action', 'value': action}]}],

@@ -24,17 +24,35 @@ AUDIT_ROTATE_BYTES = 64 << 20
 AUDIT_KEEP = 4
 # values per minute for a role without a row in veil.rate_limits (and no 'public' row)
 DEFAULT_PER_MINUTE = 60000
+# who calls, in which database, with what budget: the Client reads it with the settings in one query
+GUARD_WHO_SQL = ('SELECT session_user::text AS db_role, pg_catalog.current_database()::text AS db, COALESCE('
+                 '(SELECT l.values_per_minute FROM veil.rate_limits l WHERE l.db_role = session_user), '
+                 '(SELECT l.values_per_minute FROM veil.rate_limits l WHERE l.db_role = \'public\'), '
+                 + str(DEFAULT_PER_MINUTE) + ') AS per_minute')
 
 
 class Guard(object):
     def __init__(self, plpy):
         self.plpy = plpy
-        self.who_plan = plpy.prepare(
-            'SELECT session_user::text AS db_role, pg_catalog.current_database()::text AS db, COALESCE('
-            '(SELECT l.values_per_minute FROM veil.rate_limits l WHERE l.db_role = session_user), '
-            '(SELECT l.values_per_minute FROM veil.rate_limits l WHERE l.db_role = \'public\'), '
-            + str(DEFAULT_PER_MINUTE) + ') AS per_minute')
+        self.who_plan = plpy.prepare(GUARD_WHO_SQL)
         self.root = None
+        # kept open for the backend's life: the role's rate file (session_user never changes in a
+        # backend), the audit lock and the audit log (reopened when another backend rotated it)
+        self.rate_fd = None
+        self.rate_path = None
+        self.lock_fd = None
+        self.audit_fd = None
+        self.audit_ino = None
+        # the rate lease (take): values claimed ahead from the role's shared bucket
+        self.lease = 0
+        self.lease_key = None
+        self.lease_until = 0.0
+        self.lease_next = 0
+        # the constant part of audit lines, by event (line_of)
+        self.lines = {}
+
+    def who(self):
+        return self.plpy.execute(self.who_plan)[0]
 
     def directory(self):
         if self.root is None:
@@ -44,11 +62,11 @@ class Guard(object):
             self.root = root
         return self.root
 
-    def call(self, function, action, items, work, table=None):
-        """Runs work() (one call to veil for items) if the role's budget allows; records the outcome."""
-        row = self.plpy.execute(self.who_plan)[0]
-        event = {'time': datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='milliseconds'),
-                 'pid': os.getpid(), 'database': row['db'], 'dbRole': row['db_role'], 'function': function, 'action': action,
+    def call(self, function, action, items, work, table=None, who=None):
+        """Runs work() (one call to veil for items) if the role's budget allows; records the outcome.
+        who: the who_plan row, when the caller has read it already."""
+        row = who if who is not None else self.who()
+        event = {'time': None, 'pid': None, 'database': row['db'], 'dbRole': row['db_role'], 'function': function, 'action': action,
                  'fields': field_counts(items), 'instances': len(items)}
         if table is not None:
             event['table'] = table
@@ -74,12 +92,51 @@ class Guard(object):
             raise VeilFailure('AUDIT_UNAVAILABLE', 503, 'veil\'s database audit log cannot be written, so the call was refused', retriable=True)
         return result
 
+    # ---- rate limit: a token bucket per role in pg_veil/rate/<role>, leased in growing slices --------
+
     def take(self, db_role, per_minute, count):
-        """Token bucket per role: per_minute values, refilled continuously; False when count exceeds it."""
+        """True when count values fit the role's budget (then they are spent), else False.
+
+        The shared bucket is a file every backend locks. A backend taking values one row at a time
+        claims a slice ahead (the lease) so it does not lock the file for every row: the slice starts
+        at nothing and doubles with each claim up to a tenth of a second's budget. Leased values
+        are spent from the shared bucket, so the role never exceeds its budget; what a backend did
+        not use goes back at the end of its statement (give_back) or when the lease ages (1 s)."""
+        now = time.monotonic()
+        if self.lease_key == (db_role, per_minute) and now < self.lease_until:
+            if self.lease >= count:
+                self.lease -= count
+                return True
+        self.give_back(keep_pace=True)
+        ahead = min(self.lease_next, int(per_minute // 600))
+        claimed = self.claim(db_role, per_minute, count, ahead)
+        if claimed < count:
+            return False
+        self.lease_key = (db_role, per_minute)
+        self.lease = claimed - count
+        self.lease_until = now + 1.0
+        self.lease_next = max(1, ahead * 2)
+        return True
+
+    def give_back(self, keep_pace=False):
+        """Returns the unused lease to the shared bucket: at the end of a statement (the next one
+        starts claiming small again), or when the lease ran out, aged or changed (keep_pace)."""
+        lease, key = self.lease, self.lease_key
+        self.lease, self.lease_key = 0, None
+        if not keep_pace:
+            self.lease_next = 0
+        if lease > 0 and key is not None:
+            try:
+                self.claim(key[0], key[1], -lease, 0)
+            except OSError:
+                pass  # lost budget: stricter, never looser
+
+    def claim(self, db_role, per_minute, count, ahead):
+        """Under the file's lock: takes count (+ up to ahead) values if count fit; returns what it took.
+        A negative count gives values back."""
         path = os.path.join(self.directory(), 'rate', db_role.encode('utf-8').hex())
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        fd = self.locked_rate_file(path)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
             now = time.time()
             capacity = float(per_minute)
             try:
@@ -87,37 +144,94 @@ class Guard(object):
             except ValueError:
                 tokens, last = capacity, now
             tokens = min(capacity, tokens + max(0.0, now - last) * capacity / 60.0)
-            allowed = count <= tokens
-            if allowed:
-                tokens -= count
+            taken = 0
+            if count < 0:
+                tokens = min(capacity, tokens - count)
+            elif count <= tokens:
+                taken = count + max(0, min(ahead, int(tokens) - count))
+                tokens -= taken
             os.pwrite(fd, ('%.6f %.6f' % (tokens, now)).encode('ascii').ljust(64), 0)
-            return allowed
+            return taken
         finally:
-            os.close(fd)  # releases the lock
+            fcntl.flock(fd, fcntl.LOCK_UN)
+
+    def locked_rate_file(self, path):
+        """The role's rate file, open and locked; reopened if it was removed meanwhile."""
+        for _ in (0, 1):
+            if self.rate_fd is None or self.rate_path != path:
+                self.close_rate_file()
+                self.rate_fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+                self.rate_path = path
+            fcntl.flock(self.rate_fd, fcntl.LOCK_EX)
+            if os.fstat(self.rate_fd).st_nlink > 0:
+                return self.rate_fd
+            self.close_rate_file()  # removed (pg_veil/rate cleared): the shared state is the new file
+        raise OSError('the rate file keeps disappearing')
+
+    def close_rate_file(self):
+        if self.rate_fd is not None:
+            os.close(self.rate_fd)
+        self.rate_fd = None
+
+    # ---- audit: one JSON line per call in pg_veil/audit.log -------------------------------------------
+
+    def line_of(self, event):
+        """The record as one line; the part after time and pid is the same for every row of a statement."""
+        key = tuple((k, v if not isinstance(v, list) else tuple(tuple(f.items()) for f in v)) for k, v in event.items() if k not in ('time', 'pid'))
+        tail = self.lines.get(key)
+        if tail is None:
+            if len(self.lines) > 256:
+                self.lines.clear()
+            body = dict((k, v) for k, v in event.items() if k not in ('time', 'pid'))
+            tail = self.lines[key] = json.dumps(body, separators=(',', ':'), ensure_ascii=True)[1:]
+        stamp = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='milliseconds')
+        return ('{"time":"' + stamp + '","pid":' + str(os.getpid()) + ',' + tail + '\n').encode('ascii')
 
     def record(self, event):
-        line = (json.dumps(event, separators=(',', ':'), ensure_ascii=True) + '\n').encode('ascii')
-        root = self.directory()
-        path = os.path.join(root, AUDIT_FILE)
-        lock = os.open(os.path.join(root, 'audit.lock'), os.O_RDWR | os.O_CREAT, 0o600)
+        """Appends the record. O_APPEND writes of one line do not interleave, so only rotating (and
+        reopening the log another backend rotated away) takes the lock."""
+        line = self.line_of(event)
+        path = os.path.join(self.directory(), AUDIT_FILE)
         try:
-            fcntl.flock(lock, fcntl.LOCK_EX)
+            st = os.stat(path)
+        except FileNotFoundError:
+            st = None
+        if self.audit_fd is None or st is None or st.st_ino != self.audit_ino or st.st_size + len(line) > AUDIT_ROTATE_BYTES:
+            self.reopen_audit(path, len(line))
+        try:
+            os.write(self.audit_fd, line)
+        except OSError:
+            self.close_audit_file()
+            raise
+
+    def reopen_audit(self, path, size):
+        if self.lock_fd is None:
+            self.lock_fd = os.open(os.path.join(self.directory(), 'audit.lock'), os.O_RDWR | os.O_CREAT, 0o600)
+        fcntl.flock(self.lock_fd, fcntl.LOCK_EX)
+        try:
             try:
-                size = os.stat(path).st_size
+                st = os.stat(path)
             except FileNotFoundError:
-                size = 0
-            if size + len(line) > AUDIT_ROTATE_BYTES:
+                st = None
+            if st is not None and st.st_size + size > AUDIT_ROTATE_BYTES:
                 for i in range(AUDIT_KEEP - 1, 0, -1):
                     if os.path.exists('%s.%d' % (path, i)):
                         os.replace('%s.%d' % (path, i), '%s.%d' % (path, i + 1))
                 os.replace(path, path + '.1')
-            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-            try:
-                os.write(fd, line)
-            finally:
-                os.close(fd)
+            self.close_audit_file()
+            self.audit_fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            self.audit_ino = os.fstat(self.audit_fd).st_ino
         finally:
-            os.close(lock)
+            fcntl.flock(self.lock_fd, fcntl.LOCK_UN)
+
+    def close_audit_file(self):
+        if self.audit_fd is not None:
+            try:
+                os.close(self.audit_fd)
+            except OSError:
+                pass
+        self.audit_fd = None
+        self.audit_ino = None
 
     def record_quietly(self, event):
         """A refusal is refused whether or not its record can be written."""

@@ -27,6 +27,7 @@ class Trigger(object):
         except Exception as e:
             failure = e if isinstance(e, VeilFailure) else VeilFailure(
                 'INTERNAL', 500, 'unexpected error in veil\'s database client (' + type(e).__name__ + ')')
+        self.forget_context()
         # Raising here would run inside COPY's error context, which quotes the input line in the
         # error's CONTEXT (client and server log). Skip the row instead and let check_statement,
         # the AFTER ... FOR EACH STATEMENT trigger veil.attach creates with this one, raise; only
@@ -60,7 +61,8 @@ class Trigger(object):
         if not items:
             return None
         table = td['table_schema'] + '.' + td['table_name']
-        results = self.transform('Protect', self.settings().protect_role, items, 'trigger', table)
+        context = self.context()
+        results = self.transform('Protect', context[0].protect_role, items, 'trigger', table, context)
         for column, value in zip(columns, results):
             new[column] = value
         if old is None:
@@ -70,6 +72,9 @@ class Trigger(object):
     def check_statement(self, td):
         """AFTER INSERT OR UPDATE ... FOR EACH STATEMENT: raises the failure protect_row deferred."""
         self.last_insert.pop(td['relid'], None)
+        # the next statement reads the settings again, and the rate lease left goes back to the role
+        self.forget_context()
+        self.guard.give_back()
         if self.pending is None:
             return None
         key, failure = self.pending

@@ -1,0 +1,223 @@
+import { isUtf8 } from 'node:buffer';
+
+/**
+ * The frames of veil's database socket (docs/database.md, "The local socket"): what PL/Python's
+ * client (plpython/veil_socket.py) and veil serve (socket-server.ts) exchange. One strict
+ * grammar on both sides, so they cannot disagree about where a value ends:
+ *
+ *   frame   = length:u32be payload            length = bytes of payload, 1 .. the frame limit
+ *   AUTH    = 0x01 version:u8(=1) token:str16                       → AUTH_OK | ERROR
+ *   PROTECT = 0x02 dbRole:str8 role:str8 count:u32 (class:str8 property:str8 value:str32){count}
+ *                                                                     → VALUES | ERROR
+ *   AUTH_OK = 0x81 validFor:u32 (seconds the token stays accepted)
+ *   VALUES  = 0x82 count:u32 (value:str32){count}
+ *   ERROR   = 0xE0 status:u16 retriable:u8 code:str8 title:str16 pointer:str16
+ *                  count:u16 (instance:u32){count} retryAfter:u32 (seconds, 0 = none)
+ *
+ * strN is a length (uN, big-endian) and that many bytes of UTF-8, checked strictly. A payload
+ * must end exactly where its grammar ends: trailing bytes are as malformed as missing ones.
+ */
+export const OP_AUTH = 0x01;
+export const OP_PROTECT = 0x02;
+export const REPLY_AUTH_OK = 0x81;
+export const REPLY_VALUES = 0x82;
+export const REPLY_ERROR = 0xe0;
+export const PROTOCOL_VERSION = 1;
+export const HEADER_BYTES = 4;
+/** a database role name is at most NAMEDATALEN - 1 bytes */
+export const MAX_DB_ROLE_BYTES = 63;
+export const MAX_TOKEN_BYTES = 8192;
+export const MAX_ERROR_INSTANCES = 100;
+
+export type ClientFrame =
+  | { op: 'auth'; token: string }
+  | { op: 'protect'; dbRole: string; role: string; items: ProtectItem[] };
+
+export interface ProtectItem {
+  className: string;
+  propertyName: string;
+  value: string;
+}
+
+/** A frame that breaks the grammar: the connection is answered with REQUEST_MALFORMED and closed. */
+export class FrameError extends Error {}
+
+/** Reads one payload; every read checks the bytes are there. */
+class Reader {
+  private at = 0;
+  private readonly buf: Buffer;
+
+  constructor(buf: Buffer) {
+    this.buf = buf;
+  }
+
+  private need(n: number, what: string): number {
+    if (this.at + n > this.buf.length) throw new FrameError(`the frame ends inside ${what}`);
+    const start = this.at;
+    this.at += n;
+    return start;
+  }
+
+  u8(what: string): number {
+    return this.buf[this.need(1, what)]!;
+  }
+
+  u16(what: string): number {
+    return this.buf.readUInt16BE(this.need(2, what));
+  }
+
+  u32(what: string): number {
+    return this.buf.readUInt32BE(this.need(4, what));
+  }
+
+  /** a length of `lengthBytes` bytes, then that many bytes of strict UTF-8 */
+  str(lengthBytes: 1 | 2 | 4, what: string, min = 0, max = Number.MAX_SAFE_INTEGER): string {
+    const n = lengthBytes === 1 ? this.u8(what) : lengthBytes === 2 ? this.u16(what) : this.u32(what);
+    if (n < min || n > max) throw new FrameError(`${what} has a length outside ${min}..${max}`);
+    const start = this.need(n, what);
+    const bytes = this.buf.subarray(start, start + n);
+    if (!isUtf8(bytes)) throw new FrameError(`${what} is not UTF-8`);
+    return bytes.toString('utf8');
+  }
+
+  end(): void {
+    if (this.at !== this.buf.length) throw new FrameError('the frame holds bytes after its last field');
+  }
+
+  get remaining(): number {
+    return this.buf.length - this.at;
+  }
+}
+
+/**
+ * Parses one client payload. `maxInstances` bounds the count before anything is allocated for
+ * it (each instance takes at least 6 bytes, so a count beyond the payload is malformed too).
+ */
+export function parseClientFrame(payload: Buffer, maxInstances: number): ClientFrame {
+  const r = new Reader(payload);
+  const op = r.u8('the operation');
+  if (op === OP_AUTH) {
+    if (r.u8('the version') !== PROTOCOL_VERSION) throw new FrameError('the protocol version is not 1');
+    const token = r.str(2, 'the token', 1, MAX_TOKEN_BYTES);
+    r.end();
+    return { op: 'auth', token };
+  }
+  if (op !== OP_PROTECT) throw new FrameError('unknown operation');
+  const dbRole = r.str(1, 'the database role', 1, MAX_DB_ROLE_BYTES);
+  const role = r.str(1, 'the veil role', 1);
+  const count = r.u32('the count');
+  if (count < 1 || count > maxInstances || count * 6 > r.remaining) throw new FrameError('the count is outside the limit or the frame');
+  const items: ProtectItem[] = new Array(count);
+  for (let i = 0; i < count; i++) {
+    const className = r.str(1, 'a class name', 1);
+    const propertyName = r.str(1, 'a property name', 1);
+    items[i] = { className, propertyName, value: r.str(4, 'a value') };
+  }
+  r.end();
+  return { op: 'protect', dbRole, role, items };
+}
+
+/** Builds a frame: the u32 length, then the payload pieces. */
+function frame(parts: Buffer[]): Buffer {
+  const length = parts.reduce((n, p) => n + p.length, 0);
+  const header = Buffer.allocUnsafe(HEADER_BYTES);
+  header.writeUInt32BE(length, 0);
+  return Buffer.concat([header, ...parts], HEADER_BYTES + length);
+}
+
+const u8 = (n: number) => Buffer.from([n]);
+const u16 = (n: number) => { const b = Buffer.allocUnsafe(2); b.writeUInt16BE(n, 0); return b; };
+const u32 = (n: number) => { const b = Buffer.allocUnsafe(4); b.writeUInt32BE(n, 0); return b; };
+/** a string cut to what its length field can say, at a character boundary */
+function str(bits: 8 | 16 | 32, s: string): Buffer[] {
+  const max = bits === 8 ? 0xff : bits === 16 ? 0xffff : 0xffffffff;
+  let bytes = Buffer.from(s, 'utf8');
+  if (bytes.length > max) bytes = Buffer.from(bytes.subarray(0, max).toString('utf8').replace(/\uFFFD$/, ''), 'utf8');
+  return [bits === 8 ? u8(bytes.length) : bits === 16 ? u16(bytes.length) : u32(bytes.length), bytes];
+}
+
+export function authOkFrame(validForSeconds: number): Buffer {
+  return frame([u8(REPLY_AUTH_OK), u32(Math.max(0, Math.min(0xffffffff, Math.floor(validForSeconds))))]);
+}
+
+/** VALUES, written into one buffer (one per call on the hot path). */
+export function valuesFrame(values: readonly string[]): Buffer {
+  const lengths = values.map((v) => Buffer.byteLength(v, 'utf8'));
+  const size = lengths.reduce((n, l) => n + 4 + l, 5);
+  const out = Buffer.allocUnsafe(HEADER_BYTES + size);
+  out.writeUInt32BE(size, 0);
+  out[4] = REPLY_VALUES;
+  out.writeUInt32BE(values.length, 5);
+  let at = 9;
+  for (let i = 0; i < values.length; i++) {
+    out.writeUInt32BE(lengths[i]!, at);
+    at += 4 + out.write(values[i]!, at + 4, 'utf8');
+  }
+  return out;
+}
+
+export interface ErrorReply {
+  code: string;
+  status: number;
+  retriable: boolean;
+  /** the catalog's title or a message built from codes and names: never a value */
+  title: string;
+  pointer?: string;
+  instances?: readonly number[];
+  retryAfterSeconds?: number;
+}
+
+export function errorFrame(e: ErrorReply): Buffer {
+  const instances = (e.instances ?? []).slice(0, MAX_ERROR_INSTANCES);
+  return frame([
+    u8(REPLY_ERROR), u16(e.status), u8(e.retriable ? 1 : 0), ...str(8, e.code), ...str(16, e.title), ...str(16, e.pointer ?? ''),
+    u16(instances.length), ...instances.map(u32), u32(Math.max(0, Math.min(0xffffffff, Math.ceil(e.retryAfterSeconds ?? 0)))),
+  ]);
+}
+
+/** The client's AUTH frame (what veil_socket.py sends; tests and tools use it too). */
+export function authFrame(token: string): Buffer {
+  return frame([u8(OP_AUTH), u8(PROTOCOL_VERSION), ...str(16, token)]);
+}
+
+/** The client's PROTECT frame. */
+export function protectFrame(dbRole: string, role: string, items: readonly ProtectItem[]): Buffer {
+  const parts: Buffer[] = [u8(OP_PROTECT), ...str(8, dbRole), ...str(8, role), u32(items.length)];
+  for (const i of items) parts.push(...str(8, i.className), ...str(8, i.propertyName), ...str(32, i.value));
+  return frame(parts);
+}
+
+export type Reply =
+  | { kind: 'auth-ok'; validFor: number }
+  | { kind: 'values'; values: string[] }
+  | ({ kind: 'error' } & Required<Omit<ErrorReply, 'pointer'>> & { pointer: string });
+
+/** Parses one reply payload by the same grammar (for tools and tests; PL/Python has its own copy). */
+export function parseReply(payload: Buffer): Reply {
+  const r = new Reader(payload);
+  const kind = r.u8('the reply kind');
+  if (kind === REPLY_AUTH_OK) {
+    const validFor = r.u32('the validity');
+    r.end();
+    return { kind: 'auth-ok', validFor };
+  }
+  if (kind === REPLY_VALUES) {
+    const count = r.u32('the count');
+    if (count * 4 > r.remaining) throw new FrameError('the count is outside the frame');
+    const values: string[] = [];
+    for (let i = 0; i < count; i++) values.push(r.str(4, 'a value'));
+    r.end();
+    return { kind: 'values', values };
+  }
+  if (kind !== REPLY_ERROR) throw new FrameError('unknown reply');
+  const status = r.u16('the status');
+  const retriable = r.u8('retriable') === 1;
+  const code = r.str(1, 'the code', 1);
+  const title = r.str(2, 'the title');
+  const pointer = r.str(2, 'the pointer');
+  const instances: number[] = [];
+  for (let i = r.u16('the instance count'); i > 0; i--) instances.push(r.u32('an instance'));
+  const retryAfterSeconds = r.u32('retry-after');
+  r.end();
+  return { kind: 'error', status, retriable, code, title, pointer, instances, retryAfterSeconds };
+}
