@@ -95,7 +95,7 @@ const controlFrontDoor = {
     const check = (node, source) => {
       if (typeof source !== 'string' || !source.startsWith('.')) return;
       const target = path.resolve(path.dirname(file), source);
-      if (target.startsWith(controlDir + path.sep) && target !== frontDoor) context.report({ node, messageId: 'internal', data: { source } });
+      if (target.startsWith(controlDir + path.sep) && target !== frontDoor && !isErrorsModule(target, context.cwd)) context.report({ node, messageId: 'internal', data: { source } });
     };
     return {
       ImportDeclaration: (node) => check(node, node.source.value),
@@ -147,6 +147,16 @@ const wiringOnly = {
  * holder moved to src/control; what it needs of src/app comes in through its ConfigPort).
  */
 const ADAPTERS = ['http', 'stream', 'gateway', 'portal', 'db', 'client'];
+
+/**
+ * A module's errors.ts — its error codes (a catalog of data) and its error type — is public: any
+ * layer may catch a layer's errors, and src/errors/catalog.ts gathers every catalog for the
+ * OpenAPI document, the portal and the docs check. It imports nothing but the engine's front door.
+ */
+function isErrorsModule(target, cwd) {
+  const rel = path.relative(path.join(cwd, 'src'), target).split(path.sep);
+  return rel.length === 2 && rel[1] === 'errors.ts';
+}
 const NEUTRAL = ['errors', 'audit', 'identity', 'keystore', 'json-bytes', 'observability', 'control', 'env'];
 const WIRING = ['app', 'cli'];
 
@@ -169,8 +179,9 @@ const adapterIsolation = {
     if (!isAdapter && !NEUTRAL.includes(from)) return {};
     const check = (node, source) => {
       if (typeof source !== 'string' || !source.startsWith('.')) return;
-      const to = topOf(path.resolve(path.dirname(context.filename), source));
-      if (to === undefined || to === from) return;
+      const target = path.resolve(path.dirname(context.filename), source);
+      const to = topOf(target);
+      if (to === undefined || to === from || isErrorsModule(target, context.cwd)) return;
       if (WIRING.includes(to)) context.report({ node, messageId: 'wiring', data: { from, to, source } });
       else if (ADAPTERS.includes(to)) context.report({ node, messageId: isAdapter ? 'sibling' : 'neutral', data: { from, to, source } });
     };

@@ -1,4 +1,4 @@
-import { Engine, VeilError, type ConfigIssue } from '../engine/index.ts';
+import { Engine, type ConfigIssue } from '../engine/index.ts';
 import type { Env } from '../env/index.ts';
 import { KeyLease } from '../keystore/key-lease.ts';
 import { kekFromEnv } from '../keystore/kms/kms-from-env.ts';
@@ -9,6 +9,7 @@ import { MASTER_KEY_ENV, describeMasterKeySource, resolveMasterKey } from '../ke
 import { requireConfig, type VeilConfig } from './config-file.ts';
 import type { ControlStore, VersionBuilder } from '../control/index.ts';
 import { findKeyGaps, provisionKeys, requireKeys } from '../keystore/config-keys.ts';
+import { KeystoreError } from '../keystore/errors.ts';
 
 
 export interface OpenEngineOptions {
@@ -68,7 +69,7 @@ export async function openEngine(options: OpenEngineOptions): Promise<OpenedEngi
 export async function openKeystore(options: Pick<OpenEngineOptions, 'dataDir' | 'env' | 'now' | 'notice' | 'control'>): Promise<{ keystore: LocalKeystore; lease?: KeyLease; kmsMetrics?: KmsMetrics }> {
   const kek = await kekFromEnv(options.env);
   if (!kek && isProduction(options.env) && options.env[MASTER_KEY_ENV] === undefined) {
-    throw new VeilError('KEYSTORE_INVALID', `VEIL_ENV=production needs ${MASTER_KEY_ENV} or VEIL_KMS: the development master key file is not used in production`);
+    throw new KeystoreError('KEYSTORE_INVALID', `VEIL_ENV=production needs ${MASTER_KEY_ENV} or VEIL_KMS: the development master key file is not used in production`);
   }
   let masterKey;
   if (!kek || options.env[MASTER_KEY_ENV] !== undefined) {

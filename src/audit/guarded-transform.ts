@@ -1,6 +1,7 @@
 import { VeilError, type Engine, type Identity, type Plan, type TransformRequest, type TransformResponse } from '../engine/index.ts';
 import { auditEvent, type AuditCaller } from './audit-event.ts';
 import type { AuditChannel, AuditEvent, AuditSink } from './audit-sink.ts';
+import { AuditError } from './errors.ts';
 
 /** A verified caller: its roles for the engine, its names for the audit record. */
 export type GuardedCaller = Identity & AuditCaller;
@@ -82,7 +83,7 @@ export class GuardedTransform {
           await this.record(call.requestId, { caller, plan, outcome: 'ok' });
         } catch {
           // no record, no values; an AUDIT_UNAVAILABLE refusal is not recorded either
-          return { ok: false, error: new VeilError('AUDIT_UNAVAILABLE', `the audit sink cannot record this ${this.deps.scope === 'revealing' ? 'unprotect' : 'request'}, so it was refused`) };
+          return { ok: false, error: new AuditError('AUDIT_UNAVAILABLE', `the audit sink cannot record this ${this.deps.scope === 'revealing' ? 'unprotect' : 'request'}, so it was refused`) };
         }
       }
       return { ok: true, response, plan };

@@ -7,6 +7,7 @@ import { openKeystore } from '../app/open-engine.ts';
 import { VeilError } from '../engine/index.ts';
 import { KEYSTORE_FILE } from '../keystore/local-keystore.ts';
 import { usageExitCode, type CliIo, type Command } from './io.ts';
+import { ControlError } from '../control/errors.ts';
 
 export const storeHelp = `Usage: veil store migrate [--data-dir D]
 
@@ -56,9 +57,9 @@ async function migrate(dataDir: string, io: CliIo): Promise<number> {
     if (log.head('config') || log.head('keyset')) throw new VeilError('CONFIG_INVALID', `control store topic ${topic} holds versions already: migrate only into an empty store`);
     for (const [i, { meta, text }] of texts.entries()) {
       const accepted = await log.append('config', i, text, { by: meta.by, source: meta.source, note: meta.note }, (w) => signWrite(keystore, w));
-      if (accepted?.number !== i + 1) throw new VeilError('CONTROL_STORE_UNAVAILABLE', `another process wrote to ${topic} during the migration`);
+      if (accepted?.number !== i + 1) throw new ControlError('CONTROL_STORE_UNAVAILABLE', `another process wrote to ${topic} during the migration`);
     }
-    if (keyset && !(await log.append('keyset', 0, keyset.toString('base64')))) throw new VeilError('CONTROL_STORE_UNAVAILABLE', `another process wrote to ${topic} during the migration`);
+    if (keyset && !(await log.append('keyset', 0, keyset.toString('base64')))) throw new ControlError('CONTROL_STORE_UNAVAILABLE', `another process wrote to ${topic} during the migration`);
   } finally {
     await log.close();
   }
@@ -66,8 +67,8 @@ async function migrate(dataDir: string, io: CliIo): Promise<number> {
   const check = await openKafkaControlLog({ ...controlTopicSettings(io.env), brokers, topic });
   try {
     const got = check.state.configs.map((c) => c.write.body);
-    if (got.length !== texts.length || got.some((t, i) => t !== texts[i]!.text)) throw new VeilError('CONTROL_STORE_UNAVAILABLE', `${topic} read back does not hold the data dir's versions`);
-    if (keyset && check.state.keyset?.write.body !== keyset.toString('base64')) throw new VeilError('CONTROL_STORE_UNAVAILABLE', `${topic} read back does not hold the data dir's key set`);
+    if (got.length !== texts.length || got.some((t, i) => t !== texts[i]!.text)) throw new ControlError('CONTROL_STORE_UNAVAILABLE', `${topic} read back does not hold the data dir's versions`);
+    if (keyset && check.state.keyset?.write.body !== keyset.toString('base64')) throw new ControlError('CONTROL_STORE_UNAVAILABLE', `${topic} read back does not hold the data dir's key set`);
   } finally {
     await check.close();
   }

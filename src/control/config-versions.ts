@@ -2,6 +2,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { chmod, mkdir, readFile, readdir, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { VeilError, formatIssue, type ConfigIssue } from '../engine/index.ts';
+import { ControlError } from './errors.ts';
 
 /**
  * What the store checks a configuration file with before adopting it: the wiring's compiler of the
@@ -226,7 +227,7 @@ export class ConfigVersions {
       if (number !== undefined) return number;
       const fromFile = [...this.index.versions].reverse().find((v) => v.source === 'file');
       if (meta.source === 'file' && fromFile?.sha256 === sha256(text)) return fromFile.number;
-      if (attempt >= 10) throw new VeilError('CONTROL_STORE_UNAVAILABLE', 'publishing lost the race to other publishers 10 times in a row');
+      if (attempt >= 10) throw new ControlError('CONTROL_STORE_UNAVAILABLE', 'publishing lost the race to other publishers 10 times in a row');
     }
   }
 

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Kafka, logLevel, type Admin, type Consumer, type Producer } from 'kafkajs';
 import { VeilError } from '../engine/index.ts';
 import { ControlState, parseWrite, recordKey, type Accepted, type ControlWrite, type History } from './control-log.ts';
+import { ControlError } from './errors.ts';
 
 export interface KafkaControlLogOptions {
   brokers: string[];
@@ -55,7 +56,7 @@ export class KafkaControlLog {
     } catch (e) {
       await log.close();
       if (e instanceof VeilError) throw e;
-      throw new VeilError('CONTROL_STORE_UNAVAILABLE', `control store topic ${options.topic} on ${options.brokers.join(',')} cannot be read (${(e as Error).name})`, [], { cause: e });
+      throw new ControlError('CONTROL_STORE_UNAVAILABLE', `control store topic ${options.topic} on ${options.brokers.join(',')} cannot be read (${(e as Error).name})`, { cause: e });
     }
     return log;
   }
@@ -75,10 +76,10 @@ export class KafkaControlLog {
     const auth = sign?.(unsigned);
     const write: ControlWrite = auth ? { ...unsigned, auth } : unsigned;
     const key = recordKey(write);
-    if (this.down) throw new VeilError('CONTROL_STORE_UNAVAILABLE', `control store topic ${this.options.topic} is not being followed (${this.down}): nothing was written`);
+    if (this.down) throw new ControlError('CONTROL_STORE_UNAVAILABLE', `control store topic ${this.options.topic} is not being followed (${this.down}): nothing was written`);
     const [sent] = await this.producer!.send({ topic: this.options.topic, acks: -1, messages: [{ key, value: JSON.stringify(write) }] }).catch((e: unknown) => {
       // not written, or not known to be: the caller may try again (a retry is a new write on the head it then sees)
-      throw new VeilError('CONTROL_STORE_UNAVAILABLE', `control store topic ${this.options.topic} on ${this.options.brokers.join(',')} did not take the write (${(e as Error).name})`, [], { cause: e });
+      throw new ControlError('CONTROL_STORE_UNAVAILABLE', `control store topic ${this.options.topic} on ${this.options.brokers.join(',')} did not take the write (${(e as Error).name})`, { cause: e });
     });
     await this.readUpTo(Number(sent!.baseOffset));
     const accepted = this.state.wasAccepted(key);
@@ -169,7 +170,7 @@ export class KafkaControlLog {
     return new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.waiters = this.waiters.filter((w) => w.resolve !== done);
-        reject(new VeilError('CONTROL_STORE_UNAVAILABLE', `control store topic ${this.options.topic}: offset ${offset} not read back within ${timeoutMs} ms`));
+        reject(new ControlError('CONTROL_STORE_UNAVAILABLE', `control store topic ${this.options.topic}: offset ${offset} not read back within ${timeoutMs} ms`));
       }, timeoutMs);
       const done = () => {
         clearTimeout(timer);

@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
-import { VeilError } from '../engine/index.ts';
+
 import { LocalKeystore } from '../keystore/local-keystore.ts';
 import type { ControlWrite } from './control-log.ts';
+import { KeystoreError } from '../keystore/errors.ts';
 
 /**
  * Whether a key-set document opens under this process's KEK: false when it does not (damaged,
@@ -90,7 +91,7 @@ export class KeysetMirror {
     // a store with key sets none of which opens: this process has the wrong KEK (or the store only
     // forgeries); starting on an empty key set of its own would protect under keys no one else has
     if (pending.length && newest < 0) {
-      throw new VeilError('KEYSTORE_INVALID', `none of the control store's ${pending.length} key-set version(s) opens under this process's KEK: check VEIL_MASTER_KEY / VEIL_KMS`);
+      throw new KeystoreError('KEYSTORE_INVALID', `none of the control store's ${pending.length} key-set version(s) opens under this process's KEK: check VEIL_MASTER_KEY / VEIL_KMS`);
     }
     if (newest >= 0) await this.write(pending[newest]!.number, documentOf(pending[newest]!.write));
     this.unjudged = pending.slice(newest + 1);

@@ -1,4 +1,4 @@
-import { ERROR_CATALOG, type ErrorCode, type VeilError } from '../engine/index.ts';
+import type { VeilError } from '../engine/index.ts';
 
 /** RFC 9457 problem details, with veil's stable code, retriable flag and offending elements. */
 export interface Problem {
@@ -6,7 +6,7 @@ export interface Problem {
   title: string;
   status: number;
   detail: string;
-  code: ErrorCode;
+  code: string;
   retriable: boolean;
   instance?: string;
   /** JSON pointer of the first offending element */
@@ -17,7 +17,8 @@ export interface Problem {
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 
 export function problemOf(error: VeilError, requestId?: string): Problem {
-  const entry = ERROR_CATALOG[error.code];
+  // every VeilError carries its catalog entry (the engine's or its layer's)
+  const entry = error;
   const first = error.details[0];
   return {
     type: `urn:veil:error:${error.code.toLowerCase().replaceAll('_', '-')}`,

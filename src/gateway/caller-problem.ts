@@ -1,4 +1,5 @@
-import { combine, ERROR_CATALOG, VeilError, type ErrorDetail } from '../engine/index.ts';
+import { combine, VeilError, type ErrorDetail } from '../engine/index.ts';
+import { ERROR_CATALOG } from '../errors/catalog.ts';
 import type { Located } from './json-fields.ts';
 import type { Route } from './routes.ts';
 import { pointersOf } from './selector.ts';
@@ -50,7 +51,8 @@ export function callerProblem(error: VeilError, call: ProtectCall): VeilError {
     const field = className ? `${className}.${propertyName}` : undefined;
     return { code, message: messageFor(d, { roles, action: call.action, field, pointer }), pointer, ...(className ? { className, propertyName } : {}) };
   });
-  return new VeilError(error.code, combine(details).message, details, { cause: error });
+  // the caller's problem keeps the code, status and retriable of what the engine refused
+  return new VeilError(error.code, combine(details, ERROR_CATALOG).message, details, { cause: error }, error);
 }
 
 function messageFor(d: ErrorDetail, at: { roles: string; action: string; field?: string; pointer: string }): string {
@@ -68,7 +70,7 @@ function messageFor(d: ErrorDetail, at: { roles: string; action: string; field?:
     default:
       // value errors name the field and what is wrong with the value, never the gateway's call;
       // anything that would is replaced by the catalog's title
-      return INTERNAL_REFERENCE.test(d.message) ? `${ERROR_CATALOG[d.code].title}${at.field ? `: ${at.field}${where}` : ''}` : `${d.message}${where}`;
+      return INTERNAL_REFERENCE.test(d.message) ? `${(ERROR_CATALOG as Readonly<Record<string, { title: string }>>)[d.code]?.title ?? 'refused'}${at.field ? `: ${at.field}${where}` : ''}` : `${d.message}${where}`;
   }
 }
 

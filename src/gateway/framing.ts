@@ -1,5 +1,6 @@
 import type { IncomingMessage } from 'node:http';
-import { VeilError } from '../engine/index.ts';
+
+import { GatewayError } from './errors.ts';
 
 /**
  * How a request's body is delimited. The gateway forwards each request it accepted as exactly one
@@ -19,7 +20,7 @@ export type Framing = { kind: 'none' } | { kind: 'length'; length: number } | { 
 /** Methods whose requests have no body by their definition (RFC 9110 §9.3). */
 const BODYLESS = new Set(['GET', 'HEAD', 'DELETE', 'OPTIONS', 'TRACE']);
 
-const framingInvalid = (why: string) => new VeilError('REQUEST_FRAMING_INVALID', `the request's framing is ambiguous: ${why}`);
+const framingInvalid = (why: string) => new GatewayError('REQUEST_FRAMING_INVALID', `the request's framing is ambiguous: ${why}`);
 
 export function requestFraming(req: IncomingMessage): Framing {
   if (req.httpVersionMajor !== 1) throw framingInvalid(`HTTP/${req.httpVersion} in an HTTP/1 request line`);
@@ -52,7 +53,7 @@ export function hasBody(framing: Framing): boolean {
 /** BODY_NOT_ALLOWED for a body on a method without one, unless the route accepts it (`allowBody`). */
 export function checkBodyAllowed(method: string, framing: Framing, allowBody: boolean): void {
   if (!allowBody && hasBody(framing) && BODYLESS.has(method)) {
-    throw new VeilError('BODY_NOT_ALLOWED', `a ${method} request has no body on this route`);
+    throw new GatewayError('BODY_NOT_ALLOWED', `a ${method} request has no body on this route`);
   }
 }
 
@@ -61,7 +62,7 @@ export function hostOf(req: IncomingMessage): string {
   const hosts: string[] = [];
   const raw = req.rawHeaders;
   for (let i = 0; i < raw.length; i += 2) if (raw[i]!.toLowerCase() === 'host') hosts.push(raw[i + 1]!);
-  if (hosts.length !== 1 || hosts[0]!.trim() === '') throw new VeilError('REQUEST_TARGET_INVALID', 'the request needs exactly one Host header');
+  if (hosts.length !== 1 || hosts[0]!.trim() === '') throw new GatewayError('REQUEST_TARGET_INVALID', 'the request needs exactly one Host header');
   return hosts[0]!.trim();
 }
 

@@ -16,6 +16,8 @@ import { compileRoutes, findRoute, hasSelectors, type Route } from './routes.ts'
 import { normalizeTarget } from './target.ts';
 import { Upstream } from './upstream.ts';
 import { TRACING_OFF, type Tracing } from '../observability/tracing.ts';
+import { DoorError } from '../errors/door-errors.ts';
+import { GatewayError } from './errors.ts';
 
 /** What the gateway runs with; replaced as a whole when the active configuration version changes. */
 export interface GatewayParts {
@@ -119,7 +121,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
       const method = req.method ?? 'GET';
       const route = findRoute(c.routes, method, target.segments);
       if (route) routeName = route.name;
-      if (target.params && !route?.pathParameters) throw new VeilError('PATH_NOT_CANONICAL', 'the path holds ; parameters, which this route does not accept: the gateway does not route it');
+      if (target.params && !route?.pathParameters) throw new GatewayError('PATH_NOT_CANONICAL', 'the path holds ; parameters, which this route does not accept: the gateway does not route it');
       if (!route && config.unmatched === 'refuse') throw new VeilError('NOT_FOUND', 'no gateway route matches this method and path');
       checkBodyAllowed(method, framing, route?.allowBody ?? false);
       const path = route ? route.matches.rewrite(target.path === '/' ? [] : target.path.slice(1).split('/')) : target.path;
@@ -132,7 +134,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
       throw e;
     }
     if (hasBody(x.framing)) streamDeadline(x, () => {
-      refused(new VeilError('REQUEST_TIMEOUT', `the body did not arrive within ${config.limits.streamTimeoutMs} ms`));
+      refused(new DoorError('REQUEST_TIMEOUT', `the body did not arrive within ${config.limits.streamTimeoutMs} ms`));
       controller.abort();
     });
     const route = x.route;
@@ -164,7 +166,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
   server.on('checkContinue', inOrder);
   server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
     metrics.requests.inc({ route: 'unmatched', outcome: 'EXPECTATION_FAILED', status: '417' });
-    refuse(req, res, new VeilError('EXPECTATION_FAILED', 'the only expectation the gateway meets is 100-continue'), randomUUID(), logger);
+    refuse(req, res, new GatewayError('EXPECTATION_FAILED', 'the only expectation the gateway meets is 100-continue'), randomUUID(), logger);
   });
   server.on('clientError', (error: NodeJS.ErrnoException & { reason?: string }, socket) => {
     const refusal = clientRefusal(error);
@@ -173,7 +175,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
   });
   server.on('connect', (_req: IncomingMessage, socket) => {
     metrics.requests.inc({ route: 'unmatched', outcome: 'METHOD_NOT_ALLOWED', status: '405' });
-    answerSocket(socket, new VeilError('METHOD_NOT_ALLOWED', 'the gateway does not tunnel (CONNECT)'), randomUUID());
+    answerSocket(socket, new DoorError('METHOD_NOT_ALLOWED', 'the gateway does not tunnel (CONNECT)'), randomUUID());
   });
 
   return {
@@ -194,11 +196,11 @@ export function createGateway(deps: GatewayDeps): Gateway {
 /** What a request Node's parser refused gets: 431, 408, or 400 REQUEST_FRAMING_INVALID; nothing for a reset. */
 function clientRefusal(error: NodeJS.ErrnoException & { reason?: string }): VeilError | undefined {
   if (error.code === 'ECONNRESET') return undefined;
-  if (error.code === 'HPE_HEADER_OVERFLOW') return new VeilError('HEADERS_TOO_LARGE', 'the request line and headers exceed the limit');
-  if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT') return new VeilError('REQUEST_TIMEOUT', 'the request headers did not arrive in time');
+  if (error.code === 'HPE_HEADER_OVERFLOW') return new GatewayError('HEADERS_TOO_LARGE', 'the request line and headers exceed the limit');
+  if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT') return new DoorError('REQUEST_TIMEOUT', 'the request headers did not arrive in time');
   // llhttp's reasons are fixed texts ("Transfer-Encoding can't be present with Content-Length"), never request bytes
   const reason = typeof error.reason === 'string' && /^[\w\s`'.,/-]{1,120}$/.test(error.reason) ? `: ${error.reason}` : '';
-  return new VeilError('REQUEST_FRAMING_INVALID', `the request cannot be parsed unambiguously (${error.code ?? 'parse error'})${reason}`);
+  return new GatewayError('REQUEST_FRAMING_INVALID', `the request cannot be parsed unambiguously (${error.code ?? 'parse error'})${reason}`);
 }
 
 /** Cuts an exchange whose caller's body has not arrived in whole within streamTimeoutMs. */

@@ -1,4 +1,3 @@
-import { VeilError } from '../engine/index.ts';
 // The one validating JSON scanner of veil (src/json-bytes, shared with the stream pipelines): it
 // reports where paths land as byte spans, so the gateway rewrites only the selected values and
 // keeps every other byte.
@@ -6,6 +5,7 @@ import { compileExpectation } from '../json-bytes/paths.ts';
 import { EV_MISSING, EV_NO_ARRAY, EV_NOT_SCALAR, EV_SHAPE, JsonSyntaxError, leafText, scanJson, type Expectation, type UnmappedVisitor } from '../json-bytes/scan.ts';
 import { spliceJson } from '../json-bytes/splice.ts';
 import type { Selector } from './selector.ts';
+import { GatewayError } from './errors.ts';
 
 /** One selected scalar in a body: which selector reached it, its byte span, and its text. */
 export interface LocatedValue {
@@ -32,7 +32,7 @@ export function compileSelectors(selectors: readonly Selector[], foldKeys = fals
   return compileExpectation(selectors.map((s) => s.steps), { foldKeys });
 }
 
-export const bodyNotJson = () => new VeilError('BODY_NOT_JSON', 'the body is not JSON (UTF-8)');
+export const bodyNotJson = () => new GatewayError('BODY_NOT_JSON', 'the body is not JSON (UTF-8)');
 
 /**
  * Validates `bytes` as one UTF-8 JSON text and returns the scalars the selectors reach. Absent and

@@ -14,6 +14,8 @@ import type { Route } from './routes.ts';
 import { bodyGuard, findingPlace, MAX_REPORTED, unmappedRefusal, type BodyGuard } from './unmapped-guard.ts';
 import type { UpstreamRequest } from './upstream.ts';
 import { ATTR } from '../observability/span-attributes.ts';
+import { DoorError } from '../errors/door-errors.ts';
+import { GatewayError } from './errors.ts';
 
 /** Headers whose value no longer describes a body the gateway rewrote. */
 const BODY_DIGESTS = ['content-md5', 'digest', 'content-digest', 'repr-digest'];
@@ -41,9 +43,9 @@ export async function protectRequest(x: Exchange, route: Route, caller: Caller):
     return { ...base, headers: [...upstreamHeaders(x, drop), ...extra, ...framingHeaders(x.framing)], body: hasBody(x.framing) ? callerBody(x) : undefined };
   }
 
-  if (!isJsonMediaType(req.headers['content-type'])) throw new VeilError('CONTENT_TYPE_UNSUPPORTED', 'this route protects fields of a JSON body: the body must be application/json');
+  if (!isJsonMediaType(req.headers['content-type'])) throw new DoorError('CONTENT_TYPE_UNSUPPORTED', 'this route protects fields of a JSON body: the body must be application/json');
   const coding = codingOf(req.rawHeaders);
-  if (coding === undefined) throw new VeilError('CONTENT_ENCODING_UNSUPPORTED', 'the body must be sent as gzip, br, deflate or identity');
+  if (coding === undefined) throw new GatewayError('CONTENT_ENCODING_UNSUPPORTED', 'the body must be sent as gzip, br, deflate or identity');
   const limit = config.limits.bodyBytes;
   if (x.framing.kind === 'length' && x.framing.length > limit) throw tooLarge(limit);
   let raw: Buffer;
@@ -52,26 +54,27 @@ export async function protectRequest(x: Exchange, route: Route, caller: Caller):
   } catch (e) {
     if (!(e instanceof BodyReadError)) throw e;
     if (e.reason === 'too-large') throw tooLarge(limit);
-    if (e.reason === 'timeout') throw new VeilError('REQUEST_TIMEOUT', `the body did not arrive within ${config.limits.bodyReadTimeoutMs} ms`);
-    throw new VeilError('REQUEST_TIMEOUT', 'the body did not arrive in whole (the connection closed)');
+    if (e.reason === 'timeout') throw new DoorError('REQUEST_TIMEOUT', `the body did not arrive within ${config.limits.bodyReadTimeoutMs} ms`);
+    throw new DoorError('REQUEST_TIMEOUT', 'the body did not arrive in whole (the connection closed)');
   }
   let body: Buffer;
   try {
     body = await decodeBody(raw, coding, limit);
   } catch (e) {
     if (!(e instanceof DecodeError)) throw e;
-    throw e.tooLarge ? tooLarge(limit) : new VeilError('BODY_NOT_JSON', `the body cannot be decoded as ${coding}`);
+    throw e.tooLarge ? tooLarge(limit) : new GatewayError('BODY_NOT_JSON', `the body cannot be decoded as ${coding}`);
   }
   const limits = config.limits;
   // the unmapped guard keeps every finding it protects (up to the values limit), or the first few it refuses
   const guard = route.guard === undefined ? undefined : bodyGuard(route.guard, route.guard.action === 'protect' ? limits.valuesPerBody + 1 : MAX_REPORTED);
   const located = locate(body, route.request.compiled, guard);
   if (located.mismatched.length) {
-    throw new VeilError('FIELD_SHAPE_MISMATCH', `${located.mismatched.length === 1 ? 'a selected field has' : 'selected fields have'} an object or array where a value is selected, or a value where an object or array is`,
-      located.mismatched.map((m) => ({ code: 'FIELD_SHAPE_MISMATCH', pointer: '', message: `selector ${route.request.selectors[m]!.text} (${fieldName(route, 'request', m)}) does not fit the body's shape`, ...fieldOf(route, 'request', m) })));
+    throw new GatewayError('FIELD_SHAPE_MISMATCH', `${located.mismatched.length === 1 ? 'a selected field has' : 'selected fields have'} an object or array where a value is selected, or a value where an object or array is`, {
+      details: located.mismatched.map((m) => ({ code: 'FIELD_SHAPE_MISMATCH', pointer: '', message: `selector ${route.request.selectors[m]!.text} (${fieldName(route, 'request', m)}) does not fit the body's shape`, ...fieldOf(route, 'request', m) })),
+    });
   }
   const guarded = guard === undefined || guard.found.length === 0 ? [] : guardedValues(x, route, body, guard);
-  if (located.values.length + guarded.length > limits.valuesPerBody) throw new VeilError('LIMIT_EXCEEDED', `the body holds more than ${limits.valuesPerBody} values to protect (selected, and personal data the unmapped guard protects)`);
+  if (located.values.length + guarded.length > limits.valuesPerBody) throw new DoorError('LIMIT_EXCEEDED', `the body holds more than ${limits.valuesPerBody} values to protect (selected, and personal data the unmapped guard protects)`);
 
   const protectAs: GuardedCaller = config.protectAs ? { ...caller, roles: config.protectAs.roles } : caller;
   const values = [
@@ -115,7 +118,7 @@ export async function revealResponse(x: Exchange, route: Route, caller: Caller, 
   }
   const invalid = (why: string) => {
     response.destroy();
-    return new VeilError('UPSTREAM_RESPONSE_INVALID', `the upstream response ${why}`);
+    return new GatewayError('UPSTREAM_RESPONSE_INVALID', `the upstream response ${why}`);
   };
   const coding = codingOf(response.rawHeaders);
   if (coding === undefined) throw invalid('has a Content-Encoding the gateway cannot decode');
@@ -126,7 +129,7 @@ export async function revealResponse(x: Exchange, route: Route, caller: Caller, 
     raw = await readBody(response, limit, x.config.limits.upstreamTimeoutMs);
   } catch (e) {
     if (!(e instanceof BodyReadError)) throw e;
-    throw e.reason === 'too-large' ? invalid(`is larger than ${limit} bytes`) : new VeilError('UPSTREAM_TIMEOUT', 'the upstream response body did not arrive in whole');
+    throw e.reason === 'too-large' ? invalid(`is larger than ${limit} bytes`) : new GatewayError('UPSTREAM_TIMEOUT', 'the upstream response body did not arrive in whole');
   }
   let body: Buffer;
   try {
@@ -187,7 +190,7 @@ function guardedValues(x: Exchange, route: Route, body: Buffer, guard: BodyGuard
   }
   if (guard.truncated) {
     countUnmapped(x, route, guard.found, 'refused');
-    throw new VeilError('LIMIT_EXCEEDED', `the body holds more than ${x.config.limits.valuesPerBody} values of personal data the unmapped guard protects`);
+    throw new DoorError('LIMIT_EXCEEDED', `the body holds more than ${x.config.limits.valuesPerBody} values of personal data the unmapped guard protects`);
   }
   return guard.found.map((f) => ({ finding: f, field: protect.get(f.kind)!, value: leafText(body, body[f.start] === 0x22 ? EV_STRING : EV_RAW, f.start, f.end) }));
 }
@@ -215,7 +218,7 @@ function countFields(x: Exchange, route: Route, side: 'request' | 'response', re
 }
 
 function tooLarge(limit: number): VeilError {
-  return new VeilError('BODY_TOO_LARGE', `the body exceeds ${limit} bytes (on the wire or decoded)`);
+  return new DoorError('BODY_TOO_LARGE', `the body exceeds ${limit} bytes (on the wire or decoded)`);
 }
 
 function fieldOf(route: Route, side: 'request' | 'response', m: number): { className: string; propertyName: string } {

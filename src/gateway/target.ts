@@ -1,4 +1,4 @@
-import { VeilError } from '../engine/index.ts';
+import { GatewayError } from './errors.ts';
 
 /**
  * The request target as the gateway routes and forwards it. One normal form, so that the path the
@@ -24,8 +24,8 @@ const UNRESERVED = /[A-Za-z0-9._~-]/;
 /** encoded characters some servers decode before routing: slash, backslash, NUL, `;` */
 const REFUSED_ENCODED = new Set(['2F', '5C', '00', '3B']);
 
-const targetInvalid = (why: string) => new VeilError('REQUEST_TARGET_INVALID', `the request target ${why}`);
-const notCanonical = (why: string) => new VeilError('PATH_NOT_CANONICAL', `${why}: the gateway does not route it`);
+const targetInvalid = (why: string) => new GatewayError('REQUEST_TARGET_INVALID', `the request target ${why}`);
+const notCanonical = (why: string) => new GatewayError('PATH_NOT_CANONICAL', `${why}: the gateway does not route it`);
 
 /**
  * The target of a request line (`req.url`) in its normal form, or a refusal: REQUEST_TARGET_INVALID

@@ -1,9 +1,10 @@
 import { isDataKey } from '../discover/profile.ts';
 import type { GuardKind } from '../discover/guard.ts';
 import { JsonGuard, type AllowedPath, type UnmappedFinding } from '../discover/json-guard.ts';
-import { VeilError, type ErrorDetail, type FieldRef } from '../engine/index.ts';
+import { type ErrorDetail, type FieldRef } from '../engine/index.ts';
 import { unmappedPolicyConfig, type GatewayUnmapped } from './gateway-config.ts';
 import { parseSelector } from './selector.ts';
+import { DoorError } from '../errors/door-errors.ts';
 
 /**
  * The unmapped guard at the gateway door: every string, number and object key of a request body
@@ -82,7 +83,7 @@ export interface UnmappedPlace {
 }
 
 /** The refusal: 422 UNMAPPED_PERSONAL_DATA, each finding a detail with its pointer; the problem+json carries `unmapped` too. */
-export class UnmappedRefusal extends VeilError {
+export class UnmappedRefusal extends DoorError {
   readonly findings: readonly UnmappedPlace[];
   constructor(findings: readonly UnmappedPlace[], more: boolean) {
     const details: ErrorDetail[] = findings.map((f) => ({ code: 'UNMAPPED_PERSONAL_DATA', pointer: f.pointer, message: describe(f) }));
@@ -90,7 +91,7 @@ export class UnmappedRefusal extends VeilError {
     const message = findings.length === 1 && !more
       ? `${first}, which the route's request selectors do not name: nothing was forwarded`
       : `${findings.length}${more ? ' or more' : ''} unmapped paths hold personal data; the first: ${first}. Nothing was forwarded`;
-    super('UNMAPPED_PERSONAL_DATA', message, details);
+    super('UNMAPPED_PERSONAL_DATA', message, { details });
     this.findings = findings;
   }
 }

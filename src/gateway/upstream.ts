@@ -2,6 +2,7 @@ import http, { type IncomingMessage } from 'node:http';
 import https from 'node:https';
 import { finished, type Readable } from 'node:stream';
 import { VeilError } from '../engine/index.ts';
+import { GatewayError } from './errors.ts';
 
 /** Errors that mean the upstream was never reached: nothing was sent, so the call may be retried. */
 const NOT_REACHED = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL']);
@@ -74,7 +75,7 @@ export class Upstream {
       const timer = setTimeout(() => {
         settled = true;
         req.destroy();
-        reject(new VeilError('UPSTREAM_TIMEOUT', `the upstream sent no response within ${this.timeoutMs} ms`));
+        reject(new GatewayError('UPSTREAM_TIMEOUT', `the upstream sent no response within ${this.timeoutMs} ms`));
       }, this.timeoutMs);
       req.once('response', (res) => {
         clearTimeout(timer);
@@ -87,7 +88,7 @@ export class Upstream {
         if (settled) return;
         settled = true;
         if (req.reusedSocket && e.code === 'ECONNRESET') reject(new ResetOnReuse(timeoutError(e)));
-        else if (e.code !== undefined && NOT_REACHED.has(e.code)) reject(new VeilError('UPSTREAM_UNAVAILABLE', `the upstream cannot be reached (${e.code})`));
+        else if (e.code !== undefined && NOT_REACHED.has(e.code)) reject(new GatewayError('UPSTREAM_UNAVAILABLE', `the upstream cannot be reached (${e.code})`));
         else reject(timeoutError(e));
       });
       const body = request.body;
@@ -119,5 +120,5 @@ class ResetOnReuse extends Error {
 }
 
 function timeoutError(e: NodeJS.ErrnoException): VeilError {
-  return new VeilError('UPSTREAM_TIMEOUT', `the upstream connection failed after the request was sent (${e.code ?? e.name})`);
+  return new GatewayError('UPSTREAM_TIMEOUT', `the upstream connection failed after the request was sent (${e.code ?? e.name})`);
 }

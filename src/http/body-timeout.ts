@@ -2,6 +2,7 @@ import { PassThrough, type Readable } from 'node:stream';
 import type { IncomingMessage } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { VeilError } from '../engine/index.ts';
+import { DoorError } from '../errors/door-errors.ts';
 
 export const DEFAULT_BODY_READ_TIMEOUT_MS = 30_000;
 
@@ -65,7 +66,7 @@ function expire(req: FastifyRequest, reply: FastifyReply, deadline: Deadline, ti
     req.raw.socket?.destroy();
     return;
   }
-  const error = new VeilError('REQUEST_TIMEOUT', `the request body did not arrive within ${timeoutMs} ms`);
+  const error = new DoorError('REQUEST_TIMEOUT', `the request body did not arrive within ${timeoutMs} ms`);
   // the body parser answers through the error handler; with no parser reading, answer here
   if (deadline.stream && deadline.stream.listenerCount('data') > 0) deadline.stream.destroy(error);
   else send(reply, error, req);

@@ -1,4 +1,5 @@
-import { ERROR_CATALOG, jsonSchemas, UUID } from '../engine/index.ts';
+import { jsonSchemas, UUID } from '../engine/index.ts';
+import { ERROR_CATALOG } from '../errors/catalog.ts';
 import { serviceSchema } from './service-config.ts';
 import type { BodyLimits } from './transform-body.ts';
 

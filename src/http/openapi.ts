@@ -1,4 +1,4 @@
-import { ERROR_CATALOG } from '../engine/index.ts';
+import { ERROR_CATALOG } from '../errors/catalog.ts';
 import {
   DEFAULT_LIMITS, DISCOVERY_SCHEMA, JWKS_SCHEMA, OAUTH_ERROR_SCHEMA, PROBLEM_SCHEMA, TOKEN_FORM_SCHEMA, TOKEN_RESPONSE_SCHEMA,
   healthSchema, statusSchema, transformRequestSchema, transformResponseSchema,

@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { VeilError } from '../engine/index.ts';
+import { DoorError } from '../errors/door-errors.ts';
 
 type Send = (reply: FastifyReply, error: VeilError, req: FastifyRequest) => FastifyReply;
 
@@ -24,7 +25,7 @@ export function registerRouting(app: FastifyInstance, send: Send): void {
     const allowed = methods.get(path);
     if (allowed && !allowed.includes(req.method)) {
       reply.header('allow', allowed.join(', '));
-      return send(reply, new VeilError('METHOD_NOT_ALLOWED', `${path} supports ${allowed.join(', ')}`), req);
+      return send(reply, new DoorError('METHOD_NOT_ALLOWED', `${path} supports ${allowed.join(', ')}`), req);
     }
     return send(reply, new VeilError('NOT_FOUND', 'no such resource'), req);
   };

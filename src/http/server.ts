@@ -17,6 +17,7 @@ import { registerTokenRoutes } from './routes/token-routes.ts';
 import { registerTransformRoute } from './routes/transform-route.ts';
 import { registerRouting } from './routing.ts';
 import type { Tracing } from '../observability/tracing.ts';
+import { DoorError } from '../errors/door-errors.ts';
 
 /**
  * service.limits as the HTTP service reads it: bodyReadTimeoutMs (default 30 s) is not in the
@@ -127,9 +128,9 @@ function toVeilError(error: unknown): VeilError {
   switch (e.code) {
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
-      return new VeilError('CONTENT_TYPE_UNSUPPORTED', 'the body must be application/json');
+      return new DoorError('CONTENT_TYPE_UNSUPPORTED', 'the body must be application/json');
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return new VeilError('BODY_TOO_LARGE', 'the body exceeds the size limit');
+      return new DoorError('BODY_TOO_LARGE', 'the body exceeds the size limit');
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
       return new VeilError('REQUEST_MALFORMED', 'the body is not valid JSON', [{ code: 'REQUEST_MALFORMED', pointer: '', message: 'not valid JSON' }]);
@@ -137,8 +138,8 @@ function toVeilError(error: unknown): VeilError {
   if (error instanceof SyntaxError || e.statusCode === 400) {
     return new VeilError('REQUEST_MALFORMED', 'the body is not valid JSON', [{ code: 'REQUEST_MALFORMED', pointer: '', message: 'not valid JSON' }]);
   }
-  if (e.statusCode === 415) return new VeilError('CONTENT_TYPE_UNSUPPORTED', 'the body must be application/json');
-  if (e.statusCode === 413) return new VeilError('BODY_TOO_LARGE', 'the body exceeds the size limit');
-  if (e.statusCode === 405) return new VeilError('METHOD_NOT_ALLOWED', 'method not allowed');
+  if (e.statusCode === 415) return new DoorError('CONTENT_TYPE_UNSUPPORTED', 'the body must be application/json');
+  if (e.statusCode === 413) return new DoorError('BODY_TOO_LARGE', 'the body exceeds the size limit');
+  if (e.statusCode === 405) return new DoorError('METHOD_NOT_ALLOWED', 'method not allowed');
   return new VeilError('INTERNAL', 'an unexpected error; nothing was transformed');
 }

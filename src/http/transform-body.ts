@@ -1,5 +1,6 @@
 import { checkIdentifiers, combine, jsonSchemas, VeilError, type ErrorDetail, type TransformRequest } from '../engine/index.ts';
 import type { ServiceConfig } from './service-config.ts';
+import { DoorError } from '../errors/door-errors.ts';
 
 /** The call-size limits of service.limits that bound a body's content (bodyBytes is Fastify's). */
 export type BodyLimits = Pick<ServiceConfig['limits'], 'requests' | 'instancesPerCall' | 'valueLength'>;
@@ -139,16 +140,16 @@ class Walk {
   /** The count limits outrank everything else, so the walk stops at the first one exceeded. */
   private count(limit: Limit, length: number): void {
     if (limit.kind === 'requests' && length > limit.max) {
-      throw new VeilError('LIMIT_EXCEEDED', `the call holds ${length} requests; the limit is ${limit.max}`, [
+      throw new DoorError('LIMIT_EXCEEDED', `the call holds ${length} requests; the limit is ${limit.max}`, { details: [
         { code: 'LIMIT_EXCEEDED', pointer: '/requests', message: `at most ${limit.max} requests per call` },
-      ]);
+      ] });
     }
     if (limit.kind === 'instances' && (this.instances += length) > limit.max) {
       // the message gives the call's total: count the instance arrays not walked yet
       const total = ((this.body as { requests: unknown[] }).requests).reduce((n: number, r) => n + lengthOf((r as { instances?: unknown })?.instances), 0);
-      throw new VeilError('LIMIT_EXCEEDED', `the call holds ${total} instances; the limit is ${limit.max}`, [
+      throw new DoorError('LIMIT_EXCEEDED', `the call holds ${total} instances; the limit is ${limit.max}`, { details: [
         { code: 'LIMIT_EXCEEDED', pointer: '/requests', message: `at most ${limit.max} instances per call` },
-      ]);
+      ] });
     }
   }
 

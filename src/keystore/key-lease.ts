@@ -1,6 +1,6 @@
-import { VeilError } from '../engine/index.ts';
 import { DATA_KEY_CONTEXT } from './keyset-envelope.ts';
 import { KmsError, type Kms } from './kms/kms.ts';
+import { KeystoreError } from './errors.ts';
 
 export interface KeyLeaseOptions {
   /** the KEK, uncached (a retrying decorator is fine): every renewal must reach it */
@@ -87,7 +87,7 @@ export class KeyLease {
     this.enter('lapsed');
     // this message reaches callers (a 503 body, the token endpoint's refusal): which KMS and key is
     // for the process's own log (the watchers), not for them
-    throw new VeilError('KMS_UNAVAILABLE', `the key-encryption key has not answered for ${Math.round(this.options.ttlMs / 1000)} s: keys are not used until it does${this.reason ? ` (${this.reason})` : ''}`);
+    throw new KeystoreError('KMS_UNAVAILABLE', `the key-encryption key has not answered for ${Math.round(this.options.ttlMs / 1000)} s: keys are not used until it does${this.reason ? ` (${this.reason})` : ''}`);
   }
 
   /** For health: valid or not, and why not. */

@@ -1,4 +1,5 @@
-import { KEY_TYPE_NAMES, KEY_TYPES, VeilError, type KeyType } from '../engine/index.ts';
+import { KEY_TYPE_NAMES, KEY_TYPES, type KeyType } from '../engine/index.ts';
+import { KeystoreError } from './errors.ts';
 
 /** Key ids: lower-case, start with a letter or digit, at most 64 characters. */
 export const KEY_ID_PATTERN = /^[a-z0-9][a-z0-9._-]{0,63}$/;
@@ -24,18 +25,18 @@ export function parseHexMaterial(type: KeyType, hex: string): Uint8Array {
   const sizes = keySizes(type);
   const expected = `${sizes.join(', ')} bytes (${sizes.map((s) => s * 2).join(', ')} hex digits)`;
   if (text.length === 0) {
-    throw new VeilError('KEY_MATERIAL_INVALID', `key material is empty; a ${type} key takes ${expected}`);
+    throw new KeystoreError('KEY_MATERIAL_INVALID', `key material is empty; a ${type} key takes ${expected}`);
   }
   const bad = text.search(/[^0-9a-fA-F]/);
   if (bad !== -1) {
-    throw new VeilError('KEY_MATERIAL_INVALID', `key material must be hex digits only; the character at position ${bad + 1} is not one`);
+    throw new KeystoreError('KEY_MATERIAL_INVALID', `key material must be hex digits only; the character at position ${bad + 1} is not one`);
   }
   if (text.length % 2 !== 0) {
-    throw new VeilError('KEY_MATERIAL_INVALID', `key material has an odd number of hex digits (${text.length})`);
+    throw new KeystoreError('KEY_MATERIAL_INVALID', `key material has an odd number of hex digits (${text.length})`);
   }
   const length = text.length / 2;
   if (!sizes.includes(length)) {
-    throw new VeilError('KEY_MATERIAL_INVALID', `a ${type} key takes ${expected}; got ${length} bytes`);
+    throw new KeystoreError('KEY_MATERIAL_INVALID', `a ${type} key takes ${expected}; got ${length} bytes`);
   }
   const decoded = Buffer.from(text, 'hex');
   const bytes = Uint8Array.from(decoded);

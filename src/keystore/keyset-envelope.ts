@@ -1,7 +1,8 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
-import { VeilError } from '../engine/index.ts';
+
 import { base64, recordsFromPlaintext, recordsToPlaintext, type KeyRecord } from './keystore-format.ts';
 import type { Kms } from './kms/kms.ts';
+import { KeystoreError } from './errors.ts';
 
 /**
  * The key set under envelope encryption, format `veil-keyset` version 1: the key list (the JSON
@@ -64,7 +65,7 @@ export async function decodeEnvelope(bytes: Uint8Array, kms: Kms, path: string):
   }
   try {
     const records = recordsFromPlaintext(plaintext);
-    if (!records) throw new VeilError('KEYSTORE_INVALID', `keystore ${path} is authentic but its content is not understood by this veil version`);
+    if (!records) throw new KeystoreError('KEYSTORE_INVALID', `keystore ${path} is authentic but its content is not understood by this veil version`);
     return records;
   } finally {
     plaintext.fill(0);
@@ -103,7 +104,7 @@ function open(envelope: Envelope, dataKey: Buffer, path: string): Buffer {
     decipher.setAuthTag(envelope.sealed.subarray(envelope.sealed.length - TAG_BYTES));
     return Buffer.concat([decipher.update(envelope.sealed.subarray(0, envelope.sealed.length - TAG_BYTES)), decipher.final()]);
   } catch {
-    throw new VeilError('KEYSTORE_INVALID', `keystore ${path} failed authentication: it was damaged or modified; restore it from a backup`);
+    throw new KeystoreError('KEYSTORE_INVALID', `keystore ${path} failed authentication: it was damaged or modified; restore it from a backup`);
   }
 }
 
@@ -119,7 +120,7 @@ const FIELDS = ['format', 'version', 'cipher', 'kek', 'wrappedKey', 'nonce', 'ci
 
 /** The envelope, accepted only in its canonical form with known format, version and cipher. */
 function parse(bytes: Uint8Array, path: string): Envelope {
-  const damaged = (detail: string) => new VeilError('KEYSTORE_INVALID', `keystore ${path} is not a valid veil key set (${detail}): it was damaged or modified; restore it from a backup`);
+  const damaged = (detail: string) => new KeystoreError('KEYSTORE_INVALID', `keystore ${path} is not a valid veil key set (${detail}): it was damaged or modified; restore it from a backup`);
   let value: Record<string, unknown>;
   try {
     value = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(bytes)) as Record<string, unknown>;

@@ -1,6 +1,7 @@
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto';
 import { VeilError, type KeyType } from '../engine/index.ts';
 import { isKeyType, isValidKeyId, keySizes } from './key-material.ts';
+import { KeystoreError } from './errors.ts';
 
 /**
  * The keystore file, version 1. A JSON document in one canonical form (2-space indent, fixed key
@@ -72,7 +73,7 @@ export function encodeKeystore(records: readonly KeyRecord[], masterKey: Uint8Ar
 /** Parses, authenticates and decrypts a keystore file; any defect is a KEYSTORE_INVALID. */
 export function decodeKeystore(bytes: Uint8Array, masterKey: Uint8Array, path: string): KeyRecord[] {
   const damaged = (detail: string): VeilError =>
-    new VeilError('KEYSTORE_INVALID', `keystore ${path} is not a valid veil keystore (${detail}): it was damaged or modified; restore it from a backup`);
+    new KeystoreError('KEYSTORE_INVALID', `keystore ${path} is not a valid veil keystore (${detail}): it was damaged or modified; restore it from a backup`);
   if (bytes.length === 0) throw damaged('the file is empty');
   let parsed: unknown;
   try {
@@ -106,12 +107,12 @@ export function decodeKeystore(bytes: Uint8Array, masterKey: Uint8Array, path: s
   } catch {
     const expected = derive(masterKey, salt, CHECK_INFO, CHECK_BYTES);
     if (!timingSafeEqual(expected, check)) {
-      throw new VeilError(
+      throw new KeystoreError(
         'KEYSTORE_INVALID',
         `keystore ${path} cannot be opened with this master key (check VEIL_MASTER_KEY or the master.key file), or it was modified`,
       );
     }
-    throw new VeilError('KEYSTORE_INVALID', `keystore ${path} failed authentication: it was damaged or modified; restore it from a backup`);
+    throw new KeystoreError('KEYSTORE_INVALID', `keystore ${path} failed authentication: it was damaged or modified; restore it from a backup`);
   } finally {
     fileKey.fill(0);
   }
@@ -120,7 +121,7 @@ export function decodeKeystore(bytes: Uint8Array, masterKey: Uint8Array, path: s
     if (!records) throw new Error('content');
     return records;
   } catch {
-    throw new VeilError('KEYSTORE_INVALID', `keystore ${path} is authentic but its content is not understood by this veil version`);
+    throw new KeystoreError('KEYSTORE_INVALID', `keystore ${path} is authentic but its content is not understood by this veil version`);
   } finally {
     plaintext.fill(0);
   }

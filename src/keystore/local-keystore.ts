@@ -11,6 +11,8 @@ import type { KeyLease } from './key-lease.ts';
 import { opensUnder } from './keyset-open.ts';
 import type { Kms } from './kms/kms.ts';
 import { errorCode } from './master-key.ts';
+import { ControlError } from '../control/errors.ts';
+import { KeystoreError } from './errors.ts';
 
 export const KEYSTORE_FILE = 'keystore.json';
 
@@ -147,7 +149,7 @@ export class LocalKeystore implements KeyProvider {
     await this.withLock(async () => {
       const basedOn = this.basedOn();
       const bytes = await this.readBytes();
-      if (!bytes) throw new VeilError('KEYSTORE_INVALID', `keystore ${this.path} no longer exists`);
+      if (!bytes) throw new KeystoreError('KEYSTORE_INVALID', `keystore ${this.path} no longer exists`);
       let next: Buffer;
       if (isEnvelope(bytes)) {
         if (!this.kms) throw this.needsKms();
@@ -170,7 +172,7 @@ export class LocalKeystore implements KeyProvider {
       } finally {
         if (!accepted) this.kms = from;
       }
-      if (!accepted) throw new VeilError('CONTROL_STORE_UNAVAILABLE', 'another process changed the key set during the rewrap: run it again');
+      if (!accepted) throw new ControlError('CONTROL_STORE_UNAVAILABLE', 'another process changed the key set during the rewrap: run it again');
     });
   }
 
@@ -181,7 +183,7 @@ export class LocalKeystore implements KeyProvider {
   /** Re-reads the file, picking up changes made by other processes. */
   async reload(): Promise<void> {
     const records = await this.read();
-    if (!records) throw new VeilError('KEYSTORE_INVALID', `keystore ${this.path} no longer exists`);
+    if (!records) throw new KeystoreError('KEYSTORE_INVALID', `keystore ${this.path} no longer exists`);
     this.adopt(records);
   }
 
@@ -190,7 +192,7 @@ export class LocalKeystore implements KeyProvider {
     assertKeyId(id);
     assertKeyType(type);
     return this.change((keys) => {
-      if (keys.info(id)) throw new VeilError('KEY_EXISTS', `key ${id} exists already; use rotate for a new version`);
+      if (keys.info(id)) throw new KeystoreError('KEY_EXISTS', `key ${id} exists already; use rotate for a new version`);
       addRandom(keys, id, type, this.stamp());
       return id;
     });
@@ -201,7 +203,7 @@ export class LocalKeystore implements KeyProvider {
     assertKeyId(id);
     return this.change((keys) => {
       const info = keys.info(id);
-      if (!info) throw new VeilError('KEY_NOT_FOUND', `no key ${id} in keystore ${this.path}`);
+      if (!info) throw new KeystoreError('KEY_NOT_FOUND', `no key ${id} in keystore ${this.path}`);
       addRandom(keys, id, info.type, this.stamp());
       return id;
     });
@@ -219,12 +221,12 @@ export class LocalKeystore implements KeyProvider {
       return await this.change((keys) => {
         const info = keys.info(id);
         if (info && info.type !== type) {
-          throw new VeilError('KEY_EXISTS', `key ${id} exists with type ${info.type}; imported material must be of the same type, not ${type}`);
+          throw new KeystoreError('KEY_EXISTS', `key ${id} exists with type ${info.type}; imported material must be of the same type, not ${type}`);
         }
         for (const version of info?.versions ?? []) {
           const existing = revealKeyBytes(keys.key(id, version.version) as SecretKey);
           if (existing.length === bytes.length && timingSafeEqual(existing, bytes)) {
-            throw new VeilError('KEY_EXISTS', `key ${id} holds this material already, as version ${version.version}`);
+            throw new KeystoreError('KEY_EXISTS', `key ${id} holds this material already, as version ${version.version}`);
           }
         }
         keys.add(id, type, bytes, this.stamp(), 'imported');
@@ -253,7 +255,7 @@ export class LocalKeystore implements KeyProvider {
       const info = await this.withLock(async () => {
         const basedOn = this.basedOn();
         const records = await this.read();
-        if (!records) throw new VeilError('KEYSTORE_INVALID', `keystore ${this.path} no longer exists`);
+        if (!records) throw new KeystoreError('KEYSTORE_INVALID', `keystore ${this.path} no longer exists`);
         const keys = toProvider(records);
         wipe(records);
         const id = apply(keys);
@@ -269,14 +271,14 @@ export class LocalKeystore implements KeyProvider {
         return copyInfo(keys.info(id) as KeyInfo);
       });
       if (info) return info;
-      if (attempt >= 10) throw new VeilError('CONTROL_STORE_UNAVAILABLE', `a change to keystore ${this.path} lost the race to other processes 10 times in a row`);
+      if (attempt >= 10) throw new ControlError('CONTROL_STORE_UNAVAILABLE', `a change to keystore ${this.path} lost the race to other processes 10 times in a row`);
     }
   }
 
   /** The log's head a change is based on; refused while keystore.json is not that version. */
   private basedOn(): number {
     if (this.log?.current && !this.log.current()) {
-      throw new VeilError('KEYSTORE_INVALID', `the control store's newest key-set version does not open under this process's KEK (it was rotated elsewhere): no change is made to keystore ${this.path} until this process runs with that KEK`);
+      throw new KeystoreError('KEYSTORE_INVALID', `the control store's newest key-set version does not open under this process's KEK (it was rotated elsewhere): no change is made to keystore ${this.path} until this process runs with that KEK`);
     }
     return this.log?.head() ?? 0;
   }
@@ -308,12 +310,12 @@ export class LocalKeystore implements KeyProvider {
   }
 
   private decodeMasterKeyFile(bytes: Buffer): KeyRecord[] {
-    if (!this.masterKey) throw new VeilError('KEYSTORE_INVALID', `keystore ${this.path} is encrypted under a master key: set VEIL_MASTER_KEY to read it (and rewrap it under the KMS)`);
+    if (!this.masterKey) throw new KeystoreError('KEYSTORE_INVALID', `keystore ${this.path} is encrypted under a master key: set VEIL_MASTER_KEY to read it (and rewrap it under the KMS)`);
     return decodeKeystore(bytes, revealKeyBytes(this.masterKey), this.path);
   }
 
   private needsKms(): VeilError {
-    return new VeilError('KEYSTORE_INVALID', `keystore ${this.path} is a key set wrapped by a KMS: set VEIL_KMS to read it`);
+    return new KeystoreError('KEYSTORE_INVALID', `keystore ${this.path} is a key set wrapped by a KMS: set VEIL_KMS to read it`);
   }
 
   private async readBytes(): Promise<Buffer | undefined> {
@@ -340,13 +342,13 @@ export class LocalKeystore implements KeyProvider {
 
   private async withLock<T>(body: () => Promise<T>): Promise<T> {
     return withKeystoreLock(this.path, {
-      busy: () => new VeilError('KEYSTORE_INVALID', `keystore ${this.path} is locked by another veil process; if none is running, remove ${this.path}.lock`),
+      busy: () => new KeystoreError('KEYSTORE_INVALID', `keystore ${this.path} is locked by another veil process; if none is running, remove ${this.path}.lock`),
       failed: (error) => this.ioError('cannot create the lock file for', error),
     }, body);
   }
 
   private ioError(what: string, error: unknown): VeilError {
     const target = what.endsWith('directory') ? this.dataDir : `keystore ${this.path}`;
-    return new VeilError('KEYSTORE_INVALID', `${what} ${target} (${errorCode(error) ?? 'error'})`, [], { cause: error });
+    return new KeystoreError('KEYSTORE_INVALID', `${what} ${target} (${errorCode(error) ?? 'error'})`, { cause: error });
   }
 }

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { link, mkdir, open, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { SecretKey, VeilError } from '../engine/index.ts';
+import { KeystoreError } from './errors.ts';
 
 /**
  * The master key protects the keystore file. Production supplies it in VEIL_MASTER_KEY (from a
@@ -53,7 +54,7 @@ export function describeMasterKeySource(source: MasterKeySource): string {
 export function parseMasterKey(text: string, origin: string): Uint8Array {
   const value = text.trim();
   if (value.length === 0) {
-    throw new VeilError('KEYSTORE_INVALID', `${origin} is empty; it must hold 64 hex digits or the base64 of 32 bytes`);
+    throw new KeystoreError('KEYSTORE_INVALID', `${origin} is empty; it must hold 64 hex digits or the base64 of 32 bytes`);
   }
   if (/^[0-9a-fA-F]{64}$/.test(value)) return decode(value, 'hex');
   if (/^[A-Za-z0-9+/]{43}=?$/.test(value) || /^[A-Za-z0-9_-]{43}=?$/.test(value)) {
@@ -63,7 +64,7 @@ export function parseMasterKey(text: string, origin: string): Uint8Array {
     const given = value.replace(/=$/, '').replace(/-/g, '+').replace(/_/g, '/');
     if (bytes.length === MASTER_KEY_BYTES && canonical === given) return bytes;
   }
-  throw new VeilError(
+  throw new KeystoreError(
     'KEYSTORE_INVALID',
     `${origin} must hold 64 hex digits or the base64 of ${MASTER_KEY_BYTES} bytes (got ${value.length} characters that are neither)`,
   );
@@ -89,14 +90,14 @@ async function readKeyFile(path: string): Promise<Uint8Array | undefined> {
     handle = await open(path, 'r');
   } catch (error) {
     if (errorCode(error) === 'ENOENT') return undefined;
-    throw new VeilError('KEYSTORE_INVALID', `cannot read the development master key ${path} (${errorCode(error) ?? 'error'})`, [], { cause: error });
+    throw new KeystoreError('KEYSTORE_INVALID', `cannot read the development master key ${path} (${errorCode(error) ?? 'error'})`, { cause: error });
   }
   try {
     const stat = await handle.stat();
-    if (!stat.isFile()) throw new VeilError('KEYSTORE_INVALID', `the development master key ${path} is not a regular file`);
+    if (!stat.isFile()) throw new KeystoreError('KEYSTORE_INVALID', `the development master key ${path} is not a regular file`);
     if (process.platform !== 'win32' && (stat.mode & 0o077) !== 0) {
       const mode = (stat.mode & 0o777).toString(8).padStart(4, '0');
-      throw new VeilError(
+      throw new KeystoreError(
         'KEYSTORE_INVALID',
         `the development master key ${path} has mode ${mode}: group or others may access it; run 'chmod 600 ${path}' if it was not exposed, or replace it`,
       );
@@ -105,7 +106,7 @@ async function readKeyFile(path: string): Promise<Uint8Array | undefined> {
     return parseMasterKey(text, `the development master key ${path}`);
   } catch (error) {
     if (error instanceof VeilError) throw error;
-    throw new VeilError('KEYSTORE_INVALID', `cannot read the development master key ${path} (${errorCode(error) ?? 'error'})`, [], { cause: error });
+    throw new KeystoreError('KEYSTORE_INVALID', `cannot read the development master key ${path} (${errorCode(error) ?? 'error'})`, { cause: error });
   } finally {
     await handle.close();
   }
@@ -139,7 +140,7 @@ async function createKeyFile(dataDir: string, path: string): Promise<{ bytes: Ui
     return { bytes: Uint8Array.from(bytes), created: true };
   } catch (error) {
     if (error instanceof VeilError) throw error;
-    throw new VeilError('KEYSTORE_INVALID', `cannot create the development master key ${path} (${errorCode(error) ?? 'error'})`, [], { cause: error });
+    throw new KeystoreError('KEYSTORE_INVALID', `cannot create the development master key ${path} (${errorCode(error) ?? 'error'})`, { cause: error });
   } finally {
     bytes.fill(0);
     await unlink(temp).catch(() => undefined);

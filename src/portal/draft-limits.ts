@@ -1,5 +1,6 @@
 import { parse } from 'yaml';
-import { VeilError, pointerOf, type ErrorDetail } from '../engine/index.ts';
+import { pointerOf, type ErrorDetail } from '../engine/index.ts';
+import { PortalError } from './errors.ts';
 
 /**
  * What a draft may make the serving process do. A draft is written by an editor and is not live,
@@ -43,5 +44,5 @@ export function draftLimitDetails(text: string): ErrorDetail[] {
 /** Refuses (422 DRAFT_LIMIT_EXCEEDED) a draft text over the limits: nothing is saved. */
 export function requireWithinLimits(text: string): void {
   const details = draftLimitDetails(text);
-  if (details.length) throw new VeilError('DRAFT_LIMIT_EXCEEDED', details.map((d) => `${d.pointer || '/'}: ${d.message}`).join('; '), details);
+  if (details.length) throw new PortalError('DRAFT_LIMIT_EXCEEDED', details.map((d) => `${d.pointer || '/'}: ${d.message}`).join('; '), { details });
 }

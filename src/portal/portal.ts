@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { ERROR_CATALOG } from '../engine/index.ts';
+import { ERROR_CATALOG } from '../errors/catalog.ts';
 import type { Html } from './html.ts';
 import { formOf, type PortalContext, type PortalDeps } from './portal-deps.ts';
 import { csrfMatches, holds, SessionStore, type Session } from './sessions.ts';

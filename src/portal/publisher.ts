@@ -7,6 +7,7 @@ import { draftLimitDetails } from './draft-limits.ts';
 import type { TestOutcome } from './sandbox-jobs.ts';
 import type { SandboxRunner } from './sandbox-runner.ts';
 import { redactSecretHashes } from './secret-redaction.ts';
+import { PortalError } from './errors.ts';
 
 export type { TestOutcome } from './sandbox-jobs.ts';
 
@@ -66,19 +67,19 @@ export async function runSavedTests(sandbox: SandboxRunner, text: string, tests:
 export async function publish(deps: PortalDeps & { sandbox: SandboxRunner }, text: string, meta: { by: string; note: string; tests: readonly TestCase[] }): Promise<number> {
   const compiled = deps.configPort.compile(text);
   const errors = compiled.issues.filter((i) => i.severity === 'error');
-  if (!compiled.config || errors.length) throw new VeilError('PUBLISH_REFUSED', `the configuration is invalid: ${errors.map((i) => `${i.pointer || '/'}: ${i.message}`).join('; ')}`);
+  if (!compiled.config || errors.length) throw new PortalError('PUBLISH_REFUSED', `the configuration is invalid: ${errors.map((i) => `${i.pointer || '/'}: ${i.message}`).join('; ')}`);
   let outcomes: TestOutcome[];
   try {
     outcomes = await runSavedTests(deps.sandbox, text, meta.tests);
   } catch (e) {
-    throw new VeilError('PUBLISH_REFUSED', `the saved test cases did not run: ${(e as Error).message}`, [], { cause: e });
+    throw new PortalError('PUBLISH_REFUSED', `the saved test cases did not run: ${(e as Error).message}`, { cause: e });
   }
   const failing = outcomes.filter((o) => !o.pass);
-  if (failing.length) throw new VeilError('PUBLISH_REFUSED', `saved test cases fail: ${failing.map((f) => `${f.test.name} expected ${f.test.expect}, got ${f.got}`).join('; ')}`);
+  if (failing.length) throw new PortalError('PUBLISH_REFUSED', `saved test cases fail: ${failing.map((f) => `${f.test.name} expected ${f.test.expect}, got ${f.got}`).join('; ')}`);
   try {
     await deps.configPort.prepareKeys(compiled.config.engine);
   } catch (e) {
-    if (e instanceof VeilError) throw new VeilError('PUBLISH_REFUSED', `the keystore cannot serve it: ${e.message}`, [], { cause: e });
+    if (e instanceof VeilError) throw new PortalError('PUBLISH_REFUSED', `the keystore cannot serve it: ${e.message}`, { cause: e });
     throw e;
   }
   const engine = new Engine({ config: compiled.config.engine, keys: deps.keystore });

@@ -1,6 +1,7 @@
 import { Worker } from 'node:worker_threads';
 import { VeilError } from '../engine/index.ts';
 import type { SandboxJob, SandboxResult } from './sandbox-jobs.ts';
+import { PortalError } from './errors.ts';
 
 interface Pending {
   id: number;
@@ -33,8 +34,8 @@ export class SandboxRunner {
   }
 
   run<J extends SandboxJob>(job: J): Promise<SandboxResult<J>> {
-    if (this.closed) return Promise.reject(new VeilError('SANDBOX_BUSY', 'the portal sandbox is stopping'));
-    if (this.queue.length >= this.maxQueue) return Promise.reject(new VeilError('SANDBOX_BUSY', `the portal sandbox has ${this.queue.length} runs waiting; try again shortly`));
+    if (this.closed) return Promise.reject(new PortalError('SANDBOX_BUSY', 'the portal sandbox is stopping'));
+    if (this.queue.length >= this.maxQueue) return Promise.reject(new PortalError('SANDBOX_BUSY', `the portal sandbox has ${this.queue.length} runs waiting; try again shortly`));
     return new Promise((resolve, reject) => {
       this.queue.push({ id: this.nextId++, job, resolve: resolve as (v: unknown) => void, reject });
       this.pump();
@@ -43,7 +44,7 @@ export class SandboxRunner {
 
   async close(): Promise<void> {
     this.closed = true;
-    for (const p of this.queue.splice(0)) p.reject(new VeilError('SANDBOX_BUSY', 'the portal sandbox is stopping'));
+    for (const p of this.queue.splice(0)) p.reject(new PortalError('SANDBOX_BUSY', 'the portal sandbox is stopping'));
     const worker = this.worker;
     this.worker = undefined;
     await worker?.terminate();
@@ -53,7 +54,7 @@ export class SandboxRunner {
     if (this.running || !this.queue.length) return;
     const next = this.queue.shift()!;
     const worker = this.ensureWorker();
-    const timer = setTimeout(() => this.fail(new VeilError('SANDBOX_BUSY', `the sandbox run took longer than ${this.timeoutMs} ms and was stopped`), true), this.timeoutMs);
+    const timer = setTimeout(() => this.fail(new PortalError('SANDBOX_BUSY', `the sandbox run took longer than ${this.timeoutMs} ms and was stopped`), true), this.timeoutMs);
     this.running = { ...next, timer };
     worker.postMessage({ id: next.id, job: next.job });
   }
@@ -68,16 +69,16 @@ export class SandboxRunner {
       clearTimeout(current.timer);
       this.running = undefined;
       if (m.ok) current.resolve(m.result);
-      else current.reject(new VeilError('SANDBOX_BUSY', `the sandbox run failed (${m.error?.code ?? m.error?.name ?? 'error'})`));
+      else current.reject(new PortalError('SANDBOX_BUSY', `the sandbox run failed (${m.error?.code ?? m.error?.name ?? 'error'})`));
       this.pump();
     });
     worker.on('error', () => {
       if (this.worker === worker) this.worker = undefined;
-      this.fail(new VeilError('SANDBOX_BUSY', 'the sandbox thread stopped'), false);
+      this.fail(new PortalError('SANDBOX_BUSY', 'the sandbox thread stopped'), false);
     });
     worker.on('exit', () => {
       if (this.worker === worker) this.worker = undefined;
-      if (this.running) this.fail(new VeilError('SANDBOX_BUSY', 'the sandbox thread stopped'), false);
+      if (this.running) this.fail(new PortalError('SANDBOX_BUSY', 'the sandbox thread stopped'), false);
     });
     this.worker = worker;
     return worker;

@@ -1,8 +1,9 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Caller } from '../identity/token-verifier.ts';
 import { ADMIN_ROLES, type AdminRight } from '../identity/admin-roles.ts';
-import { VeilError } from '../engine/index.ts';
+
 import { SandboxKeys } from './sandbox-keys.ts';
+import { PortalError } from './errors.ts';
 
 /** An admin's session: who signed in, the CSRF token of its forms, its sandbox keys. In memory only. */
 export interface Session {
@@ -46,7 +47,7 @@ export class SessionStore {
     const own = [...this.sessions.values()].filter((s) => identityOf(s.caller) === identityOf(caller));
     // Map order is creation order: the first of its own is the oldest
     for (const old of own.slice(0, Math.max(0, own.length - this.perIdentity + 1))) this.sessions.delete(old.id);
-    if (this.sessions.size >= this.max) throw new VeilError('SESSIONS_FULL', 'the portal holds as many sessions as it may; sign in again when one ends');
+    if (this.sessions.size >= this.max) throw new PortalError('SESSIONS_FULL', 'the portal holds as many sessions as it may; sign in again when one ends');
     const session: Session = { id: token(), csrf: token(), caller, createdAt: now, expiresAt, sandbox: new SandboxKeys() };
     this.sessions.set(session.id, session);
     return session;

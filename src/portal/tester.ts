@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { AuditSink } from '../audit/audit-sink.ts';
 import { GuardedTransform, type GuardedCaller } from '../audit/guarded-transform.ts';
-import { ERROR_CATALOG, pooledRandom, traceSteps, type CompiledConfig, type Engine, type ErrorDetail, type KeyProvider, type TracedStep, type TransformRequest, type TransformResponse } from '../engine/index.ts';
+import { pooledRandom, traceSteps, type CompiledConfig, type Engine, type ErrorDetail, type KeyProvider, type TracedStep, type TransformRequest, type TransformResponse } from '../engine/index.ts';
+import { ERROR_CATALOG } from '../errors/catalog.ts';
 
 /** Nothing real is revealed on sandbox keys: their calls are not recorded. */
 const DISCARD: AuditSink = { record: async () => {}, close: async () => {} };

@@ -1,4 +1,4 @@
-import { ERROR_CATALOG, type ErrorCode } from '../engine/index.ts';
+import { ERROR_CATALOG, type ErrorCode } from '../errors/catalog.ts';
 
 /** Where a record-level failure sits: a path in the pipeline's terms (`contact.email`, `byEmail.*`) and, for the unmapped guard, the kind of personal data found. Never a value. */
 export interface Finding {

@@ -12,6 +12,7 @@ import { CORRELATION_ID, REPLY_STATUS_HEADER, REPLY_TRACEPARENT_HEADER, REQUEST_
 import { traceCarrierOf } from '../observability/kafka-trace.ts';
 import { ATTR, OUTCOME_OK } from '../observability/span-attributes.ts';
 import { SpanKind, SpanStatusCode, TRACING_OFF, type Tracing } from '../observability/tracing.ts';
+import { StreamCodeError } from './errors.ts';
 
 export interface ResponderDeps {
   name: string;
@@ -170,7 +171,7 @@ export class UnprotectResponder {
       authenticate: () => {
         const deadline = header(REQUEST_HEADERS.deadline);
         if (deadline !== undefined && !(Number(deadline) > this.deps.now().getTime())) {
-          throw new VeilError('DEADLINE_EXCEEDED', 'the request arrived after its deadline and was not processed');
+          throw new StreamCodeError('DEADLINE_EXCEEDED', 'the request arrived after its deadline and was not processed');
         }
         return this.deps.verifier.verifyHeader(header(REQUEST_HEADERS.authorization));
       },

@@ -17,7 +17,7 @@ describe('the engine front door (veil/engine-front-door)', () => {
     ['src/stream/probe.ts', "export { VeilError } from '../engine/errors.ts';\n"],
     ['src/cli/probe.ts', "export * from '../engine/request/schema.ts';\n"],
     ['src/audit/probe.ts', "export const m = import('../engine/contexts.ts');\n"],
-    ['test/http/probe.ts', "import { ERROR_CATALOG } from '../../src/engine/errors.ts';\nexport const x = ERROR_CATALOG;\n"],
+    ['test/http/probe.ts', "import { ENGINE_ERRORS } from '../../src/engine/errors.ts';\nexport const x = ENGINE_ERRORS;\n"],
     ['test/golden/probe.ts', "import { aesSiv } from '../../src/engine/transformers/aes-siv.ts';\nexport const x = aesSiv;\n"],
     ['bench/probe.ts', "import { AesBlock } from '../src/engine/crypto/aes-block.ts';\nexport const x = AesBlock;\n"],
     ['tools/probe.ts', "import { jsonSchemas } from '../src/engine/schemas.ts';\nexport const x = jsonSchemas;\n"],
@@ -27,7 +27,7 @@ describe('the engine front door (veil/engine-front-door)', () => {
 
   it('allows the front door itself, from anywhere', async () => {
     expect(await rulesFiredAt('src/app/open-probe.ts', "import { Engine, VeilError } from '../engine/index.ts';\nexport const x = [Engine, VeilError];\n")).toEqual([]);
-    expect(await rulesFiredAt('test/http/probe.ts', "import { ERROR_CATALOG } from '../../src/engine/index.ts';\nexport const x = ERROR_CATALOG;\n")).toEqual([]);
+    expect(await rulesFiredAt('test/http/probe.ts', "import { ENGINE_ERRORS } from '../../src/engine/index.ts';\nexport const x = ENGINE_ERRORS;\n")).toEqual([]);
     expect(await rulesFiredAt('bench/probe.ts', "import { createTransformer } from '../src/engine/index.ts';\nexport const x = createTransformer;\n")).toEqual([]);
   });
 

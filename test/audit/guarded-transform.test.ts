@@ -3,6 +3,8 @@ import { MemoryAuditSink, type AuditEvent, type AuditSink } from '../../src/audi
 import { GuardedTransform, type AuditScope, type GuardedCall, type GuardedCaller } from '../../src/audit/guarded-transform.ts';
 import { VeilError, type TransformRequest } from '../../src/engine/index.ts';
 import { body, engineFixture } from '../helpers/engine-fixture.ts';
+import { IdentityError } from '../../src/identity/errors.ts';
+import { DoorError } from '../../src/errors/door-errors.ts';
 
 const { engine } = engineFixture();
 const NOW = new Date('2026-01-02T03:04:05.000Z');
@@ -111,7 +113,7 @@ describe('GuardedTransform: audit before any cleartext leaves', () => {
     const sink = new MemoryAuditSink();
     const notGranted = await guard(sink).run(call(body({ roles: ['support'], action: 'Unprotect', instances: [['name', P.name], ['email', P.email]] }), support));
     expect(!notGranted.ok && notGranted.error.code).toBe('ACTION_NOT_GRANTED');
-    const noToken = await guard(sink).run(call(body({ roles: ['fraud'], action: 'Protect', instances: [['email', CLEAR.email], ['name', CLEAR.name]] }), new VeilError('TOKEN_MISSING', 'no token')));
+    const noToken = await guard(sink).run(call(body({ roles: ['fraud'], action: 'Protect', instances: [['email', CLEAR.email], ['name', CLEAR.name]] }), new IdentityError('TOKEN_MISSING', 'no token')));
     expect(!noToken.ok && noToken.error.code).toBe('TOKEN_MISSING');
     expect(sink.events.map((e) => [e.outcome, e.code, e.client, e.instances, e.fields])).toEqual([
       ['denied', 'ACTION_NOT_GRANTED', 'desk', 2, []],
@@ -151,7 +153,7 @@ describe('GuardedTransform: audit before any cleartext leaves', () => {
 
   it('the adapter\'s checks refuse the call with their code; an unexpected error is INTERNAL and handed back for logging', async () => {
     const sink = new MemoryAuditSink();
-    const limited = await guard(sink).run({ ...call(unprotectEmail()), admit: () => { throw new VeilError('LIMIT_EXCEEDED', 'too many'); } });
+    const limited = await guard(sink).run({ ...call(unprotectEmail()), admit: () => { throw new DoorError('LIMIT_EXCEEDED', 'too many'); } });
     expect(!limited.ok && limited.error.code).toBe('LIMIT_EXCEEDED');
     const boom = new TypeError('boom');
     const broken = await guard(sink).run({ ...call(unprotectEmail()), admit: () => { throw boom; } });

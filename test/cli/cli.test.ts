@@ -4,7 +4,8 @@ import { describe, expect, it } from 'vitest';
 import { demoHelp } from '../../src/cli/demo-command.ts';
 import { mainHelp } from '../../src/cli/main.ts';
 import { streamHelp } from '../../src/cli/stream-command.ts';
-import { ERROR_CATALOG, transformResponseSchema, type TransformResponse } from '../../src/engine/index.ts';
+import { transformResponseSchema, type TransformResponse } from '../../src/engine/index.ts';
+import { ERROR_CATALOG } from '../../src/errors/catalog.ts';
 import { fakeCliIo, masterKeyHex, tempDir, veil, type FakeCliIo } from '../helpers/cli-io.ts';
 import { EXAMPLE_CONFIG_FILE, EXAMPLE_CONFIG_TEXT, body } from '../helpers/engine-fixture.ts';
 

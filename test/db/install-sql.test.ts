@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { ERROR_CATALOG } from '../../src/engine/index.ts';
+import { ERROR_CATALOG } from '../../src/errors/catalog.ts';
 import { ADMIN_MODULE, CLIENT_MODULE, installSql, LOOKUP_FUNCTIONS, PLPYTHON_FUNCTIONS, READER_FUNCTIONS, WRITER_FUNCTIONS } from '../../src/db/install-sql.ts';
 import { DOLLAR_TAG, plPythonBody } from '../../src/db/plpython-function.ts';
 

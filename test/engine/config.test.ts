@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { compileConfig, compileConfigOrThrow, compileConfigText, ERROR_CATALOG, formatIssue, VeilError, type ConfigIssue } from '../../src/engine/index.ts';
+import { compileConfig, compileConfigOrThrow, compileConfigText, formatIssue, VeilError, type ConfigIssue } from '../../src/engine/index.ts';
+import { ERROR_CATALOG } from '../../src/errors/catalog.ts';
 import { EXAMPLE_CONFIG_TEXT } from '../helpers/engine-fixture.ts';
 
 /**

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { Engine, ERROR_CATALOG, MemoryKeyProvider, transformResponseSchema, VeilError, type ErrorCode, type ErrorDetail, type TransformRequest } from '../../src/engine/index.ts';
+import { Engine, ENGINE_ERRORS, MemoryKeyProvider, transformResponseSchema, VeilError, type EngineErrorCode, type ErrorDetail, type TransformRequest } from '../../src/engine/index.ts';
 import {
   EXAMPLE_CONFIG_TEXT, body, compileOrFail, engineFixture, fixtureText, identity, rotate, tamper, valuesOf, veilErrorOf, withKeyVersion,
 } from '../helpers/engine-fixture.ts';
@@ -752,9 +752,11 @@ describe('Engine: atomicity and error documents', () => {
   }
 
   function expectCatalog(err: VeilError): void {
-    expect(err.status).toBe(ERROR_CATALOG[err.code].status);
-    expect(err.retriable).toBe(ERROR_CATALOG[err.code].retriable);
-    for (const d of err.details) expect(ERROR_CATALOG[d.code as ErrorCode].status).toBe(err.status);
+    // the engine raises its own codes only (src/engine/errors.ts); each layer keeps its own
+    expect(Object.keys(ENGINE_ERRORS)).toContain(err.code);
+    expect(err.status).toBe(ENGINE_ERRORS[err.code as EngineErrorCode].status);
+    expect(err.retriable).toBe(ENGINE_ERRORS[err.code as EngineErrorCode].retriable);
+    for (const d of err.details) expect(ENGINE_ERRORS[d.code as EngineErrorCode].status).toBe(err.status);
     expect(err.toJSON()).toEqual({ code: err.code, message: err.message, retriable: err.retriable, details: err.details });
   }
 
@@ -861,8 +863,8 @@ describe('Engine: atomicity and error documents', () => {
   });
 
   it('every error code the engine raised in this file has the catalog status and retriable flag', () => {
-    // a compact sweep: one call per stage, each checked against ERROR_CATALOG
-    const calls: [ErrorCode, () => unknown][] = [
+    // a compact sweep: one call per stage, each checked against ENGINE_ERRORS
+    const calls: [EngineErrorCode, () => unknown][] = [
       ['REQUEST_MALFORMED', () => engine.transform({}, fraud)],
       ['GUID_INVALID', () => engine.transform({ ...body({ roles: ['fraud'], action: 'Protect' }), requests: [{ guid: 'x', rightsContext: 'y', processingContext: 'z', instances: [] }] }, fraud)],
       ['ROLE_NOT_HELD', () => engine.transform(body({ roles: ['fraud'], action: 'Protect', instances: [] }), identity())],

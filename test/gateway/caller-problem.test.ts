@@ -4,6 +4,7 @@ import { callerProblem, type ProtectCall } from '../../src/gateway/caller-proble
 import { gatewaySchema } from '../../src/gateway/gateway-config.ts';
 import { locate } from '../../src/gateway/json-fields.ts';
 import { compileRoutes } from '../../src/gateway/routes.ts';
+import { AuditError } from '../../src/audit/errors.ts';
 
 const route = compileRoutes(gatewaySchema.parse({
   upstream: 'http://127.0.0.1:1',
@@ -48,7 +49,7 @@ describe('callerProblem', () => {
   });
 
   it('leaves failures of the service as they are', () => {
-    const engine = new VeilError('AUDIT_UNAVAILABLE', 'the audit sink cannot record this unprotect, so it was refused');
+    const engine = new AuditError('AUDIT_UNAVAILABLE', 'the audit sink cannot record this unprotect, so it was refused');
     expect(callerProblem(engine, call())).toBe(engine);
   });
 });

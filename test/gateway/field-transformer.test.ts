@@ -3,6 +3,7 @@ import { MemoryAuditSink } from '../../src/audit/audit-sink.ts';
 import { GuardedTransform } from '../../src/audit/guarded-transform.ts';
 import { FieldTransformer } from '../../src/gateway/field-transformer.ts';
 import { engineFixture } from '../helpers/engine-fixture.ts';
+import { IdentityError } from '../../src/identity/errors.ts';
 
 const email = { className: 'Customer', propertyName: 'email' };
 const card = { className: 'Customer', propertyName: 'cardNumber' };
@@ -59,8 +60,7 @@ describe('the gateway field transformer', () => {
     const [pc] = await t.protect('p2', caller('ingest'), [{ field: card, value: '4111-1111-1111-1111' }]);
     expect(await t.reveal('m', caller('support'), [{ field: card, value: pc!, ifDenied: 'Mask' }])).toEqual([{ text: '****-****-****-1111', action: 'Mask' }]);
     audit.failing = false;
-    const { VeilError } = await import('../../src/engine/index.ts');
-    await t.refuse('t', new VeilError('TOKEN_INVALID', 'bad'));
+    await t.refuse('t', new IdentityError('TOKEN_INVALID', 'bad'));
     expect(audit.events.at(-1)).toMatchObject({ requestId: 't', channel: 'gateway', outcome: 'denied', code: 'TOKEN_INVALID' });
   });
 });

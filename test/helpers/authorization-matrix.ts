@@ -1,4 +1,4 @@
-import type { ErrorCode } from '../../src/engine/index.ts';
+import { type ErrorCode } from '../../src/errors/catalog.ts';
 
 /**
  * The authorization matrix of config/example.yaml, written by hand from the file (not derived

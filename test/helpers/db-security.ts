@@ -45,7 +45,7 @@ export async function veilDb<R extends string>(label: string, roles: readonly R[
   const veil = await startVeil(options);
   const cli = async (...args: string[]) => {
     try {
-      const { stdout, stderr } = await run(join(ROOT, 'bin/veil'), args, { env: { ...process.env, VEIL_PG_URL: databaseUrl(db) }, maxBuffer: 16 << 20 });
+      const { stdout, stderr } = await run(join(ROOT, 'bin/veil'), args, { env: { ...process.env, VEIL_PG_URL: databaseUrl(db) }, maxBuffer: 256 << 20 });
       return { code: 0, stdout, stderr };
     } catch (e) {
       const failed = e as { code: number; stdout: string; stderr: string };

@@ -1,7 +1,8 @@
 import fc from 'fast-check';
 import { z } from 'zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ERROR_CATALOG, transformResponseSchema } from '../../src/engine/index.ts';
+import { transformResponseSchema } from '../../src/engine/index.ts';
+import { ERROR_CATALOG } from '../../src/errors/catalog.ts';
 import { openApiDocument } from '../../src/http/openapi.ts';
 import { startTestService, type TestService } from '../helpers/http-service.ts';
 

@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { ERROR_CATALOG, UUID } from '../../src/engine/index.ts';
+import { UUID } from '../../src/engine/index.ts';
+import { ERROR_CATALOG } from '../../src/errors/catalog.ts';
 import { openApiDocument } from '../../src/http/openapi.ts';
 import { DEFAULT_LIMITS, UUID_SCHEMA } from '../../src/http/openapi-schemas.ts';
 import { transformBodyChecker } from '../../src/http/transform-body.ts';

@@ -4,7 +4,8 @@
 import { createPrivateKey, randomUUID, sign, type KeyObject } from 'node:crypto';
 import { expect } from 'vitest';
 import type { JWTPayload } from 'jose';
-import { ERROR_CATALOG, revealKeyBytes, type ErrorCode } from '../../src/engine/index.ts';
+import { revealKeyBytes } from '../../src/engine/index.ts';
+import { ERROR_CATALOG, type ErrorCode } from '../../src/errors/catalog.ts';
 import { hashClientSecret } from '../../src/identity/client-secret.ts';
 import { EXAMPLE_CONFIG_TEXT, body, type RequestSpec } from '../helpers/engine-fixture.ts';
 import { startTestService, type TestService } from '../helpers/http-service.ts';

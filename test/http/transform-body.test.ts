@@ -1,9 +1,11 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { ServiceConfig } from '../../src/http/service-config.ts';
-import { VeilError, type ErrorCode, type ErrorDetail } from '../../src/engine/index.ts';
+import { VeilError, type ErrorDetail } from '../../src/engine/index.ts';
+import { type ErrorCode } from '../../src/errors/catalog.ts';
 import { transformBodyChecker } from '../../src/http/transform-body.ts';
 import { body, engineFixture, identity } from '../helpers/engine-fixture.ts';
+import { DoorError } from '../../src/errors/door-errors.ts';
 
 /**
  * The one-pass body check of POST /transform against what the HTTP path did before it: the
@@ -23,9 +25,9 @@ function checkLimits(body: unknown, limits: Pick<ServiceConfig['limits'], 'reque
   const requests = (body as { requests?: unknown })?.requests;
   if (!Array.isArray(requests)) return;
   if (requests.length > limits.requests) {
-    throw new VeilError('LIMIT_EXCEEDED', `the call holds ${requests.length} requests; the limit is ${limits.requests}`, [
+    throw new DoorError('LIMIT_EXCEEDED', `the call holds ${requests.length} requests; the limit is ${limits.requests}`, { details: [
       { code: 'LIMIT_EXCEEDED', pointer: '/requests', message: `at most ${limits.requests} requests per call` },
-    ]);
+    ] });
   }
   let total = 0;
   const tooLong: ErrorDetail[] = [];
@@ -41,14 +43,14 @@ function checkLimits(body: unknown, limits: Pick<ServiceConfig['limits'], 'reque
     });
   });
   if (total > limits.instancesPerCall) {
-    throw new VeilError('LIMIT_EXCEEDED', `the call holds ${total} instances; the limit is ${limits.instancesPerCall}`, [
+    throw new DoorError('LIMIT_EXCEEDED', `the call holds ${total} instances; the limit is ${limits.instancesPerCall}`, { details: [
       { code: 'LIMIT_EXCEEDED', pointer: '/requests', message: `at most ${limits.instancesPerCall} instances per call` },
-    ]);
+    ] });
   }
   if (tooLong.length) throw new VeilError('VALUE_TOO_LONG', `${tooLong.length} value(s) longer than the limit of ${limits.valueLength} characters`, tooLong);
 }
 
-type Outcome = { code: ErrorCode; status: number; message: string; details: readonly ErrorDetail[] } | 'accepted';
+type Outcome = { code: string; status: number; message: string; details: readonly ErrorDetail[] } | 'accepted';
 
 function outcome(fn: () => unknown): Outcome {
   try {
@@ -65,7 +67,7 @@ function reference(b: unknown): Outcome {
   const limits = outcome(() => checkLimits(b, LIMITS));
   if (limits !== 'accepted') return limits;
   const planned = outcome(() => engine.plan(b, caller));
-  return planned !== 'accepted' && FIRST_STAGES.includes(planned.code) ? planned : 'accepted';
+  return planned !== 'accepted' && FIRST_STAGES.includes(planned.code as ErrorCode) ? planned : 'accepted';
 }
 
 // guids from a small pool, so references resolve and duplicates occur; some not UUIDs at all

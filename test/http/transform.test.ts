@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ERROR_CATALOG, transformResponseSchema, type ErrorCode } from '../../src/engine/index.ts';
+import { transformResponseSchema } from '../../src/engine/index.ts';
+import { ERROR_CATALOG, type ErrorCode } from '../../src/errors/catalog.ts';
 import type { TestService } from '../helpers/http-service.ts';
 import { startTestService } from '../helpers/http-service.ts';
 import {

@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach } from 'vitest';
 import type { CliIo } from '../../src/cli/io.ts';
-import { SecretKey, VeilError, type ErrorCode } from '../../src/engine/index.ts';
+import { SecretKey, VeilError } from '../../src/engine/index.ts';
+import { type ErrorCode } from '../../src/errors/catalog.ts';
 
 export const FIXED_NOW = new Date('2025-03-04T05:06:07.000Z');
 

@@ -12,6 +12,7 @@ import { transformBodyChecker } from '../transform-body.ts';
 import { engineSource, type EngineSource } from '../engine-source.ts';
 import type { Tracing } from '../../observability/tracing.ts';
 import { transformTrace } from './transform-trace.ts';
+import { DoorError } from '../../errors/door-errors.ts';
 
 interface Deps {
   engine: Engine | EngineSource;
@@ -53,7 +54,7 @@ export function registerTransformRoute(app: FastifyInstance, deps: Deps): void {
       requestId: req.id,
       body: req.body,
       authenticate: async () => {
-        if (!isJson(req.headers['content-type'])) throw new VeilError('CONTENT_TYPE_UNSUPPORTED', 'the body must be application/json');
+        if (!isJson(req.headers['content-type'])) throw new DoorError('CONTENT_TYPE_UNSUPPORTED', 'the body must be application/json');
         return deps.verifier.verifyHeader(req.headers.authorization);
       },
       admit: (caller) => {

@@ -1,4 +1,4 @@
-import { VeilError } from '../../engine/index.ts';
+import { KeystoreError } from '../errors.ts';
 
 /**
  * The key-encryption key (KEK) behind one small port: it wraps and unwraps data keys and never
@@ -45,9 +45,10 @@ export type KmsErrorCode = 'KMS_UNAVAILABLE' | 'KMS_REFUSED';
  * or KMS_REFUSED (the wrapped bytes, the context, the key or the credentials are wrong: not).
  * Messages name the KMS and what it said, never key material.
  */
-export class KmsError extends VeilError {
+export class KmsError extends KeystoreError {
+  declare readonly code: KmsErrorCode;
   constructor(code: KmsErrorCode, message: string, options?: { cause?: unknown }) {
-    super(code, message, [], options);
+    super(code, message, options);
     this.name = 'KmsError';
   }
 }

@@ -11,6 +11,7 @@ import { redactSecretHashes, restoreSecretHashes } from '../secret-redaction.ts'
 import { holds, identityOf, type Session } from '../sessions.ts';
 import { flashOf } from '../views/flash.ts';
 import { page, postForm } from '../views/layout.ts';
+import { PortalError } from '../errors.ts';
 
 const EXPECTATIONS: readonly TestCase['expect'][] = ['round-trip', 'denied', 'masked', 'changed'];
 const idOf = (req: FastifyRequest) => (req.params as { id: string }).id;
@@ -138,9 +139,9 @@ ${editor ? postForm(session, `/admin/drafts/${id}/tests`, html`<div class="row">
       role: form.get('role') ?? '', action: form.get('action') ?? 'Unprotect', value: form.get('value') ?? '', expect,
     };
     if (!test.name || !test.className || !test.propertyName || !test.role || !EXPECTATIONS.includes(expect)) throw new VeilError('REQUEST_MALFORMED', 'a test case needs a name, Class.property, a role, an action and an expectation');
-    if (test.value.length > DRAFT_LIMITS.valueLength) throw new VeilError('DRAFT_LIMIT_EXCEEDED', `a test value has at most ${DRAFT_LIMITS.valueLength} characters`, [{ code: 'DRAFT_LIMIT_EXCEEDED', pointer: '/value', message: 'too long' }]);
+    if (test.value.length > DRAFT_LIMITS.valueLength) throw new PortalError('DRAFT_LIMIT_EXCEEDED', `a test value has at most ${DRAFT_LIMITS.valueLength} characters`, { details: [{ code: 'DRAFT_LIMIT_EXCEEDED', pointer: '/value', message: 'too long' }] });
     const meta = await ctx.versions.draft(id);
-    if (meta.tests.length >= DRAFT_LIMITS.tests) throw new VeilError('DRAFT_LIMIT_EXCEEDED', `a draft holds at most ${DRAFT_LIMITS.tests} test cases`, [{ code: 'DRAFT_LIMIT_EXCEEDED', pointer: '/tests', message: 'too many test cases' }]);
+    if (meta.tests.length >= DRAFT_LIMITS.tests) throw new PortalError('DRAFT_LIMIT_EXCEEDED', `a draft holds at most ${DRAFT_LIMITS.tests} test cases`, { details: [{ code: 'DRAFT_LIMIT_EXCEEDED', pointer: '/tests', message: 'too many test cases' }] });
     await ctx.versions.saveDraft(id, { tests: [...meta.tests, test] }, ctx.now(), identityOf(session.caller));
     await ctx.audit_(session, 'draft.test-add', `draft ${id}`, 'ok', req.id);
     return reply.code(303).header('location', `/admin/drafts/${id}?done=test-added#tests-title`).send();
@@ -174,8 +175,8 @@ ${editor ? postForm(session, `/admin/drafts/${id}/tests`, html`<div class="row">
     try {
       // the text is read once: the one compared with what the publisher reviewed is the one published
       const text = await ctx.versions.draftText(id);
-      if (formOf(req).get('reviewed') !== textHash(text)) throw new VeilError('DRAFT_CHANGED', 'the draft changed after you reviewed it (or the form did not say what you reviewed): review it again and publish from its page');
-      if (ctx.portal.fourEyes && edited(session, meta)) throw new VeilError('FOUR_EYES_REQUIRED', 'you edited this draft: another publisher must review and publish it');
+      if (formOf(req).get('reviewed') !== textHash(text)) throw new PortalError('DRAFT_CHANGED', 'the draft changed after you reviewed it (or the form did not say what you reviewed): review it again and publish from its page');
+      if (ctx.portal.fourEyes && edited(session, meta)) throw new PortalError('FOUR_EYES_REQUIRED', 'you edited this draft: another publisher must review and publish it');
       requireWithinLimits(text);
       number = await publish(ctx, text, { by: session.caller.subject, note: `draft ${id.slice(0, 8)} from version ${meta.basedOn}`, tests: meta.tests });
     } catch (e) {

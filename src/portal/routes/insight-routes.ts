@@ -13,6 +13,7 @@ import { requireWithinLimits } from '../draft-limits.ts';
 import { formOf } from '../portal-deps.ts';
 import { identityOf } from '../sessions.ts';
 import { buildFindingsDraft, DRAFT_FINDINGS_MAX, findingOfField, NothingToMapError } from '../unmapped-draft.ts';
+import { KeystoreError } from '../../keystore/errors.ts';
 
 /** records per Audit page */
 const AUDIT_PAGE = 100;
@@ -52,7 +53,7 @@ export function registerInsightRoutes(app: FastifyInstance, ctx: PortalContext):
     const session = ctx.guard(req, reply, 'publisher');
     if (!session) return reply;
     const id = (req.params as { id: string }).id;
-    if (!isValidKeyId(id) || !ctx.keystore.info(id)) throw new VeilError('KEY_NOT_FOUND', 'no such key');
+    if (!isValidKeyId(id) || !ctx.keystore.info(id)) throw new KeystoreError('KEY_NOT_FOUND', 'no such key');
     await ctx.audit_(session, 'key.rotate', `key ${id}`, 'ok', req.id);
     await ctx.keystore.rotate(id);
     return reply.code(303).header('location', '/admin/keys?done=rotated').send();

@@ -1,11 +1,12 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { configuredRoles, VeilError } from '../../engine/index.ts';
+import { configuredRoles } from '../../engine/index.ts';
 import { DRAFT_LIMITS } from '../draft-limits.ts';
 import { loadSource, type Source } from '../publisher.ts';
 import { formOf, type PortalContext } from '../portal-deps.ts';
 import { holds, type Session } from '../sessions.ts';
 import { runTester, type TesterRun } from '../tester.ts';
 import { testerPage, type TesterChoice } from '../views/tester-view.ts';
+import { PortalError } from '../errors.ts';
 
 
 /**
@@ -52,7 +53,7 @@ export function registerTesterRoutes(app: FastifyInstance, ctx: PortalContext): 
     const form = formOf(req);
     const values: Record<string, string> = {};
     for (const [name, value] of form.entries()) if (name.startsWith('value:') && value !== '') values[name.slice(6)] = value.slice(0, DRAFT_LIMITS.valueLength);
-    if (Object.keys(values).length > DRAFT_LIMITS.testerValues) throw new VeilError('DRAFT_LIMIT_EXCEEDED', `the tester takes at most ${DRAFT_LIMITS.testerValues} values at once`);
+    if (Object.keys(values).length > DRAFT_LIMITS.testerValues) throw new PortalError('DRAFT_LIMIT_EXCEEDED', `the tester takes at most ${DRAFT_LIMITS.testerValues} values at once`);
     const choice: TesterChoice = {
       source: form.get('source') ?? `v${ctx.versions.active()}`, className: form.get('className') ?? '', role: form.get('role') ?? '',
       action: form.get('action') ?? 'Unprotect', keys: form.get('keys') === 'live' ? 'live' : 'sandbox', values,
@@ -66,7 +67,7 @@ export function registerTesterRoutes(app: FastifyInstance, ctx: PortalContext): 
     if (!entries.length) return render(req, reply, session, choice, source, undefined, 'Give a value for at least one property.');
     let run: TesterRun;
     if (choice.keys === 'live') {
-      if (!holds(session, 'tester')) throw new VeilError('ADMIN_ROLE_MISSING', 'live keys need the tester right (role admin-tester)');
+      if (!holds(session, 'tester')) throw new PortalError('ADMIN_ROLE_MISSING', 'live keys need the tester right (role admin-tester)');
       const active = ctx.holder.get();
       if (source.ref !== `v${active.version}`) return render(req, reply, session, choice, source, undefined, 'Live keys run only on the active version: a draft could grant what the running service does not.');
       run = await runTester({ config: active.config.engine, engine: active.engine, keys: ctx.keystore, audit: ctx.audit, caller: session.caller, now: ctx.now }, { ...choice, values: entries });

@@ -1,0 +1,17 @@
+import { VeilError, type ErrorDetail, type ErrorEntry } from '../engine/index.ts';
+
+/** The error codes of the shared control store (src/control). src/errors/catalog.ts gathers every layer's; docs/errors.md lists them. */
+export const CONTROL_ERRORS = {
+  CONTROL_STORE_UNAVAILABLE: { status: 503, retriable: true, title: 'The shared control store (the Kafka topic of configuration versions and key sets) cannot be read or written' },
+} as const satisfies Record<string, ErrorEntry>;
+
+export type ControlErrorCode = keyof typeof CONTROL_ERRORS;
+
+/** An error of the shared control store: one of its codes, with the status, title and retriable of its catalog. */
+export class ControlError extends VeilError {
+  declare readonly code: ControlErrorCode;
+  constructor(code: ControlErrorCode, message: string, options?: { cause?: unknown; details?: readonly ErrorDetail[] }) {
+    super(code, message, options?.details ?? [], options?.cause === undefined ? undefined : { cause: options.cause }, CONTROL_ERRORS[code]);
+    this.name = 'ControlError';
+  }
+}

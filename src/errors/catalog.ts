@@ -1,0 +1,39 @@
+import { ENGINE_ERRORS, type ErrorEntry } from '../engine/index.ts';
+import { AUDIT_ERRORS } from '../audit/errors.ts';
+import { CONTROL_ERRORS } from '../control/errors.ts';
+import { DB_ERRORS } from '../db/errors.ts';
+import { GATEWAY_ERRORS } from '../gateway/errors.ts';
+import { IDENTITY_ERRORS } from '../identity/errors.ts';
+import { KEYSTORE_ERRORS } from '../keystore/errors.ts';
+import { PORTAL_ERRORS } from '../portal/errors.ts';
+import { STREAM_ERRORS } from '../stream/errors.ts';
+import { DOOR_ERRORS } from './door-errors.ts';
+
+/** Every layer's catalog by its home, in the order docs/errors.md presents them. */
+export const CATALOGS = {
+  engine: ENGINE_ERRORS, keystore: KEYSTORE_ERRORS, control: CONTROL_ERRORS, identity: IDENTITY_ERRORS, doors: DOOR_ERRORS,
+  audit: AUDIT_ERRORS, stream: STREAM_ERRORS, portal: PORTAL_ERRORS, db: DB_ERRORS, gateway: GATEWAY_ERRORS,
+} as const;
+
+/** every code veil answers with, of every layer */
+export type ErrorCode = { [K in keyof typeof CATALOGS]: keyof (typeof CATALOGS)[K] }[keyof typeof CATALOGS];
+
+/**
+ * veil's whole error catalog, gathered from each layer's (src/<layer>/errors.ts): the codes every
+ * door can answer with, for the OpenAPI document, the portal's error pages and the docs check. A
+ * code is defined once: a second home is refused when this module loads.
+ */
+export const ERROR_CATALOG: Readonly<Record<ErrorCode, ErrorEntry>> = gather();
+
+function gather(): Record<ErrorCode, ErrorEntry> {
+  const all: Record<string, ErrorEntry> = {};
+  for (const [home, catalog] of Object.entries(CATALOGS) as [string, Record<string, ErrorEntry>][]) {
+    for (const [code, entry] of Object.entries(catalog)) {
+      if (Object.hasOwn(all, code)) throw new Error(`error code ${code} is defined twice (again in ${home})`);
+      all[code] = entry;
+    }
+  }
+  return all as Record<ErrorCode, ErrorEntry>;
+}
+
+export const isErrorCode = (code: unknown): code is ErrorCode => typeof code === 'string' && Object.hasOwn(ERROR_CATALOG, code);
