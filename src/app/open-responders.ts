@@ -5,7 +5,7 @@ import { VeilError } from '../engine/index.ts';
 import { CachingVerifier } from '../identity/caching-verifier.ts';
 import { TokenVerifier } from '../identity/token-verifier.ts';
 import { JwtSigner } from '../keystore/jwt-signer.ts';
-import { openKafkaPort, streamClient } from '../stream/kafka-client.ts';
+import { openKafkaPort, staticMembership, streamClient } from '../stream/kafka-client.ts';
 import { UnprotectResponder } from '../stream/unprotect-responder.ts';
 import { createLogger } from './logger.ts';
 import { openActiveEngine } from './open-active-engine.ts';
@@ -47,6 +47,7 @@ export async function openResponders(options: Omit<StreamOptions, 'registryUrl' 
   const kafka = options.kafka ?? await openKafkaPort(streamClient(options.client ?? options.env.VEIL_STREAM_CLIENT), {
     brokers: options.brokers, clientId: 'veil-unprotect',
     sessionTimeoutMs: Number(options.env.VEIL_KAFKA_SESSION_TIMEOUT_MS ?? 30_000),
+    ...staticMembership(options.env),
     log: (level, message, extra) => logger[level]({ kafka: extra }, message),
   });
   const responders = names.map((name) => new UnprotectResponder({ name, config: config.responders[name]!, engine, verifier, audit, kafka, log: logger, now: options.now, tracing, configVersion: config.version }));

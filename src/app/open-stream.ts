@@ -5,7 +5,7 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { VeilError } from '../engine/index.ts';
 import { registerOpsRoutes } from '../http/routes/ops-routes.ts';
-import { openKafkaPort, streamClient } from '../stream/kafka-client.ts';
+import { openKafkaPort, staticMembership, streamClient } from '../stream/kafka-client.ts';
 import type { KafkaPort } from '../stream/ports.ts';
 import { ProtectPool } from '../stream/protect-pool.ts';
 import { serdes } from '../stream/serde/pipeline-serdes.ts';
@@ -102,6 +102,7 @@ export async function openStream(options: StreamOptions): Promise<StreamService>
     brokers: options.brokers,
     clientId: 'veil-stream',
     sessionTimeoutMs: Number(options.env.VEIL_KAFKA_SESSION_TIMEOUT_MS ?? 30_000),
+    ...staticMembership(options.env),
     log: (level, message, extra) => logger[level]({ kafka: extra }, message),
   });
   const killInCommit = Number(options.env.VEIL_FAULT_KILL_IN_COMMIT ?? 0);

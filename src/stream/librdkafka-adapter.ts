@@ -23,6 +23,8 @@ export interface LibrdkafkaOptions {
   clientId: string;
   log?: ClientLog;
   sessionTimeoutMs?: number;
+  /** static group membership: every consumer's group.instance.id (one consumer per group in a process) */
+  groupInstanceId?: string;
   /** records handed to one batch handler at most */
   maxBatchRecords?: number;
 }
@@ -56,6 +58,7 @@ export function librdkafkaPort(options: LibrdkafkaOptions): KafkaPort {
     consumer: ({ groupId, readCommitted }) => librdkafkaConsumer({
       common, groupId, readCommitted, registry: consumers, log,
       sessionTimeoutMs: options.sessionTimeoutMs ?? 30_000,
+      ...(options.groupInstanceId ? { groupInstanceId: options.groupInstanceId } : {}),
       maxBatchRecords: options.maxBatchRecords ?? 2000,
     }),
     producer: async ({ transactionalId }) => producerPort(await connectProducer(common, transactionalId, log), limits, consumers, transactionalId !== undefined),

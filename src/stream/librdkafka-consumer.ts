@@ -53,6 +53,7 @@ interface Options {
   registry: NativeConsumers;
   log: ClientLog;
   sessionTimeoutMs: number;
+  groupInstanceId?: string;
   maxBatchRecords: number;
 }
 
@@ -236,6 +237,7 @@ export function librdkafkaConsumer(options: Options): ConsumerPort {
       const consumer = new NativeConsumer({
         ...options.common,
         'group.id': options.groupId,
+        ...(options.groupInstanceId ? { 'group.instance.id': options.groupInstanceId } : {}),
         'enable.auto.commit': false,
         'enable.auto.offset.store': false,
         'isolation.level': options.readCommitted ? 'read_committed' : 'read_uncommitted',

@@ -132,6 +132,19 @@ export async function javaConsumeCommitted(topic: string, brokers = BROKERS.join
   });
 }
 
+/** A consumer group's state and members (group.instance.id, client id, partitions) as Kafka's own AdminClient describes them (test/helpers/java/DescribeGroup.java). */
+export async function javaDescribeGroup(group: string, brokers = BROKERS.join(',')): Promise<{ state: string; members: { instanceId: string | null; clientId: string; partitions: number }[] }> {
+  const { execFile } = await import('node:child_process');
+  const { homedir } = await import('node:os');
+  const libs = `${process.env.VEIL_CACHE_DIR ?? `${homedir()}/.cache/veil`}/kafka-${process.env.VEIL_KAFKA_VERSION ?? '3.9.1'}/libs/*`;
+  const source = new URL('./java/DescribeGroup.java', import.meta.url).pathname;
+  const out = await new Promise<string>((resolve, reject) => {
+    execFile('java', ['-cp', libs, '-Dlog4j.configuration=file:/dev/null', source, brokers, group], { timeout: 120_000 }, (error, stdout) => (error ? reject(error) : resolve(stdout)));
+  });
+  const members = [...out.matchAll(/^member (\S+) (\S+) (\d+)$/gm)].map((m) => ({ instanceId: m[1] === '-' ? null : m[1]!, clientId: m[2]!, partitions: Number(m[3]) }));
+  return { state: /^state (\S+)$/m.exec(out)?.[1] ?? 'unknown', members };
+}
+
 /**
  * Reads a whole topic read_committed with Kafka's own Java client (test/helpers/java/
  * ReadHeaders.java): each record's value and its headers in record order, values as bytes or
