@@ -1,4 +1,7 @@
+import type { Server } from 'node:http';
 import { join } from 'node:path';
+import Fastify, { type FastifyInstance } from 'fastify';
+import { collectDefaultMetrics, Registry } from 'prom-client';
 import type { Logger } from 'pino';
 import { FileAuditSink, type AuditSink } from '../audit/audit-sink.ts';
 import { VeilError } from '../engine/index.ts';
@@ -12,11 +15,18 @@ import { openActiveEngine } from './open-active-engine.ts';
 import { logKekTransitions } from '../keystore/key-lease.ts';
 import type { StreamOptions } from './open-stream.ts';
 import { openTracing } from '../observability/tracing.ts';
+import { registerOpsRoutes } from '../http/routes/ops-routes.ts';
 
 export interface Responders {
   responders: UnprotectResponder[];
   logger: Logger;
   start(): Promise<void>;
+  /**
+   * /healthz (the KEK's lease, the control store, the running version), /readyz (started and not
+   * stopping) and /metrics (the process's) on this port — what a container's probes and a
+   * ServiceMonitor use, as `veil stream protect` serves them
+   */
+  listen(port: number, host: string): Promise<Server>;
   stop(): Promise<void>;
 }
 
@@ -63,11 +73,26 @@ export async function openResponders(options: Omit<StreamOptions, 'registryUrl' 
       }
     },
   });
+  let running = false;
+  let ops: FastifyInstance | undefined;
+  const metrics = new Registry();
+  collectDefaultMetrics({ register: metrics, prefix: 'veil_unprotect_' });
   return {
     responders, logger,
-    start: async () => void (await Promise.all(responders.map((r) => r.start()))),
+    async start() {
+      await Promise.all(responders.map((r) => r.start()));
+      running = true;
+    },
+    async listen(port, host) {
+      ops = Fastify({ logger: false });
+      registerOpsRoutes(ops, { live: () => active.liveness(), ready: () => running, metrics });
+      await ops.listen({ port, host });
+      return ops.server;
+    },
     async stop() {
+      running = false;
       await Promise.all(responders.map((r) => r.stop()));
+      await ops?.close();
       await kafka.disconnect();
       await audit.close();
       await active.close();

@@ -11,14 +11,15 @@ import { VeilError } from '../engine/index.ts';
 import { usageExitCode, type Command } from './io.ts';
 
 export const streamHelp = `Usage: veil stream protect [--config F] [--pipeline NAME]... [--brokers H:P,...] [--registry URL] [--port N]
-       veil stream unprotect [--config F] [--responder NAME]... [--brokers H:P,...]
+       veil stream unprotect [--config F] [--responder NAME]... [--brokers H:P,...] [--port N]
        veil stream rewrap --pipeline NAME --to TOPIC --role ROLE [--from TOPIC] [--rights N=V]...
                           [--unprotect N=V]... [--dead-letter TOPIC] [--group G] [--port N]
 
        veil stream request --request-topic T --reply-topic R --token-file F [--request FILE|-] [--timeout MS]
 
 unprotect: serves transform requests from the responders' request topics (its own consumer
-group), replying on allowed reply topics; see docs/stream.md, "Unprotect over Kafka".
+group), replying on allowed reply topics; see docs/stream.md, "Unprotect over Kafka". /healthz,
+/readyz and /metrics on --port (default $VEIL_UNPROTECT_PORT, else 9465).
 request: sends one transform request body over Kafka and prints the reply (exit 0 on status 200).
 rewrap: after a key rotation, re-protects the pipeline's clean topic (--from, default its sink)
   into a new topic (--to) under each key's primary version, exactly-once like protect, as its
@@ -73,6 +74,7 @@ export const streamCommand: Command = async (args, io) => {
   try {
     if (positionals[0] === 'unprotect') {
       const responders = await openResponders({ ...common, ...(values.responder ? { names: values.responder } : {}) });
+      await responders.listen(Number(values.port ?? io.env.VEIL_UNPROTECT_PORT ?? 9465), io.env.VEIL_HOST ?? '127.0.0.1');
       await responders.start();
       io.stderr(`veil stream: serving ${responders.responders.map((r) => r.groupId).join(', ')}\n`);
       await untilSignal(() => responders.stop(), io.stderr, stopTimeout);

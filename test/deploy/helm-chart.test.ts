@@ -194,21 +194,17 @@ describe('scaling', () => {
 });
 
 describe('pods', () => {
-  it('probes: serve /healthz and /readyz on VEIL_PORT, stream protect on its --port, the gateway on its health path; the responder serves no HTTP', () => {
+  it('probes: serve /healthz and /readyz on VEIL_PORT, stream protect and the responder on their --port, the gateway on its health path', () => {
     for (const objects of [defaults, production]) {
       for (const d of deployments(objects)) {
         const c = container(d);
         const component = d.metadata.labels!['app.kubernetes.io/component'];
         const port = c.ports?.[0];
-        if (component === 'unprotect') {
-          expect([c.ports, c.livenessProbe, c.readinessProbe]).toEqual([undefined, undefined, undefined]);
-          continue;
-        }
         const paths = [c.startupProbe!, c.livenessProbe!, c.readinessProbe!].map((p) => `${p.httpGet.port} ${p.httpGet.path}`);
         if (component === 'serve') {
           expect(paths).toEqual(['http /healthz', 'http /healthz', 'http /readyz']);
           expect(String(port!.containerPort)).toBe(env(c, 'VEIL_PORT'));
-        } else if (component === 'stream') {
+        } else if (component === 'stream' || component === 'unprotect') {
           expect(paths).toEqual(['metrics /healthz', 'metrics /healthz', 'metrics /readyz']);
           expect(String(port!.containerPort)).toBe(c.args[c.args.indexOf('--port') + 1]);
         } else {
@@ -318,7 +314,7 @@ describe('secrets, disruption, network, monitoring', () => {
     expect(kinds(defaults, 'PodDisruptionBudget')).toEqual([]);
   });
 
-  it('NetworkPolicies: each component takes ingress on its own port only; the responder none; egress DNS and the given rules', () => {
+  it('NetworkPolicies: each component takes ingress on its own port only (the responder from monitoring alone); egress DNS and the given rules', () => {
     type Policy = K8sObject & { spec: { podSelector: { matchLabels: Record<string, string> }; policyTypes: string[]; ingress: { ports?: { port: number }[]; from?: unknown[] }[]; egress?: { ports: { port: number; protocol: string }[] }[] } };
     const policies = kinds(production, 'NetworkPolicy') as Policy[];
     for (const d of deployments(production)) {

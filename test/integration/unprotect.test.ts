@@ -12,6 +12,7 @@ import { UnprotectClient, type UnprotectReply } from '../../src/stream/unprotect
 import { BROKERS, consume, createTopics, kafkaClient, produce, topicsFor } from '../helpers/kafka.ts';
 import { MASTER_KEY_HEX, startTestService, type TestService } from '../helpers/http-service.ts';
 import { body, deskResponderYaml, exampleWith, transform } from '../http/support.ts';
+import { freePorts } from '../helpers/processes.ts';
 
 describe.each(streamClients())('unprotect on demand over Kafka on %s (real broker)', (clientName) => {
   const t = topicsFor('unprotect');
@@ -58,6 +59,24 @@ describe.each(streamClients())('unprotect on demand over Kafka on %s (real broke
     await port?.disconnect();
     await http?.close();
     await rm(dataDir, { recursive: true, force: true });
+  });
+
+  it('serves /healthz (with the running version), /readyz and /metrics on its ops port, for probes and a ServiceMonitor', async () => {
+    const opsPort = await freePorts(1);
+    const server = await responders.listen(opsPort, '127.0.0.1');
+    try {
+      const get = async (path: string) => {
+        const res = await fetch(`http://127.0.0.1:${opsPort}${path}`);
+        return { status: res.status, text: await res.text() };
+      };
+      const health = await get('/healthz');
+      expect(health.status).toBe(200);
+      expect(JSON.parse(health.text)).toMatchObject({ status: 'ok', configuration: { version: 1 } });
+      expect(await get('/readyz')).toEqual({ status: 200, text: '{"status":"ready"}' });
+      expect((await get('/metrics')).text).toMatch(/^veil_unprotect_process_cpu_seconds_total /m);
+    } finally {
+      server.close();
+    }
   });
 
   it('answers an authorized unprotect with the transform response, and audits it without values', async () => {
