@@ -1,4 +1,4 @@
-import { VeilError, type ErrorDetail, type ErrorEntry } from '../engine/index.ts';
+import { LayerError, type ErrorEntry, type LayerErrorOptions } from '../engine/index.ts';
 
 /** The error codes of the audit sinks (src/audit). src/errors/catalog.ts gathers every layer's; docs/errors.md lists them. */
 export const AUDIT_ERRORS = {
@@ -8,10 +8,8 @@ export const AUDIT_ERRORS = {
 export type AuditErrorCode = keyof typeof AUDIT_ERRORS;
 
 /** An error of the audit sinks: one of its codes, with the status, title and retriable of its catalog. */
-export class AuditError extends VeilError {
-  declare readonly code: AuditErrorCode;
-  constructor(code: AuditErrorCode, message: string, options?: { cause?: unknown; details?: readonly ErrorDetail[] }) {
-    super(code, message, options?.details ?? [], options?.cause === undefined ? undefined : { cause: options.cause }, AUDIT_ERRORS[code]);
-    this.name = 'AuditError';
+export class AuditError extends LayerError<AuditErrorCode> {
+  constructor(code: AuditErrorCode, message: string, options?: LayerErrorOptions) {
+    super(AUDIT_ERRORS, code, message, options);
   }
 }

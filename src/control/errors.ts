@@ -1,4 +1,4 @@
-import { VeilError, type ErrorDetail, type ErrorEntry } from '../engine/index.ts';
+import { LayerError, type ErrorEntry, type LayerErrorOptions } from '../engine/index.ts';
 
 /** The error codes of the shared control store (src/control). src/errors/catalog.ts gathers every layer's; docs/errors.md lists them. */
 export const CONTROL_ERRORS = {
@@ -8,10 +8,8 @@ export const CONTROL_ERRORS = {
 export type ControlErrorCode = keyof typeof CONTROL_ERRORS;
 
 /** An error of the shared control store: one of its codes, with the status, title and retriable of its catalog. */
-export class ControlError extends VeilError {
-  declare readonly code: ControlErrorCode;
-  constructor(code: ControlErrorCode, message: string, options?: { cause?: unknown; details?: readonly ErrorDetail[] }) {
-    super(code, message, options?.details ?? [], options?.cause === undefined ? undefined : { cause: options.cause }, CONTROL_ERRORS[code]);
-    this.name = 'ControlError';
+export class ControlError extends LayerError<ControlErrorCode> {
+  constructor(code: ControlErrorCode, message: string, options?: LayerErrorOptions) {
+    super(CONTROL_ERRORS, code, message, options);
   }
 }

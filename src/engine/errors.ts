@@ -81,6 +81,23 @@ export class VeilError extends Error {
   }
 }
 
+export interface LayerErrorOptions {
+  cause?: unknown;
+  details?: readonly ErrorDetail[];
+}
+
+/**
+ * The base of each layer's error type (src/<layer>/errors.ts): a VeilError with one of that
+ * layer's codes and the entry of its catalog; the name is the subclass's.
+ */
+export abstract class LayerError<C extends string> extends VeilError {
+  declare readonly code: C;
+  protected constructor(catalog: Readonly<Record<C, ErrorEntry>>, code: C, message: string, options?: LayerErrorOptions) {
+    super(code, message, options?.details ?? [], options?.cause === undefined ? undefined : { cause: options.cause }, catalog[code]);
+    this.name = new.target.name;
+  }
+}
+
 /**
  * Raised by a transformer for one value. The engine turns it into an ErrorDetail with the
  * request guid and instance index; its message must describe the problem, never the value.

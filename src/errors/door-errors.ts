@@ -1,4 +1,4 @@
-import { VeilError, type ErrorDetail, type ErrorEntry } from '../engine/index.ts';
+import { LayerError, type ErrorEntry, type LayerErrorOptions } from '../engine/index.ts';
 
 /** The error codes of what every door refuses of a request before the engine sees it: the HTTP service, the gateway, the stream (the unmapped guard). src/errors/catalog.ts gathers every layer's; docs/errors.md lists them. */
 export const DOOR_ERRORS = {
@@ -13,10 +13,8 @@ export const DOOR_ERRORS = {
 export type DoorErrorCode = keyof typeof DOOR_ERRORS;
 
 /** An error of what every door refuses of a request before the engine sees it: the HTTP service, the gateway, the stream: one of its codes, with the status, title and retriable of its catalog. */
-export class DoorError extends VeilError {
-  declare readonly code: DoorErrorCode;
-  constructor(code: DoorErrorCode, message: string, options?: { cause?: unknown; details?: readonly ErrorDetail[] }) {
-    super(code, message, options?.details ?? [], options?.cause === undefined ? undefined : { cause: options.cause }, DOOR_ERRORS[code]);
-    this.name = 'DoorError';
+export class DoorError extends LayerError<DoorErrorCode> {
+  constructor(code: DoorErrorCode, message: string, options?: LayerErrorOptions) {
+    super(DOOR_ERRORS, code, message, options);
   }
 }

@@ -1,4 +1,4 @@
-import { VeilError, type ErrorDetail, type ErrorEntry } from '../engine/index.ts';
+import { LayerError, type ErrorEntry, type LayerErrorOptions } from '../engine/index.ts';
 
 /** The error codes of the gateway (src/gateway). src/errors/catalog.ts gathers every layer's; docs/errors.md lists them. */
 export const GATEWAY_ERRORS = {
@@ -19,10 +19,8 @@ export const GATEWAY_ERRORS = {
 export type GatewayErrorCode = keyof typeof GATEWAY_ERRORS;
 
 /** An error of the gateway: one of its codes, with the status, title and retriable of its catalog. */
-export class GatewayError extends VeilError {
-  declare readonly code: GatewayErrorCode;
-  constructor(code: GatewayErrorCode, message: string, options?: { cause?: unknown; details?: readonly ErrorDetail[] }) {
-    super(code, message, options?.details ?? [], options?.cause === undefined ? undefined : { cause: options.cause }, GATEWAY_ERRORS[code]);
-    this.name = 'GatewayError';
+export class GatewayError extends LayerError<GatewayErrorCode> {
+  constructor(code: GatewayErrorCode, message: string, options?: LayerErrorOptions) {
+    super(GATEWAY_ERRORS, code, message, options);
   }
 }

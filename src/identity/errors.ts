@@ -1,4 +1,4 @@
-import { VeilError, type ErrorDetail, type ErrorEntry } from '../engine/index.ts';
+import { LayerError, type ErrorEntry, type LayerErrorOptions } from '../engine/index.ts';
 
 /** The error codes of tokens and rate limits (src/identity). src/errors/catalog.ts gathers every layer's; docs/errors.md lists them. */
 export const IDENTITY_ERRORS = {
@@ -11,10 +11,8 @@ export const IDENTITY_ERRORS = {
 export type IdentityErrorCode = keyof typeof IDENTITY_ERRORS;
 
 /** An error of tokens and rate limits: one of its codes, with the status, title and retriable of its catalog. */
-export class IdentityError extends VeilError {
-  declare readonly code: IdentityErrorCode;
-  constructor(code: IdentityErrorCode, message: string, options?: { cause?: unknown; details?: readonly ErrorDetail[] }) {
-    super(code, message, options?.details ?? [], options?.cause === undefined ? undefined : { cause: options.cause }, IDENTITY_ERRORS[code]);
-    this.name = 'IdentityError';
+export class IdentityError extends LayerError<IdentityErrorCode> {
+  constructor(code: IdentityErrorCode, message: string, options?: LayerErrorOptions) {
+    super(IDENTITY_ERRORS, code, message, options);
   }
 }

@@ -1,4 +1,4 @@
-import { VeilError, type ErrorDetail, type ErrorEntry } from '../engine/index.ts';
+import { LayerError, type ErrorEntry, type LayerErrorOptions } from '../engine/index.ts';
 
 /** The error codes of the keystore and the KEK behind it (src/keystore, src/keystore/kms). src/errors/catalog.ts gathers every layer's; docs/errors.md lists them. */
 export const KEYSTORE_ERRORS = {
@@ -13,10 +13,8 @@ export const KEYSTORE_ERRORS = {
 export type KeystoreErrorCode = keyof typeof KEYSTORE_ERRORS;
 
 /** An error of the keystore and the KEK behind it: one of its codes, with the status, title and retriable of its catalog. */
-export class KeystoreError extends VeilError {
-  declare readonly code: KeystoreErrorCode;
-  constructor(code: KeystoreErrorCode, message: string, options?: { cause?: unknown; details?: readonly ErrorDetail[] }) {
-    super(code, message, options?.details ?? [], options?.cause === undefined ? undefined : { cause: options.cause }, KEYSTORE_ERRORS[code]);
-    this.name = 'KeystoreError';
+export class KeystoreError extends LayerError<KeystoreErrorCode> {
+  constructor(code: KeystoreErrorCode, message: string, options?: LayerErrorOptions) {
+    super(KEYSTORE_ERRORS, code, message, options);
   }
 }

@@ -1,4 +1,4 @@
-import { VeilError, type ErrorDetail, type ErrorEntry } from '../engine/index.ts';
+import { LayerError, type ErrorEntry, type LayerErrorOptions } from '../engine/index.ts';
 
 /** The error codes of the admin portal (src/portal). src/errors/catalog.ts gathers every layer's; docs/errors.md lists them. */
 export const PORTAL_ERRORS = {
@@ -16,10 +16,8 @@ export const PORTAL_ERRORS = {
 export type PortalErrorCode = keyof typeof PORTAL_ERRORS;
 
 /** An error of the admin portal: one of its codes, with the status, title and retriable of its catalog. */
-export class PortalError extends VeilError {
-  declare readonly code: PortalErrorCode;
-  constructor(code: PortalErrorCode, message: string, options?: { cause?: unknown; details?: readonly ErrorDetail[] }) {
-    super(code, message, options?.details ?? [], options?.cause === undefined ? undefined : { cause: options.cause }, PORTAL_ERRORS[code]);
-    this.name = 'PortalError';
+export class PortalError extends LayerError<PortalErrorCode> {
+  constructor(code: PortalErrorCode, message: string, options?: LayerErrorOptions) {
+    super(PORTAL_ERRORS, code, message, options);
   }
 }

@@ -1,4 +1,4 @@
-import { VeilError, type ErrorDetail, type ErrorEntry } from '../engine/index.ts';
+import { LayerError, type ErrorEntry, type LayerErrorOptions } from '../engine/index.ts';
 
 /** The error codes of the Kafka pipelines and the unprotect responder (src/stream); records fail with StreamError (stream-error.ts). src/errors/catalog.ts gathers every layer's; docs/errors.md lists them. */
 export const STREAM_ERRORS = {
@@ -22,10 +22,8 @@ export type StreamErrorCode = keyof typeof STREAM_ERRORS;
  * A stream code raised as a VeilError: what the unprotect responder answers a request with (a
  * record that cannot be protected fails with StreamError, stream-error.ts, and is dead-lettered).
  */
-export class StreamCodeError extends VeilError {
-  declare readonly code: StreamErrorCode;
-  constructor(code: StreamErrorCode, message: string, options?: { cause?: unknown; details?: readonly ErrorDetail[] }) {
-    super(code, message, options?.details ?? [], options?.cause === undefined ? undefined : { cause: options.cause }, STREAM_ERRORS[code]);
-    this.name = 'StreamCodeError';
+export class StreamCodeError extends LayerError<StreamErrorCode> {
+  constructor(code: StreamErrorCode, message: string, options?: LayerErrorOptions) {
+    super(STREAM_ERRORS, code, message, options);
   }
 }
