@@ -7,11 +7,13 @@ import type { GatewayConfig } from './gateway-config.ts';
 import type { GatewayMetrics } from './gateway-metrics.ts';
 import { forwardHeaders, type TrustedProxies } from './forwarding.ts';
 import type { Framing } from './framing.ts';
-import { endToEnd } from './headers.ts';
+import { endToEnd, type HeaderNames } from './headers.ts';
 import type { Route } from './routes.ts';
-import type { Upstream, UpstreamRequest } from './upstream.ts';
+import type { Cancellation, Upstream, UpstreamRequest } from './upstream.ts';
 import { ATTR } from '../observability/span-attributes.ts';
 import { SpanKind, SpanStatusCode, type Span, type Tracing } from '../observability/tracing.ts';
+
+const NO_HEADERS: HeaderNames = new Set<string>();
 
 /** One request through the gateway and what handles it. */
 export interface Exchange {
@@ -36,8 +38,8 @@ export interface Exchange {
   host: string;
   proto: 'http' | 'https';
   trusted: TrustedProxies;
-  /** aborted when the caller's connection closes early or a streamed body misses its deadline */
-  signal: AbortSignal;
+  /** cancelled when the caller's connection closes early or a streamed body misses its deadline */
+  cancellation: Cancellation;
   /** tracing is on: the exchange's span (rewrite.ts adds its counts) */
   span?: Span;
   /** tracing is on: the traceparent naming `span`, which the upstream gets */
@@ -45,7 +47,7 @@ export interface Exchange {
 }
 
 /** The caller's headers for the upstream (forwarding.ts), with `drop` dropped too. */
-export function upstreamHeaders(x: Exchange, drop: ReadonlySet<string> = new Set()): string[] {
+export function upstreamHeaders(x: Exchange, drop: HeaderNames = NO_HEADERS): string[] {
   return forwardHeaders(x.req, {
     drop, forwardAuthorization: x.route?.forwardAuthorization ?? x.config.forwardAuthorization,
     upstreamHost: x.upstream.host, host: x.host, proto: x.proto, trusted: x.trusted, traceparent: x.traceparent,
@@ -64,13 +66,13 @@ export function callerBody(x: Exchange): IncomingMessage {
 
 /** Sends the request upstream, timing it until the response headers or the failure. */
 export async function sendUpstream(x: Exchange, request: UpstreamRequest): Promise<IncomingMessage> {
-  const stop = x.metrics.upstreamLatency.startTimer({ route: x.routeName });
+  const started = performance.now();
   try {
-    const response = await x.upstream.send(request, x.signal);
-    stop({ result: 'response' });
+    const response = await x.upstream.send(request, x.cancellation);
+    x.metrics.observeUpstream(x.routeName, 'response', (performance.now() - started) / 1000);
     return response;
   } catch (e) {
-    stop({ result: e instanceof VeilError ? e.code : 'error' });
+    x.metrics.observeUpstream(x.routeName, e instanceof VeilError ? e.code : 'error', (performance.now() - started) / 1000);
     throw e;
   }
 }
