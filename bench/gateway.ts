@@ -1,13 +1,19 @@
-// npm run bench:gateway — the latency veil gateway adds: p50/p99 of a POST whose JSON body has 10
-// protected fields (protected on the way in with the caller's roles, revealed on the way back,
+// npm run bench:gateway — the latency veil gateway adds: p50/p90/p99 of a POST whose JSON body has
+// 10 protected fields (protected on the way in with the caller's roles, revealed on the way back,
 // audited to a file) through `veil gateway`, beside the same POST sent directly to the upstream
-// and through a route without selectors, measured in the same run on one keep-alive connection
-// each, interleaved in rounds. The gateway and the upstream are their own processes. The 10-field
-// route runs with the unmapped guard on (the default: every value no selector names is checked by
-// veil's detectors) and, on the same requests, on a twin route with `unmapped: pass`, so the
-// guard's cost shows.
+// and through a route without selectors, measured in the same run by the same client on one
+// keep-alive connection each (Nagle off on every socket: Node's default for servers and agents).
+// The gateway and the upstream are their own processes. The 10-field route runs with the unmapped
+// guard on (the default: every value no selector names is checked by veil's detectors) and, on the
+// same requests, on a twin route with `unmapped: pass`, so the guard's cost shows.
+// Then, per target, what one exchange costs: the gateway's CPU, run-queue wait and context switches
+// (Linux schedstat of all its threads), its collections (its own Prometheus metrics) and the
+// upstream's CPU — figures the machine's other load disturbs far less than latencies.
+//   BENCH_CALLS (4000 per target), BENCH_BLOCK (25), BENCH_WARMUP (2500 per target),
+//   BENCH_COST_CALLS (2000), BENCH_GATEWAY_NODE_ARGS (node flags for the gateway: --cpu-prof, --trace-gc, …)
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
+import { readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
@@ -17,7 +23,12 @@ import { JwtSigner } from '../src/keystore/jwt-signer.ts';
 
 const root = new URL('..', import.meta.url).pathname;
 const calls = Number(process.env.BENCH_CALLS ?? 4000);
-const rounds = 8;
+const costCalls = Number(process.env.BENCH_COST_CALLS ?? 2000);
+const block = Number(process.env.BENCH_BLOCK ?? 25);
+// V8 still optimizes the gateway's code for the first few thousand exchanges (--trace-opt: ~550
+// functions compiled after the 300-call warm-up this bench had, on the 2 cores the exchanges need):
+// warm up past that, or the compiler's threads are measured as the gateway's tail
+const warmup = Number(process.env.BENCH_WARMUP ?? 2500);
 const MASTER_KEY = 'd'.repeat(64);
 const ISSUER = 'http://veil.bench';
 
@@ -38,6 +49,32 @@ function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 }
 
+/** CPU time, run-queue wait (ns) and time slices of every thread of a process (Linux /proc/<pid>/task/<tid>/schedstat). */
+interface Sched { cpu: number; wait: number; slices: number }
+function schedOf(pid: number): Sched {
+  const out = { cpu: 0, wait: 0, slices: 0 };
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const [cpu, wait, slices] = readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').trim().split(' ').map(Number) as [number, number, number];
+      out.cpu += cpu;
+      out.wait += wait;
+      out.slices += slices;
+    } catch { /* a thread that ended meanwhile */ }
+  }
+  return out;
+}
+/** µs of CPU and of run-queue wait, and time slices, per call */
+function perCall(a: Sched, b: Sched, n: number): Sched {
+  return { cpu: (b.cpu - a.cpu) / n / 1000, wait: (b.wait - a.wait) / n / 1000, slices: (b.slices - a.slices) / n };
+}
+/** The gateway's collections so far (every kind) and their seconds, from its Prometheus metrics. */
+async function gcOf(port: number): Promise<{ count: number; seconds: number }> {
+  const text = await (await fetch(`http://127.0.0.1:${port}/_veil/metrics`)).text();
+  const sum = (suffix: string) => [...text.matchAll(new RegExp(`^veil_gateway_nodejs_gc_duration_seconds_${suffix}\\{[^}]*\\} (\\S+)$`, 'gm'))].reduce((a, m) => a + Number(m[1]), 0);
+  return { count: sum('count'), seconds: sum('sum') };
+}
+const loadavg = () => readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
+
 function post(agent: http.Agent, port: number, path: string, headers: Record<string, string>): Promise<number> {
   return new Promise((resolve, reject) => {
     const started = performance.now();
@@ -54,6 +91,7 @@ function post(agent: http.Agent, port: number, path: string, headers: Record<str
   });
 }
 
+const loadStart = loadavg();
 const dataDir = await mkdtemp(join(tmpdir(), 'veil-bench-gateway-'));
 const children: ChildProcess[] = [];
 try {
@@ -90,7 +128,8 @@ ${selectors}
   const token = await new JwtSigner(keystore, 'veil-token-signing').sign({ iss: ISSUER, sub: 'bench', aud: 'veil', iat, nbf: iat, exp: iat + 3600, client_id: 'bench', roles: ['fraud'] }, 'at+jwt');
 
   const gatewayPort = 18_500 + Math.floor(Math.random() * 1000);
-  const gateway = spawn(join(root, 'scripts/node22'), [join(root, 'src/cli/main.ts'), 'gateway', '--config', configFile, '--data-dir', dataDir, '--port', String(gatewayPort)], {
+  const nodeArgs = (process.env.BENCH_GATEWAY_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
+  const gateway = spawn(join(root, 'scripts/node22'), [...nodeArgs, join(root, 'src/cli/main.ts'), 'gateway', '--config', configFile, '--data-dir', dataDir, '--port', String(gatewayPort)], {
     env: { ...process.env, VEIL_MASTER_KEY: MASTER_KEY, VEIL_BASE_URL: ISSUER, VEIL_LOG_LEVEL: 'warn' }, stdio: ['ignore', 'ignore', 'inherit'],
   });
   children.push(gateway);
@@ -102,46 +141,61 @@ ${selectors}
   }
 
   const auth = { authorization: `Bearer ${token}` };
-  const targets = {
-    direct: { agent: new http.Agent({ keepAlive: true, maxSockets: 1 }), port: upstreamPort, path: '/orders', headers: {} },
-    'gateway, no selectors': { agent: new http.Agent({ keepAlive: true, maxSockets: 1 }), port: gatewayPort, path: '/plain', headers: auth },
-    'gateway, 10 fields': { agent: new http.Agent({ keepAlive: true, maxSockets: 1 }), port: gatewayPort, path: '/orders', headers: auth },
-    '10 fields, guard off': { agent: new http.Agent({ keepAlive: true, maxSockets: 1 }), port: gatewayPort, path: '/orders-unguarded', headers: auth },
+  const target = (port: number, path: string, headers: Record<string, string>) => ({ agent: new http.Agent({ keepAlive: true, maxSockets: 1 }), port, path, headers });
+  const targets: Record<string, ReturnType<typeof target>> = {
+    direct: target(upstreamPort, '/orders', {}),
+    'gateway, no selectors': target(gatewayPort, '/plain', auth),
+    'gateway, 10 fields': target(gatewayPort, '/orders', auth),
+    '10 fields, guard off': target(gatewayPort, '/orders-unguarded', auth),
   };
-  const samples: Record<string, number[]> = Object.fromEntries(Object.keys(targets).map((k) => [k, []]));
+  const names = Object.keys(targets);
+  const samples: Record<string, number[]> = Object.fromEntries(names.map((k) => [k, []]));
   // warm-up: JIT, connection pools, token and grant caches
-  for (const t of Object.values(targets)) for (let i = 0; i < 300; i++) await post(t.agent, t.port, t.path, t.headers);
-  // the guard on and off alternate call by call, so that a pause of the gateway (a GC, the
-  // machine's other work) falls on both alike; the other targets run in blocks
-  const paired = ['gateway, 10 fields', '10 fields, guard off'];
-  for (let r = 0; r < rounds; r++) {
-    for (const [name, t] of Object.entries(targets)) {
-      if (paired.includes(name)) continue;
-      for (let i = 0; i < calls / rounds; i++) samples[name]!.push(await post(t.agent, t.port, t.path, t.headers));
+  for (const t of Object.values(targets)) for (let i = 0; i < warmup; i++) await post(t.agent, t.port, t.path, t.headers);
+  // rounds of a block of calls per target, the order rotating round by round: a slow spell of the
+  // machine (its other work) falls on every target alike. Within a block the calls follow each other
+  // back to back, as on a busy gateway; between blocks a short pause lets both processes finish
+  // what an exchange leaves behind, so that no target's first call pays for the previous target's
+  for (let r = 0; r < calls / block; r++) {
+    for (let k = 0; k < names.length; k++) {
+      const name = names[(r + k) % names.length]!;
+      const t = targets[name]!;
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      for (let j = 0; j < block; j++) samples[name]!.push(await post(t.agent, t.port, t.path, t.headers));
     }
-    for (let i = 0; i < calls / rounds; i++) {
-      for (const name of (i % 2 === 0 ? paired : [...paired].reverse())) {
-        const t = targets[name as keyof typeof targets];
-        samples[name]!.push(await post(t.agent, t.port, t.path, t.headers));
-      }
-    }
+  }
+  // what one exchange costs the two processes, target by target (blocks; Linux schedstat of every thread)
+  const cost: Record<string, { gateway: Sched; upstream: Sched; gc: { count: number; ms: number } }> = {};
+  for (const name of names) {
+    const t = targets[name]!;
+    const gc0 = await gcOf(gatewayPort);
+    const g0 = schedOf(gateway.pid!), u0 = schedOf(upstream.pid!);
+    for (let i = 0; i < costCalls; i++) await post(t.agent, t.port, t.path, t.headers);
+    const g1 = schedOf(gateway.pid!), u1 = schedOf(upstream.pid!);
+    const gc1 = await gcOf(gatewayPort);
+    cost[name] = { gateway: perCall(g0, g1, costCalls), upstream: perCall(u0, u1, costCalls), gc: { count: (gc1.count - gc0.count) / costCalls * 1000, ms: (gc1.seconds - gc0.seconds) / costCalls * 1e6 } };
   }
 
   const stats = Object.fromEntries(Object.entries(samples).map(([k, v]) => {
     const sorted = [...v].sort((a, b) => a - b);
-    return [k, { p50: percentile(sorted, 50), p99: percentile(sorted, 99) }];
+    return [k, { p50: percentile(sorted, 50), p90: percentile(sorted, 90), p99: percentile(sorted, 99) }];
   }));
   const direct = stats.direct!;
-  console.log(`veil bench:gateway — Node ${process.version}, ${calls} sequential POSTs per target (${Buffer.byteLength(body)}-byte JSON body), one keep-alive connection each, interleaved in ${rounds} rounds\n`);
-  console.log('target                   p50 ms   p99 ms   p50 / direct   p99 / direct   added p50 ms   added p99 ms');
+  console.log(`veil bench:gateway — Node ${process.version}, ${calls} sequential POSTs per target (${Buffer.byteLength(body)}-byte JSON body), one keep-alive connection each, in blocks of ${block}, the targets in turn; load average ${loadStart} → ${loadavg()}\n`);
+  console.log('target                   p50 ms   p90 ms   p99 ms   p50 / direct   p99 / direct   added p50 ms   added p99 ms');
   for (const [name, s] of Object.entries(stats)) {
-    console.log(`${name.padEnd(24)} ${s.p50.toFixed(3).padStart(6)}   ${s.p99.toFixed(3).padStart(6)}   ${`${(s.p50 / direct.p50).toFixed(2)}×`.padStart(12)}   ${`${(s.p99 / direct.p99).toFixed(2)}×`.padStart(12)}   ${(s.p50 - direct.p50).toFixed(3).padStart(12)}   ${(s.p99 - direct.p99).toFixed(3).padStart(12)}`);
+    console.log(`${name.padEnd(24)} ${s.p50.toFixed(3).padStart(6)}   ${s.p90.toFixed(3).padStart(6)}   ${s.p99.toFixed(3).padStart(6)}   ${`${(s.p50 / direct.p50).toFixed(2)}×`.padStart(12)}   ${`${(s.p99 / direct.p99).toFixed(2)}×`.padStart(12)}   ${(s.p50 - direct.p50).toFixed(3).padStart(12)}   ${(s.p99 - direct.p99).toFixed(3).padStart(12)}`);
   }
   const on = stats['gateway, 10 fields']!;
   const off = stats['10 fields, guard off']!;
   console.log(`\nunmapped guard (default refuse) vs unmapped: pass on the same requests: ${(on.p50 - off.p50).toFixed(3)} ms at p50, ${(on.p99 - off.p99).toFixed(3)} ms at p99`);
   console.log('10 fields: Customer.email ×4 (AES-SIV), name ×2 (AES-GCM), cardNumber ×2 and nationalId ×2 (FF1), protected on the way in and revealed (role fraud, audited) on the way back;');
   console.log('the guard checks the body\'s 10 other values and its 25 keys (none personal) on the way in.');
+  console.log(`\nper exchange, ${costCalls} sequential POSTs per target (all threads; run-queue wait: time runnable but not running, the machine's load):`);
+  console.log('target                   gateway CPU µs   run-queue wait µs   context switches   GCs per 1000   GC µs   upstream CPU µs');
+  for (const [name, c] of Object.entries(cost)) {
+    console.log(`${name.padEnd(24)} ${c.gateway.cpu.toFixed(0).padStart(14)}   ${c.gateway.wait.toFixed(0).padStart(17)}   ${c.gateway.slices.toFixed(1).padStart(16)}   ${c.gc.count.toFixed(1).padStart(12)}   ${c.gc.ms.toFixed(1).padStart(5)}   ${c.upstream.cpu.toFixed(0).padStart(15)}`);
+  }
   for (const t of Object.values(targets)) t.agent.destroy();
 } finally {
   for (const c of children) c.kill('SIGTERM');
