@@ -64,18 +64,30 @@ describe.each(streamClients())('consumer lag on a transactional topic reaches 0 
   const veil = (args: string[], port: number) => {
     const child = spawn(join(ROOT, 'bin/veil'), [...args, '--config', configFile, '--data-dir', dataDir, '--port', String(port)], {
       env: { ...process.env, KAFKA_BROKERS: BROKERS.join(','), VEIL_MASTER_KEY: MASTER, VEIL_LOG_LEVEL: 'warn', VEIL_STREAM_CLIENT: client, VEIL_PROTECT_THREADS: '0', VEIL_KAFKA_SESSION_TIMEOUT_MS: '6000' },
-      stdio: ['ignore', 'ignore', 'pipe'],
+      stdio: ['ignore', 'pipe', 'pipe'],
     });
+    // stderr and the log (stdout): what the process said, for a failure's report and the cleartext check
     let err = '';
+    child.stdout!.on('data', (d) => (err += String(d)));
     child.stderr!.on('data', (d) => (err += String(d)));
     const out = Object.assign(child, { err: () => err });
     children.push(out);
     return out;
   };
+  /** Waits for /readyz; a process that exits or stays unready fails the test with what it said. */
+  const ready = async (child: ChildProcess & { err(): string }, port: number) => {
+    for (const deadline = Date.now() + 90_000; ;) {
+      if (child.exitCode !== null || child.signalCode !== null) throw new Error(`the process for :${port} exited (${child.exitCode ?? child.signalCode}): ${child.err().slice(-3000)}`);
+      if (await fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.ok, () => false)) return;
+      if (Date.now() > deadline) throw new Error(`the process on :${port} not ready within 90 s: ${child.err().slice(-3000)}`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  };
   const startAll = async () => {
     const protect = veil(['stream', 'protect'], ports.protect);
     const rewrap = veil(['stream', 'rewrap', '--pipeline', 'first', '--to', rewrapped, '--role', 'fraud', '--group', groups.rewrap], ports.rewrap);
-    for (const port of [ports.protect, ports.rewrap]) await eventually(`the process on :${port} ready`, async () => ((await fetch(`http://127.0.0.1:${port}/readyz`)).ok ? true : undefined), 60_000);
+    await ready(protect, ports.protect);
+    await ready(rewrap, ports.rewrap);
     return [protect, rewrap];
   };
   const record = (id: number) => ({ key: `c${id}@example.com`, value: JSON.stringify({ id, email: `c${id}@example.com`, note: `n${id}` }) });
