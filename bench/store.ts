@@ -18,7 +18,7 @@ import { join } from 'node:path';
 import { Kafka, logLevel } from 'kafkajs';
 import { compileVeilConfigText } from '../src/app/config-file.ts';
 import { provisionKeys } from '../src/keystore/config-keys.ts';
-import { openControlStore } from '../src/control/index.ts';
+import { ensureControlKey, openControlStore, signWrite } from '../src/control/index.ts';
 import { Engine, SecretKey } from '../src/engine/index.ts';
 import { KeyLease } from '../src/keystore/key-lease.ts';
 import { cachingKms, retryingKms } from '../src/keystore/kms/kms-decorators.ts';
@@ -46,11 +46,13 @@ const masterBytes = randomBytes(32);
 const master = SecretKey.fromBytes(masterBytes);
 const seedKeystore = await LocalKeystore.open({ dataDir: seedDir, masterKey: master });
 await provisionKeys(config.engine, seedKeystore);
+// configuration versions are signed with the key set's control key: a process mirrors only those whose MAC verifies
+await ensureControlKey(seedKeystore);
 const keysetRecords = decodeKeystore(await readFile(seedKeystore.path), masterBytes, seedKeystore.path);
 const seedStart = performance.now();
 const seed = await KafkaControlLog.open({ brokers: brokerList, topic });
 for (let i = 0; i < VERSIONS; i++) {
-  await seed.append('config', i, `${exampleText}\n# version ${i + 1}\n`, { by: 'bench', source: 'cli', note: `version ${i + 1}` });
+  await seed.append('config', i, `${exampleText}\n# version ${i + 1}\n`, { by: 'bench', source: 'cli', note: `version ${i + 1}` }, (w) => signWrite(seedKeystore, w));
   // each version encrypted anew (its own salt and nonce), as every change writes it: no two alike
   await seed.append('keyset', i, encodeKeystore(keysetRecords, masterBytes).toString('base64'));
 }
@@ -64,6 +66,8 @@ const control = await openControlStore({ VEIL_CONTROL_STORE: 'kafka', VEIL_CONTR
 // as openKeystore does: the newest key-set version that opens under the KEK, then the keystore on it
 await control!.settle((document) => opensUnder(document, { masterKey: master }));
 const opened = await LocalKeystore.open({ dataDir, masterKey: master });
+// the configuration versions read are authenticated and mirrored once the key set is open
+await control!.attach({ keystore: opened });
 const startupMs = performance.now() - startupStart;
 await control!.close();
 if (opened.list().length !== seedKeystore.list().length) throw new Error('the mirrored key set is not the seeded one');
