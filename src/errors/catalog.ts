@@ -7,11 +7,12 @@ import { IDENTITY_ERRORS } from '../identity/errors.ts';
 import { KEYSTORE_ERRORS } from '../keystore/errors.ts';
 import { PORTAL_ERRORS } from '../portal/errors.ts';
 import { STREAM_ERRORS } from '../stream/errors.ts';
+import { SUBJECTS_ERRORS } from '../subjects/errors.ts';
 import { DOOR_ERRORS } from './door-errors.ts';
 
 /** Every layer's catalog by its home, in the order docs/errors.md presents them. */
 export const CATALOGS = {
-  engine: ENGINE_ERRORS, keystore: KEYSTORE_ERRORS, control: CONTROL_ERRORS, identity: IDENTITY_ERRORS, doors: DOOR_ERRORS,
+  engine: ENGINE_ERRORS, keystore: KEYSTORE_ERRORS, control: CONTROL_ERRORS, subjects: SUBJECTS_ERRORS, identity: IDENTITY_ERRORS, doors: DOOR_ERRORS,
   audit: AUDIT_ERRORS, stream: STREAM_ERRORS, portal: PORTAL_ERRORS, db: DB_ERRORS, gateway: GATEWAY_ERRORS,
 } as const;
 

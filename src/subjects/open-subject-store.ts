@@ -1,0 +1,71 @@
+import type { Env } from '../env/index.ts';
+import { ensureSubjectKeys, SubjectKeyWrapper, type SubjectKeySource } from '../keystore/subject-keys.ts';
+import { SubjectsError } from './errors.ts';
+import type { KafkaBackendOptions } from './kafka-backend.ts';
+import { LocalBackend } from './local-backend.ts';
+import { SubjectKeys } from './subject-keys.ts';
+import type { SubjectKeyStore } from './subject-store.ts';
+
+export const SUBJECT_STORE_ENV = 'VEIL_SUBJECT_STORE';
+const DEFAULT_TOPIC = 'veil.subjects';
+
+export type SubjectStoreSettings =
+  | { kind: 'local' }
+  | { kind: 'kafka'; brokers: string[]; topic: string; partitions?: number; replicationFactor?: number; minInsyncReplicas?: number };
+
+export interface OpenSubjectStoreOptions {
+  /** the key set: the wrapping and index keys are created in it when absent (LocalKeystore) */
+  keystore: SubjectKeySource;
+  dataDir: string;
+  settings?: SubjectStoreSettings;
+  /** unwrapped handles kept per process (default 100,000) */
+  cacheSize?: number;
+  /** the staleness bound (local default 1,000 ms, Kafka 1,500 ms): an erasure returns after it */
+  maxStalenessMs?: number;
+  /** Kafka adapter only: more topic settings when created, poll interval, timeouts */
+  kafka?: Partial<Omit<KafkaBackendOptions, 'brokers' | 'topic' | 'dataDir'>>;
+  now?: () => number;
+}
+
+/**
+ * VEIL_SUBJECT_STORE: unset or `local`, `<data dir>/subjects.db` (the embedded default); `kafka`,
+ * the compacted topic VEIL_SUBJECT_TOPIC (default veil.subjects) on VEIL_SUBJECT_BROKERS (else
+ * VEIL_CONTROL_BROKERS, else KAFKA_BROKERS) with VEIL_SUBJECT_PARTITIONS partitions when created
+ * (default 6), replicated like the control topic (VEIL_CONTROL_REPLICATION_FACTOR, VEIL_CONTROL_MIN_INSYNC_REPLICAS).
+ */
+export function subjectStoreSettings(env: Env): SubjectStoreSettings {
+  const kind = env[SUBJECT_STORE_ENV];
+  if (kind === undefined || kind === '' || kind === 'local') return { kind: 'local' };
+  if (kind !== 'kafka') throw new SubjectsError('SUBJECT_STORE_UNAVAILABLE', `${SUBJECT_STORE_ENV} must be local or kafka, not ${JSON.stringify(kind.slice(0, 32))}`);
+  const brokers = (env.VEIL_SUBJECT_BROKERS ?? env.VEIL_CONTROL_BROKERS ?? env.KAFKA_BROKERS ?? '').split(',').filter(Boolean);
+  if (brokers.length === 0) throw new SubjectsError('SUBJECT_STORE_UNAVAILABLE', `${SUBJECT_STORE_ENV}=kafka needs VEIL_SUBJECT_BROKERS, VEIL_CONTROL_BROKERS or KAFKA_BROKERS`);
+  const count = (name: string, max: number) => {
+    const text = env[name];
+    if (text === undefined || text === '') return undefined;
+    const n = Number(text);
+    if (!Number.isInteger(n) || n < 1 || n > max) throw new SubjectsError('SUBJECT_STORE_UNAVAILABLE', `${name} must be a whole number from 1 to ${max}`);
+    return n;
+  };
+  const replicationFactor = count('VEIL_CONTROL_REPLICATION_FACTOR', 32);
+  const minInsyncReplicas = count('VEIL_CONTROL_MIN_INSYNC_REPLICAS', 32);
+  return {
+    kind: 'kafka', brokers, topic: env.VEIL_SUBJECT_TOPIC ?? DEFAULT_TOPIC, partitions: count('VEIL_SUBJECT_PARTITIONS', 1024) ?? 6,
+    ...(replicationFactor ? { replicationFactor } : {}), ...(minInsyncReplicas ? { minInsyncReplicas } : {}),
+  };
+}
+
+/** Opens the subject-key store of the settings (default: local); the Kafka adapter reads what this view missed before it returns. */
+export async function openSubjectKeyStore(options: OpenSubjectStoreOptions): Promise<SubjectKeyStore> {
+  await ensureSubjectKeys(options.keystore);
+  const wrapper = new SubjectKeyWrapper(options.keystore);
+  const settings = options.settings ?? { kind: 'local' };
+  const common = { ...(options.maxStalenessMs !== undefined ? { maxStalenessMs: options.maxStalenessMs } : {}), ...(options.now ? { now: options.now } : {}) };
+  if (settings.kind === 'local') {
+    return new SubjectKeys(new LocalBackend({ dataDir: options.dataDir, ...common }), wrapper, { cacheSize: options.cacheSize, now: options.now });
+  }
+  // loaded when used: a process on the local store never loads kafkajs for it
+  const { KafkaBackend } = await import('./kafka-backend.ts');
+  const { kind: _kind, ...kafka } = settings;
+  const backend = await KafkaBackend.open({ ...options.kafka, ...kafka, dataDir: options.dataDir, ...common });
+  return new SubjectKeys(backend, wrapper, { cacheSize: options.cacheSize, now: options.now });
+}

@@ -1,0 +1,157 @@
+import type { SubjectKeyWrapper } from '../keystore/subject-keys.ts';
+import { SubjectsError } from './errors.ts';
+import { HandleCache } from './handle-cache.ts';
+import { assertSubjectId, refHex } from './subject-id.ts';
+import { isErased, type SubjectState } from './subject-state.ts';
+import type { ErasedSubject, Erasure, KeyForOptions, SubjectBackend, SubjectChange, SubjectKey, SubjectKeyStore, SubjectStatus } from './subject-store.ts';
+
+export interface SubjectKeysOptions {
+  /** unwrapped handles kept (LRU); default 100,000 */
+  cacheSize?: number;
+  now?: () => number;
+}
+
+/** The store over an adapter: ids to references, the handle cache, creation races and erasures. */
+export class SubjectKeys implements SubjectKeyStore {
+  readonly description: string;
+  private readonly backend: SubjectBackend;
+  private readonly wrapper: SubjectKeyWrapper;
+  private readonly cache: HandleCache;
+  private readonly now: () => number;
+  private readonly listeners = new Set<(change: SubjectChange) => void>();
+  private readonly inflight = new Map<string, Promise<SubjectKey | ErasedSubject>>();
+
+  constructor(backend: SubjectBackend, wrapper: SubjectKeyWrapper, options: SubjectKeysOptions = {}) {
+    this.backend = backend;
+    this.wrapper = wrapper;
+    this.description = backend.description;
+    this.cache = new HandleCache(options.cacheSize ?? 100_000);
+    this.now = options.now ?? Date.now;
+    backend.watch((ref, kind, generation) => {
+      const hex = refHex(ref);
+      if (kind === 'erased') this.cache.drop(hex);
+      for (const listener of this.listeners) {
+        try {
+          listener({ kind, ref: hex, generation });
+        } catch {
+          // a listener's failure is its own
+        }
+      }
+    });
+  }
+
+  async keyFor(subjectId: string, options: KeyForOptions = {}): Promise<SubjectKey | ErasedSubject> {
+    assertSubjectId(subjectId);
+    const ref = this.wrapper.refOf(subjectId);
+    const hex = refHex(ref);
+    if (this.backend.cacheFresh()) {
+      const cached = this.cache.get(hex);
+      if (cached) return cached;
+    }
+    const key = `${hex}/${options.onErased ?? 'refuse'}`;
+    let pending = this.inflight.get(key);
+    if (!pending) {
+      pending = this.resolve(ref, hex, options.onErased ?? 'refuse').finally(() => this.inflight.delete(key));
+      this.inflight.set(key, pending);
+    }
+    return pending;
+  }
+
+  async existing(subjectId: string, generation?: number): Promise<SubjectKey | ErasedSubject | undefined> {
+    assertSubjectId(subjectId);
+    if (generation !== undefined && (!Number.isSafeInteger(generation) || generation < 1)) throw new RangeError('a generation is a whole number ≥ 1');
+    const ref = this.wrapper.refOf(subjectId);
+    const hex = refHex(ref);
+    if (this.backend.cacheFresh()) {
+      const cached = this.cache.get(hex);
+      if (cached && (generation === undefined || cached.generation === generation)) return cached;
+    }
+    await this.backend.fresh();
+    const state = this.backend.read(ref);
+    if (!state || (generation ?? 0) > state.gen) return undefined;
+    if (state.live && (generation === undefined || generation === state.gen)) return this.adopt(ref, hex, state);
+    if (generation !== undefined) return erasedMarker(hex, generation, state);
+    return isErased(state) ? erasedMarker(hex, state.gen, state) : undefined;
+  }
+
+  async erase(subjectId: string, by: { by: string; reason: string }): Promise<Erasure> {
+    assertSubjectId(subjectId);
+    const ref = this.wrapper.refOf(subjectId);
+    const hex = refHex(ref);
+    await this.backend.fresh();
+    const before = this.backend.read(ref);
+    if (isErased(before)) return erasure(hex, before!, by, true);
+    const after = await this.backend.erase(ref, this.now());
+    this.cache.drop(hex);
+    await this.backend.settle();
+    return erasure(hex, after, by, false);
+  }
+
+  async status(subjectId: string): Promise<SubjectStatus> {
+    assertSubjectId(subjectId);
+    const ref = this.wrapper.refOf(subjectId);
+    const subject = refHex(ref);
+    await this.backend.fresh();
+    const state = this.backend.read(ref);
+    if (state?.live) return { state: 'exists', subject, generation: state.gen, createdAt: iso(state.at) };
+    if (isErased(state)) return { state: 'erased', subject, generation: state!.gen, erasedAt: iso(state!.at) };
+    return { state: 'unknown', subject };
+  }
+
+  onChange(listener: (change: SubjectChange) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  health(): { ready: boolean; reason?: string } {
+    return this.backend.health();
+  }
+
+  async close(): Promise<void> {
+    this.cache.clear();
+    await this.backend.close();
+  }
+
+  /** Live key: adopted; erased: the marker (or the next generation with `renew`); none: created, first write wins. */
+  private async resolve(ref: Buffer, hex: string, onErased: 'refuse' | 'renew'): Promise<SubjectKey | ErasedSubject> {
+    for (let attempt = 1; attempt <= 5; attempt++) {
+      await this.backend.fresh();
+      const state = this.backend.read(ref);
+      if (state?.live) return this.adopt(ref, hex, state);
+      if (isErased(state) && onErased === 'refuse') return erasedMarker(hex, state!.gen, state!);
+      const gen = (state?.gen ?? 0) + 1;
+      const created = this.wrapper.create(ref, gen);
+      const result = await this.backend.create(ref, gen, created.wrapped, this.now());
+      if (result.won) {
+        const key: SubjectKey = { ref: hex, generation: gen, key: created.key };
+        this.cache.set(hex, key);
+        return key;
+      }
+      // lost: another process's key for this generation won (adopted next round), or it was erased
+      if (result.state.live) return this.adopt(ref, hex, result.state);
+      if (onErased === 'refuse' && isErased(result.state)) return erasedMarker(hex, result.state.gen, result.state);
+    }
+    throw new SubjectsError('SUBJECT_STORE_UNAVAILABLE', 'a subject key lost 5 creation races in a row (the subject is being erased and renewed elsewhere): try again');
+  }
+
+  private adopt(ref: Buffer, hex: string, state: SubjectState): SubjectKey {
+    const cached = this.cache.get(hex);
+    if (cached && cached.generation === state.gen) return cached;
+    const key: SubjectKey = { ref: hex, generation: state.gen, key: this.wrapper.unwrap(ref, state.gen, state.wrapped!) };
+    this.cache.set(hex, key);
+    return key;
+  }
+}
+
+const iso = (ms: number): string => new Date(ms).toISOString();
+
+function erasedMarker(ref: string, generation: number, state: SubjectState): ErasedSubject {
+  return { erased: true, ref, generation, ...(generation === state.gen && !state.live ? { erasedAt: iso(state.at) } : {}) };
+}
+
+function erasure(subject: string, state: SubjectState, by: { by: string; reason: string }, alreadyErased: boolean): Erasure {
+  return {
+    subject, generation: state.gen, erasedAt: iso(state.at), by: by.by, reason: by.reason,
+    ...(state.material ? { destroyedKey: state.material } : {}), alreadyErased: alreadyErased || state.live,
+  };
+}
