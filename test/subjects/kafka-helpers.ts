@@ -1,0 +1,40 @@
+import { randomBytes } from 'node:crypto';
+import { copyFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { SecretKey } from '../../src/engine/index.ts';
+import { ensureSubjectKeys } from '../../src/keystore/subject-keys.ts';
+import { openSubjectKeyStore, type SubjectKeyStore } from '../../src/subjects/index.ts';
+import { BROKERS } from '../helpers/kafka.ts';
+import { keystoreIn, tempDir } from './helpers.ts';
+
+/** Small segments and a quick cleaner, so compaction runs within seconds in a test. */
+export const QUICK_COMPACTION = {
+  'segment.ms': '200', 'segment.bytes': '16384', 'min.cleanable.dirty.ratio': '0.01', 'delete.retention.ms': '200', 'min.compaction.lag.ms': '0',
+};
+
+/** The key set every "host" shares (in production through the control store): a master key and a data dir holding the subject keys' wrapping keys. */
+export async function sharedKeySet(): Promise<{ masterHex: string; master: SecretKey; dir: string }> {
+  const masterHex = randomBytes(32).toString('hex');
+  const master = SecretKey.fromBytes(Buffer.from(masterHex, 'hex'));
+  const dir = await tempDir('veil-subjects-keyset-');
+  await ensureSubjectKeys(await keystoreIn(dir, master));
+  return { masterHex, master, dir };
+}
+
+/** A data dir of its own for one process, holding a copy of the shared key set. */
+export async function processDir(keySet: { dir: string }): Promise<string> {
+  const dir = await tempDir('veil-subjects-proc-');
+  await copyFile(join(keySet.dir, 'keystore.json'), join(dir, 'keystore.json'));
+  return dir;
+}
+
+/** One process's Kafka subject-key store on `dir`. */
+export async function openKafkaStore(dir: string, master: SecretKey, topic: string, options: { partitions?: number; maxStalenessMs?: number; cacheSize?: number } = {}): Promise<SubjectKeyStore> {
+  const keystore = await keystoreIn(dir, master);
+  return openSubjectKeyStore({
+    keystore, dataDir: dir, ...(options.cacheSize !== undefined ? { cacheSize: options.cacheSize } : {}),
+    settings: { kind: 'kafka', brokers: BROKERS, topic, partitions: options.partitions ?? 3 },
+    maxStalenessMs: options.maxStalenessMs ?? 1000,
+    kafka: { topicConfig: QUICK_COMPACTION, pollMs: 100 },
+  });
+}
