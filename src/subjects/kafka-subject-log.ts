@@ -175,6 +175,8 @@ export class KafkaSubjectLog {
         if (result.change === 'erased' && before?.record) sweep.add(before.record);
         if (record.event.kind === 'tombstone') sweep.delete(record.event.record);
       }
+      // offsets a compaction removed count as read: the batch's last offset, not its last message's
+      if (batch.messages.length > 0) next = Math.max(next, Number(batch.lastOffset()) + 1);
       if (next > from) this.db.setOffset(batch.partition, next);
     });
     if (told.some(([, kind]) => kind === 'erased')) this.db.erasedCheckpoint();
