@@ -1,11 +1,13 @@
 import type { SubjectKey } from './subject-store.ts';
 
 /**
- * A bounded LRU of unwrapped subject-key handles by reference (hex): a Map in use order, the
- * least recently used dropped past `capacity`. An erased subject is dropped at once (drop).
+ * A bounded LRU of unwrapped subject-key handles by subject id (a hit costs no keyed hash): a Map
+ * in use order, the least recently used dropped past `capacity`. An erased subject is dropped at
+ * once by its reference (dropRef), which is all an erasure notice names.
  */
 export class HandleCache {
   private readonly entries = new Map<string, SubjectKey>();
+  private readonly ids = new Map<string, string>();
   readonly capacity: number;
 
   constructor(capacity: number) {
@@ -13,27 +15,36 @@ export class HandleCache {
     this.capacity = capacity;
   }
 
-  get(ref: string): SubjectKey | undefined {
-    const key = this.entries.get(ref);
+  get(id: string): SubjectKey | undefined {
+    const key = this.entries.get(id);
     if (key === undefined) return undefined;
-    this.entries.delete(ref);
-    this.entries.set(ref, key);
+    this.entries.delete(id);
+    this.entries.set(id, key);
     return key;
   }
 
-  set(ref: string, key: SubjectKey): void {
+  set(id: string, key: SubjectKey): void {
     if (this.capacity === 0) return;
-    this.entries.delete(ref);
-    this.entries.set(ref, key);
-    if (this.entries.size > this.capacity) this.entries.delete(this.entries.keys().next().value!);
+    this.entries.delete(id);
+    this.entries.set(id, key);
+    this.ids.set(key.ref, id);
+    if (this.entries.size > this.capacity) {
+      const [oldest, evicted] = this.entries.entries().next().value!;
+      this.entries.delete(oldest);
+      if (this.ids.get(evicted.ref) === oldest) this.ids.delete(evicted.ref);
+    }
   }
 
-  drop(ref: string): void {
-    this.entries.delete(ref);
+  dropRef(ref: string): void {
+    const id = this.ids.get(ref);
+    if (id === undefined) return;
+    this.ids.delete(ref);
+    this.entries.delete(id);
   }
 
   clear(): void {
     this.entries.clear();
+    this.ids.clear();
   }
 
   get size(): number {

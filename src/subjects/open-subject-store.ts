@@ -65,7 +65,7 @@ export async function openSubjectKeyStore(options: OpenSubjectStoreOptions): Pro
   }
   // loaded when used: a process on the local store never loads kafkajs for it
   const { KafkaBackend } = await import('./kafka-backend.ts');
-  const { kind: _kind, ...kafka } = settings;
-  const backend = await KafkaBackend.open({ ...options.kafka, ...kafka, dataDir: options.dataDir, ...common });
+  const { brokers, topic, partitions, replicationFactor, minInsyncReplicas } = settings;
+  const backend = await KafkaBackend.open({ ...options.kafka, brokers, topic, partitions, replicationFactor, minInsyncReplicas, dataDir: options.dataDir, ...common });
   return new SubjectKeys(backend, wrapper, { cacheSize: options.cacheSize, now: options.now });
 }

@@ -29,7 +29,7 @@ export class SubjectKeys implements SubjectKeyStore {
     this.now = options.now ?? Date.now;
     backend.watch((ref, kind, generation) => {
       const hex = refHex(ref);
-      if (kind === 'erased') this.cache.drop(hex);
+      if (kind === 'erased') this.cache.dropRef(hex);
       for (const listener of this.listeners) {
         try {
           listener({ kind, ref: hex, generation });
@@ -41,35 +41,35 @@ export class SubjectKeys implements SubjectKeyStore {
   }
 
   async keyFor(subjectId: string, options: KeyForOptions = {}): Promise<SubjectKey | ErasedSubject> {
+    if (this.backend.cacheFresh()) {
+      const cached = this.cache.get(subjectId);
+      if (cached) return cached;
+    }
     assertSubjectId(subjectId);
     const ref = this.wrapper.refOf(subjectId);
     const hex = refHex(ref);
-    if (this.backend.cacheFresh()) {
-      const cached = this.cache.get(hex);
-      if (cached) return cached;
-    }
     const key = `${hex}/${options.onErased ?? 'refuse'}`;
     let pending = this.inflight.get(key);
     if (!pending) {
-      pending = this.resolve(ref, hex, options.onErased ?? 'refuse').finally(() => this.inflight.delete(key));
+      pending = this.resolve(subjectId, ref, hex, options.onErased ?? 'refuse').finally(() => this.inflight.delete(key));
       this.inflight.set(key, pending);
     }
     return pending;
   }
 
   async existing(subjectId: string, generation?: number): Promise<SubjectKey | ErasedSubject | undefined> {
-    assertSubjectId(subjectId);
     if (generation !== undefined && (!Number.isSafeInteger(generation) || generation < 1)) throw new RangeError('a generation is a whole number ≥ 1');
-    const ref = this.wrapper.refOf(subjectId);
-    const hex = refHex(ref);
     if (this.backend.cacheFresh()) {
-      const cached = this.cache.get(hex);
+      const cached = this.cache.get(subjectId);
       if (cached && (generation === undefined || cached.generation === generation)) return cached;
     }
+    assertSubjectId(subjectId);
+    const ref = this.wrapper.refOf(subjectId);
+    const hex = refHex(ref);
     await this.backend.fresh();
     const state = this.backend.read(ref);
     if (!state || (generation ?? 0) > state.gen) return undefined;
-    if (state.live && (generation === undefined || generation === state.gen)) return this.adopt(ref, hex, state);
+    if (state.live && (generation === undefined || generation === state.gen)) return this.adopt(subjectId, ref, hex, state);
     if (generation !== undefined) return erasedMarker(hex, generation, state);
     return isErased(state) ? erasedMarker(hex, state.gen, state) : undefined;
   }
@@ -82,7 +82,7 @@ export class SubjectKeys implements SubjectKeyStore {
     const before = this.backend.read(ref);
     if (isErased(before)) return erasure(hex, before!, by, true);
     const after = await this.backend.erase(ref, this.now());
-    this.cache.drop(hex);
+    this.cache.dropRef(hex);
     await this.backend.settle();
     return erasure(hex, after, by, false);
   }
@@ -113,32 +113,32 @@ export class SubjectKeys implements SubjectKeyStore {
   }
 
   /** Live key: adopted; erased: the marker (or the next generation with `renew`); none: created, first write wins. */
-  private async resolve(ref: Buffer, hex: string, onErased: 'refuse' | 'renew'): Promise<SubjectKey | ErasedSubject> {
+  private async resolve(subjectId: string, ref: Buffer, hex: string, onErased: 'refuse' | 'renew'): Promise<SubjectKey | ErasedSubject> {
     for (let attempt = 1; attempt <= 5; attempt++) {
       await this.backend.fresh();
       const state = this.backend.read(ref);
-      if (state?.live) return this.adopt(ref, hex, state);
+      if (state?.live) return this.adopt(subjectId, ref, hex, state);
       if (isErased(state) && onErased === 'refuse') return erasedMarker(hex, state!.gen, state!);
       const gen = (state?.gen ?? 0) + 1;
       const created = this.wrapper.create(ref, gen);
       const result = await this.backend.create(ref, gen, created.wrapped, this.now());
       if (result.won) {
         const key: SubjectKey = { ref: hex, generation: gen, key: created.key };
-        this.cache.set(hex, key);
+        this.cache.set(subjectId, key);
         return key;
       }
       // lost: another process's key for this generation won (adopted next round), or it was erased
-      if (result.state.live) return this.adopt(ref, hex, result.state);
+      if (result.state.live) return this.adopt(subjectId, ref, hex, result.state);
       if (onErased === 'refuse' && isErased(result.state)) return erasedMarker(hex, result.state.gen, result.state);
     }
     throw new SubjectsError('SUBJECT_STORE_UNAVAILABLE', 'a subject key lost 5 creation races in a row (the subject is being erased and renewed elsewhere): try again');
   }
 
-  private adopt(ref: Buffer, hex: string, state: SubjectState): SubjectKey {
-    const cached = this.cache.get(hex);
+  private adopt(subjectId: string, ref: Buffer, hex: string, state: SubjectState): SubjectKey {
+    const cached = this.cache.get(subjectId);
     if (cached && cached.generation === state.gen) return cached;
     const key: SubjectKey = { ref: hex, generation: state.gen, key: this.wrapper.unwrap(ref, state.gen, state.wrapped!) };
-    this.cache.set(hex, key);
+    this.cache.set(subjectId, key);
     return key;
   }
 }

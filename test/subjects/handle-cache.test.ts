@@ -17,7 +17,7 @@ describe('the handle cache: bounded LRU', () => {
   it('drops an erased subject; capacity 0 keeps nothing', () => {
     const cache = new HandleCache(5);
     cache.set('a', handle('a'));
-    cache.drop('a');
+    cache.dropRef('a');
     expect(cache.get('a')).toBeUndefined();
     const none = new HandleCache(0);
     none.set('a', handle('a'));
