@@ -11,7 +11,9 @@
 // Uses $KAFKA_BROKERS, else 127.0.0.1:19092 (scripts/test-env.sh start-kafka).
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { statSync } from 'node:fs';
 import { copyFile, mkdtemp, rm } from 'node:fs/promises';
+import { Kafka, logLevel } from 'kafkajs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SecretKey } from '../src/engine/index.ts';
@@ -86,8 +88,10 @@ async function fillView(keySet: string, topic: string, count: number): Promise<s
     if (count >= 1_000_000 && from % 1_000_000 === 0) console.error(`  filled ${fmt(from)} of ${fmt(count)} (${((performance.now() - started) / 1000).toFixed(0)} s)`);
   }
   db.close();
+  viewBytes = statSync(join(dir, `subjects-view-${topic}.db`)).size;
   return dir;
 }
+let viewBytes = 0;
 
 function openStore(dir: string, topic: string, cacheSize?: number): Promise<SubjectKeyStore> {
   return LocalKeystore.open({ dataDir: dir, masterKey: master() }).then((keystore) => openSubjectKeyStore({
@@ -118,15 +122,51 @@ async function startup(): Promise<void> {
   const fillStart = performance.now();
   const full = await fillView(keySet, topic, N);
   const fillS = (performance.now() - fillStart) / 1000;
+  const fullBytes = viewBytes;
   const empty = await fillView(keySet, topic, 0);
   const base = inChild(empty, topic, 0);
   const big = inChild(full, topic, N);
-  console.log(`\nKafka process view: start-up of a fresh process (view filled in ${fillS.toFixed(0)} s)`);
-  console.log(`subjects in view   start-up ms   RSS MB   cold lookups/s`);
+  console.log(`\nKafka process view: a fresh process opening a view its data dir holds (resumes from the stored offsets; view of ${fmt(N)} filled in ${fillS.toFixed(0)} s, ${fmt(fullBytes / 1e6)} MB)`);
+  console.log(`subjects in view       open ms   RSS MB   cold lookups/s`);
   console.log(`${fmt(0).padStart(16)}   ${fmt(base.openMs).padStart(11)}   ${fmt(base.rssMb).padStart(6)}`);
   console.log(`${fmt(N).padStart(16)}   ${fmt(big.openMs).padStart(11)}   ${fmt(big.rssMb).padStart(6)}   ${fmt(big.lookups).padStart(14)}`);
   console.log(`start-up ratio (N / empty) ${ratio(big.openMs, base.openMs)}, RSS ratio ${ratio(big.rssMb, base.rssMb)}`);
   await Promise.all([keySet, full, empty].map((d) => rm(d, { recursive: true, force: true })));
+}
+
+/** A process with an empty data dir reads a topic of `count` key records (once in its life), beside a bare kafkajs read of the topic. */
+async function catchUp(count: number): Promise<void> {
+  const keySet = await keySetDir();
+  const topic = `veil.bench.subjects-${randomBytes(4).toString('hex')}`;
+  const seed = await fillView(keySet, topic, 0);
+  const wrapper = new SubjectKeyWrapper(await LocalKeystore.open({ dataDir: keySet, masterKey: master() }));
+  const kafka = new Kafka({ clientId: 'bench-subjects', brokers: BROKERS, logLevel: logLevel.NOTHING });
+  const producer = kafka.producer();
+  await producer.connect();
+  const writer = '00000000-0000-4000-8000-000000000000';
+  for (let from = 0; from < count; from += 5000) {
+    const messages = Array.from({ length: Math.min(5000, count - from) }, (_, j) => {
+      const ref = wrapper.refOf(id(from + j));
+      const hex = ref.toString('hex');
+      return { key: `k/${hex}/1/${writer}`, value: JSON.stringify({ v: 1, gen: 1, w: wrapper.create(ref, 1).wrapped.toString('base64'), at: 0 }), partition: Number.parseInt(hex.slice(0, 8), 16) % 6 };
+    });
+    await producer.send({ topic, acks: -1, messages });
+  }
+  await producer.disconnect();
+  const bareStart = performance.now();
+  const consumer = kafka.consumer({ groupId: `bench-bare-${randomBytes(4).toString('hex')}` });
+  await consumer.connect();
+  await consumer.subscribe({ topic, fromBeginning: true });
+  let read = 0;
+  await new Promise<void>((resolve) => void consumer.run({ eachBatch: async ({ batch }) => { read += batch.messages.length; if (read >= count + 1) resolve(); } }));
+  const bareMs = performance.now() - bareStart;
+  await consumer.disconnect();
+  const empty = await mkdtemp(join(tmpdir(), 'veil-bench-view-'));
+  await copyFile(join(keySet, 'keystore.json'), join(empty, 'keystore.json'));
+  const fresh = inChild(empty, topic, 0);
+  console.log(`\na process with an empty data dir reading a topic of ${fmt(count)} subjects (its first start only)`);
+  console.log(`records/s ${fmt(count / (fresh.openMs / 1000)).padStart(10)}   bare kafkajs read ${fmt(count / (bareMs / 1000)).padStart(10)}   ${ratio(bareMs, fresh.openMs)}`);
+  await Promise.all([keySet, seed, empty].map((d) => rm(d, { recursive: true, force: true })));
 }
 
 async function eraseLatency(): Promise<void> {
@@ -163,5 +203,6 @@ if (process.argv[2] === '--view-child') {
   console.log(`bench:subjects — BENCH_SUBJECTS=${fmt(N)}, ${fmt(OPS)} lookups per figure`);
   await local();
   await startup();
+  await catchUp(Math.min(N, Number(process.env.BENCH_TOPIC_RECORDS ?? 100_000)));
   await eraseLatency();
 }
