@@ -179,7 +179,10 @@ export class KafkaSubjectLog {
       if (batch.messages.length > 0) next = Math.max(next, Number(batch.lastOffset()) + 1);
       if (next > from) this.db.setOffset(batch.partition, next);
     });
-    if (told.some(([, kind]) => kind === 'erased')) this.db.erasedCheckpoint();
+    if (told.some(([, kind]) => kind === 'erased')) {
+      this.db.prune();
+      this.db.erasedCheckpoint();
+    }
     this.applied.set(batch.partition, Math.max(next, from));
     for (const [ref, kind, gen] of told) for (const listener of this.appliedListeners) listener(ref, kind, gen);
     // key records an erasure left in the topic (a create that raced it, before or after): tombstoned by

@@ -77,6 +77,7 @@ export class LocalBackend implements SubjectBackend {
       if (result.change === 'erased') this.db.put(ref, result.state, true);
       return result;
     });
+    this.db.prune();
     this.db.erasedCheckpoint();
     if (applied.change === 'erased') this.tell(ref, 'erased', applied.state.gen);
     return applied.state;
