@@ -157,7 +157,7 @@ function isErrorsModule(target, cwd) {
   const rel = path.relative(path.join(cwd, 'src'), target).split(path.sep);
   return rel.length === 2 && rel[1] === 'errors.ts';
 }
-const NEUTRAL = ['errors', 'audit', 'identity', 'keystore', 'json-bytes', 'observability', 'control', 'env'];
+const NEUTRAL = ['errors', 'audit', 'identity', 'keystore', 'json-bytes', 'observability', 'control', 'env', 'subjects'];
 const WIRING = ['app', 'cli'];
 
 const adapterIsolation = {
