@@ -44,11 +44,6 @@ export class Cancellation {
     if (this.done) hook();
     else this.hook = hook;
   }
-
-  /** Forgets `hook` if it is still the one set: its request closed, so a later cancel has nothing of it to stop. */
-  release(hook: () => void): void {
-    if (this.hook === hook) this.hook = undefined;
-  }
 }
 
 /** RFC 9110 §9.2.2: methods whose repetition has the effect of one request. */
@@ -126,11 +121,8 @@ export class Upstream {
         else reject(timeoutError(e));
       });
       // destroyed at once when the exchange was already cancelled: nothing is sent then
-      const stop = () => req.destroy(abortError());
-      cancellation.onCancel(stop);
+      cancellation.onCancel(() => req.destroy(abortError()));
       if (req.destroyed) return;
-      // a request that closed (answered, failed, destroyed) is not stopped by a later cancel: its socket may serve another exchange
-      req.once('close', () => cancellation.release(stop));
       const body = request.body;
       if (body === undefined) req.end();
       else if (Buffer.isBuffer(body)) req.end(body);
