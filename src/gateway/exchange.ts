@@ -7,13 +7,11 @@ import type { GatewayConfig } from './gateway-config.ts';
 import type { GatewayMetrics } from './gateway-metrics.ts';
 import { forwardHeaders, type TrustedProxies } from './forwarding.ts';
 import type { Framing } from './framing.ts';
-import { endToEnd, type HeaderNames } from './headers.ts';
+import { endToEnd } from './headers.ts';
 import type { Route } from './routes.ts';
-import type { Cancellation, Upstream, UpstreamRequest } from './upstream.ts';
+import type { Upstream, UpstreamRequest } from './upstream.ts';
 import { ATTR } from '../observability/span-attributes.ts';
 import { SpanKind, SpanStatusCode, type Span, type Tracing } from '../observability/tracing.ts';
-
-const NO_HEADERS: HeaderNames = new Set<string>();
 
 /** One request through the gateway and what handles it. */
 export interface Exchange {
@@ -38,8 +36,8 @@ export interface Exchange {
   host: string;
   proto: 'http' | 'https';
   trusted: TrustedProxies;
-  /** cancelled when the caller's connection closes early or a streamed body misses its deadline */
-  cancellation: Cancellation;
+  /** aborted when the caller's connection closes early or a streamed body misses its deadline */
+  signal: AbortSignal;
   /** tracing is on: the exchange's span (rewrite.ts adds its counts) */
   span?: Span;
   /** tracing is on: the traceparent naming `span`, which the upstream gets */
@@ -47,7 +45,7 @@ export interface Exchange {
 }
 
 /** The caller's headers for the upstream (forwarding.ts), with `drop` dropped too. */
-export function upstreamHeaders(x: Exchange, drop: HeaderNames = NO_HEADERS): string[] {
+export function upstreamHeaders(x: Exchange, drop: ReadonlySet<string> = new Set()): string[] {
   return forwardHeaders(x.req, {
     drop, forwardAuthorization: x.route?.forwardAuthorization ?? x.config.forwardAuthorization,
     upstreamHost: x.upstream.host, host: x.host, proto: x.proto, trusted: x.trusted, traceparent: x.traceparent,
@@ -66,13 +64,13 @@ export function callerBody(x: Exchange): IncomingMessage {
 
 /** Sends the request upstream, timing it until the response headers or the failure. */
 export async function sendUpstream(x: Exchange, request: UpstreamRequest): Promise<IncomingMessage> {
-  const started = performance.now();
+  const stop = x.metrics.upstreamLatency.startTimer({ route: x.routeName });
   try {
-    const response = await x.upstream.send(request, x.cancellation);
-    x.metrics.observeUpstream(x.routeName, 'response', (performance.now() - started) / 1000);
+    const response = await x.upstream.send(request, x.signal);
+    stop({ result: 'response' });
     return response;
   } catch (e) {
-    x.metrics.observeUpstream(x.routeName, e instanceof VeilError ? e.code : 'error', (performance.now() - started) / 1000);
+    stop({ result: e instanceof VeilError ? e.code : 'error' });
     throw e;
   }
 }

@@ -27,12 +27,8 @@ export interface FieldTransformerOptions {
 }
 
 const RIGHTS = '00000000-0000-4000-8000-000000000001';
-const guid = (kind: number, i: number) => `00000000-0000-4000-800${kind}-${String(i).padStart(12, '0')}`;
-/** the first few, made once: a call has one group per action */
-const PROCESSING_GUIDS = Array.from({ length: 4 }, (_, i) => guid(1, i));
-const REQUEST_GUIDS = Array.from({ length: 4 }, (_, i) => guid(2, i));
-const processingGuid = (i: number) => PROCESSING_GUIDS[i] ?? guid(1, i);
-const requestGuid = (i: number) => REQUEST_GUIDS[i] ?? guid(2, i);
+const processingGuid = (i: number) => `00000000-0000-4000-8001-${String(i).padStart(12, '0')}`;
+const requestGuid = (i: number) => `00000000-0000-4000-8002-${String(i).padStart(12, '0')}`;
 const MAX_DECISIONS = 10_000;
 
 /**
@@ -44,8 +40,6 @@ export class FieldTransformer {
   private readonly options: FieldTransformerOptions;
   /** roles + field + action → granted; the configuration is fixed for the process */
   private readonly decisions = new Map<string, boolean>();
-  /** per caller (the verifier caches one per token): its roles as a decisions key, and as Role evidences */
-  private readonly callers = new WeakMap<GuardedCaller, { rolesKey: string; evidences: { name: string; value: string }[] }>();
 
   constructor(options: FieldTransformerOptions) {
     this.options = options;
@@ -131,11 +125,11 @@ export class FieldTransformer {
 
   /** Whether the caller's roles may run `action` on `field`: the engine's own authorization, without values. */
   private granted(caller: GuardedCaller, field: FieldRef, action: string): boolean {
-    const key = `${this.of(caller).rolesKey}\u0001${field.className}.${field.propertyName}\u0001${action}`;
+    const key = `${[...caller.roles].sort().join('\0')}\u0001${field.className}.${field.propertyName}\u0001${action}`;
     let decision = this.decisions.get(key);
     if (decision === undefined) {
       try {
-        this.options.engine.bind({ identity: caller, rightsEvidences: this.of(caller).evidences, processingEvidences: [{ name: 'Action', value: action }], fields: [field] });
+        this.options.engine.bind({ identity: caller, rightsEvidences: roleEvidences(caller), processingEvidences: [{ name: 'Action', value: action }], fields: [field] });
         decision = true;
       } catch (e) {
         if (!(e instanceof VeilError)) throw e;
@@ -147,16 +141,10 @@ export class FieldTransformer {
     return decision;
   }
 
-  private of(caller: GuardedCaller): { rolesKey: string; evidences: { name: string; value: string }[] } {
-    let known = this.callers.get(caller);
-    if (!known) this.callers.set(caller, (known = { rolesKey: [...caller.roles].sort().join('\0'), evidences: roleEvidences(caller) }));
-    return known;
-  }
-
   /** A transform request: one rights context holding the caller's roles, one request per action. */
   private body(caller: GuardedCaller, groups: readonly { action: string; values: readonly FieldValue[] }[]): TransformRequest {
     return {
-      rightsContexts: [{ guid: RIGHTS, evidences: this.of(caller).evidences }],
+      rightsContexts: [{ guid: RIGHTS, evidences: roleEvidences(caller) }],
       processingContexts: groups.map((g, i) => ({ guid: processingGuid(i), evidences: [{ name: 'Action', value: g.action }] })),
       requests: groups.map((g, i) => ({
         guid: requestGuid(i), rightsContext: RIGHTS, processingContext: processingGuid(i),

@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import { BlockList, isIPv4 } from 'node:net';
-import { endToEnd, headerValues, type HeaderNames } from './headers.ts';
+import { endToEnd, headerValues } from './headers.ts';
 
 /** Who called, as the gateway tells the upstream: X-Forwarded-For/-Proto/-Host and Forwarded (RFC 7239). */
 const FORWARDING = ['x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host', 'x-forwarded-port', 'x-forwarded-prefix', 'x-forwarded-server', 'forwarded', 'x-real-ip'];
@@ -11,9 +11,6 @@ const FORWARDING = ['x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host', 
  * act on a request the gateway never routed. Never forwarded, from any peer.
  */
 const REROUTING = ['x-original-url', 'x-rewrite-url', 'x-http-method-override', 'x-http-method', 'x-method-override'];
-
-/** Never forwarded as the caller sent them: Host, Expect, the caller's framing (the gateway frames), rerouting and forwarding headers. */
-const ALWAYS_DROPPED: ReadonlySet<string> = new Set(['host', 'expect', 'content-length', 'transfer-encoding', ...REROUTING, ...FORWARDING]);
 
 /** The configured trusted proxies: peers whose forwarding headers are kept and extended. */
 export class TrustedProxies {
@@ -40,7 +37,7 @@ export class TrustedProxies {
 
 export interface ForwardOptions {
   /** lower-case names to drop besides hop-by-hop, framing, forwarding and rerouting headers */
-  drop: HeaderNames;
+  drop: ReadonlySet<string>;
   /** the caller's Authorization header goes upstream */
   forwardAuthorization: boolean;
   upstreamHost: string;
@@ -64,12 +61,10 @@ export interface ForwardOptions {
 export function forwardHeaders(req: IncomingMessage, options: ForwardOptions): string[] {
   const peer = req.socket.remoteAddress;
   const trusted = options.trusted.has(peer);
-  const drop = {
-    has: (name: string) => ALWAYS_DROPPED.has(name) || options.drop.has(name)
-      || (name === 'authorization' && !options.forwardAuthorization) || (name === 'traceparent' && options.traceparent !== undefined),
-  };
-  const out = endToEnd(req.rawHeaders, drop);
-  out.push('Host', options.upstreamHost);
+  const drop = new Set([...options.drop, 'host', 'expect', 'content-length', 'transfer-encoding', ...REROUTING, ...FORWARDING]);
+  if (!options.forwardAuthorization) drop.add('authorization');
+  if (options.traceparent !== undefined) drop.add('traceparent');
+  const out = [...endToEnd(req.rawHeaders, drop), 'Host', options.upstreamHost];
   const addr = peer?.replace(/^::ffff:(?=\d+\.\d+\.\d+\.\d+$)/i, '') ?? 'unknown';
   const prior = (name: string) => (trusted ? headerValues(req.rawHeaders, name) : undefined);
   const xff = prior('x-forwarded-for');

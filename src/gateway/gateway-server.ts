@@ -14,7 +14,7 @@ import { answerSocket, isClosing, refuse, sendJson, sendText } from './replies.t
 import { protectRequest, revealResponse } from './rewrite.ts';
 import { compileRoutes, findRoute, hasSelectors, type Route } from './routes.ts';
 import { normalizeTarget } from './target.ts';
-import { Cancellation, Upstream } from './upstream.ts';
+import { Upstream } from './upstream.ts';
 import { TRACING_OFF, type Tracing } from '../observability/tracing.ts';
 import { DoorError } from '../errors/door-errors.ts';
 import { GatewayError } from './errors.ts';
@@ -87,9 +87,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
     const id = randomUUID();
     const parts = deps.parts();
     const { config } = parts;
-    const url = req.url ?? '/';
-    const query = url.indexOf('?');
-    const rawPath = query === -1 ? url : url.slice(0, query);
+    const rawPath = (req.url ?? '/').split('?')[0];
     if (rawPath === config.healthPath) {
       if (draining) return sendJson(res, 503, { status: 'draining' });
       const live = deps.live?.() ?? { healthy: true };
@@ -99,18 +97,17 @@ export function createGateway(deps: GatewayDeps): Gateway {
       metrics.registry.metrics().then((text) => sendText(res, metrics.registry.contentType, text), () => res.destroy());
       return;
     }
-    const started = performance.now();
+    const started = process.hrtime.bigint();
     let routeName = 'unmatched';
     // the refusal's code, else the upstream's response was forwarded (as it came or rewritten)
     let outcome = 'forwarded';
-    const cancellation = new Cancellation();
-    res.once('finish', () => logger.info({ id, route: routeName, method: req.method, status: res.statusCode, ms: performance.now() - started }, 'exchange'));
-    res.once('close', () => {
-      const done = res.writableFinished;
-      metrics.countRequest(routeName, done ? outcome : 'aborted', res.statusCode);
-      if (!done) cancellation.cancel();
-    });
+    res.once('finish', () => logger.info({ id, route: routeName, method: req.method, status: res.statusCode, ms: Number(process.hrtime.bigint() - started) / 1e6 }, 'exchange'));
+    res.once('close', () => metrics.requests.inc({ route: routeName, outcome: res.writableFinished ? outcome : 'aborted', status: String(res.statusCode) }));
     const span = tracing.enabled ? exchangeSpan(tracing, req, res, () => ({ route: routeName, outcome, configVersion: parts.version })) : undefined;
+    const controller = new AbortController();
+    res.once('close', () => {
+      if (!res.writableFinished) controller.abort();
+    });
     const refused = (error: VeilError) => {
       if (!res.headersSent) outcome = error.code;
       refuse(req, res, error, id, logger);
@@ -130,7 +127,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
       const path = route ? route.matches.rewrite(target.path === '/' ? [] : target.path.slice(1).split('/')) : target.path;
       x = {
         id, req, res, upstream: upstreamFor(config), config, transformer: parts.transformer, verifier: parts.verifier, logger, metrics, routeName, route,
-        framing, target: `${path}${target.query}`, host, proto, trusted: c.trusted, cancellation, span, traceparent: span && tracing.traceparent(span),
+        framing, target: `${path}${target.query}`, host, proto, trusted: c.trusted, signal: controller.signal, span, traceparent: span && tracing.traceparent(span),
       };
     } catch (e) {
       if (e instanceof VeilError) return refused(e);
@@ -138,7 +135,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
     }
     if (hasBody(x.framing)) streamDeadline(x, () => {
       refused(new DoorError('REQUEST_TIMEOUT', `the body did not arrive within ${config.limits.streamTimeoutMs} ms`));
-      cancellation.cancel();
+      controller.abort();
     });
     const route = x.route;
     const run = route && hasSelectors(route) ? rewriting(x, route) : passThrough(x);

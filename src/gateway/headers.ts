@@ -4,13 +4,6 @@
  */
 export type RawHeaders = readonly string[];
 
-/** A set of lower-case header names (a Set, or a rule with its `has`). */
-export interface HeaderNames {
-  has(name: string): boolean;
-}
-
-const NONE: HeaderNames = new Set<string>();
-
 /** RFC 9110 §7.6.1 hop-by-hop headers, and the de-facto ones proxies also drop. */
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade']);
 
@@ -27,7 +20,7 @@ export function connectionTokens(raw: RawHeaders): Set<string> {
   return tokens;
 }
 
-export function isHopByHop(name: string, listed: HeaderNames): boolean {
+export function isHopByHop(name: string, listed: ReadonlySet<string>): boolean {
   const n = name.toLowerCase();
   return HOP_BY_HOP.has(n) || n.startsWith('proxy-') || listed.has(n);
 }
@@ -37,13 +30,12 @@ export function isHopByHop(name: string, listed: HeaderNames): boolean {
  * TE, Trailer, Transfer-Encoding, Upgrade, and every header Connection names), and those in `drop`
  * (lower-case) too. Everything else is kept as received.
  */
-export function endToEnd(raw: RawHeaders, drop: HeaderNames = NONE): string[] {
-  const listed = headerValue(raw, 'connection') === undefined ? NONE : connectionTokens(raw);
+export function endToEnd(raw: RawHeaders, drop: ReadonlySet<string> = new Set()): string[] {
+  const listed = connectionTokens(raw);
   const out: string[] = [];
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i]!;
-    const n = name.toLowerCase();
-    if (HOP_BY_HOP.has(n) || n.startsWith('proxy-') || listed.has(n) || drop.has(n)) continue;
+    if (isHopByHop(name, listed) || drop.has(name.toLowerCase())) continue;
     out.push(name, raw[i + 1]!);
   }
   return out;

@@ -92,7 +92,7 @@ export async function protectRequest(x: Exchange, route: Route, caller: Caller):
     }
     throw e;
   }
-  countFields(x, route, 'request', located.values, () => 'protected');
+  countFields(x, route, 'request', located.values.map((v) => ({ selector: v.selector, result: 'protected' })));
   countUnmapped(x, route, guarded.map((g) => g.finding), 'protected');
   const n = located.values.length;
   const rewritten = spliceStrings(body, [
@@ -151,7 +151,7 @@ export async function revealResponse(x: Exchange, route: Route, caller: Caller, 
       field: route.response.fields[v.selector]!, value: v.value, ...(route.response.ifDenied[v.selector] ? { ifDenied: route.response.ifDenied[v.selector]! } : {}),
     })));
     const unprotect = x.config.actions.unprotect;
-    countFields(x, route, 'response', located.values, (i) => (shown[i] === undefined ? 'kept' : shown[i].action === unprotect ? 'revealed' : shown[i].action));
+    countFields(x, route, 'response', located.values.map((v, i) => ({ selector: v.selector, result: shown[i] === undefined ? 'kept' : shown[i].action === unprotect ? 'revealed' : shown[i].action })));
     edits = located.values.flatMap((v, i) => (shown[i] === undefined ? [] : [{ start: v.start, end: v.end, text: shown[i].text }]));
   }
   const drop = new Set(['content-length']);
@@ -204,10 +204,17 @@ function countUnmapped(x: Exchange, route: Route, findings: readonly UnmappedFin
 }
 
 /** Adds each value's result to veil_gateway_fields_total, by route and configured field. */
-function countFields(x: Exchange, route: Route, side: 'request' | 'response', values: readonly { selector: number }[], result: (i: number) => string): void {
-  x.span?.setAttribute(side === 'request' ? ATTR.requestValues : ATTR.responseValues, values.length);
-  const names = route[side].fieldNames;
-  for (let i = 0; i < values.length; i++) x.metrics.countField(route.name, names[values[i]!.selector]!, result(i));
+function countFields(x: Exchange, route: Route, side: 'request' | 'response', results: readonly { selector: number; result: string }[]): void {
+  x.span?.setAttribute(side === 'request' ? ATTR.requestValues : ATTR.responseValues, results.length);
+  const counts = new Map<string, number>();
+  for (const r of results) {
+    const key = `${fieldName(route, side, r.selector)}\0${r.result}`;
+    counts.set(key, (counts.get(key) ?? 0) + 1);
+  }
+  for (const [key, n] of counts) {
+    const [field, result] = key.split('\0') as [string, string];
+    x.metrics.fields.inc({ route: route.name, field, result }, n);
+  }
 }
 
 function tooLarge(limit: number): VeilError {
@@ -220,5 +227,6 @@ function fieldOf(route: Route, side: 'request' | 'response', m: number): { class
 }
 
 function fieldName(route: Route, side: 'request' | 'response', m: number): string {
-  return route[side].fieldNames[m]!;
+  const f = route[side].fields[m]!;
+  return `${f.className}.${f.propertyName}`;
 }

@@ -8,8 +8,6 @@ import { compileGuard, type RequestGuard } from './unmapped-guard.ts';
 export interface SelectorSet {
   selectors: readonly Selector[];
   fields: readonly FieldRef[];
-  /** each field as `Class.property`: the metrics' field label */
-  fieldNames: readonly string[];
   compiled: CompiledSelectors;
   /** keys match case-insensitively */
   foldKeys: boolean;
@@ -58,7 +56,7 @@ function selectorSet(list: readonly { select: string; field: string }[], foldKey
     const [className, propertyName] = s.field.split('.') as [string, string];
     return { className, propertyName };
   });
-  return { selectors, fields, fieldNames: fields.map((f) => `${f.className}.${f.propertyName}`), compiled: compileSelectors(selectors, foldKeys), foldKeys };
+  return { selectors, fields, compiled: compileSelectors(selectors, foldKeys), foldKeys };
 }
 
 /** The first route matching the method and the path's decoded segments, in configuration order. */

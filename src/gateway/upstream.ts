@@ -17,35 +17,6 @@ export interface UpstreamRequest {
   body: Buffer | Readable | undefined;
 }
 
-/**
- * Stops an exchange's upstream request: cancelled when the caller's connection closes early or its
- * streamed body misses the deadline. The request in flight (one at a time: a retry replaces it) is
- * destroyed then, and one sent after is destroyed at once. An AbortController's work without its
- * EventTarget: one per exchange.
- */
-export class Cancellation {
-  private done = false;
-  private hook: (() => void) | undefined;
-
-  get cancelled(): boolean {
-    return this.done;
-  }
-
-  cancel(): void {
-    if (this.done) return;
-    this.done = true;
-    const hook = this.hook;
-    this.hook = undefined;
-    hook?.();
-  }
-
-  /** Runs `hook` on cancel (at once when already cancelled); replaces the previous one. */
-  onCancel(hook: () => void): void {
-    if (this.done) hook();
-    else this.hook = hook;
-  }
-}
-
 /** RFC 9110 §9.2.2: methods whose repetition has the effect of one request. */
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE']);
 
@@ -80,11 +51,11 @@ export class Upstream {
   }
 
   /** Sends the request; resolves with the response headers, rejects with UPSTREAM_UNAVAILABLE or UPSTREAM_TIMEOUT. */
-  async send(request: UpstreamRequest, cancellation: Cancellation): Promise<IncomingMessage> {
+  async send(request: UpstreamRequest, signal: AbortSignal): Promise<IncomingMessage> {
     try {
-      return await this.attempt(request, cancellation);
+      return await this.attempt(request, signal);
     } catch (e) {
-      if (e instanceof ResetOnReuse && replayable(request)) return this.attempt(request, cancellation);
+      if (e instanceof ResetOnReuse && replayable(request)) return this.attempt(request, signal);
       throw e instanceof ResetOnReuse ? e.error : e;
     }
   }
@@ -93,12 +64,12 @@ export class Upstream {
     this.agent.destroy();
   }
 
-  private attempt(request: UpstreamRequest, cancellation: Cancellation): Promise<IncomingMessage> {
+  private attempt(request: UpstreamRequest, signal: AbortSignal): Promise<IncomingMessage> {
     const client = this.url.protocol === 'https:' ? https : http;
     return new Promise((resolve, reject) => {
       const req = client.request({
         protocol: this.url.protocol, hostname: this.url.hostname, port: this.url.port, agent: this.agent,
-        method: request.method, path: `${this.basePath}${request.target}`, headers: request.headers, setHost: false,
+        method: request.method, path: `${this.basePath}${request.target}`, headers: request.headers, setHost: false, signal,
       });
       let settled = false;
       const timer = setTimeout(() => {
@@ -120,9 +91,6 @@ export class Upstream {
         else if (e.code !== undefined && NOT_REACHED.has(e.code)) reject(new GatewayError('UPSTREAM_UNAVAILABLE', `the upstream cannot be reached (${e.code})`));
         else reject(timeoutError(e));
       });
-      // destroyed at once when the exchange was already cancelled: nothing is sent then
-      cancellation.onCancel(() => req.destroy(abortError()));
-      if (req.destroyed) return;
       const body = request.body;
       if (body === undefined) req.end();
       else if (Buffer.isBuffer(body)) req.end(body);
@@ -149,11 +117,6 @@ class ResetOnReuse extends Error {
     super('pooled connection reset');
     this.error = error;
   }
-}
-
-/** What an aborted request fails with (as an AbortSignal's abort does). */
-function abortError(): Error {
-  return Object.assign(new Error('The operation was aborted'), { name: 'AbortError', code: 'ABORT_ERR' });
 }
 
 function timeoutError(e: NodeJS.ErrnoException): VeilError {
