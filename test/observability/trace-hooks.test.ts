@@ -9,7 +9,8 @@ import { headerValue, type Batch, type Header, type InRecord } from '../../src/s
 import { ProtectPipeline } from '../../src/stream/protect-pipeline.ts';
 import { jsonSerde } from '../../src/stream/serde/json-serde.ts';
 import { StreamMetrics } from '../../src/stream/stream-metrics.ts';
-import { EXAMPLE_CONFIG_TEXT, keysFor, veilConfigOrFail } from '../helpers/engine-fixture.ts';
+import { keysFor } from '../helpers/engine-fixture.ts';
+import { emailPipelineConfig } from '../stream/email-pipeline.ts';
 import { FakeKafka } from '../stream/fake-kafka.ts';
 import { startOtlpReceiver } from './otlp-receiver.ts';
 
@@ -17,18 +18,7 @@ const PRODUCER_TRACE = '0af7651916cd43dd8448eb211c80319c';
 const PRODUCER_SPAN = 'b7ad6b7169203331';
 const TRACEPARENT = `00-${PRODUCER_TRACE}-${PRODUCER_SPAN}-01`;
 
-const config = veilConfigOrFail(`${EXAMPLE_CONFIG_TEXT}
-pipelines:
-  p:
-    source: { topics: [raw] }
-    sink: { topic: clean }
-    deadLetterTopic: dlq
-    format: json
-    fields: [ { path: email, field: Customer.email } ]
-    roles: [ingest]
-    rightsEvidences: { Role: ingest }
-    processingEvidences: { Action: Protect }
-`);
+const config = emailPipelineConfig();
 
 async function started(kafka: FakeKafka, tracing?: Tracing): Promise<ProtectPipeline> {
   const p = new ProtectPipeline({

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import pino from 'pino';
-import { EXAMPLE_CONFIG_TEXT, keysFor, veilConfigOrFail } from '../helpers/engine-fixture.ts';
+import { keysFor } from '../helpers/engine-fixture.ts';
+import { emailPipelineConfig } from './email-pipeline.ts';
 import { Engine } from '../../src/engine/index.ts';
 import { ProtectPipeline } from '../../src/stream/protect-pipeline.ts';
 import { jsonSerde } from '../../src/stream/serde/json-serde.ts';
@@ -9,18 +10,7 @@ import type { Batch, InRecord } from '../../src/stream/ports.ts';
 import { STREAM_METRIC_NAMES } from '../../src/observability/stream-metric-names.ts';
 import { FakeKafka } from './fake-kafka.ts';
 
-const config = veilConfigOrFail(`${EXAMPLE_CONFIG_TEXT}
-pipelines:
-  p:
-    source: { topics: [raw] }
-    sink: { topic: clean }
-    deadLetterTopic: dlq
-    format: json
-    fields: [ { path: email, field: Customer.email } ]
-    roles: [ingest]
-    rightsEvidences: { Role: ingest }
-    processingEvidences: { Action: Protect }
-`);
+const config = emailPipelineConfig();
 
 const rec = (offset: number): InRecord => ({ topic: 'raw', partition: 0, offset: String(offset), key: null, value: Buffer.from(`{"id":${offset},"email":"a@b.c"}`), headers: [], timestamp: '0' });
 const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => rec(from + i));

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import pino from 'pino';
 import { EXAMPLE_CONFIG_TEXT, keysFor, veilConfigOrFail } from '../helpers/engine-fixture.ts';
+import { emailPipelineConfig } from './email-pipeline.ts';
 import { Engine } from '../../src/engine/index.ts';
 import { ProtectPipeline } from '../../src/stream/protect-pipeline.ts';
 import { jsonSerde } from '../../src/stream/serde/json-serde.ts';
@@ -11,19 +12,7 @@ import type { Serde } from '../../src/stream/serde/serde.ts';
 import { RecordProtector, type ChunkItem, type ChunkOutcome, type ChunkProtector } from '../../src/stream/record-protector.ts';
 import { FakeKafka } from './fake-kafka.ts';
 
-const config = veilConfigOrFail(`${EXAMPLE_CONFIG_TEXT}
-pipelines:
-  p:
-    source: { topics: [raw] }
-    sink: { topic: clean }
-    deadLetterTopic: dlq
-    format: json
-    fields: [ { path: email, field: Customer.email } ]
-    missing: dead-letter
-    roles: [ingest]
-    rightsEvidences: { Role: ingest }
-    processingEvidences: { Action: Protect }
-`);
+const config = emailPipelineConfig(['missing: dead-letter']);
 
 function pipeline(kafka: FakeKafka, serde: Serde = jsonSerde(), delivery: 'exactly-once' | 'at-least-once' = 'exactly-once', protector?: ChunkProtector) {
   return new ProtectPipeline({
