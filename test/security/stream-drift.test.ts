@@ -99,6 +99,8 @@ describe('stream: drift never reaches the clean topic (real broker, real process
         expect(r.value.toString('utf8')).toBe(s.value);
       }
       for (const c of DRIFT_CASES) expect(cleanIds.filter((id) => byId.get(id)!.c === c).length + deadIds.filter((id) => byId.get(id)!.c === c).length, c.label).toBe(PER_CASE);
+      const decoys = sent.filter((r) => r.c.expect.clean).length;
+      console.log(`stream drift (${client}): ${sent.length} sent (${DRIFT_CASES.length} cases × ${PER_CASE}), ${clean.length} clean, ${dead.length} dead-lettered, ${leaked.length} of ${personal.length} personal values in clear in the clean topic; ${decoys} records expected clean (case variants, decoys, free text), ${clean.length - decoys} unexpected clean`);
 
       // 3. the process said so without a value: a warning per path, never an address or card in its output
       const output = processor.output();
