@@ -5,6 +5,7 @@ import { VeilError, type TransformRequest } from '../../src/engine/index.ts';
 import { body, engineFixture } from '../helpers/engine-fixture.ts';
 import { IdentityError } from '../../src/identity/errors.ts';
 import { DoorError } from '../../src/errors/door-errors.ts';
+import { tamperMiddle } from '../helpers/tamper.ts';
 
 const { engine } = engineFixture();
 const NOW = new Date('2026-01-02T03:04:05.000Z');
@@ -133,7 +134,7 @@ describe('GuardedTransform: audit before any cleartext leaves', () => {
 
   it('an unprotect that fails on its values is audited once as failed, with the planned fields; a failed Protect is not (scope revealing)', async () => {
     const sink = new MemoryAuditSink();
-    const tampered = `${P.email.slice(0, -2)}AA`;
+    const tampered = tamperMiddle(P.email);
     const failed = await guard(sink).run(call(body({ roles: ['fraud'], action: 'Unprotect', instances: [['email', tampered]] })));
     expect(!failed.ok && failed.error.code).toBe('PROTECTED_VALUE_INVALID');
     const badCard = await guard(sink).run(call(body({ roles: ['fraud'], action: 'Protect', instances: [['cardNumber', 'x']] })));
