@@ -24,6 +24,7 @@ import { ADMIN_ROLE_NAMES } from '../identity/admin-roles.ts';
 import type { PipelineMetrics } from '../portal/pipeline-metrics.ts';
 import { openTracing } from '../observability/tracing.ts';
 import { dbSocketOptionsFromEnv, openDbSocket } from '../db/index.ts';
+import { lazySubjectKeyStore, subjectStoreSettings, type SubjectKeyStore } from '../subjects/index.ts';
 
 export interface ServiceOptions {
   configFile: string;
@@ -59,6 +60,8 @@ export interface Service {
   /** the active configuration and its engine; the admin portal's publish swaps it */
   holder: EngineHolder<VeilConfig>;
   versions: ConfigVersions;
+  /** the subject-key store (VEIL_SUBJECT_STORE), opened on first use: subject-scoped keys, erasures */
+  subjects: SubjectKeyStore;
   /** the processor metrics the portal's Pipelines page charts */
   pipelineMetrics: PipelineMetrics;
   /** whether the listener serves HTTPS (service.tls) */
@@ -101,6 +104,7 @@ export async function openService(options: ServiceOptions): Promise<Service> {
     }
   }
 
+  const subjects = lazySubjectKeyStore({ keystore, dataDir: options.dataDir, settings: subjectStoreSettings(options.env) });
   const issuer = config.identity.issuer ?? options.baseUrl;
   const signer = new JwtSigner(keystore, signingKey);
   const extraClients = new Map<string, Client>();
@@ -150,6 +154,7 @@ export async function openService(options: ServiceOptions): Promise<Service> {
     await dbSocket?.close();
     await pipelineMetrics.stop();
     await audit.close();
+    await subjects.close();
     await active.close();
     await tracing.shutdown();
   });
@@ -158,7 +163,7 @@ export async function openService(options: ServiceOptions): Promise<Service> {
     await new Promise((r) => setTimeout(r, delayMs));
     await app.close();
   };
-  return { app, logger, issuer, audit, keystore, holder, versions, pipelineMetrics, drain, tls: https !== undefined, ...(dev ? { devClient: dev } : {}) };
+  return { app, logger, issuer, audit, keystore, holder, versions, subjects, pipelineMetrics, drain, tls: https !== undefined, ...(dev ? { devClient: dev } : {}) };
 }
 
 /** service.tls: the certificate chain and private key, PEM files read once at start. */

@@ -3,6 +3,7 @@
 // default) or a compacted Kafka topic followed by every process (each with its own view file).
 // docs/erasure.md describes the store; src/keystore/subject-keys.ts wraps and unwraps its keys.
 export { SUBJECTS_ERRORS, SubjectsError, type SubjectsErrorCode } from './errors.ts';
-export { openSubjectKeyStore, SUBJECT_STORE_ENV, subjectStoreSettings, type OpenSubjectStoreOptions, type SubjectStoreSettings } from './open-subject-store.ts';
+export { lazySubjectKeyStore, openSubjectKeyStore, SUBJECT_STORE_ENV, subjectStoreSettings, type OpenSubjectStoreOptions, type SubjectStoreSettings } from './open-subject-store.ts';
 export type { ErasedSubject, Erasure, KeyForOptions, SubjectChange, SubjectKey, SubjectKeyStore, SubjectStatus } from './subject-store.ts';
 export { refLabel } from './subject-id.ts';
+export { LazySubjectKeyStore } from './lazy-store.ts';

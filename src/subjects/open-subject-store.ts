@@ -2,6 +2,7 @@ import type { Env } from '../env/index.ts';
 import { ensureSubjectKeys, SubjectKeyWrapper, type SubjectKeySource } from '../keystore/subject-keys.ts';
 import { SubjectsError } from './errors.ts';
 import type { KafkaBackendOptions } from './kafka-backend.ts';
+import { LazySubjectKeyStore } from './lazy-store.ts';
 import { LocalBackend } from './local-backend.ts';
 import { SubjectKeys } from './subject-keys.ts';
 import type { SubjectKeyStore } from './subject-store.ts';
@@ -68,4 +69,11 @@ export async function openSubjectKeyStore(options: OpenSubjectStoreOptions): Pro
   const { brokers, topic, partitions, replicationFactor, minInsyncReplicas } = settings;
   const backend = await KafkaBackend.open({ ...options.kafka, brokers, topic, partitions, replicationFactor, minInsyncReplicas, dataDir: options.dataDir, ...common });
   return new SubjectKeys(backend, wrapper, { cacheSize: options.cacheSize, now: options.now });
+}
+
+/** The store of the settings, opened on first use (a service whose configuration scopes no key to the subject never opens it). */
+export function lazySubjectKeyStore(options: OpenSubjectStoreOptions): LazySubjectKeyStore {
+  const settings = options.settings ?? { kind: 'local' };
+  const description = settings.kind === 'local' ? `local subject-key store in ${options.dataDir}` : `subject-key topic ${settings.topic} on ${settings.brokers.join(',')}`;
+  return new LazySubjectKeyStore(description, () => openSubjectKeyStore(options));
 }
