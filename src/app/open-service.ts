@@ -135,7 +135,7 @@ export async function openService(options: ServiceOptions): Promise<Service> {
     ready: () => !draining,
     live: () => active.liveness(),
     ...(https ? { https } : {}),
-    tracing, configVersion: () => holder.get().config.version,
+    tracing, configVersion: () => holder.get().config.version, subjects,
   });
   const pipelineMetrics = openPortal(app, {
     holder, versions, keystore, tokens, verifier, audit, logger, now: options.now, development: options.development,

@@ -18,6 +18,7 @@ import { registerTransformRoute } from './routes/transform-route.ts';
 import { registerRouting } from './routing.ts';
 import type { Tracing } from '../observability/tracing.ts';
 import { DoorError } from '../errors/door-errors.ts';
+import type { SubjectKeyStore } from '../subjects/index.ts';
 
 /**
  * service.limits as the HTTP service reads it: bodyReadTimeoutMs (default 30 s) is not in the
@@ -47,6 +48,8 @@ export interface ServerDeps {
   tracing?: Tracing;
   /** the active configuration version, named on those spans */
   configVersion?: () => string;
+  /** the subject-key store: keys of subject-scoped sequences (issue 29), erasures */
+  subjects?: SubjectKeyStore;
 }
 
 /** Builds the HTTP service: POST /transform, the token endpoint, discovery, health and metrics. */
