@@ -2,10 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { MemoryAuditSink, type AuditEvent, type AuditSink } from '../../src/audit/audit-sink.ts';
 import { GuardedTransform, type AuditScope, type GuardedCall, type GuardedCaller } from '../../src/audit/guarded-transform.ts';
 import { VeilError, type TransformRequest } from '../../src/engine/index.ts';
-import { body, engineFixture } from '../helpers/engine-fixture.ts';
+import { body, engineFixture, tamper } from '../helpers/engine-fixture.ts';
 import { IdentityError } from '../../src/identity/errors.ts';
 import { DoorError } from '../../src/errors/door-errors.ts';
-import { tamperMiddle } from '../helpers/tamper.ts';
 
 const { engine } = engineFixture();
 const NOW = new Date('2026-01-02T03:04:05.000Z');
@@ -134,7 +133,7 @@ describe('GuardedTransform: audit before any cleartext leaves', () => {
 
   it('an unprotect that fails on its values is audited once as failed, with the planned fields; a failed Protect is not (scope revealing)', async () => {
     const sink = new MemoryAuditSink();
-    const tampered = tamperMiddle(P.email);
+    const tampered = tamper(P.email);
     const failed = await guard(sink).run(call(body({ roles: ['fraud'], action: 'Unprotect', instances: [['email', tampered]] })));
     expect(!failed.ok && failed.error.code).toBe('PROTECTED_VALUE_INVALID');
     const badCard = await guard(sink).run(call(body({ roles: ['fraud'], action: 'Protect', instances: [['cardNumber', 'x']] })));

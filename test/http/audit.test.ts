@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { AuditEvent } from '../../src/audit/audit-sink.ts';
 import type { TestService } from '../helpers/http-service.ts';
+import { tamper } from '../helpers/engine-fixture.ts';
 import { SECRET, body, clientsYaml, startWith, transform, type Reply } from './support.ts';
-import { tamperMiddle } from '../helpers/tamper.ts';
 
 /**
  * The audit trail over HTTP: every call that reveals cleartext (Unprotect) and every denied call
@@ -115,7 +115,7 @@ describe('audit of Unprotect calls', () => {
   });
 
   it('an unprotect that fails on its values (422, nothing revealed) is audited once, and not as a success', async () => {
-    const reply = await transform(svc, token, body({ roles: ['fraud'], action: 'Unprotect', instances: [['email', tamperMiddle(P.email!)]] }));
+    const reply = await transform(svc, token, body({ roles: ['fraud'], action: 'Unprotect', instances: [['email', tamper(P.email!)]] }));
     expect(reply.status).toBe(422);
     const e = onlyEventOf(reply);
     expect(e.outcome).not.toBe('ok');

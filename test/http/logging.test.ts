@@ -7,8 +7,8 @@ import { MemoryAuditSink } from '../../src/audit/audit-sink.ts';
 import { openService, type Service } from '../../src/app/open-service.ts';
 import { EXAMPLE_CONFIG } from '../../src/env/index.ts';
 import { MASTER_KEY_HEX, type TestService } from '../helpers/http-service.ts';
+import { tamper } from '../helpers/engine-fixture.ts';
 import { SECRET, body, call, clientsYaml, startWith, tokenRequest, transform, type Reply } from './support.ts';
-import { tamperMiddle } from '../helpers/tamper.ts';
 
 /**
  * The service's log lines (pino, captured): JSON, one per line, request lines carrying the
@@ -57,7 +57,7 @@ async function exercise(url: string, devSecret: string, clock?: TestService['clo
     transform(svcLike, token, `{"requests": [{"value": "${SECRET.email}"`),
     transform(svcLike, token, { ...body({ roles: ['fraud'], action: 'Protect', instances: [['email', SECRET.email]] }), stray: SECRET.name }),
     transform(svcLike, token, body({ roles: ['ingest'], action: 'Unprotect', instances: [['email', email]] })),
-    transform(svcLike, token, body({ roles: ['fraud'], action: 'Unprotect', instances: [['email', tamperMiddle(email)], ['name', email]] })),
+    transform(svcLike, token, body({ roles: ['fraud'], action: 'Unprotect', instances: [['email', tamper(email)], ['name', email]] })),
     transform(svcLike, token, body({ roles: ['fraud'], action: 'Protect', instances: [['cardNumber', SECRET.cardNumber.slice(0, 9)]] })),
     transform(svcLike, token, body({ roles: ['fraud'], action: 'Protect', instances: [['shoeSize', SECRET.nationalId]] })),
     transform(svcLike, `${token}x`, body({ roles: ['fraud'], action: 'Protect', instances: [['email', SECRET.email]] })),
