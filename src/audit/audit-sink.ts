@@ -1,5 +1,5 @@
-/** The adapter a call arrived through; a new adapter (portal tester, gateway) adds its name. */
-export type AuditChannel = 'http' | 'kafka' | 'portal' | 'gateway';
+/** The adapter a call arrived through; a new adapter (portal tester, gateway) adds its name. `admin`: the service's admin API (/admin/subjects/*); `cli`: the veil command. */
+export type AuditChannel = 'http' | 'kafka' | 'portal' | 'gateway' | 'admin' | 'cli';
 
 /** One audited call: who, when, which fields, how many values, outcome. Never a value. */
 export interface AuditEvent {
@@ -19,6 +19,13 @@ export interface AuditEvent {
   fields: { className: string; propertyName: string; action: string; count: number }[];
   /** an administration event of the portal (sign-in, draft saved, published, key rotated): what and on what, never a value */
   admin?: { action: string; target?: string };
+  /**
+   * A data subject's erasure or status look-up (issue 29, admin action subject.erase or
+   * subject.status): the subject's reference (a keyed hash, never the id; absent when the call was
+   * refused before the id was read), the generation, whether it was erased before, the receipt's
+   * jti, and why. Never key material.
+   */
+  erasure?: { subject?: string; generation?: number; state?: 'exists' | 'erased' | 'unknown'; alreadyErased?: boolean; receipt?: string; reason?: string };
 }
 
 /** Where audit events go. `record` resolves once the event is durably handed off, or rejects. */

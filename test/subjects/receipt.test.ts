@@ -37,7 +37,7 @@ describe('erasure receipts', () => {
   it('each receipt has its own jti; an erasure without a key has no destroyedKey', async () => {
     const keys = await keystoreIn(await tempDir());
     const signer = new ReceiptSigner(keys, 'veil');
-    const { destroyedKey: _, ...keyless } = ERASURE;
+    const keyless = { ...ERASURE, destroyedKey: undefined };
     const [a, b] = [await signer.sign(keyless, NOW), await signer.sign(keyless, NOW)];
     expect(a.claims.jti).not.toBe(b.claims.jti);
     expect('destroyedKey' in (await verifyReceipt(a.receipt, keys))).toBe(false);
@@ -80,8 +80,7 @@ describe('erasure receipts', () => {
     await refused(receipt, { issuer: 'https://elsewhere.example' });
     // a right signature over claims that are not a receipt's: an extra claim, a missing one, a wrong type
     await refused(await signer.sign({ ...claims, jti: randomUUID(), extra: 1 }, RECEIPT_TYP));
-    const { by: _, ...noBy } = claims;
-    await refused(await signer.sign(noBy, RECEIPT_TYP));
+    await refused(await signer.sign({ ...claims, by: undefined }, RECEIPT_TYP));
     await refused(await signer.sign({ ...claims, generation: '1' }, RECEIPT_TYP));
     await refused(await signer.sign({ ...claims, sub: 'alice@example.org' }, RECEIPT_TYP));
     for (const junk of ['', 'x', 'a.b.c', `${receipt}.${receipt}`, 'e'.repeat(5000)]) await refused(junk);
