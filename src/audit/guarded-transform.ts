@@ -1,4 +1,4 @@
-import { VeilError, type Engine, type Identity, type Plan, type TransformRequest, type TransformResponse } from '../engine/index.ts';
+import { VeilError, type Engine, type Identity, type Plan, type SubjectKeyring, type TransformRequest, type TransformResponse } from '../engine/index.ts';
 import { auditEvent, type AuditCaller } from './audit-event.ts';
 import type { AuditChannel, AuditEvent, AuditSink } from './audit-sink.ts';
 import { AuditError } from './errors.ts';
@@ -22,6 +22,11 @@ export interface GuardDeps {
   /** the adapter the calls arrive through: http, kafka, … */
   channel: AuditChannel;
   scope: AuditScope;
+  /**
+   * the keys of the data subjects a plan names (subject-scoped keys, issue 29), fetched from the
+   * subject-key store (src/subjects fetchSubjectKeys); absent: such calls fail with KEY_UNAVAILABLE
+   */
+  subjectKeys?: (needs: Iterable<{ id: string; create: boolean } | undefined>, returning: 'new-key' | 'refuse') => Promise<SubjectKeyring | undefined>;
 }
 
 /** One call as an adapter hands it over; its steps throw VeilErrors to refuse the call. */
@@ -77,7 +82,8 @@ export class GuardedTransform {
         body = admitted;
         plan = this.deps.engine.plan(body, caller);
       }
-      const response = this.deps.engine.execute(plan);
+      const subjects = await this.deps.subjectKeys?.(plan.requests.map((r) => r.subject), this.deps.engine.returningSubjects);
+      const response = this.deps.engine.execute(plan, subjects);
       if (this.inScope(plan)) {
         try {
           await this.record(call.requestId, { caller, plan, outcome: 'ok' });

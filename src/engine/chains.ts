@@ -41,11 +41,28 @@ export function chainThen(first: Chain, second: Chain): Chain {
   return chainOf([{ one: (v) => first(v), many: (vs) => first.many(vs) }, { one: (v) => second(v), many: (vs) => second.many(vs) }]);
 }
 
+/**
+ * A step's batch form, where a ValueError thrown for the whole batch (a subject-scoped key whose
+ * subject is erased or not given: no value of the batch can run) is each value's answer.
+ */
+function manyOf(step: Step): ((values: readonly string[]) => (string | ValueError)[]) | undefined {
+  const many = step.many;
+  if (!many) return undefined;
+  return (values) => {
+    try {
+      return many(values);
+    } catch (e) {
+      if (e instanceof ValueError) return values.map(() => e);
+      throw e;
+    }
+  };
+}
+
 /** The steps in order over many values: a value refused by a step skips the later ones. */
 function chainOf(steps: readonly Step[]): Chain {
   const one = steps.length === 1 ? steps[0]!.one : (value: string) => steps.reduce((v, step) => step.one(v), value);
   const chain = ((value: string) => one(value)) as Chain;
-  const only = steps.length === 1 ? steps[0]!.many : undefined;
+  const only = steps.length === 1 ? manyOf(steps[0]!) : undefined;
   chain.many = (values) => {
     // one batched step (the common case): its answer as it is, no bookkeeping of refusals
     if (only) return only(values);
@@ -60,7 +77,8 @@ function chainOf(steps: readonly Step[]): Chain {
         }
       });
       if (live.length === 0) break;
-      const results = step.many ? step.many(inputs) : eachValue(step.one, inputs);
+      const many = manyOf(step);
+      const results = many ? many(inputs) : eachValue(step.one, inputs);
       out = out.slice();
       live.forEach((at, k) => (out[at] = results[k]!));
     }

@@ -1,6 +1,7 @@
 import { fieldPatternMatches } from './config/compile.ts';
-import { ROLE, type CompiledConfig, type CompiledProcessingContext, type CompiledRightsContext } from './config/compiled.ts';
+import { ROLE, SUBJECT, type CompiledConfig, type CompiledProcessingContext, type CompiledRightsContext } from './config/compiled.ts';
 import type { ErrorDetail } from './errors.ts';
+import { isSubjectId, SUBJECT_ID_RULE } from './key-access/subject-keys.ts';
 import type { Identity } from './identity.ts';
 import type { TransformRequest } from './request/schema.ts';
 
@@ -13,6 +14,8 @@ export interface ResolvedContexts {
   /** keyed by the body's guid, lowercased (guids compare case-insensitively) */
   rights: Map<string, ResolvedRights>;
   processing: Map<string, CompiledProcessingContext>;
+  /** the data subject a processing context names (its Subject evidence), by the body's guid lowercased */
+  subjects: Map<string, string>;
   badRequest: ErrorDetail[];
   forbidden: ErrorDetail[];
 }
@@ -39,7 +42,7 @@ export interface ContextSite {
  * Only contexts that some request refers to are resolved.
  */
 export function resolveContexts(config: CompiledConfig, body: TransformRequest, identity: Identity): ResolvedContexts {
-  const out: ResolvedContexts = { rights: new Map(), processing: new Map(), badRequest: [], forbidden: [] };
+  const out: ResolvedContexts = { rights: new Map(), processing: new Map(), subjects: new Map(), badRequest: [], forbidden: [] };
   const usedRights = new Set(body.requests.map((r) => r.rightsContext.toLowerCase()));
   const usedProcessing = new Set(body.requests.map((r) => r.processingContext.toLowerCase()));
   const held = new Set(identity.roles);
@@ -50,6 +53,7 @@ export function resolveContexts(config: CompiledConfig, body: TransformRequest, 
     const matched = matchProcessing(config, ctx.evidences, site('processingContexts', i));
     out.badRequest.push(...matched.badRequest);
     if (matched.context) out.processing.set(ctx.guid.toLowerCase(), matched.context);
+    if (matched.subject !== undefined) out.subjects.set(ctx.guid.toLowerCase(), matched.subject);
   });
 
   body.rightsContexts.forEach((ctx, i) => {
@@ -62,10 +66,16 @@ export function resolveContexts(config: CompiledConfig, body: TransformRequest, 
   return out;
 }
 
-/** The configured processing context that one context's evidences select, or why none. */
-export function matchProcessing(config: CompiledConfig, evidences: readonly Evidence[], site: ContextSite): { context?: CompiledProcessingContext; badRequest: ErrorDetail[] } {
+/**
+ * The configured processing context that one context's evidences select, or why none, and the data
+ * subject it names: a Subject evidence (at most one) is not matched against configured contexts —
+ * it says whose values the requests carry (subject-scoped keys, docs/erasure.md).
+ */
+export function matchProcessing(config: CompiledConfig, evidences: readonly Evidence[], site: ContextSite): { context?: CompiledProcessingContext; subject?: string; badRequest: ErrorDetail[] } {
   const badRequest: ErrorDetail[] = [];
-  if (unknownNames(evidences, config.processingEvidenceNames, site, badRequest)) return { badRequest };
+  const subject = subjectOf(evidences, site, badRequest);
+  // no configured context has a Subject evidence (the compiler refuses one), so it matches none
+  if (unknownNames(evidences, config.processingEvidenceNames, site, badRequest, SUBJECT) || badRequest.length) return { badRequest };
   const matches = config.processingContexts.filter((c) => matchesAll(c.evidences, evidences, () => true));
   const best = Math.max(0, ...matches.map((c) => c.evidences.length));
   const top = matches.filter((c) => c.evidences.length === best);
@@ -74,9 +84,22 @@ export function matchProcessing(config: CompiledConfig, evidences: readonly Evid
   } else if (top.length > 1) {
     badRequest.push({ code: 'PROCESSING_CONTEXT_AMBIGUOUS', pointer: site.evidences, message: `${site.label} matches processing contexts ${top.map((c) => c.name).join(', ')} equally well` });
   } else {
-    return { context: top[0]!, badRequest };
+    return { context: top[0]!, ...(subject !== undefined ? { subject } : {}), badRequest };
   }
   return { badRequest };
+}
+
+/** The one Subject evidence's value, checked (never echoed: a subject id is personal data). */
+function subjectOf(evidences: readonly Evidence[], site: ContextSite, problems: ErrorDetail[]): string | undefined {
+  let subject: string | undefined;
+  evidences.forEach((e, j) => {
+    if (e.name !== SUBJECT) return;
+    const pointer = `${site.evidences}/${j}/value`;
+    if (subject !== undefined) problems.push({ code: 'SUBJECT_ID_INVALID', pointer, message: `${site.evidences}/${j}: a context names one Subject at most` });
+    else if (!isSubjectId(e.value)) problems.push({ code: 'SUBJECT_ID_INVALID', pointer, message: `${site.evidences}/${j}: a Subject has ${SUBJECT_ID_RULE}` });
+    else subject = e.value;
+  });
+  return problems.length ? undefined : subject;
 }
 
 /** The configured rights contexts that one context's evidences match for a caller holding `held`, or why none. */
@@ -98,10 +121,10 @@ export function matchRights(config: CompiledConfig, evidences: readonly Evidence
   return { rights: { names: matched.map((c) => c.name), grants: (action, cls, prop) => granted(matched, action, cls, prop) }, badRequest, forbidden };
 }
 
-function unknownNames(evidences: readonly Evidence[], known: ReadonlySet<string>, site: ContextSite, problems: ErrorDetail[]): boolean {
+function unknownNames(evidences: readonly Evidence[], known: ReadonlySet<string>, site: ContextSite, problems: ErrorDetail[], reserved?: string): boolean {
   let found = false;
   evidences.forEach((e, j) => {
-    if (!known.has(e.name)) {
+    if (!known.has(e.name) && e.name !== reserved) {
       found = true;
       problems.push({ code: 'EVIDENCE_UNKNOWN', pointer: `${site.evidences}/${j}/name`, message: `${site.evidences}/${j}: evidence name "${truncate(e.name)}" is not used by any configured context` });
     }

@@ -3,6 +3,7 @@ import { ChainCache, chainThen, type Chain } from './chains.ts';
 import { PROTECT, UNPROTECT, type CompiledConfig } from './config/compiled.ts';
 import { combine, ValueError, VeilError, type ErrorDetail } from './errors.ts';
 import type { KeyProvider } from './key-access/key-provider.ts';
+import { SubjectSlot, type SubjectKeyring } from './key-access/subject-keys.ts';
 import { matchProcessing, matchRights, resolveContexts, type ContextSite, type ResolvedRights } from './contexts.ts';
 import { checkIdentifiers } from './identifiers.ts';
 import type { Identity } from './identity.ts';
@@ -28,6 +29,12 @@ export interface PlannedRequest {
   rightsContexts: readonly string[];
   instances: readonly Instance[];
   chains: readonly Chain[];
+  /**
+   * the data subject of the request's values (its processing context's Subject evidence), when
+   * some of its fields use a key scoped to the subject: the adapter fetches that subject's key
+   * before execute() — creating it (`create`) when a sequence runs forward, else only reading it
+   */
+  subject?: { id: string; create: boolean };
 }
 
 export interface Plan {
@@ -60,7 +67,7 @@ export interface BoundFields {
 }
 
 /** What authorization decided for one field: its chain, or why not (without request and pointer). */
-type Decision = { chain: Chain; reveals: boolean } | (Omit<ErrorDetail, 'pointer' | 'request' | 'instance'> & { chain?: undefined });
+type Decision = { chain: Chain; reveals: boolean; scoped: boolean } | (Omit<ErrorDetail, 'pointer' | 'request' | 'instance'> & { chain?: undefined });
 
 /** Where a binding's evidences are named in its refusals. */
 const BIND_RIGHTS: ContextSite = { label: '/rightsEvidences', evidences: '/rightsEvidences' };
@@ -75,11 +82,26 @@ const BIND_PROCESSING: ContextSite = { label: '/processingEvidences', evidences:
 export class Engine {
   private readonly config: CompiledConfig;
   private readonly chains: ChainCache;
+  private readonly subjects = new SubjectSlot();
 
   constructor(options: EngineOptions) {
     this.config = options.config;
     const random = options.random ?? pooledRandom();
-    this.chains = new ChainCache(options.config, { keys: options.keys, random });
+    this.chains = new ChainCache(options.config, { keys: options.keys, random, subjects: this.subjects });
+  }
+
+  /** What a protect for an erased subject gets (configuration `subjects.returning`): the adapter asks the store accordingly. */
+  get returningSubjects(): 'new-key' | 'refuse' {
+    return this.config.subjects.returning;
+  }
+
+  /**
+   * Runs `fn` — bound transforms of bind(), over values of one data subject — with that subject's
+   * key from `ring` (fetched by the adapter). Subject-scoped transforms run outside it answer
+   * SUBJECT_REQUIRED per value.
+   */
+  withSubject<T>(subject: string | undefined, ring: SubjectKeyring | undefined, fn: () => T): T {
+    return this.subjects.run(subject, ring, fn);
   }
 
   transform(body: unknown, identity: Identity): TransformResponse {
@@ -111,21 +133,31 @@ export class Engine {
       const processing = contexts.processing.get(r.processingContext.toLowerCase())!;
       const rights = contexts.rights.get(r.rightsContext.toLowerCase())!;
       const action = processing.action;
+      const subject = contexts.subjects.get(r.processingContext.toLowerCase());
       let reveals = false;
+      let scoped: { create: boolean } | undefined;
       // decided once per field of the request: a batch repeats the same few fields many times
       const decided = new Map<string, Decision>();
       const chains = r.instances.map((inst, ii): Chain => {
         const key = `${inst.className}\0${inst.propertyName}`;
         let outcome = decided.get(key);
         if (outcome === undefined) decided.set(key, (outcome = this.decide(rights, r.rightsContext, action, inst.className, inst.propertyName)));
+        if (outcome.chain && outcome.scoped && subject === undefined) {
+          unprocessable.push({ ...subjectRequired(inst), request: r.guid, instance: ii, pointer: `/requests/${ri}/instances/${ii}` });
+          return noChain;
+        }
         if (outcome.chain) {
           if (outcome.reveals) reveals = true;
+          if (outcome.scoped) scoped = { create: (scoped?.create ?? false) || !outcome.reveals };
           return outcome.chain;
         }
         (outcome.code === 'ACTION_NOT_GRANTED' ? forbidden : unprocessable).push({ ...refusal(outcome), request: r.guid, instance: ii, pointer: `/requests/${ri}/instances/${ii}` });
         return noChain;
       });
-      return { guid: r.guid, index: ri, action, reveals, processingContext: processing.name, rightsContexts: rights.names, instances: r.instances, chains };
+      return {
+        guid: r.guid, index: ri, action, reveals, processingContext: processing.name, rightsContexts: rights.names, instances: r.instances, chains,
+        ...(scoped && subject !== undefined ? { subject: { id: subject, create: scoped.create } } : {}),
+      };
     });
     fail(forbidden);
     fail(unprocessable);
@@ -182,14 +214,19 @@ export class Engine {
   private decide(rights: ResolvedRights, rightsLabel: string, action: string, className: string, propertyName: string): Decision {
     const decision = decideField(this.config, rights, rightsLabel, action, className, propertyName);
     if (!decision.plan) return decision;
-    return { chain: this.chains.chain(decision.field, action, decision.plan), reveals: decision.plan.direction === 'inverse' };
+    const scoped = this.config.sequences.get(decision.plan.sequence)?.subjectScoped ?? false;
+    return { chain: this.chains.chain(decision.field, action, decision.plan), reveals: decision.plan.direction === 'inverse', scoped };
   }
 
-  execute(plan: Plan): TransformResponse {
+  /**
+   * Runs a plan's values. `subjects`: the keys of the data subjects its requests name
+   * (PlannedRequest.subject), fetched by the adapter from the subject-key store.
+   */
+  execute(plan: Plan, subjects?: SubjectKeyring): TransformResponse {
     const problems: ErrorDetail[] = [];
     const responses = plan.requests.map((r) => ({
       request: r.guid,
-      instances: r.instances.map((inst, ii) => {
+      instances: this.subjects.run(r.subject?.id, subjects, () => r.instances.map((inst, ii) => {
         try {
           return { className: inst.className, propertyName: inst.propertyName, value: r.chains[ii]!(inst.value) };
         } catch (e) {
@@ -201,7 +238,7 @@ export class Engine {
           });
           return inst;
         }
-      }),
+      })),
     }));
     fail(problems);
     return { responses };
@@ -220,6 +257,13 @@ function shapeMessage(issue: { code: string; message: string; keys?: string[] })
   const hidden = keys.length - shown.length;
   const parts = [...(names ? [names] : []), ...(hidden ? [`${hidden} whose name${hidden === 1 ? ' is' : 's are'} not shown`] : [])];
   return `unrecognized field${keys.length === 1 ? '' : 's'}: ${parts.join(' and ')}`;
+}
+
+function subjectRequired(inst: { className: string; propertyName: string }): Omit<ErrorDetail, 'pointer'> {
+  return {
+    className: inst.className, propertyName: inst.propertyName, code: 'SUBJECT_REQUIRED',
+    message: `${inst.className}.${inst.propertyName} is protected under a key scoped to the data subject: name the subject with a Subject evidence of the processing context`,
+  };
 }
 
 /** A refused Decision as the start of an ErrorDetail (same keys in the same order). */

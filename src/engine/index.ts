@@ -26,6 +26,8 @@ export { engineConfigShape, evidencesSchema, keyIdSchema, nameSchema, type StepC
 export { KEY_TYPES, KEY_TYPE_NAMES, type KeyInfo, type KeyProvider, type KeyType } from './key-access/key-provider.ts';
 export { MemoryKeyProvider } from './key-access/memory-key-provider.ts';
 export { SecretKey, revealKeyBytes } from './key-access/secret-key.ts';
+// data subjects' keys (issue 29): what an adapter fetches from the subject-key store before a call
+export { isSubjectId, SUBJECT_ID_RULE, type SubjectEntry, type SubjectKeyring } from './key-access/subject-keys.ts';
 
 // one step's transformer, for golden outputs and benchmarks beside the whole engine
 export { createTransformer } from './transformers/registry.ts';

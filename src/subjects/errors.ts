@@ -1,9 +1,7 @@
 import { LayerError, type ErrorEntry, type LayerErrorOptions } from '../engine/index.ts';
 
-/** The error codes of the subject-key store (src/subjects, issue 29). src/errors/catalog.ts gathers every layer's; docs/errors.md lists them. */
+/** The error codes of the subject-key store (src/subjects, issue 29); SUBJECT_ERASED, SUBJECT_ID_INVALID and SUBJECT_REQUIRED are the engine's. src/errors/catalog.ts gathers every layer's; docs/errors.md lists them. */
 export const SUBJECTS_ERRORS = {
-  SUBJECT_ERASED: { status: 410, retriable: false, title: "The data subject's key was erased: values protected under it can no longer be unprotected, and it is not recreated" },
-  SUBJECT_ID_INVALID: { status: 400, retriable: false, title: 'A subject id is empty, longer than 512 bytes, or holds control characters or ill-formed Unicode' },
   SUBJECT_STORE_UNAVAILABLE: { status: 503, retriable: true, title: 'The subject-key store cannot be read or written, or this process has not caught up with it recently enough to serve subject keys' },
   ERASURE_REQUEST_INVALID: { status: 400, retriable: false, title: 'An erasure or status request is not an object with the subject id and, to erase, a reason of 1 to 500 characters without control characters that does not name the subject; or the eraser named is not acceptable' },
   ERASURE_NOT_PERMITTED: { status: 403, retriable: false, title: "The caller's token lacks the admin right a subject administration call needs: admin-publisher to erase, any admin role to read a subject's status" },

@@ -10,3 +10,4 @@ export { LazySubjectKeyStore } from './lazy-store.ts';
 // the erasure doors (admin API, portal, command line): one service, receipts signed by veil-receipts
 export { checkReason, ErasureService, permits, REASON_MAX_CHARS, type ErasureResult, type ErasureServiceOptions, type SubjectAction, type SubjectActor } from './erasure.ts';
 export { ensureReceiptKey, RECEIPT_KEY, RECEIPT_TYP, ReceiptSigner, verifyReceipt, type ErasureReceipt, type ReceiptClaims, type ReceiptKeySource } from './receipt.ts';
+export { fetchSubjectKeys, type SubjectNeed } from './keyring.ts';

@@ -1,15 +1,9 @@
 import { createHash } from 'node:crypto';
-import { SubjectsError } from './errors.ts';
-
-const MAX_BYTES = 512;
-// C0 and C1 controls, and lone surrogates (not well-formed Unicode)
-const FORBIDDEN = /[\u0000-\u001f\u007f-\u009f]/u;
+import { isSubjectId, SUBJECT_ID_RULE, VeilError } from '../engine/index.ts';
 
 /** Refuses what is not a subject id, without echoing it (it is personal data). */
 export function assertSubjectId(id: unknown): asserts id is string {
-  if (typeof id !== 'string' || id.length === 0 || !id.isWellFormed() || FORBIDDEN.test(id) || Buffer.byteLength(id, 'utf8') > MAX_BYTES) {
-    throw new SubjectsError('SUBJECT_ID_INVALID', `a subject id has 1 to ${MAX_BYTES} bytes of well-formed Unicode without control characters`);
-  }
+  if (!isSubjectId(id)) throw new VeilError('SUBJECT_ID_INVALID', `a subject id has ${SUBJECT_ID_RULE}`);
 }
 
 /** The reference as text (record keys, logs, notifications): hex of the keyed hash, never the id. */

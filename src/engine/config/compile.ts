@@ -4,7 +4,7 @@ import { Alphabet, NAMED_ALPHABETS } from '../fpe/alphabet.ts';
 import { IRREVERSIBLE_STEPS, STEP_KEY_TYPE } from '../transformers/registry.ts';
 import type { KeyRef } from '../transformers/transformer.ts';
 import {
-  ACTION, PROTECT, UNPROTECT,
+  ACTION, PROTECT, SUBJECT, UNPROTECT,
   type ActionPlan, type CompiledConfig, type CompiledField, type CompiledProcessingContext, type CompiledRightsContext, type CompiledSequence, type Evidence,
 } from './compiled.ts';
 import { formatIssue, pointerOf, type ConfigIssue } from './issues.ts';
@@ -93,7 +93,7 @@ class Compiler {
     const rightsContexts = this.rightsContexts(classes, actions);
     const processingContexts = this.processingContexts(actions);
     const config: CompiledConfig = {
-      keys, sequences, classes, rightsContexts, processingContexts,
+      keys, subjects: { returning: this.doc.subjects.returning }, sequences, classes, rightsContexts, processingContexts,
       rightsEvidenceNames: new Set(rightsContexts.flatMap((c) => c.evidences.map(([n]) => n))),
       processingEvidenceNames: new Set(processingContexts.flatMap((c) => c.evidences.map(([n]) => n))),
       warnings: this.issues.filter((i) => i.severity === 'warning'),
@@ -111,12 +111,22 @@ class Compiler {
     for (const [name, k] of Object.entries(this.doc.keys)) {
       const id = k.id ?? name;
       if (!/^[a-z0-9][a-z0-9._-]{0,63}$/.test(id)) this.error(['keys', name], `"${name}" is not a keystore id (lowercase letters, digits, . _ -): set id`);
-      keys.set(name, { name, id, type: k.type, ...(k.version !== undefined ? { version: k.version } : {}) });
-      if ((k.type === 'ff1' || k.type === 'ff3-1') && k.version === undefined) {
+      keys.set(name, { name, id, type: k.type, ...(k.version !== undefined ? { version: k.version } : {}), ...(k.scope === 'subject' ? { scope: 'subject' as const } : {}) });
+      if (k.scope === 'subject') this.subjectKey(name, k);
+      else if ((k.type === 'ff1' || k.type === 'ff3-1') && k.version === undefined) {
         this.error(['keys', name, 'version'], `${k.type} output has no room for a key version: pin one with version: N (see docs/design.md, "Rotation of FPE keys")`);
       }
     }
     return keys;
+  }
+
+  /** A subject-scoped reference: its versions are the subjects' generations; FPE keeps erased ids refused. */
+  private subjectKey(name: string, k: EngineConfigDocument['keys'][string]): void {
+    if (k.version !== undefined) this.error(['keys', name, 'version'], `a key scoped to the subject has no version to pin: its values carry the subject key's generation`);
+    if (k.type === 'jwt-es256') this.error(['keys', name, 'scope'], 'a token signing key cannot be scoped to the subject');
+    if ((k.type === 'ff1' || k.type === 'ff3-1') && this.doc.subjects.returning !== 'refuse') {
+      this.error(['keys', name, 'scope'], `${k.type} output has no room for the subject key's generation, so a returning person's new key would unprotect old values to other text: set subjects.returning: refuse`);
+    }
   }
 
   private sequences(keys: Map<string, KeyRef>): Map<string, CompiledSequence> {
@@ -141,7 +151,8 @@ class Compiler {
           }
         }
       });
-      out.set(name, { name, steps: seq.steps, reversible: seq.steps.every((s) => !IRREVERSIBLE_STEPS.has(s.type)) });
+      const subjectScoped = seq.steps.some((s) => 'key' in s && keys.get(s.key)?.scope === 'subject');
+      out.set(name, { name, steps: seq.steps, reversible: seq.steps.every((s) => !IRREVERSIBLE_STEPS.has(s.type)), subjectScoped });
     }
     return out;
   }
@@ -213,6 +224,7 @@ class Compiler {
       const evidences = Object.entries(pc.evidences) as Evidence[];
       const action = pc.action ?? pc.evidences[ACTION];
       if (evidences.length === 0) this.error([...at, 'evidences'], 'a processing context needs at least one evidence');
+      if (SUBJECT in pc.evidences) this.error([...at, 'evidences', SUBJECT], 'Subject is the evidence by which a caller names the data subject of its values: a configured context cannot match on it');
       if (pc.action && pc.evidences[ACTION] && pc.action !== pc.evidences[ACTION]) {
         this.error([...at, 'action'], `action ${pc.action} contradicts the Action evidence ${pc.evidences[ACTION]}: a caller asking for one would get the other`);
       }

@@ -8,6 +8,8 @@ export interface CompiledSequence {
   name: string;
   steps: readonly StepConfig[];
   reversible: boolean;
+  /** some step's key is scoped to the data subject: the values need a subject */
+  subjectScoped: boolean;
 }
 
 /** What an action does to one property: run a sequence forward, or its inverse in reverse order. */
@@ -40,6 +42,8 @@ export interface CompiledProcessingContext {
 /** A validated configuration with every cross-reference resolved. Immutable. */
 export interface CompiledConfig {
   keys: ReadonlyMap<string, KeyRef>;
+  /** what a protect for an erased subject gets: a new key (`new-key`) or SUBJECT_ERASED (`refuse`) */
+  subjects: { returning: 'new-key' | 'refuse' };
   sequences: ReadonlyMap<string, CompiledSequence>;
   /** className → propertyName → field */
   classes: ReadonlyMap<string, ReadonlyMap<string, CompiledField>>;
@@ -54,3 +58,5 @@ export const PROTECT = 'Protect';
 export const UNPROTECT = 'Unprotect';
 export const ROLE = 'Role';
 export const ACTION = 'Action';
+/** the processing-context evidence naming the data subject of a request's values (issue 29) */
+export const SUBJECT = 'Subject';

@@ -92,8 +92,15 @@ export const engineConfigShape = {
       id: keyId.optional(),
       /** pin a key version for protect; required for FPE, whose output cannot carry one */
       version: z.number().int().min(1).optional(),
+      /** `subject`: each data subject's own key, from the subject-key store (docs/erasure.md); default `shared` */
+      scope: z.enum(['shared', 'subject']).default('shared'),
     }),
   ),
+  /** data subjects' keys (subject-scoped key references): whether an erased subject id may protect again */
+  subjects: z.strictObject({
+    /** `new-key` (default): a returning person gets a new key; `refuse`: an erased id stays refused (SUBJECT_ERASED) */
+    returning: z.enum(['new-key', 'refuse']).default('new-key'),
+  }).default({ returning: 'new-key' }),
   sequences: z.record(
     name,
     z.strictObject({ description: z.string().optional(), steps: z.array(stepSchema).min(1).max(16) }),

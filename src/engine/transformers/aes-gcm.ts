@@ -3,7 +3,7 @@ import { AesGcm, GCM_NONCE_BYTES, GCM_TAG_BYTES, type GcmAad, type GcmSeal } fro
 import { revealKeyBytes } from '../key-access/secret-key.ts';
 import { bindingLabel, type KeyRef, type Transformer, type TransformerDeps } from './transformer.ts';
 import { decode, encode, FORMAT_TAGS, fromUtf8, header, HEADER_BYTES, outputBuffer, sealEach, utf8Length } from './output-format.ts';
-import { VersionedKeys } from './versioned-keys.ts';
+import { keyVersions } from './versioned-keys.ts';
 
 const TAG = FORMAT_TAGS['aes-gcm'];
 const encoder = new TextEncoder();
@@ -15,20 +15,20 @@ const encoder = new TextEncoder();
  * A random 96-bit nonce bounds a key to about 2^32 protections (NIST SP 800-38D §8.3): rotate.
  */
 export function aesGcm(params: { key: KeyRef; binding?: string }, deps: TransformerDeps): Transformer {
-  const keys = new VersionedKeys(params.key, deps.keys, (k) => new AesGcm(revealKeyBytes(k)));
+  const keys = keyVersions(params.key, deps, (k) => new AesGcm(revealKeyBytes(k)));
   return {
     type: 'aes-gcm',
     reversible: true,
     bind(field) {
       const label = encoder.encode(bindingLabel(field, params.binding));
-      // per key version: its header and the associated data header || label (and its GHASH state), built once
-      const aads = new Map<number, { h: Uint8Array; aad: Uint8Array; prepared: GcmAad }>();
+      // per key (a version of a shared key, or a subject's key): its header and the associated data header || label (and its GHASH state), built once
+      const aads = new WeakMap<AesGcm, { h: Uint8Array; aad: Uint8Array; prepared: GcmAad }>();
       const aadOf = (version: number, gcm: AesGcm) => {
-        let a = aads.get(version);
+        let a = aads.get(gcm);
         if (!a) {
           const h = header(TAG, version);
           const aad = Buffer.concat([h, label]);
-          aads.set(version, (a = { h, aad, prepared: gcm.prepareAad(aad) }));
+          aads.set(gcm, (a = { h, aad, prepared: gcm.prepareAad(aad) }));
         }
         return a;
       };

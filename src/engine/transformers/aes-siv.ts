@@ -3,7 +3,7 @@ import { AesSiv, type SivPrefix, type SivSeal } from '../crypto/aes-siv.ts';
 import { revealKeyBytes } from '../key-access/secret-key.ts';
 import { bindingLabel, type KeyRef, type Transformer, type TransformerDeps } from './transformer.ts';
 import { decode, encode, FORMAT_TAGS, fromUtf8, header, HEADER_BYTES, outputBuffer, sealEach, utf8Length } from './output-format.ts';
-import { VersionedKeys } from './versioned-keys.ts';
+import { keyVersions } from './versioned-keys.ts';
 
 const TAG = FORMAT_TAGS['aes-siv'];
 const encoder = new TextEncoder();
@@ -15,19 +15,19 @@ const encoder = new TextEncoder();
  * Output: base64url(0xA1 || keyVersion u32 || V(16) || C).
  */
 export function aesSiv(params: { key: KeyRef; binding?: string }, deps: TransformerDeps): Transformer {
-  const keys = new VersionedKeys(params.key, deps.keys, (k) => new AesSiv(revealKeyBytes(k)));
+  const keys = keyVersions(params.key, deps, (k) => new AesSiv(revealKeyBytes(k)));
   return {
     type: 'aes-siv',
     reversible: true,
     bind(field) {
       const label = encoder.encode(bindingLabel(field, params.binding));
-      // per key version: its header and the S2V state over [header, label], computed once
-      const prefixes = new Map<number, { h: Uint8Array; prefix: SivPrefix }>();
+      // per key (a version of a shared key, or a subject's key): its header and the S2V state over [header, label], computed once
+      const prefixes = new WeakMap<AesSiv, { h: Uint8Array; prefix: SivPrefix }>();
       const prefix = (siv: AesSiv, version: number) => {
-        let p = prefixes.get(version);
+        let p = prefixes.get(siv);
         if (!p) {
           const h = header(TAG, version);
-          prefixes.set(version, (p = { h, prefix: siv.prefix([h, label]) }));
+          prefixes.set(siv, (p = { h, prefix: siv.prefix([h, label]) }));
         }
         return p;
       };

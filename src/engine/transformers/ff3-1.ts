@@ -3,7 +3,7 @@ import { FpeFormat } from '../fpe/fpe-format.ts';
 import { revealKeyBytes } from '../key-access/secret-key.ts';
 import { alphabetOf, tweakFor, type FpeParams } from './fpe-common.ts';
 import type { KeyRef, Transformer, TransformerDeps } from './transformer.ts';
-import { VersionedKeys } from './versioned-keys.ts';
+import { keyVersions } from './versioned-keys.ts';
 
 /**
  * FF3-1 (NIST SP 800-38G Rev. 1), deprecated: only to read and write data shared with systems
@@ -12,7 +12,6 @@ import { VersionedKeys } from './versioned-keys.ts';
  */
 export function ff31(params: FpeParams & { key: KeyRef }, deps: TransformerDeps): Transformer {
   const alphabet = alphabetOf(params);
-  const version = params.key.version!;
   const format = new FpeFormat(alphabet, {
     keepFirst: params.keepFirst,
     keepLast: params.keepLast,
@@ -25,10 +24,12 @@ export function ff31(params: FpeParams & { key: KeyRef }, deps: TransformerDeps)
     reversible: true,
     bind(field) {
       const tweak = tweakFor(params, field, 'veil/ff3-1', 7);
-      const ciphers = new VersionedKeys(params.key, deps.keys, (k) => new Ff31(revealKeyBytes(k), alphabet.radix, tweak));
+      const ciphers = keyVersions(params.key, deps, (k) => new Ff31(revealKeyBytes(k), alphabet.radix, tweak));
+      // the pinned version, or the data subject's current key (a scoped reference: erased subjects stay refused)
+      const current = () => ciphers.forProtect(ciphers.protectVersion());
       return {
-        protect: (value) => format.apply(value, ciphers.forProtect(version), true),
-        unprotect: (value) => format.apply(value, ciphers.forProtect(version), false),
+        protect: (value) => format.apply(value, current(), true),
+        unprotect: (value) => format.apply(value, current(), false),
       };
     },
   };

@@ -3,7 +3,7 @@ import { hmacSha256 as mac } from '../crypto/hmac-sha256.ts';
 import { revealKeyBytes } from '../key-access/secret-key.ts';
 import { bindingLabel, type KeyRef, type Transformer, type TransformerDeps } from './transformer.ts';
 import { encode, FORMAT_TAGS, header, HEADER_BYTES, irreversible, utf8 } from './output-format.ts';
-import { VersionedKeys } from './versioned-keys.ts';
+import { keyVersions } from './versioned-keys.ts';
 
 const TAG = FORMAT_TAGS['hmac-sha256'];
 
@@ -14,7 +14,7 @@ const TAG = FORMAT_TAGS['hmac-sha256'];
  * Output: base64url(0xA3 || keyVersion u32 || tag).
  */
 export function hmacSha256(params: { key: KeyRef; outputBytes: number; binding?: string }, deps: TransformerDeps): Transformer {
-  const keys = new VersionedKeys<KeyObject>(params.key, deps.keys, (k) => createSecretKey(revealKeyBytes(k)));
+  const keys = keyVersions<KeyObject>(params.key, deps, (k) => createSecretKey(revealKeyBytes(k)));
   return {
     type: 'hmac-sha256',
     reversible: false,

@@ -1,5 +1,6 @@
 import type { ValueError } from '../errors.ts';
 import type { KeyProvider } from '../key-access/key-provider.ts';
+import type { SubjectSlot } from '../key-access/subject-keys.ts';
 
 /** The field a value belongs to; keyed transformers bind their output to it. */
 export interface FieldBinding {
@@ -35,12 +36,16 @@ export interface KeyRef {
   readonly id: string;
   readonly type: string;
   readonly version?: number;
+  /** `subject`: each data subject's own key (issue 29); the version is then the subject key's generation */
+  readonly scope?: 'subject';
 }
 
 export interface TransformerDeps {
   readonly keys: KeyProvider;
   /** fills a buffer with cryptographically secure random bytes (AES-GCM nonces) */
   readonly random: (bytes: Uint8Array) => Uint8Array;
+  /** the data subject whose values run now: subject-scoped key references read its key (none: such values get SUBJECT_REQUIRED) */
+  readonly subjects?: SubjectSlot;
 }
 
 /** The binding label: `Class.property` unless the step names a shared one. */

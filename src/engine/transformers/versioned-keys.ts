@@ -1,14 +1,31 @@
 import { ValueError, VeilError } from '../errors.ts';
 import type { KeyProvider } from '../key-access/key-provider.ts';
 import type { SecretKey } from '../key-access/secret-key.ts';
-import type { KeyRef } from './transformer.ts';
+import type { KeyRef, TransformerDeps } from './transformer.ts';
+import { SubjectScopedKeys } from './subject-scoped-keys.ts';
+import { SubjectSlot } from '../key-access/subject-keys.ts';
+
+/**
+ * A key reference's primitives by version: the version protect uses now, and the primitive of a
+ * version for protect (must exist) or unprotect (a value's header named it).
+ */
+export interface KeyVersions<P> {
+  protectVersion(): number;
+  forProtect(version: number): P;
+  forUnprotect(version: number): P;
+}
+
+/** The primitives of a reference: the keystore's versions, or the current data subject's key when the reference is scoped to the subject. */
+export function keyVersions<P>(ref: KeyRef, deps: TransformerDeps, build: (key: SecretKey) => P): KeyVersions<P> {
+  return ref.scope === 'subject' ? new SubjectScopedKeys(ref, deps.subjects ?? new SubjectSlot(), build) : new VersionedKeys(ref, deps.keys, build);
+}
 
 /**
  * Per-version primitives of one key reference, built on first use and cached, so a value costs
  * a map lookup rather than a key schedule. Protect uses the pinned version or the keystore's
  * primary (read each call, so a rotation takes effect without a restart).
  */
-export class VersionedKeys<P> {
+export class VersionedKeys<P> implements KeyVersions<P> {
   private readonly cache = new Map<number, P>();
   private readonly ref: KeyRef;
   private readonly keys: KeyProvider;

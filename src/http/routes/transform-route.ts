@@ -13,6 +13,7 @@ import { engineSource, type EngineSource } from '../engine-source.ts';
 import type { Tracing } from '../../observability/tracing.ts';
 import { transformTrace } from './transform-trace.ts';
 import { DoorError } from '../../errors/door-errors.ts';
+import { fetchSubjectKeys, type SubjectKeyStore } from '../../subjects/index.ts';
 
 interface Deps {
   engine: Engine | EngineSource;
@@ -26,6 +27,8 @@ interface Deps {
   tracing?: Tracing;
   /** the active configuration version, named on the span */
   configVersion?: () => string;
+  /** the subject-key store: keys of subject-scoped sequences (a Subject evidence names the subject) */
+  subjects?: SubjectKeyStore;
 }
 
 /**
@@ -42,9 +45,11 @@ export function registerTransformRoute(app: FastifyInstance, deps: Deps): void {
   // the engine is read once per call: a publish in the admin portal swaps it for later calls only
   const engines = engineSource(deps.engine);
   const guards = new WeakMap<Engine, GuardedTransform>();
+  const store = deps.subjects;
+  const subjectKeys = store ? { subjectKeys: (needs: Parameters<typeof fetchSubjectKeys>[1], returning: 'new-key' | 'refuse') => fetchSubjectKeys(store, needs, returning) } : {};
   const guardOf = (engine: Engine) => {
     let guard = guards.get(engine);
-    if (!guard) guards.set(engine, (guard = new GuardedTransform({ engine, audit: deps.audit, now: deps.now, channel: 'http', scope: 'revealing' })));
+    if (!guard) guards.set(engine, (guard = new GuardedTransform({ engine, audit: deps.audit, now: deps.now, channel: 'http', scope: 'revealing', ...subjectKeys })));
     return guard;
   };
   // off: no hook is registered at all, so a call pays nothing for tracing

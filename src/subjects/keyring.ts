@@ -1,0 +1,27 @@
+import type { SubjectKeyring } from '../engine/index.ts';
+import type { ErasedSubject, SubjectKey, SubjectKeyStore } from './subject-store.ts';
+
+/** A data subject a call names, and whether a sequence of it runs forward (protect: the key is created when absent). */
+export interface SubjectNeed {
+  readonly id: string;
+  readonly create: boolean;
+}
+
+/**
+ * The keys of the subjects a call names, fetched from the store before the engine runs (the store
+ * is asynchronous, the engine not). A subject some request protects: its key, created on first use,
+ * or the erased marker — or, when the configuration lets returning persons protect again
+ * (`subjects.returning: new-key`), a new key of the next generation. A subject only unprotected:
+ * its key as it is (never created), the erased marker, or none.
+ */
+export async function fetchSubjectKeys(store: SubjectKeyStore, needs: Iterable<SubjectNeed | undefined>, returning: 'new-key' | 'refuse'): Promise<SubjectKeyring | undefined> {
+  const wanted = new Map<string, boolean>();
+  for (const need of needs) if (need) wanted.set(need.id, (wanted.get(need.id) ?? false) || need.create);
+  if (wanted.size === 0) return undefined;
+  const ring = new Map<string, SubjectKey | ErasedSubject | undefined>();
+  const onErased = returning === 'new-key' ? 'renew' : 'refuse';
+  await Promise.all([...wanted].map(async ([id, create]) => {
+    ring.set(id, create ? await store.keyFor(id, { onErased }) : await store.existing(id));
+  }));
+  return ring;
+}
