@@ -10,6 +10,7 @@ import { serveCommand } from './serve-command.ts';
 import { identityCommand } from './identity-command.ts';
 import { streamCommand } from './stream-command.ts';
 import { storeCommand } from './store-command.ts';
+import { subjectsCommand } from './subjects-command.ts';
 import { installLastResort } from './last-resort.ts';
 
 export const mainHelp = `Usage: veil <command> [options]
@@ -23,6 +24,7 @@ Commands:
   config      validate a configuration; provision its keys
   discover    find the fields of a topic, table or file that hold personal data; propose a draft
   keys        create, rotate, import and list keys in the local keystore
+  subjects    erase a data subject (crypto-shredding), its status, verify an erasure receipt
   identity    hash a client secret for the configuration
   store       the shared control store on Kafka: 'veil store migrate' copies a data dir into it
   db          PostgreSQL triggers: 'veil db install' prints or applies schema veil
@@ -43,6 +45,7 @@ const COMMANDS: Record<string, Command> = {
   keys: keysCommand,
   db: dbCommand,
   store: storeCommand,
+  subjects: subjectsCommand,
 };
 
 export async function main(argv: string[], io: CliIo): Promise<number> {

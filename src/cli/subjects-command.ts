@@ -1,0 +1,186 @@
+import { randomUUID } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { userInfo } from 'node:os';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { openKeystore } from '../app/open-engine.ts';
+import { DEFAULT_AUDIT_ROTATION, FileAuditSink } from '../audit/audit-sink.ts';
+import { openControlStore } from '../control/index.ts';
+import { resolveDataDir } from '../env/index.ts';
+import { VeilError } from '../engine/index.ts';
+import type { LocalKeystore } from '../keystore/local-keystore.ts';
+import { ErasureService, openSubjectKeyStore, subjectStoreSettings, verifyReceipt, type SubjectActor, type SubjectStatus } from '../subjects/index.ts';
+import { UsageError } from './errors.ts';
+import { usageExitCode, type CliIo, type Command } from './io.ts';
+
+export const subjectsHelp = `Usage: veil subjects <action> [options]
+
+Erasure by crypto-shredding (docs/erasure.md): a data subject's key in the subject-key store
+(VEIL_SUBJECT_STORE: local <data dir>/subjects.db, or kafka) is destroyed, and every value
+protected under it becomes unreadable everywhere.
+
+Actions:
+  erase <id|-> --reason <text> [--by <name>]
+                     destroys the subject's key; prints the signed receipt as JSON
+                     ({"receipt": "<compact JWS>", "claims": {...}})
+  status <id|-> [--json]
+                     exists, erased or unknown, with the subject's reference and generation
+  verify-receipt <file|->
+                     checks a receipt (the JWS, or the JSON erase printed) against the data
+                     dir's key set; prints its claims
+  help               this text
+
+Options:
+  --reason <text>    why (1-500 characters on one line; it must not name the subject):
+                     it goes into the receipt and the audit log
+  --by <name>        who erases, as the receipt names them (default: cli:<user name>)
+  --data-dir <dir>   default: $VEIL_DATA_DIR, else ./.veil
+  --json             status as JSON
+
+A subject id given as '-' is read from stdin (one line): it then stays out of shell history and
+process lists. Output names the subject by its reference (a keyed hash), never by its id, and
+never shows a key. Each erasure and look-up is recorded in <data dir>/audit.log (channel cli).
+Receipts name VEIL_BASE_URL as their issuer, else urn:veil:cli.
+Exit codes: 0 ok, 1 refused, failed or an invalid receipt, 2 usage error.
+`;
+
+const OPTIONS = {
+  reason: { type: 'string' },
+  by: { type: 'string' },
+  'data-dir': { type: 'string' },
+  json: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+type Flags = { reason?: string; by?: string; 'data-dir'?: string; json?: boolean; help?: boolean };
+
+const ALLOWED: Record<string, readonly (keyof Flags)[]> = { erase: ['reason', 'by'], status: ['json'], 'verify-receipt': [] };
+
+export const subjectsCommand: Command = async (args, io) => {
+  let action: string;
+  let operand: string;
+  let flags: Flags;
+  try {
+    const parsed = parseArgs({ args, options: OPTIONS, allowPositionals: true, strict: true });
+    flags = parsed.values as Flags;
+    if (flags.help || parsed.positionals[0] === 'help' || parsed.positionals.length === 0) {
+      io.stdout(subjectsHelp);
+      return usageExitCode(flags.help === true || parsed.positionals[0] === 'help', parsed.positionals[0], (a) => a === 'help' || ALLOWED[a] !== undefined);
+    }
+    [action, operand] = checkArgs(parsed.positionals, flags);
+  } catch (error) {
+    // parseArgs names the option, never a value given to it; a positional is never echoed
+    io.stderr(`veil subjects: ${firstLine((error as Error).message)}\nRun 'veil subjects help' for usage.\n`);
+    return 2;
+  }
+  try {
+    const dataDir = resolveDataDir(flags['data-dir'], io.env, io.cwd);
+    if (action === 'verify-receipt') return await verify(operand, dataDir, io);
+    return await administer(action as 'erase' | 'status', operand, flags, dataDir, io);
+  } catch (error) {
+    if (error instanceof UsageError) {
+      io.stderr(`veil subjects: ${error.message}\n`);
+      return 2;
+    }
+    // a VeilError's message never holds a subject id; anything else is not printed
+    io.stderr(`veil subjects: ${error instanceof VeilError ? `${error.message} [${error.code}]` : `unexpected error (${(error as Error).name})`}\n`);
+    return 1;
+  }
+};
+
+function checkArgs(positionals: string[], flags: Flags): [string, string] {
+  const [action, operand, ...extra] = positionals as [string, string | undefined, ...string[]];
+  const allowed = ALLOWED[action];
+  if (!allowed) throw new UsageError(`unknown action${/^[a-z-]{1,20}$/.test(action) ? ` '${action}'` : ''}; expected erase, status or verify-receipt`);
+  if (operand === undefined || extra.length > 0) throw new UsageError(`'${action}' takes one ${action === 'verify-receipt' ? 'file (or -)' : 'subject id (or -)'}`);
+  for (const name of Object.keys(flags) as (keyof Flags)[]) {
+    if (name !== 'data-dir' && !allowed.includes(name)) throw new UsageError(`--${name} does not apply to '${action}'`);
+  }
+  if (action === 'erase' && flags.reason === undefined) throw new UsageError("'erase' needs --reason");
+  return [action, operand];
+}
+
+async function administer(action: 'erase' | 'status', operand: string, flags: Flags, dataDir: string, io: CliIo): Promise<number> {
+  const id = operand === '-' ? oneLine(await io.readStdin()) : operand;
+  if (operand !== '-') io.stderr('veil subjects: note: a subject id on the command line may be kept in shell history; prefer - and stdin\n');
+  return withKeys(dataDir, io, (keystore) => run(action, id, flags, keystore, dataDir, io));
+}
+
+async function run(action: 'erase' | 'status', id: string, flags: Flags, keystore: LocalKeystore, dataDir: string, io: CliIo): Promise<number> {
+  const store = await openSubjectKeyStore({ keystore, dataDir, settings: subjectStoreSettings(io.env) });
+  const audit = new FileAuditSink(join(dataDir, 'audit.log'), DEFAULT_AUDIT_ROTATION);
+  try {
+    const service = new ErasureService({ store, keys: keystore, audit, issuer: io.env.VEIL_BASE_URL || 'urn:veil:cli', now: io.now });
+    const actor: SubjectActor = { by: flags.by ?? `cli:${userName(io)}`, channel: 'cli', requestId: randomUUID() };
+    if (action === 'erase') {
+      const { receipt, claims } = await service.erase(id, flags.reason, actor);
+      io.stdout(`${JSON.stringify({ receipt, claims }, null, 2)}\n`);
+    } else {
+      const status = await service.status(id, actor);
+      io.stdout(flags.json ? `${JSON.stringify(status, null, 2)}\n` : `${statusLine(status)}\n`);
+    }
+    return 0;
+  } finally {
+    await store.close();
+    await audit.close();
+  }
+}
+
+async function verify(operand: string, dataDir: string, io: CliIo): Promise<number> {
+  const text = operand === '-' ? await io.readStdin() : await readFile(resolve(io.cwd, operand), 'utf8').catch(() => {
+    throw new UsageError('the receipt file cannot be read');
+  });
+  const claims = await withKeys(dataDir, io, (keystore) => verifyReceipt(receiptOf(text), keystore));
+  io.stdout(`${JSON.stringify({ valid: true, claims }, null, 2)}\n`);
+  return 0;
+}
+
+/** The JWS itself, or the `receipt` of the JSON document `erase` prints. */
+function receiptOf(text: string): string {
+  const trimmed = text.trim();
+  if (!trimmed.startsWith('{')) return trimmed;
+  try {
+    const receipt = (JSON.parse(trimmed) as { receipt?: unknown }).receipt;
+    return typeof receipt === 'string' ? receipt : '';
+  } catch {
+    return '';
+  }
+}
+
+/** The data dir's key set (through the shared control store when VEIL_CONTROL_STORE names one, kept open for the command: veil-receipts may be created). */
+async function withKeys<T>(dataDir: string, io: CliIo, use: (keystore: LocalKeystore) => Promise<T>): Promise<T> {
+  const notice = (line: string) => io.stderr(`veil subjects: ${line}\n`);
+  const control = await openControlStore(io.env, dataDir, notice);
+  try {
+    const { keystore, lease } = await openKeystore({ dataDir, env: io.env, now: io.now, notice, ...(control ? { control } : {}) });
+    lease?.stop();
+    return await use(keystore);
+  } finally {
+    await control?.close();
+  }
+}
+
+function statusLine(status: SubjectStatus): string {
+  switch (status.state) {
+    case 'exists': return `exists  subject ${status.subject}  generation ${status.generation}  created ${status.createdAt}`;
+    case 'erased': return `erased  subject ${status.subject}  generation ${status.generation}  erased ${status.erasedAt}`;
+    default: return `unknown  subject ${status.subject}`;
+  }
+}
+
+/** stdin's first line without its line ending (what `echo id |` gives). */
+function oneLine(text: string): string {
+  return text.replace(/\r?\n$/, '');
+}
+
+function userName(io: CliIo): string {
+  try {
+    return userInfo().username;
+  } catch {
+    return io.env.USER ?? 'unknown';
+  }
+}
+
+function firstLine(text: string): string {
+  return text.split('\n', 1)[0] ?? '';
+}
