@@ -10,6 +10,7 @@ import { PipelineMetrics } from '../portal/pipeline-metrics.ts';
 import { registerPortal } from '../portal/portal.ts';
 import { compileVeilConfigText, type VeilConfig } from './config-file.ts';
 import { provisionKeys, requireKeys } from '../keystore/config-keys.ts';
+import type { ErasureService } from '../subjects/index.ts';
 
 const SANDBOX_THREAD = new URL('./portal-sandbox-thread.ts', import.meta.url);
 
@@ -46,6 +47,8 @@ export interface PortalWiring {
   devClientId?: string | undefined;
   /** how often the pipelines' processor metrics URLs are scraped (default 5000 ms) */
   metricsScrapeMs?: number | undefined;
+  /** the Subjects page's look-ups and erasures (the service's, so the portal's receipts and audit are the API's) */
+  erasures?: ErasureService;
 }
 
 /**
@@ -66,6 +69,7 @@ export function openPortal(app: FastifyInstance, w: PortalWiring): PipelineMetri
     // the portal section of the configuration the process starts with
     portal: w.holder.get().config.portal,
     ...(w.devClientId !== undefined ? { devClientId: w.devClientId } : {}),
+    ...(w.erasures ? { erasures: w.erasures } : {}),
   });
   return pipelineMetrics;
 }

@@ -24,7 +24,7 @@ import { ADMIN_ROLE_NAMES } from '../identity/admin-roles.ts';
 import type { PipelineMetrics } from '../portal/pipeline-metrics.ts';
 import { openTracing } from '../observability/tracing.ts';
 import { dbSocketOptionsFromEnv, openDbSocket } from '../db/index.ts';
-import { lazySubjectKeyStore, subjectStoreSettings, type SubjectKeyStore } from '../subjects/index.ts';
+import { ErasureService, lazySubjectKeyStore, subjectStoreSettings, type SubjectKeyStore } from '../subjects/index.ts';
 
 export interface ServiceOptions {
   configFile: string;
@@ -124,6 +124,8 @@ export async function openService(options: ServiceOptions): Promise<Service> {
   });
   const verifier = new CachingVerifier(new TokenVerifier({ identity: config.identity, issuer, signer, now: options.now }), { now: options.now });
   const audit = options.audit ?? new FileAuditSink(join(options.dataDir, 'audit.log'), config.service.audit);
+  // the admin API's and the portal's erasures: receipts signed by the key set's veil-receipts, issued as this service
+  const erasures = new ErasureService({ store: subjects, keys: keystore, audit, issuer, now: options.now });
   let draining = false;
   const service = options.bodyReadTimeoutMs === undefined ? config.service : { ...config.service, limits: { ...config.service.limits, bodyReadTimeoutMs: options.bodyReadTimeoutMs } };
   const tls = config.service.tls;
@@ -135,11 +137,11 @@ export async function openService(options: ServiceOptions): Promise<Service> {
     ready: () => !draining,
     live: () => active.liveness(),
     ...(https ? { https } : {}),
-    tracing, configVersion: () => holder.get().config.version, subjects,
+    tracing, configVersion: () => holder.get().config.version, subjects, erasures,
   });
   const pipelineMetrics = openPortal(app, {
     holder, versions, keystore, tokens, verifier, audit, logger, now: options.now, development: options.development,
-    baseUrl: options.baseUrl, devClientId: dev?.id, metricsScrapeMs: options.metricsScrapeMs,
+    baseUrl: options.baseUrl, devClientId: dev?.id, metricsScrapeMs: options.metricsScrapeMs, erasures,
   });
   // a version published by another process (a --workers sibling, another host through the control store) runs here too
   active.follow({ logger, intervalMs: options.versionPollMs ?? 1000 });

@@ -15,10 +15,11 @@ import { PROBLEM_CONTENT_TYPE, problemOf } from '../errors/problem.ts';
 import { registerOpsRoutes, type Liveness } from './routes/ops-routes.ts';
 import { registerTokenRoutes } from './routes/token-routes.ts';
 import { registerTransformRoute } from './routes/transform-route.ts';
+import { registerSubjectRoutes } from './routes/subject-routes.ts';
 import { registerRouting } from './routing.ts';
 import type { Tracing } from '../observability/tracing.ts';
 import { DoorError } from '../errors/door-errors.ts';
-import type { SubjectKeyStore } from '../subjects/index.ts';
+import type { ErasureService, SubjectKeyStore } from '../subjects/index.ts';
 
 /**
  * service.limits as the HTTP service reads it: bodyReadTimeoutMs (default 30 s) is not in the
@@ -50,6 +51,8 @@ export interface ServerDeps {
   configVersion?: () => string;
   /** the subject-key store: keys of subject-scoped sequences (issue 29), erasures */
   subjects?: SubjectKeyStore;
+  /** erasures and status look-ups of data subjects (POST /admin/subjects/*, routes/subject-routes.ts) */
+  erasures?: ErasureService;
 }
 
 /** Builds the HTTP service: POST /transform, the token endpoint, discovery, health and metrics. */
@@ -100,6 +103,7 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
 
   registerTransformRoute(app, { ...deps, metrics, sendError: send });
   app.register(async (scope) => registerTokenRoutes(scope, deps));
+  registerSubjectRoutes(app, deps);
 
   registerOpsRoutes(app, { live: deps.live ?? (() => ({ healthy: true })), ready: () => deps.ready?.() ?? true, metrics: metrics.registry });
   const openapi = openApiDocument(deps.issuer, deps.service.limits);

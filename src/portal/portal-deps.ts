@@ -11,6 +11,7 @@ import type { PipelineMetrics } from './pipeline-metrics.ts';
 import type { PortalConfig } from './portal-config.ts';
 import type { SandboxRunner } from './sandbox-runner.ts';
 import type { Session, SessionStore } from './sessions.ts';
+import type { ErasureService } from '../subjects/index.ts';
 
 export interface PortalDeps {
   /** the running configuration, read as its ConfigView; a publish swaps in what `configPort.compile` returned */
@@ -31,6 +32,8 @@ export interface PortalDeps {
   pipelineMetrics?: PipelineMetrics;
   /** the portal section of the configuration the process started with (default: its defaults) */
   portal?: PortalConfig;
+  /** the Subjects page: status look-ups and erasures of data subjects (absent: the page says so) */
+  erasures?: ErasureService;
 }
 
 /** What every portal route gets: the deps, the sessions, and the guard that opens a page. */

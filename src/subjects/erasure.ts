@@ -63,7 +63,7 @@ export class ErasureService {
   async authorize(roles: readonly string[], action: SubjectAction, actor: SubjectActor): Promise<void> {
     if (permits(roles, action)) return;
     const right = action === 'erase' ? ADMIN_ROLES.publisher : 'an admin role';
-    await this.refused(action, actor, new SubjectsError('ERASURE_NOT_PERMITTED', `a subject ${action === 'erase' ? 'erasure' : 'status'} needs ${right}`));
+    await this.refuse(action, actor, new SubjectsError('ERASURE_NOT_PERMITTED', `a subject ${action === 'erase' ? 'erasure' : 'status'} needs ${right}`));
   }
 
   async erase(subjectId: unknown, reason: unknown, actor: SubjectActor): Promise<ErasureResult> {
@@ -72,7 +72,7 @@ export class ErasureService {
       assertSubjectId(subjectId);
       checkReason(reason, subjectId);
     } catch (e) {
-      return this.refused('erase', actor, e);
+      return this.refuse('erase', actor, e);
     }
     let erasure: Erasure | undefined;
     try {
@@ -83,7 +83,7 @@ export class ErasureService {
       return { ...signed, erasure };
     } catch (e) {
       if (e instanceof AuditError) throw e;
-      return this.refused('erase', actor, e, erasure ? { subject: erasure.subject, generation: erasure.generation, reason } : { reason });
+      return this.refuse('erase', actor, e, erasure ? { subject: erasure.subject, generation: erasure.generation, reason } : { reason });
     }
   }
 
@@ -92,21 +92,21 @@ export class ErasureService {
       checkBy(actor.by);
       assertSubjectId(subjectId);
     } catch (e) {
-      return this.refused('status', actor, e);
+      return this.refuse('status', actor, e);
     }
     let status: SubjectStatus;
     try {
       status = await this.options.store.status(subjectId);
     } catch (e) {
-      return this.refused('status', actor, e);
+      return this.refuse('status', actor, e);
     }
     // a look-up tells whether a person is known here: recorded before it is answered, like a read of a value
     await this.record('subject.status', actor, 'ok', { subject: status.subject, state: status.state, ...('generation' in status ? { generation: status.generation } : {}) }, true);
     return status;
   }
 
-  /** Records a refused or failed attempt (best-effort) and throws its error; an unexpected one as INTERNAL, never its message. */
-  private async refused(action: SubjectAction, actor: SubjectActor, error: unknown, erasure?: AuditEvent['erasure']): Promise<never> {
+  /** Records a refused or failed attempt (best-effort) and throws its error; an unexpected one as INTERNAL, never its message. A door calls it for what it refuses itself (no token, a malformed body). */
+  async refuse(action: SubjectAction, actor: SubjectActor, error: unknown, erasure?: AuditEvent['erasure']): Promise<never> {
     const known = error instanceof VeilError ? error : new VeilError('INTERNAL', `the subject ${action} failed unexpectedly`, [], { cause: error });
     const outcome = known.status < 500 ? 'denied' : 'failed';
     await this.record(`subject.${action}`, actor, outcome, erasure, false, known.code).catch(() => undefined);

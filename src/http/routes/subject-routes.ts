@@ -1,0 +1,52 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { BearerVerifier, Caller } from '../../identity/token-verifier.ts';
+import { SubjectsError, type ErasureService, type SubjectAction, type SubjectActor } from '../../subjects/index.ts';
+
+interface Deps {
+  verifier: BearerVerifier;
+  /** the erasure doors' service (src/subjects/erasure.ts); without it the routes are not there */
+  erasures?: ErasureService;
+}
+
+// an id (≤ 512 bytes) and a reason (≤ 500 characters) as JSON, escaped: far below this
+export const SUBJECT_BODY_LIMIT = 8 * 1024;
+const FIELDS: Record<SubjectAction, readonly string[]> = { erase: ['subject', 'reason'], status: ['subject'] };
+
+/**
+ * The admin API of data subjects (issue 29): POST /admin/subjects/erase {subject, reason} → the
+ * signed receipt; POST /admin/subjects/status {subject} → exists / erased / unknown with the
+ * reference. The id travels in the body only — URLs end up in access logs. Order: bearer token
+ * (401) → the right (403: admin-publisher to erase, any admin role for a status) → the body (400)
+ * → the store. Every answer is `no-store`; every call, refused ones included, is audited by the
+ * service (channel admin) under the subject's reference, never its id. Refusals are thrown to the
+ * service's error handler, which answers problem details.
+ */
+export function registerSubjectRoutes(app: FastifyInstance, deps: Deps): void {
+  const erasures = deps.erasures;
+  if (!erasures) return;
+  const door = (action: SubjectAction, answer: (body: Record<string, unknown>, actor: SubjectActor) => Promise<unknown>) =>
+    async (req: FastifyRequest, reply: FastifyReply) => {
+      reply.header('cache-control', 'no-store');
+      const actor: SubjectActor = { by: '', channel: 'admin', requestId: req.id };
+      const caller: Caller = await deps.verifier.verifyHeader(req.headers.authorization).catch((e: unknown) => erasures.refuse(action, actor, e));
+      const known: SubjectActor = { ...actor, by: caller.subject, caller: { clientId: caller.clientId, subject: caller.subject, issuer: caller.issuer } };
+      await erasures.authorize(caller.roles, action, known);
+      const body = bodyOf(req.body, FIELDS[action]);
+      if (!body) await erasures.refuse(action, known, new SubjectsError('ERASURE_REQUEST_INVALID', `the body must be a JSON object with ${FIELDS[action].join(' and ')} (strings), nothing else`));
+      return reply.code(200).send(await answer(body!, known));
+    };
+
+  app.post('/admin/subjects/erase', { bodyLimit: SUBJECT_BODY_LIMIT }, door('erase', async (body, actor) => {
+    const { receipt, claims } = await erasures.erase(body.subject, body.reason, actor);
+    return { receipt, claims };
+  }));
+  app.post('/admin/subjects/status', { bodyLimit: SUBJECT_BODY_LIMIT }, door('status', (body, actor) => erasures.status(body.subject, actor)));
+}
+
+/** The body as an object of exactly `fields`, each a string; undefined otherwise (its content is never echoed). */
+function bodyOf(body: unknown, fields: readonly string[]): Record<string, unknown> | undefined {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return undefined;
+  const keys = Object.keys(body);
+  if (keys.length !== fields.length || !fields.every((f) => keys.includes(f) && typeof (body as Record<string, unknown>)[f] === 'string')) return undefined;
+  return body as Record<string, unknown>;
+}
