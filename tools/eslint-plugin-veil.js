@@ -2,7 +2,9 @@
 import path from 'node:path';
 
 /** What src/engine may import besides its own files: pure computation only. */
-const ENGINE_ALLOWED = [/^zod$/, /^yaml$/, /^@noble\/(ciphers|hashes)\//, /^node:crypto$/];
+// node:async_hooks for AsyncLocalStorage only: the data subject of the values being transformed
+// follows a record across its serde's awaits (src/engine/key-access/subject-keys.ts); it is no I/O
+const ENGINE_ALLOWED = [/^zod$/, /^yaml$/, /^@noble\/(ciphers|hashes)\//, /^node:crypto$/, /^node:async_hooks$/];
 
 const engineLayering = {
   meta: {
@@ -11,7 +13,7 @@ const engineLayering = {
     schema: [],
     messages: {
       outside: "src/engine must not import '{{source}}': it lies outside src/engine (others depend on the engine, never the reverse)",
-      impure: "src/engine must not import '{{source}}': the engine is pure (no I/O, clock or environment); allowed: zod, yaml, @noble/*, node:crypto",
+      impure: "src/engine must not import '{{source}}': the engine is pure (no I/O, clock or environment); allowed: zod, yaml, @noble/*, node:crypto, node:async_hooks (AsyncLocalStorage)",
     },
   },
   create(context) {

@@ -16,6 +16,7 @@ import { logKekTransitions } from '../keystore/key-lease.ts';
 import type { StreamOptions } from './open-stream.ts';
 import { openTracing } from '../observability/tracing.ts';
 import { registerOpsRoutes } from '../http/routes/ops-routes.ts';
+import { lazySubjectKeyStore, subjectStoreSettings } from '../subjects/index.ts';
 
 export interface Responders {
   responders: UnprotectResponder[];
@@ -60,7 +61,9 @@ export async function openResponders(options: Omit<StreamOptions, 'registryUrl' 
     ...staticMembership(options.env),
     log: (level, message, extra) => logger[level]({ kafka: extra }, message),
   });
-  const responders = names.map((name) => new UnprotectResponder({ name, config: config.responders[name]!, engine, verifier, audit, kafka, log: logger, now: options.now, tracing, configVersion: config.version }));
+  // opened on first use: only requests naming a data subject of subject-scoped fields read it
+  const subjects = lazySubjectKeyStore({ keystore: active.keystore, dataDir: options.dataDir, settings: subjectStoreSettings(options.env) });
+  const responders = names.map((name) => new UnprotectResponder({ name, config: config.responders[name]!, engine, verifier, audit, kafka, log: logger, now: options.now, tracing, configVersion: config.version, subjects }));
   // a version published elsewhere: its engine answers from now on (a key rotated elsewhere is read by the watch itself);
   // a responder's own settings (topics, group) are read at start only
   active.follow({
@@ -95,6 +98,7 @@ export async function openResponders(options: Omit<StreamOptions, 'registryUrl' 
       await ops?.close();
       await kafka.disconnect();
       await audit.close();
+      await subjects.close();
       await active.close();
       await tracing.shutdown();
     },

@@ -8,6 +8,7 @@ import { registerOpsRoutes } from '../http/routes/ops-routes.ts';
 import { openKafkaPort, staticMembership, streamClient } from '../stream/kafka-client.ts';
 import type { KafkaPort } from '../stream/ports.ts';
 import { ProtectPool } from '../stream/protect-pool.ts';
+import { lazySubjectKeyStore, subjectStoreSettings } from '../subjects/index.ts';
 import { serdes } from '../stream/serde/pipeline-serdes.ts';
 import type { ProtectWorkerData } from './protect-thread.ts';
 import { ProtectPipeline } from '../stream/protect-pipeline.ts';
@@ -80,6 +81,8 @@ export async function openStream(options: StreamOptions): Promise<StreamService>
   // the KEK stopping and answering again: once per change, on this process's log
   logKekTransitions(active.lease, logger);
   const { config, engine } = active;
+  // opened on first use: only pipelines whose fields are scoped to the data subject read it
+  const subjects = lazySubjectKeyStore({ keystore: active.keystore, dataDir: options.dataDir, settings: subjectStoreSettings(options.env) });
   const startedOn = active.file(active.holder.get().version);
   const names = options.pipelines ?? Object.keys(config.pipelines);
   const { rewrap } = options;
@@ -116,12 +119,13 @@ export async function openStream(options: StreamOptions): Promise<StreamService>
     const p = configOf(config, name)!;
     const serde = await serdeOf(p);
     let protector: ProtectPool | undefined;
-    if (threads > 0) {
+    // a pipeline whose records name their data subject protects in this thread (the subject keys are this process's)
+    if (threads > 0 && !p.subject) {
       const workerData: ProtectWorkerData = { configFile: startedOn, dataDir: options.dataDir, env: { ...options.env }, pipeline: name, ...(options.registryUrl ? { registryUrl: options.registryUrl } : {}), ...(rewrap ? { rewrap } : {}) };
       protector = new ProtectPool(threads, (configFile) => new Worker(PROTECT_WORKER, { workerData: { ...workerData, configFile: configFile ?? startedOn } }));
       pools.push(protector);
     }
-    return new ProtectPipeline({ name, config: p, configVersion: config.version, engine, kafka, serde, metrics, log: logger, stallMs: Number(options.env.VEIL_STREAM_STALL_MS ?? 60_000), ...(protector ? { protector } : {}), ...(rewrap ? { rewrap: { unprotectEvidences: rewrap.unprotectEvidences } } : {}), tracing });
+    return new ProtectPipeline({ name, config: p, configVersion: config.version, engine, kafka, serde, metrics, log: logger, stallMs: Number(options.env.VEIL_STREAM_STALL_MS ?? 60_000), ...(protector ? { protector } : {}), ...(rewrap ? { rewrap: { unprotectEvidences: rewrap.unprotectEvidences } } : {}), tracing, subjects });
   }));
   try {
     await Promise.all(pools.map((p) => p.ready()));
@@ -167,6 +171,7 @@ export async function openStream(options: StreamOptions): Promise<StreamService>
       await Promise.all(pools.map((p) => p.close()));
       await kafka.disconnect();
       await ops?.close();
+      await subjects.close();
       await active.close();
       await tracing.shutdown();
     },

@@ -64,6 +64,8 @@ export interface BoundFields {
   /** true when some field runs a sequence inverted: the transforms reveal cleartext */
   reveals: boolean;
   transforms: readonly Chain[];
+  /** index-aligned with transforms: whether the field's key is scoped to the data subject (run it in withSubject) */
+  subjectScoped: readonly boolean[];
 }
 
 /** What authorization decided for one field: its chain, or why not (without request and pointer). */
@@ -180,8 +182,10 @@ export class Engine {
     const forbidden: ErrorDetail[] = [];
     const unprocessable: ErrorDetail[] = [];
     let reveals = false;
+    const subjectScoped: boolean[] = [];
     const transforms = request.fields.map((f, i): Chain => {
       const outcome = this.decide(rights.rights!, rights.rights!.names.join(', '), action, f.className, f.propertyName);
+      subjectScoped.push(outcome.chain ? outcome.scoped : false);
       if (outcome.chain) {
         if (outcome.reveals) reveals = true;
         return outcome.chain;
@@ -191,7 +195,7 @@ export class Engine {
     });
     fail(forbidden);
     fail(unprocessable);
-    return { action, reveals, transforms };
+    return { action, reveals, transforms, subjectScoped };
   }
 
   /**
@@ -207,7 +211,7 @@ export class Engine {
     if (protect.action !== PROTECT || unprotect.action !== UNPROTECT) {
       throw new VeilError('CONFIG_INVALID', `a re-protection binds a Protect and an Unprotect processing context, not ${protect.action} and ${unprotect.action}`);
     }
-    return { action: 'Rewrap', reveals: false, transforms: unprotect.transforms.map((u, i) => chainThen(u, protect.transforms[i]!)) };
+    return { action: 'Rewrap', reveals: false, transforms: unprotect.transforms.map((u, i) => chainThen(u, protect.transforms[i]!)), subjectScoped: protect.subjectScoped };
   }
 
   /** decideField (shared with the role × field view), then the chain for one field. */

@@ -63,6 +63,11 @@ export const pipelineSchema = z.strictObject({
   tags: z.record(tagName, fieldRef).optional(),
   /** protect the record key too (so partitioning of the clean topic follows the protected key) */
   key: z.strictObject({ field: fieldRef }).optional(),
+  /**
+   * where a record names its data subject, for fields whose keys are scoped to the subject
+   * (docs/erasure.md): `key`, the record key as text (kept as it is unless `key` protects it)
+   */
+  subject: z.strictObject({ from: z.literal('key') }).optional(),
   /** what an absent or null mapped field does: pass it through as it is, or dead-letter the record */
   missing: z.enum(['pass', 'dead-letter']).default('pass'),
   keys: keysSchema.default('insensitive'),

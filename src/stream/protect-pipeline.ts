@@ -5,6 +5,7 @@ import { Liveness, type LivenessStatus } from './liveness.ts';
 import { PartitionTransactions } from './partition-transactions.ts';
 import { ProtectAhead } from './protect-ahead.ts';
 import { RecordProtector, type ChunkProtector } from './record-protector.ts';
+import type { SubjectKeyStore } from '../subjects/index.ts';
 import { headerValue, withHeaders, type Batch, type ConsumerPort, type InRecord, type KafkaPort, type OutRecord, type ProducerPort } from './ports.ts';
 import { fitsAlone } from './record-size.ts';
 import type { Serde } from './serde/serde.ts';
@@ -33,6 +34,8 @@ export interface PipelineDeps {
   log: PipelineLog;
   /** protects chunks of records elsewhere (a worker-thread pool); default: in this thread */
   protector?: ChunkProtector;
+  /** the subject-key store, for fields whose keys are scoped to the data subject (such pipelines protect in this thread) */
+  subjects?: SubjectKeyStore;
   /** re-protect (veil stream rewrap): values are unprotected with these evidences, then protected */
   rewrap?: { unprotectEvidences: Record<string, string> };
   /** liveness: unhealthy after this long without progress (default 60 s); recovery at half */
@@ -98,7 +101,7 @@ export class ProtectPipeline {
     this.groupId = c.groupId ?? `veil-protect-${deps.name}`;
     // authorization happens once, here, in this thread: a pipeline whose identity may not
     // protect its fields does not start (a worker pool binds the same fields again)
-    const inline = new RecordProtector({ name: deps.name, config: c, engine: deps.engine, serde: deps.serde, ...(deps.rewrap ? { rewrap: deps.rewrap } : {}) });
+    const inline = new RecordProtector({ name: deps.name, config: c, engine: deps.engine, serde: deps.serde, ...(deps.rewrap ? { rewrap: deps.rewrap } : {}), ...(deps.subjects ? { subjects: deps.subjects } : {}) });
     this.chunks = deps.protector ?? inline;
     this.veilHeaders = new CleanHeaders(deps.name, c, deps.configVersion);
     this.transactions = new PartitionTransactions(deps.kafka, this.groupId, (event, fields) => deps.log.debug?.({ pipeline: deps.name, ...fields }, `transaction ${event}`));
@@ -150,7 +153,7 @@ export class ProtectPipeline {
   async follow(next: { config: PipelineConfig; configVersion: string; engine: Engine; serde: Serde; configFile?: string }): Promise<void> {
     const changed = RESTART_ONLY.filter((k) => JSON.stringify(next.config[k]) !== JSON.stringify(this.deps.config[k]));
     if (changed.length) throw new VeilError('CONFIG_INVALID', `version ${next.configVersion} changes pipeline ${this.name}'s ${changed.join(', ')}: restart the process to run it`);
-    const inline = new RecordProtector({ name: this.name, config: next.config, engine: next.engine, serde: next.serde, ...(this.deps.rewrap ? { rewrap: this.deps.rewrap } : {}) });
+    const inline = new RecordProtector({ name: this.name, config: next.config, engine: next.engine, serde: next.serde, ...(this.deps.rewrap ? { rewrap: this.deps.rewrap } : {}), ...(this.deps.subjects ? { subjects: this.deps.subjects } : {}) });
     const previous = this.switching;
     const switching = (async () => {
       await previous;

@@ -1,4 +1,5 @@
-import { ValueError, VeilError, type Chain, type Engine } from '../engine/index.ts';
+import { isSubjectId, ValueError, VeilError, type Chain, type Engine } from '../engine/index.ts';
+import { fetchSubjectKeys, type SubjectKeyStore } from '../subjects/index.ts';
 import { unmappedKeyKind } from '../discover/guard.ts';
 import { unmappedPolicy, type PipelineConfig } from './pipeline-config.ts';
 import { mappings } from './protect-record.ts';
@@ -46,12 +47,14 @@ export class RecordProtector implements ChunkProtector {
   private readonly serde: Serde;
   /** every path the pipeline maps, as veil.protected.fields says when a serde cannot tell per record */
   private readonly allFields: string;
+  /** fields scoped to the data subject: each record runs under its subject's key (the record key) */
+  private readonly subjects?: { store: SubjectKeyStore; engine: Engine };
 
   /**
    * `rewrap`: the fields are bound for re-protection (Engine.bindRewrap): each value is unprotected
    * under its own key version with these processing evidences and protected under the primary.
    */
-  constructor(deps: { name: string; config: PipelineConfig; engine: Engine; serde: Serde; rewrap?: { unprotectEvidences: Record<string, string> } }) {
+  constructor(deps: { name: string; config: PipelineConfig; engine: Engine; serde: Serde; rewrap?: { unprotectEvidences: Record<string, string> }; subjects?: SubjectKeyStore }) {
     const c = deps.config;
     this.serde = deps.serde;
     const guard = unmappedPolicy(c);
@@ -65,6 +68,11 @@ export class RecordProtector implements ChunkProtector {
     const request = { identity: { subject: `pipeline:${deps.name}`, roles: c.roles }, rightsEvidences: evidences(c.rightsEvidences), processingEvidences: evidences(c.processingEvidences), fields };
     const bound = deps.rewrap ? deps.engine.bindRewrap({ ...request, unprotectEvidences: evidences(deps.rewrap.unprotectEvidences) }) : deps.engine.bind(request);
     if (bound.reveals) throw new VeilError('CONFIG_INVALID', `pipeline ${deps.name} would unprotect: protect pipelines only protect`);
+    if (bound.subjectScoped.some(Boolean)) {
+      if (!c.subject) throw new VeilError('CONFIG_INVALID', `pipeline ${deps.name} maps fields whose keys are scoped to the data subject: say where a record names its subject (subject: { from: key })`);
+      if (!deps.subjects) throw new VeilError('CONFIG_INVALID', `pipeline ${deps.name} maps fields whose keys are scoped to the data subject, and runs without the subject-key store`);
+      this.subjects = { store: deps.subjects, engine: deps.engine };
+    }
     const keyed = c.key ? 1 : 0;
     const guardPlan: GuardPlan | undefined = guard.action === 'pass' ? undefined : {
       action: guard.action,
@@ -87,6 +95,7 @@ export class RecordProtector implements ChunkProtector {
   }
 
   async protectChunk(items: readonly ChunkItem[]): Promise<ChunkOutcome[]> {
+    if (this.subjects) return this.protectChunkBySubject(items, this.subjects);
     if (this.serde.protectManySync) return this.protectChunkSync(items, this.serde.protectManySync.bind(this.serde));
     if (this.serde.protectMany) return this.protectChunkBatch(items, this.serde.protectMany.bind(this.serde));
     const out: ChunkOutcome[] = [];
@@ -99,6 +108,27 @@ export class RecordProtector implements ChunkProtector {
       }
     }
     return out;
+  }
+
+  /**
+   * Records of subject-scoped fields: the chunk's subjects' keys fetched at once (created on first
+   * use), then each record protected on its own under its subject's key — a batch of one field's
+   * values would mix subjects. A record without a key, or whose key is no subject id, is refused.
+   */
+  private async protectChunkBySubject(items: readonly ChunkItem[], s: { store: SubjectKeyStore; engine: Engine }): Promise<ChunkOutcome[]> {
+    const ids = items.map((item) => (item.key === null ? undefined : item.key.toString('utf8')));
+    const ring = await fetchSubjectKeys(s.store, ids.map((id) => (isSubjectId(id) ? { id, create: true } : undefined)), s.engine.returningSubjects);
+    return Promise.all(items.map(async (item, i): Promise<ChunkOutcome> => {
+      const id = ids[i];
+      if (id === undefined) return { code: 'SUBJECT_REQUIRED', path: KEY_PATH };
+      if (!isSubjectId(id)) return { code: 'SUBJECT_ID_INVALID', path: KEY_PATH };
+      try {
+        return await s.engine.withSubject(id, ring, () => this.protect(item));
+      } catch (e) {
+        if (e instanceof StreamError && !e.retriable) return failed(e);
+        throw e;
+      }
+    }));
   }
 
   /**

@@ -13,6 +13,7 @@ import { traceCarrierOf } from '../observability/kafka-trace.ts';
 import { ATTR, OUTCOME_OK } from '../observability/span-attributes.ts';
 import { SpanKind, SpanStatusCode, TRACING_OFF, type Tracing } from '../observability/tracing.ts';
 import { StreamCodeError } from './errors.ts';
+import { subjectKeysOf, type SubjectKeyStore } from '../subjects/index.ts';
 
 export interface ResponderDeps {
   name: string;
@@ -29,6 +30,8 @@ export interface ResponderDeps {
   tracing?: Tracing;
   /** the configuration version the engine was built from, named on the spans */
   configVersion?: string;
+  /** the subject-key store: requests whose Subject evidence names a data subject (subject-scoped keys) */
+  subjects?: SubjectKeyStore;
 }
 
 export const REQUEST_SPAN = 'stream.unprotect request';
@@ -65,7 +68,7 @@ export class UnprotectResponder {
     this.deps = deps;
     this.groupId = deps.config.groupId ?? `veil-unprotect-${deps.name}`;
     this.allowed = new Set(deps.config.replyTopics);
-    this.guard = new GuardedTransform({ engine: deps.engine, audit: deps.audit, now: deps.now, channel: 'kafka', scope: 'every' });
+    this.guard = this.guardOf(deps.engine);
     this.tracing = deps.tracing ?? TRACING_OFF;
     this.configVersion = deps.configVersion;
   }
@@ -74,7 +77,11 @@ export class UnprotectResponder {
   /** Requests from now on run on `engine` (a configuration version published since the start). */
   useEngine(engine: Engine, configVersion?: string): void {
     this.configVersion = configVersion;
-    this.guard = new GuardedTransform({ engine, audit: this.deps.audit, now: this.deps.now, channel: 'kafka', scope: 'every' });
+    this.guard = this.guardOf(engine);
+  }
+
+  private guardOf(engine: Engine): GuardedTransform {
+    return new GuardedTransform({ engine, audit: this.deps.audit, now: this.deps.now, channel: 'kafka', scope: 'every', ...subjectKeysOf(this.deps.subjects) });
   }
 
   /** Joins the group; a broker that cannot be reached yet is waited for (start-retry.ts). */

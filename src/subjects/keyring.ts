@@ -25,3 +25,8 @@ export async function fetchSubjectKeys(store: SubjectKeyStore, needs: Iterable<S
   }));
   return ring;
 }
+
+/** The `subjectKeys` of a GuardedTransform (src/audit) reading `store`; none without a store (scoped calls then fail with KEY_UNAVAILABLE). */
+export function subjectKeysOf(store: SubjectKeyStore | undefined): { subjectKeys?: (needs: Iterable<SubjectNeed | undefined>, returning: 'new-key' | 'refuse') => Promise<SubjectKeyring | undefined> } {
+  return store ? { subjectKeys: (needs, returning) => fetchSubjectKeys(store, needs, returning) } : {};
+}

@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { hkdfSync } from 'node:crypto';
 import { KEY_TYPES, type KeyType } from './key-provider.ts';
 import { revealKeyBytes, SecretKey } from './secret-key.ts';
@@ -29,26 +30,29 @@ export function isSubjectId(id: unknown): id is string {
 }
 export const SUBJECT_ID_RULE = `1 to ${SUBJECT_ID_MAX_BYTES} bytes of well-formed Unicode without control characters`;
 
+/** The subject of the values being transformed, and its entry in the keyring (`missing`: not fetched). */
+export interface CurrentSubject {
+  readonly subject: string;
+  readonly entry: SubjectEntry | undefined | 'missing';
+}
+
 /**
- * The subject a call's values belong to while the engine runs them. The engine runs a request's
- * values synchronously, so it sets the subject around them and nothing else can run in between.
+ * The subject a call's values belong to while the engine runs them. An AsyncLocalStorage, so that
+ * a record whose serde awaits (a schema registry) between its values keeps its subject, and
+ * records of different subjects can be protected concurrently.
  */
 export class SubjectSlot {
-  /** the subject id of the values being transformed; undefined: none was given */
-  subject: string | undefined;
-  /** its entry in the keyring (undefined: no key); `missing`: the adapter did not fetch it */
-  entry: SubjectEntry | undefined | 'missing' = 'missing';
+  private readonly storage = new AsyncLocalStorage<CurrentSubject | undefined>();
 
-  /** Runs `fn` with `subject`'s entry of `ring` as the current one. */
+  /** the subject of the values being transformed now; undefined: none was given */
+  current(): CurrentSubject | undefined {
+    return this.storage.getStore();
+  }
+
+  /** Runs `fn` with `subject`'s entry of `ring` as the current one (none: scoped values answer SUBJECT_REQUIRED). */
   run<T>(subject: string | undefined, ring: SubjectKeyring | undefined, fn: () => T): T {
-    const before = [this.subject, this.entry] as const;
-    this.subject = subject;
-    this.entry = subject === undefined || !ring?.has(subject) ? 'missing' : ring.get(subject);
-    try {
-      return fn();
-    } finally {
-      [this.subject, this.entry] = before;
-    }
+    const state = subject === undefined ? undefined : { subject, entry: ring?.has(subject) ? ring.get(subject) : 'missing' as const };
+    return this.storage.run(state, fn);
   }
 }
 

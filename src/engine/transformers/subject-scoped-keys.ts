@@ -44,9 +44,10 @@ export class SubjectScopedKeys<P> implements KeyVersions<P> {
   }
 
   private entry(): SubjectEntry | undefined {
-    if (this.slot.subject === undefined) throw new ValueError('SUBJECT_REQUIRED', `is protected under key reference ${this.ref.name}, scoped to the data subject, and no subject was given`);
-    if (this.slot.entry === 'missing') throw new VeilError('KEY_UNAVAILABLE', `the data subject's key for key reference ${this.ref.name} was not fetched before the call`);
-    return this.slot.entry;
+    const current = this.slot.current();
+    if (current === undefined) throw new ValueError('SUBJECT_REQUIRED', `is protected under key reference ${this.ref.name}, scoped to the data subject, and no subject was given`);
+    if (current.entry === 'missing') throw new VeilError('KEY_UNAVAILABLE', `the data subject's key for key reference ${this.ref.name} was not fetched before the call`);
+    return current.entry;
   }
 
   private primitive(subjectKey: SecretKey): P {

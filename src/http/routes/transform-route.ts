@@ -13,7 +13,7 @@ import { engineSource, type EngineSource } from '../engine-source.ts';
 import type { Tracing } from '../../observability/tracing.ts';
 import { transformTrace } from './transform-trace.ts';
 import { DoorError } from '../../errors/door-errors.ts';
-import { fetchSubjectKeys, type SubjectKeyStore } from '../../subjects/index.ts';
+import { subjectKeysOf, type SubjectKeyStore } from '../../subjects/index.ts';
 
 interface Deps {
   engine: Engine | EngineSource;
@@ -45,8 +45,7 @@ export function registerTransformRoute(app: FastifyInstance, deps: Deps): void {
   // the engine is read once per call: a publish in the admin portal swaps it for later calls only
   const engines = engineSource(deps.engine);
   const guards = new WeakMap<Engine, GuardedTransform>();
-  const store = deps.subjects;
-  const subjectKeys = store ? { subjectKeys: (needs: Parameters<typeof fetchSubjectKeys>[1], returning: 'new-key' | 'refuse') => fetchSubjectKeys(store, needs, returning) } : {};
+  const subjectKeys = subjectKeysOf(deps.subjects);
   const guardOf = (engine: Engine) => {
     let guard = guards.get(engine);
     if (!guard) guards.set(engine, (guard = new GuardedTransform({ engine, audit: deps.audit, now: deps.now, channel: 'http', scope: 'revealing', ...subjectKeys })));

@@ -1,0 +1,93 @@
+import { randomBytes } from 'node:crypto';
+import { afterEach, describe, expect, it } from 'vitest';
+import { Engine, SecretKey } from '../../src/engine/index.ts';
+import { RecordProtector, type ChunkItem } from '../../src/stream/record-protector.ts';
+import { jsonSerde } from '../../src/stream/serde/json-serde.ts';
+import { openSubjectKeyStore, type SubjectKeyStore } from '../../src/subjects/index.ts';
+import { keysFor, veilConfigOrFail } from '../helpers/engine-fixture.ts';
+import { cleanup, keystoreIn, tempDir } from '../subjects/helpers.ts';
+
+/** A JSON pipeline whose fields are scoped to the data subject named by the record key (issue 29). */
+const CONFIG = (subjectLine: string) => `
+version: 1
+keys:
+  person-siv: { type: aes-siv, scope: subject }
+  shared-siv: { type: aes-siv }
+sequences:
+  email: { steps: [{ type: aes-siv, key: person-siv }] }
+  city: { steps: [{ type: aes-siv, key: shared-siv }] }
+classes:
+  Person:
+    properties:
+      email: { protect: email }
+      city: { protect: city }
+rightsContexts:
+  ingest: { evidences: { Role: ingest }, grants: [{ actions: [Protect, Unprotect], fields: ['Person.*'] }] }
+processingContexts:
+  protect: { evidences: { Action: Protect } }
+  unprotect: { evidences: { Action: Unprotect } }
+pipelines:
+  p:
+    source: { topics: [raw] }
+    sink: { topic: clean }
+    deadLetterTopic: dlq
+    format: json
+    fields: [ { path: email, field: Person.email }, { path: city, field: Person.city } ]
+${subjectLine}
+    roles: [ingest]
+    rightsEvidences: { Role: ingest }
+    processingEvidences: { Action: Protect }
+`;
+
+const stores: SubjectKeyStore[] = [];
+afterEach(async () => {
+  await Promise.all(stores.splice(0).map((s) => s.close()));
+  await cleanup();
+});
+
+async function setup(subjectLine = '    subject: { from: key }') {
+  const config = veilConfigOrFail(CONFIG(subjectLine));
+  const engine = new Engine({ config: config.engine, keys: keysFor(config.engine) });
+  const dir = await tempDir();
+  const store = await openSubjectKeyStore({ keystore: await keystoreIn(dir, SecretKey.fromBytes(randomBytes(32))), dataDir: dir, maxStalenessMs: 300 });
+  stores.push(store);
+  return { config, engine, store, protector: new RecordProtector({ name: 'p', config: config.pipelines.p!, engine, serde: jsonSerde(), subjects: store }) };
+}
+
+const item = (key: string | null, email: string): ChunkItem => ({ topic: 'clean', key: key === null ? null : Buffer.from(key), value: Buffer.from(`{"email":${JSON.stringify(email)},"city":"Oslo","n":1.50}`) });
+
+function unprotect(engine: Engine, subject: string, store: SubjectKeyStore, email: string) {
+  return store.existing(subject).then((entry) => engine.execute(engine.plan({
+    rightsContexts: [{ guid: '00000000-0000-4000-8000-000000000001', evidences: [{ name: 'Role', value: 'ingest' }] }],
+    processingContexts: [{ guid: '00000000-0000-4000-8000-000000000002', evidences: [{ name: 'Action', value: 'Unprotect' }, { name: 'Subject', value: subject }] }],
+    requests: [{ guid: '00000000-0000-4000-8000-000000000003', rightsContext: '00000000-0000-4000-8000-000000000001', processingContext: '00000000-0000-4000-8000-000000000002', instances: [{ className: 'Person', propertyName: 'email', value: email }] }],
+  }, { subject: 't', roles: ['ingest'] }), new Map([[subject, entry]])).responses[0]!.instances[0]!.value);
+}
+
+describe('a pipeline whose fields are scoped to the data subject of the record key', () => {
+  it('protects each record under its key\'s subject; equal emails of two subjects differ; unmapped bytes pass as they are', async () => {
+    const { engine, store, protector } = await setup();
+    const out = await protector.protectChunk([item('cust-1', 'same@example.org'), item('cust-2', 'same@example.org'), item('cust-1', 'same@example.org')]);
+    const emails = out.map((o) => JSON.parse(('value' in o ? o.value : Buffer.alloc(0)).toString()).email as string);
+    expect(emails[0]).toBe(emails[2]);
+    expect(emails[0]).not.toBe(emails[1]);
+    expect(('value' in out[0]! ? out[0].value : Buffer.alloc(0)).toString()).toContain('"n":1.50');
+    expect(await unprotect(engine, 'cust-1', store, emails[0]!)).toBe('same@example.org');
+    expect(await unprotect(engine, 'cust-2', store, emails[1]!)).toBe('same@example.org');
+  });
+
+  it('a record without a key is dead-lettered SUBJECT_REQUIRED; a key that is no subject id SUBJECT_ID_INVALID; erased subjects SUBJECT_ERASED once refused', async () => {
+    const { store, protector } = await setup();
+    await store.erase('gone', { by: 'test', reason: 'test' });
+    const out = await protector.protectChunk([item(null, 'a@example.org'), item('bad\u0000id', 'a@example.org'), item('ok', 'a@example.org')]);
+    expect(out.map((o) => ('code' in o ? o.code : 'ok'))).toEqual(['SUBJECT_REQUIRED', 'SUBJECT_ID_INVALID', 'ok']);
+    // returning: new-key (the default): an erased id protects again under a new generation
+    const again = await protector.protectChunk([item('gone', 'a@example.org')]);
+    expect('value' in again[0]!).toBe(true);
+    expect(await store.status('gone')).toMatchObject({ state: 'exists', generation: 2 });
+  });
+
+  it('a pipeline mapping subject-scoped fields without saying where its subject is does not start', async () => {
+    await expect(setup('')).rejects.toMatchObject({ code: 'CONFIG_INVALID', message: expect.stringContaining('subject: { from: key }') });
+  });
+});
