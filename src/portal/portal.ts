@@ -14,6 +14,7 @@ import { registerDraftRoutes } from './routes/draft-routes.ts';
 import { registerTesterRoutes } from './routes/tester-routes.ts';
 import { registerInsightRoutes } from './routes/insight-routes.ts';
 import { registerDiscoverRoutes } from './routes/discover-routes.ts';
+import { registerSubjectRoutes } from './routes/subject-routes.ts';
 
 export const CONTENT_SECURITY_POLICY = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
@@ -87,6 +88,7 @@ export function registerPortal(app: FastifyInstance, deps: PortalDeps): void {
     registerDiscoverRoutes(scope, context);
     registerTesterRoutes(scope, context);
     registerInsightRoutes(scope, context);
+    registerSubjectRoutes(scope, context);
 
     scope.setErrorHandler((error, req, reply) => {
       const code = (error as { code?: string }).code;

@@ -33,6 +33,9 @@ const ROUTES: [method: 'GET' | 'POST', path: string, right: Right, form?: Record
   ['POST', '/admin/discover', 'editor', { records: '{"email":"a@example.org"}' }],
   ['POST', '/admin/discover/draft', 'editor', { finding: 'email\temail\t1\t1' }],
   ['GET', '/admin/audit', 'viewer'],
+  ['GET', '/admin/subjects', 'viewer'],
+  ['POST', '/admin/subjects', 'viewer', { op: 'status', subject: 'someone' }],
+  ['POST', '/admin/subjects', 'publisher', { op: 'erase', subject: 'someone', reason: 'r', confirm: 'yes' }],
   ['POST', '/admin/sign-out', 'viewer'],
 ];
 

@@ -9,6 +9,7 @@ const NAV: readonly [string, string][] = [
   ['/admin/keys', 'Keys'],
   ['/admin/pipelines', 'Pipelines'],
   ['/admin/discover', 'Discovery'],
+  ['/admin/subjects', 'Subjects'],
   ['/admin/audit', 'Audit'],
 ];
 
