@@ -58,6 +58,34 @@ function manyOf(step: Step): ((values: readonly string[]) => (string | ValueErro
   };
 }
 
+/**
+ * The chain, except that a value it refuses as SUBJECT_ERASED is answered unchanged, and counted:
+ * a re-protection carries an erased subject's values through as they are (unreadable wherever
+ * they are copied), rather than failing the record or table they sit in.
+ */
+export function keepingErased(chain: Chain, kept: (count: number) => void): Chain {
+  const out = ((value: string) => {
+    try {
+      return chain(value);
+    } catch (e) {
+      if (!(e instanceof ValueError && e.code === 'SUBJECT_ERASED')) throw e;
+      kept(1);
+      return value;
+    }
+  }) as Chain;
+  out.many = (values) => {
+    let count = 0;
+    const results = chain.many(values).map((r, i) => {
+      if (!(r instanceof ValueError && r.code === 'SUBJECT_ERASED')) return r;
+      count++;
+      return values[i]!;
+    });
+    if (count) kept(count);
+    return results;
+  };
+  return out;
+}
+
 /** The steps in order over many values: a value refused by a step skips the later ones. */
 function chainOf(steps: readonly Step[]): Chain {
   const one = steps.length === 1 ? steps[0]!.one : (value: string) => steps.reduce((v, step) => step.one(v), value);

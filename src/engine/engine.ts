@@ -1,5 +1,5 @@
 import { pooledRandom } from './crypto/random-pool.ts';
-import { ChainCache, chainThen, type Chain } from './chains.ts';
+import { ChainCache, chainThen, keepingErased, type Chain } from './chains.ts';
 import { PROTECT, UNPROTECT, type CompiledConfig } from './config/compiled.ts';
 import { combine, ValueError, VeilError, type ErrorDetail } from './errors.ts';
 import type { KeyProvider } from './key-access/key-provider.ts';
@@ -203,15 +203,22 @@ export class Engine {
    * key version its header names) and protects it again (under the primary version). The caller's
    * identity needs both actions on every field: `processingEvidences` must select a Protect
    * context and `unprotectEvidences` an Unprotect one (CONFIG_INVALID otherwise), each checked as
-   * bind() checks. Nothing here reveals: cleartext never leaves a transform.
+   * bind() checks. Nothing here reveals: cleartext never leaves a transform. `erasedKept`: a value
+   * of an erased data subject is carried through unchanged and counted, instead of refused.
    */
-  bindRewrap(request: BindRequest & { unprotectEvidences: readonly { name: string; value: string }[] }): BoundFields {
+  bindRewrap(request: BindRequest & { unprotectEvidences: readonly { name: string; value: string }[] }, options: { erasedKept?: (count: number) => void } = {}): BoundFields {
     const protect = this.bind(request);
     const unprotect = this.bind({ ...request, processingEvidences: request.unprotectEvidences });
     if (protect.action !== PROTECT || unprotect.action !== UNPROTECT) {
       throw new VeilError('CONFIG_INVALID', `a re-protection binds a Protect and an Unprotect processing context, not ${protect.action} and ${unprotect.action}`);
     }
-    return { action: 'Rewrap', reveals: false, transforms: unprotect.transforms.map((u, i) => chainThen(u, protect.transforms[i]!)), subjectScoped: protect.subjectScoped };
+    // values of erased data subjects are carried through unchanged (and counted) when the caller asks
+    const kept = options.erasedKept;
+    const transforms = unprotect.transforms.map((u, i) => {
+      const chain = chainThen(u, protect.transforms[i]!);
+      return kept && protect.subjectScoped[i] ? keepingErased(chain, kept) : chain;
+    });
+    return { action: 'Rewrap', reveals: false, transforms, subjectScoped: protect.subjectScoped };
   }
 
   /** decideField (shared with the role × field view), then the chain for one field. */

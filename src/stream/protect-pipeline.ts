@@ -101,7 +101,7 @@ export class ProtectPipeline {
     this.groupId = c.groupId ?? `veil-protect-${deps.name}`;
     // authorization happens once, here, in this thread: a pipeline whose identity may not
     // protect its fields does not start (a worker pool binds the same fields again)
-    const inline = new RecordProtector({ name: deps.name, config: c, engine: deps.engine, serde: deps.serde, ...(deps.rewrap ? { rewrap: deps.rewrap } : {}), ...(deps.subjects ? { subjects: deps.subjects } : {}) });
+    const inline = new RecordProtector({ name: deps.name, config: c, engine: deps.engine, serde: deps.serde, ...this.rewrapOf(), ...(deps.subjects ? { subjects: deps.subjects } : {}) });
     this.chunks = deps.protector ?? inline;
     this.veilHeaders = new CleanHeaders(deps.name, c, deps.configVersion);
     this.transactions = new PartitionTransactions(deps.kafka, this.groupId, (event, fields) => deps.log.debug?.({ pipeline: deps.name, ...fields }, `transaction ${event}`));
@@ -142,6 +142,13 @@ export class ProtectPipeline {
     this.ahead.clear();
   }
 
+  /** a rewrap's unprotect evidences, counting the values of erased data subjects it carries through unchanged */
+  private rewrapOf(): { rewrap?: { unprotectEvidences: Record<string, string>; erasedKept: (count: number) => void } } {
+    const rewrap = this.deps.rewrap;
+    if (!rewrap) return {};
+    return { rewrap: { ...rewrap, erasedKept: (count) => this.deps.metrics.erasedKept.inc({ pipeline: this.deps.name }, count) } };
+  }
+
   /**
    * Runs another configuration version (one published since this process started): its fields,
    * key, rights and engine. In-flight batches finish under the old one, the next begin under the
@@ -153,7 +160,7 @@ export class ProtectPipeline {
   async follow(next: { config: PipelineConfig; configVersion: string; engine: Engine; serde: Serde; configFile?: string }): Promise<void> {
     const changed = RESTART_ONLY.filter((k) => JSON.stringify(next.config[k]) !== JSON.stringify(this.deps.config[k]));
     if (changed.length) throw new VeilError('CONFIG_INVALID', `version ${next.configVersion} changes pipeline ${this.name}'s ${changed.join(', ')}: restart the process to run it`);
-    const inline = new RecordProtector({ name: this.name, config: next.config, engine: next.engine, serde: next.serde, ...(this.deps.rewrap ? { rewrap: this.deps.rewrap } : {}), ...(this.deps.subjects ? { subjects: this.deps.subjects } : {}) });
+    const inline = new RecordProtector({ name: this.name, config: next.config, engine: next.engine, serde: next.serde, ...this.rewrapOf(), ...(this.deps.subjects ? { subjects: this.deps.subjects } : {}) });
     const previous = this.switching;
     const switching = (async () => {
       await previous;

@@ -52,9 +52,10 @@ export class RecordProtector implements ChunkProtector {
 
   /**
    * `rewrap`: the fields are bound for re-protection (Engine.bindRewrap): each value is unprotected
-   * under its own key version with these processing evidences and protected under the primary.
+   * under its own key version with these processing evidences and protected under the primary; a
+   * value of an erased data subject is carried through unchanged and counted (`erasedKept`).
    */
-  constructor(deps: { name: string; config: PipelineConfig; engine: Engine; serde: Serde; rewrap?: { unprotectEvidences: Record<string, string> }; subjects?: SubjectKeyStore }) {
+  constructor(deps: { name: string; config: PipelineConfig; engine: Engine; serde: Serde; rewrap?: { unprotectEvidences: Record<string, string>; erasedKept?: (count: number) => void }; subjects?: SubjectKeyStore }) {
     const c = deps.config;
     this.serde = deps.serde;
     const guard = unmappedPolicy(c);
@@ -66,7 +67,8 @@ export class RecordProtector implements ChunkProtector {
     });
     const evidences = (e: Record<string, string>) => Object.entries(e).map(([name, value]) => ({ name, value }));
     const request = { identity: { subject: `pipeline:${deps.name}`, roles: c.roles }, rightsEvidences: evidences(c.rightsEvidences), processingEvidences: evidences(c.processingEvidences), fields };
-    const bound = deps.rewrap ? deps.engine.bindRewrap({ ...request, unprotectEvidences: evidences(deps.rewrap.unprotectEvidences) }) : deps.engine.bind(request);
+    const kept = deps.rewrap?.erasedKept;
+    const bound = deps.rewrap ? deps.engine.bindRewrap({ ...request, unprotectEvidences: evidences(deps.rewrap.unprotectEvidences) }, kept ? { erasedKept: kept } : {}) : deps.engine.bind(request);
     if (bound.reveals) throw new VeilError('CONFIG_INVALID', `pipeline ${deps.name} would unprotect: protect pipelines only protect`);
     if (bound.subjectScoped.some(Boolean)) {
       if (!c.subject) throw new VeilError('CONFIG_INVALID', `pipeline ${deps.name} maps fields whose keys are scoped to the data subject: say where a record names its subject (subject: { from: key })`);

@@ -11,6 +11,7 @@ export class StreamMetrics {
   /** the paths each pipeline has counted findings under, bounded: a producer's field names must not grow the series without end */
   private readonly unmappedPaths = new Map<string, Set<string>>();
   readonly schemaRefused = new Counter({ name: SCHEMA_REFUSED_METRIC, help: 'Records dead-lettered because their writer\'s schema lacks a mapped path (SCHEMA_PATH_UNKNOWN), by schema id and path', labelNames: ['pipeline', 'schema', 'path'] as const, registers: [this.registry] });
+  readonly erasedKept = new Counter({ name: 'veil_stream_rewrap_erased_values_total', help: 'Values of erased data subjects a rewrap carried through unchanged (unreadable, as before)', labelNames: ['pipeline'] as const, registers: [this.registry] });
   readonly retries = new Counter({ name: 'veil_stream_batch_retries_total', help: 'Batches aborted for a retriable failure and read again', labelNames: ['pipeline'] as const, registers: [this.registry] });
   readonly recoveries = new Counter({ name: 'veil_stream_recoveries_total', help: 'Times a stalled or crashed consumer was re-created with its producers', labelNames: ['pipeline'] as const, registers: [this.registry] });
   readonly batchLatency = new Histogram({

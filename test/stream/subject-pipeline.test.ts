@@ -87,6 +87,21 @@ describe('a pipeline whose fields are scoped to the data subject of the record k
     expect(await store.status('gone')).toMatchObject({ state: 'exists', generation: 2 });
   });
 
+  it('a rewrap carries an erased subject\'s values through unchanged and counts them; the others are re-protected', async () => {
+    const { config, engine, store, protector } = await setup();
+    const protectedRecords = await protector.protectChunk([item('keep', 'k@example.org'), item('erase-me', 'e@example.org')]);
+    const clean = protectedRecords.map((o, i) => ({ topic: 'next', key: Buffer.from(i === 0 ? 'keep' : 'erase-me'), value: 'value' in o ? o.value : null }));
+    await store.erase('erase-me', { by: 'test', reason: 'test' });
+    const kept: number[] = [];
+    const rewrap = new RecordProtector({ name: 'p', config: config.pipelines.p!, engine, serde: jsonSerde(), subjects: store, rewrap: { unprotectEvidences: { Action: 'Unprotect' }, erasedKept: (n) => kept.push(n) } });
+    const out = await rewrap.protectChunk(clean);
+    expect(out.every((o) => 'value' in o)).toBe(true);
+    const email = (o: (typeof out)[number]) => JSON.parse(('value' in o ? o.value : Buffer.alloc(0)).toString()).email as string;
+    expect(email(out[1]!)).toBe(JSON.parse(clean[1]!.value!.toString()).email);
+    expect(kept).toEqual([1]);
+    expect(await unprotect(engine, 'keep', store, email(out[0]!))).toBe('k@example.org');
+  });
+
   it('a pipeline mapping subject-scoped fields without saying where its subject is does not start', async () => {
     await expect(setup('')).rejects.toMatchObject({ code: 'CONFIG_INVALID', message: expect.stringContaining('subject: { from: key }') });
   });
