@@ -542,7 +542,10 @@ describe('no bad input is a server error, and nothing leaks', () => {
       'DB_NOT_CONFIGURED', 'DB_ROLE_UNMAPPED', 'DB_CREDENTIALS_REFUSED', 'DB_SERVICE_UNAVAILABLE', 'DB_ARGUMENT_INVALID', 'DB_RATE_LIMITED',
       // keys scoped to the data subject (covered by test/http/subjects-transform.test.ts, test/engine/subject-scope.test.ts,
       // test/subjects and test/integration/subjects-*.test.ts)
-      'SUBJECT_ERASED', 'SUBJECT_ID_INVALID', 'SUBJECT_REQUIRED', 'SUBJECT_STORE_UNAVAILABLE'];
+      'SUBJECT_ERASED', 'SUBJECT_ID_INVALID', 'SUBJECT_REQUIRED', 'SUBJECT_STORE_UNAVAILABLE',
+      // the erasure doors: the admin API, the portal's Subjects page and veil subjects (covered by
+      // test/security/admin-subjects-api.test.ts, test/portal/subjects-page.test.ts, test/subjects and test/cli)
+      'ERASURE_REQUEST_INVALID', 'ERASURE_NOT_PERMITTED', 'RECEIPT_INVALID'];
     // METHOD_NOT_ALLOWED has its own test above (405 with Allow)
     const reportedAbove: ErrorCode[] = ['METHOD_NOT_ALLOWED'];
     const missing = (Object.keys(ERROR_CATALOG) as ErrorCode[]).filter((c) => !covered.has(c) && !notByHttpInput.includes(c) && !reportedAbove.includes(c));
