@@ -3,6 +3,7 @@ import { readFile } from 'node:fs/promises';
 import { VeilError } from '../engine/index.ts';
 import { LocalKeystore } from '../keystore/local-keystore.ts';
 import { macVerifies, macWith } from '../keystore/keystore-mac.ts';
+import { ensureKey } from '../keystore/ensure-key.ts';
 import { authInput, CONTROL_MAC_KEY } from './control-auth.ts';
 import type { Accepted, ControlWrite, History } from './control-log.ts';
 import type { Env } from '../env/index.ts';
@@ -189,11 +190,5 @@ export function controlTopicSettings(env: Env): { replicationFactor?: number; mi
 
 /** The key set's control key (hmac-sha256), created by the first process that finds none; a racing creator's key is taken. */
 export async function ensureControlKey(keystore: LocalKeystore): Promise<void> {
-  if (keystore.info(CONTROL_MAC_KEY)) return;
-  try {
-    await keystore.create(CONTROL_MAC_KEY, 'hmac-sha256');
-  } catch (e) {
-    if (!(e instanceof VeilError && e.code === 'KEY_EXISTS')) throw e;
-    await keystore.reload();
-  }
+  await ensureKey(keystore, CONTROL_MAC_KEY, 'hmac-sha256');
 }

@@ -1,6 +1,7 @@
 import { createCipheriv, createDecipheriv, createHash, createHmac, randomBytes } from 'node:crypto';
 import { revealKeyBytes, SecretKey, type KeyProvider } from '../engine/index.ts';
 import { KeystoreError } from './errors.ts';
+import { ensureKey, type KeyCreator } from './ensure-key.ts';
 
 /**
  * Subject keys (issue 29, crypto-shredding): one random 256-bit data key per data subject, never
@@ -25,10 +26,7 @@ export const WRAPPED_SUBJECT_KEY_BYTES = 4 + NONCE_BYTES + DATA_KEY_BYTES + TAG_
 const AD_PREFIX = Buffer.from('veil-subject-key/1\0', 'utf8');
 
 /** What the store needs of the keystore to create them: LocalKeystore. */
-export interface SubjectKeySource extends KeyProvider {
-  create(id: string, type: 'aes-gcm' | 'hmac-sha256'): Promise<unknown>;
-  reload(): Promise<void>;
-}
+export type SubjectKeySource = KeyCreator<'aes-gcm' | 'hmac-sha256'>;
 
 /** A new subject key: its handle and its wrapped form (what is stored). */
 export interface NewSubjectKey {
@@ -43,15 +41,8 @@ export interface NewSubjectKey {
  * wrapped under its primary version, older ones keep unwrapping under theirs.
  */
 export async function ensureSubjectKeys(keystore: SubjectKeySource): Promise<void> {
-  for (const [id, type] of [[SUBJECT_WRAP_KEY, 'aes-gcm'], [SUBJECT_INDEX_KEY, 'hmac-sha256']] as const) {
-    if (keystore.info(id)) continue;
-    try {
-      await keystore.create(id, type);
-    } catch (e) {
-      if (!(e instanceof KeystoreError && e.code === 'KEY_EXISTS')) throw e;
-      await keystore.reload();
-    }
-  }
+  await ensureKey(keystore, SUBJECT_WRAP_KEY, 'aes-gcm');
+  await ensureKey(keystore, SUBJECT_INDEX_KEY, 'hmac-sha256');
 }
 
 /** Wraps and unwraps subject keys under a key set (a KeyProvider holding the two keys above). */

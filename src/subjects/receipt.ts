@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { createLocalJWKSet, errors as joseErrors, jwtVerify } from 'jose';
 import { z } from 'zod';
-import { VeilError, type KeyProvider } from '../engine/index.ts';
+import type { KeyProvider } from '../engine/index.ts';
+import { ensureKey, type KeyCreator } from '../keystore/ensure-key.ts';
 import { JwtSigner } from '../keystore/jwt-signer.ts';
 import { SubjectsError } from './errors.ts';
 import type { Erasure } from './subject-store.ts';
@@ -43,21 +44,10 @@ export interface ErasureReceipt {
 }
 
 /** What receipts need of the key set to sign: LocalKeystore (the key is created on first use). */
-export interface ReceiptKeySource extends KeyProvider {
-  create(id: string, type: 'jwt-es256'): Promise<unknown>;
-  reload(): Promise<void>;
-}
+export type ReceiptKeySource = KeyCreator<'jwt-es256'>;
 
 /** Creates `veil-receipts` when absent; a process that lost the race to create it reads the winner's. */
-export async function ensureReceiptKey(keys: ReceiptKeySource): Promise<void> {
-  if (keys.info(RECEIPT_KEY)) return;
-  try {
-    await keys.create(RECEIPT_KEY, 'jwt-es256');
-  } catch (e) {
-    if (!(e instanceof VeilError && e.code === 'KEY_EXISTS')) throw e;
-    await keys.reload();
-  }
-}
+export const ensureReceiptKey = (keys: ReceiptKeySource): Promise<void> => ensureKey(keys, RECEIPT_KEY, 'jwt-es256');
 
 /** Signs receipts under the primary version of `veil-receipts`, created on first use. */
 export class ReceiptSigner {
