@@ -149,7 +149,7 @@ export async function openService(options: ServiceOptions): Promise<Service> {
   // VEIL_DB_SOCKET: PostgreSQL's triggers protect over a local Unix socket (docs/database.md)
   const socketOptions = dbSocketOptionsFromEnv(options.env);
   const dbSocket = socketOptions && await openDbSocket(socketOptions, {
-    engine: () => holder.current(), verifier, audit, now: options.now, log: logger, limits: service.limits, rateLimit: service.rateLimit,
+    engine: () => holder.current(), verifier, audit, now: options.now, log: logger, limits: service.limits, rateLimit: service.rateLimit, subjects,
   });
   app.addHook('onClose', async () => {
     draining = true;

@@ -2,14 +2,15 @@ import { parseArgs } from 'node:util';
 import type { VeilConfig } from '../app/config-file.ts';
 import { openEngine } from '../app/open-engine.ts';
 import { resolveConfigPath, resolveDataDir } from '../env/index.ts';
-import { VeilError, type KeyProvider } from '../engine/index.ts';
-import { inspectTable, RewrapRefused, runRewrap, type ColumnField, type RewrapCounts, type RewrapResult, type SqlSession } from '../db/rewrap.ts';
+import { VeilError, type Engine, type KeyProvider } from '../engine/index.ts';
+import { inspectTable, RewrapRefused, runRewrap, type ColumnField, type RewrapCounts, type RewrapResult, type RewrapSubjects, type SqlSession } from '../db/rewrap.ts';
+import { fetchSubjectKeys, openSubjectKeyStore, subjectStoreSettings, type SubjectKeyStore } from '../subjects/index.ts';
 import { checkColumnName, parseTableName, type TableName } from '../db/rewrap-sql.ts';
 import { UsageError } from './errors.ts';
 import type { CliIo } from './io.ts';
 
 export const rewrapHelp = `Usage: veil db rewrap --table [SCHEMA.]TABLE --key-column COL --role ROLE
-                      [--column COL=Class.property ...] [--rights Name=Value ...] [--batch N]
+                      [--column COL=Class.property ...] [--subject-column COL] [--rights Name=Value ...] [--batch N]
                       [--restart] [--database-url URL] [--config F] [--data-dir D]
 
 Re-protects a table's protected columns under each key's primary version after a key rotation
@@ -30,12 +31,20 @@ A value that cannot be re-protected (a key version the keystore lacks, a value t
 protected) is left as stored and reported by key column value, column and code (never a value);
 the refusals are kept in veil_rewrap.refused.
 
+Fields protected under keys scoped to the data subject run under each row's subject's key: the
+subject column is the one veil.attach_subject named (or --subject-column). A value of an erased
+subject cannot be unprotected by anyone: it is kept as stored and counted ("erased"), and does
+not fail the rewrap. The subjects' keys come from the subject-key store (VEIL_SUBJECT_STORE, as
+for veil serve); a rewrap never creates one.
+
 Options:
   --table T        the table, as the catalog names it (case-sensitive)
   --key-column C   NOT NULL and alone in a unique index (the primary key); its values name rows
                    in the report, so it must not be a protected column
   --column C=F     a protected column and its field (Customer.email); repeatable. Default: the
                    columns veil's trigger maps (veil.attach)
+  --subject-column C   the column naming each row's data subject, for a table without veil's
+                   trigger (default: the one veil.attach_subject named)
   --role R         the veil role the rewrap runs as: it needs Protect and Unprotect on every field
   --rights N=V     rights evidences (repeatable; default Role=<role>)
   --protect-evidence N=V, --unprotect-evidence N=V
@@ -61,6 +70,8 @@ export interface RewrapOptions {
   keyColumn: string;
   /** undefined: the columns veil's trigger maps */
   columns?: ColumnField[];
+  /** undefined: the one veil's trigger names, if any */
+  subjectColumn?: string;
   role: string;
   rights: { name: string; value: string }[];
   protectEvidences: { name: string; value: string }[];
@@ -96,7 +107,7 @@ export function parseRewrapArgs(args: string[], io: Pick<CliIo, 'env' | 'cwd'>):
     ({ values } = parseArgs({
       args,
       options: {
-        table: { type: 'string' }, 'key-column': { type: 'string' }, column: { type: 'string', multiple: true }, role: { type: 'string' },
+        table: { type: 'string' }, 'key-column': { type: 'string' }, column: { type: 'string', multiple: true }, 'subject-column': { type: 'string' }, role: { type: 'string' },
         rights: { type: 'string', multiple: true }, 'protect-evidence': { type: 'string', multiple: true }, 'unprotect-evidence': { type: 'string', multiple: true },
         batch: { type: 'string' }, restart: { type: 'boolean' }, 'database-url': { type: 'string' }, config: { type: 'string' }, 'data-dir': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
@@ -111,9 +122,11 @@ export function parseRewrapArgs(args: string[], io: Pick<CliIo, 'env' | 'cwd'>):
   if (!values.role) throw new UsageError('needs --role (the veil role to re-protect as)');
   let table: TableName;
   let keyColumn: string;
+  let subjectColumn: string | undefined;
   try {
     table = parseTableName(values.table);
     keyColumn = checkColumnName(values['key-column'], '--key-column');
+    if (values['subject-column'] !== undefined) subjectColumn = checkColumnName(values['subject-column'], '--subject-column');
   } catch (e) {
     throw new UsageError((e as Error).message);
   }
@@ -123,7 +136,7 @@ export function parseRewrapArgs(args: string[], io: Pick<CliIo, 'env' | 'cwd'>):
   if (!databaseUrl) throw new UsageError('needs --database-url (or $VEIL_PG_URL or $DATABASE_URL)');
   const columns = values.column?.map(parseColumnSpec);
   return {
-    table, keyColumn, ...(columns ? { columns } : {}), role: values.role,
+    table, keyColumn, ...(columns ? { columns } : {}), ...(subjectColumn ? { subjectColumn } : {}), role: values.role,
     rights: values.rights?.map((r) => evidence(r, '--rights')) ?? [{ name: 'Role', value: values.role }],
     protectEvidences: values['protect-evidence']?.map((r) => evidence(r, '--protect-evidence')) ?? [{ name: 'Action', value: 'Protect' }],
     unprotectEvidences: values['unprotect-evidence']?.map((r) => evidence(r, '--unprotect-evidence')) ?? [{ name: 'Action', value: 'Unprotect' }],
@@ -145,7 +158,8 @@ export function keyVersions(config: VeilConfig, keys: KeyProvider): string {
 }
 
 const figures = (c: RewrapCounts) =>
-  `rows read ${c.rowsRead}, values rewrapped ${c.rewrapped}, unchanged ${c.unchanged}, refused ${c.refused}, NULL ${c.nulls}, rows updated ${c.rowsUpdated}, batches ${c.batches}`;
+  `rows read ${c.rowsRead}, values rewrapped ${c.rewrapped}, unchanged ${c.unchanged}, refused ${c.refused}, NULL ${c.nulls}, rows updated ${c.rowsUpdated}, batches ${c.batches}`
+  + (c.erased > 0 ? `, erased subjects' values kept ${c.erased}` : '');
 
 /** The report on stdout: the outcome, this run's and the whole rewrap's figures, the refusals. */
 export function rewrapReport(table: string, keyColumn: string, result: RewrapResult, elapsedMs: number): string {
@@ -156,6 +170,7 @@ export function rewrapReport(table: string, keyColumn: string, result: RewrapRes
   lines.push(`veil db rewrap ${table}: ${outcome}`);
   if (result.state !== 'done-before') lines.push(`  this run:     ${figures(result.run)}, elapsed ${(elapsedMs / 1000).toFixed(1)} s`);
   lines.push(`  whole rewrap: ${figures(result.job)}`);
+  if (result.job.erased > 0) lines.push(`values of erased data subjects, kept as stored (unreadable for good): ${result.job.erased}`);
   if (result.job.refused > 0) {
     lines.push(`refused values, left as stored (${result.job.refused}; all in veil_rewrap.refused):`);
     // the key column's value names the row (JSON-quoted: no control characters reach the terminal)
@@ -204,21 +219,31 @@ export async function dbRewrapCommand(args: string[], io: CliIo, helpText: strin
     io.stderr('veil db rewrap: stopping after the batch in flight\n');
   };
   let session: Awaited<ReturnType<typeof connect>> | undefined;
+  let store: SubjectKeyStore | undefined;
   try {
     const { engine, config, keystore } = await openEngine({
       configFile: options.configFile, dataDir: options.dataDir, env: io.env, now: io.now, provision: false,
       notice: (line) => io.stderr(`veil db rewrap: ${line}\n`),
     });
     session = await connect(options.databaseUrl);
-    const target = await inspectTable(session, options.table, options.keyColumn, options.columns);
+    const inspected = await inspectTable(session, options.table, options.keyColumn, options.columns, options.subjectColumn);
+    // no erasedKept: a value of an erased subject comes back as SUBJECT_ERASED, which the runner keeps and counts
     const bound = engine.bindRewrap({
       identity: { roles: [options.role] }, rightsEvidences: options.rights, processingEvidences: options.protectEvidences,
-      unprotectEvidences: options.unprotectEvidences, fields: target.fields,
+      unprotectEvidences: options.unprotectEvidences, fields: inspected.fields,
     });
+    const { subjectColumn, ...shared } = inspected;
+    const scoped = bound.subjectScoped.some(Boolean);
+    if (scoped && subjectColumn === undefined) {
+      throw new RewrapRefused(`${inspected.table} has fields protected under keys scoped to the data subject: name the column holding each row's subject (veil.attach_subject, or --subject-column)`);
+    }
+    if (scoped) store = await openSubjectKeyStore({ keystore, dataDir: options.dataDir, settings: subjectStoreSettings(io.env) });
+    const target = scoped ? inspected : shared;
+    const subjects = store ? subjectAccess(store, engine) : undefined;
     process.once('SIGINT', onSignal).once('SIGTERM', onSignal);
     let lastNote = started;
     const result = await runRewrap(session, {
-      target, chains: bound.transforms, keyVersions: keyVersions(config, keystore), batchSize: options.batch, restart: options.restart,
+      target, chains: bound.transforms, ...(subjects ? { subjects } : {}), keyVersions: keyVersions(config, keystore), batchSize: options.batch, restart: options.restart,
       shouldStop: () => stop,
       onStart: (start) => {
         if (start.kind === 'new') io.stderr(`veil db rewrap: ${target.table} from the first row (${start.reason})\n`);
@@ -243,5 +268,14 @@ export async function dbRewrapCommand(args: string[], io: CliIo, helpText: strin
   } finally {
     process.off('SIGINT', onSignal).off('SIGTERM', onSignal);
     await session?.end().catch(() => undefined);
+    await store?.close().catch(() => undefined);
   }
+}
+
+/** A batch's subjects' keys as the store has them (never created: a rewrap gives nobody a new key), and running under them. */
+function subjectAccess(store: SubjectKeyStore, engine: Engine): RewrapSubjects {
+  return {
+    keys: (ids) => fetchSubjectKeys(store, ids.map((id) => ({ id, create: false })), 'refuse'),
+    within: (subject, ring, fn) => engine.withSubject(subject, ring, fn),
+  };
 }

@@ -3,9 +3,9 @@ import { createPlPythonFunction, type EmbeddedModule, type PlPythonFunction } fr
 
 const source = (file: string) => readFileSync(new URL(`./plpython/${file}`, import.meta.url), 'utf8');
 
-/** the guard (rate limit, audit) and the trigger come first: Client builds on both */
+/** the guard (rate limit, audit), the trigger, the socket and the call bodies come first: Client builds on them */
 export const CLIENT_MODULE: EmbeddedModule = {
-  name: 'veil_client', source: ['veil_guard.py', 'veil_trigger.py', 'veil_socket.py', 'veil_client.py'].map(source).join('\n'), className: 'Client',
+  name: 'veil_client', source: ['veil_guard.py', 'veil_trigger.py', 'veil_socket.py', 'veil_requests.py', 'veil_client.py'].map(source).join('\n'), className: 'Client',
 };
 export const ADMIN_MODULE: EmbeddedModule = { name: 'veil_admin', source: source('veil_admin.py'), className: 'Admin' };
 
@@ -17,17 +17,29 @@ export const READER_FUNCTIONS = [
   'veil.unprotect(text, text, text)',
   'veil.unprotect_many(text, text, text[])',
   'veil.reveal(text[], text[], text[])',
+  // with the values' data subject (a table's subject column, veil.attach_subject)
+  'veil.unprotect(text, text, text, text)',
+  'veil.unprotect_many(text, text, text[], text[])',
+  'veil.reveal(text[], text[], text[], text)',
   'veil.session_stats()',
 ] as const;
 
 /** What `veil db grant-lookup` grants: protect with the configured protect role (set-based work). */
-export const LOOKUP_FUNCTIONS = ['veil.protect(text, text, text)', 'veil.protect_many(text, text, text[])', 'veil.session_stats()'] as const;
+export const LOOKUP_FUNCTIONS = [
+  'veil.protect(text, text, text)', 'veil.protect_many(text, text, text[])',
+  'veil.protect(text, text, text, text)', 'veil.protect_many(text, text, text[], text[])',
+  'veil.session_stats()',
+] as const;
+
+/** Functions that PUBLIC held before `veil db install` stopped granting them (those without a subject). */
+const ONCE_PUBLIC_NAMES = ['veil.unprotect(text, text, text)', 'veil.unprotect_many(text, text, text[])', 'veil.reveal(text[], text[], text[])',
+  'veil.session_stats()', 'veil.protect(text, text, text)', 'veil.protect_many(text, text, text[])'] as const;
 
 /** What `veil db grant-writer` grants besides INSERT and UPDATE on the table: the trigger protects. */
 export const WRITER_FUNCTIONS = ['veil.session_stats()'] as const;
 
-/** Functions that PUBLIC held before `veil db install` stopped granting them: revoked by name too. */
-const ONCE_PUBLIC = [...new Set([...READER_FUNCTIONS, ...LOOKUP_FUNCTIONS])];
+/** revoked by name too (REVOKE ALL ON ALL FUNCTIONS covers the newer ones) */
+const ONCE_PUBLIC = ONCE_PUBLIC_NAMES;
 
 const client = (signature: string, returns: string, call: string): PlPythonFunction =>
   ({ signature, returns, module: CLIENT_MODULE, call: `return _m.run(lambda: ${call})`, definer: true });
@@ -49,6 +61,17 @@ export const PLPYTHON_FUNCTIONS: readonly PlPythonFunction[] = [
     'None if vals is None else _m.unprotect_values("veil.unprotect_many", class_name, property_name, vals)'),
   client('veil.reveal(class_names text[], property_names text[], vals text[])', 'text[]',
     '_m.reveal(class_names, property_names, vals)'),
+  // the same with the values' data subject (keys scoped to the subject): read views of a table with a subject column call reveal so
+  client('veil.protect(class_name text, property_name text, value text, subject text)', 'text',
+    '_m.protect_values("veil.protect", class_name, property_name, [value], [subject])[0]'),
+  client('veil.unprotect(class_name text, property_name text, value text, subject text)', 'text',
+    '_m.unprotect_values("veil.unprotect", class_name, property_name, [value], [subject])[0]'),
+  client('veil.protect_many(class_name text, property_name text, vals text[], subjects text[])', 'text[]',
+    'None if vals is None else _m.protect_values("veil.protect_many", class_name, property_name, vals, subjects if subjects is not None else [None] * len(vals))'),
+  client('veil.unprotect_many(class_name text, property_name text, vals text[], subjects text[])', 'text[]',
+    'None if vals is None else _m.unprotect_values("veil.unprotect_many", class_name, property_name, vals, subjects if subjects is not None else [None] * len(vals))'),
+  client('veil.reveal(class_names text[], property_names text[], vals text[], subject text)', 'text[]',
+    '_m.reveal(class_names, property_names, vals, subject)'),
   client('veil.protect_row()', 'trigger', '_m.protect_row(TD)'),
   client('veil.check_statement()', 'trigger', '_m.check_statement(TD)'),
   client('veil.session_stats()', 'jsonb', '__import__("json").dumps(_m.stats)'),
@@ -57,6 +80,9 @@ export const PLPYTHON_FUNCTIONS: readonly PlPythonFunction[] = [
   admin('veil.attach(table_name regclass, column_name name, class_name text, property_name text)', 'void',
     '_m.attach(table_name, column_name, class_name, property_name)'),
   admin('veil.detach(table_name regclass, column_name name)', 'void', '_m.detach(table_name, column_name)'),
+  admin('veil.attach_subject(table_name regclass, column_name name)', 'void', '_m.attach_subject(table_name, column_name)'),
+  admin('veil.detach_subject(table_name regclass)', 'void', '_m.detach_subject(table_name)'),
+  admin('veil.subject_column(table_name regclass)', 'text', '_m.subject_column(table_name)'),
   admin('veil.mapped_columns(table_name regclass)', 'TABLE(column_name text, class_name text, property_name text)',
     '_m.mapping(table_name)'),
   admin('veil.create_read_view(table_name regclass, view_name name, view_schema name DEFAULT NULL)', 'text',

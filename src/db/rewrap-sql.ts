@@ -76,12 +76,24 @@ export const TRIGGERS_SQL = `SELECT t.tgrelid::pg_catalog.regclass::text AS rela
     OR t.tgrelid IN (SELECT p.relid FROM pg_catalog.pg_partition_tree($1::pg_catalog.oid::pg_catalog.regclass) p))
   ORDER BY 2 DESC, 1`;
 
-/** The (column, class, property) triples of veil's trigger arguments (NUL-terminated strings). */
-export function triggerMapping(args: Uint8Array): { column: string; className: string; propertyName: string }[] {
+/** The class slot of the triple naming the subject column (veil.attach_subject; plpython/veil_admin.py SUBJECT_MARK). */
+export const SUBJECT_MARK = '@subject';
+
+function triples(args: Uint8Array): { column: string; className: string; propertyName: string }[] {
   const parts = Buffer.from(args).toString('utf8').split('\0').slice(0, -1);
   const out = [];
   for (let i = 0; i + 2 < parts.length; i += 3) out.push({ column: parts[i]!, className: parts[i + 1]!, propertyName: parts[i + 2]! });
   return out;
+}
+
+/** The protected columns among veil's trigger arguments (NUL-terminated (column, class, property) triples). */
+export function triggerMapping(args: Uint8Array): { column: string; className: string; propertyName: string }[] {
+  return triples(args).filter((t) => t.className !== SUBJECT_MARK);
+}
+
+/** The column naming each row's data subject among veil's trigger arguments, if the table names one. */
+export function triggerSubject(args: Uint8Array): string | undefined {
+  return triples(args).find((t) => t.className === SUBJECT_MARK)?.column;
 }
 
 /**
@@ -106,6 +118,7 @@ export const PROGRESS_DDL = [
     nulls bigint NOT NULL DEFAULT 0,
     rows_updated bigint NOT NULL DEFAULT 0,
     batches bigint NOT NULL DEFAULT 0,
+    erased bigint NOT NULL DEFAULT 0,
     started_at timestamptz NOT NULL DEFAULT now(),
     updated_at timestamptz NOT NULL DEFAULT now(),
     finished_at timestamptz
@@ -122,7 +135,14 @@ export const PROGRESS_DDL = [
   `REVOKE ALL ON ${PROGRESS_SCHEMA}.progress, ${PROGRESS_SCHEMA}.refused FROM PUBLIC`,
 ];
 
-const COUNTS = 'rows_read, rewrapped, unchanged, refused, nulls, rows_updated, batches';
+/** veil_rewrap of an older veil: the count of erased subjects' values kept (issue 29) was added later. */
+export const PROGRESS_ERASED_SQL = [
+  `SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_attribute a WHERE a.attrelid = pg_catalog.to_regclass('${PROGRESS_SCHEMA}.progress')
+    AND a.attname = 'erased' AND NOT a.attisdropped) AS ok`,
+  `ALTER TABLE ${PROGRESS_SCHEMA}.progress ADD COLUMN IF NOT EXISTS erased bigint NOT NULL DEFAULT 0`,
+] as const;
+
+export const COUNTS = 'rows_read, rewrapped, unchanged, refused, nulls, rows_updated, batches, erased';
 
 /** The table's progress row, locked until the transaction ends (a second run waits for it). */
 export const LOCK_PROGRESS_SQL = `SELECT job::text, key_column, columns, key_versions, last_key, ${COUNTS}, started_at, finished_at
@@ -133,14 +153,14 @@ export const START_JOB_SQL = [
   `INSERT INTO ${PROGRESS_SCHEMA}.progress AS p (table_name, job, key_column, columns, key_versions) VALUES ($1, $2::uuid, $3, $4, $5)
     ON CONFLICT (table_name) DO UPDATE SET job = EXCLUDED.job, key_column = EXCLUDED.key_column, columns = EXCLUDED.columns,
       key_versions = EXCLUDED.key_versions, last_key = NULL, rows_read = 0, rewrapped = 0, unchanged = 0, refused = 0, nulls = 0,
-      rows_updated = 0, batches = 0, started_at = now(), updated_at = now(), finished_at = NULL`,
+      rows_updated = 0, batches = 0, erased = 0, started_at = now(), updated_at = now(), finished_at = NULL`,
   `DELETE FROM ${PROGRESS_SCHEMA}.refused WHERE table_name = $1 AND job <> $2::uuid`,
 ] as const;
 
-/** The checkpoint, in the batch's transaction: $1 table, $2 last key (NULL: none yet), $3… counts to add, $10 finished. */
+/** The checkpoint, in the batch's transaction: $1 table, $2 last key (NULL: none yet), $3… counts to add, $10 finished, $11 erased. */
 export const CHECKPOINT_SQL = `UPDATE ${PROGRESS_SCHEMA}.progress SET last_key = coalesce($2, last_key),
     rows_read = rows_read + $3, rewrapped = rewrapped + $4, unchanged = unchanged + $5, refused = refused + $6, nulls = nulls + $7,
-    rows_updated = rows_updated + $8, batches = batches + $9, updated_at = now(), finished_at = CASE WHEN $10 THEN now() END
+    rows_updated = rows_updated + $8, batches = batches + $9, erased = erased + $11, updated_at = now(), finished_at = CASE WHEN $10 THEN now() END
   WHERE table_name = $1`;
 
 /** The refusals of a batch: $1 table, $2 job, $3 keys, $4 columns, $5 codes (index-aligned). */
@@ -156,6 +176,8 @@ export interface RewrapTable {
   table: string;
   keyColumn: string;
   columns: readonly string[];
+  /** the column naming each row's data subject (keys scoped to the subject), read as text */
+  subjectColumn?: string;
 }
 
 /**
@@ -167,7 +189,8 @@ export interface RewrapTable {
 export function selectBatchSql(t: RewrapTable, after: boolean): string {
   const key = `t.${quoteIdent(t.keyColumn)}`;
   const values = t.columns.map((c, i) => `t.${quoteIdent(c)} AS v${i}`).join(', ');
-  return `SELECT ${key}::text AS veil_key, ${values} FROM ${t.table} t${after ? ` WHERE ${key} > $1` : ''} ORDER BY ${key} LIMIT $${after ? 2 : 1} FOR UPDATE OF t`;
+  const subject = t.subjectColumn === undefined ? '' : `, t.${quoteIdent(t.subjectColumn)}::text AS veil_subject`;
+  return `SELECT ${key}::text AS veil_key, ${values}${subject} FROM ${t.table} t${after ? ` WHERE ${key} > $1` : ''} ORDER BY ${key} LIMIT $${after ? 2 : 1} FOR UPDATE OF t`;
 }
 
 /**

@@ -1,8 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import {
-  CHECKPOINT_SQL, COLUMNS_SQL, LIST_REFUSED_SQL, LOCK_PROGRESS_SQL, PROGRESS_DDL, qualifiedName, RECORD_REFUSED_SQL, selectBatchSql,
-  SKIP_TRIGGERS_SQL, START_JOB_SQL, TABLE_SQL, triggerMapping, TRIGGERS_SQL, updateBatchSql, VEIL_TRIGGER, type RewrapTable, type TableName,
+  CHECKPOINT_SQL, COLUMNS_SQL, COUNTS, LIST_REFUSED_SQL, LOCK_PROGRESS_SQL, PROGRESS_DDL, PROGRESS_ERASED_SQL, qualifiedName, RECORD_REFUSED_SQL, selectBatchSql,
+  SKIP_TRIGGERS_SQL, START_JOB_SQL, TABLE_SQL, triggerMapping, triggerSubject, TRIGGERS_SQL, updateBatchSql, VEIL_TRIGGER, type RewrapTable, type TableName,
 } from './rewrap-sql.ts';
+import { rewrapValues, type RewrapSubjects, type RewrapTransform } from './rewrap-values.ts';
+
+export type { RewrapSubjects, RewrapTransform } from './rewrap-values.ts';
 
 /**
  * `veil db rewrap`: re-protects a table's protected columns under each key's primary version
@@ -14,14 +17,6 @@ import {
  * the chains (Engine.bindRewrap) turn protected values into protected values, and refusals are
  * recorded by row key, column and code.
  */
-
-/**
- * What the runner needs of a field's re-protection (Engine.bindRewrap's Chain has it): each
- * value's output, or the refusal of that value (a ValueError: its code, never the value).
- */
-export interface RewrapTransform {
-  many(values: readonly string[]): (string | { code: string })[];
-}
 
 /** What the runner needs of a database connection (node-postgres' Client has it). */
 export interface SqlSession {
@@ -58,7 +53,7 @@ export class RewrapRefused extends Error {
  * are named and must agree with those named, and it must not fire in replica mode (ENABLE
  * ALWAYS or REPLICA: a rewrap's UPDATE would be protected twice).
  */
-export async function inspectTable(session: SqlSession, table: TableName, keyColumn: string, named: readonly ColumnField[] | undefined): Promise<RewrapTarget> {
+export async function inspectTable(session: SqlSession, table: TableName, keyColumn: string, named: readonly ColumnField[] | undefined, namedSubject?: string): Promise<RewrapTarget> {
   const found = (await session.query(TABLE_SQL, [qualifiedName(table)])).rows[0] as { oid: string; name: string; kind: string } | undefined;
   if (!found) throw new RewrapRefused('the table does not exist (or is not visible to this role)');
   if (found.kind !== 'r' && found.kind !== 'p') throw new RewrapRefused(`${found.name} is not a table`);
@@ -72,6 +67,7 @@ export async function inspectTable(session: SqlSession, table: TableName, keyCol
   const own = triggers.find((t) => t.own) ?? triggers[0];
   const mapping = own ? triggerMapping(own.args) : [];
   const fields = named ?? mapping;
+  const subjectColumn = subjectColumnOf(own ? triggerSubject(own.args) : undefined, namedSubject, byName, fields);
   if (fields.length === 0) throw new RewrapRefused(`${found.name} has no veil trigger to take its protected columns from: name them with --column column=Class.property`);
 
   const key = byName.get(keyColumn);
@@ -93,7 +89,19 @@ export async function inspectTable(session: SqlSession, table: TableName, keyCol
       throw new RewrapRefused(`veil's trigger protects column ${f.column} as ${mapped.className}.${mapped.propertyName}, not ${f.className}.${f.propertyName}`);
     }
   }
-  return { table: found.name, keyColumn, columns: fields.map((f) => f.column), fields, veilTrigger: triggers.length > 0 };
+  return { table: found.name, keyColumn, columns: fields.map((f) => f.column), fields, veilTrigger: triggers.length > 0, ...(subjectColumn ? { subjectColumn } : {}) };
+}
+
+/** The subject column: the trigger's (veil.attach_subject), or the one named, which must agree with it. */
+function subjectColumnOf(attached: string | undefined, named: string | undefined, columns: ReadonlyMap<string, unknown>, fields: readonly ColumnField[]): string | undefined {
+  if (named !== undefined && attached !== undefined && named !== attached) {
+    throw new RewrapRefused(`veil's trigger reads the rows' subject from column ${attached}, not ${named}`);
+  }
+  const column = named ?? attached;
+  if (column === undefined) return undefined;
+  if (!columns.has(column)) throw new RewrapRefused(`the table has no column ${column}`);
+  if (fields.some((f) => f.column === column)) throw new RewrapRefused(`the subject column ${column} is a protected column`);
+  return column;
 }
 
 /** Counts of a run or of a whole rewrap (a job: from its first row to its last, across runs). */
@@ -105,6 +113,8 @@ export interface RewrapCounts {
   nulls: number;
   rowsUpdated: number;
   batches: number;
+  /** values of erased data subjects, kept as stored (unreadable, as before) */
+  erased: number;
 }
 
 export interface Refusal {
@@ -117,6 +127,8 @@ export interface RewrapRun {
   target: RewrapTarget;
   /** index-aligned with target.fields: Engine.bindRewrap's transforms */
   chains: readonly RewrapTransform[];
+  /** with target.subjectColumn: the subjects' keys and running under them (fields scoped to the subject) */
+  subjects?: RewrapSubjects;
   /** the primary (or pinned) versions of the configuration's keys: a job is for one of these */
   keyVersions: string;
   batchSize: number;
@@ -141,11 +153,11 @@ export interface RewrapResult {
   refusals: Refusal[];
 }
 
-const zero = (): RewrapCounts => ({ rowsRead: 0, rewrapped: 0, unchanged: 0, refused: 0, nulls: 0, rowsUpdated: 0, batches: 0 });
+const zero = (): RewrapCounts => ({ rowsRead: 0, rewrapped: 0, unchanged: 0, refused: 0, nulls: 0, rowsUpdated: 0, batches: 0, erased: 0 });
 
 function countsOf(row: Record<string, unknown>): RewrapCounts {
-  const n = (k: string) => Number(row[k]);
-  return { rowsRead: n('rows_read'), rewrapped: n('rewrapped'), unchanged: n('unchanged'), refused: n('refused'), nulls: n('nulls'), rowsUpdated: n('rows_updated'), batches: n('batches') };
+  const n = (k: string) => Number(row[k] ?? 0);
+  return { rowsRead: n('rows_read'), rewrapped: n('rewrapped'), unchanged: n('unchanged'), refused: n('refused'), nulls: n('nulls'), rowsUpdated: n('rows_updated'), batches: n('batches'), erased: n('erased') };
 }
 
 /** `column=Class.property,…`: what a job is for, with its key column. */
@@ -182,10 +194,13 @@ async function skipTriggers(session: SqlSession): Promise<void> {
 /** Creates veil_rewrap's tables if missing (needs CREATE on the database the first time). */
 export async function ensureProgressTables(session: SqlSession): Promise<void> {
   const exists = (await session.query(`SELECT pg_catalog.to_regclass('veil_rewrap.refused') IS NOT NULL AS ok`)).rows[0]!.ok === true;
-  if (exists) return;
-  await inTransaction(session, async () => {
-    for (const statement of PROGRESS_DDL) await session.query(statement);
-  });
+  if (!exists) {
+    await inTransaction(session, async () => {
+      for (const statement of PROGRESS_DDL) await session.query(statement);
+    });
+  }
+  // made by an older veil, before values of erased subjects were counted
+  if ((await session.query(PROGRESS_ERASED_SQL[0])).rows[0]!.ok !== true) await session.query(PROGRESS_ERASED_SQL[1]);
 }
 
 /**
@@ -198,6 +213,7 @@ export async function ensureProgressTables(session: SqlSession): Promise<void> {
 export async function runRewrap(session: SqlSession, r: RewrapRun): Promise<RewrapResult> {
   const { target } = r;
   if (r.chains.length !== target.fields.length) throw new Error('one chain per column');
+  if ((target.subjectColumn === undefined) !== (r.subjects === undefined)) throw new Error('a subject column comes with its subjects\' keys');
   // a role that may not skip the trigger learns it before anything is written
   if (target.veilTrigger) await inTransaction(session, () => skipTriggers(session));
   await ensureProgressTables(session);
@@ -230,7 +246,7 @@ export async function runRewrap(session: SqlSession, r: RewrapRun): Promise<Rewr
     r.onBatch?.({ run: { ...run }, lastKey: batch.lastKey });
     if (batch.finished) state = 'finished';
   }
-  const row = (await session.query(`SELECT ${'rows_read, rewrapped, unchanged, refused, nulls, rows_updated, batches'} FROM veil_rewrap.progress WHERE table_name = $1 AND job = $2::uuid`, [target.table, opened.job])).rows[0];
+  const row = (await session.query(`SELECT ${COUNTS} FROM veil_rewrap.progress WHERE table_name = $1 AND job = $2::uuid`, [target.table, opened.job])).rows[0];
   const refusals = (await session.query(LIST_REFUSED_SQL, [opened.job, r.listRefused ?? 1000])).rows
     .map((x) => ({ key: String(x.key), column: String(x.column_name), code: String(x.code) }));
   return { state, start: opened.start, run, job: row ? countsOf(row) : run, refusals };
@@ -261,31 +277,24 @@ async function runBatch(session: SqlSession, r: RewrapRun, job: string): Promise
   const written = stored.map((values) => [...values]);
   const changedRow = new Array<boolean>(rows.length).fill(false);
   const refused: { key: string[]; column: string[]; code: string[] } = { key: [], column: [], code: [] };
-  target.columns.forEach((column, ci) => {
-    const at: number[] = [];
-    const values: string[] = [];
-    stored[ci]!.forEach((v, ri) => {
-      if (v === null) counts.nulls++;
-      else {
-        at.push(ri);
-        values.push(v);
-      }
-    });
-    r.chains[ci]!.many(values).forEach((out, i) => {
-      const ri = at[i]!;
-      if (typeof out !== 'string') {
-        counts.refused++;
-        refused.key.push(keys[ri]!);
-        refused.column.push(column);
-        refused.code.push(out.code);
-      } else if (out === values[i]) counts.unchanged++;
-      else {
-        counts.rewrapped++;
-        written[ci]![ri] = out;
-        changedRow[ri] = true;
-      }
-    });
-  });
+  const subjects = r.subjects ? { ids: rows.map((row) => row.veil_subject as string | null), access: r.subjects } : undefined;
+  const outcomes = await rewrapValues(r.chains, stored, subjects);
+  target.columns.forEach((column, ci) => outcomes[ci]!.forEach((out, ri) => {
+    if (out === null) counts.nulls++;
+    // a value of an erased subject: unreadable for good, carried through as stored and counted
+    else if (typeof out !== 'string' && out.code === 'SUBJECT_ERASED') counts.erased++;
+    else if (typeof out !== 'string') {
+      counts.refused++;
+      refused.key.push(keys[ri]!);
+      refused.column.push(column);
+      refused.code.push(out.code);
+    } else if (out === stored[ci]![ri]) counts.unchanged++;
+    else {
+      counts.rewrapped++;
+      written[ci]![ri] = out;
+      changedRow[ri] = true;
+    }
+  }));
 
   const update = rows.map((_, ri) => ri).filter((ri) => changedRow[ri]);
   if (update.length > 0) {
@@ -301,6 +310,6 @@ async function runBatch(session: SqlSession, r: RewrapRun, job: string): Promise
   if (refused.key.length > 0) await session.query(RECORD_REFUSED_SQL, [target.table, job, refused.key, refused.column, refused.code]);
   const finished = rows.length < r.batchSize;
   const last = keys.at(-1);
-  await session.query(CHECKPOINT_SQL, [target.table, last ?? null, counts.rowsRead, counts.rewrapped, counts.unchanged, counts.refused, counts.nulls, counts.rowsUpdated, counts.batches, finished]);
+  await session.query(CHECKPOINT_SQL, [target.table, last ?? null, counts.rowsRead, counts.rewrapped, counts.unchanged, counts.refused, counts.nulls, counts.rowsUpdated, counts.batches, finished, counts.erased]);
   return { counts, lastKey: last, finished };
 }

@@ -9,6 +9,9 @@ import { isUtf8 } from 'node:buffer';
  *   AUTH    = 0x01 version:u8(=1) token:str16                       → AUTH_OK | ERROR
  *   PROTECT = 0x02 dbRole:str8 role:str8 count:u32 (class:str8 property:str8 value:str32){count}
  *                                                                     → VALUES | ERROR
+ *   PROTECT_SUBJECTS = 0x03 dbRole:str8 role:str8 count:u32
+ *             (class:str8 property:str8 subject:str16 value:str32){count} → VALUES | ERROR
+ *             each value with its data subject (keys scoped to the subject, issue 29)
  *   AUTH_OK = 0x81 validFor:u32 (seconds the token stays accepted)
  *   VALUES  = 0x82 count:u32 (value:str32){count}
  *   ERROR   = 0xE0 status:u16 retriable:u8 code:str8 title:str16 pointer:str16
@@ -19,6 +22,7 @@ import { isUtf8 } from 'node:buffer';
  */
 export const OP_AUTH = 0x01;
 export const OP_PROTECT = 0x02;
+export const OP_PROTECT_SUBJECTS = 0x03;
 export const REPLY_AUTH_OK = 0x81;
 export const REPLY_VALUES = 0x82;
 export const REPLY_ERROR = 0xe0;
@@ -28,6 +32,8 @@ export const HEADER_BYTES = 4;
 export const MAX_DB_ROLE_BYTES = 63;
 export const MAX_TOKEN_BYTES = 8192;
 export const MAX_ERROR_INSTANCES = 100;
+/** a subject id is at most 512 bytes (the engine checks the rest of its rule) */
+export const MAX_SUBJECT_BYTES = 512;
 
 export type ClientFrame =
   | { op: 'auth'; token: string }
@@ -37,6 +43,8 @@ export interface ProtectItem {
   className: string;
   propertyName: string;
   value: string;
+  /** the value's data subject (PROTECT_SUBJECTS); absent: none (PROTECT) */
+  subject?: string;
 }
 
 /** A frame that breaks the grammar: the connection is answered with REQUEST_MALFORMED and closed. */
@@ -102,16 +110,21 @@ export function parseClientFrame(payload: Buffer, maxInstances: number): ClientF
     r.end();
     return { op: 'auth', token };
   }
-  if (op !== OP_PROTECT) throw new FrameError('unknown operation');
+  if (op !== OP_PROTECT && op !== OP_PROTECT_SUBJECTS) throw new FrameError('unknown operation');
+  const subjects = op === OP_PROTECT_SUBJECTS;
   const dbRole = r.str(1, 'the database role', 1, MAX_DB_ROLE_BYTES);
   const role = r.str(1, 'the veil role', 1);
   const count = r.u32('the count');
-  if (count < 1 || count > maxInstances || count * 6 > r.remaining) throw new FrameError('the count is outside the limit or the frame');
+  // the fewest bytes an instance takes: its length fields and one byte of each name (and subject)
+  if (count < 1 || count > maxInstances || count * (subjects ? 9 : 6) > r.remaining) throw new FrameError('the count is outside the limit or the frame');
   const items: ProtectItem[] = new Array(count);
   for (let i = 0; i < count; i++) {
     const className = r.str(1, 'a class name', 1);
     const propertyName = r.str(1, 'a property name', 1);
-    items[i] = { className, propertyName, value: r.str(4, 'a value') };
+    if (subjects) {
+      const subject = r.str(2, 'a subject', 1, MAX_SUBJECT_BYTES);
+      items[i] = { className, propertyName, subject, value: r.str(4, 'a value') };
+    } else items[i] = { className, propertyName, value: r.str(4, 'a value') };
   }
   r.end();
   return { op: 'protect', dbRole, role, items };
@@ -180,10 +193,15 @@ export function authFrame(token: string): Buffer {
   return frame([u8(OP_AUTH), u8(PROTOCOL_VERSION), ...str(16, token)]);
 }
 
-/** The client's PROTECT frame. */
+/** The client's PROTECT frame; PROTECT_SUBJECTS when an item names its subject (then each must). */
 export function protectFrame(dbRole: string, role: string, items: readonly ProtectItem[]): Buffer {
-  const parts: Buffer[] = [u8(OP_PROTECT), ...str(8, dbRole), ...str(8, role), u32(items.length)];
-  for (const i of items) parts.push(...str(8, i.className), ...str(8, i.propertyName), ...str(32, i.value));
+  const subjects = items.some((i) => i.subject !== undefined);
+  const parts: Buffer[] = [u8(subjects ? OP_PROTECT_SUBJECTS : OP_PROTECT), ...str(8, dbRole), ...str(8, role), u32(items.length)];
+  for (const i of items) {
+    parts.push(...str(8, i.className), ...str(8, i.propertyName));
+    if (subjects) parts.push(...str(16, i.subject ?? ''));
+    parts.push(...str(32, i.value));
+  }
   return frame(parts);
 }
 

@@ -5,7 +5,9 @@ import { VeilError, type Engine, type TransformRequest } from '../engine/index.t
 import { RateLimitedError, tokenExpired, tokenInvalid, tokenMissing } from '../identity/identity-errors.ts';
 import { RateLimiter } from '../identity/rate-limiter.ts';
 import type { BearerVerifier, Caller } from '../identity/token-verifier.ts';
+import { subjectKeysOf, type SubjectKeyStore } from '../subjects/index.ts';
 import { authOkFrame, errorFrame, FrameError, parseClientFrame, valuesFrame, type ErrorReply, type ProtectItem } from './socket-frames.ts';
+import { framePosition, frameValues, socketCall, valuePointer, type SocketCall } from './socket-request.ts';
 
 /** What the database socket needs of veil serve: the same engine, tokens, audit and limits as POST /transform. */
 export interface DbSocketDeps {
@@ -19,6 +21,8 @@ export interface DbSocketDeps {
   limits: { bodyBytes: number; instancesPerCall: number; valueLength: number };
   /** service.rateLimit: calls per second per client, as POST /transform counts them */
   rateLimit: { transformPerSecond: number; transformBurst: number };
+  /** the subject-key store: keys of subject-scoped sequences (PROTECT_SUBJECTS names each value's subject) */
+  subjects?: SubjectKeyStore;
 }
 
 /** One reply, and whether the connection ends after it (a frame that broke the grammar, a refused token). */
@@ -27,9 +31,6 @@ export interface Answer {
   close: boolean;
 }
 
-const RIGHTS = '00000000-0000-4000-8000-00000000a001';
-const PROCESSING = '00000000-0000-4000-8000-00000000a002';
-const REQUEST = '00000000-0000-4000-8000-00000000a003';
 /** a verified token is verified again at least this often while a connection lasts */
 const RECHECK_MS = 60_000;
 /**
@@ -43,10 +44,12 @@ export class SocketSessions {
   private readonly deps: DbSocketDeps;
   private readonly limiter: RateLimiter;
   private readonly guards = new WeakMap<Engine, GuardedTransform>();
+  private readonly subjectKeys: ReturnType<typeof subjectKeysOf>;
 
   constructor(deps: DbSocketDeps) {
     this.deps = deps;
     this.limiter = new RateLimiter({ rate: deps.rateLimit.transformPerSecond, burst: deps.rateLimit.transformBurst, now: () => deps.now().getTime() });
+    this.subjectKeys = subjectKeysOf(deps.subjects);
   }
 
   open(connection: number): Session {
@@ -64,7 +67,7 @@ export class SocketSessions {
   guard(): GuardedTransform {
     const engine = this.deps.engine();
     let guard = this.guards.get(engine);
-    if (!guard) this.guards.set(engine, (guard = new GuardedTransform({ engine, audit: this.deps.audit, now: this.deps.now, channel: CHANNEL, scope: 'revealing' })));
+    if (!guard) this.guards.set(engine, (guard = new GuardedTransform({ engine, audit: this.deps.audit, now: this.deps.now, channel: CHANNEL, scope: 'revealing', ...this.subjectKeys })));
     return guard;
   }
 }
@@ -142,11 +145,8 @@ export class Session {
 
   private async protect(role: string, items: ProtectItem[], requestId: string): Promise<Answer> {
     const deps = this.sessions.dependencies;
-    const request: TransformRequest = {
-      rightsContexts: [{ guid: RIGHTS, evidences: [{ name: 'Role', value: role }] }],
-      processingContexts: [{ guid: PROCESSING, evidences: [{ name: 'Action', value: 'Protect' }] }],
-      requests: [{ guid: REQUEST, rightsContext: RIGHTS, processingContext: PROCESSING, instances: items }],
-    };
+    const call = socketCall(role, items);
+    const request: TransformRequest = call.request;
     const outcome = await this.sessions.guard().run({
       requestId,
       body: request,
@@ -154,40 +154,44 @@ export class Session {
       admit: (caller) => {
         const wait = this.sessions.take(caller.clientId);
         if (wait > 0) throw new RateLimitedError('too many calls for this client', Math.ceil(wait));
-        checkValueLengths(items, deps.limits.valueLength);
+        checkValueLengths(call, items, deps.limits.valueLength);
         return { checked: request };
       },
       checked: true,
       warn: (message) => deps.log.warn({ requestId }, message),
     });
-    if (outcome.ok) return { reply: valuesFrame(outcome.response.responses[0]!.instances.map((i) => i.value)), close: false };
+    if (outcome.ok) return { reply: valuesFrame(frameValues(call, outcome.response)), close: false };
     if ('unexpected' in outcome) {
       const e = outcome.unexpected as Error | undefined;
       deps.log.error({ errorType: e?.name, frames: String(e?.stack ?? '').split('\n').slice(1, 8) }, 'db socket: unexpected error');
     }
-    return refuse(outcome.error, false);
+    return refuse(outcome.error, false, call);
   }
 }
 
 /** VALUE_TOO_LONG as POST /transform answers it: each value over the limit, by instance, never the value. */
-function checkValueLengths(items: readonly ProtectItem[], max: number): void {
+function checkValueLengths(call: SocketCall, items: readonly ProtectItem[], max: number): void {
   const tooLong = [];
   for (let i = 0; i < items.length && tooLong.length < 100; i++) {
     if (items[i]!.value.length > max) {
-      tooLong.push({ code: 'VALUE_TOO_LONG' as const, pointer: `/requests/0/instances/${i}/value`, request: REQUEST, instance: i, message: `longer than the limit of ${max} characters` });
+      tooLong.push({ code: 'VALUE_TOO_LONG' as const, ...valuePointer(call, i), message: `longer than the limit of ${max} characters` });
     }
   }
   if (tooLong.length) throw new VeilError('VALUE_TOO_LONG', `${tooLong.length} value(s) longer than the limit of ${max} characters`, tooLong);
 }
 
-/** An error reply from a VeilError: its title (never its message, which may say more), pointer, instances. */
-export function refuse(error: VeilError, close: boolean): Answer {
+/**
+ * An error reply from a VeilError: its title (never its message, which may say more), pointer,
+ * instances — their positions in the frame (`call`: the frame's values were grouped by subject).
+ */
+export function refuse(error: VeilError, close: boolean, call?: SocketCall): Answer {
+  const at = (d: VeilError['details'][number]) => (call ? framePosition(call, d) : typeof d.instance === 'number' ? d.instance : undefined);
   const reply: ErrorReply = {
     code: error.code,
     status: error.status,
     retriable: error.retriable,
     title: titleOf(error),
-    instances: error.details.flatMap((d) => (typeof d.instance === 'number' ? [d.instance] : [])),
+    instances: error.details.flatMap((d) => { const i = at(d); return i === undefined ? [] : [i]; }),
     ...(error.details[0] ? { pointer: error.details[0].pointer } : {}),
     ...(error instanceof RateLimitedError ? { retryAfterSeconds: error.retryAfter } : {}),
   };

@@ -96,7 +96,7 @@ describe('veil db rewrap: key versions and report', () => {
   });
 
   it('reports figures and refusals by JSON-quoted key, column and code', () => {
-    const counts = { rowsRead: 3, rewrapped: 2, unchanged: 0, refused: 2, nulls: 1, rowsUpdated: 1, batches: 1 };
+    const counts = { rowsRead: 3, rewrapped: 2, unchanged: 0, refused: 2, nulls: 1, rowsUpdated: 1, batches: 1, erased: 0 };
     const result: RewrapResult = {
       state: 'finished', start: { kind: 'new', reason: 'x' }, run: counts, job: { ...counts, refused: 3 },
       refusals: [{ key: 'a\u001b[2J', column: 'email', code: 'KEY_VERSION_UNKNOWN' }, { key: '42', column: 'name', code: 'PROTECTED_VALUE_INVALID' }],
@@ -109,5 +109,21 @@ describe('veil db rewrap: key versions and report', () => {
     const done = rewrapReport('t', 'id', { ...result, state: 'done-before', start: { kind: 'done', finishedAt: new Date('2025-01-02T03:04:05Z') } }, 0);
     expect(done).toContain('already finished at 2025-01-02T03:04:05.000Z: nothing to do (--restart to rewrap again)');
     expect(done).not.toContain('this run:');
+    expect(text).not.toContain('erased');
+  });
+
+  it('reports values of erased data subjects kept as stored, without failing', () => {
+    const counts = { rowsRead: 4, rewrapped: 1, unchanged: 0, refused: 0, nulls: 0, rowsUpdated: 1, batches: 1, erased: 3 };
+    const text = rewrapReport('t', 'id', { state: 'finished', start: { kind: 'new', reason: 'x' }, run: counts, job: counts, refusals: [] }, 0);
+    expect(text).toContain(', batches 1, erased subjects\' values kept 3, elapsed');
+    expect(text).toContain('values of erased data subjects, kept as stored (unreadable for good): 3\n');
+    expect(text).not.toContain('refused values');
+  });
+
+  it('takes --subject-column as an SQL identifier', () => {
+    const base = ['--table', 't', '--key-column', 'id', '--role', 'fraud', '--database-url', 'postgres://x@h/db'];
+    expect(parseRewrapArgs([...base, '--subject-column', 'customer_id'], { env: {}, cwd: '/tmp' })).toMatchObject({ subjectColumn: 'customer_id' });
+    expect(parseRewrapArgs(base, { env: {}, cwd: '/tmp' })).not.toHaveProperty('subjectColumn');
+    expect(() => parseRewrapArgs([...base, '--subject-column', 'a; DROP'], { env: {}, cwd: '/tmp' })).toThrow(/--subject-column/);
   });
 });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import {
-  checkColumnName, parseTableName, qualifiedName, quoteIdent, selectBatchSql, triggerMapping, updateBatchSql, type RewrapTable,
+  checkColumnName, parseTableName, qualifiedName, quoteIdent, selectBatchSql, triggerMapping, triggerSubject, updateBatchSql, type RewrapTable,
 } from '../../src/db/rewrap-sql.ts';
 
 /** veil db rewrap's SQL: names checked before any statement is built, and quoted in it. */
@@ -81,5 +81,17 @@ describe('veil db rewrap: the trigger\'s mapping', () => {
       { column: 'full name', className: 'Customer', propertyName: 'name' },
     ]);
     expect(triggerMapping(Buffer.alloc(0))).toEqual([]);
+    expect(triggerSubject(args)).toBeUndefined();
+  });
+
+  it('reads the subject column (veil.attach_subject) apart from the protected columns', () => {
+    const args = Buffer.from('customer_id\0@subject\0\0email\0Customer\0email\0', 'utf8');
+    expect(triggerMapping(args)).toEqual([{ column: 'email', className: 'Customer', propertyName: 'email' }]);
+    expect(triggerSubject(args)).toBe('customer_id');
+  });
+
+  it('selects each row\'s subject as text when the table names a subject column', () => {
+    const t: RewrapTable = { table: '"t"', keyColumn: 'id', columns: ['email'], subjectColumn: 'who' };
+    expect(selectBatchSql(t, false)).toBe('SELECT t."id"::text AS veil_key, t."email" AS v0, t."who"::text AS veil_subject FROM "t" t ORDER BY t."id" LIMIT $1 FOR UPDATE OF t');
   });
 });

@@ -3,14 +3,22 @@
 #
 # The mapping of a table lives in one place, the arguments of its trigger zz_veil_protect
 # ((column, class, property) triples): pg_dump keeps it, dropping the table drops it, and nothing
-# can disagree with what the trigger does. These functions run as their caller (SECURITY
-# INVOKER), so only a role that may create triggers on the table (its owner) can attach them.
+# can disagree with what the trigger does. The column naming each row's data subject (keys scoped
+# to the subject, issue 29) is one more triple there, (column, SUBJECT_MARK, ''): no veil class
+# can be named SUBJECT_MARK (NAME), so it never reads as a field. These functions run as their
+# caller (SECURITY INVOKER), so only a role that may create triggers on the table (its owner) can
+# attach them.
 import re
 
 TRIGGER = 'zz_veil_protect'
 # raises at the end of the statement what the row trigger deferred (veil_trigger.py)
 CHECK_TRIGGER = 'zz_veil_check'
 NAME = re.compile(r'^[A-Za-z][A-Za-z0-9_-]{0,63}$')
+# the class slot of the subject column's triple (veil_trigger.py reads the same)
+SUBJECT_MARK = '@subject'
+# subject columns: types whose text form is the same in the trigger (PL/Python's str) and in a
+# read view (::text), so a row's subject reads back as it was written
+SUBJECT_TYPES = ('pg_catalog.text', 'pg_catalog.varchar', 'pg_catalog.uuid', 'pg_catalog.int2', 'pg_catalog.int4', 'pg_catalog.int8')
 
 
 def fail(plpy, message, sqlstate, hint=None):
@@ -25,6 +33,7 @@ class Admin(object):
             ['text', 'name'])
         self.column_plan = plpy.prepare(
             'SELECT a.atttypid IN (\'pg_catalog.text\'::pg_catalog.regtype, \'pg_catalog.varchar\'::pg_catalog.regtype) AS texty, '
+            'a.atttypid IN (' + ', '.join('\'%s\'::pg_catalog.regtype' % t for t in SUBJECT_TYPES) + ') AS subjecty, '
             'pg_catalog.format_type(a.atttypid, a.atttypmod) AS type FROM pg_catalog.pg_attribute a '
             'WHERE a.attrelid = $1::pg_catalog.regclass AND a.attname = $2 AND a.attnum > 0 AND NOT a.attisdropped',
             ['text', 'name'])
@@ -35,13 +44,21 @@ class Admin(object):
             'SELECT c.relkind, n.nspname FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace '
             'WHERE c.oid = $1::pg_catalog.regclass', ['text'])
 
-    def mapping(self, table):
+    def triples(self, table):
         rows = self.plpy.execute(self.args_plan, [table, TRIGGER])
         if len(rows) == 0:
             return []
         raw = rows[0]['tgargs']
         args = [a.decode('utf-8') for a in bytes(raw).split(b'\x00')[:-1]]
         return [(args[i], args[i + 1], args[i + 2]) for i in range(0, len(args) - 2, 3)]
+
+    def mapping(self, table):
+        """The protected columns: (column, class, property)."""
+        return [t for t in self.triples(table) if t[1] != SUBJECT_MARK]
+
+    def subject_column(self, table):
+        """The column naming each row's data subject, or None."""
+        return next((t[0] for t in self.triples(table) if t[1] == SUBJECT_MARK), None)
 
     def relation(self, table):
         row = self.plpy.execute(self.relation_plan, [table])[0]
@@ -59,21 +76,47 @@ class Admin(object):
         if not found[0]['texty']:
             fail(self.plpy, 'a protected column must be text or varchar; the column is ' + found[0]['type'], '42804',
                  'veil stores protected values as strings: ALTER TABLE ... ALTER COLUMN ... TYPE text')
+        subject = self.subject_column(table)
+        if column == subject:
+            fail(self.plpy, 'the column names the rows\' data subject: it cannot be protected (veil.detach_subject first)', '22023',
+                 'the subject id must stay readable to find the subject\'s key; use a surrogate id (a customer number), not personal data')
         mapping = [m for m in self.mapping(table) if m[0] != column] + [(column, class_name, property_name)]
-        self.install(table, mapping)
+        self.install(table, mapping, subject)
 
     def detach(self, table, column):
         self.relation(table)
-        self.install(table, [m for m in self.mapping(table) if m[0] != column])
+        self.install(table, [m for m in self.mapping(table) if m[0] != column], self.subject_column(table))
 
-    def install(self, table, mapping):
+    def attach_subject(self, table, column):
+        """Names the column holding each row's data subject: the trigger sends it with the row's values."""
+        self.relation(table)
+        mapping = self.mapping(table)
+        if not mapping:
+            fail(self.plpy, 'the table has no protected columns; attach some first with veil.attach', '55000')
+        found = self.plpy.execute(self.column_plan, [table, column])
+        if len(found) == 0:
+            fail(self.plpy, 'the table has no column of that name', '42703')
+        if not found[0]['subjecty']:
+            fail(self.plpy, 'a subject column must be text, varchar, uuid or an integer; the column is ' + found[0]['type'], '42804')
+        if any(m[0] == column for m in mapping):
+            fail(self.plpy, 'the column is protected: a subject column must stay readable (veil.detach it, or name another column)', '22023',
+                 'the subject id must stay readable to find the subject\'s key; use a surrogate id (a customer number), not personal data')
+        self.install(table, mapping, column)
+
+    def detach_subject(self, table):
+        self.relation(table)
+        self.install(table, self.mapping(table), None)
+
+    def install(self, table, mapping, subject=None):
         q = self.plpy.quote_literal
         for name in (TRIGGER, CHECK_TRIGGER):
             if len(self.plpy.execute(self.args_plan, [table, name])) > 0:
                 self.plpy.execute('DROP TRIGGER ' + name + ' ON ' + table)
+        # no protected column, no trigger: the subject column goes with the last of them
         if not mapping:
             return
-        args = ', '.join(q(part) for m in mapping for part in m)
+        triples = ([(subject, SUBJECT_MARK, '')] if subject is not None else []) + list(mapping)
+        args = ', '.join(q(part) for m in triples for part in m)
         # BEFORE ... FOR EACH ROW: the row is rewritten before it is written, so cleartext never
         # reaches the heap or the WAL. The name sorts after ordinary names: PostgreSQL fires
         # triggers of one kind in name order, and this one must see the row last.
@@ -100,6 +143,9 @@ class Admin(object):
         classes = ', '.join(lit(m[1]) for m in mapping)
         properties = ', '.join(lit(m[2]) for m in mapping)
         values = ', '.join('t.' + ident(m[0]) for m in mapping)
+        # a table naming its rows' data subject: each row's values are unprotected with its subject
+        subject = self.subject_column(table)
+        subject_arg = ', t.' + ident(subject) + '::pg_catalog.text' if subject is not None else ''
         view = ident(view_schema or relation['nspname']) + '.' + ident(view_name)
         # veil.reveal is VOLATILE, so the planner keeps the lateral subquery: one call per row
         # for all its protected columns. security_invoker: the reader's own privileges apply to
@@ -108,5 +154,5 @@ class Admin(object):
         self.plpy.execute(
             'CREATE OR REPLACE VIEW ' + view + ' WITH (security_invoker = true) AS SELECT ' + ', '.join(select) + ' FROM ' + table + ' t'
             ' CROSS JOIN LATERAL (SELECT veil.reveal(ARRAY[' + classes + ']::text[], ARRAY[' + properties + ']::text[], ARRAY['
-            + values + ']::text[]) AS v) r')
+            + values + ']::text[]' + subject_arg + ') AS v) r')
         return view

@@ -21,10 +21,6 @@ import json
 import time
 import urllib.parse
 
-RIGHTS_GUID = '00000000-0000-4000-8000-00000000a001'
-PROCESSING_GUID = '00000000-0000-4000-8000-00000000a002'
-REQUEST_GUID = '00000000-0000-4000-8000-00000000a003'
-
 # how long the trigger may use the settings it read (context) before reading them again
 CONTEXT_SECONDS = 0.1
 
@@ -34,6 +30,8 @@ MAX_BODY_BYTES = 1 << 20
 
 # refusals that a read view turns into "keep the protected value" (the caller may not see it)
 REFUSALS = frozenset(['ACTION_NOT_GRANTED', 'RIGHTS_CONTEXT_UNMATCHED', 'ROLE_NOT_HELD'])
+# what a read view turns into NULL: the value's data subject was erased, nobody can read it again
+ERASED = 'SUBJECT_ERASED'
 PRIVILEGE_CODES = frozenset(['TOKEN_MISSING', 'TOKEN_INVALID', 'TOKEN_EXPIRED', 'ROLE_NOT_HELD',
                              'RIGHTS_CONTEXT_UNMATCHED', 'ACTION_NOT_GRANTED', 'DB_ROLE_UNMAPPED',
                              'DB_CREDENTIALS_REFUSED'])
@@ -56,7 +54,7 @@ HINTS = {
 class VeilFailure(Exception):
     """A failure with veil's stable code. Its text is built from codes and names, never values."""
 
-    def __init__(self, code, status, title, retriable=False, pointer=None, field=None, instances=()):
+    def __init__(self, code, status, title, retriable=False, pointer=None, field=None, instances=(), codes=None):
         Exception.__init__(self, code)
         self.code = code
         self.status = status
@@ -65,6 +63,12 @@ class VeilFailure(Exception):
         self.pointer = pointer
         self.field = field
         self.instances = tuple(instances)
+        # each instance's own code (a call's errors can differ); the call's code where unknown
+        self.codes = tuple(codes) if codes is not None else (code,) * len(self.instances)
+
+    def only(self, code):
+        """Whether every value the failure names failed with `code` (and it names some)."""
+        return len(self.instances) > 0 and all(c == code for c in self.codes)
 
     def sqlstate(self):
         if self.code in PRIVILEGE_CODES:
@@ -131,6 +135,8 @@ class Client(Trigger, SocketCalls):
         # (veil role, class, property) a read view found refused, until when: a view does not ask
         # veil again for every row, and notices a changed configuration within a minute
         self.refused = {}
+        # the statement that was last told it read erased values as NULL (erased_notice)
+        self.erased_noticed = None
         self.guard = Guard(plpy)
         # the trigger's failure waiting for check_statement: (statement key, VeilFailure) or None
         self.pending = None
@@ -254,7 +260,8 @@ class Client(Trigger, SocketCalls):
     # ---- transform ------------------------------------------------------------------------------
 
     def transform(self, action, role, items, function, table=None, context=None):
-        """items: [(className, propertyName, value)], values not None. Returns the values, in order.
+        """items: [(className, propertyName, value, subject)], values not None, subject the data
+        subject's id or None. Returns the values, in order.
         context: what self.context() returned, when the caller has read it already."""
         if not items:
             return []
@@ -271,25 +278,27 @@ class Client(Trigger, SocketCalls):
         out = []
         chunk = []
         size = 0
+        subjects = set()
         for item in items:
             item_size = len(item[2]) * 4 + len(item[0]) + len(item[1]) + 80
-            if chunk and (len(chunk) >= MAX_INSTANCES or size + item_size > MAX_BODY_BYTES):
+            fresh = item[3] not in subjects
+            if fresh and item[3] is not None:
+                item_size += len(item[3]) * 4 + 200  # its processing context and request
+            if chunk and (len(chunk) >= MAX_INSTANCES or size + item_size > MAX_BODY_BYTES or (fresh and len(subjects) >= MAX_REQUESTS)):
                 out.extend(call(chunk, len(out)))
                 chunk = []
                 size = 0
+                subjects = set()
             chunk.append(item)
+            subjects.add(item[3])
             size += item_size
         if chunk:
             out.extend(call(chunk, len(out)))
         return out
 
     def transform_chunk(self, s, action, role, chunk, offset):
-        body = json.dumps({
-            'rightsContexts': [{'guid': RIGHTS_GUID, 'evidences': [{'name': 'Role', 'value': role}]}],
-            'processingContexts': [{'guid': PROCESSING_GUID, 'evidences': [{'name': 'Action', 'value': action}]}],
-            'requests': [{'guid': REQUEST_GUID, 'rightsContext': RIGHTS_GUID, 'processingContext': PROCESSING_GUID,
-                          'instances': [{'className': c, 'propertyName': p, 'value': v} for (c, p, v) in chunk]}],
-        }, ensure_ascii=False, separators=(',', ':')).encode('utf-8')
+        groups = request_groups(chunk)
+        body = request_body(action, role, chunk, groups)
         renewed = False
         waited = 0.0
         while True:
@@ -310,20 +319,13 @@ class Client(Trigger, SocketCalls):
             break
         self.stats['transforms'] += 1
         if status == 200:
-            return self.values_of(data, chunk)
-        raise self.failure_of(status, ctype, data, chunk, offset)
+            values = response_values(data, groups, len(chunk))
+            if values is None:
+                raise unavailable('veil answered something that is not a transform response')
+            return values
+        raise self.failure_of(status, ctype, data, chunk, offset, groups)
 
-    def values_of(self, data, chunk):
-        try:
-            instances = json.loads(data)['responses'][0]['instances']
-            values = [i['value'] for i in instances]
-        except (ValueError, KeyError, IndexError, TypeError):
-            raise unavailable('veil answered something that is not a transform response')
-        if len(values) != len(chunk) or not all(isinstance(v, str) for v in values):
-            raise unavailable('veil answered something that is not a transform response')
-        return values
-
-    def failure_of(self, status, ctype, data, chunk, offset):
+    def failure_of(self, status, ctype, data, chunk, offset, groups):
         problem = None
         if 'json' in ctype:
             try:
@@ -335,43 +337,47 @@ class Client(Trigger, SocketCalls):
                 return unavailable('veil answered HTTP %d' % status)
             return VeilFailure('DB_SERVICE_UNAVAILABLE', 503, 'veil answered HTTP %d without a problem document' % status)
         errors = problem.get('errors') if isinstance(problem.get('errors'), list) else []
-        instances = []
-        field = None
-        for e in errors:
-            index = e.get('instance') if isinstance(e, dict) else None
-            if isinstance(index, int) and 0 <= index < len(chunk):
-                instances.append(offset + index)
-                if field is None:
-                    field = chunk[index][0] + '.' + chunk[index][1]
+        positions = error_positions(errors, groups)
+        instances = [offset + k for k, _code in positions]
+        field = chunk[positions[0][0]][0] + '.' + chunk[positions[0][0]][1] if positions else None
         pointer = problem.get('pointer') if isinstance(problem.get('pointer'), str) else None
         code = problem['code'][:64]
         # veil's titles come from its catalog and never hold a value
         title = str(problem.get('title', code))[:200]
-        return VeilFailure(code, status, title, bool(problem.get('retriable')), pointer, field, instances)
+        return VeilFailure(code, status, title, bool(problem.get('retriable')), pointer, field, instances, [c for _k, c in positions])
 
     # ---- what the SQL functions call --------------------------------------------------------------
 
-    def protect_values(self, function, class_name, property_name, values):
-        return self.apply(function, 'Protect', self.settings().protect_role, class_name, property_name, values)
+    def protect_values(self, function, class_name, property_name, values, subjects=None):
+        return self.apply(function, 'Protect', self.settings().protect_role, class_name, property_name, values, subjects)
 
-    def unprotect_values(self, function, class_name, property_name, values):
+    def unprotect_values(self, function, class_name, property_name, values, subjects=None):
         role = self.mapped_role()
         if role is None:
             raise VeilFailure('DB_ROLE_UNMAPPED', 403, 'the database role is not mapped to a veil role')
-        return self.apply(function, 'Unprotect', role, class_name, property_name, values)
+        return self.apply(function, 'Unprotect', role, class_name, property_name, values, subjects)
 
-    def apply(self, function, action, role, class_name, property_name, values):
+    def apply(self, function, action, role, class_name, property_name, values, subjects=None):
+        """subjects: None (no data subject), or each value's subject, index-aligned; a value whose
+        subject is NULL is refused (SUBJECT_REQUIRED), as the trigger refuses such a row."""
         if class_name is None or property_name is None:
             raise VeilFailure('DB_ARGUMENT_INVALID', 400, 'class and property must not be NULL')
+        if subjects is not None and len(subjects) != len(values):
+            raise VeilFailure('DB_ARGUMENT_INVALID', 400, 'values and subjects must be arrays of one length')
         present = [i for i, v in enumerate(values) if v is not None]
+        if subjects is not None and any(subjects[i] is None for i in present):
+            raise VeilFailure('SUBJECT_REQUIRED', 422, 'a value\'s subject is NULL: it cannot be transformed under a subject\'s key',
+                              field=class_name + '.' + property_name)
         out = list(values)
-        results = self.transform(action, role, [(class_name, property_name, values[i]) for i in present], function)
+        items = [(class_name, property_name, values[i], subjects[i] if subjects is not None else None) for i in present]
+        results = self.transform(action, role, items, function)
         for i, value in zip(present, results):
             out[i] = value
         return out
 
-    def reveal(self, classes, properties, values):
-        """For read views: cleartext where the caller's veil role may see it, else the stored value."""
+    def reveal(self, classes, properties, values, subject=None):
+        """For read views: cleartext where the caller's veil role may see it, else the stored value;
+        NULL for a value whose data subject (the row's, `subject`) was erased."""
         if values is None:
             return None
         if classes is None or properties is None or len(classes) != len(values) or len(properties) != len(values):
@@ -385,21 +391,44 @@ class Client(Trigger, SocketCalls):
                    if v is not None and self.refused.get((role, classes[i], properties[i]), 0) <= now]
         while pending:
             try:
-                results = self.transform('Unprotect', role, [(classes[i], properties[i], values[i]) for i in pending], 'veil.reveal')
+                results = self.transform('Unprotect', role, [(classes[i], properties[i], values[i], subject) for i in pending], 'veil.reveal')
             except VeilFailure as failure:
-                if failure.code not in REFUSALS:
-                    raise
-                refused = set(pending[k] for k in failure.instances if k < len(pending))
-                if not refused:
-                    refused = set(pending)  # the whole call is refused: every value stays protected
-                for i in refused:
-                    self.refused[(role, classes[i], properties[i])] = now + 60.0
-                pending = [i for i in pending if i not in refused]
+                pending = self.reveal_failed(failure, role, classes, properties, pending, out, now)
                 continue
             for i, value in zip(pending, results):
                 out[i] = value
             return out
         return out
+
+    def reveal_failed(self, failure, role, classes, properties, pending, out, now):
+        """What a read view makes of a failed call: the values left to ask for again, or raises."""
+        if failure.only(ERASED):
+            # erased for good: NULL, never the stored value (nobody can read it again) nor garbage
+            erased = set(pending[k] for k in failure.instances if k < len(pending))
+            if not erased:
+                raise failure
+            for i in erased:
+                out[i] = None
+            self.erased_notice(classes[min(erased)] + '.' + properties[min(erased)])
+            return [i for i in pending if i not in erased]
+        if failure.code not in REFUSALS:
+            raise failure
+        refused = set(pending[k] for k in failure.instances if k < len(pending))
+        if not refused:
+            refused = set(pending)  # the whole call is refused: every value stays protected
+        for i in refused:
+            self.refused[(role, classes[i], properties[i])] = now + 60.0
+        return [i for i in pending if i not in refused]
+
+    def erased_notice(self, field):
+        """One NOTICE per statement that read values of erased subjects as NULL (names only)."""
+        key = self.statement_key()
+        if self.erased_noticed == key:
+            return
+        self.erased_noticed = key
+        self.plpy.notice('veil: SUBJECT_ERASED: values of erased data subjects read as NULL (' + field + ')',
+                         detail='veil code SUBJECT_ERASED, status 422, retriable no',
+                         hint='the data subject was erased (crypto-shredding): its values can no longer be unprotected')
 
     def quiet_statement(self):
         """log_min_error_statement = panic until the transaction ends: the error about to be raised

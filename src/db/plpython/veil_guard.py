@@ -258,6 +258,6 @@ class Guard(object):
 
 def field_counts(items):
     counts = {}
-    for (c, p, _v) in items:
-        counts[(c, p)] = counts.get((c, p), 0) + 1
+    for item in items:
+        counts[(item[0], item[1])] = counts.get((item[0], item[1]), 0) + 1
     return [{'className': c[:64], 'propertyName': p[:64], 'count': n} for ((c, p), n) in counts.items()]

@@ -9,6 +9,7 @@
 #   frame   = length:u32be payload
 #   AUTH    = 0x01 version:u8(=1) token:str16
 #   PROTECT = 0x02 dbRole:str8 role:str8 count:u32 (class:str8 property:str8 value:str32){count}
+#   PROTECT_SUBJECTS = 0x03 dbRole:str8 role:str8 count:u32 (class:str8 property:str8 subject:str16 value:str32){count}
 #   AUTH_OK = 0x81 validFor:u32
 #   VALUES  = 0x82 count:u32 (value:str32){count}
 #   ERROR   = 0xE0 status:u16 retriable:u8 code:str8 title:str16 pointer:str16
@@ -22,6 +23,8 @@ import struct
 
 OP_AUTH = b'\x01'
 OP_PROTECT = b'\x02'
+# each value with its data subject (keys scoped to the subject): what the trigger of a table with a subject column sends
+OP_PROTECT_SUBJECTS = b'\x03'
 REPLY_AUTH_OK = 0x81
 REPLY_VALUES = 0x82
 REPLY_ERROR = 0xE0
@@ -105,6 +108,14 @@ def str8(text, failure):
     return bytes((len(data),)) + data
 
 
+def str16(text, failure):
+    """A subject id: 1 to 512 bytes (veil's rule; veil checks the rest), NULL refused before."""
+    data = (text or '').encode('utf-8')
+    if not 0 < len(data) <= 512:
+        raise failure
+    return struct.pack('>H', len(data)) + data
+
+
 def framed(payload):
     return U32.pack(len(payload)) + payload
 
@@ -162,12 +173,17 @@ class SocketCalls(object):
 
     def protect_frame(self, db_role, role, chunk):
         unknown = VeilFailure('FIELD_UNKNOWN', 422, 'The class or property is not configured')
-        parts = [OP_PROTECT, str8(db_role, VeilFailure('DB_ARGUMENT_INVALID', 400, 'the database role name is too long')),
+        # values without a subject go as before (PROTECT); with one, every value carries its own
+        subjects = any(item[3] is not None for item in chunk)
+        parts = [OP_PROTECT_SUBJECTS if subjects else OP_PROTECT,
+                 str8(db_role, VeilFailure('DB_ARGUMENT_INVALID', 400, 'the database role name is too long')),
                  str8(role, VeilFailure('DB_NOT_CONFIGURED', 500, 'the protect role is longer than 255 bytes')), U32.pack(len(chunk))]
-        for (c, p, v) in chunk:
+        for (c, p, v, subject) in chunk:
             value = v.encode('utf-8')
             parts.append(str8(c, unknown))
             parts.append(str8(p, unknown))
+            if subjects:
+                parts.append(str16(subject, VeilFailure('SUBJECT_ID_INVALID', 400, 'a subject id is empty or longer than 512 bytes')))
             parts.append(U32.pack(len(value)))
             parts.append(value)
         return framed(b''.join(parts))

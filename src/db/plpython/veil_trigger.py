@@ -13,11 +13,19 @@
 #   at once the UPDATE trigger with the values it just protected: those are kept as they are. A
 #   value is recognised only by equality with what this trigger produced for that row and column,
 #   so a caller cannot pass off a cleartext of its own as protected.
+# - A table that names its rows' data subject (veil.attach_subject: a (column, '@subject', '')
+#   triple among the arguments) sends each row's values with that row's subject, so veil protects
+#   them under the subject's own key. A row with values to protect and a NULL subject is refused
+#   (SUBJECT_REQUIRED), never protected under a shared key; so is an UPDATE that moves a row to
+#   another subject while a protected value stays as stored (it is under the old subject's key).
+
+SUBJECT_MARK = '@subject'
 
 
 class Trigger(object):
     def protect_row(self, td):
-        """BEFORE INSERT OR UPDATE row trigger: its arguments are (column, class, property) triples."""
+        """BEFORE INSERT OR UPDATE row trigger: its arguments are (column, class, property) triples,
+        and (column, '@subject', '') for the subject column."""
         if self.pending is not None:
             if self.pending[0] == self.statement_key():
                 return 'SKIP'  # the statement fails at its end anyway: no more calls, no row written
@@ -41,21 +49,36 @@ class Trigger(object):
         args = td['args'] or []
         new = td['new']
         old = td['old'] if td['event'] == 'UPDATE' else None
+        triples = [(args[i], args[i + 1], args[i + 2]) for i in range(0, len(args) - 2, 3)]
+        subject_column = next((t[0] for t in triples if t[1] == SUBJECT_MARK), None)
+        subject = subject_of(new, subject_column)
         # an upsert's DO UPDATE carries the values the INSERT trigger protected a moment ago
         # (EXCLUDED.c): those, and only those, are stored as they are
-        produced = self.last_insert.pop(td['relid'], {}) if old is not None else {}
+        produced_subject, produced = self.last_insert.pop(td['relid'], (None, {})) if old is not None else (None, {})
         columns = []
         items = []
-        for i in range(0, len(args) - 2, 3):
-            column, class_name, property_name = args[i], args[i + 1], args[i + 2]
-            value = new.get(column)
-            # NULL stays NULL; an UPDATE that leaves the column as stored keeps its protected value
-            if value is None or (old is not None and (old.get(column) == value or produced.get(column) == value)):
+        for column, class_name, property_name in triples:
+            if class_name == SUBJECT_MARK:
                 continue
+            value = new.get(column)
+            if value is None:
+                continue  # NULL stays NULL
+            # an UPDATE that leaves the column as stored keeps its protected value
+            kept = old is not None and ((old.get(column) == value and subject_of(old, subject_column) == subject)
+                                        or (produced.get(column) == value and produced_subject == subject))
+            if kept:
+                continue
+            if old is not None and (old.get(column) == value or produced.get(column) == value):
+                raise VeilFailure('DB_ARGUMENT_INVALID', 400, 'the row\'s subject changed while a protected column kept its value '
+                                  '(protected under the former subject\'s key): write the column anew, or NULL, in the same UPDATE',
+                                  field=class_name + '.' + property_name)
             if not isinstance(value, str):
                 raise VeilFailure('DB_ARGUMENT_INVALID', 400, 'a mapped column is not of a text type')
+            if subject_column is not None and subject is None:
+                raise VeilFailure('SUBJECT_REQUIRED', 422, 'the row\'s subject column is NULL: its values cannot be protected under a subject\'s key',
+                                  field=class_name + '.' + property_name)
             columns.append(column)
-            items.append((class_name, property_name, value))
+            items.append((class_name, property_name, value, subject))
         if old is None:
             self.last_insert.pop(td['relid'], None)
         if not items:
@@ -66,7 +89,7 @@ class Trigger(object):
         for column, value in zip(columns, results):
             new[column] = value
         if old is None:
-            self.last_insert[td['relid']] = dict(zip(columns, results))
+            self.last_insert[td['relid']] = (subject, dict(zip(columns, results)))
         return 'MODIFY'
 
     def check_statement(self, td):
@@ -85,3 +108,13 @@ class Trigger(object):
 
     def statement_key(self):
         return self.plpy.execute(self.key_plan)[0]['k']
+
+
+def subject_of(row, column):
+    """The row's subject id as text (the read view passes column::text, which prints the same), or None."""
+    if column is None:
+        return None
+    value = row.get(column)
+    if value is None or isinstance(value, str):
+        return value
+    return str(value)
