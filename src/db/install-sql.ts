@@ -3,9 +3,9 @@ import { createPlPythonFunction, type EmbeddedModule, type PlPythonFunction } fr
 
 const source = (file: string) => readFileSync(new URL(`./plpython/${file}`, import.meta.url), 'utf8');
 
-/** the guard (rate limit, audit), the trigger, the socket and the call bodies come first: Client builds on them */
+/** the guard (rate limit, audit), the trigger, the socket, the call bodies and the read views come first: Client builds on them */
 export const CLIENT_MODULE: EmbeddedModule = {
-  name: 'veil_client', source: ['veil_guard.py', 'veil_trigger.py', 'veil_socket.py', 'veil_requests.py', 'veil_client.py'].map(source).join('\n'), className: 'Client',
+  name: 'veil_client', source: ['veil_guard.py', 'veil_trigger.py', 'veil_socket.py', 'veil_requests.py', 'veil_reveal.py', 'veil_client.py'].map(source).join('\n'), className: 'Client',
 };
 export const ADMIN_MODULE: EmbeddedModule = { name: 'veil_admin', source: source('veil_admin.py'), className: 'Admin' };
 
