@@ -123,6 +123,14 @@ describe('after a subject is erased', () => {
     expect(r.stderr).not.toContain('cust-0002');
   });
 
+  it('a set-based unprotect over several subjects names the erased subject\'s value by its place in the call', async () => {
+    const r = await t.attempt(`SELECT veil.unprotect_many('Person', 'name', array_agg(name ORDER BY id), array_agg(subject ORDER BY id)) FROM people WHERE id IN (1, 2, 3)`, t.role.reader);
+    // the call holds one request per subject: cust-0002's value is the first of the second
+    expect(r.stderr).toMatch(/ERROR: {2}22023: .*veil: SUBJECT_ERASED: .*\(Person\.name\)\nDETAIL: {2}veil code SUBJECT_ERASED, status 422, retriable no, pointer \/requests\/1\/instances\/0\/value/);
+    expect(await t.on(`SELECT veil.unprotect_many('Person', 'name', array_agg(name ORDER BY id), array_agg(subject ORDER BY id)) FROM people WHERE id IN (1, 3, 4)`, t.role.reader))
+      .toEqual(['{"Name 1","Name 3","Name 4"}']);
+  });
+
   it('a returning person is protected under a new key; the erased values stay erased', async () => {
     await t.on(`INSERT INTO people VALUES (30, 'cust-0002', 'back@example.org', 'Back Again', NULL);`, t.role.writer);
     expect(await clear('id IN (2, 30)')).toEqual(['2|cust-0002|<null>|<null>|City 2', '30|cust-0002|back@example.org|Back Again|']);
