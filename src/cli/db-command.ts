@@ -18,12 +18,13 @@ export const dbHelp = `Usage: veil db install [--apply] [--database-url URL]
        veil db revoke --role R [--table T]
        veil db rate-limit --role R|public --values-per-minute N|default
        veil db audit [--records N]
-       veil db rewrap --table T --key-column C --role R [--column C=Class.property ...] [--batch N]
+       veil db rewrap --table T --key-column C --role R [--column C=Class.property ...] [--subject-column C] [--batch N]
                       [--restart] [--database-url URL] [--config F] [--data-dir D]
        veil db check [--table T ...] [--sample N] [--min-share S] [--json] [--database-url URL]
 
 install: prints the SQL of schema veil (PL/Python functions veil.protect, veil.unprotect, their
-  _many array variants, the trigger generator veil.attach, read views veil.create_read_view);
+  _many array variants, the trigger generator veil.attach, the subject column veil.attach_subject,
+  read views veil.create_read_view);
   with --apply runs it through psql in one transaction (needs a superuser: plpython3u).
 configure: stores veil's URL and the database's client credentials in veil.settings, which only
   veil's SECURITY DEFINER functions read. The secret is read from a file ('-' for stdin) and sent
