@@ -86,6 +86,23 @@ describe('a table naming its rows\' data subject', () => {
     expect(await t.on('SELECT count(*) FROM anonymous')).toEqual(['0']);
   });
 
+  it('an integer or uuid subject column names the same subject in the trigger and in the read view', async () => {
+    await t.on(`CREATE TABLE accounts (id int PRIMARY KEY, owner bigint, tenant uuid, email text);
+      SELECT veil.attach('accounts', 'email', 'Person', 'email');
+      SELECT veil.attach_subject('accounts', 'owner');
+      SELECT veil.grant_writer('${t.role.writer}', 'accounts');
+      SELECT veil.create_read_view('accounts', 'accounts_by_owner');
+      GRANT SELECT ON accounts, accounts_by_owner TO ${t.role.reader};
+      INSERT INTO accounts VALUES (1, 9000000001, 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', 'owner@example.org');`);
+    expect(await t.on('SELECT email FROM accounts_by_owner', t.role.reader)).toEqual(['owner@example.org']);
+    expect(await t.on(`SELECT email = veil.protect('Person', 'email', 'owner@example.org', '9000000001') FROM accounts`)).toEqual(['t']);
+    await t.on(`UPDATE accounts SET email = NULL; SELECT veil.attach_subject('accounts', 'tenant');
+      UPDATE accounts SET email = 'tenant@example.org'; SELECT veil.create_read_view('accounts', 'accounts_by_tenant');
+      GRANT SELECT ON accounts_by_tenant TO ${t.role.reader};`);
+    expect(await t.on('SELECT email FROM accounts_by_tenant', t.role.reader)).toEqual(['tenant@example.org']);
+    expect(await t.on(`SELECT email = veil.protect('Person', 'email', 'tenant@example.org', 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11') FROM accounts`)).toEqual(['t']);
+  });
+
   it('refuses to move a row to another subject while a protected value stays under the former one; writing it anew moves it', async () => {
     const kept = await t.attempt(`UPDATE people SET subject = 'cust-0002' WHERE id = 7;`, t.role.writer);
     expect(kept.stderr).toMatch(/ERROR: {2}22023: .*veil: DB_ARGUMENT_INVALID: the row's subject changed .*\(Person\.email\)/);
