@@ -47,6 +47,10 @@ describe('a table naming its rows\' data subject', () => {
     expect(protectedOne.stderr).toMatch(/ERROR: {2}22023: .*veil: the column is protected/);
     const json = await t.attempt(`ALTER TABLE people ADD COLUMN extra jsonb; SELECT veil.attach_subject('people', 'extra')`);
     expect(json.stderr).toMatch(/ERROR: {2}42804: .*veil: a subject column must be text, varchar, uuid or an integer/);
+    // attaching a column again keeps the subject column; detaching the subject keeps the columns
+    expect(await t.on(`BEGIN; SELECT veil.attach('people', 'city', 'Person', 'city'); SELECT veil.subject_column('people');
+      SELECT veil.detach_subject('people'); SELECT coalesce(veil.subject_column('people'), '<none>'); SELECT count(*) FROM veil.mapped_columns('people'); ROLLBACK;`))
+      .toEqual(['subject', '<none>', '3']);
   });
 
   it('protects each row under its subject\'s key: stored values are protected, read back per subject, and equal emails differ across subjects', async () => {
