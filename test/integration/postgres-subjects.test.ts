@@ -172,6 +172,10 @@ describe('after a subject is erased', () => {
     const after = await t.on('SELECT id, email, name, city FROM people ORDER BY id');
     expect(cityOf(after, 2)).not.toBe(cityOf(before, 2));
     expect(await clear('id = 30')).toEqual(['30|cust-0002|back@example.org|Back Again|']);
+    // subject-scoped fields without a subject column: refused before anything is read
+    const anonymous = await t.cli('db', 'rewrap', '--table', 'public.anonymous', '--key-column', 'id', '--role', 'desk');
+    expect(anonymous.code).toBe(1);
+    expect(anonymous.stderr).toContain('name the column holding each row\'s subject (veil.attach_subject, or --subject-column)');
     expect(await clear('id <= 6')).toEqual([1, 2, 3, 4, 5, 6].map((id) => (id - 1) % 3 === 1 ? `${id}|cust-0002|<null>|<null>|City ${id}` : expected(id)));
   }, 60_000);
 });
