@@ -98,12 +98,17 @@ export class Engine {
   }
 
   /**
-   * Runs `fn` — bound transforms of bind(), over values of one data subject — with that subject's
-   * key from `ring` (fetched by the adapter). Subject-scoped transforms run outside it answer
-   * SUBJECT_REQUIRED per value.
+   * Runs `fn` — bound transforms of bind(), over values of one data subject, without awaiting —
+   * with that subject's key from `ring` (fetched by the adapter). Subject-scoped transforms run
+   * outside it answer SUBJECT_REQUIRED per value.
    */
   withSubject<T>(subject: string | undefined, ring: SubjectKeyring | undefined, fn: () => T): T {
     return this.subjects.run(subject, ring, fn);
+  }
+
+  /** withSubject() for a function that awaits between its transforms (a record's serde asking a schema registry). */
+  withSubjectAsync<T>(subject: string | undefined, ring: SubjectKeyring | undefined, fn: () => Promise<T>): Promise<T> {
+    return this.subjects.runAsync(subject, ring, fn);
   }
 
   transform(body: unknown, identity: Identity): TransformResponse {

@@ -125,7 +125,7 @@ export class RecordProtector implements ChunkProtector {
       if (id === undefined) return { code: 'SUBJECT_REQUIRED', path: KEY_PATH };
       if (!isSubjectId(id)) return { code: 'SUBJECT_ID_INVALID', path: KEY_PATH };
       try {
-        return await s.engine.withSubject(id, ring, () => this.protect(item));
+        return await s.engine.withSubjectAsync(id, ring, () => this.protect(item));
       } catch (e) {
         if (e instanceof StreamError && !e.retriable) return failed(e);
         throw e;

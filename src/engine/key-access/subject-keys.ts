@@ -37,23 +37,42 @@ export interface CurrentSubject {
 }
 
 /**
- * The subject a call's values belong to while the engine runs them. An AsyncLocalStorage, so that
- * a record whose serde awaits (a schema registry) between its values keeps its subject, and
- * records of different subjects can be protected concurrently.
+ * The subject a call's values belong to while the engine runs them. A synchronous run (a call's
+ * requests: the engine runs each request's values without awaiting) sets it around them; an
+ * asynchronous one (a stream record whose serde awaits a schema registry between its values, and
+ * records of different subjects protected concurrently) keeps it in an AsyncLocalStorage, created
+ * on the first such run only — Node's AsyncLocalStorage hooks every promise of the process once used.
  */
 export class SubjectSlot {
-  private readonly storage = new AsyncLocalStorage<CurrentSubject | undefined>();
+  /** the subject of a synchronous run in progress; `null`: none is */
+  private sync: CurrentSubject | undefined | null = null;
+  private storage: AsyncLocalStorage<CurrentSubject | undefined> | undefined;
 
   /** the subject of the values being transformed now; undefined: none was given */
   current(): CurrentSubject | undefined {
-    return this.storage.getStore();
+    return this.sync !== null ? this.sync : this.storage?.getStore();
   }
 
-  /** Runs `fn` with `subject`'s entry of `ring` as the current one (none: scoped values answer SUBJECT_REQUIRED). */
+  /** Runs `fn`, which must not await, with `subject`'s entry of `ring` as the current one (none: scoped values answer SUBJECT_REQUIRED). */
   run<T>(subject: string | undefined, ring: SubjectKeyring | undefined, fn: () => T): T {
-    const state = subject === undefined ? undefined : { subject, entry: ring?.has(subject) ? ring.get(subject) : 'missing' as const };
-    return this.storage.run(state, fn);
+    const before = this.sync;
+    this.sync = stateOf(subject, ring);
+    try {
+      return fn();
+    } finally {
+      this.sync = before;
+    }
   }
+
+  /** run() for a function that awaits: the subject follows it across its awaits. */
+  runAsync<T>(subject: string | undefined, ring: SubjectKeyring | undefined, fn: () => Promise<T>): Promise<T> {
+    this.storage ??= new AsyncLocalStorage();
+    return this.storage.run(stateOf(subject, ring), fn);
+  }
+}
+
+function stateOf(subject: string | undefined, ring: SubjectKeyring | undefined): CurrentSubject | undefined {
+  return subject === undefined ? undefined : { subject, entry: ring?.has(subject) ? ring.get(subject) : 'missing' };
 }
 
 /**
