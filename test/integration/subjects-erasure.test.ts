@@ -141,7 +141,8 @@ describe('erasure across HTTP, a stream pipeline and a table, on three hosts of 
       SELECT veil.attach('people', 'email', 'Person', 'email'); SELECT veil.attach('people', 'name', 'Person', 'name');
       SELECT veil.attach('people', 'city', 'Person', 'city'); SELECT veil.attach_subject('people', 'subject');
       SELECT veil.grant_writer('${db.writer}', 'people'); SELECT veil.create_read_view('people', 'people_clear');
-      SELECT veil.grant_reader('${db.reader}', 'desk', 'people', 'people_clear');`);
+      SELECT veil.grant_reader('${db.reader}', 'desk', 'people', 'people_clear');
+      SELECT veil.set_rate_limit('${db.writer}', 1000000); SELECT veil.set_rate_limit('${db.reader}', 1000000);`);
     await onDb(`INSERT INTO people SELECT i, 'cust-${run}-' || i, 'cust-${run}-' || i || '@example.org', 'Name cust-${run}-' || i, 'Oslo' FROM generate_series(0, ${SUBJECTS - 1}) i;`, db.writer);
   }, 600_000);
 
