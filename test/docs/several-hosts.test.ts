@@ -6,7 +6,8 @@ import { ROOT } from './markdown.ts';
 /**
  * docs/operations.md's "Settings every host shares" names every environment setting the three
  * things hosts must agree on are read from: the KEK (src/keystore/kms/kms-from-env.ts,
- * src/keystore/master-key.ts), the control store (src/control/control-store.ts) and the token
+ * src/keystore/master-key.ts), the control store (src/control/control-store.ts), the subject-key
+ * store (src/subjects/open-subject-store.ts) and the token
  * issuer (VEIL_BASE_URL, read by every process that verifies tokens). A setting added to one of
  * those files and not to the table fails here.
  */
@@ -21,8 +22,8 @@ function sharedSection(): string {
 }
 
 describe('docs/operations.md: the settings every host shares', () => {
-  it('names every setting the KEK, the control store and the issuer are read from', () => {
-    const read_ = ['src/keystore/kms/kms-from-env.ts', 'src/keystore/master-key.ts', 'src/control/control-store.ts'].flatMap((f) => read(f).match(SETTING) ?? []);
+  it('names every setting the KEK, the control store, the subject-key store and the issuer are read from', () => {
+    const read_ = ['src/keystore/kms/kms-from-env.ts', 'src/keystore/master-key.ts', 'src/control/control-store.ts', 'src/subjects/open-subject-store.ts'].flatMap((f) => read(f).match(SETTING) ?? []);
     const issuerReaders = ['src/cli/serve-command.ts', 'src/cli/gateway-command.ts', 'src/app/open-responders.ts'].filter((f) => read(f).includes('VEIL_BASE_URL'));
     expect(issuerReaders).toHaveLength(3);
     const wanted = new Set([...read_, 'VEIL_BASE_URL']);
