@@ -3,6 +3,7 @@
 // an answer, an error, a log line or an audit record. Against a real service over HTTP.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyReceipt } from '../../src/subjects/index.ts';
+import { SUBJECT_CALLS_BURST, SUBJECT_CALLS_PER_SECOND } from '../../src/http/routes/subject-routes.ts';
 import type { TestService } from '../helpers/http-service.ts';
 import { startPortalService } from '../helpers/portal-client.ts';
 
@@ -106,6 +107,20 @@ describe('POST /admin/subjects/erase and /status', () => {
     expect(again.json).toMatchObject({ claims: { alreadyErased: true, destroyedKey: claims.destroyedKey } });
     const recorded = t.audit.events.find((e) => e.admin?.action === 'subject.erase' && e.outcome === 'ok');
     expect(recorded).toMatchObject({ channel: 'admin', client: 'publisher', erasure: { subject: claims.sub, receipt: claims.jti, reason: 'Art. 17 request 99' } });
+  });
+
+  it('a client sweeping ids through status is slowed down: 429 RATE_LIMITED with Retry-After past the burst, audited', async () => {
+    const replies = [];
+    const started = Date.now();
+    for (let i = 0; i < 90; i++) replies.push(await post('status', { subject: `sweep-${i}@example.org` }, { token: tokens.tester }));
+    const seconds = (Date.now() - started) / 1000;
+    const limited = replies.filter((r) => r.status === 429);
+    expect(limited.length).toBeGreaterThan(0);
+    // the burst, and what refilled while the sweep ran
+    expect(replies.filter((r) => r.status === 200).length).toBeLessThanOrEqual(SUBJECT_CALLS_BURST + Math.ceil(seconds * SUBJECT_CALLS_PER_SECOND) + 1);
+    expect(limited[0]!.json).toMatchObject({ code: 'RATE_LIMITED' });
+    expect(Number(limited[0]!.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    expect(t.audit.events.some((e) => e.admin?.action === 'subject.status' && e.code === 'RATE_LIMITED')).toBe(true);
   });
 
   it('the id never appeared in an answer, an error, a log line or an audit record', () => {

@@ -1,6 +1,8 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { BearerVerifier, Caller } from '../../identity/token-verifier.ts';
 import { SubjectsError, type ErasureService, type SubjectAction, type SubjectActor } from '../../subjects/index.ts';
+import { RateLimitedError } from '../../identity/identity-errors.ts';
+import { RateLimiter } from '../../identity/rate-limiter.ts';
 
 interface Deps {
   verifier: BearerVerifier;
@@ -11,12 +13,20 @@ interface Deps {
 // an id (≤ 512 bytes) and a reason (≤ 500 characters) as JSON, escaped: far below this
 export const SUBJECT_BODY_LIMIT = 8 * 1024;
 const FIELDS: Record<SubjectAction, readonly string[]> = { erase: ['subject', 'reason'], status: ['subject'] };
+/**
+ * Calls per second per client, and the burst above it: erasures arrive person by person (bulk
+ * erasure is the command line's), and a status answers whether a person is known — an oracle no
+ * client should be able to sweep a list of ids through.
+ */
+export const SUBJECT_CALLS_PER_SECOND = 10;
+export const SUBJECT_CALLS_BURST = 50;
 
 /**
  * The admin API of data subjects (issue 29): POST /admin/subjects/erase {subject, reason} → the
  * signed receipt; POST /admin/subjects/status {subject} → exists / erased / unknown with the
  * reference. The id travels in the body only — URLs end up in access logs. Order: bearer token
- * (401) → the right (403: admin-publisher to erase, any admin role for a status) → the body (400)
+ * (401) → the right (403: admin-publisher to erase, any admin role for a status) → the client's
+ * rate (429, SUBJECT_CALLS_PER_SECOND) → the body (400)
  * → the store. Every answer is `no-store`; every call, refused ones included, is audited by the
  * service (channel admin) under the subject's reference, never its id. Refusals are thrown to the
  * service's error handler, which answers problem details.
@@ -24,6 +34,7 @@ const FIELDS: Record<SubjectAction, readonly string[]> = { erase: ['subject', 'r
 export function registerSubjectRoutes(app: FastifyInstance, deps: Deps): void {
   const erasures = deps.erasures;
   if (!erasures) return;
+  const limiter = new RateLimiter({ rate: SUBJECT_CALLS_PER_SECOND, burst: SUBJECT_CALLS_BURST, now: Date.now });
   const door = (action: SubjectAction, answer: (body: Record<string, unknown>, actor: SubjectActor) => Promise<unknown>) =>
     async (req: FastifyRequest, reply: FastifyReply) => {
       reply.header('cache-control', 'no-store');
@@ -31,6 +42,8 @@ export function registerSubjectRoutes(app: FastifyInstance, deps: Deps): void {
       const caller: Caller = await deps.verifier.verifyHeader(req.headers.authorization).catch((e: unknown) => erasures.refuse(action, actor, e));
       const known: SubjectActor = { ...actor, by: caller.subject, caller: { clientId: caller.clientId, subject: caller.subject, issuer: caller.issuer } };
       await erasures.authorize(caller.roles, action, known);
+      const wait = limiter.take(caller.clientId);
+      if (wait > 0) await erasures.refuse(action, known, new RateLimitedError('too many subject administration calls for this client', Math.ceil(wait)));
       const body = bodyOf(req.body, FIELDS[action]);
       if (!body) await erasures.refuse(action, known, new SubjectsError('ERASURE_REQUEST_INVALID', `the body must be a JSON object with ${FIELDS[action].join(' and ')} (strings), nothing else`));
       return reply.code(200).send(await answer(body!, known));
