@@ -28,7 +28,7 @@ export const ENGINE_ERRORS = {
   VALUE_NOT_IN_ALPHABET: { status: 422, retriable: false, title: 'The value holds characters the transformer cannot process' },
   PROTECTED_VALUE_INVALID: { status: 422, retriable: false, title: 'The protected value is malformed, tampered with, or belongs to another field' },
   SUBJECT_ID_INVALID: { status: 400, retriable: false, title: 'A Subject evidence is repeated, empty, longer than 512 bytes, or holds control characters or ill-formed Unicode' },
-  SUBJECT_REQUIRED: { status: 422, retriable: false, title: "The field's sequence uses a key scoped to the data subject, and the call names no subject (no Subject evidence, no record key or subject path)" },
+  SUBJECT_REQUIRED: { status: 422, retriable: false, title: "The field's sequence uses a key scoped to the data subject, and the call names no subject (no Subject evidence, a record without a key, a NULL subject column)" },
   SUBJECT_ERASED: { status: 422, retriable: false, title: "The value belongs to a data subject whose key was erased: it can no longer be unprotected (and, when the configuration keeps erased ids refused, the subject cannot be protected again)" },
   KEY_VERSION_UNKNOWN: { status: 422, retriable: false, title: 'The protected value names a key version that the keystore does not hold' },
   KEY_UNAVAILABLE: { status: 503, retriable: true, title: 'A key needed for the call cannot be loaded' },
