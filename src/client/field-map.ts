@@ -81,12 +81,17 @@ export function apply<T extends object>(objects: readonly T[], collected: Collec
   return copies;
 }
 
-/** Points a transform error (`/requests/0/instances/<i>/...`) at the caller's field instead. */
-export function pointIntoObjects(error: unknown, collected: Collected): unknown {
+/**
+ * Points a transform error (`/requests/<operation>/instances/<i>/...`) at the caller's field
+ * instead; `indexOf` says which collected value an operation's instance is (default: operation 0's
+ * instance i is value i).
+ */
+export function pointIntoObjects(error: unknown, collected: Collected, indexOf: (operation: number, instance: number) => number | undefined = (o, i) => (o === 0 ? i : undefined)): unknown {
   if (!(error instanceof VeilClientError)) return error;
   return error.withPointers((pointer) => {
-    const m = /^\/requests\/0\/instances\/(\d+)(\/.*)?$/.exec(pointer);
-    const location = m ? collected.locations[Number(m[1])] : undefined;
+    const m = /^\/requests\/(\d+)\/instances\/(\d+)(\/.*)?$/.exec(pointer);
+    const at = m ? indexOf(Number(m[1]), Number(m[2])) : undefined;
+    const location = at === undefined ? undefined : collected.locations[at];
     return location ? location.pointer : pointer;
   });
 }

@@ -2,7 +2,7 @@
  * veil/client: the application-layer client of veil. Dependency-free (global fetch); see
  * docs/client.md and examples/app-layer.
  */
-export { VeilClient, type CallOptions, type Evidence, type FieldOptions, type Operation, type VeilClientOptions } from './veil-client.ts';
+export { VeilClient, type CallOptions, type Evidence, type FieldOptions, type Operation, type ValueOptions, type VeilClientOptions } from './veil-client.ts';
 export { CLIENT_ERROR_CATALOG, clientError, VeilClientError, type ClientErrorCode, type ClientErrorDetail } from './errors.ts';
 export { DEFAULT_CLIENT_LIMITS, type ClientLimits } from './limits.ts';
 export type { Instance } from './batching.ts';

@@ -6,6 +6,12 @@ export interface VeilPrismaModel {
   class: string;
   /** model field → configured property (`email`), or a full `Class.property` */
   fields: Readonly<Record<string, string>>;
+  /**
+   * the model field holding each row's data subject id (keys scoped to the subject): its value names
+   * the subject of the row's protected fields on writes and reads; a write or a read without it is
+   * refused by the service (SUBJECT_REQUIRED) — select it along with the protected fields
+   */
+  subject?: string;
 }
 
 export interface VeilPrismaOptions {
@@ -41,7 +47,7 @@ const RECORD_RESULTS = new Set(['findUnique', 'findUniqueOrThrow', 'findFirst', 
  * nested writes and `include`d relations, and raw queries.
  */
 export function veilPrisma(client: VeilClient, options: VeilPrismaOptions): { name: string; query: { $allModels: { $allOperations(call: OperationCall): Promise<unknown> } } } {
-  const maps = new Map(Object.entries(options.models).map(([model, m]) => [model, fieldMap(m)]));
+  const maps = new Map(Object.entries(options.models).map(([model, m]) => [model, { fields: fieldMap(m), subject: subjectOf(m.subject) }]));
   const protect = options.roles?.protect ? { role: options.roles.protect } : {};
   const unprotect = options.roles?.unprotect ? { role: options.roles.unprotect } : {};
   return {
@@ -49,14 +55,26 @@ export function veilPrisma(client: VeilClient, options: VeilPrismaOptions): { na
     query: {
       $allModels: {
         async $allOperations({ model, operation, args, query }: OperationCall): Promise<unknown> {
-          const fields = model === undefined ? undefined : maps.get(model);
-          if (!fields) return query(args);
-          const written = await protectWrites(client, fields, operation, args ?? {}, protect);
+          const mapped = model === undefined ? undefined : maps.get(model);
+          if (!mapped) return query(args);
+          const written = await protectWrites(client, mapped.fields, operation, args ?? {}, { ...protect, ...mapped.subject });
           const result = await query(written);
           if (!RECORD_RESULTS.has(operation) || result === null || typeof result !== 'object') return result;
-          return client.unprotectFields(fields, result as object, unprotect);
+          return client.unprotectFields(mapped.fields, result as object, { ...unprotect, ...mapped.subject });
         },
       },
+    },
+  };
+}
+
+/** The `subject` option of protectFields: each row's value of the model's subject field, as text (ids may be numbers). */
+function subjectOf(field: string | undefined): { subject?: (row: object) => string } {
+  if (field === undefined) return {};
+  return {
+    subject: (row) => {
+      const value = (row as Record<string, unknown>)[field];
+      if (value === null || value === undefined) return undefined as unknown as string;
+      return typeof value === 'number' || typeof value === 'bigint' ? String(value) : (value as string);
     },
   };
 }
@@ -66,7 +84,7 @@ function fieldMap(model: VeilPrismaModel): FieldMap {
 }
 
 /** The operation's arguments with every written mapped field protected: one call for all its rows. */
-async function protectWrites(client: VeilClient, fields: FieldMap, operation: string, args: Record<string, unknown>, protect: { role?: string }): Promise<Record<string, unknown>> {
+async function protectWrites(client: VeilClient, fields: FieldMap, operation: string, args: Record<string, unknown>, protect: { role?: string; subject?: (row: object) => string }): Promise<Record<string, unknown>> {
   const slots: ['data' | 'create' | 'update', boolean][] = DATA_WRITES.has(operation)
     ? [['data', Array.isArray(args.data)]]
     : operation === 'upsert' ? [['create', false], ['update', false]] : [];

@@ -9,6 +9,12 @@ export interface ProtectModelOptions {
   fields: Readonly<Record<string, string>>;
   /** Role evidences: the one that protects on writes, the one that unprotects on reads (default: the client's role) */
   roles?: { protect?: string; unprotect?: string };
+  /**
+   * the attribute holding each row's data subject id (keys scoped to the subject): it names the
+   * subject of the row's protected attributes on writes and reads; a row without it is refused by
+   * the service (SUBJECT_REQUIRED), and so is a static Model.update that does not set it
+   */
+  subject?: string;
 }
 
 type Row = Model & { dataValues: Record<string, unknown>; _previousDataValues: Record<string, unknown> };
@@ -47,6 +53,13 @@ export function protectModel(model: ModelStatic<Model>, client: VeilClient, opti
   });
   const protectRole = options.roles?.protect ? { role: options.roles.protect } : {};
   const unprotectRole = options.roles?.unprotect ? { role: options.roles.unprotect } : {};
+  /** the data subject of a row's (or an update's) values: its subject attribute as text */
+  const subjectOf = (data: Plain): string | undefined => {
+    if (options.subject === undefined) return undefined;
+    const value = data[options.subject];
+    return typeof value === 'number' || typeof value === 'bigint' ? String(value) : typeof value === 'string' ? value : undefined;
+  };
+  const subjects = (data: readonly Plain[]) => (options.subject === undefined ? {} : { subject: data.map(subjectOf) });
 
   /** protects the mapped attributes `pick` selects on each instance, in one call */
   const protectRows = async (rows: readonly Row[], pick: (row: Row, field: Field) => boolean, hookOptions: object) => {
@@ -62,7 +75,7 @@ export function protectModel(model: ModelStatic<Model>, client: VeilClient, opti
       }
     }
     if (!targets.length) return;
-    const values = await client.protect(targets.map((t) => ({ className: t.field.className, propertyName: t.field.propertyName, value: t.clear })), protectRole);
+    const values = await client.protect(targets.map((t) => ({ className: t.field.className, propertyName: t.field.propertyName, value: t.clear })), { ...protectRole, ...subjects(targets.map((t) => t.row.dataValues)) });
     targets.forEach((t, i) => {
       t.row.dataValues[t.field.attribute] = values[i];
       const state = written.get(t.row) ?? new Map();
@@ -100,7 +113,7 @@ export function protectModel(model: ModelStatic<Model>, client: VeilClient, opti
     const present = fields.filter((f) => attributes[f.attribute] !== undefined && attributes[f.attribute] !== null);
     if (!present.length) return;
     for (const f of present) if (typeof attributes[f.attribute] !== 'string') throw clientError('FIELD_NOT_STRING', { pointer: `/${f.attribute}` });
-    const values = await client.protect(present.map((f) => ({ className: f.className, propertyName: f.propertyName, value: attributes[f.attribute] as string })), protectRole);
+    const values = await client.protect(present.map((f) => ({ className: f.className, propertyName: f.propertyName, value: attributes[f.attribute] as string })), { ...protectRole, ...subjects(present.map(() => attributes)) });
     // a new object: the caller's values stay as they were
     hookOptions.attributes = { ...attributes };
     hookOptions[BULK_PROTECTED] = {};
@@ -133,7 +146,7 @@ export function protectModel(model: ModelStatic<Model>, client: VeilClient, opti
       }
     }
     if (!targets.length) return;
-    const values = await client.unprotect(targets.map((t, i) => ({ className: t.field.className, propertyName: t.field.propertyName, value: sent[i]! })), unprotectRole);
+    const values = await client.unprotect(targets.map((t, i) => ({ className: t.field.className, propertyName: t.field.propertyName, value: sent[i]! })), { ...unprotectRole, ...subjects(targets.map((t) => (t.instance ? (t.row as Row).dataValues : t.row as Plain))) });
     targets.forEach((t, i) => {
       if (t.instance) {
         // as loaded: the cleartext is not a change, so a later save does not write it back

@@ -3,6 +3,7 @@ import { clientError, isObject, VeilClientError } from './errors.ts';
 import { apply, collect, compileFieldMap, pointIntoObjects, type FieldMap } from './field-map.ts';
 import { postOnce, type FetchLike } from './http.ts';
 import { clientLimits, type ClientLimits } from './limits.ts';
+import { groupBySubject, roleAndSubject, subjectsOf } from './subjects.ts';
 import { retryPolicy, systemClock, withRetry, type Clock, type RetryOptions, type RetryPolicy } from './retry.ts';
 import { clientCredentials, type TokenSource } from './token-source.ts';
 
@@ -19,6 +20,8 @@ export interface Operation {
   role?: string;
   /** more rights-context evidences, if the configuration uses any */
   evidences?: readonly Evidence[];
+  /** the data subject of the values: the Subject evidence of the processing context (keys scoped to the subject) */
+  subject?: string;
   instances: readonly Instance[];
 }
 
@@ -27,9 +30,20 @@ export interface CallOptions {
   signal?: AbortSignal;
 }
 
-export interface FieldOptions extends CallOptions {
+/** protect() and unprotect(): the Role evidence, and the data subject of all the values or of each (index-aligned) */
+export interface ValueOptions {
+  role?: string;
+  subject?: string | readonly (string | undefined)[];
+}
+
+export interface FieldOptions<T = object> extends CallOptions {
   /** the Role evidence (default: the client's `role`) */
   role?: string;
+  /**
+   * the data subject of the objects' values (keys scoped to the subject): one id for them all, or
+   * each object's own — e.g. `(customer) => customer.id` — one request per subject in the call
+   */
+  subject?: string | ((object: T, index: number) => string);
 }
 
 export interface VeilClientOptions {
@@ -89,16 +103,26 @@ export class VeilClient {
     });
   }
 
-  /** Protects values of one role; the answer lists the protected values in the same order. */
-  async protect(instances: readonly Instance[], options: CallOptions & { role?: string } = {}): Promise<string[]> {
-    const [values] = await this.transform([{ action: 'Protect', instances, ...(options.role ? { role: options.role } : {}) }], options);
-    return values!;
+  /**
+   * Protects values of one role; the answer lists the protected values in the same order.
+   * `subject`: the data subject of every value, or of each (index-aligned): one request per subject.
+   */
+  async protect(instances: readonly Instance[], options: CallOptions & ValueOptions = {}): Promise<string[]> {
+    return this.#values('Protect', instances, options);
   }
 
   /** Unprotects protected values; the role must be granted Unprotect on each field. */
-  async unprotect(instances: readonly Instance[], options: CallOptions & { role?: string } = {}): Promise<string[]> {
-    const [values] = await this.transform([{ action: 'Unprotect', instances, ...(options.role ? { role: options.role } : {}) }], options);
-    return values!;
+  async unprotect(instances: readonly Instance[], options: CallOptions & ValueOptions = {}): Promise<string[]> {
+    return this.#values('Unprotect', instances, options);
+  }
+
+  async #values(action: string, instances: readonly Instance[], options: CallOptions & ValueOptions): Promise<string[]> {
+    const subjects = typeof options.subject === 'object' ? options.subject : instances.map(() => options.subject as string | undefined);
+    const groups = groupBySubject(subjects);
+    const answers = await this.transform(groups.map(({ subject, indices }) => ({ action, instances: indices.map((i) => instances[i]!), ...roleAndSubject({ role: options.role, subject }) })), options);
+    const values = new Array<string>(instances.length);
+    groups.forEach(({ indices }, g) => indices.forEach((i, k) => (values[i] = answers[g]![k]!)));
+    return values;
   }
 
   /**
@@ -106,29 +130,34 @@ export class VeilClient {
    * only at the service's limits). Returns new objects; unmapped fields are copied as they are,
    * absent and null fields stay so. An error's pointer is into the input: `/email`, `/3/email`.
    */
-  protectFields<T extends object>(fields: FieldMap, input: T, options?: FieldOptions): Promise<T>;
-  protectFields<T extends object>(fields: FieldMap, input: readonly T[], options?: FieldOptions): Promise<T[]>;
-  async protectFields<T extends object>(fields: FieldMap, input: T | readonly T[], options: FieldOptions = {}): Promise<T | T[]> {
+  protectFields<T extends object>(fields: FieldMap, input: readonly T[], options?: FieldOptions<T>): Promise<T[]>;
+  protectFields<T extends object>(fields: FieldMap, input: T, options?: FieldOptions<T>): Promise<T>;
+  async protectFields<T extends object>(fields: FieldMap, input: T | readonly T[], options: FieldOptions<T> = {}): Promise<T | T[]> {
     return this.#fields('Protect', fields, input, options);
   }
 
   /** The reverse of protectFields: the role must be granted Unprotect on every mapped field present. */
-  unprotectFields<T extends object>(fields: FieldMap, input: T, options?: FieldOptions): Promise<T>;
-  unprotectFields<T extends object>(fields: FieldMap, input: readonly T[], options?: FieldOptions): Promise<T[]>;
-  async unprotectFields<T extends object>(fields: FieldMap, input: T | readonly T[], options: FieldOptions = {}): Promise<T | T[]> {
+  unprotectFields<T extends object>(fields: FieldMap, input: readonly T[], options?: FieldOptions<T>): Promise<T[]>;
+  unprotectFields<T extends object>(fields: FieldMap, input: T, options?: FieldOptions<T>): Promise<T>;
+  async unprotectFields<T extends object>(fields: FieldMap, input: T | readonly T[], options: FieldOptions<T> = {}): Promise<T | T[]> {
     return this.#fields('Unprotect', fields, input, options);
   }
 
-  async #fields<T extends object>(action: string, fields: FieldMap, input: T | readonly T[], options: FieldOptions): Promise<T | T[]> {
+  async #fields<T extends object>(action: string, fields: FieldMap, input: T | readonly T[], options: FieldOptions<T>): Promise<T | T[]> {
     const list = Array.isArray(input);
     const objects: readonly T[] = list ? input : [input as T];
     const collected = collect(objects, compileFieldMap(fields), list ? (i) => `/${i}` : () => '');
-    let values: string[] = [];
+    const values: string[] = [];
     if (collected.instances.length) {
+      // one operation per subject (all of them one when the option names one subject, or none)
+      const groups = groupBySubject(subjectsOf(collected.locations.map((l) => l.object), objects, options.subject));
       try {
-        [values = []] = await this.transform([{ action, instances: collected.instances, ...(options.role ? { role: options.role } : {}) }], options);
+        const answers = await this.transform(groups.map(({ subject, indices }) => ({
+          action, instances: indices.map((i) => collected.instances[i]!), ...roleAndSubject({ role: options.role, subject }),
+        })), options);
+        groups.forEach(({ indices }, g) => indices.forEach((i, k) => (values[i] = answers[g]![k]!)));
       } catch (e) {
-        throw pointIntoObjects(e, collected);
+        throw pointIntoObjects(e, collected, (operation, instance) => groups[operation]?.indices[instance]);
       }
     }
     const result = apply(objects, collected, values);
@@ -158,7 +187,7 @@ export class VeilClient {
     const guids = chunk.map(() => crypto.randomUUID());
     const used = (pick: (op: Operation) => string) => new Set(chunk.map((p) => pick(ops[p.operation]!)));
     const rightsUsed = used((op) => contexts.rightsKey(op));
-    const processingUsed = used((op) => op.action);
+    const processingUsed = used((op) => contexts.processingKey(op));
     const body = JSON.stringify({
       rightsContexts: contexts.rights.filter((c) => rightsUsed.has(c.key)).map(({ guid, evidences }) => ({ guid, evidences })),
       processingContexts: contexts.processing.filter((c) => processingUsed.has(c.key)).map(({ guid, evidences }) => ({ guid, evidences })),
@@ -196,11 +225,12 @@ interface Contexts {
   rights: { key: string; guid: string; evidences: Evidence[] }[];
   processing: { key: string; guid: string; evidences: Evidence[] }[];
   rightsKey(op: Operation): string;
+  processingKey(op: Operation): string;
   rightsGuid(op: Operation): string;
   processingGuid(op: Operation): string;
 }
 
-/** One rights context per distinct set of rights evidences, one processing context per action. */
+/** One rights context per distinct set of rights evidences, one processing context per action and subject. */
 function contextsOf(ops: readonly Operation[], defaultRole: string | undefined): Contexts {
   const rightsEvidences = (op: Operation): Evidence[] => {
     const role = op.role ?? defaultRole;
@@ -212,14 +242,21 @@ function contextsOf(ops: readonly Operation[], defaultRole: string | undefined):
   for (const op of ops) {
     const key = rightsKey(op);
     if (!rights.has(key)) rights.set(key, { key, guid: crypto.randomUUID(), evidences: rightsEvidences(op) });
-    if (!processing.has(op.action)) processing.set(op.action, { key: op.action, guid: crypto.randomUUID(), evidences: [{ name: 'Action', value: op.action }] });
+    const pk = processingKey(op);
+    if (!processing.has(pk)) {
+      const evidences = [{ name: 'Action', value: op.action }, ...(op.subject === undefined ? [] : [{ name: 'Subject', value: op.subject }])];
+      processing.set(pk, { key: pk, guid: crypto.randomUUID(), evidences });
+    }
   }
   return {
-    rights: [...rights.values()], processing: [...processing.values()], rightsKey,
+    rights: [...rights.values()], processing: [...processing.values()], rightsKey, processingKey,
     rightsGuid: (op) => rights.get(rightsKey(op))!.guid,
-    processingGuid: (op) => processing.get(op.action)!.guid,
+    processingGuid: (op) => processing.get(processingKey(op))!.guid,
   };
 }
+
+/** One processing context per action and data subject. */
+const processingKey = (op: Operation): string => JSON.stringify([op.action, op.subject ?? null]);
 
 /** Checks the answer against the call (spec §2.7) and returns the values per request element. */
 function readAnswer(body: unknown, status: number, chunk: Chunk, guids: string[], ops: readonly { instances: Instance[] }[]): string[][] {

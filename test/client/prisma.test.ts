@@ -20,6 +20,19 @@ function setup() {
 }
 
 describe('veilPrisma: a Prisma Client extension', () => {
+  it('a model naming its subject field: each row\'s values go in a request naming its subject (Subject evidence), rows of one subject together', async () => {
+    const fake = fakeVeil();
+    const client = new VeilClient({ url: 'http://veil.test', clientId: 'app', clientSecret: 's', fetch: (url, init) => fake.fetch(url, init), clock: fakeClock() });
+    const ext = veilPrisma(client, { models: { Customer: { class: 'Customer', fields: { email: 'email' }, subject: 'customerId' } } });
+    const rows = [{ customerId: 7, email: 'a@example.com' }, { customerId: 'c-8', email: 'b@example.com' }, { customerId: 7, email: 'c@example.com' }];
+    const sent: Record<string, unknown>[] = [];
+    await ext.query.$allModels.$allOperations({ model: 'Customer', operation: 'createMany', args: { data: rows }, query: async (a) => (sent.push(a), { count: 3 }) });
+    expect((sent[0]!.data as { email: string }[]).map((r) => r.email)).toEqual(rows.map((r) => protectedOf(r.email)));
+    const body = JSON.parse(fake.transformCalls()[0]!.body) as { processingContexts: { guid: string; evidences: { name: string; value: string }[] }[]; requests: { processingContext: string; instances: unknown[] }[] };
+    const subjectOf = (guid: string) => body.processingContexts.find((c) => c.guid === guid)!.evidences.find((e) => e.name === 'Subject')?.value;
+    expect(body.requests.map((r) => [subjectOf(r.processingContext), r.instances.length])).toEqual([['7', 2], ['c-8', 1]]);
+  });
+
   it('create: the data is protected before the query, in one call; the returned record is unprotected', async () => {
     const { fake, run, sent, roles } = setup();
     const out = await run('Customer', 'create', { data: { email: 'a@example.com', fullName: 'Alice', plan: 'pro' } });

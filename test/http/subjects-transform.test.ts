@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestService, type TestService } from '../helpers/http-service.ts';
+import { VeilClient } from '../../src/client/index.ts';
 import { body, expectProblem, expectProblemAt, transform, type Reply } from './support.ts';
 
 /**
@@ -120,6 +121,19 @@ describe('POST /transform: keys scoped to the data subject', () => {
     expect(values(back)).toEqual(['new-mail@example.org']);
     expectProblem(await transform(b, tokenB, call('Unprotect', bob, [['email', protectedOf.get(bob)![0]!]])), 'SUBJECT_ERASED');
     expect((await a.service.subjects.status(bob)).state).toBe('exists');
+  });
+
+  it('the application SDK names each object\'s subject (protectFields with subject): one call, one request per subject, each value under its own key', async () => {
+    const client = new VeilClient({ url: a.url, clientId: 'veil-dev', clientSecret: a.service.devClient!.secret, role: 'desk' });
+    const people = [{ id: 'sdk-1', email: 'one@example.org', city: 'Oslo' }, { id: 'sdk-2', email: 'same@example.org', city: 'Rome' }, { id: 'sdk-1', email: 'same@example.org', city: 'Oslo' }];
+    const fields = { email: 'Person.email', city: 'Person.city' };
+    const stored = await client.protectFields(fields, people, { subject: (p) => p.id });
+    expect(stored.map((p) => p.id)).toEqual(['sdk-1', 'sdk-2', 'sdk-1']);
+    expect(stored[1]!.email).not.toBe(stored[2]!.email);
+    expect(await client.unprotectFields(fields, stored, { subject: (p) => p.id })).toEqual(people);
+    // the wrong subject does not open another's values; the error points into the objects
+    await expect(client.unprotectFields(fields, stored[1]!, { subject: 'sdk-1' })).rejects.toMatchObject({ code: 'PROTECTED_VALUE_INVALID', pointer: '/email' });
+    await expect(client.protectFields(fields, people[0]!)).rejects.toMatchObject({ code: 'SUBJECT_REQUIRED' });
   });
 
   it('a Subject that is no subject id is 400 SUBJECT_ID_INVALID', async () => {
