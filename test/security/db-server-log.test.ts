@@ -115,8 +115,9 @@ describe('no cleartext in the server log or in an error text when veil refuses o
         expect(all.includes(value), `an error text holds ${value}`).toBe(false);
         expect(log.includes(value), `the server log holds ${value}`).toBe(false);
       }
-      // the errors themselves were logged (the scan looks at the right file), without statements
-      expect(logged.split(`veil: ${scenario.code}`).length - 1).toBe(round === 0 ? 17 : 15);
+      // the errors themselves were logged (the scan looks at the right file), without statements;
+      // at least this test's: tests of other databases running meanwhile log to the same file
+      expect(logged.split(`veil: ${scenario.code}`).length - 1).toBeGreaterThanOrEqual(round === 0 ? 17 : 15);
       expect(logged).not.toMatch(/STATEMENT: {2}(INSERT|UPDATE|COPY|SELECT veil)/);
       expect(logged).not.toMatch(/CONTEXT: {2}COPY customers, line/);
     }, 60_000);
