@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmod, chown, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -9,7 +9,8 @@ import { MemoryAuditSink } from '../../src/audit/audit-sink.ts';
 import { openService, type Service } from '../../src/app/open-service.ts';
 import { installSql } from '../../src/db/install-sql.ts';
 import { ROOT } from './processes.ts';
-import { databaseUrl, pgServerGid, psql, sql, type PsqlRun } from './postgres.ts';
+import { personConfig } from './subject-config.ts';
+import { databaseUrl, dbSocketDir, psql, sql, type PsqlRun } from './postgres.ts';
 
 const run = promisify(execFile);
 export const MASTER_KEY_HEX = 'b'.repeat(64);
@@ -19,33 +20,7 @@ export const MASTER_KEY_HEX = 'b'.repeat(64);
  * Person.name (AES-GCM) under each subject's key, Person.city under a shared key. `ingest` may
  * protect, `desk` protect and unprotect (readers and the rewrap).
  */
-export const SUBJECTS_CONFIG = `
-version: 1
-keys:
-  person-siv: { type: aes-siv, scope: subject }
-  person-gcm: { type: aes-gcm, scope: subject }
-  shared-gcm: { type: aes-gcm }
-sequences:
-  email: { steps: [{ type: aes-siv, key: person-siv }] }
-  name: { steps: [{ type: aes-gcm, key: person-gcm }] }
-  city: { steps: [{ type: aes-gcm, key: shared-gcm }] }
-classes:
-  Person:
-    properties:
-      email: { protect: email }
-      name: { protect: name }
-      city: { protect: city }
-rightsContexts:
-  ingest:
-    evidences: { Role: ingest }
-    grants: [{ actions: [Protect], fields: ['Person.*'] }]
-  desk:
-    evidences: { Role: desk }
-    grants: [{ actions: [Protect, Unprotect], fields: ['Person.*'] }]
-processingContexts:
-  protect: { evidences: { Action: Protect } }
-  unprotect: { evidences: { Action: Unprotect } }
-`;
+export const SUBJECTS_CONFIG = personConfig();
 
 /**
  * A real veil service in this process (so a test can erase through `service.subjects`, as the
@@ -80,12 +55,9 @@ export async function subjectsDb<R extends string>(label: string, roles: readonl
   const env: Record<string, string> = { VEIL_MASTER_KEY: MASTER_KEY_HEX };
   let socketDir: string | undefined;
   if (options.socket) {
-    // the socket's directory and file belong to the database server's group, as in production
-    const gid = await pgServerGid();
-    socketDir = await mkdtemp(join(tmpdir(), 'veil-db-sock-'));
-    await chown(socketDir, process.getuid!(), gid);
-    await chmod(socketDir, 0o750);
-    Object.assign(env, { VEIL_DB_SOCKET: join(socketDir, 'db.sock'), VEIL_DB_SOCKET_GROUP: String(gid) });
+    const socket = await dbSocketDir();
+    socketDir = socket.dir;
+    Object.assign(env, socket.env);
   }
   const logs: string[] = [];
   const audit = new MemoryAuditSink();

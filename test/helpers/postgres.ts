@@ -74,6 +74,16 @@ export async function pgServerGid(): Promise<number> {
  * `socket`: also listen on VEIL_DB_SOCKET in a directory of the database server's group (0750);
  * `env`: more of veil serve's environment.
  */
+/** A directory for veil's database socket, of the database server's group as in production, and the settings naming it. */
+export async function dbSocketDir(): Promise<{ dir: string; path: string; env: Record<string, string> }> {
+  const gid = await pgServerGid();
+  const dir = await mkdtemp(join(tmpdir(), 'veil-db-sock-'));
+  await chown(dir, process.getuid!(), gid);
+  await chmod(dir, 0o750);
+  const path = join(dir, 'db.sock');
+  return { dir, path, env: { VEIL_DB_SOCKET: path, VEIL_DB_SOCKET_GROUP: String(gid) } };
+}
+
 export async function startVeil(options: { socket?: boolean; env?: Record<string, string> } = {}): Promise<VeilProcess> {
   const dataDir = await mkdtemp(join(tmpdir(), 'veil-db-serve-'));
   const port = await freePorts(1);
@@ -81,14 +91,7 @@ export async function startVeil(options: { socket?: boolean; env?: Record<string
   let socketEnv: Record<string, string> = {};
   let socketPath: string | undefined;
   let socketDir: string | undefined;
-  if (options.socket) {
-    const gid = await pgServerGid();
-    socketDir = await mkdtemp(join(tmpdir(), 'veil-db-sock-'));
-    await chown(socketDir, process.getuid!(), gid);
-    await chmod(socketDir, 0o750);
-    socketPath = join(socketDir, 'db.sock');
-    socketEnv = { VEIL_DB_SOCKET: socketPath, VEIL_DB_SOCKET_GROUP: String(gid) };
-  }
+  if (options.socket) ({ dir: socketDir, path: socketPath, env: socketEnv } = await dbSocketDir());
   let child: ChildProcess | undefined;
   const start = async () => {
     child = spawn(join(ROOT, 'bin/veil'), ['serve', '--port', String(port), '--data-dir', dataDir], {

@@ -1,45 +1,20 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestService, type TestService } from '../helpers/http-service.ts';
 import { VeilClient } from '../../src/client/index.ts';
-import { body, expectProblem, expectProblemAt, transform, type Reply } from './support.ts';
+import { personConfig, subjectCall } from '../helpers/subject-config.ts';
+import { expectProblem, expectProblemAt, transform, type Reply } from './support.ts';
 
 /**
  * POST /transform with keys scoped to the data subject (issue 29), on the local subject-key store
  * of a real service: the Subject evidence names whose values a request carries; erasing a subject
  * makes its values answer SUBJECT_ERASED — on this service and on another one sharing the data dir.
  */
-const CONFIG = `
-version: 1
-keys:
-  person-siv: { type: aes-siv, scope: subject }
-  person-gcm: { type: aes-gcm, scope: subject }
-  shared-gcm: { type: aes-gcm }
-sequences:
-  email: { steps: [{ type: aes-siv, key: person-siv }] }
-  name: { steps: [{ type: aes-gcm, key: person-gcm }] }
-  city: { steps: [{ type: aes-gcm, key: shared-gcm }] }
-classes:
-  Person:
-    properties:
-      email: { protect: email }
-      name: { protect: name }
-      city: { protect: city }
-rightsContexts:
-  desk:
-    evidences: { Role: desk }
-    grants: [{ actions: [Protect, Unprotect], fields: ['Person.*'] }]
-processingContexts:
-  protect: { evidences: { Action: Protect } }
-  unprotect: { evidences: { Action: Unprotect } }
-`;
+const CONFIG = personConfig();
 
 const SUBJECTS = ['subject-ann@example.org', 'subject-bob@example.org', 'subject-cy@example.org'];
 const clear = (s: string) => [['email', `mail-of-${s}`], ['name', `Name Of ${s}`], ['city', 'Oslo']] as [string, string][];
 
-function call(action: string, subject: string | undefined, instances: [string, string][]) {
-  const processing = [{ name: 'Action', value: action }, ...(subject === undefined ? [] : [{ name: 'Subject', value: subject }])];
-  return body({ roles: ['desk'], processing, className: 'Person', instances });
-}
+const call = (action: string, subject: string | undefined, instances: [string, string][]) => subjectCall(action, [{ subject, values: instances }]);
 
 const values = (reply: Reply): string[] => reply.json.responses[0].instances.map((i: { value: string }) => i.value);
 

@@ -1,4 +1,4 @@
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { copyFile, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,6 +10,7 @@ import { QUICK_COMPACTION } from '../subjects/kafka-helpers.ts';
 import { readRaw } from '../subjects/raw-topic.ts';
 import { installSql } from '../../src/db/install-sql.ts';
 import { sql } from '../helpers/postgres.ts';
+import { personConfig, subjectCall } from '../helpers/subject-config.ts';
 
 /**
  * Erasure end to end (issue 29): 10,000 data subjects' values protected through POST /transform, a
@@ -27,29 +28,7 @@ const PER_CALL = 100;
 const run = randomBytes(4).toString('hex');
 const topics = { raw: `erasure-raw-${run}`, clean: `erasure-clean-${run}`, dlq: `erasure-dlq-${run}`, subjects: `veil.subjects.erasure-${run}` };
 
-const CONFIG = `
-version: 1
-keys:
-  person-siv: { type: aes-siv, scope: subject }
-  person-gcm: { type: aes-gcm, scope: subject }
-  shared-gcm: { type: aes-gcm }
-sequences:
-  email: { steps: [{ type: aes-siv, key: person-siv }] }
-  name: { steps: [{ type: aes-gcm, key: person-gcm }] }
-  city: { steps: [{ type: aes-gcm, key: shared-gcm }] }
-classes:
-  Person:
-    properties:
-      email: { protect: email }
-      name: { protect: name }
-      city: { protect: city }
-rightsContexts:
-  ingest: { evidences: { Role: ingest }, grants: [{ actions: [Protect], fields: ['Person.*'] }] }
-  desk: { evidences: { Role: desk }, grants: [{ actions: [Protect, Unprotect], fields: ['Person.*'] }] }
-processingContexts:
-  protect: { evidences: { Action: Protect } }
-  unprotect: { evidences: { Action: Unprotect } }
-service:
+const CONFIG = personConfig({ extra: `service:
   rateLimit: { transformPerSecond: 100000, transformBurst: 100000 }
 pipelines:
   people:
@@ -63,7 +42,7 @@ pipelines:
     roles: [desk]
     rightsEvidences: { Role: desk }
     processingEvidences: { Action: Protect }
-`;
+` });
 
 const ENV = { VEIL_SUBJECT_STORE: 'kafka', VEIL_SUBJECT_BROKERS: BROKERS.join(','), VEIL_SUBJECT_TOPIC: topics.subjects, VEIL_SUBJECT_PARTITIONS: '3' };
 // customer numbers, not emails: a record key that is an email is personal data in clear, refused by the unmapped guard
@@ -72,16 +51,7 @@ const erasedIds = new Set(ids.filter((_, i) => i % (SUBJECTS / ERASED) === 7));
 const clear = (id: string) => ({ email: `${id}@example.org`, name: `Name ${id}`, city: 'Oslo' });
 type Field = 'email' | 'name' | 'city';
 
-/** A /transform body of one request per subject, each naming its subject. */
-function callBody(action: string, items: readonly { id: string; values: [Field, string][] }[]) {
-  const rights = randomUUID();
-  const contexts = items.map(() => randomUUID());
-  return {
-    rightsContexts: [{ guid: rights, evidences: [{ name: 'Role', value: 'desk' }] }],
-    processingContexts: items.map((it, i) => ({ guid: contexts[i]!, evidences: [{ name: 'Action', value: action }, { name: 'Subject', value: it.id }] })),
-    requests: items.map((it, i) => ({ guid: randomUUID(), rightsContext: rights, processingContext: contexts[i]!, instances: it.values.map(([p, value]) => ({ className: 'Person', propertyName: p, value })) })),
-  };
-}
+const callBody = (action: string, items: readonly { id: string; values: [Field, string][] }[]) => subjectCall(action, items.map((it) => ({ subject: it.id, values: it.values })));
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 async function transform(svc: TestService, token: string, payload: unknown): Promise<{ status: number; json: any }> {

@@ -1,4 +1,4 @@
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { copyFile, mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startMoto, type Moto } from '../helpers/moto.ts';
 import { startTestService, type TestService } from '../helpers/http-service.ts';
 import { BROKERS, createTopics, kafkaClient } from '../helpers/kafka.ts';
+import { personConfig, subjectCall } from '../helpers/subject-config.ts';
 
 /**
  * Erasure under faults (issue 29): the KMS paused while subjects are erased and protected at once,
@@ -16,32 +17,9 @@ import { BROKERS, createTopics, kafkaClient } from '../helpers/kafka.ts';
  * SUBJECT_ERASED; the other subjects are untouched. (A process killed during an erasure:
  * test/integration/subjects-kill.test.ts.)
  */
-const CONFIG = `
-version: 1
-subjects: { returning: refuse }
-keys:
-  person-siv: { type: aes-siv, scope: subject }
-sequences:
-  email: { steps: [{ type: aes-siv, key: person-siv }] }
-classes:
-  Person: { properties: { email: { protect: email } } }
-rightsContexts:
-  desk: { evidences: { Role: desk }, grants: [{ actions: [Protect, Unprotect], fields: ['Person.*'] }] }
-processingContexts:
-  protect: { evidences: { Action: Protect } }
-  unprotect: { evidences: { Action: Unprotect } }
-service:
-  rateLimit: { transformPerSecond: 100000, transformBurst: 100000 }
-`;
+const CONFIG = personConfig({ returning: 'refuse', extra: 'service:\n  rateLimit: { transformPerSecond: 100000, transformBurst: 100000 }\n' });
 
-const body = (action: string, subject: string, value: string) => {
-  const [r, p] = [randomUUID(), randomUUID()];
-  return {
-    rightsContexts: [{ guid: r, evidences: [{ name: 'Role', value: 'desk' }] }],
-    processingContexts: [{ guid: p, evidences: [{ name: 'Action', value: action }, { name: 'Subject', value: subject }] }],
-    requests: [{ guid: randomUUID(), rightsContext: r, processingContext: p, instances: [{ className: 'Person', propertyName: 'email', value }] }],
-  };
-};
+const body = (action: string, subject: string, value: string) => subjectCall(action, [{ subject, values: [['email', value]] }]);
 
 async function transform(svc: TestService, token: string, action: string, subject: string, value: string): Promise<{ status: number; code?: string; value?: string }> {
   const res = await fetch(`${svc.url}/transform`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body(action, subject, value)) });

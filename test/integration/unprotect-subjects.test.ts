@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MemoryAuditSink } from '../../src/audit/audit-sink.ts';
@@ -9,6 +8,7 @@ import { UnprotectClient, type UnprotectReply } from '../../src/stream/unprotect
 import { BROKERS, createTopics, kafkaClient, topicsFor } from '../helpers/kafka.ts';
 import { MASTER_KEY_HEX, startTestService, type TestService } from '../helpers/http-service.ts';
 import { deskResponderYaml } from '../http/support.ts';
+import { personConfig, subjectCall } from '../helpers/subject-config.ts';
 
 /**
  * Unprotect on demand over Kafka with keys scoped to the data subject (issue 29), on a real broker:
@@ -16,29 +16,9 @@ import { deskResponderYaml } from '../http/support.ts';
  * erased (on the HTTP service sharing the data dir) the reply answers SUBJECT_ERASED per value,
  * audited, never the value and never the subject id.
  */
-const CONFIG = `
-version: 1
-keys:
-  person-siv: { type: aes-siv, scope: subject }
-sequences:
-  email: { steps: [{ type: aes-siv, key: person-siv }] }
-classes:
-  Person: { properties: { email: { protect: email } } }
-rightsContexts:
-  support: { evidences: { Role: support }, grants: [{ actions: [Protect, Unprotect], fields: ['Person.*'] }] }
-processingContexts:
-  protect: { evidences: { Action: Protect } }
-  unprotect: { evidences: { Action: Unprotect } }
-`;
+const CONFIG = personConfig();
 
-const call = (action: string, subject: string | undefined, value: string) => {
-  const [r, p] = [randomUUID(), randomUUID()];
-  return {
-    rightsContexts: [{ guid: r, evidences: [{ name: 'Role', value: 'support' }] }],
-    processingContexts: [{ guid: p, evidences: [{ name: 'Action', value: action }, ...(subject ? [{ name: 'Subject', value: subject }] : [])] }],
-    requests: [{ guid: randomUUID(), rightsContext: r, processingContext: p, instances: [{ className: 'Person', propertyName: 'email', value }] }],
-  };
-};
+const call = (action: string, subject: string | undefined, value: string) => subjectCall(action, [{ subject, values: [['email', value]] }], 'support');
 
 describe('unprotect on demand over Kafka for data subjects (real broker)', () => {
   const t = topicsFor('unprotect-subjects');

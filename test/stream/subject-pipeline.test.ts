@@ -6,26 +6,10 @@ import { jsonSerde } from '../../src/stream/serde/json-serde.ts';
 import { openSubjectKeyStore, type SubjectKeyStore } from '../../src/subjects/index.ts';
 import { keysFor, veilConfigOrFail } from '../helpers/engine-fixture.ts';
 import { cleanup, keystoreIn, tempDir } from '../subjects/helpers.ts';
+import { personConfig, subjectCall } from '../helpers/subject-config.ts';
 
 /** A JSON pipeline whose fields are scoped to the data subject named by the record key (issue 29). */
-const CONFIG = (subjectLine: string) => `
-version: 1
-keys:
-  person-siv: { type: aes-siv, scope: subject }
-  shared-siv: { type: aes-siv }
-sequences:
-  email: { steps: [{ type: aes-siv, key: person-siv }] }
-  city: { steps: [{ type: aes-siv, key: shared-siv }] }
-classes:
-  Person:
-    properties:
-      email: { protect: email }
-      city: { protect: city }
-rightsContexts:
-  ingest: { evidences: { Role: ingest }, grants: [{ actions: [Protect, Unprotect], fields: ['Person.*'] }] }
-processingContexts:
-  protect: { evidences: { Action: Protect } }
-  unprotect: { evidences: { Action: Unprotect } }
+const CONFIG = (subjectLine: string) => personConfig({ extra: `
 pipelines:
   p:
     source: { topics: [raw] }
@@ -34,10 +18,10 @@ pipelines:
     format: json
     fields: [ { path: email, field: Person.email }, { path: city, field: Person.city } ]
 ${subjectLine}
-    roles: [ingest]
-    rightsEvidences: { Role: ingest }
+    roles: [desk]
+    rightsEvidences: { Role: desk }
     processingEvidences: { Action: Protect }
-`;
+` });
 
 const stores: SubjectKeyStore[] = [];
 afterEach(async () => {
@@ -57,11 +41,7 @@ async function setup(subjectLine = '    subject: { from: key }') {
 const item = (key: string | null, email: string): ChunkItem => ({ topic: 'clean', key: key === null ? null : Buffer.from(key), value: Buffer.from(`{"email":${JSON.stringify(email)},"city":"Oslo","n":1.50}`) });
 
 function unprotect(engine: Engine, subject: string, store: SubjectKeyStore, email: string) {
-  return store.existing(subject).then((entry) => engine.execute(engine.plan({
-    rightsContexts: [{ guid: '00000000-0000-4000-8000-000000000001', evidences: [{ name: 'Role', value: 'ingest' }] }],
-    processingContexts: [{ guid: '00000000-0000-4000-8000-000000000002', evidences: [{ name: 'Action', value: 'Unprotect' }, { name: 'Subject', value: subject }] }],
-    requests: [{ guid: '00000000-0000-4000-8000-000000000003', rightsContext: '00000000-0000-4000-8000-000000000001', processingContext: '00000000-0000-4000-8000-000000000002', instances: [{ className: 'Person', propertyName: 'email', value: email }] }],
-  }, { subject: 't', roles: ['ingest'] }), new Map([[subject, entry]])).responses[0]!.instances[0]!.value);
+  return store.existing(subject).then((entry) => engine.execute(engine.plan(subjectCall('Unprotect', [{ subject, values: [['email', email]] }]), { subject: 't', roles: ['desk'] }), new Map([[subject, entry]])).responses[0]!.instances[0]!.value);
 }
 
 describe('a pipeline whose fields are scoped to the data subject of the record key', () => {
