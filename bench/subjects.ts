@@ -6,7 +6,9 @@
 //   2. a Kafka process view holding BENCH_SUBJECTS subjects (default 20,000; 10,000,000 for the
 //      issue's figure): start-up time and RSS of a fresh process opening it (resuming from its
 //      stored offsets), beside the same process opening an empty view; cold lookups in it;
-//   3. erase latency to a second process view: from the erase call to the other view's change
+//   3. protect and unprotect values/s under subject keys, warm and cold, beside shared keys
+//      (bench/subject-transforms.ts);
+//   4. erase latency to a second process view: from the erase call to the other view's change
 //      notification, beside the staleness bound the erase waits for.
 // Uses $KAFKA_BROKERS, else 127.0.0.1:19092 (scripts/test-env.sh start-kafka).
 import { execFileSync } from 'node:child_process';
@@ -22,6 +24,7 @@ import { ensureSubjectKeys, SubjectKeyWrapper } from '../src/keystore/subject-ke
 import { openSubjectKeyStore, type SubjectKeyStore } from '../src/subjects/index.ts';
 import { SubjectDb } from '../src/subjects/subject-db.ts';
 import { fmt, ratio } from './measure.ts';
+import { subjectTransforms } from './subject-transforms.ts';
 
 const N = Number(process.env.BENCH_SUBJECTS ?? 20_000);
 const OPS = Number(process.env.BENCH_OPS ?? Math.min(N, 20_000));
@@ -202,6 +205,7 @@ if (process.argv[2] === '--view-child') {
 } else {
   console.log(`bench:subjects — BENCH_SUBJECTS=${fmt(N)}, ${fmt(OPS)} lookups per figure`);
   await local();
+  await subjectTransforms();
   await startup();
   await catchUp(Math.min(N, Number(process.env.BENCH_TOPIC_RECORDS ?? 100_000)));
   await eraseLatency();

@@ -1,0 +1,141 @@
+// Part of npm run bench:subjects: protect and unprotect values/s under keys scoped to the data
+// subject — 1,000 distinct subjects per 1,000-value batch, one request per subject as a caller
+// sends them (POST /transform: a Subject evidence per processing context), the subjects' keys
+// fetched from the local store (fetchSubjectKeys) then the engine run — with the store's handle
+// cache warm (every subject cached) and cold (cache size 0: each batch reads, unwraps and derives
+// again), beside the same 1,000 values under a shared key in one request, in the same run.
+import { randomBytes, randomUUID } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { compileConfigText, Engine, MemoryKeyProvider, KEY_TYPES, SecretKey, type TransformRequest } from '../src/engine/index.ts';
+import { LocalKeystore } from '../src/keystore/local-keystore.ts';
+import { fetchSubjectKeys, openSubjectKeyStore, type SubjectKeyStore } from '../src/subjects/index.ts';
+import { fmt, ratio } from './measure.ts';
+
+const CONFIG = `
+version: 1
+keys:
+  person-siv: { type: aes-siv, scope: subject }
+  shared-siv: { type: aes-siv }
+  person-gcm: { type: aes-gcm, scope: subject }
+  shared-gcm: { type: aes-gcm }
+sequences:
+  subject-siv: { steps: [{ type: aes-siv, key: person-siv }] }
+  shared-siv: { steps: [{ type: aes-siv, key: shared-siv }] }
+  subject-gcm: { steps: [{ type: aes-gcm, key: person-gcm }] }
+  shared-gcm: { steps: [{ type: aes-gcm, key: shared-gcm }] }
+classes:
+  P:
+    properties:
+      email: { protect: subject-siv }
+      emailShared: { protect: shared-siv }
+      name: { protect: subject-gcm }
+      nameShared: { protect: shared-gcm }
+rightsContexts:
+  all: { evidences: { Role: all }, grants: [{ actions: [Protect, Unprotect], fields: ['*'] }] }
+processingContexts:
+  protect: { evidences: { Action: Protect } }
+  unprotect: { evidences: { Action: Unprotect } }
+`;
+
+const BATCH = 1000;
+const who = { subject: 'bench', roles: ['all'] };
+const subjectId = (i: number) => `cust-${i}`;
+const valueOf = (i: number) => `person.${i}@example.org`;
+
+/** One request per subject (its own processing context naming it), one value each. */
+function perSubject(action: string, property: string, values: readonly string[]): TransformRequest {
+  const rights = randomUUID();
+  const contexts = values.map(() => randomUUID());
+  return {
+    rightsContexts: [{ guid: rights, evidences: [{ name: 'Role', value: 'all' }] }],
+    processingContexts: contexts.map((guid, i) => ({ guid, evidences: [{ name: 'Action', value: action }, { name: 'Subject', value: subjectId(i) }] })),
+    requests: values.map((value, i) => ({ guid: randomUUID(), rightsContext: rights, processingContext: contexts[i]!, instances: [{ className: 'P', propertyName: property, value }] })),
+  };
+}
+
+/** The same values in one request under a shared key: what a caller without subjects sends. */
+function oneRequest(action: string, property: string, values: readonly string[]): TransformRequest {
+  const [rights, processing] = [randomUUID(), randomUUID()];
+  return {
+    rightsContexts: [{ guid: rights, evidences: [{ name: 'Role', value: 'all' }] }],
+    processingContexts: [{ guid: processing, evidences: [{ name: 'Action', value: action }] }],
+    requests: [{ guid: randomUUID(), rightsContext: rights, processingContext: processing, instances: values.map((value) => ({ className: 'P', propertyName: property, value })) }],
+  };
+}
+
+async function valuesPerSecond(batch: () => Promise<unknown> | unknown, ms = 1500): Promise<number> {
+  for (let i = 0; i < 3; i++) await batch();
+  let batches = 0;
+  const start = performance.now();
+  while (performance.now() - start < ms) {
+    await batch();
+    batches++;
+  }
+  return (batches * BATCH) / ((performance.now() - start) / 1000);
+}
+
+async function run(engine: Engine, store: SubjectKeyStore, body: TransformRequest): Promise<string[]> {
+  const plan = engine.plan(body, who);
+  const ring = await fetchSubjectKeys(store, plan.requests.map((r) => r.subject), engine.returningSubjects);
+  return engine.execute(plan, ring).responses.flatMap((r) => r.instances.map((x) => x.value));
+}
+
+export async function subjectTransforms(): Promise<void> {
+  const config = compileConfigText(CONFIG).config!;
+  const keys = new MemoryKeyProvider();
+  for (const ref of config.keys.values()) if (!ref.scope && !keys.info(ref.id)) keys.add(ref.id, ref.type as 'aes-siv', randomBytes(KEY_TYPES[ref.type as 'aes-siv'].sizes[0]), new Date().toISOString());
+  const engine = new Engine({ config, keys });
+  const dir = await mkdtemp(join(tmpdir(), 'veil-bench-subject-transforms-'));
+  const master = SecretKey.fromBytes(randomBytes(32));
+  const open = async (cacheSize: number) => openSubjectKeyStore({ keystore: await LocalKeystore.open({ dataDir: dir, masterKey: master }), dataDir: dir, cacheSize });
+  const warm = await open(BATCH * 2);
+  const cold = await open(0);
+  const clear = Array.from({ length: BATCH }, (_, i) => valueOf(i));
+  console.log(`\nprotect and unprotect with subject keys: ${fmt(BATCH)} distinct subjects per ${fmt(BATCH)}-value batch (plan, fetch the subjects' keys, run), beside shared keys (one request of ${fmt(BATCH)} values)`);
+  console.log('field (step)      action      shared values/s   subject warm/s  ratio   subject cold/s  ratio');
+  for (const [label, scoped, shared] of [['email (aes-siv)', 'email', 'emailShared'], ['name (aes-gcm)', 'name', 'nameShared']] as const) {
+    const sharedOut = await run(engine, warm, oneRequest('Protect', shared, clear));
+    const subjectOut = await run(engine, warm, perSubject('Protect', scoped, clear));
+    const rows: [string, number, number, number][] = [];
+    for (const action of ['Protect', 'Unprotect'] as const) {
+      const [sharedIn, subjectIn] = action === 'Protect' ? [clear, clear] : [sharedOut, subjectOut];
+      const base = await valuesPerSecond(() => run(engine, warm, oneRequest(action, shared, sharedIn)));
+      const hot = await valuesPerSecond(() => run(engine, warm, perSubject(action, scoped, subjectIn)));
+      const chill = await valuesPerSecond(() => run(engine, cold, perSubject(action, scoped, subjectIn)));
+      rows.push([action, base, hot, chill]);
+    }
+    for (const [action, base, hot, chill] of rows) {
+      console.log(`${label.padEnd(17)} ${action.padEnd(10)} ${fmt(base).padStart(16)} ${fmt(hot).padStart(16)}  ${ratio(hot, base).padStart(5)} ${fmt(chill).padStart(16)}  ${ratio(chill, base).padStart(5)}`);
+    }
+  }
+  await boundFigures(engine, warm, cold, clear);
+  await Promise.all([warm.close(), cold.close()]);
+  await rm(dir, { recursive: true, force: true });
+}
+
+/**
+ * What a pipeline does (bound once, no request to plan): a chunk of 1,000 records of 1,000
+ * subjects — their keys fetched at once, each value run under its subject — beside the same
+ * values through the shared key's bound transform in one batch.
+ */
+async function boundFigures(engine: Engine, warm: SubjectKeyStore, cold: SubjectKeyStore, clear: readonly string[]): Promise<void> {
+  const bind = (property: string) => engine.bind({ identity: who, rightsEvidences: [{ name: 'Role', value: 'all' }], processingEvidences: [{ name: 'Action', value: 'Protect' }], fields: [{ className: 'P', propertyName: property }] }).transforms[0]!;
+  const needs = clear.map((_, i) => ({ id: subjectId(i), create: true }));
+  console.log(`\nbound transforms (a pipeline's chunk): ${fmt(BATCH)} values of ${fmt(BATCH)} subjects, keys fetched per chunk, each value under its subject, beside one shared-key batch`);
+  console.log('field (step)      shared values/s   subject warm/s  ratio   subject cold/s  ratio');
+  for (const [label, scoped, shared] of [['email (aes-siv)', 'email', 'emailShared'], ['name (aes-gcm)', 'name', 'nameShared']] as const) {
+    const [scopedChain, sharedChain] = [bind(scoped), bind(shared)];
+    const perSubjectChunk = (store: SubjectKeyStore) => async () => {
+      const ring = await fetchSubjectKeys(store, needs, 'new-key');
+      clear.forEach((value, i) => engine.withSubject(subjectId(i), ring, () => scopedChain(value)));
+    };
+    const base = await valuesPerSecond(() => sharedChain.many(clear));
+    const hot = await valuesPerSecond(perSubjectChunk(warm));
+    const chill = await valuesPerSecond(perSubjectChunk(cold));
+    console.log(`${label.padEnd(17)} ${fmt(base).padStart(16)} ${fmt(hot).padStart(16)}  ${ratio(hot, base).padStart(5)} ${fmt(chill).padStart(16)}  ${ratio(chill, base).padStart(5)}`);
+  }
+}
+
+if (import.meta.filename === process.argv[1]) await subjectTransforms();
