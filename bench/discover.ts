@@ -17,7 +17,7 @@ import { allowedPath, JsonGuard } from '../src/discover/json-guard.ts';
 import { scanJson } from '../src/json-bytes/scan.ts';
 import { fmt, ratio } from './measure.ts';
 import { chainFrom } from '../src/engine/index.ts';
-import { mappings } from '../src/stream/protect-record.ts';
+import { mappings } from '../src/stream/serde/field-mappings.ts';
 import { protectJsonValues } from '../src/stream/serde/json-splice.ts';
 import type { RecordProtection } from '../src/stream/serde/serde.ts';
 import { StreamError } from '../src/stream/stream-error.ts';

@@ -12,8 +12,8 @@ import pino from 'pino';
 import { openResponders } from '../src/app/open-responders.ts';
 import { openEngine } from '../src/app/open-engine.ts';
 import { JwtSigner } from '../src/keystore/jwt-signer.ts';
-import { kafkajsPort } from '../src/stream/kafkajs-adapter.ts';
-import { UnprotectClient } from '../src/stream/unprotect-client.ts';
+import { kafkajsPort } from '../src/stream/kafka/kafkajs-adapter.ts';
+import { UnprotectClient } from '../src/stream/unprotect/client.ts';
 import { fmt } from './measure.ts';
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 8);

@@ -10,8 +10,8 @@ import { readFile } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { parseArgs, promisify } from 'node:util';
 import { Kafka, logLevel } from 'kafkajs';
-import { kafkajsPort } from '../src/stream/kafkajs-adapter.ts';
-import { UnprotectClient } from '../src/stream/unprotect-client.ts';
+import { kafkajsPort } from '../src/stream/kafka/kafkajs-adapter.ts';
+import { UnprotectClient } from '../src/stream/unprotect/client.ts';
 import type { TransformRequest } from '../src/engine/index.ts';
 
 const ROOT = new URL('..', import.meta.url).pathname;

@@ -1,4 +1,4 @@
-import type { PipelineConfig } from '../stream/pipeline-config.ts';
+import type { PipelineConfig } from '../stream/protect/pipeline-config.ts';
 import { stringify } from 'yaml';
 import type { Kind } from './detectors.ts';
 import { KEY_PATH, MASKED, type Finding } from './profile.ts';

@@ -2,7 +2,7 @@ import { execFile, spawn } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, posix, sep } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROOT } from '../helpers/processes.ts';
@@ -130,11 +130,12 @@ describe('Dockerfile', () => {
     expect(ciStep).toMatch(/npm prune --omit=dev/);
     // what veil reads at run time besides src: bin/veil, scripts/node22, config/, patches/ (the librdkafka binding's stamp check)
     expect(copies).toEqual(expect.arrayContaining(['bin/ bin/', 'config/ config/', 'src/ src/']));
-    expect(readFileSync(join(ROOT, 'src/stream/librdkafka-adapter.ts'), 'utf8')).toContain("new URL('../../patches/', import.meta.url)");
+    expect(readFileSync(join(ROOT, 'src/stream/kafka/librdkafka-adapter.ts'), 'utf8')).toContain("new URL('../../../patches/', import.meta.url)");
     // every top-level directory src/ reads beside itself at run time is in the image
     const copied = new Set(steps(build, 'COPY').map((s) => s.args.split(/\s+/).at(-1)!.replace(/^\.\/$/, '').split('/')[0]).filter(Boolean));
     const read = readdirSync(join(ROOT, 'src'), { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.ts'))
-      .flatMap((f) => [...readFileSync(join(ROOT, 'src', f), 'utf8').matchAll(/new URL\('\.\.\/\.\.\/([\w.-]+)/g)].map((m) => m[1]!.split('/')[0]!));
+      .flatMap((f) => [...readFileSync(join(ROOT, 'src', f), 'utf8').matchAll(/new URL\('((?:\.\.\/)+[\w.-]+)/g)].map((m) => posix.normalize(posix.join('src', posix.dirname(f.split(sep).join('/')), m[1]!)).split('/')[0]!))
+      .filter((dir) => dir !== 'src');
     expect(read.length).toBeGreaterThan(1);
     for (const dir of new Set(read)) expect(copied, dir).toContain(dir);
     expect(ciStep).toContain('test -f build/veil-build.stamp');

@@ -143,7 +143,7 @@ describe('the chart runs what docker-compose.yml runs', () => {
     for (const p of values.stream.pipelines) expect(p.topic).toBe(example.pipelines[p.name]!.source.topics![0]);
     expect(values.unprotect.responders).toEqual(Object.keys(example.responders));
     // the default group the chart assumes is the one veil uses
-    expect(readFileSync(join(ROOT, 'src/stream/protect-pipeline.ts'), 'utf8')).toContain('this.groupId = c.groupId ?? `veil-protect-${deps.name}`;');
+    expect(readFileSync(join(ROOT, 'src/stream/protect/pipeline.ts'), 'utf8')).toContain('this.groupId = c.groupId ?? `veil-protect-${deps.name}`;');
     const { stdout } = await run(['config', 'validate', values.config.file]);
     expect(stdout).toMatch(/valid/i);
   });

@@ -1,7 +1,7 @@
 import rdkafka from '@confluentinc/kafka-javascript';
 import type { Producer } from '@confluentinc/kafka-javascript';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { encodeHeaders } from '../../src/stream/librdkafka-headers.ts';
+import { encodeHeaders } from '../../src/stream/kafka/librdkafka-headers.ts';
 import { BROKERS, createTopics, kafkaClient, topicsFor } from '../helpers/kafka.ts';
 
 const { Producer: NativeProducer } = rdkafka as unknown as { Producer: typeof Producer };

@@ -1,4 +1,4 @@
-import type { SchemaRegistryPort } from '../ports.ts';
+import type { SchemaRegistryPort } from './registry-port.ts';
 import { StreamError } from '../stream-error.ts';
 
 export interface ConfluentRegistryOptions {

@@ -1,4 +1,4 @@
-import type { SchemaRegistryPort, SchemaType } from '../ports.ts';
+import type { SchemaRegistryPort, SchemaType } from './registry-port.ts';
 import { StreamError } from '../stream-error.ts';
 
 export interface RetryOptions {

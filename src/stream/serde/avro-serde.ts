@@ -1,10 +1,10 @@
 import type avro from 'avsc';
-import type { SchemaRegistryPort } from '../ports.ts';
+import type { SchemaRegistryPort } from '../registry/registry-port.ts';
 import { StreamError } from '../stream-error.ts';
 import { avroTaggedFields, avscSchema, CleanSchemaError, deriveCleanSchema, unknownAvroPaths } from './avro-clean-schema.ts';
 import { avroType } from './avro-types.ts';
 import type { RecordProtection, Serde } from './serde.ts';
-import { protectRecord, type Mapping } from '../protect-record.ts';
+import { protectRecord, type Mapping } from './field-mappings.ts';
 import { planTags, tagMappings, TagPlanError, tagRefusal, type SchemaTags } from './schema-tags.ts';
 import { memo } from '../memo.ts';
 import { decodedGuard, guardDecoded } from './decoded-guard.ts';

@@ -1,6 +1,6 @@
 import { cloneLossless, isJsonObject, parseLossless, printLossless, type LosslessJson, type LosslessObject } from '../../json-bytes/lossless-json.ts';
 import { foldKey } from '../../json-bytes/paths.ts';
-import { compilePath } from '../record-path.ts';
+import { compilePath } from './record-path.ts';
 import type { TaggedField } from './schema-tags.ts';
 
 /** Why a raw JSON Schema cannot get a clean form for the pipeline's paths (the records are dead-lettered). */

@@ -1,7 +1,7 @@
 import { ValueError, type Chain } from '../../engine/index.ts';
 import { allowedPath, JsonGuard } from '../../discover/json-guard.ts';
-import type { Mapping } from '../protect-record.ts';
-import type { RecordPath } from '../record-path.ts';
+import type { Mapping } from './field-mappings.ts';
+import type { RecordPath } from './record-path.ts';
 import { StreamError } from '../stream-error.ts';
 import { compileExpectation, type JsonPath, type JsonPathStep } from '../../json-bytes/paths.ts';
 import { EV_MISSING, EV_NO_ARRAY, EV_NOT_SCALAR, EV_RAW, EV_SHAPE, EV_STRING, JsonSyntaxError, leafText, scanJson, type Expectation } from '../../json-bytes/scan.ts';

@@ -1,8 +1,8 @@
 import type { Chain } from '../../engine/index.ts';
 import { allowedPath } from '../../discover/json-guard.ts';
 import { foldKey } from '../../json-bytes/paths.ts';
-import { compilePath } from '../record-path.ts';
-import type { Mapping } from '../protect-record.ts';
+import { compilePath } from './record-path.ts';
+import type { Mapping } from './field-mappings.ts';
 import { StreamError } from '../stream-error.ts';
 import type { RecordProtection } from './serde.ts';
 

@@ -1,5 +1,5 @@
 import type { Chain } from '../../engine/index.ts';
-import type { Mapping } from '../protect-record.ts';
+import type { Mapping } from './field-mappings.ts';
 import type { StreamError } from '../stream-error.ts';
 
 /** What to protect in a record value: the pipeline's mapped fields, and what a missing one means. */

@@ -1,13 +1,13 @@
 import { createServer } from 'node:net';
 import avro from 'avsc';
 import { describe, expect, it } from 'vitest';
-import type { SchemaRegistryPort } from '../../../src/stream/ports.ts';
+import type { SchemaRegistryPort } from '../../../src/stream/registry/registry-port.ts';
 import { CachingRegistry } from '../../../src/stream/registry/caching-registry.ts';
 import { confluentRegistry } from '../../../src/stream/registry/confluent-registry.ts';
 import { RetryingRegistry } from '../../../src/stream/registry/retrying-registry.ts';
 import { avroSerde } from '../../../src/stream/serde/avro-serde.ts';
 import { chainFrom } from '../../../src/engine/index.ts';
-import { mappings } from '../../../src/stream/protect-record.ts';
+import { mappings } from '../../../src/stream/serde/field-mappings.ts';
 import { jsonSchemaSerde } from '../../../src/stream/serde/json-schema-serde.ts';
 import { StreamError } from '../../../src/stream/stream-error.ts';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { SchemaRegistryPort } from '../../../src/stream/ports.ts';
+import type { SchemaRegistryPort } from '../../../src/stream/registry/registry-port.ts';
 import { CachingRegistry } from '../../../src/stream/registry/caching-registry.ts';
 import { StreamError } from '../../../src/stream/stream-error.ts';
 

@@ -2,7 +2,7 @@ import avro from 'avsc';
 import protobuf from 'protobufjs';
 import { describe, expect, it } from 'vitest';
 import { chainFrom, type Chain } from '../../../src/engine/index.ts';
-import { mappings } from '../../../src/stream/protect-record.ts';
+import { mappings } from '../../../src/stream/serde/field-mappings.ts';
 import { avscSchema } from '../../../src/stream/serde/avro-clean-schema.ts';
 import { avroSerde } from '../../../src/stream/serde/avro-serde.ts';
 import { avroType } from '../../../src/stream/serde/avro-types.ts';

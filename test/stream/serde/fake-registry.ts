@@ -1,4 +1,4 @@
-import type { SchemaRegistryPort } from '../../../src/stream/ports.ts';
+import type { SchemaRegistryPort } from '../../../src/stream/registry/registry-port.ts';
 import { StreamError } from '../../../src/stream/stream-error.ts';
 
 /** An in-memory Confluent-style registry: ids by schema text, versions per subject, call counts. */

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { chainFrom } from '../../../src/engine/index.ts';
-import { mappings } from '../../../src/stream/protect-record.ts';
+import { mappings } from '../../../src/stream/serde/field-mappings.ts';
 import { CleanJsonSchemaError, deriveCleanJsonSchema } from '../../../src/stream/serde/json-schema-clean.ts';
 import { jsonSchemaSerde } from '../../../src/stream/serde/json-schema-serde.ts';
 import { FakeRegistry } from './fake-registry.ts';

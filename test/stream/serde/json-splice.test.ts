@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { chainFrom, ValueError } from '../../../src/engine/index.ts';
-import { mappings, protectRecord } from '../../../src/stream/protect-record.ts';
+import { mappings, protectRecord } from '../../../src/stream/serde/field-mappings.ts';
 import { protectJsonBytes } from '../../../src/stream/serde/json-splice.ts';
 import { StreamError } from '../../../src/stream/stream-error.ts';
 import { stringText, valueText, ws } from '../../helpers/json-text.ts';

@@ -2,7 +2,7 @@ import protobuf from 'protobufjs';
 import descriptor from 'protobufjs/ext/descriptor/index.js';
 import { describe, expect, it } from 'vitest';
 import { chainFrom, ValueError } from '../../../src/engine/index.ts';
-import { mappings } from '../../../src/stream/protect-record.ts';
+import { mappings } from '../../../src/stream/serde/field-mappings.ts';
 import { protobufSerde } from '../../../src/stream/serde/protobuf-serde.ts';
 import { readFraming } from '../../../src/stream/serde/protobuf-wire.ts';
 import { StreamError } from '../../../src/stream/stream-error.ts';

@@ -53,7 +53,7 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- end -}}
 {{- end -}}
 
-{{/* A pipeline's consumer group: its groupId, else veil's default veil-protect-<name> (src/stream/protect-pipeline.ts). */}}
+{{/* A pipeline's consumer group: its groupId, else veil's default veil-protect-<name> (src/stream/protect/pipeline.ts). */}}
 {{- define "veil.pipelineGroup" -}}
 {{- .groupId | default (printf "veil-protect-%s" .name) -}}
 {{- end -}}

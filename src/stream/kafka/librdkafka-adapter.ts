@@ -1,0 +1,256 @@
+import { createHash } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import rdkafka from '@confluentinc/kafka-javascript';
+import type { AdminClient as AdminClientType, IAdminClient, KafkaConsumer, LibrdKafkaError, Producer } from '@confluentinc/kafka-javascript';
+import { Kafka, logLevel } from 'kafkajs';
+import { inChunks } from './send-chunks.ts';
+import { librdkafkaConsumer, type NativeConsumers } from './librdkafka-consumer.ts';
+import type { KafkaPort, OutRecord, ProducerPort, Transaction } from './ports.ts';
+import { topicLimits } from './kafkajs-topic-limits.ts';
+import { encodeHeaders } from './librdkafka-headers.ts';
+import { KafkaClientError, fromLibrdkafka } from './librdkafka-errors.ts';
+
+const { Producer: NativeProducer, AdminClient } = rdkafka as unknown as { Producer: typeof Producer; AdminClient: typeof AdminClientType };
+
+/** Log lines from the client: codes and messages of librdkafka, never record contents. */
+export type ClientLog = (level: 'error' | 'warn' | 'info', message: string, extra: Record<string, unknown>) => void;
+
+export interface LibrdkafkaOptions {
+  brokers: string[];
+  clientId: string;
+  log?: ClientLog;
+  sessionTimeoutMs?: number;
+  /** static group membership: every consumer's group.instance.id (one consumer per group in a process) */
+  groupInstanceId?: string;
+  /** records handed to one batch handler at most */
+  maxBatchRecords?: number;
+}
+
+const TRANSACTION_TIMEOUT_MS = 60_000;
+/** how long a transactional call (init, send offsets, commit, abort) may take before it fails (retriable) */
+const CALL_TIMEOUT_MS = 30_000;
+/** the broker codes of an offset fetch that mean "ask again" (load in progress, moved, unstable) */
+const RETRY_OFFSET_FETCH = new Set([14, 15, 16, 88]);
+
+/**
+ * KafkaPort over librdkafka (Confluent's @confluentinc/kafka-javascript, its node-rdkafka
+ * API): Java-grade transactions — KIP-447 group metadata in sendOffsetsToTransaction, stable
+ * (require_stable) offset fetches, per-producer aborted-transaction filtering for
+ * read_committed — and headers kept as an ordered list (null values too: see
+ * patches/kafka-javascript-*.patch). One transactional producer per input partition,
+ * as with kafkajs, so PartitionTransactions' fencing argument holds unchanged; KIP-447 adds that a
+ * member of an old group generation cannot commit offsets at all.
+ */
+export function librdkafkaPort(options: LibrdkafkaOptions): KafkaPort {
+  checkPatchedBinding();
+  const bootstrap = options.brokers.join(',');
+  const log = options.log ?? (() => undefined);
+  const common = { 'bootstrap.servers': bootstrap, 'client.id': options.clientId, 'socket.keepalive.enable': true };
+  // topic limits need DescribeConfigs, which the librdkafka binding lacks (see topic-limits.ts)
+  const limits = topicLimits(new Kafka({ clientId: `${options.clientId}-admin`, brokers: options.brokers, logLevel: logLevel.NOTHING }));
+  const consumers: NativeConsumers = new Map();
+  let admin: Promise<IAdminClient> | undefined;
+  const connectedAdmin = () => (admin ??= Promise.resolve(AdminClient.create({ ...common, 'client.id': `${options.clientId}-offsets` })));
+  return {
+    consumer: ({ groupId, readCommitted }) => librdkafkaConsumer({
+      common, groupId, readCommitted, registry: consumers, log,
+      sessionTimeoutMs: options.sessionTimeoutMs ?? 30_000,
+      ...(options.groupInstanceId ? { groupInstanceId: options.groupInstanceId } : {}),
+      maxBatchRecords: options.maxBatchRecords ?? 2000,
+    }),
+    producer: async ({ transactionalId }) => producerPort(await connectProducer(common, transactionalId, log), limits, consumers, transactionalId !== undefined),
+    async committedOffset(groupId, topic, partition) {
+      const client = await connectedAdmin();
+      const deadline = Date.now() + CALL_TIMEOUT_MS * 2;
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return await fetchStableOffset(client, groupId, topic, partition);
+        } catch (e) {
+          const code = (e as KafkaClientError).brokerCode;
+          if (!(code !== undefined && RETRY_OFFSET_FETCH.has(code)) && !(e as KafkaClientError).retriable) throw e;
+          if (Date.now() > deadline) throw e;
+          await new Promise((r) => setTimeout(r, Math.min(50 * attempt, 500)));
+        }
+      }
+    },
+    maxMessageBytes: (topic) => limits.maxMessageBytes(topic),
+    async disconnect() {
+      await limits.close();
+      const a = admin;
+      admin = undefined;
+      if (a) (await a).disconnect();
+    },
+  };
+}
+
+/**
+ * The binding must be built with veil's patches (null header values, headers encoded in one
+ * buffer, a fetch's bytes in one buffer; docs/kafka-clients.md): without them a null header is
+ * written empty and encoded headers are refused. scripts/build-librdkafka.sh stamps the build
+ * with the patches' hash; a build without that stamp is refused.
+ */
+function checkPatchedBinding(): void {
+  const patches = fileURLToPath(new URL('../../../patches/', import.meta.url));
+  const hash = createHash('sha256');
+  for (const f of readdirSync(patches).filter((n) => /^kafka-javascript-.*\.patch$/.test(n)).sort()) hash.update(readFileSync(join(patches, f)));
+  const want = hash.digest('hex');
+  const pkg = dirname(createRequire(import.meta.url).resolve('@confluentinc/kafka-javascript/package.json'));
+  let stamp = '';
+  try {
+    stamp = readFileSync(join(pkg, 'build', 'veil-build.stamp'), 'utf8').trim();
+  } catch {
+    // no stamp: not built by veil's script
+  }
+  if (stamp !== want) throw new KafkaClientError('CLIENT_UNPATCHED', 'the librdkafka binding was not built with veil\'s patches: run `sh scripts/build-librdkafka.sh` (npm ci does)', false);
+}
+
+function fetchStableOffset(client: IAdminClient, groupId: string, topic: string, partition: number): Promise<string | null> {
+  return new Promise((resolve, reject) => {
+    client.listConsumerGroupOffsets([{ groupId, partitions: [{ topic, partition }] }], { requireStableOffsets: true, timeout: 10_000 }, (err, result) => {
+      if (err) return reject(fromLibrdkafka(err, 'offset fetch'));
+      const group = result?.[0];
+      const p = group?.partitions?.find((x) => x.topic === topic && x.partition === partition);
+      const error = (group as { error?: LibrdKafkaError } | undefined)?.error ?? (p as { error?: LibrdKafkaError } | undefined)?.error;
+      if (error) return reject(fromLibrdkafka(error, 'offset fetch'));
+      const offset = (p as { offset?: number } | undefined)?.offset;
+      resolve(offset === undefined || offset < 0 ? null : String(offset));
+    });
+  });
+}
+
+const call = (what: string, run: (cb: (err: LibrdKafkaError | null | undefined) => void) => void): Promise<void> =>
+  new Promise((resolve, reject) => run((err) => (err ? reject(fromLibrdkafka(err, what)) : resolve())));
+
+async function connectProducer(common: Record<string, string | number | boolean>, transactionalId: string | undefined, log: ClientLog): Promise<Producer> {
+  const producer = new NativeProducer({
+    ...common,
+    dr_cb: true,
+    // a transaction reports failed records only (its commit fails if any record failed, so a
+    // report per record would buy nothing); a plain send counts every record's report
+    'delivery.report.only.error': transactionalId !== undefined,
+    // Java-compatible: murmur2 of the key, as Java producers and veil's kafkajs adapter pick partitions
+    partitioner: 'murmur2_random',
+    'enable.idempotence': true,
+    'linger.ms': 2,
+    'queue.buffering.max.messages': 1_000_000,
+    ...(transactionalId ? { 'transactional.id': transactionalId, 'transaction.timeout.ms': TRANSACTION_TIMEOUT_MS } : {}),
+  });
+  producer.on('event.error', (err: LibrdKafkaError) => log('warn', 'producer error', { code: err.code, fatal: err.isFatal ?? false }));
+  await new Promise<void>((resolve, reject) => producer.connect({}, (err) => (err ? reject(fromLibrdkafka(err, 'producer connect')) : resolve())));
+  producer.setPollInBackground(true);
+  if (transactionalId) {
+    // InitProducerId: fences every earlier producer of the id and completes its pending
+    // transaction before this returns (PartitionTransactions reads the committed offset after)
+    try {
+      await call('init transactions', (cb) => producer.initTransactions(CALL_TIMEOUT_MS, cb));
+    } catch (e) {
+      await disconnect(producer);
+      throw e;
+    }
+  }
+  return producer;
+}
+
+function disconnect(producer: Producer): Promise<void> {
+  return new Promise((resolve) => producer.disconnect(5000, () => resolve()));
+}
+
+/**
+ * One send's deliveries. Transactional: failed records only (the commit is the proof of the
+ * rest). Plain: every record's report is counted, and the send resolves after the last one.
+ */
+interface Delivery {
+  error?: KafkaClientError;
+  pending: number;
+  settle?: () => void;
+}
+
+const FLUSH_TIMEOUT_MS = 60_000;
+
+/**
+ * Why a transactional record carries no opaque: the binding keeps a record's opaque in a V8
+ * persistent handle that only its delivery report frees, and with `delivery.report.only.error`
+ * a delivered record has no report — one leaked handle (and its Delivery) per record, and GC
+ * work growing with them. A transactional producer sends one chunk at a time (the next is
+ * queued only after a flush), so an error report belongs to the chunk being sent.
+ */
+function producerPort(producer: Producer, limits: ReturnType<typeof topicLimits>, consumers: NativeConsumers, transactional: boolean): ProducerPort {
+  let current: Delivery | undefined;
+  producer.on('delivery-report', (err, report) => {
+    const d = transactional ? current : (report as { opaque?: Delivery }).opaque;
+    if (!d) return;
+    if (err) d.error ??= fromLibrdkafka(err, 'delivery');
+    if (d.settle && --d.pending === 0) d.settle();
+  });
+  const sendChunk = async (chunk: OutRecord[]): Promise<void> => {
+    const delivery: Delivery = { pending: chunk.length };
+    const delivered = transactional ? undefined : new Promise<void>((resolve) => (delivery.settle = resolve));
+    if (transactional) current = delivery;
+    const opaque = transactional ? undefined : delivery;
+    for (let i = 0; i < chunk.length; i++) {
+      const queued = produceOne(producer, chunk[i]!, delivery, opaque);
+      if (queued === 'queued' || (queued === 'full' && await produceWhenRoom(producer, chunk[i]!, delivery, opaque))) continue;
+      delivery.pending -= chunk.length - i;
+      if (delivery.pending === 0) delivery.settle?.();
+      break;
+    }
+    // the next chunk is queued only once this one is acknowledged, so no batch mixes the two
+    if (delivered) await delivered;
+    else await call('flush', (cb) => producer.flush(FLUSH_TIMEOUT_MS, cb));
+    if (delivery.error) throw delivery.error;
+  };
+  const send = (records: OutRecord[]) => inChunks(records, (t) => limits.maxMessageBytes(t), sendChunk, (e) => (e as KafkaClientError).code === 'MSG_SIZE_TOO_LARGE', (t) => limits.forget(t));
+  return {
+    async transaction(): Promise<Transaction> {
+      if (!transactional) throw new KafkaClientError('STATE', 'not a transactional producer', false);
+      await call('begin transaction', (cb) => producer.beginTransaction(cb));
+      return {
+        send,
+        async sendOffsets(groupId, topic, partition, offset) {
+          const consumer = consumers.get(groupId);
+          if (!consumer) throw new KafkaClientError('STATE', `no consumer of group ${groupId} in this process`, true);
+          await call('send offsets', (cb) => producer.sendOffsetsToTransaction([{ topic, partition, offset: Number(offset) }], consumer as KafkaConsumer, CALL_TIMEOUT_MS, cb));
+        },
+        commit: () => call('commit', (cb) => producer.commitTransaction(TRANSACTION_TIMEOUT_MS, cb)),
+        abort: () => call('abort', (cb) => producer.abortTransaction(CALL_TIMEOUT_MS, cb)),
+      };
+    },
+    send,
+    disconnect: () => disconnect(producer),
+  };
+}
+
+/** librdkafka's ERR__QUEUE_FULL: its local queue is full (it drains in the background) */
+const QUEUE_FULL = -184;
+
+/**
+ * Queues one record without waiting: 'full' while librdkafka's local queue is full (it drains in
+ * the background), 'refused' when refused for good (the delivery holds the error).
+ */
+function produceOne(producer: Producer, r: OutRecord, delivery: Delivery, opaque: Delivery | undefined): 'queued' | 'full' | 'refused' {
+  try {
+    producer.produce(r.topic, null, r.value as Buffer, r.key ?? undefined, undefined, opaque, r.headers.length ? encodeHeaders(r.headers) as never : undefined);
+    return 'queued';
+  } catch (e) {
+    if ((e as LibrdKafkaError).code === QUEUE_FULL) return 'full';
+    delivery.error ??= fromLibrdkafka(e as LibrdKafkaError, 'produce');
+    return 'refused';
+  }
+}
+
+/**
+ * The same record again once the local queue has room, in order (never the next record first);
+ * false when it was refused or the queue stayed full (the delivery holds the error).
+ */
+async function produceWhenRoom(producer: Producer, r: OutRecord, delivery: Delivery, opaque: Delivery | undefined): Promise<boolean> {
+  for (let attempt = 0; attempt < 2000; attempt++) {
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    const queued = produceOne(producer, r, delivery, opaque);
+    if (queued !== 'full') return queued === 'queued';
+  }
+  delivery.error ??= new KafkaClientError('QUEUE_FULL', 'the local produce queue stayed full', true);
+  return false;
+}

@@ -1,0 +1,208 @@
+import { isSubjectId, ValueError, VeilError, type Chain, type Engine } from '../../engine/index.ts';
+import { fetchSubjectKeys, type SubjectKeyStore } from '../../subjects/index.ts';
+import { unmappedKeyKind } from '../../discover/guard.ts';
+import { unmappedPolicy, type PipelineConfig } from './pipeline-config.ts';
+import { mappings } from '../serde/field-mappings.ts';
+import type { GuardPlan, RecordProtection, Serde } from '../serde/serde.ts';
+import { StreamError } from '../stream-error.ts';
+
+/** One record to protect: its clean topic (the serde registers clean schemas per topic), key and value. */
+export interface ChunkItem {
+  topic: string;
+  key: Buffer | null;
+  value: Buffer | null;
+}
+
+/**
+ * A record's outcome: its protected key and value with the paths protected in it (comma-separated,
+ * `(key)` for the key; absent: every mapped path), or the code it is dead-lettered with and the
+ * path (and guard kind) the code is about, and the writer's schema id when the code is about the schema.
+ */
+export type ChunkOutcome = { key: Buffer | null; value: Buffer; fields?: string } | { code: string; path?: string; kind?: string; schema?: number };
+
+/** where a record key's finding is reported */
+export const KEY_PATH = '(key)';
+
+/**
+ * What protects a chunk of records (pure work, no Kafka): in this thread (RecordProtector) or on
+ * a pool of worker threads (ProtectPool). A retriable failure (the registry unreachable) rejects
+ * the whole chunk; a record that cannot be protected is an outcome with its code.
+ */
+export interface ChunkProtector {
+  protectChunk(items: readonly ChunkItem[]): Promise<ChunkOutcome[]>;
+  /** protection elsewhere (worker threads): re-read the keystore and/or bind under a configuration version's file */
+  reload?(what: { keys?: boolean; configFile?: string }): Promise<void>;
+  close(): Promise<void>;
+}
+
+const utf8 = (s: string) => Buffer.from(s, 'utf8');
+
+/**
+ * A pipeline's fields bound once (authorization happens here: a pipeline whose identity may not
+ * protect its fields does not start) and the protection of one record's key and value.
+ */
+export class RecordProtector implements ChunkProtector {
+  readonly protection: RecordProtection;
+  private readonly keyTransform?: (v: string) => string;
+  private readonly serde: Serde;
+  /** every path the pipeline maps, as veil.protected.fields says when a serde cannot tell per record */
+  private readonly allFields: string;
+  /** fields scoped to the data subject: each record runs under its subject's key (the record key) */
+  private readonly subjects?: { store: SubjectKeyStore; engine: Engine };
+
+  /**
+   * `rewrap`: the fields are bound for re-protection (Engine.bindRewrap): each value is unprotected
+   * under its own key version with these processing evidences and protected under the primary; a
+   * value of an erased data subject is carried through unchanged and counted (`erasedKept`).
+   */
+  constructor(deps: { name: string; config: PipelineConfig; engine: Engine; serde: Serde; rewrap?: { unprotectEvidences: Record<string, string>; erasedKept?: (count: number) => void }; subjects?: SubjectKeyStore }) {
+    const c = deps.config;
+    this.serde = deps.serde;
+    const guard = unmappedPolicy(c);
+    const guardKinds = guard.action === 'protect' ? Object.entries(guard.protect) : [];
+    const tags = Object.entries(c.tags ?? {});
+    const fields = [...c.fields.map((f) => f.field), ...(c.key ? [c.key.field] : []), ...guardKinds.map(([, f]) => f), ...tags.map(([, f]) => f)].map((f) => {
+      const [className, propertyName] = f.split('.') as [string, string];
+      return { className, propertyName };
+    });
+    const evidences = (e: Record<string, string>) => Object.entries(e).map(([name, value]) => ({ name, value }));
+    const request = { identity: { subject: `pipeline:${deps.name}`, roles: c.roles }, rightsEvidences: evidences(c.rightsEvidences), processingEvidences: evidences(c.processingEvidences), fields };
+    const kept = deps.rewrap?.erasedKept;
+    const bound = deps.rewrap ? deps.engine.bindRewrap({ ...request, unprotectEvidences: evidences(deps.rewrap.unprotectEvidences) }, kept ? { erasedKept: kept } : {}) : deps.engine.bind(request);
+    if (bound.reveals) throw new VeilError('CONFIG_INVALID', `pipeline ${deps.name} would unprotect: protect pipelines only protect`);
+    if (bound.subjectScoped.some(Boolean)) {
+      if (!c.subject) throw new VeilError('CONFIG_INVALID', `pipeline ${deps.name} maps fields whose keys are scoped to the data subject: say where a record names its subject (subject: { from: key })`);
+      if (!deps.subjects) throw new VeilError('CONFIG_INVALID', `pipeline ${deps.name} maps fields whose keys are scoped to the data subject, and runs without the subject-key store`);
+      this.subjects = { store: deps.subjects, engine: deps.engine };
+    }
+    const keyed = c.key ? 1 : 0;
+    const guardPlan: GuardPlan | undefined = guard.action === 'pass' ? undefined : {
+      action: guard.action,
+      allow: guard.allow,
+      protect: new Map<string, Chain>(guardKinds.map(([kind], i) => [kind, bound.transforms[c.fields.length + keyed + i]!])),
+      retypes: c.format === 'json',
+    };
+    const tagChains = new Map<string, Chain>(tags.map(([tag], i) => [tag, bound.transforms[c.fields.length + keyed + guardKinds.length + i]!]));
+    this.protection = { maps: mappings(c.fields.map((f) => f.path), bound.transforms), missing: c.missing, validate: c.validate, foldKeys: c.keys !== 'exact', ...(guardPlan ? { guard: guardPlan } : {}), ...(tags.length ? { tags: tagChains } : {}) };
+    if (c.key) this.keyTransform = bound.transforms[c.fields.length];
+    this.allFields = [...c.fields.map((f) => f.path), ...(c.key ? [KEY_PATH] : [])].join(',');
+  }
+
+  /** The protected key and value; throws a StreamError naming why the record cannot be. */
+  async protect(item: ChunkItem): Promise<{ key: Buffer | null; value: Buffer; fields?: string }> {
+    if (item.value === null) throw new StreamError('RECORD_MALFORMED', 'the record has no value');
+    const key = this.protectKey(item.key);
+    const value = await this.serde.protect(item.value, this.protection, item.topic);
+    return { key: key.bytes, value, fields: this.fieldsOf(undefined, key.path) };
+  }
+
+  async protectChunk(items: readonly ChunkItem[]): Promise<ChunkOutcome[]> {
+    if (this.subjects) return this.protectChunkBySubject(items, this.subjects);
+    if (this.serde.protectManySync) return this.protectChunkSync(items, this.serde.protectManySync.bind(this.serde));
+    if (this.serde.protectMany) return this.protectChunkBatch(items, this.serde.protectMany.bind(this.serde));
+    const out: ChunkOutcome[] = [];
+    for (const item of items) {
+      try {
+        out.push(await this.protect(item));
+      } catch (e) {
+        if (e instanceof StreamError && !e.retriable) out.push(failed(e));
+        else throw e;
+      }
+    }
+    return out;
+  }
+
+  /**
+   * Records of subject-scoped fields: the chunk's subjects' keys fetched at once (created on first
+   * use), then each record protected on its own under its subject's key — a batch of one field's
+   * values would mix subjects. A record without a key, or whose key is no subject id, is refused.
+   */
+  private async protectChunkBySubject(items: readonly ChunkItem[], s: { store: SubjectKeyStore; engine: Engine }): Promise<ChunkOutcome[]> {
+    const ids = items.map((item) => (item.key === null ? undefined : item.key.toString('utf8')));
+    const ring = await fetchSubjectKeys(s.store, ids.map((id) => (isSubjectId(id) ? { id, create: true } : undefined)), s.engine.returningSubjects);
+    return Promise.all(items.map(async (item, i): Promise<ChunkOutcome> => {
+      const id = ids[i];
+      if (id === undefined) return { code: 'SUBJECT_REQUIRED', path: KEY_PATH };
+      if (!isSubjectId(id)) return { code: 'SUBJECT_ID_INVALID', path: KEY_PATH };
+      try {
+        return await s.engine.withSubjectAsync(id, ring, () => this.protect(item));
+      } catch (e) {
+        if (e instanceof StreamError && !e.retriable) return failed(e);
+        throw e;
+      }
+    }));
+  }
+
+  /**
+   * A serde that protects synchronously gets the chunk's values as one batch (each field's values
+   * protected together). Per record, what fails first is what protect() would report: no value,
+   * then the key, then the value.
+   */
+  private protectChunkSync(items: readonly ChunkItem[], many: NonNullable<Serde['protectManySync']>): ChunkOutcome[] {
+    const present = items.filter((item): item is ChunkItem & { value: Buffer } => item.value !== null);
+    const fields: (string | undefined)[] = [];
+    return this.outcomes(items, present.length ? many(present.map((item) => item.value), this.protection, fields) : [], fields);
+  }
+
+  /** The same for a serde that batches asynchronously (registry formats). */
+  private async protectChunkBatch(items: readonly ChunkItem[], many: NonNullable<Serde['protectMany']>): Promise<ChunkOutcome[]> {
+    const present = items.filter((item): item is ChunkItem & { value: Buffer } => item.value !== null);
+    const fields: (string | undefined)[] = [];
+    return this.outcomes(items, present.length ? await many(present.map((item) => item.value), this.protection, present.map((item) => item.topic), fields) : [], fields);
+  }
+
+  /** each item's outcome, given the serde's results (and protected paths) for the items with a value, in order */
+  private outcomes(items: readonly ChunkItem[], values: readonly (Buffer | StreamError)[], fields: readonly (string | undefined)[]): ChunkOutcome[] {
+    let next = 0;
+    return items.map((item): ChunkOutcome => {
+      if (item.value === null) return { code: 'RECORD_MALFORMED' };
+      const at = next++;
+      const value = values[at]!;
+      let key: { bytes: Buffer | null; path?: string };
+      try {
+        key = this.protectKey(item.key);
+      } catch (e) {
+        if (e instanceof StreamError && !e.retriable) return failed(e);
+        throw e;
+      }
+      return value instanceof StreamError ? failed(value) : { key: key.bytes, value, fields: this.fieldsOf(fields[at], key.path) };
+    });
+  }
+
+  async close(): Promise<void> {}
+
+  /** veil.protected.fields of one record: the value's protected paths (every mapped one when the serde cannot tell), then the key's */
+  private fieldsOf(valuePaths: string | undefined, keyPath: string | undefined): string {
+    if (valuePaths === undefined) return this.allFields;
+    return keyPath === undefined ? valuePaths : valuePaths === '' ? keyPath : `${valuePaths},${keyPath}`;
+  }
+
+  /**
+   * The record key protected by the pipeline's key mapping; without one, checked by the unmapped
+   * guard like a value (an email as a key): refused, or protected as the guard's kind says.
+   */
+  private protectKey(key: Buffer | null): { bytes: Buffer | null; path?: string } {
+    const guard = this.protection.guard;
+    if (!this.keyTransform && (guard === undefined || key === null)) return { bytes: key };
+    if (key === null) throw new StreamError('KEY_MISSING', 'the record has no key');
+    const text = key.toString('utf8');
+    let transform = this.keyTransform;
+    if (transform === undefined) {
+      const kind = unmappedKeyKind(text);
+      if (kind === undefined) return { bytes: key };
+      transform = guard?.protect.get(kind);
+      if (transform === undefined) throw new StreamError('UNMAPPED_PERSONAL_DATA', `the record key holds ${kind === 'email' ? 'an' : 'a'} ${kind} and the pipeline does not protect keys`, { path: KEY_PATH, kind });
+    }
+    try {
+      return { bytes: utf8(transform(text)), path: KEY_PATH };
+    } catch (e) {
+      if (e instanceof ValueError) throw new StreamError(e.code, `record key: value ${e.message}`, { path: KEY_PATH });
+      throw e;
+    }
+  }
+}
+
+/** a dead-lettered outcome: the code, and the path, kind and schema it is about */
+function failed(e: StreamError): ChunkOutcome {
+  return { code: e.code, ...(e.path === undefined ? {} : { path: e.path }), ...(e.kind === undefined ? {} : { kind: e.kind }), ...(e.schema === undefined ? {} : { schema: e.schema }) };
+}
