@@ -1,4 +1,4 @@
-import { mkdir, mkdtemp, readFile, rm, symlink } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rename, rm, symlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -20,6 +20,25 @@ describe('FileAuditSink', () => {
     await sink.record(event(2));
     await sink.close();
     expect((await readFile(join(dir, 'later', 'audit.log'), 'utf8')).trim().split('\n').map((l) => JSON.parse(l).eventId)).toEqual(['e2']);
+  });
+
+  it('writes records in the order given, whether written at once or queued behind an open, and follows a file renamed under it', async () => {
+    dir = await mkdtemp(join(tmpdir(), 'veil-audit-'));
+    const path = join(dir, 'audit.log');
+    const sink = new FileAuditSink(path);
+    // the first record opens the file (queued); the next ones, given without waiting, queue behind it
+    await Promise.all([1, 2, 3].map((n) => sink.record(event(n))));
+    // the file open and nothing queued: written at once, in order
+    for (let n = 4; n <= 50; n++) await sink.record(event(n));
+    await Promise.all([51, 52].map((n) => sink.record(event(n))));
+    // another process rotated the log: the next record notices and goes to the new audit.log
+    await rename(path, `${path}.1`);
+    await sink.record(event(53));
+    await sink.record(event(54));
+    await sink.close();
+    const ids = async (file: string) => (await readFile(file, 'utf8')).trim().split('\n').map((l) => JSON.parse(l).eventId as string);
+    expect(await ids(`${path}.1`)).toEqual(Array.from({ length: 52 }, (_, i) => `e${i + 1}`));
+    expect(await ids(path)).toEqual(['e53', 'e54']);
   });
 
   it('rejects every write to a full device', async () => {
