@@ -39,6 +39,14 @@ export default tseslint.config(
     rules: { 'veil/engine-front-door': 'error' },
   },
   {
+    // src/stream's folders (kafka, config, serde, registry, protect, unprotect) are imported only
+    // through their index.ts, kafkajs and librdkafka only by their adapters; unit tests under
+    // test/stream may reach the internals they test.
+    files: ['**/*.ts', '**/*.js'],
+    plugins: { veil },
+    rules: { 'veil/stream-front-doors': 'error' },
+  },
+  {
     // Adapters (src/http, src/stream, src/gateway, src/portal, src/db, src/client) import no sibling
     // adapter, and the neutral modules they share import none; neither imports the wiring (src/app,
     // src/cli), which alone puts adapters together: tools/eslint-plugin-veil.js.

@@ -17,9 +17,9 @@ import { allowedPath, JsonGuard } from '../src/discover/json-guard.ts';
 import { scanJson } from '../src/json-bytes/scan.ts';
 import { fmt, ratio } from './measure.ts';
 import { chainFrom } from '../src/engine/index.ts';
-import { mappings } from '../src/stream/serde/field-mappings.ts';
-import { protectJsonValues } from '../src/stream/serde/json-splice.ts';
-import type { RecordProtection } from '../src/stream/serde/serde.ts';
+import { mappings } from '../src/stream/serde/index.ts';
+import { protectJsonValues } from '../src/stream/serde/index.ts';
+import type { RecordProtection } from '../src/stream/serde/index.ts';
 import { StreamError } from '../src/stream/stream-error.ts';
 
 const N = Number(process.env.BENCH_RECORDS ?? 10_000);

@@ -1,112 +1,87 @@
 // veil's architecture rules for ESLint.
 import path from 'node:path';
 
+/** The visitors that hand `check(node, source)` every import's source: static, re-export, dynamic. */
+function importVisitors(check) {
+  return {
+    ImportDeclaration: (node) => check(node, node.source.value),
+    ExportNamedDeclaration: (node) => node.source && check(node, node.source.value),
+    ExportAllDeclaration: (node) => check(node, node.source.value),
+    ImportExpression: (node) => check(node, node.source.type === 'Literal' ? node.source.value : undefined),
+  };
+}
+
+/** importVisitors for relative specifiers only: `visit(node, source, target)`, target the absolute path imported. */
+function relativeImports(file, visit) {
+  return importVisitors((node, source) => {
+    if (typeof source === 'string' && source.startsWith('.')) visit(node, source, path.resolve(path.dirname(file), source));
+  });
+}
+
+/** An ESLint rule of kind 'problem' (no options): its description, its messages by id, and its create(context). */
+function problemRule(description, messages, create) {
+  return { meta: { type: 'problem', docs: { description }, schema: [], messages }, create };
+}
+
 /** What src/engine may import besides its own files: pure computation only. */
 // node:async_hooks for AsyncLocalStorage only: the data subject of the values being transformed
 // follows a record across its serde's awaits (src/engine/key-access/subject-keys.ts); it is no I/O
 const ENGINE_ALLOWED = [/^zod$/, /^yaml$/, /^@noble\/(ciphers|hashes)\//, /^node:crypto$/, /^node:async_hooks$/];
 
-const engineLayering = {
-  meta: {
-    type: 'problem',
-    docs: { description: 'src/engine is pure: it imports only its own files and pure libraries (no I/O, clock, env)' },
-    schema: [],
-    messages: {
-      outside: "src/engine must not import '{{source}}': it lies outside src/engine (others depend on the engine, never the reverse)",
-      impure: "src/engine must not import '{{source}}': the engine is pure (no I/O, clock or environment); allowed: zod, yaml, @noble/*, node:crypto, node:async_hooks (AsyncLocalStorage)",
-    },
-  },
-  create(context) {
-    const file = context.filename;
-    const engineRoot = path.join(context.cwd, 'src', 'engine') + path.sep;
-    if (!file.startsWith(engineRoot)) return {};
-    const check = (node, source) => {
-      if (typeof source !== 'string') return;
-      if (source.startsWith('.')) {
-        const target = path.resolve(path.dirname(file), source);
-        if (!target.startsWith(engineRoot)) context.report({ node, messageId: 'outside', data: { source } });
-      } else if (!ENGINE_ALLOWED.some((re) => re.test(source))) {
-        context.report({ node, messageId: 'impure', data: { source } });
-      }
-    };
-    return {
-      ImportDeclaration: (node) => check(node, node.source.value),
-      ExportNamedDeclaration: (node) => node.source && check(node, node.source.value),
-      ExportAllDeclaration: (node) => check(node, node.source.value),
-      ImportExpression: (node) => check(node, node.source.type === 'Literal' ? node.source.value : undefined),
-    };
-  },
-};
+const engineLayering = problemRule('src/engine is pure: it imports only its own files and pure libraries (no I/O, clock, env)', {
+  outside: "src/engine must not import '{{source}}': it lies outside src/engine (others depend on the engine, never the reverse)",
+  impure: "src/engine must not import '{{source}}': the engine is pure (no I/O, clock or environment); allowed: zod, yaml, @noble/*, node:crypto, node:async_hooks (AsyncLocalStorage)",
+}, (context) => {
+  const file = context.filename;
+  const engineRoot = path.join(context.cwd, 'src', 'engine') + path.sep;
+  if (!file.startsWith(engineRoot)) return {};
+  const check = (node, source) => {
+    if (typeof source !== 'string') return;
+    if (source.startsWith('.')) {
+      const target = path.resolve(path.dirname(file), source);
+      if (!target.startsWith(engineRoot)) context.report({ node, messageId: 'outside', data: { source } });
+    } else if (!ENGINE_ALLOWED.some((re) => re.test(source))) {
+      context.report({ node, messageId: 'impure', data: { source } });
+    }
+  };
+  return importVisitors(check);
+});
 
 /**
  * The engine's front door: code outside src/engine imports the engine only through
  * src/engine/index.ts. Tests under test/engine test the internals (crypto vectors, transformers)
  * and may reach them.
  */
-const engineFrontDoor = {
-  meta: {
-    type: 'problem',
-    docs: { description: 'outside src/engine, import the engine only from src/engine/index.ts' },
-    schema: [],
-    messages: {
-      internal: "'{{source}}' reaches into src/engine: import from src/engine/index.ts, the engine's front door (only test/engine may reach the internals it tests)",
-    },
-  },
-  create(context) {
-    const file = context.filename;
-    const engineDir = path.join(context.cwd, 'src', 'engine');
-    const frontDoor = path.join(engineDir, 'index.ts');
-    const insiders = [engineDir + path.sep, path.join(context.cwd, 'test', 'engine') + path.sep];
-    if (insiders.some((dir) => file.startsWith(dir))) return {};
-    const check = (node, source) => {
-      if (typeof source !== 'string' || !source.startsWith('.')) return;
-      const target = path.resolve(path.dirname(file), source);
-      if ((target === engineDir || target.startsWith(engineDir + path.sep)) && target !== frontDoor) {
-        context.report({ node, messageId: 'internal', data: { source } });
-      }
-    };
-    return {
-      ImportDeclaration: (node) => check(node, node.source.value),
-      ExportNamedDeclaration: (node) => node.source && check(node, node.source.value),
-      ExportAllDeclaration: (node) => check(node, node.source.value),
-      ImportExpression: (node) => check(node, node.source.type === 'Literal' ? node.source.value : undefined),
-    };
-  },
-};
+const engineFrontDoor = problemRule('outside src/engine, import the engine only from src/engine/index.ts', {
+  internal: "'{{source}}' reaches into src/engine: import from src/engine/index.ts, the engine's front door (only test/engine may reach the internals it tests)",
+}, (context) => {
+  const file = context.filename;
+  const engineDir = path.join(context.cwd, 'src', 'engine');
+  const frontDoor = path.join(engineDir, 'index.ts');
+  const insiders = [engineDir + path.sep, path.join(context.cwd, 'test', 'engine') + path.sep];
+  if (insiders.some((dir) => file.startsWith(dir))) return {};
+  return relativeImports(file, (node, source, target) => {
+    if ((target === engineDir || target.startsWith(engineDir + path.sep)) && target !== frontDoor) context.report({ node, messageId: 'internal', data: { source } });
+  });
+});
 
 /**
  * The control plane's front door: source outside src/control imports it only through
  * src/control/index.ts (versions, mirrors, signing, the watch, both store adapters live behind
  * it). Tests may reach the internals they test, as the Kafka adapter's.
  */
-const controlFrontDoor = {
-  meta: {
-    type: 'problem',
-    docs: { description: 'outside src/control, source imports the control plane only from src/control/index.ts' },
-    schema: [],
-    messages: {
-      internal: "'{{source}}' reaches into src/control: import from src/control/index.ts, the control plane's front door",
-    },
-  },
-  create(context) {
-    const file = context.filename;
-    const src = path.join(context.cwd, 'src') + path.sep;
-    const controlDir = path.join(context.cwd, 'src', 'control');
-    const frontDoor = path.join(controlDir, 'index.ts');
-    if (!file.startsWith(src) || file.startsWith(controlDir + path.sep)) return {};
-    const check = (node, source) => {
-      if (typeof source !== 'string' || !source.startsWith('.')) return;
-      const target = path.resolve(path.dirname(file), source);
-      if (target.startsWith(controlDir + path.sep) && target !== frontDoor && !isErrorsModule(target, context.cwd)) context.report({ node, messageId: 'internal', data: { source } });
-    };
-    return {
-      ImportDeclaration: (node) => check(node, node.source.value),
-      ExportNamedDeclaration: (node) => node.source && check(node, node.source.value),
-      ExportAllDeclaration: (node) => check(node, node.source.value),
-      ImportExpression: (node) => check(node, node.source.type === 'Literal' ? node.source.value : undefined),
-    };
-  },
-};
+const controlFrontDoor = problemRule('outside src/control, source imports the control plane only from src/control/index.ts', {
+  internal: "'{{source}}' reaches into src/control: import from src/control/index.ts, the control plane's front door",
+}, (context) => {
+  const file = context.filename;
+  const src = path.join(context.cwd, 'src') + path.sep;
+  const controlDir = path.join(context.cwd, 'src', 'control');
+  const frontDoor = path.join(controlDir, 'index.ts');
+  if (!file.startsWith(src) || file.startsWith(controlDir + path.sep)) return {};
+  return relativeImports(file, (node, source, target) => {
+    if (target.startsWith(controlDir + path.sep) && target !== frontDoor && !isErrorsModule(target, context.cwd)) context.report({ node, messageId: 'internal', data: { source } });
+  });
+});
 
 /**
  * src/app only wires: `open-*.ts` (a process or a part of one, put together from adapters and
@@ -117,27 +92,19 @@ const controlFrontDoor = {
  * serdes and schema check to src/stream).
  */
 const WIRING_FILE = /^(open-[a-z0-9-]+|config-file(-[a-z0-9-]+)?|logger|[a-z0-9-]+-thread)\.ts$/;
-const wiringOnly = {
-  meta: {
-    type: 'problem',
-    docs: { description: 'src/app holds only wiring: open-*.ts, config-file*.ts, logger.ts, *-thread.ts, no subfolders' },
-    schema: [],
-    messages: {
-      notWiring: "src/app/{{name}} is not wiring (open-*.ts, config-file*.ts, logger.ts, *-thread.ts): move its logic into the module it belongs to",
+const wiringOnly = problemRule('src/app holds only wiring: open-*.ts, config-file*.ts, logger.ts, *-thread.ts, no subfolders', {
+  notWiring: "src/app/{{name}} is not wiring (open-*.ts, config-file*.ts, logger.ts, *-thread.ts): move its logic into the module it belongs to",
+}, (context) => {
+  const appDir = path.join(context.cwd, 'src', 'app') + path.sep;
+  const file = context.filename;
+  if (!file.startsWith(appDir)) return {};
+  const name = file.slice(appDir.length);
+  return {
+    Program: (node) => {
+      if (name.includes(path.sep) || !WIRING_FILE.test(name)) context.report({ node, messageId: 'notWiring', data: { name } });
     },
-  },
-  create(context) {
-    const appDir = path.join(context.cwd, 'src', 'app') + path.sep;
-    const file = context.filename;
-    if (!file.startsWith(appDir)) return {};
-    const name = file.slice(appDir.length);
-    return {
-      Program: (node) => {
-        if (name.includes(path.sep) || !WIRING_FILE.test(name)) context.report({ node, messageId: 'notWiring', data: { name } });
-      },
-    };
-  },
-};
+  };
+});
 
 /**
  * Adapters are siblings: src/http, src/stream, src/gateway, src/portal, src/db and src/client each
@@ -159,41 +126,101 @@ function isErrorsModule(target, cwd) {
   const rel = path.relative(path.join(cwd, 'src'), target).split(path.sep);
   return rel.length === 2 && rel[1] === 'errors.ts';
 }
-const NEUTRAL = ['errors', 'audit', 'identity', 'keystore', 'json-bytes', 'observability', 'control', 'env', 'subjects'];
+// discover: the detectors of personal data and the proposals `veil discover` writes; the stream's
+// unmapped guard and the gateway share its detectors (discover/guard.ts), the stream's configuration
+// its record formats (discover/record-formats.ts)
+const NEUTRAL = ['errors', 'audit', 'identity', 'keystore', 'json-bytes', 'observability', 'control', 'env', 'subjects', 'discover'];
 const WIRING = ['app', 'cli'];
 
-const adapterIsolation = {
-  meta: {
-    type: 'problem',
-    docs: { description: 'an adapter (src/http, src/stream, src/gateway, …) imports no sibling adapter and no wiring (src/app, src/cli); neutral modules import neither' },
-    schema: [],
-    messages: {
-      sibling: "src/{{from}} must not import '{{source}}' from src/{{to}}: adapters do not depend on each other; move what they share into a neutral module (e.g. src/json-bytes, src/errors)",
-      neutral: "src/{{from}} is shared by the adapters and must not import '{{source}}' from the adapter src/{{to}}",
-      wiring: "src/{{from}} must not import '{{source}}' from src/{{to}}: the wiring (src/app, src/cli) depends on adapters and neutral modules, never the reverse; take what is needed as a dependency (e.g. src/portal's ConfigPort) or move it into a neutral module (e.g. src/control)",
-    },
-  },
-  create(context) {
-    const src = path.join(context.cwd, 'src') + path.sep;
-    const topOf = (file) => (file.startsWith(src) ? file.slice(src.length).split(path.sep)[0] : undefined);
-    const from = topOf(context.filename);
-    const isAdapter = ADAPTERS.includes(from);
-    if (!isAdapter && !NEUTRAL.includes(from)) return {};
-    const check = (node, source) => {
-      if (typeof source !== 'string' || !source.startsWith('.')) return;
-      const target = path.resolve(path.dirname(context.filename), source);
-      const to = topOf(target);
-      if (to === undefined || to === from || isErrorsModule(target, context.cwd)) return;
-      if (WIRING.includes(to)) context.report({ node, messageId: 'wiring', data: { from, to, source } });
-      else if (ADAPTERS.includes(to)) context.report({ node, messageId: isAdapter ? 'sibling' : 'neutral', data: { from, to, source } });
-    };
-    return {
-      ImportDeclaration: (node) => check(node, node.source.value),
-      ExportNamedDeclaration: (node) => node.source && check(node, node.source.value),
-      ExportAllDeclaration: (node) => check(node, node.source.value),
-      ImportExpression: (node) => check(node, node.source.type === 'Literal' ? node.source.value : undefined),
-    };
-  },
-};
+const adapterIsolation = problemRule('an adapter (src/http, src/stream, src/gateway, …) imports no sibling adapter and no wiring (src/app, src/cli); neutral modules import neither', {
+  sibling: "src/{{from}} must not import '{{source}}' from src/{{to}}: adapters do not depend on each other; move what they share into a neutral module (e.g. src/json-bytes, src/errors)",
+  neutral: "src/{{from}} is shared by the adapters and must not import '{{source}}' from the adapter src/{{to}}",
+  wiring: "src/{{from}} must not import '{{source}}' from src/{{to}}: the wiring (src/app, src/cli) depends on adapters and neutral modules, never the reverse; take what is needed as a dependency (e.g. src/portal's ConfigPort) or move it into a neutral module (e.g. src/control)",
+  unclassified: "src/{{from}} is in no layer: add it to ADAPTERS, NEUTRAL or WIRING in tools/eslint-plugin-veil.js (and to docs/design.md §1)",
+}, (context) => {
+  const src = path.join(context.cwd, 'src') + path.sep;
+  const topOf = (file) => (file.startsWith(src) ? file.slice(src.length).split(path.sep)[0] : undefined);
+  const from = topOf(context.filename);
+  const isAdapter = ADAPTERS.includes(from);
+  // every folder of src is in a layer: a new one fails lint until it is placed
+  if (from !== undefined && context.filename.slice(src.length).includes(path.sep) && !isAdapter && !NEUTRAL.includes(from) && !WIRING.includes(from) && from !== 'engine') {
+    return { Program: (node) => context.report({ node, messageId: 'unclassified', data: { from } }) };
+  }
+  if (!isAdapter && !NEUTRAL.includes(from)) return {};
+  const check = (node, source) => {
+    if (typeof source !== 'string' || !source.startsWith('.')) return;
+    const target = path.resolve(path.dirname(context.filename), source);
+    const to = topOf(target);
+    if (to === undefined || to === from || isErrorsModule(target, context.cwd)) return;
+    if (WIRING.includes(to)) context.report({ node, messageId: 'wiring', data: { from, to, source } });
+    else if (ADAPTERS.includes(to)) context.report({ node, messageId: isAdapter ? 'sibling' : 'neutral', data: { from, to, source } });
+  };
+  return importVisitors(check);
+});
 
-export default { rules: { 'engine-layering': engineLayering, 'engine-front-door': engineFrontDoor, 'control-front-door': controlFrontDoor, 'wiring-only': wiringOnly, 'adapter-isolation': adapterIsolation } };
+/**
+ * src/stream's folders and their front doors (issue 30): kafka (the ports, both client adapters),
+ * config (the pipelines' and responders' configuration sections), serde, registry, protect (the
+ * protect pipeline and its pieces), unprotect (responder, client, protocol). Code outside a folder
+ * imports only its index.ts; outside src/stream, only the folders' index.ts and the stream's
+ * errors (errors.ts: the codes, stream-error.ts: StreamError) — the other files at the root of
+ * src/stream (STREAM_ROOT) are shared by its folders. A folder or root file not listed here fails
+ * lint until it is placed. kafkajs is imported only by the kafkajs adapter's files
+ * (kafka/kafkajs-*.ts), the librdkafka binding only by the librdkafka adapter's (kafka/librdkafka-*.ts).
+ * Unit tests under test/stream may reach the internals they test.
+ */
+const STREAM_FOLDERS = ['kafka', 'config', 'serde', 'registry', 'protect', 'unprotect'];
+const STREAM_ROOT = ['errors.ts', 'stream-error.ts', 'log.ts', 'memo.ts'];
+const STREAM_PUBLIC_ROOT = ['errors.ts', 'stream-error.ts'];
+const CLIENT_LIBRARIES = [
+  { test: (source) => source === 'kafkajs' || source.startsWith('kafkajs/'), adapter: /^kafkajs-[a-z0-9-]+\.ts$/, name: 'kafkajs' },
+  { test: (source) => source.startsWith('@confluentinc/kafka-javascript'), adapter: /^librdkafka-[a-z0-9-]+\.ts$/, name: 'librdkafka' },
+];
+const streamFrontDoors = problemRule("src/stream's folders are imported only through their index.ts; kafkajs and librdkafka only by their adapters", {
+  internal: "'{{source}}' reaches into src/stream/{{folder}}: import from src/stream/{{folder}}/index.ts, its front door",
+  rootInternal: "'{{source}}' is shared inside src/stream only: outside it, import a folder's index.ts (or the stream's errors.ts, stream-error.ts)",
+  unknownFolder: "src/stream/{{folder}} is not one of the stream's folders ({{folders}}): add it, with an index.ts, to STREAM_FOLDERS in tools/eslint-plugin-veil.js and to docs/design.md",
+  unknownRoot: "src/stream/{{name}}: the root of src/stream holds only {{root}}; put the file in the folder it belongs to",
+  client: "'{{source}}' is the {{name}} client: only its adapter (src/stream/kafka/{{name}}-*.ts) imports it; others use the ports (src/stream/kafka/index.ts)",
+}, (context) => {
+  const file = context.filename;
+  const stream = path.join(context.cwd, 'src', 'stream');
+  if (file.startsWith(path.join(context.cwd, 'test', 'stream') + path.sep)) return {};
+  const inStream = file.startsWith(stream + path.sep);
+  const folderOf = (abs) => {
+    const parts = path.relative(stream, abs).split(path.sep);
+    return parts.length > 1 && !parts[0].startsWith('..') ? parts[0] : undefined;
+  };
+  const own = inStream ? folderOf(file) : undefined;
+  const checks = [];
+  if (inStream) {
+    if (own !== undefined && !STREAM_FOLDERS.includes(own)) {
+      checks.push((node) => context.report({ node, messageId: 'unknownFolder', data: { folder: own, folders: STREAM_FOLDERS.join(', ') } }));
+    }
+    const name = path.relative(stream, file);
+    if (own === undefined && !STREAM_ROOT.includes(name)) checks.push((node) => context.report({ node, messageId: 'unknownRoot', data: { name, root: STREAM_ROOT.join(', ') } }));
+  }
+  const check = (node, source) => {
+    if (typeof source !== 'string') return;
+    if (!source.startsWith('.')) {
+      if (!inStream) return;
+      const lib = CLIENT_LIBRARIES.find((l) => l.test(source));
+      if (lib && !(own === 'kafka' && lib.adapter.test(path.basename(file)))) context.report({ node, messageId: 'client', data: { source, name: lib.name } });
+      return;
+    }
+    const target = path.resolve(path.dirname(file), source);
+    if (!target.startsWith(stream + path.sep)) return;
+    const folder = folderOf(target);
+    if (folder === undefined) {
+      if (!inStream && !STREAM_PUBLIC_ROOT.includes(path.basename(target))) context.report({ node, messageId: 'rootInternal', data: { source } });
+    } else if (folder !== own && target !== path.join(stream, folder, 'index.ts')) {
+      context.report({ node, messageId: 'internal', data: { source, folder } });
+    }
+  };
+  return {
+    Program: (node) => checks.forEach((report) => report(node)),
+    ...importVisitors(check),
+  };
+});
+
+export default { rules: { 'stream-front-doors': streamFrontDoors, 'engine-layering': engineLayering, 'engine-front-door': engineFrontDoor, 'control-front-door': controlFrontDoor, 'wiring-only': wiringOnly, 'adapter-isolation': adapterIsolation } };

@@ -67,13 +67,13 @@ async function valueReader(format: TopicFormat): Promise<(bytes: Buffer) => Prom
       return JSON.parse(bytes.subarray(5).toString('utf8')) as unknown;
     };
   }
-  const [{ confluentRegistry }, { CachingRegistry }] = await Promise.all([import('../stream/registry/confluent-registry.ts'), import('../stream/registry/caching-registry.ts')]);
+  const [{ confluentRegistry, CachingRegistry }, formats] = await Promise.all([import('../stream/registry/index.ts'), import('../stream/serde/index.ts').then((serde) => serde.schemaFormats())]);
   const registry = new CachingRegistry(confluentRegistry(format.registryUrl));
   if (format.format === 'protobuf') {
-    const serde = (await import('../stream/serde/protobuf-serde.ts')).protobufSerde({ registry, protectedPaths: [] });
+    const serde = formats.protobufSerde({ registry, protectedPaths: [] });
     return (bytes) => serde.decode(bytes);
   }
-  const serde = (await import('../stream/serde/avro-serde.ts')).avroSerde({ registry, protectedPaths: [] });
+  const serde = formats.avroSerde({ registry, protectedPaths: [] });
   return async (bytes) => (await serde.decode(bytes)).value;
 }
 

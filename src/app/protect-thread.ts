@@ -1,13 +1,13 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { Engine } from '../engine/index.ts';
-import { packOutcomes, unpackItems } from '../stream/protect/chunk-codec.ts';
-import type { WorkerReply, WorkerRequest } from '../stream/protect/worker-pool.ts';
-import { RecordProtector } from '../stream/protect/chunk-protector.ts';
-import { rewrapPipeline, type RewrapSpec } from '../stream/protect/rewrap-pipeline.ts';
+import { packOutcomes, unpackItems } from '../stream/protect/index.ts';
+import type { WorkerReply, WorkerRequest } from '../stream/protect/index.ts';
+import { RecordProtector } from '../stream/protect/index.ts';
+import { rewrapPipeline, type RewrapSpec } from '../stream/protect/index.ts';
 import { requireConfig, type VeilConfig } from './config-file.ts';
 import { requireKeys } from '../keystore/config-keys.ts';
 import { openEngine, type OpenedEngine } from './open-engine.ts';
-import { serdes } from '../stream/protect/pipeline-serdes.ts';
+import { serdes } from '../stream/protect/index.ts';
 
 /**
  * A protection worker thread of `veil stream protect` (ProtectPool): it opens the configuration

@@ -7,7 +7,7 @@ import { readFile } from 'node:fs/promises';
 import { openKeystore } from '../app/open-engine.ts';
 import { ConfigVersions, type ControlStore, ensureControlKey, openControlStore } from '../control/index.ts';
 import { usageExitCode, type Command } from './io.ts';
-import type { registrySchemaIssues } from '../stream/protect/pipeline-schema-check.ts';
+import type { registrySchemaIssues } from '../stream/protect/index.ts';
 
 export const configHelp = `Usage: veil config <action> [options]
 
@@ -90,7 +90,7 @@ export const configCommand: Command = async (args, io) => {
 
 /** The registry pipelines' mapped paths against their subjects' latest schemas, each issue with its line in the file. */
 async function registryIssues(file: string, pipelines: Parameters<typeof registrySchemaIssues>[0], url: string): Promise<ConfigIssue[]> {
-  const [{ confluentRegistry }, { registrySchemaIssues: check }] = await Promise.all([import('../stream/registry/confluent-registry.ts'), import('../stream/protect/pipeline-schema-check.ts')]);
+  const [{ confluentRegistry }, { registrySchemaIssues: check }] = await Promise.all([import('../stream/registry/index.ts'), import('../stream/protect/index.ts')]);
   let registry;
   try {
     registry = confluentRegistry(url, { timeoutMs: 5000 });

@@ -1,6 +1,6 @@
-import type { PipelineConfig } from '../stream/protect/pipeline-config.ts';
 import { stringify } from 'yaml';
 import type { Kind } from './detectors.ts';
+import type { RecordFormat } from './record-formats.ts';
 import { KEY_PATH, MASKED, type Finding } from './profile.ts';
 
 /** How each kind is protected in a proposal, and the property it becomes. */
@@ -32,7 +32,7 @@ export function protectionOf(kind: Kind): { property: string; sequence: string; 
 export interface ProposalSource {
   /** a Kafka topic: the draft has a protect pipeline reading it */
   topic?: string;
-  format?: PipelineConfig['format'];
+  format?: RecordFormat;
 }
 
 export interface Proposal {

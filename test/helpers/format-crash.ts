@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EXAMPLE_CONFIG } from '../../src/env/index.ts';
-import type { PipelineConfig } from '../../src/stream/protect/pipeline-config.ts';
+import type { PipelineConfig } from '../../src/stream/config/index.ts';
 import { BROKERS, REGISTRY_URL, createTopics, javaConsumeHeaders, kafkaClient, steadyProducer, topicsFor, expectKeyOrder } from './kafka.ts';
 import { spawnStream, waitFor } from './processes.ts';
 import { streamClients } from './stream-clients.ts';

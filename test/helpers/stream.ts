@@ -6,7 +6,7 @@ import type { Kafka } from 'kafkajs';
 import { openStream, type StreamService } from '../../src/app/open-stream.ts';
 import { BROKERS, createTopics, REGISTRY_URL } from './kafka.ts';
 import { EXAMPLE_CONFIG } from '../../src/env/index.ts';
-import type { PipelineConfig } from '../../src/stream/protect/pipeline-config.ts';
+import type { PipelineConfig } from '../../src/stream/config/index.ts';
 import { requireConfig } from '../../src/app/config-file.ts';
 import { Engine } from '../../src/engine/index.ts';
 import { LocalKeystore } from '../../src/keystore/local-keystore.ts';

@@ -6,9 +6,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compileVeilConfigText } from '../../src/app/config-file.ts';
 import { fakeCliIo, tempDir, veil } from '../helpers/cli-io.ts';
 import { BROKERS, createTopics, kafkaClient, REGISTRY_URL } from '../helpers/kafka.ts';
-import { confluentRegistry } from '../../src/stream/registry/confluent-registry.ts';
-import { avroType } from '../../src/stream/serde/avro-types.ts';
+import { confluentRegistry } from '../../src/stream/registry/index.ts';
+import { schemaFormats } from '../../src/stream/serde/index.ts';
 import { databaseUrl, psql } from '../helpers/postgres.ts';
+
+const { avroType } = await schemaFormats();
 
 /**
  * `veil discover` against real sources: the demo's records on a real broker (JSON values, email

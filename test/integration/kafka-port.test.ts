@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openKafkaPort, streamClient } from '../../src/stream/kafka/open-port.ts';
-import type { KafkaPort } from '../../src/stream/kafka/ports.ts';
+import { openKafkaPort, streamClient } from '../../src/stream/kafka/index.ts';
+import type { KafkaPort } from '../../src/stream/kafka/index.ts';
 import { streamClients } from '../helpers/stream-clients.ts';
-import type { Batch, ConsumerPort, Header, InRecord } from '../../src/stream/kafka/ports.ts';
+import type { Batch, ConsumerPort, Header, InRecord } from '../../src/stream/kafka/index.ts';
 import { BROKERS, consume, createTopics, kafkaClient, topicsFor } from '../helpers/kafka.ts';
 
 /**

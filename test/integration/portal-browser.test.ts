@@ -6,7 +6,7 @@ import { launchChromium, screenshots } from '../helpers/browser.ts';
 import type { TestService } from '../helpers/http-service.ts';
 import { startPortalService } from '../helpers/portal-client.ts';
 import { createServer, type Server } from 'node:http';
-import { StreamMetrics } from '../../src/stream/protect/stream-metrics.ts';
+import { StreamMetrics } from '../../src/stream/protect/index.ts';
 
 let t: TestService;
 let browser: Browser;

@@ -1,9 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
-import { avroType } from '../../src/stream/serde/avro-types.ts';
-import { confluentRegistry } from '../../src/stream/registry/confluent-registry.ts';
+import { schemaFormats } from '../../src/stream/serde/index.ts';
+import { confluentRegistry } from '../../src/stream/registry/index.ts';
 import { REGISTRY_URL, consume, kafkaClient, produce, topicsFor } from '../helpers/kafka.ts';
 import { startedPipeline, unprotector } from '../helpers/stream.ts';
+
+const { avroType } = await schemaFormats();
 
 const customerV1 = {
   type: 'record', name: 'Customer', namespace: 'test.veil',

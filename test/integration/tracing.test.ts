@@ -11,7 +11,7 @@ import { openResponders, type Responders } from '../../src/app/open-responders.t
 import { openService, type Service } from '../../src/app/open-service.ts';
 import { openStream, type StreamService } from '../../src/app/open-stream.ts';
 import { RECORD_SPAN, TRANSACTION_SPAN } from '../../src/observability/stream-trace.ts';
-import { REQUEST_SPAN } from '../../src/stream/unprotect/responder.ts';
+import { REQUEST_SPAN } from '../../src/stream/unprotect/index.ts';
 import { TRANSFORM_SPAN } from '../../src/http/routes/transform-trace.ts';
 import { body } from '../helpers/engine-fixture.ts';
 import { BROKERS, consume, createTopics, javaConsumeHeaders, kafkaClient, produce, topicsFor } from '../helpers/kafka.ts';

@@ -1,8 +1,8 @@
 import { createServer, type Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { displayUrl, PipelineMetrics } from '../../src/portal/pipeline-metrics.ts';
-import type { PipelineConfig } from '../../src/stream/protect/pipeline-config.ts';
-import { StreamMetrics } from '../../src/stream/protect/stream-metrics.ts';
+import type { PipelineConfig } from '../../src/stream/config/index.ts';
+import { StreamMetrics } from '../../src/stream/protect/index.ts';
 
 let server: Server;
 let base: string;

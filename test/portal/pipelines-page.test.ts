@@ -1,6 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { StreamMetrics } from '../../src/stream/protect/stream-metrics.ts';
+import { StreamMetrics } from '../../src/stream/protect/index.ts';
 import { startTestService, type TestService } from '../helpers/http-service.ts';
 import { portalConfigText, signIn, type PortalClient } from '../helpers/portal-client.ts';
 import { freePorts } from '../helpers/processes.ts';

@@ -4,8 +4,8 @@ import { compileVeilConfigText } from '../../src/app/config-file.ts';
 import { findingsOf, FINDINGS_KEPT, PipelineMetrics, sumFindings } from '../../src/portal/pipeline-metrics.ts';
 import { parsePrometheusText } from '../../src/portal/prometheus-text.ts';
 import { buildFindingsDraft, classOf, findingField, findingOfField, missingGrant, NothingToMapError, planFindings } from '../../src/portal/unmapped-draft.ts';
-import type { PipelineConfig } from '../../src/stream/protect/pipeline-config.ts';
-import { StreamMetrics } from '../../src/stream/protect/stream-metrics.ts';
+import type { PipelineConfig } from '../../src/stream/config/index.ts';
+import { StreamMetrics } from '../../src/stream/protect/index.ts';
 import { EXAMPLE_CONFIG_TEXT } from '../helpers/engine-fixture.ts';
 
 const M = 'veil_stream_unmapped_findings_total';

@@ -1,4 +1,4 @@
-import type { Admin, Kafka } from 'kafkajs';
+import { Kafka, logLevel, type Admin } from 'kafkajs';
 import { KafkaPortError } from './ports.ts';
 
 /** kafkajs' ConfigResourceTypes.TOPIC (not a named ESM export of the CommonJS package) */
@@ -9,16 +9,27 @@ export interface TopicLimits {
   maxMessageBytes(topic: string): Promise<number>;
   /** forgets a topic's limit (the broker refused a batch: the limit may have changed) */
   forget(topic: string): void;
-  /** the connected admin client, shared with the kafkajs adapter's stable offset reads */
-  admin(): Promise<Admin>;
   close(): Promise<void>;
+}
+
+/** The kafkajs adapter's topic limits: also the connected admin client, shared with its stable offset reads. */
+export interface KafkajsTopicLimits extends TopicLimits {
+  admin(): Promise<Admin>;
+}
+
+/**
+ * Topic limits for the librdkafka adapter, on an admin client of their own: a kafkajs client
+ * that logs nothing, kept inside this file so that no kafkajs type reaches that adapter.
+ */
+export function describeConfigsLimits(options: { clientId: string; brokers: string[] }): TopicLimits {
+  return topicLimits(new Kafka({ clientId: options.clientId, brokers: options.brokers, logLevel: logLevel.NOTHING }));
 }
 
 /**
  * Topic limits read with DescribeConfigs through a kafkajs admin client. Both adapters use it:
  * the librdkafka binding (@confluentinc/kafka-javascript) has no DescribeConfigs.
  */
-export function topicLimits(kafka: Kafka): TopicLimits {
+export function topicLimits(kafka: Kafka): KafkajsTopicLimits {
   let admin: Promise<Admin> | undefined;
   const connectedAdmin = () => (admin ??= (async () => {
     const a = kafka.admin();

@@ -5,11 +5,10 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import rdkafka from '@confluentinc/kafka-javascript';
 import type { AdminClient as AdminClientType, IAdminClient, KafkaConsumer, LibrdKafkaError, Producer } from '@confluentinc/kafka-javascript';
-import { Kafka, logLevel } from 'kafkajs';
 import { inChunks } from './send-chunks.ts';
 import { librdkafkaConsumer, type NativeConsumers } from './librdkafka-consumer.ts';
 import type { KafkaPort, OutRecord, ProducerPort, Transaction } from './ports.ts';
-import { topicLimits } from './kafkajs-topic-limits.ts';
+import { describeConfigsLimits, type TopicLimits } from './kafkajs-topic-limits.ts';
 import { encodeHeaders } from './librdkafka-headers.ts';
 import { KafkaClientError, fromLibrdkafka } from './librdkafka-errors.ts';
 
@@ -49,8 +48,8 @@ export function librdkafkaPort(options: LibrdkafkaOptions): KafkaPort {
   const bootstrap = options.brokers.join(',');
   const log = options.log ?? (() => undefined);
   const common = { 'bootstrap.servers': bootstrap, 'client.id': options.clientId, 'socket.keepalive.enable': true };
-  // topic limits need DescribeConfigs, which the librdkafka binding lacks (see topic-limits.ts)
-  const limits = topicLimits(new Kafka({ clientId: `${options.clientId}-admin`, brokers: options.brokers, logLevel: logLevel.NOTHING }));
+  // topic limits need DescribeConfigs, which the librdkafka binding lacks (see kafkajs-topic-limits.ts)
+  const limits = describeConfigsLimits({ clientId: `${options.clientId}-admin`, brokers: options.brokers });
   const consumers: NativeConsumers = new Map();
   let admin: Promise<IAdminClient> | undefined;
   const connectedAdmin = () => (admin ??= Promise.resolve(AdminClient.create({ ...common, 'client.id': `${options.clientId}-offsets` })));
@@ -177,7 +176,7 @@ const FLUSH_TIMEOUT_MS = 60_000;
  * work growing with them. A transactional producer sends one chunk at a time (the next is
  * queued only after a flush), so an error report belongs to the chunk being sent.
  */
-function producerPort(producer: Producer, limits: ReturnType<typeof topicLimits>, consumers: NativeConsumers, transactional: boolean): ProducerPort {
+function producerPort(producer: Producer, limits: TopicLimits, consumers: NativeConsumers, transactional: boolean): ProducerPort {
   let current: Delivery | undefined;
   producer.on('delivery-report', (err, report) => {
     const d = transactional ? current : (report as { opaque?: Delivery }).opaque;

@@ -1,6 +1,8 @@
 /**
- * The ports the pipeline logic talks to; only kafkajs-adapter.ts imports kafkajs, so a faster
- * client can be measured behind the same interfaces.
+ * The ports the pipelines and the responder talk to Kafka through, with two adapters behind them
+ * (librdkafka-adapter.ts, kafkajs-adapter.ts). No client library's type passes them: kafkajs is
+ * imported only by kafkajs-*.ts, the librdkafka binding only by librdkafka-*.ts (lint rule
+ * veil/stream-front-doors), so either client, or a faster one, runs behind the same interfaces.
  */
 
 /** One record header. Repeated keys are separate entries, in record order; a value may be null. */

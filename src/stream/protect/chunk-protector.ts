@@ -1,9 +1,9 @@
 import { isSubjectId, ValueError, VeilError, type Chain, type Engine } from '../../engine/index.ts';
 import { fetchSubjectKeys, type SubjectKeyStore } from '../../subjects/index.ts';
 import { unmappedKeyKind } from '../../discover/guard.ts';
-import { unmappedPolicy, type PipelineConfig } from './pipeline-config.ts';
-import { mappings } from '../serde/field-mappings.ts';
-import type { GuardPlan, RecordProtection, Serde } from '../serde/serde.ts';
+import { unmappedPolicy, type PipelineConfig } from '../config/index.ts';
+import { mappings } from '../serde/index.ts';
+import type { GuardPlan, RecordProtection, Serde } from '../serde/index.ts';
 import { StreamError } from '../stream-error.ts';
 
 /** One record to protect: its clean topic (the serde registers clean schemas per topic), key and value. */

@@ -1,8 +1,7 @@
 import type { ConfigIssue } from '../../engine/index.ts';
-import { unmappedPolicy, type PipelineConfig } from './pipeline-config.ts';
-import type { SchemaRegistryPort, SchemaType } from '../registry/registry-port.ts';
-import { checkSchemaPaths, type RegistryFormat } from '../serde/schema-check.ts';
-import { firstUnallowed, planTags, TagPlanError } from '../serde/schema-tags.ts';
+import { unmappedPolicy, type PipelineConfig } from '../config/index.ts';
+import type { SchemaRegistryPort, SchemaType } from '../registry/index.ts';
+import { firstUnallowed, planTags, schemaFormats, TagPlanError, type RegistryFormat } from '../serde/index.ts';
 import { StreamError } from '../stream-error.ts';
 
 const SCHEMA_TYPE: Record<RegistryFormat, SchemaType> = { avro: 'AVRO', 'json-schema': 'JSON', protobuf: 'PROTOBUF' };
@@ -44,7 +43,7 @@ export async function registrySchemaIssues(pipelines: Readonly<Record<string, Pi
         issues.push({ severity: 'error', pointer: `${at}/format`, message: `${which} is ${latest.schemaType}; a ${p.format} pipeline reads ${SCHEMA_TYPE[p.format]}` });
         continue;
       }
-      const check = checkSchemaPaths(p.format, latest.schema, p.fields.map((f) => f.path), { foldKeys: p.keys !== 'exact' });
+      const check = (await schemaFormats()).checkSchemaPaths(p.format, latest.schema, p.fields.map((f) => f.path), { foldKeys: p.keys !== 'exact' });
       if (check.error) {
         issues.push({ severity: 'error', pointer: `${at}/source/topics/${t}`, message: `${which}: ${check.error}` });
         continue;

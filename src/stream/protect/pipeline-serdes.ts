@@ -1,8 +1,7 @@
 import { VeilError } from '../../engine/index.ts';
-import type { PipelineConfig } from './pipeline-config.ts';
-import type { SchemaRegistryPort } from '../registry/registry-port.ts';
-import { jsonSerde } from '../serde/json-serde.ts';
-import type { Serde } from '../serde/serde.ts';
+import type { PipelineConfig } from '../config/index.ts';
+import type { SchemaRegistryPort } from '../registry/index.ts';
+import { jsonSerde, schemaFormats, type Serde } from '../serde/index.ts';
 
 /**
  * The serde of a pipeline's format. Avro, JSON Schema and Protobuf support (registry client, avsc, protobufjs) load only
@@ -13,15 +12,13 @@ export function serdes(registryUrl: string | undefined): (p: PipelineConfig) => 
   return async (p) => {
     if (p.format === 'json') return jsonSerde();
     if (!registryUrl) throw new VeilError('CONFIG_INVALID', `a ${p.format} pipeline needs a schema registry: set SCHEMA_REGISTRY_URL or --registry`);
-    const [{ confluentRegistry }, { CachingRegistry }, { RetryingRegistry }] = await Promise.all([
-      import('../registry/confluent-registry.ts'), import('../registry/caching-registry.ts'), import('../registry/retrying-registry.ts'),
-    ]);
+    const [{ confluentRegistry, CachingRegistry, RetryingRegistry }, formats] = await Promise.all([import('../registry/index.ts'), schemaFormats()]);
     registry ??= new CachingRegistry(new RetryingRegistry(confluentRegistry(registryUrl)));
     const protectedPaths = p.fields.map((f) => f.path);
     // the Confluent schema tags the pipeline maps: their fields are protected too, per schema version
     const tags = Object.keys(p.tags ?? {});
-    if (p.format === 'json-schema') return (await import('../serde/json-schema-serde.ts')).jsonSchemaSerde({ registry, protectedPaths, tags, foldKeys: p.keys !== 'exact' });
-    if (p.format === 'protobuf') return (await import('../serde/protobuf-serde.ts')).protobufSerde({ registry, protectedPaths, tags });
-    return (await import('../serde/avro-serde.ts')).avroSerde({ registry, protectedPaths, tags });
+    if (p.format === 'json-schema') return formats.jsonSchemaSerde({ registry, protectedPaths, tags, foldKeys: p.keys !== 'exact' });
+    if (p.format === 'protobuf') return formats.protobufSerde({ registry, protectedPaths, tags });
+    return formats.avroSerde({ registry, protectedPaths, tags });
   };
 }

@@ -1,27 +1,21 @@
 import { VeilError, type Engine } from '../../engine/index.ts';
-import type { PipelineConfig } from './pipeline-config.ts';
+import type { PipelineConfig } from '../config/index.ts';
 import { CleanHeaders } from './clean-headers.ts';
 import { Liveness, type LivenessStatus } from './liveness.ts';
 import { PartitionTransactions } from './partition-transactions.ts';
 import { ProtectAhead } from './look-ahead.ts';
 import { RecordProtector, type ChunkProtector } from './chunk-protector.ts';
 import type { SubjectKeyStore } from '../../subjects/index.ts';
-import { headerValue, withHeaders, type Batch, type ConsumerPort, type InRecord, type KafkaPort, type OutRecord, type ProducerPort } from '../kafka/ports.ts';
-import { fitsAlone } from '../kafka/record-size.ts';
-import type { Serde } from '../serde/serde.ts';
+import { headerValue, withHeaders, type Batch, type ConsumerPort, type InRecord, type KafkaPort, type OutRecord, type ProducerPort } from '../kafka/index.ts';
+import { fitsAlone } from '../kafka/index.ts';
+import type { Serde } from '../serde/index.ts';
 import { SchemaRefusals, type RefusedSchema } from './schema-refusals.ts';
-import { openWithRetry } from '../kafka/start-retry.ts';
+import { openWithRetry } from '../kafka/index.ts';
 import { StreamError } from '../stream-error.ts';
 import type { StreamMetrics } from './stream-metrics.ts';
 import { BatchTrace } from '../../observability/stream-trace.ts';
 import { TRACING_OFF, type Tracing } from '../../observability/tracing.ts';
-
-export interface PipelineLog {
-  debug?(obj: Record<string, unknown>, msg: string): void;
-  info(obj: Record<string, unknown>, msg: string): void;
-  warn(obj: Record<string, unknown>, msg: string): void;
-  error(obj: Record<string, unknown>, msg: string): void;
-}
+import type { StreamLog } from '../log.ts';
 
 export interface PipelineDeps {
   name: string;
@@ -31,7 +25,7 @@ export interface PipelineDeps {
   kafka: KafkaPort;
   serde: Serde;
   metrics: StreamMetrics;
-  log: PipelineLog;
+  log: StreamLog;
   /** protects chunks of records elsewhere (a worker-thread pool); default: in this thread */
   protector?: ChunkProtector;
   /** the subject-key store, for fields whose keys are scoped to the data subject (such pipelines protect in this thread) */

@@ -1,5 +1,5 @@
 import { VeilError } from '../../engine/index.ts';
-import type { PipelineConfig } from './pipeline-config.ts';
+import type { PipelineConfig } from '../config/index.ts';
 
 /**
  * `veil stream rewrap`: what re-protects a clean topic after a key rotation, named against the

@@ -1,5 +1,6 @@
 import { SCHEMA_REFUSALS_MAX } from '../../observability/stream-metric-names.ts';
 import type { StreamMetrics } from './stream-metrics.ts';
+import type { StreamLog } from '../log.ts';
 
 /** A writer's schema version a pipeline refuses: its id and the mapped path it lacks (SCHEMA_PATH_UNKNOWN). */
 export interface RefusedSchema {
@@ -7,9 +8,7 @@ export interface RefusedSchema {
   path: string;
 }
 
-interface Log {
-  warn(obj: Record<string, unknown>, msg: string): void;
-}
+type Log = Pick<StreamLog, 'warn'>;
 
 /**
  * The schema versions one pipeline refuses because they lack a mapped path: each dead letter is

@@ -1,5 +1,5 @@
 import type avro from 'avsc';
-import type { SchemaRegistryPort } from '../registry/registry-port.ts';
+import type { SchemaRegistryPort } from '../registry/index.ts';
 import { StreamError } from '../stream-error.ts';
 import { avroTaggedFields, avscSchema, CleanSchemaError, deriveCleanSchema, unknownAvroPaths } from './avro-clean-schema.ts';
 import { avroType } from './avro-types.ts';

@@ -1,4 +1,4 @@
-import type { SchemaRegistryPort } from '../registry/registry-port.ts';
+import type { SchemaRegistryPort } from '../registry/index.ts';
 import { StreamError } from '../stream-error.ts';
 import { memo } from '../memo.ts';
 import { CleanJsonSchemaError, deriveCleanJsonSchema, jsonSchemaTaggedFields } from './json-schema-clean.ts';

@@ -1,7 +1,7 @@
 import { ValueError, type Chain } from '../../engine/index.ts';
 import { memo } from '../memo.ts';
 import type { Mapping } from './field-mappings.ts';
-import type { SchemaRegistryPort } from '../registry/registry-port.ts';
+import type { SchemaRegistryPort } from '../registry/index.ts';
 import { StreamError } from '../stream-error.ts';
 import { deriveCleanProtobuf } from './protobuf-clean.ts';
 import { compilePlan, ProtoPlanError, type PlanNode } from './protobuf-plan.ts';

@@ -1,13 +1,13 @@
 import type { AuditSink } from '../../audit/audit-sink.ts';
 import { auditEvent } from '../../audit/audit-event.ts';
 import { GuardedTransform } from '../../audit/guarded-transform.ts';
-import type { ResponderConfig } from './responder-config.ts';
+import type { ResponderConfig } from '../config/index.ts';
 import { VeilError, type Engine } from '../../engine/index.ts';
 import { problemOf } from '../../errors/problem.ts';
 import type { BearerVerifier } from '../../identity/token-verifier.ts';
-import type { PipelineLog } from '../protect/pipeline.ts';
-import { headerValue, type Batch, type ConsumerPort, type Header, type InRecord, type KafkaPort, type OutRecord, type ProducerPort } from '../kafka/ports.ts';
-import { openWithRetry } from '../kafka/start-retry.ts';
+import type { StreamLog } from '../log.ts';
+import { headerValue, type Batch, type ConsumerPort, type Header, type InRecord, type KafkaPort, type OutRecord, type ProducerPort } from '../kafka/index.ts';
+import { openWithRetry } from '../kafka/index.ts';
 import { CORRELATION_ID, REPLY_STATUS_HEADER, REPLY_TRACEPARENT_HEADER, REQUEST_HEADERS } from './protocol.ts';
 import { traceCarrierOf } from '../../observability/kafka-trace.ts';
 import { ATTR, OUTCOME_OK } from '../../observability/span-attributes.ts';
@@ -22,7 +22,7 @@ export interface ResponderDeps {
   verifier: BearerVerifier;
   audit: AuditSink;
   kafka: KafkaPort;
-  log: PipelineLog;
+  log: StreamLog;
   now: () => Date;
   /** how long start() waits for a broker it cannot reach yet (default 60 s) */
   startTimeoutMs?: number;

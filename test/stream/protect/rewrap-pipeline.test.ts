@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { rewrapPipeline } from '../../../src/stream/protect/rewrap-pipeline.ts';
-import type { PipelineConfig } from '../../../src/stream/protect/pipeline-config.ts';
+import type { PipelineConfig } from '../../../src/stream/config/pipeline-config.ts';
 
 const base: PipelineConfig = {
   source: { topics: ['raw'] }, sink: { topic: 'clean' }, deadLetterTopic: 'dlq', format: 'json',

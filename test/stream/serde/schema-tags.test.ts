@@ -2,7 +2,7 @@ import avro from 'avsc';
 import protobuf from 'protobufjs';
 import { describe, expect, it } from 'vitest';
 import { chainFrom, type Chain } from '../../../src/engine/index.ts';
-import { pipelineIssues, pipelineSchema } from '../../../src/stream/protect/pipeline-config.ts';
+import { pipelineIssues, pipelineSchema } from '../../../src/stream/config/pipeline-config.ts';
 import { mappings } from '../../../src/stream/serde/field-mappings.ts';
 import { avroTaggedFields, avscSchema } from '../../../src/stream/serde/avro-clean-schema.ts';
 import { avroSerde } from '../../../src/stream/serde/avro-serde.ts';

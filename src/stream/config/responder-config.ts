@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { topicNameSchema } from '../protect/pipeline-config.ts';
+import { topicNameSchema } from './pipeline-config.ts';
 
 /** One entry of the configuration's `responders` section: unprotect on demand over Kafka, requests on one topic, replies only to allowed topics. */
 export const responderSchema = z.strictObject({

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { evidencesSchema, nameSchema, type ConfigIssue } from '../../engine/index.ts';
 import { GUARD_KINDS } from '../../discover/guard.ts';
+import { RECORD_FORMATS } from '../../discover/record-formats.ts';
 import { foldKey } from '../../json-bytes/paths.ts';
 
 /** A record path: dot-separated names, `[]` after a name walks every array element (`cards[].number`). */
@@ -52,7 +53,7 @@ export const pipelineSchema = z.strictObject({
     z.strictObject({ rename: z.strictObject({ from: z.string().min(1), to: z.string().min(1) }) }),
   ]),
   deadLetterTopic: topicName,
-  format: z.enum(['json', 'avro', 'json-schema', 'protobuf']),
+  format: z.enum(RECORD_FORMATS),
   fields: z.array(z.strictObject({ path: recordPath, field: fieldRef })).min(1),
   /**
    * avro, json-schema and protobuf: fields the writer's schema tags (Confluent's `confluent:tags`,

@@ -1,0 +1,15 @@
+/**
+ * The protect front door of src/stream: the protect pipeline (consume, protect, produce in
+ * per-partition transactions), what protects a chunk of records (in this thread or in a pool of
+ * worker threads), the serdes a pipeline's configuration picks, its metrics, the rewrap
+ * pipeline's configuration and the check of a pipeline's mappings against the registry. Code
+ * outside src/stream/protect imports only this file.
+ */
+export { ProtectPipeline, type PipelineDeps } from './pipeline.ts';
+export { serdes } from './pipeline-serdes.ts';
+export { registrySchemaIssues } from './pipeline-schema-check.ts';
+export { ProtectPool, type WorkerReply, type WorkerRequest } from './worker-pool.ts';
+export { RecordProtector, type ChunkItem, type ChunkOutcome, type ChunkProtector } from './chunk-protector.ts';
+export { packItems, packOutcomes, unpackItems, unpackOutcomes } from './chunk-codec.ts';
+export { rewrapPipeline, type RewrapSpec } from './rewrap-pipeline.ts';
+export { StreamMetrics } from './stream-metrics.ts';

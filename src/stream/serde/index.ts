@@ -1,0 +1,15 @@
+/**
+ * The serde front door of src/stream: a Serde reads a record's value in its format, protects the
+ * mapped fields and writes it back. JSON and the decoded-value mappings load with this file; the
+ * registry formats (Avro, Protobuf, JSON Schema) through `schemaFormats()`, on first use. Code
+ * outside src/stream/serde imports only this file.
+ */
+export type { GuardPlan, RecordProtection, Serde } from './serde.ts';
+export { jsonSerde } from './json-serde.ts';
+export { protectJsonValues } from './json-splice.ts';
+export { mappings, protectRecord, type Mapping } from './field-mappings.ts';
+export { firstUnallowed, planTags, TagPlanError } from './schema-tags.ts';
+export type { RegistryFormat } from './schema-check.ts';
+
+/** The registry formats' serdes and schema checks (schema-formats.ts), loaded on first use. */
+export const schemaFormats = () => import('./schema-formats.ts');
