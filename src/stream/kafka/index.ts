@@ -5,9 +5,10 @@
  * kafkajs or librdkafka type passes it.
  */
 export {
-  headerValue, withHeaders, KafkaPortError,
-  type Batch, type CaughtUp, type ConsumerEvents, type ConsumerPort, type Header, type Headers, type InRecord, type KafkaPort, type LookAhead, type OutRecord, type ProducerPort, type Transaction,
+  headerValue, withHeaders,
+  type Batch, type CaughtUp, type ConsumerEvents, type ConsumerPort, type Header, type Headers, type InRecord, type KafkaLog, type KafkaPort, type LookAhead, type OutRecord, type ProducerPort, type Transaction,
 } from './ports.ts';
+export { KafkaError } from './kafka-error.ts';
 export { DEFAULT_STREAM_CLIENT, STREAM_CLIENTS, groupInstanceId, openKafkaPort, staticMembership, streamClient, type KafkaPortOptions, type StreamClient } from './open-port.ts';
 export { isTransientKafkaFailure, openWithRetry } from './start-retry.ts';
 export { BATCH_OVERHEAD, fitsAlone, recordBytes } from './record-size.ts';

@@ -1,12 +1,10 @@
 import { createRequire } from 'node:module';
 import { Kafka, logLevel, Partitioners, type Batch as KafkajsBatch, type Consumer, type KafkaConfig, type KafkaMessage, type Producer, type RecordHeader } from 'kafkajs';
-import { type Batch, type CaughtUp, type ConsumerPort, type Header, type InRecord, type KafkaPort, type OutRecord, type ProducerPort, type Transaction } from './ports.ts';
+import { type Batch, type CaughtUp, type ConsumerPort, type Header, type InRecord, type KafkaLog, type KafkaPort, type OutRecord, type ProducerPort, type Transaction } from './ports.ts';
 import { inChunks as sendInChunks } from './send-chunks.ts';
 import { topicLimits, type TopicLimits } from './kafkajs-topic-limits.ts';
 import { stableOffsetFetch } from './kafkajs-stable-offsets.ts';
 
-/** Log lines from kafkajs, never message contents (kafkajs does not log payloads). */
-export type KafkaLog = (level: 'error' | 'warn' | 'info', message: string, extra: Record<string, unknown>) => void;
 
 const LEVELS: Record<number, 'error' | 'warn' | 'info'> = { [logLevel.ERROR]: 'error', [logLevel.WARN]: 'warn', [logLevel.INFO]: 'info' };
 

@@ -1,4 +1,5 @@
 import type { Admin } from 'kafkajs';
+import { KafkaError } from './kafka-error.ts';
 
 /**
  * Stable committed offsets (KIP-447 `require_stable`) through kafkajs' admin client: OffsetFetch
@@ -13,17 +14,6 @@ import type { Admin } from 'kafkajs';
  * retries until the offset is stable. One partition per request: another partition's pending
  * offset does not hold this one up.
  */
-export class OffsetFetchError extends Error {
-  readonly code: string;
-  readonly retriable: boolean;
-  constructor(code: string, retriable: boolean, message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = 'OffsetFetchError';
-    this.code = code;
-    this.retriable = retriable;
-  }
-}
-
 /** kafkajs' errors: a protocol error names its Kafka error (`type`). */
 interface KafkajsError {
   name?: string;
@@ -56,20 +46,20 @@ export function stableOffsetFetch(admin: () => Promise<Admin>, timeoutMs = 60_00
         try {
           const topics = await (await admin()).fetchOffsets({ groupId, topics: [{ topic, partitions: [partition] }], requireStable: true });
           const offset = topics.find((t) => t.topic === topic)?.partitions.find((p) => p.partition === partition)?.offset;
-          if (offset === undefined) throw new OffsetFetchError('OFFSET_MISSING', false, `the OffsetFetch answer holds no offset for ${topic}/${partition}`);
+          if (offset === undefined) throw new KafkaError('OFFSET_MISSING', `the OffsetFetch answer holds no offset for ${topic}/${partition}`, false);
           return offset.startsWith('-') ? null : offset;
         } catch (e) {
-          if (e instanceof OffsetFetchError) throw e;
+          if (e instanceof KafkaError) throw e;
           const error = e as KafkajsError;
           if (permanent(error)) {
-            throw new OffsetFetchError(error.type ? `KAFKA_${error.type}` : 'OFFSET_FETCH_FAILED', false, `OffsetFetch for ${topic}/${partition} failed: ${error.type ?? error.name}`, { cause: e });
+            throw new KafkaError(error.type ? `KAFKA_${error.type}` : 'OFFSET_FETCH_FAILED', `OffsetFetch for ${topic}/${partition} failed: ${error.type ?? error.name}`, false, { cause: e });
           }
           // kafkajs' messages name brokers and errors, never record contents
           last = error.type ?? `${error.name}: ${error.message}`;
         }
         await new Promise((r) => setTimeout(r, Math.min(1000, 50 * 2 ** Math.min(attempt, 5))));
       }
-      throw new OffsetFetchError('OFFSET_UNSTABLE', true, `the committed offset of ${topic}/${partition} did not become stable within ${timeoutMs} ms (last: ${last})`);
+      throw new KafkaError('OFFSET_UNSTABLE', `the committed offset of ${topic}/${partition} did not become stable within ${timeoutMs} ms (last: ${last})`, true);
     },
   };
 }

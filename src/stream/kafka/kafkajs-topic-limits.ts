@@ -1,11 +1,11 @@
 import { Kafka, logLevel, type Admin } from 'kafkajs';
-import { KafkaPortError } from './ports.ts';
+import { KafkaError } from './kafka-error.ts';
 
 /** kafkajs' ConfigResourceTypes.TOPIC (not a named ESM export of the CommonJS package) */
 const TOPIC_RESOURCE = 2;
 
 export interface TopicLimits {
-  /** a topic's effective max.message.bytes, cached; rejects with KafkaPortError when unreadable */
+  /** a topic's effective max.message.bytes, cached; rejects with a retriable KafkaError when unreadable */
   maxMessageBytes(topic: string): Promise<number>;
   /** forgets a topic's limit (the broker refused a batch: the limit may have changed) */
   forget(topic: string): void;
@@ -47,7 +47,7 @@ export function topicLimits(kafka: Kafka): KafkajsTopicLimits {
         limit = (async () => {
           const { resources } = await (await connectedAdmin()).describeConfigs({ includeSynonyms: false, resources: [{ type: TOPIC_RESOURCE, name: topic, configNames: ['max.message.bytes'] }] });
           const value = Number(resources[0]?.configEntries.find((c) => c.configName === 'max.message.bytes')?.configValue);
-          if (!Number.isFinite(value) || value <= 0) throw new KafkaPortError('TOPIC_CONFIG_UNREADABLE', `topic ${topic}: max.message.bytes unknown`);
+          if (!Number.isFinite(value) || value <= 0) throw new KafkaError('TOPIC_CONFIG_UNREADABLE', `topic ${topic}: max.message.bytes unknown`, true);
           return value;
         })();
         limits.set(topic, limit);

@@ -7,20 +7,18 @@ import rdkafka from '@confluentinc/kafka-javascript';
 import type { AdminClient as AdminClientType, IAdminClient, KafkaConsumer, LibrdKafkaError, Producer } from '@confluentinc/kafka-javascript';
 import { inChunks } from './send-chunks.ts';
 import { librdkafkaConsumer, type NativeConsumers } from './librdkafka-consumer.ts';
-import type { KafkaPort, OutRecord, ProducerPort, Transaction } from './ports.ts';
+import type { KafkaLog, KafkaPort, OutRecord, ProducerPort, Transaction } from './ports.ts';
 import { describeConfigsLimits, type TopicLimits } from './kafkajs-topic-limits.ts';
 import { encodeHeaders } from './librdkafka-headers.ts';
-import { KafkaClientError, fromLibrdkafka } from './librdkafka-errors.ts';
+import { KafkaError } from './kafka-error.ts';
+import { fromLibrdkafka } from './librdkafka-errors.ts';
 
 const { Producer: NativeProducer, AdminClient } = rdkafka as unknown as { Producer: typeof Producer; AdminClient: typeof AdminClientType };
-
-/** Log lines from the client: codes and messages of librdkafka, never record contents. */
-export type ClientLog = (level: 'error' | 'warn' | 'info', message: string, extra: Record<string, unknown>) => void;
 
 export interface LibrdkafkaOptions {
   brokers: string[];
   clientId: string;
-  log?: ClientLog;
+  log?: KafkaLog;
   sessionTimeoutMs?: number;
   /** static group membership: every consumer's group.instance.id (one consumer per group in a process) */
   groupInstanceId?: string;
@@ -68,8 +66,8 @@ export function librdkafkaPort(options: LibrdkafkaOptions): KafkaPort {
         try {
           return await fetchStableOffset(client, groupId, topic, partition);
         } catch (e) {
-          const code = (e as KafkaClientError).brokerCode;
-          if (!(code !== undefined && RETRY_OFFSET_FETCH.has(code)) && !(e as KafkaClientError).retriable) throw e;
+          const code = (e as KafkaError).brokerCode;
+          if (!(code !== undefined && RETRY_OFFSET_FETCH.has(code)) && !(e as KafkaError).retriable) throw e;
           if (Date.now() > deadline) throw e;
           await new Promise((r) => setTimeout(r, Math.min(50 * attempt, 500)));
         }
@@ -103,7 +101,7 @@ function checkPatchedBinding(): void {
   } catch {
     // no stamp: not built by veil's script
   }
-  if (stamp !== want) throw new KafkaClientError('CLIENT_UNPATCHED', 'the librdkafka binding was not built with veil\'s patches: run `sh scripts/build-librdkafka.sh` (npm ci does)', false);
+  if (stamp !== want) throw new KafkaError('CLIENT_UNPATCHED', 'the librdkafka binding was not built with veil\'s patches: run `sh scripts/build-librdkafka.sh` (npm ci does)', false);
 }
 
 function fetchStableOffset(client: IAdminClient, groupId: string, topic: string, partition: number): Promise<string | null> {
@@ -123,7 +121,7 @@ function fetchStableOffset(client: IAdminClient, groupId: string, topic: string,
 const call = (what: string, run: (cb: (err: LibrdKafkaError | null | undefined) => void) => void): Promise<void> =>
   new Promise((resolve, reject) => run((err) => (err ? reject(fromLibrdkafka(err, what)) : resolve())));
 
-async function connectProducer(common: Record<string, string | number | boolean>, transactionalId: string | undefined, log: ClientLog): Promise<Producer> {
+async function connectProducer(common: Record<string, string | number | boolean>, transactionalId: string | undefined, log: KafkaLog): Promise<Producer> {
   const producer = new NativeProducer({
     ...common,
     dr_cb: true,
@@ -162,7 +160,7 @@ function disconnect(producer: Producer): Promise<void> {
  * rest). Plain: every record's report is counted, and the send resolves after the last one.
  */
 interface Delivery {
-  error?: KafkaClientError;
+  error?: KafkaError;
   pending: number;
   settle?: () => void;
 }
@@ -201,16 +199,16 @@ function producerPort(producer: Producer, limits: TopicLimits, consumers: Native
     else await call('flush', (cb) => producer.flush(FLUSH_TIMEOUT_MS, cb));
     if (delivery.error) throw delivery.error;
   };
-  const send = (records: OutRecord[]) => inChunks(records, (t) => limits.maxMessageBytes(t), sendChunk, (e) => (e as KafkaClientError).code === 'MSG_SIZE_TOO_LARGE', (t) => limits.forget(t));
+  const send = (records: OutRecord[]) => inChunks(records, (t) => limits.maxMessageBytes(t), sendChunk, (e) => (e as KafkaError).code === 'MSG_SIZE_TOO_LARGE', (t) => limits.forget(t));
   return {
     async transaction(): Promise<Transaction> {
-      if (!transactional) throw new KafkaClientError('STATE', 'not a transactional producer', false);
+      if (!transactional) throw new KafkaError('STATE', 'not a transactional producer', false);
       await call('begin transaction', (cb) => producer.beginTransaction(cb));
       return {
         send,
         async sendOffsets(groupId, topic, partition, offset) {
           const consumer = consumers.get(groupId);
-          if (!consumer) throw new KafkaClientError('STATE', `no consumer of group ${groupId} in this process`, true);
+          if (!consumer) throw new KafkaError('STATE', `no consumer of group ${groupId} in this process`, true);
           await call('send offsets', (cb) => producer.sendOffsetsToTransaction([{ topic, partition, offset: Number(offset) }], consumer as KafkaConsumer, CALL_TIMEOUT_MS, cb));
         },
         commit: () => call('commit', (cb) => producer.commitTransaction(TRANSACTION_TIMEOUT_MS, cb)),
@@ -250,6 +248,6 @@ async function produceWhenRoom(producer: Producer, r: OutRecord, delivery: Deliv
     const queued = produceOne(producer, r, delivery, opaque);
     if (queued !== 'full') return queued === 'queued';
   }
-  delivery.error ??= new KafkaClientError('QUEUE_FULL', 'the local produce queue stayed full', true);
+  delivery.error ??= new KafkaError('QUEUE_FULL', 'the local produce queue stayed full', true);
   return false;
 }

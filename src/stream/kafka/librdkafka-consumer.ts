@@ -2,7 +2,7 @@ import rdkafka from '@confluentinc/kafka-javascript';
 import type { Assignment, KafkaConsumer, LibrdKafkaError, Message } from '@confluentinc/kafka-javascript';
 import type { Batch, CaughtUp, ConsumerEvents, ConsumerPort, Header, InRecord, LookAhead } from './ports.ts';
 import { fromLibrdkafka } from './librdkafka-errors.ts';
-import type { ClientLog } from './librdkafka-adapter.ts';
+import type { KafkaLog } from './ports.ts';
 
 const { KafkaConsumer: NativeConsumer } = rdkafka as unknown as { KafkaConsumer: typeof KafkaConsumer };
 
@@ -51,7 +51,7 @@ interface Options {
   groupId: string;
   readCommitted: boolean;
   registry: NativeConsumers;
-  log: ClientLog;
+  log: KafkaLog;
   sessionTimeoutMs: number;
   groupInstanceId?: string;
   maxBatchRecords: number;

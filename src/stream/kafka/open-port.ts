@@ -1,5 +1,5 @@
 import type { Env } from '../../env/index.ts';
-import type { KafkaPort } from './ports.ts';
+import type { KafkaLog, KafkaPort } from './ports.ts';
 
 /** The Kafka clients veil's stream processors run on (docs/kafka-clients.md says why librdkafka is the default). */
 export const STREAM_CLIENTS = ['librdkafka', 'kafkajs'] as const;
@@ -16,7 +16,7 @@ export interface KafkaPortOptions {
    * of the group. librdkafka only: kafkajs has no static membership (refused at start).
    */
   groupInstanceId?: string;
-  log?: (level: 'error' | 'warn' | 'info', message: string, extra: Record<string, unknown>) => void;
+  log?: KafkaLog;
 }
 
 /**

@@ -122,21 +122,13 @@ export interface KafkaPort {
   producer(options: { transactionalId?: string }): Promise<ProducerPort>;
   /** the group's committed offset of a partition (the next offset to read), null if none */
   committedOffset(groupId: string, topic: string, partition: number): Promise<string | null>;
-  /** the largest record batch a topic accepts (its effective max.message.bytes); rejects with KafkaPortError when it cannot be read */
+  /** the largest record batch a topic accepts (its effective max.message.bytes); rejects with a retriable KafkaError (TOPIC_CONFIG_UNREADABLE) when it cannot be read */
   maxMessageBytes(topic: string): Promise<number>;
   disconnect(): Promise<void>;
 }
 
 /**
- * A failure of the Kafka client itself, not of a record: always retriable (the batch is aborted
- * and read again). Its code is logged; it never reaches a client.
+ * The log of both Kafka clients: their own lines (never record contents, which neither client
+ * logs) at the level given; `extra` names brokers, groups, codes.
  */
-export class KafkaPortError extends Error {
-  readonly code: 'TOPIC_CONFIG_UNREADABLE';
-  readonly retriable = true;
-  constructor(code: KafkaPortError['code'], message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = 'KafkaPortError';
-    this.code = code;
-  }
-}
+export type KafkaLog = (level: 'error' | 'warn' | 'info', message: string, extra: Record<string, unknown>) => void;

@@ -1,0 +1,25 @@
+/**
+ * A failure of the Kafka client itself, not of a record — a broker's refusal, a timeout, a fenced
+ * producer, a topic configuration or committed offset that cannot be read — whichever adapter
+ * met it: the one Kafka error type of src/stream/kafka. `code` names the failure (librdkafka's
+ * error name without its ERR_ prefix: MSG_SIZE_TOO_LARGE, TIMED_OUT, PRODUCER_FENCED, …; a Kafka
+ * protocol error as KAFKA_<name>; veil's own: TOPIC_CONFIG_UNREADABLE, OFFSET_UNSTABLE, STATE, …),
+ * `retriable` whether the same call may succeed later, `cause` the client's own error, `fatal`
+ * whether the client instance is unusable (librdkafka), `brokerCode` the Kafka protocol code when
+ * the broker answered one. Messages name topics, partitions and brokers, never record contents;
+ * its code is logged, it never reaches a client of veil.
+ */
+export class KafkaError extends Error {
+  readonly code: string;
+  readonly retriable: boolean;
+  readonly fatal: boolean;
+  readonly brokerCode?: number;
+  constructor(code: string, message: string, retriable: boolean, options?: { cause?: unknown; fatal?: boolean; brokerCode?: number }) {
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'KafkaError';
+    this.code = code;
+    this.retriable = retriable;
+    this.fatal = options?.fatal ?? false;
+    if (options?.brokerCode !== undefined) this.brokerCode = options.brokerCode;
+  }
+}
