@@ -1,9 +1,12 @@
 /**
  * A failure of the Kafka client itself, not of a record — a broker's refusal, a timeout, a fenced
  * producer, a topic configuration or committed offset that cannot be read — whichever adapter
- * met it: the one Kafka error type of src/stream/kafka. `code` names the failure (librdkafka's
- * error name without its ERR_ prefix: MSG_SIZE_TOO_LARGE, TIMED_OUT, PRODUCER_FENCED, …; a Kafka
- * protocol error as KAFKA_<name>; veil's own: TOPIC_CONFIG_UNREADABLE, OFFSET_UNSTABLE, STATE, …),
+ * met it: the one Kafka error type of src/stream/kafka, which both adapters wrap their client's
+ * errors into (librdkafka-errors.ts, kafkajs-errors.ts). `code` names the failure (librdkafka's
+ * error name without its ERR_ prefix: MSG_SIZE_TOO_LARGE, TIMED_OUT, …; the Kafka protocol error
+ * kafkajs names: MESSAGE_TOO_LARGE, PRODUCER_FENCED, …, else kafkajs' error name without its
+ * KafkaJS prefix; KAFKA_<name> for a committed-offset read refused for good; veil's own:
+ * TOPIC_CONFIG_UNREADABLE, OFFSET_UNSTABLE, STATE, …),
  * `retriable` whether the same call may succeed later, `cause` the client's own error, `fatal`
  * whether the client instance is unusable (librdkafka), `brokerCode` the Kafka protocol code when
  * the broker answered one. Messages name topics, partitions and brokers, never record contents;

@@ -4,6 +4,8 @@ import { type Batch, type CaughtUp, type ConsumerPort, type Header, type InRecor
 import { inChunks as sendInChunks } from './send-chunks.ts';
 import { topicLimits, type TopicLimits } from './kafkajs-topic-limits.ts';
 import { stableOffsetFetch } from './kafkajs-stable-offsets.ts';
+import { fromKafkajs, kafkajsCall, toKafkajs } from './kafkajs-errors.ts';
+import type { KafkaError } from './kafka-error.ts';
 
 
 const LEVELS: Record<number, 'error' | 'warn' | 'info'> = { [logLevel.ERROR]: 'error', [logLevel.WARN]: 'warn', [logLevel.INFO]: 'info' };
@@ -71,14 +73,14 @@ export function kafkajsPort(options: { brokers: string[]; clientId: string; log?
       // Java-compatible murmur2 partitioning, so veil and Java producers agree on key → partition
       const common = { idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false, createPartitioner: Partitioners.DefaultPartitioner };
       const producer = kafka.producer(transactionalId ? { ...common, transactionalId, transactionTimeout: 60_000 } : common);
-      await producer.connect();
+      await kafkajsCall('producer connect', () => producer.connect());
       if (transactionalId) {
         // kafkajs sends InitProducerId for the transactional id only at the first transaction(),
         // not at connect: begin (and drop) an empty one now, so that this producer has fenced
         // the id's earlier producers — and their pending transaction is complete — when it is
         // returned (PartitionTransactions reads the committed offset only after that)
         try {
-          await (await producer.transaction()).abort();
+          await kafkajsCall('fence', async () => (await producer.transaction()).abort());
         } catch (e) {
           await producer.disconnect().catch(() => undefined);
           throw e;
@@ -124,36 +126,36 @@ const TOO_LARGE = new Set(['MESSAGE_TOO_LARGE', 'RECORD_LIST_TOO_LARGE']);
 
 function producerPort(producer: Producer, limits: TopicLimits): ProducerPort {
   const inChunks = (records: OutRecord[], send: (chunk: OutRecord[]) => Promise<unknown>) =>
-    sendInChunks(records, (t) => limits.maxMessageBytes(t), send, (e) => TOO_LARGE.has((e as { type?: string }).type ?? ''), (t) => limits.forget(t));
+    sendInChunks(records, (t) => limits.maxMessageBytes(t), send, (e) => TOO_LARGE.has((e as KafkaError).code), (t) => limits.forget(t));
   return {
     async transaction(): Promise<Transaction> {
-      const tx = await producer.transaction();
+      const tx = await kafkajsCall('begin transaction', () => producer.transaction());
       return {
-        send: (records) => inChunks(records, (chunk) => tx.sendBatch({ topicMessages: byTopic(chunk) })),
+        send: (records) => inChunks(records, (chunk) => kafkajsCall('send', () => tx.sendBatch({ topicMessages: byTopic(chunk) }))),
         async sendOffsets(consumerGroupId, topic, partition, offset) {
-          await tx.sendOffsets({ consumerGroupId, topics: [{ topic, partitions: [{ partition, offset }] }] });
+          await kafkajsCall('send offsets', () => tx.sendOffsets({ consumerGroupId, topics: [{ topic, partitions: [{ partition, offset }] }] }));
         },
-        commit: () => tx.commit(),
-        abort: () => tx.abort(),
+        commit: () => kafkajsCall('commit', () => tx.commit()),
+        abort: () => kafkajsCall('abort', () => tx.abort()),
       };
     },
-    send: (records) => inChunks(records, (chunk) => producer.sendBatch({ topicMessages: byTopic(chunk), acks: -1 })),
-    disconnect: () => producer.disconnect(),
+    send: (records) => inChunks(records, (chunk) => kafkajsCall('send', () => producer.sendBatch({ topicMessages: byTopic(chunk), acks: -1 }))),
+    disconnect: () => kafkajsCall('producer disconnect', () => producer.disconnect()),
   };
 }
 
 function consumerPort(consumer: Consumer, concurrency: number): ConsumerPort {
   let connected: Promise<void> | undefined;
-  const connect = () => (connected ??= consumer.connect());
+  const connect = () => (connected ??= kafkajsCall('consumer connect', () => consumer.connect()));
   return {
     async subscribe(topics, fromBeginning = true) {
       await connect();
-      await consumer.subscribe({ topics: topics instanceof RegExp ? [topics] : [...topics], fromBeginning });
+      await kafkajsCall('subscribe', () => consumer.subscribe({ topics: topics instanceof RegExp ? [topics] : [...topics], fromBeginning }));
     },
     async run(handler, _lookAhead, caughtUp) {
       await connect();
       const ends = caughtUp ? caughtUpEnds(consumer, caughtUp) : undefined;
-      await consumer.run({
+      await kafkajsCall('consumer run', () => consumer.run({
         autoCommit: false,
         partitionsConsumedConcurrently: concurrency,
         eachBatch: async ({ batch, heartbeat, isRunning, isStale }) => {
@@ -163,20 +165,23 @@ function consumerPort(consumer: Consumer, concurrency: number): ConsumerPort {
           }));
           const b: Batch = { topic: batch.topic, partition: batch.partition, records, highWatermark: batch.highWatermark, ...batchEnd(batch) };
           await ends?.beforeBatch(batch.topic, batch.partition);
-          await handler(b, heartbeat);
+          // kafkajs decides on retries and restarts by its own error classes: it gets them back
+          await handler(b, () => kafkajsCall('heartbeat', heartbeat)).catch((e: unknown) => {
+            throw toKafkajs(e);
+          });
         },
-      });
+      }));
     },
     async commitOffsets(topic, partition, offset) {
-      await consumer.commitOffsets([{ topic, partition, offset }]);
+      await kafkajsCall('commit offsets', () => consumer.commitOffsets([{ topic, partition, offset }]));
     },
     async disconnect() {
-      await consumer.disconnect();
+      await kafkajsCall('consumer disconnect', () => consumer.disconnect());
     },
     on(events) {
       if (events.assigned) consumer.on(consumer.events.GROUP_JOIN, (e) => events.assigned!(e.payload.memberAssignment));
       if (events.fetched) consumer.on(consumer.events.FETCH, () => events.fetched!());
-      if (events.crashed) consumer.on(consumer.events.CRASH, (e) => events.crashed!(e.payload.error, e.payload.restart));
+      if (events.crashed) consumer.on(consumer.events.CRASH, (e) => events.crashed!(fromKafkajs(e.payload.error, 'consumer') as Error, e.payload.restart));
     },
   };
 }

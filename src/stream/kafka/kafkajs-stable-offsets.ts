@@ -1,5 +1,6 @@
 import type { Admin } from 'kafkajs';
 import { KafkaError } from './kafka-error.ts';
+import type { KafkajsError } from './kafkajs-errors.ts';
 
 /**
  * Stable committed offsets (KIP-447 `require_stable`) through kafkajs' admin client: OffsetFetch
@@ -14,13 +15,6 @@ import { KafkaError } from './kafka-error.ts';
  * retries until the offset is stable. One partition per request: another partition's pending
  * offset does not hold this one up.
  */
-/** kafkajs' errors: a protocol error names its Kafka error (`type`). */
-interface KafkajsError {
-  name?: string;
-  type?: string;
-  retriable?: boolean;
-  message?: string;
-}
 
 /**
  * Errors no retry can fix: a Kafka error the protocol calls non-retriable (an unknown group, an

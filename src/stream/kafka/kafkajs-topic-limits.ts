@@ -1,5 +1,6 @@
 import { Kafka, logLevel, type Admin } from 'kafkajs';
 import { KafkaError } from './kafka-error.ts';
+import { kafkajsCall } from './kafkajs-errors.ts';
 
 /** kafkajs' ConfigResourceTypes.TOPIC (not a named ESM export of the CommonJS package) */
 const TOPIC_RESOURCE = 2;
@@ -45,7 +46,7 @@ export function topicLimits(kafka: Kafka): KafkajsTopicLimits {
       let limit = limits.get(topic);
       if (!limit) {
         limit = (async () => {
-          const { resources } = await (await connectedAdmin()).describeConfigs({ includeSynonyms: false, resources: [{ type: TOPIC_RESOURCE, name: topic, configNames: ['max.message.bytes'] }] });
+          const { resources } = await kafkajsCall('describe configs', async () => (await connectedAdmin()).describeConfigs({ includeSynonyms: false, resources: [{ type: TOPIC_RESOURCE, name: topic, configNames: ['max.message.bytes'] }] }));
           const value = Number(resources[0]?.configEntries.find((c) => c.configName === 'max.message.bytes')?.configValue);
           if (!Number.isFinite(value) || value <= 0) throw new KafkaError('TOPIC_CONFIG_UNREADABLE', `topic ${topic}: max.message.bytes unknown`, true);
           return value;
