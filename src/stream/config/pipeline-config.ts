@@ -66,9 +66,13 @@ export const pipelineSchema = z.strictObject({
   key: z.strictObject({ field: fieldRef }).optional(),
   /**
    * where a record names its data subject, for fields whose keys are scoped to the subject
-   * (docs/erasure.md): `key`, the record key as text (kept as it is unless `key` protects it)
+   * (docs/erasure.md): `key`, the record key as text (kept as it is unless `key` protects it);
+   * `value` with a `path` (json pipelines), the string or number at that path of the value
    */
-  subject: z.strictObject({ from: z.literal('key') }).optional(),
+  subject: z.union([
+    z.strictObject({ from: z.literal('key') }),
+    z.strictObject({ from: z.literal('value'), path: recordPath }),
+  ]).optional(),
   /** what an absent or null mapped field does: pass it through as it is, or dead-letter the record */
   missing: z.enum(['pass', 'dead-letter']).default('pass'),
   keys: keysSchema.default('insensitive'),
@@ -139,6 +143,13 @@ export function pipelineIssues(p: PipelineConfig, isField: (className: string, p
     } catch {
       error(`/${k}`, 'is not a valid regular expression');
     }
+  }
+  if (p.subject?.from === 'value') {
+    const subjectPath = p.subject.path;
+    if (p.format !== 'json') error('/subject', `a subject read from the value needs a json pipeline (this one is ${p.format}): name it by the record key`);
+    if (subjectPath.includes('[]')) error('/subject/path', 'a subject path names one value, not each element of an array');
+    const fold = (x: string) => (p.keys === 'exact' ? x : foldKey(x));
+    if (p.fields.some((f) => fold(f.path) === fold(subjectPath))) error('/subject/path', 'the subject path is mapped: the record would name its subject by a protected value');
   }
   if (p.validate && p.format !== 'json-schema') error('/validate', `validates records against their JSON Schema: only a json-schema pipeline has one (this one is ${p.format})`);
   if ('topics' in p.source && 'topic' in p.sink && p.source.topics.includes(p.sink.topic)) error('/sink/topic', 'the clean topic is one of the source topics');

@@ -2,7 +2,7 @@ import { isSubjectId, ValueError, VeilError, type Chain, type Engine } from '../
 import { fetchSubjectKeys, type SubjectKeyStore } from '../../subjects/index.ts';
 import { unmappedKeyKind } from '../../discover/guard.ts';
 import { unmappedPolicy, type PipelineConfig } from '../config/index.ts';
-import { mappings } from '../serde/index.ts';
+import { jsonSubjectReader, mappings } from '../serde/index.ts';
 import type { GuardPlan, RecordProtection, Serde } from '../serde/index.ts';
 import { StreamError } from '../stream-error.ts';
 
@@ -37,6 +37,9 @@ export interface ChunkProtector {
 
 const utf8 = (s: string) => Buffer.from(s, 'utf8');
 
+/** A record's data subject, or the code it is refused with; `at`: the path (or `(key)`) it was read at. */
+type RecordSubject = { id: string; at: string } | { code: string; at?: string };
+
 /**
  * A pipeline's fields bound once (authorization happens here: a pipeline whose identity may not
  * protect its fields does not start) and the protection of one record's key and value.
@@ -48,7 +51,7 @@ export class RecordProtector implements ChunkProtector {
   /** every path the pipeline maps, as veil.protected.fields says when a serde cannot tell per record */
   private readonly allFields: string;
   /** fields scoped to the data subject: each record runs under its subject's key (the record key) */
-  private readonly subjects?: { store: SubjectKeyStore; engine: Engine };
+  private readonly subjects?: { store: SubjectKeyStore; engine: Engine; read: (item: ChunkItem) => RecordSubject };
 
   /**
    * `rewrap`: the fields are bound for re-protection (Engine.bindRewrap): each value is unprotected
@@ -71,9 +74,9 @@ export class RecordProtector implements ChunkProtector {
     const bound = deps.rewrap ? deps.engine.bindRewrap({ ...request, unprotectEvidences: evidences(deps.rewrap.unprotectEvidences) }, kept ? { erasedKept: kept } : {}) : deps.engine.bind(request);
     if (bound.reveals) throw new VeilError('CONFIG_INVALID', `pipeline ${deps.name} would unprotect: protect pipelines only protect`);
     if (bound.subjectScoped.some(Boolean)) {
-      if (!c.subject) throw new VeilError('CONFIG_INVALID', `pipeline ${deps.name} maps fields whose keys are scoped to the data subject: say where a record names its subject (subject: { from: key })`);
+      if (!c.subject) throw new VeilError('CONFIG_INVALID', `pipeline ${deps.name} maps fields whose keys are scoped to the data subject: say where a record names its subject (subject: { from: key }, or { from: value, path: … } in a json pipeline)`);
       if (!deps.subjects) throw new VeilError('CONFIG_INVALID', `pipeline ${deps.name} maps fields whose keys are scoped to the data subject, and runs without the subject-key store`);
-      this.subjects = { store: deps.subjects, engine: deps.engine };
+      this.subjects = { store: deps.subjects, engine: deps.engine, read: subjectOf(c.subject, c.keys !== 'exact') };
     }
     const keyed = c.key ? 1 : 0;
     const guardPlan: GuardPlan | undefined = guard.action === 'pass' ? undefined : {
@@ -115,17 +118,17 @@ export class RecordProtector implements ChunkProtector {
   /**
    * Records of subject-scoped fields: the chunk's subjects' keys fetched at once (created on first
    * use), then each record protected on its own under its subject's key — a batch of one field's
-   * values would mix subjects. A record without a key, or whose key is no subject id, is refused.
+   * values would mix subjects. A record that names no subject, or no subject id, is refused.
    */
-  private async protectChunkBySubject(items: readonly ChunkItem[], s: { store: SubjectKeyStore; engine: Engine }): Promise<ChunkOutcome[]> {
-    const ids = items.map((item) => (item.key === null ? undefined : item.key.toString('utf8')));
-    const ring = await fetchSubjectKeys(s.store, ids.map((id) => (isSubjectId(id) ? { id, create: true } : undefined)), s.engine.returningSubjects);
+  private async protectChunkBySubject(items: readonly ChunkItem[], s: NonNullable<RecordProtector['subjects']>): Promise<ChunkOutcome[]> {
+    const reads = items.map(s.read);
+    const ring = await fetchSubjectKeys(s.store, reads.map((r) => ('id' in r && isSubjectId(r.id) ? { id: r.id, create: true } : undefined)), s.engine.returningSubjects);
     return Promise.all(items.map(async (item, i): Promise<ChunkOutcome> => {
-      const id = ids[i];
-      if (id === undefined) return { code: 'SUBJECT_REQUIRED', path: KEY_PATH };
-      if (!isSubjectId(id)) return { code: 'SUBJECT_ID_INVALID', path: KEY_PATH };
+      const read = reads[i]!;
+      if (!('id' in read)) return { code: read.code, ...(read.at ? { path: read.at } : {}) };
+      if (!isSubjectId(read.id)) return { code: 'SUBJECT_ID_INVALID', path: read.at };
       try {
-        return await s.engine.withSubjectAsync(id, ring, () => this.protect(item));
+        return await s.engine.withSubjectAsync(read.id, ring, () => this.protect(item));
       } catch (e) {
         if (e instanceof StreamError && !e.retriable) return failed(e);
         throw e;
@@ -200,6 +203,16 @@ export class RecordProtector implements ChunkProtector {
       throw e;
     }
   }
+}
+
+/** Where a record names its data subject: its key, or (json) a path of its value, with the path a refusal names. */
+function subjectOf(source: PipelineConfig['subject'], foldKeys: boolean): (item: ChunkItem) => RecordSubject {
+  if (source?.from === 'value') {
+    const read = jsonSubjectReader(source.path, foldKeys);
+    const at = source.path;
+    return (item) => (item.value === null ? { code: 'RECORD_MALFORMED' } : { ...read(item.value), at });
+  }
+  return (item) => (item.key === null ? { code: 'SUBJECT_REQUIRED', at: KEY_PATH } : { id: item.key.toString('utf8'), at: KEY_PATH });
 }
 
 /** a dead-lettered outcome: the code, and the path, kind and schema it is about */

@@ -41,7 +41,7 @@ function planFor(protection: RecordProtection): Plan {
 }
 
 /** `cards[].number` as a neutral JSON path: [key cards, each, key number]. */
-function jsonPathOf(path: RecordPath): JsonPath {
+export function jsonPathOf(path: RecordPath): JsonPath {
   return path.flatMap((step): JsonPathStep[] => (step.each ? [{ kind: 'key', name: step.name }, { kind: 'each' }] : [{ kind: 'key', name: step.name }]));
 }
 

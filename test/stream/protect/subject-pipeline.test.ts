@@ -7,6 +7,11 @@ import { openSubjectKeyStore, type SubjectKeyStore } from '../../../src/subjects
 import { keysFor, veilConfigOrFail } from '../../helpers/engine-fixture.ts';
 import { cleanup, keystoreIn, tempDir } from '../../subjects/helpers.ts';
 import { personConfig, subjectCall } from '../../helpers/subject-config.ts';
+import { parse } from 'yaml';
+import { pipelineIssues, pipelineSchema } from '../../../src/stream/config/index.ts';
+
+/** The pipeline `p` of configuration text, parsed by its schema but not cross-checked (pipelineIssues does that). */
+const pipelineOf = (text: string) => pipelineSchema.parse((parse(text) as { pipelines: { p: unknown } }).pipelines.p);
 
 /** A JSON pipeline whose fields are scoped to the data subject named by the record key (issue 29). */
 const CONFIG = (subjectLine: string) => personConfig({ extra: `
@@ -80,6 +85,34 @@ describe('a pipeline whose fields are scoped to the data subject of the record k
     expect(email(out[1]!)).toBe(JSON.parse(clean[1]!.value!.toString()).email);
     expect(kept).toEqual([1]);
     expect(await unprotect(engine, 'keep', store, email(out[0]!))).toBe('k@example.org');
+  });
+
+  it('a json pipeline reads the subject at a path of the value (a number as its text): one subject per record, whatever the key; absent, duplicated or an object refused', async () => {
+    const { engine, store, protector } = await setup('    subject: { from: value, path: customer.id }');
+    const record = (body: string): ChunkItem => ({ topic: 'clean', key: null, value: Buffer.from(body) });
+    const out = await protector.protectChunk([
+      record('{"customer":{"id":"cust-7"},"email":"same@example.org","city":"Oslo"}'),
+      record('{"customer":{"id":42},"email":"same@example.org","city":"Oslo"}'),
+      record('{"email":"x@example.org","city":"Oslo"}'),
+      record('{"customer":{"id":"a","id":"b"},"email":"x@example.org","city":"Oslo"}'),
+      record('{"customer":{"id":"a","ID":"b"},"email":"x@example.org","city":"Oslo"}'),
+      record('{"customer":{"id":{"n":1}},"email":"x@example.org","city":"Oslo"}'),
+      record('{"customer":{"id":null},"email":"x@example.org","city":"Oslo"}'),
+    ]);
+    expect(out.map((o) => ('code' in o ? `${o.code} ${o.path}` : 'ok'))).toEqual(['ok', 'ok', 'SUBJECT_REQUIRED customer.id', 'SUBJECT_ID_INVALID customer.id', 'SUBJECT_ID_INVALID customer.id', 'SUBJECT_ID_INVALID customer.id', 'SUBJECT_REQUIRED customer.id']);
+    const email = (o: (typeof out)[number]) => JSON.parse(('value' in o ? o.value : Buffer.alloc(0)).toString()).email as string;
+    expect(email(out[0]!)).not.toBe(email(out[1]!));
+    expect(await unprotect(engine, 'cust-7', store, email(out[0]!))).toBe('same@example.org');
+    expect(await unprotect(engine, '42', store, email(out[1]!))).toBe('same@example.org');
+    // the subject's own bytes pass as they are
+    expect(('value' in out[1]! ? out[1].value : Buffer.alloc(0)).toString()).toContain('"customer":{"id":42}');
+  });
+
+  it('a subject path needs a json pipeline, one value, and no mapping on it', () => {
+    const issues = (line: string, format = 'json') => pipelineIssues(pipelineOf(CONFIG(line).replace('format: json', `format: ${format}`)), () => true).map((i) => `${i.pointer}: ${i.message}`);
+    expect(issues('    subject: { from: value, path: customer.id }', 'avro')).toEqual([expect.stringMatching(/^\/subject: a subject read from the value needs a json pipeline/)]);
+    expect(issues('    subject: { from: value, path: Email }')).toEqual([expect.stringMatching(/^\/subject\/path: the subject path is mapped/)]);
+    expect(issues('    subject: { from: value, path: "people[].id" }')).toEqual([expect.stringMatching(/^\/subject\/path: a subject path names one value/)]);
   });
 
   it('a pipeline mapping subject-scoped fields without saying where its subject is does not start', async () => {
