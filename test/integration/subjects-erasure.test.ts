@@ -9,6 +9,7 @@ import { BROKERS, consume, createTopics, kafkaClient, produce, type Consumed } f
 import { QUICK_COMPACTION } from '../subjects/kafka-helpers.ts';
 import { readRaw } from '../subjects/raw-topic.ts';
 import { installSql } from '../../src/db/install-sql.ts';
+import { verifyReceipt } from '../../src/subjects/index.ts';
 import { sql } from '../helpers/postgres.ts';
 import { personConfig, subjectCall } from '../helpers/subject-config.ts';
 
@@ -185,9 +186,24 @@ describe('erasure across HTTP, a stream pipeline and a table, on three hosts of 
   it('erasing 100 subjects on host A makes their values SUBJECT_ERASED on A, on B and on B restarted — HTTP values, the clean topic and its backup copy — and only theirs', async () => {
     const kafka = kafkaClient();
     const started = Date.now();
-    const erasures = await Promise.all([...erasedIds].map((id) => a.service.subjects.erase(id, { by: 'integration-test', reason: 'Art. 17 request' })));
+    // ten through the admin API (a publisher's token, signed receipts), the others as the store's callers do
+    const [viaApi, viaStore] = [[...erasedIds].slice(0, 10), [...erasedIds].slice(10)];
+    const [receipts, erasures] = await Promise.all([
+      Promise.all(viaApi.map(async (id) => {
+        const res = await fetch(`${a.url}/admin/subjects/erase`, { method: 'POST', headers: { authorization: `Bearer ${tokens.get(a)}`, 'content-type': 'application/json' }, body: JSON.stringify({ subject: id, reason: 'Art. 17 request' }) });
+        expect(res.status).toBe(200);
+        return ((await res.json()) as { receipt: string }).receipt;
+      })),
+      Promise.all(viaStore.map((id) => a.service.subjects.erase(id, { by: 'integration-test', reason: 'Art. 17 request' }))),
+    ]);
     const eraseMs = Date.now() - started;
     expect(erasures.every((e) => /^[0-9a-f]{64}$/.test(e.destroyedKey ?? ''))).toBe(true);
+    // each receipt verifies against the key set and names the subject's reference, never its id
+    for (const [i, receipt] of receipts.entries()) {
+      const claims = await verifyReceipt(receipt, a.service.keystore);
+      expect(claims).toMatchObject({ sub: (await b.service.subjects.status(viaApi[i]!)).subject, alreadyErased: false, destroyedKey: expect.stringMatching(/^[0-9a-f]{64}$/) });
+      expect(Buffer.from(receipt.split('.')[1]!, 'base64url').toString()).not.toContain(viaApi[i]!);
+    }
 
     const tallies: Record<string, unknown> = { eraseMs };
     tallies.httpOnA = await checkHttpValues(a, tokens.get(a)!);
