@@ -82,7 +82,10 @@ export class GuardedTransform {
         body = admitted;
         plan = this.deps.engine.plan(body, caller);
       }
-      const subjects = await this.deps.subjectKeys?.(plan.requests.map((r) => r.subject), this.deps.engine.returningSubjects);
+      // a call that names no data subject (most) neither awaits nor allocates for them
+      const subjects = this.deps.subjectKeys && plan.requests.some((r) => r.subject !== undefined)
+        ? await this.deps.subjectKeys(plan.requests.map((r) => r.subject), this.deps.engine.returningSubjects)
+        : undefined;
       const response = this.deps.engine.execute(plan, subjects);
       if (this.inScope(plan)) {
         try {

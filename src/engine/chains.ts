@@ -90,12 +90,14 @@ export function keepingErased(chain: Chain, kept: (count: number) => void): Chai
 function chainOf(steps: readonly Step[]): Chain {
   const one = steps.length === 1 ? steps[0]!.one : (value: string) => steps.reduce((v, step) => step.one(v), value);
   const chain = ((value: string) => one(value)) as Chain;
-  const only = steps.length === 1 ? manyOf(steps[0]!) : undefined;
+  // each step's batch form, wrapped once here rather than per batch
+  const batches = steps.map(manyOf);
+  const only = steps.length === 1 ? batches[0] : undefined;
   chain.many = (values) => {
     // one batched step (the common case): its answer as it is, no bookkeeping of refusals
     if (only) return only(values);
     let out: (string | ValueError)[] = values.slice();
-    for (const step of steps) {
+    for (const [s, step] of steps.entries()) {
       const live: number[] = [];
       const inputs: string[] = [];
       out.forEach((v, i) => {
@@ -105,7 +107,7 @@ function chainOf(steps: readonly Step[]): Chain {
         }
       });
       if (live.length === 0) break;
-      const many = manyOf(step);
+      const many = batches[s];
       const results = many ? many(inputs) : eachValue(step.one, inputs);
       out = out.slice();
       live.forEach((at, k) => (out[at] = results[k]!));
