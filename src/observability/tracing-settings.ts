@@ -1,4 +1,5 @@
 import { VeilError } from '../engine/index.ts';
+import type { Env } from '../env/index.ts';
 
 /** How spans are sampled: OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG. */
 export interface SamplerSettings {
@@ -18,8 +19,6 @@ export interface TracingSettings {
   resource: Record<string, string>;
   sampler: SamplerSettings;
 }
-
-type Env = Readonly<Record<string, string | undefined>>;
 
 const SAMPLERS: Record<string, Omit<SamplerSettings, 'ratio'>> = {
   always_on: { root: 'always_on', parentBased: false },
