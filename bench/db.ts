@@ -1,7 +1,9 @@
 // npm run bench:db — rows/s of a 10,000-row INSERT … SELECT into a table whose two mapped columns
 // the veil trigger protects, over HTTP (one POST /transform per row, one kept-alive connection)
 // and over veil's local Unix socket (one PROTECT frame per row on one persistent connection,
-// VEIL_DB_SOCKET), beside the same INSERT into the same table without the trigger, and beside a
+// VEIL_DB_SOCKET) and with leased keys (the trigger protects locally with keys veil leases it over
+// the socket, VEIL_DB_SOCKET_LEASES=on, and reports the values for veil's audit), beside the same
+// INSERT into the same table without the trigger, and beside a
 // set-based load that protects each column with one veil.protect_many call (split at 1,000 values
 // per call) into a table without the trigger — all in the same run, against a real PostgreSQL 15
 // (scripts/pg-env.sh: VEIL_PG_PORT, VEIL_PG_DIR) and a real `veil serve` (one process) on the
@@ -57,7 +59,7 @@ const socketPath = join(socketDir, 'db.sock');
 const configFile = join(dataDir, 'config.yaml');
 await writeFile(configFile, `${await readFile(join(root, 'config/example.yaml'), 'utf8')}\nservice:\n  rateLimit: { transformPerSecond: 100000, transformBurst: 100000 }\n`);
 const veil: ChildProcess = spawn(process.execPath, [join(root, 'src/cli/main.ts'), 'serve', '--config', configFile, '--data-dir', dataDir, '--port', String(veilPort)], {
-  env: { ...process.env, VEIL_LOG_LEVEL: 'warn', VEIL_MASTER_KEY: 'c'.repeat(64), VEIL_DB_SOCKET: socketPath, VEIL_DB_SOCKET_GROUP: String(pgGid) }, stdio: ['ignore', 'ignore', 'ignore'],
+  env: { ...process.env, VEIL_LOG_LEVEL: 'warn', VEIL_MASTER_KEY: 'c'.repeat(64), VEIL_DB_SOCKET: socketPath, VEIL_DB_SOCKET_GROUP: String(pgGid), VEIL_DB_SOCKET_LEASES: 'on' }, stdio: ['ignore', 'ignore', 'ignore'],
 });
 
 async function psql(url: string, script: string, singleTransaction = false): Promise<string> {
@@ -99,41 +101,48 @@ try {
     plain: 'INSERT INTO plain SELECT * FROM source',
     trigger: 'INSERT INTO guarded SELECT * FROM source',
     socket: 'INSERT INTO guarded SELECT * FROM source',
+    leased: 'INSERT INTO guarded SELECT * FROM source',
     setBased: `INSERT INTO preprotected (id, email, name, city)
       SELECT z.id, z.email, z.name, s.city
       FROM (SELECT array_agg(id ORDER BY id) AS ids, array_agg(email ORDER BY id) AS emails, array_agg(name ORDER BY id) AS names FROM source) a
       CROSS JOIN LATERAL unnest(a.ids, veil.protect_many('Customer', 'email', a.emails), veil.protect_many('Customer', 'name', a.names)) AS z(id, email, name)
       JOIN source s ON s.id = z.id`,
   };
-  const tables = { plain: 'plain', trigger: 'guarded', socket: 'guarded', setBased: 'preprotected' } as const;
-  // the trigger's runs over HTTP and over the socket differ only in veil.settings.socket_path
-  const useSocket = (on: boolean) => psql(dbUrl, `SELECT veil.configure_socket(${on ? `'${socketPath}'` : 'NULL'});`);
-  const times: Record<keyof typeof statements, number[]> = { plain: [], trigger: [], socket: [], setBased: [] };
-  // warm veil (JIT, keys) and PostgreSQL, both ways
-  for (const on of [false, true]) {
-    await useSocket(on);
+  const tables = { plain: 'plain', trigger: 'guarded', socket: 'guarded', leased: 'guarded', setBased: 'preprotected' } as const;
+  // the trigger's runs over HTTP, over the socket and with leased keys differ only in veil.settings
+  type Way = 'http' | 'socket' | 'leased';
+  const use = (way: Way) => psql(dbUrl, `SELECT veil.configure_socket(${way === 'http' ? 'NULL' : `'${socketPath}'`}, lease => ${way === 'leased'});`);
+  const wayOf = (key: keyof typeof statements): Way => (key === 'socket' ? 'socket' : key === 'leased' ? 'leased' : 'http');
+  const times: Record<keyof typeof statements, number[]> = { plain: [], trigger: [], socket: [], leased: [], setBased: [] };
+  // warm veil (JIT, keys) and PostgreSQL, every way
+  for (const way of ['http', 'socket', 'leased'] as const) {
+    await use(way);
     await timed('INSERT INTO guarded SELECT * FROM source WHERE id <= 200');
     await psql(dbUrl, 'TRUNCATE guarded;');
   }
   for (let run = 0; run < RUNS; run++) {
     for (const key of Object.keys(statements) as (keyof typeof statements)[]) {
-      await useSocket(key === 'socket');
+      await use(wayOf(key));
       await psql(dbUrl, `TRUNCATE ${tables[key]}; CHECKPOINT;`);
       times[key].push(await timed(statements[key]));
     }
   }
   const check = await psql(dbUrl, `DO $c$ BEGIN
-    IF (SELECT count(*) FROM guarded WHERE email LIKE 'user%') > 0 OR (SELECT count(*) FROM guarded) <> ${ROWS} THEN RAISE EXCEPTION 'trigger did not protect'; END IF;
+    IF (SELECT count(*) FROM guarded WHERE email LIKE 'user%' OR name LIKE 'Person%') > 0 OR (SELECT count(*) FROM guarded) <> ${ROWS} THEN RAISE EXCEPTION 'trigger did not protect'; END IF;
     RAISE NOTICE 'same=%', (SELECT count(*) FROM guarded g JOIN preprotected p USING (id) WHERE g.email = p.email);
+    PERFORM veil.map_role(session_user, 'fraud');
+    RAISE NOTICE 'clear=%', (SELECT count(*) FROM guarded g JOIN source s USING (id) WHERE veil.unprotect('Customer', 'name', g.name) = s.name AND g.id % 10 = 0);
   END $c$;`);
   const rate = (key: keyof typeof statements) => (ROWS * 1000) / median(times[key]);
-  const [plain, trigger, socket, setBased] = [rate('plain'), rate('trigger'), rate('socket'), rate('setBased')];
+  const [plain, trigger, socket, leased, setBased] = [rate('plain'), rate('trigger'), rate('socket'), rate('leased'), rate('setBased')];
   console.log(`bench:db — INSERT … SELECT of ${fmt(ROWS)} rows, 2 protected columns (Customer.email AES-SIV, Customer.name AES-GCM); median of ${RUNS} runs`);
   console.log(`  without trigger (baseline)          ${fmt(plain).padStart(10)} rows/s   ${median(times.plain).toFixed(1)} ms`);
   console.log(`  through the veil trigger, HTTP      ${fmt(trigger).padStart(10)} rows/s   ${median(times.trigger).toFixed(1)} ms   baseline/trigger ${ratio(plain, trigger)}`);
   console.log(`  through the veil trigger, socket    ${fmt(socket).padStart(10)} rows/s   ${median(times.socket).toFixed(1)} ms   baseline/socket ${ratio(plain, socket)}, ${ratio(socket, trigger)} the HTTP trigger's rate, ${ratio(socket, setBased)} the set-based rate`);
+  console.log(`  through the veil trigger, leased    ${fmt(leased).padStart(10)} rows/s   ${median(times.leased).toFixed(1)} ms   baseline/leased ${ratio(plain, leased)}, ${ratio(leased, trigger)} the HTTP trigger's rate, ${ratio(leased, setBased)} the set-based rate`);
   console.log(`  set-based, veil.protect_many        ${fmt(setBased).padStart(10)} rows/s   ${median(times.setBased).toFixed(1)} ms   baseline/set-based ${ratio(plain, setBased)}, ${ratio(setBased, trigger)} the trigger's rate`);
-  console.log(`  (deterministic email: ${/same=(\d+)/.exec(check)![1]} of ${fmt(ROWS)} rows protect the same both ways)`);
+  // the guarded table holds the leased run's rows: the backend's own AES-SIV equals veil's, its AES-GCM unprotects through veil
+  console.log(`  (leased: ${/same=(\d+)/.exec(check)![1]} of ${fmt(ROWS)} deterministic emails equal veil's set-based output; ${/clear=(\d+)/.exec(check)![1]} of ${fmt(ROWS / 10)} randomized names sampled unprotect through veil)`);
 } finally {
   await psql(serverUrl.replace(/\/[^/]*$/, '/postgres'), `DROP DATABASE IF EXISTS ${database} WITH (FORCE);`).catch(() => undefined);
   veil.kill('SIGTERM');

@@ -150,6 +150,10 @@ export async function openService(options: ServiceOptions): Promise<Service> {
   const socketOptions = dbSocketOptionsFromEnv(options.env);
   const dbSocket = socketOptions && await openDbSocket(socketOptions, {
     engine: () => holder.current(), verifier, audit, now: options.now, log: logger, limits: service.limits, rateLimit: service.rateLimit, subjects,
+    // VEIL_DB_SOCKET_LEASES=on: the database may lease keys of fields it may protect (docs/database.md, "Leased keys")
+    ...(socketOptions.leases ? {
+      leases: { ...socketOptions.leases, keys: keystore, source: () => { const a = holder.get(); return { engine: a.engine, config: a.config.engine }; } },
+    } : {}),
   });
   app.addHook('onClose', async () => {
     draining = true;

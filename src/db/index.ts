@@ -5,3 +5,4 @@
  */
 export { dbSocketOptionsFromEnv, openDbSocket, type DbSocketOptions, type DbSocketServer } from './socket-server.ts';
 export type { DbSocketDeps } from './socket-session.ts';
+export type { LeaseSettings } from './socket-leases.ts';

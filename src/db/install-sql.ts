@@ -3,9 +3,9 @@ import { createPlPythonFunction, type EmbeddedModule, type PlPythonFunction } fr
 
 const source = (file: string) => readFileSync(new URL(`./plpython/${file}`, import.meta.url), 'utf8');
 
-/** the guard (rate limit, audit), the trigger, the socket, the call bodies and the read views come first: Client builds on them */
+/** the guard (rate limit, audit), the trigger, the socket and its leases, the call bodies and the read views come first: Client builds on them */
 export const CLIENT_MODULE: EmbeddedModule = {
-  name: 'veil_client', source: ['veil_guard.py', 'veil_trigger.py', 'veil_socket.py', 'veil_requests.py', 'veil_reveal.py', 'veil_client.py'].map(source).join('\n'), className: 'Client',
+  name: 'veil_client', source: ['veil_guard.py', 'veil_trigger.py', 'veil_socket.py', 'veil_lease.py', 'veil_requests.py', 'veil_reveal.py', 'veil_client.py'].map(source).join('\n'), className: 'Client',
 };
 export const ADMIN_MODULE: EmbeddedModule = { name: 'veil_admin', source: source('veil_admin.py'), className: 'Admin' };
 
@@ -114,6 +114,9 @@ CREATE TABLE IF NOT EXISTS veil.settings (
 -- (veil.configure_socket), Unprotect and the token endpoint stay on veil_url
 ALTER TABLE veil.settings ADD COLUMN IF NOT EXISTS socket_path text
   CHECK (socket_path ~ '^/' AND pg_catalog.octet_length(socket_path) <= 107);
+-- leased keys (veil.configure_socket(path, lease => true); docs/database.md "Leased keys"): the
+-- trigger asks veil over the socket for the key of a field it may protect and protects locally
+ALTER TABLE veil.settings ADD COLUMN IF NOT EXISTS socket_lease boolean NOT NULL DEFAULT false;
 REVOKE ALL ON TABLE veil.settings FROM PUBLIC;
 COMMENT ON TABLE veil.settings IS 'veil URL and client credentials; readable only by its owner and veil''s SECURITY DEFINER functions';
 
@@ -147,11 +150,13 @@ AS $$
     protect_role = EXCLUDED.protect_role, timeout_ms = EXCLUDED.timeout_ms;
 $$;
 
-CREATE OR REPLACE FUNCTION veil.configure_socket(socket_path text)
+-- lease: the trigger may protect with keys veil leases it (off unless said; a NULL path turns it off too)
+DROP FUNCTION IF EXISTS veil.configure_socket(text);
+CREATE OR REPLACE FUNCTION veil.configure_socket(socket_path text, lease boolean DEFAULT false)
 RETURNS void LANGUAGE plpgsql SECURITY INVOKER SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-  UPDATE veil.settings s SET socket_path = $1;
+  UPDATE veil.settings s SET socket_path = $1, socket_lease = $1 IS NOT NULL AND COALESCE($2, false);
   IF NOT FOUND THEN
     RAISE EXCEPTION 'veil: configure veil''s URL and credentials first (veil db configure)' USING ERRCODE = '55000';
   END IF;

@@ -1,4 +1,5 @@
-import { isUtf8 } from 'node:buffer';
+import { frame, FrameError, MAX_DB_ROLE_BYTES, Reader, str, u16, u32, u8 } from './frame-codec.ts';
+import { OP_LEASE, OP_LEASE_AUDIT, parseLeaseFrame, parseLeaseReply, REPLY_AUDITED, REPLY_LEASE_GRANT, type LeaseFrame, type LeaseReply } from './lease-frames.ts';
 
 /**
  * The frames of veil's database socket (docs/database.md, "The local socket"): what PL/Python's
@@ -16,6 +17,7 @@ import { isUtf8 } from 'node:buffer';
  *   VALUES  = 0x82 count:u32 (value:str32){count}
  *   ERROR   = 0xE0 status:u16 retriable:u8 code:str8 title:str16 pointer:str16
  *                  count:u16 (instance:u32){count} retryAfter:u32 (seconds, 0 = none)
+ *   LEASE (0x04), LEASE_AUDIT (0x05), LEASE_GRANT (0x83), AUDITED (0x84): lease-frames.ts
  *
  * strN is a length (uN, big-endian) and that many bytes of UTF-8, checked strictly. A payload
  * must end exactly where its grammar ends: trailing bytes are as malformed as missing ones.
@@ -28,8 +30,7 @@ export const REPLY_VALUES = 0x82;
 export const REPLY_ERROR = 0xe0;
 export const PROTOCOL_VERSION = 1;
 export const HEADER_BYTES = 4;
-/** a database role name is at most NAMEDATALEN - 1 bytes */
-export const MAX_DB_ROLE_BYTES = 63;
+export { MAX_DB_ROLE_BYTES };
 export const MAX_TOKEN_BYTES = 8192;
 export const MAX_ERROR_INSTANCES = 100;
 /** a subject id is at most 512 bytes (the engine checks the rest of its rule) */
@@ -37,7 +38,8 @@ export const MAX_SUBJECT_BYTES = 512;
 
 export type ClientFrame =
   | { op: 'auth'; token: string }
-  | { op: 'protect'; dbRole: string; role: string; items: ProtectItem[] };
+  | { op: 'protect'; dbRole: string; role: string; items: ProtectItem[] }
+  | LeaseFrame;
 
 export interface ProtectItem {
   className: string;
@@ -47,55 +49,7 @@ export interface ProtectItem {
   subject?: string;
 }
 
-/** A frame that breaks the grammar: the connection is answered with REQUEST_MALFORMED and closed. */
-export class FrameError extends Error {}
-
-/** Reads one payload; every read checks the bytes are there. */
-class Reader {
-  private at = 0;
-  private readonly buf: Buffer;
-
-  constructor(buf: Buffer) {
-    this.buf = buf;
-  }
-
-  private need(n: number, what: string): number {
-    if (this.at + n > this.buf.length) throw new FrameError(`the frame ends inside ${what}`);
-    const start = this.at;
-    this.at += n;
-    return start;
-  }
-
-  u8(what: string): number {
-    return this.buf[this.need(1, what)]!;
-  }
-
-  u16(what: string): number {
-    return this.buf.readUInt16BE(this.need(2, what));
-  }
-
-  u32(what: string): number {
-    return this.buf.readUInt32BE(this.need(4, what));
-  }
-
-  /** a length of `lengthBytes` bytes, then that many bytes of strict UTF-8 */
-  str(lengthBytes: 1 | 2 | 4, what: string, min = 0, max = Number.MAX_SAFE_INTEGER): string {
-    const n = lengthBytes === 1 ? this.u8(what) : lengthBytes === 2 ? this.u16(what) : this.u32(what);
-    if (n < min || n > max) throw new FrameError(`${what} has a length outside ${min}..${max}`);
-    const start = this.need(n, what);
-    const bytes = this.buf.subarray(start, start + n);
-    if (!isUtf8(bytes)) throw new FrameError(`${what} is not UTF-8`);
-    return bytes.toString('utf8');
-  }
-
-  end(): void {
-    if (this.at !== this.buf.length) throw new FrameError('the frame holds bytes after its last field');
-  }
-
-  get remaining(): number {
-    return this.buf.length - this.at;
-  }
-}
+export { FrameError };
 
 /**
  * Parses one client payload. `maxInstances` bounds the count before anything is allocated for
@@ -110,6 +64,7 @@ export function parseClientFrame(payload: Buffer, maxInstances: number): ClientF
     r.end();
     return { op: 'auth', token };
   }
+  if (op === OP_LEASE || op === OP_LEASE_AUDIT) return parseLeaseFrame(op, r);
   if (op !== OP_PROTECT && op !== OP_PROTECT_SUBJECTS) throw new FrameError('unknown operation');
   const subjects = op === OP_PROTECT_SUBJECTS;
   const dbRole = r.str(1, 'the database role', 1, MAX_DB_ROLE_BYTES);
@@ -128,25 +83,6 @@ export function parseClientFrame(payload: Buffer, maxInstances: number): ClientF
   }
   r.end();
   return { op: 'protect', dbRole, role, items };
-}
-
-/** Builds a frame: the u32 length, then the payload pieces. */
-function frame(parts: Buffer[]): Buffer {
-  const length = parts.reduce((n, p) => n + p.length, 0);
-  const header = Buffer.allocUnsafe(HEADER_BYTES);
-  header.writeUInt32BE(length, 0);
-  return Buffer.concat([header, ...parts], HEADER_BYTES + length);
-}
-
-const u8 = (n: number) => Buffer.from([n]);
-const u16 = (n: number) => { const b = Buffer.allocUnsafe(2); b.writeUInt16BE(n, 0); return b; };
-const u32 = (n: number) => { const b = Buffer.allocUnsafe(4); b.writeUInt32BE(n, 0); return b; };
-/** a string cut to what its length field can say, at a character boundary */
-function str(bits: 8 | 16 | 32, s: string): Buffer[] {
-  const max = bits === 8 ? 0xff : bits === 16 ? 0xffff : 0xffffffff;
-  let bytes = Buffer.from(s, 'utf8');
-  if (bytes.length > max) bytes = Buffer.from(bytes.subarray(0, max).toString('utf8').replace(/\uFFFD$/, ''), 'utf8');
-  return [bits === 8 ? u8(bytes.length) : bits === 16 ? u16(bytes.length) : u32(bytes.length), bytes];
 }
 
 export function authOkFrame(validForSeconds: number): Buffer {
@@ -208,7 +144,8 @@ export function protectFrame(dbRole: string, role: string, items: readonly Prote
 export type Reply =
   | { kind: 'auth-ok'; validFor: number }
   | { kind: 'values'; values: string[] }
-  | ({ kind: 'error' } & Required<Omit<ErrorReply, 'pointer'>> & { pointer: string });
+  | ({ kind: 'error' } & Required<Omit<ErrorReply, 'pointer'>> & { pointer: string })
+  | LeaseReply;
 
 /** Parses one reply payload by the same grammar (for tools and tests; PL/Python has its own copy). */
 export function parseReply(payload: Buffer): Reply {
@@ -227,6 +164,7 @@ export function parseReply(payload: Buffer): Reply {
     r.end();
     return { kind: 'values', values };
   }
+  if (kind === REPLY_LEASE_GRANT || kind === REPLY_AUDITED) return parseLeaseReply(kind, r);
   if (kind !== REPLY_ERROR) throw new FrameError('unknown reply');
   const status = r.u16('the status');
   const retriable = r.u8('retriable') === 1;

@@ -15,6 +15,8 @@ export interface DbSocketOptions {
   maxConnections: number;
   authTimeoutMs: number;
   frameTimeoutMs: number;
+  /** VEIL_DB_SOCKET_LEASES=on: keys may be leased to the database (docs/database.md, "Leased keys"); absent: never */
+  leases?: { ttlMs: number; maxBudget: number };
 }
 
 export interface DbSocketServer {
@@ -33,6 +35,9 @@ const MODE = /^0?[0-7]{3}$/;
  * the owner's and the group's read and write), VEIL_DB_SOCKET_GROUP (a group name or gid),
  * VEIL_DB_SOCKET_MAX_CONNECTIONS (default 1024), VEIL_DB_SOCKET_AUTH_TIMEOUT_MS (a connection's AUTH,
  * default 10 s) and VEIL_DB_SOCKET_FRAME_TIMEOUT_MS (a begun frame's rest, default 30 s).
+ * VEIL_DB_SOCKET_LEASES=on lets the database lease keys (off unless said: key bytes then leave
+ * veil), with VEIL_DB_SOCKET_LEASE_SECONDS (a lease's life, default 10, at most 300) and
+ * VEIL_DB_SOCKET_LEASE_VALUES (the most values one lease covers, default 1024).
  */
 export function dbSocketOptionsFromEnv(env: Readonly<Record<string, string | undefined>>): DbSocketOptions | undefined {
   const path = env.VEIL_DB_SOCKET;
@@ -49,7 +54,19 @@ export function dbSocketOptionsFromEnv(env: Readonly<Record<string, string | und
     authTimeoutMs: milliseconds(env.VEIL_DB_SOCKET_AUTH_TIMEOUT_MS, 10_000, 'VEIL_DB_SOCKET_AUTH_TIMEOUT_MS'),
     frameTimeoutMs: milliseconds(env.VEIL_DB_SOCKET_FRAME_TIMEOUT_MS, 30_000, 'VEIL_DB_SOCKET_FRAME_TIMEOUT_MS'),
     ...(group ? { gid: gidOf(group) } : {}),
+    ...leasesFromEnv(env),
   };
+}
+
+function leasesFromEnv(env: Readonly<Record<string, string | undefined>>): Pick<DbSocketOptions, 'leases'> {
+  const on = env.VEIL_DB_SOCKET_LEASES ?? 'off';
+  if (on !== 'on' && on !== 'off') throw new VeilError('CONFIG_INVALID', 'VEIL_DB_SOCKET_LEASES must be on or off');
+  if (on === 'off') return {};
+  const seconds = Number(env.VEIL_DB_SOCKET_LEASE_SECONDS ?? 10);
+  if (!Number.isInteger(seconds) || seconds < 1 || seconds > 300) throw new VeilError('CONFIG_INVALID', 'VEIL_DB_SOCKET_LEASE_SECONDS must be 1-300');
+  const values = Number(env.VEIL_DB_SOCKET_LEASE_VALUES ?? 1024);
+  if (!Number.isInteger(values) || values < 1 || values > 100_000) throw new VeilError('CONFIG_INVALID', 'VEIL_DB_SOCKET_LEASE_VALUES must be 1-100000');
+  return { leases: { ttlMs: seconds * 1000, maxBudget: values } };
 }
 
 function milliseconds(text: string | undefined, fallback: number, name: string): number {

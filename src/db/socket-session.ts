@@ -6,6 +6,9 @@ import { RateLimitedError, tokenExpired, tokenInvalid, tokenMissing } from '../i
 import { RateLimiter } from '../identity/rate-limiter.ts';
 import type { BearerVerifier, Caller } from '../identity/token-verifier.ts';
 import { subjectKeysOf, type SubjectKeyStore } from '../subjects/index.ts';
+import { DbError } from './errors.ts';
+import type { LeaseFrame } from './lease-frames.ts';
+import { LeaseDesk, type LeaseSettings } from './socket-leases.ts';
 import { authOkFrame, errorFrame, FrameError, parseClientFrame, valuesFrame, type ErrorReply, type ProtectItem } from './socket-frames.ts';
 import { framePosition, frameValues, socketCall, valuePointer, type SocketCall } from './socket-request.ts';
 
@@ -23,6 +26,8 @@ export interface DbSocketDeps {
   rateLimit: { transformPerSecond: number; transformBurst: number };
   /** the subject-key store: keys of subject-scoped sequences (PROTECT_SUBJECTS names each value's subject) */
   subjects?: SubjectKeyStore;
+  /** VEIL_DB_SOCKET_LEASES=on: keys leased to the database (docs/database.md, "Leased keys"); absent: none */
+  leases?: LeaseSettings;
 }
 
 /** One reply, and whether the connection ends after it (a frame that broke the grammar, a refused token). */
@@ -60,8 +65,8 @@ export class SocketSessions {
     return this.deps;
   }
 
-  take(clientId: string): number {
-    return this.limiter.take(clientId);
+  take(clientId: string, cost = 1): number {
+    return this.limiter.take(clientId, cost);
   }
 
   guard(): GuardedTransform {
@@ -84,6 +89,7 @@ export class Session {
   private token = '';
   private checkUntil = 0;
   private calls = 0;
+  private desk: LeaseDesk | undefined;
 
   constructor(sessions: SocketSessions, connection: number) {
     this.sessions = sessions;
@@ -106,6 +112,7 @@ export class Session {
     }
     const requestId = `db-socket:${this.connection}.${++this.calls}`;
     if (frame.op === 'auth') return this.authenticate(frame.token, requestId);
+    if (frame.op === 'lease' || frame.op === 'lease-audit') return this.leased(frame, requestId);
     return this.protect(frame.role, frame.items, requestId);
   }
 
@@ -141,6 +148,35 @@ export class Session {
     this.caller = caller;
     this.checkUntil = now + RECHECK_MS;
     return this.current();
+  }
+
+  /**
+   * LEASE and LEASE_AUDIT (socket-leases.ts), for an authenticated caller. With leases off, a
+   * LEASE is answered DB_LEASE_UNAVAILABLE (the backend keeps the round trip) and a report
+   * DB_LEASE_INVALID. A report refused closes the connection: its leases end with it.
+   */
+  private async leased(frame: LeaseFrame, requestId: string): Promise<Answer> {
+    const deps = this.sessions.dependencies;
+    if (!deps.leases) return refuse(new DbError(frame.op === 'lease' ? 'DB_LEASE_UNAVAILABLE' : 'DB_LEASE_INVALID', 'leases are off (VEIL_DB_SOCKET_LEASES)'), frame.op !== 'lease');
+    let caller: Caller;
+    try {
+      caller = await this.current();
+    } catch (e) {
+      const error = e instanceof VeilError ? e : tokenInvalid('unverifiable');
+      await deps.audit.record(auditEvent({ requestId, channel: CHANNEL, now: deps.now(), outcome: 'denied', code: error.code }))
+        .catch(() => deps.log.warn({ code: error.code }, 'db socket: audit sink failed to record a denied call'));
+      return refuse(error, false);
+    }
+    this.desk ??= new LeaseDesk({
+      settings: deps.leases, audit: deps.audit, channel: CHANNEL, now: deps.now, take: (id, cost) => this.sessions.take(id, cost),
+      burst: deps.rateLimit.transformBurst, valueLength: deps.limits.valueLength,
+    });
+    try {
+      return { reply: frame.op === 'lease' ? await this.desk.grant(caller, frame, requestId) : await this.desk.report(caller, frame, requestId), close: false };
+    } catch (e) {
+      if (!(e instanceof VeilError)) throw e;
+      return refuse(e, e.code === 'DB_LEASE_INVALID');
+    }
   }
 
   private async protect(role: string, items: ProtectItem[], requestId: string): Promise<Answer> {

@@ -32,6 +32,9 @@ export { isSubjectId, SUBJECT_ID_RULE, type SubjectEntry, type SubjectKeyring } 
 // one step's transformer, for golden outputs and benchmarks beside the whole engine
 export { createTransformer } from './transformers/registry.ts';
 export type { KeyRef, Transformer } from './transformers/transformer.ts';
+// the output header and binding label of the keyed steps: what the database door's leased keys hand out (src/db/lease-grant.ts)
+export { FORMAT_TAGS, header as outputHeader } from './transformers/output-format.ts';
+export { bindingLabel } from './transformers/transformer.ts';
 
 // decisions and traces for the admin portal: the role × field view and the tester's step outputs
 export { configuredRoles, decideField, fieldAccess, type FieldAccess, type FieldAccessAnswer, type FieldDecision } from './field-access.ts';

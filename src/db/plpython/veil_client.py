@@ -100,21 +100,24 @@ class Settings(object):
         self.timeout = row['timeout_ms'] / 1000.0
         # Protect over veil's local socket (veil_socket.py) when set; HTTP otherwise and for Unprotect
         self.socket_path = row['socket_path']
+        # protect with keys veil leases (veil_lease.py) where it grants one; only over the socket
+        self.socket_lease = bool(self.socket_path) and bool(row['socket_lease'])
         self.identity = (self.veil_url, self.token_url, self.client_id, self.client_secret)
 
 
-class Client(Trigger, SocketCalls, Reveal):
+class Client(Trigger, SocketCalls, LeaseCalls, Reveal):
     def __init__(self, plpy):
         self.plpy = plpy
         self.settings_plan = plpy.prepare(
-            'SELECT veil_url, token_url, client_id, client_secret, protect_role, timeout_ms, socket_path FROM veil.settings')
+            'SELECT veil_url, token_url, client_id, client_secret, protect_role, timeout_ms, socket_path, socket_lease FROM veil.settings')
         # the settings and the guard's who (Guard.who_plan's columns) in one query: what a trigger
         # call reads once per row
         self.context_plan = plpy.prepare(
-            'SELECT s.veil_url, s.token_url, s.client_id, s.client_secret, s.protect_role, s.timeout_ms, s.socket_path, '
+            'SELECT s.veil_url, s.token_url, s.client_id, s.client_secret, s.protect_role, s.timeout_ms, s.socket_path, s.socket_lease, '
             's.id IS NOT NULL AS configured, w.db_role, w.db, w.per_minute FROM (' + GUARD_WHO_SQL + ') w '
             'LEFT JOIN veil.settings s ON true')
         self.link = SocketLink()
+        self.init_leases()
         self.cached = None
         self.cached_until = 0.0
         # the login role decides (SET ROLE cannot change session_user); an exact mapping wins over

@@ -28,6 +28,9 @@ OP_PROTECT_SUBJECTS = b'\x03'
 REPLY_AUTH_OK = 0x81
 REPLY_VALUES = 0x82
 REPLY_ERROR = 0xE0
+# leased keys (veil_lease.py)
+REPLY_LEASE_GRANT = 0x83
+REPLY_AUDITED = 0x84
 # a reply is at most this long (values grow when protected; the server accepts 4 MiB by default)
 MAX_REPLY_BYTES = 64 << 20
 # errors after which veil closes the connection
@@ -60,6 +63,10 @@ class SocketReader(object):
     def u32(self):
         return U32.unpack_from(self.data, self.take(4))[0]
 
+    def raw(self, n):
+        start = self.take(n)
+        return bytes(self.data[start:start + n])
+
     def text(self, n):
         start = self.take(n)
         try:
@@ -87,6 +94,8 @@ def parse_reply(data):
         values = [r.text(r.u32()) for _ in range(count)]
         r.end()
         return ('values', values)
+    if kind == REPLY_LEASE_GRANT or kind == REPLY_AUDITED:
+        return parse_lease_reply(kind, r)
     if kind != REPLY_ERROR:
         raise ReplyInvalid()
     e = {'status': r.u16(), 'retriable': r.u8() == 1}
@@ -128,9 +137,12 @@ class SocketLink(object):
         self.path = None
         self.token = None
         self.timeout = None
+        # counts the connections opened: leases (veil_lease.py) live as long as the one they came on
+        self.generation = 0
 
     def open(self, path, timeout):
         self.close()
+        self.generation += 1
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         sock.settimeout(timeout)
         try:

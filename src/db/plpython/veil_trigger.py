@@ -85,7 +85,12 @@ class Trigger(object):
             return None
         table = td['table_schema'] + '.' + td['table_name']
         context = self.context()
-        results = self.transform('Protect', context[0].protect_role, items, 'trigger', table, context)
+        s, who = context
+        if self.may_lease(s, td['relid']):
+            # leased keys (veil_lease.py): the same guard, one record per row, the same failures
+            results = self.guard.call('trigger', 'Protect', items, lambda: self.leased_protect(s, s.protect_role, who['db_role'], items), table, who)
+        else:
+            results = self.transform('Protect', s.protect_role, items, 'trigger', table, context)
         for column, value in zip(columns, results):
             new[column] = value
         if old is None:
@@ -95,15 +100,25 @@ class Trigger(object):
     def check_statement(self, td):
         """AFTER INSERT OR UPDATE ... FOR EACH STATEMENT: raises the failure protect_row deferred."""
         self.last_insert.pop(td['relid'], None)
+        # values protected under leased keys are reported now: veil audits them before the
+        # statement may commit, and a report veil does not take fails the statement
+        reported = None
+        try:
+            self.report_leases()
+        except VeilFailure as f:
+            reported = f
+        except Exception as e:
+            reported = VeilFailure('INTERNAL', 500, 'unexpected error in veil\'s database client (' + type(e).__name__ + ')')
         # the next statement reads the settings again, and the rate lease left goes back to the role
         self.forget_context()
         self.guard.give_back()
-        if self.pending is None:
-            return None
-        key, failure = self.pending
-        self.pending = None
-        if key == self.statement_key():
-            raise failure
+        if self.pending is not None:
+            key, failure = self.pending
+            self.pending = None
+            if key == self.statement_key():
+                raise failure
+        if reported is not None:
+            raise reported
         return None
 
     def statement_key(self):
