@@ -2,14 +2,14 @@
 // produce pattern (one transactional producer, offsets sent with the consumer's group metadata,
 // KIP-447) on the same binding veil's librdkafka adapter uses, without any veil code.
 import rdkafka from '@confluentinc/kafka-javascript';
-import { perRecord, threadCpu } from './thread-cpu.ts';
 import type { Assignment, KafkaConsumer, LibrdKafkaError, Message, Producer } from '@confluentinc/kafka-javascript';
 
 const { KafkaConsumer: Consumer, Producer: NativeProducer } = rdkafka as unknown as { KafkaConsumer: typeof KafkaConsumer; Producer: typeof Producer };
 
 const call = (run: (cb: (err: LibrdKafkaError | null | undefined) => void) => void) => new Promise<void>((resolve, reject) => run((err) => (err ? reject(err) : resolve())));
 
-export async function bareLibrdkafka(brokers: string, source: string, sink: string, n: number, drained: (groupId: string, topic: string, start: number) => Promise<number>): Promise<{ rate: number; cpu: number; batches: number; threads: string }> {
+/** `timed` measures the copy after its warm-up (bench/stream.ts). */
+export async function bareLibrdkafka(brokers: string, source: string, sink: string, timed: (groupId: string, topic: string) => Promise<{ rate: number; cpu: number; threads: string }>): Promise<{ rate: number; cpu: number; batches: number; threads: string }> {
   const groupId = `bench-bare-rd-${source}`;
   const consumer = new Consumer({
     'bootstrap.servers': brokers, 'group.id': groupId, 'enable.auto.commit': false, 'isolation.level': 'read_committed', 'fetch.wait.max.ms': 100,
@@ -19,11 +19,6 @@ export async function bareLibrdkafka(brokers: string, source: string, sink: stri
     },
   } as never, { 'auto.offset.reset': 'earliest' });
   const producer = new NativeProducer({ 'bootstrap.servers': brokers, 'transactional.id': `${groupId}.tx`, 'enable.idempotence': true, 'linger.ms': 2, dr_cb: false, partitioner: 'murmur2_random' });
-  // timed from before its first client connects (its producer's initTransactions included), as
-  // veil's stream.start() is: veil fences each partition's producer inside its timed run
-  const start = performance.now();
-  const cpu = process.cpuUsage();
-  const before = threadCpu();
   await new Promise<void>((resolve, reject) => consumer.connect({}, (err) => (err ? reject(err) : resolve())));
   await new Promise<void>((resolve, reject) => producer.connect({}, (err) => (err ? reject(err) : resolve())));
   producer.setPollInBackground(true);
@@ -47,13 +42,10 @@ export async function bareLibrdkafka(brokers: string, source: string, sink: stri
       batches++;
     }
   })();
-  const rate = await drained(groupId, source, start);
-  const used = process.cpuUsage(cpu);
-  const threads = perRecord(before, threadCpu(), n);
-  const wall = performance.now() - start;
+  const cost = await timed(groupId, source);
   running = false;
   await loop;
   await new Promise<void>((resolve) => consumer.disconnect(() => resolve()));
   await new Promise<void>((resolve) => producer.disconnect(5000, () => resolve()));
-  return { rate, cpu: (used.user + used.system) / 1000 / wall, batches, threads };
+  return { ...cost, batches };
 }
