@@ -142,6 +142,8 @@ class Client(Trigger, SocketCalls, LeaseCalls, Reveal):
         # relid -> {column: protected value} of the last row the INSERT trigger protected; an
         # upsert's UPDATE (SET c = EXCLUDED.c) follows that row at once and must not protect it again
         self.last_insert = {}
+        # the trigger's argument lists, parsed (Trigger.mapping_of)
+        self.mappings = {}
         self.key_plan = plpy.prepare(
             'SELECT pg_catalog.transaction_timestamp()::text || \' \' || pg_catalog.statement_timestamp()::text AS k')
         self.check_plan = plpy.prepare(

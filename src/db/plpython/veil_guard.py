@@ -22,6 +22,8 @@ GUARD_DIR = 'pg_veil'
 AUDIT_FILE = 'audit.log'
 AUDIT_ROTATE_BYTES = 64 << 20
 AUDIT_KEEP = 4
+# how often a backend looks whether the audit log grew past its size or was rotated by another
+AUDIT_CHECK_SECONDS = 0.1
 # values per minute for a role without a row in veil.rate_limits (and no 'public' row)
 DEFAULT_PER_MINUTE = 60000
 # who calls, in which database, with what budget: the Client reads it with the settings in one query
@@ -48,8 +50,11 @@ class Guard(object):
         self.lease_key = None
         self.lease_until = 0.0
         self.lease_next = 0
-        # the constant part of audit lines, by event (line_of)
+        # the constant part of ok records' lines, by shape (line_of)
         self.lines = {}
+        self.pid = os.getpid()
+        self.audit_file = None
+        self.audit_checked_until = 0.0
 
     def who(self):
         return self.plpy.execute(self.who_plan)[0]
@@ -66,27 +71,23 @@ class Guard(object):
         """Runs work() (one call to veil for items) if the role's budget allows; records the outcome.
         who: the who_plan row, when the caller has read it already."""
         row = who if who is not None else self.who()
-        event = {'time': None, 'pid': None, 'database': row['db'], 'dbRole': row['db_role'], 'function': function, 'action': action,
-                 'fields': field_counts(items), 'instances': len(items)}
-        if table is not None:
-            event['table'] = table
+        # what the record says besides time, pid and outcome: the same for every row of a statement,
+        # so an ok record's line is built once per shape (line_of)
+        shape = (row['db'], row['db_role'], function, action, tuple([(i[0], i[1]) for i in items]), table)
         try:
             allowed = self.take(row['db_role'], row['per_minute'], len(items))
         except OSError:
             raise VeilFailure('AUDIT_UNAVAILABLE', 503, 'veil\'s rate-limit state in the data directory cannot be written, so the call was refused', retriable=True)
         if not allowed:
-            event.update(outcome='refused', code='DB_RATE_LIMITED')
-            self.record_quietly(event)
+            self.record_quietly(event_of(shape, outcome='refused', code='DB_RATE_LIMITED'))
             raise VeilFailure('DB_RATE_LIMITED', 429, 'this database role has used its veil values per minute (veil.rate_limits)', retriable=True)
         try:
             result = work()
         except VeilFailure as f:
-            event.update(outcome='refused' if f.sqlstate() == '42501' else 'failed', code=f.code)
-            self.record_quietly(event)
+            self.record_quietly(event_of(shape, outcome='refused' if f.sqlstate() == '42501' else 'failed', code=f.code))
             raise
-        event['outcome'] = 'ok'
         try:
-            self.record(event)
+            self.record(shape)
         except OSError:
             # no record, no values
             raise VeilFailure('AUDIT_UNAVAILABLE', 503, 'veil\'s database audit log cannot be written, so the call was refused', retriable=True)
@@ -175,34 +176,46 @@ class Guard(object):
 
     # ---- audit: one JSON line per call in pg_veil/audit.log -------------------------------------------
 
-    def line_of(self, event):
-        """The record as one line; the part after time and pid is the same for every row of a statement."""
-        key = tuple((k, v if not isinstance(v, list) else tuple(tuple(f.items()) for f in v)) for k, v in event.items() if k not in ('time', 'pid'))
-        tail = self.lines.get(key)
+    def line_of(self, record):
+        """The record as one line: an ok call's shape (call), or a refusal's event. The part after time
+        and pid is the same for every row of a statement, so it is built once."""
+        tail = self.lines.get(record) if isinstance(record, tuple) else None
         if tail is None:
-            if len(self.lines) > 256:
-                self.lines.clear()
+            event = event_of(record, outcome='ok') if isinstance(record, tuple) else record
             body = dict((k, v) for k, v in event.items() if k not in ('time', 'pid'))
-            tail = self.lines[key] = json.dumps(body, separators=(',', ':'), ensure_ascii=True)[1:]
+            tail = json.dumps(body, separators=(',', ':'), ensure_ascii=True)[1:]
+            if isinstance(record, tuple):
+                if len(self.lines) > 256:
+                    self.lines.clear()
+                self.lines[record] = tail
         stamp = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='milliseconds')
-        return ('{"time":"' + stamp + '","pid":' + str(os.getpid()) + ',' + tail + '\n').encode('ascii')
+        return ('{"time":"' + stamp + '","pid":' + str(self.pid) + ',' + tail + '\n').encode('ascii')
 
-    def record(self, event):
+    def record(self, record):
         """Appends the record. O_APPEND writes of one line do not interleave, so only rotating (and
-        reopening the log another backend rotated away) takes the lock."""
-        line = self.line_of(event)
-        path = os.path.join(self.directory(), AUDIT_FILE)
-        try:
-            st = os.stat(path)
-        except FileNotFoundError:
-            st = None
-        if self.audit_fd is None or st is None or st.st_ino != self.audit_ino or st.st_size + len(line) > AUDIT_ROTATE_BYTES:
-            self.reopen_audit(path, len(line))
+        reopening the log another backend rotated away) takes the lock. Whether the log grew past its
+        size or another backend rotated it is looked at every AUDIT_CHECK_SECONDS, not per line."""
+        line = self.line_of(record)
+        now = time.monotonic()
+        if self.audit_fd is None or now >= self.audit_checked_until:
+            path = self.audit_path()
+            try:
+                st = os.stat(path)
+            except FileNotFoundError:
+                st = None
+            if self.audit_fd is None or st is None or st.st_ino != self.audit_ino or st.st_size + len(line) > AUDIT_ROTATE_BYTES:
+                self.reopen_audit(path, len(line))
+            self.audit_checked_until = now + AUDIT_CHECK_SECONDS
         try:
             os.write(self.audit_fd, line)
         except OSError:
             self.close_audit_file()
             raise
+
+    def audit_path(self):
+        if self.audit_file is None:
+            self.audit_file = os.path.join(self.directory(), AUDIT_FILE)
+        return self.audit_file
 
     def reopen_audit(self, path, size):
         if self.lock_fd is None:
@@ -254,6 +267,17 @@ class Guard(object):
         if size > max(1, limit) * 1024:
             lines = lines[1:]  # the first line read may be cut
         return [l.decode('ascii') for l in lines if l][-limit:]
+
+
+def event_of(shape, **outcome):
+    """A record's fields in their order (time and pid are filled in by line_of); never a value."""
+    db, db_role, function, action, fields, table = shape
+    event = {'time': None, 'pid': None, 'database': db, 'dbRole': db_role, 'function': function, 'action': action,
+             'fields': field_counts(fields), 'instances': len(fields)}
+    if table is not None:
+        event['table'] = table
+    event.update(outcome)
+    return event
 
 
 def field_counts(items):

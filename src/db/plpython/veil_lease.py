@@ -43,18 +43,65 @@ def lease_sealer(grant):
     """The engine's protect of one value under the grant, as a function of the value (text in, text out)."""
     from cryptography.hazmat.primitives.ciphers.aead import AESGCM, AESSIV
     header, label, key = grant['header'], grant['label'].encode('utf-8'), grant['key']
+    siv = grant['kind'] == 1
+    aead = AESSIV(key).encrypt if siv else AESGCM(key).encrypt
+    # OpenSSL through the library's own bindings, keyed once: a third of the public API's cost per
+    # value; used only when it agrees with the public API on a probe (else the public API)
+    try:
+        fast = openssl_sealer(siv, key)
+        probe, nonce = os.urandom(24), os.urandom(12)
+        if fast(nonce, probe, [header, label]) != (aead(probe, [header, label]) if siv else aead(nonce, probe, header + label)):
+            fast = None
+    except Exception:
+        fast = None
     b64 = base64.urlsafe_b64encode
-    if grant['kind'] == 1:
-        siv = AESSIV(key)
-        ad = [header, label]
-        return lambda value: b64(header + siv.encrypt(value.encode('utf-8'), ad)).rstrip(b'=').decode('ascii')
-    gcm = AESGCM(key)
-    aad = header + label
     urandom = os.urandom
+    if siv:
+        ad = [header, label]
+        if fast is not None:
+            return lambda value: b64(header + fast(None, value.encode('utf-8'), ad)).rstrip(b'=').decode('ascii')
+        return lambda value: b64(header + aead(value.encode('utf-8'), ad)).rstrip(b'=').decode('ascii')
+    aad = header + label
 
     def seal(value):
         nonce = urandom(12)
-        return b64(header + nonce + gcm.encrypt(nonce, value.encode('utf-8'), aad)).rstrip(b'=').decode('ascii')
+        sealed = fast(nonce, value.encode('utf-8'), [aad]) if fast is not None else aead(nonce, value.encode('utf-8'), aad)
+        return b64(header + nonce + sealed).rstrip(b'=').decode('ascii')
+    return seal
+
+
+def openssl_sealer(siv, key):
+    """seal(nonce, data, [ad, ...]): AES-SIV (V || C; nonce None) or AES-GCM (C || tag) on one kept
+    EVP context. Re-initialising it with the key (SIV) or the nonce (GCM) starts a fresh message."""
+    from cryptography.hazmat.backends.openssl.backend import backend
+    lib, ffi = backend._lib, backend._ffi
+    if siv:
+        cipher = lib.EVP_CIPHER_fetch(ffi.NULL, b'aes-%d-siv' % (len(key) * 4), ffi.NULL)
+        if cipher == ffi.NULL:
+            raise ValueError()
+        cipher = ffi.gc(cipher, lib.EVP_CIPHER_free)
+    else:
+        cipher = lib.EVP_get_cipherbyname(b'aes-%d-gcm' % (len(key) * 8))
+    ctx = ffi.gc(lib.EVP_CIPHER_CTX_new(), lib.EVP_CIPHER_CTX_free)
+    keyp = ffi.new('unsigned char[]', key)
+    if lib.EVP_CipherInit_ex(ctx, cipher, ffi.NULL, keyp, ffi.NULL, 1) != 1:
+        raise ValueError()
+    outlen, tag = ffi.new('int *'), ffi.new('unsigned char[]', 16)
+    init, update, final, ctrl = lib.EVP_CipherInit_ex, lib.EVP_CipherUpdate, lib.EVP_CipherFinal_ex, lib.EVP_CIPHER_CTX_ctrl
+    get_tag, null, new, buffer = lib.EVP_CTRL_AEAD_GET_TAG, ffi.NULL, ffi.new, ffi.buffer
+
+    def seal(nonce, data, ads):
+        ok = init(ctx, null, null, keyp if siv else null, null if siv else nonce, 1) == 1
+        for ad in ads:
+            ok = ok and update(ctx, null, outlen, ad, len(ad)) == 1
+        out = new('unsigned char[]', len(data))
+        ok = ok and update(ctx, out, outlen, data, len(data)) == 1
+        n = outlen[0]
+        ok = ok and final(ctx, null, outlen) == 1 and ctrl(ctx, get_tag, 16, tag) == 1
+        if not ok:
+            backend._consume_errors()
+            raise ValueError()  # an OpenSSL failure: the row fails (INTERNAL), nothing is written
+        return buffer(tag, 16)[:] + buffer(out, n)[:] if siv else buffer(out, n)[:] + buffer(tag, 16)[:]
     return seal
 
 

@@ -46,11 +46,9 @@ class Trigger(object):
         return 'SKIP'
 
     def protect_row_now(self, td):
-        args = td['args'] or []
         new = td['new']
         old = td['old'] if td['event'] == 'UPDATE' else None
-        triples = [(args[i], args[i + 1], args[i + 2]) for i in range(0, len(args) - 2, 3)]
-        subject_column = next((t[0] for t in triples if t[1] == SUBJECT_MARK), None)
+        triples, subject_column = self.mapping_of(td['args'])
         subject = subject_of(new, subject_column)
         # an upsert's DO UPDATE carries the values the INSERT trigger protected a moment ago
         # (EXCLUDED.c): those, and only those, are stored as they are
@@ -96,6 +94,17 @@ class Trigger(object):
         if old is None:
             self.last_insert[td['relid']] = (subject, dict(zip(columns, results)))
         return 'MODIFY'
+
+    def mapping_of(self, args):
+        """The trigger's (column, class, property) triples and its subject column, read once per argument list."""
+        key = tuple(args or ())
+        mapping = self.mappings.get(key)
+        if mapping is None:
+            triples = [(key[i], key[i + 1], key[i + 2]) for i in range(0, len(key) - 2, 3)]
+            if len(self.mappings) > 256:
+                self.mappings.clear()
+            mapping = self.mappings[key] = (triples, next((t[0] for t in triples if t[1] == SUBJECT_MARK), None))
+        return mapping
 
     def check_statement(self, td):
         """AFTER INSERT OR UPDATE ... FOR EACH STATEMENT: raises the failure protect_row deferred."""
