@@ -4,14 +4,15 @@
 // fetched from the local store (fetchSubjectKeys) then the engine run — with the store's handle
 // cache warm (every subject cached) and cold (cache size 0: each batch reads, unwraps and derives
 // again), beside the same 1,000 values under a shared key in one request, in the same run.
-import { randomBytes, randomUUID } from 'node:crypto';
+import { createCipheriv, randomBytes, randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { compileConfigText, Engine, MemoryKeyProvider, KEY_TYPES, SecretKey, type TransformRequest } from '../src/engine/index.ts';
+import { unsafe } from '@noble/ciphers/aes.js';
 import { LocalKeystore } from '../src/keystore/local-keystore.ts';
 import { fetchSubjectKeys, openSubjectKeyStore, type SubjectKeyStore } from '../src/subjects/index.ts';
-import { fmt, ratio } from './measure.ts';
+import { fmt, opsPerSecond, ratio } from './measure.ts';
 
 const CONFIG = `
 version: 1
@@ -110,7 +111,8 @@ export async function subjectTransforms(): Promise<void> {
       console.log(`${label.padEnd(17)} ${action.padEnd(10)} ${fmt(base).padStart(16)} ${fmt(hot).padStart(16)}  ${ratio(hot, base).padStart(5)} ${fmt(chill).padStart(16)}  ${ratio(chill, base).padStart(5)}`);
     }
   }
-  await boundFigures(engine, warm, cold, clear);
+  const sharedSiv = await boundFigures(engine, warm, cold, clear);
+  perKeyFloor(sharedSiv, Buffer.byteLength(valueOf(BATCH - 1)));
   await Promise.all([warm.close(), cold.close()]);
   await rm(dir, { recursive: true, force: true });
 }
@@ -120,11 +122,12 @@ export async function subjectTransforms(): Promise<void> {
  * subjects — their keys fetched at once, each value run under its subject — beside the same
  * values through the shared key's bound transform in one batch.
  */
-async function boundFigures(engine: Engine, warm: SubjectKeyStore, cold: SubjectKeyStore, clear: readonly string[]): Promise<void> {
+async function boundFigures(engine: Engine, warm: SubjectKeyStore, cold: SubjectKeyStore, clear: readonly string[]): Promise<number> {
   const bind = (property: string) => engine.bind({ identity: who, rightsEvidences: [{ name: 'Role', value: 'all' }], processingEvidences: [{ name: 'Action', value: 'Protect' }], fields: [{ className: 'P', propertyName: property }] }).transforms[0]!;
   const needs = clear.map((_, i) => ({ id: subjectId(i), create: true }));
   console.log(`\nbound transforms (a pipeline's chunk): ${fmt(BATCH)} values of ${fmt(BATCH)} subjects, keys fetched per chunk, each value under its subject, beside one shared-key batch`);
   console.log('field (step)      shared values/s   subject warm/s  ratio   subject cold/s  ratio');
+  let sharedSiv = 0;
   for (const [label, scoped, shared] of [['email (aes-siv)', 'email', 'emailShared'], ['name (aes-gcm)', 'name', 'nameShared']] as const) {
     const [scopedChain, sharedChain] = [bind(scoped), bind(shared)];
     const perSubjectChunk = (store: SubjectKeyStore) => async () => {
@@ -132,10 +135,35 @@ async function boundFigures(engine: Engine, warm: SubjectKeyStore, cold: Subject
       clear.forEach((value, i) => engine.withSubject(subjectId(i), ring, () => scopedChain(value)));
     };
     const base = await valuesPerSecond(() => sharedChain.many(clear));
+    if (scoped === 'email') sharedSiv = base;
     const hot = await valuesPerSecond(perSubjectChunk(warm));
     const chill = await valuesPerSecond(perSubjectChunk(cold));
     console.log(`${label.padEnd(17)} ${fmt(base).padStart(16)} ${fmt(hot).padStart(16)}  ${ratio(hot, base).padStart(5)} ${fmt(chill).padStart(16)}  ${ratio(chill, base).padStart(5)}`);
   }
+  return sharedSiv;
+}
+
+/**
+ * What a key per value costs at the least, whatever the code around it: the value's own AES
+ * blocks, one at a time under its own key — on @noble/ciphers' round function (the engine's
+ * per-key path) or a node:crypto cipher already keyed (a native call per block run) — beside a
+ * shared key, whose batch runs the same block of 1,000 values in one native call. AES-SIV of a
+ * value of n bytes (n ≥ 16) takes ⌈n/16⌉ CMAC blocks then ⌈n/16⌉ CTR blocks, the CTR pass
+ * under the tag the CMAC made (two dependent passes); nothing else of a protect is counted.
+ */
+function perKeyFloor(sharedSiv: number, bytes: number): void {
+  const keys = Array.from({ length: BATCH }, () => randomBytes(32));
+  // the round function the engine's per-key AES (AesBlock) runs, on expanded keys
+  const js = keys.map((k) => unsafe.expandKeyLE(Uint8Array.from(k)));
+  const jsBlocks = opsPerSecond((i) => unsafe.encrypt(js[i % BATCH]!, i, 1, 2, 3));
+  const native = keys.map((k) => createCipheriv('aes-256-ecb', k, null).setAutoPadding(false));
+  const run = Buffer.alloc(16 * Math.ceil(bytes / 16));
+  const nativeRuns = opsPerSecond((i) => native[i % BATCH]!.update(run));
+  const blocks = 2 * Math.ceil(bytes / 16);
+  const floor = Math.max(jsBlocks / blocks, nativeRuns / 2);
+  const us = (rate: number) => (1e6 / rate).toFixed(3);
+  console.log(`\nthe floor of a key per value (AES-256, 1,000 keys in turn): one block on noble's round function ${us(jsBlocks)} µs; one keyed node:crypto call over a value's ${blocks / 2} blocks ${us(nativeRuns)} µs`);
+  console.log(`AES-SIV of a ${bytes}-byte value under its own key: at least ${blocks} blocks one at a time or 2 dependent native calls — ${us(floor)} µs, ${fmt(floor)} values/s with nothing else done: ${ratio(floor, sharedSiv)} the bound shared-key AES-SIV rate above (which includes all of its own work)`);
 }
 
 if (import.meta.filename === process.argv[1]) await subjectTransforms();
