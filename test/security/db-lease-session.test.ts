@@ -31,7 +31,7 @@ const verifier: BearerVerifier = {
 };
 const audit = new MemoryAuditSink();
 let dir: string;
-let fixture: EngineFixture = engineFixture();
+const fixture: EngineFixture = engineFixture();
 let source: LeaseSource = { engine: fixture.engine, config: fixture.config };
 let server: DbSocketServer;
 let plain: DbSocketServer;
