@@ -9,6 +9,8 @@ export interface DbCredentials {
   timeoutMs?: number;
   /** veil serve's Unix socket (VEIL_DB_SOCKET) as the database server sees it: Protect goes over it; '' clears it */
   socketPath?: string;
+  /** with socketPath: the trigger may protect with keys veil leases (docs/database.md, "Leased keys") */
+  socketLease?: boolean;
 }
 
 /**
@@ -33,7 +35,7 @@ export function configureSql(c: DbCredentials): string {
     row,
     '\\.',
     'SELECT veil.configure(veil_url, client_id, client_secret, protect_role, token_url, timeout_ms) FROM veil_credentials_in;',
-    ...(c.socketPath === undefined ? [] : [`SELECT veil.configure_socket(${c.socketPath === '' ? 'NULL' : `'${c.socketPath.replaceAll("'", "''")}'`});`]),
+    ...(c.socketPath === undefined ? [] : [`SELECT veil.configure_socket(${c.socketPath === '' ? 'NULL' : `'${c.socketPath.replaceAll("'", "''")}'`}, lease => ${c.socketLease === true});`]),
     '',
   ].join('\n');
 }

@@ -94,7 +94,10 @@ export class LeaseDesk {
     const now = this.deps.now().getTime();
     this.held.set(lease, { className: frame.className, propertyName: frame.propertyName, source, keyId: terms.keyId, version: terms.version, pinned: terms.pinned, budget, used: 0, until: now + settings.ttlMs });
     await this.record(requestId, caller, { outcome: 'ok', instances: 0, fields: [], admin: { action: 'db.lease', target: `${field} ${terms.keyId} v${terms.version} budget ${budget}` } });
-    return leaseGrantFrame({ lease, validForMs: settings.ttlMs, budget, maxChars: this.deps.valueLength, kind: terms.kind, header: terms.header, label: terms.label, key: terms.key });
+    const reply = leaseGrantFrame({ lease, validForMs: settings.ttlMs, budget, maxChars: this.deps.valueLength, kind: terms.kind, header: terms.header, label: terms.label, key: terms.key });
+    // the frame holds its own copy: this one is not left for the collector to find
+    terms.key.fill(0);
+    return reply;
   }
 
   /** LEASE_AUDIT: every report is checked before any is counted; a refusal throws (and the session closes). */
