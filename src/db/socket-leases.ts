@@ -75,7 +75,8 @@ export class LeaseDesk {
     const { settings } = this.deps;
     const field = `${frame.className}.${frame.propertyName}`;
     if (this.held.size >= MAX_HELD) this.dropExpired();
-    if (this.held.size >= MAX_HELD) throw new DbError('DB_LEASE_INVALID', `this connection holds ${MAX_HELD} leases already`);
+    // more fields than that on one connection: the rest keep the round trip
+    if (this.held.size >= MAX_HELD) throw new DbError('DB_LEASE_UNAVAILABLE', `this connection holds ${MAX_HELD} leases already`);
     const source = settings.source();
     const budget = Math.max(1, Math.min(this.budgets.get(field) ?? FIRST_BUDGET, settings.maxBudget, this.deps.burst));
     let terms;
@@ -92,12 +93,15 @@ export class LeaseDesk {
     this.budgets.set(field, Math.min(budget * 2, settings.maxBudget));
     const lease = ++this.next;
     const now = this.deps.now().getTime();
-    this.held.set(lease, { className: frame.className, propertyName: frame.propertyName, source, keyId: terms.keyId, version: terms.version, pinned: terms.pinned, budget, used: 0, until: now + settings.ttlMs });
-    await this.record(requestId, caller, { outcome: 'ok', instances: 0, fields: [], admin: { action: 'db.lease', target: `${field} ${terms.keyId} v${terms.version} budget ${budget}` } });
-    const reply = leaseGrantFrame({ lease, validForMs: settings.ttlMs, budget, maxChars: this.deps.valueLength, kind: terms.kind, header: terms.header, label: terms.label, key: terms.key });
-    // the frame holds its own copy: this one is not left for the collector to find
-    terms.key.fill(0);
-    return reply;
+    try {
+      // the grant is audited before the key goes out: no record, no key
+      await this.record(requestId, caller, { outcome: 'ok', instances: 0, fields: [], admin: { action: 'db.lease', target: `${field} ${terms.keyId} v${terms.version} budget ${budget}` } });
+      this.held.set(lease, { className: frame.className, propertyName: frame.propertyName, source, keyId: terms.keyId, version: terms.version, pinned: terms.pinned, budget, used: 0, until: now + settings.ttlMs });
+      return leaseGrantFrame({ lease, validForMs: settings.ttlMs, budget, maxChars: this.deps.valueLength, kind: terms.kind, header: terms.header, label: terms.label, key: terms.key });
+    } finally {
+      // the frame holds its own copy: this one is not left for the collector to find
+      terms.key.fill(0);
+    }
   }
 
   /** LEASE_AUDIT: every report is checked before any is counted; a refusal throws (and the session closes). */
