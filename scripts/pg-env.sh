@@ -24,12 +24,13 @@ as_owner() {
 }
 
 install_pg() {
-  if [ -x "$PG_BIN/initdb" ] && [ -f "/usr/lib/postgresql/$PG_VERSION/lib/plpython3.so" ]; then return; fi
-  log "installing postgresql-$PG_VERSION and postgresql-plpython3-$PG_VERSION from Debian"
+  # python3-cryptography: what PL/Python's interpreter seals leased keys with (docs/database.md)
+  if [ -x "$PG_BIN/initdb" ] && [ -f "/usr/lib/postgresql/$PG_VERSION/lib/plpython3.so" ] && dpkg -s python3-cryptography >/dev/null 2>&1; then return; fi
+  log "installing postgresql-$PG_VERSION, postgresql-plpython3-$PG_VERSION and python3-cryptography from Debian"
   local sudo=""; [ "$(id -u)" = 0 ] || sudo=sudo
   export DEBIAN_FRONTEND=noninteractive
   $sudo apt-get update -qq
-  $sudo apt-get install -y -qq "postgresql-$PG_VERSION" "postgresql-plpython3-$PG_VERSION" >/dev/null
+  $sudo apt-get install -y -qq "postgresql-$PG_VERSION" "postgresql-plpython3-$PG_VERSION" python3-cryptography >/dev/null
 }
 
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
