@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Kafka, logLevel, type IHeaders } from 'kafkajs';
 import { expect } from 'vitest';
+import { kafkaLibs } from './kafka-libs.ts';
 
 export const BROKERS = (process.env.KAFKA_BROKERS ?? '127.0.0.1:19092').split(',');
 export const REGISTRY_URL = process.env.SCHEMA_REGISTRY_URL ?? 'http://127.0.0.1:18081/apis/ccompat/v7';
@@ -80,12 +81,6 @@ export async function consume(kafka: Kafka, topic: string, count: number, timeou
   return got;
 }
 
-/** The class path of the Kafka jars scripts/test-env.sh installed (Kafka's own Java client and tools). */
-async function kafkaLibs(): Promise<string> {
-  const { homedir } = await import('node:os');
-  return `${process.env.VEIL_CACHE_DIR ?? `${homedir()}/.cache/veil`}/kafka-${process.env.VEIL_KAFKA_VERSION ?? '3.9.1'}/libs/*`;
-}
-
 /**
  * Produces with Kafka's own Java console producer (a second, non-kafkajs client, from the jars
  * test-env.sh installed), which can write what kafkajs cannot: null header values. A line is
@@ -93,7 +88,7 @@ async function kafkaLibs(): Promise<string> {
  */
 export async function javaProduce(topic: string, lines: string[], brokers = BROKERS.join(',')): Promise<void> {
   const { execFile } = await import('node:child_process');
-  const libs = await kafkaLibs();
+  const libs = kafkaLibs();
   await new Promise<void>((resolve, reject) => {
     const child = execFile('java', ['-cp', libs, 'kafka.tools.ConsoleProducer', '--bootstrap-server', brokers, '--topic', topic,
       '--property', 'parse.headers=true', '--property', 'parse.key=true', '--property', 'null.marker=NULL', '--producer-property', 'acks=all'],
@@ -125,7 +120,7 @@ export async function steadyProducer(kafka: Kafka): Promise<{ send(topic: string
  */
 export async function javaConsumeCommitted(topic: string, brokers = BROKERS.join(',')): Promise<{ partition: number; offset: string; value: string }[]> {
   const { execFile } = await import('node:child_process');
-  const libs = await kafkaLibs();
+  const libs = kafkaLibs();
   const source = new URL('./java/ReadCommitted.java', import.meta.url).pathname;
   const out = await new Promise<string>((resolve, reject) => {
     execFile('java', ['-cp', libs, '-Dlog4j.configuration=file:/dev/null', source, brokers, topic], { timeout: 300_000, maxBuffer: 256 << 20 }, (error, stdout) => (error ? reject(error) : resolve(stdout)));
@@ -139,7 +134,7 @@ export async function javaConsumeCommitted(topic: string, brokers = BROKERS.join
 /** A consumer group's state and members (group.instance.id, client id, partitions) as Kafka's own AdminClient describes them (test/helpers/java/DescribeGroup.java). */
 export async function javaDescribeGroup(group: string, brokers = BROKERS.join(',')): Promise<{ state: string; members: { instanceId: string | null; clientId: string; partitions: number }[] }> {
   const { execFile } = await import('node:child_process');
-  const libs = await kafkaLibs();
+  const libs = kafkaLibs();
   const source = new URL('./java/DescribeGroup.java', import.meta.url).pathname;
   const out = await new Promise<string>((resolve, reject) => {
     execFile('java', ['-cp', libs, '-Dlog4j.configuration=file:/dev/null', source, brokers, group], { timeout: 120_000 }, (error, stdout) => (error ? reject(error) : resolve(stdout)));
@@ -160,7 +155,7 @@ export async function javaConsumeHeaders(topic: string, brokers = BROKERS.join('
 /** javaConsumeHeaders with each record's key too (null for none). */
 export async function javaConsumeRecords(topic: string, brokers = BROKERS.join(','), keys = true): Promise<{ partition: number; offset: string; key: Buffer | null; value: Buffer; headers: { key: string; value: Buffer | null }[] }[]> {
   const { execFile } = await import('node:child_process');
-  const libs = await kafkaLibs();
+  const libs = kafkaLibs();
   const source = new URL('./java/ReadHeaders.java', import.meta.url).pathname;
   const out = await new Promise<string>((resolve, reject) => {
     execFile('java', ['-cp', libs, '-Dlog4j.configuration=file:/dev/null', source, brokers, topic, ...(keys ? ['keys'] : [])], { timeout: 300_000, maxBuffer: 256 << 20 }, (error, stdout) => (error ? reject(error) : resolve(stdout)));
