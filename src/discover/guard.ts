@@ -63,6 +63,15 @@ export function mayBePersonal(shape: Shape, hints: number): boolean {
   return (hints & PERSON) !== 0 && digits === 0 && length <= 80;
 }
 
+/**
+ * mayBePersonal for a value known to hold no digit, no `@` and no escape, without its shape: only
+ * a person's name in a field named so can be one (every other kind needs digits or an `@`).
+ * `length` counts as shapeOfBytes does (UTF-8 bytes).
+ */
+export function mayBePersonalWithoutDigits(length: number, hints: number): boolean {
+  return (hints & PERSON) !== 0 && length >= 5 && length <= 80;
+}
+
 const IBAN_START = /^[A-Za-z]{2}\d{2}/;
 
 /** The shape of a value's text. */

@@ -1,6 +1,6 @@
 import { foldKey } from '../json-bytes/paths.ts';
-import { EV_RAW, EV_STRING, keyText, leafText, type PlaceStep, type ScanPlace, type UnmappedVisitor } from '../json-bytes/scan.ts';
-import { fieldHints, mayBePersonal, shapeOfBytes, unmappedKeyKind, unmappedValueKind, type GuardKind } from './guard.ts';
+import { EV_RAW, EV_STRING, keyText, leafText, TRAIT_AT, TRAIT_DIGIT, TRAIT_ESCAPE, type PlaceStep, type ScanPlace, type UnmappedVisitor } from '../json-bytes/scan.ts';
+import { fieldHints, mayBePersonal, mayBePersonalWithoutDigits, shapeOfBytes, unmappedKeyKind, unmappedValueKind, type GuardKind } from './guard.ts';
 import { pathSegment } from './profile.ts';
 
 /** Personal data where no mapping looks: the path (keys that are data shown as `*`) and kind — never the value. */
@@ -30,6 +30,9 @@ export function allowedPath(path: string): AllowedPath {
  * findings must then refuse it).
  */
 const MAX_FINDINGS = 16;
+
+/** the string traits that make a value more than plain words */
+const PLAIN_MASK = TRAIT_DIGIT | TRAIT_AT | TRAIT_ESCAPE;
 
 /**
  * The unmapped guard over a JSON document, as the scanner's visitor (scanJson): every string and
@@ -66,9 +69,14 @@ export class JsonGuard implements UnmappedVisitor {
     if (to - from < 5 || (kind === EV_RAW && !isDigit(b[start]))) return;
     // a number with a fraction or an exponent is no identifier
     if (kind === EV_RAW && !allDigits(b, from, to)) return;
-    const shape = shapeOfBytes(b, from, to);
     const keyStart = place.keyStart();
     const keyEnd = keyStart < 0 ? -1 : place.keyEnd();
+    // most strings hold no digit, `@` or escape (the scanner tells): only a name can be one, in a field named so
+    if (kind === EV_STRING && (place.stringTraits() & PLAIN_MASK) === 0) {
+      const hints = keyStart >= 0 && mayNameAPerson(b, keyStart + 1, keyEnd - 1) ? this.hints.of(b, keyStart, keyEnd) : 0;
+      if (!mayBePersonalWithoutDigits(to - from, hints)) return;
+    }
+    const shape = shapeOfBytes(b, from, to);
     // the field's name matters only to names (no digits) and to numbers of 4 digits or more
     // (dates, phones, SSNs): most values need no lookup of their key
     const named = keyStart >= 0 && (shape.digits >= 4 || (shape.digits === 0 && mayNameAPerson(b, keyStart + 1, keyEnd - 1)));
@@ -81,7 +89,8 @@ export class JsonGuard implements UnmappedVisitor {
 
   key(b: Buffer, start: number, end: number, place: ScanPlace): void {
     if (this.truncated) return;
-    if (!mayBePersonal(shapeOfBytes(b, start + 1, end - 1), 0)) return;
+    // a key is checked without a field's hints: without a digit, `@` or escape it is no guarded kind
+    if ((place.stringTraits() & PLAIN_MASK) === 0 || !mayBePersonal(shapeOfBytes(b, start + 1, end - 1), 0)) return;
     const found = unmappedKeyKind(keyText(b, start, end));
     if (found !== undefined) this.report(place.trail(), found, start, end, true);
   }

@@ -72,7 +72,20 @@ export interface ScanPlace {
   /** the raw span, quotes included, of the key naming the value being visited — its own, or for an array element the array's — or -1s at the root */
   keyStart(): number;
   keyEnd(): number;
+  /**
+   * What the string being visited (a string value or a key) holds, as TRAIT_* bits gathered while
+   * it was scanned: a visitor needs no second pass over a string to learn it has no digit, `@` or
+   * escape (most words, codes and keys). Meaningless for numbers.
+   */
+  stringTraits(): number;
 }
+
+/** a string holds an ASCII digit, as written (an escape's hex digits do not count) */
+export const TRAIT_DIGIT = 1;
+/** a string holds `@`, as written */
+export const TRAIT_AT = 2;
+/** a string holds an escape (`\`): what it stands for (a digit, an `@`) is known only decoded */
+export const TRAIT_ESCAPE = 4;
 
 /** The bytes are not one UTF-8 JSON text. Carries no position or byte: callers report it in their own terms. */
 export class JsonSyntaxError extends Error {
@@ -163,6 +176,8 @@ class Scanner implements ScanPlace {
    */
   private readonly frames: Frame[] = [];
   private mappedDepth = 0;
+  /** TRAIT_* bits of the last string scanned with a visitor */
+  private traits = 0;
 
   /** Scans are synchronous and never nest, so one scanner serves them all; this readies it for `b`. */
   reset(b: Buffer, events: number[], from: number, visitor: UnmappedVisitor | undefined): void {
@@ -202,7 +217,7 @@ class Scanner implements ScanPlace {
         const start = p;
         let kind = EV_RAW;
         if (c === 0x22) {
-          p = scanString(b, p, len);
+          p = this.visitor === undefined ? scanString(b, p, len) : this.scanStringTraits(b, p, len);
           kind = EV_STRING;
         } else if (c === 0x2d || (c >= 0x30 && c <= 0x39)) p = scanNumber(b, p);
         else {
@@ -233,7 +248,7 @@ class Scanner implements ScanPlace {
       } else {
         if (c !== 0x22) throw notJson();
         const start = p;
-        p = scanString(b, p, len);
+        p = this.visitor === undefined ? scanString(b, p, len) : this.scanStringTraits(b, p, len);
         const frame = this.frame();
         exp = frame === undefined ? null : matchKey(b, start, p, frame);
         if (this.visitor !== undefined) {
@@ -245,6 +260,35 @@ class Scanner implements ScanPlace {
         if (b[p] !== 0x3a) throw notJson();
         p++;
         state = VALUE;
+      }
+    }
+  }
+
+  stringTraits(): number {
+    return this.traits;
+  }
+
+  /**
+   * scanString for a visitor, also gathering the string's TRAIT_* bits. Ordered for text: bytes
+   * from `]` up (lower-case letters, most punctuation, UTF-8 sequences) cost one comparison.
+   */
+  private scanStringTraits(b: Buffer, p: number, len: number): number {
+    let traits = 0;
+    for (p++; ; ) {
+      if (p >= len) throw notJson();
+      const c = b[p]!;
+      if (c > 0x5c || (c >= 0x41 && c < 0x5c)) p++;
+      else if (c === 0x5c) {
+        traits |= TRAIT_ESCAPE;
+        p = scanEscape(b, p + 1);
+      } else if (c === 0x22) {
+        this.traits = traits;
+        return p + 1;
+      } else if (c < 0x20) throw notJson();
+      else {
+        if (c >= 0x30 && c <= 0x39) traits |= TRAIT_DIGIT;
+        else if (c === 0x40) traits |= TRAIT_AT;
+        p++;
       }
     }
   }

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { compileExpectation, type JsonPath } from '../../src/json-bytes/paths.ts';
-import { EV_MISSING, EV_NO_ARRAY, EV_NOT_SCALAR, EV_RAW, EV_SHAPE, EV_STRING, JsonSyntaxError, leafText, scanJson } from '../../src/json-bytes/scan.ts';
+import { EV_MISSING, EV_NO_ARRAY, EV_NOT_SCALAR, EV_RAW, EV_SHAPE, EV_STRING, JsonSyntaxError, leafText, scanJson, TRAIT_AT, TRAIT_DIGIT, TRAIT_ESCAPE, type UnmappedVisitor } from '../../src/json-bytes/scan.ts';
 import { valueText } from '../helpers/json-text.ts';
 
 /** `a.b[*].c` as a JsonPath (test shorthand: dots, and [*] after a key or alone) */
@@ -26,9 +26,13 @@ function scan(input: string | Buffer, paths: string[]): [number, number, string 
   return out;
 }
 
-function rejects(input: string | Buffer, paths: string[]): boolean {
+/** a visitor that sees everything and does nothing: strings are then scanned with their traits */
+const NOOP: UnmappedVisitor = { value() {}, key() {} };
+
+function rejects(input: string | Buffer, paths: string[], visitor?: UnmappedVisitor): boolean {
   try {
-    scan(input, paths);
+    if (visitor) scanJson(typeof input === 'string' ? Buffer.from(input, 'utf8') : input, compileExpectation(paths.map(path)), [], 0, visitor);
+    else scan(input, paths);
     return false;
   } catch (e) {
     if (e instanceof JsonSyntaxError) return true;
@@ -104,6 +108,7 @@ describe('scanJson rejects what is not JSON', () => {
     expect(parses(text)).toBe(false);
     expect(rejects(text, ['email'])).toBe(true);
     expect(rejects(text, [])).toBe(true);
+    expect(rejects(text, [], NOOP)).toBe(true);
   });
 
   const bytes: [string, Buffer][] = [
@@ -118,6 +123,7 @@ describe('scanJson rejects what is not JSON', () => {
   it.each(bytes)('%s', (_name, input) => {
     expect(rejects(input, ['email'])).toBe(true);
     expect(rejects(input, [])).toBe(true);
+    expect(rejects(input, [], NOOP)).toBe(true);
   });
 
   it('handles deep nesting without recursion', () => {
@@ -143,6 +149,40 @@ describe('scanJson against JSON.parse', () => {
       const bytes = Buffer.from(text, 'utf8');
       const decoded = bytes.toString('utf8');
       expect(!rejects(bytes, [])).toBe(parses(decoded));
+      // with a visitor strings are scanned by the traits-gathering loop: the same verdict
+      expect(!rejects(bytes, [], NOOP)).toBe(parses(decoded));
     }), { numRuns: 3000 });
+  });
+});
+
+describe('the traits of a visited string', () => {
+  /** the traits the scanner reports for every string value and key, beside the ones read off its raw bytes */
+  function traitsOf(text: string): [number, number][] {
+    const bytes = Buffer.from(text, 'utf8');
+    const out: [number, number][] = [];
+    const expected = (start: number, end: number) => {
+      const raw = bytes.subarray(start + 1, end - 1).toString('latin1');
+      // digits and @ as written, outside escapes (an escape's hex digits are not the string's)
+      const bare = raw.replace(/\\(u[0-9a-fA-F]{4}|.)/g, '');
+      return (/[0-9]/.test(bare) ? TRAIT_DIGIT : 0) | (bare.includes('@') ? TRAIT_AT : 0) | (raw.includes('\\') ? TRAIT_ESCAPE : 0);
+    };
+    scanJson(bytes, null, [], 0, {
+      value(b, kind, start, end, place) {
+        if (kind === EV_STRING) out.push([place.stringTraits(), expected(start, end)]);
+      },
+      key(b, start, end, place) {
+        out.push([place.stringTraits(), expected(start, end)]);
+      },
+    });
+    return out;
+  }
+
+  it('says whether it holds a digit, an @ or an escape, as its raw bytes do', () => {
+    expect(traitsOf('{"a1":"x@y","plain":["word","9","\\u0040","é€","[^_`{}~]"]}').map(([got]) => got))
+      .toEqual([TRAIT_DIGIT, TRAIT_AT, 0, 0, TRAIT_DIGIT, TRAIT_ESCAPE, 0, 0]);
+    const texts = fc.oneof(valueText, fc.dictionary(fc.string({ unit: fc.constantFrom(...'aZ09@\\"/ é[]^_`{~\u007f') }), fc.string({ unit: fc.constantFrom(...'aZ09@ é[]^_`{~') })).map((o) => JSON.stringify(o)));
+    fc.assert(fc.property(texts, (text) => {
+      for (const [got, want] of traitsOf(text)) expect(got).toBe(want);
+    }), { numRuns: 2000 });
   });
 });
