@@ -185,7 +185,7 @@ function javaTable(java: JavaCost, v: Cost): string[] {
     `veil/Java                 ${ratio(v.rate, java.rate).padEnd(10)}${ratio(cpuPerRecord(v), cpuPerRecord(java))} the CPU per record`,
     `  the Java copy: ${java.threads}`,
     `  veil: ${v.threads}`,
-    `  both timed alike: the group's first ${fmt(WARM)} records untimed, then ${fmt(N)} between two counts of its committed offsets; veil's figure is its 4-partition run above. The JVM first: ${java.warmup}`,
+    `  both timed alike: the group's first ${fmt(WARM)} records untimed, then ${fmt(N)} between two counts of its committed offsets (polled every 50 ms; timed over ${(N / java.rate).toFixed(2)} s for the Java copy and ${(N / v.rate).toFixed(2)} s for veil, so a poll's lag weighs more on the shorter); veil's figure is its 4-partition run above. The JVM first: ${java.warmup}`,
     `target: veil ≥ 0.85× the tuned Java copy (rec/s, this run): ${met ? 'met' : 'not met'} (${ratio(v.rate, java.rate)})`,
   ];
 }
@@ -193,7 +193,7 @@ function javaTable(java: JavaCost, v: Cost): string[] {
 /** What limits a figure: the process's CPU when it is near one core, else the transactions' round trips. */
 function limit(c: Cost): string {
   const perBatch = Math.round((WARM + N) / Math.max(1, c.batches));
-  const what = c.cpu > 0.85 ? 'CPU-bound (a core or more: the consumer thread, protection threads and librdkafka threads together)' : 'waiting on broker round trips';
+  const what = c.cpu > 0.85 ? 'CPU-bound (a core or more: all its threads together — for veil the consumer thread, protection threads and librdkafka threads)' : 'waiting on broker round trips';
   return `${Math.round(c.cpu * 100)}% of a core, ${fmt(c.batches)} transactions (warm-up included) of ~${fmt(perBatch)} records: ${what}; ${c.threads}`;
 }
 
