@@ -118,6 +118,17 @@ export function unmappedKeyKind(text: string): GuardKind | undefined {
   return unmappedValueKind(text, '');
 }
 
+/**
+ * unmappedKeyKind of a record key's UTF-8 bytes, decoded only when its shape can be a guarded
+ * kind (most keys are ids): no string or shape object per record. A key longer than the gates'
+ * 254 bytes is decoded and checked whole (its characters may be fewer).
+ */
+export function unmappedKeyKindOfBytes(b: Buffer): GuardKind | undefined {
+  const shape = shapeOfBytes(b, 0, b.length);
+  if (shape.length <= 254 && !mayBePersonal(shape, 0)) return undefined;
+  return unmappedKeyKind(b.toString('utf8'));
+}
+
 // one shape, overwritten value after value (the guard is synchronous): no object per value
 const scratch: Shape = { length: 0, letters: 0, digits: 0, at: false, ibanStart: false, international: false };
 

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { JsonGuard, type UnmappedFinding } from '../../src/discover/json-guard.ts';
-import { unmappedKeyKind, unmappedValueKind } from '../../src/discover/guard.ts';
+import { unmappedKeyKind, unmappedKeyKindOfBytes, unmappedValueKind } from '../../src/discover/guard.ts';
 import { EV_RAW, EV_STRING, keyText, leafText, scanJson, type UnmappedVisitor } from '../../src/json-bytes/scan.ts';
 
 /** JSON text of a tree, its strings written with \u escapes where `escape` says (a key or value may hide an @ or digits in them) */
@@ -66,5 +66,15 @@ describe('the unmapped guard over JSON bytes (JsonGuard)', () => {
     guard.begin();
     scanJson(bytes, null, [], 0, guard);
     expect(guard.findings.map((f) => [f.path, f.kind])).toEqual([['lastName', 'person-name'], ['surname[]', 'person-name']]);
+  });
+
+  it('checks a record key\'s bytes as its decoded text (unmappedKeyKindOfBytes)', () => {
+    const text = fc.oneof(fc.constantFrom(...PERSONAL, ...KEYS), WORDS, fc.string({ unit: 'binary', maxLength: 300 }), fc.tuple(fc.string({ unit: fc.constantFrom('é', '€', '😀'), maxLength: 120 }), fc.constantFrom(...PERSONAL)).map(([pad, v]) => pad + v));
+    fc.assert(fc.property(text, (t) => {
+      const bytes = Buffer.from(t, 'utf8');
+      expect(unmappedKeyKindOfBytes(bytes)).toBe(unmappedKeyKind(bytes.toString('utf8')));
+    }), { numRuns: 3000 });
+    expect(unmappedKeyKindOfBytes(Buffer.from('ann@example.com'))).toBe('email');
+    expect(unmappedKeyKindOfBytes(Buffer.from('k12345'))).toBeUndefined();
   });
 });

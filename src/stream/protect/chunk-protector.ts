@@ -1,6 +1,6 @@
 import { isSubjectId, ValueError, VeilError, type Chain, type Engine } from '../../engine/index.ts';
 import { fetchSubjectKeys, type SubjectKeyStore } from '../../subjects/index.ts';
-import { unmappedKeyKind } from '../../discover/guard.ts';
+import { unmappedKeyKindOfBytes } from '../../discover/guard.ts';
 import { unmappedPolicy, type PipelineConfig } from '../config/index.ts';
 import { jsonSubjectReader, mappings } from '../serde/index.ts';
 import type { GuardPlan, RecordProtection, Serde } from '../serde/index.ts';
@@ -188,16 +188,15 @@ export class RecordProtector implements ChunkProtector {
     const guard = this.protection.guard;
     if (!this.keyTransform && (guard === undefined || key === null)) return { bytes: key };
     if (key === null) throw new StreamError('KEY_MISSING', 'the record has no key');
-    const text = key.toString('utf8');
     let transform = this.keyTransform;
     if (transform === undefined) {
-      const kind = unmappedKeyKind(text);
+      const kind = unmappedKeyKindOfBytes(key);
       if (kind === undefined) return { bytes: key };
       transform = guard?.protect.get(kind);
       if (transform === undefined) throw new StreamError('UNMAPPED_PERSONAL_DATA', `the record key holds ${kind === 'email' ? 'an' : 'a'} ${kind} and the pipeline does not protect keys`, { path: KEY_PATH, kind });
     }
     try {
-      return { bytes: utf8(transform(text)), path: KEY_PATH };
+      return { bytes: utf8(transform(key.toString('utf8'))), path: KEY_PATH };
     } catch (e) {
       if (e instanceof ValueError) throw new StreamError(e.code, `record key: value ${e.message}`, { path: KEY_PATH });
       throw e;
