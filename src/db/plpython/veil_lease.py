@@ -215,7 +215,7 @@ class LeaseCalls(object):
         if self.leases and self.lease_origin != origin:
             self.report_leases()  # another socket, client or role: the old leases' values go first
             self.leases.clear()
-        kind, reply = self.lease_exchange(s, frame)
+        kind, reply = self.socket_exchange(s, frame)
         if kind == 'error' and reply['code'] == 'DB_LEASE_UNAVAILABLE':
             self.no_lease[key] = now + NO_LEASE_SECONDS
             return None
@@ -246,7 +246,7 @@ class LeaseCalls(object):
         frame = framed(OP_LEASE_AUDIT + str8(self.lease_db_role, VeilFailure('DB_ARGUMENT_INVALID', 400, 'the database role name is too long'))
                        + struct.pack('>H', len(used)) + b''.join(struct.pack('>II', l.id, l.used) for _k, l in used))
         try:
-            kind, reply = self.lease_exchange(self.lease_settings, frame)
+            kind, reply = self.socket_exchange(self.lease_settings, frame)
         except VeilFailure:
             self.leases.clear()
             raise
@@ -261,18 +261,3 @@ class LeaseCalls(object):
             if not holds:
                 self.leases.pop(k, None)
 
-    def lease_exchange(self, s, frame):
-        """One lease frame answered: once more with a fresh token after a 401, 429s waited out within the timeout."""
-        renewed = False
-        waited = 0.0
-        while True:
-            token = self.bearer(s, renew=renewed)
-            kind, reply = self.socket_call(s, token, frame)
-            if kind == 'error' and reply['status'] == 401 and not renewed:
-                renewed = True
-                continue
-            if kind == 'error' and reply['status'] == 429 and 0 < reply['retry_after'] and waited + reply['retry_after'] <= s.timeout:
-                time.sleep(reply['retry_after'])
-                waited += reply['retry_after']
-                continue
-            return kind, reply

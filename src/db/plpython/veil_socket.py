@@ -201,20 +201,7 @@ class SocketCalls(object):
         return framed(b''.join(parts))
 
     def socket_chunk(self, s, role, db_role, chunk, offset):
-        frame = self.protect_frame(db_role, role, chunk)
-        renewed = False
-        waited = 0.0
-        while True:
-            token = self.bearer(s, renew=renewed)
-            kind, reply = self.socket_call(s, token, frame)
-            if kind == 'error' and reply['status'] == 401 and not renewed:
-                renewed = True  # expired or refused: once more with a fresh token
-                continue
-            if kind == 'error' and reply['status'] == 429 and 0 < reply['retry_after'] and waited + reply['retry_after'] <= s.timeout:
-                time.sleep(reply['retry_after'])
-                waited += reply['retry_after']
-                continue
-            break
+        kind, reply = self.socket_exchange(s, self.protect_frame(db_role, role, chunk))
         self.stats['transforms'] += 1
         if kind == 'values':
             if len(reply) != len(chunk):
@@ -228,6 +215,22 @@ class SocketCalls(object):
         # veil's titles come from its catalog or fixed text and never hold a value
         raise VeilFailure(reply['code'], reply['status'], reply['title'][:200], reply['retriable'],
                           reply['pointer'] or None, field, instances)
+
+    def socket_exchange(self, s, frame):
+        """One frame answered: once more with a fresh token after a 401 (expired or refused), 429s waited out within the timeout."""
+        renewed = False
+        waited = 0.0
+        while True:
+            token = self.bearer(s, renew=renewed)
+            kind, reply = self.socket_call(s, token, frame)
+            if kind == 'error' and reply['status'] == 401 and not renewed:
+                renewed = True
+                continue
+            if kind == 'error' and reply['status'] == 429 and 0 < reply['retry_after'] and waited + reply['retry_after'] <= s.timeout:
+                time.sleep(reply['retry_after'])
+                waited += reply['retry_after']
+                continue
+            return kind, reply
 
     def socket_call(self, s, token, frame):
         """One frame answered on the kept connection (opened and authenticated as needed)."""
