@@ -61,8 +61,8 @@ describe('the document', () => {
 
   it('documents every problem status a transform call can get, with the codes of that status', () => {
     const responses = (openApiDocument() as Loose).paths['/transform'].post.responses;
-    /** codes a transform call cannot get: key management, startup, the Kafka pipelines, the admin portal and the gateway */
-    const elsewhere = new Set(['ADMIN_ROLE_MISSING', 'CSRF_TOKEN_INVALID', 'PUBLISH_REFUSED', 'DRAFT_CHANGED', 'FOUR_EYES_REQUIRED', 'DRAFT_LIMIT_EXCEEDED', 'SANDBOX_BUSY', 'SIGN_IN_RATE_LIMITED', 'SESSIONS_FULL', 'KEY_NOT_FOUND', 'KEY_EXISTS', 'KEY_MATERIAL_INVALID', 'CONFIG_INVALID', 'KEYSTORE_INVALID', 'NOT_FOUND', 'METHOD_NOT_ALLOWED', 'RECORD_MALFORMED', 'RECORD_INVALID', 'SCHEMA_UNKNOWN', 'FIELD_MISSING', 'KEY_MISSING', 'RECORD_TOO_LARGE', 'DEAD_LETTER_FAILED', 'TRANSACTION_ABORTED', 'REGISTRY_UNAVAILABLE', 'DEADLINE_EXCEEDED', 'REPLY_TOPIC_NOT_ALLOWED',
+    /** codes a transform call cannot get: key management, startup, the Kafka pipelines, the admin portal, the gateway and the database socket's leases */
+    const elsewhere = new Set(['DB_LEASE_UNAVAILABLE', 'DB_LEASE_INVALID', 'ADMIN_ROLE_MISSING', 'CSRF_TOKEN_INVALID', 'PUBLISH_REFUSED', 'DRAFT_CHANGED', 'FOUR_EYES_REQUIRED', 'DRAFT_LIMIT_EXCEEDED', 'SANDBOX_BUSY', 'SIGN_IN_RATE_LIMITED', 'SESSIONS_FULL', 'KEY_NOT_FOUND', 'KEY_EXISTS', 'KEY_MATERIAL_INVALID', 'CONFIG_INVALID', 'KEYSTORE_INVALID', 'NOT_FOUND', 'METHOD_NOT_ALLOWED', 'RECORD_MALFORMED', 'RECORD_INVALID', 'SCHEMA_UNKNOWN', 'FIELD_MISSING', 'KEY_MISSING', 'RECORD_TOO_LARGE', 'DEAD_LETTER_FAILED', 'TRANSACTION_ABORTED', 'REGISTRY_UNAVAILABLE', 'DEADLINE_EXCEEDED', 'REPLY_TOPIC_NOT_ALLOWED',
       'BODY_NOT_JSON', 'CONTENT_ENCODING_UNSUPPORTED', 'FIELD_SHAPE_MISMATCH', 'PATH_NOT_CANONICAL', 'REQUEST_FRAMING_INVALID', 'REQUEST_TARGET_INVALID', 'BODY_NOT_ALLOWED', 'HEADERS_TOO_LARGE', 'EXPECTATION_FAILED', 'UPSTREAM_UNAVAILABLE', 'UPSTREAM_TIMEOUT', 'UPSTREAM_RESPONSE_INVALID']);
     for (const [code, entry] of Object.entries(ERROR_CATALOG)) {
       if (elsewhere.has(code)) continue;

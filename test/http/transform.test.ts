@@ -540,6 +540,8 @@ describe('no bad input is a server error, and nothing leaks', () => {
       'BODY_NOT_JSON', 'CONTENT_ENCODING_UNSUPPORTED', 'FIELD_SHAPE_MISMATCH', 'PATH_NOT_CANONICAL', 'REQUEST_FRAMING_INVALID', 'REQUEST_TARGET_INVALID', 'BODY_NOT_ALLOWED', 'HEADERS_TOO_LARGE', 'EXPECTATION_FAILED', 'UPSTREAM_UNAVAILABLE', 'UPSTREAM_TIMEOUT', 'UPSTREAM_RESPONSE_INVALID',
       // inside PostgreSQL only (covered by test/integration/postgres-triggers.test.ts and test/db)
       'DB_NOT_CONFIGURED', 'DB_ROLE_UNMAPPED', 'DB_CREDENTIALS_REFUSED', 'DB_SERVICE_UNAVAILABLE', 'DB_ARGUMENT_INVALID', 'DB_RATE_LIMITED',
+      // the database socket's leased keys (covered by test/security/db-lease-session.test.ts and db-lease-triggers.test.ts)
+      'DB_LEASE_UNAVAILABLE', 'DB_LEASE_INVALID',
       // keys scoped to the data subject (covered by test/http/subjects-transform.test.ts, test/engine/subject-scope.test.ts,
       // test/subjects and test/integration/subjects-*.test.ts)
       'SUBJECT_ERASED', 'SUBJECT_ID_INVALID', 'SUBJECT_REQUIRED', 'SUBJECT_STORE_UNAVAILABLE',
