@@ -192,12 +192,59 @@ describe.each(streamClients())('Kafka port on %s (real broker)', (client) => {
     expect(seen).toEqual(Array.from({ length: total }, (_, i) => i));
   }, 60_000);
 
+  it('a topic\'s limit lowered under a transaction: it fails, never commits a part, and the retry on a new producer fits the new limit', async () => {
+    const t = topicsFor('lowered');
+    await createTopics(kafka, [t.clean], 1);
+    const id = `lowered-${t.id}`;
+    const record = (i: number) => ({ topic: t.clean, key: null, value: Buffer.from(`${String(i).padStart(4, '0')}${'v'.repeat(996)}`), headers: [] });
+    const first = await port.producer({ transactionalId: id });
+    const warm = await first.transaction();
+    await warm.send([record(0)]);
+    await warm.commit(); // the port now knows the topic's default limit (about 1 MB)
+    const admin = kafka.admin();
+    await admin.connect();
+    await admin.alterConfigs({ validateOnly: false, resources: [{ type: 2, name: t.clean, configEntries: [{ name: 'max.message.bytes', value: '20000' }] }] });
+    const limitNow = async () => (await admin.describeConfigs({ includeSynonyms: false, resources: [{ type: 2, name: t.clean, configNames: ['max.message.bytes'] }] })).resources[0]!.configEntries[0]!.configValue;
+    await waitUntilAsync(async () => (await limitNow()) === '20000');
+    await new Promise((r) => setTimeout(r, 500)); // the broker's log applies what its metadata says
+    await admin.disconnect();
+    // 100 KB in one transaction: each batch the client builds under the old limit is over the new one
+    const batch = Array.from({ length: 100 }, (_, i) => record(i + 1));
+    let failed: unknown;
+    let tx = await first.transaction();
+    try {
+      await tx.send(batch);
+      await tx.commit();
+    } catch (e) {
+      failed = e;
+      await tx.abort().catch(() => undefined);
+    }
+    expect(failed).toBeDefined();
+    await first.disconnect();
+    // as PartitionTransactions does after a failure: a new producer of the id, the batch again
+    const second = await port.producer({ transactionalId: id });
+    tx = await second.transaction();
+    await tx.send(batch);
+    await tx.commit();
+    await second.disconnect();
+    const seen = await consume(kafka, t.clean, 101, 30_000, 1000);
+    expect(seen.map((r) => Number(r.value!.subarray(0, 4).toString()))).toEqual(Array.from({ length: 101 }, (_, i) => i));
+  }, 90_000);
+
   it('maxMessageBytes reads a topic\'s limit', async () => {
     const t = topicsFor('limit');
     await createTopics(kafka, [t.dlq], 1, { 'max.message.bytes': '12345' });
     expect(await port.maxMessageBytes(t.dlq)).toBe(12345);
   }, 30_000);
 });
+
+async function waitUntilAsync(done: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  while (!(await done())) {
+    if (Date.now() > until) throw new Error('timed out');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
 
 async function waitUntil(done: () => boolean, timeoutMs = 30_000): Promise<void> {
   const until = Date.now() + timeoutMs;

@@ -5,7 +5,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import rdkafka from '@confluentinc/kafka-javascript';
 import type { AdminClient as AdminClientType, IAdminClient, KafkaConsumer, LibrdKafkaError, Producer } from '@confluentinc/kafka-javascript';
-import { inChunks } from './send-chunks.ts';
+import { inChunks, MAX_SEND_BYTES } from './send-chunks.ts';
 import { librdkafkaConsumer, type NativeConsumers } from './librdkafka-consumer.ts';
 import type { KafkaLog, KafkaPort, OutRecord, ProducerPort, Transaction } from './ports.ts';
 import { describeConfigsLimits, type TopicLimits } from './kafkajs-topic-limits.ts';
@@ -132,6 +132,9 @@ async function connectProducer(common: Record<string, string | number | boolean>
     partitioner: 'murmur2_random',
     'enable.idempotence': true,
     'linger.ms': 2,
+    // a transaction's records are queued without waiting between chunks when every topic takes a
+    // batch this large (send-chunks.ts): librdkafka then keeps each batch under every limit
+    'batch.size': BATCH_BYTES,
     'queue.buffering.max.messages': 1_000_000,
     ...(transactionalId ? { 'transactional.id': transactionalId, 'transaction.timeout.ms': TRANSACTION_TIMEOUT_MS } : {}),
   });
@@ -166,44 +169,68 @@ interface Delivery {
 }
 
 const FLUSH_TIMEOUT_MS = 60_000;
+/** librdkafka's cap on one record batch (its batch.size, framing included; a larger record goes alone) */
+const BATCH_BYTES = MAX_SEND_BYTES;
 
 /**
  * Why a transactional record carries no opaque: the binding keeps a record's opaque in a V8
  * persistent handle that only its delivery report frees, and with `delivery.report.only.error`
  * a delivered record has no report — one leaked handle (and its Delivery) per record, and GC
- * work growing with them. A transactional producer sends one chunk at a time (the next is
- * queued only after a flush), so an error report belongs to the chunk being sent.
+ * work growing with them. So a transaction has one Delivery for all its records: an error report
+ * belongs to the open transaction (after an abort the producer is discarded, so no report of an
+ * earlier transaction reaches a later one). Its records go unsettled where every topic takes a
+ * whole batch (inChunks), and a delivery error then fails the commit.
  */
 function producerPort(producer: Producer, limits: TopicLimits, consumers: NativeConsumers, transactional: boolean): ProducerPort {
   let current: Delivery | undefined;
+  /** the topics the open transaction sent to: their limits are read again after a failed commit */
+  const sentTo = new Set<string>();
   producer.on('delivery-report', (err, report) => {
     const d = transactional ? current : (report as { opaque?: Delivery }).opaque;
     if (!d) return;
     if (err) d.error ??= fromLibrdkafka(err, 'delivery');
     if (d.settle && --d.pending === 0) d.settle();
   });
-  const sendChunk = async (chunk: OutRecord[]): Promise<void> => {
-    const delivery: Delivery = { pending: chunk.length };
+  const sendChunk = async (chunk: OutRecord[], settle: boolean): Promise<void> => {
+    const delivery: Delivery = transactional ? current! : { pending: chunk.length };
     const delivered = transactional ? undefined : new Promise<void>((resolve) => (delivery.settle = resolve));
-    if (transactional) current = delivery;
     const opaque = transactional ? undefined : delivery;
     for (let i = 0; i < chunk.length; i++) {
+      if (transactional) sentTo.add(chunk[i]!.topic);
       const queued = produceOne(producer, chunk[i]!, delivery, opaque);
       if (queued === 'queued' || (queued === 'full' && await produceWhenRoom(producer, chunk[i]!, delivery, opaque))) continue;
       delivery.pending -= chunk.length - i;
       if (delivery.pending === 0) delivery.settle?.();
       break;
     }
-    // the next chunk is queued only once this one is acknowledged, so no batch mixes the two
+    // a settled chunk: the next one is queued only once this one is acknowledged, so no batch mixes the two
     if (delivered) await delivered;
-    else await call('flush', (cb) => producer.flush(FLUSH_TIMEOUT_MS, cb));
+    else if (settle) await call('flush', (cb) => producer.flush(FLUSH_TIMEOUT_MS, cb));
     if (delivery.error) throw delivery.error;
   };
-  const send = (records: OutRecord[]) => inChunks(records, (t) => limits.maxMessageBytes(t), sendChunk, (e) => (e as KafkaError).code === 'MSG_SIZE_TOO_LARGE', (t) => limits.forget(t));
+  const send = (records: OutRecord[]) => {
+    if (transactional && !current) throw new KafkaError('STATE', 'a transactional producer sends inside a transaction', false);
+    return inChunks(records, (t) => limits.maxMessageBytes(t), sendChunk, (e) => (e as KafkaError).code === 'MSG_SIZE_TOO_LARGE', (t) => limits.forget(t), transactional ? BATCH_BYTES : undefined);
+  };
+  const commit = async () => {
+    try {
+      await call('commit', (cb) => producer.commitTransaction(TRANSACTION_TIMEOUT_MS, cb));
+    } catch (e) {
+      // an unsettled record's failure (a topic's limit lowered under us, say) fails the commit:
+      // its own error says more, and the limits are read again before the batch is retried
+      for (const t of sentTo) limits.forget(t);
+      throw current?.error ?? e;
+    } finally {
+      current = undefined;
+      sentTo.clear();
+    }
+  };
   return {
     async transaction(): Promise<Transaction> {
       if (!transactional) throw new KafkaError('STATE', 'not a transactional producer', false);
       await call('begin transaction', (cb) => producer.beginTransaction(cb));
+      current = { pending: 0 };
+      sentTo.clear();
       return {
         send,
         async sendOffsets(groupId, topic, partition, offset) {
@@ -211,8 +238,8 @@ function producerPort(producer: Producer, limits: TopicLimits, consumers: Native
           if (!consumer) throw new KafkaError('STATE', `no consumer of group ${groupId} in this process`, true);
           await call('send offsets', (cb) => producer.sendOffsetsToTransaction([{ topic, partition, offset: Number(offset) }], consumer as KafkaConsumer, CALL_TIMEOUT_MS, cb));
         },
-        commit: () => call('commit', (cb) => producer.commitTransaction(TRANSACTION_TIMEOUT_MS, cb)),
-        abort: () => call('abort', (cb) => producer.abortTransaction(CALL_TIMEOUT_MS, cb)),
+        commit,
+        abort: () => call('abort', (cb) => producer.abortTransaction(CALL_TIMEOUT_MS, cb)).finally(() => (current = undefined)),
       };
     },
     send,

@@ -8,8 +8,8 @@ export const MAX_SEND_BYTES = 900 * 1024;
  * Splits records into consecutive chunks, keeping their order, such that each topic's share of
  * a chunk fits that topic's max.message.bytes: a client sends at most one record batch per
  * partition per request, and the broker refuses a batch over the limit as a whole. Both Kafka
- * adapters send chunk after chunk, the next only once the previous one was acknowledged, so no
- * client can merge two chunks into one batch.
+ * adapters send such chunks one after the other, the next only once the previous one was
+ * acknowledged, so no client can merge two chunks into one batch.
  */
 export function sendChunks(records: readonly OutRecord[], limitOf: (topic: string) => number): OutRecord[][] {
   const out: OutRecord[][] = [];
@@ -33,13 +33,28 @@ export function sendChunks(records: readonly OutRecord[], limitOf: (topic: strin
   return out;
 }
 
-/** The topics' limits, read once per send, then the records in chunks that fit them. */
-export async function inChunks(records: readonly OutRecord[], maxMessageBytes: (topic: string) => Promise<number>, send: (chunk: OutRecord[]) => Promise<unknown>, tooLarge: (e: unknown) => boolean, forgetLimit: (topic: string) => void): Promise<void> {
+/**
+ * How a chunk is sent: `settle` true — the next chunk only once this one is acknowledged (its
+ * errors thrown here); false — queued with nothing awaited, its errors surfacing at the
+ * transaction's commit (the client keeps every batch under each topic's limit by itself).
+ */
+export type SendChunk = (chunk: OutRecord[], settle: boolean) => Promise<unknown>;
+
+/**
+ * The topics' limits, read once per send, then the records in chunks that fit them. When the
+ * client caps each batch it builds at `clientBatchBytes` (a record larger goes alone, and every
+ * record was checked alone against its topic's limit) and every topic takes that much, no chunk
+ * boundary is needed: the records go as one chunk that need not settle — a chunk settling is a
+ * broker round trip, several per batch on a busy partition.
+ */
+export async function inChunks(records: readonly OutRecord[], maxMessageBytes: (topic: string) => Promise<number>, send: SendChunk, tooLarge: (e: unknown) => boolean, forgetLimit: (topic: string) => void, clientBatchBytes?: number): Promise<void> {
   const topics = [...new Set(records.map((r) => r.topic))];
   const limits = new Map(await Promise.all(topics.map(async (t) => [t, await maxMessageBytes(t)] as const)));
-  for (const chunk of sendChunks(records, (t) => limits.get(t)!)) {
+  const unchunked = clientBatchBytes !== undefined && [...limits.values()].every((limit) => limit >= clientBatchBytes + BATCH_OVERHEAD);
+  const chunks = unchunked ? [records as OutRecord[]] : sendChunks(records, (t) => limits.get(t)!);
+  for (const chunk of chunks) {
     try {
-      await send(chunk);
+      await send(chunk, !unchunked);
     } catch (e) {
       // the topic's limit changed under us: read it again before the batch is retried
       if (tooLarge(e)) for (const t of topics) forgetLimit(t);
