@@ -14,13 +14,6 @@ export interface ProtoFinding {
 
 /** Integer kinds whose values may be identifiers (cards, national numbers, phones): the others hold no digits worth a look. */
 const INTEGERS = new Set(['int32', 'int64', 'uint32', 'uint64', 'sint32', 'sint64', 'fixed32', 'fixed64', 'sfixed32', 'sfixed64']);
-const byNumber = new WeakMap<ProtoMessage, Map<number, ProtoField>>();
-
-function fieldsOf(message: ProtoMessage): Map<number, ProtoField> {
-  let fields = byNumber.get(message);
-  if (fields === undefined) byNumber.set(message, (fields = new Map(message.fields.map((f) => [f.number, f]))));
-  return fields;
-}
 
 /**
  * The unmapped guard over a Protobuf message on the wire: the first finding at a path no mapping
@@ -31,59 +24,100 @@ function fieldsOf(message: ProtoMessage): Map<number, ProtoField> {
  * unknown and imported-type fields hold nothing to look at.
  */
 export function protoFinding(b: Buffer, from: number, to: number, message: ProtoMessage, schema: ProtoSchema, guard: ObjectGuard): ProtoFinding | undefined {
-  return walk({ b, schema, guard, steps: [] }, from, to, message, guard.root());
+  let roots = levels.get(guard);
+  if (roots === undefined) levels.set(guard, (roots = new Map()));
+  let root = roots.get(message);
+  if (root === undefined) roots.set(message, (root = level({ schema, guard }, message, guard.root(), [])));
+  return walk({ b, schema, guard }, from, to, root);
 }
 
 interface Walk {
   b: Buffer;
   schema: ProtoSchema;
   guard: ObjectGuard;
-  steps: PlaceStep[];
 }
 
-function walk(w: Walk, from: number, to: number, message: ProtoMessage, tree: PathTree | undefined): ProtoFinding | undefined {
-  const fields = fieldsOf(message);
-  // one reader per message level: a nested walk has its own
-  const f = new WireReader(w.b, from, to);
-  while (f.next()) {
-    const field = fields.get(f.number);
-    if (field === undefined) continue;
+/**
+ * What the walk does at one field of a message at one place in the record, decided once per
+ * guard and place (a record's walk asks no path tree, allowed path or name again): nothing (mapped,
+ * allowed, or nothing to look at), walk into a message, or look at a string's or integer's values.
+ */
+interface Step {
+  field: ProtoField;
+  look: 'message' | 'string' | 'integer';
+  /** the pipeline path of the field's values, for a finding */
+  path: string;
+  hints: number;
+  /** a message: its type, and (once met) its level */
+  nested?: ProtoMessage;
+  place?: PathTree;
+  steps: PlaceStep[];
+  level?: Level;
+}
+
+/** a message at a place: its steps by field number (absent: skipped) */
+type Level = Map<number, Step>;
+
+// per guard, the root message's level; deeper levels hang off their step, built when first met
+const levels = new WeakMap<ObjectGuard, Map<ProtoMessage, Level>>();
+/** levels deeper than this (a recursive message type) are built for the record and not kept */
+const KEPT_DEPTH = 32;
+
+function level(w: Omit<Walk, 'b'>, message: ProtoMessage, tree: PathTree | undefined, at: readonly PlaceStep[]): Level {
+  const out: Level = new Map();
+  for (const field of message.fields) {
     const entry = field.kind === 'map' && field.typeName !== undefined ? w.schema.messages.get(field.typeName) : undefined;
     const nested = field.kind === 'message' ? w.schema.messages.get(field.typeName!) : entry;
     if (nested === undefined && field.kind !== 'string' && !INTEGERS.has(field.kind)) continue;
-    w.steps.push(field.name);
+    const each = field.repeated || entry !== undefined;
+    const steps: PlaceStep[] = each ? [...at, field.name, null] : [...at, field.name];
     let place = w.guard.child(tree, field.name);
-    if (field.repeated || entry !== undefined) {
-      w.steps.push(null);
-      place = w.guard.element(place);
-    }
-    const found = w.guard.isMapped(place) || w.guard.allowed(w.steps) ? undefined
-      : nested !== undefined ? (f.wireType === WIRE.len ? walk(w, f.valueStart, f.end, nested, place) : malformed(field))
-      : field.kind === 'string' ? stringFinding(w, f.wireType, f.valueStart, f.end, field)
-      : integerFinding(w, f.wireType, f.valueStart, f.end, field);
-    if (field.repeated || entry !== undefined) w.steps.pop();
-    w.steps.pop();
+    if (each) place = w.guard.element(place);
+    if (w.guard.isMapped(place) || w.guard.allowed(steps)) continue;
+    const look = nested !== undefined ? 'message' : field.kind === 'string' ? 'string' : 'integer';
+    out.set(field.number, { field, look, path: formatPath(steps), hints: fieldHints(field.name), steps, ...(nested ? { nested } : {}), ...(place ? { place } : {}) });
+  }
+  return out;
+}
+
+function walk(w: Walk, from: number, to: number, fields: Level): ProtoFinding | undefined {
+  // one reader per message level: a nested walk has its own
+  const f = new WireReader(w.b, from, to);
+  while (f.next()) {
+    const step = fields.get(f.number);
+    if (step === undefined) continue;
+    const found = step.look === 'message' ? (f.wireType === WIRE.len ? walk(w, f.valueStart, f.end, levelOf(w, step)) : malformed(step.field))
+      : step.look === 'string' ? stringFinding(w, f.wireType, f.valueStart, f.end, step)
+      : integerFinding(w, f.wireType, f.valueStart, f.end, step);
     if (found !== undefined) return found;
   }
   return undefined;
 }
 
-function stringFinding(w: Walk, wireType: number, from: number, to: number, field: ProtoField): ProtoFinding | undefined {
-  if (wireType !== WIRE.len) return malformed(field);
-  const hints = fieldHints(field.name);
-  if (!mayBePersonal(shapeOfBytes(w.b, from, to), hints)) return undefined;
-  const kind = unmappedValueKind(w.b.toString('utf8', from, to), field.name, hints);
-  return kind === undefined ? undefined : { path: formatPath(w.steps), kind };
+function levelOf(w: Walk, step: Step): Level {
+  if (step.level !== undefined) return step.level;
+  const next = level(w, step.nested!, step.place, step.steps);
+  if (step.steps.length <= KEPT_DEPTH) step.level = next;
+  return next;
+}
+
+function stringFinding(w: Walk, wireType: number, from: number, to: number, step: Step): ProtoFinding | undefined {
+  if (wireType !== WIRE.len) return malformed(step.field);
+  // mayBePersonal's length gate, before a pass over the bytes
+  if (to - from < 5 || to - from > 254) return undefined;
+  if (!mayBePersonal(shapeOfBytes(w.b, from, to), step.hints)) return undefined;
+  const kind = unmappedValueKind(w.b.toString('utf8', from, to), step.field.name, step.hints);
+  return kind === undefined ? undefined : { path: step.path, kind };
 }
 
 /** each value of an integer field occurrence (several when packed) */
-function integerFinding(w: Walk, wireType: number, from: number, to: number, field: ProtoField): ProtoFinding | undefined {
-  const hints = fieldHints(field.name);
+function integerFinding(w: Walk, wireType: number, from: number, to: number, step: Step): ProtoFinding | undefined {
+  const { field, hints } = step;
   const one = (text: string) => {
     const kind = mayBePersonal(shapeOf(text), hints) ? unmappedValueKind(text, field.name, hints) : undefined;
-    return kind === undefined ? undefined : { path: formatPath(w.steps), kind };
+    return kind === undefined ? undefined : { path: step.path, kind };
   };
-  if (wireType === WIRE.varint) return one(integerText(w.b, from, field));
+  if (wireType === WIRE.varint) return fewDigits(w.b, from, to, field) ? undefined : one(integerText(w.b, from, field));
   if (wireType === WIRE.i64) return one(field.kind === 'sfixed64' ? String(w.b.readBigInt64LE(from)) : String(w.b.readBigUInt64LE(from)));
   if (wireType === WIRE.i32) return one(field.kind === 'sfixed32' ? String(w.b.readInt32LE(from)) : String(w.b.readUInt32LE(from)));
   if (wireType !== WIRE.len) return malformed(field);
@@ -99,6 +133,19 @@ function integerFinding(w: Walk, wireType: number, from: number, to: number, fie
     if (found !== undefined) return found;
   }
   return undefined;
+}
+
+/**
+ * Whether the varint `b[from, to)` (one or two bytes: under 16,384) reads as 0 to 9,999 in the
+ * field's kind: at most 4 characters, under every gate's length (mayBePersonal needs 5), so no
+ * bigint or text is made for it (counts, quantities, small codes).
+ */
+function fewDigits(b: Buffer, from: number, to: number, field: ProtoField): boolean {
+  if (to - from > 2) return false;
+  const raw = to - from === 1 ? b[from]! : (b[from]! & 0x7f) | (b[from + 1]! << 7);
+  // sint: zigzag, an odd value is negative (its '-' adds a character)
+  if (field.kind === 'sint32' || field.kind === 'sint64') return (raw & 1) === 0 && raw / 2 < 10000;
+  return raw < 10000;
 }
 
 /** a varint's value as the field's kind reads it, in digits */

@@ -2,7 +2,8 @@ import { ValueError, type Chain } from '../../engine/index.ts';
 import { StreamError } from '../stream-error.ts';
 import type { PlanNode } from './protobuf-plan.ts';
 import type { ProtoField, ProtoMessage, ProtoSchema } from './protobuf-schema.ts';
-import { lenHeader, readVarint, WIRE, wireFields, type WireField } from './protobuf-wire.ts';
+import { readVarint, WIRE, wireFields, WireReader, type WireField } from './protobuf-wire.ts';
+import { WireWriter } from './protobuf-writer.ts';
 
 export interface ProtectContext {
   schema: ProtoSchema;
@@ -36,41 +37,55 @@ const utf8 = new TextDecoder('utf-8', { fatal: true });
  * dead-letter` turns an absent leaf of a present message into FIELD_MISSING.
  */
 export function protectMessage(b: Buffer, from: number, to: number, plan: PlanNode, ctx: ProtectContext): Buffer {
-  const out: Buffer[] = [];
-  const seen = new Set<number>();
+  if (ctx.dryRun) {
+    protectInto(b, from, to, plan, ctx, undefined);
+    return EMPTY;
+  }
+  const w = new WireWriter(b);
+  protectInto(b, from, to, plan, ctx, w);
+  return w.finish(EMPTY);
+}
+
+/**
+ * protectMessage's walk, written into `w` (the record's writer, so that the framed record is
+ * built in one buffer); without a writer, a dry run: values are collected and failures found.
+ */
+export function protectInto(b: Buffer, from: number, to: number, plan: PlanNode, ctx: ProtectContext, w: WireWriter | undefined): void {
+  // the planned fields met, for `missing: dead-letter` only
+  const seen: number[] | undefined = ctx.missing === 'dead-letter' ? [] : undefined;
+  const f = new WireReader(b, from, to);
   let copied = from;
-  for (const f of wireFields(b, from, to)) {
+  while (f.next()) {
     const entry = plan.fields.get(f.number);
-    if (!entry) continue;
-    seen.add(f.number);
-    if (!ctx.dryRun) out.push(b.subarray(copied, f.start));
+    if (entry === undefined) continue;
+    seen?.push(f.number);
+    w?.copy(copied, f.start);
     copied = f.end;
     if (entry.child) {
       if (f.wireType !== WIRE.len) throw new StreamError('RECORD_MALFORMED', `field ${entry.field.name} is not encoded as a message`);
-      const body = protectMessage(b, f.valueStart, f.end, entry.child, ctx);
-      if (!ctx.dryRun) out.push(lenHeader(f.number, body.length), body);
+      const at = w?.open(f.number);
+      protectInto(b, f.valueStart, f.end, entry.child, ctx, w);
+      if (at !== undefined) w!.close(at);
+      continue;
+    }
+    if (entry.field.kind === 'string') {
+      // one value, no array: the common leaf
+      const protectedText = ctx.protect(entry.path!, stringText(b, f, entry.field));
+      w?.text(f.number, protectedText);
       continue;
     }
     for (const text of scalarTexts(b, f, entry.field, ctx.schema)) {
       const protectedText = ctx.protect(entry.path!, text);
-      if (ctx.dryRun) continue;
-      const bytes = Buffer.from(protectedText, 'utf8');
-      out.push(lenHeader(f.number, bytes.length), bytes);
+      w?.text(f.number, protectedText);
     }
   }
-  if (ctx.dryRun) {
-    checkMissing(plan, seen, ctx);
-    return EMPTY;
-  }
-  out.push(b.subarray(copied, to));
-  checkMissing(plan, seen, ctx);
-  return out.length === 1 ? out[0]! : Buffer.concat(out);
+  w?.copy(copied, to);
+  if (seen !== undefined) checkMissing(plan, seen);
 }
 
-function checkMissing(plan: PlanNode, seen: ReadonlySet<number>, ctx: ProtectContext): void {
-  if (ctx.missing !== 'dead-letter') return;
+function checkMissing(plan: PlanNode, seen: readonly number[]): void {
   for (const [number, entry] of plan.fields) {
-    if (seen.has(number) || entry.field.repeated) continue;
+    if (seen.includes(number) || entry.field.repeated) continue;
     throw missingField(entry.path ?? entry.child!.leafPaths[0]!);
   }
 }
@@ -91,17 +106,25 @@ function protectValue(transform: Chain, text: string, path: string): string {
 const VARINT_KINDS = new Set(['int32', 'int64', 'uint32', 'uint64', 'sint32', 'sint64', 'bool', 'enum']);
 const I64_KINDS = new Set(['fixed64', 'sfixed64', 'double']);
 
+/** The text of a string field occurrence: RECORD_MALFORMED when it is not a LEN field of valid UTF-8. */
+function stringText(b: Buffer, f: WireField, field: ProtoField): string {
+  if (f.wireType !== WIRE.len) throw new StreamError('RECORD_MALFORMED', `field ${field.name} is not encoded as a ${field.kind}`);
+  const { valueStart, end } = f;
+  // ASCII (most values) reads as Latin-1 without the validating decoder; anything else is validated
+  let k = valueStart;
+  while (k < end && b[k]! < 0x80) k++;
+  if (k === end) return b.toString('latin1', valueStart, end);
+  try {
+    return utf8.decode(b.subarray(valueStart, end));
+  } catch {
+    throw new StreamError('RECORD_MALFORMED', `field ${field.name} is not valid UTF-8`);
+  }
+}
+
 /** The text of each value of a scalar field occurrence (several when it is packed). */
 export function scalarTexts(b: Buffer, f: WireField, field: ProtoField, schema: ProtoSchema): string[] {
   const wrong = () => new StreamError('RECORD_MALFORMED', `field ${field.name} is not encoded as a ${field.kind}`);
-  if (field.kind === 'string') {
-    if (f.wireType !== WIRE.len) throw wrong();
-    try {
-      return [utf8.decode(b.subarray(f.valueStart, f.end))];
-    } catch {
-      throw new StreamError('RECORD_MALFORMED', `field ${field.name} is not valid UTF-8`);
-    }
-  }
+  if (field.kind === 'string') return [stringText(b, f, field)];
   const wireType = VARINT_KINDS.has(field.kind) ? WIRE.varint : I64_KINDS.has(field.kind) ? WIRE.i64 : WIRE.i32;
   if (f.wireType === wireType) return [numberText(b, f.valueStart, field, schema)[0]];
   if (f.wireType !== WIRE.len || !field.repeated) throw wrong();

@@ -5,7 +5,8 @@ import type { SchemaRegistryPort } from '../registry/index.ts';
 import { StreamError } from '../stream-error.ts';
 import { deriveCleanProtobuf } from './protobuf-clean.ts';
 import { compilePlan, ProtoPlanError, type PlanNode } from './protobuf-plan.ts';
-import { decodeMessage, protectEach, protectMessage } from './protobuf-protect.ts';
+import { decodeMessage, protectEach, protectInto } from './protobuf-protect.ts';
+import { WireWriter } from './protobuf-writer.ts';
 import { messageAt, parseProtoSchema, protoTaggedFields, ProtoSchemaError, type ProtoMessage, type ProtoSchema } from './protobuf-schema.ts';
 import { planTags, tagMappings, TagPlanError, tagRefusal, type SchemaTags } from './schema-tags.ts';
 import { decodedGuard, unmappedError } from './decoded-guard.ts';
@@ -100,9 +101,10 @@ export function protobufSerde(options: ProtobufSerdeOptions): ProtobufSerde {
     },
     async protect(bytes: Buffer, protection: RecordProtection, cleanTopic: string): Promise<Buffer> {
       const p = await prepare(bytes, cleanTopic, protection);
-      const body = protectMessage(bytes, p.bodyStart, bytes.length, p.target.plan, { schema: p.target.schema, protect: protectEach(p.transforms), missing: protection.missing });
+      const w = new WireWriter(bytes);
+      protectInto(bytes, p.bodyStart, bytes.length, p.target.plan, { schema: p.target.schema, protect: protectEach(p.transforms), missing: protection.missing }, w);
       guardRecord(bytes, p, protection);
-      return framed(bytes, p, body);
+      return framed(bytes, p, w);
     },
     async protectMany(values: readonly Buffer[], protection: RecordProtection, cleanTopics: readonly string[], fields?: (string | undefined)[]): Promise<(Buffer | StreamError)[]> {
       const prepared = await Promise.all(values.map((bytes, i) => prepare(bytes, cleanTopics[i]!, protection).catch(deadLetter)));
@@ -166,10 +168,24 @@ function guardRecord(bytes: Buffer, p: Prepared, protection: RecordProtection): 
 }
 
 /** the raw header (magic, id, message indexes) with the clean id, then the protected message */
-function framed(bytes: Buffer, p: Prepared, body: Buffer): Buffer {
+function framed(bytes: Buffer, p: Prepared, w: WireWriter): Buffer {
   const header = Buffer.from(bytes.subarray(0, p.bodyStart));
   header.writeUInt32BE(p.cleanId, 1);
-  return Buffer.concat([header, body]);
+  return w.finish(header);
+}
+
+/** a record's values in the batches: the k-th value its walk meets is `batches[k].list[at[k]]` */
+interface Slots {
+  batches: Batch[];
+  at: number[];
+}
+
+/** one batch of values protected together (Chain.many): a path's values under one chain */
+interface Batch {
+  path: string;
+  chain: Chain;
+  list: string[];
+  results?: (string | ValueError)[];
 }
 
 /**
@@ -180,54 +196,46 @@ function framed(bytes: Buffer, p: Prepared, body: Buffer): Buffer {
  * walk meets first.
  */
 function protectPrepared(values: readonly Buffer[], prepared: readonly (Prepared | StreamError)[], protection: RecordProtection, fields?: (string | undefined)[]): (Buffer | StreamError)[] {
-  // one batch per path and chain (a path a schema tags may have another schema's chain)
-  const chainIds = new Map<Chain, number>();
-  const batchOf = (p: Prepared, path: string) => {
-    const chain = p.transforms.get(path)!;
-    let id = chainIds.get(chain);
-    if (id === undefined) chainIds.set(chain, (id = chainIds.size));
-    return `${path}\u0000${id}`;
-  };
-  const texts = new Map<string, { chain: Chain; list: string[] }>();
-  const counts = () => new Map([...texts].map(([key, b]) => [key, b.list.length]));
-  const starts = prepared.map((p, i) => {
+  const batches = batchesOf();
+  // per record, the batch of each value its walk met and the value's place there, in walk order: the second walk meets them alike
+  const slots = prepared.map((p, i): Slots | StreamError => {
     if (p instanceof StreamError) return p;
-    const start = counts();
+    const mine: Slots = { batches: [], at: [] };
     const collect = (path: string, text: string) => {
-      const key = batchOf(p, path);
-      let batch = texts.get(key);
-      if (batch === undefined) texts.set(key, (batch = { chain: p.transforms.get(path)!, list: [] }));
+      const batch = batches(p, path);
+      mine.batches.push(batch);
+      mine.at.push(batch.list.length);
       batch.list.push(text);
       return '';
     };
     try {
-      protectMessage(values[i]!, p.bodyStart, values[i]!.length, p.target.plan, { schema: p.target.schema, protect: collect, missing: protection.missing, dryRun: true });
+      protectInto(values[i]!, p.bodyStart, values[i]!.length, p.target.plan, { schema: p.target.schema, protect: collect, missing: protection.missing }, undefined);
       guardRecord(values[i]!, p, protection);
-      return start;
+      return mine;
     } catch (e) {
-      for (const [key, b] of texts) b.list.length = start.get(key) ?? 0;
+      // this record's values are the last of their batches
+      for (const batch of mine.batches) batch.list.pop();
       return deadLetter(e);
     }
   });
-  const results = new Map([...texts].map(([key, b]) => [key, b.list.length ? b.chain.many(b.list) : []]));
+  for (const batch of batches.all) if (batch.list.length) batch.results = batch.chain.many(batch.list);
   return prepared.map((p, i) => {
-    const start = starts[i]!;
+    const mine = slots[i]!;
     if (p instanceof StreamError) return p;
-    if (start instanceof StreamError) return start;
-    const cursor = new Map(start);
-    const taken: string[] = [];
+    if (mine instanceof StreamError) return mine;
+    let k = 0;
     const take = (path: string) => {
-      if (!taken.includes(path)) taken.push(path);
-      const key = batchOf(p, path);
-      const at = cursor.get(key) ?? 0;
-      cursor.set(key, at + 1);
-      const out = results.get(key)![at]!;
+      const batch = mine.batches[k]!;
+      if (batch.path !== path) throw new Error(`protobuf serde: the second walk met ${path} where the first met ${batch.path}`);
+      const out = batch.results![mine.at[k++]!]!;
       if (out instanceof ValueError) throw new StreamError(out.code, `mapped field ${path}: value ${out.message}`);
       return out;
     };
     try {
-      const out = framed(values[i]!, p, protectMessage(values[i]!, p.bodyStart, values[i]!.length, p.target.plan, { schema: p.target.schema, protect: take, missing: protection.missing }));
-      if (fields !== undefined) fields[i] = protectedPaths(taken, p);
+      const w = new WireWriter(values[i]!);
+      protectInto(values[i]!, p.bodyStart, values[i]!.length, p.target.plan, { schema: p.target.schema, protect: take, missing: protection.missing }, w);
+      const out = framed(values[i]!, p, w);
+      if (fields !== undefined) fields[i] = protectedPaths(mine.batches, p);
       return out;
     } catch (e) {
       return deadLetter(e);
@@ -235,9 +243,31 @@ function protectPrepared(values: readonly Buffer[], prepared: readonly (Prepared
   });
 }
 
+/** the batch of a path's values under a record's chain for it (a path a schema tags may have another schema's chain) */
+function batchesOf(): ((p: Prepared, path: string) => Batch) & { all: Batch[] } {
+  const byPath = new Map<string, Batch[]>();
+  const all: Batch[] = [];
+  const of = (p: Prepared, path: string) => {
+    const chain = p.transforms.get(path)!;
+    let list = byPath.get(path);
+    if (list === undefined) byPath.set(path, (list = []));
+    let batch = list.find((x) => x.chain === chain);
+    if (batch === undefined) {
+      list.push((batch = { path, chain, list: [] }));
+      all.push(batch);
+    }
+    return batch;
+  };
+  return Object.assign(of, { all });
+}
+
 /** veil.protected.fields of a record: the paths a value was protected at, in the order of the schema's transforms (mapped paths, then tagged fields) */
-function protectedPaths(taken: readonly string[], p: Prepared): string {
-  return [...p.transforms.keys()].filter((path) => taken.includes(path)).join(',');
+function protectedPaths(taken: readonly Batch[], p: Prepared): string {
+  let out = '';
+  for (const path of p.transforms.keys()) {
+    if (taken.some((b) => b.path === path)) out = out === '' ? path : `${out},${path}`;
+  }
+  return out;
 }
 
 /** The derived schema parses and has every retyped field as a string: else nothing is registered. */

@@ -137,11 +137,38 @@ export class WireReader implements WireField {
       return true;
     }
     this.valueStart = afterTag;
-    this.end = skipValue(b, this.wireType, this.number, afterTag, to, (s) => { this.valueStart = s; });
-    if (this.wireType === WIRE.egroup) throw malformed('an end-group tag has no start');
+    // the common wire types inline (no callback, no tuple); groups and the rest through skipValue
+    const wireType = this.wireType;
+    let end: number;
+    if (wireType === WIRE.varint) end = skipVarint(b, afterTag);
+    else if (wireType === WIRE.i64) end = afterTag + 8;
+    else if (wireType === WIRE.i32) end = afterTag + 4;
+    else if (wireType === WIRE.len) end = this.lenEnd(afterTag);
+    else {
+      this.end = skipValue(b, wireType, this.number, afterTag, to, NO_START);
+      if (wireType === WIRE.egroup) throw malformed('an end-group tag has no start');
+      return true;
+    }
+    if (end > to) throw malformed('a field runs past the end of its message');
+    this.end = end;
     return true;
   }
+
+  /** a LEN field's value start (set) and end, its length at `pos` */
+  private lenEnd(pos: number): number {
+    const b = this.b;
+    // two-byte lengths (128 to 16,383 bytes) without a tuple
+    if (pos + 1 < this.to && b[pos]! >= 0x80 && b[pos + 1]! < 0x80) {
+      this.valueStart = pos + 2;
+      return pos + 2 + ((b[pos]! & 0x7f) | (b[pos + 1]! << 7));
+    }
+    const [length, after] = readSmallVarint(b, pos, 'a length');
+    this.valueStart = after;
+    return after + length;
+  }
 }
+
+const NO_START = (): void => {};
 
 function skipValue(b: Uint8Array, wireType: number, number: number, pos: number, to: number, lenStart: (s: number) => void): number {
   let end: number;
