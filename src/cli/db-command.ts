@@ -11,7 +11,8 @@ import { usageExitCode, type CliIo, type Command } from './io.ts';
 
 export const dbHelp = `Usage: veil db install [--apply] [--database-url URL]
        veil db configure --veil-url URL --client-id ID --client-secret-file F [--protect-role ROLE]
-                         [--token-url URL] [--timeout-ms N] [--database-url URL]
+                         [--token-url URL] [--timeout-ms N] [--socket PATH|none [--socket-lease]]
+                         [--database-url URL]
        veil db grant-writer --role R --table T [--values-per-minute N]
        veil db grant-reader --role R --veil-role V [--table T] [--view V] [--values-per-minute N]
        veil db grant-lookup --role R [--values-per-minute N]
@@ -29,7 +30,10 @@ install: prints the SQL of schema veil (PL/Python functions veil.protect, veil.u
 configure: stores veil's URL and the database's client credentials in veil.settings, which only
   veil's SECURITY DEFINER functions read. The secret is read from a file ('-' for stdin) and sent
   as COPY data, never printed or put on a command line. --protect-role (default ingest) is the
-  veil role every writer protects with.
+  veil role every writer protects with. --socket: veil serve's Unix socket (VEIL_DB_SOCKET) as the
+  database server sees it, for Protect ('none' goes back to HTTP; absent: left as it is);
+  --socket-lease: the trigger may protect with keys veil leases (veil also needs
+  VEIL_DB_SOCKET_LEASES=on) — it changes the threat model: docs/database.md, "Leased keys".
 grant-writer: INSERT and UPDATE on the table (its trigger protects; no veil function), and
   log_min_error_statement = panic for the role in this database, so the server log never copies
   a failing statement with its cleartext. Upserts also need SELECT on the columns they read.
@@ -67,7 +71,7 @@ export const dbCommand: Command = async (args, io) => {
         apply: { type: 'boolean' }, 'database-url': { type: 'string' }, 'veil-url': { type: 'string' }, 'token-url': { type: 'string' },
         'client-id': { type: 'string' }, 'client-secret-file': { type: 'string' }, 'protect-role': { type: 'string' }, 'timeout-ms': { type: 'string' },
         role: { type: 'string' }, table: { type: 'string' }, view: { type: 'string' }, 'veil-role': { type: 'string' },
-        'values-per-minute': { type: 'string' }, records: { type: 'string' },
+        'values-per-minute': { type: 'string' }, records: { type: 'string' }, socket: { type: 'string' }, 'socket-lease': { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
       },
     });
@@ -116,6 +120,11 @@ export const dbCommand: Command = async (args, io) => {
     io.stderr('veil db configure: --timeout-ms must be an integer from 100 to 600000\n');
     return 2;
   }
+  const socket = values.socket === 'none' ? '' : values.socket;
+  if (values['socket-lease'] && !socket) {
+    io.stderr('veil db configure: --socket-lease needs --socket PATH (leases go over the local socket)\n');
+    return 2;
+  }
   let secret: string;
   try {
     secret = (secretFile === '-' ? await io.readStdin() : await readFile(resolve(io.cwd, secretFile), 'utf8')).replace(/\r?\n$/, '');
@@ -128,6 +137,7 @@ export const dbCommand: Command = async (args, io) => {
     script = configureSql({
       veilUrl, clientId, clientSecret: secret, protectRole: values['protect-role'] ?? 'ingest',
       ...(values['token-url'] ? { tokenUrl: values['token-url'] } : {}), ...(timeoutMs === undefined ? {} : { timeoutMs }),
+      ...(socket === undefined ? {} : { socketPath: socket, socketLease: values['socket-lease'] === true }),
     });
   } catch (e) {
     io.stderr(`veil db configure: ${(e as Error).message}\n`);

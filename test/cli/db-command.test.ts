@@ -1,4 +1,4 @@
-import { writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { installSql } from '../../src/db/install-sql.ts';
@@ -72,5 +72,35 @@ describe('veil db', () => {
     const missing = await veil(io, ['db', 'configure', '--veil-url', 'http://v', '--client-id', 'c', '--client-secret-file', 'nope.txt']);
     expect(missing.code).toBe(1);
     expect(missing.err).toContain('cannot read the client secret file');
+  });
+
+  it('configure --socket [--socket-lease] sets the local socket and leases in the same script; --socket none goes back to HTTP', async () => {
+    const cwd = await tempDir();
+    await writeFile(join(cwd, 'secret.txt'), 'very-secret-value\n');
+    // a psql that keeps the script it is given
+    await writeFile(join(cwd, 'psql'), '#!/bin/sh\ncat > "$(dirname "$0")/script.sql"\n', { mode: 0o755 });
+    const io = fakeCliIo(cwd, { VEIL_PSQL: join(cwd, 'psql'), VEIL_PG_URL: 'postgres://x@127.0.0.1:1/db' });
+    const base = ['db', 'configure', '--veil-url', 'http://v', '--client-id', 'c', '--client-secret-file', 'secret.txt'];
+    const script = async (...extra: string[]) => {
+      const run = await veil(io, [...base, ...extra]);
+      expect(run.code, extra.join(' ')).toBe(0);
+      return readFile(join(cwd, 'script.sql'), 'utf8');
+    };
+    expect(await script('--socket', '/run/veil/db.sock', '--socket-lease')).toContain("SELECT veil.configure_socket('/run/veil/db.sock', lease => true);");
+    expect(await script('--socket', '/run/veil/db.sock')).toContain("SELECT veil.configure_socket('/run/veil/db.sock', lease => false);");
+    expect(await script('--socket', 'none')).toContain('SELECT veil.configure_socket(NULL, lease => false);');
+    expect(await script()).not.toContain('configure_socket');
+    // the secret stays COPY data, never a statement's text
+    expect((await script('--socket', '/run/veil/db.sock', '--socket-lease')).split('\n').filter((l) => l.includes('very-secret-value')).every((l) => !/SELECT|configure/i.test(l))).toBe(true);
+    const refused: [string[], string][] = [
+      [['--socket-lease'], '--socket-lease needs --socket'],
+      [['--socket', 'none', '--socket-lease'], '--socket-lease needs --socket'],
+      [['--socket', 'relative.sock'], 'must be absolute'],
+    ];
+    for (const [extra, message] of refused) {
+      const run = await veil(io, [...base, ...extra]);
+      expect(run.code, extra.join(' ')).toBe(2);
+      expect(run.err, extra.join(' ')).toContain(message);
+    }
   });
 });
