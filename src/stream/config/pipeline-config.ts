@@ -67,7 +67,7 @@ export const pipelineSchema = z.strictObject({
   /**
    * where a record names its data subject, for fields whose keys are scoped to the subject
    * (docs/erasure.md): `key`, the record key as text (kept as it is unless `key` protects it);
-   * `value` with a `path` (json pipelines), the string or number at that path of the value
+   * `value` with a `path` (json and json-schema pipelines), the string or number at that path of the value
    */
   subject: z.union([
     z.strictObject({ from: z.literal('key') }),
@@ -146,7 +146,7 @@ export function pipelineIssues(p: PipelineConfig, isField: (className: string, p
   }
   if (p.subject?.from === 'value') {
     const subjectPath = p.subject.path;
-    if (p.format !== 'json') error('/subject', `a subject read from the value needs a json pipeline (this one is ${p.format}): name it by the record key`);
+    if (p.format !== 'json' && p.format !== 'json-schema') error('/subject', `a subject read from the value needs a json or json-schema pipeline (this one is ${p.format}): name it by the record key`);
     if (subjectPath.includes('[]')) error('/subject/path', 'a subject path names one value, not each element of an array');
     const fold = (x: string) => (p.keys === 'exact' ? x : foldKey(x));
     if (p.fields.some((f) => fold(f.path) === fold(subjectPath))) error('/subject/path', 'the subject path is mapped: the record would name its subject by a protected value');

@@ -2,7 +2,7 @@ import { isSubjectId, ValueError, VeilError, type Chain, type Engine } from '../
 import { fetchSubjectKeys, type SubjectKeyStore } from '../../subjects/index.ts';
 import { unmappedKeyKindOfBytes } from '../../discover/guard.ts';
 import { unmappedPolicy, type PipelineConfig } from '../config/index.ts';
-import { jsonSubjectReader, mappings } from '../serde/index.ts';
+import { mappings } from '../serde/index.ts';
 import type { GuardPlan, RecordProtection, Serde } from '../serde/index.ts';
 import { StreamError } from '../stream-error.ts';
 
@@ -74,9 +74,9 @@ export class RecordProtector implements ChunkProtector {
     const bound = deps.rewrap ? deps.engine.bindRewrap({ ...request, unprotectEvidences: evidences(deps.rewrap.unprotectEvidences) }, kept ? { erasedKept: kept } : {}) : deps.engine.bind(request);
     if (bound.reveals) throw new VeilError('CONFIG_INVALID', `pipeline ${deps.name} would unprotect: protect pipelines only protect`);
     if (bound.subjectScoped.some(Boolean)) {
-      if (!c.subject) throw new VeilError('CONFIG_INVALID', `pipeline ${deps.name} maps fields whose keys are scoped to the data subject: say where a record names its subject (subject: { from: key }, or { from: value, path: … } in a json pipeline)`);
+      if (!c.subject) throw new VeilError('CONFIG_INVALID', `pipeline ${deps.name} maps fields whose keys are scoped to the data subject: say where a record names its subject (subject: { from: key }, or { from: value, path: … } in a json or json-schema pipeline)`);
       if (!deps.subjects) throw new VeilError('CONFIG_INVALID', `pipeline ${deps.name} maps fields whose keys are scoped to the data subject, and runs without the subject-key store`);
-      this.subjects = { store: deps.subjects, engine: deps.engine, read: subjectOf(c.subject, c.keys !== 'exact') };
+      this.subjects = { store: deps.subjects, engine: deps.engine, read: subjectOf(c.subject, c.keys !== 'exact', deps.serde, deps.name) };
     }
     const keyed = c.key ? 1 : 0;
     const guardPlan: GuardPlan | undefined = guard.action === 'pass' ? undefined : {
@@ -204,10 +204,11 @@ export class RecordProtector implements ChunkProtector {
   }
 }
 
-/** Where a record names its data subject: its key, or (json) a path of its value, with the path a refusal names. */
-function subjectOf(source: PipelineConfig['subject'], foldKeys: boolean): (item: ChunkItem) => RecordSubject {
+/** Where a record names its data subject: its key, or a path of its value as its format reads it (Serde.subjectReader), with the path a refusal names. */
+function subjectOf(source: PipelineConfig['subject'], foldKeys: boolean, serde: Serde, pipeline: string): (item: ChunkItem) => RecordSubject {
   if (source?.from === 'value') {
-    const read = jsonSubjectReader(source.path, foldKeys);
+    if (!serde.subjectReader) throw new VeilError('CONFIG_INVALID', `pipeline ${pipeline}: its format cannot name a record's subject at a path of the value: name it by the record key`);
+    const read = serde.subjectReader(source.path, foldKeys);
     const at = source.path;
     return (item) => (item.value === null ? { code: 'RECORD_MALFORMED' } : { ...read(item.value), at });
   }

@@ -7,7 +7,7 @@
 export type { GuardPlan, RecordProtection, Serde } from './serde.ts';
 export { jsonSerde } from './json-serde.ts';
 export { protectJsonValues } from './json-splice.ts';
-export { jsonSubjectReader, type SubjectRead } from './json-subject.ts';
+export type { SubjectRead } from './json-subject.ts';
 export { mappings, protectRecord, type Mapping } from './field-mappings.ts';
 export { firstUnallowed, planTags, TagPlanError } from './schema-tags.ts';
 export type { RegistryFormat } from './schema-check.ts';

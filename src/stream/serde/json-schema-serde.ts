@@ -4,6 +4,7 @@ import { memo } from '../memo.ts';
 import { CleanJsonSchemaError, deriveCleanJsonSchema, jsonSchemaTaggedFields } from './json-schema-clean.ts';
 import { planTags, tagMappings, TagPlanError, tagRefusal, type SchemaTags } from './schema-tags.ts';
 import { protectJsonBytes, protectJsonValues } from './json-splice.ts';
+import { jsonSubjectReader, type SubjectRead } from './json-subject.ts';
 import { compileValidator, SchemaCompileError, type RecordValidator } from './json-schema-validate.ts';
 import type { RecordProtection, Serde } from './serde.ts';
 
@@ -138,6 +139,11 @@ export function jsonSchemaSerde(options: JsonSchemaSerdeOptions): Serde {
         });
       }
       return out;
+    },
+    /** the JSON format's reader on the text behind the wire-format header; a value without that header is RECORD_MALFORMED, as its protect would be */
+    subjectReader(path: string, foldKeys: boolean): (bytes: Buffer) => SubjectRead {
+      const read = jsonSubjectReader(path, foldKeys);
+      return (bytes) => (bytes.length < HEADER || bytes[0] !== 0 ? { code: 'RECORD_MALFORMED' } : read(bytes.subarray(HEADER)));
     },
   };
 }

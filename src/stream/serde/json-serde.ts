@@ -1,5 +1,6 @@
 import type { Serde } from './serde.ts';
 import { protectJsonBytes, protectJsonValues } from './json-splice.ts';
+import { jsonSubjectReader } from './json-subject.ts';
 
 /**
  * UTF-8 JSON values, changed in place: only the bytes of the mapped values are replaced, so
@@ -11,5 +12,6 @@ export function jsonSerde(): Serde {
       return protectJsonBytes(bytes, protection);
     },
     protectManySync: (values, protection, fields) => protectJsonValues(values, protection, fields),
+    subjectReader: jsonSubjectReader,
   };
 }

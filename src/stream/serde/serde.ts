@@ -1,6 +1,7 @@
 import type { Chain } from '../../engine/index.ts';
 import type { Mapping } from './field-mappings.ts';
 import type { StreamError } from '../stream-error.ts';
+import type { SubjectRead } from './json-subject.ts';
 
 /** What to protect in a record value: the pipeline's mapped fields, and what a missing one means. */
 export interface RecordProtection {
@@ -54,4 +55,11 @@ export interface Serde {
    * per field (Chain.many). A retriable failure (the registry unreachable) rejects the whole batch.
    */
   protectMany?(values: readonly Buffer[], protection: RecordProtection, cleanTopics: readonly string[], fields?: (string | undefined)[]): Promise<(Buffer | StreamError)[]>;
+  /**
+   * Where the format lets a raw value name its data subject at a path without its schema (json,
+   * json-schema: the JSON text, read with the scanner the serde protects with), a reader of the
+   * subject at `path` (pipeline `subject: { from: value }`). Absent: the format cannot, and the
+   * configuration refuses such a pipeline.
+   */
+  subjectReader?(path: string, foldKeys: boolean): (bytes: Buffer) => SubjectRead;
 }

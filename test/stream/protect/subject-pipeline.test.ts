@@ -3,6 +3,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { Engine, SecretKey } from '../../../src/engine/index.ts';
 import { RecordProtector, type ChunkItem } from '../../../src/stream/protect/chunk-protector.ts';
 import { jsonSerde } from '../../../src/stream/serde/json-serde.ts';
+import { jsonSchemaSerde } from '../../../src/stream/serde/json-schema-serde.ts';
+import { FakeRegistry } from '../serde/fake-registry.ts';
 import { openSubjectKeyStore, type SubjectKeyStore } from '../../../src/subjects/index.ts';
 import { keysFor, veilConfigOrFail } from '../../helpers/engine-fixture.ts';
 import { cleanup, keystoreIn, tempDir } from '../../subjects/helpers.ts';
@@ -108,9 +110,39 @@ describe('a pipeline whose fields are scoped to the data subject of the record k
     expect(('value' in out[1]! ? out[1].value : Buffer.alloc(0)).toString()).toContain('"customer":{"id":42}');
   });
 
-  it('a subject path needs a json pipeline, one value, and no mapping on it', () => {
+  it('a json-schema pipeline reads the subject at a path of the JSON behind the wire-format header; a value without the header is RECORD_MALFORMED', async () => {
+    const config = veilConfigOrFail(CONFIG('    subject: { from: value, path: customer.id }').replace('format: json', 'format: json-schema'));
+    const engine = new Engine({ config: config.engine, keys: keysFor(config.engine) });
+    const dir = await tempDir();
+    const store = await openSubjectKeyStore({ keystore: await keystoreIn(dir, SecretKey.fromBytes(randomBytes(32))), dataDir: dir, maxStalenessMs: 300 });
+    stores.push(store);
+    const registry = new FakeRegistry();
+    const id = registry.add({ type: 'object', properties: { customer: { type: 'object', properties: { id: { type: ['string', 'integer'] } } }, email: { type: 'string' }, city: { type: 'string' } } });
+    const protector = new RecordProtector({ name: 'p', config: config.pipelines.p!, engine, serde: jsonSchemaSerde({ registry, protectedPaths: ['email', 'city'], foldKeys: true }), subjects: store });
+    const wire = (json: string) => {
+      const header = Buffer.alloc(5);
+      header.writeUInt32BE(id, 1);
+      return Buffer.concat([header, Buffer.from(json)]);
+    };
+    const record = (value: Buffer): ChunkItem => ({ topic: 'clean', key: null, value });
+    const out = await protector.protectChunk([
+      record(wire('{"customer":{"id":"cust-7"},"email":"same@example.org","city":"Oslo"}')),
+      record(wire('{"customer":{"id":42},"email":"same@example.org","city":"Oslo"}')),
+      record(wire('{"email":"x@example.org","city":"Oslo"}')),
+      record(Buffer.from('{"customer":{"id":"cust-7"},"email":"x@example.org"}')),
+      record(Buffer.from([0, 0])),
+    ]);
+    expect(out.map((o) => ('code' in o ? `${o.code} ${o.path}` : 'ok'))).toEqual(['ok', 'ok', 'SUBJECT_REQUIRED customer.id', 'RECORD_MALFORMED customer.id', 'RECORD_MALFORMED customer.id']);
+    const email = (o: (typeof out)[number]) => JSON.parse(('value' in o ? o.value : Buffer.alloc(5)).subarray(5).toString()).email as string;
+    expect(email(out[0]!)).not.toBe(email(out[1]!));
+    expect(await unprotect(engine, 'cust-7', store, email(out[0]!))).toBe('same@example.org');
+    expect(await unprotect(engine, '42', store, email(out[1]!))).toBe('same@example.org');
+  });
+
+  it('a subject path needs a json or json-schema pipeline, one value, and no mapping on it', () => {
     const issues = (line: string, format = 'json') => pipelineIssues(pipelineOf(CONFIG(line).replace('format: json', `format: ${format}`)), () => true).map((i) => `${i.pointer}: ${i.message}`);
-    expect(issues('    subject: { from: value, path: customer.id }', 'avro')).toEqual([expect.stringMatching(/^\/subject: a subject read from the value needs a json pipeline/)]);
+    for (const format of ['avro', 'protobuf']) expect(issues('    subject: { from: value, path: customer.id }', format)).toEqual([expect.stringMatching(/^\/subject: a subject read from the value needs a json or json-schema pipeline/)]);
+    expect(issues('    subject: { from: value, path: customer.id }', 'json-schema')).toEqual([]);
     expect(issues('    subject: { from: value, path: Email }')).toEqual([expect.stringMatching(/^\/subject\/path: the subject path is mapped/)]);
     expect(issues('    subject: { from: value, path: "people[].id" }')).toEqual([expect.stringMatching(/^\/subject\/path: a subject path names one value/)]);
   });
