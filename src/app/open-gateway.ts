@@ -71,7 +71,8 @@ export async function openGateway(options: GatewayOptions): Promise<OpenedGatewa
     await keystore.create(signingKey, 'jwt-es256');
     options.notice?.(`created token signing key ${signingKey}`);
   }
-  const audit = options.audit ?? new FileAuditSink(join(options.dataDir, 'audit.log'));
+  // every writer of the data dir's audit log rotates it alike: one keeping fewer files would delete what the configuration keeps
+  const audit = options.audit ?? new FileAuditSink(join(options.dataDir, 'audit.log'), config.service.audit);
   const build = (activeConfig: ActiveConfig<VeilConfig>, fallback: GatewayConfig): GatewayParts => {
     const { config: c, engine: e } = activeConfig;
     const gatewayConfig = c.gateway ?? fallback;

@@ -54,7 +54,8 @@ export async function openResponders(options: Omit<StreamOptions, 'registryUrl' 
   const issuer = config.identity.issuer ?? options.env.VEIL_BASE_URL ?? 'http://127.0.0.1:8080';
   const signer = new JwtSigner(keystore, config.identity.signingKey);
   const verifier = new CachingVerifier(new TokenVerifier({ identity: config.identity, issuer, signer, now: options.now }), { now: options.now });
-  const audit = options.audit ?? new FileAuditSink(join(options.dataDir, 'audit.log'));
+  // every writer of the data dir's audit log rotates it alike: one keeping fewer files would delete what the configuration keeps
+  const audit = options.audit ?? new FileAuditSink(join(options.dataDir, 'audit.log'), config.service.audit);
   const kafka = options.kafka ?? await openKafkaPort(streamClient(options.client ?? options.env.VEIL_STREAM_CLIENT), {
     brokers: options.brokers, clientId: 'veil-unprotect',
     sessionTimeoutMs: Number(options.env.VEIL_KAFKA_SESSION_TIMEOUT_MS ?? 30_000),

@@ -4,9 +4,10 @@ import { userInfo } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { openKeystore } from '../app/open-engine.ts';
-import { DEFAULT_AUDIT_ROTATION, FileAuditSink } from '../audit/audit-sink.ts';
+import { requireConfig } from '../app/config-file.ts';
+import { FileAuditSink } from '../audit/audit-sink.ts';
 import { openControlStore } from '../control/index.ts';
-import { resolveDataDir } from '../env/index.ts';
+import { resolveConfigPath, resolveDataDir } from '../env/index.ts';
 import { VeilError } from '../engine/index.ts';
 import type { LocalKeystore } from '../keystore/local-keystore.ts';
 import { ErasureService, openSubjectKeyStore, subjectStoreSettings, verifyReceipt, type SubjectActor, type SubjectStatus } from '../subjects/index.ts';
@@ -35,6 +36,8 @@ Options:
                      it goes into the receipt and the audit log
   --by <name>        who erases, as the receipt names them (default: cli:<user name>)
   --data-dir <dir>   default: $VEIL_DATA_DIR, else ./.veil
+  --config <file>    the configuration veil serve runs with (default: $VEIL_CONFIG, else the
+                     shipped example): the audit log rotates as its service.audit says
   --json             status as JSON
 
 A subject id given as '-' is read from stdin (one line): it then stays out of shell history and
@@ -48,13 +51,14 @@ const OPTIONS = {
   reason: { type: 'string' },
   by: { type: 'string' },
   'data-dir': { type: 'string' },
+  config: { type: 'string' },
   json: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
-type Flags = { reason?: string; by?: string; 'data-dir'?: string; json?: boolean; help?: boolean };
+type Flags = { reason?: string; by?: string; 'data-dir'?: string; config?: string; json?: boolean; help?: boolean };
 
-const ALLOWED: Record<string, readonly (keyof Flags)[]> = { erase: ['reason', 'by'], status: ['json'], 'verify-receipt': [] };
+const ALLOWED: Record<string, readonly (keyof Flags)[]> = { erase: ['reason', 'by', 'config'], status: ['json', 'config'], 'verify-receipt': [] };
 
 export const subjectsCommand: Command = async (args, io) => {
   let action: string;
@@ -107,8 +111,10 @@ async function administer(action: 'erase' | 'status', operand: string, flags: Fl
 }
 
 async function run(action: 'erase' | 'status', id: string, flags: Flags, keystore: LocalKeystore, dataDir: string, io: CliIo): Promise<number> {
+  // the audit log rotates as the service's: a writer keeping fewer files would delete what the configuration keeps
+  const { config } = await requireConfig(resolveConfigPath(flags.config, io.env, io.cwd));
   const store = await openSubjectKeyStore({ keystore, dataDir, settings: subjectStoreSettings(io.env) });
-  const audit = new FileAuditSink(join(dataDir, 'audit.log'), DEFAULT_AUDIT_ROTATION);
+  const audit = new FileAuditSink(join(dataDir, 'audit.log'), config.service.audit);
   try {
     const service = new ErasureService({ store, keys: keystore, audit, issuer: io.env.VEIL_BASE_URL || 'urn:veil:cli', now: io.now });
     const actor: SubjectActor = { by: flags.by ?? `cli:${userName(io)}`, channel: 'cli', requestId: randomUUID() };

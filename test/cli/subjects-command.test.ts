@@ -100,6 +100,23 @@ describe('veil subjects', () => {
     expect(run.err).toContain(message);
   });
 
+  it('the audit log rotates as the configuration\'s service.audit says (--config), like every other writer of it', async () => {
+    const { cwd, dataDir, io } = await setup();
+    const example = await readFile(new URL('../../config/example.yaml', import.meta.url), 'utf8');
+    await writeFile(join(cwd, 'veil.yaml'), `${example}\nservice:\n  audit: { rotateBytes: 4096, keepFiles: 12 }\n`);
+    // a full log and nine rotated files: the default (64 MiB, 8 kept) would neither rotate it nor keep the ninth
+    await writeFile(join(dataDir, 'audit.log'), `${'{"filler":true}\n'.repeat(250)}`);
+    for (let i = 1; i <= 9; i++) await writeFile(join(dataDir, `audit.log.${i}`), `{"rotated":${i}}\n`);
+    const run = await veil(io, ['subjects', 'status', '-', '--config', 'veil.yaml'], `${ID}\n`);
+    expect(run.code).toBe(0);
+    expect(await readFile(join(dataDir, 'audit.log.10'), 'utf8')).toBe('{"rotated":9}\n');
+    expect((await readFile(join(dataDir, 'audit.log.1'), 'utf8')).startsWith('{"filler":true}')).toBe(true);
+    expect(JSON.parse((await readFile(join(dataDir, 'audit.log'), 'utf8')).trim())).toMatchObject({ channel: 'cli' });
+    const bad = await veil(io, ['subjects', 'status', '-', '--config', 'missing.yaml'], `${ID}\n`);
+    expect(bad.code).toBe(1);
+    expect(bad.err).toContain('CONFIG_INVALID');
+  });
+
   it('help exits 0; the group without an action prints the usage and exits 2; veil help lists it', async () => {
     const { io } = await setup();
     expect(await veil(io, ['subjects', 'help'])).toEqual({ code: 0, out: subjectsHelp, err: '' });
