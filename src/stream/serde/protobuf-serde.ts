@@ -61,6 +61,8 @@ export function protobufSerde(options: ProtobufSerdeOptions): ProtobufSerde {
   const transformsOf = new WeakMap<readonly Mapping[], Map<string, Chain>>();
   // per protection and target with tagged fields: the pipeline's transforms plus the tags'
   const taggedTransforms = new WeakMap<RecordProtection, Map<string, Map<string, Chain>>>();
+  // the last record prepared: its raw header bytes, clean topic and protection (preparedAgain)
+  let last: { raw: Buffer; topic: string; protection: RecordProtection; prepared: Prepared } | undefined;
 
   const schemaOf = (id: number) => memo(schemas, id, async () => {
     const text = await registry.schemaById(id);
@@ -104,10 +106,12 @@ export function protobufSerde(options: ProtobufSerdeOptions): ProtobufSerde {
       const w = new WireWriter(bytes);
       protectInto(bytes, p.bodyStart, bytes.length, p.target.plan, { schema: p.target.schema, protect: protectEach(p.transforms), missing: protection.missing }, w);
       guardRecord(bytes, p, protection);
-      return framed(bytes, p, w);
+      return framed(p, w);
     },
     async protectMany(values: readonly Buffer[], protection: RecordProtection, cleanTopics: readonly string[], fields?: (string | undefined)[]): Promise<(Buffer | StreamError)[]> {
-      const prepared = await Promise.all(values.map((bytes, i) => prepare(bytes, cleanTopics[i]!, protection).catch(deadLetter)));
+      // a steady stream's records share one header: prepared once, not once per record (no promise each)
+      const pending = values.map((bytes, i) => preparedAgain(bytes, cleanTopics[i]!, protection) ?? prepare(bytes, cleanTopics[i]!, protection).catch(deadLetter));
+      const prepared = pending.some((x) => x instanceof Promise) ? await Promise.all(pending) : pending as (Prepared | StreamError)[];
       return protectPrepared(values, prepared, protection, fields);
     },
   };
@@ -124,7 +128,26 @@ export function protobufSerde(options: ProtobufSerdeOptions): ProtobufSerde {
     const refusal = tagRefusal(target.tags.unmapped, protection, target.key, false);
     if (refusal) throw refusal;
     const cleanId = await memo(cleanIds, `${schemaId}:${indexes.join(',')}\u0000${cleanTopic}`, () => registry.register(`${cleanTopic}-value`, target.cleanText, 'PROTOBUF'));
-    return { bodyStart, target, cleanId, transforms: transformsFor(protection, target) };
+    // the raw header (magic, id, message indexes) with the clean id: what the protected record starts with
+    const header = Buffer.from(bytes.subarray(0, bodyStart));
+    header.writeUInt32BE(cleanId, 1);
+    const p = { bodyStart, target, cleanId, header, transforms: transformsFor(protection, target) };
+    last = { raw: Buffer.from(bytes.subarray(0, bodyStart)), topic: cleanTopic, protection, prepared: p };
+    return p;
+  }
+
+  /**
+   * The last record's preparation, when this record starts with the same header bytes (framing
+   * is self-delimiting: the same bytes parse to the same schema id, indexes and body start) for
+   * the same clean topic and protection: prepare would return the same (every step is a cache
+   * keyed by those; only successes are kept). Undefined otherwise: prepare it.
+   */
+  function preparedAgain(bytes: Buffer, cleanTopic: string, protection: RecordProtection): Prepared | undefined {
+    if (last === undefined || last.topic !== cleanTopic || last.protection !== protection) return undefined;
+    const raw = last.raw;
+    if (bytes.length < raw.length) return undefined;
+    for (let k = 0; k < raw.length; k++) if (bytes[k] !== raw[k]) return undefined;
+    return last.prepared;
   }
 
   /** each protected path's chain: the mapped paths', then (where the schema tags fields with a mapped tag) the tags' */
@@ -142,6 +165,8 @@ export function protobufSerde(options: ProtobufSerdeOptions): ProtobufSerde {
 
 interface Prepared {
   bodyStart: number;
+  /** the protected record's header: the raw one with the clean schema id */
+  header: Buffer;
   target: Exclude<Target, { error: string }>;
   cleanId: number;
   /** the chain of each path protected in the record (the mapped paths, then the schema's tagged fields) */
@@ -168,10 +193,8 @@ function guardRecord(bytes: Buffer, p: Prepared, protection: RecordProtection): 
 }
 
 /** the raw header (magic, id, message indexes) with the clean id, then the protected message */
-function framed(bytes: Buffer, p: Prepared, w: WireWriter): Buffer {
-  const header = Buffer.from(bytes.subarray(0, p.bodyStart));
-  header.writeUInt32BE(p.cleanId, 1);
-  return w.finish(header);
+function framed(p: Prepared, w: WireWriter): Buffer {
+  return w.finish(p.header);
 }
 
 /** a record's values in the batches: the k-th value its walk meets is `batches[k].list[at[k]]` */
@@ -234,7 +257,7 @@ function protectPrepared(values: readonly Buffer[], prepared: readonly (Prepared
     try {
       const w = new WireWriter(values[i]!);
       protectInto(values[i]!, p.bodyStart, values[i]!.length, p.target.plan, { schema: p.target.schema, protect: take, missing: protection.missing }, w);
-      const out = framed(values[i]!, p, w);
+      const out = framed(p, w);
       if (fields !== undefined) fields[i] = protectedPaths(mine.batches, p);
       return out;
     } catch (e) {
