@@ -29,6 +29,15 @@ export interface LibrdkafkaOptions {
 const TRANSACTION_TIMEOUT_MS = 60_000;
 /** how long a transactional call (init, send offsets, commit, abort) may take before it fails (retriable) */
 const CALL_TIMEOUT_MS = 30_000;
+/**
+ * librdkafka's own cap on a record (its message.max.bytes; default 1,000,000, below what a topic may
+ * take): a record larger than it is refused by the client before any broker sees it, however large
+ * the topic's limit — and a batch of it would be retried for ever. So it is raised, and the port
+ * reports no topic limit above it (less a margin for framing): a larger record is dead-lettered
+ * RECORD_TOO_LARGE, as one over the topic's limit is.
+ */
+const CLIENT_MAX_BYTES = 64 * 1024 * 1024;
+const CLIENT_MAX_RECORD_BYTES = CLIENT_MAX_BYTES - 64 * 1024;
 /** the broker codes of an offset fetch that mean "ask again" (load in progress, moved, unstable) */
 const RETRY_OFFSET_FETCH = new Set([14, 15, 16, 88]);
 
@@ -73,7 +82,7 @@ export function librdkafkaPort(options: LibrdkafkaOptions): KafkaPort {
         }
       }
     },
-    maxMessageBytes: (topic) => limits.maxMessageBytes(topic),
+    maxMessageBytes: async (topic) => Math.min(await limits.maxMessageBytes(topic), CLIENT_MAX_RECORD_BYTES),
     async disconnect() {
       await limits.close();
       const a = admin;
@@ -135,6 +144,7 @@ async function connectProducer(common: Record<string, string | number | boolean>
     // a transaction's records are queued without waiting between chunks when every topic takes a
     // batch this large (send-chunks.ts): librdkafka then keeps each batch under every limit
     'batch.size': BATCH_BYTES,
+    'message.max.bytes': CLIENT_MAX_BYTES,
     'queue.buffering.max.messages': 1_000_000,
     ...(transactionalId ? { 'transactional.id': transactionalId, 'transaction.timeout.ms': TRANSACTION_TIMEOUT_MS } : {}),
   });

@@ -122,7 +122,7 @@ export interface KafkaPort {
   producer(options: { transactionalId?: string }): Promise<ProducerPort>;
   /** the group's committed offset of a partition (the next offset to read), null if none */
   committedOffset(groupId: string, topic: string, partition: number): Promise<string | null>;
-  /** the largest record batch a topic accepts (its effective max.message.bytes); rejects with a retriable KafkaError (TOPIC_CONFIG_UNREADABLE) when it cannot be read */
+  /** the largest record batch a topic accepts (its effective max.message.bytes, or the client's own cap when lower); rejects with a retriable KafkaError (TOPIC_CONFIG_UNREADABLE) when it cannot be read */
   maxMessageBytes(topic: string): Promise<number>;
   disconnect(): Promise<void>;
 }
