@@ -79,17 +79,32 @@ export class Block {
  * counter blocks of many values) where one JS block (AesBlock) costs a few hundred nanoseconds.
  */
 export class AesEcb {
-  private readonly cipher: Cipher;
+  private cipher: Cipher | undefined;
+  /**
+   * The key until the first batch: the native cipher (an OpenSSL context off the JS heap, and
+   * several microseconds to make) is made only for a key that runs batches. A data subject's key
+   * protects value by value, and a process may hold a primitive for each of 100,000 subjects.
+   */
+  private key: Uint8Array | undefined;
 
   constructor(key: Uint8Array) {
-    this.cipher = createCipheriv(`aes-${key.length * 8}-ecb`, key, null).setAutoPadding(false);
+    if (key.length !== 16 && key.length !== 24 && key.length !== 32) throw new RangeError(`AES key must be 16, 24 or 32 bytes, got ${key.length}`);
+    this.key = Uint8Array.from(key);
   }
 
   /** E(block) for every 16-byte block of `blocks`, as a new buffer of the same length. */
   encryptBlocks(blocks: Uint8Array): Buffer {
     if (blocks.length % 16 !== 0) throw new RangeError('AES-ECB takes whole blocks');
-    const out = this.cipher.update(blocks);
+    const out = (this.cipher ??= this.open()).update(blocks);
     if (out.length !== blocks.length) throw new Error('AES-ECB returned a partial batch');
     return out;
+  }
+
+  private open(): Cipher {
+    const key = this.key!;
+    const cipher = createCipheriv(`aes-${key.length * 8}-ecb`, key, null).setAutoPadding(false);
+    key.fill(0);
+    this.key = undefined;
+    return cipher;
   }
 }

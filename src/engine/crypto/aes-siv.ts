@@ -3,6 +3,13 @@ import { AesBlock, AesEcb, Block } from './aes-block.ts';
 import { Cmac } from './cmac.ts';
 
 /**
+ * Working blocks of a seal or open, shared by every key (each call runs to its end without
+ * yielding): a key then holds only its schedules and subkeys — fewer bytes per key, for a process
+ * holding a key per data subject.
+ */
+const scratch = { t: new Block(), keystream: new Block(), counter: new Block() };
+
+/**
  * AES-SIV (RFC 5297): deterministic authenticated encryption. The key is K1 (S2V/CMAC) || K2
  * (CTR), each 16, 24 or 32 bytes. `prefix()` runs S2V over the associated-data components once;
  * a field's protect/unprotect then costs the CMAC and CTR blocks of the value only.
@@ -13,9 +20,6 @@ export class AesSiv {
   /** the same two keys on node:crypto, for batches (sealMany) */
   private readonly macEcb: AesEcb;
   private readonly ctrEcb: AesEcb;
-  private readonly t = new Block();
-  private readonly keystream = new Block();
-  private readonly counter = new Block();
 
   constructor(key: Uint8Array) {
     if (key.length !== 32 && key.length !== 48 && key.length !== 64) {
@@ -148,7 +152,7 @@ export class AesSiv {
 
   /** Final S2V step over the plaintext Sn, writing V into out[0..16). */
   private s2vFinal(prefix: SivPrefix, sn: Uint8Array, out: Uint8Array): void {
-    const t = this.t;
+    const t = scratch.t;
     if (sn.length >= 16) {
       // T = Sn xorend D: CMAC over Sn with D folded into its last 16 bytes
       const m = Uint8Array.from(sn);
@@ -165,11 +169,11 @@ export class AesSiv {
   }
 
   private xorCtr(v: Uint8Array, input: Uint8Array, output: Uint8Array): void {
-    const q = this.counter;
+    const q = scratch.counter;
     q.bytes.set(v);
     q.bytes[8]! &= 0x7f;
     q.bytes[12]! &= 0x7f;
-    const ks = this.keystream;
+    const ks = scratch.keystream;
     for (let off = 0; off < input.length; off += 16) {
       ks.set(q);
       this.ctr.encryptWords(ks.words);

@@ -1,5 +1,8 @@
 import { AesBlock, Block } from './aes-block.ts';
 
+/** The CBC state of a MAC in progress, shared by every key: a MAC runs to its end without yielding. */
+const STATE = new Block();
+
 /**
  * AES-CMAC (RFC 4493, NIST SP 800-38B). Keeps the cipher and both subkeys, so a MAC over a
  * message of n blocks costs n block encryptions and no allocation beyond the result.
@@ -8,7 +11,6 @@ export class Cmac {
   private readonly aes: AesBlock;
   private readonly k1 = new Block();
   private readonly k2 = new Block();
-  private readonly state = new Block();
 
   constructor(key: Uint8Array) {
     this.aes = new AesBlock(key);
@@ -19,7 +21,7 @@ export class Cmac {
 
   /** Writes CMAC(message) into `out`. */
   macInto(message: Uint8Array, out: Block): Block {
-    const s = this.state;
+    const s = STATE;
     s.words.fill(0);
     const n = message.length;
     const fullBlocks = n === 0 ? 0 : Math.ceil(n / 16) - 1;
