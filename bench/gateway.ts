@@ -6,14 +6,18 @@
 // The gateway and the upstream are their own processes. The 10-field route runs with the unmapped
 // guard on (the default: every value no selector names is checked by veil's detectors) and, on the
 // same requests, on a twin route with `unmapped: pass`, so the guard's cost shows.
+// Each call also reads the run-queue wait of the main threads of the processes it goes through
+// (this client, the gateway, the upstream: Linux /proc/<pid>/schedstat): a second table gives the
+// latencies of the calls during which none of them waited for a CPU, which tells the tail the
+// machine's other work puts on a 3-process chain (2 wake-ups more than direct) from the gateway's own.
 // Then, per target, what one exchange costs: the gateway's CPU, run-queue wait and context switches
 // (Linux schedstat of all its threads), its collections (its own Prometheus metrics) and the
 // upstream's CPU — figures the machine's other load disturbs far less than latencies.
-//   BENCH_CALLS (4000 per target), BENCH_BLOCK (25), BENCH_WARMUP (2500 per target),
+//   BENCH_CALLS (4000 per target), BENCH_BLOCK (25), BENCH_WARMUP (6000 per target),
 //   BENCH_COST_CALLS (2000), BENCH_GATEWAY_NODE_ARGS (node flags for the gateway: --cpu-prof, --trace-gc, …)
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { readdirSync, readFileSync } from 'node:fs';
+import { openSync, readdirSync, readFileSync, readSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
@@ -26,9 +30,15 @@ const calls = Number(process.env.BENCH_CALLS ?? 4000);
 const costCalls = Number(process.env.BENCH_COST_CALLS ?? 2000);
 const block = Number(process.env.BENCH_BLOCK ?? 25);
 // V8 still optimizes the gateway's code for the first few thousand exchanges (--trace-opt: ~550
-// functions compiled after the 300-call warm-up this bench had, on the 2 cores the exchanges need):
-// warm up past that, or the compiler's threads are measured as the gateway's tail
-const warmup = Number(process.env.BENCH_WARMUP ?? 2500);
+// functions compiled after the 300-call warm-up this bench had, on the 2 cores the exchanges need),
+// and the routes taking turns give it new shapes to deoptimize on: after 2500 calls per target, one
+// target after the other, 100 compilations and 19 deopts still fell in the measured calls; after
+// 6000 per target in the measured rotation, 12 and 1. Warm up past that, or the compiler's threads
+// and the deoptimized calls are measured as the gateway's tail
+const warmup = Number(process.env.BENCH_WARMUP ?? 6000);
+const PAUSE_MS = 5;
+/** a call is undisturbed when no main thread of its chain waited longer than this for a CPU (ns) */
+const DISTURBED_NS = 50_000;
 const MASTER_KEY = 'd'.repeat(64);
 const ISSUER = 'http://veil.bench';
 
@@ -46,7 +56,8 @@ const body = JSON.stringify({
 });
 
 function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+  // NaN for no calls (a table of undisturbed calls may be empty on a loaded machine)
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
 }
 
 /** CPU time, run-queue wait (ns) and time slices of every thread of a process (Linux /proc/<pid>/task/<tid>/schedstat). */
@@ -72,6 +83,20 @@ async function gcOf(port: number): Promise<{ count: number; seconds: number }> {
   const text = await (await fetch(`http://127.0.0.1:${port}/_veil/metrics`)).text();
   const sum = (suffix: string) => [...text.matchAll(new RegExp(`^veil_gateway_nodejs_gc_duration_seconds_${suffix}\\{[^}]*\\} (\\S+)$`, 'gm'))].reduce((a, m) => a + Number(m[1]), 0);
   return { count: sum('count'), seconds: sum('sum') };
+}
+/** CPU time and run-queue wait (ns) so far of the main thread of each of `pids` (files kept open: a read is a few µs). */
+function schedReader(pids: number[]): () => { cpu: number[]; wait: number } {
+  const fds = pids.map((pid) => openSync(`/proc/${pid}/schedstat`, 'r'));
+  const buf = Buffer.alloc(128);
+  return () => {
+    const out = { cpu: [] as number[], wait: 0 };
+    for (const fd of fds) {
+      const [cpu, wait] = buf.toString('latin1', 0, readSync(fd, buf, 0, 128, 0)).split(' ').map(Number) as [number, number];
+      out.cpu.push(cpu);
+      out.wait += wait;
+    }
+    return out;
+  };
 }
 const loadavg = () => readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
 
@@ -141,29 +166,57 @@ ${selectors}
   }
 
   const auth = { authorization: `Bearer ${token}` };
-  const target = (port: number, path: string, headers: Record<string, string>) => ({ agent: new http.Agent({ keepAlive: true, maxSockets: 1 }), port, path, headers });
+  const target = (port: number, path: string, headers: Record<string, string>, chain: number[]) => ({ agent: new http.Agent({ keepAlive: true, maxSockets: 1 }), port, path, headers, sched: schedReader(chain) });
+  // the gateway last: its main thread's CPU per call is read at index 2
+  const viaGateway = [process.pid, upstream.pid!, gateway.pid!];
   const targets: Record<string, ReturnType<typeof target>> = {
-    direct: target(upstreamPort, '/orders', {}),
-    'gateway, no selectors': target(gatewayPort, '/plain', auth),
-    'gateway, 10 fields': target(gatewayPort, '/orders', auth),
-    '10 fields, guard off': target(gatewayPort, '/orders-unguarded', auth),
+    direct: target(upstreamPort, '/orders', {}, [process.pid, upstream.pid!]),
+    'gateway, no selectors': target(gatewayPort, '/plain', auth, viaGateway),
+    'gateway, 10 fields': target(gatewayPort, '/orders', auth, viaGateway),
+    '10 fields, guard off': target(gatewayPort, '/orders-unguarded', auth, viaGateway),
   };
   const names = Object.keys(targets);
   const samples: Record<string, number[]> = Object.fromEntries(names.map((k) => [k, []]));
-  // warm-up: JIT, connection pools, token and grant caches
-  for (const t of Object.values(targets)) for (let i = 0; i < warmup; i++) await post(t.agent, t.port, t.path, t.headers);
+  const undisturbed: Record<string, number[]> = Object.fromEntries(names.map((k) => [k, []]));
+  const gatewayCpu: Record<string, number[]> = Object.fromEntries(names.map((k) => [k, []]));
+  const cold: Record<string, number[]> = Object.fromEntries(names.map((k) => [k, []]));
+  const coldCpu: Record<string, number[]> = Object.fromEntries(names.map((k) => [k, []]));
   // rounds of a block of calls per target, the order rotating round by round: a slow spell of the
   // machine (its other work) falls on every target alike. Within a block the calls follow each other
   // back to back, as on a busy gateway; between blocks a short pause lets both processes finish
-  // what an exchange leaves behind, so that no target's first call pays for the previous target's
-  for (let r = 0; r < calls / block; r++) {
-    for (let k = 0; k < names.length; k++) {
-      const name = names[(r + k) % names.length]!;
-      const t = targets[name]!;
-      await new Promise((resolve) => setTimeout(resolve, 5));
-      for (let j = 0; j < block; j++) samples[name]!.push(await post(t.agent, t.port, t.path, t.headers));
+  // what an exchange leaves behind, so that no target's first call pays for the previous target's.
+  // The warm-up (JIT, connection pools, token and grant caches) runs the same rotation unrecorded.
+  // The first call of a block runs cold — the processes slept through the pause, the machine's other
+  // work ran on their cores (caches, TLB): it cost the gateway 2.5-3× the CPU of the calls that follow
+  // (0.38 vs 0.13 ms without selectors, 0.88 vs 0.35 ms with 10 fields; direct 0.20 vs 0.04 ms
+  // latency), and at one call in 25 (4%) it set the p90-p99 of every target. It has its own table;
+  // the others hold calls 2-25 of each block, the gateway's steady state
+  const rounds = async (n: number, record: boolean) => {
+    for (let r = 0; r < n / block; r++) {
+      for (let k = 0; k < names.length; k++) {
+        const name = names[(r + k) % names.length]!;
+        const t = targets[name]!;
+        await new Promise((resolve) => setTimeout(resolve, PAUSE_MS));
+        for (let j = 0; j < block; j++) {
+          const before = record ? t.sched() : undefined;
+          const ms = await post(t.agent, t.port, t.path, t.headers);
+          if (!before) continue;
+          const after = t.sched();
+          const gatewayMs = after.cpu.length === 3 ? [(after.cpu[2]! - before.cpu[2]!) / 1e6] : [];
+          if (j === 0) {
+            cold[name]!.push(ms);
+            coldCpu[name]!.push(...gatewayMs);
+            continue;
+          }
+          samples[name]!.push(ms);
+          if (after.wait - before.wait <= DISTURBED_NS) undisturbed[name]!.push(ms);
+          gatewayCpu[name]!.push(...gatewayMs);
+        }
+      }
     }
-  }
+  };
+  await rounds(warmup, false);
+  await rounds(calls, true);
   // what one exchange costs the two processes, target by target (blocks; Linux schedstat of every thread)
   const cost: Record<string, { gateway: Sched; upstream: Sched; gc: { count: number; ms: number } }> = {};
   for (const name of names) {
@@ -176,15 +229,32 @@ ${selectors}
     cost[name] = { gateway: perCall(g0, g1, costCalls), upstream: perCall(u0, u1, costCalls), gc: { count: (gc1.count - gc0.count) / costCalls * 1000, ms: (gc1.seconds - gc0.seconds) / costCalls * 1e6 } };
   }
 
-  const stats = Object.fromEntries(Object.entries(samples).map(([k, v]) => {
+  const statsOf = (all: Record<string, number[]>) => Object.fromEntries(Object.entries(all).map(([k, v]) => {
     const sorted = [...v].sort((a, b) => a - b);
-    return [k, { p50: percentile(sorted, 50), p90: percentile(sorted, 90), p99: percentile(sorted, 99) }];
+    return [k, { n: v.length, p50: percentile(sorted, 50), p90: percentile(sorted, 90), p99: percentile(sorted, 99) }];
   }));
+  const stats = statsOf(samples);
   const direct = stats.direct!;
-  console.log(`veil bench:gateway — Node ${process.version}, ${calls} sequential POSTs per target (${Buffer.byteLength(body)}-byte JSON body), one keep-alive connection each, in blocks of ${block}, the targets in turn; load average ${loadStart} → ${loadavg()}\n`);
+  console.log(`veil bench:gateway — Node ${process.version}, ${calls} sequential POSTs per target (${Buffer.byteLength(body)}-byte JSON body; the first call of each block apart), one keep-alive connection each, in blocks of ${block}, the targets in turn; load average ${loadStart} → ${loadavg()}\n`);
   console.log('target                   p50 ms   p90 ms   p99 ms   p50 / direct   p99 / direct   added p50 ms   added p99 ms');
   for (const [name, s] of Object.entries(stats)) {
     console.log(`${name.padEnd(24)} ${s.p50.toFixed(3).padStart(6)}   ${s.p90.toFixed(3).padStart(6)}   ${s.p99.toFixed(3).padStart(6)}   ${`${(s.p50 / direct.p50).toFixed(2)}×`.padStart(12)}   ${`${(s.p99 / direct.p99).toFixed(2)}×`.padStart(12)}   ${(s.p50 - direct.p50).toFixed(3).padStart(12)}   ${(s.p99 - direct.p99).toFixed(3).padStart(12)}`);
+  }
+  const calm = statsOf(undisturbed);
+  const cpu = statsOf(gatewayCpu);
+  console.log(`\nthe calls during which no main thread of the chain (client, gateway, upstream) waited more than ${DISTURBED_NS / 1000} µs for a CPU:`);
+  console.log('target                   calls kept   p50 ms   p90 ms   p99 ms   added p50 ms   added p99 ms   gateway main thread CPU per call: p50 ms   p99 ms');
+  for (const [name, s] of Object.entries(calm)) {
+    const c = cpu[name]!.n > 0 ? `${cpu[name]!.p50.toFixed(3).padStart(42)}   ${cpu[name]!.p99.toFixed(3).padStart(6)}` : '';
+    console.log(`${name.padEnd(24)} ${`${s.n}/${samples[name]!.length}`.padStart(10)}   ${s.p50.toFixed(3).padStart(6)}   ${s.p90.toFixed(3).padStart(6)}   ${s.p99.toFixed(3).padStart(6)}   ${(s.p50 - calm.direct!.p50).toFixed(3).padStart(12)}   ${(s.p99 - calm.direct!.p99).toFixed(3).padStart(12)}${c}`);
+  }
+  const first = statsOf(cold);
+  const firstCpu = statsOf(coldCpu);
+  console.log(`\nthe first call of each block (after the ${PAUSE_MS} ms pause, cold), not in the tables above:`);
+  console.log('target                   calls   p50 ms   p90 ms   p99 ms   added p50 ms   gateway main thread CPU per call: p50 ms');
+  for (const [name, s] of Object.entries(first)) {
+    const c = firstCpu[name]!.n > 0 ? firstCpu[name]!.p50.toFixed(3).padStart(42) : '';
+    console.log(`${name.padEnd(24)} ${String(s.n).padStart(5)}   ${s.p50.toFixed(3).padStart(6)}   ${s.p90.toFixed(3).padStart(6)}   ${s.p99.toFixed(3).padStart(6)}   ${(s.p50 - first.direct!.p50).toFixed(3).padStart(12)}${c}`);
   }
   const on = stats['gateway, 10 fields']!;
   const off = stats['10 fields, guard off']!;
