@@ -44,8 +44,10 @@ export interface Exchange {
   traceparent?: string;
 }
 
+const NO_NAMES: ReadonlySet<string> = new Set();
+
 /** The caller's headers for the upstream (forwarding.ts), with `drop` dropped too. */
-export function upstreamHeaders(x: Exchange, drop: ReadonlySet<string> = new Set()): string[] {
+export function upstreamHeaders(x: Exchange, drop: ReadonlySet<string> = NO_NAMES): string[] {
   return forwardHeaders(x.req, {
     drop, forwardAuthorization: x.route?.forwardAuthorization ?? x.config.forwardAuthorization,
     upstreamHost: x.upstream.host, host: x.host, proto: x.proto, trusted: x.trusted, traceparent: x.traceparent,

@@ -12,6 +12,9 @@ const FORWARDING = ['x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host', 
  */
 const REROUTING = ['x-original-url', 'x-rewrite-url', 'x-http-method-override', 'x-http-method', 'x-method-override'];
 
+/** Never forwarded as the caller sent them: Host, Expect, the caller's framing (the gateway frames), rerouting and forwarding headers. */
+const ALWAYS_DROPPED: ReadonlySet<string> = new Set(['host', 'expect', 'content-length', 'transfer-encoding', ...REROUTING, ...FORWARDING]);
+
 /** The configured trusted proxies: peers whose forwarding headers are kept and extended. */
 export class TrustedProxies {
   private readonly list = new BlockList();
@@ -61,10 +64,13 @@ export interface ForwardOptions {
 export function forwardHeaders(req: IncomingMessage, options: ForwardOptions): string[] {
   const peer = req.socket.remoteAddress;
   const trusted = options.trusted.has(peer);
-  const drop = new Set([...options.drop, 'host', 'expect', 'content-length', 'transfer-encoding', ...REROUTING, ...FORWARDING]);
-  if (!options.forwardAuthorization) drop.add('authorization');
-  if (options.traceparent !== undefined) drop.add('traceparent');
-  const out = [...endToEnd(req.rawHeaders, drop), 'Host', options.upstreamHost];
+  // a rule over the static set, not a Set built per request: this runs on every exchange
+  const drop = {
+    has: (name: string) => ALWAYS_DROPPED.has(name) || options.drop.has(name)
+      || (name === 'authorization' && !options.forwardAuthorization) || (name === 'traceparent' && options.traceparent !== undefined),
+  };
+  const out = endToEnd(req.rawHeaders, drop);
+  out.push('Host', options.upstreamHost);
   const addr = peer?.replace(/^::ffff:(?=\d+\.\d+\.\d+\.\d+$)/i, '') ?? 'unknown';
   const prior = (name: string) => (trusted ? headerValues(req.rawHeaders, name) : undefined);
   const xff = prior('x-forwarded-for');

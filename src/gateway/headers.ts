@@ -7,6 +7,8 @@ export type RawHeaders = readonly string[];
 /** RFC 9110 §7.6.1 hop-by-hop headers, and the de-facto ones proxies also drop. */
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade']);
 
+const NONE: ReadonlySet<string> = new Set();
+
 /** The lower-cased header names a `Connection` header lists (they are hop-by-hop for this hop). */
 export function connectionTokens(raw: RawHeaders): Set<string> {
   const tokens = new Set<string>();
@@ -30,7 +32,7 @@ export function isHopByHop(name: string, listed: ReadonlySet<string>): boolean {
  * TE, Trailer, Transfer-Encoding, Upgrade, and every header Connection names), and those in `drop`
  * (lower-case) too. Everything else is kept as received.
  */
-export function endToEnd(raw: RawHeaders, drop: ReadonlySet<string> = new Set()): string[] {
+export function endToEnd(raw: RawHeaders, drop: { has(name: string): boolean } = NONE): string[] {
   const listed = connectionTokens(raw);
   const out: string[] = [];
   for (let i = 0; i < raw.length; i += 2) {

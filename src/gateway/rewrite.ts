@@ -206,15 +206,15 @@ function countUnmapped(x: Exchange, route: Route, findings: readonly UnmappedFin
 /** Adds each value's result to veil_gateway_fields_total, by route and configured field. */
 function countFields(x: Exchange, route: Route, side: 'request' | 'response', results: readonly { selector: number; result: string }[]): void {
   x.span?.setAttribute(side === 'request' ? ATTR.requestValues : ATTR.responseValues, results.length);
-  const counts = new Map<string, number>();
+  // by field, then result: no key string built and split again per value (this runs on every body)
+  const counts = new Map<string, Map<string, number>>();
   for (const r of results) {
-    const key = `${fieldName(route, side, r.selector)}\0${r.result}`;
-    counts.set(key, (counts.get(key) ?? 0) + 1);
+    const field = fieldName(route, side, r.selector);
+    let byResult = counts.get(field);
+    if (!byResult) counts.set(field, (byResult = new Map()));
+    byResult.set(r.result, (byResult.get(r.result) ?? 0) + 1);
   }
-  for (const [key, n] of counts) {
-    const [field, result] = key.split('\0') as [string, string];
-    x.metrics.fields.inc({ route: route.name, field, result }, n);
-  }
+  for (const [field, byResult] of counts) for (const [result, n] of byResult) x.metrics.fields.inc({ route: route.name, field, result }, n);
 }
 
 function tooLarge(limit: number): VeilError {
@@ -226,7 +226,12 @@ function fieldOf(route: Route, side: 'request' | 'response', m: number): { class
   return { className: f.className, propertyName: f.propertyName };
 }
 
+/** Class.property of each configured field, spelled once: metrics name it per value */
+const FIELD_NAMES = new WeakMap<FieldRef, string>();
+
 function fieldName(route: Route, side: 'request' | 'response', m: number): string {
   const f = route[side].fields[m]!;
-  return `${f.className}.${f.propertyName}`;
+  let name = FIELD_NAMES.get(f);
+  if (name === undefined) FIELD_NAMES.set(f, (name = `${f.className}.${f.propertyName}`));
+  return name;
 }
