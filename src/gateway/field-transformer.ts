@@ -66,8 +66,10 @@ export class FieldTransformer {
   async reveal(requestId: string, caller: GuardedCaller, values: readonly RevealValue[]): Promise<(Shown | undefined)[]> {
     const out: (Shown | undefined)[] = values.map(() => undefined);
     const byAction = new Map<string, number[]>();
+    // the roles' part of the decision key, once per body rather than once per value
+    const roles = rolesKey(caller);
     values.forEach((v, i) => {
-      const action = this.actionFor(caller, v);
+      const action = this.actionFor(caller, roles, v);
       if (action === undefined) return;
       let list = byAction.get(action);
       if (!list) byAction.set(action, (list = []));
@@ -117,15 +119,15 @@ export class FieldTransformer {
     });
   }
 
-  private actionFor(caller: GuardedCaller, v: RevealValue): string | undefined {
-    if (this.granted(caller, v.field, this.options.actions.unprotect)) return this.options.actions.unprotect;
-    if (v.ifDenied !== undefined && this.granted(caller, v.field, v.ifDenied)) return v.ifDenied;
+  private actionFor(caller: GuardedCaller, roles: string, v: RevealValue): string | undefined {
+    if (this.granted(caller, roles, v.field, this.options.actions.unprotect)) return this.options.actions.unprotect;
+    if (v.ifDenied !== undefined && this.granted(caller, roles, v.field, v.ifDenied)) return v.ifDenied;
     return undefined;
   }
 
-  /** Whether the caller's roles may run `action` on `field`: the engine's own authorization, without values. */
-  private granted(caller: GuardedCaller, field: FieldRef, action: string): boolean {
-    const key = `${[...caller.roles].sort().join('\0')}\u0001${field.className}.${field.propertyName}\u0001${action}`;
+  /** Whether the caller's roles (`roles`: rolesKey(caller)) may run `action` on `field`: the engine's own authorization, without values. */
+  private granted(caller: GuardedCaller, roles: string, field: FieldRef, action: string): boolean {
+    const key = `${roles}\u0001${field.className}.${field.propertyName}\u0001${action}`;
     let decision = this.decisions.get(key);
     if (decision === undefined) {
       try {
@@ -152,6 +154,11 @@ export class FieldTransformer {
       })),
     };
   }
+}
+
+/** The caller's roles as one decision-key part: sorted, so the same roles in any order share decisions. */
+function rolesKey(caller: GuardedCaller): string {
+  return [...caller.roles].sort().join('\0');
 }
 
 /** One Role evidence per role the caller holds: every configured rights context it qualifies for matches. */

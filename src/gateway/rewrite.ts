@@ -206,15 +206,23 @@ function countUnmapped(x: Exchange, route: Route, findings: readonly UnmappedFin
 /** Adds each value's result to veil_gateway_fields_total, by route and configured field. */
 function countFields(x: Exchange, route: Route, side: 'request' | 'response', results: readonly { selector: number; result: string }[]): void {
   x.span?.setAttribute(side === 'request' ? ATTR.requestValues : ATTR.responseValues, results.length);
-  // by field, then result: no key string built and split again per value (this runs on every body)
-  const counts = new Map<string, Map<string, number>>();
+  // (field, result) pairs in three parallel lists, found by a scan: no key string built and split
+  // per value and no Map per body (this runs on every body; a route has few fields and results)
+  const fields: string[] = [];
+  const outcomes: string[] = [];
+  const counts: number[] = [];
   for (const r of results) {
     const field = fieldName(route, side, r.selector);
-    let byResult = counts.get(field);
-    if (!byResult) counts.set(field, (byResult = new Map()));
-    byResult.set(r.result, (byResult.get(r.result) ?? 0) + 1);
+    let i = 0;
+    while (i < fields.length && (fields[i] !== field || outcomes[i] !== r.result)) i++;
+    if (i === fields.length) {
+      fields.push(field);
+      outcomes.push(r.result);
+      counts.push(0);
+    }
+    counts[i]!++;
   }
-  for (const [field, byResult] of counts) for (const [result, n] of byResult) x.metrics.fields.inc({ route: route.name, field, result }, n);
+  for (let i = 0; i < fields.length; i++) x.metrics.fields.inc({ route: route.name, field: fields[i]!, result: outcomes[i]! }, counts[i]!);
 }
 
 function tooLarge(limit: number): VeilError {
