@@ -150,6 +150,13 @@ function fewDigits(b: Buffer, from: number, to: number, field: ProtoField): bool
 
 /** a varint's value as the field's kind reads it, in digits */
 function integerText(b: Buffer, pos: number, field: ProtoField): string {
+  // up to four bytes (under 2^28, non-negative in every kind before zigzag): a number, no bigint
+  let small = 0;
+  for (let i = 0; i < 4 && pos + i < b.length; i++) {
+    const byte = b[pos + i]!;
+    small += (byte & 0x7f) * 2 ** (7 * i);
+    if (byte < 0x80) return String(field.kind === 'sint32' || field.kind === 'sint64' ? (small % 2 === 0 ? small / 2 : -(small + 1) / 2) : small);
+  }
   const [v] = readVarint(b, pos);
   switch (field.kind) {
     case 'int32': return String(BigInt.asIntN(32, v));

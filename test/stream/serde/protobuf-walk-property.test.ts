@@ -70,9 +70,10 @@ function tag(number: number, wireType: number): number[] {
 }
 
 function randomVarint(r: (n: number) => number): number[] {
-  switch (r(6)) {
+  switch (r(7)) {
     case 0: return varint(BigInt(r(200)));
     case 1: return varint(BigInt(r(20000)));
+    case 6: return varint(BigInt(r(2 ** 28) * (r(2) + 1))); // three to five bytes
     case 2: return varint(BigInt(-1 - r(100000))); // a negative int32/int64: ten bytes
     case 3: return varint(4111111111111111n + BigInt(r(10)));
     case 4: return [0x80 | r(128), 0x00]; // non-canonical: a two-byte small value
