@@ -2,6 +2,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { chmod, mkdir, readFile, readdir, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { VeilError, formatIssue, type ConfigIssue } from '../engine/index.ts';
+import { withFileLock } from '../file-lock/index.ts';
 import { ControlError } from './errors.ts';
 
 /**
@@ -75,6 +76,8 @@ export interface VersionLog {
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 const versionFile = (n: number) => `${String(n).padStart(4, '0')}.yaml`;
 const DRAFT_ID = /^[a-f0-9-]{36}$/;
+/** publishes take milliseconds; a start beside many siblings on a loaded machine may queue behind several */
+const LOCK_WAIT_MS = 30_000;
 
 /**
  * The configuration's versions in `<dataDir>/config-versions/`: `NNNN.yaml` per published
@@ -82,8 +85,8 @@ const DRAFT_ID = /^[a-f0-9-]{36}$/;
  * validate` accepts), `index.json` (metadata and which version is active) and `drafts/<id>.yaml`
  * with `drafts/<id>.json` (base version, author, saved test cases). Writes go through a temporary
  * file and a rename. Several serving processes may share the store (`veil serve --workers N`):
- * each re-reads the index before publishing and polls it for versions the others published
- * (active-version-watch.ts).
+ * each changes the index holding `index.lock` (src/file-lock), re-reading it first, and polls it
+ * for versions the others published (active-version-watch.ts).
  */
 export class ConfigVersions {
   readonly dir: string;
@@ -125,19 +128,24 @@ export class ConfigVersions {
    * `check` validates the file (CONFIG_INVALID with every error).
    */
   async adopt(configFile: string, now: Date, check: ConfigCheck): Promise<{ file: string; number: number; adopted: boolean }> {
-    // another process may have adopted or published since this store was opened
-    await this.reload();
     const text = await readFile(configFile, 'utf8').catch((e: NodeJS.ErrnoException) => {
       throw new VeilError('CONFIG_INVALID', `configuration ${configFile} cannot be read (${e.code ?? 'unreadable'})`);
     });
-    const lastFromFile = [...this.index.versions].reverse().find((v) => v.source === 'file');
-    if (lastFromFile?.sha256 === sha256(text) && this.index.active) {
-      return { file: this.file(this.index.active), number: this.index.active, adopted: false };
-    }
-    const errors = check(text).issues.filter((i) => i.severity === 'error');
-    if (errors.length) throw new VeilError('CONFIG_INVALID', `configuration ${configFile} is invalid:\n${errors.map((i) => formatIssue(configFile, i)).join('\n')}`);
-    const number = await this.publish(text, { by: 'file', source: 'file', note: `adopted from ${configFile}`, now });
-    return { file: this.file(number), number, adopted: true };
+    // processes sharing the data dir start together: one adopts the file, the others find it
+    // adopted (with a shared log, publishToLog settles the race instead)
+    const decide = async () => {
+      await this.reload();
+      const lastFromFile = [...this.index.versions].reverse().find((v) => v.source === 'file');
+      if (lastFromFile?.sha256 === sha256(text) && this.index.active) {
+        return { file: this.file(this.index.active), number: this.index.active, adopted: false };
+      }
+      const errors = check(text).issues.filter((i) => i.severity === 'error');
+      if (errors.length) throw new VeilError('CONFIG_INVALID', `configuration ${configFile} is invalid:\n${errors.map((i) => formatIssue(configFile, i)).join('\n')}`);
+      const meta = { by: 'file', source: 'file' as const, note: `adopted from ${configFile}`, now };
+      const number = this.log ? await this.publishToLog(text, meta) : await this.publishHere(text, meta);
+      return { file: this.file(number), number, adopted: true };
+    };
+    return this.log ? decide() : this.locked(decide);
   }
 
   versions(): readonly VersionMeta[] {
@@ -167,12 +175,13 @@ export class ConfigVersions {
    * an older veil, which mirrored every version). The active version becomes the newest left.
    */
   async forget(number: number): Promise<void> {
-    await this.reload();
-    if (!this.index.versions.some((v) => v.number === number)) return;
-    const versions = this.index.versions.filter((v) => v.number !== number);
-    await this.writeIndex({ active: this.index.active === number ? Math.max(0, ...versions.map((v) => v.number)) : this.index.active, versions });
-    await chmod(this.file(number), 0o600).catch(() => undefined);
-    await rm(this.file(number), { force: true });
+    await this.locked(async () => {
+      await this.reload();
+      if (!this.index.versions.some((v) => v.number === number)) return;
+      const versions = this.index.versions.filter((v) => v.number !== number);
+      await this.writeIndex({ active: this.index.active === number ? Math.max(0, ...versions.map((v) => v.number)) : this.index.active, versions });
+      await this.removeVersionFile(number);
+    });
   }
 
   /** Publishes through a shared log from now on (the data dir is then its mirror). */
@@ -186,33 +195,58 @@ export class ConfigVersions {
    * the active version.
    */
   async mirror(number: number, text: string, meta: Omit<VersionMeta, 'number' | 'sha256'>): Promise<void> {
-    await this.reload();
-    const file = this.file(number);
-    const existing = await readFile(file, 'utf8').catch(() => undefined);
-    if (existing !== text) {
-      if (existing !== undefined) await chmod(file, 0o600);
-      await writeFile(`${file}.${process.pid}.tmp`, text, { mode: 0o400 });
-      await rename(`${file}.${process.pid}.tmp`, file);
-    }
-    const entry: VersionMeta = { number, ...meta, sha256: sha256(text) };
-    const versions = [...this.index.versions.filter((v) => v.number !== number), entry].sort((a, b) => a.number - b.number);
-    await this.writeIndex({ active: Math.max(this.index.active, number), versions });
+    await this.locked(async () => {
+      await this.reload();
+      const file = this.file(number);
+      const existing = await readFile(file, 'utf8').catch(() => undefined);
+      if (existing !== text) {
+        if (existing !== undefined) await chmod(file, 0o600);
+        await writeFile(`${file}.${process.pid}.tmp`, text, { mode: 0o400 });
+        await rename(`${file}.${process.pid}.tmp`, file);
+      }
+      const entry: VersionMeta = { number, ...meta, sha256: sha256(text) };
+      const versions = [...this.index.versions.filter((v) => v.number !== number), entry].sort((a, b) => a.number - b.number);
+      await this.writeIndex({ active: Math.max(this.index.active, number), versions });
+    });
   }
 
   /** Writes a new immutable version and makes it the active one; the caller has validated it. */
   async publish(text: string, meta: { by: string; source: VersionMeta['source']; note: string; now: Date }): Promise<number> {
     if (this.log) return this.publishToLog(text, meta);
-    // numbered after what any process sharing the data dir published; two racing publishes of the
-    // same number cannot both win: the version file is created exclusively (wx)
+    return this.locked(() => this.publishHere(text, meta));
+  }
+
+  /** publish in the data dir alone; the caller holds the lock */
+  private async publishHere(text: string, meta: { by: string; source: VersionMeta['source']; note: string; now: Date }): Promise<number> {
+    // numbered after what any process sharing the data dir published
     await this.reload();
     const number = Math.max(0, ...this.index.versions.map((v) => v.number)) + 1;
     const file = this.file(number);
+    // under the lock, a version file the index does not name was left by a process killed between
+    // writing it and the index: it was never published, and is replaced
+    await this.removeVersionFile(number);
     // read-only for veil's user alone, like everything else in the data dir
     await writeFile(file, text, { flag: 'wx', mode: 0o400 });
     await chmod(file, 0o400);
     const entry: VersionMeta = { number, publishedAt: meta.now.toISOString(), by: meta.by, source: meta.source, note: meta.note, sha256: sha256(text) };
     await this.writeIndex({ active: number, versions: [...this.index.versions, entry] });
     return number;
+  }
+
+  private async removeVersionFile(number: number): Promise<void> {
+    await chmod(this.file(number), 0o600).catch(() => undefined);
+    await rm(this.file(number), { force: true });
+  }
+
+  /**
+   * Runs a read-modify-write of the index holding `index.lock`: the processes sharing the data dir
+   * (veil serve --workers, a stream group on one host, the CLI) publish and mirror one at a time.
+   */
+  private locked<T>(body: () => Promise<T>): Promise<T> {
+    return withFileLock(join(this.dir, 'index.lock'), {
+      busy: () => new ControlError('CONTROL_STORE_UNAVAILABLE', `${this.dir}/index.lock is held by another veil process`),
+      failed: (error) => new ControlError('CONTROL_STORE_UNAVAILABLE', `${this.dir}/index.lock cannot be created`, { cause: error }),
+    }, body, LOCK_WAIT_MS);
   }
 
   /**

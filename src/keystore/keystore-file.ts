@@ -1,15 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { open, readFile, rename, unlink } from 'node:fs/promises';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { errorCode } from './master-key.ts';
-
-const LOCK_WAIT_MS = 5_000;
-const LOCK_POLL_MS = 25;
 
 /**
  * The keystore file's I/O, apart from what it holds: read (undefined when absent), durable replace
- * (temporary file, fsync, rename, directory fsync) and the lock file that serializes changes
- * between processes sharing a data dir. Errors are the file system's; LocalKeystore names them.
+ * (temporary file, fsync, rename, directory fsync); changes are serialized between processes
+ * by src/file-lock. Errors are the file system's; LocalKeystore names them.
  */
 export async function readKeystoreFile(path: string): Promise<Buffer | undefined> {
   try {
@@ -37,31 +33,6 @@ export async function replaceKeystoreFile(dir: string, path: string, bytes: Buff
     throw error;
   }
   await syncDirectory(dir);
-}
-
-/**
- * Runs `body` holding `<path>.lock` (created exclusively). Taking the lock fails with
- * `errors.busy()` after 5 s of waiting, `errors.failed(e)` when the file system refuses.
- */
-export async function withKeystoreLock<T>(path: string, errors: { busy(): Error; failed(error: unknown): Error }, body: () => Promise<T>): Promise<T> {
-  const lockPath = `${path}.lock`;
-  const deadline = Date.now() + LOCK_WAIT_MS;
-  for (;;) {
-    try {
-      const handle = await open(lockPath, 'wx', 0o600);
-      await handle.writeFile(`${process.pid}\n`).finally(() => handle.close());
-      break;
-    } catch (error) {
-      if (errorCode(error) !== 'EEXIST') throw errors.failed(error);
-      if (Date.now() >= deadline) throw errors.busy();
-      await sleep(LOCK_POLL_MS);
-    }
-  }
-  try {
-    return await body();
-  } finally {
-    await unlink(lockPath).catch(() => undefined);
-  }
 }
 
 /** Makes the rename durable; not every platform can fsync a directory. */

@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { MemoryKeyProvider, revealKeyBytes, VeilError, type KeyInfo, type KeyProvider, type KeyType, type SecretKey } from '../engine/index.ts';
 import { parseHexMaterial } from './key-material.ts';
 import { addRandom, assertKeyId, assertKeyType, copyInfo, toProvider, toRecords, wipe } from './key-records.ts';
-import { readKeystoreFile, replaceKeystoreFile, withKeystoreLock } from './keystore-file.ts';
+import { withFileLock } from '../file-lock/index.ts';
+import { readKeystoreFile, replaceKeystoreFile } from './keystore-file.ts';
 import { decodeKeystore, encodeKeystore, type KeyRecord } from './keystore-format.ts';
 import { decodeEnvelope, encodeEnvelope, isEnvelope, rewrapEnvelope, wrappedKeyOf } from './keyset-envelope.ts';
 import type { KeyLease } from './key-lease.ts';
@@ -341,7 +342,7 @@ export class LocalKeystore implements KeyProvider {
   }
 
   private async withLock<T>(body: () => Promise<T>): Promise<T> {
-    return withKeystoreLock(this.path, {
+    return withFileLock(`${this.path}.lock`, {
       busy: () => new KeystoreError('KEYSTORE_INVALID', `keystore ${this.path} is locked by another veil process; if none is running, remove ${this.path}.lock`),
       failed: (error) => this.ioError('cannot create the lock file for', error),
     }, body);

@@ -31,6 +31,28 @@ describe('configuration versions in the data dir', () => {
     expect(reopened.versions().map((v) => [v.number, v.source, v.by])).toEqual([[1, 'file', 'file'], [2, 'portal', 'alice'], [3, 'file', 'file']]);
   });
 
+  it('processes starting together on one data dir adopt the file once; racing publishes each get their own number, none lost', async () => {
+    const file = join(dir, 'config.yaml');
+    await writeFile(file, EXAMPLE_CONFIG_TEXT);
+    // the stores of four processes sharing the data dir (veil serve --workers, a stream group)
+    const stores = await Promise.all([1, 2, 3, 4].map(() => ConfigVersions.open(dir)));
+    const adopted = await Promise.all(stores.map((s) => s.adopt(file, now, compileVeilConfigText)));
+    expect(adopted.map((a) => a.number)).toEqual([1, 1, 1, 1]);
+    expect(adopted.filter((a) => a.adopted)).toHaveLength(1);
+    const numbers = await Promise.all(stores.map((s, i) => s.publish(`${EXAMPLE_CONFIG_TEXT}# publish ${i}\n`, { by: `p${i}`, source: 'portal', note: 'x', now })));
+    expect([...numbers].sort()).toEqual([2, 3, 4, 5]);
+    const reopened = await ConfigVersions.open(dir);
+    expect(reopened.versions().map((v) => v.number)).toEqual([1, 2, 3, 4, 5]);
+    for (const [i, n] of numbers.entries()) expect(await reopened.read(n)).toContain(`# publish ${i}`);
+  });
+
+  it('a version file left by a process that died before writing the index is replaced by the next publish', async () => {
+    const store = await ConfigVersions.open(dir);
+    await writeFile(store.file(1), 'half-published by a process killed before its index write', { mode: 0o400 });
+    expect(await store.publish(EXAMPLE_CONFIG_TEXT, { by: 'alice', source: 'portal', note: 'x', now })).toBe(1);
+    expect(await store.read(1)).toBe(EXAMPLE_CONFIG_TEXT);
+  });
+
   it('refuses an invalid configuration file at adoption with every problem, publishing nothing', async () => {
     const file = join(dir, 'config.yaml');
     await writeFile(file, EXAMPLE_CONFIG_TEXT.replace('keepFirst: 6', 'keepFirst: 99'));

@@ -1,0 +1,93 @@
+import { randomBytes } from 'node:crypto';
+import { link, open, readFile, rename, stat, unlink } from 'node:fs/promises';
+import { hostname } from 'node:os';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+const POLL_MS = 25;
+/** a lock file still without its holder's line after this long was left by a process killed while creating it */
+const UNWRITTEN_AFTER_MS = 10_000;
+
+export interface FileLockErrors {
+  /** the lock stayed held by a live process for the whole wait */
+  busy(): Error;
+  /** the file system refused to create the lock file */
+  failed(error: unknown): Error;
+}
+
+/**
+ * Runs `body` holding `lockPath`, a file created exclusively (O_EXCL) that names its holder
+ * (`<pid> <hostname>`): the one rule for serializing a read-modify-write of a data dir's files
+ * between the processes sharing it (`veil serve --workers N`, a stream group on one host, the CLI
+ * beside a running service). A lock left by a process of this host that is no longer running (one
+ * killed inside its critical section) is broken at once; one held by a live process, or by another
+ * host, is waited for, `waitMs` at most (then `errors.busy()`).
+ */
+export async function withFileLock<T>(lockPath: string, errors: FileLockErrors, body: () => Promise<T>, waitMs = 5_000): Promise<T> {
+  const deadline = Date.now() + waitMs;
+  while (!(await tryCreate(lockPath, errors))) {
+    if (await breakIfOrphaned(lockPath)) continue;
+    if (Date.now() >= deadline) throw errors.busy();
+    await sleep(POLL_MS);
+  }
+  try {
+    return await body();
+  } finally {
+    await unlink(lockPath).catch(() => undefined);
+  }
+}
+
+async function tryCreate(lockPath: string, errors: FileLockErrors): Promise<boolean> {
+  try {
+    const handle = await open(lockPath, 'wx', 0o600);
+    await handle.writeFile(`${process.pid} ${hostname()}\n`).finally(() => handle.close());
+    return true;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return false;
+    throw errors.failed(error);
+  }
+}
+
+/**
+ * Removes a lock whose holder, a process of this host, is gone. The lock is first renamed aside
+ * (one breaker wins the rename) and removed only if the file renamed is still the orphan read: a
+ * live holder that took the lock in between keeps it (its file is put back).
+ */
+async function breakIfOrphaned(lockPath: string): Promise<boolean> {
+  const holder = await readFile(lockPath, 'utf8').catch(() => undefined);
+  if (holder === undefined) return true; // released meanwhile: try again at once
+  if (!(await isOrphan(lockPath, holder))) return false;
+  const aside = `${lockPath}.${randomBytes(6).toString('hex')}.stale`;
+  try {
+    await rename(lockPath, aside);
+  } catch {
+    return true; // another breaker or the holder moved it first
+  }
+  const moved = await readFile(aside, 'utf8').catch(() => undefined);
+  if (moved !== undefined && moved !== holder) {
+    // a live holder's lock, taken between the read and the rename: give it back (link: never over
+    // a lock a third process may have created since; then two hold it, a window of microseconds)
+    await link(aside, lockPath).catch(() => undefined);
+    await unlink(aside).catch(() => undefined);
+    return false;
+  }
+  await unlink(aside).catch(() => undefined);
+  return true;
+}
+
+async function isOrphan(lockPath: string, holder: string): Promise<boolean> {
+  const m = /^(\d+) (\S+)\n$/.exec(holder);
+  if (!m) {
+    // no holder line yet: being written now, or left by a process killed between create and write
+    const since = await stat(lockPath).then((s) => Date.now() - s.mtimeMs, () => 0);
+    return since > UNWRITTEN_AFTER_MS;
+  }
+  if (m[2] !== hostname()) return false; // another host's process: its liveness cannot be seen here
+  const pid = Number(m[1]);
+  if (pid === process.pid) return false;
+  try {
+    process.kill(pid, 0);
+    return false;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'ESRCH';
+  }
+}
