@@ -66,13 +66,13 @@ export function callerBody(x: Exchange): IncomingMessage {
 
 /** Sends the request upstream, timing it until the response headers or the failure. */
 export async function sendUpstream(x: Exchange, request: UpstreamRequest): Promise<IncomingMessage> {
-  const stop = x.metrics.upstreamLatency.startTimer({ route: x.routeName });
+  const stop = x.metrics.timeUpstream(x.routeName);
   try {
     const response = await x.upstream.send(request, x.signal);
-    stop({ result: 'response' });
+    stop('response');
     return response;
   } catch (e) {
-    stop({ result: e instanceof VeilError ? e.code : 'error' });
+    stop(e instanceof VeilError ? e.code : 'error');
     throw e;
   }
 }

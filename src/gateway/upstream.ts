@@ -69,8 +69,9 @@ export class Upstream {
     return new Promise((resolve, reject) => {
       const req = client.request({
         protocol: this.url.protocol, hostname: this.url.hostname, port: this.url.port, agent: this.agent,
-        method: request.method, path: `${this.basePath}${request.target}`, headers: request.headers, setHost: false, signal,
+        method: request.method, path: `${this.basePath}${request.target}`, headers: request.headers, setHost: false,
       });
+      cutOnAbort(req, signal);
       let settled = false;
       const timer = setTimeout(() => {
         settled = true;
@@ -117,6 +118,21 @@ class ResetOnReuse extends Error {
     super('pooled connection reset');
     this.error = error;
   }
+}
+
+/**
+ * Destroys the request when `signal` aborts (the caller went away), as http.request's own `signal`
+ * option does, at a fraction of its cost per exchange (it hooks end-of-stream on the request: about
+ * 7 µs of the gateway's CPU per exchange in a profile of bench:gateway).
+ */
+function cutOnAbort(req: http.ClientRequest, signal: AbortSignal): void {
+  const abort = () => req.destroy(Object.assign(new Error('the caller went away', { cause: signal.reason }), { name: 'AbortError', code: 'ABORT_ERR' }));
+  if (signal.aborted) {
+    process.nextTick(abort);
+    return;
+  }
+  signal.addEventListener('abort', abort, { once: true });
+  req.once('close', () => signal.removeEventListener('abort', abort));
 }
 
 function timeoutError(e: NodeJS.ErrnoException): VeilError {
