@@ -9,6 +9,7 @@ import type { GatewayConfig } from '../gateway/gateway-config.ts';
 import { createGateway, type Gateway, type GatewayParts } from '../gateway/gateway-server.ts';
 import { CachingVerifier } from '../identity/caching-verifier.ts';
 import { TokenVerifier } from '../identity/token-verifier.ts';
+import { ensureKey } from '../keystore/config-keys.ts';
 import { JwtSigner } from '../keystore/jwt-signer.ts';
 import type { ActiveConfig } from '../control/index.ts';
 import type { VeilConfig } from './config-file.ts';
@@ -67,10 +68,7 @@ export async function openGateway(options: GatewayOptions): Promise<OpenedGatewa
   }
   for (const w of warnings) logger.warn({ pointer: w.pointer }, `configuration: ${w.message}`);
   const signingKey = config.identity.signingKey;
-  if (options.development && !keystore.info(signingKey)) {
-    await keystore.create(signingKey, 'jwt-es256');
-    options.notice?.(`created token signing key ${signingKey}`);
-  }
+  if (options.development && (await ensureKey(keystore, signingKey, 'jwt-es256'))) options.notice?.(`created token signing key ${signingKey}`);
   // every writer of the data dir's audit log rotates it alike: one keeping fewer files would delete what the configuration keeps
   const audit = options.audit ?? new FileAuditSink(join(options.dataDir, 'audit.log'), config.service.audit);
   const build = (activeConfig: ActiveConfig<VeilConfig>, fallback: GatewayConfig): GatewayParts => {

@@ -10,6 +10,7 @@ import { devClient } from '../identity/dev-client.ts';
 import { TokenService, type Client } from '../identity/token-service.ts';
 import { TokenVerifier } from '../identity/token-verifier.ts';
 import { CachingVerifier } from '../identity/caching-verifier.ts';
+import { ensureKey } from '../keystore/config-keys.ts';
 import { JwtSigner } from '../keystore/jwt-signer.ts';
 import type { LocalKeystore } from '../keystore/local-keystore.ts';
 import { buildServer } from '../http/server.ts';
@@ -93,16 +94,7 @@ export async function openService(options: ServiceOptions): Promise<Service> {
   const { config, keystore, warnings, holder, versions } = active;
   for (const w of warnings) logger.warn({ pointer: w.pointer }, `configuration: ${w.message}`);
   const signingKey = config.identity.signingKey;
-  if (!keystore.info(signingKey)) {
-    try {
-      await keystore.create(signingKey, 'jwt-es256');
-      options.notice?.(`created token signing key ${signingKey}`);
-    } catch (e) {
-      // another process sharing the keystore (a data dir, a control store) created it first: take theirs
-      if (!(e instanceof VeilError && e.code === 'KEY_EXISTS')) throw e;
-      await keystore.reload();
-    }
-  }
+  if (await ensureKey(keystore, signingKey, 'jwt-es256')) options.notice?.(`created token signing key ${signingKey}`);
 
   const subjects = lazySubjectKeyStore({ keystore, dataDir: options.dataDir, settings: subjectStoreSettings(options.env) });
   const issuer = config.identity.issuer ?? options.baseUrl;

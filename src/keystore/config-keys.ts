@@ -33,6 +33,23 @@ export function requireKeys(config: CompiledConfig, keys: KeyProvider): void {
   }
 }
 
+/**
+ * Creates key `id` unless the keystore holds it; true when this call created it. Processes sharing
+ * the keystore (a data dir, a control store) start together: one that finds the key created by
+ * another meanwhile takes theirs.
+ */
+export async function ensureKey(keystore: LocalKeystore, id: string, type: KeyType): Promise<boolean> {
+  if (keystore.info(id)) return false;
+  try {
+    await keystore.create(id, type);
+    return true;
+  } catch (e) {
+    if (!(e instanceof VeilError && e.code === 'KEY_EXISTS')) throw e;
+    await keystore.reload();
+    return false;
+  }
+}
+
 /** Creates the keys the configuration references and the keystore lacks. Refuses type clashes. */
 export async function provisionKeys(config: CompiledConfig, keystore: LocalKeystore): Promise<string[]> {
   const created: string[] = [];
@@ -41,14 +58,7 @@ export async function provisionKeys(config: CompiledConfig, keystore: LocalKeyst
       if (gap.problem !== 'missing') throw new VeilError('KEY_UNAVAILABLE', gap.message);
       continue;
     }
-    try {
-      await keystore.create(gap.id, gap.type);
-      created.push(gap.id);
-    } catch (e) {
-      // another process sharing the data directory created it first: take theirs
-      if (!(e instanceof VeilError && e.code === 'KEY_EXISTS')) throw e;
-      await keystore.reload();
-    }
+    if (await ensureKey(keystore, gap.id, gap.type)) created.push(gap.id);
   }
   const rest = findKeyGaps(config, keystore);
   if (rest.length) throw new VeilError('KEY_UNAVAILABLE', rest.map((g) => g.message).join('\n'));
