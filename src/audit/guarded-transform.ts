@@ -44,6 +44,13 @@ export interface GuardedCall {
   admit(caller: GuardedCaller): unknown;
   /** admit returns `{ checked: TransformRequest }`: the engine skips the shape and identifier checks */
   checked?: boolean;
+  /**
+   * admit returns `{ planned: Plan }`: the plan of an earlier call of this guard for the same
+   * caller's roles and the same contexts and fields (an outcome's `plan`), with this call's
+   * instances — authorization decides on roles, contexts and fields, never on values. For an
+   * adapter that repeats one shape of call (the gateway: a route's fields for a caller's roles).
+   */
+  planned?: boolean;
   /** where a refused call whose audit record could not be written is reported (the call stays refused) */
   warn(message: string): void;
 }
@@ -75,7 +82,9 @@ export class GuardedTransform {
     try {
       caller = await call.authenticate();
       const admitted = await call.admit(caller);
-      if (call.checked) {
+      if (call.planned) {
+        plan = (admitted as { planned: Plan }).planned;
+      } else if (call.checked) {
         body = (admitted as { checked: TransformRequest }).checked;
         plan = this.deps.engine.planChecked(body as TransformRequest, caller);
       } else {

@@ -1,5 +1,5 @@
 import type { GuardedCaller, GuardedTransform } from '../audit/guarded-transform.ts';
-import { VeilError, type Engine, type FieldRef, type TransformRequest } from '../engine/index.ts';
+import { VeilError, type Engine, type FieldRef, type Plan, type TransformRequest } from '../engine/index.ts';
 
 /** What the caller sees of a response value: its text and the action that made it (Unprotect, or the ifDenied action). */
 export interface Shown {
@@ -30,6 +30,10 @@ const RIGHTS = '00000000-0000-4000-8000-000000000001';
 const processingGuid = (i: number) => `00000000-0000-4000-8001-${String(i).padStart(12, '0')}`;
 const requestGuid = (i: number) => `00000000-0000-4000-8002-${String(i).padStart(12, '0')}`;
 const MAX_DECISIONS = 10_000;
+/** plans kept: a route's field sequences by the callers' role sets; beyond it the cache starts anew */
+const MAX_PLANS = 1_000;
+
+type Group = { action: string; values: readonly FieldValue[] };
 
 /**
  * The gateway's use of the engine: whole-body protection that succeeds or refuses, and per-field
@@ -40,6 +44,13 @@ export class FieldTransformer {
   private readonly options: FieldTransformerOptions;
   /** roles + field + action → granted; the configuration is fixed for the process */
   private readonly decisions = new Map<string, boolean>();
+  /**
+   * roles + each group's action and fields → the plan of the first such call: the engine's plan
+   * (contexts resolved, each field authorized) depends on those alone, and a route sends the same
+   * fields on every exchange. The configuration is fixed for this transformer (a new version
+   * builds a new one).
+   */
+  private readonly plans = new Map<string, Plan>();
 
   constructor(options: FieldTransformerOptions) {
     this.options = options;
@@ -51,8 +62,7 @@ export class FieldTransformer {
    */
   async protect(requestId: string, caller: GuardedCaller, values: readonly FieldValue[]): Promise<string[]> {
     if (values.length === 0) return [];
-    const body = this.body(caller, [{ action: this.options.actions.protect, values }]);
-    const outcome = await this.run(requestId, caller, body);
+    const outcome = await this.run(requestId, caller, rolesKey(caller), [{ action: this.options.actions.protect, values }]);
     if (!outcome.ok) throw outcome.error;
     return outcome.response.responses[0]!.instances.map((i) => i.value);
   }
@@ -78,8 +88,7 @@ export class FieldTransformer {
     let groups = [...byAction].map(([action, indexes]) => ({ action, indexes }));
     // one call, audited once; values the engine refuses stay in place and the rest is tried again
     for (let attempt = 0; attempt < 2 && groups.length > 0; attempt++) {
-      const body = this.body(caller, groups.map((g) => ({ action: g.action, values: g.indexes.map((i) => values[i]!) })));
-      const outcome = await this.run(requestId, caller, body);
+      const outcome = await this.run(requestId, caller, roles, groups.map((g) => ({ action: g.action, values: g.indexes.map((i) => values[i]!) })));
       if (outcome.ok) {
         outcome.response.responses.forEach((r, ri) => r.instances.forEach((inst, ii) => (out[groups[ri]!.indexes[ii]!] = { text: inst.value, action: groups[ri]!.action })));
         return out;
@@ -108,8 +117,16 @@ export class FieldTransformer {
     });
   }
 
-  private run(requestId: string, caller: GuardedCaller, body: TransformRequest) {
-    return this.options.guard.run({
+  /** One guarded call; planned by the engine the first time its roles, actions and fields are seen. */
+  private async run(requestId: string, caller: GuardedCaller, roles: string, groups: readonly Group[]) {
+    const key = planKey(roles, groups);
+    const known = this.plans.get(key);
+    if (known) {
+      const planned: Plan = { requests: known.requests.map((r, i) => ({ ...r, instances: instancesOf(groups[i]!.values) })) };
+      return this.options.guard.run({ requestId, authenticate: async () => caller, admit: () => ({ planned }), planned: true, warn: this.options.warn });
+    }
+    const body = this.body(caller, groups);
+    const outcome = await this.options.guard.run({
       requestId,
       authenticate: async () => caller,
       // built here from configured fields and fresh guids: the shape and identifier checks hold by construction
@@ -117,6 +134,12 @@ export class FieldTransformer {
       checked: true,
       warn: this.options.warn,
     });
+    // a plan naming a data subject is the subject's: never reused
+    if (outcome.ok && outcome.plan.requests.every((r) => r.subject === undefined)) {
+      if (this.plans.size >= MAX_PLANS) this.plans.clear();
+      this.plans.set(key, outcome.plan);
+    }
+    return outcome;
   }
 
   private actionFor(caller: GuardedCaller, roles: string, v: RevealValue): string | undefined {
@@ -144,21 +167,35 @@ export class FieldTransformer {
   }
 
   /** A transform request: one rights context holding the caller's roles, one request per action. */
-  private body(caller: GuardedCaller, groups: readonly { action: string; values: readonly FieldValue[] }[]): TransformRequest {
+  private body(caller: GuardedCaller, groups: readonly Group[]): TransformRequest {
     return {
       rightsContexts: [{ guid: RIGHTS, evidences: roleEvidences(caller) }],
       processingContexts: groups.map((g, i) => ({ guid: processingGuid(i), evidences: [{ name: 'Action', value: g.action }] })),
-      requests: groups.map((g, i) => ({
-        guid: requestGuid(i), rightsContext: RIGHTS, processingContext: processingGuid(i),
-        instances: g.values.map((v) => ({ className: v.field.className, propertyName: v.field.propertyName, value: v.value })),
-      })),
+      requests: groups.map((g, i) => ({ guid: requestGuid(i), rightsContext: RIGHTS, processingContext: processingGuid(i), instances: instancesOf(g.values) })),
     };
   }
 }
 
-/** The caller's roles as one decision-key part: sorted, so the same roles in any order share decisions. */
+function instancesOf(values: readonly FieldValue[]): { className: string; propertyName: string; value: string }[] {
+  return values.map((v) => ({ className: v.field.className, propertyName: v.field.propertyName, value: v.value }));
+}
+
+/** What a call's plan depends on: the roles, and each group's action and fields in order. */
+function planKey(roles: string, groups: readonly Group[]): string {
+  let key = roles;
+  for (const g of groups) {
+    key += `\u0002${g.action}`;
+    for (const v of g.values) key += `\u0001${v.field.className}.${v.field.propertyName}`;
+  }
+  return key;
+}
+
+/**
+ * The caller's roles as one decision-key part: sorted, so the same roles in any order share
+ * decisions; as JSON, so no role's text (an external IdP's group name) can read as two roles.
+ */
 function rolesKey(caller: GuardedCaller): string {
-  return [...caller.roles].sort().join('\0');
+  return JSON.stringify([...caller.roles].sort());
 }
 
 /** One Role evidence per role the caller holds: every configured rights context it qualifies for matches. */

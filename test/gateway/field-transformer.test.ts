@@ -63,4 +63,47 @@ describe('the gateway field transformer', () => {
     await t.refuse('t', new IdentityError('TOKEN_INVALID', 'bad'));
     expect(audit.events.at(-1)).toMatchObject({ requestId: 't', channel: 'gateway', outcome: 'denied', code: 'TOKEN_INVALID' });
   });
+
+  it('plans a shape of call once: the same roles and fields reuse the plan with this call\'s values', async () => {
+    const { engine } = engineFixture();
+    const audit = new MemoryAuditSink();
+    const guard = new GuardedTransform({ engine, audit, now: () => new Date(0), channel: 'gateway', scope: 'revealing' });
+    const t = new FieldTransformer({ engine, guard, actions: { protect: 'Protect', unprotect: 'Unprotect' }, warn: () => undefined });
+    let plans = 0;
+    const planChecked = engine.planChecked.bind(engine);
+    engine.planChecked = (...a: Parameters<typeof planChecked>) => (plans++, planChecked(...a));
+    const protectedValues: string[][] = [];
+    for (const who of ['alice', 'bob', 'carol']) protectedValues.push(await t.protect(who, caller('ingest'), [{ field: email, value: `${who}@example.com` }, { field: name, value: who }]));
+    expect(plans).toBe(1);
+    expect(new Set(protectedValues.map((p) => p[0])).size).toBe(3);
+    for (const [i, who] of ['alice', 'bob', 'carol'].entries()) {
+      expect(await t.reveal(who, caller('fraud'), [{ field: email, value: protectedValues[i]![0]! }, { field: name, value: protectedValues[i]![1]! }]))
+        .toEqual([{ text: `${who}@example.com`, action: 'Unprotect' }, { text: who, action: 'Unprotect' }]);
+    }
+    expect(plans).toBe(2);
+    // every revealing call still has its own audit record, counting its own fields
+    expect(audit.events.map((e) => [e.requestId, e.instances, e.fields.map((f) => f.propertyName)])).toEqual(['alice', 'bob', 'carol'].map((w) => [w, 2, ['email', 'name']]));
+    // other fields, another order: another plan
+    await t.protect('d', caller('ingest'), [{ field: name, value: 'dave' }, { field: email, value: 'dave@example.com' }]);
+    expect(plans).toBe(3);
+  });
+
+  it('never hands one caller\'s plan to another: roles are keyed as JSON (a role whose text joins two is not them), any order shares', async () => {
+    const { t } = setup();
+    const [pe] = await t.protect('p', caller('ingest'), [{ field: email, value: 'alice@example.com' }]);
+    const asked = [{ field: email, value: pe! }];
+    expect(await t.reveal('a', caller('fraud', 'support'), asked)).toEqual([{ text: 'alice@example.com', action: 'Unprotect' }]);
+    expect(await t.reveal('b', caller('fraud\u0000support'), asked)).toEqual([undefined]);
+    expect(await t.reveal('c', caller('fraud\u0001support'), asked)).toEqual([undefined]);
+    expect(await t.reveal('d', caller('support', 'fraud'), asked)).toEqual([{ text: 'alice@example.com', action: 'Unprotect' }]);
+    expect(await t.reveal('e', caller(), asked)).toEqual([undefined]);
+  });
+
+  it('under a reused plan, a value the engine refuses stays in place and the others are revealed', async () => {
+    const { t, warnings } = setup();
+    const [p1, p2] = await t.protect('p', caller('ingest'), [{ field: email, value: 'a@example.com' }, { field: email, value: 'b@example.com' }]);
+    expect(await t.reveal('r1', caller('fraud'), [{ field: email, value: p1! }, { field: email, value: p2! }])).toEqual([{ text: 'a@example.com', action: 'Unprotect' }, { text: 'b@example.com', action: 'Unprotect' }]);
+    expect(await t.reveal('r2', caller('fraud'), [{ field: email, value: 'not-a-protected-value' }, { field: email, value: p2! }])).toEqual([undefined, { text: 'b@example.com', action: 'Unprotect' }]);
+    expect(warnings).toEqual([]);
+  });
 });
