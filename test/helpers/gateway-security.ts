@@ -105,6 +105,8 @@ export async function securityFixture(gatewaySection: string): Promise<SecurityF
 export interface RawReply {
   text: string;
   statuses: number[];
+  /** final (non-1xx) responses received in whole: their Content-Length, their last chunk, or the close */
+  complete: number;
   /** X-Upstream-Seq of every relayed upstream response */
   seqs: number[];
   codes: string[];
@@ -116,7 +118,7 @@ export interface RawReply {
  * given (with `gapMs` between them), and reads until the gateway closes the connection or nothing
  * arrives for `idleMs`.
  */
-export function rawSend(port: number, bytes: string | Buffer | (string | Buffer)[], options: { idleMs?: number; gapMs?: number; maxMs?: number } = {}): Promise<RawReply> {
+export function rawSend(port: number, bytes: string | Buffer | (string | Buffer)[], options: { idleMs?: number; gapMs?: number; maxMs?: number; expect?: number; settleMs?: number } = {}): Promise<RawReply> {
   const parts = (Array.isArray(bytes) ? bytes : [bytes]).map((b) => (typeof b === 'string' ? Buffer.from(b, 'latin1') : b));
   const idleMs = options.idleMs ?? 400;
   return new Promise((resolve) => {
@@ -130,13 +132,16 @@ export function rawSend(port: number, bytes: string | Buffer | (string | Buffer)
       socket.destroy();
       resolve(parseReplies(Buffer.concat(chunks).toString('latin1'), closed));
     };
+    // once the `expect` responses came in whole, only `settleMs` more for any response beyond them
+    let settled = false;
     const rearm = () => {
       clearTimeout(idle);
-      idle = setTimeout(done, idleMs);
+      idle = setTimeout(done, settled ? (options.settleMs ?? 200) : idleMs);
     };
     const cap = setTimeout(done, options.maxMs ?? 10_000);
     socket.on('data', (d: Buffer) => {
       chunks.push(d);
+      if (options.expect !== undefined && !settled) settled = parseReplies(Buffer.concat(chunks).toString('latin1'), false).complete >= options.expect;
       rearm();
     });
     socket.on('end', () => {
@@ -160,7 +165,7 @@ export function rawSend(port: number, bytes: string | Buffer | (string | Buffer)
 
 /** Splits the bytes into responses by their own framing (1xx, Content-Length, chunked, or to the close). */
 export function parseReplies(text: string, closed: boolean): RawReply {
-  const out: RawReply = { text, statuses: [], seqs: [], codes: [], closed };
+  const out: RawReply = { text, statuses: [], seqs: [], codes: [], closed, complete: 0 };
   let p = 0;
   while (p < text.length) {
     const end = text.indexOf('\r\n\r\n', p);
@@ -178,6 +183,7 @@ export function parseReplies(text: string, closed: boolean): RawReply {
     if (length) {
       body = text.slice(p, p + Number(length[1]));
       p += Number(length[1]);
+      if (p <= text.length) out.complete++;
     } else if (/\r\ntransfer-encoding: chunked\r\n/i.test(head)) {
       for (;;) {
         const line = text.indexOf('\r\n', p);
@@ -185,7 +191,10 @@ export function parseReplies(text: string, closed: boolean): RawReply {
         const size = parseInt(text.slice(p, line), 16);
         p = line + 2;
         if (!(size > 0)) {
-          p = text.indexOf('\r\n\r\n', p - 2) + 4;
+          const last = text.indexOf('\r\n\r\n', p - 2);
+          if (last === -1) return out;
+          p = last + 4;
+          out.complete++;
           break;
         }
         body += text.slice(p, p + size);
@@ -194,6 +203,7 @@ export function parseReplies(text: string, closed: boolean): RawReply {
     } else {
       body = text.slice(p);
       p = text.length;
+      if (closed) out.complete++;
     }
     const code = /"code":"([A-Z_]+)"/.exec(body);
     if (code && /^content-type: application\/problem\+json/im.test(head)) out.codes.push(code[1]!);
