@@ -1,9 +1,26 @@
 import { randomBytes } from 'node:crypto';
+import { readFileSync, readlinkSync } from 'node:fs';
 import { link, open, readFile, rename, stat, unlink } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 const POLL_MS = 25;
+
+/**
+ * Where this process's pid means something: its host, its boot and its pid namespace (Linux's
+ * /proc; elsewhere `-`). A container sharing a volume may share the host name (one Kubernetes pod)
+ * but not the pid namespace, and a pid of an earlier boot names nobody now.
+ */
+const HERE = { host: procText(hostname), boot: procText(() => readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim()), pidNs: procText(() => readlinkSync('/proc/self/ns/pid')) };
+
+function procText(read: () => string): string {
+  try {
+    return read().replace(/\s/g, '') || '-';
+  } catch {
+    return '-';
+  }
+}
+
 /** a lock file still without its holder's line after this long was left by a process killed while creating it */
 const UNWRITTEN_AFTER_MS = 10_000;
 
@@ -16,11 +33,12 @@ export interface FileLockErrors {
 
 /**
  * Runs `body` holding `lockPath`, a file created exclusively (O_EXCL) that names its holder
- * (`<pid> <hostname>`): the one rule for serializing a read-modify-write of a data dir's files
- * between the processes sharing it (`veil serve --workers N`, a stream group on one host, the CLI
- * beside a running service). A lock left by a process of this host that is no longer running (one
- * killed inside its critical section) is broken at once; one held by a live process, or by another
- * host, is waited for, `waitMs` at most (then `errors.busy()`).
+ * (`<pid> <host> <boot id> <pid namespace>`): the one rule for serializing a read-modify-write of
+ * a data dir's files between the processes sharing it (`veil serve --workers N`, a stream group on one host, the CLI
+ * beside a running service). A lock left by a process that is no longer running (one killed inside
+ * its critical section) is broken at once when this process can tell: same host and boot, same pid
+ * namespace, no such pid — or same host, an earlier boot. One held by a live process, by another
+ * host or from another pid namespace is waited for, `waitMs` at most (then `errors.busy()`).
  */
 export async function withFileLock<T>(lockPath: string, errors: FileLockErrors, body: () => Promise<T>, waitMs = 5_000): Promise<T> {
   const deadline = Date.now() + waitMs;
@@ -39,7 +57,7 @@ export async function withFileLock<T>(lockPath: string, errors: FileLockErrors, 
 async function tryCreate(lockPath: string, errors: FileLockErrors): Promise<boolean> {
   try {
     const handle = await open(lockPath, 'wx', 0o600);
-    await handle.writeFile(`${process.pid} ${hostname()}\n`).finally(() => handle.close());
+    await handle.writeFile(`${process.pid} ${HERE.host} ${HERE.boot} ${HERE.pidNs}\n`).finally(() => handle.close());
     return true;
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'EEXIST') return false;
@@ -75,17 +93,19 @@ async function breakIfOrphaned(lockPath: string): Promise<boolean> {
 }
 
 async function isOrphan(lockPath: string, holder: string): Promise<boolean> {
-  const m = /^(\d+) (\S+)\n$/.exec(holder);
+  const m = /^(\d+) (\S+) (\S+) (\S+)\n$/.exec(holder);
   if (!m) {
     // no holder line yet: being written now, or left by a process killed between create and write
     const since = await stat(lockPath).then((s) => Date.now() - s.mtimeMs, () => 0);
     return since > UNWRITTEN_AFTER_MS;
   }
-  if (m[2] !== hostname()) return false; // another host's process: its liveness cannot be seen here
-  const pid = Number(m[1]);
-  if (pid === process.pid) return false;
+  const [, pid, host, boot, pidNs] = m;
+  // another host's process: its liveness cannot be seen here
+  if (host !== HERE.host) return false;
+  if (boot !== HERE.boot && boot !== '-' && HERE.boot !== '-') return true;
+  if (pidNs !== HERE.pidNs || Number(pid) === process.pid) return false;
   try {
-    process.kill(pid, 0);
+    process.kill(Number(pid), 0);
     return false;
   } catch (error) {
     return (error as NodeJS.ErrnoException).code === 'ESRCH';

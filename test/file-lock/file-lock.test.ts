@@ -1,4 +1,5 @@
 import { execFile, spawn } from 'node:child_process';
+import { readFileSync, readlinkSync } from 'node:fs';
 import { mkdtemp, readFile, rm, utimes, writeFile } from 'node:fs/promises';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -8,6 +9,10 @@ import { withFileLock } from '../../src/file-lock/index.ts';
 
 const node = new URL('../../scripts/node22', import.meta.url).pathname;
 const lockModule = new URL('../../src/file-lock/index.ts', import.meta.url).pathname;
+// this process's boot and pid namespace, as a lock names them
+const boot = readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
+const pidNs = readlinkSync('/proc/self/ns/pid');
+const holder = (pid: number, host = hostname(), bootId = boot, ns = pidNs) => `${pid} ${host} ${bootId} ${ns}\n`;
 const errors = { busy: () => new Error('busy'), failed: (e: unknown) => new Error('failed', { cause: e }) };
 
 let dir: string;
@@ -57,19 +62,24 @@ describe('withFileLock', () => {
   }, 60_000);
 
   it('breaks at once a lock left by a process of this host that is gone (killed inside its critical section)', async () => {
-    await writeFile(lock, `${await deadPid()} ${hostname()}\n`);
+    await writeFile(lock, holder(await deadPid()));
     const started = Date.now();
-    expect(await withFileLock(lock, errors, async () => readFile(lock, 'utf8'), 2_000)).toBe(`${process.pid} ${hostname()}\n`);
+    expect(await withFileLock(lock, errors, async () => readFile(lock, 'utf8'), 2_000)).toBe(holder(process.pid));
     expect(Date.now() - started).toBeLessThan(1_000);
+    // a pid of an earlier boot names nobody now, whatever runs under that number today
+    await writeFile(lock, holder(process.ppid, hostname(), 'an-earlier-boot'));
+    expect(await withFileLock(lock, errors, async () => 'ran', 2_000)).toBe('ran');
   });
 
-  it('waits for a live holder, and for another host\'s, then answers busy', async () => {
-    await writeFile(lock, `${process.ppid} ${hostname()}\n`);
+  it('waits for a live holder, another host\'s and another pid namespace\'s (a container of the same pod), then answers busy', async () => {
+    await writeFile(lock, holder(process.ppid));
     await expect(withFileLock(lock, errors, async () => 'ran', 200)).rejects.toThrow('busy');
-    const otherHost = `${await deadPid()} some-other-host\n`;
-    await writeFile(lock, otherHost);
-    await expect(withFileLock(lock, errors, async () => 'ran', 200)).rejects.toThrow('busy');
-    expect(await readFile(lock, 'utf8')).toBe(otherHost);
+    const dead = await deadPid();
+    for (const other of [holder(dead, 'some-other-host'), holder(dead, hostname(), boot, 'pid:[1]')]) {
+      await writeFile(lock, other);
+      await expect(withFileLock(lock, errors, async () => 'ran', 200)).rejects.toThrow('busy');
+      expect(await readFile(lock, 'utf8')).toBe(other);
+    }
   });
 
   it('a lock file without its holder line is left alone while fresh, broken once old (a process killed between create and write)', async () => {
