@@ -137,7 +137,8 @@ export class FieldTransformer {
     // a plan naming a data subject is the subject's: never reused
     if (outcome.ok && outcome.plan.requests.every((r) => r.subject === undefined)) {
       if (this.plans.size >= MAX_PLANS) this.plans.clear();
-      this.plans.set(key, outcome.plan);
+      // kept without the call's values: a cache holds no cleartext
+      this.plans.set(key, { requests: outcome.plan.requests.map((r) => ({ ...r, instances: [] })) });
     }
     return outcome;
   }

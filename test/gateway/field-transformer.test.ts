@@ -81,6 +81,10 @@ describe('the gateway field transformer', () => {
         .toEqual([{ text: `${who}@example.com`, action: 'Unprotect' }, { text: who, action: 'Unprotect' }]);
     }
     expect(plans).toBe(2);
+    // the plans kept hold no value of any call
+    const kept = JSON.stringify([...(t as unknown as { plans: Map<string, unknown> }).plans.values()]);
+    for (const who of ['alice', 'bob', 'carol']) expect(kept).not.toContain(who);
+    expect(kept).toContain('"instances":[]');
     // every revealing call still has its own audit record, counting its own fields
     expect(audit.events.map((e) => [e.requestId, e.instances, e.fields.map((f) => f.propertyName)])).toEqual(['alice', 'bob', 'carol'].map((w) => [w, 2, ['email', 'name']]));
     // other fields, another order: another plan
