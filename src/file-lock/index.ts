@@ -43,9 +43,9 @@ export interface FileLockErrors {
 export async function withFileLock<T>(lockPath: string, errors: FileLockErrors, body: () => Promise<T>, waitMs = 5_000): Promise<T> {
   const deadline = Date.now() + waitMs;
   while (!(await tryCreate(lockPath, errors))) {
-    if (await breakIfOrphaned(lockPath)) continue;
+    const again = await breakIfOrphaned(lockPath);
     if (Date.now() >= deadline) throw errors.busy();
-    await sleep(POLL_MS);
+    if (!again) await sleep(POLL_MS);
   }
   try {
     return await body();
@@ -71,8 +71,13 @@ async function tryCreate(lockPath: string, errors: FileLockErrors): Promise<bool
  * live holder that took the lock in between keeps it (its file is put back).
  */
 async function breakIfOrphaned(lockPath: string): Promise<boolean> {
-  const holder = await readFile(lockPath, 'utf8').catch(() => undefined);
-  if (holder === undefined) return true; // released meanwhile: try again at once
+  let holder: string;
+  try {
+    holder = await readFile(lockPath, 'utf8');
+  } catch (error) {
+    // released meanwhile: try again at once; unreadable: wait like for a live holder
+    return (error as NodeJS.ErrnoException).code === 'ENOENT';
+  }
   if (!(await isOrphan(lockPath, holder))) return false;
   const aside = `${lockPath}.${randomBytes(6).toString('hex')}.stale`;
   try {
