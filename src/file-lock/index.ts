@@ -86,7 +86,10 @@ async function breakIfOrphaned(lockPath: string): Promise<boolean> {
     return true; // another breaker or the holder moved it first
   }
   const moved = await readFile(aside, 'utf8').catch(() => undefined);
-  if (moved !== undefined && moved !== holder) {
+  // the file moved is the orphan read: the same line, or still an old file without one (a lock
+  // created just now, not yet written, reads the same empty text but is not old)
+  const same = moved === holder && (HOLDER_LINE.test(holder) || (await ageOf(aside)) > UNWRITTEN_AFTER_MS);
+  if (moved !== undefined && !same) {
     // a live holder's lock, taken between the read and the rename: give it back (link: never over
     // a lock a third process may have created since; then two hold it, a window of microseconds)
     await link(aside, lockPath).catch(() => undefined);
@@ -97,13 +100,17 @@ async function breakIfOrphaned(lockPath: string): Promise<boolean> {
   return true;
 }
 
+const HOLDER_LINE = /^(\d+) (\S+) (\S+) (\S+)\n$/;
+
+/** ms since the file was last written (0 when it cannot be seen) */
+function ageOf(path: string): Promise<number> {
+  return stat(path).then((s) => Date.now() - s.mtimeMs, () => 0);
+}
+
 async function isOrphan(lockPath: string, holder: string): Promise<boolean> {
-  const m = /^(\d+) (\S+) (\S+) (\S+)\n$/.exec(holder);
-  if (!m) {
-    // no holder line yet: being written now, or left by a process killed between create and write
-    const since = await stat(lockPath).then((s) => Date.now() - s.mtimeMs, () => 0);
-    return since > UNWRITTEN_AFTER_MS;
-  }
+  const m = HOLDER_LINE.exec(holder);
+  // no holder line yet: being written now, or left by a process killed between create and write
+  if (!m) return (await ageOf(lockPath)) > UNWRITTEN_AFTER_MS;
   const [, pid, host, boot, pidNs] = m;
   // another host's process: its liveness cannot be seen here
   if (host !== HERE.host) return false;
