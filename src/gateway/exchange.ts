@@ -66,13 +66,13 @@ export function callerBody(x: Exchange): IncomingMessage {
 
 /** Sends the request upstream, timing it until the response headers or the failure. */
 export async function sendUpstream(x: Exchange, request: UpstreamRequest): Promise<IncomingMessage> {
-  const stop = x.metrics.timeUpstream(x.routeName);
+  const stop = x.metrics.upstreamLatency.startTimer({ route: x.routeName });
   try {
     const response = await x.upstream.send(request, x.signal);
-    stop('response');
+    stop({ result: 'response' });
     return response;
   } catch (e) {
-    stop(e instanceof VeilError ? e.code : 'error');
+    stop({ result: e instanceof VeilError ? e.code : 'error' });
     throw e;
   }
 }

@@ -34,44 +34,7 @@ export class GatewayMetrics {
     labelNames: ['route', 'kind', 'result'] as const, registers: [this.registry],
   });
 
-  /**
-   * The children of the label sets in use, by their values joined: prom-client hashes a labels
-   * object (its keys sorted) on every inc and observe, a few µs of every exchange's CPU. The sets
-   * are bounded by the configuration (routes, fields, actions) and the fixed vocabularies.
-   */
-  private readonly children = new Map<string, { inc(n?: number): void }>();
-  private readonly timers = new Map<string, Histogram.Internal<'route' | 'result'>>();
-
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: 'veil_gateway_' });
-  }
-
-  countRequest(route: string, outcome: string, status: number): void {
-    this.child(this.requests, `r\0${route}\0${outcome}\0${status}`, { route, outcome, status: String(status) }).inc();
-  }
-
-  countField(route: string, field: string, result: string, n: number): void {
-    this.child(this.fields, `f\0${route}\0${field}\0${result}`, { route, field, result }).inc(n);
-  }
-
-  countUnmapped(route: string, kind: string, result: string, n: number): void {
-    this.child(this.unmapped, `u\0${route}\0${kind}\0${result}`, { route, kind, result }).inc(n);
-  }
-
-  /** Starts timing an upstream call; the function returned records it under its result. */
-  timeUpstream(route: string): (result: string) => void {
-    const started = performance.now();
-    return (result) => {
-      const key = `${route}\0${result}`;
-      let child = this.timers.get(key);
-      if (!child) this.timers.set(key, (child = this.upstreamLatency.labels({ route, result })));
-      child.observe((performance.now() - started) / 1000);
-    };
-  }
-
-  private child<L extends string>(counter: Counter<L>, key: string, labels: Record<L, string>): { inc(n?: number): void } {
-    let child = this.children.get(key);
-    if (!child) this.children.set(key, (child = counter.labels(labels as never)));
-    return child;
   }
 }

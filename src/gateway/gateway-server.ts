@@ -107,7 +107,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
     // one listener for what the end of an exchange settles: its count, and the upstream call cut when the caller left
     res.once('close', () => {
       const done = res.writableFinished;
-      metrics.countRequest(routeName, done ? outcome : 'aborted', res.statusCode);
+      metrics.requests.inc({ route: routeName, outcome: done ? outcome : 'aborted', status: String(res.statusCode) });
       if (!done) controller.abort();
     });
     const span = tracing.enabled ? exchangeSpan(tracing, req, res, () => ({ route: routeName, outcome, configVersion: parts.version })) : undefined;
@@ -168,16 +168,16 @@ export function createGateway(deps: GatewayDeps): Gateway {
   // 100 Continue is sent when the gateway starts reading the body (callerBody), not on arrival
   server.on('checkContinue', inOrder);
   server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
-    metrics.countRequest('unmatched', 'EXPECTATION_FAILED', 417);
+    metrics.requests.inc({ route: 'unmatched', outcome: 'EXPECTATION_FAILED', status: '417' });
     refuse(req, res, new GatewayError('EXPECTATION_FAILED', 'the only expectation the gateway meets is 100-continue'), randomUUID(), logger);
   });
   server.on('clientError', (error: NodeJS.ErrnoException & { reason?: string }, socket) => {
     const refusal = clientRefusal(error);
-    if (refusal) metrics.countRequest('unmatched', refusal.code, refusal.status);
+    if (refusal) metrics.requests.inc({ route: 'unmatched', outcome: refusal.code, status: String(refusal.status) });
     answerSocket(socket, refusal, randomUUID());
   });
   server.on('connect', (_req: IncomingMessage, socket) => {
-    metrics.countRequest('unmatched', 'METHOD_NOT_ALLOWED', 405);
+    metrics.requests.inc({ route: 'unmatched', outcome: 'METHOD_NOT_ALLOWED', status: '405' });
     answerSocket(socket, new DoorError('METHOD_NOT_ALLOWED', 'the gateway does not tunnel (CONNECT)'), randomUUID());
   });
 

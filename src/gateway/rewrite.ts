@@ -200,7 +200,7 @@ function countUnmapped(x: Exchange, route: Route, findings: readonly UnmappedFin
   x.span?.setAttribute(ATTR.unmappedFindings, findings.length);
   const counts = new Map<string, number>();
   for (const f of findings) counts.set(f.kind, (counts.get(f.kind) ?? 0) + 1);
-  for (const [kind, n] of counts) x.metrics.countUnmapped(route.name, kind, result, n);
+  for (const [kind, n] of counts) x.metrics.unmapped.inc({ route: route.name, kind, result }, n);
 }
 
 /** Adds each value's result to veil_gateway_fields_total, by route and configured field. */
@@ -222,7 +222,7 @@ function countFields(x: Exchange, route: Route, side: 'request' | 'response', re
     }
     counts[i]!++;
   }
-  for (let i = 0; i < fields.length; i++) x.metrics.countField(route.name, fields[i]!, outcomes[i]!, counts[i]!);
+  for (let i = 0; i < fields.length; i++) x.metrics.fields.inc({ route: route.name, field: fields[i]!, result: outcomes[i]! }, counts[i]!);
 }
 
 function tooLarge(limit: number): VeilError {

@@ -122,8 +122,8 @@ class ResetOnReuse extends Error {
 
 /**
  * Destroys the request when `signal` aborts (the caller went away), as http.request's own `signal`
- * option does, at a fraction of its cost per exchange (it hooks end-of-stream on the request: about
- * 7 µs of the gateway's CPU per exchange in a profile of bench:gateway).
+ * option does, with one listener instead of the end-of-stream hooks that option puts on every
+ * request.
  */
 function cutOnAbort(req: http.ClientRequest, signal: AbortSignal): void {
   const abort = () => req.destroy(Object.assign(new Error('the caller went away', { cause: signal.reason }), { name: 'AbortError', code: 'ABORT_ERR' }));
