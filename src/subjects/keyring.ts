@@ -15,10 +15,16 @@ export interface SubjectNeed {
  * its key as it is (never created), the erased marker, or none.
  */
 export async function fetchSubjectKeys(store: SubjectKeyStore, needs: Iterable<SubjectNeed | undefined>, returning: 'new-key' | 'refuse'): Promise<SubjectKeyring | undefined> {
-  const wanted = new Map<string, boolean>();
-  for (const need of needs) if (need) wanted.set(need.id, (wanted.get(need.id) ?? false) || need.create);
-  if (wanted.size === 0) return undefined;
   const ring = new Map<string, SubjectKey | ErasedSubject | undefined>();
+  // a cached handle is a live key: whether the call protects does not change it
+  const wanted = new Map<string, boolean>();
+  for (const need of needs) {
+    if (!need || ring.has(need.id)) continue;
+    const hit = store.cached(need.id);
+    if (hit) ring.set(need.id, hit);
+    else wanted.set(need.id, (wanted.get(need.id) ?? false) || need.create);
+  }
+  if (ring.size === 0 && wanted.size === 0) return undefined;
   const onErased = returning === 'new-key' ? 'renew' : 'refuse';
   await Promise.all([...wanted].map(async ([id, create]) => {
     ring.set(id, create ? await store.keyFor(id, { onErased }) : await store.existing(id));

@@ -22,6 +22,10 @@ export class LazySubjectKeyStore implements SubjectKeyStore {
     return (await this.store()).keyFor(subjectId, options);
   }
 
+  cached(subjectId: string): SubjectKey | undefined {
+    return this.opened?.cached(subjectId);
+  }
+
   async existing(subjectId: string, generation?: number): Promise<SubjectKey | ErasedSubject | undefined> {
     return (await this.store()).existing(subjectId, generation);
   }

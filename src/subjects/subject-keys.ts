@@ -40,11 +40,13 @@ export class SubjectKeys implements SubjectKeyStore {
     });
   }
 
+  cached(subjectId: string): SubjectKey | undefined {
+    return this.backend.cacheFresh() ? this.cache.get(subjectId) : undefined;
+  }
+
   async keyFor(subjectId: string, options: KeyForOptions = {}): Promise<SubjectKey | ErasedSubject> {
-    if (this.backend.cacheFresh()) {
-      const cached = this.cache.get(subjectId);
-      if (cached) return cached;
-    }
+    const cached = this.cached(subjectId);
+    if (cached) return cached;
     assertSubjectId(subjectId);
     const ref = this.wrapper.refOf(subjectId);
     const hex = refHex(ref);

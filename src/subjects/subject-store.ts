@@ -69,6 +69,12 @@ export interface SubjectKeyStore {
    * (or the subject) was erased, undefined when there is none.
    */
   existing(subjectId: string, generation?: number): Promise<SubjectKey | ErasedSubject | undefined>;
+  /**
+   * The live key keyFor() and existing() would answer from the handle cache now, without a
+   * promise; undefined when the cache does not hold it or may not be served (a call then asks
+   * keyFor or existing). A call naming 1,000 subjects pays a promise only for those not cached.
+   */
+  cached(subjectId: string): SubjectKey | undefined;
   /** Destroys the subject's key everywhere; resolves once no process of the store serves it any more. */
   erase(subjectId: string, by: { by: string; reason: string }): Promise<Erasure>;
   status(subjectId: string): Promise<SubjectStatus>;

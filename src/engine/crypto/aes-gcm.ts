@@ -25,6 +25,7 @@ export interface GcmSeal {
  */
 const REM_4BIT = Uint32Array.from([0x0000, 0x1c20, 0x3840, 0x2460, 0x7080, 0x6ca0, 0x48c0, 0x54e0, 0xe100, 0xfd20, 0xd940, 0xc560, 0x9180, 0x8da0, 0xa9c0, 0xb5e0], (x) => (x << 16) >>> 0);
 
+const aadBytes = (aad: Uint8Array | GcmAad) => (aad instanceof Uint8Array ? aad.length : aad.bytes);
 const be32 = (b: Uint8Array, o: number) => ((b[o]! << 24) | (b[o + 1]! << 16) | (b[o + 2]! << 8) | b[o + 3]!) >>> 0;
 const le32 = (b: Uint8Array, o: number) => (b[o]! | (b[o + 1]! << 8) | (b[o + 2]! << 16) | (b[o + 3]! << 24)) >>> 0;
 
@@ -68,11 +69,12 @@ export class AesGcm {
 
   /**
    * The plaintext sits at out[offset, offset + length): encrypts it in place and writes the tag
-   * right after it (out must have room). Returns out.
+   * right after it (out must have room). Returns out. `aad`: the associated data, or its GHASH
+   * state prepared by this key (prepareAad), which skips absorbing it again.
    */
-  sealInPlace<T extends Uint8Array>(nonce: Uint8Array, aad: Uint8Array, out: T, offset: number, length: number): T {
+  sealInPlace<T extends Uint8Array>(nonce: Uint8Array, aad: Uint8Array | GcmAad, out: T, offset: number, length: number): T {
     checkNonce(nonce);
-    checkLengths(aad.length, length);
+    checkLengths(aadBytes(aad), length);
     const n = nonceWords(nonce);
     this.ctr(n, out, offset, out, offset, length);
     this.tag(n, aad, out, offset, length, out, offset + length);
@@ -130,10 +132,10 @@ export class AesGcm {
     }
   }
 
-  /** Opens C || tag; undefined when authentication fails. */
-  open(nonce: Uint8Array, aad: Uint8Array, sealed: Uint8Array): Uint8Array | undefined {
+  /** Opens C || tag; undefined when authentication fails. `aad` as for sealInPlace. */
+  open(nonce: Uint8Array, aad: Uint8Array | GcmAad, sealed: Uint8Array): Uint8Array | undefined {
     checkNonce(nonce);
-    checkLengths(aad.length, sealed.length);
+    checkLengths(aadBytes(aad), sealed.length);
     if (sealed.length < GCM_TAG_BYTES) return undefined;
     const length = sealed.length - GCM_TAG_BYTES;
     const n = nonceWords(nonce);
@@ -162,10 +164,12 @@ export class AesGcm {
   }
 
   /** tag = E(J0) xor GHASH(A || pad || C || pad || len(A) || len(C)), C = c[cAt, +length), written at out[at]. */
-  private tag(n: NonceWords, aad: Uint8Array, c: Uint8Array, cAt: number, length: number, out: Uint8Array, at: number): void {
-    this.y0 = this.y1 = this.y2 = this.y3 = 0;
-    this.absorb(aad, 0, aad.length);
-    this.finishGhash(aad.length, c, cAt, length);
+  private tag(n: NonceWords, aad: Uint8Array | GcmAad, c: Uint8Array, cAt: number, length: number, out: Uint8Array, at: number): void {
+    if (aad instanceof Uint8Array) {
+      this.y0 = this.y1 = this.y2 = this.y3 = 0;
+      this.absorb(aad, 0, aad.length);
+      this.finishGhash(aad.length, c, cAt, length);
+    } else this.ghash(aad, c, cAt, length);
     const m = this.aes.encryptState(n[0], n[1], n[2], bswap(1));
     const ks = this.ks;
     ks[0] = bswap(this.y0) ^ m.s0;

@@ -155,10 +155,7 @@ export class AesSiv {
     const t = scratch.t;
     if (sn.length >= 16) {
       // T = Sn xorend D: CMAC over Sn with D folded into its last 16 bytes
-      const m = Uint8Array.from(sn);
-      const off = m.length - 16;
-      for (let i = 0; i < 16; i++) m[off + i]! ^= prefix.d.bytes[i]!;
-      this.mac.macInto(m, t);
+      this.mac.macXorend(sn, prefix.d.bytes, t);
     } else {
       t.set(prefix.d).dbl();
       for (let i = 0; i < sn.length; i++) t.bytes[i]! ^= sn[i]!;

@@ -33,6 +33,32 @@ export class Cmac {
     return out.set(s);
   }
 
+  /**
+   * Writes CMAC(message xorend tail) into `out` — RFC 5297's xorend: the 16 bytes of `tail` XORed
+   * into the message's last 16 (the message has at least 16) — reading the message in place: S2V's
+   * last step for a value costs no copy of it.
+   */
+  macXorend(message: Uint8Array, tail: Uint8Array, out: Block): Block {
+    const s = STATE;
+    s.words.fill(0);
+    const n = message.length;
+    if (n < 16 || tail.length !== 16) throw new RangeError('xorend takes a message of at least 16 bytes and a 16-byte tail');
+    const from = n - 16;
+    const last = 16 * (Math.ceil(n / 16) - 1);
+    for (let base = 0; base < last; base += 16) {
+      for (let j = 0; j < 16; j++) {
+        const p = base + j;
+        s.bytes[j]! ^= p < from ? message[p]! : message[p]! ^ tail[p - from]!;
+      }
+      this.aes.encryptWords(s.words);
+    }
+    for (let p = last; p < n; p++) s.bytes[p - last]! ^= p < from ? message[p]! : message[p]! ^ tail[p - from]!;
+    const complete = n - last === 16;
+    if (!complete) s.bytes[n - last]! ^= 0x80;
+    this.finishPadded(s, complete);
+    return out.set(s);
+  }
+
   /** CMAC over a one-block-or-less message whose last block is already formed in `s`. */
   finishPadded(s: Block, complete: boolean): void {
     s.xorWords(complete ? this.k1 : this.k2);

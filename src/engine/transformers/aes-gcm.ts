@@ -22,13 +22,12 @@ export function aesGcm(params: { key: KeyRef; binding?: string }, deps: Transfor
     bind(field) {
       const label = encoder.encode(bindingLabel(field, params.binding));
       // per key (a version of a shared key, or a subject's key): its header and the associated data header || label (and its GHASH state), built once
-      const aads = new WeakMap<AesGcm, { h: Uint8Array; aad: Uint8Array; prepared: GcmAad }>();
+      const aads = new WeakMap<AesGcm, { h: Uint8Array; prepared: GcmAad }>();
       const aadOf = (version: number, gcm: AesGcm) => {
         let a = aads.get(gcm);
         if (!a) {
           const h = header(TAG, version);
-          const aad = Buffer.concat([h, label]);
-          aads.set(gcm, (a = { h, aad, prepared: gcm.prepareAad(aad) }));
+          aads.set(gcm, (a = { h, prepared: gcm.prepareAad(Buffer.concat([h, label])) }));
         }
         return a;
       };
@@ -36,13 +35,13 @@ export function aesGcm(params: { key: KeyRef; binding?: string }, deps: Transfor
         protect(value) {
           const version = keys.protectVersion();
           const gcm = keys.forProtect(version);
-          const { h, aad } = aadOf(version, gcm);
+          const { h, prepared } = aadOf(version, gcm);
           const length = utf8Length(value);
           const out = outputBuffer(h, GCM_NONCE_BYTES + length + GCM_TAG_BYTES);
           const nonce = out.subarray(HEADER_BYTES, HEADER_BYTES + GCM_NONCE_BYTES);
           deps.random(nonce);
           out.write(value, HEADER_BYTES + GCM_NONCE_BYTES, 'utf8');
-          return encode(gcm.sealInPlace(nonce, aad, out, HEADER_BYTES + GCM_NONCE_BYTES, length));
+          return encode(gcm.sealInPlace(nonce, prepared, out, HEADER_BYTES + GCM_NONCE_BYTES, length));
         },
         protectMany(values) {
           const version = keys.protectVersion();
@@ -59,7 +58,7 @@ export function aesGcm(params: { key: KeyRef; binding?: string }, deps: Transfor
         unprotect(value) {
           const { version, payload } = decode(value, TAG, GCM_NONCE_BYTES + GCM_TAG_BYTES);
           const key = keys.forUnprotect(version);
-          const plaintext = key.open(payload.subarray(0, GCM_NONCE_BYTES), aadOf(version, key).aad, payload.subarray(GCM_NONCE_BYTES));
+          const plaintext = key.open(payload.subarray(0, GCM_NONCE_BYTES), aadOf(version, key).prepared, payload.subarray(GCM_NONCE_BYTES));
           if (!plaintext) throw new ValueError('PROTECTED_VALUE_INVALID', 'fails authentication (tampered, or protected for another field or key)');
           return fromUtf8(plaintext);
         },

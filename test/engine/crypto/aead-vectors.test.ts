@@ -116,6 +116,30 @@ describe('AES-GCM: value for value against node:crypto (OpenSSL)', () => {
   });
 });
 
+describe('AES-GCM: one seal from prepared associated data (prepareAad)', () => {
+  it('equals OpenSSL value for value, opens, and refuses a tampered value or another key\'s prepared state', () => {
+    for (let i = 0; i < 1000; i++) {
+      const keyBytes = randomBytes([16, 24, 32][i % 3]!);
+      const [nonce, aad, pt] = [randomBytes(12), randomBytes(i % 71), randomBytes(i % 101)];
+      const cipher = createCipheriv(`aes-${keyBytes.length * 8}-gcm` as 'aes-256-gcm', keyBytes, nonce, { authTagLength: 16 });
+      cipher.setAAD(aad);
+      const expected = Buffer.concat([cipher.update(pt), cipher.final(), cipher.getAuthTag()]);
+      const ours = new AesGcm(keyBytes);
+      const prepared = ours.prepareAad(aad);
+      const out = new Uint8Array(2 + pt.length + 16);
+      out.set(pt, 2);
+      const sealed = ours.sealInPlace(nonce, prepared, out, 2, pt.length).subarray(2);
+      expect(Buffer.from(sealed).equals(expected), `case ${i}`).toBe(true);
+      expect(Buffer.from(ours.open(nonce, prepared, sealed)!).equals(pt)).toBe(true);
+      const tampered = Uint8Array.from(sealed);
+      tampered[i % tampered.length]! ^= 1 << (i % 8);
+      expect(ours.open(nonce, prepared, tampered)).toBeUndefined();
+      // (the state of empty associated data is zero under every key)
+      if (aad.length > 0) expect(ours.open(nonce, new AesGcm(randomBytes(keyBytes.length)).prepareAad(aad), sealed)).toBeUndefined();
+    }
+  });
+});
+
 /** AesGcm.sealMany (counter blocks of a batch in one node:crypto call) as one seal each would give. */
 function sealBatch(key: AesGcm, items: { nonce: Uint8Array; aad: Uint8Array; pt: Uint8Array }[]): Uint8Array[] {
   const outs = items.map((it) => {
