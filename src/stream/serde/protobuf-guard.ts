@@ -4,7 +4,7 @@ import type { ObjectGuard, PathTree } from '../../discover/object-guard.ts';
 import type { PlaceStep } from '../../json-bytes/scan.ts';
 import { StreamError } from '../stream-error.ts';
 import type { ProtoField, ProtoMessage, ProtoSchema } from './protobuf-schema.ts';
-import { readVarint, WIRE, WireReader } from './protobuf-wire.ts';
+import { readVarint, WIRE, WireReaders } from './protobuf-wire.ts';
 
 /** A finding of the guard in a Protobuf message: where and what kind, never the value. */
 export interface ProtoFinding {
@@ -28,7 +28,7 @@ export function protoFinding(b: Buffer, from: number, to: number, message: Proto
   if (roots === undefined) levels.set(guard, (roots = new Map()));
   let root = roots.get(message);
   if (root === undefined) roots.set(message, (root = level({ schema, guard }, message, guard.root(), [])));
-  return walk({ b, schema, guard }, from, to, root);
+  return walk({ b, schema, guard }, from, to, root, 0);
 }
 
 interface Walk {
@@ -80,13 +80,15 @@ function level(w: Omit<Walk, 'b'>, message: ProtoMessage, tree: PathTree | undef
   return out;
 }
 
-function walk(w: Walk, from: number, to: number, fields: Level): ProtoFinding | undefined {
-  // one reader per message level: a nested walk has its own
-  const f = new WireReader(w.b, from, to);
+/** the guard's readers: one per message level (a nested walk has its own) */
+const readers = new WireReaders();
+
+function walk(w: Walk, from: number, to: number, fields: Level, depth: number): ProtoFinding | undefined {
+  const f = readers.at(depth, w.b, from, to);
   while (f.next()) {
     const step = fields.get(f.number);
     if (step === undefined) continue;
-    const found = step.look === 'message' ? (f.wireType === WIRE.len ? walk(w, f.valueStart, f.end, levelOf(w, step)) : malformed(step.field))
+    const found = step.look === 'message' ? (f.wireType === WIRE.len ? walk(w, f.valueStart, f.end, levelOf(w, step), depth + 1) : malformed(step.field))
       : step.look === 'string' ? stringFinding(w, f.wireType, f.valueStart, f.end, step)
       : integerFinding(w, f.wireType, f.valueStart, f.end, step);
     if (found !== undefined) return found;
@@ -112,14 +114,10 @@ function stringFinding(w: Walk, wireType: number, from: number, to: number, step
 
 /** each value of an integer field occurrence (several when packed) */
 function integerFinding(w: Walk, wireType: number, from: number, to: number, step: Step): ProtoFinding | undefined {
-  const { field, hints } = step;
-  const one = (text: string) => {
-    const kind = mayBePersonal(shapeOf(text), hints) ? unmappedValueKind(text, field.name, hints) : undefined;
-    return kind === undefined ? undefined : { path: step.path, kind };
-  };
-  if (wireType === WIRE.varint) return fewDigits(w.b, from, to, field) ? undefined : one(integerText(w.b, from, field));
-  if (wireType === WIRE.i64) return one(field.kind === 'sfixed64' ? String(w.b.readBigInt64LE(from)) : String(w.b.readBigUInt64LE(from)));
-  if (wireType === WIRE.i32) return one(field.kind === 'sfixed32' ? String(w.b.readInt32LE(from)) : String(w.b.readUInt32LE(from)));
+  const { field } = step;
+  if (wireType === WIRE.varint) return fewDigits(w.b, from, to, field) ? undefined : integerTextFinding(integerText(w.b, from, field), step);
+  if (wireType === WIRE.i64) return integerTextFinding(field.kind === 'sfixed64' ? String(w.b.readBigInt64LE(from)) : String(w.b.readBigUInt64LE(from)), step);
+  if (wireType === WIRE.i32) return integerTextFinding(field.kind === 'sfixed32' ? String(w.b.readInt32LE(from)) : String(w.b.readUInt32LE(from)), step);
   if (wireType !== WIRE.len) return malformed(field);
   // packed: varints, or fixed widths
   const width = field.kind.includes('fixed64') ? 8 : field.kind.includes('fixed32') ? 4 : 0;
@@ -129,10 +127,15 @@ function integerFinding(w: Walk, wireType: number, from: number, to: number, ste
     else if (width === 4) text = field.kind === 'sfixed32' ? String(w.b.readInt32LE(pos)) : String(w.b.readUInt32LE(pos));
     else text = integerText(w.b, pos, field);
     pos = width > 0 ? pos + width : readVarint(w.b, pos)[1];
-    const found = one(text);
+    const found = integerTextFinding(text, step);
     if (found !== undefined) return found;
   }
   return undefined;
+}
+
+function integerTextFinding(text: string, step: Step): ProtoFinding | undefined {
+  const kind = mayBePersonal(shapeOf(text), step.hints) ? unmappedValueKind(text, step.field.name, step.hints) : undefined;
+  return kind === undefined ? undefined : { path: step.path, kind };
 }
 
 /**

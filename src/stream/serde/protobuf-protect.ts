@@ -2,7 +2,7 @@ import { ValueError, type Chain } from '../../engine/index.ts';
 import { StreamError } from '../stream-error.ts';
 import type { PlanNode } from './protobuf-plan.ts';
 import type { ProtoField, ProtoMessage, ProtoSchema } from './protobuf-schema.ts';
-import { readVarint, WIRE, wireFields, WireReader, type WireField } from './protobuf-wire.ts';
+import { readVarint, WIRE, wireFields, WireReaders, type WireField } from './protobuf-wire.ts';
 import { WireWriter } from './protobuf-writer.ts';
 
 export interface ProtectContext {
@@ -12,6 +12,11 @@ export interface ProtectContext {
   missing: 'pass' | 'dead-letter';
   /** only walk (collect values, find failures): no output is built */
   dryRun?: boolean;
+  /**
+   * the record's values were read, and their encoding checked, by an earlier walk of the same
+   * bytes (a batch's first walk): protect is called with '' in place of each text
+   */
+  textsRead?: boolean;
 }
 
 const EMPTY = Buffer.alloc(0);
@@ -51,9 +56,18 @@ export function protectMessage(b: Buffer, from: number, to: number, plan: PlanNo
  * built in one buffer); without a writer, a dry run: values are collected and failures found.
  */
 export function protectInto(b: Buffer, from: number, to: number, plan: PlanNode, ctx: ProtectContext, w: WireWriter | undefined): void {
+  walkInto(b, from, to, plan, ctx, w, 0);
+}
+
+/** the protect walk's readers, and its lists of the planned fields met: one per message level */
+const readers = new WireReaders();
+const seenAt: number[][] = [];
+
+function walkInto(b: Buffer, from: number, to: number, plan: PlanNode, ctx: ProtectContext, w: WireWriter | undefined, depth: number): void {
   // the planned fields met, for `missing: dead-letter` only
-  const seen: number[] | undefined = ctx.missing === 'dead-letter' ? [] : undefined;
-  const f = new WireReader(b, from, to);
+  let seen: number[] | undefined;
+  if (ctx.missing === 'dead-letter') (seen = seenAt[depth] ??= []).length = 0;
+  const f = readers.at(depth, b, from, to);
   let copied = from;
   while (f.next()) {
     const entry = plan.fields.get(f.number);
@@ -64,13 +78,13 @@ export function protectInto(b: Buffer, from: number, to: number, plan: PlanNode,
     if (entry.child) {
       if (f.wireType !== WIRE.len) throw new StreamError('RECORD_MALFORMED', `field ${entry.field.name} is not encoded as a message`);
       const at = w?.open(f.number);
-      protectInto(b, f.valueStart, f.end, entry.child, ctx, w);
+      walkInto(b, f.valueStart, f.end, entry.child, ctx, w, depth + 1);
       if (at !== undefined) w!.close(at);
       continue;
     }
     if (entry.field.kind === 'string') {
       // one value, no array: the common leaf
-      const protectedText = ctx.protect(entry.path!, stringText(b, f, entry.field));
+      const protectedText = ctx.protect(entry.path!, ctx.textsRead ? '' : stringText(b, f, entry.field));
       w?.text(f.number, protectedText);
       continue;
     }

@@ -14,6 +14,8 @@ import { protoFinding } from './protobuf-guard.ts';
 import { readFraming } from './protobuf-wire.ts';
 import type { RecordProtection, Serde } from './serde.ts';
 
+const EMPTY = Buffer.alloc(0);
+
 export interface ProtobufSerdeOptions {
   registry: SchemaRegistryPort;
   /** the pipeline's record paths (`cards[].number`): protected fields, retyped to string when they are not */
@@ -197,18 +199,29 @@ function framed(p: Prepared, w: WireWriter): Buffer {
   return w.finish(p.header);
 }
 
-/** a record's values in the batches: the k-th value its walk meets is `batches[k].list[at[k]]` */
-interface Slots {
-  batches: Batch[];
-  at: number[];
-}
-
 /** one batch of values protected together (Chain.many): a path's values under one chain */
 interface Batch {
   path: string;
   chain: Chain;
   list: string[];
   results?: (string | ValueError)[];
+}
+
+/**
+ * Where each value of a chunk's records went, in walk order, for all records in one pair of
+ * arrays (no arrays or closures per record): the k-th value met is `batch[k].list[at[k]]`, and a
+ * record's values are those from its `first` to the next record's.
+ */
+class Slots {
+  readonly batch: Batch[] = [];
+  readonly at: number[] = [];
+
+  /** A record's values are taken back (it is dead-lettered): the last of their batches. */
+  dropFrom(first: number): void {
+    for (let k = first; k < this.batch.length; k++) this.batch[k]!.list.pop();
+    this.batch.length = first;
+    this.at.length = first;
+  }
 }
 
 /**
@@ -220,45 +233,51 @@ interface Batch {
  */
 function protectPrepared(values: readonly Buffer[], prepared: readonly (Prepared | StreamError)[], protection: RecordProtection, fields?: (string | undefined)[]): (Buffer | StreamError)[] {
   const batches = batchesOf();
-  // per record, the batch of each value its walk met and the value's place there, in walk order: the second walk meets them alike
-  const slots = prepared.map((p, i): Slots | StreamError => {
-    if (p instanceof StreamError) return p;
-    const mine: Slots = { batches: [], at: [] };
-    const collect = (path: string, text: string) => {
-      const batch = batches(p, path);
-      mine.batches.push(batch);
-      mine.at.push(batch.list.length);
-      batch.list.push(text);
-      return '';
-    };
+  const slots = new Slots();
+  // per record: where its slots start, or why it failed
+  const first: (number | StreamError)[] = [];
+  let current: Prepared;
+  const collect = { schema: undefined as unknown as ProtoSchema, missing: protection.missing, protect: (path: string, text: string) => {
+    const batch = batches(current, path);
+    slots.batch.push(batch);
+    slots.at.push(batch.list.length);
+    batch.list.push(text);
+    return '';
+  } };
+  prepared.forEach((p, i) => {
+    if (p instanceof StreamError) return void first.push(p);
+    const from = slots.batch.length;
+    current = p;
+    collect.schema = p.target.schema;
     try {
-      protectInto(values[i]!, p.bodyStart, values[i]!.length, p.target.plan, { schema: p.target.schema, protect: collect, missing: protection.missing }, undefined);
+      protectInto(values[i]!, p.bodyStart, values[i]!.length, p.target.plan, collect, undefined);
       guardRecord(values[i]!, p, protection);
-      return mine;
+      first.push(from);
     } catch (e) {
-      // this record's values are the last of their batches
-      for (const batch of mine.batches) batch.list.pop();
-      return deadLetter(e);
+      slots.dropFrom(from);
+      first.push(deadLetter(e));
     }
   });
   for (const batch of batches.all) if (batch.list.length) batch.results = batch.chain.many(batch.list);
+  let k = 0;
+  const take = { schema: undefined as unknown as ProtoSchema, missing: protection.missing, textsRead: true, protect: (path: string) => {
+    const batch = slots.batch[k]!;
+    if (batch.path !== path) throw new Error(`protobuf serde: the second walk met ${path} where the first met ${batch.path}`);
+    const out = batch.results![slots.at[k++]!]!;
+    if (out instanceof ValueError) throw new StreamError(out.code, `mapped field ${path}: value ${out.message}`);
+    return out;
+  } };
+  const w = new WireWriter(EMPTY);
   return prepared.map((p, i) => {
-    const mine = slots[i]!;
+    const from = first[i]!;
     if (p instanceof StreamError) return p;
-    if (mine instanceof StreamError) return mine;
-    let k = 0;
-    const take = (path: string) => {
-      const batch = mine.batches[k]!;
-      if (batch.path !== path) throw new Error(`protobuf serde: the second walk met ${path} where the first met ${batch.path}`);
-      const out = batch.results![mine.at[k++]!]!;
-      if (out instanceof ValueError) throw new StreamError(out.code, `mapped field ${path}: value ${out.message}`);
-      return out;
-    };
+    if (from instanceof StreamError) return from;
+    k = from;
+    take.schema = p.target.schema;
     try {
-      const w = new WireWriter(values[i]!);
-      protectInto(values[i]!, p.bodyStart, values[i]!.length, p.target.plan, { schema: p.target.schema, protect: take, missing: protection.missing }, w);
+      protectInto(values[i]!, p.bodyStart, values[i]!.length, p.target.plan, take, w.reset(values[i]!));
       const out = framed(p, w);
-      if (fields !== undefined) fields[i] = protectedPaths(mine.batches, p);
+      if (fields !== undefined) fields[i] = protectedPaths(slots.batch, from, k, p);
       return out;
     } catch (e) {
       return deadLetter(e);
@@ -274,21 +293,22 @@ function batchesOf(): ((p: Prepared, path: string) => Batch) & { all: Batch[] } 
     const chain = p.transforms.get(path)!;
     let list = byPath.get(path);
     if (list === undefined) byPath.set(path, (list = []));
-    let batch = list.find((x) => x.chain === chain);
-    if (batch === undefined) {
-      list.push((batch = { path, chain, list: [] }));
-      all.push(batch);
-    }
+    for (const batch of list) if (batch.chain === chain) return batch;
+    const batch: Batch = { path, chain, list: [] };
+    list.push(batch);
+    all.push(batch);
     return batch;
   };
   return Object.assign(of, { all });
 }
 
-/** veil.protected.fields of a record: the paths a value was protected at, in the order of the schema's transforms (mapped paths, then tagged fields) */
-function protectedPaths(taken: readonly Batch[], p: Prepared): string {
+/** veil.protected.fields of a record (its values are `taken[from, to)`): the paths a value was protected at, in the order of the schema's transforms (mapped paths, then tagged fields) */
+function protectedPaths(taken: readonly Batch[], from: number, to: number, p: Prepared): string {
   let out = '';
   for (const path of p.transforms.keys()) {
-    if (taken.some((b) => b.path === path)) out = out === '' ? path : `${out},${path}`;
+    let met = false;
+    for (let k = from; k < to && !met; k++) met = taken[k]!.path === path;
+    if (met) out = out === '' ? path : `${out},${path}`;
   }
   return out;
 }

@@ -106,13 +106,21 @@ export class WireReader implements WireField {
   start = 0;
   valueStart = 0;
   end = 0;
-  private readonly b: Uint8Array;
-  private readonly to: number;
+  private b: Uint8Array;
+  private to: number;
 
   constructor(b: Uint8Array, from: number, to: number) {
     this.b = b;
     this.to = to;
     this.end = from;
+  }
+
+  /** Reads `b[from, to)` from its first field on (WireReaders). */
+  reset(b: Uint8Array, from: number, to: number): this {
+    this.b = b;
+    this.to = to;
+    this.end = from;
+    return this;
   }
 
   next(): boolean {
@@ -165,6 +173,22 @@ export class WireReader implements WireField {
     const [length, after] = readSmallVarint(b, pos, 'a length');
     this.valueStart = after;
     return after + length;
+  }
+}
+
+/**
+ * WireReaders by nesting depth, reused from record to record: a synchronous walk needs one per
+ * message level it is inside, and a reader a level costs an object per nested message of every
+ * record (the Order of each line of an order, say) — twice per record, and again for the guard.
+ * Each walker keeps its own (a walk never runs inside another walker's).
+ */
+export class WireReaders {
+  private readonly readers: WireReader[] = [];
+
+  at(depth: number, b: Uint8Array, from: number, to: number): WireReader {
+    const reader = this.readers[depth];
+    if (reader === undefined) return (this.readers[depth] = new WireReader(b, from, to));
+    return reader.reset(b, from, to);
   }
 }
 

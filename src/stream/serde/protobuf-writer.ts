@@ -14,11 +14,19 @@ const TEXT = 2;
 export class WireWriter {
   private readonly ops: (number | string)[] = [];
   private size = 0;
-  private readonly b: Buffer;
+  private b: Buffer;
 
   /** `b`: the source bytes the copied ranges come from */
   constructor(b: Buffer) {
     this.b = b;
+  }
+
+  /** Empty again, for the next record `b` (a batch reuses one writer and its list's room). */
+  reset(b: Buffer): this {
+    this.b = b;
+    this.ops.length = 0;
+    this.size = 0;
+    return this;
   }
 
   /** the source bytes `[from, to)` as they are */

@@ -192,6 +192,28 @@ describe('protobufSerde with .proto text schemas', () => {
     expect(batches).toBe(paths.length);
   });
 
+  it('protectMany names the paths protected in each record (veil.protected.fields), records dead-lettered before and between them', async () => {
+    const registry = new FakeRegistry();
+    const rawId = registry.add(PROTO);
+    const serde = protobufSerde({ registry, protectedPaths: PATHS });
+    const rec = (o: object) => framed(rawId, Customer.encode(Customer.fromObject({ id: 1, ...o })).finish());
+    const broken = framed(rawId, Buffer.from([0x12, 0x02, 0xff, 0xfe]));
+    const values = [broken, rec({ email: 'a@example.com', tags: ['x', 'y'] }), broken, rec({ profile: { name: 'N' }, pager: 5551234 }), rec({}), rec({ cards: [{ number: '4111' }, { number: '5500' }], email: 'b@example.com' })];
+    const fields: (string | undefined)[] = [];
+    const out = await serde.protectMany!(values, protection('pass'), values.map(() => 'clean'), fields);
+    expect(out.map((r) => (r instanceof StreamError ? r.code : 'ok'))).toEqual(['RECORD_MALFORMED', 'ok', 'RECORD_MALFORMED', 'ok', 'ok', 'ok']);
+    expect([fields[1], fields[3], fields[4], fields[5]]).toEqual(['email,tags[]', 'profile.name,pager', '', 'email,cards[].number']);
+    const decode = (r: Buffer | StreamError) => {
+      if (!(r instanceof Buffer)) return undefined;
+      const { schemaId, bodyStart } = readFraming(r);
+      const clean = protobuf.parse(registry.schemas.get(schemaId)!, { keepCase: true }).root.lookupType('shop.v1.Customer');
+      return clean.toObject(clean.decode(r.subarray(bodyStart)), { longs: String }) as Record<string, unknown>;
+    };
+    const decoded = out.map(decode);
+    expect(decoded[1]).toMatchObject({ email: 'tok(a@example.com)', tags: ['tok(x)', 'tok(y)'] });
+    expect(decoded[5]).toMatchObject({ email: 'tok(b@example.com)', cards: [{ number: 'tok(4111)' }, { number: 'tok(5500)' }] });
+  });
+
   it('never throws anything but a StreamError on arbitrary bytes', async () => {
     const registry = new FakeRegistry();
     const rawId = registry.add(PROTO);
