@@ -267,6 +267,7 @@ describe('Engine: identifier rules (spec §2.8)', () => {
       ['GUID_DUPLICATE', '/processingContexts/1/guid'],
       ['GUID_DUPLICATE', '/requests/1/guid'],
     ]);
+    expect(err.details.map((d) => d.message)).toEqual(['/processingContexts/1/guid repeats the guid of /processingContexts/0/guid', '/requests/1/guid repeats the guid of /requests/0/guid']);
   });
 
   it('a guid repeated across the three arrays, differing only in case → GUID_DUPLICATE', () => {
