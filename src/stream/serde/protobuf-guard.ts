@@ -28,7 +28,11 @@ export function protoFinding(b: Buffer, from: number, to: number, message: Proto
   if (roots === undefined) levels.set(guard, (roots = new Map()));
   let root = roots.get(message);
   if (root === undefined) roots.set(message, (root = level({ schema, guard }, message, guard.root(), [])));
-  return walk({ b, schema, guard }, from, to, root, 0);
+  try {
+    return walk({ b, schema, guard }, from, to, root, 0);
+  } finally {
+    readers.release();
+  }
 }
 
 interface Walk {

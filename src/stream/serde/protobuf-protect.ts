@@ -56,7 +56,11 @@ export function protectMessage(b: Buffer, from: number, to: number, plan: PlanNo
  * built in one buffer); without a writer, a dry run: values are collected and failures found.
  */
 export function protectInto(b: Buffer, from: number, to: number, plan: PlanNode, ctx: ProtectContext, w: WireWriter | undefined): void {
-  walkInto(b, from, to, plan, ctx, w, 0);
+  try {
+    walkInto(b, from, to, plan, ctx, w, 0);
+  } finally {
+    readers.release();
+  }
 }
 
 /** the protect walk's readers, and its lists of the planned fields met: one per message level */

@@ -180,7 +180,8 @@ export class WireReader implements WireField {
  * WireReaders by nesting depth, reused from record to record: a synchronous walk needs one per
  * message level it is inside, and a reader a level costs an object per nested message of every
  * record (the Order of each line of an order, say) — twice per record, and again for the guard.
- * Each walker keeps its own (a walk never runs inside another walker's).
+ * Each walker keeps its own (a walk never runs inside another walker's), and releases them when
+ * its walk ends: an idle pipeline's readers would otherwise keep its last record's bytes alive.
  */
 export class WireReaders {
   private readonly readers: WireReader[] = [];
@@ -190,7 +191,14 @@ export class WireReaders {
     if (reader === undefined) return (this.readers[depth] = new WireReader(b, from, to));
     return reader.reset(b, from, to);
   }
+
+  /** Lets go of the bytes the readers were given. */
+  release(): void {
+    for (const reader of this.readers) reader.reset(NO_BYTES, 0, 0);
+  }
 }
+
+const NO_BYTES = new Uint8Array(0);
 
 const NO_START = (): void => {};
 
