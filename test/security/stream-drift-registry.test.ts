@@ -169,6 +169,9 @@ describe('stream: drift through a schema registry never reaches the clean topic 
           expect(r.value.equals(s.bytes)).toBe(true);
         }
 
+        const expectedClean = records.filter((r) => r.c.expect.clean).length;
+        console.log(`stream drift registry (${client}, ${l.pipeline}, ${l.format}): ${records.length} sent (${l.cases.length} cases × ${PER_CASE}), ${clean.length} clean, ${dead.length} dead-lettered, ${leaked.length} of ${personal.length} personal values in clear in the clean topic; ${expectedClean} records expected clean (case variants, decoys, tagged fields)`);
+
         // 3. the process said so without a value: one warning per refused schema id, and per unmapped path and kind
         for (const c of l.cases) {
           if (c.expect.clean) continue;
