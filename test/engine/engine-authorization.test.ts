@@ -1,14 +1,15 @@
 import { describe, expect, it } from 'vitest';
-import { body, engineFixture, identity, valuesOf, veilErrorOf } from '../helpers/engine-fixture.ts';
+import { body, engineFixture, expectCardChanged, identity, valuesOf, veilErrorOf } from '../helpers/engine-fixture.ts';
 import { ACTIONS, CLEAR, DENIED, EXPECTED, NO_RIGHTS, NO_SEQUENCE, OK, PROPERTIES, ROLES, type Action, type Property } from '../helpers/authorization-matrix.ts';
 
 
 const { engine } = engineFixture();
 
-/** Protected forms of CLEAR, made by the only role allowed to protect every field. */
-const PROTECTED = Object.fromEntries(
-  PROPERTIES.map((p) => [p, valuesOf(engine.transform(body({ roles: ['fraud'], action: 'Protect', instances: [[p, CLEAR[p]]] }), identity('fraud')))[0]!]),
-) as Record<Property, string>;
+/** Customer.`property` `value` protected by the only role allowed to protect every field. */
+const protect = (property: Property, value: string) => valuesOf(engine.transform(body({ roles: ['fraud'], action: 'Protect', instances: [[property, value]] }), identity('fraud')))[0]!;
+
+/** Protected forms of CLEAR. */
+const PROTECTED = Object.fromEntries(PROPERTIES.map((p) => [p, protect(p, CLEAR[p])])) as Record<Property, string>;
 
 /** The input of an action: Unprotect takes a protected value, the others cleartext. */
 const inputOf = (action: Action, property: Property) => (action === 'Unprotect' ? PROTECTED[property] : CLEAR[property]);
@@ -29,7 +30,9 @@ function expectSuccess(action: Action, property: Property, output: string): void
       expect(output).not.toBe(PROTECTED[property]);
       return;
     case 'Protect':
-      expect(output).not.toBe(CLEAR[property]);
+      // the card is protected by FF1 on 6 digits, which may leave it as it is (expectCardChanged)
+      if (property === 'cardNumber') expectCardChanged(CLEAR[property], output, (v) => protect(property, v));
+      else expect(output).not.toBe(CLEAR[property]);
       return;
   }
 }

@@ -162,3 +162,27 @@ export function withKeyVersion(value: string, version: number): string {
   bytes.writeUInt32BE(version, 1);
   return bytes.toString('base64url');
 }
+
+/**
+ * config/example.yaml's card-fpe keeps a card's first 6 and last 4 digits and encrypts the ones
+ * between with FF1, a permutation of them: under a random key, a 16-digit card (6 digits
+ * encrypted, 10^6 values) comes out as it went in for one key in 10^6, and "the output differs
+ * from the card" fails by chance. This is the card whose encrypted digits are one higher (mod
+ * 10^n, separators in place): when a card came out unchanged, it must change under the same key
+ * — an FF1 step that encrypts nothing fails both, a working one both for one key in 10^12.
+ */
+export function nextCard(card: string): string {
+  const chars = [...card];
+  const at = chars.flatMap((c, i) => (c >= '0' && c <= '9' ? [i] : [])).slice(6, -4);
+  const middle = BigInt(at.map((i) => chars[i]).join('')) + 1n;
+  const digits = (middle % 10n ** BigInt(at.length)).toString().padStart(at.length, '0');
+  at.forEach((i, k) => (chars[i] = digits[k]!));
+  return chars.join('');
+}
+
+/** `out`, card-fpe's output for `card`, differs from it, or `protect` changes nextCard(card) (see there). */
+export function expectCardChanged(card: string, out: string, protect: (card: string) => string): void {
+  if (out !== card) return;
+  const next = nextCard(card);
+  expect(protect(next), `${card} came out unchanged (FF1 under this key fixes it): ${next} must change`).not.toBe(next);
+}

@@ -104,17 +104,22 @@ const transformBody = fc.oneof(
 
 describe('transformBodyChecker', () => {
   it('answers every body as the limits and the engine did: same code, message, details and pointers', () => {
+    const outcomes = ['GUID_DUPLICATE', 'GUID_INVALID', 'LIMIT_EXCEEDED', 'REFERENCE_UNRESOLVED', 'REQUEST_MALFORMED', 'VALUE_TOO_LONG', 'accepted'];
     const seen = new Set<string>();
-    fc.assert(
-      fc.property(transformBody, (b) => {
-        const expected = reference(b);
-        seen.add(expected === 'accepted' ? expected : expected.code);
-        expect(outcome(() => check(b)), JSON.stringify(b)).toEqual(expected);
-      }),
-      { numRuns: 3000 },
-    );
-    // the generator reaches every outcome the check can give
-    expect([...seen].sort()).toEqual(['GUID_DUPLICATE', 'GUID_INVALID', 'LIMIT_EXCEEDED', 'REFERENCE_UNRESOLVED', 'REQUEST_MALFORMED', 'VALUE_TOO_LONG', 'accepted']);
+    // the generator reaches every outcome the check can give. The rarest, REFERENCE_UNRESOLVED, comes
+    // about 13 times in 3,000 bodies (measured over 250 seeds) and in none of them about once in
+    // 200,000 to 500,000 runs; then up to 4 more runs of 3,000 follow (5 runs all missing it: < 10^-25)
+    for (let round = 0; round === 0 || (round < 5 && seen.size < outcomes.length); round++) {
+      fc.assert(
+        fc.property(transformBody, (b) => {
+          const expected = reference(b);
+          seen.add(expected === 'accepted' ? expected : expected.code);
+          expect(outcome(() => check(b)), JSON.stringify(b)).toEqual(expected);
+        }),
+        { numRuns: 3000 },
+      );
+    }
+    expect([...seen].sort()).toEqual(outcomes);
   });
 
   it('returns the body itself when it passes, for the engine to plan', () => {

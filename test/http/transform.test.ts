@@ -8,7 +8,7 @@ import {
   EXAMPLE_CONFIG_TEXT, REVERSIBLE, SECRET, body, call, clientsYaml, expectNoneContain, expectProblem, expectProblemAt, protectEmailBody,
   startWith, transform, trickle, type Reply,
 } from './support.ts';
-import { tamper, withKeyVersion } from '../helpers/engine-fixture.ts';
+import { nextCard, tamper, withKeyVersion } from '../helpers/engine-fixture.ts';
 
 /**
  * POST /transform over real HTTP (spec §2, §4.1, §5): the request/response shape, and every
@@ -79,7 +79,9 @@ describe('POST /transform: request and response shape (spec §2, §4.1)', () => 
     expect(Object.keys(out).sort()).toEqual(['className', 'propertyName', 'value']);
     expect(out.className).toBe('Customer');
     expect(out.propertyName).toBe(property);
-    expect(out.value).not.toBe(clear);
+    // the card is protected by FF1 on 6 digits, which may leave it as it is: then the next card must change (nextCard)
+    if (property === 'cardNumber' && out.value === clear) expect(await protect(property, nextCard(clear))).not.toBe(nextCard(clear));
+    else expect(out.value).not.toBe(clear);
 
     const unprotectBody = body({ roles: ['fraud'], action: 'Unprotect', instances: [[property, out.value]] });
     const revealed = ok(await transform(svc, token, unprotectBody));
@@ -107,11 +109,16 @@ describe('POST /transform: request and response shape (spec §2, §4.1)', () => 
     const res = ok(await transform(svc, token, req));
     expect(Object.keys(res)).toEqual(['responses']);
     expect(res.responses.map((r: Loose) => r.request)).toEqual(req.requests.map((r) => r.guid));
-    res.responses.forEach((r: Loose, i: number) => {
+    for (const [i, r] of (res.responses as Loose[]).entries()) {
       expect(Object.keys(r).sort()).toEqual(['instances', 'request']);
       expect(r.instances.map((x: Loose) => [x.className, x.propertyName])).toEqual(req.requests[i]!.instances.map((x) => [x.className, x.propertyName]));
-      for (const [j, x] of r.instances.entries()) expect(x.value).not.toBe(req.requests[i]!.instances[j]!.value);
-    });
+      for (const [j, x] of r.instances.entries()) {
+        const sent = req.requests[i]!.instances[j]!.value;
+        // the card of request 0 is protected by FF1 on 6 digits, which may leave it as it is (nextCard)
+        if (i === 0 && x.propertyName === 'cardNumber' && x.value === sent) expect(await protect('cardNumber', nextCard(sent))).not.toBe(nextCard(sent));
+        else expect(x.value).not.toBe(sent);
+      }
+    }
     expect(res.responses[2].instances[0].value).toBe('****-****-****-0046');
   });
 
