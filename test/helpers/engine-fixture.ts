@@ -180,9 +180,16 @@ export function nextCard(card: string): string {
   return chars.join('');
 }
 
-/** `out`, card-fpe's output for `card`, differs from it, or `protect` changes nextCard(card) (see there). */
-export function expectCardChanged(card: string, out: string, protect: (card: string) => string): void {
+/**
+ * `out`, card-fpe's output for `card`, differs from it, or `protect` changes nextCard(card) (see
+ * there). With an asynchronous `protect` (over HTTP), await what it returns.
+ */
+export function expectCardChanged(card: string, out: string, protect: (card: string) => string): void;
+export function expectCardChanged(card: string, out: string, protect: (card: string) => Promise<string>): Promise<void>;
+export function expectCardChanged(card: string, out: string, protect: (card: string) => string | Promise<string>): void | Promise<void> {
   if (out !== card) return;
   const next = nextCard(card);
-  expect(protect(next), `${card} came out unchanged (FF1 under this key fixes it): ${next} must change`).not.toBe(next);
+  const check = (again: string) => void expect(again, `${card} came out unchanged (FF1 under this key fixes it): ${next} must change`).not.toBe(next);
+  const again = protect(next);
+  return typeof again === 'string' ? check(again) : again.then(check);
 }

@@ -141,11 +141,7 @@ describe('AES-GCM: one seal from prepared associated data (prepareAad)', () => {
       else expect(foreign.y).toEqual(prepared.y);
     }
     // that exception, drawn on purpose: zero bytes of associated data hash to the zero state under any key
-    for (const zeros of [1, 16, 33]) {
-      const [a, b] = [new AesGcm(randomBytes(32)), new AesGcm(randomBytes(32))];
-      expect(a.prepareAad(new Uint8Array(zeros)).y).toEqual([0, 0, 0, 0]);
-      expect(b.prepareAad(new Uint8Array(zeros)).y).toEqual([0, 0, 0, 0]);
-    }
+    for (const zeros of [1, 16, 33]) for (let k = 0; k < 2; k++) expect(new AesGcm(randomBytes(32)).prepareAad(new Uint8Array(zeros)).y).toEqual([0, 0, 0, 0]);
   });
 });
 
