@@ -129,7 +129,7 @@ function isErrorsModule(target, cwd) {
 // discover: the detectors of personal data and the proposals `veil discover` writes; the stream's
 // unmapped guard and the gateway share its detectors (discover/guard.ts), the stream's configuration
 // its record formats (discover/record-formats.ts)
-const NEUTRAL = ['errors', 'audit', 'identity', 'keystore', 'json-bytes', 'observability', 'control', 'env', 'subjects', 'discover', 'file-lock'];
+const NEUTRAL = ['errors', 'audit', 'identity', 'keystore', 'json-bytes', 'observability', 'control', 'env', 'subjects', 'discover', 'file-lock', 'kafka-admin'];
 const WIRING = ['app', 'cli'];
 
 const adapterIsolation = problemRule('an adapter (src/http, src/stream, src/gateway, …) imports no sibling adapter and no wiring (src/app, src/cli); neutral modules import neither', {

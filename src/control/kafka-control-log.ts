@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Kafka, logLevel, type Admin, type Consumer, type Producer } from 'kafkajs';
 import { VeilError } from '../engine/index.ts';
+import { fetchTopicOffsetsOnceLed } from '../kafka-admin/index.ts';
 import { ControlState, parseWrite, recordKey, type Accepted, type ControlWrite, type History } from './control-log.ts';
 import { ControlError } from './errors.ts';
 
@@ -127,7 +128,7 @@ export class KafkaControlLog {
       }],
     });
     if (!created) await this.checkExisting();
-    const offsets = await this.admin.fetchTopicOffsets(topic);
+    const offsets = await fetchTopicOffsetsOnceLed(this.admin, topic);
     if (offsets.length !== 1) throw new VeilError('CONFIG_INVALID', `control store topic ${topic} has ${offsets.length} partitions; it must have exactly one (its order is the history's)`);
     const end = Number(offsets[0]!.high) - 1;
     this.producer = this.kafka.producer({ idempotent: true, maxInFlightRequests: 1 });

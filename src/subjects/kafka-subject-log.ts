@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Kafka, logLevel, type Admin, type Consumer, type EachBatchPayload, type Producer } from 'kafkajs';
+import { fetchTopicOffsetsOnceLed } from '../kafka-admin/index.ts';
 import { wrappedKeyId } from '../keystore/subject-keys.ts';
 import { SubjectsError } from './errors.ts';
 import { SubjectDb } from './subject-db.ts';
@@ -115,7 +116,7 @@ export class KafkaSubjectLog {
     this.admin = this.kafka.admin();
     await this.admin.connect();
     await this.createTopic();
-    const ends = await this.ends();
+    const ends = await this.ends({ justCreated: true });
     this.partitions = ends.size;
     for (const [partition, next] of this.db.offsets()) {
       if (next > (ends.get(partition) ?? 0)) throw new SubjectsError('SUBJECT_STORE_UNAVAILABLE', `the view ${this.db.path} is ahead of subject-key topic ${topic} (partition ${partition}): it was made from another topic; remove it and start again`);
@@ -147,9 +148,13 @@ export class KafkaSubjectLog {
     });
   }
 
-  /** The topic's end offset (the next offset to be written) by partition. */
-  private async ends(): Promise<Map<number, number>> {
-    const offsets = await this.admin!.fetchTopicOffsets(this.options.topic);
+  /**
+   * The topic's end offset (the next offset to be written) by partition. Just after the topic was
+   * created, a partition not yet served by its leader is waited for; a poll that fails is skipped.
+   */
+  private async ends({ justCreated = false } = {}): Promise<Map<number, number>> {
+    const { topic } = this.options;
+    const offsets = justCreated ? await fetchTopicOffsetsOnceLed(this.admin!, topic) : await this.admin!.fetchTopicOffsets(topic);
     return new Map(offsets.map((o) => [o.partition, Number(o.high)]));
   }
 
