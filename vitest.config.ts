@@ -32,7 +32,8 @@ export default defineConfig({
       {
         // Two test files at a time, whatever the machine: the real-component files spend most of
         // their time waiting on Kafka, PostgreSQL and child processes (one worker kept 2 cores
-        // 23–54% busy), so two of them about halve the run on a 2-core machine (docs/testing.md).
+        // 23–54% busy), so two of them cut the run by a third to a half on a 2-core machine
+        // (docs/testing.md).
         // Fixed, not per core, so a bigger CI machine runs the timings these tests were proven
         // under. VEIL_TEST_WORKERS=1 runs one file at a time.
         extends: true,
