@@ -128,7 +128,8 @@ function isErrorsModule(target, cwd) {
 }
 // discover: the detectors of personal data and the proposals `veil discover` writes; the stream's
 // unmapped guard and the gateway share its detectors (discover/guard.ts), the stream's configuration
-// its record formats (discover/record-formats.ts)
+// its record formats (discover/record-formats.ts); kafka-admin: the kafkajs admin calls src/control
+// and src/subjects share (a just-created topic's offsets)
 const NEUTRAL = ['errors', 'audit', 'identity', 'keystore', 'json-bytes', 'observability', 'control', 'env', 'subjects', 'discover', 'file-lock', 'kafka-admin'];
 const WIRING = ['app', 'cli'];
 
