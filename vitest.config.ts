@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { defineConfig } from 'vitest/config';
 import SlowFilesFirst from './test/setup/slow-files-first.ts';
 
@@ -18,6 +19,8 @@ const TIMED = [
   'test/integration/serve-workers-publish.test.ts',
   'test/portal/door-guards.test.ts',
 ];
+// a renamed file would otherwise leave the list quietly and run beside the others
+for (const file of TIMED) if (!existsSync(new URL(file, import.meta.url))) throw new Error(`vitest.config.ts: TIMED names ${file}, which does not exist`);
 // the long chaos run is `npm run test:chaos`; `npm test` runs the 3-kill crash test
 const CHAOS = process.env.VEIL_CHAOS ? [] : ['test/integration/stream-chaos.test.ts'];
 
