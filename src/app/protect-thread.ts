@@ -1,6 +1,6 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { Engine } from '../engine/index.ts';
-import { packOutcomes, unpackItems } from '../stream/protect/index.ts';
+import { packOutcomes, SpareBuffers, unpackItems } from '../stream/protect/index.ts';
 import type { WorkerReply, WorkerRequest } from '../stream/protect/index.ts';
 import { RecordProtector } from '../stream/protect/index.ts';
 import { rewrapPipeline, type RewrapSpec } from '../stream/protect/index.ts';
@@ -77,7 +77,11 @@ function reload(what: NonNullable<WorkerRequest['reload']>): Promise<RecordProte
   return current();
 }
 
+/** outcome buffers the pool gave back, for the next chunks' outcomes */
+const spares = new SpareBuffers();
+
 parentPort!.on('message', (request: WorkerRequest) => {
+  if (request.recycle) return spares.give(request.recycle);
   void (async (): Promise<WorkerReply> => {
     try {
       if (request.reload) {
@@ -85,7 +89,7 @@ parentPort!.on('message', (request: WorkerRequest) => {
         await reload(request.reload);
         return { id: request.id, outcomes: packOutcomes([]) };
       }
-      const outcomes = packOutcomes(await (await current()).protectChunk(unpackItems(request.items!)));
+      const outcomes = packOutcomes(await (await current()).protectChunk(unpackItems(request.items!)), spares);
       return { id: request.id, outcomes };
     } catch (e) {
       const err = e as { name?: string; code?: string; retriable?: boolean };

@@ -1,4 +1,5 @@
 import type { OutRecord } from './ports.ts';
+import { KafkaError } from './kafka-error.ts';
 import { BATCH_OVERHEAD, recordBytes } from './record-size.ts';
 
 /** A produce request stays under this, whatever the topics allow. */
@@ -48,6 +49,7 @@ export type SendChunk = (chunk: OutRecord[], settle: boolean) => Promise<unknown
  * broker round trip, several per batch on a busy partition.
  */
 export async function inChunks(records: readonly OutRecord[], maxMessageBytes: (topic: string) => Promise<number>, send: SendChunk, tooLarge: (e: unknown) => boolean, forgetLimit: (topic: string) => void, clientBatchBytes?: number): Promise<void> {
+  refuseDetached(records);
   const topics = [...new Set(records.map((r) => r.topic))];
   const limits = new Map(await Promise.all(topics.map(async (t) => [t, await maxMessageBytes(t)] as const)));
   const unchunked = clientBatchBytes !== undefined && [...limits.values()].every((limit) => limit >= clientBatchBytes + BATCH_OVERHEAD);
@@ -62,3 +64,20 @@ export async function inChunks(records: readonly OutRecord[], maxMessageBytes: (
     }
   }
 }
+
+/**
+ * A record whose key or value is a view of a buffer given away (a protection worker's outcome
+ * buffer, released before its batch was sent) would go out empty: refused before any record of
+ * the send is queued. Only a bug in veil gets here; the batch is aborted and read again.
+ */
+function refuseDetached(records: readonly OutRecord[]): void {
+  for (let i = 0; i < records.length; i++) {
+    const r = records[i]!;
+    if (released(r.value) || released(r.key)) {
+      throw new KafkaError('RECORD_DETACHED', 'a record\'s bytes were released before it was sent', true);
+    }
+  }
+}
+
+/** a view of a transferred (detached) ArrayBuffer; a SharedArrayBuffer is never detached */
+const released = (b: Buffer | null) => b !== null && (b.buffer as { detached?: boolean }).detached === true;

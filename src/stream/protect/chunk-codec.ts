@@ -63,10 +63,47 @@ export function unpackItems(packed: PackedItems): ChunkItem[] {
   return items;
 }
 
-/** Outcomes as they cross back: their strings (codes, paths, kinds, protected-field lists: few distinct ones) in a table, the rest in one transferred buffer. */
+/**
+ * Outcomes as they cross back: their strings (codes, paths, kinds, protected-field lists: few
+ * distinct ones) in a table, the rest in one transferred buffer — its first `length` bytes (a
+ * recycled buffer may be larger; absent: all of it).
+ */
 export interface PackedOutcomes {
   strings: string[];
   data: ArrayBuffer;
+  length?: number;
+}
+
+/**
+ * Outcome buffers given back by the thread that read them (ProtectPool.release), for the next
+ * chunks' outcomes. Why: a buffer that arrives by transfer counts as external memory of the
+ * receiving thread until its collector frees it, and outcome buffers live there until their
+ * batch is sent — long enough to be promoted. About 1 KB per record of them made V8 run a full
+ * collection of the consumer thread's heap several times a second; a buffer transferred back
+ * leaves that count at once.
+ */
+export class SpareBuffers {
+  private readonly spares: ArrayBuffer[] = [];
+  private readonly max: number;
+
+  constructor(max = 8) {
+    this.max = max;
+  }
+
+  give(data: ArrayBuffer): void {
+    if (this.spares.length < this.max && !data.detached) this.spares.push(data);
+  }
+
+  /** a spare of at least `bytes`, else a new buffer of exactly that size */
+  take(bytes: number): Buffer {
+    for (let i = this.spares.length - 1; i >= 0; i--) {
+      const spare = this.spares[i]!;
+      if (spare.byteLength < bytes) continue;
+      this.spares.splice(i, 1);
+      return Buffer.from(spare);
+    }
+    return fresh(bytes);
+  }
 }
 
 /** Interns strings into a table, by index: a chunk's thousand records share a handful of them. */
@@ -86,11 +123,11 @@ class StringTable {
  * Per record: uint8 0, bytes key, bytes value, int32 fields  |  uint8 1, int32 code, int32 path,
  * int32 kind, int32 schema id — each int32 a string table index, or -1 for none.
  */
-export function packOutcomes(outcomes: readonly ChunkOutcome[]): PackedOutcomes {
+export function packOutcomes(outcomes: readonly ChunkOutcome[], spares?: SpareBuffers): PackedOutcomes {
   const table = new StringTable();
   let bytes = 0;
   for (const o of outcomes) bytes += 'code' in o ? 17 : 5 + size(o.key) + size(o.value);
-  const out = fresh(bytes);
+  const out = spares ? spares.take(bytes) : fresh(bytes);
   let at = 0;
   for (const o of outcomes) {
     if ('code' in o) {
@@ -107,11 +144,11 @@ export function packOutcomes(outcomes: readonly ChunkOutcome[]): PackedOutcomes 
       at += 4;
     }
   }
-  return { strings: table.strings, data: out.buffer as ArrayBuffer };
+  return { strings: table.strings, data: out.buffer as ArrayBuffer, length: bytes };
 }
 
 export function unpackOutcomes(packed: PackedOutcomes): ChunkOutcome[] {
-  const data = Buffer.from(packed.data);
+  const data = Buffer.from(packed.data, 0, packed.length ?? packed.data.byteLength);
   const str = (i: number) => (i < 0 ? undefined : packed.strings[i]);
   const out: ChunkOutcome[] = [];
   for (let at = 0; at < data.length; ) {

@@ -30,6 +30,12 @@ export const KEY_PATH = '(key)';
  */
 export interface ChunkProtector {
   protectChunk(items: readonly ChunkItem[]): Promise<ChunkOutcome[]>;
+  /**
+   * The caller is done with a chunk's outcomes (sent, or their batch failed): protection
+   * elsewhere may reuse the buffer their keys and values are views of — none of them may be read
+   * after this call.
+   */
+  release?(outcomes: readonly ChunkOutcome[]): void;
   /** protection elsewhere (worker threads): re-read the keystore and/or bind under a configuration version's file */
   reload?(what: { keys?: boolean; configFile?: string }): Promise<void>;
   close(): Promise<void>;

@@ -4,7 +4,7 @@ import { CleanHeaders } from './clean-headers.ts';
 import { Liveness, type LivenessStatus } from './liveness.ts';
 import { PartitionTransactions } from './partition-transactions.ts';
 import { ProtectAhead } from './look-ahead.ts';
-import { RecordProtector, type ChunkProtector } from './chunk-protector.ts';
+import { RecordProtector, type ChunkOutcome, type ChunkProtector } from './chunk-protector.ts';
 import type { SubjectKeyStore } from '../../subjects/index.ts';
 import { headerValue, withHeaders, type Batch, type ConsumerPort, type InRecord, type KafkaPort, type OutRecord, type ProducerPort } from '../kafka/index.ts';
 import { fitsAlone } from '../kafka/index.ts';
@@ -370,10 +370,13 @@ export class ProtectPipeline {
     let beat = Date.now();
     const partitionKey = `${records[0]!.topic}/${records[0]!.partition}`;
     const ahead = this.ahead.take(partitionKey, records);
+    /** the chunks' outcomes, released once nothing sends them any more */
+    const used: ChunkOutcome[][] = [];
     try {
       for (let i = 0; i < records.length; i += CHUNK) {
         const slice = records.slice(i, i + CHUNK);
         const outcomes = await (ahead?.[i / CHUNK] ?? this.ahead.protectNow(slice));
+        used.push(outcomes);
         if (i + CHUNK >= records.length) this.ahead.protected(partitionKey);
         const chunk: OutRecord[] = [];
         for (let j = 0; j < slice.length; j++) {
@@ -406,6 +409,9 @@ export class ProtectPipeline {
     } catch (e) {
       await sending.catch(() => undefined);
       throw e;
+    } finally {
+      // every send has settled: the clients copied the records' bytes (or the batch failed)
+      for (const outcomes of used) this.chunks.release?.(outcomes);
     }
     for (const [code, n] of counted) codes.set(code, n);
     for (const [finding, n] of findings) {

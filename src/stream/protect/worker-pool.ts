@@ -7,6 +7,8 @@ import { StreamError } from '../stream-error.ts';
 export type WorkerReply = { id: number; outcomes: PackedOutcomes } | { id: number; error: { name: string; code?: string; retriable: boolean } };
 export interface WorkerRequest {
   id: number;
+  /** no reply: an outcome buffer the pool is done with, for the worker's next outcomes (SpareBuffers) */
+  recycle?: ArrayBuffer;
   items?: PackedItems;
   /** re-read the keystore (`keys`) and/or bind anew under a configuration version's file */
   reload?: { keys?: boolean; configFile?: string };
@@ -32,6 +34,8 @@ export class ProtectPool implements ChunkProtector {
   private readonly slots: Slot[] = [];
   private nextId = 0;
   private closed = false;
+  /** each chunk's outcomes: the worker and the transferred buffer their keys and values are views of, until released */
+  private readonly buffers = new WeakMap<readonly ChunkOutcome[], { slot: Slot; data: ArrayBuffer }>();
   private readonly start: (configFile: string | undefined) => Worker;
   /** the configuration version the workers were last told to bind under: a replaced worker starts on it */
   private configFile?: string;
@@ -72,6 +76,19 @@ export class ProtectPool implements ChunkProtector {
     }));
   }
 
+  /**
+   * The caller is done with these outcomes (their batch was sent or failed): their buffer goes
+   * back to the worker that filled it, for its next chunk. After this, their keys and values are
+   * detached — empty views a Kafka adapter refuses to send (inChunks).
+   */
+  release(outcomes: readonly ChunkOutcome[]): void {
+    const held = this.buffers.get(outcomes);
+    if (!held) return;
+    this.buffers.delete(outcomes);
+    if (this.closed || !this.slots.includes(held.slot)) return;
+    held.slot.worker.postMessage({ id: 0, recycle: held.data } satisfies WorkerRequest, [held.data]);
+  }
+
   async close(): Promise<void> {
     this.closed = true;
     await Promise.all(this.slots.map((s) => s.worker.terminate()));
@@ -96,7 +113,11 @@ export class ProtectPool implements ChunkProtector {
       const p = slot.pending.get(reply.id);
       if (!p) return;
       slot.pending.delete(reply.id);
-      if ('outcomes' in reply) p.resolve(unpackOutcomes(reply.outcomes));
+      if ('outcomes' in reply) {
+        const outcomes = unpackOutcomes(reply.outcomes);
+        this.buffers.set(outcomes, { slot, data: reply.outcomes.data });
+        p.resolve(outcomes);
+      }
       // as in this thread: the registry's outage keeps its code, anything else aborts the batch
       else p.reject(new StreamError(reply.error.code === 'REGISTRY_UNAVAILABLE' ? 'REGISTRY_UNAVAILABLE' : 'TRANSACTION_ABORTED', `protection worker: ${reply.error.name}${reply.error.code ? ` ${reply.error.code}` : ''}`));
     });

@@ -43,4 +43,26 @@ describe('inChunks', () => {
     await expect(inChunks(records, async () => MAX_SEND_BYTES * 2, async () => { throw tooLarge; }, (e) => e === tooLarge, (t) => forgotten.push(t), MAX_SEND_BYTES)).rejects.toBe(tooLarge);
     expect(forgotten.sort()).toEqual(['clean', 'dlq']);
   });
+
+  it('refuses, before queuing any record, a send holding a key or value whose buffer was given away (transferred): it would go out empty', async () => {
+    for (const part of ['key', 'value'] as const) {
+      const given = new ArrayBuffer(8);
+      const view = Buffer.from(given, 0, 8);
+      structuredClone(given, { transfer: [given] });
+      expect(view.length).toBe(0);
+      const bad = { ...record('clean', 1), [part]: view };
+      const queued: OutRecord[] = [];
+      const refusal = inChunks([record('clean', 0), bad], async () => MAX_SEND_BYTES * 2, async (chunk) => void queued.push(...chunk), () => false, () => undefined, MAX_SEND_BYTES);
+      await expect(refusal).rejects.toMatchObject({ name: 'KafkaError', code: 'RECORD_DETACHED', retriable: true });
+      expect(queued).toEqual([]);
+    }
+  });
+
+  it('sends a record of a SharedArrayBuffer and an empty one as they are (neither was given away)', async () => {
+    const shared = Buffer.from(new SharedArrayBuffer(4));
+    const queued: OutRecord[] = [];
+    const ok = [{ ...record('clean', 0), value: shared }, { ...record('clean', 1), value: Buffer.alloc(0), key: Buffer.alloc(0) }];
+    await inChunks(ok, async () => MAX_SEND_BYTES * 2, async (chunk) => void queued.push(...chunk), () => false, () => undefined, MAX_SEND_BYTES);
+    expect(queued).toEqual(ok);
+  });
 });

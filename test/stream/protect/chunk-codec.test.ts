@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { packItems, packOutcomes, unpackItems, unpackOutcomes } from '../../../src/stream/protect/chunk-codec.ts';
+import { packItems, packOutcomes, SpareBuffers, unpackItems, unpackOutcomes } from '../../../src/stream/protect/chunk-codec.ts';
 import type { ChunkItem, ChunkOutcome } from '../../../src/stream/protect/chunk-protector.ts';
 
 const bytes = fc.option(fc.uint8Array({ maxLength: 64 }).map((a) => Buffer.from(a)), { nil: null });
@@ -37,5 +37,40 @@ describe('chunk codec (records to and from protection workers)', () => {
     const packed = packItems([{ topic: 't', key: small, value: small }]);
     expect(packed.data).not.toBe(small.buffer);
     expect(packed.data.byteLength).toBe(4 + 5 + 5);
+  });
+
+  it('packs outcomes into a larger spare buffer and reads back only what was written (a recycled buffer keeps old bytes past the end)', () => {
+    const outcome = fc.oneof(
+      fc.record({ key: bytes, value: fc.uint8Array({ maxLength: 64 }).map((a) => Buffer.from(a)) }),
+      fc.record({ code: fc.constantFrom('RECORD_MALFORMED', 'UNMAPPED_PERSONAL_DATA'), path: fc.string() }, { requiredKeys: ['code'] }),
+    );
+    fc.assert(fc.property(fc.array(outcome), fc.array(outcome), (old: ChunkOutcome[], outcomes: ChunkOutcome[]) => {
+      const spares = new SpareBuffers();
+      const first = packOutcomes(old);
+      const big = new ArrayBuffer((first.length ?? 0) + 4096);
+      new Uint8Array(big).fill(0xff);
+      spares.give(big);
+      const packed = packOutcomes(outcomes, spares);
+      expect(packed.data).toBe(big);
+      expect(unpackOutcomes(packed)).toEqual(outcomes);
+    }));
+  });
+
+  it('SpareBuffers: a spare large enough is reused once, a smaller one is not; detached buffers and more than its bound are not kept', () => {
+    const spares = new SpareBuffers(2);
+    const small = new ArrayBuffer(10);
+    const large = new ArrayBuffer(100);
+    spares.give(small);
+    spares.give(large);
+    spares.give(new ArrayBuffer(1000)); // over the bound of 2: dropped
+    expect(spares.take(50).buffer).toBe(large);
+    const fresh = spares.take(50);
+    expect([small, large]).not.toContain(fresh.buffer);
+    expect(fresh.length).toBe(50);
+    expect(spares.take(10).buffer).toBe(small);
+    const gone = new ArrayBuffer(100);
+    structuredClone(gone, { transfer: [gone] });
+    spares.give(gone);
+    expect(spares.take(1).buffer).not.toBe(gone);
   });
 });

@@ -294,6 +294,67 @@ describe('ProtectPipeline (in-memory Kafka port)', () => {
       expect(ids(kafka)).toEqual(b.map((r) => Number(r.offset)));
     });
   });
+  describe('outcomes released to the protector (a worker pool reuses their buffers)', () => {
+    /** a FakeKafka whose sends take a while and whose `sending` counts the sends not yet settled */
+    class SlowKafka extends FakeKafka {
+      sending = 0;
+      failSends = 0;
+      override async producer(options: { transactionalId?: string }) {
+        const p = await super.producer(options);
+        return {
+          ...p,
+          transaction: async () => {
+            const tx = await p.transaction();
+            return {
+              ...tx,
+              send: async (r: Parameters<typeof tx.send>[0]) => {
+                this.sending++;
+                try {
+                  await new Promise((resolve) => setTimeout(resolve, 5));
+                  if (this.failSends > 0 && this.failSends-- > 0) throw new Error('broker gone');
+                  await tx.send(r);
+                } finally {
+                  this.sending--;
+                }
+              },
+            };
+          },
+        };
+      }
+    }
+    async function releasing() {
+      const kafka = new SlowKafka();
+      const counting = countingProtector();
+      const released: { outcomes: readonly ChunkOutcome[]; sending: number }[] = [];
+      const protector = { ...counting, release: (outcomes: readonly ChunkOutcome[]) => void released.push({ outcomes, sending: kafka.sending }) };
+      const p = pipeline(kafka, jsonSerde(), 'exactly-once', protector);
+      await p.start();
+      kafka.events.assigned!({ raw: [0] });
+      return { kafka, released };
+    }
+    const many = (n: number) => Array.from({ length: n }, (_, i) => rec(i, `{"id":${i},"email":"u${i}@example.com"}`));
+
+    it('each chunk once, after every send of the batch settled', async () => {
+      const { kafka, released } = await releasing();
+      await kafka.handler!(batch(many(2500)), beat);
+      expect(released.map((r) => r.outcomes.length)).toEqual([1000, 1000, 500]);
+      expect(released.every((r) => r.sending === 0)).toBe(true);
+      expect(new Set(released.map((r) => r.outcomes)).size).toBe(3);
+      expect(ids(kafka)).toEqual(many(2500).map((r) => Number(r.offset)));
+    });
+
+    it('also when a send fails: released once the sends settled, and the batch read again is protected afresh', async () => {
+      const { kafka, released } = await releasing();
+      kafka.failSends = 1;
+      await expect(kafka.handler!(batch(many(1500)), beat)).rejects.toSatisfy((e) => code(e) === 'TRANSACTION_ABORTED');
+      expect(released.map((r) => r.outcomes.length)).toEqual([1000, 500]);
+      expect(released.every((r) => r.sending === 0)).toBe(true);
+      await kafka.handler!(batch(many(1500)), beat);
+      expect(released).toHaveLength(4);
+      expect(new Set(released.map((r) => r.outcomes)).size).toBe(4);
+      expect(ids(kafka)).toEqual(many(1500).map((r) => Number(r.offset)));
+    });
+  });
   it('a batch stuck in flight (a call that never answers) is recovered: producers abandoned, consumer re-created, the batch read again and committed once', async () => {
     const kafka = new FakeKafka();
     const p = new ProtectPipeline({

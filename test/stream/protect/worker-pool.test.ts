@@ -89,4 +89,31 @@ describe('ProtectPool (real worker threads)', () => {
     await expect.poll(() => started).toBe(3);
     expect(new Set(await tags())).toEqual(new Set(['v2.yaml:a']));
   });
+
+  it('release: a chunk\'s outcome buffer goes back to its worker, which packs later outcomes into it; the released bytes are detached', async () => {
+    // packs into the buffers it is given back (SpareBuffers, as src/app/protect-thread.ts does), and says which it used
+    const pool = new ProtectPool(1, () => new Worker(new URL(`data:text/javascript,${encodeURIComponent(`
+      import { parentPort } from 'node:worker_threads';
+      import { packOutcomes, SpareBuffers, unpackItems } from ${JSON.stringify(codec)};
+      const spares = new SpareBuffers();
+      let given = 0;
+      parentPort.on('message', ({ id, items, recycle }) => {
+        if (recycle) { given++; return spares.give(recycle); }
+        const outcomes = packOutcomes(unpackItems(items ?? { topics: [], data: new ArrayBuffer(0) }).map((i) => ({ key: null, value: Buffer.from(given + ':' + i.value) })), spares);
+        parentPort.postMessage({ id, outcomes }, [outcomes.data]);
+      });`)}`)));
+    pools.push(pool);
+    await pool.ready();
+    const chunk = (v: string) => [{ topic: 't', key: null, value: Buffer.from(v) }];
+    const first = await pool.protectChunk(chunk('abc'));
+    const value = (first[0] as { value: Buffer }).value;
+    expect(String(value)).toBe('0:abc');
+    pool.release(first);
+    expect(value.length).toBe(0);
+    expect((value.buffer as ArrayBuffer).detached).toBe(true);
+    pool.release(first); // twice: nothing more happens
+    pool.release([{ key: null, value: Buffer.from('not the pool\'s') }]);
+    const second = await pool.protectChunk(chunk('de'));
+    expect(String((second[0] as { value: Buffer }).value)).toBe('1:de');
+  });
 });
