@@ -55,5 +55,7 @@ describe('benches run in their short form', () => {
     // and the Java baseline ran (javac, its JVM's warm-up and copy: ~4 s here): its target line
     // says met or not met — in the short form its ratio may be NaN, as the first records are untimed
     if (name === 'stream') expect(out, tail).toMatch(/^target: veil ≥ 0\.85× the tuned Java copy .*: (met|not met) /m);
+    // bench:gateway's floor (a bare Node.js reverse proxy beside veil's) and its targets line
+    if (name === 'gateway') expect(out, tail).toMatch(/^the floor: a bare Node\.js reverse proxy .* added -?\d+\.\d{3} ms at p50 .*\ntargets, 10 fields over direct: p50 ≤ \+0\.4 ms (met|not met) /m);
   }, 300_000);
 });
