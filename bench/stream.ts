@@ -141,11 +141,9 @@ async function bareKafkajs(source: string, sink: string): Promise<Cost> {
   return { ...cost, batches };
 }
 
-async function veil(source: string, sink: string, fields: string, label: string, client: string, format = 'json', unmapped = 'dead-letter'): Promise<Cost> {
-  const dataDir = await mkdtemp(join(tmpdir(), 'veil-bench-stream-'));
-  const configFile = join(dataDir, 'config.yaml');
-  const groupId = `bench-${label}-${source}`;
-  await writeFile(configFile, `${readFileSync(join(root, 'config/example.yaml'), 'utf8')}
+/** The example configuration with the bench's one pipeline: what veil runs, and what the protection floor binds. */
+function benchConfig(source: string, sink: string, groupId: string, fields: string, format: string, unmapped: string): string {
+  return `${readFileSync(join(root, 'config/example.yaml'), 'utf8')}
 pipelines:
   bench:
     source: { topics: [${source}] }
@@ -158,7 +156,14 @@ pipelines:
     rightsEvidences: { Role: ingest }
     processingEvidences: { Action: Protect }
     unmapped: ${unmapped}
-`);
+`;
+}
+
+async function veil(source: string, sink: string, fields: string, label: string, client: string, format = 'json', unmapped = 'dead-letter'): Promise<Cost> {
+  const dataDir = await mkdtemp(join(tmpdir(), 'veil-bench-stream-'));
+  const configFile = join(dataDir, 'config.yaml');
+  const groupId = `bench-${label}-${source}`;
+  await writeFile(configFile, benchConfig(source, sink, groupId, fields, format, unmapped));
   await admin.createTopics({ topics: [{ topic: `${sink}.dlq`, numPartitions: 1 }], waitForLeaders: true });
   const stream = await openStream({
     configFile, dataDir, env: { VEIL_MASTER_KEY: 'e'.repeat(64), VEIL_PROTECT_THREADS: process.env.VEIL_PROTECT_THREADS }, now: () => new Date(), brokers: brokers!.split(','), registryUrl, development: true, client,
@@ -238,11 +243,7 @@ for (const partitions of [1, 4]) {
     limits.push(`4 partitions: the tuned Java copy (its JVM's CPU) ${limit(java)}`);
   }
 }
-const floorConfig = `${readFileSync(join(root, 'config/example.yaml'), 'utf8')}
-pipelines:
-  bench: { source: { topics: [raw] }, sink: { topic: clean }, deadLetterTopic: dlq, format: json, fields: ${PROTECT}, roles: [ingest], rightsEvidences: { Role: ingest }, processingEvidences: { Action: Protect }, unmapped: dead-letter }
-`;
-const floor = await protectionFloor(floorConfig, Array.from({ length: 20_000 }, (_, i) => Buffer.from(record(i))));
+const floor = await protectionFloor(benchConfig('raw', 'clean', 'floor', PROTECT, 'json', 'dead-letter'), Array.from({ length: 20_000 }, (_, i) => Buffer.from(record(i))));
 const { bare, veil: whole } = cpu4!;
 console.log(`\nCPU per record, 4 partitions, librdkafka, JSON: veil ${whole.toFixed(1)} µs, the bare copy ${bare.toFixed(1)} µs: ${ratio(whole, bare)} (target ≤ 2×: ${whole <= 2 * bare ? 'met' : 'not met'})`);
 console.log(`  the protection alone (the pipeline's RecordProtector on the same records in this thread, no Kafka, warm): ${floor.toFixed(1)} µs per record = ${ratio(floor, bare)} the bare copy's whole CPU per record;`);

@@ -79,5 +79,9 @@ function refuseDetached(records: readonly OutRecord[]): void {
   }
 }
 
-/** a view of a transferred (detached) ArrayBuffer; a SharedArrayBuffer is never detached */
-const released = (b: Buffer | null) => b !== null && (b.buffer as { detached?: boolean }).detached === true;
+/**
+ * a view of a transferred (detached) ArrayBuffer, whose length reads 0 — so only empty views are
+ * looked at: `.buffer` of a small typed array kept on V8's heap moves it off the heap, a cost per
+ * record otherwise (a SharedArrayBuffer is never detached)
+ */
+const released = (b: Buffer | null) => b !== null && b.length === 0 && (b.buffer as { detached?: boolean }).detached === true;
