@@ -81,7 +81,7 @@ function perCall(a: Sched, b: Sched, n: number): Sched {
 /** The gateway's collections so far (every kind) and their seconds, from its Prometheus metrics. */
 async function gcOf(port: number): Promise<{ count: number; seconds: number }> {
   const text = await (await fetch(`http://127.0.0.1:${port}/_veil/metrics`)).text();
-  const sum = (suffix: string) => [...text.matchAll(new RegExp(`^veil_gateway_nodejs_gc_duration_seconds_${suffix}\\{[^}]*\\} (\\S+)$`, 'gm'))].reduce((a, m) => a + Number(m[1]), 0);
+  const sum = (suffix: string) => [...text.matchAll(new RegExp(`^nodejs_gc_duration_seconds_${suffix}\\{[^}]*\\} (\\S+)$`, 'gm'))].reduce((a, m) => a + Number(m[1]), 0);
   return { count: sum('count'), seconds: sum('sum') };
 }
 /** CPU time and run-queue wait (ns) so far of the main thread of each of `pids` (files kept open: a read is a few µs). */

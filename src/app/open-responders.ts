@@ -1,9 +1,10 @@
 import type { Server } from 'node:http';
 import { join } from 'node:path';
 import Fastify, { type FastifyInstance } from 'fastify';
-import { collectDefaultMetrics, Registry } from 'prom-client';
+import { Registry } from 'prom-client';
 import type { Logger } from 'pino';
 import { FileAuditSink, type AuditSink } from '../audit/audit-sink.ts';
+import { collectProcessMetrics } from '../observability/process-metrics.ts';
 import { VeilError } from '../engine/index.ts';
 import { CachingVerifier } from '../identity/caching-verifier.ts';
 import { TokenVerifier } from '../identity/token-verifier.ts';
@@ -80,7 +81,7 @@ export async function openResponders(options: Omit<StreamOptions, 'registryUrl' 
   let running = false;
   let ops: FastifyInstance | undefined;
   const metrics = new Registry();
-  collectDefaultMetrics({ register: metrics, prefix: 'veil_unprotect_' });
+  collectProcessMetrics(metrics);
   return {
     responders, logger,
     async start() {

@@ -1,4 +1,5 @@
-import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Histogram, Registry } from 'prom-client';
+import { collectProcessMetrics } from '../observability/process-metrics.ts';
 
 /**
  * Prometheus metrics of `veil gateway`, served at `metricsPath`. Labels are configuration names
@@ -35,6 +36,6 @@ export class GatewayMetrics {
   });
 
   constructor() {
-    collectDefaultMetrics({ register: this.registry, prefix: 'veil_gateway_' });
+    collectProcessMetrics(this.registry);
   }
 }

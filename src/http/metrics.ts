@@ -1,4 +1,5 @@
-import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Histogram, Registry } from 'prom-client';
+import { collectProcessMetrics } from '../observability/process-metrics.ts';
 
 /**
  * Prometheus metrics. Labels are routes, status codes, class/property/action names and error
@@ -15,6 +16,6 @@ export class HttpMetrics {
   readonly errors = new Counter({ name: 'veil_errors_total', help: 'Failed calls by error code', labelNames: ['code'] as const, registers: [this.registry] });
 
   constructor() {
-    collectDefaultMetrics({ register: this.registry, prefix: 'veil_' });
+    collectProcessMetrics(this.registry);
   }
 }

@@ -149,10 +149,11 @@ describe('GET /metrics', () => {
     }
   });
 
-  it('includes process metrics with the veil_ prefix', async () => {
+  it('includes the process metrics under their standard unprefixed names (test/observability/process-metrics.test.ts checks every process)', async () => {
     const text = await metrics();
-    expect(text).toMatch(/^veil_process_cpu_user_seconds_total /m);
-    expect(text).toMatch(/^veil_nodejs_heap_size_total_bytes /m);
+    expect(text).toMatch(/^process_cpu_user_seconds_total /m);
+    expect(text).toMatch(/^nodejs_heap_size_total_bytes /m);
+    expect(text).not.toMatch(/^veil_(process|nodejs)_/m);
   });
 });
 

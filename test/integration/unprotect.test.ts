@@ -73,7 +73,7 @@ describe.each(streamClients())('unprotect on demand over Kafka on %s (real broke
       expect(health.status).toBe(200);
       expect(JSON.parse(health.text)).toMatchObject({ status: 'ok', configuration: { version: 1 } });
       expect(await get('/readyz')).toEqual({ status: 200, text: '{"status":"ready"}' });
-      expect((await get('/metrics')).text).toMatch(/^veil_unprotect_process_cpu_seconds_total /m);
+      expect((await get('/metrics')).text).toMatch(/^process_cpu_seconds_total /m);
     } finally {
       server.close();
     }

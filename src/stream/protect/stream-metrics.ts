@@ -1,4 +1,5 @@
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { collectProcessMetrics } from '../../observability/process-metrics.ts';
 import { OTHER_PATH, SCHEMA_REFUSED_METRIC, STREAM_METRIC_NAMES as NAMES, UNMAPPED_FINDINGS_METRIC, UNMAPPED_PATHS_MAX } from '../../observability/stream-metric-names.ts';
 
 /** Stream metrics: labels are pipeline, topic, partition and error code — never values. */
@@ -24,7 +25,7 @@ export class StreamMetrics {
   private readonly lagSeries = new Map<string, Set<string>>();
 
   constructor() {
-    collectDefaultMetrics({ register: this.registry, prefix: 'veil_stream_' });
+    collectProcessMetrics(this.registry);
   }
 
   /** `n` records of `pipeline` dead-lettered for personal data of `kind` at `path` */
