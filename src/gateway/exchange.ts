@@ -10,7 +10,7 @@ import type { Framing } from './framing.ts';
 import { endToEnd } from './headers.ts';
 import type { Route } from './routes.ts';
 import type { Upstream, UpstreamRequest } from './upstream.ts';
-import { ATTR } from '../observability/span-attributes.ts';
+import { ATTR, httpErrorType } from '../observability/span-attributes.ts';
 import { SpanKind, SpanStatusCode, type Span, type Tracing } from '../observability/tracing.ts';
 
 /** One request through the gateway and what handles it. */
@@ -97,15 +97,16 @@ export function pipeResponse(x: Exchange, response: IncomingMessage): void {
 /**
  * The SERVER span of one exchange, continuing the caller's W3C traceparent when it sends a valid
  * one (else a trace of its own); only called when tracing is on. It ends when the response is done
- * or cut, named by method and route then (the route is not known yet): route name, status, outcome
- * (`forwarded`, `aborted` or the refusal's code) and the configuration version. Never a path,
- * query, header or body: the route's configured name stands for the path.
+ * or cut, named by method and route then (the route is not known yet): the listener's scheme, route
+ * name, status, outcome (`forwarded`, `aborted` or the refusal's code), `error.type` on a 5xx or an
+ * abort, and the configuration version. Never a path (so no `url.path`: a path may hold
+ * identifiers), query, header or body: the route's configured name stands for the path.
  */
-export function exchangeSpan(tracing: Tracing, req: IncomingMessage, res: ServerResponse, ending: () => { route: string; outcome: string; configVersion?: string | undefined }): Span {
+export function exchangeSpan(tracing: Tracing, req: IncomingMessage, res: ServerResponse, scheme: 'http' | 'https', ending: () => { route: string; outcome: string; configVersion?: string | undefined }): Span {
   const one = (v: string | string[] | undefined) => (typeof v === 'string' ? v : undefined);
   const method = req.method ?? 'GET';
   const parent = tracing.remote({ traceparent: one(req.headers.traceparent), tracestate: one(req.headers.tracestate) });
-  const span = tracing.start(`${method} gateway`, { kind: SpanKind.SERVER, parent, attributes: { [ATTR.httpMethod]: method } });
+  const span = tracing.start(`${method} gateway`, { kind: SpanKind.SERVER, parent, attributes: { [ATTR.httpMethod]: method, [ATTR.urlScheme]: scheme } });
   res.once('close', () => {
     const end = ending();
     const outcome = res.writableFinished ? end.outcome : 'aborted';
@@ -114,7 +115,12 @@ export function exchangeSpan(tracing: Tracing, req: IncomingMessage, res: Server
       [ATTR.route]: end.route, [ATTR.httpStatus]: res.statusCode, [ATTR.outcome]: outcome,
       ...(end.configVersion ? { [ATTR.configVersion]: end.configVersion } : {}),
     });
-    if (res.statusCode >= 500 || outcome === 'aborted') span.setStatus({ code: SpanStatusCode.ERROR });
+    // an upstream's own 5xx, forwarded, is its status; a refusal's, its code
+    const errorType = outcome === 'aborted' ? 'aborted' : httpErrorType(res.statusCode, outcome === 'forwarded' ? undefined : outcome);
+    if (errorType !== undefined) {
+      span.setAttribute(ATTR.errorType, errorType);
+      span.setStatus({ code: SpanStatusCode.ERROR });
+    }
     span.end();
   });
   return span;

@@ -110,7 +110,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
       metrics.requests.inc({ route: routeName, outcome: done ? outcome : 'aborted', status: String(res.statusCode) });
       if (!done) controller.abort();
     });
-    const span = tracing.enabled ? exchangeSpan(tracing, req, res, () => ({ route: routeName, outcome, configVersion: parts.version })) : undefined;
+    const span = tracing.enabled ? exchangeSpan(tracing, req, res, proto, () => ({ route: routeName, outcome, configVersion: parts.version })) : undefined;
     const refused = (error: VeilError) => {
       if (!res.headersSent) outcome = error.code;
       refuse(req, res, error, id, logger);

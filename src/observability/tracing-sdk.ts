@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { ROOT_CONTEXT, trace, type Context, type TextMapGetter } from '@opentelemetry/api';
 import { ExportResultCode, W3CTraceContextPropagator } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
@@ -6,7 +7,7 @@ import {
   AlwaysOffSampler, AlwaysOnSampler, BatchSpanProcessor, ParentBasedSampler, TraceIdRatioBasedSampler, TracerProvider,
   type Sampler, type SpanExporter,
 } from '@opentelemetry/sdk-trace';
-import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
+import { ATTR_SERVICE_INSTANCE_ID, ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
 import type { SamplerSettings, TracingSettings } from './tracing-settings.ts';
 import type { TraceCarrier, Tracing, TracingOptions } from './tracing.ts';
 
@@ -17,6 +18,14 @@ const CARRIER: TextMapGetter<TraceCarrier> = {
 };
 
 /**
+ * `service.instance.id`: a random UUID (v4) per process, as the semantic conventions recommend, so
+ * that the spans of two replicas, or of two `--workers` of one serve, are told apart; every tracer
+ * of a process shares it. Random rather than derived from a host or pod name, which the
+ * conventions ask to keep confidential; OTEL_RESOURCE_ATTRIBUTES may set another.
+ */
+const INSTANCE_ID = randomUUID();
+
+/**
  * Tracing that is on: a tracer provider of its own (never registered globally), a batch span
  * processor and the OTLP/HTTP protobuf exporter (its headers, TLS files, timeout and compression
  * come from the standard OTEL_EXPORTER_OTLP_* variables, which the exporter reads itself). Loaded
@@ -25,7 +34,7 @@ const CARRIER: TextMapGetter<TraceCarrier> = {
 export function sdkTracing(settings: TracingSettings, options: TracingOptions): Tracing {
   const exporter = reporting(new OTLPTraceExporter({ url: settings.url }), options.log);
   const provider = new TracerProvider({
-    resource: resourceFromAttributes({ ...settings.resource, [ATTR_SERVICE_NAME]: settings.serviceName }),
+    resource: resourceFromAttributes({ [ATTR_SERVICE_INSTANCE_ID]: INSTANCE_ID, ...settings.resource, [ATTR_SERVICE_NAME]: settings.serviceName }),
     sampler: samplerOf(settings.sampler),
     spanProcessors: [new BatchSpanProcessor({ exporter })],
   });

@@ -22,6 +22,9 @@ import { exportedText, startOtlpReceiver, type OtlpReceiver, type ReceivedSpan }
 const SECRET_EMAIL = `zz-trace-secret-${randomBytes(3).toString('hex')}@example.org`;
 const STREAM_EMAIL = `zz-trace-record-${randomBytes(3).toString('hex')}@example.org`;
 const GATEWAY_EMAIL = `zz-trace-gateway-${randomBytes(3).toString('hex')}@example.org`;
+/** the message of an error thrown while serving a call: a span names its code, never this */
+const THROWN_MESSAGE = `zz-trace-thrown-${randomBytes(3).toString('hex')}`;
+const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
 /** A caller's W3C trace context: a fresh trace id and span id per door. */
 function callerContext(): { traceId: string; spanId: string; traceparent: string } {
@@ -55,7 +58,8 @@ describe('traces over OTLP: /transform, stream protect, the unprotect responder 
     upstream = createServer((req, res) => {
       upstreamSeen.push(req.headers);
       req.resume();
-      req.on('end', () => res.writeHead(201, { 'content-type': 'application/json' }).end('{"ok":true}'));
+      // the application's own failure, which the gateway forwards
+      req.on('end', () => res.writeHead(req.headers['x-test-fail'] ? 503 : 201, { 'content-type': 'application/json' }).end('{"ok":true}'));
     });
     await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
     const upstreamPort = (upstream.address() as { port: number }).port;
@@ -115,11 +119,12 @@ gateway:
     expect(protectSpan).toMatchObject({
       parentSpanId: caller.spanId, traceState: 'caller=1', kind: 2,
       attributes: {
-        'http.request.method': 'POST', 'http.route': '/transform', 'http.response.status_code': 200, 'veil.outcome': 'ok',
+        'http.request.method': 'POST', 'http.route': '/transform', 'url.scheme': 'http', 'url.path': '/transform', 'http.response.status_code': 200, 'veil.outcome': 'ok',
         'veil.config.version': service.holder.get().config.version, 'veil.requests': 1, 'veil.values': 1, 'veil.fields': 1, 'veil.actions': ['Protect'],
       },
       resource: { 'service.name': 'veil-serve' },
     });
+    expect(protectSpan!.resource['service.instance.id']).toMatch(UUID_V4);
     expect(revealSpan!.attributes).toMatchObject({ 'veil.outcome': 'ok', 'veil.actions': ['Unprotect'] });
     const refusedSpan = spans.find((s) => s.name === TRANSFORM_SPAN && s.parentSpanId === '')!;
     expect(refusedSpan.attributes).toMatchObject({ 'veil.outcome': 'ACTION_NOT_GRANTED', 'http.response.status_code': 403 });
@@ -127,6 +132,34 @@ gateway:
     const malformedSpan = spans.find((s) => s.name === TRANSFORM_SPAN && s.attributes['http.response.status_code'] === 400)!;
     expect(malformedSpan.attributes).toMatchObject({ 'veil.outcome': 'REQUEST_MALFORMED' });
     expect(malformedSpan.parentSpanId).not.toBe('');
+    // a 4xx is the caller's error, not the server's: no error.type
+    for (const s of [protectSpan!, revealSpan!, refusedSpan, malformedSpan]) expect(s.attributes).not.toHaveProperty('error.type');
+  });
+
+  it('POST /transform failing on the server (5xx): error.type is the code the caller got, for a refusal and for a thrown error, never a message', async () => {
+    const audit = service.audit as MemoryAuditSink;
+    const unaudited = callerContext();
+    audit.failing = true;
+    try {
+      const res = await transform(body({ roles: ['support'], action: 'Unprotect', instances: [['email', protectedEmail]] }), { traceparent: unaudited.traceparent });
+      expect([res.status, ((await res.json()) as { code: string }).code]).toEqual([503, 'AUDIT_UNAVAILABLE']);
+    } finally {
+      audit.failing = false;
+    }
+    // the engine source throwing a plain Error: a bug, answered 500 INTERNAL by the server's error handler
+    const thrown = callerContext();
+    service.holder.current = () => { throw new TypeError(THROWN_MESSAGE); };
+    try {
+      const res = await transform(body({ roles: ['support'], action: 'Protect', instances: [['email', SECRET_EMAIL]] }), { traceparent: thrown.traceparent });
+      expect([res.status, ((await res.json()) as { code: string }).code]).toEqual([500, 'INTERNAL']);
+    } finally {
+      delete (service.holder as { current?: unknown }).current;
+    }
+    const spans = await receiver.until((s) => [unaudited, thrown].every((c) => s.some((x) => x.name === TRANSFORM_SPAN && x.traceId === c.traceId)));
+    const of = (c: { traceId: string }) => spans.find((s) => s.name === TRANSFORM_SPAN && s.traceId === c.traceId)!;
+    expect(of(unaudited)).toMatchObject({ status: { code: 2 }, attributes: { 'http.response.status_code': 503, 'veil.outcome': 'AUDIT_UNAVAILABLE', 'error.type': 'AUDIT_UNAVAILABLE', 'url.path': '/transform' } });
+    expect(of(thrown)).toMatchObject({ status: { code: 2 }, attributes: { 'http.response.status_code': 500, 'veil.outcome': 'INTERNAL', 'error.type': 'INTERNAL' } });
+    expect(exportedText(of(thrown)).some((t) => t.includes(THROWN_MESSAGE) || t.includes('TypeError'))).toBe(false);
   });
 
   it('stream protect: the record\'s span is a child of the producer\'s, the clean record\'s traceparent names it; an untraced record\'s headers stay as they were', async () => {
@@ -193,6 +226,7 @@ gateway:
 
   it('gateway: the exchange\'s span continues the caller\'s traceparent and the upstream gets one naming it', async () => {
     const caller = callerContext();
+    const failing = callerContext();
     const gateway: OpenedGateway = await openGateway({ configFile, dataDir, env, now: () => new Date(), issuer: 'http://veil.test', development: false, logDestination: quiet(), logLevel: 'error' });
     try {
       await new Promise<void>((resolve) => gateway.server.listen(0, '127.0.0.1', resolve));
@@ -203,24 +237,38 @@ gateway:
       });
       expect(res.status).toBe(201);
       await res.text();
+      const failed = await fetch(`http://127.0.0.1:${port}/customers`, {
+        method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', traceparent: failing.traceparent, 'x-test-fail': '1' },
+        body: JSON.stringify({ email: GATEWAY_EMAIL, note: 'n' }),
+      });
+      expect(failed.status).toBe(503);
+      await failed.text();
     } finally {
       await gateway.drain(1000);
     }
-    const seen = upstreamSeen.at(-1)!;
+    const seen = upstreamSeen.at(-2)!;
     expect(seen.tracestate).toBe('caller=2');
     const forwarded = parentOf(seen.traceparent as string);
     expect(forwarded.traceId).toBe(caller.traceId);
-    const spans = await receiver.until((s) => s.some((x) => x.resource['service.name'] === 'veil-gateway'));
-    const span = spans.find((s) => s.resource['service.name'] === 'veil-gateway')!;
+    const spans = await receiver.until((s) => s.filter((x) => x.resource['service.name'] === 'veil-gateway').length >= 2);
+    const span = spans.find((s) => s.resource['service.name'] === 'veil-gateway' && s.traceId === caller.traceId)!;
     expect(span).toMatchObject({ name: 'POST create-customer', traceId: caller.traceId, parentSpanId: caller.spanId, spanId: forwarded.spanId, kind: 2 });
-    expect(span.attributes).toMatchObject({ 'veil.route': 'create-customer', 'veil.outcome': 'forwarded', 'http.response.status_code': 201, 'veil.values.request': 1, 'veil.config.version': service.holder.get().config.version });
+    expect(span.attributes).toMatchObject({ 'veil.route': 'create-customer', 'veil.outcome': 'forwarded', 'http.response.status_code': 201, 'url.scheme': 'http', 'veil.values.request': 1, 'veil.config.version': service.holder.get().config.version });
+    // no url.path at the gateway: an application's path may hold identifiers; the route's name stands for it
+    expect(span.attributes).not.toHaveProperty('url.path');
+    expect(span.attributes).not.toHaveProperty('error.type');
+    // the application's own 503, forwarded: error.type is its status
+    const failedSpan = spans.find((s) => s.resource['service.name'] === 'veil-gateway' && s.traceId === failing.traceId)!;
+    expect(failedSpan).toMatchObject({ status: { code: 2 }, attributes: { 'veil.outcome': 'forwarded', 'http.response.status_code': 503, 'error.type': '503' } });
   }, 120_000);
 
   it('no exported span, and no byte the exporters sent, holds a value, a token or a secret', async () => {
     await service.app.close();
     const spans: ReceivedSpan[] = receiver.spans;
     expect(new Set(spans.map((s) => s.resource['service.name']))).toEqual(new Set(['veil-serve', 'veil-stream', 'veil-unprotect', 'veil-gateway']));
-    const secrets = [SECRET_EMAIL, STREAM_EMAIL, `u-${STREAM_EMAIL}`, GATEWAY_EMAIL, protectedEmail, token, token.split('.')[2]!, service.devClient!.secret, env.VEIL_MASTER_KEY!];
+    // one process here: one service.instance.id for all four services
+    expect(new Set(spans.map((s) => s.resource['service.instance.id'])).size).toBe(1);
+    const secrets = [THROWN_MESSAGE, SECRET_EMAIL, STREAM_EMAIL, `u-${STREAM_EMAIL}`, GATEWAY_EMAIL, protectedEmail, token, token.split('.')[2]!, service.devClient!.secret, env.VEIL_MASTER_KEY!];
     for (const span of spans) {
       const texts = exportedText(span);
       for (const secret of secrets) expect(texts.find((x) => x.includes(secret)), `${span.name} holds a secret`).toBeUndefined();

@@ -1,10 +1,16 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { VeilError } from '../../src/engine/index.ts';
 import { traceCarrierOf, withTraceparent } from '../../src/observability/kafka-trace.ts';
 import { BatchTrace, RECORD_SPAN, REWRAP_RECORD_SPAN, REWRAP_TRANSACTION_SPAN, TRANSACTION_SPAN } from '../../src/observability/stream-trace.ts';
 import { openTracing, SpanKind, TRACING_OFF, type Tracing } from '../../src/observability/tracing.ts';
 import { tracingSettings } from '../../src/observability/tracing-settings.ts';
+import { httpErrorType } from '../../src/observability/span-attributes.ts';
+import { ROOT } from '../helpers/processes.ts';
 import { startOtlpReceiver, type OtlpReceiver } from './otlp-receiver.ts';
+
+const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
 const PARENT_TRACE = '4bf92f3577b34da6a3ce929d0e0e4736';
 const PARENT_SPAN = '00f067aa0ba902b7';
@@ -111,6 +117,48 @@ describe('tracing on: spans exported over OTLP/HTTP protobuf', () => {
     expect(child.resource).toMatchObject({ 'service.name': 'veil-unit', 'deployment.environment': 'test' });
     expect(spans.find((s) => s.name === 'unit root')!.parentSpanId).toBe('');
     expect(receiver.strays).toEqual([]);
+  });
+});
+
+describe('the resource\'s service.instance.id: one random UUID per process', () => {
+  /** the service.instance.id of a span exported by a tracing opened in this process with `env` */
+  async function instanceId(receiver: OtlpReceiver, env: Record<string, string>, name: string): Promise<string> {
+    const tracing = await openTracing({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint, ...env }, { serviceName: 'veil-unit' });
+    tracing.start(name, { kind: SpanKind.INTERNAL }).end();
+    await tracing.shutdown();
+    const span = (await receiver.until((s) => s.some((x) => x.name === name))).find((s) => s.name === name)!;
+    return span.resource['service.instance.id'] as string;
+  }
+
+  it('is shared by every tracer of a process, differs in another process, and OTEL_RESOURCE_ATTRIBUTES may set it', async () => {
+    const receiver = await startOtlpReceiver();
+    try {
+      const first = await instanceId(receiver, {}, 'first');
+      expect(first).toMatch(UUID_V4);
+      expect(await instanceId(receiver, {}, 'second')).toBe(first);
+      expect(await instanceId(receiver, { OTEL_RESOURCE_ATTRIBUTES: 'service.instance.id=pod-7' }, 'given')).toBe('pod-7');
+      // another process: the same code, its own id
+      const script = `const { openTracing, SpanKind } = await import(${JSON.stringify(`${ROOT}src/observability/tracing.ts`)});
+        const t = await openTracing({ OTEL_EXPORTER_OTLP_ENDPOINT: ${JSON.stringify(receiver.endpoint)} }, { serviceName: 'veil-unit' });
+        t.start('other process', { kind: SpanKind.INTERNAL }).end(); await t.shutdown();`;
+      await promisify(execFile)(`${ROOT}scripts/node22`, ['--input-type=module', '-e', script], { timeout: 60_000 });
+      const other = (await receiver.until((s) => s.some((x) => x.name === 'other process'))).find((s) => s.name === 'other process')!;
+      expect(other.resource['service.instance.id']).toMatch(UUID_V4);
+      expect(other.resource['service.instance.id']).not.toBe(first);
+    } finally {
+      await receiver.close();
+    }
+  }, 90_000);
+});
+
+describe('error.type of an HTTP server span', () => {
+  it('is set on a 5xx only: the veil error code the caller got, else the status; never a message', () => {
+    expect(httpErrorType(200, undefined)).toBeUndefined();
+    expect(httpErrorType(403, 'ACTION_NOT_GRANTED')).toBeUndefined();
+    expect(httpErrorType(503, 'AUDIT_UNAVAILABLE')).toBe('AUDIT_UNAVAILABLE');
+    expect(httpErrorType(500, 'INTERNAL')).toBe('INTERNAL');
+    expect(httpErrorType(502, undefined)).toBe('502');
+    expect(httpErrorType(500, 'audit sink unavailable: alice@example.com')).toBe('500');
   });
 });
 

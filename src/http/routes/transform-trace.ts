@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { fieldCounts } from '../../audit/audit-event.ts';
 import type { Plan } from '../../engine/index.ts';
-import { ATTR, OUTCOME_OK } from '../../observability/span-attributes.ts';
+import { ATTR, httpErrorType, OUTCOME_OK } from '../../observability/span-attributes.ts';
 import { SpanKind, SpanStatusCode, type Span, type Tracing } from '../../observability/tracing.ts';
 
 export const TRANSFORM_SPAN = 'POST /transform';
@@ -22,13 +22,16 @@ export interface TransformTrace {
 
 /**
  * One SERVER span per POST /transform call, continuing the caller's W3C traceparent when it sends
- * a valid one (else a trace of its own). Attributes: method, route, status, outcome (`ok` or the
- * error code), the active configuration version and counts — never a value, a token or a body.
+ * a valid one (else a trace of its own). Attributes: method, scheme, path (the route's own, never
+ * the query), route, status, outcome (`ok` or the error code), on a 5xx `error.type` (that code),
+ * the active configuration version and counts — never a value, a token or a body.
  */
 export function transformTrace(tracing: Tracing, configVersion: () => string | undefined): TransformTrace {
   const spans = new WeakMap<FastifyRequest, Span>();
   /** calls whose outcome the handler named; others are refusals before it (body parsing, size, content type) */
   const named = new WeakSet<FastifyRequest>();
+  /** the error code each refused call got, for error.type */
+  const codes = new WeakMap<FastifyRequest, string>();
   return {
     hooks: {
       async onRequest(req) {
@@ -36,19 +39,29 @@ export function transformTrace(tracing: Tracing, configVersion: () => string | u
         const version = configVersion();
         spans.set(req, tracing.start(TRANSFORM_SPAN, {
           kind: SpanKind.SERVER, parent,
-          attributes: { [ATTR.httpMethod]: 'POST', [ATTR.httpRoute]: '/transform', ...(version ? { [ATTR.configVersion]: version } : {}) },
+          attributes: {
+            [ATTR.httpMethod]: 'POST', [ATTR.httpRoute]: '/transform', [ATTR.urlScheme]: req.protocol, [ATTR.urlPath]: req.url.split('?')[0]!,
+            ...(version ? { [ATTR.configVersion]: version } : {}),
+          },
         }));
       },
       async onSend(req, reply, payload) {
         // a refusal before the handler: the code of the problem the caller gets (a problem never holds a value)
-        if (reply.statusCode >= 400 && !named.has(req)) spans.get(req)?.setAttribute(ATTR.outcome, problemCode(payload));
+        if (reply.statusCode >= 400 && !named.has(req)) {
+          codes.set(req, problemCode(payload));
+          spans.get(req)?.setAttribute(ATTR.outcome, codes.get(req)!);
+        }
         return payload;
       },
       async onResponse(req, reply) {
         const span = spans.get(req);
         if (!span) return;
         span.setAttribute(ATTR.httpStatus, reply.statusCode);
-        if (reply.statusCode >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
+        const errorType = httpErrorType(reply.statusCode, codes.get(req));
+        if (errorType !== undefined) {
+          span.setAttribute(ATTR.errorType, errorType);
+          span.setStatus({ code: SpanStatusCode.ERROR });
+        }
         span.end();
       },
     },
@@ -64,6 +77,7 @@ export function transformTrace(tracing: Tracing, configVersion: () => string | u
     },
     refused(req, code) {
       named.add(req);
+      codes.set(req, code);
       spans.get(req)?.setAttribute(ATTR.outcome, code);
     },
   };
