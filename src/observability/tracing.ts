@@ -75,7 +75,8 @@ export async function openTracing(env: Readonly<Record<string, string | undefine
   if (!settings) return TRACING_OFF;
   const { sdkTracing } = await import('./tracing-sdk.ts');
   const tracing = sdkTracing(settings, options);
-  // the origin only: a path or query may carry a tenant or a credential
-  options.log?.info({ endpoint: new URL(settings.url).origin, service: settings.serviceName }, 'traces: exporting spans over OTLP/HTTP');
+  // the origin only: a path or query may carry a tenant or a credential. `serviceName`, not
+  // `service`: every line already carries the logger's own `service` (src/app/logger.ts)
+  options.log?.info({ endpoint: new URL(settings.url).origin, serviceName: settings.serviceName }, 'traces: exporting spans over OTLP/HTTP');
   return tracing;
 }
