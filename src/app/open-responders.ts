@@ -52,6 +52,15 @@ export async function openResponders(options: Omit<StreamOptions, 'registryUrl' 
     await active.close();
     throw e;
   }
+  // opened on first use: only requests naming a data subject of subject-scoped fields read it; refused
+  // here, at start, when subject keys would be split between processes or lost with the data dir
+  let subjects: ReturnType<typeof lazySubjectKeyStore>;
+  try {
+    subjects = lazySubjectKeyStore({ keystore: active.keystore, dataDir: options.dataDir, settings: subjectStoreSettings(options.env), env: options.env, config: config.engine });
+  } catch (e) {
+    await active.close();
+    throw e;
+  }
   const issuer = config.identity.issuer ?? options.env.VEIL_BASE_URL ?? 'http://127.0.0.1:8080';
   const signer = new JwtSigner(keystore, config.identity.signingKey);
   const verifier = new CachingVerifier(new TokenVerifier({ identity: config.identity, issuer, signer, now: options.now }), { now: options.now });
@@ -63,8 +72,6 @@ export async function openResponders(options: Omit<StreamOptions, 'registryUrl' 
     ...staticMembership(options.env),
     log: (level, message, extra) => logger[level]({ kafka: extra }, message),
   });
-  // opened on first use: only requests naming a data subject of subject-scoped fields read it
-  const subjects = lazySubjectKeyStore({ keystore: active.keystore, dataDir: options.dataDir, settings: subjectStoreSettings(options.env) });
   const responders = names.map((name) => new UnprotectResponder({ name, config: config.responders[name]!, engine, verifier, audit, kafka, log: logger, now: options.now, tracing, configVersion: config.version, subjects }));
   // a version published elsewhere: its engine answers from now on (a key rotated elsewhere is read by the watch itself);
   // a responder's own settings (topics, group) are read at start only

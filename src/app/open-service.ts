@@ -96,7 +96,14 @@ export async function openService(options: ServiceOptions): Promise<Service> {
   const signingKey = config.identity.signingKey;
   if (await ensureKey(keystore, signingKey, 'jwt-es256')) options.notice?.(`created token signing key ${signingKey}`);
 
-  const subjects = lazySubjectKeyStore({ keystore, dataDir: options.dataDir, settings: subjectStoreSettings(options.env) });
+  let subjects: SubjectKeyStore;
+  try {
+    // refused here, before the listener, when subject keys would be split between processes or lost with the data dir
+    subjects = lazySubjectKeyStore({ keystore, dataDir: options.dataDir, settings: subjectStoreSettings(options.env), env: options.env, config: config.engine });
+  } catch (e) {
+    await active.close();
+    throw e;
+  }
   const issuer = config.identity.issuer ?? options.baseUrl;
   const signer = new JwtSigner(keystore, signingKey);
   const extraClients = new Map<string, Client>();

@@ -1,3 +1,4 @@
+import { VeilError } from '../engine/index.ts';
 import type { Env } from '../env/index.ts';
 import { ensureSubjectKeys, SubjectKeyWrapper, type SubjectKeySource } from '../keystore/subject-keys.ts';
 import { SubjectsError } from './errors.ts';
@@ -8,6 +9,10 @@ import { SubjectKeys } from './subject-keys.ts';
 import type { SubjectKeyStore } from './subject-store.ts';
 
 export const SUBJECT_STORE_ENV = 'VEIL_SUBJECT_STORE';
+/** the control store's kind (CONTROL_STORE_ENV of src/control/control-store.ts), read by name: the subjects layer does not reach into control */
+const CONTROL_STORE_ENV = 'VEIL_CONTROL_STORE';
+/** `true` where the data dir goes with the process (a pod's emptyDir): the Helm chart sets it */
+export const DATA_DIR_EPHEMERAL_ENV = 'VEIL_DATA_DIR_EPHEMERAL';
 const DEFAULT_TOPIC = 'veil.subjects';
 
 export type SubjectStoreSettings =
@@ -29,14 +34,17 @@ export interface OpenSubjectStoreOptions {
 }
 
 /**
- * VEIL_SUBJECT_STORE: unset or `local`, `<data dir>/subjects.db` (the embedded default); `kafka`,
+ * VEIL_SUBJECT_STORE: `local`, `<data dir>/subjects.db`; `kafka`,
  * the compacted topic VEIL_SUBJECT_TOPIC (default veil.subjects) on VEIL_SUBJECT_BROKERS (else
  * VEIL_CONTROL_BROKERS, else KAFKA_BROKERS) with VEIL_SUBJECT_PARTITIONS partitions when created
  * (default 6), replicated like the control topic (VEIL_CONTROL_REPLICATION_FACTOR, VEIL_CONTROL_MIN_INSYNC_REPLICAS).
+ * Unset, it follows the control store: `kafka` when VEIL_CONTROL_STORE=kafka (processes that share
+ * configurations and keys share subject keys too), else `local` (the embedded default).
  */
 export function subjectStoreSettings(env: Env): SubjectStoreSettings {
-  const kind = env[SUBJECT_STORE_ENV];
-  if (kind === undefined || kind === '' || kind === 'local') return { kind: 'local' };
+  const given = env[SUBJECT_STORE_ENV];
+  const kind = given === undefined || given === '' ? (env[CONTROL_STORE_ENV] === 'kafka' ? 'kafka' : 'local') : given;
+  if (kind === 'local') return { kind: 'local' };
   if (kind !== 'kafka') throw new SubjectsError('SUBJECT_STORE_UNAVAILABLE', `${SUBJECT_STORE_ENV} must be local or kafka, not ${JSON.stringify(kind.slice(0, 32))}`);
   const brokers = (env.VEIL_SUBJECT_BROKERS ?? env.VEIL_CONTROL_BROKERS ?? env.KAFKA_BROKERS ?? '').split(',').filter(Boolean);
   if (brokers.length === 0) throw new SubjectsError('SUBJECT_STORE_UNAVAILABLE', `${SUBJECT_STORE_ENV}=kafka needs VEIL_SUBJECT_BROKERS, VEIL_CONTROL_BROKERS or KAFKA_BROKERS`);
@@ -71,9 +79,44 @@ export async function openSubjectKeyStore(options: OpenSubjectStoreOptions): Pro
   return new SubjectKeys(backend, wrapper, { cacheSize: options.cacheSize, now: options.now });
 }
 
-/** The store of the settings, opened on first use (a service whose configuration scopes no key to the subject never opens it). */
-export function lazySubjectKeyStore(options: OpenSubjectStoreOptions): LazySubjectKeyStore {
+/** A configuration as the refusal reads it: its keys (the engine's compiled ones), some perhaps scoped to the data subject. */
+export interface KeyScopes {
+  keys: ReadonlyMap<string, { scope?: 'subject' }>;
+}
+
+export const scopesToSubject = (config: KeyScopes): boolean => [...config.keys.values()].some((k) => k.scope === 'subject');
+
+/**
+ * Why a local subject-key store would split or lose subject keys in this process, or undefined.
+ * A process knows it is one of several from VEIL_CONTROL_STORE=kafka (processes share a control
+ * store because each has a data dir of its own: a key created in one subjects.db is unknown to
+ * the others), and that its data dir goes with it from VEIL_DATA_DIR_EPHEMERAL=true (a pod's
+ * emptyDir: the next pod would create new keys, and what was protected under the old ones could
+ * never be unprotected). Neither can be seen from inside the process otherwise.
+ */
+export function unsharedSubjectStore(settings: SubjectStoreSettings, env: Env): string | undefined {
+  const ephemeral = env[DATA_DIR_EPHEMERAL_ENV] ?? '';
+  if (!['', 'true', 'false'].includes(ephemeral)) throw new VeilError('CONFIG_INVALID', `${DATA_DIR_EPHEMERAL_ENV} must be true or false`);
+  if (settings.kind !== 'local') return undefined;
+  if (env[CONTROL_STORE_ENV] === 'kafka') return `${CONTROL_STORE_ENV}=kafka: this process is one of several, each with a data dir of its own`;
+  if (ephemeral === 'true') return `${DATA_DIR_EPHEMERAL_ENV}=true: the data dir goes with this process`;
+  return undefined;
+}
+
+function notShared(reason: string, what: string): SubjectsError {
+  return new SubjectsError('SUBJECT_STORE_NOT_SHARED', `${what}, and the subject-key store is local (${SUBJECT_STORE_ENV}=local) while ${reason}: subject keys would be split or lost. Set ${SUBJECT_STORE_ENV}=kafka (docs/erasure.md)`);
+}
+
+/**
+ * The store of the settings, opened on first use (a service whose configuration scopes no key to
+ * the subject never opens it). With `env`, a local store where it would split or lose keys
+ * (unsharedSubjectStore) is refused: at once when `config` scopes a key to the subject — the
+ * process does not start — and else when something opens it (a version published later, an erasure).
+ */
+export function lazySubjectKeyStore(options: OpenSubjectStoreOptions & { env?: Env; config?: KeyScopes }): LazySubjectKeyStore {
   const settings = options.settings ?? { kind: 'local' };
   const description = settings.kind === 'local' ? `local subject-key store in ${options.dataDir}` : `subject-key topic ${settings.topic} on ${settings.brokers.join(',')}`;
-  return new LazySubjectKeyStore(description, () => openSubjectKeyStore(options));
+  const unshared = options.env ? unsharedSubjectStore(settings, options.env) : undefined;
+  if (unshared && options.config && scopesToSubject(options.config)) throw notShared(unshared, 'the configuration scopes keys to the data subject');
+  return new LazySubjectKeyStore(description, () => (unshared ? Promise.reject(notShared(unshared, 'subject keys are asked for')) : openSubjectKeyStore(options)));
 }

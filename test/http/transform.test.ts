@@ -552,6 +552,9 @@ describe('no bad input is a server error, and nothing leaks', () => {
       // keys scoped to the data subject (covered by test/http/subjects-transform.test.ts, test/engine/subject-scope.test.ts,
       // test/subjects and test/integration/subjects-*.test.ts)
       'SUBJECT_ERASED', 'SUBJECT_ID_INVALID', 'SUBJECT_REQUIRED', 'SUBJECT_STORE_UNAVAILABLE',
+      // a process refused at start, or an erasure, on a local subject-key store shared processes would split
+      // (covered by test/subjects/open-subject-store.test.ts and test/deploy/helm-serve-subjects.test.ts)
+      'SUBJECT_STORE_NOT_SHARED',
       // the erasure doors: the admin API, the portal's Subjects page and veil subjects (covered by
       // test/security/admin-subjects-api.test.ts, test/portal/subjects-page.test.ts, test/subjects and test/cli)
       'ERASURE_REQUEST_INVALID', 'ERASURE_NOT_PERMITTED', 'RECEIPT_INVALID'];
