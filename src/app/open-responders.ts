@@ -11,6 +11,7 @@ import { TokenVerifier } from '../identity/token-verifier.ts';
 import { JwtSigner } from '../keystore/jwt-signer.ts';
 import { openKafkaPort, staticMembership, streamClient } from '../stream/kafka/index.ts';
 import { UnprotectResponder } from '../stream/unprotect/index.ts';
+import { KafkaContact, reportingContact } from '../stream/protect/index.ts';
 import { createLogger } from './logger.ts';
 import { openActiveEngine } from './open-active-engine.ts';
 import { logKekTransitions } from '../keystore/key-lease.ts';
@@ -66,12 +67,16 @@ export async function openResponders(options: Omit<StreamOptions, 'registryUrl' 
   const verifier = new CachingVerifier(new TokenVerifier({ identity: config.identity, issuer, signer, now: options.now }), { now: options.now });
   // every writer of the data dir's audit log rotates it alike: one keeping fewer files would delete what the configuration keeps
   const audit = options.audit ?? new FileAuditSink(join(options.dataDir, 'audit.log'), config.service.audit);
-  const kafka = options.kafka ?? await openKafkaPort(streamClient(options.client ?? options.env.VEIL_STREAM_CLIENT), {
+  // each responder's consumer: when Kafka last answered it (readiness) and whether it stopped for good (liveness:
+  // a responder does not re-create its consumer, a restart does)
+  const contacts = new Map<string, KafkaContact>();
+  const port = options.kafka ?? await openKafkaPort(streamClient(options.client ?? options.env.VEIL_STREAM_CLIENT), {
     brokers: options.brokers, clientId: 'veil-unprotect',
     sessionTimeoutMs: Number(options.env.VEIL_KAFKA_SESSION_TIMEOUT_MS ?? 30_000),
     ...staticMembership(options.env),
     log: (level, message, extra) => logger[level]({ kafka: extra }, message),
   });
+  const kafka = reportingContact(port, contacts, { now: Date.now, contactMs: 15_000 });
   const responders = names.map((name) => new UnprotectResponder({ name, config: config.responders[name]!, engine, verifier, audit, kafka, log: logger, now: options.now, tracing, configVersion: config.version, subjects }));
   // a version published elsewhere: its engine answers from now on (a key rotated elsewhere is read by the watch itself);
   // a responder's own settings (topics, group) are read at start only
@@ -97,7 +102,20 @@ export async function openResponders(options: Omit<StreamOptions, 'registryUrl' 
     },
     async listen(port, host) {
       ops = Fastify({ logger: false });
-      registerOpsRoutes(ops, { live: () => active.liveness(), ready: () => running, metrics });
+      const kafkaStates = () => [...contacts].map(([group, c]) => ({ group, down: c.downOn, ...c.readiness() }));
+      registerOpsRoutes(ops, {
+        live: () => {
+          const shared = active.liveness();
+          const states = kafkaStates();
+          const down = states.filter((k) => k.down !== undefined).map(({ group, reason }) => ({ group, reason }));
+          const notReady = states.filter((k) => !k.ready).map(({ group, reason }) => ({ group, reason }));
+          const info = { ...shared.info, ...(notReady.length ? { notReady } : {}) };
+          if (shared.healthy && !down.length) return { healthy: true, info };
+          return { healthy: false, detail: { ...shared.detail, ...(down.length ? { consumers: down } : {}), ...info } };
+        },
+        ready: () => running && kafkaStates().every((k) => k.ready),
+        metrics,
+      });
       await ops.listen({ port, host });
       return ops.server;
     },

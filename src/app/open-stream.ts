@@ -185,17 +185,19 @@ export async function openStream(options: StreamOptions): Promise<StreamService>
     async listen(port, host) {
       ops = Fastify({ logger: false });
       registerOpsRoutes(ops, {
-        // liveness is progress: a stalled, halted or crashed pipeline fails it
+        // liveness is what a restart fixes (a halted pipeline, a batch stuck while Kafka answers); a
+        // Kafka (or registry) that does not answer turns /readyz red instead, and shows here
         live: () => {
           const failing = pipelines.map((p) => ({ pipeline: p.name, ...p.health() })).filter((h) => !h.healthy).map(({ pipeline, reason }) => ({ pipeline, reason }));
           const shared = active.liveness();
           // schema versions a pipeline refuses (a mapped path they lack): shown, healthy or not; the pipeline progresses
           const refused = pipelines.flatMap((p) => p.refusedSchemas().map((r) => ({ pipeline: p.name, ...r })));
-          const info = { ...shared.info, ...(refused.length ? { refusedSchemas: refused } : {}) };
+          const notReady = pipelines.map((p) => ({ pipeline: p.name, ...p.readiness() })).filter((r) => !r.ready).map(({ pipeline, reason }) => ({ pipeline, reason }));
+          const info = { ...shared.info, ...(refused.length ? { refusedSchemas: refused } : {}), ...(notReady.length ? { notReady } : {}) };
           if (!failing.length && shared.healthy) return { healthy: true, info };
           return { healthy: false, detail: { ...(failing.length ? { pipelines: failing } : {}), ...shared.detail, ...info } };
         },
-        ready: () => running,
+        ready: () => running && pipelines.every((p) => p.readiness().ready),
         metrics: metrics.registry,
       });
       await ops.listen({ port, host });

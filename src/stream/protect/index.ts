@@ -13,3 +13,5 @@ export { RecordProtector, type ChunkItem, type ChunkOutcome, type ChunkProtector
 export { packItems, packOutcomes, SpareBuffers, unpackItems, unpackOutcomes } from './chunk-codec.ts';
 export { rewrapPipeline, type RewrapSpec } from './rewrap-pipeline.ts';
 export { StreamMetrics } from './stream-metrics.ts';
+// what Kafka last said to a consumer: the unprotect responders' readiness, as the pipelines'
+export { KafkaContact, reportingContact } from './liveness.ts';

@@ -1,7 +1,7 @@
 import { VeilError, type Engine } from '../../engine/index.ts';
 import type { PipelineConfig } from '../config/index.ts';
 import { CleanHeaders } from './clean-headers.ts';
-import { Liveness, type LivenessStatus } from './liveness.ts';
+import { Liveness, type LivenessStatus, type ReadinessStatus } from './liveness.ts';
 import { PartitionTransactions } from './partition-transactions.ts';
 import { ProtectAhead } from './look-ahead.ts';
 import { RecordProtector, type ChunkOutcome, type ChunkProtector } from './chunk-protector.ts';
@@ -32,7 +32,7 @@ export interface PipelineDeps {
   subjects?: SubjectKeyStore;
   /** re-protect (veil stream rewrap): values are unprotected with these evidences, then protected */
   rewrap?: { unprotectEvidences: Record<string, string> };
-  /** liveness: unhealthy after this long without progress (default 60 s); recovery at half */
+  /** a batch in flight this long while Kafka answers: unhealthy; no progress this long: not ready (default 60 s); recovery at half */
   stallMs?: number;
   /** how long start() waits for a broker it cannot reach yet (default 60 s) */
   startTimeoutMs?: number;
@@ -179,9 +179,14 @@ export class ProtectPipeline {
     await this.deps.protector?.reload?.({ keys: true });
   }
 
-  /** Liveness for /healthz: progress, not mere existence. */
+  /** Liveness for /healthz: what a restart fixes (halted, a batch stuck while Kafka answers), not Kafka's absence. */
   health(): LivenessStatus {
     return this.liveness.status();
+  }
+
+  /** Readiness for /readyz: its consumer answered by Kafka and its partitions progressing. */
+  readiness(): ReadinessStatus {
+    return this.liveness.readiness();
   }
 
   /** The writer's schema versions whose records this pipeline refuses (a mapped path they lack), for /healthz. */
