@@ -1,8 +1,11 @@
 #!/bin/sh
 # Token, protect, unprotect against a running `npm start` (veil serve on its embedded defaults).
+# Runs from any directory: veil is at $VEIL_URL, else on port $VEIL_PORT (default 8080, as
+# `npm start`) of 127.0.0.1; the development client's secret is in $VEIL_DATA_DIR, else in the
+# .veil of the repository this script is in, where `npm start` keeps it.
 set -eu
-VEIL=${VEIL_URL:-http://127.0.0.1:8080}
-SECRET=$(cat "${VEIL_DATA_DIR:-.veil}/dev-client.secret")
+VEIL=${VEIL_URL:-http://127.0.0.1:${VEIL_PORT:-8080}}
+SECRET=$(cat "${VEIL_DATA_DIR:-$(dirname "$0")/../../.veil}/dev-client.secret")
 
 # 1. an access token for the development client (OAuth 2.0 client credentials)
 TOKEN=$(curl -sf -X POST "$VEIL/connect/token" \

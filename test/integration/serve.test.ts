@@ -1,5 +1,5 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { copyFile, mkdir, mkdtemp, rm, symlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -44,13 +44,36 @@ describe('veil serve (process)', () => {
     expect(stderr).toContain('development master key');
   });
 
-  it('runs the README round trip (docs/examples/http-round-trip.sh): token, protect, unprotect', async () => {
-    const { stdout } = await promisify(execFile)('sh', [join(root, 'docs/examples/http-round-trip.sh')], { env: { ...process.env, VEIL_URL: url, VEIL_DATA_DIR: dataDir } });
+  /** the round trip's output: the protected value, and the unprotect's response, which must give the cleartext back */
+  function expectRoundTrip(stdout: string): void {
     const protectedLine = /protected:\s+(\S+)/.exec(stdout)![1]!;
     expect(protectedLine).toMatch(/^[A-Za-z0-9_-]{30,}$/);
     expect(protectedLine).not.toContain('alice');
     const response = JSON.parse(stdout.split('\n').find((l) => l.startsWith('{'))!);
     expect(response.responses[0].instances[0]).toEqual({ className: 'Customer', propertyName: 'email', value: 'alice@example.com' });
+  }
+
+  it('runs the README round trip (docs/examples/http-round-trip.sh) from another directory: token, protect, unprotect', async () => {
+    // not the repository's root, and the port as `npm start` reads it (VEIL_PORT)
+    const { stdout } = await promisify(execFile)('sh', [join(root, 'docs/examples/http-round-trip.sh')], { cwd: tmpdir(), env: { ...process.env, VEIL_URL: '', VEIL_PORT: new URL(url).port, VEIL_DATA_DIR: dataDir } });
+    expectRoundTrip(stdout);
+  });
+
+  it('the round trip finds the secret in the .veil of its own repository by default, wherever it runs from', async () => {
+    // a repository laid out as this one (docs/examples/ and .veil/ side by side), holding this service's secret
+    const repo = await mkdtemp(join(tmpdir(), 'veil-repo-'));
+    try {
+      await mkdir(join(repo, 'docs/examples'), { recursive: true });
+      await mkdir(join(repo, '.veil'));
+      await copyFile(join(dataDir, 'dev-client.secret'), join(repo, '.veil/dev-client.secret'));
+      await symlink(join(root, 'docs/examples/http-round-trip.sh'), join(repo, 'docs/examples/http-round-trip.sh'));
+      const env = { ...process.env, VEIL_URL: url };
+      delete env.VEIL_DATA_DIR;
+      const { stdout } = await promisify(execFile)('sh', [join(repo, 'docs/examples/http-round-trip.sh')], { cwd: '/', env });
+      expectRoundTrip(stdout);
+    } finally {
+      await rm(repo, { recursive: true, force: true });
+    }
   });
 
   it('drains on SIGTERM: an in-flight call completes, then the process exits 0', async () => {
