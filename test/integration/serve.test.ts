@@ -67,7 +67,7 @@ describe('veil serve (process)', () => {
       await mkdir(join(repo, '.veil'));
       await copyFile(join(dataDir, 'dev-client.secret'), join(repo, '.veil/dev-client.secret'));
       await symlink(join(root, 'docs/examples/http-round-trip.sh'), join(repo, 'docs/examples/http-round-trip.sh'));
-      const env = { ...process.env, VEIL_URL: url };
+      const env: NodeJS.ProcessEnv = { ...process.env, VEIL_URL: url };
       delete env.VEIL_DATA_DIR;
       const { stdout } = await promisify(execFile)('sh', [join(repo, 'docs/examples/http-round-trip.sh')], { cwd: '/', env });
       expectRoundTrip(stdout);
