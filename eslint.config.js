@@ -39,12 +39,18 @@ export default tseslint.config(
     rules: { 'veil/engine-front-door': 'error' },
   },
   {
-    // src/stream's folders (kafka, config, serde, registry, protect, unprotect) are imported only
-    // through their index.ts, kafkajs and librdkafka only by their adapters; unit tests under
-    // test/stream may reach the internals they test.
+    // src/stream's folders (config, serde, registry, protect, unprotect) are imported only through
+    // their index.ts; unit tests under test/stream may reach the internals they test.
     files: ['**/*.ts', '**/*.js'],
     plugins: { veil },
     rules: { 'veil/stream-front-doors': 'error' },
+  },
+  {
+    // Kafka's one home: kafkajs and the librdkafka binding only in src/kafka (each by its adapter's
+    // files), src/kafka only through its index.ts; unit tests under test/kafka reach its internals.
+    files: ['**/*.ts', '**/*.js'],
+    plugins: { veil },
+    rules: { 'veil/kafka-home': 'error' },
   },
   {
     // Adapters (src/http, src/stream, src/gateway, src/portal, src/db, src/client) import no sibling

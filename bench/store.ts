@@ -28,6 +28,7 @@ import { opensUnder } from '../src/keystore/keyset-open.ts';
 import { LocalKeystore } from '../src/keystore/local-keystore.ts';
 import { KafkaControlLog } from '../src/control/kafka-control-log.ts';
 import { fmt, opsPerSecond, ratio } from './measure.ts';
+import { plainConnection } from '../src/kafka/index.ts';
 
 const VERSIONS = Number(process.env.BENCH_VERSIONS ?? 1000);
 const root = new URL('..', import.meta.url).pathname;
@@ -50,7 +51,7 @@ await provisionKeys(config.engine, seedKeystore);
 await ensureControlKey(seedKeystore);
 const keysetRecords = decodeKeystore(await readFile(seedKeystore.path), masterBytes, seedKeystore.path);
 const seedStart = performance.now();
-const seed = await KafkaControlLog.open({ brokers: brokerList, topic });
+const seed = await KafkaControlLog.open({ connection: plainConnection(brokerList), topic });
 for (let i = 0; i < VERSIONS; i++) {
   await seed.append('config', i, `${exampleText}\n# version ${i + 1}\n`, { by: 'bench', source: 'cli', note: `version ${i + 1}` }, (w) => signWrite(seedKeystore, w));
   // each version encrypted anew (its own salt and nonce), as every change writes it: no two alike

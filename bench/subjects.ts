@@ -25,6 +25,7 @@ import { openSubjectKeyStore, type SubjectKeyStore } from '../src/subjects/index
 import { SubjectDb } from '../src/subjects/subject-db.ts';
 import { fmt, ratio } from './measure.ts';
 import { subjectTransforms } from './subject-transforms.ts';
+import { plainConnection } from '../src/kafka/index.ts';
 
 const N = Number(process.env.BENCH_SUBJECTS ?? 20_000);
 const OPS = Number(process.env.BENCH_OPS ?? Math.min(N, 20_000));
@@ -99,7 +100,7 @@ let viewBytes = 0;
 function openStore(dir: string, topic: string, cacheSize?: number): Promise<SubjectKeyStore> {
   return LocalKeystore.open({ dataDir: dir, masterKey: master() }).then((keystore) => openSubjectKeyStore({
     keystore, dataDir: dir, ...(cacheSize !== undefined ? { cacheSize } : {}), maxStalenessMs: 1500,
-    settings: { kind: 'kafka', brokers: BROKERS, topic, partitions: 6 }, kafka: { pollMs: 100 },
+    settings: { kind: 'kafka', connection: plainConnection(BROKERS), topic, partitions: 6 }, kafka: { pollMs: 100 },
   }));
 }
 

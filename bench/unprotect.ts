@@ -12,7 +12,7 @@ import pino from 'pino';
 import { openResponders } from '../src/app/open-responders.ts';
 import { openEngine } from '../src/app/open-engine.ts';
 import { JwtSigner } from '../src/keystore/jwt-signer.ts';
-import { openKafkaPort } from '../src/stream/kafka/index.ts';
+import { openKafkaPort, plainConnection } from '../src/kafka/index.ts';
 import { UnprotectClient } from '../src/stream/unprotect/index.ts';
 import { fmt } from './measure.ts';
 
@@ -82,7 +82,7 @@ const iat = Math.floor(Date.now() / 1000);
 const token = await new JwtSigner(core.keystore, 'veil-token-signing').sign({ iss: env.VEIL_BASE_URL, sub: 'bench', aud: 'veil', iat, exp: iat + 3600, roles: ['support'] }, 'at+jwt');
 const responders = await openResponders({ configFile, dataDir, env, now: () => new Date(), brokers: brokers.split(','), development: false, logger: pino({ level: 'error' }) });
 await responders.start();
-const port = await openKafkaPort('kafkajs', { brokers: brokers.split(','), clientId: 'bench-client' });
+const port = await openKafkaPort('kafkajs', { connection: plainConnection(brokers.split(',')), clientId: 'bench-client' });
 const client = await UnprotectClient.connect({ kafka: port, requestTopic: t('requests'), replyTopic: t('replies') });
 const guid = (n: number) => `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`;
 const protectedEmail = core.engine.transform({

@@ -10,7 +10,7 @@ import { readFile } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { parseArgs, promisify } from 'node:util';
 import { Kafka, logLevel } from 'kafkajs';
-import { openKafkaPort } from '../src/stream/kafka/index.ts';
+import { kafkaConnection, openKafkaPort } from '../src/kafka/index.ts';
 import { UnprotectClient } from '../src/stream/unprotect/index.ts';
 import type { TransformRequest } from '../src/engine/index.ts';
 
@@ -69,7 +69,7 @@ async function main(): Promise<boolean> {
   const token = await devToken();
   const protectedEmail = clean.get(raw[0]!.id)!.email;
   const body = unprotectBody(protectedEmail);
-  const client = await UnprotectClient.connect({ kafka: await openKafkaPort('kafkajs', { brokers: env.KAFKA_BROKERS!.split(','), clientId: 'veil-demo-desk' }), requestTopic: 'unprotect.requests', replyTopic: 'unprotect.replies.support' });
+  const client = await UnprotectClient.connect({ kafka: await openKafkaPort('kafkajs', { connection: kafkaConnection(env), clientId: 'veil-demo-desk' }), requestTopic: 'unprotect.requests', replyTopic: 'unprotect.replies.support' });
   const overKafka = await client.request(body, { token, timeoutMs: 15_000 }).finally(() => client.close());
   const kafkaValue = overKafka.status === 200 ? overKafka.body.responses[0]?.instances[0]?.value : undefined;
   say(`\nunprotect over Kafka (unprotect.requests → unprotect.replies.support, Role support): ${overKafka.status} ${kafkaValue ?? JSON.stringify(overKafka.body)}`);

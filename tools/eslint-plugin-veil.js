@@ -128,9 +128,10 @@ function isErrorsModule(target, cwd) {
 }
 // discover: the detectors of personal data and the proposals `veil discover` writes; the stream's
 // unmapped guard and the gateway share its detectors (discover/guard.ts), the stream's configuration
-// its record formats (discover/record-formats.ts); kafka-admin: the kafkajs admin calls src/control
-// and src/subjects share (a just-created topic's offsets)
-const NEUTRAL = ['errors', 'audit', 'identity', 'keystore', 'json-bytes', 'observability', 'control', 'env', 'subjects', 'discover', 'file-lock', 'kafka-admin'];
+// its record formats (discover/record-formats.ts); kafka: Kafka's one home — the ports, both client
+// adapters, the client settings every connection goes through, the compacted-topic log of src/control
+// and src/subjects, the topic sampler of `veil discover` (veil/kafka-home)
+const NEUTRAL = ['errors', 'audit', 'identity', 'keystore', 'json-bytes', 'observability', 'control', 'env', 'subjects', 'discover', 'file-lock', 'kafka'];
 const WIRING = ['app', 'cli'];
 
 const adapterIsolation = problemRule('an adapter (src/http, src/stream, src/gateway, …) imports no sibling adapter and no wiring (src/app, src/cli); neutral modules import neither', {
@@ -160,29 +161,22 @@ const adapterIsolation = problemRule('an adapter (src/http, src/stream, src/gate
 });
 
 /**
- * src/stream's folders and their front doors (issue 30): kafka (the ports, both client adapters),
- * config (the pipelines' and responders' configuration sections), serde, registry, protect (the
+ * src/stream's folders and their front doors (issue 30): config (the pipelines' and responders' configuration sections), serde, registry, protect (the
  * protect pipeline and its pieces), unprotect (responder, client, protocol). Code outside a folder
  * imports only its index.ts; outside src/stream, only the folders' index.ts and the stream's
  * errors (errors.ts: the codes, stream-error.ts: StreamError) — the other files at the root of
  * src/stream (STREAM_ROOT) are shared by its folders. A folder or root file not listed here fails
- * lint until it is placed. kafkajs is imported only by the kafkajs adapter's files
- * (kafka/kafkajs-*.ts), the librdkafka binding only by the librdkafka adapter's (kafka/librdkafka-*.ts).
- * Unit tests under test/stream may reach the internals they test.
+ * lint until it is placed. (Kafka itself lives in src/kafka: veil/kafka-home.) Unit tests under
+ * test/stream may reach the internals they test.
  */
-const STREAM_FOLDERS = ['kafka', 'config', 'serde', 'registry', 'protect', 'unprotect'];
+const STREAM_FOLDERS = ['config', 'serde', 'registry', 'protect', 'unprotect'];
 const STREAM_ROOT = ['errors.ts', 'stream-error.ts', 'log.ts', 'memo.ts'];
 const STREAM_PUBLIC_ROOT = ['errors.ts', 'stream-error.ts'];
-const CLIENT_LIBRARIES = [
-  { test: (source) => source === 'kafkajs' || source.startsWith('kafkajs/'), adapter: /^kafkajs-[a-z0-9-]+\.ts$/, name: 'kafkajs' },
-  { test: (source) => source.startsWith('@confluentinc/kafka-javascript'), adapter: /^librdkafka-[a-z0-9-]+\.ts$/, name: 'librdkafka' },
-];
-const streamFrontDoors = problemRule("src/stream's folders are imported only through their index.ts; kafkajs and librdkafka only by their adapters", {
+const streamFrontDoors = problemRule("src/stream's folders are imported only through their index.ts", {
   internal: "'{{source}}' reaches into src/stream/{{folder}}: import from src/stream/{{folder}}/index.ts, its front door",
   rootInternal: "'{{source}}' is shared inside src/stream only: outside it, import a folder's index.ts (or the stream's errors.ts, stream-error.ts)",
   unknownFolder: "src/stream/{{folder}} is not one of the stream's folders ({{folders}}): add it, with an index.ts, to STREAM_FOLDERS in tools/eslint-plugin-veil.js and to docs/design.md",
   unknownRoot: "src/stream/{{name}}: the root of src/stream holds only {{root}}; put the file in the folder it belongs to",
-  client: "'{{source}}' is the {{name}} client: only its adapter (src/stream/kafka/{{name}}-*.ts) imports it; others use the ports (src/stream/kafka/index.ts)",
 }, (context) => {
   const file = context.filename;
   const stream = path.join(context.cwd, 'src', 'stream');
@@ -202,13 +196,7 @@ const streamFrontDoors = problemRule("src/stream's folders are imported only thr
     if (own === undefined && !STREAM_ROOT.includes(name)) checks.push((node) => context.report({ node, messageId: 'unknownRoot', data: { name, root: STREAM_ROOT.join(', ') } }));
   }
   const check = (node, source) => {
-    if (typeof source !== 'string') return;
-    if (!source.startsWith('.')) {
-      if (!inStream) return;
-      const lib = CLIENT_LIBRARIES.find((l) => l.test(source));
-      if (lib && !(own === 'kafka' && lib.adapter.test(path.basename(file)))) context.report({ node, messageId: 'client', data: { source, name: lib.name } });
-      return;
-    }
+    if (typeof source !== 'string' || !source.startsWith('.')) return;
     const target = path.resolve(path.dirname(file), source);
     if (!target.startsWith(stream + path.sep)) return;
     const folder = folderOf(target);
@@ -224,4 +212,37 @@ const streamFrontDoors = problemRule("src/stream's folders are imported only thr
   };
 });
 
-export default { rules: { 'stream-front-doors': streamFrontDoors, 'engine-layering': engineLayering, 'engine-front-door': engineFrontDoor, 'control-front-door': controlFrontDoor, 'wiring-only': wiringOnly, 'adapter-isolation': adapterIsolation } };
+/**
+ * Kafka's one home (issue 40): kafkajs and the librdkafka binding are imported only under
+ * src/kafka — by its kafkajs-*.ts and librdkafka-*.ts files respectively, so no type of one client
+ * reaches the other's adapter or the ports — and source outside src/kafka imports it only through
+ * src/kafka/index.ts. So every connection goes through the one client-settings module
+ * (src/kafka/client-settings.ts) and a security setting is added once. Tests may reach the
+ * internals they test; benches and scripts use the front door.
+ */
+const CLIENT_LIBRARIES = [
+  { test: (source) => source === 'kafkajs' || source.startsWith('kafkajs/'), adapter: /^kafkajs-[a-z0-9-]+\.ts$/, name: 'kafkajs' },
+  { test: (source) => source.startsWith('@confluentinc/kafka-javascript'), adapter: /^librdkafka-[a-z0-9-]+\.ts$/, name: 'librdkafka' },
+];
+const kafkaHome = problemRule('kafkajs and librdkafka are imported only in src/kafka (each by its own adapter files); src/kafka only through its index.ts', {
+  client: "'{{source}}' is the {{name}} client: only src/kafka/{{name}}-*.ts imports it; use the ports and settings of src/kafka/index.ts",
+  internal: "'{{source}}' reaches into src/kafka: import from src/kafka/index.ts, its front door",
+}, (context) => {
+  const file = context.filename;
+  const home = path.join(context.cwd, 'src', 'kafka');
+  const inSrc = file.startsWith(path.join(context.cwd, 'src') + path.sep);
+  const inHome = file.startsWith(home + path.sep);
+  if (file.startsWith(path.join(context.cwd, 'test') + path.sep)) return {};
+  return importVisitors((node, source) => {
+    if (typeof source !== 'string') return;
+    if (!source.startsWith('.')) {
+      const lib = CLIENT_LIBRARIES.find((l) => l.test(source));
+      if (lib && inSrc && !(inHome && path.dirname(file) === home && lib.adapter.test(path.basename(file)))) context.report({ node, messageId: 'client', data: { source, name: lib.name } });
+      return;
+    }
+    const target = path.resolve(path.dirname(file), source);
+    if (!inHome && target.startsWith(home + path.sep) && target !== path.join(home, 'index.ts') && !isErrorsModule(target, context.cwd)) context.report({ node, messageId: 'internal', data: { source } });
+  });
+});
+
+export default { rules: { 'kafka-home': kafkaHome, 'stream-front-doors': streamFrontDoors, 'engine-layering': engineLayering, 'engine-front-door': engineFrontDoor, 'control-front-door': controlFrontDoor, 'wiring-only': wiringOnly, 'adapter-isolation': adapterIsolation } };

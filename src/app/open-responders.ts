@@ -9,7 +9,7 @@ import { VeilError } from '../engine/index.ts';
 import { CachingVerifier } from '../identity/caching-verifier.ts';
 import { TokenVerifier } from '../identity/token-verifier.ts';
 import { JwtSigner } from '../keystore/jwt-signer.ts';
-import { openKafkaPort, staticMembership, streamClient } from '../stream/kafka/index.ts';
+import { DEFAULT_BROKERS, kafkaConnection, openKafkaPort, streamClient } from '../kafka/index.ts';
 import { UnprotectResponder } from '../stream/unprotect/index.ts';
 import { KafkaContact, reportingContact } from '../stream/protect/index.ts';
 import { createLogger } from './logger.ts';
@@ -39,6 +39,8 @@ export interface Responders {
  */
 export async function openResponders(options: Omit<StreamOptions, 'registryUrl' | 'pipelines'> & { names?: string[]; audit?: AuditSink }): Promise<Responders> {
   const logger = options.logger ?? createLogger(options.env.VEIL_LOG_LEVEL ?? 'info');
+  // the cluster and its security, read first: a setting it refuses stops the start before anything opens
+  const connection = kafkaConnection(options.env, { ...(options.brokers ? { brokers: options.brokers } : {}), defaultBrokers: DEFAULT_BROKERS });
   // off unless OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT is set: a span per request, its trace continued in the reply
   const tracing = await openTracing(options.env, { serviceName: 'veil-unprotect', log: logger });
   const active = await openActiveEngine({ configFile: options.configFile, dataDir: options.dataDir, env: options.env, now: options.now, provision: options.development, ...(options.notice ? { notice: options.notice } : {}) });
@@ -71,9 +73,7 @@ export async function openResponders(options: Omit<StreamOptions, 'registryUrl' 
   // a responder does not re-create its consumer, a restart does)
   const contacts = new Map<string, KafkaContact>();
   const port = options.kafka ?? await openKafkaPort(streamClient(options.client ?? options.env.VEIL_STREAM_CLIENT), {
-    brokers: options.brokers, clientId: 'veil-unprotect',
-    sessionTimeoutMs: Number(options.env.VEIL_KAFKA_SESSION_TIMEOUT_MS ?? 30_000),
-    ...staticMembership(options.env),
+    connection, clientId: 'veil-unprotect',
     log: (level, message, extra) => logger[level]({ kafka: extra }, message),
   });
   const kafka = reportingContact(port, contacts, { now: Date.now, contactMs: 15_000 });

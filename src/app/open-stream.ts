@@ -5,8 +5,8 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { VeilError } from '../engine/index.ts';
 import { registerOpsRoutes } from '../http/routes/ops-routes.ts';
-import { openKafkaPort, staticMembership, streamClient } from '../stream/kafka/index.ts';
-import type { KafkaPort } from '../stream/kafka/index.ts';
+import { DEFAULT_BROKERS, kafkaConnection, openKafkaPort, streamClient } from '../kafka/index.ts';
+import type { KafkaPort } from '../kafka/index.ts';
 import { ProtectPool } from '../stream/protect/index.ts';
 import { lazySubjectKeyStore, subjectStoreSettings } from '../subjects/index.ts';
 import { serdes } from '../stream/protect/index.ts';
@@ -15,19 +15,21 @@ import { ProtectPipeline } from '../stream/protect/index.ts';
 import type { PipelineConfig } from '../stream/config/index.ts';
 import { rewrapPipeline, type RewrapSpec } from '../stream/protect/index.ts';
 import type { VeilConfig } from './config-file.ts';
-import { killingInCommit } from '../stream/kafka/index.ts';
+import { killingInCommit } from '../kafka/index.ts';
 import { StreamMetrics } from '../stream/protect/index.ts';
 import { createLogger } from './logger.ts';
 import { openActiveEngine } from './open-active-engine.ts';
 import { logKekTransitions } from '../keystore/key-lease.ts';
 import { openTracing } from '../observability/tracing.ts';
+import { registrySettings } from '../stream/registry/index.ts';
 
 export interface StreamOptions {
   configFile: string;
   dataDir: string;
   env: Readonly<Record<string, string | undefined>>;
   now: () => Date;
-  brokers: string[];
+  /** the brokers named on the command line (--brokers), over KAFKA_BROKERS and bootstrap.servers; the security comes from VEIL_KAFKA_* (src/kafka/client-settings.ts) */
+  brokers?: string[];
   registryUrl?: string;
   /** only these pipelines (default: all) */
   pipelines?: string[];
@@ -75,6 +77,9 @@ export function protectThreads(given: string | undefined): number {
  */
 export async function openStream(options: StreamOptions): Promise<StreamService> {
   const logger = options.logger ?? createLogger(options.env.VEIL_LOG_LEVEL ?? 'info');
+  // the cluster and its security, read first: a setting it refuses stops the start before anything opens
+  const connection = kafkaConnection(options.env, { ...(options.brokers ? { brokers: options.brokers } : {}), defaultBrokers: DEFAULT_BROKERS });
+  const registry = registrySettings(options.env, { ...(options.registryUrl ? { url: options.registryUrl } : {}) });
   // off unless OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT is set: a span per transaction and per traced record
   const tracing = await openTracing(options.env, { serviceName: 'veil-stream', log: logger });
   const active = await openActiveEngine({ configFile: options.configFile, dataDir: options.dataDir, env: options.env, now: options.now, provision: options.development, ...(options.notice ? { notice: options.notice } : {}) });
@@ -109,17 +114,15 @@ export async function openStream(options: StreamOptions): Promise<StreamService>
   }
 
   const client = options.kafka ?? await openKafkaPort(streamClient(options.client ?? options.env.VEIL_STREAM_CLIENT), {
-    brokers: options.brokers,
+    connection,
     clientId: 'veil-stream',
-    sessionTimeoutMs: Number(options.env.VEIL_KAFKA_SESSION_TIMEOUT_MS ?? 30_000),
-    ...staticMembership(options.env),
     log: (level, message, extra) => logger[level]({ kafka: extra }, message),
   });
   const killInCommit = Number(options.env.VEIL_FAULT_KILL_IN_COMMIT ?? 0);
   const kafka = killInCommit > 0 ? killingInCommit(client, killInCommit) : client;
   const metrics = new StreamMetrics();
   active.kmsMetrics?.registerIn(metrics.registry);
-  const serdeOf = serdes(options.registryUrl);
+  const serdeOf = serdes(registry);
   const threads = protectThreads(options.env.VEIL_PROTECT_THREADS);
   const pools: ProtectPool[] = [];
   const pipelines = await Promise.all(names.map(async (name) => {

@@ -8,6 +8,7 @@ import { requireConfig, type VeilConfig } from './config-file.ts';
 import { requireKeys } from '../keystore/config-keys.ts';
 import { openEngine, type OpenedEngine } from './open-engine.ts';
 import { serdes } from '../stream/protect/index.ts';
+import { registrySettings } from '../stream/registry/index.ts';
 
 /**
  * A protection worker thread of `veil stream protect` (ProtectPool): it opens the configuration
@@ -41,7 +42,8 @@ async function bound(config: VeilConfig, engine: Engine): Promise<RecordProtecto
   if (!base) throw new Error(`no pipeline ${data.pipeline}`);
   const p = data.rewrap ? rewrapPipeline(data.pipeline, base, data.rewrap) : base;
   const rewrap = data.rewrap ? { rewrap: { unprotectEvidences: data.rewrap.unprotectEvidences } } : {};
-  return new RecordProtector({ name: data.pipeline, config: p, engine, serde: await serdes(data.registryUrl)(p), ...rewrap });
+  // the registry's settings read here again from the same environment: its secrets do not cross threads
+  return new RecordProtector({ name: data.pipeline, config: p, engine, serde: await serdes(registrySettings(data.env, { ...(data.registryUrl ? { url: data.registryUrl } : {}) }))(p), ...rewrap });
 }
 
 /** the configuration file to bind under, and whether the keystore must be read again first */

@@ -54,7 +54,7 @@ export const configCommand: Command = async (args, io) => {
   if (action === 'validate') {
     const loaded = await loadConfigFile(file);
     const registryUrl = parsed.values.registry ?? io.env.SCHEMA_REGISTRY_URL;
-    const all = [...loaded.issues, ...(loaded.config && registryUrl ? await registryIssues(file, loaded.config.pipelines, registryUrl) : [])];
+    const all = [...loaded.issues, ...(loaded.config && registryUrl ? await registryIssues(file, loaded.config.pipelines, registryUrl, io.env) : [])];
     for (const issue of all) io.stdout(`${formatIssue(file, issue)}\n`);
     const errors = all.filter((i) => i.severity === 'error').length;
     const warnings = all.length - errors;
@@ -89,11 +89,11 @@ export const configCommand: Command = async (args, io) => {
 };
 
 /** The registry pipelines' mapped paths against their subjects' latest schemas, each issue with its line in the file. */
-async function registryIssues(file: string, pipelines: Parameters<typeof registrySchemaIssues>[0], url: string): Promise<ConfigIssue[]> {
-  const [{ confluentRegistry }, { registrySchemaIssues: check }] = await Promise.all([import('../stream/registry/index.ts'), import('../stream/protect/index.ts')]);
+async function registryIssues(file: string, pipelines: Parameters<typeof registrySchemaIssues>[0], url: string, env: Parameters<Command>[1]['env']): Promise<ConfigIssue[]> {
+  const [{ confluentRegistry, registrySettings }, { registrySchemaIssues: check }] = await Promise.all([import('../stream/registry/index.ts'), import('../stream/protect/index.ts')]);
   let registry;
   try {
-    registry = confluentRegistry(url, { timeoutMs: 5000 });
+    registry = confluentRegistry(registrySettings(env, { url })!, { timeoutMs: 5000 });
   } catch {
     return [{ severity: 'warning', pointer: '/pipelines', message: 'the schema registry URL is not a URL: mappings not checked against the writers\' schemas' }];
   }

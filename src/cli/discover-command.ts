@@ -1,9 +1,13 @@
 import { writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
-import { sampleFile, sampleTable, sampleTopic, SampleSourceError, type SampleReport, type Sampled, type TopicFormat } from '../app/open-discover-sources.ts';
+import { discoverSources, SampleSourceError, type SampleReport, type Sampled } from '../app/open-discover-sources.ts';
+import { RECORD_FORMATS, type RecordFormat } from '../discover/record-formats.ts';
+import { DEFAULT_BROKERS, kafkaConnection, KafkaError } from '../kafka/index.ts';
+import { registrySettings } from '../stream/registry/index.ts';
 import { Profiler } from '../discover/profile.ts';
 import { propose } from '../discover/propose.ts';
 import type { Command } from './io.ts';
+import { VeilError } from '../engine/index.ts';
 
 export const discoverHelp = `Usage: veil discover (--file F | --topic T | --table T) [options]
 
@@ -28,7 +32,7 @@ Options:
 Exit codes: 0 done, 1 the source cannot be read, 2 usage error.
 `;
 
-const FORMATS: string[] = ['json', 'avro', 'json-schema', 'protobuf'] satisfies TopicFormat['format'][];
+const FORMATS: string[] = [...RECORD_FORMATS];
 
 function usage(io: Parameters<Command>[1], message: string): number {
   io.stderr(`veil discover: ${message}\n`);
@@ -63,19 +67,22 @@ export const discoverCommand: Command = async (args, io) => {
   const each = (s: Sampled) => profiler.add(s.value, s.key);
   let report: SampleReport;
   try {
-    if (values.file !== undefined) report = await sampleFile(values.file, limit, each);
-    else if (values.topic !== undefined) report = await sampleTopic((values.brokers ?? io.env.KAFKA_BROKERS ?? '127.0.0.1:9092').split(','), values.topic, limit, each, format === 'json' ? { format } : { format: format as Exclude<TopicFormat['format'], 'json'>, registryUrl: registryUrl! });
-    else report = await sampleTable(dbUrl!, values.table!, limit, each);
+    if (values.file !== undefined) report = await discoverSources.file(values.file, limit, each);
+    else if (values.topic !== undefined) {
+      const connection = kafkaConnection(io.env, { ...(values.brokers ? { brokers: values.brokers.split(',') } : {}), defaultBrokers: DEFAULT_BROKERS });
+      report = await discoverSources.topic(connection, values.topic, limit, each, format as RecordFormat, registrySettings(io.env, { ...(registryUrl ? { url: registryUrl } : {}) }));
+    } else report = await discoverSources.table(dbUrl!, values.table!, limit, each);
   } catch (e) {
-    // a source's own message (a path, a topic, psql's refusal) or only the error's name: never a record
-    io.stderr(`veil discover: cannot sample: ${e instanceof SampleSourceError || (e as { code?: string }).code === 'ENOENT' ? (e as Error).message : (e as Error).name}\n`);
+    // a source's own message (a path, a topic, a broker's refusal, psql's), a setting's, or only the error's name: never a record
+    const own = e instanceof SampleSourceError || e instanceof KafkaError || e instanceof VeilError || (e as { code?: string }).code === 'ENOENT';
+    io.stderr(`veil discover: cannot sample: ${own ? (e as Error).message : (e as Error).name}${e instanceof VeilError || e instanceof KafkaError ? ` [${e.code}]` : ''}\n`);
     return 1;
   }
   const findings = profiler.findings(minShare);
   io.stdout(`sampled ${report.sampled} record(s)${report.unparsable ? `, ${report.unparsable} not ${format !== 'json' && values.topic !== undefined ? 'decodable' : 'JSON'} (skipped)` : ''}; ${findings.length} field(s) hold personal data\n`);
   for (const f of findings) io.stdout(`  ${f.path.padEnd(28)} ${f.kind.padEnd(14)} ${String(f.matched).padStart(6)}/${String(f.values).padEnd(6)} ${(f.share * 100).toFixed(1).padStart(5)}%  ${f.confidence}\n`);
   if (values.draft !== undefined && findings.length > 0) {
-    const proposal = propose(findings, values.topic !== undefined ? { topic: values.topic, format: format as TopicFormat['format'] } : {});
+    const proposal = propose(findings, values.topic !== undefined ? { topic: values.topic, format: format as RecordFormat } : {});
     if (values.draft === '-') io.stdout(proposal.yaml);
     else {
       await writeFile(values.draft, proposal.yaml, { mode: 0o600 });

@@ -44,7 +44,7 @@ export const storeCommand: Command = async (args, io) => {
 
 async function migrate(dataDir: string, io: CliIo): Promise<number> {
   if (io.env[CONTROL_STORE_ENV] !== 'kafka') throw new VeilError('CONFIG_INVALID', `set ${CONTROL_STORE_ENV}=kafka (and the topic and brokers) to name the store to migrate into`);
-  const { brokers, topic } = controlTopic(io.env);
+  const { connection, topic } = controlTopic(io.env);
   const versions = await ConfigVersions.open(dataDir);
   // the versions are authenticated in the store with the key set's control key (added to the key set first)
   const { keystore, lease } = await openKeystore({ dataDir, env: io.env, now: io.now });
@@ -52,7 +52,7 @@ async function migrate(dataDir: string, io: CliIo): Promise<number> {
   await ensureControlKey(keystore);
   const keyset = await readFile(join(dataDir, KEYSTORE_FILE)).catch(() => undefined);
   const texts = await Promise.all(versions.versions().map(async (v) => ({ meta: v, text: await versions.read(v.number) })));
-  const log = await openKafkaControlLog({ ...controlTopicSettings(io.env), brokers, topic });
+  const log = await openKafkaControlLog({ ...controlTopicSettings(io.env), connection, topic });
   try {
     if (log.head('config') || log.head('keyset')) throw new VeilError('CONFIG_INVALID', `control store topic ${topic} holds versions already: migrate only into an empty store`);
     for (const [i, { meta, text }] of texts.entries()) {
@@ -64,7 +64,7 @@ async function migrate(dataDir: string, io: CliIo): Promise<number> {
     await log.close();
   }
   // verified by a reader that starts from nothing, as a new process would
-  const check = await openKafkaControlLog({ ...controlTopicSettings(io.env), brokers, topic });
+  const check = await openKafkaControlLog({ ...controlTopicSettings(io.env), connection, topic });
   try {
     const got = check.state.configs.map((c) => c.write.body);
     if (got.length !== texts.length || got.some((t, i) => t !== texts[i]!.text)) throw new ControlError('CONTROL_STORE_UNAVAILABLE', `${topic} read back does not hold the data dir's versions`);

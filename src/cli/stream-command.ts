@@ -3,7 +3,7 @@ import { openStream } from '../app/open-stream.ts';
 import { openResponders } from '../app/open-responders.ts';
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { openKafkaPort, streamClient } from '../stream/kafka/index.ts';
+import { DEFAULT_BROKERS, kafkaConnection, openKafkaPort, streamClient, type KafkaPort } from '../kafka/index.ts';
 import { UnprotectClient } from '../stream/unprotect/index.ts';
 import type { RewrapSpec } from '../stream/protect/index.ts';
 import { resolveConfigPath, resolveDataDir } from '../env/index.ts';
@@ -32,7 +32,9 @@ rewrap: after a key rotation, re-protects the pipeline's clean topic (--from, de
 Runs the configuration's protect pipelines: raw topics → protected clean topics, exactly-once by
 default. Instances with the same configuration share the partitions (one consumer group per
 pipeline). /healthz, /readyz and /metrics on --port (default $VEIL_STREAM_PORT, else 9464).
-  --brokers   default $KAFKA_BROKERS, else 127.0.0.1:9092
+  --brokers   default $KAFKA_BROKERS, else bootstrap.servers of $VEIL_KAFKA_CONFIG_FILE, else 127.0.0.1:9092
+              TLS and SASL: VEIL_KAFKA_CONFIG_FILE (a client.properties) and VEIL_KAFKA_<PROPERTY>
+              (docs/kafka-clients.md#security)
   --client    the Kafka client: librdkafka (default) or kafkajs (default $VEIL_STREAM_CLIENT)
   --registry  Confluent-API schema registry for avro pipelines (default $SCHEMA_REGISTRY_URL)
 SIGTERM finishes or aborts the batch in flight, leaves the group and exits.
@@ -66,7 +68,7 @@ export const streamCommand: Command = async (args, io) => {
     configFile: resolveConfigPath(values.config, io.env, io.cwd),
     dataDir: resolveDataDir(values['data-dir'], io.env, io.cwd),
     env: io.env, now: io.now,
-    brokers: (values.brokers ?? io.env.KAFKA_BROKERS ?? '127.0.0.1:9092').split(','),
+    ...(values.brokers ? { brokers: values.brokers.split(',') } : {}),
     client: values.client ?? io.env.VEIL_STREAM_CLIENT,
     development: io.env.VEIL_ENV !== 'production',
     notice: (line: string) => io.stderr(`veil stream: ${line}\n`),
@@ -161,9 +163,12 @@ async function sendRequest(values: Record<string, string | boolean | string[] | 
   const source = (values.request as string | undefined) ?? '-';
   const text = source === '-' ? await io.readStdin() : await readFile(resolve(io.cwd, source), 'utf8');
   const token = (await readFile(resolve(io.cwd, tokenFile), 'utf8')).trim();
-  const kafka = await openKafkaPort(streamClient((values.client as string | undefined) ?? io.env.VEIL_STREAM_CLIENT), { brokers: ((values.brokers as string | undefined) ?? io.env.KAFKA_BROKERS ?? '127.0.0.1:9092').split(','), clientId: 'veil-request' });
+  const brokers = values.brokers as string | undefined;
+  let kafka: KafkaPort | undefined;
   let client: UnprotectClient | undefined;
   try {
+    const connection = kafkaConnection(io.env, { ...(brokers ? { brokers: brokers.split(',') } : {}), defaultBrokers: DEFAULT_BROKERS });
+    kafka = await openKafkaPort(streamClient((values.client as string | undefined) ?? io.env.VEIL_STREAM_CLIENT), { connection, clientId: 'veil-request' });
     client = await UnprotectClient.connect({ kafka, requestTopic, replyTopic });
     const reply = await client.request(JSON.parse(text), { token, timeoutMs: Number(values.timeout ?? 10_000) });
     io.stdout(`${JSON.stringify(reply.body, null, 2)}\n`);
@@ -173,6 +178,6 @@ async function sendRequest(values: Record<string, string | boolean | string[] | 
     return 1;
   } finally {
     await client?.close().catch(() => undefined);
-    await kafka.disconnect().catch(() => undefined);
+    await kafka?.disconnect().catch(() => undefined);
   }
 }

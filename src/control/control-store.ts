@@ -7,6 +7,7 @@ import { ensureKey } from '../keystore/ensure-key.ts';
 import { authInput, CONTROL_MAC_KEY } from './control-auth.ts';
 import type { Accepted, ControlWrite, History } from './control-log.ts';
 import type { Env } from '../env/index.ts';
+import { controlKafkaConnection, type KafkaConnection } from '../kafka/index.ts';
 import { KeysetMirror, type KeysetJudge } from './keyset-mirror.ts';
 import { VersionMirror } from './version-mirror.ts';
 
@@ -44,12 +45,12 @@ export async function openControlStore(env: Env, dataDir: string, notice?: (mess
   const kind = env[CONTROL_STORE_ENV];
   if (kind === undefined || kind === '' || kind === 'local') return undefined;
   if (kind !== 'kafka') throw new VeilError('CONFIG_INVALID', `${CONTROL_STORE_ENV} must be local or kafka, not ${JSON.stringify(kind.slice(0, 32))}`);
-  const { brokers, topic } = controlTopic(env);
+  const { connection, topic } = controlTopic(env);
   const { KafkaControlLog } = await import('./kafka-control-log.ts');
   const keysets = new KeysetMirror(dataDir, notice);
   const configs = new VersionMirror(await ConfigVersions.open(dataDir), notice);
-  const log = await KafkaControlLog.open({ ...controlTopicSettings(env), brokers, topic, onAccepted: await dataDirMirror(dataDir, keysets, configs), ...(notice ? { warn: notice } : {}) });
-  return controlStoreOver(log, `Kafka topic ${topic} on ${brokers.join(',')}`, keysets, configs);
+  const log = await KafkaControlLog.open({ ...controlTopicSettings(env), connection, topic, onAccepted: await dataDirMirror(dataDir, keysets, configs), ...(notice ? { warn: notice } : {}) });
+  return controlStoreOver(log, `Kafka topic ${topic} on ${connection.brokers.join(',')}`, keysets, configs);
 }
 
 /** What the control store needs of its log (KafkaControlLog; an in-memory one in unit tests). */
@@ -160,11 +161,16 @@ export function controlStoreOver(log: AppendLog, description: string, keysets?: 
   };
 }
 
-/** The Kafka control store's brokers (VEIL_CONTROL_BROKERS, else KAFKA_BROKERS) and topic (VEIL_CONTROL_TOPIC). */
-export function controlTopic(env: Env): { brokers: string[]; topic: string } {
-  const brokers = (env.VEIL_CONTROL_BROKERS ?? env.KAFKA_BROKERS ?? '').split(',').filter(Boolean);
-  if (brokers.length === 0) throw new VeilError('CONFIG_INVALID', `${CONTROL_STORE_ENV}=kafka needs VEIL_CONTROL_BROKERS or KAFKA_BROKERS`);
-  return { brokers, topic: env.VEIL_CONTROL_TOPIC ?? DEFAULT_TOPIC };
+/**
+ * The Kafka control store's cluster — VEIL_CONTROL_BROKERS with VEIL_CONTROL_KAFKA_* (another
+ * cluster), else the main one's (KAFKA_BROKERS or bootstrap.servers, VEIL_KAFKA_*) — and its topic
+ * (VEIL_CONTROL_TOPIC).
+ */
+export function controlTopic(env: Env): { connection: KafkaConnection; topic: string } {
+  if (!env.VEIL_CONTROL_BROKERS && !env.KAFKA_BROKERS && !env.VEIL_KAFKA_BOOTSTRAP_SERVERS && !env.VEIL_KAFKA_CONFIG_FILE) {
+    throw new VeilError('CONFIG_INVALID', `${CONTROL_STORE_ENV}=kafka needs VEIL_CONTROL_BROKERS or KAFKA_BROKERS`);
+  }
+  return { connection: controlKafkaConnection(env), topic: env.VEIL_CONTROL_TOPIC ?? DEFAULT_TOPIC };
 }
 
 /**

@@ -36,7 +36,7 @@ export class KafkaBackend implements SubjectBackend {
 
   private constructor(options: KafkaBackendOptions) {
     this.log = new KafkaSubjectLog(options, join(options.dataDir, `subjects-view-${options.topic.replace(/[^A-Za-z0-9._-]/g, '_')}.db`));
-    this.description = `Kafka topic ${options.topic} on ${options.brokers.join(',')}`;
+    this.description = `Kafka topic ${options.topic} on ${options.connection.brokers.join(',')}`;
     this.maxStalenessMs = options.maxStalenessMs ?? 1500;
     this.freshTimeoutMs = options.freshTimeoutMs ?? 10_000;
     this.now = options.now ?? Date.now;

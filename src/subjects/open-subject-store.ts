@@ -1,5 +1,6 @@
 import { VeilError } from '../engine/index.ts';
 import type { Env } from '../env/index.ts';
+import { subjectKafkaConnection, type KafkaConnection } from '../kafka/index.ts';
 import { ensureSubjectKeys, SubjectKeyWrapper, type SubjectKeySource } from '../keystore/subject-keys.ts';
 import { SubjectsError } from './errors.ts';
 import type { KafkaBackendOptions } from './kafka-backend.ts';
@@ -17,7 +18,7 @@ const DEFAULT_TOPIC = 'veil.subjects';
 
 export type SubjectStoreSettings =
   | { kind: 'local' }
-  | { kind: 'kafka'; brokers: string[]; topic: string; partitions?: number; replicationFactor?: number; minInsyncReplicas?: number };
+  | { kind: 'kafka'; connection: KafkaConnection; topic: string; partitions?: number; replicationFactor?: number; minInsyncReplicas?: number };
 
 export interface OpenSubjectStoreOptions {
   /** the key set: the wrapping and index keys are created in it when absent (LocalKeystore) */
@@ -29,7 +30,7 @@ export interface OpenSubjectStoreOptions {
   /** the staleness bound (local default 1,000 ms, Kafka 1,500 ms): an erasure returns after it */
   maxStalenessMs?: number;
   /** Kafka adapter only: more topic settings when created, poll interval, timeouts */
-  kafka?: Partial<Omit<KafkaBackendOptions, 'brokers' | 'topic' | 'dataDir'>>;
+  kafka?: Partial<Omit<KafkaBackendOptions, 'connection' | 'topic' | 'dataDir'>>;
   now?: () => number;
 }
 
@@ -46,8 +47,11 @@ export function subjectStoreSettings(env: Env): SubjectStoreSettings {
   const kind = given === undefined || given === '' ? (env[CONTROL_STORE_ENV] === 'kafka' ? 'kafka' : 'local') : given;
   if (kind === 'local') return { kind: 'local' };
   if (kind !== 'kafka') throw new SubjectsError('SUBJECT_STORE_UNAVAILABLE', `${SUBJECT_STORE_ENV} must be local or kafka, not ${JSON.stringify(kind.slice(0, 32))}`);
-  const brokers = (env.VEIL_SUBJECT_BROKERS ?? env.VEIL_CONTROL_BROKERS ?? env.KAFKA_BROKERS ?? '').split(',').filter(Boolean);
-  if (brokers.length === 0) throw new SubjectsError('SUBJECT_STORE_UNAVAILABLE', `${SUBJECT_STORE_ENV}=kafka needs VEIL_SUBJECT_BROKERS, VEIL_CONTROL_BROKERS or KAFKA_BROKERS`);
+  if (!env.VEIL_SUBJECT_BROKERS && !env.VEIL_CONTROL_BROKERS && !env.KAFKA_BROKERS && !env.VEIL_KAFKA_BOOTSTRAP_SERVERS && !env.VEIL_KAFKA_CONFIG_FILE) {
+    throw new SubjectsError('SUBJECT_STORE_UNAVAILABLE', `${SUBJECT_STORE_ENV}=kafka needs VEIL_SUBJECT_BROKERS, VEIL_CONTROL_BROKERS or KAFKA_BROKERS`);
+  }
+  // the cluster and its security: VEIL_SUBJECT_BROKERS with VEIL_SUBJECT_KAFKA_*, else the control store's
+  const connection = subjectKafkaConnection(env);
   const count = (name: string, max: number) => {
     const text = env[name];
     if (text === undefined || text === '') return undefined;
@@ -58,7 +62,7 @@ export function subjectStoreSettings(env: Env): SubjectStoreSettings {
   const replicationFactor = count('VEIL_CONTROL_REPLICATION_FACTOR', 32);
   const minInsyncReplicas = count('VEIL_CONTROL_MIN_INSYNC_REPLICAS', 32);
   return {
-    kind: 'kafka', brokers, topic: env.VEIL_SUBJECT_TOPIC ?? DEFAULT_TOPIC, partitions: count('VEIL_SUBJECT_PARTITIONS', 1024) ?? 6,
+    kind: 'kafka', connection, topic: env.VEIL_SUBJECT_TOPIC ?? DEFAULT_TOPIC, partitions: count('VEIL_SUBJECT_PARTITIONS', 1024) ?? 6,
     ...(replicationFactor ? { replicationFactor } : {}), ...(minInsyncReplicas ? { minInsyncReplicas } : {}),
   };
 }
@@ -74,8 +78,8 @@ export async function openSubjectKeyStore(options: OpenSubjectStoreOptions): Pro
   }
   // loaded when used: a process on the local store never loads kafkajs for it
   const { KafkaBackend } = await import('./kafka-backend.ts');
-  const { brokers, topic, partitions, replicationFactor, minInsyncReplicas } = settings;
-  const backend = await KafkaBackend.open({ ...options.kafka, brokers, topic, partitions, replicationFactor, minInsyncReplicas, dataDir: options.dataDir, ...common });
+  const { connection, topic, partitions, replicationFactor, minInsyncReplicas } = settings;
+  const backend = await KafkaBackend.open({ ...options.kafka, connection, topic, partitions, replicationFactor, minInsyncReplicas, dataDir: options.dataDir, ...common });
   return new SubjectKeys(backend, wrapper, { cacheSize: options.cacheSize, now: options.now });
 }
 
@@ -115,7 +119,7 @@ function notShared(reason: string, what: string): SubjectsError {
  */
 export function lazySubjectKeyStore(options: OpenSubjectStoreOptions & { env?: Env; config?: KeyScopes }): LazySubjectKeyStore {
   const settings = options.settings ?? { kind: 'local' };
-  const description = settings.kind === 'local' ? `local subject-key store in ${options.dataDir}` : `subject-key topic ${settings.topic} on ${settings.brokers.join(',')}`;
+  const description = settings.kind === 'local' ? `local subject-key store in ${options.dataDir}` : `subject-key topic ${settings.topic} on ${settings.connection.brokers.join(',')}`;
   const unshared = options.env ? unsharedSubjectStore(settings, options.env) : undefined;
   if (unshared && options.config && scopesToSubject(options.config)) throw notShared(unshared, 'the configuration scopes keys to the data subject');
   return new LazySubjectKeyStore(description, () => (unshared ? Promise.reject(notShared(unshared, 'subject keys are asked for')) : openSubjectKeyStore(options)));

@@ -68,7 +68,7 @@ describe('adapters are siblings below the wiring (veil/adapter-isolation)', () =
     }
     // the portal takes its version store and engine holder from the neutral src/control, which imports no adapter
     expect(importedDirs('portal').get('control')?.length).toBeGreaterThan(0);
-    expect([...importedDirs('control').keys()].filter((d) => !['control', 'engine', 'keystore', 'env', 'file-lock', 'kafka-admin'].includes(d))).toEqual([]);
+    expect([...importedDirs('control').keys()].filter((d) => !['control', 'engine', 'keystore', 'env', 'file-lock', 'kafka'].includes(d))).toEqual([]);
   });
 
   it.each([

@@ -13,7 +13,7 @@ async function rulesFiredAt(file: string, code: string): Promise<string[]> {
 }
 
 const RULE = 'veil/stream-front-doors';
-const FOLDERS = ['config', 'kafka', 'protect', 'registry', 'serde', 'unprotect'];
+const FOLDERS = ['config', 'protect', 'registry', 'serde', 'unprotect'];
 
 describe("src/stream's folders and their front doors (veil/stream-front-doors)", () => {
   it('src/stream holds the known folders, each with an index.ts, and only its shared files at the root (the files as they are)', () => {
@@ -25,12 +25,11 @@ describe("src/stream's folders and their front doors (veil/stream-front-doors)",
 
   it.each([
     ['src/app/open-probe.ts', "import { ProtectPipeline } from '../stream/protect/pipeline.ts';\nexport const x = ProtectPipeline;\n"],
-    ['src/cli/probe.ts', "export const m = import('../stream/kafka/librdkafka-adapter.ts');\n"],
     ['src/app/open-probe.ts', "export { UnprotectClient } from '../stream/unprotect/client.ts';\n"],
     ['src/stream/protect/probe.ts', "import { jsonSerde } from '../serde/json-serde.ts';\nexport const x = jsonSerde;\n"],
-    ['src/stream/unprotect/probe.ts', "import type { KafkaPort } from '../kafka/ports.ts';\nexport type X = KafkaPort;\n"],
+    ['src/stream/unprotect/probe.ts', "import type { PipelineConfig } from '../config/pipeline-config.ts';\nexport type X = PipelineConfig;\n"],
     ['src/stream/serde/probe.ts', "import type { SchemaRegistryPort } from '../registry/registry-port.ts';\nexport type X = SchemaRegistryPort;\n"],
-    ['bench/probe.ts', "import { kafkajsPort } from '../src/stream/kafka/kafkajs-adapter.ts';\nexport const x = kafkajsPort;\n"],
+    ['bench/probe.ts', "import { ProtectPipeline } from '../src/stream/protect/pipeline.ts';\nexport const x = ProtectPipeline;\n"],
     ['test/integration/probe.test.ts', "import { pipelineSchema } from '../../src/stream/config/pipeline-config.ts';\nexport const x = pipelineSchema;\n"],
   ])('rejects in %s an import of a folder internal', async (file, code) => {
     expect(await rulesFiredAt(file, code)).toContain(RULE);
@@ -42,7 +41,7 @@ describe("src/stream's folders and their front doors (veil/stream-front-doors)",
   });
 
   it('allows the front doors, from anywhere, a folder its own files, and unit tests under test/stream the internals they test', async () => {
-    expect(await rulesFiredAt('src/app/open-probe.ts', "import { ProtectPipeline } from '../stream/protect/index.ts';\nimport { openKafkaPort } from '../stream/kafka/index.ts';\nexport const x = [ProtectPipeline, openKafkaPort];\n")).toEqual([]);
+    expect(await rulesFiredAt('src/app/open-probe.ts', "import { ProtectPipeline } from '../stream/protect/index.ts';\nimport { openKafkaPort } from '../kafka/index.ts';\nexport const x = [ProtectPipeline, openKafkaPort];\n")).toEqual([]);
     expect(await rulesFiredAt('src/stream/protect/probe.ts', "import { jsonSerde } from '../serde/index.ts';\nimport { Liveness } from './liveness.ts';\nimport { memo } from '../memo.ts';\nexport const x = [jsonSerde, Liveness, memo];\n")).toEqual([]);
     expect(await rulesFiredAt('test/stream/protect/probe.test.ts', "import { Liveness } from '../../../src/stream/protect/liveness.ts';\nexport const x = Liveness;\n")).toEqual([]);
   });
@@ -50,14 +49,6 @@ describe("src/stream's folders and their front doors (veil/stream-front-doors)",
   it('rejects a folder of src/stream it does not know and a new file at its root', async () => {
     expect(await rulesFiredAt('src/stream/helpers/probe.ts', 'export const x = 1;\n')).toContain(RULE);
     expect(await rulesFiredAt('src/stream/protect-probe.ts', 'export const x = 1;\n')).toContain(RULE);
-  });
-
-  it('lets only the kafkajs adapter import kafkajs and only the librdkafka adapter the librdkafka binding', async () => {
-    expect(await rulesFiredAt('src/stream/kafka/open-port.ts', "import type { Admin } from 'kafkajs';\nexport type X = Admin;\n")).toContain(RULE);
-    expect(await rulesFiredAt('src/stream/kafka/librdkafka-probe.ts', "import { Kafka } from 'kafkajs';\nexport const x = Kafka;\n")).toContain(RULE);
-    expect(await rulesFiredAt('src/stream/protect/probe.ts', "import type { LibrdKafkaError } from '@confluentinc/kafka-javascript';\nexport type X = LibrdKafkaError;\n")).toContain(RULE);
-    expect(await rulesFiredAt('src/stream/kafka/kafkajs-probe.ts', "import type { Admin } from 'kafkajs';\nexport type X = Admin;\n")).toEqual([]);
-    expect(await rulesFiredAt('src/stream/kafka/librdkafka-probe.ts', "import type { LibrdKafkaError } from '@confluentinc/kafka-javascript';\nexport type X = LibrdKafkaError;\n")).toEqual([]);
   });
 });
 

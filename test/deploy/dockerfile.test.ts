@@ -130,7 +130,7 @@ describe('Dockerfile', () => {
     expect(ciStep).toMatch(/npm prune --omit=dev/);
     // what veil reads at run time besides src: bin/veil, scripts/node22, config/, patches/ (the librdkafka binding's stamp check)
     expect(copies).toEqual(expect.arrayContaining(['bin/ bin/', 'config/ config/', 'src/ src/']));
-    expect(readFileSync(join(ROOT, 'src/stream/kafka/librdkafka-adapter.ts'), 'utf8')).toContain("new URL('../../../patches/', import.meta.url)");
+    expect(readFileSync(join(ROOT, 'src/kafka/librdkafka-adapter.ts'), 'utf8')).toContain("new URL('../../patches/', import.meta.url)");
     // every top-level directory src/ reads beside itself at run time is in the image
     const copied = new Set(steps(build, 'COPY').map((s) => s.args.split(/\s+/).at(-1)!.replace(/^\.\/$/, '').split('/')[0]).filter(Boolean));
     const read = readdirSync(join(ROOT, 'src'), { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.ts'))

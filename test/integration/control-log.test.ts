@@ -4,6 +4,7 @@ import { controlTopicSettings, type Accepted } from '../../src/control/index.ts'
 import { KafkaControlLog } from '../../src/control/kafka-control-log.ts';
 import { BROKERS, kafkaClient } from '../helpers/kafka.ts';
 import { privateBroker } from '../helpers/processes.ts';
+import { plainConnection } from '../../src/kafka/index.ts';
 
 /**
  * The control store's log on the real broker: writers racing on the same head never fork the
@@ -14,7 +15,7 @@ describe('KafkaControlLog against a real broker', () => {
   const topic = `veil.control.test.${randomBytes(4).toString('hex')}`;
   const opened: KafkaControlLog[] = [];
   const open = async (seen?: Accepted[]) => {
-    const log = await KafkaControlLog.open({ brokers: BROKERS, topic, onAccepted: (e) => void seen?.push(e) });
+    const log = await KafkaControlLog.open({ connection: plainConnection(BROKERS), topic, onAccepted: (e) => void seen?.push(e) });
     opened.push(log);
     return log;
   };
@@ -80,7 +81,7 @@ describe('KafkaControlLog against a real broker', () => {
     const failOnce = `veil.control.test.${randomBytes(4).toString('hex')}`;
     const calls: number[] = [];
     const log = await KafkaControlLog.open({
-      brokers: BROKERS, topic: failOnce,
+      connection: plainConnection(BROKERS), topic: failOnce,
       onAccepted: (e) => {
         calls.push(e.number);
         if (calls.length === 1) throw new Error('disk full, once');
@@ -96,7 +97,7 @@ describe('KafkaControlLog against a real broker', () => {
   it('an append the brokers do not take is CONTROL_STORE_UNAVAILABLE, naming no value; the history is unchanged', async () => {
     const broker = await privateBroker('control-down');
     try {
-      const log = await KafkaControlLog.open({ brokers: [broker.brokers], topic: 'veil.control.down', appendTimeoutMs: 5_000 });
+      const log = await KafkaControlLog.open({ connection: plainConnection([broker.brokers]), topic: 'veil.control.down', appendTimeoutMs: 5_000 });
       opened.push(log);
       expect((await log.append('config', 0, 'version one'))!.number).toBe(1);
       expect(log.status()).toEqual({ following: true });
@@ -117,13 +118,13 @@ describe('KafkaControlLog against a real broker', () => {
       const isrOf = async (name: string) => (await admin.describeConfigs({ resources: [{ type: 2, name, configNames: ['min.insync.replicas'] }], includeSynonyms: false })).resources[0]!.configEntries[0]!.configValue;
       const created = `veil.control.settings.${randomBytes(4).toString('hex')}`;
       const warnings: string[] = [];
-      const log = await KafkaControlLog.open({ ...controlTopicSettings({ VEIL_CONTROL_REPLICATION_FACTOR: '1', VEIL_CONTROL_MIN_INSYNC_REPLICAS: '1' }), brokers: BROKERS, topic: created, warn: (m) => warnings.push(m) });
+      const log = await KafkaControlLog.open({ ...controlTopicSettings({ VEIL_CONTROL_REPLICATION_FACTOR: '1', VEIL_CONTROL_MIN_INSYNC_REPLICAS: '1' }), connection: plainConnection(BROKERS), topic: created, warn: (m) => warnings.push(m) });
       opened.push(log);
       expect([await isrOf(created), warnings]).toEqual(['1', []]);
       // made by someone else, with the broker's defaults and retention by age; veil asked for 3 replicas, 2 in sync
       const existing = `veil.control.existing.${randomBytes(4).toString('hex')}`;
       await admin.createTopics({ waitForLeaders: true, topics: [{ topic: existing, numPartitions: 1, configEntries: [{ name: 'cleanup.policy', value: 'delete' }] }] });
-      const other = await KafkaControlLog.open({ ...controlTopicSettings({ VEIL_CONTROL_REPLICATION_FACTOR: '3', VEIL_CONTROL_MIN_INSYNC_REPLICAS: '2' }), brokers: BROKERS, topic: existing, warn: (m) => warnings.push(m) });
+      const other = await KafkaControlLog.open({ ...controlTopicSettings({ VEIL_CONTROL_REPLICATION_FACTOR: '3', VEIL_CONTROL_MIN_INSYNC_REPLICAS: '2' }), connection: plainConnection(BROKERS), topic: existing, warn: (m) => warnings.push(m) });
       opened.push(other);
       expect(warnings).toEqual([
         expect.stringMatching(/has 1 replica\(s\), fewer than VEIL_CONTROL_REPLICATION_FACTOR=3/),

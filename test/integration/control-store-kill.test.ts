@@ -11,6 +11,7 @@ import { LocalKeystore } from '../../src/keystore/local-keystore.ts';
 import { KafkaControlLog } from '../../src/control/kafka-control-log.ts';
 import { BROKERS } from '../helpers/kafka.ts';
 import { ROOT } from '../helpers/processes.ts';
+import { plainConnection } from '../../src/kafka/index.ts';
 
 const exec = promisify(execFile);
 const MASTER = 'a1'.repeat(32);
@@ -48,7 +49,7 @@ describe('the control store under SIGKILL', () => {
     }
     expect(killed).toBeGreaterThan(0);
 
-    const log = await KafkaControlLog.open({ brokers: BROKERS, topic });
+    const log = await KafkaControlLog.open({ connection: plainConnection(BROKERS), topic });
     await log.close();
     expect(log.state.configs.map((c) => c.number)).toEqual(log.state.configs.map((_, i) => i + 1));
     for (const c of log.state.configs) expect(compileVeilConfigText(c.write.body).issues.filter((x) => x.severity === 'error')).toEqual([]);

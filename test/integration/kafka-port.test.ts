@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openKafkaPort, streamClient } from '../../src/stream/kafka/index.ts';
-import type { KafkaPort } from '../../src/stream/kafka/index.ts';
+import { openKafkaPort, plainConnection, streamClient } from '../../src/kafka/index.ts';
+import type { KafkaPort } from '../../src/kafka/index.ts';
 import { streamClients } from '../helpers/stream-clients.ts';
-import type { Batch, ConsumerPort, Header, InRecord } from '../../src/stream/kafka/index.ts';
+import type { Batch, ConsumerPort, Header, InRecord } from '../../src/kafka/index.ts';
 import { BROKERS, consume, createTopics, kafkaClient, topicsFor } from '../helpers/kafka.ts';
 
 /**
@@ -18,7 +18,7 @@ describe.each(streamClients())('Kafka port on %s (real broker)', (client) => {
   const kafka = kafkaClient();
   const consumers: ConsumerPort[] = [];
   beforeAll(async () => {
-    port = await openKafkaPort(streamClient(client), { brokers: BROKERS, clientId: `port-test-${client}`, sessionTimeoutMs: 6000 });
+    port = await openKafkaPort(streamClient(client), { connection: plainConnection(BROKERS), clientId: `port-test-${client}`, sessionTimeoutMs: 6000 });
   });
   afterAll(async () => {
     for (const c of consumers) await c.disconnect().catch(() => undefined);

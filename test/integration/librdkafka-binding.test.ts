@@ -1,9 +1,8 @@
 import rdkafka from '@confluentinc/kafka-javascript';
 import type { Producer } from '@confluentinc/kafka-javascript';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-// the adapter's own header encoding, tested against the native binding: an internal of src/stream/kafka
-// eslint-disable-next-line veil/stream-front-doors
-import { encodeHeaders } from '../../src/stream/kafka/librdkafka-headers.ts';
+// the adapter's own header encoding, tested against the native binding: an internal of src/kafka
+import { encodeHeaders } from '../../src/kafka/librdkafka-headers.ts';
 import { BROKERS, createTopics, kafkaClient, topicsFor } from '../helpers/kafka.ts';
 
 const { Producer: NativeProducer } = rdkafka as unknown as { Producer: typeof Producer };

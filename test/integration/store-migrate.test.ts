@@ -8,6 +8,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { KafkaControlLog } from '../../src/control/kafka-control-log.ts';
 import { BROKERS } from '../helpers/kafka.ts';
 import { ROOT } from '../helpers/processes.ts';
+import { plainConnection } from '../../src/kafka/index.ts';
 
 const exec = promisify(execFile);
 
@@ -37,7 +38,7 @@ describe('veil store migrate', () => {
     expect(again).toMatchObject({ code: 1 });
     expect((again as { stderr: string }).stderr).toMatch(/holds versions already/);
 
-    const log = await KafkaControlLog.open({ brokers: BROKERS, topic });
+    const log = await KafkaControlLog.open({ connection: plainConnection(BROKERS), topic });
     expect(log.state.configs.map((c) => [c.number, c.write.meta?.note])).toEqual([[1, 'first'], [2, 'second']]);
     expect(Buffer.from(log.state.keyset!.write.body, 'base64').equals(await readFile(join(local, 'keystore.json')))).toBe(true);
     await log.close();

@@ -3,7 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { openKafkaPort, streamClient } from '../../src/stream/kafka/index.ts';
+import { openKafkaPort, plainConnection, streamClient } from '../../src/kafka/index.ts';
 import { UnprotectClient } from '../../src/stream/unprotect/index.ts';
 import { BROKERS, createTopics, kafkaClient, topicsFor } from '../helpers/kafka.ts';
 import { MASTER_KEY_HEX, startTestService } from '../helpers/http-service.ts';
@@ -31,7 +31,7 @@ describe.each(streamClients())('veil stream unprotect on %s stops when asked', (
     dirs.push(dataDir);
     const extra = await deskResponderYaml({ requests, replies, dlq: t.dlq, groupId: `veil-test-${t.id}` });
     const http = await startTestService({ configText: exampleWith(extra), dataDir });
-    const port = await openKafkaPort(streamClient(clientName), { brokers: BROKERS, clientId: 'unprotect-stop-test' });
+    const port = await openKafkaPort(streamClient(clientName), { connection: plainConnection(BROKERS), clientId: 'unprotect-stop-test' });
     const clients: UnprotectClient[] = [];
     const child = spawn(join(ROOT, 'bin/veil'), ['stream', 'unprotect', '--config', join(dataDir, 'config.yaml'), '--data-dir', dataDir], {
       env: { ...process.env, VEIL_MASTER_KEY: MASTER_KEY_HEX, VEIL_BASE_URL: 'http://veil.test', VEIL_LOG_LEVEL: 'warn', KAFKA_BROKERS: BROKERS.join(','), VEIL_STREAM_CLIENT: clientName, VEIL_STOP_TIMEOUT_MS: '20000' },

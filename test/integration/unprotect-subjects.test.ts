@@ -2,8 +2,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MemoryAuditSink } from '../../src/audit/audit-sink.ts';
 import { openResponders, type Responders } from '../../src/app/open-responders.ts';
-import { openKafkaPort, streamClient } from '../../src/stream/kafka/index.ts';
-import type { KafkaPort } from '../../src/stream/kafka/index.ts';
+import { openKafkaPort, plainConnection, streamClient } from '../../src/kafka/index.ts';
+import type { KafkaPort } from '../../src/kafka/index.ts';
 import { UnprotectClient, type UnprotectReply } from '../../src/stream/unprotect/index.ts';
 import { BROKERS, createTopics, kafkaClient, topicsFor } from '../helpers/kafka.ts';
 import { MASTER_KEY_HEX, startTestService, type TestService } from '../helpers/http-service.ts';
@@ -31,7 +31,7 @@ describe('unprotect on demand over Kafka for data subjects (real broker)', () =>
   let token: string;
 
   beforeAll(async () => {
-    port = await openKafkaPort(streamClient('kafkajs'), { brokers: BROKERS, clientId: 'unprotect-subjects-test' });
+    port = await openKafkaPort(streamClient('kafkajs'), { connection: plainConnection(BROKERS), clientId: 'unprotect-subjects-test' });
     await createTopics(kafkaClient(), [requests, replies, t.dlq], 1);
     http = await startTestService({ configText: `${CONFIG}\n${await deskResponderYaml({ requests, replies, dlq: t.dlq, groupId: `veil-test-${t.id}` })}` });
     token = await http.token('desk-agent', 'desk-agent-secret-0123456789');

@@ -5,8 +5,8 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MemoryAuditSink } from '../../src/audit/audit-sink.ts';
 import { openResponders, type Responders } from '../../src/app/open-responders.ts';
-import { openKafkaPort, streamClient } from '../../src/stream/kafka/index.ts';
-import type { KafkaPort } from '../../src/stream/kafka/index.ts';
+import { openKafkaPort, plainConnection, streamClient } from '../../src/kafka/index.ts';
+import type { KafkaPort } from '../../src/kafka/index.ts';
 import { streamClients } from '../helpers/stream-clients.ts';
 import { UnprotectClient, type UnprotectReply } from '../../src/stream/unprotect/index.ts';
 import { BROKERS, consume, createTopics, kafkaClient, produce, topicsFor } from '../helpers/kafka.ts';
@@ -40,7 +40,7 @@ describe.each(streamClients())('unprotect on demand over Kafka on %s (real broke
   const codeOf = (r: UnprotectReply) => (r.body as { error: { code: string } }).error.code;
 
   beforeAll(async () => {
-    port = await openKafkaPort(streamClient(clientName), { brokers: BROKERS, clientId: 'unprotect-test' });
+    port = await openKafkaPort(streamClient(clientName), { connection: plainConnection(BROKERS), clientId: 'unprotect-test' });
     dataDir = await mkdtemp(join(tmpdir(), 'veil-unprotect-'));
     await createTopics(kafka, [requests, replies, other, t.dlq], 2);
     const extra = await deskResponderYaml({ requests, replies, dlq: t.dlq, groupId: `veil-test-${t.id}` });

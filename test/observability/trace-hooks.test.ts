@@ -5,7 +5,7 @@ import { Engine } from '../../src/engine/index.ts';
 import { forwardHeaders, TrustedProxies } from '../../src/gateway/forwarding.ts';
 import { RECORD_SPAN, TRANSACTION_SPAN } from '../../src/observability/stream-trace.ts';
 import { openTracing, type Tracing } from '../../src/observability/tracing.ts';
-import { headerValue, type Batch, type Header, type InRecord } from '../../src/stream/kafka/index.ts';
+import { headerValue, type Batch, type Header, type InRecord } from '../../src/kafka/index.ts';
 import { ProtectPipeline } from '../../src/stream/protect/index.ts';
 import { jsonSerde } from '../../src/stream/serde/index.ts';
 import { StreamMetrics } from '../../src/stream/protect/index.ts';

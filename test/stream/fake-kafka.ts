@@ -1,4 +1,4 @@
-import type { Batch, CaughtUp, ConsumerEvents, ConsumerPort, KafkaPort, LookAhead, OutRecord, ProducerPort } from '../../src/stream/kafka/ports.ts';
+import type { Batch, CaughtUp, ConsumerEvents, ConsumerPort, KafkaPort, LookAhead, OutRecord, ProducerPort } from '../../src/kafka/index.ts';
 
 /**
  * An in-memory KafkaPort that models what exactly-once relies on: a transactional id's newest

@@ -6,6 +6,7 @@ import { ensureSubjectKeys } from '../../src/keystore/subject-keys.ts';
 import { openSubjectKeyStore, type SubjectKeyStore } from '../../src/subjects/index.ts';
 import { BROKERS } from '../helpers/kafka.ts';
 import { keystoreIn, tempDir } from './helpers.ts';
+import { plainConnection } from '../../src/kafka/index.ts';
 
 /** Small segments and a quick cleaner, so compaction runs within seconds in a test. */
 export const QUICK_COMPACTION = {
@@ -35,7 +36,7 @@ export async function openKafkaStore(dir: string, master: SecretKey, topic: stri
   const keystore = await keystoreIn(dir, master);
   return openSubjectKeyStore({
     keystore, dataDir: dir, ...(options.cacheSize !== undefined ? { cacheSize: options.cacheSize } : {}),
-    settings: { kind: 'kafka', brokers: BROKERS, topic, partitions: options.partitions ?? 3 },
+    settings: { kind: 'kafka', connection: plainConnection(BROKERS), topic, partitions: options.partitions ?? 3 },
     maxStalenessMs: options.maxStalenessMs ?? 1000,
     kafka: { topicConfig: QUICK_COMPACTION, pollMs: 100 },
   });

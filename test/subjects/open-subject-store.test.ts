@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { CONTROL_STORE_ENV } from '../../src/control/control-store.ts';
 import { DATA_DIR_EPHEMERAL_ENV, lazySubjectKeyStore, scopesToSubject, subjectStoreSettings, unsharedSubjectStore } from '../../src/subjects/open-subject-store.ts';
 import { cleanup, keystoreIn, tempDir } from './helpers.ts';
+import { plainConnection } from '../../src/kafka/index.ts';
 
 afterEach(cleanup);
 
@@ -17,14 +18,14 @@ describe('VEIL_SUBJECT_STORE follows the control store when unset', () => {
     const brokers = { KAFKA_BROKERS: 'k1:9092,k2:9092' };
     expect(subjectStoreSettings({})).toEqual({ kind: 'local' });
     expect(subjectStoreSettings({ ...brokers, VEIL_CONTROL_STORE: 'local' })).toEqual({ kind: 'local' });
-    expect(subjectStoreSettings({ ...brokers, VEIL_CONTROL_STORE: 'kafka' })).toEqual({ kind: 'kafka', brokers: ['k1:9092', 'k2:9092'], topic: 'veil.subjects', partitions: 6 });
+    expect(subjectStoreSettings({ ...brokers, VEIL_CONTROL_STORE: 'kafka' })).toEqual({ kind: 'kafka', connection: expect.objectContaining({ brokers: ['k1:9092', 'k2:9092'], protocol: 'PLAINTEXT' }), topic: 'veil.subjects', partitions: 6 });
     expect(subjectStoreSettings({ ...brokers, VEIL_CONTROL_STORE: 'kafka', VEIL_SUBJECT_STORE: '' })).toMatchObject({ kind: 'kafka' });
     // an explicit choice wins either way
     expect(subjectStoreSettings({ ...brokers, VEIL_CONTROL_STORE: 'kafka', VEIL_SUBJECT_STORE: 'local' })).toEqual({ kind: 'local' });
     expect(subjectStoreSettings({ ...brokers, VEIL_SUBJECT_STORE: 'kafka' })).toMatchObject({ kind: 'kafka' });
     // the control store's own brokers, when it has its own cluster; the subject topic's own first
-    expect(subjectStoreSettings({ ...brokers, VEIL_CONTROL_STORE: 'kafka', VEIL_CONTROL_BROKERS: 'c:9092' })).toMatchObject({ brokers: ['c:9092'] });
-    expect(subjectStoreSettings({ ...brokers, VEIL_CONTROL_STORE: 'kafka', VEIL_CONTROL_BROKERS: 'c:9092', VEIL_SUBJECT_BROKERS: 's:9092' })).toMatchObject({ brokers: ['s:9092'] });
+    expect(subjectStoreSettings({ ...brokers, VEIL_CONTROL_STORE: 'kafka', VEIL_CONTROL_BROKERS: 'c:9092' })).toMatchObject({ connection: { brokers: ['c:9092'] } });
+    expect(subjectStoreSettings({ ...brokers, VEIL_CONTROL_STORE: 'kafka', VEIL_CONTROL_BROKERS: 'c:9092', VEIL_SUBJECT_BROKERS: 's:9092' })).toMatchObject({ connection: { brokers: ['s:9092'] } });
   });
 });
 
@@ -35,7 +36,7 @@ describe('a local subject-key store where it would split or lose keys is refused
     expect(unsharedSubjectStore(local, { [DATA_DIR_EPHEMERAL_ENV]: 'false' })).toBeUndefined();
     expect(unsharedSubjectStore(local, { VEIL_CONTROL_STORE: 'kafka' })).toMatch(/VEIL_CONTROL_STORE=kafka/);
     expect(unsharedSubjectStore(local, { [DATA_DIR_EPHEMERAL_ENV]: 'true' })).toMatch(/VEIL_DATA_DIR_EPHEMERAL=true/);
-    expect(unsharedSubjectStore({ kind: 'kafka', brokers: ['k:9092'], topic: 't' }, { VEIL_CONTROL_STORE: 'kafka', [DATA_DIR_EPHEMERAL_ENV]: 'true' })).toBeUndefined();
+    expect(unsharedSubjectStore({ kind: 'kafka', connection: plainConnection(['k:9092']), topic: 't' }, { VEIL_CONTROL_STORE: 'kafka', [DATA_DIR_EPHEMERAL_ENV]: 'true' })).toBeUndefined();
     // a misspelt switch is not read as false
     expect(() => unsharedSubjectStore(local, { [DATA_DIR_EPHEMERAL_ENV]: 'yes' })).toThrow(expect.objectContaining({ code: 'CONFIG_INVALID' }));
   });

@@ -1,5 +1,5 @@
 import type { PipelineConfig } from '../config/index.ts';
-import type { Headers } from '../kafka/index.ts';
+import type { Headers } from '../../kafka/index.ts';
 
 const utf8 = (s: string) => Buffer.from(s, 'utf8');
 

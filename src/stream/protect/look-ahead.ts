@@ -1,4 +1,4 @@
-import type { InRecord } from '../kafka/index.ts';
+import type { InRecord } from '../../kafka/index.ts';
 import type { ChunkOutcome } from './chunk-protector.ts';
 
 /** A partition's likely next batch, and its chunks' protection once started. */

@@ -1,4 +1,4 @@
-import type { InRecord, KafkaPort, ProducerPort, Transaction } from '../kafka/index.ts';
+import type { InRecord, KafkaPort, ProducerPort, Transaction } from '../../kafka/index.ts';
 import { StreamError } from '../stream-error.ts';
 
 /** A partition's producer, fenced in one group generation, and the offset read after fencing. */

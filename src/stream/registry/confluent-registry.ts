@@ -1,4 +1,7 @@
+import { Agent, fetch as undiciFetch } from 'undici';
+import { Secret } from '../../kafka/index.ts';
 import type { SchemaRegistryPort } from './registry-port.ts';
+import type { RegistrySettings } from './registry-settings.ts';
 import { StreamError } from '../stream-error.ts';
 
 export interface ConfluentRegistryOptions {
@@ -8,8 +11,9 @@ export interface ConfluentRegistryOptions {
 
 /**
  * A Confluent-API schema registry over HTTP (Confluent Schema Registry, Apicurio's
- * /apis/ccompat/v7, Redpanda…). `url` is the API base; credentials in it (https://user:pass@…)
- * become Basic authentication and never appear in messages.
+ * /apis/ccompat/v7, Redpanda…), by its settings (registry-settings.ts: the API base, Basic or
+ * bearer authentication, TLS) or a URL alone, whose credentials (https://user:pass@…) become Basic
+ * authentication. Credentials never appear in messages.
  *
  * Errors are StreamErrors: an id the registry does not hold (404, error_code 40403) is
  * SCHEMA_UNKNOWN; no answer, a timeout, 5xx, 408, 429, 401/403 and answers that are not the
@@ -23,16 +27,13 @@ export interface ConfluentRegistryOptions {
  * the subject's compatibility level on first registration — behaviours the decorators
  * (retrying-registry.ts, caching-registry.ts) and the operator own here.
  */
-export function confluentRegistry(url: string, options: ConfluentRegistryOptions = {}): SchemaRegistryPort {
-  const parsed = new URL(url);
-  const headers: Record<string, string> = { accept: 'application/vnd.schemaregistry.v1+json, application/json' };
-  if (parsed.username || parsed.password) {
-    headers.authorization = `Basic ${Buffer.from(`${decodeURIComponent(parsed.username)}:${decodeURIComponent(parsed.password)}`).toString('base64')}`;
-    parsed.username = '';
-    parsed.password = '';
-  }
-  const base = parsed.toString().replace(/\/+$/, '');
+export function confluentRegistry(at: string | RegistrySettings, options: ConfluentRegistryOptions = {}): SchemaRegistryPort {
+  const settings = typeof at === 'string' ? urlSettings(at) : at;
+  const headers: Record<string, string> = { accept: 'application/vnd.schemaregistry.v1+json, application/json', ...authorization(settings) };
+  const base = settings.url.replace(/\/+$/, '');
+  const parsed = new URL(base);
   const shown = `${parsed.origin}${parsed.pathname.replace(/\/+$/, '')}`;
+  const fetch = registryFetch(settings);
   const timeoutMs = options.timeoutMs ?? 10_000;
 
   async function call(what: string, path: string, init: { method?: string; body?: string } = {}): Promise<{ status: number; body: Record<string, unknown> | undefined }> {
@@ -98,6 +99,42 @@ export function confluentRegistry(url: string, options: ConfluentRegistryOptions
       return body.id;
     },
   };
+}
+
+/** A URL as settings: user:password in it is HTTP Basic (taken out of the URL, never shown). */
+function urlSettings(url: string): RegistrySettings {
+  const parsed = new URL(url);
+  const user = decodeURIComponent(parsed.username);
+  const password = decodeURIComponent(parsed.password);
+  parsed.username = '';
+  parsed.password = '';
+  return { url: parsed.toString(), ...(user || password ? { auth: { kind: 'basic', user, password: new Secret(password) } } : {}) };
+}
+
+function authorization(settings: RegistrySettings): Record<string, string> {
+  const { auth } = settings;
+  if (!auth) return {};
+  if (auth.kind === 'bearer') return { authorization: `Bearer ${auth.token.reveal()}` };
+  return { authorization: `Basic ${Buffer.from(`${auth.user}:${auth.password.reveal()}`).toString('base64')}` };
+}
+
+/**
+ * The fetch the registry is called with: Node's, or with TLS settings undici's (the library Node's
+ * fetch is built on) over an Agent that presents the client certificate and trusts the CA bundle.
+ */
+function registryFetch(settings: RegistrySettings): typeof globalThis.fetch {
+  const { tls } = settings;
+  if (!tls) return globalThis.fetch;
+  const dispatcher = new Agent({
+    connect: {
+      rejectUnauthorized: true,
+      ...(tls.ca ? { ca: [tls.ca.pem] } : {}),
+      ...(tls.certificate ? { cert: tls.certificate.pem } : {}),
+      ...(tls.key ? { key: tls.key.pem } : {}),
+      ...(tls.keyPassword ? { passphrase: tls.keyPassword.reveal() } : {}),
+    },
+  });
+  return ((input: string, init: RequestInit) => undiciFetch(input, { ...(init as object), dispatcher } as never)) as unknown as typeof globalThis.fetch;
 }
 
 function describeNetworkError(e: unknown): string {

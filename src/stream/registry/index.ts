@@ -5,5 +5,6 @@
  */
 export type { LatestSchema, SchemaRegistryPort, SchemaType } from './registry-port.ts';
 export { confluentRegistry, type ConfluentRegistryOptions } from './confluent-registry.ts';
+export { registrySettings, type RegistrySettings } from './registry-settings.ts';
 export { CachingRegistry } from './caching-registry.ts';
 export { RetryingRegistry, type RetryOptions } from './retrying-registry.ts';

@@ -12,5 +12,7 @@ export { mappings, protectRecord, type Mapping } from './field-mappings.ts';
 export { firstUnallowed, planTags, TagPlanError } from './schema-tags.ts';
 export type { RegistryFormat } from './schema-check.ts';
 
+export { sampleReader } from './sample-reader.ts';
+
 /** The registry formats' serdes and schema checks (schema-formats.ts), loaded on first use. */
 export const schemaFormats = () => import('./schema-formats.ts');

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { TransformRequest, TransformResponse } from '../../engine/index.ts';
 import type { Problem } from '../../errors/problem.ts';
-import { headerValue, type ConsumerPort, type KafkaPort, type ProducerPort } from '../kafka/index.ts';
+import { headerValue, type ConsumerPort, type KafkaPort, type ProducerPort } from '../../kafka/index.ts';
 import { REPLY_STATUS_HEADER, REQUEST_HEADERS } from './protocol.ts';
 
 export type UnprotectReply = { status: 200; body: TransformResponse } | { status: number; body: { error: Problem } };

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { InRecord } from '../../../src/stream/kafka/ports.ts';
+import type { InRecord } from '../../../src/kafka/index.ts';
 import { ProtectAhead } from '../../../src/stream/protect/look-ahead.ts';
 import type { ChunkOutcome } from '../../../src/stream/protect/chunk-protector.ts';
 

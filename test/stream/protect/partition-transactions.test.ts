@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { PartitionTransactions } from '../../../src/stream/protect/partition-transactions.ts';
-import type { InRecord } from '../../../src/stream/kafka/ports.ts';
+import type { InRecord } from '../../../src/kafka/index.ts';
 import { FakeKafka } from '../fake-kafka.ts';
 
 const records = (from: number, to: number): InRecord[] => Array.from({ length: to - from + 1 }, (_, i) => ({

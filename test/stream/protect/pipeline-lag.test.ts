@@ -6,7 +6,7 @@ import { Engine } from '../../../src/engine/index.ts';
 import { ProtectPipeline } from '../../../src/stream/protect/pipeline.ts';
 import { jsonSerde } from '../../../src/stream/serde/json-serde.ts';
 import { StreamMetrics } from '../../../src/stream/protect/stream-metrics.ts';
-import type { Batch, InRecord } from '../../../src/stream/kafka/ports.ts';
+import type { Batch, InRecord } from '../../../src/kafka/index.ts';
 import { STREAM_METRIC_NAMES } from '../../../src/observability/stream-metric-names.ts';
 import { FakeKafka } from '../fake-kafka.ts';
 

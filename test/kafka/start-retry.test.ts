@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { KafkaJSConnectionError, KafkaJSNonRetriableError, KafkaJSNumberOfRetriesExceeded } from 'kafkajs';
-import { isTransientKafkaFailure, openWithRetry } from '../../../src/stream/kafka/start-retry.ts';
+import { isTransientKafkaFailure, openWithRetry } from '../../src/kafka/start-retry.ts';
 
 describe('openWithRetry: a process started while its broker restarts', () => {
   it('tries again after transient failures (a refused connection, retries given up on one) until it opens', async () => {

@@ -1,14 +1,13 @@
 import { createRequire } from 'node:module';
-import { Kafka, logLevel, Partitioners, type Batch as KafkajsBatch, type Consumer, type KafkaConfig, type KafkaMessage, type Producer, type RecordHeader } from 'kafkajs';
+import { Partitioners, type Batch as KafkajsBatch, type Consumer, type KafkaConfig, type KafkaMessage, type Producer, type RecordHeader } from 'kafkajs';
+import type { KafkaConnection } from './client-settings.ts';
+import { kafkajsClient } from './kafkajs-client.ts';
 import { type Batch, type CaughtUp, type ConsumerPort, type Header, type InRecord, type KafkaLog, type KafkaPort, type OutRecord, type ProducerPort, type Transaction } from './ports.ts';
 import { inChunks as sendInChunks } from './send-chunks.ts';
 import { topicLimits, type TopicLimits } from './kafkajs-topic-limits.ts';
 import { stableOffsetFetch } from './kafkajs-stable-offsets.ts';
-import { fromKafkajs, kafkajsCall, toKafkajs } from './kafkajs-errors.ts';
+import { deniedBy, fromKafkajs, kafkajsCall, toKafkajs } from './kafkajs-errors.ts';
 import type { KafkaError } from './kafka-error.ts';
-
-
-const LEVELS: Record<number, 'error' | 'warn' | 'info'> = { [logLevel.ERROR]: 'error', [logLevel.WARN]: 'warn', [logLevel.INFO]: 'info' };
 
 /** Fetch sizes: larger fetches make fewer, larger transactions (a transaction costs ~4 round trips). */
 export interface FetchTuning {
@@ -42,19 +41,10 @@ export function assertKafkajsPatched(): void {
  * maxInFlightRequests 1, one transactional id per input partition (kafkajs has no KIP-447, so
  * zombie fencing comes from the id, not from the group generation).
  */
-export function kafkajsPort(options: { brokers: string[]; clientId: string; log?: KafkaLog; config?: Partial<KafkaConfig>; sessionTimeoutMs?: number; fetch?: FetchTuning }): KafkaPort {
+export function kafkajsPort(options: { connection: KafkaConnection; clientId: string; log?: KafkaLog; config?: Partial<KafkaConfig>; sessionTimeoutMs?: number; fetch?: FetchTuning }): KafkaPort {
   assertKafkajsPatched();
   const sessionTimeout = options.sessionTimeoutMs ?? 30_000;
-  const kafka = new Kafka({
-    clientId: options.clientId,
-    brokers: options.brokers,
-    logLevel: logLevel.WARN,
-    logCreator: () => ({ level, log }) => {
-      const { message, ...extra } = log;
-      options.log?.(LEVELS[level] ?? 'info', String(message), { error: extra.error, broker: extra.broker, groupId: extra.groupId });
-    },
-    ...options.config,
-  });
+  const kafka = kafkajsClient(options.connection, options.clientId, { log: options.log ?? (() => undefined), ...(options.config ? { config: options.config } : {}) });
   const limits = topicLimits(kafka);
   const fetch = options.fetch ?? {};
   const stable = stableOffsetFetch(() => limits.admin());
@@ -62,8 +52,9 @@ export function kafkajsPort(options: { brokers: string[]; clientId: string; log?
     consumer: ({ groupId, readCommitted }) => consumerPort(kafka.consumer({
       groupId, readUncommitted: !readCommitted, allowAutoTopicCreation: false,
       // kafkajs restarts a crashed consumer only when the root cause is retriable; the pipeline
-      // watches `crashed` and re-creates a consumer that stays down
-      retry: { retries: 10, restartOnFailure: async () => true },
+      // watches `crashed` and re-creates a consumer that stays down. A refusal of this client
+      // (credentials, certificate, permissions) is not restarted: the crash reports it
+      retry: { retries: 10, restartOnFailure: async (e) => !deniedBy(e) },
       sessionTimeout, heartbeatInterval: Math.max(500, Math.floor(sessionTimeout / 10)),
       maxBytesPerPartition: fetch.maxBytesPerPartition ?? 1_048_576,
       maxBytes: 4 * (fetch.maxBytesPerPartition ?? 1_048_576) + 1_048_576,

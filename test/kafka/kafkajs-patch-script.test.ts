@@ -1,9 +1,9 @@
 import { cpSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { applyHunks, parsePatch, patchKafkajs } from '../../../scripts/patch-kafkajs.mjs';
-import { INSTALLED_KAFKAJS, kafkajsCopies } from '../../helpers/patched-kafkajs.ts';
-import { ROOT } from '../../helpers/processes.ts';
+import { applyHunks, parsePatch, patchKafkajs } from '../../scripts/patch-kafkajs.mjs';
+import { INSTALLED_KAFKAJS, kafkajsCopies } from '../helpers/patched-kafkajs.ts';
+import { ROOT } from '../helpers/processes.ts';
 
 /**
  * scripts/patch-kafkajs.mjs, run by the project's postinstall: patches kafkajs 2.2.4 only,

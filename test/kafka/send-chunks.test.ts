@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { inChunks, MAX_SEND_BYTES } from '../../../src/stream/kafka/send-chunks.ts';
-import { BATCH_OVERHEAD } from '../../../src/stream/kafka/record-size.ts';
-import type { OutRecord } from '../../../src/stream/kafka/index.ts';
+import { inChunks, MAX_SEND_BYTES } from '../../src/kafka/send-chunks.ts';
+import { BATCH_OVERHEAD } from '../../src/kafka/record-size.ts';
+import type { OutRecord } from '../../src/kafka/index.ts';
 
 const record = (topic: string, i: number): OutRecord => ({ topic, key: null, value: Buffer.alloc(1000, i % 256), headers: [] });
 const records = [...Array.from({ length: 30 }, (_, i) => record('clean', i)), record('dlq', 99)];

@@ -1,7 +1,7 @@
 import { createRequire } from 'node:module';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { recordBytes } from '../../../src/stream/kafka/record-size.ts';
+import { recordBytes } from '../../src/kafka/record-size.ts';
 
 // Kafka's record encoding as kafkajs writes it (v2 record inside a batch), the independent measure
 const require = createRequire(import.meta.url);

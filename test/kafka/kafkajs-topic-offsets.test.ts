@@ -1,6 +1,6 @@
 import type { Admin } from 'kafkajs';
 import { describe, expect, it } from 'vitest';
-import { fetchTopicOffsetsOnceLed } from '../../src/kafka-admin/index.ts';
+import { fetchTopicOffsetsOnceLed } from '../../src/kafka/kafkajs-topic-offsets.ts';
 
 const OFFSETS = [{ partition: 0, offset: '7', high: '7', low: '0' }];
 const notLeader = Object.assign(new Error('This server is not the leader for that topic-partition'), { name: 'KafkaJSProtocolError', retriable: true, type: 'NOT_LEADER_FOR_PARTITION' });

@@ -9,20 +9,24 @@
  * TOPIC_CONFIG_UNREADABLE, OFFSET_UNSTABLE, STATE, …),
  * `retriable` whether the same call may succeed later, `cause` the client's own error, `fatal`
  * whether the client instance is unusable (librdkafka), `brokerCode` the Kafka protocol code when
- * the broker answered one. Messages name topics, partitions and brokers, never record contents;
- * its code is logged, it never reaches a client of veil.
+ * the broker answered one, `denied` whether a broker (or the OAuth token endpoint) refused this
+ * client's credentials, certificate or permissions — which no retry fixes: the process's listeners
+ * are told (denied.ts). Messages name topics, partitions and brokers, never record
+ * contents or credentials; its code is logged, it never reaches a client of veil.
  */
 export class KafkaError extends Error {
   readonly code: string;
   readonly retriable: boolean;
   readonly fatal: boolean;
   readonly brokerCode?: number;
-  constructor(code: string, message: string, retriable: boolean, options?: { cause?: unknown; fatal?: boolean; brokerCode?: number }) {
+  readonly denied: boolean;
+  constructor(code: string, message: string, retriable: boolean, options?: { cause?: unknown; fatal?: boolean; brokerCode?: number; denied?: boolean }) {
     super(message, options?.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'KafkaError';
     this.code = code;
     this.retriable = retriable;
     this.fatal = options?.fatal ?? false;
+    this.denied = options?.denied ?? false;
     if (options?.brokerCode !== undefined) this.brokerCode = options.brokerCode;
   }
 }

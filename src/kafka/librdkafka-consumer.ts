@@ -47,11 +47,14 @@ interface PartitionState {
 }
 
 interface Options {
-  common: Record<string, string | number | boolean>;
+  /** librdkafka's properties every client of the port shares (brokers, security) */
+  common: Record<string, unknown>;
   groupId: string;
   readCommitted: boolean;
   registry: NativeConsumers;
   log: KafkaLog;
+  /** the consumer's error events and failed fetches: logged, a refusal of this client reported (librdkafka-adapter.ts clientError) */
+  onError: (err: LibrdKafkaError) => void;
   sessionTimeoutMs: number;
   groupInstanceId?: string;
   maxBatchRecords: number;
@@ -193,7 +196,7 @@ export function librdkafkaConsumer(options: Options): ConsumerPort {
         messages = await new Promise<Message[]>((resolve, reject) => consumer.consume(options.maxBatchRecords, (err, ms) => (err ? reject(err) : resolve(ms))));
       } catch (e) {
         const error = fromLibrdkafka(e as LibrdKafkaError, 'consume');
-        options.log('warn', 'consume failed', { code: error.code });
+        options.onError(e as LibrdKafkaError);
         if (error.fatal) {
           events.crashed?.(error, false);
           return;
@@ -252,7 +255,8 @@ export function librdkafkaConsumer(options: Options): ConsumerPort {
       } as never, { 'auto.offset.reset': fromBeginning ? 'earliest' : 'latest' });
       consumer.setDefaultConsumeTimeout(POLL_MS);
       (consumer as unknown as { setDefaultIsTimeoutOnlyForFirstMessage(v: boolean): void }).setDefaultIsTimeoutOnlyForFirstMessage(true);
-      consumer.on('event.error', (err: LibrdKafkaError) => options.log('warn', 'consumer error', { code: err.code, fatal: err.isFatal ?? false }));
+      consumer.on('event.error', options.onError);
+      (consumer as unknown as NodeJS.EventEmitter).on('error', options.onError);
       // alive and in its group: the liveness signal kafkajs gives with every (also empty) fetch
       consumer.on('event.stats', (stats: { message: string }) => {
         try {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { encodeHeaders } from '../../../src/stream/kafka/librdkafka-headers.ts';
+import { encodeHeaders } from '../../src/kafka/librdkafka-headers.ts';
 
 /** The layout the patched binding reads (patches/kafka-javascript-2-encoded-headers.patch), decoded independently. */
 function decode(b: Buffer): { key: string; value: Buffer | null }[] {

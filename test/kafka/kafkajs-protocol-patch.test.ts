@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
-import { kafkajsCopies } from '../../helpers/patched-kafkajs.ts';
+import { kafkajsCopies } from '../helpers/patched-kafkajs.ts';
 
 /**
  * veil's kafkajs patch, protocol parts: record headers (patches/kafkajs/02-record-headers.patch)

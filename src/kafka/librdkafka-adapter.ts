@@ -8,6 +8,9 @@ import type { AdminClient as AdminClientType, IAdminClient, KafkaConsumer, Librd
 import { inChunks, MAX_SEND_BYTES } from './send-chunks.ts';
 import { librdkafkaConsumer, type NativeConsumers } from './librdkafka-consumer.ts';
 import type { KafkaLog, KafkaPort, OutRecord, ProducerPort, Transaction } from './ports.ts';
+import type { KafkaConnection } from './client-settings.ts';
+import { librdkafkaSecurity } from './librdkafka-security.ts';
+import { reportDenied } from './denied.ts';
 import { describeConfigsLimits, type TopicLimits } from './kafkajs-topic-limits.ts';
 import { encodeHeaders } from './librdkafka-headers.ts';
 import { KafkaError } from './kafka-error.ts';
@@ -16,12 +19,11 @@ import { fromLibrdkafka } from './librdkafka-errors.ts';
 const { Producer: NativeProducer, AdminClient } = rdkafka as unknown as { Producer: typeof Producer; AdminClient: typeof AdminClientType };
 
 export interface LibrdkafkaOptions {
-  brokers: string[];
+  /** the cluster, its security, and static group membership (group.instance.id: one consumer per group in a process) */
+  connection: KafkaConnection;
   clientId: string;
   log?: KafkaLog;
   sessionTimeoutMs?: number;
-  /** static group membership: every consumer's group.instance.id (one consumer per group in a process) */
-  groupInstanceId?: string;
   /** records handed to one batch handler at most */
   maxBatchRecords?: number;
 }
@@ -53,22 +55,22 @@ const RETRY_OFFSET_FETCH = new Set([14, 15, 16, 88]);
  */
 export function librdkafkaPort(options: LibrdkafkaOptions): KafkaPort {
   checkPatchedBinding();
-  const bootstrap = options.brokers.join(',');
+  const { connection } = options;
   const log = options.log ?? (() => undefined);
-  const common = { 'bootstrap.servers': bootstrap, 'client.id': options.clientId, 'socket.keepalive.enable': true };
+  const common: NativeConfig = { 'bootstrap.servers': connection.brokers.join(','), 'client.id': options.clientId, 'socket.keepalive.enable': true, ...librdkafkaSecurity(connection) };
   // topic limits need DescribeConfigs, which the librdkafka binding lacks (see kafkajs-topic-limits.ts)
-  const limits = describeConfigsLimits({ clientId: `${options.clientId}-admin`, brokers: options.brokers });
+  const limits = describeConfigsLimits({ clientId: `${options.clientId}-admin`, connection });
   const consumers: NativeConsumers = new Map();
   let admin: Promise<IAdminClient> | undefined;
-  const connectedAdmin = () => (admin ??= Promise.resolve(AdminClient.create({ ...common, 'client.id': `${options.clientId}-offsets` })));
+  const connectedAdmin = () => (admin ??= Promise.resolve(AdminClient.create({ ...common, 'client.id': `${options.clientId}-offsets` } as never)));
   return {
     consumer: ({ groupId, readCommitted }) => librdkafkaConsumer({
-      common, groupId, readCommitted, registry: consumers, log,
+      common, groupId, readCommitted, registry: consumers, log, onError: clientError(log, 'consumer error'),
       sessionTimeoutMs: options.sessionTimeoutMs ?? 30_000,
-      ...(options.groupInstanceId ? { groupInstanceId: options.groupInstanceId } : {}),
+      ...(connection.groupInstanceId ? { groupInstanceId: connection.groupInstanceId } : {}),
       maxBatchRecords: options.maxBatchRecords ?? 2000,
     }),
-    producer: async ({ transactionalId }) => producerPort(await connectProducer(common, transactionalId, log), limits, consumers, transactionalId !== undefined),
+    producer: async ({ transactionalId }) => producerPort(await connectProducer(common, transactionalId, clientError(log, 'producer error')), limits, consumers, transactionalId !== undefined),
     async committedOffset(groupId, topic, partition) {
       const client = await connectedAdmin();
       const deadline = Date.now() + CALL_TIMEOUT_MS * 2;
@@ -100,7 +102,7 @@ export function librdkafkaPort(options: LibrdkafkaOptions): KafkaPort {
  * with the patches' hash; a build without that stamp is refused.
  */
 function checkPatchedBinding(): void {
-  const patches = fileURLToPath(new URL('../../../patches/', import.meta.url));
+  const patches = fileURLToPath(new URL('../../patches/', import.meta.url));
   const hash = createHash('sha256');
   for (const f of readdirSync(patches).filter((n) => /^kafka-javascript-.*\.patch$/.test(n)).sort()) hash.update(readFileSync(join(patches, f)));
   const want = hash.digest('hex');
@@ -131,7 +133,25 @@ function fetchStableOffset(client: IAdminClient, groupId: string, topic: string,
 const call = (what: string, run: (cb: (err: LibrdKafkaError | null | undefined) => void) => void): Promise<void> =>
   new Promise((resolve, reject) => run((err) => (err ? reject(fromLibrdkafka(err, what)) : resolve())));
 
-async function connectProducer(common: Record<string, string | number | boolean>, transactionalId: string | undefined, log: KafkaLog): Promise<Producer> {
+/** librdkafka's configuration: its properties, and the token callback of OAUTHBEARER */
+type NativeConfig = Record<string, unknown>;
+
+/**
+ * What a client's error events become: a log line with the code (never the message's
+ * credentials: librdkafka's messages name brokers and mechanisms), and a refusal of this client
+ * (SASL, TLS certificate, authorization) told to the process's listeners (denied.ts) — librdkafka would
+ * otherwise retry it for ever in the background.
+ */
+export function clientError(log: KafkaLog, what: string): (err: LibrdKafkaError) => void {
+  return (err) => {
+    // the OAUTHBEARER callback's own failure comes back as it was thrown (a KafkaError already)
+    const error = (err as unknown) instanceof KafkaError ? err as unknown as KafkaError : fromLibrdkafka(err, what);
+    log('warn', what, { code: error.code, fatal: error.fatal, ...(error.denied ? { denied: true } : {}) });
+    reportDenied(error);
+  };
+}
+
+async function connectProducer(common: NativeConfig, transactionalId: string | undefined, onError: (err: LibrdKafkaError) => void): Promise<Producer> {
   const producer = new NativeProducer({
     ...common,
     dr_cb: true,
@@ -152,8 +172,10 @@ async function connectProducer(common: Record<string, string | number | boolean>
     'message.max.bytes': CLIENT_MAX_BYTES,
     'queue.buffering.max.messages': 1_000_000,
     ...(transactionalId ? { 'transactional.id': transactionalId, 'transaction.timeout.ms': TRANSACTION_TIMEOUT_MS } : {}),
-  });
-  producer.on('event.error', (err: LibrdKafkaError) => log('warn', 'producer error', { code: err.code, fatal: err.isFatal ?? false }));
+  } as never);
+  producer.on('event.error', onError);
+  // the OAUTHBEARER token callback's failures arrive as 'error' (an EventEmitter error without a listener would throw)
+  (producer as unknown as NodeJS.EventEmitter).on('error', onError);
   await new Promise<void>((resolve, reject) => producer.connect({}, (err) => (err ? reject(fromLibrdkafka(err, 'producer connect')) : resolve())));
   producer.setPollInBackground(true);
   if (transactionalId) {

@@ -1,9 +1,9 @@
 import { KafkaJSConnectionError, KafkaJSNonRetriableError, KafkaJSProtocolError } from 'kafkajs';
 import { describe, expect, it } from 'vitest';
-import { KafkaError } from '../../../src/stream/kafka/kafka-error.ts';
-import { fromKafkajs, kafkajsCall, toKafkajs } from '../../../src/stream/kafka/kafkajs-errors.ts';
-import { isTransientKafkaFailure } from '../../../src/stream/kafka/start-retry.ts';
-import { StreamError } from '../../../src/stream/stream-error.ts';
+import { KafkaError } from '../../src/kafka/kafka-error.ts';
+import { fromKafkajs, kafkajsCall, toKafkajs } from '../../src/kafka/kafkajs-errors.ts';
+import { isTransientKafkaFailure } from '../../src/kafka/start-retry.ts';
+import { StreamError } from '../../src/stream/stream-error.ts';
 
 /** kafkajs' protocol error as its protocol layer makes one (its typings know only a message) */
 const protocolError = (type: string, code: number, message: string) => new KafkaJSProtocolError({ message, type, code, retriable: false } as unknown as Error);

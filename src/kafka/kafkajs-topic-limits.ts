@@ -1,4 +1,6 @@
-import { Kafka, logLevel, type Admin } from 'kafkajs';
+import type { Admin, Kafka } from 'kafkajs';
+import type { KafkaConnection } from './client-settings.ts';
+import { kafkajsClient } from './kafkajs-client.ts';
 import { KafkaError } from './kafka-error.ts';
 import { kafkajsCall } from './kafkajs-errors.ts';
 
@@ -22,8 +24,8 @@ export interface KafkajsTopicLimits extends TopicLimits {
  * Topic limits for the librdkafka adapter, on an admin client of their own: a kafkajs client
  * that logs nothing, kept inside this file so that no kafkajs type reaches that adapter.
  */
-export function describeConfigsLimits(options: { clientId: string; brokers: string[] }): TopicLimits {
-  return topicLimits(new Kafka({ clientId: options.clientId, brokers: options.brokers, logLevel: logLevel.NOTHING }));
+export function describeConfigsLimits(options: { clientId: string; connection: KafkaConnection }): TopicLimits {
+  return topicLimits(kafkajsClient(options.connection, options.clientId));
 }
 
 /**
