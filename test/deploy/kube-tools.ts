@@ -31,6 +31,7 @@ export async function deployToolsPython(): Promise<string> {
 
 interface GoFile { module: string; version: string; path: string }
 export const KEDA_SCALEDOBJECT_CRD: GoFile = { module: 'github.com/kedacore/keda/v2', version: 'v2.21.0', path: 'config/crd/bases/keda.sh_scaledobjects.yaml' };
+export const KEDA_TRIGGERAUTHENTICATION_CRD: GoFile = { ...KEDA_SCALEDOBJECT_CRD, path: 'config/crd/bases/keda.sh_triggerauthentications.yaml' };
 export const SERVICEMONITOR_CRD: GoFile = { module: 'github.com/prometheus-operator/prometheus-operator', version: 'v0.85.0', path: 'example/prometheus-operator-crd/monitoring.coreos.com_servicemonitors.yaml' };
 export const COMPOSE_SPEC: GoFile = { module: 'github.com/compose-spec/compose-go/v2', version: 'v2.16.2', path: 'schema/compose-spec.json' };
 
@@ -73,8 +74,9 @@ export async function helmTemplate(values?: string, extra: string[] = []): Promi
   return { text: stdout, objects };
 }
 
-export async function helmLint(values?: string): Promise<string> {
-  const { stdout } = await exec(await helmPath(), ['lint', join(ROOT, 'deploy/helm/veil'), '--strict', '--kube-version', KUBE_VERSION, ...(values ? ['-f', values] : [])], { timeout: 60_000 });
+/** `helm lint --strict` with these values files, in order (none: the defaults). */
+export async function helmLint(...values: string[]): Promise<string> {
+  const { stdout } = await exec(await helmPath(), ['lint', join(ROOT, 'deploy/helm/veil'), '--strict', '--kube-version', KUBE_VERSION, ...values.flatMap((v) => ['-f', v])], { timeout: 60_000 });
   return stdout;
 }
 
@@ -85,8 +87,8 @@ export interface Validation {
 
 /** scripts/kube-validate.py over rendered objects: Kubernetes' schemas (strict) and the CRDs' for KEDA and prometheus-operator. */
 export async function kubeValidate(text: string): Promise<Validation> {
-  const [python, keda, serviceMonitor] = await Promise.all([deployToolsPython(), goModuleFile(KEDA_SCALEDOBJECT_CRD), goModuleFile(SERVICEMONITOR_CRD)]);
-  const args = [join(ROOT, 'scripts/kube-validate.py'), '--kube-version', KUBE_VERSION, '--crd', keda, '--crd', serviceMonitor, '-'];
+  const [python, ...crds] = await Promise.all([deployToolsPython(), goModuleFile(KEDA_SCALEDOBJECT_CRD), goModuleFile(KEDA_TRIGGERAUTHENTICATION_CRD), goModuleFile(SERVICEMONITOR_CRD)]);
+  const args = [join(ROOT, 'scripts/kube-validate.py'), '--kube-version', KUBE_VERSION, ...crds.flatMap((c) => ['--crd', c]), '-'];
   const child = execFile(python, args, { timeout: 120_000, maxBuffer: 16 << 20 });
   child.stdin!.end(text);
   const stdout = await new Promise<string>((resolve, reject) => {
