@@ -127,7 +127,7 @@ async function readClean(kafka: Kafka, ids: string[]): Promise<Map<string, Clean
 
 async function kafkaEnv(): Promise<Record<string, string>> {
   if (process.env.KAFKA_BROKERS) return { KAFKA_BROKERS: process.env.KAFKA_BROKERS, SCHEMA_REGISTRY_URL: process.env.SCHEMA_REGISTRY_URL ?? '' };
-  stopTestEnv = !(await portOpen(Number(process.env.VEIL_KAFKA_PORT ?? 19092)));
+  stopTestEnv = !(await portOpen(Number(process.env.VEIL_TEST_KAFKA_PORT ?? 19092)));
   say('demo: starting Kafka and the schema registry (scripts/test-env.sh; the first run downloads them from Maven Central)');
   const { stdout } = await promisify(execFile)(`${ROOT}scripts/test-env.sh`, ['start'], { timeout: 600_000 });
   return Object.fromEntries(stdout.split('\n').map((l) => /^([A-Z_]+)=(.*)$/.exec(l.trim())).filter((m) => m !== null).map((m) => [m[1]!, m[2]!]));

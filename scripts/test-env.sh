@@ -7,16 +7,24 @@
 #   scripts/test-env.sh status
 #   scripts/test-env.sh start-kafka | stop-kafka | restart-kafka   the broker alone (restart keeps its data)
 #
+# A secured broker for the client-security tests (test/helpers/secure-kafka.ts): start-kafka with
+#   VEIL_TEST_KAFKA_LISTENERS   a file of listener settings (listeners, advertised.listeners, the
+#                               protocol map, TLS, SASL, the authorizer) used instead of PLAINTEXT's;
+#                               its INTERNAL listener on VEIL_TEST_KAFKA_PORT is the harness's
+#   VEIL_TEST_KAFKA_SCRAM       SCRAM credentials made at format time, ;-separated
+#                               (SCRAM-SHA-512=[name=u,password=p];…)
+#   VEIL_TEST_KAFKA_JVM_OPTS    more JVM options (the OAuth URLs a broker may fetch)
+#
 # Jars are cached in $VEIL_CACHE_DIR (default ~/.cache/veil), outside the clone; run state
 # (logs, data, pids) in $VEIL_TEST_ENV_DIR (default /tmp/veil-test-env).
 set -euo pipefail
 
-KAFKA_VERSION=${VEIL_KAFKA_VERSION:-3.9.1}
+KAFKA_VERSION=${VEIL_TEST_KAFKA_VERSION:-3.9.1}
 APICURIO_VERSION=${VEIL_APICURIO_VERSION:-3.0.9}
 CACHE=${VEIL_CACHE_DIR:-$HOME/.cache/veil}
 RUN=${VEIL_TEST_ENV_DIR:-/tmp/veil-test-env}
-KAFKA_PORT=${VEIL_KAFKA_PORT:-19092}
-CONTROLLER_PORT=${VEIL_KAFKA_CONTROLLER_PORT:-19093}
+KAFKA_PORT=${VEIL_TEST_KAFKA_PORT:-19092}
+CONTROLLER_PORT=${VEIL_TEST_KAFKA_CONTROLLER_PORT:-19093}
 REGISTRY_PORT=${VEIL_REGISTRY_PORT:-18081}
 KAFKA_LIBS="$CACHE/kafka-$KAFKA_VERSION/libs"
 APICURIO_HOME="$CACHE/apicurio-$APICURIO_VERSION"
@@ -63,15 +71,20 @@ wait_port() {
 start_kafka() {
   if port_open "$KAFKA_PORT"; then log "Kafka already listening on $KAFKA_PORT"; return; fi
   rm -rf "$RUN/kafka-data"; mkdir -p "$RUN/kafka-data"
+  if [ -n "${VEIL_TEST_KAFKA_LISTENERS:-}" ]; then
+    listeners=$(cat "$VEIL_TEST_KAFKA_LISTENERS")
+  else
+    listeners="listeners=PLAINTEXT://127.0.0.1:$KAFKA_PORT,CONTROLLER://127.0.0.1:$CONTROLLER_PORT
+advertised.listeners=PLAINTEXT://127.0.0.1:$KAFKA_PORT
+inter.broker.listener.name=PLAINTEXT
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"
+  fi
   cat > "$RUN/server.properties" <<PROPS
 process.roles=broker,controller
 node.id=1
 controller.quorum.voters=1@127.0.0.1:$CONTROLLER_PORT
-listeners=PLAINTEXT://127.0.0.1:$KAFKA_PORT,CONTROLLER://127.0.0.1:$CONTROLLER_PORT
-advertised.listeners=PLAINTEXT://127.0.0.1:$KAFKA_PORT
 controller.listener.names=CONTROLLER
-inter.broker.listener.name=PLAINTEXT
-listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+$listeners
 log.dirs=$RUN/kafka-data
 num.partitions=1
 offsets.topic.replication.factor=1
@@ -91,13 +104,19 @@ log4j.appender.file.layout=org.apache.log4j.PatternLayout
 log4j.appender.file.layout.ConversionPattern=[%d] %p %m (%c)%n
 PROPS
   local cluster; cluster=$(java -cp "$KAFKA_LIBS/*" kafka.tools.StorageTool random-uuid 2>/dev/null | tail -1)
-  java -cp "$KAFKA_LIBS/*" -Dlog4j.configuration="file:$RUN/log4j.properties" kafka.tools.StorageTool format -t "$cluster" -c "$RUN/server.properties" > "$RUN/kafka-format.log" 2>&1
+  local scram=()
+  if [ -n "${VEIL_TEST_KAFKA_SCRAM:-}" ]; then
+    IFS=';' read -ra creds <<< "$VEIL_TEST_KAFKA_SCRAM"
+    for c in "${creds[@]}"; do scram+=(--add-scram "$c"); done
+  fi
+  java -cp "$KAFKA_LIBS/*" -Dlog4j.configuration="file:$RUN/log4j.properties" kafka.tools.StorageTool format -t "$cluster" -c "$RUN/server.properties" "${scram[@]}" > "$RUN/kafka-format.log" 2>&1
   run_kafka
 }
 
 # starts the broker on the formatted data directory (also after a restart: data is kept)
 run_kafka() {
-  nohup java -Xms256m -Xmx1g -cp "$KAFKA_LIBS/*" -Dlog4j.configuration="file:$RUN/log4j.properties" kafka.Kafka "$RUN/server.properties" > "$RUN/kafka.log" 2>&1 &
+  # shellcheck disable=SC2086 # VEIL_TEST_KAFKA_JVM_OPTS is a list of options
+  nohup java -Xms256m -Xmx1g ${VEIL_TEST_KAFKA_JVM_OPTS:-} -cp "$KAFKA_LIBS/*" -Dlog4j.configuration="file:$RUN/log4j.properties" kafka.Kafka "$RUN/server.properties" > "$RUN/kafka.log" 2>&1 &
   echo $! > "$RUN/kafka.pid"
   wait_port "$KAFKA_PORT" Kafka
   log "Kafka $KAFKA_VERSION on 127.0.0.1:$KAFKA_PORT (pid $(cat "$RUN/kafka.pid"))"

@@ -1,3 +1,4 @@
+import { whenKafkaDenied } from '../kafka/index.ts';
 /**
  * What a process does with a failure nothing else caught: a rejected promise no one awaited or
  * an exception thrown from a callback (Kafka clients throw from their own timers and sockets).
@@ -27,4 +28,24 @@ export function installLastResort(write: (line: string) => void, exit: (code: nu
   };
   process.on('unhandledRejection', fail('unhandledRejection'));
   process.on('uncaughtException', fail('uncaughtException'));
+}
+
+/**
+ * What a process does when Kafka refuses it for good — a wrong password, an untrusted, expired or
+ * refused certificate, a missing ACL (a KafkaError `denied`, src/kafka/denied.ts): no retry fixes
+ * that, and both clients would otherwise retry in the background for ever while health stays
+ * red. One JSON line with the refusal's code, the cluster and the client's own reason (brokers,
+ * mechanism, ACL operation; never a credential: `scrub` takes out any secret of the settings that
+ * a reason might quote), then exit 77 (EX_NOPERM), within the 60 s the issue asks for.
+ */
+export const KAFKA_DENIED_EXIT_CODE = 77;
+
+export function installKafkaDenied(write: (line: string) => void, scrub: (text: string) => string, exit: (code: number) => void = (c) => process.exit(c)): void {
+  let exiting = false;
+  whenKafkaDenied((error) => {
+    if (exiting) return;
+    exiting = true;
+    write(`${JSON.stringify({ level: 60, time: Date.now(), service: 'veil', code: 'KAFKA_ACCESS_DENIED', kafkaCode: error.code, reason: scrub(error.message), msg: 'Kafka refused this process\'s credentials, certificate or permissions; exiting (docs/kafka-security.md)' })}\n`);
+    exit(KAFKA_DENIED_EXIT_CODE);
+  });
 }

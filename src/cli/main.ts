@@ -11,7 +11,8 @@ import { identityCommand } from './identity-command.ts';
 import { streamCommand } from './stream-command.ts';
 import { storeCommand } from './store-command.ts';
 import { subjectsCommand } from './subjects-command.ts';
-import { installLastResort } from './last-resort.ts';
+import { installKafkaDenied, installLastResort } from './last-resort.ts';
+import { secretsOf } from '../kafka/index.ts';
 
 export const mainHelp = `Usage: veil <command> [options]
 
@@ -70,6 +71,7 @@ async function readStdin(): Promise<string> {
 
 if (import.meta.main) {
   installLastResort((line) => process.stderr.write(line));
+  installKafkaDenied((line) => process.stderr.write(line), secretsOf(process.env));
   const io: CliIo = {
     stdout: (t) => process.stdout.write(t),
     stderr: (t) => process.stderr.write(t),

@@ -22,6 +22,7 @@ export { KAFKA_PROPERTIES, REGISTRY_PROPERTIES, readEnvProperties, readPropertie
 export { Secret } from './secret.ts';
 export { certificateFile, privateKeyFile, type PemFile } from './tls-files.ts';
 export { reportDenied, whenKafkaDenied } from './denied.ts';
+export { secretsOf } from './secret-scrub.ts';
 export type { CompactedTopic, CompactedTopicOptions, TopicBatch, TopicRecord } from './kafkajs-compacted-topic.ts';
 
 export type { TopicSample } from './kafkajs-topic-sampler.ts';

@@ -183,8 +183,10 @@ export class CompactedTopic {
     this.afterBatch?.();
   }
 
+  /** Creates the topic unless it exists: a principal without Create on it can use one made beforehand (docs/kafka-security.md). */
   private async create(): Promise<boolean> {
     const { topic, partitions, replicationFactor, minInsyncReplicas, topicConfig } = this.options;
+    if ((await this.admin.listTopics()).includes(topic)) return false;
     const config = { 'cleanup.policy': 'compact', ...(minInsyncReplicas ? { 'min.insync.replicas': String(minInsyncReplicas) } : {}), ...topicConfig };
     return this.admin.createTopics({
       waitForLeaders: true,

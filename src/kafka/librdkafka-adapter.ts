@@ -14,7 +14,7 @@ import { reportDenied } from './denied.ts';
 import { describeConfigsLimits, type TopicLimits } from './kafkajs-topic-limits.ts';
 import { encodeHeaders } from './librdkafka-headers.ts';
 import { KafkaError } from './kafka-error.ts';
-import { fromLibrdkafka } from './librdkafka-errors.ts';
+import { CONNECT_TIMEOUT_MS, fromLibrdkafka, refusalInLog } from './librdkafka-errors.ts';
 
 const { Producer: NativeProducer, AdminClient } = rdkafka as unknown as { Producer: typeof Producer; AdminClient: typeof AdminClientType };
 
@@ -61,16 +61,30 @@ export function librdkafkaPort(options: LibrdkafkaOptions): KafkaPort {
   // topic limits need DescribeConfigs, which the librdkafka binding lacks (see kafkajs-topic-limits.ts)
   const limits = describeConfigsLimits({ clientId: `${options.clientId}-admin`, connection });
   const consumers: NativeConsumers = new Map();
-  let admin: Promise<IAdminClient> | undefined;
-  const connectedAdmin = () => (admin ??= Promise.resolve(AdminClient.create({ ...common, 'client.id': `${options.clientId}-offsets` } as never)));
+  let admin: Promise<{ client: IAdminClient; producer: Producer }> | undefined;
+  // the offset reads' admin client rides on a producer of its own (AdminClient.createFrom): an admin
+  // client made alone never set its OAUTHBEARER token and timed out every call (librdkafka 2.15.1
+  // through the binding), while a producer's connection authenticates as the pipelines' do
+  const connectedAdmin = async () => (await (admin ??= (async () => {
+    const producer = new NativeProducer({ ...common, 'client.id': `${options.clientId}-offsets` } as never);
+    producer.on('event.error', clientError(log, 'offsets client error'));
+    producer.on('event.log', clientLog(log));
+    (producer as unknown as NodeJS.EventEmitter).on('error', clientError(log, 'offsets client error'));
+    await new Promise<void>((resolve, reject) => producer.connect({ timeout: CONNECT_TIMEOUT_MS }, (err) => (err ? reject(fromLibrdkafka(err, 'offsets client connect')) : resolve())));
+    producer.setPollInBackground(true);
+    return { client: AdminClient.createFrom(producer), producer };
+  })().catch((e: unknown) => {
+    admin = undefined;
+    throw e;
+  }))).client;
   return {
     consumer: ({ groupId, readCommitted }) => librdkafkaConsumer({
-      common, groupId, readCommitted, registry: consumers, log, onError: clientError(log, 'consumer error'),
+      common, groupId, readCommitted, registry: consumers, log, onError: clientError(log, 'consumer error'), onLog: clientLog(log),
       sessionTimeoutMs: options.sessionTimeoutMs ?? 30_000,
       ...(connection.groupInstanceId ? { groupInstanceId: connection.groupInstanceId } : {}),
       maxBatchRecords: options.maxBatchRecords ?? 2000,
     }),
-    producer: async ({ transactionalId }) => producerPort(await connectProducer(common, transactionalId, clientError(log, 'producer error')), limits, consumers, transactionalId !== undefined),
+    producer: async ({ transactionalId }) => producerPort(await connectProducer(common, transactionalId, clientError(log, 'producer error'), clientLog(log)), limits, consumers, transactionalId !== undefined),
     async committedOffset(groupId, topic, partition) {
       const client = await connectedAdmin();
       const deadline = Date.now() + CALL_TIMEOUT_MS * 2;
@@ -90,7 +104,7 @@ export function librdkafkaPort(options: LibrdkafkaOptions): KafkaPort {
       await limits.close();
       const a = admin;
       admin = undefined;
-      if (a) (await a).disconnect();
+      if (a) await disconnect((await a.catch(() => undefined))?.producer);
     },
   };
 }
@@ -151,7 +165,16 @@ export function clientError(log: KafkaLog, what: string): (err: LibrdKafkaError)
   };
 }
 
-async function connectProducer(common: NativeConfig, transactionalId: string | undefined, onError: (err: LibrdKafkaError) => void): Promise<Producer> {
+/** A client's log lines: its errors (severity 3 and below) logged, a refusal among them reported (the reason is only there). */
+export function clientLog(log: KafkaLog): (line: { severity: number; fac: string; message: string }) => void {
+  return ({ severity, fac, message }) => {
+    if (severity > 3) return;
+    log('warn', 'librdkafka', { facility: fac, reason: message.replace(/^\[thrd:[^\]]*\]: /, '') });
+    reportDenied(refusalInLog(severity, message));
+  };
+}
+
+async function connectProducer(common: NativeConfig, transactionalId: string | undefined, onError: (err: LibrdKafkaError) => void, onLog: ReturnType<typeof clientLog>): Promise<Producer> {
   const producer = new NativeProducer({
     ...common,
     dr_cb: true,
@@ -174,9 +197,10 @@ async function connectProducer(common: NativeConfig, transactionalId: string | u
     ...(transactionalId ? { 'transactional.id': transactionalId, 'transaction.timeout.ms': TRANSACTION_TIMEOUT_MS } : {}),
   } as never);
   producer.on('event.error', onError);
+  producer.on('event.log', onLog);
   // the OAUTHBEARER token callback's failures arrive as 'error' (an EventEmitter error without a listener would throw)
   (producer as unknown as NodeJS.EventEmitter).on('error', onError);
-  await new Promise<void>((resolve, reject) => producer.connect({}, (err) => (err ? reject(fromLibrdkafka(err, 'producer connect')) : resolve())));
+  await new Promise<void>((resolve, reject) => producer.connect({ timeout: CONNECT_TIMEOUT_MS }, (err) => (err ? reject(fromLibrdkafka(err, 'producer connect')) : resolve())));
   producer.setPollInBackground(true);
   if (transactionalId) {
     // InitProducerId: fences every earlier producer of the id and completes its pending
@@ -191,8 +215,8 @@ async function connectProducer(common: NativeConfig, transactionalId: string | u
   return producer;
 }
 
-function disconnect(producer: Producer): Promise<void> {
-  return new Promise((resolve) => producer.disconnect(5000, () => resolve()));
+function disconnect(producer: Producer | undefined): Promise<void> {
+  return new Promise((resolve) => (producer ? producer.disconnect(5000, () => resolve()) : resolve()));
 }
 
 /**

@@ -1,7 +1,7 @@
 import rdkafka from '@confluentinc/kafka-javascript';
 import type { Assignment, KafkaConsumer, LibrdKafkaError, Message } from '@confluentinc/kafka-javascript';
 import type { Batch, CaughtUp, ConsumerEvents, ConsumerPort, Header, InRecord, LookAhead } from './ports.ts';
-import { fromLibrdkafka } from './librdkafka-errors.ts';
+import { CONNECT_TIMEOUT_MS, fromLibrdkafka } from './librdkafka-errors.ts';
 import type { KafkaLog } from './ports.ts';
 
 const { KafkaConsumer: NativeConsumer } = rdkafka as unknown as { KafkaConsumer: typeof KafkaConsumer };
@@ -55,6 +55,8 @@ interface Options {
   log: KafkaLog;
   /** the consumer's error events and failed fetches: logged, a refusal of this client reported (librdkafka-adapter.ts clientError) */
   onError: (err: LibrdKafkaError) => void;
+  /** the consumer's log lines (librdkafka-adapter.ts clientLog): a refusal's reason is only there */
+  onLog: (line: { severity: number; fac: string; message: string }) => void;
   sessionTimeoutMs: number;
   groupInstanceId?: string;
   maxBatchRecords: number;
@@ -256,6 +258,7 @@ export function librdkafkaConsumer(options: Options): ConsumerPort {
       consumer.setDefaultConsumeTimeout(POLL_MS);
       (consumer as unknown as { setDefaultIsTimeoutOnlyForFirstMessage(v: boolean): void }).setDefaultIsTimeoutOnlyForFirstMessage(true);
       consumer.on('event.error', options.onError);
+      consumer.on('event.log', options.onLog);
       (consumer as unknown as NodeJS.EventEmitter).on('error', options.onError);
       // alive and in its group: the liveness signal kafkajs gives with every (also empty) fetch
       consumer.on('event.stats', (stats: { message: string }) => {
@@ -265,7 +268,7 @@ export function librdkafkaConsumer(options: Options): ConsumerPort {
           // a statistics line that does not parse says nothing about liveness
         }
       });
-      await new Promise<void>((resolve, reject) => consumer.connect({}, (err) => (err ? reject(fromLibrdkafka(err, 'consumer connect')) : resolve())));
+      await new Promise<void>((resolve, reject) => consumer.connect({ timeout: CONNECT_TIMEOUT_MS }, (err) => (err ? reject(fromLibrdkafka(err, 'consumer connect')) : resolve())));
       consumer.subscribe(topics instanceof RegExp ? [subscriptionPattern(topics)] : [...topics]);
       native = consumer;
       options.registry.set(options.groupId, consumer);

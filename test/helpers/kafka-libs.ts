@@ -5,7 +5,7 @@ import { homedir } from 'node:os';
 
 /** The Kafka version test-env.sh installs and runs (kafka-clients is the same version). */
 export function kafkaVersion(): string {
-  return process.env.VEIL_KAFKA_VERSION ?? '3.9.1';
+  return process.env.VEIL_TEST_KAFKA_VERSION ?? '3.9.1';
 }
 
 /** The directory of the jars, one per artifact. */

@@ -30,8 +30,8 @@ export async function privateBroker(label: string): Promise<{ brokers: string; e
   const env = {
     ...process.env,
     VEIL_TEST_ENV_DIR: `/tmp/veil-${label}-${port}`,
-    VEIL_KAFKA_PORT: String(port),
-    VEIL_KAFKA_CONTROLLER_PORT: String(port + 1),
+    VEIL_TEST_KAFKA_PORT: String(port),
+    VEIL_TEST_KAFKA_CONTROLLER_PORT: String(port + 1),
   } as Record<string, string>;
   const run = (cmd: string) => promisify(execFile)(TEST_ENV_SCRIPT, [cmd], { env, timeout: 300_000 });
   await run('start-kafka');

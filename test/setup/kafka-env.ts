@@ -12,7 +12,7 @@ export default async function setup(): Promise<() => Promise<void>> {
   if (process.env.KAFKA_BROKERS && process.env.SCHEMA_REGISTRY_URL) return async () => {};
   if (await dockerAvailable()) return startContainers();
   // an environment someone else started (a developer, a bench) is used, and left running
-  return startWithScript('scripts/test-env.sh', [Number(process.env.VEIL_KAFKA_PORT ?? 19092), Number(process.env.VEIL_REGISTRY_PORT ?? 18081)]);
+  return startWithScript('scripts/test-env.sh', [Number(process.env.VEIL_TEST_KAFKA_PORT ?? 19092), Number(process.env.VEIL_REGISTRY_PORT ?? 18081)]);
 }
 
 async function dockerAvailable(): Promise<boolean> {
