@@ -197,7 +197,8 @@ export class Liveness {
     }
     if (this.halt) return false;
     const idle = now - this.lastProgress;
-    const stuck = !this.contact.readiness().ready || (this.owned > 0 && (idle >= this.options.recoverMs || this.inFlightFor(now) >= this.options.recoverMs));
+    // Kafka's silence alone is no reason: a silent consumer makes no progress either, and that counts from recoverMs
+    const stuck = this.contact.downOn !== undefined || (this.owned > 0 && (idle >= this.options.recoverMs || this.inFlightFor(now) >= this.options.recoverMs));
     if (!stuck || now - this.lastRecovery < this.options.recoverMs) return false;
     this.lastRecovery = now;
     return true;
