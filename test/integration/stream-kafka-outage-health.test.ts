@@ -26,6 +26,29 @@ async function probe(port: number, path: string): Promise<Probe> {
   return { status: res.status, body: await res.json() as Probe['body'] };
 }
 
+interface Proc { name: string; port: number; child: ChildProcess; out: () => string }
+
+/** stream protect and stream unprotect of the example configuration on the broker, with the shared control store, as the chart runs them. */
+async function startBoth(brokers: string, client: string, cleanups: (() => Promise<unknown>)[]): Promise<Proc[]> {
+  const port = await freePorts(2);
+  const env = {
+    ...process.env, KAFKA_BROKERS: brokers, VEIL_CONTROL_STORE: 'kafka', VEIL_MASTER_KEY: 'e'.repeat(64), VEIL_LOG_LEVEL: 'warn',
+    VEIL_STREAM_STALL_MS: String(STALL_MS), VEIL_KAFKA_SESSION_TIMEOUT_MS: '6000', VEIL_STREAM_CLIENT: client,
+  };
+  const procs: Proc[] = [];
+  for (const [i, args] of [['protect', '--pipeline', 'customers'], ['unprotect', '--responder', 'support-desk']].entries()) {
+    const dataDir = await mkdtemp(join(tmpdir(), `veil-outage-${args[0]}-`));
+    cleanups.push(() => rm(dataDir, { recursive: true, force: true }));
+    const child = spawn(join(ROOT, 'bin/veil'), ['stream', ...args, '--config', CONFIG, '--data-dir', dataDir, '--port', String(port + i)], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout!.on('data', (d) => (out += String(d)));
+    child.stderr!.on('data', (d) => (out += String(d)));
+    cleanups.push(async () => void child.kill('SIGKILL'));
+    procs.push({ name: args[0]!, port: port + i, child, out: () => out });
+  }
+  return procs;
+}
+
 describe.each(streamClients())('a Kafka outage on %s: /readyz red, /healthz green (no restart loop)', (client) => {
   const cleanups: (() => Promise<unknown>)[] = [];
   afterAll(async () => {
@@ -37,22 +60,7 @@ describe.each(streamClients())('a Kafka outage on %s: /readyz red, /healthz gree
     cleanups.push(() => broker.stop());
     const kafka = new Kafka({ clientId: 'outage-test', brokers: [broker.brokers], logLevel: logLevel.NOTHING, retry: { retries: 10, initialRetryTime: 200 } });
     await createTopics(kafka, TOPICS, 2);
-    const port = await freePorts(2);
-    const env = {
-      ...process.env, KAFKA_BROKERS: broker.brokers, VEIL_CONTROL_STORE: 'kafka', VEIL_MASTER_KEY: 'e'.repeat(64), VEIL_LOG_LEVEL: 'warn',
-      VEIL_STREAM_STALL_MS: String(STALL_MS), VEIL_KAFKA_SESSION_TIMEOUT_MS: '6000', VEIL_STREAM_CLIENT: client,
-    };
-    const procs: { name: string; port: number; child: ChildProcess; out: () => string }[] = [];
-    for (const [i, args] of [['protect', '--pipeline', 'customers'], ['unprotect', '--responder', 'support-desk']].entries()) {
-      const dataDir = await mkdtemp(join(tmpdir(), `veil-outage-${args[0]}-`));
-      cleanups.push(() => rm(dataDir, { recursive: true, force: true }));
-      const child = spawn(join(ROOT, 'bin/veil'), ['stream', ...args, '--config', CONFIG, '--data-dir', dataDir, '--port', String(port + i)], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-      let out = '';
-      child.stdout!.on('data', (d) => (out += String(d)));
-      child.stderr!.on('data', (d) => (out += String(d)));
-      cleanups.push(async () => void child.kill('SIGKILL'));
-      procs.push({ name: args[0]!, port: port + i, child, out: () => out });
-    }
+    const procs = await startBoth(broker.brokers, client, cleanups);
     // not listening yet counts as not yet
     const all = (check: (p: Probe, name: string) => boolean, path: string) => async () => {
       for (const p of procs) if (!check(await probe(p.port, path).catch(() => ({ status: 0, body: {} })), p.name)) return false;

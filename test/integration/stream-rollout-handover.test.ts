@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { Kafka } from 'kafkajs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { EXAMPLE_CONFIG } from '../../src/env/index.ts';
 import { BROKERS, createTopics, javaDescribeGroup, kafkaClient, topicsFor } from '../helpers/kafka.ts';
@@ -24,6 +25,64 @@ const WINDOW_MS = 8000;
 
 interface Sent { id: number; partition: number; at: number }
 
+/** The pipeline `handover` over the test's topics, in a fresh data dir. */
+async function pipelineConfig(t: ReturnType<typeof topicsFor>): Promise<{ dataDir: string; configFile: string }> {
+  const dataDir = await mkdtemp(join(tmpdir(), 'veil-handover-'));
+  const configFile = join(dataDir, 'config.yaml');
+  await writeFile(configFile, `${readFileSync(EXAMPLE_CONFIG, 'utf8')}
+pipelines:
+  handover:
+    source: { topics: [${t.raw}] }
+    sink: { topic: ${t.clean} }
+    deadLetterTopic: ${t.dlq}
+    format: json
+    groupId: veil-test-${t.id}
+    fields: [ { path: email, field: Customer.email } ]
+    roles: [ingest]
+    rightsEvidences: { Role: ingest }
+    processingEvidences: { Action: Protect }
+`);
+  return { dataDir, configFile };
+}
+
+/**
+ * Every 100 ms one record to each of the raw topic's four partitions, each saying when it was
+ * produced (`sent`), and when each reached the clean topic (`arrived`), read committed.
+ */
+async function timedTraffic(kafka: Kafka, t: ReturnType<typeof topicsFor>): Promise<{ sent: Map<number, Sent>; arrived: Map<number, number>; stop(): Promise<void> }> {
+  const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+  await producer.connect();
+  const sent = new Map<number, Sent>();
+  let next = 0;
+  let producing = true;
+  const produced = (async () => {
+    while (producing) {
+      const round = [0, 1, 2, 3].map((partition) => ({ id: next++, partition, at: Date.now() }));
+      try {
+        await producer.send({ topic: t.raw, acks: -1, messages: round.map((r) => ({ partition: r.partition, key: `k${r.id}`, value: JSON.stringify({ id: r.id, email: `p${r.id}@example.com` }) })) });
+        for (const r of round) sent.set(r.id, r);
+      } catch (e) {
+        // a send the broker refused is not measured (a record it did take would still arrive, unmeasured)
+        console.log(`handover test: a send failed (${(e as Error).message})`);
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  })();
+  const arrived = new Map<number, number>();
+  const consumer = kafka.consumer({ groupId: `verify-${randomBytes(6).toString('hex')}`, readUncommitted: false, maxWaitTimeInMs: 100 });
+  await consumer.connect();
+  await consumer.subscribe({ topic: t.clean, fromBeginning: true });
+  await consumer.run({ eachMessage: async ({ message }) => void arrived.set((JSON.parse(String(message.value)) as { id: number }).id, Date.now()) });
+  let stopped: Promise<void> | undefined;
+  const stop = () => (stopped ??= (async () => {
+    producing = false;
+    await produced;
+    await producer.disconnect();
+    await consumer.disconnect();
+  })());
+  return { sent, arrived, stop };
+}
+
 describe.each(streamClients())('a rollout on %s: the stopped member\'s partitions are served within 5 s', (client) => {
   const kafka = kafkaClient(`handover-${client}`);
   const cleanups: (() => Promise<unknown>)[] = [];
@@ -35,57 +94,16 @@ describe.each(streamClients())('a rollout on %s: the stopped member\'s partition
     const t = topicsFor(`handover-${client}`);
     await createTopics(kafka, [t.raw, t.clean], 4);
     await createTopics(kafka, [t.dlq], 1);
-    const dataDir = await mkdtemp(join(tmpdir(), 'veil-handover-'));
+    const { dataDir, configFile } = await pipelineConfig(t);
     cleanups.push(() => rm(dataDir, { recursive: true, force: true }));
-    const configFile = join(dataDir, 'config.yaml');
-    const pipeline = 'handover';
-    await writeFile(configFile, `${readFileSync(EXAMPLE_CONFIG, 'utf8')}
-pipelines:
-  ${pipeline}:
-    source: { topics: [${t.raw}] }
-    sink: { topic: ${t.clean} }
-    deadLetterTopic: ${t.dlq}
-    format: json
-    groupId: veil-test-${t.id}
-    fields: [ { path: email, field: Customer.email } ]
-    roles: [ingest]
-    rightsEvidences: { Role: ingest }
-    processingEvidences: { Action: Protect }
-`);
     const port = await freePorts(2);
     // the chart's settings on a Deployment: no group.instance.id, a 30 s session
     const env = { KAFKA_BROKERS: BROKERS.join(','), VEIL_MASTER_KEY: 'd'.repeat(64), VEIL_KAFKA_SESSION_TIMEOUT_MS: '30000', VEIL_STREAM_CLIENT: client };
     const [a, b] = [0, 1].map((i) => spawnStream(['--config', configFile, '--data-dir', dataDir, '--port', String(port + i)], env));
     cleanups.push(async () => { for (const p of [a!, b!]) if (p.exitCode === null) p.kill('SIGKILL'); });
 
-    // every 100 ms one record to each partition, each saying when it was produced
-    const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
-    await producer.connect();
-    cleanups.push(() => producer.disconnect());
-    const sent = new Map<number, Sent>();
-    let next = 0;
-    let producing = true;
-    const produced = (async () => {
-      while (producing) {
-        const round = [0, 1, 2, 3].map((partition) => ({ id: next++, partition, at: Date.now() }));
-        try {
-          await producer.send({ topic: t.raw, acks: -1, messages: round.map((r) => ({ partition: r.partition, key: `k${r.id}`, value: JSON.stringify({ id: r.id, email: `p${r.id}@example.com` }) })) });
-          for (const r of round) sent.set(r.id, r);
-        } catch (e) {
-          // a send the broker refused is not measured (a record it did take would still arrive, unmeasured)
-          console.log(`handover test: a send failed (${(e as Error).message})`);
-        }
-        await new Promise((r) => setTimeout(r, 100));
-      }
-    })();
-    cleanups.push(async () => { producing = false; await produced; });
-    // when each record reached the clean topic
-    const arrived = new Map<number, number>();
-    const consumer = kafka.consumer({ groupId: `verify-${randomBytes(6).toString('hex')}`, readUncommitted: false, maxWaitTimeInMs: 100 });
-    await consumer.connect();
-    cleanups.push(() => consumer.disconnect());
-    await consumer.subscribe({ topic: t.clean, fromBeginning: true });
-    await consumer.run({ eachMessage: async ({ message }) => void arrived.set((JSON.parse(String(message.value)) as { id: number }).id, Date.now()) });
+    const { sent, arrived, stop } = await timedTraffic(kafka, t);
+    cleanups.push(stop);
 
     // both members own two partitions each (as Kafka's AdminClient describes the group) and keep up
     const group = `veil-test-${t.id}`;
@@ -106,8 +124,7 @@ pipelines:
     }, 90_000, 'the records produced after the SIGTERM in the clean topic')
       .catch((e) => { console.log(`b:\n${b!.output().slice(-3000)}`); throw e; });
     const exitAt = await exited;
-    producing = false;
-    await produced;
+    await stop();
     // the survivor is the group's one member, with all four partitions
     expect((await javaDescribeGroup(group)).members.map((m) => m.partitions)).toEqual([4]);
 
