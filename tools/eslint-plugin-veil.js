@@ -84,25 +84,41 @@ const controlFrontDoor = problemRule('outside src/control, source imports the co
 });
 
 /**
- * src/app only wires: `open-*.ts` (a process or a part of one, put together from adapters and
- * neutral modules), `config-file*.ts` (the configuration file of every section, its JSON
- * schemas), `logger.ts`, and `*-thread.ts` (a worker thread's entry, which must be a module of its
- * own). Logic found there belongs in a module of its own (issue 31: the control plane's signing,
- * mirrors and watch moved to src/control, the environment's paths to src/env, the pipelines'
- * serdes and schema check to src/stream).
+ * src/app only wires: it puts adapters and neutral modules together into processes and does no
+ * work of its own. Judged by what a file does, not its name (issue 40: a 157-line sampler passed
+ * as `open-discover-sources.ts`): no class, no `while` or `do` loop, no regular expression (parsing
+ * is logic), and none of the libraries that talk to the outside world — sockets, processes,
+ * terminals, databases, HSMs, KMSs, Kafka, HTTP clients — which belong to the module that owns that
+ * conversation. And by its name too, so a reader knows what each file is: `open-*.ts` (a process or
+ * a part of one), `config-file*.ts` (the configuration file of every section, its JSON schemas),
+ * `logger.ts`, `*-thread.ts` (a worker thread's entry, which must be a module of its own).
  */
 const WIRING_FILE = /^(open-[a-z0-9-]+|config-file(-[a-z0-9-]+)?|logger|[a-z0-9-]+-thread)\.ts$/;
-const wiringOnly = problemRule('src/app holds only wiring: open-*.ts, config-file*.ts, logger.ts, *-thread.ts, no subfolders', {
+const TALKS_OUT = [/^node:(net|tls|dgram|readline|child_process|http2?|https)$/, /^(pg|better-sqlite3|pkcs11js|undici|kafkajs)$/, /^@aws-sdk\//, /^@confluentinc\//];
+const wiringOnly = problemRule('src/app holds only wiring: no class, loop, regular expression or I/O library; files open-*.ts, config-file*.ts, logger.ts, *-thread.ts', {
   notWiring: "src/app/{{name}} is not wiring (open-*.ts, config-file*.ts, logger.ts, *-thread.ts): move its logic into the module it belongs to",
+  logic: "src/app/{{name}} does work of its own ({{what}}): wiring only puts modules together; move it into the module it belongs to",
 }, (context) => {
   const appDir = path.join(context.cwd, 'src', 'app') + path.sep;
   const file = context.filename;
   if (!file.startsWith(appDir)) return {};
   const name = file.slice(appDir.length);
+  const logic = (what) => (node) => context.report({ node, messageId: 'logic', data: { name, what } });
   return {
     Program: (node) => {
       if (name.includes(path.sep) || !WIRING_FILE.test(name)) context.report({ node, messageId: 'notWiring', data: { name } });
     },
+    ClassDeclaration: logic('a class'),
+    ClassExpression: logic('a class'),
+    WhileStatement: logic('a while loop'),
+    DoWhileStatement: logic('a do loop'),
+    'Literal[regex]': logic('a regular expression'),
+    'NewExpression[callee.name="RegExp"]': logic('a regular expression'),
+    ...importVisitors((node, source) => {
+      // a type (a Server a function returns) is no conversation
+      if (node.importKind === 'type' || node.exportKind === 'type') return;
+      if (typeof source === 'string' && TALKS_OUT.some((re) => re.test(source))) logic(`the I/O library ${source}`)(node);
+    }),
   };
 });
 

@@ -128,6 +128,26 @@ describe('the control plane has one front door, and src/app only wires (issue 31
     expect(await rulesFiredAt(file, 'export const x = 1;\n')).toEqual([]);
   });
 
+  it.each([
+    ['a class', 'export class Sampler { n = 0; }\n'],
+    ['a while loop', 'export function f(n: number) { while (n > 0) n--; return n; }\n'],
+    ['a regular expression', "export const TABLE = /^[a-z]+$/;\n"],
+    ['a RegExp', "export const re = new RegExp('x');\n"],
+    ['a Kafka client', "import { Kafka } from 'kafkajs';\nexport const x = Kafka;\n"],
+    ['a socket', "import { createServer } from 'node:net';\nexport const x = createServer;\n"],
+    ['a process', "import { spawn } from 'node:child_process';\nexport const x = spawn;\n"],
+    ['a terminal', "import { createInterface } from 'node:readline';\nexport const x = createInterface;\n"],
+  ])('judges what a file of src/app does, whatever its name: rejects %s', async (_, code) => {
+    expect(await rulesFiredAt('src/app/open-probe.ts', code)).toContain('veil/wiring-only');
+  });
+
+  it("src/app's files as they are do no work of their own, and a type import of an I/O module is no conversation", async () => {
+    const results = await eslint.lintFiles(['src/app']);
+    expect(results.length).toBeGreaterThan(10);
+    expect(results.flatMap((r) => r.messages.filter((m) => m.ruleId === 'veil/wiring-only').map((m) => `${r.filePath}: ${m.message}`))).toEqual([]);
+    expect(await rulesFiredAt('src/app/open-probe.ts', "import type { Server } from 'node:http';\nexport type X = Server;\n")).toEqual([]);
+  });
+
   it('src/app holds only wiring (the files as they are)', () => {
     const names = readdirSync(join(cwd, 'src', 'app'));
     expect(names.filter((n) => !/^(open-[a-z0-9-]+|config-file(-[a-z0-9-]+)?|logger|[a-z0-9-]+-thread)\.ts$/.test(n))).toEqual([]);
