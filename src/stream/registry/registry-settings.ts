@@ -36,8 +36,8 @@ export function registrySettings(env: Env, options: { url?: string; now?: Date }
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw invalid(`schema.registry.url (${given.from}) must be http or https`, 'schema.registry.url');
   const auth = registryAuth(p, url, given.from);
+  if ([...p.keys()].some((k) => k.startsWith('schema.registry.ssl.')) && url.protocol !== 'https:') throw invalid(`schema.registry.ssl.* is set but schema.registry.url (${given.from}) is not https`, 'schema.registry.url');
   const tls = registryTls(p, options.now ?? new Date());
-  if (tls && url.protocol !== 'https:') throw invalid(`schema.registry.ssl.* is set but schema.registry.url (${given.from}) is not https`, 'schema.registry.url');
   const loopback = ['127.0.0.1', '[::1]', 'localhost'].includes(url.hostname);
   if (auth && url.protocol === 'http:' && !loopback) throw invalid(`schema.registry.url (${given.from}) is http: the registry's credentials would cross the network unencrypted (use https)`, 'schema.registry.url');
   url.username = '';
