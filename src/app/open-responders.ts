@@ -76,7 +76,7 @@ export async function openResponders(options: Omit<StreamOptions, 'registryUrl' 
     connection, clientId: 'veil-unprotect',
     log: (level, message, extra) => logger[level]({ kafka: extra }, message),
   });
-  const kafka = reportingContact(port, contacts, { now: Date.now, contactMs: 15_000 });
+  const kafka = reportingContact(port, contacts, { now: Date.now, contactMs: 15_000, onDown: (groupId, dead) => restart(groupId, dead) });
   const responders = names.map((name) => new UnprotectResponder({ name, config: config.responders[name]!, engine, verifier, audit, kafka, log: logger, now: options.now, tracing, configVersion: config.version, subjects }));
   // a version published elsewhere: its engine answers from now on (a key rotated elsewhere is read by the watch itself);
   // a responder's own settings (topics, group) are read at start only
@@ -91,6 +91,28 @@ export async function openResponders(options: Omit<StreamOptions, 'registryUrl' 
     },
   });
   let running = false;
+  // a responder whose consumer stopped for good (kafkajs: a crash it does not restart from, such as no
+  // group coordinator while the brokers are away) is started again here, as a pipeline re-creates its
+  // consumer: a Kafka outage never needs the process restarted, and /healthz stays green through it
+  const restarting = new Set<string>();
+  const restart = (groupId: string, dead: { disconnect(): Promise<void> }) => {
+    const responder = responders.find((r) => r.groupId === groupId);
+    if (!running || !responder || restarting.has(groupId)) return;
+    restarting.add(groupId);
+    void (async () => {
+      await dead.disconnect().catch(() => undefined);
+      for (let attempt = 1; running; attempt++) {
+        try {
+          await responder.start();
+          logger.info({ group: groupId }, 'responder: its consumer is running again');
+          return;
+        } catch (e) {
+          logger.warn({ group: groupId, attempt, error: (e as Error).name }, 'responder: its consumer cannot be re-created yet; trying again');
+          await new Promise((r) => setTimeout(r, 5000).unref());
+        }
+      }
+    })().finally(() => restarting.delete(groupId));
+  };
   let ops: FastifyInstance | undefined;
   const metrics = new Registry();
   collectProcessMetrics(metrics);
@@ -102,16 +124,14 @@ export async function openResponders(options: Omit<StreamOptions, 'registryUrl' 
     },
     async listen(port, host) {
       ops = Fastify({ logger: false });
-      const kafkaStates = () => [...contacts].map(([group, c]) => ({ group, down: c.downOn, ...c.readiness() }));
+      const kafkaStates = () => [...contacts].map(([group, c]) => ({ group, ...c.readiness() }));
       registerOpsRoutes(ops, {
+        // Kafka's absence (a consumer silent, or down and being re-created) is not liveness: /readyz, shown here
         live: () => {
           const shared = active.liveness();
-          const states = kafkaStates();
-          const down = states.filter((k) => k.down !== undefined).map(({ group, reason }) => ({ group, reason }));
-          const notReady = states.filter((k) => !k.ready).map(({ group, reason }) => ({ group, reason }));
+          const notReady = kafkaStates().filter((k) => !k.ready).map(({ group, reason }) => ({ group, reason }));
           const info = { ...shared.info, ...(notReady.length ? { notReady } : {}) };
-          if (shared.healthy && !down.length) return { healthy: true, info };
-          return { healthy: false, detail: { ...shared.detail, ...(down.length ? { consumers: down } : {}), ...info } };
+          return shared.healthy ? { healthy: true, info } : { healthy: false, detail: { ...shared.detail, ...info } };
         },
         ready: () => running && kafkaStates().every((k) => k.ready),
         metrics,

@@ -59,6 +59,13 @@ export class KafkaContact {
     this.down = code;
   }
 
+  /** a consumer made again for the group: it is not ready, nor silent for less, before Kafka answers it */
+  succeeds(previous: KafkaContact): void {
+    this.last = previous.last;
+    this.owns = previous.owns;
+    this.down = previous.down;
+  }
+
   /** a pause of the whole process is nobody's silence: the count restarts */
   paused(): void {
     this.last = this.now();
@@ -232,15 +239,26 @@ interface ContactEvents {
 /**
  * The port, each consumer it makes reporting its contact with Kafka into `contacts` (by group):
  * for owners that watch none themselves (the unprotect responders). Events the owner gives its
- * consumer later still reach it, beside these.
+ * consumer later still reach it, beside these. `onDown`: the consumer stopped and its client does
+ * not restart it (the owner may re-create it).
  */
-export function reportingContact<C extends { on(events: ContactEvents): void }, P extends { consumer(options: { groupId: string; readCommitted: boolean }): C }>(
-  port: P, contacts: Map<string, KafkaContact>, options: { now: () => number; contactMs: number },
+export function reportingContact<P extends { consumer(options: { groupId: string; readCommitted: boolean }): { on(events: ContactEvents): void } }>(
+  port: P, contacts: Map<string, KafkaContact>, options: { now: () => number; contactMs: number; onDown?: (groupId: string, consumer: ReturnType<P['consumer']>) => void },
 ): P {
+  type C = ReturnType<P['consumer']>;
   const watched = (consumer: C, groupId: string): C => {
     const contact = new KafkaContact(options);
+    const previous = contacts.get(groupId);
+    if (previous) contact.succeeds(previous);
     contacts.set(groupId, contact);
-    const mine = contact.events();
+    const events = contact.events();
+    const mine: typeof events = {
+      ...events,
+      crashed: (e, restarting) => {
+        events.crashed(e, restarting);
+        if (!restarting) options.onDown?.(groupId, consumer);
+      },
+    };
     const on = consumer.on.bind(consumer);
     on(mine);
     consumer.on = (events: ContactEvents) => on({
@@ -251,6 +269,6 @@ export function reportingContact<C extends { on(events: ContactEvents): void }, 
     return consumer;
   };
   return new Proxy(port, {
-    get: (target, prop, receiver) => (prop === 'consumer' ? (o: { groupId: string; readCommitted: boolean }) => watched(target.consumer(o), o.groupId) : Reflect.get(target, prop, receiver) as unknown),
+    get: (target, prop, receiver) => (prop === 'consumer' ? (o: { groupId: string; readCommitted: boolean }) => watched(target.consumer(o) as C, o.groupId) : Reflect.get(target, prop, receiver) as unknown),
   });
 }

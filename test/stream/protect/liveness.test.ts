@@ -210,14 +210,15 @@ describe('Liveness', () => {
 });
 
 describe('KafkaContact and reportingContact: the unprotect responders\' consumers', () => {
-  it('a consumer reports its joins, fetches and crashes; the owner\'s own events still reach it', () => {
+  it('a consumer reports its joins, fetches and crashes (a stop for good to onDown); the owner\'s own events still reach it', () => {
     const c = clock();
     const contacts = new Map<string, KafkaContact>();
     type Events = { assigned?(a: Record<string, number[]>): void; fetched?(): void; crashed?(e: Error, restarting: boolean): void };
     const given: Events[] = [];
     const consumer = { on(events: Events) { given.push(events); }, subscribe: () => 'subscribed' };
     const port = { consumer: (_options: { groupId: string; readCommitted: boolean }) => consumer, disconnect: () => 'closed' };
-    const watched = reportingContact(port, contacts, { now: c.now, contactMs: 15_000 });
+    const downs: [string, unknown][] = [];
+    const watched = reportingContact(port, contacts, { now: c.now, contactMs: 15_000, onDown: (group, dead) => downs.push([group, dead]) });
     expect(watched.disconnect()).toBe('closed');
     const made = watched.consumer({ groupId: 'veil-unprotect-desk', readCommitted: true });
     expect(made.subscribe()).toBe('subscribed');
@@ -237,7 +238,10 @@ describe('KafkaContact and reportingContact: the unprotect responders\' consumer
     // a crash the client restarts from is no stop; one it does not restart from is
     given.at(-1)!.crashed!(Object.assign(new Error('x'), { name: 'KafkaJSConnectionError' }), true);
     expect(contact.readiness().ready).toBe(true);
+    expect(downs).toEqual([]);
     given.at(-1)!.crashed!(Object.assign(new Error('x'), { name: 'KafkaJSNonRetriableError' }), false);
     expect([contact.readiness(), contact.downOn]).toEqual([{ ready: false, reason: 'consumer down: KafkaJSNonRetriableError' }, 'KafkaJSNonRetriableError']);
+    // the owner is told, with the dead consumer, to re-create it
+    expect(downs).toEqual([['veil-unprotect-desk', made]]);
   });
 });
