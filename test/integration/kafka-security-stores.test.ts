@@ -129,7 +129,10 @@ describe('veil on a secured Kafka: the shared stores, discover, and refusals', (
     expect(child.output()).toMatch(/ssl\.certificate\.location \(VEIL_KAFKA_SSL_CERTIFICATE_LOCATION\): the certificate in .* expired on .*\[CONFIG_INVALID\]/);
   });
 
-  it('no process printed a password, a client secret, a token or a key password', () => {
+  it('no process printed a password, a client secret, a token or a key password; no /metrics or /healthz holds one', async () => {
+    const pages = (await Promise.all(serves.flatMap((s) => ['/metrics', '/healthz', '/readyz'].map((path) => s.request(path))))).map((a) => a.text);
+    expect(pages.some((p) => p.includes('process_cpu_seconds_total'))).toBe(true);
+    for (const secret of [broker.password, broker.oauthSecret]) expect(pages.some((p) => p.includes(secret))).toBe(false);
     for (const s of serves) children.all.push(Object.assign(s.child, { output: () => s.output() }) as never);
     children.expectNoSecret([broker.password, broker.oauthSecret, broker.pki.brokerKeyPassword, `${broker.password}-wrong`, `${broker.oauthSecret}-wrong`]);
     expect(PRINCIPAL).toBe('veil');
