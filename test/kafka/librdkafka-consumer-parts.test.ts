@@ -259,10 +259,10 @@ describe('the fetch loop', () => {
     native.answers = [[msg(0, 1), msg(0, 2), msg(0, 3), msg(0, 4), msg(0, 5)]];
     const { calls, handler } = controlledHandler();
     let running = true;
-    let loop: FetchLoop;
-    const runner = new BatchRunner({ queues: q, handler, consumer: () => native as never, log, settled: () => loop.wake() });
+    const wake = { loop: undefined as FetchLoop | undefined };
+    const runner = new BatchRunner({ queues: q, handler, consumer: () => native as never, log, settled: () => wake.loop?.wake() });
     runner.running = true;
-    loop = new FetchLoop({ consumer: () => native as never, running: () => running, queues: q, runner, maxBatchRecords: 1, fetched: () => undefined, onError: () => undefined, crashed: () => undefined });
+    const loop = wake.loop = new FetchLoop({ consumer: () => native as never, running: () => running, queues: q, runner, maxBatchRecords: 1, fetched: () => undefined, onError: () => undefined, crashed: () => undefined });
     const done = loop.run();
     await vi.waitFor(() => expect(calls).toHaveLength(1));
     await flush();
@@ -280,7 +280,7 @@ describe('the fetch loop', () => {
   it('a fatal consume failure stops the loop and reports the crash; another is logged and tried again', async () => {
     const q = new PartitionQueues(1);
     const native = new FakeNative();
-    native.answers = [Object.assign(new Error('transport'), { code: -195, isFatal: false }) as LibrdKafkaError, Object.assign(new Error('fenced'), { code: -150, isFatal: true }) as LibrdKafkaError];
+    native.answers = [Object.assign(new Error('transport'), { code: -195, isFatal: false }) as unknown as LibrdKafkaError, Object.assign(new Error('fenced'), { code: -150, isFatal: true }) as unknown as LibrdKafkaError];
     const errors: number[] = [];
     const crashes: Error[] = [];
     const runner = new BatchRunner({ queues: q, handler: async () => undefined, consumer: () => native as never, log, settled: () => undefined });
