@@ -26,6 +26,8 @@ export interface ActiveEngine extends OpenedEngine {
   liveness(): { healthy: boolean; detail?: Record<string, unknown>; info: { configuration: { version: number; hash: string } } };
   /** stops following, the KEK's lease and the control store's consumer */
   close(): Promise<void>;
+  /** `make`'s result; when it throws (a start refused), this is closed first, so a process that does not start leaves nothing running */
+  orClose<T>(make: () => T | Promise<T>): Promise<T>;
 }
 
 /**
@@ -60,7 +62,7 @@ export async function openActiveEngine(options: Omit<OpenEngineOptions, 'control
     const opened = await openEngine({ ...options, configFile: active.file, opened: keys, ...(control ? { control } : {}) });
     const holder = new EngineHolder<VeilConfig>({ engine: opened.engine, config: opened.config, version: active.number });
     let watch: ActiveVersionWatch<VeilConfig> | undefined;
-    return {
+    const engine: ActiveEngine = {
       ...opened, versions, holder, ...(control ? { control } : {}),
       file: (version) => versions.file(version),
       follow({ logger, intervalMs, onSwap, onKeys }) {
@@ -89,7 +91,16 @@ export async function openActiveEngine(options: Omit<OpenEngineOptions, 'control
         opened.lease?.stop();
         await control?.close();
       },
+      async orClose(make) {
+        try {
+          return await make();
+        } catch (e) {
+          await engine.close();
+          throw e;
+        }
+      },
     };
+    return engine;
   } catch (e) {
     // a process that does not start leaves the KEK's lease and the control store's consumer behind otherwise
     lease?.stop();

@@ -57,13 +57,7 @@ export async function openResponders(options: Omit<StreamOptions, 'registryUrl' 
   }
   // opened on first use: only requests naming a data subject of subject-scoped fields read it; refused
   // here, at start, when subject keys would be split between processes or lost with the data dir
-  let subjects: ReturnType<typeof lazySubjectKeyStore>;
-  try {
-    subjects = lazySubjectKeyStore({ keystore: active.keystore, dataDir: options.dataDir, settings: subjectStoreSettings(options.env), env: options.env, config: config.engine });
-  } catch (e) {
-    await active.close();
-    throw e;
-  }
+  const subjects = await active.orClose(() => lazySubjectKeyStore({ keystore: active.keystore, dataDir: options.dataDir, settings: subjectStoreSettings(options.env), env: options.env, config: config.engine }));
   const issuer = config.identity.issuer ?? options.env.VEIL_BASE_URL ?? 'http://127.0.0.1:8080';
   const signer = new JwtSigner(keystore, config.identity.signingKey);
   const verifier = new CachingVerifier(new TokenVerifier({ identity: config.identity, issuer, signer, now: options.now }), { now: options.now });

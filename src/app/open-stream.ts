@@ -86,15 +86,9 @@ export async function openStream(options: StreamOptions): Promise<StreamService>
   // the KEK stopping and answering again: once per change, on this process's log
   logKekTransitions(active.lease, logger);
   const { config, engine } = active;
-  let subjects: ReturnType<typeof lazySubjectKeyStore>;
-  try {
-    // opened on first use: only pipelines whose fields are scoped to the data subject read it; refused
-    // here, at start, when subject keys would be split between processes or lost with the data dir
-    subjects = lazySubjectKeyStore({ keystore: active.keystore, dataDir: options.dataDir, settings: subjectStoreSettings(options.env), env: options.env, config: config.engine });
-  } catch (e) {
-    await active.close();
-    throw e;
-  }
+  // opened on first use: only pipelines whose fields are scoped to the data subject read it; refused
+  // here, at start, when subject keys would be split between processes or lost with the data dir
+  const subjects = await active.orClose(() => lazySubjectKeyStore({ keystore: active.keystore, dataDir: options.dataDir, settings: subjectStoreSettings(options.env), env: options.env, config: config.engine }));
   const startedOn = active.file(active.holder.get().version);
   const names = options.pipelines ?? Object.keys(config.pipelines);
   const { rewrap } = options;

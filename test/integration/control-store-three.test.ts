@@ -10,6 +10,7 @@ import { startMoto, type Moto } from '../helpers/moto.ts';
 import { reviewedHash, signIn } from '../helpers/portal-client.ts';
 import { hashClientSecret } from '../../src/identity/client-secret.ts';
 import { eventually, freePorts, ROOT } from '../helpers/processes.ts';
+import { topicsPipelineYaml } from '../helpers/pipeline-yaml.ts';
 
 const guid = (n: number) => `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`;
 
@@ -70,18 +71,7 @@ describe('serve, gateway and stream protect sharing the control store and a KMS'
     expect(gateway).toContain('unmapped: { action: pass }');
     await writeFile(configFile, `${gateway}
 pipelines:
-  customers:
-    source: { topics: [${t.raw}] }
-    sink: { topic: ${t.clean} }
-    deadLetterTopic: ${t.dlq}
-    format: json
-    groupId: veil-test-${t.id}
-    fields: [ { path: email, field: Customer.email } ]
-    unmapped: pass                 # as the gateway above (test/security/stream-drift.test.ts covers the guard)
-    roles: [ingest]
-    rightsEvidences: { Role: ingest }
-    processingEvidences: { Action: Protect }
-`);
+${topicsPipelineYaml('customers', t, '    unmapped: pass                 # as the gateway above (test/security/stream-drift.test.ts covers the guard)\n')}`);
     await createTopics(kafka, [t.raw, t.clean, t.dlq], 2);
     env = {
       VEIL_CONTROL_STORE: 'kafka', VEIL_CONTROL_TOPIC: `veil.control.three.${randomBytes(4).toString('hex')}`, KAFKA_BROKERS: BROKERS.join(','),

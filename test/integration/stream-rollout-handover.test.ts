@@ -9,6 +9,7 @@ import { EXAMPLE_CONFIG } from '../../src/env/index.ts';
 import { BROKERS, createTopics, javaDescribeGroup, kafkaClient, topicsFor } from '../helpers/kafka.ts';
 import { freePorts, spawnStream, waitFor } from '../helpers/processes.ts';
 import { streamClients } from '../helpers/stream-clients.ts';
+import { topicsPipelineYaml } from '../helpers/pipeline-yaml.ts';
 
 /**
  * Issue 40, a rolling update of a protect Deployment: two `veil stream protect` processes share a
@@ -31,17 +32,7 @@ async function pipelineConfig(t: ReturnType<typeof topicsFor>): Promise<{ dataDi
   const configFile = join(dataDir, 'config.yaml');
   await writeFile(configFile, `${readFileSync(EXAMPLE_CONFIG, 'utf8')}
 pipelines:
-  handover:
-    source: { topics: [${t.raw}] }
-    sink: { topic: ${t.clean} }
-    deadLetterTopic: ${t.dlq}
-    format: json
-    groupId: veil-test-${t.id}
-    fields: [ { path: email, field: Customer.email } ]
-    roles: [ingest]
-    rightsEvidences: { Role: ingest }
-    processingEvidences: { Action: Protect }
-`);
+${topicsPipelineYaml('handover', t)}`);
   return { dataDir, configFile };
 }
 

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EXAMPLE_CONFIG } from '../../src/env/index.ts';
 import { BROKERS, consume, createTopics, kafkaClient, produce, topicsFor } from '../helpers/kafka.ts';
 import { freePorts, spawnStream, waitFor } from '../helpers/processes.ts';
+import { topicsPipelineYaml } from '../helpers/pipeline-yaml.ts';
 
 /** Two `veil stream protect` processes in one consumer group: they split the partitions, and one takes over when the other stops. */
 describe('stream: scaling a consumer group (real broker, two processes)', () => {
@@ -34,17 +35,7 @@ describe('stream: scaling a consumer group (real broker, two processes)', () => 
     configFile = join(dataDir, 'config.yaml');
     await writeFile(configFile, `${readFileSync(EXAMPLE_CONFIG, 'utf8')}
 pipelines:
-  scale:
-    source: { topics: [${t.raw}] }
-    sink: { topic: ${t.clean} }
-    deadLetterTopic: ${t.dlq}
-    format: json
-    groupId: veil-test-${t.id}
-    fields: [ { path: email, field: Customer.email } ]
-    roles: [ingest]
-    rightsEvidences: { Role: ingest }
-    processingEvidences: { Action: Protect }
-`);
+${topicsPipelineYaml('scale', t)}`);
   }, 60_000);
   afterAll(async () => rm(dataDir, { recursive: true, force: true }));
 
