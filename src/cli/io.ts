@@ -6,6 +6,8 @@ export interface CliIo {
   env: Readonly<Record<string, string | undefined>>;
   cwd: string;
   now: () => Date;
+  /** whether stderr is a terminal: progress lines go there only then */
+  stderrIsTTY?: boolean;
 }
 
 /**

@@ -79,6 +79,7 @@ if (import.meta.main) {
     env: process.env,
     cwd: process.cwd(),
     now: () => new Date(),
+    stderrIsTTY: process.stderr.isTTY === true,
   };
   process.exitCode = await main(process.argv.slice(2), io);
 }

@@ -12,6 +12,7 @@ import { VeilError } from '../engine/index.ts';
 import type { LocalKeystore } from '../keystore/local-keystore.ts';
 import { ErasureService, openSubjectKeyStore, subjectStoreSettings, verifyReceipt, type SubjectActor, type SubjectStatus } from '../subjects/index.ts';
 import { UsageError } from './errors.ts';
+import { eraseFromLines, receiptsOf, verifyLines } from './subjects-bulk.ts';
 import { usageExitCode, type CliIo, type Command } from './io.ts';
 
 export const subjectsHelp = `Usage: veil subjects <action> [options]
@@ -24,17 +25,24 @@ Actions:
   erase <id|-> --reason <text> [--by <name>]
                      destroys the subject's key; prints the signed receipt as JSON
                      ({"receipt": "<compact JWS>", "claims": {...}})
+  erase --from <file|-> --reason <text> [--by <name>]
+                     erases every subject of the file (one id a line), 1,000 at a time; prints
+                     a JSON line each: {"line", "subject", "generation", "alreadyErased",
+                     "receipt"} or {"line", "error"}; run again after a failure, it erases
+                     what is left and returns every receipt
   status <id|-> [--json]
                      exists, erased or unknown, with the subject's reference and generation
   verify-receipt <file|->
                      checks a receipt (the JWS, or the JSON erase printed) against the data
-                     dir's key set; prints its claims
+                     dir's key set; prints its claims. A file of many (one a line: JWS, or what
+                     erase --from printed): a JSON line each, {"line", "valid", "claims"|"error"}
   help               this text
 
 Options:
   --reason <text>    why (1-500 characters on one line; it must not name the subject):
                      it goes into the receipt and the audit log
   --by <name>        who erases, as the receipt names them (default: cli:<user name>)
+  --from <file|->    erase: the subjects, one id a line ('-': stdin)
   --data-dir <dir>   default: $VEIL_DATA_DIR, else ./.veil
   --config <file>    the configuration veil serve runs with (default: $VEIL_CONFIG, else the
                      shipped example): the audit log rotates as its service.audit says
@@ -49,6 +57,7 @@ Exit codes: 0 ok, 1 refused, failed or an invalid receipt, 2 usage error.
 
 const OPTIONS = {
   reason: { type: 'string' },
+  from: { type: 'string' },
   by: { type: 'string' },
   'data-dir': { type: 'string' },
   config: { type: 'string' },
@@ -56,9 +65,9 @@ const OPTIONS = {
   help: { type: 'boolean', short: 'h' },
 } as const;
 
-type Flags = { reason?: string; by?: string; 'data-dir'?: string; config?: string; json?: boolean; help?: boolean };
+type Flags = { reason?: string; from?: string; by?: string; 'data-dir'?: string; config?: string; json?: boolean; help?: boolean };
 
-const ALLOWED: Record<string, readonly (keyof Flags)[]> = { erase: ['reason', 'by', 'config'], status: ['json', 'config'], 'verify-receipt': [] };
+const ALLOWED: Record<string, readonly (keyof Flags)[]> = { erase: ['reason', 'from', 'by', 'config'], status: ['json', 'config'], 'verify-receipt': [] };
 
 export const subjectsCommand: Command = async (args, io) => {
   let action: string;
@@ -96,21 +105,27 @@ function checkArgs(positionals: string[], flags: Flags): [string, string] {
   const [action, operand, ...extra] = positionals as [string, string | undefined, ...string[]];
   const allowed = ALLOWED[action];
   if (!allowed) throw new UsageError(`unknown action${/^[a-z-]{1,20}$/.test(action) ? ` '${action}'` : ''}; expected erase, status or verify-receipt`);
-  if (operand === undefined || extra.length > 0) throw new UsageError(`'${action}' takes one ${action === 'verify-receipt' ? 'file (or -)' : 'subject id (or -)'}`);
+  if (flags.from !== undefined) {
+    if (operand !== undefined) throw new UsageError("'erase --from' takes its subjects from the file, not the command line");
+  } else if (operand === undefined || extra.length > 0) throw new UsageError(`'${action}' takes one ${action === 'verify-receipt' ? 'file (or -)' : 'subject id (or -)'}`);
   for (const name of Object.keys(flags) as (keyof Flags)[]) {
     if (name !== 'data-dir' && !allowed.includes(name)) throw new UsageError(`--${name} does not apply to '${action}'`);
   }
   if (action === 'erase' && flags.reason === undefined) throw new UsageError("'erase' needs --reason");
-  return [action, operand];
+  return [action, operand ?? ''];
 }
 
 async function administer(action: 'erase' | 'status', operand: string, flags: Flags, dataDir: string, io: CliIo): Promise<number> {
+  if (flags.from !== undefined) {
+    const text = await readSource(flags.from, io, 'the subjects file cannot be read');
+    return withKeys(dataDir, io, (keystore) => run(action, { text }, flags, keystore, dataDir, io));
+  }
   const id = operand === '-' ? oneLine(await io.readStdin()) : operand;
   if (operand !== '-') io.stderr('veil subjects: note: a subject id on the command line may be kept in shell history; prefer - and stdin\n');
   return withKeys(dataDir, io, (keystore) => run(action, id, flags, keystore, dataDir, io));
 }
 
-async function run(action: 'erase' | 'status', id: string, flags: Flags, keystore: LocalKeystore, dataDir: string, io: CliIo): Promise<number> {
+async function run(action: 'erase' | 'status', id: string | { text: string }, flags: Flags, keystore: LocalKeystore, dataDir: string, io: CliIo): Promise<number> {
   // the audit log rotates as the service's: a writer keeping fewer files would delete what the configuration keeps
   const { config } = await requireConfig(resolveConfigPath(flags.config, io.env, io.cwd));
   const store = await openSubjectKeyStore({ keystore, dataDir, settings: subjectStoreSettings(io.env) });
@@ -118,6 +133,7 @@ async function run(action: 'erase' | 'status', id: string, flags: Flags, keystor
   try {
     const service = new ErasureService({ store, keys: keystore, audit, issuer: io.env.VEIL_BASE_URL || 'urn:veil:cli', now: io.now });
     const actor: SubjectActor = { by: flags.by ?? `cli:${userName(io)}`, channel: 'cli', requestId: randomUUID() };
+    if (typeof id !== 'string') return await eraseFromLines(id.text, service, flags.reason!, actor, io);
     if (action === 'erase') {
       const { receipt, claims } = await service.erase(id, flags.reason, actor);
       io.stdout(`${JSON.stringify({ receipt, claims }, null, 2)}\n`);
@@ -133,24 +149,19 @@ async function run(action: 'erase' | 'status', id: string, flags: Flags, keystor
 }
 
 async function verify(operand: string, dataDir: string, io: CliIo): Promise<number> {
-  const text = operand === '-' ? await io.readStdin() : await readFile(resolve(io.cwd, operand), 'utf8').catch(() => {
-    throw new UsageError('the receipt file cannot be read');
-  });
-  const claims = await withKeys(dataDir, io, (keystore) => verifyReceipt(receiptOf(text), keystore));
+  const receipts = receiptsOf(await readSource(operand, io, 'the receipt file cannot be read'));
+  if (receipts.length !== 1) return withKeys(dataDir, io, (keystore) => verifyLines(receipts, keystore, io));
+  const claims = await withKeys(dataDir, io, (keystore) => verifyReceipt(receipts[0]!.receipt, keystore));
   io.stdout(`${JSON.stringify({ valid: true, claims }, null, 2)}\n`);
   return 0;
 }
 
-/** The JWS itself, or the `receipt` of the JSON document `erase` prints. */
-function receiptOf(text: string): string {
-  const trimmed = text.trim();
-  if (!trimmed.startsWith('{')) return trimmed;
-  try {
-    const receipt = (JSON.parse(trimmed) as { receipt?: unknown }).receipt;
-    return typeof receipt === 'string' ? receipt : '';
-  } catch {
-    return '';
-  }
+/** A file's text, or stdin's for '-'. */
+async function readSource(operand: string, io: CliIo, unreadable: string): Promise<string> {
+  if (operand === '-') return io.readStdin();
+  return readFile(resolve(io.cwd, operand), 'utf8').catch(() => {
+    throw new UsageError(unreadable);
+  });
 }
 
 /** The data dir's key set (through the shared control store when VEIL_CONTROL_STORE names one, kept open for the command: veil-receipts may be created). */

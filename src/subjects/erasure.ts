@@ -42,6 +42,12 @@ export interface ErasureResult extends ErasureReceipt {
   erasure: Erasure;
 }
 
+/** One subject of a bulk erasure, in the order asked: its receipt, or why it was refused (the error names no id). */
+export type BulkErasure = { result: ErasureResult; error?: undefined } | { result?: undefined; error: VeilError };
+
+/** the most subjects one bulk call takes (the admin API's batch; the command line sends its file in batches of this) */
+export const BULK_ERASURE_MAX = 1000;
+
 /**
  * The erasure doors' one path (the admin API, the portal, the command line — issue 29): checks
  * the request, erases through the store, signs the receipt and records the audit event, which
@@ -77,14 +83,56 @@ export class ErasureService {
     let erasure: Erasure | undefined;
     try {
       erasure = await this.options.store.erase(subjectId, { by: actor.by, reason });
-      const signed = await this.signer.sign(erasure, this.options.now());
-      const { subject, generation, alreadyErased } = erasure;
-      await this.record('subject.erase', actor, 'ok', { subject, generation, alreadyErased, receipt: signed.claims.jti, reason }, true);
-      return { ...signed, erasure };
+      return await this.receipted(erasure, reason, actor);
     } catch (e) {
       if (e instanceof AuditError) throw e;
       return this.refuse('erase', actor, e, erasure ? { subject: erasure.subject, generation: erasure.generation, reason } : { reason });
     }
+  }
+
+  /**
+   * Erases up to BULK_ERASURE_MAX subjects with one reason (a backlog of requests, accounts
+   * closed): each checked as erase() checks it — one that is refused (not an id, named by the
+   * reason) is that entry's error and recorded, the others go on — then erased together through the
+   * store (one wait for every process, not one per subject), each receipt signed and each erasure
+   * recorded in the audit before the batch returns. A failure of the store or the audit fails the
+   * batch: what was erased stays erased, and the same batch again returns every receipt.
+   */
+  async eraseMany(subjectIds: readonly unknown[], reason: unknown, actor: SubjectActor): Promise<BulkErasure[]> {
+    try {
+      checkBy(actor.by);
+      checkReason(reason);
+      if (subjectIds.length > BULK_ERASURE_MAX) throw new SubjectsError('ERASURE_REQUEST_INVALID', `a bulk erasure takes at most ${BULK_ERASURE_MAX} subjects`);
+    } catch (e) {
+      return this.refuse('erase', actor, e);
+    }
+    const out: BulkErasure[] = new Array(subjectIds.length);
+    const valid: { index: number; id: string }[] = [];
+    for (const [index, id] of subjectIds.entries()) {
+      try {
+        assertSubjectId(id);
+        checkReason(reason, id);
+        valid.push({ index, id });
+      } catch (e) {
+        out[index] = { error: await this.refuse('erase', actor, e, { reason }).catch((refused: VeilError) => refused) };
+      }
+    }
+    let erasures: Erasure[];
+    try {
+      erasures = await this.options.store.eraseMany(valid.map((v) => v.id), { by: actor.by, reason });
+    } catch (e) {
+      return this.refuse('erase', actor, e, { reason });
+    }
+    for (const [k, erasure] of erasures.entries()) out[valid[k]!.index] = { result: await this.receipted(erasure, reason, actor) };
+    return out;
+  }
+
+  /** The erasure's signed receipt, once its audit record is written (AUDIT_UNAVAILABLE otherwise). */
+  private async receipted(erasure: Erasure, reason: string, actor: SubjectActor): Promise<ErasureResult> {
+    const signed = await this.signer.sign(erasure, this.options.now());
+    const { subject, generation, alreadyErased } = erasure;
+    await this.record('subject.erase', actor, 'ok', { subject, generation, alreadyErased, receipt: signed.claims.jti, reason }, true);
+    return { ...signed, erasure };
   }
 
   async status(subjectId: unknown, actor: SubjectActor): Promise<SubjectStatus> {

@@ -9,5 +9,5 @@ export { refLabel } from './subject-id.ts';
 export { LazySubjectKeyStore } from './lazy-store.ts';
 export { fetchSubjectKeys, subjectKeysOf, type SubjectNeed } from './keyring.ts';
 // the erasure doors (admin API, portal, command line): one service, receipts signed by veil-receipts
-export { checkReason, ErasureService, permits, REASON_MAX_CHARS, type ErasureResult, type ErasureServiceOptions, type SubjectAction, type SubjectActor } from './erasure.ts';
+export { BULK_ERASURE_MAX, checkReason, ErasureService, permits, REASON_MAX_CHARS, type BulkErasure, type ErasureResult, type ErasureServiceOptions, type SubjectAction, type SubjectActor } from './erasure.ts';
 export { ensureReceiptKey, RECEIPT_KEY, RECEIPT_TYP, ReceiptSigner, verifyReceipt, type ErasureReceipt, type ReceiptClaims, type ReceiptKeySource } from './receipt.ts';

@@ -34,6 +34,10 @@ export class LazySubjectKeyStore implements SubjectKeyStore {
     return (await this.store()).erase(subjectId, by);
   }
 
+  async eraseMany(subjectIds: readonly string[], by: { by: string; reason: string }): Promise<Erasure[]> {
+    return (await this.store()).eraseMany(subjectIds, by);
+  }
+
   async status(subjectId: string): Promise<SubjectStatus> {
     return (await this.store()).status(subjectId);
   }

@@ -3,6 +3,7 @@ import { SubjectsError } from './errors.ts';
 import { HandleCache } from './handle-cache.ts';
 import { assertSubjectId, refHex } from './subject-id.ts';
 import { isErased, type SubjectState } from './subject-state.ts';
+import { mapLimited } from './map-limited.ts';
 import type { ErasedSubject, Erasure, KeyForOptions, SubjectBackend, SubjectChange, SubjectKey, SubjectKeyStore, SubjectStatus } from './subject-store.ts';
 
 export interface SubjectKeysOptions {
@@ -10,6 +11,9 @@ export interface SubjectKeysOptions {
   cacheSize?: number;
   now?: () => number;
 }
+
+/** erasures of one batch in flight at once: each is a write and its read-back */
+const ERASE_CONCURRENCY = 32;
 
 /** The store over an adapter: ids to references, the handle cache, creation races and erasures. */
 export class SubjectKeys implements SubjectKeyStore {
@@ -77,16 +81,36 @@ export class SubjectKeys implements SubjectKeyStore {
   }
 
   async erase(subjectId: string, by: { by: string; reason: string }): Promise<Erasure> {
-    assertSubjectId(subjectId);
-    const ref = this.wrapper.refOf(subjectId);
-    const hex = refHex(ref);
+    return (await this.eraseMany([subjectId], by))[0]!;
+  }
+
+  /**
+   * Erases many subjects at once: each as erase() does, ERASE_CONCURRENCY writes in flight, and
+   * one wait for the staleness bound after the last — so a batch of thousands costs its writes,
+   * not a bound per subject. A subject named twice is erased once; one erased before is not written.
+   */
+  async eraseMany(subjectIds: readonly string[], by: { by: string; reason: string }): Promise<Erasure[]> {
+    for (const id of subjectIds) assertSubjectId(id);
     await this.backend.fresh();
-    const before = this.backend.read(ref);
-    if (isErased(before)) return erasure(hex, before!, by, true);
-    const after = await this.backend.erase(ref, this.now());
-    this.cache.dropRef(hex);
-    await this.backend.settle();
-    return erasure(hex, after, by, false);
+    const byRef = new Map<string, Promise<Erasure>>();
+    let erased = false;
+    const eraseOne = async (ref: Buffer, hex: string): Promise<Erasure> => {
+      const before = this.backend.read(ref);
+      if (isErased(before)) return erasure(hex, before!, by, true);
+      const after = await this.backend.erase(ref, this.now());
+      this.cache.dropRef(hex);
+      erased = true;
+      return erasure(hex, after, by, false);
+    };
+    const results = await mapLimited(subjectIds, ERASE_CONCURRENCY, (id) => {
+      const ref = this.wrapper.refOf(id);
+      const hex = refHex(ref);
+      let pending = byRef.get(hex);
+      if (!pending) byRef.set(hex, (pending = eraseOne(ref, hex)));
+      return pending;
+    });
+    if (erased) await this.backend.settle();
+    return results;
   }
 
   async status(subjectId: string): Promise<SubjectStatus> {

@@ -77,6 +77,8 @@ export interface SubjectKeyStore {
   cached(subjectId: string): SubjectKey | undefined;
   /** Destroys the subject's key everywhere; resolves once no process of the store serves it any more. */
   erase(subjectId: string, by: { by: string; reason: string }): Promise<Erasure>;
+  /** erase() for many subjects, in their order, with one wait for every process at the end (bulk erasure) */
+  eraseMany(subjectIds: readonly string[], by: { by: string; reason: string }): Promise<Erasure[]>;
   status(subjectId: string): Promise<SubjectStatus>;
   /** Created and erased subjects, from this process and the others; returns the unsubscribe. */
   onChange(listener: (change: SubjectChange) => void): () => void;
