@@ -11,22 +11,22 @@ export function idLines(text: string): { line: number; id: string }[] {
 }
 
 /**
- * `veil subjects erase --from FILE|-`: every id of the file erased, BULK_ERASURE_MAX at a time
- * (one wait for every host per batch, not per subject), one JSON line each on stdout — its line
+ * `veil subjects erase --from FILE|-`: every id of the file erased, `batchSize` (at most
+ * BULK_ERASURE_MAX) at a time (one wait for every host per batch, not per subject), one JSON line each on stdout — its line
  * number, reference, generation, whether it was erased before, and its receipt; or its line
  * number and why it was refused. Never the id: the output names subjects by reference only.
  * Resumable: erasing is idempotent, so a run started again (after a crash, a SIGKILL) erases what
  * is left and returns the receipts of what was erased before. Progress on stderr when it is a
  * terminal. 0 when every line was erased, 1 when any was refused.
  */
-export async function eraseFromLines(text: string, service: ErasureService, reason: string, actor: SubjectActor, io: CliIo): Promise<number> {
+export async function eraseFromLines(text: string, service: ErasureService, reason: string, actor: SubjectActor, io: CliIo, batchSize = BULK_ERASURE_MAX): Promise<number> {
   const lines = idLines(text);
   const started = io.now().getTime();
   let erased = 0;
   let before = 0;
   let refused = 0;
-  for (let i = 0; i < lines.length; i += BULK_ERASURE_MAX) {
-    const batch = lines.slice(i, i + BULK_ERASURE_MAX);
+  for (let i = 0; i < lines.length; i += batchSize) {
+    const batch = lines.slice(i, i + batchSize);
     const outcomes = await service.eraseMany(batch.map((l) => l.id), reason, actor);
     const out: string[] = [];
     for (const [k, outcome] of outcomes.entries()) {

@@ -10,7 +10,7 @@ import { openControlStore } from '../control/index.ts';
 import { resolveConfigPath, resolveDataDir } from '../env/index.ts';
 import { VeilError } from '../engine/index.ts';
 import type { LocalKeystore } from '../keystore/local-keystore.ts';
-import { ErasureService, openSubjectKeyStore, subjectStoreSettings, verifyReceipt, type SubjectActor, type SubjectStatus } from '../subjects/index.ts';
+import { BULK_ERASURE_MAX, ErasureService, openSubjectKeyStore, subjectStoreSettings, verifyReceipt, type SubjectActor, type SubjectStatus } from '../subjects/index.ts';
 import { UsageError } from './errors.ts';
 import { eraseFromLines, receiptsOf, verifyLines } from './subjects-bulk.ts';
 import { usageExitCode, type CliIo, type Command } from './io.ts';
@@ -43,6 +43,8 @@ Options:
                      it goes into the receipt and the audit log
   --by <name>        who erases, as the receipt names them (default: cli:<user name>)
   --from <file|->    erase: the subjects, one id a line ('-': stdin)
+  --batch <n>        erase --from: subjects a batch, 1 to 1000 (default 1000): a batch's lines are
+                     printed once it is erased
   --data-dir <dir>   default: $VEIL_DATA_DIR, else ./.veil
   --config <file>    the configuration veil serve runs with (default: $VEIL_CONFIG, else the
                      shipped example): the audit log rotates as its service.audit says
@@ -58,6 +60,7 @@ Exit codes: 0 ok, 1 refused, failed or an invalid receipt, 2 usage error.
 const OPTIONS = {
   reason: { type: 'string' },
   from: { type: 'string' },
+  batch: { type: 'string' },
   by: { type: 'string' },
   'data-dir': { type: 'string' },
   config: { type: 'string' },
@@ -65,9 +68,9 @@ const OPTIONS = {
   help: { type: 'boolean', short: 'h' },
 } as const;
 
-type Flags = { reason?: string; from?: string; by?: string; 'data-dir'?: string; config?: string; json?: boolean; help?: boolean };
+type Flags = { reason?: string; from?: string; batch?: string; by?: string; 'data-dir'?: string; config?: string; json?: boolean; help?: boolean };
 
-const ALLOWED: Record<string, readonly (keyof Flags)[]> = { erase: ['reason', 'from', 'by', 'config'], status: ['json', 'config'], 'verify-receipt': [] };
+const ALLOWED: Record<string, readonly (keyof Flags)[]> = { erase: ['reason', 'from', 'batch', 'by', 'config'], status: ['json', 'config'], 'verify-receipt': [] };
 
 export const subjectsCommand: Command = async (args, io) => {
   let action: string;
@@ -105,6 +108,7 @@ function checkArgs(positionals: string[], flags: Flags): [string, string] {
   const [action, operand, ...extra] = positionals as [string, string | undefined, ...string[]];
   const allowed = ALLOWED[action];
   if (!allowed) throw new UsageError(`unknown action${/^[a-z-]{1,20}$/.test(action) ? ` '${action}'` : ''}; expected erase, status or verify-receipt`);
+  if (flags.batch !== undefined && (flags.from === undefined || !/^[1-9][0-9]{0,3}$/.test(flags.batch) || Number(flags.batch) > BULK_ERASURE_MAX)) throw new UsageError(`--batch goes with --from and is 1 to ${BULK_ERASURE_MAX}`);
   if (flags.from !== undefined) {
     if (operand !== undefined) throw new UsageError("'erase --from' takes its subjects from the file, not the command line");
   } else if (operand === undefined || extra.length > 0) throw new UsageError(`'${action}' takes one ${action === 'verify-receipt' ? 'file (or -)' : 'subject id (or -)'}`);
@@ -133,7 +137,7 @@ async function run(action: 'erase' | 'status', id: string | { text: string }, fl
   try {
     const service = new ErasureService({ store, keys: keystore, audit, issuer: io.env.VEIL_BASE_URL || 'urn:veil:cli', now: io.now });
     const actor: SubjectActor = { by: flags.by ?? `cli:${userName(io)}`, channel: 'cli', requestId: randomUUID() };
-    if (typeof id !== 'string') return await eraseFromLines(id.text, service, flags.reason!, actor, io);
+    if (typeof id !== 'string') return await eraseFromLines(id.text, service, flags.reason!, actor, io, Number(flags.batch ?? BULK_ERASURE_MAX));
     if (action === 'erase') {
       const { receipt, claims } = await service.erase(id, flags.reason, actor);
       io.stdout(`${JSON.stringify({ receipt, claims }, null, 2)}\n`);

@@ -14,8 +14,8 @@ import type { SecureBroker } from './secure-kafka.ts';
 export const MASTER = 'e'.repeat(64);
 export const BASE_URL = 'http://veil.secure.test';
 
-/** A veil process of the security tests, with everything it printed (for the secret grep). */
-export type VeilChild = ChildProcess & { output: () => string };
+/** A veil process of the tests, with everything it printed (for the secret grep) and its stdout alone (lines whole). */
+export type VeilChild = ChildProcess & { output: () => string; stdout: () => string };
 
 /** Every process a test file started: killed at its end, their output searched for secrets. */
 export class Children {
@@ -24,9 +24,13 @@ export class Children {
   spawn(args: string[], env: Record<string, string>): VeilChild {
     const child = spawn(join(ROOT, 'bin/veil'), args, { env: { ...process.env, VEIL_LOG_LEVEL: 'info', VEIL_MASTER_KEY: MASTER, VEIL_PROTECT_THREADS: '0', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
-    child.stdout!.on('data', (d) => (out += String(d)));
+    let stdout = '';
+    child.stdout!.on('data', (d) => {
+      out += String(d);
+      stdout += String(d);
+    });
     child.stderr!.on('data', (d) => (out += String(d)));
-    const veil = Object.assign(child, { output: () => out });
+    const veil = Object.assign(child, { output: () => out, stdout: () => stdout });
     this.all.push(veil);
     return veil;
   }
