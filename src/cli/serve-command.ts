@@ -1,6 +1,6 @@
 import cluster from 'node:cluster';
 import { parseArgs } from 'node:util';
-import { openService } from '../app/open-service.ts';
+import { openService, type Service } from '../app/open-service.ts';
 import { resolveConfigPath, resolveDataDir } from '../env/index.ts';
 import { VeilError } from '../engine/index.ts';
 import type { Command } from './io.ts';
@@ -17,6 +17,8 @@ enabled, its secret in <data dir>/dev-client.secret. SIGTERM drains and stops: /
 --workers, a worker still draining after VEIL_STOP_TIMEOUT_MS (default 25000) is killed and the
 service exits 1. VEIL_DB_SOCKET=<path> also listens on a Unix socket for PostgreSQL's triggers
 (VEIL_DB_SOCKET_MODE, VEIL_DB_SOCKET_GROUP; one process only: not with --workers above 1).
+A start that fails (the port taken, a file unreadable) closes what it opened and exits 1 within
+about 7 s, whatever the stores.
 `;
 
 export const serveCommand: Command = async (args, io) => {
@@ -52,11 +54,13 @@ export const serveCommand: Command = async (args, io) => {
     notice: quiet ? undefined : (line) => io.stderr(`veil serve: ${line}\n`),
   });
 
+  let opened: Service | undefined;
   try {
     if (workers > 1 && cluster.isPrimary) {
       // prepare keys and the dev client once, then let the workers share the port
-      const prepared = await open(false);
+      const prepared = opened = await open(false);
       await prepared.app.close();
+      opened = undefined;
       let running = workers;
       const exited = new Promise<void>((resolve) => cluster.on('exit', () => { if (--running === 0) resolve(); }));
       for (let i = 0; i < workers; i++) cluster.fork();
@@ -77,7 +81,7 @@ export const serveCommand: Command = async (args, io) => {
       if (late) io.stderr('veil serve: a worker did not drain within the stop timeout and was killed\n');
       return late ? 1 : 0;
     }
-    const service = await open(isWorker);
+    const service = opened = await open(isWorker);
     await service.app.listen({ port, host });
     const address = service.app.server.address();
     const bound = typeof address === 'object' && address ? address.port : port;
@@ -96,9 +100,29 @@ export const serveCommand: Command = async (args, io) => {
     return 0;
   } catch (e) {
     io.stderr(`veil serve: ${e instanceof VeilError ? `${e.message} [${e.code}]` : `cannot start: ${(e as Error).message}`}\n`);
+    await closeAfterFailedStart(opened);
     return 1;
   }
 };
+
+/** How long a failed start may spend closing what it opened, and then waiting for the event loop to empty. */
+const FAILED_START_CLOSE_MS = 5000;
+const FAILED_START_EXIT_MS = 2000;
+
+/**
+ * A start that failed (a port taken, a file unreadable) closes what it opened — the audit log, the
+ * subject store, the control store's Kafka client — within a bound, and then the process exits even
+ * if a client library still holds a socket or a pending connect (kafkajs retries a connect for
+ * minutes): a supervisor must see the failure, not a process that neither serves nor ends (issue 43).
+ * The timer is unref'd: a process whose loop empties first exits at once with the code main set.
+ */
+async function closeAfterFailedStart(service: Service | undefined): Promise<void> {
+  if (service) {
+    const late = new Promise<void>((r) => setTimeout(r, FAILED_START_CLOSE_MS).unref());
+    await Promise.race([service.app.close().catch(() => undefined), late]);
+  }
+  setTimeout(() => process.exit(), FAILED_START_EXIT_MS).unref();
+}
 
 /** How long the primary waits for its workers to drain after SIGTERM (VEIL_STOP_TIMEOUT_MS, default 25 s). */
 function stopTimeoutMs(env: NodeJS.ProcessEnv): number {
