@@ -9,6 +9,7 @@ import { GatewayError } from '../../src/gateway/errors.ts';
 import { IdentityError } from '../../src/identity/errors.ts';
 import { KeystoreError } from '../../src/keystore/errors.ts';
 import { PortalError } from '../../src/portal/errors.ts';
+import { problemOf } from '../../src/errors/problem.ts';
 
 const doc = readFileSync(new URL('../../docs/errors.md', import.meta.url), 'utf8');
 const rows = new Map(
@@ -56,5 +57,28 @@ describe('error catalog: each layer\'s codes beside it, gathered in src/errors',
     const cause = new Error('below');
     const e = new GatewayError('FIELD_SHAPE_MISMATCH', 'm', { cause, details: [{ code: 'FIELD_SHAPE_MISMATCH', pointer: '/a', message: 'x' }] });
     expect([e.cause, e.details.length, e.name]).toEqual([cause, 1, 'GatewayError']);
+  });
+});
+
+describe('docs/errors.md: where the offending elements appear (issue 43: it said `details` for HTTP too)', () => {
+  const bullet = (door: string) => new RegExp(`^- \\*\\*${door}\\*\\*[\\s\\S]*?(?=^- |^\\*\\*|^$)`, 'm').exec(doc)?.[0] ?? '';
+  const named = (text: string) => new Set([...text.matchAll(/`([a-z]+)`/g)].map((m) => m[1]!));
+  const problemSchema = JSON.parse(readFileSync(new URL('../../schemas/openapi.json', import.meta.url), 'utf8')).components.schemas.Problem as { properties: Record<string, unknown> };
+
+  it('names every member of the problem details schemas/openapi.json gives, `errors` among them, and not `details`', () => {
+    const http = named(bullet('HTTP'));
+    expect([...http].filter((k) => !Object.hasOwn(problemSchema.properties, k))).toEqual([]);
+    expect(Object.keys(problemSchema.properties).filter((k) => !http.has(k))).toEqual([]);
+    expect(http.has('details')).toBe(false);
+  });
+
+  it('says what the service answers: an error with elements as `errors` and `pointer`, the command line\'s JSON as `details`', () => {
+    const error = new GatewayError('FIELD_SHAPE_MISMATCH', 'm', { details: [{ code: 'FIELD_SHAPE_MISMATCH', pointer: '/a', message: 'x' }] });
+    const problem = problemOf(error, 'r1');
+    expect(Object.keys(problem).filter((k) => !Object.hasOwn(problemSchema.properties, k))).toEqual([]);
+    expect(problem).toMatchObject({ errors: error.details, pointer: '/a', instance: 'urn:veil:request:r1' });
+    expect(Object.keys(problemOf(new IdentityError('TOKEN_MISSING', 'm')))).not.toContain('errors');
+    expect(named(bullet('The command line')).has('details')).toBe(true);
+    expect(Object.keys(error.toJSON())).toContain('details');
   });
 });
