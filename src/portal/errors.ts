@@ -4,6 +4,7 @@ import { LayerError, type ErrorEntry, type LayerErrorOptions } from '../engine/i
 export const PORTAL_ERRORS = {
   ADMIN_ROLE_MISSING: { status: 403, retriable: false, title: 'The signed-in admin lacks the portal role (viewer, editor, publisher, tester) this page or action needs' },
   CSRF_TOKEN_INVALID: { status: 403, retriable: false, title: 'A state-changing portal request lacks the session\'s CSRF token or carries a wrong one' },
+  CROSS_ORIGIN_REFUSED: { status: 403, retriable: false, title: 'A state-changing portal request (a POST) came from another origin: its Origin header or Sec-Fetch-Site names another origin than the portal\'s own' },
   PUBLISH_REFUSED: { status: 409, retriable: false, title: 'The draft cannot be published: it is invalid, a saved test case fails, or the keystore cannot serve it' },
   DRAFT_CHANGED: { status: 409, retriable: false, title: 'The draft changed after the publisher reviewed it (the publish form carries the hash of the text shown); review it again' },
   FOUR_EYES_REQUIRED: { status: 403, retriable: false, title: 'The configuration requires four eyes: a draft cannot be published by an admin who edited it' },

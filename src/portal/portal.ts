@@ -5,6 +5,7 @@ import { ERROR_CATALOG } from '../errors/catalog.ts';
 import type { Html } from './html.ts';
 import { formOf, type PortalContext, type PortalDeps } from './portal-deps.ts';
 import { csrfMatches, holds, SessionStore, type Session } from './sessions.ts';
+import { crossOriginReason } from './same-origin.ts';
 import { DEFAULT_PORTAL_CONFIG } from './portal-config.ts';
 import { SandboxRunner } from './sandbox-runner.ts';
 import { errorPage } from './views/layout.ts';
@@ -24,7 +25,8 @@ const STATIC: Record<string, string> = { 'portal.css': 'text/css; charset=utf-8'
  * The administration portal under /admin: server-rendered pages, plain forms, one static script.
  * Every response carries a CSP without inline script and `Cache-Control: no-store`; every page but
  * sign-in needs a session (else 303 to sign-in) holding the page's admin right (else 403); every
- * POST but sign-in needs the session's CSRF token (else 403).
+ * POST comes from the portal's own origin (else 403 CROSS_ORIGIN_REFUSED, same-origin.ts) and, but
+ * sign-in, carries the session's CSRF token (else 403).
  */
 export function registerPortal(app: FastifyInstance, deps: PortalDeps): void {
   app.register(async (scope) => {
@@ -50,6 +52,13 @@ export function registerPortal(app: FastifyInstance, deps: PortalDeps): void {
       send,
       guard(req: FastifyRequest, reply: FastifyReply, right): Session | undefined {
         const session = sessions.get(sessionIdOf(req));
+        // before anything else: a POST another origin's page made changes nothing, whatever it carries
+        const crossOrigin = req.method === 'POST' ? crossOriginReason(req) : undefined;
+        if (crossOrigin) {
+          req.log.info({ code: 'CROSS_ORIGIN_REFUSED', reason: crossOrigin }, 'portal request refused');
+          void send(reply, errorPage(403, 'CROSS_ORIGIN_REFUSED', `${ERROR_CATALOG.CROSS_ORIGIN_REFUSED.title} (${crossOrigin})`, session), 403);
+          return undefined;
+        }
         if (!session) {
           const next = req.method === 'GET' ? `?next=${encodeURIComponent(req.url)}` : '';
           void reply.code(303).header('location', `/admin/sign-in${next}`).send();

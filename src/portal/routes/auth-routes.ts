@@ -6,6 +6,7 @@ import type { Caller } from '../../identity/token-verifier.ts';
 import { html } from '../html.ts';
 import { formOf, type PortalContext } from '../portal-deps.ts';
 import { holds, type Session } from '../sessions.ts';
+import { crossOriginReason } from '../same-origin.ts';
 import { page } from '../views/layout.ts';
 
 export const SESSION_COOKIE = 'veil_admin';
@@ -83,8 +84,7 @@ ${problem ? html`<p class="error" role="alert">${problem}</p>` : ''}
     const next = safeNext(form.get('next'));
     // login CSRF: a browser names the page a form came from; it must be this site (as the client
     // saw it: behind a trusted TLS terminator, X-Forwarded-Proto/-Host say https and its name)
-    const origin = req.headers.origin;
-    if (origin !== undefined && origin !== `${req.protocol}://${req.host}`) return signInPage(reply, next, 'The sign-in form must be sent from this site.', 403);
+    if (crossOriginReason(req)) return signInPage(reply, next, 'CROSS_ORIGIN_REFUSED: the sign-in form must be sent from this site.', 403);
     const byToken = form.get('kind') === 'token';
     const client = byToken ? undefined : form.get('client_id') ?? '';
     const wait = limits.wait(client, req.ip);
