@@ -10,7 +10,7 @@ import { openControlStore } from '../control/index.ts';
 import { resolveConfigPath, resolveDataDir } from '../env/index.ts';
 import { VeilError } from '../engine/index.ts';
 import type { LocalKeystore } from '../keystore/local-keystore.ts';
-import { BULK_ERASURE_MAX, ErasureService, openSubjectKeyStore, subjectStoreSettings, verifyReceipt, type SubjectActor, type SubjectStatus } from '../subjects/index.ts';
+import { BULK_ERASURE_MAX, ErasureService, openSubjectKeyStore, rotateWrappingKey, subjectStoreSettings, verifyReceipt, type SubjectActor, type SubjectStatus } from '../subjects/index.ts';
 import { UsageError } from './errors.ts';
 import { eraseFromLines, receiptsOf, verifyLines } from './subjects-bulk.ts';
 import { usageExitCode, type CliIo, type Command } from './io.ts';
@@ -32,6 +32,10 @@ Actions:
                      what is left and returns every receipt
   status <id|-> [--json]
                      exists, erased or unknown, with the subject's reference and generation
+  rotate-wrap-key    shreds copies of the subject-key store taken before (backups): a new version
+                     of the key wrapping subject keys (veil-subjects), every living subject key
+                     wrapped under it anew, then its older versions destroyed in the key set
+                     (docs/erasure.md, "Backups"); prints what it did as JSON
   verify-receipt <file|->
                      checks a receipt (the JWS, or the JSON erase printed) against the data
                      dir's key set; prints its claims. A file of many (one a line: JWS, or what
@@ -70,7 +74,7 @@ const OPTIONS = {
 
 type Flags = { reason?: string; from?: string; batch?: string; by?: string; 'data-dir'?: string; config?: string; json?: boolean; help?: boolean };
 
-const ALLOWED: Record<string, readonly (keyof Flags)[]> = { erase: ['reason', 'from', 'batch', 'by', 'config'], status: ['json', 'config'], 'verify-receipt': [] };
+const ALLOWED: Record<string, readonly (keyof Flags)[]> = { 'rotate-wrap-key': [], erase: ['reason', 'from', 'batch', 'by', 'config'], status: ['json', 'config'], 'verify-receipt': [] };
 
 export const subjectsCommand: Command = async (args, io) => {
   let action: string;
@@ -92,6 +96,7 @@ export const subjectsCommand: Command = async (args, io) => {
   try {
     const dataDir = resolveDataDir(flags['data-dir'], io.env, io.cwd);
     if (action === 'verify-receipt') return await verify(operand, dataDir, io);
+    if (action === 'rotate-wrap-key') return await rotateWrap(dataDir, io);
     return await administer(action as 'erase' | 'status', operand, flags, dataDir, io);
   } catch (error) {
     if (error instanceof UsageError) {
@@ -107,9 +112,11 @@ export const subjectsCommand: Command = async (args, io) => {
 function checkArgs(positionals: string[], flags: Flags): [string, string] {
   const [action, operand, ...extra] = positionals as [string, string | undefined, ...string[]];
   const allowed = ALLOWED[action];
-  if (!allowed) throw new UsageError(`unknown action${/^[a-z-]{1,20}$/.test(action) ? ` '${action}'` : ''}; expected erase, status or verify-receipt`);
+  if (!allowed) throw new UsageError(`unknown action${/^[a-z-]{1,20}$/.test(action) ? ` '${action}'` : ''}; expected erase, status, verify-receipt or rotate-wrap-key`);
   if (flags.batch !== undefined && (flags.from === undefined || !/^[1-9][0-9]{0,3}$/.test(flags.batch) || Number(flags.batch) > BULK_ERASURE_MAX)) throw new UsageError(`--batch goes with --from and is 1 to ${BULK_ERASURE_MAX}`);
-  if (flags.from !== undefined) {
+  if (action === 'rotate-wrap-key') {
+    if (operand !== undefined) throw new UsageError("'rotate-wrap-key' takes no operand");
+  } else if (flags.from !== undefined) {
     if (operand !== undefined) throw new UsageError("'erase --from' takes its subjects from the file, not the command line");
   } else if (operand === undefined || extra.length > 0) throw new UsageError(`'${action}' takes one ${action === 'verify-receipt' ? 'file (or -)' : 'subject id (or -)'}`);
   for (const name of Object.keys(flags) as (keyof Flags)[]) {
@@ -158,6 +165,20 @@ async function verify(operand: string, dataDir: string, io: CliIo): Promise<numb
   const claims = await withKeys(dataDir, io, (keystore) => verifyReceipt(receipts[0]!.receipt, keystore));
   io.stdout(`${JSON.stringify({ valid: true, claims }, null, 2)}\n`);
   return 0;
+}
+
+async function rotateWrap(dataDir: string, io: CliIo): Promise<number> {
+  return withKeys(dataDir, io, async (keystore) => {
+    const store = await openSubjectKeyStore({ keystore, dataDir, settings: subjectStoreSettings(io.env) });
+    try {
+      const done = await rotateWrappingKey(keystore, store);
+      io.stdout(`${JSON.stringify(done, null, 2)}\n`);
+      io.stderr(`veil subjects: ${done.rewrapped} of ${done.live} living subject keys rewrapped under version ${done.version}; version(s) ${done.destroyed.join(', ') || '(none)'} destroyed\n`);
+      return 0;
+    } finally {
+      await store.close();
+    }
+  });
 }
 
 /** A file's text, or stdin's for '-'. */

@@ -27,7 +27,7 @@ export function addRandom(keys: MemoryKeyProvider, id: string, type: KeyType, cr
 export function toProvider(records: readonly KeyRecord[]): MemoryKeyProvider {
   const keys = new MemoryKeyProvider();
   for (const record of records) {
-    for (const version of record.versions) keys.add(record.id, record.type, version.material, version.createdAt, version.origin);
+    for (const version of record.versions) keys.add(record.id, record.type, version.material, version.createdAt, version.origin, version.version);
   }
   return keys;
 }

@@ -218,19 +218,22 @@ function readRecords(value: unknown): KeyRecord[] | undefined {
     const { id, type, primary, versions } = key;
     if (typeof id !== 'string' || !isValidKeyId(id) || seen.has(id)) return undefined;
     if (typeof type !== 'string' || !isKeyType(type) || !Array.isArray(versions) || versions.length === 0) return undefined;
-    if (primary !== versions.length) return undefined;
     seen.add(id);
-    const record: KeyRecord = { id, type, primary, versions: [] };
-    for (const [index, entry] of (versions as unknown[]).entries()) {
+    const record: KeyRecord = { id, type, primary: primary as number, versions: [] };
+    // versions rise; a destroyed one (destroyOlderVersions) leaves a gap; the primary is the newest
+    let previous = 0;
+    for (const entry of versions as unknown[]) {
       if (!isObject(entry, ['version', 'createdAt', 'origin', 'material'])) return undefined;
       const { version, createdAt, origin, material } = entry;
-      if (version !== index + 1 || typeof createdAt !== 'string' || typeof material !== 'string') return undefined;
+      if (typeof version !== 'number' || !Number.isSafeInteger(version) || version <= previous || typeof createdAt !== 'string' || typeof material !== 'string') return undefined;
+      previous = version;
       if (origin !== 'generated' && origin !== 'imported') return undefined;
       const bytes = base64(material);
       if (!bytes || !keySizes(type).includes(bytes.length)) return undefined;
       record.versions.push({ version, createdAt, origin, material: Uint8Array.from(bytes) });
       bytes.fill(0);
     }
+    if (primary !== previous) return undefined;
     records.push(record);
   }
   return records;

@@ -211,6 +211,23 @@ export class LocalKeystore implements KeyProvider {
   }
 
   /**
+   * Destroys every version of a key but its primary (a rotated wrapping key's older versions, once
+   * nothing they wrap is in use): the key set written after holds no trace of them.
+   */
+  async destroyOlderVersions(id: string): Promise<{ info: KeyInfo; destroyed: number[] }> {
+    assertKeyId(id);
+    let destroyed: number[] = [];
+    const info = await this.change((keys) => {
+      const current = keys.info(id);
+      if (!current) throw new KeystoreError('KEY_NOT_FOUND', `no key ${id} in keystore ${this.path}`);
+      destroyed = current.versions.map((v) => v.version).filter((v) => v !== current.primary);
+      keys.destroyVersions(id, destroyed);
+      return id;
+    });
+    return { info, destroyed };
+  }
+
+  /**
    * Existing material (hex), for migrations: a new key, or a new primary version of an existing
    * key of the same type. Errors describe the input, never echo it.
    */

@@ -67,13 +67,25 @@ export class SubjectKeyWrapper {
     if (!info || !wrapKey) throw missing(SUBJECT_WRAP_KEY);
     const dataKey = randomBytes(DATA_KEY_BYTES);
     try {
-      const header = Buffer.alloc(4);
-      header.writeUInt32BE(info.primary);
-      const nonce = randomBytes(NONCE_BYTES);
-      const cipher = createCipheriv('aes-256-gcm', revealKeyBytes(wrapKey), nonce, { authTagLength: TAG_BYTES });
-      cipher.setAAD(additionalData(header, ref, generation));
-      const wrapped = Buffer.concat([header, nonce, cipher.update(dataKey), cipher.final(), cipher.getAuthTag()]);
-      return { key: SecretKey.fromBytes(dataKey), wrapped };
+      return { key: SecretKey.fromBytes(dataKey), wrapped: seal(info.primary, wrapKey, ref, generation, dataKey) };
+    } finally {
+      dataKey.fill(0);
+    }
+  }
+
+  /**
+   * The subject key re-wrapped under the primary version of the wrapping key (the same data key,
+   * new wrapped bytes), or undefined when it is wrapped under the primary already — what rotating
+   * the wrapping key does to every living subject key before the older versions are destroyed.
+   */
+  rewrapped(ref: Uint8Array, generation: number, wrapped: Uint8Array): Buffer | undefined {
+    const info = this.keys.info(SUBJECT_WRAP_KEY);
+    const wrapKey = info && this.keys.key(SUBJECT_WRAP_KEY, info.primary);
+    if (!info || !wrapKey) throw missing(SUBJECT_WRAP_KEY);
+    if (wrapVersion(wrapped) === info.primary) return undefined;
+    const dataKey = Buffer.from(revealKeyBytes(this.unwrap(ref, generation, wrapped)));
+    try {
+      return seal(info.primary, wrapKey, ref, generation, dataKey);
     } finally {
       dataKey.fill(0);
     }
@@ -101,6 +113,21 @@ export class SubjectKeyWrapper {
       dataKey?.fill(0);
     }
   }
+}
+
+/** The version of the wrapping key a wrapped subject key names (its first 4 bytes). */
+export function wrapVersion(wrapped: Uint8Array): number {
+  return Buffer.from(wrapped.buffer, wrapped.byteOffset, wrapped.byteLength).readUInt32BE(0);
+}
+
+/** `version u32 ‖ nonce ‖ AES-256-GCM(dataKey) ‖ tag`, bound to the subject and generation. */
+function seal(version: number, wrapKey: SecretKey, ref: Uint8Array, generation: number, dataKey: Buffer): Buffer {
+  const header = Buffer.alloc(4);
+  header.writeUInt32BE(version);
+  const nonce = randomBytes(NONCE_BYTES);
+  const cipher = createCipheriv('aes-256-gcm', revealKeyBytes(wrapKey), nonce, { authTagLength: TAG_BYTES });
+  cipher.setAAD(additionalData(header, ref, generation));
+  return Buffer.concat([header, nonce, cipher.update(dataKey), cipher.final(), cipher.getAuthTag()]);
 }
 
 /** An identifier of destroyed wrapped key material, for a receipt: SHA-256 of the wrapped bytes (never the key). */

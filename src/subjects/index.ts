@@ -11,3 +11,5 @@ export { fetchSubjectKeys, subjectKeysOf, type SubjectNeed } from './keyring.ts'
 // the erasure doors (admin API, portal, command line): one service, receipts signed by veil-receipts
 export { BULK_ERASURE_MAX, checkReason, ErasureService, permits, REASON_MAX_CHARS, type BulkErasure, type ErasureResult, type ErasureServiceOptions, type SubjectAction, type SubjectActor } from './erasure.ts';
 export { ensureReceiptKey, RECEIPT_KEY, RECEIPT_TYP, ReceiptSigner, verifyReceipt, type ErasureReceipt, type ReceiptClaims, type ReceiptKeySource } from './receipt.ts';
+// shredding backups (issue 43): the subject keys' wrapping key rotated, living keys rewrapped, older versions destroyed
+export { rotateWrappingKey, type WrapKeySet, type WrapRotation } from './wrap-rotation.ts';

@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { SubjectsError } from './errors.ts';
 import { KafkaSubjectLog, type KafkaSubjectLogOptions } from './kafka-subject-log.ts';
 import { refHex } from './subject-id.ts';
-import { erasureRecordKey, erasureRecordValue, keyRecordKey, keyRecordValue, partitionOf } from './subject-records.ts';
+import { erasureRecordKey, erasureRecordValue, keyRecordKey, keyRecordValue, partitionOf, rewrapRecordKey, rewrapRecordValue } from './subject-records.ts';
 import { erasureGeneration, type SubjectState } from './subject-state.ts';
 import type { SubjectBackend } from './subject-store.ts';
 import { wrappedKeyId } from '../keystore/subject-keys.ts';
@@ -92,6 +92,8 @@ export class KafkaBackend implements SubjectBackend {
     const records = [
       { key: erasureRecordKey(hex), value: erasureRecordValue(erasureGeneration(current), at, material) },
       ...(current?.live && current.record ? [{ key: current.record, value: null }] : []),
+      // the key's rewrap, if it was ever rewrapped (a tombstone of a record that never was costs nothing)
+      ...(current?.live ? [{ key: rewrapRecordKey(hex, current.gen), value: null }] : []),
       ...(current?.strays ?? []).map((key) => ({ key, value: null })),
     ];
     const offset = await this.log.send(partition, records);
@@ -101,6 +103,17 @@ export class KafkaBackend implements SubjectBackend {
 
   settle(): Promise<void> {
     return new Promise((resolve) => setTimeout(resolve, this.maxStalenessMs));
+  }
+
+  liveKeys() {
+    return [...this.log.db.liveKeys()];
+  }
+
+  async rewrap(ref: Buffer, gen: number, wrapped: Buffer, at: number): Promise<void> {
+    const hex = refHex(ref);
+    const partition = partitionOf(hex, this.log.partitions);
+    const offset = await this.log.send(partition, [{ key: rewrapRecordKey(hex, gen), value: rewrapRecordValue(gen, wrapped, at) }]);
+    await this.log.readUpTo(partition, offset);
   }
 
   watch(listener: (ref: Buffer, kind: 'created' | 'erased', gen: number) => void): void {

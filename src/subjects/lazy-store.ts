@@ -38,6 +38,10 @@ export class LazySubjectKeyStore implements SubjectKeyStore {
     return (await this.store()).eraseMany(subjectIds, by);
   }
 
+  async rewrapAll(): Promise<{ rewrapped: number; live: number; versions: number[] }> {
+    return (await this.store()).rewrapAll();
+  }
+
   async status(subjectId: string): Promise<SubjectStatus> {
     return (await this.store()).status(subjectId);
   }

@@ -87,6 +87,20 @@ export class LocalBackend implements SubjectBackend {
     return new Promise((resolve) => setTimeout(resolve, this.maxStalenessMs));
   }
 
+  liveKeys() {
+    return [...this.db.liveKeys()];
+  }
+
+  async rewrap(ref: Buffer, gen: number, wrapped: Buffer, at: number): Promise<void> {
+    this.db.transaction(() => {
+      const current = this.db.get(ref);
+      const applied = applyEvent(current, { kind: 'rewrap', gen, wrapped, at }, wrappedKeyId);
+      if (applied.state !== current && applied.state.wrapped === wrapped) this.db.put(ref, applied.state, false);
+    });
+    // the old wrapped bytes are overwritten in the file (secure_delete) and the WAL that held them truncated
+    this.db.erasedCheckpoint();
+  }
+
   watch(listener: (ref: Buffer, kind: 'created' | 'erased', gen: number) => void): void {
     this.listeners.push(listener);
   }

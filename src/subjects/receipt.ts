@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { createLocalJWKSet, errors as joseErrors, jwtVerify } from 'jose';
+import { createLocalJWKSet, decodeProtectedHeader, errors as joseErrors, jwtVerify, type JWK } from 'jose';
 import { z } from 'zod';
 import type { KeyProvider } from '../engine/index.ts';
 import { ensureKey, type KeyCreator } from '../keystore/ensure-key.ts';
@@ -32,6 +32,12 @@ const receiptClaimsSchema = z.strictObject({
   reason: z.string().min(1).max(1000),
   destroyedKey: z.string().regex(/^[0-9a-f]{64}$/).optional(),
   alreadyErased: z.boolean(),
+  /**
+   * the version of veil-receipts that signed it, as the header's kid names it (`veil-receipts.v<n>`):
+   * signed, so a verifier picking the key by kid can check it picked that one. Receipts signed
+   * before issue 43 lack it.
+   */
+  keyVersion: z.int().min(1).optional(),
 });
 
 export type ReceiptClaims = z.infer<typeof receiptClaimsSchema>;
@@ -63,14 +69,18 @@ export class ReceiptSigner {
 
   async sign(erasure: Erasure, now: Date): Promise<ErasureReceipt> {
     await ensureReceiptKey(this.keys);
+    // the primary version, read in the same synchronous run as JwtSigner.sign reads it (checked below)
+    const keyVersion = this.keys.info(RECEIPT_KEY)?.primary;
     const claims: ReceiptClaims = {
       iss: this.issuer, jti: randomUUID(), iat: Math.floor(now.getTime() / 1000), sub: erasure.subject,
       generation: erasure.generation, erasedAt: erasure.erasedAt, by: erasure.by, reason: erasure.reason,
-      ...(erasure.destroyedKey ? { destroyedKey: erasure.destroyedKey } : {}), alreadyErased: erasure.alreadyErased,
+      ...(erasure.destroyedKey ? { destroyedKey: erasure.destroyedKey } : {}), alreadyErased: erasure.alreadyErased, keyVersion,
     };
     // the shape is checked on the way out too: a receipt that its own verifier would refuse is never issued
     receiptClaimsSchema.parse(claims);
-    return { receipt: await this.signer.sign(claims, RECEIPT_TYP), claims };
+    const receipt = await this.signer.sign(claims, RECEIPT_TYP);
+    if (decodeProtectedHeader(receipt).kid !== receiptKid(keyVersion!)) throw new Error('the receipt key changed while a receipt was signed');
+    return { receipt, claims };
   }
 }
 
@@ -85,8 +95,9 @@ export async function verifyReceipt(jws: string, keys: KeyProvider, options: { i
   const jwks = new JwtSigner(keys, RECEIPT_KEY).jwks();
   if (jwks.keys.length === 0) throw invalid(`the key set holds no ${RECEIPT_KEY} key`);
   let payload: unknown;
+  let kid: string | undefined;
   try {
-    ({ payload } = await jwtVerify(jws.trim(), createLocalJWKSet(jwks), {
+    ({ payload, protectedHeader: { kid } } = await jwtVerify(jws.trim(), createLocalJWKSet(jwks), {
       algorithms: ['ES256'], typ: RECEIPT_TYP, ...(options.issuer ? { issuer: options.issuer } : {}),
     }));
   } catch (e) {
@@ -94,7 +105,23 @@ export async function verifyReceipt(jws: string, keys: KeyProvider, options: { i
   }
   const parsed = receiptClaimsSchema.safeParse(payload);
   if (!parsed.success) throw invalid(`its claims do not have the receipt's shape (${parsed.error.issues.map((i) => i.path.join('.') || '(root)').join(', ')})`);
+  const { keyVersion } = parsed.data;
+  if (keyVersion !== undefined && kid !== receiptKid(keyVersion)) throw invalid('its keyVersion claim is not the version its kid names');
   return parsed.data;
+}
+
+/** The kid of a version of veil-receipts, in JWS headers and the published JWKS (JwtSigner's `<id>.v<n>`). */
+export const receiptKid = (version: number): string => `${RECEIPT_KEY}.v${version}`;
+
+/**
+ * The public keys of every version of veil-receipts (newest first; none before the first erasure),
+ * as JWKs with kid, alg ES256 and use sig: what /.well-known/jwks.json and `veil keys
+ * export-public` publish so that anyone can verify a receipt with a JOSE library (issue 43).
+ * Versions are never removed, so a receipt signed before a rotation keeps verifying.
+ */
+export function receiptPublicKeys(keys: KeyProvider): () => JWK[] {
+  const signer = new JwtSigner(keys, RECEIPT_KEY);
+  return () => signer.jwks().keys;
 }
 
 function whyRefused(e: unknown): string {

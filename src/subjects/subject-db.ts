@@ -111,6 +111,11 @@ export class SubjectDb {
     this.db.prepare('INSERT INTO offsets (partition, next) VALUES (?, ?) ON CONFLICT (partition) DO UPDATE SET next = max(next, excluded.next)').run(partition, next);
   }
 
+  /** The live keys, one row at a time (a store of millions is not read into memory). */
+  *liveKeys(): Iterable<{ ref: Buffer; gen: number; wrapped: Buffer }> {
+    for (const row of this.db.prepare('SELECT ref, gen, wrapped FROM subjects WHERE live = 1 AND wrapped IS NOT NULL').iterate() as Iterable<{ ref: Buffer; gen: number; wrapped: Buffer }>) yield row;
+  }
+
   count(): number {
     return (this.db.prepare('SELECT count(*) AS n FROM subjects').get() as { n: number }).n;
   }

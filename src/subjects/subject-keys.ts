@@ -1,4 +1,4 @@
-import type { SubjectKeyWrapper } from '../keystore/subject-keys.ts';
+import { wrapVersion, type SubjectKeyWrapper } from '../keystore/subject-keys.ts';
 import { SubjectsError } from './errors.ts';
 import { HandleCache } from './handle-cache.ts';
 import { assertSubjectId, refHex } from './subject-id.ts';
@@ -111,6 +111,22 @@ export class SubjectKeys implements SubjectKeyStore {
     });
     if (erased) await this.backend.settle();
     return results;
+  }
+
+  async rewrapAll(): Promise<{ rewrapped: number; live: number; versions: number[] }> {
+    await this.backend.fresh();
+    const live = [...this.backend.liveKeys()];
+    let rewrapped = 0;
+    await mapLimited(live, ERASE_CONCURRENCY, async ({ ref, gen, wrapped }) => {
+      const anew = this.wrapper.rewrapped(ref, gen, wrapped);
+      if (!anew) return;
+      await this.backend.rewrap(ref, gen, anew, this.now());
+      rewrapped++;
+    });
+    if (rewrapped) await this.backend.settle();
+    // what live keys name now, read again: a key created meanwhile by a host that had not seen the rotation shows here
+    const versions = [...new Set([...this.backend.liveKeys()].map((k) => wrapVersion(k.wrapped)))].sort((a, b) => a - b);
+    return { rewrapped, live: live.length, versions };
   }
 
   async status(subjectId: string): Promise<SubjectStatus> {

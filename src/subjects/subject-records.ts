@@ -9,6 +9,9 @@ import type { SubjectEvent } from './subject-state.ts';
  *   `e/<ref>`                 the subject's erasure: its newest erased generation (never tombstoned,
  *                             so a process that reads the topic after compaction dropped the
  *                             tombstones still sees it).
+ *   `r/<ref>/<gen>`           the live key of generation gen wrapped anew, under a newer version of
+ *                             the wrapping key (its rotation, issue 43): the same data key, the
+ *                             `k/` record's bytes superseded; tombstoned by the subject's erasure.
  * Values are JSON: key `{v:1, gen, w: base64 wrapped, at}`, erasure `{v:1, gen, at, material?}`.
  * Every record of a subject goes to one partition (chosen from the reference), so its order is
  * the same for every reader.
@@ -20,13 +23,18 @@ export interface ParsedRecord {
 
 const KEY = /^k\/([0-9a-f]{32})\/([1-9][0-9]{0,9})\/([0-9a-f-]{36})$/;
 const ERASED = /^e\/([0-9a-f]{32})$/;
+const REWRAP = /^r\/([0-9a-f]{32})\/([1-9][0-9]{0,9})$/;
 
 export const keyRecordKey = (ref: string, gen: number, writer: string): string => `k/${ref}/${gen}/${writer}`;
 export const erasureRecordKey = (ref: string): string => `e/${ref}`;
+export const rewrapRecordKey = (ref: string, gen: number): string => `r/${ref}/${gen}`;
 
 export function keyRecordValue(gen: number, wrapped: Buffer, at: number): string {
   return JSON.stringify({ v: 1, gen, w: wrapped.toString('base64'), at });
 }
+
+/** A rewrap's value: the key record's shape (`{v:1, gen, w, at}`). */
+export const rewrapRecordValue = (gen: number, wrapped: Buffer, at: number): string => keyRecordValue(gen, wrapped, at);
 
 export function erasureRecordValue(gen: number, at: number, material?: string): string {
   return JSON.stringify({ v: 1, gen, at, ...(material ? { material } : {}) });
@@ -37,9 +45,16 @@ export function partitionOf(ref: string, partitions: number): number {
   return Number.parseInt(ref.slice(0, 8), 16) % partitions;
 }
 
-/** A record as an event; undefined for anything that is not a record of this topic (ignored). */
+/** A record as an event; undefined for anything that is not a record of this topic (ignored), and for a rewrap's tombstone. */
 export function parseRecord(key: Buffer | null, value: Buffer | null, timestamp: number): ParsedRecord | undefined {
   const k = key?.toString('latin1') ?? '';
+  const rewrapMatch = REWRAP.exec(k);
+  if (rewrapMatch) {
+    const body = value === null ? undefined : json(value);
+    const wrapped = typeof body?.w === 'string' ? Buffer.from(body.w, 'base64') : undefined;
+    if (!body || body.gen !== Number(rewrapMatch[2]) || !wrapped?.length || !Number.isSafeInteger(body.at)) return undefined;
+    return { ref: rewrapMatch[1]!, event: { kind: 'rewrap', gen: body.gen as number, wrapped, at: body.at as number } };
+  }
   const keyMatch = KEY.exec(k);
   if (keyMatch) {
     const ref = keyMatch[1]!;

@@ -10,7 +10,8 @@
  *   one in the log wins; a later one for the same generation lost a race (its writer adopts the
  *   winner's key) and is a stray, as is any key for a generation already erased.
  * - An erasure of generation m ≥ the live key's drops the key (its wrapped bytes are deleted) and
- *   sets gen = m. An erasure of an unknown subject uses generation gen + 1, so a key written for
+ *   sets gen = m. A rewrap (the wrapping key rotated) replaces the live key's wrapped bytes, and
+ *   nothing else. An erasure of an unknown subject uses generation gen + 1, so a key written for
  *   that generation concurrently, before or after it, is erased or refused alike.
  */
 export interface SubjectState {
@@ -31,6 +32,8 @@ export interface SubjectState {
 export type SubjectEvent =
   | { kind: 'key'; gen: number; wrapped: Buffer; record?: string; at: number }
   | { kind: 'erased'; gen: number; at: number; material?: string }
+  /** the live key of `gen` wrapped anew (the wrapping key rotated): only its bytes change */
+  | { kind: 'rewrap'; gen: number; wrapped: Buffer; at: number }
   /** a Kafka tombstone of a key record */
   | { kind: 'tombstone'; record: string; at: number };
 
@@ -52,6 +55,9 @@ export function applyEvent(current: SubjectState | undefined, event: SubjectEven
       return applyKey(state, event);
     case 'erased':
       return applyErasure(state, event, material);
+    case 'rewrap':
+      // only the live key of that generation: a rewrap that arrives after its erasure, or for a key that lost, changes nothing
+      return state.live && state.gen === event.gen ? { state: { ...state, wrapped: event.wrapped } } : { state };
     case 'tombstone': {
       if (state.live && state.record === event.record) return applyErasure(state, { kind: 'erased', gen: state.gen, at: event.at }, material);
       return { state: { ...state, strays: state.strays.filter((s) => s !== event.record) } };

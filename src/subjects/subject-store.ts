@@ -79,6 +79,12 @@ export interface SubjectKeyStore {
   erase(subjectId: string, by: { by: string; reason: string }): Promise<Erasure>;
   /** erase() for many subjects, in their order, with one wait for every process at the end (bulk erasure) */
   eraseMany(subjectIds: readonly string[], by: { by: string; reason: string }): Promise<Erasure[]>;
+  /**
+   * Every live subject key wrapped under the wrapping key's primary version (after its rotation):
+   * how many were rewrapped, and the wrapping versions live keys still name after (none but the
+   * primary when done). Resolves once every process serving the store has had to see the rewraps.
+   */
+  rewrapAll(): Promise<{ rewrapped: number; live: number; versions: number[] }>;
   status(subjectId: string): Promise<SubjectStatus>;
   /** Created and erased subjects, from this process and the others; returns the unsubscribe. */
   onChange(listener: (change: SubjectChange) => void): () => void;
@@ -102,8 +108,12 @@ export interface SubjectBackend {
   create(ref: Buffer, gen: number, wrapped: Buffer, at: number): Promise<{ state: SubjectState; won: boolean }>;
   /** erases whatever the subject has (its live key, or its next generation); the state after */
   erase(ref: Buffer, at: number): Promise<SubjectState>;
-  /** resolves once every other process serving the store has had to see the erasure */
+  /** resolves once every other process serving the store has had to see the erasure (or the rewrap) */
   settle(): Promise<void>;
+  /** the live keys this view holds: reference, generation, wrapped bytes */
+  liveKeys(): Iterable<{ ref: Buffer; gen: number; wrapped: Buffer }>;
+  /** replaces the live key of `gen` by `wrapped` (the same key under a newer wrapping version); nothing when it is no longer live */
+  rewrap(ref: Buffer, gen: number, wrapped: Buffer, at: number): Promise<void>;
   /** created and erased subjects, from this process and others */
   watch(listener: (ref: Buffer, kind: 'created' | 'erased', gen: number) => void): void;
   health(): { ready: boolean; reason?: string };

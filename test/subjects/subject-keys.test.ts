@@ -44,6 +44,12 @@ class FakeBackend implements SubjectBackend {
   async settle() {
     this.settled++;
   }
+  liveKeys() {
+    return [...this.states].filter(([, st]) => st.live && st.wrapped).map(([hex, st]) => ({ ref: Buffer.from(hex, 'hex'), gen: st.gen, wrapped: st.wrapped! }));
+  }
+  async rewrap(ref: Buffer, gen: number, wrapped: Buffer, at: number) {
+    this.apply(ref, { kind: 'rewrap', gen, wrapped, at });
+  }
   watch(l: (ref: Buffer, kind: 'created' | 'erased', gen: number) => void) {
     this.listeners.push(l);
   }

@@ -1,4 +1,4 @@
-import { DecryptCommand, EncryptCommand, KMSClient } from '@aws-sdk/client-kms';
+import { DecryptCommand, DescribeKeyCommand, EncryptCommand, KMSClient, ScheduleKeyDeletionCommand } from '@aws-sdk/client-kms';
 import { KmsError, type Kms } from './kms.ts';
 
 export interface AwsKmsOptions {
@@ -63,6 +63,19 @@ export function awsKms(options: AwsKmsOptions): Kms {
     },
     async close() {
       client.destroy();
+    },
+    async destroy({ pendingDays }) {
+      let step = 'DescribeKey';
+      try {
+        // ScheduleKeyDeletion takes a key id or ARN, not an alias: the alias's key first
+        const keyId = (await client.send(new DescribeKeyCommand({ KeyId: options.keyId }), bounded(undefined))).KeyMetadata?.KeyId;
+        if (!keyId) throw new Error('no key id in the DescribeKey answer');
+        step = 'ScheduleKeyDeletion';
+        const answer = await client.send(new ScheduleKeyDeletionCommand({ KeyId: keyId, PendingWindowInDays: pendingDays }), bounded(undefined));
+        return `AWS KMS key ${keyId} scheduled for deletion on ${answer.DeletionDate?.toISOString() ?? 'an unstated date'}: unusable from now`;
+      } catch (e) {
+        throw fail(step, e);
+      }
     },
   };
 }

@@ -34,22 +34,32 @@ export async function kekFromEnv(env: Env): Promise<KekSetup | undefined> {
   const ttlText = env.VEIL_KMS_TTL_SECONDS ?? String(DEFAULT_TTL_S);
   const ttl = Number(ttlText);
   if (!Number.isFinite(ttl) || ttl <= 0 || ttl > 86_400) throw new VeilError('CONFIG_INVALID', 'VEIL_KMS_TTL_SECONDS must be a number of seconds in (0, 86400]');
+  const adapter = await adapterFromEnv(env, kind);
+  const metrics = new KmsMetrics();
+  const direct = retryingKms(meteredKms(adapter, metrics));
+  return { kms: cachingKms(direct, { ttlMs: ttl * 1000 }), direct, ttlMs: ttl * 1000, metrics };
+}
+
+/** The adapter VEIL_KMS names, without decorators (each loads only when selected). */
+async function adapterFromEnv(env: Env, kind: string): Promise<Kms> {
   const need = (name: string): string => {
     const value = env[name];
     if (!value) throw new VeilError('CONFIG_INVALID', `VEIL_KMS=${kind} needs ${name}`);
     return value;
   };
-  let adapter: Kms;
   if (kind === 'aws-kms') {
     const { awsKms } = await import('./aws-kms.ts');
-    adapter = awsKms({ keyId: need('VEIL_KMS_KEY_ID'), region: env.VEIL_KMS_REGION ?? env.AWS_REGION ?? 'us-east-1', ...(env.VEIL_KMS_ENDPOINT ? { endpoint: env.VEIL_KMS_ENDPOINT } : {}) });
-  } else if (kind === 'pkcs11') {
-    const { pkcs11Kms } = await import('./pkcs11-kms.ts');
-    adapter = pkcs11Kms({ library: need('VEIL_PKCS11_MODULE'), tokenLabel: need('VEIL_PKCS11_TOKEN'), pin: need('VEIL_PKCS11_PIN'), keyLabel: need('VEIL_PKCS11_KEY_LABEL') });
-  } else {
-    throw new VeilError('CONFIG_INVALID', `VEIL_KMS must be aws-kms or pkcs11 (unset: the master key), not ${JSON.stringify(kind.slice(0, 32))}`);
+    return awsKms({ keyId: need('VEIL_KMS_KEY_ID'), region: env.VEIL_KMS_REGION ?? env.AWS_REGION ?? 'us-east-1', ...(env.VEIL_KMS_ENDPOINT ? { endpoint: env.VEIL_KMS_ENDPOINT } : {}) });
   }
-  const metrics = new KmsMetrics();
-  const direct = retryingKms(meteredKms(adapter, metrics));
-  return { kms: cachingKms(direct, { ttlMs: ttl * 1000 }), direct, ttlMs: ttl * 1000, metrics };
+  if (kind === 'pkcs11') {
+    const { pkcs11Kms } = await import('./pkcs11-kms.ts');
+    return pkcs11Kms({ library: need('VEIL_PKCS11_MODULE'), tokenLabel: need('VEIL_PKCS11_TOKEN'), pin: need('VEIL_PKCS11_PIN'), keyLabel: need('VEIL_PKCS11_KEY_LABEL') });
+  }
+  throw new VeilError('CONFIG_INVALID', `VEIL_KMS must be aws-kms or pkcs11 (unset: the master key), not ${JSON.stringify(kind.slice(0, 32))}`);
+}
+
+/** The KEK VEIL_KMS names, bare (no cache, no retry): what `veil keys destroy-kek` destroys. Undefined without VEIL_KMS. */
+export async function bareKekFromEnv(env: Env): Promise<Kms | undefined> {
+  const kind = env[KMS_ENV];
+  return kind ? adapterFromEnv(env, kind) : undefined;
 }

@@ -13,6 +13,12 @@ export interface Kms {
   wrap(plaintext: Uint8Array, context: string, options?: KmsCallOptions): Promise<Uint8Array>;
   unwrap(wrapped: Uint8Array, context: string, options?: KmsCallOptions): Promise<Uint8Array>;
   close?(): Promise<void>;
+  /**
+   * Destroys the KEK itself (shredding backups, issue 43): nothing it ever wrapped unwraps again.
+   * AWS KMS schedules the key's deletion (`pendingDays`, 7 to 30: the key is unusable from now and
+   * gone after them); PKCS#11 destroys the key object. What happened, for the operator.
+   */
+  destroy?(options: { pendingDays: number }): Promise<string>;
 }
 
 /**

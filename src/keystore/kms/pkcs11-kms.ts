@@ -71,6 +71,18 @@ class Pkcs11Kek implements Kms {
     return Buffer.concat([Buffer.from([FORMAT]), iv, sealed]);
   }
 
+  /** C_DestroyObject on the key: the token forgets it (the `pendingDays` of a KMS do not apply). */
+  async destroy(): Promise<string> {
+    const { session, key } = this.connect();
+    try {
+      this.p11.C_DestroyObject(session, key);
+    } catch (e) {
+      throw this.failure('DestroyObject', e);
+    }
+    this.open = undefined;
+    return `PKCS#11 token ${this.options.tokenLabel}: key ${this.options.keyLabel} destroyed`;
+  }
+
   async unwrap(wrapped: Uint8Array, context: string, o?: KmsCallOptions): Promise<Uint8Array> {
     if (wrapped.length < 1 + IV_BYTES + TAG_BYTES || wrapped[0] !== FORMAT) throw new KmsError('KMS_REFUSED', `PKCS#11 token ${this.options.tokenLabel}: the wrapped key is not in the PKCS#11 wrap format`);
     const iv = Buffer.from(wrapped.subarray(1, 1 + IV_BYTES));
