@@ -26,6 +26,7 @@ import type { PipelineMetrics } from '../portal/pipeline-metrics.ts';
 import { openTracing } from '../observability/tracing.ts';
 import { dbSocketOptionsFromEnv, openDbSocket } from '../db/index.ts';
 import { ErasureService, lazySubjectKeyStore, subjectStoreSettings, type SubjectKeyStore } from '../subjects/index.ts';
+import { receiptPublicKeys } from '../subjects/receipt.ts';
 
 export interface ServiceOptions {
   configFile: string;
@@ -137,6 +138,8 @@ export async function openService(options: ServiceOptions): Promise<Service> {
     live: () => active.liveness(),
     ...(https ? { https } : {}),
     tracing, configVersion: () => holder.get().config.version, subjects, erasures,
+    // every version of the receipt key, for anyone to verify a receipt without veil (issue 43)
+    publicKeys: receiptPublicKeys(keystore),
   });
   const pipelineMetrics = openPortal(app, {
     holder, versions, keystore, tokens, verifier, audit, logger, now: options.now, development: options.development,

@@ -5,6 +5,8 @@ import { kekFromEnv } from '../keystore/kms/kms-from-env.ts';
 import { openKeystore } from '../app/open-engine.ts';
 import { openControlStore, type ControlStore } from '../control/index.ts';
 import { UsageError } from './errors.ts';
+import { destroyKek } from './keys-destroy.ts';
+import { publicJwks } from './keys-export-public.ts';
 import { usageExitCode, type CliIo, type Command } from './io.ts';
 import { resolveDataDir } from '../env/index.ts';
 
@@ -19,8 +21,15 @@ Actions:
                                                existing material (migration): a new key,
                                                or a new primary version of a key of that type
   list    [--json]                             ids, types, versions; no material
+  export-public [--id <id>]                    the public keys (JWKS) of every jwt-es256 key's
+                                               versions — the token signing key, veil-receipts —
+                                               or of the one named: receipts verify against it
   rewrap                                       rotate the key-encryption key: the key set as
                                                it is, wrapped by the KEK VEIL_TO_* names
+  destroy-kek [--pending-days N]               destroy the KEK VEIL_KMS names, once the data
+                                               dir's key set is wrapped by another (shredding
+                                               backups: docs/erasure.md); AWS KMS deletes it
+                                               after N days (7-30, default 7), unusable at once
   help                                         this text
 
 Options:
@@ -45,6 +54,7 @@ const OPTIONS = {
   hex: { type: 'string' },
   'data-dir': { type: 'string' },
   json: { type: 'boolean' },
+  'pending-days': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -56,7 +66,12 @@ const ALLOWED: Record<string, readonly (keyof Flags)[]> = {
   import: ['id', 'type', 'hex'],
   list: ['json'],
   rewrap: [],
+  'export-public': ['id'],
+  'destroy-kek': ['pending-days'],
 };
+
+/** flags an action takes without needing them */
+const OPTIONAL: Record<string, readonly (keyof Flags)[]> = { list: ['json'], 'export-public': ['id'], 'destroy-kek': ['pending-days'] };
 
 export const keysCommand: Command = async (args, io) => {
   let action: string | undefined;
@@ -68,19 +83,19 @@ export const keysCommand: Command = async (args, io) => {
       io.stdout(keysHelp);
       return usageExitCode(true, parsed.positionals[0], (a) => a === 'help' || ALLOWED[a] !== undefined);
     }
-    if (parsed.positionals.length !== 1) throw new UsageError('expected one action: create, rotate, import or list');
+    if (parsed.positionals.length !== 1) throw new UsageError('expected one action: create, rotate, import, list, rewrap, export-public or destroy-kek');
     action = parsed.positionals[0] as string;
     const allowed = ALLOWED[action];
     if (!allowed) {
       // echo only what looks like a mistyped action, never a pasted value
       const shown = /^[a-z-]{1,20}$/.test(action) ? ` '${action}'` : '';
-      throw new UsageError(`unknown action${shown}; expected create, rotate, import or list`);
+      throw new UsageError(`unknown action${shown}; expected create, rotate, import, list, rewrap, export-public or destroy-kek`);
     }
     for (const name of Object.keys(flags) as (keyof Flags)[]) {
       if (name !== 'data-dir' && !allowed.includes(name)) throw new UsageError(`--${name} does not apply to '${action}'`);
     }
     for (const name of allowed) {
-      if (name !== 'json' && flags[name] === undefined) throw new UsageError(`'${action}' needs --${name}`);
+      if (!OPTIONAL[action]?.includes(name) && flags[name] === undefined) throw new UsageError(`'${action}' needs --${name}`);
     }
     if (flags.id !== undefined && !isValidKeyId(flags.id)) {
       throw new UsageError('--id must be 1-64 characters of a-z 0-9 . _ - starting with a letter or digit');
@@ -118,6 +133,8 @@ async function run(action: string, flags: Flags, io: CliIo): Promise<number> {
     }
   }
   const dataDir = resolveDataDir(flags['data-dir'], io.env, io.cwd);
+  // the old KEK opens nothing any more (the key set moved to the new one): the key set is not opened
+  if (action === 'destroy-kek') return destroyKek(dataDir, flags['pending-days'], io);
   const control = await openControlStore(io.env, dataDir, (line) => io.stderr(`veil keys: ${line}\n`));
   try {
     return await runOn(action, flags, hex, dataDir, control, io);
@@ -148,6 +165,10 @@ async function runOn(action: string, flags: Flags, hex: string | undefined, data
       const from = keystore.kekDescription();
       await keystore.rewrap(target.direct);
       io.stdout(`rewrapped ${keystore.path}: from ${from} to ${target.direct.description}; no key changed\n`);
+      return 0;
+    }
+    case 'export-public': {
+      io.stdout(`${JSON.stringify(publicJwks(keystore, flags.id), null, 2)}\n`);
       return 0;
     }
     case 'import': {

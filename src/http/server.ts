@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import type { JWK } from 'jose';
 import type { FastifyBaseLogger } from 'fastify';
 import type { AuditSink } from '../audit/audit-sink.ts';
 import { VeilError, type Engine } from '../engine/index.ts';
@@ -53,6 +54,8 @@ export interface ServerDeps {
   subjects?: SubjectKeyStore;
   /** erasures and status look-ups of data subjects (POST /admin/subjects/*, routes/subject-routes.ts) */
   erasures?: ErasureService;
+  /** public keys /.well-known/jwks.json lists beside the token signing key's: the erasure receipt key's versions */
+  publicKeys?: () => JWK[];
 }
 
 /** Builds the HTTP service: POST /transform, the token endpoint, discovery, health and metrics. */

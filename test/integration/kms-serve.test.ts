@@ -1,16 +1,27 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { copyFile, mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { CreateKeyCommand, KMSClient } from '@aws-sdk/client-kms';
+import { CreateKeyCommand, DescribeKeyCommand, KMSClient } from '@aws-sdk/client-kms';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startMoto, type Moto } from '../helpers/moto.ts';
 import { eventually, freePorts, ROOT } from '../helpers/processes.ts';
 import { softHsmToken, type SoftHsm } from '../helpers/softhsm.ts';
 
 const CREDENTIALS = { AWS_ACCESS_KEY_ID: 'testing', AWS_SECRET_ACCESS_KEY: 'testing' };
+/** `veil <args>` as a process with these settings: its exit code and output. */
+async function veil(args: string[], env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await promisify(execFile)(join(ROOT, 'bin/veil'), args, { env: { ...process.env, ...env }, timeout: 60_000 });
+    return { code: 0, stdout, stderr };
+  } catch (e) {
+    const failed = e as { code: number; stdout: string; stderr: string };
+    return { code: failed.code, stdout: failed.stdout, stderr: failed.stderr };
+  }
+}
+
 const guid = (n: number) => `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`;
 
 function transformBody(action: 'Protect' | 'Unprotect', value: string) {
@@ -64,6 +75,7 @@ describe('veil serve with the KEK in a KMS (moto_server, SoftHSM2)', () => {
   let hsm: SoftHsm;
   let keyId: string;
   let dataDir: string;
+  let backupDir: string;
   const served = new Served();
 
   beforeAll(async () => {
@@ -74,6 +86,8 @@ describe('veil serve with the KEK in a KMS (moto_server, SoftHSM2)', () => {
     hsm = await softHsmToken('veil-serve');
     hsm.createAesKey('veil-kek');
     dataDir = await mkdtemp(join(tmpdir(), 'veil-kms-serve-'));
+    backupDir = join(dataDir, 'backup');
+    await mkdir(backupDir);
   }, 180_000);
   afterAll(async () => {
     await served.stop().catch(() => undefined);
@@ -82,6 +96,7 @@ describe('veil serve with the KEK in a KMS (moto_server, SoftHSM2)', () => {
     if (dataDir) await rm(dataDir, { recursive: true, force: true });
   });
 
+  const hsmEnv = (label = 'veil-kek') => ({ VEIL_KMS: 'pkcs11', VEIL_PKCS11_MODULE: hsm.library, VEIL_PKCS11_TOKEN: hsm.tokenLabel, VEIL_PKCS11_PIN: hsm.pin, VEIL_PKCS11_KEY_LABEL: label, SOFTHSM2_CONF: process.env.SOFTHSM2_CONF! });
   const awsEnv = () => ({ ...CREDENTIALS, VEIL_KMS: 'aws-kms', VEIL_KMS_KEY_ID: keyId, VEIL_KMS_REGION: 'eu-west-1', VEIL_KMS_ENDPOINT: moto.endpoint, VEIL_KMS_TTL_SECONDS: '4' });
   let protectedEmail = '';
 
@@ -135,12 +150,17 @@ describe('veil serve with the KEK in a KMS (moto_server, SoftHSM2)', () => {
   }, 120_000);
 
   it('veil keys rewrap moves the KEK from AWS KMS to an HSM (PKCS#11): the values protected before still unprotect, no key changed', async () => {
-    const hsmEnv = { VEIL_KMS: 'pkcs11', VEIL_PKCS11_MODULE: hsm.library, VEIL_PKCS11_TOKEN: hsm.tokenLabel, VEIL_PKCS11_PIN: hsm.pin, VEIL_PKCS11_KEY_LABEL: 'veil-kek', SOFTHSM2_CONF: process.env.SOFTHSM2_CONF! };
-    const to = Object.fromEntries(Object.entries(hsmEnv).map(([k, v]) => [k.startsWith('VEIL_') ? k.replace(/^VEIL_/, 'VEIL_TO_') : k, v]));
+    const to = Object.fromEntries(Object.entries(hsmEnv()).map(([k, v]) => [k.startsWith('VEIL_') ? k.replace(/^VEIL_/, 'VEIL_TO_') : k, v]));
+    // destroying the KEK that still wraps the data dir's key set would lose every key: refused
+    const early = await veil(['keys', 'destroy-kek', '--data-dir', dataDir], awsEnv());
+    expect(early.code).toBe(1);
+    expect(early.stderr).toMatch(/still wrapped by AWS KMS key .*: run veil keys rewrap to the new KEK first/);
+    // a backup of the data dir as it is: the key set wrapped by the AWS KMS key
+    await copyFile(join(dataDir, 'keystore.json'), join(backupDir, 'keystore.json'));
     const { stdout } = await promisify(execFile)(join(ROOT, 'bin/veil'), ['keys', 'rewrap', '--data-dir', dataDir], { env: { ...process.env, ...awsEnv(), ...to } });
     expect(stdout).toMatch(/rewrapped .*keystore\.json: from AWS KMS key .* to PKCS#11 token veil-serve, key veil-kek; no key changed/);
     expect(JSON.parse(await readFile(join(dataDir, 'keystore.json'), 'utf8')).kek).toBe('PKCS#11 token veil-serve, key veil-kek');
-    await served.start(dataDir, hsmEnv);
+    await served.start(dataDir, hsmEnv());
     expect(await served.transform('Unprotect', protectedEmail)).toMatchObject({ status: 200, value: 'ada@example.com' });
     expect(served.stderr).not.toContain(hsm.pin);
     expect(served.stdout).not.toContain(hsm.pin);
@@ -148,5 +168,39 @@ describe('veil serve with the KEK in a KMS (moto_server, SoftHSM2)', () => {
     // the AWS KMS key no longer opens it
     const again = await promisify(execFile)(join(ROOT, 'bin/veil'), ['keys', 'list', '--data-dir', dataDir], { env: { ...process.env, ...awsEnv() } }).catch((e: { code: number; stderr: string }) => e);
     expect((again as { code: number }).code).toBe(1);
+  }, 120_000);
+
+  it('shredding backups: veil keys destroy-kek schedules the old AWS KMS key\'s deletion, the backup it wrapped opens nothing, the data dir serves on', async () => {
+    expect((await veil(['keys', 'list', '--data-dir', backupDir], awsEnv())).code).toBe(0); // the backup opens while the key lives
+    const destroyed = await veil(['keys', 'destroy-kek', '--data-dir', dataDir, '--pending-days', '7'], awsEnv());
+    expect(destroyed.code, destroyed.stderr).toBe(0);
+    expect(destroyed.stdout).toMatch(new RegExp(`AWS KMS key ${keyId} scheduled for deletion on \\d{4}-\\d\\d-\\d\\dT.*: unusable from now`));
+    const admin = new KMSClient({ region: 'eu-west-1', endpoint: moto.endpoint, credentials: { accessKeyId: 'testing', secretAccessKey: 'testing' } });
+    const meta = (await admin.send(new DescribeKeyCommand({ KeyId: keyId }))).KeyMetadata!;
+    admin.destroy();
+    expect(meta.KeyState).toBe('PendingDeletion');
+    expect(meta.DeletionDate!.getTime() - Date.now()).toBeGreaterThan(6.9 * 86_400_000);
+    const restored = await veil(['keys', 'list', '--data-dir', backupDir], awsEnv());
+    expect(restored.code).toBe(1);
+    expect(restored.stderr).toMatch(/KMS_REFUSED|KMS_UNAVAILABLE|KEYSTORE_INVALID/);
+    await served.start(dataDir, hsmEnv());
+    expect(await served.transform('Unprotect', protectedEmail)).toMatchObject({ status: 200, value: 'ada@example.com' });
+    await served.stop();
+  }, 120_000);
+
+  it('shredding backups on an HSM: rewrap to a new PKCS#11 key, destroy-kek destroys the old key object, the backup opens nothing', async () => {
+    hsm.createAesKey('veil-kek-next');
+    await copyFile(join(dataDir, 'keystore.json'), join(backupDir, 'keystore.json'));
+    const next = { VEIL_TO_KMS: 'pkcs11', VEIL_TO_PKCS11_MODULE: hsm.library, VEIL_TO_PKCS11_TOKEN: hsm.tokenLabel, VEIL_TO_PKCS11_PIN: hsm.pin, VEIL_TO_PKCS11_KEY_LABEL: 'veil-kek-next' };
+    expect((await veil(['keys', 'rewrap', '--data-dir', dataDir], { ...hsmEnv(), ...next })).code).toBe(0);
+    const destroyed = await veil(['keys', 'destroy-kek', '--data-dir', dataDir], hsmEnv());
+    expect(destroyed.code, destroyed.stderr).toBe(0);
+    expect(destroyed.stdout.trim()).toBe('PKCS#11 token veil-serve: key veil-kek destroyed');
+    const restored = await veil(['keys', 'list', '--data-dir', backupDir], hsmEnv());
+    expect(restored.code).toBe(1);
+    expect(restored.stderr + restored.stdout).not.toContain(hsm.pin);
+    await served.start(dataDir, hsmEnv('veil-kek-next'));
+    expect(await served.transform('Unprotect', protectedEmail)).toMatchObject({ status: 200, value: 'ada@example.com' });
+    await served.stop();
   }, 120_000);
 });

@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import type { JWK } from 'jose';
 import type { JwtSigner } from '../../keystore/jwt-signer.ts';
 import { OAuthError, type TokenService } from '../../identity/token-service.ts';
 
@@ -11,12 +12,15 @@ interface Deps {
   tokens: TokenService;
   signer: JwtSigner;
   issuer: string;
+  /** more public keys for the JWKS: every version of the erasure receipt key (src/subjects/receipt.ts) */
+  publicKeys?: () => JWK[];
 }
 
 /**
  * POST /connect/token (RFC 6749 §4.4 client credentials; client_secret_post or HTTP Basic),
- * OpenID discovery and the JWKS. Token errors use RFC 6749 §5.2 bodies, not problem details,
- * because OAuth clients expect them; responses carry Cache-Control: no-store.
+ * OpenID discovery and the JWKS (the token signing key's and the erasure receipt key's versions).
+ * Token errors use RFC 6749 §5.2 bodies, not problem details, because OAuth clients expect them;
+ * responses carry Cache-Control: no-store.
  */
 export function registerTokenRoutes(app: FastifyInstance, deps: Deps): void {
   app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_req, body, done) => {
@@ -74,7 +78,10 @@ export function registerTokenRoutes(app: FastifyInstance, deps: Deps): void {
     response_types_supported: ['token'],
     subject_types_supported: ['public'],
   }));
-  app.get('/.well-known/jwks.json', async (_req, reply) => reply.header('cache-control', 'max-age=300').send(deps.signer.jwks()));
+  // the token signing key's versions, then the receipt key's: a verifier picks a key by kid, and
+  // veil's own token verifier trusts the signing key's alone (receipts are not tokens: typ, no aud or exp)
+  app.get('/.well-known/jwks.json', async (_req, reply) => reply.header('cache-control', 'max-age=300')
+    .send({ keys: [...deps.signer.jwks().keys, ...(deps.publicKeys?.() ?? [])] }));
 }
 
 function basicUsed(header: string | undefined): boolean {
