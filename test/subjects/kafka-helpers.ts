@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { copyFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { SecretKey } from '../../src/engine/index.ts';
+import type { LocalKeystore } from '../../src/keystore/local-keystore.ts';
 import { ensureSubjectKeys } from '../../src/keystore/subject-keys.ts';
 import { openSubjectKeyStore, type SubjectKeyStore } from '../../src/subjects/index.ts';
 import { BROKERS } from '../helpers/kafka.ts';
@@ -32,8 +33,8 @@ export async function processDir(keySet: { dir: string }): Promise<string> {
 }
 
 /** One process's Kafka subject-key store on `dir`. */
-export async function openKafkaStore(dir: string, master: SecretKey, topic: string, options: { partitions?: number; maxStalenessMs?: number; cacheSize?: number } = {}): Promise<SubjectKeyStore> {
-  const keystore = await keystoreIn(dir, master);
+export async function openKafkaStore(dir: string, master: SecretKey, topic: string, options: { partitions?: number; maxStalenessMs?: number; cacheSize?: number; keystore?: LocalKeystore } = {}): Promise<SubjectKeyStore> {
+  const keystore = options.keystore ?? await keystoreIn(dir, master);
   return openSubjectKeyStore({
     keystore, dataDir: dir, ...(options.cacheSize !== undefined ? { cacheSize: options.cacheSize } : {}),
     settings: { kind: 'kafka', connection: plainConnection(BROKERS), topic, partitions: options.partitions ?? 3 },
