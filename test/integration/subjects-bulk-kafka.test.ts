@@ -20,21 +20,27 @@ const SUBJECTS = Number(process.env.VEIL_TEST_ERASE_SUBJECTS ?? 600);
 const PER_CALL = 100;
 const run = randomBytes(4).toString('hex');
 const ids = Array.from({ length: SUBJECTS }, (_, i) => `bulk-${run}-${i}@example.org`);
+// as many more, erased in batches over host B's admin API
+const apiIds = Array.from({ length: SUBJECTS }, (_, i) => `api-${run}-${i}@example.org`);
+const API_BATCH = Math.min(1000, Math.ceil(SUBJECTS / 10));
 const ENV = {
   VEIL_MASTER_KEY: MASTER_KEY_HEX, KAFKA_BROKERS: BROKERS.join(','), VEIL_CONTROL_STORE: 'kafka',
   VEIL_CONTROL_TOPIC: `veil.control.bulk-${run}`, VEIL_SUBJECT_TOPIC: `veil.subjects.bulk-${run}`, VEIL_SUBJECT_PARTITIONS: '3',
 };
 const SECRET = 'desk-secret-0123456789abcdef';
+const DPO_SECRET = 'dpo-secret-0123456789abcdef';
+const clients = () => clientsYaml({ desk: { secret: SECRET, roles: ['desk'] }, dpo: { secret: DPO_SECRET, roles: ['admin-publisher'] } });
 const chunks = <T>(xs: readonly T[], n: number) => Array.from({ length: Math.ceil(xs.length / n) }, (_, i) => xs.slice(i * n, (i + 1) * n));
 const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]!;
 
 /**
  * Bulk erasure across hosts (issue 43): SUBJECTS subjects with a value protected on host B (a
  * `veil serve` process), erased by `veil subjects erase --from` on its own data dir, SIGKILLed
- * halfway and run again; every value then answers SUBJECT_ERASED on B and on B restarted, every
- * receipt verifies, and a third host (in this process) times when it saw each erasure.
+ * halfway and run again; as many more erased in batches over B's admin API; every value then
+ * answers SUBJECT_ERASED on B and on B restarted, every receipt verifies, and a third host (in
+ * this process) times when it saw each erasure.
  */
-describe(`bulk erasure of ${SUBJECTS} subjects over the Kafka subject-key store (real broker, real processes)`, () => {
+describe(`bulk erasure of ${SUBJECTS} subjects by the command line and ${SUBJECTS} by the admin API over the Kafka subject-key store (real broker, real processes)`, () => {
   let b: VeilProcess;
   let cliDir: string;
   let configFile: string;
@@ -48,16 +54,16 @@ describe(`bulk erasure of ${SUBJECTS} subjects over the Kafka subject-key store 
     const res = await veil.request('/transform', { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
     return { status: res.status, json: JSON.parse(res.text) as Record<string, unknown> };
   };
-  const signIn = async (veil: VeilProcess) => {
-    const res = await veil.request('/connect/token', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: `grant_type=client_credentials&client_id=desk&client_secret=${SECRET}` });
+  const signIn = async (veil: VeilProcess, client = 'desk', secret = SECRET) => {
+    const res = await veil.request('/connect/token', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: `grant_type=client_credentials&client_id=${client}&client_secret=${secret}` });
     return (JSON.parse(res.text) as { access_token: string }).access_token;
   };
 
   beforeAll(async () => {
-    const configText = personConfig({ extra: await clientsYaml({ desk: { secret: SECRET, roles: ['desk'] } }) });
+    const configText = personConfig({ extra: await clients() });
     b = await startVeilServe({ configText, env: ENV });
     token = await signIn(b);
-    for (const batch of chunks(ids, PER_CALL)) {
+    for (const batch of chunks([...ids, ...apiIds], PER_CALL)) {
       const reply = await call(b, subjectCall('Protect', batch.map((id) => ({ subject: id, values: [['email', id]] }))));
       expect(reply.status).toBe(200);
       (reply.json.responses as { instances: { value: string }[] }[]).forEach((r, i) => protectedBy.set(batch[i]!, r.instances[0]!.value));
@@ -115,9 +121,36 @@ describe(`bulk erasure of ${SUBJECTS} subjects over the Kafka subject-key store 
     expect(verify.output()).toMatch(new RegExp(`${SUBJECTS} valid, 0 not valid`));
   }, 1_800_000);
 
+  it(`erases ${SUBJECTS} more in batches of ${API_BATCH} over host B's admin API (POST /admin/subjects/erase-batch): a receipt each, each erasure seen by the third host`, async () => {
+    const dpo = await signIn(b, 'dpo', DPO_SECRET);
+    const started = Date.now();
+    const receipts: string[] = [];
+    for (const batch of chunks(apiIds, API_BATCH)) {
+      const res = await b.request('/admin/subjects/erase-batch', { method: 'POST', headers: { authorization: `Bearer ${dpo}`, 'content-type': 'application/json' }, body: JSON.stringify({ subjects: batch, reason: 'accounts closed' }) });
+      expect(res.status, res.text.slice(0, 300)).toBe(200);
+      const { results } = JSON.parse(res.text) as { results: { receipt?: string; claims?: { sub: string; erasedAt: string; alreadyErased: boolean }; error?: unknown }[] };
+      expect(results).toHaveLength(batch.length);
+      expect(results.filter((r) => r.error)).toEqual([]);
+      for (const r of results) receipts.push(r.receipt!);
+    }
+    const tookMs = Date.now() - started;
+    const claims = receipts.map((r) => JSON.parse(Buffer.from(r.split('.')[1]!, 'base64url').toString()) as { sub: string; erasedAt: string; alreadyErased: boolean });
+    expect(claims.filter((c) => c.alreadyErased)).toEqual([]);
+    expect(new Set(claims.map((c) => c.sub)).size).toBe(SUBJECTS);
+    await eventually('every API erasure seen by the third host', async () => (claims.every((c) => seen.has(c.sub)) ? true : undefined), 60_000);
+    const lags = claims.map((c) => Math.max(0, seen.get(c.sub)! - Date.parse(c.erasedAt))).sort((x, y) => x - y);
+    console.log(`bulk erasure over the admin API: ${SUBJECTS} subjects in ${(tookMs / 1000).toFixed(1)} s (${Math.ceil(SUBJECTS / API_BATCH)} calls); seen by a third host p50 ${percentile(lags, 0.5)} ms, max ${lags.at(-1)} ms`);
+    expect(lags.at(-1)).toBeLessThan(2000);
+    // every receipt verifies in one call, against the shared key set
+    await writeFile(join(cliDir, 'api-receipts.txt'), `${receipts.join('\n')}\n`);
+    const verify = children.spawn(['subjects', 'verify-receipt', join(cliDir, 'api-receipts.txt'), '--data-dir', cliDir], { ...ENV, VEIL_LOG_LEVEL: 'warn' });
+    expect(await exited(verify, 300_000)).toBe(0);
+    expect(verify.output()).toMatch(new RegExp(`${SUBJECTS} valid, 0 not valid`));
+  }, 1_800_000);
+
   it('every value answers SUBJECT_ERASED on host B, and on B restarted on its data dir', async () => {
     const check = async (veil: VeilProcess) => {
-      for (const batch of chunks(ids, PER_CALL)) {
+      for (const batch of chunks([...ids, ...apiIds], PER_CALL)) {
         const reply = await call(veil, subjectCall('Unprotect', batch.map((id) => ({ subject: id, values: [['email', protectedBy.get(id)!]] }))));
         expect(reply.status).toBe(422);
         expect((reply.json.errors as { code: string }[]).map((e) => e.code)).toEqual(batch.map(() => 'SUBJECT_ERASED'));
@@ -126,10 +159,10 @@ describe(`bulk erasure of ${SUBJECTS} subjects over the Kafka subject-key store 
     await check(b);
     const dataDir = b.dataDir;
     await b.stop();
-    b = await startVeilServe({ configText: personConfig({ extra: await clientsYaml({ desk: { secret: SECRET, roles: ['desk'] } }) }), env: ENV, dataDir });
+    b = await startVeilServe({ configText: personConfig({ extra: await clients() }), env: ENV, dataDir });
     token = await signIn(b);
     await check(b);
     const all = children.all.map((c) => c.output()).join('\n') + b.output();
-    for (const id of ids.slice(0, 50)) expect(all).not.toContain(id);
+    for (const id of [...ids.slice(0, 50), ...apiIds.slice(0, 50)]) expect(all).not.toContain(id);
   }, 900_000);
 });
