@@ -10,9 +10,10 @@ import { openControlStore } from '../control/index.ts';
 import { resolveConfigPath, resolveDataDir } from '../env/index.ts';
 import { VeilError } from '../engine/index.ts';
 import type { LocalKeystore } from '../keystore/local-keystore.ts';
-import { BULK_ERASURE_MAX, ErasureService, openSubjectKeyStore, rotateWrappingKey, subjectStoreSettings, verifyReceipt, type SubjectActor, type SubjectStatus } from '../subjects/index.ts';
+import { BULK_ERASURE_MAX, ErasureService, openSubjectKeyStore, subjectStoreSettings, verifyReceipt, type SubjectActor, type SubjectStatus } from '../subjects/index.ts';
 import { UsageError } from './errors.ts';
 import { eraseFromLines, receiptsOf, verifyLines } from './subjects-bulk.ts';
+import { rotateWrapKey } from './subjects-rotate-wrap.ts';
 import { usageExitCode, type CliIo, type Command } from './io.ts';
 
 export const subjectsHelp = `Usage: veil subjects <action> [options]
@@ -32,10 +33,11 @@ Actions:
                      what is left and returns every receipt
   status <id|-> [--json]
                      exists, erased or unknown, with the subject's reference and generation
-  rotate-wrap-key    shreds copies of the subject-key store taken before (backups): a new version
+  rotate-wrap-key [--by NAME]
+                     shreds copies of the subject-key store taken before (backups): a new version
                      of the key wrapping subject keys (veil-subjects), every living subject key
                      wrapped under it anew, then its older versions destroyed in the key set
-                     (docs/erasure.md, "Backups"); prints what it did as JSON
+                     (docs/erasure.md, "Backups"); prints what it did as JSON; audited
   verify-receipt <file|->
                      checks a receipt (the JWS, or the JSON erase printed) against the data
                      dir's key set; prints its claims. A file of many (one a line: JWS, or what
@@ -74,7 +76,7 @@ const OPTIONS = {
 
 type Flags = { reason?: string; from?: string; batch?: string; by?: string; 'data-dir'?: string; config?: string; json?: boolean; help?: boolean };
 
-const ALLOWED: Record<string, readonly (keyof Flags)[]> = { 'rotate-wrap-key': [], erase: ['reason', 'from', 'batch', 'by', 'config'], status: ['json', 'config'], 'verify-receipt': [] };
+const ALLOWED: Record<string, readonly (keyof Flags)[]> = { 'rotate-wrap-key': ['by', 'config'], erase: ['reason', 'from', 'batch', 'by', 'config'], status: ['json', 'config'], 'verify-receipt': [] };
 
 export const subjectsCommand: Command = async (args, io) => {
   let action: string;
@@ -96,7 +98,7 @@ export const subjectsCommand: Command = async (args, io) => {
   try {
     const dataDir = resolveDataDir(flags['data-dir'], io.env, io.cwd);
     if (action === 'verify-receipt') return await verify(operand, dataDir, io);
-    if (action === 'rotate-wrap-key') return await rotateWrap(dataDir, io);
+    if (action === 'rotate-wrap-key') return await rotateWrap(flags, dataDir, io);
     return await administer(action as 'erase' | 'status', operand, flags, dataDir, io);
   } catch (error) {
     if (error instanceof UsageError) {
@@ -167,18 +169,10 @@ async function verify(operand: string, dataDir: string, io: CliIo): Promise<numb
   return 0;
 }
 
-async function rotateWrap(dataDir: string, io: CliIo): Promise<number> {
-  return withKeys(dataDir, io, async (keystore) => {
-    const store = await openSubjectKeyStore({ keystore, dataDir, settings: subjectStoreSettings(io.env) });
-    try {
-      const done = await rotateWrappingKey(keystore, store);
-      io.stdout(`${JSON.stringify(done, null, 2)}\n`);
-      io.stderr(`veil subjects: ${done.rewrapped} of ${done.live} living subject keys rewrapped under version ${done.version}; version(s) ${done.destroyed.join(', ') || '(none)'} destroyed\n`);
-      return 0;
-    } finally {
-      await store.close();
-    }
-  });
+async function rotateWrap(flags: Flags, dataDir: string, io: CliIo): Promise<number> {
+  // the audit log rotates as the service's (as for erase)
+  const { config } = await requireConfig(resolveConfigPath(flags.config, io.env, io.cwd));
+  return withKeys(dataDir, io, (keystore) => rotateWrapKey(keystore, dataDir, flags.by ?? `cli:${userName(io)}`, config.service.audit, io));
 }
 
 /** A file's text, or stdin's for '-'. */
