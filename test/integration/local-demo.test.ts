@@ -3,10 +3,13 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BROKERS, REGISTRY_URL } from '../helpers/kafka.ts';
 import { freePorts, ROOT } from '../helpers/processes.ts';
 
 function runDemo(args: string[], dataDir: string): { done: Promise<number | null>; output: () => string; kill: (s: NodeJS.Signals) => void } {
-  const child = spawn(join(ROOT, 'scripts/node22'), [join(ROOT, 'scripts/local-demo.ts'), '--data-dir', dataDir, ...args], { env: process.env, stdio: ['ignore', 'pipe', 'pipe'] });
+  // the tests' broker and registry, named: the demo never starts (or stops) an environment of its own here
+  const env = { ...process.env, KAFKA_BROKERS: BROKERS.join(','), SCHEMA_REGISTRY_URL: REGISTRY_URL };
+  const child = spawn(join(ROOT, 'scripts/node22'), [join(ROOT, 'scripts/local-demo.ts'), '--data-dir', dataDir, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   child.stdout!.on('data', (d) => (out += String(d)));
   child.stderr!.on('data', (d) => (out += String(d)));
@@ -36,6 +39,9 @@ describe('npm run demo (real Kafka, real veil processes)', () => {
     const code = await demo.done;
     const out = demo.output();
     expect(out, out).toContain('both round trips returned the raw email');
+    // it used the broker it was given, and so will not stop it
+    expect(out).toContain(`demo: Kafka ${BROKERS.join(',')}`);
+    expect(out).not.toContain('demo: starting Kafka');
     expect(code).toBe(0);
     expect(out).toMatch(/email {2}alice@example\.com +→ oQAAAA[E-H]/); // aes-siv output: tag 0xa1, key version 1
     expect(out).toMatch(/card {3}4111-1111-1111-1111 +→ 41\d\d-\d{4}-\d{4}-1111/); // ff1 keeps the first 2 and last 4 digits, and the dashes
