@@ -539,6 +539,8 @@ describe('no bad input is a server error, and nothing leaks', () => {
       'DEADLINE_EXCEEDED', 'REPLY_TOPIC_NOT_ALLOWED',
       // the admin portal's pages only (covered by test/portal and test/integration/portal-browser.test.ts)
       'ADMIN_ROLE_MISSING', 'CSRF_TOKEN_INVALID', 'PUBLISH_REFUSED',
+      // the portal's POSTs from another origin (covered by test/portal/same-origin.test.ts and test/security/portal-cross-origin*.test.ts)
+      'CROSS_ORIGIN_REFUSED',
       // the admin portal's doors (covered by test/security/portal-*.test.ts)
       'DRAFT_CHANGED', 'FOUR_EYES_REQUIRED', 'DRAFT_LIMIT_EXCEEDED', 'SANDBOX_BUSY', 'SIGN_IN_RATE_LIMITED', 'SESSIONS_FULL',
       // the unmapped guard of the stream and the gateway (covered by test/security/stream-drift*.test.ts and gateway-drift.test.ts)
