@@ -28,8 +28,6 @@ export const veilConfigSchema = z.strictObject({
   portal: portalSchema.prefault({}),
 });
 
-export type VeilConfigInput = z.input<typeof veilConfigSchema>;
-
 /** A valid configuration file, each section given to the layer that uses it. Immutable. */
 export interface VeilConfig {
   /** what the engine needs: key references, sequences, classes, contexts */

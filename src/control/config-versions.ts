@@ -59,7 +59,7 @@ interface Index {
 }
 
 /**
- * A shared log of versions (the Kafka control store, src/store): publish appends a version based
+ * A shared log of versions (the Kafka control store, src/control/kafka-control-log.ts): publish appends a version based
  * on the newest one this process has read; undefined when another process's publish got there
  * first. The log's follower writes every accepted version into this store (mirror).
  */

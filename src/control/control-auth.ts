@@ -3,12 +3,6 @@ import type { ControlWrite } from './control-log.ts';
 /** The key-set entry whose HMAC-SHA256 authenticates configuration versions in a shared store. */
 export const CONTROL_MAC_KEY = 'veil-control';
 
-/** A write's authentication: the version of CONTROL_MAC_KEY and the MAC (base64url). */
-export interface ControlAuth {
-  key: number;
-  mac: string;
-}
-
 /**
  * The bytes a configuration write's MAC covers: everything that makes it what it is — the history,
  * the head it was based on (a replayed older version based on a newer head does not verify),

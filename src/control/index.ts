@@ -4,7 +4,7 @@
 // Outside src/control only this file is imported (tools/eslint-plugin-veil.js, control-front-door).
 export { ActiveVersionWatch, type ActiveVersionWatchOptions, type VersionBuilder } from './active-version-watch.ts';
 export { ConfigVersions, VERSIONS_DIR, type ConfigCheck, type DraftMeta, type TestCase, type VersionLog, type VersionMeta } from './config-versions.ts';
-export { authInput, CONTROL_MAC_KEY, type ControlAuth } from './control-auth.ts';
+export { authInput, CONTROL_MAC_KEY } from './control-auth.ts';
 export { ControlState, parseWrite, recordKey, type Accepted, type ControlWrite, type History } from './control-log.ts';
 export {
   CONTROL_STORE_ENV, controlStoreOver, controlTopic, controlTopicSettings, dataDirMirror, ensureControlKey, mirroredIsAuthentic, openControlStore, signWrite,

@@ -37,4 +37,3 @@ function gather(): Record<ErrorCode, ErrorEntry> {
   return all as Record<ErrorCode, ErrorEntry>;
 }
 
-export const isErrorCode = (code: unknown): code is ErrorCode => typeof code === 'string' && Object.hasOwn(ERROR_CATALOG, code);

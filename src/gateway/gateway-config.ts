@@ -165,7 +165,6 @@ export const gatewaySchema = z.strictObject({
 });
 
 export type GatewayConfig = z.infer<typeof gatewaySchema>;
-export type GatewayRouteConfig = z.infer<typeof gatewayRouteSchema>;
 
 /**
  * Cross-checks of the gateway section against the engine's configuration, pointers relative to the

@@ -60,7 +60,7 @@ export function transformResponseSchema(): Schema {
   return s;
 }
 
-/** RFC 9457 problem details as src/http/problem.ts writes them. */
+/** RFC 9457 problem details as src/errors/problem.ts writes them (problemOf). */
 export const PROBLEM_SCHEMA: Schema = {
   type: 'object',
   required: ['type', 'title', 'status', 'detail', 'code', 'retriable'],

@@ -18,7 +18,7 @@ import { KeystoreError } from './errors.ts';
 export const KEYSTORE_FILE = 'keystore.json';
 
 /**
- * A shared log of key-set versions (the Kafka control store, src/store): commit appends the whole
+ * A shared log of key-set versions (the Kafka control store, src/control/kafka-control-log.ts): commit appends the whole
  * key-set document (encrypted: never a clear key) based on the version this process last read,
  * and resolves once it is read back: true when it was accepted (the follower has then written it
  * to keystore.json), false when another process's change got there first.

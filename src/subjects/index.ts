@@ -5,7 +5,6 @@
 export { SUBJECTS_ERRORS, SubjectsError, type SubjectsErrorCode } from './errors.ts';
 export { lazySubjectKeyStore, openSubjectKeyStore, SUBJECT_STORE_ENV, subjectStoreSettings, type OpenSubjectStoreOptions, type SubjectStoreSettings } from './open-subject-store.ts';
 export type { ErasedSubject, Erasure, KeyForOptions, SubjectChange, SubjectKey, SubjectKeyStore, SubjectStatus } from './subject-store.ts';
-export { refLabel } from './subject-id.ts';
 export { LazySubjectKeyStore } from './lazy-store.ts';
 export { fetchSubjectKeys, subjectKeysOf, type SubjectNeed } from './keyring.ts';
 // the erasure doors (admin API, portal, command line): one service, receipts signed by veil-receipts

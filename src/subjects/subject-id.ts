@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { isSubjectId, SUBJECT_ID_RULE, VeilError } from '../engine/index.ts';
 
 /** Refuses what is not a subject id, without echoing it (it is personal data). */
@@ -8,6 +7,3 @@ export function assertSubjectId(id: unknown): asserts id is string {
 
 /** The reference as text (record keys, logs, notifications): hex of the keyed hash, never the id. */
 export const refHex = (ref: Uint8Array): string => Buffer.from(ref.buffer, ref.byteOffset, ref.byteLength).toString('hex');
-
-/** A short label for logs and metrics: the first 12 hex digits of SHA-256 of the reference (already a keyed hash). */
-export const refLabel = (ref: Uint8Array): string => createHash('sha256').update(ref).digest('hex').slice(0, 12);

@@ -58,7 +58,6 @@ export const stepSchema = z.discriminatedUnion('type', [
 ]);
 
 export type StepConfig = z.infer<typeof stepSchema>;
-export type StepType = StepConfig['type'];
 
 const actionBinding = z.union([
   name,
@@ -130,5 +129,4 @@ export const engineConfigShape = {
 /** A configuration of the engine's sections only (tests, benchmarks, embedding the engine). */
 export const engineConfigSchema = z.strictObject(engineConfigShape);
 
-export type EngineConfigInput = z.input<typeof engineConfigSchema>;
 export type EngineConfigDocument = z.infer<typeof engineConfigSchema>;

@@ -31,7 +31,7 @@ export class SecretKey {
   }
 }
 
-/** For crypto primitives and the keystore only (lint rule `veil/key-bytes`). */
+/** For crypto primitives and the keystore only (eslint.config.js: no-restricted-imports of revealKeyBytes elsewhere in src). */
 export function revealKeyBytes(key: SecretKey): Uint8Array {
   const bytes = material.get(key);
   if (!bytes) throw new Error('not a SecretKey');
