@@ -1,4 +1,4 @@
-import { runPsql } from '../db/psql.ts';
+import { runPsql } from '../db/index.ts';
 import type { RecordFormat } from '../discover/record-formats.ts';
 import { decodedSamples, sampleFile, sampleTable, type SampleReport, type Sampled } from '../discover/samples.ts';
 import { sampleTopic, type KafkaConnection } from '../kafka/index.ts';

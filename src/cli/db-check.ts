@@ -1,6 +1,5 @@
 import { parseArgs } from 'node:util';
-import { exitCodeOf, failureText, jsonReport, runDriftCheck, textReport } from '../db/drift-check.ts';
-import type { SqlSession } from '../db/rewrap.ts';
+import { exitCodeOf, failureText, jsonReport, runDriftCheck, textReport, type SqlSession } from '../db/index.ts';
 import { UsageError } from './errors.ts';
 import type { CliIo } from './io.ts';
 

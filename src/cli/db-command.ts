@@ -1,10 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { configureSql } from '../db/configure-sql.ts';
-import { grantSql, type GrantCommand } from '../db/grant-sql.ts';
-import { installSql } from '../db/install-sql.ts';
-import { runPsql } from '../db/psql.ts';
+import { configureSql, grantSql, installSql, runPsql, type GrantCommand } from '../db/index.ts';
 import { dbCheckCommand } from './db-check.ts';
 import { dbRewrapCommand, rewrapHelp } from './db-rewrap.ts';
 import { usageExitCode, type CliIo, type Command } from './io.ts';

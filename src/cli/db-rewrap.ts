@@ -3,9 +3,8 @@ import type { VeilConfig } from '../app/config-file.ts';
 import { openEngine } from '../app/open-engine.ts';
 import { resolveConfigPath, resolveDataDir } from '../env/index.ts';
 import { VeilError, type Engine, type KeyProvider } from '../engine/index.ts';
-import { inspectTable, RewrapRefused, runRewrap, type ColumnField, type RewrapCounts, type RewrapResult, type RewrapSubjects, type SqlSession } from '../db/rewrap.ts';
+import { checkColumnName, inspectTable, parseTableName, RewrapRefused, runRewrap, type ColumnField, type RewrapCounts, type RewrapResult, type RewrapSubjects, type SqlSession, type TableName } from '../db/index.ts';
 import { fetchSubjectKeys, openSubjectKeyStore, subjectStoreSettings, type SubjectKeyStore } from '../subjects/index.ts';
-import { checkColumnName, parseTableName, type TableName } from '../db/rewrap-sql.ts';
 import { UsageError } from './errors.ts';
 import type { CliIo } from './io.ts';
 
