@@ -1,4 +1,4 @@
-import type { ChunkItem, ChunkOutcome } from './chunk-protector.ts';
+import type { ChunkItem, ChunkOutcome } from './record-protector.ts';
 
 /**
  * Chunks of records cross to and from protection worker threads as one transferred buffer each

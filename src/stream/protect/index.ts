@@ -8,8 +8,8 @@
 export { ProtectPipeline, type PipelineDeps } from './pipeline.ts';
 export { serdes } from './pipeline-serdes.ts';
 export { registrySchemaIssues } from './pipeline-schema-check.ts';
-export { ProtectPool, type WorkerReply, type WorkerRequest } from './worker-pool.ts';
-export { RecordProtector, type ChunkItem, type ChunkOutcome, type ChunkProtector } from './chunk-protector.ts';
+export { ProtectPool, type WorkerReply, type WorkerRequest } from './protect-pool.ts';
+export { RecordProtector, type ChunkItem, type ChunkOutcome, type ChunkProtector } from './record-protector.ts';
 export { packItems, packOutcomes, SpareBuffers, unpackItems, unpackOutcomes } from './chunk-codec.ts';
 export { rewrapPipeline, type RewrapSpec } from './rewrap-pipeline.ts';
 export { StreamMetrics } from './stream-metrics.ts';

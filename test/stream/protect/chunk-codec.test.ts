@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { packItems, packOutcomes, SpareBuffers, unpackItems, unpackOutcomes } from '../../../src/stream/protect/chunk-codec.ts';
-import type { ChunkItem, ChunkOutcome } from '../../../src/stream/protect/chunk-protector.ts';
+import type { ChunkItem, ChunkOutcome } from '../../../src/stream/protect/record-protector.ts';
 
 const bytes = fc.option(fc.uint8Array({ maxLength: 64 }).map((a) => Buffer.from(a)), { nil: null });
 

@@ -9,7 +9,7 @@ import { StreamError } from '../../../src/stream/stream-error.ts';
 import { StreamMetrics } from '../../../src/stream/protect/stream-metrics.ts';
 import { headerValue, type Batch, type Header, type InRecord } from '../../../src/kafka/index.ts';
 import type { Serde } from '../../../src/stream/serde/serde.ts';
-import { RecordProtector, type ChunkItem, type ChunkOutcome, type ChunkProtector } from '../../../src/stream/protect/chunk-protector.ts';
+import { RecordProtector, type ChunkItem, type ChunkOutcome, type ChunkProtector } from '../../../src/stream/protect/record-protector.ts';
 import { FakeKafka } from '../fake-kafka.ts';
 
 const config = emailPipelineConfig(['missing: dead-letter']);

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Engine, SecretKey } from '../../../src/engine/index.ts';
-import { RecordProtector, type ChunkItem } from '../../../src/stream/protect/chunk-protector.ts';
+import { RecordProtector, type ChunkItem } from '../../../src/stream/protect/record-protector.ts';
 import { jsonSerde } from '../../../src/stream/serde/json-serde.ts';
 import { jsonSchemaSerde } from '../../../src/stream/serde/json-schema-serde.ts';
 import { FakeRegistry } from '../serde/fake-registry.ts';

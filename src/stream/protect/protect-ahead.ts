@@ -1,5 +1,5 @@
 import type { InRecord } from '../../kafka/index.ts';
-import type { ChunkOutcome } from './chunk-protector.ts';
+import type { ChunkOutcome } from './record-protector.ts';
 
 /** A partition's likely next batch, and its chunks' protection once started. */
 interface Ahead {

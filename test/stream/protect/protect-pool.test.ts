@@ -1,6 +1,6 @@
 import { Worker } from 'node:worker_threads';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ProtectPool } from '../../../src/stream/protect/worker-pool.ts';
+import { ProtectPool } from '../../../src/stream/protect/protect-pool.ts';
 
 const codec = new URL('../../../src/stream/protect/chunk-codec.ts', import.meta.url).href;
 

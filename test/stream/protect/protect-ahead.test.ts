@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { InRecord } from '../../../src/kafka/index.ts';
-import { ProtectAhead } from '../../../src/stream/protect/look-ahead.ts';
-import type { ChunkOutcome } from '../../../src/stream/protect/chunk-protector.ts';
+import { ProtectAhead } from '../../../src/stream/protect/protect-ahead.ts';
+import type { ChunkOutcome } from '../../../src/stream/protect/record-protector.ts';
 
 const rec = (offset: number): InRecord => ({ topic: 'raw', partition: 0, offset: String(offset), key: null, value: Buffer.from(`{"id":${offset}}`), headers: [], timestamp: '0' });
 const run = (from: number, n: number) => Array.from({ length: n }, (_, i) => rec(from + i));

@@ -1,6 +1,6 @@
 import { Worker } from 'node:worker_threads';
 import { packItems, unpackOutcomes, type PackedItems, type PackedOutcomes } from './chunk-codec.ts';
-import type { ChunkItem, ChunkOutcome, ChunkProtector } from './chunk-protector.ts';
+import type { ChunkItem, ChunkOutcome, ChunkProtector } from './record-protector.ts';
 import { StreamError } from '../stream-error.ts';
 
 /** What a protection worker answers: the packed outcomes, or the failure of the whole chunk (no values in it). */
