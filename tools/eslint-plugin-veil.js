@@ -25,7 +25,7 @@ function problemRule(description, messages, create) {
 
 /** What src/engine may import besides its own files: pure computation only. */
 // node:async_hooks for AsyncLocalStorage only: the data subject of the values being transformed
-// follows a record across its serde's awaits (src/engine/key-access/subject-keys.ts); it is no I/O
+// follows a record across its serde's awaits (src/engine/key-access/subject-keyring.ts); it is no I/O
 const ENGINE_ALLOWED = [/^zod$/, /^yaml$/, /^@noble\/(ciphers|hashes)\//, /^node:crypto$/, /^node:async_hooks$/];
 
 const engineLayering = problemRule('src/engine is pure: it imports only its own files and pure libraries (no I/O, clock, env)', {

@@ -1,7 +1,7 @@
 import { fieldPatternMatches } from './config/compile.ts';
 import { ROLE, SUBJECT, type CompiledConfig, type CompiledProcessingContext, type CompiledRightsContext } from './config/compiled.ts';
 import type { ErrorDetail } from './errors.ts';
-import { isSubjectId, SUBJECT_ID_RULE } from './key-access/subject-keys.ts';
+import { isSubjectId, SUBJECT_ID_RULE } from './key-access/subject-keyring.ts';
 import type { Identity } from './identity.ts';
 import type { TransformRequest } from './request/schema.ts';
 

@@ -3,7 +3,7 @@ import { ChainCache, chainThen, keepingErased, type Chain } from './chains.ts';
 import { PROTECT, UNPROTECT, type CompiledConfig } from './config/compiled.ts';
 import { combine, ValueError, VeilError, type ErrorDetail } from './errors.ts';
 import type { KeyProvider } from './key-access/key-provider.ts';
-import { SubjectSlot, type SubjectKeyring } from './key-access/subject-keys.ts';
+import { SubjectSlot, type SubjectKeyring } from './key-access/subject-keyring.ts';
 import { matchProcessing, matchRights, resolveContexts, type ContextSite, type ResolvedRights } from './contexts.ts';
 import { checkIdentifiers } from './identifiers.ts';
 import type { Identity } from './identity.ts';

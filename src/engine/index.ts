@@ -27,7 +27,7 @@ export { KEY_TYPES, KEY_TYPE_NAMES, type KeyInfo, type KeyProvider, type KeyType
 export { MemoryKeyProvider } from './key-access/memory-key-provider.ts';
 export { SecretKey, revealKeyBytes } from './key-access/secret-key.ts';
 // data subjects' keys (issue 29): what an adapter fetches from the subject-key store before a call
-export { isSubjectId, SUBJECT_ID_RULE, type SubjectEntry, type SubjectKeyring } from './key-access/subject-keys.ts';
+export { isSubjectId, SUBJECT_ID_RULE, type SubjectEntry, type SubjectKeyring } from './key-access/subject-keyring.ts';
 
 // one step's transformer, for golden outputs and benchmarks beside the whole engine
 export { createTransformer } from './transformers/registry.ts';

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LocalKeystore } from '../../src/keystore/local-keystore.ts';
 import { pkcs11Kms } from '../../src/keystore/kms/pkcs11-kms.ts';
-import { ensureSubjectKeys } from '../../src/keystore/subject-keys.ts';
+import { ensureSubjectKeys } from '../../src/keystore/subject-key-wrapper.ts';
 import { openSubjectKeyStore, subjectStoreSettings, type SubjectKeyStore } from '../../src/subjects/index.ts';
 import { BROKERS, createTopics, kafkaClient } from '../helpers/kafka.ts';
 import { ROOT } from '../helpers/processes.ts';

@@ -3,7 +3,7 @@ import { copyFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { SecretKey } from '../../src/engine/index.ts';
 import type { LocalKeystore } from '../../src/keystore/local-keystore.ts';
-import { ensureSubjectKeys } from '../../src/keystore/subject-keys.ts';
+import { ensureSubjectKeys } from '../../src/keystore/subject-key-wrapper.ts';
 import { openSubjectKeyStore, type SubjectKeyStore } from '../../src/subjects/index.ts';
 import { BROKERS } from '../helpers/kafka.ts';
 import { keystoreIn, tempDir } from './helpers.ts';

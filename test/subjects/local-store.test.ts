@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { SubjectKeyWrapper } from '../../src/keystore/subject-keys.ts';
+import { SubjectKeyWrapper } from '../../src/keystore/subject-key-wrapper.ts';
 import { LocalBackend } from '../../src/subjects/local-backend.ts';
 import { openSubjectKeyStore, type SubjectChange, type SubjectKeyStore } from '../../src/subjects/index.ts';
 import { cleanup, keyHex, keystoreIn, tempDir } from './helpers.ts';

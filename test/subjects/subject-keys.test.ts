@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { ensureSubjectKeys, SubjectKeyWrapper, wrappedKeyId } from '../../src/keystore/subject-keys.ts';
+import { ensureSubjectKeys, SubjectKeyWrapper, wrappedKeyId } from '../../src/keystore/subject-key-wrapper.ts';
 import { refHex } from '../../src/subjects/subject-id.ts';
 import { SubjectKeys } from '../../src/subjects/subject-keys.ts';
 import { applyEvent, erasureGeneration, type SubjectState } from '../../src/subjects/subject-state.ts';

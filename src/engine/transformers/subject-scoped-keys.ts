@@ -1,6 +1,6 @@
 import { ValueError, VeilError } from '../errors.ts';
 import type { SecretKey } from '../key-access/secret-key.ts';
-import { deriveSubjectKey, type SubjectEntry, type SubjectSlot } from '../key-access/subject-keys.ts';
+import { deriveSubjectKey, type SubjectEntry, type SubjectSlot } from '../key-access/subject-keyring.ts';
 import type { KeyRef } from './transformer.ts';
 import type { KeyVersions } from './versioned-keys.ts';
 

@@ -1,6 +1,6 @@
 import type { ValueError } from '../errors.ts';
 import type { KeyProvider } from '../key-access/key-provider.ts';
-import type { SubjectSlot } from '../key-access/subject-keys.ts';
+import type { SubjectSlot } from '../key-access/subject-keyring.ts';
 
 /** The field a value belongs to; keyed transformers bind their output to it. */
 export interface FieldBinding {

@@ -3,7 +3,7 @@ import type { KeyProvider } from '../key-access/key-provider.ts';
 import type { SecretKey } from '../key-access/secret-key.ts';
 import type { KeyRef, TransformerDeps } from './transformer.ts';
 import { SubjectScopedKeys } from './subject-scoped-keys.ts';
-import { SubjectSlot } from '../key-access/subject-keys.ts';
+import { SubjectSlot } from '../key-access/subject-keyring.ts';
 
 /**
  * A key reference's primitives by version: the version protect uses now, and the primitive of a

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { revealKeyBytes, VeilError } from '../../src/engine/index.ts';
-import { ensureSubjectKeys, SUBJECT_INDEX_KEY, SUBJECT_WRAP_KEY, SubjectKeyWrapper, wrappedKeyId, WRAPPED_SUBJECT_KEY_BYTES } from '../../src/keystore/subject-keys.ts';
-import { cleanup, keystoreIn, tempDir } from './helpers.ts';
+import { ensureSubjectKeys, SUBJECT_INDEX_KEY, SUBJECT_WRAP_KEY, SubjectKeyWrapper, wrappedKeyId, WRAPPED_SUBJECT_KEY_BYTES } from '../../src/keystore/subject-key-wrapper.ts';
+import { cleanup, keystoreIn, tempDir } from '../subjects/helpers.ts';
 
 afterEach(cleanup);
 
