@@ -20,7 +20,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SecretKey } from '../src/engine/index.ts';
 import { LocalKeystore } from '../src/keystore/local-keystore.ts';
-import { ensureSubjectKeys, SubjectKeyWrapper } from '../src/keystore/subject-keys.ts';
+import { ensureSubjectKeys, SubjectKeyWrapper } from '../src/keystore/subject-key-wrapper.ts';
 import { openSubjectKeyStore, type SubjectKeyStore } from '../src/subjects/index.ts';
 import { SubjectDb } from '../src/subjects/subject-db.ts';
 import { fmt, ratio } from './measure.ts';
