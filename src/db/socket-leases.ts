@@ -3,7 +3,7 @@ import type { AuditChannel, AuditEvent, AuditSink } from '../audit/audit-sink.ts
 import { AuditError } from '../audit/errors.ts';
 import { VeilError, type KeyProvider } from '../engine/index.ts';
 import type { Caller } from '../identity/token-verifier.ts';
-import { RateLimitedError } from '../identity/identity-errors.ts';
+import { RateLimitedError } from '../identity/errors.ts';
 import { DbError } from './errors.ts';
 import { leaseTerms, protectVersion, type LeaseSource } from './lease-grant.ts';
 import { auditedFrame, leaseGrantFrame, type LeaseFrame } from './lease-frames.ts';

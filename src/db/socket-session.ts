@@ -2,7 +2,7 @@ import { auditEvent } from '../audit/audit-event.ts';
 import type { AuditChannel, AuditSink } from '../audit/audit-sink.ts';
 import { GuardedTransform } from '../audit/guarded-transform.ts';
 import { VeilError, type Engine, type TransformRequest } from '../engine/index.ts';
-import { RateLimitedError, tokenExpired, tokenInvalid, tokenMissing } from '../identity/identity-errors.ts';
+import { RateLimitedError, tokenExpired, tokenInvalid, tokenMissing } from '../identity/errors.ts';
 import { RateLimiter } from '../identity/rate-limiter.ts';
 import type { BearerVerifier, Caller } from '../identity/token-verifier.ts';
 import { subjectKeysOf, type SubjectKeyStore } from '../subjects/index.ts';

@@ -16,3 +16,18 @@ export class IdentityError extends LayerError<IdentityErrorCode> {
     super(IDENTITY_ERRORS, code, message, options);
   }
 }
+
+/** 401s never say more than the code: which check failed is logged, not returned. */
+export const tokenMissing = () => new IdentityError('TOKEN_MISSING', 'the call needs Authorization: Bearer <access token>');
+export const tokenInvalid = (why: string) => new IdentityError('TOKEN_INVALID', `the bearer token is not acceptable (${why})`);
+export const tokenExpired = () => new IdentityError('TOKEN_EXPIRED', 'the bearer token has expired or is not yet valid');
+
+/** 429 RATE_LIMITED with the seconds to wait, which the HTTP adapter sends as Retry-After. */
+export class RateLimitedError extends IdentityError {
+  readonly retryAfter: number;
+  constructor(message: string, retryAfterSeconds: number) {
+    super('RATE_LIMITED', message);
+    this.name = 'RateLimitedError';
+    this.retryAfter = retryAfterSeconds;
+  }
+}

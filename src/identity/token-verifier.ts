@@ -2,7 +2,7 @@ import { createLocalJWKSet, createRemoteJWKSet, decodeJwt, decodeProtectedHeader
 import { VeilError, type Identity } from '../engine/index.ts';
 import type { IdentityConfig } from './identity-config.ts';
 import type { JwtSigner } from '../keystore/jwt-signer.ts';
-import { tokenExpired, tokenInvalid, tokenMissing } from './identity-errors.ts';
+import { tokenExpired, tokenInvalid, tokenMissing } from './errors.ts';
 
 export const ACCESS_TOKEN_TYP = 'at+jwt';
 const MAX_TOKEN_CHARS = 8192;

@@ -8,7 +8,7 @@ import { openDbSocket, type DbSocketServer } from '../../src/db/index.ts';
 import { leaseAuditFrame, leaseFrame } from '../../src/db/lease-frames.ts';
 import type { LeaseSource } from '../../src/db/lease-grant.ts';
 import { authFrame, parseReply, type Reply } from '../../src/db/socket-frames.ts';
-import { tokenInvalid } from '../../src/identity/identity-errors.ts';
+import { tokenInvalid } from '../../src/identity/errors.ts';
 import type { BearerVerifier } from '../../src/identity/token-verifier.ts';
 import { engineFixture, rotate, type EngineFixture } from '../helpers/engine-fixture.ts';
 import { personConfig } from '../helpers/subject-config.ts';

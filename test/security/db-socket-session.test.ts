@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MemoryAuditSink } from '../../src/audit/audit-sink.ts';
 import { openDbSocket, type DbSocketServer } from '../../src/db/index.ts';
 import { authFrame, parseReply, protectFrame, type Reply } from '../../src/db/socket-frames.ts';
-import { tokenInvalid } from '../../src/identity/identity-errors.ts';
+import { tokenInvalid } from '../../src/identity/errors.ts';
 import type { BearerVerifier, Caller } from '../../src/identity/token-verifier.ts';
 import { engineFixture } from '../helpers/engine-fixture.ts';
 

@@ -4,7 +4,7 @@ import { fieldCounts } from '../../audit/audit-event.ts';
 import { GuardedTransform } from '../../audit/guarded-transform.ts';
 import { VeilError, type Engine } from '../../engine/index.ts';
 import type { ServiceConfig } from '../service-config.ts';
-import { RateLimitedError } from '../../identity/identity-errors.ts';
+import { RateLimitedError } from '../../identity/errors.ts';
 import { RateLimiter } from '../../identity/rate-limiter.ts';
 import type { BearerVerifier } from '../../identity/token-verifier.ts';
 import type { HttpMetrics } from '../metrics.ts';
