@@ -7,7 +7,7 @@ import type { RecordProtection, Serde } from './serde.ts';
 import { protectRecord, type Mapping } from './field-mappings.ts';
 import { planTags, tagMappings, TagPlanError, tagRefusal, type SchemaTags } from './schema-tags.ts';
 import { memo } from '../memo.ts';
-import { decodedGuard, guardDecoded } from './decoded-guard.ts';
+import { guardFor, applyGuard } from './decoded-guard.ts';
 
 export interface AvroSerdeOptions {
   registry: SchemaRegistryPort;
@@ -152,8 +152,8 @@ export function avroSerde(options: AvroSerdeOptions): AvroSerde {
     const maps = mapsOf(protection, id, w);
     const done = protectRecord(decoded.value, maps, protection.missing);
     const mapped = maps.map((m) => m.path);
-    const guard = maps === protection.maps ? decodedGuard(protection) : decodedGuard(protection, mapped, String(id));
-    const guarded = guard === undefined ? [] : guardDecoded(guard, protection, decoded.value);
+    const guard = maps === protection.maps ? guardFor(protection) : guardFor(protection, mapped, String(id));
+    const guarded = guard === undefined ? [] : applyGuard(guard, protection, decoded.value);
     const value = await encode(decoded, cleanTopic);
     return { value, fields: [...done, ...guarded.filter((p) => !done.includes(p))].join(',') };
   }

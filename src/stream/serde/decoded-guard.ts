@@ -13,7 +13,7 @@ const guards = new WeakMap<RecordProtection, Map<string, ObjectGuard>>();
  * fields are mapped too). Field names match exactly, as those formats' names do; so do the
  * allowed paths. Undefined when the pipeline has no guard (`unmapped: pass`).
  */
-export function decodedGuard(protection: RecordProtection, mapped: readonly string[] = protection.maps.map((m) => m.path), key = ''): ObjectGuard | undefined {
+export function guardFor(protection: RecordProtection, mapped: readonly string[] = protection.maps.map((m) => m.path), key = ''): ObjectGuard | undefined {
   const plan = protection.guard;
   if (plan === undefined) return undefined;
   let byKey = guards.get(protection);
@@ -36,7 +36,7 @@ export function unmappedError(f: ObjectFinding, why = ''): StreamError {
  * refuses the record, the first finding naming the dead letter. Returns the paths protected, in
  * walk order, each once.
  */
-export function guardDecoded(guard: ObjectGuard, protection: RecordProtection, record: unknown): string[] {
+export function applyGuard(guard: ObjectGuard, protection: RecordProtection, record: unknown): string[] {
   const found = guard.findings(record);
   if (found.length === 0) return [];
   const plan = protection.guard!;

@@ -9,7 +9,7 @@ import { decodeMessage, protectEach, protectInto } from './protobuf-protect.ts';
 import { WireWriter } from './protobuf-writer.ts';
 import { messageAt, parseProtoSchema, protoTaggedFields, ProtoSchemaError, type ProtoMessage, type ProtoSchema } from './protobuf-schema.ts';
 import { planTags, tagMappings, TagPlanError, tagRefusal, type SchemaTags } from './schema-tags.ts';
-import { decodedGuard, unmappedError } from './decoded-guard.ts';
+import { guardFor, unmappedError } from './decoded-guard.ts';
 import { protoFinding } from './protobuf-guard.ts';
 import { readFraming } from './protobuf-wire.ts';
 import type { RecordProtection, Serde } from './serde.ts';
@@ -188,7 +188,7 @@ function deadLetter(e: unknown): StreamError {
  * the schema fixes the field's type, so it cannot carry a protected string — map the field.
  */
 function guardRecord(bytes: Buffer, p: Prepared, protection: RecordProtection): void {
-  const guard = p.target.tags.mapped.length === 0 ? decodedGuard(protection) : decodedGuard(protection, [...p.transforms.keys()], p.target.key);
+  const guard = p.target.tags.mapped.length === 0 ? guardFor(protection) : guardFor(protection, [...p.transforms.keys()], p.target.key);
   if (guard === undefined) return;
   const found = protoFinding(bytes, p.bodyStart, bytes.length, p.target.message, p.target.schema, guard);
   if (found !== undefined) throw unmappedError({ ...found, key: false }, ' (Protobuf: map the field to protect it)');

@@ -6,7 +6,7 @@ import { mappings } from '../../../src/stream/serde/field-mappings.ts';
 import { avscSchema } from '../../../src/stream/serde/avro-clean-schema.ts';
 import { avroSerde } from '../../../src/stream/serde/avro-serde.ts';
 import { avroType } from '../../../src/stream/serde/avro-types.ts';
-import { decodedGuard } from '../../../src/stream/serde/decoded-guard.ts';
+import { guardFor } from '../../../src/stream/serde/decoded-guard.ts';
 import { protobufSerde } from '../../../src/stream/serde/protobuf-serde.ts';
 import { readFraming } from '../../../src/stream/serde/protobuf-wire.ts';
 import type { GuardPlan, RecordProtection } from '../../../src/stream/serde/serde.ts';
@@ -99,8 +99,8 @@ describe('the unmapped guard on Avro records', () => {
     const records = [wire(id, { backupEmail: 'bob.backup@example.com', attributes: { owner: 'carol@example.com' } })];
     expect((await serde.protectMany!(records, allowed, ['clean'])).map(finding)).toEqual(['clean']);
     expect((await serde.protectMany!([wire(id, { cardNumber: 4111111111111111 })], protection(['email']), ['clean'])).map(finding)).toEqual(['clean']);
-    expect(decodedGuard(allowed)).toBe(decodedGuard(allowed));
-    expect(decodedGuard(protection(['email']))).toBeUndefined();
+    expect(guardFor(allowed)).toBe(guardFor(allowed));
+    expect(guardFor(protection(['email']))).toBeUndefined();
   });
 });
 
