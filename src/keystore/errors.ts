@@ -8,6 +8,7 @@ export const KEYSTORE_ERRORS = {
   KEY_NOT_FOUND: { status: 404, retriable: false, title: 'No key with that id' },
   KEY_EXISTS: { status: 409, retriable: false, title: 'A key with that id exists already' },
   KEY_MATERIAL_INVALID: { status: 400, retriable: false, title: 'Imported key material has the wrong size or encoding' },
+  KEYSET_CONFLICT: { status: 409, retriable: false, title: 'A change to the key set lost the race to changes by other processes (sharing the data dir or the control store): make it again' },
 } as const satisfies Record<string, ErrorEntry>;
 
 export type KeystoreErrorCode = keyof typeof KEYSTORE_ERRORS;

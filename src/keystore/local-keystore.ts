@@ -12,7 +12,6 @@ import type { KeyLease } from './key-lease.ts';
 import { opensUnder } from './keyset-open.ts';
 import type { Kms } from './kms/kms.ts';
 import { errorCode } from './master-key.ts';
-import { ControlError } from '../control/errors.ts';
 import { KeystoreError } from './errors.ts';
 
 export const KEYSTORE_FILE = 'keystore.json';
@@ -173,7 +172,7 @@ export class LocalKeystore implements KeyProvider {
       } finally {
         if (!accepted) this.kms = from;
       }
-      if (!accepted) throw new ControlError('CONTROL_STORE_UNAVAILABLE', 'another process changed the key set during the rewrap: run it again');
+      if (!accepted) throw new KeystoreError('KEYSET_CONFLICT', 'another process changed the key set during the rewrap: run it again');
     });
   }
 
@@ -289,7 +288,7 @@ export class LocalKeystore implements KeyProvider {
         return copyInfo(keys.info(id) as KeyInfo);
       });
       if (info) return info;
-      if (attempt >= 10) throw new ControlError('CONTROL_STORE_UNAVAILABLE', `a change to keystore ${this.path} lost the race to other processes 10 times in a row`);
+      if (attempt >= 10) throw new KeystoreError('KEYSET_CONFLICT', `a change to keystore ${this.path} lost the race to other processes 10 times in a row`);
     }
   }
 

@@ -530,7 +530,7 @@ describe('no bad input is a server error, and nothing leaks', () => {
 
   it('every catalog code that HTTP input can provoke was observed above', () => {
     /** codes of the CLI and key management, of startup, or of server faults: not reachable by a caller */
-    const notByHttpInput: ErrorCode[] = ['KEY_UNAVAILABLE', 'CONFIG_INVALID', 'KEYSTORE_INVALID', 'KEY_NOT_FOUND', 'KEY_EXISTS', 'KEY_MATERIAL_INVALID', 'INTERNAL',
+    const notByHttpInput: ErrorCode[] = ['KEY_UNAVAILABLE', 'CONFIG_INVALID', 'KEYSTORE_INVALID', 'KEY_NOT_FOUND', 'KEY_EXISTS', 'KEY_MATERIAL_INVALID', 'KEYSET_CONFLICT', 'INTERNAL',
       // the KEK's KMS and the shared control store (covered by test/integration/kms-*.test.ts and control-*.test.ts)
       'KMS_UNAVAILABLE', 'KMS_REFUSED', 'CONTROL_STORE_UNAVAILABLE',
       // record-level codes of the Kafka pipelines (covered by test/integration/stream-*.test.ts)
