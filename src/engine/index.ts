@@ -17,7 +17,7 @@ export { jsonSchemas } from './schemas.ts';
 export { combine, ENGINE_ERRORS, LayerError, ValueError, VeilError, type EngineErrorCode, type ErrorDetail, type ErrorEntry, type LayerErrorOptions } from './errors.ts';
 
 // configuration: the engine's sections, their compiler, and the pieces other layers' sections reuse
-export { compileConfig, compileConfigOrThrow, compileConfigText, compileEngineConfig, compileText, configIssuesOf, type CompileResult } from './config/compile.ts';
+export { compileConfig, compileConfigText, compileEngineConfig, compileText, configIssuesOf, type CompileResult } from './config/compile.ts';
 export { ROLE, type CompiledConfig } from './config/compiled.ts';
 export { formatIssue, pointerOf, type ConfigIssue } from './config/issues.ts';
 export { engineConfigShape, evidencesSchema, keyIdSchema, nameSchema, type StepConfig } from './config/schema.ts';

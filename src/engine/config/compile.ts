@@ -1,5 +1,4 @@
 import type { z } from 'zod';
-import { VeilError } from '../errors.ts';
 import { Alphabet, NAMED_ALPHABETS } from '../fpe/alphabet.ts';
 import { IRREVERSIBLE_STEPS, STEP_KEY_TYPE } from '../transformers/registry.ts';
 import type { KeyRef } from '../transformers/transformer.ts';
@@ -7,7 +6,7 @@ import {
   ACTION, PROTECT, SUBJECT, UNPROTECT,
   type ActionPlan, type CompiledConfig, type CompiledField, type CompiledProcessingContext, type CompiledRightsContext, type CompiledSequence, type Evidence,
 } from './compiled.ts';
-import { formatIssue, pointerOf, type ConfigIssue } from './issues.ts';
+import { pointerOf, type ConfigIssue } from './issues.ts';
 import { parseConfigText } from './parse.ts';
 import { engineConfigSchema, type EngineConfigDocument } from './schema.ts';
 
@@ -33,16 +32,6 @@ export function compileText<T>(text: string, compile: (input: unknown) => Compil
     if (issue.line === undefined) issue.line = parsed.lineOf(pointerToPath(issue.pointer));
   }
   return result;
-}
-
-/** Compiles, throwing CONFIG_INVALID with every problem formatted against `file`. */
-export function compileConfigOrThrow(text: string, file: string): CompiledConfig {
-  const { config, issues } = compileConfigText(text);
-  const errors = issues.filter((i) => i.severity === 'error');
-  if (!config || errors.length) {
-    throw new VeilError('CONFIG_INVALID', `configuration ${file} is invalid:\n${errors.map((i) => formatIssue(file, i)).join('\n')}`);
-  }
-  return config;
 }
 
 /** Validates and cross-checks a configuration of the engine's sections. */

@@ -1,4 +1,4 @@
-import { createHmac, timingSafeEqual, type KeyObject } from 'node:crypto';
+import { createHmac, type KeyObject } from 'node:crypto';
 
 /** HMAC-SHA256 (RFC 2104, FIPS 198-1) over the concatenated parts, truncated to tagBytes (16..32). */
 export function hmacSha256(key: KeyObject, parts: readonly Uint8Array[], tagBytes = 32): Uint8Array {
@@ -6,9 +6,4 @@ export function hmacSha256(key: KeyObject, parts: readonly Uint8Array[], tagByte
   const h = createHmac('sha256', key);
   for (const p of parts) h.update(p);
   return new Uint8Array(h.digest().subarray(0, tagBytes));
-}
-
-export function hmacSha256Verify(key: KeyObject, parts: readonly Uint8Array[], tag: Uint8Array): boolean {
-  if (tag.length < 16 || tag.length > 32) return false;
-  return timingSafeEqual(hmacSha256(key, parts, tag.length), tag);
 }
