@@ -15,7 +15,7 @@ for k in $(seq 1 "$n"); do
   scripts/node22 node_modules/vitest/vitest.mjs run "$@" >"$dir/run-$k.log" 2>&1
   rc=$?
   summary=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$dir/run-$k.log" | tail -1)
-  extra=$(grep -oE '(crash test: |chaos: |aborted input \(|pause: |handover: |serve-failed-start: ).*' "$dir/run-$k.log" | tr '\n' ' ')
+  extra=$(grep -oE '(crash test: |chaos: |aborted input \(|pause: |handover: |serve-failed-start: |bulk erasure[A-Za-z ]*: ).*' "$dir/run-$k.log" | tr '\n' ' ')
   if [ $rc -eq 0 ]; then ok=$((ok + 1)); rm -f "$dir/run-$k.log"; else bad=$((bad + 1)); fi
   echo "run $k: ${summary:-no summary (exit $rc)} ($(( $(date +%s) - start )) s) ${extra}"
 done

@@ -2,7 +2,7 @@
 """Verify veil erasure receipts with PyJWT alone (pip install 'PyJWT[crypto]'): no veil code, no key set.
 
 usage: verify-receipt.py JWKS [ISSUER] < receipts
-  JWKS    the service's https://<veil>/.well-known/jwks.json, or a file `veil keys export-public` wrote
+  JWKS    the service's https://<veil>/.well-known/veil-receipt-keys.json, or a file `veil keys export-public --id veil-receipts` wrote
   ISSUER  when given, each receipt's iss must be it
 One compact JWS a line in; each receipt's kid and claims out as a JSON line. Exits 1 at the first
 receipt that does not verify, saying why on stderr.

@@ -139,7 +139,7 @@ export async function openService(options: ServiceOptions): Promise<Service> {
     ...(https ? { https } : {}),
     tracing, configVersion: () => holder.get().config.version, subjects, erasures,
     // every version of the receipt key, for anyone to verify a receipt without veil (issue 43)
-    publicKeys: receiptPublicKeys(keystore),
+    receiptKeys: receiptPublicKeys(keystore),
   });
   const pipelineMetrics = openPortal(app, {
     holder, versions, keystore, tokens, verifier, audit, logger, now: options.now, development: options.development,

@@ -85,7 +85,8 @@ export function openApiDocument(serverUrl = 'http://localhost:8080', limits: Bod
         },
       },
       '/.well-known/openid-configuration': get('discovery', 'OpenID provider metadata', { 200: { description: 'Issuer, token endpoint, JWKS', ...json(ref('Discovery')) } }),
-      '/.well-known/jwks.json': get('jwks', 'Token signing keys and erasure receipt keys', { 200: { description: 'The public keys of every version of the token signing key and of the erasure receipt key (veil-receipts), each with kid, alg and use', ...json(ref('Jwks')) } }),
+      '/.well-known/jwks.json': get('jwks', 'Token signing keys', { 200: { description: 'The public keys of every signing key version', ...json(ref('Jwks')) } }),
+      '/.well-known/veil-receipt-keys.json': get('receiptKeys', 'Erasure receipt keys', { 200: { description: 'The public keys of every version of the erasure receipt key (veil-receipts), each with kid, alg ES256 and use sig: receipts verify against them (docs/erasure.md); tokens never do', ...json(ref('Jwks')) } }),
       '/healthz': get('health', 'Liveness', {
         200: { description: 'alive, with the running configuration version', ...json(healthSchema('ok')) },
         503: { description: 'failing: the KEK\'s lease lapsed (kek) or the control store is no longer followed (controlStore)', ...json(healthSchema('failing')) },

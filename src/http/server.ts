@@ -54,8 +54,8 @@ export interface ServerDeps {
   subjects?: SubjectKeyStore;
   /** erasures and status look-ups of data subjects (POST /admin/subjects/*, routes/subject-routes.ts) */
   erasures?: ErasureService;
-  /** public keys /.well-known/jwks.json lists beside the token signing key's: the erasure receipt key's versions */
-  publicKeys?: () => JWK[];
+  /** the erasure receipt key's versions, published at /.well-known/veil-receipt-keys.json */
+  receiptKeys?: () => JWK[];
 }
 
 /** Builds the HTTP service: POST /transform, the token endpoint, discovery, health and metrics. */

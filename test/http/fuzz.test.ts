@@ -42,7 +42,7 @@ describe('fuzzing the OpenAPI operations', () => {
   afterAll(async () => svc?.close());
 
   it('the document lists the operations fuzzed here', () => {
-    expect(Object.keys(openApiDocument().paths as object).sort()).toEqual(['/.well-known/jwks.json', '/.well-known/openid-configuration', '/connect/token', '/healthz', '/metrics', '/readyz', '/transform']);
+    expect(Object.keys(openApiDocument().paths as object).sort()).toEqual(['/.well-known/jwks.json', '/.well-known/openid-configuration', '/.well-known/veil-receipt-keys.json', '/connect/token', '/healthz', '/metrics', '/readyz', '/transform']);
   });
 
   it('POST /transform: never 5xx; 200 bodies match TransformResponse; errors are problem+json with a catalog code', async () => {

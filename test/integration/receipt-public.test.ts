@@ -1,5 +1,5 @@
 // Issue 43: an auditor or a data subject verifies an erasure receipt with no veil code and no key
-// set — against the service's /.well-known/jwks.json, with jose and with PyJWT running the
+// set — against the service's /.well-known/veil-receipt-keys.json, with jose and with PyJWT running the
 // documented example (docs/examples/verify-receipt.py), across a rotation of the receipt key. And
 // a receipt never passes as an access token although its key is published beside the token key.
 import { execFile } from 'node:child_process';
@@ -54,21 +54,24 @@ beforeAll(async () => {
 afterAll(async () => t?.close());
 
 describe('erasure receipts verified by outsiders', () => {
-  it('/.well-known/jwks.json lists every receipt key version beside the token key: kid, alg ES256, use sig, no private part', async () => {
-    const res = await fetch(`${t.url}/.well-known/jwks.json`);
+  it('/.well-known/veil-receipt-keys.json lists every receipt key version (kid, alg ES256, use sig, no private part); jwks.json, which services trust for tokens, none', async () => {
+    const res = await fetch(`${t.url}/.well-known/veil-receipt-keys.json`);
     expect(res.status).toBe(200);
     const { keys } = (await res.json()) as { keys: JWK[] };
-    const kids = keys.map((k) => k.kid!);
-    expect(kids.filter((k) => k.startsWith('veil-receipts.')).sort()).toEqual(['veil-receipts.v1', 'veil-receipts.v2']);
-    expect(kids.some((k) => !k.startsWith('veil-receipts.'))).toBe(true); // the token signing key is still there
+    expect(keys.map((k) => k.kid).sort()).toEqual(['veil-receipts.v1', 'veil-receipts.v2']);
     for (const k of keys) {
       expect(k).toMatchObject({ kty: 'EC', crv: 'P-256', alg: 'ES256', use: 'sig' });
       expect(k).not.toHaveProperty('d');
     }
+    const tokenKeys = ((await (await fetch(`${t.url}/.well-known/jwks.json`)).json()) as { keys: JWK[] }).keys;
+    expect(tokenKeys.length).toBeGreaterThan(0);
+    expect(tokenKeys.filter((k) => k.kid?.startsWith('veil-receipts'))).toEqual([]);
+    // and a receipt does not verify against the token keys
+    await expect(jwtVerify(receipts[0]!, createRemoteJWKSet(new URL(`${t.url}/.well-known/jwks.json`)))).rejects.toThrow();
   });
 
   it('jose and the remote JWKS alone verify both receipts, each naming the version that signed it', async () => {
-    const keySet = createRemoteJWKSet(new URL(`${t.url}/.well-known/jwks.json`));
+    const keySet = createRemoteJWKSet(new URL(`${t.url}/.well-known/veil-receipt-keys.json`));
     const seen = [];
     for (const receipt of receipts) {
       const { payload, protectedHeader } = await jwtVerify(receipt, keySet, { algorithms: ['ES256'], typ: TYP, issuer: t.service.issuer });
@@ -78,12 +81,12 @@ describe('erasure receipts verified by outsiders', () => {
   });
 
   it('PyJWT runs the documented example against the URL and against a JWKS file; a changed receipt exits 1', async () => {
-    const byUrl = await pyVerify(`${t.url}/.well-known/jwks.json`, receipts, t.service.issuer);
+    const byUrl = await pyVerify(`${t.url}/.well-known/veil-receipt-keys.json`, receipts, t.service.issuer);
     expect(byUrl.code, byUrl.err).toBe(0);
     expect(byUrl.out.map((l) => (JSON.parse(l) as { kid: string }).kid)).toEqual(['veil-receipts.v1', 'veil-receipts.v2']);
 
     const file = join(t.dataDir, 'jwks.json');
-    await writeFile(file, await (await fetch(`${t.url}/.well-known/jwks.json`)).text());
+    await writeFile(file, await (await fetch(`${t.url}/.well-known/veil-receipt-keys.json`)).text());
     const byFile = await pyVerify(file, receipts);
     expect(byFile.code, byFile.err).toBe(0);
     expect(byFile.out).toHaveLength(2);
@@ -101,7 +104,7 @@ describe('erasure receipts verified by outsiders', () => {
 
   it('a token signed by the token key is not a receipt to the example; a receipt is not a bearer token to veil', async () => {
     const token = await t.token('publisher', 'publisher-secret');
-    const asReceipt = await pyVerify(`${t.url}/.well-known/jwks.json`, [token]);
+    const asReceipt = await pyVerify(`${t.url}/.well-known/veil-receipt-keys.json`, [token]);
     expect(asReceipt.code).toBe(1);
     expect(asReceipt.err).toContain('not an erasure receipt of veil-receipts');
     for (const path of ['/admin/subjects/status', '/transform']) {

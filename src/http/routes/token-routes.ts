@@ -12,13 +12,13 @@ interface Deps {
   tokens: TokenService;
   signer: JwtSigner;
   issuer: string;
-  /** more public keys for the JWKS: every version of the erasure receipt key (src/subjects/receipt.ts) */
-  publicKeys?: () => JWK[];
+  /** every version of the erasure receipt key (src/subjects/receipt.ts), published apart from the token keys */
+  receiptKeys?: () => JWK[];
 }
 
 /**
  * POST /connect/token (RFC 6749 §4.4 client credentials; client_secret_post or HTTP Basic),
- * OpenID discovery and the JWKS (the token signing key's and the erasure receipt key's versions).
+ * OpenID discovery, the JWKS of the token signing key and, apart from it, the erasure receipt key's.
  * Token errors use RFC 6749 §5.2 bodies, not problem details, because OAuth clients expect them;
  * responses carry Cache-Control: no-store.
  */
@@ -78,10 +78,11 @@ export function registerTokenRoutes(app: FastifyInstance, deps: Deps): void {
     response_types_supported: ['token'],
     subject_types_supported: ['public'],
   }));
-  // the token signing key's versions, then the receipt key's: a verifier picks a key by kid, and
-  // veil's own token verifier trusts the signing key's alone (receipts are not tokens: typ, no aud or exp)
-  app.get('/.well-known/jwks.json', async (_req, reply) => reply.header('cache-control', 'max-age=300')
-    .send({ keys: [...deps.signer.jwks().keys, ...(deps.publicKeys?.() ?? [])] }));
+  app.get('/.well-known/jwks.json', async (_req, reply) => reply.header('cache-control', 'max-age=300').send(deps.signer.jwks()));
+  // the receipt key apart (issue 43): services verify veil's access tokens against jwks.json (the
+  // discovery document's jwks_uri), and one that checks no typ or aud must not take a receipt for a token
+  const receiptKeys = deps.receiptKeys;
+  if (receiptKeys) app.get('/.well-known/veil-receipt-keys.json', async (_req, reply) => reply.header('cache-control', 'max-age=300').send({ keys: receiptKeys() }));
 }
 
 function basicUsed(header: string | undefined): boolean {
