@@ -13,12 +13,11 @@ import { LocalKeystore } from '../../src/keystore/local-keystore.ts';
 import { pkcs11Kms } from '../../src/keystore/kms/pkcs11-kms.ts';
 import { ensureSubjectKeys } from '../../src/keystore/subject-key-wrapper.ts';
 import { openSubjectKeyStore, subjectStoreSettings, type SubjectKeyStore } from '../../src/subjects/index.ts';
-import { BROKERS, createTopics, kafkaClient } from '../helpers/kafka.ts';
+import { BROKERS } from '../helpers/kafka.ts';
 import { ROOT } from '../helpers/processes.ts';
 import { softHsmToken, type SoftHsm } from '../helpers/softhsm.ts';
 import { cleanup, keyHex, tempDir } from '../subjects/helpers.ts';
-import { QUICK_COMPACTION } from '../subjects/kafka-helpers.ts';
-import { readRaw } from '../subjects/raw-topic.ts';
+import { copyTopic } from '../subjects/kafka-helpers.ts';
 
 const PARTITIONS = 3;
 const IDS = Array.from({ length: 6 }, (_, i) => `shred-${i}@example.com`);
@@ -63,18 +62,6 @@ async function withStore<T>(dir: string, label: string, topic: string, use: (sto
   }
 }
 
-/** A copy of every record of `from` into `to`, partition for partition: a backup, restored into another topic. */
-async function copyTopic(from: string, to: string): Promise<number> {
-  const kafka = kafkaClient('veil-test-shred');
-  await createTopics(kafka, [to], PARTITIONS, { 'cleanup.policy': 'compact', ...QUICK_COMPACTION });
-  const records = await readRaw(kafka, from);
-  const producer = kafka.producer();
-  await producer.connect();
-  await producer.send({ topic: to, messages: records.map((r) => ({ partition: r.partition, key: Buffer.from(r.key, 'latin1'), value: r.value })) });
-  await producer.disconnect();
-  return records.length;
-}
-
 beforeAll(async () => {
   hsm = await softHsmToken('veil-shred');
   hsm.createAesKey('kek-old');
@@ -101,7 +88,7 @@ describe('shredding backups: the documented procedure with a PKCS#11 KEK and a K
     });
 
     // the backup: the topic and the key set as they were, the subject erased below included
-    expect(await copyTopic(TOPIC, BACKUP_TOPIC)).toBeGreaterThanOrEqual(IDS.length);
+    expect(await copyTopic(TOPIC, BACKUP_TOPIC, PARTITIONS)).toBeGreaterThanOrEqual(IDS.length);
     await copyFile(join(dataDir, 'keystore.json'), join(backupDir, 'keystore.json'));
     const erased = await veil(['subjects', 'erase', '-', '--reason', 'Art. 17', '--data-dir', dataDir], { ...kekEnv('kek-old'), ...storeEnv() }, ERASED);
     expect(erased.code, erased.err).toBe(0);

@@ -9,10 +9,8 @@ import { copyFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { rotateWrappingKey, type SubjectKeyStore } from '../../src/subjects/index.ts';
-import { createTopics, kafkaClient } from '../helpers/kafka.ts';
 import { cleanup, keyHex, keystoreIn, tempDir } from '../subjects/helpers.ts';
-import { openKafkaStore, processDir, QUICK_COMPACTION, sharedKeySet } from '../subjects/kafka-helpers.ts';
-import { readRaw } from '../subjects/raw-topic.ts';
+import { copyTopic, openKafkaStore, processDir, sharedKeySet } from '../subjects/kafka-helpers.ts';
 
 const open: SubjectKeyStore[] = [];
 const track = (s: SubjectKeyStore) => (open.push(s), s);
@@ -25,17 +23,10 @@ const PARTITIONS = 3;
 const IDS = Array.from({ length: 8 }, (_, i) => `wrap-${i}@example.com`);
 const ERASED = IDS[0]!;
 
-/** Copies every record of `from`, partition for partition, into a new topic: a backup of the subject-key topic. */
+/** A backup of the subject-key topic: every record copied into a new topic. */
 async function backupTopic(from: string): Promise<string> {
-  const kafka = kafkaClient('veil-test-backup');
-  const to = `${from}.backup`;
-  await createTopics(kafka, [to], PARTITIONS, { 'cleanup.policy': 'compact', ...QUICK_COMPACTION });
-  const records = await readRaw(kafka, from);
-  const producer = kafka.producer();
-  await producer.connect();
-  await producer.send({ topic: to, messages: records.map((r) => ({ partition: r.partition, key: Buffer.from(r.key, 'latin1'), value: r.value })) });
-  await producer.disconnect();
-  return to;
+  await copyTopic(from, `${from}.backup`, PARTITIONS);
+  return `${from}.backup`;
 }
 
 describe('rotate-wrap-key on the Kafka subject-key store', () => {

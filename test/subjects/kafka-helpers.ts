@@ -5,7 +5,8 @@ import { SecretKey } from '../../src/engine/index.ts';
 import type { LocalKeystore } from '../../src/keystore/local-keystore.ts';
 import { ensureSubjectKeys } from '../../src/keystore/subject-key-wrapper.ts';
 import { openSubjectKeyStore, type SubjectKeyStore } from '../../src/subjects/index.ts';
-import { BROKERS } from '../helpers/kafka.ts';
+import { BROKERS, createTopics, kafkaClient } from '../helpers/kafka.ts';
+import { readRaw } from './raw-topic.ts';
 import { keystoreIn, tempDir } from './helpers.ts';
 import { plainConnection } from '../../src/kafka/index.ts';
 
@@ -41,4 +42,16 @@ export async function openKafkaStore(dir: string, master: SecretKey, topic: stri
     maxStalenessMs: options.maxStalenessMs ?? 1000,
     kafka: { topicConfig: QUICK_COMPACTION, pollMs: 100 },
   });
+}
+
+/** Every record of `from` copied into a new compacted topic `to`, partition for partition (a backup restored elsewhere): how many. */
+export async function copyTopic(from: string, to: string, partitions: number): Promise<number> {
+  const kafka = kafkaClient('veil-test-topic-copy');
+  await createTopics(kafka, [to], partitions, { 'cleanup.policy': 'compact', ...QUICK_COMPACTION });
+  const records = await readRaw(kafka, from);
+  const producer = kafka.producer();
+  await producer.connect();
+  await producer.send({ topic: to, messages: records.map((r) => ({ partition: r.partition, key: Buffer.from(r.key, 'latin1'), value: r.value })) });
+  await producer.disconnect();
+  return records.length;
 }
