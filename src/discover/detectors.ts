@@ -1,5 +1,7 @@
 import { isIP } from 'node:net';
+import creditCardType from 'credit-card-type';
 import { isValidPhoneNumber, type CountryCode } from 'libphonenumber-js/max';
+import { contextOf, CTX_ADDRESS, CTX_BIRTH, CTX_NATIONAL_ID, CTX_PERSON_NAME, CTX_PHONE, PERSON_NAME_FIELDS } from './field-context.ts';
 
 /**
  * What `veil discover` recognises as personal data: each kind is a validator, not a bare pattern
@@ -8,12 +10,14 @@ import { isValidPhoneNumber, type CountryCode } from 'libphonenumber-js/max';
  * not tell apart from other data — a date, a capitalised name, nine bare digits — need the
  * field's own name to say so (FieldContext).
  */
-export const KINDS = ['email', 'payment-card', 'iban', 'phone', 'us-ssn', 'uk-nino', 'fr-nir', 'ip-address', 'date-of-birth', 'person-name'] as const;
+export const KINDS = ['email', 'payment-card', 'iban', 'phone', 'us-ssn', 'uk-nino', 'fr-nir', 'ip-address', 'date-of-birth', 'person-name', 'postal-address'] as const;
 export type Kind = (typeof KINDS)[number];
 
-/** What is known of a value's field: its name, normalised (lower case, letters and digits only), and its neighbours. */
+/** What is known of a value's field: its name (as written, or normalised: lower case, letters and digits only), and its neighbours. */
 export interface FieldContext {
   name: string;
+  /** the name's context bits (field-context.ts), when the caller has them: else read from `name` */
+  bits?: number;
   /** a sibling field of the same object holds an email address or a phone number */
   personalNeighbours?: boolean;
   /** the name of the object holding the field (`profile` for `profile.name`), normalised */
@@ -45,27 +49,30 @@ export function luhnValid(digits: string): boolean {
   return sum % 10 === 0;
 }
 
-/** issuer ranges (IIN prefixes, inclusive) and the lengths each issues */
-const ISSUERS: [from: number, to: number, digits: number, lengths: number[]][] = [
-  [4, 4, 1, [13, 16, 19]], // Visa
-  [51, 55, 2, [16]], [2221, 2720, 4, [16]], // Mastercard
-  [34, 34, 2, [15]], [37, 37, 2, [15]], // American Express
-  [6011, 6011, 4, [16, 19]], [644, 649, 3, [16, 19]], [65, 65, 2, [16, 19]], // Discover
-  [3528, 3589, 4, [16, 19]], // JCB
-  [300, 305, 3, [14]], [36, 36, 2, [14]], [38, 39, 2, [14, 16]], // Diners Club
-  [62, 62, 2, [16, 17, 18, 19]], // UnionPay
-  [50, 50, 2, [12, 13, 14, 15, 16, 17, 18, 19]], [56, 58, 2, [12, 13, 14, 15, 16, 17, 18, 19]], [67, 67, 2, [12, 13, 14, 15, 16, 17, 18, 19]], // Maestro
-];
+/** the networks whose numbers are everywhere: their 15 and 16 digits bare are likely cards (evidence.ts) */
+const MAJOR_NETWORKS = new Set(['visa', 'mastercard', 'american-express', 'discover', 'jcb']);
 
-/** A payment card number: 12–19 digits (spaces or dashes between groups), an issuer's range and length, Luhn. */
+/**
+ * The card network whose ranges and lengths hold these digits: `major` (Visa, Mastercard,
+ * American Express, Discover, JCB), `other` (Maestro, UnionPay, Diners Club, Mir, Elo, …) or
+ * `none`. The ranges are Braintree's credit-card-type table (maintained with the networks'
+ * changes), not a copy of our own.
+ */
+export function cardNetwork(digits: string): 'major' | 'other' | 'none' {
+  let found: 'other' | 'none' = 'none';
+  for (const type of creditCardType(digits)) {
+    if (!type.lengths.includes(digits.length)) continue;
+    if (MAJOR_NETWORKS.has(type.type)) return 'major';
+    found = 'other';
+  }
+  return found;
+}
+
+/** A payment card number: 12–19 digits (spaces or dashes between groups), a network's range and length, Luhn. */
 export function isPaymentCard(value: string): boolean {
   if (!/^\d(?:[ -]?\d){11,18}$/.test(value)) return false;
   const digits = value.replace(/[ -]/g, '');
-  if (!luhnValid(digits)) return false;
-  return ISSUERS.some(([from, to, n, lengths]) => {
-    const prefix = Number(digits.slice(0, n));
-    return prefix >= from && prefix <= to && lengths.includes(digits.length);
-  });
+  return luhnValid(digits) && cardNetwork(digits) !== 'none';
 }
 
 /** IBAN lengths by country (ISO 13616 registry) */
@@ -92,7 +99,6 @@ export function isIban(value: string): boolean {
 
 /** countries a national-format number (no +) is tried in, when the field's name says phone */
 const NATIONAL: CountryCode[] = ['US', 'GB', 'FR', 'DE', 'ES', 'IT', 'NL', 'BE', 'CH', 'IE', 'CA', 'AU'];
-const PHONE_NAMES = /(phone|mobile|tel|fax|msisdn|cell)/;
 /** dates are digits and separators too: 2024-01-02 is a valid national number somewhere */
 const DATE_LIKE = /^(?:\d{4}[-/.]\d{1,2}[-/.]\d{1,2}|\d{1,2}[-/.]\d{1,2}[-/.]\d{2,4})$/;
 
@@ -102,12 +108,21 @@ export function isPhone(value: string, context: FieldContext): boolean {
   const number = value.replace(/\s*(?:x|ext\.?)\s*\d{1,6}$/i, '');
   if (number.startsWith('+')) return isValidPhoneNumber(number);
   if (number.startsWith('00')) return isValidPhoneNumber(`+${number.slice(2)}`);
-  return PHONE_NAMES.test(context.name) && NATIONAL.some((country) => isValidPhoneNumber(number, country));
+  return (bitsOf(context) & CTX_PHONE) !== 0 && isNationalPhone(number);
+}
+
+/** A number without + or 00, valid in one of the common countries' numbering plans (a date is not one). */
+export function isNationalPhone(number: string): boolean {
+  return !DATE_LIKE.test(number) && NATIONAL.some((country) => isValidPhoneNumber(number, country));
+}
+
+function bitsOf(context: FieldContext): number {
+  return context.bits ?? contextOf(context.name);
 }
 
 /** A US social security number: area not 000, 666 or 9xx, group not 00, serial not 0000; nine bare digits only when the field says so. */
 export function isUsSsn(value: string, context: FieldContext): boolean {
-  const m = /^(\d{3})-(\d{2})-(\d{4})$/.exec(value) ?? (/(ssn|socialsecurity)/.test(context.name) ? /^(\d{3})(\d{2})(\d{4})$/.exec(value) : null);
+  const m = /^(\d{3})-(\d{2})-(\d{4})$/.exec(value) ?? ((bitsOf(context) & CTX_NATIONAL_ID) !== 0 ? /^(\d{3})(\d{2})(\d{4})$/.exec(value) : null);
   if (!m) return false;
   const [, area, group, serial] = m as unknown as [string, string, string, string];
   return area !== '000' && area !== '666' && area[0] !== '9' && group !== '00' && serial !== '0000';
@@ -133,11 +148,10 @@ export function isIpAddress(value: string): boolean {
   return isIP(value) !== 0;
 }
 
-const BIRTH_NAMES = /(birth|dob|born|geburt|naissance|nacimiento)/;
 
 /** A plausible date of birth (ISO, d/m/y or m/d/y; 1900 to today) in a field whose name says birth. */
 export function isDateOfBirth(value: string, context: FieldContext, today = new Date()): boolean {
-  if (!BIRTH_NAMES.test(context.name)) return false;
+  if ((bitsOf(context) & CTX_BIRTH) === 0) return false;
   let y: number, mo: number, d: number;
   let m = /^(\d{4})-(\d{2})-(\d{2})(?:T00:00:00(?:\.000)?Z?)?$/.exec(value);
   if (m) [y, mo, d] = [Number(m[1]), Number(m[2]), Number(m[3])];
@@ -150,9 +164,6 @@ export function isDateOfBirth(value: string, context: FieldContext, today = new 
   return date.getUTCFullYear() === y && date.getUTCMonth() === mo - 1 && date.getUTCDate() === d && y >= 1900 && date.getTime() <= today.getTime();
 }
 
-/** field names that hold a person's name (normalised); `username`, `productname` and the like do not */
-const PERSON_NAMES = new Set(['fullname', 'firstname', 'lastname', 'surname', 'givenname', 'givennames', 'familyname', 'forename', 'middlename', 'maidenname',
-  'customername', 'clientname', 'holdername', 'cardholder', 'cardholdername', 'accountholder', 'contactname', 'patientname', 'employeename', 'personname', 'prenom', 'vorname', 'nachname']);
 /** names that hold a person's name only beside other personal data, or in a person's object (a product has a `name` too) */
 const GENERIC_NAMES = new Set(['name', 'nom', 'holder', 'owner', 'contact', 'recipient']);
 const PERSON_OBJECTS = /^(profile|customer|person|user|contact|owner|holder|client|patient|employee|member|recipient|sender|billing|shipping|account|cardholder|beneficiary|guardian|applicant)s?$/;
@@ -165,9 +176,19 @@ const NAME_TOKEN = /^[\p{L}\p{M}][\p{L}\p{M}'’.-]*$/u;
  */
 export function isPersonName(value: string, context: FieldContext): boolean {
   const generic = GENERIC_NAMES.has(context.name) && (context.personalNeighbours === true || PERSON_OBJECTS.test(context.parent ?? ''));
-  if (!(PERSON_NAMES.has(context.name) || generic) || value.length > 80) return false;
+  if (!(PERSON_NAME_FIELDS.has(context.name) || (bitsOf(context) & CTX_PERSON_NAME) !== 0 || generic) || value.length > 80) return false;
   const tokens = value.trim().split(/\s+/);
   return tokens.length > 0 && tokens.length <= 6 && tokens.every((t) => NAME_TOKEN.test(t));
+}
+
+/**
+ * A street address in a field named so (`address`, `street`, `addressLine1`; not `ipAddress`):
+ * two to twelve words of letters and a house or flat number, no `@` or URL.
+ */
+export function isPostalAddress(value: string, context: FieldContext): boolean {
+  if ((bitsOf(context) & CTX_ADDRESS) === 0 || value.length < 6 || value.length > 200 || /[@<>{}]|:\/\//.test(value)) return false;
+  const words = value.trim().split(/[\s,]+/).filter(Boolean);
+  return words.length >= 2 && words.length <= 12 && /\d/.test(value) && words.some((w) => /^\p{L}{2,}\.?$/u.test(w)) && isIP(value) === 0;
 }
 
 export function detect(kind: Kind, value: string, context: FieldContext): boolean {
@@ -182,5 +203,6 @@ export function detect(kind: Kind, value: string, context: FieldContext): boolea
     case 'ip-address': return isIpAddress(value);
     case 'date-of-birth': return isDateOfBirth(value, context);
     case 'person-name': return isPersonName(value, context);
+    case 'postal-address': return isPostalAddress(value, context);
   }
 }

@@ -1,4 +1,6 @@
-import { isDateOfBirth, isEmail, isFrNir, isIban, isPaymentCard, isPersonName, isPhone, isUkNino, isUsSsn, normaliseName, type Kind } from './detectors.ts';
+import type { Kind } from './detectors.ts';
+import { gradedKind } from './evidence.ts';
+import { contextOf, CTX_ADDRESS, CTX_BIRTH, CTX_NATIONAL_ID, CTX_PERSON_NAME, CTX_PHONE } from './field-context.ts';
 
 /**
  * The unmapped guard's detectors: what a value at a path the mapping does not name is checked for
@@ -7,33 +9,26 @@ import { isDateOfBirth, isEmail, isFrNir, isIban, isPaymentCard, isPersonName, i
  * leaves out what only ever shows with a field's neighbours (a generic `name`) or is too common
  * outside personal data to refuse records for (IP addresses in operational fields).
  */
-export const GUARD_KINDS = ['email', 'payment-card', 'iban', 'phone', 'us-ssn', 'uk-nino', 'fr-nir', 'date-of-birth', 'person-name'] as const satisfies readonly Kind[];
+export const GUARD_KINDS = ['email', 'payment-card', 'iban', 'phone', 'us-ssn', 'uk-nino', 'fr-nir', 'date-of-birth', 'person-name', 'postal-address'] as const satisfies readonly Kind[];
 export type GuardKind = (typeof GUARD_KINDS)[number];
 
-/** What a field's name says, as bits: computed once per distinct name. */
-const PHONE = 1;
-const SSN = 2;
-const BIRTH = 4;
-const PERSON = 8;
+export { contextOf } from './field-context.ts';
 
-const PHONE_NAMES = /(phone|mobile|tel|fax|msisdn|cell)/;
-const SSN_NAMES = /(ssn|socialsecurity)/;
-const BIRTH_NAMES = /(birth|dob|born|geburt|naissance|nacimiento)/;
-const FIELD_HINTS_MAX = 4096;
-const fieldHintCache = new Map<string, number>();
-
-/** The hints of a field name as written (`mobilePhone`, `date_of_birth`); '' for none (array elements, the root, keys). */
-export function fieldHints(name: string): number {
-  if (name === '') return 0;
-  let hints = fieldHintCache.get(name);
-  if (hints !== undefined) return hints;
-  const n = normaliseName(name);
-  hints = (PHONE_NAMES.test(n) ? PHONE : 0) | (SSN_NAMES.test(n) ? SSN : 0) | (BIRTH_NAMES.test(n) ? BIRTH : 0) | (isPersonName('A', { name: n }) ? PERSON : 0);
-  // a bounded cache: records with data as keys would otherwise grow it without end
-  if (fieldHintCache.size >= FIELD_HINTS_MAX) fieldHintCache.clear();
-  fieldHintCache.set(name, hints);
-  return hints;
+/**
+ * How likely a value is personal data, as Google Sensitive Data Protection grades a finding:
+ * the action threshold of a pipeline (`unmapped.threshold`) is one of the upper three.
+ */
+export const LIKELIHOODS = ['very-unlikely', 'unlikely', 'possible', 'likely', 'very-likely'] as const;
+export type Likelihood = (typeof LIKELIHOODS)[number];
+export const THRESHOLDS = ['possible', 'likely', 'very-likely'] as const satisfies readonly Likelihood[];
+export type Threshold = (typeof THRESHOLDS)[number];
+/** a likelihood as a number, 1 (very unlikely) to 5 (very likely) */
+export function likelihoodLevel(l: Likelihood): number {
+  return LIKELIHOODS.indexOf(l) + 1;
 }
+export const POSSIBLE = 3;
+export const LIKELY = 4;
+export const DEFAULT_THRESHOLD: Threshold = 'likely';
 
 /** What a value is made of, counted in one pass over it (its text or its UTF-8 bytes: both count ASCII alike). */
 export interface Shape {
@@ -48,19 +43,21 @@ export interface Shape {
 }
 
 /**
- * Whether a value of this shape, in a field of these hints, can be any guarded kind: the gates
- * unmappedValueKind runs its validators behind, so that a caller holding only bytes skips
- * decoding what no validator would accept (most values: words, codes, amounts, ids, timestamps).
+ * Whether a value of this shape, in a field of this context (contextOf), can be any guarded
+ * kind: the gates unmappedValueKind runs its validators behind, so that a caller holding only
+ * bytes skips decoding what no validator would accept (most values: words, codes, amounts, ids,
+ * timestamps).
  */
-export function mayBePersonal(shape: Shape, hints: number): boolean {
+export function mayBePersonal(shape: Shape, ctx: number): boolean {
   const { length, letters, digits } = shape;
   if (length < 5 || length > 254) return false;
   if (shape.at) return true;
-  if (letters === 0 && ((digits >= 12 && digits <= 19) || (digits === 9 && (length === 11 || (hints & SSN) !== 0)) || digits === 15)) return true;
+  if (letters === 0 && ((digits >= 12 && digits <= 19) || (digits === 9 && (length === 11 || (ctx & CTX_NATIONAL_ID) !== 0)) || digits === 15)) return true;
   if (letters > 0 && ((shape.ibanStart && length >= 15) || (digits === 6 && letters === 3) || (digits === 13 && letters === 2))) return true;
-  if (((hints & PHONE) !== 0 || shape.international) && digits >= 6) return true;
-  if ((hints & BIRTH) !== 0 && digits >= 4) return true;
-  return (hints & PERSON) !== 0 && digits === 0 && length <= 80;
+  if (((ctx & CTX_PHONE) !== 0 || shape.international) && digits >= 6) return true;
+  if ((ctx & CTX_BIRTH) !== 0 && digits >= 4) return true;
+  if ((ctx & CTX_ADDRESS) !== 0 && digits > 0 && letters > 1) return true;
+  return (ctx & CTX_PERSON_NAME) !== 0 && digits === 0 && length <= 80;
 }
 
 /**
@@ -68,8 +65,8 @@ export function mayBePersonal(shape: Shape, hints: number): boolean {
  * a person's name in a field named so can be one (every other kind needs digits or an `@`).
  * `length` counts as shapeOfBytes does (UTF-8 bytes).
  */
-export function mayBePersonalWithoutDigits(length: number, hints: number): boolean {
-  return (hints & PERSON) !== 0 && length >= 5 && length <= 80;
+export function mayBePersonalWithoutDigits(length: number, ctx: number): boolean {
+  return (ctx & CTX_PERSON_NAME) !== 0 && length >= 5 && length <= 80;
 }
 
 const IBAN_START = /^[A-Za-z]{2}\d{2}/;
@@ -87,35 +84,26 @@ export function shapeOf(text: string): Shape {
 }
 
 /**
- * The kind of personal data `text` is, if any, for a value in a field named `name` ('' for
- * none; `hints` are fieldHints(name), passed when known). Name-dependent kinds (phone numbers
- * without +, nine bare digits as an SSN, dates of birth, person names) need the field's name to
- * say so. Each validator runs only on values of its shape (mayBePersonal).
+ * The kind of personal data `text` is, if any, at or above `threshold`, for a value in a field
+ * named `name` ('' for none; `ctx` is contextOf(name), passed when known). `parent` gives the
+ * context of the object holding the field (`card` for `card.number`), asked only when the
+ * field's own name is neutral and a finding falls short of the threshold. Each validator runs
+ * only on values of its shape (mayBePersonal); evidence.ts grades what it finds.
  */
-export function unmappedValueKind(text: string, name: string, hints = fieldHints(name)): GuardKind | undefined {
+export function unmappedValueKind(text: string, name: string, ctx = contextOf(name), threshold = LIKELY, parent?: () => number): GuardKind | undefined {
   const shape = shapeOf(text);
-  if (!mayBePersonal(shape, hints)) return undefined;
-  const context = { name: hints === 0 ? '' : normaliseName(name) };
-  if (shape.at) return isEmail(text) ? 'email' : undefined;
-  const { letters, digits } = shape;
-  if (letters === 0) {
-    if (digits >= 12 && digits <= 19 && isPaymentCard(text)) return 'payment-card';
-    if (digits === 9 && isUsSsn(text, context)) return 'us-ssn';
-    if (digits === 15 && isFrNir(text)) return 'fr-nir';
-  } else {
-    if (shape.ibanStart && isIban(text)) return 'iban';
-    if (digits === 6 && letters === 3 && isUkNino(text)) return 'uk-nino';
-    if (digits === 13 && letters === 2 && isFrNir(text)) return 'fr-nir';
+  if (!mayBePersonal(shape, ctx)) return undefined;
+  let found = gradedKind(text, shape, ctx);
+  if (found !== undefined && found.level < threshold && ctx === 0 && parent !== undefined) {
+    const p = parent();
+    if (p !== 0 && mayBePersonal(shape, p)) found = gradedKind(text, shape, p);
   }
-  if (((hints & PHONE) !== 0 || shape.international) && digits >= 6 && isPhone(text, context)) return 'phone';
-  if ((hints & BIRTH) !== 0 && digits >= 4 && isDateOfBirth(text, context)) return 'date-of-birth';
-  if ((hints & PERSON) !== 0 && digits === 0 && isPersonName(text, context)) return 'person-name';
-  return undefined;
+  return found !== undefined && found.level >= threshold ? found.kind : undefined;
 }
 
 /** The kind of personal data an object key is, if any: only what the key alone proves (no field name hints it). */
-export function unmappedKeyKind(text: string): GuardKind | undefined {
-  return unmappedValueKind(text, '');
+export function unmappedKeyKind(text: string, threshold = LIKELY): GuardKind | undefined {
+  return unmappedValueKind(text, '', 0, threshold);
 }
 
 /**
@@ -123,10 +111,10 @@ export function unmappedKeyKind(text: string): GuardKind | undefined {
  * kind (most keys are ids): no string or shape object per record. A key longer than the gates'
  * 254 bytes is decoded and checked whole (its characters may be fewer).
  */
-export function unmappedKeyKindOfBytes(b: Buffer): GuardKind | undefined {
+export function unmappedKeyKindOfBytes(b: Buffer, threshold = LIKELY): GuardKind | undefined {
   const shape = shapeOfBytes(b, 0, b.length);
   if (shape.length <= 254 && !mayBePersonal(shape, 0)) return undefined;
-  return unmappedKeyKind(b.toString('utf8'));
+  return unmappedKeyKind(b.toString('utf8'), threshold);
 }
 
 // one shape, overwritten value after value (the guard is synchronous): no object per value

@@ -1,6 +1,6 @@
 import { foldKey } from '../json-bytes/paths.ts';
 import { EV_RAW, EV_STRING, keyText, leafText, TRAIT_AT, TRAIT_DIGIT, TRAIT_ESCAPE, type PlaceStep, type ScanPlace, type UnmappedVisitor } from '../json-bytes/scan.ts';
-import { fieldHints, mayBePersonal, mayBePersonalWithoutDigits, shapeOfBytes, unmappedKeyKind, unmappedValueKind, type GuardKind } from './guard.ts';
+import { contextOf, LIKELY, mayBePersonal, mayBePersonalWithoutDigits, shapeOfBytes, unmappedKeyKind, unmappedValueKind, type GuardKind } from './guard.ts';
 import { pathSegment } from './profile.ts';
 
 /** Personal data where no mapping looks: the path (keys that are data shown as `*`) and kind — never the value. */
@@ -48,11 +48,17 @@ export class JsonGuard implements UnmappedVisitor {
   private readonly fold: boolean;
   private readonly hints = new KeyHints();
   private readonly max: number;
+  private readonly threshold: number;
 
-  /** `fold`: allowed paths match keys case-insensitively, as the mapping's paths do (keys: insensitive); `max`: findings kept per document */
-  constructor(allow: readonly AllowedPath[], fold: boolean, max = MAX_FINDINGS) {
+  /**
+   * `fold`: allowed paths match keys case-insensitively, as the mapping's paths do (keys:
+   * insensitive); `max`: findings kept per document; `threshold`: the likelihood (guard.ts) a
+   * finding needs
+   */
+  constructor(allow: readonly AllowedPath[], fold: boolean, max = MAX_FINDINGS, threshold = LIKELY) {
     this.fold = fold;
     this.max = max;
+    this.threshold = threshold;
     this.allow = fold ? allow.map((p) => p.map((s) => (s === null ? null : foldKey(s)))) : allow;
   }
 
@@ -77,13 +83,14 @@ export class JsonGuard implements UnmappedVisitor {
       if (!mayBePersonalWithoutDigits(to - from, hints)) return;
     }
     const shape = shapeOfBytes(b, from, to);
-    // the field's name matters only to names (no digits) and to numbers of 4 digits or more
-    // (dates, phones, SSNs): most values need no lookup of their key
-    const named = keyStart >= 0 && (shape.digits >= 4 || (shape.digits === 0 && mayNameAPerson(b, keyStart + 1, keyEnd - 1)));
+    // the field's name matters to names (no digits), to numbers of 4 digits or more (dates,
+    // phones, cards, national ids) and to addresses (letters and digits): most values need no
+    // lookup of their key
+    const named = keyStart >= 0 && (shape.digits >= 4 || (shape.digits > 0 && shape.letters > 1) || (shape.digits === 0 && mayNameAPerson(b, keyStart + 1, keyEnd - 1)));
     const hints = named ? this.hints.of(b, keyStart, keyEnd) : 0;
     if (!mayBePersonal(shape, hints)) return;
     const name = keyStart < 0 ? '' : keyText(b, keyStart, keyEnd);
-    const found = unmappedValueKind(leafText(b, kind, start, end), name, hints);
+    const found = unmappedValueKind(leafText(b, kind, start, end), name, hints, this.threshold, () => parentContext(place.steps()));
     if (found !== undefined) this.report(place.trail(), found, start, end, false);
   }
 
@@ -91,7 +98,7 @@ export class JsonGuard implements UnmappedVisitor {
     if (this.truncated) return;
     // a key is checked without a field's hints: without a digit, `@` or escape it is no guarded kind
     if ((place.stringTraits() & PLAIN_MASK) === 0 || !mayBePersonal(shapeOfBytes(b, start + 1, end - 1), 0)) return;
-    const found = unmappedKeyKind(keyText(b, start, end));
+    const found = unmappedKeyKind(keyText(b, start, end), this.threshold);
     if (found !== undefined) this.report(place.trail(), found, start, end, true);
   }
 
@@ -114,6 +121,21 @@ export class JsonGuard implements UnmappedVisitor {
   }
 }
 
+/**
+ * The context (contextOf) of the object holding a value: the field name before the value's own
+ * (`card` for `payment.card.number`, `contact` for `contact.phones[]`); 0 at the top.
+ */
+export function parentContext(steps: readonly PlaceStep[]): number {
+  let own = false;
+  for (let i = steps.length - 1; i >= 0; i--) {
+    const step = steps[i];
+    if (step === null || step === undefined) continue;
+    if (own) return contextOf(step);
+    own = true;
+  }
+  return 0;
+}
+
 /** steps as a pipeline path: `profile.contacts[].email`; a key that is data (or no field name) shows as `*` */
 export function formatPath(steps: readonly PlaceStep[], lastIsDataKey = false): string {
   let out = '';
@@ -128,7 +150,7 @@ export function formatPath(steps: readonly PlaceStep[], lastIsDataKey = false): 
 }
 
 /**
- * fieldHints by a key's raw bytes, without decoding it: records repeat the same few keys, and a
+ * contextOf by a key's raw bytes, without decoding it: records repeat the same few keys, and a
  * string per value would cost more than the guard's checks. Bounded (records with data as keys).
  */
 class KeyHints {
@@ -140,7 +162,7 @@ class KeyHints {
     for (let k = start; k < end; k++) h = Math.imul(h ^ b[k]!, 0x01000193);
     const bucket = this.byHash.get(h);
     if (bucket !== undefined) for (const e of bucket) if (sameBytes(e.bytes, b, start, end)) return e.hints;
-    const hints = fieldHints(keyText(b, start, end));
+    const hints = contextOf(keyText(b, start, end));
     if (this.size >= 4096) {
       this.byHash.clear();
       this.size = 0;
@@ -161,7 +183,7 @@ function sameBytes(key: Buffer, b: Buffer, start: number, end: number): boolean 
 }
 
 /**
- * Whether a key's raw bytes can be a person-name field name (fieldHints' PERSON: fullName,
+ * Whether a key's raw bytes can be a person-name field name (contextOf's CTX_PERSON_NAME: fullName,
  * surname, cardholder, prénom, …): they hold `nam`, `nom` or `hold` in any case. An escaped key
  * is looked up (it may spell them in escapes).
  */

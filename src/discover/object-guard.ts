@@ -1,7 +1,8 @@
 import { foldKey } from '../json-bytes/paths.ts';
 import type { PlaceStep } from '../json-bytes/scan.ts';
-import { fieldHints, unmappedKeyKind, unmappedValueKind, type GuardKind } from './guard.ts';
-import { formatPath, type AllowedPath } from './json-guard.ts';
+import { isUtf8 } from 'node:buffer';
+import { contextOf, LIKELY, unmappedKeyKind, unmappedValueKind, type GuardKind } from './guard.ts';
+import { formatPath, parentContext, type AllowedPath } from './json-guard.ts';
 
 /** Personal data in a decoded record where no mapping looks: the path and kind — never the value. */
 export interface ObjectFinding {
@@ -24,17 +25,22 @@ export interface PathTree {
 /**
  * The unmapped guard over a decoded record (an Avro or Protobuf value as the serde decoded it):
  * every string, integer and map key at a path no mapping names and no allowed path covers is
- * checked by the guard's detectors. Bytes (Uint8Array) hold no text and are skipped. Paths are
- * pipeline paths (`contacts[].email`); keys that are data show as `*`.
+ * checked by the guard's detectors; bytes (Avro `bytes` and `fixed`) that are valid UTF-8 are
+ * checked as the text they hold. A map key is checked on its own, and names its value as a field
+ * name does (`attributes.mobile`). Paths are pipeline paths (`contacts[].email`); keys that are
+ * data show as `*`.
  */
 export class ObjectGuard {
   private readonly mapped: PathTree;
   private readonly allow: readonly AllowedPath[];
   private readonly fold: boolean;
+  /** the likelihood (guard.ts) a finding needs */
+  readonly threshold: number;
 
   /** `mapped`: the pipeline's record paths (`cards[].number`); `fold`: keys match case-insensitively */
-  constructor(mapped: readonly string[], allow: readonly AllowedPath[], fold: boolean) {
+  constructor(mapped: readonly string[], allow: readonly AllowedPath[], fold: boolean, threshold = LIKELY) {
     this.fold = fold;
+    this.threshold = threshold;
     this.mapped = { keys: new Map(), leaf: false };
     for (const path of mapped) this.add(path);
     this.allow = fold ? allow.map((p) => p.map((s) => (s === null ? null : foldKey(s)))) : allow;
@@ -90,7 +96,7 @@ export class ObjectGuard {
 
   // a recursive walk: the place and where to write travel with it
   private walk(value: unknown, tree: PathTree | undefined, steps: PlaceStep[], out: ObjectFinding[], parent: Record<string, unknown> | unknown[] | undefined, at: string | number | undefined): void {
-    if (value === null || value === undefined || value instanceof Uint8Array) return;
+    if (value === null || value === undefined) return;
     if (tree?.leaf === true) return;
     if (this.allowed(steps)) return;
     if (Array.isArray(value)) {
@@ -105,22 +111,22 @@ export class ObjectGuard {
       for (const [k, v] of value) this.entry(String(k), v, tree, steps, out, undefined);
       return;
     }
-    if (typeof value === 'object') {
+    if (typeof value === 'object' && !(value instanceof Uint8Array)) {
       const obj = value as Record<string, unknown>;
       for (const k of Object.keys(obj)) this.entry(k, obj[k], tree, steps, out, obj);
       return;
     }
-    const text = typeof value === 'string' ? value : typeof value === 'bigint' || (typeof value === 'number' && Number.isSafeInteger(value)) ? String(value) : undefined;
-    if (text === undefined || (typeof value !== 'string' && text.startsWith('-'))) return;
+    const text = textOf(value);
+    if (text === undefined) return;
     // an array element is named by its array's field (`phones` for each of its values)
     const name = (steps.findLast((step) => step !== null) as string | undefined) ?? '';
-    const kind = unmappedValueKind(text, name, fieldHints(name));
+    const kind = unmappedValueKind(text, name, contextOf(name), this.threshold, () => parentContext(steps));
     if (kind !== undefined) out.push({ path: formatPath(steps), kind, key: false, ...(parent === undefined ? {} : { parent, at: at! }) });
   }
 
   private entry(key: string, value: unknown, tree: PathTree | undefined, steps: PlaceStep[], out: ObjectFinding[], parent: Record<string, unknown> | undefined): void {
     steps.push(key);
-    const keyKind = unmappedKeyKind(key);
+    const keyKind = unmappedKeyKind(key, this.threshold);
     if (keyKind !== undefined && !this.allowed(steps)) out.push({ path: formatPath(steps, true), kind: keyKind, key: true });
     this.walk(value, tree?.keys.get(this.norm(key)), steps, out, parent, key);
     steps.pop();
@@ -133,4 +139,15 @@ export class ObjectGuard {
       return s === (this.fold ? foldKey(step) : step);
     }));
   }
+}
+
+/** the text a leaf holds: a string, a non-negative integer's digits, bytes that are UTF-8 text; undefined for anything else */
+function textOf(value: unknown): string | undefined {
+  if (typeof value === 'string') return value;
+  if (typeof value === 'bigint' || (typeof value === 'number' && Number.isSafeInteger(value))) {
+    const text = String(value);
+    return text.startsWith('-') ? undefined : text;
+  }
+  if (value instanceof Uint8Array && value.length >= 5 && value.length <= 254 && isUtf8(value)) return Buffer.from(value.buffer, value.byteOffset, value.length).toString('utf8');
+  return undefined;
 }

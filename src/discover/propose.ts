@@ -15,6 +15,7 @@ const PLAN: Record<Kind, { property: string; sequence: string; steps: Record<str
   'ip-address': { property: 'ipAddress', sequence: 'ip-deterministic', key: 'discovered-siv', steps: [{ type: 'aes-siv', key: 'discovered-siv' }] },
   'date-of-birth': { property: 'dateOfBirth', sequence: 'date-fpe', key: 'discovered-ff1', steps: [{ type: 'ff1', key: 'discovered-ff1', alphabet: 'digits' }] },
   'person-name': { property: 'name', sequence: 'name-randomized', key: 'discovered-gcm', steps: [{ type: 'aes-gcm', key: 'discovered-gcm' }] },
+  'postal-address': { property: 'address', sequence: 'address-randomized', key: 'discovered-gcm', steps: [{ type: 'aes-gcm', key: 'discovered-gcm' }] },
 };
 const KEYS: Record<string, Record<string, unknown>> = {
   'discovered-siv': { type: 'aes-siv' },

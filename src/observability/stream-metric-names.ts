@@ -17,6 +17,8 @@ export type ChartedStreamMetric = keyof typeof STREAM_METRIC_NAMES;
  * (UNMAPPED_PATHS_MAX); further ones are counted under the path `(other)`.
  */
 export const UNMAPPED_FINDINGS_METRIC = 'veil_stream_unmapped_findings_total';
+/** the same in the guard's report mode (`unmapped: report`): records passed that the guard would have dead-lettered */
+export const UNMAPPED_REPORTED_METRIC = 'veil_stream_unmapped_reported_total';
 export const UNMAPPED_PATHS_MAX = 100;
 export const OTHER_PATH = '(other)';
 

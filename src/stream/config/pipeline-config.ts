@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { evidencesSchema, nameSchema, type ConfigIssue } from '../../engine/index.ts';
-import { GUARD_KINDS } from '../../discover/guard.ts';
+import { DEFAULT_THRESHOLD, GUARD_KINDS, THRESHOLDS } from '../../discover/guard.ts';
 import { RECORD_FORMATS } from '../../discover/record-formats.ts';
 import { foldKey } from '../../json-bytes/paths.ts';
 
@@ -21,15 +21,20 @@ const topicName = topicNameSchema;
  * The unmapped guard: what a value at a path no mapping names, found to be personal data by the
  * detectors (guard.ts), does to its record. `dead-letter` (default): the record goes to the
  * dead-letter topic (UNMAPPED_PERSONAL_DATA, with the path and kind); `protect`: a kind listed in
- * `protect` is protected as that class.property (others still dead-letter); `pass`: no check.
- * `allow`: paths (and everything under them) the guard does not look at.
+ * `protect` is protected as that class.property (others still dead-letter); `report`: the record
+ * passes as if the guard were off, and what would have been dead-lettered is counted and logged
+ * (path and kind) — for measuring a rollout, it protects nothing; `pass`: no check.
+ * `allow`: paths (and everything under them) the guard does not look at. `threshold`: how likely
+ * (guard.ts LIKELIHOODS) a value must be personal data to count as a finding.
  */
+export const UNMAPPED_ACTIONS = ['dead-letter', 'protect', 'report', 'pass'] as const;
 export const unmappedSchema = z.union([
-  z.enum(['dead-letter', 'protect', 'pass']),
+  z.enum(UNMAPPED_ACTIONS),
   z.strictObject({
-    action: z.enum(['dead-letter', 'protect', 'pass']).default('dead-letter'),
+    action: z.enum(UNMAPPED_ACTIONS).default('dead-letter'),
     allow: z.array(recordPath).default([]),
     protect: z.partialRecord(z.enum(GUARD_KINDS), fieldRef).default({}),
+    threshold: z.enum(THRESHOLDS).default(DEFAULT_THRESHOLD),
   }),
 ]);
 
@@ -98,15 +103,16 @@ export const pipelineSchema = z.strictObject({
 export type PipelineConfig = z.infer<typeof pipelineSchema>;
 
 export interface UnmappedPolicy {
-  action: 'dead-letter' | 'protect' | 'pass';
+  action: (typeof UNMAPPED_ACTIONS)[number];
   allow: readonly string[];
   protect: Partial<Record<(typeof GUARD_KINDS)[number], string>>;
+  threshold: (typeof THRESHOLDS)[number];
 }
 
 /** The pipeline's unmapped guard with its shorthand (`unmapped: pass`) spelled out. */
 export function unmappedPolicy(c: Pick<PipelineConfig, 'unmapped'>): UnmappedPolicy {
   const u = c.unmapped;
-  return typeof u === 'string' ? { action: u, allow: [], protect: {} } : u;
+  return typeof u === 'string' ? { action: u, allow: [], protect: {}, threshold: DEFAULT_THRESHOLD } : u;
 }
 
 /**

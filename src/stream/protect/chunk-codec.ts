@@ -120,13 +120,14 @@ class StringTable {
 }
 
 /**
- * Per record: uint8 0, bytes key, bytes value, int32 fields  |  uint8 1, int32 code, int32 path,
- * int32 kind, int32 schema id — each int32 a string table index, or -1 for none.
+ * Per record: uint8 0, bytes key, bytes value, int32 fields, int32 reported path, int32 reported
+ * kind  |  uint8 1, int32 code, int32 path, int32 kind, int32 schema id — each int32 a string
+ * table index, or -1 for none.
  */
 export function packOutcomes(outcomes: readonly ChunkOutcome[], spares?: SpareBuffers): PackedOutcomes {
   const table = new StringTable();
   let bytes = 0;
-  for (const o of outcomes) bytes += 'code' in o ? 17 : 5 + size(o.key) + size(o.value);
+  for (const o of outcomes) bytes += 'code' in o ? 17 : 13 + size(o.key) + size(o.value);
   const out = spares ? spares.take(bytes) : fresh(bytes);
   let at = 0;
   for (const o of outcomes) {
@@ -141,7 +142,9 @@ export function packOutcomes(outcomes: readonly ChunkOutcome[], spares?: SpareBu
       out.writeUInt8(0, at);
       at = writeBytes(out, writeBytes(out, at + 1, o.key), o.value);
       out.writeInt32LE(table.of(o.fields), at);
-      at += 4;
+      out.writeInt32LE(table.of(o.reported?.path), at + 4);
+      out.writeInt32LE(table.of(o.reported?.kind), at + 8);
+      at += 12;
     }
   }
   return { strings: table.strings, data: out.buffer as ArrayBuffer, length: bytes };
@@ -160,8 +163,9 @@ export function unpackOutcomes(packed: PackedOutcomes): ChunkOutcome[] {
       const [key, next] = readBytes(data, at + 1);
       const [value, end] = readBytes(data, next);
       const fields = str(data.readInt32LE(end));
-      out.push({ key, value: value!, ...(fields === undefined ? {} : { fields }) });
-      at = end + 4;
+      const [path, kind] = [str(data.readInt32LE(end + 4)), str(data.readInt32LE(end + 8))];
+      out.push({ key, value: value!, ...(fields === undefined ? {} : { fields }), ...(path === undefined || kind === undefined ? {} : { reported: { path, kind } }) });
+      at = end + 12;
     }
   }
   return out;

@@ -76,7 +76,8 @@ function tagIssues(p: PipelineConfig, at: string, of: string, tagged: Parameters
   try {
     const plan = planTags(tagged, p.fields.map((f) => f.path), new Set(Object.keys(p.tags ?? {})), fold);
     const guard = unmappedPolicy(p);
-    const f = guard.action === 'pass' ? undefined : firstUnallowed(plan.unmapped, guard.allow, fold);
+    // report mode passes such records (reported): no error, as with pass
+    const f = guard.action === 'pass' || guard.action === 'report' ? undefined : firstUnallowed(plan.unmapped, guard.allow, fold);
     return f === undefined ? [] : [{ severity: 'error', pointer, message: `${of} tags ${f.path} ${f.tag}, and the pipeline maps no tag of it: it would dead-letter its records UNMAPPED_PERSONAL_DATA (map the tag under tags, map the path, or allow it)` }];
   } catch (e) {
     if (!(e instanceof TagPlanError)) throw e;

@@ -369,6 +369,8 @@ export class ProtectPipeline {
     const counted = new Map<string, number>();
     /** dead letters of the unmapped guard by path NUL kind */
     const findings = new Map<string, number>();
+    /** records the guard's report mode passed, by path NUL kind */
+    const reported = new Map<string, number>();
     /** SCHEMA_PATH_UNKNOWN dead letters by schema id NUL path */
     const refused = new Map<string, number>();
     let sending: Promise<void> = Promise.resolve();
@@ -391,6 +393,10 @@ export class ProtectPipeline {
           if ('kind' in outcome && outcome.kind !== undefined) {
             const finding = `${outcome.path ?? ''}\u0000${outcome.kind}`;
             findings.set(finding, (findings.get(finding) ?? 0) + 1);
+          }
+          if ('reported' in outcome && outcome.reported !== undefined) {
+            const finding = `${outcome.reported.path}\u0000${outcome.reported.kind}`;
+            reported.set(finding, (reported.get(finding) ?? 0) + 1);
           }
           if ('code' in outcome && outcome.code === 'SCHEMA_PATH_UNKNOWN') {
             const at = `${outcome.schema ?? ''}\u0000${outcome.path ?? ''}`;
@@ -422,7 +428,12 @@ export class ProtectPipeline {
     for (const [finding, n] of findings) {
       const [path, kind] = finding.split('\u0000') as [string, string];
       this.deps.metrics.countUnmapped(this.deps.name, path, kind, n);
-      this.warnUnmapped(path, kind);
+      this.warnUnmapped(path, kind, false);
+    }
+    for (const [finding, n] of reported) {
+      const [path, kind] = finding.split('\u0000') as [string, string];
+      this.deps.metrics.countUnmapped(this.deps.name, path, kind, n, true);
+      this.warnUnmapped(path, kind, true);
     }
     for (const [at, n] of refused) {
       const [schema, path] = at.split('\u0000') as [string, string];
@@ -439,11 +450,12 @@ export class ProtectPipeline {
   }
 
   /** The unmapped guard's first finding at a path, logged once per path and kind (a path holds names, never values). */
-  private warnUnmapped(path: string, kind: string): void {
+  private warnUnmapped(path: string, kind: string, reported: boolean): void {
     const finding = `${path}\u0000${kind}`;
     if (this.warned.has(finding) || this.warned.size >= 1000) return;
     this.warned.add(finding);
-    this.deps.log.warn({ pipeline: this.deps.name, path, kind, code: 'UNMAPPED_PERSONAL_DATA' }, 'personal data at a path the mapping does not name: its records are dead-lettered (map the path, or allow it)');
+    if (reported) this.deps.log.warn({ pipeline: this.deps.name, path, kind, code: 'UNMAPPED_PERSONAL_DATA', mode: 'report' }, 'personal data at a path the mapping does not name: report mode passes its records in clear (map the path, or allow it, before enforcing)');
+    else this.deps.log.warn({ pipeline: this.deps.name, path, kind, code: 'UNMAPPED_PERSONAL_DATA' }, 'personal data at a path the mapping does not name: its records are dead-lettered (map the path, or allow it)');
   }
 
   private cleanRecord(record: InRecord, key: Buffer | null, value: Buffer, fields: string | undefined): OutRecord {

@@ -1,6 +1,6 @@
 import { isSubjectId, ValueError, VeilError, type Chain, type Engine } from '../../engine/index.ts';
 import { fetchSubjectKeys, type SubjectKeyStore } from '../../subjects/index.ts';
-import { unmappedKeyKindOfBytes } from '../../discover/guard.ts';
+import { likelihoodLevel, unmappedKeyKindOfBytes } from '../../discover/guard.ts';
 import { unmappedPolicy, type PipelineConfig } from '../config/index.ts';
 import { mappings } from '../serde/index.ts';
 import type { GuardPlan, RecordProtection, Serde } from '../serde/index.ts';
@@ -18,7 +18,11 @@ export interface ChunkItem {
  * `(key)` for the key; absent: every mapped path), or the code it is dead-lettered with and the
  * path (and guard kind) the code is about, and the writer's schema id when the code is about the schema.
  */
-export type ChunkOutcome = { key: Buffer | null; value: Buffer; fields?: string } | { code: string; path?: string; kind?: string; schema?: number };
+/**
+ * A record's outcome: clean (with, in the guard's report mode, what the guard would have refused
+ * it for) or refused with its code.
+ */
+export type ChunkOutcome = { key: Buffer | null; value: Buffer; fields?: string; reported?: { path: string; kind: string } } | { code: string; path?: string; kind?: string; schema?: number };
 
 /** where a record key's finding is reported */
 export const KEY_PATH = '(key)';
@@ -52,6 +56,8 @@ type RecordSubject = { id: string; at: string } | { code: string; at?: string };
  */
 export class RecordProtector implements ChunkProtector {
   readonly protection: RecordProtection;
+  /** the guard's report mode: the protection without the guard, for records the guard would refuse (they pass, reported) */
+  private readonly unguarded?: RecordProtection;
   private readonly keyTransform?: (v: string) => string;
   private readonly serde: Serde;
   /** every path the pipeline maps, as veil.protected.fields says when a serde cannot tell per record */
@@ -86,33 +92,65 @@ export class RecordProtector implements ChunkProtector {
     }
     const keyed = c.key ? 1 : 0;
     const guardPlan: GuardPlan | undefined = guard.action === 'pass' ? undefined : {
-      action: guard.action,
+      // report mode finds as dead-letter does; protectChunk passes what it would refuse
+      action: guard.action === 'report' ? 'dead-letter' : guard.action,
+      threshold: likelihoodLevel(guard.threshold),
       allow: guard.allow,
       protect: new Map<string, Chain>(guardKinds.map(([kind], i) => [kind, bound.transforms[c.fields.length + keyed + i]!])),
       retypes: c.format === 'json',
     };
     const tagChains = new Map<string, Chain>(tags.map(([tag], i) => [tag, bound.transforms[c.fields.length + keyed + guardKinds.length + i]!]));
     this.protection = { maps: mappings(c.fields.map((f) => f.path), bound.transforms), missing: c.missing, validate: c.validate, foldKeys: c.keys !== 'exact', ...(guardPlan ? { guard: guardPlan } : {}), ...(tags.length ? { tags: tagChains } : {}) };
+    if (guard.action === 'report') {
+      const unguarded = { ...this.protection };
+      delete unguarded.guard;
+      this.unguarded = unguarded;
+    }
     if (c.key) this.keyTransform = bound.transforms[c.fields.length];
     this.allFields = [...c.fields.map((f) => f.path), ...(c.key ? [KEY_PATH] : [])].join(',');
   }
 
   /** The protected key and value; throws a StreamError naming why the record cannot be. */
-  async protect(item: ChunkItem): Promise<{ key: Buffer | null; value: Buffer; fields?: string }> {
+  async protect(item: ChunkItem, protection = this.protection): Promise<{ key: Buffer | null; value: Buffer; fields?: string }> {
     if (item.value === null) throw new StreamError('RECORD_MALFORMED', 'the record has no value');
-    const key = this.protectKey(item.key);
-    const value = await this.serde.protect(item.value, this.protection, item.topic);
+    const key = this.protectKey(item.key, protection);
+    const value = await this.serde.protect(item.value, protection, item.topic);
     return { key: key.bytes, value, fields: this.fieldsOf(undefined, key.path) };
   }
 
   async protectChunk(items: readonly ChunkItem[]): Promise<ChunkOutcome[]> {
-    if (this.subjects) return this.protectChunkBySubject(items, this.subjects);
-    if (this.serde.protectManySync) return this.protectChunkSync(items, this.serde.protectManySync.bind(this.serde));
-    if (this.serde.protectMany) return this.protectChunkBatch(items, this.serde.protectMany.bind(this.serde));
+    const out = await this.protectChunkWith(items, this.protection);
+    return this.unguarded === undefined ? out : this.passReported(items, out, this.unguarded);
+  }
+
+  /**
+   * The guard's report mode: each record the guard refused is protected again without it and
+   * passes, carrying what the guard found (path and kind) for the pipeline to count and log.
+   * Records without a finding are protected once.
+   */
+  private async passReported(items: readonly ChunkItem[], out: ChunkOutcome[], unguarded: RecordProtection): Promise<ChunkOutcome[]> {
+    const flagged: number[] = [];
+    out.forEach((o, i) => {
+      if ('code' in o && o.code === 'UNMAPPED_PERSONAL_DATA') flagged.push(i);
+    });
+    if (flagged.length === 0) return out;
+    const again = await this.protectChunkWith(flagged.map((i) => items[i]!), unguarded);
+    flagged.forEach((i, k) => {
+      const found = out[i] as { path?: string; kind?: string };
+      const o = again[k]!;
+      out[i] = 'code' in o ? o : { ...o, reported: { path: found.path ?? '', kind: found.kind ?? '' } };
+    });
+    return out;
+  }
+
+  private async protectChunkWith(items: readonly ChunkItem[], protection: RecordProtection): Promise<ChunkOutcome[]> {
+    if (this.subjects) return this.protectChunkBySubject(items, this.subjects, protection);
+    if (this.serde.protectManySync) return this.protectChunkSync(items, this.serde.protectManySync.bind(this.serde), protection);
+    if (this.serde.protectMany) return this.protectChunkBatch(items, this.serde.protectMany.bind(this.serde), protection);
     const out: ChunkOutcome[] = [];
     for (const item of items) {
       try {
-        out.push(await this.protect(item));
+        out.push(await this.protect(item, protection));
       } catch (e) {
         if (e instanceof StreamError && !e.retriable) out.push(failed(e));
         else throw e;
@@ -126,7 +164,7 @@ export class RecordProtector implements ChunkProtector {
    * use), then each record protected on its own under its subject's key — a batch of one field's
    * values would mix subjects. A record that names no subject, or no subject id, is refused.
    */
-  private async protectChunkBySubject(items: readonly ChunkItem[], s: NonNullable<RecordProtector['subjects']>): Promise<ChunkOutcome[]> {
+  private async protectChunkBySubject(items: readonly ChunkItem[], s: NonNullable<RecordProtector['subjects']>, protection: RecordProtection): Promise<ChunkOutcome[]> {
     const reads = items.map(s.read);
     const ring = await fetchSubjectKeys(s.store, reads.map((r) => ('id' in r && isSubjectId(r.id) ? { id: r.id, create: true } : undefined)), s.engine.returningSubjects);
     return Promise.all(items.map(async (item, i): Promise<ChunkOutcome> => {
@@ -134,7 +172,7 @@ export class RecordProtector implements ChunkProtector {
       if (!('id' in read)) return { code: read.code, ...(read.at ? { path: read.at } : {}) };
       if (!isSubjectId(read.id)) return { code: 'SUBJECT_ID_INVALID', path: read.at };
       try {
-        return await s.engine.withSubjectAsync(read.id, ring, () => this.protect(item));
+        return await s.engine.withSubjectAsync(read.id, ring, () => this.protect(item, protection));
       } catch (e) {
         if (e instanceof StreamError && !e.retriable) return failed(e);
         throw e;
@@ -147,21 +185,21 @@ export class RecordProtector implements ChunkProtector {
    * protected together). Per record, what fails first is what protect() would report: no value,
    * then the key, then the value.
    */
-  private protectChunkSync(items: readonly ChunkItem[], many: NonNullable<Serde['protectManySync']>): ChunkOutcome[] {
+  private protectChunkSync(items: readonly ChunkItem[], many: NonNullable<Serde['protectManySync']>, protection: RecordProtection): ChunkOutcome[] {
     const present = items.filter((item): item is ChunkItem & { value: Buffer } => item.value !== null);
     const fields: (string | undefined)[] = [];
-    return this.outcomes(items, present.length ? many(present.map((item) => item.value), this.protection, fields) : [], fields);
+    return this.outcomes(items, present.length ? many(present.map((item) => item.value), protection, fields) : [], fields, protection);
   }
 
   /** The same for a serde that batches asynchronously (registry formats). */
-  private async protectChunkBatch(items: readonly ChunkItem[], many: NonNullable<Serde['protectMany']>): Promise<ChunkOutcome[]> {
+  private async protectChunkBatch(items: readonly ChunkItem[], many: NonNullable<Serde['protectMany']>, protection: RecordProtection): Promise<ChunkOutcome[]> {
     const present = items.filter((item): item is ChunkItem & { value: Buffer } => item.value !== null);
     const fields: (string | undefined)[] = [];
-    return this.outcomes(items, present.length ? await many(present.map((item) => item.value), this.protection, present.map((item) => item.topic), fields) : [], fields);
+    return this.outcomes(items, present.length ? await many(present.map((item) => item.value), protection, present.map((item) => item.topic), fields) : [], fields, protection);
   }
 
   /** each item's outcome, given the serde's results (and protected paths) for the items with a value, in order */
-  private outcomes(items: readonly ChunkItem[], values: readonly (Buffer | StreamError)[], fields: readonly (string | undefined)[]): ChunkOutcome[] {
+  private outcomes(items: readonly ChunkItem[], values: readonly (Buffer | StreamError)[], fields: readonly (string | undefined)[], protection: RecordProtection): ChunkOutcome[] {
     let next = 0;
     return items.map((item): ChunkOutcome => {
       if (item.value === null) return { code: 'RECORD_MALFORMED' };
@@ -169,7 +207,7 @@ export class RecordProtector implements ChunkProtector {
       const value = values[at]!;
       let key: { bytes: Buffer | null; path?: string };
       try {
-        key = this.protectKey(item.key);
+        key = this.protectKey(item.key, protection);
       } catch (e) {
         if (e instanceof StreamError && !e.retriable) return failed(e);
         throw e;
@@ -190,13 +228,13 @@ export class RecordProtector implements ChunkProtector {
    * The record key protected by the pipeline's key mapping; without one, checked by the unmapped
    * guard like a value (an email as a key): refused, or protected as the guard's kind says.
    */
-  private protectKey(key: Buffer | null): { bytes: Buffer | null; path?: string } {
-    const guard = this.protection.guard;
+  private protectKey(key: Buffer | null, protection: RecordProtection): { bytes: Buffer | null; path?: string } {
+    const guard = protection.guard;
     if (!this.keyTransform && (guard === undefined || key === null)) return { bytes: key };
     if (key === null) throw new StreamError('KEY_MISSING', 'the record has no key');
     let transform = this.keyTransform;
     if (transform === undefined) {
-      const kind = unmappedKeyKindOfBytes(key);
+      const kind = unmappedKeyKindOfBytes(key, guard?.threshold);
       if (kind === undefined) return { bytes: key };
       transform = guard?.protect.get(kind);
       if (transform === undefined) throw new StreamError('UNMAPPED_PERSONAL_DATA', `the record key holds ${kind === 'email' ? 'an' : 'a'} ${kind} and the pipeline does not protect keys`, { path: KEY_PATH, kind });

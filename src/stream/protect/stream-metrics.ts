@@ -1,6 +1,6 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { collectProcessMetrics } from '../../observability/process-metrics.ts';
-import { OTHER_PATH, SCHEMA_REFUSED_METRIC, STREAM_METRIC_NAMES as NAMES, UNMAPPED_FINDINGS_METRIC, UNMAPPED_PATHS_MAX } from '../../observability/stream-metric-names.ts';
+import { OTHER_PATH, SCHEMA_REFUSED_METRIC, STREAM_METRIC_NAMES as NAMES, UNMAPPED_FINDINGS_METRIC, UNMAPPED_PATHS_MAX, UNMAPPED_REPORTED_METRIC } from '../../observability/stream-metric-names.ts';
 
 /** Stream metrics: labels are pipeline, topic, partition and error code — never values. */
 export class StreamMetrics {
@@ -9,6 +9,7 @@ export class StreamMetrics {
   readonly recordsOut = new Counter({ name: NAMES.recordsOut, help: 'Protected records written to clean topics', labelNames: ['pipeline'] as const, registers: [this.registry] });
   readonly deadLettered = new Counter({ name: NAMES.deadLettered, help: 'Records sent to the dead-letter topic', labelNames: ['pipeline', 'code'] as const, registers: [this.registry] });
   readonly unmapped = new Counter({ name: UNMAPPED_FINDINGS_METRIC, help: 'Records dead-lettered by the unmapped guard (personal data at a path the mapping does not name), by the path and kind found first (never the value)', labelNames: ['pipeline', 'path', 'kind'] as const, registers: [this.registry] });
+  readonly unmappedReported = new Counter({ name: UNMAPPED_REPORTED_METRIC, help: 'Records the unmapped guard passed in report mode that it would have dead-lettered, by the path and kind found first (never the value)', labelNames: ['pipeline', 'path', 'kind'] as const, registers: [this.registry] });
   /** the paths each pipeline has counted findings under, bounded: a producer's field names must not grow the series without end */
   private readonly unmappedPaths = new Map<string, Set<string>>();
   readonly schemaRefused = new Counter({ name: SCHEMA_REFUSED_METRIC, help: 'Records dead-lettered because their writer\'s schema lacks a mapped path (SCHEMA_PATH_UNKNOWN), by schema id and path', labelNames: ['pipeline', 'schema', 'path'] as const, registers: [this.registry] });
@@ -28,12 +29,12 @@ export class StreamMetrics {
     collectProcessMetrics(this.registry);
   }
 
-  /** `n` records of `pipeline` dead-lettered for personal data of `kind` at `path` */
-  countUnmapped(pipeline: string, path: string, kind: string, n: number): void {
+  /** `n` records of `pipeline` dead-lettered (or, `reported`, passed in report mode) for personal data of `kind` at `path` */
+  countUnmapped(pipeline: string, path: string, kind: string, n: number, reported = false): void {
     let paths = this.unmappedPaths.get(pipeline);
     if (paths === undefined) this.unmappedPaths.set(pipeline, (paths = new Set()));
     if (!paths.has(path) && paths.size < UNMAPPED_PATHS_MAX) paths.add(path);
-    this.unmapped.inc({ pipeline, path: paths.has(path) ? path : OTHER_PATH, kind }, n);
+    (reported ? this.unmappedReported : this.unmapped).inc({ pipeline, path: paths.has(path) ? path : OTHER_PATH, kind }, n);
   }
 
   setLag(pipeline: string, topic: string, partition: number, lag: number): void {

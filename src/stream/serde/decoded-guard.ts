@@ -19,7 +19,7 @@ export function guardFor(protection: RecordProtection, mapped: readonly string[]
   let byKey = guards.get(protection);
   if (byKey === undefined) guards.set(protection, (byKey = new Map()));
   let guard = byKey.get(key);
-  if (guard === undefined) byKey.set(key, (guard = new ObjectGuard(mapped, plan.allow.map(allowedPath), false)));
+  if (guard === undefined) byKey.set(key, (guard = new ObjectGuard(mapped, plan.allow.map(allowedPath), false, plan.threshold)));
   return guard;
 }
 
@@ -44,7 +44,7 @@ export function applyGuard(guard: ObjectGuard, protection: RecordProtection, rec
     const chain = plan.action === 'protect' && !f.key ? plan.protect.get(f.kind) : undefined;
     const value = f.parent === undefined ? undefined : (f.parent as Record<string | number, unknown>)[f.at!];
     if (chain === undefined) throw unmappedError(f);
-    if (typeof value !== 'string') throw unmappedError(f, ' as a number: its schema fixes the type, map the field to protect it');
+    if (typeof value !== 'string') throw unmappedError(f, ` as ${value instanceof Uint8Array ? 'bytes' : 'a number'}: its schema fixes the type, map the field to protect it`);
     return chain;
   });
   const paths: string[] = [];

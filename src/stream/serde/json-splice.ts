@@ -35,7 +35,7 @@ function planFor(protection: RecordProtection): Plan {
   const root = compileExpectation(paths.map(jsonPathOf), { foldKeys: protection.foldKeys === true });
   const g = protection.guard;
   const plan: Plan = { maps, paths, root, kinds: [...(g?.protect.keys() ?? [])], chains: [...(g?.protect.values() ?? [])], retypes: g?.retypes === true, fieldLists: new Map() };
-  if (g !== undefined) plan.guard = new JsonGuard(g.allow.map(allowedPath), protection.foldKeys === true);
+  if (g !== undefined) plan.guard = new JsonGuard(g.allow.map(allowedPath), protection.foldKeys === true, undefined, g.threshold);
   plans.set(protection, plan);
   return plan;
 }

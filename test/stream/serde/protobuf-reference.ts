@@ -1,8 +1,9 @@
 // The Protobuf walk as it was before the one-buffer writer and the compiled guard levels
 // (commit 1902d7e): the reference the property test holds the fast path to, byte for byte and
 // error for error. Test-only; nothing in src imports it.
-import { fieldHints, mayBePersonal, shapeOf, shapeOfBytes, unmappedValueKind } from '../../../src/discover/guard.ts';
-import { formatPath } from '../../../src/discover/json-guard.ts';
+import { isUtf8 } from 'node:buffer';
+import { contextOf, mayBePersonal, shapeOf, shapeOfBytes, unmappedValueKind } from '../../../src/discover/guard.ts';
+import { formatPath, parentContext } from '../../../src/discover/json-guard.ts';
 import type { ObjectGuard, PathTree } from '../../../src/discover/object-guard.ts';
 import type { PlaceStep } from '../../../src/json-bytes/scan.ts';
 import type { PlanNode } from '../../../src/stream/serde/protobuf-plan.ts';
@@ -147,24 +148,39 @@ export function refProtoFinding(b: Buffer, from: number, to: number, message: Pr
   return refWalk({ b, schema, guard, steps: [] }, from, to, message, guard.root());
 }
 
-function refWalk(w: Walk, from: number, to: number, message: ProtoMessage, tree: PathTree | undefined): Finding {
+function refWalk(w: Walk, from: number, to: number, message: ProtoMessage, tree: PathTree | undefined, isEntry = false): Finding {
   const fields = new Map(message.fields.map((f) => [f.number, f]));
+  // a map entry's value is named by its key
+  let keyContext = 0;
+  if (isEntry) {
+    for (const f of refFields(w.b, from, to)) {
+      if (f.number !== 1) continue;
+      keyContext = f.wireType === WIRE.len && f.end - f.valueStart <= 64 ? contextOf(w.b.toString('utf8', f.valueStart, f.end)) : 0;
+      break;
+    }
+  }
   for (const f of refFields(w.b, from, to)) {
     const field = fields.get(f.number);
-    if (field === undefined) continue;
+    if (field === undefined) {
+      const base = formatPath(w.steps);
+      const found = refUnknown(w, f, `${base === '' ? '' : `${base}.`}#${f.number}`, 0);
+      if (found !== undefined) return found;
+      continue;
+    }
     const entry = field.kind === 'map' && field.typeName !== undefined ? w.schema.messages.get(field.typeName) : undefined;
     const nested = field.kind === 'message' ? w.schema.messages.get(field.typeName!) : entry;
-    if (nested === undefined && field.kind !== 'string' && !INTEGERS.has(field.kind)) continue;
+    if (nested === undefined && field.kind !== 'string' && field.kind !== 'bytes' && !INTEGERS.has(field.kind)) continue;
     w.steps.push(field.name);
     let place = w.guard.child(tree, field.name);
     if (field.repeated || entry !== undefined) {
       w.steps.push(null);
       place = w.guard.element(place);
     }
+    const hints = isEntry ? (f.number === 2 ? keyContext : 0) : contextOf(field.name) || parentContext(w.steps);
     const found = w.guard.isMapped(place) || w.guard.allowed(w.steps) ? undefined
-      : nested !== undefined ? (f.wireType === WIRE.len ? refWalk(w, f.valueStart, f.end, nested, place) : bad(field))
-      : field.kind === 'string' ? refString(w, f, field)
-      : refInteger(w, f, field);
+      : nested !== undefined ? (f.wireType === WIRE.len ? refWalk(w, f.valueStart, f.end, nested, place, entry !== undefined) : bad(field))
+      : field.kind === 'string' || field.kind === 'bytes' ? refString(w, f, field, hints)
+      : refInteger(w, f, field, hints);
     if (field.repeated || entry !== undefined) w.steps.pop();
     w.steps.pop();
     if (found !== undefined) return found;
@@ -172,18 +188,42 @@ function refWalk(w: Walk, from: number, to: number, message: ProtoMessage, tree:
   return undefined;
 }
 
-function refString(w: Walk, f: WireField, field: ProtoField): Finding {
+/** a field the schema does not declare: text if UTF-8, then a message of such fields (8 deep); integers as digits */
+function refUnknown(w: Walk, f: WireField, path: string, nesting: number): Finding {
+  const check = (text: string): Finding => {
+    const kind = unmappedValueKind(text, '', 0, w.guard.threshold);
+    return kind === undefined ? undefined : { path, kind };
+  };
+  if (f.wireType === WIRE.varint) return check(String(readVarint(w.b, f.valueStart)[0]));
+  if (f.wireType === WIRE.i64) return check(String(w.b.readBigUInt64LE(f.valueStart)));
+  if (f.wireType !== WIRE.len) return undefined;
+  const bytes = w.b.subarray(f.valueStart, f.end);
+  const asText = bytes.length >= 5 && bytes.length <= 254 && isUtf8(bytes) ? check(w.b.toString('utf8', f.valueStart, f.end)) : undefined;
+  if (asText !== undefined || nesting >= 8) return asText;
+  try {
+    for (const inner of refFields(w.b, f.valueStart, f.end)) {
+      const found = refUnknown(w, inner, path, nesting + 1);
+      if (found !== undefined) return found;
+    }
+  } catch {
+    // not a message
+  }
+  return undefined;
+}
+
+function refString(w: Walk, f: WireField, field: ProtoField, hints: number): Finding {
   if (f.wireType !== WIRE.len) return bad(field);
-  const hints = fieldHints(field.name);
+  const n = f.end - f.valueStart;
+  if (n < 5 || n > 254) return undefined;
   if (!mayBePersonal(shapeOfBytes(w.b, f.valueStart, f.end), hints)) return undefined;
-  const kind = unmappedValueKind(w.b.toString('utf8', f.valueStart, f.end), field.name, hints);
+  if (field.kind === 'bytes' && !isUtf8(w.b.subarray(f.valueStart, f.end))) return undefined;
+  const kind = unmappedValueKind(w.b.toString('utf8', f.valueStart, f.end), field.name, hints, w.guard.threshold);
   return kind === undefined ? undefined : { path: formatPath(w.steps), kind };
 }
 
-function refInteger(w: Walk, f: WireField, field: ProtoField): Finding {
-  const hints = fieldHints(field.name);
+function refInteger(w: Walk, f: WireField, field: ProtoField, hints: number): Finding {
   const one = (text: string): Finding => {
-    const kind = mayBePersonal(shapeOf(text), hints) ? unmappedValueKind(text, field.name, hints) : undefined;
+    const kind = mayBePersonal(shapeOf(text), hints) ? unmappedValueKind(text, field.name, hints, w.guard.threshold) : undefined;
     return kind === undefined ? undefined : { path: formatPath(w.steps), kind };
   };
   const { b } = w;
