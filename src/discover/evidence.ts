@@ -69,9 +69,11 @@ export function gradedKind(text: string, shape: Shape, ctx: number): Graded | un
 
 /**
  * A card number: Luhn, and a network's range and length (cardNetwork). Grouped as cards are
- * printed, very likely; bare digits, likely for the major networks' 15 and 16 digits and
- * possible for the others (Maestro, UnionPay, Diners Club… share lengths and prefixes with
- * GTINs, account ids and tracking numbers), before the name's context.
+ * printed, very likely. Bare digits are what order ids, GTINs, account ids and tracking numbers
+ * are too (one random 16-digit id in 30 passes Luhn in a major network's range): possible for
+ * the major networks' 15 and 16 digits, unlikely for the others (Maestro, UnionPay, Diners Club…
+ * share lengths and prefixes with GTINs), until the field's name says card (+2: likely, or very
+ * likely).
  */
 function gradeCard(text: string, ctx: number, consider: (kind: GuardKind, level: number) => void): void {
   if (!/^\d(?:[ -]?\d){11,18}$/.test(text)) return;
@@ -80,7 +82,7 @@ function gradeCard(text: string, ctx: number, consider: (kind: GuardKind, level:
   const network = cardNetwork(digits);
   if (network === 'none') return;
   const grouped = CARD_GROUPS.test(text);
-  const level = grouped ? VERY_LIKELY : network === 'major' && (digits.length === 15 || digits.length === 16) ? LIKELY : POSSIBLE;
+  const level = grouped ? VERY_LIKELY : network === 'major' && (digits.length === 15 || digits.length === 16) ? POSSIBLE : UNLIKELY;
   consider('payment-card', inContext(level, ctx, CTX_CARD, grouped));
 }
 

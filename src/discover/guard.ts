@@ -87,16 +87,17 @@ export function shapeOf(text: string): Shape {
  * The kind of personal data `text` is, if any, at or above `threshold`, for a value in a field
  * named `name` ('' for none; `ctx` is contextOf(name), passed when known). `parent` gives the
  * context of the object holding the field (`card` for `card.number`), asked only when the
- * field's own name is neutral and a finding falls short of the threshold. Each validator runs
+ * field's own name is neutral and a validator accepted the value. Each validator runs
  * only on values of its shape (mayBePersonal); evidence.ts grades what it finds.
  */
 export function unmappedValueKind(text: string, name: string, ctx = contextOf(name), threshold = LIKELY, parent?: () => number): GuardKind | undefined {
   const shape = shapeOf(text);
   if (!mayBePersonal(shape, ctx)) return undefined;
   let found = gradedKind(text, shape, ctx);
-  if (found !== undefined && found.level < threshold && ctx === 0 && parent !== undefined) {
+  // a neutral name (`number`, `value`) is what its object says: `card.number`, `order.number`
+  if (found !== undefined && ctx === 0 && parent !== undefined) {
     const p = parent();
-    if (p !== 0 && mayBePersonal(shape, p)) found = gradedKind(text, shape, p);
+    if (p !== 0) found = gradedKind(text, shape, p) ?? found;
   }
   return found !== undefined && found.level >= threshold ? found.kind : undefined;
 }

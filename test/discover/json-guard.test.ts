@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { JsonGuard, type UnmappedFinding } from '../../src/discover/json-guard.ts';
+import { JsonGuard, parentContext, type UnmappedFinding } from '../../src/discover/json-guard.ts';
 import { unmappedKeyKind, unmappedKeyKindOfBytes, unmappedValueKind } from '../../src/discover/guard.ts';
 import { EV_RAW, EV_STRING, keyText, leafText, scanJson, type UnmappedVisitor } from '../../src/json-bytes/scan.ts';
 
@@ -19,7 +19,7 @@ function quoted(s: string, escape: (c: string) => boolean): string {
 /**
  * What the guard must find, without any of its shortcuts: every string value and every integer
  * of 5 or more characters checked by unmappedValueKind under the name of the key naming it (its
- * own, or its array's), every key by unmappedKeyKind.
+ * own, or its array's) and its parent's, every key by unmappedKeyKind.
  */
 function reference(bytes: Buffer): Pick<UnmappedFinding, 'kind' | 'start' | 'end' | 'key'>[] {
   const out: Pick<UnmappedFinding, 'kind' | 'start' | 'end' | 'key'>[] = [];
@@ -28,7 +28,7 @@ function reference(bytes: Buffer): Pick<UnmappedFinding, 'kind' | 'start' | 'end
       if (kind !== EV_STRING && !(kind === EV_RAW && /^[0-9]+$/.test(b.toString('latin1', start, end)))) return;
       const keyStart = place.keyStart();
       const name = keyStart < 0 ? '' : keyText(b, keyStart, place.keyEnd());
-      const found = unmappedValueKind(leafText(b, kind, start, end), name);
+      const found = unmappedValueKind(leafText(b, kind, start, end), name, undefined, undefined, () => parentContext(place.steps()));
       if (found) out.push({ kind: found, start, end, key: false });
     },
     key(b, start, end) {

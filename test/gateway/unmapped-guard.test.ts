@@ -122,7 +122,7 @@ describe('the gateway unmapped guard: what it finds', () => {
   });
 
   it('reports personal data as an object key at its object, the key shown as *; a pointer stops above a key that may be data', () => {
-    const { places, guard } = findings(route(), { byEmail: { 'bob@example.com': { email2: 'x@example.com' } }, list: [[{ '4111111111111111': 1 }]] });
+    const { places, guard } = findings(route(), { byEmail: { 'bob@example.com': { email2: 'x@example.com' } }, list: [[{ '4111 1111 1111 1111': 1 }]] });
     expect(places).toEqual([
       ['byEmail.*', 'email', '/byEmail'],
       ['byEmail.*.email2', 'email', '/byEmail'],
@@ -193,10 +193,10 @@ describe('the gateway unmapped guard: the refusal', () => {
   });
 
   it('places values and keys by the scan\'s own trail (no second walk), escapes pointer segments, names the body itself', () => {
-    const text = '{"a/b~c": [ {"x": 4111111111111111}, {"y" : "v@example.com", "z":[true, null, "w@example.com"]} ], "k": {"q@example.com":2}, "m-n": [{"p": "+44 20 7946 0958"}]}';
+    const text = '{"a/b~c": [ {"pan": 4111111111111111}, {"y" : "v@example.com", "z":[true, null, "w@example.com"]} ], "k": {"q@example.com":2}, "m-n": [{"p": "+44 20 7946 0958"}]}';
     const guard = new BodyGuard(route().guard!, MAX_REPORTED);
     locate(Buffer.from(text), route().request.compiled, guard);
-    expect(guard.found.map((f) => f.trail)).toEqual([['a/b~c', 0, 'x'], ['a/b~c', 1, 'y'], ['a/b~c', 1, 'z', 2], ['k', 'q@example.com'], ['m-n', 0, 'p']]);
+    expect(guard.found.map((f) => f.trail)).toEqual([['a/b~c', 0, 'pan'], ['a/b~c', 1, 'y'], ['a/b~c', 1, 'z', 2], ['k', 'q@example.com'], ['m-n', 0, 'p']]);
     expect(guard.found.map((f) => findingPlace(f).pointer)).toEqual(['', '', '', '/k', '/m-n/0/p']);
     expect(placeText(['a/b~c', 1, 'z', 2], false)).toEqual({ path: '*[*].z[*]', pointer: '' });
     expect(placeText(['a-b', 1, 'z'], false)).toEqual({ path: '"a-b"[*].z', pointer: '/a-b/1/z' });

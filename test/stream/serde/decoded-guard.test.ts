@@ -165,7 +165,8 @@ message Contact { string email = 1; string label = 2; }
 
   it('reads integers on the wire: packed int64, zigzag sint64; every occurrence of a field, not only the last one a parser keeps', async () => {
     const { id, serde } = setup();
-    const p = protection(['email'], guardPlan('dead-letter'));
+    // threshold possible: bare card digits in fields named neither card nor id are findings
+    const p = protection(['email'], { ...guardPlan('dead-letter'), threshold: 3 });
     const both = (first: object, second: object) => {
       const framed = wire(id, first);
       return Buffer.concat([framed, Customer.encode(Customer.fromObject(second)).finish()]);

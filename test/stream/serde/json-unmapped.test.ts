@@ -98,7 +98,7 @@ describe('the unmapped guard over JSON records (the drift of issue 28, the examp
 
   it('action protect: a kind the pipeline maps is protected in place and listed; another kind or a key is still refused', () => {
     const p = protection({ action: 'protect', protect: new Map([['email', chainFrom((s) => `E(${s})`)]]) });
-    const { out, fields } = run({ ...base, contact: { email: 'bob@example.com' }, n: 4111111111111111 }, p);
+    const { out, fields } = run({ ...base, contact: { email: 'bob@example.com' }, pan: 4111111111111111 }, p);
     expect(out).toBeUndefined();
     const ok = run({ ...base, contact: { email: 'bob@example.com' } }, p);
     expect(JSON.parse(ok.out!).contact.email).toBe('E(bob@example.com)');
@@ -118,10 +118,10 @@ describe('the unmapped guard over JSON records (the drift of issue 28, the examp
 
   it('action protect turns a number into a protected string only where no schema fixes the type (retypes: format json)', () => {
     const cards = new Map([['payment-card', chainFrom((s) => `C(${s})`)]]);
-    expect(JSON.parse(run({ ...base, n: 4111111111111111 }, protection({ action: 'protect', protect: cards })).out!).n).toBe('C(4111111111111111)');
-    const schema = run({ ...base, n: 4111111111111111 }, protection({ action: 'protect', protect: cards, retypes: false }));
-    expect([schema.error!.code, schema.error!.path]).toEqual(['UNMAPPED_PERSONAL_DATA', 'n']);
-    expect(JSON.parse(run({ ...base, c: '4111111111111111' }, protection({ action: 'protect', protect: cards, retypes: false })).out!).c).toBe('C(4111111111111111)');
+    expect(JSON.parse(run({ ...base, pan: 4111111111111111 }, protection({ action: 'protect', protect: cards })).out!).pan).toBe('C(4111111111111111)');
+    const schema = run({ ...base, pan: 4111111111111111 }, protection({ action: 'protect', protect: cards, retypes: false }));
+    expect([schema.error!.code, schema.error!.path]).toEqual(['UNMAPPED_PERSONAL_DATA', 'pan']);
+    expect(JSON.parse(run({ ...base, card: '4111111111111111' }, protection({ action: 'protect', protect: cards, retypes: false })).out!).card).toBe('C(4111111111111111)');
   });
 
   it('a number keeps its bytes unless it is card-shaped; duplicate and escaped keys are found', () => {
