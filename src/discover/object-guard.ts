@@ -95,7 +95,7 @@ export class ObjectGuard {
   }
 
   // a recursive walk: the place and where to write travel with it
-  private walk(value: unknown, tree: PathTree | undefined, steps: PlaceStep[], out: ObjectFinding[], parent: Record<string, unknown> | unknown[] | undefined, at: string | number | undefined): void {
+  private walk(value: unknown, tree: PathTree | undefined, steps: PlaceStep[], out: ObjectFinding[], parent: Record<string, unknown> | unknown[] | undefined, at: string | number | undefined, named?: number): void {
     if (value === null || value === undefined) return;
     if (tree?.leaf === true) return;
     if (this.allowed(steps)) return;
@@ -113,22 +113,26 @@ export class ObjectGuard {
     }
     if (typeof value === 'object' && !(value instanceof Uint8Array)) {
       const obj = value as Record<string, unknown>;
-      for (const k of Object.keys(obj)) this.entry(k, obj[k], tree, steps, out, obj);
+      // an Avro map entry (the serde reads a map as {key, value} entries): the key is data, checked
+      // as a key is (no name), and names the value as a field name does (`mobile`, `fullName`)
+      const entry = isMapEntry(obj);
+      for (const k of Object.keys(obj)) this.entry(k, obj[k], tree, steps, out, obj, entry ? (k === 'key' ? 0 : contextOf(obj.key as string)) : undefined);
       return;
     }
     const text = textOf(value);
     if (text === undefined) return;
     // an array element is named by its array's field (`phones` for each of its values)
     const name = (steps.findLast((step) => step !== null) as string | undefined) ?? '';
-    const kind = unmappedValueKind(text, name, contextOf(name), this.threshold, () => parentContext(steps));
+    const kind = named !== undefined ? unmappedValueKind(text, name, named, this.threshold)
+      : unmappedValueKind(text, name, contextOf(name), this.threshold, () => parentContext(steps));
     if (kind !== undefined) out.push({ path: formatPath(steps), kind, key: false, ...(parent === undefined ? {} : { parent, at: at! }) });
   }
 
-  private entry(key: string, value: unknown, tree: PathTree | undefined, steps: PlaceStep[], out: ObjectFinding[], parent: Record<string, unknown> | undefined): void {
+  private entry(key: string, value: unknown, tree: PathTree | undefined, steps: PlaceStep[], out: ObjectFinding[], parent: Record<string, unknown> | undefined, named?: number): void {
     steps.push(key);
     const keyKind = unmappedKeyKind(key, this.threshold);
     if (keyKind !== undefined && !this.allowed(steps)) out.push({ path: formatPath(steps, true), kind: keyKind, key: true });
-    this.walk(value, tree?.keys.get(this.norm(key)), steps, out, parent, key);
+    this.walk(value, tree?.keys.get(this.norm(key)), steps, out, parent, key, named);
     steps.pop();
   }
 
@@ -150,4 +154,9 @@ function textOf(value: unknown): string | undefined {
   }
   if (value instanceof Uint8Array && value.length >= 5 && value.length <= 254 && isUtf8(value)) return Buffer.from(value.buffer, value.byteOffset, value.length).toString('utf8');
   return undefined;
+}
+
+/** an Avro map's entry as the serde reads it: exactly a string `key` and a `value` */
+function isMapEntry(obj: Record<string, unknown>): boolean {
+  return typeof obj.key === 'string' && 'value' in obj && Object.keys(obj).length === 2;
 }

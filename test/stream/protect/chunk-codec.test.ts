@@ -14,9 +14,10 @@ describe('chunk codec (records to and from protection workers)', () => {
     }));
   });
 
-  it('round-trips outcomes: protected keys and values, dead-letter codes with their path, kind and schema id', () => {
+  it('round-trips outcomes: protected keys and values (with what report mode found), dead-letter codes with their path, kind and schema id', () => {
     const outcome = fc.oneof(
       fc.record({ key: bytes, value: fc.uint8Array({ maxLength: 64 }).map((a) => Buffer.from(a)) }),
+      fc.record({ key: bytes, value: fc.uint8Array({ maxLength: 64 }).map((a) => Buffer.from(a)), fields: fc.string(), reported: fc.record({ path: fc.string(), kind: fc.string() }) }, { requiredKeys: ['key', 'value'] }),
       fc.record({ code: fc.constantFrom('RECORD_MALFORMED', 'KEY_MISSING', 'FIELD_MISSING') }),
       fc.record({ code: fc.constantFrom('SCHEMA_PATH_UNKNOWN', 'UNMAPPED_PERSONAL_DATA'), path: fc.string(), kind: fc.string(), schema: fc.nat() }, { requiredKeys: ['code'] }),
     );
@@ -42,6 +43,7 @@ describe('chunk codec (records to and from protection workers)', () => {
   it('packs outcomes into a larger spare buffer and reads back only what was written (a recycled buffer keeps old bytes past the end)', () => {
     const outcome = fc.oneof(
       fc.record({ key: bytes, value: fc.uint8Array({ maxLength: 64 }).map((a) => Buffer.from(a)) }),
+      fc.record({ key: bytes, value: fc.uint8Array({ maxLength: 64 }).map((a) => Buffer.from(a)), fields: fc.string(), reported: fc.record({ path: fc.string(), kind: fc.string() }) }, { requiredKeys: ['key', 'value'] }),
       fc.record({ code: fc.constantFrom('RECORD_MALFORMED', 'UNMAPPED_PERSONAL_DATA'), path: fc.string() }, { requiredKeys: ['code'] }),
     );
     fc.assert(fc.property(fc.array(outcome), fc.array(outcome), (old: ChunkOutcome[], outcomes: ChunkOutcome[]) => {

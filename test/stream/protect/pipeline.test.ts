@@ -491,3 +491,39 @@ pipelines:
     await p.stop();
   });
 });
+
+describe('the unmapped guard\'s report mode (unmapped: report)', () => {
+  const reportConfig = emailPipelineConfig(['unmapped: report']);
+  const reporting = (kafka: FakeKafka, metrics: StreamMetrics, lines: string[]) => new ProtectPipeline({
+    name: 'p', config: reportConfig.pipelines.p!, configVersion: reportConfig.version, engine: new Engine({ config: reportConfig.engine, keys: keysFor(reportConfig.engine) }),
+    kafka, serde: jsonSerde(), metrics, log: pino({ level: 'info' }, { write: (line: string) => lines.push(line) }),
+  });
+
+  it('passes what the guard would refuse, protected as mapped, and counts and logs it by path and kind (never the value)', async () => {
+    const kafka = new FakeKafka();
+    const metrics = new StreamMetrics();
+    const lines: string[] = [];
+    const p = reporting(kafka, metrics, lines);
+    await p.start();
+    kafka.events.assigned!({ raw: [0] });
+    await kafka.handler!(batch([
+      rec(1, '{"id":1,"email":"a@example.com"}'),
+      rec(2, '{"id":2,"email":"b@example.com","backupEmail":"bob.backup@example.com"}'),
+      rec(3, '{"id":3,"email":"c@example.com","backupEmail":"carol.backup@example.com"}'),
+      rec(4, '{oops'),
+    ]), beat);
+    const clean = kafka.committed.filter((r) => r.topic === 'clean').map((r) => JSON.parse(r.value!.toString()) as { email: string; backupEmail?: string });
+    expect(clean.map((r) => (r as { id?: number }).id)).toEqual([1, 2, 3]);
+    // report mode protects nothing it finds: the mapped email is protected, the backup passes in clear
+    expect(clean.map((r) => r.email).some((e) => e.includes('@example.com'))).toBe(false);
+    expect(clean[1]!.backupEmail).toBe('bob.backup@example.com');
+    expect(kafka.committed.filter((r) => r.topic === 'dlq').map((r) => headerValue(r.headers, 'veil.error.code')?.toString())).toEqual(['RECORD_MALFORMED']);
+    const text = await metrics.registry.metrics();
+    expect(text).toContain('veil_stream_unmapped_reported_total{pipeline="p",path="backupEmail",kind="email"} 2');
+    expect(text).not.toMatch(/veil_stream_unmapped_findings_total\{/);
+    const warned = lines.filter((l) => l.includes('report mode'));
+    expect(warned).toHaveLength(1);
+    expect(warned[0]).toContain('"path":"backupEmail"');
+    expect(lines.join('')).not.toMatch(/backup@example\.com/);
+  });
+});
