@@ -20,6 +20,8 @@ export interface PipelineView {
   roles?: readonly string[];
   rightsEvidences?: Readonly<Record<string, string>>;
   metricsUrls?: readonly string[];
+  /** the unmapped guard: its action, or the object naming it (`{ action: report, … }`) */
+  unmapped?: string | { action?: string };
 }
 
 /**

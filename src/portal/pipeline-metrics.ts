@@ -1,4 +1,4 @@
-import { SCHEMA_REFUSED_METRIC, STREAM_METRIC_NAMES, UNMAPPED_FINDINGS_METRIC, type ChartedStreamMetric } from '../observability/stream-metric-names.ts';
+import { SCHEMA_REFUSED_METRIC, STREAM_METRIC_NAMES, UNMAPPED_FINDINGS_METRIC, UNMAPPED_REPORTED_METRIC, type ChartedStreamMetric } from '../observability/stream-metric-names.ts';
 import type { PipelineView } from './config-port.ts';
 import { guardedFetch, RefusedAddressError, refusedHost } from './metrics-address.ts';
 import { parsePrometheusText, PromTextError, sumOf, type PromSample } from './prometheus-text.ts';
@@ -52,7 +52,10 @@ export interface SourceState {
 export interface UnmappedFinding {
   path: string;
   kind: string;
+  /** records dead-lettered */
   records: number;
+  /** records passed in the guard's report mode (`veil_stream_unmapped_reported_total`) */
+  reported?: number;
 }
 
 /** The findings kept per processor and per pipeline (a processor names at most 100 paths, each with a few kinds). */
@@ -61,11 +64,12 @@ export const FINDINGS_KEPT = 200;
 const LABEL_MAX = 1024;
 
 /** largest count first, then by path and kind: the order the page lists them in */
-const byRecords = (a: UnmappedFinding, b: UnmappedFinding) => b.records - a.records || (a.path < b.path ? -1 : a.path > b.path ? 1 : a.kind < b.kind ? -1 : a.kind > b.kind ? 1 : 0);
+const total = (f: UnmappedFinding) => f.records + (f.reported ?? 0);
+const byRecords = (a: UnmappedFinding, b: UnmappedFinding) => total(b) - total(a) || (a.path < b.path ? -1 : a.path > b.path ? 1 : a.kind < b.kind ? -1 : a.kind > b.kind ? 1 : 0);
 
 /**
- * The unmapped guard's findings of `pipeline` among a scrape's samples: the total per (path,
- * kind), the largest `cap` kept, and how many (path, kind) pairs were left out (beyond the cap,
+ * The unmapped guard's findings of `pipeline` among a scrape's samples (dead-lettered, and
+ * passed in report mode): the total per (path, kind), the largest `cap` kept, and how many (path, kind) pairs were left out (beyond the cap,
  * or a label longer than any path). Series of other pipelines, without a path or kind, or with a
  * value that is not a positive finite number are skipped.
  */
@@ -73,11 +77,12 @@ export function findingsOf(samples: readonly PromSample[], pipeline: string, cap
   const findings: UnmappedFinding[] = [];
   let omitted = 0;
   for (const s of samples) {
-    if (s.name !== UNMAPPED_FINDINGS_METRIC || s.labels.pipeline !== pipeline) continue;
+    const reported = s.name === UNMAPPED_REPORTED_METRIC;
+    if ((s.name !== UNMAPPED_FINDINGS_METRIC && !reported) || s.labels.pipeline !== pipeline) continue;
     const { path, kind } = s.labels;
     if (!path || !kind || !Number.isFinite(s.value) || s.value <= 0) continue;
     if (path.length > LABEL_MAX || kind.length > LABEL_MAX) omitted++;
-    else findings.push({ path, kind, records: s.value });
+    else findings.push(reported ? { path, kind, records: 0, reported: s.value } : { path, kind, records: s.value });
   }
   // a series repeated (another label beside pipeline, path and kind) adds up
   return sumFindings([{ findings, findingsOmitted: omitted }], cap);
@@ -92,8 +97,10 @@ export function sumFindings(sources: readonly Pick<SourceState, 'findings' | 'fi
     for (const f of source.findings ?? []) {
       const key = `${f.path}\u0000${f.kind}`;
       const row = totals.get(key);
-      if (row) row.records += f.records;
-      else totals.set(key, { ...f });
+      if (row) {
+        row.records += f.records;
+        if (f.reported !== undefined) row.reported = (row.reported ?? 0) + f.reported;
+      } else totals.set(key, { ...f });
     }
   }
   const all = [...totals.values()].sort(byRecords);

@@ -37,6 +37,8 @@ beforeAll(async () => {
     `${M}{pipeline="customers",path="${label(SCRIPT_PATH)}",kind="email"} 7`,
     `${M}{pipeline="customers",path="${label(QUOTE_PATH)}",kind="${label(IMG_KIND)}"} 1`,
     `${M}{pipeline="customers",path="EMAIL",kind="email"} 1`,
+    // the pipeline moved to report mode since: what it passed in clear is counted apart
+    `veil_stream_unmapped_reported_total{pipeline="customers",path="contact.email",kind="email"} 30`,
     'veil_stream_records_in_total{pipeline="customers"} 1000',
     'veil_stream_records_dead_lettered_total{pipeline="customers",code="UNMAPPED_PERSONAL_DATA"} 41',
     '',
@@ -44,7 +46,7 @@ beforeAll(async () => {
   processor = createServer((_req, res) => res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' }).end(metrics));
   await new Promise<void>((r) => processor.listen(0, '127.0.0.1', r));
   const url = `http://127.0.0.1:${(processor.address() as { port: number }).port}/metrics`;
-  t = await startPortalService({ extra: `pipelines:\n${pipelineYaml('customers', `    metricsUrls: ['${url}']\n`)}` });
+  t = await startPortalService({ extra: `pipelines:\n${pipelineYaml('customers', `    metricsUrls: ['${url}']\n    unmapped: report\n`)}` });
   await t.service.pipelineMetrics.scrape();
   browser = await launchChromium();
   const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
@@ -78,16 +80,18 @@ describe('Pipelines page: unmapped findings in Chromium', () => {
     await table.waitFor();
     const rows = await table.locator('tbody tr').evaluateAll((trs) => trs.map((tr) => [...tr.children].map((c) => c.textContent?.trim())));
     expect(rows).toEqual([
-      ['contact.email', 'email', '12', 'mapped as Customer.email'],
-      [SCRIPT_PATH, 'email', '7', 'not a pipeline path'],
-      ['card', 'tag:PII', '6', 'a field the schema tags: map the tag under tags, not the path'],
-      ['profile.contacts[].phone', 'phone', '5', 'mapped as Customer.phone'],
-      ['byEmail.*', 'email', '4', 'the data sits in an object key: no path can name it'],
-      ['(other)', 'payment-card', '3', 'paths beyond the 100 a processor names: its log names each one'],
-      ['holder.iban', 'iban', '2', 'mapped as Customer.iban'],
-      ['EMAIL', 'email', '1', 'mapped in the active version'],
-      [QUOTE_PATH, IMG_KIND, '1', 'not a pipeline path'],
+      ['contact.email', 'email', '12', '30', 'mapped as Customer.email'],
+      [SCRIPT_PATH, 'email', '7', '0', 'not a pipeline path'],
+      ['card', 'tag:PII', '6', '0', 'a field the schema tags: map the tag under tags, not the path'],
+      ['profile.contacts[].phone', 'phone', '5', '0', 'mapped as Customer.phone'],
+      ['byEmail.*', 'email', '4', '0', 'the data sits in an object key: no path can name it'],
+      ['(other)', 'payment-card', '3', '0', 'paths beyond the 100 a processor names: its log names each one'],
+      ['holder.iban', 'iban', '2', '0', 'mapped as Customer.iban'],
+      ['EMAIL', 'email', '1', '0', 'mapped in the active version'],
+      [QUOTE_PATH, IMG_KIND, '1', '0', 'not a pipeline path'],
     ]);
+    // report mode says plainly that it protects nothing
+    expect(await page.locator('p.warning').filter({ hasText: 'Report mode' }).textContent()).toContain('protects nothing');
     // the hostile labels are text: no element, attribute or script came from them
     expect(await page.locator('tbody script, tbody img, [onmouseover], [data-x]').count()).toBe(0);
     await page.getByText(SCRIPT_PATH).hover();

@@ -44,6 +44,12 @@ describe('the findings scrape', () => {
     expect(findingsOf(parsePrometheusText(HOSTILE), 'nobody')).toEqual({ findings: [], omitted: 0 });
   });
 
+  it('reads report mode\'s counts (veil_stream_unmapped_reported_total) beside the dead letters of the same path and kind', () => {
+    const R = 'veil_stream_unmapped_reported_total';
+    const text = `${M}{pipeline="p",path="a",kind="email"} 2\n${R}{pipeline="p",path="a",kind="email"} 5\n${R}{pipeline="p",path="b",kind="phone"} 1\n${R}{pipeline="q",path="b",kind="phone"} 9\n`;
+    expect(findingsOf(parsePrometheusText(text), 'p').findings).toEqual([{ path: 'a', kind: 'email', records: 2, reported: 5 }, { path: 'b', kind: 'phone', records: 0, reported: 1 }]);
+  });
+
   it('keeps at most the cap, counting the rest and labels longer than any path as omitted', () => {
     const lines = Array.from({ length: FINDINGS_KEPT + 30 }, (_, i) => `${M}{pipeline="p",path="f${i}",kind="email"} ${i + 1}`);
     lines.push(`${M}{pipeline="p",path="${'a'.repeat(5000)}",kind="email"} 1000000`);

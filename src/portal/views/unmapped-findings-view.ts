@@ -24,12 +24,14 @@ export function unmappedFindingsView(name: string, pipeline: PipelineView, metri
   }
   const plans = planFindings(found.findings, pipeline);
   const mappable = found.findings.filter((_, i) => plans[i]!.map);
+  const action = typeof pipeline.unmapped === 'string' ? pipeline.unmapped : pipeline.unmapped?.action;
   return html`<h3 id="${title}">Personal data at paths the mapping does not name</h3>
-<p>Records the unmapped guard dead-lettered (<code>UNMAPPED_PERSONAL_DATA</code>), by the path and kind it found first, summed over the ${found.reachable} reachable processor(s) since each started.</p>
-<div class="scroll"><table class="findings" aria-labelledby="${title}"><thead><tr><th scope="col">Path</th><th scope="col">Kind</th><th scope="col">Records dead-lettered</th><th scope="col">In a draft</th></tr></thead>
+${action === 'report' ? html`<p class="warning"><strong>Report mode:</strong> the unmapped guard of ${name} protects nothing. The records counted as passed reached the clean topic with these values in clear. Map or allow the paths below, then set <code>unmapped: dead-letter</code>.</p>` : ''}
+<p>Records the unmapped guard dead-lettered (<code>UNMAPPED_PERSONAL_DATA</code>), or passed in report mode, by the path and kind it found first, summed over the ${found.reachable} reachable processor(s) since each started.</p>
+<div class="scroll"><table class="findings" aria-labelledby="${title}"><thead><tr><th scope="col">Path</th><th scope="col">Kind</th><th scope="col">Records dead-lettered</th><th scope="col">Records passed (report mode)</th><th scope="col">In a draft</th></tr></thead>
 <tbody>${found.findings.map((f, i) => {
     const plan = plans[i]!;
-    return html`<tr><th scope="row"><code>${f.path}</code></th><td>${f.kind}</td><td class="num">${formatNumber(f.records)}</td>
+    return html`<tr><th scope="row"><code>${f.path}</code></th><td>${f.kind}</td><td class="num">${formatNumber(f.records)}</td><td class="num">${formatNumber(f.reported ?? 0)}</td>
 <td>${plan.map ? html`mapped as <code>${plan.field}</code>` : html`<span class="muted">${plan.note}</span>`}</td></tr>`;
   })}</tbody></table></div>
 ${found.omitted ? html`<p class="muted">${found.omitted} more (path, kind) pair(s) not listed: the page keeps the ${found.findings.length} with the most records.</p>` : ''}
