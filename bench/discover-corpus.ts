@@ -13,7 +13,7 @@ locales.forEach(([f], i) => f.seed(20261125 + i));
 /** what each field of a generated record is: a kind, or null (a decoy or plain data) */
 export const LABELS: Record<string, Kind | null> = {
   email: 'email', 'contact.phone': 'phone', 'payment.card': 'payment-card', 'payment.iban': 'iban', ssn: 'us-ssn', nino: 'uk-nino', nir: 'fr-nir',
-  'session.ip': 'ip-address', dateOfBirth: 'date-of-birth', fullName: 'person-name', 'contacts[].name': 'person-name', 'contacts[].email': 'email',
+  'session.ip': 'ip-address', dateOfBirth: 'date-of-birth', fullName: 'person-name', 'contacts[].name': 'person-name', 'contacts[].email': 'email', homeAddress: 'postal-address',
   'items[].name': null, 'items[].sku': null,
   invoiceNumber: null, orderId: null, uuid: null, version: null, createdAt: null, productName: null, city: null, username: null, trackingNumber: null, account: null, postcode: null, amount: null,
 };
@@ -93,6 +93,7 @@ export function record(i: number): Record<string, unknown> {
     invoiceNumber: luhnInvalid(f), orderId: `ORD-${f.number.int({ min: 2020, max: 2026 })}-${digits(f, 6)}`, uuid: f.string.uuid(),
     version: f.system.semver(), createdAt: f.date.past().toISOString(), productName: f.commerce.productName(), city: f.location.city(),
     username: f.internet.username(), trackingNumber: digits(f, 9), account: ibanInvalid(f), postcode: f.location.zipCode(), amount: f.number.int({ min: 1, max: 99999 }),
+    homeAddress: f.location.streetAddress(),
   };
 }
 

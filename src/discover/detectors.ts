@@ -54,12 +54,14 @@ const MAJOR_NETWORKS = new Set(['visa', 'mastercard', 'american-express', 'disco
 
 /**
  * The card network whose ranges and lengths hold these digits: `major` (Visa, Mastercard,
- * American Express, Discover, JCB), `other` (Maestro, UnionPay, Diners Club, Mir, Elo, …) or
+ * American Express, Discover, JCB), `other` (Maestro, UnionPay, Diners Club, Mir, Elo, Visa's old 13 digits, …) or
  * `none`. The ranges are Braintree's credit-card-type table (maintained with the networks'
  * changes), not a copy of our own.
  */
 export function cardNetwork(digits: string): 'major' | 'other' | 'none' {
-  let found: 'other' | 'none' = 'none';
+  // Visa issued 13-digit numbers until the 2000s and the table has dropped them: still found in a
+  // field named card, never as bare digits alone (a GTIN-13 has their length and prefixes)
+  let found: 'other' | 'none' = digits.length === 13 && digits[0] === '4' ? 'other' : 'none';
   for (const type of creditCardType(digits)) {
     if (!type.lengths.includes(digits.length)) continue;
     if (MAJOR_NETWORKS.has(type.type)) return 'major';
@@ -183,12 +185,14 @@ export function isPersonName(value: string, context: FieldContext): boolean {
 
 /**
  * A street address in a field named so (`address`, `street`, `addressLine1`; not `ipAddress`):
- * two to twelve words of letters and a house or flat number, no `@` or URL.
+ * two to twelve words, one of letters, and a house or flat number (or `s/n`), no `@` or URL.
  */
 export function isPostalAddress(value: string, context: FieldContext): boolean {
   if ((bitsOf(context) & CTX_ADDRESS) === 0 || value.length < 6 || value.length > 200 || /[@<>{}]|:\/\//.test(value)) return false;
   const words = value.trim().split(/[\s,]+/).filter(Boolean);
-  return words.length >= 2 && words.length <= 12 && /\d/.test(value) && words.some((w) => /^\p{L}{2,}\.?$/u.test(w)) && isIP(value) === 0;
+  // a house number, or Spanish `s/n` (sin número)
+  const numbered = /\d/.test(value) || /(?:^|\s)s\/n\.?(?:$|[\s,])/i.test(value);
+  return words.length >= 2 && words.length <= 12 && numbered && words.some((w) => /^\p{L}[\p{L}'’.-]+$/u.test(w)) && isIP(value) === 0;
 }
 
 export function detect(kind: Kind, value: string, context: FieldContext): boolean {

@@ -19,6 +19,8 @@ export const CTX_CARD = 16;
 export const CTX_ADDRESS = 32;
 /** the name says its values are codes, ids, counters: not personal data unless the value proves it */
 export const CTX_NEGATIVE = 64;
+/** the name is an organisation's or a place's (`hotel`, `supplier`, `warehouse`): an address under it is a business's */
+export const CTX_ORGANISATION = 128;
 const POSITIVE = CTX_PHONE | CTX_NATIONAL_ID | CTX_BIRTH | CTX_PERSON_NAME | CTX_CARD | CTX_ADDRESS;
 
 /**
@@ -90,10 +92,14 @@ function contextOfWords(words: readonly string[]): number {
   if (PERSON_NAME_FIELDS.has(words.join('')) || suffixIsPersonName(words)) positive |= CTX_PERSON_NAME;
   const last = words.length - 1;
   const headNegative = NEGATIVE_WORD.test(words[last]!) && phraseEnd !== last && !(POSITIVE & wordBits(words[last]!, words[last - 1]));
-  if (headNegative) return CTX_NEGATIVE;
-  if (positive !== 0) return positive;
-  return words.some((w) => NEGATIVE_WORD.test(w)) ? CTX_NEGATIVE : 0;
+  const organisation = words.some((w) => ORGANISATION_WORD.test(w)) ? CTX_ORGANISATION : 0;
+  if (headNegative) return CTX_NEGATIVE | organisation;
+  if (positive !== 0) return positive | organisation;
+  return (words.some((w) => NEGATIVE_WORD.test(w)) ? CTX_NEGATIVE : 0) | organisation;
 }
+
+/** organisations and places: what holds a business's address, not a person's */
+const ORGANISATION_WORD = /^(?:supplier|suppliers|vendor|vendors|merchant|merchants|seller|hotel|hotels|property|venue|store|stores|shop|shops|warehouse|warehouses|depot|company|companies|business|corporate|office|branch|site|facility|plant|factory|carrier|organisation|organization|org|employer|bank|agency|headquarters|hq|restaurant|airport|station|terminal|hub|manufacturer|brand|partner|dealer|retailer|distributor|clinic|hospital|school|university)$/;
 
 function wordBits(w: string, before: string | undefined): number {
   let bits = 0;

@@ -1,6 +1,6 @@
 import type { Kind } from './detectors.ts';
 import { gradedKind } from './evidence.ts';
-import { contextOf, CTX_ADDRESS, CTX_BIRTH, CTX_NATIONAL_ID, CTX_PERSON_NAME, CTX_PHONE } from './field-context.ts';
+import { contextOf, CTX_ADDRESS, CTX_BIRTH, CTX_NATIONAL_ID, CTX_ORGANISATION, CTX_PERSON_NAME, CTX_PHONE } from './field-context.ts';
 
 /**
  * The unmapped guard's detectors: what a value at a path the mapping does not name is checked for
@@ -99,6 +99,8 @@ export function unmappedValueKind(text: string, name: string, ctx = contextOf(na
     const p = parent();
     if (p !== 0) found = gradedKind(text, shape, p) ?? found;
   }
+  // an address under a hotel, a supplier, a warehouse is a business's
+  if (found?.kind === 'postal-address' && parent !== undefined && (parent() & CTX_ORGANISATION) !== 0) found = { ...found, level: found.level - 2 };
   return found !== undefined && found.level >= threshold ? found.kind : undefined;
 }
 

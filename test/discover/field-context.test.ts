@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { contextOf, CTX_ADDRESS, CTX_BIRTH, CTX_CARD, CTX_NATIONAL_ID, CTX_NEGATIVE, CTX_PERSON_NAME, CTX_PHONE, nameWords } from '../../src/discover/field-context.ts';
+import { contextOf, CTX_ADDRESS, CTX_BIRTH, CTX_CARD, CTX_NATIONAL_ID, CTX_NEGATIVE, CTX_ORGANISATION, CTX_PERSON_NAME, CTX_PHONE, nameWords } from '../../src/discover/field-context.ts';
 import { unmappedValueKind } from '../../src/discover/guard.ts';
 import { cardNetwork, isPaymentCard } from '../../src/discover/detectors.ts';
 
@@ -32,7 +32,7 @@ describe('field-name context: words, not substrings', () => {
 
   it('negative context: codes, ids, counters; the last word is what a field is (cellId is an id, customerPhone a phone)', () => {
     for (const name of ['gtin', 'ean13', 'upc', 'sku', 'sscc', 'trackingNumber', 'orderId', 'order_number', 'invoiceNo', 'accountId', 'tenant', 'bytesIn', 'cellId', 'network.cellId', 'hotel_id', 'phoneId', 'confirmationNumber', 'voucherCode', 'businessNumber']) {
-      expect(contextOf(name), name).toBe(CTX_NEGATIVE);
+      expect(contextOf(name) & ~CTX_ORGANISATION, name).toBe(CTX_NEGATIVE);
     }
     expect(contextOf('customerPhone')).toBe(CTX_PHONE);
     expect(contextOf('accountHolder')).toBe(CTX_PERSON_NAME);
@@ -83,10 +83,21 @@ describe('grading: a value\'s evidence in its field\'s context, against the thre
     expect(at('10.0.0.1', 'ipAddress')).toBeUndefined();
   });
 
-  it('card networks come from credit-card-type: Maestro 6304 is one; Visa has no 13-digit numbers', () => {
+  it('an address under an organisation (a hotel, a supplier, a warehouse) is a business\'s; under a customer or no object, a person\'s', () => {
+    const under = (parent: string) => unmappedValueKind('12 Industrial Way, Leeds', 'address', undefined, undefined, () => contextOf(parent));
+    expect(under('hotel')).toBeUndefined();
+    expect(under('supplier')).toBeUndefined();
+    expect(under('warehouse')).toBeUndefined();
+    expect(under('customer')).toBe('postal-address');
+    expect(under('attributes')).toBe('postal-address');
+    expect(contextOf('hotel') & CTX_ORGANISATION).toBe(CTX_ORGANISATION);
+  });
+
+  it('card networks come from credit-card-type: Maestro 6304 is one; Visa\'s old 13-digit numbers are a minor one', () => {
     expect(cardNetwork('6304000000000000')).toBe('other');
     expect(isPaymentCard('6304 0000 0000 0000')).toBe(true);
     expect(cardNetwork('4111111111111111')).toBe('major');
-    expect(cardNetwork('4222222222222')).toBe('none');
+    expect(cardNetwork('4222222222222')).toBe('other');
+    expect(cardNetwork('9222222222222')).toBe('none');
   });
 });
