@@ -17,7 +17,7 @@ import { join } from 'node:path';
 import { detect, KINDS, normaliseName, type Kind } from '../src/discover/detectors.ts';
 import { decoyRecord, LABELS, locales, record, valuesAt } from './discover-corpus.ts';
 import { Profiler } from '../src/discover/profile.ts';
-import { allowedPath, JsonGuard } from '../src/discover/json-guard.ts';
+import { allowedPath, JsonGuard } from '../src/drift-guard/json-guard.ts';
 import { scanJson } from '../src/json-bytes/scan.ts';
 import { fmt, ratio } from './measure.ts';
 import { chainFrom } from '../src/engine/index.ts';
@@ -26,7 +26,7 @@ import { protectJsonValues } from '../src/stream/serde/index.ts';
 import type { RecordProtection } from '../src/stream/serde/index.ts';
 import { StreamError } from '../src/stream/stream-error.ts';
 import { businessKind, businessRecord, planted } from './business-corpus.ts';
-import { likelihoodLevel, THRESHOLDS } from '../src/discover/guard.ts';
+import { likelihoodLevel, THRESHOLDS } from '../src/drift-guard/value-kinds.ts';
 
 const N = Number(process.env.BENCH_RECORDS ?? 10_000);
 

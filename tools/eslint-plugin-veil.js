@@ -142,12 +142,12 @@ function isErrorsModule(target, cwd) {
   const rel = path.relative(path.join(cwd, 'src'), target).split(path.sep);
   return rel.length === 2 && rel[1] === 'errors.ts';
 }
-// discover: the detectors of personal data and the proposals `veil discover` writes; the stream's
-// unmapped guard and the gateway share its detectors (discover/guard.ts), the stream's configuration
+// discover: the detectors of personal data and the proposals `veil discover` writes; drift-guard:
+// the unmapped guard the stream and the gateway share, over discover's detectors; the stream's configuration
 // its record formats (discover/record-formats.ts); kafka: Kafka's one home — the ports, both client
 // adapters, the client settings every connection goes through, the compacted-topic log of src/control
 // and src/subjects, the topic sampler of `veil discover` (veil/kafka-home)
-const NEUTRAL = ['errors', 'audit', 'identity', 'keystore', 'json-bytes', 'observability', 'control', 'env', 'subjects', 'discover', 'file-lock', 'kafka'];
+const NEUTRAL = ['errors', 'audit', 'identity', 'keystore', 'json-bytes', 'observability', 'control', 'env', 'subjects', 'discover', 'drift-guard', 'file-lock', 'kafka'];
 const WIRING = ['app', 'cli'];
 
 const adapterIsolation = problemRule('an adapter (src/http, src/stream, src/gateway, …) imports no sibling adapter and no wiring (src/app, src/cli); neutral modules import neither', {

@@ -3,7 +3,7 @@
  * Data Protection's context words are): `home_tel`, `homeTel`, `home-tel` hold the word `tel`,
  * `hotelId` does not; `ssn` is a word of `ssn_last`, not of `businessNumber`. A name says a kind
  * (positive context) or says its values are codes, ids and counters (negative context: `gtin`,
- * `orderId`, `cellId`); the detectors raise or lower a value's likelihood by it (guard.ts).
+ * `orderId`, `cellId`); the detectors raise or lower a value's likelihood by it (src/drift-guard/evidence.ts).
  *
  * The last word of a name is what the field is (`cellId` is an id, `phoneType` a type,
  * `customerPhone` a phone): a negative last word outweighs a positive word before it, unless the

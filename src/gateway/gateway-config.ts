@@ -1,6 +1,6 @@
 import { isIP } from 'node:net';
 import { z } from 'zod';
-import { GUARD_KINDS } from '../discover/guard.ts';
+import { GUARD_KINDS } from '../drift-guard/index.ts';
 import { nameSchema, ROLE, type CompiledConfig, type ConfigIssue } from '../engine/index.ts';
 import { pathPatternProblem } from './route-match.ts';
 import { canonicalSelector, parseSelector, SelectorSyntaxError } from './selector.ts';
@@ -28,7 +28,7 @@ const method = z.string().regex(/^(\*|[A-Z]{1,20})$/, 'must be an HTTP method in
 const keysMode = z.enum(['insensitive', 'exact']);
 
 /**
- * The unmapped guard (unmapped-guard.ts): what personal data found by veil's detectors at a path no
+ * The unmapped guard (drift-guard.ts): what personal data found by veil's detectors at a path no
  * request selector names does to the request. `refuse` (default): 422 UNMAPPED_PERSONAL_DATA naming
  * the path and kind, nothing forwarded (the stream's `dead-letter`); `protect`: a kind listed in
  * `protect` is protected as that Class.property and forwarded (other kinds, and personal data as an

@@ -4,7 +4,7 @@ import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import type { VeilError } from '../engine/index.ts';
 import { PROBLEM_CONTENT_TYPE, problemOf } from '../errors/problem.ts';
-import { UnmappedRefusal } from './unmapped-guard.ts';
+import { UnmappedRefusal } from './drift-guard.ts';
 
 /**
  * The gateway's refusal as problem details. A refusal that comes before the caller's body was read

@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import type { GuardedCaller } from '../audit/guarded-transform.ts';
-import type { UnmappedFinding } from '../discover/json-guard.ts';
+import type { UnmappedFinding } from '../drift-guard/index.ts';
 import { VeilError, type FieldRef } from '../engine/index.ts';
 import { EV_RAW, EV_STRING, leafText } from '../json-bytes/scan.ts';
 import type { Caller } from '../identity/token-verifier.ts';
@@ -11,7 +11,7 @@ import { codingOf, decodableAcceptEncoding, endToEnd, headerValue, isJsonMediaTy
 import { callerProblem } from './caller-problem.ts';
 import { locate, spliceStrings, type Located } from './json-fields.ts';
 import type { Route } from './routes.ts';
-import { bodyGuard, findingPlace, MAX_REPORTED, unmappedRefusal, type BodyGuard } from './unmapped-guard.ts';
+import { bodyGuard, findingPlace, MAX_REPORTED, unmappedRefusal, type BodyGuard } from './drift-guard.ts';
 import type { UpstreamRequest } from './upstream.ts';
 import { ATTR } from '../observability/span-attributes.ts';
 import { DoorError } from '../errors/door-errors.ts';
@@ -26,7 +26,7 @@ const BODY_DIGESTS = ['content-md5', 'digest', 'content-digest', 'repr-digest'];
  * the protecting identity and spliced in, re-encoded, and only then sent — a body that cannot be
  * protected is refused and nothing reaches the upstream. In the same scan the unmapped guard
  * checks every value and key no selector reaches: personal data there is refused, or protected
- * with the selected values in one call (unmapped-guard.ts). Without request selectors the body is piped.
+ * with the selected values in one call (drift-guard.ts). Without request selectors the body is piped.
  */
 export async function protectRequest(x: Exchange, route: Route, caller: Caller): Promise<UpstreamRequest> {
   const { req, config } = x;

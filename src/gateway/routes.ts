@@ -3,7 +3,7 @@ import type { GatewayConfig } from './gateway-config.ts';
 import { compileSelectors, type CompiledSelectors } from './json-fields.ts';
 import { compilePathPattern, type PathMatcher } from './route-match.ts';
 import { parseSelector, type Selector } from './selector.ts';
-import { compileGuard, type RequestGuard } from './unmapped-guard.ts';
+import { compileGuard, type RequestGuard } from './drift-guard.ts';
 
 export interface SelectorSet {
   selectors: readonly Selector[];

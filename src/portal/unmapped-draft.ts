@@ -1,5 +1,5 @@
 import { stringify } from 'yaml';
-import { GUARD_KINDS, type GuardKind } from '../discover/guard.ts';
+import { GUARD_KINDS, type GuardKind } from '../drift-guard/index.ts';
 import { mergePipelineFields } from '../discover/merge-draft.ts';
 import { classNameFor, protectionOf } from '../discover/propose.ts';
 import { ROLE, type CompiledConfig } from '../engine/index.ts';

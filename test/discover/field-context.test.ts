@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { contextOf, CTX_ADDRESS, CTX_BIRTH, CTX_CARD, CTX_NATIONAL_ID, CTX_NEGATIVE, CTX_ORGANISATION, CTX_PERSON_NAME, CTX_PHONE, nameWords } from '../../src/discover/field-context.ts';
-import { unmappedValueKind } from '../../src/discover/guard.ts';
+import { unmappedValueKind } from '../../src/drift-guard/value-kinds.ts';
 import { cardNetwork, isPaymentCard } from '../../src/discover/detectors.ts';
 
 describe('field-name context: words, not substrings', () => {

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { evidencesSchema, nameSchema, type ConfigIssue } from '../../engine/index.ts';
-import { DEFAULT_THRESHOLD, GUARD_KINDS, THRESHOLDS } from '../../discover/guard.ts';
+import { DEFAULT_THRESHOLD, GUARD_KINDS, THRESHOLDS } from '../../drift-guard/index.ts';
 import { RECORD_FORMATS } from '../../discover/record-formats.ts';
 import { foldKey } from '../../json-bytes/paths.ts';
 
@@ -19,7 +19,7 @@ const topicName = topicNameSchema;
 
 /**
  * The unmapped guard: what a value at a path no mapping names, found to be personal data by the
- * detectors (guard.ts), does to its record. `dead-letter` (default): the record goes to the
+ * detectors (src/drift-guard), does to its record. `dead-letter` (default): the record goes to the
  * dead-letter topic (UNMAPPED_PERSONAL_DATA, with the path and kind); `protect`: a kind listed in
  * `protect` is protected as that class.property (others still dead-letter); `report`: the record
  * passes as if the guard were off, and what would have been dead-lettered is counted and logged

@@ -1,6 +1,6 @@
 import { isSubjectId, ValueError, VeilError, type Chain, type Engine } from '../../engine/index.ts';
 import { fetchSubjectKeys, type SubjectKeyStore } from '../../subjects/index.ts';
-import { likelihoodLevel, unmappedKeyKindOfBytes } from '../../discover/guard.ts';
+import { likelihoodLevel, unmappedKeyKindOfBytes } from '../../drift-guard/index.ts';
 import { unmappedPolicy, type PipelineConfig } from '../config/index.ts';
 import { mappings } from '../serde/index.ts';
 import type { GuardPlan, RecordProtection, Serde } from '../serde/index.ts';

@@ -7,7 +7,7 @@ import type { RecordProtection, Serde } from './serde.ts';
 import { protectRecord, type Mapping } from './field-mappings.ts';
 import { planTags, tagMappings, TagPlanError, tagRefusal, type SchemaTags } from './schema-tags.ts';
 import { memo } from '../memo.ts';
-import { guardFor, applyGuard } from './decoded-guard.ts';
+import { guardFor, applyGuard } from './decoded-drift-guard.ts';
 
 export interface AvroSerdeOptions {
   registry: SchemaRegistryPort;
@@ -140,7 +140,7 @@ export function avroSerde(options: AvroSerdeOptions): AvroSerde {
 
   /**
    * One record: decoded, its mapped fields protected, the unmapped guard's findings refused or
-   * protected in place (decoded-guard.ts), encoded; and the paths protected in it (the mapped
+   * protected in place (decoded-drift-guard.ts), encoded; and the paths protected in it (the mapped
    * paths that held a value, then the guard's).
    */
   async function protectOne(bytes: Buffer, protection: RecordProtection, cleanTopic: string): Promise<{ value: Buffer; fields: string }> {

@@ -1,5 +1,5 @@
 import { ValueError, type Chain } from '../../engine/index.ts';
-import { allowedPath, JsonGuard } from '../../discover/json-guard.ts';
+import { allowedPath, JsonGuard } from '../../drift-guard/index.ts';
 import type { Mapping } from './field-mappings.ts';
 import type { RecordPath } from './record-path.ts';
 import { StreamError } from '../stream-error.ts';

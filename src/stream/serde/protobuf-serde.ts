@@ -9,8 +9,8 @@ import { decodeMessage, protectEach, protectInto } from './protobuf-protect.ts';
 import { WireWriter } from './protobuf-writer.ts';
 import { messageAt, parseProtoSchema, protoTaggedFields, ProtoSchemaError, type ProtoMessage, type ProtoSchema } from './protobuf-schema.ts';
 import { planTags, tagMappings, TagPlanError, tagRefusal, type SchemaTags } from './schema-tags.ts';
-import { guardFor, unmappedError } from './decoded-guard.ts';
-import { protoFinding } from './protobuf-guard.ts';
+import { guardFor, unmappedError } from './decoded-drift-guard.ts';
+import { protoFinding } from './protobuf-drift-guard.ts';
 import { readFraming } from './protobuf-wire.ts';
 import type { RecordProtection, Serde } from './serde.ts';
 

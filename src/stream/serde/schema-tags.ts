@@ -1,5 +1,5 @@
 import type { Chain } from '../../engine/index.ts';
-import { allowedPath } from '../../discover/json-guard.ts';
+import { allowedPath } from '../../drift-guard/index.ts';
 import { foldKey } from '../../json-bytes/paths.ts';
 import { compilePath } from './record-path.ts';
 import type { Mapping } from './field-mappings.ts';

@@ -25,7 +25,7 @@ export interface GuardPlan {
   action: 'dead-letter' | 'protect';
   /** paths (pipeline syntax) the guard does not look at, nor under */
   allow: readonly string[];
-  /** the likelihood (1–5, discover/guard.ts) a value needs to be a finding; default likely (4) */
+  /** the likelihood (1–5, src/drift-guard/value-kinds.ts) a value needs to be a finding; default likely (4) */
   threshold?: number;
   /** action protect: the chain of each kind it protects (a kind not here is dead-lettered) */
   protect: ReadonlyMap<string, Chain>;

@@ -6,7 +6,7 @@ import { mappings } from '../../../src/stream/serde/field-mappings.ts';
 import { avscSchema } from '../../../src/stream/serde/avro-clean-schema.ts';
 import { avroSerde } from '../../../src/stream/serde/avro-serde.ts';
 import { avroType } from '../../../src/stream/serde/avro-types.ts';
-import { guardFor } from '../../../src/stream/serde/decoded-guard.ts';
+import { guardFor } from '../../../src/stream/serde/decoded-drift-guard.ts';
 import { protobufSerde } from '../../../src/stream/serde/protobuf-serde.ts';
 import { readFraming } from '../../../src/stream/serde/protobuf-wire.ts';
 import type { GuardPlan, RecordProtection } from '../../../src/stream/serde/serde.ts';

@@ -1,7 +1,7 @@
 import { isValidPhoneNumber } from 'libphonenumber-js/max';
-import { cardNetwork, isDateOfBirth, isEmail, isFrNir, isIban, isNationalPhone, isPersonName, isPostalAddress, isUkNino, isUsSsn, luhnValid } from './detectors.ts';
-import { CTX_ADDRESS, CTX_BIRTH, CTX_CARD, CTX_NATIONAL_ID, CTX_NEGATIVE, CTX_PERSON_NAME, CTX_PHONE } from './field-context.ts';
-import type { GuardKind, Shape } from './guard.ts';
+import { cardNetwork, isDateOfBirth, isEmail, isFrNir, isIban, isNationalPhone, isPersonName, isPostalAddress, isUkNino, isUsSsn, luhnValid } from '../discover/detectors.ts';
+import { CTX_ADDRESS, CTX_BIRTH, CTX_CARD, CTX_NATIONAL_ID, CTX_NEGATIVE, CTX_PERSON_NAME, CTX_PHONE } from '../discover/field-context.ts';
+import type { GuardKind, Shape } from './value-kinds.ts';
 
 /**
  * How strongly a value is personal data (1 very unlikely … 5 very likely), from the value's own

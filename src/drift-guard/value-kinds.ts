@@ -1,6 +1,6 @@
-import type { Kind } from './detectors.ts';
+import type { Kind } from '../discover/detectors.ts';
 import { gradedKind } from './evidence.ts';
-import { contextOf, CTX_ADDRESS, CTX_BIRTH, CTX_NATIONAL_ID, CTX_ORGANISATION, CTX_PERSON_NAME, CTX_PHONE } from './field-context.ts';
+import { contextOf, CTX_ADDRESS, CTX_BIRTH, CTX_NATIONAL_ID, CTX_ORGANISATION, CTX_PERSON_NAME, CTX_PHONE } from '../discover/field-context.ts';
 
 /**
  * The unmapped guard's detectors: what a value at a path the mapping does not name is checked for
@@ -12,7 +12,7 @@ import { contextOf, CTX_ADDRESS, CTX_BIRTH, CTX_NATIONAL_ID, CTX_ORGANISATION, C
 export const GUARD_KINDS = ['email', 'payment-card', 'iban', 'phone', 'us-ssn', 'uk-nino', 'fr-nir', 'date-of-birth', 'person-name', 'postal-address'] as const satisfies readonly Kind[];
 export type GuardKind = (typeof GUARD_KINDS)[number];
 
-export { contextOf } from './field-context.ts';
+export { contextOf } from '../discover/field-context.ts';
 
 /**
  * How likely a value is personal data, as Google Sensitive Data Protection grades a finding:

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { JsonGuard, parentContext, type UnmappedFinding } from '../../src/discover/json-guard.ts';
-import { unmappedKeyKind, unmappedKeyKindOfBytes, unmappedValueKind } from '../../src/discover/guard.ts';
+import { JsonGuard, parentContext, type UnmappedFinding } from '../../src/drift-guard/json-guard.ts';
+import { unmappedKeyKind, unmappedKeyKindOfBytes, unmappedValueKind } from '../../src/drift-guard/value-kinds.ts';
 import { EV_RAW, EV_STRING, keyText, leafText, scanJson, type UnmappedVisitor } from '../../src/json-bytes/scan.ts';
 
 /** JSON text of a tree, its strings written with \u escapes where `escape` says (a key or value may hide an @ or digits in them) */

@@ -1,6 +1,6 @@
 import { isDataKey } from '../discover/profile.ts';
-import type { GuardKind } from '../discover/guard.ts';
-import { JsonGuard, type AllowedPath, type UnmappedFinding } from '../discover/json-guard.ts';
+import type { GuardKind } from '../drift-guard/index.ts';
+import { JsonGuard, type AllowedPath, type UnmappedFinding } from '../drift-guard/index.ts';
 import { type ErrorDetail, type FieldRef } from '../engine/index.ts';
 import { unmappedPolicyConfig, type GatewayUnmapped } from './gateway-config.ts';
 import { parseSelector } from './selector.ts';
@@ -8,7 +8,7 @@ import { DoorError } from '../errors/door-errors.ts';
 
 /**
  * The unmapped guard at the gateway door: every string, number and object key of a request body
- * that no request selector reaches is checked by veil's detectors (src/discover/guard.ts, the
+ * that no request selector reaches is checked by veil's detectors (src/drift-guard, the
  * stream's guard), and personal data found there is refused (422 UNMAPPED_PERSONAL_DATA) or,
  * for the kinds the route protects, protected like a selected value. The path and kind are
  * reported, never the value.

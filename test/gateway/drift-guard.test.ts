@@ -5,7 +5,7 @@ import { callerProblem } from '../../src/gateway/caller-problem.ts';
 import { gatewaySchema } from '../../src/gateway/gateway-config.ts';
 import { locate } from '../../src/gateway/json-fields.ts';
 import { compileRoutes, type Route } from '../../src/gateway/routes.ts';
-import { BodyGuard, findingPlace, MAX_REPORTED, placeText, unmappedRefusal } from '../../src/gateway/unmapped-guard.ts';
+import { BodyGuard, findingPlace, MAX_REPORTED, placeText, unmappedRefusal } from '../../src/gateway/drift-guard.ts';
 import { EXAMPLE_CONFIG_TEXT } from '../helpers/engine-fixture.ts';
 
 const withGateway = (gateway: string) => `${EXAMPLE_CONFIG_TEXT}\ngateway:\n${gateway}`;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { allowedPath } from '../../src/discover/json-guard.ts';
-import { ObjectGuard } from '../../src/discover/object-guard.ts';
+import { allowedPath } from '../../src/drift-guard/json-guard.ts';
+import { ObjectGuard } from '../../src/drift-guard/object-guard.ts';
 
 const MAPPED = ['email', 'cards[].number', 'profile.name'];
 const found = (record: unknown, guard = new ObjectGuard(MAPPED, [], false)) => guard.findings(record).map((f) => [f.path, f.kind, f.key]);

@@ -1,7 +1,7 @@
 import { foldKey } from '../json-bytes/paths.ts';
 import type { PlaceStep } from '../json-bytes/scan.ts';
 import { isUtf8 } from 'node:buffer';
-import { contextOf, LIKELY, unmappedKeyKind, unmappedValueKind, type GuardKind } from './guard.ts';
+import { contextOf, LIKELY, unmappedKeyKind, unmappedValueKind, type GuardKind } from './value-kinds.ts';
 import { formatPath, parentContext, type AllowedPath } from './json-guard.ts';
 
 /** Personal data in a decoded record where no mapping looks: the path and kind — never the value. */
@@ -34,7 +34,7 @@ export class ObjectGuard {
   private readonly mapped: PathTree;
   private readonly allow: readonly AllowedPath[];
   private readonly fold: boolean;
-  /** the likelihood (guard.ts) a finding needs */
+  /** the likelihood (value-kinds.ts) a finding needs */
   readonly threshold: number;
 
   /** `mapped`: the pipeline's record paths (`cards[].number`); `fold`: keys match case-insensitively */

@@ -1,6 +1,6 @@
 import { ValueError } from '../../engine/index.ts';
-import { allowedPath } from '../../discover/json-guard.ts';
-import { ObjectGuard, type ObjectFinding } from '../../discover/object-guard.ts';
+import { allowedPath } from '../../drift-guard/index.ts';
+import { ObjectGuard, type ObjectFinding } from '../../drift-guard/index.ts';
 import { StreamError } from '../stream-error.ts';
 import type { RecordProtection } from './serde.ts';
 

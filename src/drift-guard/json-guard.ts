@@ -1,7 +1,7 @@
 import { foldKey } from '../json-bytes/paths.ts';
 import { EV_RAW, EV_STRING, keyText, leafText, TRAIT_AT, TRAIT_DIGIT, TRAIT_ESCAPE, type PlaceStep, type ScanPlace, type UnmappedVisitor } from '../json-bytes/scan.ts';
-import { contextOf, LIKELY, mayBePersonal, mayBePersonalWithoutDigits, shapeOfBytes, unmappedKeyKind, unmappedValueKind, type GuardKind } from './guard.ts';
-import { pathSegment } from './profile.ts';
+import { contextOf, LIKELY, mayBePersonal, mayBePersonalWithoutDigits, shapeOfBytes, unmappedKeyKind, unmappedValueKind, type GuardKind } from './value-kinds.ts';
+import { pathSegment } from '../discover/profile.ts';
 
 /** Personal data where no mapping looks: the path (keys that are data shown as `*`) and kind — never the value. */
 export interface UnmappedFinding {
@@ -52,7 +52,7 @@ export class JsonGuard implements UnmappedVisitor {
 
   /**
    * `fold`: allowed paths match keys case-insensitively, as the mapping's paths do (keys:
-   * insensitive); `max`: findings kept per document; `threshold`: the likelihood (guard.ts) a
+   * insensitive); `max`: findings kept per document; `threshold`: the likelihood (value-kinds.ts) a
    * finding needs
    */
   constructor(allow: readonly AllowedPath[], fold: boolean, max = MAX_FINDINGS, threshold = LIKELY) {
