@@ -192,7 +192,8 @@ export function isPostalAddress(value: string, context: FieldContext): boolean {
   const words = value.trim().split(/[\s,]+/).filter(Boolean);
   // a house number, or Spanish `s/n` (sin número)
   const numbered = /\d/.test(value) || /(?:^|\s)s\/n\.?(?:$|[\s,])/i.test(value);
-  return words.length >= 2 && words.length <= 12 && numbered && words.some((w) => /^\p{L}[\p{L}'’.-]+$/u.test(w)) && isIP(value) === 0;
+  // (two words or more: no IP address is one)
+  return words.length >= 2 && words.length <= 12 && numbered && words.some((w) => /^\p{L}[\p{L}'’.-]+$/u.test(w));
 }
 
 export function detect(kind: Kind, value: string, context: FieldContext): boolean {

@@ -86,9 +86,12 @@ export class JsonGuard implements UnmappedVisitor {
     // the field's name matters to names (no digits), to numbers of 4 digits or more (dates,
     // phones, cards, national ids) and to addresses (letters and digits): most values need no
     // lookup of their key
-    const named = keyStart >= 0 && (shape.digits >= 4 || (shape.digits > 0 && shape.letters > 1) || (shape.digits === 0 && mayNameAPerson(b, keyStart + 1, keyEnd - 1)));
+    const named = keyStart >= 0 && (shape.digits >= 4 || (shape.digits > 0 && shape.letters > 1 && mayNameAnAddress(b, keyStart + 1, keyEnd - 1))
+      || (shape.digits === 0 && mayNameAPerson(b, keyStart + 1, keyEnd - 1)));
     const hints = named ? this.hints.of(b, keyStart, keyEnd) : 0;
     if (!mayBePersonal(shape, hints)) return;
+    // a candidate under an allowed path is not looked at (the detectors cost more than the steps)
+    if (this.allow.length > 0 && this.allowed(place.steps())) return;
     const name = keyStart < 0 ? '' : keyText(b, keyStart, keyEnd);
     const found = unmappedValueKind(leafText(b, kind, start, end), name, hints, this.threshold, () => parentContext(place.steps()));
     if (found !== undefined) this.report(place.trail(), found, start, end, false);
@@ -198,6 +201,31 @@ function mayNameAPerson(b: Buffer, from: number, to: number): boolean {
     if (c === 0x68 && c1 === 0x6f && c2 === 0x6c) return true; // hol(d)
   }
   for (let k = Math.max(from, to - 2); k < to; k++) if (b[k] === 0x5c) return true;
+  return false;
+}
+
+/**
+ * Whether a key's raw bytes can be an address field name (CTX_ADDRESS: address, addr, street,
+ * strasse, adresse, anschrift, rue, calle, dirección, indirizzo, residence, domicile): they hold
+ * one of those words' first letters in any case. An escaped key is looked up.
+ */
+const ADDRESS_STEMS = ['addr', 'adre', 'ansc', 'dire', 'indi', 'stre', 'stra', 'rue', 'call', 'resi', 'domi'];
+/** the stems by their first letter's code (lower case): most bytes start none */
+const STEMS_BY_FIRST: (number[][] | undefined)[] = [];
+for (const stem of ADDRESS_STEMS) (STEMS_BY_FIRST[stem.charCodeAt(0)] ??= []).push([...stem].map((c) => c.charCodeAt(0)));
+function mayNameAnAddress(b: Buffer, from: number, to: number): boolean {
+  for (let k = from; k < to; k++) {
+    const c = b[k]!;
+    if (c === 0x5c) return true;
+    const stems = STEMS_BY_FIRST[c | 0x20];
+    if (stems === undefined) continue;
+    for (const stem of stems) {
+      if (k + stem.length > to) continue;
+      let j = 1;
+      while (j < stem.length && (b[k + j]! | 0x20) === stem[j]) j++;
+      if (j === stem.length) return true;
+    }
+  }
   return false;
 }
 
