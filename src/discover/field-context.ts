@@ -48,7 +48,6 @@ const ADDRESS_WORD = /^(?:addr|address|addresses|adresse|adres|anschrift|direcci
 const PHRASES: [first: RegExp, second: RegExp, bit: number][] = [
   [/^(?:national|tax|person|personal|citizen|resident|passport|social|insurance|health|patient|voter|driver|drivers)$/, /^(?:id|ids|number|no|nr|code)$/, CTX_NATIONAL_ID],
   [/^social$/, /^security$/, CTX_NATIONAL_ID],
-  [/^(?:date|day|place|year)$/, /^(?:of)$/, 0],
   [/^(?:card|credit|debit)$/, /^(?:number|no|nr|num)$/, CTX_CARD],
 ];
 /** address words a qualifier turns into something else: an IP or MAC address, a wallet, a server */
@@ -85,7 +84,7 @@ function contextOfWords(words: readonly string[]): number {
     for (const [first, second, bit] of PHRASES) {
       if (first.test(w) && second.test(next)) {
         positive |= bit;
-        if (bit !== 0) phraseEnd = i + 1;
+        phraseEnd = i + 1;
       }
     }
   });

@@ -86,12 +86,12 @@ export class JsonGuard implements UnmappedVisitor {
     // the field's name matters to names (no digits), to numbers of 4 digits or more (dates,
     // phones, cards, national ids) and to addresses (letters and digits): most values need no
     // lookup of their key
-    const named = keyStart >= 0 && (shape.digits >= 4 || (shape.digits > 0 && shape.letters > 1 && mayNameAnAddress(b, keyStart + 1, keyEnd - 1))
+    const named = keyStart >= 0 && (shape.digits >= 4 || (shape.digits > 0 && shape.letters > 1 && shape.separators > 0 && mayNameAnAddress(b, keyStart + 1, keyEnd - 1))
       || (shape.digits === 0 && mayNameAPerson(b, keyStart + 1, keyEnd - 1)));
     const hints = named ? this.hints.of(b, keyStart, keyEnd) : 0;
     if (!mayBePersonal(shape, hints)) return;
     // a candidate under an allowed path is not looked at (the detectors cost more than the steps)
-    if (this.allow.length > 0 && this.allowed(place.steps())) return;
+    if (this.allow.length > 0 && this.allowedAt(place)) return;
     const name = keyStart < 0 ? '' : keyText(b, keyStart, keyEnd);
     const found = unmappedValueKind(leafText(b, kind, start, end), name, hints, this.threshold, () => parentContext(place.steps()));
     if (found !== undefined) this.report(place.trail(), found, start, end, false);
@@ -113,6 +113,20 @@ export class JsonGuard implements UnmappedVisitor {
       return;
     }
     this.findings.push({ path: formatPath(steps, key), kind, start, end, key, trail });
+  }
+
+  /** allowed() of the place's steps, each decoded only when an entry still matches up to it */
+  private allowedAt(place: ScanPlace): boolean {
+    const count = place.stepCount();
+    return this.allow.some((entry) => {
+      if (entry.length > count) return false;
+      for (let i = 0; i < entry.length; i++) {
+        const s = entry[i]!;
+        const step = place.stepAt(i);
+        if (s === null || step === null ? s !== step : s !== (this.fold ? foldKey(step) : step)) return false;
+      }
+      return true;
+    });
   }
 
   private allowed(steps: readonly PlaceStep[]): boolean {

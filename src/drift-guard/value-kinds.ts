@@ -40,6 +40,8 @@ export interface Shape {
   ibanStart: boolean;
   /** starts with + or 00: an international phone number */
   international: boolean;
+  /** spaces and commas: an address has one at least (two words) */
+  separators: number;
 }
 
 /**
@@ -56,7 +58,7 @@ export function mayBePersonal(shape: Shape, ctx: number): boolean {
   if (letters > 0 && ((shape.ibanStart && length >= 15) || (digits === 6 && letters === 3) || (digits === 13 && letters === 2))) return true;
   if (((ctx & CTX_PHONE) !== 0 || shape.international) && digits >= 6) return true;
   if ((ctx & CTX_BIRTH) !== 0 && digits >= 4) return true;
-  if ((ctx & CTX_ADDRESS) !== 0 && digits > 0 && letters > 1) return true;
+  if ((ctx & CTX_ADDRESS) !== 0 && digits > 0 && letters > 1 && shape.separators > 0) return true;
   return (ctx & CTX_PERSON_NAME) !== 0 && digits === 0 && length <= 80;
 }
 
@@ -75,12 +77,14 @@ const IBAN_START = /^[A-Za-z]{2}\d{2}/;
 export function shapeOf(text: string): Shape {
   let letters = 0;
   let digits = 0;
+  let separators = 0;
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (c >= 0x30 && c <= 0x39) digits++;
     else if ((c | 0x20) >= 0x61 && (c | 0x20) <= 0x7a) letters++;
+    else if (c === 0x20 || c === 0x2c) separators++;
   }
-  return { length: text.length, letters, digits, at: text.includes('@'), ibanStart: IBAN_START.test(text), international: text.startsWith('+') || text.startsWith('00') };
+  return { length: text.length, letters, digits, at: text.includes('@'), ibanStart: IBAN_START.test(text), international: text.startsWith('+') || text.startsWith('00'), separators };
 }
 
 /**
@@ -121,7 +125,7 @@ export function unmappedKeyKindOfBytes(b: Buffer, threshold = LIKELY): GuardKind
 }
 
 // one shape, overwritten value after value (the guard is synchronous): no object per value
-const scratch: Shape = { length: 0, letters: 0, digits: 0, at: false, ibanStart: false, international: false };
+const scratch: Shape = { length: 0, letters: 0, digits: 0, at: false, ibanStart: false, international: false, separators: 0 };
 
 /**
  * shapeOf over UTF-8 bytes, into the shared scratch shape: ASCII letters and digits count as in
@@ -130,17 +134,20 @@ const scratch: Shape = { length: 0, letters: 0, digits: 0, at: false, ibanStart:
 export function shapeOfBytes(b: Buffer, from: number, to: number): Shape {
   let letters = 0;
   let digits = 0;
+  let separators = 0;
   let at = false;
   for (let k = from; k < to; k++) {
     const c = b[k]!;
     if (c >= 0x30 && c <= 0x39) digits++;
     else if ((c | 0x20) >= 0x61 && (c | 0x20) <= 0x7a) letters++;
-    else if (c === 0x40 || c === 0x5c) at = true; // an escape may hide an @: decode and look
+    else if (c === 0x20 || c === 0x2c) separators++;
+    else if (c === 0x40 || c === 0x5c) at = true; // an escape may hide an @ (or a space): decode and look
   }
   const c0 = b[from];
   scratch.length = to - from;
   scratch.letters = letters;
   scratch.digits = digits;
+  scratch.separators = at ? 1 : separators;
   scratch.at = at;
   scratch.ibanStart = to - from >= 4 && isLetter(c0) && isLetter(b[from + 1]) && isDigit(b[from + 2]) && isDigit(b[from + 3]);
   scratch.international = c0 === 0x2b || (c0 === 0x30 && b[from + 1] === 0x30);

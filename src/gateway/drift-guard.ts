@@ -1,6 +1,5 @@
 import { isDataKey } from '../discover/profile.ts';
-import type { GuardKind } from '../drift-guard/index.ts';
-import { JsonGuard, type AllowedPath, type UnmappedFinding } from '../drift-guard/index.ts';
+import { JsonGuard, likelihoodLevel, type AllowedPath, type GuardKind, type UnmappedFinding } from '../drift-guard/index.ts';
 import { type ErrorDetail, type FieldRef } from '../engine/index.ts';
 import { unmappedPolicyConfig, type GatewayUnmapped } from './gateway-config.ts';
 import { parseSelector } from './selector.ts';
@@ -20,6 +19,8 @@ export interface RequestGuard {
   /** the route's allow-list, matched with its key rule */
   allow: readonly AllowedPath[];
   foldKeys: boolean;
+  /** the likelihood (1–5) a finding needs */
+  threshold: number;
 }
 
 /** The route's guard, or undefined for `unmapped: pass`. `foldKeys`: allow entries match keys as the selectors do. */
@@ -34,7 +35,7 @@ export function compileGuard(unmapped: GatewayUnmapped, foldKeys: boolean): Requ
       protect.set(kind, { className, propertyName });
     }
   }
-  return { action: policy.action, protect, allow, foldKeys };
+  return { action: policy.action, protect, allow, foldKeys, threshold: likelihoodLevel(policy.threshold) };
 }
 
 /** How many findings a refusal names: the first few tell the caller what to fix. */
@@ -47,7 +48,7 @@ export const MAX_REPORTED = 16;
  */
 export class BodyGuard extends JsonGuard {
   constructor(guard: RequestGuard, cap: number) {
-    super(guard.allow, guard.foldKeys, cap);
+    super(guard.allow, guard.foldKeys, cap, guard.threshold);
   }
 
   get found(): readonly UnmappedFinding[] {

@@ -1,6 +1,6 @@
 import { isIP } from 'node:net';
 import { z } from 'zod';
-import { GUARD_KINDS } from '../drift-guard/index.ts';
+import { DEFAULT_THRESHOLD, GUARD_KINDS, THRESHOLDS } from '../drift-guard/index.ts';
 import { nameSchema, ROLE, type CompiledConfig, type ConfigIssue } from '../engine/index.ts';
 import { pathPatternProblem } from './route-match.ts';
 import { canonicalSelector, parseSelector, SelectorSyntaxError } from './selector.ts';
@@ -34,7 +34,8 @@ const keysMode = z.enum(['insensitive', 'exact']);
  * `protect` is protected as that Class.property and forwarded (other kinds, and personal data as an
  * object key, are still refused); `pass`: not looked at. `allow`: selectors (`notes`,
  * `items[*].sku`) the guard does not look at, nor anything under them, matched with the route's
- * key rule. Runs on routes with request selectors only.
+ * key rule; `threshold`: how likely a finding must be, as a pipeline's. Runs on routes with
+ * request selectors only.
  */
 const UNMAPPED_ACTIONS = ['refuse', 'protect', 'pass'] as const;
 export const gatewayUnmappedSchema = z.union([
@@ -43,6 +44,7 @@ export const gatewayUnmappedSchema = z.union([
     action: z.enum(UNMAPPED_ACTIONS).default('refuse'),
     allow: z.array(selectorText).max(256).default([]),
     protect: z.partialRecord(z.enum(GUARD_KINDS), fieldRef).default({}),
+    threshold: z.enum(THRESHOLDS).default(DEFAULT_THRESHOLD),
   }),
 ]);
 
@@ -53,10 +55,12 @@ export interface UnmappedPolicyConfig {
   action: (typeof UNMAPPED_ACTIONS)[number];
   allow: readonly string[];
   protect: Partial<Record<(typeof GUARD_KINDS)[number], string>>;
+  /** how likely a value must be personal data to be a finding (src/drift-guard/value-kinds.ts) */
+  threshold: (typeof THRESHOLDS)[number];
 }
 
 export function unmappedPolicyConfig(u: GatewayUnmapped): UnmappedPolicyConfig {
-  return typeof u === 'string' ? { action: u, allow: [], protect: {} } : u;
+  return typeof u === 'string' ? { action: u, allow: [], protect: {}, threshold: DEFAULT_THRESHOLD } : u;
 }
 
 /** An IPv4 or IPv6 address, or a CIDR block of either. */

@@ -69,6 +69,10 @@ export interface ScanPlace {
   steps(): PlaceStep[];
   /** the same with each array step's element index: a JSON pointer's steps */
   trail(): (string | number)[];
+  /** how many steps steps() would hold, without building them */
+  stepCount(): number;
+  /** step `i` (0-based) of steps(): a key decoded, or null for an array element — one step, not the whole list */
+  stepAt(i: number): PlaceStep;
   /** the raw span, quotes included, of the key naming the value being visited — its own, or for an array element the array's — or -1s at the root */
   keyStart(): number;
   keyEnd(): number;
@@ -295,6 +299,15 @@ class Scanner implements ScanPlace {
 
   steps(): PlaceStep[] {
     return this.trail().map((step) => (typeof step === 'number' ? null : step));
+  }
+
+  stepCount(): number {
+    return this.depth;
+  }
+
+  stepAt(i: number): PlaceStep {
+    const d = i + 1;
+    return this.kinds[d] !== OPEN_OBJECT ? null : keyText(this.b, this.keySpans[2 * d]!, this.keySpans[2 * d + 1]!);
   }
 
   trail(): (string | number)[] {

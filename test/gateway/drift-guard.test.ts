@@ -33,6 +33,17 @@ function findings(r: Route, doc: unknown, cap = MAX_REPORTED) {
   return { located, guard, places: guard.found.length === 0 ? [] : unmappedRefusal(guard.found, guard.truncated).findings.map((f) => [f.path, f.kind, f.pointer]) };
 }
 
+describe('the gateway unmapped guard: threshold', () => {
+  it('grades as the stream does: bare card digits in a neutral field are possible, found at threshold possible only; grouped ones anywhere', () => {
+    expect(findings(route(), { email: 'a@example.com', extra: '4111111111111111' }).places).toEqual([]);
+    expect(findings(route({ unmapped: { threshold: 'possible' } }), { email: 'a@example.com', extra: '4111111111111111' }).places).toEqual([['extra', 'payment-card', '/extra']]);
+    expect(findings(route(), { email: 'a@example.com', extra: '4111 1111 1111 1111' }).places).toEqual([['extra', 'payment-card', '/extra']]);
+    expect(findings(route({ unmapped: { threshold: 'very-likely' } }), { email: 'a@example.com', home_tel: '020 7946 0958' }).places).toEqual([]);
+    expect(findings(route(), { email: 'a@example.com', home_tel: '020 7946 0958' }).places).toEqual([['home_tel', 'phone', '/home_tel']]);
+    expect(gatewaySchema.safeParse({ upstream: 'http://x', unmapped: { threshold: 'unlikely' }, routes: [{ method: 'GET', path: '/' }] }).success).toBe(false);
+  });
+});
+
 describe('the gateway unmapped guard: configuration', () => {
   it('defaults to refuse at the gateway; a route replaces it as a whole; the object form fills its defaults', () => {
     const { config, issues: found } = compileVeilConfigText(withGateway(`  upstream: http://127.0.0.1:3000
@@ -41,7 +52,7 @@ ${ROUTE}${ROUTE.replace('- method: POST', '- method: PUT').replace('path: /custo
     expect(found).toEqual([]);
     expect(config!.gateway!.unmapped).toBe('refuse');
     expect(config!.gateway!.routes[0]!.unmapped).toBeUndefined();
-    expect(config!.gateway!.routes[1]!.unmapped).toEqual({ action: 'refuse', allow: ['notes'], protect: {} });
+    expect(config!.gateway!.routes[1]!.unmapped).toEqual({ action: 'refuse', allow: ['notes'], protect: {}, threshold: 'likely' });
   });
 
   it('accepts the three actions by their gateway names; dead-letter is the stream\'s word', () => {
