@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Kafka, logLevel } from 'kafkajs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
 import { EXAMPLE_CONFIG } from '../../src/env/index.ts';
 import { consume, createTopics, javaConsumeCommitted, steadyProducer, expectKeyOrder } from '../helpers/kafka.ts';
 import { privateBroker, spawnStream, waitFor } from '../helpers/processes.ts';
@@ -75,6 +75,11 @@ pipelines:
     const logs: string[] = [];
     const phases: string[] = [];
     const phase = (what: string) => phases.push(`${Date.now()} ${what}`);
+    // any failure, the test's timeout included (one run in 20 timed out with no trace): where it was
+    onTestFailed(() => {
+      console.log(`crash test failed at ${new Set([...records.values()].map((r) => r.id)).size} of ${TOTAL} ids; phases:\n${phases.join('\n')}`);
+      console.log([...logs, ...started.map((p) => p.output())].map((l) => l.split('\n').filter((line) => /"level":(40|50|60)|re-creating|halted|crashed/.test(line)).slice(-40).join('\n')).join('\n----\n'));
+    });
     const spawnLogged = () => {
       const p = spawnStream(args, { ...env, VEIL_LOG_LEVEL: 'debug' });
       started.push(p);
@@ -99,7 +104,10 @@ pipelines:
     // a failed round fails the test where it is awaited, not as an unhandled rejection
     producing.catch(() => undefined);
     const unique = () => new Set([...records.values()].map((s) => s.id)).size;
-    const progress = async (beyond: number, what: string) => waitFor(() => unique() > beyond, 120_000, what);
+    const progress = async (beyond: number, what: string) => {
+      phase(`waiting for ${what}`);
+      await waitFor(() => unique() > beyond, 120_000, what);
+    };
 
     for (let kill = 1; kill <= 3; kill++) {
       await progress(kill * 400, `progress before kill ${kill}`);
