@@ -23,10 +23,11 @@ export interface Graded {
   level: number;
 }
 
-const VERY_LIKELY = 5;
-const LIKELY = 4;
-const POSSIBLE = 3;
-const UNLIKELY = 2;
+/** the levels findings are graded in (value-kinds.ts LIKELIHOODS) */
+export const VERY_LIKELY = 5;
+export const LIKELY = 4;
+export const POSSIBLE = 3;
+export const UNLIKELY = 2;
 
 /** a level moved by the name's context: +2 for a word naming the kind, −2 (−1 for proof by format) for a negative name */
 function inContext(level: number, ctx: number, kindBit: number, formatted: boolean): number {

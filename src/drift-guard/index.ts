@@ -7,8 +7,7 @@
  * src/stream/serde/{decoded,protobuf}-drift-guard.ts, src/gateway/drift-guard.ts.
  */
 export {
-  contextOf, DEFAULT_THRESHOLD, GUARD_KINDS, LIKELIHOODS, LIKELY, likelihoodLevel, mayBePersonal, mayBePersonalWithoutDigits, shapeOf, shapeOfBytes, THRESHOLDS,
-  unmappedKeyKind, unmappedKeyKindOfBytes, unmappedValueKind, type GuardKind, type Likelihood, type Shape, type Threshold,
+  contextOf, DEFAULT_THRESHOLD, GUARD_KINDS, likelihoodLevel, mayBePersonal, shapeOf, shapeOfBytes, THRESHOLDS, unmappedKeyKindOfBytes, unmappedValueKind, type GuardKind,
 } from './value-kinds.ts';
 export { allowedPath, formatPath, JsonGuard, parentContext, type AllowedPath, type UnmappedFinding } from './json-guard.ts';
 export { ObjectGuard, type ObjectFinding, type PathTree } from './object-guard.ts';

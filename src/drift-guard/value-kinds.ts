@@ -1,5 +1,5 @@
 import type { Kind } from '../discover/detectors.ts';
-import { gradedKind } from './evidence.ts';
+import { gradedKind, LIKELY } from './evidence.ts';
 import { contextOf, CTX_ADDRESS, CTX_BIRTH, CTX_NATIONAL_ID, CTX_ORGANISATION, CTX_PERSON_NAME, CTX_PHONE } from '../discover/field-context.ts';
 
 /**
@@ -26,8 +26,7 @@ export type Threshold = (typeof THRESHOLDS)[number];
 export function likelihoodLevel(l: Likelihood): number {
   return LIKELIHOODS.indexOf(l) + 1;
 }
-export const POSSIBLE = 3;
-export const LIKELY = 4;
+export { LIKELY } from './evidence.ts';
 export const DEFAULT_THRESHOLD: Threshold = 'likely';
 
 /** What a value is made of, counted in one pass over it (its text or its UTF-8 bytes: both count ASCII alike). */

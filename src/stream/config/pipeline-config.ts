@@ -25,7 +25,7 @@ const topicName = topicNameSchema;
  * passes as if the guard were off, and what would have been dead-lettered is counted and logged
  * (path and kind) — for measuring a rollout, it protects nothing; `pass`: no check.
  * `allow`: paths (and everything under them) the guard does not look at. `threshold`: how likely
- * (guard.ts LIKELIHOODS) a value must be personal data to count as a finding.
+ * (src/drift-guard/value-kinds.ts LIKELIHOODS) a value must be personal data to count as a finding.
  */
 export const UNMAPPED_ACTIONS = ['dead-letter', 'protect', 'report', 'pass'] as const;
 export const unmappedSchema = z.union([

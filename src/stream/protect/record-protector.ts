@@ -15,12 +15,9 @@ export interface ChunkItem {
 
 /**
  * A record's outcome: its protected key and value with the paths protected in it (comma-separated,
- * `(key)` for the key; absent: every mapped path), or the code it is dead-lettered with and the
- * path (and guard kind) the code is about, and the writer's schema id when the code is about the schema.
- */
-/**
- * A record's outcome: clean (with, in the guard's report mode, what the guard would have refused
- * it for) or refused with its code.
+ * `(key)` for the key; absent: every mapped path) and, in the guard's report mode, the path and
+ * kind the guard would have refused it for; or the code it is dead-lettered with and the path
+ * (and guard kind) the code is about, and the writer's schema id when the code is about the schema.
  */
 export type ChunkOutcome = { key: Buffer | null; value: Buffer; fields?: string; reported?: { path: string; kind: string } } | { code: string; path?: string; kind?: string; schema?: number };
 
