@@ -12,6 +12,8 @@
 // `planted(i)` puts one personal value at an unmapped path of a business record: what the guard
 // must find (the detection rate).
 
+import { luhnDigit } from './discover-corpus.ts';
+
 /** mulberry32: a small seeded generator, so that the corpus is the same each run */
 export function rng(seed: number): () => number {
   let a = seed >>> 0;
@@ -39,16 +41,7 @@ export function gs1Check(body: string): string {
 }
 
 function luhnCheck(body: string): string {
-  let sum = 0;
-  for (let i = 0; i < body.length; i++) {
-    let d = Number(body[body.length - 1 - i]);
-    if (i % 2 === 0) {
-      d *= 2;
-      if (d > 9) d -= 9;
-    }
-    sum += d;
-  }
-  return String((10 - (sum % 10)) % 10);
+  return String(luhnDigit(body));
 }
 
 /** GS1 prefixes as products carry them, weighted toward the big markets (and the ones the drift report named) */
