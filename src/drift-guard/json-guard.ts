@@ -1,5 +1,5 @@
-import { foldKey } from '../json-bytes/paths.ts';
-import { EV_RAW, EV_STRING, keyText, leafText, TRAIT_AT, TRAIT_DIGIT, TRAIT_ESCAPE, type PlaceStep, type ScanPlace, type UnmappedVisitor } from '../json-bytes/scan.ts';
+import { foldKey, type JsonPath, type JsonPathStep } from '../json-bytes/paths.ts';
+import { EV_STRING, keyText, leafText, TRAIT_AT, TRAIT_DIGIT, TRAIT_ESCAPE, type KeyName, type PlaceStep, type ScanPlace, type UnmappedVisitor } from '../json-bytes/scan.ts';
 import { contextOf, LIKELY, mayBePersonal, mayBePersonalWithoutDigits, shapeOfBytes, unmappedKeyKind, unmappedValueKind, type GuardKind } from './value-kinds.ts';
 import { pathSegment } from '../discover/profile.ts';
 
@@ -25,6 +25,15 @@ export function allowedPath(path: string): AllowedPath {
 }
 
 /**
+ * An allow-list entry as a path the scan keeps quiet (CompileOptions.quiet): nothing under it is
+ * shown to the guard, so the guard pays nothing for it. JsonGuard checks entries itself too, for
+ * a scan compiled without them.
+ */
+export function quietPath(entry: AllowedPath): JsonPath {
+  return entry.map((step): JsonPathStep => (step === null ? { kind: 'each' } : { kind: 'key', name: step }));
+}
+
+/**
  * How many findings one document reports at most, unless the caller says: the first names the
  * dead letter; past the limit the guard only marks the document truncated (a caller protecting
  * findings must then refuse it).
@@ -45,10 +54,14 @@ export class JsonGuard implements UnmappedVisitor {
   /** more findings than MAX_FINDINGS: the rest were not collected, so no caller may protect only these and pass the record */
   truncated = false;
   private readonly allow: readonly AllowedPath[];
+  /** the same entries as the scanner compares keys (raw bytes, folded or not) */
+  private readonly allowKeys: readonly (readonly (KeyName | null)[])[];
   private readonly fold: boolean;
   private readonly hints = new KeyHints();
   private readonly max: number;
   private readonly threshold: number;
+  /** a key is checked without a field's hints: without a digit, `@` or escape it is no guarded kind, so the scanner need not show it */
+  readonly keyTraits = PLAIN_MASK;
 
   /**
    * `fold`: allowed paths match keys case-insensitively, as the mapping's paths do (keys:
@@ -60,6 +73,7 @@ export class JsonGuard implements UnmappedVisitor {
     this.max = max;
     this.threshold = threshold;
     this.allow = fold ? allow.map((p) => p.map((s) => (s === null ? null : foldKey(s)))) : allow;
+    this.allowKeys = this.allow.map((p) => p.map((s) => (s === null ? null : { name: s, bytes: Buffer.from(s, 'utf8'), ...(fold ? { folded: true } : {}) })));
   }
 
   begin(): void {
@@ -68,20 +82,21 @@ export class JsonGuard implements UnmappedVisitor {
   }
 
   value(b: Buffer, kind: number, start: number, end: number, place: ScanPlace): void {
-    if (this.truncated) return;
-    const from = kind === EV_STRING ? start + 1 : start;
-    const to = kind === EV_STRING ? end - 1 : end;
-    // nothing guarded is shorter than 5 characters (nor is a boolean)
-    if (to - from < 5 || (kind === EV_RAW && !isDigit(b[start]))) return;
-    // a number with a fraction or an exponent is no identifier
-    if (kind === EV_RAW && !allDigits(b, from, to)) return;
+    // nothing guarded is shorter than 5 characters (nor is a boolean); a number with a fraction,
+    // an exponent or a sign is no identifier
+    if (kind === EV_STRING ? end - start < 7 : end - start < 5 || !allDigits(b, start, end)) return;
+    if (!this.truncated) this.check(b, kind, start, end, place);
+  }
+
+  private check(b: Buffer, kind: number, start: number, end: number, place: ScanPlace): void {
+    const string = kind === EV_STRING;
+    const from = string ? start + 1 : start;
+    const to = string ? end - 1 : end;
+    // most strings hold no `@`, no escape and fewer than 4 digits (the scanner counts): such a
+    // value is no guarded kind unless its field is named for a person or an address
+    if (string && (place.stringTraits() & (TRAIT_AT | TRAIT_ESCAPE)) === 0 && place.stringDigits() < 4 && !this.fewDigitsMayBePersonal(b, from, to, place.stringDigits(), place)) return;
     const keyStart = place.keyStart();
     const keyEnd = keyStart < 0 ? -1 : place.keyEnd();
-    // most strings hold no digit, `@` or escape (the scanner tells): only a name can be one, in a field named so
-    if (kind === EV_STRING && (place.stringTraits() & PLAIN_MASK) === 0) {
-      const hints = keyStart >= 0 && mayNameAPerson(b, keyStart + 1, keyEnd - 1) ? this.hints.of(b, keyStart, keyEnd) : 0;
-      if (!mayBePersonalWithoutDigits(to - from, hints)) return;
-    }
     const shape = shapeOfBytes(b, from, to);
     // the field's name matters to names (no digits), to numbers of 4 digits or more (dates,
     // phones, cards, national ids) and to addresses (letters and digits): most values need no
@@ -97,9 +112,23 @@ export class JsonGuard implements UnmappedVisitor {
     if (found !== undefined) this.report(place.trail(), found, start, end, false);
   }
 
+  /**
+   * mayBePersonal's gates for a string of fewer than 4 digits and no `@` or escape, before its
+   * shape is counted: with no digit only a person's name in a field named so can be one; with 1
+   * to 3 only an address in a field named so, or an IBAN's start (every other kind needs more digits).
+   */
+  private fewDigitsMayBePersonal(b: Buffer, from: number, to: number, digits: number, place: ScanPlace): boolean {
+    if (digits === 0 && to - from > 80) return false;
+    if (digits > 0 && to - from >= 15 && isDigit(b[from + 2]) && isDigit(b[from + 3])) return true;
+    const keyStart = place.keyStart();
+    if (keyStart < 0) return false;
+    const keyEnd = place.keyEnd();
+    if (digits > 0) return mayNameAnAddress(b, keyStart + 1, keyEnd - 1);
+    return mayNameAPerson(b, keyStart + 1, keyEnd - 1) && mayBePersonalWithoutDigits(to - from, this.hints.of(b, keyStart, keyEnd));
+  }
+
   key(b: Buffer, start: number, end: number, place: ScanPlace): void {
     if (this.truncated) return;
-    // a key is checked without a field's hints: without a digit, `@` or escape it is no guarded kind
     if ((place.stringTraits() & PLAIN_MASK) === 0 || !mayBePersonal(shapeOfBytes(b, start + 1, end - 1), 0)) return;
     const found = unmappedKeyKind(keyText(b, start, end), this.threshold);
     if (found !== undefined) this.report(place.trail(), found, start, end, true);
@@ -115,17 +144,12 @@ export class JsonGuard implements UnmappedVisitor {
     this.findings.push({ path: formatPath(steps, key), kind, start, end, key, trail });
   }
 
-  /** allowed() of the place's steps, each decoded only when an entry still matches up to it */
+  /** allowed() of the place's steps, compared on the keys' bytes (nothing decoded) */
   private allowedAt(place: ScanPlace): boolean {
     const count = place.stepCount();
-    return this.allow.some((entry) => {
+    return this.allowKeys.some((entry) => {
       if (entry.length > count) return false;
-      for (let i = 0; i < entry.length; i++) {
-        const s = entry[i]!;
-        const step = place.stepAt(i);
-        // most keys are written as allowed: equal before any folding
-        if (s === null || step === null ? s !== step : s !== step && (!this.fold || s !== foldKey(step))) return false;
-      }
+      for (let i = 0; i < entry.length; i++) if (!place.stepIs(i, entry[i]!)) return false;
       return true;
     });
   }
@@ -169,26 +193,23 @@ export function formatPath(steps: readonly PlaceStep[], lastIsDataKey = false): 
 
 /**
  * contextOf by a key's raw bytes, without decoding it: records repeat the same few keys, and a
- * string per value would cost more than the guard's checks. Bounded (records with data as keys).
+ * string per value would cost more than the guard's checks. A direct-mapped cache of KEY_SLOTS
+ * keys (a colliding key replaces the one in its slot), so it stays bounded whatever keys come.
  */
+const KEY_SLOTS = 1024;
 class KeyHints {
-  private readonly byHash = new Map<number, { bytes: Buffer; hints: number }[]>();
-  private size = 0;
+  private readonly keys: (Buffer | undefined)[] = new Array<Buffer | undefined>(KEY_SLOTS).fill(undefined);
+  private readonly hints = new Int32Array(KEY_SLOTS);
 
   of(b: Buffer, start: number, end: number): number {
     let h = 0x811c9dc5;
     for (let k = start; k < end; k++) h = Math.imul(h ^ b[k]!, 0x01000193);
-    const bucket = this.byHash.get(h);
-    if (bucket !== undefined) for (const e of bucket) if (sameBytes(e.bytes, b, start, end)) return e.hints;
+    const slot = (h ^ (h >>> 16)) & (KEY_SLOTS - 1);
+    const key = this.keys[slot];
+    if (key !== undefined && sameBytes(key, b, start, end)) return this.hints[slot]!;
     const hints = contextOf(keyText(b, start, end));
-    if (this.size >= 4096) {
-      this.byHash.clear();
-      this.size = 0;
-    }
-    const entry = { bytes: Buffer.from(b.subarray(start, end)), hints };
-    if (bucket === undefined) this.byHash.set(h, [entry]);
-    else bucket.push(entry);
-    this.size++;
+    this.keys[slot] = Buffer.from(b.subarray(start, end));
+    this.hints[slot] = hints;
     return hints;
   }
 }

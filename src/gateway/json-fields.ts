@@ -1,7 +1,7 @@
 // The one validating JSON scanner of veil (src/json-bytes, shared with the stream pipelines): it
 // reports where paths land as byte spans, so the gateway rewrites only the selected values and
 // keeps every other byte.
-import { compileExpectation } from '../json-bytes/paths.ts';
+import { compileExpectation, type JsonPath } from '../json-bytes/paths.ts';
 import { EV_MISSING, EV_NO_ARRAY, EV_NOT_SCALAR, EV_SHAPE, JsonSyntaxError, leafText, scanJson, type Expectation, type UnmappedVisitor } from '../json-bytes/scan.ts';
 import { spliceJson } from '../json-bytes/splice.ts';
 import type { Selector } from './selector.ts';
@@ -27,9 +27,12 @@ export interface Located {
 /** Compiled once per route: what each selector needs of every value on its way. */
 export type CompiledSelectors = Expectation | null;
 
-/** `foldKeys`: keys match case-insensitively (gateway `keys: insensitive`, the default). */
-export function compileSelectors(selectors: readonly Selector[], foldKeys = false): CompiledSelectors {
-  return compileExpectation(selectors.map((s) => s.steps), { foldKeys });
+/**
+ * `foldKeys`: keys match case-insensitively (gateway `keys: insensitive`, the default); `quiet`:
+ * paths a visitor is not shown (the guard's allow-list).
+ */
+export function compileSelectors(selectors: readonly Selector[], foldKeys = false, quiet?: readonly JsonPath[]): CompiledSelectors {
+  return compileExpectation(selectors.map((s) => s.steps), { foldKeys, ...(quiet ? { quiet } : {}) });
 }
 
 export const bodyNotJson = () => new GatewayError('BODY_NOT_JSON', 'the body is not JSON (UTF-8)');

@@ -4,6 +4,8 @@ import { compileSelectors, type CompiledSelectors } from './json-fields.ts';
 import { compilePathPattern, type PathMatcher } from './route-match.ts';
 import { parseSelector, type Selector } from './selector.ts';
 import { compileGuard, type RequestGuard } from './drift-guard.ts';
+import { quietPath } from '../drift-guard/index.ts';
+import type { JsonPath } from '../json-bytes/paths.ts';
 
 export interface SelectorSet {
   selectors: readonly Selector[];
@@ -35,14 +37,16 @@ export function compileRoutes(config: GatewayConfig): Route[] {
   const caseSensitive = config.paths.case === 'sensitive';
   return config.routes.map((r, i) => {
     const foldKeys = (r.keys ?? config.keys) === 'insensitive';
-    const request = selectorSet(r.request, foldKeys);
+    const guard = r.request.length > 0 ? compileGuard(r.unmapped ?? config.unmapped, foldKeys) : undefined;
+    // the guard's allow-list is quiet to the scan: nothing under an allowed path is shown to the guard
+    const request = selectorSet(r.request, foldKeys, guard?.allow.map(quietPath));
     return {
       name: r.name ?? `route-${i}`,
       methods: r.method === '*' || (Array.isArray(r.method) && r.method.includes('*')) ? 'any' : new Set(Array.isArray(r.method) ? r.method : [r.method]),
       matches: compilePathPattern(r.path, { caseSensitive }),
       request,
       response: { ...selectorSet(r.response, foldKeys), ifDenied: r.response.map((s) => s.ifDenied) },
-      guard: request.selectors.length > 0 ? compileGuard(r.unmapped ?? config.unmapped, foldKeys) : undefined,
+      guard,
       forwardAuthorization: r.forwardAuthorization ?? config.forwardAuthorization,
       allowBody: r.allowBody,
       pathParameters: r.pathParameters,
@@ -50,13 +54,13 @@ export function compileRoutes(config: GatewayConfig): Route[] {
   });
 }
 
-function selectorSet(list: readonly { select: string; field: string }[], foldKeys: boolean): SelectorSet {
+function selectorSet(list: readonly { select: string; field: string }[], foldKeys: boolean, quiet?: readonly JsonPath[]): SelectorSet {
   const selectors = list.map((s) => parseSelector(s.select));
   const fields = list.map((s) => {
     const [className, propertyName] = s.field.split('.') as [string, string];
     return { className, propertyName };
   });
-  return { selectors, fields, compiled: compileSelectors(selectors, foldKeys), foldKeys };
+  return { selectors, fields, compiled: compileSelectors(selectors, foldKeys, quiet), foldKeys };
 }
 
 /** The first route matching the method and the path's decoded segments, in configuration order. */

@@ -9,7 +9,7 @@ export type JsonPathStep = { readonly kind: 'key'; readonly name: string } | { r
 export type JsonPath = readonly JsonPathStep[];
 
 interface Need {
-  /** the path's index: the number its scan events carry */
+  /** the path's index: the number its scan events carry; QUIET for a quiet path, which has no events */
   m: number;
   path: JsonPath;
   /** the step to apply to this value; path.length: this value is the selected one */
@@ -22,16 +22,25 @@ export interface CompileOptions {
    * names `email`, as ASP.NET Core or Go's encoding/json bind them. Default: exact.
    */
   foldKeys?: boolean;
+  /**
+   * Paths whose values (and everything under them) a visitor is not shown: a guard's allow-list,
+   * matched by the scan as mapped paths are (keys compared on their bytes, folded alike). They
+   * report no events.
+   */
+  quiet?: readonly JsonPath[];
 }
+
+const QUIET = -1;
 
 /**
  * The scanner's expectation tree for `paths`, path m reported as m. Compile once per path list:
  * scanning then allocates nothing per token. Null for no paths (the scan only validates).
  */
 export function compileExpectation(paths: readonly JsonPath[], options: CompileOptions = {}): Expectation | null {
-  if (paths.length === 0) return null;
-  if (paths.some((p) => p.length === 0)) throw new Error('a JSON path has no steps');
-  return merge(paths.map((path, m) => ({ m, path, i: 0 })), options.foldKeys === true);
+  const quiet = options.quiet ?? [];
+  if (paths.length === 0 && quiet.length === 0) return null;
+  if ([...paths, ...quiet].some((p) => p.length === 0)) throw new Error('a JSON path has no steps');
+  return merge([...paths.map((path, m) => ({ m, path, i: 0 })), ...quiet.map((path) => ({ m: QUIET, path, i: 0 }))], options.foldKeys === true);
 }
 
 /**
@@ -58,20 +67,25 @@ function merge(needs: readonly Need[], fold: boolean): Expectation {
   const arrayMs: number[] = [];
   const leafMs: number[] = [];
   const elements: Need[] = [];
+  let quiet = false;
   for (const n of needs) {
     const step = n.path[n.i];
-    if (step === undefined) leafMs.push(n.m);
-    else if (step.kind === 'each') {
-      arrayMs.push(n.m);
+    const mapped = n.m !== QUIET;
+    if (step === undefined) {
+      if (mapped) leafMs.push(n.m);
+      else quiet = true;
+    } else if (step.kind === 'each') {
+      if (mapped) arrayMs.push(n.m);
       elements.push({ ...n, i: n.i + 1 });
     } else {
-      objectMs.push(n.m);
+      if (mapped) objectMs.push(n.m);
       const name = fold ? foldKey(step.name) : step.name;
       let group = groups.get(name);
       if (group === undefined) groups.set(name, (group = []));
       group.push({ ...n, i: n.i + 1 });
     }
   }
-  const keys: KeyGroup[] = [...groups].map(([name, g]) => ({ name, bytes: Buffer.from(name, 'utf8'), ms: g.map((n) => n.m), value: merge(g, fold), ...(fold ? { folded: true } : {}) }));
-  return { keys, objectMs, arrayMs, leafMs, elements: elements.length === 0 ? null : merge(elements, fold), allMs: needs.map((n) => n.m) };
+  const mappedMs = (ns: readonly Need[]) => ns.filter((n) => n.m !== QUIET).map((n) => n.m);
+  const keys: KeyGroup[] = [...groups].map(([name, g]) => ({ name, bytes: Buffer.from(name, 'utf8'), ms: mappedMs(g), value: merge(g, fold), ...(fold ? { folded: true } : {}) }));
+  return { keys, objectMs, arrayMs, leafMs, elements: elements.length === 0 ? null : merge(elements, fold), allMs: mappedMs(needs), ...(quiet ? { quiet } : {}) };
 }

@@ -25,17 +25,23 @@ export interface Expectation {
   readonly leafMs: readonly number[];
   /** every mapping above: for a null here */
   readonly allMs: readonly number[];
+  /** a quiet path (CompileOptions.quiet) ends here: the visitor sees nothing of this value, nor its key */
+  readonly quiet?: boolean;
 }
 
-export interface KeyGroup {
+/** An object key to compare keys with as the scanner does (matchKey): raw bytes, folded or not. */
+export interface KeyName {
   readonly name: string;
   /** the name as UTF-8, compared with a key's raw bytes when the key has no escapes */
   readonly bytes: Buffer;
+  /** `name` is case-folded (paths.ts foldKey) and keys are compared folded */
+  readonly folded?: boolean;
+}
+
+export interface KeyGroup extends KeyName {
   /** the mappings that look the name up: each has an absent location when the object lacks it */
   readonly ms: readonly number[];
   readonly value: Expectation;
-  /** `name` is case-folded (paths.ts foldKey) and keys are compared folded */
-  readonly folded?: boolean;
 }
 
 /**
@@ -59,6 +65,11 @@ export const EV_NOT_SCALAR = 5;
 export interface UnmappedVisitor {
   value(b: Buffer, kind: number, start: number, end: number, place: ScanPlace): void;
   key(b: Buffer, start: number, end: number, place: ScanPlace): void;
+  /**
+   * The TRAIT_* bits a key must hold one of to be visited: a visitor that looks only at keys with
+   * digits, `@` or escapes is not called for the plain words most keys are. Every key when absent.
+   */
+  readonly keyTraits?: number;
 }
 
 /** One step of where the scan stands: an object key (decoded) or an array element (null). */
@@ -73,6 +84,8 @@ export interface ScanPlace {
   stepCount(): number;
   /** step `i` (0-based) of steps(): a key decoded, or null for an array element — one step, not the whole list */
   stepAt(i: number): PlaceStep;
+  /** whether step `i` is `step` (null: an array element), compared on the key's bytes as mapped paths are: nothing decoded */
+  stepIs(i: number, step: KeyName | null): boolean;
   /** the raw span, quotes included, of the key naming the value being visited — its own, or for an array element the array's — or -1s at the root */
   keyStart(): number;
   keyEnd(): number;
@@ -82,6 +95,8 @@ export interface ScanPlace {
    * escape (most words, codes and keys). Meaningless for numbers.
    */
   stringTraits(): number;
+  /** how many ASCII digits the string being visited holds as written (an escape's hex digits do not count); meaningless for numbers */
+  stringDigits(): number;
 }
 
 /** a string holds an ASCII digit, as written (an escape's hex digits do not count) */
@@ -167,7 +182,8 @@ class Scanner implements ScanPlace {
   private b: Buffer = EMPTY;
   private visitor: UnmappedVisitor | undefined;
   /** with a visitor: the span of the current key of each open object, or the current element index of each open array, by depth */
-  private readonly keySpans: number[] = [];
+  // a typed array: a plain array grown by index (an array's slot holds only its start) is holey and costs a lookup per read
+  private keySpans = new Float64Array(128);
   private out: number[] = NO_EVENTS;
   /** index in `out` of the next event */
   written = 0;
@@ -180,17 +196,33 @@ class Scanner implements ScanPlace {
    */
   private readonly frames: Frame[] = [];
   private mappedDepth = 0;
-  /** TRAIT_* bits of the last string scanned with a visitor */
+  /**
+   * With a visitor: the depth of the innermost open object, whose current key names the place —
+   * its own, or an array's (`phones` for each of `"phones": [...]`); 0 outside any object. Kept
+   * as containers open and close, since a visitor asks it for most values.
+   */
+  private naming = 0;
+  /** with a visitor: the depth of the quiet container being scanned (Expectation.quiet), whose insides are not shown; 0 for none */
+  private quietDepth = 0;
+  /** TRAIT_* bits of the last string scanned with a visitor, and its digits */
   private traits = 0;
+  private digits = 0;
+  /** the visitor's keyTraits: a key is visited when it holds one of them, or always when it has none */
+  private keyTraits = 0;
+  private allKeys = true;
 
   /** Scans are synchronous and never nest, so one scanner serves them all; this readies it for `b`. */
   reset(b: Buffer, events: number[], from: number, visitor: UnmappedVisitor | undefined): void {
     this.b = b;
     this.visitor = visitor;
+    this.keyTraits = visitor?.keyTraits ?? 0;
+    this.allKeys = visitor?.keyTraits === undefined;
     this.out = events;
     this.written = from;
     this.depth = 0;
     this.mappedDepth = 0;
+    this.naming = 0;
+    this.quietDepth = 0;
     if (this.kinds.length > MAX_SHARED_KINDS) this.kinds = sharedKinds;
   }
 
@@ -229,7 +261,9 @@ class Scanner implements ScanPlace {
           if (c === 0x6e) kind = EV_MISSING;
         }
         if (exp !== null) this.located(exp, kind, start, p);
-        if (this.visitor !== undefined && kind !== EV_MISSING && (exp === null || exp.leafMs.length === 0)) this.visitor.value(b, kind, start, p, this);
+        // a visitor sees what no mapping names, outside quiet paths
+        const shown = kind !== EV_MISSING && (exp === null || (exp.leafMs.length === 0 && exp.quiet !== true)) && this.quietDepth === 0;
+        if (this.visitor !== undefined && shown) this.visitor.value(b, kind, start, p, this);
         state = AFTER_VALUE;
       } else if (state === AFTER_VALUE) {
         if (this.depth === 0) {
@@ -258,7 +292,7 @@ class Scanner implements ScanPlace {
         if (this.visitor !== undefined) {
           this.keySpans[2 * this.depth] = start;
           this.keySpans[2 * this.depth + 1] = p;
-          this.visitor.key(b, start, p, this);
+          if ((this.allKeys || (this.traits & this.keyTraits) !== 0) && this.quietDepth === 0 && exp?.quiet !== true) this.visitor.key(b, start, p, this);
         }
         p = skipWs(b, p, len);
         if (b[p] !== 0x3a) throw notJson();
@@ -272,12 +306,17 @@ class Scanner implements ScanPlace {
     return this.traits;
   }
 
+  stringDigits(): number {
+    return this.digits;
+  }
+
   /**
    * scanString for a visitor, also gathering the string's TRAIT_* bits. Ordered for text: bytes
    * from `]` up (lower-case letters, most punctuation, UTF-8 sequences) cost one comparison.
    */
   private scanStringTraits(b: Buffer, p: number, len: number): number {
     let traits = 0;
+    let digits = 0;
     for (p++; ; ) {
       if (p >= len) throw notJson();
       const c = b[p]!;
@@ -286,11 +325,12 @@ class Scanner implements ScanPlace {
         traits |= TRAIT_ESCAPE;
         p = scanEscape(b, p + 1);
       } else if (c === 0x22) {
-        this.traits = traits;
+        this.traits = digits > 0 ? traits | TRAIT_DIGIT : traits;
+        this.digits = digits;
         return p + 1;
       } else if (c < 0x20) throw notJson();
       else {
-        if (c >= 0x30 && c <= 0x39) traits |= TRAIT_DIGIT;
+        if (c >= 0x30 && c <= 0x39) digits++;
         else if (c === 0x40) traits |= TRAIT_AT;
         p++;
       }
@@ -310,6 +350,12 @@ class Scanner implements ScanPlace {
     return this.kinds[d] !== OPEN_OBJECT ? null : keyText(this.b, this.keySpans[2 * d]!, this.keySpans[2 * d + 1]!);
   }
 
+  stepIs(i: number, step: KeyName | null): boolean {
+    const d = i + 1;
+    if (this.kinds[d] !== OPEN_OBJECT) return step === null;
+    return step !== null && keyIs(this.b, this.keySpans[2 * d]!, this.keySpans[2 * d + 1]!, step);
+  }
+
   trail(): (string | number)[] {
     const out: (string | number)[] = [];
     for (let d = 1; d <= this.depth; d++) {
@@ -320,19 +366,11 @@ class Scanner implements ScanPlace {
   }
 
   keyStart(): number {
-    const d = this.namingDepth();
-    return d < 0 ? -1 : this.keySpans[2 * d]!;
+    return this.naming === 0 ? -1 : this.keySpans[2 * this.naming]!;
   }
 
   keyEnd(): number {
-    const d = this.namingDepth();
-    return d < 0 ? -1 : this.keySpans[2 * d + 1]!;
-  }
-
-  /** the depth of the object whose current key names the place: its own, or an array's (`phones` for each of `"phones": [...]`) */
-  private namingDepth(): number {
-    for (let d = this.depth; d > 0; d--) if (this.kinds[d] === OPEN_OBJECT) return d;
-    return -1;
+    return this.naming === 0 ? -1 : this.keySpans[2 * this.naming + 1]!;
   }
 
   private frame(): Frame | undefined {
@@ -348,7 +386,16 @@ class Scanner implements ScanPlace {
       if (grown.length <= MAX_SHARED_KINDS) sharedKinds = grown;
     }
     this.kinds[depth] = c;
-    if (this.visitor !== undefined && c === OPEN_ARRAY) this.keySpans[2 * depth] = 0;
+    if (this.visitor !== undefined) {
+      if (2 * depth + 1 >= this.keySpans.length) {
+        const grown = new Float64Array(this.keySpans.length * 2);
+        grown.set(this.keySpans);
+        this.keySpans = grown;
+      }
+      if (c === OPEN_ARRAY) this.keySpans[2 * depth] = 0;
+      else this.naming = depth;
+      if (exp?.quiet === true && this.quietDepth === 0) this.quietDepth = depth;
+    }
     if (exp === null) return;
     let frame: Frame | undefined;
     if (c === OPEN_OBJECT) {
@@ -371,6 +418,12 @@ class Scanner implements ScanPlace {
       // a key the object lacks is one absent location, like a missing property in rewriteAt
       for (let k = 0; k < frame.keys.length; k++) if (!frame.found[k]) this.events(frame.keys[k]!.ms, EV_MISSING, p, p);
       this.mappedDepth--;
+    }
+    if (this.quietDepth === this.depth) this.quietDepth = 0;
+    if (this.naming === this.depth) {
+      let d = this.depth - 1;
+      while (d > 0 && this.kinds[d] !== OPEN_OBJECT) d--;
+      this.naming = d;
     }
     this.depth--;
   }
@@ -478,6 +531,15 @@ function matchKey(b: Buffer, start: number, end: number, frame: Frame): Expectat
     }
   }
   return null;
+}
+
+/** Whether the key spanning [start, end) (with quotes) is `name`, as matchKey compares one. */
+function keyIs(b: Buffer, start: number, end: number, name: KeyName): boolean {
+  if (!hasBackslash(b, start + 1, end - 1) && isAscii(b, start + 1, end - 1)) {
+    return name.folded === true ? asciiFoldEquals(b, start + 1, end - 1, name.bytes) : rawEquals(b, start + 1, end - 1, name.bytes);
+  }
+  const text = keyText(b, start, end);
+  return (name.folded === true ? foldKey(text) : text) === name.name;
 }
 
 /**

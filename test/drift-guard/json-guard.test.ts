@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { JsonGuard, parentContext, type UnmappedFinding } from '../../src/drift-guard/json-guard.ts';
+import { allowedPath, JsonGuard, parentContext, quietPath, type UnmappedFinding } from '../../src/drift-guard/json-guard.ts';
+import { compileExpectation } from '../../src/json-bytes/paths.ts';
 import { unmappedKeyKind, unmappedKeyKindOfBytes, unmappedValueKind } from '../../src/drift-guard/value-kinds.ts';
 import { EV_RAW, EV_STRING, keyText, leafText, scanJson, type UnmappedVisitor } from '../../src/json-bytes/scan.ts';
 
@@ -40,8 +41,9 @@ function reference(bytes: Buffer): Pick<UnmappedFinding, 'kind' | 'start' | 'end
   return out;
 }
 
-const KEYS = ['note', 'name', 'lastName', 'firstName', 'surname', 'cardholder', 'phone', 'mobile', 'dob', 'birthDate', 'email', 'ssn', 'city', 'tags', 'x', 'prénom', 'Name', 'ann@example.com', 'AB123456C', '4111111111111111', 'GB82WEST12345698765432'];
-const PERSONAL = ['Ann Lee', 'Jean-Luc Picard', 'ann@example.com', 'a.b+c@example.co.uk', '4111111111111111', '4111 1111 1111 1111', 'GB82WEST12345698765432', 'AB123456C', '+44 20 7946 0958', '020 7946 0958', '123-45-6789', '123456789', '1990-04-12', '12/04/1990', '1 85 05 78 006 084 36'];
+const KEYS = ['note', 'name', 'lastName', 'firstName', 'surname', 'cardholder', 'phone', 'mobile', 'dob', 'birthDate', 'email', 'ssn', 'city', 'tags', 'x', 'prénom', 'Name', 'address', 'street', 'addressLine1', 'hotelAddress', 'ann@example.com', 'AB123456C', '4111111111111111', 'GB82WEST12345698765432'];
+const PERSONAL = ['Ann Lee', 'Jean-Luc Picard', 'ann@example.com', 'a.b+c@example.co.uk', '4111111111111111', '4111 1111 1111 1111', 'GB82WEST12345698765432', 'AB123456C', '+44 20 7946 0958', '020 7946 0958', '123-45-6789', '123456789', '1990-04-12', '12/04/1990', '1 85 05 78 006 084 36',
+  '12 Long Street', '221B Baker Street, London', 'Flat 3, 7 Rue de la Paix'];
 const WORDS = fc.string({ unit: fc.constantFrom(...'abcXYZ é-.,@+0129'), maxLength: 30 });
 const leaf = fc.oneof(fc.constantFrom(...PERSONAL), WORDS, fc.integer(), fc.constant(4111111111111111), fc.boolean(), fc.constant(null));
 const tree = fc.letrec<{ node: Tree }>((tie) => ({
@@ -58,6 +60,20 @@ describe('the unmapped guard over JSON bytes (JsonGuard)', () => {
       scanJson(bytes, null, [], 0, guard);
       expect(guard.findings.map(({ kind, start, end, key }) => ({ kind, start, end, key }))).toEqual(reference(bytes));
     }), { numRuns: 3000 });
+  });
+
+  it('finds under an allow-list compiled into the scan (quiet) exactly what it finds checking the list itself', () => {
+    const allow = fc.array(fc.constantFrom('address', 'tags', 'note', 'x', 'tags[]', 'x.street', 'x[].note', 'Name'), { maxLength: 3 });
+    fc.assert(fc.property(tree, allow, fc.boolean(), (t, entries, fold) => {
+      const bytes = Buffer.from(write(t, () => false), 'utf8');
+      const found = (quiet: boolean) => {
+        const guard = new JsonGuard(entries.map(allowedPath), fold, 10_000);
+        guard.begin();
+        scanJson(bytes, quiet ? compileExpectation([], { foldKeys: fold, quiet: entries.map((e) => quietPath(allowedPath(e))) }) : null, [], 0, guard);
+        return guard.findings.map(({ path, kind, start, end, key }) => ({ path, kind, start, end, key }));
+      };
+      expect(found(true)).toEqual(found(false));
+    }), { numRuns: 2000 });
   });
 
   it('finds a person\'s name in a field named so, and nothing in plain words elsewhere', () => {

@@ -1,5 +1,5 @@
 import { ValueError, type Chain } from '../../engine/index.ts';
-import { allowedPath, JsonGuard } from '../../drift-guard/index.ts';
+import { allowedPath, JsonGuard, quietPath } from '../../drift-guard/index.ts';
 import type { Mapping } from './field-mappings.ts';
 import type { RecordPath } from './record-path.ts';
 import { StreamError } from '../stream-error.ts';
@@ -32,8 +32,10 @@ function planFor(protection: RecordProtection): Plan {
   const cached = plans.get(protection);
   if (cached !== undefined && cached.maps === maps && samePaths(cached.paths, maps)) return cached;
   const paths = maps.map((m) => m.compiled);
-  const root = compileExpectation(paths.map(jsonPathOf), { foldKeys: protection.foldKeys === true });
   const g = protection.guard;
+  // the guard's allow-list is quiet to the scan: nothing under an allowed path is shown to the guard
+  const quiet = g?.allow.map((path) => quietPath(allowedPath(path)));
+  const root = compileExpectation(paths.map(jsonPathOf), { foldKeys: protection.foldKeys === true, ...(quiet ? { quiet } : {}) });
   const plan: Plan = { maps, paths, root, kinds: [...(g?.protect.keys() ?? [])], chains: [...(g?.protect.values() ?? [])], retypes: g?.retypes === true, fieldLists: new Map() };
   if (g !== undefined) plan.guard = new JsonGuard(g.allow.map(allowedPath), protection.foldKeys === true, undefined, g.threshold);
   plans.set(protection, plan);
