@@ -216,6 +216,8 @@ const PROTECT = '[ { path: email, field: Customer.email }, { path: card, field: 
 const rows: string[] = [];
 const goals: string[] = [];
 const guard: string[] = [];
+/** CPU per record with the guard off (4 partitions, librdkafka, JSON; median of 3) */
+let guardOff = 0;
 let javaLines: string[] = [];
 /** CPU per record on 4 partitions, librdkafka, JSON: the bare copy's and veil's */
 let cpu4: { bare: number; veil: number } | undefined;
@@ -251,7 +253,8 @@ for (const partitions of [1, 4]) {
     const [onRate, offRate] = [median(runs.on.map((c) => c.rate)), median(runs.off.map((c) => c.rate))];
     const [onCpu, offCpu] = [median(runs.on.map(cpuPerRecord)), median(runs.off.map(cpuPerRecord))];
     guard.push(`4 partitions, librdkafka, on (unmapped: dead-letter) and off (unmapped: pass) in turn, 3 runs each: rec/s on ${runs.on.map((c) => fmt(c.rate)).join(', ')}, off ${runs.off.map((c) => fmt(c.rate)).join(', ')}; medians ${fmt(onRate)} and ${fmt(offRate)}: on/off ${ratio(onRate, offRate)}`);
-    guard.push(`CPU per record (this process, all threads), medians: on ${onCpu.toFixed(1)} µs, off ${offCpu.toFixed(1)} µs: on/off ${ratio(onCpu, offCpu)}; target: the guard costs ≤ 10% (rec/s on/off ≥ 0.90×) — ${onRate / offRate >= 0.9 ? 'met' : 'not met'}`);
+    guard.push(`CPU per record (this process, all threads), medians: on ${onCpu.toFixed(1)} µs, off ${offCpu.toFixed(1)} µs: on/off ${ratio(onCpu, offCpu)}; target: the guard's CPU cost ≤ 10% of the guard off (on/off ≤ 1.10×) — ${onCpu / offCpu <= 1.1 ? 'met' : 'not met'}`);
+    guardOff = offCpu;
     // Kafka's own Java client on the same records, its warm-up copies to a topic of their own
     for (const k of ['java', 'java-warmup']) await admin.createTopics({ topics: [{ topic: topic(`clean-${k}`), numPartitions: partitions }], waitForLeaders: true });
     const java = await javaCopy(brokers!, topic('raw'), topic('clean-java-warmup'), topic('clean-java'), timed);
@@ -259,7 +262,11 @@ for (const partitions of [1, 4]) {
     limits.push(`4 partitions: the tuned Java copy (its JVM's CPU) ${limit(java)}`);
   }
 }
-const floor = await protectionFloor(benchConfig('raw', 'clean', 'floor', PROTECT, 'json', 'dead-letter'), Array.from({ length: 20_000 }, (_, i) => Buffer.from(record(i))));
+const floorRecords = Array.from({ length: 20_000 }, (_, i) => Buffer.from(record(i)));
+const floor = await protectionFloor(benchConfig('raw', 'clean', 'floor', PROTECT, 'json', 'dead-letter'), floorRecords);
+// the guard alone, without Kafka's noise: the same protection with the guard off, beside the one with it on
+const floorOff = await protectionFloor(benchConfig('raw', 'clean', 'floor', PROTECT, 'json', 'pass'), floorRecords);
+guard.push(`the protection alone (in this thread, no Kafka): on ${floor.toFixed(1)} µs, off ${floorOff.toFixed(1)} µs per record — the guard's ${(floor - floorOff).toFixed(1)} µs are ${(((floor - floorOff) / guardOff) * 100).toFixed(1)}% of the pipeline's CPU per record with the guard off`);
 const { bare, veil: whole } = cpu4!;
 console.log(`\nCPU per record, 4 partitions, librdkafka, JSON: veil ${whole.toFixed(1)} µs, the bare copy ${bare.toFixed(1)} µs: ${ratio(whole, bare)} (target ≤ 2×: ${whole <= 2 * bare ? 'met' : 'not met'})`);
 console.log(`  the protection alone (the pipeline's RecordProtector on the same records in this thread, no Kafka, warm): ${floor.toFixed(1)} µs per record = ${ratio(floor, bare)} the bare copy's whole CPU per record;`);
@@ -279,5 +286,5 @@ for (const format of ['json-schema', 'protobuf'] as RegistryFormat[]) {
 }
 console.log(`\nthe switch of client:\n${goals.map((g) => `  ${g}`).join('\n')}`);
 console.log(`\nwhat limits the figures (this process's CPU while it ran; the broker is a separate JVM on the same 2 cores):\n${limits.map((l) => `  ${l}`).join('\n')}`);
-console.log('\ntargets: veil protect on the default client (librdkafka) ≥ 0.75× its bare copy on 4 partitions; the unmapped guard costs ≤ 10% (on/off ≥ 0.90×); veil ≥ 0.85× the tuned Java copy');
+console.log('\ntargets: veil protect on the default client (librdkafka) ≥ 0.75× its bare copy on 4 partitions; the unmapped guard\'s CPU cost ≤ 10% (CPU per record on/off ≤ 1.10×); veil ≥ 0.85× the tuned Java copy');
 await admin.disconnect();
