@@ -134,9 +134,9 @@ const wiringOnly = problemRule('src/app holds only wiring: no class, loop, regul
 const ADAPTERS = ['http', 'stream', 'gateway', 'portal', 'db', 'client'];
 
 /**
- * A module's errors.ts — its error codes (a catalog of data) and its error type — is public: any
- * layer may catch a layer's errors, and src/errors/catalog.ts gathers every catalog for the
- * OpenAPI document, the portal and the docs check. It imports nothing but the engine's front door.
+ * A module's errors.ts — its error type, made from its codes (src/errors/codes.ts) — is public:
+ * any layer may catch a layer's errors. It imports nothing but the engine's front door and
+ * src/errors/codes.ts, which src/errors/catalog.ts gathers without importing any layer.
  */
 function isErrorsModule(target, cwd) {
   const rel = path.relative(path.join(cwd, 'src'), target).split(path.sep);

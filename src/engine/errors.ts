@@ -1,8 +1,9 @@
 /**
  * The engine's error codes, and veil's error type. Errors are part of the API: every code has an
- * HTTP status, a title and whether retrying the same call can succeed. Each layer keeps its own
- * codes beside it (`src/<layer>/errors.ts`, with its error type, a VeilError); src/errors/catalog.ts
- * gathers them all, and docs/errors.md is checked against that.
+ * HTTP status, a title and whether retrying the same call can succeed. The other layers' codes
+ * are defined in src/errors/codes.ts, each layer's error type (a VeilError, `src/<layer>/errors.ts`)
+ * made from its table by layerErrorType; src/errors/catalog.ts gathers them all, and
+ * docs/errors.md is checked against that.
  */
 export interface ErrorEntry {
   status: number;
@@ -90,8 +91,8 @@ export interface LayerErrorOptions {
 }
 
 /**
- * The base of each layer's error type (src/<layer>/errors.ts): a VeilError with one of that
- * layer's codes and the entry of its catalog; the name is the subclass's.
+ * The base of each layer's error type (src/<layer>/errors.ts, made by layerErrorType): a VeilError
+ * with one of that layer's codes and the entry of its catalog; the name is the subclass's.
  */
 export abstract class LayerError<C extends string> extends VeilError {
   declare readonly code: C;
@@ -99,6 +100,19 @@ export abstract class LayerError<C extends string> extends VeilError {
     super(code, message, options?.details ?? [], options?.cause === undefined ? undefined : { cause: options.cause }, catalog[code]);
     this.name = new.target.name;
   }
+}
+
+/**
+ * A layer's error type, made from its table of codes: `class AuditError extends
+ * layerErrorType(AUDIT_ERRORS) {}`. The constructor every layer's type shares is written once,
+ * here; the type's name is the class's.
+ */
+export function layerErrorType<C extends string>(catalog: Readonly<Record<C, ErrorEntry>>) {
+  return class extends LayerError<C> {
+    constructor(code: C, message: string, options?: LayerErrorOptions) {
+      super(catalog, code, message, options);
+    }
+  };
 }
 
 /**

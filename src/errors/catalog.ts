@@ -1,14 +1,5 @@
 import { ENGINE_ERRORS, type ErrorEntry } from '../engine/index.ts';
-import { AUDIT_ERRORS } from '../audit/errors.ts';
-import { CONTROL_ERRORS } from '../control/errors.ts';
-import { DB_ERRORS } from '../db/errors.ts';
-import { GATEWAY_ERRORS } from '../gateway/errors.ts';
-import { IDENTITY_ERRORS } from '../identity/errors.ts';
-import { KEYSTORE_ERRORS } from '../keystore/errors.ts';
-import { PORTAL_ERRORS } from '../portal/errors.ts';
-import { STREAM_ERRORS } from '../stream/errors.ts';
-import { SUBJECTS_ERRORS } from '../subjects/errors.ts';
-import { DOOR_ERRORS } from './door-errors.ts';
+import { AUDIT_ERRORS, CONTROL_ERRORS, DB_ERRORS, DOOR_ERRORS, GATEWAY_ERRORS, IDENTITY_ERRORS, KEYSTORE_ERRORS, PORTAL_ERRORS, STREAM_ERRORS, SUBJECTS_ERRORS } from './codes.ts';
 
 /** Every layer's catalog by its home, in the order docs/errors.md presents them. */
 export const CATALOGS = {
@@ -20,7 +11,7 @@ export const CATALOGS = {
 export type ErrorCode = { [K in keyof typeof CATALOGS]: keyof (typeof CATALOGS)[K] }[keyof typeof CATALOGS];
 
 /**
- * veil's whole error catalog, gathered from each layer's (src/<layer>/errors.ts): the codes every
+ * veil's whole error catalog, the engine's codes and every layer's (codes.ts): the codes every
  * door can answer with, for the OpenAPI document, the portal's error pages and the docs check. A
  * code is defined once: a second home is refused when this module loads.
  */

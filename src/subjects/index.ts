@@ -2,7 +2,7 @@
 // subject, wrapped by the key set, in one of two adapters — the data dir (subjects.db, the embedded
 // default) or a compacted Kafka topic followed by every process (each with its own view file).
 // docs/erasure.md describes the store; src/keystore/subject-key-wrapper.ts wraps and unwraps its keys.
-export { SUBJECTS_ERRORS, SubjectsError, type SubjectsErrorCode } from './errors.ts';
+export { SubjectsError, type SubjectsErrorCode } from './errors.ts';
 export { lazySubjectKeyStore, openSubjectKeyStore, SUBJECT_STORE_ENV, subjectStoreSettings, type OpenSubjectStoreOptions, type SubjectStoreSettings } from './open-subject-store.ts';
 export type { ErasedSubject, Erasure, KeyForOptions, SubjectChange, SubjectKey, SubjectKeyStore, SubjectStatus } from './subject-store.ts';
 export { LazySubjectKeyStore } from './lazy-store.ts';

@@ -68,7 +68,13 @@ describe('adapters are siblings below the wiring (veil/adapter-isolation)', () =
     }
     // the portal takes its version store and engine holder from the neutral src/control, which imports no adapter
     expect(importedDirs('portal').get('control')?.length).toBeGreaterThan(0);
-    expect([...importedDirs('control').keys()].filter((d) => !['control', 'engine', 'keystore', 'env', 'file-lock', 'kafka'].includes(d))).toEqual([]);
+    expect([...importedDirs('control').keys()].filter((d) => !['control', 'engine', 'errors', 'keystore', 'env', 'file-lock', 'kafka'].includes(d))).toEqual([]);
+  });
+
+  it('the error codes and their catalog (src/errors) import no layer but the engine: every layer may import them, and none is imported back (issue 44)', () => {
+    expect([...importedDirs('errors').keys()].filter((d) => !['errors', 'engine'].includes(d))).toEqual([]);
+    // the layers' error types are made from the codes there
+    for (const layer of ['keystore', 'stream', 'gateway', 'portal', 'db', 'subjects', 'identity', 'audit', 'control']) expect(importedDirs(layer).get('errors')?.length, layer).toBeGreaterThan(0);
   });
 
   it.each([

@@ -37,7 +37,7 @@ describe("src/stream's folders and their front doors (veil/stream-front-doors)",
 
   it("rejects outside src/stream an import of a file shared only inside it; its errors are public", async () => {
     expect(await rulesFiredAt('src/app/open-probe.ts', "import { memo } from '../stream/memo.ts';\nexport const x = memo;\n")).toContain(RULE);
-    expect(await rulesFiredAt('src/app/open-probe.ts', "import { StreamError } from '../stream/stream-error.ts';\nimport { STREAM_ERRORS } from '../stream/errors.ts';\nexport const x = [StreamError, STREAM_ERRORS];\n")).toEqual([]);
+    expect(await rulesFiredAt('src/app/open-probe.ts', "import { StreamError } from '../stream/stream-error.ts';\nimport { StreamCodeError } from '../stream/errors.ts';\nexport const x = [StreamError, StreamCodeError];\n")).toEqual([]);
   });
 
   it('allows the front doors, from anywhere, a folder its own files, and unit tests under test/stream the internals they test', async () => {
