@@ -180,17 +180,17 @@ const adapterIsolation = problemRule('an adapter (src/http, src/stream, src/gate
  * src/stream's folders and their front doors (issue 30): config (the pipelines' and responders' configuration sections), serde, registry, protect (the
  * protect pipeline and its pieces), unprotect (responder, client, protocol). Code outside a folder
  * imports only its index.ts; outside src/stream, only the folders' index.ts and the stream's
- * errors (errors.ts: the codes, stream-error.ts: StreamError) — the other files at the root of
+ * error type (stream-error.ts: StreamError; its codes are in src/errors/codes.ts) — the other files at the root of
  * src/stream (STREAM_ROOT) are shared by its folders. A folder or root file not listed here fails
  * lint until it is placed. (Kafka itself lives in src/kafka: veil/kafka-home.) Unit tests under
  * test/stream may reach the internals they test.
  */
 const STREAM_FOLDERS = ['config', 'serde', 'registry', 'protect', 'unprotect'];
-const STREAM_ROOT = ['errors.ts', 'stream-error.ts', 'log.ts', 'memo.ts'];
-const STREAM_PUBLIC_ROOT = ['errors.ts', 'stream-error.ts'];
+const STREAM_ROOT = ['stream-error.ts', 'log.ts', 'memo.ts'];
+const STREAM_PUBLIC_ROOT = ['stream-error.ts'];
 const streamFrontDoors = problemRule("src/stream's folders are imported only through their index.ts", {
   internal: "'{{source}}' reaches into src/stream/{{folder}}: import from src/stream/{{folder}}/index.ts, its front door",
-  rootInternal: "'{{source}}' is shared inside src/stream only: outside it, import a folder's index.ts (or the stream's errors.ts, stream-error.ts)",
+  rootInternal: "'{{source}}' is shared inside src/stream only: outside it, import a folder's index.ts (or the stream's error type, stream-error.ts)",
   unknownFolder: "src/stream/{{folder}} is not one of the stream's folders ({{folders}}): add it, with an index.ts, to STREAM_FOLDERS in tools/eslint-plugin-veil.js and to docs/design.md",
   unknownRoot: "src/stream/{{name}}: the root of src/stream holds only {{root}}; put the file in the folder it belongs to",
 }, (context) => {

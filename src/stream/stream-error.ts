@@ -1,3 +1,4 @@
+import { VeilError } from '../engine/index.ts';
 import { ERROR_CATALOG, type ErrorCode } from '../errors/catalog.ts';
 
 /** Where a record-level failure sits: a path in the pipeline's terms (`contact.email`, `byEmail.*`) and, for the unmapped guard, the kind of personal data found. Never a value. */
@@ -8,19 +9,22 @@ export interface Finding {
   schema?: number;
 }
 
-/** A record-level failure (dead-lettered unless retriable). Its message never holds a value. */
-export class StreamError extends Error {
-  readonly code: ErrorCode;
-  readonly retriable: boolean;
+/**
+ * The stream's one error type (its codes are in src/errors/codes.ts): a record that cannot be
+ * protected (dead-lettered unless retriable) or a request the unprotect responder refuses. A
+ * record fails with any layer's code — the engine's for a value, the doors' for the unmapped
+ * guard, the stream's for its framing — so its status, title and retriable come from the whole
+ * catalog. Its message never holds a value.
+ */
+export class StreamError extends VeilError {
+  declare readonly code: ErrorCode;
   /** the path (and kind) the failure names; a dead letter carries them as veil.error.path / veil.error.kind */
   readonly path?: string;
   readonly kind?: string;
   readonly schema?: number;
   constructor(code: ErrorCode, message: string, options?: { cause?: unknown } & Finding) {
-    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
+    super(code, message, [], options?.cause === undefined ? undefined : { cause: options.cause }, ERROR_CATALOG[code]);
     this.name = 'StreamError';
-    this.code = code;
-    this.retriable = ERROR_CATALOG[code].retriable;
     if (options?.path !== undefined) this.path = options.path;
     if (options?.kind !== undefined) this.kind = options.kind;
     if (options?.schema !== undefined) this.schema = options.schema;

@@ -20,7 +20,7 @@ describe("src/stream's folders and their front doors (veil/stream-front-doors)",
     const entries = readdirSync(join(cwd, 'src/stream'), { withFileTypes: true });
     expect(entries.filter((e) => e.isDirectory()).map((e) => e.name).sort()).toEqual(FOLDERS);
     for (const folder of FOLDERS) expect(readdirSync(join(cwd, 'src/stream', folder)), folder).toContain('index.ts');
-    expect(entries.filter((e) => e.isFile()).map((e) => e.name).sort()).toEqual(['errors.ts', 'log.ts', 'memo.ts', 'stream-error.ts']);
+    expect(entries.filter((e) => e.isFile()).map((e) => e.name).sort()).toEqual(['log.ts', 'memo.ts', 'stream-error.ts']);
   });
 
   it.each([
@@ -35,9 +35,10 @@ describe("src/stream's folders and their front doors (veil/stream-front-doors)",
     expect(await rulesFiredAt(file, code)).toContain(RULE);
   });
 
-  it("rejects outside src/stream an import of a file shared only inside it; its errors are public", async () => {
+  it("rejects outside src/stream an import of a file shared only inside it; its error type is public", async () => {
     expect(await rulesFiredAt('src/app/open-probe.ts', "import { memo } from '../stream/memo.ts';\nexport const x = memo;\n")).toContain(RULE);
-    expect(await rulesFiredAt('src/app/open-probe.ts', "import { StreamError } from '../stream/stream-error.ts';\nimport { StreamCodeError } from '../stream/errors.ts';\nexport const x = [StreamError, StreamCodeError];\n")).toEqual([]);
+    expect(await rulesFiredAt('src/app/open-probe.ts', "import { StreamError } from '../stream/stream-error.ts';\nexport const x = StreamError;\n")).toEqual([]);
+    expect(await rulesFiredAt('src/app/open-probe.ts', "import { x } from '../stream/errors.ts';\nexport const y = x;\n")).toContain(RULE);
   });
 
   it('allows the front doors, from anywhere, a folder its own files, and unit tests under test/stream the internals they test', async () => {

@@ -10,6 +10,7 @@ import { IdentityError } from '../../src/identity/errors.ts';
 import { KeystoreError } from '../../src/keystore/errors.ts';
 import { PortalError } from '../../src/portal/errors.ts';
 import { problemOf } from '../../src/errors/problem.ts';
+import { StreamError } from '../../src/stream/stream-error.ts';
 
 const doc = readFileSync(new URL('../../docs/errors.md', import.meta.url), 'utf8');
 const rows = new Map(
@@ -46,7 +47,8 @@ describe('error catalog: each layer\'s codes beside it, gathered in src/errors',
     [new KeystoreError('KMS_UNAVAILABLE', 'm'), 503, true], [new ControlError('CONTROL_STORE_UNAVAILABLE', 'm'), 503, true],
     [new IdentityError('TOKEN_EXPIRED', 'm'), 401, false], [new DoorError('BODY_TOO_LARGE', 'm'), 413, false],
     [new AuditError('AUDIT_UNAVAILABLE', 'm'), 503, true], [new PortalError('CSRF_TOKEN_INVALID', 'm'), 403, false],
-    [new GatewayError('UPSTREAM_UNAVAILABLE', 'm'), 502, true],
+    [new GatewayError('UPSTREAM_UNAVAILABLE', 'm'), 502, true], [new StreamError('DEADLINE_EXCEEDED', 'm'), 504, false],
+    [new StreamError('UNMAPPED_PERSONAL_DATA', 'm', { path: 'note', kind: 'email' }), 422, false], [new StreamError('TRANSACTION_ABORTED', 'm'), 503, true],
   ] as const)('a layer\'s error is a VeilError with its catalog\'s status, title and retriable: %s', (error, status, retriable) => {
     expect(error).toBeInstanceOf(VeilError);
     expect([error.status, error.retriable, error.title]).toEqual([status, retriable, ERROR_CATALOG[error.code].title]);

@@ -12,7 +12,7 @@ import { CORRELATION_ID, REPLY_STATUS_HEADER, REPLY_TRACEPARENT_HEADER, REQUEST_
 import { traceCarrierOf } from '../../observability/kafka-trace.ts';
 import { ATTR, OUTCOME_OK } from '../../observability/span-attributes.ts';
 import { SpanKind, SpanStatusCode, TRACING_OFF, type Tracing } from '../../observability/tracing.ts';
-import { StreamCodeError } from '../errors.ts';
+import { StreamError } from '../stream-error.ts';
 import { subjectKeysOf, type SubjectKeyStore } from '../../subjects/index.ts';
 
 export interface ResponderDeps {
@@ -178,7 +178,7 @@ export class UnprotectResponder {
       authenticate: () => {
         const deadline = header(REQUEST_HEADERS.deadline);
         if (deadline !== undefined && !(Number(deadline) > this.deps.now().getTime())) {
-          throw new StreamCodeError('DEADLINE_EXCEEDED', 'the request arrived after its deadline and was not processed');
+          throw new StreamError('DEADLINE_EXCEEDED', 'the request arrived after its deadline and was not processed');
         }
         return this.deps.verifier.verifyHeader(header(REQUEST_HEADERS.authorization));
       },
