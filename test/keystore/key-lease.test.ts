@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { KeyLease, logKekTransitions, type KekTransition } from '../../src/keystore/key-lease.ts';
 import { KmsError, type Kms, type KmsCallOptions } from '../../src/keystore/kms/kms.ts';
 
@@ -67,18 +67,26 @@ describe('KeyLease: each renewal bounded by its interval against a hung KMS', ()
   });
 
   it('while the KMS hangs, a renewal starts every retryEveryMs (each bounded by it), not one per hung call', async () => {
-    const kms = fakeKms();
-    const { l } = lease(kms, Date.now, { renewEveryMs: 20, retryEveryMs: 100 });
-    l.start();
-    await new Promise((r) => setTimeout(r, 60));
-    kms.mode = 'hang';
-    const from = kms.calls;
-    await new Promise((r) => setTimeout(r, 1_050));
-    l.stop();
-    kms.release();
-    // ~10 attempts in a second at one per 100 ms; a renewal that waited on each hung call would make 1
-    expect(kms.calls - from).toBeGreaterThanOrEqual(5);
-    expect(kms.calls - from).toBeLessThanOrEqual(12);
+    // on a fake clock: a second of hung KMS is counted exactly, with no second of waiting
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance', 'Date'] });
+    try {
+      const kms = fakeKms();
+      const { l } = lease(kms, Date.now, { renewEveryMs: 20, retryEveryMs: 100 });
+      l.start();
+      await vi.advanceTimersByTimeAsync(60);
+      expect(kms.calls).toBeGreaterThanOrEqual(2);
+      kms.mode = 'hang';
+      const from = kms.calls;
+      await vi.advanceTimersByTimeAsync(1_000);
+      l.stop();
+      kms.release();
+      // one attempt per 100 ms of a second, each cut off by its bound; a renewal that waited on each hung call would make 1
+      expect(kms.calls - from).toBeGreaterThanOrEqual(9);
+      expect(kms.calls - from).toBeLessThanOrEqual(11);
+      expect(kms.signals.slice(from, -1).every((s) => s?.aborted === true)).toBe(true);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });
 

@@ -3,82 +3,51 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { VeilError } from '../../engine/index.ts';
 import type { TestCase } from '../../control/index.ts';
 import { applyConfigForm, renderConfigForm } from '../config-form.ts';
-import { html } from '../html.ts';
 import { formOf, type PortalContext } from '../portal-deps.ts';
 import { DRAFT_LIMITS, requireWithinLimits } from '../draft-limits.ts';
 import { loadSource, publish, runSavedTests, textHash, type Source, type TestOutcome } from '../publisher.ts';
 import { redactSecretHashes, restoreSecretHashes } from '../secret-redaction.ts';
 import { holds, identityOf, type Session } from '../sessions.ts';
+import { draftPage, EXPECTATIONS } from '../views/draft-view.ts';
 import { flashOf } from '../views/flash.ts';
-import { page, postForm } from '../views/layout.ts';
 import { PortalError } from '../errors.ts';
 
-const EXPECTATIONS: readonly TestCase['expect'][] = ['round-trip', 'denied', 'masked', 'changed'];
 const idOf = (req: FastifyRequest) => (req.params as { id: string }).id;
 
 /** Whether the signed-in admin wrote this draft's text or test cases (four eyes: then they may not publish it). */
 const edited = (session: Session, meta: { editors?: string[]; by: string }) =>
   meta.editors ? meta.editors.includes(identityOf(session.caller)) : meta.by === session.caller.subject;
 
+/** A draft's page: its saved test cases run in the sandbox first, a busy or slow sandbox leaving them "not run". */
+async function showDraft(ctx: PortalContext, req: FastifyRequest, reply: FastifyReply, session: Session, source: Source, status = 200) {
+  let outcomes: TestOutcome[] = [];
+  let notRun = 'not run (draft invalid)';
+  if (source.config) {
+    try {
+      outcomes = await runSavedTests(ctx.sandbox, source.text, source.tests);
+    } catch (e) {
+      if (!(e instanceof VeilError)) throw e;
+      notRun = `not run: ${e.code}`;
+    }
+  }
+  const meta = await ctx.versions.draft(source.draftId!);
+  const { form, unplaced } = renderConfigForm(source.shown, source.issues);
+  const flash = flashOf(req.query);
+  return ctx.send(reply, draftPage({
+    session, source, form, unplaced, outcomes, notRun, editor: holds(session, 'editor'), publisher: holds(session, 'publisher'),
+    selfReview: ctx.portal.fourEyes && edited(session, meta), activeVersion: ctx.versions.active(), reviewedHash: textHash(source.text), ...(flash ? { flash } : {}),
+  }), status);
+}
+
 /** Drafts: create (from a version or imported YAML), edit as a form or as YAML, test cases, publish, export, delete. */
 export function registerDraftRoutes(app: FastifyInstance, ctx: PortalContext): void {
-  const view = async (req: FastifyRequest, reply: FastifyReply, session: Session, source: Source, status = 200) => {
-    const id = source.draftId!;
-    const errors = source.issues.filter((i) => i.severity === 'error');
-    const { form, unplaced } = renderConfigForm(source.shown, source.issues);
-    // the saved test cases run in the sandbox thread; a busy or slow sandbox leaves them "not run"
-    let outcomes: TestOutcome[] = [];
-    let notRun = 'not run (draft invalid)';
-    if (source.config) {
-      try {
-        outcomes = await runSavedTests(ctx.sandbox, source.text, source.tests);
-      } catch (e) {
-        if (!(e instanceof VeilError)) throw e;
-        notRun = `not run: ${e.code}`;
-      }
-    }
-    const editor = holds(session, 'editor');
-    const meta = await ctx.versions.draft(id);
-    const selfReview = ctx.portal.fourEyes && edited(session, meta);
-    const flash = flashOf(req.query);
-    return ctx.send(reply, page(`Draft ${id.slice(0, 8)}`, html`
-<p>${source.label}. <a href="/admin/diff?from=v${ctx.versions.active()}&amp;to=draft:${id}">Diff with the active version</a> · <a href="/admin/drafts/${id}/export">Export YAML</a> · <a href="/admin/tester?source=draft:${id}">Test it</a>${editor ? '' : html` · <span class="muted">read only: editing needs the editor right</span>`}</p>
-<section aria-labelledby="validation"><h2 id="validation">Validation</h2>
-${errors.length ? html`<div role="alert" class="error"><p>${errors.length} error(s): the draft cannot be published.</p><ul>${errors.map((i) => html`<li><code>${i.pointer || '/'}</code>: ${i.message}</li>`)}</ul></div>` : html`<p class="ok">Valid${source.issues.length ? html` with ${source.issues.length} warning(s)` : ''}.</p>`}
-${unplaced.length ? html`<ul>${unplaced.filter((i) => i.severity === 'warning').map((i) => html`<li class="warning">${i.pointer || '/'}: ${i.message}</li>`)}</ul>` : ''}
-</section>
-<div class="row">
-${holds(session, 'publisher') && !selfReview ? postForm(session, `/admin/drafts/${id}/publish`, html`<input type="hidden" name="reviewed" value="${textHash(source.text)}"><button type="submit">Publish this draft</button>`) : ''}
-${holds(session, 'publisher') && selfReview ? html`<p class="muted">Four eyes: you edited this draft, so another publisher must publish it.</p>` : ''}
-${editor ? postForm(session, `/admin/drafts/${id}/delete`, html`<button type="submit" class="secondary">Delete draft</button>`) : ''}
-</div>
-<div class="split">
-<section aria-labelledby="form-title"><h2 id="form-title">Form</h2>
-${postForm(session, `/admin/drafts/${id}/fields`, html`${form}${editor ? html`<p><button type="submit">Save fields</button></p>` : ''}`, { label: 'Configuration form' })}
-<p class="muted">Add, rename or remove entries, and edit identity, service and pipelines, in the YAML.</p></section>
-<section aria-labelledby="yaml-title" class="yaml-pane"><h2 id="yaml-title">YAML</h2>
-${postForm(session, `/admin/drafts/${id}/yaml`, html`<label for="draft-yaml">The whole configuration</label><textarea id="draft-yaml" name="yaml" spellcheck="false" wrap="off">${source.shown}</textarea>${editor ? html`<p><button type="submit">Save YAML</button></p>` : ''}`, { label: 'Configuration YAML' })}
-</section>
-</div>
-<section aria-labelledby="tests-title"><h2 id="tests-title">Saved test cases</h2>
-<p>Run on sandbox keys against this draft; every one must pass before the draft can be published.</p>
-<div class="scroll"><table><thead><tr><th scope="col">Name</th><th scope="col">Field</th><th scope="col">Role</th><th scope="col">Action</th><th scope="col">Expect</th><th scope="col">Result</th><th scope="col"><span class="sr-only">Delete</span></th></tr></thead><tbody>
-${source.tests.map((t) => {
-  const o = outcomes.find((x) => x.test.id === t.id);
-  return html`<tr><td>${t.name}</td><td>${t.className}.${t.propertyName}</td><td>${t.role}</td><td>${t.action}</td><td>${t.expect}</td><td>${o ? html`<span class="${o.pass ? 'ok' : 'error'}">${o.pass ? 'pass' : `fail: got ${o.got}`}</span>` : notRun}</td>
-<td>${editor ? postForm(session, `/admin/drafts/${id}/tests/delete`, html`<input type="hidden" name="test" value="${t.id}"><button type="submit" class="secondary">Delete</button>`, { class: 'inline' }) : ''}</td></tr>`;
-})}</tbody></table></div>
-${editor ? postForm(session, `/admin/drafts/${id}/tests`, html`<div class="row">
-<div><label for="tc-name">Name</label><input type="text" id="tc-name" name="name" required maxlength="100"></div>
-<div><label for="tc-field">Field (Class.property)</label><input type="text" id="tc-field" name="field" required pattern="[A-Za-z][A-Za-z0-9_-]*\\.[A-Za-z][A-Za-z0-9_-]*"></div>
-<div><label for="tc-role">Role</label><input type="text" id="tc-role" name="role" required></div>
-<div><label for="tc-action">Action</label><input type="text" id="tc-action" name="action" value="Unprotect" required></div>
-<div><label for="tc-value">Test value (stored with the draft: use synthetic data)</label><input type="text" id="tc-value" name="value" required maxlength="${DRAFT_LIMITS.valueLength}"></div>
-<div><label for="tc-expect">Expect</label><select id="tc-expect" name="expect">${EXPECTATIONS.map((e) => html`<option>${e}</option>`)}</select></div>
-<div><button type="submit">Add test case</button></div></div>`, { label: 'Add a test case' }) : ''}
-</section>`, { session, current: '/admin/versions', ...(flash ? { flash } : {}) }), status);
-  };
+  registerDraftEditing(app, ctx);
+  registerDraftTests(app, ctx);
+  registerDraftPublishing(app, ctx);
+}
 
+/** Create, show, export and save a draft (as the form or as YAML). */
+function registerDraftEditing(app: FastifyInstance, ctx: PortalContext): void {
   app.post('/drafts', async (req, reply) => {
     const session = ctx.guard(req, reply, 'editor');
     if (!session) return reply;
@@ -97,7 +66,7 @@ ${editor ? postForm(session, `/admin/drafts/${id}/tests`, html`<div class="row">
   app.get('/drafts/:id', async (req, reply) => {
     const session = ctx.guard(req, reply, 'viewer');
     if (!session) return reply;
-    return view(req, reply, session, await loadSource(ctx, `draft:${idOf(req)}`));
+    return showDraft(ctx, req, reply, session, await loadSource(ctx, `draft:${idOf(req)}`));
   });
 
   app.get('/drafts/:id/export', async (req, reply) => {
@@ -120,13 +89,16 @@ ${editor ? postForm(session, `/admin/drafts/${id}/tests`, html`<div class="row">
       await ctx.audit_(session, `draft.${suffix}`, `draft ${id}`, 'ok', req.id);
       const source = await loadSource(ctx, `draft:${id}`);
       // errors stay on the page with the form as submitted; a valid draft redirects
-      if (source.issues.some((i) => i.severity === 'error')) return view(req, reply, session, source, 422);
+      if (source.issues.some((i) => i.severity === 'error')) return showDraft(ctx, req, reply, session, source, 422);
       return reply.code(303).header('location', `/admin/drafts/${id}?done=saved`).send();
     });
   };
   save('fields', (text, req) => applyConfigForm(text, formOf(req).entries()));
   save('yaml', (_text, req) => (formOf(req).get('yaml') ?? '').replace(/\r\n/g, '\n'));
+}
 
+/** A draft's saved test cases: add, delete. */
+function registerDraftTests(app: FastifyInstance, ctx: PortalContext): void {
   app.post('/drafts/:id/tests', async (req, reply) => {
     const session = ctx.guard(req, reply, 'editor');
     if (!session) return reply;
@@ -156,7 +128,10 @@ ${editor ? postForm(session, `/admin/drafts/${id}/tests`, html`<div class="row">
     await ctx.audit_(session, 'draft.test-delete', `draft ${id}`, 'ok', req.id);
     return reply.code(303).header('location', `/admin/drafts/${id}?done=test-deleted`).send();
   });
+}
 
+/** Delete a draft, or publish it (as reviewed, four eyes, within the limits). */
+function registerDraftPublishing(app: FastifyInstance, ctx: PortalContext): void {
   app.post('/drafts/:id/delete', async (req, reply) => {
     const session = ctx.guard(req, reply, 'editor');
     if (!session) return reply;
