@@ -58,7 +58,7 @@ export default tseslint.config(
     // src/cli), which alone puts adapters together: tools/eslint-plugin-veil.js.
     files: ['src/**/*.ts'],
     plugins: { veil },
-    rules: { 'veil/adapter-isolation': 'error', 'veil/control-front-door': 'error', 'veil/wiring-only': 'error' },
+    rules: { 'veil/adapter-isolation': 'error', 'veil/front-doors': 'error', 'veil/wiring-only': 'error' },
   },
   {
     // Key bytes never leave their module: only crypto-using transformers and the keystore may

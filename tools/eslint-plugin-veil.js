@@ -66,20 +66,24 @@ const engineFrontDoor = problemRule('outside src/engine, import the engine only 
 });
 
 /**
- * The control plane's front door: source outside src/control imports it only through
- * src/control/index.ts (versions, mirrors, signing, the watch, both store adapters live behind
- * it). Tests may reach the internals they test, as the Kafka adapter's.
+ * Modules behind a front door: source outside each imports it only through its index.ts (and the
+ * layer's errors.ts, which any layer may catch). control: versions, mirrors, signing, the watch,
+ * both store adapters; db, drift-guard, audit, discover (issue 44: one door each, so a reader
+ * sees what a module offers). Tests may reach the internals they test, as the Kafka adapter's.
  */
-const controlFrontDoor = problemRule('outside src/control, source imports the control plane only from src/control/index.ts', {
-  internal: "'{{source}}' reaches into src/control: import from src/control/index.ts, the control plane's front door",
+const FRONT_DOORS = ['control', 'db', 'drift-guard', 'audit', 'discover'];
+const frontDoors = problemRule('outside a module with a front door (src/control, src/db, src/drift-guard, src/audit, src/discover), source imports it only from its index.ts', {
+  internal: "'{{source}}' reaches into src/{{module}}: import from src/{{module}}/index.ts, its front door",
 }, (context) => {
   const file = context.filename;
   const src = path.join(context.cwd, 'src') + path.sep;
-  const controlDir = path.join(context.cwd, 'src', 'control');
-  const frontDoor = path.join(controlDir, 'index.ts');
-  if (!file.startsWith(src) || file.startsWith(controlDir + path.sep)) return {};
+  if (!file.startsWith(src)) return {};
+  const own = file.slice(src.length).split(path.sep)[0];
   return relativeImports(file, (node, source, target) => {
-    if (target.startsWith(controlDir + path.sep) && target !== frontDoor && !isErrorsModule(target, context.cwd)) context.report({ node, messageId: 'internal', data: { source } });
+    if (!target.startsWith(src)) return;
+    const module = target.slice(src.length).split(path.sep)[0];
+    if (module === own || !FRONT_DOORS.includes(module)) return;
+    if (target !== path.join(src, module, 'index.ts') && !isErrorsModule(target, context.cwd)) context.report({ node, messageId: 'internal', data: { source, module } });
   });
 });
 
@@ -261,4 +265,4 @@ const kafkaHome = problemRule('kafkajs and librdkafka are imported only in src/k
   });
 });
 
-export default { rules: { 'kafka-home': kafkaHome, 'stream-front-doors': streamFrontDoors, 'engine-layering': engineLayering, 'engine-front-door': engineFrontDoor, 'control-front-door': controlFrontDoor, 'wiring-only': wiringOnly, 'adapter-isolation': adapterIsolation } };
+export default { rules: { 'kafka-home': kafkaHome, 'stream-front-doors': streamFrontDoors, 'engine-layering': engineLayering, 'engine-front-door': engineFrontDoor, 'front-doors': frontDoors, 'wiring-only': wiringOnly, 'adapter-isolation': adapterIsolation } };

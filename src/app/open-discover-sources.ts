@@ -1,11 +1,11 @@
 import { runPsql } from '../db/index.ts';
-import type { RecordFormat } from '../discover/record-formats.ts';
-import { decodedSamples, sampleFile, sampleTable, type SampleReport, type Sampled } from '../discover/samples.ts';
+import type { RecordFormat } from '../discover/index.ts';
+import { decodedSamples, sampleFile, sampleTable, type SampleReport, type Sampled } from '../discover/index.ts';
 import { sampleTopic, type KafkaConnection } from '../kafka/index.ts';
 import { CachingRegistry, confluentRegistry, type RegistrySettings } from '../stream/registry/index.ts';
 import { sampleReader } from '../stream/serde/index.ts';
 
-export { SampleSourceError, type SampleReport, type Sampled } from '../discover/samples.ts';
+export { SampleSourceError, type SampleReport, type Sampled } from '../discover/index.ts';
 
 /**
  * The sources `veil discover` samples, put together: a JSON-lines file, a PostgreSQL table through

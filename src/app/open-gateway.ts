@@ -1,8 +1,8 @@
 import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import type { DestinationStream, Logger } from 'pino';
-import { FileAuditSink, type AuditSink } from '../audit/audit-sink.ts';
-import { GuardedTransform } from '../audit/guarded-transform.ts';
+import { FileAuditSink, type AuditSink } from '../audit/index.ts';
+import { GuardedTransform } from '../audit/index.ts';
 import { VeilError } from '../engine/index.ts';
 import { FieldTransformer } from '../gateway/field-transformer.ts';
 import type { GatewayConfig } from '../gateway/gateway-config.ts';

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
-import type { AuditSink } from '../audit/audit-sink.ts';
+import type { AuditSink } from '../audit/index.ts';
 import type { ConfigVersions, EngineHolder } from '../control/index.ts';
 import type { CachingVerifier } from '../identity/caching-verifier.ts';
 import type { TokenService } from '../identity/token-service.ts';

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { Registry } from 'prom-client';
 import type { Logger } from 'pino';
-import { FileAuditSink, type AuditSink } from '../audit/audit-sink.ts';
+import { FileAuditSink, type AuditSink } from '../audit/index.ts';
 import { collectProcessMetrics } from '../observability/process-metrics.ts';
 import { VeilError } from '../engine/index.ts';
 import { CachingVerifier } from '../identity/caching-verifier.ts';

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import type { DestinationStream, Logger } from 'pino';
 import type { FastifyInstance } from 'fastify';
-import { FileAuditSink, type AuditSink } from '../audit/audit-sink.ts';
+import { FileAuditSink, type AuditSink } from '../audit/index.ts';
 import { ROLE, VeilError } from '../engine/index.ts';
 import { hashClientSecret } from '../identity/client-secret.ts';
 import { devClient } from '../identity/dev-client.ts';

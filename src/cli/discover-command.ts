@@ -1,11 +1,11 @@
 import { writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { discoverSources, SampleSourceError, type SampleReport, type Sampled } from '../app/open-discover-sources.ts';
-import { RECORD_FORMATS, type RecordFormat } from '../discover/record-formats.ts';
+import { RECORD_FORMATS, type RecordFormat } from '../discover/index.ts';
 import { DEFAULT_BROKERS, kafkaConnection, KafkaError } from '../kafka/index.ts';
 import { registrySettings } from '../stream/registry/index.ts';
-import { Profiler } from '../discover/profile.ts';
-import { propose } from '../discover/propose.ts';
+import { Profiler } from '../discover/index.ts';
+import { propose } from '../discover/index.ts';
 import type { Command } from './io.ts';
 import { VeilError } from '../engine/index.ts';
 

@@ -5,7 +5,7 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { openKeystore } from '../app/open-engine.ts';
 import { requireConfig } from '../app/config-file.ts';
-import { FileAuditSink } from '../audit/audit-sink.ts';
+import { FileAuditSink } from '../audit/index.ts';
 import { openControlStore } from '../control/index.ts';
 import { resolveConfigPath, resolveDataDir } from '../env/index.ts';
 import { VeilError } from '../engine/index.ts';

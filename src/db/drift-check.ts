@@ -1,5 +1,5 @@
-import { normaliseName, type Kind } from '../discover/detectors.ts';
-import { MASKED, pathSegment, Profiler } from '../discover/profile.ts';
+import { normaliseName, type Kind } from '../discover/index.ts';
+import { MASKED, pathSegment, Profiler } from '../discover/index.ts';
 import type { SqlSession } from './rewrap.ts';
 import { quoteIdent, triggerMapping, VEIL_TRIGGER } from './rewrap-sql.ts';
 

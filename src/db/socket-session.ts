@@ -1,6 +1,6 @@
-import { auditEvent } from '../audit/audit-event.ts';
-import type { AuditChannel, AuditSink } from '../audit/audit-sink.ts';
-import { GuardedTransform } from '../audit/guarded-transform.ts';
+import { auditEvent } from '../audit/index.ts';
+import type { AuditChannel, AuditSink } from '../audit/index.ts';
+import { GuardedTransform } from '../audit/index.ts';
 import { VeilError, type Engine, type TransformRequest } from '../engine/index.ts';
 import { RateLimitedError, tokenExpired, tokenInvalid, tokenMissing } from '../identity/errors.ts';
 import { RateLimiter } from '../identity/rate-limiter.ts';

@@ -1,6 +1,6 @@
 import { isValidPhoneNumber } from 'libphonenumber-js/max';
-import { cardNetwork, isDateOfBirth, isEmail, isFrNir, isIban, isNationalPhone, isPersonName, isPostalAddress, isUkNino, isUsSsn, luhnValid } from '../discover/detectors.ts';
-import { CTX_ADDRESS, CTX_BIRTH, CTX_CARD, CTX_NATIONAL_ID, CTX_NEGATIVE, CTX_PERSON_NAME, CTX_PHONE } from '../discover/field-context.ts';
+import { cardNetwork, isDateOfBirth, isEmail, isFrNir, isIban, isNationalPhone, isPersonName, isPostalAddress, isUkNino, isUsSsn, luhnValid } from '../discover/index.ts';
+import { CTX_ADDRESS, CTX_BIRTH, CTX_CARD, CTX_NATIONAL_ID, CTX_NEGATIVE, CTX_PERSON_NAME, CTX_PHONE } from '../discover/index.ts';
 import type { GuardKind, Shape } from './value-kinds.ts';
 
 /**

@@ -1,7 +1,7 @@
 import { foldKey, type JsonPath, type JsonPathStep } from '../json-bytes/paths.ts';
 import { EV_STRING, keyText, leafText, TRAIT_AT, TRAIT_DIGIT, TRAIT_ESCAPE, type KeyName, type PlaceStep, type ScanPlace, type UnmappedVisitor } from '../json-bytes/scan.ts';
 import { contextOf, LIKELY, mayBePersonal, mayBePersonalWithoutDigits, shapeOfBytes, unmappedKeyKind, unmappedValueKind, type GuardKind } from './value-kinds.ts';
-import { pathSegment } from '../discover/profile.ts';
+import { pathSegment } from '../discover/index.ts';
 
 /** Personal data where no mapping looks: the path (keys that are data shown as `*`) and kind — never the value. */
 export interface UnmappedFinding {

@@ -1,6 +1,6 @@
-import type { Kind } from '../discover/detectors.ts';
+import type { Kind } from '../discover/index.ts';
 import { gradedKind, LIKELY } from './evidence.ts';
-import { contextOf, CTX_ADDRESS, CTX_BIRTH, CTX_NATIONAL_ID, CTX_ORGANISATION, CTX_PERSON_NAME, CTX_PHONE } from '../discover/field-context.ts';
+import { contextOf, CTX_ADDRESS, CTX_BIRTH, CTX_NATIONAL_ID, CTX_ORGANISATION, CTX_PERSON_NAME, CTX_PHONE } from '../discover/index.ts';
 
 /**
  * The unmapped guard's detectors: what a value at a path the mapping does not name is checked for
@@ -12,7 +12,7 @@ import { contextOf, CTX_ADDRESS, CTX_BIRTH, CTX_NATIONAL_ID, CTX_ORGANISATION, C
 export const GUARD_KINDS = ['email', 'payment-card', 'iban', 'phone', 'us-ssn', 'uk-nino', 'fr-nir', 'date-of-birth', 'person-name', 'postal-address'] as const satisfies readonly Kind[];
 export type GuardKind = (typeof GUARD_KINDS)[number];
 
-export { contextOf } from '../discover/field-context.ts';
+export { contextOf } from '../discover/index.ts';
 
 /**
  * How likely a value is personal data, as Google Sensitive Data Protection grades a finding:

@@ -1,4 +1,4 @@
-import { isDataKey } from '../discover/profile.ts';
+import { isDataKey } from '../discover/index.ts';
 import { JsonGuard, likelihoodLevel, type AllowedPath, type GuardKind, type UnmappedFinding } from '../drift-guard/index.ts';
 import { type ErrorDetail, type FieldRef } from '../engine/index.ts';
 import { unmappedPolicyConfig, type GatewayUnmapped } from './gateway-config.ts';

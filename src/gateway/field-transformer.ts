@@ -1,4 +1,4 @@
-import type { GuardedCaller, GuardedTransform } from '../audit/guarded-transform.ts';
+import type { GuardedCaller, GuardedTransform } from '../audit/index.ts';
 import { VeilError, type Engine, type FieldRef, type Plan, type TransformRequest } from '../engine/index.ts';
 
 /** What the caller sees of a response value: its text and the action that made it (Unprotect, or the ifDenied action). */

@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http';
-import type { GuardedCaller } from '../audit/guarded-transform.ts';
+import type { GuardedCaller } from '../audit/index.ts';
 import type { UnmappedFinding } from '../drift-guard/index.ts';
 import { VeilError, type FieldRef } from '../engine/index.ts';
 import { EV_RAW, EV_STRING, leafText } from '../json-bytes/scan.ts';

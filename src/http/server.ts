@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { JWK } from 'jose';
 import type { FastifyBaseLogger } from 'fastify';
-import type { AuditSink } from '../audit/audit-sink.ts';
+import type { AuditSink } from '../audit/index.ts';
 import { VeilError, type Engine } from '../engine/index.ts';
 import type { ServiceConfig } from './service-config.ts';
 import type { EngineSource } from './engine-source.ts';

@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { AuditSink } from '../audit/audit-sink.ts';
+import type { AuditSink } from '../audit/index.ts';
 import type { ConfigVersions, EngineHolder } from '../control/index.ts';
 import type { TokenService } from '../identity/token-service.ts';
 import type { Caller } from '../identity/token-verifier.ts';

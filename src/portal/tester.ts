@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import type { AuditSink } from '../audit/audit-sink.ts';
-import { GuardedTransform, type GuardedCaller } from '../audit/guarded-transform.ts';
+import type { AuditSink } from '../audit/index.ts';
+import { GuardedTransform, type GuardedCaller } from '../audit/index.ts';
 import { pooledRandom, traceSteps, type CompiledConfig, type Engine, type ErrorDetail, type KeyProvider, type TracedStep, type TransformRequest, type TransformResponse } from '../engine/index.ts';
 import { ERROR_CATALOG } from '../errors/catalog.ts';
 

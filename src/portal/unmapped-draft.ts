@@ -1,7 +1,7 @@
 import { stringify } from 'yaml';
 import { GUARD_KINDS, type GuardKind } from '../drift-guard/index.ts';
-import { mergePipelineFields } from '../discover/merge-draft.ts';
-import { classNameFor, protectionOf } from '../discover/propose.ts';
+import { mergePipelineFields } from '../discover/index.ts';
+import { classNameFor, protectionOf } from '../discover/index.ts';
 import { ROLE, type CompiledConfig } from '../engine/index.ts';
 import { foldKey } from '../json-bytes/paths.ts';
 import { OTHER_PATH } from '../observability/stream-metric-names.ts';

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { AuditChannel, AuditEvent, AuditSink } from '../audit/audit-sink.ts';
+import type { AuditChannel, AuditEvent, AuditSink } from '../audit/index.ts';
 import { AuditError } from '../audit/errors.ts';
 import { VeilError } from '../engine/index.ts';
 import { ADMIN_ROLE_NAMES, ADMIN_ROLES } from '../identity/admin-roles.ts';

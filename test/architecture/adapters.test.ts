@@ -117,8 +117,17 @@ describe('the control plane has one front door, and src/app only wires (issue 31
     ['src/portal/probe.ts', "import type { ConfigVersions } from '../control/config-versions.ts';\nexport type X = ConfigVersions;\n"],
     ['src/app/open-probe.ts', "export { signWrite } from '../control/control-store.ts';\n"],
     ['src/cli/probe.ts', "export const m = import('../control/kafka-control-log.ts');\n"],
-  ])('rejects in %s an import past src/control/index.ts', async (file, code) => {
-    expect(await rulesFiredAt(file, code)).toContain('veil/control-front-door');
+    ['src/http/probe.ts', "import { GuardedTransform } from '../audit/guarded-transform.ts';\nexport const x = GuardedTransform;\n"],
+    ['src/drift-guard/probe.ts', "import { contextOf } from '../discover/field-context.ts';\nexport const x = contextOf;\n"],
+    ['src/stream/serde/probe.ts', "import { JsonGuard } from '../../drift-guard/json-guard.ts';\nexport const x = JsonGuard;\n"],
+    ['src/cli/probe.ts', "import { runDriftCheck } from '../db/drift-check.ts';\nexport const x = runDriftCheck;\n"],
+  ])('rejects in %s an import past a front door (src/control, src/audit, src/discover, src/drift-guard, src/db index.ts)', async (file, code) => {
+    expect(await rulesFiredAt(file, code)).toContain('veil/front-doors');
+  });
+
+  it('allows a module with a front door its own files, everyone its index and its errors', async () => {
+    expect(await rulesFiredAt('src/http/probe.ts', "import { GuardedTransform } from '../audit/index.ts';\nimport { AuditError } from '../audit/errors.ts';\nexport const x = [GuardedTransform, AuditError];\n")).toEqual([]);
+    expect(await rulesFiredAt('src/discover/probe.ts', "import { contextOf } from './field-context.ts';\nexport const x = contextOf;\n")).toEqual([]);
   });
 
   it('allows src/control its own files and everyone else its index', async () => {

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { AuditSink } from '../../audit/audit-sink.ts';
-import { fieldCounts } from '../../audit/audit-event.ts';
-import { GuardedTransform } from '../../audit/guarded-transform.ts';
+import type { AuditSink } from '../../audit/index.ts';
+import { fieldCounts } from '../../audit/index.ts';
+import { GuardedTransform } from '../../audit/index.ts';
 import { VeilError, type Engine } from '../../engine/index.ts';
 import type { ServiceConfig } from '../service-config.ts';
 import { RateLimitedError } from '../../identity/errors.ts';

@@ -1,9 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import { VeilError } from '../../engine/index.ts';
-import { KINDS, type Kind } from '../../discover/detectors.ts';
-import { mergeProposal } from '../../discover/merge-draft.ts';
-import { Profiler, type Finding } from '../../discover/profile.ts';
-import { propose } from '../../discover/propose.ts';
+import { KINDS, type Kind } from '../../discover/index.ts';
+import { mergeProposal } from '../../discover/index.ts';
+import { Profiler, type Finding } from '../../discover/index.ts';
+import { propose } from '../../discover/index.ts';
 import { requireWithinLimits } from '../draft-limits.ts';
 import { html } from '../html.ts';
 import { formOf } from '../portal-deps.ts';

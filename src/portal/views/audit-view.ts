@@ -1,4 +1,4 @@
-import type { AuditEvent } from '../../audit/audit-sink.ts';
+import type { AuditEvent } from '../../audit/index.ts';
 import { html, type Html } from '../html.ts';
 import type { Session } from '../sessions.ts';
 import { page } from './layout.ts';

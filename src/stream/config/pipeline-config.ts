@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { evidencesSchema, nameSchema, type ConfigIssue } from '../../engine/index.ts';
 import { DEFAULT_THRESHOLD, GUARD_KINDS, THRESHOLDS } from '../../drift-guard/index.ts';
-import { RECORD_FORMATS } from '../../discover/record-formats.ts';
+import { RECORD_FORMATS } from '../../discover/index.ts';
 import { foldKey } from '../../json-bytes/paths.ts';
 
 /** A record path: dot-separated names, `[]` after a name walks every array element (`cards[].number`). */

@@ -1,5 +1,5 @@
 import type { SchemaRegistryPort } from '../registry/index.ts';
-import type { RecordFormat } from '../../discover/record-formats.ts';
+import type { RecordFormat } from '../../discover/index.ts';
 
 /**
  * How `veil discover --topic` reads a sampled value: JSON text, or a Confluent wire format through

@@ -1,6 +1,6 @@
-import type { AuditSink } from '../../audit/audit-sink.ts';
-import { auditEvent } from '../../audit/audit-event.ts';
-import { GuardedTransform } from '../../audit/guarded-transform.ts';
+import type { AuditSink } from '../../audit/index.ts';
+import { auditEvent } from '../../audit/index.ts';
+import { GuardedTransform } from '../../audit/index.ts';
 import type { ResponderConfig } from '../config/index.ts';
 import { VeilError, type Engine } from '../../engine/index.ts';
 import { problemOf } from '../../errors/problem.ts';
