@@ -29,6 +29,20 @@ export interface Source {
   draftId?: string;
 }
 
+/** A configuration a page can pick: a published version or a draft, named as loadSource takes it. */
+export interface ConfigChoice {
+  ref: string;
+  label: string;
+}
+
+/** Every published version, oldest first, then every draft: what the Role × field and Diff pages offer. */
+export async function configChoices(deps: PortalDeps): Promise<ConfigChoice[]> {
+  return [
+    ...deps.versions.versions().map((v) => ({ ref: `v${v.number}`, label: `version ${v.number}` })),
+    ...(await deps.versions.drafts()).map((d) => ({ ref: `draft:${d.id}`, label: `draft ${d.id.slice(0, 8)}` })),
+  ];
+}
+
 export async function loadSource(deps: PortalDeps, ref: string): Promise<Source> {
   let text: string;
   let label: string;

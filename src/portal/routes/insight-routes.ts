@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { VeilError, type CompiledConfig } from '../../engine/index.ts';
 import { isValidKeyId } from '../../keystore/key-material.ts';
 import type { PortalContext } from '../portal-deps.ts';
-import { loadSource } from '../publisher.ts';
+import { configChoices, loadSource } from '../publisher.ts';
 import { flashOf } from '../views/flash.ts';
 import { auditPage } from '../views/audit-view.ts';
 import { keysPage } from '../views/keys-view.ts';
@@ -27,11 +27,7 @@ export function registerInsightRoutes(app: FastifyInstance, ctx: PortalContext):
     if (!session) return reply;
     const ref = (req.query as { source?: string }).source ?? `v${ctx.versions.active()}`;
     const source = await loadSource(ctx, ref);
-    const choices = [
-      ...ctx.versions.versions().map((v) => ({ ref: `v${v.number}`, label: `version ${v.number}` })),
-      ...(await ctx.versions.drafts()).map((d) => ({ ref: `draft:${d.id}`, label: `draft ${d.id.slice(0, 8)}` })),
-    ];
-    return ctx.send(reply, matrixPage({ session, ref, label: source.label, choices, ...(source.config ? { config: source.config.engine } : {}) }));
+    return ctx.send(reply, matrixPage({ session, ref, label: source.label, choices: await configChoices(ctx), ...(source.config ? { config: source.config.engine } : {}) }));
   });
 
   app.get('/audit', async (req, reply) => {

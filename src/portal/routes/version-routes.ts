@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { VeilError } from '../../engine/index.ts';
 import { lineDiff, restartSections, unreadableWarnings } from '../config-diff.ts';
 import type { PortalContext } from '../portal-deps.ts';
-import { loadSource, publish } from '../publisher.ts';
+import { configChoices, loadSource, publish } from '../publisher.ts';
 import { redactSecretHashes } from '../secret-redaction.ts';
 import { flashOf } from '../views/flash.ts';
 import { diffPage, overviewPage, versionPage, versionsPage } from '../views/versions-view.ts';
@@ -66,7 +66,7 @@ export function registerVersionRoutes(app: FastifyInstance, ctx: PortalContext):
     const session = ctx.guard(req, reply, 'viewer');
     if (!session) return reply;
     const q = req.query as { from?: string; to?: string };
-    const choices = [...ctx.versions.versions().map((v) => ({ ref: `v${v.number}`, label: `version ${v.number}` })), ...(await ctx.versions.drafts()).map((d) => ({ ref: `draft:${d.id}`, label: `draft ${d.id.slice(0, 8)}` }))];
+    const choices = await configChoices(ctx);
     const active = `v${ctx.versions.active()}`;
     const from = q.from ?? active;
     const to = q.to ?? active;

@@ -1,21 +1,16 @@
 import { configuredRoles, fieldAccess, type CompiledConfig } from '../../engine/index.ts';
 import { html, type Html } from '../html.ts';
+import type { ConfigChoice } from '../publisher.ts';
 import type { Session } from '../sessions.ts';
 import { page } from './layout.ts';
 
 const ACCESS_LABEL: Record<string, string> = { clear: 'clear', masked: 'masked', pseudonym: 'pseudonym', protected: 'protected', denied: 'denied' };
 
-/** A configuration the Role × field page can show: a version or a draft. */
-export interface MatrixChoice {
-  ref: string;
-  label: string;
-}
-
 /**
  * The Role × field page (/admin/matrix): what each role gets when it reads each field of the chosen
  * configuration, as the engine decides it for a call whose rights context carries just that Role.
  */
-export function matrixPage(options: { session: Session; ref: string; label: string; config?: CompiledConfig; choices: readonly MatrixChoice[] }): Html {
+export function matrixPage(options: { session: Session; ref: string; label: string; config?: CompiledConfig; choices: readonly ConfigChoice[] }): Html {
   const { ref, config } = options;
   return page('Role × field', html`
 <p>What each role gets when it reads each field of ${options.label}, as the engine decides it for a call whose rights context carries just that Role: <strong>clear</strong> (Unprotect), <strong>masked</strong> or <strong>pseudonym</strong> (another granted action), <strong>protected</strong>, or <strong>denied</strong>.</p>

@@ -2,6 +2,7 @@ import type { ActiveConfig, DraftMeta, VersionMeta } from '../../control/index.t
 import type { ConfigView } from '../config-port.ts';
 import type { DiffLine } from '../config-diff.ts';
 import { html, type Html } from '../html.ts';
+import type { ConfigChoice } from '../publisher.ts';
 import { holds, type Session } from '../sessions.ts';
 import { page, postForm } from './layout.ts';
 
@@ -46,14 +47,8 @@ ${holds(session, 'publisher') && n !== options.active ? postForm(session, `/admi
 <h2>YAML</h2><pre>${options.shown}</pre>`, { session, current: '/admin/versions' });
 }
 
-/** A configuration a diff can compare: a version or a draft. */
-export interface DiffChoice {
-  ref: string;
-  label: string;
-}
-
 /** The Diff page (/admin/diff): two configurations, what would make stored data unreadable, what needs a restart, and the lines. */
-export function diffPage(options: { session: Session; choices: readonly DiffChoice[]; from: string; to: string; fromLabel: string; toLabel: string; warnings: readonly string[]; restart: readonly string[]; lines: readonly DiffLine[]; flash?: string }): Html {
+export function diffPage(options: { session: Session; choices: readonly ConfigChoice[]; from: string; to: string; fromLabel: string; toLabel: string; warnings: readonly string[]; restart: readonly string[]; lines: readonly DiffLine[]; flash?: string }): Html {
   const { warnings, restart, lines } = options;
   const picker = (name: string, selected: string, label: string) => html`<div><label for="diff-${name}">${label}</label><select id="diff-${name}" name="${name}">${options.choices.map((r) => html`<option value="${r.ref}"${r.ref === selected ? html` selected` : ''}>${r.label}</option>`)}</select></div>`;
   return page('Diff', html`
