@@ -30,3 +30,18 @@ export class StreamError extends VeilError {
     if (options?.schema !== undefined) this.schema = options.schema;
   }
 }
+
+/**
+ * Why a schema cannot be planned for a pipeline's paths (the serdes' clean-schema derivations,
+ * the Protobuf plan, tags, a JSON Schema validator): SCHEMA_PATH_UNKNOWN with the mapped path the
+ * schema lacks, else RECORD_MALFORMED. The serde refuses the schema's records, quoting the reason.
+ */
+export function schemaUnfit(reason: string, unknownPath?: string): StreamError {
+  return unknownPath === undefined ? new StreamError('RECORD_MALFORMED', reason) : new StreamError('SCHEMA_PATH_UNKNOWN', reason, { path: unknownPath });
+}
+
+/** The reason and unknown path of a schemaUnfit refusal, for a serde to keep with the schema id; undefined for any other error. */
+export function unfitReason(e: unknown): { error: string; unknownPath?: string } | undefined {
+  if (!(e instanceof StreamError)) return undefined;
+  return e.code === 'SCHEMA_PATH_UNKNOWN' && e.path !== undefined ? { error: e.message, unknownPath: e.path } : { error: e.message };
+}

@@ -1,7 +1,8 @@
 import type { ConfigIssue } from '../../engine/index.ts';
 import { unmappedPolicy, type PipelineConfig } from '../config/index.ts';
 import type { SchemaRegistryPort, SchemaType } from '../registry/index.ts';
-import { firstUnallowed, planTags, schemaFormats, TagPlanError, type RegistryFormat } from '../serde/index.ts';
+import { firstUnallowed, planTags, schemaFormats, type RegistryFormat } from '../serde/index.ts';
+import { unfitReason } from '../stream-error.ts';
 import { StreamError } from '../stream-error.ts';
 
 const SCHEMA_TYPE: Record<RegistryFormat, SchemaType> = { avro: 'AVRO', 'json-schema': 'JSON', protobuf: 'PROTOBUF' };
@@ -80,8 +81,9 @@ function tagIssues(p: PipelineConfig, at: string, of: string, tagged: Parameters
     const f = guard.action === 'pass' || guard.action === 'report' ? undefined : firstUnallowed(plan.unmapped, guard.allow, fold);
     return f === undefined ? [] : [{ severity: 'error', pointer, message: `${of} tags ${f.path} ${f.tag}, and the pipeline maps no tag of it: it would dead-letter its records UNMAPPED_PERSONAL_DATA (map the tag under tags, map the path, or allow it)` }];
   } catch (e) {
-    if (!(e instanceof TagPlanError)) throw e;
-    return [{ severity: 'error', pointer, message: `${of}: ${e.message}: the pipeline would dead-letter its records RECORD_MALFORMED` }];
+    const unfit = unfitReason(e);
+    if (!unfit) throw e;
+    return [{ severity: 'error', pointer, message: `${of}: ${unfit.error}: the pipeline would dead-letter its records RECORD_MALFORMED` }];
   }
 }
 

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { isJsonNumber, isJsonObject, numberValue, parseLossless, printLossless, toPlain, type LosslessJson } from '../../json-bytes/lossless-json.ts';
+import { schemaUnfit, StreamError } from '../stream-error.ts';
 import type { TaggedField } from './schema-tags.ts';
 
 /**
@@ -9,7 +10,7 @@ import type { TaggedField } from './schema-tags.ts';
  * (boolean, int, long, float, double, string, enum; also inside a union of such) and its type
  * becomes `string` — a union keeps its `null` branch, in its place, and `string` takes the place of
  * the first other branch (`["null","int"]` → `["null","string"]`). Paths walk through records,
- * arrays (`cards[]`) and nullable unions (`["null", T]`); anything else is a CleanSchemaError. Field
+ * arrays (`cards[]`) and nullable unions (`["null", T]`); anything else is refused (schemaUnfit). Field
  * defaults along a protected path are kept valid (a protected default becomes its text: 5 → "5").
  * Everything that no path touches is unchanged.
  *
@@ -24,15 +25,6 @@ import type { TaggedField } from './schema-tags.ts';
  * defaults, a fixed's size — is the raw text's, digit for digit; a protected number default
  * becomes the text it was written as (`9223372036854775807` → `"9223372036854775807"`).
  */
-export class CleanSchemaError extends Error {
-  /** the mapped path the schema has no field for (absent: 'error'): the schema is refused for the pipeline (SCHEMA_PATH_UNKNOWN) */
-  readonly unknownPath?: string;
-  constructor(message: string, unknownPath?: string) {
-    super(message);
-    this.name = 'CleanSchemaError';
-    if (unknownPath !== undefined) this.unknownPath = unknownPath;
-  }
-}
 
 /** JSON as parseLossless reads it: each number a LosslessNumber, the digits as written */
 type Json = LosslessJson;
@@ -78,8 +70,8 @@ const PATH = /^[A-Za-z_][A-Za-z0-9_]*(\[\])?(\.[A-Za-z_][A-Za-z0-9_]*(\[\])?)*$/
 
 export interface DeriveOptions {
   /**
-   * A path naming a field the schema does not have: 'error' (default; a CleanSchemaError with
-   * `unknownPath`: the serde refuses such a schema's records, SCHEMA_PATH_UNKNOWN), or 'skip' it.
+   * A path naming a field the schema does not have: 'error' (default; a SCHEMA_PATH_UNKNOWN
+   * StreamError naming the path: the serde refuses such a schema's records), or 'skip' it.
    * Paths that contradict the schema's shape are errors either way.
    */
   absent?: 'error' | 'skip';
@@ -114,7 +106,7 @@ export function unknownAvroPaths(rawSchema: string, paths: readonly string[]): s
       new Derivation(root, [path], 'error').run();
       return false;
     } catch (e) {
-      if (e instanceof CleanSchemaError) return e.unknownPath !== undefined;
+      if (e instanceof StreamError) return e.code === 'SCHEMA_PATH_UNKNOWN';
       throw e;
     }
   });
@@ -124,7 +116,7 @@ function read(rawSchema: string): Json {
   try {
     return parseLossless(rawSchema);
   } catch {
-    throw new CleanSchemaError('the schema is not JSON');
+    throw schemaUnfit('the schema is not JSON');
   }
 }
 
@@ -146,7 +138,7 @@ export function avscSchema(schemaText: string): unknown {
 }
 
 function compile(path: string): Op[] {
-  if (!PATH.test(path)) throw new CleanSchemaError(`${path}: not a record path (names joined by dots, [] after an array)`);
+  if (!PATH.test(path)) throw schemaUnfit(`${path}: not a record path (names joined by dots, [] after an array)`);
   return path.split('.').flatMap((part): Op[] =>
     part.endsWith('[]') ? [{ kind: 'field', name: part.slice(0, -2) }, { kind: 'items' }] : [{ kind: 'field', name: part }]);
 }
@@ -266,9 +258,9 @@ class Derivation {
       const named = this.define(node, ns);
       if (named.kind === 'record') {
         const fields = node.fields;
-        if (!Array.isArray(fields)) throw new CleanSchemaError(`record ${named.fullName} has no fields array`);
+        if (!Array.isArray(fields)) throw schemaUnfit(`record ${named.fullName} has no fields array`);
         for (const field of fields) {
-          if (!isObject(field) || typeof field.name !== 'string' || field.type === undefined) throw new CleanSchemaError(`record ${named.fullName} has a field without a name or type`);
+          if (!isObject(field) || typeof field.name !== 'string' || field.type === undefined) throw schemaUnfit(`record ${named.fullName} has a field without a name or type`);
           this.index(field.type, named.namespace);
         }
       }
@@ -278,14 +270,14 @@ class Derivation {
 
   private define(node: JsonObject, ns: string): Named {
     const name = node.name;
-    if (typeof name !== 'string' || name === '') throw new CleanSchemaError(`a ${String(node.type)} has no name`);
+    if (typeof name !== 'string' || name === '') throw schemaUnfit(`a ${String(node.type)} has no name`);
     const dot = name.lastIndexOf('.');
     const namespace = dot >= 0 ? name.slice(0, dot) : typeof node.namespace === 'string' ? node.namespace : ns;
     const simpleName = dot >= 0 ? name.slice(dot + 1) : name;
     const fullName = namespace ? `${namespace}.${simpleName}` : simpleName;
     if (this.names.has(fullName)) {
       if (this.names.get(fullName)!.node === node) return this.names.get(fullName)!;
-      throw new CleanSchemaError(`the schema defines ${fullName} twice`);
+      throw schemaUnfit(`the schema defines ${fullName} twice`);
     }
     const named: Named = { fullName, simpleName, namespace, kind: node.type === 'error' ? 'record' : (node.type as Named['kind']), node };
     this.names.set(fullName, named);
@@ -294,14 +286,14 @@ class Derivation {
 
   private resolve(ref: string, ns: string): Named {
     const named = (!ref.includes('.') && ns ? this.names.get(`${ns}.${ref}`) : undefined) ?? this.names.get(ref);
-    if (!named) throw new CleanSchemaError(`the schema refers to an undefined type ${ref}`);
+    if (!named) throw schemaUnfit(`the schema refers to an undefined type ${ref}`);
     return named;
   }
 
   private classify(node: Json, ns: string): Kind {
     if (typeof node === 'string') return PRIMITIVES.has(node) ? { kind: 'primitive', name: node } : { kind: 'named', named: this.resolve(node, ns) };
     if (Array.isArray(node)) return { kind: 'union', branches: node };
-    if (!isObject(node)) throw new CleanSchemaError(`not an Avro type: ${printLossless(node)}`);
+    if (!isObject(node)) throw schemaUnfit(`not an Avro type: ${printLossless(node)}`);
     const type = node.type;
     if (typeof type === 'string' && PRIMITIVES.has(type)) return { kind: 'primitive', name: type };
     if (type === 'record' || type === 'error' || type === 'enum' || type === 'fixed') return { kind: 'named', named: this.define(node, ns) };
@@ -309,7 +301,7 @@ class Derivation {
     if (type === 'map') return { kind: 'map', node };
     // {"type": "x.Address"}: a reference written as an object
     if (typeof type === 'string') return { kind: 'named', named: this.resolve(type, ns) };
-    throw new CleanSchemaError(`not an Avro type: ${printLossless(node)}`);
+    throw schemaUnfit(`not an Avro type: ${printLossless(node)}`);
   }
 
   // ---- building ---------------------------------------------------------------------------------
@@ -323,23 +315,23 @@ class Derivation {
       const leaf = leaves[0]!;
       if (!scalarBucket(t)) {
         const hint = t.kind === 'array' ? ` (write ${where(leaf)}[] to protect its elements)` : '';
-        throw new CleanSchemaError(`${leaf.path}: ${where(leaf)} is ${describe(t)}; only a scalar (boolean, int, long, float, double, string, enum) can be protected${hint}`);
+        throw schemaUnfit(`${leaf.path}: ${where(leaf)} is ${describe(t)}; only a scalar (boolean, int, long, float, double, string, enum) can be protected${hint}`);
       }
-      if (deeper.length) throw new CleanSchemaError(`${deeper[0]!.path}: walks into ${where(leaf)}, which is ${describe(t)}, not a record`);
+      if (deeper.length) throw schemaUnfit(`${deeper[0]!.path}: walks into ${where(leaf)}, which is ${describe(t)}, not a record`);
       return 'string';
     }
     switch (t.kind) {
       case 'primitive':
-        if (deeper.length) throw new CleanSchemaError(`${deeper[0]!.path}: ${where(deeper[0]!)} is ${describe(t)}, not a record`);
+        if (deeper.length) throw schemaUnfit(`${deeper[0]!.path}: ${where(deeper[0]!)} is ${describe(t)}, not a record`);
         return node;
       case 'named':
         return new Use(this.variant(t.named, deeper));
       case 'map':
-        if (deeper.length) throw new CleanSchemaError(`${deeper[0]!.path}: ${where(deeper[0]!)} is a map; paths walk through records, arrays and nullable unions only`);
+        if (deeper.length) throw schemaUnfit(`${deeper[0]!.path}: ${where(deeper[0]!)} is a map; paths walk through records, arrays and nullable unions only`);
         return { ...t.node, values: this.build(t.node.values ?? null, ns, []) };
       case 'array': {
         const wrong = deeper.find((d) => d.ops[d.at]!.kind !== 'items');
-        if (wrong) throw new CleanSchemaError(`${wrong.path}: ${where(wrong)} is an array; write ${where(wrong)}[] to walk its elements`);
+        if (wrong) throw schemaUnfit(`${wrong.path}: ${where(wrong)} is an array; write ${where(wrong)}[] to walk its elements`);
         return { ...t.node, items: this.build(t.node.items ?? null, ns, deeper.map(advance)) };
       }
     }
@@ -352,12 +344,12 @@ class Derivation {
     const first = demands[0]!;
     if (demands.some((d) => !isLeaf(d))) {
       const d = demands.find((x) => !isLeaf(x))!;
-      if (nonNull.length !== 1) throw new CleanSchemaError(`${d.path}: ${where(d)} is a union of ${nonNull.length} non-null types; paths walk through nullable unions ["null", T] only`);
+      if (nonNull.length !== 1) throw schemaUnfit(`${d.path}: ${where(d)} is a union of ${nonNull.length} non-null types; paths walk through nullable unions ["null", T] only`);
       return branches.map((b, i) => this.build(b, ns, i === nonNull[0] ? demands : []));
     }
     const buckets = nonNull.map((i) => scalarBucket(kinds[i]!));
-    if (buckets.some((b) => !b)) throw new CleanSchemaError(`${first.path}: ${where(first)} is a union with a non-scalar type; only scalars can be protected`);
-    if (new Set(buckets).size !== buckets.length) throw new CleanSchemaError(`${first.path}: ${where(first)} is a union of types that decode to the same kind of value (${nonNull.map((i) => describe(kinds[i]!)).join(', ')}); it cannot be protected`);
+    if (buckets.some((b) => !b)) throw schemaUnfit(`${first.path}: ${where(first)} is a union with a non-scalar type; only scalars can be protected`);
+    if (new Set(buckets).size !== buckets.length) throw schemaUnfit(`${first.path}: ${where(first)} is a union of types that decode to the same kind of value (${nonNull.map((i) => describe(kinds[i]!)).join(', ')}); it cannot be protected`);
     return branches.flatMap((b, i): Out[] => (i === nonNull[0] ? ['string'] : nonNull.includes(i) ? [] : [this.build(b, ns, [])]));
   }
 
@@ -375,7 +367,7 @@ class Derivation {
     for (const [k, v] of Object.entries(named.node)) if (k !== 'type' && k !== 'name' && k !== 'namespace') body.set(k, v);
     if (demands.length && named.kind !== 'record') {
       const d = demands[0]!;
-      throw new CleanSchemaError(`${d.path}: ${where(d)} is ${named.kind} ${named.fullName}, not a record`);
+      throw schemaUnfit(`${d.path}: ${where(d)} is ${named.kind} ${named.fullName}, not a record`);
     }
     if (named.kind === 'record') {
       const fields = named.node.fields as JsonObject[];
@@ -395,10 +387,10 @@ class Derivation {
     const fields = named.node.fields as JsonObject[];
     return demands.filter((d) => {
       const op = d.ops[d.at]!;
-      if (op.kind !== 'field') throw new CleanSchemaError(`${d.path}: ${where(d)} is record ${named.fullName}, not an array`);
+      if (op.kind !== 'field') throw schemaUnfit(`${d.path}: ${where(d)} is record ${named.fullName}, not an array`);
       if (fields.some((f) => f.name === op.name)) return true;
       if (this.absent === 'skip') return false;
-      throw new CleanSchemaError(`${d.path}: record ${named.fullName} has no field ${op.name}`, d.path);
+      throw schemaUnfit(`${d.path}: record ${named.fullName} has no field ${op.name}`, d.path);
     });
   }
 
@@ -498,7 +490,7 @@ class Derivation {
           continue;
         }
         const renamed = `${fullName}_${createHash('sha256').update(v.key).digest('hex').slice(0, 8)}`;
-        if (this.names.has(renamed)) throw new CleanSchemaError(`cannot name a modified copy of ${fullName}: ${renamed} exists`);
+        if (this.names.has(renamed)) throw schemaUnfit(`cannot name a modified copy of ${fullName}: ${renamed} exists`);
         v.fullName = renamed;
         v.body!.delete('aliases');
       }

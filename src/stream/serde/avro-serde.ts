@@ -1,11 +1,11 @@
 import type avro from 'avsc';
 import type { SchemaRegistryPort } from '../registry/index.ts';
-import { StreamError } from '../stream-error.ts';
-import { avroTaggedFields, avscSchema, CleanSchemaError, deriveCleanSchema, unknownAvroPaths } from './avro-clean-schema.ts';
+import { StreamError, unfitReason } from '../stream-error.ts';
+import { avroTaggedFields, avscSchema, deriveCleanSchema, unknownAvroPaths } from './avro-clean-schema.ts';
 import { avroType } from './avro-types.ts';
 import type { RecordProtection, Serde } from './serde.ts';
 import { protectRecord, type Mapping } from './field-mappings.ts';
-import { planTags, tagMappings, TagPlanError, tagRefusal, type SchemaTags } from './schema-tags.ts';
+import { planTags, tagMappings, tagRefusal, type SchemaTags } from './schema-tags.ts';
 import { memo } from '../memo.ts';
 import { guardFor, applyGuard } from './decoded-drift-guard.ts';
 
@@ -87,9 +87,9 @@ export function avroSerde(options: AvroSerdeOptions): AvroSerde {
       const cleanText = deriveCleanSchema(text, [...protectedPaths, ...tags.mapped.map((t) => t.path)]);
       return { type, clean: { text: cleanText, type: avroType(avscSchema(cleanText)) }, tags };
     } catch (e) {
-      if (e instanceof CleanSchemaError && e.unknownPath !== undefined) return { type, clean: { error: e.message, unknownPath: unknownAvroPaths(text, protectedPaths)[0] ?? e.unknownPath }, tags };
-      const error = e instanceof CleanSchemaError || e instanceof TagPlanError ? e.message : `the derived clean schema is not valid Avro (${(e as Error).message})`;
-      return { type, clean: { error }, tags };
+      const unfit = unfitReason(e);
+      if (unfit?.unknownPath !== undefined) return { type, clean: { error: unfit.error, unknownPath: unknownAvroPaths(text, protectedPaths)[0] ?? unfit.unknownPath }, tags };
+      return { type, clean: unfit ?? { error: `the derived clean schema is not valid Avro (${(e as Error).message})` }, tags };
     }
   });
 

@@ -9,7 +9,7 @@ export { jsonSerde } from './json-serde.ts';
 export { protectJsonValues } from './json-splice.ts';
 export type { SubjectRead } from './json-subject.ts';
 export { mappings, protectRecord, type Mapping } from './field-mappings.ts';
-export { firstUnallowed, planTags, TagPlanError } from './schema-tags.ts';
+export { firstUnallowed, planTags } from './schema-tags.ts';
 export type { RegistryFormat } from './schema-check.ts';
 
 export { sampleReader } from './sample-reader.ts';

@@ -2,17 +2,7 @@ import { cloneLossless, isJsonObject, parseLossless, printLossless, type Lossles
 import { foldKey } from '../../json-bytes/paths.ts';
 import { compilePath } from './record-path.ts';
 import type { TaggedField } from './schema-tags.ts';
-
-/** Why a raw JSON Schema cannot get a clean form for the pipeline's paths (the records are dead-lettered). */
-export class CleanJsonSchemaError extends Error {
-  /** the mapped path the schema does not declare: the schema is refused for the pipeline (SCHEMA_PATH_UNKNOWN) */
-  readonly unknownPath?: string;
-  constructor(message: string, unknownPath?: string) {
-    super(message);
-    this.name = 'CleanJsonSchemaError';
-    if (unknownPath !== undefined) this.unknownPath = unknownPath;
-  }
-}
+import { schemaUnfit } from '../stream-error.ts';
 
 export interface CleanJsonSchemaOptions {
   /**
@@ -31,11 +21,11 @@ const COMBINATORS = ['oneOf', 'anyOf', 'allOf', 'not', 'if', 'then', 'else'] as 
 function resolve(root: Schema, node: Schema, seen = 0): Schema {
   const ref = node.$ref;
   if (typeof ref !== 'string') return node;
-  if (seen > 32) throw new CleanJsonSchemaError('a $ref chain longer than 32');
+  if (seen > 32) throw schemaUnfit('a $ref chain longer than 32');
   const m = /^#\/(\$defs|definitions)\/([^/]+)$/.exec(ref);
   const defs = m ? root[m[1]!] : undefined;
   const target = m && isSchema(defs) ? defs[decodeURIComponent(m[2]!).replaceAll('~1', '/').replaceAll('~0', '~')] : undefined;
-  if (!isSchema(target)) throw new CleanJsonSchemaError(`the $ref ${ref} is not a local definition`);
+  if (!isSchema(target)) throw schemaUnfit(`the $ref ${ref} is not a local definition`);
   // the reference may sit beside other keywords (2019-09+): they narrow the definition
   const beside = { ...node };
   delete beside.$ref;
@@ -58,7 +48,7 @@ function stringLeaf(raw: Schema): Schema {
  *
  * Every path must be declared: each step a property in `properties` (with `foldKeys`, any
  * property it folds to), `[]` an array with an `items` schema. A path the schema does not declare
- * throws a CleanJsonSchemaError with `unknownPath` — whatever `additionalProperties` allows: an
+ * throws a SCHEMA_PATH_UNKNOWN StreamError naming it — whatever `additionalProperties` allows: an
  * undeclared path is unknown, and the serde refuses the schema's records (SCHEMA_PATH_UNKNOWN)
  * rather than guess what the field holds. A path through a combinator (oneOf, anyOf, allOf, not,
  * if) or a tuple cannot be rewritten safely: it throws too.
@@ -70,12 +60,12 @@ function stringLeaf(raw: Schema): Schema {
  */
 export function deriveCleanJsonSchema(rawText: string, paths: readonly string[], options: CleanJsonSchemaOptions = {}): string {
   const root: LosslessJson = parseLossless(rawText);
-  if (!isSchema(root)) throw new CleanJsonSchemaError('the schema is not a JSON object');
+  if (!isSchema(root)) throw schemaUnfit('the schema is not a JSON object');
   const doc: Schema = { root: cloneLossless(root) };
   // the schema at holder[key], its local reference inlined in place
   const inline = (holder: Schema, key: string): Schema => {
     const node = holder[key];
-    if (!isSchema(node)) throw new CleanJsonSchemaError(`${key} is not a schema object`);
+    if (!isSchema(node)) throw schemaUnfit(`${key} is not a schema object`);
     const resolved = resolve(doc.root as Schema, node);
     holder[key] = resolved;
     return resolved;
@@ -90,7 +80,7 @@ export function deriveCleanJsonSchema(rawText: string, paths: readonly string[],
       const next: [Schema, string][] = [];
       for (const [holder, key] of places) {
         const node = inline(holder, key);
-        for (const c of COMBINATORS) if (c in node) throw new CleanJsonSchemaError(`path ${path} crosses ${c}`);
+        for (const c of COMBINATORS) if (c in node) throw schemaUnfit(`path ${path} crosses ${c}`);
         const properties = node.properties;
         if (!isSchema(properties)) continue;
         for (const name of Object.keys(properties)) {
@@ -100,11 +90,11 @@ export function deriveCleanJsonSchema(rawText: string, paths: readonly string[],
             continue;
           }
           const array = inline(properties, name);
-          if (Array.isArray(array.items) || 'prefixItems' in array) throw new CleanJsonSchemaError(`path ${path} crosses a tuple`);
+          if (Array.isArray(array.items) || 'prefixItems' in array) throw schemaUnfit(`path ${path} crosses a tuple`);
           if (isSchema(array.items)) next.push([array, 'items']);
         }
       }
-      if (next.length === 0) throw new CleanJsonSchemaError(`path ${path}: the schema declares no ${walked}${step.each ? '[] (an array with items)' : ''}`, path);
+      if (next.length === 0) throw schemaUnfit(`path ${path}: the schema declares no ${walked}${step.each ? '[] (an array with items)' : ''}`, path);
       places = next;
     }
     for (const [holder, key] of places) holder[key] = stringLeaf(inline(holder, key));
@@ -127,7 +117,7 @@ const join = (path: string, name: string) => (path === '' ? name : `${path}.${na
  */
 export function jsonSchemaTaggedFields(rawText: string): TaggedField[] {
   const root: LosslessJson = parseLossless(rawText);
-  if (!isSchema(root)) throw new CleanJsonSchemaError('the schema is not a JSON object');
+  if (!isSchema(root)) throw schemaUnfit('the schema is not a JSON object');
   const out: TaggedField[] = [];
   const deref = (node: Schema): Schema | undefined => {
     try {

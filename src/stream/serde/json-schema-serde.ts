@@ -1,11 +1,11 @@
 import type { SchemaRegistryPort } from '../registry/index.ts';
-import { StreamError } from '../stream-error.ts';
+import { StreamError, unfitReason } from '../stream-error.ts';
 import { memo } from '../memo.ts';
-import { CleanJsonSchemaError, deriveCleanJsonSchema, jsonSchemaTaggedFields } from './json-schema-clean.ts';
-import { planTags, tagMappings, TagPlanError, tagRefusal, type SchemaTags } from './schema-tags.ts';
+import { deriveCleanJsonSchema, jsonSchemaTaggedFields } from './json-schema-clean.ts';
+import { planTags, tagMappings, tagRefusal, type SchemaTags } from './schema-tags.ts';
 import { protectJsonBytes, protectJsonValues } from './json-splice.ts';
 import { jsonSubjectReader, type SubjectRead } from './json-subject.ts';
-import { compileValidator, SchemaCompileError, type RecordValidator } from './json-schema-validate.ts';
+import { compileValidator, type RecordValidator } from './json-schema-validate.ts';
 import type { RecordProtection, Serde } from './serde.ts';
 
 export interface JsonSchemaSerdeOptions {
@@ -57,7 +57,8 @@ export function jsonSchemaSerde(options: JsonSchemaSerdeOptions): Serde {
     try {
       return { validate: await compileValidator(raw) };
     } catch (e) {
-      if (e instanceof SchemaCompileError) return { error: e.message };
+      const unfit = unfitReason(e);
+      if (unfit) return { error: unfit.error };
       throw e;
     }
   });
@@ -69,9 +70,7 @@ export function jsonSchemaSerde(options: JsonSchemaSerdeOptions): Serde {
       tags = planTags(jsonSchemaTaggedFields(raw), protectedPaths, mappedTags, foldKeys);
       return { text: deriveCleanJsonSchema(raw, [...protectedPaths, ...tags.mapped.map((t) => t.path)], { foldKeys }), tags };
     } catch (e) {
-      if (e instanceof CleanJsonSchemaError) return { error: e.message, ...(e.unknownPath === undefined ? {} : { unknownPath: e.unknownPath }), tags };
-      if (e instanceof TagPlanError) return { error: e.message, tags };
-      return { error: 'it is not JSON', tags };
+      return { ...(unfitReason(e) ?? { error: 'it is not JSON' }), tags };
     }
   });
 

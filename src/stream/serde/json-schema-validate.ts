@@ -1,14 +1,6 @@
 import { createRequire } from 'node:module';
 import type { ErrorObject, ValidateFunction } from 'ajv';
-import { StreamError } from '../stream-error.ts';
-
-/** Why a raw JSON Schema cannot be compiled for validation (the records of that schema are dead-lettered). */
-export class SchemaCompileError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'SchemaCompileError';
-  }
-}
+import { schemaUnfit, StreamError } from '../stream-error.ts';
 
 /** Checks one record's JSON text; throws RECORD_MALFORMED (not JSON) or RECORD_INVALID (fails the schema). */
 export type RecordValidator = (json: Buffer) => void;
@@ -19,9 +11,9 @@ type Dialect = '07' | '06' | '2019' | '2020';
 function dialectOf(schema: Record<string, unknown>): Dialect {
   const uri = schema.$schema;
   if (uri === undefined) return '07';
-  if (typeof uri !== 'string') throw new SchemaCompileError('$schema is not a string');
+  if (typeof uri !== 'string') throw schemaUnfit('$schema is not a string');
   const m = /^https?:\/\/json-schema\.org\/(draft-07|draft-06|draft\/2019-09|draft\/2020-12)\/schema#?$/.exec(uri);
-  if (!m) throw new SchemaCompileError(`$schema ${JSON.stringify(uri.slice(0, 100))} is not a supported dialect (draft-06, draft-07, 2019-09, 2020-12)`);
+  if (!m) throw schemaUnfit(`$schema ${JSON.stringify(uri.slice(0, 100))} is not a supported dialect (draft-06, draft-07, 2019-09, 2020-12)`);
   return ({ 'draft-07': '07', 'draft-06': '06', 'draft/2019-09': '2019', 'draft/2020-12': '2020' } as const)[m[1] as 'draft-07'];
 }
 
@@ -74,10 +66,10 @@ export async function compileValidator(schemaText: string): Promise<RecordValida
   try {
     schema = JSON.parse(schemaText);
   } catch {
-    throw new SchemaCompileError('the schema is not JSON');
+    throw schemaUnfit('the schema is not JSON');
   }
   if (typeof schema === 'boolean') schema = schema ? {} : { not: {} };
-  if (typeof schema !== 'object' || schema === null || Array.isArray(schema)) throw new SchemaCompileError('the schema is not a JSON object');
+  if (typeof schema !== 'object' || schema === null || Array.isArray(schema)) throw schemaUnfit('the schema is not a JSON object');
   const dialect = dialectOf(schema as Record<string, unknown>);
   const [{ default: addFormats }, Ajv] = await Promise.all([
     import('ajv-formats'),
@@ -90,7 +82,7 @@ export async function compileValidator(schemaText: string): Promise<RecordValida
   try {
     check = ajv.compile(schema as object);
   } catch (e) {
-    throw new SchemaCompileError((e as Error).message.slice(0, 300));
+    throw schemaUnfit((e as Error).message.slice(0, 300));
   }
   const names = declaredNames(schema);
   return (json) => {

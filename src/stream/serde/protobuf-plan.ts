@@ -1,3 +1,4 @@
+import { schemaUnfit } from '../stream-error.ts';
 import type { ProtoField, ProtoMessage, ProtoSchema } from './protobuf-schema.ts';
 
 /** What to do at one message: per field number, protect it (a leaf) or walk into it (a child). */
@@ -20,21 +21,12 @@ export interface Retype {
   field: number;
 }
 
-export class ProtoPlanError extends Error {
-  /** the mapped path whose field the message type lacks: the schema is refused for the pipeline (SCHEMA_PATH_UNKNOWN) */
-  readonly unknownPath?: string;
-  constructor(message: string, unknownPath?: string) {
-    super(message);
-    if (unknownPath !== undefined) this.unknownPath = unknownPath;
-  }
-}
-
 const NOT_PROTECTABLE = new Set(['bytes', 'message', 'map', 'group', 'external']);
 
 /**
  * Resolves the pipeline's record paths against the record's message type: each segment a field
  * name (exactly as the schema writes it), `[]` after a repeated field. A path whose field the
- * schema lacks is a ProtoPlanError with `unknownPath` (the first in mapping order): the schema is
+ * schema lacks is a SCHEMA_PATH_UNKNOWN StreamError naming it (the first in mapping order): the schema is
  * refused for the pipeline. A path the schema contradicts is an error too: it walks into a
  * scalar, a map, a type from another file, or a repeated field without `[]`; or it ends at a
  * message, map or bytes field. Non-string leaves are retyped to `string` in the clean schema,
@@ -49,7 +41,7 @@ export function compilePlan(schema: ProtoSchema, root: ProtoMessage, paths: read
   for (const r of retypes) {
     if ((uses.get(r.message) ?? 0) > 1) {
       const field = schema.messages.get(r.message)!.fields.find((f) => f.number === r.field)!;
-      throw new ProtoPlanError(`message type ${r.message} is used in more than one place; its field ${field.name} cannot become a string for one use only`);
+      throw schemaUnfit(`message type ${r.message} is used in more than one place; its field ${field.name} cannot become a string for one use only`);
     }
   }
   return { plan, retypes };
@@ -69,21 +61,21 @@ function addPath(schema: ProtoSchema, root: ProtoMessage, plan: PlanNode, path: 
     const walked = segments.slice(0, i + 1).join('.');
     at.leafPaths.push(path);
     const field = message.fields.find((f) => f.name === name);
-    if (!field) throw new ProtoPlanError(`${path}: message ${message.fullName} has no field ${name} (field names match exactly)`, path);
+    if (!field) throw schemaUnfit(`${path}: message ${message.fullName} has no field ${name} (field names match exactly)`, path);
     if (field.repeated !== seg.endsWith('[]')) {
-      throw new ProtoPlanError(field.repeated ? `${walked}: field ${name} is repeated, write ${name}[]` : `${walked}: field ${name} is not repeated`);
+      throw schemaUnfit(field.repeated ? `${walked}: field ${name} is repeated, write ${name}[]` : `${walked}: field ${name} is not repeated`);
     }
     const last = i === segments.length - 1;
     if (last) {
-      if (NOT_PROTECTABLE.has(field.kind)) throw new ProtoPlanError(`${path} ends at a ${field.kind} field; only scalars and enums are protected`);
-      if (at.fields.has(field.number)) throw new ProtoPlanError(`${path} is mapped twice`);
+      if (NOT_PROTECTABLE.has(field.kind)) throw schemaUnfit(`${path} ends at a ${field.kind} field; only scalars and enums are protected`);
+      if (at.fields.has(field.number)) throw schemaUnfit(`${path} is mapped twice`);
       at.fields.set(field.number, { field, path });
       if (field.kind !== 'string') retypes.push({ message: message.fullName, field: field.number });
       return;
     }
-    if (field.kind !== 'message') throw new ProtoPlanError(`${walked} is a ${field.kind} field; a path walks only into messages of this schema`);
+    if (field.kind !== 'message') throw schemaUnfit(`${walked} is a ${field.kind} field; a path walks only into messages of this schema`);
     const entry = at.fields.get(field.number) ?? { field, child: node() };
-    if (!entry.child) throw new ProtoPlanError(`${walked} is both protected and walked into`);
+    if (!entry.child) throw schemaUnfit(`${walked} is both protected and walked into`);
     at.fields.set(field.number, entry);
     at = entry.child;
     message = schema.messages.get(field.typeName!)!;

@@ -2,6 +2,7 @@ import protobuf from 'protobufjs';
 import descriptor from 'protobufjs/ext/descriptor/index.js';
 import { readSmallVarint, WIRE, wireFields } from './protobuf-wire.ts';
 import type { TaggedField } from './schema-tags.ts';
+import { schemaUnfit } from '../stream-error.ts';
 
 export type ScalarKind = 'double' | 'float' | 'int64' | 'uint64' | 'int32' | 'fixed64' | 'fixed32' | 'bool' | 'string'
   | 'bytes' | 'uint32' | 'sfixed32' | 'sfixed64' | 'sint32' | 'sint64';
@@ -38,8 +39,6 @@ export interface ProtoSchema {
   topLevel: string[];
 }
 
-export class ProtoSchemaError extends Error {}
-
 const SCALARS = new Set<string>(['double', 'float', 'int64', 'uint64', 'int32', 'fixed64', 'fixed32', 'bool', 'string', 'bytes', 'uint32', 'sfixed32', 'sfixed64', 'sint32', 'sint64']);
 /** FieldDescriptorProto.Type numbers, in order from 1 */
 const DESCRIPTOR_TYPES = ['', 'double', 'float', 'int64', 'uint64', 'int32', 'fixed64', 'fixed32', 'bool', 'string', 'group', 'message', 'bytes', 'uint32', 'enum', 'sfixed32', 'sfixed64', 'sint32', 'sint64'] as const;
@@ -73,7 +72,7 @@ function fromDescriptor(base64: string, text: string): ProtoSchema {
   try {
     file = descriptor.FileDescriptorProto.decode(Buffer.from(base64, 'base64')) as typeof file;
   } catch {
-    throw new ProtoSchemaError('it is neither .proto text nor a serialized FileDescriptorProto');
+    throw schemaUnfit('it is neither .proto text nor a serialized FileDescriptorProto');
   }
   const schema: ProtoSchema = { form: 'descriptor', text, packageName: file.package ?? '', messages: new Map(), enums: new Map(), topLevel: [] };
   const mapEntries = new Set<string>();
@@ -114,7 +113,7 @@ function fromText(text: string): ProtoSchema {
     parsed = protobuf.parse(text, { keepCase: true });
   } catch (e) {
     // protobufjs's message names the line and token, never more of the text
-    throw new ProtoSchemaError(`it is not .proto text protobufjs can read (${(e as Error).message.slice(0, 200)})`);
+    throw schemaUnfit(`it is not .proto text protobufjs can read (${(e as Error).message.slice(0, 200)})`);
   }
   const schema: ProtoSchema = { form: 'text', text, packageName: parsed.package ?? '', messages: new Map(), enums: new Map(), topLevel: [] };
   const pending: { message: ProtoMessage; field: protobuf.Field; scope: string }[] = [];

@@ -2,13 +2,13 @@ import { ValueError, type Chain } from '../../engine/index.ts';
 import { memo } from '../memo.ts';
 import type { Mapping } from './field-mappings.ts';
 import type { SchemaRegistryPort } from '../registry/index.ts';
-import { StreamError } from '../stream-error.ts';
+import { schemaUnfit, StreamError, unfitReason } from '../stream-error.ts';
 import { deriveCleanProtobuf } from './protobuf-clean.ts';
-import { compilePlan, ProtoPlanError, type PlanNode } from './protobuf-plan.ts';
+import { compilePlan, type PlanNode } from './protobuf-plan.ts';
 import { decodeMessage, protectEach, protectInto } from './protobuf-protect.ts';
 import { WireWriter } from './protobuf-writer.ts';
-import { messageAt, parseProtoSchema, protoTaggedFields, ProtoSchemaError, type ProtoMessage, type ProtoSchema } from './protobuf-schema.ts';
-import { planTags, tagMappings, TagPlanError, tagRefusal, type SchemaTags } from './schema-tags.ts';
+import { messageAt, parseProtoSchema, protoTaggedFields, type ProtoMessage, type ProtoSchema } from './protobuf-schema.ts';
+import { planTags, tagMappings, tagRefusal, type SchemaTags } from './schema-tags.ts';
 import { guardFor, unmappedError } from './decoded-drift-guard.ts';
 import { protoFinding } from './protobuf-drift-guard.ts';
 import { readFraming } from './protobuf-wire.ts';
@@ -71,7 +71,7 @@ export function protobufSerde(options: ProtobufSerdeOptions): ProtobufSerde {
     try {
       return parseProtoSchema(text);
     } catch (e) {
-      return { error: e instanceof ProtoSchemaError ? e.message : 'it does not parse' };
+      return { error: unfitReason(e)?.error ?? 'it does not parse' };
     }
   });
 
@@ -88,8 +88,8 @@ export function protobufSerde(options: ProtobufSerdeOptions): ProtobufSerde {
       checkClean(cleanText, retypes.map((r) => `${r.message}#${r.field}`));
       return { key: `${id}:${indexes.join(',')}`, schema, message, plan, cleanText, tags };
     } catch (e) {
-      if (e instanceof ProtoPlanError) return { error: e.message, ...(e.unknownPath === undefined ? {} : { unknownPath: e.unknownPath }) };
-      if (e instanceof ProtoSchemaError || e instanceof TagPlanError) return { error: e.message };
+      const unfit = unfitReason(e);
+      if (unfit) return unfit;
       throw e;
     }
   });
@@ -319,6 +319,6 @@ function checkClean(text: string, retyped: string[]): void {
   for (const key of retyped) {
     const [message, number] = key.split('#') as [string, string];
     const field = clean.messages.get(message)?.fields.find((f) => f.number === Number(number));
-    if (field?.kind !== 'string') throw new ProtoSchemaError(`the clean schema could not make ${message} field ${number} a string`);
+    if (field?.kind !== 'string') throw schemaUnfit(`the clean schema could not make ${message} field ${number} a string`);
   }
 }

@@ -1,7 +1,8 @@
-import { avroTaggedFields, CleanSchemaError, deriveCleanSchema } from './avro-clean-schema.ts';
-import { CleanJsonSchemaError, deriveCleanJsonSchema, jsonSchemaTaggedFields } from './json-schema-clean.ts';
-import { compilePlan, ProtoPlanError } from './protobuf-plan.ts';
-import { parseProtoSchema, ProtoSchemaError, protoTaggedFields, type ProtoMessage, type ProtoSchema } from './protobuf-schema.ts';
+import { unfitReason } from '../stream-error.ts';
+import { avroTaggedFields, deriveCleanSchema } from './avro-clean-schema.ts';
+import { deriveCleanJsonSchema, jsonSchemaTaggedFields } from './json-schema-clean.ts';
+import { compilePlan } from './protobuf-plan.ts';
+import { parseProtoSchema, protoTaggedFields, type ProtoMessage, type ProtoSchema } from './protobuf-schema.ts';
 import type { TaggedField } from './schema-tags.ts';
 
 /** A mapped path a writer's schema does not take: absent from it (`unknown`), or at odds with its shape. */
@@ -44,8 +45,7 @@ export function checkSchemaPaths(format: RegistryFormat, schemaText: string, pat
     try {
       derive([path]);
     } catch (e) {
-      if (!(e instanceof CleanSchemaError || e instanceof CleanJsonSchemaError)) throw e;
-      issues.push({ path, unknown: e.unknownPath !== undefined, message: e.message });
+      issues.push(pathIssue(path, e));
     }
   }
   return { issues, tagged: format === 'avro' ? avroTaggedFields(schemaText) : jsonSchemaTaggedFields(schemaText) };
@@ -56,7 +56,7 @@ function checkProtobuf(schemaText: string, paths: readonly string[]): SchemaChec
   try {
     schema = parseProtoSchema(schemaText);
   } catch (e) {
-    return { error: `the schema cannot be read (${e instanceof ProtoSchemaError ? e.message : 'it does not parse'})`, issues: [] };
+    return { error: `the schema cannot be read (${unfitReason(e)?.error ?? 'it does not parse'})`, issues: [] };
   }
   const candidates = schema.topLevel.map((name) => schema.messages.get(name)!).map((message) => ({ message, issues: protoIssues(schema, message, paths) }));
   if (candidates.length === 0) return { error: 'the schema has no message', issues: [] };
@@ -70,9 +70,15 @@ function protoIssues(schema: ProtoSchema, message: ProtoMessage, paths: readonly
     try {
       compilePlan(schema, message, [path]);
     } catch (e) {
-      if (!(e instanceof ProtoPlanError)) throw e;
-      issues.push({ path, unknown: e.unknownPath !== undefined, message: e.message });
+      issues.push(pathIssue(path, e));
     }
   }
   return issues;
+}
+
+/** a path the schema refuses; any other error is a bug, thrown on */
+function pathIssue(path: string, e: unknown): SchemaPathIssue {
+  const unfit = unfitReason(e);
+  if (!unfit) throw e;
+  return { path, unknown: unfit.unknownPath !== undefined, message: unfit.error };
 }

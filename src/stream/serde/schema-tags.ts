@@ -3,7 +3,7 @@ import { allowedPath } from '../../drift-guard/index.ts';
 import { foldKey } from '../../json-bytes/paths.ts';
 import { compilePath } from './record-path.ts';
 import type { Mapping } from './field-mappings.ts';
-import { StreamError } from '../stream-error.ts';
+import { schemaUnfit, StreamError } from '../stream-error.ts';
 import type { RecordProtection } from './serde.ts';
 
 /**
@@ -29,14 +29,11 @@ export interface SchemaTags {
   unmapped: { path: string; tag: string }[];
 }
 
-/** A tag the pipeline maps sits where veil cannot protect it: the schema is refused (RECORD_MALFORMED). */
-export class TagPlanError extends Error {}
-
 /**
  * Splits a schema's tagged fields for a pipeline: a field the pipeline maps already (`fields`,
  * keys folded when `fold`) is left to its mapping; one tagged with a tag the pipeline maps is
  * protected as that tag (the first of its tags the pipeline maps), which needs a pipeline path —
- * else a TagPlanError; any other is unmapped.
+ * else the schema is refused (schemaUnfit, RECORD_MALFORMED); any other is unmapped.
  */
 export function planTags(tagged: readonly TaggedField[], fieldPaths: readonly string[], mappedTags: ReadonlySet<string>, fold: boolean): SchemaTags {
   const norm = (p: string) => (fold ? foldKey(p) : p);
@@ -49,7 +46,7 @@ export function planTags(tagged: readonly TaggedField[], fieldPaths: readonly st
       out.unmapped.push({ path: f.path, tag: f.tags[0]! });
       continue;
     }
-    if (!f.reachable) throw new TagPlanError(`${f.path} is tagged ${tag}, which the pipeline maps, where no record path reaches it (a map, a union of records, a combinator or a recursive type)`);
+    if (!f.reachable) throw schemaUnfit(`${f.path} is tagged ${tag}, which the pipeline maps, where no record path reaches it (a map, a union of records, a combinator or a recursive type)`);
     known.add(norm(f.path));
     out.mapped.push({ path: f.path, tag });
   }

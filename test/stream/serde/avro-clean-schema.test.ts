@@ -1,6 +1,7 @@
 import avro from 'avsc';
 import { describe, expect, it } from 'vitest';
-import { avscSchema, CleanSchemaError, deriveCleanSchema, unknownAvroPaths } from '../../../src/stream/serde/avro-clean-schema.ts';
+import { avscSchema, deriveCleanSchema, unknownAvroPaths } from '../../../src/stream/serde/avro-clean-schema.ts';
+import { StreamError } from '../../../src/stream/stream-error.ts';
 import { avroType } from '../../../src/stream/serde/avro-types.ts';
 
 type Obj = Record<string, unknown>;
@@ -191,17 +192,14 @@ describe('deriveCleanSchema', () => {
       try {
         deriveCleanSchema(text, ['home.postcode', 'cards[].cvc']);
       } catch (err) {
-        return err as CleanSchemaError;
+        return err as StreamError;
       }
     })();
-    expect(e?.unknownPath).toBe('cards[].cvc');
+    expect(e?.code).toBe('SCHEMA_PATH_UNKNOWN');
+    expect(e?.path).toBe('cards[].cvc');
     expect(unknownAvroPaths(text, ['phone', 'home.postcode', 'Name', 'name.first', 'cards[].cvc'])).toEqual(['phone', 'Name', 'cards[].cvc']);
-    // a shape error has no unknownPath
-    try {
-      deriveCleanSchema(text, ['name.first']);
-    } catch (err) {
-      expect((err as CleanSchemaError).unknownPath).toBeUndefined();
-    }
+    // a shape error is no unknown path
+    expect(() => deriveCleanSchema(text, ['name.first'])).toThrow(expect.objectContaining({ code: 'RECORD_MALFORMED', path: undefined }));
   });
 
   it('is deterministic', () => {
@@ -223,7 +221,7 @@ describe('deriveCleanSchema', () => {
     ];
     for (const [path, message] of cases) {
       it(path, () => {
-        expect(() => deriveCleanSchema(JSON.stringify(person), [path])).toThrow(CleanSchemaError);
+        expect(() => deriveCleanSchema(JSON.stringify(person), [path])).toThrow(StreamError);
         expect(() => deriveCleanSchema(JSON.stringify(person), [path])).toThrow(message);
       });
     }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { chainFrom } from '../../../src/engine/index.ts';
 import { mappings } from '../../../src/stream/serde/field-mappings.ts';
-import { CleanJsonSchemaError, deriveCleanJsonSchema } from '../../../src/stream/serde/json-schema-clean.ts';
+import { deriveCleanJsonSchema } from '../../../src/stream/serde/json-schema-clean.ts';
 import { jsonSchemaSerde } from '../../../src/stream/serde/json-schema-serde.ts';
 import { StreamError } from '../../../src/stream/stream-error.ts';
 import { FakeRegistry } from './fake-registry.ts';
@@ -47,7 +47,7 @@ describe('deriveCleanJsonSchema', () => {
 
   it('refuses paths through combinators or tuples, and references that are not local', () => {
     const withOneOf = { type: 'object', properties: { contact: { oneOf: [{ type: 'object', properties: { email: { type: 'string' } } }, { type: 'null' }] } } };
-    expect(() => deriveCleanJsonSchema(JSON.stringify(withOneOf), ['contact.email'])).toThrow(CleanJsonSchemaError);
+    expect(() => deriveCleanJsonSchema(JSON.stringify(withOneOf), ['contact.email'])).toThrow(StreamError);
     const tuple = { type: 'object', properties: { cards: { type: 'array', prefixItems: [{ type: 'object' }] } } };
     expect(() => deriveCleanJsonSchema(JSON.stringify(tuple), ['cards[].number'])).toThrow(/tuple/);
     const remote = { type: 'object', properties: { card: { $ref: 'https://example.com/card.json' } } };
@@ -75,8 +75,8 @@ describe('deriveCleanJsonSchema: every mapped path must be declared', () => {
       deriveCleanJsonSchema(schema, paths, { foldKeys });
       return undefined;
     } catch (e) {
-      expect(e).toBeInstanceOf(CleanJsonSchemaError);
-      return (e as CleanJsonSchemaError).unknownPath;
+      expect(e).toBeInstanceOf(StreamError);
+      return (e as StreamError).code === 'SCHEMA_PATH_UNKNOWN' ? (e as StreamError).path : undefined;
     }
   };
 

@@ -12,7 +12,7 @@ import { jsonSchemaSerde } from '../../../src/stream/serde/json-schema-serde.ts'
 import { parseProtoSchema, protoTaggedFields } from '../../../src/stream/serde/protobuf-schema.ts';
 import { protobufSerde } from '../../../src/stream/serde/protobuf-serde.ts';
 import { readFraming } from '../../../src/stream/serde/protobuf-wire.ts';
-import { planTags, TagPlanError } from '../../../src/stream/serde/schema-tags.ts';
+import { planTags } from '../../../src/stream/serde/schema-tags.ts';
 import type { GuardPlan, RecordProtection } from '../../../src/stream/serde/serde.ts';
 import { StreamError } from '../../../src/stream/stream-error.ts';
 import { FakeRegistry } from './fake-registry.ts';
@@ -42,8 +42,8 @@ describe('planTags', () => {
     // keys: exact: `Name` is not `name`
     expect(planTags(tagged, ['Name'], new Set(TAGS), false).unmapped[0]).toEqual({ path: 'name', tag: 'PII' });
   });
-  it('a mapped tag where no path reaches it cannot be protected: TagPlanError', () => {
-    expect(() => planTags(tagged, [], new Set(['PII']), false)).toThrow(TagPlanError);
+  it('a mapped tag where no path reaches it cannot be protected: the schema is refused, RECORD_MALFORMED', () => {
+    expect(() => planTags(tagged, [], new Set(['PII']), false)).toThrow(expect.objectContaining({ code: 'RECORD_MALFORMED', name: 'StreamError' }));
   });
 });
 
