@@ -115,6 +115,45 @@ export function layerErrorType<C extends string>(catalog: Readonly<Record<C, Err
   };
 }
 
+/** A fault code's entry: whether the same call may succeed later. Faults have no status or title: no client sees them. */
+export interface FaultEntry {
+  retriable: boolean;
+}
+
+export interface LayerFaultOptions {
+  cause?: unknown;
+  /** a fault's own answer, for a type without a table (open-ended codes: a Kafka client's); else its table's */
+  retriable?: boolean;
+}
+
+/**
+ * A layer's fault type, made from its table of fault codes (`src/<layer>/errors.ts`): `class
+ * GatewayFault extends layerFaultType(GATEWAY_FAULTS) {}`; without a table the codes are
+ * open-ended and each fault says whether it is retriable (`KafkaError`, a client's codes).
+ *
+ * Why a second helper: a fault is what a layer raises for itself and some caller inside veil
+ * handles — a body cut short that the gateway turns into REQUEST_TIMEOUT or UPSTREAM_TIMEOUT by
+ * where it was read, a command line's usage (exit 2), a Kafka client's failure, a selector that
+ * does not parse. It is never answered to a client as it is, so it is not a VeilError: every
+ * door renders a VeilError as problem details, and a fault's code is no wire code (docs/errors.md
+ * lists those). Where a catch site would only map a fault to one wire code, the layer raises its
+ * error type (layerErrorType) with that code instead. So a layer has its error type and, only if
+ * it needs one, its fault type — no third, and none written by hand.
+ */
+export function layerFaultType<C extends string>(faults?: Readonly<Record<C, FaultEntry>>) {
+  return class extends Error {
+    readonly code: C;
+    readonly retriable: boolean;
+    constructor(code: C, message: string, options?: LayerFaultOptions) {
+      super(message, options?.cause === undefined ? undefined : { cause: options.cause });
+      this.name = new.target.name;
+      this.code = code;
+      // fail closed: a code with no entry and no answer of its own is not retried
+      this.retriable = options?.retriable ?? faults?.[code]?.retriable ?? false;
+    }
+  };
+}
+
 /**
  * Raised by a transformer for one value. The engine turns it into an ErrorDetail with the
  * request guid and instance index; its message must describe the problem, never the value.

@@ -1,33 +1,25 @@
 import type { Readable } from 'node:stream';
 import { promisify } from 'node:util';
 import zlib from 'node:zlib';
+import { GatewayFault } from './errors.ts';
 import type { Coding } from './headers.ts';
-
-/** Why a body could not be read in whole. */
-export class BodyReadError extends Error {
-  readonly reason: 'too-large' | 'timeout' | 'aborted';
-  constructor(reason: 'too-large' | 'timeout' | 'aborted') {
-    super(`body ${reason}`);
-    this.name = 'BodyReadError';
-    this.reason = reason;
-  }
-}
 
 /**
  * Reads a whole body of at most `limit` bytes within `timeoutMs`; rejects as soon as it grows past
- * the limit, the time is up, or the stream ends early, and stops reading then.
+ * the limit, the time is up, or the stream ends early, and stops reading then (a GatewayFault:
+ * BODY_OVER_LIMIT, BODY_READ_TIMEOUT, BODY_CUT_SHORT), which the reader answers as its side calls for.
  */
 export function readBody(stream: Readable, limit: number, timeoutMs: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
-    const finish = (error?: BodyReadError) => {
+    const finish = (error?: GatewayFault) => {
       clearTimeout(timer);
       stream.off('data', onData);
       stream.off('end', onEnd);
-      stream.off('error', onError);
-      stream.off('aborted', onAborted);
-      stream.off('close', onClose);
+      stream.off('error', cutShort);
+      stream.off('aborted', cutShort);
+      stream.off('close', cutShort);
       if (error) {
         stream.pause();
         reject(error);
@@ -35,19 +27,17 @@ export function readBody(stream: Readable, limit: number, timeoutMs: number): Pr
     };
     const onData = (chunk: Buffer) => {
       size += chunk.length;
-      if (size > limit) finish(new BodyReadError('too-large'));
+      if (size > limit) finish(new GatewayFault('BODY_OVER_LIMIT', 'body too large'));
       else chunks.push(chunk);
     };
     const onEnd = () => finish();
-    const onError = () => finish(new BodyReadError('aborted'));
-    const onAborted = () => finish(new BodyReadError('aborted'));
-    const onClose = () => finish(new BodyReadError('aborted'));
-    const timer = setTimeout(() => finish(new BodyReadError('timeout')), timeoutMs);
+    const cutShort = () => finish(new GatewayFault('BODY_CUT_SHORT', 'body cut short'));
+    const timer = setTimeout(() => finish(new GatewayFault('BODY_READ_TIMEOUT', 'body timed out')), timeoutMs);
     stream.on('data', onData);
     stream.once('end', onEnd);
-    stream.once('error', onError);
-    stream.once('aborted', onAborted);
-    stream.once('close', onClose);
+    stream.once('error', cutShort);
+    stream.once('aborted', cutShort);
+    stream.once('close', cutShort);
   });
 }
 
@@ -59,17 +49,10 @@ const gzip = promisify(zlib.gzip);
 const deflate = promisify(zlib.deflate);
 const brotliCompress = promisify(zlib.brotliCompress);
 
-/** Decoding failed: corrupt data, or more than the limit once decoded (a compression bomb). */
-export class DecodeError extends Error {
-  readonly tooLarge: boolean;
-  constructor(tooLarge: boolean) {
-    super(tooLarge ? 'decoded body too large' : 'body cannot be decoded');
-    this.name = 'DecodeError';
-    this.tooLarge = tooLarge;
-  }
-}
-
-/** The body without its content coding, at most `limit` bytes once decoded. */
+/**
+ * The body without its content coding, at most `limit` bytes once decoded. Corrupt data is a
+ * GatewayFault BODY_UNDECODABLE, more than the limit once decoded (a compression bomb) BODY_OVER_LIMIT.
+ */
 export async function decodeBody(body: Buffer, coding: Coding, limit: number): Promise<Buffer> {
   const options = { maxOutputLength: limit };
   try {
@@ -82,7 +65,8 @@ export async function decodeBody(body: Buffer, coding: Coding, limit: number): P
       return inflateRaw(body, options);
     });
   } catch (e) {
-    throw new DecodeError((e as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE' || e instanceof RangeError);
+    const tooLarge = (e as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE' || e instanceof RangeError;
+    throw tooLarge ? new GatewayFault('BODY_OVER_LIMIT', 'decoded body too large') : new GatewayFault('BODY_UNDECODABLE', 'body cannot be decoded');
   }
 }
 

@@ -3,7 +3,8 @@ import { z } from 'zod';
 import { DEFAULT_THRESHOLD, GUARD_KINDS, THRESHOLDS } from '../drift-guard/index.ts';
 import { nameSchema, ROLE, type CompiledConfig, type ConfigIssue } from '../engine/index.ts';
 import { pathPatternProblem } from './route-match.ts';
-import { canonicalSelector, parseSelector, SelectorSyntaxError } from './selector.ts';
+import { GatewayFault } from './errors.ts';
+import { canonicalSelector, parseSelector } from './selector.ts';
 
 const fieldRef = z.string().regex(/^[A-Za-z][A-Za-z0-9_-]*\.[A-Za-z][A-Za-z0-9_-]*$/, 'must be Class.property');
 
@@ -12,7 +13,7 @@ const selectorText = z.string().superRefine((text, ctx) => {
   try {
     parseSelector(text);
   } catch (e) {
-    if (!(e instanceof SelectorSyntaxError)) throw e;
+    if (!(e instanceof GatewayFault && e.code === 'SELECTOR_SYNTAX')) throw e;
     ctx.addIssue({ code: 'custom', message: `selector ${e.message}` });
   }
 });

@@ -4,7 +4,7 @@ import type { UnmappedFinding } from '../drift-guard/index.ts';
 import { VeilError, type FieldRef } from '../engine/index.ts';
 import { EV_RAW, EV_STRING, leafText } from '../json-bytes/scan.ts';
 import type { Caller } from '../identity/token-verifier.ts';
-import { BodyReadError, DecodeError, decodeBody, encodeBody, readBody } from './body-io.ts';
+import { decodeBody, encodeBody, readBody } from './body-io.ts';
 import { callerBody, pipeResponse, upstreamHeaders, type Exchange } from './exchange.ts';
 import { framingHeaders, hasBody } from './framing.ts';
 import { codingOf, decodableAcceptEncoding, endToEnd, headerValue, isJsonMediaType, weakenEtag } from './headers.ts';
@@ -15,7 +15,7 @@ import { bodyGuard, findingPlace, MAX_REPORTED, unmappedRefusal, type BodyGuard 
 import type { UpstreamRequest } from './upstream.ts';
 import { ATTR } from '../observability/span-attributes.ts';
 import { DoorError } from '../errors/door-errors.ts';
-import { GatewayError } from './errors.ts';
+import { GatewayError, GatewayFault } from './errors.ts';
 
 /** Headers whose value no longer describes a body the gateway rewrote. */
 const BODY_DIGESTS = ['content-md5', 'digest', 'content-digest', 'repr-digest'];
@@ -52,17 +52,17 @@ export async function protectRequest(x: Exchange, route: Route, caller: Caller):
   try {
     raw = await readBody(callerBody(x), limit, config.limits.bodyReadTimeoutMs);
   } catch (e) {
-    if (!(e instanceof BodyReadError)) throw e;
-    if (e.reason === 'too-large') throw tooLarge(limit);
-    if (e.reason === 'timeout') throw new DoorError('REQUEST_TIMEOUT', `the body did not arrive within ${config.limits.bodyReadTimeoutMs} ms`);
+    if (!(e instanceof GatewayFault)) throw e;
+    if (e.code === 'BODY_OVER_LIMIT') throw tooLarge(limit);
+    if (e.code === 'BODY_READ_TIMEOUT') throw new DoorError('REQUEST_TIMEOUT', `the body did not arrive within ${config.limits.bodyReadTimeoutMs} ms`);
     throw new DoorError('REQUEST_TIMEOUT', 'the body did not arrive in whole (the connection closed)');
   }
   let body: Buffer;
   try {
     body = await decodeBody(raw, coding, limit);
   } catch (e) {
-    if (!(e instanceof DecodeError)) throw e;
-    throw e.tooLarge ? tooLarge(limit) : new GatewayError('BODY_NOT_JSON', `the body cannot be decoded as ${coding}`);
+    if (!(e instanceof GatewayFault)) throw e;
+    throw e.code === 'BODY_OVER_LIMIT' ? tooLarge(limit) : new GatewayError('BODY_NOT_JSON', `the body cannot be decoded as ${coding}`);
   }
   const limits = config.limits;
   // the unmapped guard keeps every finding it protects (up to the values limit), or the first few it refuses
@@ -128,15 +128,15 @@ export async function revealResponse(x: Exchange, route: Route, caller: Caller, 
   try {
     raw = await readBody(response, limit, x.config.limits.upstreamTimeoutMs);
   } catch (e) {
-    if (!(e instanceof BodyReadError)) throw e;
-    throw e.reason === 'too-large' ? invalid(`is larger than ${limit} bytes`) : new GatewayError('UPSTREAM_TIMEOUT', 'the upstream response body did not arrive in whole');
+    if (!(e instanceof GatewayFault)) throw e;
+    throw e.code === 'BODY_OVER_LIMIT' ? invalid(`is larger than ${limit} bytes`) : new GatewayError('UPSTREAM_TIMEOUT', 'the upstream response body did not arrive in whole');
   }
   let body: Buffer;
   try {
     body = await decodeBody(raw, coding, limit);
   } catch (e) {
-    if (!(e instanceof DecodeError)) throw e;
-    throw invalid(e.tooLarge ? `is larger than ${limit} bytes once decoded` : `cannot be decoded as ${coding}`);
+    if (!(e instanceof GatewayFault)) throw e;
+    throw invalid(e.code === 'BODY_OVER_LIMIT' ? `is larger than ${limit} bytes once decoded` : `cannot be decoded as ${coding}`);
   }
   let edits: { start: number; end: number; text: string }[] = [];
   if (body.length > 0) {

@@ -1,4 +1,5 @@
 import { foldKey } from '../json-bytes/paths.ts';
+import { GatewayFault } from './errors.ts';
 
 /**
  * Field selectors of the gateway's routes: where in a JSON body a protected field sits.
@@ -19,22 +20,17 @@ export interface Selector {
   readonly steps: readonly SelectorStep[];
 }
 
-/** A selector that does not parse: the 1-based column of the first offending character and why. */
-export class SelectorSyntaxError extends Error {
-  readonly column: number;
-  constructor(column: number, reason: string) {
-    super(`column ${column}: ${reason}`);
-    this.name = 'SelectorSyntaxError';
-    this.column = column;
-  }
+/** A selector that does not parse (GatewayFault SELECTOR_SYNTAX): the 1-based column of the first offending character and why. */
+function syntaxError(column: number, reason: string): GatewayFault {
+  return new GatewayFault('SELECTOR_SYNTAX', `column ${column}: ${reason}`);
 }
 
 const NAME_CHAR = /[A-Za-z0-9_$]/;
 const MAX_LENGTH = 1024;
 
 export function parseSelector(text: string): Selector {
-  if (text.length === 0) throw new SelectorSyntaxError(1, 'a selector is not empty');
-  if (text.length > MAX_LENGTH) throw new SelectorSyntaxError(MAX_LENGTH + 1, `a selector has at most ${MAX_LENGTH} characters`);
+  if (text.length === 0) throw syntaxError(1, 'a selector is not empty');
+  if (text.length > MAX_LENGTH) throw syntaxError(MAX_LENGTH + 1, `a selector has at most ${MAX_LENGTH} characters`);
   const steps: SelectorStep[] = [];
   let p = 0;
   const key = (): void => {
@@ -43,11 +39,11 @@ export function parseSelector(text: string): Selector {
       let name = '';
       for (;;) {
         const c = text[p];
-        if (c === undefined) throw new SelectorSyntaxError(start + 1, 'unterminated quoted key');
+        if (c === undefined) throw syntaxError(start + 1, 'unterminated quoted key');
         if (c === '"') break;
         if (c === '\\') {
           const next = text[p + 1];
-          if (next !== '"' && next !== '\\') throw new SelectorSyntaxError(p + 1, 'only \\" and \\\\ are escapes in a quoted key');
+          if (next !== '"' && next !== '\\') throw syntaxError(p + 1, 'only \\" and \\\\ are escapes in a quoted key');
           name += next;
           p += 2;
         } else {
@@ -55,14 +51,14 @@ export function parseSelector(text: string): Selector {
           p++;
         }
       }
-      if (name === '') throw new SelectorSyntaxError(start + 1, 'a quoted key is not empty');
+      if (name === '') throw syntaxError(start + 1, 'a quoted key is not empty');
       p++;
       steps.push({ kind: 'key', name });
       return;
     }
     const start = p;
     while (p < text.length && NAME_CHAR.test(text[p]!)) p++;
-    if (p === start) throw new SelectorSyntaxError(p + 1, text[p] === undefined ? 'expected a key after "."' : `expected a key, a quoted key or [*], found "${text[p]}"`);
+    if (p === start) throw syntaxError(p + 1, text[p] === undefined ? 'expected a key after "."' : `expected a key, a quoted key or [*], found "${text[p]}"`);
     steps.push({ kind: 'key', name: text.slice(start, p) });
   };
   const each = (): boolean => {
@@ -72,7 +68,7 @@ export function parseSelector(text: string): Selector {
       steps.push({ kind: 'each' });
       return true;
     }
-    throw new SelectorSyntaxError(p + 1, 'only [*] selects array elements (no indexes, filters or expressions)');
+    throw syntaxError(p + 1, 'only [*] selects array elements (no indexes, filters or expressions)');
   };
   if (!each()) key();
   while (p < text.length) {
@@ -80,7 +76,7 @@ export function parseSelector(text: string): Selector {
       p++;
       key();
     } else if (!each()) {
-      throw new SelectorSyntaxError(p + 1, `expected "." or [*], found "${text[p]}"`);
+      throw syntaxError(p + 1, `expected "." or [*], found "${text[p]}"`);
     }
   }
   return { text, steps };

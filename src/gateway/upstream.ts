@@ -1,8 +1,7 @@
 import http, { type IncomingMessage } from 'node:http';
 import https from 'node:https';
 import { finished, type Readable } from 'node:stream';
-import { VeilError } from '../engine/index.ts';
-import { GatewayError } from './errors.ts';
+import { GatewayError, GatewayFault } from './errors.ts';
 
 /** Errors that mean the upstream was never reached: nothing was sent, so the call may be retried. */
 const NOT_REACHED = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL']);
@@ -55,8 +54,10 @@ export class Upstream {
     try {
       return await this.attempt(request, signal);
     } catch (e) {
-      if (e instanceof ResetOnReuse && replayable(request)) return this.attempt(request, signal);
-      throw e instanceof ResetOnReuse ? e.error : e;
+      if (!(e instanceof GatewayFault && e.code === 'POOLED_CONNECTION_RESET')) throw e;
+      if (replayable(request)) return this.attempt(request, signal);
+      // its cause is the UPSTREAM_TIMEOUT the caller is answered with
+      throw e.cause;
     }
   }
 
@@ -88,7 +89,7 @@ export class Upstream {
         clearTimeout(timer);
         if (settled) return;
         settled = true;
-        if (req.reusedSocket && e.code === 'ECONNRESET') reject(new ResetOnReuse(timeoutError(e)));
+        if (req.reusedSocket && e.code === 'ECONNRESET') reject(new GatewayFault('POOLED_CONNECTION_RESET', 'pooled connection reset', { cause: timeoutError(e) }));
         else if (e.code !== undefined && NOT_REACHED.has(e.code)) reject(new GatewayError('UPSTREAM_UNAVAILABLE', `the upstream cannot be reached (${e.code})`));
         else reject(timeoutError(e));
       });
@@ -112,14 +113,6 @@ export function replayable(request: Pick<UpstreamRequest, 'method' | 'body'>): b
   return IDEMPOTENT.has(request.method.toUpperCase()) && (request.body === undefined || Buffer.isBuffer(request.body));
 }
 
-class ResetOnReuse extends Error {
-  readonly error: VeilError;
-  constructor(error: VeilError) {
-    super('pooled connection reset');
-    this.error = error;
-  }
-}
-
 /**
  * Destroys the request when `signal` aborts (the caller went away), as http.request's own `signal`
  * option does, with one listener instead of the end-of-stream hooks that option puts on every
@@ -135,6 +128,6 @@ function cutOnAbort(req: http.ClientRequest, signal: AbortSignal): void {
   req.once('close', () => signal.removeEventListener('abort', abort));
 }
 
-function timeoutError(e: NodeJS.ErrnoException): VeilError {
+function timeoutError(e: NodeJS.ErrnoException): GatewayError {
   return new GatewayError('UPSTREAM_TIMEOUT', `the upstream connection failed after the request was sent (${e.code ?? e.name})`);
 }

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { canonicalSelector, parseSelector, pointersOf, SelectorSyntaxError } from '../../src/gateway/selector.ts';
+import { GatewayFault } from '../../src/gateway/errors.ts';
+import { canonicalSelector, parseSelector, pointersOf } from '../../src/gateway/selector.ts';
 
 const steps = (text: string) => parseSelector(text).steps;
 
@@ -39,13 +40,14 @@ describe('selector grammar', () => {
     } catch (e) {
       error = e;
     }
-    expect(error).toBeInstanceOf(SelectorSyntaxError);
-    expect((error as SelectorSyntaxError).column).toBe(column);
+    expect(error).toBeInstanceOf(GatewayFault);
+    expect((error as GatewayFault).code).toBe('SELECTOR_SYNTAX');
+    expect((error as Error).message.startsWith(`column ${column}: `)).toBe(true);
     expect((error as Error).message).toMatch(reason);
   });
 
   it('bounds the length of a selector', () => {
-    expect(() => parseSelector('a'.repeat(1025))).toThrow(SelectorSyntaxError);
+    expect(() => parseSelector('a'.repeat(1025))).toThrow(GatewayFault);
     expect(parseSelector('a'.repeat(1024)).steps).toHaveLength(1);
   });
 

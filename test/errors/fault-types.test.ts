@@ -1,0 +1,31 @@
+import { describe, expect, it } from 'vitest';
+import { layerFaultType, VeilError } from '../../src/engine/index.ts';
+import { ERROR_CATALOG } from '../../src/errors/catalog.ts';
+import { GATEWAY_FAULTS, GatewayFault } from '../../src/gateway/errors.ts';
+
+/** every layer's table of fault codes (src/<layer>/errors.ts) */
+const FAULT_TABLES: Record<string, Readonly<Record<string, { retriable: boolean }>>> = { gateway: GATEWAY_FAULTS };
+
+describe('fault types: a layer\'s internal faults, made by layerFaultType, never a VeilError', () => {
+  it('takes code and retriable from its table, keeps the cause, is named after its class, and no door renders it', () => {
+    const cause = new Error('below');
+    const fault = new GatewayFault('POOLED_CONNECTION_RESET', 'm', { cause });
+    expect(fault).toBeInstanceOf(Error);
+    expect(fault).not.toBeInstanceOf(VeilError);
+    expect([fault.code, fault.retriable, fault.cause, fault.name, fault.message]).toEqual(['POOLED_CONNECTION_RESET', true, cause, 'GatewayFault', 'm']);
+    expect(new GatewayFault('BODY_OVER_LIMIT', 'm').retriable).toBe(false);
+    expect(Object.hasOwn(new GatewayFault('BODY_OVER_LIMIT', 'm'), 'cause')).toBe(false);
+  });
+
+  it('without a table, codes are open-ended: a fault says whether it is retriable, else it is not (fail closed)', () => {
+    class OpenFault extends layerFaultType() {}
+    expect(new OpenFault('ANY_CLIENT_CODE', 'm', { retriable: true }).retriable).toBe(true);
+    expect(new OpenFault('ANY_CLIENT_CODE', 'm').retriable).toBe(false);
+  });
+
+  it('no fault code is a wire code: a fault that escaped would not be answered as one of the catalog\'s', () => {
+    for (const [layer, table] of Object.entries(FAULT_TABLES)) {
+      for (const code of Object.keys(table)) expect(Object.hasOwn(ERROR_CATALOG, code), `${layer}: ${code}`).toBe(false);
+    }
+  });
+});
