@@ -65,77 +65,82 @@ export interface AvroSerde extends Serde {
 }
 
 export function avroSerde(options: AvroSerdeOptions): AvroSerde {
-  const { registry, protectedPaths } = options;
-  const mappedTags = new Set(options.tags ?? []);
-  const writers = new Map<number, Promise<Writer>>();
-  const cleanIds = new Map<string, Promise<number>>();
+  return new AvroRecords(options);
+}
+
+/** avroSerde's state: the writers' schemas and clean schemas, the clean ids, the tagged mappings, each resolved once */
+class AvroRecords implements AvroSerde {
+  private readonly registry: SchemaRegistryPort;
+  private readonly protectedPaths: readonly string[];
+  private readonly mappedTags: ReadonlySet<string>;
+  private readonly writers = new Map<number, Promise<Writer>>();
+  private readonly cleanIds = new Map<string, Promise<number>>();
   // per protection and schema id: the pipeline's mappings plus the schema's tagged fields
-  const schemaMaps = new WeakMap<RecordProtection, Map<number, readonly Mapping[]>>();
+  private readonly schemaMaps = new WeakMap<RecordProtection, Map<number, readonly Mapping[]>>();
 
-  const writer = (id: number) => memo(writers, id, async (): Promise<Writer> => {
-    const text = await registry.schemaById(id);
-    let type: avro.Type;
+  constructor(options: AvroSerdeOptions) {
+    this.registry = options.registry;
+    this.protectedPaths = options.protectedPaths;
+    this.mappedTags = new Set(options.tags ?? []);
+  }
+
+  private writer(id: number): Promise<Writer> {
+    return memo(this.writers, id, async () => resolveWriter(id, await this.registry.schemaById(id), this.protectedPaths, this.mappedTags));
+  }
+
+  async decode(bytes: Buffer): Promise<{ value: unknown; schemaId: number }> {
+    if (bytes.length < HEADER) throw new StreamError('RECORD_MALFORMED', 'the value is shorter than the Avro wire-format header (magic byte, schema id)');
+    if (bytes[0] !== 0) throw new StreamError('RECORD_MALFORMED', 'the value does not start with the Avro wire-format magic byte 0');
+    const schemaId = bytes.readUInt32BE(1);
+    const w = await this.writer(schemaId);
+    cleanSchema(w, schemaId);
+    let value: unknown;
     try {
-      type = avroType(avscSchema(text));
+      value = w.type.fromBuffer(bytes.subarray(HEADER));
     } catch {
-      throw new StreamError('RECORD_MALFORMED', `schema ${id} is not an Avro schema avsc can read`);
+      // no cause: avsc's messages may quote the bytes
+      throw new StreamError('RECORD_MALFORMED', `the value does not decode with its schema ${schemaId}`);
     }
-    let tags = NO_TAGS;
+    return { value, schemaId };
+  }
+
+  async encode(decoded: { value: unknown; schemaId: number }, cleanTopic: string): Promise<Buffer> {
+    const rawId = decoded.schemaId;
+    const c = cleanSchema(await this.writer(rawId), rawId);
+    const cleanId = await memo(this.cleanIds, `${rawId}\u0000${cleanTopic}`, () => this.registry.register(`${cleanTopic}-value`, c.text));
+    let payload: Buffer;
     try {
-      tags = planTags(avroTaggedFields(text), protectedPaths, mappedTags, false);
-      // the registered text is the derivation's (numbers as written), never avsc's re-serialisation
-      const cleanText = deriveCleanSchema(text, [...protectedPaths, ...tags.mapped.map((t) => t.path)]);
-      return { type, clean: { text: cleanText, type: avroType(avscSchema(cleanText)) }, tags };
-    } catch (e) {
-      const unfit = unfitReason(e);
-      if (unfit?.unknownPath !== undefined) return { type, clean: { error: unfit.error, unknownPath: unknownAvroPaths(text, protectedPaths)[0] ?? unfit.unknownPath }, tags };
-      return { type, clean: unfit ?? { error: `the derived clean schema is not valid Avro (${(e as Error).message})` }, tags };
+      payload = c.type.toBuffer(decoded.value);
+    } catch {
+      const paths: string[] = [];
+      c.type.isValid(decoded.value, { errorHook: (path: string[]) => paths.push(path.join('.') || '(the record)') });
+      throw new StreamError('RECORD_MALFORMED', `the protected value does not match the clean schema of raw schema ${rawId} at ${paths.join(', ') || 'an unknown field'}`);
     }
-  });
-
-  function clean(w: Writer, id: number): { text: string; type: avro.Type } {
-    if ('error' in w.clean) {
-      const path = w.clean.unknownPath;
-      if (path !== undefined) throw new StreamError('SCHEMA_PATH_UNKNOWN', `schema ${id} has no field at the mapped path ${path} (Avro field names match exactly): the pipeline refuses its records`, { path, schema: id });
-      throw new StreamError('RECORD_MALFORMED', `schema ${id} does not fit the pipeline's mapped paths: ${w.clean.error}`);
-    }
-    return w.clean;
+    const out = Buffer.allocUnsafe(HEADER + payload.length);
+    out[0] = 0;
+    out.writeUInt32BE(cleanId, 1);
+    payload.copy(out, HEADER);
+    return out;
   }
 
-  async function decode(bytes: Buffer): Promise<{ value: unknown; schemaId: number }> {
-      if (bytes.length < HEADER) throw new StreamError('RECORD_MALFORMED', 'the value is shorter than the Avro wire-format header (magic byte, schema id)');
-      if (bytes[0] !== 0) throw new StreamError('RECORD_MALFORMED', 'the value does not start with the Avro wire-format magic byte 0');
-      const schemaId = bytes.readUInt32BE(1);
-      const w = await writer(schemaId);
-      clean(w, schemaId);
-      let value: unknown;
-      try {
-        value = w.type.fromBuffer(bytes.subarray(HEADER));
-      } catch {
-        // no cause: avsc's messages may quote the bytes
-        throw new StreamError('RECORD_MALFORMED', `the value does not decode with its schema ${schemaId}`);
-      }
-      return { value, schemaId };
+  async protect(bytes: Buffer, protection: RecordProtection, cleanTopic: string): Promise<Buffer> {
+    return (await this.protectOne(bytes, protection, cleanTopic)).value;
   }
 
-  async function encode(decoded: { value: unknown; schemaId: number }, cleanTopic: string): Promise<Buffer> {
-      const rawId = decoded.schemaId;
-      const w = await writer(rawId);
-      const c = clean(w, rawId);
-      const cleanId = await memo(cleanIds, `${rawId}\u0000${cleanTopic}`, () => registry.register(`${cleanTopic}-value`, c.text));
-      let payload: Buffer;
+  /** record by record (the values are decoded objects: nothing to gain from one batch per field), each with its protected paths */
+  async protectMany(values: readonly Buffer[], protection: RecordProtection, cleanTopics: readonly string[], fields?: (string | undefined)[]): Promise<(Buffer | StreamError)[]> {
+    const out: (Buffer | StreamError)[] = [];
+    for (let i = 0; i < values.length; i++) {
       try {
-        payload = c.type.toBuffer(decoded.value);
-      } catch {
-        const paths: string[] = [];
-        c.type.isValid(decoded.value, { errorHook: (path: string[]) => paths.push(path.join('.') || '(the record)') });
-        throw new StreamError('RECORD_MALFORMED', `the protected value does not match the clean schema of raw schema ${rawId} at ${paths.join(', ') || 'an unknown field'}`);
+        const one = await this.protectOne(values[i]!, protection, cleanTopics[i]!);
+        if (fields !== undefined) fields[i] = one.fields;
+        out.push(one.value);
+      } catch (e) {
+        if (e instanceof StreamError && !e.retriable) out.push(e);
+        else throw e;
       }
-      const out = Buffer.allocUnsafe(HEADER + payload.length);
-      out[0] = 0;
-      out.writeUInt32BE(cleanId, 1);
-      payload.copy(out, HEADER);
-      return out;
+    }
+    return out;
   }
 
   /**
@@ -143,51 +148,59 @@ export function avroSerde(options: AvroSerdeOptions): AvroSerde {
    * protected in place (decoded-drift-guard.ts), encoded; and the paths protected in it (the mapped
    * paths that held a value, then the guard's).
    */
-  async function protectOne(bytes: Buffer, protection: RecordProtection, cleanTopic: string): Promise<{ value: Buffer; fields: string }> {
-    const decoded = await decode(bytes);
+  private async protectOne(bytes: Buffer, protection: RecordProtection, cleanTopic: string): Promise<{ value: Buffer; fields: string }> {
+    const decoded = await this.decode(bytes);
     const id = decoded.schemaId;
-    const w = await writer(id);
+    const w = await this.writer(id);
     const refusal = tagRefusal(w.tags.unmapped, protection, String(id), false);
     if (refusal) throw refusal;
-    const maps = mapsOf(protection, id, w);
+    const maps = this.mapsOf(protection, id, w);
     const done = protectRecord(decoded.value, maps, protection.missing);
     const mapped = maps.map((m) => m.path);
     const guard = maps === protection.maps ? guardFor(protection) : guardFor(protection, mapped, String(id));
     const guarded = guard === undefined ? [] : applyGuard(guard, protection, decoded.value);
-    const value = await encode(decoded, cleanTopic);
+    const value = await this.encode(decoded, cleanTopic);
     return { value, fields: [...done, ...guarded.filter((p) => !done.includes(p))].join(',') };
   }
 
   /** the mappings of a schema's records: the pipeline's, then the fields the schema tags with a tag the pipeline maps */
-  function mapsOf(protection: RecordProtection, id: number, w: Writer): readonly Mapping[] {
+  private mapsOf(protection: RecordProtection, id: number, w: Writer): readonly Mapping[] {
     if (w.tags.mapped.length === 0) return protection.maps;
-    let byId = schemaMaps.get(protection);
-    if (byId === undefined) schemaMaps.set(protection, (byId = new Map()));
+    let byId = this.schemaMaps.get(protection);
+    if (byId === undefined) this.schemaMaps.set(protection, (byId = new Map()));
     let maps = byId.get(id);
     if (maps === undefined) byId.set(id, (maps = [...protection.maps, ...tagMappings(w.tags.mapped, protection)]));
     return maps;
   }
+}
 
-  return {
-    decode,
-    encode,
-    async protect(bytes: Buffer, protection: RecordProtection, cleanTopic: string): Promise<Buffer> {
-      return (await protectOne(bytes, protection, cleanTopic)).value;
-    },
-    /** record by record (the values are decoded objects: nothing to gain from one batch per field), each with its protected paths */
-    async protectMany(values: readonly Buffer[], protection: RecordProtection, cleanTopics: readonly string[], fields?: (string | undefined)[]): Promise<(Buffer | StreamError)[]> {
-      const out: (Buffer | StreamError)[] = [];
-      for (let i = 0; i < values.length; i++) {
-        try {
-          const one = await protectOne(values[i]!, protection, cleanTopics[i]!);
-          if (fields !== undefined) fields[i] = one.fields;
-          out.push(one.value);
-        } catch (e) {
-          if (e instanceof StreamError && !e.retriable) out.push(e);
-          else throw e;
-        }
-      }
-      return out;
-    },
-  };
+/** a raw schema's reader, its clean schema (or why the pipeline refuses it) and its tagged fields */
+function resolveWriter(id: number, text: string, protectedPaths: readonly string[], mappedTags: ReadonlySet<string>): Writer {
+  let type: avro.Type;
+  try {
+    type = avroType(avscSchema(text));
+  } catch {
+    throw new StreamError('RECORD_MALFORMED', `schema ${id} is not an Avro schema avsc can read`);
+  }
+  let tags = NO_TAGS;
+  try {
+    tags = planTags(avroTaggedFields(text), protectedPaths, mappedTags, false);
+    // the registered text is the derivation's (numbers as written), never avsc's re-serialisation
+    const cleanText = deriveCleanSchema(text, [...protectedPaths, ...tags.mapped.map((t) => t.path)]);
+    return { type, clean: { text: cleanText, type: avroType(avscSchema(cleanText)) }, tags };
+  } catch (e) {
+    const unfit = unfitReason(e);
+    if (unfit?.unknownPath !== undefined) return { type, clean: { error: unfit.error, unknownPath: unknownAvroPaths(text, protectedPaths)[0] ?? unfit.unknownPath }, tags };
+    return { type, clean: unfit ?? { error: `the derived clean schema is not valid Avro (${(e as Error).message})` }, tags };
+  }
+}
+
+/** the clean schema records of schema `id` are written with; the pipeline's refusal when it has none */
+function cleanSchema(w: Writer, id: number): { text: string; type: avro.Type } {
+  if ('error' in w.clean) {
+    const path = w.clean.unknownPath;
+    if (path !== undefined) throw new StreamError('SCHEMA_PATH_UNKNOWN', `schema ${id} has no field at the mapped path ${path} (Avro field names match exactly): the pipeline refuses its records`, { path, schema: id });
+    throw new StreamError('RECORD_MALFORMED', `schema ${id} does not fit the pipeline's mapped paths: ${w.clean.error}`);
+  }
+  return w.clean;
 }
