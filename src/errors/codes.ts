@@ -40,6 +40,20 @@ export const IDENTITY_ERRORS = {
   RATE_LIMITED: { status: 429, retriable: true, title: 'Too many calls; retry after the time given in Retry-After' },
 } as const satisfies Record<string, ErrorEntry>;
 
+/**
+ * OAuth 2.0's own error codes (RFC 6749 §5.2), which the token endpoint answers with in OAuth's
+ * body (`{"error", "error_description"}`), never as problem details: identity's error type takes
+ * them beside IDENTITY_ERRORS (OAuthError, src/identity/errors.ts). Not in the catalog of problem
+ * codes (catalog.ts); docs/errors.md lists them apart.
+ */
+export const OAUTH_ERRORS = {
+  invalid_request: { status: 400, retriable: false, title: 'The token request lacks a parameter, repeats one, is not form-encoded, or authenticates the client twice or inconsistently' },
+  invalid_client: { status: 401, retriable: false, title: 'Client authentication failed: an unknown client, a wrong secret, or malformed Basic credentials' },
+  unsupported_grant_type: { status: 400, retriable: false, title: 'The grant type is not client_credentials' },
+  invalid_scope: { status: 400, retriable: false, title: 'The requested scope is invalid (veil ignores scope: the roles come from the client configuration)' },
+  slow_down: { status: 429, retriable: true, title: 'Too many failed authentications for the client id or address; retry after the time given in Retry-After' },
+} as const satisfies Record<string, ErrorEntry>;
+
 /** The error codes of the audit sinks (src/audit). */
 export const AUDIT_ERRORS = {
   AUDIT_UNAVAILABLE: { status: 503, retriable: true, title: 'The audit sink cannot record the call, so the call was refused' },

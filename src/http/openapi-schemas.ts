@@ -1,5 +1,6 @@
 import { jsonSchemas, UUID } from '../engine/index.ts';
 import { ERROR_CATALOG } from '../errors/catalog.ts';
+import { OAUTH_ERRORS } from '../errors/codes.ts';
 import { serviceSchema } from './service-config.ts';
 import type { BodyLimits } from './transform-body.ts';
 
@@ -104,7 +105,7 @@ export const TOKEN_RESPONSE_SCHEMA: Schema = {
 
 export const OAUTH_ERROR_SCHEMA: Schema = {
   type: 'object', required: ['error'], additionalProperties: false,
-  properties: { error: { enum: ['invalid_request', 'invalid_client', 'unsupported_grant_type', 'invalid_scope', 'slow_down'] }, error_description: { type: 'string' } },
+  properties: { error: { enum: Object.keys(OAUTH_ERRORS) }, error_description: { type: 'string' } },
 };
 
 const strings = (...names: string[]) => Object.fromEntries(names.map((n) => [n, { type: 'string', minLength: 1 }]));

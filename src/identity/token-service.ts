@@ -2,25 +2,13 @@ import { randomUUID } from 'node:crypto';
 import type { IdentityConfig } from './identity-config.ts';
 import type { JwtSigner } from '../keystore/jwt-signer.ts';
 import { verifyClientSecret } from './client-secret.ts';
+import { OAuthError } from './errors.ts';
 import { RateLimiter } from './rate-limiter.ts';
 import { ACCESS_TOKEN_TYP } from './token-verifier.ts';
 
 export interface Client {
   secretHash: string;
   roles: readonly string[];
-}
-
-/** RFC 6749 §5.2 error: the body of a 400/401 from the token endpoint. */
-export class OAuthError extends Error {
-  readonly error: 'invalid_request' | 'invalid_client' | 'unsupported_grant_type' | 'invalid_scope' | 'slow_down';
-  readonly status: number;
-  readonly retryAfter?: number;
-  constructor(error: OAuthError['error'], description: string, status: number, retryAfter?: number) {
-    super(description);
-    this.error = error;
-    this.status = status;
-    if (retryAfter !== undefined) this.retryAfter = retryAfter;
-  }
 }
 
 export interface TokenResponse {
@@ -64,17 +52,17 @@ export class TokenService {
   }
 
   async issue(form: { grant_type?: string; client_id?: string; client_secret?: string; scope?: string }, address: string): Promise<TokenResponse> {
-    if (!form.grant_type) throw new OAuthError('invalid_request', 'grant_type is required', 400);
-    if (form.grant_type !== 'client_credentials') throw new OAuthError('unsupported_grant_type', 'only client_credentials is supported', 400);
-    if (!form.client_id || !form.client_secret) throw new OAuthError('invalid_request', 'client_id and client_secret are required', 400);
+    if (!form.grant_type) throw new OAuthError('invalid_request', 'grant_type is required');
+    if (form.grant_type !== 'client_credentials') throw new OAuthError('unsupported_grant_type', 'only client_credentials is supported');
+    if (!form.client_id || !form.client_secret) throw new OAuthError('invalid_request', 'client_id and client_secret are required');
     const wait = Math.max(this.clientFailures.wait(form.client_id), this.addressFailures.wait(address));
-    if (wait > 0) throw new OAuthError('slow_down', 'too many failed authentications; retry later', 429, Math.ceil(wait));
+    if (wait > 0) throw new OAuthError('slow_down', 'too many failed authentications; retry later', Math.ceil(wait));
     const client = this.clients.get(form.client_id);
     const ok = await verifyClientSecret(form.client_secret, client?.secretHash ?? (await this.decoyHash));
     if (!client || !ok) {
       this.clientFailures.take(form.client_id);
       this.addressFailures.take(address);
-      throw new OAuthError('invalid_client', 'client authentication failed', 401);
+      throw new OAuthError('invalid_client', 'client authentication failed');
     }
     const { identity, issuer, signer, now } = this.options;
     const iat = Math.floor(now().getTime() / 1000);

@@ -6,7 +6,8 @@ import { DoorError } from '../../src/errors/door-errors.ts';
 import { AuditError } from '../../src/audit/errors.ts';
 import { ControlError } from '../../src/control/errors.ts';
 import { GatewayError } from '../../src/gateway/errors.ts';
-import { IdentityError } from '../../src/identity/errors.ts';
+import { IdentityError, OAuthError } from '../../src/identity/errors.ts';
+import { OAUTH_ERRORS } from '../../src/errors/codes.ts';
 import { KeystoreError } from '../../src/keystore/errors.ts';
 import { PortalError } from '../../src/portal/errors.ts';
 import { problemOf } from '../../src/errors/problem.ts';
@@ -49,10 +50,20 @@ describe('error catalog: each layer\'s codes beside it, gathered in src/errors',
     [new AuditError('AUDIT_UNAVAILABLE', 'm'), 503, true], [new PortalError('CSRF_TOKEN_INVALID', 'm'), 403, false],
     [new GatewayError('UPSTREAM_UNAVAILABLE', 'm'), 502, true], [new StreamError('DEADLINE_EXCEEDED', 'm'), 504, false],
     [new StreamError('UNMAPPED_PERSONAL_DATA', 'm', { path: 'note', kind: 'email' }), 422, false], [new StreamError('TRANSACTION_ABORTED', 'm'), 503, true],
+    [new OAuthError('invalid_client', 'm'), 401, false], [new OAuthError('slow_down', 'm', 3), 429, true],
   ] as const)('a layer\'s error is a VeilError with its catalog\'s status, title and retriable: %s', (error, status, retriable) => {
     expect(error).toBeInstanceOf(VeilError);
-    expect([error.status, error.retriable, error.title]).toEqual([status, retriable, ERROR_CATALOG[error.code].title]);
+    const catalogs: Readonly<Record<string, { title: string }>> = { ...ERROR_CATALOG, ...OAUTH_ERRORS };
+    expect([error.status, error.retriable, error.title]).toEqual([status, retriable, catalogs[error.code]!.title]);
     expect(Object.keys(JSON.parse(JSON.stringify(error))).sort()).toEqual(['code', 'details', 'message', 'retriable']);
+  });
+
+  it('OAuth\'s codes (the token endpoint\'s own body) are identity\'s error type, apart from the problem codes, and listed apart in docs/errors.md', () => {
+    const oauthRows = new Map([...doc.matchAll(/^\| `([a-z_]+)` \| (\d{3}) \| (yes|no) \| (.+) \|$/gm)].map((m) => [m[1]!, { status: Number(m[2]), retriable: m[3] === 'yes' }]));
+    expect(Object.fromEntries(oauthRows)).toEqual(Object.fromEntries(Object.entries(OAUTH_ERRORS).map(([code, e]) => [code, { status: e.status, retriable: e.retriable }])));
+    expect(Object.keys(OAUTH_ERRORS).filter((code) => Object.hasOwn(ERROR_CATALOG, code))).toEqual([]);
+    const refusal = new OAuthError('slow_down', 'm', 3);
+    expect([refusal instanceof IdentityError, refusal.retryAfter, refusal.name]).toEqual([true, 3, 'OAuthError']);
   });
 
   it('a layer\'s error keeps its cause and details', () => {

@@ -1,7 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import type { JWK } from 'jose';
 import type { JwtSigner } from '../../keystore/jwt-signer.ts';
-import { OAuthError, type TokenService } from '../../identity/token-service.ts';
+import { OAuthError } from '../../identity/errors.ts';
+import type { TokenService } from '../../identity/token-service.ts';
 
 interface ParsedForm {
   form: Record<string, string>;
@@ -40,30 +41,30 @@ export function registerTokenRoutes(app: FastifyInstance, deps: Deps): void {
     reply.header('cache-control', 'no-store').header('pragma', 'no-cache');
     try {
       const type = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
-      if (type !== 'application/x-www-form-urlencoded') throw new OAuthError('invalid_request', 'the body must be application/x-www-form-urlencoded', 400);
+      if (type !== 'application/x-www-form-urlencoded') throw new OAuthError('invalid_request', 'the body must be application/x-www-form-urlencoded');
       const parsed = req.body as ParsedForm;
-      if (parsed.repeated) throw new OAuthError('invalid_request', 'a parameter is repeated', 400);
+      if (parsed.repeated) throw new OAuthError('invalid_request', 'a parameter is repeated');
       const form: Record<string, string | undefined> = { ...parsed.form };
       const basic = /^Basic ([A-Za-z0-9+/=]+)$/i.exec(req.headers.authorization ?? '');
       if (basic) {
         const decoded = Buffer.from(basic[1]!, 'base64').toString('utf8');
         const colon = decoded.indexOf(':');
-        if (colon < 0) throw new OAuthError('invalid_client', 'malformed Basic credentials', 401);
-        if (form.client_secret !== undefined) throw new OAuthError('invalid_request', 'use one client authentication method, not two', 400);
+        if (colon < 0) throw new OAuthError('invalid_client', 'malformed Basic credentials');
+        if (form.client_secret !== undefined) throw new OAuthError('invalid_request', 'use one client authentication method, not two');
         // RFC 6749 §2.3.1: id and secret are form-urlencoded inside Basic
         const id = decodeURIComponent(decoded.slice(0, colon).replace(/\+/g, ' '));
-        if (form.client_id !== undefined && form.client_id !== id) throw new OAuthError('invalid_request', 'client_id differs from the Basic credentials', 400);
+        if (form.client_id !== undefined && form.client_id !== id) throw new OAuthError('invalid_request', 'client_id differs from the Basic credentials');
         form.client_id = id;
         form.client_secret = decodeURIComponent(decoded.slice(colon + 1).replace(/\+/g, ' '));
       }
       return reply.code(200).send(await deps.tokens.issue(form, req.ip));
     } catch (e) {
-      const error = e instanceof OAuthError ? e : e instanceof URIError ? new OAuthError('invalid_request', 'malformed credentials', 400) : undefined;
+      const error = e instanceof OAuthError ? e : e instanceof URIError ? new OAuthError('invalid_request', 'malformed credentials') : undefined;
       if (!error) throw e;
-      req.log.info({ oauthError: error.error }, 'token request refused');
+      req.log.info({ oauthError: error.code }, 'token request refused');
       if (error.status === 401 && basicUsed(req.headers.authorization)) reply.header('www-authenticate', 'Basic realm="veil"');
       if (error.retryAfter) reply.header('retry-after', String(error.retryAfter));
-      return reply.code(error.status).send({ error: error.error, error_description: error.message });
+      return reply.code(error.status).send({ error: error.code, error_description: error.message });
     }
   });
 

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { VeilError } from '../../engine/index.ts';
-import { OAuthError } from '../../identity/token-service.ts';
+import { OAuthError } from '../../identity/errors.ts';
 import { RateLimiter } from '../../identity/rate-limiter.ts';
 import type { Caller } from '../../identity/token-verifier.ts';
 import { html } from '../html.ts';
@@ -102,9 +102,10 @@ ${problem ? html`<p class="error" role="alert">${problem}</p>` : ''}
         caller = await ctx.verifier.verify(issued.access_token);
       }
     } catch (e) {
-      if (!(e instanceof OAuthError || e instanceof VeilError)) throw e;
+      // an OAuthError (the client's credentials) is a VeilError too, as the verifier's are
+      if (!(e instanceof VeilError)) throw e;
       limits.failed(client, req.ip);
-      if (e instanceof OAuthError && e.status === 429) {
+      if (e instanceof OAuthError && e.code === 'slow_down') {
         reply.header('retry-after', String(e.retryAfter ?? 60));
         return signInPage(reply, next, 'SIGN_IN_RATE_LIMITED: too many failed sign-ins; wait before trying again.', 429);
       }
