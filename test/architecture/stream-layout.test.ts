@@ -26,7 +26,7 @@ describe("src/stream's folders and their front doors (veil/stream-front-doors)",
   it.each([
     ['src/app/open-probe.ts', "import { ProtectPipeline } from '../stream/protect/pipeline.ts';\nexport const x = ProtectPipeline;\n"],
     ['src/app/open-probe.ts', "export { UnprotectClient } from '../stream/unprotect/client.ts';\n"],
-    ['src/stream/protect/probe.ts', "import { jsonSerde } from '../serde/json-serde.ts';\nexport const x = jsonSerde;\n"],
+    ['src/stream/protect/probe.ts', "import { jsonSerde } from '../serde/json/json-serde.ts';\nexport const x = jsonSerde;\n"],
     ['src/stream/unprotect/probe.ts', "import type { PipelineConfig } from '../config/pipeline-config.ts';\nexport type X = PipelineConfig;\n"],
     ['src/stream/serde/probe.ts', "import type { SchemaRegistryPort } from '../registry/registry-port.ts';\nexport type X = SchemaRegistryPort;\n"],
     ['bench/probe.ts', "import { ProtectPipeline } from '../src/stream/protect/pipeline.ts';\nexport const x = ProtectPipeline;\n"],

@@ -5,9 +5,9 @@
  * outside src/stream/serde imports only this file.
  */
 export type { GuardPlan, RecordProtection, Serde } from './serde.ts';
-export { jsonSerde } from './json-serde.ts';
-export { protectJsonValues } from './json-splice.ts';
-export type { SubjectRead } from './json-subject.ts';
+export { jsonSerde } from './json/json-serde.ts';
+export { protectJsonValues } from './json/json-splice.ts';
+export type { SubjectRead } from './json/json-subject.ts';
 export { mappings, protectRecord, type Mapping } from './field-mappings.ts';
 export { firstUnallowed, planTags } from './schema-tags.ts';
 export type { RegistryFormat } from './schema-check.ts';

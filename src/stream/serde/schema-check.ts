@@ -1,8 +1,8 @@
 import { unfitReason } from '../stream-error.ts';
-import { avroTaggedFields, deriveCleanSchema } from './avro-clean-schema.ts';
-import { deriveCleanJsonSchema, jsonSchemaTaggedFields } from './json-schema-clean.ts';
-import { compilePlan } from './protobuf-plan.ts';
-import { parseProtoSchema, protoTaggedFields, type ProtoMessage, type ProtoSchema } from './protobuf-schema.ts';
+import { avroTaggedFields, deriveCleanSchema } from './avro/avro-clean-schema.ts';
+import { deriveCleanJsonSchema, jsonSchemaTaggedFields } from './json-schema/json-schema-clean.ts';
+import { compilePlan } from './protobuf/protobuf-plan.ts';
+import { parseProtoSchema, protoTaggedFields, type ProtoMessage, type ProtoSchema } from './protobuf/protobuf-schema.ts';
 import type { TaggedField } from './schema-tags.ts';
 
 /** A mapped path a writer's schema does not take: absent from it (`unknown`), or at odds with its shape. */

@@ -3,8 +3,8 @@
  * together on first use through `schemaFormats()` (index.ts): avsc and protobufjs load only in a
  * process that reads such a format.
  */
-export { avroSerde } from './avro-serde.ts';
-export { avroType } from './avro-types.ts';
-export { protobufSerde } from './protobuf-serde.ts';
-export { jsonSchemaSerde } from './json-schema-serde.ts';
+export { avroSerde } from './avro/avro-serde.ts';
+export { avroType } from './avro/avro-types.ts';
+export { protobufSerde } from './protobuf/protobuf-serde.ts';
+export { jsonSchemaSerde } from './json-schema/json-schema-serde.ts';
 export { checkSchemaPaths } from './schema-check.ts';

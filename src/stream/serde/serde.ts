@@ -1,7 +1,7 @@
 import type { Chain } from '../../engine/index.ts';
 import type { Mapping } from './field-mappings.ts';
 import type { StreamError } from '../stream-error.ts';
-import type { SubjectRead } from './json-subject.ts';
+import type { SubjectRead } from './json/json-subject.ts';
 
 /** What to protect in a record value: the pipeline's mapped fields, and what a missing one means. */
 export interface RecordProtection {

@@ -4,7 +4,7 @@ import { keysFor } from '../../helpers/engine-fixture.ts';
 import { emailPipelineConfig } from '../email-pipeline.ts';
 import { Engine } from '../../../src/engine/index.ts';
 import { ProtectPipeline } from '../../../src/stream/protect/pipeline.ts';
-import { jsonSerde } from '../../../src/stream/serde/json-serde.ts';
+import { jsonSerde } from '../../../src/stream/serde/json/json-serde.ts';
 import { StreamMetrics } from '../../../src/stream/protect/stream-metrics.ts';
 import type { Batch, InRecord } from '../../../src/kafka/index.ts';
 import { STREAM_METRIC_NAMES } from '../../../src/observability/stream-metric-names.ts';

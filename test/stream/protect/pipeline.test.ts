@@ -4,7 +4,7 @@ import { EXAMPLE_CONFIG_TEXT, keysFor, veilConfigOrFail } from '../../helpers/en
 import { emailPipelineConfig } from '../email-pipeline.ts';
 import { Engine } from '../../../src/engine/index.ts';
 import { ProtectPipeline } from '../../../src/stream/protect/pipeline.ts';
-import { jsonSerde } from '../../../src/stream/serde/json-serde.ts';
+import { jsonSerde } from '../../../src/stream/serde/json/json-serde.ts';
 import { StreamError } from '../../../src/stream/stream-error.ts';
 import { StreamMetrics } from '../../../src/stream/protect/stream-metrics.ts';
 import { headerValue, type Batch, type Header, type InRecord } from '../../../src/kafka/index.ts';

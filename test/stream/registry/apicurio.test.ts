@@ -5,10 +5,10 @@ import type { SchemaRegistryPort } from '../../../src/stream/registry/registry-p
 import { CachingRegistry } from '../../../src/stream/registry/caching-registry.ts';
 import { confluentRegistry } from '../../../src/stream/registry/confluent-registry.ts';
 import { RetryingRegistry } from '../../../src/stream/registry/retrying-registry.ts';
-import { avroSerde } from '../../../src/stream/serde/avro-serde.ts';
+import { avroSerde } from '../../../src/stream/serde/avro/avro-serde.ts';
 import { chainFrom } from '../../../src/engine/index.ts';
 import { mappings } from '../../../src/stream/serde/field-mappings.ts';
-import { jsonSchemaSerde } from '../../../src/stream/serde/json-schema-serde.ts';
+import { jsonSchemaSerde } from '../../../src/stream/serde/json-schema/json-schema-serde.ts';
 import { StreamError } from '../../../src/stream/stream-error.ts';
 
 /**

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
-import { isJsonNumber, isJsonObject, numberValue, parseLossless, printLossless, toPlain, type LosslessJson } from '../../json-bytes/lossless-json.ts';
-import { schemaUnfit, StreamError } from '../stream-error.ts';
-import type { TaggedField } from './schema-tags.ts';
+import { isJsonNumber, isJsonObject, numberValue, parseLossless, printLossless, toPlain, type LosslessJson } from '../../../json-bytes/lossless-json.ts';
+import { schemaUnfit, StreamError } from '../../stream-error.ts';
+import type { TaggedField } from '../schema-tags.ts';
 
 /**
  * The clean schema of an Avro raw schema: the schema protected records are written with.

@@ -1,13 +1,13 @@
 import type avro from 'avsc';
-import type { SchemaRegistryPort } from '../registry/index.ts';
-import { StreamError, unfitReason } from '../stream-error.ts';
+import type { SchemaRegistryPort } from '../../registry/index.ts';
+import { StreamError, unfitReason } from '../../stream-error.ts';
 import { avroTaggedFields, avscSchema, deriveCleanSchema, unknownAvroPaths } from './avro-clean-schema.ts';
 import { avroType } from './avro-types.ts';
-import type { RecordProtection, Serde } from './serde.ts';
-import { protectRecord, type Mapping } from './field-mappings.ts';
-import { planTags, tagMappings, tagRefusal, type SchemaTags } from './schema-tags.ts';
-import { memo } from '../memo.ts';
-import { guardFor, applyGuard } from './decoded-drift-guard.ts';
+import type { RecordProtection, Serde } from '../serde.ts';
+import { protectRecord, type Mapping } from '../field-mappings.ts';
+import { planTags, tagMappings, tagRefusal, type SchemaTags } from '../schema-tags.ts';
+import { memo } from '../../memo.ts';
+import { guardFor, applyGuard } from '../decoded-drift-guard.ts';
 
 export interface AvroSerdeOptions {
   registry: SchemaRegistryPort;

@@ -1,8 +1,8 @@
-import { cloneLossless, isJsonObject, parseLossless, printLossless, type LosslessJson, type LosslessObject } from '../../json-bytes/lossless-json.ts';
-import { foldKey } from '../../json-bytes/paths.ts';
-import { compilePath } from './record-path.ts';
-import type { TaggedField } from './schema-tags.ts';
-import { schemaUnfit } from '../stream-error.ts';
+import { cloneLossless, isJsonObject, parseLossless, printLossless, type LosslessJson, type LosslessObject } from '../../../json-bytes/lossless-json.ts';
+import { foldKey } from '../../../json-bytes/paths.ts';
+import { compilePath } from '../record-path.ts';
+import type { TaggedField } from '../schema-tags.ts';
+import { schemaUnfit } from '../../stream-error.ts';
 
 export interface CleanJsonSchemaOptions {
   /**

@@ -1,12 +1,12 @@
-import type { SchemaRegistryPort } from '../registry/index.ts';
-import { StreamError, unfitReason } from '../stream-error.ts';
-import { memo } from '../memo.ts';
+import type { SchemaRegistryPort } from '../../registry/index.ts';
+import { StreamError, unfitReason } from '../../stream-error.ts';
+import { memo } from '../../memo.ts';
 import { deriveCleanJsonSchema, jsonSchemaTaggedFields } from './json-schema-clean.ts';
-import { planTags, tagMappings, tagRefusal, type SchemaTags } from './schema-tags.ts';
-import { protectJsonBytes, protectJsonValues } from './json-splice.ts';
-import { jsonSubjectReader, type SubjectRead } from './json-subject.ts';
+import { planTags, tagMappings, tagRefusal, type SchemaTags } from '../schema-tags.ts';
+import { protectJsonBytes, protectJsonValues } from '../json/json-splice.ts';
+import { jsonSubjectReader, type SubjectRead } from '../json/json-subject.ts';
 import { compileValidator, type RecordValidator } from './json-schema-validate.ts';
-import type { RecordProtection, Serde } from './serde.ts';
+import type { RecordProtection, Serde } from '../serde.ts';
 
 export interface JsonSchemaSerdeOptions {
   registry: SchemaRegistryPort;

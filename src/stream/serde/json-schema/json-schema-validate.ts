@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module';
 import type { ErrorObject, ValidateFunction } from 'ajv';
-import { schemaUnfit, StreamError } from '../stream-error.ts';
+import { schemaUnfit, StreamError } from '../../stream-error.ts';
 
 /** Checks one record's JSON text; throws RECORD_MALFORMED (not JSON) or RECORD_INVALID (fails the schema). */
 export type RecordValidator = (json: Buffer) => void;

@@ -1,4 +1,4 @@
-import type { Serde } from './serde.ts';
+import type { Serde } from '../serde.ts';
 import { protectJsonBytes, protectJsonValues } from './json-splice.ts';
 import { jsonSubjectReader } from './json-subject.ts';
 

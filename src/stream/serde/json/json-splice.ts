@@ -1,12 +1,12 @@
-import { ValueError, type Chain } from '../../engine/index.ts';
-import { allowedPath, JsonGuard, quietPath } from '../../drift-guard/index.ts';
-import type { Mapping } from './field-mappings.ts';
-import type { RecordPath } from './record-path.ts';
-import { StreamError } from '../stream-error.ts';
-import { compileExpectation, type JsonPath, type JsonPathStep } from '../../json-bytes/paths.ts';
-import { EV_MISSING, EV_NO_ARRAY, EV_NOT_SCALAR, EV_RAW, EV_SHAPE, EV_STRING, JsonSyntaxError, leafText, scanJson, type Expectation } from '../../json-bytes/scan.ts';
-import { OverlappingSpliceError, spliceJson, type Splice } from '../../json-bytes/splice.ts';
-import type { RecordProtection } from './serde.ts';
+import { ValueError, type Chain } from '../../../engine/index.ts';
+import { allowedPath, JsonGuard, quietPath } from '../../../drift-guard/index.ts';
+import type { Mapping } from '../field-mappings.ts';
+import type { RecordPath } from '../record-path.ts';
+import { StreamError } from '../../stream-error.ts';
+import { compileExpectation, type JsonPath, type JsonPathStep } from '../../../json-bytes/paths.ts';
+import { EV_MISSING, EV_NO_ARRAY, EV_NOT_SCALAR, EV_RAW, EV_SHAPE, EV_STRING, JsonSyntaxError, leafText, scanJson, type Expectation } from '../../../json-bytes/scan.ts';
+import { OverlappingSpliceError, spliceJson, type Splice } from '../../../json-bytes/splice.ts';
+import type { RecordProtection } from '../serde.ts';
 
 interface Plan {
   maps: readonly Mapping[];

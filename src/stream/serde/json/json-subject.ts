@@ -1,7 +1,7 @@
-import { compileExpectation } from '../../json-bytes/paths.ts';
-import { EV_MISSING, EV_RAW, EV_STRING, JsonSyntaxError, leafText, scanJson } from '../../json-bytes/scan.ts';
+import { compileExpectation } from '../../../json-bytes/paths.ts';
+import { EV_MISSING, EV_RAW, EV_STRING, JsonSyntaxError, leafText, scanJson } from '../../../json-bytes/scan.ts';
 import { jsonPathOf } from './json-splice.ts';
-import { compilePath } from './record-path.ts';
+import { compilePath } from '../record-path.ts';
 
 /** A record's data subject as read from its value, or why there is none to use. */
 export type SubjectRead = { id: string } | { code: 'SUBJECT_REQUIRED' | 'SUBJECT_ID_INVALID' | 'RECORD_MALFORMED' };

@@ -1,12 +1,12 @@
-import { ValueError, type Chain } from '../../engine/index.ts';
-import { StreamError } from '../stream-error.ts';
-import { guardFor, unmappedError } from './decoded-drift-guard.ts';
+import { ValueError, type Chain } from '../../../engine/index.ts';
+import { StreamError } from '../../stream-error.ts';
+import { guardFor, unmappedError } from '../decoded-drift-guard.ts';
 import { protoFinding } from './protobuf-drift-guard.ts';
 import { protectInto } from './protobuf-protect.ts';
 import type { ProtoSchema } from './protobuf-schema.ts';
 import type { Target } from './protobuf-targets.ts';
 import { WireWriter } from './protobuf-writer.ts';
-import type { RecordProtection } from './serde.ts';
+import type { RecordProtection } from '../serde.ts';
 
 const EMPTY = Buffer.alloc(0);
 

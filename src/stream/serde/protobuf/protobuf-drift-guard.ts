@@ -1,9 +1,9 @@
 import { isUtf8 } from 'node:buffer';
-import { contextOf, mayBePersonal, shapeOfBytes, shapeOf, unmappedValueKind, type GuardKind } from '../../drift-guard/index.ts';
-import { formatPath, parentContext } from '../../drift-guard/index.ts';
-import type { ObjectGuard, PathTree } from '../../drift-guard/index.ts';
-import type { PlaceStep } from '../../json-bytes/scan.ts';
-import { StreamError } from '../stream-error.ts';
+import { contextOf, mayBePersonal, shapeOfBytes, shapeOf, unmappedValueKind, type GuardKind } from '../../../drift-guard/index.ts';
+import { formatPath, parentContext } from '../../../drift-guard/index.ts';
+import type { ObjectGuard, PathTree } from '../../../drift-guard/index.ts';
+import type { PlaceStep } from '../../../json-bytes/scan.ts';
+import { StreamError } from '../../stream-error.ts';
 import type { ProtoField, ProtoMessage, ProtoSchema } from './protobuf-schema.ts';
 import { readVarint, WIRE, WireReaders } from './protobuf-wire.ts';
 

@@ -1,4 +1,4 @@
-import { schemaUnfit } from '../stream-error.ts';
+import { schemaUnfit } from '../../stream-error.ts';
 import type { ProtoField, ProtoMessage, ProtoSchema } from './protobuf-schema.ts';
 
 /** What to do at one message: per field number, protect it (a leaf) or walk into it (a child). */

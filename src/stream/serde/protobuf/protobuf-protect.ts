@@ -1,5 +1,5 @@
-import { ValueError, type Chain } from '../../engine/index.ts';
-import { StreamError } from '../stream-error.ts';
+import { ValueError, type Chain } from '../../../engine/index.ts';
+import { StreamError } from '../../stream-error.ts';
 import type { PlanNode } from './protobuf-plan.ts';
 import type { ProtoField, ProtoMessage, ProtoSchema } from './protobuf-schema.ts';
 import { readVarint, WIRE, wireFields, WireReaders, type WireField } from './protobuf-wire.ts';

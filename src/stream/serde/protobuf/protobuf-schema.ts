@@ -1,8 +1,8 @@
 import protobuf from 'protobufjs';
 import descriptor from 'protobufjs/ext/descriptor/index.js';
 import { readSmallVarint, WIRE, wireFields } from './protobuf-wire.ts';
-import type { TaggedField } from './schema-tags.ts';
-import { schemaUnfit } from '../stream-error.ts';
+import type { TaggedField } from '../schema-tags.ts';
+import { schemaUnfit } from '../../stream-error.ts';
 
 export type ScalarKind = 'double' | 'float' | 'int64' | 'uint64' | 'int32' | 'fixed64' | 'fixed32' | 'bool' | 'string'
   | 'bytes' | 'uint32' | 'sfixed32' | 'sfixed64' | 'sint32' | 'sint64';

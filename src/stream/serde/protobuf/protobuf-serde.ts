@@ -1,16 +1,16 @@
-import type { Chain } from '../../engine/index.ts';
-import { memo } from '../memo.ts';
-import type { SchemaRegistryPort } from '../registry/index.ts';
-import { StreamError } from '../stream-error.ts';
-import type { Mapping } from './field-mappings.ts';
+import type { Chain } from '../../../engine/index.ts';
+import { memo } from '../../memo.ts';
+import type { SchemaRegistryPort } from '../../registry/index.ts';
+import { StreamError } from '../../stream-error.ts';
+import type { Mapping } from '../field-mappings.ts';
 import { deadLetter, framed, guardRecord, protectPrepared, type Prepared } from './protobuf-batch.ts';
 import { decodeMessage, protectEach, protectInto } from './protobuf-protect.ts';
 import { messageAt } from './protobuf-schema.ts';
 import { ProtobufTargets } from './protobuf-targets.ts';
 import { readFraming } from './protobuf-wire.ts';
 import { WireWriter } from './protobuf-writer.ts';
-import { tagMappings, tagRefusal } from './schema-tags.ts';
-import type { RecordProtection, Serde } from './serde.ts';
+import { tagMappings, tagRefusal } from '../schema-tags.ts';
+import type { RecordProtection, Serde } from '../serde.ts';
 
 export interface ProtobufSerdeOptions {
   registry: SchemaRegistryPort;

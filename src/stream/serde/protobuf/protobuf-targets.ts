@@ -1,10 +1,10 @@
-import { memo } from '../memo.ts';
-import { schemaUnfit, unfitReason } from '../stream-error.ts';
-import type { SchemaRegistryPort } from '../registry/index.ts';
+import { memo } from '../../memo.ts';
+import { schemaUnfit, unfitReason } from '../../stream-error.ts';
+import type { SchemaRegistryPort } from '../../registry/index.ts';
 import { deriveCleanProtobuf } from './protobuf-clean.ts';
 import { compilePlan, type PlanNode } from './protobuf-plan.ts';
 import { messageAt, parseProtoSchema, protoTaggedFields, type ProtoMessage, type ProtoSchema } from './protobuf-schema.ts';
-import { planTags, type SchemaTags } from './schema-tags.ts';
+import { planTags, type SchemaTags } from '../schema-tags.ts';
 
 /** what one (raw schema id, message indexes) resolves to, once: its plan and clean schema, or why the pipeline refuses it */
 export type Target = { key: string; schema: ProtoSchema; message: ProtoMessage; plan: PlanNode; cleanText: string; tags: SchemaTags } | { error: string; unknownPath?: string };

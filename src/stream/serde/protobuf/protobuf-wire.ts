@@ -1,4 +1,4 @@
-import { StreamError } from '../stream-error.ts';
+import { StreamError } from '../../stream-error.ts';
 
 /** Protobuf wire types (encoding.md): VARINT, I64, LEN, SGROUP, EGROUP, I32. */
 export const WIRE = { varint: 0, i64: 1, len: 2, sgroup: 3, egroup: 4, i32: 5 } as const;

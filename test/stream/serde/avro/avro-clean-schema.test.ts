@@ -1,8 +1,8 @@
 import avro from 'avsc';
 import { describe, expect, it } from 'vitest';
-import { avscSchema, deriveCleanSchema, unknownAvroPaths } from '../../../src/stream/serde/avro-clean-schema.ts';
-import { StreamError } from '../../../src/stream/stream-error.ts';
-import { avroType } from '../../../src/stream/serde/avro-types.ts';
+import { avscSchema, deriveCleanSchema, unknownAvroPaths } from '../../../../src/stream/serde/avro/avro-clean-schema.ts';
+import { StreamError } from '../../../../src/stream/stream-error.ts';
+import { avroType } from '../../../../src/stream/serde/avro/avro-types.ts';
 
 type Obj = Record<string, unknown>;
 

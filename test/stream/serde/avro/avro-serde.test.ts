@@ -1,11 +1,11 @@
 import avro from 'avsc';
 import { describe, expect, it } from 'vitest';
-import { chainFrom } from '../../../src/engine/index.ts';
-import { avscSchema } from '../../../src/stream/serde/avro-clean-schema.ts';
-import { avroSerde } from '../../../src/stream/serde/avro-serde.ts';
-import { avroType } from '../../../src/stream/serde/avro-types.ts';
-import { StreamError } from '../../../src/stream/stream-error.ts';
-import { FakeRegistry } from './fake-registry.ts';
+import { chainFrom } from '../../../../src/engine/index.ts';
+import { avscSchema } from '../../../../src/stream/serde/avro/avro-clean-schema.ts';
+import { avroSerde } from '../../../../src/stream/serde/avro/avro-serde.ts';
+import { avroType } from '../../../../src/stream/serde/avro/avro-types.ts';
+import { StreamError } from '../../../../src/stream/stream-error.ts';
+import { FakeRegistry } from '../fake-registry.ts';
 
 const rawSchema = {
   type: 'record',

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { chainFrom } from '../../../src/engine/index.ts';
-import { mappings } from '../../../src/stream/serde/field-mappings.ts';
-import { deriveCleanJsonSchema } from '../../../src/stream/serde/json-schema-clean.ts';
-import { StreamError } from '../../../src/stream/stream-error.ts';
-import { jsonSchemaSerde } from '../../../src/stream/serde/json-schema-serde.ts';
-import { FakeRegistry } from './fake-registry.ts';
+import { chainFrom } from '../../../../src/engine/index.ts';
+import { mappings } from '../../../../src/stream/serde/field-mappings.ts';
+import { deriveCleanJsonSchema } from '../../../../src/stream/serde/json-schema/json-schema-clean.ts';
+import { StreamError } from '../../../../src/stream/stream-error.ts';
+import { jsonSchemaSerde } from '../../../../src/stream/serde/json-schema/json-schema-serde.ts';
+import { FakeRegistry } from '../fake-registry.ts';
 
 const U64_MAX = '18446744073709551615'; // 2^64 − 1: JSON.parse makes it 18446744073709552000
 const ODD = '9007199254740993'; // 2^53 + 1: JSON.parse makes it 9007199254740992

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { chainFrom } from '../../../src/engine/index.ts';
-import { mappings } from '../../../src/stream/serde/field-mappings.ts';
-import { deriveCleanJsonSchema } from '../../../src/stream/serde/json-schema-clean.ts';
-import { jsonSchemaSerde } from '../../../src/stream/serde/json-schema-serde.ts';
-import { StreamError } from '../../../src/stream/stream-error.ts';
-import { FakeRegistry } from './fake-registry.ts';
+import { chainFrom } from '../../../../src/engine/index.ts';
+import { mappings } from '../../../../src/stream/serde/field-mappings.ts';
+import { deriveCleanJsonSchema } from '../../../../src/stream/serde/json-schema/json-schema-clean.ts';
+import { jsonSchemaSerde } from '../../../../src/stream/serde/json-schema/json-schema-serde.ts';
+import { StreamError } from '../../../../src/stream/stream-error.ts';
+import { FakeRegistry } from '../fake-registry.ts';
 
 const rawSchema = {
   $schema: 'https://json-schema.org/draft/2020-12/schema',

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { chainFrom, ValueError } from '../../../src/engine/index.ts';
-import { mappings, protectRecord } from '../../../src/stream/serde/field-mappings.ts';
-import { protectJsonBytes } from '../../../src/stream/serde/json-splice.ts';
-import { StreamError } from '../../../src/stream/stream-error.ts';
-import { stringText, valueText, ws } from '../../helpers/json-text.ts';
+import { chainFrom, ValueError } from '../../../../src/engine/index.ts';
+import { mappings, protectRecord } from '../../../../src/stream/serde/field-mappings.ts';
+import { protectJsonBytes } from '../../../../src/stream/serde/json/json-splice.ts';
+import { StreamError } from '../../../../src/stream/stream-error.ts';
+import { stringText, valueText, ws } from '../../../helpers/json-text.ts';
 
 type Chain = (value: string) => string;
 

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { decoyRecord } from '../../../bench/discover-corpus.ts';
-import { chainFrom } from '../../../src/engine/index.ts';
-import { mappings } from '../../../src/stream/serde/field-mappings.ts';
-import { protectJsonValues } from '../../../src/stream/serde/json-splice.ts';
-import type { GuardPlan, RecordProtection } from '../../../src/stream/serde/serde.ts';
-import { StreamError } from '../../../src/stream/stream-error.ts';
+import { decoyRecord } from '../../../../bench/discover-corpus.ts';
+import { chainFrom } from '../../../../src/engine/index.ts';
+import { mappings } from '../../../../src/stream/serde/field-mappings.ts';
+import { protectJsonValues } from '../../../../src/stream/serde/json/json-splice.ts';
+import type { GuardPlan, RecordProtection } from '../../../../src/stream/serde/serde.ts';
+import { StreamError } from '../../../../src/stream/stream-error.ts';
 
 const wrap = (s: string) => `<${s}>`;
 const PATHS = ['email', 'cards[].number', 'profile.name'];

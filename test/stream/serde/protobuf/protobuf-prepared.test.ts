@@ -1,10 +1,10 @@
 import protobuf from 'protobufjs';
 import { describe, expect, it } from 'vitest';
-import { chainFrom } from '../../../src/engine/index.ts';
-import { mappings } from '../../../src/stream/serde/field-mappings.ts';
-import { protobufSerde } from '../../../src/stream/serde/protobuf-serde.ts';
-import { StreamError } from '../../../src/stream/stream-error.ts';
-import { FakeRegistry } from './fake-registry.ts';
+import { chainFrom } from '../../../../src/engine/index.ts';
+import { mappings } from '../../../../src/stream/serde/field-mappings.ts';
+import { protobufSerde } from '../../../../src/stream/serde/protobuf/protobuf-serde.ts';
+import { StreamError } from '../../../../src/stream/stream-error.ts';
+import { FakeRegistry } from '../fake-registry.ts';
 
 // protectMany prepares a record whose header bytes, clean topic and protection equal the last
 // prepared record's without asking the caches again: these batches interleave schemas, message

@@ -2,15 +2,15 @@
 // (commit 1902d7e): the reference the property test holds the fast path to, byte for byte and
 // error for error. Test-only; nothing in src imports it.
 import { isUtf8 } from 'node:buffer';
-import { contextOf, mayBePersonal, shapeOf, shapeOfBytes, unmappedValueKind } from '../../../src/drift-guard/value-kinds.ts';
-import { formatPath, parentContext } from '../../../src/drift-guard/json-guard.ts';
-import type { ObjectGuard, PathTree } from '../../../src/drift-guard/object-guard.ts';
-import type { PlaceStep } from '../../../src/json-bytes/scan.ts';
-import type { PlanNode } from '../../../src/stream/serde/protobuf-plan.ts';
-import { scalarTexts, type ProtectContext } from '../../../src/stream/serde/protobuf-protect.ts';
-import type { ProtoField, ProtoMessage, ProtoSchema } from '../../../src/stream/serde/protobuf-schema.ts';
-import { readSmallVarint, readVarint, WIRE, type WireField } from '../../../src/stream/serde/protobuf-wire.ts';
-import { StreamError } from '../../../src/stream/stream-error.ts';
+import { contextOf, mayBePersonal, shapeOf, shapeOfBytes, unmappedValueKind } from '../../../../src/drift-guard/value-kinds.ts';
+import { formatPath, parentContext } from '../../../../src/drift-guard/json-guard.ts';
+import type { ObjectGuard, PathTree } from '../../../../src/drift-guard/object-guard.ts';
+import type { PlaceStep } from '../../../../src/json-bytes/scan.ts';
+import type { PlanNode } from '../../../../src/stream/serde/protobuf/protobuf-plan.ts';
+import { scalarTexts, type ProtectContext } from '../../../../src/stream/serde/protobuf/protobuf-protect.ts';
+import type { ProtoField, ProtoMessage, ProtoSchema } from '../../../../src/stream/serde/protobuf/protobuf-schema.ts';
+import { readSmallVarint, readVarint, WIRE, type WireField } from '../../../../src/stream/serde/protobuf/protobuf-wire.ts';
+import { StreamError } from '../../../../src/stream/stream-error.ts';
 
 const malformed = (what: string) => new StreamError('RECORD_MALFORMED', `the Protobuf value is malformed: ${what}`);
 

@@ -1,12 +1,12 @@
 import protobuf from 'protobufjs';
 import descriptor from 'protobufjs/ext/descriptor/index.js';
 import { describe, expect, it } from 'vitest';
-import { chainFrom, ValueError } from '../../../src/engine/index.ts';
-import { mappings } from '../../../src/stream/serde/field-mappings.ts';
-import { protobufSerde } from '../../../src/stream/serde/protobuf-serde.ts';
-import { readFraming } from '../../../src/stream/serde/protobuf-wire.ts';
-import { StreamError } from '../../../src/stream/stream-error.ts';
-import { FakeRegistry } from './fake-registry.ts';
+import { chainFrom, ValueError } from '../../../../src/engine/index.ts';
+import { mappings } from '../../../../src/stream/serde/field-mappings.ts';
+import { protobufSerde } from '../../../../src/stream/serde/protobuf/protobuf-serde.ts';
+import { readFraming } from '../../../../src/stream/serde/protobuf/protobuf-wire.ts';
+import { StreamError } from '../../../../src/stream/stream-error.ts';
+import { FakeRegistry } from '../fake-registry.ts';
 
 const PROTO = `// customers as the shop writes them
 syntax = "proto3";

@@ -1,13 +1,13 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { allowedPath } from '../../../src/drift-guard/json-guard.ts';
-import { ObjectGuard } from '../../../src/drift-guard/object-guard.ts';
-import { compilePlan, type PlanNode } from '../../../src/stream/serde/protobuf-plan.ts';
-import { protectMessage, type ProtectContext } from '../../../src/stream/serde/protobuf-protect.ts';
-import { protoFinding } from '../../../src/stream/serde/protobuf-drift-guard.ts';
-import { parseProtoSchema } from '../../../src/stream/serde/protobuf-schema.ts';
-import { WireReader } from '../../../src/stream/serde/protobuf-wire.ts';
-import { StreamError } from '../../../src/stream/stream-error.ts';
+import { allowedPath } from '../../../../src/drift-guard/json-guard.ts';
+import { ObjectGuard } from '../../../../src/drift-guard/object-guard.ts';
+import { compilePlan, type PlanNode } from '../../../../src/stream/serde/protobuf/protobuf-plan.ts';
+import { protectMessage, type ProtectContext } from '../../../../src/stream/serde/protobuf/protobuf-protect.ts';
+import { protoFinding } from '../../../../src/stream/serde/protobuf/protobuf-drift-guard.ts';
+import { parseProtoSchema } from '../../../../src/stream/serde/protobuf/protobuf-schema.ts';
+import { WireReader } from '../../../../src/stream/serde/protobuf/protobuf-wire.ts';
+import { StreamError } from '../../../../src/stream/stream-error.ts';
 import { refFields, refProtectMessage, refProtoFinding } from './protobuf-reference.ts';
 
 // The fast walk (one-buffer writer, inline wire types, compiled guard levels) against the walk it
