@@ -5,6 +5,7 @@ import { kafkaClient } from '../helpers/kafka.ts';
 import { cleanup, keyHex } from '../subjects/helpers.ts';
 import { openKafkaStore, processDir, sharedKeySet } from '../subjects/kafka-helpers.ts';
 import { readRaw } from '../subjects/raw-topic.ts';
+import { waitFor } from '../helpers/processes.ts';
 
 const open: SubjectKeyStore[] = [];
 const track = (s: SubjectKeyStore) => (open.push(s), s);
@@ -74,12 +75,13 @@ describe('the subject-key store on Kafka: every process follows one compacted to
     const wrappedOf = (r: Awaited<ReturnType<typeof readRaw>>) => r.filter((m) => m.key.startsWith('k/') && m.value && refs.has(m.key.split('/')[1]!)).map((m) => m.value!);
     const material = wrappedOf(before);
     expect(material.length).toBe(8);
-    let after = await readRaw(kafkaClient(), topic);
-    for (const deadline = Date.now() + 90_000; Date.now() < deadline && wrappedOf(after).length > 0;) {
-      await a.keyFor(`filler-${randomBytes(4).toString('hex')}`); // rolls segments, so the cleaner can take them
-      await new Promise((r) => setTimeout(r, 1000));
+    let after = before;
+    await waitFor(async () => {
       after = await readRaw(kafkaClient(), topic);
-    }
+      if (wrappedOf(after).length === 0) return true;
+      await a.keyFor(`filler-${randomBytes(4).toString('hex')}`); // rolls segments, so the cleaner can take them
+      return false;
+    }, 90_000, 'the cleaner to remove the erased subjects\' key records');
     expect(wrappedOf(after)).toEqual([]);
     const everything = Buffer.concat(after.flatMap((m) => [Buffer.from(m.key), m.value ?? Buffer.alloc(0)]));
     for (const value of material) expect(everything.includes(JSON.parse(value.toString()).w)).toBe(false);
