@@ -1,10 +1,10 @@
-import type { Server } from 'node:http';
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
+import type { Server } from 'node:http';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
-import { VeilError } from '../engine/index.ts';
 import { registerOpsRoutes } from '../http/routes/ops-routes.ts';
+import { VeilError } from '../engine/index.ts';
 import { DEFAULT_BROKERS, kafkaConnection, openKafkaPort, streamClient } from '../kafka/index.ts';
 import type { KafkaPort } from '../kafka/index.ts';
 import { ProtectPool } from '../stream/protect/index.ts';
@@ -16,9 +16,9 @@ import type { PipelineConfig } from '../stream/config/index.ts';
 import { rewrapPipeline, type RewrapSpec } from '../stream/protect/index.ts';
 import type { VeilConfig } from './config-file.ts';
 import { killingInCommit } from '../kafka/index.ts';
-import { StreamMetrics } from '../stream/protect/index.ts';
+import { pipelinesLiveness, StreamMetrics } from '../stream/protect/index.ts';
 import { createLogger } from './logger.ts';
-import { openActiveEngine } from './open-active-engine.ts';
+import { openActiveEngine, type ActiveEngine } from './open-active-engine.ts';
 import { logKekTransitions } from '../keystore/key-lease.ts';
 import { openTracing } from '../observability/tracing.ts';
 import { registrySettings } from '../stream/registry/index.ts';
@@ -85,28 +85,12 @@ export async function openStream(options: StreamOptions): Promise<StreamService>
   const active = await openActiveEngine({ configFile: options.configFile, dataDir: options.dataDir, env: options.env, now: options.now, provision: options.development, ...(options.notice ? { notice: options.notice } : {}) });
   // the KEK stopping and answering again: once per change, on this process's log
   logKekTransitions(active.lease, logger);
-  const { config, engine } = active;
   // opened on first use: only pipelines whose fields are scoped to the data subject read it; refused
   // here, at start, when subject keys would be split between processes or lost with the data dir
-  const subjects = await active.orClose(() => lazySubjectKeyStore({ keystore: active.keystore, dataDir: options.dataDir, settings: subjectStoreSettings(options.env), env: options.env, config: config.engine }));
-  const startedOn = active.file(active.holder.get().version);
-  const names = options.pipelines ?? Object.keys(config.pipelines);
-  const { rewrap } = options;
-  // what runs under a pipeline's name: the pipeline, or its rewrap
-  const configOf = (c: VeilConfig, name: string): PipelineConfig | undefined => {
-    const p = c.pipelines[name];
-    return p && rewrap ? rewrapPipeline(name, p, rewrap) : p;
-  };
-  try {
-    for (const n of names) if (!config.pipelines[n]) throw new VeilError('CONFIG_INVALID', `no pipeline ${n} in ${options.configFile} (active version ${active.holder.get().version})`);
-    if (names.length === 0) throw new VeilError('CONFIG_INVALID', `${options.configFile} defines no pipelines`);
-    if (rewrap && names.length !== 1) throw new VeilError('CONFIG_INVALID', 'rewrap re-protects the clean topic of one pipeline: name it with --pipeline');
-    for (const n of names) configOf(config, n);
-  } catch (e) {
-    await active.close();
-    throw e;
-  }
-
+  const subjects = await active.orClose(() => lazySubjectKeyStore({ keystore: active.keystore, dataDir: options.dataDir, settings: subjectStoreSettings(options.env), env: options.env, config: active.config.engine }));
+  const names = options.pipelines ?? Object.keys(active.config.pipelines);
+  const configOf = pipelineConfigOf(options.rewrap);
+  await active.orClose(() => checkPipelines(names, active.config, configOf, options, active.holder.get().version));
   const client = options.kafka ?? await openKafkaPort(streamClient(options.client ?? options.env.VEIL_STREAM_CLIENT), {
     connection,
     clientId: 'veil-stream',
@@ -117,19 +101,11 @@ export async function openStream(options: StreamOptions): Promise<StreamService>
   const metrics = new StreamMetrics();
   active.kmsMetrics?.registerIn(metrics.registry);
   const serdeOf = serdes(registry);
-  const threads = protectThreads(options.env.VEIL_PROTECT_THREADS);
   const pools: ProtectPool[] = [];
   const pipelines = await Promise.all(names.map(async (name) => {
-    const p = configOf(config, name)!;
-    const serde = await serdeOf(p);
-    let protector: ProtectPool | undefined;
-    // a pipeline whose records name their data subject protects in this thread (the subject keys are this process's)
-    if (threads > 0 && !p.subject) {
-      const workerData: ProtectWorkerData = { configFile: startedOn, dataDir: options.dataDir, env: { ...options.env }, pipeline: name, ...(options.registryUrl ? { registryUrl: options.registryUrl } : {}), ...(rewrap ? { rewrap } : {}) };
-      protector = new ProtectPool(threads, (configFile) => new Worker(PROTECT_WORKER, { workerData: { ...workerData, configFile: configFile ?? startedOn } }));
-      pools.push(protector);
-    }
-    return new ProtectPipeline({ name, config: p, configVersion: config.version, engine, kafka, serde, metrics, log: logger, stallMs: Number(options.env.VEIL_STREAM_STALL_MS ?? 60_000), ...(protector ? { protector } : {}), ...(rewrap ? { rewrap: { unprotectEvidences: rewrap.unprotectEvidences } } : {}), tracing, subjects });
+    const p = configOf(active.config, name)!;
+    const protector = protectorFor(name, p, active.file(active.holder.get().version), options, pools);
+    return new ProtectPipeline({ name, config: p, configVersion: active.config.version, engine: active.engine, kafka, serde: await serdeOf(p), metrics, log: logger, stallMs: Number(options.env.VEIL_STREAM_STALL_MS ?? 60_000), ...(protector ? { protector } : {}), ...(options.rewrap ? { rewrap: { unprotectEvidences: options.rewrap.unprotectEvidences } } : {}), tracing, subjects });
   }));
   try {
     await Promise.all(pools.map((p) => p.ready()));
@@ -138,14 +114,48 @@ export async function openStream(options: StreamOptions): Promise<StreamService>
     await active.close();
     throw e;
   }
-  // a version published or a key rotated by another process: bound from the next batch on
+  const following = followVersions(active, pipelines, configOf, serdeOf, logger);
+  return streamService({ names, pipelines, pools, metrics, logger, kafka, active, subjects, tracing, following });
+}
+
+/** what runs under a pipeline's name: the pipeline, or its rewrap */
+function pipelineConfigOf(rewrap: RewrapSpec | undefined): (c: VeilConfig, name: string) => PipelineConfig | undefined {
+  return (c, name) => {
+    const p = c.pipelines[name];
+    return p && rewrap ? rewrapPipeline(name, p, rewrap) : p;
+  };
+}
+
+/** the pipelines named exist, and a rewrap names exactly one: else CONFIG_INVALID, before anything opens */
+function checkPipelines(names: readonly string[], config: VeilConfig, configOf: (c: VeilConfig, name: string) => PipelineConfig | undefined, options: StreamOptions, activeVersion: number): void {
+  for (const n of names) if (!config.pipelines[n]) throw new VeilError('CONFIG_INVALID', `no pipeline ${n} in ${options.configFile} (active version ${activeVersion})`);
+  if (names.length === 0) throw new VeilError('CONFIG_INVALID', `${options.configFile} defines no pipelines`);
+  if (options.rewrap && names.length !== 1) throw new VeilError('CONFIG_INVALID', 'rewrap re-protects the clean topic of one pipeline: name it with --pipeline');
+  for (const n of names) configOf(config, n);
+}
+
+/** a pipeline's protection threads (added to `pools`), or none: a pipeline whose records name their data subject protects in this thread (the subject keys are this process's) */
+function protectorFor(name: string, p: PipelineConfig, startedOn: string, options: StreamOptions, pools: ProtectPool[]): ProtectPool | undefined {
+  const threads = protectThreads(options.env.VEIL_PROTECT_THREADS);
+  if (threads === 0 || p.subject) return undefined;
+  const workerData: ProtectWorkerData = { configFile: startedOn, dataDir: options.dataDir, env: { ...options.env }, pipeline: name, ...(options.registryUrl ? { registryUrl: options.registryUrl } : {}), ...(options.rewrap ? { rewrap: options.rewrap } : {}) };
+  const pool = new ProtectPool(threads, (configFile) => new Worker(PROTECT_WORKER, { workerData: { ...workerData, configFile: configFile ?? startedOn } }));
+  pools.push(pool);
+  return pool;
+}
+
+/**
+ * A version published or a key rotated by another process: bound from the next batch on, one
+ * change after the other, each to the version running by then. Returns the changes' chain so far.
+ */
+function followVersions(active: ActiveEngine, pipelines: readonly ProtectPipeline[], configOf: (c: VeilConfig, name: string) => PipelineConfig | undefined, serdeOf: ReturnType<typeof serdes>, logger: Logger): () => Promise<void> {
   const followVersion = async () => {
-    const { config: next, engine: nextEngine, version } = active.holder.get();
+    const { config: next, engine, version } = active.holder.get();
     for (const pipeline of pipelines) {
       const p = configOf(next, pipeline.name);
       try {
         if (!p) throw new VeilError('CONFIG_INVALID', `version ${version} has no pipeline ${pipeline.name}: restart the process to stop it`);
-        await pipeline.follow({ config: p, configVersion: next.version, engine: nextEngine, serde: await serdeOf(p), configFile: active.file(version) });
+        await pipeline.follow({ config: p, configVersion: next.version, engine, serde: await serdeOf(p), configFile: active.file(version) });
         logger.info({ pipeline: pipeline.name, version }, 'pipeline: now protecting under the active version');
       } catch (e) {
         logger.error({ pipeline: pipeline.name, version, code: (e as VeilError).code ?? (e as Error).name, reason: (e as Error).message }, 'pipeline: keeps running the previous version');
@@ -155,10 +165,29 @@ export async function openStream(options: StreamOptions): Promise<StreamService>
   let following = Promise.resolve();
   active.follow({
     logger,
-    // one change after the other, each to the version running by then
     onSwap: () => void (following = following.then(followVersion)),
     onKeys: () => void Promise.all(pipelines.map((p) => p.reloadKeys())).catch((e: unknown) => logger.error({ error: (e as Error).name }, 'protection threads: the keystore could not be re-read')),
   });
+  return () => following;
+}
+
+/** what `veil stream` opened, for its service to start, watch and close */
+export interface StreamParts {
+  names: readonly string[];
+  pipelines: ProtectPipeline[];
+  pools: readonly ProtectPool[];
+  metrics: StreamMetrics;
+  logger: Logger;
+  kafka: KafkaPort;
+  active: ActiveEngine;
+  subjects: { close(): Promise<void> };
+  tracing: { shutdown(): Promise<void> };
+  /** the chain of configuration changes being followed (they finish before the pools close) */
+  following: () => Promise<void>;
+}
+
+export function streamService(parts: StreamParts): StreamService {
+  const { pipelines, metrics, logger } = parts;
   let running = false;
   let ops: FastifyInstance | undefined;
   return {
@@ -166,37 +195,22 @@ export async function openStream(options: StreamOptions): Promise<StreamService>
     async start() {
       await Promise.all(pipelines.map((p) => p.start()));
       running = true;
-      logger.info({ pipelines: names }, 'pipelines running');
+      logger.info({ pipelines: parts.names }, 'pipelines running');
     },
     async stop() {
       running = false;
       await Promise.all(pipelines.map((p) => p.stop()));
-      await following;
-      await Promise.all(pools.map((p) => p.close()));
-      await kafka.disconnect();
+      await parts.following();
+      await Promise.all(parts.pools.map((p) => p.close()));
+      await parts.kafka.disconnect();
       await ops?.close();
-      await subjects.close();
-      await active.close();
-      await tracing.shutdown();
+      await parts.subjects.close();
+      await parts.active.close();
+      await parts.tracing.shutdown();
     },
     async listen(port, host) {
       ops = Fastify({ logger: false });
-      registerOpsRoutes(ops, {
-        // liveness is what a restart fixes (a halted pipeline, a batch stuck while Kafka answers); a
-        // Kafka (or registry) that does not answer turns /readyz red instead, and shows here
-        live: () => {
-          const failing = pipelines.map((p) => ({ pipeline: p.name, ...p.health() })).filter((h) => !h.healthy).map(({ pipeline, reason }) => ({ pipeline, reason }));
-          const shared = active.liveness();
-          // schema versions a pipeline refuses (a mapped path they lack): shown, healthy or not; the pipeline progresses
-          const refused = pipelines.flatMap((p) => p.refusedSchemas().map((r) => ({ pipeline: p.name, ...r })));
-          const notReady = pipelines.map((p) => ({ pipeline: p.name, ...p.readiness() })).filter((r) => !r.ready).map(({ pipeline, reason }) => ({ pipeline, reason }));
-          const info = { ...shared.info, ...(refused.length ? { refusedSchemas: refused } : {}), ...(notReady.length ? { notReady } : {}) };
-          if (!failing.length && shared.healthy) return { healthy: true, info };
-          return { healthy: false, detail: { ...(failing.length ? { pipelines: failing } : {}), ...shared.detail, ...info } };
-        },
-        ready: () => running && pipelines.every((p) => p.readiness().ready),
-        metrics: metrics.registry,
-      });
+      registerOpsRoutes(ops, { live: () => pipelinesLiveness(pipelines, parts.active.liveness()), ready: () => running && pipelines.every((p) => p.readiness().ready), metrics: metrics.registry });
       await ops.listen({ port, host });
       return ops.server;
     },

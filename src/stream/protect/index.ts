@@ -13,5 +13,6 @@ export { RecordProtector, type ChunkItem, type ChunkOutcome, type ChunkProtector
 export { packItems, packOutcomes, SpareBuffers, unpackItems, unpackOutcomes } from './chunk-codec.ts';
 export { rewrapPipeline, type RewrapSpec } from './rewrap-pipeline.ts';
 export { StreamMetrics } from './stream-metrics.ts';
+export { pipelinesLiveness } from './pipelines-health.ts';
 // what Kafka last said to a consumer: the unprotect responders' readiness, as the pipelines'
 export { KafkaContact, reportingContact } from './liveness.ts';
