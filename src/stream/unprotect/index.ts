@@ -6,3 +6,4 @@
 export { REQUEST_SPAN, UnprotectResponder, type ResponderDeps } from './responder.ts';
 export { UnprotectClient, type UnprotectReply } from './client.ts';
 export { CORRELATION_ID, REPLY_STATUS_HEADER, REPLY_TRACEPARENT_HEADER, REQUEST_HEADERS } from './protocol.ts';
+export { ResponderRestarts } from './responder-restarts.ts';
