@@ -5,7 +5,7 @@ import { sampleTopic, type KafkaConnection } from '../kafka/index.ts';
 import { CachingRegistry, confluentRegistry, type RegistrySettings } from '../stream/registry/index.ts';
 import { sampleReader } from '../stream/serde/index.ts';
 
-export { SampleSourceError, type SampleReport, type Sampled } from '../discover/index.ts';
+export type { SampleReport, Sampled } from '../discover/index.ts';
 
 /**
  * The sources `veil discover` samples, put together: a JSON-lines file, a PostgreSQL table through

@@ -1,7 +1,7 @@
 import { writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
-import { discoverSources, SampleSourceError, type SampleReport, type Sampled } from '../app/open-discover-sources.ts';
-import { RECORD_FORMATS, type RecordFormat } from '../discover/index.ts';
+import { discoverSources, type SampleReport, type Sampled } from '../app/open-discover-sources.ts';
+import { DiscoverFault, RECORD_FORMATS, type RecordFormat } from '../discover/index.ts';
 import { DEFAULT_BROKERS, kafkaConnection, KafkaError } from '../kafka/index.ts';
 import { registrySettings } from '../stream/registry/index.ts';
 import { Profiler } from '../discover/index.ts';
@@ -74,7 +74,7 @@ export const discoverCommand: Command = async (args, io) => {
     } else report = await discoverSources.table(dbUrl!, values.table!, limit, each);
   } catch (e) {
     // a source's own message (a path, a topic, a broker's refusal, psql's), a setting's, or only the error's name: never a record
-    const own = e instanceof SampleSourceError || e instanceof KafkaError || e instanceof VeilError || (e as { code?: string }).code === 'ENOENT';
+    const own = e instanceof DiscoverFault || e instanceof KafkaError || e instanceof VeilError || (e as { code?: string }).code === 'ENOENT';
     io.stderr(`veil discover: cannot sample: ${own ? (e as Error).message : (e as Error).name}${e instanceof VeilError || e instanceof KafkaError ? ` [${e.code}]` : ''}\n`);
     return 1;
   }

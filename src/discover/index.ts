@@ -8,4 +8,5 @@ export { mergePipelineFields, mergeProposal } from './merge-draft.ts';
 export { isDataKey, MASKED, pathSegment, Profiler, type Finding } from './profile.ts';
 export { classNameFor, propose, protectionOf } from './propose.ts';
 export { RECORD_FORMATS, type RecordFormat } from './record-formats.ts';
-export { decodedSamples, sampleFile, SampleSourceError, sampleTable, type SampleReport, type Sampled } from './samples.ts';
+export { DiscoverFault } from './errors.ts';
+export { decodedSamples, sampleFile, sampleTable, type SampleReport, type Sampled } from './samples.ts';

@@ -1,13 +1,6 @@
 import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
-
-/** A source that cannot be sampled (a bad table name, psql's refusal): its message names the source, never a record. */
-export class SampleSourceError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'SampleSourceError';
-  }
-}
+import { DiscoverFault } from './errors.ts';
 
 /** One sampled record: its value (a JSON value) and, from Kafka, its key as text. */
 export interface Sampled {
@@ -59,11 +52,11 @@ const TABLE = /^([A-Za-z_][A-Za-z0-9_$]*)(?:\.([A-Za-z_][A-Za-z0-9_$]*))?$/;
 /** Up to `limit` rows of a PostgreSQL table, each as its JSON object (row_to_json), through psql. */
 export async function sampleTable(psql: RunPsql, table: string, limit: number, each: (s: Sampled) => void): Promise<SampleReport> {
   const m = TABLE.exec(table);
-  if (!m) throw new SampleSourceError('the table must be named as table or schema.table (letters, digits, _ and $)');
+  if (!m) throw new DiscoverFault('TABLE_NAME_INVALID', 'the table must be named as table or schema.table (letters, digits, _ and $)');
   const name = [m[1], m[2]].filter(Boolean).map((p) => `"${p}"`).join('.');
   const result = await psql(`\\pset format unaligned\n\\pset tuples_only on\nSELECT row_to_json(t)::text FROM ${name} t LIMIT ${Math.floor(limit)};\n`);
   // psql's error names the table and the database, not a row
-  if (result.code !== 0) throw new SampleSourceError(`psql could not read ${table}: ${result.stderr.split('\n')[0]?.replace(/^psql:[^:]*:\d+: /, '') ?? 'error'}`);
+  if (result.code !== 0) throw new DiscoverFault('TABLE_UNREADABLE', `psql could not read ${table}: ${result.stderr.split('\n')[0]?.replace(/^psql:[^:]*:\d+: /, '') ?? 'error'}`);
   const report = { sampled: 0, unparsable: 0 };
   for (const line of result.stdout.split('\n')) {
     if (line === '') continue;
