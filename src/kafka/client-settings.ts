@@ -1,6 +1,7 @@
 import type { Env } from '../env/index.ts';
 import { invalidSetting as invalid, kafkaProperties, type KafkaProperty, type PropertyValue } from './client-properties.ts';
-import { JaasSyntaxError, parseJaasConfig, type JaasConfig } from './jaas-config.ts';
+import { parseJaasConfig, type JaasConfig } from './jaas-config.ts';
+import { KafkaError } from './kafka-error.ts';
 import { oidcTokenSource, type OidcTokenSource } from './oidc-token.ts';
 import { groupInstanceId } from './open-port.ts';
 import { Secret } from './secret.ts';
@@ -190,7 +191,7 @@ function jaasOf(at: PropertyValue | undefined): JaasConfig | undefined {
   try {
     return parseJaasConfig(at.value);
   } catch (e) {
-    if (e instanceof JaasSyntaxError) throw invalid(`sasl.jaas.config (${at.from}): ${e.message}`, 'sasl.jaas.config');
+    if (e instanceof KafkaError && e.code === 'JAAS_CONFIG_INVALID') throw invalid(`sasl.jaas.config (${at.from}): ${e.message}`, 'sasl.jaas.config');
     throw e;
   }
 }

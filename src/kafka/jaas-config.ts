@@ -1,3 +1,5 @@
+import { KafkaError } from './kafka-error.ts';
+
 /**
  * Java's `sasl.jaas.config`, as Confluent Cloud, MSK and Aiven hand it out in a client.properties:
  *
@@ -20,12 +22,9 @@ const MODULES: Record<string, JaasConfig['family']> = {
   // MSK's IAM module is AWS's own mechanism (AWS_MSK_IAM), which neither client here speaks
 };
 
-/** Why a sasl.jaas.config was refused; never quotes the text (it holds a password). */
-export class JaasSyntaxError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'JaasSyntaxError';
-  }
+/** Why a sasl.jaas.config was refused (KafkaError JAAS_CONFIG_INVALID); never quotes the text (it holds a password). */
+function syntaxError(message: string): KafkaError {
+  return new KafkaError('JAAS_CONFIG_INVALID', message, false);
 }
 
 export function parseJaasConfig(text: string): JaasConfig {
@@ -41,24 +40,24 @@ export function parseJaasConfig(text: string): JaasConfig {
   };
   const module = word();
   const family = MODULES[module];
-  if (!family) throw new JaasSyntaxError(module ? `login module ${module} is not supported (PlainLoginModule, ScramLoginModule or OAuthBearerLoginModule)` : 'no login module');
+  if (!family) throw syntaxError(module ? `login module ${module} is not supported (PlainLoginModule, ScramLoginModule or OAuthBearerLoginModule)` : 'no login module');
   skipSpace();
   const flag = word();
-  if (!['required', 'requisite', 'sufficient', 'optional'].includes(flag)) throw new JaasSyntaxError('a control flag (required) must follow the login module');
+  if (!['required', 'requisite', 'sufficient', 'optional'].includes(flag)) throw syntaxError('a control flag (required) must follow the login module');
   const options: Record<string, string> = {};
   for (;;) {
     skipSpace();
     if (s[i] === ';') break;
-    if (i >= s.length) throw new JaasSyntaxError('the configuration must end with ;');
+    if (i >= s.length) throw syntaxError('the configuration must end with ;');
     const key = word();
-    if (!key || s[i] !== '=') throw new JaasSyntaxError(`option ${Object.keys(options).length + 1}: expected name=value`);
+    if (!key || s[i] !== '=') throw syntaxError(`option ${Object.keys(options).length + 1}: expected name=value`);
     i++;
-    if (Object.hasOwn(options, key)) throw new JaasSyntaxError(`option ${key} is given twice`);
+    if (Object.hasOwn(options, key)) throw syntaxError(`option ${key} is given twice`);
     options[key] = value();
   }
   i++;
   skipSpace();
-  if (i < s.length) throw new JaasSyntaxError('one login module only: text follows its ;');
+  if (i < s.length) throw syntaxError('one login module only: text follows its ;');
   return { family, options };
 
   function value(): string {
@@ -78,6 +77,6 @@ export function parseJaasConfig(text: string): JaasConfig {
       if (c === '\\' && i + 1 < s.length) i++;
       out += s[i];
     }
-    throw new JaasSyntaxError('a quoted value is not closed');
+    throw syntaxError('a quoted value is not closed');
   }
 }
