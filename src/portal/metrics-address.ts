@@ -4,6 +4,7 @@ import { request as httpsRequest } from 'node:https';
 import { BlockList, isIP, type LookupFunction } from 'node:net';
 import { Readable } from 'node:stream';
 import type { ConfigIssue } from '../engine/index.ts';
+import { PortalFault } from './errors.ts';
 
 /**
  * Where the portal's metrics scraper must never go unless the operator allows the host by name:
@@ -55,11 +56,9 @@ export function metricsUrlIssues(urls: readonly string[], allowed: readonly stri
   });
 }
 
-export class RefusedAddressError extends Error {
-  constructor() {
-    super('refused: link-local or metadata address');
-    this.name = 'RefusedAddressError';
-  }
+/** A metrics URL that is, or resolves to, a link-local or metadata address: PortalFault METRICS_ADDRESS_REFUSED, its message the reason shown. */
+export function refusedAddress(): PortalFault {
+  return new PortalFault('METRICS_ADDRESS_REFUSED', 'refused: link-local or metadata address');
 }
 
 /**
@@ -70,7 +69,7 @@ export function guardedLookup(allowedHost: boolean): LookupFunction {
   return (hostname, options, callback) => {
     dnsLookup(hostname, { ...options, all: true }, (err, addresses: LookupAddress[]) => {
       if (err) return callback(err, '', 0);
-      if (!allowedHost && addresses.some((a) => isRefusedAddress(a.address))) return callback(new RefusedAddressError(), '', 0);
+      if (!allowedHost && addresses.some((a) => isRefusedAddress(a.address))) return callback(refusedAddress(), '', 0);
       if ((options as { all?: boolean }).all) return (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, addresses);
       const first = addresses[0]!;
       callback(null, first.address, first.family);
@@ -87,7 +86,7 @@ export function guardedFetch(allowed: () => readonly string[]): typeof fetch {
     const url = new URL(typeof input === 'string' || input instanceof URL ? input : input.url);
     // a host the operator named is trusted wherever it resolves; any other is checked, literal and resolved
     const isAllowed = allowed().some((a) => sameHost(a, url.hostname));
-    if (!isAllowed && refusedHost(url, [])) throw new RefusedAddressError();
+    if (!isAllowed && refusedHost(url, [])) throw refusedAddress();
     const request = url.protocol === 'https:' ? httpsRequest : httpRequest;
     const res = await new Promise<IncomingMessage>((resolve, reject) => {
       const req = request(url, { method: 'GET', lookup: guardedLookup(isAllowed), headers: Object.fromEntries(new Headers(init?.headers).entries()), ...(init?.signal ? { signal: init.signal } : {}) }, resolve);

@@ -1,7 +1,8 @@
 import { SCHEMA_REFUSED_METRIC, STREAM_METRIC_NAMES, UNMAPPED_FINDINGS_METRIC, UNMAPPED_REPORTED_METRIC, type ChartedStreamMetric } from '../observability/stream-metric-names.ts';
 import type { PipelineView } from './config-port.ts';
-import { guardedFetch, RefusedAddressError, refusedHost } from './metrics-address.ts';
-import { parsePrometheusText, PromTextError, sumOf, type PromSample } from './prometheus-text.ts';
+import { PortalFault } from './errors.ts';
+import { guardedFetch, refusedAddress, refusedHost } from './metrics-address.ts';
+import { parsePrometheusText, sumOf, type PromSample } from './prometheus-text.ts';
 
 /** what a scrape reads of a pipeline's section (the portal does not import src/stream) */
 type PipelineConfig = Pick<PipelineView, 'metricsUrls'>;
@@ -141,21 +142,12 @@ interface Ring {
   sources: Source[];
 }
 
-/** A scrape that got an answer veil cannot use; the reason holds nothing the endpoint sent. */
-class ScrapeError extends Error {
-  readonly reason: string;
-  constructor(reason: string) {
-    super(reason);
-    this.name = 'ScrapeError';
-    this.reason = reason;
-  }
-}
-
 /** Why a scrape failed, in words that hold neither the URL nor anything the endpoint sent. */
 function reasonOf(error: unknown): string {
-  if (error instanceof ScrapeError) return error.reason;
-  if (error instanceof RefusedAddressError || (error as { cause?: unknown }).cause instanceof RefusedAddressError) return 'refused: link-local or metadata address';
-  if (error instanceof PromTextError) return 'not Prometheus text';
+  // a refused address found by the lookup comes back as the cause of the request's error
+  const fault = [error, (error as { cause?: unknown }).cause].find((e): e is PortalFault => e instanceof PortalFault);
+  // the scraper's faults' messages are their reasons (SCRAPE_UNUSABLE, METRICS_ADDRESS_REFUSED), but a line number says too much
+  if (fault) return fault.code === 'NOT_PROMETHEUS_TEXT' ? 'not Prometheus text' : fault.message;
   const e = error as { name?: string; code?: string; cause?: { code?: string } };
   if (e.name === 'TimeoutError' || e.name === 'AbortError') return 'timeout';
   const code = e.cause?.code ?? e.code;
@@ -176,7 +168,7 @@ async function readCapped(res: Response): Promise<string> {
     size += value.byteLength;
     if (size > MAX_BODY) {
       await reader.cancel();
-      throw new ScrapeError('too large');
+      throw new PortalFault('SCRAPE_UNUSABLE', 'too large');
     }
     chunks.push(value);
   }
@@ -319,12 +311,12 @@ export class PipelineMetrics {
   private async fetchSamples(rawUrl: string): Promise<PromSample[]> {
     const allowed = this.options.allowedHosts ?? (() => []);
     // checked here too, so an injected fetch is held to it; the default fetch also checks what a name resolves to
-    if (refusedHost(new URL(rawUrl), allowed())) throw new RefusedAddressError();
+    if (refusedHost(new URL(rawUrl), allowed())) throw refusedAddress();
     const doFetch = this.options.fetch ?? guardedFetch(allowed);
     const res = await doFetch(rawUrl, { redirect: 'error', signal: AbortSignal.timeout(this.options.timeoutMs ?? 2000), headers: { accept: 'text/plain;version=0.0.4' } });
     if (!res.ok) {
       await res.body?.cancel();
-      throw new ScrapeError(`HTTP ${res.status}`);
+      throw new PortalFault('SCRAPE_UNUSABLE', `HTTP ${res.status}`);
     }
     return parsePrometheusText(await readCapped(res));
   }

@@ -1,3 +1,5 @@
+import { PortalFault } from './errors.ts';
+
 /** One sample line of the Prometheus text exposition format. */
 export interface PromSample {
   name: string;
@@ -5,14 +7,9 @@ export interface PromSample {
   value: number;
 }
 
-/** A line that is neither a comment nor a sample: the body is not Prometheus text. */
-export class PromTextError extends Error {
-  readonly line: number;
-  constructor(line: number) {
-    super(`line ${line} is not a Prometheus sample`);
-    this.name = 'PromTextError';
-    this.line = line;
-  }
+/** A line that is neither a comment nor a sample: the body is not Prometheus text (PortalFault NOT_PROMETHEUS_TEXT). */
+function notSample(line: number): PortalFault {
+  return new PortalFault('NOT_PROMETHEUS_TEXT', `line ${line} is not a Prometheus sample`);
 }
 
 const NAME = /^[A-Za-z_:][A-Za-z0-9_:]*/;
@@ -65,7 +62,7 @@ function labelsAt(line: string, at: number): { labels: Record<string, string>; n
 /**
  * Parses the Prometheus text exposition format (version 0.0.4, what prom-client writes): every
  * sample with its labels and value; comments (HELP, TYPE) and blank lines are skipped, an optional
- * timestamp is ignored. Any other line makes the whole body unreadable (PromTextError).
+ * timestamp is ignored. Any other line makes the whole body unreadable (PortalFault NOT_PROMETHEUS_TEXT).
  */
 export function parsePrometheusText(text: string): PromSample[] {
   const samples: PromSample[] = [];
@@ -73,19 +70,19 @@ export function parsePrometheusText(text: string): PromSample[] {
     const line = raw.trim();
     if (line === '' || line.startsWith('#')) return;
     const name = NAME.exec(line)?.[0];
-    if (!name) throw new PromTextError(index + 1);
+    if (!name) throw notSample(index + 1);
     let labels: Record<string, string> = {};
     let rest = line.slice(name.length);
     if (rest.startsWith('{')) {
       const parsed = labelsAt(line, name.length);
-      if (!parsed) throw new PromTextError(index + 1);
+      if (!parsed) throw notSample(index + 1);
       labels = parsed.labels;
       rest = line.slice(parsed.next);
     }
     const [valueText, timestamp, extra] = rest.trim().split(/\s+/);
     const value = number(valueText ?? '');
-    if (value === undefined) throw new PromTextError(index + 1);
-    if (extra !== undefined || (timestamp !== undefined && !/^-?\d+$/.test(timestamp))) throw new PromTextError(index + 1);
+    if (value === undefined) throw notSample(index + 1);
+    if (extra !== undefined || (timestamp !== undefined && !/^-?\d+$/.test(timestamp))) throw notSample(index + 1);
     samples.push({ name, labels, value });
   });
   return samples;

@@ -6,6 +6,7 @@ import { ROLE, type CompiledConfig } from '../engine/index.ts';
 import { foldKey } from '../json-bytes/paths.ts';
 import { OTHER_PATH } from '../observability/stream-metric-names.ts';
 import type { PipelineView } from './config-port.ts';
+import { PortalFault } from './errors.ts';
 import type { UnmappedFinding } from './pipeline-metrics.ts';
 
 /**
@@ -113,14 +114,6 @@ export function missingGrant(engine: CompiledConfig, pipeline: Pick<PipelineView
   return lacking.length ? { context: matched[0]!.name, fields: lacking } : undefined;
 }
 
-/** buildFindingsDraft found no finding to map: every path is mapped already or cannot be mapped. */
-export class NothingToMapError extends Error {
-  constructor() {
-    super('nothing to map: every path is mapped in the active version or cannot be mapped');
-    this.name = 'NothingToMapError';
-  }
-}
-
 export interface FindingsDraft {
   /** the configuration text of the new draft */
   text: string;
@@ -137,7 +130,7 @@ export interface FindingsDraft {
  * its `fields` gains `{ path, field }` for each finding planFindings maps (each with a comment
  * naming the kind and count), the class gains the properties it lacks with the sequence and key
  * discover's proposal gives each kind (keys, sequences kept when present), and the pipeline's
- * rights context gains Protect on the new fields when it lacks it. Throws NothingToMapError when
+ * rights context gains Protect on the new fields when it lacks it. Throws PortalFault NOTHING_TO_MAP when
  * no finding is left to map, an Error when the pipeline is not in the active version or its text
  * has no `fields` list to add to (an alias, say).
  */
@@ -152,7 +145,7 @@ export function buildFindingsDraft(activeText: string, active: { engine: Compile
     if (plan.map) mapped.push({ ...f, field: plan.field });
     else skipped.push({ ...f, note: plan.note });
   });
-  if (mapped.length === 0) throw new NothingToMapError();
+  if (mapped.length === 0) throw new PortalFault('NOTHING_TO_MAP', 'nothing to map: every path is mapped in the active version or cannot be mapped');
   const keys: Record<string, unknown> = {};
   const sequences: Record<string, unknown> = {};
   const properties: Record<string, { protect: string; description: string }> = {};

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { parsePrometheusText, PromTextError, sumOf } from '../../src/portal/prometheus-text.ts';
+import { PortalFault } from '../../src/portal/errors.ts';
+import { parsePrometheusText, sumOf } from '../../src/portal/prometheus-text.ts';
 
 describe('Prometheus text parsing', () => {
   it('reads samples with labels, escapes, special values and timestamps; skips comments and blank lines', () => {
@@ -40,7 +41,8 @@ describe('Prometheus text parsing', () => {
     ['metric 1 2 3'],
     ['metric'],
   ])('refuses a body that is not Prometheus text: %s', (text) => {
-    expect(() => parsePrometheusText(text)).toThrow(PromTextError);
+    expect(() => parsePrometheusText(text)).toThrow(PortalFault);
+    expect(() => parsePrometheusText(text)).toThrow(/^line 1 is not a Prometheus sample$/);
   });
 
   it('sums a metric over the samples whose labels match, ignoring others and non-finite values', () => {

@@ -3,7 +3,8 @@ import { describe, expect, it } from 'vitest';
 import { compileVeilConfigText } from '../../src/app/config-file.ts';
 import { findingsOf, FINDINGS_KEPT, PipelineMetrics, sumFindings } from '../../src/portal/pipeline-metrics.ts';
 import { parsePrometheusText } from '../../src/portal/prometheus-text.ts';
-import { buildFindingsDraft, classOf, findingField, findingOfField, missingGrant, NothingToMapError, planFindings } from '../../src/portal/unmapped-draft.ts';
+import { PortalFault } from '../../src/portal/errors.ts';
+import { buildFindingsDraft, classOf, findingField, findingOfField, missingGrant, planFindings } from '../../src/portal/unmapped-draft.ts';
 import type { PipelineConfig } from '../../src/stream/config/index.ts';
 import { StreamMetrics } from '../../src/stream/protect/index.ts';
 import { EXAMPLE_CONFIG_TEXT } from '../helpers/engine-fixture.ts';
@@ -181,7 +182,9 @@ describe('a draft from the findings', () => {
 
   it('refuses to draft nothing, and a pipeline the active version does not have', () => {
     const text = configWith(INGEST);
-    expect(() => buildFindingsDraft(text, active(text), 'customers', [{ path: 'EMAIL', kind: 'email', records: 1 }, { path: 'a.*', kind: 'email', records: 1 }])).toThrow(NothingToMapError);
+    const nothing = [{ path: 'EMAIL', kind: 'email', records: 1 }, { path: 'a.*', kind: 'email', records: 1 }] as const;
+    expect(() => buildFindingsDraft(text, active(text), 'customers', [...nothing])).toThrow(PortalFault);
+    expect(() => buildFindingsDraft(text, active(text), 'customers', [...nothing])).toThrow(/^nothing to map/);
     expect(() => buildFindingsDraft(text, active(text), 'orders', [{ path: 'x', kind: 'email', records: 1 }])).toThrow(/no pipeline orders/);
     expect(() => buildFindingsDraft(text, active(text), '__proto__', [{ path: 'x', kind: 'email', records: 1 }])).toThrow(/no pipeline/);
   });

@@ -8,7 +8,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { guardedFetch, isRefusedAddress, RefusedAddressError } from '../../src/portal/metrics-address.ts';
+import { PortalFault } from '../../src/portal/errors.ts';
+import { guardedFetch, isRefusedAddress } from '../../src/portal/metrics-address.ts';
 import { PipelineMetrics } from '../../src/portal/pipeline-metrics.ts';
 import { EXAMPLE_CONFIG_TEXT } from '../helpers/engine-fixture.ts';
 import { ROOT } from '../helpers/processes.ts';
@@ -79,7 +80,11 @@ describe('metricsUrls refuse link-local and metadata addresses', () => {
     expect(asked).toEqual([]);
     expect(metrics.series('p')!.sources.map((s) => s.reason)).toEqual(REFUSED.map(() => 'refused: link-local or metadata address'));
     // the default fetch refuses them before any connection
-    for (const url of REFUSED) await expect(guardedFetch(() => [])(url)).rejects.toBeInstanceOf(RefusedAddressError);
+    for (const url of REFUSED) {
+      const refusal = await guardedFetch(() => [])(url).catch((e: unknown) => e);
+      expect(refusal).toBeInstanceOf(PortalFault);
+      expect((refusal as PortalFault).code).toBe('METRICS_ADDRESS_REFUSED');
+    }
   });
 
   it('classifies every spelling of the refused ranges, and nothing else', () => {

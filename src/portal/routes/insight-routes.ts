@@ -11,7 +11,8 @@ import { pipelinesPage } from '../views/pipelines-view.ts';
 import { requireWithinLimits } from '../draft-limits.ts';
 import { formOf } from '../portal-deps.ts';
 import { identityOf } from '../sessions.ts';
-import { buildFindingsDraft, DRAFT_FINDINGS_MAX, findingOfField, NothingToMapError } from '../unmapped-draft.ts';
+import { buildFindingsDraft, DRAFT_FINDINGS_MAX, findingOfField } from '../unmapped-draft.ts';
+import { PortalFault } from '../errors.ts';
 import { KeystoreError } from '../../keystore/errors.ts';
 
 /** records per Audit page */
@@ -114,7 +115,7 @@ function registerPipelineRoutes(app: FastifyInstance, ctx: PortalContext): void 
       text = buildFindingsDraft(activeText, active, name, findings).text;
     } catch (e) {
       // every path mapped since the page was shown (or a pipeline this page cannot edit): nothing is created
-      if (e instanceof NothingToMapError) return reply.code(303).header('location', '/admin/pipelines?done=nothing-to-map').send();
+      if (e instanceof PortalFault && e.code === 'NOTHING_TO_MAP') return reply.code(303).header('location', '/admin/pipelines?done=nothing-to-map').send();
       throw new VeilError('REQUEST_MALFORMED', 'the pipeline of the active version has no fields list this page can add to: edit a draft');
     }
     requireWithinLimits(text);
