@@ -16,7 +16,7 @@ import type { LocalKeystore } from '../keystore/local-keystore.ts';
 import { buildServer } from '../http/server.ts';
 import { HttpMetrics } from '../http/metrics.ts';
 import { createLogger } from './logger.ts';
-import { openActiveEngine } from './open-active-engine.ts';
+import { openActiveEngine, type ActiveEngine } from './open-active-engine.ts';
 import { logKekTransitions } from '../keystore/key-lease.ts';
 import { ConfigVersions, EngineHolder } from '../control/index.ts';
 import type { VeilConfig } from './config-file.ts';
@@ -97,28 +97,13 @@ export async function openService(options: ServiceOptions): Promise<Service> {
   const signingKey = config.identity.signingKey;
   if (await ensureKey(keystore, signingKey, 'jwt-es256')) options.notice?.(`created token signing key ${signingKey}`);
 
-  let subjects: SubjectKeyStore;
-  try {
-    // refused here, before the listener, when subject keys would be split between processes or lost with the data dir
-    subjects = lazySubjectKeyStore({ keystore, dataDir: options.dataDir, settings: subjectStoreSettings(options.env), env: options.env, config: config.engine });
-  } catch (e) {
-    await active.close();
-    throw e;
-  }
+  // refused here, before the listener, when subject keys would be split between processes or lost with the data dir
+  const subjects = await active.orClose(() => lazySubjectKeyStore({ keystore, dataDir: options.dataDir, settings: subjectStoreSettings(options.env), env: options.env, config: config.engine }));
   const issuer = config.identity.issuer ?? options.baseUrl;
   const signer = new JwtSigner(keystore, signingKey);
-  const extraClients = new Map<string, Client>();
-  let dev: Service['devClient'];
-  if (options.development) {
-    // every role the configuration uses, and every admin portal right
-    const roles = [...new Set(config.engine.rightsContexts.flatMap((c) => c.evidences.filter(([n]) => n === ROLE).map(([, v]) => v))), ...ADMIN_ROLE_NAMES];
-    const d = await devClient(options.dataDir, roles);
-    extraClients.set(d.id, d.client);
-    dev = { id: d.id, secretFile: d.secretFile, secret: d.secret };
-    options.notice?.(`development client ${d.id} (roles ${roles.join(', ')}): secret in ${d.secretFile}${d.created ? ' (created now)' : ''}`);
-  }
+  const dev = options.development ? await developmentClient(config, options) : undefined;
   const tokens = new TokenService({
-    identity: config.identity, issuer, signer, now: options.now, extraClients,
+    identity: config.identity, issuer, signer, now: options.now, extraClients: new Map<string, Client>(dev ? [[dev.id, dev.client]] : []),
     failuresPerMinute: config.service.rateLimit.tokenFailuresPerMinute,
     decoyHash: hashClientSecret(randomBytes(16).toString('hex')),
   });
@@ -148,15 +133,7 @@ export async function openService(options: ServiceOptions): Promise<Service> {
   // a version published by another process (a --workers sibling, another host through the control store) runs here too
   active.follow({ logger, intervalMs: options.versionPollMs ?? 1000 });
   pipelineMetrics.start();
-  // VEIL_DB_SOCKET: PostgreSQL's triggers protect over a local Unix socket (docs/database.md)
-  const socketOptions = dbSocketOptionsFromEnv(options.env);
-  const dbSocket = socketOptions && await openDbSocket(socketOptions, {
-    engine: () => holder.current(), verifier, audit, now: options.now, log: logger, limits: service.limits, rateLimit: service.rateLimit, subjects,
-    // VEIL_DB_SOCKET_LEASES=on: the database may lease keys of fields it may protect (docs/database.md, "Leased keys")
-    ...(socketOptions.leases ? {
-      leases: { ...socketOptions.leases, keys: keystore, source: () => { const a = holder.get(); return { engine: a.engine, config: a.config.engine }; } },
-    } : {}),
-  });
+  const dbSocket = await openServiceDbSocket(options, { active, verifier, audit, logger, service, subjects });
   app.addHook('onClose', async () => {
     draining = true;
     await dbSocket?.close();
@@ -171,7 +148,29 @@ export async function openService(options: ServiceOptions): Promise<Service> {
     await new Promise((r) => setTimeout(r, delayMs));
     await app.close();
   };
-  return { app, logger, issuer, audit, keystore, holder, versions, subjects, pipelineMetrics, drain, tls: https !== undefined, ...(dev ? { devClient: dev } : {}) };
+  return { app, logger, issuer, audit, keystore, holder, versions, subjects, pipelineMetrics, drain, tls: https !== undefined, ...(dev ? { devClient: { id: dev.id, secretFile: dev.secretFile, secret: dev.secret } } : {}) };
+}
+
+/** `--development`: a client holding every role the configuration uses and every admin portal right, its secret in the data dir */
+async function developmentClient(config: VeilConfig, options: ServiceOptions): Promise<{ id: string; client: Client; secretFile: string; secret: string }> {
+  const roles = [...new Set(config.engine.rightsContexts.flatMap((c) => c.evidences.filter(([n]) => n === ROLE).map(([, v]) => v))), ...ADMIN_ROLE_NAMES];
+  const d = await devClient(options.dataDir, roles);
+  options.notice?.(`development client ${d.id} (roles ${roles.join(', ')}): secret in ${d.secretFile}${d.created ? ' (created now)' : ''}`);
+  return d;
+}
+
+/** VEIL_DB_SOCKET: PostgreSQL's triggers protect over a local Unix socket (docs/database.md); undefined when it is not set */
+async function openServiceDbSocket(options: ServiceOptions, deps: { active: ActiveEngine; verifier: CachingVerifier; audit: AuditSink; logger: Logger; service: VeilConfig['service']; subjects: SubjectKeyStore }): Promise<{ close(): Promise<void> } | undefined> {
+  const socketOptions = dbSocketOptionsFromEnv(options.env);
+  if (!socketOptions) return undefined;
+  const { holder, keystore } = deps.active;
+  return openDbSocket(socketOptions, {
+    engine: () => holder.current(), verifier: deps.verifier, audit: deps.audit, now: options.now, log: deps.logger, limits: deps.service.limits, rateLimit: deps.service.rateLimit, subjects: deps.subjects,
+    // VEIL_DB_SOCKET_LEASES=on: the database may lease keys of fields it may protect (docs/database.md, "Leased keys")
+    ...(socketOptions.leases ? {
+      leases: { ...socketOptions.leases, keys: keystore, source: () => { const a = holder.get(); return { engine: a.engine, config: a.config.engine }; } },
+    } : {}),
+  });
 }
 
 /** service.tls: the certificate chain and private key, PEM files read once at start. */
