@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import { exitCodeOf, failureText, jsonReport, runDriftCheck, textReport, type SqlSession } from '../db/index.ts';
-import { UsageError } from './errors.ts';
+import { CliFault } from './errors.ts';
 import type { CliIo } from './io.ts';
 
 export const checkHelp = `Usage: veil db check [--table [SCHEMA.]TABLE ...] [--sample N] [--min-share S] [--json]
@@ -41,7 +41,7 @@ export interface CheckOptions {
   databaseUrl: string;
 }
 
-/** The command line of `veil db check` (after `check`); UsageError names the option, never a value. */
+/** The command line of `veil db check` (after `check`); a CliFault names the option, never a value. */
 export function parseCheckArgs(args: string[], env: CliIo['env']): CheckOptions | 'help' {
   let values;
   try {
@@ -53,17 +53,17 @@ export function parseCheckArgs(args: string[], env: CliIo['env']): CheckOptions 
       },
     }));
   } catch (e) {
-    throw new UsageError((e as Error).message);
+    throw new CliFault('USAGE', (e as Error).message);
   }
   if (values.help) return 'help';
   const sample = values.sample === undefined ? 1000 : /^\d{1,6}$/.test(values.sample) ? Number(values.sample) : NaN;
-  if (!(sample >= 1 && sample <= 100_000)) throw new UsageError('--sample must be an integer from 1 to 100000');
+  if (!(sample >= 1 && sample <= 100_000)) throw new CliFault('USAGE', '--sample must be an integer from 1 to 100000');
   const minShare = values['min-share'] === undefined ? 0.8 : /^\d*\.?\d+$/.test(values['min-share']) ? Number(values['min-share']) : NaN;
-  if (!(minShare > 0 && minShare <= 1)) throw new UsageError('--min-share must be a number in (0, 1]');
+  if (!(minShare > 0 && minShare <= 1)) throw new CliFault('USAGE', '--min-share must be a number in (0, 1]');
   const tables = values.table ?? [];
-  if (tables.some((t) => t === '')) throw new UsageError('--table must name a table');
+  if (tables.some((t) => t === '')) throw new CliFault('USAGE', '--table must name a table');
   const databaseUrl = values['database-url'] ?? env.VEIL_PG_URL ?? env.DATABASE_URL;
-  if (!databaseUrl) throw new UsageError('needs --database-url (or $VEIL_PG_URL or $DATABASE_URL)');
+  if (!databaseUrl) throw new CliFault('USAGE', 'needs --database-url (or $VEIL_PG_URL or $DATABASE_URL)');
   return { tables, sample, minShare, json: values.json === true, databaseUrl };
 }
 

@@ -3,9 +3,9 @@ import type { VeilConfig } from '../app/config-file.ts';
 import { openEngine } from '../app/open-engine.ts';
 import { resolveConfigPath, resolveDataDir } from '../env/index.ts';
 import { VeilError, type Engine, type KeyProvider } from '../engine/index.ts';
-import { checkColumnName, inspectTable, parseTableName, RewrapRefused, runRewrap, type ColumnField, type RewrapCounts, type RewrapResult, type RewrapSubjects, type SqlSession, type TableName } from '../db/index.ts';
+import { checkColumnName, DbFault, inspectTable, parseTableName, runRewrap, type ColumnField, type RewrapCounts, type RewrapResult, type RewrapSubjects, type SqlSession, type TableName } from '../db/index.ts';
 import { fetchSubjectKeys, openSubjectKeyStore, subjectStoreSettings, type SubjectKeyStore } from '../subjects/index.ts';
-import { UsageError } from './errors.ts';
+import { CliFault } from './errors.ts';
 import type { CliIo } from './io.ts';
 
 export const rewrapHelp = `Usage: veil db rewrap --table [SCHEMA.]TABLE --key-column COL --role ROLE
@@ -84,22 +84,22 @@ export interface RewrapOptions {
 
 function evidence(text: string, option: string): { name: string; value: string } {
   const at = text.indexOf('=');
-  if (at <= 0 || at === text.length - 1) throw new UsageError(`${option} takes Name=Value`);
+  if (at <= 0 || at === text.length - 1) throw new CliFault('USAGE', `${option} takes Name=Value`);
   return { name: text.slice(0, at), value: text.slice(at + 1) };
 }
 
 export function parseColumnSpec(text: string): ColumnField {
   const m = /^([^=]+)=([^.]+)\.(.+)$/.exec(text);
-  if (!m) throw new UsageError('--column takes column=Class.property');
-  if (!FIELD_NAME.test(m[2]!) || !FIELD_NAME.test(m[3]!)) throw new UsageError('--column: class and property are veil names (a letter, then up to 63 letters, digits, _ or -)');
+  if (!m) throw new CliFault('USAGE', '--column takes column=Class.property');
+  if (!FIELD_NAME.test(m[2]!) || !FIELD_NAME.test(m[3]!)) throw new CliFault('USAGE', '--column: class and property are veil names (a letter, then up to 63 letters, digits, _ or -)');
   try {
     return { column: checkColumnName(m[1]!, '--column'), className: m[2]!, propertyName: m[3]! };
   } catch (e) {
-    throw new UsageError((e as Error).message);
+    throw new CliFault('USAGE', (e as Error).message);
   }
 }
 
-/** The command line of `veil db rewrap` (after `rewrap`); UsageError names the option, never a value. */
+/** The command line of `veil db rewrap` (after `rewrap`); a CliFault names the option, never a value. */
 export function parseRewrapArgs(args: string[], io: Pick<CliIo, 'env' | 'cwd'>): RewrapOptions | 'help' {
   let values;
   try {
@@ -113,12 +113,12 @@ export function parseRewrapArgs(args: string[], io: Pick<CliIo, 'env' | 'cwd'>):
       },
     }));
   } catch (e) {
-    throw new UsageError((e as Error).message);
+    throw new CliFault('USAGE', (e as Error).message);
   }
   if (values.help) return 'help';
-  if (!values.table) throw new UsageError('needs --table');
-  if (!values['key-column']) throw new UsageError('needs --key-column');
-  if (!values.role) throw new UsageError('needs --role (the veil role to re-protect as)');
+  if (!values.table) throw new CliFault('USAGE', 'needs --table');
+  if (!values['key-column']) throw new CliFault('USAGE', 'needs --key-column');
+  if (!values.role) throw new CliFault('USAGE', 'needs --role (the veil role to re-protect as)');
   let table: TableName;
   let keyColumn: string;
   let subjectColumn: string | undefined;
@@ -127,12 +127,12 @@ export function parseRewrapArgs(args: string[], io: Pick<CliIo, 'env' | 'cwd'>):
     keyColumn = checkColumnName(values['key-column'], '--key-column');
     if (values['subject-column'] !== undefined) subjectColumn = checkColumnName(values['subject-column'], '--subject-column');
   } catch (e) {
-    throw new UsageError((e as Error).message);
+    throw new CliFault('USAGE', (e as Error).message);
   }
   const batch = values.batch === undefined ? 1000 : /^\d{1,6}$/.test(values.batch) ? Number(values.batch) : NaN;
-  if (!(batch >= 1 && batch <= 100_000)) throw new UsageError('--batch must be an integer from 1 to 100000');
+  if (!(batch >= 1 && batch <= 100_000)) throw new CliFault('USAGE', '--batch must be an integer from 1 to 100000');
   const databaseUrl = values['database-url'] ?? io.env.VEIL_PG_URL ?? io.env.DATABASE_URL;
-  if (!databaseUrl) throw new UsageError('needs --database-url (or $VEIL_PG_URL or $DATABASE_URL)');
+  if (!databaseUrl) throw new CliFault('USAGE', 'needs --database-url (or $VEIL_PG_URL or $DATABASE_URL)');
   const columns = values.column?.map(parseColumnSpec);
   return {
     table, keyColumn, ...(columns ? { columns } : {}), ...(subjectColumn ? { subjectColumn } : {}), role: values.role,
@@ -190,7 +190,7 @@ async function connect(databaseUrl: string): Promise<SqlSession & { end(): Promi
 
 /** Messages of failures: the error's own where it names objects and codes only, else its kind. */
 function failure(e: unknown): string {
-  if (e instanceof RewrapRefused || e instanceof UsageError) return e.message;
+  if ((e instanceof DbFault && e.code === 'REWRAP_REFUSED') || e instanceof CliFault) return e.message;
   if (e instanceof VeilError) return `${e.code}: ${e.message}`;
   const pgError = e as { code?: string; message?: string; severity?: string };
   // PostgreSQL's message names objects; its DETAIL (which can quote a row) is not printed
@@ -234,7 +234,7 @@ export async function dbRewrapCommand(args: string[], io: CliIo, helpText: strin
     const { subjectColumn, ...shared } = inspected;
     const scoped = bound.subjectScoped.some(Boolean);
     if (scoped && subjectColumn === undefined) {
-      throw new RewrapRefused(`${inspected.table} has fields protected under keys scoped to the data subject: name the column holding each row's subject (veil.attach_subject, or --subject-column)`);
+      throw new DbFault('REWRAP_REFUSED', `${inspected.table} has fields protected under keys scoped to the data subject: name the column holding each row's subject (veil.attach_subject, or --subject-column)`);
     }
     if (scoped) store = await openSubjectKeyStore({ keystore, dataDir: options.dataDir, settings: subjectStoreSettings(io.env) });
     const target = scoped ? inspected : shared;

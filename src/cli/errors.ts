@@ -1,13 +1,17 @@
-import { VeilError } from '../engine/index.ts';
+import { layerFaultType, VeilError } from '../engine/index.ts';
 
-/** A command line the command cannot run (exit 2); its message names options, never a value given. */
-export class UsageError extends Error {
-  readonly exitCode = 2;
-  constructor(message: string) {
-    super(message);
-    this.name = 'UsageError';
-  }
-}
+/** The command line's faults, printed by the command that meets them, never as a VeilError's JSON. */
+export const CLI_FAULTS = {
+  /** a command line the command cannot run (exit 2); its message names options, never a value given */
+  USAGE: { retriable: false },
+} as const;
+
+export type CliFaultCode = keyof typeof CLI_FAULTS;
+
+/** A fault of the command line: one of the codes above. */
+export class CliFault extends layerFaultType(CLI_FAULTS) {}
+
+const EXIT_CODES: Readonly<Record<CliFaultCode, number>> = { USAGE: 2 };
 
 /** A failure as one JSON document for stderr/stdout: code, message, details; never a stack or value. */
 export function errorDocument(error: unknown): { error: { code: string; message: string; retriable: boolean; details?: unknown } } {
@@ -18,5 +22,5 @@ export function errorDocument(error: unknown): { error: { code: string; message:
 }
 
 export function exitCodeOf(error: unknown): number {
-  return error instanceof UsageError ? error.exitCode : 1;
+  return error instanceof CliFault ? EXIT_CODES[error.code] : 1;
 }

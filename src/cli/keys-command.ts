@@ -4,7 +4,7 @@ import { isKeyType, isValidKeyId } from '../keystore/key-material.ts';
 import { kekFromEnv } from '../keystore/kms/kms-from-env.ts';
 import { openKeystore } from '../app/open-engine.ts';
 import { openControlStore, type ControlStore } from '../control/index.ts';
-import { UsageError } from './errors.ts';
+import { CliFault } from './errors.ts';
 import { destroyKek } from './keys-destroy.ts';
 import { publicJwks } from './keys-export-public.ts';
 import { usageExitCode, type CliIo, type Command } from './io.ts';
@@ -83,25 +83,25 @@ export const keysCommand: Command = async (args, io) => {
       io.stdout(keysHelp);
       return usageExitCode(true, parsed.positionals[0], (a) => a === 'help' || ALLOWED[a] !== undefined);
     }
-    if (parsed.positionals.length !== 1) throw new UsageError('expected one action: create, rotate, import, list, rewrap, export-public or destroy-kek');
+    if (parsed.positionals.length !== 1) throw new CliFault('USAGE', 'expected one action: create, rotate, import, list, rewrap, export-public or destroy-kek');
     action = parsed.positionals[0] as string;
     const allowed = ALLOWED[action];
     if (!allowed) {
       // echo only what looks like a mistyped action, never a pasted value
       const shown = /^[a-z-]{1,20}$/.test(action) ? ` '${action}'` : '';
-      throw new UsageError(`unknown action${shown}; expected create, rotate, import, list, rewrap, export-public or destroy-kek`);
+      throw new CliFault('USAGE', `unknown action${shown}; expected create, rotate, import, list, rewrap, export-public or destroy-kek`);
     }
     for (const name of Object.keys(flags) as (keyof Flags)[]) {
-      if (name !== 'data-dir' && !allowed.includes(name)) throw new UsageError(`--${name} does not apply to '${action}'`);
+      if (name !== 'data-dir' && !allowed.includes(name)) throw new CliFault('USAGE', `--${name} does not apply to '${action}'`);
     }
     for (const name of allowed) {
-      if (!OPTIONAL[action]?.includes(name) && flags[name] === undefined) throw new UsageError(`'${action}' needs --${name}`);
+      if (!OPTIONAL[action]?.includes(name) && flags[name] === undefined) throw new CliFault('USAGE', `'${action}' needs --${name}`);
     }
     if (flags.id !== undefined && !isValidKeyId(flags.id)) {
-      throw new UsageError('--id must be 1-64 characters of a-z 0-9 . _ - starting with a letter or digit');
+      throw new CliFault('USAGE', '--id must be 1-64 characters of a-z 0-9 . _ - starting with a letter or digit');
     }
     if (flags.type !== undefined && !isKeyType(flags.type)) {
-      throw new UsageError(`--type must be one of ${KEY_TYPE_NAMES.join(', ')}`);
+      throw new CliFault('USAGE', `--type must be one of ${KEY_TYPE_NAMES.join(', ')}`);
     }
   } catch (error) {
     // parseArgs errors name the option, never a value given to a known one
@@ -113,7 +113,7 @@ export const keysCommand: Command = async (args, io) => {
   try {
     return await run(action, flags, io);
   } catch (error) {
-    if (error instanceof UsageError) {
+    if (error instanceof CliFault) {
       io.stderr(`veil keys: ${error.message}\n`);
       return 2;
     }
@@ -161,7 +161,7 @@ async function runOn(action: string, flags: Flags, hex: string | undefined, data
     }
     case 'rewrap': {
       const target = await kekFromEnv(targetEnv(io.env));
-      if (!target) throw new UsageError('rewrap needs the target KEK: VEIL_TO_KMS (aws-kms or pkcs11) and its settings with VEIL_TO_ for VEIL_');
+      if (!target) throw new CliFault('USAGE', 'rewrap needs the target KEK: VEIL_TO_KMS (aws-kms or pkcs11) and its settings with VEIL_TO_ for VEIL_');
       const from = keystore.kekDescription();
       await keystore.rewrap(target.direct);
       io.stdout(`rewrapped ${keystore.path}: from ${from} to ${target.direct.description}; no key changed\n`);

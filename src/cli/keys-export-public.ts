@@ -2,7 +2,7 @@ import type { JWK } from 'jose';
 import type { KeyInfo, KeyProvider } from '../engine/index.ts';
 import { KeystoreError } from '../keystore/errors.ts';
 import { JwtSigner } from '../keystore/jwt-signer.ts';
-import { UsageError } from './errors.ts';
+import { CliFault } from './errors.ts';
 
 /**
  * `veil keys export-public [--id <id>]` (issue 43): the public halves of the key set's signing keys
@@ -15,7 +15,7 @@ export function publicJwks(keys: KeyProvider & { list(): readonly KeyInfo[] }, i
   if (id !== undefined) {
     const info = keys.info(id);
     if (!info) throw new KeystoreError('KEY_NOT_FOUND', `no key ${id} in the key set`);
-    if (info.type !== 'jwt-es256') throw new UsageError(`key ${id} is of type ${info.type}: only jwt-es256 keys have a public half`);
+    if (info.type !== 'jwt-es256') throw new CliFault('USAGE', `key ${id} is of type ${info.type}: only jwt-es256 keys have a public half`);
   }
   const ids = id !== undefined ? [id] : keys.list().filter((k) => k.type === 'jwt-es256').map((k) => k.id);
   return { keys: ids.flatMap((k) => new JwtSigner(keys, k).jwks().keys) };

@@ -11,7 +11,7 @@ import { resolveConfigPath, resolveDataDir } from '../env/index.ts';
 import { VeilError } from '../engine/index.ts';
 import type { LocalKeystore } from '../keystore/local-keystore.ts';
 import { BULK_ERASURE_MAX, ErasureService, openSubjectKeyStore, subjectStoreSettings, verifyReceipt, type SubjectActor, type SubjectStatus } from '../subjects/index.ts';
-import { UsageError } from './errors.ts';
+import { CliFault } from './errors.ts';
 import { eraseFromLines, receiptsOf, verifyLines } from './subjects-bulk.ts';
 import { rotateWrapKey } from './subjects-rotate-wrap.ts';
 import { usageExitCode, type CliIo, type Command } from './io.ts';
@@ -101,7 +101,7 @@ export const subjectsCommand: Command = async (args, io) => {
     if (action === 'rotate-wrap-key') return await rotateWrap(flags, dataDir, io);
     return await administer(action as 'erase' | 'status', operand, flags, dataDir, io);
   } catch (error) {
-    if (error instanceof UsageError) {
+    if (error instanceof CliFault) {
       io.stderr(`veil subjects: ${error.message}\n`);
       return 2;
     }
@@ -114,17 +114,17 @@ export const subjectsCommand: Command = async (args, io) => {
 function checkArgs(positionals: string[], flags: Flags): [string, string] {
   const [action, operand, ...extra] = positionals as [string, string | undefined, ...string[]];
   const allowed = ALLOWED[action];
-  if (!allowed) throw new UsageError(`unknown action${/^[a-z-]{1,20}$/.test(action) ? ` '${action}'` : ''}; expected erase, status, verify-receipt or rotate-wrap-key`);
-  if (flags.batch !== undefined && (flags.from === undefined || !/^[1-9][0-9]{0,3}$/.test(flags.batch) || Number(flags.batch) > BULK_ERASURE_MAX)) throw new UsageError(`--batch goes with --from and is 1 to ${BULK_ERASURE_MAX}`);
+  if (!allowed) throw new CliFault('USAGE', `unknown action${/^[a-z-]{1,20}$/.test(action) ? ` '${action}'` : ''}; expected erase, status, verify-receipt or rotate-wrap-key`);
+  if (flags.batch !== undefined && (flags.from === undefined || !/^[1-9][0-9]{0,3}$/.test(flags.batch) || Number(flags.batch) > BULK_ERASURE_MAX)) throw new CliFault('USAGE', `--batch goes with --from and is 1 to ${BULK_ERASURE_MAX}`);
   if (action === 'rotate-wrap-key') {
-    if (operand !== undefined) throw new UsageError("'rotate-wrap-key' takes no operand");
+    if (operand !== undefined) throw new CliFault('USAGE', "'rotate-wrap-key' takes no operand");
   } else if (flags.from !== undefined) {
-    if (operand !== undefined) throw new UsageError("'erase --from' takes its subjects from the file, not the command line");
-  } else if (operand === undefined || extra.length > 0) throw new UsageError(`'${action}' takes one ${action === 'verify-receipt' ? 'file (or -)' : 'subject id (or -)'}`);
+    if (operand !== undefined) throw new CliFault('USAGE', "'erase --from' takes its subjects from the file, not the command line");
+  } else if (operand === undefined || extra.length > 0) throw new CliFault('USAGE', `'${action}' takes one ${action === 'verify-receipt' ? 'file (or -)' : 'subject id (or -)'}`);
   for (const name of Object.keys(flags) as (keyof Flags)[]) {
-    if (name !== 'data-dir' && !allowed.includes(name)) throw new UsageError(`--${name} does not apply to '${action}'`);
+    if (name !== 'data-dir' && !allowed.includes(name)) throw new CliFault('USAGE', `--${name} does not apply to '${action}'`);
   }
-  if (action === 'erase' && flags.reason === undefined) throw new UsageError("'erase' needs --reason");
+  if (action === 'erase' && flags.reason === undefined) throw new CliFault('USAGE', "'erase' needs --reason");
   return [action, operand ?? ''];
 }
 
@@ -179,7 +179,7 @@ async function rotateWrap(flags: Flags, dataDir: string, io: CliIo): Promise<num
 async function readSource(operand: string, io: CliIo, unreadable: string): Promise<string> {
   if (operand === '-') return io.readStdin();
   return readFile(resolve(io.cwd, operand), 'utf8').catch(() => {
-    throw new UsageError(unreadable);
+    throw new CliFault('USAGE', unreadable);
   });
 }
 

@@ -1,12 +1,15 @@
 import { isUtf8 } from 'node:buffer';
+import { DbFault } from './errors.ts';
 
 /** every frame starts with its payload's length, a u32 */
 const HEADER_BYTES = 4;
 /** a database role name is at most NAMEDATALEN - 1 bytes */
 export const MAX_DB_ROLE_BYTES = 63;
 
-/** A frame that breaks the grammar: the connection is answered with REQUEST_MALFORMED and closed. */
-export class FrameError extends Error {}
+/** A frame that breaks the grammar (DbFault FRAME_MALFORMED): the connection is answered with REQUEST_MALFORMED and closed. */
+export function frameError(why: string): DbFault {
+  return new DbFault('FRAME_MALFORMED', why);
+}
 
 /** Reads one payload; every read checks the bytes are there. */
 export class Reader {
@@ -18,7 +21,7 @@ export class Reader {
   }
 
   private need(n: number, what: string): number {
-    if (this.at + n > this.buf.length) throw new FrameError(`the frame ends inside ${what}`);
+    if (this.at + n > this.buf.length) throw frameError(`the frame ends inside ${what}`);
     const start = this.at;
     this.at += n;
     return start;
@@ -39,23 +42,23 @@ export class Reader {
   /** a length of `lengthBytes` bytes, then that many bytes of strict UTF-8 */
   str(lengthBytes: 1 | 2 | 4, what: string, min = 0, max = Number.MAX_SAFE_INTEGER): string {
     const n = lengthBytes === 1 ? this.u8(what) : lengthBytes === 2 ? this.u16(what) : this.u32(what);
-    if (n < min || n > max) throw new FrameError(`${what} has a length outside ${min}..${max}`);
+    if (n < min || n > max) throw frameError(`${what} has a length outside ${min}..${max}`);
     const start = this.need(n, what);
     const bytes = this.buf.subarray(start, start + n);
-    if (!isUtf8(bytes)) throw new FrameError(`${what} is not UTF-8`);
+    if (!isUtf8(bytes)) throw frameError(`${what} is not UTF-8`);
     return bytes.toString('utf8');
   }
 
   /** a length of `lengthBytes` bytes, then that many raw bytes (a copy) */
   bytes(lengthBytes: 1 | 2, what: string, min = 0, max = Number.MAX_SAFE_INTEGER): Buffer {
     const n = lengthBytes === 1 ? this.u8(what) : this.u16(what);
-    if (n < min || n > max) throw new FrameError(`${what} has a length outside ${min}..${max}`);
+    if (n < min || n > max) throw frameError(`${what} has a length outside ${min}..${max}`);
     const start = this.need(n, what);
     return Buffer.from(this.buf.subarray(start, start + n));
   }
 
   end(): void {
-    if (this.at !== this.buf.length) throw new FrameError('the frame holds bytes after its last field');
+    if (this.at !== this.buf.length) throw frameError('the frame holds bytes after its last field');
   }
 
   get remaining(): number {

@@ -11,6 +11,7 @@ export { runPsql } from './psql.ts';
 export { configureSql } from './configure-sql.ts';
 export { grantSql, type GrantCommand } from './grant-sql.ts';
 export { installSql } from './install-sql.ts';
-export { inspectTable, RewrapRefused, runRewrap, type ColumnField, type RewrapCounts, type RewrapResult, type RewrapSubjects, type SqlSession } from './rewrap.ts';
+export { inspectTable, runRewrap, type ColumnField, type RewrapCounts, type RewrapResult, type RewrapSubjects, type SqlSession } from './rewrap.ts';
 export { checkColumnName, parseTableName, type TableName } from './rewrap-sql.ts';
+export { DbFault } from './errors.ts';
 export { exitCodeOf, failureText, jsonReport, runDriftCheck, textReport } from './drift-check.ts';

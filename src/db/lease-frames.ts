@@ -1,4 +1,4 @@
-import { frame, FrameError, MAX_DB_ROLE_BYTES, Reader, str, u16, u32, u8 } from './frame-codec.ts';
+import { frame, frameError, MAX_DB_ROLE_BYTES, Reader, str, u16, u32, u8 } from './frame-codec.ts';
 
 /**
  * The lease frames of veil's database socket (docs/database.md, "Leased keys"), beside the
@@ -40,7 +40,7 @@ export function parseLeaseFrame(op: number, r: Reader): LeaseFrame {
     return { op: 'lease', dbRole, role, className, propertyName };
   }
   const count = r.u16('the count');
-  if (count < 1 || count > MAX_AUDIT_LEASES || count * 8 !== r.remaining) throw new FrameError('the count is outside the limit or the frame');
+  if (count < 1 || count > MAX_AUDIT_LEASES || count * 8 !== r.remaining) throw frameError('the count is outside the limit or the frame');
   const reports = [];
   for (let i = 0; i < count; i++) reports.push({ lease: r.u32('a lease'), values: r.u32('a count of values') });
   r.end();
@@ -98,7 +98,7 @@ export function parseLeaseReply(kind: number, r: Reader): LeaseReply {
   const maxChars = r.u32('the value limit');
   const k = r.u8('the kind');
   const leaseKind = (Object.keys(LEASE_KINDS) as LeaseKind[]).find((name) => LEASE_KINDS[name] === k);
-  if (!leaseKind) throw new FrameError('unknown lease kind');
+  if (!leaseKind) throw frameError('unknown lease kind');
   const header = r.bytes(1, 'the header', 1);
   const label = r.str(2, 'the label');
   const key = r.bytes(1, 'the key', 16, 64);

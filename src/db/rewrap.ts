@@ -3,11 +3,11 @@ import {
   CHECKPOINT_SQL, COUNTS, LIST_REFUSED_SQL, LOCK_PROGRESS_SQL, PROGRESS_DDL, PROGRESS_ERASED_SQL, RECORD_REFUSED_SQL, selectBatchSql,
   SKIP_TRIGGERS_SQL, START_JOB_SQL, updateBatchSql,
 } from './rewrap-sql.ts';
-import { RewrapRefused, type ColumnField, type RewrapTarget, type SqlSession } from './rewrap-table.ts';
+import { rewrapRefused, type ColumnField, type RewrapTarget, type SqlSession } from './rewrap-table.ts';
 import { rewrapValues, type RewrapSubjects, type RewrapTransform } from './rewrap-values.ts';
 
 export type { RewrapSubjects, RewrapTransform } from './rewrap-values.ts';
-export { inspectTable, RewrapRefused, type ColumnField, type RewrapTarget, type SqlSession } from './rewrap-table.ts';
+export { inspectTable, type ColumnField, type RewrapTarget, type SqlSession } from './rewrap-table.ts';
 
 /**
  * `veil db rewrap`: re-protects a table's protected columns under each key's primary version
@@ -103,7 +103,7 @@ async function skipTriggers(session: SqlSession): Promise<void> {
     await session.query(SKIP_TRIGGERS_SQL);
   } catch (e) {
     if ((e as { code?: string }).code !== '42501') throw e;
-    throw new RewrapRefused('the table has veil\'s trigger, and this database role may not set session_replication_role: run as a superuser, or GRANT SET ON PARAMETER session_replication_role TO the rewrap\'s role');
+    throw rewrapRefused('the table has veil\'s trigger, and this database role may not set session_replication_role: run as a superuser, or GRANT SET ON PARAMETER session_replication_role TO the rewrap\'s role');
   }
 }
 
@@ -179,7 +179,7 @@ async function runBatch(session: SqlSession, r: RewrapRun, job: string): Promise
   const { target } = r;
   if (target.veilTrigger) await skipTriggers(session);
   const progress = (await session.query(LOCK_PROGRESS_SQL, [target.table])).rows[0];
-  if (!progress || String(progress.job) !== job) throw new RewrapRefused('another veil db rewrap started this table\'s rewrap over: this run stops (run again to follow it)');
+  if (!progress || String(progress.job) !== job) throw rewrapRefused('another veil db rewrap started this table\'s rewrap over: this run stops (run again to follow it)');
   const counts = zero();
   if (progress.finished_at) return { counts, lastKey: undefined, finished: true };
   const lastKey = progress.last_key as string | null;
@@ -219,7 +219,7 @@ async function runBatch(session: SqlSession, r: RewrapRun, job: string): Promise
     const same = result.rows.filter((x) => x.same === true).length;
     if (result.rows.length !== update.length || same !== update.length) {
       // rolled back by the caller: nothing of the batch is kept
-      throw new RewrapRefused(`${update.length - same} of ${update.length} rows were not stored as written (a trigger changed them, or rows went missing): the batch was rolled back`);
+      throw rewrapRefused(`${update.length - same} of ${update.length} rows were not stored as written (a trigger changed them, or rows went missing): the batch was rolled back`);
     }
     counts.rowsUpdated = update.length;
   }

@@ -1,4 +1,4 @@
-import { frame, FrameError, MAX_DB_ROLE_BYTES, Reader, str, u16, u32, u8 } from './frame-codec.ts';
+import { frame, frameError, MAX_DB_ROLE_BYTES, Reader, str, u16, u32, u8 } from './frame-codec.ts';
 import { OP_LEASE, OP_LEASE_AUDIT, parseLeaseFrame, parseLeaseReply, REPLY_AUDITED, REPLY_LEASE_GRANT, type LeaseFrame, type LeaseReply } from './lease-frames.ts';
 
 /**
@@ -49,7 +49,6 @@ export interface ProtectItem {
   subject?: string;
 }
 
-export { FrameError };
 
 /**
  * Parses one client payload. `maxInstances` bounds the count before anything is allocated for
@@ -59,19 +58,19 @@ export function parseClientFrame(payload: Buffer, maxInstances: number): ClientF
   const r = new Reader(payload);
   const op = r.u8('the operation');
   if (op === OP_AUTH) {
-    if (r.u8('the version') !== PROTOCOL_VERSION) throw new FrameError('the protocol version is not 1');
+    if (r.u8('the version') !== PROTOCOL_VERSION) throw frameError('the protocol version is not 1');
     const token = r.str(2, 'the token', 1, MAX_TOKEN_BYTES);
     r.end();
     return { op: 'auth', token };
   }
   if (op === OP_LEASE || op === OP_LEASE_AUDIT) return parseLeaseFrame(op, r);
-  if (op !== OP_PROTECT && op !== OP_PROTECT_SUBJECTS) throw new FrameError('unknown operation');
+  if (op !== OP_PROTECT && op !== OP_PROTECT_SUBJECTS) throw frameError('unknown operation');
   const subjects = op === OP_PROTECT_SUBJECTS;
   const dbRole = r.str(1, 'the database role', 1, MAX_DB_ROLE_BYTES);
   const role = r.str(1, 'the veil role', 1);
   const count = r.u32('the count');
   // the fewest bytes an instance takes: its length fields and one byte of each name (and subject)
-  if (count < 1 || count > maxInstances || count * (subjects ? 9 : 6) > r.remaining) throw new FrameError('the count is outside the limit or the frame');
+  if (count < 1 || count > maxInstances || count * (subjects ? 9 : 6) > r.remaining) throw frameError('the count is outside the limit or the frame');
   const items: ProtectItem[] = new Array(count);
   for (let i = 0; i < count; i++) {
     const className = r.str(1, 'a class name', 1);
@@ -158,14 +157,14 @@ export function parseReply(payload: Buffer): Reply {
   }
   if (kind === REPLY_VALUES) {
     const count = r.u32('the count');
-    if (count * 4 > r.remaining) throw new FrameError('the count is outside the frame');
+    if (count * 4 > r.remaining) throw frameError('the count is outside the frame');
     const values: string[] = [];
     for (let i = 0; i < count; i++) values.push(r.str(4, 'a value'));
     r.end();
     return { kind: 'values', values };
   }
   if (kind === REPLY_LEASE_GRANT || kind === REPLY_AUDITED) return parseLeaseReply(kind, r);
-  if (kind !== REPLY_ERROR) throw new FrameError('unknown reply');
+  if (kind !== REPLY_ERROR) throw frameError('unknown reply');
   const status = r.u16('the status');
   const retriable = r.u8('retriable') === 1;
   const code = r.str(1, 'the code', 1);

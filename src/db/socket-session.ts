@@ -6,10 +6,10 @@ import { RateLimitedError, tokenExpired, tokenInvalid, tokenMissing } from '../i
 import { RateLimiter } from '../identity/rate-limiter.ts';
 import type { BearerVerifier, Caller } from '../identity/token-verifier.ts';
 import { subjectKeysOf, type SubjectKeyStore } from '../subjects/index.ts';
-import { DbError } from './errors.ts';
+import { DbError, DbFault } from './errors.ts';
 import type { LeaseFrame } from './lease-frames.ts';
 import { LeaseDesk, type LeaseSettings } from './socket-leases.ts';
-import { authOkFrame, errorFrame, FrameError, parseClientFrame, valuesFrame, type ErrorReply, type ProtectItem } from './socket-frames.ts';
+import { authOkFrame, errorFrame, parseClientFrame, valuesFrame, type ErrorReply, type ProtectItem } from './socket-frames.ts';
 import { framePosition, frameValues, socketCall, valuePointer, type SocketCall } from './socket-request.ts';
 
 /** What the database socket needs of veil serve: the same engine, tokens, audit and limits as POST /transform. */
@@ -106,7 +106,7 @@ export class Session {
     try {
       frame = parseClientFrame(payload, limits.instancesPerCall);
     } catch (e) {
-      if (!(e instanceof FrameError)) throw e;
+      if (!(e instanceof DbFault && e.code === 'FRAME_MALFORMED')) throw e;
       // the title says which rule the frame broke: fixed text, never a byte of the frame
       return { reply: errorFrame(frameRefusal('REQUEST_MALFORMED', `malformed frame: ${e.message}`)), close: true };
     }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parseCheckArgs } from '../../src/cli/db-check.ts';
-import { UsageError } from '../../src/cli/errors.ts';
+import { CliFault } from '../../src/cli/errors.ts';
 import {
   COLUMNS_SQL, displayIdent, exitCodeOf, failureText, findingName, jsonReport, MIN_PAGES, profilerKeys, runDriftCheck, samplePlan, sampleSql,
   selectTables, TABLES_SQL, TableProfile, textReport, type CandidateColumn, type DriftReport,
@@ -247,7 +247,7 @@ describe('veil db check: the command line', () => {
     try {
       parseCheckArgs(args, e);
     } catch (err) {
-      expect(err).toBeInstanceOf(UsageError);
+      expect(err).toBeInstanceOf(CliFault);
       return (err as Error).message;
     }
     throw new Error(`accepted: ${args.join(' ')}`);

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { DbFault } from '../../src/db/errors.ts';
 import { auditedFrame, leaseAuditFrame, leaseFrame, leaseGrantFrame } from '../../src/db/lease-frames.ts';
-import { FrameError, parseClientFrame, parseReply } from '../../src/db/socket-frames.ts';
+import { parseClientFrame, parseReply } from '../../src/db/socket-frames.ts';
 
 const payload = (frame: Buffer) => {
   expect(frame.readUInt32BE(0)).toBe(frame.length - 4);
@@ -30,14 +31,14 @@ describe('lease frames (LEASE, LEASE_AUDIT, LEASE_GRANT, AUDITED)', () => {
     ['LEASE_AUDIT naming 257 leases', payload(leaseAuditFrame('app', Array.from({ length: 257 }, (_, i) => ({ lease: i, values: 1 }))))],
   ];
   it.each(malformed)('refuses %s', (_name, bytes) => {
-    expect(() => parseClientFrame(bytes, 10)).toThrow(FrameError);
+    expect(() => parseClientFrame(bytes, 10)).toThrow(DbFault);
   });
 
   it('refuses grants that break the grammar: an unknown kind, a key of another size, trailing bytes', () => {
     const bytes = Buffer.from(payload(leaseGrantFrame(grant)));
     const kindAt = 1 + 16;
     expect(() => parseReply(Buffer.concat([bytes.subarray(0, kindAt), Buffer.from([9]), bytes.subarray(kindAt + 1)]))).toThrow(/kind/);
-    expect(() => parseReply(payload(leaseGrantFrame({ ...grant, key: new Uint8Array(8) })))).toThrow(FrameError);
-    expect(() => parseReply(Buffer.concat([bytes, Buffer.from([0])]))).toThrow(FrameError);
+    expect(() => parseReply(payload(leaseGrantFrame({ ...grant, key: new Uint8Array(8) })))).toThrow(DbFault);
+    expect(() => parseReply(Buffer.concat([bytes, Buffer.from([0])]))).toThrow(DbFault);
   });
 });

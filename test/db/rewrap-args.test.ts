@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { keyVersions, parseColumnSpec, parseRewrapArgs, rewrapReport } from '../../src/cli/db-rewrap.ts';
-import { UsageError } from '../../src/cli/errors.ts';
+import { CliFault } from '../../src/cli/errors.ts';
 import type { RewrapResult } from '../../src/db/rewrap.ts';
 import { MemoryKeyProvider } from '../../src/engine/index.ts';
 import { EXAMPLE_CONFIG_TEXT, veilConfigOrFail } from '../helpers/engine-fixture.ts';
@@ -14,7 +14,7 @@ function usage(args: string[], env: Record<string, string> = io.env): string {
   try {
     parseRewrapArgs(args, { ...io, env });
   } catch (e) {
-    expect(e).toBeInstanceOf(UsageError);
+    expect(e).toBeInstanceOf(CliFault);
     return (e as Error).message;
   }
   throw new Error(`accepted: ${args.join(' ')}`);
@@ -61,7 +61,7 @@ describe('veil db rewrap: arguments', () => {
   it('a column is column=Class.property: an SQL identifier and veil names', () => {
     expect(parseColumnSpec('email=Customer.email')).toEqual({ column: 'email', className: 'Customer', propertyName: 'email' });
     for (const bad of ['email', 'email=Customer', '=Customer.email', 'e mail=Customer.email', 'email=Cust omer.email', 'email=Customer.e.mail', 'x";--=Customer.email', 'email=1Customer.email']) {
-      expect(() => parseColumnSpec(bad), bad).toThrow(UsageError);
+      expect(() => parseColumnSpec(bad), bad).toThrow(CliFault);
     }
   });
 

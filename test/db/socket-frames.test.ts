@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { DbFault } from '../../src/db/errors.ts';
 import {
-  authFrame, errorFrame, FrameError, parseClientFrame, parseReply, protectFrame, valuesFrame,
+  authFrame, errorFrame, parseClientFrame, parseReply, protectFrame, valuesFrame,
 } from '../../src/db/socket-frames.ts';
 
 const payload = (frame: Buffer) => {
@@ -33,7 +34,7 @@ describe('database socket frames', () => {
     ['PROTECT with a database role over 63 bytes', payload(protectFrame('r'.repeat(64), 'ingest', items))],
   ];
   it.each(malformed)('refuses %s', (_name, bytes) => {
-    expect(() => parseClientFrame(bytes, 10)).toThrow(FrameError);
+    expect(() => parseClientFrame(bytes, 10)).toThrow(DbFault);
   });
 
   it('refuses a count above the limit before reading the instances', () => {
@@ -52,8 +53,8 @@ describe('database socket frames', () => {
   });
 
   it('refuses replies that break the grammar', () => {
-    expect(() => parseReply(Buffer.from([0x82, 0, 0, 0, 2, 0, 0, 0, 1, 0x41]))).toThrow(FrameError);
-    expect(() => parseReply(Buffer.concat([payload(valuesFrame(['a'])), Buffer.from([0])]))).toThrow(FrameError);
-    expect(() => parseReply(Buffer.from([0x99]))).toThrow(FrameError);
+    expect(() => parseReply(Buffer.from([0x82, 0, 0, 0, 2, 0, 0, 0, 1, 0x41]))).toThrow(DbFault);
+    expect(() => parseReply(Buffer.concat([payload(valuesFrame(['a'])), Buffer.from([0])]))).toThrow(DbFault);
+    expect(() => parseReply(Buffer.from([0x99]))).toThrow(DbFault);
   });
 });

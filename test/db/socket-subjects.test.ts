@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { FrameError, OP_PROTECT, OP_PROTECT_SUBJECTS, parseClientFrame, protectFrame } from '../../src/db/socket-frames.ts';
+import { DbFault } from '../../src/db/errors.ts';
+import { OP_PROTECT, OP_PROTECT_SUBJECTS, parseClientFrame, protectFrame } from '../../src/db/socket-frames.ts';
 import { framePosition, frameValues, socketCall, valuePointer } from '../../src/db/socket-request.ts';
 
 /** PROTECT_SUBJECTS (keys scoped to the data subject, issue 29): each value with its subject, one request per subject. */
@@ -22,7 +23,7 @@ describe('database socket: values with their data subject', () => {
       (() => { const p = Buffer.from(payload(protectFrame('app', 'ingest', [item('x', 'ab')]))); p[p.length - 7] = 0xc3; p[p.length - 6] = 0x28; return p; })(),
       (() => { const p = Buffer.from(payload(protectFrame('app', 'ingest', [item('x', 'ab')]))); p.writeUInt32BE(2, 1 + 4 + 7); return p; })(),
     ];
-    for (const bytes of bad) expect(() => parseClientFrame(bytes, 10)).toThrow(FrameError);
+    for (const bytes of bad) expect(() => parseClientFrame(bytes, 10)).toThrow(DbFault);
   });
 
   it('groups the frame\'s values into one processing context and request per subject, and maps answers and errors back to the frame\'s order', () => {
