@@ -155,15 +155,16 @@ export function layerFaultType<C extends string>(faults?: Readonly<Record<C, Fau
 }
 
 /**
- * Raised by a transformer for one value. The engine turns it into an ErrorDetail with the
- * request guid and instance index; its message must describe the problem, never the value.
+ * Raised by a transformer for one value (or returned in its place by a batch): one of the
+ * engine's codes. The engine turns it into an ErrorDetail with the request guid and instance
+ * index, the stream into the record's dead letter; its message must describe the problem, never
+ * the value. A VeilError, so one that escaped would be answered with its own code.
  */
-export class ValueError extends Error {
-  readonly code: EngineErrorCode;
+export class ValueError extends VeilError {
+  declare readonly code: EngineErrorCode;
   constructor(code: EngineErrorCode, message: string) {
-    super(message);
+    super(code, message);
     this.name = 'ValueError';
-    this.code = code;
   }
 }
 

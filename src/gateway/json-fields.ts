@@ -2,7 +2,8 @@
 // reports where paths land as byte spans, so the gateway rewrites only the selected values and
 // keeps every other byte.
 import { compileExpectation, type JsonPath } from '../json-bytes/paths.ts';
-import { EV_MISSING, EV_NO_ARRAY, EV_NOT_SCALAR, EV_SHAPE, JsonSyntaxError, leafText, scanJson, type Expectation, type UnmappedVisitor } from '../json-bytes/scan.ts';
+import { isNotJson } from '../json-bytes/errors.ts';
+import { EV_MISSING, EV_NO_ARRAY, EV_NOT_SCALAR, EV_SHAPE, leafText, scanJson, type Expectation, type UnmappedVisitor } from '../json-bytes/scan.ts';
 import { spliceJson } from '../json-bytes/splice.ts';
 import type { Selector } from './selector.ts';
 import { GatewayError } from './errors.ts';
@@ -47,7 +48,7 @@ export function locate(bytes: Buffer, compiled: CompiledSelectors, visitor?: Unm
   try {
     scanJson(bytes, compiled, events, 0, visitor);
   } catch (e) {
-    if (e instanceof JsonSyntaxError) throw bodyNotJson();
+    if (isNotJson(e)) throw bodyNotJson();
     throw e;
   }
   const values: LocatedValue[] = [];

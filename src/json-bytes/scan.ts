@@ -1,4 +1,5 @@
 import { isUtf8 } from 'node:buffer';
+import { JsonBytesFault } from './errors.ts';
 import { foldKey } from './paths.ts';
 
 /**
@@ -6,7 +7,7 @@ import { foldKey } from './paths.ts';
  * spans, without building the document. It accepts exactly what JSON.parse accepts on the decoded
  * text, and rejects what is not valid UTF-8. It keeps its own stack, so no nesting depth can
  * overflow the call stack. Adapter-neutral: the stream pipelines' JSON serde and the gateway's
- * body rewriting both use it, each turning JsonSyntaxError and the events into its own errors.
+ * body rewriting both use it, each turning its JSON_SYNTAX fault (isNotJson) and the events into its own errors.
  */
 
 /**
@@ -107,20 +108,13 @@ export const TRAIT_AT = 2;
 export const TRAIT_ESCAPE = 4;
 
 /** The bytes are not one UTF-8 JSON text. Carries no position or byte: callers report it in their own terms. */
-export class JsonSyntaxError extends Error {
-  constructor() {
-    super('not JSON');
-    this.name = 'JsonSyntaxError';
-  }
-}
-
-function notJson(): JsonSyntaxError {
-  return new JsonSyntaxError();
+function notJson(): JsonBytesFault {
+  return new JsonBytesFault('JSON_SYNTAX', 'not JSON');
 }
 
 /**
  * Validates `b` as one JSON text and writes the events of `root`'s mappings into `events` from
- * index `from`, returning the index after the last; throws JsonSyntaxError. A caller that scans
+ * index `from`, returning the index after the last; throws a JSON_SYNTAX JsonBytesFault. A caller that scans
  * record after record may pass one list each time: what lies past the returned index is stale.
  */
 export function scanJson(b: Buffer, root: Expectation | null, events: number[], from = 0, visitor?: UnmappedVisitor): number {

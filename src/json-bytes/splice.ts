@@ -1,3 +1,4 @@
+import { JsonBytesFault } from './errors.ts';
 /** One span of a JSON text to replace, and the JSON text (already encoded) that replaces it. */
 export interface Splice {
   start: number;
@@ -18,7 +19,7 @@ export function spliceJson(bytes: Buffer, edits: Splice[]): Buffer {
   let prev = 0;
   for (let i = 0; i < edits.length; i++) {
     const e = edits[i]!;
-    if (e.start < prev) throw new OverlappingSpliceError();
+    if (e.start < prev) throw new JsonBytesFault('SPLICE_OVERLAP', 'two paths reach the same JSON value');
     size += Buffer.byteLength(e.json, 'utf8') - (e.end - e.start);
     prev = e.end;
   }
@@ -41,9 +42,3 @@ function inOrder(edits: readonly Splice[]): boolean {
 }
 
 /** Two edits of one value. */
-export class OverlappingSpliceError extends Error {
-  constructor() {
-    super('two paths reach the same JSON value');
-    this.name = 'OverlappingSpliceError';
-  }
-}

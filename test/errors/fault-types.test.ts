@@ -6,10 +6,11 @@ import { DB_FAULTS } from '../../src/db/errors.ts';
 import { DISCOVER_FAULTS } from '../../src/discover/errors.ts';
 import { GATEWAY_FAULTS, GatewayFault } from '../../src/gateway/errors.ts';
 import { KafkaError } from '../../src/kafka/kafka-error.ts';
+import { JSON_BYTES_FAULTS } from '../../src/json-bytes/errors.ts';
 import { PORTAL_FAULTS } from '../../src/portal/errors.ts';
 
 /** every layer's table of fault codes (src/<layer>/errors.ts) */
-const FAULT_TABLES: Record<string, Readonly<Record<string, { retriable: boolean }>>> = { gateway: GATEWAY_FAULTS, discover: DISCOVER_FAULTS, cli: CLI_FAULTS, db: DB_FAULTS, portal: PORTAL_FAULTS };
+const FAULT_TABLES: Record<string, Readonly<Record<string, { retriable: boolean }>>> = { gateway: GATEWAY_FAULTS, discover: DISCOVER_FAULTS, cli: CLI_FAULTS, db: DB_FAULTS, portal: PORTAL_FAULTS, 'json-bytes': JSON_BYTES_FAULTS };
 
 describe('fault types: a layer\'s internal faults, made by layerFaultType, never a VeilError', () => {
   it('takes code and retriable from its table, keeps the cause, is named after its class, and no door renders it', () => {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { OverlappingSpliceError, spliceJson } from '../../src/json-bytes/splice.ts';
+import { JsonBytesFault } from '../../src/json-bytes/errors.ts';
+import { spliceJson } from '../../src/json-bytes/splice.ts';
 
 describe('spliceJson', () => {
   const bytes = Buffer.from('{"a": "x", "n": 1.0, "b": "y"}');
@@ -15,6 +16,7 @@ describe('spliceJson', () => {
   });
 
   it('refuses overlapping spans (two paths reaching one value) as a bug, not a data error', () => {
-    expect(() => spliceJson(bytes, [{ start: 6, end: 9, json: '"1"' }, { start: 6, end: 9, json: '"2"' }])).toThrow(OverlappingSpliceError);
+    expect(() => spliceJson(bytes, [{ start: 6, end: 9, json: '"1"' }, { start: 6, end: 9, json: '"2"' }])).toThrow(expect.objectContaining({ name: 'JsonBytesFault', code: 'SPLICE_OVERLAP' }));
+    expect(() => spliceJson(bytes, [{ start: 6, end: 9, json: '"1"' }, { start: 8, end: 9, json: '"2"' }])).toThrow(JsonBytesFault);
   });
 });

@@ -4,8 +4,9 @@ import type { Mapping } from '../field-mappings.ts';
 import type { RecordPath } from '../record-path.ts';
 import { StreamError } from '../../stream-error.ts';
 import { compileExpectation, type JsonPath, type JsonPathStep } from '../../../json-bytes/paths.ts';
-import { EV_MISSING, EV_NO_ARRAY, EV_NOT_SCALAR, EV_RAW, EV_SHAPE, EV_STRING, JsonSyntaxError, leafText, scanJson, type Expectation } from '../../../json-bytes/scan.ts';
-import { OverlappingSpliceError, spliceJson, type Splice } from '../../../json-bytes/splice.ts';
+import { EV_MISSING, EV_NO_ARRAY, EV_NOT_SCALAR, EV_RAW, EV_SHAPE, EV_STRING, leafText, scanJson, type Expectation } from '../../../json-bytes/scan.ts';
+import { isNotJson, JsonBytesFault } from '../../../json-bytes/errors.ts';
+import { spliceJson, type Splice } from '../../../json-bytes/splice.ts';
 import type { RecordProtection } from '../serde.ts';
 
 interface Plan {
@@ -117,7 +118,7 @@ function planRecord(bytes: Buffer, plan: Plan, missing: 'pass' | 'dead-letter', 
   try {
     written = scanJson(bytes, root, events, 0, guard);
   } catch (e) {
-    if (e instanceof JsonSyntaxError) return new StreamError('RECORD_MALFORMED', 'the value is not JSON');
+    if (isNotJson(e)) return new StreamError('RECORD_MALFORMED', 'the value is not JSON');
     throw e;
   }
   const out: RecordPlan = { bytes, leaves: [] };
@@ -203,7 +204,7 @@ function finish(plan: RecordPlan, maps: readonly Mapping[], results: readonly (s
   try {
     return spliceJson(plan.bytes, edits);
   } catch (e) {
-    if (e instanceof OverlappingSpliceError) throw new Error('two mapped paths reach the same JSON value: the pipeline maps one field twice', { cause: e });
+    if (e instanceof JsonBytesFault && e.code === 'SPLICE_OVERLAP') throw new Error('two mapped paths reach the same JSON value: the pipeline maps one field twice', { cause: e });
     throw e;
   }
 }

@@ -1,5 +1,6 @@
 import { compileExpectation } from '../../../json-bytes/paths.ts';
-import { EV_MISSING, EV_RAW, EV_STRING, JsonSyntaxError, leafText, scanJson } from '../../../json-bytes/scan.ts';
+import { isNotJson } from '../../../json-bytes/errors.ts';
+import { EV_MISSING, EV_RAW, EV_STRING, leafText, scanJson } from '../../../json-bytes/scan.ts';
 import { jsonPathOf } from './json-splice.ts';
 import { compilePath } from '../record-path.ts';
 
@@ -23,7 +24,7 @@ export function jsonSubjectReader(path: string, foldKeys: boolean): (value: Buff
     try {
       scanJson(value, root, events);
     } catch (e) {
-      if (e instanceof JsonSyntaxError) return { code: 'RECORD_MALFORMED' };
+      if (isNotJson(e)) return { code: 'RECORD_MALFORMED' };
       throw e;
     }
     let id: string | undefined;
