@@ -89,8 +89,8 @@ function token(value: string, expiresIn: unknown, settings: OidcSettings, starte
     // an opaque token: its lifetime comes from expires_in alone
   }
   const ends = [typeof expiresIn === 'number' && expiresIn > 0 ? startedAt + expiresIn * 1000 : undefined, typeof claims.exp === 'number' ? claims.exp * 1000 : undefined].filter((x): x is number => x !== undefined);
-  if (ends.length === 0) throw new KafkaError('TOKEN_INVALID', `OAUTHBEARER: the token from ${where} says neither expires_in nor exp`, false, { denied: true });
+  if (ends.length === 0) throw new KafkaError('OAUTHBEARER_TOKEN_INVALID', `OAUTHBEARER: the token from ${where} says neither expires_in nor exp`, false, { denied: true });
   const expiresAt = Math.min(...ends);
-  if (expiresAt <= startedAt) throw new KafkaError('TOKEN_INVALID', `OAUTHBEARER: the token from ${where} has already expired`, false, { denied: true });
+  if (expiresAt <= startedAt) throw new KafkaError('OAUTHBEARER_TOKEN_INVALID', `OAUTHBEARER: the token from ${where} has already expired`, false, { denied: true });
   return { value, expiresAt, principal: typeof claims.sub === 'string' && claims.sub ? claims.sub : settings.clientId, extensions: settings.extensions };
 }

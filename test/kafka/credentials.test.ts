@@ -97,8 +97,8 @@ describe('OAUTHBEARER tokens: OIDC client credentials', () => {
 
   it('a token without a lifetime, or already expired, is refused', async () => {
     const answer = (body: unknown) => (async () => Response.json(body)) as unknown as typeof fetch;
-    await expect(oidcTokenSource(settings(), answer({ access_token: 'opaque' })).token()).rejects.toMatchObject({ code: 'TOKEN_INVALID' });
-    await expect(oidcTokenSource(settings(), answer({ access_token: await jwt(10) })).token()).rejects.toMatchObject({ code: 'TOKEN_INVALID' });
+    await expect(oidcTokenSource(settings(), answer({ access_token: 'opaque' })).token()).rejects.toMatchObject({ code: 'OAUTHBEARER_TOKEN_INVALID' });
+    await expect(oidcTokenSource(settings(), answer({ access_token: await jwt(10) })).token()).rejects.toMatchObject({ code: 'OAUTHBEARER_TOKEN_INVALID' });
     expect(await oidcTokenSource(settings(), answer({ access_token: 'opaque', expires_in: 60 }), () => 0).token()).toMatchObject({ value: 'opaque', expiresAt: 60_000, principal: 'veil app' });
   });
 });
