@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import http, { type IncomingMessage, type ServerResponse } from 'node:http';
-import https from 'node:https';
+import type http from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { VeilError } from '../engine/index.ts';
 import type { BearerVerifier } from '../identity/token-verifier.ts';
@@ -10,12 +10,13 @@ import { callerBody, exchangeSpan, pipeResponse, sendUpstream, upstreamHeaders, 
 import { TrustedProxies } from './forwarding.ts';
 import { checkBodyAllowed, framingHeaders, hasBody, hostOf, requestFraming } from './framing.ts';
 import { GatewayMetrics } from './gateway-metrics.ts';
-import { answerSocket, isClosing, refuse, sendJson, sendText } from './replies.ts';
+import { createListener } from './listener.ts';
+import { isClosing, refuse, sendJson, sendText } from './replies.ts';
 import { protectRequest, revealResponse } from './rewrite.ts';
 import { compileRoutes, findRoute, hasSelectors, type Route } from './routes.ts';
 import { normalizeTarget } from './target.ts';
 import { Upstream } from './upstream.ts';
-import { TRACING_OFF, type Tracing } from '../observability/tracing.ts';
+import { TRACING_OFF, type Span, type Tracing } from '../observability/tracing.ts';
 import { DoorError } from '../errors/door-errors.ts';
 import { GatewayError } from './errors.ts';
 
@@ -52,6 +53,38 @@ interface Compiled {
   trusted: TrustedProxies;
 }
 
+/** What the gateway's requests share for its life: its dependencies, metrics, caches and whether it drains. */
+interface GatewayState {
+  deps: GatewayDeps;
+  metrics: GatewayMetrics;
+  proto: 'http' | 'https';
+  tracing: Tracing;
+  /** routes and trusted proxies compiled once per parts: a request keeps the parts it started with */
+  compiled: WeakMap<GatewayParts, Compiled>;
+  /** one Upstream (and its connections) per address, closed when the gateway drains */
+  upstreams: Map<string, Upstream>;
+  /** drain began: the health path answers 503 */
+  draining: boolean;
+}
+
+/**
+ * What an exchange's end reports, filled in as the exchange goes: read by its log line, its count
+ * and its span when the response finishes or closes.
+ */
+interface Tally {
+  routeName: string;
+  /** the refusal's code, else the upstream's response was forwarded (as it came or rewritten) */
+  outcome: string;
+}
+
+/** An exchange's bookkeeping, set up before it is routed. */
+interface Watch {
+  tally: Tally;
+  /** aborts the upstream call when the caller left or its body missed its deadline */
+  controller: AbortController;
+  span: Span | undefined;
+}
+
 /**
  * `veil gateway`: a reverse proxy in front of an application veil does not own. Per route it
  * protects selected request-body fields before forwarding (refusing, never forwarding in clear,
@@ -62,148 +95,131 @@ interface Compiled {
  * forwarded is framed, routed and spelled by the gateway itself.
  */
 export function createGateway(deps: GatewayDeps): Gateway {
-  const { logger } = deps;
-  const metrics = new GatewayMetrics();
-  const compiled = new WeakMap<GatewayParts, Compiled>();
-  const upstreams = new Map<string, Upstream>();
-  let draining = false;
-  const proto = deps.tls ? 'https' : 'http';
-  const tracing = deps.tracing ?? TRACING_OFF;
-
-  const compile = (parts: GatewayParts): Compiled => {
-    let c = compiled.get(parts);
-    if (!c) compiled.set(parts, (c = { routes: compileRoutes(parts.config), trusted: new TrustedProxies(parts.config.trustedProxies) }));
-    return c;
+  const g: GatewayState = {
+    deps, metrics: new GatewayMetrics(), proto: deps.tls ? 'https' : 'http', tracing: deps.tracing ?? TRACING_OFF,
+    compiled: new WeakMap(), upstreams: new Map(), draining: false,
   };
-  const upstreamFor = (config: GatewayConfig): Upstream => {
-    let u = upstreams.get(config.upstream);
-    if (!u) upstreams.set(config.upstream, (u = new Upstream(config.upstream, { timeoutMs: config.limits.upstreamTimeoutMs })));
-    return u;
-  };
-
-  const handle = (req: IncomingMessage, res: ServerResponse) => {
-    // pipelined behind a refusal that closes the connection: never forwarded, never answered
-    if (isClosing(req)) return void req.resume();
-    const id = randomUUID();
-    const parts = deps.parts();
-    const { config } = parts;
-    const rawPath = (req.url ?? '/').split('?')[0];
-    if (rawPath === config.healthPath) {
-      if (draining) return sendJson(res, 503, { status: 'draining' });
-      const live = deps.live?.() ?? { healthy: true };
-      return sendJson(res, live.healthy ? 200 : 503, live.healthy ? { status: 'ok' } : { status: 'failing', ...live.detail });
-    }
-    if (rawPath === config.metricsPath) {
-      metrics.registry.metrics().then((text) => sendText(res, metrics.registry.contentType, text), () => res.destroy());
-      return;
-    }
-    const started = performance.now();
-    let routeName = 'unmatched';
-    // the refusal's code, else the upstream's response was forwarded (as it came or rewritten)
-    let outcome = 'forwarded';
-    // the exchange line is built only when it is logged: no object or clock read per exchange at warn
-    if (logger.isLevelEnabled('info')) res.once('finish', () => logger.info({ id, route: routeName, method: req.method, status: res.statusCode, ms: performance.now() - started }, 'exchange'));
-    const controller = new AbortController();
-    // one listener for what the end of an exchange settles: its count, and the upstream call cut when the caller left
-    res.once('close', () => {
-      const done = res.writableFinished;
-      metrics.requests.inc({ route: routeName, outcome: done ? outcome : 'aborted', status: String(res.statusCode) });
-      if (!done) controller.abort();
-    });
-    const span = tracing.enabled ? exchangeSpan(tracing, req, res, proto, () => ({ route: routeName, outcome, configVersion: parts.version })) : undefined;
-    const refused = (error: VeilError) => {
-      if (!res.headersSent) outcome = error.code;
-      refuse(req, res, error, id, logger);
-    };
-    let x: Exchange;
-    try {
-      const c = compile(parts);
-      const framing = requestFraming(req);
-      const host = hostOf(req);
-      const target = normalizeTarget(req.url ?? '/', host);
-      const method = req.method ?? 'GET';
-      const route = findRoute(c.routes, method, target.segments);
-      if (route) routeName = route.name;
-      if (target.params && !route?.pathParameters) throw new GatewayError('PATH_NOT_CANONICAL', 'the path holds ; parameters, which this route does not accept: the gateway does not route it');
-      if (!route && config.unmatched === 'refuse') throw new VeilError('NOT_FOUND', 'no gateway route matches this method and path');
-      checkBodyAllowed(method, framing, route?.allowBody ?? false);
-      const path = route ? route.matches.rewrite(target.path === '/' ? [] : target.path.slice(1).split('/')) : target.path;
-      x = {
-        id, req, res, upstream: upstreamFor(config), config, transformer: parts.transformer, verifier: parts.verifier, logger, metrics, routeName, route,
-        framing, target: `${path}${target.query}`, host, proto, trusted: c.trusted, signal: controller.signal, span, traceparent: span && tracing.traceparent(span),
-      };
-    } catch (e) {
-      if (e instanceof VeilError) return refused(e);
-      throw e;
-    }
-    if (hasBody(x.framing)) streamDeadline(x, () => {
-      refused(new DoorError('REQUEST_TIMEOUT', `the body did not arrive within ${config.limits.streamTimeoutMs} ms`));
-      controller.abort();
-    });
-    const route = x.route;
-    const run = route && hasSelectors(route) ? rewriting(x, route) : passThrough(x);
-    run.catch((e: unknown) => {
-      if (e instanceof VeilError) return refused(e);
-      logger.error({ id, errorType: (e as Error)?.name, frames: String((e as Error)?.stack ?? '').split('\n').slice(1, 8) }, 'unexpected error');
-      refused(new VeilError('INTERNAL', 'an unexpected error in the gateway'));
-    });
-  };
-
-  // Requests pipelined on one connection are handled one after the other: the next is forwarded only
-  // once the previous response is complete and left the connection open (a refusal, an unsent
-  // 100 Continue or the caller's Connection: close end it). Node's parser emits them all at once;
-  // forwarding one whose answer would never be sent would act on a request nobody gets a reply to.
-  const previous = new WeakMap<object, ServerResponse>();
-  const inOrder = (req: IncomingMessage, res: ServerResponse) => {
-    const prior = previous.get(req.socket);
-    previous.set(req.socket, res);
-    if (!prior || prior.writableFinished) return handle(req, res);
-    prior.once('close', () => {
-      if (prior.writableFinished && prior.shouldKeepAlive && !isClosing(req) && !req.socket.destroyed) handle(req, res);
-      else req.resume();
-    });
-  };
-  const options = { requestTimeout: 0, headersTimeout: 60_000 };
-  const server: http.Server = deps.tls ? https.createServer({ ...options, cert: deps.tls.cert, key: deps.tls.key }, inOrder) : http.createServer(options, inOrder);
-  // 100 Continue is sent when the gateway starts reading the body (callerBody), not on arrival
-  server.on('checkContinue', inOrder);
-  server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
-    metrics.requests.inc({ route: 'unmatched', outcome: 'EXPECTATION_FAILED', status: '417' });
-    refuse(req, res, new GatewayError('EXPECTATION_FAILED', 'the only expectation the gateway meets is 100-continue'), randomUUID(), logger);
-  });
-  server.on('clientError', (error: NodeJS.ErrnoException & { reason?: string }, socket) => {
-    const refusal = clientRefusal(error);
-    if (refusal) metrics.requests.inc({ route: 'unmatched', outcome: refusal.code, status: String(refusal.status) });
-    answerSocket(socket, refusal, randomUUID());
-  });
-  server.on('connect', (_req: IncomingMessage, socket) => {
-    metrics.requests.inc({ route: 'unmatched', outcome: 'METHOD_NOT_ALLOWED', status: '405' });
-    answerSocket(socket, new DoorError('METHOD_NOT_ALLOWED', 'the gateway does not tunnel (CONNECT)'), randomUUID());
-  });
-
+  const server = createListener({ tls: deps.tls, metrics: g.metrics, logger: deps.logger }, (req, res) => handle(g, req, res));
   return {
     server,
-    metrics,
+    metrics: g.metrics,
     async drain(graceMs) {
-      draining = true;
+      g.draining = true;
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
       const timer = setTimeout(() => server.closeAllConnections(), graceMs);
       await closed;
       clearTimeout(timer);
-      for (const u of upstreams.values()) u.close();
+      for (const u of g.upstreams.values()) u.close();
     },
   };
 }
 
-/** What a request Node's parser refused gets: 431, 408, or 400 REQUEST_FRAMING_INVALID; nothing for a reset. */
-function clientRefusal(error: NodeJS.ErrnoException & { reason?: string }): VeilError | undefined {
-  if (error.code === 'ECONNRESET') return undefined;
-  if (error.code === 'HPE_HEADER_OVERFLOW') return new GatewayError('HEADERS_TOO_LARGE', 'the request line and headers exceed the limit');
-  if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT') return new DoorError('REQUEST_TIMEOUT', 'the request headers did not arrive in time');
-  // llhttp's reasons are fixed texts ("Transfer-Encoding can't be present with Content-Length"), never request bytes
-  const reason = typeof error.reason === 'string' && /^[\w\s`'.,/-]{1,120}$/.test(error.reason) ? `: ${error.reason}` : '';
-  return new GatewayError('REQUEST_FRAMING_INVALID', `the request cannot be parsed unambiguously (${error.code ?? 'parse error'})${reason}`);
+/** One request, in its connection's turn: the health or metrics path, else an exchange routed, checked and run. */
+function handle(g: GatewayState, req: IncomingMessage, res: ServerResponse): void {
+  // pipelined behind a refusal that closes the connection: never forwarded, never answered
+  if (isClosing(req)) return void req.resume();
+  const id = randomUUID();
+  const parts = g.deps.parts();
+  if (answeredOwnPath(g, parts.config, req, res)) return;
+  const w = watchExchange(g, id, parts, req, res);
+  const refused = (error: VeilError) => {
+    if (!res.headersSent) w.tally.outcome = error.code;
+    refuse(req, res, error, id, g.deps.logger);
+  };
+  let x: Exchange;
+  try {
+    x = openExchange(g, parts, { id, req, res }, w);
+  } catch (e) {
+    if (e instanceof VeilError) return refused(e);
+    throw e;
+  }
+  if (hasBody(x.framing)) streamDeadline(x, () => {
+    refused(new DoorError('REQUEST_TIMEOUT', `the body did not arrive within ${parts.config.limits.streamTimeoutMs} ms`));
+    w.controller.abort();
+  });
+  const route = x.route;
+  const run = route && hasSelectors(route) ? rewriting(x, route) : passThrough(x);
+  run.catch((e: unknown) => {
+    if (e instanceof VeilError) return refused(e);
+    g.deps.logger.error({ id, errorType: (e as Error)?.name, frames: String((e as Error)?.stack ?? '').split('\n').slice(1, 8) }, 'unexpected error');
+    refused(new VeilError('INTERNAL', 'an unexpected error in the gateway'));
+  });
+}
+
+/** Answers the gateway's own health and metrics paths; false for any other path. */
+function answeredOwnPath(g: GatewayState, config: GatewayConfig, req: IncomingMessage, res: ServerResponse): boolean {
+  const rawPath = (req.url ?? '/').split('?')[0];
+  if (rawPath === config.healthPath) {
+    if (g.draining) sendJson(res, 503, { status: 'draining' });
+    else {
+      const live = g.deps.live?.() ?? { healthy: true };
+      sendJson(res, live.healthy ? 200 : 503, live.healthy ? { status: 'ok' } : { status: 'failing', ...live.detail });
+    }
+    return true;
+  }
+  if (rawPath === config.metricsPath) {
+    g.metrics.registry.metrics().then((text) => sendText(res, g.metrics.registry.contentType, text), () => res.destroy());
+    return true;
+  }
+  return false;
+}
+
+/** An exchange's log line, count, span, and the abort that cuts its upstream call when the caller leaves. */
+function watchExchange(g: GatewayState, id: string, parts: GatewayParts, req: IncomingMessage, res: ServerResponse): Watch {
+  const { logger } = g.deps;
+  const { metrics } = g;
+  const started = performance.now();
+  const tally: Tally = { routeName: 'unmatched', outcome: 'forwarded' };
+  // the exchange line is built only when it is logged: no object or clock read per exchange at warn
+  if (logger.isLevelEnabled('info')) res.once('finish', () => logger.info({ id, route: tally.routeName, method: req.method, status: res.statusCode, ms: performance.now() - started }, 'exchange'));
+  const controller = new AbortController();
+  // one listener for what the end of an exchange settles: its count, and the upstream call cut when the caller left
+  res.once('close', () => {
+    const done = res.writableFinished;
+    metrics.requests.inc({ route: tally.routeName, outcome: done ? tally.outcome : 'aborted', status: String(res.statusCode) });
+    if (!done) controller.abort();
+  });
+  const span = g.tracing.enabled ? exchangeSpan(g.tracing, req, res, g.proto, () => ({ route: tally.routeName, outcome: tally.outcome, configVersion: parts.version })) : undefined;
+  return { tally, controller, span };
+}
+
+/**
+ * Routes and checks the request (framing, target, route, body allowed) and gathers what handles
+ * it; throws the VeilError it is refused with.
+ */
+function openExchange(g: GatewayState, parts: GatewayParts, io: Pick<Exchange, 'id' | 'req' | 'res'>, w: Watch): Exchange {
+  const { config } = parts;
+  const { req } = io;
+  const c = compile(g, parts);
+  const framing = requestFraming(req);
+  const host = hostOf(req);
+  const target = normalizeTarget(req.url ?? '/', host);
+  const method = req.method ?? 'GET';
+  const route = findRoute(c.routes, method, target.segments);
+  if (route) w.tally.routeName = route.name;
+  if (target.params && !route?.pathParameters) throw new GatewayError('PATH_NOT_CANONICAL', 'the path holds ; parameters, which this route does not accept: the gateway does not route it');
+  if (!route && config.unmatched === 'refuse') throw new VeilError('NOT_FOUND', 'no gateway route matches this method and path');
+  checkBodyAllowed(method, framing, route?.allowBody ?? false);
+  const path = route ? route.matches.rewrite(target.path === '/' ? [] : target.path.slice(1).split('/')) : target.path;
+  const { span } = w;
+  return {
+    ...io, upstream: upstreamFor(g, config), config, transformer: parts.transformer, verifier: parts.verifier, logger: g.deps.logger, metrics: g.metrics,
+    routeName: w.tally.routeName, route, framing, target: `${path}${target.query}`, host, proto: g.proto, trusted: c.trusted, signal: w.controller.signal,
+    span, traceparent: span && g.tracing.traceparent(span),
+  };
+}
+
+function compile(g: GatewayState, parts: GatewayParts): Compiled {
+  let c = g.compiled.get(parts);
+  if (!c) g.compiled.set(parts, (c = { routes: compileRoutes(parts.config), trusted: new TrustedProxies(parts.config.trustedProxies) }));
+  return c;
+}
+
+function upstreamFor(g: GatewayState, config: GatewayConfig): Upstream {
+  let u = g.upstreams.get(config.upstream);
+  if (!u) g.upstreams.set(config.upstream, (u = new Upstream(config.upstream, { timeoutMs: config.limits.upstreamTimeoutMs })));
+  return u;
 }
 
 /** Cuts an exchange whose caller's body has not arrived in whole within streamTimeoutMs. */
