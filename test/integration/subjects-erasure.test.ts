@@ -8,6 +8,7 @@ import { startTestService, type TestService } from '../helpers/http-service.ts';
 import { BROKERS, consume, createTopics, kafkaClient, produce, type Consumed } from '../helpers/kafka.ts';
 import { QUICK_COMPACTION } from '../subjects/kafka-helpers.ts';
 import { readRaw } from '../subjects/raw-topic.ts';
+import { waitFor } from '../helpers/processes.ts';
 import { installSql } from '../../src/db/install-sql.ts';
 import { verifyReceipt } from '../../src/subjects/index.ts';
 import { sql } from '../helpers/postgres.ts';
@@ -232,12 +233,13 @@ describe('erasure across HTTP, a stream pipeline and a table, on three hosts of 
     const refs = new Set<string>();
     for (const id of erasedIds) refs.add((await a.service.subjects.status(id)).subject);
     const keyRecordsOfErased = (records: Awaited<ReturnType<typeof readRaw>>) => records.filter((m) => m.key.startsWith('k/') && m.value && refs.has(m.key.split('/')[1]!));
-    let raw = await readRaw(kafka, topics.subjects);
-    for (const deadline = Date.now() + 120_000; Date.now() < deadline && keyRecordsOfErased(raw).length > 0;) {
-      await a.service.subjects.keyFor(`filler-${randomBytes(4).toString('hex')}`); // rolls segments, so the cleaner can take them
-      await new Promise((r) => setTimeout(r, 1000));
+    let raw: Awaited<ReturnType<typeof readRaw>> = [];
+    await waitFor(async () => {
       raw = await readRaw(kafka, topics.subjects);
-    }
+      if (keyRecordsOfErased(raw).length === 0) return true;
+      await a.service.subjects.keyFor(`filler-${randomBytes(4).toString('hex')}`); // rolls segments, so the cleaner can take them
+      return false;
+    }, 120_000, 'the cleaner to remove the erased subjects\' key records');
     expect(keyRecordsOfErased(raw)).toEqual([]);
     expect(raw.filter((m) => m.key.startsWith('e/') && refs.has(m.key.slice(2))).length).toBe(ERASED);
     const everything = Buffer.concat(raw.flatMap((m) => [Buffer.from(m.key), m.value ?? Buffer.alloc(0)]));
