@@ -6,6 +6,7 @@ import { leaseFrame } from '../../src/db/lease-frames.ts';
 import { authFrame, parseReply, type Reply } from '../../src/db/socket-frames.ts';
 import { readSecret } from '../helpers/postgres.ts';
 import { marker, veilDb, type VeilDb } from '../helpers/db-security.ts';
+import { sessionGate } from '../helpers/pg-gate.ts';
 
 /**
  * The trigger with leased keys (veil.configure_socket(path, lease => true), veil serve with
@@ -85,11 +86,17 @@ describe('the row trigger with leased keys', () => {
 
   it('veil gone while a lease lives: the statement cannot report its values, fails, and writes nothing; back: the next one protects', async () => {
     const secret = marker('gone');
+    // one psql session: a row (its keys leased), a wait at a gate while veil goes, a row under the lease
+    const gate = await sessionGate(t.db);
     const session = t.attempt(`INSERT INTO customers (id, email, name) VALUES (600, 'a@example.com', 'A');
-      SELECT pg_sleep(4);
+      ${gate.wait}
       INSERT INTO customers (id, email, name) VALUES (601, '${secret}@example.com', 'B${secret}');`, t.role.writer);
-    await new Promise((r) => setTimeout(r, 1500));
-    await t.veil.stop();
+    try {
+      await gate.reached();
+      await t.veil.stop();
+    } finally {
+      await gate.open();
+    }
     const r = await session;
     expect(r.code).not.toBe(0);
     expect(r.stderr).toContain('DB_SERVICE_UNAVAILABLE');

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { marker, veilDb, type VeilDb } from '../helpers/db-security.ts';
+import { sessionGate } from '../helpers/pg-gate.ts';
 
 /**
  * The trigger over veil's local socket (veil.configure_socket): the same guarantees as over HTTP —
@@ -90,14 +91,19 @@ describe('the row trigger over the socket', () => {
   });
 
   it('a session whose connection veil closed (a restart) protects on a fresh one', async () => {
-    // one psql session: a row, a pause while veil restarts, a row on the kept (now dead) connection
+    // one psql session: a row, a wait at a gate while veil restarts, a row on the kept (now dead) connection
+    const gate = await sessionGate(t.db);
     const session = t.on(`INSERT INTO customers (id, email, name) VALUES (700, 'x@example.com', 'X');
-      SELECT pg_sleep(8);
+      ${gate.wait}
       INSERT INTO customers (id, email, name) VALUES (701, 'y@example.com', 'Y');
       SELECT veil.session_stats();`, t.role.writer);
-    await new Promise((r) => setTimeout(r, 1000));
-    await t.veil.stop();
-    await t.veil.start();
+    try {
+      await gate.reached();
+      await t.veil.stop();
+      await t.veil.start();
+    } finally {
+      await gate.open();
+    }
     const stats = JSON.parse((await session).at(-1)!) as { connects: number };
     expect(stats.connects).toBe(3); // the token's HTTP connection, the socket, the socket again
     expect(await clear([700, 701])).toEqual(['700|x@example.com|X', '701|y@example.com|Y']);
