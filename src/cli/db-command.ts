@@ -86,18 +86,7 @@ export const dbCommand: Command = async (args, io) => {
     io.stderr(`veil db ${sub}: its options go after the word ${sub}\n`);
     return 2;
   }
-  if (sub !== 'install' && sub !== 'configure') {
-    let command: GrantCommand;
-    let script: string;
-    try {
-      command = grantCommand(sub, values);
-      script = grantSql(command);
-    } catch (e) {
-      io.stderr(`veil db ${sub}: ${(e as Error).message}\n`);
-      return 2;
-    }
-    return apply(sub, script, values['database-url'], io);
-  }
+  if (sub !== 'install' && sub !== 'configure') return grant(sub, values, io);
   if (sub === 'install') {
     if (!values.apply) {
       io.stdout(installSql());
@@ -105,6 +94,25 @@ export const dbCommand: Command = async (args, io) => {
     }
     return apply('install', installSql(), values['database-url'], io);
   }
+  return configure(values, io);
+};
+
+/** A grant-like subcommand (grant-*, revoke, rate-limit, audit): its options checked, its SQL run through psql. */
+async function grant(sub: string, values: GrantOptions & { 'database-url'?: string }, io: CliIo): Promise<number> {
+  let script: string;
+  try {
+    script = grantSql(grantCommand(sub, values));
+  } catch (e) {
+    io.stderr(`veil db ${sub}: ${(e as Error).message}\n`);
+    return 2;
+  }
+  return apply(sub, script, values['database-url'], io);
+}
+
+type ConfigureOptions = Partial<Record<'veil-url' | 'client-id' | 'client-secret-file' | 'timeout-ms' | 'socket' | 'token-url' | 'protect-role' | 'database-url', string>> & { 'socket-lease'?: boolean };
+
+/** `veil db configure`: the options checked and the secret read from its file (never the command line), then the settings stored through psql. */
+async function configure(values: ConfigureOptions, io: CliIo): Promise<number> {
   const veilUrl = values['veil-url'];
   const clientId = values['client-id'];
   const secretFile = values['client-secret-file'];
@@ -141,15 +149,15 @@ export const dbCommand: Command = async (args, io) => {
     return 2;
   }
   return apply('configure', script, values['database-url'], io);
-};
+}
 
 const SUBCOMMANDS = new Set(['install', 'configure', 'grant-writer', 'grant-reader', 'grant-lookup', 'revoke', 'rate-limit', 'audit', 'rewrap', 'check']);
 
-type Options = Partial<Record<'role' | 'table' | 'view' | 'veil-role' | 'values-per-minute' | 'records', string>>;
+type GrantOptions = Partial<Record<'role' | 'table' | 'view' | 'veil-role' | 'values-per-minute' | 'records', string>>;
 
 /** The options of a grant-like subcommand as a GrantCommand; throws with the missing option's name. */
-function grantCommand(sub: string, o: Options): GrantCommand {
-  const need = (name: keyof Options): string => {
+function grantCommand(sub: string, o: GrantOptions): GrantCommand {
+  const need = (name: keyof GrantOptions): string => {
     const v = o[name];
     if (v === undefined || v === '') throw new Error(`needs --${name}`);
     return v;
