@@ -6,6 +6,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROOT } from '../helpers/processes.ts';
 import { countingProxy, databaseUrl, psql, readSecret, sql, startVeil, type VeilProcess } from '../helpers/postgres.ts';
+import { sessionGate } from '../helpers/pg-gate.ts';
 
 /**
  * The database layer against a real PostgreSQL 15 with PL/Python (started by the tests' global
@@ -155,13 +156,18 @@ describe('PostgreSQL triggers (real PostgreSQL, real veil serve)', () => {
       expect(stats).toMatchObject({ connects: 1, transforms: 100, tokens: 1 });
       expect(await on(`SELECT count(*) FROM customers WHERE id > 1000 AND email ~ '^[A-Za-z0-9_-]{30,}$' AND name ~ '^[A-Za-z0-9_-]{30,}$'`)).toEqual(['100']);
 
-      // the server side closes the kept-alive connection between two statements of one session
+      // the server side closes the kept-alive connection between two statements of one session (held at a gate meanwhile)
+      const gate = await sessionGate(db);
       const session = attempt(`INSERT INTO customers (id, email) VALUES (2001, 'first@example.com');
-        SELECT pg_sleep(2);
+        ${gate.wait}
         INSERT INTO customers (id, email) VALUES (2002, 'second@example.com');
         SELECT veil.session_stats()->>'connects';`, role.writer);
-      for (let i = 0; i < 100 && (await on('SELECT count(*) FROM customers WHERE id = 2001'))[0] !== '1'; i++) await new Promise((r) => setTimeout(r, 50));
-      proxy.dropAll();
+      try {
+        await gate.reached();
+        proxy.dropAll();
+      } finally {
+        await gate.open();
+      }
       const result = await session;
       expect(result.code, result.stderr).toBe(0);
       expect(result.stdout.trim().split('\n').pop()).toBe('2');
