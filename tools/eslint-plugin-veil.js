@@ -71,8 +71,8 @@ const engineFrontDoor = problemRule('outside src/engine, import the engine only 
  * both store adapters; db, drift-guard, audit, discover (issue 44: one door each, so a reader
  * sees what a module offers). Tests may reach the internals they test, as the Kafka adapter's.
  */
-const FRONT_DOORS = ['control', 'db', 'drift-guard', 'audit', 'discover'];
-const frontDoors = problemRule('outside a module with a front door (src/control, src/db, src/drift-guard, src/audit, src/discover), source imports it only from its index.ts', {
+const FRONT_DOORS = ['control', 'db', 'drift-guard', 'audit', 'discover', 'keystore', 'observability', 'identity'];
+const frontDoors = problemRule('outside a module with a front door (src/control, src/db, src/drift-guard, src/audit, src/discover, src/keystore, src/observability, src/identity), source imports it only from its index.ts', {
   internal: "'{{source}}' reaches into src/{{module}}: import from src/{{module}}/index.ts, its front door",
 }, (context) => {
   const file = context.filename;

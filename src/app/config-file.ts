@@ -7,7 +7,7 @@ import {
 } from '../engine/index.ts';
 import { gatewayIssues, gatewaySchema, type GatewayConfig } from '../gateway/gateway-config.ts';
 import { serviceSchema, type ServiceConfig } from '../http/service-config.ts';
-import { identityIssues, identitySchema, type IdentityConfig } from '../identity/identity-config.ts';
+import { identityIssues, identitySchema, type IdentityConfig } from '../identity/index.ts';
 import { pipelineIssues, pipelineSchema, type PipelineConfig } from '../stream/config/index.ts';
 import { responderSchema, type ResponderConfig } from '../stream/config/index.ts';
 import { portalSchema, type PortalConfig } from '../portal/portal-config.ts';

@@ -1,14 +1,8 @@
 import { Engine, type ConfigIssue } from '../engine/index.ts';
 import type { Env } from '../env/index.ts';
-import { KeyLease } from '../keystore/key-lease.ts';
-import { kekFromEnv } from '../keystore/kms/kms-from-env.ts';
-import type { KmsMetrics } from '../keystore/kms/kms-metrics.ts';
-import { LocalKeystore } from '../keystore/local-keystore.ts';
-import { opensUnder } from '../keystore/keyset-open.ts';
-import { MASTER_KEY_ENV, describeMasterKeySource, resolveMasterKey } from '../keystore/master-key.ts';
+import { describeMasterKeySource, findKeyGaps, kekFromEnv, KeyLease, LocalKeystore, MASTER_KEY_ENV, opensUnder, provisionKeys, requireKeys, resolveMasterKey, type KmsMetrics } from '../keystore/index.ts';
 import { requireConfig, type VeilConfig } from './config-file.ts';
 import type { ControlStore, VersionBuilder } from '../control/index.ts';
-import { findKeyGaps, provisionKeys, requireKeys } from '../keystore/config-keys.ts';
 import { KeystoreError } from '../keystore/errors.ts';
 
 

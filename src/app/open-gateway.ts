@@ -7,16 +7,13 @@ import { VeilError } from '../engine/index.ts';
 import { FieldTransformer } from '../gateway/field-transformer.ts';
 import type { GatewayConfig } from '../gateway/gateway-config.ts';
 import { createGateway, type Gateway, type GatewayParts } from '../gateway/gateway-server.ts';
-import { CachingVerifier } from '../identity/caching-verifier.ts';
-import { TokenVerifier } from '../identity/token-verifier.ts';
-import { ensureKey } from '../keystore/config-keys.ts';
-import { JwtSigner } from '../keystore/jwt-signer.ts';
+import { CachingVerifier, TokenVerifier } from '../identity/index.ts';
+import { ensureKey, JwtSigner, logKekTransitions } from '../keystore/index.ts';
 import type { ActiveConfig } from '../control/index.ts';
 import type { VeilConfig } from './config-file.ts';
 import { createLogger } from './logger.ts';
 import { openActiveEngine } from './open-active-engine.ts';
-import { logKekTransitions } from '../keystore/key-lease.ts';
-import { openTracing } from '../observability/tracing.ts';
+import { openTracing } from '../observability/index.ts';
 
 export interface GatewayOptions {
   configFile: string;

@@ -2,14 +2,12 @@ import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { AuditSink } from '../audit/index.ts';
 import type { ConfigVersions, EngineHolder } from '../control/index.ts';
-import type { CachingVerifier } from '../identity/caching-verifier.ts';
-import type { TokenService } from '../identity/token-service.ts';
-import type { LocalKeystore } from '../keystore/local-keystore.ts';
+import type { CachingVerifier, TokenService } from '../identity/index.ts';
+import { provisionKeys, requireKeys, type LocalKeystore } from '../keystore/index.ts';
 import type { ConfigPort } from '../portal/config-port.ts';
 import { PipelineMetrics } from '../portal/pipeline-metrics.ts';
 import { registerPortal } from '../portal/portal.ts';
 import { compileVeilConfigText, type VeilConfig } from './config-file.ts';
-import { provisionKeys, requireKeys } from '../keystore/config-keys.ts';
 import type { ErasureService } from '../subjects/index.ts';
 
 const SANDBOX_THREAD = new URL('./portal-sandbox-thread.ts', import.meta.url);

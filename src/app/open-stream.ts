@@ -19,8 +19,8 @@ import { killingInCommit } from '../kafka/index.ts';
 import { pipelinesLiveness, StreamMetrics } from '../stream/protect/index.ts';
 import { createLogger } from './logger.ts';
 import { openActiveEngine, type ActiveEngine } from './open-active-engine.ts';
-import { logKekTransitions } from '../keystore/key-lease.ts';
-import { openTracing } from '../observability/tracing.ts';
+import { logKekTransitions } from '../keystore/index.ts';
+import { openTracing } from '../observability/index.ts';
 import { registrySettings } from '../stream/registry/index.ts';
 
 export interface StreamOptions {

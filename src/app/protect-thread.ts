@@ -5,7 +5,7 @@ import type { WorkerReply, WorkerRequest } from '../stream/protect/index.ts';
 import { RecordProtector } from '../stream/protect/index.ts';
 import { rewrapPipeline, type RewrapSpec } from '../stream/protect/index.ts';
 import { requireConfig, type VeilConfig } from './config-file.ts';
-import { requireKeys } from '../keystore/config-keys.ts';
+import { requireKeys } from '../keystore/index.ts';
 import { openEngine, type OpenedEngine } from './open-engine.ts';
 import { serdes } from '../stream/protect/index.ts';
 import { registrySettings } from '../stream/registry/index.ts';

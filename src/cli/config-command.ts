@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import { loadConfigFile, requireConfig } from '../app/config-file.ts';
-import { provisionKeys } from '../keystore/config-keys.ts';
+import { provisionKeys } from '../keystore/index.ts';
 import { resolveConfigPath, resolveDataDir } from '../env/index.ts';
 import { compileText, formatIssue, VeilError, type ConfigIssue } from '../engine/index.ts';
 import { readFile } from 'node:fs/promises';

@@ -1,4 +1,4 @@
-import { hashClientSecret } from '../identity/client-secret.ts';
+import { hashClientSecret } from '../identity/index.ts';
 import { usageExitCode, type Command } from './io.ts';
 
 export const identityHelp = `Usage: veil identity hash-secret < secret.txt

@@ -1,7 +1,6 @@
 import { parseArgs } from 'node:util';
 import { KEY_TYPE_NAMES, VeilError, type KeyInfo } from '../engine/index.ts';
-import { isKeyType, isValidKeyId } from '../keystore/key-material.ts';
-import { kekFromEnv } from '../keystore/kms/kms-from-env.ts';
+import { isKeyType, isValidKeyId, kekFromEnv } from '../keystore/index.ts';
 import { openKeystore } from '../app/open-engine.ts';
 import { openControlStore, type ControlStore } from '../control/index.ts';
 import { CliFault } from './errors.ts';

@@ -1,8 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { KeystoreError } from '../keystore/errors.ts';
-import { opensUnder } from '../keystore/keyset-open.ts';
-import { bareKekFromEnv } from '../keystore/kms/kms-from-env.ts';
+import { bareKekFromEnv, opensUnder } from '../keystore/index.ts';
 import { CliFault } from './errors.ts';
 import type { CliIo } from './io.ts';
 

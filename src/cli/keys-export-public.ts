@@ -1,7 +1,7 @@
 import type { JWK } from 'jose';
 import type { KeyInfo, KeyProvider } from '../engine/index.ts';
 import { KeystoreError } from '../keystore/errors.ts';
-import { JwtSigner } from '../keystore/jwt-signer.ts';
+import { JwtSigner } from '../keystore/index.ts';
 import { CliFault } from './errors.ts';
 
 /**

@@ -5,7 +5,7 @@ import { resolveDataDir } from '../env/index.ts';
 import { ConfigVersions, CONTROL_STORE_ENV, controlTopic, controlTopicSettings, ensureControlKey, openKafkaControlLog, signWrite } from '../control/index.ts';
 import { openKeystore } from '../app/open-engine.ts';
 import { VeilError } from '../engine/index.ts';
-import { KEYSTORE_FILE } from '../keystore/local-keystore.ts';
+import { KEYSTORE_FILE } from '../keystore/index.ts';
 import { usageExitCode, type CliIo, type Command } from './io.ts';
 import { ControlError } from '../control/errors.ts';
 

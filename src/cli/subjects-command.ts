@@ -9,7 +9,7 @@ import { FileAuditSink } from '../audit/index.ts';
 import { openControlStore } from '../control/index.ts';
 import { resolveConfigPath, resolveDataDir } from '../env/index.ts';
 import { VeilError } from '../engine/index.ts';
-import type { LocalKeystore } from '../keystore/local-keystore.ts';
+import type { LocalKeystore } from '../keystore/index.ts';
 import { BULK_ERASURE_MAX, ErasureService, openSubjectKeyStore, subjectStoreSettings, verifyReceipt, type SubjectActor, type SubjectStatus } from '../subjects/index.ts';
 import { CliFault } from './errors.ts';
 import { eraseFromLines, receiptsOf, verifyLines } from './subjects-bulk.ts';

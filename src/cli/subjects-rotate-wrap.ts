@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { FileAuditSink, type AuditRotation } from '../audit/index.ts';
 import { VeilError } from '../engine/index.ts';
-import type { LocalKeystore } from '../keystore/local-keystore.ts';
+import type { LocalKeystore } from '../keystore/index.ts';
 import { openSubjectKeyStore, rotateWrappingKey, subjectStoreSettings, type WrapRotation } from '../subjects/index.ts';
 import type { CliIo } from './io.ts';
 

@@ -1,6 +1,6 @@
 import { stat } from 'node:fs/promises';
 import type { Engine, VeilError } from '../engine/index.ts';
-import type { LocalKeystore } from '../keystore/local-keystore.ts';
+import type { LocalKeystore } from '../keystore/index.ts';
 import type { ConfigVersions } from './config-versions.ts';
 import type { EngineHolder } from './engine-holder.ts';
 

@@ -1,9 +1,7 @@
 import { ConfigVersions, type VersionMeta } from './config-versions.ts';
 import { readFile } from 'node:fs/promises';
 import { VeilError } from '../engine/index.ts';
-import { LocalKeystore } from '../keystore/local-keystore.ts';
-import { macVerifies, macWith } from '../keystore/keystore-mac.ts';
-import { ensureKey } from '../keystore/ensure-key.ts';
+import { ensureKey, LocalKeystore, macVerifies, macWith } from '../keystore/index.ts';
 import { authInput, CONTROL_MAC_KEY } from './control-auth.ts';
 import type { Accepted, ControlWrite, History } from './control-log.ts';
 import type { Env } from '../env/index.ts';

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 
-import { LocalKeystore } from '../keystore/local-keystore.ts';
+import { LocalKeystore } from '../keystore/index.ts';
 import type { ControlWrite } from './control-log.ts';
 import { KeystoreError } from '../keystore/errors.ts';
 

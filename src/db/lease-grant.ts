@@ -1,5 +1,5 @@
 import { bindingLabel, FORMAT_TAGS, outputHeader, type CompiledConfig, type Engine, type Identity, type KeyProvider, type KeyRef } from '../engine/index.ts';
-import { leasedKeyBytes } from '../keystore/leased-key.ts';
+import { leasedKeyBytes } from '../keystore/index.ts';
 import { DbError } from './errors.ts';
 import type { LeaseKind } from './lease-frames.ts';
 

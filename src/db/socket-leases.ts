@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { AuditChannel, AuditEvent, AuditSink } from '../audit/index.ts';
 import { AuditError } from '../audit/errors.ts';
 import { VeilError, type KeyProvider } from '../engine/index.ts';
-import type { Caller } from '../identity/token-verifier.ts';
+import type { Caller } from '../identity/index.ts';
 import { RateLimitedError } from '../identity/errors.ts';
 import { DbError } from './errors.ts';
 import { leaseTerms, protectVersion, type LeaseSource } from './lease-grant.ts';

@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { VeilError } from '../engine/index.ts';
-import type { BearerVerifier } from '../identity/token-verifier.ts';
+import type { BearerVerifier } from '../identity/index.ts';
 import type { FieldTransformer } from './field-transformer.ts';
 import type { GatewayConfig } from './gateway-config.ts';
 import type { GatewayMetrics } from './gateway-metrics.ts';
@@ -10,8 +10,7 @@ import type { Framing } from './framing.ts';
 import { endToEnd } from './headers.ts';
 import type { Route } from './routes.ts';
 import type { Upstream, UpstreamRequest } from './upstream.ts';
-import { ATTR, httpErrorType } from '../observability/span-attributes.ts';
-import { SpanKind, SpanStatusCode, type Span, type Tracing } from '../observability/tracing.ts';
+import { ATTR, httpErrorType, SpanKind, SpanStatusCode, type Span, type Tracing } from '../observability/index.ts';
 
 /** One request through the gateway and what handles it. */
 export interface Exchange {

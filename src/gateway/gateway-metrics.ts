@@ -1,5 +1,5 @@
 import { Counter, Histogram, Registry } from 'prom-client';
-import { collectProcessMetrics } from '../observability/process-metrics.ts';
+import { collectProcessMetrics } from '../observability/index.ts';
 
 /**
  * Prometheus metrics of `veil gateway`, served at `metricsPath`. Labels are configuration names

@@ -3,7 +3,7 @@ import type http from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { VeilError } from '../engine/index.ts';
-import type { BearerVerifier } from '../identity/token-verifier.ts';
+import type { BearerVerifier } from '../identity/index.ts';
 import type { FieldTransformer } from './field-transformer.ts';
 import type { GatewayConfig } from './gateway-config.ts';
 import { callerBody, exchangeSpan, pipeResponse, sendUpstream, upstreamHeaders, type Exchange } from './exchange.ts';
@@ -16,7 +16,7 @@ import { protectRequest, revealResponse } from './rewrite.ts';
 import { compileRoutes, findRoute, hasSelectors, type Route } from './routes.ts';
 import { normalizeTarget } from './target.ts';
 import { Upstream } from './upstream.ts';
-import { TRACING_OFF, type Span, type Tracing } from '../observability/tracing.ts';
+import { TRACING_OFF, type Span, type Tracing } from '../observability/index.ts';
 import { DoorError } from '../errors/door-errors.ts';
 import { GatewayError } from './errors.ts';
 

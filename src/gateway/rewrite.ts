@@ -3,7 +3,7 @@ import type { GuardedCaller } from '../audit/index.ts';
 import type { UnmappedFinding } from '../drift-guard/index.ts';
 import { VeilError, type FieldRef } from '../engine/index.ts';
 import { EV_RAW, EV_STRING, leafText } from '../json-bytes/scan.ts';
-import type { Caller } from '../identity/token-verifier.ts';
+import type { Caller } from '../identity/index.ts';
 import { decodeBody, encodeBody, readBody } from './body-io.ts';
 import { callerBody, pipeResponse, upstreamHeaders, type Exchange } from './exchange.ts';
 import { framingHeaders, hasBody } from './framing.ts';
@@ -13,7 +13,7 @@ import { locate, spliceStrings, type Located } from './json-fields.ts';
 import type { Route } from './routes.ts';
 import { bodyGuard, findingPlace, MAX_REPORTED, unmappedRefusal, type BodyGuard } from './drift-guard.ts';
 import type { UpstreamRequest } from './upstream.ts';
-import { ATTR } from '../observability/span-attributes.ts';
+import { ATTR } from '../observability/index.ts';
 import { DoorError } from '../errors/door-errors.ts';
 import { GatewayError, GatewayFault } from './errors.ts';
 

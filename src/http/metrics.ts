@@ -1,5 +1,5 @@
 import { Counter, Histogram, Registry } from 'prom-client';
-import { collectProcessMetrics } from '../observability/process-metrics.ts';
+import { collectProcessMetrics } from '../observability/index.ts';
 
 /**
  * Prometheus metrics. Labels are routes, status codes, class/property/action names and error

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { IdentityConfig } from './identity-config.ts';
-import type { JwtSigner } from '../keystore/jwt-signer.ts';
+import type { JwtSigner } from '../keystore/index.ts';
 import { verifyClientSecret } from './client-secret.ts';
 import { OAuthError } from './errors.ts';
 import { RateLimiter } from './rate-limiter.ts';

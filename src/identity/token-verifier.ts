@@ -1,7 +1,7 @@
 import { createLocalJWKSet, createRemoteJWKSet, decodeJwt, decodeProtectedHeader, errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
 import { VeilError, type Identity } from '../engine/index.ts';
 import type { IdentityConfig } from './identity-config.ts';
-import type { JwtSigner } from '../keystore/jwt-signer.ts';
+import type { JwtSigner } from '../keystore/index.ts';
 import { tokenExpired, tokenInvalid, tokenMissing } from './errors.ts';
 
 export const ACCESS_TOKEN_TYP = 'at+jwt';

@@ -1,4 +1,5 @@
 import { VeilError, type CompiledConfig, type KeyProvider, type KeyType } from '../engine/index.ts';
+import { ensureKey } from './ensure-key.ts';
 import type { LocalKeystore } from './local-keystore.ts';
 
 /** What the configuration's key references need from the keystore and it lacks. */
@@ -30,23 +31,6 @@ export function requireKeys(config: CompiledConfig, keys: KeyProvider): void {
   const gaps = findKeyGaps(config, keys);
   if (gaps.length) {
     throw new VeilError('KEY_UNAVAILABLE', `the keystore cannot serve the configuration:\n${gaps.map((g) => g.message).join('\n')}\n(create them with 'veil keys create' or 'veil config provision')`);
-  }
-}
-
-/**
- * Creates key `id` unless the keystore holds it; true when this call created it. Processes sharing
- * the keystore (a data dir, a control store) start together: one that finds the key created by
- * another meanwhile takes theirs.
- */
-export async function ensureKey(keystore: LocalKeystore, id: string, type: KeyType): Promise<boolean> {
-  if (keystore.info(id)) return false;
-  try {
-    await keystore.create(id, type);
-    return true;
-  } catch (e) {
-    if (!(e instanceof VeilError && e.code === 'KEY_EXISTS')) throw e;
-    await keystore.reload();
-    return false;
   }
 }
 

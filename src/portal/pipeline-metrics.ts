@@ -1,4 +1,4 @@
-import { SCHEMA_REFUSED_METRIC, STREAM_METRIC_NAMES, UNMAPPED_FINDINGS_METRIC, UNMAPPED_REPORTED_METRIC, type ChartedStreamMetric } from '../observability/stream-metric-names.ts';
+import { SCHEMA_REFUSED_METRIC, STREAM_METRIC_NAMES, UNMAPPED_FINDINGS_METRIC, UNMAPPED_REPORTED_METRIC, type ChartedStreamMetric } from '../observability/index.ts';
 import type { PipelineView } from './config-port.ts';
 import { PortalFault } from './errors.ts';
 import { guardedFetch, refusedAddress, refusedHost } from './metrics-address.ts';

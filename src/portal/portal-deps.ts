@@ -1,10 +1,8 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AuditSink } from '../audit/index.ts';
 import type { ConfigVersions, EngineHolder } from '../control/index.ts';
-import type { TokenService } from '../identity/token-service.ts';
-import type { Caller } from '../identity/token-verifier.ts';
-import type { LocalKeystore } from '../keystore/local-keystore.ts';
-import type { AdminRight } from '../identity/admin-roles.ts';
+import type { AdminRight, Caller, TokenService } from '../identity/index.ts';
+import type { LocalKeystore } from '../keystore/index.ts';
 import type { ConfigPort, ConfigView } from './config-port.ts';
 import type { Html } from './html.ts';
 import type { PipelineMetrics } from './pipeline-metrics.ts';

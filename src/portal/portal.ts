@@ -5,7 +5,7 @@ import { ERROR_CATALOG } from '../errors/catalog.ts';
 import type { Html } from './html.ts';
 import { formOf, type PortalContext, type PortalDeps } from './portal-deps.ts';
 import { csrfMatches, holds, SessionStore, type Session } from './sessions.ts';
-import type { AdminRight } from '../identity/admin-roles.ts';
+import type { AdminRight } from '../identity/index.ts';
 import { crossOriginReason } from './same-origin.ts';
 import { DEFAULT_PORTAL_CONFIG } from './portal-config.ts';
 import { SandboxRunner } from './sandbox-runner.ts';

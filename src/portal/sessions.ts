@@ -1,6 +1,5 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
-import type { Caller } from '../identity/token-verifier.ts';
-import { ADMIN_ROLES, type AdminRight } from '../identity/admin-roles.ts';
+import { ADMIN_ROLES, type AdminRight, type Caller } from '../identity/index.ts';
 
 import { SandboxKeys } from './sandbox-keys.ts';
 import { PortalError } from './errors.ts';

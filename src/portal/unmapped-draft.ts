@@ -4,7 +4,7 @@ import { mergePipelineFields } from '../discover/index.ts';
 import { classNameFor, protectionOf } from '../discover/index.ts';
 import { ROLE, type CompiledConfig } from '../engine/index.ts';
 import { foldKey } from '../json-bytes/paths.ts';
-import { OTHER_PATH } from '../observability/stream-metric-names.ts';
+import { OTHER_PATH } from '../observability/index.ts';
 import type { PipelineView } from './config-port.ts';
 import { PortalFault } from './errors.ts';
 import type { UnmappedFinding } from './pipeline-metrics.ts';

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { AuditChannel, AuditEvent, AuditSink } from '../audit/index.ts';
 import { AuditError } from '../audit/errors.ts';
 import { VeilError } from '../engine/index.ts';
-import { ADMIN_ROLE_NAMES, ADMIN_ROLES } from '../identity/admin-roles.ts';
+import { ADMIN_ROLE_NAMES, ADMIN_ROLES } from '../identity/index.ts';
 import { SubjectsError } from './errors.ts';
 import { ReceiptSigner, type ErasureReceipt, type ReceiptKeySource } from './receipt.ts';
 import { assertSubjectId } from './subject-id.ts';

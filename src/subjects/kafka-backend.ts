@@ -5,7 +5,7 @@ import { refHex } from './subject-id.ts';
 import { erasureRecordKey, erasureRecordValue, keyRecordKey, keyRecordValue, partitionOf, rewrapRecordKey, rewrapRecordValue } from './subject-records.ts';
 import { erasureGeneration, type SubjectState } from './subject-state.ts';
 import type { SubjectBackend } from './subject-store.ts';
-import { wrappedKeyId } from '../keystore/subject-key-wrapper.ts';
+import { wrappedKeyId } from '../keystore/index.ts';
 
 export interface KafkaBackendOptions extends KafkaSubjectLogOptions {
   dataDir: string;

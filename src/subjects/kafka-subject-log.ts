@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { openCompactedTopic, type CompactedTopic, type KafkaConnection, type TopicBatch } from '../kafka/index.ts';
-import { wrappedKeyId } from '../keystore/subject-key-wrapper.ts';
+import { wrappedKeyId } from '../keystore/index.ts';
 import { SubjectsError } from './errors.ts';
 import { SubjectDb } from './subject-db.ts';
 import { parseRecord } from './subject-records.ts';

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { wrappedKeyId } from '../keystore/subject-key-wrapper.ts';
+import { wrappedKeyId } from '../keystore/index.ts';
 import { SubjectDb } from './subject-db.ts';
 import { applyEvent, erasureGeneration } from './subject-state.ts';
 import type { SubjectBackend } from './subject-store.ts';

@@ -1,7 +1,7 @@
 import { VeilError } from '../engine/index.ts';
 import type { Env } from '../env/index.ts';
 import { subjectKafkaConnection, type KafkaConnection } from '../kafka/index.ts';
-import { ensureSubjectKeys, SubjectKeyWrapper, type SubjectKeySource } from '../keystore/subject-key-wrapper.ts';
+import { ensureSubjectKeys, SubjectKeyWrapper, type SubjectKeySource } from '../keystore/index.ts';
 import { SubjectsError } from './errors.ts';
 import type { KafkaBackendOptions } from './kafka-backend.ts';
 import { LazySubjectKeyStore } from './lazy-store.ts';

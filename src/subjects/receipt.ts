@@ -2,8 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { createLocalJWKSet, decodeProtectedHeader, errors as joseErrors, jwtVerify, type JWK } from 'jose';
 import { z } from 'zod';
 import type { KeyProvider } from '../engine/index.ts';
-import { ensureKey, type KeyCreator } from '../keystore/ensure-key.ts';
-import { JwtSigner } from '../keystore/jwt-signer.ts';
+import { ensureKey, JwtSigner, type KeyCreator } from '../keystore/index.ts';
 import { SubjectsError } from './errors.ts';
 import type { Erasure } from './subject-store.ts';
 
@@ -53,7 +52,7 @@ export interface ErasureReceipt {
 export type ReceiptKeySource = KeyCreator<'jwt-es256'>;
 
 /** Creates `veil-receipts` when absent; a process that lost the race to create it reads the winner's. */
-export const ensureReceiptKey = (keys: ReceiptKeySource): Promise<void> => ensureKey(keys, RECEIPT_KEY, 'jwt-es256');
+export const ensureReceiptKey = async (keys: ReceiptKeySource): Promise<void> => void (await ensureKey(keys, RECEIPT_KEY, 'jwt-es256'));
 
 /** Signs receipts under the primary version of `veil-receipts`, created on first use. */
 export class ReceiptSigner {

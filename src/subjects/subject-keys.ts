@@ -1,4 +1,4 @@
-import { wrapVersion, type SubjectKeyWrapper } from '../keystore/subject-key-wrapper.ts';
+import { wrapVersion, type SubjectKeyWrapper } from '../keystore/index.ts';
 import { SubjectsError } from './errors.ts';
 import { HandleCache } from './handle-cache.ts';
 import { assertSubjectId, refHex } from './subject-id.ts';

@@ -1,4 +1,4 @@
-import { SUBJECT_WRAP_KEY } from '../keystore/subject-key-wrapper.ts';
+import { SUBJECT_WRAP_KEY } from '../keystore/index.ts';
 import type { KeyInfo } from '../engine/index.ts';
 import { SubjectsError } from './errors.ts';
 import type { SubjectKeyStore } from './subject-store.ts';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ensureKey } from '../../src/keystore/config-keys.ts';
+import { ensureKey } from '../../src/keystore/ensure-key.ts';
 import { LocalKeystore } from '../../src/keystore/local-keystore.ts';
 import { randomMasterKey, tempDir } from './helpers.ts';
 

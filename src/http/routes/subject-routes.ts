@@ -1,8 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { BearerVerifier, Caller } from '../../identity/token-verifier.ts';
+import { RateLimiter, type BearerVerifier, type Caller } from '../../identity/index.ts';
 import { BULK_ERASURE_MAX, SubjectsError, type BulkErasure, type ErasureService, type SubjectAction, type SubjectActor } from '../../subjects/index.ts';
 import { RateLimitedError } from '../../identity/errors.ts';
-import { RateLimiter } from '../../identity/rate-limiter.ts';
 
 interface Deps {
   verifier: BearerVerifier;

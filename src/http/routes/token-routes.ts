@@ -1,8 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import type { JWK } from 'jose';
-import type { JwtSigner } from '../../keystore/jwt-signer.ts';
+import type { JwtSigner } from '../../keystore/index.ts';
 import { OAuthError } from '../../identity/errors.ts';
-import type { TokenService } from '../../identity/token-service.ts';
+import type { TokenService } from '../../identity/index.ts';
 
 interface ParsedForm {
   form: Record<string, string>;

@@ -1,8 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { fieldCounts } from '../../audit/index.ts';
 import type { Plan } from '../../engine/index.ts';
-import { ATTR, httpErrorType, OUTCOME_OK } from '../../observability/span-attributes.ts';
-import { SpanKind, SpanStatusCode, type Span, type Tracing } from '../../observability/tracing.ts';
+import { ATTR, httpErrorType, OUTCOME_OK, SpanKind, SpanStatusCode, type Span, type Tracing } from '../../observability/index.ts';
 
 export const TRANSFORM_SPAN = 'POST /transform';
 

@@ -1,8 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { VeilError } from '../../engine/index.ts';
 import { OAuthError } from '../../identity/errors.ts';
-import { RateLimiter } from '../../identity/rate-limiter.ts';
-import type { Caller } from '../../identity/token-verifier.ts';
+import { RateLimiter, type Caller } from '../../identity/index.ts';
 import { html } from '../html.ts';
 import { formOf, type PortalContext } from '../portal-deps.ts';
 import { holds, type Session } from '../sessions.ts';

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { VeilError, type CompiledConfig } from '../../engine/index.ts';
-import { isValidKeyId } from '../../keystore/key-material.ts';
+import { isValidKeyId } from '../../keystore/index.ts';
 import type { PortalContext } from '../portal-deps.ts';
 import { configChoices, loadSource } from '../publisher.ts';
 import { flashOf } from '../views/flash.ts';

@@ -13,8 +13,7 @@ import { SchemaRefusals, type RefusedSchema } from './schema-refusals.ts';
 import { openWithRetry } from '../../kafka/index.ts';
 import { StreamError } from '../stream-error.ts';
 import type { StreamMetrics } from './stream-metrics.ts';
-import { BatchTrace } from '../../observability/stream-trace.ts';
-import { TRACING_OFF, type Tracing } from '../../observability/tracing.ts';
+import { BatchTrace, TRACING_OFF, type Tracing } from '../../observability/index.ts';
 import type { StreamLog } from '../log.ts';
 
 export interface PipelineDeps {

@@ -1,4 +1,4 @@
-import { SCHEMA_REFUSALS_MAX } from '../../observability/stream-metric-names.ts';
+import { SCHEMA_REFUSALS_MAX } from '../../observability/index.ts';
 import type { StreamMetrics } from './stream-metrics.ts';
 import type { StreamLog } from '../log.ts';
 

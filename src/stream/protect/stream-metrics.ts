@@ -1,6 +1,5 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
-import { collectProcessMetrics } from '../../observability/process-metrics.ts';
-import { OTHER_PATH, SCHEMA_REFUSED_METRIC, STREAM_METRIC_NAMES as NAMES, UNMAPPED_FINDINGS_METRIC, UNMAPPED_PATHS_MAX, UNMAPPED_REPORTED_METRIC } from '../../observability/stream-metric-names.ts';
+import { collectProcessMetrics, OTHER_PATH, SCHEMA_REFUSED_METRIC, STREAM_METRIC_NAMES as NAMES, UNMAPPED_FINDINGS_METRIC, UNMAPPED_PATHS_MAX, UNMAPPED_REPORTED_METRIC } from '../../observability/index.ts';
 
 /** Stream metrics: labels are pipeline, topic, partition and error code — never values. */
 export class StreamMetrics {

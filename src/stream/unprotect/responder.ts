@@ -4,14 +4,12 @@ import { GuardedTransform } from '../../audit/index.ts';
 import type { ResponderConfig } from '../config/index.ts';
 import { VeilError, type Engine } from '../../engine/index.ts';
 import { problemOf } from '../../errors/problem.ts';
-import type { BearerVerifier } from '../../identity/token-verifier.ts';
+import type { BearerVerifier } from '../../identity/index.ts';
 import type { StreamLog } from '../log.ts';
 import { headerValue, type Batch, type ConsumerPort, type Header, type InRecord, type KafkaPort, type OutRecord, type ProducerPort } from '../../kafka/index.ts';
 import { openWithRetry } from '../../kafka/index.ts';
 import { CORRELATION_ID, REPLY_STATUS_HEADER, REPLY_TRACEPARENT_HEADER, REQUEST_HEADERS } from './protocol.ts';
-import { traceCarrierOf } from '../../observability/kafka-trace.ts';
-import { ATTR, OUTCOME_OK } from '../../observability/span-attributes.ts';
-import { SpanKind, SpanStatusCode, TRACING_OFF, type Tracing } from '../../observability/tracing.ts';
+import { ATTR, OUTCOME_OK, SpanKind, SpanStatusCode, traceCarrierOf, TRACING_OFF, type Tracing } from '../../observability/index.ts';
 import { StreamError } from '../stream-error.ts';
 import { subjectKeysOf, type SubjectKeyStore } from '../../subjects/index.ts';
 
