@@ -76,11 +76,16 @@ describe('the control-store topic as an attacker writes to it', () => {
     await eventually('the forgery read', async () => (records.some((r) => r.writer === 'mallory') ? true : undefined));
     // the genuine adopted version, replayed on the newer head
     const genuine = records.find((r) => r.history === 'config' && r.auth)!;
-    await write({ ...genuine, basedOn: head() });
+    const replayedOn = head();
+    await write({ ...genuine, basedOn: replayedOn });
     // not a write at all
     await write('{"v":1,"history":"config","basedOn":');
     await write(Buffer.alloc(64, 0xff).toString('latin1'));
-    await new Promise((r) => setTimeout(r, 2_500));
+    // one more forgery after them: once the process says it refused that one, it has read all of the above
+    await eventually('the replay read', async () => (records.some((r) => r.history === 'config' && r.basedOn === replayedOn) ? true : undefined));
+    const last = head() + 1;
+    await write({ v: 1, history: 'config', basedOn: last - 1, writer: 'mallory-last', at: new Date().toISOString(), body: withProperty(EXAMPLE_CONFIG_TEXT, 'forged'), meta: { by: 'admin', source: 'portal', note: 'routine' }, auth: { key: 1, mac: randomBytes(32).toString('base64url') } });
+    await eventually('the last forgery refused', async () => (veil.output().includes(`configuration version ${last} of the control store is not authenticated`) ? true : undefined), 20_000);
     expect(await protect('forged')).toBe(422);
     expect(await protect('email')).toBe(200);
     expect(veil.output()).toMatch(/not authenticated by the key set/);
