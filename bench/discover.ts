@@ -20,7 +20,7 @@ import { Profiler } from '../src/discover/profile.ts';
 import { allowedPath, JsonGuard } from '../src/drift-guard/json-guard.ts';
 import { scanJson } from '../src/json-bytes/scan.ts';
 import { fmt, ratio } from './measure.ts';
-import { chainFrom } from '../src/engine/index.ts';
+import { chainFrom } from '../test/helpers/chain-from.ts';
 import { mappings } from '../src/stream/serde/index.ts';
 import { protectJsonValues } from '../src/stream/serde/index.ts';
 import type { RecordProtection } from '../src/stream/serde/index.ts';

@@ -22,7 +22,7 @@ import { ensureControlKey, openControlStore, signWrite } from '../src/control/in
 import { Engine, SecretKey } from '../src/engine/index.ts';
 import { KeyLease } from '../src/keystore/key-lease.ts';
 import { cachingKms, retryingKms } from '../src/keystore/kms/kms-decorators.ts';
-import { masterKeyKms } from '../src/keystore/kms/master-key-kms.ts';
+import { masterKeyKms } from '../test/helpers/master-key-kms.ts';
 import { decodeKeystore, encodeKeystore } from '../src/keystore/keystore-format.ts';
 import { opensUnder } from '../src/keystore/keyset-open.ts';
 import { LocalKeystore } from '../src/keystore/local-keystore.ts';

@@ -27,11 +27,6 @@ function eachValue(one: (value: string) => string, values: readonly string[]): (
   });
 }
 
-/** A one-step chain of a plain function (tests, callers that transform by other means). */
-export function chainFrom(one: (value: string) => string): Chain {
-  return chainOf([{ one }]);
-}
-
 /**
  * `first` then `second` on each value, batched: a value `first` refuses skips `second` (a
  * re-protection: unprotect under the value's own key version, protect under the primary one; the

@@ -6,7 +6,6 @@
 // transform and bind
 export { Engine, type BindRequest, type BoundFields, type Chain, type EngineOptions, type FieldRef, type Plan, type PlannedRequest } from './engine.ts';
 export type { Identity } from './identity.ts';
-export { chainFrom } from './chains.ts';
 
 // the request and response bodies (spec §2.1–2.7) and their published JSON Schemas
 export { transformResponseSchema, UUID, type TransformRequest, type TransformResponse } from './request/schema.ts';

@@ -7,7 +7,7 @@ import { KeystoreError } from './errors.ts';
 /**
  * The key set under envelope encryption, format `veil-keyset` version 1: the key list (the JSON
  * the v1 keystore encrypts) under a fresh data key (AES-256-GCM), the data key wrapped by the KEK
- * (a Kms: the master key, AWS KMS, an HSM). One canonical JSON form (2-space indent, fixed key
+ * (a Kms: AWS KMS, an HSM). One canonical JSON form (2-space indent, fixed key
  * order, trailing newline):
  *
  *   { format: "veil-keyset", version: 1, cipher: "aes-256-gcm", kek: <the KEK's description>,

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { MemoryAuditSink, type AuditEvent, type AuditSink } from '../../src/audit/audit-sink.ts';
+import type { AuditEvent, AuditSink } from '../../src/audit/index.ts';
+import { MemoryAuditSink } from '../helpers/memory-audit-sink.ts';
 import { GuardedTransform, type AuditScope, type GuardedCall, type GuardedCaller } from '../../src/audit/guarded-transform.ts';
 import { VeilError, type TransformRequest } from '../../src/engine/index.ts';
 import { body, engineFixture, tamper } from '../helpers/engine-fixture.ts';

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { type ControlWrite, ensureControlKey, KeysetMirror, signWrite, writeIsAuthentic } from '../../src/control/index.ts';
 import { SecretKey } from '../../src/engine/index.ts';
-import { masterKeyKms } from '../../src/keystore/kms/master-key-kms.ts';
+import { masterKeyKms } from '../helpers/master-key-kms.ts';
 import { KmsError } from '../../src/keystore/kms/kms.ts';
 import { opensUnder } from '../../src/keystore/keyset-open.ts';
 import { KEYSTORE_FILE, LocalKeystore } from '../../src/keystore/local-keystore.ts';

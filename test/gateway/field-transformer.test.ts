@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { MemoryAuditSink } from '../../src/audit/audit-sink.ts';
+import { MemoryAuditSink } from '../helpers/memory-audit-sink.ts';
 import { GuardedTransform } from '../../src/audit/guarded-transform.ts';
 import { FieldTransformer } from '../../src/gateway/field-transformer.ts';
 import { engineFixture } from '../helpers/engine-fixture.ts';

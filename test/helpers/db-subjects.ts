@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { promisify } from 'node:util';
-import { MemoryAuditSink } from '../../src/audit/audit-sink.ts';
+import { MemoryAuditSink } from './memory-audit-sink.ts';
 import { openService, type Service } from '../../src/app/open-service.ts';
 import { installSql } from '../../src/db/install-sql.ts';
 import { ROOT } from './processes.ts';

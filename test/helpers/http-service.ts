@@ -2,7 +2,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
-import { MemoryAuditSink } from '../../src/audit/audit-sink.ts';
+import { MemoryAuditSink } from './memory-audit-sink.ts';
 import { openService, type Service } from '../../src/app/open-service.ts';
 import { EXAMPLE_CONFIG } from '../../src/env/index.ts';
 

@@ -1,6 +1,6 @@
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
-import { revealKeyBytes, type SecretKey } from '../../engine/index.ts';
-import { KmsError, type Kms } from './kms.ts';
+import { revealKeyBytes, type SecretKey } from '../../src/engine/index.ts';
+import { KmsError, type Kms } from '../../src/keystore/kms/kms.ts';
 
 const FORMAT = 1;
 const NONCE_BYTES = 12;
@@ -8,8 +8,9 @@ const TAG_BYTES = 16;
 const INFO = 'veil-kms/1 master-key wrap';
 
 /**
- * The master key as a KEK (the embedded default): AES-256-GCM under a key derived from it with
- * HKDF-SHA256, a fresh 96-bit nonce per wrap, the context as additional data. Wrapped form:
+ * The master key as a KEK, for tests that need a Kms without a KMS (veil seals the key set under
+ * the master key in its own format, keystore-format.ts; an envelope's KEK is VEIL_KMS's):
+ * AES-256-GCM under a key derived from it with HKDF-SHA256, a fresh 96-bit nonce per wrap, the context as additional data. Wrapped form:
  * format byte 1, nonce, ciphertext, 16-byte tag. A wrong master key, context or any changed byte
  * fails the tag: KMS_REFUSED.
  */

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MemoryAuditSink } from '../../src/audit/audit-sink.ts';
+import { MemoryAuditSink } from '../helpers/memory-audit-sink.ts';
 import { openService, type Service } from '../../src/app/open-service.ts';
 import { EXAMPLE_CONFIG } from '../../src/env/index.ts';
 import { MASTER_KEY_HEX, type TestService } from '../helpers/http-service.ts';

@@ -4,7 +4,7 @@ import { SecretKey } from '../../src/engine/index.ts';
 import { awsKms } from '../../src/keystore/kms/aws-kms.ts';
 import { cachingKms, retryingKms } from '../../src/keystore/kms/kms-decorators.ts';
 import type { Kms } from '../../src/keystore/kms/kms.ts';
-import { masterKeyKms } from '../../src/keystore/kms/master-key-kms.ts';
+import { masterKeyKms } from '../helpers/master-key-kms.ts';
 import { pkcs11Kms } from '../../src/keystore/kms/pkcs11-kms.ts';
 import { startMoto, type Moto } from '../helpers/moto.ts';
 import { softHsmToken, type SoftHsm } from '../helpers/softhsm.ts';

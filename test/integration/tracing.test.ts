@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MemoryAuditSink } from '../../src/audit/audit-sink.ts';
+import { MemoryAuditSink } from '../helpers/memory-audit-sink.ts';
 import { openGateway, type OpenedGateway } from '../../src/app/open-gateway.ts';
 import { openResponders, type Responders } from '../../src/app/open-responders.ts';
 import { openService, type Service } from '../../src/app/open-service.ts';

@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MemoryAuditSink } from '../../src/audit/audit-sink.ts';
+import { MemoryAuditSink } from '../helpers/memory-audit-sink.ts';
 import { openResponders, type Responders } from '../../src/app/open-responders.ts';
 import { openKafkaPort, plainConnection, streamClient } from '../../src/kafka/index.ts';
 import type { KafkaPort } from '../../src/kafka/index.ts';

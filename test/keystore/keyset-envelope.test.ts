@@ -5,7 +5,7 @@ import { Engine, SecretKey } from '../../src/engine/index.ts';
 import { KeyLease } from '../../src/keystore/key-lease.ts';
 import { decodeEnvelope, encodeEnvelope, isEnvelope, rewrapEnvelope } from '../../src/keystore/keyset-envelope.ts';
 import { KmsError, type Kms } from '../../src/keystore/kms/kms.ts';
-import { masterKeyKms } from '../../src/keystore/kms/master-key-kms.ts';
+import { masterKeyKms } from '../helpers/master-key-kms.ts';
 import { KEYSTORE_FILE, LocalKeystore } from '../../src/keystore/local-keystore.ts';
 import { compileOrFail, EXAMPLE_CONFIG_TEXT } from '../helpers/engine-fixture.ts';
 import { FIXED_NOW, randomMasterKey, tempDir, veilError } from './helpers.ts';

@@ -5,7 +5,7 @@ import { encodeKeystore } from '../../src/keystore/keystore-format.ts';
 import { encodeEnvelope } from '../../src/keystore/keyset-envelope.ts';
 import { opensUnder } from '../../src/keystore/keyset-open.ts';
 import { KmsError, type Kms } from '../../src/keystore/kms/kms.ts';
-import { masterKeyKms } from '../../src/keystore/kms/master-key-kms.ts';
+import { masterKeyKms } from '../helpers/master-key-kms.ts';
 import { FIXED_NOW, randomMasterKey } from './helpers.ts';
 
 /** A key set's shape, its ciphertext made up. */

@@ -3,7 +3,7 @@ import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MemoryAuditSink } from '../../src/audit/audit-sink.ts';
+import { MemoryAuditSink } from '../helpers/memory-audit-sink.ts';
 import { openDbSocket, type DbSocketServer } from '../../src/db/index.ts';
 import { leaseAuditFrame, leaseFrame } from '../../src/db/lease-frames.ts';
 import type { LeaseSource } from '../../src/db/lease-grant.ts';

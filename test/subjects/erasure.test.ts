@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { MemoryAuditSink } from '../../src/audit/audit-sink.ts';
+import { MemoryAuditSink } from '../helpers/memory-audit-sink.ts';
 import { ErasureService, type SubjectActor } from '../../src/subjects/erasure.ts';
 import { openSubjectKeyStore, type SubjectKeyStore } from '../../src/subjects/index.ts';
 import { verifyReceipt } from '../../src/subjects/receipt.ts';

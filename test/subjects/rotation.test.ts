@@ -3,7 +3,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SecretKey } from '../../src/engine/index.ts';
-import { masterKeyKms } from '../../src/keystore/kms/master-key-kms.ts';
+import { masterKeyKms } from '../helpers/master-key-kms.ts';
 import { LocalKeystore } from '../../src/keystore/local-keystore.ts';
 import { SUBJECT_WRAP_KEY } from '../../src/keystore/subject-key-wrapper.ts';
 import { openSubjectKeyStore, type SubjectKeyStore } from '../../src/subjects/index.ts';

@@ -4,8 +4,8 @@ import { KeystoreError } from '../errors.ts';
  * The key-encryption key (KEK) behind one small port: it wraps and unwraps data keys and never
  * shows its own key. `context` is bound to the wrapped bytes (AES-GCM additional data, AWS KMS
  * encryption context): unwrapping with another context fails, so a wrapped key cannot be moved to
- * another purpose. Adapters: the master key (master-key-kms.ts), AWS KMS (aws-kms.ts), PKCS#11
- * (pkcs11-kms.ts); caching, retry and metrics are decorators around any of them.
+ * another purpose. Adapters: AWS KMS (aws-kms.ts), PKCS#11 (pkcs11-kms.ts); caching, retry and
+ * metrics are decorators around any of them.
  */
 export interface Kms {
   /** what the KEK is, for logs and health: a kind and a key reference, never a secret */

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { SecretKey } from '../../../src/engine/index.ts';
 import { cachingKms, meteredKms, retryingKms } from '../../../src/keystore/kms/kms-decorators.ts';
 import { KmsError, type Kms } from '../../../src/keystore/kms/kms.ts';
-import { masterKeyKms } from '../../../src/keystore/kms/master-key-kms.ts';
+import { masterKeyKms } from '../../helpers/master-key-kms.ts';
 
 const master = () => masterKeyKms(SecretKey.fromBytes(new Uint8Array(32).fill(7)));
 const dataKey = Uint8Array.from({ length: 32 }, (_, i) => i);

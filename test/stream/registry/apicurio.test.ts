@@ -6,7 +6,7 @@ import { CachingRegistry } from '../../../src/stream/registry/caching-registry.t
 import { confluentRegistry } from '../../../src/stream/registry/confluent-registry.ts';
 import { RetryingRegistry } from '../../../src/stream/registry/retrying-registry.ts';
 import { avroSerde } from '../../../src/stream/serde/avro/avro-serde.ts';
-import { chainFrom } from '../../../src/engine/index.ts';
+import { chainFrom } from '../../helpers/chain-from.ts';
 import { mappings } from '../../../src/stream/serde/field-mappings.ts';
 import { jsonSchemaSerde } from '../../../src/stream/serde/json-schema/json-schema-serde.ts';
 import { StreamError } from '../../../src/stream/stream-error.ts';

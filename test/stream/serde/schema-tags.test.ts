@@ -1,7 +1,8 @@
 import avro from 'avsc';
 import protobuf from 'protobufjs';
 import { describe, expect, it } from 'vitest';
-import { chainFrom, type Chain } from '../../../src/engine/index.ts';
+import { type Chain } from '../../../src/engine/index.ts';
+import { chainFrom } from '../../helpers/chain-from.ts';
 import { pipelineIssues, pipelineSchema } from '../../../src/stream/config/pipeline-config.ts';
 import { mappings } from '../../../src/stream/serde/field-mappings.ts';
 import { avroTaggedFields, avscSchema } from '../../../src/stream/serde/avro/avro-clean-schema.ts';

@@ -1,6 +1,6 @@
 import avro from 'avsc';
 import { describe, expect, it } from 'vitest';
-import { chainFrom } from '../../../../src/engine/index.ts';
+import { chainFrom } from '../../../helpers/chain-from.ts';
 import { avscSchema } from '../../../../src/stream/serde/avro/avro-clean-schema.ts';
 import { avroSerde } from '../../../../src/stream/serde/avro/avro-serde.ts';
 import { avroType } from '../../../../src/stream/serde/avro/avro-types.ts';

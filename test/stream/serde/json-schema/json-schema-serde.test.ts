@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { chainFrom } from '../../../../src/engine/index.ts';
+import { chainFrom } from '../../../helpers/chain-from.ts';
 import { mappings } from '../../../../src/stream/serde/field-mappings.ts';
 import { deriveCleanJsonSchema } from '../../../../src/stream/serde/json-schema/json-schema-clean.ts';
 import { jsonSchemaSerde } from '../../../../src/stream/serde/json-schema/json-schema-serde.ts';

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { chainFrom, ValueError } from '../../../../src/engine/index.ts';
+import { ValueError } from '../../../../src/engine/index.ts';
+import { chainFrom } from '../../../helpers/chain-from.ts';
 import { mappings, protectRecord } from '../../../../src/stream/serde/field-mappings.ts';
 import { protectJsonBytes } from '../../../../src/stream/serde/json/json-splice.ts';
 import { StreamError } from '../../../../src/stream/stream-error.ts';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { decoyRecord } from '../../../../bench/discover-corpus.ts';
-import { chainFrom } from '../../../../src/engine/index.ts';
+import { chainFrom } from '../../../helpers/chain-from.ts';
 import { mappings } from '../../../../src/stream/serde/field-mappings.ts';
 import { protectJsonValues } from '../../../../src/stream/serde/json/json-splice.ts';
 import type { GuardPlan, RecordProtection } from '../../../../src/stream/serde/serde.ts';

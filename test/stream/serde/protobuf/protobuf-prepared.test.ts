@@ -1,6 +1,6 @@
 import protobuf from 'protobufjs';
 import { describe, expect, it } from 'vitest';
-import { chainFrom } from '../../../../src/engine/index.ts';
+import { chainFrom } from '../../../helpers/chain-from.ts';
 import { mappings } from '../../../../src/stream/serde/field-mappings.ts';
 import { protobufSerde } from '../../../../src/stream/serde/protobuf/protobuf-serde.ts';
 import { StreamError } from '../../../../src/stream/stream-error.ts';

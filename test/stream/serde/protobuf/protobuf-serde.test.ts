@@ -1,7 +1,8 @@
 import protobuf from 'protobufjs';
 import descriptor from 'protobufjs/ext/descriptor/index.js';
 import { describe, expect, it } from 'vitest';
-import { chainFrom, ValueError } from '../../../../src/engine/index.ts';
+import { ValueError } from '../../../../src/engine/index.ts';
+import { chainFrom } from '../../../helpers/chain-from.ts';
 import { mappings } from '../../../../src/stream/serde/field-mappings.ts';
 import { protobufSerde } from '../../../../src/stream/serde/protobuf/protobuf-serde.ts';
 import { readFraming } from '../../../../src/stream/serde/protobuf/protobuf-wire.ts';
