@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { VeilError } from '../engine/index.ts';
 import { ERROR_CATALOG } from '../errors/catalog.ts';
 import type { Html } from './html.ts';
 import { formOf, type PortalContext, type PortalDeps } from './portal-deps.ts';
@@ -123,8 +124,9 @@ function registerStatic(scope: FastifyInstance): void {
 
 /** A failed page as the error page: a catalogued code with its status and message, anything else a 500 that names no detail. */
 function errorReply(sessions: SessionStore, error: unknown, req: FastifyRequest, reply: FastifyReply): FastifyReply {
-  const code = (error as { code?: string }).code;
-  const known = typeof code === 'string' && Object.hasOwn(ERROR_CATALOG, code) ? (code as keyof typeof ERROR_CATALOG) : undefined;
+  // only veil's errors are answered with their code: a fault or a library's error whose code happens to be a wire code is a 500
+  const code = error instanceof VeilError ? error.code : undefined;
+  const known = code !== undefined && Object.hasOwn(ERROR_CATALOG, code) ? (code as keyof typeof ERROR_CATALOG) : undefined;
   const status = known ? ERROR_CATALOG[known].status : 500;
   if (!known) req.log.error({ errorType: (error as Error).name, frames: String((error as Error).stack ?? '').split('\n').slice(1, 8) }, 'portal: unexpected error');
   const session = sessions.get(sessionIdOf(req));
