@@ -1,15 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startGatewayProcess, securityFixture, type SecurityFixture } from '../helpers/gateway-security.ts';
 import { sigtermAndWait, waitFor } from '../helpers/processes.ts';
+import { customers, EMAIL, gatewaySection } from '../helpers/gateway-routes.ts';
 
-const ROUTES = `  unmatched: forward
-  routes:
-    - name: customers
-      method: POST
-      path: /customers
-      request:
-        - { select: email, field: Customer.email }
-`;
+const ROUTES = gatewaySection([customers(EMAIL)], 'unmatched: forward');
 
 /**
  * An orchestrator's rolling restart of `veil gateway`: SIGTERM while clients keep posting records

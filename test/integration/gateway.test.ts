@@ -11,38 +11,25 @@ import { freePorts, ROOT, waitFor } from '../helpers/processes.ts';
 import { samples } from '../helpers/prometheus.ts';
 import { call, type Reply } from '../helpers/raw-http.ts';
 import { spawnGatewayUpstream } from '../helpers/gateway-upstream-process.ts';
+import { CARD, customers, EMAIL, gatewaySection, NAME, route, STATIC } from '../helpers/gateway-routes.ts';
 
 const MASTER_KEY = 'c'.repeat(64);
 const ISSUER = 'http://veil.test';
 const BODY_LIMIT = 8192;
+const CONTACT_EMAILS = `{ select: 'contacts[*]."e-mail"', field: Customer.email }`;
 
 /** The example configuration's engine sections, and a gateway in front of the test upstream. */
 function configText(upstreamPort: number): Promise<string> {
   return readFile(join(ROOT, 'config/example.yaml'), 'utf8').then((engine) => `${engine}
 gateway:
   upstream: http://127.0.0.1:${upstreamPort}
-  limits: { bodyBytes: ${BODY_LIMIT} }
-  routes:
-    - name: customers
-      method: POST
-      path: /customers
-      request:
-        - { select: email, field: Customer.email }
-        - { select: card.number, field: Customer.cardNumber }
-        - { select: name, field: Customer.name }
-        - { select: 'contacts[*]."e-mail"', field: Customer.email }
-    - name: reveal
-      method: POST
-      path: /reveal
-      response:
-        - { select: email, field: Customer.email }
-        - { select: card.number, field: Customer.cardNumber, ifDenied: Mask }
-        - { select: name, field: Customer.name }
-        - { select: 'contacts[*]."e-mail"', field: Customer.email }
-    - { name: upload, method: POST, path: /upload }
-    - { name: static, method: GET, path: '/static/*' }
-    - { name: slow, method: GET, path: /slow }
-`);
+${gatewaySection([
+    customers(EMAIL, CARD, NAME, CONTACT_EMAILS),
+    route('reveal', 'POST', '/reveal', { response: [EMAIL, '{ select: card.number, field: Customer.cardNumber, ifDenied: Mask }', NAME, CONTACT_EMAILS] }),
+    route('upload', 'POST', '/upload'),
+    STATIC,
+    route('slow', 'GET', '/slow'),
+  ], `limits: { bodyBytes: ${BODY_LIMIT} }`)}`);
 }
 
 const json = (reply: Reply) => JSON.parse(reply.body.toString('utf8'));

@@ -13,19 +13,9 @@ import { normalizeTarget } from '../../src/gateway/target.ts';
 import { compileRoutes, findRoute } from '../../src/gateway/routes.ts';
 import { gatewaySchema } from '../../src/gateway/gateway-config.ts';
 import { bodyOf, headerNames, rawSend, SECRET_CARD, SECRET_EMAIL, securityFixture, type Recorded } from '../helpers/gateway-security.ts';
+import { CARD, customers, EMAIL, gatewaySection, SEC, STATIC } from '../helpers/gateway-routes.ts';
 
-export const FUZZ_SECTION = `  unmatched: refuse
-  limits: { bodyReadTimeoutMs: 1000, streamTimeoutMs: 1500 }
-  routes:
-    - name: customers
-      method: POST
-      path: /customers
-      request:
-        - { select: email, field: Customer.email }
-        - { select: card.number, field: Customer.cardNumber }
-    - { name: static, method: GET, path: '/static/*' }
-    - { name: sec, method: [GET, POST], path: '/sec/*' }
-`;
+export const FUZZ_SECTION = gatewaySection([customers(EMAIL, CARD), STATIC, SEC], 'unmatched: refuse', 'limits: { bodyReadTimeoutMs: 1000, streamTimeoutMs: 1500 }');
 
 export interface FuzzReport {
   seed: number;

@@ -4,18 +4,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call } from '../helpers/raw-http.ts';
 import { headerNames, headerOf, securityFixture, type Recorded, type SecurityFixture } from '../helpers/gateway-security.ts';
+import { customers, EMAIL, gatewaySection, route, SEC, STATIC } from '../helpers/gateway-routes.ts';
 
-const ROUTES = `  unmatched: forward
-  routes:
-    - name: customers
-      method: POST
-      path: /customers
-      request:
-        - { select: email, field: Customer.email }
-    - { name: static, method: GET, path: '/static/*' }
-    - { name: sec, method: [GET, POST], path: '/sec/*' }
-    - { name: with-auth, method: GET, path: '/auth/*', forwardAuthorization: true }
-`;
+const ROUTES = gatewaySection([customers(EMAIL), STATIC, SEC, route('with-auth', 'GET', '/auth/*', { settings: ['forwardAuthorization: true'] })], 'unmatched: forward');
 
 /** what a caller sends to pass itself off as someone else, or to be routed elsewhere upstream */
 const SPOOF = [

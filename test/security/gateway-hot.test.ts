@@ -11,22 +11,9 @@ import { waitFor } from '../helpers/processes.ts';
 import { call } from '../helpers/raw-http.ts';
 import { bodyOf, configText, headerOf, MASTER_KEY, rawSend, securityFixture, startGatewayProcess, type SecurityFixture } from '../helpers/gateway-security.ts';
 import { writeFile } from 'node:fs/promises';
+import { CARD, customers, EMAIL, gatewaySection, route, SEC } from '../helpers/gateway-routes.ts';
 
-const ROUTES = `  limits: { streamTimeoutMs: 700 }
-  routes:
-    - name: customers
-      method: POST
-      path: /customers
-      request:
-        - { select: email, field: Customer.email }
-        - { select: card.number, field: Customer.cardNumber }
-    - name: reveal
-      method: POST
-      path: /reveal
-      response:
-        - { select: email, field: Customer.email }
-    - { name: sec, method: [GET, POST], path: '/sec/*' }
-`;
+const ROUTES = gatewaySection([customers(EMAIL, CARD), route('reveal', 'POST', '/reveal', { response: [EMAIL] }), SEC], 'limits: { streamTimeoutMs: 700 }');
 
 describe('veil gateway: hot configuration and keys, stream deadline, TLS', () => {
   let f: SecurityFixture;

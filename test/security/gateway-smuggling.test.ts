@@ -4,17 +4,9 @@
 // protected field's cleartext.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bodyOf, headerNames, headerOf, rawSend, SECRET_CARD, SECRET_EMAIL, securityFixture, type RawReply, type SecurityFixture } from '../helpers/gateway-security.ts';
+import { CARD, customers, EMAIL, gatewaySection, SEC, STATIC } from '../helpers/gateway-routes.ts';
 
-const SECTION = `  routes:
-    - name: customers
-      method: POST
-      path: /customers
-      request:
-        - { select: email, field: Customer.email }
-        - { select: card.number, field: Customer.cardNumber }
-    - { name: static, method: GET, path: '/static/*' }
-    - { name: sec, method: [GET, POST], path: '/sec/*' }
-`;
+const SECTION = gatewaySection([customers(EMAIL, CARD), STATIC, SEC]);
 
 const secret = JSON.stringify({ email: SECRET_EMAIL, card: { number: SECRET_CARD } });
 /** a whole request to a protecting route, unauthenticated: what a smuggler wants the upstream to parse */

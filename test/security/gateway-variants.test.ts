@@ -4,30 +4,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call } from '../helpers/raw-http.ts';
 import { bodyOf, rawSend, SECRET_CARD, SECRET_EMAIL, securityFixture, type SecurityFixture } from '../helpers/gateway-security.ts';
+import { CARD, customers, EMAIL, gatewaySection, route } from '../helpers/gateway-routes.ts';
 
-const SECTION = `  unmatched: forward
-  routes:
-    - name: customers
-      method: POST
-      path: /customers
-      request:
-        - { select: email, field: Customer.email }
-        - { select: card.number, field: Customer.cardNumber }
-        - { select: 'contacts[*].email', field: Customer.email }
-    - name: exact-keys
-      method: POST
-      path: /exact
-      keys: exact
-      request:
-        - { select: email, field: Customer.email }
-    - name: files
-      method: POST
-      path: /files/:id
-      pathParameters: true
-      request:
-        - { select: email, field: Customer.email }
-    - { name: api-wildcard, method: '*', path: '/api/*' }
-`;
+const SECTION = gatewaySection([
+  customers(EMAIL, CARD, "{ select: 'contacts[*].email', field: Customer.email }"),
+  route('exact-keys', 'POST', '/exact', { settings: ['keys: exact'], request: [EMAIL] }),
+  route('files', 'POST', '/files/:id', { settings: ['pathParameters: true'], request: [EMAIL] }),
+  route('api-wildcard', "'*'", '/api/*'),
+], 'unmatched: forward');
 
 describe('veil gateway: key and path variants', () => {
   let f: SecurityFixture;
