@@ -8,6 +8,7 @@ import { startMoto, type Moto } from '../helpers/moto.ts';
 import { startTestService, type TestService } from '../helpers/http-service.ts';
 import { BROKERS, createTopics, kafkaClient } from '../helpers/kafka.ts';
 import { personConfig, subjectCall } from '../helpers/subject-config.ts';
+import { waitFor } from '../helpers/processes.ts';
 
 /**
  * Erasure under faults (issue 29): the KMS paused while subjects are erased and protected at once,
@@ -124,8 +125,9 @@ describe('erasure under faults', () => {
     const codes = new Set(calls.map((c) => c.code ?? c.status));
     // the KMS answered nothing for a while: some calls were refused for it (fail closed, never served past the lease)
     expect(codes.has('KMS_UNAVAILABLE')).toBe(true);
-    // once it answers again, every value of the erased answers SUBJECT_ERASED, and no later protect succeeded for them
-    await new Promise((r) => setTimeout(r, 1500));
+    // once it answers again (the KEK's lease renewed: /healthz green), every value of the erased
+    // answers SUBJECT_ERASED, and no later protect succeeded for them
+    await waitFor(async () => (await fetch(`${svc.url}/healthz`)).status === 200, 30_000, 'the KEK\'s lease renewed');
     const tally = await expectErased(svc, token, erasedAt, calls);
     // restarted on its data dir: still erased
     const dir = svc.dataDir;
