@@ -1,4 +1,6 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { createServer, request as httpRequest } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -51,6 +53,7 @@ describe('the KEK lost and back, said by stream protect and the unprotect respon
   let dataDir: string;
   let env: Record<string, string>;
   const children: ChildProcess[] = [];
+  let kmsProxy: Awaited<ReturnType<typeof countingProxy>> | undefined;
 
   beforeAll(async () => {
     moto = await startMoto();
@@ -75,16 +78,20 @@ describe('the KEK lost and back, said by stream protect and the unprotect respon
 
   afterAll(async () => {
     for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+    await kmsProxy?.close();
     moto?.resume();
     await moto?.stop();
     if (dataDir) await rm(dataDir, { recursive: true, force: true });
   });
 
   it('each process logs the loss, the lapse and the recovery once; renewals are bounded by their one-second interval', async () => {
-    const port = await freePorts(1);
+    const port = await freePorts(2);
     const common = ['--config', join(dataDir, 'config.yaml'), '--data-dir', dataDir];
     const protect = veil(['stream', 'protect', ...common, '--port', String(port)], env);
-    const unprotect = veil(['stream', 'unprotect', ...common], { ...env, VEIL_BASE_URL: 'http://127.0.0.1:1' });
+    // the responder's /metrics has no KMS calls: it reaches the KMS through a proxy that counts them
+    kmsProxy = await countingProxy(moto.endpoint);
+    const unprotect = veil(['stream', 'unprotect', ...common, '--port', String(port + 1)], { ...env, VEIL_KMS_ENDPOINT: kmsProxy.url, VEIL_BASE_URL: 'http://127.0.0.1:1' });
+    const endpoints = { protect: moto.endpoint, unprotect: kmsProxy.url };
     children.push(protect, unprotect);
     await eventually('stream protect ready', async () => ((await fetch(`http://127.0.0.1:${port}/readyz`)).ok ? true : undefined), 60_000);
     await eventually('the responder serving', async () => (/serving veil-unprotect-desk/.test(unprotect.output()) ? true : undefined), 60_000);
@@ -96,13 +103,18 @@ describe('the KEK lost and back, said by stream protect and the unprotect respon
     const unwrapsPaused = await kmsCalls(port);
     moto.resume();
     const resumed = Date.now();
-    for (const p of [protect, unprotect]) await eventually('the recovery logged', async () => (p.kekLines().length >= 3 ? true : undefined), 30_000);
-    await new Promise((r) => setTimeout(r, 2_000));
+    // each recovery logged, then two more renewals answered: the lease went on, with its chances to say more
+    const answered = { protect: async () => (await kmsCalls(port)).ok, unprotect: async () => kmsProxy!.answered };
+    for (const [name, p] of [['protect', protect], ['unprotect', unprotect]] as const) {
+      await eventually('the recovery logged', async () => (p.kekLines().length >= 3 ? true : undefined), 30_000);
+      const then = await answered[name]();
+      await eventually(`two renewals of ${name} answered after its recovery`, async () => ((await answered[name]()) >= then + 2 ? true : undefined), 30_000);
+    }
 
     for (const [name, p] of [['protect', protect], ['unprotect', unprotect]] as const) {
       const lines = p.kekLines();
       const said = { process: name, levels: lines.map((l) => l.level), codes: lines.map((l) => l.code ?? null), keks: [...new Set(lines.map((l) => l.kek))] };
-      expect(said).toEqual({ process: name, levels: [40, 50, 40], codes: ['KMS_UNAVAILABLE', 'KMS_UNAVAILABLE', null], keks: [`AWS KMS key ${env.VEIL_KMS_KEY_ID} at ${moto.endpoint}`] });
+      expect(said).toEqual({ process: name, levels: [40, 50, 40], codes: ['KMS_UNAVAILABLE', 'KMS_UNAVAILABLE', null], keks: [`AWS KMS key ${env.VEIL_KMS_KEY_ID} at ${endpoints[name]}`] });
       const [lost, lapsed, back] = lines as [LogLine, LogLine, LogLine];
       // a renewal every ttl / 4 = 1 s, each waiting at most 1 s: the loss is seen within about 2 s (not ~13 s)
       expect({ process: name, lostAfterMs: lost.time - paused < 3_500, lapsedAfterTtl: lapsed.time - paused >= TTL_S * 1000 - 1_500 && lapsed.time - paused < TTL_S * 1000 + 3_500, backAfterMs: back.time - resumed < 3_500 })
@@ -120,12 +132,44 @@ describe('the KEK lost and back, said by stream protect and the unprotect respon
   }, 240_000);
 });
 
-/** The process's unwrap calls to the KMS: failed ones, and how many took longer than 2.5 s. */
-async function kmsCalls(port: number): Promise<{ failed: number; slowerThan2500ms: number }> {
+/** The process's unwrap calls to the KMS: answered ones, failed ones, and how many took longer than 2.5 s. */
+async function kmsCalls(port: number): Promise<{ ok: number; failed: number; slowerThan2500ms: number }> {
   const all = samples(await (await fetch(`http://127.0.0.1:${port}/metrics`)).text());
   const one = (name: string, labels: Record<string, string>) => all.filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v)).reduce((a, s) => a + s.value, 0);
   return {
+    ok: one('veil_kms_calls_total', { op: 'unwrap', outcome: 'ok' }),
     failed: one('veil_kms_calls_total', { op: 'unwrap', outcome: 'KMS_UNAVAILABLE' }),
     slowerThan2500ms: one('veil_kms_call_seconds_count', { op: 'unwrap' }) - one('veil_kms_call_seconds_bucket', { op: 'unwrap', le: '2.5' }),
+  };
+}
+
+/**
+ * An HTTP proxy to `target` that counts the requests it answered with 200: a process's calls to
+ * the KMS when its /metrics does not count them. A caller that gives up closes its side; the
+ * request to the target is dropped then too.
+ */
+async function countingProxy(target: string): Promise<{ url: string; answered: number; close(): Promise<void> }> {
+  const counts = { answered: 0 };
+  const server = createServer((req, res) => {
+    const upstream = httpRequest(`${target}${req.url ?? '/'}`, { method: req.method, headers: req.headers }, (answer) => {
+      res.writeHead(answer.statusCode ?? 502, answer.headers);
+      answer.pipe(res);
+      answer.once('end', () => void (answer.statusCode === 200 && counts.answered++));
+    });
+    upstream.once('error', () => res.destroy());
+    res.once('close', () => upstream.destroy());
+    req.pipe(upstream);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    get answered() {
+      return counts.answered;
+    },
+    close: () => new Promise<void>((resolve) => {
+      server.closeAllConnections();
+      server.close(() => resolve());
+    }),
   };
 }
