@@ -7,7 +7,7 @@ import { openKafkaPort, plainConnection, streamClient } from '../../src/kafka/in
 import { UnprotectClient } from '../../src/stream/unprotect/index.ts';
 import { BROKERS, createTopics, kafkaClient, topicsFor } from '../helpers/kafka.ts';
 import { MASTER_KEY_HEX, startTestService } from '../helpers/http-service.ts';
-import { ROOT, sigtermAndWait, waitFor } from '../helpers/processes.ts';
+import { freePorts, ROOT, sigtermAndWait, waitFor } from '../helpers/processes.ts';
 import { streamClients } from '../helpers/stream-clients.ts';
 import { body, deskResponderYaml, exampleWith, transform } from '../http/support.ts';
 
@@ -33,7 +33,9 @@ describe.each(streamClients())('veil stream unprotect on %s stops when asked', (
     const http = await startTestService({ configText: exampleWith(extra), dataDir });
     const port = await openKafkaPort(streamClient(clientName), { connection: plainConnection(BROKERS), clientId: 'unprotect-stop-test' });
     const clients: UnprotectClient[] = [];
-    const child = spawn(join(ROOT, 'bin/veil'), ['stream', 'unprotect', '--config', join(dataDir, 'config.yaml'), '--data-dir', dataDir], {
+    // a port of its own for /healthz and /metrics (the default, 9465, may be taken)
+    const opsPort = await freePorts(1);
+    const child = spawn(join(ROOT, 'bin/veil'), ['stream', 'unprotect', '--config', join(dataDir, 'config.yaml'), '--data-dir', dataDir, '--port', String(opsPort)], {
       env: { ...process.env, VEIL_MASTER_KEY: MASTER_KEY_HEX, VEIL_BASE_URL: 'http://veil.test', VEIL_LOG_LEVEL: 'warn', KAFKA_BROKERS: BROKERS.join(','), VEIL_STREAM_CLIENT: clientName, VEIL_STOP_TIMEOUT_MS: '20000' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
