@@ -1,12 +1,9 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { Kafka, Producer, Transaction } from 'kafkajs';
-import { afterAll, describe, expect, it } from 'vitest';
-import { pipelineYaml, STREAM_MASTER } from '../helpers/stream.ts';
-import { BROKERS, createTopics, javaConsumeCommitted, kafkaClient, topicsFor } from '../helpers/kafka.ts';
-import { spawnStream, waitFor } from '../helpers/processes.ts';
+import { describe, expect, it } from 'vitest';
+import { pipelineYaml } from '../helpers/stream.ts';
+import { createTopics, javaConsumeCommitted, kafkaClient, topicsFor } from '../helpers/kafka.ts';
 import { streamClients } from '../helpers/stream-clients.ts';
+import { committedOffsets, stopStream, streamProcesses, untilConsumed } from '../helpers/stream-processes.ts';
 
 const PARTITIONS = 4;
 const MIN_RECORDS = 10_000;
@@ -90,12 +87,7 @@ async function writeRaw(kafka: Kafka, topic: string, seed: number): Promise<Writ
  */
 describe('stream: raw input written transactionally, with overlapping aborted transactions (real broker, real process)', () => {
   const kafka = kafkaClient('aborted-input');
-  const dirs: string[] = [];
-  const started: ReturnType<typeof spawnStream>[] = [];
-  afterAll(async () => {
-    for (const p of started) if (p.exitCode === null && p.signalCode === null) p.kill('SIGKILL');
-    for (const d of dirs) await rm(d, { recursive: true, force: true });
-  });
+  const processes = streamProcesses();
 
   for (const client of streamClients()) {
     it(`${client}: the clean topic holds exactly the committed records — 0 aborted, 0 lost, 0 duplicated`, async () => {
@@ -108,26 +100,13 @@ describe('stream: raw input written transactionally, with overlapping aborted tr
       expect(total).toBeGreaterThanOrEqual(MIN_RECORDS);
       expect(written.aborted.size / total).toBeGreaterThanOrEqual(MIN_ABORTED);
 
-      const dataDir = await mkdtemp(join(tmpdir(), 'veil-aborted-'));
-      dirs.push(dataDir);
-      await writeFile(join(dataDir, 'config.yaml'), pipelineYaml(t, 'json'));
-      const processor = spawnStream(['--config', join(dataDir, 'config.yaml'), '--data-dir', dataDir, '--port', '0'],
-        { ...STREAM_MASTER, KAFKA_BROKERS: BROKERS.join(','), VEIL_STREAM_CLIENT: client, VEIL_KAFKA_SESSION_TIMEOUT_MS: '6000' });
-      started.push(processor);
+      const processor = await processes.start('aborted', pipelineYaml(t, 'json'), client);
       // done when the group's offsets are past each partition's last committed record
-      const admin = kafka.admin();
-      await admin.connect();
-      try {
-        await waitFor(async () => {
-          if (processor.exitCode !== null) throw new Error(`veil stream protect exited (${processor.exitCode}):\n${processor.output()}`);
-          const [offsets] = await admin.fetchOffsets({ groupId: `veil-test-${t.id}`, topics: [t.raw] });
-          return written.lastCommitted.every((last, p) => Number(offsets?.partitions.find((o) => o.partition === p)?.offset ?? -1) > last);
-        }, 60_000, `${client}: all committed raw records processed (seed ${seed})`);
-      } finally {
-        await admin.disconnect();
-      }
-      processor.kill('SIGTERM');
-      await new Promise((r) => processor.once('close', r));
+      await untilConsumed(kafka, processor, async (admin) => {
+        const offsets = await committedOffsets(admin, `veil-test-${t.id}`, t.raw);
+        return written.lastCommitted.every((last, p) => (offsets.get(p) ?? -1) > last);
+      }, 60_000, `${client}: all committed raw records processed (seed ${seed})`);
+      await stopStream(processor);
 
       const ids = (await javaConsumeCommitted(t.clean)).map((r) => (JSON.parse(r.value) as { id: number }).id);
       const unique = new Set(ids);

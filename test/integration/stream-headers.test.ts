@@ -1,11 +1,8 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
-import { pipelineYaml, STREAM_MASTER } from '../helpers/stream.ts';
-import { BROKERS, createTopics, javaConsumeHeaders, javaProduce, kafkaClient, topicsFor } from '../helpers/kafka.ts';
-import { spawnStream, waitFor } from '../helpers/processes.ts';
+import { describe, expect, it } from 'vitest';
+import { pipelineYaml } from '../helpers/stream.ts';
+import { createTopics, javaConsumeHeaders, javaProduce, kafkaClient, topicsFor } from '../helpers/kafka.ts';
 import { streamClients } from '../helpers/stream-clients.ts';
+import { committedOffsets, stopStream, streamProcesses, untilConsumed } from '../helpers/stream-processes.ts';
 
 type Header = { key: string; value: Buffer | null };
 const h = (key: string, value: string | Buffer | null): Header => ({ key, value: typeof value === 'string' ? Buffer.from(value) : value });
@@ -18,12 +15,7 @@ const h = (key: string, value: string | Buffer | null): Header => ({ key, value:
  */
 describe('stream: record headers through veil stream protect (real broker, real process)', () => {
   const kafka = kafkaClient('headers');
-  const dirs: string[] = [];
-  const started: ReturnType<typeof spawnStream>[] = [];
-  afterAll(async () => {
-    for (const p of started) if (p.exitCode === null && p.signalCode === null) p.kill('SIGKILL');
-    for (const d of dirs) await rm(d, { recursive: true, force: true });
-  });
+  const processes = streamProcesses();
 
   for (const client of streamClients()) {
     it(`${client}: null, repeated and interleaved, empty and binary header values come out exactly`, async () => {
@@ -46,25 +38,9 @@ describe('stream: record headers through veil stream protect (real broker, real 
       ] });
       await producer.disconnect();
 
-      const dataDir = await mkdtemp(join(tmpdir(), 'veil-headers-'));
-      dirs.push(dataDir);
-      await writeFile(join(dataDir, 'config.yaml'), pipelineYaml(t, 'json'));
-      const processor = spawnStream(['--config', join(dataDir, 'config.yaml'), '--data-dir', dataDir, '--port', '0'],
-        { ...STREAM_MASTER, KAFKA_BROKERS: BROKERS.join(','), VEIL_STREAM_CLIENT: client, VEIL_KAFKA_SESSION_TIMEOUT_MS: '6000' });
-      started.push(processor);
-      const admin = kafka.admin();
-      await admin.connect();
-      try {
-        await waitFor(async () => {
-          if (processor.exitCode !== null) throw new Error(`veil stream protect exited (${processor.exitCode}):\n${processor.output()}`);
-          const [offsets] = await admin.fetchOffsets({ groupId: `veil-test-${t.id}`, topics: [t.raw] });
-          return Number(offsets?.partitions[0]?.offset ?? -1) >= 3;
-        }, 60_000, `${client}: the raw records processed`);
-      } finally {
-        await admin.disconnect();
-      }
-      processor.kill('SIGTERM');
-      await new Promise((r) => processor.once('close', r));
+      const processor = await processes.start('headers', pipelineYaml(t, 'json'), client);
+      await untilConsumed(kafka, processor, async (admin) => ((await committedOffsets(admin, `veil-test-${t.id}`, t.raw)).get(0) ?? -1) >= 3, 60_000, `${client}: the raw records processed`);
+      await stopStream(processor);
 
       const clean = await javaConsumeHeaders(t.clean);
       expect(clean).toHaveLength(3);

@@ -1,14 +1,12 @@
 import { readFileSync } from 'node:fs';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { businessRecord, planted } from '../../bench/business-corpus.ts';
 import { runPython } from '../helpers/confluent-python.ts';
 import { BROKERS, createTopics, javaConsumeRecords, kafkaClient, REGISTRY_URL, topicsFor } from '../helpers/kafka.ts';
-import { freePorts, spawnStream, waitFor } from '../helpers/processes.ts';
-import { STREAM_MASTER } from '../helpers/stream.ts';
+import { freePorts } from '../helpers/processes.ts';
 import { streamClients } from '../helpers/stream-clients.ts';
+import { committedOffsets, consumedCount, stopStream, streamProcesses, untilConsumed } from '../helpers/stream-processes.ts';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 const PER_CASE = 5;
@@ -57,17 +55,11 @@ const bytesOf = (r: Read) => Buffer.concat([r.key ?? Buffer.alloc(0), r.value, .
  */
 describe('stream: the drift guard in decoded records, on business records, and in report mode (real broker, registry, serializers and process)', () => {
   const kafka = kafkaClient('drift-guard');
-  const dirs: string[] = [];
-  const started: ReturnType<typeof spawnStream>[] = [];
-  afterAll(async () => {
-    for (const p of started) if (p.exitCode === null && p.signalCode === null) p.kill('SIGKILL');
-    for (const d of dirs) await rm(d, { recursive: true, force: true });
-  });
+  const processes = streamProcesses();
 
   for (const client of streamClients()) {
     it(`${client}: bytes, unknown fields and map keys dead-lettered in all three formats; business records pass; report mode passes and counts`, async () => {
-      const dataDir = await mkdtemp(join(tmpdir(), 'veil-drift-guard-'));
-      dirs.push(dataDir);
+      const dataDir = await processes.dir('drift-guard');
       const formats = ['avro', 'protobuf', 'json-schema'] as const;
       const lanes = formats.map((format) => ({ format, t: topicsFor(`guard-${format}-${client}`) }));
       const business = topicsFor(`guard-business-${client}`);
@@ -102,29 +94,16 @@ describe('stream: the drift guard in decoded records, on business records, and i
         examplePipeline('reporting', report, 'json', 'report'),
       ];
       const example = readFileSync(join(ROOT, 'config/example-pipeline.yaml'), 'utf8');
-      await writeFile(join(dataDir, 'config.yaml'), `${example.slice(0, example.indexOf('\npipelines:'))}\npipelines:\n${pipelines.join('\n')}\n`);
+      const configText = `${example.slice(0, example.indexOf('\npipelines:'))}\npipelines:\n${pipelines.join('\n')}\n`;
       const port = await freePorts(1);
-      const processor = spawnStream(['--config', join(dataDir, 'config.yaml'), '--data-dir', dataDir, '--port', String(port)],
-        { ...STREAM_MASTER, KAFKA_BROKERS: BROKERS.join(','), SCHEMA_REGISTRY_URL: REGISTRY_URL, VEIL_STREAM_CLIENT: client, VEIL_KAFKA_SESSION_TIMEOUT_MS: '6000', VEIL_LOG_LEVEL: 'info' });
-      started.push(processor);
+      const processor = await processes.start('drift-guard', configText, client, { dataDir, port, env: { SCHEMA_REGISTRY_URL: REGISTRY_URL, VEIL_LOG_LEVEL: 'info' } });
       const expected = new Map<Topics, number>([...lanes.map((l) => [l.t, sent.get(l.format)!.length] as const), [business, businessSent.length], [report, reportSent.length]]);
-      const admin = kafka.admin();
-      await admin.connect();
-      try {
-        await waitFor(async () => {
-          if (processor.exitCode !== null) throw new Error(`veil stream protect exited (${processor.exitCode}):\n${processor.output()}`);
-          for (const [t, n] of expected) {
-            const [offsets] = await admin.fetchOffsets({ groupId: `veil-guard-${t.id}`, topics: [t.raw] });
-            if ((offsets?.partitions ?? []).reduce((sum, p) => sum + Math.max(0, Number(p.offset)), 0) < n) return false;
-          }
-          return true;
-        }, 180_000, `${client}: the raw records processed`);
-      } finally {
-        await admin.disconnect();
-      }
+      await untilConsumed(kafka, processor, async (admin) => {
+        for (const [t, n] of expected) if (consumedCount(await committedOffsets(admin, `veil-guard-${t.id}`, t.raw)) < n) return false;
+        return true;
+      }, 180_000, `${client}: the raw records processed`);
       const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-      processor.kill('SIGTERM');
-      await new Promise((r) => processor.once('close', r));
+      await stopStream(processor);
       const output = processor.output();
 
       // 1. the decoded formats: each drifted record dead-lettered with its path and kind, none in clear

@@ -1,14 +1,11 @@
 import { readFileSync } from 'node:fs';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { EXAMPLE_CONFIG } from '../../src/env/index.ts';
-import { STREAM_MASTER } from '../helpers/stream.ts';
-import { BROKERS, createTopics, javaConsumeRecords, kafkaClient, REGISTRY_URL, topicsFor } from '../helpers/kafka.ts';
-import { freePorts, spawnStream, waitFor } from '../helpers/processes.ts';
+import { createTopics, javaConsumeRecords, kafkaClient, REGISTRY_URL, topicsFor } from '../helpers/kafka.ts';
+import { freePorts } from '../helpers/processes.ts';
 import { streamClients } from '../helpers/stream-clients.ts';
 import { JS_CASES, JS_TYPO, jsId, jsValue, PB_CASES, PB_TYPO, pbId, pbValue, type RegistryDriftCase } from '../helpers/drift-registry-records.ts';
+import { committedOffsets, consumedCount, stopStream, streamProcesses, untilConsumed } from '../helpers/stream-processes.ts';
 
 const PER_CASE = 10;
 
@@ -61,12 +58,7 @@ ${lane.paths.map((p) => `      - { path: '${p}', field: ${FIELDS[p]} }`).join('\
  */
 describe('stream: drift through a schema registry never reaches the clean topic (real broker, registry and process)', () => {
   const kafka = kafkaClient('drift-registry');
-  const dirs: string[] = [];
-  const started: ReturnType<typeof spawnStream>[] = [];
-  afterAll(async () => {
-    for (const p of started) if (p.exitCode === null && p.signalCode === null) p.kill('SIGKILL');
-    for (const d of dirs) await rm(d, { recursive: true, force: true });
-  });
+  const processes = streamProcesses();
 
   for (const client of streamClients()) {
     it(`${client}: Protobuf and JSON Schema drift dead-lettered with code, path and kind; mapped tags protected; nothing personal clean in clear`, async () => {
@@ -100,27 +92,12 @@ describe('stream: drift through a schema registry never reaches the clean topic 
       }
       await producer.disconnect();
 
-      const dataDir = await mkdtemp(join(tmpdir(), 'veil-drift-registry-'));
-      dirs.push(dataDir);
-      await writeFile(join(dataDir, 'config.yaml'), `${readFileSync(EXAMPLE_CONFIG, 'utf8')}\npipelines:\n${lanes.map(pipelineYaml).join('')}`);
-      const [port] = [await freePorts(1)];
-      const processor = spawnStream(['--config', join(dataDir, 'config.yaml'), '--data-dir', dataDir, '--port', String(port)],
-        { ...STREAM_MASTER, KAFKA_BROKERS: BROKERS.join(','), SCHEMA_REGISTRY_URL: REGISTRY_URL, VEIL_STREAM_CLIENT: client, VEIL_KAFKA_SESSION_TIMEOUT_MS: '6000', VEIL_LOG_LEVEL: 'info' });
-      started.push(processor);
-      const admin = kafka.admin();
-      await admin.connect();
-      try {
-        await waitFor(async () => {
-          if (processor.exitCode !== null) throw new Error(`veil stream protect exited (${processor.exitCode}):\n${processor.output()}`);
-          for (const l of lanes) {
-            const [offsets] = await admin.fetchOffsets({ groupId: `veil-drift-${l.t.id}`, topics: [l.t.raw] });
-            if ((offsets?.partitions ?? []).reduce((n, p) => n + Math.max(0, Number(p.offset)), 0) < sent.get(l)!.length) return false;
-          }
-          return true;
-        }, 120_000, `${client}: the raw records processed`);
-      } finally {
-        await admin.disconnect();
-      }
+      const port = await freePorts(1);
+      const processor = await processes.start('drift-registry', `${readFileSync(EXAMPLE_CONFIG, 'utf8')}\npipelines:\n${lanes.map(pipelineYaml).join('')}`, client, { port, env: { SCHEMA_REGISTRY_URL: REGISTRY_URL, VEIL_LOG_LEVEL: 'info' } });
+      await untilConsumed(kafka, processor, async (admin) => {
+        for (const l of lanes) if (consumedCount(await committedOffsets(admin, `veil-drift-${l.t.id}`, l.t.raw)) < sent.get(l)!.length) return false;
+        return true;
+      }, 120_000, `${client}: the raw records processed`);
 
       // the refused schema versions, on /healthz (healthy: the pipelines progress) and in the metrics
       const health = await (await fetch(`http://127.0.0.1:${port}/healthz`)).json() as { status: string; refusedSchemas?: { pipeline: string; schemaId: number; path: string }[] };
@@ -131,8 +108,7 @@ describe('stream: drift through a schema registry never reaches the clean topic 
       expect([...(health.refusedSchemas ?? [])].sort((a, b) => a.schemaId - b.schemaId)).toEqual(expectedRefusals.sort((a, b) => a.schemaId - b.schemaId));
       const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
       for (const r of expectedRefusals) expect(metrics).toContain(`veil_stream_schema_refused_total{pipeline="${r.pipeline}",schema="${r.schemaId}",path="${r.path}"} ${PER_CASE}`);
-      processor.kill('SIGTERM');
-      await new Promise((r) => processor.once('close', r));
+      await stopStream(processor);
 
       const output = processor.output();
       for (const l of lanes) {

@@ -1,13 +1,10 @@
 import { readFileSync } from 'node:fs';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
-import { STREAM_MASTER } from '../helpers/stream.ts';
-import { BROKERS, createTopics, javaConsumeRecords, kafkaClient, topicsFor } from '../helpers/kafka.ts';
-import { spawnStream, waitFor } from '../helpers/processes.ts';
+import { describe, expect, it } from 'vitest';
+import { createTopics, javaConsumeRecords, kafkaClient, topicsFor } from '../helpers/kafka.ts';
 import { streamClients } from '../helpers/stream-clients.ts';
 import { DRIFT_CASES } from '../helpers/drift-records.ts';
+import { committedOffsets, consumedCount, stopStream, streamProcesses, untilConsumed } from '../helpers/stream-processes.ts';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 const PER_CASE = 15;
@@ -32,12 +29,7 @@ function examplePipeline(t: { raw: string; clean: string; dlq: string; id: strin
  */
 describe('stream: drift never reaches the clean topic (real broker, real process, the shipped example pipeline)', () => {
   const kafka = kafkaClient('drift');
-  const dirs: string[] = [];
-  const started: ReturnType<typeof spawnStream>[] = [];
-  afterAll(async () => {
-    for (const p of started) if (p.exitCode === null && p.signalCode === null) p.kill('SIGKILL');
-    for (const d of dirs) await rm(d, { recursive: true, force: true });
-  });
+  const processes = streamProcesses();
 
   for (const client of streamClients()) {
     it(`${client}: every drifted record is dead-lettered with its path and kind, case variants are protected, nothing personal is clean in clear`, async () => {
@@ -49,25 +41,9 @@ describe('stream: drift never reaches the clean topic (real broker, real process
       await producer.send({ topic: t.raw, acks: -1, messages: sent.map((r) => ({ key: r.key, value: r.value })) });
       await producer.disconnect();
 
-      const dataDir = await mkdtemp(join(tmpdir(), 'veil-drift-'));
-      dirs.push(dataDir);
-      await writeFile(join(dataDir, 'config.yaml'), examplePipeline(t));
-      const processor = spawnStream(['--config', join(dataDir, 'config.yaml'), '--data-dir', dataDir, '--port', '0'],
-        { ...STREAM_MASTER, KAFKA_BROKERS: BROKERS.join(','), VEIL_STREAM_CLIENT: client, VEIL_KAFKA_SESSION_TIMEOUT_MS: '6000', VEIL_LOG_LEVEL: 'info' });
-      started.push(processor);
-      const admin = kafka.admin();
-      await admin.connect();
-      try {
-        await waitFor(async () => {
-          if (processor.exitCode !== null) throw new Error(`veil stream protect exited (${processor.exitCode}):\n${processor.output()}`);
-          const [offsets] = await admin.fetchOffsets({ groupId: `veil-drift-${t.id}`, topics: [t.raw] });
-          return (offsets?.partitions ?? []).reduce((n, p) => n + Math.max(0, Number(p.offset)), 0) >= sent.length;
-        }, 90_000, `${client}: the raw records processed`);
-      } finally {
-        await admin.disconnect();
-      }
-      processor.kill('SIGTERM');
-      await new Promise((r) => processor.once('close', r));
+      const processor = await processes.start('drift', examplePipeline(t), client, { env: { VEIL_LOG_LEVEL: 'info' } });
+      await untilConsumed(kafka, processor, async (admin) => consumedCount(await committedOffsets(admin, `veil-drift-${t.id}`, t.raw)) >= sent.length, 90_000, `${client}: the raw records processed`);
+      await stopStream(processor);
 
       const clean = await javaConsumeRecords(t.clean);
       const dead = await javaConsumeRecords(t.dlq);
