@@ -1,7 +1,7 @@
 // Debian's chromium, driven headless by playwright-core (browser downloads do not work here;
 // .ci/run installs the chromium package). Screenshots go to test-artifacts/ (git-ignored).
 import { mkdir } from 'node:fs/promises';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 
 export const CHROMIUM = process.env.VEIL_CHROMIUM ?? '/usr/bin/chromium';
 export const ARTIFACTS = new URL('../../test-artifacts/portal/', import.meta.url).pathname;
@@ -24,4 +24,23 @@ export async function screenshots(page: Page, name: string): Promise<void> {
     if (overflow > 1) throw new Error(`${name} at ${width}×${height} is ${overflow}px wider than the viewport`);
   }
   if (original) await page.setViewportSize(original);
+}
+
+/**
+ * A desktop-sized page (1280×800) in a context of its own, whose steps fail within 10 s (well
+ * inside a test's timeout, naming the locator waited for); the page's console errors and dialog
+ * messages go into the lists given (dialogs are dismissed), for the test to assert none.
+ */
+export async function watchedPage(browser: Browser, seen: { consoleErrors: string[]; dialogs: string[] }): Promise<{ context: BrowserContext; page: Page }> {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  context.setDefaultTimeout(10_000);
+  const page = await context.newPage();
+  page.on('console', (m) => {
+    if (m.type() === 'error') seen.consoleErrors.push(m.text());
+  });
+  page.on('dialog', (d) => {
+    seen.dialogs.push(d.message());
+    void d.dismiss();
+  });
+  return { context, page };
 }

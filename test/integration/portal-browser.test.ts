@@ -1,8 +1,9 @@
 // The admin portal in a real browser: Debian's chromium, headless, against a real veil service.
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { idOf } from '../../src/portal/html.ts';
-import { launchChromium, screenshots } from '../helpers/browser.ts';
+import { launchChromium, screenshots, watchedPage } from '../helpers/browser.ts';
+import { pipelineYaml } from '../helpers/pipeline-yaml.ts';
 import type { TestService } from '../helpers/http-service.ts';
 import { startPortalService } from '../helpers/portal-client.ts';
 import { createServer, type Server } from 'node:http';
@@ -10,7 +11,6 @@ import { StreamMetrics } from '../../src/stream/protect/index.ts';
 
 let t: TestService;
 let browser: Browser;
-let admin: BrowserContext;
 let page: Page;
 let draft = '';
 const dialogs: string[] = [];
@@ -35,31 +35,10 @@ beforeAll(async () => {
   await new Promise<void>((r) => processor.listen(0, '127.0.0.1', r));
   const metricsUrl = `http://127.0.0.1:${(processor.address() as { port: number }).port}/metrics`;
   t = await startPortalService({
-    extra: `pipelines:
-  customers:
-    source: { topics: [raw.customers] }
-    sink: { topic: clean.customers }
-    deadLetterTopic: dlq.customers
-    format: json
-    fields: [{ path: email, field: Customer.email }]
-    roles: [ingest]
-    rightsEvidences: { Role: ingest }
-    processingEvidences: { Action: Protect }
-    metricsUrls: ['${metricsUrl}']
-`,
+    extra: `pipelines:\n${pipelineYaml('customers', `    metricsUrls: ['${metricsUrl}']\n`)}`,
   });
   browser = await launchChromium();
-  admin = await browser.newContext({ viewport: { width: 1280, height: 800 } });
-  // a step that cannot happen fails with the locator it waited for, well within the test's timeout
-  admin.setDefaultTimeout(10_000);
-  page = await admin.newPage();
-  page.on('console', (m) => {
-    if (m.type() === 'error') consoleErrors.push(m.text());
-  });
-  page.on('dialog', (d) => {
-    dialogs.push(d.message());
-    void d.dismiss();
-  });
+  ({ page } = await watchedPage(browser, { consoleErrors, dialogs }));
 });
 
 afterAll(async () => {

@@ -5,7 +5,7 @@ import { createServer, type Server } from 'node:http';
 import type { Browser, Page } from 'playwright-core';
 import { parse } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { launchChromium, screenshots } from '../helpers/browser.ts';
+import { launchChromium, screenshots, watchedPage } from '../helpers/browser.ts';
 import type { TestService } from '../helpers/http-service.ts';
 import { startPortalService } from '../helpers/portal-client.ts';
 import { pipelineYaml } from '../helpers/pipeline-yaml.ts';
@@ -49,16 +49,7 @@ beforeAll(async () => {
   t = await startPortalService({ extra: `pipelines:\n${pipelineYaml('customers', `    metricsUrls: ['${url}']\n    unmapped: report\n`)}` });
   await t.service.pipelineMetrics.scrape();
   browser = await launchChromium();
-  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
-  context.setDefaultTimeout(10_000);
-  page = await context.newPage();
-  page.on('console', (m) => {
-    if (m.type() === 'error') consoleErrors.push(m.text());
-  });
-  page.on('dialog', (d) => {
-    dialogs.push(d.message());
-    void d.dismiss();
-  });
+  ({ page } = await watchedPage(browser, { consoleErrors, dialogs }));
 });
 
 afterAll(async () => {

@@ -13,6 +13,7 @@ import { guardedFetch, isRefusedAddress } from '../../src/portal/metrics-address
 import { PipelineMetrics } from '../../src/portal/pipeline-metrics.ts';
 import { EXAMPLE_CONFIG_TEXT } from '../helpers/engine-fixture.ts';
 import { ROOT } from '../helpers/processes.ts';
+import { pipelineYaml } from '../helpers/pipeline-yaml.ts';
 
 const REFUSED = [
   'http://169.254.169.254/latest/meta-data/',
@@ -27,18 +28,7 @@ const REFUSED = [
 ];
 let dir: string;
 
-const pipeline = (urls: string[]) => `pipelines:
-  customers:
-    source: { topics: [raw.customers] }
-    sink: { topic: clean.customers }
-    deadLetterTopic: dlq.customers
-    format: json
-    fields: [{ path: email, field: Customer.email }]
-    roles: [ingest]
-    rightsEvidences: { Role: ingest }
-    processingEvidences: { Action: Protect }
-    metricsUrls: [${urls.map((u) => `'${u}'`).join(', ')}]
-`;
+const pipeline = (urls: string[]) => `pipelines:\n${pipelineYaml('customers', `    metricsUrls: [${urls.map((u) => `'${u}'`).join(', ')}]\n`)}`;
 
 async function validate(text: string): Promise<{ code: number; out: string }> {
   const file = join(dir, `c${Math.random().toString(36).slice(2)}.yaml`);
