@@ -13,18 +13,10 @@
 // must find (the detection rate).
 
 import { luhnDigit } from './discover-corpus.ts';
+import { mulberry32 } from '../test/helpers/seeded-random.ts';
 
-/** mulberry32: a small seeded generator, so that the corpus is the same each run */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** the corpus's seeded generator: the same corpus each run */
+export const rng = mulberry32;
 
 type R = () => number;
 const int = (r: R, lo: number, hi: number) => lo + Math.floor(r() * (hi - lo + 1));

@@ -4,22 +4,11 @@ import { pipelineYaml } from '../helpers/stream.ts';
 import { createTopics, javaConsumeCommitted, kafkaClient, topicsFor } from '../helpers/kafka.ts';
 import { streamClients } from '../helpers/stream-clients.ts';
 import { committedOffsets, stopStream, streamProcesses, untilConsumed } from '../helpers/stream-processes.ts';
+import { mulberry32 } from '../helpers/seeded-random.ts';
 
 const PARTITIONS = 4;
 const MIN_RECORDS = 10_000;
 const MIN_ABORTED = 0.3;
-
-/** A small seeded generator (mulberry32), so that a failing run can be repeated with its seed. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 interface Written { committed: Set<number>; aborted: Set<number>; lastCommitted: number[] }
 
@@ -30,7 +19,7 @@ interface Written { committed: Set<number>; aborted: Set<number>; lastCommitted:
  * whichever order the dice say. Every record has a unique id.
  */
 async function writeRaw(kafka: Kafka, topic: string, seed: number): Promise<Written> {
-  const rnd = random(seed);
+  const rnd = mulberry32(seed);
   const written: Written = { committed: new Set(), aborted: new Set(), lastCommitted: Array(PARTITIONS).fill(-1) };
   const producers: Producer[] = [];
   for (const name of ['a', 'b']) {

@@ -1,18 +1,12 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openStream, type StreamService } from '../../src/app/open-stream.ts';
-import { pipelineYaml, STREAM_MASTER as MASTER, unprotector } from '../helpers/stream.ts';
-import { BROKERS, consume, createTopics, kafkaClient, produce, topicsFor, type Consumed } from '../helpers/kafka.ts';
+import { startedPipeline, unprotector } from '../helpers/stream.ts';
+import { consume, kafkaClient, produce, topicsFor, type Consumed } from '../helpers/kafka.ts';
 
 
 describe('stream: JSON pipeline against a real broker', () => {
   const t = topicsFor('json');
   const kafka = kafkaClient();
-  let dataDir: string;
-  let configFile: string;
-  let stream: StreamService;
+  let p: Awaited<ReturnType<typeof startedPipeline>>;
 
   const customer = (i: number) => ({
     id: `c-${i}`,
@@ -23,17 +17,9 @@ describe('stream: JSON pipeline against a real broker', () => {
   });
 
   beforeAll(async () => {
-    dataDir = await mkdtemp(join(tmpdir(), 'veil-stream-'));
-    configFile = join(dataDir, 'config.yaml');
-    await writeFile(configFile, pipelineYaml(t, 'json'));
-    await createTopics(kafka, [t.raw, t.clean, t.dlq], 2);
-    stream = await openStream({ configFile, dataDir, env: MASTER, now: () => new Date(), brokers: BROKERS, development: true });
-    await stream.start();
+    p = await startedPipeline(kafka, t, 'json', '', 2);
   }, 120_000);
-  afterAll(async () => {
-    await stream?.stop();
-    await rm(dataDir, { recursive: true, force: true });
-  });
+  afterAll(async () => p?.close());
 
   it('protects mapped fields (incl. the key), passes the rest, dead-letters each poison record once', async () => {
     const good = Array.from({ length: 200 }, (_, i) => customer(i));
@@ -61,7 +47,7 @@ describe('stream: JSON pipeline against a real broker', () => {
       expect(['0', '1']).toContain(d.headers['veil.source.partition']);
     }
 
-    const reveal = await unprotector(configFile, dataDir);
+    const reveal = await unprotector(p.configFile, p.dataDir);
     const byId = new Map(good.map((c) => [c.id, c]));
     for (const rec of clean) {
       const out = JSON.parse(rec.value!.toString());
@@ -113,7 +99,7 @@ describe('stream: JSON pipeline against a real broker', () => {
   }, 60_000);
 
   it('reports records in/out/dead-lettered and lag in Prometheus metrics, without values', async () => {
-    const text = await stream.metrics.registry.metrics();
+    const text = await p.stream.metrics.registry.metrics();
     expect(text).toMatch(/veil_stream_records_in_total\{pipeline="customers"\} 205/);
     expect(text).toMatch(/veil_stream_records_out_total\{pipeline="customers"\} 200/);
     expect(text).toMatch(/veil_stream_records_dead_lettered_total\{pipeline="customers",code="RECORD_MALFORMED"\} 3/);

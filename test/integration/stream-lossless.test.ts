@@ -1,11 +1,7 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { IHeaders, KafkaMessage } from 'kafkajs';
-import { openStream, type StreamService } from '../../src/app/open-stream.ts';
-import { pipelineYaml, STREAM_MASTER as MASTER, unprotector } from '../helpers/stream.ts';
-import { BROKERS, createTopics, javaProduce, kafkaClient, topicsFor } from '../helpers/kafka.ts';
+import { startedPipeline, unprotector } from '../helpers/stream.ts';
+import { javaProduce, kafkaClient, topicsFor } from '../helpers/kafka.ts';
 
 /** Reads `count` records of a topic (read_committed) as kafkajs hands them over: raw bytes and headers. */
 async function rawRecords(topic: string, count: number): Promise<KafkaMessage[]> {
@@ -38,22 +34,12 @@ async function rawRecords(topic: string, count: number): Promise<KafkaMessage[]>
 describe('stream: lossless records against a real broker', () => {
   const t = topicsFor('lossless');
   const kafka = kafkaClient();
-  let dataDir: string;
-  let configFile: string;
-  let stream: StreamService;
+  let p: Awaited<ReturnType<typeof startedPipeline>>;
 
   beforeAll(async () => {
-    dataDir = await mkdtemp(join(tmpdir(), 'veil-lossless-'));
-    configFile = join(dataDir, 'config.yaml');
-    await writeFile(configFile, pipelineYaml(t, 'json'));
-    await createTopics(kafka, [t.raw, t.clean, t.dlq], 1);
-    stream = await openStream({ configFile, dataDir, env: MASTER, now: () => new Date(), brokers: BROKERS, development: true });
-    await stream.start();
+    p = await startedPipeline(kafka, t, 'json', '', 1);
   }, 120_000);
-  afterAll(async () => {
-    await stream?.stop();
-    await rm(dataDir, { recursive: true, force: true });
-  });
+  afterAll(async () => p?.close());
 
   it('changes only the bytes of the mapped values and keeps every header', async () => {
     // numbers JSON.parse would change, whitespace, escapes, key order and a duplicate key
@@ -70,7 +56,7 @@ describe('stream: lossless records against a real broker', () => {
     // null header values and interleaved keys, written by another client: the test below
 
     const clean = await rawRecords(t.clean, docs.length);
-    const unprotect = await unprotector(configFile, dataDir);
+    const unprotect = await unprotector(p.configFile, p.dataDir);
     const fields: Record<string, string> = { email: 'Customer.email', number: 'Customer.cardNumber', name: 'Customer.name' };
     for (const [i, doc] of docs.entries()) {
       const out = clean[i]!.value!.toString('utf8');

@@ -14,6 +14,7 @@ import { compileRoutes, findRoute } from '../../src/gateway/routes.ts';
 import { gatewaySchema } from '../../src/gateway/gateway-config.ts';
 import { bodyOf, headerNames, rawSend, SECRET_CARD, SECRET_EMAIL, securityFixture, type Recorded } from '../helpers/gateway-security.ts';
 import { CARD, customers, EMAIL, gatewaySection, SEC, STATIC } from '../helpers/gateway-routes.ts';
+import { mulberry32 } from '../helpers/seeded-random.ts';
 
 export const FUZZ_SECTION = gatewaySection([customers(EMAIL, CARD), STATIC, SEC], 'unmatched: refuse', 'limits: { bodyReadTimeoutMs: 1000, streamTimeoutMs: 1500 }');
 
@@ -25,18 +26,6 @@ export interface FuzzReport {
   upstreamParsed: number;
   statuses: Record<string, number>;
   findings: string[];
-}
-
-/** mulberry32: a small seeded PRNG, so a run can be replayed with --seed */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 const SECRET_JSON = JSON.stringify({ email: SECRET_EMAIL, card: { number: SECRET_CARD } });
@@ -106,7 +95,7 @@ function buildCase(rand: () => number, n: number, host: string, token: string): 
 /** Runs the fuzzer for `seconds` against a fresh gateway and upstream; never throws for a finding. */
 export async function runFuzz(options: { seconds: number; seed?: number; concurrency?: number; log?: (line: string) => void }): Promise<FuzzReport> {
   const seed = options.seed ?? Math.floor(Math.random() * 2 ** 31);
-  const rand = prng(seed);
+  const rand = mulberry32(seed);
   const f = await securityFixture(FUZZ_SECTION);
   const report: FuzzReport = { seed, cases: 0, requests: 0, upstreamParsed: 0, statuses: {}, findings: [] };
   const relayed = new Set<number>();

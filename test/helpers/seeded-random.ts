@@ -1,0 +1,14 @@
+/**
+ * mulberry32: a small seeded generator of numbers in [0, 1), so that a run (a fuzz case, a random
+ * workload, a corpus) can be repeated from its seed. Not for anything secret.
+ */
+export function mulberry32(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
