@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { openStream, type StreamService } from '../../src/app/open-stream.ts';
 import { pipelineYaml, STREAM_MASTER as MASTER } from '../helpers/stream.ts';
-import { BROKERS, consume, createTopics, kafkaClient, REGISTRY_URL, steadyProducer, topicsFor } from '../helpers/kafka.ts';
+import { BROKERS, consume, createTopics, javaConsumeCommitted, kafkaClient, REGISTRY_URL, steadyProducer, topicsFor } from '../helpers/kafka.ts';
 import { freePorts, spawnStream, waitFor } from '../helpers/processes.ts';
 import { streamClients } from '../helpers/stream-clients.ts';
 
@@ -47,6 +47,22 @@ async function healthAt(port: number): Promise<{ status: number; body: { status:
   return { status: res.status, body: await res.json() as never };
 }
 
+/** what the stream process on `port` has read and committed (veil_stream_records_in_total) */
+async function recordsInAt(port: number): Promise<number> {
+  return Number(/veil_stream_records_in_total\{pipeline="customers"\} (\d+)/.exec(await (await fetch(`http://127.0.0.1:${port}/metrics`)).text())?.[1] ?? 0);
+}
+
+/** how many members the consumer group has now */
+async function groupMembers(groupId: string): Promise<number> {
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    return (await admin.describeGroups([groupId])).groups[0]?.members.length ?? 0;
+  } finally {
+    await admin.disconnect();
+  }
+}
+
 const customer = (id: number, email = `c${id}@example.com`) => ({ key: `c${id}@example.com`, value: `{"id":${id},"email":"${email}"}` });
 const ids = (records: { value: Buffer | null }[]) => records.map((r) => JSON.parse(r.value!.toString()).id as number);
 
@@ -81,10 +97,11 @@ describe.each(streamClients())('stream on %s: never stuck, never silent (real br
     await producer.close();
     await waitFor(async () => (await health()).status === 503, 30_000, 'health to turn red');
     expect((await health()).body.pipelines).toEqual([{ pipeline: 'customers', reason: 'halted: DEAD_LETTER_FAILED' }]);
-    // record 6 is not written past the one that could not be dead-lettered
-    await sleep(2000);
-    expect(ids(await consume(kafka, t.clean, 6, 3000, 0))).toEqual([0, 1, 2, 3, 4]);
-    expect(await consume(kafka, t.dlq, 1, 2000, 0)).toEqual([]);
+    // the halted pipeline's consumer left its group: nothing more can be written, so what the
+    // topics hold now is final — record 6 is not written past the one that could not be dead-lettered
+    await waitFor(async () => (await groupMembers(`veil-test-${t.id}`)) === 0, 30_000, 'the halted consumer to leave its group');
+    expect((await javaConsumeCommitted(t.clean)).map((r) => (JSON.parse(r.value) as { id: number }).id)).toEqual([0, 1, 2, 3, 4]);
+    expect(await javaConsumeCommitted(t.dlq)).toEqual([]);
   }, 120_000);
 
   it('no progress (the registry unreachable) turns /readyz red after the stall time, with recovery tried, /healthz green (a restart would not fix it) saying why; progress turns it ready', async () => {
@@ -141,15 +158,22 @@ describe.each(streamClients())('stream on %s: never stuck, never silent (real br
       const batch = (n: number) => Array.from({ length: n }, () => customer(next++));
       await producer.send(t.raw, batch(200));
       await waitFor(async () => (await consume(kafka, t.clean, 200, 2000, 0)).length >= 200, 60_000, 'first records');
+      // every process counted what it wrote: the other one's count from here on is what it takes over
+      await waitFor(async () => (await Promise.all(procs.map((_, i) => recordsInAt(port + i)))).reduce((a, b) => a + b, 0) >= 200, 30_000, 'the first records counted');
+      const survivorBefore = processes > 1 ? await recordsInAt(port + 1) : 0;
       procs[0]!.kill('SIGSTOP');
-      // records keep coming while it is stopped (in the middle of a transaction, likely)
+      let resumed = false;
+      // records keep coming while it is stopped: each batch once the other process has taken every
+      // record sent so far (the stopped one's partitions moved to it); alone, the batches go at once
       const during = (async () => {
         for (let i = 0; i < pauseMs / 2000; i++) {
           await producer.send(t.raw, batch(50));
-          await sleep(2000);
+          if (processes > 1) await waitFor(async () => resumed || (await recordsInAt(port + 1)) - survivorBefore >= 50 * (i + 1), pauseMs + 60_000, 'the other process to take the stopped one\'s records');
         }
       })();
+      // the fault itself: how long the process stays stopped
       await sleep(pauseMs);
+      resumed = true;
       procs[0]!.kill('SIGCONT');
       await during;
       await producer.send(t.raw, batch(200));
@@ -159,7 +183,7 @@ describe.each(streamClients())('stream on %s: never stuck, never silent (real br
       expect({ lost: next - new Set(got).size, duplicated: got.length - new Set(got).size }).toEqual({ lost: 0, duplicated: 0 });
       for (let i = 0; i < processes; i++) await waitFor(async () => (await healthAt(port + i)).status === 200, 30_000, `process ${i} healthy`);
       // the process that was stopped is working again: its records-in counter moves after more input
-      const recordsIn = async () => Number(/veil_stream_records_in_total\{pipeline="customers"\} (\d+)/.exec(await (await fetch(`http://127.0.0.1:${port}/metrics`)).text())?.[1] ?? 0);
+      const recordsIn = () => recordsInAt(port);
       const before = await recordsIn();
       const more = await steadyProducer(kafka);
       await more.send(t.raw, batch(400));
