@@ -44,3 +44,16 @@ export async function watchedPage(browser: Browser, seen: { consoleErrors: strin
   });
   return { context, page };
 }
+
+/**
+ * Signs `page` in on the portal at `portalUrl` through its sign-in form, as `clientId` with
+ * `secret` (default `<clientId>-secret`, the test configurations' admins), and waits for the
+ * overview.
+ */
+export async function signInAs(page: Page, portalUrl: string, clientId: string, secret = `${clientId}-secret`): Promise<void> {
+  await page.goto(`${portalUrl}/admin`);
+  await page.getByLabel('Client id').fill(clientId);
+  await page.getByLabel('Client secret').fill(secret);
+  await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+  await page.getByRole('heading', { name: 'Overview' }).waitFor();
+}

@@ -5,7 +5,7 @@ import { createServer, type Server } from 'node:http';
 import type { Browser, Page } from 'playwright-core';
 import { parse } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { launchChromium, screenshots, watchedPage } from '../helpers/browser.ts';
+import { launchChromium, screenshots, watchedPage, signInAs } from '../helpers/browser.ts';
 import type { TestService } from '../helpers/http-service.ts';
 import { startPortalService } from '../helpers/portal-client.ts';
 import { pipelineYaml } from '../helpers/pipeline-yaml.ts';
@@ -61,11 +61,7 @@ afterAll(async () => {
 
 describe('Pipelines page: unmapped findings in Chromium', () => {
   it('an editor sees the findings as text, with what a draft does with each, within the CSP', async () => {
-    await page.goto(`${t.url}/admin`);
-    await page.getByLabel('Client id').fill('editor');
-    await page.getByLabel('Client secret').fill('editor-secret');
-    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
-    await page.getByRole('heading', { name: 'Overview' }).waitFor();
+    await signInAs(page, t.url, 'editor');
     await page.getByRole('link', { name: 'Pipelines' }).click();
     const table = page.getByRole('table', { name: 'Personal data at paths the mapping does not name' });
     await table.waitFor();

@@ -4,7 +4,7 @@
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyReceipt } from '../../src/subjects/index.ts';
-import { launchChromium, screenshots } from '../helpers/browser.ts';
+import { launchChromium, screenshots, signInAs } from '../helpers/browser.ts';
 import type { TestService } from '../helpers/http-service.ts';
 import { signIn, startPortalService } from '../helpers/portal-client.ts';
 
@@ -29,11 +29,7 @@ async function signedIn(clientId: string): Promise<Page> {
   const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
   context.setDefaultTimeout(10_000);
   const page = await context.newPage();
-  await page.goto(`${t.url}/admin`);
-  await page.getByLabel('Client id').fill(clientId);
-  await page.getByLabel('Client secret').fill(`${clientId}-secret`);
-  await page.getByRole('button', { name: 'Sign in', exact: true }).click();
-  await page.getByRole('heading', { name: 'Overview' }).waitFor();
+  await signInAs(page, t.url, clientId);
   await page.getByRole('link', { name: 'Subjects' }).click();
   await page.getByRole('heading', { name: 'Subjects', exact: true }).waitFor();
   return page;

@@ -5,7 +5,7 @@
 import { createServer, type Server } from 'node:http';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { launchChromium, screenshots } from '../helpers/browser.ts';
+import { launchChromium, screenshots, signInAs } from '../helpers/browser.ts';
 import type { TestService } from '../helpers/http-service.ts';
 import { startPortalService } from '../helpers/portal-client.ts';
 
@@ -35,11 +35,7 @@ beforeAll(async () => {
   const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
   context.setDefaultTimeout(10_000);
   page = await context.newPage();
-  await page.goto(`${t.url}/admin`);
-  await page.getByLabel('Client id').fill('publisher');
-  await page.getByLabel('Client secret').fill('publisher-secret');
-  await page.getByRole('button', { name: 'Sign in', exact: true }).click();
-  await page.getByRole('heading', { name: 'Overview' }).waitFor();
+  await signInAs(page, t.url, 'publisher');
 }, 60_000);
 
 afterAll(async () => {

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashClientSecret } from '../../src/identity/client-secret.ts';
-import { launchChromium } from '../helpers/browser.ts';
+import { launchChromium, signInAs } from '../helpers/browser.ts';
 import { body } from '../helpers/engine-fixture.ts';
 import { portalConfigText, reviewedHash } from '../helpers/portal-client.ts';
 import { draftIdOf, portalSession, startVeilServe, type PortalSession, type VeilProcess } from '../helpers/veil-process.ts';
@@ -37,11 +37,7 @@ async function supportReadsCard(): Promise<number> {
 async function signInBrowser(clientId: string): Promise<Page> {
   const page = await (await browser.newContext()).newPage();
   page.setDefaultTimeout(10_000);
-  await page.goto(`${veil.url}/admin`);
-  await page.getByLabel('Client id').fill(clientId);
-  await page.getByLabel('Client secret').fill(`${clientId}-secret`);
-  await page.getByRole('button', { name: 'Sign in', exact: true }).click();
-  await page.getByRole('heading', { name: 'Overview' }).waitFor();
+  await signInAs(page, veil.url, clientId);
   return page;
 }
 

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashClientSecret } from '../../src/identity/client-secret.ts';
-import { launchChromium } from '../helpers/browser.ts';
+import { launchChromium, signInAs } from '../helpers/browser.ts';
 import { portalConfigText } from '../helpers/portal-client.ts';
 import { draftIdOf, portalSession, startVeilServe, type VeilProcess } from '../helpers/veil-process.ts';
 
@@ -47,11 +47,7 @@ describe('client secret hashes are never shown or exported', () => {
     const context = await browser.newContext();
     const page = await context.newPage();
     page.setDefaultTimeout(10_000);
-    await page.goto(`${veil.url}/admin`);
-    await page.getByLabel('Client id').fill('viewer');
-    await page.getByLabel('Client secret').fill('viewer-secret');
-    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
-    await page.getByRole('heading', { name: 'Overview' }).waitFor();
+    await signInAs(page, veil.url, 'viewer');
     const stored = await readFile(join(veil.dataDir, 'config-versions', 'drafts', `${draft}.yaml`), 'utf8');
     const secrets = [...hashesIn(configText), ...hashesIn(stored)].map((h) => h.split('$').slice(-2).join('$'));
     const pages = ['/admin', '/admin/versions', '/admin/versions/1', `/admin/drafts/${draft}`, `/admin/diff?from=v1&to=draft:${draft}`, `/admin/tester?source=draft:${draft}`, '/admin/matrix', '/admin/keys', '/admin/pipelines', '/admin/audit'];

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { launchChromium } from '../helpers/browser.ts';
+import { launchChromium, signInAs } from '../helpers/browser.ts';
 import { portalConfigText } from '../helpers/portal-client.ts';
 import { startVeilServe, type VeilProcess } from '../helpers/veil-process.ts';
 
@@ -43,11 +43,7 @@ describe('veil serve on TLS (service.tls)', () => {
     const context = await browser.newContext({ ignoreHTTPSErrors: true });
     const page = await context.newPage();
     page.setDefaultTimeout(10_000);
-    await page.goto(`${veil.url}/admin`);
-    await page.getByLabel('Client id').fill('viewer');
-    await page.getByLabel('Client secret').fill('viewer-secret');
-    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
-    await page.getByRole('heading', { name: 'Overview' }).waitFor();
+    await signInAs(page, veil.url, 'viewer');
     const cookie = (await context.cookies()).find((c) => c.name === 'veil_admin')!;
     expect(cookie).toMatchObject({ secure: true, httpOnly: true, sameSite: 'Strict', path: '/admin' });
     await context.close();
