@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { expect } from 'vitest';
 import { ROOT } from './processes.ts';
 import { databaseUrl, psql, sql, startVeil, type PsqlRun, type VeilProcess } from './postgres.ts';
 
@@ -81,3 +82,33 @@ export async function veilDb<R extends string>(label: string, roles: readonly R[
 
 /** A distinctive cleartext for scans: nothing else in a log or an error could hold it by chance. */
 export const marker = (what: string) => `${what}-${randomBytes(6).toString('hex')}`;
+
+/**
+ * The customers table the trigger tests write through: email and name attached to Customer's
+ * fields, the writer granted to write (and read back), the reader to unprotect as `fraud`.
+ */
+export function customersTable(t: VeilDb<'writer' | 'reader'>): string {
+  return `
+    CREATE TABLE customers (id int PRIMARY KEY, email text, name text, visits int NOT NULL DEFAULT 0);
+    SELECT veil.attach('customers', 'email', 'Customer', 'email');
+    SELECT veil.attach('customers', 'name', 'Customer', 'name');
+    SELECT veil.grant_writer('${t.role.writer}', 'customers');
+    GRANT SELECT ON customers TO ${t.role.writer};
+    SELECT veil.grant_reader('${t.role.reader}', 'fraud', 'customers');`;
+}
+
+/**
+ * The writer's rate limit holds on a trigger: with a limit of 4 values a minute, a statement
+ * writing 10 rows (ids `from` to `from + 9`) fails with DB_RATE_LIMITED, its error quoting no
+ * value, and no row is written; the limit is lifted after.
+ */
+export async function expectRateLimitHolds(t: VeilDb<'writer' | 'reader'>, from: number): Promise<void> {
+  await t.on(`SELECT veil.set_rate_limit('${t.role.writer}', 4)`);
+  const secret = marker('rate');
+  const r = await t.attempt(`INSERT INTO customers (id, email, name) SELECT g, '${secret}' || g, 'n' FROM generate_series(${from}, ${from + 9}) g;`, t.role.writer);
+  expect(r.code).not.toBe(0);
+  expect(r.stderr).toContain('DB_RATE_LIMITED');
+  expect(r.stderr).not.toContain(secret);
+  expect(await t.on(`SELECT count(*) FROM customers WHERE id BETWEEN ${from} AND ${from + 9}`)).toEqual(['0']);
+  await t.on(`SELECT veil.set_rate_limit('${t.role.writer}', NULL)`);
+}

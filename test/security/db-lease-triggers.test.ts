@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { leaseFrame } from '../../src/db/lease-frames.ts';
 import { authFrame, parseReply, type Reply } from '../../src/db/socket-frames.ts';
 import { readSecret } from '../helpers/postgres.ts';
-import { marker, veilDb, type VeilDb } from '../helpers/db-security.ts';
+import { expectRateLimitHolds, marker, veilDb, type VeilDb } from '../helpers/db-security.ts';
 import { sessionGate } from '../helpers/pg-gate.ts';
 
 /**
@@ -74,14 +74,7 @@ describe('the row trigger with leased keys', () => {
   });
 
   it('the role\'s rate limit holds: over it, nothing is sealed and nothing written', async () => {
-    await t.on(`SELECT veil.set_rate_limit('${t.role.writer}', 4)`);
-    const secret = marker('rate');
-    const r = await t.attempt(`INSERT INTO customers (id, email, name) SELECT g, '${secret}' || g, 'n' FROM generate_series(500, 509) g;`, t.role.writer);
-    expect(r.code).not.toBe(0);
-    expect(r.stderr).toContain('DB_RATE_LIMITED');
-    expect(r.stderr).not.toContain(secret);
-    expect(await t.on('SELECT count(*) FROM customers WHERE id BETWEEN 500 AND 509')).toEqual(['0']);
-    await t.on(`SELECT veil.set_rate_limit('${t.role.writer}', NULL)`);
+    await expectRateLimitHolds(t, 500);
   });
 
   it('veil gone while a lease lives: the statement cannot report its values, fails, and writes nothing; back: the next one protects', async () => {

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { marker, veilDb, type VeilDb } from '../helpers/db-security.ts';
+import { customersTable, expectRateLimitHolds, marker, veilDb, type VeilDb } from '../helpers/db-security.ts';
 import { sessionGate } from '../helpers/pg-gate.ts';
 
 /**
@@ -14,13 +14,7 @@ const PROTECTED = /^[A-Za-z0-9_-]{30,}$/;
 
 beforeAll(async () => {
   t = await veilDb('socket', ['writer', 'reader'], { socket: true });
-  await t.on(`
-    CREATE TABLE customers (id int PRIMARY KEY, email text, name text, visits int NOT NULL DEFAULT 0);
-    SELECT veil.attach('customers', 'email', 'Customer', 'email');
-    SELECT veil.attach('customers', 'name', 'Customer', 'name');
-    SELECT veil.grant_writer('${t.role.writer}', 'customers');
-    GRANT SELECT ON customers TO ${t.role.writer};
-    SELECT veil.grant_reader('${t.role.reader}', 'fraud', 'customers');`);
+  await t.on(customersTable(t));
 }, 120_000);
 
 afterAll(async () => {
@@ -54,14 +48,7 @@ describe('the row trigger over the socket', () => {
   });
 
   it('the role\'s rate limit holds: over it, nothing is sent and nothing written', async () => {
-    await t.on(`SELECT veil.set_rate_limit('${t.role.writer}', 4)`);
-    const secret = marker('rate');
-    const r = await t.attempt(`INSERT INTO customers (id, email, name) SELECT g, '${secret}' || g, 'n' FROM generate_series(400, 409) g;`, t.role.writer);
-    expect(r.code).not.toBe(0);
-    expect(r.stderr).toContain('DB_RATE_LIMITED');
-    expect(r.stderr).not.toContain(secret);
-    expect(await t.on('SELECT count(*) FROM customers WHERE id >= 400')).toEqual(['0']);
-    await t.on(`SELECT veil.set_rate_limit('${t.role.writer}', NULL)`);
+    await expectRateLimitHolds(t, 400);
   });
 
   it('a protect role the client does not hold: the statement fails closed, no cleartext in the error', async () => {

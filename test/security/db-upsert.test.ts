@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { veilDb, type VeilDb } from '../helpers/db-security.ts';
+import { customersTable, veilDb, type VeilDb } from '../helpers/db-security.ts';
 
 /**
  * Attack/bug: INSERT ... ON CONFLICT DO UPDATE SET c = EXCLUDED.c stored c protected twice
@@ -17,13 +17,7 @@ const stored = (id: number) => t.on(`SELECT email, name FROM customers WHERE id 
 
 beforeAll(async () => {
   t = await veilDb('upsert', ['writer', 'reader']);
-  await t.on(`
-    CREATE TABLE customers (id int PRIMARY KEY, email text, name text, visits int NOT NULL DEFAULT 0);
-    SELECT veil.attach('customers', 'email', 'Customer', 'email');
-    SELECT veil.attach('customers', 'name', 'Customer', 'name');
-    SELECT veil.grant_writer('${t.role.writer}', 'customers');
-    GRANT SELECT ON customers TO ${t.role.writer};
-    SELECT veil.grant_reader('${t.role.reader}', 'fraud', 'customers');`);
+  await t.on(customersTable(t));
   await t.on(`INSERT INTO customers (id, email, name) VALUES (1, 'old1@example.com', 'Old One'), (2, 'old2@example.com', 'Old Two');`, t.role.writer);
 }, 120_000);
 
