@@ -27,3 +27,34 @@ ${extraLines}    roles: [ingest]
     processingEvidences: { Action: Protect }
 `;
 }
+
+export interface PipelineEntry {
+  /** the pipeline's name under `pipelines:` (default p) */
+  name?: string;
+  raw: string;
+  clean: string;
+  dlq: string;
+  /** default json */
+  format?: string;
+  /** the field mappings as YAML flow maps (default: email as Customer.email) */
+  fields?: readonly string[];
+  /** more settings, as written (`key: { field: Customer.email }`, `groupId: g`, `missing: dead-letter`) */
+  settings?: readonly string[];
+  /** the role it protects under (default ingest: the example configuration's) */
+  role?: string;
+}
+
+/** One protect pipeline as an entry under `pipelines:`, every setting named, its mapping and role the example configuration's unless given. */
+export function pipelineEntry(p: PipelineEntry): string {
+  const role = p.role ?? 'ingest';
+  return `  ${p.name ?? 'p'}:
+    source: { topics: [${p.raw}] }
+    sink: { topic: ${p.clean} }
+    deadLetterTopic: ${p.dlq}
+    format: ${p.format ?? 'json'}
+    fields: [ ${(p.fields ?? ['{ path: email, field: Customer.email }']).join(', ')} ]
+${(p.settings ?? []).map((s) => `    ${s}\n`).join('')}    roles: [${role}]
+    rightsEvidences: { Role: ${role} }
+    processingEvidences: { Action: Protect }
+`;
+}

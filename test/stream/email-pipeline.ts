@@ -1,3 +1,4 @@
+import { pipelineEntry } from '../helpers/pipeline-yaml.ts';
 import { EXAMPLE_CONFIG_TEXT, veilConfigOrFail } from '../helpers/engine-fixture.ts';
 
 /**
@@ -6,16 +7,5 @@ import { EXAMPLE_CONFIG_TEXT, veilConfigOrFail } from '../helpers/engine-fixture
  * `extra` adds lines to the pipeline (e.g. `missing: dead-letter`).
  */
 export function emailPipelineConfig(extra: readonly string[] = []) {
-  return veilConfigOrFail(`${EXAMPLE_CONFIG_TEXT}
-pipelines:
-  p:
-    source: { topics: [raw] }
-    sink: { topic: clean }
-    deadLetterTopic: dlq
-    format: json
-    fields: [ { path: email, field: Customer.email } ]
-${extra.map((line) => `    ${line}\n`).join('')}    roles: [ingest]
-    rightsEvidences: { Role: ingest }
-    processingEvidences: { Action: Protect }
-`);
+  return veilConfigOrFail(`${EXAMPLE_CONFIG_TEXT}\npipelines:\n${pipelineEntry({ raw: 'raw', clean: 'clean', dlq: 'dlq', settings: extra })}`);
 }

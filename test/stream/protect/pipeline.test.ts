@@ -11,6 +11,7 @@ import { headerValue, type Batch, type Header, type InRecord } from '../../../sr
 import type { Serde } from '../../../src/stream/serde/serde.ts';
 import { RecordProtector, type ChunkItem, type ChunkOutcome, type ChunkProtector } from '../../../src/stream/protect/record-protector.ts';
 import { FakeKafka } from '../fake-kafka.ts';
+import { pipelineEntry } from '../../helpers/pipeline-yaml.ts';
 
 const config = emailPipelineConfig(['missing: dead-letter']);
 
@@ -383,19 +384,9 @@ describe('ProtectPipeline (in-memory Kafka port)', () => {
 });
 
 describe('ProtectPipeline.follow: a configuration version published while it runs', () => {
-  const next = veilConfigOrFail(`${EXAMPLE_CONFIG_TEXT}
-pipelines:
-  p:
-    source: { topics: [raw] }
-    sink: { topic: clean }
-    deadLetterTopic: dlq
-    format: json
-    fields: [ { path: email, field: Customer.email }, { path: name, field: Customer.name } ]
-    missing: dead-letter
-    roles: [ingest]
-    rightsEvidences: { Role: ingest }
-    processingEvidences: { Action: Protect }
-`);
+  const next = veilConfigOrFail(`${EXAMPLE_CONFIG_TEXT}\npipelines:\n${pipelineEntry({
+    raw: 'raw', clean: 'clean', dlq: 'dlq', fields: ['{ path: email, field: Customer.email }', '{ path: name, field: Customer.name }'], settings: ['missing: dead-letter'],
+  })}`);
   const engineOf = () => new Engine({ config: next.engine, keys: keysFor(next.engine) });
   const record = (offset: number) => rec(offset, JSON.stringify({ id: offset, email: 'a@example.com', name: 'Ada' }));
 
