@@ -1,5 +1,6 @@
 import { VeilError, type Engine } from '../../engine/index.ts';
 import type { PipelineConfig } from '../config/index.ts';
+import { BatchTally } from './batch-tally.ts';
 import { CleanHeaders } from './clean-headers.ts';
 import { Liveness, type LivenessStatus, type ReadinessStatus } from './liveness.ts';
 import { PartitionTransactions } from './partition-transactions.ts';
@@ -365,13 +366,7 @@ export class ProtectPipeline {
     // each clean topic's limit, read once per batch (a rename sink has one per source topic)
     const limits = new Map<string, number>();
     const limitOf = async (topic: string) => limits.get(topic) ?? limits.set(topic, await kafka.maxMessageBytes(topic)).get(topic)!;
-    const counted = new Map<string, number>();
-    /** dead letters of the unmapped guard by path NUL kind */
-    const findings = new Map<string, number>();
-    /** records the guard's report mode passed, by path NUL kind */
-    const reported = new Map<string, number>();
-    /** SCHEMA_PATH_UNKNOWN dead letters by schema id NUL path */
-    const refused = new Map<string, number>();
+    const tally = new BatchTally();
     let sending: Promise<void> = Promise.resolve();
     let beat = Date.now();
     const partitionKey = `${records[0]!.topic}/${records[0]!.partition}`;
@@ -389,23 +384,11 @@ export class ProtectPipeline {
           const record = slice[j]!;
           const outcome = outcomes[j]!;
           let out = 'code' in outcome ? this.deadLetter(record, outcome.code, outcome) : this.cleanRecord(record, outcome.key, outcome.value, outcome.fields);
-          if ('kind' in outcome && outcome.kind !== undefined) {
-            const finding = `${outcome.path ?? ''}\u0000${outcome.kind}`;
-            findings.set(finding, (findings.get(finding) ?? 0) + 1);
-          }
-          if ('reported' in outcome && outcome.reported !== undefined) {
-            const finding = `${outcome.reported.path}\u0000${outcome.reported.kind}`;
-            reported.set(finding, (reported.get(finding) ?? 0) + 1);
-          }
-          if ('code' in outcome && outcome.code === 'SCHEMA_PATH_UNKNOWN') {
-            const at = `${outcome.schema ?? ''}\u0000${outcome.path ?? ''}`;
-            refused.set(at, (refused.get(at) ?? 0) + 1);
-          }
+          tally.outcome(outcome);
           if (out.topic !== config.deadLetterTopic && !fitsAlone(out, limits.get(out.topic) ?? await limitOf(out.topic))) out = this.deadLetter(record, 'RECORD_TOO_LARGE');
           if (out.topic === config.deadLetterTopic) {
             if (!fitsAlone(out, deadLimit)) throw new StreamError('DEAD_LETTER_FAILED', `record ${record.topic}/${record.partition}@${record.offset}: its dead letter is larger than ${config.deadLetterTopic} accepts`);
-            const code = out.headers.find((h) => h.key === 'veil.error.code')!.value!.toString();
-            counted.set(code, (counted.get(code) ?? 0) + 1);
+            tally.deadLetter(out.headers.find((h) => h.key === 'veil.error.code')!.value!.toString());
           }
           chunk.push(trace === undefined ? out : trace.record(record, out, out.topic === config.deadLetterTopic ? headerValue(out.headers, 'veil.error.code')?.toString() : undefined));
         }
@@ -423,21 +406,21 @@ export class ProtectPipeline {
       // every send has settled: the clients copied the records' bytes (or the batch failed)
       for (const outcomes of used) this.chunks.release?.(outcomes);
     }
-    for (const [code, n] of counted) codes.set(code, n);
-    for (const [finding, n] of findings) {
-      const [path, kind] = finding.split('\u0000') as [string, string];
+    this.report(tally, codes);
+  }
+
+  /** a batch sent: its dead letters by code into `codes`, the guard's findings and the refused schemas into the metrics and the log */
+  private report(tally: BatchTally, codes: Map<string, number>): void {
+    for (const [code, n] of tally.deadLetters) codes.set(code, n);
+    for (const [path, kind, n] of tally.findings.entries()) {
       this.deps.metrics.countUnmapped(this.deps.name, path, kind, n);
       this.warnUnmapped(path, kind, false);
     }
-    for (const [finding, n] of reported) {
-      const [path, kind] = finding.split('\u0000') as [string, string];
+    for (const [path, kind, n] of tally.reported.entries()) {
       this.deps.metrics.countUnmapped(this.deps.name, path, kind, n, true);
       this.warnUnmapped(path, kind, true);
     }
-    for (const [at, n] of refused) {
-      const [schema, path] = at.split('\u0000') as [string, string];
-      this.refusals.count(schema === '' ? undefined : Number(schema), path === '' ? undefined : path, n);
-    }
+    for (const [schema, path, n] of tally.refused.entries()) this.refusals.count(schema === '' ? undefined : Number(schema), path === '' ? undefined : path, n);
   }
 
   /** The spans of one batch's transaction, under the configuration version its records are protected with. */
