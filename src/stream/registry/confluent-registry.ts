@@ -29,76 +29,89 @@ export interface ConfluentRegistryOptions {
  */
 export function confluentRegistry(at: string | RegistrySettings, options: ConfluentRegistryOptions = {}): SchemaRegistryPort {
   const settings = typeof at === 'string' ? urlSettings(at) : at;
-  const headers: Record<string, string> = { accept: 'application/vnd.schemaregistry.v1+json, application/json', ...authorization(settings) };
   const base = settings.url.replace(/\/+$/, '');
   const parsed = new URL(base);
-  const shown = `${parsed.origin}${parsed.pathname.replace(/\/+$/, '')}`;
-  const fetch = registryFetch(settings);
-  const timeoutMs = options.timeoutMs ?? 10_000;
-
-  async function call(what: string, path: string, init: { method?: string; body?: string } = {}): Promise<{ status: number; body: Record<string, unknown> | undefined }> {
-    let res: Response;
-    let text: string;
-    try {
-      res = await fetch(`${base}${path}`, {
-        method: init.method ?? 'GET',
-        headers: init.body === undefined ? headers : { ...headers, 'content-type': 'application/vnd.schemaregistry.v1+json' },
-        body: init.body,
-        signal: AbortSignal.timeout(timeoutMs),
-      });
-      text = await res.text();
-    } catch (e) {
-      const timedOut = e instanceof Error && (e.name === 'TimeoutError' || e.name === 'AbortError');
-      const reason = timedOut ? `no answer within ${timeoutMs} ms` : describeNetworkError(e);
-      throw new StreamError('REGISTRY_UNAVAILABLE', `schema registry ${shown}: ${what}: ${reason}`, { cause: e });
-    }
-    let body: Record<string, unknown> | undefined;
-    try {
-      const json: unknown = JSON.parse(text);
-      if (typeof json === 'object' && json !== null && !Array.isArray(json)) body = json as Record<string, unknown>;
-    } catch {
-      body = undefined;
-    }
-    return { status: res.status, body };
-  }
-
-  function failure(what: string, status: number, body: Record<string, unknown> | undefined, unknownCode?: number): StreamError {
-    const code = typeof body?.error_code === 'number' ? body.error_code : undefined;
-    const said = typeof body?.message === 'string' ? `: ${body.message.slice(0, 300)}` : '';
-    const answer = `HTTP ${status}${code !== undefined ? `, error_code ${code}` : ''}${said}`;
-    if (unknownCode !== undefined && status === 404 && code === unknownCode) return new StreamError('SCHEMA_UNKNOWN', `schema registry ${shown}: ${what}: not found (${answer})`);
-    if (status >= 500 || status === 408 || status === 429 || status === 401 || status === 403 || (status === 404 && code === undefined) || status < 400) {
-      const hint = status === 404 ? ' — is the URL the Confluent API base (Apicurio: …/apis/ccompat/v7)?' : '';
-      return new StreamError('REGISTRY_UNAVAILABLE', `schema registry ${shown}: ${what}: ${answer}${hint}`);
-    }
-    return new StreamError('SCHEMA_UNKNOWN', `schema registry ${shown}: ${what}: refused (${answer})`);
-  }
-
+  const conn: Connection = {
+    base,
+    shown: `${parsed.origin}${parsed.pathname.replace(/\/+$/, '')}`,
+    headers: { accept: 'application/vnd.schemaregistry.v1+json, application/json', ...authorization(settings) },
+    fetch: registryFetch(settings),
+    timeoutMs: options.timeoutMs ?? 10_000,
+  };
   return {
     async schemaById(id) {
       const what = `schema ${id}`;
-      const { status, body } = await call(what, `/schemas/ids/${encodeURIComponent(String(id))}`);
-      if (status !== 200 || typeof body?.schema !== 'string') throw failure(what, status, body, 40403);
+      const { status, body } = await call(conn, what, `/schemas/ids/${encodeURIComponent(String(id))}`);
+      if (status !== 200 || typeof body?.schema !== 'string') throw failure(conn, what, status, body, 40403);
       return body.schema;
     },
     async latestVersion(subject) {
       const what = `the latest version of subject ${subject}`;
-      const { status, body } = await call(what, `/subjects/${encodeURIComponent(subject)}/versions/latest`);
+      const { status, body } = await call(conn, what, `/subjects/${encodeURIComponent(subject)}/versions/latest`);
       if (status === 404 && (body?.error_code === 40401 || body?.error_code === 40402)) return undefined;
-      if (status !== 200 || typeof body?.schema !== 'string' || typeof body.id !== 'number') throw failure(what, status, body);
+      if (status !== 200 || typeof body?.schema !== 'string' || typeof body.id !== 'number') throw failure(conn, what, status, body);
       const type = body.schemaType;
       return { id: body.id, version: typeof body.version === 'number' ? body.version : 0, schema: body.schema, schemaType: type === 'JSON' || type === 'PROTOBUF' ? type : 'AVRO' };
     },
     async register(subject, schema, schemaType = 'AVRO') {
       const what = `registering a schema under subject ${subject}`;
-      const { status, body } = await call(what, `/subjects/${encodeURIComponent(subject)}/versions`, {
+      const { status, body } = await call(conn, what, `/subjects/${encodeURIComponent(subject)}/versions`, {
         method: 'POST',
         body: JSON.stringify({ schemaType, schema }),
       });
-      if (status !== 200 || typeof body?.id !== 'number' || !Number.isInteger(body.id)) throw failure(what, status, body);
+      if (status !== 200 || typeof body?.id !== 'number' || !Number.isInteger(body.id)) throw failure(conn, what, status, body);
       return body.id;
     },
   };
+}
+
+/** one registry: its API base, how it is named in messages (no credentials), the headers and fetch every call uses */
+interface Connection {
+  base: string;
+  shown: string;
+  headers: Record<string, string>;
+  fetch: typeof globalThis.fetch;
+  timeoutMs: number;
+}
+
+/** one call: its status and JSON object body (undefined when the body is not one); no answer is REGISTRY_UNAVAILABLE */
+async function call(conn: Connection, what: string, path: string, init: { method?: string; body?: string } = {}): Promise<{ status: number; body: Record<string, unknown> | undefined }> {
+  let res: Response;
+  let text: string;
+  try {
+    res = await conn.fetch(`${conn.base}${path}`, {
+      method: init.method ?? 'GET',
+      headers: init.body === undefined ? conn.headers : { ...conn.headers, 'content-type': 'application/vnd.schemaregistry.v1+json' },
+      body: init.body,
+      signal: AbortSignal.timeout(conn.timeoutMs),
+    });
+    text = await res.text();
+  } catch (e) {
+    const timedOut = e instanceof Error && (e.name === 'TimeoutError' || e.name === 'AbortError');
+    const reason = timedOut ? `no answer within ${conn.timeoutMs} ms` : describeNetworkError(e);
+    throw new StreamError('REGISTRY_UNAVAILABLE', `schema registry ${conn.shown}: ${what}: ${reason}`, { cause: e });
+  }
+  let body: Record<string, unknown> | undefined;
+  try {
+    const json: unknown = JSON.parse(text);
+    if (typeof json === 'object' && json !== null && !Array.isArray(json)) body = json as Record<string, unknown>;
+  } catch {
+    body = undefined;
+  }
+  return { status: res.status, body };
+}
+
+/** an answer that is not what was asked: SCHEMA_UNKNOWN (the id unknown, the schema refused) or REGISTRY_UNAVAILABLE (retriable) */
+function failure(conn: Connection, what: string, status: number, body: Record<string, unknown> | undefined, unknownCode?: number): StreamError {
+  const code = typeof body?.error_code === 'number' ? body.error_code : undefined;
+  const said = typeof body?.message === 'string' ? `: ${body.message.slice(0, 300)}` : '';
+  const answer = `HTTP ${status}${code !== undefined ? `, error_code ${code}` : ''}${said}`;
+  if (unknownCode !== undefined && status === 404 && code === unknownCode) return new StreamError('SCHEMA_UNKNOWN', `schema registry ${conn.shown}: ${what}: not found (${answer})`);
+  if (status >= 500 || status === 408 || status === 429 || status === 401 || status === 403 || (status === 404 && code === undefined) || status < 400) {
+    const hint = status === 404 ? ' — is the URL the Confluent API base (Apicurio: …/apis/ccompat/v7)?' : '';
+    return new StreamError('REGISTRY_UNAVAILABLE', `schema registry ${conn.shown}: ${what}: ${answer}${hint}`);
+  }
+  return new StreamError('SCHEMA_UNKNOWN', `schema registry ${conn.shown}: ${what}: refused (${answer})`);
 }
 
 /** A URL as settings: user:password in it is HTTP Basic (taken out of the URL, never shown). */
