@@ -11,6 +11,8 @@ import { reviewedHash, signIn } from '../helpers/portal-client.ts';
 import { hashClientSecret } from '../../src/identity/client-secret.ts';
 import { eventually, freePorts, ROOT } from '../helpers/processes.ts';
 import { topicsPipelineYaml } from '../helpers/pipeline-yaml.ts';
+import { probeUntilRefused } from '../helpers/lease-probe.ts';
+import { sampleSum } from '../helpers/prometheus.ts';
 
 const guid = (n: number) => `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`;
 
@@ -48,6 +50,18 @@ describe('serve, gateway and stream protect sharing the control store and a KMS'
     const res = await fetch(`http://127.0.0.1:${ports.serve}/transform`, { method: 'POST', headers: { authorization: `Bearer ${tokens.get('fraud')}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
     return { status: res.status, value: ((await res.json()) as { responses?: { instances: { value: string }[] }[] }).responses?.[0]?.instances[0]?.value };
   };
+  /** a counter of the stream process's /metrics, summed over its labels */
+  const streamMetric = async (name: string) => sampleSum(await (await fetch(`http://127.0.0.1:${ports.stream}/metrics`)).text(), name, {});
+  /** the control store's reader groups now (each process and command line reads it in one of its own) */
+  const controlGroupIds = async () => {
+    const admin = kafka.admin();
+    await admin.connect();
+    try {
+      return new Set((await admin.listGroups()).groups.map((g) => g.groupId).filter((g) => g.startsWith('veil-control-')));
+    } finally {
+      await admin.disconnect();
+    }
+  };
   const health = async () => Promise.all([`http://127.0.0.1:${ports.serve}/healthz`, `http://127.0.0.1:${ports.gateway}/_veil/healthz`, `http://127.0.0.1:${ports.stream}/healthz`].map((u) => fetch(u).then((r) => r.status, () => 0)));
 
   beforeAll(async () => {
@@ -84,7 +98,8 @@ ${topicsPipelineYaml('customers', t, '    unmapped: pass                 # as th
     start(['serve', '--port', String(ports.serve)], dirs[0]!);
     await eventually('serve', async () => ((await fetch(`http://127.0.0.1:${ports.serve}/readyz`)).ok ? true : undefined), 60_000);
     start(['gateway', '--port', String(ports.gateway)], dirs[1]!);
-    start(['stream', 'protect', '--port', String(ports.stream)], dirs[2]!);
+    // one protection thread: the KMS test's probes show when its own lease lapsed
+    start(['stream', 'protect', '--port', String(ports.stream)], dirs[2]!, { VEIL_PROTECT_THREADS: '1' });
     await eventually('all healthy', async () => ((await health()).every((s) => s === 200) ? true : undefined), 60_000);
   }, 240_000);
   afterAll(async () => {
@@ -221,18 +236,31 @@ ${topicsPipelineYaml('customers', t, '    unmapped: pass                 # as th
       cli.stdout.on('data', (d) => (out += String(d)));
       cli.on('close', (code) => (code === 0 ? resolve(out) : reject(new Error(`config publish exited ${code}`))));
     });
-    // the command lines need a moment to read the store: the portal's publish goes out when they are about to write
-    const racing = [publishCli(files[1]!, cliDirs[0]!), publishCli(files[2]!, cliDirs[1]!), new Promise((r) => setTimeout(r, 2_000)).then(() => portal.post(`/admin/drafts/${draft}/publish`, { reviewed }))];
-    const [outA, outB, posted] = await Promise.all(racing) as [string, string, { location: string | null }];
+    // the command lines take a moment to read the store: the portal's publish goes out once both have
+    // opened it (each reads it in a group of its own, veil-control-*), or written already
+    const controlGroups = await controlGroupIds();
+    const clis = [publishCli(files[1]!, cliDirs[0]!), publishCli(files[2]!, cliDirs[1]!)].map((run) => {
+      const cli = { done: false, run };
+      void run.finally(() => (cli.done = true)).catch(() => undefined);
+      return cli;
+    });
+    const opened = new Set<string>();
+    const portalPublish = eventually('both command lines reading the store', async () => {
+      for (const g of await controlGroupIds()) if (!controlGroups.has(g)) opened.add(g);
+      return opened.size >= 2 || clis.every((c) => c.done) ? true : undefined;
+    }, 60_000).then(() => portal.post(`/admin/drafts/${draft}/publish`, { reviewed }));
+    const [outA, outB, posted] = await Promise.all([clis[0]!.run, clis[1]!.run, portalPublish]);
     expect(posted.location).toContain('done=published');
     const numbers = [outA, outB].map((o) => Number(/as version (\d+)/.exec(o)![1]));
     expect(new Set(numbers).size).toBe(2);
+    const portalNumber = Number(/[?&]to=v(\d+)/.exec(posted.location!)![1]);
 
     // the newest version wins everywhere: find it in serve's data dir, then check each process runs it
-    await eventually('serve mirrored both command-line versions', async () => ((JSON.parse(await readFile(join(dirs[0]!, 'config-versions/index.json'), 'utf8')) as { active: number }).active >= Math.max(...numbers) ? true : undefined));
-    await new Promise((r) => setTimeout(r, 1_000));
+    const newest = Math.max(...numbers, portalNumber);
+    await eventually('serve mirrored all three versions', async () => ((JSON.parse(await readFile(join(dirs[0]!, 'config-versions/index.json'), 'utf8')) as { active: number }).active >= newest ? true : undefined));
     const index = JSON.parse(await readFile(join(dirs[0]!, 'config-versions/index.json'), 'utf8')) as { active: number };
     const activeText = await readFile(join(dirs[0]!, `config-versions/${String(index.active).padStart(4, '0')}.yaml`), 'utf8');
+    expect(index.active).toBe(newest);
     const winner = names.find((n) => activeText.includes(`${n}: { protect: email-deterministic }`))!;
     expect(winner).toBeDefined();
     const ingest = await token('example-ingest', 'ingest-example-secret');
@@ -264,28 +292,36 @@ ${topicsPipelineYaml('customers', t, '    unmapped: pass                 # as th
     const customers = async () => ((await (await fetch(`http://127.0.0.1:${ports.upstream}/customers`)).json()) as unknown[]).length;
     const cleanBefore = (await javaConsumeCommitted(t.clean)).length;
     const customersBefore = await customers();
+    let probes = { passed: [] as number[], refused: -1 };
     moto.pause();
     try {
       const paused = Date.now();
       await eventually('all red', async () => ((await health()).every((s) => s === 503) ? true : undefined), 30_000);
       expect(Date.now() - paused).toBeGreaterThanOrEqual(2_500);
-      await new Promise((r) => setTimeout(r, 4_000)); // every protection thread's own lease lapses too
+      // the protection thread's own lease, renewed on its own clock, lapses too: probes (on the key of
+      // the record below, so on its partition) pass until then
+      const record = (id: number) => ({ key: 'k', value: JSON.stringify({ id, email: 'bob@example.com' }) });
+      probes = await probeUntilRefused({ firstId: 900, send: (id) => produce(kafka, t.raw, [record(id)]), committed: () => streamMetric('veil_stream_records_in_total'), aborted: () => streamMetric('veil_stream_batch_retries_total') });
       expect((await transform('Protect', 'ada@example.com')).status).toBe(503);
       expect(await post()).toBe(503);
       expect(await customers()).toBe(customersBefore);
-      await produce(kafka, t.raw, [{ key: 'k', value: JSON.stringify({ id: 2, email: 'bob@example.com' }) }]);
-      await new Promise((r) => setTimeout(r, 3_000));
-      expect(await javaConsumeCommitted(t.clean)).toHaveLength(cleanBefore);
+      await produce(kafka, t.raw, [record(2)]);
+      // the partition's batch read again twice after it, so once with it, and refused: nothing written
+      const retries = await streamMetric('veil_stream_batch_retries_total');
+      await eventually('the batch with the record refused', async () => ((await streamMetric('veil_stream_batch_retries_total')) >= retries + 2 ? true : undefined), 30_000);
+      expect(await javaConsumeCommitted(t.clean)).toHaveLength(cleanBefore + probes.passed.length);
     } finally {
       moto.resume();
     }
     await eventually('all green', async () => ((await health()).every((s) => s === 200) ? true : undefined), 60_000);
     expect((await transform('Protect', 'ada@example.com')).status).toBe(200);
     expect(await post()).toBe(201);
-    const clean = await eventually('the record held back', async () => {
+    const clean = await eventually('the records held back', async () => {
       const got = await javaConsumeCommitted(t.clean);
-      return got.length > cleanBefore ? got : undefined;
+      return got.length >= cleanBefore + probes.passed.length + 2 ? got : undefined;
     }, 60_000);
-    expect(clean.map((r) => (JSON.parse(r.value) as { id: number }).id).filter((id) => id < 100).sort()).toEqual([1, 2]);
+    const ids = clean.map((r) => (JSON.parse(r.value) as { id: number }).id);
+    expect(ids.filter((id) => id < 100).sort()).toEqual([1, 2]);
+    expect(ids.filter((id) => id >= 900 && id < 1000).sort((a, b) => a - b)).toEqual([...probes.passed, probes.refused]);
   }, 180_000);
 });
