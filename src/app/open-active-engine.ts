@@ -51,56 +51,12 @@ export async function openActiveEngine(options: Omit<OpenEngineOptions, 'control
     if (control) await ensureControlKey(keys.keystore);
     const versions = await ConfigVersions.open(options.dataDir);
     await control?.attach({ versions });
-    const active = await versions.adopt(options.configFile, options.now(), compileVeilConfigText);
-    options.notice?.(active.adopted
-      ? `configuration ${options.configFile} published as version ${active.number} (${active.file})`
-      : `configuration: active version ${active.number} (${active.file}); ${options.configFile} is unchanged since it was adopted`);
-    const admit = control ? async (version: number) => {
-      if (!(await versionIsAuthentic(versions, version, keys.keystore))) throw new VeilError('CONFIG_INVALID', `configuration version ${version} of the control store is not authenticated by the key set (${CONTROL_MAC_KEY}): it is not run`);
-    } : undefined;
+    const active = await adoptConfigFile(versions, options);
+    const admit = control ? authenticatedVersions(versions, keys.keystore) : undefined;
     await admit?.(active.number);
     const opened = await openEngine({ ...options, configFile: active.file, opened: keys, ...(control ? { control } : {}) });
     const holder = new EngineHolder<VeilConfig>({ engine: opened.engine, config: opened.config, version: active.number });
-    let watch: ActiveVersionWatch<VeilConfig> | undefined;
-    const engine: ActiveEngine = {
-      ...opened, versions, holder, ...(control ? { control } : {}),
-      file: (version) => versions.file(version),
-      follow({ logger, intervalMs, onSwap, onKeys }) {
-        watch = new ActiveVersionWatch({
-          versions, keystore: opened.keystore, holder, build: versionBuilder(opened.keystore), intervalMs: intervalMs ?? 1000, ...(admit ? { admit } : {}),
-          onSwap: (version) => {
-            logger.info({ version }, 'configuration: now running the active version');
-            onSwap?.(version);
-          },
-          ...(onKeys ? { onKeys } : {}),
-          onError: (version, e) => logger.error({ version, code: (e as { code?: string }).code ?? e.name, reason: e.message }, 'configuration: the active version cannot run in this process; the previous one stays'),
-        });
-        watch.start();
-      },
-      liveness() {
-        const kek = leaseLiveness(opened.lease);
-        const store = control?.status() ?? { following: true };
-        // the running version's number and hash, healthy or not (veil.config.version carries the hash)
-        const running = holder.get();
-        const info = { configuration: { version: running.version, hash: running.config.version } };
-        if (kek.healthy && store.following) return { healthy: true, info };
-        return { healthy: false, info, detail: { ...kek.detail, ...(store.following ? {} : { controlStore: { code: 'CONTROL_STORE_UNAVAILABLE', reason: store.reason ?? 'the control store is no longer followed' } }), ...info } };
-      },
-      async close() {
-        await watch?.stop();
-        opened.lease?.stop();
-        await control?.close();
-      },
-      async orClose(make) {
-        try {
-          return await make();
-        } catch (e) {
-          await engine.close();
-          throw e;
-        }
-      },
-    };
-    return engine;
+    return activeEngine({ opened, versions, holder, ...(control ? { control } : {}), ...(admit ? { admit } : {}) });
   } catch (e) {
     // a process that does not start leaves the KEK's lease and the control store's consumer behind otherwise
     lease?.stop();
@@ -109,3 +65,74 @@ export async function openActiveEngine(options: Omit<OpenEngineOptions, 'control
   }
 }
 
+/** the configuration file published as a version when its text changed; the notice says which version runs */
+async function adoptConfigFile(versions: ConfigVersions, options: Omit<OpenEngineOptions, 'control'>): Promise<{ file: string; number: number }> {
+  const active = await versions.adopt(options.configFile, options.now(), compileVeilConfigText);
+  options.notice?.(active.adopted
+    ? `configuration ${options.configFile} published as version ${active.number} (${active.file})`
+    : `configuration: active version ${active.number} (${active.file}); ${options.configFile} is unchanged since it was adopted`);
+  return active;
+}
+
+/** with a shared store: a version runs only when its MAC verifies under the key set's control key, else CONFIG_INVALID */
+function authenticatedVersions(versions: ConfigVersions, keystore: OpenedEngine['keystore']): (version: number) => Promise<void> {
+  return async (version) => {
+    if (!(await versionIsAuthentic(versions, version, keystore))) throw new VeilError('CONFIG_INVALID', `configuration version ${version} of the control store is not authenticated by the key set (${CONTROL_MAC_KEY}): it is not run`);
+  };
+}
+
+/** what openActiveEngine put together, before it is an ActiveEngine */
+interface ActiveParts {
+  opened: OpenedEngine;
+  versions: ConfigVersions;
+  holder: EngineHolder<VeilConfig>;
+  control?: ControlStore;
+  /** the check a version passes before it runs (authenticatedVersions), with a shared store */
+  admit?: (version: number) => Promise<void>;
+}
+
+function activeEngine({ opened, versions, holder, control, admit }: ActiveParts): ActiveEngine {
+  let watch: ActiveVersionWatch<VeilConfig> | undefined;
+  const engine: ActiveEngine = {
+    ...opened, versions, holder, ...(control ? { control } : {}),
+    file: (version) => versions.file(version),
+    follow({ logger, intervalMs, onSwap, onKeys }) {
+      watch = new ActiveVersionWatch({
+        versions, keystore: opened.keystore, holder, build: versionBuilder(opened.keystore), intervalMs: intervalMs ?? 1000, ...(admit ? { admit } : {}),
+        onSwap: (version) => {
+          logger.info({ version }, 'configuration: now running the active version');
+          onSwap?.(version);
+        },
+        ...(onKeys ? { onKeys } : {}),
+        onError: (version, e) => logger.error({ version, code: (e as { code?: string }).code ?? e.name, reason: e.message }, 'configuration: the active version cannot run in this process; the previous one stays'),
+      });
+      watch.start();
+    },
+    liveness: () => activeLiveness(opened.lease, control, holder),
+    async close() {
+      await watch?.stop();
+      opened.lease?.stop();
+      await control?.close();
+    },
+    async orClose(make) {
+      try {
+        return await make();
+      } catch (e) {
+        await engine.close();
+        throw e;
+      }
+    },
+  };
+  return engine;
+}
+
+/** ActiveEngine.liveness: the KEK's lease and the control store's following, with the running version's number and hash */
+function activeLiveness(lease: OpenedEngine['lease'], control: ControlStore | undefined, holder: EngineHolder<VeilConfig>): ReturnType<ActiveEngine['liveness']> {
+  const kek = leaseLiveness(lease);
+  const store = control?.status() ?? { following: true };
+  // the running version's number and hash, healthy or not (veil.config.version carries the hash)
+  const running = holder.get();
+  const info = { configuration: { version: running.version, hash: running.config.version } };
+  if (kek.healthy && store.following) return { healthy: true, info };
+  return { healthy: false, info, detail: { ...kek.detail, ...(store.following ? {} : { controlStore: { code: 'CONTROL_STORE_UNAVAILABLE', reason: store.reason ?? 'the control store is no longer followed' } }), ...info } };
+}
