@@ -15,7 +15,7 @@ import { ConfigVersions, EngineHolder } from '../control/index.ts';
 import type { VeilConfig } from './config-file.ts';
 import { openPortal } from './open-portal.ts';
 import type { PipelineMetrics } from '../portal/pipeline-metrics.ts';
-import { openTracing } from '../observability/index.ts';
+import { openTracing, type Tracing } from '../observability/index.ts';
 import { dbSocketOptionsFromEnv, openDbSocket } from '../db/index.ts';
 import { ErasureService, lazySubjectKeyStore, subjectStoreSettings, type SubjectKeyStore } from '../subjects/index.ts';
 import { receiptPublicKeys } from '../subjects/receipt.ts';
@@ -86,38 +86,18 @@ export async function openService(options: ServiceOptions): Promise<Service> {
   logKekTransitions(active.lease, logger);
   const { config, keystore, warnings, holder, versions } = active;
   for (const w of warnings) logger.warn({ pointer: w.pointer }, `configuration: ${w.message}`);
-  const signingKey = config.identity.signingKey;
-  if (await ensureKey(keystore, signingKey, 'jwt-es256')) options.notice?.(`created token signing key ${signingKey}`);
+  if (await ensureKey(keystore, config.identity.signingKey, 'jwt-es256')) options.notice?.(`created token signing key ${config.identity.signingKey}`);
 
   // refused here, before the listener, when subject keys would be split between processes or lost with the data dir
   const subjects = await active.orClose(() => lazySubjectKeyStore({ keystore, dataDir: options.dataDir, settings: subjectStoreSettings(options.env), env: options.env, config: config.engine }));
-  const issuer = config.identity.issuer ?? options.baseUrl;
-  const signer = new JwtSigner(keystore, signingKey);
   const dev = options.development ? await developmentClient(config, options) : undefined;
-  const tokens = new TokenService({
-    identity: config.identity, issuer, signer, now: options.now, extraClients: new Map<string, Client>(dev ? [[dev.id, dev.client]] : []),
-    failuresPerMinute: config.service.rateLimit.tokenFailuresPerMinute,
-    decoyHash: hashClientSecret(randomBytes(16).toString('hex')),
-  });
-  const verifier = new CachingVerifier(new TokenVerifier({ identity: config.identity, issuer, signer, now: options.now }), { now: options.now });
+  const identity = serviceIdentity(config, keystore, options, dev);
+  const { issuer, tokens, verifier } = identity;
   const audit = options.audit ?? new FileAuditSink(join(options.dataDir, 'audit.log'), config.service.audit);
   // the admin API's and the portal's erasures: receipts signed by the key set's veil-receipts, issued as this service
   const erasures = new ErasureService({ store: subjects, keys: keystore, audit, issuer, now: options.now });
   let draining = false;
-  const service = options.bodyReadTimeoutMs === undefined ? config.service : { ...config.service, limits: { ...config.service.limits, bodyReadTimeoutMs: options.bodyReadTimeoutMs } };
-  const tls = config.service.tls;
-  const https = tls ? await readTls(tls) : undefined;
-  const metrics = new HttpMetrics();
-  active.kmsMetrics?.registerIn(metrics.registry);
-  const app = buildServer({
-    engine: holder, metrics, service, issuer, signer, tokens, verifier, audit, logger, now: options.now,
-    ready: () => !draining,
-    live: () => active.liveness(),
-    ...(https ? { https } : {}),
-    tracing, configVersion: () => holder.get().config.version, subjects, erasures,
-    // every version of the receipt key, for anyone to verify a receipt without veil (issue 43)
-    receiptKeys: receiptPublicKeys(keystore),
-  });
+  const { app, service, tls } = await httpService(options, { active, identity, audit, logger, tracing, subjects, erasures, ready: () => !draining });
   const pipelineMetrics = openPortal(app, {
     holder, versions, keystore, tokens, verifier, audit, logger, now: options.now, development: options.development,
     baseUrl: options.baseUrl, devClientId: dev?.id, metricsScrapeMs: options.metricsScrapeMs, erasures,
@@ -126,21 +106,79 @@ export async function openService(options: ServiceOptions): Promise<Service> {
   active.follow({ logger, intervalMs: options.versionPollMs ?? 1000 });
   pipelineMetrics.start();
   const dbSocket = await openServiceDbSocket(options, { active, verifier, audit, logger, service, subjects });
-  app.addHook('onClose', async () => {
+  const drain = closedWithApp(app, { ...(dbSocket ? { dbSocket } : {}), pipelineMetrics, audit, subjects, active, tracing }, () => {
     draining = true;
-    await dbSocket?.close();
-    await pipelineMetrics.stop();
-    await audit.close();
-    await subjects.close();
-    await active.close();
-    await tracing.shutdown();
   });
-  const drain = async (delayMs: number) => {
-    draining = true;
+  return { app, logger, issuer, audit, keystore, holder, versions, subjects, pipelineMetrics, drain, tls, ...(dev ? { devClient: { id: dev.id, secretFile: dev.secretFile, secret: dev.secret } } : {}) };
+}
+
+/** who the service is: its issuer, the key its tokens are signed with, the token endpoint and the bearer tokens' check */
+interface ServiceIdentity {
+  issuer: string;
+  signer: JwtSigner;
+  tokens: TokenService;
+  verifier: CachingVerifier;
+}
+
+function serviceIdentity(config: VeilConfig, keystore: LocalKeystore, options: ServiceOptions, dev: { id: string; client: Client } | undefined): ServiceIdentity {
+  const issuer = config.identity.issuer ?? options.baseUrl;
+  const signer = new JwtSigner(keystore, config.identity.signingKey);
+  const tokens = new TokenService({
+    identity: config.identity, issuer, signer, now: options.now, extraClients: new Map<string, Client>(dev ? [[dev.id, dev.client]] : []),
+    failuresPerMinute: config.service.rateLimit.tokenFailuresPerMinute,
+    decoyHash: hashClientSecret(randomBytes(16).toString('hex')),
+  });
+  const verifier = new CachingVerifier(new TokenVerifier({ identity: config.identity, issuer, signer, now: options.now }), { now: options.now });
+  return { issuer, signer, tokens, verifier };
+}
+
+/** the HTTP service (src/http) over the active engine, not yet listening: its settings (the body deadline given), HTTPS when service.tls is set */
+async function httpService(options: ServiceOptions, deps: { active: ActiveEngine; identity: ServiceIdentity; audit: AuditSink; logger: Logger; tracing: Tracing; subjects: SubjectKeyStore; erasures: ErasureService; ready: () => boolean }): Promise<{ app: FastifyInstance; service: VeilConfig['service']; tls: boolean }> {
+  const { active, identity, logger } = deps;
+  const { config, holder, keystore } = active;
+  const service = options.bodyReadTimeoutMs === undefined ? config.service : { ...config.service, limits: { ...config.service.limits, bodyReadTimeoutMs: options.bodyReadTimeoutMs } };
+  const tls = config.service.tls;
+  const https = tls ? await readTls(tls) : undefined;
+  const metrics = new HttpMetrics();
+  active.kmsMetrics?.registerIn(metrics.registry);
+  const app = buildServer({
+    engine: holder, metrics, service, issuer: identity.issuer, signer: identity.signer, tokens: identity.tokens, verifier: identity.verifier, audit: deps.audit, logger, now: options.now,
+    ready: deps.ready,
+    live: () => active.liveness(),
+    ...(https ? { https } : {}),
+    tracing: deps.tracing, configVersion: () => holder.get().config.version, subjects: deps.subjects, erasures: deps.erasures,
+    // every version of the receipt key, for anyone to verify a receipt without veil (issue 43)
+    receiptKeys: receiptPublicKeys(keystore),
+  });
+  return { app, service, tls: https !== undefined };
+}
+
+/** what the service opened besides its app, closed with it: the database socket first, the control store and tracing last */
+interface ServiceParts {
+  dbSocket?: { close(): Promise<void> };
+  pipelineMetrics: PipelineMetrics;
+  audit: AuditSink;
+  subjects: SubjectKeyStore;
+  active: ActiveEngine;
+  tracing: Tracing;
+}
+
+/** closes `parts` when the app closes, `draining` (readiness turns false) first; returns Service.drain */
+function closedWithApp(app: FastifyInstance, parts: ServiceParts, draining: () => void): (delayMs: number) => Promise<void> {
+  app.addHook('onClose', async () => {
+    draining();
+    await parts.dbSocket?.close();
+    await parts.pipelineMetrics.stop();
+    await parts.audit.close();
+    await parts.subjects.close();
+    await parts.active.close();
+    await parts.tracing.shutdown();
+  });
+  return async (delayMs: number) => {
+    draining();
     await new Promise((r) => setTimeout(r, delayMs));
     await app.close();
   };
-  return { app, logger, issuer, audit, keystore, holder, versions, subjects, pipelineMetrics, drain, tls: https !== undefined, ...(dev ? { devClient: { id: dev.id, secretFile: dev.secretFile, secret: dev.secret } } : {}) };
 }
 
 /** `--development`: a client holding every role the configuration uses and every admin portal right, its secret in the data dir */
