@@ -225,37 +225,14 @@ export async function dbRewrapCommand(args: string[], io: CliIo, helpText: strin
       notice: (line) => io.stderr(`veil db rewrap: ${line}\n`),
     });
     session = await connect(options.databaseUrl);
-    const inspected = await inspectTable(session, options.table, options.keyColumn, options.columns, options.subjectColumn);
-    // no erasedKept: a value of an erased subject comes back as SUBJECT_ERASED, which the runner keeps and counts
-    const bound = engine.bindRewrap({
-      identity: { roles: [options.role] }, rightsEvidences: options.rights, processingEvidences: options.protectEvidences,
-      unprotectEvidences: options.unprotectEvidences, fields: inspected.fields,
-    });
-    const { subjectColumn, ...shared } = inspected;
-    const scoped = bound.subjectScoped.some(Boolean);
-    if (scoped && subjectColumn === undefined) {
-      throw new DbFault('REWRAP_REFUSED', `${inspected.table} has fields protected under keys scoped to the data subject: name the column holding each row's subject (veil.attach_subject, or --subject-column)`);
-    }
+    const { target, chains, scoped } = await boundTable(session, options, engine);
     if (scoped) store = await openSubjectKeyStore({ keystore, dataDir: options.dataDir, settings: subjectStoreSettings(io.env) });
-    const target = scoped ? inspected : shared;
     const subjects = store ? subjectAccess(store, engine) : undefined;
     process.once('SIGINT', onSignal).once('SIGTERM', onSignal);
-    let lastNote = started;
     const result = await runRewrap(session, {
-      target, chains: bound.transforms, ...(subjects ? { subjects } : {}), keyVersions: keyVersions(config, keystore), batchSize: options.batch, restart: options.restart,
+      target, chains, ...(subjects ? { subjects } : {}), keyVersions: keyVersions(config, keystore), batchSize: options.batch, restart: options.restart,
       shouldStop: () => stop,
-      onStart: (start) => {
-        if (start.kind === 'new') io.stderr(`veil db rewrap: ${target.table} from the first row (${start.reason})\n`);
-        else if (start.kind === 'resumed') {
-          io.stderr(`veil db rewrap: ${target.table} resumed ${start.lastKey === null ? 'from the first row (no batch committed before)' : `after ${target.keyColumn}=${JSON.stringify(start.lastKey)} (${start.batches} batches done before)`}\n`);
-        }
-      },
-      onBatch: ({ run, lastKey }) => {
-        const now = io.now().getTime();
-        if (now - lastNote < 5000) return;
-        lastNote = now;
-        io.stderr(`veil db rewrap: ${run.rowsRead} rows in ${run.batches} batches, up to ${target.keyColumn}=${JSON.stringify(lastKey ?? null)}\n`);
-      },
+      ...progressNotes(io, target, started),
     });
     io.stdout(rewrapReport(target.table, target.keyColumn, result, io.now().getTime() - started));
     if (result.state === 'stopped') return 1;
@@ -269,6 +246,47 @@ export async function dbRewrapCommand(args: string[], io: CliIo, helpText: strin
     await session?.end().catch(() => undefined);
     await store?.close().catch(() => undefined);
   }
+}
+
+type RewrapRun = Parameters<typeof runRewrap>[1];
+
+/**
+ * The table as the catalog describes it, its fields bound for a rewrap under the role and
+ * evidences given; `scoped` when some are protected under keys scoped to the data subject — then
+ * the target keeps its subject column, and a table without one is REWRAP_REFUSED.
+ */
+async function boundTable(session: SqlSession, options: RewrapOptions, engine: Engine): Promise<{ target: RewrapRun['target']; chains: RewrapRun['chains']; scoped: boolean }> {
+  const inspected = await inspectTable(session, options.table, options.keyColumn, options.columns, options.subjectColumn);
+  // no erasedKept: a value of an erased subject comes back as SUBJECT_ERASED, which the runner keeps and counts
+  const bound = engine.bindRewrap({
+    identity: { roles: [options.role] }, rightsEvidences: options.rights, processingEvidences: options.protectEvidences,
+    unprotectEvidences: options.unprotectEvidences, fields: inspected.fields,
+  });
+  const { subjectColumn, ...shared } = inspected;
+  const scoped = bound.subjectScoped.some(Boolean);
+  if (scoped && subjectColumn === undefined) {
+    throw new DbFault('REWRAP_REFUSED', `${inspected.table} has fields protected under keys scoped to the data subject: name the column holding each row's subject (veil.attach_subject, or --subject-column)`);
+  }
+  return { target: scoped ? inspected : shared, chains: bound.transforms, scoped };
+}
+
+/** the run's progress on stderr: where it starts, then at most one line every 5 s (key column values only, never a protected value) */
+function progressNotes(io: CliIo, target: RewrapRun['target'], started: number): Pick<RewrapRun, 'onStart' | 'onBatch'> {
+  let lastNote = started;
+  return {
+    onStart: (start) => {
+      if (start.kind === 'new') io.stderr(`veil db rewrap: ${target.table} from the first row (${start.reason})\n`);
+      else if (start.kind === 'resumed') {
+        io.stderr(`veil db rewrap: ${target.table} resumed ${start.lastKey === null ? 'from the first row (no batch committed before)' : `after ${target.keyColumn}=${JSON.stringify(start.lastKey)} (${start.batches} batches done before)`}\n`);
+      }
+    },
+    onBatch: ({ run, lastKey }) => {
+      const now = io.now().getTime();
+      if (now - lastNote < 5000) return;
+      lastNote = now;
+      io.stderr(`veil db rewrap: ${run.rowsRead} rows in ${run.batches} batches, up to ${target.keyColumn}=${JSON.stringify(lastKey ?? null)}\n`);
+    },
+  };
 }
 
 /** A batch's subjects' keys as the store has them (never created: a rewrap gives nobody a new key), and running under them. */
