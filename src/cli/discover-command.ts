@@ -39,7 +39,23 @@ function usage(io: Parameters<Command>[1], message: string): number {
   return 2;
 }
 
-export const discoverCommand: Command = async (args, io) => {
+/** `veil discover`'s command line, checked */
+interface DiscoverOptions {
+  file: string | undefined;
+  topic: string | undefined;
+  table: string | undefined;
+  /** --sample: records to sample */
+  limit: number;
+  minShare: number;
+  draft: string | undefined;
+  brokers: string | undefined;
+  dbUrl: string | undefined;
+  format: RecordFormat;
+  registryUrl: string | undefined;
+}
+
+/** the options, or the exit code when the command ends here: 0 after --help, 2 after a usage error (its message printed) */
+function discoverOptions(args: string[], io: Parameters<Command>[1]): DiscoverOptions | number {
   let values;
   try {
     ({ values } = parseArgs({ args, options: { file: { type: 'string' }, topic: { type: 'string' }, table: { type: 'string' }, sample: { type: 'string' }, 'min-share': { type: 'string' }, draft: { type: 'string' }, brokers: { type: 'string' }, 'db-url': { type: 'string' }, format: { type: 'string' }, registry: { type: 'string' }, help: { type: 'boolean', short: 'h' } } }));
@@ -63,30 +79,43 @@ export const discoverCommand: Command = async (args, io) => {
   const registryUrl = values.registry ?? io.env.SCHEMA_REGISTRY_URL;
   if (!FORMATS.includes(format)) return usage(io, `--format must be one of ${FORMATS.join(', ')}`);
   if (format !== 'json' && !registryUrl) return usage(io, `--format ${format} needs --registry or $SCHEMA_REGISTRY_URL`);
+  return { file: values.file, topic: values.topic, table: values.table, limit, minShare, draft: values.draft, brokers: values.brokers, dbUrl, format: format as RecordFormat, registryUrl };
+}
+
+/** the one source named, read up to `limit` records, each handed to `each` */
+async function sampleSource(options: DiscoverOptions, io: Parameters<Command>[1], each: (s: Sampled) => void): Promise<SampleReport> {
+  const { limit, registryUrl } = options;
+  if (options.file !== undefined) return discoverSources.file(options.file, limit, each);
+  if (options.topic !== undefined) {
+    const connection = kafkaConnection(io.env, { ...(options.brokers ? { brokers: options.brokers.split(',') } : {}), defaultBrokers: DEFAULT_BROKERS });
+    return discoverSources.topic(connection, options.topic, limit, each, options.format, registrySettings(io.env, { ...(registryUrl ? { url: registryUrl } : {}) }));
+  }
+  return discoverSources.table(options.dbUrl!, options.table!, limit, each);
+}
+
+export const discoverCommand: Command = async (args, io) => {
+  const options = discoverOptions(args, io);
+  if (typeof options === 'number') return options;
+  const { format, draft } = options;
   const profiler = new Profiler();
-  const each = (s: Sampled) => profiler.add(s.value, s.key);
   let report: SampleReport;
   try {
-    if (values.file !== undefined) report = await discoverSources.file(values.file, limit, each);
-    else if (values.topic !== undefined) {
-      const connection = kafkaConnection(io.env, { ...(values.brokers ? { brokers: values.brokers.split(',') } : {}), defaultBrokers: DEFAULT_BROKERS });
-      report = await discoverSources.topic(connection, values.topic, limit, each, format as RecordFormat, registrySettings(io.env, { ...(registryUrl ? { url: registryUrl } : {}) }));
-    } else report = await discoverSources.table(dbUrl!, values.table!, limit, each);
+    report = await sampleSource(options, io, (s) => profiler.add(s.value, s.key));
   } catch (e) {
     // a source's own message (a path, a topic, a broker's refusal, psql's), a setting's, or only the error's name: never a record
     const own = e instanceof DiscoverFault || e instanceof KafkaError || e instanceof VeilError || (e as { code?: string }).code === 'ENOENT';
     io.stderr(`veil discover: cannot sample: ${own ? (e as Error).message : (e as Error).name}${e instanceof VeilError || e instanceof KafkaError ? ` [${e.code}]` : ''}\n`);
     return 1;
   }
-  const findings = profiler.findings(minShare);
-  io.stdout(`sampled ${report.sampled} record(s)${report.unparsable ? `, ${report.unparsable} not ${format !== 'json' && values.topic !== undefined ? 'decodable' : 'JSON'} (skipped)` : ''}; ${findings.length} field(s) hold personal data\n`);
+  const findings = profiler.findings(options.minShare);
+  io.stdout(`sampled ${report.sampled} record(s)${report.unparsable ? `, ${report.unparsable} not ${format !== 'json' && options.topic !== undefined ? 'decodable' : 'JSON'} (skipped)` : ''}; ${findings.length} field(s) hold personal data\n`);
   for (const f of findings) io.stdout(`  ${f.path.padEnd(28)} ${f.kind.padEnd(14)} ${String(f.matched).padStart(6)}/${String(f.values).padEnd(6)} ${(f.share * 100).toFixed(1).padStart(5)}%  ${f.confidence}\n`);
-  if (values.draft !== undefined && findings.length > 0) {
-    const proposal = propose(findings, values.topic !== undefined ? { topic: values.topic, format: format as RecordFormat } : {});
-    if (values.draft === '-') io.stdout(proposal.yaml);
+  if (draft !== undefined && findings.length > 0) {
+    const proposal = propose(findings, options.topic !== undefined ? { topic: options.topic, format } : {});
+    if (draft === '-') io.stdout(proposal.yaml);
     else {
-      await writeFile(values.draft, proposal.yaml, { mode: 0o600 });
-      io.stdout(`draft written to ${values.draft}: check it with veil config validate ${values.draft}\n`);
+      await writeFile(draft, proposal.yaml, { mode: 0o600 });
+      io.stdout(`draft written to ${draft}: check it with veil config validate ${draft}\n`);
     }
   }
   return 0;
