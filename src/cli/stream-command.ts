@@ -64,22 +64,10 @@ export const streamCommand: Command = async (args, io) => {
   }
   if (sub === 'request') return sendRequest(values, io);
   const stopTimeout = Number(io.env.VEIL_STOP_TIMEOUT_MS ?? 30_000);
-  const common = {
-    configFile: resolveConfigPath(values.config, io.env, io.cwd),
-    dataDir: resolveDataDir(values['data-dir'], io.env, io.cwd),
-    env: io.env, now: io.now,
-    ...(values.brokers ? { brokers: values.brokers.split(',') } : {}),
-    client: values.client ?? io.env.VEIL_STREAM_CLIENT,
-    development: io.env.VEIL_ENV !== 'production',
-    notice: (line: string) => io.stderr(`veil stream: ${line}\n`),
-  };
+  const common = streamSettings(values, io);
   try {
-    if (positionals[0] === 'unprotect') {
-      const responders = await openResponders({ ...common, ...(values.responder ? { names: values.responder } : {}) });
-      await responders.listen(Number(values.port ?? io.env.VEIL_UNPROTECT_PORT ?? 9465), io.env.VEIL_HOST ?? '127.0.0.1');
-      await responders.start();
-      io.stderr(`veil stream: serving ${responders.responders.map((r) => r.groupId).join(', ')}\n`);
-      await untilSignal(() => responders.stop(), io.stderr, stopTimeout);
+    if (sub === 'unprotect') {
+      await serveResponders(common, values.responder, values.port, io, stopTimeout);
       return 0;
     }
     let rewrap: RewrapSpec | undefined;
@@ -91,18 +79,46 @@ export const streamCommand: Command = async (args, io) => {
       }
       rewrap = spec;
     }
-    const stream = await openStream({ ...common, registryUrl: values.registry ?? io.env.SCHEMA_REGISTRY_URL, ...(values.pipeline ? { pipelines: values.pipeline } : {}), ...(rewrap ? { rewrap } : {}) });
-    await stream.listen(Number(values.port ?? io.env.VEIL_STREAM_PORT ?? 9464), io.env.VEIL_HOST ?? '127.0.0.1');
-    await stream.start();
-    io.stderr(`veil stream: running ${stream.pipelines.map((p) => p.groupId).join(', ')}\n`);
-    // stop() closes the operations server too
-    await untilSignal(() => stream.stop(), io.stderr, stopTimeout);
+    await runPipelines(common, { pipelines: values.pipeline, registryUrl: values.registry ?? io.env.SCHEMA_REGISTRY_URL, port: values.port, rewrap }, io, stopTimeout);
     return 0;
   } catch (e) {
     io.stderr(`veil stream: ${e instanceof VeilError ? `${e.message} [${e.code}]` : `cannot start: ${(e as Error).message}`}\n`);
     return 1;
   }
 };
+
+/** what protect, rewrap and unprotect share: the configuration, the data dir, the cluster and its client */
+function streamSettings(values: { config?: string | undefined; 'data-dir'?: string | undefined; brokers?: string | undefined; client?: string | undefined }, io: Parameters<Command>[1]) {
+  return {
+    configFile: resolveConfigPath(values.config, io.env, io.cwd),
+    dataDir: resolveDataDir(values['data-dir'], io.env, io.cwd),
+    env: io.env, now: io.now,
+    ...(values.brokers ? { brokers: values.brokers.split(',') } : {}),
+    client: values.client ?? io.env.VEIL_STREAM_CLIENT,
+    development: io.env.VEIL_ENV !== 'production',
+    notice: (line: string) => io.stderr(`veil stream: ${line}\n`),
+  };
+}
+
+/** `veil stream unprotect`: the responders (all, or those named) serve until a signal */
+async function serveResponders(common: ReturnType<typeof streamSettings>, names: string[] | undefined, port: string | undefined, io: Parameters<Command>[1], stopTimeout: number): Promise<void> {
+  const responders = await openResponders({ ...common, ...(names ? { names } : {}) });
+  await responders.listen(Number(port ?? io.env.VEIL_UNPROTECT_PORT ?? 9465), io.env.VEIL_HOST ?? '127.0.0.1');
+  await responders.start();
+  io.stderr(`veil stream: serving ${responders.responders.map((r) => r.groupId).join(', ')}\n`);
+  await untilSignal(() => responders.stop(), io.stderr, stopTimeout);
+}
+
+/** `veil stream protect` and `rewrap`: the pipelines (all, or those named) run until a signal */
+async function runPipelines(common: ReturnType<typeof streamSettings>, options: { pipelines: string[] | undefined; registryUrl: string | undefined; port: string | undefined; rewrap: RewrapSpec | undefined }, io: Parameters<Command>[1], stopTimeout: number): Promise<void> {
+  const { pipelines, rewrap } = options;
+  const stream = await openStream({ ...common, registryUrl: options.registryUrl, ...(pipelines ? { pipelines } : {}), ...(rewrap ? { rewrap } : {}) });
+  await stream.listen(Number(options.port ?? io.env.VEIL_STREAM_PORT ?? 9464), io.env.VEIL_HOST ?? '127.0.0.1');
+  await stream.start();
+  io.stderr(`veil stream: running ${stream.pipelines.map((p) => p.groupId).join(', ')}\n`);
+  // stop() closes the operations server too
+  await untilSignal(() => stream.stop(), io.stderr, stopTimeout);
+}
 
 /**
  * Resolves once SIGTERM or SIGINT arrived and `stop` finished (the in-flight batch ends first),
