@@ -7,7 +7,7 @@ import type { Caller } from '../identity/index.ts';
 import { decodeBody, encodeBody, readBody } from './body-io.ts';
 import { callerBody, pipeResponse, upstreamHeaders, type Exchange } from './exchange.ts';
 import { framingHeaders, hasBody } from './framing.ts';
-import { codingOf, decodableAcceptEncoding, endToEnd, headerValue, isJsonMediaType, weakenEtag } from './headers.ts';
+import { codingOf, decodableAcceptEncoding, endToEnd, headerValue, isJsonMediaType, weakenEtag, type Coding } from './headers.ts';
 import { callerProblem } from './caller-problem.ts';
 import { locate, spliceStrings, type Located } from './json-fields.ts';
 import type { Route } from './routes.ts';
@@ -43,6 +43,40 @@ export async function protectRequest(x: Exchange, route: Route, caller: Caller):
     return { ...base, headers: [...upstreamHeaders(x, drop), ...extra, ...framingHeaders(x.framing)], body: hasBody(x.framing) ? callerBody(x) : undefined };
   }
 
+  const { raw, body, coding } = await jsonRequestBody(x);
+  const limits = config.limits;
+  // the unmapped guard keeps every finding it protects (up to the values limit), or the first few it refuses
+  const guard = route.guard === undefined ? undefined : bodyGuard(route.guard, route.guard.action === 'protect' ? limits.valuesPerBody + 1 : MAX_REPORTED);
+  const located = locate(body, route.request.compiled, guard);
+  if (located.mismatched.length) {
+    throw new GatewayError('FIELD_SHAPE_MISMATCH', `${located.mismatched.length === 1 ? 'a selected field has' : 'selected fields have'} an object or array where a value is selected, or a value where an object or array is`, {
+      details: located.mismatched.map((m) => ({ code: 'FIELD_SHAPE_MISMATCH', pointer: '', message: `selector ${route.request.selectors[m]!.text} (${fieldName(route, 'request', m)}) does not fit the body's shape`, ...fieldOf(route, 'request', m) })),
+    });
+  }
+  const guarded = guard === undefined || guard.found.length === 0 ? [] : guardedValues(x, route, body, guard);
+  if (located.values.length + guarded.length > limits.valuesPerBody) throw new DoorError('LIMIT_EXCEEDED', `the body holds more than ${limits.valuesPerBody} values to protect (selected, and personal data the unmapped guard protects)`);
+
+  const outputs = await protectValues(x, route, caller, { body, located, guarded });
+  countFields(x, route, 'request', located.values.map((v) => ({ selector: v.selector, result: 'protected' })));
+  countUnmapped(x, route, guarded.map((g) => g.finding), 'protected');
+  const n = located.values.length;
+  const rewritten = spliceStrings(body, [
+    ...located.values.map((v, i) => ({ start: v.start, end: v.end, text: outputs[i]! })),
+    ...guarded.map((g, i) => ({ start: g.finding.start, end: g.finding.end, text: outputs[n + i]! })),
+  ]);
+  const encoded = rewritten === body ? raw : await encodeBody(rewritten, coding);
+  BODY_DIGESTS.forEach((h) => drop.add(h));
+  return { ...base, headers: [...upstreamHeaders(x, drop), ...extra, 'Content-Length', String(encoded.length)], body: encoded };
+}
+
+/**
+ * The caller's body, read whole (limit, deadline) and decoded: `raw` as it arrived (sent on as is
+ * when no value changes), `body` decoded, `coding` to encode the rewritten body in. A body that is
+ * not JSON by its Content-Type, in an unknown coding, too large or late is refused before any of
+ * it reaches the upstream.
+ */
+async function jsonRequestBody(x: Exchange): Promise<{ raw: Buffer; body: Buffer; coding: Coding }> {
+  const { req, config } = x;
   if (!isJsonMediaType(req.headers['content-type'])) throw new DoorError('CONTENT_TYPE_UNSUPPORTED', 'this route protects fields of a JSON body: the body must be application/json');
   const coding = codingOf(req.rawHeaders);
   if (coding === undefined) throw new GatewayError('CONTENT_ENCODING_UNSUPPORTED', 'the body must be sent as gzip, br, deflate or identity');
@@ -57,34 +91,29 @@ export async function protectRequest(x: Exchange, route: Route, caller: Caller):
     if (e.code === 'BODY_READ_TIMEOUT') throw new DoorError('REQUEST_TIMEOUT', `the body did not arrive within ${config.limits.bodyReadTimeoutMs} ms`);
     throw new DoorError('REQUEST_TIMEOUT', 'the body did not arrive in whole (the connection closed)');
   }
-  let body: Buffer;
   try {
-    body = await decodeBody(raw, coding, limit);
+    return { raw, body: await decodeBody(raw, coding, limit), coding };
   } catch (e) {
     if (!(e instanceof GatewayFault)) throw e;
     throw e.code === 'BODY_OVER_LIMIT' ? tooLarge(limit) : new GatewayError('BODY_NOT_JSON', `the body cannot be decoded as ${coding}`);
   }
-  const limits = config.limits;
-  // the unmapped guard keeps every finding it protects (up to the values limit), or the first few it refuses
-  const guard = route.guard === undefined ? undefined : bodyGuard(route.guard, route.guard.action === 'protect' ? limits.valuesPerBody + 1 : MAX_REPORTED);
-  const located = locate(body, route.request.compiled, guard);
-  if (located.mismatched.length) {
-    throw new GatewayError('FIELD_SHAPE_MISMATCH', `${located.mismatched.length === 1 ? 'a selected field has' : 'selected fields have'} an object or array where a value is selected, or a value where an object or array is`, {
-      details: located.mismatched.map((m) => ({ code: 'FIELD_SHAPE_MISMATCH', pointer: '', message: `selector ${route.request.selectors[m]!.text} (${fieldName(route, 'request', m)}) does not fit the body's shape`, ...fieldOf(route, 'request', m) })),
-    });
-  }
-  const guarded = guard === undefined || guard.found.length === 0 ? [] : guardedValues(x, route, body, guard);
-  if (located.values.length + guarded.length > limits.valuesPerBody) throw new DoorError('LIMIT_EXCEEDED', `the body holds more than ${limits.valuesPerBody} values to protect (selected, and personal data the unmapped guard protects)`);
+}
 
+/**
+ * The selected values, then the guarded ones, protected in one call (authorized and audited once)
+ * as the protecting identity (protectAs, else the caller); an engine's refusal is the caller's
+ * problem, pointing at the value's place in the body.
+ */
+async function protectValues(x: Exchange, route: Route, caller: Caller, found: { body: Buffer; located: Located; guarded: readonly GuardedValue[] }): Promise<string[]> {
+  const { config } = x;
+  const { body, located, guarded } = found;
   const protectAs: GuardedCaller = config.protectAs ? { ...caller, roles: config.protectAs.roles } : caller;
   const values = [
     ...located.values.map((v) => ({ field: route.request.fields[v.selector]!, value: v.value })),
     ...guarded.map((g) => ({ field: g.field, value: g.value })),
   ];
-  let outputs: string[];
   try {
-    // one call for selected and guarded values: authorized and audited once
-    outputs = await x.transformer.protect(x.id, protectAs, values);
+    return await x.transformer.protect(x.id, protectAs, values);
   } catch (e) {
     if (e instanceof VeilError) {
       const guardPointer = (i: number) => findingPlace(guarded[i]!.finding).pointer;
@@ -92,16 +121,6 @@ export async function protectRequest(x: Exchange, route: Route, caller: Caller):
     }
     throw e;
   }
-  countFields(x, route, 'request', located.values.map((v) => ({ selector: v.selector, result: 'protected' })));
-  countUnmapped(x, route, guarded.map((g) => g.finding), 'protected');
-  const n = located.values.length;
-  const rewritten = spliceStrings(body, [
-    ...located.values.map((v, i) => ({ start: v.start, end: v.end, text: outputs[i]! })),
-    ...guarded.map((g, i) => ({ start: g.finding.start, end: g.finding.end, text: outputs[n + i]! })),
-  ]);
-  const encoded = rewritten === body ? raw : await encodeBody(rewritten, coding);
-  BODY_DIGESTS.forEach((h) => drop.add(h));
-  return { ...base, headers: [...upstreamHeaders(x, drop), ...extra, 'Content-Length', String(encoded.length)], body: encoded };
 }
 
 /**
