@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { openEngine } from '../../src/app/open-engine.ts';
 import { JwtSigner } from '../../src/keystore/jwt-signer.ts';
 import { spawnGatewayUpstream } from './gateway-upstream-process.ts';
-import { freePorts, ROOT, waitFor } from './processes.ts';
+import { freePorts, ROOT, sigtermAndWait, waitFor } from './processes.ts';
 
 export const MASTER_KEY = 'c'.repeat(64);
 export const ISSUER = 'http://veil.test';
@@ -41,6 +41,8 @@ export interface SecurityFixture {
   lastSeq(): Promise<number>;
   /** the upstream's own parse errors */
   upstreamErrors(): Promise<{ code: string }[]>;
+  /** stops the gateway (SIGTERM: it drains) and waits for its exit: nothing more reaches the upstream from it */
+  stopGateway(): Promise<void>;
   /** starts another gateway on the same upstream and data dir with another gateway section */
   another(gatewaySection: string): Promise<{ url: string; port: number; stop(): void }>;
   close(): Promise<void>;
@@ -87,6 +89,11 @@ export async function securityFixture(gatewaySection: string): Promise<SecurityF
     url: gateway.url, port: gateway.port, upstreamUrl, dataDir, configFile, tokens, output: gateway.output, received,
     lastSeq: async () => (await received(0)).at(-1)?.seq ?? 0,
     upstreamErrors: async () => (await (await fetch(`${upstreamUrl}/__control/errors`)).json()) as { code: string }[],
+    async stopGateway() {
+      if (gateway.child.exitCode !== null || gateway.child.signalCode !== null) return;
+      const { code } = await sigtermAndWait(gateway.child, 30_000);
+      if (code === 'timeout') throw new Error('the gateway did not exit within 30 s of SIGTERM');
+    },
     async another(section) {
       const file = join(dataDir, `gateway-${others.length}.yaml`);
       await writeFile(file, await configText(upstreamUrl, section));

@@ -129,7 +129,9 @@ export async function runFuzz(options: { seconds: number; seed?: number; concurr
   };
   try {
     await Promise.all(Array.from({ length: options.concurrency ?? 6 }, worker));
-    await new Promise((r) => setTimeout(r, 1000));
+    // a request the gateway sent whose response never came back (a smuggled one) may still be on
+    // its way to the upstream: once the gateway has exited, everything it sent has been
+    await f.stopGateway();
     const parsed = await f.received(0);
     report.upstreamParsed = parsed.length;
     for (const r of parsed) {
