@@ -6,8 +6,9 @@ import { Kafka, logLevel } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EXAMPLE_CONFIG } from '../../src/env/index.ts';
 import { createTopics, javaConsumeCommitted, steadyProducer, expectKeyOrder } from '../helpers/kafka.ts';
-import { privateBroker, spawnStream, waitFor } from '../helpers/processes.ts';
+import { eventually, privateBroker, spawnStream, waitFor } from '../helpers/processes.ts';
 import { streamClients } from '../helpers/stream-clients.ts';
+import { groupCaughtUp } from '../helpers/group-offsets.ts';
 
 const TOTAL = Number(process.env.VEIL_CHAOS_RECORDS ?? 50_000);
 const MASTER = 'e'.repeat(64);
@@ -120,6 +121,7 @@ pipelines:
       if (i === 2) {
         const pid = await broker.pid();
         process.kill(pid, 'SIGSTOP');
+        // the fault itself: how long the broker stays stopped
         await sleep(5000);
         process.kill(pid, 'SIGCONT');
       }
@@ -128,7 +130,9 @@ pipelines:
     await producing;
     await producer.close();
     await waitFor(() => unique() >= TOTAL, 300_000, 'all records in the clean topic');
-    await sleep(5000);
+    // the group committed every raw record: nothing is left for the processes to write before they stop
+    // (asked through a broker that may still be loading the group after its restart: an error is a "not yet")
+    await eventually('the group to commit every raw record', async () => ((await groupCaughtUp(kafka, 'veil-protect-chaos', 'raw.chaos')) ? true : undefined), 120_000);
     stopping = true;
     for (const p of procs) p.kill('SIGTERM');
     await Promise.all(procs.map((p) => new Promise((r) => (p.exitCode !== null || p.signalCode !== null ? r(null) : p.once('exit', r)))));

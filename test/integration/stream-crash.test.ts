@@ -6,8 +6,9 @@ import { Kafka, logLevel } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
 import { EXAMPLE_CONFIG } from '../../src/env/index.ts';
 import { consume, createTopics, javaConsumeCommitted, steadyProducer, expectKeyOrder } from '../helpers/kafka.ts';
-import { privateBroker, spawnStream, waitFor } from '../helpers/processes.ts';
+import { eventually, privateBroker, spawnStream, waitFor } from '../helpers/processes.ts';
 import { streamClients } from '../helpers/stream-clients.ts';
+import { groupCaughtUp } from '../helpers/group-offsets.ts';
 
 const TOTAL = 3000;
 const MASTER = 'd'.repeat(64);
@@ -119,6 +120,7 @@ pipelines:
         const pid = await broker.pid();
         phase('broker SIGSTOP');
         process.kill(pid, 'SIGSTOP');
+        // the fault itself: how long the broker stays stopped
         await new Promise((r) => setTimeout(r, 4000));
         process.kill(pid, 'SIGCONT');
       }
@@ -158,7 +160,10 @@ pipelines:
       console.log([...logs, processor.output()].map((l) => l.split('\n').filter((line) => /"level":(40|50|60)|re-creating|halted|crashed/.test(line)).slice(-60).join('\n')).join('\n----\n'));
       throw e;
     }
-    await new Promise((r) => setTimeout(r, 3000));
+    // the group committed every raw record: nothing is left for the processor to write before it stops
+    phase('waiting for the group to commit the end of raw.crash');
+    // (asked through a broker that may still be loading the group after its restart: an error is a "not yet")
+    await eventually('the group to commit every raw record', async () => ((await groupCaughtUp(kafka, 'veil-protect-crash', 'raw.crash')) ? true : undefined), 120_000);
     processor.kill('SIGTERM');
     await new Promise((r) => processor.once('close', r));
 
