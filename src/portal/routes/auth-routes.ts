@@ -2,11 +2,10 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { VeilError } from '../../engine/index.ts';
 import { OAuthError } from '../../identity/errors.ts';
 import { RateLimiter, type Caller } from '../../identity/index.ts';
-import { html } from '../html.ts';
-import { formOf, type PortalContext } from '../portal-deps.ts';
+import { formOf, type Form, type PortalContext } from '../portal-deps.ts';
 import { holds, type Session } from '../sessions.ts';
 import { crossOriginReason } from '../same-origin.ts';
-import { page } from '../views/layout.ts';
+import { signInPage } from '../views/sign-in-view.ts';
 
 export const SESSION_COOKIE = 'veil_admin';
 
@@ -55,26 +54,15 @@ function signInLimits(perMinute: number, now: () => Date) {
  * admin role. The session cookie is HttpOnly, SameSite=Strict, Path=/admin (Secure over HTTPS).
  */
 export function registerAuthRoutes(app: FastifyInstance, ctx: PortalContext): void {
-  const signInPage = (reply: FastifyReply, next: string, problem?: string, status = 200) => ctx.send(reply, page('Sign in', html`
-${problem ? html`<p class="error" role="alert">${problem}</p>` : ''}
-<div class="split">
-<form method="post" action="/admin/sign-in" aria-labelledby="with-client">
-  <h2 id="with-client">With a client's credentials</h2>
-  <input type="hidden" name="kind" value="client"><input type="hidden" name="next" value="${next}">
-  <label for="client_id">Client id</label><input type="text" id="client_id" name="client_id" autocomplete="username" required${ctx.devClientId ? html` value="${ctx.devClientId}"` : ''}>
-  <label for="client_secret">Client secret</label><input type="password" id="client_secret" name="client_secret" autocomplete="current-password" required>
-  ${ctx.devClientId ? html`<p class="muted">Development: the secret of ${ctx.devClientId} is in the data directory's dev-client.secret.</p>` : ''}
-  <p><button type="submit">Sign in</button></p>
-</form>
-<form method="post" action="/admin/sign-in" aria-labelledby="with-token">
-  <h2 id="with-token">With a token from an identity provider</h2>
-  <input type="hidden" name="kind" value="token"><input type="hidden" name="next" value="${next}">
-  <label for="token">Access token (JWT)</label><input type="password" id="token" name="token" autocomplete="off" required>
-  <p><button type="submit">Sign in with the token</button></p>
-</form>
-</div>`), status);
+  registerSignIn(app, ctx);
+  registerSignOut(app, ctx);
+}
 
-  app.get('/sign-in', async (req, reply) => signInPage(reply, safeNext((req.query as { next?: string }).next)));
+/** The sign-in page and its two forms (a client's credentials, a token). */
+function registerSignIn(app: FastifyInstance, ctx: PortalContext): void {
+  const signIn = (reply: FastifyReply, next: string, problem?: string, status = 200) => ctx.send(reply, signInPage({ next, devClientId: ctx.devClientId, ...(problem ? { problem } : {}) }), status);
+
+  app.get('/sign-in', async (req, reply) => signIn(reply, safeNext((req.query as { next?: string }).next)));
 
   const limits = signInLimits(ctx.portal.signInFailuresPerMinute, ctx.now);
 
@@ -83,38 +71,33 @@ ${problem ? html`<p class="error" role="alert">${problem}</p>` : ''}
     const next = safeNext(form.get('next'));
     // login CSRF: a browser names the page a form came from; it must be this site (as the client
     // saw it: behind a trusted TLS terminator, X-Forwarded-Proto/-Host say https and its name)
-    if (crossOriginReason(req)) return signInPage(reply, next, 'CROSS_ORIGIN_REFUSED: the sign-in form must be sent from this site.', 403);
+    if (crossOriginReason(req)) return signIn(reply, next, 'CROSS_ORIGIN_REFUSED: the sign-in form must be sent from this site.', 403);
     const byToken = form.get('kind') === 'token';
     const client = byToken ? undefined : form.get('client_id') ?? '';
     const wait = limits.wait(client, req.ip);
     if (wait > 0) {
       if (limits.auditRefusal(req.ip)) await ctx.audit_(undefined, 'sign-in', 'rate limited (SIGN_IN_RATE_LIMITED)', 'denied', req.id);
       reply.header('retry-after', String(Math.ceil(wait)));
-      return signInPage(reply, next, 'SIGN_IN_RATE_LIMITED: too many failed sign-ins; wait before trying again.', 429);
+      return signIn(reply, next, 'SIGN_IN_RATE_LIMITED: too many failed sign-ins; wait before trying again.', 429);
     }
     let caller: Caller;
     try {
-      if (byToken) {
-        caller = await ctx.verifier.verify((form.get('token') ?? '').trim());
-      } else {
-        const issued = await ctx.tokens.issue({ grant_type: 'client_credentials', client_id: form.get('client_id') ?? '', client_secret: form.get('client_secret') ?? '' }, req.ip);
-        caller = await ctx.verifier.verify(issued.access_token);
-      }
+      caller = await callerOf(ctx, form, byToken, req.ip);
     } catch (e) {
       // an OAuthError (the client's credentials) is a VeilError too, as the verifier's are
       if (!(e instanceof VeilError)) throw e;
       limits.failed(client, req.ip);
       if (e instanceof OAuthError && e.code === 'slow_down') {
         reply.header('retry-after', String(e.retryAfter ?? 60));
-        return signInPage(reply, next, 'SIGN_IN_RATE_LIMITED: too many failed sign-ins; wait before trying again.', 429);
+        return signIn(reply, next, 'SIGN_IN_RATE_LIMITED: too many failed sign-ins; wait before trying again.', 429);
       }
       await ctx.audit_(undefined, 'sign-in', undefined, 'denied', req.id);
-      return signInPage(reply, next, 'Sign-in failed: unknown client, wrong secret, or a token veil does not trust.', e instanceof OAuthError ? e.status : 401);
+      return signIn(reply, next, 'Sign-in failed: unknown client, wrong secret, or a token veil does not trust.', e instanceof OAuthError ? e.status : 401);
     }
     const identity = { caller } as Session;
     if (!holds(identity, 'viewer')) {
       await ctx.audit_(identity, 'sign-in', 'no admin role', 'denied', req.id);
-      return signInPage(reply, next, 'This identity holds no admin role (admin-viewer, admin-editor, admin-publisher or admin-tester).', 403);
+      return signIn(reply, next, 'This identity holds no admin role (admin-viewer, admin-editor, admin-publisher or admin-tester).', 403);
     }
     const session = ctx.sessions.create(caller);
     await ctx.audit_(session, 'sign-in', undefined, 'ok', req.id);
@@ -124,7 +107,17 @@ ${problem ? html`<p class="error" role="alert">${problem}</p>` : ''}
       .header('set-cookie', `${SESSION_COOKIE}=${session.id}; Path=/admin; HttpOnly; SameSite=Strict; Max-Age=${maxAge}${secure}`)
       .header('location', next).send();
   });
+}
 
+/** Who the form's credentials are: a token verified as given, or a client's id and secret exchanged for a token first (with the token service's own limits); a VeilError when neither is trusted. */
+async function callerOf(ctx: PortalContext, form: Form, byToken: boolean, ip: string): Promise<Caller> {
+  if (byToken) return ctx.verifier.verify((form.get('token') ?? '').trim());
+  const issued = await ctx.tokens.issue({ grant_type: 'client_credentials', client_id: form.get('client_id') ?? '', client_secret: form.get('client_secret') ?? '' }, ip);
+  return ctx.verifier.verify(issued.access_token);
+}
+
+/** The sign-out form: the session ends and its cookie is cleared. */
+function registerSignOut(app: FastifyInstance, ctx: PortalContext): void {
   app.post('/sign-out', async (req, reply) => {
     const session = ctx.guard(req, reply, 'viewer');
     if (!session) return reply;
