@@ -15,13 +15,19 @@ const versionNumber = (params: unknown) => {
 
 /** Overview, published versions (view, export, revert) and the diff of any two configurations. */
 export function registerVersionRoutes(app: FastifyInstance, ctx: PortalContext): void {
-  const overview = async (req: import('fastify').FastifyRequest, reply: import('fastify').FastifyReply) => {
+  registerVersionLists(app, ctx);
+  registerVersionPage(app, ctx);
+  registerDiffPage(app, ctx);
+}
+
+/** The Overview page (the active version, the drafts) and the Versions page (every published version). */
+function registerVersionLists(app: FastifyInstance, ctx: PortalContext): void {
+  app.get('/', async (req, reply) => {
     const session = ctx.guard(req, reply, 'viewer');
     if (!session) return reply;
     const flash = flashOf(req.query);
     return ctx.send(reply, overviewPage({ session, active: ctx.holder.get(), versionsDir: ctx.versions.dir, drafts: await ctx.versions.drafts(), ...(flash ? { flash } : {}) }));
-  };
-  app.get('/', overview);
+  });
 
   app.get('/versions', async (req, reply) => {
     const session = ctx.guard(req, reply, 'viewer');
@@ -29,7 +35,10 @@ export function registerVersionRoutes(app: FastifyInstance, ctx: PortalContext):
     const flash = flashOf(req.query);
     return ctx.send(reply, versionsPage({ session, versions: [...ctx.versions.versions()].reverse(), active: ctx.versions.active(), ...(flash ? { flash } : {}) }));
   });
+}
 
+/** A published version's page, its export and its revert (published again as a new version). */
+function registerVersionPage(app: FastifyInstance, ctx: PortalContext): void {
   app.get('/versions/:n', async (req, reply) => {
     const session = ctx.guard(req, reply, 'viewer');
     if (!session) return reply;
@@ -61,7 +70,10 @@ export function registerVersionRoutes(app: FastifyInstance, ctx: PortalContext):
       throw e;
     }
   });
+}
 
+/** The Diff page: any two versions or drafts, line by line, with the sections that need a restart and the changes that leave stored values unreadable. */
+function registerDiffPage(app: FastifyInstance, ctx: PortalContext): void {
   app.get('/diff', async (req, reply) => {
     const session = ctx.guard(req, reply, 'viewer');
     if (!session) return reply;
