@@ -1,14 +1,8 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { Kafka, logLevel } from 'kafkajs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EXAMPLE_CONFIG } from '../../src/env/index.ts';
-import { createTopics, javaConsumeCommitted, steadyProducer, expectKeyOrder } from '../helpers/kafka.ts';
-import { eventually, privateBroker, spawnStream, waitFor } from '../helpers/processes.ts';
+import { describe, expect, it } from 'vitest';
+import { javaConsumeCommitted, steadyProducer, expectKeyOrder } from '../helpers/kafka.ts';
+import { eventually, spawnStream, waitFor } from '../helpers/processes.ts';
 import { streamClients } from '../helpers/stream-clients.ts';
-import { groupCaughtUp } from '../helpers/group-offsets.ts';
+import { faultBed, groupCaughtUp } from '../helpers/fault-bed.ts';
 
 const TOTAL = Number(process.env.VEIL_CHAOS_RECORDS ?? 50_000);
 const MASTER = 'e'.repeat(64);
@@ -22,55 +16,10 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  * verifier proves 0 lost, 0 duplicated by record id, and each key's order kept.
  */
 describe.each(streamClients())('stream chaos on %s: 2 processes, random SIGKILLs incl. mid-commit, broker pause and restart', (client) => {
-  let broker: Awaited<ReturnType<typeof privateBroker>>;
-  let kafka: Kafka;
-  let dataDir: string;
-  let configFile: string;
-  // by partition and offset: the verifier itself is at-least-once (it may read a record again after
-  // the broker restart), so a duplicate is the same id at two offsets, not the same record twice
-  const records = new Map<string, { id: number; key: string; partition: number; offset: bigint }>();
-  const inTopicOrder = () => [...records.values()].sort((a, b) => a.partition - b.partition || (a.offset < b.offset ? -1 : a.offset > b.offset ? 1 : 0));
-  let verifier: ReturnType<Kafka['consumer']>;
-
-  beforeAll(async () => {
-    broker = await privateBroker('chaos');
-    kafka = new Kafka({ clientId: 'chaos-test', brokers: [broker.brokers], logLevel: logLevel.NOTHING, retry: { retries: 30, initialRetryTime: 300, maxRetryTime: 3000 } });
-    await createTopics(kafka, ['raw.chaos', 'clean.chaos'], 4);
-    await createTopics(kafka, ['dlq.chaos'], 1);
-    dataDir = await mkdtemp(join(tmpdir(), 'veil-chaos-'));
-    configFile = join(dataDir, 'config.yaml');
-    await writeFile(configFile, `${readFileSync(EXAMPLE_CONFIG, 'utf8')}
-pipelines:
-  chaos:
-    source: { topics: [raw.chaos] }
-    sink: { topic: clean.chaos }
-    deadLetterTopic: dlq.chaos
-    format: json
-    fields: [ { path: email, field: Customer.email } ]
-    key: { field: Customer.email }
-    roles: [ingest]
-    rightsEvidences: { Role: ingest }
-    processingEvidences: { Action: Protect }
-`);
-    verifier = kafka.consumer({ groupId: 'chaos-verifier', readUncommitted: false, retry: { retries: 30 } });
-    await verifier.connect();
-    await verifier.subscribe({ topic: 'clean.chaos', fromBeginning: true });
-    await verifier.run({
-      eachMessage: async ({ partition, message }) => {
-        records.set(`${partition}:${message.offset}`, { id: JSON.parse(message.value!.toString()).id, key: message.key!.toString(), partition, offset: BigInt(message.offset) });
-      },
-    });
-  }, 300_000);
-
-  const started: ReturnType<typeof spawnStream>[] = [];
-  afterAll(async () => {
-    for (const p of started) if (p.exitCode === null && p.signalCode === null) p.kill('SIGKILL');
-    await verifier?.disconnect().catch(() => undefined);
-    await broker?.stop();
-    if (dataDir) await rm(dataDir, { recursive: true, force: true });
-  }, 60_000);
+  const bed = faultBed('chaos');
 
   it(`${TOTAL} records: 0 lost, 0 duplicated, per-key order kept`, async () => {
+    const { broker, kafka, dataDir, configFile, records, started } = bed;
     const env = { KAFKA_BROKERS: broker.brokers, VEIL_MASTER_KEY: MASTER, VEIL_KAFKA_SESSION_TIMEOUT_MS: '6000', VEIL_STREAM_CLIENT: client };
     const args = ['--config', configFile, '--data-dir', dataDir, '--port', '0'];
     let external = 0;
@@ -142,7 +91,7 @@ pipelines:
     const ids = java.map((r) => r.record.id);
     const lost = TOTAL - new Set(ids).size;
     const duplicated = ids.length - new Set(ids).size;
-    const kafkajsIds = inTopicOrder().map((r) => r.id);
+    const kafkajsIds = bed.inTopicOrder().map((r) => r.id);
     console.log(`chaos: ${TOTAL} records, ${external} external SIGKILLs, ${inCommit} SIGKILLs in a commit; Java read_committed ${ids.length} records, ${lost} lost, ${duplicated} duplicated; kafkajs read_committed ${kafkajsIds.length} records, ${kafkajsIds.length - new Set(kafkajsIds).size} of them repeated ids`);
     expect({ lost, duplicated }).toEqual({ lost: 0, duplicated: 0 });
     expect(external + inCommit).toBeGreaterThanOrEqual(5);

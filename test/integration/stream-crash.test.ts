@@ -1,14 +1,11 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { readFileSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Kafka, logLevel } from 'kafkajs';
-import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
-import { EXAMPLE_CONFIG } from '../../src/env/index.ts';
-import { consume, createTopics, javaConsumeCommitted, steadyProducer, expectKeyOrder } from '../helpers/kafka.ts';
-import { eventually, privateBroker, spawnStream, waitFor } from '../helpers/processes.ts';
+import { describe, expect, it, onTestFailed } from 'vitest';
+import { consume, javaConsumeCommitted, steadyProducer, expectKeyOrder } from '../helpers/kafka.ts';
+import { eventually, spawnStream, waitFor } from '../helpers/processes.ts';
 import { streamClients } from '../helpers/stream-clients.ts';
-import { groupCaughtUp } from '../helpers/group-offsets.ts';
+import { faultBed, groupCaughtUp } from '../helpers/fault-bed.ts';
 
 const TOTAL = 3000;
 const MASTER = 'd'.repeat(64);
@@ -20,57 +17,10 @@ const MASTER = 'd'.repeat(64);
  * (by record id) and the order of each key kept.
  */
 describe.each(streamClients())('stream on %s: exactly-once under crashes (real broker, real processes)', (client) => {
-  let broker: Awaited<ReturnType<typeof privateBroker>>;
-  let kafka: Kafka;
-  let dataDir: string;
-  let configFile: string;
-  // by partition and offset: the verifier itself is at-least-once (it may read a record again after
-  // the broker restart), so a duplicate is the same id at two offsets, not the same record twice
-  const records = new Map<string, { id: number; key: string; partition: number; offset: bigint }>();
-  const inTopicOrder = () => [...records.values()].sort((a, b) => a.partition - b.partition || (a.offset < b.offset ? -1 : a.offset > b.offset ? 1 : 0));
-  let verifier: ReturnType<Kafka['consumer']>;
-
-  beforeAll(async () => {
-    broker = await privateBroker('crash');
-    kafka = new Kafka({ clientId: 'crash-test', brokers: [broker.brokers], logLevel: logLevel.NOTHING, retry: { retries: 30, initialRetryTime: 300, maxRetryTime: 3000 } });
-    await createTopics(kafka, ['raw.crash', 'clean.crash'], 4);
-    await createTopics(kafka, ['dlq.crash'], 1);
-    dataDir = await mkdtemp(join(tmpdir(), 'veil-crash-'));
-    configFile = join(dataDir, 'config.yaml');
-    await writeFile(configFile, `${readFileSync(EXAMPLE_CONFIG, 'utf8')}
-pipelines:
-  crash:
-    source: { topics: [raw.crash] }
-    sink: { topic: clean.crash }
-    deadLetterTopic: dlq.crash
-    format: json
-    fields: [ { path: email, field: Customer.email } ]
-    key: { field: Customer.email }
-    roles: [ingest]
-    rightsEvidences: { Role: ingest }
-    processingEvidences: { Action: Protect }
-`);
-    verifier = kafka.consumer({ groupId: 'crash-verifier', readUncommitted: false, retry: { retries: 30 } });
-    await verifier.connect();
-    await verifier.subscribe({ topic: 'clean.crash', fromBeginning: true });
-    await verifier.run({
-      eachMessage: async ({ partition, message }) => {
-        const v = JSON.parse(message.value!.toString());
-        records.set(`${partition}:${message.offset}`, { id: v.id, key: message.key!.toString(), partition, offset: BigInt(message.offset) });
-      },
-    });
-  }, 300_000);
-
-  // every process this test started, so none outlives it (an orphan could join a later run's group)
-  const started: ReturnType<typeof spawnStream>[] = [];
-  afterAll(async () => {
-    for (const p of started) if (p.exitCode === null && p.signalCode === null) p.kill('SIGKILL');
-    await verifier?.disconnect().catch(() => undefined);
-    await broker?.stop();
-    if (dataDir) await rm(dataDir, { recursive: true, force: true });
-  }, 60_000);
+  const bed = faultBed('crash');
 
   it('loses nothing, duplicates nothing, keeps per-key order through 3 SIGKILLs, a broker pause and a broker restart', async () => {
+    const { broker, kafka, dataDir, configFile, records, started } = bed;
     const env = { KAFKA_BROKERS: broker.brokers, VEIL_MASTER_KEY: MASTER, VEIL_KAFKA_SESSION_TIMEOUT_MS: '6000', VEIL_STREAM_CLIENT: client };
     const args = ['--config', configFile, '--data-dir', dataDir, '--port', '0'];
     const logs: string[] = [];
@@ -178,7 +128,7 @@ pipelines:
     const ids = java.map((r) => r.record.id);
     const lost = TOTAL - new Set(ids).size;
     const duplicated = ids.length - new Set(ids).size;
-    const kafkajsIds = inTopicOrder().map((r) => r.id);
+    const kafkajsIds = bed.inTopicOrder().map((r) => r.id);
     console.log(`crash test: Java read_committed ${ids.length} records, ${duplicated} duplicated, ${lost} lost; kafkajs read_committed ${kafkajsIds.length} records, ${kafkajsIds.length - new Set(kafkajsIds).size} of them repeated ids`);
     if (lost || duplicated) {
       console.log(phases.join('\n'));
