@@ -11,20 +11,20 @@ if (!Number.isInteger(workers) || workers < 1) throw new Error('VEIL_TEST_WORKER
  * machine, not veil. They run after the others, one at a time (docs/testing.md).
  */
 const TIMED = [
-  'test/security/portal-draft-bounds.test.ts',
-  'test/integration/control-store-processes.test.ts',
-  'test/integration/control-store-three.test.ts',
-  'test/integration/subjects-kafka.test.ts',
-  'test/integration/gateway-faults.test.ts',
-  'test/integration/serve-workers-publish.test.ts',
+  'test/security/portal/portal-draft-bounds.test.ts',
+  'test/integration/control/control-store-processes.test.ts',
+  'test/integration/control/control-store-three.test.ts',
+  'test/integration/subjects/subjects-kafka.test.ts',
+  'test/integration/gateway/gateway-faults.test.ts',
+  'test/integration/http/serve-workers-publish.test.ts',
   'test/portal/door-guards.test.ts',
   // a rollout's handover within 5 s (issue 40)
-  'test/integration/stream-rollout-handover.test.ts',
+  'test/integration/stream/stream-rollout-handover.test.ts',
 ];
 // a renamed file would otherwise leave the list quietly and run beside the others
 for (const file of TIMED) if (!existsSync(new URL(file, import.meta.url))) throw new Error(`vitest.config.ts: TIMED names ${file}, which does not exist`);
 // the long chaos run is `npm run test:chaos`; `npm test` runs the 3-kill crash test
-const CHAOS = process.env.VEIL_CHAOS ? [] : ['test/integration/stream-chaos.test.ts'];
+const CHAOS = process.env.VEIL_CHAOS ? [] : ['test/integration/stream/stream-chaos.test.ts'];
 
 export default defineConfig({
   test: {

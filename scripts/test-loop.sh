@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs one test selection N times in a row and prints a tally — fault tests that passed once
 # prove little.
-#   scripts/test-loop.sh N <vitest args...>      e.g. scripts/test-loop.sh 20 test/integration/stream-crash.test.ts
+#   scripts/test-loop.sh N <vitest args...>      e.g. scripts/test-loop.sh 20 test/integration/stream/stream-crash.test.ts
 # Each run's summary line goes to the tally; a failed run's whole output is kept in
 # ${VEIL_LOOP_DIR:-/tmp/veil-test-loop}/run-K.log. Exit 1 when any run failed.
 set -uo pipefail

@@ -6,7 +6,7 @@ import { fakeClock, fakeVeil, protectedOf } from './fake-veil.ts';
 /**
  * The Prisma Client extension's query hook, driven as Prisma drives $allOperations, over the
  * scripted veil (the same hook against a real Prisma Client, PostgreSQL and veil serve is in
- * test/integration/client-package.test.ts).
+ * test/integration/client/client-package.test.ts).
  */
 function setup() {
   const fake = fakeVeil();

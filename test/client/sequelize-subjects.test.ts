@@ -7,7 +7,7 @@ import { fakeClock, fakeVeil, protectedOf } from './fake-veil.ts';
 /**
  * protectModel with a subject attribute (keys scoped to the data subject): the hooks send each
  * row's values in a request naming the row's subject. Driven as Sequelize drives its hooks, over
- * the scripted veil (the hooks against real Sequelize and PostgreSQL: test/integration/app-layer.test.ts).
+ * the scripted veil (the hooks against real Sequelize and PostgreSQL: test/integration/client/app-layer.test.ts).
  */
 function setup() {
   const fake = fakeVeil();

@@ -10,7 +10,7 @@ import type { SqlSession } from '../../src/db/rewrap.ts';
 /**
  * `veil db check`'s pure parts: the sample statement, the choice of tables, the profile of
  * sampled rows (columns and paths inside JSON), the reports and exit codes, the command line.
- * test/integration/db-check.test.ts runs it against the real PostgreSQL.
+ * test/integration/db/db-check.test.ts runs it against the real PostgreSQL.
  */
 const EMAILS = ['ada@example.com', 'grace@example.org', 'alan@example.net'];
 const IBAN = 'DE89 3704 0044 0532 0130 00';

@@ -6,7 +6,7 @@ import { MemoryKeyProvider } from '../../src/engine/index.ts';
 import { EXAMPLE_CONFIG_TEXT, veilConfigOrFail } from '../helpers/engine-fixture.ts';
 import { fakeCliIo, veil } from '../helpers/cli-io.ts';
 
-/** `veil db rewrap`'s command line and report (the pure parts; test/integration/db-rewrap.test.ts runs it). */
+/** `veil db rewrap`'s command line and report (the pure parts; test/integration/db/db-rewrap.test.ts runs it). */
 const io = { env: { VEIL_PG_URL: 'postgres://u@h/db' }, cwd: '/work' };
 const base = ['--table', 'crm.customers', '--key-column', 'id', '--role', 'fraud'];
 

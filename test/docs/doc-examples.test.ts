@@ -11,7 +11,7 @@ import { documentationFiles, readMarkdown, ROOT, SHELL_LANGS, shellCommands } fr
 const read = (path: string) => readFileSync(join(ROOT, path), 'utf8');
 
 describe('the README quick start', () => {
-  it('shows the commands of docs/examples/http-round-trip.sh, which test/integration/serve.test.ts runs', () => {
+  it('shows the commands of docs/examples/http-round-trip.sh, which test/integration/http/serve.test.ts runs', () => {
     const readme = read('README.md');
     const script = read('docs/examples/http-round-trip.sh');
     const commands = script.split('\n').map((l) => l.trim()).filter((l) => l && !l.startsWith('#') && !l.startsWith('set ') && !l.startsWith('VEIL=') && !l.startsWith('SECRET=') && l !== 'echo' && l !== '}' && l !== 'body() {');
@@ -26,7 +26,7 @@ describe('the README quick start', () => {
   });
 });
 
-describe('examples/app-layer (test/integration/app-layer.test.ts runs it)', () => {
+describe('examples/app-layer (test/integration/client/app-layer.test.ts runs it)', () => {
   it('docs/client.md and the example\'s README give the commands the test runs', () => {
     for (const file of ['docs/client.md', 'examples/app-layer/README.md']) {
       const text = read(file);

@@ -1,4 +1,4 @@
-// The adversarial gateway suite's fixture (test/security/gateway-*.test.ts, the fuzzer): a real
+// The adversarial gateway suite's fixture (test/security/gateway/gateway-*.test.ts, the fuzzer): a real
 // `bin/veil gateway` process in front of the recording upstream (test/helpers/gateway-upstream.ts,
 // lenient parser), tokens signed with the data dir's signing key, and a raw-socket client that
 // sends bytes exactly as given and reads whatever comes back.

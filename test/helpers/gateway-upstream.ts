@@ -1,4 +1,4 @@
-// The upstream application of test/integration/gateway.test.ts, run as its own process:
+// The upstream application of test/integration/gateway/gateway.test.ts, run as its own process:
 //   scripts/node22 test/helpers/gateway-upstream.ts   → prints {"port": N} on stdout
 // It records every request exactly as it arrived (method, target, raw headers, raw body bytes),
 // readable at GET /__control/received, so a test can prove what the gateway forwarded.
@@ -8,7 +8,7 @@
 //     Set-Cookie, ETag) and hop-by-hop ones that must not reach the caller.
 //   GET /static/blob: 256 KiB of fixed pseudo-random bytes;  POST /upload: the raw body echoed.
 //   GET /slow: answers after 400 ms.
-// Faults (test/integration/gateway-faults.test.ts):
+// Faults (test/integration/gateway/gateway-faults.test.ts):
 //   …/hang: reads the request, never answers (the connection stays open).
 //   GET /faulty/bad-json: application/json that is not JSON;  /faulty/huge: 64 KiB of JSON with a
 //     Content-Length;  /faulty/huge-chunked: the same, chunked;  /faulty/bomb: gzip, 1 KiB on the

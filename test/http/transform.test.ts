@@ -531,34 +531,34 @@ describe('no bad input is a server error, and nothing leaks', () => {
   it('every catalog code that HTTP input can provoke was observed above', () => {
     /** codes of the CLI and key management, of startup, or of server faults: not reachable by a caller */
     const notByHttpInput: ErrorCode[] = ['KEY_UNAVAILABLE', 'CONFIG_INVALID', 'KEYSTORE_INVALID', 'KEY_NOT_FOUND', 'KEY_EXISTS', 'KEY_MATERIAL_INVALID', 'KEYSET_CONFLICT', 'INTERNAL',
-      // the KEK's KMS and the shared control store (covered by test/integration/kms-*.test.ts and control-*.test.ts)
+      // the KEK's KMS and the shared control store (covered by test/integration/keystore/kms-*.test.ts and control-*.test.ts)
       'KMS_UNAVAILABLE', 'KMS_REFUSED', 'CONTROL_STORE_UNAVAILABLE',
-      // record-level codes of the Kafka pipelines (covered by test/integration/stream-*.test.ts)
+      // record-level codes of the Kafka pipelines (covered by test/integration/stream/stream-*.test.ts)
       'RECORD_MALFORMED', 'RECORD_INVALID', 'SCHEMA_UNKNOWN', 'SCHEMA_PATH_UNKNOWN', 'FIELD_MISSING', 'KEY_MISSING', 'REGISTRY_UNAVAILABLE', 'RECORD_TOO_LARGE', 'DEAD_LETTER_FAILED', 'TRANSACTION_ABORTED',
-      // unprotect over Kafka only (covered by test/integration/unprotect.test.ts)
+      // unprotect over Kafka only (covered by test/integration/stream/unprotect.test.ts)
       'DEADLINE_EXCEEDED', 'REPLY_TOPIC_NOT_ALLOWED',
-      // the admin portal's pages only (covered by test/portal and test/integration/portal-browser.test.ts)
+      // the admin portal's pages only (covered by test/portal and test/integration/portal/portal-browser.test.ts)
       'ADMIN_ROLE_MISSING', 'CSRF_TOKEN_INVALID', 'PUBLISH_REFUSED',
-      // the portal's POSTs from another origin (covered by test/portal/same-origin.test.ts and test/security/portal-cross-origin*.test.ts)
+      // the portal's POSTs from another origin (covered by test/portal/same-origin.test.ts and test/security/portal/portal-cross-origin*.test.ts)
       'CROSS_ORIGIN_REFUSED',
-      // the admin portal's doors (covered by test/security/portal-*.test.ts)
+      // the admin portal's doors (covered by test/security/portal/portal-*.test.ts)
       'DRAFT_CHANGED', 'FOUR_EYES_REQUIRED', 'DRAFT_LIMIT_EXCEEDED', 'SANDBOX_BUSY', 'SIGN_IN_RATE_LIMITED', 'SESSIONS_FULL',
-      // the unmapped guard of the stream and the gateway (covered by test/security/stream-drift*.test.ts and gateway-drift.test.ts)
+      // the unmapped guard of the stream and the gateway (covered by test/security/stream/stream-drift*.test.ts and gateway-drift.test.ts)
       'UNMAPPED_PERSONAL_DATA',
-      // veil gateway only (covered by test/integration/gateway.test.ts and test/gateway)
+      // veil gateway only (covered by test/integration/gateway/gateway.test.ts and test/gateway)
       'BODY_NOT_JSON', 'CONTENT_ENCODING_UNSUPPORTED', 'FIELD_SHAPE_MISMATCH', 'PATH_NOT_CANONICAL', 'REQUEST_FRAMING_INVALID', 'REQUEST_TARGET_INVALID', 'BODY_NOT_ALLOWED', 'HEADERS_TOO_LARGE', 'EXPECTATION_FAILED', 'UPSTREAM_UNAVAILABLE', 'UPSTREAM_TIMEOUT', 'UPSTREAM_RESPONSE_INVALID',
-      // inside PostgreSQL only (covered by test/integration/postgres-triggers.test.ts and test/db)
+      // inside PostgreSQL only (covered by test/integration/db/postgres-triggers.test.ts and test/db)
       'DB_NOT_CONFIGURED', 'DB_ROLE_UNMAPPED', 'DB_CREDENTIALS_REFUSED', 'DB_SERVICE_UNAVAILABLE', 'DB_ARGUMENT_INVALID', 'DB_RATE_LIMITED',
-      // the database socket's leased keys (covered by test/security/db-lease-session.test.ts and db-lease-triggers.test.ts)
+      // the database socket's leased keys (covered by test/security/db/db-lease-session.test.ts and db-lease-triggers.test.ts)
       'DB_LEASE_UNAVAILABLE', 'DB_LEASE_INVALID',
       // keys scoped to the data subject (covered by test/http/subjects-transform.test.ts, test/engine/subject-scope.test.ts,
-      // test/subjects and test/integration/subjects-*.test.ts)
+      // test/subjects and test/integration/subjects/subjects-*.test.ts)
       'SUBJECT_ERASED', 'SUBJECT_ID_INVALID', 'SUBJECT_REQUIRED', 'SUBJECT_STORE_UNAVAILABLE',
       // a process refused at start, or an erasure, on a local subject-key store shared processes would split
       // (covered by test/subjects/open-subject-store.test.ts and test/deploy/helm-serve-subjects.test.ts)
       'SUBJECT_STORE_NOT_SHARED',
       // the erasure doors: the admin API, the portal's Subjects page and veil subjects (covered by
-      // test/security/admin-subjects-api.test.ts, test/portal/subjects-page.test.ts, test/subjects and test/cli)
+      // test/security/subjects/admin-subjects-api.test.ts, test/portal/subjects-page.test.ts, test/subjects and test/cli)
       'ERASURE_REQUEST_INVALID', 'ERASURE_NOT_PERMITTED', 'RECEIPT_INVALID'];
     // METHOD_NOT_ALLOWED has its own test above (405 with Allow)
     const reportedAbove: ErrorCode[] = ['METHOD_NOT_ALLOWED'];

@@ -1,5 +1,5 @@
 """Drift the unmapped guard must catch in decoded records, produced with confluent-kafka's own
-serializers through the registry (test/security/stream-drift-guard.test.ts).
+serializers through the registry (test/security/stream/stream-drift-guard.test.ts).
 
   produce FORMAT BOOTSTRAP REGISTRY_URL TOPIC DIR PER_CASE
       FORMAT avro, protobuf or json-schema: writes PER_CASE records of each case below (ids

@@ -1,4 +1,4 @@
-"""JSON Schema interop with confluent-kafka's own serializers (test/integration/stream-json-schema-python.test.ts).
+"""JSON Schema interop with confluent-kafka's own serializers (test/integration/stream/stream-json-schema-python.test.ts).
 
   produce BOOTSTRAP REGISTRY_URL TOPIC COUNT SCHEMA_JSON
       JSONSerializer (auto-registering SCHEMA_JSON under TOPIC-value) writes COUNT customer

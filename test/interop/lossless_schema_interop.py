@@ -1,5 +1,5 @@
 """Big numbers in schemas, with confluent-kafka's own serializers
-(test/integration/stream-lossless-schema-python.test.ts).
+(test/integration/stream/stream-lossless-schema-python.test.ts).
 
   produce FORMAT BOOTSTRAP REGISTRY_URL TOPIC COUNT SCHEMA_STR
       FORMAT json: JSONSerializer (validating against SCHEMA_STR, auto-registering it under

@@ -1,4 +1,4 @@
-"""Protobuf interop with confluent-kafka's own serializers (test/integration/stream-protobuf.test.ts).
+"""Protobuf interop with confluent-kafka's own serializers (test/integration/stream/stream-protobuf.test.ts).
 
   produce BOOTSTRAP REGISTRY_URL TOPIC PROTO_FILE MESSAGE FIRST COUNT [UNKNOWN_EVERY]
       compiles PROTO_FILE with protoc (grpcio-tools) and writes COUNT customer records with ids

@@ -73,7 +73,7 @@ describe('admin route authorization', () => {
     expect(registered.size).toBeGreaterThan(20);
     const known = new Set(ROUTES.map(([m, p]) => `${m} ${p.replace('/versions/1', '/versions/:n').replace('/keys/customer-siv', '/keys/:id')}`));
     const open = ['GET /admin/sign-in', 'POST /admin/sign-in', 'GET /admin/static/:file', 'GET /admin/'];
-    // the admin API of data subjects: bearer tokens, not sessions (test/security/admin-subjects-api.test.ts)
+    // the admin API of data subjects: bearer tokens, not sessions (test/security/subjects/admin-subjects-api.test.ts)
     open.push('POST /admin/subjects/erase', 'POST /admin/subjects/erase-batch', 'POST /admin/subjects/status');
     expect([...registered].filter((r) => !known.has(r) && !open.includes(r))).toEqual([]);
   });

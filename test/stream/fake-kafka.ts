@@ -4,7 +4,7 @@ import type { Batch, CaughtUp, ConsumerEvents, ConsumerPort, KafkaPort, LookAhea
  * An in-memory KafkaPort that models what exactly-once relies on: a transactional id's newest
  * producer fences the older ones (their commits fail), and a committed transaction's offset is
  * what committedOffset returns. The same behaviour against a real broker is in
- * test/integration/stream-*.test.ts.
+ * test/integration/stream/stream-*.test.ts.
  */
 export class FakeKafka implements KafkaPort {
   handler?: (batch: Batch, heartbeat: () => Promise<void>) => Promise<void>;

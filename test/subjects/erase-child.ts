@@ -1,4 +1,4 @@
-// A process that erases subjects one after the other and says so (test/integration/subjects-kill.test.ts
+// A process that erases subjects one after the other and says so (test/integration/subjects/subjects-kill.test.ts
 // kills it with SIGKILL in the middle). argv: data dir, topic, ids as JSON; the master key in VEIL_TEST_MASTER.
 import { SecretKey } from '../../src/engine/index.ts';
 import { openKafkaStore } from './kafka-helpers.ts';
