@@ -18,13 +18,15 @@ export default tseslint.config(
     plugins: { veil },
     rules: {
       'veil/engine-layering': 'error',
-      'no-restricted-globals': ['error',
+      'no-restricted-globals': [
+        'error',
         { name: 'process', message: 'src/engine is pure: no environment or process state' },
         { name: 'fetch', message: 'src/engine is pure: no I/O' },
         { name: 'setTimeout', message: 'src/engine is pure: no clock' },
         { name: 'setInterval', message: 'src/engine is pure: no clock' },
       ],
-      'no-restricted-syntax': ['error',
+      'no-restricted-syntax': [
+        'error',
         { selector: "MemberExpression[object.name='Date'][property.name='now']", message: 'src/engine is pure: no clock (inject one)' },
         { selector: "NewExpression[callee.name='Date'][arguments.length=0]", message: 'src/engine is pure: no clock (inject one)' },
         { selector: "MemberExpression[object.name='performance'][property.name='now']", message: 'src/engine is pure: no clock' },
@@ -66,9 +68,18 @@ export default tseslint.config(
     files: ['src/**/*.ts', 'test/**/*.ts', 'bench/**/*.ts'],
     ignores: ['src/engine/transformers/**', 'src/engine/key-access/**', 'src/engine/index.ts', 'src/keystore/**', 'test/**', 'bench/**'],
     rules: {
-      'no-restricted-imports': ['error', {
-        patterns: [{ group: ['**/key-access/secret-key.ts', '**/engine/index.ts'], importNames: ['revealKeyBytes'], message: 'key bytes stay in the crypto and keystore modules' }],
-      }],
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: ['**/key-access/secret-key.ts', '**/engine/index.ts'],
+              importNames: ['revealKeyBytes'],
+              message: 'key bytes stay in the crypto and keystore modules',
+            },
+          ],
+        },
+      ],
     },
   },
 );

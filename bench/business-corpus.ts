@@ -37,7 +37,54 @@ function luhnCheck(body: string): string {
 }
 
 /** GS1 prefixes as products carry them, weighted toward the big markets (and the ones the drift report named) */
-const GS1_PREFIXES = ['000', '001', '003', '006', '007', '008', '009', '019', '300', '340', '376', '400', '405', '410', '419', '426', '437', '440', '450', '490', '500', '501', '502', '505', '509', '540', '560', '570', '590', '600', '690', '695', '700', '730', '760', '800', '803', '840', '870', '880', '890', '900', '930', '940', '978', '979'];
+const GS1_PREFIXES = [
+  '000',
+  '001',
+  '003',
+  '006',
+  '007',
+  '008',
+  '009',
+  '019',
+  '300',
+  '340',
+  '376',
+  '400',
+  '405',
+  '410',
+  '419',
+  '426',
+  '437',
+  '440',
+  '450',
+  '490',
+  '500',
+  '501',
+  '502',
+  '505',
+  '509',
+  '540',
+  '560',
+  '570',
+  '590',
+  '600',
+  '690',
+  '695',
+  '700',
+  '730',
+  '760',
+  '800',
+  '803',
+  '840',
+  '870',
+  '880',
+  '890',
+  '900',
+  '930',
+  '940',
+  '978',
+  '979',
+];
 
 function gtin13(r: R): string {
   const body = pick(r, GS1_PREFIXES) + digits(r, 9);
@@ -78,12 +125,18 @@ function ups(r: R): string {
 }
 function tracking(r: R): { carrier: string; number: string } {
   switch (int(r, 0, 5)) {
-    case 0: return { carrier: 'UPS', number: ups(r) };
-    case 1: return { carrier: 'FedEx', number: digits(r, 12) };
-    case 2: return { carrier: 'FedEx Ground', number: digits(r, 15) };
-    case 3: return { carrier: 'USPS', number: `94${digits(r, 20)}` };
-    case 4: return { carrier: 'DHL', number: digits(r, 10) };
-    default: return { carrier: 'Royal Mail', number: `${pick(r, ['RR', 'CP', 'LX'])}${digits(r, 9)}GB` };
+    case 0:
+      return { carrier: 'UPS', number: ups(r) };
+    case 1:
+      return { carrier: 'FedEx', number: digits(r, 12) };
+    case 2:
+      return { carrier: 'FedEx Ground', number: digits(r, 15) };
+    case 3:
+      return { carrier: 'USPS', number: `94${digits(r, 20)}` };
+    case 4:
+      return { carrier: 'DHL', number: digits(r, 10) };
+    default:
+      return { carrier: 'Royal Mail', number: `${pick(r, ['RR', 'CP', 'LX'])}${digits(r, 9)}GB` };
   }
 }
 
@@ -99,13 +152,20 @@ function registration(r: R): Record<string, string> {
   const sirenFull = siren + luhnCheck(siren);
   const siretBody = sirenFull + digits(r, 4);
   switch (int(r, 0, 6)) {
-    case 0: return { businessNumber: sirenFull, scheme: 'SIREN' };
-    case 1: return { businessNumber: siretBody + luhnCheck(siretBody), scheme: 'SIRET' };
-    case 2: return { businessNumber: pick(r, ['', 'SC', 'NI']) + digits(r, pick(r, [8, 6])), scheme: 'UK-CRN' };
-    case 3: return { businessNumber: `${digits(r, 2)}-${digits(r, 7)}`, scheme: 'US-EIN' };
-    case 4: return { businessNumber: `${pick(r, ['DE', 'FR', 'GB', 'NL', 'IT'])}${digits(r, 9)}`, scheme: 'VAT' };
-    case 5: return { businessNumber: digits(r, 9), scheme: 'DUNS' };
-    default: return { businessNumber: lei(r), scheme: 'LEI' };
+    case 0:
+      return { businessNumber: sirenFull, scheme: 'SIREN' };
+    case 1:
+      return { businessNumber: siretBody + luhnCheck(siretBody), scheme: 'SIRET' };
+    case 2:
+      return { businessNumber: pick(r, ['', 'SC', 'NI']) + digits(r, pick(r, [8, 6])), scheme: 'UK-CRN' };
+    case 3:
+      return { businessNumber: `${digits(r, 2)}-${digits(r, 7)}`, scheme: 'US-EIN' };
+    case 4:
+      return { businessNumber: `${pick(r, ['DE', 'FR', 'GB', 'NL', 'IT'])}${digits(r, 9)}`, scheme: 'VAT' };
+    case 5:
+      return { businessNumber: digits(r, 9), scheme: 'DUNS' };
+    default:
+      return { businessNumber: lei(r), scheme: 'LEI' };
   }
 }
 
@@ -115,21 +175,48 @@ const iso = (r: R) => new Date(epochMs(r)).toISOString();
 function retailOrder(r: R, i: number): Record<string, unknown> {
   const lines = Array.from({ length: int(r, 1, 4) }, () => {
     const code = pick(r, ['gtin13', 'gtin13', 'upc13', 'upc14', 'upc12', 'gtin8', 'gtin14']);
-    const gtin = code === 'gtin13' ? gtin13(r) : code === 'upc13' ? upcAsGtin(r, 13) : code === 'upc14' ? upcAsGtin(r, 14) : code === 'upc12' ? upc12(r) : code === 'gtin8' ? gtin8(r) : gtin14(r);
+    const gtin =
+      code === 'gtin13'
+        ? gtin13(r)
+        : code === 'upc13'
+          ? upcAsGtin(r, 13)
+          : code === 'upc14'
+            ? upcAsGtin(r, 14)
+            : code === 'upc12'
+              ? upc12(r)
+              : code === 'gtin8'
+                ? gtin8(r)
+                : gtin14(r);
     return { gtin, sku: `SKU-${digits(r, 6)}`, qty: int(r, 1, 12), unitPrice: int(r, 99, 99_999) / 100 };
   });
   return {
-    orderId: digits(r, 16), order_number: `${int(r, 1, 9)}${digits(r, 15)}`, invoiceNo: `INV-${2024 + (i % 3)}-${digits(r, 7)}`,
-    storeId: int(r, 1000, 99_999), channel: pick(r, ['web', 'store', 'app']), lines, ean: gtin13(r), total: int(r, 100, 999_999) / 100, currency: pick(r, ['EUR', 'GBP', 'USD']),
-    createdAt: iso(r), 'created-ts': epochMs(r), voucherCode: digits(r, 15),
+    orderId: digits(r, 16),
+    order_number: `${int(r, 1, 9)}${digits(r, 15)}`,
+    invoiceNo: `INV-${2024 + (i % 3)}-${digits(r, 7)}`,
+    storeId: int(r, 1000, 99_999),
+    channel: pick(r, ['web', 'store', 'app']),
+    lines,
+    ean: gtin13(r),
+    total: int(r, 100, 999_999) / 100,
+    currency: pick(r, ['EUR', 'GBP', 'USD']),
+    createdAt: iso(r),
+    'created-ts': epochMs(r),
+    voucherCode: digits(r, 15),
   };
 }
 
 function shipment(r: R): Record<string, unknown> {
   const t = tracking(r);
   return {
-    shipmentId: guid(r), sscc: sscc(r), ssccWithAi: `00${sscc(r)}`, carrier: t.carrier, trackingNumber: t.number, tracking_id: digits(r, 12),
-    consignment: { waybill: digits(r, 11), parcels: int(r, 1, 20), weightKg: int(r, 1, 30_000) / 10 }, palletGtin: gtin14(r), depotId: digits(r, 6),
+    shipmentId: guid(r),
+    sscc: sscc(r),
+    ssccWithAi: `00${sscc(r)}`,
+    carrier: t.carrier,
+    trackingNumber: t.number,
+    tracking_id: digits(r, 12),
+    consignment: { waybill: digits(r, 11), parcels: int(r, 1, 20), weightKg: int(r, 1, 30_000) / 10 },
+    palletGtin: gtin14(r),
+    depotId: digits(r, 6),
     events: Array.from({ length: int(r, 1, 3) }, () => ({ code: pick(r, ['PU', 'AR', 'DP', 'OD', 'DL']), at: iso(r), locationId: digits(r, 8) })),
   };
 }
@@ -139,35 +226,75 @@ function telemetry(r: R): Record<string, unknown> {
   const mnc = pick(r, ['01', '10', '15', '410', '260']);
   const eci = int(r, 1, 268_435_455);
   return {
-    deviceId: guid(r), ts: epochMs(r) * 1000 + int(r, 0, 999), ts_ns: `${epochMs(r)}${digits(r, 6)}`,
-    network: { cellId: eci, nrCellId: int(r, 1, 68_719_476_735), cgi: `${mcc}-${mnc}-${int(r, 1, 65_535)}-${eci}`, mcc, mnc, tac: int(r, 1, 65_535), pci: int(r, 0, 503), rssi: -int(r, 40, 120), ecgi: `${mcc}${mnc}${eci.toString(16)}` },
+    deviceId: guid(r),
+    ts: epochMs(r) * 1000 + int(r, 0, 999),
+    ts_ns: `${epochMs(r)}${digits(r, 6)}`,
+    network: {
+      cellId: eci,
+      nrCellId: int(r, 1, 68_719_476_735),
+      cgi: `${mcc}-${mnc}-${int(r, 1, 65_535)}-${eci}`,
+      mcc,
+      mnc,
+      tac: int(r, 1, 65_535),
+      pci: int(r, 0, 503),
+      rssi: -int(r, 40, 120),
+      ecgi: `${mcc}${mnc}${eci.toString(16)}`,
+    },
     counters: { bytesIn: int(r, 0, 2 ** 52), bytes_out: int(r, 0, 2 ** 52), packets: int(r, 0, 2 ** 40), errors: int(r, 0, 100) },
-    firmware: `${int(r, 1, 9)}.${int(r, 0, 20)}.${int(r, 0, 300)}`, serialNumber: `SN${digits(r, 12)}`,
+    firmware: `${int(r, 1, 9)}.${int(r, 0, 20)}.${int(r, 0, 300)}`,
+    serialNumber: `SN${digits(r, 12)}`,
   };
 }
 
 function hotelBooking(r: R): Record<string, unknown> {
   return {
-    bookingRef: `${String.fromCharCode(65 + int(r, 0, 25))}${String.fromCharCode(65 + int(r, 0, 25))}${digits(r, 6)}`, confirmationNumber: digits(r, pick(r, [10, 12, 16])),
-    hotelId: int(r, 100_000, 99_999_999), hotel_id: digits(r, 9), hotelChainCode: pick(r, ['HI', 'MC', 'HH', 'AC']), roomTypeCode: pick(r, ['KNG', 'DBL', 'STE']),
-    checkIn: iso(r).slice(0, 10), nights: int(r, 1, 14), rateCents: int(r, 5000, 90_000), rateCode: `R${digits(r, 4)}`, loyaltyTier: pick(r, ['silver', 'gold', 'platinum']),
+    bookingRef: `${String.fromCharCode(65 + int(r, 0, 25))}${String.fromCharCode(65 + int(r, 0, 25))}${digits(r, 6)}`,
+    confirmationNumber: digits(r, pick(r, [10, 12, 16])),
+    hotelId: int(r, 100_000, 99_999_999),
+    hotel_id: digits(r, 9),
+    hotelChainCode: pick(r, ['HI', 'MC', 'HH', 'AC']),
+    roomTypeCode: pick(r, ['KNG', 'DBL', 'STE']),
+    checkIn: iso(r).slice(0, 10),
+    nights: int(r, 1, 14),
+    rateCents: int(r, 5000, 90_000),
+    rateCode: `R${digits(r, 4)}`,
+    loyaltyTier: pick(r, ['silver', 'gold', 'platinum']),
     property: { propertyCode: digits(r, 5), gdsCode: `${pick(r, ['AMS', 'LON', 'NYC'])}${digits(r, 3)}` },
   };
 }
 
 function supplierRecord(r: R): Record<string, unknown> {
   return {
-    supplier: { supplierId: digits(r, 8), ...registration(r), vatId: `DE${digits(r, 9)}`, duns: digits(r, 9), gln: (() => { const b = pick(r, GS1_PREFIXES) + digits(r, 9); return b + gs1Check(b); })() },
-    paymentTermsDays: pick(r, [30, 45, 60]), purchaseOrders: Array.from({ length: int(r, 1, 3) }, () => digits(r, 10)), categoryCode: digits(r, 8), approvedAt: iso(r),
+    supplier: {
+      supplierId: digits(r, 8),
+      ...registration(r),
+      vatId: `DE${digits(r, 9)}`,
+      duns: digits(r, 9),
+      gln: (() => {
+        const b = pick(r, GS1_PREFIXES) + digits(r, 9);
+        return b + gs1Check(b);
+      })(),
+    },
+    paymentTermsDays: pick(r, [30, 45, 60]),
+    purchaseOrders: Array.from({ length: int(r, 1, 3) }, () => digits(r, 10)),
+    categoryCode: digits(r, 8),
+    approvedAt: iso(r),
   };
 }
 
 function cloudAudit(r: R): Record<string, unknown> {
   const account = digits(r, 12);
   return {
-    eventID: guid(r), eventTime: iso(r), awsRegion: pick(r, ['eu-west-1', 'us-east-1']), recipientAccountId: account, userIdentity: { type: 'AssumedRole', accountId: account, principalId: `AROA${hex(r, 16).toUpperCase()}:session-${digits(r, 6)}` },
-    resources: [{ ARN: `arn:aws:s3:::bucket-${digits(r, 6)}`, accountId: digits(r, 12) }], gcp: { projectNumber: digits(r, 12), project_id: `proj-${digits(r, 6)}` },
-    azure: { subscriptionId: guid(r), tenantId: guid(r) }, requestID: hex(r, 32), sourceIPAddress: `10.${int(r, 0, 255)}.${int(r, 0, 255)}.${int(r, 1, 254)}`,
+    eventID: guid(r),
+    eventTime: iso(r),
+    awsRegion: pick(r, ['eu-west-1', 'us-east-1']),
+    recipientAccountId: account,
+    userIdentity: { type: 'AssumedRole', accountId: account, principalId: `AROA${hex(r, 16).toUpperCase()}:session-${digits(r, 6)}` },
+    resources: [{ ARN: `arn:aws:s3:::bucket-${digits(r, 6)}`, accountId: digits(r, 12) }],
+    gcp: { projectNumber: digits(r, 12), project_id: `proj-${digits(r, 6)}` },
+    azure: { subscriptionId: guid(r), tenantId: guid(r) },
+    requestID: hex(r, 32),
+    sourceIPAddress: `10.${int(r, 0, 255)}.${int(r, 0, 255)}.${int(r, 1, 254)}`,
   };
 }
 
@@ -224,7 +351,11 @@ const PLANTS: [path: string, kind: string, value: (r: R, i: number) => unknown][
   ['dateOfBirth', 'date-of-birth', (r) => `${int(r, 1940, 2005)}-${String(int(r, 1, 12)).padStart(2, '0')}-${String(int(r, 1, 28)).padStart(2, '0')}`],
   ['fullName', 'person-name', (r) => `${pick(r, ['Ann', 'Jean', 'Ola', 'Marta'])} ${pick(r, ['Lee', 'Dupont', 'Nordmann', 'García'])}`],
   ['attributes.fullName', 'person-name', (r) => `${pick(r, ['Ann', 'Jean'])} ${pick(r, ['Lee', 'Dupont'])}`],
-  ['shipping.address', 'postal-address', (r) => `${int(r, 1, 250)} ${pick(r, ['High Street', 'Rue de la Paix', 'Main St'])}, ${pick(r, ['London', 'Paris', 'Boston'])}`],
+  [
+    'shipping.address',
+    'postal-address',
+    (r) => `${int(r, 1, 250)} ${pick(r, ['High Street', 'Rue de la Paix', 'Main St'])}, ${pick(r, ['London', 'Paris', 'Boston'])}`,
+  ],
   ['byEmail', 'email', (_r, i) => ({ [`key.${i}@example.net`]: { since: 2020 } })],
 ];
 

@@ -7,15 +7,46 @@ import { getExampleNumber, isValidPhoneNumber, type CountryCode } from 'libphone
 import examples from 'libphonenumber-js/mobile/examples';
 import type { Kind } from '../src/discover/detectors.ts';
 
-export const locales: [Faker, CountryCode][] = [[fakerEN_US, 'US'], [fakerEN_GB, 'GB'], [fakerDE, 'DE'], [fakerFR, 'FR'], [fakerES, 'ES'], [fakerIT, 'IT'], [fakerNL, 'NL']];
+export const locales: [Faker, CountryCode][] = [
+  [fakerEN_US, 'US'],
+  [fakerEN_GB, 'GB'],
+  [fakerDE, 'DE'],
+  [fakerFR, 'FR'],
+  [fakerES, 'ES'],
+  [fakerIT, 'IT'],
+  [fakerNL, 'NL'],
+];
 locales.forEach(([f], i) => f.seed(20261125 + i));
 
 /** what each field of a generated record is: a kind, or null (a decoy or plain data) */
 export const LABELS: Record<string, Kind | null> = {
-  email: 'email', 'contact.phone': 'phone', 'payment.card': 'payment-card', 'payment.iban': 'iban', ssn: 'us-ssn', nino: 'uk-nino', nir: 'fr-nir',
-  'session.ip': 'ip-address', dateOfBirth: 'date-of-birth', fullName: 'person-name', 'contacts[].name': 'person-name', 'contacts[].email': 'email', homeAddress: 'postal-address',
-  'items[].name': null, 'items[].sku': null,
-  invoiceNumber: null, orderId: null, uuid: null, version: null, createdAt: null, productName: null, city: null, username: null, trackingNumber: null, account: null, postcode: null, amount: null,
+  email: 'email',
+  'contact.phone': 'phone',
+  'payment.card': 'payment-card',
+  'payment.iban': 'iban',
+  ssn: 'us-ssn',
+  nino: 'uk-nino',
+  nir: 'fr-nir',
+  'session.ip': 'ip-address',
+  dateOfBirth: 'date-of-birth',
+  fullName: 'person-name',
+  'contacts[].name': 'person-name',
+  'contacts[].email': 'email',
+  homeAddress: 'postal-address',
+  'items[].name': null,
+  'items[].sku': null,
+  invoiceNumber: null,
+  orderId: null,
+  uuid: null,
+  version: null,
+  createdAt: null,
+  productName: null,
+  city: null,
+  username: null,
+  trackingNumber: null,
+  account: null,
+  postcode: null,
+  amount: null,
 };
 
 function digits(f: Faker, n: number): string {
@@ -70,7 +101,7 @@ function ibanInvalid(f: Faker): string {
   const bban = `WEST${digits(f, 14)}`;
   const numeric = [...`${bban}GB00`].map((c) => (/\d/.test(c) ? c : String(c.charCodeAt(0) - 55))).join('');
   const valid = 98 - Number(BigInt(numeric) % 97n);
-  const wrong = (valid - 2 + 1 + f.number.int(95)) % 97 + 2;
+  const wrong = ((valid - 2 + 1 + f.number.int(95)) % 97) + 2;
   return `GB${String(wrong).padStart(2, '0')}${bban}`;
 }
 
@@ -84,16 +115,36 @@ export function record(i: number): Record<string, unknown> {
   return {
     email: f.internet.email(),
     contact: { phone: phone(f, country) },
-    payment: { card: f.finance.creditCardNumber({ issuer: f.helpers.arrayElement(['visa', 'mastercard', 'amex', 'discover', 'jcb']) }), iban: f.finance.iban({ formatted: f.datatype.boolean() }) },
-    ssn: ssn(f), nino: nino(f), nir: nir(f),
+    payment: {
+      card: f.finance.creditCardNumber({ issuer: f.helpers.arrayElement(['visa', 'mastercard', 'amex', 'discover', 'jcb']) }),
+      iban: f.finance.iban({ formatted: f.datatype.boolean() }),
+    },
+    ssn: ssn(f),
+    nino: nino(f),
+    nir: nir(f),
     session: { ip: f.datatype.boolean() ? f.internet.ipv4() : f.internet.ipv6() },
     dateOfBirth: f.date.birthdate().toISOString().slice(0, 10),
     fullName: f.person.fullName(),
-    contacts: [{ name: f.person.fullName(), email: f.internet.email() }, { name: `${f.person.firstName()} ${f.person.lastName()}`, email: f.internet.email() }],
-    items: [{ name: f.commerce.productName(), sku: `SKU-${digits(f, 5)}` }, { name: f.commerce.productName(), sku: `SKU-${digits(f, 5)}` }],
-    invoiceNumber: luhnInvalid(f), orderId: `ORD-${f.number.int({ min: 2020, max: 2026 })}-${digits(f, 6)}`, uuid: f.string.uuid(),
-    version: f.system.semver(), createdAt: f.date.past().toISOString(), productName: f.commerce.productName(), city: f.location.city(),
-    username: f.internet.username(), trackingNumber: digits(f, 9), account: ibanInvalid(f), postcode: f.location.zipCode(), amount: f.number.int({ min: 1, max: 99999 }),
+    contacts: [
+      { name: f.person.fullName(), email: f.internet.email() },
+      { name: `${f.person.firstName()} ${f.person.lastName()}`, email: f.internet.email() },
+    ],
+    items: [
+      { name: f.commerce.productName(), sku: `SKU-${digits(f, 5)}` },
+      { name: f.commerce.productName(), sku: `SKU-${digits(f, 5)}` },
+    ],
+    invoiceNumber: luhnInvalid(f),
+    orderId: `ORD-${f.number.int({ min: 2020, max: 2026 })}-${digits(f, 6)}`,
+    uuid: f.string.uuid(),
+    version: f.system.semver(),
+    createdAt: f.date.past().toISOString(),
+    productName: f.commerce.productName(),
+    city: f.location.city(),
+    username: f.internet.username(),
+    trackingNumber: digits(f, 9),
+    account: ibanInvalid(f),
+    postcode: f.location.zipCode(),
+    amount: f.number.int({ min: 1, max: 99999 }),
     homeAddress: f.location.streetAddress(),
   };
 }
@@ -115,5 +166,19 @@ export function valuesAt(r: unknown, path: string): string[] {
 /** record i without its labelled personal fields: decoys and plain data only */
 export function decoyRecord(i: number): Record<string, unknown> {
   const r = record(i);
-  return { items: r.items, invoiceNumber: r.invoiceNumber, orderId: r.orderId, uuid: r.uuid, version: r.version, createdAt: r.createdAt, productName: r.productName, city: r.city, username: r.username, trackingNumber: r.trackingNumber, account: r.account, postcode: r.postcode, amount: r.amount };
+  return {
+    items: r.items,
+    invoiceNumber: r.invoiceNumber,
+    orderId: r.orderId,
+    uuid: r.uuid,
+    version: r.version,
+    createdAt: r.createdAt,
+    productName: r.productName,
+    city: r.city,
+    username: r.username,
+    trackingNumber: r.trackingNumber,
+    account: r.account,
+    postcode: r.postcode,
+    amount: r.amount,
+  };
 }

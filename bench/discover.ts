@@ -73,7 +73,9 @@ const bareMs = await bare();
 const { ms, findings } = await profiled();
 await rm(dir, { recursive: true, force: true });
 
-console.log(`veil bench:discover — Node ${process.version}, ${fmt(N)} generated records (${locales.length} locales, ${Object.values(LABELS).filter(Boolean).length} labelled personal-data fields, ${Object.values(LABELS).filter((l) => l === null).length} decoy fields)\n`);
+console.log(
+  `veil bench:discover — Node ${process.version}, ${fmt(N)} generated records (${locales.length} locales, ${Object.values(LABELS).filter(Boolean).length} labelled personal-data fields, ${Object.values(LABELS).filter((l) => l === null).length} decoy fields)\n`,
+);
 console.log('detector        precision   recall    true pos   false pos   false neg');
 let met = true;
 for (const [kind, c] of counts) {
@@ -82,13 +84,22 @@ for (const [kind, c] of counts) {
   if (precision < 0.95 || recall < 0.95) met = false;
   console.log(`${kind.padEnd(16)}${precision.toFixed(4).padEnd(12)}${recall.toFixed(4).padEnd(10)}${fmt(c.tp).padEnd(11)}${fmt(c.fp).padEnd(12)}${fmt(c.fn)}`);
 }
-const expected = Object.entries(LABELS).filter(([, k]) => k !== null).map(([p, k]) => `${p}:${k}`).sort();
+const expected = Object.entries(LABELS)
+  .filter(([, k]) => k !== null)
+  .map(([p, k]) => `${p}:${k}`)
+  .sort();
 const found = findings.map((f) => `${f.path}:${f.kind}`).sort();
 const missed = expected.filter((e) => !found.includes(e));
 const extra = found.filter((e) => !expected.includes(e));
-console.log(`\nfields reported by the profiler (share ≥ 0.8): ${findings.length}; labelled fields missed: ${missed.length ? missed.join(', ') : 'none'}; decoys reported: ${extra.length ? extra.join(', ') : 'none'}`);
-console.log(`profiling ${fmt(N)} records from a JSON-lines file: ${fmt(Math.round(ms))} ms; the bare read and JSON.parse of the same file: ${fmt(Math.round(bareMs))} ms; ${ratio(ms, bareMs)} the baseline`);
-console.log(`\ntarget: every detector precision ≥ 0.95 and recall ≥ 0.95 — ${met && missed.length === 0 && extra.length === 0 ? 'met' : 'NOT met'}; 10,000 records in under 10 s — ${ms < 10_000 * (N / 10_000) ? 'met' : 'NOT met'}`);
+console.log(
+  `\nfields reported by the profiler (share ≥ 0.8): ${findings.length}; labelled fields missed: ${missed.length ? missed.join(', ') : 'none'}; decoys reported: ${extra.length ? extra.join(', ') : 'none'}`,
+);
+console.log(
+  `profiling ${fmt(N)} records from a JSON-lines file: ${fmt(Math.round(ms))} ms; the bare read and JSON.parse of the same file: ${fmt(Math.round(bareMs))} ms; ${ratio(ms, bareMs)} the baseline`,
+);
+console.log(
+  `\ntarget: every detector precision ≥ 0.95 and recall ≥ 0.95 — ${met && missed.length === 0 && extra.length === 0 ? 'met' : 'NOT met'}; 10,000 records in under 10 s — ${ms < 10_000 * (N / 10_000) ? 'met' : 'NOT met'}`,
+);
 
 // the unmapped guard over the corpus' decoys and plain data alone: what it refuses is a false positive
 const decoys = Array.from({ length: N }, (_, i) => Buffer.from(JSON.stringify(decoyRecord(i))));
@@ -120,27 +131,44 @@ const share = refusedRecords / Math.max(1, N);
 // record beside the mapped fields a record of that pipeline has
 const mapped = ['email', 'cards[].number', 'profile.name'];
 const protection: RecordProtection = {
-  maps: mappings(mapped, mapped.map(() => chainFrom((s: string) => `<${s.length}>`))), missing: 'pass', foldKeys: true,
+  maps: mappings(
+    mapped,
+    mapped.map(() => chainFrom((s: string) => `<${s.length}>`)),
+  ),
+  missing: 'pass',
+  foldKeys: true,
   guard: { action: 'dead-letter', allow: [], protect: new Map(), retypes: true },
 };
-const pipelineRecords = Array.from({ length: N }, (_, i) => Buffer.from(JSON.stringify({ email: 'ann@example.com', cards: [{ number: '4111111111111111' }], profile: { name: 'Ann Lee' }, ...decoyRecord(i) })));
+const pipelineRecords = Array.from({ length: N }, (_, i) =>
+  Buffer.from(JSON.stringify({ email: 'ann@example.com', cards: [{ number: '4111111111111111' }], profile: { name: 'Ann Lee' }, ...decoyRecord(i) })),
+);
 const deadLettered = protectJsonValues(pipelineRecords, protection, []).filter((out) => out instanceof StreamError);
 const deadShare = deadLettered.length / Math.max(1, N);
-console.log(`\nthe unmapped guard over the decoys alone (${Object.values(LABELS).filter((l) => l === null).length} fields, ${fmt(N)} records): ${fmt(refusedRecords)} records refused = ${(share * 100).toFixed(3)}%${refused.size ? `; by path: ${[...refused].map(([k, n]) => `${k} ${fmt(n)}`).join(', ')}` : ''}`);
-console.log(`the guard's scan of the ${fmt(N)} decoy records: ${guardMs.toFixed(1)} ms; the bare validating scan of the same bytes: ${scanMs.toFixed(1)} ms; ${ratio(guardMs, scanMs)} the baseline`);
-console.log(`through the example pipeline's record protection (guard at its default): ${fmt(deadLettered.length)} of ${fmt(N)} records dead-lettered = ${(deadShare * 100).toFixed(3)}%${deadLettered.length ? `; by path: ${[...new Set(deadLettered.map((e) => `${(e as StreamError).path}:${(e as StreamError).kind}`))].join(', ')}` : ''}`);
+console.log(
+  `\nthe unmapped guard over the decoys alone (${Object.values(LABELS).filter((l) => l === null).length} fields, ${fmt(N)} records): ${fmt(refusedRecords)} records refused = ${(share * 100).toFixed(3)}%${refused.size ? `; by path: ${[...refused].map(([k, n]) => `${k} ${fmt(n)}`).join(', ')}` : ''}`,
+);
+console.log(
+  `the guard's scan of the ${fmt(N)} decoy records: ${guardMs.toFixed(1)} ms; the bare validating scan of the same bytes: ${scanMs.toFixed(1)} ms; ${ratio(guardMs, scanMs)} the baseline`,
+);
+console.log(
+  `through the example pipeline's record protection (guard at its default): ${fmt(deadLettered.length)} of ${fmt(N)} records dead-lettered = ${(deadShare * 100).toFixed(3)}%${deadLettered.length ? `; by path: ${[...new Set(deadLettered.map((e) => `${(e as StreamError).path}:${(e as StreamError).kind}`))].join(', ')}` : ''}`,
+);
 console.log(`target: ≤ 0.1% of decoy records refused — ${Math.max(share, deadShare) <= 0.001 ? 'met' : 'NOT met'}`);
 
 // the business corpus and the planted values through the example pipeline's record protection, at each threshold
 const business = Array.from({ length: N }, (_, i) => Buffer.from(JSON.stringify(businessRecord(i))));
 const plants = Array.from({ length: N }, (_, i) => planted(i));
 const plantBytes = plants.map((p) => Buffer.from(JSON.stringify(p.record)));
-console.log(`\nthe business corpus (${fmt(N)} records: retail orders, shipments, network telemetry, hotel bookings, supplier records, cloud audit events), personal data only at the mapped paths, through the example pipeline's record protection:`);
+console.log(
+  `\nthe business corpus (${fmt(N)} records: retail orders, shipments, network telemetry, hotel bookings, supplier records, cloud audit events), personal data only at the mapped paths, through the example pipeline's record protection:`,
+);
 console.log('threshold      refused business records   detected planted values');
 let businessMet = false;
 for (const threshold of THRESHOLDS) {
   const at = (records: Buffer[]) => protectJsonValues(records, { ...protection, guard: { ...protection.guard!, threshold: likelihoodLevel(threshold) } }, []);
-  const refusedBusiness = at(business).map((out, i) => ({ out, i })).filter((r) => r.out instanceof StreamError);
+  const refusedBusiness = at(business)
+    .map((out, i) => ({ out, i }))
+    .filter((r) => r.out instanceof StreamError);
   const byPath = new Map<string, number>();
   for (const { out, i } of refusedBusiness) {
     const key = `${businessKind(i)}: ${(out as StreamError).path}:${(out as StreamError).kind}`;
@@ -157,8 +185,19 @@ for (const threshold of THRESHOLDS) {
   const refusedShare = refusedBusiness.length / N;
   const detectedShare = detected / N;
   if (threshold === 'likely') businessMet = refusedShare <= 0.001 && detectedShare >= 0.99;
-  console.log(`${threshold.padEnd(15)}${`${fmt(refusedBusiness.length)} = ${(refusedShare * 100).toFixed(3)}%`.padEnd(27)}${fmt(detected)} of ${fmt(N)} = ${(detectedShare * 100).toFixed(2)}%`);
-  if (byPath.size) console.log(`  refused by kind, path and what was found: ${[...byPath].sort((a, b) => b[1] - a[1]).slice(0, 12).map(([k, n]) => `${k} ${fmt(n)}`).join('; ')}`);
+  console.log(
+    `${threshold.padEnd(15)}${`${fmt(refusedBusiness.length)} = ${(refusedShare * 100).toFixed(3)}%`.padEnd(27)}${fmt(detected)} of ${fmt(N)} = ${(detectedShare * 100).toFixed(2)}%`,
+  );
+  if (byPath.size)
+    console.log(
+      `  refused by kind, path and what was found: ${[...byPath]
+        .sort((a, b) => b[1] - a[1])
+        .slice(0, 12)
+        .map(([k, n]) => `${k} ${fmt(n)}`)
+        .join('; ')}`,
+    );
   if (missedBy.size) console.log(`  planted values missed: ${[...missedBy].map(([k, n]) => `${k} ${fmt(n)}`).join('; ')}`);
 }
-console.log(`target (the default threshold, likely): ≤ 0.1% of business records refused and ≥ 99% of planted values detected — ${businessMet ? 'met' : 'NOT met'}`);
+console.log(
+  `target (the default threshold, likely): ≤ 0.1% of business records refused and ≥ 99% of planted values detected — ${businessMet ? 'met' : 'NOT met'}`,
+);

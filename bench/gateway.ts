@@ -43,12 +43,25 @@ const MASTER_KEY = 'd'.repeat(64);
 const ISSUER = 'http://veil.bench';
 
 const FIELDS: [string, string][] = [
-  ['customer.email', 'Customer.email'], ['customer.name', 'Customer.name'], ['customer.card', 'Customer.cardNumber'], ['customer.nationalId', 'Customer.nationalId'],
-  ['billing.email', 'Customer.email'], ['billing.card', 'Customer.cardNumber'], ['shipping.name', 'Customer.name'], ['shipping.email', 'Customer.email'],
-  ['contact.email', 'Customer.email'], ['contact.nationalId', 'Customer.nationalId'],
+  ['customer.email', 'Customer.email'],
+  ['customer.name', 'Customer.name'],
+  ['customer.card', 'Customer.cardNumber'],
+  ['customer.nationalId', 'Customer.nationalId'],
+  ['billing.email', 'Customer.email'],
+  ['billing.card', 'Customer.cardNumber'],
+  ['shipping.name', 'Customer.name'],
+  ['shipping.email', 'Customer.email'],
+  ['contact.email', 'Customer.email'],
+  ['contact.nationalId', 'Customer.nationalId'],
 ];
 const body = JSON.stringify({
-  id: 'order-1234', total: 129.9, currency: 'EUR', lines: [{ sku: 'A-1', qty: 2 }, { sku: 'B-7', qty: 1 }],
+  id: 'order-1234',
+  total: 129.9,
+  currency: 'EUR',
+  lines: [
+    { sku: 'A-1', qty: 2 },
+    { sku: 'B-7', qty: 1 },
+  ],
   customer: { email: 'alice@example.com', name: 'Alice Martin', card: '4111-1111-1111-1111', nationalId: 'AB123456C', tier: 'gold' },
   billing: { email: 'billing@example.com', card: '5500-0000-0000-0004', street: '1 rue de la Paix' },
   shipping: { name: 'Bob Martin', email: 'bob@example.com', street: '2 rue de la Paix' },
@@ -61,7 +74,11 @@ function percentile(sorted: number[], p: number): number {
 }
 
 /** CPU time, run-queue wait (ns) and time slices of every thread of a process (Linux /proc/<pid>/task/<tid>/schedstat). */
-interface Sched { cpu: number; wait: number; slices: number }
+interface Sched {
+  cpu: number;
+  wait: number;
+  slices: number;
+}
 function schedOf(pid: number): Sched {
   const out = { cpu: 0, wait: 0, slices: 0 };
   for (const tid of readdirSync(`/proc/${pid}/task`)) {
@@ -70,7 +87,9 @@ function schedOf(pid: number): Sched {
       out.cpu += cpu;
       out.wait += wait;
       out.slices += slices;
-    } catch { /* a thread that ended meanwhile */ }
+    } catch {
+      /* a thread that ended meanwhile */
+    }
   }
   return out;
 }
@@ -81,7 +100,8 @@ function perCall(a: Sched, b: Sched, n: number): Sched {
 /** The gateway's collections so far (every kind) and their seconds, from its Prometheus metrics. */
 async function gcOf(port: number): Promise<{ count: number; seconds: number }> {
   const text = await (await fetch(`http://127.0.0.1:${port}/_veil/metrics`)).text();
-  const sum = (suffix: string) => [...text.matchAll(new RegExp(`^nodejs_gc_duration_seconds_${suffix}\\{[^}]*\\} (\\S+)$`, 'gm'))].reduce((a, m) => a + Number(m[1]), 0);
+  const sum = (suffix: string) =>
+    [...text.matchAll(new RegExp(`^nodejs_gc_duration_seconds_${suffix}\\{[^}]*\\} (\\S+)$`, 'gm'))].reduce((a, m) => a + Number(m[1]), 0);
   return { count: sum('count'), seconds: sum('sum') };
 }
 /** CPU time and run-queue wait (ns) so far of the main thread of each of `pids` (files kept open: a read is a few µs). */
@@ -91,7 +111,10 @@ function schedReader(pids: number[]): () => { cpu: number[]; wait: number } {
   return () => {
     const out = { cpu: [] as number[], wait: 0 };
     for (const fd of fds) {
-      const [cpu, wait] = buf.toString('latin1', 0, readSync(fd, buf, 0, 128, 0)).split(' ').map(Number) as [number, number];
+      const [cpu, wait] = buf
+        .toString('latin1', 0, readSync(fd, buf, 0, 128, 0))
+        .split(' ')
+        .map(Number) as [number, number];
       out.cpu.push(cpu);
       out.wait += wait;
     }
@@ -103,14 +126,24 @@ const loadavg = () => readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 
 function post(agent: http.Agent, port: number, path: string, headers: Record<string, string>): Promise<number> {
   return new Promise((resolve, reject) => {
     const started = performance.now();
-    const req = http.request({ host: '127.0.0.1', port, path, method: 'POST', agent, headers: { ...headers, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        if (res.statusCode !== 200) reject(new Error(`${path}: status ${res.statusCode} ${Buffer.concat(chunks).toString().slice(0, 200)}`));
-        else resolve(performance.now() - started);
-      });
-    });
+    const req = http.request(
+      {
+        host: '127.0.0.1',
+        port,
+        path,
+        method: 'POST',
+        agent,
+        headers: { ...headers, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          if (res.statusCode !== 200) reject(new Error(`${path}: status ${res.statusCode} ${Buffer.concat(chunks).toString().slice(0, 200)}`));
+          else resolve(performance.now() - started);
+        });
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });
@@ -126,7 +159,9 @@ try {
 
   const configFile = join(dataDir, 'gateway.yaml');
   const selectors = FIELDS.map(([s, f]) => `        - { select: ${s}, field: ${f} }`).join('\n');
-  await writeFile(configFile, `${await readFile(join(root, 'config/example.yaml'), 'utf8')}
+  await writeFile(
+    configFile,
+    `${await readFile(join(root, 'config/example.yaml'), 'utf8')}
 gateway:
   upstream: http://127.0.0.1:${upstreamPort}
   routes:
@@ -149,20 +184,32 @@ ${selectors}
       response:
 ${selectors}
     - { name: plain, method: POST, path: /plain }
-`);
+`,
+  );
   const { keystore } = await openEngine({ configFile, dataDir, env: { VEIL_MASTER_KEY: MASTER_KEY }, now: () => new Date(), provision: true });
   await keystore.create('veil-token-signing', 'jwt-es256');
   const iat = Math.floor(Date.now() / 1000);
-  const token = await new JwtSigner(keystore, 'veil-token-signing').sign({ iss: ISSUER, sub: 'bench', aud: 'veil', iat, nbf: iat, exp: iat + 3600, client_id: 'bench', roles: ['fraud'] }, 'at+jwt');
+  const token = await new JwtSigner(keystore, 'veil-token-signing').sign(
+    { iss: ISSUER, sub: 'bench', aud: 'veil', iat, nbf: iat, exp: iat + 3600, client_id: 'bench', roles: ['fraud'] },
+    'at+jwt',
+  );
 
   const gatewayPort = 18_500 + Math.floor(Math.random() * 1000);
   const nodeArgs = (process.env.BENCH_GATEWAY_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
-  const gateway = spawn(join(root, 'scripts/node22'), [...nodeArgs, join(root, 'src/cli/main.ts'), 'gateway', '--config', configFile, '--data-dir', dataDir, '--port', String(gatewayPort)], {
-    env: { ...process.env, VEIL_MASTER_KEY: MASTER_KEY, VEIL_BASE_URL: ISSUER, VEIL_LOG_LEVEL: 'warn' }, stdio: ['ignore', 'ignore', 'inherit'],
-  });
+  const gateway = spawn(
+    join(root, 'scripts/node22'),
+    [...nodeArgs, join(root, 'src/cli/main.ts'), 'gateway', '--config', configFile, '--data-dir', dataDir, '--port', String(gatewayPort)],
+    {
+      env: { ...process.env, VEIL_MASTER_KEY: MASTER_KEY, VEIL_BASE_URL: ISSUER, VEIL_LOG_LEVEL: 'warn' },
+      stdio: ['ignore', 'ignore', 'inherit'],
+    },
+  );
   children.push(gateway);
   for (let i = 0; ; i++) {
-    const ok = await fetch(`http://127.0.0.1:${gatewayPort}/_veil/healthz`).then((r) => r.ok, () => false);
+    const ok = await fetch(`http://127.0.0.1:${gatewayPort}/_veil/healthz`).then(
+      (r) => r.ok,
+      () => false,
+    );
     if (ok) break;
     if (i > 300) throw new Error('the gateway did not start');
     await new Promise((r) => setTimeout(r, 100));
@@ -175,7 +222,14 @@ ${selectors}
 
   const auth = { authorization: `Bearer ${token}` };
   /** `chain`: the processes a call goes through, the proxy in the middle last (its main thread's CPU per call is read at index 2) */
-  const target = (port: number, path: string, headers: Record<string, string>, chain: number[]) => ({ agent: new http.Agent({ keepAlive: true, maxSockets: 1 }), port, path, headers, sched: schedReader(chain), middle: chain[2] });
+  const target = (port: number, path: string, headers: Record<string, string>, chain: number[]) => ({
+    agent: new http.Agent({ keepAlive: true, maxSockets: 1 }),
+    port,
+    path,
+    headers,
+    sched: schedReader(chain),
+    middle: chain[2],
+  });
   const viaGateway = [process.pid, upstream.pid!, gateway.pid!];
   const targets: Record<string, ReturnType<typeof target>> = {
     direct: target(upstreamPort, '/orders', {}, [process.pid, upstream.pid!]),
@@ -232,33 +286,50 @@ ${selectors}
     const t = targets[name]!;
     const middle = t.middle ?? gateway.pid!;
     const gc0 = await gcOf(gatewayPort);
-    const g0 = schedOf(middle), u0 = schedOf(upstream.pid!);
+    const g0 = schedOf(middle),
+      u0 = schedOf(upstream.pid!);
     for (let i = 0; i < costCalls; i++) await post(t.agent, t.port, t.path, t.headers);
-    const g1 = schedOf(middle), u1 = schedOf(upstream.pid!);
+    const g1 = schedOf(middle),
+      u1 = schedOf(upstream.pid!);
     const gc1 = await gcOf(gatewayPort);
     // the bare proxy's collections are not counted (it has no metrics): NaN, not the idle gateway's
     const own = middle === gateway.pid;
-    cost[name] = { gateway: perCall(g0, g1, costCalls), upstream: perCall(u0, u1, costCalls), gc: own ? { count: (gc1.count - gc0.count) / costCalls * 1000, ms: (gc1.seconds - gc0.seconds) / costCalls * 1e6 } : { count: NaN, ms: NaN } };
+    cost[name] = {
+      gateway: perCall(g0, g1, costCalls),
+      upstream: perCall(u0, u1, costCalls),
+      gc: own ? { count: ((gc1.count - gc0.count) / costCalls) * 1000, ms: ((gc1.seconds - gc0.seconds) / costCalls) * 1e6 } : { count: NaN, ms: NaN },
+    };
   }
 
-  const statsOf = (all: Record<string, number[]>) => Object.fromEntries(Object.entries(all).map(([k, v]) => {
-    const sorted = [...v].sort((a, b) => a - b);
-    return [k, { n: v.length, p50: percentile(sorted, 50), p90: percentile(sorted, 90), p99: percentile(sorted, 99) }];
-  }));
+  const statsOf = (all: Record<string, number[]>) =>
+    Object.fromEntries(
+      Object.entries(all).map(([k, v]) => {
+        const sorted = [...v].sort((a, b) => a - b);
+        return [k, { n: v.length, p50: percentile(sorted, 50), p90: percentile(sorted, 90), p99: percentile(sorted, 99) }];
+      }),
+    );
   const stats = statsOf(samples);
   const direct = stats.direct!;
-  console.log(`veil bench:gateway — Node ${process.version}, ${calls} sequential POSTs per target (${Buffer.byteLength(body)}-byte JSON body; the first call of each block apart), one keep-alive connection each, in blocks of ${block}, the targets in turn; load average ${loadStart} → ${loadavg()}\n`);
+  console.log(
+    `veil bench:gateway — Node ${process.version}, ${calls} sequential POSTs per target (${Buffer.byteLength(body)}-byte JSON body; the first call of each block apart), one keep-alive connection each, in blocks of ${block}, the targets in turn; load average ${loadStart} → ${loadavg()}\n`,
+  );
   console.log('target                   p50 ms   p90 ms   p99 ms   p50 / direct   p99 / direct   added p50 ms   added p99 ms');
   for (const [name, s] of Object.entries(stats)) {
-    console.log(`${name.padEnd(24)} ${s.p50.toFixed(3).padStart(6)}   ${s.p90.toFixed(3).padStart(6)}   ${s.p99.toFixed(3).padStart(6)}   ${`${(s.p50 / direct.p50).toFixed(2)}×`.padStart(12)}   ${`${(s.p99 / direct.p99).toFixed(2)}×`.padStart(12)}   ${(s.p50 - direct.p50).toFixed(3).padStart(12)}   ${(s.p99 - direct.p99).toFixed(3).padStart(12)}`);
+    console.log(
+      `${name.padEnd(24)} ${s.p50.toFixed(3).padStart(6)}   ${s.p90.toFixed(3).padStart(6)}   ${s.p99.toFixed(3).padStart(6)}   ${`${(s.p50 / direct.p50).toFixed(2)}×`.padStart(12)}   ${`${(s.p99 / direct.p99).toFixed(2)}×`.padStart(12)}   ${(s.p50 - direct.p50).toFixed(3).padStart(12)}   ${(s.p99 - direct.p99).toFixed(3).padStart(12)}`,
+    );
   }
   const calm = statsOf(undisturbed);
   const cpu = statsOf(gatewayCpu);
   console.log(`\nthe calls during which no main thread of the chain (client, gateway, upstream) waited more than ${DISTURBED_NS / 1000} µs for a CPU:`);
-  console.log('target                   calls kept   p50 ms   p90 ms   p99 ms   added p50 ms   added p99 ms   gateway main thread CPU per call: p50 ms   p99 ms');
+  console.log(
+    'target                   calls kept   p50 ms   p90 ms   p99 ms   added p50 ms   added p99 ms   gateway main thread CPU per call: p50 ms   p99 ms',
+  );
   for (const [name, s] of Object.entries(calm)) {
     const c = cpu[name]!.n > 0 ? `${cpu[name]!.p50.toFixed(3).padStart(42)}   ${cpu[name]!.p99.toFixed(3).padStart(6)}` : '';
-    console.log(`${name.padEnd(24)} ${`${s.n}/${samples[name]!.length}`.padStart(10)}   ${s.p50.toFixed(3).padStart(6)}   ${s.p90.toFixed(3).padStart(6)}   ${s.p99.toFixed(3).padStart(6)}   ${(s.p50 - calm.direct!.p50).toFixed(3).padStart(12)}   ${(s.p99 - calm.direct!.p99).toFixed(3).padStart(12)}${c}`);
+    console.log(
+      `${name.padEnd(24)} ${`${s.n}/${samples[name]!.length}`.padStart(10)}   ${s.p50.toFixed(3).padStart(6)}   ${s.p90.toFixed(3).padStart(6)}   ${s.p99.toFixed(3).padStart(6)}   ${(s.p50 - calm.direct!.p50).toFixed(3).padStart(12)}   ${(s.p99 - calm.direct!.p99).toFixed(3).padStart(12)}${c}`,
+    );
   }
   const first = statsOf(cold);
   const firstCpu = statsOf(coldCpu);
@@ -266,20 +337,34 @@ ${selectors}
   console.log('target                   calls   p50 ms   p90 ms   p99 ms   added p50 ms   gateway main thread CPU per call: p50 ms');
   for (const [name, s] of Object.entries(first)) {
     const c = firstCpu[name]!.n > 0 ? firstCpu[name]!.p50.toFixed(3).padStart(42) : '';
-    console.log(`${name.padEnd(24)} ${String(s.n).padStart(5)}   ${s.p50.toFixed(3).padStart(6)}   ${s.p90.toFixed(3).padStart(6)}   ${s.p99.toFixed(3).padStart(6)}   ${(s.p50 - first.direct!.p50).toFixed(3).padStart(12)}${c}`);
+    console.log(
+      `${name.padEnd(24)} ${String(s.n).padStart(5)}   ${s.p50.toFixed(3).padStart(6)}   ${s.p90.toFixed(3).padStart(6)}   ${s.p99.toFixed(3).padStart(6)}   ${(s.p50 - first.direct!.p50).toFixed(3).padStart(12)}${c}`,
+    );
   }
   const on = stats['gateway, 10 fields']!;
   const off = stats['10 fields, guard off']!;
-  console.log(`\nunmapped guard (default refuse) vs unmapped: pass on the same requests: ${(on.p50 - off.p50).toFixed(3)} ms at p50, ${(on.p99 - off.p99).toFixed(3)} ms at p99`);
-  console.log('10 fields: Customer.email ×4 (AES-SIV), name ×2 (AES-GCM), cardNumber ×2 and nationalId ×2 (FF1), protected on the way in and revealed (role fraud, audited) on the way back;');
-  console.log('the guard checks the body\'s 10 other values and its 25 keys (none personal) on the way in.');
+  console.log(
+    `\nunmapped guard (default refuse) vs unmapped: pass on the same requests: ${(on.p50 - off.p50).toFixed(3)} ms at p50, ${(on.p99 - off.p99).toFixed(3)} ms at p99`,
+  );
+  console.log(
+    '10 fields: Customer.email ×4 (AES-SIV), name ×2 (AES-GCM), cardNumber ×2 and nationalId ×2 (FF1), protected on the way in and revealed (role fraud, audited) on the way back;',
+  );
+  console.log("the guard checks the body's 10 other values and its 25 keys (none personal) on the way in.");
   const floor = stats['bare Node.js proxy']!;
-  console.log(`\nthe floor: a bare Node.js reverse proxy (bench/gateway-bare-proxy.ts, no veil code) added ${(floor.p50 - direct.p50).toFixed(3)} ms at p50 and ${(floor.p99 - direct.p99).toFixed(3)} ms at p99; over it, veil's gateway added ${(stats['gateway, no selectors']!.p50 - floor.p50).toFixed(3)} ms (no selectors) and ${(on.p50 - floor.p50).toFixed(3)} ms (10 fields) at p50, ${(on.p99 - floor.p99).toFixed(3)} ms (10 fields) at p99`);
-  console.log(`targets, 10 fields over direct: p50 ≤ +0.4 ms ${on.p50 - direct.p50 <= 0.4 ? 'met' : 'not met'} (+${(on.p50 - direct.p50).toFixed(3)}), p99 ≤ +1.5 ms ${on.p99 - direct.p99 <= 1.5 ? 'met' : 'not met'} (+${(on.p99 - direct.p99).toFixed(3)})`);
+  console.log(
+    `\nthe floor: a bare Node.js reverse proxy (bench/gateway-bare-proxy.ts, no veil code) added ${(floor.p50 - direct.p50).toFixed(3)} ms at p50 and ${(floor.p99 - direct.p99).toFixed(3)} ms at p99; over it, veil's gateway added ${(stats['gateway, no selectors']!.p50 - floor.p50).toFixed(3)} ms (no selectors) and ${(on.p50 - floor.p50).toFixed(3)} ms (10 fields) at p50, ${(on.p99 - floor.p99).toFixed(3)} ms (10 fields) at p99`,
+  );
+  console.log(
+    `targets, 10 fields over direct: p50 ≤ +0.4 ms ${on.p50 - direct.p50 <= 0.4 ? 'met' : 'not met'} (+${(on.p50 - direct.p50).toFixed(3)}), p99 ≤ +1.5 ms ${on.p99 - direct.p99 <= 1.5 ? 'met' : 'not met'} (+${(on.p99 - direct.p99).toFixed(3)})`,
+  );
   console.log(`\nper exchange, ${costCalls} sequential POSTs per target (all threads; run-queue wait: time runnable but not running, the machine's load):`);
-  console.log('target                   proxy CPU µs     run-queue wait µs   context switches   GCs per 1000   GC µs   upstream CPU µs   (the proxy: veil\'s gateway, or the bare one on its row, whose GCs are not read)');
+  console.log(
+    "target                   proxy CPU µs     run-queue wait µs   context switches   GCs per 1000   GC µs   upstream CPU µs   (the proxy: veil's gateway, or the bare one on its row, whose GCs are not read)",
+  );
   for (const [name, c] of Object.entries(cost)) {
-    console.log(`${name.padEnd(24)} ${c.gateway.cpu.toFixed(0).padStart(14)}   ${c.gateway.wait.toFixed(0).padStart(17)}   ${c.gateway.slices.toFixed(1).padStart(16)}   ${c.gc.count.toFixed(1).padStart(12)}   ${c.gc.ms.toFixed(1).padStart(5)}   ${c.upstream.cpu.toFixed(0).padStart(15)}`);
+    console.log(
+      `${name.padEnd(24)} ${c.gateway.cpu.toFixed(0).padStart(14)}   ${c.gateway.wait.toFixed(0).padStart(17)}   ${c.gateway.slices.toFixed(1).padStart(16)}   ${c.gc.count.toFixed(1).padStart(12)}   ${c.gc.ms.toFixed(1).padStart(5)}   ${c.upstream.cpu.toFixed(0).padStart(15)}`,
+    );
   }
   for (const t of Object.values(targets)) t.agent.destroy();
 } finally {

@@ -43,7 +43,15 @@ function hasWrk(): boolean {
 }
 
 async function runAutocannon(o: LoadOptions): Promise<LoadResult> {
-  const result = await autocannon({ url: o.url, method: 'POST', connections: o.connections, duration: o.seconds, pipelining: 1, headers: o.headers, body: o.body });
+  const result = await autocannon({
+    url: o.url,
+    method: 'POST',
+    connections: o.connections,
+    duration: o.seconds,
+    pipelining: 1,
+    headers: o.headers,
+    body: o.body,
+  });
   if (result.non2xx > 0 || result.errors > 0) throw new Error(`non-2xx ${result.non2xx}, errors ${result.errors}`);
   const calls = (result.requests as { total?: number }).total ?? result.requests.average * o.seconds;
   return { callsPerSecond: calls / o.seconds, calls, p50Ms: result.latency.p50, p99Ms: result.latency.p99 };
@@ -54,10 +62,17 @@ async function runWrk(o: LoadOptions): Promise<LoadResult> {
   try {
     // the body from a file, so nothing in it needs Lua quoting
     await writeFile(join(dir, 'body.json'), o.body);
-    const headers = Object.entries(o.headers).map(([k, v]) => `wrk.headers[${JSON.stringify(k)}] = ${JSON.stringify(v)}`).join('\n');
-    await writeFile(join(dir, 'post.lua'), `wrk.method = "POST"\nlocal f = io.open(${JSON.stringify(join(dir, 'body.json'))}, "rb")\nwrk.body = f:read("*a")\nf:close()\n${headers}\n`);
+    const headers = Object.entries(o.headers)
+      .map(([k, v]) => `wrk.headers[${JSON.stringify(k)}] = ${JSON.stringify(v)}`)
+      .join('\n');
+    await writeFile(
+      join(dir, 'post.lua'),
+      `wrk.method = "POST"\nlocal f = io.open(${JSON.stringify(join(dir, 'body.json'))}, "rb")\nwrk.body = f:read("*a")\nf:close()\n${headers}\n`,
+    );
     const out = await new Promise<string>((resolve, reject) => {
-      const child = spawn('wrk', ['-t', '1', '-c', String(o.connections), '-d', `${o.seconds}s`, '--latency', '-s', join(dir, 'post.lua'), o.url], { stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn('wrk', ['-t', '1', '-c', String(o.connections), '-d', `${o.seconds}s`, '--latency', '-s', join(dir, 'post.lua'), o.url], {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
       let text = '';
       child.stdout.on('data', (d) => (text += String(d)));
       child.stderr.on('data', (d) => (text += String(d)));

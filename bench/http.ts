@@ -22,7 +22,18 @@ const guid = (n: number) => `00000000-0000-4000-8000-${String(n).padStart(12, '0
 const batch = (n: number) => ({
   rightsContexts: [{ guid: guid(1), evidences: [{ name: 'Role', value: 'ingest' }] }],
   processingContexts: [{ guid: guid(2), evidences: [{ name: 'Action', value: 'Protect' }] }],
-  requests: [{ guid: guid(3), rightsContext: guid(1), processingContext: guid(2), instances: Array.from({ length: n }, (_, i) => ({ className: 'Customer', propertyName: 'cardNumber', value: `4${String(100000000000000 + i * 7919).padStart(15, '0')}` })) }],
+  requests: [
+    {
+      guid: guid(3),
+      rightsContext: guid(1),
+      processingContext: guid(2),
+      instances: Array.from({ length: n }, (_, i) => ({
+        className: 'Customer',
+        propertyName: 'cardNumber',
+        value: `4${String(100000000000000 + i * 7919).padStart(15, '0')}`,
+      })),
+    },
+  ],
 });
 
 /** CPU seconds (user + system) a process and its children (the cluster's workers) have used, from /proc. */
@@ -40,22 +51,31 @@ async function waitReady(url: string): Promise<void> {
   for (let i = 0; i < 200; i++) {
     try {
       if ((await fetch(`${url}/readyz`)).ok) return;
-    } catch { /* not yet */ }
+    } catch {
+      /* not yet */
+    }
     await new Promise((r) => setTimeout(r, 100));
   }
   throw new Error('service did not become ready');
 }
 
 const dataDir = await mkdtemp(join(tmpdir(), 'veil-bench-'));
-const server: ChildProcess = spawn(process.execPath, [join(root, 'src/cli/main.ts'), 'serve', '--config', configFile, '--data-dir', dataDir, '--port', String(port), '--workers', String(workers)], {
-  env: { ...process.env, VEIL_LOG_LEVEL: 'warn', VEIL_MASTER_KEY: 'b'.repeat(64) },
-  stdio: ['ignore', 'ignore', 'inherit'],
-});
+const server: ChildProcess = spawn(
+  process.execPath,
+  [join(root, 'src/cli/main.ts'), 'serve', '--config', configFile, '--data-dir', dataDir, '--port', String(port), '--workers', String(workers)],
+  {
+    env: { ...process.env, VEIL_LOG_LEVEL: 'warn', VEIL_MASTER_KEY: 'b'.repeat(64) },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  },
+);
 const url = `http://127.0.0.1:${port}`;
 try {
   await waitReady(url);
   const secret = (await readFile(join(dataDir, 'dev-client.secret'), 'utf8')).trim();
-  const tokenRes = await fetch(`${url}/connect/token`, { method: 'POST', body: new URLSearchParams({ grant_type: 'client_credentials', client_id: 'veil-dev', client_secret: secret }) });
+  const tokenRes = await fetch(`${url}/connect/token`, {
+    method: 'POST',
+    body: new URLSearchParams({ grant_type: 'client_credentials', client_id: 'veil-dev', client_secret: secret }),
+  });
   const { access_token: token } = (await tokenRes.json()) as { access_token: string };
 
   // the in-process engine on the same batches, one core
@@ -67,25 +87,35 @@ try {
   keys.add('pan', 'ff1', new Uint8Array(32).fill(5), 'now');
   const engine = new Engine({ config: compiled, keys });
 
-  console.log(`veil bench:http — Node ${process.version}, veil serve --workers ${workers}, ${generator.name} ${seconds}s per batch size after ${warmupSeconds}s of warm-up, loopback\n`);
-  console.log(`batch   connections  calls/s   values/s    p50 ms   p99 ms   in-process engine values/s (1 core)   HTTP / engine   HTTP / (${workers} × engine)   per server CPU-second / engine`);
+  console.log(
+    `veil bench:http — Node ${process.version}, veil serve --workers ${workers}, ${generator.name} ${seconds}s per batch size after ${warmupSeconds}s of warm-up, loopback\n`,
+  );
+  console.log(
+    `batch   connections  calls/s   values/s    p50 ms   p99 ms   in-process engine values/s (1 core)   HTTP / engine   HTTP / (${workers} × engine)   per server CPU-second / engine`,
+  );
   for (const size of [1, 100, 1000]) {
     const body = JSON.stringify(batch(size));
     const connections = size === 1 ? 32 : size === 100 ? 16 : 8;
-    const load = (duration: number) => generator.run({
-      url: `${url}/transform`, connections, seconds: duration, body,
-      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-    });
+    const load = (duration: number) =>
+      generator.run({
+        url: `${url}/transform`,
+        connections,
+        seconds: duration,
+        body,
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      });
     // the service is measured warm, as the in-process engine is (opsPerSecond warms it up first)
     await load(warmupSeconds);
     const cpuBefore = await cpuSeconds(server.pid!);
     const result = await load(seconds);
     const values = result.callsPerSecond * size;
     // the load generator shares the cores: values per CPU-second the service itself spent, beside the engine's
-    const serverCpu = await cpuSeconds(server.pid!) - cpuBefore;
-    const perServerCpuSecond = result.calls * size / serverCpu;
+    const serverCpu = (await cpuSeconds(server.pid!)) - cpuBefore;
+    const perServerCpuSecond = (result.calls * size) / serverCpu;
     const inProcess = opsPerSecond(() => engine.transform(JSON.parse(body), { roles: ['ingest'] }), size, 1500);
-    console.log(`${String(size).padEnd(8)}${String(connections).padEnd(13)}${fmt(result.callsPerSecond).padEnd(10)}${fmt(values).padEnd(12)}${String(result.p50Ms).padEnd(9)}${String(result.p99Ms).padEnd(9)}${fmt(inProcess).padEnd(38)}${ratio(values, inProcess).padEnd(16)}${ratio(values, workers * inProcess).padEnd(25)}${ratio(perServerCpuSecond, inProcess)}`);
+    console.log(
+      `${String(size).padEnd(8)}${String(connections).padEnd(13)}${fmt(result.callsPerSecond).padEnd(10)}${fmt(values).padEnd(12)}${String(result.p50Ms).padEnd(9)}${String(result.p99Ms).padEnd(9)}${fmt(inProcess).padEnd(38)}${ratio(values, inProcess).padEnd(16)}${ratio(values, workers * inProcess).padEnd(25)}${ratio(perServerCpuSecond, inProcess)}`,
+    );
   }
   console.log(`\ntarget: ≥ 250,000 FF1 values/s over HTTP with 1,000-instance batches, ≥ 0.70× the in-process engine`);
 } finally {

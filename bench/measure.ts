@@ -2,7 +2,7 @@
 export function opsPerSecond(fn: (i: number) => unknown, opsPerCall = 1, ms = 1000): number {
   const deadline = (t: number) => performance.now() + t;
   let i = 0;
-  for (const end = deadline(ms / 4); performance.now() < end; ) for (let j = 0; j < 100; j++) fn(i++);
+  for (const end = deadline(ms / 4); performance.now() < end;) for (let j = 0; j < 100; j++) fn(i++);
   let calls = 0;
   const start = performance.now();
   const end = start + ms;

@@ -53,7 +53,9 @@ const keysetRecords = decodeKeystore(await readFile(seedKeystore.path), masterBy
 const seedStart = performance.now();
 const seed = await KafkaControlLog.open({ connection: plainConnection(brokerList), topic });
 for (let i = 0; i < VERSIONS; i++) {
-  await seed.append('config', i, `${exampleText}\n# version ${i + 1}\n`, { by: 'bench', source: 'cli', note: `version ${i + 1}` }, (w) => signWrite(seedKeystore, w));
+  await seed.append('config', i, `${exampleText}\n# version ${i + 1}\n`, { by: 'bench', source: 'cli', note: `version ${i + 1}` }, (w) =>
+    signWrite(seedKeystore, w),
+  );
   // each version encrypted anew (its own salt and nonce), as every change writes it: no two alike
   await seed.append('keyset', i, encodeKeystore(keysetRecords, masterBytes).toString('base64'));
 }
@@ -72,7 +74,7 @@ await control!.attach({ keystore: opened });
 const startupMs = performance.now() - startupStart;
 await control!.close();
 if (opened.list().length !== seedKeystore.list().length) throw new Error('the mirrored key set is not the seeded one');
-const mirrored = (await readFile(join(dataDir, 'config-versions/index.json'), 'utf8'));
+const mirrored = await readFile(join(dataDir, 'config-versions/index.json'), 'utf8');
 if (!mirrored.includes(`"active": ${VERSIONS}`)) throw new Error('the mirror does not hold the last version');
 
 const kafka = new Kafka({ clientId: 'bench-store', brokers: brokerList, logLevel: logLevel.NOTHING });
@@ -95,9 +97,13 @@ const kmsKeystore = await LocalKeystore.open({ dataDir: kmsDir, kms: cachingKms(
 await provisionKeys(config.engine, kmsKeystore);
 const lease = new KeyLease({ kms: direct, wrapped: () => kmsKeystore.wrappedDataKey(), ttlMs: 300_000 }).start();
 kmsKeystore.useLease(lease);
-const bind = (keys: LocalKeystore, action: 'Protect' | 'Unprotect') => new Engine({ config: config.engine, keys }).bind({
-  identity: { roles: ['fraud'] }, rightsEvidences: [{ name: 'Role', value: 'fraud' }], processingEvidences: [{ name: 'Action', value: action }], fields: [{ className: 'Customer', propertyName: 'name' }],
-}).transforms[0]!;
+const bind = (keys: LocalKeystore, action: 'Protect' | 'Unprotect') =>
+  new Engine({ config: config.engine, keys }).bind({
+    identity: { roles: ['fraud'] },
+    rightsEvidences: [{ name: 'Role', value: 'fraud' }],
+    processingEvidences: [{ name: 'Action', value: action }],
+    fields: [{ className: 'Customer', propertyName: 'name' }],
+  }).transforms[0]!;
 const batchOf = (keys: LocalKeystore) => bind(keys, 'Protect').many(Array.from({ length: 1000 }, (_, i) => `Customer Number ${i}`)) as string[];
 const masterBatch = batchOf(seedKeystore);
 const kmsBatch = batchOf(kmsKeystore);
@@ -106,8 +112,14 @@ const unprotectKms = bind(kmsKeystore, 'Unprotect');
 const ms = Number(process.env.BENCH_MS ?? 2000);
 const rates = { master: 0, kms: 0 };
 for (let round = 0; round < 3; round++) {
-  rates.master = Math.max(rates.master, opsPerSecond(() => unprotectMaster.many(masterBatch), 1000, ms));
-  rates.kms = Math.max(rates.kms, opsPerSecond(() => unprotectKms.many(kmsBatch), 1000, ms));
+  rates.master = Math.max(
+    rates.master,
+    opsPerSecond(() => unprotectMaster.many(masterBatch), 1000, ms),
+  );
+  rates.kms = Math.max(
+    rates.kms,
+    opsPerSecond(() => unprotectKms.many(kmsBatch), 1000, ms),
+  );
 }
 lease.stop();
 console.log('\nunprotect, AES-GCM, 1,000-value batches, one core   values/s');

@@ -6,19 +6,39 @@ import type { Assignment, KafkaConsumer, LibrdKafkaError, Message, Producer } fr
 
 const { KafkaConsumer: Consumer, Producer: NativeProducer } = rdkafka as unknown as { KafkaConsumer: typeof KafkaConsumer; Producer: typeof Producer };
 
-const call = (run: (cb: (err: LibrdKafkaError | null | undefined) => void) => void) => new Promise<void>((resolve, reject) => run((err) => (err ? reject(err) : resolve())));
+const call = (run: (cb: (err: LibrdKafkaError | null | undefined) => void) => void) =>
+  new Promise<void>((resolve, reject) => run((err) => (err ? reject(err) : resolve())));
 
 /** `timed` measures the copy after its warm-up (bench/stream.ts). */
-export async function bareLibrdkafka(brokers: string, source: string, sink: string, timed: (groupId: string, topic: string) => Promise<{ rate: number; cpu: number; threads: string }>): Promise<{ rate: number; cpu: number; batches: number; threads: string }> {
+export async function bareLibrdkafka(
+  brokers: string,
+  source: string,
+  sink: string,
+  timed: (groupId: string, topic: string) => Promise<{ rate: number; cpu: number; threads: string }>,
+): Promise<{ rate: number; cpu: number; batches: number; threads: string }> {
   const groupId = `bench-bare-rd-${source}`;
-  const consumer = new Consumer({
-    'bootstrap.servers': brokers, 'group.id': groupId, 'enable.auto.commit': false, 'isolation.level': 'read_committed', 'fetch.wait.max.ms': 100,
-    rebalance_cb: function (this: KafkaConsumer, err: LibrdKafkaError, assignment: Assignment[]) {
-      if (err.code === -175) this.assign(assignment);
-      else this.unassign();
-    },
-  } as never, { 'auto.offset.reset': 'earliest' });
-  const producer = new NativeProducer({ 'bootstrap.servers': brokers, 'transactional.id': `${groupId}.tx`, 'enable.idempotence': true, 'linger.ms': 2, dr_cb: false, partitioner: 'murmur2_random' });
+  const consumer = new Consumer(
+    {
+      'bootstrap.servers': brokers,
+      'group.id': groupId,
+      'enable.auto.commit': false,
+      'isolation.level': 'read_committed',
+      'fetch.wait.max.ms': 100,
+      rebalance_cb: function (this: KafkaConsumer, err: LibrdKafkaError, assignment: Assignment[]) {
+        if (err.code === -175) this.assign(assignment);
+        else this.unassign();
+      },
+    } as never,
+    { 'auto.offset.reset': 'earliest' },
+  );
+  const producer = new NativeProducer({
+    'bootstrap.servers': brokers,
+    'transactional.id': `${groupId}.tx`,
+    'enable.idempotence': true,
+    'linger.ms': 2,
+    dr_cb: false,
+    partitioner: 'murmur2_random',
+  });
   await new Promise<void>((resolve, reject) => consumer.connect({}, (err) => (err ? reject(err) : resolve())));
   await new Promise<void>((resolve, reject) => producer.connect({}, (err) => (err ? reject(err) : resolve())));
   producer.setPollInBackground(true);

@@ -6,8 +6,18 @@ import protobuf from 'protobufjs';
 export type RegistryFormat = 'json-schema' | 'protobuf';
 
 const JSON_SCHEMA = JSON.stringify({
-  $schema: 'http://json-schema.org/draft-07/schema#', type: 'object',
-  properties: { id: { type: 'integer' }, email: { type: 'string' }, card: { type: 'string' }, name: { type: 'string' }, address: { type: 'object' }, orders: { type: 'array' }, preferences: { type: 'object' }, padding: { type: 'string' } },
+  $schema: 'http://json-schema.org/draft-07/schema#',
+  type: 'object',
+  properties: {
+    id: { type: 'integer' },
+    email: { type: 'string' },
+    card: { type: 'string' },
+    name: { type: 'string' },
+    address: { type: 'object' },
+    orders: { type: 'array' },
+    preferences: { type: 'object' },
+    padding: { type: 'string' },
+  },
   required: ['id', 'email'],
 });
 
@@ -32,11 +42,12 @@ const Customer = protobuf.parse(PROTO, { keepCase: true }).root.lookupType('veil
 /** Registers the format's raw schema under `subject`; returns an encoder of the bench's records. */
 export async function registeredEncoder(registryUrl: string, format: RegistryFormat, subject: string): Promise<(record: object) => Buffer> {
   const res = await fetch(`${registryUrl}/subjects/${subject}/versions`, {
-    method: 'POST', headers: { 'content-type': 'application/vnd.schemaregistry.v1+json' },
+    method: 'POST',
+    headers: { 'content-type': 'application/vnd.schemaregistry.v1+json' },
     body: JSON.stringify({ schemaType: format === 'protobuf' ? 'PROTOBUF' : 'JSON', schema: format === 'protobuf' ? PROTO : JSON_SCHEMA }),
   });
   if (!res.ok) throw new Error(`registering the bench schema failed: ${res.status}`);
-  const { id } = await res.json() as { id: number };
+  const { id } = (await res.json()) as { id: number };
   // protobuf: the message-index list [0] in its short form, a lone 0
   const header = Buffer.alloc(format === 'protobuf' ? 6 : 5);
   header.writeUInt32BE(id, 1);

@@ -78,7 +78,19 @@ function lineReader(child: ChildProcessWithoutNullStreams, skipped: string[]): (
 export async function javaCopy(brokers: string, source: string, warmupSink: string, sink: string, timed: Timed, options: JavaOptions = {}): Promise<JavaCost> {
   const classes = await compile();
   const groupId = `bench-java-${sink}`;
-  const child = spawn('java', [...JVM_FLAGS, '-cp', `${classes}:${kafkaLibs()}`, 'ExactlyOnceCopy', brokers, source, warmupSink, sink, groupId, String(options.warmupRounds ?? 5), ...(options.overrides ?? [])]);
+  const child = spawn('java', [
+    ...JVM_FLAGS,
+    '-cp',
+    `${classes}:${kafkaLibs()}`,
+    'ExactlyOnceCopy',
+    brokers,
+    source,
+    warmupSink,
+    sink,
+    groupId,
+    String(options.warmupRounds ?? 5),
+    ...(options.overrides ?? []),
+  ]);
   const exited = new Promise<number | null>((resolve) => child.once('close', resolve));
   const warmup: string[] = [];
   const next = lineReader(child, warmup);
@@ -88,7 +100,7 @@ export async function javaCopy(brokers: string, source: string, warmupSink: stri
     const cost = await Promise.race([timed(groupId, source, child.pid!), ended]);
     const [, , transactions] = await next(/^done (\d+) (\d+)$/);
     child.stdin.end('\n');
-    if (await exited !== 0) throw new Error('the Java copy failed after its timed run');
+    if ((await exited) !== 0) throw new Error('the Java copy failed after its timed run');
     return { ...cost, batches: Number(transactions), warmup: warmedUp(warmup) };
   } finally {
     child.kill();

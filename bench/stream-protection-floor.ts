@@ -19,7 +19,8 @@ export async function protectionFloor(configText: string, values: readonly Buffe
     const pipeline = config.pipelines.bench!;
     const protector = new RecordProtector({ name: 'bench', config: pipeline, engine, serde: await serdes(undefined)(pipeline) });
     const chunks: { topic: string; key: Buffer; value: Buffer }[][] = [];
-    for (let i = 0; i < values.length; i += 1000) chunks.push(values.slice(i, i + 1000).map((value, j) => ({ topic: 'clean', key: Buffer.from(`k${i + j}`), value })));
+    for (let i = 0; i < values.length; i += 1000)
+      chunks.push(values.slice(i, i + 1000).map((value, j) => ({ topic: 'clean', key: Buffer.from(`k${i + j}`), value })));
     const rounds: number[] = [];
     for (let r = 0; r < 7; r++) {
       const before = process.cpuUsage();

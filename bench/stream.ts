@@ -51,13 +51,21 @@ function record(i: number): string {
 }
 
 function customer(i: number): object {
-  return ({
-    id: i, email: `customer${i}@example.com`, card: `4111${String(100000000000 + i).padStart(12, '0')}`, name: `Customer Number ${i}`,
+  return {
+    id: i,
+    email: `customer${i}@example.com`,
+    card: `4111${String(100000000000 + i).padStart(12, '0')}`,
+    name: `Customer Number ${i}`,
     address: { street: `${i} Long Street`, city: 'Springfield', postcode: 'AB1 2CD', country: 'GB' },
-    orders: Array.from({ length: 6 }, (_, j) => ({ sku: `SKU-${(i * 7 + j) % 1000}`, qty: (j % 3) + 1, price: 9.99 + j, note: 'standard delivery, leave at door' })),
+    orders: Array.from({ length: 6 }, (_, j) => ({
+      sku: `SKU-${(i * 7 + j) % 1000}`,
+      qty: (j % 3) + 1,
+      price: 9.99 + j,
+      note: 'standard delivery, leave at door',
+    })),
     preferences: { newsletter: i % 2 === 0, channel: 'email', locale: 'en-GB', tags: ['retail', 'loyalty', 'web', 'mobile'] },
     padding: 'x'.repeat(180),
-  });
+  };
 }
 
 async function seed(topic: string, partitions: number, encode: (record: object) => Buffer | string = JSON.stringify): Promise<void> {
@@ -65,7 +73,11 @@ async function seed(topic: string, partitions: number, encode: (record: object) 
   const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
   await producer.connect();
   for (let i = 0; i < WARM + N; i += 1000) {
-    await producer.send({ topic, acks: -1, messages: Array.from({ length: Math.min(1000, WARM + N - i) }, (_, j) => ({ key: `k${i + j}`, value: encode(customer(i + j)) })) });
+    await producer.send({
+      topic,
+      acks: -1,
+      messages: Array.from({ length: Math.min(1000, WARM + N - i) }, (_, j) => ({ key: `k${i + j}`, value: encode(customer(i + j)) })),
+    });
   }
   await producer.disconnect();
 }
@@ -98,7 +110,11 @@ async function timed(groupId: string, topic: string, pid?: number): Promise<Omit
   const wall = performance.now() - start;
   const used = cpuMs(pid) - cpu;
   const records = done - from;
-  return { rate: records / (wall / 1000), cpu: used / wall, threads: perRecord(before, threadCpu(pid), records, pid === undefined ? NODE_THREADS : JVM_THREADS) };
+  return {
+    rate: records / (wall / 1000),
+    cpu: used / wall,
+    threads: perRecord(before, threadCpu(pid), records, pid === undefined ? NODE_THREADS : JVM_THREADS),
+  };
 }
 
 /** What one run cost: this process's CPU (veil or bare kafkajs; the broker is another process) and transactions. */
@@ -131,7 +147,10 @@ async function bareKafkajs(source: string, sink: string): Promise<Cost> {
       batches++;
       const tx = await p.transaction();
       await tx.send({ topic: sink, messages: batch.messages.map((m) => ({ key: m.key, value: m.value, headers: m.headers })) });
-      await tx.sendOffsets({ consumerGroupId: groupId, topics: [{ topic: source, partitions: [{ partition: batch.partition, offset: (BigInt(batch.lastOffset()) + 1n).toString() }] }] });
+      await tx.sendOffsets({
+        consumerGroupId: groupId,
+        topics: [{ topic: source, partitions: [{ partition: batch.partition, offset: (BigInt(batch.lastOffset()) + 1n).toString() }] }],
+      });
       await tx.commit();
     },
   });
@@ -171,7 +190,14 @@ async function veil(source: string, sink: string, fields: string, label: string,
   await writeFile(configFile, benchConfig(source, sink, groupId, fields, format, unmapped));
   await admin.createTopics({ topics: [{ topic: `${sink}.dlq`, numPartitions: 1 }], waitForLeaders: true });
   const stream = await openStream({
-    configFile, dataDir, env: { VEIL_MASTER_KEY: 'e'.repeat(64), VEIL_PROTECT_THREADS: process.env.VEIL_PROTECT_THREADS }, now: () => new Date(), brokers: brokers!.split(','), registryUrl, development: true, client,
+    configFile,
+    dataDir,
+    env: { VEIL_MASTER_KEY: 'e'.repeat(64), VEIL_PROTECT_THREADS: process.env.VEIL_PROTECT_THREADS },
+    now: () => new Date(),
+    brokers: brokers!.split(','),
+    registryUrl,
+    development: true,
+    client,
     logger: pino({ level: 'error' }),
   });
   await stream.start();
@@ -206,11 +232,16 @@ function javaTable(java: JavaCost, v: Cost): string[] {
 /** What limits a figure: the process's CPU when it is near one core, else the transactions' round trips. */
 function limit(c: Cost): string {
   const perBatch = Math.round((WARM + N) / Math.max(1, c.batches));
-  const what = c.cpu > 0.85 ? 'CPU-bound (a core or more: all its threads together — for veil the consumer thread, protection threads and librdkafka threads)' : 'waiting on broker round trips';
+  const what =
+    c.cpu > 0.85
+      ? 'CPU-bound (a core or more: all its threads together — for veil the consumer thread, protection threads and librdkafka threads)'
+      : 'waiting on broker round trips';
   return `${Math.round(c.cpu * 100)}% of a core, ${fmt(c.batches)} transactions (warm-up included) of ~${fmt(perBatch)} records: ${what}; ${c.threads}`;
 }
 
-console.log(`veil bench:stream — Node ${process.version}, ${fmt(N)} records timed after ${fmt(WARM)} of warm-up per copy, ~${Buffer.byteLength(record(1))} bytes JSON, 3 fields protected, exactly-once, one process, broker on loopback\n`);
+console.log(
+  `veil bench:stream — Node ${process.version}, ${fmt(N)} records timed after ${fmt(WARM)} of warm-up per copy, ~${Buffer.byteLength(record(1))} bytes JSON, 3 fields protected, exactly-once, one process, broker on loopback\n`,
+);
 const limits: string[] = [];
 const PROTECT = '[ { path: email, field: Customer.email }, { path: card, field: Customer.nationalId }, { path: name, field: Customer.name } ]';
 const rows: string[] = [];
@@ -225,18 +256,24 @@ console.log('partitions  client       bare copy rec/s   veil protect rec/s   vei
 for (const partitions of [1, 4]) {
   const topic = (k: string) => `bench.${run}.${partitions}.${k}`;
   await seed(topic('raw'), partitions);
-  for (const k of ['bare-kafkajs', 'bare-librdkafka', 'kafkajs', 'librdkafka']) await admin.createTopics({ topics: [{ topic: topic(`clean-${k}`), numPartitions: partitions }], waitForLeaders: true });
+  for (const k of ['bare-kafkajs', 'bare-librdkafka', 'kafkajs', 'librdkafka'])
+    await admin.createTopics({ topics: [{ topic: topic(`clean-${k}`), numPartitions: partitions }], waitForLeaders: true });
   const bk = await bareKafkajs(topic('raw'), topic('clean-bare-kafkajs'));
   const br = await bareLibrdkafka(brokers!, topic('raw'), topic('clean-bare-librdkafka'), timed);
   const vk = await veil(topic('raw'), topic('clean-kafkajs'), PROTECT, 'kafkajs', 'kafkajs');
   const vr = await veil(topic('raw'), topic('clean-librdkafka'), PROTECT, 'librdkafka', 'librdkafka');
-  for (const [client, b, v] of [['librdkafka', br, vr], ['kafkajs', bk, vk]] as const) {
+  for (const [client, b, v] of [
+    ['librdkafka', br, vr],
+    ['kafkajs', bk, vk],
+  ] as const) {
     const line = `${String(partitions).padEnd(12)}${client.padEnd(13)}${fmt(b.rate).padEnd(18)}${fmt(v.rate).padEnd(21)}${ratio(v.rate, b.rate)}`;
     console.log(line);
     rows.push(line);
     limits.push(`${partitions} partition(s): bare ${client} ${limit(b)}`, `${partitions} partition(s): veil on ${client} ${limit(v)}`);
   }
-  goals.push(`${partitions} partition(s): veil on librdkafka (default) ${fmt(vr.rate)} rec/s = ${ratio(vr.rate, bk.rate)} the bare kafkajs copy, ${ratio(vr.rate, vk.rate)} veil on kafkajs`);
+  goals.push(
+    `${partitions} partition(s): veil on librdkafka (default) ${fmt(vr.rate)} rec/s = ${ratio(vr.rate, bk.rate)} the bare kafkajs copy, ${ratio(vr.rate, vk.rate)} veil on kafkajs`,
+  );
   if (partitions === 4) {
     cpu4 = { bare: cpuPerRecord(br), veil: cpuPerRecord(vr) };
     // the unmapped guard (default on) against the same pipeline with it off, on the same records:
@@ -246,17 +283,32 @@ for (const partitions of [1, 4]) {
     for (let r = 0; r < 3; r++) {
       for (const side of ['on', 'off'] as const) {
         await admin.createTopics({ topics: [{ topic: topic(`clean-guard-${side}-${r}`), numPartitions: partitions }], waitForLeaders: true });
-        runs[side].push(await veil(topic('raw'), topic(`clean-guard-${side}-${r}`), PROTECT, `librdkafka-guard-${side}-${r}`, 'librdkafka', 'json', side === 'on' ? 'dead-letter' : 'pass'));
+        runs[side].push(
+          await veil(
+            topic('raw'),
+            topic(`clean-guard-${side}-${r}`),
+            PROTECT,
+            `librdkafka-guard-${side}-${r}`,
+            'librdkafka',
+            'json',
+            side === 'on' ? 'dead-letter' : 'pass',
+          ),
+        );
       }
     }
     const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[1]!;
     const [onRate, offRate] = [median(runs.on.map((c) => c.rate)), median(runs.off.map((c) => c.rate))];
     const [onCpu, offCpu] = [median(runs.on.map(cpuPerRecord)), median(runs.off.map(cpuPerRecord))];
-    guard.push(`4 partitions, librdkafka, on (unmapped: dead-letter) and off (unmapped: pass) in turn, 3 runs each: rec/s on ${runs.on.map((c) => fmt(c.rate)).join(', ')}, off ${runs.off.map((c) => fmt(c.rate)).join(', ')}; medians ${fmt(onRate)} and ${fmt(offRate)}: on/off ${ratio(onRate, offRate)}`);
-    guard.push(`CPU per record (this process, all threads), medians: on ${onCpu.toFixed(1)} µs, off ${offCpu.toFixed(1)} µs: on/off ${ratio(onCpu, offCpu)}; target: the guard's CPU cost ≤ 10% of the guard off (on/off ≤ 1.10×) — ${onCpu / offCpu <= 1.1 ? 'met' : 'not met'}`);
+    guard.push(
+      `4 partitions, librdkafka, on (unmapped: dead-letter) and off (unmapped: pass) in turn, 3 runs each: rec/s on ${runs.on.map((c) => fmt(c.rate)).join(', ')}, off ${runs.off.map((c) => fmt(c.rate)).join(', ')}; medians ${fmt(onRate)} and ${fmt(offRate)}: on/off ${ratio(onRate, offRate)}`,
+    );
+    guard.push(
+      `CPU per record (this process, all threads), medians: on ${onCpu.toFixed(1)} µs, off ${offCpu.toFixed(1)} µs: on/off ${ratio(onCpu, offCpu)}; target: the guard's CPU cost ≤ 10% of the guard off (on/off ≤ 1.10×) — ${onCpu / offCpu <= 1.1 ? 'met' : 'not met'}`,
+    );
     guardOff = offCpu;
     // Kafka's own Java client on the same records, its warm-up copies to a topic of their own
-    for (const k of ['java', 'java-warmup']) await admin.createTopics({ topics: [{ topic: topic(`clean-${k}`), numPartitions: partitions }], waitForLeaders: true });
+    for (const k of ['java', 'java-warmup'])
+      await admin.createTopics({ topics: [{ topic: topic(`clean-${k}`), numPartitions: partitions }], waitForLeaders: true });
     const java = await javaCopy(brokers!, topic('raw'), topic('clean-java-warmup'), topic('clean-java'), timed);
     javaLines = javaTable(java, vr);
     limits.push(`4 partitions: the tuned Java copy (its JVM's CPU) ${limit(java)}`);
@@ -266,13 +318,23 @@ const floorRecords = Array.from({ length: 20_000 }, (_, i) => Buffer.from(record
 const floor = await protectionFloor(benchConfig('raw', 'clean', 'floor', PROTECT, 'json', 'dead-letter'), floorRecords);
 // the guard alone, without Kafka's noise: the same protection with the guard off, beside the one with it on
 const floorOff = await protectionFloor(benchConfig('raw', 'clean', 'floor', PROTECT, 'json', 'pass'), floorRecords);
-guard.push(`the protection alone (in this thread, no Kafka): on ${floor.toFixed(1)} µs, off ${floorOff.toFixed(1)} µs per record — the guard's ${(floor - floorOff).toFixed(1)} µs are ${(((floor - floorOff) / guardOff) * 100).toFixed(1)}% of the pipeline's CPU per record with the guard off`);
+guard.push(
+  `the protection alone (in this thread, no Kafka): on ${floor.toFixed(1)} µs, off ${floorOff.toFixed(1)} µs per record — the guard's ${(floor - floorOff).toFixed(1)} µs are ${(((floor - floorOff) / guardOff) * 100).toFixed(1)}% of the pipeline's CPU per record with the guard off`,
+);
 const { bare, veil: whole } = cpu4!;
-console.log(`\nCPU per record, 4 partitions, librdkafka, JSON: veil ${whole.toFixed(1)} µs, the bare copy ${bare.toFixed(1)} µs: ${ratio(whole, bare)} (target ≤ 2×: ${whole <= 2 * bare ? 'met' : 'not met'})`);
-console.log(`  the protection alone (the pipeline's RecordProtector on the same records in this thread, no Kafka, warm): ${floor.toFixed(1)} µs per record = ${ratio(floor, bare)} the bare copy's whole CPU per record;`);
-console.log(`  the bare copy's work plus the protection alone: ${ratio(bare + floor, bare)} — a pipeline adding nothing else would reach that, and ≤ 2× needs the protection and all veil adds within ${bare.toFixed(1)} µs`);
+console.log(
+  `\nCPU per record, 4 partitions, librdkafka, JSON: veil ${whole.toFixed(1)} µs, the bare copy ${bare.toFixed(1)} µs: ${ratio(whole, bare)} (target ≤ 2×: ${whole <= 2 * bare ? 'met' : 'not met'})`,
+);
+console.log(
+  `  the protection alone (the pipeline's RecordProtector on the same records in this thread, no Kafka, warm): ${floor.toFixed(1)} µs per record = ${ratio(floor, bare)} the bare copy's whole CPU per record;`,
+);
+console.log(
+  `  the bare copy's work plus the protection alone: ${ratio(bare + floor, bare)} — a pipeline adding nothing else would reach that, and ≤ 2× needs the protection and all veil adds within ${bare.toFixed(1)} µs`,
+);
 console.log(`\nthe unmapped guard (every unmapped value and key through the detectors):\n${guard.map((g) => `  ${g}`).join('\n')}`);
-console.log(`\nveil beside Kafka's own Java client: an exactly-once copy with kafka-clients ${kafkaVersion()} (one transaction per poll of up to 5,000 records, offsets sent with the consumer's group metadata, retry.backoff.ms 10), compiled with javac, 4 partitions, the same JSON records:\n${javaLines.join('\n')}`);
+console.log(
+  `\nveil beside Kafka's own Java client: an exactly-once copy with kafka-clients ${kafkaVersion()} (one transaction per poll of up to 5,000 records, offsets sent with the consumer's group metadata, retry.backoff.ms 10), compiled with javac, 4 partitions, the same JSON records:\n${javaLines.join('\n')}`,
+);
 console.log('\nformats, 4 partitions, librdkafka: the same records framed for a schema registry (raw schema registered)');
 console.log('format       bare copy rec/s   veil protect rec/s   veil/bare');
 for (const format of ['json-schema', 'protobuf'] as RegistryFormat[]) {
@@ -285,6 +347,10 @@ for (const format of ['json-schema', 'protobuf'] as RegistryFormat[]) {
   limits.push(`4 partitions, ${format}: bare librdkafka ${limit(b)}`, `4 partitions, ${format}: veil on librdkafka ${limit(v)}`);
 }
 console.log(`\nthe switch of client:\n${goals.map((g) => `  ${g}`).join('\n')}`);
-console.log(`\nwhat limits the figures (this process's CPU while it ran; the broker is a separate JVM on the same 2 cores):\n${limits.map((l) => `  ${l}`).join('\n')}`);
-console.log('\ntargets: veil protect on the default client (librdkafka) ≥ 0.75× its bare copy on 4 partitions; the unmapped guard\'s CPU cost ≤ 10% (CPU per record on/off ≤ 1.10×); veil ≥ 0.85× the tuned Java copy');
+console.log(
+  `\nwhat limits the figures (this process's CPU while it ran; the broker is a separate JVM on the same 2 cores):\n${limits.map((l) => `  ${l}`).join('\n')}`,
+);
+console.log(
+  "\ntargets: veil protect on the default client (librdkafka) ≥ 0.75× its bare copy on 4 partitions; the unmapped guard's CPU cost ≤ 10% (CPU per record on/off ≤ 1.10×); veil ≥ 0.85× the tuned Java copy",
+);
 await admin.disconnect();

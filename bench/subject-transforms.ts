@@ -54,8 +54,19 @@ function perSubject(action: string, property: string, values: readonly string[])
   const contexts = values.map(() => randomUUID());
   return {
     rightsContexts: [{ guid: rights, evidences: [{ name: 'Role', value: 'all' }] }],
-    processingContexts: contexts.map((guid, i) => ({ guid, evidences: [{ name: 'Action', value: action }, { name: 'Subject', value: subjectId(i) }] })),
-    requests: values.map((value, i) => ({ guid: randomUUID(), rightsContext: rights, processingContext: contexts[i]!, instances: [{ className: 'P', propertyName: property, value }] })),
+    processingContexts: contexts.map((guid, i) => ({
+      guid,
+      evidences: [
+        { name: 'Action', value: action },
+        { name: 'Subject', value: subjectId(i) },
+      ],
+    })),
+    requests: values.map((value, i) => ({
+      guid: randomUUID(),
+      rightsContext: rights,
+      processingContext: contexts[i]!,
+      instances: [{ className: 'P', propertyName: property, value }],
+    })),
   };
 }
 
@@ -65,7 +76,14 @@ function oneRequest(action: string, property: string, values: readonly string[])
   return {
     rightsContexts: [{ guid: rights, evidences: [{ name: 'Role', value: 'all' }] }],
     processingContexts: [{ guid: processing, evidences: [{ name: 'Action', value: action }] }],
-    requests: [{ guid: randomUUID(), rightsContext: rights, processingContext: processing, instances: values.map((value) => ({ className: 'P', propertyName: property, value })) }],
+    requests: [
+      {
+        guid: randomUUID(),
+        rightsContext: rights,
+        processingContext: processing,
+        instances: values.map((value) => ({ className: 'P', propertyName: property, value })),
+      },
+    ],
   };
 }
 
@@ -91,25 +109,37 @@ async function valuesPerSecond(batch: () => Promise<unknown> | unknown, ms = 300
 
 async function run(engine: Engine, store: SubjectKeyStore, body: TransformRequest): Promise<string[]> {
   const plan = engine.plan(body, who);
-  const ring = await fetchSubjectKeys(store, plan.requests.map((r) => r.subject), engine.returningSubjects);
+  const ring = await fetchSubjectKeys(
+    store,
+    plan.requests.map((r) => r.subject),
+    engine.returningSubjects,
+  );
   return engine.execute(plan, ring).responses.flatMap((r) => r.instances.map((x) => x.value));
 }
 
 export async function subjectTransforms(): Promise<void> {
   const config = compileConfigText(CONFIG).config!;
   const keys = new MemoryKeyProvider();
-  for (const ref of config.keys.values()) if (!ref.scope && !keys.info(ref.id)) keys.add(ref.id, ref.type as 'aes-siv', randomBytes(KEY_TYPES[ref.type as 'aes-siv'].sizes[0]), new Date().toISOString());
+  for (const ref of config.keys.values())
+    if (!ref.scope && !keys.info(ref.id))
+      keys.add(ref.id, ref.type as 'aes-siv', randomBytes(KEY_TYPES[ref.type as 'aes-siv'].sizes[0]), new Date().toISOString());
   const engine = new Engine({ config, keys });
   const dir = await mkdtemp(join(tmpdir(), 'veil-bench-subject-transforms-'));
   const master = SecretKey.fromBytes(randomBytes(32));
-  const open = async (cacheSize: number) => openSubjectKeyStore({ keystore: await LocalKeystore.open({ dataDir: dir, masterKey: master }), dataDir: dir, cacheSize });
+  const open = async (cacheSize: number) =>
+    openSubjectKeyStore({ keystore: await LocalKeystore.open({ dataDir: dir, masterKey: master }), dataDir: dir, cacheSize });
   const warm = await open(BATCH * 2);
   const cold = await open(0);
   const clear = Array.from({ length: BATCH }, (_, i) => valueOf(i));
-  console.log(`\nprotect and unprotect with subject keys: ${fmt(BATCH)} distinct subjects per ${fmt(BATCH)}-value batch (plan, fetch the subjects' keys, run), beside shared keys in one request of ${fmt(BATCH)} values and in the subjects' shape (${fmt(BATCH)} one-value requests)`);
+  console.log(
+    `\nprotect and unprotect with subject keys: ${fmt(BATCH)} distinct subjects per ${fmt(BATCH)}-value batch (plan, fetch the subjects' keys, run), beside shared keys in one request of ${fmt(BATCH)} values and in the subjects' shape (${fmt(BATCH)} one-value requests)`,
+  );
   console.log('field (step)      action      shared values/s   subject warm/s  ratio   subject cold/s  ratio   shared, same shape/s  warm/that');
   const ceilings: number[] = [];
-  for (const [label, scoped, shared] of [['email (aes-siv)', 'email', 'emailShared'], ['name (aes-gcm)', 'name', 'nameShared']] as const) {
+  for (const [label, scoped, shared] of [
+    ['email (aes-siv)', 'email', 'emailShared'],
+    ['name (aes-gcm)', 'name', 'nameShared'],
+  ] as const) {
     const sharedOut = await run(engine, warm, oneRequest('Protect', shared, clear));
     const subjectOut = await run(engine, warm, perSubject('Protect', scoped, clear));
     const rows: [string, number, number, number, number][] = [];
@@ -123,12 +153,16 @@ export async function subjectTransforms(): Promise<void> {
       ceilings.push(shaped / base);
     }
     for (const [action, base, hot, chill, shaped] of rows) {
-      console.log(`${label.padEnd(17)} ${action.padEnd(10)} ${fmt(base).padStart(16)} ${fmt(hot).padStart(16)}  ${ratio(hot, base).padStart(5)} ${fmt(chill).padStart(16)}  ${ratio(chill, base).padStart(5)} ${fmt(shaped).padStart(21)}  ${ratio(hot, shaped).padStart(9)}`);
+      console.log(
+        `${label.padEnd(17)} ${action.padEnd(10)} ${fmt(base).padStart(16)} ${fmt(hot).padStart(16)}  ${ratio(hot, base).padStart(5)} ${fmt(chill).padStart(16)}  ${ratio(chill, base).padStart(5)} ${fmt(shaped).padStart(21)}  ${ratio(hot, shaped).padStart(9)}`,
+      );
     }
   }
   // a Subject evidence belongs to a processing context, so 1,000 subjects are 1,000 requests: what
   // that shape costs with a shared key bounds the subject ratio above, however cheap the keys get
-  console.log(`the subjects' shape alone (the shared key, one request per value) runs at ${Math.min(...ceilings).toFixed(2)}–${Math.max(...ceilings).toFixed(2)}× one request of the same values: the ceiling of the warm ratio on this path, whatever a subject's key costs`);
+  console.log(
+    `the subjects' shape alone (the shared key, one request per value) runs at ${Math.min(...ceilings).toFixed(2)}–${Math.max(...ceilings).toFixed(2)}× one request of the same values: the ceiling of the warm ratio on this path, whatever a subject's key costs`,
+  );
   const sharedSiv = await boundFigures(engine, warm, cold, clear);
   perKeyFloor(sharedSiv, Buffer.byteLength(valueOf(BATCH - 1)));
   await Promise.all([warm.close(), cold.close()]);
@@ -141,12 +175,23 @@ export async function subjectTransforms(): Promise<void> {
  * values through the shared key's bound transform in one batch.
  */
 async function boundFigures(engine: Engine, warm: SubjectKeyStore, cold: SubjectKeyStore, clear: readonly string[]): Promise<number> {
-  const bind = (property: string) => engine.bind({ identity: who, rightsEvidences: [{ name: 'Role', value: 'all' }], processingEvidences: [{ name: 'Action', value: 'Protect' }], fields: [{ className: 'P', propertyName: property }] }).transforms[0]!;
+  const bind = (property: string) =>
+    engine.bind({
+      identity: who,
+      rightsEvidences: [{ name: 'Role', value: 'all' }],
+      processingEvidences: [{ name: 'Action', value: 'Protect' }],
+      fields: [{ className: 'P', propertyName: property }],
+    }).transforms[0]!;
   const needs = clear.map((_, i) => ({ id: subjectId(i), create: true }));
-  console.log(`\nbound transforms (a pipeline's chunk): ${fmt(BATCH)} values of ${fmt(BATCH)} subjects, keys fetched per chunk, each value under its subject, beside one shared-key batch`);
+  console.log(
+    `\nbound transforms (a pipeline's chunk): ${fmt(BATCH)} values of ${fmt(BATCH)} subjects, keys fetched per chunk, each value under its subject, beside one shared-key batch`,
+  );
   console.log('field (step)      shared values/s   subject warm/s  ratio   subject cold/s  ratio');
   let sharedSiv = 0;
-  for (const [label, scoped, shared] of [['email (aes-siv)', 'email', 'emailShared'], ['name (aes-gcm)', 'name', 'nameShared']] as const) {
+  for (const [label, scoped, shared] of [
+    ['email (aes-siv)', 'email', 'emailShared'],
+    ['name (aes-gcm)', 'name', 'nameShared'],
+  ] as const) {
     const [scopedChain, sharedChain] = [bind(scoped), bind(shared)];
     const perSubjectChunk = (store: SubjectKeyStore) => async () => {
       const ring = await fetchSubjectKeys(store, needs, 'new-key');
@@ -156,7 +201,9 @@ async function boundFigures(engine: Engine, warm: SubjectKeyStore, cold: Subject
     if (scoped === 'email') sharedSiv = base;
     const hot = await valuesPerSecond(perSubjectChunk(warm));
     const chill = await valuesPerSecond(perSubjectChunk(cold));
-    console.log(`${label.padEnd(17)} ${fmt(base).padStart(16)} ${fmt(hot).padStart(16)}  ${ratio(hot, base).padStart(5)} ${fmt(chill).padStart(16)}  ${ratio(chill, base).padStart(5)}`);
+    console.log(
+      `${label.padEnd(17)} ${fmt(base).padStart(16)} ${fmt(hot).padStart(16)}  ${ratio(hot, base).padStart(5)} ${fmt(chill).padStart(16)}  ${ratio(chill, base).padStart(5)}`,
+    );
   }
   return sharedSiv;
 }
@@ -180,8 +227,12 @@ function perKeyFloor(sharedSiv: number, bytes: number): void {
   const blocks = 2 * Math.ceil(bytes / 16);
   const floor = Math.max(jsBlocks / blocks, nativeRuns / 2);
   const us = (rate: number) => (1e6 / rate).toFixed(3);
-  console.log(`\nthe floor of a key per value (AES-256, 1,000 keys in turn): one block on noble's round function ${us(jsBlocks)} µs; one keyed node:crypto call over a value's ${blocks / 2} blocks ${us(nativeRuns)} µs`);
-  console.log(`AES-SIV of a ${bytes}-byte value under its own key: at least ${blocks} blocks one at a time or 2 dependent native calls — ${us(floor)} µs, ${fmt(floor)} values/s with nothing else done: ${ratio(floor, sharedSiv)} the bound shared-key AES-SIV rate above (which includes all of its own work)`);
+  console.log(
+    `\nthe floor of a key per value (AES-256, 1,000 keys in turn): one block on noble's round function ${us(jsBlocks)} µs; one keyed node:crypto call over a value's ${blocks / 2} blocks ${us(nativeRuns)} µs`,
+  );
+  console.log(
+    `AES-SIV of a ${bytes}-byte value under its own key: at least ${blocks} blocks one at a time or 2 dependent native calls — ${us(floor)} µs, ${fmt(floor)} values/s with nothing else done: ${ratio(floor, sharedSiv)} the bound shared-key AES-SIV rate above (which includes all of its own work)`,
+  );
 }
 
 if (import.meta.filename === process.argv[1]) await subjectTransforms();

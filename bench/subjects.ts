@@ -54,7 +54,9 @@ async function local(): Promise<void> {
   const created = await rate(creates, (i) => store.keyFor(id(i)));
   const raw = new SubjectDb(join(dir, 'raw.db'));
   const wrapped = randomBytes(64);
-  const rawInsert = await rate(creates, (i) => raw.transaction(() => raw.put(Buffer.from(`${i}`.padStart(16, '0')), { gen: 1, live: true, wrapped, at: 0, strays: [] }, false)));
+  const rawInsert = await rate(creates, (i) =>
+    raw.transaction(() => raw.put(Buffer.from(`${i}`.padStart(16, '0')), { gen: 1, live: true, wrapped, at: 0, strays: [] }, false)),
+  );
   for (let i = creates; i < OPS; i++) await store.keyFor(id(i));
   const map = new Map(Array.from({ length: OPS }, (_, i) => [id(i), i]));
   const mapGet = await rate(OPS, (i) => map.get(id(i % OPS)));
@@ -89,7 +91,8 @@ async function fillView(keySet: string, topic: string, count: number): Promise<s
         db.put(ref, { gen: 1, live: true, wrapped: wrapper.create(ref, 1).wrapped, at: Date.now(), strays: [] }, false);
       }
     });
-    if (count >= 1_000_000 && from % 1_000_000 === 0) console.error(`  filled ${fmt(from)} of ${fmt(count)} (${((performance.now() - started) / 1000).toFixed(0)} s)`);
+    if (count >= 1_000_000 && from % 1_000_000 === 0)
+      console.error(`  filled ${fmt(from)} of ${fmt(count)} (${((performance.now() - started) / 1000).toFixed(0)} s)`);
   }
   db.close();
   viewBytes = statSync(join(dir, `subjects-view-${topic}.db`)).size;
@@ -98,10 +101,16 @@ async function fillView(keySet: string, topic: string, count: number): Promise<s
 let viewBytes = 0;
 
 function openStore(dir: string, topic: string, cacheSize?: number): Promise<SubjectKeyStore> {
-  return LocalKeystore.open({ dataDir: dir, masterKey: master() }).then((keystore) => openSubjectKeyStore({
-    keystore, dataDir: dir, ...(cacheSize !== undefined ? { cacheSize } : {}), maxStalenessMs: 1500,
-    settings: { kind: 'kafka', connection: plainConnection(BROKERS), topic, partitions: 6 }, kafka: { pollMs: 100 },
-  }));
+  return LocalKeystore.open({ dataDir: dir, masterKey: master() }).then((keystore) =>
+    openSubjectKeyStore({
+      keystore,
+      dataDir: dir,
+      ...(cacheSize !== undefined ? { cacheSize } : {}),
+      maxStalenessMs: 1500,
+      settings: { kind: 'kafka', connection: plainConnection(BROKERS), topic, partitions: 6 },
+      kafka: { pollMs: 100 },
+    }),
+  );
 }
 
 /** In a fresh process: open the view, then look up subjects in it. */
@@ -116,7 +125,10 @@ async function viewChild(dir: string, topic: string, count: number): Promise<voi
 }
 
 function inChild(dir: string, topic: string, count: number): { openMs: number; rssMb: number; lookups: number } {
-  const out = execFileSync(process.execPath, [import.meta.filename, '--view-child', dir, topic, String(count)], { env: { ...process.env, BENCH_MASTER: MASTER }, encoding: 'utf8' });
+  const out = execFileSync(process.execPath, [import.meta.filename, '--view-child', dir, topic, String(count)], {
+    env: { ...process.env, BENCH_MASTER: MASTER },
+    encoding: 'utf8',
+  });
   return JSON.parse(out.trim().split('\n').pop()!) as { openMs: number; rssMb: number; lookups: number };
 }
 
@@ -130,7 +142,9 @@ async function startup(): Promise<void> {
   const empty = await fillView(keySet, topic, 0);
   const base = inChild(empty, topic, 0);
   const big = inChild(full, topic, N);
-  console.log(`\nKafka process view: a fresh process opening a view its data dir holds (resumes from the stored offsets; view of ${fmt(N)} filled in ${fillS.toFixed(0)} s, ${fmt(fullBytes / 1e6)} MB)`);
+  console.log(
+    `\nKafka process view: a fresh process opening a view its data dir holds (resumes from the stored offsets; view of ${fmt(N)} filled in ${fillS.toFixed(0)} s, ${fmt(fullBytes / 1e6)} MB)`,
+  );
   console.log(`subjects in view       open ms   RSS MB   cold lookups/s`);
   console.log(`${fmt(0).padStart(16)}   ${fmt(base.openMs).padStart(11)}   ${fmt(base.rssMb).padStart(6)}`);
   console.log(`${fmt(N).padStart(16)}   ${fmt(big.openMs).padStart(11)}   ${fmt(big.rssMb).padStart(6)}   ${fmt(big.lookups).padStart(14)}`);
@@ -152,7 +166,11 @@ async function catchUp(count: number): Promise<void> {
     const messages = Array.from({ length: Math.min(5000, count - from) }, (_, j) => {
       const ref = wrapper.refOf(id(from + j));
       const hex = ref.toString('hex');
-      return { key: `k/${hex}/1/${writer}`, value: JSON.stringify({ v: 1, gen: 1, w: wrapper.create(ref, 1).wrapped.toString('base64'), at: 0 }), partition: Number.parseInt(hex.slice(0, 8), 16) % 6 };
+      return {
+        key: `k/${hex}/1/${writer}`,
+        value: JSON.stringify({ v: 1, gen: 1, w: wrapper.create(ref, 1).wrapped.toString('base64'), at: 0 }),
+        partition: Number.parseInt(hex.slice(0, 8), 16) % 6,
+      };
     });
     await producer.send({ topic, acks: -1, messages });
   }
@@ -162,25 +180,37 @@ async function catchUp(count: number): Promise<void> {
   await consumer.connect();
   await consumer.subscribe({ topic, fromBeginning: true });
   let read = 0;
-  await new Promise<void>((resolve) => void consumer.run({ eachBatch: async ({ batch }) => { read += batch.messages.length; if (read >= count + 1) resolve(); } }));
+  await new Promise<void>(
+    (resolve) =>
+      void consumer.run({
+        eachBatch: async ({ batch }) => {
+          read += batch.messages.length;
+          if (read >= count + 1) resolve();
+        },
+      }),
+  );
   const bareMs = performance.now() - bareStart;
   await consumer.disconnect();
   const empty = await mkdtemp(join(tmpdir(), 'veil-bench-view-'));
   await copyFile(join(keySet, 'keystore.json'), join(empty, 'keystore.json'));
   const fresh = inChild(empty, topic, 0);
   console.log(`\na process with an empty data dir reading a topic of ${fmt(count)} subjects (its first start only)`);
-  console.log(`records/s ${fmt(count / (fresh.openMs / 1000)).padStart(10)}   bare kafkajs read ${fmt(count / (bareMs / 1000)).padStart(10)}   ${ratio(bareMs, fresh.openMs)}`);
+  console.log(
+    `records/s ${fmt(count / (fresh.openMs / 1000)).padStart(10)}   bare kafkajs read ${fmt(count / (bareMs / 1000)).padStart(10)}   ${ratio(bareMs, fresh.openMs)}`,
+  );
   await Promise.all([keySet, seed, empty].map((d) => rm(d, { recursive: true, force: true })));
 }
 
 async function eraseLatency(): Promise<void> {
   const keySet = await keySetDir();
   const topic = `veil.bench.subjects-${randomBytes(4).toString('hex')}`;
-  const dirs = await Promise.all([0, 1].map(async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'veil-bench-erase-'));
-    await copyFile(join(keySet, 'keystore.json'), join(dir, 'keystore.json'));
-    return dir;
-  }));
+  const dirs = await Promise.all(
+    [0, 1].map(async () => {
+      const dir = await mkdtemp(join(tmpdir(), 'veil-bench-erase-'));
+      await copyFile(join(keySet, 'keystore.json'), join(dir, 'keystore.json'));
+      return dir;
+    }),
+  );
   const [a, b] = [await openStore(dirs[0]!, topic), await openStore(dirs[1]!, topic)];
   const seen = new Map<string, number>();
   b.onChange((c) => c.kind === 'erased' && seen.set(c.ref, performance.now()));
@@ -197,7 +227,9 @@ async function eraseLatency(): Promise<void> {
   const sorted = (v: number[]) => [...v].sort((x, y) => x - y);
   const p50 = (v: number[]) => sorted(v)[Math.floor(v.length / 2)]!;
   console.log('\nerase latency (10 erasures, Kafka, two process views)');
-  console.log(`to the other view's cache: p50 ${p50(toOther).toFixed(0)} ms, max ${Math.max(...toOther).toFixed(0)} ms   erase call: p50 ${p50(call).toFixed(0)} ms (staleness bound 1500 ms: ${ratio(p50(call), 1500)})`);
+  console.log(
+    `to the other view's cache: p50 ${p50(toOther).toFixed(0)} ms, max ${Math.max(...toOther).toFixed(0)} ms   erase call: p50 ${p50(call).toFixed(0)} ms (staleness bound 1500 ms: ${ratio(p50(call), 1500)})`,
+  );
   await Promise.all([keySet, ...dirs].map((d) => rm(d, { recursive: true, force: true })));
 }
 

@@ -79,7 +79,16 @@ export interface ThreadGroups {
  */
 export const NODE_THREADS: ThreadGroups = {
   order: ['main thread', 'other Node threads', 'librdkafka', 'libuv pool', 'other'],
-  of: (tid, name) => tid === String(process.pid) ? 'main thread' : name.startsWith('rdk:') ? 'librdkafka' : name.startsWith('libuv') ? 'libuv pool' : name === 'node' ? 'other Node threads' : 'other',
+  of: (tid, name) =>
+    tid === String(process.pid)
+      ? 'main thread'
+      : name.startsWith('rdk:')
+        ? 'librdkafka'
+        : name.startsWith('libuv')
+          ? 'libuv pool'
+          : name === 'node'
+            ? 'other Node threads'
+            : 'other',
 };
 
 /**
@@ -89,7 +98,16 @@ export const NODE_THREADS: ThreadGroups = {
  */
 export const JVM_THREADS: ThreadGroups = {
   order: ['main thread', 'Kafka client threads', 'JIT compilers', 'GC', 'other JVM threads'],
-  of: (_tid, name) => name === 'java' ? 'main thread' : name.startsWith('kafka-') ? 'Kafka client threads' : / CompilerThre/.test(name) ? 'JIT compilers' : /^(GC |G1 )/.test(name) ? 'GC' : 'other JVM threads',
+  of: (_tid, name) =>
+    name === 'java'
+      ? 'main thread'
+      : name.startsWith('kafka-')
+        ? 'Kafka client threads'
+        : / CompilerThre/.test(name)
+          ? 'JIT compilers'
+          : /^(GC |G1 )/.test(name)
+            ? 'GC'
+            : 'other JVM threads',
 };
 
 /** µs of CPU per record between two snapshots, by thread group, and the local broker's. */

@@ -33,13 +33,15 @@ const percentile = (xs: number[], p: number) => xs.sort((a, b) => a - b)[Math.mi
 async function load(concurrency: number, once: () => Promise<void>): Promise<{ rps: number; p50: number; p99: number }> {
   const latencies: number[] = [];
   const end = performance.now() + seconds * 1000;
-  await Promise.all(Array.from({ length: concurrency }, async () => {
-    while (performance.now() < end) {
-      const start = performance.now();
-      await once();
-      latencies.push(performance.now() - start);
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (performance.now() < end) {
+        const start = performance.now();
+        await once();
+        latencies.push(performance.now() - start);
+      }
+    }),
+  );
   return { rps: latencies.length / seconds, p50: percentile(latencies, 50), p99: percentile(latencies, 99) };
 }
 
@@ -48,13 +50,22 @@ const echo = kafka.consumer({ groupId: `bench-echo-${run}` });
 const echoProducer = kafka.producer();
 await Promise.all([echo.connect(), echoProducer.connect()]);
 await echo.subscribe({ topic: t('ping') });
-await echo.run({ eachBatch: async ({ batch }) => void (await echoProducer.send({ topic: t('pong'), messages: batch.messages.map((m) => ({ key: m.key, value: m.value, headers: m.headers })) })) });
+await echo.run({
+  eachBatch: async ({ batch }) =>
+    void (await echoProducer.send({ topic: t('pong'), messages: batch.messages.map((m) => ({ key: m.key, value: m.value, headers: m.headers })) })),
+});
 const pending = new Map<string, () => void>();
 const pongs = kafka.consumer({ groupId: `bench-pong-${run}` });
 await pongs.connect();
 await pongs.subscribe({ topic: t('pong') });
 const joined = new Promise<void>((r) => pongs.on(pongs.events.GROUP_JOIN, () => r()));
-await pongs.run({ eachMessage: async ({ message }) => { const k = message.key!.toString(); pending.get(k)?.(); pending.delete(k); } });
+await pongs.run({
+  eachMessage: async ({ message }) => {
+    const k = message.key!.toString();
+    pending.get(k)?.();
+    pending.delete(k);
+  },
+});
 await joined;
 const pinger = kafka.producer();
 await pinger.connect();
@@ -68,32 +79,58 @@ const ping = async () => {
 // veil: responder + client helper
 const dataDir = await mkdtemp(join(tmpdir(), 'veil-bench-unprotect-'));
 const configFile = join(dataDir, 'config.yaml');
-await writeFile(configFile, `${readFileSync(join(root, 'config/example.yaml'), 'utf8')}
+await writeFile(
+  configFile,
+  `${readFileSync(join(root, 'config/example.yaml'), 'utf8')}
 responders:
   bench:
     requestTopic: ${t('requests')}
     replyTopics: [${t('replies')}]
     deadLetterTopic: ${t('dlq')}
-`);
+`,
+);
 const env = { VEIL_MASTER_KEY: '9'.repeat(64), VEIL_BASE_URL: 'http://bench.veil' };
 const core = await openEngine({ configFile, dataDir, env, now: () => new Date(), provision: true });
 await core.keystore.create('veil-token-signing', 'jwt-es256');
 const iat = Math.floor(Date.now() / 1000);
-const token = await new JwtSigner(core.keystore, 'veil-token-signing').sign({ iss: env.VEIL_BASE_URL, sub: 'bench', aud: 'veil', iat, exp: iat + 3600, roles: ['support'] }, 'at+jwt');
-const responders = await openResponders({ configFile, dataDir, env, now: () => new Date(), brokers: brokers.split(','), development: false, logger: pino({ level: 'error' }) });
+const token = await new JwtSigner(core.keystore, 'veil-token-signing').sign(
+  { iss: env.VEIL_BASE_URL, sub: 'bench', aud: 'veil', iat, exp: iat + 3600, roles: ['support'] },
+  'at+jwt',
+);
+const responders = await openResponders({
+  configFile,
+  dataDir,
+  env,
+  now: () => new Date(),
+  brokers: brokers.split(','),
+  development: false,
+  logger: pino({ level: 'error' }),
+});
 await responders.start();
 const port = await openKafkaPort('kafkajs', { connection: plainConnection(brokers.split(',')), clientId: 'bench-client' });
 const client = await UnprotectClient.connect({ kafka: port, requestTopic: t('requests'), replyTopic: t('replies') });
 const guid = (n: number) => `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`;
-const protectedEmail = core.engine.transform({
-  rightsContexts: [{ guid: guid(1), evidences: [{ name: 'Role', value: 'fraud' }] }],
-  processingContexts: [{ guid: guid(2), evidences: [{ name: 'Action', value: 'Protect' }] }],
-  requests: [{ guid: guid(3), rightsContext: guid(1), processingContext: guid(2), instances: [{ className: 'Customer', propertyName: 'email', value: 'bench@example.com' }] }],
-}, { roles: ['fraud'] }).responses[0]!.instances[0]!.value;
+const protectedEmail = core.engine.transform(
+  {
+    rightsContexts: [{ guid: guid(1), evidences: [{ name: 'Role', value: 'fraud' }] }],
+    processingContexts: [{ guid: guid(2), evidences: [{ name: 'Action', value: 'Protect' }] }],
+    requests: [
+      {
+        guid: guid(3),
+        rightsContext: guid(1),
+        processingContext: guid(2),
+        instances: [{ className: 'Customer', propertyName: 'email', value: 'bench@example.com' }],
+      },
+    ],
+  },
+  { roles: ['fraud'] },
+).responses[0]!.instances[0]!.value;
 const body = {
   rightsContexts: [{ guid: guid(1), evidences: [{ name: 'Role', value: 'support' }] }],
   processingContexts: [{ guid: guid(2), evidences: [{ name: 'Action', value: 'Unprotect' }] }],
-  requests: [{ guid: guid(3), rightsContext: guid(1), processingContext: guid(2), instances: [{ className: 'Customer', propertyName: 'email', value: protectedEmail }] }],
+  requests: [
+    { guid: guid(3), rightsContext: guid(1), processingContext: guid(2), instances: [{ className: 'Customer', propertyName: 'email', value: protectedEmail }] },
+  ],
 };
 const unprotect = async () => {
   const reply = await client.request(body, { token });
@@ -107,7 +144,9 @@ console.log('requesters  bare ping-pong req/s  p50 ms  p99 ms   veil unprotect r
 for (const c of [1, 16]) {
   const bare = await load(c, ping);
   const veil = await load(c, unprotect);
-  console.log(`${String(c).padEnd(12)}${fmt(bare.rps).padEnd(22)}${bare.p50.toFixed(1).padEnd(8)}${bare.p99.toFixed(1).padEnd(9)}${fmt(veil.rps).padEnd(22)}${veil.p50.toFixed(1).padEnd(8)}${veil.p99.toFixed(1).padEnd(9)}${(veil.rps / bare.rps).toFixed(2)}×`);
+  console.log(
+    `${String(c).padEnd(12)}${fmt(bare.rps).padEnd(22)}${bare.p50.toFixed(1).padEnd(8)}${bare.p99.toFixed(1).padEnd(9)}${fmt(veil.rps).padEnd(22)}${veil.p50.toFixed(1).padEnd(8)}${veil.p99.toFixed(1).padEnd(9)}${(veil.rps / bare.rps).toFixed(2)}×`,
+  );
 }
 console.log('\ntarget: p99 < 50 ms on loopback with 16 requesters');
 await client.close();

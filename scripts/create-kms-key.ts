@@ -8,7 +8,10 @@ if (!alias?.startsWith('alias/')) {
   console.error('usage: create-kms-key.ts alias/NAME');
   process.exit(2);
 }
-const client = new KMSClient({ region: process.env.VEIL_KMS_REGION ?? process.env.AWS_REGION ?? 'us-east-1', ...(process.env.VEIL_KMS_ENDPOINT ? { endpoint: process.env.VEIL_KMS_ENDPOINT } : {}) });
+const client = new KMSClient({
+  region: process.env.VEIL_KMS_REGION ?? process.env.AWS_REGION ?? 'us-east-1',
+  ...(process.env.VEIL_KMS_ENDPOINT ? { endpoint: process.env.VEIL_KMS_ENDPOINT } : {}),
+});
 try {
   const existing = await client.send(new DescribeKeyCommand({ KeyId: alias }));
   console.log(existing.KeyMetadata!.KeyId);

@@ -6,6 +6,7 @@ const admin = kafka.admin();
 await admin.connect();
 const existing = new Set(await admin.listTopics());
 const wanted = process.argv.slice(2).filter((t) => !existing.has(t));
-if (wanted.length) await admin.createTopics({ topics: wanted.map((topic) => ({ topic, numPartitions: Number(process.env.PARTITIONS ?? 1) })), waitForLeaders: true });
+if (wanted.length)
+  await admin.createTopics({ topics: wanted.map((topic) => ({ topic, numPartitions: Number(process.env.PARTITIONS ?? 1) })), waitForLeaders: true });
 for (const t of process.argv.slice(2)) console.error(`topic ${t}${existing.has(t) ? ' (existed)' : ''}`);
 await admin.disconnect();

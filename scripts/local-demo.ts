@@ -22,7 +22,9 @@ const PEOPLE = [
   { name: 'Chloé Bernard', email: 'chloe@example.net', card: '6011 0009 9013 9424' },
 ];
 
-const { values: opts } = parseArgs({ options: { once: { type: 'boolean' }, port: { type: 'string' }, 'stream-port': { type: 'string' }, 'data-dir': { type: 'string' } } });
+const { values: opts } = parseArgs({
+  options: { once: { type: 'boolean' }, port: { type: 'string' }, 'stream-port': { type: 'string' }, 'data-dir': { type: 'string' } },
+});
 const httpPort = Number(opts.port ?? process.env.VEIL_DEMO_PORT ?? 8080);
 const streamPort = Number(opts['stream-port'] ?? process.env.VEIL_DEMO_STREAM_PORT ?? 9464);
 const dataDir = opts['data-dir'] ?? `${ROOT}.veil-demo`;
@@ -55,7 +57,10 @@ async function main(): Promise<boolean> {
   await producer.send({ topic: 'raw.customers', messages: raw.map((r) => ({ key: r.email, value: JSON.stringify(r) })) });
   await producer.disconnect();
   say(`demo: produced ${raw.length} records to raw.customers`);
-  const clean = await readClean(kafka, raw.map((r) => r.id));
+  const clean = await readClean(
+    kafka,
+    raw.map((r) => r.id),
+  );
 
   say('\nraw.customers → clean.customers (email: aes-siv, card: ff1 keeping the first 2 and last 4 digits, name: aes-gcm)');
   for (const r of raw) {
@@ -68,12 +73,22 @@ async function main(): Promise<boolean> {
   const token = await devToken();
   const protectedEmail = clean.get(raw[0]!.id)!.email;
   const body = unprotectBody(protectedEmail);
-  const client = await UnprotectClient.connect({ kafka: await openKafkaPort('kafkajs', { connection: kafkaConnection(env), clientId: 'veil-demo-desk' }), requestTopic: 'unprotect.requests', replyTopic: 'unprotect.replies.support' });
+  const client = await UnprotectClient.connect({
+    kafka: await openKafkaPort('kafkajs', { connection: kafkaConnection(env), clientId: 'veil-demo-desk' }),
+    requestTopic: 'unprotect.requests',
+    replyTopic: 'unprotect.replies.support',
+  });
   const overKafka = await client.request(body, { token, timeoutMs: 15_000 }).finally(() => client.close());
   const kafkaValue = overKafka.status === 200 ? overKafka.body.responses[0]?.instances[0]?.value : undefined;
-  say(`\nunprotect over Kafka (unprotect.requests → unprotect.replies.support, Role support): ${overKafka.status} ${kafkaValue ?? JSON.stringify(overKafka.body)}`);
-  const overHttp = await fetch(`${baseUrl}/transform`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
-  const httpBody = await overHttp.json() as { responses?: { instances: { value: string }[] }[] };
+  say(
+    `\nunprotect over Kafka (unprotect.requests → unprotect.replies.support, Role support): ${overKafka.status} ${kafkaValue ?? JSON.stringify(overKafka.body)}`,
+  );
+  const overHttp = await fetch(`${baseUrl}/transform`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  const httpBody = (await overHttp.json()) as { responses?: { instances: { value: string }[] }[] };
   const httpValue = httpBody.responses?.[0]?.instances[0]?.value;
   say(`unprotect over HTTP (POST ${baseUrl}/transform, Role support): ${overHttp.status} ${httpValue ?? JSON.stringify(httpBody)}`);
   const ok = kafkaValue === raw[0]!.email && httpValue === raw[0]!.email;
@@ -93,12 +108,20 @@ function unprotectBody(value: string): TransformRequest {
 
 async function devToken(): Promise<string> {
   const secret = (await readFile(`${dataDir}/dev-client.secret`, 'utf8')).trim();
-  const res = await fetch(`${baseUrl}/connect/token`, { method: 'POST', body: new URLSearchParams({ grant_type: 'client_credentials', client_id: 'veil-dev', client_secret: secret }) });
+  const res = await fetch(`${baseUrl}/connect/token`, {
+    method: 'POST',
+    body: new URLSearchParams({ grant_type: 'client_credentials', client_id: 'veil-dev', client_secret: secret }),
+  });
   if (!res.ok) throw new Error(`token endpoint answered ${res.status}`);
   return ((await res.json()) as { access_token: string }).access_token;
 }
 
-interface CleanRecord { id: string; email: string; cards: { number: string }[]; profile: { name: string } }
+interface CleanRecord {
+  id: string;
+  email: string;
+  cards: { number: string }[];
+  profile: { name: string };
+}
 
 /** The clean records of this run, by id (the clean topic also holds earlier runs' records). */
 async function readClean(kafka: Kafka, ids: string[]): Promise<Map<string, CleanRecord>> {
@@ -115,7 +138,12 @@ async function readClean(kafka: Kafka, ids: string[]): Promise<Map<string, Clean
       },
     });
   });
-  const timeout = new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`${ids.length - found.size} of ${ids.length} clean records did not arrive within 60 s (see dlq.customers)`)), 60_000).unref());
+  const timeout = new Promise<never>((_, reject) =>
+    setTimeout(
+      () => reject(new Error(`${ids.length - found.size} of ${ids.length} clean records did not arrive within 60 s (see dlq.customers)`)),
+      60_000,
+    ).unref(),
+  );
   try {
     await Promise.race([done, timeout]);
   } finally {
@@ -131,7 +159,13 @@ async function kafkaEnv(): Promise<Record<string, string>> {
   // stopped at the end only if this run started both: the script says which it found running. (A
   // port probe of our own was wrong once under a loaded test run and stopped the tests' broker.)
   stopTestEnv = !/already listening/.test(stderr);
-  return Object.fromEntries(stdout.split('\n').map((l) => /^([A-Z_]+)=(.*)$/.exec(l.trim())).filter((m) => m !== null).map((m) => [m[1]!, m[2]!]));
+  return Object.fromEntries(
+    stdout
+      .split('\n')
+      .map((l) => /^([A-Z_]+)=(.*)$/.exec(l.trim()))
+      .filter((m) => m !== null)
+      .map((m) => [m[1]!, m[2]!]),
+  );
 }
 
 function start(name: string, args: string[], env: NodeJS.ProcessEnv): { output: () => string } {
@@ -169,12 +203,17 @@ function run(cmd: string, args: string[], env: Record<string, string>): Promise<
 function stopAll(): Promise<void> {
   stopping ??= (async () => {
     say('demo: stopping everything it started');
-    await Promise.all(children.map(({ child }) => new Promise<void>((resolve) => {
-      if (child.exitCode !== null || child.signalCode !== null) return resolve();
-      const kill = setTimeout(() => child.kill('SIGKILL'), 40_000);
-      child.once('exit', () => resolve(void clearTimeout(kill)));
-      child.kill('SIGTERM');
-    })));
+    await Promise.all(
+      children.map(
+        ({ child }) =>
+          new Promise<void>((resolve) => {
+            if (child.exitCode !== null || child.signalCode !== null) return resolve();
+            const kill = setTimeout(() => child.kill('SIGKILL'), 40_000);
+            child.once('exit', () => resolve(void clearTimeout(kill)));
+            child.kill('SIGTERM');
+          }),
+      ),
+    );
     if (stopTestEnv) await run(`${ROOT}scripts/test-env.sh`, ['stop'], {}).catch(() => undefined);
     say('demo: stopped');
   })();

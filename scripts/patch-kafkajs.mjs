@@ -39,12 +39,19 @@ export function parsePatch(text, name = 'patch') {
     const header = /^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@/.exec(line);
     if (!header) continue;
     if (!file) throw new Error(`${name}: a hunk before any file`);
-    const hunk = { oldStart: +header[1], oldCount: header[2] === undefined ? 1 : +header[2], newStart: +header[3], newCount: header[4] === undefined ? 1 : +header[4], lines: [] };
+    const hunk = {
+      oldStart: +header[1],
+      oldCount: header[2] === undefined ? 1 : +header[2],
+      newStart: +header[3],
+      newCount: header[4] === undefined ? 1 : +header[4],
+      lines: [],
+    };
     let old = 0;
     let added = 0;
     while (old < hunk.oldCount || added < hunk.newCount) {
       const body = lines[++i];
-      if (body === undefined || !/^[ +-]/.test(body)) throw new Error(`${name}: ${file.path}: hunk at -${hunk.oldStart} is cut short (or has a "\\ No newline" marker, which is not supported)`);
+      if (body === undefined || !/^[ +-]/.test(body))
+        throw new Error(`${name}: ${file.path}: hunk at -${hunk.oldStart} is cut short (or has a "\\ No newline" marker, which is not supported)`);
       if (body[0] !== '+') old++;
       if (body[0] !== '-') added++;
       hunk.lines.push(body);
@@ -73,11 +80,18 @@ export function applyHunks(content, hunks, reverse = false) {
 }
 
 function loadPatches() {
-  const pristine = new Map(readFileSync(join(PATCHES, 'pristine.sha256'), 'utf8').trim().split('\n').map((l) => {
-    const [hash, path] = l.split(/\s+/);
-    return [path, hash];
-  }));
-  const files = readdirSync(PATCHES).filter((f) => f.endsWith('.patch')).sort()
+  const pristine = new Map(
+    readFileSync(join(PATCHES, 'pristine.sha256'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => {
+        const [hash, path] = l.split(/\s+/);
+        return [path, hash];
+      }),
+  );
+  const files = readdirSync(PATCHES)
+    .filter((f) => f.endsWith('.patch'))
+    .sort()
     .flatMap((name) => parsePatch(readFileSync(join(PATCHES, name), 'utf8'), name));
   const seen = new Set();
   for (const f of files) {
@@ -130,7 +144,8 @@ const write = (target, text) => {
 export function patchKafkajs(dir = DEFAULT_DIR, mode = 'apply') {
   const files = survey(dir);
   const unknown = files.filter((f) => f.state === 'unknown').map((f) => f.path);
-  if (unknown.length) throw new Error(`refusing to ${mode === 'check' ? 'vouch for' : mode} kafkajs in ${dir}: neither upstream ${VERSION} nor patched: ${unknown.join(', ')}`);
+  if (unknown.length)
+    throw new Error(`refusing to ${mode === 'check' ? 'vouch for' : mode} kafkajs in ${dir}: neither upstream ${VERSION} nor patched: ${unknown.join(', ')}`);
   const todo = files.filter((f) => f.state === (mode === 'revert' ? 'patched' : 'upstream'));
   if (mode === 'check') return { patched: todo.length === 0, files: files.map(({ path, state }) => ({ path, state })) };
   for (const f of todo) {
@@ -153,7 +168,11 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
       for (const f of result.files) console.log(`${f.state.padEnd(8)} ${f.path}`);
       process.exit(result.patched ? 0 : 1);
     }
-    console.log(result.changed.length ? `veil: kafkajs ${VERSION} ${mode === 'revert' ? 'restored' : 'patched'}: ${result.changed.join(', ')}` : `veil: kafkajs ${VERSION} ${mode === 'revert' ? 'is upstream' : 'is patched'} already`);
+    console.log(
+      result.changed.length
+        ? `veil: kafkajs ${VERSION} ${mode === 'revert' ? 'restored' : 'patched'}: ${result.changed.join(', ')}`
+        : `veil: kafkajs ${VERSION} ${mode === 'revert' ? 'is upstream' : 'is patched'} already`,
+    );
   } catch (e) {
     console.error(`veil: ${e.message}`);
     process.exit(1);

@@ -31,14 +31,26 @@ async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> 
   const id = /^\/customers\/(\d+)$/.exec(url.pathname)?.[1];
   if (url.pathname === '/customers' && req.method === 'POST') {
     const body = await readJson(req);
-    if (Array.isArray(body)) return send(res, 201, (await Customer.bulkCreate(body.map(pick))).map((c) => c.toJSON()));
+    if (Array.isArray(body))
+      return send(
+        res,
+        201,
+        (await Customer.bulkCreate(body.map(pick))).map((c) => c.toJSON()),
+      );
     return send(res, 201, (await Customer.create(pick(body))).toJSON());
   }
   if (url.pathname === '/customers' && req.method === 'GET') {
     const email = url.searchParams.get('email');
     // equal emails protect equally (AES-SIV), so the lookup compares protected values
-    const where = email === null ? {} : { email: (await client.protect([{ className: 'Customer', propertyName: 'email', value: email }], { role: env.PROTECT_ROLE ?? 'ingest' }))[0]! };
-    return send(res, 200, (await Customer.findAll({ where, order: [['id', 'ASC']] })).map((c) => c.toJSON()));
+    const where =
+      email === null
+        ? {}
+        : { email: (await client.protect([{ className: 'Customer', propertyName: 'email', value: email }], { role: env.PROTECT_ROLE ?? 'ingest' }))[0]! };
+    return send(
+      res,
+      200,
+      (await Customer.findAll({ where, order: [['id', 'ASC']] })).map((c) => c.toJSON()),
+    );
   }
   if (id && req.method === 'GET') {
     const customer = await Customer.findByPk(Number(id));

@@ -2,8 +2,18 @@ import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
 import {
-  compileEngineConfig, compileText, configIssuesOf, engineConfigShape, formatIssue, nameSchema, pointerOf, ROLE, VeilError,
-  type CompiledConfig, type CompileResult, type ConfigIssue,
+  compileEngineConfig,
+  compileText,
+  configIssuesOf,
+  engineConfigShape,
+  formatIssue,
+  nameSchema,
+  pointerOf,
+  ROLE,
+  VeilError,
+  type CompiledConfig,
+  type CompileResult,
+  type ConfigIssue,
 } from '../engine/index.ts';
 import { gatewayIssues, gatewaySchema, type GatewayConfig } from '../gateway/gateway-config.ts';
 import { serviceSchema, type ServiceConfig } from '../http/service-config.ts';
@@ -60,9 +70,16 @@ export function compileVeilConfig(input: unknown): CompileResult<VeilConfig> {
   if (!parsed.success) return { issues: configIssuesOf(parsed.error) };
   const doc = parsed.data;
   const engine = compileEngineConfig(doc);
-  const roles = new Set(Object.values(doc.rightsContexts).flatMap((c) => Object.entries(c.evidences).filter(([n]) => n === ROLE).map(([, v]) => v)));
+  const roles = new Set(
+    Object.values(doc.rightsContexts).flatMap((c) =>
+      Object.entries(c.evidences)
+        .filter(([n]) => n === ROLE)
+        .map(([, v]) => v),
+    ),
+  );
   const keyType = (reference: string) => (Object.hasOwn(doc.keys, reference) ? doc.keys[reference]!.type : undefined);
-  const isField = (className: string, propertyName: string) => Object.hasOwn(doc.classes, className) && Object.hasOwn(doc.classes[className]!.properties, propertyName);
+  const isField = (className: string, propertyName: string) =>
+    Object.hasOwn(doc.classes, className) && Object.hasOwn(doc.classes[className]!.properties, propertyName);
   const issues = [
     ...engine.issues,
     ...within(['identity'], identityIssues(doc.identity, { roles, keyType })),

@@ -1,5 +1,14 @@
 import type { Logger } from 'pino';
-import { ActiveVersionWatch, CONTROL_MAC_KEY, ConfigVersions, EngineHolder, ensureControlKey, openControlStore, versionIsAuthentic, type ControlStore } from '../control/index.ts';
+import {
+  ActiveVersionWatch,
+  CONTROL_MAC_KEY,
+  ConfigVersions,
+  EngineHolder,
+  ensureControlKey,
+  openControlStore,
+  versionIsAuthentic,
+  type ControlStore,
+} from '../control/index.ts';
 import { compileVeilConfigText, type VeilConfig } from './config-file.ts';
 import { VeilError } from '../engine/index.ts';
 import { leaseLiveness, openEngine, openKeystore, versionBuilder, type OpenedEngine, type OpenEngineOptions } from './open-engine.ts';
@@ -68,16 +77,22 @@ export async function openActiveEngine(options: Omit<OpenEngineOptions, 'control
 /** the configuration file published as a version when its text changed; the notice says which version runs */
 async function adoptConfigFile(versions: ConfigVersions, options: Omit<OpenEngineOptions, 'control'>): Promise<{ file: string; number: number }> {
   const active = await versions.adopt(options.configFile, options.now(), compileVeilConfigText);
-  options.notice?.(active.adopted
-    ? `configuration ${options.configFile} published as version ${active.number} (${active.file})`
-    : `configuration: active version ${active.number} (${active.file}); ${options.configFile} is unchanged since it was adopted`);
+  options.notice?.(
+    active.adopted
+      ? `configuration ${options.configFile} published as version ${active.number} (${active.file})`
+      : `configuration: active version ${active.number} (${active.file}); ${options.configFile} is unchanged since it was adopted`,
+  );
   return active;
 }
 
 /** with a shared store: a version runs only when its MAC verifies under the key set's control key, else CONFIG_INVALID */
 function authenticatedVersions(versions: ConfigVersions, keystore: OpenedEngine['keystore']): (version: number) => Promise<void> {
   return async (version) => {
-    if (!(await versionIsAuthentic(versions, version, keystore))) throw new VeilError('CONFIG_INVALID', `configuration version ${version} of the control store is not authenticated by the key set (${CONTROL_MAC_KEY}): it is not run`);
+    if (!(await versionIsAuthentic(versions, version, keystore)))
+      throw new VeilError(
+        'CONFIG_INVALID',
+        `configuration version ${version} of the control store is not authenticated by the key set (${CONTROL_MAC_KEY}): it is not run`,
+      );
   };
 }
 
@@ -94,17 +109,29 @@ interface ActiveParts {
 function activeEngine({ opened, versions, holder, control, admit }: ActiveParts): ActiveEngine {
   let watch: ActiveVersionWatch<VeilConfig> | undefined;
   const engine: ActiveEngine = {
-    ...opened, versions, holder, ...(control ? { control } : {}),
+    ...opened,
+    versions,
+    holder,
+    ...(control ? { control } : {}),
     file: (version) => versions.file(version),
     follow({ logger, intervalMs, onSwap, onKeys }) {
       watch = new ActiveVersionWatch({
-        versions, keystore: opened.keystore, holder, build: versionBuilder(opened.keystore), intervalMs: intervalMs ?? 1000, ...(admit ? { admit } : {}),
+        versions,
+        keystore: opened.keystore,
+        holder,
+        build: versionBuilder(opened.keystore),
+        intervalMs: intervalMs ?? 1000,
+        ...(admit ? { admit } : {}),
         onSwap: (version) => {
           logger.info({ version }, 'configuration: now running the active version');
           onSwap?.(version);
         },
         ...(onKeys ? { onKeys } : {}),
-        onError: (version, e) => logger.error({ version, code: (e as { code?: string }).code ?? e.name, reason: e.message }, 'configuration: the active version cannot run in this process; the previous one stays'),
+        onError: (version, e) =>
+          logger.error(
+            { version, code: (e as { code?: string }).code ?? e.name, reason: e.message },
+            'configuration: the active version cannot run in this process; the previous one stays',
+          ),
       });
       watch.start();
     },
@@ -127,12 +154,24 @@ function activeEngine({ opened, versions, holder, control, admit }: ActiveParts)
 }
 
 /** ActiveEngine.liveness: the KEK's lease and the control store's following, with the running version's number and hash */
-function activeLiveness(lease: OpenedEngine['lease'], control: ControlStore | undefined, holder: EngineHolder<VeilConfig>): ReturnType<ActiveEngine['liveness']> {
+function activeLiveness(
+  lease: OpenedEngine['lease'],
+  control: ControlStore | undefined,
+  holder: EngineHolder<VeilConfig>,
+): ReturnType<ActiveEngine['liveness']> {
   const kek = leaseLiveness(lease);
   const store = control?.status() ?? { following: true };
   // the running version's number and hash, healthy or not (veil.config.version carries the hash)
   const running = holder.get();
   const info = { configuration: { version: running.version, hash: running.config.version } };
   if (kek.healthy && store.following) return { healthy: true, info };
-  return { healthy: false, info, detail: { ...kek.detail, ...(store.following ? {} : { controlStore: { code: 'CONTROL_STORE_UNAVAILABLE', reason: store.reason ?? 'the control store is no longer followed' } }), ...info } };
+  return {
+    healthy: false,
+    info,
+    detail: {
+      ...kek.detail,
+      ...(store.following ? {} : { controlStore: { code: 'CONTROL_STORE_UNAVAILABLE', reason: store.reason ?? 'the control store is no longer followed' } }),
+      ...info,
+    },
+  };
 }

@@ -15,7 +15,14 @@ export type { SampleReport, Sampled } from '../discover/index.ts';
 export interface DiscoverSources {
   file(path: string, limit: number, each: (s: Sampled) => void): Promise<SampleReport>;
   table(databaseUrl: string, table: string, limit: number, each: (s: Sampled) => void): Promise<SampleReport>;
-  topic(connection: KafkaConnection, topic: string, limit: number, each: (s: Sampled) => void, format: RecordFormat, registry?: RegistrySettings): Promise<SampleReport>;
+  topic(
+    connection: KafkaConnection,
+    topic: string,
+    limit: number,
+    each: (s: Sampled) => void,
+    format: RecordFormat,
+    registry?: RegistrySettings,
+  ): Promise<SampleReport>;
 }
 
 export const discoverSources: DiscoverSources = {

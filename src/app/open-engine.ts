@@ -1,10 +1,21 @@
 import { Engine, type ConfigIssue } from '../engine/index.ts';
 import type { Env } from '../env/index.ts';
-import { describeMasterKeySource, findKeyGaps, kekFromEnv, KeyLease, LocalKeystore, MASTER_KEY_ENV, opensUnder, provisionKeys, requireKeys, resolveMasterKey, type KmsMetrics } from '../keystore/index.ts';
+import {
+  describeMasterKeySource,
+  findKeyGaps,
+  kekFromEnv,
+  KeyLease,
+  LocalKeystore,
+  MASTER_KEY_ENV,
+  opensUnder,
+  provisionKeys,
+  requireKeys,
+  resolveMasterKey,
+  type KmsMetrics,
+} from '../keystore/index.ts';
 import { requireConfig, type VeilConfig } from './config-file.ts';
 import type { ControlStore, VersionBuilder } from '../control/index.ts';
 import { KeystoreError } from '../keystore/errors.ts';
-
 
 export interface OpenEngineOptions {
   configFile: string;
@@ -46,13 +57,20 @@ export function isProduction(env: Env): boolean {
  */
 export async function openEngine(options: OpenEngineOptions): Promise<OpenedEngine> {
   const { config, warnings } = await requireConfig(options.configFile);
-  const { keystore, lease, kmsMetrics } = options.opened ?? await openKeystore(options);
+  const { keystore, lease, kmsMetrics } = options.opened ?? (await openKeystore(options));
   if (options.provision) {
     const created = await provisionKeys(config.engine, keystore);
     if (created.length) options.notice?.(`created keys ${created.join(', ')} in ${keystore.path}`);
   }
   requireKeys(config.engine, keystore);
-  return { config, engine: new Engine({ config: config.engine, keys: keystore }), keystore, warnings, ...(lease ? { lease } : {}), ...(kmsMetrics ? { kmsMetrics } : {}) };
+  return {
+    config,
+    engine: new Engine({ config: config.engine, keys: keystore }),
+    keystore,
+    warnings,
+    ...(lease ? { lease } : {}),
+    ...(kmsMetrics ? { kmsMetrics } : {}),
+  };
 }
 
 /**
@@ -60,10 +78,15 @@ export async function openEngine(options: OpenEngineOptions): Promise<OpenedEngi
  * here, or the master key (VEIL_MASTER_KEY; outside production a development key file). With a
  * KMS, a master key given too only reads a keystore still in the master-key format.
  */
-export async function openKeystore(options: Pick<OpenEngineOptions, 'dataDir' | 'env' | 'now' | 'notice' | 'control'>): Promise<{ keystore: LocalKeystore; lease?: KeyLease; kmsMetrics?: KmsMetrics }> {
+export async function openKeystore(
+  options: Pick<OpenEngineOptions, 'dataDir' | 'env' | 'now' | 'notice' | 'control'>,
+): Promise<{ keystore: LocalKeystore; lease?: KeyLease; kmsMetrics?: KmsMetrics }> {
   const kek = await kekFromEnv(options.env);
   if (!kek && isProduction(options.env) && options.env[MASTER_KEY_ENV] === undefined) {
-    throw new KeystoreError('KEYSTORE_INVALID', `VEIL_ENV=production needs ${MASTER_KEY_ENV} or VEIL_KMS: the development master key file is not used in production`);
+    throw new KeystoreError(
+      'KEYSTORE_INVALID',
+      `VEIL_ENV=production needs ${MASTER_KEY_ENV} or VEIL_KMS: the development master key file is not used in production`,
+    );
   }
   let masterKey;
   if (!kek || options.env[MASTER_KEY_ENV] !== undefined) {
@@ -79,7 +102,9 @@ export async function openKeystore(options: Pick<OpenEngineOptions, 'dataDir' | 
   options.notice?.(`keys wrapped by ${kek.kms.description}; usable for ${kek.ttlMs / 1000} s without it answering`);
   const lease = new KeyLease({
     // its changes are logged by each long-running process on its own log (logKekTransitions)
-    kms: kek.direct, wrapped: () => keystore.wrappedDataKey(), ttlMs: kek.ttlMs,
+    kms: kek.direct,
+    wrapped: () => keystore.wrappedDataKey(),
+    ttlMs: kek.ttlMs,
   }).start();
   keystore.useLease(lease);
   return { keystore, lease, kmsMetrics: kek.metrics };

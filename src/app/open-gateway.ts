@@ -55,7 +55,14 @@ export async function openGateway(options: GatewayOptions): Promise<OpenedGatewa
   const logger = createLogger(options.logLevel ?? options.env.VEIL_LOG_LEVEL ?? 'info', options.logDestination);
   // off unless OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT is set: a span per exchange, its traceparent sent upstream
   const tracing = await openTracing(options.env, { serviceName: 'veil-gateway', log: logger });
-  const active = await openActiveEngine({ configFile: options.configFile, dataDir: options.dataDir, env: options.env, now: options.now, provision: options.development, ...(options.notice ? { notice: options.notice } : {}) });
+  const active = await openActiveEngine({
+    configFile: options.configFile,
+    dataDir: options.dataDir,
+    env: options.env,
+    now: options.now,
+    provision: options.development,
+    ...(options.notice ? { notice: options.notice } : {}),
+  });
   // the KEK stopping and answering again: once per change, on this process's log
   logKekTransitions(active.lease, logger);
   const { config, keystore, warnings, holder } = active;
@@ -72,20 +79,30 @@ export async function openGateway(options: GatewayOptions): Promise<OpenedGatewa
     const { config: c, engine: e } = activeConfig;
     const gatewayConfig = c.gateway ?? fallback;
     const issuer = c.identity.issuer ?? options.issuer;
-    const verifier = new CachingVerifier(new TokenVerifier({ identity: c.identity, issuer, signer: new JwtSigner(keystore, c.identity.signingKey), now: options.now }), { now: options.now });
+    const verifier = new CachingVerifier(
+      new TokenVerifier({ identity: c.identity, issuer, signer: new JwtSigner(keystore, c.identity.signingKey), now: options.now }),
+      { now: options.now },
+    );
     const guard = new GuardedTransform({ engine: e, audit, now: options.now, channel: 'gateway', scope: 'revealing' });
     const transformer = new FieldTransformer({ engine: e, guard, actions: gatewayConfig.actions, warn: (message) => logger.warn(message) });
     return { config: gatewayConfig, transformer, verifier, version: c.version };
   };
   let parts = build(holder.get(), config.gateway);
   active.follow({
-    logger, intervalMs: options.versionPollMs ?? 1000,
+    logger,
+    intervalMs: options.versionPollMs ?? 1000,
     onSwap: () => {
-      if (!holder.get().config.gateway) logger.warn({ version: holder.get().version }, 'configuration: the active version has no gateway section; its engine runs with the routes running before');
+      if (!holder.get().config.gateway)
+        logger.warn(
+          { version: holder.get().version },
+          'configuration: the active version has no gateway section; its engine runs with the routes running before',
+        );
       parts = build(holder.get(), parts.config);
     },
   });
-  const tls = config.gateway.tls ? { cert: await readFile(resolve(config.gateway.tls.certFile)), key: await readFile(resolve(config.gateway.tls.keyFile)) } : undefined;
+  const tls = config.gateway.tls
+    ? { cert: await readFile(resolve(config.gateway.tls.certFile)), key: await readFile(resolve(config.gateway.tls.keyFile)) }
+    : undefined;
   const gateway = createGateway({ parts: () => parts, logger, live: () => active.liveness(), ...(tls ? { tls } : {}), tracing });
   active.kmsMetrics?.registerIn(gateway.metrics.registry);
   return {

@@ -59,11 +59,23 @@ export function openPortal(app: FastifyInstance, w: PortalWiring): PipelineMetri
     intervalMs: w.metricsScrapeMs ?? 5000,
     allowedHosts: () => w.holder.get().config.portal.metricsAllowedHosts,
     // source.url is origin and path only: never a user, password or query
-    onChange: (pipeline, source) => w.logger[source.state === 'unreachable' ? 'warn' : 'info']({ pipeline, url: source.url, state: source.state, reason: source.reason }, 'portal: pipeline processor metrics'),
+    onChange: (pipeline, source) =>
+      w.logger[source.state === 'unreachable' ? 'warn' : 'info'](
+        { pipeline, url: source.url, state: source.state, reason: source.reason },
+        'portal: pipeline processor metrics',
+      ),
   });
   registerPortal(app, {
-    holder: w.holder, pipelineMetrics, versions: w.versions, configPort: portalConfigPort(w.keystore, w.development), keystore: w.keystore, tokens: w.tokens,
-    verifier: { verify: (token) => w.verifier.verifyHeader(`Bearer ${token}`) }, audit: w.audit, now: w.now, baseUrl: w.baseUrl,
+    holder: w.holder,
+    pipelineMetrics,
+    versions: w.versions,
+    configPort: portalConfigPort(w.keystore, w.development),
+    keystore: w.keystore,
+    tokens: w.tokens,
+    verifier: { verify: (token) => w.verifier.verifyHeader(`Bearer ${token}`) },
+    audit: w.audit,
+    now: w.now,
+    baseUrl: w.baseUrl,
     // the portal section of the configuration the process starts with
     portal: w.holder.get().config.portal,
     ...(w.devClientId !== undefined ? { devClientId: w.devClientId } : {}),

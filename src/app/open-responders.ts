@@ -42,30 +42,65 @@ export async function openResponders(options: ResponderOptions): Promise<Respond
   const connection = kafkaConnection(options.env, { ...(options.brokers ? { brokers: options.brokers } : {}), defaultBrokers: DEFAULT_BROKERS });
   // off unless OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT is set: a span per request, its trace continued in the reply
   const tracing = await openTracing(options.env, { serviceName: 'veil-unprotect', log: logger });
-  const active = await openActiveEngine({ configFile: options.configFile, dataDir: options.dataDir, env: options.env, now: options.now, provision: options.development, ...(options.notice ? { notice: options.notice } : {}) });
+  const active = await openActiveEngine({
+    configFile: options.configFile,
+    dataDir: options.dataDir,
+    env: options.env,
+    now: options.now,
+    provision: options.development,
+    ...(options.notice ? { notice: options.notice } : {}),
+  });
   // the KEK stopping and answering again: once per change, on this process's log
   logKekTransitions(active.lease, logger);
   const { config, engine } = active;
   const names = options.names ?? Object.keys(config.responders);
   await active.orClose(() => {
     if (names.length === 0) throw new VeilError('CONFIG_INVALID', `${options.configFile} defines no responders`);
-    for (const n of names) if (!config.responders[n]) throw new VeilError('CONFIG_INVALID', `no responder ${n} in ${options.configFile} (active version ${active.holder.get().version})`);
+    for (const n of names)
+      if (!config.responders[n])
+        throw new VeilError('CONFIG_INVALID', `no responder ${n} in ${options.configFile} (active version ${active.holder.get().version})`);
   });
   // opened on first use: only requests naming a data subject of subject-scoped fields read it; refused
   // here, at start, when subject keys would be split between processes or lost with the data dir
-  const subjects = await active.orClose(() => lazySubjectKeyStore({ keystore: active.keystore, dataDir: options.dataDir, settings: subjectStoreSettings(options.env), env: options.env, config: config.engine }));
+  const subjects = await active.orClose(() =>
+    lazySubjectKeyStore({
+      keystore: active.keystore,
+      dataDir: options.dataDir,
+      settings: subjectStoreSettings(options.env),
+      env: options.env,
+      config: config.engine,
+    }),
+  );
   const verifier = tokenVerifier(active, options);
   // every writer of the data dir's audit log rotates it alike: one keeping fewer files would delete what the configuration keeps
   const audit = options.audit ?? new FileAuditSink(join(options.dataDir, 'audit.log'), config.service.audit);
   // each responder's consumer: when Kafka last answered it (readiness) and whether it stopped for good (liveness:
   // a responder does not re-create its consumer, a restart does)
   const contacts = new Map<string, KafkaContact>();
-  const port = options.kafka ?? await openKafkaPort(streamClient(options.client ?? options.env.VEIL_STREAM_CLIENT), {
-    connection, clientId: 'veil-unprotect',
-    log: (level, message, extra) => logger[level]({ kafka: extra }, message),
-  });
+  const port =
+    options.kafka ??
+    (await openKafkaPort(streamClient(options.client ?? options.env.VEIL_STREAM_CLIENT), {
+      connection,
+      clientId: 'veil-unprotect',
+      log: (level, message, extra) => logger[level]({ kafka: extra }, message),
+    }));
   const kafka = reportingContact(port, contacts, { now: Date.now, contactMs: 15_000, onDown: (groupId, dead) => restarts.restart(groupId, dead) });
-  const responders = names.map((name) => new UnprotectResponder({ name, config: config.responders[name]!, engine, verifier, audit, kafka, log: logger, now: options.now, tracing, configVersion: config.version, subjects }));
+  const responders = names.map(
+    (name) =>
+      new UnprotectResponder({
+        name,
+        config: config.responders[name]!,
+        engine,
+        verifier,
+        audit,
+        kafka,
+        log: logger,
+        now: options.now,
+        tracing,
+        configVersion: config.version,
+        subjects,
+      }),
+  );
   const restarts = new ResponderRestarts(responders, logger);
   followEngine(active, responders, names, logger);
   const closers = [() => kafka.disconnect(), () => audit.close(), () => subjects.close(), () => active.close(), () => tracing.shutdown()];
@@ -91,7 +126,8 @@ function followEngine(active: ActiveEngine, responders: readonly UnprotectRespon
     onSwap: (version) => {
       const next = active.holder.get().config;
       for (const [i, r] of responders.entries()) {
-        if (JSON.stringify(next.responders[names[i]!]) !== JSON.stringify(started.responders[names[i]!])) logger.error({ responder: names[i], version }, 'responder: the active version changes its settings; they apply at the next restart');
+        if (JSON.stringify(next.responders[names[i]!]) !== JSON.stringify(started.responders[names[i]!]))
+          logger.error({ responder: names[i], version }, 'responder: the active version changes its settings; they apply at the next restart');
         r.useEngine(active.holder.get().engine, next.version);
       }
     },
@@ -115,7 +151,8 @@ function respondersService(parts: ResponderParts): Responders {
   collectProcessMetrics(metrics);
   const kafkaStates = () => [...contacts].map(([group, c]) => ({ group, ...c.readiness() }));
   return {
-    responders, logger: parts.logger,
+    responders,
+    logger: parts.logger,
     async start() {
       await Promise.all(responders.map((r) => r.start()));
       restarts.active = true;
@@ -126,7 +163,9 @@ function respondersService(parts: ResponderParts): Responders {
         // Kafka's absence (a consumer silent, or down and being re-created) is not liveness: /readyz, shown here
         live: () => {
           const shared = active.liveness();
-          const notReady = kafkaStates().filter((k) => !k.ready).map(({ group, reason }) => ({ group, reason }));
+          const notReady = kafkaStates()
+            .filter((k) => !k.ready)
+            .map(({ group, reason }) => ({ group, reason }));
           const info = { ...shared.info, ...(notReady.length ? { notReady } : {}) };
           return shared.healthy ? { healthy: true, info } : { healthy: false, detail: { ...shared.detail, ...info } };
         },

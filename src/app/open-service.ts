@@ -81,7 +81,14 @@ export async function openService(options: ServiceOptions): Promise<Service> {
   const tracing = await openTracing(options.env, { serviceName: 'veil-serve', log: logger });
   // the configuration file is adopted as a published version when it changed; the active version runs
   // with a shared control store (VEIL_CONTROL_STORE=kafka) the data dir is its mirror, filled here first
-  const active = await openActiveEngine({ configFile: options.configFile, dataDir: options.dataDir, env: options.env, now: options.now, provision: options.development, ...(options.notice ? { notice: options.notice } : {}) });
+  const active = await openActiveEngine({
+    configFile: options.configFile,
+    dataDir: options.dataDir,
+    env: options.env,
+    now: options.now,
+    provision: options.development,
+    ...(options.notice ? { notice: options.notice } : {}),
+  });
   // the KEK stopping and answering again: once per change, on this process's log
   logKekTransitions(active.lease, logger);
   const { config, keystore, warnings, holder, versions } = active;
@@ -89,7 +96,9 @@ export async function openService(options: ServiceOptions): Promise<Service> {
   if (await ensureKey(keystore, config.identity.signingKey, 'jwt-es256')) options.notice?.(`created token signing key ${config.identity.signingKey}`);
 
   // refused here, before the listener, when subject keys would be split between processes or lost with the data dir
-  const subjects = await active.orClose(() => lazySubjectKeyStore({ keystore, dataDir: options.dataDir, settings: subjectStoreSettings(options.env), env: options.env, config: config.engine }));
+  const subjects = await active.orClose(() =>
+    lazySubjectKeyStore({ keystore, dataDir: options.dataDir, settings: subjectStoreSettings(options.env), env: options.env, config: config.engine }),
+  );
   const dev = options.development ? await developmentClient(config, options) : undefined;
   const identity = serviceIdentity(config, keystore, options, dev);
   const { issuer, tokens, verifier } = identity;
@@ -99,8 +108,19 @@ export async function openService(options: ServiceOptions): Promise<Service> {
   let draining = false;
   const { app, service, tls } = await httpService(options, { active, identity, audit, logger, tracing, subjects, erasures, ready: () => !draining });
   const pipelineMetrics = openPortal(app, {
-    holder, versions, keystore, tokens, verifier, audit, logger, now: options.now, development: options.development,
-    baseUrl: options.baseUrl, devClientId: dev?.id, metricsScrapeMs: options.metricsScrapeMs, erasures,
+    holder,
+    versions,
+    keystore,
+    tokens,
+    verifier,
+    audit,
+    logger,
+    now: options.now,
+    development: options.development,
+    baseUrl: options.baseUrl,
+    devClientId: dev?.id,
+    metricsScrapeMs: options.metricsScrapeMs,
+    erasures,
   });
   // a version published by another process (a --workers sibling, another host through the control store) runs here too
   active.follow({ logger, intervalMs: options.versionPollMs ?? 1000 });
@@ -109,7 +129,20 @@ export async function openService(options: ServiceOptions): Promise<Service> {
   const drain = closedWithApp(app, { ...(dbSocket ? { dbSocket } : {}), pipelineMetrics, audit, subjects, active, tracing }, () => {
     draining = true;
   });
-  return { app, logger, issuer, audit, keystore, holder, versions, subjects, pipelineMetrics, drain, tls, ...(dev ? { devClient: { id: dev.id, secretFile: dev.secretFile, secret: dev.secret } } : {}) };
+  return {
+    app,
+    logger,
+    issuer,
+    audit,
+    keystore,
+    holder,
+    versions,
+    subjects,
+    pipelineMetrics,
+    drain,
+    tls,
+    ...(dev ? { devClient: { id: dev.id, secretFile: dev.secretFile, secret: dev.secret } } : {}),
+  };
 }
 
 /** who the service is: its issuer, the key its tokens are signed with, the token endpoint and the bearer tokens' check */
@@ -120,11 +153,20 @@ interface ServiceIdentity {
   verifier: CachingVerifier;
 }
 
-function serviceIdentity(config: VeilConfig, keystore: LocalKeystore, options: ServiceOptions, dev: { id: string; client: Client } | undefined): ServiceIdentity {
+function serviceIdentity(
+  config: VeilConfig,
+  keystore: LocalKeystore,
+  options: ServiceOptions,
+  dev: { id: string; client: Client } | undefined,
+): ServiceIdentity {
   const issuer = config.identity.issuer ?? options.baseUrl;
   const signer = new JwtSigner(keystore, config.identity.signingKey);
   const tokens = new TokenService({
-    identity: config.identity, issuer, signer, now: options.now, extraClients: new Map<string, Client>(dev ? [[dev.id, dev.client]] : []),
+    identity: config.identity,
+    issuer,
+    signer,
+    now: options.now,
+    extraClients: new Map<string, Client>(dev ? [[dev.id, dev.client]] : []),
     failuresPerMinute: config.service.rateLimit.tokenFailuresPerMinute,
     decoyHash: hashClientSecret(randomBytes(16).toString('hex')),
   });
@@ -133,20 +175,47 @@ function serviceIdentity(config: VeilConfig, keystore: LocalKeystore, options: S
 }
 
 /** the HTTP service (src/http) over the active engine, not yet listening: its settings (the body deadline given), HTTPS when service.tls is set */
-async function httpService(options: ServiceOptions, deps: { active: ActiveEngine; identity: ServiceIdentity; audit: AuditSink; logger: Logger; tracing: Tracing; subjects: SubjectKeyStore; erasures: ErasureService; ready: () => boolean }): Promise<{ app: FastifyInstance; service: VeilConfig['service']; tls: boolean }> {
+async function httpService(
+  options: ServiceOptions,
+  deps: {
+    active: ActiveEngine;
+    identity: ServiceIdentity;
+    audit: AuditSink;
+    logger: Logger;
+    tracing: Tracing;
+    subjects: SubjectKeyStore;
+    erasures: ErasureService;
+    ready: () => boolean;
+  },
+): Promise<{ app: FastifyInstance; service: VeilConfig['service']; tls: boolean }> {
   const { active, identity, logger } = deps;
   const { config, holder, keystore } = active;
-  const service = options.bodyReadTimeoutMs === undefined ? config.service : { ...config.service, limits: { ...config.service.limits, bodyReadTimeoutMs: options.bodyReadTimeoutMs } };
+  const service =
+    options.bodyReadTimeoutMs === undefined
+      ? config.service
+      : { ...config.service, limits: { ...config.service.limits, bodyReadTimeoutMs: options.bodyReadTimeoutMs } };
   const tls = config.service.tls;
   const https = tls ? await readTls(tls) : undefined;
   const metrics = new HttpMetrics();
   active.kmsMetrics?.registerIn(metrics.registry);
   const app = buildServer({
-    engine: holder, metrics, service, issuer: identity.issuer, signer: identity.signer, tokens: identity.tokens, verifier: identity.verifier, audit: deps.audit, logger, now: options.now,
+    engine: holder,
+    metrics,
+    service,
+    issuer: identity.issuer,
+    signer: identity.signer,
+    tokens: identity.tokens,
+    verifier: identity.verifier,
+    audit: deps.audit,
+    logger,
+    now: options.now,
     ready: deps.ready,
     live: () => active.liveness(),
     ...(https ? { https } : {}),
-    tracing: deps.tracing, configVersion: () => holder.get().config.version, subjects: deps.subjects, erasures: deps.erasures,
+    tracing: deps.tracing,
+    configVersion: () => holder.get().config.version,
+    subjects: deps.subjects,
+    erasures: deps.erasures,
     // every version of the receipt key, for anyone to verify a receipt without veil (issue 43)
     receiptKeys: receiptPublicKeys(keystore),
   });
@@ -190,23 +259,43 @@ async function developmentClient(config: VeilConfig, options: ServiceOptions): P
 }
 
 /** VEIL_DB_SOCKET: PostgreSQL's triggers protect over a local Unix socket (docs/database.md); undefined when it is not set */
-async function openServiceDbSocket(options: ServiceOptions, deps: { active: ActiveEngine; verifier: CachingVerifier; audit: AuditSink; logger: Logger; service: VeilConfig['service']; subjects: SubjectKeyStore }): Promise<{ close(): Promise<void> } | undefined> {
+async function openServiceDbSocket(
+  options: ServiceOptions,
+  deps: { active: ActiveEngine; verifier: CachingVerifier; audit: AuditSink; logger: Logger; service: VeilConfig['service']; subjects: SubjectKeyStore },
+): Promise<{ close(): Promise<void> } | undefined> {
   const socketOptions = dbSocketOptionsFromEnv(options.env);
   if (!socketOptions) return undefined;
   const { holder, keystore } = deps.active;
   return openDbSocket(socketOptions, {
-    engine: () => holder.current(), verifier: deps.verifier, audit: deps.audit, now: options.now, log: deps.logger, limits: deps.service.limits, rateLimit: deps.service.rateLimit, subjects: deps.subjects,
+    engine: () => holder.current(),
+    verifier: deps.verifier,
+    audit: deps.audit,
+    now: options.now,
+    log: deps.logger,
+    limits: deps.service.limits,
+    rateLimit: deps.service.rateLimit,
+    subjects: deps.subjects,
     // VEIL_DB_SOCKET_LEASES=on: the database may lease keys of fields it may protect (docs/database.md, "Leased keys")
-    ...(socketOptions.leases ? {
-      leases: { ...socketOptions.leases, keys: keystore, source: () => { const a = holder.get(); return { engine: a.engine, config: a.config.engine }; } },
-    } : {}),
+    ...(socketOptions.leases
+      ? {
+          leases: {
+            ...socketOptions.leases,
+            keys: keystore,
+            source: () => {
+              const a = holder.get();
+              return { engine: a.engine, config: a.config.engine };
+            },
+          },
+        }
+      : {}),
   });
 }
 
 /** service.tls: the certificate chain and private key, PEM files read once at start. */
 async function readTls(tls: { certFile: string; keyFile: string }): Promise<{ cert: Buffer; key: Buffer }> {
-  const read = (file: string, what: string) => readFile(file).catch((e: NodeJS.ErrnoException) => {
-    throw new VeilError('CONFIG_INVALID', `service.tls.${what} ${file} cannot be read (${e.code ?? 'unreadable'})`);
-  });
+  const read = (file: string, what: string) =>
+    readFile(file).catch((e: NodeJS.ErrnoException) => {
+      throw new VeilError('CONFIG_INVALID', `service.tls.${what} ${file} cannot be read (${e.code ?? 'unreadable'})`);
+    });
   return { cert: await read(tls.certFile, 'certFile'), key: await read(tls.keyFile, 'keyFile') };
 }

@@ -82,31 +82,64 @@ export async function openStream(options: StreamOptions): Promise<StreamService>
   const registry = registrySettings(options.env, { ...(options.registryUrl ? { url: options.registryUrl } : {}) });
   // off unless OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT is set: a span per transaction and per traced record
   const tracing = await openTracing(options.env, { serviceName: 'veil-stream', log: logger });
-  const active = await openActiveEngine({ configFile: options.configFile, dataDir: options.dataDir, env: options.env, now: options.now, provision: options.development, ...(options.notice ? { notice: options.notice } : {}) });
+  const active = await openActiveEngine({
+    configFile: options.configFile,
+    dataDir: options.dataDir,
+    env: options.env,
+    now: options.now,
+    provision: options.development,
+    ...(options.notice ? { notice: options.notice } : {}),
+  });
   // the KEK stopping and answering again: once per change, on this process's log
   logKekTransitions(active.lease, logger);
   // opened on first use: only pipelines whose fields are scoped to the data subject read it; refused
   // here, at start, when subject keys would be split between processes or lost with the data dir
-  const subjects = await active.orClose(() => lazySubjectKeyStore({ keystore: active.keystore, dataDir: options.dataDir, settings: subjectStoreSettings(options.env), env: options.env, config: active.config.engine }));
+  const subjects = await active.orClose(() =>
+    lazySubjectKeyStore({
+      keystore: active.keystore,
+      dataDir: options.dataDir,
+      settings: subjectStoreSettings(options.env),
+      env: options.env,
+      config: active.config.engine,
+    }),
+  );
   const names = options.pipelines ?? Object.keys(active.config.pipelines);
   const configOf = pipelineConfigOf(options.rewrap);
   await active.orClose(() => checkPipelines(names, active.config, configOf, options, active.holder.get().version));
-  const client = options.kafka ?? await openKafkaPort(streamClient(options.client ?? options.env.VEIL_STREAM_CLIENT), {
-    connection,
-    clientId: 'veil-stream',
-    log: (level, message, extra) => logger[level]({ kafka: extra }, message),
-  });
+  const client =
+    options.kafka ??
+    (await openKafkaPort(streamClient(options.client ?? options.env.VEIL_STREAM_CLIENT), {
+      connection,
+      clientId: 'veil-stream',
+      log: (level, message, extra) => logger[level]({ kafka: extra }, message),
+    }));
   const killInCommit = Number(options.env.VEIL_FAULT_KILL_IN_COMMIT ?? 0);
   const kafka = killInCommit > 0 ? killingInCommit(client, killInCommit) : client;
   const metrics = new StreamMetrics();
   active.kmsMetrics?.registerIn(metrics.registry);
   const serdeOf = serdes(registry);
   const pools: ProtectPool[] = [];
-  const pipelines = await Promise.all(names.map(async (name) => {
-    const p = configOf(active.config, name)!;
-    const protector = protectorFor(name, p, active.file(active.holder.get().version), options, pools);
-    return new ProtectPipeline({ name, config: p, configVersion: active.config.version, engine: active.engine, kafka, serde: await serdeOf(p), metrics, log: logger, stallMs: Number(options.env.VEIL_STREAM_STALL_MS ?? 60_000), ...(protector ? { protector } : {}), ...(options.rewrap ? { rewrap: { unprotectEvidences: options.rewrap.unprotectEvidences } } : {}), tracing, subjects });
-  }));
+  const pipelines = await Promise.all(
+    names.map(async (name) => {
+      const p = configOf(active.config, name)!;
+      const protector = protectorFor(name, p, active.file(active.holder.get().version), options, pools);
+      return new ProtectPipeline({
+        name,
+        config: p,
+        configVersion: active.config.version,
+        engine: active.engine,
+        kafka,
+        serde: await serdeOf(p),
+        metrics,
+        log: logger,
+        stallMs: Number(options.env.VEIL_STREAM_STALL_MS ?? 60_000),
+        ...(protector ? { protector } : {}),
+        ...(options.rewrap ? { rewrap: { unprotectEvidences: options.rewrap.unprotectEvidences } } : {}),
+        tracing,
+        subjects,
+      });
+    }),
+  );
   try {
     await Promise.all(pools.map((p) => p.ready()));
   } catch (e) {
@@ -127,10 +160,18 @@ function pipelineConfigOf(rewrap: RewrapSpec | undefined): (c: VeilConfig, name:
 }
 
 /** the pipelines named exist, and a rewrap names exactly one: else CONFIG_INVALID, before anything opens */
-function checkPipelines(names: readonly string[], config: VeilConfig, configOf: (c: VeilConfig, name: string) => PipelineConfig | undefined, options: StreamOptions, activeVersion: number): void {
-  for (const n of names) if (!config.pipelines[n]) throw new VeilError('CONFIG_INVALID', `no pipeline ${n} in ${options.configFile} (active version ${activeVersion})`);
+function checkPipelines(
+  names: readonly string[],
+  config: VeilConfig,
+  configOf: (c: VeilConfig, name: string) => PipelineConfig | undefined,
+  options: StreamOptions,
+  activeVersion: number,
+): void {
+  for (const n of names)
+    if (!config.pipelines[n]) throw new VeilError('CONFIG_INVALID', `no pipeline ${n} in ${options.configFile} (active version ${activeVersion})`);
   if (names.length === 0) throw new VeilError('CONFIG_INVALID', `${options.configFile} defines no pipelines`);
-  if (options.rewrap && names.length !== 1) throw new VeilError('CONFIG_INVALID', 'rewrap re-protects the clean topic of one pipeline: name it with --pipeline');
+  if (options.rewrap && names.length !== 1)
+    throw new VeilError('CONFIG_INVALID', 'rewrap re-protects the clean topic of one pipeline: name it with --pipeline');
   for (const n of names) configOf(config, n);
 }
 
@@ -138,7 +179,14 @@ function checkPipelines(names: readonly string[], config: VeilConfig, configOf: 
 function protectorFor(name: string, p: PipelineConfig, startedOn: string, options: StreamOptions, pools: ProtectPool[]): ProtectPool | undefined {
   const threads = protectThreads(options.env.VEIL_PROTECT_THREADS);
   if (threads === 0 || p.subject) return undefined;
-  const workerData: ProtectWorkerData = { configFile: startedOn, dataDir: options.dataDir, env: { ...options.env }, pipeline: name, ...(options.registryUrl ? { registryUrl: options.registryUrl } : {}), ...(options.rewrap ? { rewrap: options.rewrap } : {}) };
+  const workerData: ProtectWorkerData = {
+    configFile: startedOn,
+    dataDir: options.dataDir,
+    env: { ...options.env },
+    pipeline: name,
+    ...(options.registryUrl ? { registryUrl: options.registryUrl } : {}),
+    ...(options.rewrap ? { rewrap: options.rewrap } : {}),
+  };
   const pool = new ProtectPool(threads, (configFile) => new Worker(PROTECT_WORKER, { workerData: { ...workerData, configFile: configFile ?? startedOn } }));
   pools.push(pool);
   return pool;
@@ -148,7 +196,13 @@ function protectorFor(name: string, p: PipelineConfig, startedOn: string, option
  * A version published or a key rotated by another process: bound from the next batch on, one
  * change after the other, each to the version running by then. Returns the changes' chain so far.
  */
-function followVersions(active: ActiveEngine, pipelines: readonly ProtectPipeline[], configOf: (c: VeilConfig, name: string) => PipelineConfig | undefined, serdeOf: ReturnType<typeof serdes>, logger: Logger): () => Promise<void> {
+function followVersions(
+  active: ActiveEngine,
+  pipelines: readonly ProtectPipeline[],
+  configOf: (c: VeilConfig, name: string) => PipelineConfig | undefined,
+  serdeOf: ReturnType<typeof serdes>,
+  logger: Logger,
+): () => Promise<void> {
   const followVersion = async () => {
     const { config: next, engine, version } = active.holder.get();
     for (const pipeline of pipelines) {
@@ -158,7 +212,10 @@ function followVersions(active: ActiveEngine, pipelines: readonly ProtectPipelin
         await pipeline.follow({ config: p, configVersion: next.version, engine, serde: await serdeOf(p), configFile: active.file(version) });
         logger.info({ pipeline: pipeline.name, version }, 'pipeline: now protecting under the active version');
       } catch (e) {
-        logger.error({ pipeline: pipeline.name, version, code: (e as VeilError).code ?? (e as Error).name, reason: (e as Error).message }, 'pipeline: keeps running the previous version');
+        logger.error(
+          { pipeline: pipeline.name, version, code: (e as VeilError).code ?? (e as Error).name, reason: (e as Error).message },
+          'pipeline: keeps running the previous version',
+        );
       }
     }
   };
@@ -166,7 +223,10 @@ function followVersions(active: ActiveEngine, pipelines: readonly ProtectPipelin
   active.follow({
     logger,
     onSwap: () => void (following = following.then(followVersion)),
-    onKeys: () => void Promise.all(pipelines.map((p) => p.reloadKeys())).catch((e: unknown) => logger.error({ error: (e as Error).name }, 'protection threads: the keystore could not be re-read')),
+    onKeys: () =>
+      void Promise.all(pipelines.map((p) => p.reloadKeys())).catch((e: unknown) =>
+        logger.error({ error: (e as Error).name }, 'protection threads: the keystore could not be re-read'),
+      ),
   });
   return () => following;
 }
@@ -191,7 +251,9 @@ export function streamService(parts: StreamParts): StreamService {
   let running = false;
   let ops: FastifyInstance | undefined;
   return {
-    pipelines, metrics, logger,
+    pipelines,
+    metrics,
+    logger,
     async start() {
       await Promise.all(pipelines.map((p) => p.start()));
       running = true;
@@ -210,7 +272,11 @@ export function streamService(parts: StreamParts): StreamService {
     },
     async listen(port, host) {
       ops = Fastify({ logger: false });
-      registerOpsRoutes(ops, { live: () => pipelinesLiveness(pipelines, parts.active.liveness()), ready: () => running && pipelines.every((p) => p.readiness().ready), metrics: metrics.registry });
+      registerOpsRoutes(ops, {
+        live: () => pipelinesLiveness(pipelines, parts.active.liveness()),
+        ready: () => running && pipelines.every((p) => p.readiness().ready),
+        metrics: metrics.registry,
+      });
       await ops.listen({ port, host });
       return ops.server;
     },

@@ -32,10 +32,11 @@ const data = workerData as ProtectWorkerData;
 
 // opened on first use and again after a failure (a KMS that did not answer): a worker never stays broken
 let opened: Promise<OpenedEngine> | undefined;
-const open = () => (opened ??= openEngine({ configFile: data.configFile, dataDir: data.dataDir, env: data.env, now: () => new Date(), provision: false }).catch((e: unknown) => {
-  opened = undefined;
-  throw e;
-}));
+const open = () =>
+  (opened ??= openEngine({ configFile: data.configFile, dataDir: data.dataDir, env: data.env, now: () => new Date(), provision: false }).catch((e: unknown) => {
+    opened = undefined;
+    throw e;
+  }));
 
 async function bound(config: VeilConfig, engine: Engine): Promise<RecordProtector> {
   const base = config.pipelines[data.pipeline];
@@ -43,7 +44,13 @@ async function bound(config: VeilConfig, engine: Engine): Promise<RecordProtecto
   const p = data.rewrap ? rewrapPipeline(data.pipeline, base, data.rewrap) : base;
   const rewrap = data.rewrap ? { rewrap: { unprotectEvidences: data.rewrap.unprotectEvidences } } : {};
   // the registry's settings read here again from the same environment: its secrets do not cross threads
-  return new RecordProtector({ name: data.pipeline, config: p, engine, serde: await serdes(registrySettings(data.env, { ...(data.registryUrl ? { url: data.registryUrl } : {}) }))(p), ...rewrap });
+  return new RecordProtector({
+    name: data.pipeline,
+    config: p,
+    engine,
+    serde: await serdes(registrySettings(data.env, { ...(data.registryUrl ? { url: data.registryUrl } : {}) }))(p),
+    ...rewrap,
+  });
 }
 
 /** the configuration file to bind under, and whether the keystore must be read again first */
@@ -95,7 +102,10 @@ parentPort!.on('message', (request: WorkerRequest) => {
       return { id: request.id, outcomes };
     } catch (e) {
       const err = e as { name?: string; code?: string; retriable?: boolean };
-      return { id: request.id, error: { name: err.name ?? 'Error', ...(typeof err.code === 'string' ? { code: err.code } : {}), retriable: err.retriable ?? true } };
+      return {
+        id: request.id,
+        error: { name: err.name ?? 'Error', ...(typeof err.code === 'string' ? { code: err.code } : {}), retriable: err.retriable ?? true },
+      };
     }
   })().then((reply) => parentPort!.postMessage(reply, 'outcomes' in reply ? [reply.outcomes.data] : []));
 });

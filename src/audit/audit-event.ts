@@ -28,7 +28,8 @@ export function auditEvent(options: {
   let instances = fields.reduce((n, f) => n + f.count, 0);
   if (!plan) {
     const requests = (options.body as { requests?: unknown })?.requests;
-    if (Array.isArray(requests)) for (const r of requests) instances += Array.isArray((r as { instances?: unknown })?.instances) ? (r as { instances: unknown[] }).instances.length : 0;
+    if (Array.isArray(requests))
+      for (const r of requests) instances += Array.isArray((r as { instances?: unknown })?.instances) ? (r as { instances: unknown[] }).instances.length : 0;
   }
   return {
     eventId: randomUUID(),

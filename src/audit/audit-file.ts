@@ -178,7 +178,12 @@ const ignoreMissing = (e: NodeJS.ErrnoException) => {
 };
 
 /** Records of one file, newest first, ending at byte `end`; `rest` is where the next read ends (0: file done). */
-async function readBackwards(path: string, end: number | undefined, limit: number, budget: number): Promise<{ events: AuditEvent[]; rest: number; bytes: number }> {
+async function readBackwards(
+  path: string,
+  end: number | undefined,
+  limit: number,
+  budget: number,
+): Promise<{ events: AuditEvent[]; rest: number; bytes: number }> {
   let file: FileHandle;
   try {
     file = await open(path, 'r');
@@ -209,7 +214,9 @@ async function readBackwards(path: string, end: number | undefined, limit: numbe
         if (line.length) {
           try {
             events.push(JSON.parse(line.toString('utf8')) as AuditEvent);
-          } catch { /* a torn or foreign line: skipped */ }
+          } catch {
+            /* a torn or foreign line: skipped */
+          }
         }
         if (nl < 0) break;
       }

@@ -92,16 +92,26 @@ export class GuardedTransform {
         plan = this.deps.engine.plan(body, caller);
       }
       // a call that names no data subject (most) neither awaits nor allocates for them
-      const subjects = this.deps.subjectKeys && plan.requests.some((r) => r.subject !== undefined)
-        ? await this.deps.subjectKeys(plan.requests.map((r) => r.subject), this.deps.engine.returningSubjects)
-        : undefined;
+      const subjects =
+        this.deps.subjectKeys && plan.requests.some((r) => r.subject !== undefined)
+          ? await this.deps.subjectKeys(
+              plan.requests.map((r) => r.subject),
+              this.deps.engine.returningSubjects,
+            )
+          : undefined;
       const response = this.deps.engine.execute(plan, subjects);
       if (this.inScope(plan)) {
         try {
           await this.record(call.requestId, { caller, plan, outcome: 'ok' });
         } catch {
           // no record, no values; an AUDIT_UNAVAILABLE refusal is not recorded either
-          return { ok: false, error: new AuditError('AUDIT_UNAVAILABLE', `the audit sink cannot record this ${this.deps.scope === 'revealing' ? 'unprotect' : 'request'}, so it was refused`) };
+          return {
+            ok: false,
+            error: new AuditError(
+              'AUDIT_UNAVAILABLE',
+              `the audit sink cannot record this ${this.deps.scope === 'revealing' ? 'unprotect' : 'request'}, so it was refused`,
+            ),
+          };
         }
       }
       return { ok: true, response, plan };
@@ -109,8 +119,9 @@ export class GuardedTransform {
       const error = e instanceof VeilError ? e : new VeilError('INTERNAL', 'an unexpected error; nothing was transformed', [], { cause: e });
       const outcome = error.status === 401 || error.status === 403 ? 'denied' : 'failed';
       if (outcome === 'denied' || this.inScope(plan)) {
-        await this.record(call.requestId, { caller, plan, outcome, code: error.code, body })
-          .catch(() => call.warn(`audit sink failed to record a ${outcome} call`));
+        await this.record(call.requestId, { caller, plan, outcome, code: error.code, body }).catch(() =>
+          call.warn(`audit sink failed to record a ${outcome} call`),
+        );
       }
       return e instanceof VeilError ? { ok: false, error } : { ok: false, error, unexpected: e };
     }
@@ -121,10 +132,21 @@ export class GuardedTransform {
     return this.deps.scope === 'every' || (plan !== undefined && plan.requests.some((r) => r.reveals));
   }
 
-  private record(requestId: string, e: { caller: GuardedCaller | undefined; plan: Plan | undefined; outcome: AuditEvent['outcome']; code?: string; body?: unknown }): Promise<void> {
-    return this.deps.audit.record(auditEvent({
-      requestId, channel: this.deps.channel, now: this.deps.now(), outcome: e.outcome,
-      ...(e.caller ? { caller: e.caller } : {}), ...(e.plan ? { plan: e.plan } : {}), ...(e.code ? { code: e.code } : {}), ...(e.body !== undefined ? { body: e.body } : {}),
-    }));
+  private record(
+    requestId: string,
+    e: { caller: GuardedCaller | undefined; plan: Plan | undefined; outcome: AuditEvent['outcome']; code?: string; body?: unknown },
+  ): Promise<void> {
+    return this.deps.audit.record(
+      auditEvent({
+        requestId,
+        channel: this.deps.channel,
+        now: this.deps.now(),
+        outcome: e.outcome,
+        ...(e.caller ? { caller: e.caller } : {}),
+        ...(e.plan ? { plan: e.plan } : {}),
+        ...(e.code ? { code: e.code } : {}),
+        ...(e.body !== undefined ? { body: e.body } : {}),
+      }),
+    );
   }
 }

@@ -35,7 +35,17 @@ Exit codes: 0 valid (warnings allowed), 1 invalid, 2 usage error.
 export const configCommand: Command = async (args, io) => {
   let parsed;
   try {
-    parsed = parseArgs({ args, options: { config: { type: 'string' }, 'data-dir': { type: 'string' }, note: { type: 'string' }, registry: { type: 'string' }, help: { type: 'boolean', short: 'h' } }, allowPositionals: true });
+    parsed = parseArgs({
+      args,
+      options: {
+        config: { type: 'string' },
+        'data-dir': { type: 'string' },
+        note: { type: 'string' },
+        registry: { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+      allowPositionals: true,
+    });
   } catch (e) {
     io.stderr(`veil config: ${(e as Error).message}\n`);
     return 2;
@@ -43,7 +53,11 @@ export const configCommand: Command = async (args, io) => {
   const action = parsed.positionals[0];
   if (parsed.values.help || action === 'help' || action === undefined) {
     io.stdout(configHelp);
-    return usageExitCode(parsed.values.help === true || action === 'help', action, (a) => a === 'help' || a === 'validate' || a === 'provision' || a === 'publish');
+    return usageExitCode(
+      parsed.values.help === true || action === 'help',
+      action,
+      (a) => a === 'help' || a === 'validate' || a === 'provision' || a === 'publish',
+    );
   }
   const [, positionalFile, ...extra] = parsed.positionals;
   if (extra.length > 0 || (positionalFile !== undefined && parsed.values.config !== undefined)) {
@@ -72,7 +86,13 @@ export const configCommand: Command = async (args, io) => {
       control = await openControlStore(io.env, dataDir, (line) => io.stderr(`veil config: ${line}\n`));
       if (action === 'publish') return await publish(file, dataDir, parsed.values.note, control, io);
       const { config } = await requireConfig(file);
-      const { keystore, lease } = await openKeystore({ dataDir, env: io.env, now: io.now, notice: (line) => io.stderr(`veil config: ${line}\n`), ...(control ? { control } : {}) });
+      const { keystore, lease } = await openKeystore({
+        dataDir,
+        env: io.env,
+        now: io.now,
+        notice: (line) => io.stderr(`veil config: ${line}\n`),
+        ...(control ? { control } : {}),
+      });
       lease?.stop();
       const created = await provisionKeys(config.engine, keystore);
       io.stdout(created.length ? `created ${created.join(', ')} in ${keystore.path}\n` : `every key of ${file} is in ${keystore.path}\n`);
@@ -89,13 +109,21 @@ export const configCommand: Command = async (args, io) => {
 };
 
 /** The registry pipelines' mapped paths against their subjects' latest schemas, each issue with its line in the file. */
-async function registryIssues(file: string, pipelines: Parameters<typeof registrySchemaIssues>[0], url: string, env: Parameters<Command>[1]['env']): Promise<ConfigIssue[]> {
-  const [{ confluentRegistry, registrySettings }, { registrySchemaIssues: check }] = await Promise.all([import('../stream/registry/index.ts'), import('../stream/protect/index.ts')]);
+async function registryIssues(
+  file: string,
+  pipelines: Parameters<typeof registrySchemaIssues>[0],
+  url: string,
+  env: Parameters<Command>[1]['env'],
+): Promise<ConfigIssue[]> {
+  const [{ confluentRegistry, registrySettings }, { registrySchemaIssues: check }] = await Promise.all([
+    import('../stream/registry/index.ts'),
+    import('../stream/protect/index.ts'),
+  ]);
   let registry;
   try {
     registry = confluentRegistry(registrySettings(env, { url })!, { timeoutMs: 5000 });
   } catch {
-    return [{ severity: 'warning', pointer: '/pipelines', message: 'the schema registry URL is not a URL: mappings not checked against the writers\' schemas' }];
+    return [{ severity: 'warning', pointer: '/pipelines', message: "the schema registry URL is not a URL: mappings not checked against the writers' schemas" }];
   }
   const issues = await check(pipelines, registry);
   // the lines of the pointers, as compileText gives configuration issues theirs
@@ -103,7 +131,13 @@ async function registryIssues(file: string, pipelines: Parameters<typeof registr
 }
 
 /** `veil config publish`: the file, valid, as the newest version of the data dir's (or the shared) history. */
-async function publish(file: string, dataDir: string, note: string | undefined, control: ControlStore | undefined, io: Parameters<Command>[1]): Promise<number> {
+async function publish(
+  file: string,
+  dataDir: string,
+  note: string | undefined,
+  control: ControlStore | undefined,
+  io: Parameters<Command>[1],
+): Promise<number> {
   const loaded = await loadConfigFile(file);
   const errors = loaded.issues.filter((i) => i.severity === 'error');
   if (errors.length) throw new VeilError('CONFIG_INVALID', `configuration ${file} is invalid:\n${errors.map((i) => formatIssue(file, i)).join('\n')}`);
@@ -118,7 +152,12 @@ async function publish(file: string, dataDir: string, note: string | undefined, 
       await ensureControlKey(opened.keystore);
     }
     await control?.attach({ versions });
-    number = await versions.publish(await readFile(file, 'utf8'), { by: 'veil config publish', source: 'cli', note: note ?? `published from ${file}`, now: io.now() });
+    number = await versions.publish(await readFile(file, 'utf8'), {
+      by: 'veil config publish',
+      source: 'cli',
+      note: note ?? `published from ${file}`,
+      now: io.now(),
+    });
   } finally {
     lease?.stop();
   }

@@ -48,8 +48,12 @@ export function parseCheckArgs(args: string[], env: CliIo['env']): CheckOptions 
     ({ values } = parseArgs({
       args,
       options: {
-        table: { type: 'string', multiple: true }, sample: { type: 'string' }, 'min-share': { type: 'string' }, json: { type: 'boolean' },
-        'database-url': { type: 'string' }, help: { type: 'boolean', short: 'h' },
+        table: { type: 'string', multiple: true },
+        sample: { type: 'string' },
+        'min-share': { type: 'string' },
+        json: { type: 'boolean' },
+        'database-url': { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
       },
     }));
   } catch (e) {

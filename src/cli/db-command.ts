@@ -63,12 +63,25 @@ export const dbCommand: Command = async (args, io) => {
   let parsed;
   try {
     parsed = parseArgs({
-      args, allowPositionals: true,
+      args,
+      allowPositionals: true,
       options: {
-        apply: { type: 'boolean' }, 'database-url': { type: 'string' }, 'veil-url': { type: 'string' }, 'token-url': { type: 'string' },
-        'client-id': { type: 'string' }, 'client-secret-file': { type: 'string' }, 'protect-role': { type: 'string' }, 'timeout-ms': { type: 'string' },
-        role: { type: 'string' }, table: { type: 'string' }, view: { type: 'string' }, 'veil-role': { type: 'string' },
-        'values-per-minute': { type: 'string' }, records: { type: 'string' }, socket: { type: 'string' }, 'socket-lease': { type: 'boolean' },
+        apply: { type: 'boolean' },
+        'database-url': { type: 'string' },
+        'veil-url': { type: 'string' },
+        'token-url': { type: 'string' },
+        'client-id': { type: 'string' },
+        'client-secret-file': { type: 'string' },
+        'protect-role': { type: 'string' },
+        'timeout-ms': { type: 'string' },
+        role: { type: 'string' },
+        table: { type: 'string' },
+        view: { type: 'string' },
+        'veil-role': { type: 'string' },
+        'values-per-minute': { type: 'string' },
+        records: { type: 'string' },
+        socket: { type: 'string' },
+        'socket-lease': { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
       },
     });
@@ -109,7 +122,9 @@ async function grant(sub: string, values: GrantOptions & { 'database-url'?: stri
   return apply(sub, script, values['database-url'], io);
 }
 
-type ConfigureOptions = Partial<Record<'veil-url' | 'client-id' | 'client-secret-file' | 'timeout-ms' | 'socket' | 'token-url' | 'protect-role' | 'database-url', string>> & { 'socket-lease'?: boolean };
+type ConfigureOptions = Partial<
+  Record<'veil-url' | 'client-id' | 'client-secret-file' | 'timeout-ms' | 'socket' | 'token-url' | 'protect-role' | 'database-url', string>
+> & { 'socket-lease'?: boolean };
 
 /** `veil db configure`: the options checked and the secret read from its file (never the command line), then the settings stored through psql. */
 async function configure(values: ConfigureOptions, io: CliIo): Promise<number> {
@@ -140,8 +155,12 @@ async function configure(values: ConfigureOptions, io: CliIo): Promise<number> {
   let script: string;
   try {
     script = configureSql({
-      veilUrl, clientId, clientSecret: secret, protectRole: values['protect-role'] ?? 'ingest',
-      ...(values['token-url'] ? { tokenUrl: values['token-url'] } : {}), ...(timeoutMs === undefined ? {} : { timeoutMs }),
+      veilUrl,
+      clientId,
+      clientSecret: secret,
+      protectRole: values['protect-role'] ?? 'ingest',
+      ...(values['token-url'] ? { tokenUrl: values['token-url'] } : {}),
+      ...(timeoutMs === undefined ? {} : { timeoutMs }),
       ...(socket === undefined ? {} : { socketPath: socket, socketLease: values['socket-lease'] === true }),
     });
   } catch (e) {
@@ -170,10 +189,14 @@ function grantCommand(sub: string, o: GrantOptions): GrantCommand {
   const table = o.table === undefined ? {} : { table: o.table };
   const limit = (): { valuesPerMinute?: number } => (o['values-per-minute'] === undefined ? {} : { valuesPerMinute: perMinute(o['values-per-minute'])! });
   switch (sub) {
-    case 'grant-writer': return { kind: 'grant-writer', role: need('role'), table: need('table'), ...limit() };
-    case 'grant-reader': return { kind: 'grant-reader', role: need('role'), veilRole: need('veil-role'), ...table, ...(o.view === undefined ? {} : { view: o.view }), ...limit() };
-    case 'grant-lookup': return { kind: 'grant-lookup', role: need('role'), ...limit() };
-    case 'revoke': return { kind: 'revoke', role: need('role'), ...table };
+    case 'grant-writer':
+      return { kind: 'grant-writer', role: need('role'), table: need('table'), ...limit() };
+    case 'grant-reader':
+      return { kind: 'grant-reader', role: need('role'), veilRole: need('veil-role'), ...table, ...(o.view === undefined ? {} : { view: o.view }), ...limit() };
+    case 'grant-lookup':
+      return { kind: 'grant-lookup', role: need('role'), ...limit() };
+    case 'revoke':
+      return { kind: 'revoke', role: need('role'), ...table };
     case 'rate-limit': {
       const raw = need('values-per-minute');
       return { kind: 'rate-limit', role: need('role'), valuesPerMinute: raw === 'default' ? null : perMinute(raw)! };

@@ -3,7 +3,19 @@ import type { VeilConfig } from '../app/config-file.ts';
 import { openEngine } from '../app/open-engine.ts';
 import { resolveConfigPath, resolveDataDir } from '../env/index.ts';
 import { VeilError, type Engine, type KeyProvider } from '../engine/index.ts';
-import { checkColumnName, DbFault, inspectTable, parseTableName, runRewrap, type ColumnField, type RewrapCounts, type RewrapResult, type RewrapSubjects, type SqlSession, type TableName } from '../db/index.ts';
+import {
+  checkColumnName,
+  DbFault,
+  inspectTable,
+  parseTableName,
+  runRewrap,
+  type ColumnField,
+  type RewrapCounts,
+  type RewrapResult,
+  type RewrapSubjects,
+  type SqlSession,
+  type TableName,
+} from '../db/index.ts';
 import { fetchSubjectKeys, openSubjectKeyStore, subjectStoreSettings, type SubjectKeyStore } from '../subjects/index.ts';
 import { CliFault } from './errors.ts';
 import type { CliIo } from './io.ts';
@@ -91,7 +103,8 @@ function evidence(text: string, option: string): { name: string; value: string }
 export function parseColumnSpec(text: string): ColumnField {
   const m = /^([^=]+)=([^.]+)\.(.+)$/.exec(text);
   if (!m) throw new CliFault('USAGE', '--column takes column=Class.property');
-  if (!FIELD_NAME.test(m[2]!) || !FIELD_NAME.test(m[3]!)) throw new CliFault('USAGE', '--column: class and property are veil names (a letter, then up to 63 letters, digits, _ or -)');
+  if (!FIELD_NAME.test(m[2]!) || !FIELD_NAME.test(m[3]!))
+    throw new CliFault('USAGE', '--column: class and property are veil names (a letter, then up to 63 letters, digits, _ or -)');
   try {
     return { column: checkColumnName(m[1]!, '--column'), className: m[2]!, propertyName: m[3]! };
   } catch (e) {
@@ -106,9 +119,19 @@ export function parseRewrapArgs(args: string[], io: Pick<CliIo, 'env' | 'cwd'>):
     ({ values } = parseArgs({
       args,
       options: {
-        table: { type: 'string' }, 'key-column': { type: 'string' }, column: { type: 'string', multiple: true }, 'subject-column': { type: 'string' }, role: { type: 'string' },
-        rights: { type: 'string', multiple: true }, 'protect-evidence': { type: 'string', multiple: true }, 'unprotect-evidence': { type: 'string', multiple: true },
-        batch: { type: 'string' }, restart: { type: 'boolean' }, 'database-url': { type: 'string' }, config: { type: 'string' }, 'data-dir': { type: 'string' },
+        table: { type: 'string' },
+        'key-column': { type: 'string' },
+        column: { type: 'string', multiple: true },
+        'subject-column': { type: 'string' },
+        role: { type: 'string' },
+        rights: { type: 'string', multiple: true },
+        'protect-evidence': { type: 'string', multiple: true },
+        'unprotect-evidence': { type: 'string', multiple: true },
+        batch: { type: 'string' },
+        restart: { type: 'boolean' },
+        'database-url': { type: 'string' },
+        config: { type: 'string' },
+        'data-dir': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
     }));
@@ -135,11 +158,17 @@ export function parseRewrapArgs(args: string[], io: Pick<CliIo, 'env' | 'cwd'>):
   if (!databaseUrl) throw new CliFault('USAGE', 'needs --database-url (or $VEIL_PG_URL or $DATABASE_URL)');
   const columns = values.column?.map(parseColumnSpec);
   return {
-    table, keyColumn, ...(columns ? { columns } : {}), ...(subjectColumn ? { subjectColumn } : {}), role: values.role,
+    table,
+    keyColumn,
+    ...(columns ? { columns } : {}),
+    ...(subjectColumn ? { subjectColumn } : {}),
+    role: values.role,
     rights: values.rights?.map((r) => evidence(r, '--rights')) ?? [{ name: 'Role', value: values.role }],
     protectEvidences: values['protect-evidence']?.map((r) => evidence(r, '--protect-evidence')) ?? [{ name: 'Action', value: 'Protect' }],
     unprotectEvidences: values['unprotect-evidence']?.map((r) => evidence(r, '--unprotect-evidence')) ?? [{ name: 'Action', value: 'Unprotect' }],
-    batch, restart: values.restart === true, databaseUrl,
+    batch,
+    restart: values.restart === true,
+    databaseUrl,
     configFile: resolveConfigPath(values.config, io.env, io.cwd),
     dataDir: resolveDataDir(values['data-dir'], io.env, io.cwd),
   };
@@ -157,15 +186,18 @@ export function keyVersions(config: VeilConfig, keys: KeyProvider): string {
 }
 
 const figures = (c: RewrapCounts) =>
-  `rows read ${c.rowsRead}, values rewrapped ${c.rewrapped}, unchanged ${c.unchanged}, refused ${c.refused}, NULL ${c.nulls}, rows updated ${c.rowsUpdated}, batches ${c.batches}`
-  + (c.erased > 0 ? `, erased subjects' values kept ${c.erased}` : '');
+  `rows read ${c.rowsRead}, values rewrapped ${c.rewrapped}, unchanged ${c.unchanged}, refused ${c.refused}, NULL ${c.nulls}, rows updated ${c.rowsUpdated}, batches ${c.batches}` +
+  (c.erased > 0 ? `, erased subjects' values kept ${c.erased}` : '');
 
 /** The report on stdout: the outcome, this run's and the whole rewrap's figures, the refusals. */
 export function rewrapReport(table: string, keyColumn: string, result: RewrapResult, elapsedMs: number): string {
   const lines: string[] = [];
-  const outcome = result.state === 'finished' ? 'finished' : result.state === 'done-before'
-    ? `already finished${result.start.kind === 'done' ? ` at ${result.start.finishedAt.toISOString()}` : ''}: nothing to do (--restart to rewrap again)`
-    : 'stopped before the end: run again to resume';
+  const outcome =
+    result.state === 'finished'
+      ? 'finished'
+      : result.state === 'done-before'
+        ? `already finished${result.start.kind === 'done' ? ` at ${result.start.finishedAt.toISOString()}` : ''}: nothing to do (--restart to rewrap again)`
+        : 'stopped before the end: run again to resume';
   lines.push(`veil db rewrap ${table}: ${outcome}`);
   if (result.state !== 'done-before') lines.push(`  this run:     ${figures(result.run)}, elapsed ${(elapsedMs / 1000).toFixed(1)} s`);
   lines.push(`  whole rewrap: ${figures(result.job)}`);
@@ -221,7 +253,11 @@ export async function dbRewrapCommand(args: string[], io: CliIo, helpText: strin
   let store: SubjectKeyStore | undefined;
   try {
     const { engine, config, keystore } = await openEngine({
-      configFile: options.configFile, dataDir: options.dataDir, env: io.env, now: io.now, provision: false,
+      configFile: options.configFile,
+      dataDir: options.dataDir,
+      env: io.env,
+      now: io.now,
+      provision: false,
       notice: (line) => io.stderr(`veil db rewrap: ${line}\n`),
     });
     session = await connect(options.databaseUrl);
@@ -230,7 +266,12 @@ export async function dbRewrapCommand(args: string[], io: CliIo, helpText: strin
     const subjects = store ? subjectAccess(store, engine) : undefined;
     process.once('SIGINT', onSignal).once('SIGTERM', onSignal);
     const result = await runRewrap(session, {
-      target, chains, ...(subjects ? { subjects } : {}), keyVersions: keyVersions(config, keystore), batchSize: options.batch, restart: options.restart,
+      target,
+      chains,
+      ...(subjects ? { subjects } : {}),
+      keyVersions: keyVersions(config, keystore),
+      batchSize: options.batch,
+      restart: options.restart,
       shouldStop: () => stop,
       ...progressNotes(io, target, started),
     });
@@ -255,17 +296,27 @@ type RewrapRun = Parameters<typeof runRewrap>[1];
  * evidences given; `scoped` when some are protected under keys scoped to the data subject — then
  * the target keeps its subject column, and a table without one is REWRAP_REFUSED.
  */
-async function boundTable(session: SqlSession, options: RewrapOptions, engine: Engine): Promise<{ target: RewrapRun['target']; chains: RewrapRun['chains']; scoped: boolean }> {
+async function boundTable(
+  session: SqlSession,
+  options: RewrapOptions,
+  engine: Engine,
+): Promise<{ target: RewrapRun['target']; chains: RewrapRun['chains']; scoped: boolean }> {
   const inspected = await inspectTable(session, options.table, options.keyColumn, options.columns, options.subjectColumn);
   // no erasedKept: a value of an erased subject comes back as SUBJECT_ERASED, which the runner keeps and counts
   const bound = engine.bindRewrap({
-    identity: { roles: [options.role] }, rightsEvidences: options.rights, processingEvidences: options.protectEvidences,
-    unprotectEvidences: options.unprotectEvidences, fields: inspected.fields,
+    identity: { roles: [options.role] },
+    rightsEvidences: options.rights,
+    processingEvidences: options.protectEvidences,
+    unprotectEvidences: options.unprotectEvidences,
+    fields: inspected.fields,
   });
   const { subjectColumn, ...shared } = inspected;
   const scoped = bound.subjectScoped.some(Boolean);
   if (scoped && subjectColumn === undefined) {
-    throw new DbFault('REWRAP_REFUSED', `${inspected.table} has fields protected under keys scoped to the data subject: name the column holding each row's subject (veil.attach_subject, or --subject-column)`);
+    throw new DbFault(
+      'REWRAP_REFUSED',
+      `${inspected.table} has fields protected under keys scoped to the data subject: name the column holding each row's subject (veil.attach_subject, or --subject-column)`,
+    );
   }
   return { target: scoped ? inspected : shared, chains: bound.transforms, scoped };
 }
@@ -277,7 +328,9 @@ function progressNotes(io: CliIo, target: RewrapRun['target'], started: number):
     onStart: (start) => {
       if (start.kind === 'new') io.stderr(`veil db rewrap: ${target.table} from the first row (${start.reason})\n`);
       else if (start.kind === 'resumed') {
-        io.stderr(`veil db rewrap: ${target.table} resumed ${start.lastKey === null ? 'from the first row (no batch committed before)' : `after ${target.keyColumn}=${JSON.stringify(start.lastKey)} (${start.batches} batches done before)`}\n`);
+        io.stderr(
+          `veil db rewrap: ${target.table} resumed ${start.lastKey === null ? 'from the first row (no batch committed before)' : `after ${target.keyColumn}=${JSON.stringify(start.lastKey)} (${start.batches} batches done before)`}\n`,
+        );
       }
     },
     onBatch: ({ run, lastKey }) => {
@@ -292,7 +345,12 @@ function progressNotes(io: CliIo, target: RewrapRun['target'], started: number):
 /** A batch's subjects' keys as the store has them (never created: a rewrap gives nobody a new key), and running under them. */
 function subjectAccess(store: SubjectKeyStore, engine: Engine): RewrapSubjects {
   return {
-    keys: (ids) => fetchSubjectKeys(store, ids.map((id) => ({ id, create: false })), 'refuse'),
+    keys: (ids) =>
+      fetchSubjectKeys(
+        store,
+        ids.map((id) => ({ id, create: false })),
+        'refuse',
+      ),
     within: (subject, ring, fn) => engine.withSubject(subject, ring, fn),
   };
 }

@@ -19,7 +19,14 @@ function body(action: string, role: string, values: readonly (readonly [string, 
   return {
     rightsContexts: [{ guid: rc, evidences: [{ name: 'Role', value: role }] }],
     processingContexts: [{ guid: pc, evidences: [{ name: 'Action', value: action }] }],
-    requests: [{ guid: randomUUID(), rightsContext: rc, processingContext: pc, instances: values.map(([p, v]) => ({ className: 'Customer', propertyName: p, value: v })) }],
+    requests: [
+      {
+        guid: randomUUID(),
+        rightsContext: rc,
+        processingContext: pc,
+        instances: values.map(([p, v]) => ({ className: 'Customer', propertyName: p, value: v })),
+      },
+    ],
   };
 }
 
@@ -67,7 +74,9 @@ export const demoCommand: Command = async (args, io) => {
     const back = protectedValues.responses[0]!.instances.map((i) => [i.propertyName, i.value] as const);
     const unprotectBody = body('Unprotect', 'fraud', back);
     const clear = engine.transform(unprotectBody, identity);
-    const rows = SAMPLE.map(([p, v], i) => `  Customer.${p.padEnd(11)} ${v.padEnd(22)} → ${back[i]![1]}\n${' '.repeat(37)}← ${clear.responses[0]!.instances[i]!.value}`);
+    const rows = SAMPLE.map(
+      ([p, v], i) => `  Customer.${p.padEnd(11)} ${v.padEnd(22)} → ${back[i]![1]}\n${' '.repeat(37)}← ${clear.responses[0]!.instances[i]!.value}`,
+    );
     io.stdout(
       `veil demo — configuration ${configFile}, keystore ${keystore.path}\n\n` +
         `Protect then Unprotect as role "fraud":\n${rows.join('\n')}\n\n` +

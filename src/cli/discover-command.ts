@@ -58,7 +58,22 @@ interface DiscoverOptions {
 function discoverOptions(args: string[], io: Parameters<Command>[1]): DiscoverOptions | number {
   let values;
   try {
-    ({ values } = parseArgs({ args, options: { file: { type: 'string' }, topic: { type: 'string' }, table: { type: 'string' }, sample: { type: 'string' }, 'min-share': { type: 'string' }, draft: { type: 'string' }, brokers: { type: 'string' }, 'db-url': { type: 'string' }, format: { type: 'string' }, registry: { type: 'string' }, help: { type: 'boolean', short: 'h' } } }));
+    ({ values } = parseArgs({
+      args,
+      options: {
+        file: { type: 'string' },
+        topic: { type: 'string' },
+        table: { type: 'string' },
+        sample: { type: 'string' },
+        'min-share': { type: 'string' },
+        draft: { type: 'string' },
+        brokers: { type: 'string' },
+        'db-url': { type: 'string' },
+        format: { type: 'string' },
+        registry: { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    }));
   } catch (e) {
     return usage(io, (e as Error).message);
   }
@@ -79,7 +94,18 @@ function discoverOptions(args: string[], io: Parameters<Command>[1]): DiscoverOp
   const registryUrl = values.registry ?? io.env.SCHEMA_REGISTRY_URL;
   if (!FORMATS.includes(format)) return usage(io, `--format must be one of ${FORMATS.join(', ')}`);
   if (format !== 'json' && !registryUrl) return usage(io, `--format ${format} needs --registry or $SCHEMA_REGISTRY_URL`);
-  return { file: values.file, topic: values.topic, table: values.table, limit, minShare, draft: values.draft, brokers: values.brokers, dbUrl, format: format as RecordFormat, registryUrl };
+  return {
+    file: values.file,
+    topic: values.topic,
+    table: values.table,
+    limit,
+    minShare,
+    draft: values.draft,
+    brokers: values.brokers,
+    dbUrl,
+    format: format as RecordFormat,
+    registryUrl,
+  };
 }
 
 /** the one source named, read up to `limit` records, each handed to `each` */
@@ -88,7 +114,14 @@ async function sampleSource(options: DiscoverOptions, io: Parameters<Command>[1]
   if (options.file !== undefined) return discoverSources.file(options.file, limit, each);
   if (options.topic !== undefined) {
     const connection = kafkaConnection(io.env, { ...(options.brokers ? { brokers: options.brokers.split(',') } : {}), defaultBrokers: DEFAULT_BROKERS });
-    return discoverSources.topic(connection, options.topic, limit, each, options.format, registrySettings(io.env, { ...(registryUrl ? { url: registryUrl } : {}) }));
+    return discoverSources.topic(
+      connection,
+      options.topic,
+      limit,
+      each,
+      options.format,
+      registrySettings(io.env, { ...(registryUrl ? { url: registryUrl } : {}) }),
+    );
   }
   return discoverSources.table(options.dbUrl!, options.table!, limit, each);
 }
@@ -104,12 +137,19 @@ export const discoverCommand: Command = async (args, io) => {
   } catch (e) {
     // a source's own message (a path, a topic, a broker's refusal, psql's), a setting's, or only the error's name: never a record
     const own = e instanceof DiscoverFault || e instanceof KafkaError || e instanceof VeilError || (e as { code?: string }).code === 'ENOENT';
-    io.stderr(`veil discover: cannot sample: ${own ? (e as Error).message : (e as Error).name}${e instanceof VeilError || e instanceof KafkaError ? ` [${e.code}]` : ''}\n`);
+    io.stderr(
+      `veil discover: cannot sample: ${own ? (e as Error).message : (e as Error).name}${e instanceof VeilError || e instanceof KafkaError ? ` [${e.code}]` : ''}\n`,
+    );
     return 1;
   }
   const findings = profiler.findings(options.minShare);
-  io.stdout(`sampled ${report.sampled} record(s)${report.unparsable ? `, ${report.unparsable} not ${format !== 'json' && options.topic !== undefined ? 'decodable' : 'JSON'} (skipped)` : ''}; ${findings.length} field(s) hold personal data\n`);
-  for (const f of findings) io.stdout(`  ${f.path.padEnd(28)} ${f.kind.padEnd(14)} ${String(f.matched).padStart(6)}/${String(f.values).padEnd(6)} ${(f.share * 100).toFixed(1).padStart(5)}%  ${f.confidence}\n`);
+  io.stdout(
+    `sampled ${report.sampled} record(s)${report.unparsable ? `, ${report.unparsable} not ${format !== 'json' && options.topic !== undefined ? 'decodable' : 'JSON'} (skipped)` : ''}; ${findings.length} field(s) hold personal data\n`,
+  );
+  for (const f of findings)
+    io.stdout(
+      `  ${f.path.padEnd(28)} ${f.kind.padEnd(14)} ${String(f.matched).padStart(6)}/${String(f.values).padEnd(6)} ${(f.share * 100).toFixed(1).padStart(5)}%  ${f.confidence}\n`,
+    );
   if (draft !== undefined && findings.length > 0) {
     const proposal = propose(findings, options.topic !== undefined ? { topic: options.topic, format } : {});
     if (draft === '-') io.stdout(proposal.yaml);

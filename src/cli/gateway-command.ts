@@ -25,7 +25,16 @@ VEIL_DRAIN_GRACE_MS, default 10000), then the process exits 0.
 export const gatewayCommand: Command = async (args, io) => {
   let values;
   try {
-    ({ values } = parseArgs({ args, options: { config: { type: 'string' }, 'data-dir': { type: 'string' }, port: { type: 'string' }, host: { type: 'string' }, help: { type: 'boolean', short: 'h' } } }));
+    ({ values } = parseArgs({
+      args,
+      options: {
+        config: { type: 'string' },
+        'data-dir': { type: 'string' },
+        port: { type: 'string' },
+        host: { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    }));
   } catch (e) {
     io.stderr(`veil gateway: ${(e as Error).message}\n`);
     return 2;
@@ -47,7 +56,8 @@ export const gatewayCommand: Command = async (args, io) => {
     const gateway = await openGateway({
       configFile: resolveConfigPath(values.config, io.env, io.cwd),
       dataDir: resolveDataDir(values['data-dir'], io.env, io.cwd),
-      env: io.env, now: io.now,
+      env: io.env,
+      now: io.now,
       issuer: io.env.VEIL_BASE_URL ?? 'http://127.0.0.1:8080',
       development: io.env.VEIL_ENV !== 'production',
       notice: (line) => io.stderr(`veil gateway: ${line}\n`),

@@ -143,7 +143,13 @@ async function run(action: string, flags: Flags, io: CliIo): Promise<number> {
 }
 
 async function runOn(action: string, flags: Flags, hex: string | undefined, dataDir: string, control: ControlStore | undefined, io: CliIo): Promise<number> {
-  const { keystore, lease } = await openKeystore({ dataDir, env: io.env, now: io.now, notice: (line) => io.stderr(`veil keys: ${line}\n`), ...(control ? { control } : {}) });
+  const { keystore, lease } = await openKeystore({
+    dataDir,
+    env: io.env,
+    now: io.now,
+    notice: (line) => io.stderr(`veil keys: ${line}\n`),
+    ...(control ? { control } : {}),
+  });
   lease?.stop();
   const id = flags.id as string;
   const type = flags.type as string;

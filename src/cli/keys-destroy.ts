@@ -18,15 +18,23 @@ const PENDING_DAYS = { min: 7, max: 30, default: 7 };
  */
 export async function destroyKek(dataDir: string, pendingDaysText: string | undefined, io: CliIo): Promise<number> {
   const pendingDays = Number(pendingDaysText ?? PENDING_DAYS.default);
-  if (!Number.isInteger(pendingDays) || pendingDays < PENDING_DAYS.min || pendingDays > PENDING_DAYS.max) throw new CliFault('USAGE', `--pending-days must be a whole number from ${PENDING_DAYS.min} to ${PENDING_DAYS.max}`);
+  if (!Number.isInteger(pendingDays) || pendingDays < PENDING_DAYS.min || pendingDays > PENDING_DAYS.max)
+    throw new CliFault('USAGE', `--pending-days must be a whole number from ${PENDING_DAYS.min} to ${PENDING_DAYS.max}`);
   const kek = await bareKekFromEnv(io.env);
-  if (!kek?.destroy) throw new CliFault('USAGE', 'destroy-kek destroys the KEK VEIL_KMS names (aws-kms or pkcs11); a master key is removed by you, from wherever it is kept');
+  if (!kek?.destroy)
+    throw new CliFault('USAGE', 'destroy-kek destroys the KEK VEIL_KMS names (aws-kms or pkcs11); a master key is removed by you, from wherever it is kept');
   try {
     const document = await readFile(join(dataDir, 'keystore.json')).catch(() => {
-      throw new KeystoreError('KEYSTORE_INVALID', `no key set in ${dataDir}: run destroy-kek with the data dir that holds the current key set (the one veil keys rewrap wrote)`);
+      throw new KeystoreError(
+        'KEYSTORE_INVALID',
+        `no key set in ${dataDir}: run destroy-kek with the data dir that holds the current key set (the one veil keys rewrap wrote)`,
+      );
     });
     if (await opensUnder(document, { kms: kek })) {
-      throw new KeystoreError('KEYSTORE_INVALID', `the key set in ${dataDir} is still wrapped by ${kek.description}: run veil keys rewrap to the new KEK first — destroying this one now would lose every key`);
+      throw new KeystoreError(
+        'KEYSTORE_INVALID',
+        `the key set in ${dataDir} is still wrapped by ${kek.description}: run veil keys rewrap to the new KEK first — destroying this one now would lose every key`,
+      );
     }
     io.stdout(`${await kek.destroy({ pendingDays })}\n`);
     return 0;

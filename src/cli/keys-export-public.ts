@@ -17,6 +17,12 @@ export function publicJwks(keys: KeyProvider & { list(): readonly KeyInfo[] }, i
     if (!info) throw new KeystoreError('KEY_NOT_FOUND', `no key ${id} in the key set`);
     if (info.type !== 'jwt-es256') throw new CliFault('USAGE', `key ${id} is of type ${info.type}: only jwt-es256 keys have a public half`);
   }
-  const ids = id !== undefined ? [id] : keys.list().filter((k) => k.type === 'jwt-es256').map((k) => k.id);
+  const ids =
+    id !== undefined
+      ? [id]
+      : keys
+          .list()
+          .filter((k) => k.type === 'jwt-es256')
+          .map((k) => k.id);
   return { keys: ids.flatMap((k) => new JwtSigner(keys, k).jwks().keys) };
 }

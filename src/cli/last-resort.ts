@@ -23,7 +23,9 @@ export function installLastResort(write: (line: string) => void, exit: (code: nu
   const fail = (origin: string) => (reason: unknown) => {
     if (exiting) return;
     exiting = true;
-    write(`${JSON.stringify({ level: 60, time: Date.now(), service: 'veil', code: 'UNHANDLED_FAILURE', origin, ...describeFailure(reason), msg: 'unexpected failure; exiting so that the process is restarted' })}\n`);
+    write(
+      `${JSON.stringify({ level: 60, time: Date.now(), service: 'veil', code: 'UNHANDLED_FAILURE', origin, ...describeFailure(reason), msg: 'unexpected failure; exiting so that the process is restarted' })}\n`,
+    );
     exit(UNHANDLED_EXIT_CODE);
   };
   process.on('unhandledRejection', fail('unhandledRejection'));
@@ -40,12 +42,18 @@ export function installLastResort(write: (line: string) => void, exit: (code: nu
  */
 export const KAFKA_DENIED_EXIT_CODE = 77;
 
-export function installKafkaDenied(write: (line: string) => void, scrub: (text: string) => string, exit: (code: number) => void = (c) => process.exit(c)): void {
+export function installKafkaDenied(
+  write: (line: string) => void,
+  scrub: (text: string) => string,
+  exit: (code: number) => void = (c) => process.exit(c),
+): void {
   let exiting = false;
   whenKafkaDenied((error) => {
     if (exiting) return;
     exiting = true;
-    write(`${JSON.stringify({ level: 60, time: Date.now(), service: 'veil', code: 'KAFKA_ACCESS_DENIED', kafkaCode: error.code, reason: scrub(error.message), msg: 'Kafka refused this process\'s credentials, certificate or permissions; exiting (docs/kafka-security.md)' })}\n`);
+    write(
+      `${JSON.stringify({ level: 60, time: Date.now(), service: 'veil', code: 'KAFKA_ACCESS_DENIED', kafkaCode: error.code, reason: scrub(error.message), msg: "Kafka refused this process's credentials, certificate or permissions; exiting (docs/kafka-security.md)" })}\n`,
+    );
     exit(KAFKA_DENIED_EXIT_CODE);
   });
 }

@@ -29,21 +29,27 @@ export const serveCommand: Command = async (args, io) => {
   const dataDir = resolveDataDir(options.dataDir, io.env, io.cwd);
   const development = io.env.VEIL_ENV !== 'production';
   const baseUrl = io.env.VEIL_BASE_URL ?? `http://${host === '0.0.0.0' || host === '::' ? 'localhost' : host}:${port}`;
-  const open = (quiet: boolean) => openService({
-    configFile, dataDir, env: io.env, now: io.now, baseUrl, development,
-    notice: quiet ? undefined : (line) => io.stderr(`veil serve: ${line}\n`),
-  });
+  const open = (quiet: boolean) =>
+    openService({
+      configFile,
+      dataDir,
+      env: io.env,
+      now: io.now,
+      baseUrl,
+      development,
+      notice: quiet ? undefined : (line) => io.stderr(`veil serve: ${line}\n`),
+    });
 
   let opened: Service | undefined;
   try {
     if (workers > 1 && cluster.isPrimary) {
       // prepare keys and the dev client once, then let the workers share the port
-      const prepared = opened = await open(false);
+      const prepared = (opened = await open(false));
       await prepared.app.close();
       opened = undefined;
       return await superviseWorkers(options, io);
     }
-    const service = opened = await open(cluster.isWorker);
+    const service = (opened = await open(cluster.isWorker));
     return await serveUntilStopped(service, options, io);
   } catch (e) {
     io.stderr(`veil serve: ${e instanceof VeilError ? `${e.message} [${e.code}]` : `cannot start: ${(e as Error).message}`}\n`);
@@ -64,7 +70,17 @@ interface ServeOptions {
 function serveOptions(args: string[], io: CliIo): ServeOptions | number {
   let values;
   try {
-    ({ values } = parseArgs({ args, options: { config: { type: 'string' }, 'data-dir': { type: 'string' }, port: { type: 'string' }, host: { type: 'string' }, workers: { type: 'string' }, help: { type: 'boolean', short: 'h' } } }));
+    ({ values } = parseArgs({
+      args,
+      options: {
+        config: { type: 'string' },
+        'data-dir': { type: 'string' },
+        port: { type: 'string' },
+        host: { type: 'string' },
+        workers: { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    }));
   } catch (e) {
     io.stderr(`veil serve: ${(e as Error).message}\n`);
     return 2;
@@ -90,7 +106,11 @@ function serveOptions(args: string[], io: CliIo): ServeOptions | number {
 /** The primary of --workers: forks the workers, passes SIGTERM on, and exits 1 when one had to be killed. */
 async function superviseWorkers({ workers, host, port }: ServeOptions, io: CliIo): Promise<number> {
   let running = workers;
-  const exited = new Promise<void>((resolve) => cluster.on('exit', () => { if (--running === 0) resolve(); }));
+  const exited = new Promise<void>((resolve) =>
+    cluster.on('exit', () => {
+      if (--running === 0) resolve();
+    }),
+  );
   for (let i = 0; i < workers; i++) cluster.fork();
   io.stderr(`veil serve: ${workers} workers on http://${host}:${port}\n`);
   let late = false;

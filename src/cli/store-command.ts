@@ -32,7 +32,9 @@ export const storeCommand: Command = async (args, io) => {
   const action = parsed.positionals[0];
   if (parsed.values.help || action !== 'migrate' || parsed.positionals.length > 1) {
     io.stdout(storeHelp);
-    return action === 'migrate' && parsed.positionals.length === 1 ? 0 : usageExitCode(parsed.values.help === true || action === 'help', action, (a) => a === 'migrate' || a === 'help');
+    return action === 'migrate' && parsed.positionals.length === 1
+      ? 0
+      : usageExitCode(parsed.values.help === true || action === 'help', action, (a) => a === 'migrate' || a === 'help');
   }
   try {
     return await migrate(resolveDataDir(parsed.values['data-dir'], io.env, io.cwd), io);
@@ -43,7 +45,8 @@ export const storeCommand: Command = async (args, io) => {
 };
 
 async function migrate(dataDir: string, io: CliIo): Promise<number> {
-  if (io.env[CONTROL_STORE_ENV] !== 'kafka') throw new VeilError('CONFIG_INVALID', `set ${CONTROL_STORE_ENV}=kafka (and the topic and brokers) to name the store to migrate into`);
+  if (io.env[CONTROL_STORE_ENV] !== 'kafka')
+    throw new VeilError('CONFIG_INVALID', `set ${CONTROL_STORE_ENV}=kafka (and the topic and brokers) to name the store to migrate into`);
   const { connection, topic } = controlTopic(io.env);
   const versions = await ConfigVersions.open(dataDir);
   // the versions are authenticated in the store with the key set's control key (added to the key set first)
@@ -54,12 +57,14 @@ async function migrate(dataDir: string, io: CliIo): Promise<number> {
   const texts = await Promise.all(versions.versions().map(async (v) => ({ meta: v, text: await versions.read(v.number) })));
   const log = await openKafkaControlLog({ ...controlTopicSettings(io.env), connection, topic });
   try {
-    if (log.head('config') || log.head('keyset')) throw new VeilError('CONFIG_INVALID', `control store topic ${topic} holds versions already: migrate only into an empty store`);
+    if (log.head('config') || log.head('keyset'))
+      throw new VeilError('CONFIG_INVALID', `control store topic ${topic} holds versions already: migrate only into an empty store`);
     for (const [i, { meta, text }] of texts.entries()) {
       const accepted = await log.append('config', i, text, { by: meta.by, source: meta.source, note: meta.note }, (w) => signWrite(keystore, w));
       if (accepted?.number !== i + 1) throw new ControlError('CONTROL_STORE_UNAVAILABLE', `another process wrote to ${topic} during the migration`);
     }
-    if (keyset && !(await log.append('keyset', 0, keyset.toString('base64')))) throw new ControlError('CONTROL_STORE_UNAVAILABLE', `another process wrote to ${topic} during the migration`);
+    if (keyset && !(await log.append('keyset', 0, keyset.toString('base64'))))
+      throw new ControlError('CONTROL_STORE_UNAVAILABLE', `another process wrote to ${topic} during the migration`);
   } finally {
     await log.close();
   }
@@ -67,8 +72,10 @@ async function migrate(dataDir: string, io: CliIo): Promise<number> {
   const check = await openKafkaControlLog({ ...controlTopicSettings(io.env), connection, topic });
   try {
     const got = check.state.configs.map((c) => c.write.body);
-    if (got.length !== texts.length || got.some((t, i) => t !== texts[i]!.text)) throw new ControlError('CONTROL_STORE_UNAVAILABLE', `${topic} read back does not hold the data dir's versions`);
-    if (keyset && check.state.keyset?.write.body !== keyset.toString('base64')) throw new ControlError('CONTROL_STORE_UNAVAILABLE', `${topic} read back does not hold the data dir's key set`);
+    if (got.length !== texts.length || got.some((t, i) => t !== texts[i]!.text))
+      throw new ControlError('CONTROL_STORE_UNAVAILABLE', `${topic} read back does not hold the data dir's versions`);
+    if (keyset && check.state.keyset?.write.body !== keyset.toString('base64'))
+      throw new ControlError('CONTROL_STORE_UNAVAILABLE', `${topic} read back does not hold the data dir's key set`);
   } finally {
     await check.close();
   }

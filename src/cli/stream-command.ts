@@ -46,11 +46,31 @@ export const streamCommand: Command = async (args, io) => {
   let parsed;
   try {
     parsed = parseArgs({
-      args, allowPositionals: true,
+      args,
+      allowPositionals: true,
       options: {
-        config: { type: 'string' }, 'data-dir': { type: 'string' }, pipeline: { type: 'string', multiple: true }, responder: { type: 'string', multiple: true },
-        'request-topic': { type: 'string' }, 'reply-topic': { type: 'string' }, 'token-file': { type: 'string' }, request: { type: 'string' }, timeout: { type: 'string' }, brokers: { type: 'string' },
-        from: { type: 'string' }, to: { type: 'string' }, role: { type: 'string' }, rights: { type: 'string', multiple: true }, unprotect: { type: 'string', multiple: true }, 'dead-letter': { type: 'string' }, group: { type: 'string' }, client: { type: 'string' }, registry: { type: 'string' }, port: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+        config: { type: 'string' },
+        'data-dir': { type: 'string' },
+        pipeline: { type: 'string', multiple: true },
+        responder: { type: 'string', multiple: true },
+        'request-topic': { type: 'string' },
+        'reply-topic': { type: 'string' },
+        'token-file': { type: 'string' },
+        request: { type: 'string' },
+        timeout: { type: 'string' },
+        brokers: { type: 'string' },
+        from: { type: 'string' },
+        to: { type: 'string' },
+        role: { type: 'string' },
+        rights: { type: 'string', multiple: true },
+        unprotect: { type: 'string', multiple: true },
+        'dead-letter': { type: 'string' },
+        group: { type: 'string' },
+        client: { type: 'string' },
+        registry: { type: 'string' },
+        port: { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
     });
   } catch (e) {
     io.stderr(`veil stream: ${(e as Error).message}\n`);
@@ -79,7 +99,12 @@ export const streamCommand: Command = async (args, io) => {
       }
       rewrap = spec;
     }
-    await runPipelines(common, { pipelines: values.pipeline, registryUrl: values.registry ?? io.env.SCHEMA_REGISTRY_URL, port: values.port, rewrap }, io, stopTimeout);
+    await runPipelines(
+      common,
+      { pipelines: values.pipeline, registryUrl: values.registry ?? io.env.SCHEMA_REGISTRY_URL, port: values.port, rewrap },
+      io,
+      stopTimeout,
+    );
     return 0;
   } catch (e) {
     io.stderr(`veil stream: ${e instanceof VeilError ? `${e.message} [${e.code}]` : `cannot start: ${(e as Error).message}`}\n`);
@@ -88,11 +113,15 @@ export const streamCommand: Command = async (args, io) => {
 };
 
 /** what protect, rewrap and unprotect share: the configuration, the data dir, the cluster and its client */
-function streamSettings(values: { config?: string | undefined; 'data-dir'?: string | undefined; brokers?: string | undefined; client?: string | undefined }, io: Parameters<Command>[1]) {
+function streamSettings(
+  values: { config?: string | undefined; 'data-dir'?: string | undefined; brokers?: string | undefined; client?: string | undefined },
+  io: Parameters<Command>[1],
+) {
   return {
     configFile: resolveConfigPath(values.config, io.env, io.cwd),
     dataDir: resolveDataDir(values['data-dir'], io.env, io.cwd),
-    env: io.env, now: io.now,
+    env: io.env,
+    now: io.now,
     ...(values.brokers ? { brokers: values.brokers.split(',') } : {}),
     client: values.client ?? io.env.VEIL_STREAM_CLIENT,
     development: io.env.VEIL_ENV !== 'production',
@@ -101,7 +130,13 @@ function streamSettings(values: { config?: string | undefined; 'data-dir'?: stri
 }
 
 /** `veil stream unprotect`: the responders (all, or those named) serve until a signal */
-async function serveResponders(common: ReturnType<typeof streamSettings>, names: string[] | undefined, port: string | undefined, io: Parameters<Command>[1], stopTimeout: number): Promise<void> {
+async function serveResponders(
+  common: ReturnType<typeof streamSettings>,
+  names: string[] | undefined,
+  port: string | undefined,
+  io: Parameters<Command>[1],
+  stopTimeout: number,
+): Promise<void> {
   const responders = await openResponders({ ...common, ...(names ? { names } : {}) });
   await responders.listen(Number(port ?? io.env.VEIL_UNPROTECT_PORT ?? 9465), io.env.VEIL_HOST ?? '127.0.0.1');
   await responders.start();
@@ -110,7 +145,12 @@ async function serveResponders(common: ReturnType<typeof streamSettings>, names:
 }
 
 /** `veil stream protect` and `rewrap`: the pipelines (all, or those named) run until a signal */
-async function runPipelines(common: ReturnType<typeof streamSettings>, options: { pipelines: string[] | undefined; registryUrl: string | undefined; port: string | undefined; rewrap: RewrapSpec | undefined }, io: Parameters<Command>[1], stopTimeout: number): Promise<void> {
+async function runPipelines(
+  common: ReturnType<typeof streamSettings>,
+  options: { pipelines: string[] | undefined; registryUrl: string | undefined; port: string | undefined; rewrap: RewrapSpec | undefined },
+  io: Parameters<Command>[1],
+  stopTimeout: number,
+): Promise<void> {
   const { pipelines, rewrap } = options;
   const stream = await openStream({ ...common, registryUrl: options.registryUrl, ...(pipelines ? { pipelines } : {}), ...(rewrap ? { rewrap } : {}) });
   await stream.listen(Number(options.port ?? io.env.VEIL_STREAM_PORT ?? 9464), io.env.VEIL_HOST ?? '127.0.0.1');
@@ -160,10 +200,13 @@ function rewrapSpec(values: Record<string, string | boolean | string[] | undefin
   if (typeof unprotect === 'string') return unprotect;
   const optional = (key: string, name: string) => (typeof values[key] === 'string' ? { [name]: values[key] as string } : {});
   return {
-    to, roles: [role],
+    to,
+    roles: [role],
     rightsEvidences: Object.keys(rights).length ? rights : { Role: role },
     unprotectEvidences: Object.keys(unprotect).length ? unprotect : { Action: 'Unprotect' },
-    ...optional('from', 'from'), ...optional('dead-letter', 'deadLetterTopic'), ...optional('group', 'groupId'),
+    ...optional('from', 'from'),
+    ...optional('dead-letter', 'deadLetterTopic'),
+    ...optional('group', 'groupId'),
   };
 }
 

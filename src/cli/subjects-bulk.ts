@@ -19,7 +19,14 @@ export function idLines(text: string): { line: number; id: string }[] {
  * is left and returns the receipts of what was erased before. Progress on stderr when it is a
  * terminal. 0 when every line was erased, 1 when any was refused.
  */
-export async function eraseFromLines(text: string, service: ErasureService, reason: string, actor: SubjectActor, io: CliIo, batchSize = BULK_ERASURE_MAX): Promise<number> {
+export async function eraseFromLines(
+  text: string,
+  service: ErasureService,
+  reason: string,
+  actor: SubjectActor,
+  io: CliIo,
+  batchSize = BULK_ERASURE_MAX,
+): Promise<number> {
   const lines = idLines(text);
   const started = io.now().getTime();
   let erased = 0;
@@ -27,7 +34,11 @@ export async function eraseFromLines(text: string, service: ErasureService, reas
   let refused = 0;
   for (let i = 0; i < lines.length; i += batchSize) {
     const batch = lines.slice(i, i + batchSize);
-    const outcomes = await service.eraseMany(batch.map((l) => l.id), reason, actor);
+    const outcomes = await service.eraseMany(
+      batch.map((l) => l.id),
+      reason,
+      actor,
+    );
     const out: string[] = [];
     for (const [k, outcome] of outcomes.entries()) {
       const line = batch[k]!.line;
@@ -45,7 +56,9 @@ export async function eraseFromLines(text: string, service: ErasureService, reas
     if (io.stderrIsTTY) io.stderr(`\rveil subjects: ${i + batch.length} of ${lines.length} lines`);
   }
   const seconds = ((io.now().getTime() - started) / 1000).toFixed(1);
-  io.stderr(`${io.stderrIsTTY ? '\n' : ''}veil subjects: ${erased} erased, ${before} erased before, ${refused} refused, of ${lines.length} lines in ${seconds} s\n`);
+  io.stderr(
+    `${io.stderrIsTTY ? '\n' : ''}veil subjects: ${erased} erased, ${before} erased before, ${refused} refused, of ${lines.length} lines in ${seconds} s\n`,
+  );
   return refused ? 1 : 0;
 }
 

@@ -10,7 +10,15 @@ import { openControlStore } from '../control/index.ts';
 import { resolveConfigPath, resolveDataDir } from '../env/index.ts';
 import { VeilError } from '../engine/index.ts';
 import type { LocalKeystore } from '../keystore/index.ts';
-import { BULK_ERASURE_MAX, ErasureService, openSubjectKeyStore, subjectStoreSettings, verifyReceipt, type SubjectActor, type SubjectStatus } from '../subjects/index.ts';
+import {
+  BULK_ERASURE_MAX,
+  ErasureService,
+  openSubjectKeyStore,
+  subjectStoreSettings,
+  verifyReceipt,
+  type SubjectActor,
+  type SubjectStatus,
+} from '../subjects/index.ts';
 import { CliFault } from './errors.ts';
 import { eraseFromLines, receiptsOf, verifyLines } from './subjects-bulk.ts';
 import { rotateWrapKey } from './subjects-rotate-wrap.ts';
@@ -76,7 +84,12 @@ const OPTIONS = {
 
 type Flags = { reason?: string; from?: string; batch?: string; by?: string; 'data-dir'?: string; config?: string; json?: boolean; help?: boolean };
 
-const ALLOWED: Record<string, readonly (keyof Flags)[]> = { 'rotate-wrap-key': ['by', 'config'], erase: ['reason', 'from', 'batch', 'by', 'config'], status: ['json', 'config'], 'verify-receipt': [] };
+const ALLOWED: Record<string, readonly (keyof Flags)[]> = {
+  'rotate-wrap-key': ['by', 'config'],
+  erase: ['reason', 'from', 'batch', 'by', 'config'],
+  status: ['json', 'config'],
+  'verify-receipt': [],
+};
 
 export const subjectsCommand: Command = async (args, io) => {
   let action: string;
@@ -114,13 +127,19 @@ export const subjectsCommand: Command = async (args, io) => {
 function checkArgs(positionals: string[], flags: Flags): [string, string] {
   const [action, operand, ...extra] = positionals as [string, string | undefined, ...string[]];
   const allowed = ALLOWED[action];
-  if (!allowed) throw new CliFault('USAGE', `unknown action${/^[a-z-]{1,20}$/.test(action) ? ` '${action}'` : ''}; expected erase, status, verify-receipt or rotate-wrap-key`);
-  if (flags.batch !== undefined && (flags.from === undefined || !/^[1-9][0-9]{0,3}$/.test(flags.batch) || Number(flags.batch) > BULK_ERASURE_MAX)) throw new CliFault('USAGE', `--batch goes with --from and is 1 to ${BULK_ERASURE_MAX}`);
+  if (!allowed)
+    throw new CliFault(
+      'USAGE',
+      `unknown action${/^[a-z-]{1,20}$/.test(action) ? ` '${action}'` : ''}; expected erase, status, verify-receipt or rotate-wrap-key`,
+    );
+  if (flags.batch !== undefined && (flags.from === undefined || !/^[1-9][0-9]{0,3}$/.test(flags.batch) || Number(flags.batch) > BULK_ERASURE_MAX))
+    throw new CliFault('USAGE', `--batch goes with --from and is 1 to ${BULK_ERASURE_MAX}`);
   if (action === 'rotate-wrap-key') {
     if (operand !== undefined) throw new CliFault('USAGE', "'rotate-wrap-key' takes no operand");
   } else if (flags.from !== undefined) {
     if (operand !== undefined) throw new CliFault('USAGE', "'erase --from' takes its subjects from the file, not the command line");
-  } else if (operand === undefined || extra.length > 0) throw new CliFault('USAGE', `'${action}' takes one ${action === 'verify-receipt' ? 'file (or -)' : 'subject id (or -)'}`);
+  } else if (operand === undefined || extra.length > 0)
+    throw new CliFault('USAGE', `'${action}' takes one ${action === 'verify-receipt' ? 'file (or -)' : 'subject id (or -)'}`);
   for (const name of Object.keys(flags) as (keyof Flags)[]) {
     if (name !== 'data-dir' && !allowed.includes(name)) throw new CliFault('USAGE', `--${name} does not apply to '${action}'`);
   }
@@ -138,7 +157,14 @@ async function administer(action: 'erase' | 'status', operand: string, flags: Fl
   return withKeys(dataDir, io, (keystore) => run(action, id, flags, keystore, dataDir, io));
 }
 
-async function run(action: 'erase' | 'status', id: string | { text: string }, flags: Flags, keystore: LocalKeystore, dataDir: string, io: CliIo): Promise<number> {
+async function run(
+  action: 'erase' | 'status',
+  id: string | { text: string },
+  flags: Flags,
+  keystore: LocalKeystore,
+  dataDir: string,
+  io: CliIo,
+): Promise<number> {
   // the audit log rotates as the service's: a writer keeping fewer files would delete what the configuration keeps
   const { config } = await requireConfig(resolveConfigPath(flags.config, io.env, io.cwd));
   const store = await openSubjectKeyStore({ keystore, dataDir, settings: subjectStoreSettings(io.env) });
@@ -198,9 +224,12 @@ async function withKeys<T>(dataDir: string, io: CliIo, use: (keystore: LocalKeys
 
 function statusLine(status: SubjectStatus): string {
   switch (status.state) {
-    case 'exists': return `exists  subject ${status.subject}  generation ${status.generation}  created ${status.createdAt}`;
-    case 'erased': return `erased  subject ${status.subject}  generation ${status.generation}  erased ${status.erasedAt}`;
-    default: return `unknown  subject ${status.subject}`;
+    case 'exists':
+      return `exists  subject ${status.subject}  generation ${status.generation}  created ${status.createdAt}`;
+    case 'erased':
+      return `erased  subject ${status.subject}  generation ${status.generation}  erased ${status.erasedAt}`;
+    default:
+      return `unknown  subject ${status.subject}`;
   }
 }
 

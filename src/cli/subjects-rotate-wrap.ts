@@ -24,9 +24,18 @@ export async function rotateWrapKey(keystore: LocalKeystore, dataDir: string, by
       await audit.record(event(io.now(), by, 'failed', undefined, e instanceof VeilError ? e.code : 'INTERNAL')).catch(() => undefined);
       throw e;
     }
-    await audit.record(event(io.now(), by, 'ok', `veil-subjects v${done.version}; destroyed ${done.destroyed.map((v) => `v${v}`).join(', ') || 'none'}; ${done.rewrapped} of ${done.live} rewrapped`));
+    await audit.record(
+      event(
+        io.now(),
+        by,
+        'ok',
+        `veil-subjects v${done.version}; destroyed ${done.destroyed.map((v) => `v${v}`).join(', ') || 'none'}; ${done.rewrapped} of ${done.live} rewrapped`,
+      ),
+    );
     io.stdout(`${JSON.stringify(done, null, 2)}\n`);
-    io.stderr(`veil subjects: ${done.rewrapped} of ${done.live} living subject keys rewrapped under version ${done.version}; version(s) ${done.destroyed.join(', ') || '(none)'} destroyed\n`);
+    io.stderr(
+      `veil subjects: ${done.rewrapped} of ${done.live} living subject keys rewrapped under version ${done.version}; version(s) ${done.destroyed.join(', ') || '(none)'} destroyed\n`,
+    );
     return 0;
   } finally {
     await store.close();
@@ -36,7 +45,15 @@ export async function rotateWrapKey(keystore: LocalKeystore, dataDir: string, by
 
 function event(now: Date, by: string, outcome: 'ok' | 'failed', target: string | undefined, code?: string) {
   return {
-    eventId: randomUUID(), time: now.toISOString(), requestId: randomUUID(), channel: 'cli' as const, subject: by, outcome,
-    ...(code ? { code } : {}), instances: 0, fields: [], admin: { action: 'subject.rotate-wrap-key', ...(target ? { target } : {}) },
+    eventId: randomUUID(),
+    time: now.toISOString(),
+    requestId: randomUUID(),
+    channel: 'cli' as const,
+    subject: by,
+    outcome,
+    ...(code ? { code } : {}),
+    instances: 0,
+    fields: [],
+    admin: { action: 'subject.rotate-wrap-key', ...(target ? { target } : {}) },
   };
 }

@@ -22,7 +22,13 @@ export const transformCommand: Command = async (args, io) => {
   try {
     ({ values } = parseArgs({
       args,
-      options: { config: { type: 'string' }, roles: { type: 'string' }, request: { type: 'string' }, 'data-dir': { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+      options: {
+        config: { type: 'string' },
+        roles: { type: 'string' },
+        request: { type: 'string' },
+        'data-dir': { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
     }));
   } catch (e) {
     io.stderr(`veil transform: ${(e as Error).message}\n`);
@@ -49,7 +55,10 @@ export const transformCommand: Command = async (args, io) => {
       provision: false,
       notice: (line) => io.stderr(`veil transform: ${line}\n`),
     });
-    const roles = (values.roles ?? '').split(',').map((r) => r.trim()).filter(Boolean);
+    const roles = (values.roles ?? '')
+      .split(',')
+      .map((r) => r.trim())
+      .filter(Boolean);
     io.stdout(`${JSON.stringify(engine.transform(body, { roles }), null, 2)}\n`);
     return 0;
   } catch (e) {

@@ -82,20 +82,38 @@ export class VeilClientError extends Error {
     const pointer = this.pointer === undefined ? undefined : rewrite(this.pointer);
     const message = this.pointer === undefined ? this.message : this.message.replace(` at ${this.pointer}`, ` at ${pointer}`);
     return new VeilClientError(message, {
-      code: this.code, status: this.status, retriable: this.retriable, pointer, details,
-      requestId: this.requestId, oauthError: this.oauthError, retryAfterMs: this.retryAfterMs, cause: this,
+      code: this.code,
+      status: this.status,
+      retriable: this.retriable,
+      pointer,
+      details,
+      requestId: this.requestId,
+      oauthError: this.oauthError,
+      retryAfterMs: this.retryAfterMs,
+      cause: this,
     });
   }
 
   toJSON(): Record<string, unknown> {
-    return { name: this.name, code: this.code, status: this.status, retriable: this.retriable, pointer: this.pointer, details: this.details, message: this.message, requestId: this.requestId };
+    return {
+      name: this.name,
+      code: this.code,
+      status: this.status,
+      retriable: this.retriable,
+      pointer: this.pointer,
+      details: this.details,
+      message: this.message,
+      requestId: this.requestId,
+    };
   }
 }
 
 export function clientError(code: ClientErrorCode, extra: Omit<VeilClientErrorInit, 'code' | 'retriable'> & { retriable?: boolean } = {}): VeilClientError {
   const entry = CLIENT_ERROR_CATALOG[code];
   return new VeilClientError(messageOf(code, extra.status, extra.pointer, extra.details?.length ?? 0, entry.title), {
-    ...extra, code, retriable: extra.retriable ?? entry.retriable,
+    ...extra,
+    code,
+    retriable: extra.retriable ?? entry.retriable,
   });
 }
 
@@ -124,7 +142,13 @@ export function errorFromResponse(status: number, body: unknown, headers: Header
     const retriable = typeof problem.retriable === 'boolean' ? problem.retriable : retriableStatus(status);
     const title = typeof problem.title === 'string' ? problem.title.slice(0, 200) : undefined;
     return new VeilClientError(messageOf(problem.code, status, pointer, details.length, title), {
-      code: problem.code, status, retriable, pointer, details, requestId, retryAfterMs,
+      code: problem.code,
+      status,
+      retriable,
+      pointer,
+      details,
+      requestId,
+      retryAfterMs,
     });
   }
   if (problem && typeof problem.error === 'string' && OAUTH_CODE.test(problem.error)) {

@@ -86,7 +86,11 @@ export function apply<T extends object>(objects: readonly T[], collected: Collec
  * instead; `indexOf` says which collected value an operation's instance is (default: operation 0's
  * instance i is value i).
  */
-export function pointIntoObjects(error: unknown, collected: Collected, indexOf: (operation: number, instance: number) => number | undefined = (o, i) => (o === 0 ? i : undefined)): unknown {
+export function pointIntoObjects(
+  error: unknown,
+  collected: Collected,
+  indexOf: (operation: number, instance: number) => number | undefined = (o, i) => (o === 0 ? i : undefined),
+): unknown {
   if (!(error instanceof VeilClientError)) return error;
   return error.withPointers((pointer) => {
     const m = /^\/requests\/(\d+)\/instances\/(\d+)(\/.*)?$/.exec(pointer);

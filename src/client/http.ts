@@ -20,7 +20,12 @@ export interface PostOptions {
  * and turns every failure into a VeilClientError (transport failures are NETWORK_ERROR,
  * retriable). Answers of 2xx come back parsed; others are thrown, mapped from problem details.
  */
-export async function postOnce(url: string, init: { headers: Record<string, string>; body: string }, ctx: AttemptContext, options: PostOptions): Promise<HttpAnswer> {
+export async function postOnce(
+  url: string,
+  init: { headers: Record<string, string>; body: string },
+  ctx: AttemptContext,
+  options: PostOptions,
+): Promise<HttpAnswer> {
   const remaining = ctx.deadline - options.clock.now();
   if (remaining <= 0) throw clientError('DEADLINE_EXCEEDED');
   const byDeadline = remaining <= options.attemptTimeoutMs;

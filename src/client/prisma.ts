@@ -32,7 +32,19 @@ interface OperationCall {
 /** writes whose `data` (one object or a list) is protected */
 const DATA_WRITES = new Set(['create', 'createMany', 'createManyAndReturn', 'update', 'updateMany', 'updateManyAndReturn']);
 /** operations whose result is a model record, a list of them or null: unprotected */
-const RECORD_RESULTS = new Set(['findUnique', 'findUniqueOrThrow', 'findFirst', 'findFirstOrThrow', 'findMany', 'create', 'createManyAndReturn', 'update', 'updateManyAndReturn', 'upsert', 'delete']);
+const RECORD_RESULTS = new Set([
+  'findUnique',
+  'findUniqueOrThrow',
+  'findFirst',
+  'findFirstOrThrow',
+  'findMany',
+  'create',
+  'createManyAndReturn',
+  'update',
+  'updateManyAndReturn',
+  'upsert',
+  'delete',
+]);
 
 /**
  * A Prisma Client extension (`prisma.$extends(veilPrisma(veil, options))`): a mapped model's
@@ -46,7 +58,10 @@ const RECORD_RESULTS = new Set(['findUnique', 'findUniqueOrThrow', 'findFirst', 
  * transformed: `where` filters (protect a lookup value first; deterministic sequences only),
  * nested writes and `include`d relations, and raw queries.
  */
-export function veilPrisma(client: VeilClient, options: VeilPrismaOptions): { name: string; query: { $allModels: { $allOperations(call: OperationCall): Promise<unknown> } } } {
+export function veilPrisma(
+  client: VeilClient,
+  options: VeilPrismaOptions,
+): { name: string; query: { $allModels: { $allOperations(call: OperationCall): Promise<unknown> } } } {
   const maps = new Map(Object.entries(options.models).map(([model, m]) => [model, { fields: fieldMap(m), subject: subjectOf(m.subject) }]));
   const protect = options.roles?.protect ? { role: options.roles.protect } : {};
   const unprotect = options.roles?.unprotect ? { role: options.roles.unprotect } : {};
@@ -84,10 +99,21 @@ function fieldMap(model: VeilPrismaModel): FieldMap {
 }
 
 /** The operation's arguments with every written mapped field protected: one call for all its rows. */
-async function protectWrites(client: VeilClient, fields: FieldMap, operation: string, args: Record<string, unknown>, protect: { role?: string; subject?: (row: object) => string }): Promise<Record<string, unknown>> {
+async function protectWrites(
+  client: VeilClient,
+  fields: FieldMap,
+  operation: string,
+  args: Record<string, unknown>,
+  protect: { role?: string; subject?: (row: object) => string },
+): Promise<Record<string, unknown>> {
   const slots: ['data' | 'create' | 'update', boolean][] = DATA_WRITES.has(operation)
     ? [['data', Array.isArray(args.data)]]
-    : operation === 'upsert' ? [['create', false], ['update', false]] : [];
+    : operation === 'upsert'
+      ? [
+          ['create', false],
+          ['update', false],
+        ]
+      : [];
   const rows: object[] = [];
   for (const [slot, list] of slots) {
     const value = args[slot];

@@ -9,18 +9,19 @@ export interface Clock {
 
 export const systemClock: Clock = {
   now: () => Date.now(),
-  sleep: (ms, signal) => new Promise<void>((resolve, reject) => {
-    if (signal?.aborted) return reject(signal.reason);
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal!.reason);
-    };
-    signal?.addEventListener('abort', onAbort, { once: true });
-  }),
+  sleep: (ms, signal) =>
+    new Promise<void>((resolve, reject) => {
+      if (signal?.aborted) return reject(signal.reason);
+      const timer = setTimeout(() => {
+        signal?.removeEventListener('abort', onAbort);
+        resolve();
+      }, ms);
+      const onAbort = () => {
+        clearTimeout(timer);
+        reject(signal!.reason);
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
+    }),
 };
 
 export interface RetryOptions {
@@ -79,7 +80,12 @@ export interface AttemptContext {
  * would have to wait past the deadline; then the last error is thrown. Only
  * VeilClientError.retriable decides; anything else thrown by an attempt counts as a network error.
  */
-export async function withRetry<T>(policy: RetryPolicy, clock: Clock, signal: AbortSignal | undefined, attempt: (ctx: AttemptContext) => Promise<T>): Promise<T> {
+export async function withRetry<T>(
+  policy: RetryPolicy,
+  clock: Clock,
+  signal: AbortSignal | undefined,
+  attempt: (ctx: AttemptContext) => Promise<T>,
+): Promise<T> {
   const started = clock.now();
   const deadline = started + policy.deadlineMs;
   const controller = new AbortController();

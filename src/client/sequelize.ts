@@ -75,7 +75,9 @@ interface Mapping {
 function mappingOf(client: VeilClient, options: ProtectModelOptions): Mapping {
   const fields: Field[] = Object.entries(options.fields).map(([attribute, target]) => {
     const dot = target.indexOf('.');
-    return dot < 0 ? { attribute, className: options.class, propertyName: target } : { attribute, className: target.slice(0, dot), propertyName: target.slice(dot + 1) };
+    return dot < 0
+      ? { attribute, className: options.class, propertyName: target }
+      : { attribute, className: target.slice(0, dot), propertyName: target.slice(dot + 1) };
   });
   const protectRole = options.roles?.protect ? { role: options.roles.protect } : {};
   const unprotectRole = options.roles?.unprotect ? { role: options.roles.unprotect } : {};
@@ -108,7 +110,16 @@ async function protectRows(m: Mapping, rows: readonly Row[], pick: (row: Row, fi
     }
   }
   if (!targets.length) return;
-  const values = await m.client.protect(targets.map((t) => ({ className: t.field.className, propertyName: t.field.propertyName, value: t.clear })), { ...m.protectRole, ...subjects(m, targets.map((t) => t.row.dataValues)) });
+  const values = await m.client.protect(
+    targets.map((t) => ({ className: t.field.className, propertyName: t.field.propertyName, value: t.clear })),
+    {
+      ...m.protectRole,
+      ...subjects(
+        m,
+        targets.map((t) => t.row.dataValues),
+      ),
+    },
+  );
   targets.forEach((t, i) => {
     t.row.dataValues[t.field.attribute] = values[i];
     const state = written.get(t.row) ?? new Map();
@@ -137,7 +148,16 @@ async function protectBulkUpdate(m: Mapping, updateOptions: object): Promise<voi
   const present = m.fields.filter((f) => attributes[f.attribute] !== undefined && attributes[f.attribute] !== null);
   if (!present.length) return;
   for (const f of present) if (typeof attributes[f.attribute] !== 'string') throw clientError('FIELD_NOT_STRING', { pointer: `/${f.attribute}` });
-  const values = await m.client.protect(present.map((f) => ({ className: f.className, propertyName: f.propertyName, value: attributes[f.attribute] as string })), { ...m.protectRole, ...subjects(m, present.map(() => attributes)) });
+  const values = await m.client.protect(
+    present.map((f) => ({ className: f.className, propertyName: f.propertyName, value: attributes[f.attribute] as string })),
+    {
+      ...m.protectRole,
+      ...subjects(
+        m,
+        present.map(() => attributes),
+      ),
+    },
+  );
   // a new object: the caller's values stay as they were
   hookOptions.attributes = { ...attributes };
   hookOptions[BULK_PROTECTED] = {};
@@ -171,7 +191,16 @@ async function unprotectFound(m: Mapping, result: unknown): Promise<void> {
     }
   }
   if (!targets.length) return;
-  const values = await m.client.unprotect(targets.map((t, i) => ({ className: t.field.className, propertyName: t.field.propertyName, value: sent[i]! })), { ...m.unprotectRole, ...subjects(m, targets.map((t) => (t.instance ? (t.row as Row).dataValues : t.row as Plain))) });
+  const values = await m.client.unprotect(
+    targets.map((t, i) => ({ className: t.field.className, propertyName: t.field.propertyName, value: sent[i]! })),
+    {
+      ...m.unprotectRole,
+      ...subjects(
+        m,
+        targets.map((t) => (t.instance ? (t.row as Row).dataValues : (t.row as Plain))),
+      ),
+    },
+  );
   targets.forEach((t, i) => {
     if (t.instance) {
       // as loaded: the cleartext is not a change, so a later save does not write it back

@@ -9,7 +9,11 @@ export function roleAndSubject(options: { role?: string | undefined; subject?: s
 }
 
 /** Each collected value's data subject: its object's (a function of the object, or one id for all). */
-export function subjectsOf<T>(objectOf: readonly number[], objects: readonly T[], subject: string | ((object: T, index: number) => string) | undefined): (string | undefined)[] {
+export function subjectsOf<T>(
+  objectOf: readonly number[],
+  objects: readonly T[],
+  subject: string | ((object: T, index: number) => string) | undefined,
+): (string | undefined)[] {
   if (typeof subject !== 'function') return objectOf.map(() => subject);
   const byObject = new Map<number, string | undefined>();
   return objectOf.map((object) => {
@@ -32,4 +36,3 @@ export function groupBySubject(subjects: readonly (string | undefined)[]): { sub
   });
   return [...groups].map(([subject, indices]) => ({ subject, indices }));
 }
-

@@ -45,9 +45,17 @@ export function clientCredentials(options: ClientCredentialsOptions): TokenSourc
   const request = async (): Promise<string> => {
     const startedAt = options.clock.now();
     const body = new URLSearchParams({ grant_type: 'client_credentials', client_id: options.clientId, client_secret: options.clientSecret }).toString();
-    const answer = await withRetry(options.retry, options.clock, undefined, (ctx) => postOnce(options.tokenUrl, {
-      headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' }, body,
-    }, ctx, options));
+    const answer = await withRetry(options.retry, options.clock, undefined, (ctx) =>
+      postOnce(
+        options.tokenUrl,
+        {
+          headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
+          body,
+        },
+        ctx,
+        options,
+      ),
+    );
     const json = answer.body;
     if (!isObject(json) || typeof json.access_token !== 'string' || json.access_token.length === 0) {
       throw clientError('RESPONSE_INVALID', { status: answer.status });

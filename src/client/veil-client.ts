@@ -96,11 +96,18 @@ export class VeilClient {
     this.#concurrency = Math.max(1, Math.floor(options.concurrency ?? 2));
     this.#fetch = options.fetch ?? ((input, init) => fetch(input, init));
     this.#clock = options.clock ?? systemClock;
-    this.#tokens = options.tokens ?? clientCredentials({
-      tokenUrl: options.tokenUrl ?? `${base}/connect/token`, clientId: options.clientId, clientSecret: options.clientSecret,
-      ...(options.tokenRefreshSkewMs === undefined ? {} : { refreshSkewMs: options.tokenRefreshSkewMs }),
-      fetch: this.#fetch, clock: this.#clock, retry: this.#retry, attemptTimeoutMs: this.#attemptTimeoutMs,
-    });
+    this.#tokens =
+      options.tokens ??
+      clientCredentials({
+        tokenUrl: options.tokenUrl ?? `${base}/connect/token`,
+        clientId: options.clientId,
+        clientSecret: options.clientSecret,
+        ...(options.tokenRefreshSkewMs === undefined ? {} : { refreshSkewMs: options.tokenRefreshSkewMs }),
+        fetch: this.#fetch,
+        clock: this.#clock,
+        retry: this.#retry,
+        attemptTimeoutMs: this.#attemptTimeoutMs,
+      });
   }
 
   /**
@@ -119,7 +126,10 @@ export class VeilClient {
   async #values(action: string, instances: readonly Instance[], options: CallOptions & ValueOptions): Promise<string[]> {
     const subjects = typeof options.subject === 'object' ? options.subject : instances.map(() => options.subject as string | undefined);
     const groups = groupBySubject(subjects);
-    const answers = await this.transform(groups.map(({ subject, indices }) => ({ action, instances: indices.map((i) => instances[i]!), ...roleAndSubject({ role: options.role, subject }) })), options);
+    const answers = await this.transform(
+      groups.map(({ subject, indices }) => ({ action, instances: indices.map((i) => instances[i]!), ...roleAndSubject({ role: options.role, subject }) })),
+      options,
+    );
     const values = new Array<string>(instances.length);
     groups.forEach(({ indices }, g) => indices.forEach((i, k) => (values[i] = answers[g]![k]!)));
     return values;
@@ -150,11 +160,22 @@ export class VeilClient {
     const values: string[] = [];
     if (collected.instances.length) {
       // one operation per subject (all of them one when the option names one subject, or none)
-      const groups = groupBySubject(subjectsOf(collected.locations.map((l) => l.object), objects, options.subject));
+      const groups = groupBySubject(
+        subjectsOf(
+          collected.locations.map((l) => l.object),
+          objects,
+          options.subject,
+        ),
+      );
       try {
-        const answers = await this.transform(groups.map(({ subject, indices }) => ({
-          action, instances: indices.map((i) => collected.instances[i]!), ...roleAndSubject({ role: options.role, subject }),
-        })), options);
+        const answers = await this.transform(
+          groups.map(({ subject, indices }) => ({
+            action,
+            instances: indices.map((i) => collected.instances[i]!),
+            ...roleAndSubject({ role: options.role, subject }),
+          })),
+          options,
+        );
         groups.forEach(({ indices }, g) => indices.forEach((i, k) => (values[i] = answers[g]![k]!)));
       } catch (e) {
         throw pointIntoObjects(e, collected, (operation, instance) => groups[operation]?.indices[instance]);
@@ -170,10 +191,19 @@ export class VeilClient {
    * error's pointer refers to the logical request `/requests/<operation>/instances/<index>`.
    */
   async transform(operations: readonly Operation[], options: CallOptions = {}): Promise<string[][]> {
-    const ops = operations.map((op) => ({ ...op, instances: op.instances.map((i) => ({ className: i.className, propertyName: i.propertyName, value: i.value })) }));
+    const ops = operations.map((op) => ({
+      ...op,
+      instances: op.instances.map((i) => ({ className: i.className, propertyName: i.propertyName, value: i.value })),
+    }));
     const contexts = contextsOf(ops, this.#role);
-    const envelope = new TextEncoder().encode(JSON.stringify({ rightsContexts: contexts.rights, processingContexts: contexts.processing, requests: [] })).length;
-    const chunks = planChunks(ops.map((op) => op.instances), this.#limits, envelope);
+    const envelope = new TextEncoder().encode(
+      JSON.stringify({ rightsContexts: contexts.rights, processingContexts: contexts.processing, requests: [] }),
+    ).length;
+    const chunks = planChunks(
+      ops.map((op) => op.instances),
+      this.#limits,
+      envelope,
+    );
     const results = ops.map((op) => new Array<string>(op.instances.length));
     await pool(chunks, this.#concurrency, async (chunk) => {
       const answer = await this.#call(chunk, ops, contexts, options.signal);
@@ -194,16 +224,25 @@ export class VeilClient {
       requests: chunk.map((part, k) => {
         const op = ops[part.operation]!;
         return {
-          guid: guids[k], rightsContext: contexts.rightsGuid(op), processingContext: contexts.processingGuid(op),
+          guid: guids[k],
+          rightsContext: contexts.rightsGuid(op),
+          processingContext: contexts.processingGuid(op),
           instances: op.instances.slice(part.start, part.end),
         };
       }),
     });
     try {
       const answer = await withRetry(this.#retry, this.#clock, signal, async (ctx) => {
-        const post = async (token: string) => postOnce(this.#transformUrl, {
-          headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json' }, body,
-        }, ctx, { fetch: this.#fetch, clock: this.#clock, attemptTimeoutMs: this.#attemptTimeoutMs });
+        const post = async (token: string) =>
+          postOnce(
+            this.#transformUrl,
+            {
+              headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json' },
+              body,
+            },
+            ctx,
+            { fetch: this.#fetch, clock: this.#clock, attemptTimeoutMs: this.#attemptTimeoutMs },
+          );
         const token = await this.#tokens.get();
         try {
           return await post(token);
@@ -249,7 +288,10 @@ function contextsOf(ops: readonly Operation[], defaultRole: string | undefined):
     }
   }
   return {
-    rights: [...rights.values()], processing: [...processing.values()], rightsKey, processingKey,
+    rights: [...rights.values()],
+    processing: [...processing.values()],
+    rightsKey,
+    processingKey,
     rightsGuid: (op) => rights.get(rightsKey(op))!.guid,
     processingGuid: (op) => processing.get(processingKey(op))!.guid,
   };
@@ -270,7 +312,13 @@ function readAnswer(body: unknown, status: number, chunk: Chunk, guids: string[]
     if (!Array.isArray(got) || got.length !== sent.length) throw invalid();
     return got.map((instance, i) => {
       // a value is only ever put back where the same field was sent
-      if (!isObject(instance) || typeof instance.value !== 'string' || instance.className !== sent[i]!.className || instance.propertyName !== sent[i]!.propertyName) throw invalid();
+      if (
+        !isObject(instance) ||
+        typeof instance.value !== 'string' ||
+        instance.className !== sent[i]!.className ||
+        instance.propertyName !== sent[i]!.propertyName
+      )
+        throw invalid();
       return instance.value;
     });
   });

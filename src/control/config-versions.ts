@@ -140,7 +140,8 @@ export class ConfigVersions {
         return { file: this.file(this.index.active), number: this.index.active, adopted: false };
       }
       const errors = check(text).issues.filter((i) => i.severity === 'error');
-      if (errors.length) throw new VeilError('CONFIG_INVALID', `configuration ${configFile} is invalid:\n${errors.map((i) => formatIssue(configFile, i)).join('\n')}`);
+      if (errors.length)
+        throw new VeilError('CONFIG_INVALID', `configuration ${configFile} is invalid:\n${errors.map((i) => formatIssue(configFile, i)).join('\n')}`);
       const meta = { by: 'file', source: 'file' as const, note: `adopted from ${configFile}`, now };
       const number = this.log ? await this.publishToLog(text, meta) : await this.publishHere(text, meta);
       return { file: this.file(number), number, adopted: true };
@@ -165,7 +166,10 @@ export class ConfigVersions {
     if (!meta) throw new VeilError('NOT_FOUND', `no configuration version ${n}`);
     const text = await readFile(this.file(n), 'utf8');
     if (this.log && !(await this.log.authentic(meta, text))) {
-      throw new VeilError('CONFIG_INVALID', `configuration version ${n} is not authenticated by the key set (veil-control): it is not read, run or republished`);
+      throw new VeilError(
+        'CONFIG_INVALID',
+        `configuration version ${n} is not authenticated by the key set (veil-control): it is not read, run or republished`,
+      );
     }
     return text;
   }
@@ -243,10 +247,15 @@ export class ConfigVersions {
    * (veil serve --workers, a stream group on one host, the CLI) publish and mirror one at a time.
    */
   private locked<T>(body: () => Promise<T>): Promise<T> {
-    return withFileLock(join(this.dir, 'index.lock'), {
-      busy: () => new ControlError('CONTROL_STORE_UNAVAILABLE', `${this.dir}/index.lock is held by another veil process`),
-      failed: (error) => new ControlError('CONTROL_STORE_UNAVAILABLE', `${this.dir}/index.lock cannot be created`, { cause: error }),
-    }, body, LOCK_WAIT_MS);
+    return withFileLock(
+      join(this.dir, 'index.lock'),
+      {
+        busy: () => new ControlError('CONTROL_STORE_UNAVAILABLE', `${this.dir}/index.lock is held by another veil process`),
+        failed: (error) => new ControlError('CONTROL_STORE_UNAVAILABLE', `${this.dir}/index.lock cannot be created`, { cause: error }),
+      },
+      body,
+      LOCK_WAIT_MS,
+    );
   }
 
   /**

@@ -9,5 +9,8 @@ export const CONTROL_MAC_KEY = 'veil-control';
  * its writer and time, its text and who published it with which note.
  */
 export function authInput(w: Pick<ControlWrite, 'history' | 'basedOn' | 'writer' | 'at' | 'body' | 'meta'>): Buffer {
-  return Buffer.from(JSON.stringify(['veil-control-v1', w.history, w.basedOn, w.writer, w.at, w.body, w.meta ? [w.meta.by, w.meta.source, w.meta.note] : null]), 'utf8');
+  return Buffer.from(
+    JSON.stringify(['veil-control-v1', w.history, w.basedOn, w.writer, w.at, w.body, w.meta ? [w.meta.by, w.meta.source, w.meta.note] : null]),
+    'utf8',
+  );
 }

@@ -46,7 +46,8 @@ export function parseWrite(value: Buffer | string | null): ControlWrite | undefi
   }
   const c = w as Partial<ControlWrite>;
   if (c.v !== 1 || (c.history !== 'config' && c.history !== 'keyset')) return undefined;
-  if (!Number.isSafeInteger(c.basedOn) || (c.basedOn as number) < 0 || typeof c.writer !== 'string' || typeof c.at !== 'string' || typeof c.body !== 'string') return undefined;
+  if (!Number.isSafeInteger(c.basedOn) || (c.basedOn as number) < 0 || typeof c.writer !== 'string' || typeof c.at !== 'string' || typeof c.body !== 'string')
+    return undefined;
   return c as ControlWrite;
 }
 

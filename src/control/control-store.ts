@@ -47,14 +47,26 @@ export async function openControlStore(env: Env, dataDir: string, notice?: (mess
   const { KafkaControlLog } = await import('./kafka-control-log.ts');
   const keysets = new KeysetMirror(dataDir, notice);
   const configs = new VersionMirror(await ConfigVersions.open(dataDir), notice);
-  const log = await KafkaControlLog.open({ ...controlTopicSettings(env), connection, topic, onAccepted: await dataDirMirror(dataDir, keysets, configs), ...(notice ? { warn: notice } : {}) });
+  const log = await KafkaControlLog.open({
+    ...controlTopicSettings(env),
+    connection,
+    topic,
+    onAccepted: await dataDirMirror(dataDir, keysets, configs),
+    ...(notice ? { warn: notice } : {}),
+  });
   return controlStoreOver(log, `Kafka topic ${topic} on ${connection.brokers.join(',')}`, keysets, configs);
 }
 
 /** What the control store needs of its log (KafkaControlLog; an in-memory one in unit tests). */
 export interface AppendLog {
   head(history: History): number;
-  append(history: History, basedOn: number, body: string, meta?: ControlWrite['meta'], sign?: (w: ControlWrite) => ControlWrite['auth']): Promise<Accepted | undefined>;
+  append(
+    history: History,
+    basedOn: number,
+    body: string,
+    meta?: ControlWrite['meta'],
+    sign?: (w: ControlWrite) => ControlWrite['auth'],
+  ): Promise<Accepted | undefined>;
   status?(): { following: boolean; reason?: string };
   close(): Promise<void>;
 }
@@ -74,7 +86,10 @@ export async function dataDirMirror(dataDir: string, keysets?: KeysetMirror, con
     }
     if (configs) return configs.accept(entry);
     const meta = w.meta ?? { by: 'unknown', source: 'portal' as const, note: '' };
-    const auth = w.auth && typeof w.auth.key === 'number' && typeof w.auth.mac === 'string' ? { auth: { key: w.auth.key, mac: w.auth.mac, basedOn: w.basedOn, writer: w.writer, meta: w.meta !== undefined } } : {};
+    const auth =
+      w.auth && typeof w.auth.key === 'number' && typeof w.auth.mac === 'string'
+        ? { auth: { key: w.auth.key, mac: w.auth.mac, basedOn: w.basedOn, writer: w.writer, meta: w.meta !== undefined } }
+        : {};
     await mirror.mirror(entry.number, w.body, { publishedAt: w.at, by: meta.by, source: meta.source, note: meta.note, ...auth });
   };
 }
@@ -103,15 +118,25 @@ export async function versionIsAuthentic(versions: ConfigVersions, number: numbe
 export function mirroredIsAuthentic(keys: LocalKeystore, meta: VersionMeta, text: string): boolean {
   if (!meta.auth) return false;
   return writeIsAuthentic(keys, {
-    v: 1, history: 'config', basedOn: meta.auth.basedOn, writer: meta.auth.writer, at: meta.publishedAt, body: text,
-    ...(meta.auth.meta ? { meta: { by: meta.by, source: meta.source, note: meta.note } } : {}), auth: { key: meta.auth.key, mac: meta.auth.mac },
+    v: 1,
+    history: 'config',
+    basedOn: meta.auth.basedOn,
+    writer: meta.auth.writer,
+    at: meta.publishedAt,
+    body: text,
+    ...(meta.auth.meta ? { meta: { by: meta.by, source: meta.source, note: meta.note } } : {}),
+    auth: { key: meta.auth.key, mac: meta.auth.mac },
   });
 }
 
 /** Whether a write carries a MAC that verifies under the key set's control key (any version it holds). */
 export function writeIsAuthentic(keys: LocalKeystore, w: ControlWrite): boolean {
-  return w.auth !== undefined && typeof w.auth.key === 'number' && typeof w.auth.mac === 'string'
-    && macVerifies(keys, CONTROL_MAC_KEY, authInput(w), w.auth.key, Buffer.from(w.auth.mac, 'base64url'));
+  return (
+    w.auth !== undefined &&
+    typeof w.auth.key === 'number' &&
+    typeof w.auth.mac === 'string' &&
+    macVerifies(keys, CONTROL_MAC_KEY, authInput(w), w.auth.key, Buffer.from(w.auth.mac, 'base64url'))
+  );
 }
 
 /** The store over a log: publishes (signed with the attached keystore's control key) and key-set commits of the attached parts become appends. */
@@ -187,7 +212,10 @@ export function controlTopicSettings(env: Env): { replicationFactor?: number; mi
   const replicationFactor = count('VEIL_CONTROL_REPLICATION_FACTOR');
   const minInsyncReplicas = count('VEIL_CONTROL_MIN_INSYNC_REPLICAS');
   if (replicationFactor !== undefined && minInsyncReplicas !== undefined && minInsyncReplicas > replicationFactor) {
-    throw new VeilError('CONFIG_INVALID', 'VEIL_CONTROL_MIN_INSYNC_REPLICAS must not exceed VEIL_CONTROL_REPLICATION_FACTOR: no write to the control topic could be acknowledged');
+    throw new VeilError(
+      'CONFIG_INVALID',
+      'VEIL_CONTROL_MIN_INSYNC_REPLICAS must not exceed VEIL_CONTROL_REPLICATION_FACTOR: no write to the control topic could be acknowledged',
+    );
   }
   return { ...(replicationFactor ? { replicationFactor } : {}), ...(minInsyncReplicas ? { minInsyncReplicas } : {}) };
 }

@@ -7,12 +7,24 @@ export { ConfigVersions, VERSIONS_DIR, type ConfigCheck, type DraftMeta, type Te
 export { authInput, CONTROL_MAC_KEY } from './control-auth.ts';
 export { ControlState, parseWrite, recordKey, type Accepted, type ControlWrite, type History } from './control-log.ts';
 export {
-  CONTROL_STORE_ENV, controlStoreOver, controlTopic, controlTopicSettings, dataDirMirror, ensureControlKey, mirroredIsAuthentic, openControlStore, signWrite,
-  versionIsAuthentic, writeIsAuthentic, type AppendLog, type ControlStore,
+  CONTROL_STORE_ENV,
+  controlStoreOver,
+  controlTopic,
+  controlTopicSettings,
+  dataDirMirror,
+  ensureControlKey,
+  mirroredIsAuthentic,
+  openControlStore,
+  signWrite,
+  versionIsAuthentic,
+  writeIsAuthentic,
+  type AppendLog,
+  type ControlStore,
 } from './control-store.ts';
 export { EngineHolder, type ActiveConfig } from './engine-holder.ts';
 export type { KafkaControlLog, KafkaControlLogOptions } from './kafka-control-log.ts';
 // the Kafka adapter is loaded when used: a process on the data dir alone never loads kafkajs
-export const openKafkaControlLog = async (options: import('./kafka-control-log.ts').KafkaControlLogOptions) => (await import('./kafka-control-log.ts')).KafkaControlLog.open(options);
+export const openKafkaControlLog = async (options: import('./kafka-control-log.ts').KafkaControlLogOptions) =>
+  (await import('./kafka-control-log.ts')).KafkaControlLog.open(options);
 export { KeysetMirror, type KeysetJudge, type WriteAuthenticator } from './keyset-mirror.ts';
 export { VersionMirror, type VersionAuthenticator } from './version-mirror.ts';

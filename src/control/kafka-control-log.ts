@@ -50,7 +50,11 @@ export class KafkaControlLog {
       await log.close();
       if (e instanceof VeilError) throw e;
       const why = e instanceof KafkaError && e.denied ? `${e.code}: ${e.message}` : (e as Error).name;
-      throw new ControlError('CONTROL_STORE_UNAVAILABLE', `control store topic ${options.topic} on ${options.connection.brokers.join(',')} cannot be read (${why})`, { cause: e });
+      throw new ControlError(
+        'CONTROL_STORE_UNAVAILABLE',
+        `control store topic ${options.topic} on ${options.connection.brokers.join(',')} cannot be read (${why})`,
+        { cause: e },
+      );
     }
     return log;
   }
@@ -65,7 +69,13 @@ export class KafkaControlLog {
   }
 
   /** Appends a write based on `basedOn` (authenticated by `sign`); the accepted entry, or undefined when it lost the race. */
-  async append(history: History, basedOn: number, body: string, meta?: ControlWrite['meta'], sign?: (w: ControlWrite) => ControlWrite['auth']): Promise<Accepted | undefined> {
+  async append(
+    history: History,
+    basedOn: number,
+    body: string,
+    meta?: ControlWrite['meta'],
+    sign?: (w: ControlWrite) => ControlWrite['auth'],
+  ): Promise<Accepted | undefined> {
     const unsigned: ControlWrite = { v: 1, history, basedOn, writer: randomUUID(), at: new Date().toISOString(), body, ...(meta ? { meta } : {}) };
     const auth = sign?.(unsigned);
     const write: ControlWrite = auth ? { ...unsigned, auth } : unsigned;
@@ -73,10 +83,18 @@ export class KafkaControlLog {
     const topic = this.topic!;
     const sent = await topic.send([{ key, value: JSON.stringify(write), partition: 0 }]).catch((e: unknown) => {
       // not written, or not known to be: the caller may try again (a retry is a new write on the head it then sees)
-      throw new ControlError('CONTROL_STORE_UNAVAILABLE', `control store topic ${this.options.topic} did not take the write (${(e as KafkaError).code ?? (e as Error).name})`, { cause: e });
+      throw new ControlError(
+        'CONTROL_STORE_UNAVAILABLE',
+        `control store topic ${this.options.topic} did not take the write (${(e as KafkaError).code ?? (e as Error).name})`,
+        { cause: e },
+      );
     });
     await topic.readUpTo(0, sent.offset, this.options.appendTimeoutMs ?? 30_000).catch((e: unknown) => {
-      throw new ControlError('CONTROL_STORE_UNAVAILABLE', `control store topic ${this.options.topic}: offset ${sent.offset} not read back within ${this.options.appendTimeoutMs ?? 30_000} ms`, { cause: e });
+      throw new ControlError(
+        'CONTROL_STORE_UNAVAILABLE',
+        `control store topic ${this.options.topic}: offset ${sent.offset} not read back within ${this.options.appendTimeoutMs ?? 30_000} ms`,
+        { cause: e },
+      );
     });
     const accepted = this.state.wasAccepted(key);
     if (!accepted) await topic.send([{ key, value: null, partition: 0 }]).catch(() => undefined);
@@ -89,14 +107,30 @@ export class KafkaControlLog {
 
   private async start(): Promise<void> {
     const { connection, topic: name, replicationFactor, minInsyncReplicas, warn } = this.options;
-    const { topic, ends } = await openCompactedTopic({ connection, clientId: 'veil-control', topic: name, partitions: 1, ...(replicationFactor ? { replicationFactor } : {}), ...(minInsyncReplicas ? { minInsyncReplicas } : {}), ...(warn ? { warn } : {}) });
+    const { topic, ends } = await openCompactedTopic({
+      connection,
+      clientId: 'veil-control',
+      topic: name,
+      partitions: 1,
+      ...(replicationFactor ? { replicationFactor } : {}),
+      ...(minInsyncReplicas ? { minInsyncReplicas } : {}),
+      ...(warn ? { warn } : {}),
+    });
     this.topic = topic;
-    if (topic.partitions !== 1) throw new VeilError('CONFIG_INVALID', `control store topic ${name} has ${topic.partitions} partitions; it must have exactly one (its order is the history's)`);
+    if (topic.partitions !== 1)
+      throw new VeilError(
+        'CONFIG_INVALID',
+        `control store topic ${name} has ${topic.partitions} partitions; it must have exactly one (its order is the history's)`,
+      );
     await topic.follow((batch) => this.apply(batch));
     const end = ends.get(0) ?? 0;
     if (end > 0) {
       await topic.readUpTo(0, end - 1, this.options.appendTimeoutMs ?? 30_000).catch((e: unknown) => {
-        throw new ControlError('CONTROL_STORE_UNAVAILABLE', `control store topic ${name}: not read up to its end within ${this.options.appendTimeoutMs ?? 30_000} ms`, { cause: e });
+        throw new ControlError(
+          'CONTROL_STORE_UNAVAILABLE',
+          `control store topic ${name}: not read up to its end within ${this.options.appendTimeoutMs ?? 30_000} ms`,
+          { cause: e },
+        );
       });
     }
   }

@@ -91,7 +91,10 @@ export class KeysetMirror {
     // a store with key sets none of which opens: this process has the wrong KEK (or the store only
     // forgeries); starting on an empty key set of its own would protect under keys no one else has
     if (pending.length && newest < 0) {
-      throw new KeystoreError('KEYSTORE_INVALID', `none of the control store's ${pending.length} key-set version(s) opens under this process's KEK: check VEIL_MASTER_KEY / VEIL_KMS`);
+      throw new KeystoreError(
+        'KEYSTORE_INVALID',
+        `none of the control store's ${pending.length} key-set version(s) opens under this process's KEK: check VEIL_MASTER_KEY / VEIL_KMS`,
+      );
     }
     if (newest >= 0) await this.write(pending[newest]!.number, documentOf(pending[newest]!.write));
     this.unjudged = pending.slice(newest + 1);
@@ -131,9 +134,13 @@ export class KeysetMirror {
     for (const { number, write } of this.unjudged) {
       if (this.authentic(write)) {
         this.foreign ??= number;
-        this.notice(`key-set version ${number} of the control store is the key set's own (its MAC verifies) but does not open under this process's KEK, which was rotated elsewhere: the keys of version ${this.mirrored || 'none'} stay, and this process makes no key change until it runs with the new KEK`);
+        this.notice(
+          `key-set version ${number} of the control store is the key set's own (its MAC verifies) but does not open under this process's KEK, which was rotated elsewhere: the keys of version ${this.mirrored || 'none'} stay, and this process makes no key change until it runs with the new KEK`,
+        );
       } else {
-        this.notice(`key-set version ${number} of the control store does not open under this process's KEK and carries no valid MAC of the key set (written by someone without it): ignored`);
+        this.notice(
+          `key-set version ${number} of the control store does not open under this process's KEK and carries no valid MAC of the key set (written by someone without it): ignored`,
+        );
       }
     }
     this.unjudged = [];

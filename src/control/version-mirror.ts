@@ -62,14 +62,19 @@ export class VersionMirror {
     if (await this.authentic!(w)) {
       const meta = w.meta ?? { by: 'unknown', source: 'portal' as const, note: '' };
       await this.versions.mirror(entry.number, w.body, {
-        publishedAt: w.at, by: meta.by, source: meta.source, note: meta.note,
+        publishedAt: w.at,
+        by: meta.by,
+        source: meta.source,
+        note: meta.note,
         auth: { key: w.auth!.key, mac: w.auth!.mac, basedOn: w.basedOn, writer: w.writer, meta: w.meta !== undefined },
       });
       return;
     }
     this.refused++;
     // the number, never the text, author or note the writer chose
-    this.notice(`configuration version ${entry.number} of the control store is not authenticated by the key set (veil-control): not mirrored, never run (written by someone without the key set)`);
+    this.notice(
+      `configuration version ${entry.number} of the control store is not authenticated by the key set (veil-control): not mirrored, never run (written by someone without the key set)`,
+    );
     await this.versions.forget(entry.number);
   }
 

@@ -35,7 +35,9 @@ export function configureSql(c: DbCredentials): string {
     row,
     '\\.',
     'SELECT veil.configure(veil_url, client_id, client_secret, protect_role, token_url, timeout_ms) FROM veil_credentials_in;',
-    ...(c.socketPath === undefined ? [] : [`SELECT veil.configure_socket(${c.socketPath === '' ? 'NULL' : `'${c.socketPath.replaceAll("'", "''")}'`}, lease => ${c.socketLease === true});`]),
+    ...(c.socketPath === undefined
+      ? []
+      : [`SELECT veil.configure_socket(${c.socketPath === '' ? 'NULL' : `'${c.socketPath.replaceAll("'", "''")}'`}, lease => ${c.socketLease === true});`]),
     '',
   ].join('\n');
 }

@@ -205,7 +205,10 @@ export function failureText(e: unknown): string {
  * the one table; compared with the catalog's names as they are (case-sensitive, no quoting), so a
  * name with dots or quotes is named as it is stored.
  */
-export function selectTables<T extends Pick<CheckTable, 'schema' | 'name'>>(tables: readonly T[], names: readonly string[] | undefined): { selected: T[]; unmatched: string[] } {
+export function selectTables<T extends Pick<CheckTable, 'schema' | 'name'>>(
+  tables: readonly T[],
+  names: readonly string[] | undefined,
+): { selected: T[]; unmatched: string[] } {
   if (!names || names.length === 0) return { selected: [...tables], unmatched: [] };
   const matches = (t: T, n: string) => n === t.name || n === `${t.schema}.${t.name}`;
   return {
@@ -227,7 +230,12 @@ export function profilerKeys(columns: readonly string[]): string[] {
   const used = new Set<string>();
   return columns.map((column, i) => {
     const base = `_${normaliseName(column)}`;
-    const tries = [base, ...Array.from({ length: 8 }, (_, k) => `${base}${'_'.repeat(k + 1)}`), `_c${i}`, ...Array.from({ length: 64 }, (_, k) => `_c${i}${'_'.repeat(k + 1)}`)];
+    const tries = [
+      base,
+      ...Array.from({ length: 8 }, (_, k) => `${base}${'_'.repeat(k + 1)}`),
+      `_c${i}`,
+      ...Array.from({ length: 64 }, (_, k) => `_c${i}${'_'.repeat(k + 1)}`),
+    ];
     const key = tries.find((k) => shownAsIs(k) && !used.has(k));
     if (key === undefined) throw new Error('no profiler key for a column');
     used.add(key);
@@ -290,7 +298,17 @@ export class TableProfile {
       const at = m ? byKey.get(m[1]!) : undefined;
       if (!m || at === undefined) continue;
       const rest = m[2]!.startsWith('.') ? m[2]!.slice(1) : m[2]!;
-      out.push({ at, schema: this.table.schema, table: this.table.name, column: this.table.candidates[at]!.name, path: rest, kind: f.kind, values: f.values, matched: f.matched, confidence: f.confidence });
+      out.push({
+        at,
+        schema: this.table.schema,
+        table: this.table.name,
+        column: this.table.candidates[at]!.name,
+        path: rest,
+        kind: f.kind,
+        values: f.values,
+        matched: f.matched,
+        confidence: f.confidence,
+      });
     }
     // in the table's column order, then by path
     return out.sort((a, b) => a.at - b.at || a.path.localeCompare(b.path)).map(({ at: _, ...f }) => f);
@@ -315,13 +333,22 @@ interface TableRow {
 export async function protectedTables(session: SqlSession): Promise<CheckTable[]> {
   const rows = (await session.query(TABLES_SQL, [VEIL_TRIGGER])).rows as unknown as TableRow[];
   if (rows.length === 0) return [];
-  const columns = (await session.query(COLUMNS_SQL, [rows.map((r) => r.oid)])).rows as { oid: string; name: string; family: 'text' | 'json'; type: string; readable: boolean }[];
+  const columns = (await session.query(COLUMNS_SQL, [rows.map((r) => r.oid)])).rows as {
+    oid: string;
+    name: string;
+    family: 'text' | 'json';
+    type: string;
+    readable: boolean;
+  }[];
   return rows.map((r) => {
     const attached = [...new Set(triggerMapping(r.args).map((m) => m.column))];
     const own = columns.filter((c) => c.oid === r.oid && !attached.includes(c.name));
     const estimate = r.estimated_rows === null ? null : Number(r.estimated_rows);
     return {
-      oid: r.oid, schema: r.schema, name: r.name, kind: r.kind === 'p' ? 'p' : 'r',
+      oid: r.oid,
+      schema: r.schema,
+      name: r.name,
+      kind: r.kind === 'p' ? 'p' : 'r',
       estimatedRows: estimate !== null && Number.isFinite(estimate) ? estimate : null,
       blocks: Number(r.blocks ?? 0) || 0,
       attached,
@@ -335,8 +362,15 @@ export async function protectedTables(session: SqlSession): Promise<CheckTable[]
 export async function checkTable(session: SqlSession, t: CheckTable, sample: number, minShare: number): Promise<TableCheck> {
   const plan = samplePlan(t.estimatedRows, t.blocks, sample);
   const result: TableCheck = {
-    schema: t.schema, table: t.name, attached: t.attached, checked: t.candidates.map((c) => c.name), rowsSampled: 0,
-    method: plan.percent === undefined ? 'first-rows' : 'pages', findings: [], skipped: [], unreadable: t.unreadable,
+    schema: t.schema,
+    table: t.name,
+    attached: t.attached,
+    checked: t.candidates.map((c) => c.name),
+    rowsSampled: 0,
+    method: plan.percent === undefined ? 'first-rows' : 'pages',
+    findings: [],
+    skipped: [],
+    unreadable: t.unreadable,
   };
   if (t.candidates.length === 0) return result;
   const profile = new TableProfile(t);
@@ -398,31 +432,51 @@ export function textReport(r: DriftReport): string {
     const name = `${displayIdent(t.schema)}.${displayIdent(t.table)}`;
     const how = `${t.rowsSampled} row(s) sampled${t.method === 'pages' ? ' from random pages' : ''}, ${t.checked.length} unattached text/JSON column(s)`;
     if (t.error !== undefined) lines.push(`${name}: not checked: ${t.error}`);
-    else lines.push(`${name}: ${t.findings.length === 0 ? 'clean' : `${t.findings.length} finding(s)`} (${how}; attached: ${t.attached.map(displayIdent).join(', ')})`);
+    else
+      lines.push(
+        `${name}: ${t.findings.length === 0 ? 'clean' : `${t.findings.length} finding(s)`} (${how}; attached: ${t.attached.map(displayIdent).join(', ')})`,
+      );
     const width = Math.max(0, ...t.findings.map((f) => findingName(f).length));
-    for (const f of t.findings) lines.push(`  ${findingName(f).padEnd(width)}  ${f.kind.padEnd(13)} ${String(f.matched).padStart(6)}/${f.values} values${f.confidence === 'medium' ? '  (by its name)' : ''}`);
+    for (const f of t.findings)
+      lines.push(
+        `  ${findingName(f).padEnd(width)}  ${f.kind.padEnd(13)} ${String(f.matched).padStart(6)}/${f.values} values${f.confidence === 'medium' ? '  (by its name)' : ''}`,
+      );
     for (const s of t.skipped) lines.push(`  ${displayIdent(s.column)}: ${s.values} JSON value(s) over ${JSON_LIMIT / 1024} KiB not looked at`);
     if (t.unreadable.length > 0) lines.push(`  not checked, no SELECT privilege: ${t.unreadable.map(displayIdent).join(', ')}`);
   }
   const errors = r.tables.filter((t) => t.error !== undefined || t.unreadable.length > 0).length + r.unmatched.length;
-  lines.push(findings.length === 0
-    ? `${errors === 0 ? 'clean' : 'no findings'}: no unattached column of ${r.tables.length} table(s) holds personal data in the sample${errors === 0 ? '' : `; ${errors} problem(s) above: the check is incomplete`}`
-    : `${findings.length} unattached column(s) or JSON path(s) hold personal data: attach them (veil.attach), or protect the JSON field before it is written${errors === 0 ? '' : `; ${errors} problem(s) above: the check is incomplete`}`);
+  lines.push(
+    findings.length === 0
+      ? `${errors === 0 ? 'clean' : 'no findings'}: no unattached column of ${r.tables.length} table(s) holds personal data in the sample${errors === 0 ? '' : `; ${errors} problem(s) above: the check is incomplete`}`
+      : `${findings.length} unattached column(s) or JSON path(s) hold personal data: attach them (veil.attach), or protect the JSON field before it is written${errors === 0 ? '' : `; ${errors} problem(s) above: the check is incomplete`}`,
+  );
   return `${lines.join('\n')}\n`;
 }
 
 /** The report for CI, one JSON document: findings flat, tables with their outcome. */
 export function jsonReport(r: DriftReport): string {
   const exitCode = exitCodeOf(r);
-  return `${JSON.stringify({
-    status: exitCode === 0 ? 'clean' : exitCode === 3 ? 'findings' : 'incomplete',
-    sampleLimit: r.sampleLimit,
-    minShare: r.minShare,
-    findings: r.tables.flatMap((t) => t.findings.map((f) => ({ ...f, rowsSampled: t.rowsSampled }))),
-    tables: r.tables.map((t) => ({
-      schema: t.schema, table: t.table, attached: t.attached, checked: t.checked, rowsSampled: t.rowsSampled, method: t.method,
-      findings: t.findings.length, skipped: t.skipped, unreadable: t.unreadable, ...(t.error === undefined ? {} : { error: t.error }),
-    })),
-    unmatchedTables: r.unmatched,
-  }, null, 2)}\n`;
+  return `${JSON.stringify(
+    {
+      status: exitCode === 0 ? 'clean' : exitCode === 3 ? 'findings' : 'incomplete',
+      sampleLimit: r.sampleLimit,
+      minShare: r.minShare,
+      findings: r.tables.flatMap((t) => t.findings.map((f) => ({ ...f, rowsSampled: t.rowsSampled }))),
+      tables: r.tables.map((t) => ({
+        schema: t.schema,
+        table: t.table,
+        attached: t.attached,
+        checked: t.checked,
+        rowsSampled: t.rowsSampled,
+        method: t.method,
+        findings: t.findings.length,
+        skipped: t.skipped,
+        unreadable: t.unreadable,
+        ...(t.error === undefined ? {} : { error: t.error }),
+      })),
+      unmatchedTables: r.unmatched,
+    },
+    null,
+    2,
+  )}\n`;
 }

@@ -66,7 +66,6 @@ export class Reader {
   }
 }
 
-
 /** Builds a frame: the u32 length, then the payload pieces. */
 export function frame(parts: Buffer[]): Buffer {
   const length = parts.reduce((n, p) => n + p.length, 0);
@@ -76,13 +75,27 @@ export function frame(parts: Buffer[]): Buffer {
 }
 
 export const u8 = (n: number) => Buffer.from([n]);
-export const u16 = (n: number) => { const b = Buffer.allocUnsafe(2); b.writeUInt16BE(n, 0); return b; };
-export const u32 = (n: number) => { const b = Buffer.allocUnsafe(4); b.writeUInt32BE(n, 0); return b; };
+export const u16 = (n: number) => {
+  const b = Buffer.allocUnsafe(2);
+  b.writeUInt16BE(n, 0);
+  return b;
+};
+export const u32 = (n: number) => {
+  const b = Buffer.allocUnsafe(4);
+  b.writeUInt32BE(n, 0);
+  return b;
+};
 /** a string cut to what its length field can say, at a character boundary */
 export function str(bits: 8 | 16 | 32, s: string): Buffer[] {
   const max = bits === 8 ? 0xff : bits === 16 ? 0xffff : 0xffffffff;
   let bytes = Buffer.from(s, 'utf8');
-  if (bytes.length > max) bytes = Buffer.from(bytes.subarray(0, max).toString('utf8').replace(/\uFFFD$/, ''), 'utf8');
+  if (bytes.length > max)
+    bytes = Buffer.from(
+      bytes
+        .subarray(0, max)
+        .toString('utf8')
+        .replace(/\uFFFD$/, ''),
+      'utf8',
+    );
   return [bits === 8 ? u8(bytes.length) : bits === 16 ? u16(bytes.length) : u32(bytes.length), bytes];
 }
-

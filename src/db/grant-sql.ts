@@ -37,7 +37,10 @@ export function grantSql(c: GrantCommand): string {
       statements.push(`SELECT veil.grant_writer(${sqlLiteral(c.role)}, ${regclass(c.table)});`, ...limit(c.role, c.valuesPerMinute));
       break;
     case 'grant-reader':
-      statements.push(`SELECT veil.grant_reader(${sqlLiteral(c.role)}, ${sqlLiteral(c.veilRole)}, ${regclass(c.table)}, ${regclass(c.view)});`, ...limit(c.role, c.valuesPerMinute));
+      statements.push(
+        `SELECT veil.grant_reader(${sqlLiteral(c.role)}, ${sqlLiteral(c.veilRole)}, ${regclass(c.table)}, ${regclass(c.view)});`,
+        ...limit(c.role, c.valuesPerMinute),
+      );
       break;
     case 'grant-lookup':
       statements.push(`SELECT veil.grant_lookup(${sqlLiteral(c.role)});`, ...limit(c.role, c.valuesPerMinute));

@@ -5,7 +5,11 @@ const source = (file: string) => readFileSync(new URL(`./plpython/${file}`, impo
 
 /** the guard (rate limit, audit), the trigger, the socket and its leases, the call bodies and the read views come first: Client builds on them */
 export const CLIENT_MODULE: EmbeddedModule = {
-  name: 'veil_client', source: ['veil_guard.py', 'veil_trigger.py', 'veil_socket.py', 'veil_lease.py', 'veil_requests.py', 'veil_reveal.py', 'veil_client.py'].map(source).join('\n'), className: 'Client',
+  name: 'veil_client',
+  source: ['veil_guard.py', 'veil_trigger.py', 'veil_socket.py', 'veil_lease.py', 'veil_requests.py', 'veil_reveal.py', 'veil_client.py']
+    .map(source)
+    .join('\n'),
+  className: 'Client',
 };
 export const ADMIN_MODULE: EmbeddedModule = { name: 'veil_admin', source: source('veil_admin.py'), className: 'Admin' };
 
@@ -26,14 +30,22 @@ export const READER_FUNCTIONS = [
 
 /** What `veil db grant-lookup` grants: protect with the configured protect role (set-based work). */
 export const LOOKUP_FUNCTIONS = [
-  'veil.protect(text, text, text)', 'veil.protect_many(text, text, text[])',
-  'veil.protect(text, text, text, text)', 'veil.protect_many(text, text, text[], text[])',
+  'veil.protect(text, text, text)',
+  'veil.protect_many(text, text, text[])',
+  'veil.protect(text, text, text, text)',
+  'veil.protect_many(text, text, text[], text[])',
   'veil.session_stats()',
 ] as const;
 
 /** Functions that PUBLIC held before `veil db install` stopped granting them (those without a subject). */
-const ONCE_PUBLIC_NAMES = ['veil.unprotect(text, text, text)', 'veil.unprotect_many(text, text, text[])', 'veil.reveal(text[], text[], text[])',
-  'veil.session_stats()', 'veil.protect(text, text, text)', 'veil.protect_many(text, text, text[])'] as const;
+const ONCE_PUBLIC_NAMES = [
+  'veil.unprotect(text, text, text)',
+  'veil.unprotect_many(text, text, text[])',
+  'veil.reveal(text[], text[], text[])',
+  'veil.session_stats()',
+  'veil.protect(text, text, text)',
+  'veil.protect_many(text, text, text[])',
+] as const;
 
 /** What `veil db grant-writer` grants besides INSERT and UPDATE on the table: the trigger protects. */
 export const WRITER_FUNCTIONS = ['veil.session_stats()'] as const;
@@ -41,52 +53,88 @@ export const WRITER_FUNCTIONS = ['veil.session_stats()'] as const;
 /** revoked by name too (REVOKE ALL ON ALL FUNCTIONS covers the newer ones) */
 const ONCE_PUBLIC = ONCE_PUBLIC_NAMES;
 
-const client = (signature: string, returns: string, call: string): PlPythonFunction =>
-  ({ signature, returns, module: CLIENT_MODULE, call: `return _m.run(lambda: ${call})`, definer: true });
-const admin = (signature: string, returns: string, call: string): PlPythonFunction =>
-  ({ signature, returns, module: ADMIN_MODULE, call: `return ${call}`, definer: false });
+const client = (signature: string, returns: string, call: string): PlPythonFunction => ({
+  signature,
+  returns,
+  module: CLIENT_MODULE,
+  call: `return _m.run(lambda: ${call})`,
+  definer: true,
+});
+const admin = (signature: string, returns: string, call: string): PlPythonFunction => ({
+  signature,
+  returns,
+  module: ADMIN_MODULE,
+  call: `return ${call}`,
+  definer: false,
+});
 
 /**
  * The PL/Python functions. Those that call veil are SECURITY DEFINER: only they can read
  * veil.settings (the credentials); the administration functions run as their caller.
  */
 export const PLPYTHON_FUNCTIONS: readonly PlPythonFunction[] = [
-  client('veil.protect(class_name text, property_name text, value text)', 'text',
-    '_m.protect_values("veil.protect", class_name, property_name, [value])[0]'),
-  client('veil.unprotect(class_name text, property_name text, value text)', 'text',
-    '_m.unprotect_values("veil.unprotect", class_name, property_name, [value])[0]'),
-  client('veil.protect_many(class_name text, property_name text, vals text[])', 'text[]',
-    'None if vals is None else _m.protect_values("veil.protect_many", class_name, property_name, vals)'),
-  client('veil.unprotect_many(class_name text, property_name text, vals text[])', 'text[]',
-    'None if vals is None else _m.unprotect_values("veil.unprotect_many", class_name, property_name, vals)'),
-  client('veil.reveal(class_names text[], property_names text[], vals text[])', 'text[]',
-    '_m.reveal(class_names, property_names, vals)'),
+  client('veil.protect(class_name text, property_name text, value text)', 'text', '_m.protect_values("veil.protect", class_name, property_name, [value])[0]'),
+  client(
+    'veil.unprotect(class_name text, property_name text, value text)',
+    'text',
+    '_m.unprotect_values("veil.unprotect", class_name, property_name, [value])[0]',
+  ),
+  client(
+    'veil.protect_many(class_name text, property_name text, vals text[])',
+    'text[]',
+    'None if vals is None else _m.protect_values("veil.protect_many", class_name, property_name, vals)',
+  ),
+  client(
+    'veil.unprotect_many(class_name text, property_name text, vals text[])',
+    'text[]',
+    'None if vals is None else _m.unprotect_values("veil.unprotect_many", class_name, property_name, vals)',
+  ),
+  client('veil.reveal(class_names text[], property_names text[], vals text[])', 'text[]', '_m.reveal(class_names, property_names, vals)'),
   // the same with the values' data subject (keys scoped to the subject): read views of a table with a subject column call reveal so
-  client('veil.protect(class_name text, property_name text, value text, subject text)', 'text',
-    '_m.protect_values("veil.protect", class_name, property_name, [value], [subject])[0]'),
-  client('veil.unprotect(class_name text, property_name text, value text, subject text)', 'text',
-    '_m.unprotect_values("veil.unprotect", class_name, property_name, [value], [subject])[0]'),
-  client('veil.protect_many(class_name text, property_name text, vals text[], subjects text[])', 'text[]',
-    'None if vals is None else _m.protect_values("veil.protect_many", class_name, property_name, vals, subjects if subjects is not None else [None] * len(vals))'),
-  client('veil.unprotect_many(class_name text, property_name text, vals text[], subjects text[])', 'text[]',
-    'None if vals is None else _m.unprotect_values("veil.unprotect_many", class_name, property_name, vals, subjects if subjects is not None else [None] * len(vals))'),
-  client('veil.reveal(class_names text[], property_names text[], vals text[], subject text)', 'text[]',
-    '_m.reveal(class_names, property_names, vals, subject)'),
+  client(
+    'veil.protect(class_name text, property_name text, value text, subject text)',
+    'text',
+    '_m.protect_values("veil.protect", class_name, property_name, [value], [subject])[0]',
+  ),
+  client(
+    'veil.unprotect(class_name text, property_name text, value text, subject text)',
+    'text',
+    '_m.unprotect_values("veil.unprotect", class_name, property_name, [value], [subject])[0]',
+  ),
+  client(
+    'veil.protect_many(class_name text, property_name text, vals text[], subjects text[])',
+    'text[]',
+    'None if vals is None else _m.protect_values("veil.protect_many", class_name, property_name, vals, subjects if subjects is not None else [None] * len(vals))',
+  ),
+  client(
+    'veil.unprotect_many(class_name text, property_name text, vals text[], subjects text[])',
+    'text[]',
+    'None if vals is None else _m.unprotect_values("veil.unprotect_many", class_name, property_name, vals, subjects if subjects is not None else [None] * len(vals))',
+  ),
+  client(
+    'veil.reveal(class_names text[], property_names text[], vals text[], subject text)',
+    'text[]',
+    '_m.reveal(class_names, property_names, vals, subject)',
+  ),
   client('veil.protect_row()', 'trigger', '_m.protect_row(TD)'),
   client('veil.check_statement()', 'trigger', '_m.check_statement(TD)'),
   client('veil.session_stats()', 'jsonb', '__import__("json").dumps(_m.stats)'),
-  client('veil.audit_log(max_records integer DEFAULT 1000)', 'SETOF jsonb',
-    '_m.guard.tail(max(1, min(100000, max_records or 1000)))'),
-  admin('veil.attach(table_name regclass, column_name name, class_name text, property_name text)', 'void',
-    '_m.attach(table_name, column_name, class_name, property_name)'),
+  client('veil.audit_log(max_records integer DEFAULT 1000)', 'SETOF jsonb', '_m.guard.tail(max(1, min(100000, max_records or 1000)))'),
+  admin(
+    'veil.attach(table_name regclass, column_name name, class_name text, property_name text)',
+    'void',
+    '_m.attach(table_name, column_name, class_name, property_name)',
+  ),
   admin('veil.detach(table_name regclass, column_name name)', 'void', '_m.detach(table_name, column_name)'),
   admin('veil.attach_subject(table_name regclass, column_name name)', 'void', '_m.attach_subject(table_name, column_name)'),
   admin('veil.detach_subject(table_name regclass)', 'void', '_m.detach_subject(table_name)'),
   admin('veil.subject_column(table_name regclass)', 'text', '_m.subject_column(table_name)'),
-  admin('veil.mapped_columns(table_name regclass)', 'TABLE(column_name text, class_name text, property_name text)',
-    '_m.mapping(table_name)'),
-  admin('veil.create_read_view(table_name regclass, view_name name, view_schema name DEFAULT NULL)', 'text',
-    '_m.create_read_view(table_name, view_name, view_schema)'),
+  admin('veil.mapped_columns(table_name regclass)', 'TABLE(column_name text, class_name text, property_name text)', '_m.mapping(table_name)'),
+  admin(
+    'veil.create_read_view(table_name regclass, view_name name, view_schema name DEFAULT NULL)',
+    'text',
+    '_m.create_read_view(table_name, view_name, view_schema)',
+  ),
 ];
 
 const PREAMBLE = `-- veil database layer: schema veil (generated by \`veil db install\`; re-runnable).
@@ -181,17 +229,29 @@ AS $$
   INSERT INTO veil.rate_limits (db_role, values_per_minute) SELECT $1, $2 WHERE $2 IS NOT NULL
   ON CONFLICT ON CONSTRAINT rate_limits_pkey DO UPDATE SET values_per_minute = EXCLUDED.values_per_minute;
 $$;
-${grantFunction('veil.grant_writer(db_role name, table_name regclass)', `
+${grantFunction(
+  'veil.grant_writer(db_role name, table_name regclass)',
+  `
   EXECUTE format('GRANT INSERT, UPDATE ON TABLE %s TO %I', $2, $1);
   -- a writer's statements carry cleartext: an error must not copy one into the server log
-  EXECUTE format('ALTER ROLE %I IN DATABASE %I SET log_min_error_statement = panic', $1, current_database());`, WRITER_FUNCTIONS)}
-${grantFunction('veil.grant_reader(db_role name, veil_role text, table_name regclass DEFAULT NULL, view_name regclass DEFAULT NULL)', `
+  EXECUTE format('ALTER ROLE %I IN DATABASE %I SET log_min_error_statement = panic', $1, current_database());`,
+  WRITER_FUNCTIONS,
+)}
+${grantFunction(
+  'veil.grant_reader(db_role name, veil_role text, table_name regclass DEFAULT NULL, view_name regclass DEFAULT NULL)',
+  `
   PERFORM veil.map_role($1, $2);
   IF $3 IS NOT NULL THEN EXECUTE format('GRANT SELECT ON TABLE %s TO %I', $3, $1); END IF;
-  IF $4 IS NOT NULL THEN EXECUTE format('GRANT SELECT ON TABLE %s TO %I', $4, $1); END IF;`, READER_FUNCTIONS)}
-${grantFunction('veil.grant_lookup(db_role name)', `
+  IF $4 IS NOT NULL THEN EXECUTE format('GRANT SELECT ON TABLE %s TO %I', $4, $1); END IF;`,
+  READER_FUNCTIONS,
+)}
+${grantFunction(
+  'veil.grant_lookup(db_role name)',
+  `
   -- a lookup's statements carry cleartext too
-  EXECUTE format('ALTER ROLE %I IN DATABASE %I SET log_min_error_statement = panic', $1, current_database());`, LOOKUP_FUNCTIONS)}
+  EXECUTE format('ALTER ROLE %I IN DATABASE %I SET log_min_error_statement = panic', $1, current_database());`,
+  LOOKUP_FUNCTIONS,
+)}
 CREATE OR REPLACE FUNCTION veil.revoke_role(db_role name, table_name regclass DEFAULT NULL)
 RETURNS void LANGUAGE plpgsql SECURITY INVOKER SET search_path = pg_catalog, pg_temp
 AS $$

@@ -62,8 +62,17 @@ export interface LeaseGrant {
 /** LEASE_GRANT. The caller overwrites the returned buffer once it is written (it holds the key). */
 export function leaseGrantFrame(g: LeaseGrant): Buffer {
   return frame([
-    u8(REPLY_LEASE_GRANT), u32(g.lease), u32(g.validForMs), u32(g.budget), u32(g.maxChars), u8(LEASE_KINDS[g.kind]),
-    u8(g.header.length), Buffer.from(g.header), ...str(16, g.label), u8(g.key.length), Buffer.from(g.key),
+    u8(REPLY_LEASE_GRANT),
+    u32(g.lease),
+    u32(g.validForMs),
+    u32(g.budget),
+    u32(g.maxChars),
+    u8(LEASE_KINDS[g.kind]),
+    u8(g.header.length),
+    Buffer.from(g.header),
+    ...str(16, g.label),
+    u8(g.key.length),
+    Buffer.from(g.key),
   ]);
 }
 
@@ -80,9 +89,7 @@ export function leaseAuditFrame(dbRole: string, reports: readonly { lease: numbe
   return frame([u8(OP_LEASE_AUDIT), ...str(8, dbRole), u16(reports.length), ...reports.flatMap((x) => [u32(x.lease), u32(x.values)])]);
 }
 
-export type LeaseReply =
-  | { kind: 'lease'; grant: LeaseGrant }
-  | { kind: 'audited'; holds: boolean[] };
+export type LeaseReply = { kind: 'lease'; grant: LeaseGrant } | { kind: 'audited'; holds: boolean[] };
 
 /** Parses LEASE_GRANT and AUDITED replies (parseReply dispatches here; tests and tools). */
 export function parseLeaseReply(kind: number, r: Reader): LeaseReply {

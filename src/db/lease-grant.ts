@@ -45,7 +45,8 @@ export function leaseTerms(source: LeaseSource, keys: KeyProvider, caller: Ident
   if (!plan || plan.direction !== 'forward') throw unavailable('its protect sequence does not run forward');
   const steps = source.config.sequences.get(plan.sequence)?.steps ?? [];
   const step = steps[0];
-  if (steps.length !== 1 || !step || (step.type !== 'aes-siv' && step.type !== 'aes-gcm')) throw unavailable('its protect sequence is not one AES-SIV or AES-GCM step');
+  if (steps.length !== 1 || !step || (step.type !== 'aes-siv' && step.type !== 'aes-gcm'))
+    throw unavailable('its protect sequence is not one AES-SIV or AES-GCM step');
   const ref: KeyRef | undefined = source.config.keys.get(step.key);
   if (!ref || ref.scope === 'subject') throw unavailable('its key is scoped to the data subject');
   keys.assertUsable?.();
@@ -53,8 +54,13 @@ export function leaseTerms(source: LeaseSource, keys: KeyProvider, caller: Ident
   const key = version === undefined ? undefined : leasedKeyBytes(keys, ref.id, version);
   if (version === undefined || !key) throw unavailable('its key is not in the keystore');
   return {
-    kind: step.type, keyId: ref.id, version, pinned: ref.version !== undefined,
-    header: outputHeader(FORMAT_TAGS[step.type], version), label: bindingLabel({ className, propertyName }, step.binding), key,
+    kind: step.type,
+    keyId: ref.id,
+    version,
+    pinned: ref.version !== undefined,
+    header: outputHeader(FORMAT_TAGS[step.type], version),
+    label: bindingLabel({ className, propertyName }, step.binding),
+    key,
   };
 }
 

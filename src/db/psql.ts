@@ -11,10 +11,28 @@ export interface PsqlResult {
  * in on stdin (never in argv, where `ps` shows it), and a password in the URL is moved to
  * PGPASSWORD for the same reason.
  */
-export function runPsql(databaseUrl: string, script: string, options: { env?: NodeJS.ProcessEnv; psql?: string; singleTransaction?: boolean } = {}): Promise<PsqlResult> {
+export function runPsql(
+  databaseUrl: string,
+  script: string,
+  options: { env?: NodeJS.ProcessEnv; psql?: string; singleTransaction?: boolean } = {},
+): Promise<PsqlResult> {
   const { url, password } = splitPassword(databaseUrl);
   const env = { ...(options.env ?? process.env), ...(password === undefined ? {} : { PGPASSWORD: password }) };
-  const child = spawn(options.psql ?? 'psql', ['--no-psqlrc', '--quiet', '--set', 'ON_ERROR_STOP=1', ...(options.singleTransaction === false ? [] : ['--single-transaction']), '--dbname', url, '--file', '-'], { env, stdio: ['pipe', 'pipe', 'pipe'] });
+  const child = spawn(
+    options.psql ?? 'psql',
+    [
+      '--no-psqlrc',
+      '--quiet',
+      '--set',
+      'ON_ERROR_STOP=1',
+      ...(options.singleTransaction === false ? [] : ['--single-transaction']),
+      '--dbname',
+      url,
+      '--file',
+      '-',
+    ],
+    { env, stdio: ['pipe', 'pipe', 'pipe'] },
+  );
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (d) => (stdout += String(d)));

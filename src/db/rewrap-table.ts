@@ -1,5 +1,13 @@
 import {
-  COLUMNS_SQL, qualifiedName, TABLE_SQL, triggerMapping, triggerSubject, TRIGGERS_SQL, VEIL_TRIGGER, type RewrapTable, type TableName,
+  COLUMNS_SQL,
+  qualifiedName,
+  TABLE_SQL,
+  triggerMapping,
+  triggerSubject,
+  TRIGGERS_SQL,
+  VEIL_TRIGGER,
+  type RewrapTable,
+  type TableName,
 } from './rewrap-sql.ts';
 import { DbFault } from './errors.ts';
 
@@ -41,26 +49,48 @@ export function rewrapRefused(why: string): DbFault {
  * are named and must agree with those named, and it must not fire in replica mode (ENABLE
  * ALWAYS or REPLICA: a rewrap's UPDATE would be protected twice).
  */
-export async function inspectTable(session: SqlSession, table: TableName, keyColumn: string, named: readonly ColumnField[] | undefined, namedSubject?: string): Promise<RewrapTarget> {
+export async function inspectTable(
+  session: SqlSession,
+  table: TableName,
+  keyColumn: string,
+  named: readonly ColumnField[] | undefined,
+  namedSubject?: string,
+): Promise<RewrapTarget> {
   const found = (await session.query(TABLE_SQL, [qualifiedName(table)])).rows[0] as { oid: string; name: string; kind: string } | undefined;
   if (!found) throw rewrapRefused('the table does not exist (or is not visible to this role)');
   if (found.kind !== 'r' && found.kind !== 'p') throw rewrapRefused(`${found.name} is not a table`);
-  const columns = (await session.query(COLUMNS_SQL, [found.oid])).rows as { name: string; not_null: boolean; texty: boolean; type: string; unique_key: boolean; foreign_key: boolean }[];
+  const columns = (await session.query(COLUMNS_SQL, [found.oid])).rows as {
+    name: string;
+    not_null: boolean;
+    texty: boolean;
+    type: string;
+    unique_key: boolean;
+    foreign_key: boolean;
+  }[];
   const byName = new Map(columns.map((c) => [c.name, c]));
-  const triggers = (await session.query(TRIGGERS_SQL, [found.oid, VEIL_TRIGGER])).rows as { relation: string; own: boolean; enabled: string; args: Uint8Array }[];
+  const triggers = (await session.query(TRIGGERS_SQL, [found.oid, VEIL_TRIGGER])).rows as {
+    relation: string;
+    own: boolean;
+    enabled: string;
+    args: Uint8Array;
+  }[];
   const always = triggers.find((t) => t.enabled === 'A' || t.enabled === 'R');
   if (always) {
-    throw rewrapRefused(`veil's trigger on ${always.relation} is enabled ${always.enabled === 'A' ? 'ALWAYS' : 'REPLICA'}: it would protect the rewrapped values again; ALTER TABLE … ENABLE TRIGGER ${VEIL_TRIGGER} (the default) first`);
+    throw rewrapRefused(
+      `veil's trigger on ${always.relation} is enabled ${always.enabled === 'A' ? 'ALWAYS' : 'REPLICA'}: it would protect the rewrapped values again; ALTER TABLE … ENABLE TRIGGER ${VEIL_TRIGGER} (the default) first`,
+    );
   }
   const own = triggers.find((t) => t.own) ?? triggers[0];
   const mapping = own ? triggerMapping(own.args) : [];
   const fields = named ?? mapping;
   const subjectColumn = subjectColumnOf(own ? triggerSubject(own.args) : undefined, namedSubject, byName, fields);
-  if (fields.length === 0) throw rewrapRefused(`${found.name} has no veil trigger to take its protected columns from: name them with --column column=Class.property`);
+  if (fields.length === 0)
+    throw rewrapRefused(`${found.name} has no veil trigger to take its protected columns from: name them with --column column=Class.property`);
 
   const key = byName.get(keyColumn);
   if (!key) throw rewrapRefused(`${found.name} has no column ${keyColumn}`);
-  if (!key.not_null || !key.unique_key) throw rewrapRefused(`the key column ${keyColumn} must be NOT NULL and the only column of a unique index (a primary key): batches go in its order`);
+  if (!key.not_null || !key.unique_key)
+    throw rewrapRefused(`the key column ${keyColumn} must be NOT NULL and the only column of a unique index (a primary key): batches go in its order`);
   if (mapping.some((m) => m.column === keyColumn) || fields.some((f) => f.column === keyColumn)) {
     throw rewrapRefused(`the key column ${keyColumn} is a protected column: choose a key the report may name`);
   }
@@ -71,17 +101,30 @@ export async function inspectTable(session: SqlSession, table: TableName, keyCol
     if (seen.has(f.column)) throw rewrapRefused(`column ${f.column} is named twice`);
     seen.add(f.column);
     if (!c.texty) throw rewrapRefused(`column ${f.column} is ${c.type}: protected values are text or varchar`);
-    if (c.foreign_key) throw rewrapRefused(`column ${f.column} is part of a foreign key: a rewrap skips the triggers that check foreign keys, so it refuses such columns`);
+    if (c.foreign_key)
+      throw rewrapRefused(`column ${f.column} is part of a foreign key: a rewrap skips the triggers that check foreign keys, so it refuses such columns`);
     const mapped = mapping.find((m) => m.column === f.column);
     if (mapped && (mapped.className !== f.className || mapped.propertyName !== f.propertyName)) {
       throw rewrapRefused(`veil's trigger protects column ${f.column} as ${mapped.className}.${mapped.propertyName}, not ${f.className}.${f.propertyName}`);
     }
   }
-  return { table: found.name, keyColumn, columns: fields.map((f) => f.column), fields, veilTrigger: triggers.length > 0, ...(subjectColumn ? { subjectColumn } : {}) };
+  return {
+    table: found.name,
+    keyColumn,
+    columns: fields.map((f) => f.column),
+    fields,
+    veilTrigger: triggers.length > 0,
+    ...(subjectColumn ? { subjectColumn } : {}),
+  };
 }
 
 /** The subject column: the trigger's (veil.attach_subject), or the one named, which must agree with it. */
-function subjectColumnOf(attached: string | undefined, named: string | undefined, columns: ReadonlyMap<string, unknown>, fields: readonly ColumnField[]): string | undefined {
+function subjectColumnOf(
+  attached: string | undefined,
+  named: string | undefined,
+  columns: ReadonlyMap<string, unknown>,
+  fields: readonly ColumnField[],
+): string | undefined {
   if (named !== undefined && attached !== undefined && named !== attached) {
     throw rewrapRefused(`veil's trigger reads the rows' subject from column ${attached}, not ${named}`);
   }

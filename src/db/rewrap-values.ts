@@ -28,8 +28,11 @@ export interface RewrapSubjects {
  * Each column's outcomes, index-aligned with `stored` (per column, per row): null where the value
  * is NULL. `subjectIds`: each row's subject (as text), when the table names a subject column.
  */
-export async function rewrapValues(chains: readonly RewrapTransform[], stored: readonly (readonly (string | null)[])[],
-  subjects?: { ids: readonly (string | null)[]; access: RewrapSubjects }): Promise<(ValueOutcome | null)[][]> {
+export async function rewrapValues(
+  chains: readonly RewrapTransform[],
+  stored: readonly (readonly (string | null)[])[],
+  subjects?: { ids: readonly (string | null)[]; access: RewrapSubjects },
+): Promise<(ValueOutcome | null)[][]> {
   const out = stored.map((values) => values.map((): ValueOutcome | null => null));
   const rows = stored[0]?.length ?? 0;
   if (!subjects) {
@@ -41,7 +44,9 @@ export async function rewrapValues(chains: readonly RewrapTransform[], stored: r
     const id = subjects.ids[ri] ?? null;
     const code = id === null ? 'SUBJECT_REQUIRED' : isSubjectId(id) ? undefined : 'SUBJECT_ID_INVALID';
     if (code) {
-      stored.forEach((values, ci) => { if (values[ri] !== null) out[ci]![ri] = { code }; });
+      stored.forEach((values, ci) => {
+        if (values[ri] !== null) out[ci]![ri] = { code };
+      });
       continue;
     }
     const group = groups.get(id!) ?? [];

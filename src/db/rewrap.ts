@@ -1,7 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import {
-  CHECKPOINT_SQL, COUNTS, LIST_REFUSED_SQL, LOCK_PROGRESS_SQL, PROGRESS_DDL, PROGRESS_ERASED_SQL, RECORD_REFUSED_SQL, selectBatchSql,
-  SKIP_TRIGGERS_SQL, START_JOB_SQL, updateBatchSql,
+  CHECKPOINT_SQL,
+  COUNTS,
+  LIST_REFUSED_SQL,
+  LOCK_PROGRESS_SQL,
+  PROGRESS_DDL,
+  PROGRESS_ERASED_SQL,
+  RECORD_REFUSED_SQL,
+  selectBatchSql,
+  SKIP_TRIGGERS_SQL,
+  START_JOB_SQL,
+  updateBatchSql,
 } from './rewrap-sql.ts';
 import { rewrapRefused, type ColumnField, type RewrapTarget, type SqlSession } from './rewrap-table.ts';
 import { rewrapValues, type RewrapSubjects, type RewrapTransform } from './rewrap-values.ts';
@@ -73,7 +82,16 @@ const zero = (): RewrapCounts => ({ rowsRead: 0, rewrapped: 0, unchanged: 0, ref
 
 function countsOf(row: Record<string, unknown>): RewrapCounts {
   const n = (k: string) => Number(row[k] ?? 0);
-  return { rowsRead: n('rows_read'), rewrapped: n('rewrapped'), unchanged: n('unchanged'), refused: n('refused'), nulls: n('nulls'), rowsUpdated: n('rows_updated'), batches: n('batches'), erased: n('erased') };
+  return {
+    rowsRead: n('rows_read'),
+    rewrapped: n('rewrapped'),
+    unchanged: n('unchanged'),
+    refused: n('refused'),
+    nulls: n('nulls'),
+    rowsUpdated: n('rows_updated'),
+    batches: n('batches'),
+    erased: n('erased'),
+  };
 }
 
 /** `column=Class.property,…`: what a job is for, with its key column. */
@@ -103,7 +121,9 @@ async function skipTriggers(session: SqlSession): Promise<void> {
     await session.query(SKIP_TRIGGERS_SQL);
   } catch (e) {
     if ((e as { code?: string }).code !== '42501') throw e;
-    throw rewrapRefused('the table has veil\'s trigger, and this database role may not set session_replication_role: run as a superuser, or GRANT SET ON PARAMETER session_replication_role TO the rewrap\'s role');
+    throw rewrapRefused(
+      "the table has veil's trigger, and this database role may not set session_replication_role: run as a superuser, or GRANT SET ON PARAMETER session_replication_role TO the rewrap's role",
+    );
   }
 }
 
@@ -129,7 +149,7 @@ export async function ensureProgressTables(session: SqlSession): Promise<void> {
 export async function runRewrap(session: SqlSession, r: RewrapRun): Promise<RewrapResult> {
   const { target } = r;
   if (r.chains.length !== target.fields.length) throw new Error('one chain per column');
-  if ((target.subjectColumn === undefined) !== (r.subjects === undefined)) throw new Error('a subject column comes with its subjects\' keys');
+  if ((target.subjectColumn === undefined) !== (r.subjects === undefined)) throw new Error("a subject column comes with its subjects' keys");
   // a role that may not skip the trigger learns it before anything is written
   if (target.veilTrigger) await inTransaction(session, () => skipTriggers(session));
   await ensureProgressTables(session);
@@ -142,7 +162,8 @@ export async function runRewrap(session: SqlSession, r: RewrapRun): Promise<Rewr
     if (!row) reason = 'no earlier rewrap of this table';
     else if (r.restart) reason = '--restart';
     else if (row.key_column !== target.keyColumn || row.columns !== columns) reason = 'the earlier rewrap of this table was for other columns';
-    else if (row.key_versions !== r.keyVersions) reason = row.finished_at ? 'keys rotated since the last rewrap finished' : 'keys rotated since the unfinished rewrap started';
+    else if (row.key_versions !== r.keyVersions)
+      reason = row.finished_at ? 'keys rotated since the last rewrap finished' : 'keys rotated since the unfinished rewrap started';
     if (reason === undefined) {
       const job = String(row!.job);
       if (row!.finished_at) return { job, start: { kind: 'done' as const, finishedAt: row!.finished_at as Date } };
@@ -163,8 +184,11 @@ export async function runRewrap(session: SqlSession, r: RewrapRun): Promise<Rewr
     if (batch.finished) state = 'finished';
   }
   const row = (await session.query(`SELECT ${COUNTS} FROM veil_rewrap.progress WHERE table_name = $1 AND job = $2::uuid`, [target.table, opened.job])).rows[0];
-  const refusals = (await session.query(LIST_REFUSED_SQL, [opened.job, r.listRefused ?? 1000])).rows
-    .map((x) => ({ key: String(x.key), column: String(x.column_name), code: String(x.code) }));
+  const refusals = (await session.query(LIST_REFUSED_SQL, [opened.job, r.listRefused ?? 1000])).rows.map((x) => ({
+    key: String(x.key),
+    column: String(x.column_name),
+    code: String(x.code),
+  }));
   return { state, start: opened.start, run, job: row ? countsOf(row) : run, refusals };
 }
 
@@ -179,7 +203,8 @@ async function runBatch(session: SqlSession, r: RewrapRun, job: string): Promise
   const { target } = r;
   if (target.veilTrigger) await skipTriggers(session);
   const progress = (await session.query(LOCK_PROGRESS_SQL, [target.table])).rows[0];
-  if (!progress || String(progress.job) !== job) throw rewrapRefused('another veil db rewrap started this table\'s rewrap over: this run stops (run again to follow it)');
+  if (!progress || String(progress.job) !== job)
+    throw rewrapRefused("another veil db rewrap started this table's rewrap over: this run stops (run again to follow it)");
   const counts = zero();
   if (progress.finished_at) return { counts, lastKey: undefined, finished: true };
   const lastKey = progress.last_key as string | null;
@@ -195,22 +220,24 @@ async function runBatch(session: SqlSession, r: RewrapRun, job: string): Promise
   const refused: { key: string[]; column: string[]; code: string[] } = { key: [], column: [], code: [] };
   const subjects = r.subjects ? { ids: rows.map((row) => row.veil_subject as string | null), access: r.subjects } : undefined;
   const outcomes = await rewrapValues(r.chains, stored, subjects);
-  target.columns.forEach((column, ci) => outcomes[ci]!.forEach((out, ri) => {
-    if (out === null) counts.nulls++;
-    // a value of an erased subject: unreadable for good, carried through as stored and counted
-    else if (typeof out !== 'string' && out.code === 'SUBJECT_ERASED') counts.erased++;
-    else if (typeof out !== 'string') {
-      counts.refused++;
-      refused.key.push(keys[ri]!);
-      refused.column.push(column);
-      refused.code.push(out.code);
-    } else if (out === stored[ci]![ri]) counts.unchanged++;
-    else {
-      counts.rewrapped++;
-      written[ci]![ri] = out;
-      changedRow[ri] = true;
-    }
-  }));
+  target.columns.forEach((column, ci) =>
+    outcomes[ci]!.forEach((out, ri) => {
+      if (out === null) counts.nulls++;
+      // a value of an erased subject: unreadable for good, carried through as stored and counted
+      else if (typeof out !== 'string' && out.code === 'SUBJECT_ERASED') counts.erased++;
+      else if (typeof out !== 'string') {
+        counts.refused++;
+        refused.key.push(keys[ri]!);
+        refused.column.push(column);
+        refused.code.push(out.code);
+      } else if (out === stored[ci]![ri]) counts.unchanged++;
+      else {
+        counts.rewrapped++;
+        written[ci]![ri] = out;
+        changedRow[ri] = true;
+      }
+    }),
+  );
 
   const update = rows.map((_, ri) => ri).filter((ri) => changedRow[ri]);
   if (update.length > 0) {
@@ -219,13 +246,27 @@ async function runBatch(session: SqlSession, r: RewrapRun, job: string): Promise
     const same = result.rows.filter((x) => x.same === true).length;
     if (result.rows.length !== update.length || same !== update.length) {
       // rolled back by the caller: nothing of the batch is kept
-      throw rewrapRefused(`${update.length - same} of ${update.length} rows were not stored as written (a trigger changed them, or rows went missing): the batch was rolled back`);
+      throw rewrapRefused(
+        `${update.length - same} of ${update.length} rows were not stored as written (a trigger changed them, or rows went missing): the batch was rolled back`,
+      );
     }
     counts.rowsUpdated = update.length;
   }
   if (refused.key.length > 0) await session.query(RECORD_REFUSED_SQL, [target.table, job, refused.key, refused.column, refused.code]);
   const finished = rows.length < r.batchSize;
   const last = keys.at(-1);
-  await session.query(CHECKPOINT_SQL, [target.table, last ?? null, counts.rowsRead, counts.rewrapped, counts.unchanged, counts.refused, counts.nulls, counts.rowsUpdated, counts.batches, finished, counts.erased]);
+  await session.query(CHECKPOINT_SQL, [
+    target.table,
+    last ?? null,
+    counts.rowsRead,
+    counts.rewrapped,
+    counts.unchanged,
+    counts.refused,
+    counts.nulls,
+    counts.rowsUpdated,
+    counts.batches,
+    finished,
+    counts.erased,
+  ]);
   return { counts, lastKey: last, finished };
 }

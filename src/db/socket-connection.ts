@@ -49,7 +49,11 @@ export function serveConnection(socket: Socket, session: Session, limits: Connec
       if (buffer.length < HEADER_BYTES) break;
       const length = buffer.readUInt32BE(0);
       if (length === 0 || length > limits.maxFrameBytes) {
-        finish(length === 0 ? refusal('REQUEST_MALFORMED', 'malformed frame: an empty frame') : refusal('BODY_TOO_LARGE', `the frame exceeds the limit of ${limits.maxFrameBytes} bytes`));
+        finish(
+          length === 0
+            ? refusal('REQUEST_MALFORMED', 'malformed frame: an empty frame')
+            : refusal('BODY_TOO_LARGE', `the frame exceeds the limit of ${limits.maxFrameBytes} bytes`),
+        );
         return;
       }
       if (buffer.length < HEADER_BYTES + length) break;
@@ -59,15 +63,18 @@ export function serveConnection(socket: Socket, session: Session, limits: Connec
       frameTimer = undefined;
       busy = true;
       socket.pause();
-      session.handle(payload).then(finish, (e: unknown) => {
-        onUnexpected(e);
-        finish(refusal('INTERNAL', 'An unexpected error; nothing was transformed'));
-      }).finally(() => {
-        busy = false;
-        if (socket.destroyed || closing) return;
-        socket.resume();
-        pump();
-      });
+      session
+        .handle(payload)
+        .then(finish, (e: unknown) => {
+          onUnexpected(e);
+          finish(refusal('INTERNAL', 'An unexpected error; nothing was transformed'));
+        })
+        .finally(() => {
+          busy = false;
+          if (socket.destroyed || closing) return;
+          socket.resume();
+          pump();
+        });
       return;
     }
     // a frame has begun (some bytes are here) and must complete in time

@@ -1,5 +1,14 @@
 import { frame, frameError, MAX_DB_ROLE_BYTES, Reader, str, u16, u32, u8 } from './frame-codec.ts';
-import { OP_LEASE, OP_LEASE_AUDIT, parseLeaseFrame, parseLeaseReply, REPLY_AUDITED, REPLY_LEASE_GRANT, type LeaseFrame, type LeaseReply } from './lease-frames.ts';
+import {
+  OP_LEASE,
+  OP_LEASE_AUDIT,
+  parseLeaseFrame,
+  parseLeaseReply,
+  REPLY_AUDITED,
+  REPLY_LEASE_GRANT,
+  type LeaseFrame,
+  type LeaseReply,
+} from './lease-frames.ts';
 
 /**
  * The frames of veil's database socket (docs/database.md, "The local socket"): what PL/Python's
@@ -36,10 +45,7 @@ export const MAX_ERROR_INSTANCES = 100;
 /** a subject id is at most 512 bytes (the engine checks the rest of its rule) */
 export const MAX_SUBJECT_BYTES = 512;
 
-export type ClientFrame =
-  | { op: 'auth'; token: string }
-  | { op: 'protect'; dbRole: string; role: string; items: ProtectItem[] }
-  | LeaseFrame;
+export type ClientFrame = { op: 'auth'; token: string } | { op: 'protect'; dbRole: string; role: string; items: ProtectItem[] } | LeaseFrame;
 
 export interface ProtectItem {
   className: string;
@@ -48,7 +54,6 @@ export interface ProtectItem {
   /** the value's data subject (PROTECT_SUBJECTS); absent: none (PROTECT) */
   subject?: string;
 }
-
 
 /**
  * Parses one client payload. `maxInstances` bounds the count before anything is allocated for
@@ -118,8 +123,15 @@ export interface ErrorReply {
 export function errorFrame(e: ErrorReply): Buffer {
   const instances = (e.instances ?? []).slice(0, MAX_ERROR_INSTANCES);
   return frame([
-    u8(REPLY_ERROR), u16(e.status), u8(e.retriable ? 1 : 0), ...str(8, e.code), ...str(16, e.title), ...str(16, e.pointer ?? ''),
-    u16(instances.length), ...instances.map(u32), u32(Math.max(0, Math.min(0xffffffff, Math.ceil(e.retryAfterSeconds ?? 0)))),
+    u8(REPLY_ERROR),
+    u16(e.status),
+    u8(e.retriable ? 1 : 0),
+    ...str(8, e.code),
+    ...str(16, e.title),
+    ...str(16, e.pointer ?? ''),
+    u16(instances.length),
+    ...instances.map(u32),
+    u32(Math.max(0, Math.min(0xffffffff, Math.ceil(e.retryAfterSeconds ?? 0)))),
   ]);
 }
 

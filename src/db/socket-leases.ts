@@ -86,7 +86,12 @@ export class LeaseDesk {
       if (wait > 0) throw new RateLimitedError('too many calls for this client', Math.ceil(wait));
     } catch (e) {
       if (e instanceof VeilError) {
-        await this.record(requestId, caller, { outcome: e.status === 401 || e.status === 403 ? 'denied' : 'failed', code: e.code, instances: 0, fields: [] }).catch(() => undefined);
+        await this.record(requestId, caller, {
+          outcome: e.status === 401 || e.status === 403 ? 'denied' : 'failed',
+          code: e.code,
+          instances: 0,
+          fields: [],
+        }).catch(() => undefined);
       }
       throw e;
     }
@@ -95,9 +100,33 @@ export class LeaseDesk {
     const now = this.deps.now().getTime();
     try {
       // the grant is audited before the key goes out: no record, no key
-      await this.record(requestId, caller, { outcome: 'ok', instances: 0, fields: [], admin: { action: 'db.lease', target: `${field} ${terms.keyId} v${terms.version} budget ${budget}` } });
-      this.held.set(lease, { className: frame.className, propertyName: frame.propertyName, source, keyId: terms.keyId, version: terms.version, pinned: terms.pinned, budget, used: 0, until: now + settings.ttlMs });
-      return leaseGrantFrame({ lease, validForMs: settings.ttlMs, budget, maxChars: this.deps.valueLength, kind: terms.kind, header: terms.header, label: terms.label, key: terms.key });
+      await this.record(requestId, caller, {
+        outcome: 'ok',
+        instances: 0,
+        fields: [],
+        admin: { action: 'db.lease', target: `${field} ${terms.keyId} v${terms.version} budget ${budget}` },
+      });
+      this.held.set(lease, {
+        className: frame.className,
+        propertyName: frame.propertyName,
+        source,
+        keyId: terms.keyId,
+        version: terms.version,
+        pinned: terms.pinned,
+        budget,
+        used: 0,
+        until: now + settings.ttlMs,
+      });
+      return leaseGrantFrame({
+        lease,
+        validForMs: settings.ttlMs,
+        budget,
+        maxChars: this.deps.valueLength,
+        kind: terms.kind,
+        header: terms.header,
+        label: terms.label,
+        key: terms.key,
+      });
     } finally {
       // the frame holds its own copy: this one is not left for the collector to find
       terms.key.fill(0);
@@ -111,7 +140,10 @@ export class LeaseDesk {
     frame.reports.forEach((r) => claimed.set(r.lease, (claimed.get(r.lease) ?? 0) + r.values));
     const bad = frame.reports.findIndex((r, i) => !leases[i] || leases[i]!.used + claimed.get(r.lease)! > leases[i]!.budget);
     if (bad >= 0) {
-      const error = new DbError('DB_LEASE_INVALID', leases[bad] ? 'a report names more values than the lease covers' : 'a report names a lease this connection does not hold');
+      const error = new DbError(
+        'DB_LEASE_INVALID',
+        leases[bad] ? 'a report names more values than the lease covers' : 'a report names a lease this connection does not hold',
+      );
       this.held.clear();
       await this.record(requestId, caller, { outcome: 'failed', code: error.code, instances: 0, fields: [] }).catch(() => undefined);
       throw error;
@@ -163,12 +195,23 @@ export class LeaseDesk {
   }
 
   private record(requestId: string, caller: Caller, e: Pick<AuditEvent, 'outcome' | 'code' | 'instances' | 'fields' | 'admin'>): Promise<void> {
-    return this.deps.audit.record({
-      eventId: randomUUID(), time: this.deps.now().toISOString(), requestId, channel: this.deps.channel,
-      client: caller.clientId, subject: caller.subject, issuer: caller.issuer,
-      outcome: e.outcome, ...(e.code ? { code: e.code } : {}), instances: e.instances, fields: e.fields, ...(e.admin ? { admin: e.admin } : {}),
-    }).catch((cause: unknown) => {
-      throw new AuditError('AUDIT_UNAVAILABLE', 'the audit sink cannot record the lease', { cause });
-    });
+    return this.deps.audit
+      .record({
+        eventId: randomUUID(),
+        time: this.deps.now().toISOString(),
+        requestId,
+        channel: this.deps.channel,
+        client: caller.clientId,
+        subject: caller.subject,
+        issuer: caller.issuer,
+        outcome: e.outcome,
+        ...(e.code ? { code: e.code } : {}),
+        instances: e.instances,
+        fields: e.fields,
+        ...(e.admin ? { admin: e.admin } : {}),
+      })
+      .catch((cause: unknown) => {
+        throw new AuditError('AUDIT_UNAVAILABLE', 'the audit sink cannot record the lease', { cause });
+      });
   }
 }

@@ -42,7 +42,12 @@ export function socketCall(role: string, items: readonly ProtectItem[]): SocketC
       guid: guid(PROCESSING_BASE, g),
       evidences: [{ name: 'Action', value: 'Protect' }, ...(subject === undefined ? [] : [{ name: 'Subject', value: subject }])],
     })),
-    requests: instances.map((list, g) => ({ guid: guid(REQUEST_BASE, g), rightsContext: RIGHTS, processingContext: guid(PROCESSING_BASE, g), instances: list })),
+    requests: instances.map((list, g) => ({
+      guid: guid(REQUEST_BASE, g),
+      rightsContext: RIGHTS,
+      processingContext: guid(PROCESSING_BASE, g),
+      instances: list,
+    })),
   };
   return { request, positions };
 }

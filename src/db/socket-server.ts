@@ -45,12 +45,15 @@ export function dbSocketOptionsFromEnv(env: Readonly<Record<string, string | und
   if (!isAbsolute(path) || Buffer.byteLength(path) > 100) throw new VeilError('CONFIG_INVALID', 'VEIL_DB_SOCKET must be an absolute path of at most 100 bytes');
   const modeText = env.VEIL_DB_SOCKET_MODE ?? '660';
   const mode = MODE.test(modeText) ? parseInt(modeText, 8) : NaN;
-  if (Number.isNaN(mode) || (mode & 0o117) !== 0) throw new VeilError('CONFIG_INVALID', 'VEIL_DB_SOCKET_MODE must be octal and grant nothing beyond read and write to the owner and the group (600 or 660)');
+  if (Number.isNaN(mode) || (mode & 0o117) !== 0)
+    throw new VeilError('CONFIG_INVALID', 'VEIL_DB_SOCKET_MODE must be octal and grant nothing beyond read and write to the owner and the group (600 or 660)');
   const max = Number(env.VEIL_DB_SOCKET_MAX_CONNECTIONS ?? 1024);
   if (!Number.isInteger(max) || max < 1 || max > 65_536) throw new VeilError('CONFIG_INVALID', 'VEIL_DB_SOCKET_MAX_CONNECTIONS must be 1-65536');
   const group = env.VEIL_DB_SOCKET_GROUP;
   return {
-    path, mode, maxConnections: max,
+    path,
+    mode,
+    maxConnections: max,
     authTimeoutMs: milliseconds(env.VEIL_DB_SOCKET_AUTH_TIMEOUT_MS, 10_000, 'VEIL_DB_SOCKET_AUTH_TIMEOUT_MS'),
     frameTimeoutMs: milliseconds(env.VEIL_DB_SOCKET_FRAME_TIMEOUT_MS, 30_000, 'VEIL_DB_SOCKET_FRAME_TIMEOUT_MS'),
     ...(group ? { gid: gidOf(group) } : {}),
@@ -80,7 +83,9 @@ function gidOf(group: string): number {
   let lines: string[] = [];
   try {
     lines = readFileSync('/etc/group', 'utf8').split('\n');
-  } catch { /* no group database: only gids */ }
+  } catch {
+    /* no group database: only gids */
+  }
   const entry = lines.map((l) => l.split(':')).find((f) => f[0] === group && /^\d+$/.test(f[2] ?? ''));
   if (!entry) throw new VeilError('CONFIG_INVALID', 'VEIL_DB_SOCKET_GROUP names no group of /etc/group');
   return Number(entry[2]);
@@ -101,9 +106,16 @@ export async function openDbSocket(options: DbSocketOptions, deps: DbSocketDeps)
   const server: Server = createServer({ allowHalfOpen: false }, (socket) => {
     sockets.add(socket);
     socket.once('close', () => sockets.delete(socket));
-    serveConnection(socket, sessions.open(++next), {
-      maxFrameBytes: deps.limits.bodyBytes, authTimeoutMs: options.authTimeoutMs, frameTimeoutMs: options.frameTimeoutMs,
-    }, (e) => deps.log.error({ errorType: (e as Error | undefined)?.name }, 'db socket: unexpected error'));
+    serveConnection(
+      socket,
+      sessions.open(++next),
+      {
+        maxFrameBytes: deps.limits.bodyBytes,
+        authTimeoutMs: options.authTimeoutMs,
+        frameTimeoutMs: options.frameTimeoutMs,
+      },
+      (e) => deps.log.error({ errorType: (e as Error | undefined)?.name }, 'db socket: unexpected error'),
+    );
   });
   server.maxConnections = options.maxConnections;
   const umask = process.umask(0o177);
@@ -128,10 +140,11 @@ export async function openDbSocket(options: DbSocketOptions, deps: DbSocketDeps)
   return {
     path: options.path,
     connections: () => sockets.size,
-    close: () => new Promise<void>((resolve) => {
-      server.close(() => resolve());
-      for (const s of sockets) s.destroy();
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        for (const s of sockets) s.destroy();
+      }),
   };
 }
 
@@ -146,7 +159,10 @@ async function clearStale(path: string): Promise<void> {
   if (!stat.isSocket()) throw new VeilError('CONFIG_INVALID', 'VEIL_DB_SOCKET names a file that is not a socket');
   const live = await new Promise<boolean>((resolve) => {
     const probe = connect(path);
-    probe.once('connect', () => { probe.destroy(); resolve(true); });
+    probe.once('connect', () => {
+      probe.destroy();
+      resolve(true);
+    });
     probe.once('error', () => resolve(false));
   });
   if (live) throw new VeilError('CONFIG_INVALID', 'VEIL_DB_SOCKET is in use by another process');

@@ -71,7 +71,11 @@ export class SocketSessions {
   guard(): GuardedTransform {
     const engine = this.deps.engine();
     let guard = this.guards.get(engine);
-    if (!guard) this.guards.set(engine, (guard = new GuardedTransform({ engine, audit: this.deps.audit, now: this.deps.now, channel: CHANNEL, scope: 'revealing', ...this.subjectKeys })));
+    if (!guard)
+      this.guards.set(
+        engine,
+        (guard = new GuardedTransform({ engine, audit: this.deps.audit, now: this.deps.now, channel: CHANNEL, scope: 'revealing', ...this.subjectKeys })),
+      );
     return guard;
   }
 }
@@ -122,7 +126,8 @@ export class Session {
       this.caller = await deps.verifier.verifyHeader(`Bearer ${token}`);
     } catch (e) {
       const error = e instanceof VeilError ? e : tokenInvalid('unverifiable');
-      await deps.audit.record(auditEvent({ requestId, channel: CHANNEL, now: deps.now(), outcome: 'denied', code: error.code }))
+      await deps.audit
+        .record(auditEvent({ requestId, channel: CHANNEL, now: deps.now(), outcome: 'denied', code: error.code }))
         .catch(() => deps.log.warn({ code: error.code }, 'db socket: audit sink failed to record a denied call'));
       return refuse(error, true);
     }
@@ -156,19 +161,29 @@ export class Session {
    */
   private async leased(frame: LeaseFrame, requestId: string): Promise<Answer> {
     const deps = this.sessions.dependencies;
-    if (!deps.leases) return refuse(new DbError(frame.op === 'lease' ? 'DB_LEASE_UNAVAILABLE' : 'DB_LEASE_INVALID', 'leases are off (VEIL_DB_SOCKET_LEASES)'), frame.op !== 'lease');
+    if (!deps.leases)
+      return refuse(
+        new DbError(frame.op === 'lease' ? 'DB_LEASE_UNAVAILABLE' : 'DB_LEASE_INVALID', 'leases are off (VEIL_DB_SOCKET_LEASES)'),
+        frame.op !== 'lease',
+      );
     let caller: Caller;
     try {
       caller = await this.current();
     } catch (e) {
       const error = e instanceof VeilError ? e : tokenInvalid('unverifiable');
-      await deps.audit.record(auditEvent({ requestId, channel: CHANNEL, now: deps.now(), outcome: 'denied', code: error.code }))
+      await deps.audit
+        .record(auditEvent({ requestId, channel: CHANNEL, now: deps.now(), outcome: 'denied', code: error.code }))
         .catch(() => deps.log.warn({ code: error.code }, 'db socket: audit sink failed to record a denied call'));
       return refuse(error, false);
     }
     this.desk ??= new LeaseDesk({
-      settings: deps.leases, audit: deps.audit, channel: CHANNEL, now: deps.now, take: (id, cost) => this.sessions.take(id, cost),
-      burst: deps.rateLimit.transformBurst, valueLength: deps.limits.valueLength,
+      settings: deps.leases,
+      audit: deps.audit,
+      channel: CHANNEL,
+      now: deps.now,
+      take: (id, cost) => this.sessions.take(id, cost),
+      burst: deps.rateLimit.transformBurst,
+      valueLength: deps.limits.valueLength,
     });
     try {
       return { reply: frame.op === 'lease' ? await this.desk.grant(caller, frame, requestId) : await this.desk.report(caller, frame, requestId), close: false };
@@ -198,7 +213,15 @@ export class Session {
     if (outcome.ok) return { reply: valuesFrame(frameValues(call, outcome.response)), close: false };
     if ('unexpected' in outcome) {
       const e = outcome.unexpected as Error | undefined;
-      deps.log.error({ errorType: e?.name, frames: String(e?.stack ?? '').split('\n').slice(1, 8) }, 'db socket: unexpected error');
+      deps.log.error(
+        {
+          errorType: e?.name,
+          frames: String(e?.stack ?? '')
+            .split('\n')
+            .slice(1, 8),
+        },
+        'db socket: unexpected error',
+      );
     }
     return refuse(outcome.error, false, call);
   }
@@ -226,7 +249,10 @@ export function refuse(error: VeilError, close: boolean, call?: SocketCall): Ans
     status: error.status,
     retriable: error.retriable,
     title: titleOf(error),
-    instances: error.details.flatMap((d) => { const i = at(d); return i === undefined ? [] : [i]; }),
+    instances: error.details.flatMap((d) => {
+      const i = at(d);
+      return i === undefined ? [] : [i];
+    }),
     ...(error.details[0] ? { pointer: error.details[0].pointer } : {}),
     ...(error instanceof RateLimitedError ? { retryAfterSeconds: error.retryAfter } : {}),
   };

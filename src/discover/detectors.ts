@@ -10,7 +10,19 @@ import { contextOf, CTX_ADDRESS, CTX_BIRTH, CTX_NATIONAL_ID, CTX_PERSON_NAME, CT
  * not tell apart from other data — a date, a capitalised name, nine bare digits — need the
  * field's own name to say so (FieldContext).
  */
-export const KINDS = ['email', 'payment-card', 'iban', 'phone', 'us-ssn', 'uk-nino', 'fr-nir', 'ip-address', 'date-of-birth', 'person-name', 'postal-address'] as const;
+export const KINDS = [
+  'email',
+  'payment-card',
+  'iban',
+  'phone',
+  'us-ssn',
+  'uk-nino',
+  'fr-nir',
+  'ip-address',
+  'date-of-birth',
+  'person-name',
+  'postal-address',
+] as const;
 export type Kind = (typeof KINDS)[number];
 
 /** What is known of a value's field: its name (as written, or normalised: lower case, letters and digits only), and its neighbours. */
@@ -26,7 +38,11 @@ export interface FieldContext {
 
 /** a field name lower-cased with accents and separators dropped: `first_name`, `firstName` → `firstname`, `prénom` → `prenom` */
 export function normaliseName(name: string): string {
-  return name.normalize('NFD').replace(/\p{M}/gu, '').toLowerCase().replace(/[^a-z0-9]/g, '');
+  return name
+    .normalize('NFD')
+    .replace(/\p{M}/gu, '')
+    .toLowerCase()
+    .replace(/[^a-z0-9]/g, '');
 }
 
 const EMAIL = /^[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*@(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,63}$/;
@@ -79,11 +95,94 @@ export function isPaymentCard(value: string): boolean {
 
 /** IBAN lengths by country (ISO 13616 registry) */
 const IBAN_LENGTHS: Record<string, number> = {
-  AD: 24, AE: 23, AL: 28, AT: 20, AZ: 28, BA: 20, BE: 16, BG: 22, BH: 22, BI: 27, BR: 29, BY: 28, CH: 21, CR: 22, CY: 28, CZ: 24, DE: 22, DK: 18,
-  DJ: 27, DO: 28, EE: 20, EG: 29, ES: 24, FI: 18, FO: 18, FR: 27, GB: 22, GE: 22, GI: 23, GL: 18, GR: 27, GT: 28, HR: 21, HU: 28, IE: 22, IL: 23,
-  IQ: 23, IR: 26, IS: 26, IT: 27, JO: 30, KW: 30, KZ: 20, LB: 28, LC: 32, LI: 21, LT: 20, LU: 20, LV: 21, LY: 25, MC: 27, MD: 24, ME: 22, MK: 19, MR: 27,
-  MN: 20, MT: 31, MU: 30, NI: 28, NL: 18, NO: 15, OM: 23, PK: 24, PL: 28, PS: 29, PT: 25, QA: 29, RO: 24, RS: 22, RU: 33, SA: 24, SC: 31, SE: 24, SI: 19, SK: 24, SM: 27, SO: 23,
-  SD: 18, ST: 25, SV: 28, TL: 23, TN: 24, TR: 26, UA: 29, VA: 22, VG: 24, XK: 20, YE: 30,
+  AD: 24,
+  AE: 23,
+  AL: 28,
+  AT: 20,
+  AZ: 28,
+  BA: 20,
+  BE: 16,
+  BG: 22,
+  BH: 22,
+  BI: 27,
+  BR: 29,
+  BY: 28,
+  CH: 21,
+  CR: 22,
+  CY: 28,
+  CZ: 24,
+  DE: 22,
+  DK: 18,
+  DJ: 27,
+  DO: 28,
+  EE: 20,
+  EG: 29,
+  ES: 24,
+  FI: 18,
+  FO: 18,
+  FR: 27,
+  GB: 22,
+  GE: 22,
+  GI: 23,
+  GL: 18,
+  GR: 27,
+  GT: 28,
+  HR: 21,
+  HU: 28,
+  IE: 22,
+  IL: 23,
+  IQ: 23,
+  IR: 26,
+  IS: 26,
+  IT: 27,
+  JO: 30,
+  KW: 30,
+  KZ: 20,
+  LB: 28,
+  LC: 32,
+  LI: 21,
+  LT: 20,
+  LU: 20,
+  LV: 21,
+  LY: 25,
+  MC: 27,
+  MD: 24,
+  ME: 22,
+  MK: 19,
+  MR: 27,
+  MN: 20,
+  MT: 31,
+  MU: 30,
+  NI: 28,
+  NL: 18,
+  NO: 15,
+  OM: 23,
+  PK: 24,
+  PL: 28,
+  PS: 29,
+  PT: 25,
+  QA: 29,
+  RO: 24,
+  RS: 22,
+  RU: 33,
+  SA: 24,
+  SC: 31,
+  SE: 24,
+  SI: 19,
+  SK: 24,
+  SM: 27,
+  SO: 23,
+  SD: 18,
+  ST: 25,
+  SV: 28,
+  TL: 23,
+  TN: 24,
+  TR: 26,
+  UA: 29,
+  VA: 22,
+  VG: 24,
+  XK: 20,
+  YE: 30,
 };
 
 /** An IBAN: a registered country's length, then mod 97 of the rearranged number is 1. */
@@ -150,7 +249,6 @@ export function isIpAddress(value: string): boolean {
   return isIP(value) !== 0;
 }
 
-
 /** A plausible date of birth (ISO, d/m/y or m/d/y; 1900 to today) in a field whose name says birth. */
 export function isDateOfBirth(value: string, context: FieldContext, today = new Date()): boolean {
   if ((bitsOf(context) & CTX_BIRTH) === 0) return false;
@@ -168,7 +266,8 @@ export function isDateOfBirth(value: string, context: FieldContext, today = new 
 
 /** names that hold a person's name only beside other personal data, or in a person's object (a product has a `name` too) */
 const GENERIC_NAMES = new Set(['name', 'nom', 'holder', 'owner', 'contact', 'recipient']);
-const PERSON_OBJECTS = /^(profile|customer|person|user|contact|owner|holder|client|patient|employee|member|recipient|sender|billing|shipping|account|cardholder|beneficiary|guardian|applicant)s?$/;
+const PERSON_OBJECTS =
+  /^(profile|customer|person|user|contact|owner|holder|client|patient|employee|member|recipient|sender|billing|shipping|account|cardholder|beneficiary|guardian|applicant)s?$/;
 const NAME_TOKEN = /^[\p{L}\p{M}][\p{L}\p{M}'’.-]*$/u;
 
 /**
@@ -189,7 +288,10 @@ export function isPersonName(value: string, context: FieldContext): boolean {
  */
 export function isPostalAddress(value: string, context: FieldContext): boolean {
   if ((bitsOf(context) & CTX_ADDRESS) === 0 || value.length < 6 || value.length > 200 || /[@<>{}]|:\/\//.test(value)) return false;
-  const words = value.trim().split(/[\s,]+/).filter(Boolean);
+  const words = value
+    .trim()
+    .split(/[\s,]+/)
+    .filter(Boolean);
   // a house number, or Spanish `s/n` (sin número)
   const numbered = /\d/.test(value) || /(?:^|\s)s\/n\.?(?:$|[\s,])/i.test(value);
   // (two words or more: no IP address is one)
@@ -198,16 +300,27 @@ export function isPostalAddress(value: string, context: FieldContext): boolean {
 
 export function detect(kind: Kind, value: string, context: FieldContext): boolean {
   switch (kind) {
-    case 'email': return isEmail(value);
-    case 'payment-card': return isPaymentCard(value);
-    case 'iban': return isIban(value);
-    case 'phone': return isPhone(value, context);
-    case 'us-ssn': return isUsSsn(value, context);
-    case 'uk-nino': return isUkNino(value);
-    case 'fr-nir': return isFrNir(value);
-    case 'ip-address': return isIpAddress(value);
-    case 'date-of-birth': return isDateOfBirth(value, context);
-    case 'person-name': return isPersonName(value, context);
-    case 'postal-address': return isPostalAddress(value, context);
+    case 'email':
+      return isEmail(value);
+    case 'payment-card':
+      return isPaymentCard(value);
+    case 'iban':
+      return isIban(value);
+    case 'phone':
+      return isPhone(value, context);
+    case 'us-ssn':
+      return isUsSsn(value, context);
+    case 'uk-nino':
+      return isUkNino(value);
+    case 'fr-nir':
+      return isFrNir(value);
+    case 'ip-address':
+      return isIpAddress(value);
+    case 'date-of-birth':
+      return isDateOfBirth(value, context);
+    case 'person-name':
+      return isPersonName(value, context);
+    case 'postal-address':
+      return isPostalAddress(value, context);
   }
 }

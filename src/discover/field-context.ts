@@ -29,7 +29,9 @@ const POSITIVE = CTX_PHONE | CTX_NATIONAL_ID | CTX_BIRTH | CTX_PERSON_NAME | CTX
  * `prénom` → prenom). A name written as one lower-case word stays one (`homephone`).
  */
 export function nameWords(name: string): string[] {
-  return name.normalize('NFD').replace(/\p{M}/gu, '')
+  return name
+    .normalize('NFD')
+    .replace(/\p{M}/gu, '')
     .replace(/([a-z0-9])([A-Z])/g, '$1 $2')
     .replace(/([A-Z]+)([A-Z][a-z])/g, '$1 $2')
     .replace(/([A-Za-z])([0-9])/g, '$1 $2')
@@ -39,24 +41,34 @@ export function nameWords(name: string): string[] {
 }
 
 /** words, and compounds written as one word, that speak for a kind */
-const PHONE_WORD = /^(?:tel|tels|tele|telefon|telefono|telephone|fax|msisdn|mobile|mobiles|mobil|cell|cellular|handy|portable|gsm|sms|whatsapp|.*phone.*|(?:tel|mobile|cell|fax)(?:no|nr|num|number))$/;
-const NATIONAL_WORD = /^(?:ssn|ssns|ssn(?:no|nr|num|number)|sin|nir|insee|secu|securite|nino|nin|nhs|bsn|cpr|pesel|dni|nif|nie|cpf|curp|aadhaar|aadhar|socialsecurity\w*|sozialversicherung\w*|nationalid\w*|nationalinsurance\w*|passport\w*|taxid|tin)$/;
+const PHONE_WORD =
+  /^(?:tel|tels|tele|telefon|telefono|telephone|fax|msisdn|mobile|mobiles|mobil|cell|cellular|handy|portable|gsm|sms|whatsapp|.*phone.*|(?:tel|mobile|cell|fax)(?:no|nr|num|number))$/;
+const NATIONAL_WORD =
+  /^(?:ssn|ssns|ssn(?:no|nr|num|number)|sin|nir|insee|secu|securite|nino|nin|nhs|bsn|cpr|pesel|dni|nif|nie|cpf|curp|aadhaar|aadhar|socialsecurity\w*|sozialversicherung\w*|nationalid\w*|nationalinsurance\w*|passport\w*|taxid|tin)$/;
 const BIRTH_WORD = /^(?:dob|born|.*birth.*|.*geburt.*|.*naissance.*|.*nacimiento.*)$/;
-const CARD_WORD = /^(?:pan|pans|cc|ccn|ccnum|(?:credit|debit|payment|bank)?cards?(?:no|nr|num|number|holder)?|creditcard\w*|kreditkarte\w*|carte|tarjeta|visa|mastercard|amex|maestro|payment|payments|instrument|pmt)$/;
-const ADDRESS_WORD = /^(?:addr|address|addresses|adresse|adres|anschrift|direccion|indirizzo|street|streets|strasse|rue|calle|addressline|streetaddress|homeaddress|postaladdress|mailingaddress|residence|domicile)$/;
+const CARD_WORD =
+  /^(?:pan|pans|cc|ccn|ccnum|(?:credit|debit|payment|bank)?cards?(?:no|nr|num|number|holder)?|creditcard\w*|kreditkarte\w*|carte|tarjeta|visa|mastercard|amex|maestro|payment|payments|instrument|pmt)$/;
+const ADDRESS_WORD =
+  /^(?:addr|address|addresses|adresse|adres|anschrift|direccion|indirizzo|street|streets|strasse|rue|calle|addressline|streetaddress|homeaddress|postaladdress|mailingaddress|residence|domicile)$/;
 /** two words that name personal data together, though the second alone is negative */
 const PHRASES: [first: RegExp, second: RegExp, bit: number][] = [
-  [/^(?:national|tax|person|personal|citizen|resident|passport|social|insurance|health|patient|voter|driver|drivers)$/, /^(?:id|ids|number|no|nr|code)$/, CTX_NATIONAL_ID],
+  [
+    /^(?:national|tax|person|personal|citizen|resident|passport|social|insurance|health|patient|voter|driver|drivers)$/,
+    /^(?:id|ids|number|no|nr|code)$/,
+    CTX_NATIONAL_ID,
+  ],
   [/^social$/, /^security$/, CTX_NATIONAL_ID],
   [/^(?:card|credit|debit)$/, /^(?:number|no|nr|num)$/, CTX_CARD],
 ];
 /** address words a qualifier turns into something else: an IP or MAC address, a wallet, a server */
-const NOT_POSTAL = /^(?:ip|ipv4|ipv6|mac|email|mail|e|wallet|server|host|hostname|remote|local|peer|client|network|net|web|url|contract|memory|mem|bluetooth|ble|hardware|hw|bitcoin|btc|eth|ethereum|crypto|node|bind|listen|broker|proxy|gateway|smtp|sender|recipient)$/;
+const NOT_POSTAL =
+  /^(?:ip|ipv4|ipv6|mac|email|mail|e|wallet|server|host|hostname|remote|local|peer|client|network|net|web|url|contract|memory|mem|bluetooth|ble|hardware|hw|bitcoin|btc|eth|ethereum|crypto|node|bind|listen|broker|proxy|gateway|smtp|sender|recipient)$/;
 /**
  * negative words: codes, identifiers and counts of things. `number`, `no`, `value`, `code`'s
  * neighbours stay neutral (a `phoneNumber` is a phone).
  */
-const NEGATIVE_WORD = /^(?:id|ids|uid|uuid|guid|key|keys|gtin|gtins|ean|upc|sku|skus|sscc|isbn|issn|asin|mpn|plu|barcode|tracking|track|shipment|parcel|consignment|waybill|awb|order|orders|invoice|invoices|receipt|account|accounts|acct|tenant|subscription|project|org|organisation|organization|counter|count|counts|seq|sequence|serial|hash|checksum|crc|nonce|token|version|ver|rev|revision|ref|reference|batch|lot|voucher|coupon|promo|confirmation|booking|reservation|pnr|ticket|locator|claim|part|model|po|doc|document|identity|identifier|ident|imsi|transaction|txn|tx|session|request|trace|span|correlation|event|message|msg|ts|timestamp|time|epoch|nanos|micros|millis|ms|bytes|octets|packets|pkts|frames|errors|drops|total|amount|price|cost|qty|quantity|size|offset|port|vlan|asn|cid|eci|ecgi|cgi|lac|tac|enb|gnb|pci|mcc|mnc|imei|sku|gln|vat|ein|duns|lei|siren|siret|registration|reg|company|business|product|item|article|catalog|catalogue|store|warehouse|site|sensor|device|node|job|build|commit|sha|code|pin|zip|postcode|postal|sort|routing)$/;
+const NEGATIVE_WORD =
+  /^(?:id|ids|uid|uuid|guid|key|keys|gtin|gtins|ean|upc|sku|skus|sscc|isbn|issn|asin|mpn|plu|barcode|tracking|track|shipment|parcel|consignment|waybill|awb|order|orders|invoice|invoices|receipt|account|accounts|acct|tenant|subscription|project|org|organisation|organization|counter|count|counts|seq|sequence|serial|hash|checksum|crc|nonce|token|version|ver|rev|revision|ref|reference|batch|lot|voucher|coupon|promo|confirmation|booking|reservation|pnr|ticket|locator|claim|part|model|po|doc|document|identity|identifier|ident|imsi|transaction|txn|tx|session|request|trace|span|correlation|event|message|msg|ts|timestamp|time|epoch|nanos|micros|millis|ms|bytes|octets|packets|pkts|frames|errors|drops|total|amount|price|cost|qty|quantity|size|offset|port|vlan|asn|cid|eci|ecgi|cgi|lac|tac|enb|gnb|pci|mcc|mnc|imei|sku|gln|vat|ein|duns|lei|siren|siret|registration|reg|company|business|product|item|article|catalog|catalogue|store|warehouse|site|sensor|device|node|job|build|commit|sha|code|pin|zip|postcode|postal|sort|routing)$/;
 
 const cache = new Map<string, number>();
 const CACHE_MAX = 4096;
@@ -98,7 +110,8 @@ function contextOfWords(words: readonly string[]): number {
 }
 
 /** organisations and places: what holds a business's address, not a person's */
-const ORGANISATION_WORD = /^(?:supplier|suppliers|vendor|vendors|merchant|merchants|seller|hotel|hotels|property|venue|store|stores|shop|shops|warehouse|warehouses|depot|company|companies|business|corporate|office|branch|site|facility|plant|factory|carrier|organisation|organization|org|employer|bank|agency|headquarters|hq|restaurant|airport|station|terminal|hub|manufacturer|brand|partner|dealer|retailer|distributor|clinic|hospital|school|university)$/;
+const ORGANISATION_WORD =
+  /^(?:supplier|suppliers|vendor|vendors|merchant|merchants|seller|hotel|hotels|property|venue|store|stores|shop|shops|warehouse|warehouses|depot|company|companies|business|corporate|office|branch|site|facility|plant|factory|carrier|organisation|organization|org|employer|bank|agency|headquarters|hq|restaurant|airport|station|terminal|hub|manufacturer|brand|partner|dealer|retailer|distributor|clinic|hospital|school|university)$/;
 
 function wordBits(w: string, before: string | undefined): number {
   let bits = 0;
@@ -115,9 +128,47 @@ function wordBits(w: string, before: string | undefined): number {
  * firstname); `username`, `productName` and the like do not. A name ending in one of them does
  * too (`customerFullName`, `billing_last_name`).
  */
-export const PERSON_NAME_FIELDS = new Set(['fullname', 'firstname', 'lastname', 'surname', 'surnames', 'givenname', 'givennames', 'familyname', 'forename', 'forenames', 'middlename', 'maidenname',
-  'customername', 'clientname', 'holdername', 'cardholder', 'cardholdername', 'accountholder', 'accountholdername', 'contactname', 'patientname', 'employeename', 'personname',
-  'prenom', 'vorname', 'nachname', 'nombre', 'apellido', 'apellidos', 'cognome', 'displayname', 'legalname', 'birthname', 'recipientname', 'sendername', 'guestname', 'passengername', 'travellername', 'travelername']);
+export const PERSON_NAME_FIELDS = new Set([
+  'fullname',
+  'firstname',
+  'lastname',
+  'surname',
+  'surnames',
+  'givenname',
+  'givennames',
+  'familyname',
+  'forename',
+  'forenames',
+  'middlename',
+  'maidenname',
+  'customername',
+  'clientname',
+  'holdername',
+  'cardholder',
+  'cardholdername',
+  'accountholder',
+  'accountholdername',
+  'contactname',
+  'patientname',
+  'employeename',
+  'personname',
+  'prenom',
+  'vorname',
+  'nachname',
+  'nombre',
+  'apellido',
+  'apellidos',
+  'cognome',
+  'displayname',
+  'legalname',
+  'birthname',
+  'recipientname',
+  'sendername',
+  'guestname',
+  'passengername',
+  'travellername',
+  'travelername',
+]);
 
 function suffixIsPersonName(words: readonly string[]): boolean {
   for (let i = 1; i < words.length; i++) if (PERSON_NAME_FIELDS.has(words.slice(i).join(''))) return true;

@@ -6,14 +6,24 @@ import { KEY_PATH, MASKED, type Finding } from './profile.ts';
 /** How each kind is protected in a proposal, and the property it becomes. */
 const PLAN: Record<Kind, { property: string; sequence: string; steps: Record<string, unknown>[]; key: string }> = {
   email: { property: 'email', sequence: 'email-deterministic', key: 'discovered-siv', steps: [{ type: 'aes-siv', key: 'discovered-siv' }] },
-  'payment-card': { property: 'cardNumber', sequence: 'card-fpe', key: 'discovered-ff1', steps: [{ type: 'ff1', key: 'discovered-ff1', alphabet: 'digits', keepFirst: 2, keepLast: 4 }] },
+  'payment-card': {
+    property: 'cardNumber',
+    sequence: 'card-fpe',
+    key: 'discovered-ff1',
+    steps: [{ type: 'ff1', key: 'discovered-ff1', alphabet: 'digits', keepFirst: 2, keepLast: 4 }],
+  },
   iban: { property: 'iban', sequence: 'id-fpe', key: 'discovered-ff1', steps: [{ type: 'ff1', key: 'discovered-ff1', alphabet: 'alnum' }] },
   phone: { property: 'phone', sequence: 'phone-fpe', key: 'discovered-ff1', steps: [{ type: 'ff1', key: 'discovered-ff1', alphabet: 'digits', keepFirst: 2 }] },
   'us-ssn': { property: 'ssn', sequence: 'id-fpe', key: 'discovered-ff1', steps: [{ type: 'ff1', key: 'discovered-ff1', alphabet: 'alnum' }] },
   'uk-nino': { property: 'nino', sequence: 'id-fpe', key: 'discovered-ff1', steps: [{ type: 'ff1', key: 'discovered-ff1', alphabet: 'alnum' }] },
   'fr-nir': { property: 'nir', sequence: 'id-fpe', key: 'discovered-ff1', steps: [{ type: 'ff1', key: 'discovered-ff1', alphabet: 'alnum' }] },
   'ip-address': { property: 'ipAddress', sequence: 'ip-deterministic', key: 'discovered-siv', steps: [{ type: 'aes-siv', key: 'discovered-siv' }] },
-  'date-of-birth': { property: 'dateOfBirth', sequence: 'date-fpe', key: 'discovered-ff1', steps: [{ type: 'ff1', key: 'discovered-ff1', alphabet: 'digits' }] },
+  'date-of-birth': {
+    property: 'dateOfBirth',
+    sequence: 'date-fpe',
+    key: 'discovered-ff1',
+    steps: [{ type: 'ff1', key: 'discovered-ff1', alphabet: 'digits' }],
+  },
   'person-name': { property: 'name', sequence: 'name-randomized', key: 'discovered-gcm', steps: [{ type: 'aes-gcm', key: 'discovered-gcm' }] },
   'postal-address': { property: 'address', sequence: 'address-randomized', key: 'discovered-gcm', steps: [{ type: 'aes-gcm', key: 'discovered-gcm' }] },
 };
@@ -25,7 +35,13 @@ const KEYS: Record<string, Record<string, unknown>> = {
 };
 
 /** How a proposal protects a kind: the property it becomes, its sequence (name, steps) and the key that needs (name, configuration). */
-export function protectionOf(kind: Kind): { property: string; sequence: string; steps: Record<string, unknown>[]; key: string; keyConfig: Record<string, unknown> } {
+export function protectionOf(kind: Kind): {
+  property: string;
+  sequence: string;
+  steps: Record<string, unknown>[];
+  key: string;
+  keyConfig: Record<string, unknown>;
+} {
   const plan = PLAN[kind];
   return structuredClone({ ...plan, keyConfig: KEYS[plan.key]! });
 }
@@ -45,7 +61,12 @@ export interface Proposal {
 
 /** the last word of letters only in a source name: `raw.customers.v2`, `raw.customers.bf00fdf2` → `customers` */
 function lastWord(source: string | undefined): string {
-  return (source ?? '').split(/[^A-Za-z0-9]+/).filter((w) => /^[A-Za-z]+$/.test(w)).at(-1) ?? 'record';
+  return (
+    (source ?? '')
+      .split(/[^A-Za-z0-9]+/)
+      .filter((w) => /^[A-Za-z]+$/.test(w))
+      .at(-1) ?? 'record'
+  );
 }
 
 /** `raw.customers` → `Customer`: the class the draft names */
@@ -83,7 +104,8 @@ export function propose(findings: readonly Finding[], source: ProposalSource = {
   const draft: Record<string, unknown> = {
     version: 1,
     description: `Draft proposed by veil discover${source.topic ? ` from topic ${source.topic}` : ''}: review it before use`,
-    keys, sequences,
+    keys,
+    sequences,
     classes: { [className]: { properties } },
     rightsContexts: { ingest: { evidences: { Role: 'ingest' }, grants: [{ actions: ['Protect'], fields: [`${className}.*`] }] } },
     processingContexts: { protect: { evidences: { Action: 'Protect' } } },

@@ -53,10 +53,14 @@ const TABLE = /^([A-Za-z_][A-Za-z0-9_$]*)(?:\.([A-Za-z_][A-Za-z0-9_$]*))?$/;
 export async function sampleTable(psql: RunPsql, table: string, limit: number, each: (s: Sampled) => void): Promise<SampleReport> {
   const m = TABLE.exec(table);
   if (!m) throw new DiscoverFault('TABLE_NAME_INVALID', 'the table must be named as table or schema.table (letters, digits, _ and $)');
-  const name = [m[1], m[2]].filter(Boolean).map((p) => `"${p}"`).join('.');
+  const name = [m[1], m[2]]
+    .filter(Boolean)
+    .map((p) => `"${p}"`)
+    .join('.');
   const result = await psql(`\\pset format unaligned\n\\pset tuples_only on\nSELECT row_to_json(t)::text FROM ${name} t LIMIT ${Math.floor(limit)};\n`);
   // psql's error names the table and the database, not a row
-  if (result.code !== 0) throw new DiscoverFault('TABLE_UNREADABLE', `psql could not read ${table}: ${result.stderr.split('\n')[0]?.replace(/^psql:[^:]*:\d+: /, '') ?? 'error'}`);
+  if (result.code !== 0)
+    throw new DiscoverFault('TABLE_UNREADABLE', `psql could not read ${table}: ${result.stderr.split('\n')[0]?.replace(/^psql:[^:]*:\d+: /, '') ?? 'error'}`);
   const report = { sampled: 0, unparsable: 0 };
   for (const line of result.stdout.split('\n')) {
     if (line === '') continue;
@@ -73,7 +77,10 @@ export async function sampleTable(psql: RunPsql, table: string, limit: number, e
  * Raw records (a topic's: key and value bytes) as samples: each value decoded by `decode` (its
  * format's reader); one that does not decode, or has no value, is counted, not shown.
  */
-export function decodedSamples(decode: (bytes: Buffer) => Promise<unknown>, each: (s: Sampled) => void): { take(record: { key: Buffer | null; value: Buffer | null }): Promise<void>; report: SampleReport } {
+export function decodedSamples(
+  decode: (bytes: Buffer) => Promise<unknown>,
+  each: (s: Sampled) => void,
+): { take(record: { key: Buffer | null; value: Buffer | null }): Promise<void>; report: SampleReport } {
   const report = { sampled: 0, unparsable: 0 };
   return {
     report,

@@ -1,5 +1,17 @@
 import { isValidPhoneNumber } from 'libphonenumber-js/max';
-import { cardNetwork, isDateOfBirth, isEmail, isFrNir, isIban, isNationalPhone, isPersonName, isPostalAddress, isUkNino, isUsSsn, luhnValid } from '../discover/index.ts';
+import {
+  cardNetwork,
+  isDateOfBirth,
+  isEmail,
+  isFrNir,
+  isIban,
+  isNationalPhone,
+  isPersonName,
+  isPostalAddress,
+  isUkNino,
+  isUsSsn,
+  luhnValid,
+} from '../discover/index.ts';
 import { CTX_ADDRESS, CTX_BIRTH, CTX_CARD, CTX_NATIONAL_ID, CTX_NEGATIVE, CTX_PERSON_NAME, CTX_PHONE } from '../discover/index.ts';
 import type { GuardKind, Shape } from './value-kinds.ts';
 
@@ -58,7 +70,8 @@ export function gradedKind(text: string, shape: Shape, ctx: number): Graded | un
     if (digits === 15 && isFrNir(text)) consider('fr-nir', inContext(text.includes(' ') ? VERY_LIKELY : POSSIBLE, ctx, CTX_NATIONAL_ID, text.includes(' ')));
   } else {
     if (shape.ibanStart && isIban(text)) consider('iban', inContext(VERY_LIKELY, ctx, 0, true));
-    if (digits === 6 && letters === 3 && isUkNino(text)) consider('uk-nino', inContext(text.includes(' ') ? VERY_LIKELY : LIKELY, ctx, CTX_NATIONAL_ID, text.includes(' ')));
+    if (digits === 6 && letters === 3 && isUkNino(text))
+      consider('uk-nino', inContext(text.includes(' ') ? VERY_LIKELY : LIKELY, ctx, CTX_NATIONAL_ID, text.includes(' ')));
     if (digits === 13 && letters === 2 && isFrNir(text)) consider('fr-nir', inContext(LIKELY, ctx, CTX_NATIONAL_ID, false));
   }
   if (digits >= 6 && ((ctx & CTX_PHONE) !== 0 || shape.international)) gradePhone(text, ctx, consider);

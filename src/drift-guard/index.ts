@@ -7,7 +7,17 @@
  * src/stream/serde/{decoded,protobuf}-drift-guard.ts, src/gateway/drift-guard.ts.
  */
 export {
-  contextOf, DEFAULT_THRESHOLD, GUARD_KINDS, likelihoodLevel, mayBePersonal, shapeOf, shapeOfBytes, THRESHOLDS, unmappedKeyKindOfBytes, unmappedValueKind, type GuardKind,
+  contextOf,
+  DEFAULT_THRESHOLD,
+  GUARD_KINDS,
+  likelihoodLevel,
+  mayBePersonal,
+  shapeOf,
+  shapeOfBytes,
+  THRESHOLDS,
+  unmappedKeyKindOfBytes,
+  unmappedValueKind,
+  type GuardKind,
 } from './value-kinds.ts';
 export { allowedPath, formatPath, JsonGuard, parentContext, quietPath, type AllowedPath, type UnmappedFinding } from './json-guard.ts';
 export { ObjectGuard, type ObjectFinding, type PathTree } from './object-guard.ts';

@@ -1,6 +1,26 @@
 import { foldKey, type JsonPath, type JsonPathStep } from '../json-bytes/paths.ts';
-import { EV_STRING, keyText, leafText, TRAIT_AT, TRAIT_DIGIT, TRAIT_ESCAPE, type KeyName, type PlaceStep, type ScanPlace, type UnmappedVisitor } from '../json-bytes/scan.ts';
-import { contextOf, LIKELY, mayBePersonal, mayBePersonalWithoutDigits, shapeOfBytes, unmappedKeyKind, unmappedValueKind, type GuardKind } from './value-kinds.ts';
+import {
+  EV_STRING,
+  keyText,
+  leafText,
+  TRAIT_AT,
+  TRAIT_DIGIT,
+  TRAIT_ESCAPE,
+  type KeyName,
+  type PlaceStep,
+  type ScanPlace,
+  type UnmappedVisitor,
+} from '../json-bytes/scan.ts';
+import {
+  contextOf,
+  LIKELY,
+  mayBePersonal,
+  mayBePersonalWithoutDigits,
+  shapeOfBytes,
+  unmappedKeyKind,
+  unmappedValueKind,
+  type GuardKind,
+} from './value-kinds.ts';
 import { pathSegment } from '../discover/index.ts';
 
 /** Personal data where no mapping looks: the path (keys that are data shown as `*`) and kind — never the value. */
@@ -94,15 +114,24 @@ export class JsonGuard implements UnmappedVisitor {
     const to = string ? end - 1 : end;
     // most strings hold no `@`, no escape and fewer than 4 digits (the scanner counts): such a
     // value is no guarded kind unless its field is named for a person or an address
-    if (string && (place.stringTraits() & (TRAIT_AT | TRAIT_ESCAPE)) === 0 && place.stringDigits() < 4 && !this.fewDigitsMayBePersonal(b, from, to, place.stringDigits(), place)) return;
+    if (
+      string &&
+      (place.stringTraits() & (TRAIT_AT | TRAIT_ESCAPE)) === 0 &&
+      place.stringDigits() < 4 &&
+      !this.fewDigitsMayBePersonal(b, from, to, place.stringDigits(), place)
+    )
+      return;
     const keyStart = place.keyStart();
     const keyEnd = keyStart < 0 ? -1 : place.keyEnd();
     const shape = shapeOfBytes(b, from, to);
     // the field's name matters to names (no digits), to numbers of 4 digits or more (dates,
     // phones, cards, national ids) and to addresses (letters and digits): most values need no
     // lookup of their key
-    const named = keyStart >= 0 && (shape.digits >= 4 || (shape.digits > 0 && shape.letters > 1 && shape.separators > 0 && mayNameAnAddress(b, keyStart + 1, keyEnd - 1))
-      || (shape.digits === 0 && mayNameAPerson(b, keyStart + 1, keyEnd - 1)));
+    const named =
+      keyStart >= 0 &&
+      (shape.digits >= 4 ||
+        (shape.digits > 0 && shape.letters > 1 && shape.separators > 0 && mayNameAnAddress(b, keyStart + 1, keyEnd - 1)) ||
+        (shape.digits === 0 && mayNameAPerson(b, keyStart + 1, keyEnd - 1)));
     const hints = named ? this.hints.of(b, keyStart, keyEnd) : 0;
     if (!mayBePersonal(shape, hints)) return;
     // a candidate under an allowed path is not looked at (the detectors cost more than the steps)
@@ -155,11 +184,15 @@ export class JsonGuard implements UnmappedVisitor {
   }
 
   private allowed(steps: readonly PlaceStep[]): boolean {
-    return this.allow.some((entry) => entry.length <= steps.length && entry.every((s, i) => {
-      const step = steps[i]!;
-      if (s === null || step === null) return s === step;
-      return s === (this.fold ? foldKey(step) : step);
-    }));
+    return this.allow.some(
+      (entry) =>
+        entry.length <= steps.length &&
+        entry.every((s, i) => {
+          const step = steps[i]!;
+          if (s === null || step === null) return s === step;
+          return s === (this.fold ? foldKey(step) : step);
+        }),
+    );
   }
 }
 
@@ -269,7 +302,6 @@ function allDigits(b: Buffer, from: number, to: number): boolean {
   for (let k = from; k < to; k++) if (!isDigit(b[k])) return false;
   return true;
 }
-
 
 function isDigit(c: number | undefined): boolean {
   return c !== undefined && c >= 0x30 && c <= 0x39;

@@ -95,7 +95,15 @@ export class ObjectGuard {
   }
 
   // a recursive walk: the place and where to write travel with it
-  private walk(value: unknown, tree: PathTree | undefined, steps: PlaceStep[], out: ObjectFinding[], parent: Record<string, unknown> | unknown[] | undefined, at: string | number | undefined, named?: number): void {
+  private walk(
+    value: unknown,
+    tree: PathTree | undefined,
+    steps: PlaceStep[],
+    out: ObjectFinding[],
+    parent: Record<string, unknown> | unknown[] | undefined,
+    at: string | number | undefined,
+    named?: number,
+  ): void {
     if (value === null || value === undefined) return;
     if (tree?.leaf === true) return;
     if (this.allowed(steps)) return;
@@ -123,12 +131,22 @@ export class ObjectGuard {
     if (text === undefined) return;
     // an array element is named by its array's field (`phones` for each of its values)
     const name = (steps.findLast((step) => step !== null) as string | undefined) ?? '';
-    const kind = named !== undefined ? unmappedValueKind(text, name, named, this.threshold)
-      : unmappedValueKind(text, name, contextOf(name), this.threshold, () => parentContext(steps));
+    const kind =
+      named !== undefined
+        ? unmappedValueKind(text, name, named, this.threshold)
+        : unmappedValueKind(text, name, contextOf(name), this.threshold, () => parentContext(steps));
     if (kind !== undefined) out.push({ path: formatPath(steps), kind, key: false, ...(parent === undefined ? {} : { parent, at: at! }) });
   }
 
-  private entry(key: string, value: unknown, tree: PathTree | undefined, steps: PlaceStep[], out: ObjectFinding[], parent: Record<string, unknown> | undefined, named?: number): void {
+  private entry(
+    key: string,
+    value: unknown,
+    tree: PathTree | undefined,
+    steps: PlaceStep[],
+    out: ObjectFinding[],
+    parent: Record<string, unknown> | undefined,
+    named?: number,
+  ): void {
     steps.push(key);
     const keyKind = unmappedKeyKind(key, this.threshold);
     if (keyKind !== undefined && !this.allowed(steps)) out.push({ path: formatPath(steps, true), kind: keyKind, key: true });
@@ -137,11 +155,15 @@ export class ObjectGuard {
   }
 
   allowed(steps: readonly PlaceStep[]): boolean {
-    return this.allow.some((entry) => entry.length <= steps.length && entry.every((s, i) => {
-      const step = steps[i]!;
-      if (s === null || step === null) return s === step;
-      return s === (this.fold ? foldKey(step) : step);
-    }));
+    return this.allow.some(
+      (entry) =>
+        entry.length <= steps.length &&
+        entry.every((s, i) => {
+          const step = steps[i]!;
+          if (s === null || step === null) return s === step;
+          return s === (this.fold ? foldKey(step) : step);
+        }),
+    );
   }
 }
 
@@ -152,7 +174,8 @@ function textOf(value: unknown): string | undefined {
     const text = String(value);
     return text.startsWith('-') ? undefined : text;
   }
-  if (value instanceof Uint8Array && value.length >= 5 && value.length <= 254 && isUtf8(value)) return Buffer.from(value.buffer, value.byteOffset, value.length).toString('utf8');
+  if (value instanceof Uint8Array && value.length >= 5 && value.length <= 254 && isUtf8(value))
+    return Buffer.from(value.buffer, value.byteOffset, value.length).toString('utf8');
   return undefined;
 }
 

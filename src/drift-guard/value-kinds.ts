@@ -9,7 +9,18 @@ import { contextOf, CTX_ADDRESS, CTX_BIRTH, CTX_NATIONAL_ID, CTX_ORGANISATION, C
  * leaves out what only ever shows with a field's neighbours (a generic `name`) or is too common
  * outside personal data to refuse records for (IP addresses in operational fields).
  */
-export const GUARD_KINDS = ['email', 'payment-card', 'iban', 'phone', 'us-ssn', 'uk-nino', 'fr-nir', 'date-of-birth', 'person-name', 'postal-address'] as const satisfies readonly Kind[];
+export const GUARD_KINDS = [
+  'email',
+  'payment-card',
+  'iban',
+  'phone',
+  'us-ssn',
+  'uk-nino',
+  'fr-nir',
+  'date-of-birth',
+  'person-name',
+  'postal-address',
+] as const satisfies readonly Kind[];
 export type GuardKind = (typeof GUARD_KINDS)[number];
 
 export { contextOf } from '../discover/index.ts';
@@ -83,7 +94,15 @@ export function shapeOf(text: string): Shape {
     else if ((c | 0x20) >= 0x61 && (c | 0x20) <= 0x7a) letters++;
     else if (c === 0x20 || c === 0x2c) separators++;
   }
-  return { length: text.length, letters, digits, at: text.includes('@'), ibanStart: IBAN_START.test(text), international: text.startsWith('+') || text.startsWith('00'), separators };
+  return {
+    length: text.length,
+    letters,
+    digits,
+    at: text.includes('@'),
+    ibanStart: IBAN_START.test(text),
+    international: text.startsWith('+') || text.startsWith('00'),
+    separators,
+  };
 }
 
 /**

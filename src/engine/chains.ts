@@ -33,7 +33,10 @@ function eachValue(one: (value: string) => string, values: readonly string[]): (
  * cleartext between them stays inside this call).
  */
 export function chainThen(first: Chain, second: Chain): Chain {
-  return chainOf([{ one: (v) => first(v), many: (vs) => first.many(vs) }, { one: (v) => second(v), many: (vs) => second.many(vs) }]);
+  return chainOf([
+    { one: (v) => first(v), many: (vs) => first.many(vs) },
+    { one: (v) => second(v), many: (vs) => second.many(vs) },
+  ]);
 }
 
 /**
@@ -150,9 +153,15 @@ export class ChainCache {
 
   private build(field: CompiledField, plan: ActionPlan): Chain {
     const bound = this.sequence(plan.sequence).map((t) => t.bind(field));
-    const chain = plan.direction === 'forward'
-      ? chainOf(bound.map((t) => ({ one: t.protect, ...(t.protectMany ? { many: t.protectMany } : {}) })))
-      : chainOf(bound.slice().reverse().map((t) => ({ one: t.unprotect, ...(t.unprotectMany ? { many: t.unprotectMany } : {}) })));
+    const chain =
+      plan.direction === 'forward'
+        ? chainOf(bound.map((t) => ({ one: t.protect, ...(t.protectMany ? { many: t.protectMany } : {}) })))
+        : chainOf(
+            bound
+              .slice()
+              .reverse()
+              .map((t) => ({ one: t.unprotect, ...(t.unprotectMany ? { many: t.unprotectMany } : {}) })),
+          );
     const keys = this.deps.keys;
     return keys.assertUsable ? gated(chain, () => keys.assertUsable!()) : chain;
   }

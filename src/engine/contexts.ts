@@ -71,7 +71,11 @@ export function resolveContexts(config: CompiledConfig, body: TransformRequest, 
  * subject it names: a Subject evidence (at most one) is not matched against configured contexts —
  * it says whose values the requests carry (subject-scoped keys, docs/erasure.md).
  */
-export function matchProcessing(config: CompiledConfig, evidences: readonly Evidence[], site: ContextSite): { context?: CompiledProcessingContext; subject?: string; badRequest: ErrorDetail[] } {
+export function matchProcessing(
+  config: CompiledConfig,
+  evidences: readonly Evidence[],
+  site: ContextSite,
+): { context?: CompiledProcessingContext; subject?: string; badRequest: ErrorDetail[] } {
   const badRequest: ErrorDetail[] = [];
   const subject = subjectOf(evidences, site, badRequest);
   // no configured context has a Subject evidence (the compiler refuses one), so it matches none
@@ -82,7 +86,11 @@ export function matchProcessing(config: CompiledConfig, evidences: readonly Evid
   if (top.length === 0) {
     badRequest.push({ code: 'PROCESSING_CONTEXT_UNMATCHED', pointer: site.evidences, message: `${site.label} matches no configured processing context` });
   } else if (top.length > 1) {
-    badRequest.push({ code: 'PROCESSING_CONTEXT_AMBIGUOUS', pointer: site.evidences, message: `${site.label} matches processing contexts ${top.map((c) => c.name).join(', ')} equally well` });
+    badRequest.push({
+      code: 'PROCESSING_CONTEXT_AMBIGUOUS',
+      pointer: site.evidences,
+      message: `${site.label} matches processing contexts ${top.map((c) => c.name).join(', ')} equally well`,
+    });
   } else {
     return { context: top[0]!, ...(subject !== undefined ? { subject } : {}), badRequest };
   }
@@ -103,13 +111,22 @@ function subjectOf(evidences: readonly Evidence[], site: ContextSite, problems: 
 }
 
 /** The configured rights contexts that one context's evidences match for a caller holding `held`, or why none. */
-export function matchRights(config: CompiledConfig, evidences: readonly Evidence[], held: ReadonlySet<string>, site: ContextSite): { rights?: ResolvedRights; badRequest: ErrorDetail[]; forbidden: ErrorDetail[] } {
+export function matchRights(
+  config: CompiledConfig,
+  evidences: readonly Evidence[],
+  held: ReadonlySet<string>,
+  site: ContextSite,
+): { rights?: ResolvedRights; badRequest: ErrorDetail[]; forbidden: ErrorDetail[] } {
   const badRequest: ErrorDetail[] = [];
   const forbidden: ErrorDetail[] = [];
   if (unknownNames(evidences, config.rightsEvidenceNames, site, badRequest)) return { badRequest, forbidden };
   evidences.forEach((e, j) => {
     if (e.name === ROLE && !held.has(e.value)) {
-      forbidden.push({ code: 'ROLE_NOT_HELD', pointer: `${site.evidences}/${j}/value`, message: `${site.evidences}/${j} names a role the caller does not hold` });
+      forbidden.push({
+        code: 'ROLE_NOT_HELD',
+        pointer: `${site.evidences}/${j}/value`,
+        message: `${site.evidences}/${j} names a role the caller does not hold`,
+      });
     }
   });
   if (forbidden.length) return { badRequest, forbidden };
@@ -126,7 +143,11 @@ function unknownNames(evidences: readonly Evidence[], known: ReadonlySet<string>
   evidences.forEach((e, j) => {
     if (!known.has(e.name) && e.name !== reserved) {
       found = true;
-      problems.push({ code: 'EVIDENCE_UNKNOWN', pointer: `${site.evidences}/${j}/name`, message: `${site.evidences}/${j}: evidence name "${truncate(e.name)}" is not used by any configured context` });
+      problems.push({
+        code: 'EVIDENCE_UNKNOWN',
+        pointer: `${site.evidences}/${j}/name`,
+        message: `${site.evidences}/${j}: evidence name "${truncate(e.name)}" is not used by any configured context`,
+      });
     }
   });
   return found;

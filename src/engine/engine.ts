@@ -118,7 +118,9 @@ export class Engine {
   plan(body: unknown, identity: Identity): Plan {
     const parsed = transformRequestSchema.safeParse(body);
     if (!parsed.success) {
-      throw combine(parsed.error.issues.map((i) => ({ code: 'REQUEST_MALFORMED', pointer: pointerOf(i.path), message: `${pointerOf(i.path) || '/'}: ${shapeMessage(i)}` })));
+      throw combine(
+        parsed.error.issues.map((i) => ({ code: 'REQUEST_MALFORMED', pointer: pointerOf(i.path), message: `${pointerOf(i.path) || '/'}: ${shapeMessage(i)}` })),
+      );
     }
     const request = parsed.data;
     fail(checkIdentifiers(request));
@@ -158,11 +160,23 @@ export class Engine {
           if (outcome.scoped) scoped = { create: (scoped?.create ?? false) || !outcome.reveals };
           return outcome.chain;
         }
-        (outcome.code === 'ACTION_NOT_GRANTED' ? forbidden : unprocessable).push({ ...refusal(outcome), request: r.guid, instance: ii, pointer: `/requests/${ri}/instances/${ii}` });
+        (outcome.code === 'ACTION_NOT_GRANTED' ? forbidden : unprocessable).push({
+          ...refusal(outcome),
+          request: r.guid,
+          instance: ii,
+          pointer: `/requests/${ri}/instances/${ii}`,
+        });
         return noChain;
       });
       return {
-        guid: r.guid, index: ri, action, reveals, processingContext: processing.name, rightsContexts: rights.names, instances: r.instances, chains,
+        guid: r.guid,
+        index: ri,
+        action,
+        reveals,
+        processingContext: processing.name,
+        rightsContexts: rights.names,
+        instances: r.instances,
+        chains,
         ...(scoped && subject !== undefined ? { subject: { id: subject, create: scoped.create } } : {}),
       };
     });
@@ -211,11 +225,17 @@ export class Engine {
    * bind() checks. Nothing here reveals: cleartext never leaves a transform. `erasedKept`: a value
    * of an erased data subject is carried through unchanged and counted, instead of refused.
    */
-  bindRewrap(request: BindRequest & { unprotectEvidences: readonly { name: string; value: string }[] }, options: { erasedKept?: (count: number) => void } = {}): BoundFields {
+  bindRewrap(
+    request: BindRequest & { unprotectEvidences: readonly { name: string; value: string }[] },
+    options: { erasedKept?: (count: number) => void } = {},
+  ): BoundFields {
     const protect = this.bind(request);
     const unprotect = this.bind({ ...request, processingEvidences: request.unprotectEvidences });
     if (protect.action !== PROTECT || unprotect.action !== UNPROTECT) {
-      throw new VeilError('CONFIG_INVALID', `a re-protection binds a Protect and an Unprotect processing context, not ${protect.action} and ${unprotect.action}`);
+      throw new VeilError(
+        'CONFIG_INVALID',
+        `a re-protection binds a Protect and an Unprotect processing context, not ${protect.action} and ${unprotect.action}`,
+      );
     }
     // values of erased data subjects are carried through unchanged (and counted) when the caller asks
     const kept = options.erasedKept;
@@ -242,19 +262,25 @@ export class Engine {
     const problems: ErrorDetail[] = [];
     const responses = plan.requests.map((r) => ({
       request: r.guid,
-      instances: this.subjects.run(r.subject?.id, subjects, () => r.instances.map((inst, ii) => {
-        try {
-          return { className: inst.className, propertyName: inst.propertyName, value: r.chains[ii]!(inst.value) };
-        } catch (e) {
-          if (!(e instanceof ValueError)) throw e;
-          problems.push({
-            code: e.code, pointer: `/requests/${r.index}/instances/${ii}/value`, request: r.guid, instance: ii,
-            className: inst.className, propertyName: inst.propertyName,
-            message: `${inst.className}.${inst.propertyName} value ${e.message}`,
-          });
-          return inst;
-        }
-      })),
+      instances: this.subjects.run(r.subject?.id, subjects, () =>
+        r.instances.map((inst, ii) => {
+          try {
+            return { className: inst.className, propertyName: inst.propertyName, value: r.chains[ii]!(inst.value) };
+          } catch (e) {
+            if (!(e instanceof ValueError)) throw e;
+            problems.push({
+              code: e.code,
+              pointer: `/requests/${r.index}/instances/${ii}/value`,
+              request: r.guid,
+              instance: ii,
+              className: inst.className,
+              propertyName: inst.propertyName,
+              message: `${inst.className}.${inst.propertyName} value ${e.message}`,
+            });
+            return inst;
+          }
+        }),
+      ),
     }));
     fail(problems);
     return { responses };
@@ -277,7 +303,9 @@ function shapeMessage(issue: { code: string; message: string; keys?: string[] })
 
 function subjectRequired(inst: { className: string; propertyName: string }): Omit<ErrorDetail, 'pointer'> {
   return {
-    className: inst.className, propertyName: inst.propertyName, code: 'SUBJECT_REQUIRED',
+    className: inst.className,
+    propertyName: inst.propertyName,
+    code: 'SUBJECT_REQUIRED',
     message: `${inst.className}.${inst.propertyName} is protected under a key scoped to the data subject: name the subject with a Subject evidence of the processing context`,
   };
 }
@@ -287,13 +315,16 @@ function refusal(d: Exclude<Decision, { chain: Chain }>): Omit<ErrorDetail, 'poi
   return { className: d.className, propertyName: d.propertyName, code: d.code, message: d.message };
 }
 
-const noChain: Chain = Object.assign(() => {
-  throw new Error('unreachable: a planned call with problems never executes');
-}, {
-  many(): never {
+const noChain: Chain = Object.assign(
+  () => {
     throw new Error('unreachable: a planned call with problems never executes');
   },
-});
+  {
+    many(): never {
+      throw new Error('unreachable: a planned call with problems never executes');
+    },
+  },
+);
 
 function fail(details: readonly ErrorDetail[]): void {
   if (details.length) throw combine(details);

@@ -28,9 +28,23 @@ export const ENGINE_ERRORS = {
   VALUE_TOO_LONG: { status: 422, retriable: false, title: 'The value is longer than the transformer accepts' },
   VALUE_NOT_IN_ALPHABET: { status: 422, retriable: false, title: 'The value holds characters the transformer cannot process' },
   PROTECTED_VALUE_INVALID: { status: 422, retriable: false, title: 'The protected value is malformed, tampered with, or belongs to another field' },
-  SUBJECT_ID_INVALID: { status: 400, retriable: false, title: 'A Subject evidence is repeated, empty, longer than 512 bytes, or holds control characters or ill-formed Unicode' },
-  SUBJECT_REQUIRED: { status: 422, retriable: false, title: "The field's sequence uses a key scoped to the data subject, and the call names no subject (no Subject evidence, a record without a key, a NULL subject column)" },
-  SUBJECT_ERASED: { status: 422, retriable: false, title: "The value belongs to a data subject whose key was erased: it can no longer be unprotected (and, when the configuration keeps erased ids refused, the subject cannot be protected again)" },
+  SUBJECT_ID_INVALID: {
+    status: 400,
+    retriable: false,
+    title: 'A Subject evidence is repeated, empty, longer than 512 bytes, or holds control characters or ill-formed Unicode',
+  },
+  SUBJECT_REQUIRED: {
+    status: 422,
+    retriable: false,
+    title:
+      "The field's sequence uses a key scoped to the data subject, and the call names no subject (no Subject evidence, a record without a key, a NULL subject column)",
+  },
+  SUBJECT_ERASED: {
+    status: 422,
+    retriable: false,
+    title:
+      'The value belongs to a data subject whose key was erased: it can no longer be unprotected (and, when the configuration keeps erased ids refused, the subject cannot be protected again)',
+  },
   KEY_VERSION_UNKNOWN: { status: 422, retriable: false, title: 'The protected value names a key version that the keystore does not hold' },
   KEY_UNAVAILABLE: { status: 503, retriable: true, title: 'A key needed for the call cannot be loaded' },
   CONFIG_INVALID: { status: 500, retriable: false, title: 'The configuration is invalid' },
@@ -70,7 +84,13 @@ export class VeilError extends Error {
   constructor(code: EngineErrorCode, message: string, details?: readonly ErrorDetail[], options?: { cause?: unknown });
   /** a layer's error type: its code with the entry of its catalog */
   constructor(code: string, message: string, details: readonly ErrorDetail[], options: { cause?: unknown } | undefined, entry: ErrorEntry);
-  constructor(code: string, message: string, details: readonly ErrorDetail[] = [], options?: { cause?: unknown }, entry: ErrorEntry = ENGINE_ERRORS[code as EngineErrorCode]) {
+  constructor(
+    code: string,
+    message: string,
+    details: readonly ErrorDetail[] = [],
+    options?: { cause?: unknown },
+    entry: ErrorEntry = ENGINE_ERRORS[code as EngineErrorCode],
+  ) {
     super(message, options);
     this.name = 'VeilError';
     this.code = code;

@@ -4,15 +4,20 @@ import { matchRights, type ResolvedRights } from './contexts.ts';
 import type { ErrorDetail } from './errors.ts';
 
 /** What authorization decided for one field and action: what to run, or why not. */
-export type FieldDecision =
-  | { field: CompiledField; plan: ActionPlan }
-  | (Omit<ErrorDetail, 'pointer' | 'request' | 'instance'> & { plan?: undefined });
+export type FieldDecision = { field: CompiledField; plan: ActionPlan } | (Omit<ErrorDetail, 'pointer' | 'request' | 'instance'> & { plan?: undefined });
 
 /**
  * Grant, then field, then the action's sequence: the one decision Engine.plan and Engine.bind make
  * for every field, and the role × field view shows. Pure: no keys, no values.
  */
-export function decideField(config: CompiledConfig, rights: ResolvedRights, rightsLabel: string, action: string, className: string, propertyName: string): FieldDecision {
+export function decideField(
+  config: CompiledConfig,
+  rights: ResolvedRights,
+  rightsLabel: string,
+  action: string,
+  className: string,
+  propertyName: string,
+): FieldDecision {
   const name = `${className}.${propertyName}`;
   const fieldOf = { className, propertyName };
   if (!rights.grants(action, className, propertyName)) {
@@ -50,7 +55,8 @@ const RANK: readonly FieldAccess[] = ['clear', 'pseudonym', 'masked', 'protected
  */
 export function fieldAccess(config: CompiledConfig, role: string, className: string, propertyName: string): FieldAccessAnswer {
   const matched = matchRights(config, [{ name: ROLE, value: role }], new Set([role]), { label: 'Role', evidences: '' });
-  if (!matched.rights) return { access: 'denied', rightsContexts: [], code: (matched.forbidden[0] ?? matched.badRequest[0])?.code ?? 'RIGHTS_CONTEXT_UNMATCHED' };
+  if (!matched.rights)
+    return { access: 'denied', rightsContexts: [], code: (matched.forbidden[0] ?? matched.badRequest[0])?.code ?? 'RIGHTS_CONTEXT_UNMATCHED' };
   const rights = matched.rights;
   const field = config.classes.get(className)?.get(propertyName);
   const actions = [UNPROTECT, ...[...(field?.actions.keys() ?? [])].filter((a) => a !== UNPROTECT && a !== 'Protect')];

@@ -32,10 +32,20 @@ export function checkIdentifiers(body: TransformRequest): ErrorDetail[] {
   const processing = new Set(body.processingContexts.map((c) => c.guid.toLowerCase()));
   body.requests.forEach((r, i) => {
     if (!rights.has(r.rightsContext.toLowerCase())) {
-      problems.push({ code: 'REFERENCE_UNRESOLVED', pointer: `/requests/${i}/rightsContext`, request: r.guid, message: `/requests/${i}/rightsContext names no element of rightsContexts` });
+      problems.push({
+        code: 'REFERENCE_UNRESOLVED',
+        pointer: `/requests/${i}/rightsContext`,
+        request: r.guid,
+        message: `/requests/${i}/rightsContext names no element of rightsContexts`,
+      });
     }
     if (!processing.has(r.processingContext.toLowerCase())) {
-      problems.push({ code: 'REFERENCE_UNRESOLVED', pointer: `/requests/${i}/processingContext`, request: r.guid, message: `/requests/${i}/processingContext names no element of processingContexts` });
+      problems.push({
+        code: 'REFERENCE_UNRESOLVED',
+        pointer: `/requests/${i}/processingContext`,
+        request: r.guid,
+        message: `/requests/${i}/processingContext names no element of processingContexts`,
+      });
     }
   });
   return problems;

@@ -13,7 +13,21 @@ export { checkIdentifiers } from './identifiers.ts';
 export { jsonSchemas } from './schemas.ts';
 
 // errors
-export { combine, ENGINE_ERRORS, LayerError, layerErrorType, layerFaultType, ValueError, VeilError, type EngineErrorCode, type ErrorDetail, type ErrorEntry, type FaultEntry, type LayerErrorOptions, type LayerFaultOptions } from './errors.ts';
+export {
+  combine,
+  ENGINE_ERRORS,
+  LayerError,
+  layerErrorType,
+  layerFaultType,
+  ValueError,
+  VeilError,
+  type EngineErrorCode,
+  type ErrorDetail,
+  type ErrorEntry,
+  type FaultEntry,
+  type LayerErrorOptions,
+  type LayerFaultOptions,
+} from './errors.ts';
 
 // configuration: the engine's sections, their compiler, and the pieces other layers' sections reuse
 export { compileConfig, compileConfigText, compileEngineConfig, compileText, configIssuesOf, type CompileResult } from './config/compile.ts';

@@ -19,7 +19,15 @@ export interface TracedStep {
  * calls run the same transformers through their cached chains. Authorization is the caller's
  * business: this answers for a field and action, not for a caller.
  */
-export function traceSteps(config: CompiledConfig, keys: KeyProvider, random: (bytes: Uint8Array) => Uint8Array, className: string, propertyName: string, action: string, value: string): TracedStep[] {
+export function traceSteps(
+  config: CompiledConfig,
+  keys: KeyProvider,
+  random: (bytes: Uint8Array) => Uint8Array,
+  className: string,
+  propertyName: string,
+  action: string,
+  value: string,
+): TracedStep[] {
   const field = config.classes.get(className)?.get(propertyName);
   const plan = field?.actions.get(action);
   const sequence = plan && config.sequences.get(plan.sequence);

@@ -1,10 +1,30 @@
 import { ENGINE_ERRORS, type ErrorEntry } from '../engine/index.ts';
-import { AUDIT_ERRORS, CONTROL_ERRORS, DB_ERRORS, DOOR_ERRORS, GATEWAY_ERRORS, IDENTITY_ERRORS, KEYSTORE_ERRORS, PORTAL_ERRORS, STREAM_ERRORS, SUBJECTS_ERRORS } from './codes.ts';
+import {
+  AUDIT_ERRORS,
+  CONTROL_ERRORS,
+  DB_ERRORS,
+  DOOR_ERRORS,
+  GATEWAY_ERRORS,
+  IDENTITY_ERRORS,
+  KEYSTORE_ERRORS,
+  PORTAL_ERRORS,
+  STREAM_ERRORS,
+  SUBJECTS_ERRORS,
+} from './codes.ts';
 
 /** Every layer's catalog by its home, in the order docs/errors.md presents them. */
 export const CATALOGS = {
-  engine: ENGINE_ERRORS, keystore: KEYSTORE_ERRORS, control: CONTROL_ERRORS, subjects: SUBJECTS_ERRORS, identity: IDENTITY_ERRORS, doors: DOOR_ERRORS,
-  audit: AUDIT_ERRORS, stream: STREAM_ERRORS, portal: PORTAL_ERRORS, db: DB_ERRORS, gateway: GATEWAY_ERRORS,
+  engine: ENGINE_ERRORS,
+  keystore: KEYSTORE_ERRORS,
+  control: CONTROL_ERRORS,
+  subjects: SUBJECTS_ERRORS,
+  identity: IDENTITY_ERRORS,
+  doors: DOOR_ERRORS,
+  audit: AUDIT_ERRORS,
+  stream: STREAM_ERRORS,
+  portal: PORTAL_ERRORS,
+  db: DB_ERRORS,
+  gateway: GATEWAY_ERRORS,
 } as const;
 
 /** every code veil answers with, of every layer */
@@ -27,4 +47,3 @@ function gather(): Record<ErrorCode, ErrorEntry> {
   }
   return all as Record<ErrorCode, ErrorEntry>;
 }
-

@@ -11,7 +11,11 @@ const POLL_MS = 25;
  * /proc; elsewhere `-`). A container sharing a volume may share the host name (one Kubernetes pod)
  * but not the pid namespace, and a pid of an earlier boot names nobody now.
  */
-const HERE = { host: procText(hostname), boot: procText(() => readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim()), pidNs: procText(() => readlinkSync('/proc/self/ns/pid')) };
+const HERE = {
+  host: procText(hostname),
+  boot: procText(() => readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim()),
+  pidNs: procText(() => readlinkSync('/proc/self/ns/pid')),
+};
 
 function procText(read: () => string): string {
   try {
@@ -104,7 +108,10 @@ const HOLDER_LINE = /^(\d+) (\S+) (\S+) (\S+)\n$/;
 
 /** ms since the file was last written (0 when it cannot be seen) */
 function ageOf(path: string): Promise<number> {
-  return stat(path).then((s) => Date.now() - s.mtimeMs, () => 0);
+  return stat(path).then(
+    (s) => Date.now() - s.mtimeMs,
+    () => 0,
+  );
 }
 
 async function isOrphan(lockPath: string, holder: string): Promise<boolean> {

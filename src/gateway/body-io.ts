@@ -74,6 +74,7 @@ export async function decodeBody(body: Buffer, coding: Coding, limit: number): P
 export async function encodeBody(body: Buffer, coding: Coding): Promise<Buffer> {
   if (coding === 'identity') return body;
   if (coding === 'gzip') return gzip(body);
-  if (coding === 'br') return brotliCompress(body, { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 5, [zlib.constants.BROTLI_PARAM_SIZE_HINT]: body.length } });
+  if (coding === 'br')
+    return brotliCompress(body, { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 5, [zlib.constants.BROTLI_PARAM_SIZE_HINT]: body.length } });
   return deflate(body);
 }

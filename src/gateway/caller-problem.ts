@@ -70,7 +70,9 @@ function messageFor(d: ErrorDetail, at: { roles: string; action: string; field?:
     default:
       // value errors name the field and what is wrong with the value, never the gateway's call;
       // anything that would is replaced by the catalog's title
-      return INTERNAL_REFERENCE.test(d.message) ? `${(ERROR_CATALOG as Readonly<Record<string, { title: string }>>)[d.code]?.title ?? 'refused'}${at.field ? `: ${at.field}${where}` : ''}` : `${d.message}${where}`;
+      return INTERNAL_REFERENCE.test(d.message)
+        ? `${(ERROR_CATALOG as Readonly<Record<string, { title: string }>>)[d.code]?.title ?? 'refused'}${at.field ? `: ${at.field}${where}` : ''}`
+        : `${d.message}${where}`;
   }
 }
 

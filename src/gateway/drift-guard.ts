@@ -89,9 +89,10 @@ export class UnmappedRefusal extends DoorError {
   constructor(findings: readonly UnmappedPlace[], more: boolean) {
     const details: ErrorDetail[] = findings.map((f) => ({ code: 'UNMAPPED_PERSONAL_DATA', pointer: f.pointer, message: describe(f) }));
     const first = describe(findings[0]!);
-    const message = findings.length === 1 && !more
-      ? `${first}, which the route's request selectors do not name: nothing was forwarded`
-      : `${findings.length}${more ? ' or more' : ''} unmapped paths hold personal data; the first: ${first}. Nothing was forwarded`;
+    const message =
+      findings.length === 1 && !more
+        ? `${first}, which the route's request selectors do not name: nothing was forwarded`
+        : `${findings.length}${more ? ' or more' : ''} unmapped paths hold personal data; the first: ${first}. Nothing was forwarded`;
     super('UNMAPPED_PERSONAL_DATA', message, { details });
     this.findings = findings;
   }
@@ -105,7 +106,10 @@ function describe(f: UnmappedPlace): string {
 /** The refusal of a body's findings (the first MAX_REPORTED). */
 export function unmappedRefusal(findings: readonly UnmappedFinding[], more: boolean): UnmappedRefusal {
   const shown = findings.slice(0, MAX_REPORTED);
-  return new UnmappedRefusal(shown.map((f) => findingPlace(f)), more || findings.length > shown.length);
+  return new UnmappedRefusal(
+    shown.map((f) => findingPlace(f)),
+    more || findings.length > shown.length,
+  );
 }
 
 /** Where one finding is, as the caller and the operator see it. */

@@ -48,8 +48,13 @@ const NO_NAMES: ReadonlySet<string> = new Set();
 /** The caller's headers for the upstream (forwarding.ts), with `drop` dropped too. */
 export function upstreamHeaders(x: Exchange, drop: ReadonlySet<string> = NO_NAMES): string[] {
   return forwardHeaders(x.req, {
-    drop, forwardAuthorization: x.route?.forwardAuthorization ?? x.config.forwardAuthorization,
-    upstreamHost: x.upstream.host, host: x.host, proto: x.proto, trusted: x.trusted, traceparent: x.traceparent,
+    drop,
+    forwardAuthorization: x.route?.forwardAuthorization ?? x.config.forwardAuthorization,
+    upstreamHost: x.upstream.host,
+    host: x.host,
+    proto: x.proto,
+    trusted: x.trusted,
+    traceparent: x.traceparent,
   });
 }
 
@@ -101,7 +106,13 @@ export function pipeResponse(x: Exchange, response: IncomingMessage): void {
  * abort, and the configuration version. Never a path (so no `url.path`: a path may hold
  * identifiers), query, header or body: the route's configured name stands for the path.
  */
-export function exchangeSpan(tracing: Tracing, req: IncomingMessage, res: ServerResponse, scheme: 'http' | 'https', ending: () => { route: string; outcome: string; configVersion?: string | undefined }): Span {
+export function exchangeSpan(
+  tracing: Tracing,
+  req: IncomingMessage,
+  res: ServerResponse,
+  scheme: 'http' | 'https',
+  ending: () => { route: string; outcome: string; configVersion?: string | undefined },
+): Span {
   const one = (v: string | string[] | undefined) => (typeof v === 'string' ? v : undefined);
   const method = req.method ?? 'GET';
   const parent = tracing.remote({ traceparent: one(req.headers.traceparent), tracestate: one(req.headers.tracestate) });
@@ -111,7 +122,9 @@ export function exchangeSpan(tracing: Tracing, req: IncomingMessage, res: Server
     const outcome = res.writableFinished ? end.outcome : 'aborted';
     span.updateName(`${method} ${end.route}`);
     span.setAttributes({
-      [ATTR.route]: end.route, [ATTR.httpStatus]: res.statusCode, [ATTR.outcome]: outcome,
+      [ATTR.route]: end.route,
+      [ATTR.httpStatus]: res.statusCode,
+      [ATTR.outcome]: outcome,
       ...(end.configVersion ? { [ATTR.configVersion]: end.configVersion } : {}),
     });
     // an upstream's own 5xx, forwarded, is its status; a refusal's, its code

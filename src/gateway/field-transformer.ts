@@ -88,9 +88,16 @@ export class FieldTransformer {
     let groups = [...byAction].map(([action, indexes]) => ({ action, indexes }));
     // one call, audited once; values the engine refuses stay in place and the rest is tried again
     for (let attempt = 0; attempt < 2 && groups.length > 0; attempt++) {
-      const outcome = await this.run(requestId, caller, roles, groups.map((g) => ({ action: g.action, values: g.indexes.map((i) => values[i]!) })));
+      const outcome = await this.run(
+        requestId,
+        caller,
+        roles,
+        groups.map((g) => ({ action: g.action, values: g.indexes.map((i) => values[i]!) })),
+      );
       if (outcome.ok) {
-        outcome.response.responses.forEach((r, ri) => r.instances.forEach((inst, ii) => (out[groups[ri]!.indexes[ii]!] = { text: inst.value, action: groups[ri]!.action })));
+        outcome.response.responses.forEach((r, ri) =>
+          r.instances.forEach((inst, ii) => (out[groups[ri]!.indexes[ii]!] = { text: inst.value, action: groups[ri]!.action })),
+        );
         return out;
       }
       const error = outcome.error;
@@ -111,7 +118,9 @@ export class FieldTransformer {
   async refuse(requestId: string, error: VeilError): Promise<void> {
     await this.options.guard.run({
       requestId,
-      authenticate: async () => { throw error; },
+      authenticate: async () => {
+        throw error;
+      },
       admit: () => undefined,
       warn: this.options.warn,
     });
@@ -155,7 +164,12 @@ export class FieldTransformer {
     let decision = this.decisions.get(key);
     if (decision === undefined) {
       try {
-        this.options.engine.bind({ identity: caller, rightsEvidences: roleEvidences(caller), processingEvidences: [{ name: 'Action', value: action }], fields: [field] });
+        this.options.engine.bind({
+          identity: caller,
+          rightsEvidences: roleEvidences(caller),
+          processingEvidences: [{ name: 'Action', value: action }],
+          fields: [field],
+        });
         decision = true;
       } catch (e) {
         if (!(e instanceof VeilError)) throw e;

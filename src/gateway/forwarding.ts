@@ -3,7 +3,16 @@ import { BlockList, isIPv4 } from 'node:net';
 import { endToEnd, headerValues } from './headers.ts';
 
 /** Who called, as the gateway tells the upstream: X-Forwarded-For/-Proto/-Host and Forwarded (RFC 7239). */
-const FORWARDING = ['x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host', 'x-forwarded-port', 'x-forwarded-prefix', 'x-forwarded-server', 'forwarded', 'x-real-ip'];
+const FORWARDING = [
+  'x-forwarded-for',
+  'x-forwarded-proto',
+  'x-forwarded-host',
+  'x-forwarded-port',
+  'x-forwarded-prefix',
+  'x-forwarded-server',
+  'forwarded',
+  'x-real-ip',
+];
 
 /**
  * Headers that make some frameworks route or dispatch a request as another path or method than its
@@ -66,8 +75,11 @@ export function forwardHeaders(req: IncomingMessage, options: ForwardOptions): s
   const trusted = options.trusted.has(peer);
   // a rule over the static set, not a Set built per request: this runs on every exchange
   const drop = {
-    has: (name: string) => ALWAYS_DROPPED.has(name) || options.drop.has(name)
-      || (name === 'authorization' && !options.forwardAuthorization) || (name === 'traceparent' && options.traceparent !== undefined),
+    has: (name: string) =>
+      ALWAYS_DROPPED.has(name) ||
+      options.drop.has(name) ||
+      (name === 'authorization' && !options.forwardAuthorization) ||
+      (name === 'traceparent' && options.traceparent !== undefined),
   };
   const out = endToEnd(req.rawHeaders, drop);
   out.push('Host', options.upstreamHost);

@@ -95,48 +95,72 @@ export const gatewayRouteSchema = z.strictObject({
   /** the unmapped guard on this route's request bodies, replacing gateway.unmapped as a whole (default: gateway.unmapped) */
   unmapped: gatewayUnmappedSchema.optional(),
   /** request-body fields to protect before the request is forwarded */
-  request: z.array(z.strictObject({ select: selectorText, field: fieldRef })).max(256).default([]),
+  request: z
+    .array(z.strictObject({ select: selectorText, field: fieldRef }))
+    .max(256)
+    .default([]),
   /** response-body fields to unprotect with the caller's roles */
-  response: z.array(z.strictObject({
-    select: selectorText,
-    field: fieldRef,
-    /** the action to run instead when the caller may not unprotect the field (e.g. Mask); absent: the protected value stays */
-    ifDenied: nameSchema.optional(),
-  })).max(256).default([]),
+  response: z
+    .array(
+      z.strictObject({
+        select: selectorText,
+        field: fieldRef,
+        /** the action to run instead when the caller may not unprotect the field (e.g. Mask); absent: the protected value stays */
+        ifDenied: nameSchema.optional(),
+      }),
+    )
+    .max(256)
+    .default([]),
 });
 
 /** The configuration's `gateway` section: `veil gateway`, a reverse proxy that protects and unprotects JSON fields. */
 export const gatewaySchema = z.strictObject({
   /** the application behind the gateway; its path, if any, prefixes every forwarded path */
   upstream: z.url({ protocol: /^https?$/ }),
-  listen: z.strictObject({
-    host: z.string().min(1).default('127.0.0.1'),
-    port: z.number().int().min(0).max(65_535).default(8081),
-  }).prefault({}),
-  limits: z.strictObject({
-    /** request bodies of routes with selectors, on the wire and decoded */
-    bodyBytes: z.number().int().min(1024).max(64 * 1024 * 1024).default(1024 * 1024),
-    /** upstream response bodies of routes with response selectors, on the wire and decoded */
-    responseBytes: z.number().int().min(1024).max(256 * 1024 * 1024).default(4 * 1024 * 1024),
-    /** selected values per body */
-    valuesPerBody: z.number().int().min(1).max(1_000_000).default(10_000),
-    /** a request body must arrive within this long of its headers, else 408 REQUEST_TIMEOUT */
-    bodyReadTimeoutMs: z.number().int().min(100).max(600_000).default(30_000),
-    /** the upstream must send its response headers within this long, else 504 UPSTREAM_TIMEOUT */
-    upstreamTimeoutMs: z.number().int().min(100).max(600_000).default(30_000),
-    /**
-     * a streamed body (request bodies of routes without request selectors, response bodies of
-     * routes without response selectors) must arrive in whole within this long of its headers;
-     * else the exchange is cut: 408 REQUEST_TIMEOUT when no response has started, the connection
-     * closed otherwise
-     */
-    streamTimeoutMs: z.number().int().min(100).max(3_600_000).default(300_000),
-  }).prefault({}),
+  listen: z
+    .strictObject({
+      host: z.string().min(1).default('127.0.0.1'),
+      port: z.number().int().min(0).max(65_535).default(8081),
+    })
+    .prefault({}),
+  limits: z
+    .strictObject({
+      /** request bodies of routes with selectors, on the wire and decoded */
+      bodyBytes: z
+        .number()
+        .int()
+        .min(1024)
+        .max(64 * 1024 * 1024)
+        .default(1024 * 1024),
+      /** upstream response bodies of routes with response selectors, on the wire and decoded */
+      responseBytes: z
+        .number()
+        .int()
+        .min(1024)
+        .max(256 * 1024 * 1024)
+        .default(4 * 1024 * 1024),
+      /** selected values per body */
+      valuesPerBody: z.number().int().min(1).max(1_000_000).default(10_000),
+      /** a request body must arrive within this long of its headers, else 408 REQUEST_TIMEOUT */
+      bodyReadTimeoutMs: z.number().int().min(100).max(600_000).default(30_000),
+      /** the upstream must send its response headers within this long, else 504 UPSTREAM_TIMEOUT */
+      upstreamTimeoutMs: z.number().int().min(100).max(600_000).default(30_000),
+      /**
+       * a streamed body (request bodies of routes without request selectors, response bodies of
+       * routes without response selectors) must arrive in whole within this long of its headers;
+       * else the exchange is cut: 408 REQUEST_TIMEOUT when no response has started, the connection
+       * closed otherwise
+       */
+      streamTimeoutMs: z.number().int().min(100).max(3_600_000).default(300_000),
+    })
+    .prefault({}),
   /** the actions the gateway asks for, as the `Action` evidence of its processing contexts */
-  actions: z.strictObject({
-    protect: nameSchema.default('Protect'),
-    unprotect: nameSchema.default('Unprotect'),
-  }).prefault({}),
+  actions: z
+    .strictObject({
+      protect: nameSchema.default('Protect'),
+      unprotect: nameSchema.default('Unprotect'),
+    })
+    .prefault({}),
   /**
    * Request bodies are protected with these roles instead of the caller's: any caller with a valid
    * token may then send data through the gateway, whatever its own grants. Absent: the caller's roles.
@@ -163,9 +187,15 @@ export const gatewaySchema = z.strictObject({
   /** requests no route matches: refused (404, default) or forwarded untouched */
   unmatched: z.enum(['refuse', 'forward']).default('refuse'),
   /** the gateway's own liveness path; `<healthPath>` and its readiness sibling are never forwarded */
-  healthPath: z.string().regex(/^\/[A-Za-z0-9._~/-]+$/).default('/_veil/healthz'),
+  healthPath: z
+    .string()
+    .regex(/^\/[A-Za-z0-9._~/-]+$/)
+    .default('/_veil/healthz'),
   /** the gateway's Prometheus metrics (labels: route names, fields, statuses, error codes); never forwarded */
-  metricsPath: z.string().regex(/^\/[A-Za-z0-9._~/-]+$/).default('/_veil/metrics'),
+  metricsPath: z
+    .string()
+    .regex(/^\/[A-Za-z0-9._~/-]+$/)
+    .default('/_veil/metrics'),
   routes: z.array(gatewayRouteSchema).min(1).max(1000),
 });
 
@@ -183,7 +213,8 @@ export function gatewayIssues(gateway: GatewayConfig, engine: CompiledConfig): C
   const selectable = new Map<string, boolean>();
   const checkAction = (action: string, pointer: string) => {
     if (!selectable.has(action)) selectable.set(action, actionSelectable(engine, action));
-    if (!selectable.get(action)) error(pointer, `no processing context is selected by the evidence Action=${action} alone, so the gateway cannot ask for ${action}`);
+    if (!selectable.get(action))
+      error(pointer, `no processing context is selected by the evidence Action=${action} alone, so the gateway cannot ask for ${action}`);
   };
   const checkField = (ref: string, action: string, pointer: string) => {
     const [cls, prop] = ref.split('.') as [string, string];
@@ -195,8 +226,14 @@ export function gatewayIssues(gateway: GatewayConfig, engine: CompiledConfig): C
     const policy = unmappedPolicyConfig(u);
     const kinds = Object.entries(policy.protect);
     kinds.forEach(([kind, field]) => checkField(field, gateway.actions.protect, `${at}/protect/${kind}`));
-    if (policy.action === 'protect' && kinds.length === 0) error(`${at}/protect`, 'action protect names no kind to protect: map a kind to a Class.property, e.g. email: Customer.email');
-    if (policy.action !== 'protect' && kinds.length > 0) issues.push({ severity: 'warning', pointer: `${at}/protect`, message: `kinds are protected only with action protect: with action ${policy.action} they are ${policy.action === 'pass' ? 'not looked at' : 'refused'}` });
+    if (policy.action === 'protect' && kinds.length === 0)
+      error(`${at}/protect`, 'action protect names no kind to protect: map a kind to a Class.property, e.g. email: Customer.email');
+    if (policy.action !== 'protect' && kinds.length > 0)
+      issues.push({
+        severity: 'warning',
+        pointer: `${at}/protect`,
+        message: `kinds are protected only with action protect: with action ${policy.action} they are ${policy.action === 'pass' ? 'not looked at' : 'refused'}`,
+      });
   };
   if (gateway.metricsPath === gateway.healthPath) error('/metricsPath', 'metricsPath and healthPath must differ');
   checkAction(gateway.actions.protect, '/actions/protect');
@@ -224,7 +261,12 @@ export function gatewayIssues(gateway: GatewayConfig, engine: CompiledConfig): C
     seen(route.request, 'request');
     seen(route.response, 'response');
     if (route.unmapped !== undefined) {
-      if (route.request.length === 0) issues.push({ severity: 'warning', pointer: `${at}/unmapped`, message: 'the unmapped guard runs on routes with request selectors only: this route pipes its request body untouched' });
+      if (route.request.length === 0)
+        issues.push({
+          severity: 'warning',
+          pointer: `${at}/unmapped`,
+          message: 'the unmapped guard runs on routes with request selectors only: this route pipes its request body untouched',
+        });
       else checkUnmapped(route.unmapped, `${at}/unmapped`);
     }
   });

@@ -96,8 +96,13 @@ interface Watch {
  */
 export function createGateway(deps: GatewayDeps): Gateway {
   const g: GatewayState = {
-    deps, metrics: new GatewayMetrics(), proto: deps.tls ? 'https' : 'http', tracing: deps.tracing ?? TRACING_OFF,
-    compiled: new WeakMap(), upstreams: new Map(), draining: false,
+    deps,
+    metrics: new GatewayMetrics(),
+    proto: deps.tls ? 'https' : 'http',
+    tracing: deps.tracing ?? TRACING_OFF,
+    compiled: new WeakMap(),
+    upstreams: new Map(),
+    draining: false,
   };
   const server = createListener({ tls: deps.tls, metrics: g.metrics, logger: deps.logger }, (req, res) => handle(g, req, res));
   return {
@@ -134,15 +139,25 @@ function handle(g: GatewayState, req: IncomingMessage, res: ServerResponse): voi
     if (e instanceof VeilError) return refused(e);
     throw e;
   }
-  if (hasBody(x.framing)) streamDeadline(x, () => {
-    refused(new DoorError('REQUEST_TIMEOUT', `the body did not arrive within ${parts.config.limits.streamTimeoutMs} ms`));
-    w.controller.abort();
-  });
+  if (hasBody(x.framing))
+    streamDeadline(x, () => {
+      refused(new DoorError('REQUEST_TIMEOUT', `the body did not arrive within ${parts.config.limits.streamTimeoutMs} ms`));
+      w.controller.abort();
+    });
   const route = x.route;
   const run = route && hasSelectors(route) ? rewriting(x, route) : passThrough(x);
   run.catch((e: unknown) => {
     if (e instanceof VeilError) return refused(e);
-    g.deps.logger.error({ id, errorType: (e as Error)?.name, frames: String((e as Error)?.stack ?? '').split('\n').slice(1, 8) }, 'unexpected error');
+    g.deps.logger.error(
+      {
+        id,
+        errorType: (e as Error)?.name,
+        frames: String((e as Error)?.stack ?? '')
+          .split('\n')
+          .slice(1, 8),
+      },
+      'unexpected error',
+    );
     refused(new VeilError('INTERNAL', 'an unexpected error in the gateway'));
   });
 }
@@ -159,7 +174,10 @@ function answeredOwnPath(g: GatewayState, config: GatewayConfig, req: IncomingMe
     return true;
   }
   if (rawPath === config.metricsPath) {
-    g.metrics.registry.metrics().then((text) => sendText(res, g.metrics.registry.contentType, text), () => res.destroy());
+    g.metrics.registry.metrics().then(
+      (text) => sendText(res, g.metrics.registry.contentType, text),
+      () => res.destroy(),
+    );
     return true;
   }
   return false;
@@ -172,7 +190,10 @@ function watchExchange(g: GatewayState, id: string, parts: GatewayParts, req: In
   const started = performance.now();
   const tally: Tally = { routeName: 'unmatched', outcome: 'forwarded' };
   // the exchange line is built only when it is logged: no object or clock read per exchange at warn
-  if (logger.isLevelEnabled('info')) res.once('finish', () => logger.info({ id, route: tally.routeName, method: req.method, status: res.statusCode, ms: performance.now() - started }, 'exchange'));
+  if (logger.isLevelEnabled('info'))
+    res.once('finish', () =>
+      logger.info({ id, route: tally.routeName, method: req.method, status: res.statusCode, ms: performance.now() - started }, 'exchange'),
+    );
   const controller = new AbortController();
   // one listener for what the end of an exchange settles: its count, and the upstream call cut when the caller left
   res.once('close', () => {
@@ -180,7 +201,9 @@ function watchExchange(g: GatewayState, id: string, parts: GatewayParts, req: In
     metrics.requests.inc({ route: tally.routeName, outcome: done ? tally.outcome : 'aborted', status: String(res.statusCode) });
     if (!done) controller.abort();
   });
-  const span = g.tracing.enabled ? exchangeSpan(g.tracing, req, res, g.proto, () => ({ route: tally.routeName, outcome: tally.outcome, configVersion: parts.version })) : undefined;
+  const span = g.tracing.enabled
+    ? exchangeSpan(g.tracing, req, res, g.proto, () => ({ route: tally.routeName, outcome: tally.outcome, configVersion: parts.version }))
+    : undefined;
   return { tally, controller, span };
 }
 
@@ -198,15 +221,30 @@ function openExchange(g: GatewayState, parts: GatewayParts, io: Pick<Exchange, '
   const method = req.method ?? 'GET';
   const route = findRoute(c.routes, method, target.segments);
   if (route) w.tally.routeName = route.name;
-  if (target.params && !route?.pathParameters) throw new GatewayError('PATH_NOT_CANONICAL', 'the path holds ; parameters, which this route does not accept: the gateway does not route it');
+  if (target.params && !route?.pathParameters)
+    throw new GatewayError('PATH_NOT_CANONICAL', 'the path holds ; parameters, which this route does not accept: the gateway does not route it');
   if (!route && config.unmatched === 'refuse') throw new VeilError('NOT_FOUND', 'no gateway route matches this method and path');
   checkBodyAllowed(method, framing, route?.allowBody ?? false);
   const path = route ? route.matches.rewrite(target.path === '/' ? [] : target.path.slice(1).split('/')) : target.path;
   const { span } = w;
   return {
-    ...io, upstream: upstreamFor(g, config), config, transformer: parts.transformer, verifier: parts.verifier, logger: g.deps.logger, metrics: g.metrics,
-    routeName: w.tally.routeName, route, framing, target: `${path}${target.query}`, host, proto: g.proto, trusted: c.trusted, signal: w.controller.signal,
-    span, traceparent: span && g.tracing.traceparent(span),
+    ...io,
+    upstream: upstreamFor(g, config),
+    config,
+    transformer: parts.transformer,
+    verifier: parts.verifier,
+    logger: g.deps.logger,
+    metrics: g.metrics,
+    routeName: w.tally.routeName,
+    route,
+    framing,
+    target: `${path}${target.query}`,
+    host,
+    proto: g.proto,
+    trusted: c.trusted,
+    signal: w.controller.signal,
+    span,
+    traceparent: span && g.tracing.traceparent(span),
   };
 }
 

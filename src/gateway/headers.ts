@@ -67,7 +67,10 @@ export type Coding = 'identity' | 'gzip' | 'br' | 'deflate';
 export function codingOf(raw: RawHeaders): Coding | undefined {
   const value = headerValues(raw, 'content-encoding');
   if (value === undefined) return 'identity';
-  const codings = value.split(',').map((c) => c.trim().toLowerCase()).filter((c) => c !== '' && c !== 'identity');
+  const codings = value
+    .split(',')
+    .map((c) => c.trim().toLowerCase())
+    .filter((c) => c !== '' && c !== 'identity');
   if (codings.length === 0) return 'identity';
   if (codings.length > 1) return undefined;
   const c = codings[0] === 'x-gzip' ? 'gzip' : codings[0];
@@ -80,10 +83,13 @@ export function codingOf(raw: RawHeaders): Coding | undefined {
  */
 export function decodableAcceptEncoding(value: string | undefined): string | undefined {
   if (value === undefined) return undefined;
-  const kept = value.split(',').map((p) => p.trim()).filter((p) => {
-    const name = p.split(';')[0]!.trim().toLowerCase();
-    return name === 'gzip' || name === 'x-gzip' || name === 'br' || name === 'deflate' || name === 'identity';
-  });
+  const kept = value
+    .split(',')
+    .map((p) => p.trim())
+    .filter((p) => {
+      const name = p.split(';')[0]!.trim().toLowerCase();
+      return name === 'gzip' || name === 'x-gzip' || name === 'br' || name === 'deflate' || name === 'identity';
+    });
   return kept.length ? kept.join(', ') : 'identity';
 }
 

@@ -33,7 +33,10 @@ export type CompiledSelectors = Expectation | null;
  * paths a visitor is not shown (the guard's allow-list).
  */
 export function compileSelectors(selectors: readonly Selector[], foldKeys = false, quiet?: readonly JsonPath[]): CompiledSelectors {
-  return compileExpectation(selectors.map((s) => s.steps), { foldKeys, ...(quiet ? { quiet } : {}) });
+  return compileExpectation(
+    selectors.map((s) => s.steps),
+    { foldKeys, ...(quiet ? { quiet } : {}) },
+  );
 }
 
 export const bodyNotJson = () => new GatewayError('BODY_NOT_JSON', 'the body is not JSON (UTF-8)');
@@ -74,5 +77,8 @@ export function locate(bytes: Buffer, compiled: CompiledSelectors, visitor?: Unm
 /** Replaces each span by a JSON string of its new text; every other byte stays as it was. */
 export function spliceStrings(bytes: Buffer, edits: readonly { start: number; end: number; text: string }[]): Buffer {
   // two selectors reaching one value are refused at configuration load; spliceJson guards the invariant
-  return spliceJson(bytes, edits.map((e) => ({ start: e.start, end: e.end, json: JSON.stringify(e.text) })));
+  return spliceJson(
+    bytes,
+    edits.map((e) => ({ start: e.start, end: e.end, json: JSON.stringify(e.text) })),
+  );
 }

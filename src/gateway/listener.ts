@@ -26,7 +26,9 @@ export function createListener(options: ListenerOptions, handle: RequestHandler)
   const { metrics, logger } = options;
   const inOrder = oneAtATime(handle);
   const settings = { requestTimeout: 0, headersTimeout: 60_000 };
-  const server: http.Server = options.tls ? https.createServer({ ...settings, cert: options.tls.cert, key: options.tls.key }, inOrder) : http.createServer(settings, inOrder);
+  const server: http.Server = options.tls
+    ? https.createServer({ ...settings, cert: options.tls.cert, key: options.tls.key }, inOrder)
+    : http.createServer(settings, inOrder);
   // 100 Continue is sent when the gateway starts reading the body (callerBody), not on arrival
   server.on('checkContinue', inOrder);
   server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {

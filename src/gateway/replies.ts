@@ -19,7 +19,15 @@ import { UnmappedRefusal } from './drift-guard.ts';
 const closing = new WeakSet<object>();
 
 /** refusals of the request's framing, target or size: whatever follows on the connection is not read */
-const CLOSING_CODES = new Set(['REQUEST_TIMEOUT', 'BODY_TOO_LARGE', 'BODY_NOT_ALLOWED', 'REQUEST_FRAMING_INVALID', 'REQUEST_TARGET_INVALID', 'PATH_NOT_CANONICAL', 'EXPECTATION_FAILED']);
+const CLOSING_CODES = new Set([
+  'REQUEST_TIMEOUT',
+  'BODY_TOO_LARGE',
+  'BODY_NOT_ALLOWED',
+  'REQUEST_FRAMING_INVALID',
+  'REQUEST_TARGET_INVALID',
+  'PATH_NOT_CANONICAL',
+  'EXPECTATION_FAILED',
+]);
 
 export function isClosing(req: IncomingMessage): boolean {
   return closing.has(req.socket);
@@ -33,10 +41,15 @@ export function refuse(req: IncomingMessage, res: ServerResponse, error: VeilErr
   }
   if (error.status >= 500) logger.error({ id, code: error.code }, 'exchange failed');
   // the unmapped guard's paths and kinds (never a value) tell the operator which selector is missing
-  else logger.info({ id, code: error.code, ...(error instanceof UnmappedRefusal ? { unmapped: error.findings.map((f) => `${f.path} (${f.kind})`) } : {}) }, 'exchange refused');
+  else
+    logger.info(
+      { id, code: error.code, ...(error instanceof UnmappedRefusal ? { unmapped: error.findings.map((f) => `${f.path} (${f.kind})`) } : {}) },
+      'exchange refused',
+    );
   const headers: Record<string, string> = { 'content-type': PROBLEM_CONTENT_TYPE, 'x-request-id': id };
   if (error.status === 401) {
-    headers['www-authenticate'] = `Bearer realm="veil"${error.code === 'TOKEN_MISSING' ? '' : `, error="invalid_token", error_description="${error.code.toLowerCase()}"`}`;
+    headers['www-authenticate'] =
+      `Bearer realm="veil"${error.code === 'TOKEN_MISSING' ? '' : `, error="invalid_token", error_description="${error.code.toLowerCase()}"`}`;
   }
   if (!req.complete || CLOSING_CODES.has(error.code)) {
     headers.connection = 'close';
@@ -81,7 +94,9 @@ export function answerSocket(socket: Duplex, error: VeilError | undefined, id: s
     return;
   }
   const body = JSON.stringify(problemOf(error, id));
-  socket.end(`HTTP/1.1 ${error.status} ${STATUS_CODES[error.status] ?? 'Error'}\r\nContent-Type: ${PROBLEM_CONTENT_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${id}\r\nConnection: close\r\n\r\n${body}`);
+  socket.end(
+    `HTTP/1.1 ${error.status} ${STATUS_CODES[error.status] ?? 'Error'}\r\nContent-Type: ${PROBLEM_CONTENT_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${id}\r\nConnection: close\r\n\r\n${body}`,
+  );
   socket.once('finish', () => socket.destroy());
 }
 

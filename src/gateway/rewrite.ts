@@ -49,16 +49,39 @@ export async function protectRequest(x: Exchange, route: Route, caller: Caller):
   const guard = route.guard === undefined ? undefined : bodyGuard(route.guard, route.guard.action === 'protect' ? limits.valuesPerBody + 1 : MAX_REPORTED);
   const located = locate(body, route.request.compiled, guard);
   if (located.mismatched.length) {
-    throw new GatewayError('FIELD_SHAPE_MISMATCH', `${located.mismatched.length === 1 ? 'a selected field has' : 'selected fields have'} an object or array where a value is selected, or a value where an object or array is`, {
-      details: located.mismatched.map((m) => ({ code: 'FIELD_SHAPE_MISMATCH', pointer: '', message: `selector ${route.request.selectors[m]!.text} (${fieldName(route, 'request', m)}) does not fit the body's shape`, ...fieldOf(route, 'request', m) })),
-    });
+    throw new GatewayError(
+      'FIELD_SHAPE_MISMATCH',
+      `${located.mismatched.length === 1 ? 'a selected field has' : 'selected fields have'} an object or array where a value is selected, or a value where an object or array is`,
+      {
+        details: located.mismatched.map((m) => ({
+          code: 'FIELD_SHAPE_MISMATCH',
+          pointer: '',
+          message: `selector ${route.request.selectors[m]!.text} (${fieldName(route, 'request', m)}) does not fit the body's shape`,
+          ...fieldOf(route, 'request', m),
+        })),
+      },
+    );
   }
   const guarded = guard === undefined || guard.found.length === 0 ? [] : guardedValues(x, route, body, guard);
-  if (located.values.length + guarded.length > limits.valuesPerBody) throw new DoorError('LIMIT_EXCEEDED', `the body holds more than ${limits.valuesPerBody} values to protect (selected, and personal data the unmapped guard protects)`);
+  if (located.values.length + guarded.length > limits.valuesPerBody)
+    throw new DoorError(
+      'LIMIT_EXCEEDED',
+      `the body holds more than ${limits.valuesPerBody} values to protect (selected, and personal data the unmapped guard protects)`,
+    );
 
   const outputs = await protectValues(x, route, caller, { body, located, guarded });
-  countFields(x, route, 'request', located.values.map((v) => ({ selector: v.selector, result: 'protected' })));
-  countUnmapped(x, route, guarded.map((g) => g.finding), 'protected');
+  countFields(
+    x,
+    route,
+    'request',
+    located.values.map((v) => ({ selector: v.selector, result: 'protected' })),
+  );
+  countUnmapped(
+    x,
+    route,
+    guarded.map((g) => g.finding),
+    'protected',
+  );
   const n = located.values.length;
   const rewritten = spliceStrings(body, [
     ...located.values.map((v, i) => ({ start: v.start, end: v.end, text: outputs[i]! })),
@@ -77,7 +100,8 @@ export async function protectRequest(x: Exchange, route: Route, caller: Caller):
  */
 async function jsonRequestBody(x: Exchange): Promise<{ raw: Buffer; body: Buffer; coding: Coding }> {
   const { req, config } = x;
-  if (!isJsonMediaType(req.headers['content-type'])) throw new DoorError('CONTENT_TYPE_UNSUPPORTED', 'this route protects fields of a JSON body: the body must be application/json');
+  if (!isJsonMediaType(req.headers['content-type']))
+    throw new DoorError('CONTENT_TYPE_UNSUPPORTED', 'this route protects fields of a JSON body: the body must be application/json');
   const coding = codingOf(req.rawHeaders);
   if (coding === undefined) throw new GatewayError('CONTENT_ENCODING_UNSUPPORTED', 'the body must be sent as gzip, br, deflate or identity');
   const limit = config.limits.bodyBytes;
@@ -104,7 +128,12 @@ async function jsonRequestBody(x: Exchange): Promise<{ raw: Buffer; body: Buffer
  * as the protecting identity (protectAs, else the caller); an engine's refusal is the caller's
  * problem, pointing at the value's place in the body.
  */
-async function protectValues(x: Exchange, route: Route, caller: Caller, found: { body: Buffer; located: Located; guarded: readonly GuardedValue[] }): Promise<string[]> {
+async function protectValues(
+  x: Exchange,
+  route: Route,
+  caller: Caller,
+  found: { body: Buffer; located: Located; guarded: readonly GuardedValue[] },
+): Promise<string[]> {
   const { config } = x;
   const { body, located, guarded } = found;
   const protectAs: GuardedCaller = config.protectAs ? { ...caller, roles: config.protectAs.roles } : caller;
@@ -148,7 +177,9 @@ export async function revealResponse(x: Exchange, route: Route, caller: Caller, 
     raw = await readBody(response, limit, x.config.limits.upstreamTimeoutMs);
   } catch (e) {
     if (!(e instanceof GatewayFault)) throw e;
-    throw e.code === 'BODY_OVER_LIMIT' ? invalid(`is larger than ${limit} bytes`) : new GatewayError('UPSTREAM_TIMEOUT', 'the upstream response body did not arrive in whole');
+    throw e.code === 'BODY_OVER_LIMIT'
+      ? invalid(`is larger than ${limit} bytes`)
+      : new GatewayError('UPSTREAM_TIMEOUT', 'the upstream response body did not arrive in whole');
   }
   let body: Buffer;
   try {
@@ -166,11 +197,25 @@ export async function revealResponse(x: Exchange, route: Route, caller: Caller, 
       throw invalid('is not JSON although its Content-Type says so');
     }
     if (located.values.length > x.config.limits.valuesPerBody) throw invalid(`holds more than ${x.config.limits.valuesPerBody} selected values`);
-    const shown = await x.transformer.reveal(x.id, caller, located.values.map((v) => ({
-      field: route.response.fields[v.selector]!, value: v.value, ...(route.response.ifDenied[v.selector] ? { ifDenied: route.response.ifDenied[v.selector]! } : {}),
-    })));
+    const shown = await x.transformer.reveal(
+      x.id,
+      caller,
+      located.values.map((v) => ({
+        field: route.response.fields[v.selector]!,
+        value: v.value,
+        ...(route.response.ifDenied[v.selector] ? { ifDenied: route.response.ifDenied[v.selector]! } : {}),
+      })),
+    );
     const unprotect = x.config.actions.unprotect;
-    countFields(x, route, 'response', located.values.map((v, i) => ({ selector: v.selector, result: shown[i] === undefined ? 'kept' : shown[i].action === unprotect ? 'revealed' : shown[i].action })));
+    countFields(
+      x,
+      route,
+      'response',
+      located.values.map((v, i) => ({
+        selector: v.selector,
+        result: shown[i] === undefined ? 'kept' : shown[i].action === unprotect ? 'revealed' : shown[i].action,
+      })),
+    );
     edits = located.values.flatMap((v, i) => (shown[i] === undefined ? [] : [{ start: v.start, end: v.end, text: shown[i].text }]));
   }
   const drop = new Set(['content-length']);
@@ -211,7 +256,11 @@ function guardedValues(x: Exchange, route: Route, body: Buffer, guard: BodyGuard
     countUnmapped(x, route, guard.found, 'refused');
     throw new DoorError('LIMIT_EXCEEDED', `the body holds more than ${x.config.limits.valuesPerBody} values of personal data the unmapped guard protects`);
   }
-  return guard.found.map((f) => ({ finding: f, field: protect.get(f.kind)!, value: leafText(body, body[f.start] === 0x22 ? EV_STRING : EV_RAW, f.start, f.end) }));
+  return guard.found.map((f) => ({
+    finding: f,
+    field: protect.get(f.kind)!,
+    value: leafText(body, body[f.start] === 0x22 ? EV_STRING : EV_RAW, f.start, f.end),
+  }));
 }
 
 /** Adds the guard's findings to veil_gateway_unmapped_findings_total, by route, kind and result. */

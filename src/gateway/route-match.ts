@@ -66,10 +66,13 @@ export function compilePathPattern(pattern: string, options: { caseSensitive?: b
     return true;
   };
   return Object.assign(matches, {
-    rewrite: (raw: readonly string[]) => `/${raw.map((s, i) => {
-      if (i >= fixed.length || literals[i] === undefined) return s;
-      const semi = s.indexOf(';');
-      return semi === -1 ? fixed[i]! : `${fixed[i]!}${s.slice(semi)}`;
-    }).join('/')}`,
+    rewrite: (raw: readonly string[]) =>
+      `/${raw
+        .map((s, i) => {
+          if (i >= fixed.length || literals[i] === undefined) return s;
+          const semi = s.indexOf(';');
+          return semi === -1 ? fixed[i]! : `${fixed[i]!}${s.slice(semi)}`;
+        })
+        .join('/')}`,
   });
 }

@@ -84,12 +84,14 @@ export function parseSelector(text: string): Selector {
 
 /** The selector in its canonical form (keys quoted only when needed; folded with `foldKeys`), to compare two selectors. */
 export function canonicalSelector(selector: Selector, foldKeys = false): string {
-  return selector.steps.map((s, i) => {
-    if (s.kind === 'each') return '[*]';
-    const key = foldKeys ? foldKey(s.name) : s.name;
-    const name = /^[A-Za-z0-9_$]+$/.test(key) ? key : `"${key.replaceAll('\\', '\\\\').replaceAll('"', '\\"')}"`;
-    return i === 0 ? name : `.${name}`;
-  }).join('');
+  return selector.steps
+    .map((s, i) => {
+      if (s.kind === 'each') return '[*]';
+      const key = foldKeys ? foldKey(s.name) : s.name;
+      const name = /^[A-Za-z0-9_$]+$/.test(key) ? key : `"${key.replaceAll('\\', '\\\\').replaceAll('"', '\\"')}"`;
+      return i === 0 ? name : `.${name}`;
+    })
+    .join('');
 }
 
 /**
@@ -115,7 +117,8 @@ export function pointersOf(doc: unknown, selector: Selector, foldKeys = false): 
       return;
     }
     if (node !== null && typeof node === 'object' && !Array.isArray(node)) {
-      for (const key of keysOf(node, step.name)) walk((node as Record<string, unknown>)[key], i + 1, `${at}/${key.replaceAll('~', '~0').replaceAll('/', '~1')}`);
+      for (const key of keysOf(node, step.name))
+        walk((node as Record<string, unknown>)[key], i + 1, `${at}/${key.replaceAll('~', '~0').replaceAll('/', '~1')}`);
     }
   };
   walk(doc, 0, '');

@@ -40,7 +40,7 @@ export function normalizeTarget(raw: string, host: string | undefined): Target {
     if (!absolute) throw targetInvalid('is neither a path nor an absolute URL');
     const authority = absolute[1]!;
     if (authority.includes('@')) throw targetInvalid('holds user information');
-    if (host === undefined || authority.toLowerCase() !== host.toLowerCase()) throw targetInvalid("names another authority than the Host header");
+    if (host === undefined || authority.toLowerCase() !== host.toLowerCase()) throw targetInvalid('names another authority than the Host header');
     target = absolute[2] || '/';
     if (!target.startsWith('/')) target = `/${target}`;
   }
@@ -51,8 +51,15 @@ export function normalizeTarget(raw: string, host: string | undefined): Target {
   if (rawPath.includes('\\')) throw notCanonical('the path holds a backslash');
   const path = normalizeEncoding(rawPath);
   const params = path.includes(';');
-  const segments = path === '/' ? [] : path.slice(1).split('/').map((s) => decodeSegment(s.split(';')[0]!));
-  if (segments.some((s) => s === '' || s === '.' || s === '..')) throw notCanonical('the path has an empty or dot segment (also once decoded or without its ; parameters)');
+  const segments =
+    path === '/'
+      ? []
+      : path
+          .slice(1)
+          .split('/')
+          .map((s) => decodeSegment(s.split(';')[0]!));
+  if (segments.some((s) => s === '' || s === '.' || s === '..'))
+    throw notCanonical('the path has an empty or dot segment (also once decoded or without its ; parameters)');
   return { path, segments, params, query };
 }
 

@@ -69,8 +69,14 @@ export class Upstream {
     const client = this.url.protocol === 'https:' ? https : http;
     return new Promise((resolve, reject) => {
       const req = client.request({
-        protocol: this.url.protocol, hostname: this.url.hostname, port: this.url.port, agent: this.agent,
-        method: request.method, path: `${this.basePath}${request.target}`, headers: request.headers, setHost: false,
+        protocol: this.url.protocol,
+        hostname: this.url.hostname,
+        port: this.url.port,
+        agent: this.agent,
+        method: request.method,
+        path: `${this.basePath}${request.target}`,
+        headers: request.headers,
+        setHost: false,
       });
       cutOnAbort(req, signal);
       let settled = false;
@@ -89,8 +95,10 @@ export class Upstream {
         clearTimeout(timer);
         if (settled) return;
         settled = true;
-        if (req.reusedSocket && e.code === 'ECONNRESET') reject(new GatewayFault('POOLED_CONNECTION_RESET', 'pooled connection reset', { cause: timeoutError(e) }));
-        else if (e.code !== undefined && NOT_REACHED.has(e.code)) reject(new GatewayError('UPSTREAM_UNAVAILABLE', `the upstream cannot be reached (${e.code})`));
+        if (req.reusedSocket && e.code === 'ECONNRESET')
+          reject(new GatewayFault('POOLED_CONNECTION_RESET', 'pooled connection reset', { cause: timeoutError(e) }));
+        else if (e.code !== undefined && NOT_REACHED.has(e.code))
+          reject(new GatewayError('UPSTREAM_UNAVAILABLE', `the upstream cannot be reached (${e.code})`));
         else reject(timeoutError(e));
       });
       const body = request.body;

@@ -96,7 +96,15 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
   app.setErrorHandler((error, req, reply) => {
     if (!(error instanceof VeilError) && !(error as { statusCode?: number }).statusCode) {
       // an unexpected error: its message may hold anything, so log its type and frames only
-      req.log.error({ errorType: (error as Error).name, frames: String((error as Error).stack ?? '').split('\n').slice(1, 8) }, 'unexpected error');
+      req.log.error(
+        {
+          errorType: (error as Error).name,
+          frames: String((error as Error).stack ?? '')
+            .split('\n')
+            .slice(1, 8),
+        },
+        'unexpected error',
+      );
     }
     return sendError(reply, toVeilError(error), req, metrics);
   });

@@ -95,7 +95,8 @@ class Walk {
         return;
       }
       case 'object': {
-        if (typeof value !== 'object' || value === null || Array.isArray(value)) return this.malformed(`Invalid input: expected object, received ${received(value)}`);
+        if (typeof value !== 'object' || value === null || Array.isArray(value))
+          return this.malformed(`Invalid input: expected object, received ${received(value)}`);
         const record = value as Record<string, unknown>;
         const depth = this.path.push('') - 1;
         for (let i = 0; i < node.names.length; i++) {
@@ -140,16 +141,16 @@ class Walk {
   /** The count limits outrank everything else, so the walk stops at the first one exceeded. */
   private count(limit: Limit, length: number): void {
     if (limit.kind === 'requests' && length > limit.max) {
-      throw new DoorError('LIMIT_EXCEEDED', `the call holds ${length} requests; the limit is ${limit.max}`, { details: [
-        { code: 'LIMIT_EXCEEDED', pointer: '/requests', message: `at most ${limit.max} requests per call` },
-      ] });
+      throw new DoorError('LIMIT_EXCEEDED', `the call holds ${length} requests; the limit is ${limit.max}`, {
+        details: [{ code: 'LIMIT_EXCEEDED', pointer: '/requests', message: `at most ${limit.max} requests per call` }],
+      });
     }
     if (limit.kind === 'instances' && (this.instances += length) > limit.max) {
       // the message gives the call's total: count the instance arrays not walked yet
-      const total = ((this.body as { requests: unknown[] }).requests).reduce((n: number, r) => n + lengthOf((r as { instances?: unknown })?.instances), 0);
-      throw new DoorError('LIMIT_EXCEEDED', `the call holds ${total} instances; the limit is ${limit.max}`, { details: [
-        { code: 'LIMIT_EXCEEDED', pointer: '/requests', message: `at most ${limit.max} instances per call` },
-      ] });
+      const total = (this.body as { requests: unknown[] }).requests.reduce((n: number, r) => n + lengthOf((r as { instances?: unknown })?.instances), 0);
+      throw new DoorError('LIMIT_EXCEEDED', `the call holds ${total} instances; the limit is ${limit.max}`, {
+        details: [{ code: 'LIMIT_EXCEEDED', pointer: '/requests', message: `at most ${limit.max} instances per call` }],
+      });
     }
   }
 
@@ -195,7 +196,20 @@ function unrecognized(keys: readonly string[]): string {
   return `unrecognized field${keys.length === 1 ? '' : 's'}: ${parts.join(' and ')}`;
 }
 
-const KNOWN = new Set(['$id', '$schema', 'title', 'description', 'type', 'properties', 'required', 'additionalProperties', 'items', 'maxItems', 'minLength', 'maxLength']);
+const KNOWN = new Set([
+  '$id',
+  '$schema',
+  'title',
+  'description',
+  'type',
+  'properties',
+  'required',
+  'additionalProperties',
+  'items',
+  'maxItems',
+  'minLength',
+  'maxLength',
+]);
 
 /**
  * The JSON Schema subset zod emits for the transform request. Any other keyword fails here, at
@@ -207,8 +221,16 @@ function compile(schema: unknown, at: string): Node {
   if (unsupported.length) throw new Error(`transform body checker: unsupported JSON Schema keyword(s) ${unsupported.join(', ')} at ${at || '/'}`);
   const num = (v: unknown) => (typeof v === 'number' ? v : undefined);
   const node: Node = {
-    type: 'string', names: [], children: [], required: [], known: new Set(), items: undefined,
-    maxItems: num(s.maxItems), minLength: num(s.minLength), maxLength: num(s.maxLength), limit: undefined,
+    type: 'string',
+    names: [],
+    children: [],
+    required: [],
+    known: new Set(),
+    items: undefined,
+    maxItems: num(s.maxItems),
+    minLength: num(s.minLength),
+    maxLength: num(s.maxLength),
+    limit: undefined,
   };
   switch (s.type) {
     case 'string':
@@ -220,8 +242,12 @@ function compile(schema: unknown, at: string): Node {
       const properties = Object.entries((s.properties ?? {}) as Record<string, unknown>);
       const required = new Set((s.required ?? []) as string[]);
       return {
-        ...node, type: 'object', names: properties.map(([k]) => k), children: properties.map(([k, v]) => compile(v, `${at}/properties/${k}`)),
-        required: properties.map(([k]) => required.has(k)), known: new Set(properties.map(([k]) => k)),
+        ...node,
+        type: 'object',
+        names: properties.map(([k]) => k),
+        children: properties.map(([k, v]) => compile(v, `${at}/properties/${k}`)),
+        required: properties.map(([k]) => required.has(k)),
+        known: new Set(properties.map(([k]) => k)),
       };
     }
     default:

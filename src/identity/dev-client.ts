@@ -12,7 +12,10 @@ export const DEV_CLIENT_FILE = 'dev-client.secret';
  * (mode 0600, created on first start) and every role the configuration uses. Production turns
  * it off (VEIL_ENV=production) and configures clients with hashed secrets instead.
  */
-export async function devClient(dataDir: string, roles: readonly string[]): Promise<{ id: string; client: Client; secretFile: string; created: boolean; secret: string }> {
+export async function devClient(
+  dataDir: string,
+  roles: readonly string[],
+): Promise<{ id: string; client: Client; secretFile: string; created: boolean; secret: string }> {
   const secretFile = join(dataDir, DEV_CLIENT_FILE);
   let secret: string;
   let created = false;

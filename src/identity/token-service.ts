@@ -67,7 +67,17 @@ export class TokenService {
     const { identity, issuer, signer, now } = this.options;
     const iat = Math.floor(now().getTime() / 1000);
     const token = await signer.sign(
-      { iss: issuer, sub: form.client_id, aud: identity.audience, iat, nbf: iat, exp: iat + identity.tokenTtlSeconds, jti: randomUUID(), client_id: form.client_id, roles: [...client.roles] },
+      {
+        iss: issuer,
+        sub: form.client_id,
+        aud: identity.audience,
+        iat,
+        nbf: iat,
+        exp: iat + identity.tokenTtlSeconds,
+        jti: randomUUID(),
+        client_id: form.client_id,
+        roles: [...client.roles],
+      },
       ACCESS_TOKEN_TYP,
     );
     return { access_token: token, token_type: 'Bearer', expires_in: identity.tokenTtlSeconds };

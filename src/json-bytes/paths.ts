@@ -86,6 +86,20 @@ function merge(needs: readonly Need[], fold: boolean): Expectation {
     }
   }
   const mappedMs = (ns: readonly Need[]) => ns.filter((n) => n.m !== QUIET).map((n) => n.m);
-  const keys: KeyGroup[] = [...groups].map(([name, g]) => ({ name, bytes: Buffer.from(name, 'utf8'), ms: mappedMs(g), value: merge(g, fold), ...(fold ? { folded: true } : {}) }));
-  return { keys, objectMs, arrayMs, leafMs, elements: elements.length === 0 ? null : merge(elements, fold), allMs: mappedMs(needs), ...(quiet ? { quiet } : {}) };
+  const keys: KeyGroup[] = [...groups].map(([name, g]) => ({
+    name,
+    bytes: Buffer.from(name, 'utf8'),
+    ms: mappedMs(g),
+    value: merge(g, fold),
+    ...(fold ? { folded: true } : {}),
+  }));
+  return {
+    keys,
+    objectMs,
+    arrayMs,
+    leafMs,
+    elements: elements.length === 0 ? null : merge(elements, fold),
+    allMs: mappedMs(needs),
+    ...(quiet ? { quiet } : {}),
+  };
 }

@@ -311,7 +311,7 @@ class Scanner implements ScanPlace {
   private scanStringTraits(b: Buffer, p: number, len: number): number {
     let traits = 0;
     let digits = 0;
-    for (p++; ; ) {
+    for (p++; ;) {
       if (p >= len) throw notJson();
       const c = b[p]!;
       if (c > 0x5c || (c >= 0x41 && c < 0x5c)) p++;
@@ -516,8 +516,12 @@ function matchKey(b: Buffer, start: number, end: number, frame: Frame): Expectat
   for (let k = 0; k < frame.keys.length; k++) {
     const group = frame.keys[k]!;
     const same = folded
-      ? plainAscii ? asciiFoldEquals(b, start + 1, end - 1, group.bytes) : decoded === group.name
-      : escaped ? decoded === group.name : rawEquals(b, start + 1, end - 1, group.bytes);
+      ? plainAscii
+        ? asciiFoldEquals(b, start + 1, end - 1, group.bytes)
+        : decoded === group.name
+      : escaped
+        ? decoded === group.name
+        : rawEquals(b, start + 1, end - 1, group.bytes);
     if (same) {
       // every occurrence of a duplicate key is a location: parsers disagree on which one wins
       frame.found[k] = true;

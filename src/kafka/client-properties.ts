@@ -11,12 +11,29 @@ import type { Env } from '../env/index.ts';
  * silently left out.
  */
 export const KAFKA_PROPERTIES = [
-  'bootstrap.servers', 'security.protocol',
-  'sasl.mechanism', 'sasl.mechanisms', 'sasl.username', 'sasl.password', 'sasl.jaas.config',
-  'sasl.oauthbearer.method', 'sasl.oauthbearer.token.endpoint.url', 'sasl.oauthbearer.client.id', 'sasl.oauthbearer.client.secret',
-  'sasl.oauthbearer.scope', 'sasl.oauthbearer.extensions', 'sasl.login.callback.handler.class',
-  'ssl.ca.location', 'ssl.certificate.location', 'ssl.key.location', 'ssl.key.password', 'ssl.endpoint.identification.algorithm',
-  'session.timeout.ms', 'group.instance.id', 'client.dns.lookup', 'acks',
+  'bootstrap.servers',
+  'security.protocol',
+  'sasl.mechanism',
+  'sasl.mechanisms',
+  'sasl.username',
+  'sasl.password',
+  'sasl.jaas.config',
+  'sasl.oauthbearer.method',
+  'sasl.oauthbearer.token.endpoint.url',
+  'sasl.oauthbearer.client.id',
+  'sasl.oauthbearer.client.secret',
+  'sasl.oauthbearer.scope',
+  'sasl.oauthbearer.extensions',
+  'sasl.login.callback.handler.class',
+  'ssl.ca.location',
+  'ssl.certificate.location',
+  'ssl.key.location',
+  'ssl.key.password',
+  'ssl.endpoint.identification.algorithm',
+  'session.timeout.ms',
+  'group.instance.id',
+  'client.dns.lookup',
+  'acks',
 ] as const;
 
 /**
@@ -25,8 +42,15 @@ export const KAFKA_PROPERTIES = [
  * environment SCHEMA_REGISTRY_<the rest> (SCHEMA_REGISTRY_URL, SCHEMA_REGISTRY_BASIC_AUTH_USER_INFO).
  */
 export const REGISTRY_PROPERTIES = [
-  'schema.registry.url', 'basic.auth.credentials.source', 'basic.auth.user.info', 'bearer.auth.credentials.source', 'bearer.auth.token',
-  'schema.registry.ssl.ca.location', 'schema.registry.ssl.certificate.location', 'schema.registry.ssl.key.location', 'schema.registry.ssl.key.password',
+  'schema.registry.url',
+  'basic.auth.credentials.source',
+  'basic.auth.user.info',
+  'bearer.auth.credentials.source',
+  'bearer.auth.token',
+  'schema.registry.ssl.ca.location',
+  'schema.registry.ssl.certificate.location',
+  'schema.registry.ssl.key.location',
+  'schema.registry.ssl.key.password',
 ] as const;
 
 export type KafkaProperty = (typeof KAFKA_PROPERTIES)[number];
@@ -45,8 +69,7 @@ export interface PropertyScope {
   prefix: string;
 }
 
-const invalid = (message: string, property: string) =>
-  new VeilError('CONFIG_INVALID', message, [{ code: 'CONFIG_INVALID', pointer: `/${property}`, message }]);
+const invalid = (message: string, property: string) => new VeilError('CONFIG_INVALID', message, [{ code: 'CONFIG_INVALID', pointer: `/${property}`, message }]);
 
 /** VEIL_KAFKA_ + the property upper-cased, dots as underscores: sasl.password → VEIL_KAFKA_SASL_PASSWORD */
 export const envName = (prefix: string, property: string): string => prefix + property.toUpperCase().replace(/[.-]/g, '_');
@@ -85,7 +108,13 @@ export function readPropertiesFile(path: string, variable: string): Map<string, 
  * secret mounted from a Kubernetes Secret); both at once is refused. Variables that start with
  * `prefix` but name no property are refused, except `except`.
  */
-export function readEnvProperties<P extends string>(env: Env, prefix: string, properties: readonly P[], nameOf: (p: P) => string, except: readonly string[]): Map<P, PropertyValue> {
+export function readEnvProperties<P extends string>(
+  env: Env,
+  prefix: string,
+  properties: readonly P[],
+  nameOf: (p: P) => string,
+  except: readonly string[],
+): Map<P, PropertyValue> {
   const byName = new Map(properties.map((p) => [nameOf(p), p]));
   const out = new Map<P, PropertyValue>();
   for (const [name, value] of Object.entries(env)) {

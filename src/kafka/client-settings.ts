@@ -23,8 +23,7 @@ export interface TlsSettings {
 }
 
 export type SaslSettings =
-  | { mechanism: 'PLAIN' | 'SCRAM-SHA-256' | 'SCRAM-SHA-512'; username: string; password: Secret }
-  | { mechanism: 'OAUTHBEARER'; tokens: OidcTokenSource };
+  { mechanism: 'PLAIN' | 'SCRAM-SHA-256' | 'SCRAM-SHA-512'; username: string; password: Secret } | { mechanism: 'OAUTHBEARER'; tokens: OidcTokenSource };
 
 /**
  * How to reach one Kafka cluster: its brokers and the security every connection to it uses — the
@@ -59,7 +58,11 @@ export const MAIN_SCOPE = 'VEIL_KAFKA_';
 export const CONTROL_SCOPE = 'VEIL_CONTROL_KAFKA_';
 export const SUBJECT_SCOPE = 'VEIL_SUBJECT_KAFKA_';
 
-const splitBrokers = (text: string) => text.split(',').map((b) => b.trim()).filter(Boolean);
+const splitBrokers = (text: string) =>
+  text
+    .split(',')
+    .map((b) => b.trim())
+    .filter(Boolean);
 
 /** The main cluster's connection: brokers (--brokers, KAFKA_BROKERS or bootstrap.servers) and VEIL_KAFKA_CONFIG_FILE / VEIL_KAFKA_*. */
 export function kafkaConnection(env: Env, options: ConnectionOptions = {}): KafkaConnection {
@@ -72,18 +75,26 @@ export function kafkaConnection(env: Env, options: ConnectionOptions = {}): Kafk
  * never sent to other brokers; without it the main cluster's connection.
  */
 export function controlKafkaConnection(env: Env, options: ConnectionOptions = {}): KafkaConnection {
-  return env.VEIL_CONTROL_BROKERS ? resolveScope(env, CONTROL_SCOPE, 'VEIL_CONTROL_BROKERS', { now: options.now }) : unscoped(env, CONTROL_SCOPE, 'VEIL_CONTROL_BROKERS', () => kafkaConnection(env, options));
+  return env.VEIL_CONTROL_BROKERS
+    ? resolveScope(env, CONTROL_SCOPE, 'VEIL_CONTROL_BROKERS', { now: options.now })
+    : unscoped(env, CONTROL_SCOPE, 'VEIL_CONTROL_BROKERS', () => kafkaConnection(env, options));
 }
 
 /** The subject-key topic's cluster: VEIL_SUBJECT_BROKERS with VEIL_SUBJECT_KAFKA_*, else the control store's. */
 export function subjectKafkaConnection(env: Env, options: ConnectionOptions = {}): KafkaConnection {
-  return env.VEIL_SUBJECT_BROKERS ? resolveScope(env, SUBJECT_SCOPE, 'VEIL_SUBJECT_BROKERS', { now: options.now }) : unscoped(env, SUBJECT_SCOPE, 'VEIL_SUBJECT_BROKERS', () => controlKafkaConnection(env, options));
+  return env.VEIL_SUBJECT_BROKERS
+    ? resolveScope(env, SUBJECT_SCOPE, 'VEIL_SUBJECT_BROKERS', { now: options.now })
+    : unscoped(env, SUBJECT_SCOPE, 'VEIL_SUBJECT_BROKERS', () => controlKafkaConnection(env, options));
 }
 
 /** A scope's settings without its brokers variable are refused: they would apply to no cluster. */
 function unscoped(env: Env, prefix: string, brokersVariable: string, inherit: () => KafkaConnection): KafkaConnection {
   const stray = Object.keys(env).find((k) => k.startsWith(prefix) && env[k] !== undefined);
-  if (stray) throw invalid(`${stray} is set but ${brokersVariable} is not: without it this store is on the main cluster and uses VEIL_KAFKA_* (set ${brokersVariable} for a cluster of its own)`, stray);
+  if (stray)
+    throw invalid(
+      `${stray} is set but ${brokersVariable} is not: without it this store is on the main cluster and uses VEIL_KAFKA_* (set ${brokersVariable} for a cluster of its own)`,
+      stray,
+    );
   return inherit();
 }
 
@@ -102,8 +113,11 @@ function resolveScope(env: Env, prefix: string, brokersVariable: string, options
   const timeout = get('session.timeout.ms');
   const instance = get('group.instance.id');
   return {
-    scope: prefix, brokers, protocol,
-    ...(tls ? { tls } : {}), ...(sasl ? { sasl } : {}),
+    scope: prefix,
+    brokers,
+    protocol,
+    ...(tls ? { tls } : {}),
+    ...(sasl ? { sasl } : {}),
     ...(timeout ? { sessionTimeoutMs: integer('session.timeout.ms', timeout, 1000, 3_600_000) } : {}),
     ...(instance ? { groupInstanceId: groupInstance(instance) } : {}),
   };
@@ -124,32 +138,40 @@ function resolveBrokers(env: Env, variable: string, bootstrap: PropertyValue | u
 function securityProtocol(at: PropertyValue | undefined): SecurityProtocol {
   if (!at) return 'PLAINTEXT';
   const value = at.value.toUpperCase();
-  if (!(SECURITY_PROTOCOLS as readonly string[]).includes(value)) throw invalid(`security.protocol (${at.from}) must be one of ${SECURITY_PROTOCOLS.join(', ')}`, 'security.protocol');
+  if (!(SECURITY_PROTOCOLS as readonly string[]).includes(value))
+    throw invalid(`security.protocol (${at.from}) must be one of ${SECURITY_PROTOCOLS.join(', ')}`, 'security.protocol');
   return value as SecurityProtocol;
 }
 
 /** What veil decides itself, accepted only where the file agrees: every write is acks=all. */
 function checkAccepted(p: ReadonlyMap<KafkaProperty, PropertyValue>): void {
   const acks = p.get('acks');
-  if (acks && !['all', '-1'].includes(acks.value.toLowerCase())) throw invalid(`acks (${acks.from}) must be all: veil writes every record with acks=all`, 'acks');
+  if (acks && !['all', '-1'].includes(acks.value.toLowerCase()))
+    throw invalid(`acks (${acks.from}) must be all: veil writes every record with acks=all`, 'acks');
 }
 
 function refuseAny(p: ReadonlyMap<KafkaProperty, PropertyValue>, family: string, protocol: SecurityProtocol): void {
   for (const [name, at] of p) {
-    if (name.startsWith(family)) throw invalid(`${name} (${at.from}) is set but security.protocol is ${protocol}, which uses no ${family === 'ssl.' ? 'TLS' : 'SASL'}`, name);
+    if (name.startsWith(family))
+      throw invalid(`${name} (${at.from}) is set but security.protocol is ${protocol}, which uses no ${family === 'ssl.' ? 'TLS' : 'SASL'}`, name);
   }
 }
 
 function tlsSettings(p: ReadonlyMap<KafkaProperty, PropertyValue>, now: Date): TlsSettings {
   const cert = p.get('ssl.certificate.location');
   const key = p.get('ssl.key.location');
-  if (!cert !== !key) throw invalid(`${cert ? 'ssl.certificate.location' : 'ssl.key.location'} is set without ${cert ? 'ssl.key.location' : 'ssl.certificate.location'}: mutual TLS needs both`, cert ? 'ssl.key.location' : 'ssl.certificate.location');
+  if (!cert !== !key)
+    throw invalid(
+      `${cert ? 'ssl.certificate.location' : 'ssl.key.location'} is set without ${cert ? 'ssl.key.location' : 'ssl.certificate.location'}: mutual TLS needs both`,
+      cert ? 'ssl.key.location' : 'ssl.certificate.location',
+    );
   const password = p.get('ssl.key.password');
   if (password && !key) throw invalid(`ssl.key.password (${password.from}) is set without ssl.key.location`, 'ssl.key.password');
   const keyPassword = password ? new Secret(password.value) : undefined;
   const algorithm = p.get('ssl.endpoint.identification.algorithm');
   const verify = algorithm === undefined ? 'https' : algorithm.value.toLowerCase();
-  if (!['https', 'none', ''].includes(verify)) throw invalid(`ssl.endpoint.identification.algorithm (${algorithm!.from}) must be https or none`, 'ssl.endpoint.identification.algorithm');
+  if (!['https', 'none', ''].includes(verify))
+    throw invalid(`ssl.endpoint.identification.algorithm (${algorithm!.from}) must be https or none`, 'ssl.endpoint.identification.algorithm');
   const ca = p.get('ssl.ca.location');
   return {
     ...(ca ? { ca: certificateFile('ssl.ca.location', ca, { checkValidity: false, now }) } : {}),
@@ -164,25 +186,35 @@ function saslSettings(p: ReadonlyMap<KafkaProperty, PropertyValue>, protocol: Se
   const mechanism = saslMechanism(p);
   const jaas = jaasOf(p.get('sasl.jaas.config'));
   const family = mechanism.startsWith('SCRAM') ? 'SCRAM' : mechanism;
-  if (jaas && jaas.family !== family) throw invalid(`sasl.jaas.config names a ${jaas.family} login module but sasl.mechanism is ${mechanism}`, 'sasl.jaas.config');
+  if (jaas && jaas.family !== family)
+    throw invalid(`sasl.jaas.config names a ${jaas.family} login module but sasl.mechanism is ${mechanism}`, 'sasl.jaas.config');
   if (protocol === 'SASL_PLAINTEXT' && mechanism !== 'SCRAM-SHA-256' && mechanism !== 'SCRAM-SHA-512') {
-    throw invalid(`security.protocol SASL_PLAINTEXT with ${mechanism} would send the ${mechanism === 'PLAIN' ? 'password' : 'token'} unencrypted: use SASL_SSL (or SCRAM)`, 'security.protocol');
+    throw invalid(
+      `security.protocol SASL_PLAINTEXT with ${mechanism} would send the ${mechanism === 'PLAIN' ? 'password' : 'token'} unencrypted: use SASL_SSL (or SCRAM)`,
+      'security.protocol',
+    );
   }
   if (mechanism === 'OAUTHBEARER') return { mechanism, tokens: oidcTokenSource(oidcSettings(p, jaas)) };
   const username = oneOf(p, 'sasl.username', jaas, 'username');
   const password = oneOf(p, 'sasl.password', jaas, 'password');
-  if (!username || !password) throw invalid(`sasl.mechanism ${mechanism} needs sasl.username and sasl.password (or sasl.jaas.config)`, username ? 'sasl.password' : 'sasl.username');
+  if (!username || !password)
+    throw invalid(`sasl.mechanism ${mechanism} needs sasl.username and sasl.password (or sasl.jaas.config)`, username ? 'sasl.password' : 'sasl.username');
   return { mechanism, username, password: new Secret(password) };
 }
 
 function saslMechanism(p: ReadonlyMap<KafkaProperty, PropertyValue>): (typeof SASL_MECHANISMS)[number] {
   const one = p.get('sasl.mechanism');
   const many = p.get('sasl.mechanisms');
-  if (one && many && one.value.toUpperCase() !== many.value.toUpperCase()) throw invalid(`sasl.mechanism (${one.from}) and sasl.mechanisms (${many.from}) differ`, 'sasl.mechanism');
+  if (one && many && one.value.toUpperCase() !== many.value.toUpperCase())
+    throw invalid(`sasl.mechanism (${one.from}) and sasl.mechanisms (${many.from}) differ`, 'sasl.mechanism');
   const at = one ?? many;
   if (!at) throw invalid(`a SASL security.protocol needs sasl.mechanism: ${SASL_MECHANISMS.join(', ')}`, 'sasl.mechanism');
   const value = at.value.toUpperCase();
-  if (!(SASL_MECHANISMS as readonly string[]).includes(value)) throw invalid(`sasl.mechanism (${at.from}) must be one of ${SASL_MECHANISMS.join(', ')}${value === 'GSSAPI' ? ' (Kerberos is not supported)' : ''}`, 'sasl.mechanism');
+  if (!(SASL_MECHANISMS as readonly string[]).includes(value))
+    throw invalid(
+      `sasl.mechanism (${at.from}) must be one of ${SASL_MECHANISMS.join(', ')}${value === 'GSSAPI' ? ' (Kerberos is not supported)' : ''}`,
+      'sasl.mechanism',
+    );
   return value as (typeof SASL_MECHANISMS)[number];
 }
 
@@ -200,7 +232,8 @@ function jaasOf(at: PropertyValue | undefined): JaasConfig | undefined {
 function oneOf(p: ReadonlyMap<KafkaProperty, PropertyValue>, property: KafkaProperty, jaas: JaasConfig | undefined, option: string): string | undefined {
   const direct = p.get(property);
   const fromJaas = jaas?.options[option];
-  if (direct && fromJaas !== undefined && direct.value !== fromJaas) throw invalid(`${property} (${direct.from}) and sasl.jaas.config's ${option} differ: give one`, property);
+  if (direct && fromJaas !== undefined && direct.value !== fromJaas)
+    throw invalid(`${property} (${direct.from}) and sasl.jaas.config's ${option} differ: give one`, property);
   return direct?.value ?? fromJaas;
 }
 
@@ -208,17 +241,33 @@ const OAUTH_HANDLER = 'org.apache.kafka.common.security.oauthbearer.OAuthBearerL
 
 function oidcSettings(p: ReadonlyMap<KafkaProperty, PropertyValue>, jaas: JaasConfig | undefined) {
   const method = p.get('sasl.oauthbearer.method');
-  if (method && method.value.toLowerCase() !== 'oidc') throw invalid(`sasl.oauthbearer.method (${method.from}) must be oidc: unsecured tokens (default) are for testing brokers only`, 'sasl.oauthbearer.method');
+  if (method && method.value.toLowerCase() !== 'oidc')
+    throw invalid(`sasl.oauthbearer.method (${method.from}) must be oidc: unsecured tokens (default) are for testing brokers only`, 'sasl.oauthbearer.method');
   const handler = p.get('sasl.login.callback.handler.class');
-  if (handler && handler.value !== OAUTH_HANDLER && !handler.value.endsWith('.OAuthBearerLoginCallbackHandler')) throw invalid(`sasl.login.callback.handler.class (${handler.from}): only Kafka's OAuthBearerLoginCallbackHandler (OIDC client credentials) is supported`, 'sasl.login.callback.handler.class');
+  if (handler && handler.value !== OAUTH_HANDLER && !handler.value.endsWith('.OAuthBearerLoginCallbackHandler'))
+    throw invalid(
+      `sasl.login.callback.handler.class (${handler.from}): only Kafka's OAuthBearerLoginCallbackHandler (OIDC client credentials) is supported`,
+      'sasl.login.callback.handler.class',
+    );
   const endpoint = p.get('sasl.oauthbearer.token.endpoint.url');
-  if (!endpoint) throw invalid('sasl.mechanism OAUTHBEARER needs sasl.oauthbearer.token.endpoint.url (OIDC client credentials)', 'sasl.oauthbearer.token.endpoint.url');
+  if (!endpoint)
+    throw invalid('sasl.mechanism OAUTHBEARER needs sasl.oauthbearer.token.endpoint.url (OIDC client credentials)', 'sasl.oauthbearer.token.endpoint.url');
   const url = tokenEndpoint(endpoint);
   const clientId = oneOf(p, 'sasl.oauthbearer.client.id', jaas, 'clientId');
   const clientSecret = oneOf(p, 'sasl.oauthbearer.client.secret', jaas, 'clientSecret');
-  if (!clientId || !clientSecret) throw invalid('sasl.mechanism OAUTHBEARER needs sasl.oauthbearer.client.id and sasl.oauthbearer.client.secret', clientId ? 'sasl.oauthbearer.client.secret' : 'sasl.oauthbearer.client.id');
+  if (!clientId || !clientSecret)
+    throw invalid(
+      'sasl.mechanism OAUTHBEARER needs sasl.oauthbearer.client.id and sasl.oauthbearer.client.secret',
+      clientId ? 'sasl.oauthbearer.client.secret' : 'sasl.oauthbearer.client.id',
+    );
   const scope = oneOf(p, 'sasl.oauthbearer.scope', jaas, 'scope');
-  return { tokenEndpoint: url, clientId, clientSecret: new Secret(clientSecret), ...(scope ? { scope } : {}), extensions: extensions(p.get('sasl.oauthbearer.extensions'), jaas) };
+  return {
+    tokenEndpoint: url,
+    clientId,
+    clientSecret: new Secret(clientSecret),
+    ...(scope ? { scope } : {}),
+    extensions: extensions(p.get('sasl.oauthbearer.extensions'), jaas),
+  };
 }
 
 /** The token endpoint: https, or http to a loopback address only (the client secret crosses it). */
@@ -230,8 +279,16 @@ function tokenEndpoint(at: PropertyValue): URL {
     throw invalid(`sasl.oauthbearer.token.endpoint.url (${at.from}) is not a URL`, 'sasl.oauthbearer.token.endpoint.url');
   }
   const loopback = ['127.0.0.1', '[::1]', 'localhost'].includes(url.hostname);
-  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && loopback)) throw invalid(`sasl.oauthbearer.token.endpoint.url (${at.from}) must be https (http only to a loopback address): the client secret is sent to it`, 'sasl.oauthbearer.token.endpoint.url');
-  if (url.username || url.password) throw invalid(`sasl.oauthbearer.token.endpoint.url (${at.from}) must not carry credentials: use sasl.oauthbearer.client.id and client.secret`, 'sasl.oauthbearer.token.endpoint.url');
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && loopback))
+    throw invalid(
+      `sasl.oauthbearer.token.endpoint.url (${at.from}) must be https (http only to a loopback address): the client secret is sent to it`,
+      'sasl.oauthbearer.token.endpoint.url',
+    );
+  if (url.username || url.password)
+    throw invalid(
+      `sasl.oauthbearer.token.endpoint.url (${at.from}) must not carry credentials: use sasl.oauthbearer.client.id and client.secret`,
+      'sasl.oauthbearer.token.endpoint.url',
+    );
   return url;
 }
 
@@ -244,7 +301,9 @@ function extensions(at: PropertyValue | undefined, jaas: JaasConfig | undefined)
     if (eq <= 0) throw invalid(`sasl.oauthbearer.extensions (${at!.from}) must be name=value pairs separated by commas`, 'sasl.oauthbearer.extensions');
     out[pair.slice(0, eq).trim()] = pair.slice(eq + 1).trim();
   }
-  for (const k of Object.keys(out)) if (!/^[A-Za-z]+$/.test(k) || k === 'auth') throw invalid(`sasl.oauthbearer.extensions: ${k} is not a valid extension name (letters only, not auth)`, 'sasl.oauthbearer.extensions');
+  for (const k of Object.keys(out))
+    if (!/^[A-Za-z]+$/.test(k) || k === 'auth')
+      throw invalid(`sasl.oauthbearer.extensions: ${k} is not a valid extension name (letters only, not auth)`, 'sasl.oauthbearer.extensions');
   return out;
 }
 

@@ -6,8 +6,21 @@
  * veil/kafka-home).
  */
 export {
-  headerValue, withHeaders,
-  type Batch, type CaughtUp, type ConsumerEvents, type ConsumerPort, type Header, type Headers, type InRecord, type KafkaLog, type KafkaPort, type LookAhead, type OutRecord, type ProducerPort, type Transaction,
+  headerValue,
+  withHeaders,
+  type Batch,
+  type CaughtUp,
+  type ConsumerEvents,
+  type ConsumerPort,
+  type Header,
+  type Headers,
+  type InRecord,
+  type KafkaLog,
+  type KafkaPort,
+  type LookAhead,
+  type OutRecord,
+  type ProducerPort,
+  type Transaction,
 } from './ports.ts';
 export { KafkaError } from './kafka-error.ts';
 export { DEFAULT_STREAM_CLIENT, STREAM_CLIENTS, groupInstanceId, openKafkaPort, streamClient, type KafkaPortOptions, type StreamClient } from './open-port.ts';
@@ -15,8 +28,17 @@ export { isTransientKafkaFailure, openWithRetry } from './start-retry.ts';
 export { BATCH_OVERHEAD, fitsAlone, recordBytes } from './record-size.ts';
 export { killingInCommit } from './fault-injection.ts';
 export {
-  CONTROL_SCOPE, DEFAULT_BROKERS, MAIN_SCOPE, SUBJECT_SCOPE, controlKafkaConnection, kafkaConnection, plainConnection, subjectKafkaConnection,
-  type ConnectionOptions, type KafkaConnection, type SecurityProtocol,
+  CONTROL_SCOPE,
+  DEFAULT_BROKERS,
+  MAIN_SCOPE,
+  SUBJECT_SCOPE,
+  controlKafkaConnection,
+  kafkaConnection,
+  plainConnection,
+  subjectKafkaConnection,
+  type ConnectionOptions,
+  type KafkaConnection,
+  type SecurityProtocol,
 } from './client-settings.ts';
 export { KAFKA_PROPERTIES, REGISTRY_PROPERTIES, readEnvProperties, readPropertiesFile, registryEnvName, type PropertyValue } from './client-properties.ts';
 export { Secret } from './secret.ts';
@@ -28,7 +50,9 @@ export type { CompactedTopic, CompactedTopicOptions, TopicBatch, TopicRecord } f
 export type { TopicSample } from './kafkajs-topic-sampler.ts';
 
 /** Samples a topic's committed records (kafkajs-topic-sampler.ts), loading kafkajs only then. */
-export const sampleTopic = async (...args: Parameters<typeof import('./kafkajs-topic-sampler.ts').sampleTopic>) => (await import('./kafkajs-topic-sampler.ts')).sampleTopic(...args);
+export const sampleTopic = async (...args: Parameters<typeof import('./kafkajs-topic-sampler.ts').sampleTopic>) =>
+  (await import('./kafkajs-topic-sampler.ts')).sampleTopic(...args);
 
 /** Opens a compacted topic (kafkajs-compacted-topic.ts), loading kafkajs only then: a process on local stores never loads it. */
-export const openCompactedTopic = async (options: import('./kafkajs-compacted-topic.ts').CompactedTopicOptions) => (await import('./kafkajs-compacted-topic.ts')).CompactedTopic.open(options);
+export const openCompactedTopic = async (options: import('./kafkajs-compacted-topic.ts').CompactedTopicOptions) =>
+  (await import('./kafkajs-compacted-topic.ts')).CompactedTopic.open(options);

@@ -40,7 +40,8 @@ export function parseJaasConfig(text: string): JaasConfig {
   };
   const module = word();
   const family = MODULES[module];
-  if (!family) throw syntaxError(module ? `login module ${module} is not supported (PlainLoginModule, ScramLoginModule or OAuthBearerLoginModule)` : 'no login module');
+  if (!family)
+    throw syntaxError(module ? `login module ${module} is not supported (PlainLoginModule, ScramLoginModule or OAuthBearerLoginModule)` : 'no login module');
   skipSpace();
   const flag = word();
   if (!['required', 'requisite', 'sufficient', 'optional'].includes(flag)) throw syntaxError('a control flag (required) must follow the login module');

@@ -2,7 +2,18 @@ import { createRequire } from 'node:module';
 import { Partitioners, type Batch as KafkajsBatch, type Consumer, type KafkaConfig, type KafkaMessage, type Producer, type RecordHeader } from 'kafkajs';
 import type { KafkaConnection } from './client-settings.ts';
 import { kafkajsClient } from './kafkajs-client.ts';
-import { type Batch, type CaughtUp, type ConsumerPort, type Header, type InRecord, type KafkaLog, type KafkaPort, type OutRecord, type ProducerPort, type Transaction } from './ports.ts';
+import {
+  type Batch,
+  type CaughtUp,
+  type ConsumerPort,
+  type Header,
+  type InRecord,
+  type KafkaLog,
+  type KafkaPort,
+  type OutRecord,
+  type ProducerPort,
+  type Transaction,
+} from './ports.ts';
 import { inChunks as sendInChunks } from './send-chunks.ts';
 import { topicLimits, type TopicLimits } from './kafkajs-topic-limits.ts';
 import { stableOffsetFetch } from './kafkajs-stable-offsets.ts';
@@ -31,7 +42,9 @@ export function assertKafkajsPatched(): void {
     // not patched at all
   }
   if (id !== KAFKAJS_PATCH) {
-    throw new Error(`kafkajs is not patched for veil (want ${KAFKAJS_PATCH}, found ${typeof id === 'string' ? id : 'none'}): run \`node scripts/patch-kafkajs.mjs\` (npm ci does)`);
+    throw new Error(
+      `kafkajs is not patched for veil (want ${KAFKAJS_PATCH}, found ${typeof id === 'string' ? id : 'none'}): run \`node scripts/patch-kafkajs.mjs\` (npm ci does)`,
+    );
   }
 }
 
@@ -41,25 +54,42 @@ export function assertKafkajsPatched(): void {
  * maxInFlightRequests 1, one transactional id per input partition (kafkajs has no KIP-447, so
  * zombie fencing comes from the id, not from the group generation).
  */
-export function kafkajsPort(options: { connection: KafkaConnection; clientId: string; log?: KafkaLog; config?: Partial<KafkaConfig>; sessionTimeoutMs?: number; fetch?: FetchTuning }): KafkaPort {
+export function kafkajsPort(options: {
+  connection: KafkaConnection;
+  clientId: string;
+  log?: KafkaLog;
+  config?: Partial<KafkaConfig>;
+  sessionTimeoutMs?: number;
+  fetch?: FetchTuning;
+}): KafkaPort {
   assertKafkajsPatched();
   const sessionTimeout = options.sessionTimeoutMs ?? 30_000;
-  const kafka = kafkajsClient(options.connection, options.clientId, { log: options.log ?? (() => undefined), ...(options.config ? { config: options.config } : {}) });
+  const kafka = kafkajsClient(options.connection, options.clientId, {
+    log: options.log ?? (() => undefined),
+    ...(options.config ? { config: options.config } : {}),
+  });
   const limits = topicLimits(kafka);
   const fetch = options.fetch ?? {};
   const stable = stableOffsetFetch(() => limits.admin());
   return {
-    consumer: ({ groupId, readCommitted }) => consumerPort(kafka.consumer({
-      groupId, readUncommitted: !readCommitted, allowAutoTopicCreation: false,
-      // kafkajs restarts a crashed consumer only when the root cause is retriable; the pipeline
-      // watches `crashed` and re-creates a consumer that stays down. A refusal of this client
-      // (credentials, certificate, permissions) is not restarted: the crash reports it
-      retry: { retries: 10, restartOnFailure: async (e) => !deniedBy(e) },
-      sessionTimeout, heartbeatInterval: Math.max(500, Math.floor(sessionTimeout / 10)),
-      maxBytesPerPartition: fetch.maxBytesPerPartition ?? 1_048_576,
-      maxBytes: 4 * (fetch.maxBytesPerPartition ?? 1_048_576) + 1_048_576,
-      maxWaitTimeInMs: fetch.maxWaitTimeInMs ?? 1000,
-    }), fetch.partitionsConsumedConcurrently ?? 4),
+    consumer: ({ groupId, readCommitted }) =>
+      consumerPort(
+        kafka.consumer({
+          groupId,
+          readUncommitted: !readCommitted,
+          allowAutoTopicCreation: false,
+          // kafkajs restarts a crashed consumer only when the root cause is retriable; the pipeline
+          // watches `crashed` and re-creates a consumer that stays down. A refusal of this client
+          // (credentials, certificate, permissions) is not restarted: the crash reports it
+          retry: { retries: 10, restartOnFailure: async (e) => !deniedBy(e) },
+          sessionTimeout,
+          heartbeatInterval: Math.max(500, Math.floor(sessionTimeout / 10)),
+          maxBytesPerPartition: fetch.maxBytesPerPartition ?? 1_048_576,
+          maxBytes: 4 * (fetch.maxBytesPerPartition ?? 1_048_576) + 1_048_576,
+          maxWaitTimeInMs: fetch.maxWaitTimeInMs ?? 1000,
+        }),
+        fetch.partitionsConsumedConcurrently ?? 4,
+      ),
     async producer({ transactionalId }) {
       // Java-compatible murmur2 partitioning, so veil and Java producers agree on key → partition
       const common = { idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false, createPartitioner: Partitioners.DefaultPartitioner };
@@ -117,7 +147,13 @@ const TOO_LARGE = new Set(['MESSAGE_TOO_LARGE', 'RECORD_LIST_TOO_LARGE']);
 
 function producerPort(producer: Producer, limits: TopicLimits): ProducerPort {
   const inChunks = (records: OutRecord[], send: (chunk: OutRecord[]) => Promise<unknown>) =>
-    sendInChunks(records, (t) => limits.maxMessageBytes(t), send, (e) => TOO_LARGE.has((e as KafkaError).code), (t) => limits.forget(t));
+    sendInChunks(
+      records,
+      (t) => limits.maxMessageBytes(t),
+      send,
+      (e) => TOO_LARGE.has((e as KafkaError).code),
+      (t) => limits.forget(t),
+    );
   return {
     async transaction(): Promise<Transaction> {
       const tx = await kafkajsCall('begin transaction', () => producer.transaction());
@@ -146,22 +182,30 @@ function consumerPort(consumer: Consumer, concurrency: number): ConsumerPort {
     async run(handler, _lookAhead, caughtUp) {
       await connect();
       const ends = caughtUp ? caughtUpEnds(consumer, caughtUp) : undefined;
-      await kafkajsCall('consumer run', () => consumer.run({
-        autoCommit: false,
-        partitionsConsumedConcurrently: concurrency,
-        eachBatch: async ({ batch, heartbeat, isRunning, isStale }) => {
-          if (!isRunning() || isStale() || batch.messages.length === 0) return;
-          const records: InRecord[] = batch.messages.map((m) => ({
-            topic: batch.topic, partition: batch.partition, offset: m.offset, key: m.key, value: m.value, headers: fromKafkajsHeaders(m), timestamp: m.timestamp,
-          }));
-          const b: Batch = { topic: batch.topic, partition: batch.partition, records, highWatermark: batch.highWatermark, ...batchEnd(batch) };
-          await ends?.beforeBatch(batch.topic, batch.partition);
-          // kafkajs decides on retries and restarts by its own error classes: it gets them back
-          await handler(b, () => kafkajsCall('heartbeat', heartbeat)).catch((e: unknown) => {
-            throw toKafkajs(e);
-          });
-        },
-      }));
+      await kafkajsCall('consumer run', () =>
+        consumer.run({
+          autoCommit: false,
+          partitionsConsumedConcurrently: concurrency,
+          eachBatch: async ({ batch, heartbeat, isRunning, isStale }) => {
+            if (!isRunning() || isStale() || batch.messages.length === 0) return;
+            const records: InRecord[] = batch.messages.map((m) => ({
+              topic: batch.topic,
+              partition: batch.partition,
+              offset: m.offset,
+              key: m.key,
+              value: m.value,
+              headers: fromKafkajsHeaders(m),
+              timestamp: m.timestamp,
+            }));
+            const b: Batch = { topic: batch.topic, partition: batch.partition, records, highWatermark: batch.highWatermark, ...batchEnd(batch) };
+            await ends?.beforeBatch(batch.topic, batch.partition);
+            // kafkajs decides on retries and restarts by its own error classes: it gets them back
+            await handler(b, () => kafkajsCall('heartbeat', heartbeat)).catch((e: unknown) => {
+              throw toKafkajs(e);
+            });
+          },
+        }),
+      );
     },
     async commitOffsets(topic, partition, offset) {
       await kafkajsCall('commit offsets', () => consumer.commitOffsets([{ topic, partition, offset }]));
@@ -202,14 +246,24 @@ function caughtUpEnds(consumer: Consumer, caughtUp: CaughtUp): { beforeBatch(top
   const report = (key: string) => {
     const at = ends.get(key);
     if (!at || inFlight.has(key)) return;
-    const call = caughtUp(at).then(() => void (ends.get(key) === at && ends.delete(key)), () => undefined).finally(() => inFlight.delete(key));
+    const call = caughtUp(at)
+      .then(
+        () => void (ends.get(key) === at && ends.delete(key)),
+        () => undefined,
+      )
+      .finally(() => inFlight.delete(key));
     inFlight.set(key, call);
   };
   consumer.on(consumer.events.END_BATCH_PROCESS, ({ payload }) => {
     // only a batch filtered to nothing (firstOffset null: nothing at or past the fetch offset)
     if (payload.batchSize !== 0 || (payload.firstOffset as string | null) === null) return;
     const key = keyOf(payload.topic, payload.partition);
-    ends.set(key, { topic: payload.topic, partition: payload.partition, offset: (BigInt(payload.lastOffset) + 1n).toString(), highWatermark: payload.highWatermark });
+    ends.set(key, {
+      topic: payload.topic,
+      partition: payload.partition,
+      offset: (BigInt(payload.lastOffset) + 1n).toString(),
+      highWatermark: payload.highWatermark,
+    });
     report(key);
   });
   consumer.on(consumer.events.FETCH, () => {

@@ -18,12 +18,16 @@ export function kafkajsClient(connection: KafkaConnection, clientId: string, opt
     brokers: [...connection.brokers],
     ...kafkajsSecurity(connection),
     logLevel: log ? logLevel.WARN : logLevel.NOTHING,
-    ...(log ? {
-      logCreator: () => ({ level, log: entry }) => {
-        const { message, ...extra } = entry;
-        log(LEVELS[level] ?? 'info', String(message), { error: extra.error, broker: extra.broker, groupId: extra.groupId });
-      },
-    } : {}),
+    ...(log
+      ? {
+          logCreator:
+            () =>
+            ({ level, log: entry }) => {
+              const { message, ...extra } = entry;
+              log(LEVELS[level] ?? 'info', String(message), { error: extra.error, broker: extra.broker, groupId: extra.groupId });
+            },
+        }
+      : {}),
     ...options.config,
   });
 }

@@ -69,7 +69,11 @@ export class CompactedTopic {
     const kafka = kafkajsClient(options.connection, options.clientId);
     this.admin = kafka.admin();
     this.producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
-    this.consumer = kafka.consumer({ groupId: (this.groupId = `${options.clientId}-${randomUUID()}`), readUncommitted: false, ...(options.maxBytes ? { maxBytes: options.maxBytes } : {}) });
+    this.consumer = kafka.consumer({
+      groupId: (this.groupId = `${options.clientId}-${randomUUID()}`),
+      readUncommitted: false,
+      ...(options.maxBytes ? { maxBytes: options.maxBytes } : {}),
+    });
   }
 
   /** Connects, creates the topic when absent (compacted), and reads its ends; nothing is followed yet. */
@@ -112,7 +116,8 @@ export class CompactedTopic {
       eachBatchAutoResolve: true,
       eachBatch: async ({ batch }) => {
         const start = this.applied.get(batch.partition) ?? 0;
-        const records = batch.messages.filter((m) => Number(m.offset) >= start)
+        const records = batch.messages
+          .filter((m) => Number(m.offset) >= start)
           .map((m) => ({ offset: Number(m.offset), key: m.key, value: m.value, timestamp: Number(m.timestamp) }));
         // offsets a compaction removed count as read: the batch's last offset, not its last record's
         const next = Math.max(start, batch.messages.length > 0 ? Number(batch.lastOffset()) + 1 : start);
@@ -136,7 +141,13 @@ export class CompactedTopic {
     return new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.waiters = this.waiters.filter((w) => w.resolve !== done);
-        reject(new KafkaError('READ_BACK_TIMEOUT', `topic ${this.options.topic}: offset ${offset} of partition ${partition} not read back within ${timeoutMs} ms`, true));
+        reject(
+          new KafkaError(
+            'READ_BACK_TIMEOUT',
+            `topic ${this.options.topic}: offset ${offset} of partition ${partition} not read back within ${timeoutMs} ms`,
+            true,
+          ),
+        );
       }, timeoutMs);
       const done = () => {
         clearTimeout(timer);
@@ -190,7 +201,14 @@ export class CompactedTopic {
     const config = { 'cleanup.policy': 'compact', ...(minInsyncReplicas ? { 'min.insync.replicas': String(minInsyncReplicas) } : {}), ...topicConfig };
     return this.admin.createTopics({
       waitForLeaders: true,
-      topics: [{ topic, numPartitions: partitions ?? 1, ...(replicationFactor ? { replicationFactor } : {}), configEntries: Object.entries(config).map(([name, value]) => ({ name, value })) }],
+      topics: [
+        {
+          topic,
+          numPartitions: partitions ?? 1,
+          ...(replicationFactor ? { replicationFactor } : {}),
+          configEntries: Object.entries(config).map(([name, value]) => ({ name, value })),
+        },
+      ],
     });
   }
 
@@ -203,15 +221,25 @@ export class CompactedTopic {
     const { topic, replicationFactor, minInsyncReplicas } = this.options;
     const [metadata, configs] = await Promise.all([
       this.admin.fetchTopicMetadata({ topics: [topic] }),
-      this.admin.describeConfigs({ includeSynonyms: false, resources: [{ type: 2 /* TOPIC */, name: topic, configNames: ['cleanup.policy', 'min.insync.replicas'] }] }),
+      this.admin.describeConfigs({
+        includeSynonyms: false,
+        resources: [{ type: 2 /* TOPIC */, name: topic, configNames: ['cleanup.policy', 'min.insync.replicas'] }],
+      }),
     ]);
     const replicas = metadata.topics[0]?.partitions[0]?.replicas.length ?? 0;
     const entry = (name: string) => configs.resources[0]?.configEntries.find((e) => e.configName === name)?.configValue;
     const isr = Number(entry('min.insync.replicas') ?? 1);
-    if (replicationFactor && replicas < replicationFactor) warn(`topic ${topic} has ${replicas} replica(s), fewer than VEIL_CONTROL_REPLICATION_FACTOR=${replicationFactor}: it exists already, so it is not changed (kafka-reassign-partitions.sh adds replicas)`);
-    if (minInsyncReplicas && isr < minInsyncReplicas) warn(`topic ${topic} has min.insync.replicas=${isr}, fewer than VEIL_CONTROL_MIN_INSYNC_REPLICAS=${minInsyncReplicas}: a write may be acknowledged by fewer brokers than asked (kafka-configs.sh --alter sets it)`);
-    if (entry('cleanup.policy') !== 'compact') warn(`topic ${topic} has cleanup.policy=${entry('cleanup.policy') ?? 'unknown'}, not compact: retention may delete what it holds, and a process started after that would not see it`);
+    if (replicationFactor && replicas < replicationFactor)
+      warn(
+        `topic ${topic} has ${replicas} replica(s), fewer than VEIL_CONTROL_REPLICATION_FACTOR=${replicationFactor}: it exists already, so it is not changed (kafka-reassign-partitions.sh adds replicas)`,
+      );
+    if (minInsyncReplicas && isr < minInsyncReplicas)
+      warn(
+        `topic ${topic} has min.insync.replicas=${isr}, fewer than VEIL_CONTROL_MIN_INSYNC_REPLICAS=${minInsyncReplicas}: a write may be acknowledged by fewer brokers than asked (kafka-configs.sh --alter sets it)`,
+      );
+    if (entry('cleanup.policy') !== 'compact')
+      warn(
+        `topic ${topic} has cleanup.policy=${entry('cleanup.policy') ?? 'unknown'}, not compact: retention may delete what it holds, and a process started after that would not see it`,
+      );
   }
 }
-
-

@@ -29,9 +29,19 @@ export function fromKafkajs(err: unknown, what: string): unknown {
 }
 
 /** The Kafka protocol errors that refuse this client's identity or permissions: no retry helps. */
-const REFUSALS = new Set(['SASL_AUTHENTICATION_FAILED', 'UNSUPPORTED_SASL_MECHANISM', 'ILLEGAL_SASL_STATE', 'TOPIC_AUTHORIZATION_FAILED', 'GROUP_AUTHORIZATION_FAILED', 'CLUSTER_AUTHORIZATION_FAILED', 'TRANSACTIONAL_ID_AUTHORIZATION_FAILED', 'DELEGATION_TOKEN_AUTHORIZATION_FAILED']);
+const REFUSALS = new Set([
+  'SASL_AUTHENTICATION_FAILED',
+  'UNSUPPORTED_SASL_MECHANISM',
+  'ILLEGAL_SASL_STATE',
+  'TOPIC_AUTHORIZATION_FAILED',
+  'GROUP_AUTHORIZATION_FAILED',
+  'CLUSTER_AUTHORIZATION_FAILED',
+  'TRANSACTIONAL_ID_AUTHORIZATION_FAILED',
+  'DELEGATION_TOKEN_AUTHORIZATION_FAILED',
+]);
 /** Node's TLS errors of a certificate refused on either side (an untrusted, expired or misnamed broker certificate; ours refused by the broker: ERR_SSL_SSL/TLS_ALERT_CERTIFICATE_UNKNOWN, the slash OpenSSL's) */
-const TLS_REFUSAL = /^(ERR_TLS_CERT_ALTNAME_INVALID|CERT_[A-Z_]+|[A-Z_]*(SELF_SIGNED|UNABLE_TO_VERIFY|UNABLE_TO_GET_ISSUER)[A-Z_]*|ERR_SSL_[A-Z0-9_/]*(ALERT|CERTIFICATE|WRONG_VERSION)[A-Z0-9_/]*)$/;
+const TLS_REFUSAL =
+  /^(ERR_TLS_CERT_ALTNAME_INVALID|CERT_[A-Z_]+|[A-Z_]*(SELF_SIGNED|UNABLE_TO_VERIFY|UNABLE_TO_GET_ISSUER)[A-Z_]*|ERR_SSL_[A-Z0-9_/]*(ALERT|CERTIFICATE|WRONG_VERSION)[A-Z0-9_/]*)$/;
 
 /**
  * Whether a kafkajs error (or one it wraps: retries exhausted keep their cause) is a refusal of
@@ -43,8 +53,10 @@ export function deniedBy(err: unknown): { code: string; message: string } | unde
   let e = err as (KafkajsError & { code?: unknown; cause?: unknown; originalError?: unknown }) | undefined;
   for (let depth = 0; e && depth < 6; depth++) {
     if (e.name === 'KafkaJSSASLAuthenticationError') return { code: 'AUTHENTICATION_FAILED', message: e.message ?? e.name };
-    if (e.type && REFUSALS.has(e.type)) return { code: e.type === 'SASL_AUTHENTICATION_FAILED' ? 'AUTHENTICATION_FAILED' : e.type, message: e.message ?? e.type };
-    if (e.name === 'KafkaJSConnectionError' && typeof e.code === 'string' && TLS_REFUSAL.test(e.code)) return { code: 'TLS_CERTIFICATE_REFUSED', message: `${e.message ?? e.name} (${e.code})` };
+    if (e.type && REFUSALS.has(e.type))
+      return { code: e.type === 'SASL_AUTHENTICATION_FAILED' ? 'AUTHENTICATION_FAILED' : e.type, message: e.message ?? e.type };
+    if (e.name === 'KafkaJSConnectionError' && typeof e.code === 'string' && TLS_REFUSAL.test(e.code))
+      return { code: 'TLS_CERTIFICATE_REFUSED', message: `${e.message ?? e.name} (${e.code})` };
     if (e instanceof KafkaError) return e.denied ? { code: e.code, message: e.message } : undefined;
     e = (e.cause ?? e.originalError) as typeof e;
   }

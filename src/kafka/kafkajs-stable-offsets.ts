@@ -23,7 +23,8 @@ import type { KafkajsError } from './kafkajs-errors.ts';
  * deadline, as a broker restart or coordinator move needs.
  */
 const permanent = (e: KafkajsError) =>
-  (e.name === 'KafkaJSProtocolError' && e.retriable === false) || e.name === 'KafkaJSServerDoesNotSupportApiKey' ||
+  (e.name === 'KafkaJSProtocolError' && e.retriable === false) ||
+  e.name === 'KafkaJSServerDoesNotSupportApiKey' ||
   (e.name === 'KafkaJSNonRetriableError' && /OffsetFetch v7/.test(e.message ?? ''));
 
 /**
@@ -31,7 +32,10 @@ const permanent = (e: KafkajsError) =>
  * none), retrying while the coordinator loads, moves, or holds a pending transactional offset
  * for it — for at most `timeoutMs`. A permanent error rejects at once.
  */
-export function stableOffsetFetch(admin: () => Promise<Admin>, timeoutMs = 60_000): { fetch(groupId: string, topic: string, partition: number): Promise<string | null> } {
+export function stableOffsetFetch(
+  admin: () => Promise<Admin>,
+  timeoutMs = 60_000,
+): { fetch(groupId: string, topic: string, partition: number): Promise<string | null> } {
   return {
     async fetch(groupId, topic, partition) {
       const deadline = Date.now() + timeoutMs;
@@ -46,14 +50,23 @@ export function stableOffsetFetch(admin: () => Promise<Admin>, timeoutMs = 60_00
           if (e instanceof KafkaError) throw e;
           const error = e as KafkajsError;
           if (permanent(error)) {
-            throw new KafkaError(error.type ? `KAFKA_${error.type}` : 'OFFSET_FETCH_FAILED', `OffsetFetch for ${topic}/${partition} failed: ${error.type ?? error.name}`, false, { cause: e });
+            throw new KafkaError(
+              error.type ? `KAFKA_${error.type}` : 'OFFSET_FETCH_FAILED',
+              `OffsetFetch for ${topic}/${partition} failed: ${error.type ?? error.name}`,
+              false,
+              { cause: e },
+            );
           }
           // kafkajs' messages name brokers and errors, never record contents
           last = error.type ?? `${error.name}: ${error.message}`;
         }
         await new Promise((r) => setTimeout(r, Math.min(1000, 50 * 2 ** Math.min(attempt, 5))));
       }
-      throw new KafkaError('OFFSET_UNSTABLE', `the committed offset of ${topic}/${partition} did not become stable within ${timeoutMs} ms (last: ${last})`, true);
+      throw new KafkaError(
+        'OFFSET_UNSTABLE',
+        `the committed offset of ${topic}/${partition} did not become stable within ${timeoutMs} ms (last: ${last})`,
+        true,
+      );
     },
   };
 }

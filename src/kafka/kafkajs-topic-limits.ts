@@ -34,21 +34,27 @@ export function describeConfigsLimits(options: { clientId: string; connection: K
  */
 export function topicLimits(kafka: Kafka): KafkajsTopicLimits {
   let admin: Promise<Admin> | undefined;
-  const connectedAdmin = () => (admin ??= (async () => {
-    const a = kafka.admin();
-    await a.connect();
-    return a;
-  })().catch((e: unknown) => {
-    admin = undefined;
-    throw e;
-  }));
+  const connectedAdmin = () =>
+    (admin ??= (async () => {
+      const a = kafka.admin();
+      await a.connect();
+      return a;
+    })().catch((e: unknown) => {
+      admin = undefined;
+      throw e;
+    }));
   const limits = new Map<string, Promise<number>>();
   return {
     maxMessageBytes(topic) {
       let limit = limits.get(topic);
       if (!limit) {
         limit = (async () => {
-          const { resources } = await kafkajsCall('describe configs', async () => (await connectedAdmin()).describeConfigs({ includeSynonyms: false, resources: [{ type: TOPIC_RESOURCE, name: topic, configNames: ['max.message.bytes'] }] }));
+          const { resources } = await kafkajsCall('describe configs', async () =>
+            (await connectedAdmin()).describeConfigs({
+              includeSynonyms: false,
+              resources: [{ type: TOPIC_RESOURCE, name: topic, configNames: ['max.message.bytes'] }],
+            }),
+          );
           const value = Number(resources[0]?.configEntries.find((c) => c.configName === 'max.message.bytes')?.configValue);
           if (!Number.isFinite(value) || value <= 0) throw new KafkaError('TOPIC_CONFIG_UNREADABLE', `topic ${topic}: max.message.bytes unknown`, true);
           return value;

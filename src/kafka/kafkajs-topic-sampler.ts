@@ -18,7 +18,13 @@ export interface TopicSample {
  * at `limit`, at the records the topic held when it started, or after `timeoutMs`. Refuses a topic
  * that does not exist (TOPIC_NOT_FOUND) and brokers it cannot reach (BROKERS_UNREACHABLE).
  */
-export async function sampleTopic(connection: KafkaConnection, topic: string, limit: number, each: (record: TopicSample) => Promise<void>, timeoutMs = 15_000): Promise<number> {
+export async function sampleTopic(
+  connection: KafkaConnection,
+  topic: string,
+  limit: number,
+  each: (record: TopicSample) => Promise<void>,
+  timeoutMs = 15_000,
+): Promise<number> {
   const kafka = kafkajsClient(connection, 'veil-discover');
   const admin = kafka.admin();
   try {
@@ -34,7 +40,10 @@ export async function sampleTopic(connection: KafkaConnection, topic: string, li
   try {
     if (!(await admin.listTopics()).includes(topic)) throw new KafkaError('TOPIC_NOT_FOUND', `topic ${topic} does not exist`, false);
     const offsets = await admin.fetchTopicOffsets(topic);
-    const want = Math.min(limit, offsets.reduce((n, p) => n + Math.max(0, Number(p.high) - Number(p.low)), 0));
+    const want = Math.min(
+      limit,
+      offsets.reduce((n, p) => n + Math.max(0, Number(p.high) - Number(p.low)), 0),
+    );
     if (want === 0) return 0;
     await consumer.connect();
     await consumer.subscribe({ topic, fromBeginning: true });

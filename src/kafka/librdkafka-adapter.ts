@@ -57,7 +57,12 @@ export function librdkafkaPort(options: LibrdkafkaOptions): KafkaPort {
   checkPatchedBinding();
   const { connection } = options;
   const log = options.log ?? (() => undefined);
-  const common: NativeConfig = { 'bootstrap.servers': connection.brokers.join(','), 'client.id': options.clientId, 'socket.keepalive.enable': true, ...librdkafkaSecurity(connection) };
+  const common: NativeConfig = {
+    'bootstrap.servers': connection.brokers.join(','),
+    'client.id': options.clientId,
+    'socket.keepalive.enable': true,
+    ...librdkafkaSecurity(connection),
+  };
   // topic limits need DescribeConfigs, which the librdkafka binding lacks (see kafkajs-topic-limits.ts)
   const limits = describeConfigsLimits({ clientId: `${options.clientId}-admin`, connection });
   const consumers: NativeConsumers = new Map();
@@ -65,26 +70,44 @@ export function librdkafkaPort(options: LibrdkafkaOptions): KafkaPort {
   // the offset reads' admin client rides on a producer of its own (AdminClient.createFrom): an admin
   // client made alone never set its OAUTHBEARER token and timed out every call (librdkafka 2.15.1
   // through the binding), while a producer's connection authenticates as the pipelines' do
-  const connectedAdmin = async () => (await (admin ??= (async () => {
-    const producer = new NativeProducer({ ...common, 'client.id': `${options.clientId}-offsets` } as never);
-    producer.on('event.error', clientError(log, 'offsets client error'));
-    producer.on('event.log', clientLog(log));
-    (producer as unknown as NodeJS.EventEmitter).on('error', clientError(log, 'offsets client error'));
-    await new Promise<void>((resolve, reject) => producer.connect({ timeout: CONNECT_TIMEOUT_MS }, (err) => (err ? reject(fromLibrdkafka(err, 'offsets client connect')) : resolve())));
-    producer.setPollInBackground(true);
-    return { client: AdminClient.createFrom(producer), producer };
-  })().catch((e: unknown) => {
-    admin = undefined;
-    throw e;
-  }))).client;
+  const connectedAdmin = async () =>
+    (
+      await (admin ??= (async () => {
+        const producer = new NativeProducer({ ...common, 'client.id': `${options.clientId}-offsets` } as never);
+        producer.on('event.error', clientError(log, 'offsets client error'));
+        producer.on('event.log', clientLog(log));
+        (producer as unknown as NodeJS.EventEmitter).on('error', clientError(log, 'offsets client error'));
+        await new Promise<void>((resolve, reject) =>
+          producer.connect({ timeout: CONNECT_TIMEOUT_MS }, (err) => (err ? reject(fromLibrdkafka(err, 'offsets client connect')) : resolve())),
+        );
+        producer.setPollInBackground(true);
+        return { client: AdminClient.createFrom(producer), producer };
+      })().catch((e: unknown) => {
+        admin = undefined;
+        throw e;
+      }))
+    ).client;
   return {
-    consumer: ({ groupId, readCommitted }) => librdkafkaConsumer({
-      common, groupId, readCommitted, registry: consumers, log, onError: clientError(log, 'consumer error'), onLog: clientLog(log),
-      sessionTimeoutMs: options.sessionTimeoutMs ?? 30_000,
-      ...(connection.groupInstanceId ? { groupInstanceId: connection.groupInstanceId } : {}),
-      maxBatchRecords: options.maxBatchRecords ?? 2000,
-    }),
-    producer: async ({ transactionalId }) => producerPort(await connectProducer(common, transactionalId, clientError(log, 'producer error'), clientLog(log)), limits, consumers, transactionalId !== undefined),
+    consumer: ({ groupId, readCommitted }) =>
+      librdkafkaConsumer({
+        common,
+        groupId,
+        readCommitted,
+        registry: consumers,
+        log,
+        onError: clientError(log, 'consumer error'),
+        onLog: clientLog(log),
+        sessionTimeoutMs: options.sessionTimeoutMs ?? 30_000,
+        ...(connection.groupInstanceId ? { groupInstanceId: connection.groupInstanceId } : {}),
+        maxBatchRecords: options.maxBatchRecords ?? 2000,
+      }),
+    producer: async ({ transactionalId }) =>
+      producerPort(
+        await connectProducer(common, transactionalId, clientError(log, 'producer error'), clientLog(log)),
+        limits,
+        consumers,
+        transactionalId !== undefined,
+      ),
     async committedOffset(groupId, topic, partition) {
       const client = await connectedAdmin();
       const deadline = Date.now() + CALL_TIMEOUT_MS * 2;
@@ -118,7 +141,10 @@ export function librdkafkaPort(options: LibrdkafkaOptions): KafkaPort {
 function checkPatchedBinding(): void {
   const patches = fileURLToPath(new URL('../../patches/', import.meta.url));
   const hash = createHash('sha256');
-  for (const f of readdirSync(patches).filter((n) => /^kafka-javascript-.*\.patch$/.test(n)).sort()) hash.update(readFileSync(join(patches, f)));
+  for (const f of readdirSync(patches)
+    .filter((n) => /^kafka-javascript-.*\.patch$/.test(n))
+    .sort())
+    hash.update(readFileSync(join(patches, f)));
   const want = hash.digest('hex');
   const pkg = dirname(createRequire(import.meta.url).resolve('@confluentinc/kafka-javascript/package.json'));
   let stamp = '';
@@ -127,7 +153,12 @@ function checkPatchedBinding(): void {
   } catch {
     // no stamp: not built by veil's script
   }
-  if (stamp !== want) throw new KafkaError('CLIENT_UNPATCHED', 'the librdkafka binding was not built with veil\'s patches: run `sh scripts/build-librdkafka.sh` (npm ci does)', false);
+  if (stamp !== want)
+    throw new KafkaError(
+      'CLIENT_UNPATCHED',
+      "the librdkafka binding was not built with veil's patches: run `sh scripts/build-librdkafka.sh` (npm ci does)",
+      false,
+    );
 }
 
 function fetchStableOffset(client: IAdminClient, groupId: string, topic: string, partition: number): Promise<string | null> {
@@ -159,7 +190,7 @@ type NativeConfig = Record<string, unknown>;
 export function clientError(log: KafkaLog, what: string): (err: LibrdKafkaError) => void {
   return (err) => {
     // the OAUTHBEARER callback's own failure comes back as it was thrown (a KafkaError already)
-    const error = (err as unknown) instanceof KafkaError ? err as unknown as KafkaError : fromLibrdkafka(err, what);
+    const error = (err as unknown) instanceof KafkaError ? (err as unknown as KafkaError) : fromLibrdkafka(err, what);
     log('warn', what, { code: error.code, fatal: error.fatal, ...(error.denied ? { denied: true } : {}) });
     reportDenied(error);
   };
@@ -174,7 +205,12 @@ export function clientLog(log: KafkaLog): (line: { severity: number; fac: string
   };
 }
 
-async function connectProducer(common: NativeConfig, transactionalId: string | undefined, onError: (err: LibrdKafkaError) => void, onLog: ReturnType<typeof clientLog>): Promise<Producer> {
+async function connectProducer(
+  common: NativeConfig,
+  transactionalId: string | undefined,
+  onError: (err: LibrdKafkaError) => void,
+  onLog: ReturnType<typeof clientLog>,
+): Promise<Producer> {
   const producer = new NativeProducer({
     ...common,
     dr_cb: true,
@@ -200,7 +236,9 @@ async function connectProducer(common: NativeConfig, transactionalId: string | u
   producer.on('event.log', onLog);
   // the OAUTHBEARER token callback's failures arrive as 'error' (an EventEmitter error without a listener would throw)
   (producer as unknown as NodeJS.EventEmitter).on('error', onError);
-  await new Promise<void>((resolve, reject) => producer.connect({ timeout: CONNECT_TIMEOUT_MS }, (err) => (err ? reject(fromLibrdkafka(err, 'producer connect')) : resolve())));
+  await new Promise<void>((resolve, reject) =>
+    producer.connect({ timeout: CONNECT_TIMEOUT_MS }, (err) => (err ? reject(fromLibrdkafka(err, 'producer connect')) : resolve())),
+  );
   producer.setPollInBackground(true);
   if (transactionalId) {
     // InitProducerId: fences every earlier producer of the id and completes its pending
@@ -259,7 +297,7 @@ function producerPort(producer: Producer, limits: TopicLimits, consumers: Native
     for (let i = 0; i < chunk.length; i++) {
       if (transactional) sentTo.add(chunk[i]!.topic);
       const queued = produceOne(producer, chunk[i]!, delivery, opaque);
-      if (queued === 'queued' || (queued === 'full' && await produceWhenRoom(producer, chunk[i]!, delivery, opaque))) continue;
+      if (queued === 'queued' || (queued === 'full' && (await produceWhenRoom(producer, chunk[i]!, delivery, opaque)))) continue;
       delivery.pending -= chunk.length - i;
       if (delivery.pending === 0) delivery.settle?.();
       break;
@@ -271,7 +309,14 @@ function producerPort(producer: Producer, limits: TopicLimits, consumers: Native
   };
   const send = (records: OutRecord[]) => {
     if (transactional && !current) throw new KafkaError('STATE', 'a transactional producer sends inside a transaction', false);
-    return inChunks(records, (t) => limits.maxMessageBytes(t), sendChunk, (e) => (e as KafkaError).code === 'MSG_SIZE_TOO_LARGE', (t) => limits.forget(t), transactional ? BATCH_BYTES : undefined);
+    return inChunks(
+      records,
+      (t) => limits.maxMessageBytes(t),
+      sendChunk,
+      (e) => (e as KafkaError).code === 'MSG_SIZE_TOO_LARGE',
+      (t) => limits.forget(t),
+      transactional ? BATCH_BYTES : undefined,
+    );
   };
   const commit = async () => {
     try {
@@ -297,7 +342,9 @@ function producerPort(producer: Producer, limits: TopicLimits, consumers: Native
         async sendOffsets(groupId, topic, partition, offset) {
           const consumer = consumers.get(groupId);
           if (!consumer) throw new KafkaError('STATE', `no consumer of group ${groupId} in this process`, true);
-          await call('send offsets', (cb) => producer.sendOffsetsToTransaction([{ topic, partition, offset: Number(offset) }], consumer as KafkaConsumer, CALL_TIMEOUT_MS, cb));
+          await call('send offsets', (cb) =>
+            producer.sendOffsetsToTransaction([{ topic, partition, offset: Number(offset) }], consumer as KafkaConsumer, CALL_TIMEOUT_MS, cb),
+          );
         },
         commit,
         abort: () => call('abort', (cb) => producer.abortTransaction(CALL_TIMEOUT_MS, cb)).finally(() => (current = undefined)),
@@ -317,7 +364,15 @@ const QUEUE_FULL = -184;
  */
 function produceOne(producer: Producer, r: OutRecord, delivery: Delivery, opaque: Delivery | undefined): 'queued' | 'full' | 'refused' {
   try {
-    producer.produce(r.topic, null, r.value as Buffer, r.key ?? undefined, undefined, opaque, r.headers.length ? encodeHeaders(r.headers) as never : undefined);
+    producer.produce(
+      r.topic,
+      null,
+      r.value as Buffer,
+      r.key ?? undefined,
+      undefined,
+      opaque,
+      r.headers.length ? (encodeHeaders(r.headers) as never) : undefined,
+    );
     return 'queued';
   } catch (e) {
     if ((e as LibrdKafkaError).code === QUEUE_FULL) return 'full';

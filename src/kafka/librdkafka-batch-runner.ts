@@ -32,7 +32,14 @@ export class BatchRunner {
   private readonly settled: () => void;
   private readonly now: () => number;
 
-  constructor(options: { queues: PartitionQueues; handler: Handler; consumer: () => WatermarkSource | undefined; log: KafkaLog; settled: () => void; now?: () => number }) {
+  constructor(options: {
+    queues: PartitionQueues;
+    handler: Handler;
+    consumer: () => WatermarkSource | undefined;
+    log: KafkaLog;
+    settled: () => void;
+    now?: () => number;
+  }) {
     this.queues = options.queues;
     this.handler = options.handler;
     this.consumer = options.consumer;
@@ -55,7 +62,12 @@ export class BatchRunner {
     const end = batchEnd(state, records);
     state.handedEnd = end ?? next(records);
     const batch: Batch = { topic: state.topic, partition: state.partition, records, highWatermark, ...(end ? { end: end.toString() } : {}) };
-    this.track(this.handler(batch, async () => undefined).then(() => this.succeeded(state), (e: unknown) => this.failed(state, records, e)));
+    this.track(
+      this.handler(batch, async () => undefined).then(
+        () => this.succeeded(state),
+        (e: unknown) => this.failed(state, records, e),
+      ),
+    );
     this.queues.hint(state);
   }
 
@@ -66,16 +78,19 @@ export class BatchRunner {
   reportCaughtUp(caughtUp: CaughtUp): void {
     for (const state of this.queues.values()) {
       const at = state.position;
-      if (state.busy || state.pending.length || at === undefined || (state.handedEnd !== undefined && at <= state.handedEnd) || this.now() < state.retryAt) continue;
+      if (state.busy || state.pending.length || at === undefined || (state.handedEnd !== undefined && at <= state.handedEnd) || this.now() < state.retryAt)
+        continue;
       state.busy = true;
-      const report = caughtUp({ topic: state.topic, partition: state.partition, offset: String(at), highWatermark: this.highWatermarkAt(state, at) }).then(
-        () => void (state.handedEnd = at),
-        () => void (state.retryAt = this.now() + CAUGHT_UP_RETRY_MS),
-      ).finally(() => {
-        state.busy = false;
-        if (this.running && this.queues.isCurrent(state) && state.pending.length) this.run(state);
-        this.settled();
-      });
+      const report = caughtUp({ topic: state.topic, partition: state.partition, offset: String(at), highWatermark: this.highWatermarkAt(state, at) })
+        .then(
+          () => void (state.handedEnd = at),
+          () => void (state.retryAt = this.now() + CAUGHT_UP_RETRY_MS),
+        )
+        .finally(() => {
+          state.busy = false;
+          if (this.running && this.queues.isCurrent(state) && state.pending.length) this.run(state);
+          this.settled();
+        });
       this.track(report);
     }
   }
@@ -94,7 +109,13 @@ export class BatchRunner {
       return;
     }
     const delay = this.queues.putBack(state, records);
-    this.log('warn', 'batch failed; it is tried again from its first record', { topic: state.topic, partition: state.partition, error: (e as Error).name, code: (e as { code?: string }).code, delayMs: delay });
+    this.log('warn', 'batch failed; it is tried again from its first record', {
+      topic: state.topic,
+      partition: state.partition,
+      error: (e as Error).name,
+      code: (e as { code?: string }).code,
+      delayMs: delay,
+    });
     setTimeout(() => {
       state.busy = false;
       if (this.running && this.queues.isCurrent(state) && state.pending.length) this.run(state);

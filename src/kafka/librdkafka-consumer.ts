@@ -67,7 +67,9 @@ export function librdkafkaConsumer(options: Options): ConsumerPort {
           // a statistics line that does not parse says nothing about liveness
         }
       });
-      await new Promise<void>((resolve, reject) => consumer.connect({ timeout: CONNECT_TIMEOUT_MS }, (err) => (err ? reject(fromLibrdkafka(err, 'consumer connect')) : resolve())));
+      await new Promise<void>((resolve, reject) =>
+        consumer.connect({ timeout: CONNECT_TIMEOUT_MS }, (err) => (err ? reject(fromLibrdkafka(err, 'consumer connect')) : resolve())),
+      );
       consumer.subscribe(topics instanceof RegExp ? [subscriptionPattern(topics)] : [...topics]);
       native = consumer;
       options.registry.set(options.groupId, consumer);
@@ -78,17 +80,27 @@ export function librdkafkaConsumer(options: Options): ConsumerPort {
       runner = new BatchRunner({ queues, handler, consumer: () => native, log: options.log, settled: () => fetcher?.wake() });
       runner.running = true;
       fetcher = new FetchLoop({
-        consumer: () => native, running: () => runner?.running === true, queues, runner, maxBatchRecords: options.maxBatchRecords,
+        consumer: () => native,
+        running: () => runner?.running === true,
+        queues,
+        runner,
+        maxBatchRecords: options.maxBatchRecords,
         ...(caughtUp ? { caughtUp } : {}),
-        fetched: () => events.fetched?.(), onError: options.onError, crashed: (error) => events.crashed?.(error, false),
+        fetched: () => events.fetched?.(),
+        onError: options.onError,
+        crashed: (error) => events.crashed?.(error, false),
       });
       loop = fetcher.run();
     },
     async commitOffsets(topic, partition, offset) {
       const consumer = native;
       if (!consumer) throw new Error('not subscribed');
-      await new Promise<void>((resolve, reject) => (consumer as unknown as { commitCb(t: unknown, cb: (err: LibrdKafkaError | null) => void): void })
-        .commitCb([{ topic, partition, offset: Number(offset) }], (err) => (err ? reject(fromLibrdkafka(err, 'commit')) : resolve())));
+      await new Promise<void>((resolve, reject) =>
+        (consumer as unknown as { commitCb(t: unknown, cb: (err: LibrdKafkaError | null) => void): void }).commitCb(
+          [{ topic, partition, offset: Number(offset) }],
+          (err) => (err ? reject(fromLibrdkafka(err, 'commit')) : resolve()),
+        ),
+      );
     },
     async disconnect() {
       if (runner) runner.running = false;
@@ -109,22 +121,25 @@ export function librdkafkaConsumer(options: Options): ConsumerPort {
 
 /** The native consumer of the options: manual commits (in transactions), read_committed, the rebalance callback. */
 function nativeConsumer(options: Options, fromBeginning: boolean, rebalance: ReturnType<typeof rebalancer>): KafkaConsumer {
-  const consumer = new NativeConsumer({
-    ...options.common,
-    'group.id': options.groupId,
-    ...(options.groupInstanceId ? { 'group.instance.id': options.groupInstanceId } : {}),
-    'enable.auto.commit': false,
-    'enable.auto.offset.store': false,
-    'isolation.level': options.readCommitted ? 'read_committed' : 'read_uncommitted',
-    'session.timeout.ms': options.sessionTimeoutMs,
-    'heartbeat.interval.ms': Math.max(500, Math.floor(options.sessionTimeoutMs / 10)),
-    'allow.auto.create.topics': false,
-    'fetch.wait.max.ms': 100,
-    'statistics.interval.ms': 1000,
-    rebalance_cb: function (this: KafkaConsumer, err: LibrdKafkaError, assignment: Assignment[]) {
-      rebalance(this, err, assignment);
-    },
-  } as never, { 'auto.offset.reset': fromBeginning ? 'earliest' : 'latest' });
+  const consumer = new NativeConsumer(
+    {
+      ...options.common,
+      'group.id': options.groupId,
+      ...(options.groupInstanceId ? { 'group.instance.id': options.groupInstanceId } : {}),
+      'enable.auto.commit': false,
+      'enable.auto.offset.store': false,
+      'isolation.level': options.readCommitted ? 'read_committed' : 'read_uncommitted',
+      'session.timeout.ms': options.sessionTimeoutMs,
+      'heartbeat.interval.ms': Math.max(500, Math.floor(options.sessionTimeoutMs / 10)),
+      'allow.auto.create.topics': false,
+      'fetch.wait.max.ms': 100,
+      'statistics.interval.ms': 1000,
+      rebalance_cb: function (this: KafkaConsumer, err: LibrdKafkaError, assignment: Assignment[]) {
+        rebalance(this, err, assignment);
+      },
+    } as never,
+    { 'auto.offset.reset': fromBeginning ? 'earliest' : 'latest' },
+  );
   consumer.setDefaultConsumeTimeout(POLL_MS);
   (consumer as unknown as { setDefaultIsTimeoutOnlyForFirstMessage(v: boolean): void }).setDefaultIsTimeoutOnlyForFirstMessage(true);
   return consumer;

@@ -18,7 +18,10 @@ const CERTIFICATE_FAILURE = /certificate|alert/i;
  */
 const REFUSAL_TEXT: readonly [RegExp, string][] = [
   [/SASL authentication error|^authentication failure$/i, 'AUTHENTICATION_FAILED'],
-  [/certificate verify failed|alert (bad certificate|certificate required|unknown ca|certificate expired|certificate revoked|certificate unknown|access denied)|ssl\/tls alert (bad certificate|certificate required|unknown ca)/i, 'TLS_CERTIFICATE_REFUSED'],
+  [
+    /certificate verify failed|alert (bad certificate|certificate required|unknown ca|certificate expired|certificate revoked|certificate unknown|access denied)|ssl\/tls alert (bad certificate|certificate required|unknown ca)/i,
+    'TLS_CERTIFICATE_REFUSED',
+  ],
 ];
 
 /** A librdkafka log line (severity, facility, text) as a refusal of this client, when it is one. */
@@ -32,11 +35,17 @@ export function refusalInLog(severity: number, text: string): KafkaError | undef
 /** A librdkafka error (or anything the binding threw) as a KafkaError; `denied` when it refuses this client's identity or permissions. */
 export function fromLibrdkafka(err: LibrdKafkaError | Error, what: string): KafkaError {
   const e = err as LibrdKafkaError & { message?: string };
-  if (e.code === -1 && /^authentication failure$/i.test(e.message ?? '')) return new KafkaError('AUTHENTICATION_FAILED', `${what}: ${e.message}`, false, { cause: err, denied: true });
+  if (e.code === -1 && /^authentication failure$/i.test(e.message ?? ''))
+    return new KafkaError('AUTHENTICATION_FAILED', `${what}: ${e.message}`, false, { cause: err, denied: true });
   const code = typeof e.code === 'number' ? (NAMES.get(e.code) ?? String(e.code)) : 'CLIENT';
   const denied = typeof e.code === 'number' && (REFUSALS.has(e.code) || (e.code === SSL && CERTIFICATE_FAILURE.test(e.message ?? '')));
   const retriable = !denied && (e.isRetriable ?? (e.isTxnRequiresAbort === true || !e.isFatal));
-  return new KafkaError(code, `${what}: ${e.message ?? code}`, retriable, { cause: err, fatal: e.isFatal ?? false, brokerCode: typeof e.code === 'number' && e.code > 0 ? e.code : undefined, denied });
+  return new KafkaError(code, `${what}: ${e.message ?? code}`, retriable, {
+    cause: err,
+    fatal: e.isFatal ?? false,
+    brokerCode: typeof e.code === 'number' && e.code > 0 ? e.code : undefined,
+    denied,
+  });
 }
 
 /**

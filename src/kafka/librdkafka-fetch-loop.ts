@@ -107,8 +107,12 @@ export function toRecord(m: Message): InRecord {
     for (const key of Object.keys(h)) headers.push({ key, value: h[key] ?? null });
   }
   return {
-    topic: m.topic, partition: m.partition, offset: String(m.offset),
-    key: (m.key as Buffer | null | undefined) ?? null, value: m.value ?? null,
-    headers, timestamp: String(m.timestamp ?? 0),
+    topic: m.topic,
+    partition: m.partition,
+    offset: String(m.offset),
+    key: (m.key as Buffer | null | undefined) ?? null,
+    value: m.value ?? null,
+    headers,
+    timestamp: String(m.timestamp ?? 0),
   };
 }

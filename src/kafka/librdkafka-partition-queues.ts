@@ -49,7 +49,12 @@ export class PartitionQueues {
 
   /** An assignment: a fresh state per partition, nothing queued; the partitions by topic. */
   own(assignment: readonly { topic: string; partition: number }[]): Record<string, number[]> {
-    this.states = new Map(assignment.map((a) => [keyOf(a.topic, a.partition), { topic: a.topic, partition: a.partition, busy: false, pending: [], failures: 0, hinted: false, retryAt: 0 }]));
+    this.states = new Map(
+      assignment.map((a) => [
+        keyOf(a.topic, a.partition),
+        { topic: a.topic, partition: a.partition, busy: false, pending: [], failures: 0, hinted: false, retryAt: 0 },
+      ]),
+    );
     this.waiting = 0;
     const byTopic: Record<string, number[]> = {};
     for (const a of assignment) (byTopic[a.topic] ??= []).push(a.partition);

@@ -25,7 +25,12 @@ export function librdkafkaSecurity(connection: KafkaConnection): LibrdkafkaSecur
     out['sasl.mechanisms'] = 'OAUTHBEARER';
     out.oauthbearer_token_refresh_cb = async () => {
       const token = await tokens.token();
-      return { tokenValue: token.value, lifetime: token.expiresAt, principal: token.principal, ...(Object.keys(token.extensions).length ? { extensions: token.extensions } : {}) };
+      return {
+        tokenValue: token.value,
+        lifetime: token.expiresAt,
+        principal: token.principal,
+        ...(Object.keys(token.extensions).length ? { extensions: token.extensions } : {}),
+      };
     };
   } else if (sasl) {
     out['sasl.mechanisms'] = sasl.mechanism;

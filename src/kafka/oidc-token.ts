@@ -63,7 +63,10 @@ async function fetchToken(settings: OidcSettings, fetchImpl: typeof fetch, start
   let response: Response;
   try {
     response = await fetchImpl(settings.tokenEndpoint, {
-      method: 'POST', body, redirect: 'error', signal: AbortSignal.timeout(FETCH_TIMEOUT_MS),
+      method: 'POST',
+      body,
+      redirect: 'error',
+      signal: AbortSignal.timeout(FETCH_TIMEOUT_MS),
       headers: { authorization: `Basic ${basic}`, 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
     });
   } catch (e) {
@@ -76,7 +79,11 @@ async function fetchToken(settings: OidcSettings, fetchImpl: typeof fetch, start
     throw new KafkaError('AUTHENTICATION_FAILED', `OAUTHBEARER: the token endpoint ${where} refused the client credentials (${code})`, false, { denied: true });
   }
   if (!response.ok || typeof answer?.access_token !== 'string' || answer.access_token === '') {
-    throw new KafkaError('TOKEN_ENDPOINT_UNAVAILABLE', `OAUTHBEARER: the token endpoint ${where} answered HTTP ${response.status} without a token`, response.status >= 500 || response.status === 429);
+    throw new KafkaError(
+      'TOKEN_ENDPOINT_UNAVAILABLE',
+      `OAUTHBEARER: the token endpoint ${where} answered HTTP ${response.status} without a token`,
+      response.status >= 500 || response.status === 429,
+    );
   }
   return token(answer.access_token, answer.expires_in, settings, startedAt, where);
 }
@@ -88,9 +95,14 @@ function token(value: string, expiresIn: unknown, settings: OidcSettings, starte
   } catch {
     // an opaque token: its lifetime comes from expires_in alone
   }
-  const ends = [typeof expiresIn === 'number' && expiresIn > 0 ? startedAt + expiresIn * 1000 : undefined, typeof claims.exp === 'number' ? claims.exp * 1000 : undefined].filter((x): x is number => x !== undefined);
-  if (ends.length === 0) throw new KafkaError('OAUTHBEARER_TOKEN_INVALID', `OAUTHBEARER: the token from ${where} says neither expires_in nor exp`, false, { denied: true });
+  const ends = [
+    typeof expiresIn === 'number' && expiresIn > 0 ? startedAt + expiresIn * 1000 : undefined,
+    typeof claims.exp === 'number' ? claims.exp * 1000 : undefined,
+  ].filter((x): x is number => x !== undefined);
+  if (ends.length === 0)
+    throw new KafkaError('OAUTHBEARER_TOKEN_INVALID', `OAUTHBEARER: the token from ${where} says neither expires_in nor exp`, false, { denied: true });
   const expiresAt = Math.min(...ends);
-  if (expiresAt <= startedAt) throw new KafkaError('OAUTHBEARER_TOKEN_INVALID', `OAUTHBEARER: the token from ${where} has already expired`, false, { denied: true });
+  if (expiresAt <= startedAt)
+    throw new KafkaError('OAUTHBEARER_TOKEN_INVALID', `OAUTHBEARER: the token from ${where} has already expired`, false, { denied: true });
   return { value, expiresAt, principal: typeof claims.sub === 'string' && claims.sub ? claims.sub : settings.clientId, extensions: settings.extensions };
 }

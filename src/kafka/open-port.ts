@@ -29,7 +29,8 @@ export function groupInstanceId(value: string | undefined): string | undefined {
 /** The client named by `--client`, else VEIL_STREAM_CLIENT, else the default; anything else is refused. */
 export function streamClient(given: string | undefined): StreamClient {
   const name = given ?? DEFAULT_STREAM_CLIENT;
-  if (!(STREAM_CLIENTS as readonly string[]).includes(name)) throw new RangeError(`unknown Kafka client ${JSON.stringify(name)}: use ${STREAM_CLIENTS.join(' or ')}`);
+  if (!(STREAM_CLIENTS as readonly string[]).includes(name))
+    throw new RangeError(`unknown Kafka client ${JSON.stringify(name)}: use ${STREAM_CLIENTS.join(' or ')}`);
   return name as StreamClient;
 }
 
@@ -42,7 +43,8 @@ export async function openKafkaPort(client: StreamClient, options: KafkaPortOpti
   const sessionTimeoutMs = options.sessionTimeoutMs ?? connection.sessionTimeoutMs ?? 30_000;
   let port: KafkaPort;
   if (client === 'kafkajs') {
-    if (connection.groupInstanceId !== undefined) throw new RangeError('static group membership (group.instance.id, VEIL_KAFKA_GROUP_INSTANCE_ID) needs the librdkafka client: kafkajs has none');
+    if (connection.groupInstanceId !== undefined)
+      throw new RangeError('static group membership (group.instance.id, VEIL_KAFKA_GROUP_INSTANCE_ID) needs the librdkafka client: kafkajs has none');
     const { kafkajsPort } = await import('./kafkajs-adapter.ts');
     port = kafkajsPort({ connection, clientId: options.clientId, sessionTimeoutMs, ...(options.log ? { log: options.log } : {}) });
   } else {

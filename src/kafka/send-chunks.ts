@@ -48,7 +48,14 @@ export type SendChunk = (chunk: OutRecord[], settle: boolean) => Promise<unknown
  * boundary is needed: the records go as one chunk that need not settle — a chunk settling is a
  * broker round trip, several per batch on a busy partition.
  */
-export async function inChunks(records: readonly OutRecord[], maxMessageBytes: (topic: string) => Promise<number>, send: SendChunk, tooLarge: (e: unknown) => boolean, forgetLimit: (topic: string) => void, clientBatchBytes?: number): Promise<void> {
+export async function inChunks(
+  records: readonly OutRecord[],
+  maxMessageBytes: (topic: string) => Promise<number>,
+  send: SendChunk,
+  tooLarge: (e: unknown) => boolean,
+  forgetLimit: (topic: string) => void,
+  clientBatchBytes?: number,
+): Promise<void> {
   refuseDetached(records);
   const topics = [...new Set(records.map((r) => r.topic))];
   const limits = new Map(await Promise.all(topics.map(async (t) => [t, await maxMessageBytes(t)] as const)));
@@ -74,7 +81,7 @@ function refuseDetached(records: readonly OutRecord[]): void {
   for (let i = 0; i < records.length; i++) {
     const r = records[i]!;
     if (released(r.value) || released(r.key)) {
-      throw new KafkaError('RECORD_DETACHED', 'a record\'s bytes were released before it was sent', true);
+      throw new KafkaError('RECORD_DETACHED', "a record's bytes were released before it was sent", true);
     }
   }
 }

@@ -15,7 +15,10 @@ export function isTransientKafkaFailure(error: unknown): boolean {
  * broker restarts waits for it rather than exit. Anything else, or the deadline, is thrown.
  * `reset` undoes a half-done attempt before the next.
  */
-export async function openWithRetry(open: () => Promise<void>, options: { timeoutMs: number; reset: () => Promise<void>; onRetry: (error: Error, inMs: number) => void; stopped?: () => boolean; now?: () => number }): Promise<void> {
+export async function openWithRetry(
+  open: () => Promise<void>,
+  options: { timeoutMs: number; reset: () => Promise<void>; onRetry: (error: Error, inMs: number) => void; stopped?: () => boolean; now?: () => number },
+): Promise<void> {
   const now = options.now ?? Date.now;
   const deadline = now() + options.timeoutMs;
   for (let wait = 500; ; wait = Math.min(wait * 2, 5000)) {

@@ -27,7 +27,8 @@ const CERTIFICATES = /-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE---
 export function certificateFile(property: string, at: PropertyValue, options: { checkValidity: boolean; now: Date }): PemFile {
   const pem = read(property, at);
   const blocks = pem.match(CERTIFICATES) ?? [];
-  if (blocks.length === 0) throw invalidSetting(`${property} (${at.from}): ${at.value} holds no PEM certificate (convert a JKS or PKCS#12 store with keytool or openssl)`, property);
+  if (blocks.length === 0)
+    throw invalidSetting(`${property} (${at.from}): ${at.value} holds no PEM certificate (convert a JKS or PKCS#12 store with keytool or openssl)`, property);
   let leaf: X509Certificate;
   try {
     [leaf] = blocks.map((b) => new X509Certificate(b)) as [X509Certificate];
@@ -35,8 +36,10 @@ export function certificateFile(property: string, at: PropertyValue, options: { 
     throw invalidSetting(`${property} (${at.from}): ${at.value} holds a certificate that does not parse`, property);
   }
   if (options.checkValidity) {
-    if (new Date(leaf.validTo) < options.now) throw invalidSetting(`${property} (${at.from}): the certificate in ${at.value} expired on ${new Date(leaf.validTo).toISOString()}`, property);
-    if (new Date(leaf.validFrom) > options.now) throw invalidSetting(`${property} (${at.from}): the certificate in ${at.value} is not valid before ${new Date(leaf.validFrom).toISOString()}`, property);
+    if (new Date(leaf.validTo) < options.now)
+      throw invalidSetting(`${property} (${at.from}): the certificate in ${at.value} expired on ${new Date(leaf.validTo).toISOString()}`, property);
+    if (new Date(leaf.validFrom) > options.now)
+      throw invalidSetting(`${property} (${at.from}): the certificate in ${at.value} is not valid before ${new Date(leaf.validFrom).toISOString()}`, property);
   }
   return { path: at.value, pem };
 }

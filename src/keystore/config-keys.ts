@@ -18,7 +18,8 @@ export function findKeyGaps(config: CompiledConfig, keys: KeyProvider): KeyGap[]
     const info = keys.info(ref.id);
     const base = { ref: ref.name, id: ref.id, type };
     if (!info) gaps.push({ ...base, problem: 'missing', message: `key ${ref.id} (reference ${ref.name}, ${type}) is not in the keystore` });
-    else if (info.type !== type) gaps.push({ ...base, problem: 'type', message: `key ${ref.id} is ${info.type} in the keystore, the configuration says ${type}` });
+    else if (info.type !== type)
+      gaps.push({ ...base, problem: 'type', message: `key ${ref.id} is ${info.type} in the keystore, the configuration says ${type}` });
     else if (ref.version !== undefined && !info.versions.some((v) => v.version === ref.version)) {
       gaps.push({ ...base, problem: 'version', message: `key ${ref.id} has no version ${ref.version} (reference ${ref.name} pins it)` });
     }
@@ -30,7 +31,10 @@ export function findKeyGaps(config: CompiledConfig, keys: KeyProvider): KeyGap[]
 export function requireKeys(config: CompiledConfig, keys: KeyProvider): void {
   const gaps = findKeyGaps(config, keys);
   if (gaps.length) {
-    throw new VeilError('KEY_UNAVAILABLE', `the keystore cannot serve the configuration:\n${gaps.map((g) => g.message).join('\n')}\n(create them with 'veil keys create' or 'veil config provision')`);
+    throw new VeilError(
+      'KEY_UNAVAILABLE',
+      `the keystore cannot serve the configuration:\n${gaps.map((g) => g.message).join('\n')}\n(create them with 'veil keys create' or 'veil config provision')`,
+    );
   }
 }
 

@@ -87,7 +87,10 @@ export class KeyLease {
     this.enter('lapsed');
     // this message reaches callers (a 503 body, the token endpoint's refusal): which KMS and key is
     // for the process's own log (the watchers), not for them
-    throw new KeystoreError('KMS_UNAVAILABLE', `the key-encryption key has not answered for ${Math.round(this.options.ttlMs / 1000)} s: keys are not used until it does${this.reason ? ` (${this.reason})` : ''}`);
+    throw new KeystoreError(
+      'KMS_UNAVAILABLE',
+      `the key-encryption key has not answered for ${Math.round(this.options.ttlMs / 1000)} s: keys are not used until it does${this.reason ? ` (${this.reason})` : ''}`,
+    );
   }
 
   /** For health: valid or not, and why not. */
@@ -128,7 +131,10 @@ export class KeyLease {
       (await Promise.race([call, late])).fill(0);
     } finally {
       clearTimeout(timer);
-      void call.then((key) => key.fill(0), () => undefined);
+      void call.then(
+        (key) => key.fill(0),
+        () => undefined,
+      );
     }
   }
 
@@ -138,8 +144,10 @@ export class KeyLease {
     const from = this.state;
     this.state = state;
     const kek = this.options.kms.description;
-    const transition: KekTransition = state === 'answering' ? { state, kek }
-      : { state, kek, reason: this.reason ?? 'KMS_UNAVAILABLE', ...(state === 'silent' ? { usableForMs: Math.max(0, this.validUntil - this.now()) } : {}) };
+    const transition: KekTransition =
+      state === 'answering'
+        ? { state, kek }
+        : { state, kek, reason: this.reason ?? 'KMS_UNAVAILABLE', ...(state === 'silent' ? { usableForMs: Math.max(0, this.validUntil - this.now()) } : {}) };
     for (const watcher of this.watchers) watcher(transition);
     if (state === 'lapsed') this.options.onChange?.(false, transition.reason);
     else if (from === 'lapsed') this.options.onChange?.(true, undefined);
@@ -177,8 +185,16 @@ export interface KekLog {
  */
 export function logKekTransitions(lease: KeyLease | undefined, log: KekLog): void {
   lease?.watch(({ state, kek, reason, usableForMs }) => {
-    if (state === 'silent') log.warn({ kek, code: reason, keysUsableForS: Math.round((usableForMs ?? 0) / 1000) }, 'the key-encryption key did not answer a renewal: keys stay usable until the lease runs out, then are refused until it answers');
-    else if (state === 'lapsed') log.error({ kek, code: 'KMS_UNAVAILABLE', reason }, 'the key-encryption key has not answered for the lease\'s lifetime: keys are refused (KMS_UNAVAILABLE) until it answers');
+    if (state === 'silent')
+      log.warn(
+        { kek, code: reason, keysUsableForS: Math.round((usableForMs ?? 0) / 1000) },
+        'the key-encryption key did not answer a renewal: keys stay usable until the lease runs out, then are refused until it answers',
+      );
+    else if (state === 'lapsed')
+      log.error(
+        { kek, code: 'KMS_UNAVAILABLE', reason },
+        "the key-encryption key has not answered for the lease's lifetime: keys are refused (KMS_UNAVAILABLE) until it answers",
+      );
     else log.warn({ kek }, 'the key-encryption key answers again: keys in use');
   });
 }

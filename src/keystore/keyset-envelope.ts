@@ -110,8 +110,13 @@ function open(envelope: Envelope, dataKey: Buffer, path: string): Buffer {
 
 function serialize(e: Envelope): Buffer {
   const file = {
-    format: KEYSET_FORMAT, version: VERSION, cipher: CIPHER, kek: e.kek,
-    wrappedKey: e.wrappedKey.toString('base64'), nonce: e.nonce.toString('base64'), ciphertext: e.sealed.toString('base64'),
+    format: KEYSET_FORMAT,
+    version: VERSION,
+    cipher: CIPHER,
+    kek: e.kek,
+    wrappedKey: e.wrappedKey.toString('base64'),
+    nonce: e.nonce.toString('base64'),
+    ciphertext: e.sealed.toString('base64'),
   };
   return Buffer.from(`${JSON.stringify(file, null, 2)}\n`, 'utf8');
 }
@@ -120,7 +125,8 @@ const FIELDS = ['format', 'version', 'cipher', 'kek', 'wrappedKey', 'nonce', 'ci
 
 /** The envelope, accepted only in its canonical form with known format, version and cipher. */
 function parse(bytes: Uint8Array, path: string): Envelope {
-  const damaged = (detail: string) => new KeystoreError('KEYSTORE_INVALID', `keystore ${path} is not a valid veil key set (${detail}): it was damaged or modified; restore it from a backup`);
+  const damaged = (detail: string) =>
+    new KeystoreError('KEYSTORE_INVALID', `keystore ${path} is not a valid veil key set (${detail}): it was damaged or modified; restore it from a backup`);
   let value: Record<string, unknown>;
   try {
     value = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(bytes)) as Record<string, unknown>;
@@ -129,7 +135,8 @@ function parse(bytes: Uint8Array, path: string): Envelope {
   }
   if (typeof value !== 'object' || value === null || Object.keys(value).join() !== FIELDS.join()) throw damaged('unexpected structure');
   if (value.format !== KEYSET_FORMAT || value.version !== VERSION || value.cipher !== CIPHER) throw damaged('unknown format, version or cipher');
-  if (typeof value.kek !== 'string' || typeof value.wrappedKey !== 'string' || typeof value.nonce !== 'string' || typeof value.ciphertext !== 'string') throw damaged('unexpected structure');
+  if (typeof value.kek !== 'string' || typeof value.wrappedKey !== 'string' || typeof value.nonce !== 'string' || typeof value.ciphertext !== 'string')
+    throw damaged('unexpected structure');
   const wrappedKey = base64(value.wrappedKey);
   const nonce = base64(value.nonce, NONCE_BYTES);
   const sealed = base64(value.ciphertext);

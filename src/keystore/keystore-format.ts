@@ -225,7 +225,8 @@ function readRecords(value: unknown): KeyRecord[] | undefined {
     for (const entry of versions as unknown[]) {
       if (!isObject(entry, ['version', 'createdAt', 'origin', 'material'])) return undefined;
       const { version, createdAt, origin, material } = entry;
-      if (typeof version !== 'number' || !Number.isSafeInteger(version) || version <= previous || typeof createdAt !== 'string' || typeof material !== 'string') return undefined;
+      if (typeof version !== 'number' || !Number.isSafeInteger(version) || version <= previous || typeof createdAt !== 'string' || typeof material !== 'string')
+        return undefined;
       previous = version;
       if (origin !== 'generated' && origin !== 'imported') return undefined;
       const bytes = base64(material);

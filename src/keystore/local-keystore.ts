@@ -295,7 +295,10 @@ export class LocalKeystore implements KeyProvider {
   /** The log's head a change is based on; refused while keystore.json is not that version. */
   private basedOn(): number {
     if (this.log?.current && !this.log.current()) {
-      throw new KeystoreError('KEYSTORE_INVALID', `the control store's newest key-set version does not open under this process's KEK (it was rotated elsewhere): no change is made to keystore ${this.path} until this process runs with that KEK`);
+      throw new KeystoreError(
+        'KEYSTORE_INVALID',
+        `the control store's newest key-set version does not open under this process's KEK (it was rotated elsewhere): no change is made to keystore ${this.path} until this process runs with that KEK`,
+      );
     }
     return this.log?.head() ?? 0;
   }
@@ -327,7 +330,11 @@ export class LocalKeystore implements KeyProvider {
   }
 
   private decodeMasterKeyFile(bytes: Buffer): KeyRecord[] {
-    if (!this.masterKey) throw new KeystoreError('KEYSTORE_INVALID', `keystore ${this.path} is encrypted under a master key: set VEIL_MASTER_KEY to read it (and rewrap it under the KMS)`);
+    if (!this.masterKey)
+      throw new KeystoreError(
+        'KEYSTORE_INVALID',
+        `keystore ${this.path} is encrypted under a master key: set VEIL_MASTER_KEY to read it (and rewrap it under the KMS)`,
+      );
     return decodeKeystore(bytes, revealKeyBytes(this.masterKey), this.path);
   }
 
@@ -358,10 +365,15 @@ export class LocalKeystore implements KeyProvider {
   }
 
   private async withLock<T>(body: () => Promise<T>): Promise<T> {
-    return withFileLock(`${this.path}.lock`, {
-      busy: () => new KeystoreError('KEYSTORE_INVALID', `keystore ${this.path} is locked by another veil process; if none is running, remove ${this.path}.lock`),
-      failed: (error) => this.ioError('cannot create the lock file for', error),
-    }, body);
+    return withFileLock(
+      `${this.path}.lock`,
+      {
+        busy: () =>
+          new KeystoreError('KEYSTORE_INVALID', `keystore ${this.path} is locked by another veil process; if none is running, remove ${this.path}.lock`),
+        failed: (error) => this.ioError('cannot create the lock file for', error),
+      },
+      body,
+    );
   }
 
   private ioError(what: string, error: unknown): VeilError {

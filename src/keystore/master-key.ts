@@ -14,9 +14,7 @@ export const MASTER_KEY_ENV = 'VEIL_MASTER_KEY';
 export const MASTER_KEY_FILE = 'master.key';
 export const MASTER_KEY_BYTES = 32;
 
-export type MasterKeySource =
-  | { kind: 'env'; variable: typeof MASTER_KEY_ENV }
-  | { kind: 'file'; path: string; created: boolean };
+export type MasterKeySource = { kind: 'env'; variable: typeof MASTER_KEY_ENV } | { kind: 'file'; path: string; created: boolean };
 
 export interface MasterKey {
   key: SecretKey;

@@ -6,6 +6,15 @@
 export { traceCarrierOf } from './kafka-trace.ts';
 export { collectProcessMetrics } from './process-metrics.ts';
 export { ATTR, httpErrorType, OUTCOME_OK } from './span-attributes.ts';
-export { OTHER_PATH, SCHEMA_REFUSALS_MAX, SCHEMA_REFUSED_METRIC, STREAM_METRIC_NAMES, UNMAPPED_FINDINGS_METRIC, UNMAPPED_PATHS_MAX, UNMAPPED_REPORTED_METRIC, type ChartedStreamMetric } from './stream-metric-names.ts';
+export {
+  OTHER_PATH,
+  SCHEMA_REFUSALS_MAX,
+  SCHEMA_REFUSED_METRIC,
+  STREAM_METRIC_NAMES,
+  UNMAPPED_FINDINGS_METRIC,
+  UNMAPPED_PATHS_MAX,
+  UNMAPPED_REPORTED_METRIC,
+  type ChartedStreamMetric,
+} from './stream-metric-names.ts';
 export { BatchTrace } from './stream-trace.ts';
 export { openTracing, SpanKind, SpanStatusCode, TRACING_OFF, type Span, type Tracing } from './tracing.ts';

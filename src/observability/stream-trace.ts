@@ -50,12 +50,18 @@ export class BatchTrace {
     this.tracing = tracing;
     this.recordSpan = info.rewrap ? REWRAP_RECORD_SPAN : RECORD_SPAN;
     this.base = {
-      [ATTR.messagingSystem]: 'kafka', [ATTR.messagingOperationType]: 'process', [ATTR.messagingOperationName]: info.rewrap ? 'rewrap' : 'protect',
-      [ATTR.messagingDestination]: info.topic, [ATTR.messagingPartition]: String(info.partition), [ATTR.messagingGroup]: info.group,
-      [ATTR.pipeline]: info.pipeline, [ATTR.configVersion]: info.configVersion,
+      [ATTR.messagingSystem]: 'kafka',
+      [ATTR.messagingOperationType]: 'process',
+      [ATTR.messagingOperationName]: info.rewrap ? 'rewrap' : 'protect',
+      [ATTR.messagingDestination]: info.topic,
+      [ATTR.messagingPartition]: String(info.partition),
+      [ATTR.messagingGroup]: info.group,
+      [ATTR.pipeline]: info.pipeline,
+      [ATTR.configVersion]: info.configVersion,
     };
     this.span = tracing.start(info.rewrap ? REWRAP_TRANSACTION_SPAN : TRANSACTION_SPAN, {
-      kind: SpanKind.CONSUMER, startTime: this.startTime,
+      kind: SpanKind.CONSUMER,
+      startTime: this.startTime,
       attributes: { ...this.base, [ATTR.delivery]: info.delivery, [ATTR.messagingBatchCount]: info.fetched },
     });
     this.links = [{ context: this.span.spanContext() }];
@@ -66,12 +72,19 @@ export class BatchTrace {
    * dead letter's code), and when it goes out clean its traceparent names that span, keeping the
    * producer's trace id. A dead letter is the raw record: its headers stay as they came.
    */
-  record<O extends { headers: readonly RecordHeader[] }>(raw: { offset: string; headers: readonly RecordHeader[] }, out: O, deadLetterCode: string | undefined): O {
+  record<O extends { headers: readonly RecordHeader[] }>(
+    raw: { offset: string; headers: readonly RecordHeader[] },
+    out: O,
+    deadLetterCode: string | undefined,
+  ): O {
     const carrier = traceCarrierOf(raw.headers);
     const parent = carrier && this.tracing.remote(carrier);
     if (parent === undefined) return out;
     const span = this.tracing.start(this.recordSpan, {
-      kind: SpanKind.CONSUMER, parent, links: this.links, startTime: this.startTime,
+      kind: SpanKind.CONSUMER,
+      parent,
+      links: this.links,
+      startTime: this.startTime,
       attributes: { ...this.base, [ATTR.kafkaOffset]: Number(raw.offset), [ATTR.outcome]: deadLetterCode ?? 'clean' },
     });
     this.recordSpans.push(span);
@@ -88,8 +101,11 @@ export class BatchTrace {
       span.end();
     }
     this.span.setAttributes({
-      [ATTR.outcome]: e.outcome, [ATTR.records]: e.records, [ATTR.recordsClean]: e.records - e.deadLettered,
-      [ATTR.recordsDeadLettered]: e.deadLettered, [ATTR.recordsTraced]: this.recordSpans.length,
+      [ATTR.outcome]: e.outcome,
+      [ATTR.records]: e.records,
+      [ATTR.recordsClean]: e.records - e.deadLettered,
+      [ATTR.recordsDeadLettered]: e.deadLettered,
+      [ATTR.recordsTraced]: this.recordSpans.length,
     });
     if (failed) this.span.setStatus({ code: SpanStatusCode.ERROR });
     this.span.end();

@@ -4,8 +4,14 @@ import { ExportResultCode, W3CTraceContextPropagator } from '@opentelemetry/core
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import {
-  AlwaysOffSampler, AlwaysOnSampler, BatchSpanProcessor, ParentBasedSampler, TraceIdRatioBasedSampler, TracerProvider,
-  type Sampler, type SpanExporter,
+  AlwaysOffSampler,
+  AlwaysOnSampler,
+  BatchSpanProcessor,
+  ParentBasedSampler,
+  TraceIdRatioBasedSampler,
+  TracerProvider,
+  type Sampler,
+  type SpanExporter,
 } from '@opentelemetry/sdk-trace';
 import { ATTR_SERVICE_INSTANCE_ID, ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
 import type { SamplerSettings, TracingSettings } from './tracing-settings.ts';
@@ -48,7 +54,16 @@ export function sdkTracing(settings: TracingSettings, options: TracingOptions): 
       return trace.getSpanContext(context) === undefined ? undefined : context;
     },
     start(name, o) {
-      return tracer.startSpan(name, { kind: o.kind, ...(o.attributes ? { attributes: o.attributes } : {}), ...(o.links ? { links: o.links } : {}), ...(o.startTime === undefined ? {} : { startTime: o.startTime }) }, o.parent ?? ROOT_CONTEXT);
+      return tracer.startSpan(
+        name,
+        {
+          kind: o.kind,
+          ...(o.attributes ? { attributes: o.attributes } : {}),
+          ...(o.links ? { links: o.links } : {}),
+          ...(o.startTime === undefined ? {} : { startTime: o.startTime }),
+        },
+        o.parent ?? ROOT_CONTEXT,
+      );
     },
     traceparent(span) {
       const out: TraceCarrier = {};
@@ -81,7 +96,10 @@ function reporting(exporter: SpanExporter, log: TracingOptions['log']): SpanExpo
       exporter.export(spans, (result) => {
         if (result.code !== ExportResultCode.SUCCESS && failures++ % 100 === 0) {
           const status = (result.error as { code?: unknown } | undefined)?.code;
-          log?.warn({ error: result.error?.name ?? 'ExportError', ...(typeof status === 'number' ? { status } : {}), failures, spans: spans.length }, 'traces: an export to the OTLP endpoint failed; its spans are dropped');
+          log?.warn(
+            { error: result.error?.name ?? 'ExportError', ...(typeof status === 'number' ? { status } : {}), failures, spans: spans.length },
+            'traces: an export to the OTLP endpoint failed; its spans are dropped',
+          );
         }
         done(result);
       });

@@ -44,7 +44,9 @@ export function tracingSettings(env: Env, defaultServiceName: string): TracingSe
     return v ? v : undefined;
   };
   if (get('OTEL_SDK_DISABLED')?.toLowerCase() === 'true') return undefined;
-  const exporters = get('OTEL_TRACES_EXPORTER')?.split(',').map((e) => e.trim().toLowerCase());
+  const exporters = get('OTEL_TRACES_EXPORTER')
+    ?.split(',')
+    .map((e) => e.trim().toLowerCase());
   if (exporters?.includes('none')) return undefined;
   if (exporters?.some((e) => e !== 'otlp')) throw invalid('OTEL_TRACES_EXPORTER: veil exports traces with otlp only (or none)');
   const specific = get('OTEL_EXPORTER_OTLP_TRACES_ENDPOINT');
@@ -53,7 +55,10 @@ export function tracingSettings(env: Env, defaultServiceName: string): TracingSe
   const protocol = get('OTEL_EXPORTER_OTLP_TRACES_PROTOCOL') ?? get('OTEL_EXPORTER_OTLP_PROTOCOL');
   if (protocol !== undefined && protocol !== 'http/protobuf') throw invalid('OTEL_EXPORTER_OTLP_PROTOCOL: veil exports traces over http/protobuf only');
   // the signal-specific endpoint is used as given; the base endpoint gets the traces path (OTLP exporter spec)
-  const url = specific !== undefined ? httpUrl(specific, 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT') : httpUrl(`${base!.replace(/\/+$/, '')}/v1/traces`, 'OTEL_EXPORTER_OTLP_ENDPOINT');
+  const url =
+    specific !== undefined
+      ? httpUrl(specific, 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT')
+      : httpUrl(`${base!.replace(/\/+$/, '')}/v1/traces`, 'OTEL_EXPORTER_OTLP_ENDPOINT');
   const resource = keyValues(get('OTEL_RESOURCE_ATTRIBUTES'));
   const serviceName = get('OTEL_SERVICE_NAME') ?? resource['service.name'] ?? defaultServiceName;
   delete resource['service.name'];
@@ -62,7 +67,8 @@ export function tracingSettings(env: Env, defaultServiceName: string): TracingSe
 
 function samplerOf(name: string | undefined, arg: string | undefined): SamplerSettings {
   const kind = SAMPLERS[(name ?? 'parentbased_always_on').toLowerCase()];
-  if (!kind) throw invalid('OTEL_TRACES_SAMPLER: one of always_on, always_off, traceidratio, parentbased_always_on, parentbased_always_off, parentbased_traceidratio');
+  if (!kind)
+    throw invalid('OTEL_TRACES_SAMPLER: one of always_on, always_off, traceidratio, parentbased_always_on, parentbased_always_off, parentbased_traceidratio');
   const ratio = arg === undefined ? 1 : Number(arg);
   if (kind.root === 'traceidratio' && !(ratio >= 0 && ratio <= 1)) throw invalid('OTEL_TRACES_SAMPLER_ARG: a ratio from 0 to 1');
   return { ...kind, ratio };

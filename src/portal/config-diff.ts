@@ -20,9 +20,10 @@ export function lineDiff(before: string, after: string): DiffLine[] {
   const same = (lines: string[]) => lines.map((text): DiffLine => ({ op: ' ', text }));
   const midA = a.slice(head, a.length - tail);
   const midB = b.slice(head, b.length - tail);
-  const middle = (midA.length + 1) * (midB.length + 1) > MAX_DIFF_CELLS
-    ? [...midA.map((text): DiffLine => ({ op: '-', text })), ...midB.map((text): DiffLine => ({ op: '+', text }))]
-    : lcsDiff(midA, midB);
+  const middle =
+    (midA.length + 1) * (midB.length + 1) > MAX_DIFF_CELLS
+      ? [...midA.map((text): DiffLine => ({ op: '-', text })), ...midB.map((text): DiffLine => ({ op: '+', text }))]
+      : lcsDiff(midA, midB);
   return [...same(a.slice(0, head)), ...middle, ...same(a.slice(a.length - tail))];
 }
 
@@ -30,7 +31,8 @@ function lcsDiff(a: string[], b: string[]): DiffLine[] {
   const n = a.length;
   const m = b.length;
   const lcs: number[][] = Array.from({ length: n + 1 }, () => new Array<number>(m + 1).fill(0));
-  for (let i = n - 1; i >= 0; i--) for (let j = m - 1; j >= 0; j--) lcs[i]![j] = a[i] === b[j] ? lcs[i + 1]![j + 1]! + 1 : Math.max(lcs[i + 1]![j]!, lcs[i]![j + 1]!);
+  for (let i = n - 1; i >= 0; i--)
+    for (let j = m - 1; j >= 0; j--) lcs[i]![j] = a[i] === b[j] ? lcs[i + 1]![j + 1]! + 1 : Math.max(lcs[i + 1]![j]!, lcs[i]![j + 1]!);
   const out: DiffLine[] = [];
   let i = 0;
   let j = 0;
@@ -97,12 +99,14 @@ export function unreadableWarnings(beforeText: string, afterText: string): strin
         continue;
       }
       for (const key of new Set(steps.map((s) => s?.key).filter((k): k is string => typeof k === 'string'))) {
-        if (keyOf(before, key) !== keyOf(after, key)) warnings.push(`${field}: key reference ${key} changes (id, type or pinned version): stored values become unreadable`);
+        if (keyOf(before, key) !== keyOf(after, key))
+          warnings.push(`${field}: key reference ${key} changes (id, type or pinned version): stored values become unreadable`);
       }
     }
   }
   for (const key of Object.keys(before.keys ?? {})) {
-    if (!own(after.keys, key)) warnings.push(`key reference ${key} is removed: values protected with it can no longer be unprotected through this configuration`);
+    if (!own(after.keys, key))
+      warnings.push(`key reference ${key} is removed: values protected with it can no longer be unprotected through this configuration`);
   }
   return [...new Set(warnings)];
 }

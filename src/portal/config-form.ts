@@ -13,7 +13,11 @@ export const FORM_SECTIONS: readonly [string, string][] = [
 
 const escapeSegment = (s: string) => s.replace(/~/g, '~0').replace(/\//g, '~1');
 const pointerOf = (path: readonly (string | number)[]) => path.map((p) => `/${escapeSegment(String(p))}`).join('');
-const pathOf = (pointer: string) => pointer.split('/').slice(1).map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
+const pathOf = (pointer: string) =>
+  pointer
+    .split('/')
+    .slice(1)
+    .map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
 
 /** Issues by the pointer where the form shows them: the issue's own element, else its nearest shown ancestor. */
 function placeIssues(issues: readonly ConfigIssue[], shown: ReadonlySet<string>): Map<string, ConfigIssue[]> {
@@ -68,7 +72,9 @@ export function renderConfigForm(text: string, issues: readonly ConfigIssue[]): 
   const placed = placeIssues(issues, shown);
   const issuesAt = (pointer: string) => {
     const list = placed.get(pointer) ?? [];
-    return list.length ? html`<ul class="field-error" id="${idOf('e', pointer)}">${list.map((i) => html`<li>${i.severity === 'warning' ? 'warning: ' : ''}${i.pointer}: ${i.message}</li>`)}</ul>` : '';
+    return list.length
+      ? html`<ul class="field-error" id="${idOf('e', pointer)}">${list.map((i) => html`<li>${i.severity === 'warning' ? 'warning: ' : ''}${i.pointer}: ${i.message}</li>`)}</ul>`
+      : '';
   };
   const render = (n: Node, depth: number): Html => {
     const id = idOf('f', n.pointer);
@@ -111,7 +117,10 @@ export function applyConfigForm(text: string, entries: readonly [string, string]
     const node = doc.getIn(path, true);
     if (list) {
       if (!isSeq(node)) continue;
-      const next = input.split(',').map((s) => s.trim()).filter(Boolean);
+      const next = input
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean);
       const current = node.items.map((i) => String(isScalar(i) ? i.value : i));
       if (JSON.stringify(current) === JSON.stringify(next)) continue;
       if (node.flow && node.range) {

@@ -24,7 +24,8 @@ export const DRAFT_LIMITS = {
 /** Every limit the draft text exceeds, as error details (pointer into the configuration). */
 export function draftLimitDetails(text: string): ErrorDetail[] {
   const bytes = Buffer.byteLength(text);
-  if (bytes > DRAFT_LIMITS.bytes) return [{ code: 'DRAFT_LIMIT_EXCEEDED', pointer: '', message: `the draft has ${bytes} bytes; at most ${DRAFT_LIMITS.bytes}` }];
+  if (bytes > DRAFT_LIMITS.bytes)
+    return [{ code: 'DRAFT_LIMIT_EXCEEDED', pointer: '', message: `the draft has ${bytes} bytes; at most ${DRAFT_LIMITS.bytes}` }];
   let doc: unknown;
   try {
     doc = parse(text);
@@ -36,7 +37,13 @@ export function draftLimitDetails(text: string): ErrorDetail[] {
   return Object.entries(keys as Record<string, unknown>).flatMap(([name, ref]) => {
     const version = (ref as { version?: unknown } | null)?.version;
     return typeof version === 'number' && version > DRAFT_LIMITS.keyVersion
-      ? [{ code: 'DRAFT_LIMIT_EXCEEDED' as const, pointer: pointerOf(['keys', name, 'version']), message: `key version ${version} is above the portal's limit of ${DRAFT_LIMITS.keyVersion}` }]
+      ? [
+          {
+            code: 'DRAFT_LIMIT_EXCEEDED' as const,
+            pointer: pointerOf(['keys', name, 'version']),
+            message: `key version ${version} is above the portal's limit of ${DRAFT_LIMITS.keyVersion}`,
+          },
+        ]
       : [];
   });
 }

@@ -52,7 +52,15 @@ export function refusedHost(url: URL, allowed: readonly string[]): string | unde
 export function metricsUrlIssues(urls: readonly string[], allowed: readonly string[]): ConfigIssue[] {
   return urls.flatMap((text, i) => {
     const why = URL.canParse(text) ? refusedHost(new URL(text), allowed) : undefined;
-    return why ? [{ severity: 'error' as const, pointer: `/metricsUrls/${i}`, message: `is ${why}, which the portal does not scrape unless portal.metricsAllowedHosts names the host` }] : [];
+    return why
+      ? [
+          {
+            severity: 'error' as const,
+            pointer: `/metricsUrls/${i}`,
+            message: `is ${why}, which the portal does not scrape unless portal.metricsAllowedHosts names the host`,
+          },
+        ]
+      : [];
   });
 }
 
@@ -89,7 +97,16 @@ export function guardedFetch(allowed: () => readonly string[]): typeof fetch {
     if (!isAllowed && refusedHost(url, [])) throw refusedAddress();
     const request = url.protocol === 'https:' ? httpsRequest : httpRequest;
     const res = await new Promise<IncomingMessage>((resolve, reject) => {
-      const req = request(url, { method: 'GET', lookup: guardedLookup(isAllowed), headers: Object.fromEntries(new Headers(init?.headers).entries()), ...(init?.signal ? { signal: init.signal } : {}) }, resolve);
+      const req = request(
+        url,
+        {
+          method: 'GET',
+          lookup: guardedLookup(isAllowed),
+          headers: Object.fromEntries(new Headers(init?.headers).entries()),
+          ...(init?.signal ? { signal: init.signal } : {}),
+        },
+        resolve,
+      );
       req.once('error', reject);
       req.end();
     });

@@ -1,4 +1,10 @@
-import { SCHEMA_REFUSED_METRIC, STREAM_METRIC_NAMES, UNMAPPED_FINDINGS_METRIC, UNMAPPED_REPORTED_METRIC, type ChartedStreamMetric } from '../observability/index.ts';
+import {
+  SCHEMA_REFUSED_METRIC,
+  STREAM_METRIC_NAMES,
+  UNMAPPED_FINDINGS_METRIC,
+  UNMAPPED_REPORTED_METRIC,
+  type ChartedStreamMetric,
+} from '../observability/index.ts';
 import type { PipelineView } from './config-port.ts';
 import { PortalFault } from './errors.ts';
 import { guardedFetch, refusedAddress, refusedHost } from './metrics-address.ts';
@@ -66,7 +72,8 @@ const LABEL_MAX = 1024;
 
 /** largest count first, then by path and kind: the order the page lists them in */
 const total = (f: UnmappedFinding) => f.records + (f.reported ?? 0);
-const byRecords = (a: UnmappedFinding, b: UnmappedFinding) => total(b) - total(a) || (a.path < b.path ? -1 : a.path > b.path ? 1 : a.kind < b.kind ? -1 : a.kind > b.kind ? 1 : 0);
+const byRecords = (a: UnmappedFinding, b: UnmappedFinding) =>
+  total(b) - total(a) || (a.path < b.path ? -1 : a.path > b.path ? 1 : a.kind < b.kind ? -1 : a.kind > b.kind ? 1 : 0);
 
 /**
  * The unmapped guard's findings of `pipeline` among a scrape's samples (dead-lettered, and
@@ -90,7 +97,10 @@ export function findingsOf(samples: readonly PromSample[], pipeline: string, cap
 }
 
 /** Findings summed over processors (each its last good scrape), the largest `cap` kept. */
-export function sumFindings(sources: readonly Pick<SourceState, 'findings' | 'findingsOmitted'>[], cap = FINDINGS_KEPT): { findings: UnmappedFinding[]; omitted: number } {
+export function sumFindings(
+  sources: readonly Pick<SourceState, 'findings' | 'findingsOmitted'>[],
+  cap = FINDINGS_KEPT,
+): { findings: UnmappedFinding[]; omitted: number } {
   const totals = new Map<string, UnmappedFinding>();
   let omitted = 0;
   for (const source of sources) {
@@ -214,7 +224,21 @@ export class PipelineMetrics {
 
   series(pipeline: string): PipelineSeries | undefined {
     const ring = this.rings.get(pipeline);
-    return ring && { samples: ring.samples, sources: ring.sources.map(({ url, state, reason, lastOkAt, totals, refused, findings, findingsOmitted }) => ({ url, state, ...(reason ? { reason } : {}), ...(lastOkAt ? { lastOkAt } : {}), ...(totals ? { totals } : {}), ...(refused?.length ? { refused } : {}), ...(findings?.length ? { findings } : {}), ...(findingsOmitted ? { findingsOmitted } : {}) })) };
+    return (
+      ring && {
+        samples: ring.samples,
+        sources: ring.sources.map(({ url, state, reason, lastOkAt, totals, refused, findings, findingsOmitted }) => ({
+          url,
+          state,
+          ...(reason ? { reason } : {}),
+          ...(lastOkAt ? { lastOkAt } : {}),
+          ...(totals ? { totals } : {}),
+          ...(refused?.length ? { refused } : {}),
+          ...(findings?.length ? { findings } : {}),
+          ...(findingsOmitted ? { findingsOmitted } : {}),
+        })),
+      }
+    );
   }
 
   /**
@@ -231,7 +255,9 @@ export class PipelineMetrics {
 
   /** One scrape of every configured processor; overlapping calls share one run. */
   scrape(): Promise<void> {
-    this.running ??= this.scrapeAll().catch(() => undefined).finally(() => (this.running = undefined));
+    this.running ??= this.scrapeAll()
+      .catch(() => undefined)
+      .finally(() => (this.running = undefined));
     return this.running;
   }
 
@@ -249,51 +275,55 @@ export class PipelineMetrics {
       this.rings.set(name, ring);
     }
     const now = this.options.now ?? Date.now;
-    const results = await Promise.all(ring.sources.map(async (source) => {
-      const previous = source.state;
-      const at = now();
-      let rates: Partial<Record<ChartedStreamMetric, number>> | undefined;
-      let lag: number | undefined;
-      try {
-        const samples = await this.fetchSamples(source.rawUrl);
-        const totals: Partial<Record<ChartedStreamMetric, number>> = {};
-        for (const metric of COUNTERS) {
-          const value = sumOf(samples, STREAM_METRIC_NAMES[metric], { pipeline: name });
-          if (value !== undefined) totals[metric] = value;
-        }
-        lag = sumOf(samples, STREAM_METRIC_NAMES.lag, { pipeline: name });
-        if (source.totals && source.lastAt !== undefined && at > source.lastAt) {
-          rates = {};
+    const results = await Promise.all(
+      ring.sources.map(async (source) => {
+        const previous = source.state;
+        const at = now();
+        let rates: Partial<Record<ChartedStreamMetric, number>> | undefined;
+        let lag: number | undefined;
+        try {
+          const samples = await this.fetchSamples(source.rawUrl);
+          const totals: Partial<Record<ChartedStreamMetric, number>> = {};
           for (const metric of COUNTERS) {
-            const cur = totals[metric] ?? 0;
-            const prev = source.totals[metric] ?? 0;
-            // a restarted processor starts its counters at 0 again
-            rates[metric] = (cur >= prev ? cur - prev : cur) / ((at - source.lastAt) / 1000);
+            const value = sumOf(samples, STREAM_METRIC_NAMES[metric], { pipeline: name });
+            if (value !== undefined) totals[metric] = value;
           }
+          lag = sumOf(samples, STREAM_METRIC_NAMES.lag, { pipeline: name });
+          if (source.totals && source.lastAt !== undefined && at > source.lastAt) {
+            rates = {};
+            for (const metric of COUNTERS) {
+              const cur = totals[metric] ?? 0;
+              const prev = source.totals[metric] ?? 0;
+              // a restarted processor starts its counters at 0 again
+              rates[metric] = (cur >= prev ? cur - prev : cur) / ((at - source.lastAt) / 1000);
+            }
+          }
+          source.state = 'reachable';
+          delete source.reason;
+          source.lastOkAt = at;
+          source.lastAt = at;
+          source.totals = totals;
+          source.refused = samples
+            .filter((x) => x.name === SCHEMA_REFUSED_METRIC && x.labels.pipeline === name && x.labels.schema !== undefined && x.labels.path !== undefined)
+            .map((x) => ({ schema: x.labels.schema!, path: x.labels.path! }));
+          const found = findingsOf(samples, name);
+          source.findings = found.findings;
+          source.findingsOmitted = found.omitted;
+        } catch (e) {
+          source.state = 'unreachable';
+          source.reason = reasonOf(e);
+          // the next good scrape starts the rates afresh
+          delete source.totals;
+          delete source.refused;
+          delete source.findings;
+          delete source.findingsOmitted;
+          delete source.lastAt;
         }
-        source.state = 'reachable';
-        delete source.reason;
-        source.lastOkAt = at;
-        source.lastAt = at;
-        source.totals = totals;
-        source.refused = samples.filter((x) => x.name === SCHEMA_REFUSED_METRIC && x.labels.pipeline === name && x.labels.schema !== undefined && x.labels.path !== undefined)
-          .map((x) => ({ schema: x.labels.schema!, path: x.labels.path! }));
-        const found = findingsOf(samples, name);
-        source.findings = found.findings;
-        source.findingsOmitted = found.omitted;
-      } catch (e) {
-        source.state = 'unreachable';
-        source.reason = reasonOf(e);
-        // the next good scrape starts the rates afresh
-        delete source.totals;
-        delete source.refused;
-        delete source.findings;
-        delete source.findingsOmitted;
-        delete source.lastAt;
-      }
-      if (source.state !== previous) this.options.onChange?.(name, { url: source.url, state: source.state, ...(source.reason ? { reason: source.reason } : {}) });
-      return { reachable: source.state === 'reachable', rates, lag };
-    }));
+        if (source.state !== previous)
+          this.options.onChange?.(name, { url: source.url, state: source.state, ...(source.reason ? { reason: source.reason } : {}) });
+        return { reachable: source.state === 'reachable', rates, lag };
+      }),
+    );
     const reachable = results.filter((r) => r.reachable);
     const withRates = reachable.filter((r) => r.rates);
     const sum = (pick: (r: (typeof results)[number]) => number | undefined, from: typeof results) =>
@@ -313,7 +343,11 @@ export class PipelineMetrics {
     // checked here too, so an injected fetch is held to it; the default fetch also checks what a name resolves to
     if (refusedHost(new URL(rawUrl), allowed())) throw refusedAddress();
     const doFetch = this.options.fetch ?? guardedFetch(allowed);
-    const res = await doFetch(rawUrl, { redirect: 'error', signal: AbortSignal.timeout(this.options.timeoutMs ?? 2000), headers: { accept: 'text/plain;version=0.0.4' } });
+    const res = await doFetch(rawUrl, {
+      redirect: 'error',
+      signal: AbortSignal.timeout(this.options.timeoutMs ?? 2000),
+      headers: { accept: 'text/plain;version=0.0.4' },
+    });
     if (!res.ok) {
       await res.body?.cancel();
       throw new PortalFault('SCRAPE_UNUSABLE', `HTTP ${res.status}`);

@@ -19,7 +19,8 @@ import { registerInsightRoutes } from './routes/insight-routes.ts';
 import { registerDiscoverRoutes } from './routes/discover-routes.ts';
 import { registerSubjectRoutes } from './routes/subject-routes.ts';
 
-export const CONTENT_SECURITY_POLICY = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+export const CONTENT_SECURITY_POLICY =
+  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
 const STATIC: Record<string, string> = { 'portal.css': 'text/css; charset=utf-8', 'portal.js': 'text/javascript; charset=utf-8' };
 
@@ -31,27 +32,31 @@ const STATIC: Record<string, string> = { 'portal.css': 'text/css; charset=utf-8'
  * sign-in, carries the session's CSRF token (else 403).
  */
 export function registerPortal(app: FastifyInstance, deps: PortalDeps): void {
-  app.register(async (scope) => {
-    acceptFormsAndHarden(scope);
-    const context = portalContext(deps);
-    scope.addHook('onClose', async () => context.sandbox.close());
-    registerStatic(scope);
-    registerAuthRoutes(scope, context);
-    registerVersionRoutes(scope, context);
-    registerDraftRoutes(scope, context);
-    registerDiscoverRoutes(scope, context);
-    registerTesterRoutes(scope, context);
-    registerInsightRoutes(scope, context);
-    registerSubjectRoutes(scope, context);
-    scope.setErrorHandler((error, req, reply) => errorReply(context.sessions, error, req, reply));
-  }, { prefix: '/admin' });
+  app.register(
+    async (scope) => {
+      acceptFormsAndHarden(scope);
+      const context = portalContext(deps);
+      scope.addHook('onClose', async () => context.sandbox.close());
+      registerStatic(scope);
+      registerAuthRoutes(scope, context);
+      registerVersionRoutes(scope, context);
+      registerDraftRoutes(scope, context);
+      registerDiscoverRoutes(scope, context);
+      registerTesterRoutes(scope, context);
+      registerInsightRoutes(scope, context);
+      registerSubjectRoutes(scope, context);
+      scope.setErrorHandler((error, req, reply) => errorReply(context.sessions, error, req, reply));
+    },
+    { prefix: '/admin' },
+  );
 }
 
 /** Forms parsed as URLSearchParams; every response's security headers set before any route runs. */
 function acceptFormsAndHarden(scope: FastifyInstance): void {
   scope.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_req, body, done) => done(null, new URLSearchParams(body as string)));
   scope.addHook('onRequest', async (_req, reply) => {
-    reply.header('content-security-policy', CONTENT_SECURITY_POLICY)
+    reply
+      .header('content-security-policy', CONTENT_SECURITY_POLICY)
       .header('cache-control', 'no-store')
       .header('x-content-type-options', 'nosniff')
       .header('referrer-policy', 'same-origin')
@@ -73,9 +78,15 @@ function portalContext(deps: PortalDeps): PortalContext {
     guard: (req, reply, right) => guard(sessions, req, reply, right),
     async audit_(session, action, target, outcome, requestId) {
       await deps.audit.record({
-        eventId: randomUUID(), time: deps.now().toISOString(), requestId, channel: 'portal',
+        eventId: randomUUID(),
+        time: deps.now().toISOString(),
+        requestId,
+        channel: 'portal',
         ...(session ? { client: session.caller.clientId, subject: session.caller.subject, issuer: session.caller.issuer } : {}),
-        outcome, instances: 0, fields: [], admin: { action, ...(target === undefined ? {} : { target }) },
+        outcome,
+        instances: 0,
+        fields: [],
+        admin: { action, ...(target === undefined ? {} : { target }) },
       });
     },
   };
@@ -128,7 +139,16 @@ function errorReply(sessions: SessionStore, error: unknown, req: FastifyRequest,
   const code = error instanceof VeilError ? error.code : undefined;
   const known = code !== undefined && Object.hasOwn(ERROR_CATALOG, code) ? (code as keyof typeof ERROR_CATALOG) : undefined;
   const status = known ? ERROR_CATALOG[known].status : 500;
-  if (!known) req.log.error({ errorType: (error as Error).name, frames: String((error as Error).stack ?? '').split('\n').slice(1, 8) }, 'portal: unexpected error');
+  if (!known)
+    req.log.error(
+      {
+        errorType: (error as Error).name,
+        frames: String((error as Error).stack ?? '')
+          .split('\n')
+          .slice(1, 8),
+      },
+      'portal: unexpected error',
+    );
   const session = sessions.get(sessionIdOf(req));
   if (known && ERROR_CATALOG[known].status === 429) reply.header('retry-after', String((error as { retryAfter?: number }).retryAfter ?? 60));
   return send(reply, errorPage(status, known ?? 'INTERNAL', known ? (error as Error).message : 'an unexpected error', session), status);

@@ -62,9 +62,27 @@ export async function loadSource(deps: PortalDeps, ref: string): Promise<Source>
   }
   // a draft over the portal's limits (stored before they applied) is shown, never compiled or run
   const over = draftId ? draftLimitDetails(text) : [];
-  if (over.length) return { ref, label, text, shown: redactSecretHashes(text), issues: over.map((d) => ({ severity: 'error', pointer: d.pointer, message: d.message })), tests, draftId: draftId! };
+  if (over.length)
+    return {
+      ref,
+      label,
+      text,
+      shown: redactSecretHashes(text),
+      issues: over.map((d) => ({ severity: 'error', pointer: d.pointer, message: d.message })),
+      tests,
+      draftId: draftId!,
+    };
   const compiled = deps.configPort.compile(text);
-  return { ref, label, text, shown: redactSecretHashes(text), issues: compiled.issues, tests, ...(compiled.config ? { config: compiled.config } : {}), ...(draftId ? { draftId } : {}) };
+  return {
+    ref,
+    label,
+    text,
+    shown: redactSecretHashes(text),
+    issues: compiled.issues,
+    tests,
+    ...(compiled.config ? { config: compiled.config } : {}),
+    ...(draftId ? { draftId } : {}),
+  };
 }
 
 /** A draft's saved test cases on fresh sandbox keys, in the sandbox thread. */
@@ -78,10 +96,15 @@ export async function runSavedTests(sandbox: SandboxRunner, text: string, tests:
  * immutable version, made active, and the running service's engine swapped — calls already
  * running finish on the old one. Refusals are PUBLISH_REFUSED with every reason.
  */
-export async function publish(deps: PortalDeps & { sandbox: SandboxRunner }, text: string, meta: { by: string; note: string; tests: readonly TestCase[] }): Promise<number> {
+export async function publish(
+  deps: PortalDeps & { sandbox: SandboxRunner },
+  text: string,
+  meta: { by: string; note: string; tests: readonly TestCase[] },
+): Promise<number> {
   const compiled = deps.configPort.compile(text);
   const errors = compiled.issues.filter((i) => i.severity === 'error');
-  if (!compiled.config || errors.length) throw new PortalError('PUBLISH_REFUSED', `the configuration is invalid: ${errors.map((i) => `${i.pointer || '/'}: ${i.message}`).join('; ')}`);
+  if (!compiled.config || errors.length)
+    throw new PortalError('PUBLISH_REFUSED', `the configuration is invalid: ${errors.map((i) => `${i.pointer || '/'}: ${i.message}`).join('; ')}`);
   let outcomes: TestOutcome[];
   try {
     outcomes = await runSavedTests(deps.sandbox, text, meta.tests);
@@ -89,7 +112,11 @@ export async function publish(deps: PortalDeps & { sandbox: SandboxRunner }, tex
     throw new PortalError('PUBLISH_REFUSED', `the saved test cases did not run: ${(e as Error).message}`, { cause: e });
   }
   const failing = outcomes.filter((o) => !o.pass);
-  if (failing.length) throw new PortalError('PUBLISH_REFUSED', `saved test cases fail: ${failing.map((f) => `${f.test.name} expected ${f.test.expect}, got ${f.got}`).join('; ')}`);
+  if (failing.length)
+    throw new PortalError(
+      'PUBLISH_REFUSED',
+      `saved test cases fail: ${failing.map((f) => `${f.test.name} expected ${f.test.expect}, got ${f.got}`).join('; ')}`,
+    );
   try {
     await deps.configPort.prepareKeys(compiled.config.engine);
   } catch (e) {

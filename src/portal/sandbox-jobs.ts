@@ -13,7 +13,13 @@ export interface TestOutcome {
 /** Work the sandbox thread does: everything a draft (any text an editor wrote) makes veil compute. */
 export type SandboxJob =
   | { kind: 'tests'; text: string; tests: readonly TestCase[] }
-  | { kind: 'tester'; text: string; seed: Uint8Array; caller: { roles: string[]; clientId: string; subject: string; issuer: string }; input: { className: string; role: string; action: string; values: [string, string][] } };
+  | {
+      kind: 'tester';
+      text: string;
+      seed: Uint8Array;
+      caller: { roles: string[]; clientId: string; subject: string; issuer: string };
+      input: { className: string; role: string; action: string; values: [string, string][] };
+    };
 
 export type SandboxResult<J extends SandboxJob> = J extends { kind: 'tests' } ? TestOutcome[] : TesterRun | undefined;
 

@@ -39,7 +39,9 @@ export class SandboxKeys implements KeyProvider {
     const entry = this.refs.get(id);
     if (!entry) return undefined;
     // the versions a configuration names and the primary: never a list as long as the version number
-    const versions = [...new Set([...entry.pinned, entry.latest])].sort((a, b) => a - b).map((version) => ({ version, createdAt: CREATED_AT, origin: 'generated' as const }));
+    const versions = [...new Set([...entry.pinned, entry.latest])]
+      .sort((a, b) => a - b)
+      .map((version) => ({ version, createdAt: CREATED_AT, origin: 'generated' as const }));
     return { id, type: entry.type, primary: entry.latest, versions };
   }
 

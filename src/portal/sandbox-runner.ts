@@ -35,7 +35,8 @@ export class SandboxRunner {
 
   run<J extends SandboxJob>(job: J): Promise<SandboxResult<J>> {
     if (this.closed) return Promise.reject(new PortalError('SANDBOX_BUSY', 'the portal sandbox is stopping'));
-    if (this.queue.length >= this.maxQueue) return Promise.reject(new PortalError('SANDBOX_BUSY', `the portal sandbox has ${this.queue.length} runs waiting; try again shortly`));
+    if (this.queue.length >= this.maxQueue)
+      return Promise.reject(new PortalError('SANDBOX_BUSY', `the portal sandbox has ${this.queue.length} runs waiting; try again shortly`));
     return new Promise((resolve, reject) => {
       this.queue.push({ id: this.nextId++, job, resolve: resolve as (v: unknown) => void, reject });
       this.pump();
@@ -54,7 +55,10 @@ export class SandboxRunner {
     if (this.running || !this.queue.length) return;
     const next = this.queue.shift()!;
     const worker = this.ensureWorker();
-    const timer = setTimeout(() => this.fail(new PortalError('SANDBOX_BUSY', `the sandbox run took longer than ${this.timeoutMs} ms and was stopped`), true), this.timeoutMs);
+    const timer = setTimeout(
+      () => this.fail(new PortalError('SANDBOX_BUSY', `the sandbox run took longer than ${this.timeoutMs} ms and was stopped`), true),
+      this.timeoutMs,
+    );
     this.running = { ...next, timer };
     worker.postMessage({ id: next.id, job: next.job });
   }

@@ -11,7 +11,8 @@ export function serveSandboxJobs(compile: ConfigCompiler): void {
   parentPort!.on('message', (message: { id: number; job: SandboxJob }) => {
     runJob(message.job, () => new Date(), compile).then(
       (result) => parentPort!.postMessage({ id: message.id, ok: true, result }),
-      (e: unknown) => parentPort!.postMessage({ id: message.id, ok: false, error: { name: (e as Error)?.name ?? 'Error', code: (e as { code?: string })?.code } }),
+      (e: unknown) =>
+        parentPort!.postMessage({ id: message.id, ok: false, error: { name: (e as Error)?.name ?? 'Error', code: (e as { code?: string })?.code } }),
     );
   });
 }

@@ -1,7 +1,17 @@
 import { randomUUID } from 'node:crypto';
 import type { AuditSink } from '../audit/index.ts';
 import { GuardedTransform, type GuardedCaller } from '../audit/index.ts';
-import { pooledRandom, traceSteps, type CompiledConfig, type Engine, type ErrorDetail, type KeyProvider, type TracedStep, type TransformRequest, type TransformResponse } from '../engine/index.ts';
+import {
+  pooledRandom,
+  traceSteps,
+  type CompiledConfig,
+  type Engine,
+  type ErrorDetail,
+  type KeyProvider,
+  type TracedStep,
+  type TransformRequest,
+  type TransformResponse,
+} from '../engine/index.ts';
 import { ERROR_CATALOG } from '../errors/catalog.ts';
 
 /** Nothing real is revealed on sandbox keys: their calls are not recorded. */
@@ -57,7 +67,14 @@ export function transformRequest(role: string, action: string, className: string
   return {
     rightsContexts: [{ guid: rights, evidences: [{ name: 'Role', value: role }] }],
     processingContexts: [{ guid: processing, evidences: [{ name: 'Action', value: action }] }],
-    requests: [{ guid: randomUUID(), rightsContext: rights, processingContext: processing, instances: values.map(([propertyName, value]) => ({ className, propertyName, value })) }],
+    requests: [
+      {
+        guid: randomUUID(),
+        rightsContext: rights,
+        processingContext: processing,
+        instances: values.map(([propertyName, value]) => ({ className, propertyName, value })),
+      },
+    ],
   };
 }
 
@@ -75,7 +92,13 @@ async function call(setup: TesterSetup, request: TransformRequest): Promise<Call
 const valuesOf = (c: Call) => new Map((c.response?.responses[0]?.instances ?? []).map((i) => [i.propertyName, i.value]));
 
 /** The combined call; when it fails, each value alone, so every property gets its own result or error. */
-async function perProperty(setup: TesterSetup, role: string, action: string, className: string, values: [string, string][]): Promise<{ combined: Call; each: Map<string, { value?: string; error?: CallError }> }> {
+async function perProperty(
+  setup: TesterSetup,
+  role: string,
+  action: string,
+  className: string,
+  values: [string, string][],
+): Promise<{ combined: Call; each: Map<string, { value?: string; error?: CallError }> }> {
   const combined = await call(setup, transformRequest(role, action, className, values));
   const each = new Map<string, { value?: string; error?: CallError }>();
   if (!combined.error) {
@@ -94,7 +117,10 @@ async function perProperty(setup: TesterSetup, role: string, action: string, cla
  * reading action (Unprotect, Mask, …) on what Protect returned, with step-by-step traces, the
  * round trip and format checks. Values live only in this call and the page it renders.
  */
-export async function runTester(setup: TesterSetup, input: { className: string; role: string; action: string; values: [string, string][] }): Promise<TesterRun> {
+export async function runTester(
+  setup: TesterSetup,
+  input: { className: string; role: string; action: string; values: [string, string][] },
+): Promise<TesterRun> {
   const { className, role, action, values } = input;
   const first = await perProperty(setup, role, 'Protect', className, values);
   const second = await perProperty(setup, role, 'Protect', className, values);
@@ -125,9 +151,15 @@ export async function runTester(setup: TesterSetup, input: { className: string; 
 }
 
 /** FPE keeps length and alphabet: same length, separators in place, digits stay digits when the input was digits. */
-export function formatCheck(config: CompiledConfig, className: string, propertyName: string, input: string, output: string): { ok: boolean; note: string } | undefined {
+export function formatCheck(
+  config: CompiledConfig,
+  className: string,
+  propertyName: string,
+  input: string,
+  output: string,
+): { ok: boolean; note: string } | undefined {
   const plan = config.classes.get(className)?.get(propertyName)?.actions.get('Protect');
-  const steps = plan ? config.sequences.get(plan.sequence)?.steps ?? [] : [];
+  const steps = plan ? (config.sequences.get(plan.sequence)?.steps ?? []) : [];
   if (!steps.some((s) => s.type === 'ff1' || s.type === 'ff3-1')) return undefined;
   const a = [...input];
   const b = [...output];
@@ -141,7 +173,10 @@ export function formatCheck(config: CompiledConfig, className: string, propertyN
 }
 
 /** A saved test case's outcome on sandbox keys: what it expects, what happened, pass or fail. */
-export async function runTestCase(setup: TesterSetup, tc: { className: string; propertyName: string; role: string; action: string; value: string; expect: string }): Promise<{ pass: boolean; got: string }> {
+export async function runTestCase(
+  setup: TesterSetup,
+  tc: { className: string; propertyName: string; role: string; action: string; value: string; expect: string },
+): Promise<{ pass: boolean; got: string }> {
   const got = await (async () => {
     const p = await call(setup, transformRequest(tc.role, 'Protect', tc.className, [[tc.propertyName, tc.value]]));
     if (p.error) return statusOf(p.error.code) === 403 ? 'denied' : `error ${p.error.code}`;

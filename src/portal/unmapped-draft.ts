@@ -20,9 +20,7 @@ const PATH_MAX = 1024;
 export const DRAFT_FINDINGS_MAX = 200;
 
 /** What the page and the draft do with one finding: map its path as a field, or why not. */
-export type FindingPlan =
-  | { map: true; field: string }
-  | { map: false; why: 'key' | 'other' | 'tag' | 'path' | 'kind' | 'mapped' | 'repeated'; note: string };
+export type FindingPlan = { map: true; field: string } | { map: false; why: 'key' | 'other' | 'tag' | 'path' | 'kind' | 'mapped' | 'repeated'; note: string };
 
 /**
  * The class a pipeline's new fields join: the one most of its mapped fields (and its record key)
@@ -50,7 +48,10 @@ const isGuardKind = (kind: string): kind is GuardKind => (GUARD_KINDS as readonl
  * (label values are untrusted), a path the pipeline maps already (keys folded as it folds them),
  * or a path listed above (with another kind, or spelled otherwise where keys fold): a path maps to one field.
  */
-export function planFindings(findings: readonly Pick<UnmappedFinding, 'path' | 'kind'>[], pipeline: Pick<PipelineView, 'fields' | 'key' | 'keys' | 'source'>): FindingPlan[] {
+export function planFindings(
+  findings: readonly Pick<UnmappedFinding, 'path' | 'kind'>[],
+  pipeline: Pick<PipelineView, 'fields' | 'key' | 'keys' | 'source'>,
+): FindingPlan[] {
   const fold = (path: string) => (pipeline.keys === 'exact' ? path : foldKey(path));
   const mapped = new Set(pipeline.fields.map((f) => fold(f.path)));
   const drafted = new Map<string, string>();
@@ -92,8 +93,7 @@ export function findingOfField(text: string): UnmappedFinding | undefined {
 }
 
 /** `*`, `Class.*` or `Class.property`: the engine's grant patterns */
-const patternMatches = (pattern: string, cls: string, prop: string) =>
-  pattern === '*' || pattern === `${cls}.*` || pattern === `${cls}.${prop}`;
+const patternMatches = (pattern: string, cls: string, prop: string) => pattern === '*' || pattern === `${cls}.*` || pattern === `${cls}.${prop}`;
 
 /**
  * The grant a pipeline's identity needs to protect `fields`, or undefined when it holds one for
@@ -102,10 +102,16 @@ const patternMatches = (pattern: string, cls: string, prop: string) =>
  * each field; the fields none grants go to the first of them. No context matching: undefined (the
  * pipeline binds nothing as it is; a grant is not this page's to invent).
  */
-export function missingGrant(engine: CompiledConfig, pipeline: Pick<PipelineView, 'roles' | 'rightsEvidences'>, fields: readonly string[]): { context: string; fields: string[] } | undefined {
+export function missingGrant(
+  engine: CompiledConfig,
+  pipeline: Pick<PipelineView, 'roles' | 'rightsEvidences'>,
+  fields: readonly string[],
+): { context: string; fields: string[] } | undefined {
   const held = new Set(pipeline.roles ?? []);
   const given = Object.entries(pipeline.rightsEvidences ?? {});
-  const matched = engine.rightsContexts.filter((c) => c.evidences.every(([n, v]) => given.some(([gn, gv]) => gn === n && gv === v && (n !== ROLE || held.has(v)))));
+  const matched = engine.rightsContexts.filter((c) =>
+    c.evidences.every(([n, v]) => given.some(([gn, gv]) => gn === n && gv === v && (n !== ROLE || held.has(v)))),
+  );
   if (matched.length === 0) return undefined;
   const lacking = [...new Set(fields)].filter((ref) => {
     const [cls, prop] = ref.split('.') as [string, string];
@@ -134,7 +140,12 @@ export interface FindingsDraft {
  * no finding is left to map, an Error when the pipeline is not in the active version or its text
  * has no `fields` list to add to (an alias, say).
  */
-export function buildFindingsDraft(activeText: string, active: { engine: CompiledConfig; pipelines: Readonly<Record<string, PipelineView>> }, name: string, findings: readonly UnmappedFinding[]): FindingsDraft {
+export function buildFindingsDraft(
+  activeText: string,
+  active: { engine: CompiledConfig; pipelines: Readonly<Record<string, PipelineView>> },
+  name: string,
+  findings: readonly UnmappedFinding[],
+): FindingsDraft {
   const pipeline = Object.hasOwn(active.pipelines, name) ? active.pipelines[name] : undefined;
   if (!pipeline) throw new Error(`the active version has no pipeline ${name}`);
   const plans = planFindings(findings, pipeline);
@@ -165,7 +176,11 @@ export function buildFindingsDraft(activeText: string, active: { engine: Compile
       ? { ...present, description: `${present.description}; ${found}` }
       : { protect: plan.sequence, description: `${f.kind} the unmapped guard of pipeline ${name} found at ${found}` };
   }
-  const grant = missingGrant(active.engine, pipeline, mapped.map((f) => f.field));
+  const grant = missingGrant(
+    active.engine,
+    pipeline,
+    mapped.map((f) => f.field),
+  );
   const text = mergePipelineFields(activeText, stringify({ keys, sequences, classes: { [cls]: { properties } } }), {
     pipeline: name,
     fields: mapped.map((f) => ({ path: f.path, field: f.field, comment: `unmapped guard: ${f.kind}, ${records(f.records)} dead-lettered` })),

@@ -119,7 +119,10 @@ export class ErasureService {
     }
     let erasures: Erasure[];
     try {
-      erasures = await this.options.store.eraseMany(valid.map((v) => v.id), { by: actor.by, reason });
+      erasures = await this.options.store.eraseMany(
+        valid.map((v) => v.id),
+        { by: actor.by, reason },
+      );
     } catch (e) {
       return this.refuse('erase', actor, e, { reason });
     }
@@ -149,7 +152,13 @@ export class ErasureService {
       return this.refuse('status', actor, e);
     }
     // a look-up tells whether a person is known here: recorded before it is answered, like a read of a value
-    await this.record('subject.status', actor, 'ok', { subject: status.subject, state: status.state, ...('generation' in status ? { generation: status.generation } : {}) }, true);
+    await this.record(
+      'subject.status',
+      actor,
+      'ok',
+      { subject: status.subject, state: status.state, ...('generation' in status ? { generation: status.generation } : {}) },
+      true,
+    );
     return status;
   }
 
@@ -161,12 +170,25 @@ export class ErasureService {
     throw known;
   }
 
-  private async record(action: string, actor: SubjectActor, outcome: AuditEvent['outcome'], erasure: AuditEvent['erasure'], required: boolean, code?: string): Promise<void> {
+  private async record(
+    action: string,
+    actor: SubjectActor,
+    outcome: AuditEvent['outcome'],
+    erasure: AuditEvent['erasure'],
+    required: boolean,
+    code?: string,
+  ): Promise<void> {
     const { caller } = actor;
     const event: AuditEvent = {
-      eventId: randomUUID(), time: this.options.now().toISOString(), requestId: actor.requestId, channel: actor.channel,
+      eventId: randomUUID(),
+      time: this.options.now().toISOString(),
+      requestId: actor.requestId,
+      channel: actor.channel,
       ...(caller ? { client: caller.clientId, subject: caller.subject, issuer: caller.issuer } : {}),
-      outcome, ...(code ? { code } : {}), instances: 0, fields: [],
+      outcome,
+      ...(code ? { code } : {}),
+      instances: 0,
+      fields: [],
       admin: { action, ...(erasure?.subject ? { target: `subject ${erasure.subject}` } : {}) },
       ...(erasure ? { erasure } : {}),
     };
@@ -174,7 +196,11 @@ export class ErasureService {
       await this.options.audit.record(event);
     } catch (e) {
       if (!required) throw e;
-      throw new AuditError('AUDIT_UNAVAILABLE', `the audit sink cannot record the ${action}: ${action === 'subject.erase' ? 'the subject is erased; erase it again to get its receipt' : 'nothing is answered'}`, { cause: e });
+      throw new AuditError(
+        'AUDIT_UNAVAILABLE',
+        `the audit sink cannot record the ${action}: ${action === 'subject.erase' ? 'the subject is erased; erase it again to get its receipt' : 'nothing is answered'}`,
+        { cause: e },
+      );
     }
   }
 }
@@ -187,7 +213,10 @@ export function permits(roles: readonly string[], action: SubjectAction): boolea
 /** A reason: 1 to 500 characters of one line, not blank, not naming the subject. */
 export function checkReason(reason: unknown, subjectId?: string): asserts reason is string {
   if (typeof reason !== 'string' || reason.trim() === '' || !reason.isWellFormed() || CONTROL.test(reason) || [...reason].length > REASON_MAX_CHARS) {
-    throw new SubjectsError('ERASURE_REQUEST_INVALID', `an erasure needs a reason of 1 to ${REASON_MAX_CHARS} characters on one line, without control characters`);
+    throw new SubjectsError(
+      'ERASURE_REQUEST_INVALID',
+      `an erasure needs a reason of 1 to ${REASON_MAX_CHARS} characters on one line, without control characters`,
+    );
   }
   if (subjectId !== undefined && [...subjectId].length >= NAMED_ID_MIN_CHARS && reason.toLowerCase().includes(subjectId.toLowerCase())) {
     throw new SubjectsError('ERASURE_REQUEST_INVALID', 'the reason names the subject: it goes into the receipt and the audit, which never hold a subject id');

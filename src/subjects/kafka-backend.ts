@@ -62,7 +62,10 @@ export class KafkaBackend implements SubjectBackend {
     const deadline = this.now() + this.freshTimeoutMs;
     while (!this.cacheFresh()) {
       if (this.log.down || this.now() >= deadline) {
-        throw new SubjectsError('SUBJECT_STORE_UNAVAILABLE', `this process's view of ${this.description} is not current (${this.log.down ?? `not confirmed for ${this.now() - this.log.confirmedAt} ms`}): subject keys are not served`);
+        throw new SubjectsError(
+          'SUBJECT_STORE_UNAVAILABLE',
+          `this process's view of ${this.description} is not current (${this.log.down ?? `not confirmed for ${this.now() - this.log.confirmedAt} ms`}): subject keys are not served`,
+        );
       }
       await new Promise((r) => setTimeout(r, 25));
     }

@@ -72,7 +72,11 @@ export class KafkaSubjectLog {
       await this.close();
       if (e instanceof SubjectsError) throw e;
       const refused = (e as { denied?: boolean }).denied ? `${(e as { code?: string }).code}: ${(e as Error).message}` : (e as Error).name;
-      throw new SubjectsError('SUBJECT_STORE_UNAVAILABLE', `subject-key topic ${this.options.topic} on ${this.options.connection.brokers.join(',')} cannot be read (${refused})`, { cause: e });
+      throw new SubjectsError(
+        'SUBJECT_STORE_UNAVAILABLE',
+        `subject-key topic ${this.options.topic} on ${this.options.connection.brokers.join(',')} cannot be read (${refused})`,
+        { cause: e },
+      );
     }
   }
 
@@ -80,16 +84,25 @@ export class KafkaSubjectLog {
   async readUpTo(partition: number, offset: number): Promise<void> {
     const timeoutMs = this.options.appendTimeoutMs ?? 30_000;
     await this.topic!.readUpTo(partition, offset, timeoutMs).catch((e: unknown) => {
-      throw new SubjectsError('SUBJECT_STORE_UNAVAILABLE', `subject-key topic ${this.options.topic}: offset ${offset} of partition ${partition} not read back within ${timeoutMs} ms`, { cause: e });
+      throw new SubjectsError(
+        'SUBJECT_STORE_UNAVAILABLE',
+        `subject-key topic ${this.options.topic}: offset ${offset} of partition ${partition} not read back within ${timeoutMs} ms`,
+        { cause: e },
+      );
     });
   }
 
   /** Sends records of one partition in one request (acks=all); the offset of the last one. */
   async send(partition: number, messages: { key: string; value: string | null }[]): Promise<number> {
     const down = this.down;
-    if (down) throw new SubjectsError('SUBJECT_STORE_UNAVAILABLE', `subject-key topic ${this.options.topic} is not being followed (${down}): nothing was written`);
+    if (down)
+      throw new SubjectsError('SUBJECT_STORE_UNAVAILABLE', `subject-key topic ${this.options.topic} is not being followed (${down}): nothing was written`);
     const sent = await this.topic!.send(messages.map((m) => ({ ...m, partition }))).catch((e: unknown) => {
-      throw new SubjectsError('SUBJECT_STORE_UNAVAILABLE', `subject-key topic ${this.options.topic} did not take the write (${(e as { code?: string }).code ?? (e as Error).name})`, { cause: e });
+      throw new SubjectsError(
+        'SUBJECT_STORE_UNAVAILABLE',
+        `subject-key topic ${this.options.topic} did not take the write (${(e as { code?: string }).code ?? (e as Error).name})`,
+        { cause: e },
+      );
     });
     return sent.offset;
   }
@@ -103,17 +116,31 @@ export class KafkaSubjectLog {
   private async connect(): Promise<void> {
     const { connection, topic: name, partitions, replicationFactor, minInsyncReplicas, topicConfig } = this.options;
     const { topic, ends } = await openCompactedTopic({
-      connection, clientId: 'veil-subjects', topic: name, partitions: partitions ?? 1, maxBytes: 50 * 1024 * 1024,
-      ...(replicationFactor ? { replicationFactor } : {}), ...(minInsyncReplicas ? { minInsyncReplicas } : {}), ...(topicConfig ? { topicConfig } : {}),
+      connection,
+      clientId: 'veil-subjects',
+      topic: name,
+      partitions: partitions ?? 1,
+      maxBytes: 50 * 1024 * 1024,
+      ...(replicationFactor ? { replicationFactor } : {}),
+      ...(minInsyncReplicas ? { minInsyncReplicas } : {}),
+      ...(topicConfig ? { topicConfig } : {}),
     });
     this.topic = topic;
     this.partitions = ends.size;
     const from = new Map<number, number>();
     for (const [partition, next] of this.db.offsets()) {
-      if (next > (ends.get(partition) ?? 0)) throw new SubjectsError('SUBJECT_STORE_UNAVAILABLE', `the view ${this.db.path} is ahead of subject-key topic ${name} (partition ${partition}): it was made from another topic; remove it and start again`);
+      if (next > (ends.get(partition) ?? 0))
+        throw new SubjectsError(
+          'SUBJECT_STORE_UNAVAILABLE',
+          `the view ${this.db.path} is ahead of subject-key topic ${name} (partition ${partition}): it was made from another topic; remove it and start again`,
+        );
       from.set(partition, next);
     }
-    await topic.follow((batch) => this.applyBatch(batch), from, () => this.confirm());
+    await topic.follow(
+      (batch) => this.applyBatch(batch),
+      from,
+      () => this.confirm(),
+    );
     const startedAt = this.now();
     await Promise.all([...ends].filter(([, end]) => end > 0).map(([partition, end]) => this.readUpTo(partition, end - 1)));
     this.confirmedAt = startedAt;
@@ -147,7 +174,11 @@ export class KafkaSubjectLog {
     for (const [ref, kind, gen] of told) for (const listener of this.appliedListeners) listener(ref, kind, gen);
     // key records an erasure left in the topic (a create that raced it, before or after): tombstoned by
     // every view following live (not while catching up at start, when their tombstones mostly follow)
-    if (sweep.size && this.confirmedAt > 0) void this.send(batch.partition, [...sweep].map((key) => ({ key, value: null }))).catch(() => undefined);
+    if (sweep.size && this.confirmedAt > 0)
+      void this.send(
+        batch.partition,
+        [...sweep].map((key) => ({ key, value: null })),
+      ).catch(() => undefined);
   }
 
   /** The oldest fetched ends this view has reached: it is current as of when they were fetched. */

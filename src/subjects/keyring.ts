@@ -14,7 +14,11 @@ export interface SubjectNeed {
  * (`subjects.returning: new-key`), a new key of the next generation. A subject only unprotected:
  * its key as it is (never created), the erased marker, or none.
  */
-export async function fetchSubjectKeys(store: SubjectKeyStore, needs: Iterable<SubjectNeed | undefined>, returning: 'new-key' | 'refuse'): Promise<SubjectKeyring | undefined> {
+export async function fetchSubjectKeys(
+  store: SubjectKeyStore,
+  needs: Iterable<SubjectNeed | undefined>,
+  returning: 'new-key' | 'refuse',
+): Promise<SubjectKeyring | undefined> {
   const ring = new Map<string, SubjectKey | ErasedSubject | undefined>();
   // a cached handle is a live key: whether the call protects does not change it
   const wanted = new Map<string, boolean>();
@@ -26,13 +30,17 @@ export async function fetchSubjectKeys(store: SubjectKeyStore, needs: Iterable<S
   }
   if (ring.size === 0 && wanted.size === 0) return undefined;
   const onErased = returning === 'new-key' ? 'renew' : 'refuse';
-  await Promise.all([...wanted].map(async ([id, create]) => {
-    ring.set(id, create ? await store.keyFor(id, { onErased }) : await store.existing(id));
-  }));
+  await Promise.all(
+    [...wanted].map(async ([id, create]) => {
+      ring.set(id, create ? await store.keyFor(id, { onErased }) : await store.existing(id));
+    }),
+  );
   return ring;
 }
 
 /** The `subjectKeys` of a GuardedTransform (src/audit) reading `store`; none without a store (scoped calls then fail with KEY_UNAVAILABLE). */
-export function subjectKeysOf(store: SubjectKeyStore | undefined): { subjectKeys?: (needs: Iterable<SubjectNeed | undefined>, returning: 'new-key' | 'refuse') => Promise<SubjectKeyring | undefined> } {
+export function subjectKeysOf(store: SubjectKeyStore | undefined): {
+  subjectKeys?: (needs: Iterable<SubjectNeed | undefined>, returning: 'new-key' | 'refuse') => Promise<SubjectKeyring | undefined>;
+} {
   return store ? { subjectKeys: (needs, returning) => fetchSubjectKeys(store, needs, returning) } : {};
 }

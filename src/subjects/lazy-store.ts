@@ -69,22 +69,25 @@ export class LazySubjectKeyStore implements SubjectKeyStore {
   private store(): Promise<SubjectKeyStore> {
     if (this.opened) return Promise.resolve(this.opened);
     if (this.closed) return Promise.reject(new Error('the subject-key store is closed'));
-    this.opening ??= this.open().then((store) => {
-      this.opened = store;
-      store.onChange((change) => {
-        for (const listener of this.listeners) {
-          try {
-            listener(change);
-          } catch {
-            // a listener's failure is its own
+    this.opening ??= this.open().then(
+      (store) => {
+        this.opened = store;
+        store.onChange((change) => {
+          for (const listener of this.listeners) {
+            try {
+              listener(change);
+            } catch {
+              // a listener's failure is its own
+            }
           }
-        }
-      });
-      return store;
-    }, (e: unknown) => {
-      this.opening = undefined;
-      throw e;
-    });
+        });
+        return store;
+      },
+      (e: unknown) => {
+        this.opening = undefined;
+        throw e;
+      },
+    );
     return this.opening;
   }
 }

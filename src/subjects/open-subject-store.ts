@@ -46,7 +46,8 @@ export function subjectStoreSettings(env: Env): SubjectStoreSettings {
   const given = env[SUBJECT_STORE_ENV];
   const kind = given === undefined || given === '' ? (env[CONTROL_STORE_ENV] === 'kafka' ? 'kafka' : 'local') : given;
   if (kind === 'local') return { kind: 'local' };
-  if (kind !== 'kafka') throw new SubjectsError('SUBJECT_STORE_UNAVAILABLE', `${SUBJECT_STORE_ENV} must be local or kafka, not ${JSON.stringify(kind.slice(0, 32))}`);
+  if (kind !== 'kafka')
+    throw new SubjectsError('SUBJECT_STORE_UNAVAILABLE', `${SUBJECT_STORE_ENV} must be local or kafka, not ${JSON.stringify(kind.slice(0, 32))}`);
   if (!env.VEIL_SUBJECT_BROKERS && !env.VEIL_CONTROL_BROKERS && !env.KAFKA_BROKERS && !env.VEIL_KAFKA_BOOTSTRAP_SERVERS && !env.VEIL_KAFKA_CONFIG_FILE) {
     throw new SubjectsError('SUBJECT_STORE_UNAVAILABLE', `${SUBJECT_STORE_ENV}=kafka needs VEIL_SUBJECT_BROKERS, VEIL_CONTROL_BROKERS or KAFKA_BROKERS`);
   }
@@ -62,8 +63,12 @@ export function subjectStoreSettings(env: Env): SubjectStoreSettings {
   const replicationFactor = count('VEIL_CONTROL_REPLICATION_FACTOR', 32);
   const minInsyncReplicas = count('VEIL_CONTROL_MIN_INSYNC_REPLICAS', 32);
   return {
-    kind: 'kafka', connection, topic: env.VEIL_SUBJECT_TOPIC ?? DEFAULT_TOPIC, partitions: count('VEIL_SUBJECT_PARTITIONS', 1024) ?? 6,
-    ...(replicationFactor ? { replicationFactor } : {}), ...(minInsyncReplicas ? { minInsyncReplicas } : {}),
+    kind: 'kafka',
+    connection,
+    topic: env.VEIL_SUBJECT_TOPIC ?? DEFAULT_TOPIC,
+    partitions: count('VEIL_SUBJECT_PARTITIONS', 1024) ?? 6,
+    ...(replicationFactor ? { replicationFactor } : {}),
+    ...(minInsyncReplicas ? { minInsyncReplicas } : {}),
   };
 }
 
@@ -79,7 +84,16 @@ export async function openSubjectKeyStore(options: OpenSubjectStoreOptions): Pro
   // loaded when used: a process on the local store never loads kafkajs for it
   const { KafkaBackend } = await import('./kafka-backend.ts');
   const { connection, topic, partitions, replicationFactor, minInsyncReplicas } = settings;
-  const backend = await KafkaBackend.open({ ...options.kafka, connection, topic, partitions, replicationFactor, minInsyncReplicas, dataDir: options.dataDir, ...common });
+  const backend = await KafkaBackend.open({
+    ...options.kafka,
+    connection,
+    topic,
+    partitions,
+    replicationFactor,
+    minInsyncReplicas,
+    dataDir: options.dataDir,
+    ...common,
+  });
   return new SubjectKeys(backend, wrapper, { cacheSize: options.cacheSize, now: options.now });
 }
 
@@ -108,7 +122,10 @@ export function unsharedSubjectStore(settings: SubjectStoreSettings, env: Env): 
 }
 
 function notShared(reason: string, what: string): SubjectsError {
-  return new SubjectsError('SUBJECT_STORE_NOT_SHARED', `${what}, and the subject-key store is local (${SUBJECT_STORE_ENV}=local) while ${reason}: subject keys would be split or lost. Set ${SUBJECT_STORE_ENV}=kafka (docs/erasure.md)`);
+  return new SubjectsError(
+    'SUBJECT_STORE_NOT_SHARED',
+    `${what}, and the subject-key store is local (${SUBJECT_STORE_ENV}=local) while ${reason}: subject keys would be split or lost. Set ${SUBJECT_STORE_ENV}=kafka (docs/erasure.md)`,
+  );
 }
 
 /**
@@ -119,8 +136,13 @@ function notShared(reason: string, what: string): SubjectsError {
  */
 export function lazySubjectKeyStore(options: OpenSubjectStoreOptions & { env?: Env; config?: KeyScopes }): LazySubjectKeyStore {
   const settings = options.settings ?? { kind: 'local' };
-  const description = settings.kind === 'local' ? `local subject-key store in ${options.dataDir}` : `subject-key topic ${settings.topic} on ${settings.connection.brokers.join(',')}`;
+  const description =
+    settings.kind === 'local'
+      ? `local subject-key store in ${options.dataDir}`
+      : `subject-key topic ${settings.topic} on ${settings.connection.brokers.join(',')}`;
   const unshared = options.env ? unsharedSubjectStore(settings, options.env) : undefined;
   if (unshared && options.config && scopesToSubject(options.config)) throw notShared(unshared, 'the configuration scopes keys to the data subject');
-  return new LazySubjectKeyStore(description, () => (unshared ? Promise.reject(notShared(unshared, 'subject keys are asked for')) : openSubjectKeyStore(options)));
+  return new LazySubjectKeyStore(description, () =>
+    unshared ? Promise.reject(notShared(unshared, 'subject keys are asked for')) : openSubjectKeyStore(options),
+  );
 }

@@ -29,7 +29,10 @@ const receiptClaimsSchema = z.strictObject({
   by: z.string().min(1).max(256),
   // the erasure service allows 500 code points: up to 1,000 UTF-16 units
   reason: z.string().min(1).max(1000),
-  destroyedKey: z.string().regex(/^[0-9a-f]{64}$/).optional(),
+  destroyedKey: z
+    .string()
+    .regex(/^[0-9a-f]{64}$/)
+    .optional(),
   alreadyErased: z.boolean(),
   /**
    * the version of veil-receipts that signed it, as the header's kid names it (`veil-receipts.v<n>`):
@@ -71,9 +74,17 @@ export class ReceiptSigner {
     // the primary version, read in the same synchronous run as JwtSigner.sign reads it (checked below)
     const keyVersion = this.keys.info(RECEIPT_KEY)?.primary;
     const claims: ReceiptClaims = {
-      iss: this.issuer, jti: randomUUID(), iat: Math.floor(now.getTime() / 1000), sub: erasure.subject,
-      generation: erasure.generation, erasedAt: erasure.erasedAt, by: erasure.by, reason: erasure.reason,
-      ...(erasure.destroyedKey ? { destroyedKey: erasure.destroyedKey } : {}), alreadyErased: erasure.alreadyErased, keyVersion,
+      iss: this.issuer,
+      jti: randomUUID(),
+      iat: Math.floor(now.getTime() / 1000),
+      sub: erasure.subject,
+      generation: erasure.generation,
+      erasedAt: erasure.erasedAt,
+      by: erasure.by,
+      reason: erasure.reason,
+      ...(erasure.destroyedKey ? { destroyedKey: erasure.destroyedKey } : {}),
+      alreadyErased: erasure.alreadyErased,
+      keyVersion,
     };
     // the shape is checked on the way out too: a receipt that its own verifier would refuse is never issued
     receiptClaimsSchema.parse(claims);
@@ -90,14 +101,19 @@ export class ReceiptSigner {
  * never echoing the receipt.
  */
 export async function verifyReceipt(jws: string, keys: KeyProvider, options: { issuer?: string } = {}): Promise<ReceiptClaims> {
-  if (typeof jws !== 'string' || jws.length > MAX_RECEIPT_CHARS) throw invalid('it is not a compact JWS of a receipt\'s size');
+  if (typeof jws !== 'string' || jws.length > MAX_RECEIPT_CHARS) throw invalid("it is not a compact JWS of a receipt's size");
   const jwks = new JwtSigner(keys, RECEIPT_KEY).jwks();
   if (jwks.keys.length === 0) throw invalid(`the key set holds no ${RECEIPT_KEY} key`);
   let payload: unknown;
   let kid: string | undefined;
   try {
-    ({ payload, protectedHeader: { kid } } = await jwtVerify(jws.trim(), createLocalJWKSet(jwks), {
-      algorithms: ['ES256'], typ: RECEIPT_TYP, ...(options.issuer ? { issuer: options.issuer } : {}),
+    ({
+      payload,
+      protectedHeader: { kid },
+    } = await jwtVerify(jws.trim(), createLocalJWKSet(jwks), {
+      algorithms: ['ES256'],
+      typ: RECEIPT_TYP,
+      ...(options.issuer ? { issuer: options.issuer } : {}),
     }));
   } catch (e) {
     throw invalid(whyRefused(e));

@@ -62,14 +62,28 @@ export class SubjectDb {
     const row = this.select.get(ref);
     if (!row) return undefined;
     return {
-      gen: row.gen, live: row.live === 1, at: row.at, strays: row.strays ? row.strays.split(' ') : [],
-      ...(row.wrapped ? { wrapped: row.wrapped } : {}), ...(row.record ? { record: row.record } : {}), ...(row.material ? { material: row.material } : {}),
+      gen: row.gen,
+      live: row.live === 1,
+      at: row.at,
+      strays: row.strays ? row.strays.split(' ') : [],
+      ...(row.wrapped ? { wrapped: row.wrapped } : {}),
+      ...(row.record ? { record: row.record } : {}),
+      ...(row.material ? { material: row.material } : {}),
     };
   }
 
   /** Writes a subject's state; an erasure is also listed in `changes`. Call inside `transaction`. */
   put(ref: Buffer, state: SubjectState, erased: boolean): void {
-    this.upsert.run(ref, state.gen, state.live ? 1 : 0, state.live ? state.wrapped ?? null : null, state.record ?? null, state.at, state.material ?? null, state.strays.length ? state.strays.join(' ') : null);
+    this.upsert.run(
+      ref,
+      state.gen,
+      state.live ? 1 : 0,
+      state.live ? (state.wrapped ?? null) : null,
+      state.record ?? null,
+      state.at,
+      state.material ?? null,
+      state.strays.length ? state.strays.join(' ') : null,
+    );
     if (erased) this.addChange.run(ref, state.gen);
   }
 
@@ -78,7 +92,8 @@ export class SubjectDb {
     try {
       return this.db.transaction(body).immediate();
     } catch (e) {
-      if (e instanceof Error && 'code' in e && String(e.code).startsWith('SQLITE_')) throw unavailable(`the subject-key store ${this.path} cannot be written`, e);
+      if (e instanceof Error && 'code' in e && String(e.code).startsWith('SQLITE_'))
+        throw unavailable(`the subject-key store ${this.path} cannot be written`, e);
       throw e;
     }
   }
@@ -108,12 +123,19 @@ export class SubjectDb {
 
   /** The next offset to read of a partition; never moved back (two processes on one view file). Call inside `transaction`. */
   setOffset(partition: number, next: number): void {
-    this.db.prepare('INSERT INTO offsets (partition, next) VALUES (?, ?) ON CONFLICT (partition) DO UPDATE SET next = max(next, excluded.next)').run(partition, next);
+    this.db
+      .prepare('INSERT INTO offsets (partition, next) VALUES (?, ?) ON CONFLICT (partition) DO UPDATE SET next = max(next, excluded.next)')
+      .run(partition, next);
   }
 
   /** The live keys, one row at a time (a store of millions is not read into memory). */
   *liveKeys(): Iterable<{ ref: Buffer; gen: number; wrapped: Buffer }> {
-    for (const row of this.db.prepare('SELECT ref, gen, wrapped FROM subjects WHERE live = 1 AND wrapped IS NOT NULL').iterate() as Iterable<{ ref: Buffer; gen: number; wrapped: Buffer }>) yield row;
+    for (const row of this.db.prepare('SELECT ref, gen, wrapped FROM subjects WHERE live = 1 AND wrapped IS NOT NULL').iterate() as Iterable<{
+      ref: Buffer;
+      gen: number;
+      wrapped: Buffer;
+    }>)
+      yield row;
   }
 
   count(): number {

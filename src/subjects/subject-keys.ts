@@ -173,7 +173,10 @@ export class SubjectKeys implements SubjectKeyStore {
       if (result.state.live) return this.adopt(subjectId, ref, hex, result.state);
       if (onErased === 'refuse' && isErased(result.state)) return erasedMarker(hex, result.state.gen, result.state);
     }
-    throw new SubjectsError('SUBJECT_STORE_UNAVAILABLE', 'a subject key lost 5 creation races in a row (the subject is being erased and renewed elsewhere): try again');
+    throw new SubjectsError(
+      'SUBJECT_STORE_UNAVAILABLE',
+      'a subject key lost 5 creation races in a row (the subject is being erased and renewed elsewhere): try again',
+    );
   }
 
   private adopt(subjectId: string, ref: Buffer, hex: string, state: SubjectState): SubjectKey {
@@ -193,7 +196,12 @@ function erasedMarker(ref: string, generation: number, state: SubjectState): Era
 
 function erasure(subject: string, state: SubjectState, by: { by: string; reason: string }, alreadyErased: boolean): Erasure {
   return {
-    subject, generation: state.gen, erasedAt: iso(state.at), by: by.by, reason: by.reason,
-    ...(state.material ? { destroyedKey: state.material } : {}), alreadyErased: alreadyErased || state.live,
+    subject,
+    generation: state.gen,
+    erasedAt: iso(state.at),
+    by: by.by,
+    reason: by.reason,
+    ...(state.material ? { destroyedKey: state.material } : {}),
+    alreadyErased: alreadyErased || state.live,
   };
 }

@@ -68,7 +68,10 @@ export function applyEvent(current: SubjectState | undefined, event: SubjectEven
 function applyKey(state: SubjectState, event: Extract<SubjectEvent, { kind: 'key' }>): Applied {
   if (state.live && event.record !== undefined && state.record === event.record) return { state };
   if (!state.live && event.gen === state.gen + 1) {
-    return { state: { gen: event.gen, live: true, wrapped: event.wrapped, ...(event.record ? { record: event.record } : {}), at: event.at, strays: state.strays }, change: 'created' };
+    return {
+      state: { gen: event.gen, live: true, wrapped: event.wrapped, ...(event.record ? { record: event.record } : {}), at: event.at, strays: state.strays },
+      change: 'created',
+    };
   }
   const strays = event.record && !state.strays.includes(event.record) ? [...state.strays, event.record] : state.strays;
   const erasedGeneration = !state.live ? event.gen <= state.gen : event.gen < state.gen;
@@ -81,7 +84,10 @@ function applyErasure(state: SubjectState, event: Extract<SubjectEvent, { kind: 
     return { state: { gen: event.gen, live: false, at: event.at, ...(destroyed ? { material: destroyed } : {}), strays: state.strays }, change: 'erased' };
   }
   if (!state.live && event.gen > state.gen) {
-    return { state: { gen: event.gen, live: false, at: event.at, ...(event.material ? { material: event.material } : {}), strays: state.strays }, change: 'erased' };
+    return {
+      state: { gen: event.gen, live: false, at: event.at, ...(event.material ? { material: event.material } : {}), strays: state.strays },
+      change: 'erased',
+    };
   }
   return { state };
 }

@@ -46,5 +46,8 @@ export async function rotateWrappingKey(keys: WrapKeySet, store: SubjectKeyStore
       return { version: primary, rewrapped, live, destroyed };
     }
   }
-  throw new SubjectsError('SUBJECT_STORE_UNAVAILABLE', `living subject keys still name older versions of ${SUBJECT_WRAP_KEY} after ${PASSES} passes (a host keeps creating keys under an old version): nothing was destroyed; run it again`);
+  throw new SubjectsError(
+    'SUBJECT_STORE_UNAVAILABLE',
+    `living subject keys still name older versions of ${SUBJECT_WRAP_KEY} after ${PASSES} passes (a host keeps creating keys under an old version): nothing was destroyed; run it again`,
+  );
 }

@@ -74,17 +74,23 @@ extra: true
     ]);
   });
 
-  it('cross-checks run after the engine\'s, in section order: engine, identity, pipelines', () => {
-    const text = `${EXAMPLE_CONFIG_TEXT.replace('  pan-ff1: { type: ff1, version: 1 }', '  pan-ff1: { type: ff1 }')}${PIPELINE
-      .replace('      - { path: email, field: Customer.email }', '      - { path: email, field: Customer.email }\n      - { path: email, field: Customer.mail }')
-      .replace('    source: { topics: [raw.customers] }', '    source: { pattern: "raw.(" }')}
+  it("cross-checks run after the engine's, in section order: engine, identity, pipelines", () => {
+    const text = `${EXAMPLE_CONFIG_TEXT.replace('  pan-ff1: { type: ff1, version: 1 }', '  pan-ff1: { type: ff1 }')}${PIPELINE.replace(
+      '      - { path: email, field: Customer.email }',
+      '      - { path: email, field: Customer.email }\n      - { path: email, field: Customer.mail }',
+    ).replace('    source: { topics: [raw.customers] }', '    source: { pattern: "raw.(" }')}
 identity:
   signingKey: customer-siv
   clients:
     app: { secretHash: '${CLIENT_HASH}', roles: [auditor] }
 `;
     expect(issues(text)).toEqual([
-      ['error', '/keys/pan-ff1/version', 'ff1 output has no room for a key version: pin one with version: N (see docs/design.md, "Rotation of FPE keys")', lineOf(text, 'pan-ff1: { type: ff1 }')],
+      [
+        'error',
+        '/keys/pan-ff1/version',
+        'ff1 output has no room for a key version: pin one with version: N (see docs/design.md, "Rotation of FPE keys")',
+        lineOf(text, 'pan-ff1: { type: ff1 }'),
+      ],
       ['warning', '/identity/clients/app/roles/0', 'role "auditor" is used by no rights context', lineOf(text, 'roles: [auditor]')],
       ['error', '/identity/signingKey', 'key customer-siv must be of type jwt-es256', lineOf(text, 'signingKey: customer-siv')],
       ['error', '/pipelines/customers/fields/1/field', 'Customer.mail is not a configured class.property', lineOf(text, 'Customer.mail')],

@@ -10,8 +10,16 @@ import { ROOT } from '../helpers/processes.ts';
 import { COMPOSE_SPEC, goModuleFile } from '../deploy/kube-tools.ts';
 
 interface Service {
-  image?: string; build?: unknown; entrypoint?: string[]; command?: string[]; read_only?: boolean; tmpfs?: string[]; volumes?: string[];
-  depends_on?: Record<string, { condition: string }>; environment?: Record<string, string>; healthcheck?: { test?: string[]; disable?: boolean };
+  image?: string;
+  build?: unknown;
+  entrypoint?: string[];
+  command?: string[];
+  read_only?: boolean;
+  tmpfs?: string[];
+  volumes?: string[];
+  depends_on?: Record<string, { condition: string }>;
+  environment?: Record<string, string>;
+  healthcheck?: { test?: string[]; disable?: boolean };
 }
 const text = readFileSync(join(ROOT, 'docker-compose.yml'), 'utf8');
 // merge keys (<<: *veil), as Compose reads them
@@ -29,7 +37,13 @@ const DATA_DIR = '/var/lib/veil';
 // No Docker engine runs here: this checks the compose file against the real CLI, the Dockerfile and the Compose specification instead.
 describe('docker-compose.yml', () => {
   it('runs what `npm run demo` runs, on several hosts: two API replicas, two protect processes, the unprotect responder', () => {
-    expect(veilCommands.map((c) => c.args.slice(0, c.args[0] === 'stream' ? 2 : 1).join(' ')).sort()).toEqual(['serve', 'serve', 'stream protect', 'stream protect', 'stream unprotect']);
+    expect(veilCommands.map((c) => c.args.slice(0, c.args[0] === 'stream' ? 2 : 1).join(' ')).sort()).toEqual([
+      'serve',
+      'serve',
+      'stream protect',
+      'stream protect',
+      'stream unprotect',
+    ]);
   });
 
   it('every veil service runs the image the Dockerfile builds, with a read-only root filesystem (writes go to its data dir volume and /tmp)', () => {
@@ -41,7 +55,10 @@ describe('docker-compose.yml', () => {
       expect(s.read_only, name).toBe(true);
       expect(s.tmpfs, name).toEqual(['/tmp']);
       // no bind mount of the source tree: the image holds the code
-      expect((s.volumes ?? []).filter((v) => v.startsWith('.') || v.startsWith('/')), name).toEqual([]);
+      expect(
+        (s.volumes ?? []).filter((v) => v.startsWith('.') || v.startsWith('/')),
+        name,
+      ).toEqual([]);
     }
     const dockerfile = readFileSync(join(ROOT, 'Dockerfile'), 'utf8');
     expect(dockerfile).toMatch(new RegExp(`VEIL_DATA_DIR=${DATA_DIR}\\b`));
@@ -52,7 +69,13 @@ describe('docker-compose.yml', () => {
     const env = veilServices.map(([, s]) => s.environment ?? {});
     expect(env).toHaveLength(5);
     for (const e of env) {
-      expect(e).toMatchObject({ VEIL_CONTROL_STORE: 'kafka', KAFKA_BROKERS: 'kafka:9092', VEIL_KMS: 'aws-kms', VEIL_KMS_KEY_ID: 'alias/veil', VEIL_KMS_ENDPOINT: 'http://kms:5000' });
+      expect(e).toMatchObject({
+        VEIL_CONTROL_STORE: 'kafka',
+        KAFKA_BROKERS: 'kafka:9092',
+        VEIL_KMS: 'aws-kms',
+        VEIL_KMS_KEY_ID: 'alias/veil',
+        VEIL_KMS_ENDPOINT: 'http://kms:5000',
+      });
       expect(e.VEIL_MASTER_KEY).toBeUndefined();
     }
     const dataVolumes = veilServices.map(([name, s]) => {
@@ -77,11 +100,12 @@ describe('docker-compose.yml', () => {
     for (const { name } of veilCommands) expect(reaches(name, 'veil-kms-key'), name).toBe(true);
   });
 
-  it('health: the API replicas answer /readyz; stream protect and the responder point the image\'s HEALTHCHECK at their --port', () => {
+  it("health: the API replicas answer /readyz; stream protect and the responder point the image's HEALTHCHECK at their --port", () => {
     for (const [name, s] of veilServices) {
       const [cmd, sub] = s.command!;
       if (cmd === 'serve') expect(s.healthcheck!.test!.join(' '), name).toContain('http://127.0.0.1:8080/readyz');
-      if (sub === 'protect' || sub === 'unprotect') expect(s.environment!.VEIL_HEALTHCHECK_URL, name).toBe(`http://127.0.0.1:${s.command![s.command!.indexOf('--port') + 1]}/healthz`);
+      if (sub === 'protect' || sub === 'unprotect')
+        expect(s.environment!.VEIL_HEALTHCHECK_URL, name).toBe(`http://127.0.0.1:${s.command![s.command!.indexOf('--port') + 1]}/healthz`);
     }
   });
 
@@ -100,11 +124,12 @@ describe('docker-compose.yml', () => {
   it('names only services it defines, and scripts that exist', () => {
     for (const [, s] of services) {
       for (const d of Object.keys(s.depends_on ?? {})) expect(Object.keys(compose.services)).toContain(d);
-      for (const m of [...(s.entrypoint ?? []), ...(s.command ?? [])].join(' ').matchAll(/(scripts\/[\w./-]+)/g)) expect(existsSync(join(ROOT, m[1]!)), m[1]).toBe(true);
+      for (const m of [...(s.entrypoint ?? []), ...(s.command ?? [])].join(' ').matchAll(/(scripts\/[\w./-]+)/g))
+        expect(existsSync(join(ROOT, m[1]!)), m[1]).toBe(true);
     }
   });
 
-  it('is a valid Compose file (the Compose specification\'s JSON Schema, from compose-go)', async () => {
+  it("is a valid Compose file (the Compose specification's JSON Schema, from compose-go)", async () => {
     const schema = JSON.parse(await readFile(await goModuleFile(COMPOSE_SPEC), 'utf8')) as object;
     const validate = new Ajv2020({ strict: false, allErrors: true, validateFormats: false }).compile(schema);
     expect(validate(parse(text, { merge: true })), JSON.stringify(validate.errors, null, 1)).toBe(true);

@@ -19,13 +19,19 @@ describe('duplicateKeys: read from the raw text, which JSON.parse would hide', (
  * The log lines of a real `veil serve` (stdout, JSON, one per line) with tracing on, whose start
  * line names the service it exports as: each key once per object, in the raw text.
  */
-describe('veil serve\'s log lines (real process)', () => {
+describe("veil serve's log lines (real process)", () => {
   it('carry each key once: "service" is the logger\'s, the tracing line names its OTLP service apart', async () => {
     const receiver = await startOtlpReceiver();
     const dataDir = await mkdtemp(join(tmpdir(), 'veil-logger-'));
     const port = await freePorts(1);
     const child = spawn(join(ROOT, 'bin/veil'), ['serve', '--port', String(port), '--data-dir', dataDir], {
-      env: { ...process.env, VEIL_LOG_LEVEL: 'info', VEIL_DRAIN_DELAY_MS: '0', OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint, OTEL_SERVICE_NAME: 'veil-logged' },
+      env: {
+        ...process.env,
+        VEIL_LOG_LEVEL: 'info',
+        VEIL_DRAIN_DELAY_MS: '0',
+        OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint,
+        OTEL_SERVICE_NAME: 'veil-logged',
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stdout = '';
@@ -34,7 +40,10 @@ describe('veil serve\'s log lines (real process)', () => {
     try {
       await eventually('serve ready', async () => ((await fetch(`http://127.0.0.1:${port}/readyz`)).ok ? true : undefined), 60_000);
       // a refused token request: a warning line besides the request lines
-      await fetch(`http://127.0.0.1:${port}/connect/token`, { method: 'POST', body: new URLSearchParams({ grant_type: 'client_credentials', client_id: 'veil-dev', client_secret: 'zz-wrong' }) });
+      await fetch(`http://127.0.0.1:${port}/connect/token`, {
+        method: 'POST',
+        body: new URLSearchParams({ grant_type: 'client_credentials', client_id: 'veil-dev', client_secret: 'zz-wrong' }),
+      });
       child.kill('SIGTERM');
       await exited;
     } finally {

@@ -10,18 +10,32 @@ import { body, EXAMPLE_CONFIG_TEXT } from '../helpers/engine-fixture.ts';
 const EXAMPLE_KEYS = 'customer-siv, customer-gcm, pan-ff1, pseudonym';
 
 async function exists(path: string): Promise<boolean> {
-  return access(path).then(() => true, () => false);
+  return access(path).then(
+    () => true,
+    () => false,
+  );
 }
 
 /** openEngine on the example configuration in a fresh data directory; notices collected. */
 async function open(dataDir: string, options: Partial<OpenEngineOptions> = {}) {
   const notices: string[] = [];
-  const opened = await openEngine({ configFile: EXAMPLE_CONFIG, dataDir, env: {}, now: () => FIXED_NOW, provision: false, notice: (l) => notices.push(l), ...options });
+  const opened = await openEngine({
+    configFile: EXAMPLE_CONFIG,
+    dataDir,
+    env: {},
+    now: () => FIXED_NOW,
+    provision: false,
+    notice: (l) => notices.push(l),
+    ...options,
+  });
   return { ...opened, notices };
 }
 
 async function refusal(run: Promise<unknown>): Promise<VeilError> {
-  const error = await run.then(() => undefined, (e: unknown) => e);
+  const error = await run.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
   expect(error).toBeInstanceOf(VeilError);
   return error as VeilError;
 }
@@ -32,9 +46,15 @@ describe('openEngine: config → master key → keystore → provision → engin
     const env = { VEIL_MASTER_KEY: masterKeyHex() };
     const first = await open(dataDir, { env, provision: true });
     expect(first.notices).toEqual([`created keys ${EXAMPLE_KEYS} in ${join(dataDir, 'keystore.json')}`]);
-    expect(first.keystore.list().map((k) => k.id).sort()).toEqual(EXAMPLE_KEYS.split(', ').sort());
+    expect(
+      first.keystore
+        .list()
+        .map((k) => k.id)
+        .sort(),
+    ).toEqual(EXAMPLE_KEYS.split(', ').sort());
     const identity = { roles: ['fraud'] };
-    const protectedValue = first.engine.transform(body({ roles: ['fraud'], action: 'Protect', instances: [['email', 'app@example.com']] }), identity).responses[0]!.instances[0]!.value;
+    const protectedValue = first.engine.transform(body({ roles: ['fraud'], action: 'Protect', instances: [['email', 'app@example.com']] }), identity)
+      .responses[0]!.instances[0]!.value;
 
     const second = await open(dataDir, { env, provision: true });
     expect(second.notices).toEqual([]);
@@ -89,13 +109,17 @@ describe('openEngine: config → master key → keystore → provision → engin
     await open(dataDir, { env, provision: true });
     const { engine, notices } = await open(dataDir, { env: { ...env, VEIL_ENV: 'production' } });
     expect(notices).toEqual([]);
-    expect(engine.transform(body({ roles: ['ingest'], action: 'Protect', instances: [['email', 'p@example.com']] }), { roles: ['ingest'] }).responses).toHaveLength(1);
+    expect(
+      engine.transform(body({ roles: ['ingest'], action: 'Protect', instances: [['email', 'p@example.com']] }), { roles: ['ingest'] }).responses,
+    ).toHaveLength(1);
   });
 
   it('an invalid configuration is CONFIG_INVALID listing every problem with file and line, before any key is touched', async () => {
     const dataDir = await tempDir('veil-app-');
     const configFile = join(dataDir, 'broken.yaml');
-    await writeFile(configFile, `${EXAMPLE_CONFIG_TEXT.replace('  pan-ff1: { type: ff1, version: 1 }', '  pan-ff1: { type: ff1 }')}
+    await writeFile(
+      configFile,
+      `${EXAMPLE_CONFIG_TEXT.replace('  pan-ff1: { type: ff1, version: 1 }', '  pan-ff1: { type: ff1 }')}
 pipelines:
   p:
     source: { topics: [raw] }
@@ -106,7 +130,8 @@ pipelines:
     roles: [ingest]
     rightsEvidences: { Role: ingest }
     processingEvidences: { Action: Protect }
-`);
+`,
+    );
     const error = await refusal(open(dataDir, { configFile, env: { VEIL_MASTER_KEY: masterKeyHex() }, provision: true }));
     expect(error.code).toBe('CONFIG_INVALID');
     expect(error.message.split('\n').slice(1)).toEqual([

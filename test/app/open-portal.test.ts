@@ -16,7 +16,7 @@ async function emptyKeystore(): Promise<LocalKeystore> {
 describe("the portal's port onto the wiring (portalConfigPort)", () => {
   const engine = compileVeilConfigText(EXAMPLE_CONFIG_TEXT).config!.engine;
 
-  it('compiles with the whole configuration\'s compiler: sections the engine does not know are checked too', () => {
+  it("compiles with the whole configuration's compiler: sections the engine does not know are checked too", () => {
     const port = portalConfigPort({} as LocalKeystore, false);
     expect(port.compile).toBe(compileVeilConfigText);
     const bad = port.compile(`${EXAMPLE_CONFIG_TEXT}\nservice:\n  nonsense: 1\n`);
@@ -31,7 +31,12 @@ describe("the portal's port onto the wiring (portalConfigPort)", () => {
     expect(production.list()).toEqual([]);
     const development = await emptyKeystore();
     await portalConfigPort(development, true).prepareKeys(engine);
-    expect(development.list().map((k) => k.id).sort()).toEqual(EXAMPLE_KEYS);
+    expect(
+      development
+        .list()
+        .map((k) => k.id)
+        .sort(),
+    ).toEqual(EXAMPLE_KEYS);
     // once there, both policies accept it
     await expect(portalConfigPort(development, false).prepareKeys(engine)).resolves.toBeUndefined();
   });

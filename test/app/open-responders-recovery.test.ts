@@ -25,8 +25,13 @@ describe('stream unprotect: a consumer down for good is re-created, not restarte
     dataDir = await mkdtemp(join(tmpdir(), 'veil-responder-recovery-'));
     const kafka = new FakeKafka();
     responders = await openResponders({
-      configFile: join(ROOT, 'config/example-pipeline.yaml'), dataDir, env: { VEIL_MASTER_KEY: 'a'.repeat(64), VEIL_LOG_LEVEL: 'silent' },
-      now: () => new Date(), development: true, kafka, names: ['support-desk'],
+      configFile: join(ROOT, 'config/example-pipeline.yaml'),
+      dataDir,
+      env: { VEIL_MASTER_KEY: 'a'.repeat(64), VEIL_LOG_LEVEL: 'silent' },
+      now: () => new Date(),
+      development: true,
+      kafka,
+      names: ['support-desk'],
     });
     const server = await responders.listen(0, '127.0.0.1');
     const status = (path: string) => fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}${path}`).then((r) => r.status);

@@ -61,7 +61,9 @@ describe('adapters are siblings below the wiring (veil/adapter-isolation)', () =
   });
 
   it('no adapter and no neutral module imports the wiring, src/app or src/cli (the files as they are)', () => {
-    const below = readdirSync(join(cwd, 'src'), { withFileTypes: true }).filter((e) => e.isDirectory() && !['app', 'cli'].includes(e.name)).map((e) => e.name);
+    const below = readdirSync(join(cwd, 'src'), { withFileTypes: true })
+      .filter((e) => e.isDirectory() && !['app', 'cli'].includes(e.name))
+      .map((e) => e.name);
     expect(below).toEqual(expect.arrayContaining(['portal', 'http', 'stream', 'gateway', 'control']));
     for (const from of below) {
       const dirs = importedDirs(from);
@@ -69,13 +71,16 @@ describe('adapters are siblings below the wiring (veil/adapter-isolation)', () =
     }
     // the portal takes its version store and engine holder from the neutral src/control, which imports no adapter
     expect(importedDirs('portal').get('control')?.length).toBeGreaterThan(0);
-    expect([...importedDirs('control').keys()].filter((d) => !['control', 'engine', 'errors', 'keystore', 'env', 'file-lock', 'kafka'].includes(d))).toEqual([]);
+    expect([...importedDirs('control').keys()].filter((d) => !['control', 'engine', 'errors', 'keystore', 'env', 'file-lock', 'kafka'].includes(d))).toEqual(
+      [],
+    );
   });
 
   it('the error codes and their catalog (src/errors) import no layer but the engine: every layer may import them, and none is imported back (issue 44)', () => {
     expect([...importedDirs('errors').keys()].filter((d) => !['errors', 'engine'].includes(d))).toEqual([]);
     // the layers' error types are made from the codes there
-    for (const layer of ['keystore', 'stream', 'gateway', 'portal', 'db', 'subjects', 'identity', 'audit', 'control']) expect(importedDirs(layer).get('errors')?.length, layer).toBeGreaterThan(0);
+    for (const layer of ['keystore', 'stream', 'gateway', 'portal', 'db', 'subjects', 'identity', 'audit', 'control'])
+      expect(importedDirs(layer).get('errors')?.length, layer).toBeGreaterThan(0);
   });
 
   it.each([
@@ -97,19 +102,46 @@ describe('adapters are siblings below the wiring (veil/adapter-isolation)', () =
   });
 
   it('rejects in src/control an import of an adapter (src/control is neutral)', async () => {
-    expect(await rulesFiredAt('src/control/probe.ts', "import type { EngineSource } from '../http/engine-source.ts';\nexport type X = EngineSource;\n")).toContain('veil/adapter-isolation');
+    expect(
+      await rulesFiredAt('src/control/probe.ts', "import type { EngineSource } from '../http/engine-source.ts';\nexport type X = EngineSource;\n"),
+    ).toContain('veil/adapter-isolation');
   });
 
   it('allows the portal src/control, and the wiring src/control, the portal and each other', async () => {
-    expect(await rulesFiredAt('src/portal/probe.ts', "import type { ConfigVersions } from '../control/index.ts';\nimport type { EngineHolder } from '../control/index.ts';\nexport type X = [ConfigVersions, EngineHolder<unknown>];\n")).toEqual([]);
-    expect(await rulesFiredAt('src/app/open-probe.ts', "import { EngineHolder } from '../control/index.ts';\nimport { registerPortal } from '../portal/portal.ts';\nexport const x = [EngineHolder, registerPortal];\n")).toEqual([]);
+    expect(
+      await rulesFiredAt(
+        'src/portal/probe.ts',
+        "import type { ConfigVersions } from '../control/index.ts';\nimport type { EngineHolder } from '../control/index.ts';\nexport type X = [ConfigVersions, EngineHolder<unknown>];\n",
+      ),
+    ).toEqual([]);
+    expect(
+      await rulesFiredAt(
+        'src/app/open-probe.ts',
+        "import { EngineHolder } from '../control/index.ts';\nimport { registerPortal } from '../portal/portal.ts';\nexport const x = [EngineHolder, registerPortal];\n",
+      ),
+    ).toEqual([]);
     expect(await rulesFiredAt('src/cli/probe.ts', "import { openService } from '../app/open-service.ts';\nexport const x = openService;\n")).toEqual([]);
   });
 
   it('allows an adapter its own files and the neutral modules, and the wiring every adapter', async () => {
-    expect(await rulesFiredAt('src/gateway/probe.ts', "import { scanJson } from '../json-bytes/scan.ts';\nimport { Upstream } from './upstream.ts';\nimport { problemOf } from '../errors/problem.ts';\nexport const x = [scanJson, Upstream, problemOf];\n")).toEqual([]);
-    expect(await rulesFiredAt('src/stream/serde/probe.ts', "import { scanJson } from '../../json-bytes/scan.ts';\nimport { StreamError } from '../stream-error.ts';\nexport const x = [scanJson, StreamError];\n")).toEqual([]);
-    expect(await rulesFiredAt('src/app/open-probe.ts', "import { createGateway } from '../gateway/gateway-server.ts';\nimport { HttpMetrics } from '../http/metrics.ts';\nexport const x = [createGateway, HttpMetrics];\n")).toEqual([]);
+    expect(
+      await rulesFiredAt(
+        'src/gateway/probe.ts',
+        "import { scanJson } from '../json-bytes/scan.ts';\nimport { Upstream } from './upstream.ts';\nimport { problemOf } from '../errors/problem.ts';\nexport const x = [scanJson, Upstream, problemOf];\n",
+      ),
+    ).toEqual([]);
+    expect(
+      await rulesFiredAt(
+        'src/stream/serde/probe.ts',
+        "import { scanJson } from '../../json-bytes/scan.ts';\nimport { StreamError } from '../stream-error.ts';\nexport const x = [scanJson, StreamError];\n",
+      ),
+    ).toEqual([]);
+    expect(
+      await rulesFiredAt(
+        'src/app/open-probe.ts',
+        "import { createGateway } from '../gateway/gateway-server.ts';\nimport { HttpMetrics } from '../http/metrics.ts';\nexport const x = [createGateway, HttpMetrics];\n",
+      ),
+    ).toEqual([]);
   });
 });
 
@@ -126,34 +158,55 @@ describe('the control plane has one front door, and src/app only wires (issue 31
     ['src/app/open-probe.ts', "export const m = import('../keystore/kms/kms-from-env.ts');\n"],
     ['src/gateway/probe.ts', "import { openTracing } from '../observability/tracing.ts';\nexport const x = openTracing;\n"],
     ['src/portal/probe.ts', "import type { Caller } from '../identity/token-verifier.ts';\nexport type X = Caller;\n"],
-  ])('rejects in %s an import past a front door (src/control, src/audit, src/discover, src/drift-guard, src/db, src/keystore, src/observability, src/identity index.ts)', async (file, code) => {
-    expect(await rulesFiredAt(file, code)).toContain('veil/front-doors');
-  });
+  ])(
+    'rejects in %s an import past a front door (src/control, src/audit, src/discover, src/drift-guard, src/db, src/keystore, src/observability, src/identity index.ts)',
+    async (file, code) => {
+      expect(await rulesFiredAt(file, code)).toContain('veil/front-doors');
+    },
+  );
 
   it('allows a module with a front door its own files, everyone its index and its errors', async () => {
-    expect(await rulesFiredAt('src/http/probe.ts', "import { GuardedTransform } from '../audit/index.ts';\nimport { AuditError } from '../audit/errors.ts';\nexport const x = [GuardedTransform, AuditError];\n")).toEqual([]);
+    expect(
+      await rulesFiredAt(
+        'src/http/probe.ts',
+        "import { GuardedTransform } from '../audit/index.ts';\nimport { AuditError } from '../audit/errors.ts';\nexport const x = [GuardedTransform, AuditError];\n",
+      ),
+    ).toEqual([]);
     expect(await rulesFiredAt('src/discover/probe.ts', "import { contextOf } from './field-context.ts';\nexport const x = contextOf;\n")).toEqual([]);
-    expect(await rulesFiredAt('src/http/probe.ts', "import { JwtSigner } from '../keystore/index.ts';\nimport { KeystoreError } from '../keystore/errors.ts';\nimport { openTracing } from '../observability/index.ts';\nimport { TokenVerifier } from '../identity/index.ts';\nexport const x = [JwtSigner, KeystoreError, openTracing, TokenVerifier];\n")).toEqual([]);
+    expect(
+      await rulesFiredAt(
+        'src/http/probe.ts',
+        "import { JwtSigner } from '../keystore/index.ts';\nimport { KeystoreError } from '../keystore/errors.ts';\nimport { openTracing } from '../observability/index.ts';\nimport { TokenVerifier } from '../identity/index.ts';\nexport const x = [JwtSigner, KeystoreError, openTracing, TokenVerifier];\n",
+      ),
+    ).toEqual([]);
     expect(await rulesFiredAt('src/keystore/probe.ts', "import { awsKms } from './kms/aws-kms.ts';\nexport const x = awsKms;\n")).toEqual([]);
   });
 
   it('allows src/control its own files and everyone else its index', async () => {
     expect(await rulesFiredAt('src/control/probe.ts', "import { KeysetMirror } from './keyset-mirror.ts';\nexport const x = KeysetMirror;\n")).toEqual([]);
-    expect(await rulesFiredAt('src/cli/probe.ts', "import { openKafkaControlLog } from '../control/index.ts';\nexport const x = openKafkaControlLog;\n")).toEqual([]);
+    expect(
+      await rulesFiredAt('src/cli/probe.ts', "import { openKafkaControlLog } from '../control/index.ts';\nexport const x = openKafkaControlLog;\n"),
+    ).toEqual([]);
   });
 
-  it.each(['src/app/control-store.ts', 'src/app/keyset-mirror.ts', 'src/app/paths.ts', 'src/app/pipeline-serde.ts', 'src/app/sub/open-x.ts'])('rejects %s: not wiring', async (file) => {
-    expect(await rulesFiredAt(file, 'export const x = 1;\n')).toContain('veil/wiring-only');
-  });
+  it.each(['src/app/control-store.ts', 'src/app/keyset-mirror.ts', 'src/app/paths.ts', 'src/app/pipeline-serde.ts', 'src/app/sub/open-x.ts'])(
+    'rejects %s: not wiring',
+    async (file) => {
+      expect(await rulesFiredAt(file, 'export const x = 1;\n')).toContain('veil/wiring-only');
+    },
+  );
 
-  it.each(['src/app/open-service.ts', 'src/app/config-file.ts', 'src/app/config-file-schemas.ts', 'src/app/logger.ts', 'src/app/protect-thread.ts'])('allows %s', async (file) => {
-    expect(await rulesFiredAt(file, 'export const x = 1;\n')).toEqual([]);
-  });
+  it.each(['src/app/open-service.ts', 'src/app/config-file.ts', 'src/app/config-file-schemas.ts', 'src/app/logger.ts', 'src/app/protect-thread.ts'])(
+    'allows %s',
+    async (file) => {
+      expect(await rulesFiredAt(file, 'export const x = 1;\n')).toEqual([]);
+    },
+  );
 
   it.each([
     ['a class', 'export class Sampler { n = 0; }\n'],
     ['a while loop', 'export function f(n: number) { while (n > 0) n--; return n; }\n'],
-    ['a regular expression', "export const TABLE = /^[a-z]+$/;\n"],
+    ['a regular expression', 'export const TABLE = /^[a-z]+$/;\n'],
     ['a RegExp', "export const re = new RegExp('x');\n"],
     ['a Kafka client', "import { Kafka } from 'kafkajs';\nexport const x = Kafka;\n"],
     ['a socket', "import { createServer } from 'node:net';\nexport const x = createServer;\n"],

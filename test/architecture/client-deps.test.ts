@@ -26,7 +26,9 @@ describe('veil/client dependencies', () => {
   });
 
   it('is exported as veil/client and veil/client/sequelize, with types', async () => {
-    const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { exports: Record<string, { types: string; default: string }> };
+    const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+      exports: Record<string, { types: string; default: string }>;
+    };
     expect(pkg.exports['./client']).toEqual({ types: './src/client/index.ts', default: './src/client/index.ts' });
     expect(pkg.exports['./client/sequelize']).toEqual({ types: './src/client/sequelize.ts', default: './src/client/sequelize.ts' });
     const viaExport = await import('veil/client');

@@ -26,9 +26,15 @@ describe('the engine front door (veil/engine-front-door)', () => {
   });
 
   it('allows the front door itself, from anywhere', async () => {
-    expect(await rulesFiredAt('src/app/open-probe.ts', "import { Engine, VeilError } from '../engine/index.ts';\nexport const x = [Engine, VeilError];\n")).toEqual([]);
-    expect(await rulesFiredAt('test/http/probe.ts', "import { ENGINE_ERRORS } from '../../src/engine/index.ts';\nexport const x = ENGINE_ERRORS;\n")).toEqual([]);
-    expect(await rulesFiredAt('bench/probe.ts', "import { createTransformer } from '../src/engine/index.ts';\nexport const x = createTransformer;\n")).toEqual([]);
+    expect(
+      await rulesFiredAt('src/app/open-probe.ts', "import { Engine, VeilError } from '../engine/index.ts';\nexport const x = [Engine, VeilError];\n"),
+    ).toEqual([]);
+    expect(await rulesFiredAt('test/http/probe.ts', "import { ENGINE_ERRORS } from '../../src/engine/index.ts';\nexport const x = ENGINE_ERRORS;\n")).toEqual(
+      [],
+    );
+    expect(await rulesFiredAt('bench/probe.ts', "import { createTransformer } from '../src/engine/index.ts';\nexport const x = createTransformer;\n")).toEqual(
+      [],
+    );
   });
 
   it('allows test/engine to reach the internals it tests, and the engine its own files', async () => {

@@ -21,7 +21,9 @@ function sources(dir: string): string[] {
 
 describe("Kafka's one home, src/kafka (veil/kafka-home)", () => {
   it('in all of src, only src/kafka imports kafkajs or the librdkafka binding, each only by its adapter files (the files as they are)', () => {
-    const importers = sources('src').filter((f) => /from '(kafkajs|@confluentinc\/kafka-javascript)'|import\('(kafkajs|@confluentinc\/kafka-javascript)'\)/.test(readFileSync(join(cwd, f), 'utf8')));
+    const importers = sources('src').filter((f) =>
+      /from '(kafkajs|@confluentinc\/kafka-javascript)'|import\('(kafkajs|@confluentinc\/kafka-javascript)'\)/.test(readFileSync(join(cwd, f), 'utf8')),
+    );
     expect(importers.length).toBeGreaterThan(5);
     for (const f of importers) expect(f, f).toMatch(/^src\/kafka\/(kafkajs|librdkafka)-[a-z0-9-]+\.ts$/);
   });
@@ -48,9 +50,16 @@ describe("Kafka's one home, src/kafka (veil/kafka-home)", () => {
 
   it('allows the adapters their own library, anyone the front door, and tests the internals they test', async () => {
     expect(await rulesFiredAt('src/kafka/kafkajs-probe.ts', "import type { Admin } from 'kafkajs';\nexport type X = Admin;\n")).toEqual([]);
-    expect(await rulesFiredAt('src/kafka/librdkafka-probe.ts', "import type { LibrdKafkaError } from '@confluentinc/kafka-javascript';\nexport type X = LibrdKafkaError;\n")).toEqual([]);
+    expect(
+      await rulesFiredAt(
+        'src/kafka/librdkafka-probe.ts',
+        "import type { LibrdKafkaError } from '@confluentinc/kafka-javascript';\nexport type X = LibrdKafkaError;\n",
+      ),
+    ).toEqual([]);
     expect(await rulesFiredAt('src/control/probe.ts', "import { kafkaConnection } from '../kafka/index.ts';\nexport const x = kafkaConnection;\n")).toEqual([]);
-    expect(await rulesFiredAt('test/kafka/probe.test.ts', "import { kafkajsPort } from '../../src/kafka/kafkajs-adapter.ts';\nexport const x = kafkajsPort;\n")).toEqual([]);
+    expect(
+      await rulesFiredAt('test/kafka/probe.test.ts', "import { kafkajsPort } from '../../src/kafka/kafkajs-adapter.ts';\nexport const x = kafkajsPort;\n"),
+    ).toEqual([]);
     expect(await rulesFiredAt('test/integration/probe.test.ts', "import { Kafka } from 'kafkajs';\nexport const x = Kafka;\n")).toEqual([]);
   });
 });

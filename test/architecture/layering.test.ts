@@ -22,9 +22,9 @@ describe('architecture', () => {
     ["import { Kafka } from 'kafkajs';", 'veil/engine-layering'],
     ["import Fastify from 'fastify';", 'veil/engine-layering'],
     ["import { LocalKeystore } from '../keystore/local-keystore.ts';", 'veil/engine-layering'],
-    ["export const t = Date.now();", 'no-restricted-syntax'],
-    ["export const d = new Date();", 'no-restricted-syntax'],
-    ["export const e = process.env.X;", 'no-restricted-globals'],
+    ['export const t = Date.now();', 'no-restricted-syntax'],
+    ['export const d = new Date();', 'no-restricted-syntax'],
+    ['export const e = process.env.X;', 'no-restricted-globals'],
     ["export const p = import('node:fs/promises');", 'veil/engine-layering'],
   ])('rejects in src/engine: %s', async (code, rule) => {
     const messages = await lintEngineText(code);
@@ -32,7 +32,8 @@ describe('architecture', () => {
   });
 
   it('allows the engine its pure dependencies', async () => {
-    const code = "import { z } from 'zod';\nimport { createHash } from 'node:crypto';\nimport { unsafe } from '@noble/ciphers/aes.js';\nimport { VeilError } from './errors.ts';\nexport const x = [z, createHash, unsafe, VeilError];\n";
+    const code =
+      "import { z } from 'zod';\nimport { createHash } from 'node:crypto';\nimport { unsafe } from '@noble/ciphers/aes.js';\nimport { VeilError } from './errors.ts';\nexport const x = [z, createHash, unsafe, VeilError];\n";
     expect(await lintEngineText(code)).toEqual([]);
   });
 

@@ -4,7 +4,15 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { FileAuditSink, type AuditEvent } from '../../src/audit/audit-sink.ts';
 
-const event = (n: number): AuditEvent => ({ eventId: `e${n}`, time: '2026-01-01T00:00:00.000Z', requestId: `r${n}`, channel: 'gateway', outcome: 'ok', instances: 1, fields: [] });
+const event = (n: number): AuditEvent => ({
+  eventId: `e${n}`,
+  time: '2026-01-01T00:00:00.000Z',
+  requestId: `r${n}`,
+  channel: 'gateway',
+  outcome: 'ok',
+  instances: 1,
+  fields: [],
+});
 
 describe('FileAuditSink', () => {
   let dir: string | undefined;
@@ -19,7 +27,12 @@ describe('FileAuditSink', () => {
     await mkdir(join(dir, 'later'));
     await sink.record(event(2));
     await sink.close();
-    expect((await readFile(join(dir, 'later', 'audit.log'), 'utf8')).trim().split('\n').map((l) => JSON.parse(l).eventId)).toEqual(['e2']);
+    expect(
+      (await readFile(join(dir, 'later', 'audit.log'), 'utf8'))
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l).eventId),
+    ).toEqual(['e2']);
   });
 
   it('writes records in the order given, whether written at once or queued behind an open, and follows a file renamed under it', async () => {
@@ -36,7 +49,11 @@ describe('FileAuditSink', () => {
     await sink.record(event(53));
     await sink.record(event(54));
     await sink.close();
-    const ids = async (file: string) => (await readFile(file, 'utf8')).trim().split('\n').map((l) => JSON.parse(l).eventId as string);
+    const ids = async (file: string) =>
+      (await readFile(file, 'utf8'))
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l).eventId as string);
     expect(await ids(`${path}.1`)).toEqual(Array.from({ length: 52 }, (_, i) => `e${i + 1}`));
     expect(await ids(path)).toEqual(['e53', 'e54']);
   });
@@ -72,7 +89,12 @@ describe('FileAuditSink rotation and paging', () => {
       // the other writer may add records while one rotates: a few records over, never unbounded
       expect((await stat(join(dir, f))).size).toBeLessThanOrEqual(4096 + 10 * 100);
       expect((await stat(join(dir, f))).mode & 0o777).toBe(0o600);
-      kept.push(...(await readFile(join(dir, f), 'utf8')).trim().split('\n').map((l) => JSON.parse(l).eventId as string));
+      kept.push(
+        ...(await readFile(join(dir, f), 'utf8'))
+          .trim()
+          .split('\n')
+          .map((l) => JSON.parse(l).eventId as string),
+      );
     }
     // the newest records are all there, each once
     expect(new Set(kept).size).toBe(kept.length);

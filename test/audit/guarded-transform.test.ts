@@ -36,7 +36,16 @@ function call(payload: TransformRequest | unknown, caller: GuardedCaller | VeilE
   };
 }
 
-const unprotectEmail = () => body({ roles: ['fraud'], action: 'Unprotect', instances: [['email', P.email], ['email', P.email], ['name', P.name]] });
+const unprotectEmail = () =>
+  body({
+    roles: ['fraud'],
+    action: 'Unprotect',
+    instances: [
+      ['email', P.email],
+      ['email', P.email],
+      ['name', P.name],
+    ],
+  });
 
 function expectNoValues(events: readonly AuditEvent[]): void {
   const text = JSON.stringify(events);
@@ -58,24 +67,35 @@ describe('GuardedTransform: audit before any cleartext leaves', () => {
       },
       async close() {},
     };
-    const running = guard(slowSink).run(call(unprotectEmail())).then((o) => {
-      order.push('values returned');
-      return o;
-    });
+    const running = guard(slowSink)
+      .run(call(unprotectEmail()))
+      .then((o) => {
+        order.push('values returned');
+        return o;
+      });
     await new Promise((r) => setTimeout(r, 20));
     expect(order).toEqual(['record started']);
     release();
     const outcome = await running;
     expect(order).toEqual(['record started', 'record written', 'values returned']);
     expect(outcome.ok && outcome.response.responses[0]!.instances.map((i) => i.value)).toEqual([CLEAR.email, CLEAR.email, CLEAR.name]);
-    expect(events).toEqual([{
-      eventId: expect.stringMatching(/^[0-9a-f-]{36}$/), time: NOW.toISOString(), requestId: 'req-1', channel: 'http',
-      client: 'desk', subject: 'agent-7', issuer: 'https://veil.test', outcome: 'ok', instances: 3,
-      fields: [
-        { className: 'Customer', propertyName: 'email', action: 'Unprotect', count: 2 },
-        { className: 'Customer', propertyName: 'name', action: 'Unprotect', count: 1 },
-      ],
-    }]);
+    expect(events).toEqual([
+      {
+        eventId: expect.stringMatching(/^[0-9a-f-]{36}$/),
+        time: NOW.toISOString(),
+        requestId: 'req-1',
+        channel: 'http',
+        client: 'desk',
+        subject: 'agent-7',
+        issuer: 'https://veil.test',
+        outcome: 'ok',
+        instances: 3,
+        fields: [
+          { className: 'Customer', propertyName: 'email', action: 'Unprotect', count: 2 },
+          { className: 'Customer', propertyName: 'name', action: 'Unprotect', count: 1 },
+        ],
+      },
+    ]);
     expectNoValues(events);
   });
 
@@ -89,10 +109,14 @@ describe('GuardedTransform: audit before any cleartext leaves', () => {
     expect(outcome.error.status).toBe(503);
     expect(JSON.stringify(outcome)).not.toContain(CLEAR.email);
     // a call mixing protect and unprotect is refused whole
-    const mixed = await guard(sink).run(call(body(
-      { roles: ['fraud'], action: 'Protect', instances: [['name', CLEAR.name]] },
-      { roles: ['fraud'], action: 'Unprotect', instances: [['email', P.email]] },
-    )));
+    const mixed = await guard(sink).run(
+      call(
+        body(
+          { roles: ['fraud'], action: 'Protect', instances: [['name', CLEAR.name]] },
+          { roles: ['fraud'], action: 'Unprotect', instances: [['email', P.email]] },
+        ),
+      ),
+    );
     expect(!mixed.ok && mixed.error.code).toBe('AUDIT_UNAVAILABLE');
     expect(JSON.stringify(mixed)).not.toContain(CLEAR.email);
   });
@@ -112,9 +136,33 @@ describe('GuardedTransform: audit before any cleartext leaves', () => {
 
   it('denied calls are audited: 403 with the caller, 401 without one (instances counted from the body, no names from it)', async () => {
     const sink = new MemoryAuditSink();
-    const notGranted = await guard(sink).run(call(body({ roles: ['support'], action: 'Unprotect', instances: [['name', P.name], ['email', P.email]] }), support));
+    const notGranted = await guard(sink).run(
+      call(
+        body({
+          roles: ['support'],
+          action: 'Unprotect',
+          instances: [
+            ['name', P.name],
+            ['email', P.email],
+          ],
+        }),
+        support,
+      ),
+    );
     expect(!notGranted.ok && notGranted.error.code).toBe('ACTION_NOT_GRANTED');
-    const noToken = await guard(sink).run(call(body({ roles: ['fraud'], action: 'Protect', instances: [['email', CLEAR.email], ['name', CLEAR.name]] }), new IdentityError('TOKEN_MISSING', 'no token')));
+    const noToken = await guard(sink).run(
+      call(
+        body({
+          roles: ['fraud'],
+          action: 'Protect',
+          instances: [
+            ['email', CLEAR.email],
+            ['name', CLEAR.name],
+          ],
+        }),
+        new IdentityError('TOKEN_MISSING', 'no token'),
+      ),
+    );
     expect(!noToken.ok && noToken.error.code).toBe('TOKEN_MISSING');
     expect(sink.events.map((e) => [e.outcome, e.code, e.client, e.instances, e.fields])).toEqual([
       ['denied', 'ACTION_NOT_GRANTED', 'desk', 2, []],
@@ -152,12 +200,22 @@ describe('GuardedTransform: audit before any cleartext leaves', () => {
     expect(sink.events.map((e) => [e.outcome, e.code, e.client])).toEqual([['failed', 'REQUEST_MALFORMED', 'desk']]);
   });
 
-  it('the adapter\'s checks refuse the call with their code; an unexpected error is INTERNAL and handed back for logging', async () => {
+  it("the adapter's checks refuse the call with their code; an unexpected error is INTERNAL and handed back for logging", async () => {
     const sink = new MemoryAuditSink();
-    const limited = await guard(sink).run({ ...call(unprotectEmail()), admit: () => { throw new DoorError('LIMIT_EXCEEDED', 'too many'); } });
+    const limited = await guard(sink).run({
+      ...call(unprotectEmail()),
+      admit: () => {
+        throw new DoorError('LIMIT_EXCEEDED', 'too many');
+      },
+    });
     expect(!limited.ok && limited.error.code).toBe('LIMIT_EXCEEDED');
     const boom = new TypeError('boom');
-    const broken = await guard(sink).run({ ...call(unprotectEmail()), admit: () => { throw boom; } });
+    const broken = await guard(sink).run({
+      ...call(unprotectEmail()),
+      admit: () => {
+        throw boom;
+      },
+    });
     expect(broken.ok).toBe(false);
     if (broken.ok) return;
     expect(broken.error.code).toBe('INTERNAL');
@@ -167,7 +225,9 @@ describe('GuardedTransform: audit before any cleartext leaves', () => {
 
   it('events never hold a value, even when a denied call puts values where field names go', async () => {
     const sink = new MemoryAuditSink();
-    await guard(sink).run(call(body({ roles: ['support'], action: 'Unprotect', instances: [{ className: CLEAR.email, propertyName: CLEAR.name, value: P.email }] }), support));
+    await guard(sink).run(
+      call(body({ roles: ['support'], action: 'Unprotect', instances: [{ className: CLEAR.email, propertyName: CLEAR.name, value: P.email }] }), support),
+    );
     expect(sink.events).toHaveLength(1);
     expectNoValues(sink.events);
   });

@@ -22,7 +22,11 @@ const BENCHES: { name: string; env: Record<string, string>; timeoutMs: number }[
 
 function runBench(name: string, env: Record<string, string>, timeoutMs: number): Promise<{ code: number | null; timedOut: boolean; out: string }> {
   return new Promise((resolve) => {
-    const child = spawn(join(ROOT, 'scripts/node22'), [join(ROOT, `bench/${name}.ts`)], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(join(ROOT, 'scripts/node22'), [join(ROOT, `bench/${name}.ts`)], {
+      cwd: ROOT,
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let out = '';
     child.stdout!.on('data', (d) => (out += String(d)));
     child.stderr!.on('data', (d) => (out += String(d)));
@@ -45,17 +49,25 @@ describe('benches run in their short form', () => {
     expect(BENCHES.map((b) => `bench:${b.name}`).sort()).toEqual(scripts.filter((s) => s.startsWith('bench:')).sort());
   });
 
-  it.each(BENCHES)('npm run bench:$name finishes, exits 0 and prints a ratio', async ({ name, env, timeoutMs }) => {
-    const { code, timedOut, out } = await runBench(name, env, timeoutMs);
-    const tail = out.split('\n').slice(-15).join('\n');
-    expect({ timedOut, code }, tail).toEqual({ timedOut: false, code: 0 });
-    expect(out, tail).toMatch(/\d+\.\d\d×/);
-    // bench:stream's formats table: each schema-registry format prints its own ratio
-    if (name === 'stream') for (const format of ['json-schema', 'protobuf']) expect(out, tail).toMatch(new RegExp(`^${format} +[\\d,]+ +[\\d,]+ +\\d+\\.\\d\\d×`, 'm'));
-    // and the Java baseline ran (javac, its JVM's warm-up and copy: ~4 s here): its target line
-    // says met or not met — in the short form its ratio may be NaN, as the first records are untimed
-    if (name === 'stream') expect(out, tail).toMatch(/^target: veil ≥ 0\.85× the tuned Java copy .*: (met|not met) /m);
-    // bench:gateway's floor (a bare Node.js reverse proxy beside veil's) and its targets line
-    if (name === 'gateway') expect(out, tail).toMatch(/^the floor: a bare Node\.js reverse proxy .* added -?\d+\.\d{3} ms at p50 .*\ntargets, 10 fields over direct: p50 ≤ \+0\.4 ms (met|not met) /m);
-  }, 300_000);
+  it.each(BENCHES)(
+    'npm run bench:$name finishes, exits 0 and prints a ratio',
+    async ({ name, env, timeoutMs }) => {
+      const { code, timedOut, out } = await runBench(name, env, timeoutMs);
+      const tail = out.split('\n').slice(-15).join('\n');
+      expect({ timedOut, code }, tail).toEqual({ timedOut: false, code: 0 });
+      expect(out, tail).toMatch(/\d+\.\d\d×/);
+      // bench:stream's formats table: each schema-registry format prints its own ratio
+      if (name === 'stream')
+        for (const format of ['json-schema', 'protobuf']) expect(out, tail).toMatch(new RegExp(`^${format} +[\\d,]+ +[\\d,]+ +\\d+\\.\\d\\d×`, 'm'));
+      // and the Java baseline ran (javac, its JVM's warm-up and copy: ~4 s here): its target line
+      // says met or not met — in the short form its ratio may be NaN, as the first records are untimed
+      if (name === 'stream') expect(out, tail).toMatch(/^target: veil ≥ 0\.85× the tuned Java copy .*: (met|not met) /m);
+      // bench:gateway's floor (a bare Node.js reverse proxy beside veil's) and its targets line
+      if (name === 'gateway')
+        expect(out, tail).toMatch(
+          /^the floor: a bare Node\.js reverse proxy .* added -?\d+\.\d{3} ms at p50 .*\ntargets, 10 fields over direct: p50 ≤ \+0\.4 ms (met|not met) /m,
+        );
+    },
+    300_000,
+  );
 });

@@ -23,7 +23,10 @@ async function setup(env: Record<string, string | undefined> = {}): Promise<{ cw
 }
 
 async function exists(path: string): Promise<boolean> {
-  return access(path).then(() => true, () => false);
+  return access(path).then(
+    () => true,
+    () => false,
+  );
 }
 
 function parseResponse(out: string): TransformResponse {
@@ -33,7 +36,12 @@ function parseResponse(out: string): TransformResponse {
 }
 
 interface ErrorDoc {
-  error: { code: keyof typeof ERROR_CATALOG; message: string; retriable: boolean; details?: { code: string; pointer: string; request?: string; instance?: number }[] };
+  error: {
+    code: keyof typeof ERROR_CATALOG;
+    message: string;
+    retriable: boolean;
+    details?: { code: string; pointer: string; request?: string; instance?: number }[];
+  };
 }
 
 function parseError(out: string): ErrorDoc {
@@ -45,9 +53,10 @@ function parseError(out: string): ErrorDoc {
   return doc;
 }
 
-const BROKEN = EXAMPLE_CONFIG_TEXT
-  .replace('      - { type: aes-siv, key: customer-siv }', '      - { type: aes-siv, key: customer-sivv }')
-  .replace('  pan-ff1: { type: ff1, version: 1 }', '  pan-ff1: { type: ff1 }');
+const BROKEN = EXAMPLE_CONFIG_TEXT.replace('      - { type: aes-siv, key: customer-siv }', '      - { type: aes-siv, key: customer-sivv }').replace(
+  '  pan-ff1: { type: ff1, version: 1 }',
+  '  pan-ff1: { type: ff1 }',
+);
 
 describe('veil (main): help and dispatch', () => {
   it.each([['help'], ['--help'], ['-h']])('%s prints the usage and exits 0', async (arg) => {
@@ -86,18 +95,29 @@ describe('veil (main): help and dispatch', () => {
 
   it('demo --help and stream request --help print their usage and exit 0, before any other check', async () => {
     const { cwd, io } = await setup();
-    for (const argv of [['demo', '--help'], ['demo', '-h'], ['demo', '--data-dir', 'd', '--help']]) {
+    for (const argv of [
+      ['demo', '--help'],
+      ['demo', '-h'],
+      ['demo', '--data-dir', 'd', '--help'],
+    ]) {
       expect(await veil(io, argv)).toEqual({ code: 0, out: demoHelp, err: '' });
     }
     expect(demoHelp).toMatch(/^Usage: veil demo /);
     expect(await exists(join(cwd, 'd'))).toBe(false);
     expect(await exists(join(cwd, '.veil'))).toBe(false);
     // without --request-topic, --reply-topic and --token-file: help comes before those checks
-    for (const argv of [['stream', 'request', '--help'], ['stream', 'request', '-h'], ['stream', 'request', '--request-topic', 't', '--help']]) {
+    for (const argv of [
+      ['stream', 'request', '--help'],
+      ['stream', 'request', '-h'],
+      ['stream', 'request', '--request-topic', 't', '--help'],
+    ]) {
       expect(await veil(io, argv)).toEqual({ code: 0, out: streamHelp, err: '' });
     }
     expect(streamHelp).toContain('veil stream request --request-topic T --reply-topic R --token-file F');
-    expect(await veil(io, ['stream', 'request'])).toMatchObject({ code: 2, err: expect.stringContaining('needs --request-topic, --reply-topic and --token-file') });
+    expect(await veil(io, ['stream', 'request'])).toMatchObject({
+      code: 2,
+      err: expect.stringContaining('needs --request-topic, --reply-topic and --token-file'),
+    });
   });
 
   it('stream rewrap: usage errors exit 2 before anything is opened', async () => {
@@ -107,21 +127,31 @@ describe('veil (main): help and dispatch', () => {
       ['stream', 'rewrap'],
       ['stream', 'rewrap', '--pipeline', 'p', '--to', 't'],
       ['stream', 'rewrap', '--pipeline', 'p', '--pipeline', 'q', '--to', 't', '--role', 'fraud'],
-    ]) expect(await veil(io, argv)).toMatchObject({ code: 2, err: expect.stringContaining('needs one --pipeline, --to and --role') });
-    expect(await veil(io, ['stream', 'rewrap', '--pipeline', 'p', '--to', 't', '--role', 'fraud', '--rights', 'Role'])).toMatchObject({ code: 2, err: expect.stringContaining('--rights takes Name=Value') });
-    expect(await veil(io, ['stream', 'rewrap', '--pipeline', 'p', '--to', 't', '--role', 'fraud', '--unprotect', '=x'])).toMatchObject({ code: 2, err: expect.stringContaining('--unprotect takes Name=Value') });
+    ])
+      expect(await veil(io, argv)).toMatchObject({ code: 2, err: expect.stringContaining('needs one --pipeline, --to and --role') });
+    expect(await veil(io, ['stream', 'rewrap', '--pipeline', 'p', '--to', 't', '--role', 'fraud', '--rights', 'Role'])).toMatchObject({
+      code: 2,
+      err: expect.stringContaining('--rights takes Name=Value'),
+    });
+    expect(await veil(io, ['stream', 'rewrap', '--pipeline', 'p', '--to', 't', '--role', 'fraud', '--unprotect', '=x'])).toMatchObject({
+      code: 2,
+      err: expect.stringContaining('--unprotect takes Name=Value'),
+    });
     expect(await exists(join(cwd, '.veil'))).toBe(false);
   });
 
-  it.each([['stream'], ['keys'], ['config'], ['db'], ['identity']])('%s <unknown subcommand> --help exits 2 with the usage; help on the group or a real subcommand exits 0', async (group) => {
-    const { io } = await setup();
-    const unknown = await veil(io, [group, 'nosuch', '--help']);
-    expect(unknown.code).toBe(2);
-    expect(`${unknown.out}${unknown.err}`).toContain(`veil ${group}`);
-    expect((await veil(io, [group, '--help'])).code).toBe(0);
-    const real = { stream: 'protect', keys: 'list', config: 'validate', db: 'install', identity: 'hash-secret' }[group]!;
-    expect((await veil(io, [group, real, '--help'])).code).toBe(0);
-  });
+  it.each([['stream'], ['keys'], ['config'], ['db'], ['identity']])(
+    '%s <unknown subcommand> --help exits 2 with the usage; help on the group or a real subcommand exits 0',
+    async (group) => {
+      const { io } = await setup();
+      const unknown = await veil(io, [group, 'nosuch', '--help']);
+      expect(unknown.code).toBe(2);
+      expect(`${unknown.out}${unknown.err}`).toContain(`veil ${group}`);
+      expect((await veil(io, [group, '--help'])).code).toBe(0);
+      const real = { stream: 'protect', keys: 'list', config: 'validate', db: 'install', identity: 'hash-secret' }[group]!;
+      expect((await veil(io, [group, real, '--help'])).code).toBe(0);
+    },
+  );
 });
 
 describe('veil config validate', () => {
@@ -169,9 +199,10 @@ describe('veil config validate', () => {
 
   it('a configuration with warnings only is valid (exit 0) and prints the warnings', async () => {
     const { cwd, io } = await setup();
-    const text = EXAMPLE_CONFIG_TEXT
-      .replace('  pan-ff1: { type: ff1, version: 1 }', '  pan-ff1: { type: ff1, version: 1 }\n  legacy-ff3: { type: ff3-1, version: 1 }')
-      .replace('  name-randomized:\n', '  legacy:\n    steps:\n      - { type: ff3-1, key: legacy-ff3 }\n  name-randomized:\n');
+    const text = EXAMPLE_CONFIG_TEXT.replace(
+      '  pan-ff1: { type: ff1, version: 1 }',
+      '  pan-ff1: { type: ff1, version: 1 }\n  legacy-ff3: { type: ff3-1, version: 1 }',
+    ).replace('  name-randomized:\n', '  legacy:\n    steps:\n      - { type: ff3-1, key: legacy-ff3 }\n  name-randomized:\n');
     await writeFile(join(cwd, 'warn.yaml'), text);
     const run = await veil(io, ['config', 'validate', '--config', join(cwd, 'warn.yaml')]);
     expect(run.code).toBe(0);
@@ -189,7 +220,13 @@ describe('veil config validate', () => {
   it('a YAML alias bomb is an invalid configuration (exit 1), not a crash', async () => {
     const { cwd, io } = await setup();
     const rows = ['a: &a [x,x,x,x,x,x,x,x,x,x]'];
-    for (const [name, prev] of [['b', 'a'], ['c', 'b'], ['d', 'c'], ['e', 'd']]) rows.push(`${name}: &${name} [${Array(10).fill(`*${prev}`).join(',')}]`);
+    for (const [name, prev] of [
+      ['b', 'a'],
+      ['c', 'b'],
+      ['d', 'c'],
+      ['e', 'd'],
+    ])
+      rows.push(`${name}: &${name} [${Array(10).fill(`*${prev}`).join(',')}]`);
     await writeFile(join(cwd, 'bomb.yaml'), `version: 1\n${rows.join('\n')}\n`);
     let run: Awaited<ReturnType<typeof veil>> | undefined;
     let thrown: unknown;
@@ -225,7 +262,10 @@ describe('veil config provision and veil transform', () => {
 
     const keys = await veil(io, ['keys', 'list', '--json']);
     expect(JSON.parse(keys.out).keys.map((k: { id: string; type: string; primary: number }) => [k.id, k.type, k.primary])).toEqual([
-      ['customer-gcm', 'aes-gcm', 1], ['customer-siv', 'aes-siv', 1], ['pan-ff1', 'ff1', 1], ['pseudonym', 'hmac-sha256', 1],
+      ['customer-gcm', 'aes-gcm', 1],
+      ['customer-siv', 'aes-siv', 1],
+      ['pan-ff1', 'ff1', 1],
+      ['pseudonym', 'hmac-sha256', 1],
     ]);
 
     const protectBody = body({ roles: ['fraud'], action: 'Protect', instances: FIELDS });
@@ -283,7 +323,14 @@ describe('veil config provision and veil transform', () => {
     const secretCard = '6011-0009-9013-9424';
     const secretEmail = 'never.printed.7731@example.com';
     const req = body(
-      { roles: ['support'], action: 'Protect', instances: [['email', secretEmail], ['cardNumber', secretCard]] },
+      {
+        roles: ['support'],
+        action: 'Protect',
+        instances: [
+          ['email', secretEmail],
+          ['cardNumber', secretCard],
+        ],
+      },
       { roles: ['support'], action: 'Mask', instances: [['nationalId', 'QX55501234']] },
     );
     const run = await veil(io, ['transform', '--roles', 'support'], JSON.stringify(req));
@@ -304,7 +351,14 @@ describe('veil config provision and veil transform', () => {
   it('a value error exits 1 and names the instance, not the value', async () => {
     const { io } = await setup();
     await veil(io, ['config', 'provision']);
-    const req = body({ roles: ['fraud'], action: 'Unprotect', instances: [['email', 'Zm9yZ2VkLXZhbHVlLTk5'], ['cardNumber', '9999-0000']] });
+    const req = body({
+      roles: ['fraud'],
+      action: 'Unprotect',
+      instances: [
+        ['email', 'Zm9yZ2VkLXZhbHVlLTk5'],
+        ['cardNumber', '9999-0000'],
+      ],
+    });
     const run = await veil(io, ['transform', '--roles', 'fraud'], JSON.stringify(req));
     expect(run.code).toBe(1);
     const doc = parseError(run.out);
@@ -353,7 +407,11 @@ describe('veil config provision and veil transform', () => {
 
   it('transform without provisioned keys → exit 1, KEY_UNAVAILABLE (retriable), naming the missing keys', async () => {
     const { io } = await setup();
-    const run = await veil(io, ['transform', '--roles', 'fraud'], JSON.stringify(body({ roles: ['fraud'], action: 'Protect', instances: [['email', 'nokeys@example.com']] })));
+    const run = await veil(
+      io,
+      ['transform', '--roles', 'fraud'],
+      JSON.stringify(body({ roles: ['fraud'], action: 'Protect', instances: [['email', 'nokeys@example.com']] })),
+    );
     expect(run.code).toBe(1);
     const doc = parseError(run.out);
     expect(doc.error.code).toBe('KEY_UNAVAILABLE');
@@ -375,7 +433,11 @@ describe('veil config provision and veil transform', () => {
   it('transform with an invalid configuration → exit 1, CONFIG_INVALID listing the problems', async () => {
     const { cwd, io } = await setup();
     await writeFile(join(cwd, 'broken.yaml'), BROKEN);
-    const run = await veil(io, ['transform', '--roles', 'fraud', '--config', 'broken.yaml'], JSON.stringify(body({ roles: ['fraud'], action: 'Protect', instances: [] })));
+    const run = await veil(
+      io,
+      ['transform', '--roles', 'fraud', '--config', 'broken.yaml'],
+      JSON.stringify(body({ roles: ['fraud'], action: 'Protect', instances: [] })),
+    );
     expect(run.code).toBe(1);
     const doc = parseError(run.out);
     expect(doc.error.code).toBe('CONFIG_INVALID');
@@ -434,7 +496,10 @@ describe('veil demo', () => {
 
   it('demo usage errors exit 2 like the other commands, instead of throwing', async () => {
     const { io } = await setup();
-    for (const argv of [['demo', '--bogus'], ['demo', 'extra']]) {
+    for (const argv of [
+      ['demo', '--bogus'],
+      ['demo', 'extra'],
+    ]) {
       let run: Awaited<ReturnType<typeof veil>> | undefined;
       let thrown: unknown;
       try {

@@ -91,7 +91,12 @@ describe('veil db', () => {
     expect(await script('--socket', 'none')).toContain('SELECT veil.configure_socket(NULL, lease => false);');
     expect(await script()).not.toContain('configure_socket');
     // the secret stays COPY data, never a statement's text
-    expect((await script('--socket', '/run/veil/db.sock', '--socket-lease')).split('\n').filter((l) => l.includes('very-secret-value')).every((l) => !/SELECT|configure/i.test(l))).toBe(true);
+    expect(
+      (await script('--socket', '/run/veil/db.sock', '--socket-lease'))
+        .split('\n')
+        .filter((l) => l.includes('very-secret-value'))
+        .every((l) => !/SELECT|configure/i.test(l)),
+    ).toBe(true);
     const refused: [string[], string][] = [
       [['--socket-lease'], '--socket-lease needs --socket'],
       [['--socket', 'none', '--socket-lease'], '--socket-lease needs --socket'],

@@ -27,7 +27,12 @@ describe('last resort: failures nothing else caught', () => {
     expect(code).toBe(UNHANDLED_EXIT_CODE);
     const lines = stderr.trim().split('\n');
     expect(lines).toHaveLength(1);
-    expect(JSON.parse(lines[0]!)).toMatchObject({ code: 'UNHANDLED_FAILURE', origin: 'unhandledRejection', error: 'KafkaJSGroupCoordinatorNotFound', errorCode: 'GROUP_COORDINATOR_NOT_AVAILABLE' });
+    expect(JSON.parse(lines[0]!)).toMatchObject({
+      code: 'UNHANDLED_FAILURE',
+      origin: 'unhandledRejection',
+      error: 'KafkaJSGroupCoordinatorNotFound',
+      errorCode: 'GROUP_COORDINATOR_NOT_AVAILABLE',
+    });
     expect(stderr).not.toContain('Failed to find');
     expect(stderr).not.toMatch(/\n\s+at /);
   }, 30_000);

@@ -23,7 +23,11 @@ async function setup(known: string[]) {
 }
 
 type Line = { line: number; subject?: string; generation?: number; alreadyErased?: boolean; receipt?: string; error?: { code: string; message: string } };
-const parsed = (out: string): Line[] => out.trim().split('\n').map((l) => JSON.parse(l) as Line);
+const parsed = (out: string): Line[] =>
+  out
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as Line);
 
 describe('veil subjects erase --from: many subjects in one run', () => {
   it('erases every id of the file with a receipt each, by reference only; refuses bad lines by number; a rerun returns every receipt', async () => {
@@ -51,7 +55,10 @@ describe('veil subjects erase --from: many subjects in one run', () => {
     expect(again.err).toMatch(/0 erased, 1200 erased before, 0 refused, of 1200 lines/);
 
     // every receipt verifies in one call; a damaged one is named by its line
-    const receipts = first.out.trim().split('\n').filter((l) => !l.includes('"error"'));
+    const receipts = first.out
+      .trim()
+      .split('\n')
+      .filter((l) => !l.includes('"error"'));
     receipts[5] = receipts[5]!.replace(/"receipt":"([^"]+)"/, (_, jws: string) => `"receipt":"${jws.slice(0, -4)}AAAA"`);
     await writeFile(join(cwd, 'receipts.jsonl'), `${receipts.join('\n')}\n`);
     const verified = await veil(io, ['subjects', 'verify-receipt', 'receipts.jsonl']);
@@ -67,16 +74,28 @@ describe('veil subjects erase --from: many subjects in one run', () => {
     const { io } = await setup([]);
     expect((await veil(io, ['subjects', 'erase', 'someone', '--from', '-', '--reason', 'r'])).code).toBe(2);
     expect((await veil(io, ['subjects', 'status', '--from', '-'])).code).toBe(2);
-    const named = await veil(io, ['subjects', 'erase', '--from', '-', '--reason', 'request of alex.named@example.org'], 'alex.named@example.org\nother.person@example.org\n');
+    const named = await veil(
+      io,
+      ['subjects', 'erase', '--from', '-', '--reason', 'request of alex.named@example.org'],
+      'alex.named@example.org\nother.person@example.org\n',
+    );
     expect(parsed(named.out).map((l) => l.error?.code ?? 'ok')).toEqual(['ERASURE_REQUEST_INVALID', 'ok']);
   });
 });
 
 describe('bulk input', () => {
   it('reads ids a line, numbered, blank lines skipped; receipts as one document, one JWS, or one a line', () => {
-    expect(idLines('a\r\n\nb\n  \nc')).toEqual([{ line: 1, id: 'a' }, { line: 3, id: 'b' }, { line: 5, id: 'c' }]);
+    expect(idLines('a\r\n\nb\n  \nc')).toEqual([
+      { line: 1, id: 'a' },
+      { line: 3, id: 'b' },
+      { line: 5, id: 'c' },
+    ]);
     expect(receiptsOf('{\n  "receipt": "x.y.z",\n  "claims": {}\n}\n')).toEqual([{ line: 1, receipt: 'x.y.z' }]);
     expect(receiptsOf('x.y.z\n')).toEqual([{ line: 1, receipt: 'x.y.z' }]);
-    expect(receiptsOf('a.b.c\n{"line":2,"receipt":"d.e.f"}\nnot json {\n')).toEqual([{ line: 1, receipt: 'a.b.c' }, { line: 2, receipt: 'd.e.f' }, { line: 3, receipt: 'not json {' }]);
+    expect(receiptsOf('a.b.c\n{"line":2,"receipt":"d.e.f"}\nnot json {\n')).toEqual([
+      { line: 1, receipt: 'a.b.c' },
+      { line: 2, receipt: 'd.e.f' },
+      { line: 3, receipt: 'not json {' },
+    ]);
   });
 });

@@ -49,8 +49,15 @@ describe('veil subjects', () => {
     expect((await veil(io, ['subjects', 'verify-receipt', '-'], `${printed.receipt}\n`)).code).toBe(0);
 
     const audit = await readFile(join(dataDir, 'audit.log'), 'utf8');
-    const events = audit.trim().split('\n').map((l) => JSON.parse(l) as { channel: string; admin: { action: string }; erasure: { subject: string } });
-    expect(events.map((e) => [e.channel, e.admin.action, e.erasure.subject])).toEqual([['cli', 'subject.status', ref], ['cli', 'subject.erase', ref], ['cli', 'subject.status', ref]]);
+    const events = audit
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { channel: string; admin: { action: string }; erasure: { subject: string } });
+    expect(events.map((e) => [e.channel, e.admin.action, e.erasure.subject])).toEqual([
+      ['cli', 'subject.status', ref],
+      ['cli', 'subject.erase', ref],
+      ['cli', 'subject.status', ref],
+    ]);
     noId(before.out, before.err, erased.out, erased.err, after.out, verified.out, audit);
   });
 
@@ -100,7 +107,7 @@ describe('veil subjects', () => {
     expect(run.err).toContain(message);
   });
 
-  it('the audit log rotates as the configuration\'s service.audit says (--config), like every other writer of it', async () => {
+  it("the audit log rotates as the configuration's service.audit says (--config), like every other writer of it", async () => {
     const { cwd, dataDir, io } = await setup();
     const example = await readFile(new URL('../../config/example.yaml', import.meta.url), 'utf8');
     await writeFile(join(cwd, 'veil.yaml'), `${example}\nservice:\n  audit: { rotateBytes: 4096, keepFiles: 12 }\n`);

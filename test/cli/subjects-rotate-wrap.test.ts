@@ -79,7 +79,10 @@ describe('veil subjects rotate-wrap-key', () => {
     });
     for (const text of [run.out, run.err, again.out, again.err]) for (const id of [...LIVING, ERASED]) expect(text).not.toContain(id);
     // each rotation is in the audit log: who, the new version, what was destroyed; never a key
-    const audit = (await readFile(join(dataDir, 'audit.log'), 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as { channel: string; subject: string; outcome: string; admin?: { action: string; target?: string } });
+    const audit = (await readFile(join(dataDir, 'audit.log'), 'utf8'))
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { channel: string; subject: string; outcome: string; admin?: { action: string; target?: string } });
     expect(audit.filter((e) => e.admin?.action === 'subject.rotate-wrap-key').map((e) => [e.channel, e.subject, e.outcome, e.admin!.target])).toEqual([
       ['cli', expect.stringMatching(/^cli:/), 'ok', 'veil-subjects v2; destroyed v1; 2 of 2 rewrapped'],
       ['cli', expect.stringMatching(/^cli:/), 'ok', 'veil-subjects v3; destroyed v2; 3 of 3 rewrapped'],
@@ -89,7 +92,10 @@ describe('veil subjects rotate-wrap-key', () => {
   it('takes no operand and no flag of erase', async () => {
     const io = fakeCliIo(await tempDir(), { VEIL_MASTER_KEY: masterKeyHex() });
     expect(await veil(io, ['subjects', 'rotate-wrap-key', 'x'])).toMatchObject({ code: 2, err: expect.stringContaining("'rotate-wrap-key' takes no operand") });
-    expect(await veil(io, ['subjects', 'rotate-wrap-key', '--reason', 'r'])).toMatchObject({ code: 2, err: expect.stringContaining('--reason does not apply') });
+    expect(await veil(io, ['subjects', 'rotate-wrap-key', '--reason', 'r'])).toMatchObject({
+      code: 2,
+      err: expect.stringContaining('--reason does not apply'),
+    });
     expect(await veil(io, ['subjects', 'rotate-wrap-key', '--from', 'f'])).toMatchObject({ code: 2, err: expect.stringContaining('--from does not apply') });
   });
 });

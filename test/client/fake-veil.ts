@@ -24,16 +24,21 @@ export interface FakeVeil {
 export const protectedOf = (value: string) => `P.${Buffer.from(value).toString('base64url')}`;
 
 export function problem(status: number, code: string, extra: Record<string, unknown> = {}, headers: Record<string, string> = {}): () => Response {
-  return () => new Response(JSON.stringify({ type: `urn:veil:error:${code}`, title: `title of ${code}`, status, detail: 'a detail', code, ...extra }), {
-    status, headers: { 'content-type': 'application/problem+json', 'x-request-id': 'req-1', ...headers },
-  });
+  return () =>
+    new Response(JSON.stringify({ type: `urn:veil:error:${code}`, title: `title of ${code}`, status, detail: 'a detail', code, ...extra }), {
+      status,
+      headers: { 'content-type': 'application/problem+json', 'x-request-id': 'req-1', ...headers },
+    });
 }
 
 export function fakeVeil(): FakeVeil {
   const calls: FakeCall[] = [];
   const scripts = new Map<string, (() => Response)[]>();
   const fake: FakeVeil = {
-    calls, issued: [], expiresIn: 300, revoked: new Set(),
+    calls,
+    issued: [],
+    expiresIn: 300,
+    revoked: new Set(),
     transformCalls: () => calls.filter((c) => c.url.endsWith('/transform')),
     tokenCalls: () => calls.filter((c) => c.url.endsWith('/connect/token')),
     script(path, ...answers) {
@@ -53,13 +58,17 @@ export function fakeVeil(): FakeVeil {
       }
       const token = headers.authorization?.replace(/^Bearer /, '') ?? '';
       if (!fake.issued.includes(token) || fake.revoked.has(token)) return problem(401, 'TOKEN_EXPIRED')();
-      const request = JSON.parse(body) as { processingContexts: { guid: string; evidences: { value: string }[] }[]; requests: { guid: string; processingContext: string; instances: { className: string; propertyName: string; value: string }[] }[] };
+      const request = JSON.parse(body) as {
+        processingContexts: { guid: string; evidences: { value: string }[] }[];
+        requests: { guid: string; processingContext: string; instances: { className: string; propertyName: string; value: string }[] }[];
+      };
       const action = new Map(request.processingContexts.map((c) => [c.guid, c.evidences[0]!.value]));
       return Response.json({
         responses: request.requests.map((r) => ({
           request: r.guid,
           instances: r.instances.map((i) => ({
-            ...i, value: action.get(r.processingContext) === 'Protect' ? protectedOf(i.value) : Buffer.from(i.value.slice(2), 'base64url').toString(),
+            ...i,
+            value: action.get(r.processingContext) === 'Protect' ? protectedOf(i.value) : Buffer.from(i.value.slice(2), 'base64url').toString(),
           })),
         })),
       });

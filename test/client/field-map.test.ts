@@ -6,7 +6,14 @@ const FIELDS = { email: 'Customer.email', 'address.zip': 'Customer.zip', name: '
 
 function setup() {
   const fake = fakeVeil();
-  const client = new VeilClient({ url: 'http://veil.test', clientId: 'app', clientSecret: 's', role: 'fraud', fetch: (u, i) => fake.fetch(u, i), clock: fakeClock() });
+  const client = new VeilClient({
+    url: 'http://veil.test',
+    clientId: 'app',
+    clientSecret: 's',
+    role: 'fraud',
+    fetch: (u, i) => fake.fetch(u, i),
+    clock: fakeClock(),
+  });
   return { fake, client };
 }
 
@@ -45,7 +52,7 @@ describe('protectFields / unprotectFields', () => {
 
   it('refuses a mapped field that is not a string, pointing at it, without its value', async () => {
     const { client, fake } = setup();
-    const error = await client.protectFields(FIELDS, [{ email: 'a@b.c' }, { email: 123456789 }]).catch((e: unknown) => e) as VeilClientError;
+    const error = (await client.protectFields(FIELDS, [{ email: 'a@b.c' }, { email: 123456789 }]).catch((e: unknown) => e)) as VeilClientError;
     expect(error).toBeInstanceOf(VeilClientError);
     expect(error).toMatchObject({ code: 'FIELD_NOT_STRING', pointer: '/1/email', retriable: false });
     expect(error.message).not.toContain('123456789');
@@ -55,12 +62,15 @@ describe('protectFields / unprotectFields', () => {
   it("points a service error at the caller's field: /<index>/<path>", async () => {
     const { client, fake } = setup();
     await client.protect([]);
-    fake.script('/transform', problem(403, 'ACTION_NOT_GRANTED', {
-      pointer: '/requests/0/instances/2',
-      errors: [{ code: 'ACTION_NOT_GRANTED', pointer: '/requests/0/instances/2', message: 'not granted', className: 'Customer', propertyName: 'zip' }],
-    }));
+    fake.script(
+      '/transform',
+      problem(403, 'ACTION_NOT_GRANTED', {
+        pointer: '/requests/0/instances/2',
+        errors: [{ code: 'ACTION_NOT_GRANTED', pointer: '/requests/0/instances/2', message: 'not granted', className: 'Customer', propertyName: 'zip' }],
+      }),
+    );
     const rows = [{ email: 'x@y.z' }, { email: 'secret@example.com', address: { zip: '99999' } }];
-    const error = await client.unprotectFields(FIELDS, rows).catch((e: unknown) => e) as VeilClientError;
+    const error = (await client.unprotectFields(FIELDS, rows).catch((e: unknown) => e)) as VeilClientError;
     expect(error).toMatchObject({ code: 'ACTION_NOT_GRANTED', status: 403, pointer: '/1/address/zip' });
     expect(error.details[0]!.pointer).toBe('/1/address/zip');
     expect(error.message).toContain('/1/address/zip');

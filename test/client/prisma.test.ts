@@ -10,27 +10,62 @@ import { fakeClock, fakeVeil, protectedOf } from './fake-veil.ts';
  */
 function setup() {
   const fake = fakeVeil();
-  const client = new VeilClient({ url: 'http://veil.test', clientId: 'app', clientSecret: 's', fetch: (url, init) => fake.fetch(url, init), clock: fakeClock() });
-  const ext = veilPrisma(client, { models: { Customer: { class: 'Customer', fields: { email: 'email', fullName: 'Customer.name' } } }, roles: { protect: 'ingest', unprotect: 'fraud' } });
+  const client = new VeilClient({
+    url: 'http://veil.test',
+    clientId: 'app',
+    clientSecret: 's',
+    fetch: (url, init) => fake.fetch(url, init),
+    clock: fakeClock(),
+  });
+  const ext = veilPrisma(client, {
+    models: { Customer: { class: 'Customer', fields: { email: 'email', fullName: 'Customer.name' } } },
+    roles: { protect: 'ingest', unprotect: 'fraud' },
+  });
   const sent: Record<string, unknown>[] = [];
-  const run = (model: string | undefined, operation: string, args: Record<string, unknown>, answer: (args: Record<string, unknown>) => unknown = (a) => a.data ?? null) =>
-    ext.query.$allModels.$allOperations({ model, operation, args, query: async (a) => (sent.push(a), answer(a)) });
-  const roles = () => fake.transformCalls().map((c) => (JSON.parse(c.body) as { rightsContexts: { evidences: { value: string }[] }[] }).rightsContexts[0]!.evidences[0]!.value);
+  const run = (
+    model: string | undefined,
+    operation: string,
+    args: Record<string, unknown>,
+    answer: (args: Record<string, unknown>) => unknown = (a) => a.data ?? null,
+  ) => ext.query.$allModels.$allOperations({ model, operation, args, query: async (a) => (sent.push(a), answer(a)) });
+  const roles = () =>
+    fake.transformCalls().map((c) => (JSON.parse(c.body) as { rightsContexts: { evidences: { value: string }[] }[] }).rightsContexts[0]!.evidences[0]!.value);
   return { fake, run, sent, roles };
 }
 
 describe('veilPrisma: a Prisma Client extension', () => {
-  it('a model naming its subject field: each row\'s values go in a request naming its subject (Subject evidence), rows of one subject together', async () => {
+  it("a model naming its subject field: each row's values go in a request naming its subject (Subject evidence), rows of one subject together", async () => {
     const fake = fakeVeil();
-    const client = new VeilClient({ url: 'http://veil.test', clientId: 'app', clientSecret: 's', fetch: (url, init) => fake.fetch(url, init), clock: fakeClock() });
+    const client = new VeilClient({
+      url: 'http://veil.test',
+      clientId: 'app',
+      clientSecret: 's',
+      fetch: (url, init) => fake.fetch(url, init),
+      clock: fakeClock(),
+    });
     const ext = veilPrisma(client, { models: { Customer: { class: 'Customer', fields: { email: 'email' }, subject: 'customerId' } } });
-    const rows = [{ customerId: 7, email: 'a@example.com' }, { customerId: 'c-8', email: 'b@example.com' }, { customerId: 7, email: 'c@example.com' }];
+    const rows = [
+      { customerId: 7, email: 'a@example.com' },
+      { customerId: 'c-8', email: 'b@example.com' },
+      { customerId: 7, email: 'c@example.com' },
+    ];
     const sent: Record<string, unknown>[] = [];
-    await ext.query.$allModels.$allOperations({ model: 'Customer', operation: 'createMany', args: { data: rows }, query: async (a) => (sent.push(a), { count: 3 }) });
+    await ext.query.$allModels.$allOperations({
+      model: 'Customer',
+      operation: 'createMany',
+      args: { data: rows },
+      query: async (a) => (sent.push(a), { count: 3 }),
+    });
     expect((sent[0]!.data as { email: string }[]).map((r) => r.email)).toEqual(rows.map((r) => protectedOf(r.email)));
-    const body = JSON.parse(fake.transformCalls()[0]!.body) as { processingContexts: { guid: string; evidences: { name: string; value: string }[] }[]; requests: { processingContext: string; instances: unknown[] }[] };
+    const body = JSON.parse(fake.transformCalls()[0]!.body) as {
+      processingContexts: { guid: string; evidences: { name: string; value: string }[] }[];
+      requests: { processingContext: string; instances: unknown[] }[];
+    };
     const subjectOf = (guid: string) => body.processingContexts.find((c) => c.guid === guid)!.evidences.find((e) => e.name === 'Subject')?.value;
-    expect(body.requests.map((r) => [subjectOf(r.processingContext), r.instances.length])).toEqual([['7', 2], ['c-8', 1]]);
+    expect(body.requests.map((r) => [subjectOf(r.processingContext), r.instances.length])).toEqual([
+      ['7', 2],
+      ['c-8', 1],
+    ]);
   });
 
   it('create: the data is protected before the query, in one call; the returned record is unprotected', async () => {
@@ -49,15 +84,25 @@ describe('veilPrisma: a Prisma Client extension', () => {
     expect(fake.transformCalls()).toHaveLength(1);
     expect((sent[0]!.data as { email: string }[]).map((r) => r.email)).toEqual(rows.map((r) => protectedOf(r.email)));
     expect((sent[0]!.data as { fullName: null }[]).every((r) => r.fullName === null)).toBe(true);
-    await run('Customer', 'upsert', { where: { id: 1 }, create: { email: 'c@example.com' }, update: { fullName: 'Upd' } }, () => ({ id: 1, email: protectedOf('c@example.com'), fullName: protectedOf('Upd') }));
+    await run('Customer', 'upsert', { where: { id: 1 }, create: { email: 'c@example.com' }, update: { fullName: 'Upd' } }, () => ({
+      id: 1,
+      email: protectedOf('c@example.com'),
+      fullName: protectedOf('Upd'),
+    }));
     expect(sent[1]).toEqual({ where: { id: 1 }, create: { email: protectedOf('c@example.com') }, update: { fullName: protectedOf('Upd') } });
     expect(fake.transformCalls()).toHaveLength(3); // createMany 1; upsert 1 protect + 1 unprotect
   });
 
   it('reads: a list, one record and null are unprotected in one call; counts pass through', async () => {
     const { fake, run } = setup();
-    const stored = [{ id: 1, email: protectedOf('x@example.com') }, { id: 2, email: protectedOf('y@example.com') }];
-    expect(await run('Customer', 'findMany', { where: { id: { in: [1, 2] } } }, () => stored)).toEqual([{ id: 1, email: 'x@example.com' }, { id: 2, email: 'y@example.com' }]);
+    const stored = [
+      { id: 1, email: protectedOf('x@example.com') },
+      { id: 2, email: protectedOf('y@example.com') },
+    ];
+    expect(await run('Customer', 'findMany', { where: { id: { in: [1, 2] } } }, () => stored)).toEqual([
+      { id: 1, email: 'x@example.com' },
+      { id: 2, email: 'y@example.com' },
+    ]);
     expect(await run('Customer', 'findUnique', { where: { id: 9 } }, () => null)).toBeNull();
     expect(await run('Customer', 'count', {}, () => 2)).toBe(2);
     expect(await run('Customer', 'updateMany', { where: { id: 1 }, data: { plan: 'free' } }, () => ({ count: 1 }))).toEqual({ count: 1 });
@@ -66,7 +111,10 @@ describe('veilPrisma: a Prisma Client extension', () => {
 
   it('fails closed: a mapped field written with an atomic operation or a number is refused before the query runs', async () => {
     const { run, sent } = setup();
-    await expect(run('Customer', 'update', { where: { id: 1 }, data: { email: { set: 'a@example.com' } } })).rejects.toMatchObject({ code: 'FIELD_NOT_STRING', pointer: '/0/email' });
+    await expect(run('Customer', 'update', { where: { id: 1 }, data: { email: { set: 'a@example.com' } } })).rejects.toMatchObject({
+      code: 'FIELD_NOT_STRING',
+      pointer: '/0/email',
+    });
     await expect(run('Customer', 'create', { data: { fullName: 42 } })).rejects.toBeInstanceOf(VeilClientError);
     expect(sent).toEqual([]);
   });

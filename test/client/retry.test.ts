@@ -33,29 +33,35 @@ describe('retry', () => {
     expect(result).toBe('done');
     expect(clock.sleeps).toEqual([99, 199]);
     n = 0;
-    await expect(withRetry(policy, clock, undefined, async () => {
-      n++;
-      throw new VeilClientError('x', { code: 'ACTION_NOT_GRANTED', retriable: false, status: 403 });
-    })).rejects.toMatchObject({ code: 'ACTION_NOT_GRANTED' });
+    await expect(
+      withRetry(policy, clock, undefined, async () => {
+        n++;
+        throw new VeilClientError('x', { code: 'ACTION_NOT_GRANTED', retriable: false, status: 403 });
+      }),
+    ).rejects.toMatchObject({ code: 'ACTION_NOT_GRANTED' });
     expect(n).toBe(1);
   });
 
   it('a thrown non-VeilClientError counts as a retriable network error', async () => {
     let n = 0;
-    await expect(withRetry(retryPolicy({ maxAttempts: 2 }), fakeClock(), undefined, async () => {
-      n++;
-      throw new TypeError('fetch failed');
-    })).rejects.toMatchObject({ code: 'NETWORK_ERROR', retriable: true });
+    await expect(
+      withRetry(retryPolicy({ maxAttempts: 2 }), fakeClock(), undefined, async () => {
+        n++;
+        throw new TypeError('fetch failed');
+      }),
+    ).rejects.toMatchObject({ code: 'NETWORK_ERROR', retriable: true });
     expect(n).toBe(2);
   });
 
   it('gives up when the next wait would end past the deadline', async () => {
     const clock = fakeClock();
     let n = 0;
-    await expect(withRetry(retryPolicy({ maxAttempts: 100, baseDelayMs: 1000, maxDelayMs: 1000, deadlineMs: 3500, random: () => 0.999 }), clock, undefined, async () => {
-      n++;
-      throw retriable();
-    })).rejects.toMatchObject({ code: 'RATE_LIMITED' });
+    await expect(
+      withRetry(retryPolicy({ maxAttempts: 100, baseDelayMs: 1000, maxDelayMs: 1000, deadlineMs: 3500, random: () => 0.999 }), clock, undefined, async () => {
+        n++;
+        throw retriable();
+      }),
+    ).rejects.toMatchObject({ code: 'RATE_LIMITED' });
     expect(n).toBe(4);
     expect(clock.sleeps).toEqual([999, 999, 999]);
   });

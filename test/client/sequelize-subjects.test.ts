@@ -11,14 +11,27 @@ import { fakeClock, fakeVeil, protectedOf } from './fake-veil.ts';
  */
 function setup() {
   const fake = fakeVeil();
-  const client = new VeilClient({ url: 'http://veil.test', clientId: 'app', clientSecret: 's', fetch: (url, init) => fake.fetch(url, init), clock: fakeClock() });
+  const client = new VeilClient({
+    url: 'http://veil.test',
+    clientId: 'app',
+    clientSecret: 's',
+    fetch: (url, init) => fake.fetch(url, init),
+    clock: fakeClock(),
+  });
   const hooks = new Map<string, (...args: unknown[]) => unknown>();
   const model = { addHook: (name: string, _id: string, fn: (...args: unknown[]) => unknown) => hooks.set(name, fn) } as unknown as ModelStatic<Model>;
   protectModel(model, client, { class: 'Customer', fields: { email: 'email' }, subject: 'customerId' });
-  const subjectsSent = () => fake.transformCalls().map((c) => {
-    const body = JSON.parse(c.body) as { processingContexts: { guid: string; evidences: { name: string; value: string }[] }[]; requests: { processingContext: string; instances: unknown[] }[] };
-    return body.requests.map((r) => [body.processingContexts.find((p) => p.guid === r.processingContext)!.evidences.find((e) => e.name === 'Subject')?.value, r.instances.length]);
-  });
+  const subjectsSent = () =>
+    fake.transformCalls().map((c) => {
+      const body = JSON.parse(c.body) as {
+        processingContexts: { guid: string; evidences: { name: string; value: string }[] }[];
+        requests: { processingContext: string; instances: unknown[] }[];
+      };
+      return body.requests.map((r) => [
+        body.processingContexts.find((p) => p.guid === r.processingContext)!.evidences.find((e) => e.name === 'Subject')?.value,
+        r.instances.length,
+      ]);
+    });
   return { hooks, subjectsSent };
 }
 
@@ -30,10 +43,22 @@ describe('protectModel with a subject attribute', () => {
     const rows = [row(7, 'a@example.com'), row('c-8', 'b@example.com'), row(7, 'c@example.com')];
     await hooks.get('beforeBulkCreate')!(rows, {});
     expect(rows.map((r) => r.dataValues.email)).toEqual(['a@example.com', 'b@example.com', 'c@example.com'].map(protectedOf));
-    const found = [{ customerId: 7, email: protectedOf('a@example.com') }, { customerId: 'c-8', email: protectedOf('b@example.com') }];
+    const found = [
+      { customerId: 7, email: protectedOf('a@example.com') },
+      { customerId: 'c-8', email: protectedOf('b@example.com') },
+    ];
     await hooks.get('afterFind')!(found);
     expect(found.map((r) => r.email)).toEqual(['a@example.com', 'b@example.com']);
-    expect(subjectsSent()).toEqual([[['7', 2], ['c-8', 1]], [['7', 1], ['c-8', 1]]]);
+    expect(subjectsSent()).toEqual([
+      [
+        ['7', 2],
+        ['c-8', 1],
+      ],
+      [
+        ['7', 1],
+        ['c-8', 1],
+      ],
+    ]);
   });
 
   it('a row without its subject goes in a request naming none (the service refuses a scoped field: SUBJECT_REQUIRED)', async () => {

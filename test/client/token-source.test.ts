@@ -7,7 +7,12 @@ function source(answer: () => Promise<Response>, options: { skew?: number } = {}
   const clock = fakeClock();
   let calls = 0;
   const tokens = clientCredentials({
-    tokenUrl: 'http://veil.test/connect/token', clientId: 'app', clientSecret: 's', clock, retry: retryPolicy({ maxAttempts: 1 }), attemptTimeoutMs: 1000,
+    tokenUrl: 'http://veil.test/connect/token',
+    clientId: 'app',
+    clientSecret: 's',
+    clock,
+    retry: retryPolicy({ maxAttempts: 1 }),
+    attemptTimeoutMs: 1000,
     ...(options.skew === undefined ? {} : { refreshSkewMs: options.skew }),
     fetch: async () => {
       calls++;

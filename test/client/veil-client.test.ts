@@ -7,7 +7,16 @@ const SECRET = 'the-client-secret-3f9a';
 
 function clientOn(fake: FakeVeil, options: Partial<VeilClientOptions> = {}) {
   const clock = fakeClock();
-  const client = new VeilClient({ url: 'http://veil.test', clientId: 'app', clientSecret: SECRET, role: 'fraud', fetch: (url, init) => fake.fetch(url, init), clock, retry: { random: () => 0.5 }, ...options });
+  const client = new VeilClient({
+    url: 'http://veil.test',
+    clientId: 'app',
+    clientSecret: SECRET,
+    role: 'fraud',
+    fetch: (url, init) => fake.fetch(url, init),
+    clock,
+    retry: { random: () => 0.5 },
+    ...options,
+  });
   return { client, clock };
 }
 
@@ -26,8 +35,15 @@ describe('VeilClient.transform', () => {
     expect(Object.keys(body)).toEqual(['rightsContexts', 'processingContexts', 'requests']);
     expect(body.rightsContexts).toEqual([{ guid: expect.stringMatching(/^[0-9a-f-]{36}$/), evidences: [{ name: 'Role', value: 'fraud' }] }]);
     expect(body.processingContexts).toEqual([{ guid: expect.any(String), evidences: [{ name: 'Action', value: 'Protect' }] }]);
-    expect(body.requests).toEqual([{ guid: expect.any(String), rightsContext: body.rightsContexts[0].guid, processingContext: body.processingContexts[0].guid, instances: emails(3) }]);
-    expect(await client.unprotect(values.map((value) => ({ className: 'Customer', propertyName: 'email', value })), { role: 'support' })).toEqual(emails(3).map((e) => e.value));
+    expect(body.requests).toEqual([
+      { guid: expect.any(String), rightsContext: body.rightsContexts[0].guid, processingContext: body.processingContexts[0].guid, instances: emails(3) },
+    ]);
+    expect(
+      await client.unprotect(
+        values.map((value) => ({ className: 'Customer', propertyName: 'email', value })),
+        { role: 'support' },
+      ),
+    ).toEqual(emails(3).map((e) => e.value));
     expect(JSON.parse(fake.transformCalls()[1]!.body).rightsContexts[0].evidences).toEqual([{ name: 'Role', value: 'support' }]);
   });
 
@@ -88,7 +104,10 @@ describe('VeilClient.transform', () => {
     const inner = fake.fetch;
     fake.fetch = async (url, init) => {
       if (url.endsWith('/transform') && ++n === 2) {
-        return problem(422, 'VALUE_TOO_SHORT', { pointer: '/requests/0/instances/3/value', errors: [{ code: 'VALUE_TOO_SHORT', pointer: '/requests/0/instances/3/value', message: 'too short', className: 'Customer', propertyName: 'email' }] })();
+        return problem(422, 'VALUE_TOO_SHORT', {
+          pointer: '/requests/0/instances/3/value',
+          errors: [{ code: 'VALUE_TOO_SHORT', pointer: '/requests/0/instances/3/value', message: 'too short', className: 'Customer', propertyName: 'email' }],
+        })();
       }
       return inner(url, init);
     };
@@ -101,10 +120,7 @@ describe('VeilClient.transform', () => {
   });
 
   it('refuses an answer that does not match the call (count or field), rather than misplace a value', async () => {
-    for (const broken of [
-      { responses: [] },
-      { responses: [{ request: 'x', instances: [] }] },
-    ]) {
+    for (const broken of [{ responses: [] }, { responses: [{ request: 'x', instances: [] }] }]) {
       const fake = fakeVeil();
       const { client } = clientOn(fake);
       fake.script('/transform', () => Response.json(broken));
@@ -116,7 +132,7 @@ describe('VeilClient.transform', () => {
     fake.fetch = async (url, init) => {
       const res = await inner(url, init);
       if (!url.endsWith('/transform')) return res;
-      const json = await res.json() as { responses: { instances: { propertyName: string }[] }[] };
+      const json = (await res.json()) as { responses: { instances: { propertyName: string }[] }[] };
       json.responses[0]!.instances[0]!.propertyName = 'name';
       return Response.json(json);
     };
@@ -178,7 +194,13 @@ describe('VeilClient tokens', () => {
     const { client, clock } = clientOn(fake, { tokenRefreshSkewMs: 30_000 });
     await client.protect(emails(1));
     clock.advance(280_000);
-    fake.script('/connect/token', problem(503, 'INTERNAL', { retriable: true }), problem(503, 'INTERNAL', { retriable: true }), problem(503, 'INTERNAL', { retriable: true }), problem(503, 'INTERNAL', { retriable: true }));
+    fake.script(
+      '/connect/token',
+      problem(503, 'INTERNAL', { retriable: true }),
+      problem(503, 'INTERNAL', { retriable: true }),
+      problem(503, 'INTERNAL', { retriable: true }),
+      problem(503, 'INTERNAL', { retriable: true }),
+    );
     expect(await client.protect(emails(1))).toHaveLength(1);
     expect(fake.transformCalls().at(-1)!.headers.authorization).toBe('Bearer token-1');
   });
@@ -187,7 +209,7 @@ describe('VeilClient tokens', () => {
     const fake = fakeVeil();
     const { client } = clientOn(fake);
     fake.script('/connect/token', () => Response.json({ error: 'invalid_client', error_description: `bad secret ${SECRET}` }, { status: 401 }));
-    const error = await client.protect(emails(1)).catch((e: unknown) => e) as VeilClientError;
+    const error = (await client.protect(emails(1)).catch((e: unknown) => e)) as VeilClientError;
     expect(error).toMatchObject({ code: 'TOKEN_REFUSED', oauthError: 'invalid_client', status: 401, retriable: false });
     expect(fake.tokenCalls()).toHaveLength(1);
     expect(JSON.stringify(error)).not.toContain(SECRET);
@@ -201,7 +223,11 @@ describe('VeilClient retries', () => {
     const fake = fakeVeil();
     const { client, clock } = clientOn(fake, { retry: { random: () => 0.5, baseDelayMs: 100, maxAttempts: 4 } });
     await client.protect(emails(1)); // token
-    fake.script('/transform', problem(429, 'RATE_LIMITED', { retriable: true }, { 'retry-after': '2' }), problem(503, 'AUDIT_UNAVAILABLE', { retriable: true }));
+    fake.script(
+      '/transform',
+      problem(429, 'RATE_LIMITED', { retriable: true }, { 'retry-after': '2' }),
+      problem(503, 'AUDIT_UNAVAILABLE', { retriable: true }),
+    );
     expect(await client.protect(emails(1))).toHaveLength(1);
     // first wait: max(jitter 0.5·100, Retry-After 2000); second: 0.5·200
     expect(clock.sleeps).toEqual([2000, 100]);
@@ -209,7 +235,12 @@ describe('VeilClient retries', () => {
   });
 
   it('never retries a non-retriable code', async () => {
-    for (const [status, code] of [[400, 'REQUEST_MALFORMED'], [403, 'ACTION_NOT_GRANTED'], [413, 'LIMIT_EXCEEDED'], [422, 'PROTECTED_VALUE_INVALID']] as const) {
+    for (const [status, code] of [
+      [400, 'REQUEST_MALFORMED'],
+      [403, 'ACTION_NOT_GRANTED'],
+      [413, 'LIMIT_EXCEEDED'],
+      [422, 'PROTECTED_VALUE_INVALID'],
+    ] as const) {
       const fake = fakeVeil();
       const { client, clock } = clientOn(fake);
       fake.script('/transform', problem(status, code, { retriable: false, pointer: '/requests/0/instances/0/value' }));
@@ -253,7 +284,7 @@ describe('VeilClient retries', () => {
     server.on('request', () => attempts++);
     try {
       const client = new VeilClient({ url: `http://127.0.0.1:${port}`, clientId: 'app', clientSecret: SECRET, retry: { maxAttempts: 3, baseDelayMs: 1 } });
-      const error = await client.protect(emails(1)).catch((e: unknown) => e) as VeilClientError;
+      const error = (await client.protect(emails(1)).catch((e: unknown) => e)) as VeilClientError;
       expect(error).toMatchObject({ code: 'NETWORK_ERROR', retriable: true });
       expect(error.cause).toBeDefined();
       expect(attempts).toBe(3);
@@ -263,13 +294,27 @@ describe('VeilClient retries', () => {
   });
 
   it('cuts an attempt at the attempt timeout (retriable) and stops at the deadline', async () => {
-    const server = createServer(() => { /* never answers */ });
+    const server = createServer(() => {
+      /* never answers */
+    });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     const port = (server.address() as { port: number }).port;
     try {
-      const client = new VeilClient({ url: `http://127.0.0.1:${port}`, clientId: 'app', clientSecret: SECRET, attemptTimeoutMs: 100, retry: { maxAttempts: 2, baseDelayMs: 1 } });
+      const client = new VeilClient({
+        url: `http://127.0.0.1:${port}`,
+        clientId: 'app',
+        clientSecret: SECRET,
+        attemptTimeoutMs: 100,
+        retry: { maxAttempts: 2, baseDelayMs: 1 },
+      });
       await expect(client.protect(emails(1))).rejects.toMatchObject({ code: 'ATTEMPT_TIMEOUT', retriable: true });
-      const byDeadline = new VeilClient({ url: `http://127.0.0.1:${port}`, clientId: 'app', clientSecret: SECRET, attemptTimeoutMs: 10_000, retry: { deadlineMs: 150 } });
+      const byDeadline = new VeilClient({
+        url: `http://127.0.0.1:${port}`,
+        clientId: 'app',
+        clientSecret: SECRET,
+        attemptTimeoutMs: 10_000,
+        retry: { deadlineMs: 150 },
+      });
       const started = Date.now();
       await expect(byDeadline.protect(emails(1))).rejects.toMatchObject({ code: 'DEADLINE_EXCEEDED', retriable: false });
       expect(Date.now() - started).toBeLessThan(5_000);

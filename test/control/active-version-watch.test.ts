@@ -19,13 +19,19 @@ async function process_(configFile: string) {
   const { config, engine, keystore } = await openEngine({ configFile: active.file, dataDir: dir, env, now, provision: true });
   const holder = new EngineHolder({ engine, config, version: active.number });
   const errors: [number, string][] = [];
-  const watch = new ActiveVersionWatch({ versions, keystore, holder, build: versionBuilder(keystore), intervalMs: 60_000, onError: (v, e) => errors.push([v, (e as { code?: string }).code ?? e.message]) });
+  const watch = new ActiveVersionWatch({
+    versions,
+    keystore,
+    holder,
+    build: versionBuilder(keystore),
+    intervalMs: 60_000,
+    onError: (v, e) => errors.push([v, (e as { code?: string }).code ?? e.message]),
+  });
   return { versions, keystore, holder, watch, errors };
 }
 
 /** The example plus a property Customer.phone on a new key `phone-siv`. */
-const WITH_PHONE = EXAMPLE_CONFIG_TEXT
-  .replace('keys:\n', 'keys:\n  phone-siv: { type: aes-siv }\n')
+const WITH_PHONE = EXAMPLE_CONFIG_TEXT.replace('keys:\n', 'keys:\n  phone-siv: { type: aes-siv }\n')
   .replace('sequences:\n', 'sequences:\n  phone-det:\n    steps:\n      - { type: aes-siv, key: phone-siv }\n')
   .replace('    properties:\n', '    properties:\n      phone: { protect: phone-det }\n');
 

@@ -28,7 +28,11 @@ describe('configuration versions in the data dir', () => {
     // the operator edits the file: it becomes version 3
     await writeFile(file, `${EXAMPLE_CONFIG_TEXT}# edited on disk\n`);
     expect(await reopened.adopt(file, now, compileVeilConfigText)).toMatchObject({ number: 3, adopted: true });
-    expect(reopened.versions().map((v) => [v.number, v.source, v.by])).toEqual([[1, 'file', 'file'], [2, 'portal', 'alice'], [3, 'file', 'file']]);
+    expect(reopened.versions().map((v) => [v.number, v.source, v.by])).toEqual([
+      [1, 'file', 'file'],
+      [2, 'portal', 'alice'],
+      [3, 'file', 'file'],
+    ]);
   });
 
   it('processes starting together on one data dir adopt the file once; racing publishes each get their own number, none lost', async () => {
@@ -39,7 +43,9 @@ describe('configuration versions in the data dir', () => {
     const adopted = await Promise.all(stores.map((s) => s.adopt(file, now, compileVeilConfigText)));
     expect(adopted.map((a) => a.number)).toEqual([1, 1, 1, 1]);
     expect(adopted.filter((a) => a.adopted)).toHaveLength(1);
-    const numbers = await Promise.all(stores.map((s, i) => s.publish(`${EXAMPLE_CONFIG_TEXT}# publish ${i}\n`, { by: `p${i}`, source: 'portal', note: 'x', now })));
+    const numbers = await Promise.all(
+      stores.map((s, i) => s.publish(`${EXAMPLE_CONFIG_TEXT}# publish ${i}\n`, { by: `p${i}`, source: 'portal', note: 'x', now })),
+    );
     expect([...numbers].sort()).toEqual([2, 3, 4, 5]);
     const reopened = await ConfigVersions.open(dir);
     expect(reopened.versions().map((v) => v.number)).toEqual([1, 2, 3, 4, 5]);
@@ -57,16 +63,22 @@ describe('configuration versions in the data dir', () => {
     const file = join(dir, 'config.yaml');
     await writeFile(file, EXAMPLE_CONFIG_TEXT.replace('keepFirst: 6', 'keepFirst: 99'));
     const store = await ConfigVersions.open(dir);
-    await expect(store.adopt(file, now, compileVeilConfigText)).rejects.toMatchObject({ code: 'CONFIG_INVALID', message: expect.stringContaining('/sequences/card-fpe/steps/0/keepFirst') });
+    await expect(store.adopt(file, now, compileVeilConfigText)).rejects.toMatchObject({
+      code: 'CONFIG_INVALID',
+      message: expect.stringContaining('/sequences/card-fpe/steps/0/keepFirst'),
+    });
     expect(store.versions()).toEqual([]);
   });
 
-  it('adopts with the check it is given (the wiring\'s compiler): its errors refuse the file, its warnings do not', async () => {
+  it("adopts with the check it is given (the wiring's compiler): its errors refuse the file, its warnings do not", async () => {
     const file = join(dir, 'config.yaml');
     await writeFile(file, 'any text\n');
     const store = await ConfigVersions.open(dir);
     const refuse = () => ({ issues: [{ severity: 'error' as const, pointer: '/x', message: 'refused by the check' }] });
-    await expect(store.adopt(file, now, refuse)).rejects.toMatchObject({ code: 'CONFIG_INVALID', message: expect.stringContaining('/x: refused by the check') });
+    await expect(store.adopt(file, now, refuse)).rejects.toMatchObject({
+      code: 'CONFIG_INVALID',
+      message: expect.stringContaining('/x: refused by the check'),
+    });
     expect(store.versions()).toEqual([]);
     const warn = () => ({ issues: [{ severity: 'warning' as const, pointer: '/x', message: 'only a warning' }] });
     expect(await store.adopt(file, now, warn)).toMatchObject({ number: 1, adopted: true });
@@ -86,7 +98,14 @@ describe('configuration versions in the data dir', () => {
   it('keeps drafts with their test cases, and refuses ids that are not draft ids', async () => {
     const store = await ConfigVersions.open(dir);
     const draft = await store.createDraft(1, 'version: 1\n', 'alice', now);
-    await store.saveDraft(draft.id, { text: 'version: 2\n', tests: [{ id: 't', name: 'n', className: 'C', propertyName: 'p', role: 'r', action: 'Unprotect', value: 'v', expect: 'denied' }] }, now);
+    await store.saveDraft(
+      draft.id,
+      {
+        text: 'version: 2\n',
+        tests: [{ id: 't', name: 'n', className: 'C', propertyName: 'p', role: 'r', action: 'Unprotect', value: 'v', expect: 'denied' }],
+      },
+      now,
+    );
     expect(await store.draftText(draft.id)).toBe('version: 2\n');
     expect((await store.drafts()).map((d) => d.tests.length)).toEqual([1]);
     await expect(store.draft('../../keystore')).rejects.toMatchObject({ code: 'NOT_FOUND' });

@@ -1,7 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { ControlState, parseWrite, recordKey, type ControlWrite } from '../../src/control/index.ts';
 
-const write = (history: 'config' | 'keyset', basedOn: number, writer: string, body = `${writer}@${basedOn}`): ControlWrite => ({ v: 1, history, basedOn, writer, at: '2026-11-26T00:00:00.000Z', body });
+const write = (history: 'config' | 'keyset', basedOn: number, writer: string, body = `${writer}@${basedOn}`): ControlWrite => ({
+  v: 1,
+  history,
+  basedOn,
+  writer,
+  at: '2026-11-26T00:00:00.000Z',
+  body,
+});
 
 describe('ControlState: the log resolved the same way by every reader', () => {
   it('accepts a write on the current head, ignores one on a stale head, per history', () => {
@@ -40,7 +47,15 @@ describe('ControlState: the log resolved the same way by every reader', () => {
 
   it('parses only well-formed writes: anything else in the topic is ignored', () => {
     expect(parseWrite(JSON.stringify(write('config', 0, 'a')))).toMatchObject({ history: 'config' });
-    for (const bad of [null, 'not json', '{}', JSON.stringify({ ...write('config', 0, 'a'), v: 2 }), JSON.stringify({ ...write('config', 0, 'a'), basedOn: -1 }), JSON.stringify({ ...write('config', 0, 'a'), history: 'other' }), JSON.stringify({ ...write('config', 0, 'a'), body: 5 })]) {
+    for (const bad of [
+      null,
+      'not json',
+      '{}',
+      JSON.stringify({ ...write('config', 0, 'a'), v: 2 }),
+      JSON.stringify({ ...write('config', 0, 'a'), basedOn: -1 }),
+      JSON.stringify({ ...write('config', 0, 'a'), history: 'other' }),
+      JSON.stringify({ ...write('config', 0, 'a'), body: 5 }),
+    ]) {
       expect(parseWrite(bad)).toBeUndefined();
     }
   });

@@ -2,7 +2,20 @@ import { chmod, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { compileVeilConfigText } from '../../src/app/config-file.ts';
-import { type Accepted, type AppendLog, ConfigVersions, ControlState, controlStoreOver, type ControlWrite, dataDirMirror, ensureControlKey, type History, signWrite, versionIsAuthentic, VersionMirror } from '../../src/control/index.ts';
+import {
+  type Accepted,
+  type AppendLog,
+  ConfigVersions,
+  ControlState,
+  controlStoreOver,
+  type ControlWrite,
+  dataDirMirror,
+  ensureControlKey,
+  type History,
+  signWrite,
+  versionIsAuthentic,
+  VersionMirror,
+} from '../../src/control/index.ts';
 import { LocalKeystore } from '../../src/keystore/local-keystore.ts';
 import { EXAMPLE_CONFIG_FILE, EXAMPLE_CONFIG_TEXT } from '../helpers/engine-fixture.ts';
 import { FIXED_NOW, randomMasterKey, tempDir } from '../keystore/helpers.ts';
@@ -62,7 +75,10 @@ describe('the control store over a shared log (in memory)', () => {
     expect((await a.adopt(EXAMPLE_CONFIG_FILE, FIXED_NOW, check)).number).toBe(1);
     // b starts with the same file: already adopted, not published twice
     expect(await b.adopt(EXAMPLE_CONFIG_FILE, FIXED_NOW, check)).toMatchObject({ number: 1, adopted: false });
-    log.raceNext = { history: 'config', first: () => b.publish(`${EXAMPLE_CONFIG_TEXT}\n# from another portal\n`, { by: 'other', source: 'portal', note: 'other', now: FIXED_NOW }) };
+    log.raceNext = {
+      history: 'config',
+      first: () => b.publish(`${EXAMPLE_CONFIG_TEXT}\n# from another portal\n`, { by: 'other', source: 'portal', note: 'other', now: FIXED_NOW }),
+    };
     const n = await a.publish(`${EXAMPLE_CONFIG_TEXT}\n# from a\n`, { by: 'admin', source: 'portal', note: 'a', now: FIXED_NOW });
     expect(n).toBe(3);
     for (const v of [a, b]) {
@@ -104,7 +120,16 @@ describe('the control store over a shared log (in memory)', () => {
 });
 
 describe('configuration versions in a shared store are authenticated by the key set', () => {
-  const write = (over: Partial<ControlWrite> = {}): ControlWrite => ({ v: 1, history: 'config', basedOn: 0, writer: 'w1', at: FIXED_NOW.toISOString(), body: EXAMPLE_CONFIG_TEXT, meta: { by: 'admin', source: 'portal', note: 'n' }, ...over });
+  const write = (over: Partial<ControlWrite> = {}): ControlWrite => ({
+    v: 1,
+    history: 'config',
+    basedOn: 0,
+    writer: 'w1',
+    at: FIXED_NOW.toISOString(),
+    body: EXAMPLE_CONFIG_TEXT,
+    meta: { by: 'admin', source: 'portal', note: 'n' },
+    ...over,
+  });
   const setup = async () => {
     const dataDir = await tempDir();
     const keystore = await LocalKeystore.open({ dataDir, masterKey: randomMasterKey(), now: () => FIXED_NOW });
@@ -131,14 +156,20 @@ describe('configuration versions in a shared store are authenticated by the key 
   it.each([
     ['no MAC at all (a record written by anyone who can reach the topic)', (w: ControlWrite) => w],
     ['another text under the MAC of the signed one', (w: ControlWrite, k: LocalKeystore) => ({ ...w, auth: signWrite(k, w), body: `${w.body}\n# changed` })],
-    ['another publisher or note', (w: ControlWrite, k: LocalKeystore) => ({ ...w, auth: signWrite(k, w), meta: { by: 'mallory', source: 'portal' as const, note: 'n' } })],
+    [
+      'another publisher or note',
+      (w: ControlWrite, k: LocalKeystore) => ({ ...w, auth: signWrite(k, w), meta: { by: 'mallory', source: 'portal' as const, note: 'n' } }),
+    ],
     ['a signed version replayed on a newer head', (w: ControlWrite, k: LocalKeystore) => ({ ...w, auth: signWrite(k, w), basedOn: 3 })],
-    ['a MAC one bit off', (w: ControlWrite, k: LocalKeystore) => {
-      const auth = signWrite(k, w);
-      const mac = Buffer.from(auth.mac, 'base64url');
-      mac[0]! ^= 1;
-      return { ...w, auth: { ...auth, mac: mac.toString('base64url') } };
-    }],
+    [
+      'a MAC one bit off',
+      (w: ControlWrite, k: LocalKeystore) => {
+        const auth = signWrite(k, w);
+        const mac = Buffer.from(auth.mac, 'base64url');
+        mac[0]! ^= 1;
+        return { ...w, auth: { ...auth, mac: mac.toString('base64url') } };
+      },
+    ],
     ['a MAC naming a key version the key set lacks', (w: ControlWrite, k: LocalKeystore) => ({ ...w, auth: { ...signWrite(k, w), key: 9 } })],
   ])('does not verify: %s', async (_, forge) => {
     const { keystore, versions, put } = await setup();
@@ -161,7 +192,9 @@ describe('configuration versions in a shared store are authenticated by the key 
     const store = controlStoreOver(await log.join(dataDir), 'memory');
     const versions = await ConfigVersions.open(dataDir);
     store.attach({ versions });
-    await expect(versions.publish(EXAMPLE_CONFIG_TEXT, { by: 'a', source: 'cli', note: '', now: FIXED_NOW })).rejects.toMatchObject({ code: 'KEY_UNAVAILABLE' });
+    await expect(versions.publish(EXAMPLE_CONFIG_TEXT, { by: 'a', source: 'cli', note: '', now: FIXED_NOW })).rejects.toMatchObject({
+      code: 'KEY_UNAVAILABLE',
+    });
     store.attach({ keystore });
     const number = await versions.publish(EXAMPLE_CONFIG_TEXT, { by: 'a', source: 'cli', note: '', now: FIXED_NOW });
     await versions.reload();
@@ -170,7 +203,16 @@ describe('configuration versions in a shared store are authenticated by the key 
 });
 
 describe('the data dir mirrors only authenticated configuration versions (VersionMirror)', () => {
-  const write = (basedOn: number, body = EXAMPLE_CONFIG_TEXT, over: Partial<ControlWrite> = {}): ControlWrite => ({ v: 1, history: 'config', basedOn, writer: `w${basedOn}`, at: FIXED_NOW.toISOString(), body, meta: { by: 'admin', source: 'portal', note: `v${basedOn + 1}` }, ...over });
+  const write = (basedOn: number, body = EXAMPLE_CONFIG_TEXT, over: Partial<ControlWrite> = {}): ControlWrite => ({
+    v: 1,
+    history: 'config',
+    basedOn,
+    writer: `w${basedOn}`,
+    at: FIXED_NOW.toISOString(),
+    body,
+    meta: { by: 'admin', source: 'portal', note: `v${basedOn + 1}` },
+    ...over,
+  });
   const signed = (k: LocalKeystore, w: ControlWrite) => ({ ...w, auth: signWrite(k, w) });
   const forged = (w: ControlWrite) => ({ ...w, auth: { key: 1, mac: Buffer.alloc(32, 7).toString('base64url') } });
   const process_ = async () => {
@@ -183,7 +225,15 @@ describe('the data dir mirrors only authenticated configuration versions (Versio
     const versions = await ConfigVersions.open(dataDir);
     const log: AppendLog = { head: () => 0, append: async () => undefined, close: async () => {} };
     const store = controlStoreOver(log, 'memory', undefined, configs);
-    return { dataDir, keystore, notices, configs, versions, store, deliver: (number: number, w: ControlWrite) => mirror({ history: 'config', number, write: w }) };
+    return {
+      dataDir,
+      keystore,
+      notices,
+      configs,
+      versions,
+      store,
+      deliver: (number: number, w: ControlWrite) => mirror({ history: 'config', number, write: w }),
+    };
   };
 
   it('versions read before the key set opens wait; then only those that verify are mirrored, the newest of them active', async () => {

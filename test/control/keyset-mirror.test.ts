@@ -32,7 +32,14 @@ function forgedDocument(like: Buffer): Buffer {
 
 /** The log's write of version `number`; signed with `signer`'s control key when given. */
 function writeOf(number: number, document: Buffer, signer?: LocalKeystore): ControlWrite {
-  const w: ControlWrite = { v: 1, history: 'keyset', basedOn: number - 1, writer: `w${number}`, at: FIXED_NOW.toISOString(), body: document.toString('base64') };
+  const w: ControlWrite = {
+    v: 1,
+    history: 'keyset',
+    basedOn: number - 1,
+    writer: `w${number}`,
+    at: FIXED_NOW.toISOString(),
+    body: document.toString('base64'),
+  };
   return signer ? { ...w, auth: signWrite(signer, w) } : w;
 }
 
@@ -55,9 +62,14 @@ const setup = async () => {
 describe('the data dir mirrors only key sets that open under its KEK', () => {
   it('read at start: the newest version that opens is mirrored; a newer forged one is ignored, a newer genuine one under another KEK stops key changes', async () => {
     const { master, notices, mirror, judge, mirrored, open } = await setup();
-    const { keystore: source, documents: [v1, v2] } = await genuine(master, 2);
+    const {
+      keystore: source,
+      documents: [v1, v2],
+    } = await genuine(master, 2);
     // the same key set with its data key wrapped by a KEK this process does not hold (a KEK rotated elsewhere)
-    const { documents: [underOtherKek] } = await genuine(randomMasterKey(), 1);
+    const {
+      documents: [underOtherKek],
+    } = await genuine(randomMasterKey(), 1);
     const log = [writeOf(1, v1!), writeOf(2, v2!, source), writeOf(3, forgedDocument(v2!)), writeOf(4, underOtherKek!, source)];
     for (const [i, w] of log.entries()) await mirror.accept(i + 1, w);
     expect(await mirrored()).toBeUndefined();
@@ -69,18 +81,24 @@ describe('the data dir mirrors only key sets that open under its KEK', () => {
     expect(mirror.status()).toEqual({ head: 4, mirrored: 2, foreign: 4 });
     expect(mirror.current()).toBe(false);
     expect(notices).toEqual([
-      expect.stringContaining('key-set version 3 of the control store does not open under this process\'s KEK and carries no valid MAC'),
-      expect.stringContaining('key-set version 4 of the control store is the key set\'s own (its MAC verifies) but does not open'),
+      expect.stringContaining("key-set version 3 of the control store does not open under this process's KEK and carries no valid MAC"),
+      expect.stringContaining("key-set version 4 of the control store is the key set's own (its MAC verifies) but does not open"),
     ]);
     const commits: number[] = [];
     keystore.useLog({ head: () => mirror.status().head, commit: async (_d, basedOn) => (commits.push(basedOn), true), current: () => mirror.current() });
-    await expect(keystore.create('k9', 'aes-gcm')).rejects.toMatchObject({ code: 'KEYSTORE_INVALID', message: expect.stringMatching(/newest key-set version does not open under this process's KEK/) });
+    await expect(keystore.create('k9', 'aes-gcm')).rejects.toMatchObject({
+      code: 'KEYSTORE_INVALID',
+      message: expect.stringMatching(/newest key-set version does not open under this process's KEK/),
+    });
     expect(commits).toEqual([]);
   });
 
   it('followed: a genuine version is mirrored; a forged one and a replay of an earlier one are not, and do not stop key changes', async () => {
     const { master, notices, mirror, judge, mirrored, open } = await setup();
-    const { keystore: source, documents: [v1, v2, v3] } = await genuine(master, 3);
+    const {
+      keystore: source,
+      documents: [v1, v2, v3],
+    } = await genuine(master, 3);
     await mirror.accept(1, writeOf(1, v1!));
     await mirror.settle(judge);
     await open();
@@ -106,16 +124,23 @@ describe('the data dir mirrors only key sets that open under its KEK', () => {
 
   it('a change made after a forged version is based on the head and supersedes it', async () => {
     const { master, dataDir, mirror, judge, open } = await setup();
-    const { keystore: source, documents: [v1, v2] } = await genuine(master, 2);
+    const {
+      keystore: source,
+      documents: [v1, v2],
+    } = await genuine(master, 2);
     await mirror.accept(1, writeOf(1, v1!));
     await mirror.settle(judge);
     const keystore = await open();
     const commits: number[] = [];
-    keystore.useLog({ head: () => mirror.status().head, commit: async (d, basedOn) => {
-      commits.push(basedOn);
-      await mirror.accept(basedOn + 1, writeOf(basedOn + 1, d, source));
-      return true;
-    }, current: () => mirror.current() });
+    keystore.useLog({
+      head: () => mirror.status().head,
+      commit: async (d, basedOn) => {
+        commits.push(basedOn);
+        await mirror.accept(basedOn + 1, writeOf(basedOn + 1, d, source));
+        return true;
+      },
+      current: () => mirror.current(),
+    });
     await mirror.accept(2, writeOf(2, forgedDocument(v2!)));
     await keystore.create('k9', 'aes-gcm');
     expect(commits).toEqual([2]);
@@ -126,15 +151,23 @@ describe('the data dir mirrors only key sets that open under its KEK', () => {
 
   it('a store none of whose key sets opens here: this process does not start on a key set of its own', async () => {
     const { mirror, judge, mirrored } = await setup();
-    const { keystore: other, documents: [v1] } = await genuine(randomMasterKey(), 1);
+    const {
+      keystore: other,
+      documents: [v1],
+    } = await genuine(randomMasterKey(), 1);
     await mirror.accept(1, writeOf(1, v1!, other));
-    await expect(mirror.settle(judge)).rejects.toMatchObject({ code: 'KEYSTORE_INVALID', message: expect.stringMatching(/none of the control store's 1 key-set version/) });
+    await expect(mirror.settle(judge)).rejects.toMatchObject({
+      code: 'KEYSTORE_INVALID',
+      message: expect.stringMatching(/none of the control store's 1 key-set version/),
+    });
     expect(await mirrored()).toBeUndefined();
   });
 
   it('a KEK that cannot answer fails the mirroring and writes nothing; the version delivered again once it answers is mirrored, not taken for a replay', async () => {
     const { master, notices, mirror, judge, mirrored } = await setup();
-    const { documents: [v1] } = await genuine(master, 1);
+    const {
+      documents: [v1],
+    } = await genuine(master, 1);
     let down = true;
     await mirror.settle(async (d) => {
       if (down) throw new KmsError('KMS_UNAVAILABLE', 'kms down');
@@ -159,11 +192,15 @@ describe('the data dir mirrors only key sets that open under its KEK', () => {
     const keystore = await LocalKeystore.open({ dataDir, kms: kekA, now: () => FIXED_NOW });
     mirror.attach({ opens: (d) => keystore.opens(d), authentic: (w) => writeIsAuthentic(keystore, w) });
     let head = 0;
-    keystore.useLog({ head: () => head, current: () => mirror.current(), commit: async (d, basedOn) => {
-      head = basedOn + 1;
-      await mirror.accept(head, writeOf(head, d, keystore.info('veil-control') ? keystore : undefined));
-      return true;
-    } });
+    keystore.useLog({
+      head: () => head,
+      current: () => mirror.current(),
+      commit: async (d, basedOn) => {
+        head = basedOn + 1;
+        await mirror.accept(head, writeOf(head, d, keystore.info('veil-control') ? keystore : undefined));
+        return true;
+      },
+    });
     await ensureControlKey(keystore);
     await keystore.create('k1', 'aes-gcm');
     await keystore.rewrap(kekB);
@@ -176,7 +213,10 @@ describe('the data dir mirrors only key sets that open under its KEK', () => {
 
   it('a version the log delivers while settle is still choosing is judged after it, in order', async () => {
     const { master, mirror, judge, mirrored } = await setup();
-    const { keystore: source, documents: [v1, v2] } = await genuine(master, 2);
+    const {
+      keystore: source,
+      documents: [v1, v2],
+    } = await genuine(master, 2);
     await mirror.accept(1, writeOf(1, v1!));
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));

@@ -2,8 +2,23 @@ import { describe, expect, it } from 'vitest';
 import { parseCheckArgs } from '../../src/cli/db-check.ts';
 import { CliFault } from '../../src/cli/errors.ts';
 import {
-  COLUMNS_SQL, displayIdent, exitCodeOf, failureText, findingName, jsonReport, MIN_PAGES, profilerKeys, runDriftCheck, samplePlan, sampleSql,
-  selectTables, TABLES_SQL, TableProfile, textReport, type CandidateColumn, type DriftReport,
+  COLUMNS_SQL,
+  displayIdent,
+  exitCodeOf,
+  failureText,
+  findingName,
+  jsonReport,
+  MIN_PAGES,
+  profilerKeys,
+  runDriftCheck,
+  samplePlan,
+  sampleSql,
+  selectTables,
+  TABLES_SQL,
+  TableProfile,
+  textReport,
+  type CandidateColumn,
+  type DriftReport,
 } from '../../src/db/drift-check.ts';
 import type { SqlSession } from '../../src/db/rewrap.ts';
 
@@ -74,15 +89,32 @@ describe('veil db check: profiling sampled rows', () => {
 
   it('a long text counts as a value no detector accepts; a JSON value too large is skipped and counted', () => {
     const long = `${EMAILS[0]} ${'x'.repeat(1000)}`;
-    const { findings, skipped } = profiled([{ c0: long, c1: null, o1: true }, { c0: EMAILS[0], c1: null, o1: true }], 0.5);
+    const { findings, skipped } = profiled(
+      [
+        { c0: long, c1: null, o1: true },
+        { c0: EMAILS[0], c1: null, o1: true },
+      ],
+      0.5,
+    );
     expect(findings.map((f) => [f.column, f.matched, f.values])).toEqual([['backup_email', 1, 2]]);
     expect(skipped).toEqual([{ column: 'details', values: 2 }]);
   });
 
   it('JSON arrays and a top-level JSON string report their path; keys that may be data show as *', () => {
-    const p = new TableProfile({ ...table, candidates: [{ name: 'doc', family: 'json', type: 'json' }, { name: 'raw', family: 'json', type: 'jsonb' }] });
+    const p = new TableProfile({
+      ...table,
+      candidates: [
+        { name: 'doc', family: 'json', type: 'json' },
+        { name: 'raw', family: 'json', type: 'jsonb' },
+      ],
+    });
     for (let i = 0; i < 3; i++) {
-      p.add({ c0: JSON.stringify({ people: [{ email: EMAILS[i] }], byEmail: { [EMAILS[i]!]: { iban: IBAN } } }), o0: false, c1: JSON.stringify(EMAILS[i]), o1: false });
+      p.add({
+        c0: JSON.stringify({ people: [{ email: EMAILS[i] }], byEmail: { [EMAILS[i]!]: { iban: IBAN } } }),
+        o0: false,
+        c1: JSON.stringify(EMAILS[i]),
+        o1: false,
+      });
     }
     expect(p.findings(0.8).map((f) => [f.column, f.path, f.kind])).toEqual([
       ['doc', 'byEmail.*.iban', 'iban'],
@@ -98,7 +130,7 @@ describe('veil db check: profiling sampled rows', () => {
   });
 
   it('columns with odd names keep their own names and their name hints, two alike stay apart', () => {
-    const odd = ['e"mail', 'E-Mail', 'e mail', 'x\'); DROP TABLE t; --', '$$', '4111111111111111', 'Full Name'];
+    const odd = ['e"mail', 'E-Mail', 'e mail', "x'); DROP TABLE t; --", '$$', '4111111111111111', 'Full Name'];
     const keys = profilerKeys(odd);
     expect(new Set(keys).size).toBe(odd.length);
     expect(keys.every((k) => /^_[A-Za-z0-9_]{0,63}$/.test(k))).toBe(true);
@@ -113,25 +145,38 @@ describe('veil db check: profiling sampled rows', () => {
 
 describe('veil db check: the sample statement', () => {
   it('names are quoted, values are parameters; text is cut, JSON over the limit is left out and flagged', () => {
-    const sql = sampleSql({ schema: 'we"ird', name: 'x"); DROP TABLE t; --', kind: 'r', candidates: [
-      { name: 'a"b', family: 'text', type: 'text' }, { name: 'doc', family: 'json', type: 'jsonb' },
-    ] }, {});
-    expect(sql).toBe('SELECT pg_catalog.left(t."a""b"::pg_catalog.text, 1001) AS c0, '
-      + 'CASE WHEN pg_catalog.pg_column_size(t."doc") <= 262144 AND pg_catalog.octet_length(t."doc"::pg_catalog.text) <= 262144 THEN t."doc"::pg_catalog.text END AS c1, '
-      + '(t."doc" IS NOT NULL AND NOT (pg_catalog.pg_column_size(t."doc") <= 262144 AND pg_catalog.octet_length(t."doc"::pg_catalog.text) <= 262144)) AS o1 '
-      + 'FROM ONLY "we""ird"."x""); DROP TABLE t; --" t LIMIT $1');
+    const sql = sampleSql(
+      {
+        schema: 'we"ird',
+        name: 'x"); DROP TABLE t; --',
+        kind: 'r',
+        candidates: [
+          { name: 'a"b', family: 'text', type: 'text' },
+          { name: 'doc', family: 'json', type: 'jsonb' },
+        ],
+      },
+      {},
+    );
+    expect(sql).toBe(
+      'SELECT pg_catalog.left(t."a""b"::pg_catalog.text, 1001) AS c0, ' +
+        'CASE WHEN pg_catalog.pg_column_size(t."doc") <= 262144 AND pg_catalog.octet_length(t."doc"::pg_catalog.text) <= 262144 THEN t."doc"::pg_catalog.text END AS c1, ' +
+        '(t."doc" IS NOT NULL AND NOT (pg_catalog.pg_column_size(t."doc") <= 262144 AND pg_catalog.octet_length(t."doc"::pg_catalog.text) <= 262144)) AS o1 ' +
+        'FROM ONLY "we""ird"."x""); DROP TABLE t; --" t LIMIT $1',
+    );
   });
 
   it('a big table is sampled from random pages, a partitioned one through its partitions', () => {
     const sql = sampleSql({ schema: 'public', name: 'events', kind: 'p', candidates: [{ name: 'email2', family: 'text', type: 'text' }] }, { percent: 2 });
-    expect(sql).toBe('SELECT pg_catalog.left(t."email2"::pg_catalog.text, 1001) AS c0 FROM "public"."events" t TABLESAMPLE SYSTEM ($2::pg_catalog.float4) ORDER BY pg_catalog.random() LIMIT $1');
+    expect(sql).toBe(
+      'SELECT pg_catalog.left(t."email2"::pg_catalog.text, 1001) AS c0 FROM "public"."events" t TABLESAMPLE SYSTEM ($2::pg_catalog.float4) ORDER BY pg_catalog.random() LIMIT $1',
+    );
   });
 
   it('samplePlan: first rows for small or never-analysed tables; pages for twice the sample, at least MIN_PAGES', () => {
     expect(samplePlan(null, 1_000_000, 1000)).toEqual({});
     expect(samplePlan(2000, 20, 1000)).toEqual({});
-    expect(samplePlan(10_000_000, 100_000, 1000)).toEqual({ percent: 100 * MIN_PAGES / 100_000 });
-    expect(samplePlan(100_000_000, 10_000_000, 1000)).toEqual({ percent: 100 * 2000 / 100_000_000 });
+    expect(samplePlan(10_000_000, 100_000, 1000)).toEqual({ percent: (100 * MIN_PAGES) / 100_000 });
+    expect(samplePlan(100_000_000, 10_000_000, 1000)).toEqual({ percent: (100 * 2000) / 100_000_000 });
     expect(samplePlan(1_000_000, 1000, 100_000)).toEqual({ percent: 20 });
     expect(samplePlan(3000, 30, 1000)).toEqual({ percent: 100 });
   });
@@ -145,7 +190,11 @@ describe('veil db check: the sample statement', () => {
 });
 
 describe('veil db check: tables, exit codes and reports', () => {
-  const tables = [{ schema: 'public', name: 'orders' }, { schema: 'crm', name: 'orders' }, { schema: 'crm', name: 'a.b' }];
+  const tables = [
+    { schema: 'public', name: 'orders' },
+    { schema: 'crm', name: 'orders' },
+    { schema: 'crm', name: 'a.b' },
+  ];
 
   it('--table: a name in any schema, or schema.name, as the catalog spells it', () => {
     expect(selectTables(tables, undefined).selected).toHaveLength(3);
@@ -154,10 +203,34 @@ describe('veil db check: tables, exit codes and reports', () => {
   });
 
   const report = (over: Partial<DriftReport['tables'][number]> = {}, unmatched: string[] = []): DriftReport => ({
-    sampleLimit: 1000, minShare: 0.8, unmatched,
-    tables: [{ schema: 'public', table: 'orders', attached: ['email'], checked: ['backup_email', 'notes'], rowsSampled: 5, method: 'first-rows', findings: [], skipped: [], unreadable: [], ...over }],
+    sampleLimit: 1000,
+    minShare: 0.8,
+    unmatched,
+    tables: [
+      {
+        schema: 'public',
+        table: 'orders',
+        attached: ['email'],
+        checked: ['backup_email', 'notes'],
+        rowsSampled: 5,
+        method: 'first-rows',
+        findings: [],
+        skipped: [],
+        unreadable: [],
+        ...over,
+      },
+    ],
   });
-  const finding = { schema: 'public', table: 'orders', column: 'details', path: 'contact.email', kind: 'email' as const, values: 5, matched: 5, confidence: 'high' as const };
+  const finding = {
+    schema: 'public',
+    table: 'orders',
+    column: 'details',
+    path: 'contact.email',
+    kind: 'email' as const,
+    values: 5,
+    matched: 5,
+    confidence: 'high' as const,
+  };
 
   it('exit 0 clean, 3 findings, 1 when the check is incomplete (an error wins over findings)', () => {
     expect(exitCodeOf(report())).toBe(0);
@@ -189,8 +262,10 @@ describe('veil db check: tables, exit codes and reports', () => {
     expect(displayIdent('a\nb\u001b[2J')).toBe('"a\\u{a}b\\u{1b}[2J"');
   });
 
-  it('a failure shows PostgreSQL\'s code, and its message only where it names objects', () => {
-    expect(failureText({ severity: 'ERROR', code: '42501', message: 'permission denied for table orders' })).toBe('PostgreSQL 42501: permission denied for table orders');
+  it("a failure shows PostgreSQL's code, and its message only where it names objects", () => {
+    expect(failureText({ severity: 'ERROR', code: '42501', message: 'permission denied for table orders' })).toBe(
+      'PostgreSQL 42501: permission denied for table orders',
+    );
     expect(failureText({ severity: 'ERROR', code: '22P02', message: `invalid input syntax for type integer: "${EMAILS[0]}"` })).toBe('PostgreSQL 22P02');
     expect(failureText(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }))).toBe('cannot reach the database (ECONNREFUSED)');
     expect(failureText(new SyntaxError(`Unexpected token in JSON at ${EMAILS[0]}`))).toBe('unexpected error (SyntaxError)');
@@ -208,11 +283,14 @@ describe('veil db check: a run on a fake session', () => {
         statements.push(text);
         if (text === TABLES_SQL) return { rows: [{ oid: '1', schema: 'public', name: 'orders', kind: 'r', args, estimated_rows: 5, blocks: 1 }], rowCount: 1 };
         if (text === COLUMNS_SQL) {
-          return { rows: [
-            { oid: '1', name: 'email', family: 'text', type: 'text', readable: true },
-            { oid: '1', name: 'backup_email', family: 'text', type: 'text', readable: true },
-            { oid: '1', name: 'secret_notes', family: 'text', type: 'text', readable: false },
-          ], rowCount: 3 };
+          return {
+            rows: [
+              { oid: '1', name: 'email', family: 'text', type: 'text', readable: true },
+              { oid: '1', name: 'backup_email', family: 'text', type: 'text', readable: true },
+              { oid: '1', name: 'secret_notes', family: 'text', type: 'text', readable: false },
+            ],
+            rowCount: 3,
+          };
         }
         if (text.startsWith('SELECT pg_catalog.left')) {
           if (rows instanceof Error) throw rows;
@@ -223,7 +301,7 @@ describe('veil db check: a run on a fake session', () => {
     };
   }
 
-  it('reads the attached columns from the trigger\'s arguments, samples the others it may read, in a read-only session', async () => {
+  it("reads the attached columns from the trigger's arguments, samples the others it may read, in a read-only session", async () => {
     const s = session(EMAILS.map((e) => ({ c0: e })));
     const r = await runDriftCheck(s, { sample: 10, minShare: 0.8 });
     expect(s.statements.slice(0, 4)).toContain('SET default_transaction_read_only = on');
@@ -255,8 +333,9 @@ describe('veil db check: the command line', () => {
 
   it('defaults: every table, 1000 rows, share 0.8, text, $VEIL_PG_URL ($DATABASE_URL last)', () => {
     expect(parseCheckArgs([], env)).toEqual({ tables: [], sample: 1000, minShare: 0.8, json: false, databaseUrl: 'postgres://u@h/db' });
-    expect(parseCheckArgs(['--table', 'orders', '--table', 'crm.a"b', '--sample', '50', '--min-share', '0.5', '--json'], { DATABASE_URL: 'postgres://x/y' }))
-      .toEqual({ tables: ['orders', 'crm.a"b'], sample: 50, minShare: 0.5, json: true, databaseUrl: 'postgres://x/y' });
+    expect(
+      parseCheckArgs(['--table', 'orders', '--table', 'crm.a"b', '--sample', '50', '--min-share', '0.5', '--json'], { DATABASE_URL: 'postgres://x/y' }),
+    ).toEqual({ tables: ['orders', 'crm.a"b'], sample: 50, minShare: 0.5, json: true, databaseUrl: 'postgres://x/y' });
     expect(parseCheckArgs(['--help'], {})).toBe('help');
   });
 

@@ -8,7 +8,17 @@ const script = installSql();
 /** CREATE FUNCTION statements: name, argument types, and the text up to AS */
 const functions = [...script.matchAll(/CREATE OR REPLACE FUNCTION (veil\.\w+)\(([^)]*)\)([\s\S]*?)\nAS /g)].map((m) => ({
   name: m[1]!,
-  types: m[2]!.split(',').map((a) => a.trim().replace(/ DEFAULT .*$/, '').split(/\s+/).slice(1).join(' ')).filter(Boolean),
+  types: m[2]!
+    .split(',')
+    .map((a) =>
+      a
+        .trim()
+        .replace(/ DEFAULT .*$/, '')
+        .split(/\s+/)
+        .slice(1)
+        .join(' '),
+    )
+    .filter(Boolean),
   header: m[3]!,
 }));
 
@@ -19,13 +29,40 @@ describe('veil db install SQL', () => {
     const names = functions.map((f) => f.name);
     const signatures = functions.map((f) => `${f.name}(${f.types.join(', ')})`);
     expect(new Set(signatures).size).toBe(signatures.length);
-    for (const name of ['veil.protect', 'veil.unprotect', 'veil.protect_many', 'veil.unprotect_many', 'veil.reveal', 'veil.protect_row',
-      'veil.attach', 'veil.detach', 'veil.create_read_view', 'veil.configure', 'veil.map_role', 'veil.unmap_role', 'veil.check_statement',
-      'veil.audit_log', 'veil.grant_writer', 'veil.grant_reader', 'veil.grant_lookup', 'veil.revoke_role', 'veil.set_rate_limit',
-      'veil.attach_subject', 'veil.detach_subject', 'veil.subject_column']) expect(names).toContain(name);
+    for (const name of [
+      'veil.protect',
+      'veil.unprotect',
+      'veil.protect_many',
+      'veil.unprotect_many',
+      'veil.reveal',
+      'veil.protect_row',
+      'veil.attach',
+      'veil.detach',
+      'veil.create_read_view',
+      'veil.configure',
+      'veil.map_role',
+      'veil.unmap_role',
+      'veil.check_statement',
+      'veil.audit_log',
+      'veil.grant_writer',
+      'veil.grant_reader',
+      'veil.grant_lookup',
+      'veil.revoke_role',
+      'veil.set_rate_limit',
+      'veil.attach_subject',
+      'veil.detach_subject',
+      'veil.subject_column',
+    ])
+      expect(names).toContain(name);
     // the subject-taking overloads (keys scoped to the data subject) beside the older ones
-    for (const signature of ['veil.protect(text, text, text, text)', 'veil.unprotect(text, text, text, text)', 'veil.protect_many(text, text, text[], text[])',
-      'veil.unprotect_many(text, text, text[], text[])', 'veil.reveal(text[], text[], text[], text)']) expect(signatures).toContain(signature);
+    for (const signature of [
+      'veil.protect(text, text, text, text)',
+      'veil.unprotect(text, text, text, text)',
+      'veil.protect_many(text, text, text[], text[])',
+      'veil.unprotect_many(text, text, text[], text[])',
+      'veil.reveal(text[], text[], text[], text)',
+    ])
+      expect(signatures).toContain(signature);
   });
 
   it('keeps the credentials table and the role map from PUBLIC, and grants no table to anyone', () => {
@@ -37,7 +74,17 @@ describe('veil db install SQL', () => {
 
   it('pins search_path on every SECURITY DEFINER function', () => {
     const definers = functions.filter((f) => f.header.includes('SECURITY DEFINER'));
-    expect([...new Set(definers.map((f) => f.name))].sort()).toEqual(['veil.audit_log', 'veil.check_statement', 'veil.protect', 'veil.protect_many', 'veil.protect_row', 'veil.reveal', 'veil.session_stats', 'veil.unprotect', 'veil.unprotect_many']);
+    expect([...new Set(definers.map((f) => f.name))].sort()).toEqual([
+      'veil.audit_log',
+      'veil.check_statement',
+      'veil.protect',
+      'veil.protect_many',
+      'veil.protect_row',
+      'veil.reveal',
+      'veil.session_stats',
+      'veil.unprotect',
+      'veil.unprotect_many',
+    ]);
     for (const f of definers) expect(f.header, f.name).toContain('SET search_path = pg_catalog, pg_temp');
   });
 
@@ -46,7 +93,13 @@ describe('veil db install SQL', () => {
     expect(script).toContain('REVOKE ALL ON SCHEMA veil FROM PUBLIC;');
     const revoke = script.indexOf('REVOKE ALL ON ALL FUNCTIONS IN SCHEMA veil FROM PUBLIC;');
     expect(revoke).toBeGreaterThan(script.lastIndexOf('CREATE OR REPLACE FUNCTION'));
-    for (const f of ['veil.protect(text, text, text)', 'veil.protect_many(text, text, text[])', 'veil.unprotect(text, text, text)', 'veil.unprotect_many(text, text, text[])', 'veil.reveal(text[], text[], text[])']) {
+    for (const f of [
+      'veil.protect(text, text, text)',
+      'veil.protect_many(text, text, text[])',
+      'veil.unprotect(text, text, text)',
+      'veil.unprotect_many(text, text, text[])',
+      'veil.reveal(text[], text[], text[])',
+    ]) {
       expect(script.indexOf(`REVOKE ALL ON FUNCTION ${f} FROM PUBLIC;`), f).toBeGreaterThan(revoke);
     }
   });
@@ -54,7 +107,10 @@ describe('veil db install SQL', () => {
   it('the grant functions grant only functions that exist with those argument types; writers get no protect, readers no protect, lookups no unprotect', () => {
     for (const grant of [...READER_FUNCTIONS, ...LOOKUP_FUNCTIONS, ...WRITER_FUNCTIONS]) {
       const [, name, args] = /^(veil\.\w+)\((.*)\)$/.exec(grant)!;
-      expect(functions.some((f) => f.name === name && f.types.join(', ') === args), grant).toBe(true);
+      expect(
+        functions.some((f) => f.name === name && f.types.join(', ') === args),
+        grant,
+      ).toBe(true);
     }
     expect(WRITER_FUNCTIONS.join()).not.toMatch(/protect/);
     expect(READER_FUNCTIONS.join()).not.toMatch(/veil\.protect/);
@@ -66,8 +122,8 @@ describe('veil db install SQL', () => {
     expect(writer).toContain('SET log_min_error_statement = panic');
   });
 
-  it('read views run with the reader\'s privileges (security_invoker), and attach adds the statement trigger that raises deferred failures', () => {
-    expect(ADMIN_MODULE.source).toContain("WITH (security_invoker = true) AS SELECT");
+  it("read views run with the reader's privileges (security_invoker), and attach adds the statement trigger that raises deferred failures", () => {
+    expect(ADMIN_MODULE.source).toContain('WITH (security_invoker = true) AS SELECT');
     expect(ADMIN_MODULE.source).toMatch(/AFTER INSERT OR UPDATE ON ' \+ table \+\s+' FOR EACH STATEMENT EXECUTE FUNCTION veil\.check_statement\(\)/);
   });
 
@@ -75,7 +131,10 @@ describe('veil db install SQL', () => {
     expect(script.split(DOLLAR_TAG).length - 1).toBe(PLPYTHON_FUNCTIONS.length * 2);
     for (const fn of PLPYTHON_FUNCTIONS) {
       // PL/Python wraps a body in a function; compile it the same way
-      const wrapped = `def body():\n${plPythonBody(fn).split('\n').map((l) => `    ${l}`).join('\n')}\n`;
+      const wrapped = `def body():\n${plPythonBody(fn)
+        .split('\n')
+        .map((l) => `    ${l}`)
+        .join('\n')}\n`;
       execFileSync('python3', ['-c', 'import sys; compile(sys.stdin.read(), "body", "exec")'], { input: wrapped });
     }
     for (const module of [CLIENT_MODULE, ADMIN_MODULE]) {
@@ -84,7 +143,9 @@ describe('veil db install SQL', () => {
   });
 
   it('raises only codes of the error catalog (docs/errors.md)', () => {
-    const codes = new Set([...CLIENT_MODULE.source.matchAll(/VeilFailure\('([A-Z_]+)'/g), ...CLIENT_MODULE.source.matchAll(/^ {4}'([A-Z_]+)': '/gm)].map((m) => m[1]!));
+    const codes = new Set(
+      [...CLIENT_MODULE.source.matchAll(/VeilFailure\('([A-Z_]+)'/g), ...CLIENT_MODULE.source.matchAll(/^ {4}'([A-Z_]+)': '/gm)].map((m) => m[1]!),
+    );
     expect(codes.size).toBeGreaterThan(5);
     for (const code of codes) expect(Object.keys(ERROR_CATALOG), code).toContain(code);
   });

@@ -22,7 +22,7 @@ describe('leaseTerms', () => {
     return 'leased';
   };
 
-  it('leases AES-SIV and AES-GCM fields with the engine\'s header, the binding label and the primary version', () => {
+  it("leases AES-SIV and AES-GCM fields with the engine's header, the binding label and the primary version", () => {
     const email = terms('ingest', 'email');
     expect(email).toMatchObject({ kind: 'aes-siv', keyId: 'customer-siv', version: 1, pinned: false, label: 'Customer.email' });
     expect([...email.header]).toEqual([0xa1, 0, 0, 0, 1]);

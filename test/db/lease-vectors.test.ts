@@ -31,7 +31,10 @@ except Exception:
     fast = False
 seal = lease_sealer(grant)
 print(json.dumps([fast, [seal(v) for v in json.loads(sys.argv[2])]]))`;
-  const [fast, sealed] = JSON.parse(execFileSync(PYTHON, ['-c', script, frame.toString('hex'), JSON.stringify(values)], { encoding: 'utf8' })) as [boolean, string[]];
+  const [fast, sealed] = JSON.parse(execFileSync(PYTHON, ['-c', script, frame.toString('hex'), JSON.stringify(values)], { encoding: 'utf8' })) as [
+    boolean,
+    string[],
+  ];
   // this interpreter's python3-cryptography has the bindings the fast path takes (Debian 12's 38.0)
   expect(fast).toBe(!fallback);
   return sealed;
@@ -40,12 +43,22 @@ print(json.dumps([fast, [seal(v) for v in json.loads(sys.argv[2])]]))`;
 describe('leased keys seal as the engine protects', () => {
   const { engine, config, keys } = engineFixture(undefined, { random: (b) => b.fill(NONCE) });
   const caller = identity('ingest');
-  const protect = (property: string) => valuesOf(engine.transform(body({ roles: ['ingest'], action: 'Protect', instances: VALUES.map((v) => [property, v] as const) }), caller));
+  const protect = (property: string) =>
+    valuesOf(engine.transform(body({ roles: ['ingest'], action: 'Protect', instances: VALUES.map((v) => [property, v] as const) }), caller));
 
   for (const property of ['email', 'name']) {
     it(`Customer.${property} (${property === 'email' ? 'AES-SIV' : 'AES-GCM, nonce pinned'}): byte for byte, fast path and fallback`, () => {
       const terms = leaseTerms({ engine, config }, keys, caller, 'ingest', 'Customer', property);
-      const frame = leaseGrantFrame({ lease: 1, validForMs: 10_000, budget: 64, maxChars: 10_000, kind: terms.kind, header: terms.header, label: terms.label, key: terms.key });
+      const frame = leaseGrantFrame({
+        lease: 1,
+        validForMs: 10_000,
+        budget: 64,
+        maxChars: 10_000,
+        kind: terms.kind,
+        header: terms.header,
+        label: terms.label,
+        key: terms.key,
+      });
       const expected = protect(property);
       expect(pythonSeal(frame, VALUES, false)).toEqual(expected);
       expect(pythonSeal(frame, VALUES, true)).toEqual(expected);
@@ -55,8 +68,19 @@ describe('leased keys seal as the engine protects', () => {
   it('a randomized value the backend sealed unprotects through the engine', () => {
     const { engine: live, config: liveConfig, keys: liveKeys } = engineFixture();
     const terms = leaseTerms({ engine: live, config: liveConfig }, liveKeys, caller, 'ingest', 'Customer', 'name');
-    const frame = leaseGrantFrame({ lease: 1, validForMs: 10_000, budget: 64, maxChars: 10_000, kind: terms.kind, header: terms.header, label: terms.label, key: terms.key });
+    const frame = leaseGrantFrame({
+      lease: 1,
+      validForMs: 10_000,
+      budget: 64,
+      maxChars: 10_000,
+      kind: terms.kind,
+      header: terms.header,
+      label: terms.label,
+      key: terms.key,
+    });
     const sealed = pythonSeal(frame, VALUES, false);
-    expect(valuesOf(live.transform(body({ roles: ['fraud'], action: 'Unprotect', instances: sealed.map((v) => ['name', v] as const) }), identity('fraud')))).toEqual(VALUES);
+    expect(
+      valuesOf(live.transform(body({ roles: ['fraud'], action: 'Unprotect', instances: sealed.map((v) => ['name', v] as const) }), identity('fraud'))),
+    ).toEqual(VALUES);
   });
 });

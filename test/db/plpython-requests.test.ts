@@ -13,7 +13,7 @@ function python(script: string): unknown {
   return JSON.parse(execFileSync('python3', ['-c', `${source}\n${script}`], { encoding: 'utf8' }));
 }
 
-describe('the database\'s transform bodies, grouped by data subject', () => {
+describe("the database's transform bodies, grouped by data subject", () => {
   const chunk = `[('P', 'email', 'v0', 'ann'), ('P', 'name', 'v1', 'bob'), ('P', 'email', 'v2', 'ann'), ('P', 'city', 'v3', None)]`;
 
   it('one processing context (Action and Subject) and one request per subject, in the order they first occur', () => {
@@ -26,7 +26,7 @@ describe('the database\'s transform bodies, grouped by data subject', () => {
     expect(body.requests.map((r) => r.processingContext)).toEqual(body.processingContexts.map((c) => c.guid));
   });
 
-  it('maps a 200 answer and a problem\'s errors back to the values\' order; refuses an answer of another shape', () => {
+  it("maps a 200 answer and a problem's errors back to the values' order; refuses an answer of another shape", () => {
     const out = python(`import json
 c = ${chunk}
 g = request_groups(c)

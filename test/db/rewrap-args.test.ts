@@ -21,25 +21,63 @@ function usage(args: string[], env: Record<string, string> = io.env): string {
 }
 
 describe('veil db rewrap: arguments', () => {
-  it('defaults: batch 1000, rights Role=<role>, Action=Protect and Action=Unprotect, $VEIL_PG_URL, the columns of veil\'s trigger', () => {
+  it("defaults: batch 1000, rights Role=<role>, Action=Protect and Action=Unprotect, $VEIL_PG_URL, the columns of veil's trigger", () => {
     expect(parseRewrapArgs(base, io)).toEqual({
-      table: { schema: 'crm', name: 'customers' }, keyColumn: 'id', role: 'fraud',
+      table: { schema: 'crm', name: 'customers' },
+      keyColumn: 'id',
+      role: 'fraud',
       rights: [{ name: 'Role', value: 'fraud' }],
-      protectEvidences: [{ name: 'Action', value: 'Protect' }], unprotectEvidences: [{ name: 'Action', value: 'Unprotect' }],
-      batch: 1000, restart: false, databaseUrl: 'postgres://u@h/db',
-      configFile: expect.stringMatching(/config\/example\.yaml$/), dataDir: '/work/.veil',
+      protectEvidences: [{ name: 'Action', value: 'Protect' }],
+      unprotectEvidences: [{ name: 'Action', value: 'Unprotect' }],
+      batch: 1000,
+      restart: false,
+      databaseUrl: 'postgres://u@h/db',
+      configFile: expect.stringMatching(/config\/example\.yaml$/),
+      dataDir: '/work/.veil',
     });
   });
 
   it('takes columns, evidences, batch, restart, a database URL ($DATABASE_URL last), config and data dir', () => {
-    const o = parseRewrapArgs([...base, '--column', 'email=Customer.email', '--column', 'Full_Name=Customer.name', '--rights', 'Role=fraud', '--rights', 'Team=risk',
-      '--protect-evidence', 'Action=Protect', '--unprotect-evidence', 'Action=Reveal=1', '--batch', '250', '--restart', '--config', 'c.yaml', '--data-dir', 'd'],
-    { env: { DATABASE_URL: 'postgres://other/db' }, cwd: '/work' });
+    const o = parseRewrapArgs(
+      [
+        ...base,
+        '--column',
+        'email=Customer.email',
+        '--column',
+        'Full_Name=Customer.name',
+        '--rights',
+        'Role=fraud',
+        '--rights',
+        'Team=risk',
+        '--protect-evidence',
+        'Action=Protect',
+        '--unprotect-evidence',
+        'Action=Reveal=1',
+        '--batch',
+        '250',
+        '--restart',
+        '--config',
+        'c.yaml',
+        '--data-dir',
+        'd',
+      ],
+      { env: { DATABASE_URL: 'postgres://other/db' }, cwd: '/work' },
+    );
     expect(o).toMatchObject({
-      columns: [{ column: 'email', className: 'Customer', propertyName: 'email' }, { column: 'Full_Name', className: 'Customer', propertyName: 'name' }],
-      rights: [{ name: 'Role', value: 'fraud' }, { name: 'Team', value: 'risk' }],
+      columns: [
+        { column: 'email', className: 'Customer', propertyName: 'email' },
+        { column: 'Full_Name', className: 'Customer', propertyName: 'name' },
+      ],
+      rights: [
+        { name: 'Role', value: 'fraud' },
+        { name: 'Team', value: 'risk' },
+      ],
       unprotectEvidences: [{ name: 'Action', value: 'Reveal=1' }],
-      batch: 250, restart: true, databaseUrl: 'postgres://other/db', configFile: '/work/c.yaml', dataDir: '/work/d',
+      batch: 250,
+      restart: true,
+      databaseUrl: 'postgres://other/db',
+      configFile: '/work/c.yaml',
+      dataDir: '/work/d',
     });
     expect(parseRewrapArgs([...base, '--help'], io)).toBe('help');
   });
@@ -60,12 +98,21 @@ describe('veil db rewrap: arguments', () => {
 
   it('a column is column=Class.property: an SQL identifier and veil names', () => {
     expect(parseColumnSpec('email=Customer.email')).toEqual({ column: 'email', className: 'Customer', propertyName: 'email' });
-    for (const bad of ['email', 'email=Customer', '=Customer.email', 'e mail=Customer.email', 'email=Cust omer.email', 'email=Customer.e.mail', 'x";--=Customer.email', 'email=1Customer.email']) {
+    for (const bad of [
+      'email',
+      'email=Customer',
+      '=Customer.email',
+      'e mail=Customer.email',
+      'email=Cust omer.email',
+      'email=Customer.e.mail',
+      'x";--=Customer.email',
+      'email=1Customer.email',
+    ]) {
       expect(() => parseColumnSpec(bad), bad).toThrow(CliFault);
     }
   });
 
-  it('veil db rewrap: usage errors exit 2, --help exits 0 with the rewrap\'s text', async () => {
+  it("veil db rewrap: usage errors exit 2, --help exits 0 with the rewrap's text", async () => {
     const fake = fakeCliIo('/tmp', { VEIL_PG_URL: 'postgres://x@127.0.0.1:1/db' });
     const help = await veil(fake, ['db', 'rewrap', '--help']);
     expect(help.code).toBe(0);
@@ -82,7 +129,7 @@ describe('veil db rewrap: arguments', () => {
 });
 
 describe('veil db rewrap: key versions and report', () => {
-  it('names each configured key at its pinned version, else the keystore\'s primary', () => {
+  it("names each configured key at its pinned version, else the keystore's primary", () => {
     const config = veilConfigOrFail(EXAMPLE_CONFIG_TEXT);
     const keys = new MemoryKeyProvider();
     const material = (n: number) => new Uint8Array(n).fill(7);
@@ -98,8 +145,14 @@ describe('veil db rewrap: key versions and report', () => {
   it('reports figures and refusals by JSON-quoted key, column and code', () => {
     const counts = { rowsRead: 3, rewrapped: 2, unchanged: 0, refused: 2, nulls: 1, rowsUpdated: 1, batches: 1, erased: 0 };
     const result: RewrapResult = {
-      state: 'finished', start: { kind: 'new', reason: 'x' }, run: counts, job: { ...counts, refused: 3 },
-      refusals: [{ key: 'a\u001b[2J', column: 'email', code: 'KEY_VERSION_UNKNOWN' }, { key: '42', column: 'name', code: 'PROTECTED_VALUE_INVALID' }],
+      state: 'finished',
+      start: { kind: 'new', reason: 'x' },
+      run: counts,
+      job: { ...counts, refused: 3 },
+      refusals: [
+        { key: 'a\u001b[2J', column: 'email', code: 'KEY_VERSION_UNKNOWN' },
+        { key: '42', column: 'name', code: 'PROTECTED_VALUE_INVALID' },
+      ],
     };
     const text = rewrapReport('crm.customers', 'id', result, 1234);
     expect(text).toContain('veil db rewrap crm.customers: finished\n');
@@ -115,7 +168,7 @@ describe('veil db rewrap: key versions and report', () => {
   it('reports values of erased data subjects kept as stored, without failing', () => {
     const counts = { rowsRead: 4, rewrapped: 1, unchanged: 0, refused: 0, nulls: 0, rowsUpdated: 1, batches: 1, erased: 3 };
     const text = rewrapReport('t', 'id', { state: 'finished', start: { kind: 'new', reason: 'x' }, run: counts, job: counts, refusals: [] }, 0);
-    expect(text).toContain(', batches 1, erased subjects\' values kept 3, elapsed');
+    expect(text).toContain(", batches 1, erased subjects' values kept 3, elapsed");
     expect(text).toContain('values of erased data subjects, kept as stored (unreadable for good): 3\n');
     expect(text).not.toContain('refused values');
   });

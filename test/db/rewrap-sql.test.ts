@@ -1,6 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import {
-  checkColumnName, parseTableName, qualifiedName, quoteIdent, selectBatchSql, triggerMapping, triggerSubject, updateBatchSql, type RewrapTable,
+  checkColumnName,
+  parseTableName,
+  qualifiedName,
+  quoteIdent,
+  selectBatchSql,
+  triggerMapping,
+  triggerSubject,
+  updateBatchSql,
+  type RewrapTable,
 } from '../../src/db/rewrap-sql.ts';
 
 /** veil db rewrap's SQL: names checked before any statement is built, and quoted in it. */
@@ -54,14 +62,20 @@ describe('veil db rewrap: names', () => {
 describe('veil db rewrap: batch statements', () => {
   const t: RewrapTable = { table: 'crm."Customers"', keyColumn: 'id', columns: ['email', 'Full$Name'] };
 
-  it('selects a batch in key order, locked, after the last key (a parameter), ordered by the table\'s column', () => {
-    expect(selectBatchSql(t, false)).toBe('SELECT t."id"::text AS veil_key, t."email" AS v0, t."Full$Name" AS v1 FROM crm."Customers" t ORDER BY t."id" LIMIT $1 FOR UPDATE OF t');
-    expect(selectBatchSql(t, true)).toBe('SELECT t."id"::text AS veil_key, t."email" AS v0, t."Full$Name" AS v1 FROM crm."Customers" t WHERE t."id" > $1 ORDER BY t."id" LIMIT $2 FOR UPDATE OF t');
+  it("selects a batch in key order, locked, after the last key (a parameter), ordered by the table's column", () => {
+    expect(selectBatchSql(t, false)).toBe(
+      'SELECT t."id"::text AS veil_key, t."email" AS v0, t."Full$Name" AS v1 FROM crm."Customers" t ORDER BY t."id" LIMIT $1 FOR UPDATE OF t',
+    );
+    expect(selectBatchSql(t, true)).toBe(
+      'SELECT t."id"::text AS veil_key, t."email" AS v0, t."Full$Name" AS v1 FROM crm."Customers" t WHERE t."id" > $1 ORDER BY t."id" LIMIT $2 FOR UPDATE OF t',
+    );
   });
 
   it('updates the changed rows in one statement of parameters, and returns whether each was stored as written', () => {
-    expect(updateBatchSql(t)).toBe('UPDATE crm."Customers" t SET "email" = x.v0, "Full$Name" = x.v1 FROM unnest($1::text[], $2::text[], $3::text[]) AS x(k, v0, v1) '
-      + 'WHERE t."id" = ANY ($4) AND t."id"::text = x.k RETURNING (t."email" IS NOT DISTINCT FROM x.v0 AND t."Full$Name" IS NOT DISTINCT FROM x.v1) AS same');
+    expect(updateBatchSql(t)).toBe(
+      'UPDATE crm."Customers" t SET "email" = x.v0, "Full$Name" = x.v1 FROM unnest($1::text[], $2::text[], $3::text[]) AS x(k, v0, v1) ' +
+        'WHERE t."id" = ANY ($4) AND t."id"::text = x.k RETURNING (t."email" IS NOT DISTINCT FROM x.v0 AND t."Full$Name" IS NOT DISTINCT FROM x.v1) AS same',
+    );
   });
 
   it('a column name that got past the checks still cannot leave its quotes', () => {
@@ -73,7 +87,7 @@ describe('veil db rewrap: batch statements', () => {
   });
 });
 
-describe('veil db rewrap: the trigger\'s mapping', () => {
+describe("veil db rewrap: the trigger's mapping", () => {
   it('reads (column, class, property) triples from pg_trigger.tgargs', () => {
     const args = Buffer.from('email\0Customer\0email\0full name\0Customer\0name\0', 'utf8');
     expect(triggerMapping(args)).toEqual([
@@ -90,8 +104,10 @@ describe('veil db rewrap: the trigger\'s mapping', () => {
     expect(triggerSubject(args)).toBe('customer_id');
   });
 
-  it('selects each row\'s subject as text when the table names a subject column', () => {
+  it("selects each row's subject as text when the table names a subject column", () => {
     const t: RewrapTable = { table: '"t"', keyColumn: 'id', columns: ['email'], subjectColumn: 'who' };
-    expect(selectBatchSql(t, false)).toBe('SELECT t."id"::text AS veil_key, t."email" AS v0, t."who"::text AS veil_subject FROM "t" t ORDER BY t."id" LIMIT $1 FOR UPDATE OF t');
+    expect(selectBatchSql(t, false)).toBe(
+      'SELECT t."id"::text AS veil_key, t."email" AS v0, t."who"::text AS veil_subject FROM "t" t ORDER BY t."id" LIMIT $1 FOR UPDATE OF t',
+    );
   });
 });

@@ -9,15 +9,36 @@ const chain = (tag: string): RewrapTransform => ({
 });
 
 describe('veil db rewrap: values of a batch', () => {
-  it('without a subject column: each column\'s non-NULL values through its chain, NULL stays NULL', async () => {
-    expect(await rewrapValues([chain('e'), chain('n')], [['a', null], [null, 'b']])).toEqual([['e:-:a', null], [null, 'n:-:b']]);
+  it("without a subject column: each column's non-NULL values through its chain, NULL stays NULL", async () => {
+    expect(
+      await rewrapValues(
+        [chain('e'), chain('n')],
+        [
+          ['a', null],
+          [null, 'b'],
+        ],
+      ),
+    ).toEqual([
+      ['e:-:a', null],
+      [null, 'n:-:b'],
+    ]);
   });
 
-  it('with one: the batch\'s subjects fetched once, never created; each subject\'s values under it; no subject or a bad id refused per value', async () => {
+  it("with one: the batch's subjects fetched once, never created; each subject's values under it; no subject or a bad id refused per value", async () => {
     const fetched: string[][] = [];
     const access: RewrapSubjects = {
-      keys: async (ids) => { fetched.push([...ids]); return new Map() as SubjectKeyring; },
-      within: (subject, _ring, fn) => { current = subject; try { return fn(); } finally { current = undefined; } },
+      keys: async (ids) => {
+        fetched.push([...ids]);
+        return new Map() as SubjectKeyring;
+      },
+      within: (subject, _ring, fn) => {
+        current = subject;
+        try {
+          return fn();
+        } finally {
+          current = undefined;
+        }
+      },
     };
     const ids = ['ann', 'gone', null, 'ann', 'bad\u0001', null];
     const out = await rewrapValues([chain('e')], [['a1', 'g1', 'x', 'a2', 'y', null]], { ids, access });

@@ -20,18 +20,34 @@ describe('database socket: values with their data subject', () => {
     const bad = [
       payload(protectFrame('app', 'ingest', [item('x', '')])),
       payload(protectFrame('app', 'ingest', [item('x', 's'.repeat(513))])),
-      (() => { const p = Buffer.from(payload(protectFrame('app', 'ingest', [item('x', 'ab')]))); p[p.length - 7] = 0xc3; p[p.length - 6] = 0x28; return p; })(),
-      (() => { const p = Buffer.from(payload(protectFrame('app', 'ingest', [item('x', 'ab')]))); p.writeUInt32BE(2, 1 + 4 + 7); return p; })(),
+      (() => {
+        const p = Buffer.from(payload(protectFrame('app', 'ingest', [item('x', 'ab')])));
+        p[p.length - 7] = 0xc3;
+        p[p.length - 6] = 0x28;
+        return p;
+      })(),
+      (() => {
+        const p = Buffer.from(payload(protectFrame('app', 'ingest', [item('x', 'ab')])));
+        p.writeUInt32BE(2, 1 + 4 + 7);
+        return p;
+      })(),
     ];
     for (const bytes of bad) expect(() => parseClientFrame(bytes, 10)).toThrow(DbFault);
   });
 
-  it('groups the frame\'s values into one processing context and request per subject, and maps answers and errors back to the frame\'s order', () => {
+  it("groups the frame's values into one processing context and request per subject, and maps answers and errors back to the frame's order", () => {
     const call = socketCall('ingest', [item('v0', 'ann'), item('v1', 'bob'), item('v2', 'ann'), item('v3', 'cy')]);
-    expect(call.request.processingContexts.map((c) => c.evidences)).toEqual(['ann', 'bob', 'cy'].map((s) => [{ name: 'Action', value: 'Protect' }, { name: 'Subject', value: s }]));
+    expect(call.request.processingContexts.map((c) => c.evidences)).toEqual(
+      ['ann', 'bob', 'cy'].map((s) => [
+        { name: 'Action', value: 'Protect' },
+        { name: 'Subject', value: s },
+      ]),
+    );
     expect(call.request.requests.map((r) => r.instances.map((i) => i.value))).toEqual([['v0', 'v2'], ['v1'], ['v3']]);
     expect(call.request.requests.every((r) => r.instances.every((i) => !('subject' in i)))).toBe(true);
-    const response = { responses: call.request.requests.map((r) => ({ request: r.guid, instances: r.instances.map((i) => ({ ...i, value: `p(${i.value})` })) })) };
+    const response = {
+      responses: call.request.requests.map((r) => ({ request: r.guid, instances: r.instances.map((i) => ({ ...i, value: `p(${i.value})` })) })),
+    };
     expect(frameValues(call, response)).toEqual(['p(v0)', 'p(v1)', 'p(v2)', 'p(v3)']);
     expect(framePosition(call, { request: call.request.requests[0]!.guid, instance: 1 })).toBe(2);
     expect(framePosition(call, { request: call.request.requests[2]!.guid, instance: 0 })).toBe(3);

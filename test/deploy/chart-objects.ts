@@ -7,23 +7,51 @@ import { helmTemplate, type K8sObject } from './kube-tools.ts';
 export const PRODUCTION = join(ROOT, 'deploy/helm/values-production.yaml');
 export const KAFKA_SASL_SSL = join(ROOT, 'deploy/helm/values-kafka-sasl-ssl.yaml');
 
-export interface EnvVar { name: string; value?: string; valueFrom?: { fieldRef?: { fieldPath: string }; secretKeyRef?: { name: string; key: string } } }
-export interface Probe { httpGet: { path: string; port: string } }
+export interface EnvVar {
+  name: string;
+  value?: string;
+  valueFrom?: { fieldRef?: { fieldPath: string }; secretKeyRef?: { name: string; key: string } };
+}
+export interface Probe {
+  httpGet: { path: string; port: string };
+}
 export interface Container {
-  name: string; image: string; args: string[]; env: EnvVar[]; envFrom: { secretRef: { name: string } }[];
-  ports?: { name: string; containerPort: number }[]; livenessProbe?: Probe; readinessProbe?: Probe; startupProbe?: Probe;
-  securityContext: Record<string, unknown>; volumeMounts: { name: string; mountPath: string; readOnly?: boolean }[];
+  name: string;
+  image: string;
+  args: string[];
+  env: EnvVar[];
+  envFrom: { secretRef: { name: string } }[];
+  ports?: { name: string; containerPort: number }[];
+  livenessProbe?: Probe;
+  readinessProbe?: Probe;
+  startupProbe?: Probe;
+  securityContext: Record<string, unknown>;
+  volumeMounts: { name: string; mountPath: string; readOnly?: boolean }[];
   lifecycle?: { preStop: { exec: { command: string[] } } };
 }
 export interface PodSpec {
-  containers: Container[]; terminationGracePeriodSeconds: number; securityContext: Record<string, unknown>;
+  containers: Container[];
+  terminationGracePeriodSeconds: number;
+  securityContext: Record<string, unknown>;
   volumes: { name: string; emptyDir?: unknown; configMap?: { name: string }; secret?: { secretName: string } }[];
 }
 /** a Deployment or a StatefulSet (stream.workload) */
 export interface Workload extends K8sObject {
-  spec: { replicas?: number; serviceName?: string; selector: { matchLabels: Record<string, string> }; template: { metadata: { labels: Record<string, string> }; spec: PodSpec } };
+  spec: {
+    replicas?: number;
+    serviceName?: string;
+    selector: { matchLabels: Record<string, string> };
+    template: { metadata: { labels: Record<string, string> }; spec: PodSpec };
+  };
 }
-export type Service = K8sObject & { spec: { clusterIP?: string; publishNotReadyAddresses?: boolean; selector: Record<string, string>; ports: { name: string; port: number; targetPort: string }[] } };
+export type Service = K8sObject & {
+  spec: {
+    clusterIP?: string;
+    publishNotReadyAddresses?: boolean;
+    selector: Record<string, string>;
+    ports: { name: string; port: number; targetPort: string }[];
+  };
+};
 
 export const kinds = (objects: K8sObject[], kind: string) => objects.filter((o) => o.kind === kind);
 /** every Deployment and StatefulSet */
@@ -34,7 +62,10 @@ export const container = (d: Workload) => d.spec.template.spec.containers[0]!;
 export const env = (c: Container, name: string) => c.env.find((e) => e.name === name)?.value;
 export const matches = (selector: Record<string, string>, labels: Record<string, string>) => Object.entries(selector).every(([k, v]) => labels[k] === v);
 
-export interface Render { text: string; objects: K8sObject[] }
+export interface Render {
+  text: string;
+  objects: K8sObject[];
+}
 /** The value sets the chart tests render, each once per test file. */
 export interface Renders {
   defaults: Render;
@@ -55,10 +86,24 @@ export async function renderAll(): Promise<Renders> {
     defaults: await helmTemplate(),
     production: await helmTemplate(PRODUCTION),
     variant: await helmTemplate(undefined, [
-      '--set', 'gateway.enabled=true', '--set', 'stream.autoscaling.enabled=true', '--set', 'stream.autoscaling.lagMetricType=Pods', '--set', 'pdb.enabled=true',
-      '--set', 'networkPolicy.enabled=true', '--set', 'networkPolicy.egress[0].ports[0].port=9092',
-      '--set', 'metrics.serviceMonitor.enabled=true', '--set', 'serve.autoscaling.enabled=true',
-      '--set-file', `config.inline=${join(ROOT, 'examples/gateway/gateway.yaml')}`,
+      '--set',
+      'gateway.enabled=true',
+      '--set',
+      'stream.autoscaling.enabled=true',
+      '--set',
+      'stream.autoscaling.lagMetricType=Pods',
+      '--set',
+      'pdb.enabled=true',
+      '--set',
+      'networkPolicy.enabled=true',
+      '--set',
+      'networkPolicy.egress[0].ports[0].port=9092',
+      '--set',
+      'metrics.serviceMonitor.enabled=true',
+      '--set',
+      'serve.autoscaling.enabled=true',
+      '--set-file',
+      `config.inline=${join(ROOT, 'examples/gateway/gateway.yaml')}`,
     ]),
     sasl: await helmTemplate(PRODUCTION, ['--set', 'keda.authenticationRef=kafka-sasl']),
     kafkaSecurity: await helmTemplate(PRODUCTION, ['-f', KAFKA_SASL_SSL]),

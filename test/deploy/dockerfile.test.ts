@@ -15,8 +15,16 @@ import { parse } from 'yaml';
 
 const exec = promisify(execFile);
 
-interface Instruction { op: string; args: string; line: number }
-interface Stage { from: string; name?: string; steps: Instruction[] }
+interface Instruction {
+  op: string;
+  args: string;
+  line: number;
+}
+interface Stage {
+  from: string;
+  name?: string;
+  steps: Instruction[];
+}
 
 /** The Dockerfile's instructions (continuations joined, comments dropped), in stages, ARGs substituted into FROM. */
 function parseDockerfile(text: string): { args: Record<string, string>; stages: Stage[] } {
@@ -52,7 +60,8 @@ function parseDockerfile(text: string): { args: Record<string, string>; stages: 
 
 /** Docker's .dockerignore rules: a pattern excludes a path or any of its parents; `!` re-includes; the last match wins. */
 function dockerIgnored(patterns: string[], path: string): boolean {
-  const toRegex = (p: string) => new RegExp(`^${p.replace(/[.+^${}()|[\]]/g, '\\$&').replace(/\*\*\/?|\*|\?/g, (t) => (t.startsWith('**') ? '(?:.*/)?' : t === '*' ? '[^/]*' : '[^/]'))}$`);
+  const toRegex = (p: string) =>
+    new RegExp(`^${p.replace(/[.+^${}()|[\]]/g, '\\$&').replace(/\*\*\/?|\*|\?/g, (t) => (t.startsWith('**') ? '(?:.*/)?' : t === '*' ? '[^/]*' : '[^/]'))}$`);
   const parts = path.split('/');
   const candidates = parts.map((_, i) => parts.slice(0, i + 1).join('/'));
   let ignored = false;
@@ -67,18 +76,30 @@ function dockerIgnored(patterns: string[], path: string): boolean {
 const dockerfile = parseDockerfile(readFileSync(join(ROOT, 'Dockerfile'), 'utf8'));
 const [build, runtime] = [dockerfile.stages[0]!, dockerfile.stages.at(-1)!];
 const steps = (stage: Stage, op: string) => stage.steps.filter((s) => s.op === op);
-const dockerignore = readFileSync(join(ROOT, '.dockerignore'), 'utf8').split('\n').map((l) => l.trim()).filter((l) => l && !l.startsWith('#'));
-const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { engines: { node: string }; devDependencies: Record<string, string>; scripts: Record<string, string>; workspaces: string[] };
+const dockerignore = readFileSync(join(ROOT, '.dockerignore'), 'utf8')
+  .split('\n')
+  .map((l) => l.trim())
+  .filter((l) => l && !l.startsWith('#'));
+const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
+  engines: { node: string };
+  devDependencies: Record<string, string>;
+  scripts: Record<string, string>;
+  workspaces: string[];
+};
 /** exec-form JSON arrays: ["a", "b"] */
 const execForm = (args: string) => JSON.parse(args) as string[];
 /** the Debian packages `apt-get install` names in a stage */
-const aptPackages = (stage: Stage) => steps(stage, 'RUN').flatMap((s) => [...s.args.matchAll(/apt-get install ((?:[^&;|]|\\\n)+)/g)].flatMap((m) => m[1]!.split(/\s+/).filter((w) => w && !w.startsWith('-'))));
+const aptPackages = (stage: Stage) =>
+  steps(stage, 'RUN').flatMap((s) =>
+    [...s.args.matchAll(/apt-get install ((?:[^&;|]|\\\n)+)/g)].flatMap((m) => m[1]!.split(/\s+/).filter((w) => w && !w.startsWith('-'))),
+  );
 const env = Object.fromEntries(steps(runtime, 'ENV').flatMap((s) => [...s.args.matchAll(/(\w+)=(\S+)/g)].map((m) => [m[1]!, m[2]!])));
 const workdir = steps(runtime, 'WORKDIR').at(-1)!.args;
 
 describe('Dockerfile', () => {
-  it('BuildKit\'s own parser (`docker build`\'s, from PyPI\'s dockerfile) reads it, as this test\'s parser does', async () => {
-    const script = 'import dockerfile, json, sys\nprint(json.dumps([[c.cmd.upper(), c.start_line, list(c.flags), list(c.value)] for c in dockerfile.parse_file(sys.argv[1])]))';
+  it("BuildKit's own parser (`docker build`'s, from PyPI's dockerfile) reads it, as this test's parser does", async () => {
+    const script =
+      'import dockerfile, json, sys\nprint(json.dumps([[c.cmd.upper(), c.start_line, list(c.flags), list(c.value)] for c in dockerfile.parse_file(sys.argv[1])]))';
     const { stdout } = await exec(await deployToolsPython(), ['-c', script, join(ROOT, 'Dockerfile')], { timeout: 60_000 });
     const official = JSON.parse(stdout) as [string, number, string[], string[]][];
     const ours = [...Object.entries(dockerfile.args).map(() => 'ARG'), ...dockerfile.stages.flatMap((st) => ['FROM', ...st.steps.map((i) => i.op)])];
@@ -97,7 +118,7 @@ describe('Dockerfile', () => {
     });
   }, 330_000);
 
-  it('is multi-stage: a build stage, then a slim runtime on the same Node.js 22 base that copies only the build\'s result', () => {
+  it("is multi-stage: a build stage, then a slim runtime on the same Node.js 22 base that copies only the build's result", () => {
     expect(dockerfile.stages.length).toBeGreaterThanOrEqual(2);
     expect(build.name).toBe('build');
     expect(build.from).toBe(runtime.from);
@@ -113,21 +134,27 @@ describe('Dockerfile', () => {
     expect(aptPackages(runtime).filter((p) => p.endsWith('-dev'))).toEqual([]);
   });
 
-  it('the build stage has what npm ci\'s postinstall needs to build librdkafka and pkcs11js (README, .ci/run)', () => {
+  it("the build stage has what npm ci's postinstall needs to build librdkafka and pkcs11js (README, .ci/run)", () => {
     expect(aptPackages(build).sort()).toEqual(['g++', 'libssl-dev', 'make', 'patch', 'python3', 'zlib1g-dev']);
     const ci = readFileSync(join(ROOT, '.ci/run'), 'utf8');
     for (const p of ['libssl-dev', 'zlib1g-dev', 'make', 'g++', 'patch']) expect(ci).toContain(p);
     expect(pkg.scripts.postinstall).toContain('scripts/build-librdkafka.sh');
   });
 
-  it('npm ci installs from the lockfile, copied first with every workspace\'s manifest; veil\'s postinstall runs with what it uses already copied', () => {
+  it("npm ci installs from the lockfile, copied first with every workspace's manifest; veil's postinstall runs with what it uses already copied", () => {
     const copies = steps(build, 'COPY').map((s) => s.args);
     const runs = steps(build, 'RUN');
     const npmCi = build.steps.findIndex((s) => s.op === 'RUN' && /\bnpm ci\b/.test(s.args));
     expect(npmCi).toBeGreaterThan(-1);
     expect(runs.some((s) => /\bnpm install\b/.test(s.args))).toBe(false);
-    const before = build.steps.slice(0, npmCi).filter((s) => s.op === 'COPY').map((s) => s.args.split(/\s+/).slice(0, -1)).flat();
-    expect(before).toEqual(expect.arrayContaining(['package.json', 'package-lock.json', 'patches/', 'scripts/', ...pkg.workspaces.map((w) => `${w}/package.json`)]));
+    const before = build.steps
+      .slice(0, npmCi)
+      .filter((s) => s.op === 'COPY')
+      .map((s) => s.args.split(/\s+/).slice(0, -1))
+      .flat();
+    expect(before).toEqual(
+      expect.arrayContaining(['package.json', 'package-lock.json', 'patches/', 'scripts/', ...pkg.workspaces.map((w) => `${w}/package.json`)]),
+    );
     const ciStep = build.steps[npmCi]!.args;
     expect(ciStep).toMatch(/npm ci --ignore-scripts .*&& npm run postinstall/);
     expect(ciStep).toMatch(/npm prune --omit=dev/);
@@ -135,9 +162,25 @@ describe('Dockerfile', () => {
     expect(copies).toEqual(expect.arrayContaining(['bin/ bin/', 'config/ config/', 'src/ src/']));
     expect(readFileSync(join(ROOT, 'src/kafka/librdkafka-adapter.ts'), 'utf8')).toContain("new URL('../../patches/', import.meta.url)");
     // every top-level directory src/ reads beside itself at run time is in the image
-    const copied = new Set(steps(build, 'COPY').map((s) => s.args.split(/\s+/).at(-1)!.replace(/^\.\/$/, '').split('/')[0]).filter(Boolean));
-    const read = readdirSync(join(ROOT, 'src'), { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.ts'))
-      .flatMap((f) => [...readFileSync(join(ROOT, 'src', f), 'utf8').matchAll(/new URL\('((?:\.\.\/)+[\w.-]+)/g)].map((m) => posix.normalize(posix.join('src', posix.dirname(f.split(sep).join('/')), m[1]!)).split('/')[0]!))
+    const copied = new Set(
+      steps(build, 'COPY')
+        .map(
+          (s) =>
+            s.args
+              .split(/\s+/)
+              .at(-1)!
+              .replace(/^\.\/$/, '')
+              .split('/')[0],
+        )
+        .filter(Boolean),
+    );
+    const read = readdirSync(join(ROOT, 'src'), { recursive: true, encoding: 'utf8' })
+      .filter((f) => f.endsWith('.ts'))
+      .flatMap((f) =>
+        [...readFileSync(join(ROOT, 'src', f), 'utf8').matchAll(/new URL\('((?:\.\.\/)+[\w.-]+)/g)].map(
+          (m) => posix.normalize(posix.join('src', posix.dirname(f.split(sep).join('/')), m[1]!)).split('/')[0]!,
+        ),
+      )
       .filter((dir) => dir !== 'src');
     expect(read.length).toBeGreaterThan(1);
     for (const dir of new Set(read)) expect(copied, dir).toContain(dir);
@@ -155,7 +198,17 @@ describe('Dockerfile', () => {
   });
 
   it('.dockerignore keeps out node_modules (anywhere), .git and the data dirs (.veil, .veil-demo)', () => {
-    for (const path of ['node_modules', 'node_modules/kafkajs/index.js', 'packages/client/node_modules/x', '.git', '.git/HEAD', '.veil', '.veil/master.key', '.veil-demo/keystore.json', 'test-artifacts/x.log']) {
+    for (const path of [
+      'node_modules',
+      'node_modules/kafkajs/index.js',
+      'packages/client/node_modules/x',
+      '.git',
+      '.git/HEAD',
+      '.veil',
+      '.veil/master.key',
+      '.veil-demo/keystore.json',
+      'test-artifacts/x.log',
+    ]) {
       expect(dockerIgnored(dockerignore, path), path).toBe(true);
     }
     // and the matcher is not vacuous
@@ -170,7 +223,9 @@ describe('Dockerfile', () => {
     const [uid, gid] = users[0]!.split(':');
     expect(uid).toMatch(/^\d+$/);
     expect(Number(uid)).not.toBe(0);
-    const run = steps(runtime, 'RUN').map((s) => s.args).join(' ');
+    const run = steps(runtime, 'RUN')
+      .map((s) => s.args)
+      .join(' ');
     expect(run).toContain(`useradd --system --uid ${uid} --gid veil`);
     expect(run).toContain(`groupadd --system --gid ${gid} veil`);
     // the USER comes before the process starts and after every RUN that needs root
@@ -183,14 +238,21 @@ describe('Dockerfile', () => {
   it('the data dir (VEIL_DATA_DIR) is a VOLUME owned by that user; HOME is /tmp: a read-only root filesystem works', () => {
     expect(env.VEIL_DATA_DIR).toBe('/var/lib/veil');
     expect(steps(runtime, 'VOLUME').map((s) => execForm(s.args))).toEqual([[env.VEIL_DATA_DIR]]);
-    expect(steps(runtime, 'RUN').map((s) => s.args).join(' ')).toContain(`chown veil:veil ${env.VEIL_DATA_DIR}`);
+    expect(
+      steps(runtime, 'RUN')
+        .map((s) => s.args)
+        .join(' '),
+    ).toContain(`chown veil:veil ${env.VEIL_DATA_DIR}`);
     expect(env.HOME).toBe('/tmp');
     // the code stays root's: COPY without --chown
     expect(steps(runtime, 'COPY').every((s) => !s.args.includes('--chown'))).toBe(true);
   });
 
-  it('EXPOSE names every port the chart\'s processes listen on: serve, the gateway, stream protect, stream unprotect', () => {
-    const values = parse(readFileSync(join(ROOT, 'deploy/helm/veil/values.yaml'), 'utf8')) as Record<'serve' | 'gateway' | 'stream' | 'unprotect', { port: number }>;
+  it("EXPOSE names every port the chart's processes listen on: serve, the gateway, stream protect, stream unprotect", () => {
+    const values = parse(readFileSync(join(ROOT, 'deploy/helm/veil/values.yaml'), 'utf8')) as Record<
+      'serve' | 'gateway' | 'stream' | 'unprotect',
+      { port: number }
+    >;
     const exposed = steps(runtime, 'EXPOSE').flatMap((s) => s.args.split(/\s+/).map(Number));
     expect(exposed).toEqual([values.serve.port, values.gateway.port, values.stream.port, values.unprotect.port]);
   });
@@ -206,13 +268,21 @@ describe('Dockerfile', () => {
     expect(stdout).toMatch(/^Usage: veil serve/);
   });
 
-  it('every Debian package it installs is one apt knows, for the image\'s release (bookworm)', async () => {
+  it("every Debian package it installs is one apt knows, for the image's release (bookworm)", async () => {
     const release = /^VERSION_CODENAME=(\w+)$/m.exec(readFileSync('/etc/os-release', 'utf8'))?.[1];
-    expect(release, 'apt here must answer for the base image\'s Debian release').toBe('bookworm');
+    expect(release, "apt here must answer for the base image's Debian release").toBe('bookworm');
     expect(runtime.from).toContain(release);
     const packages = [...new Set([...aptPackages(build), ...aptPackages(runtime)])];
     expect(packages.length).toBeGreaterThan(6);
-    const known = async () => Promise.all(packages.map((p) => exec('apt-cache', ['show', '--no-all-versions', p]).then(({ stdout }) => /^Package: /m.test(stdout), () => false)));
+    const known = async () =>
+      Promise.all(
+        packages.map((p) =>
+          exec('apt-cache', ['show', '--no-all-versions', p]).then(
+            ({ stdout }) => /^Package: /m.test(stdout),
+            () => false,
+          ),
+        ),
+      );
     let answers = await known();
     if (answers.includes(false) && !readdirSync('/var/lib/apt/lists').some((f) => f.endsWith('_Packages'))) {
       // a machine whose package lists were never fetched: fetch them once (apt-get update, as .ci/run does)
@@ -234,7 +304,11 @@ describe('Dockerfile HEALTHCHECK', () => {
 
   beforeAll(async () => {
     dataDir = await mkdtemp(join(tmpdir(), 'veil-healthcheck-'));
-    serve = spawn(join(ROOT, 'bin/veil'), ['serve', '--port', '0', '--data-dir', dataDir], { cwd: ROOT, env: { ...process.env, VEIL_LOG_LEVEL: 'warn' }, stdio: ['ignore', 'ignore', 'pipe'] });
+    serve = spawn(join(ROOT, 'bin/veil'), ['serve', '--port', '0', '--data-dir', dataDir], {
+      cwd: ROOT,
+      env: { ...process.env, VEIL_LOG_LEVEL: 'warn' },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
     port = await new Promise<number>((resolve, reject) => {
       let err = '';
       serve.stderr!.on('data', (d: Buffer) => {
@@ -255,7 +329,11 @@ describe('Dockerfile HEALTHCHECK', () => {
   });
 
   /** the HEALTHCHECK's exec form as the image runs it (its node: the one running this test, also 22) */
-  const probe = (env: Record<string, string>) => exec(command[0] === 'node' ? process.execPath : command[0]!, command.slice(1), { env: { PATH: process.env.PATH ?? '', ...env }, timeout: 10_000 }).then(() => 0, (e: { code?: number }) => e.code ?? -1);
+  const probe = (env: Record<string, string>) =>
+    exec(command[0] === 'node' ? process.execPath : command[0]!, command.slice(1), { env: { PATH: process.env.PATH ?? '', ...env }, timeout: 10_000 }).then(
+      () => 0,
+      (e: { code?: number }) => e.code ?? -1,
+    );
 
   it('asks /healthz of serve on VEIL_PORT (default 8080), or VEIL_HEALTHCHECK_URL', async () => {
     expect(healthcheck).toMatch(/--start-period=\d+s/);

@@ -12,19 +12,35 @@ let production: K8sObject[];
 let kafkaSecurity: K8sObject[];
 
 beforeAll(async () => {
-  ({ defaults: { objects: defaults }, production: { objects: production }, kafkaSecurity: { objects: kafkaSecurity } } = await renderAll());
+  ({
+    defaults: { objects: defaults },
+    production: { objects: production },
+    kafkaSecurity: { objects: kafkaSecurity },
+  } = await renderAll());
 }, 1_200_000); // cold: scripts/helm.sh builds helm first
 
 const names = (d: Workload) => container(d).env.map((e) => e.name);
 const mountedAt = (d: Workload, path: string) => container(d).volumeMounts.find((m) => path.startsWith(`${m.mountPath}/`));
 
 describe('extraEnv, extraVolumes, the image', () => {
-  it('an extraEnv entry the chart also sets replaces the chart\'s (one entry per name); a component\'s own wins over the global one', async () => {
+  it("an extraEnv entry the chart also sets replaces the chart's (one entry per name); a component's own wins over the global one", async () => {
     const { objects } = await helmTemplate(PRODUCTION, [
-      '--set', 'extraEnv[0].name=VEIL_LOG_LEVEL', '--set', 'extraEnv[0].value=debug',
-      '--set', 'extraEnv[1].name=OTEL_EXPORTER_OTLP_ENDPOINT', '--set', 'extraEnv[1].value=http://otel-collector.monitoring:4318',
-      '--set', 'serve.extraEnv[0].name=VEIL_LOG_LEVEL', '--set', 'serve.extraEnv[0].value=warn',
-      '--set', 'stream.extraEnv[0].name=VEIL_KAFKA_SESSION_TIMEOUT_MS', '--set', 'stream.extraEnv[0].value=45000',
+      '--set',
+      'extraEnv[0].name=VEIL_LOG_LEVEL',
+      '--set',
+      'extraEnv[0].value=debug',
+      '--set',
+      'extraEnv[1].name=OTEL_EXPORTER_OTLP_ENDPOINT',
+      '--set',
+      'extraEnv[1].value=http://otel-collector.monitoring:4318',
+      '--set',
+      'serve.extraEnv[0].name=VEIL_LOG_LEVEL',
+      '--set',
+      'serve.extraEnv[0].value=warn',
+      '--set',
+      'stream.extraEnv[0].name=VEIL_KAFKA_SESSION_TIMEOUT_MS',
+      '--set',
+      'stream.extraEnv[0].value=45000',
     ]);
     for (const d of workloads(objects)) {
       // no name twice: with two, Kubernetes keeps the later, which was the chart's
@@ -38,12 +54,28 @@ describe('extraEnv, extraVolumes, the image', () => {
     for (const d of [...workloads(defaults), ...workloads(kafkaSecurity)]) expect(names(d).length, d.metadata.name).toBe(new Set(names(d)).size);
   });
 
-  it('extraVolumes and extraVolumeMounts reach every component (a CA bundle), and a component\'s own only it (a PKCS#11 module for serve)', async () => {
+  it("extraVolumes and extraVolumeMounts reach every component (a CA bundle), and a component's own only it (a PKCS#11 module for serve)", async () => {
     const { objects } = await helmTemplate(PRODUCTION, [
-      '--set', 'extraVolumes[0].name=ca-bundle', '--set', 'extraVolumes[0].configMap.name=corporate-ca',
-      '--set', 'extraVolumeMounts[0].name=ca-bundle', '--set', 'extraVolumeMounts[0].mountPath=/etc/ssl/corporate', '--set', 'extraVolumeMounts[0].readOnly=true',
-      '--set', 'serve.extraVolumes[0].name=pkcs11', '--set', 'serve.extraVolumes[0].hostPath.path=/usr/lib/softhsm',
-      '--set', 'serve.extraVolumeMounts[0].name=pkcs11', '--set', 'serve.extraVolumeMounts[0].mountPath=/opt/pkcs11', '--set', 'serve.extraVolumeMounts[0].readOnly=true',
+      '--set',
+      'extraVolumes[0].name=ca-bundle',
+      '--set',
+      'extraVolumes[0].configMap.name=corporate-ca',
+      '--set',
+      'extraVolumeMounts[0].name=ca-bundle',
+      '--set',
+      'extraVolumeMounts[0].mountPath=/etc/ssl/corporate',
+      '--set',
+      'extraVolumeMounts[0].readOnly=true',
+      '--set',
+      'serve.extraVolumes[0].name=pkcs11',
+      '--set',
+      'serve.extraVolumes[0].hostPath.path=/usr/lib/softhsm',
+      '--set',
+      'serve.extraVolumeMounts[0].name=pkcs11',
+      '--set',
+      'serve.extraVolumeMounts[0].mountPath=/opt/pkcs11',
+      '--set',
+      'serve.extraVolumeMounts[0].readOnly=true',
     ]);
     expect(workloads(objects).map(componentOf).sort()).toEqual(['gateway', 'serve', 'stream', 'unprotect']);
     for (const d of workloads(objects)) {
@@ -69,7 +101,10 @@ describe('Kafka and the registry behind SASL_SSL and mTLS (values-kafka-sasl-ssl
     for (const d of workloads(kafkaSecurity)) {
       const c = container(d);
       expect([env(c, 'VEIL_KAFKA_SECURITY_PROTOCOL'), env(c, 'VEIL_KAFKA_SASL_MECHANISM')], d.metadata.name).toEqual(['SASL_SSL', 'SCRAM-SHA-512']);
-      expect(c.env.find((e) => e.name === 'VEIL_KAFKA_SASL_USERNAME')).toEqual({ name: 'VEIL_KAFKA_SASL_USERNAME', valueFrom: { secretKeyRef: { name: 'veil-kafka-sasl', key: 'username' } } });
+      expect(c.env.find((e) => e.name === 'VEIL_KAFKA_SASL_USERNAME')).toEqual({
+        name: 'VEIL_KAFKA_SASL_USERNAME',
+        valueFrom: { secretKeyRef: { name: 'veil-kafka-sasl', key: 'username' } },
+      });
       // the password only as a file: no variable holds it
       expect(names(d).filter((n) => /PASSWORD$/.test(n))).toEqual([]);
       const files = c.env.filter((e) => /(_LOCATION|_FILE)$/.test(e.name)).map((e) => e.value!);
@@ -82,20 +117,25 @@ describe('Kafka and the registry behind SASL_SSL and mTLS (values-kafka-sasl-ssl
     }
   });
 
-  it('the registry\'s URL and credentials come from its Secret, for the protect pods only; its CA from a mounted file', () => {
+  it("the registry's URL and credentials come from its Secret, for the protect pods only; its CA from a mounted file", () => {
     for (const d of workloads(kafkaSecurity)) {
       const fromRegistry = container(d).envFrom.some((e) => e.secretRef.name === 'veil-schema-registry');
       expect(fromRegistry, d.metadata.name).toBe(componentOf(d) === 'stream');
       expect(env(container(d), 'SCHEMA_REGISTRY_URL')).toBeUndefined();
     }
-    for (const d of byComponent(kafkaSecurity, 'stream')) expect(env(container(d), 'SCHEMA_REGISTRY_SSL_CA_LOCATION')).toBe('/var/run/secrets/kafka-tls/ca.crt');
+    for (const d of byComponent(kafkaSecurity, 'stream'))
+      expect(env(container(d), 'SCHEMA_REGISTRY_SSL_CA_LOCATION')).toBe('/var/run/secrets/kafka-tls/ca.crt');
   });
 
-  it('KEDA reads the lag over SASL_SSL too: the chart\'s TriggerAuthentication gives parameters the Kafka scaler takes as credentials, from the Secrets the pods mount', async () => {
+  it("KEDA reads the lag over SASL_SSL too: the chart's TriggerAuthentication gives parameters the Kafka scaler takes as credentials, from the Secrets the pods mount", async () => {
     const source = readFileSync(await goModuleFile({ ...KEDA_SCALEDOBJECT_CRD, path: 'pkg/scalers/kafka_scaler.go' }), 'utf8');
     const params = new Map([...source.matchAll(/keda:"name=(\w+),order=([\w;]+)/g)].map((m) => [m[1]!, m[2]!]));
-    const [auth] = kinds(kafkaSecurity, 'TriggerAuthentication') as (K8sObject & { spec: { secretTargetRef: { parameter: string; name: string; key: string }[] } })[];
-    const [scaled] = kinds(kafkaSecurity, 'ScaledObject') as (K8sObject & { spec: { triggers: { metadata: Record<string, string>; authenticationRef?: { name: string } }[] } })[];
+    const [auth] = kinds(kafkaSecurity, 'TriggerAuthentication') as (K8sObject & {
+      spec: { secretTargetRef: { parameter: string; name: string; key: string }[] };
+    })[];
+    const [scaled] = kinds(kafkaSecurity, 'ScaledObject') as (K8sObject & {
+      spec: { triggers: { metadata: Record<string, string>; authenticationRef?: { name: string } }[] };
+    })[];
     expect(scaled!.spec.triggers[0]!.authenticationRef).toEqual({ name: auth!.metadata.name });
     expect(auth!.spec.secretTargetRef.map((r) => r.parameter).sort()).toEqual(['ca', 'cert', 'key', 'password', 'username']);
     for (const r of auth!.spec.secretTargetRef) expect(params.get(r.parameter), r.parameter).toMatch(/authParams/);

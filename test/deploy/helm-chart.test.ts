@@ -18,11 +18,14 @@ const VERSION = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as
 const run = (args: string[]) => promisify(execFile)(join(ROOT, 'bin/veil'), args, { cwd: ROOT, env: { ...process.env, VEIL_LOG_LEVEL: 'warn' } });
 
 /** docker-compose.yml's veil services: the veil image, its entrypoint bin/veil, the command as veil's arguments */
-const compose = parse(readFileSync(join(ROOT, 'docker-compose.yml'), 'utf8'), { merge: true }) as { services: Record<string, { image?: string; entrypoint?: string[]; command?: string[] }> };
+const compose = parse(readFileSync(join(ROOT, 'docker-compose.yml'), 'utf8'), { merge: true }) as {
+  services: Record<string, { image?: string; entrypoint?: string[]; command?: string[] }>;
+};
 const composeVeil = Object.values(compose.services).filter((s) => s.image?.startsWith('veil:') && !s.entrypoint);
 /** config/example-pipeline.yaml: the configuration the default values run */
 const example = parse(readFileSync(join(ROOT, 'config/example-pipeline.yaml'), 'utf8')) as {
-  pipelines: Record<string, { source: { topics?: string[] }; groupId?: string }>; responders: Record<string, unknown>;
+  pipelines: Record<string, { source: { topics?: string[] }; groupId?: string }>;
+  responders: Record<string, unknown>;
 };
 
 let defaults: K8sObject[];
@@ -49,7 +52,11 @@ beforeAll(async () => {
 }, 1_200_000); // cold: scripts/helm.sh builds helm first (minutes, once per machine; niced, so slower while other tests run)
 
 describe('deploy/helm/veil', () => {
-  it.each([['default values', []], ['values-production.yaml', [PRODUCTION]], ['production and values-kafka-sasl-ssl.yaml', [PRODUCTION, KAFKA_SASL_SSL]]])('helm lint --strict passes with %s', async (_name, values) => {
+  it.each([
+    ['default values', []],
+    ['values-production.yaml', [PRODUCTION]],
+    ['production and values-kafka-sasl-ssl.yaml', [PRODUCTION, KAFKA_SASL_SSL]],
+  ])('helm lint --strict passes with %s', async (_name, values) => {
     expect(await helmLint(...values)).toMatch(/1 chart\(s\) linted, 0 chart\(s\) failed/);
   });
 
@@ -58,15 +65,22 @@ describe('deploy/helm/veil', () => {
     ['values-production.yaml', () => productionText, () => production],
     ['the other switches', () => variantText, () => variant],
     ['production and a KEDA TriggerAuthentication', () => saslText, () => sasl],
-    ['production and values-kafka-sasl-ssl.yaml (SASL_SSL, mTLS, the chart\'s TriggerAuthentication)', () => kafkaSecurityText, () => kafkaSecurity],
+    ["production and values-kafka-sasl-ssl.yaml (SASL_SSL, mTLS, the chart's TriggerAuthentication)", () => kafkaSecurityText, () => kafkaSecurity],
     ['production and stream.workload: StatefulSet', () => statefulText, () => stateful],
-  ])('every object rendered with %s is valid: Kubernetes schemas (strict), KEDA\'s and prometheus-operator\'s CRDs', async (_name, text, objects) => {
-    const result = await kubeValidate(text());
-    expect(result.errors).toEqual([]);
-    // every object was checked against a schema: none passed for want of one
-    expect(result.objects).toHaveLength(objects().length);
-    for (const o of result.objects) expect(o.schema, `${o.kind} ${o.name}`).toMatch(o.apiVersion.includes('.') && !o.apiVersion.includes('k8s.io') ? /^crd / : /^kubernetes 1\.37 \(strict\)$/);
-  }, 300_000);
+  ])(
+    "every object rendered with %s is valid: Kubernetes schemas (strict), KEDA's and prometheus-operator's CRDs",
+    async (_name, text, objects) => {
+      const result = await kubeValidate(text());
+      expect(result.errors).toEqual([]);
+      // every object was checked against a schema: none passed for want of one
+      expect(result.objects).toHaveLength(objects().length);
+      for (const o of result.objects)
+        expect(o.schema, `${o.kind} ${o.name}`).toMatch(
+          o.apiVersion.includes('.') && !o.apiVersion.includes('k8s.io') ? /^crd / : /^kubernetes 1\.37 \(strict\)$/,
+        );
+    },
+    300_000,
+  );
 
   it('the validation is not vacuous: a misspelt field is an error, for built-in kinds and for the CRDs', async () => {
     const broken = productionText
@@ -74,7 +88,9 @@ describe('deploy/helm/veil', () => {
       .replace('minReplicaCount:', 'minReplicaCuont:')
       .replace('    - port: http\n', '    - prot: http\n');
     const { errors } = await kubeValidate(broken);
-    expect(errors.map((e) => `${e.kind} ${e.path}`)).toEqual(expect.arrayContaining(['Deployment /spec/template/spec', 'ScaledObject /spec', 'ServiceMonitor /spec/endpoints/0']));
+    expect(errors.map((e) => `${e.kind} ${e.path}`)).toEqual(
+      expect.arrayContaining(['Deployment /spec/template/spec', 'ScaledObject /spec', 'ServiceMonitor /spec/endpoints/0']),
+    );
   }, 300_000);
 
   it('renders what each values file promises', () => {
@@ -83,7 +99,16 @@ describe('deploy/helm/veil', () => {
     // settings; no autoscaler (an External-metric HPA without a metrics adapter would fail forever)
     expect(count(defaults)).toEqual({ ServiceAccount: 1, Secret: 2, Service: 3, Deployment: 3 });
     // production: the gateway too, KEDA, the CPU HPA of serve, PDBs, NetworkPolicies, ServiceMonitors; Secrets are yours
-    expect(count(production)).toEqual({ ServiceAccount: 1, Service: 4, Deployment: 4, HorizontalPodAutoscaler: 1, ScaledObject: 1, PodDisruptionBudget: 4, NetworkPolicy: 4, ServiceMonitor: 4 });
+    expect(count(production)).toEqual({
+      ServiceAccount: 1,
+      Service: 4,
+      Deployment: 4,
+      HorizontalPodAutoscaler: 1,
+      ScaledObject: 1,
+      PodDisruptionBudget: 4,
+      NetworkPolicy: 4,
+      ServiceMonitor: 4,
+    });
     // Kafka security: one TriggerAuthentication more; a StatefulSet: its governing Service
     expect(count(kafkaSecurity)).toEqual({ ...count(production), TriggerAuthentication: 1 });
     expect(count(stateful)).toEqual({ ...count(production), Deployment: 3, StatefulSet: 1, Service: 5 });
@@ -91,7 +116,7 @@ describe('deploy/helm/veil', () => {
 });
 
 describe('the chart runs what docker-compose.yml runs', () => {
-  it('the same image: veil:<package.json version>, the chart\'s appVersion (production: the same tag from your registry)', () => {
+  it("the same image: veil:<package.json version>, the chart's appVersion (production: the same tag from your registry)", () => {
     const chart = parse(readFileSync(join(ROOT, 'deploy/helm/veil/Chart.yaml'), 'utf8')) as { appVersion: string };
     expect(chart.appVersion).toBe(VERSION);
     expect(new Set(composeVeil.map((s) => s.image))).toEqual(new Set([`veil:${VERSION}`]));
@@ -99,7 +124,7 @@ describe('the chart runs what docker-compose.yml runs', () => {
     expect(new Set(deployments(production).map((d) => container(d).image))).toEqual(new Set([`registry.example.com/veil:${VERSION}`]));
   });
 
-  it('the same veil commands with the same flags: each pipeline\'s Deployment adds only --pipeline NAME', () => {
+  it("the same veil commands with the same flags: each pipeline's Deployment adds only --pipeline NAME", () => {
     const chartArgs = deployments(defaults).map((d) => container(d).args);
     for (const s of composeVeil) {
       const same = chartArgs.find((a) => a.slice(0, s.command!.length).join(' ') === s.command!.join(' '));
@@ -113,16 +138,24 @@ describe('the chart runs what docker-compose.yml runs', () => {
     expect(commands(deployments(production).map((d) => container(d).args))).toEqual(['gateway', 'serve', 'stream protect', 'stream unprotect']);
   });
 
-  it.each(['defaults', 'production'])('%s: every container\'s arguments are a real veil command with real flags', async (which) => {
-    const objects = which === 'defaults' ? defaults : production;
-    for (const d of deployments(objects)) {
-      const { stdout } = await run([...container(d).args, '--help']);
-      expect(stdout, container(d).args.join(' ')).toMatch(/^Usage: veil /);
-    }
-  }, 60_000);
+  it.each(['defaults', 'production'])(
+    "%s: every container's arguments are a real veil command with real flags",
+    async (which) => {
+      const objects = which === 'defaults' ? defaults : production;
+      for (const d of deployments(objects)) {
+        const { stdout } = await run([...container(d).args, '--help']);
+        expect(stdout, container(d).args.join(' ')).toMatch(/^Usage: veil /);
+      }
+    },
+    60_000,
+  );
 
-  it('the default values mirror the configuration they run: each pipeline\'s raw topic and consumer group (groupId, else veil-protect-<name>), the responders', async () => {
-    const values = parse(readFileSync(join(ROOT, 'deploy/helm/veil/values.yaml'), 'utf8')) as { config: { file: string }; stream: { pipelines: { name: string; topic: string; groupId: string }[] }; unprotect: { responders: string[] } };
+  it("the default values mirror the configuration they run: each pipeline's raw topic and consumer group (groupId, else veil-protect-<name>), the responders", async () => {
+    const values = parse(readFileSync(join(ROOT, 'deploy/helm/veil/values.yaml'), 'utf8')) as {
+      config: { file: string };
+      stream: { pipelines: { name: string; topic: string; groupId: string }[] };
+      unprotect: { responders: string[] };
+    };
     expect(values.config.file).toBe('config/example-pipeline.yaml');
     expect(values.stream.pipelines.map((p) => p.name)).toEqual(Object.keys(example.pipelines));
     for (const p of values.stream.pipelines) expect(p.topic).toBe(example.pipelines[p.name]!.source.topics![0]);
@@ -135,23 +168,44 @@ describe('the chart runs what docker-compose.yml runs', () => {
 });
 
 describe('scaling', () => {
-  it('production: each pipeline scales on its consumer group\'s lag on the raw topic, with KEDA\'s Kafka scaler', () => {
-    const [scaled] = kinds(production, 'ScaledObject') as (K8sObject & { spec: { scaleTargetRef: { name: string; envSourceContainerName: string }; minReplicaCount: number; maxReplicaCount: number; triggers: { type: string; metadata: Record<string, string> }[] } })[];
+  it("production: each pipeline scales on its consumer group's lag on the raw topic, with KEDA's Kafka scaler", () => {
+    const [scaled] = kinds(production, 'ScaledObject') as (K8sObject & {
+      spec: {
+        scaleTargetRef: { name: string; envSourceContainerName: string };
+        minReplicaCount: number;
+        maxReplicaCount: number;
+        triggers: { type: string; metadata: Record<string, string> }[];
+      };
+    })[];
     const target = deployments(production).find((d) => d.metadata.name === scaled!.spec.scaleTargetRef.name)!;
     expect(container(target).args).toContain('customers');
     expect(target.spec.replicas).toBeUndefined(); // KEDA owns the replica count
-    expect(scaled!.spec.triggers).toEqual([{ type: 'kafka', metadata: { bootstrapServersFromEnv: 'KAFKA_BROKERS', consumerGroup: 'veil-protect-customers', topic: 'raw.customers', lagThreshold: '5000', offsetResetPolicy: 'earliest', allowIdleConsumers: 'false' } }]);
+    expect(scaled!.spec.triggers).toEqual([
+      {
+        type: 'kafka',
+        metadata: {
+          bootstrapServersFromEnv: 'KAFKA_BROKERS',
+          consumerGroup: 'veil-protect-customers',
+          topic: 'raw.customers',
+          lagThreshold: '5000',
+          offsetResetPolicy: 'earliest',
+          allowIdleConsumers: 'false',
+        },
+      },
+    ]);
     expect([scaled!.spec.minReplicaCount, scaled!.spec.maxReplicaCount]).toEqual([2, 6]);
     // the brokers KEDA reads from the container's environment come from the control-store Secret
     expect(scaled!.spec.scaleTargetRef.envSourceContainerName).toBe(container(target).name);
     expect(container(target).envFrom.map((e) => e.secretRef.name)).toContain('veil-control-store');
   });
 
-  it('the Kafka scaler knows every metadata key the ScaledObject gives it (KEDA\'s kafka_scaler.go, a FromEnv key only where it resolves env)', async () => {
+  it("the Kafka scaler knows every metadata key the ScaledObject gives it (KEDA's kafka_scaler.go, a FromEnv key only where it resolves env)", async () => {
     const source = readFileSync(await goModuleFile({ ...KEDA_SCALEDOBJECT_CRD, path: 'pkg/scalers/kafka_scaler.go' }), 'utf8');
     const params = new Map([...source.matchAll(/keda:"name=(\w+),order=([\w;]+)/g)].map((m) => [m[1]!, m[2]!]));
     expect(params.size).toBeGreaterThan(10);
-    const [scaled] = kinds(sasl, 'ScaledObject') as (K8sObject & { spec: { triggers: { metadata: Record<string, string>; authenticationRef?: { name: string } }[] } })[];
+    const [scaled] = kinds(sasl, 'ScaledObject') as (K8sObject & {
+      spec: { triggers: { metadata: Record<string, string>; authenticationRef?: { name: string } }[] };
+    })[];
     for (const key of Object.keys(scaled!.spec.triggers[0]!.metadata)) {
       const name = key.replace(/FromEnv$/, '');
       expect(params.get(name), key).toMatch(name === key ? /triggerMetadata/ : /resolvedEnv/);
@@ -159,10 +213,14 @@ describe('scaling', () => {
     expect(scaled!.spec.triggers[0]!.authenticationRef).toEqual({ name: 'kafka-sasl' });
   });
 
-  it('without KEDA, only when asked for (stream.autoscaling.enabled): an autoscaling/v2 HPA on veil\'s own lag gauge, per pipeline (External, or Pods)', async () => {
+  it("without KEDA, only when asked for (stream.autoscaling.enabled): an autoscaling/v2 HPA on veil's own lag gauge, per pipeline (External, or Pods)", async () => {
     type Hpa = K8sObject & { spec: { scaleTargetRef: { kind: string; name: string }; metrics: { type: string; external?: unknown; pods?: unknown }[] } };
-    const lag = (objects: K8sObject[]) => (kinds(objects, 'HorizontalPodAutoscaler') as Hpa[]).filter((h) => h.metadata.labels?.['app.kubernetes.io/component'] === 'stream');
-    const metric = { metric: { name: STREAM_METRIC_NAMES.lag, selector: { matchLabels: { pipeline: 'customers' } } }, target: { type: 'AverageValue', averageValue: '1000' } };
+    const lag = (objects: K8sObject[]) =>
+      (kinds(objects, 'HorizontalPodAutoscaler') as Hpa[]).filter((h) => h.metadata.labels?.['app.kubernetes.io/component'] === 'stream');
+    const metric = {
+      metric: { name: STREAM_METRIC_NAMES.lag, selector: { matchLabels: { pipeline: 'customers' } } },
+      target: { type: 'AverageValue', averageValue: '1000' },
+    };
     // the defaults make none: minReplicas pods, and no HPA waiting forever for a metric nobody serves
     expect(lag(defaults)).toEqual([]);
     expect(byComponent(defaults, 'stream').map((d) => d.spec.replicas)).toEqual([1]);
@@ -179,7 +237,7 @@ describe('scaling', () => {
   });
 
   it('serve scales on CPU; its Deployment leaves the replica count to the HPA', () => {
-    const [hpa] = (kinds(production, 'HorizontalPodAutoscaler') as (K8sObject & { spec: { scaleTargetRef: { name: string }; metrics: unknown[] } })[]);
+    const [hpa] = kinds(production, 'HorizontalPodAutoscaler') as (K8sObject & { spec: { scaleTargetRef: { name: string }; metrics: unknown[] } })[];
     expect(hpa!.spec.metrics).toEqual([{ type: 'Resource', resource: { name: 'cpu', target: { type: 'Utilization', averageUtilization: 70 } } }]);
     const [serve] = byComponent(production, 'serve');
     expect(hpa!.spec.scaleTargetRef.name).toBe(serve!.metadata.name);

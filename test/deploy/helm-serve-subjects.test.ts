@@ -24,24 +24,33 @@ type Secret = K8sObject & { stringData?: Record<string, string> };
 
 /** The image's ENV (Dockerfile), then the container's env and envFrom as Kubernetes resolves them. */
 function containerEnvironment(objects: K8sObject[], d: Workload, podName: string): Record<string, string> {
-  const image = Object.fromEntries([...readFileSync(join(ROOT, 'Dockerfile'), 'utf8').matchAll(/^ENV ((?:.|\\\n)+?)$/gm)].flatMap((m) => [...m[1]!.matchAll(/(\w+)=(\S+)/g)].map((e) => [e[1]!, e[2]!])));
+  const image = Object.fromEntries(
+    [...readFileSync(join(ROOT, 'Dockerfile'), 'utf8').matchAll(/^ENV ((?:.|\\\n)+?)$/gm)].flatMap((m) =>
+      [...m[1]!.matchAll(/(\w+)=(\S+)/g)].map((e) => [e[1]!, e[2]!]),
+    ),
+  );
   const secrets = new Map((kinds(objects, 'Secret') as Secret[]).map((s) => [s.metadata.name, s.stringData ?? {}]));
   const c = container(d);
-  const fromSecrets = Object.assign({}, ...c.envFrom.map((e) => {
-    const data = secrets.get(e.secretRef.name);
-    if (!data) throw new Error(`the rendered objects hold no Secret ${e.secretRef.name}`);
-    return data;
-  })) as Record<string, string>;
+  const fromSecrets = Object.assign(
+    {},
+    ...c.envFrom.map((e) => {
+      const data = secrets.get(e.secretRef.name);
+      if (!data) throw new Error(`the rendered objects hold no Secret ${e.secretRef.name}`);
+      return data;
+    }),
+  ) as Record<string, string>;
   // env wins over envFrom, as in Kubernetes
-  const own = Object.fromEntries(c.env.map((e) => {
-    if (e.value !== undefined) return [e.name, e.value];
-    if (e.valueFrom?.fieldRef?.fieldPath === 'metadata.name') return [e.name, podName];
-    throw new Error(`${e.name}: a value source this test does not resolve`);
-  }));
+  const own = Object.fromEntries(
+    c.env.map((e) => {
+      if (e.value !== undefined) return [e.name, e.value];
+      if (e.valueFrom?.fieldRef?.fieldPath === 'metadata.name') return [e.name, podName];
+      throw new Error(`${e.name}: a value source this test does not resolve`);
+    }),
+  );
   return { ...image, ...fromSecrets, ...own };
 }
 
-describe('the chart\'s serve pods share subject keys (helm template, two real processes)', () => {
+describe("the chart's serve pods share subject keys (helm template, two real processes)", () => {
   let broker: Awaited<ReturnType<typeof privateBroker>>;
   let rendered: { env: Record<string, string>; args: string[]; config: string };
   const cleanups: (() => Promise<unknown>)[] = [];
@@ -74,7 +83,14 @@ describe('the chart\'s serve pods share subject keys (helm template, two real pr
     cleanups.push(() => rm(configFile, { force: true }));
     const port = await freePorts(1);
     const kek = Object.keys(r.env).filter((k) => k.startsWith('VEIL_KMS') || k.startsWith('AWS_'));
-    const env = { ...Object.fromEntries(Object.entries(r.env).filter(([k]) => !kek.includes(k))), KAFKA_BROKERS: broker.brokers, VEIL_MASTER_KEY: MASTER_KEY_HEX, VEIL_DATA_DIR: dataDir, VEIL_PORT: String(port), PATH: process.env.PATH! };
+    const env = {
+      ...Object.fromEntries(Object.entries(r.env).filter(([k]) => !kek.includes(k))),
+      KAFKA_BROKERS: broker.brokers,
+      VEIL_MASTER_KEY: MASTER_KEY_HEX,
+      VEIL_DATA_DIR: dataDir,
+      VEIL_PORT: String(port),
+      PATH: process.env.PATH!,
+    };
     const args = r.args.map((a, i) => (r.args[i - 1] === '--config' ? configFile : a));
     const child = spawn(join(ROOT, 'bin/veil'), args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
@@ -82,42 +98,81 @@ describe('the chart\'s serve pods share subject keys (helm template, two real pr
     child.stderr!.on('data', (d) => (out += String(d)));
     cleanups.push(async () => void child.kill('SIGKILL'));
     const url = `http://127.0.0.1:${port}`;
-    if (!expectExit) await waitFor(() => fetch(`${url}/readyz`).then((res) => res.ok, () => child.exitCode !== null && Promise.reject(new Error(`serve exited: ${out}`))), 120_000, 'serve ready');
+    if (!expectExit)
+      await waitFor(
+        () =>
+          fetch(`${url}/readyz`).then(
+            (res) => res.ok,
+            () => child.exitCode !== null && Promise.reject(new Error(`serve exited: ${out}`)),
+          ),
+        120_000,
+        'serve ready',
+      );
     return { url, child, out: () => out, dataDir };
   }
 
   async function transform(pod: { url: string; dataDir: string }, action: string, values: [string, string][]): Promise<string[]> {
     const secret = readFileSync(join(pod.dataDir, 'dev-client.secret'), 'utf8').trim();
-    const token = await fetch(`${pod.url}/connect/token`, { method: 'POST', body: new URLSearchParams({ grant_type: 'client_credentials', client_id: 'veil-dev', client_secret: secret }) });
-    const { access_token: bearer } = await token.json() as { access_token: string };
-    const res = await fetch(`${pod.url}/transform`, { method: 'POST', headers: { authorization: `Bearer ${bearer}`, 'content-type': 'application/json' }, body: JSON.stringify(subjectCall(action, [{ subject: 'alice@example.com', values }])) });
-    const body = await res.json() as { responses?: { instances: { value: string }[] }[] };
+    const token = await fetch(`${pod.url}/connect/token`, {
+      method: 'POST',
+      body: new URLSearchParams({ grant_type: 'client_credentials', client_id: 'veil-dev', client_secret: secret }),
+    });
+    const { access_token: bearer } = (await token.json()) as { access_token: string };
+    const res = await fetch(`${pod.url}/transform`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${bearer}`, 'content-type': 'application/json' },
+      body: JSON.stringify(subjectCall(action, [{ subject: 'alice@example.com', values }])),
+    });
+    const body = (await res.json()) as { responses?: { instances: { value: string }[] }[] };
     expect(res.status, JSON.stringify(body)).toBe(200);
     return body.responses![0]!.instances.map((i) => i.value);
   }
 
   it('renders serve with the subject-key store on Kafka and an ephemeral data dir, on a shared control store', () => {
-    expect(rendered.env).toMatchObject({ VEIL_SUBJECT_STORE: 'kafka', VEIL_DATA_DIR_EPHEMERAL: 'true', VEIL_CONTROL_STORE: 'kafka', VEIL_DATA_DIR: '/var/lib/veil' });
+    expect(rendered.env).toMatchObject({
+      VEIL_SUBJECT_STORE: 'kafka',
+      VEIL_DATA_DIR_EPHEMERAL: 'true',
+      VEIL_CONTROL_STORE: 'kafka',
+      VEIL_DATA_DIR: '/var/lib/veil',
+    });
     expect(rendered.config).toContain('scope: subject');
   });
 
   it('a value protected on one pod unprotects on the other, and on the first after it was replaced (a new, empty data dir)', async () => {
     const a = await startPod(rendered);
     const b = await startPod(rendered);
-    const plain: [string, string][] = [['email', 'alice@example.com'], ['name', 'Alice Liddell']];
+    const plain: [string, string][] = [
+      ['email', 'alice@example.com'],
+      ['name', 'Alice Liddell'],
+    ];
     const protectedOnA = await transform(a, 'Protect', plain);
     expect(protectedOnA).not.toContain('alice@example.com');
-    expect(await transform(b, 'Unprotect', [['email', protectedOnA[0]!], ['name', protectedOnA[1]!]])).toEqual(plain.map(([, v]) => v));
+    expect(
+      await transform(b, 'Unprotect', [
+        ['email', protectedOnA[0]!],
+        ['name', protectedOnA[1]!],
+      ]),
+    ).toEqual(plain.map(([, v]) => v));
 
     // the pod is replaced: SIGTERM, and a new process on a new emptyDir
     a.child.kill('SIGTERM');
     await waitFor(() => a.child.exitCode !== null, 60_000, 'the first pod to stop');
     const replaced = await startPod(rendered);
-    expect(await transform(replaced, 'Unprotect', [['email', protectedOnA[0]!], ['name', protectedOnA[1]!]])).toEqual(plain.map(([, v]) => v));
+    expect(
+      await transform(replaced, 'Unprotect', [
+        ['email', protectedOnA[0]!],
+        ['name', protectedOnA[1]!],
+      ]),
+    ).toEqual(plain.map(([, v]) => v));
     const protectedOnReplaced = await transform(replaced, 'Protect', plain);
     // AES-SIV is deterministic: the same subject key gives the same email
     expect(protectedOnReplaced[0]).toBe(protectedOnA[0]);
-    expect(await transform(b, 'Unprotect', [['email', protectedOnReplaced[0]!], ['name', protectedOnReplaced[1]!]])).toEqual(plain.map(([, v]) => v));
+    expect(
+      await transform(b, 'Unprotect', [
+        ['email', protectedOnReplaced[0]!],
+        ['name', protectedOnReplaced[1]!],
+      ]),
+    ).toEqual(plain.map(([, v]) => v));
   }, 300_000);
 
   it('with the subject-key store set to local, serve refuses to start: SUBJECT_STORE_NOT_SHARED, not keys lost with the pod', async () => {

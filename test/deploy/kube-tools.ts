@@ -29,10 +29,18 @@ export async function deployToolsPython(): Promise<string> {
   return join(await pythonVenv('deploy-tools', DEPLOY_TOOLS), 'bin/python');
 }
 
-interface GoFile { module: string; version: string; path: string }
+interface GoFile {
+  module: string;
+  version: string;
+  path: string;
+}
 export const KEDA_SCALEDOBJECT_CRD: GoFile = { module: 'github.com/kedacore/keda/v2', version: 'v2.21.0', path: 'config/crd/bases/keda.sh_scaledobjects.yaml' };
 export const KEDA_TRIGGERAUTHENTICATION_CRD: GoFile = { ...KEDA_SCALEDOBJECT_CRD, path: 'config/crd/bases/keda.sh_triggerauthentications.yaml' };
-export const SERVICEMONITOR_CRD: GoFile = { module: 'github.com/prometheus-operator/prometheus-operator', version: 'v0.85.0', path: 'example/prometheus-operator-crd/monitoring.coreos.com_servicemonitors.yaml' };
+export const SERVICEMONITOR_CRD: GoFile = {
+  module: 'github.com/prometheus-operator/prometheus-operator',
+  version: 'v0.85.0',
+  path: 'example/prometheus-operator-crd/monitoring.coreos.com_servicemonitors.yaml',
+};
 export const COMPOSE_SPEC: GoFile = { module: 'github.com/compose-spec/compose-go/v2', version: 'v2.16.2', path: 'schema/compose-spec.json' };
 
 /** Go: on PATH, else where the machine installs it. */
@@ -51,7 +59,10 @@ export function helmPath(): Promise<string> {
 /** A file of a Go module version, from the module cache (downloaded from the Go module proxy once). */
 export async function goModuleFile(file: GoFile): Promise<string> {
   const { stdout } = await exec(goBinary(), ['mod', 'download', '-json', `${file.module}@${file.version}`], {
-    cwd: tmpdir(), timeout: 300_000, maxBuffer: 16 << 20, env: { ...process.env, GOWORK: 'off', GOFLAGS: '-mod=mod' },
+    cwd: tmpdir(),
+    timeout: 300_000,
+    maxBuffer: 16 << 20,
+    env: { ...process.env, GOWORK: 'off', GOFLAGS: '-mod=mod' },
   });
   const info = JSON.parse(stdout) as { Dir?: string; Error?: string };
   if (!info.Dir) throw new Error(`go mod download ${file.module}@${file.version}: ${info.Error ?? 'no Dir'}`);
@@ -68,15 +79,31 @@ export interface K8sObject {
 
 /** `helm template` of the chart with a values file (or the defaults), rendered for KUBE_VERSION. */
 export async function helmTemplate(values?: string, extra: string[] = []): Promise<{ text: string; objects: K8sObject[] }> {
-  const args = ['template', 'veil', join(ROOT, 'deploy/helm/veil'), '--namespace', 'veil', '--kube-version', KUBE_VERSION, ...(values ? ['-f', values] : []), ...extra];
+  const args = [
+    'template',
+    'veil',
+    join(ROOT, 'deploy/helm/veil'),
+    '--namespace',
+    'veil',
+    '--kube-version',
+    KUBE_VERSION,
+    ...(values ? ['-f', values] : []),
+    ...extra,
+  ];
   const { stdout } = await exec(await helmPath(), args, { timeout: 60_000, maxBuffer: 16 << 20 });
-  const objects = parseAllDocuments(stdout).map((d) => d.toJSON() as K8sObject | null).filter((o): o is K8sObject => o !== null);
+  const objects = parseAllDocuments(stdout)
+    .map((d) => d.toJSON() as K8sObject | null)
+    .filter((o): o is K8sObject => o !== null);
   return { text: stdout, objects };
 }
 
 /** `helm lint --strict` with these values files, in order (none: the defaults). */
 export async function helmLint(...values: string[]): Promise<string> {
-  const { stdout } = await exec(await helmPath(), ['lint', join(ROOT, 'deploy/helm/veil'), '--strict', '--kube-version', KUBE_VERSION, ...values.flatMap((v) => ['-f', v])], { timeout: 60_000 });
+  const { stdout } = await exec(
+    await helmPath(),
+    ['lint', join(ROOT, 'deploy/helm/veil'), '--strict', '--kube-version', KUBE_VERSION, ...values.flatMap((v) => ['-f', v])],
+    { timeout: 60_000 },
+  );
   return stdout;
 }
 
@@ -87,13 +114,20 @@ export interface Validation {
 
 /** scripts/kube-validate.py over rendered objects: Kubernetes' schemas (strict) and the CRDs' for KEDA and prometheus-operator. */
 export async function kubeValidate(text: string): Promise<Validation> {
-  const [python, ...crds] = await Promise.all([deployToolsPython(), goModuleFile(KEDA_SCALEDOBJECT_CRD), goModuleFile(KEDA_TRIGGERAUTHENTICATION_CRD), goModuleFile(SERVICEMONITOR_CRD)]);
+  const [python, ...crds] = await Promise.all([
+    deployToolsPython(),
+    goModuleFile(KEDA_SCALEDOBJECT_CRD),
+    goModuleFile(KEDA_TRIGGERAUTHENTICATION_CRD),
+    goModuleFile(SERVICEMONITOR_CRD),
+  ]);
   const args = [join(ROOT, 'scripts/kube-validate.py'), '--kube-version', KUBE_VERSION, ...crds.flatMap((c) => ['--crd', c]), '-'];
   const child = execFile(python, args, { timeout: 120_000, maxBuffer: 16 << 20 });
   child.stdin!.end(text);
   const stdout = await new Promise<string>((resolve, reject) => {
     let out = '';
-    child.stdout!.on('data', (d: Buffer) => { out += d.toString(); });
+    child.stdout!.on('data', (d: Buffer) => {
+      out += d.toString();
+    });
     child.once('error', reject);
     // exit 1 means errors were found: they are in the JSON
     child.once('close', (code) => (code === 0 || code === 1 ? resolve(out) : reject(new Error(`kube-validate.py exited ${code}`))));

@@ -1,5 +1,16 @@
 import { describe, expect, it } from 'vitest';
-import { contextOf, CTX_ADDRESS, CTX_BIRTH, CTX_CARD, CTX_NATIONAL_ID, CTX_NEGATIVE, CTX_ORGANISATION, CTX_PERSON_NAME, CTX_PHONE, nameWords } from '../../src/discover/field-context.ts';
+import {
+  contextOf,
+  CTX_ADDRESS,
+  CTX_BIRTH,
+  CTX_CARD,
+  CTX_NATIONAL_ID,
+  CTX_NEGATIVE,
+  CTX_ORGANISATION,
+  CTX_PERSON_NAME,
+  CTX_PHONE,
+  nameWords,
+} from '../../src/discover/field-context.ts';
 import { unmappedValueKind } from '../../src/drift-guard/value-kinds.ts';
 import { cardNetwork, isPaymentCard } from '../../src/discover/detectors.ts';
 
@@ -14,16 +25,18 @@ describe('field-name context: words, not substrings', () => {
     expect(nameWords('network.cellId')).toEqual(['network', 'cell', 'id']);
   });
 
-  it('a kind\'s word inside another word is no context: hotelId, businessNumber, telemetry, adobe', () => {
+  it("a kind's word inside another word is no context: hotelId, businessNumber, telemetry, adobe", () => {
     expect(contextOf('hotelId') & CTX_PHONE).toBe(0);
     expect(contextOf('businessNumber') & CTX_NATIONAL_ID).toBe(0);
     expect(contextOf('telemetry')).toBe(0);
     expect(contextOf('adobeVersion') & CTX_BIRTH).toBe(0);
   });
 
-  it('the kind\'s word as a word is: home_tel, mobile, ssn_last, dateOfBirth, cardNumber, streetAddress, fullName', () => {
-    for (const name of ['home_tel', 'homeTel', 'mobile', 'phoneNumber', 'homephone', 'msisdn', 'fax']) expect(contextOf(name) & CTX_PHONE, name).toBe(CTX_PHONE);
-    for (const name of ['ssn', 'ssn_last', 'socialSecurityNumber', 'nir', 'nationalId', 'national_insurance_number', 'taxId']) expect(contextOf(name) & CTX_NATIONAL_ID, name).toBe(CTX_NATIONAL_ID);
+  it("the kind's word as a word is: home_tel, mobile, ssn_last, dateOfBirth, cardNumber, streetAddress, fullName", () => {
+    for (const name of ['home_tel', 'homeTel', 'mobile', 'phoneNumber', 'homephone', 'msisdn', 'fax'])
+      expect(contextOf(name) & CTX_PHONE, name).toBe(CTX_PHONE);
+    for (const name of ['ssn', 'ssn_last', 'socialSecurityNumber', 'nir', 'nationalId', 'national_insurance_number', 'taxId'])
+      expect(contextOf(name) & CTX_NATIONAL_ID, name).toBe(CTX_NATIONAL_ID);
     for (const name of ['dateOfBirth', 'dob', 'birth_date', 'geburtsdatum']) expect(contextOf(name) & CTX_BIRTH, name).toBe(CTX_BIRTH);
     for (const name of ['cardNumber', 'card_no', 'pan', 'creditCard', 'payment']) expect(contextOf(name) & CTX_CARD, name).toBe(CTX_CARD);
     for (const name of ['address', 'streetAddress', 'addressLine1', 'home_address', 'street']) expect(contextOf(name) & CTX_ADDRESS, name).toBe(CTX_ADDRESS);
@@ -31,7 +44,27 @@ describe('field-name context: words, not substrings', () => {
   });
 
   it('negative context: codes, ids, counters; the last word is what a field is (cellId is an id, customerPhone a phone)', () => {
-    for (const name of ['gtin', 'ean13', 'upc', 'sku', 'sscc', 'trackingNumber', 'orderId', 'order_number', 'invoiceNo', 'accountId', 'tenant', 'bytesIn', 'cellId', 'network.cellId', 'hotel_id', 'phoneId', 'confirmationNumber', 'voucherCode', 'businessNumber']) {
+    for (const name of [
+      'gtin',
+      'ean13',
+      'upc',
+      'sku',
+      'sscc',
+      'trackingNumber',
+      'orderId',
+      'order_number',
+      'invoiceNo',
+      'accountId',
+      'tenant',
+      'bytesIn',
+      'cellId',
+      'network.cellId',
+      'hotel_id',
+      'phoneId',
+      'confirmationNumber',
+      'voucherCode',
+      'businessNumber',
+    ]) {
       expect(contextOf(name) & ~CTX_ORGANISATION, name).toBe(CTX_NEGATIVE);
     }
     expect(contextOf('customerPhone')).toBe(CTX_PHONE);
@@ -43,7 +76,7 @@ describe('field-name context: words, not substrings', () => {
   });
 });
 
-describe('grading: a value\'s evidence in its field\'s context, against the threshold', () => {
+describe("grading: a value's evidence in its field's context, against the threshold", () => {
   const at = (text: string, name: string, threshold?: number) => unmappedValueKind(text, name, undefined, threshold);
 
   it('GTINs, UPCs written as EAN-13, SSCCs, order ids and account ids are not cards or phones at the default threshold', () => {
@@ -83,7 +116,7 @@ describe('grading: a value\'s evidence in its field\'s context, against the thre
     expect(at('10.0.0.1', 'ipAddress')).toBeUndefined();
   });
 
-  it('an address under an organisation (a hotel, a supplier, a warehouse) is a business\'s; under a customer or no object, a person\'s', () => {
+  it("an address under an organisation (a hotel, a supplier, a warehouse) is a business's; under a customer or no object, a person's", () => {
     const under = (parent: string) => unmappedValueKind('12 Industrial Way, Leeds', 'address', undefined, undefined, () => contextOf(parent));
     expect(under('hotel')).toBeUndefined();
     expect(under('supplier')).toBeUndefined();
@@ -93,7 +126,7 @@ describe('grading: a value\'s evidence in its field\'s context, against the thre
     expect(contextOf('hotel') & CTX_ORGANISATION).toBe(CTX_ORGANISATION);
   });
 
-  it('card networks come from credit-card-type: Maestro 6304 is one; Visa\'s old 13-digit numbers are a minor one', () => {
+  it("card networks come from credit-card-type: Maestro 6304 is one; Visa's old 13-digit numbers are a minor one", () => {
     expect(cardNetwork('6304000000000000')).toBe('other');
     expect(isPaymentCard('6304 0000 0000 0000')).toBe(true);
     expect(cardNetwork('4111111111111111')).toBe('major');

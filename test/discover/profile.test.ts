@@ -36,7 +36,12 @@ describe('Profiler: per field path, the kind most of its values are', () => {
   it('masks a map key that may itself be data (not a field name, or a detector accepts it) as *, and the draft leaves such paths out', () => {
     const p = new Profiler();
     for (let i = 0; i < 10; i++) {
-      p.add({ byEmail: { [`user${i}@example.com`]: { card: '4111 1111 1111 1111' } }, byPhone: { [`+4420794609${50 + i}`]: 'x' }, byCard: { ['4111111111111111']: { email: `c${i}@example.com` } }, plain: { email: `p${i}@example.com` } });
+      p.add({
+        byEmail: { [`user${i}@example.com`]: { card: '4111 1111 1111 1111' } },
+        byPhone: { [`+4420794609${50 + i}`]: 'x' },
+        byCard: { ['4111111111111111']: { email: `c${i}@example.com` } },
+        plain: { email: `p${i}@example.com` },
+      });
     }
     const findings = p.findings();
     expect(findings.map((f) => f.path)).toEqual(['byCard.*.email', 'byEmail.*.card', 'plain.email']);

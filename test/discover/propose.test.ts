@@ -4,14 +4,18 @@ import { Profiler } from '../../src/discover/profile.ts';
 import { classNameFor, propose } from '../../src/discover/propose.ts';
 
 // the records `npm run demo` produces to raw.customers (scripts/local-demo.ts), keyed by email
-const PEOPLE = [['Alice Dupont', 'alice@example.com', '4111-1111-1111-1111'], ['Bob Martin', 'bob@example.org', '5500 0000 0000 0004'], ['Chloé Bernard', 'chloe@example.net', '6011 0009 9013 9424']] as const;
+const PEOPLE = [
+  ['Alice Dupont', 'alice@example.com', '4111-1111-1111-1111'],
+  ['Bob Martin', 'bob@example.org', '5500 0000 0000 0004'],
+  ['Chloé Bernard', 'chloe@example.net', '6011 0009 9013 9424'],
+] as const;
 const demo = (i: number) => {
   const [name, email, card] = PEOPLE[i % 3]!;
   return { id: `run-${i}`, email, cards: [{ number: card }], profile: { name, tier: 'gold' } };
 };
 
 describe('propose: a configuration draft from findings', () => {
-  it('on the demo\'s raw topic: a valid draft whose pipeline protects what config/example-pipeline.yaml protects', () => {
+  it("on the demo's raw topic: a valid draft whose pipeline protects what config/example-pipeline.yaml protects", () => {
     const p = new Profiler();
     for (let i = 0; i < 30; i++) p.add(demo(i), PEOPLE[i % 3]![1]);
     const proposal = propose(p.findings(), { topic: 'raw.customers' });
@@ -45,12 +49,15 @@ describe('propose: a configuration draft from findings', () => {
     const compiled = compileVeilConfigText(proposal.yaml);
     expect(compiled.issues.filter((i) => i.severity === 'error')).toEqual([]);
     expect(compiled.config!.pipelines).toEqual({});
-    expect(proposal.fields).toEqual([{ path: 'billing.email', field: 'Record.email' }, { path: 'contact.email', field: 'Record.email' }]);
+    expect(proposal.fields).toEqual([
+      { path: 'billing.email', field: 'Record.email' },
+      { path: 'contact.email', field: 'Record.email' },
+    ]);
   });
 });
 
 describe('mergeProposal: a proposal into an existing configuration', () => {
-  it('keeps what the configuration has and adds what it lacks; the demo configuration plus the demo topic\'s proposal validates', async () => {
+  it("keeps what the configuration has and adds what it lacks; the demo configuration plus the demo topic's proposal validates", async () => {
     const { readFile } = await import('node:fs/promises');
     const { mergeProposal } = await import('../../src/discover/merge-draft.ts');
     const existing = await readFile(new URL('../../config/example.yaml', import.meta.url), 'utf8');

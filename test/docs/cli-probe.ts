@@ -12,8 +12,12 @@ for (const argv of runs) {
   let stdout = '';
   let stderr = '';
   const code = await main(argv, {
-    stdout: (t) => { stdout += t; },
-    stderr: (t) => { stderr += t; },
+    stdout: (t) => {
+      stdout += t;
+    },
+    stderr: (t) => {
+      stderr += t;
+    },
     readStdin: async () => '',
     env: { PATH: process.env.PATH },
     cwd: process.cwd(),

@@ -14,7 +14,20 @@ describe('the README quick start', () => {
   it('shows the commands of docs/examples/http-round-trip.sh, which test/integration/http/serve.test.ts runs', () => {
     const readme = read('README.md');
     const script = read('docs/examples/http-round-trip.sh');
-    const commands = script.split('\n').map((l) => l.trim()).filter((l) => l && !l.startsWith('#') && !l.startsWith('set ') && !l.startsWith('VEIL=') && !l.startsWith('SECRET=') && l !== 'echo' && l !== '}' && l !== 'body() {');
+    const commands = script
+      .split('\n')
+      .map((l) => l.trim())
+      .filter(
+        (l) =>
+          l &&
+          !l.startsWith('#') &&
+          !l.startsWith('set ') &&
+          !l.startsWith('VEIL=') &&
+          !l.startsWith('SECRET=') &&
+          l !== 'echo' &&
+          l !== '}' &&
+          l !== 'body() {',
+      );
     expect(commands.length).toBeGreaterThan(5);
     for (const line of commands) expect(readme, line).toContain(line);
   });
@@ -27,10 +40,15 @@ describe('the README quick start', () => {
 });
 
 describe('examples/app-layer (test/integration/client/app-layer.test.ts runs it)', () => {
-  it('docs/client.md and the example\'s README give the commands the test runs', () => {
+  it("docs/client.md and the example's README give the commands the test runs", () => {
     for (const file of ['docs/client.md', 'examples/app-layer/README.md']) {
       const text = read(file);
-      for (const command of ['export $(scripts/pg-env.sh start)', 'scripts/node22 examples/app-layer/server.ts', 'npm start', "psql -h 127.0.0.1 -p 15432 -U postgres -c 'SELECT * FROM customers'"]) {
+      for (const command of [
+        'export $(scripts/pg-env.sh start)',
+        'scripts/node22 examples/app-layer/server.ts',
+        'npm start',
+        "psql -h 127.0.0.1 -p 15432 -U postgres -c 'SELECT * FROM customers'",
+      ]) {
         expect(text, `${file}: ${command}`).toContain(command);
       }
     }

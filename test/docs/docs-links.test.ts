@@ -3,9 +3,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } 
 import { tmpdir } from 'node:os';
 import { dirname, join, normalize } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import {
-  codeSpans, documentationFiles, githubSlug, readMarkdown, relativeLinks, ROOT, SHELL_LANGS, shellCommands, veilInvocation,
-} from './markdown.ts';
+import { codeSpans, documentationFiles, githubSlug, readMarkdown, relativeLinks, ROOT, SHELL_LANGS, shellCommands, veilInvocation } from './markdown.ts';
 
 /**
  * The README and the pages under docs/ stay in step with the repository: their links resolve,
@@ -16,7 +14,7 @@ const byPath = new Map(files.map((f) => [f.path, f]));
 const scripts = Object.keys((JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts);
 
 describe('documentation files', () => {
-  it('are the README, the pages under docs/ (the specification included) and the examples\' READMEs', () => {
+  it("are the README, the pages under docs/ (the specification included) and the examples' READMEs", () => {
     const paths = files.map((f) => f.path);
     for (const p of ['README.md', 'docs/design.md', 'docs/errors.md', 'docs/spec/transform-service.md', 'examples/app-layer/README.md']) {
       expect(paths).toContain(p);
@@ -92,13 +90,15 @@ describe('repository paths', () => {
     expect(seen).toBeGreaterThan(20);
   });
 
-  it('the README\'s layout names existing directories, and every directory of src/', () => {
+  it("the README's layout names existing directories, and every directory of src/", () => {
     const readme = byPath.get('README.md')!;
     const layout = readme.fences.find((f) => f.body.startsWith('src/'));
     expect(layout, 'the README has a layout block').toBeDefined();
     const named = [...layout!.body.matchAll(/^(\S+\/)\s/gm)].map((m) => m[1]!);
     expect(named.filter((d) => !existsSync(join(ROOT, d)))).toEqual([]);
-    const srcDirs = readdirSync(join(ROOT, 'src'), { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => `src/${e.name}/`);
+    const srcDirs = readdirSync(join(ROOT, 'src'), { withFileTypes: true })
+      .filter((e) => e.isDirectory())
+      .map((e) => `src/${e.name}/`);
     expect(srcDirs.filter((d) => !named.includes(d))).toEqual([]);
   });
 });
@@ -145,10 +145,15 @@ type CliRun = { code: number; stdout: string; stderr: string };
 /** veil's command line run on each argument list, in one process (test/docs/cli-probe.ts). */
 function probeCli(runs: string[][], cwd: string): Promise<CliRun[]> {
   return new Promise((resolve, reject) => {
-    execFile(join(ROOT, 'scripts/node22'), [join(ROOT, 'test/docs/cli-probe.ts'), JSON.stringify(runs)], { cwd, timeout: 30_000, maxBuffer: 16 << 20 }, (error, stdout, stderr) => {
-      if (error) reject(new Error(`cli-probe: ${error.message}\n${stderr}`));
-      else resolve(JSON.parse(stdout) as CliRun[]);
-    });
+    execFile(
+      join(ROOT, 'scripts/node22'),
+      [join(ROOT, 'test/docs/cli-probe.ts'), JSON.stringify(runs)],
+      { cwd, timeout: 30_000, maxBuffer: 16 << 20 },
+      (error, stdout, stderr) => {
+        if (error) reject(new Error(`cli-probe: ${error.message}\n${stderr}`));
+        else resolve(JSON.parse(stdout) as CliRun[]);
+      },
+    );
   });
 }
 
@@ -162,12 +167,33 @@ function runCli(args: string[]): Promise<number> {
 
 describe('veil commands', () => {
   it('are found in shell blocks and code spans, not in YAML, SQL or heredoc bodies', () => {
-    expect(shellCommands('A=1 bin/veil keys list   # ids\ncat > r.json <<\'JSON\'\nveil nope\nJSON\nVEIL_BASE_URL=x bin/veil stream unprotect --config c.yaml &\nnpm run veil -- demo')
-      .map(veilInvocation).filter(Boolean)).toEqual([{ group: 'keys', sub: 'list' }, { group: 'stream', sub: 'unprotect' }, { group: 'demo', sub: undefined }]);
+    expect(
+      shellCommands(
+        "A=1 bin/veil keys list   # ids\ncat > r.json <<'JSON'\nveil nope\nJSON\nVEIL_BASE_URL=x bin/veil stream unprotect --config c.yaml &\nnpm run veil -- demo",
+      )
+        .map(veilInvocation)
+        .filter(Boolean),
+    ).toEqual([
+      { group: 'keys', sub: 'list' },
+      { group: 'stream', sub: 'unprotect' },
+      { group: 'demo', sub: undefined },
+    ]);
     expect(veilInvocation('bin/veil transform --roles support --request request.json')).toEqual({ group: 'transform', sub: undefined });
     expect(veilInvocation('veil <command> --help')).toBeUndefined();
     const found = [...veilCommands().keys()];
-    for (const c of ['serve', 'stream protect', 'stream unprotect', 'stream request', 'gateway', 'config validate', 'keys rotate', 'db install', 'db grant-reader', 'transform', 'demo']) {
+    for (const c of [
+      'serve',
+      'stream protect',
+      'stream unprotect',
+      'stream request',
+      'gateway',
+      'config validate',
+      'keys rotate',
+      'db install',
+      'db grant-reader',
+      'transform',
+      'demo',
+    ]) {
       expect(found).toContain(c);
     }
   });
@@ -192,7 +218,7 @@ describe('veil commands', () => {
     }
   });
 
-  it('bin/veil as a process agrees: a real subcommand\'s --help exits 0, an unknown one 2', async () => {
+  it("bin/veil as a process agrees: a real subcommand's --help exits 0, an unknown one 2", async () => {
     expect(await runCli(['keys', 'list', '--help'])).toBe(0);
     expect(await runCli(['keys', 'no-such-subcommand', '--help'])).toBe(2);
     expect(await runCli(['no-such-command', '--help'])).toBe(2);

@@ -19,10 +19,15 @@ export const ROOT = new URL('../..', import.meta.url).pathname.replace(/\/$/, ''
 export function documentationFiles(): string[] {
   const walk = (dir: string): string[] =>
     readdirSync(join(ROOT, dir), { withFileTypes: true }).flatMap((e) =>
-      e.isDirectory() ? walk(`${dir}/${e.name}`) : e.name.endsWith('.md') ? [`${dir}/${e.name}`] : []);
+      e.isDirectory() ? walk(`${dir}/${e.name}`) : e.name.endsWith('.md') ? [`${dir}/${e.name}`] : [],
+    );
   const examples = readdirSync(join(ROOT, 'examples'), { withFileTypes: true })
     .filter((e) => e.isDirectory())
-    .flatMap((e) => readdirSync(join(ROOT, 'examples', e.name)).filter((f) => f === 'README.md').map((f) => `examples/${e.name}/${f}`));
+    .flatMap((e) =>
+      readdirSync(join(ROOT, 'examples', e.name))
+        .filter((f) => f === 'README.md')
+        .map((f) => `examples/${e.name}/${f}`),
+    );
   return ['README.md', ...walk('docs'), ...examples].sort();
 }
 
@@ -71,7 +76,10 @@ export function githubSlug(heading: string): string {
     .replace(/!?\[([^\]]*)\]\([^)]*\)/g, '$1')
     .replace(/`([^`]*)`/g, '$1')
     .replace(/<[^>]+>/g, '');
-  return rendered.toLowerCase().replace(/[^\p{L}\p{M}\p{N}\p{Pc} -]/gu, '').replace(/ /g, '-');
+  return rendered
+    .toLowerCase()
+    .replace(/[^\p{L}\p{M}\p{N}\p{Pc} -]/gu, '')
+    .replace(/ /g, '-');
 }
 
 /** Relative links `[text](target)` of the prose (code spans and fenced blocks left out), with their line. */
@@ -144,4 +152,3 @@ export function veilInvocation(command: string): { group: string; sub?: string }
 }
 
 export const SHELL_LANGS = new Set(['', 'sh', 'bash', 'shell', 'console']);
-

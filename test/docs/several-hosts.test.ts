@@ -23,8 +23,15 @@ function sharedSection(): string {
 
 describe('docs/operations.md: the settings every host shares', () => {
   it('names every setting the KEK, the control store, the subject-key store and the issuer are read from', () => {
-    const read_ = ['src/keystore/kms/kms-from-env.ts', 'src/keystore/master-key.ts', 'src/control/control-store.ts', 'src/subjects/open-subject-store.ts'].flatMap((f) => read(f).match(SETTING) ?? []);
-    const issuerReaders = ['src/cli/serve-command.ts', 'src/cli/gateway-command.ts', 'src/app/open-responders.ts'].filter((f) => read(f).includes('VEIL_BASE_URL'));
+    const read_ = [
+      'src/keystore/kms/kms-from-env.ts',
+      'src/keystore/master-key.ts',
+      'src/control/control-store.ts',
+      'src/subjects/open-subject-store.ts',
+    ].flatMap((f) => read(f).match(SETTING) ?? []);
+    const issuerReaders = ['src/cli/serve-command.ts', 'src/cli/gateway-command.ts', 'src/app/open-responders.ts'].filter((f) =>
+      read(f).includes('VEIL_BASE_URL'),
+    );
     expect(issuerReaders).toHaveLength(3);
     const wanted = new Set([...read_, 'VEIL_BASE_URL']);
     // the environment variable that names the KEK's own (a file path for development keys) is no setting of the shared KEK

@@ -8,7 +8,9 @@ import { EXAMPLE_CONFIG_TEXT, engineFixture } from '../helpers/engine-fixture.ts
  * what the chain answers value by value: the same outputs, and for a refused value a ValueError
  * with the same code and message, wherever it sits in the batch.
  */
-const LUHN_AND_TWO_STEPS = `${EXAMPLE_CONFIG_TEXT.replace('classes:', `  card-luhn:
+const LUHN_AND_TWO_STEPS = `${EXAMPLE_CONFIG_TEXT.replace(
+  'classes:',
+  `  card-luhn:
     steps:
       - { type: ff1, key: pan-ff1, alphabet: digits, keepFirst: 6, keepLast: 4, luhn: true }
   two-steps:
@@ -20,11 +22,17 @@ classes:
   Extra:
     properties:
       luhnCard: { protect: card-luhn }
-      twoSteps: { protect: two-steps }`)}`.replace("fields: ['Customer.*'] }", "fields: ['Customer.*', 'Extra.*'] }");
+      twoSteps: { protect: two-steps }`,
+)}`.replace("fields: ['Customer.*'] }", "fields: ['Customer.*', 'Extra.*'] }");
 
 const { engine } = engineFixture(LUHN_AND_TWO_STEPS);
 const bind = (className: string, propertyName: string, roles: string[], act: string): Chain =>
-  engine.bind({ identity: { roles }, rightsEvidences: roles.map((value) => ({ name: 'Role', value })), processingEvidences: [{ name: 'Action', value: act }], fields: [{ className, propertyName }] }).transforms[0]!;
+  engine.bind({
+    identity: { roles },
+    rightsEvidences: roles.map((value) => ({ name: 'Role', value })),
+    processingEvidences: [{ name: 'Action', value: act }],
+    fields: [{ className, propertyName }],
+  }).transforms[0]!;
 
 function one(chain: Chain, value: string): string | { code: string; message: string } {
   try {
@@ -37,7 +45,9 @@ function one(chain: Chain, value: string): string | { code: string; message: str
 const asPlain = (r: string | ValueError) => (typeof r === 'string' ? r : { code: r.code, message: r.message });
 
 const digits = fc.stringMatching(/^[0-9]{0,24}$/);
-const card = fc.tuple(fc.stringMatching(/^[0-9]{12,19}$/), fc.constantFrom('', '-', ' ')).map(([d, sep]) => (sep ? d.replace(/(\d{4})(?=\d)/g, `$1${sep}`) : d));
+const card = fc
+  .tuple(fc.stringMatching(/^[0-9]{12,19}$/), fc.constantFrom('', '-', ' '))
+  .map(([d, sep]) => (sep ? d.replace(/(\d{4})(?=\d)/g, `$1${sep}`) : d));
 const alnum = fc.stringMatching(/^[0-9A-Z]{0,20}$/);
 const junk = fc.constantFrom('', 'not a number', 'x'.repeat(5000), '\ud800', '1234', '١٢٣٤٥٦٧٨٩٠١٢', '0'.repeat(5000));
 
@@ -53,9 +63,12 @@ describe('Chain.many equals the chain value by value', () => {
   for (const [className, propertyName, values] of deterministic) {
     it(`protect ${className}.${propertyName}: outputs and refusals, batches of 0 to 60 mixed values`, () => {
       const protect = bind(className, propertyName, ['ingest'], 'Protect');
-      fc.assert(fc.property(fc.array(values, { maxLength: 60 }), (batch) => {
-        expect(protect.many(batch).map(asPlain)).toEqual(batch.map((v) => one(protect, v)));
-      }), { numRuns: 60 });
+      fc.assert(
+        fc.property(fc.array(values, { maxLength: 60 }), (batch) => {
+          expect(protect.many(batch).map(asPlain)).toEqual(batch.map((v) => one(protect, v)));
+        }),
+        { numRuns: 60 },
+      );
     });
   }
 
@@ -67,55 +80,75 @@ describe('Chain.many equals the chain value by value', () => {
     for (const [propertyName, value] of same) {
       const protect = bind('Customer', propertyName, ['ingest'], 'Protect');
       const reveal = bind('Customer', propertyName, ['fraud'], 'Unprotect');
-      fc.assert(fc.property(fc.array(value, { minLength: 4, maxLength: 200 }), fc.array(junk, { maxLength: 5 }), (batch, refused) => {
-        const mixed = [...refused, ...batch];
-        const out = protect.many(mixed);
-        expect(out.map(asPlain)).toEqual(mixed.map((v) => one(protect, v)));
-        const strings = out.filter((r): r is string => typeof r === 'string');
-        expect(reveal.many(strings)).toEqual(strings.map((v) => reveal(v)));
-      }), { numRuns: 25 });
+      fc.assert(
+        fc.property(fc.array(value, { minLength: 4, maxLength: 200 }), fc.array(junk, { maxLength: 5 }), (batch, refused) => {
+          const mixed = [...refused, ...batch];
+          const out = protect.many(mixed);
+          expect(out.map(asPlain)).toEqual(mixed.map((v) => one(protect, v)));
+          const strings = out.filter((r): r is string => typeof r === 'string');
+          expect(reveal.many(strings)).toEqual(strings.map((v) => reveal(v)));
+        }),
+        { numRuns: 25 },
+      );
     }
-    for (const [propertyName, value] of [['luhnCard', fc.stringMatching(/^[0-9]{16}$/)], ['twoSteps', fc.stringMatching(/^[0-9]{12}$/)]] as const) {
+    for (const [propertyName, value] of [
+      ['luhnCard', fc.stringMatching(/^[0-9]{16}$/)],
+      ['twoSteps', fc.stringMatching(/^[0-9]{12}$/)],
+    ] as const) {
       const protect = bind('Extra', propertyName, ['ingest'], 'Protect');
-      fc.assert(fc.property(fc.array(value, { minLength: 4, maxLength: 200 }), (batch) => {
-        expect(protect.many(batch).map(asPlain)).toEqual(batch.map((v) => one(protect, v)));
-      }), { numRuns: 25 });
+      fc.assert(
+        fc.property(fc.array(value, { minLength: 4, maxLength: 200 }), (batch) => {
+          expect(protect.many(batch).map(asPlain)).toEqual(batch.map((v) => one(protect, v)));
+        }),
+        { numRuns: 25 },
+      );
     }
   });
 
   it('unprotect of FF1 values: the batch inverts the batch, and refuses what one call refuses', () => {
     const protect = bind('Customer', 'nationalId', ['ingest'], 'Protect');
     const reveal = bind('Customer', 'nationalId', ['fraud'], 'Unprotect');
-    fc.assert(fc.property(fc.array(fc.oneof(alnum, junk), { maxLength: 60 }), (batch) => {
-      const protectedValues = protect.many(batch).map((r) => (typeof r === 'string' ? r : 'refused!'));
-      expect(reveal.many(protectedValues).map(asPlain)).toEqual(protectedValues.map((v) => one(reveal, v)));
-      protect.many(batch).forEach((r, i) => {
-        if (typeof r === 'string') expect(reveal(r)).toBe(batch[i]);
-      });
-    }), { numRuns: 60 });
+    fc.assert(
+      fc.property(fc.array(fc.oneof(alnum, junk), { maxLength: 60 }), (batch) => {
+        const protectedValues = protect.many(batch).map((r) => (typeof r === 'string' ? r : 'refused!'));
+        expect(reveal.many(protectedValues).map(asPlain)).toEqual(protectedValues.map((v) => one(reveal, v)));
+        protect.many(batch).forEach((r, i) => {
+          if (typeof r === 'string') expect(reveal(r)).toBe(batch[i]);
+        });
+      }),
+      { numRuns: 60 },
+    );
   });
 
   it('randomized AES-GCM: every output of a batch opens to its value; refusals match', () => {
     const protect = bind('Customer', 'name', ['ingest'], 'Protect');
     const reveal = bind('Customer', 'name', ['fraud'], 'Unprotect');
-    fc.assert(fc.property(fc.array(fc.oneof(fc.string(), junk), { maxLength: 40 }), (batch) => {
-      const out = protect.many(batch);
-      out.forEach((r, i) => {
-        const single = one(protect, batch[i]!);
-        if (typeof r === 'string') expect(reveal(r)).toBe(batch[i]);
-        else expect(asPlain(r)).toEqual(single);
-        expect(typeof r === 'string').toBe(typeof single === 'string');
-      });
-    }), { numRuns: 40 });
+    fc.assert(
+      fc.property(fc.array(fc.oneof(fc.string(), junk), { maxLength: 40 }), (batch) => {
+        const out = protect.many(batch);
+        out.forEach((r, i) => {
+          const single = one(protect, batch[i]!);
+          if (typeof r === 'string') expect(reveal(r)).toBe(batch[i]);
+          else expect(asPlain(r)).toEqual(single);
+          expect(typeof r === 'string').toBe(typeof single === 'string');
+        });
+      }),
+      { numRuns: 40 },
+    );
   });
 
-  it('an error that is not the value\'s (a key version the keystore lacks) throws from many as from one', () => {
+  it("an error that is not the value's (a key version the keystore lacks) throws from many as from one", () => {
     const fixture = engineFixture();
     const panId = fixture.config.keys.get('pan-ff1')!.id;
     // a keystore that knows the key but cannot give its material
     const hollow: KeyProvider = { info: (id) => fixture.keys.info(id), key: (id, v) => (id === panId ? undefined : fixture.keys.key(id, v)) };
     const { engine: broken } = engineFixture(EXAMPLE_CONFIG_TEXT, { keys: hollow });
-    const chain = broken.bind({ identity: { roles: ['ingest'] }, rightsEvidences: [{ name: 'Role', value: 'ingest' }], processingEvidences: [{ name: 'Action', value: 'Protect' }], fields: [{ className: 'Customer', propertyName: 'nationalId' }] }).transforms[0]!;
+    const chain = broken.bind({
+      identity: { roles: ['ingest'] },
+      rightsEvidences: [{ name: 'Role', value: 'ingest' }],
+      processingEvidences: [{ name: 'Action', value: 'Protect' }],
+      fields: [{ className: 'Customer', propertyName: 'nationalId' }],
+    }).transforms[0]!;
     const values = Array.from({ length: 20 }, (_, i) => `AB${String(i).padStart(10, '0')}`);
     expect(() => chain(values[0]!)).toThrow(VeilError);
     expect(() => chain.many(values)).toThrow(VeilError);

@@ -93,7 +93,12 @@ describe('config/example.yaml', () => {
       ['pseudonym', 'pseudonym', 'hmac-sha256', undefined],
     ]);
     expect([...config.sequences.values()].map((s) => [s.name, s.reversible])).toEqual([
-      ['email-deterministic', true], ['card-fpe', true], ['card-mask', false], ['national-id-fpe', true], ['name-randomized', true], ['name-pseudonym', false],
+      ['email-deterministic', true],
+      ['card-fpe', true],
+      ['card-mask', false],
+      ['national-id-fpe', true],
+      ['name-randomized', true],
+      ['name-pseudonym', false],
     ]);
     const customer = config.classes.get('Customer')!;
     const actions = (p: string) => Object.fromEntries([...customer.get(p)!.actions].map(([a, plan]) => [a, `${plan.sequence}/${plan.direction}`]));
@@ -101,21 +106,34 @@ describe('config/example.yaml', () => {
     expect(actions('cardNumber')).toEqual({ Protect: 'card-fpe/forward', Unprotect: 'card-fpe/inverse', Mask: 'card-mask/forward' });
     expect(actions('name')).toEqual({ Protect: 'name-randomized/forward', Unprotect: 'name-randomized/inverse', Pseudonymize: 'name-pseudonym/forward' });
     expect(actions('segmentKey')).toEqual({ Protect: 'name-pseudonym/forward' });
-    expect(config.rightsContexts.map((c) => [c.name, c.evidences])).toEqual([['ingest', [['Role', 'ingest']]], ['support', [['Role', 'support']]], ['fraud', [['Role', 'fraud']]]]);
-    expect(config.processingContexts.map((c) => [c.name, c.action])).toEqual([['protect', 'Protect'], ['unprotect', 'Unprotect'], ['mask', 'Mask'], ['pseudonymize', 'Pseudonymize']]);
+    expect(config.rightsContexts.map((c) => [c.name, c.evidences])).toEqual([
+      ['ingest', [['Role', 'ingest']]],
+      ['support', [['Role', 'support']]],
+      ['fraud', [['Role', 'fraud']]],
+    ]);
+    expect(config.processingContexts.map((c) => [c.name, c.action])).toEqual([
+      ['protect', 'Protect'],
+      ['unprotect', 'Unprotect'],
+      ['mask', 'Mask'],
+      ['pseudonymize', 'Pseudonymize'],
+    ]);
     expect([...config.rightsEvidenceNames]).toEqual(['Role']);
     expect([...config.processingEvidenceNames]).toEqual(['Action']);
   });
 
   it('the same configuration as JSON compiles too (YAML is a superset of JSON)', () => {
-    const json = JSON.stringify({
-      version: 1,
-      keys: { k: { type: 'aes-siv' } },
-      sequences: { s: { steps: [{ type: 'aes-siv', key: 'k' }] } },
-      classes: { C: { properties: { p: { protect: 's' } } } },
-      rightsContexts: { r: { evidences: { Role: 'r' }, grants: [{ actions: ['Protect'], fields: ['C.p'] }] } },
-      processingContexts: { protect: { evidences: { Action: 'Protect' } } },
-    }, null, 2);
+    const json = JSON.stringify(
+      {
+        version: 1,
+        keys: { k: { type: 'aes-siv' } },
+        sequences: { s: { steps: [{ type: 'aes-siv', key: 'k' }] } },
+        classes: { C: { properties: { p: { protect: 's' } } } },
+        rightsContexts: { r: { evidences: { Role: 'r' }, grants: [{ actions: ['Protect'], fields: ['C.p'] }] } },
+        processingContexts: { protect: { evidences: { Action: 'Protect' } } },
+      },
+      null,
+      2,
+    );
     expect(compileConfigText(json)).toMatchObject({ issues: [], config: expect.anything() });
   });
 
@@ -180,7 +198,10 @@ describe('configuration errors: YAML', () => {
   });
 
   it('aliases within the limit are fine: a shared grant list', () => {
-    const text = edit("      - { actions: [Protect, Unprotect, Mask], fields: ['Person.*'] }", "      - &all { actions: [Protect, Unprotect, Mask], fields: ['Person.*'] }\n  auditor:\n    evidences: { Role: auditor }\n    grants: [*all]");
+    const text = edit(
+      "      - { actions: [Protect, Unprotect, Mask], fields: ['Person.*'] }",
+      "      - &all { actions: [Protect, Unprotect, Mask], fields: ['Person.*'] }\n  auditor:\n    evidences: { Role: auditor }\n    grants: [*all]",
+    );
     const { config, issues } = compileConfigText(text);
     expect(issues).toEqual([]);
     expect(config!.rightsContexts.map((c) => c.name)).toEqual(['admin', 'auditor']);
@@ -353,13 +374,19 @@ describe('configuration errors: cross-references', () => {
   });
 
   it('a broken action binding is reported once, not again as an unknown action where grants and contexts use it', () => {
-    const text = edit('      phone: { protect: fpe, actions: { Mask: tail } }', '      phone: { protect: fpe, actions: { Mask: { sequence: tail, direction: inverse } } }');
+    const text = edit(
+      '      phone: { protect: fpe, actions: { Mask: tail } }',
+      '      phone: { protect: fpe, actions: { Mask: { sequence: tail, direction: inverse } } }',
+    );
     expect(summary(text)).toEqual([['error', '/classes/Person/properties/phone/actions/Mask']]);
   });
 
   it('Protect or Unprotect under actions is an error', () => {
     const text = edit('      email: { protect: det }', '      email: { protect: det, actions: { Unprotect: det } }');
-    expect(onlyError(text)).toMatchObject({ pointer: '/classes/Person/properties/email/actions/Unprotect', message: expect.stringMatching(/protect\/unprotect/) });
+    expect(onlyError(text)).toMatchObject({
+      pointer: '/classes/Person/properties/email/actions/Unprotect',
+      message: expect.stringMatching(/protect\/unprotect/),
+    });
   });
 
   it('a grant with an unknown action', () => {
@@ -379,7 +406,9 @@ describe('configuration errors: cross-references', () => {
       ['error', '/rightsContexts/admin/grants/0/fields/3'],
     ]);
     expect(issues.map((i) => i.message)).toEqual([
-      expect.stringContaining('Persn.email'), expect.stringContaining('Person.fax'), expect.stringContaining('Nobody.*'),
+      expect.stringContaining('Persn.email'),
+      expect.stringContaining('Person.fax'),
+      expect.stringContaining('Nobody.*'),
     ]);
   });
 
@@ -390,14 +419,20 @@ describe('configuration errors: cross-references', () => {
     expect(issue.message).toContain('"protect"');
     expect(issue.line).toBe(lineOf(text, 'again:'));
 
-    text = edit('  mask: { evidences: { Action: Mask } }', '  mask: { evidences: { Action: Mask } }\n  web: { evidences: { Channel: web, Action: Mask } }\n  web2:\n    evidences: { Action: Mask, Channel: web }\n    action: Mask');
+    text = edit(
+      '  mask: { evidences: { Action: Mask } }',
+      '  mask: { evidences: { Action: Mask } }\n  web: { evidences: { Channel: web, Action: Mask } }\n  web2:\n    evidences: { Action: Mask, Channel: web }\n    action: Mask',
+    );
     issue = onlyError(text);
     expect(issue.pointer).toBe('/processingContexts/web2/evidences');
     expect(issue.message).toContain('"web"');
   });
 
   it('a processing context whose action contradicts its Action evidence', () => {
-    const text = edit('  mask: { evidences: { Action: Mask } }', '  mask: { evidences: { Action: Mask } }\n  sneaky: { evidences: { Action: Unprotect, Channel: web }, action: Protect }');
+    const text = edit(
+      '  mask: { evidences: { Action: Mask } }',
+      '  mask: { evidences: { Action: Mask } }\n  sneaky: { evidences: { Action: Unprotect, Channel: web }, action: Protect }',
+    );
     const issue = onlyError(text);
     expect(issue.pointer).toBe('/processingContexts/sneaky/action');
     expect(issue.message).toMatch(/contradicts/);
@@ -420,7 +455,10 @@ describe('configuration errors: cross-references', () => {
   });
 
   it('a processing context naming an action nothing configures', () => {
-    const text = edit('  mask: { evidences: { Action: Mask } }', '  mask: { evidences: { Action: Mask } }\n  web: { evidences: { Channel: web }, action: Shred }');
+    const text = edit(
+      '  mask: { evidences: { Action: Mask } }',
+      '  mask: { evidences: { Action: Mask } }\n  web: { evidences: { Channel: web }, action: Shred }',
+    );
     expect(onlyError(text)).toMatchObject({ pointer: '/processingContexts/web/action', message: expect.stringContaining('Shred') });
   });
 
@@ -430,7 +468,10 @@ describe('configuration errors: cross-references', () => {
   });
 
   it('a processing context with an action field and other evidences compiles to that action', () => {
-    const text = edit('  mask: { evidences: { Action: Mask } }', '  mask: { evidences: { Action: Mask } }\n  web: { evidences: { Channel: web }, action: Mask }');
+    const text = edit(
+      '  mask: { evidences: { Action: Mask } }',
+      '  mask: { evidences: { Action: Mask } }\n  web: { evidences: { Channel: web }, action: Mask }',
+    );
     const { config, issues } = compileConfigText(text);
     expect(issues).toEqual([]);
     expect(config!.processingContexts.find((c) => c.name === 'web')).toEqual({ name: 'web', evidences: [['Channel', 'web']], action: 'Mask' });
@@ -450,7 +491,11 @@ describe('configuration errors: FPE alphabets', () => {
   });
 
   it('luhn with the digits alphabet (named, default or spelled out) compiles', () => {
-    for (const step of ['{ type: ff1, key: k-ff1, alphabet: digits, luhn: true }', '{ type: ff1, key: k-ff1, luhn: true }', '{ type: ff1, key: k-ff1, customAlphabet: "0123456789", luhn: true }']) {
+    for (const step of [
+      '{ type: ff1, key: k-ff1, alphabet: digits, luhn: true }',
+      '{ type: ff1, key: k-ff1, luhn: true }',
+      '{ type: ff1, key: k-ff1, customAlphabet: "0123456789", luhn: true }',
+    ]) {
       expect(issuesOf(edit(FPE_STEP, `      - ${step}`))).toEqual([]);
     }
   });
@@ -487,7 +532,9 @@ describe('configuration errors: FPE alphabets', () => {
     text = edit(FPE_STEP, '      - { type: ff3-1, key: k-ff1, alphabet: digits }', text);
     const { config, issues } = compileConfigText(text);
     expect(config).toBeDefined();
-    expect(issues).toEqual([{ severity: 'warning', pointer: '/sequences/fpe/steps/0', message: expect.stringMatching(/deprecated.*ff1/), line: lineOf(text, 'type: ff3-1, key') }]);
+    expect(issues).toEqual([
+      { severity: 'warning', pointer: '/sequences/fpe/steps/0', message: expect.stringMatching(/deprecated.*ff1/), line: lineOf(text, 'type: ff3-1, key') },
+    ]);
     expect(config!.warnings).toEqual(issues);
   });
 
@@ -495,7 +542,10 @@ describe('configuration errors: FPE alphabets', () => {
     let text = edit('  k-ff1: { type: ff1, version: 1 }', '  k-ff1: { type: ff3-1, version: 1 }');
     text = edit(FPE_STEP, '      - { type: ff3-1, key: k-ff1, alphabet: digits }', text);
     text = edit('    evidences: { Role: admin }', '    evidences: {}', text);
-    expect(summary(text)).toEqual([['warning', '/sequences/fpe/steps/0'], ['error', '/rightsContexts/admin/evidences']]);
+    expect(summary(text)).toEqual([
+      ['warning', '/sequences/fpe/steps/0'],
+      ['error', '/rightsContexts/admin/evidences'],
+    ]);
     expect(compileConfigText(text).config).toBeUndefined();
   });
 });
@@ -546,7 +596,10 @@ describe('several configuration errors at once', () => {
     text = edit('    evidences: { Role: admin }', '    evidences: {}', text);
     const { config, issues } = compileConfigText(text);
     expect(config).toBeUndefined();
-    const lines = issues.filter((i) => i.severity === 'error').map((i) => formatIssue('conf/test.yaml', i)).join('\n');
+    const lines = issues
+      .filter((i) => i.severity === 'error')
+      .map((i) => formatIssue('conf/test.yaml', i))
+      .join('\n');
     expect(lines).toContain(`conf/test.yaml:${lineOf(text, 'k-none')}: error: /sequences/det/steps/0/key: key reference "k-none"`);
     expect(lines).toContain(`conf/test.yaml:${lineOf(text, 'evidences: {}')}: error: /rightsContexts/admin/evidences: `);
   });

@@ -1,12 +1,24 @@
 import { describe, expect, it } from 'vitest';
 import { body, engineFixture, expectCardChanged, identity, valuesOf, veilErrorOf } from '../helpers/engine-fixture.ts';
-import { ACTIONS, CLEAR, DENIED, EXPECTED, NO_RIGHTS, NO_SEQUENCE, OK, PROPERTIES, ROLES, type Action, type Property } from '../helpers/authorization-matrix.ts';
-
+import {
+  ACTIONS,
+  CLEAR,
+  DENIED,
+  EXPECTED,
+  NO_RIGHTS,
+  NO_SEQUENCE,
+  OK,
+  PROPERTIES,
+  ROLES,
+  type Action,
+  type Property,
+} from '../helpers/authorization-matrix.ts';
 
 const { engine } = engineFixture();
 
 /** Customer.`property` `value` protected by the only role allowed to protect every field. */
-const protect = (property: Property, value: string) => valuesOf(engine.transform(body({ roles: ['fraud'], action: 'Protect', instances: [[property, value]] }), identity('fraud')))[0]!;
+const protect = (property: Property, value: string) =>
+  valuesOf(engine.transform(body({ roles: ['fraud'], action: 'Protect', instances: [[property, value]] }), identity('fraud')))[0]!;
 
 /** Protected forms of CLEAR. */
 const PROTECTED = Object.fromEntries(PROPERTIES.map((p) => [p, protect(p, CLEAR[p])])) as Record<Property, string>;
@@ -37,7 +49,9 @@ function expectSuccess(action: Action, property: Property, output: string): void
   }
 }
 
-const CELLS = ROLES.flatMap((role) => ACTIONS.flatMap((action) => PROPERTIES.map((property) => [role, action, property, EXPECTED[role][action][property]] as const)));
+const CELLS = ROLES.flatMap((role) =>
+  ACTIONS.flatMap((action) => PROPERTIES.map((property) => [role, action, property, EXPECTED[role][action][property]] as const)),
+);
 
 describe('authorization matrix of config/example.yaml', () => {
   it('covers 4 roles × 4 actions × every Customer property of the example', () => {
@@ -61,7 +75,13 @@ describe('authorization matrix of config/example.yaml', () => {
     if (expected === NO_RIGHTS) {
       expect(err.details[0]).toMatchObject({ pointer: '/rightsContexts/0/evidences' });
     } else {
-      expect(err.details[0]).toMatchObject({ request: req.requests[0]!.guid, instance: 0, pointer: '/requests/0/instances/0', className: 'Customer', propertyName: property });
+      expect(err.details[0]).toMatchObject({
+        request: req.requests[0]!.guid,
+        instance: 0,
+        pointer: '/requests/0/instances/0',
+        className: 'Customer',
+        propertyName: property,
+      });
     }
     expect(JSON.stringify(err)).not.toContain(inputOf(action, property));
   });
@@ -112,13 +132,14 @@ describe('roles come from the identity and from the body, both', () => {
     expect([valuesOf(res, 0), valuesOf(res, 1)]).toEqual([[CLEAR.email], [CLEAR.cardNumber]]);
     // support's request may not borrow fraud's grant from the other rights context
     veilErrorOf(
-      () => engine.transform(
-        body(
-          { roles: ['support'], action: 'Unprotect', instances: [['cardNumber', PROTECTED.cardNumber]] },
-          { roles: ['fraud'], action: 'Unprotect', instances: [['email', PROTECTED.email]] },
+      () =>
+        engine.transform(
+          body(
+            { roles: ['support'], action: 'Unprotect', instances: [['cardNumber', PROTECTED.cardNumber]] },
+            { roles: ['fraud'], action: 'Unprotect', instances: [['email', PROTECTED.email]] },
+          ),
+          identity('support', 'fraud'),
         ),
-        identity('support', 'fraud'),
-      ),
       'ACTION_NOT_GRANTED',
     );
   });

@@ -14,15 +14,24 @@ const versionOf = (value: string) => Buffer.from(value, 'base64url').readUInt32B
 
 function rewrapRequest(over: Partial<BindRequest> & { unprotectEvidences?: BindRequest['processingEvidences'] } = {}) {
   return {
-    identity: { roles: ['fraud'] }, rightsEvidences: [role('fraud')], processingEvidences: [action('Protect')],
-    unprotectEvidences: [action('Unprotect')], fields: [field('email'), field('name'), field('cardNumber')], ...over,
+    identity: { roles: ['fraud'] },
+    rightsEvidences: [role('fraud')],
+    processingEvidences: [action('Protect')],
+    unprotectEvidences: [action('Unprotect')],
+    fields: [field('email'), field('name'), field('cardNumber')],
+    ...over,
   };
 }
 
 describe('Engine.bindRewrap', () => {
   it('re-protects under the primary version: deterministic values equal a fresh protect, randomized ones unprotect to the same', () => {
     const { engine, keys } = engineFixture();
-    const protect = engine.bind({ identity: { roles: ['fraud'] }, rightsEvidences: [role('fraud')], processingEvidences: [action('Protect')], fields: [field('email'), field('name'), field('cardNumber')] });
+    const protect = engine.bind({
+      identity: { roles: ['fraud'] },
+      rightsEvidences: [role('fraud')],
+      processingEvidences: [action('Protect')],
+      fields: [field('email'), field('name'), field('cardNumber')],
+    });
     const old = ['ada@example.com', 'Ada Lovelace', '4111-1111-1111-1111'].map((v, i) => protect.transforms[i]!(v));
     expect([versionOf(old[0]!), versionOf(old[1]!)]).toEqual([1, 1]);
     rotate(keys, 'customer-siv');
@@ -32,7 +41,12 @@ describe('Engine.bindRewrap', () => {
     const out = old.map((v, i) => rewrap.transforms[i]!(v));
     expect([versionOf(out[0]!), versionOf(out[1]!)]).toEqual([2, 2]);
     expect(out[0]).toBe(protect.transforms[0]!('ada@example.com'));
-    const unprotect = engine.bind({ identity: { roles: ['fraud'] }, rightsEvidences: [role('fraud')], processingEvidences: [action('Unprotect')], fields: [field('name')] });
+    const unprotect = engine.bind({
+      identity: { roles: ['fraud'] },
+      rightsEvidences: [role('fraud')],
+      processingEvidences: [action('Unprotect')],
+      fields: [field('name')],
+    });
     expect(unprotect.transforms[0]!(out[1]!)).toBe('Ada Lovelace');
     // the card's FF1 key is pinned to version 1 in the configuration: its value stays as it was
     expect(out[2]).toBe(old[2]);
@@ -42,7 +56,12 @@ describe('Engine.bindRewrap', () => {
 
   it('many(): a value under a version the keystore does not hold, or not protected at all, is a ValueError; the others go through', () => {
     const { engine, keys } = engineFixture();
-    const email = engine.bind({ identity: { roles: ['fraud'] }, rightsEvidences: [role('fraud')], processingEvidences: [action('Protect')], fields: [field('email')] }).transforms[0]!;
+    const email = engine.bind({
+      identity: { roles: ['fraud'] },
+      rightsEvidences: [role('fraud')],
+      processingEvidences: [action('Protect')],
+      fields: [field('email')],
+    }).transforms[0]!;
     const v1 = email('a@example.com');
     const unknownVersion = Buffer.from(v1, 'base64url');
     unknownVersion.writeUInt32BE(7, 1);
@@ -60,9 +79,18 @@ describe('Engine.bindRewrap', () => {
   it('needs both actions granted on every field, and a Protect and an Unprotect context', () => {
     const { engine } = engineFixture();
     // support may unprotect emails only
-    veilErrorOf(() => engine.bindRewrap(rewrapRequest({ identity: { roles: ['support'] }, rightsEvidences: [role('support')], fields: [field('email'), field('name')] })), 'ACTION_NOT_GRANTED');
+    veilErrorOf(
+      () => engine.bindRewrap(rewrapRequest({ identity: { roles: ['support'] }, rightsEvidences: [role('support')], fields: [field('email'), field('name')] })),
+      'ACTION_NOT_GRANTED',
+    );
     // ingest may protect but not unprotect
-    veilErrorOf(() => engine.bindRewrap(rewrapRequest({ identity: { roles: ['ingest'] }, rightsEvidences: [role('ingest')], fields: [field('email')] })), 'ACTION_NOT_GRANTED');
-    veilErrorOf(() => engine.bindRewrap(rewrapRequest({ processingEvidences: [action('Unprotect')], unprotectEvidences: [action('Protect')], fields: [field('email')] })), 'CONFIG_INVALID');
+    veilErrorOf(
+      () => engine.bindRewrap(rewrapRequest({ identity: { roles: ['ingest'] }, rightsEvidences: [role('ingest')], fields: [field('email')] })),
+      'ACTION_NOT_GRANTED',
+    );
+    veilErrorOf(
+      () => engine.bindRewrap(rewrapRequest({ processingEvidences: [action('Unprotect')], unprotectEvidences: [action('Protect')], fields: [field('email')] })),
+      'CONFIG_INVALID',
+    );
   });
 });

@@ -1,8 +1,29 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { Engine, ENGINE_ERRORS, MemoryKeyProvider, transformResponseSchema, VeilError, type EngineErrorCode, type ErrorDetail, type TransformRequest } from '../../src/engine/index.ts';
 import {
-  EXAMPLE_CONFIG_TEXT, body, compileOrFail, engineFixture, expectCardChanged, fixtureText, identity, nextCard, rotate, tamper, valuesOf, veilErrorOf, withKeyVersion,
+  Engine,
+  ENGINE_ERRORS,
+  MemoryKeyProvider,
+  transformResponseSchema,
+  VeilError,
+  type EngineErrorCode,
+  type ErrorDetail,
+  type TransformRequest,
+} from '../../src/engine/index.ts';
+import {
+  EXAMPLE_CONFIG_TEXT,
+  body,
+  compileOrFail,
+  engineFixture,
+  expectCardChanged,
+  fixtureText,
+  identity,
+  nextCard,
+  rotate,
+  tamper,
+  valuesOf,
+  veilErrorOf,
+  withKeyVersion,
 } from '../helpers/engine-fixture.ts';
 
 const BASE64URL = /^[A-Za-z0-9_-]+$/;
@@ -24,7 +45,6 @@ const REVERSIBLE = ['email', 'cardNumber', 'nationalId', 'name'] as const;
 
 const fraud = identity('fraud');
 
-
 function digitsOf(s: string): string {
   return s.replace(/\D/g, '');
 }
@@ -39,10 +59,25 @@ describe('Engine: response shape (spec §2.7, §4.1)', () => {
 
   it('answers one response per request, linked by request guid, in request order, instances in order with className/propertyName', () => {
     const req = body(
-      { roles: ['fraud'], action: 'Protect', instances: [['email', SAMPLE.email], ['cardNumber', SAMPLE.cardNumber], ['email', 'second@example.org']] },
+      {
+        roles: ['fraud'],
+        action: 'Protect',
+        instances: [
+          ['email', SAMPLE.email],
+          ['cardNumber', SAMPLE.cardNumber],
+          ['email', 'second@example.org'],
+        ],
+      },
       { roles: ['ingest'], action: 'Pseudonymize', instances: [['name', SAMPLE.name]] },
       { roles: ['support'], action: 'Mask', instances: [['cardNumber', SAMPLE.cardNumber]] },
-      { roles: ['fraud'], action: 'Protect', instances: [['nationalId', SAMPLE.nationalId], ['segmentKey', SAMPLE.segmentKey]] },
+      {
+        roles: ['fraud'],
+        action: 'Protect',
+        instances: [
+          ['nationalId', SAMPLE.nationalId],
+          ['segmentKey', SAMPLE.segmentKey],
+        ],
+      },
     );
     const identityOfAll = identity('fraud', 'ingest', 'support');
     const res = engine.transform(req, identityOfAll);
@@ -69,7 +104,14 @@ describe('Engine: response shape (spec §2.7, §4.1)', () => {
   });
 
   it('does not modify the request body', () => {
-    const req = body({ roles: ['fraud'], action: 'Protect', instances: [['email', SAMPLE.email], ['name', SAMPLE.name]] });
+    const req = body({
+      roles: ['fraud'],
+      action: 'Protect',
+      instances: [
+        ['email', SAMPLE.email],
+        ['name', SAMPLE.name],
+      ],
+    });
     const copy = structuredClone(req);
     engine.transform(req, fraud);
     expect(req).toEqual(copy);
@@ -112,7 +154,12 @@ describe('Engine: protect → unprotect round trips of config/example.yaml', () 
   it('the reversible properties of the example are exactly those with an Unprotect plan', () => {
     const customer = config.classes.get('Customer')!;
     expect([...customer.keys()].sort()).toEqual(Object.keys(SAMPLE).sort());
-    expect([...customer.values()].filter((f) => f.actions.has('Unprotect')).map((f) => f.propertyName).sort()).toEqual([...REVERSIBLE].sort());
+    expect(
+      [...customer.values()]
+        .filter((f) => f.actions.has('Unprotect'))
+        .map((f) => f.propertyName)
+        .sort(),
+    ).toEqual([...REVERSIBLE].sort());
   });
 
   it.each(REVERSIBLE)('Customer.%s: protect then unprotect restores the value', (property) => {
@@ -135,7 +182,9 @@ describe('Engine: protect → unprotect round trips of config/example.yaml', () 
       ['nationalId', 'AB-12-CD'],
     ];
     const prot = valuesOf(engine.transform(body({ roles: ['fraud'], action: 'Protect', instances: values }), fraud));
-    const back = valuesOf(engine.transform(body({ roles: ['fraud'], action: 'Unprotect', instances: values.map(([p], i) => [p, prot[i]!] as [string, string]) }), fraud));
+    const back = valuesOf(
+      engine.transform(body({ roles: ['fraud'], action: 'Unprotect', instances: values.map(([p], i) => [p, prot[i]!] as [string, string]) }), fraud),
+    );
     expect(back).toEqual(values.map(([, v]) => v));
   });
 
@@ -147,16 +196,42 @@ describe('Engine: protect → unprotect round trips of config/example.yaml', () 
   });
 
   it('name (aes-gcm) is randomized: equal values protect differently, both unprotect', () => {
-    const prot = valuesOf(engine.transform(body({ roles: ['fraud'], action: 'Protect', instances: [['name', SAMPLE.name], ['name', SAMPLE.name]] }), fraud));
+    const prot = valuesOf(
+      engine.transform(
+        body({
+          roles: ['fraud'],
+          action: 'Protect',
+          instances: [
+            ['name', SAMPLE.name],
+            ['name', SAMPLE.name],
+          ],
+        }),
+        fraud,
+      ),
+    );
     expect(prot[0]).toMatch(BASE64URL);
     expect(prot[0]).not.toBe(prot[1]);
-    const back = valuesOf(engine.transform(body({ roles: ['fraud'], action: 'Unprotect', instances: prot.map((p) => ['name', p] as [string, string]) }), fraud));
+    const back = valuesOf(
+      engine.transform(body({ roles: ['fraud'], action: 'Unprotect', instances: prot.map((p) => ['name', p] as [string, string]) }), fraud),
+    );
     expect(back).toEqual([SAMPLE.name, SAMPLE.name]);
   });
 
   it('name with an injected random source protects deterministically (nonce comes from `random`)', () => {
     const fixed = engineFixture(EXAMPLE_CONFIG_TEXT, { random: (b) => b.fill(7) });
-    const prot = valuesOf(fixed.engine.transform(body({ roles: ['fraud'], action: 'Protect', instances: [['name', SAMPLE.name], ['name', SAMPLE.name]] }), fraud));
+    const prot = valuesOf(
+      fixed.engine.transform(
+        body({
+          roles: ['fraud'],
+          action: 'Protect',
+          instances: [
+            ['name', SAMPLE.name],
+            ['name', SAMPLE.name],
+          ],
+        }),
+        fraud,
+      ),
+    );
     expect(prot[0]).toBe(prot[1]);
   });
 
@@ -178,7 +253,19 @@ describe('Engine: protect → unprotect round trips of config/example.yaml', () 
   });
 
   it('nationalId (ff1, alnum-upper) keeps length and alphabet; equal values protect equally', () => {
-    const prot = valuesOf(engine.transform(body({ roles: ['fraud'], action: 'Protect', instances: [['nationalId', SAMPLE.nationalId], ['nationalId', SAMPLE.nationalId]] }), fraud));
+    const prot = valuesOf(
+      engine.transform(
+        body({
+          roles: ['fraud'],
+          action: 'Protect',
+          instances: [
+            ['nationalId', SAMPLE.nationalId],
+            ['nationalId', SAMPLE.nationalId],
+          ],
+        }),
+        fraud,
+      ),
+    );
     expect(prot[0]).toMatch(/^[0-9A-Z]{9}$/);
     expect(prot[0]).toBe(prot[1]);
   });
@@ -186,7 +273,14 @@ describe('Engine: protect → unprotect round trips of config/example.yaml', () 
   it('segmentKey and name pseudonyms (hmac-sha256) are deterministic and field-bound', () => {
     const res = engine.transform(
       body(
-        { roles: ['fraud'], action: 'Protect', instances: [['segmentKey', 'same'], ['segmentKey', 'same']] },
+        {
+          roles: ['fraud'],
+          action: 'Protect',
+          instances: [
+            ['segmentKey', 'same'],
+            ['segmentKey', 'same'],
+          ],
+        },
         { roles: ['ingest'], action: 'Pseudonymize', instances: [['name', 'same']] },
       ),
       identity('fraud', 'ingest'),
@@ -205,13 +299,26 @@ describe('Engine: protect → unprotect round trips of config/example.yaml', () 
     rotate(f.keys, 'customer-siv');
     const after = protectEmail();
     expect(after).not.toBe(before);
-    const back = valuesOf(f.engine.transform(body({ roles: ['fraud'], action: 'Unprotect', instances: [['email', before], ['email', after]] }), fraud));
+    const back = valuesOf(
+      f.engine.transform(
+        body({
+          roles: ['fraud'],
+          action: 'Unprotect',
+          instances: [
+            ['email', before],
+            ['email', after],
+          ],
+        }),
+        fraud,
+      ),
+    );
     expect(back).toEqual([SAMPLE.email, SAMPLE.email]);
   });
 
   it('ff1 uses the pinned key version: adding a newer version of pan-ff1 changes nothing', () => {
     const f = engineFixture();
-    const protectCard = () => valuesOf(f.engine.transform(body({ roles: ['fraud'], action: 'Protect', instances: [['cardNumber', SAMPLE.cardNumber]] }), fraud))[0]!;
+    const protectCard = () =>
+      valuesOf(f.engine.transform(body({ roles: ['fraud'], action: 'Protect', instances: [['cardNumber', SAMPLE.cardNumber]] }), fraud))[0]!;
     const before = protectCard();
     rotate(f.keys, 'pan-ff1');
     expect(protectCard()).toBe(before);
@@ -229,12 +336,50 @@ describe('Engine: identifier rules (spec §2.8)', () => {
   const ok = () => body({ roles: ['fraud'], action: 'Protect', instances: [['email', SAMPLE.email]] });
 
   it.each([
-    ['rightsContexts', (b: TransformRequest) => { b.rightsContexts[0]!.guid = 'rc-1'; b.requests[0]!.rightsContext = 'rc-1'; }, '/rightsContexts/0/guid'],
-    ['processingContexts', (b: TransformRequest) => { b.processingContexts[0]!.guid = '{not-a-uuid}'; b.requests[0]!.processingContext = '{not-a-uuid}'; }, '/processingContexts/0/guid'],
-    ['requests', (b: TransformRequest) => { b.requests[0]!.guid = '1234'; }, '/requests/0/guid'],
-    ['requests (uuid without dashes)', (b: TransformRequest) => { b.requests[0]!.guid = randomUUID().replaceAll('-', ''); }, '/requests/0/guid'],
-    ['requests (uuid with braces)', (b: TransformRequest) => { b.requests[0]!.guid = `{${randomUUID()}}`; }, '/requests/0/guid'],
-    ['requests (empty)', (b: TransformRequest) => { b.requests[0]!.guid = ''; }, '/requests/0/guid'],
+    [
+      'rightsContexts',
+      (b: TransformRequest) => {
+        b.rightsContexts[0]!.guid = 'rc-1';
+        b.requests[0]!.rightsContext = 'rc-1';
+      },
+      '/rightsContexts/0/guid',
+    ],
+    [
+      'processingContexts',
+      (b: TransformRequest) => {
+        b.processingContexts[0]!.guid = '{not-a-uuid}';
+        b.requests[0]!.processingContext = '{not-a-uuid}';
+      },
+      '/processingContexts/0/guid',
+    ],
+    [
+      'requests',
+      (b: TransformRequest) => {
+        b.requests[0]!.guid = '1234';
+      },
+      '/requests/0/guid',
+    ],
+    [
+      'requests (uuid without dashes)',
+      (b: TransformRequest) => {
+        b.requests[0]!.guid = randomUUID().replaceAll('-', '');
+      },
+      '/requests/0/guid',
+    ],
+    [
+      'requests (uuid with braces)',
+      (b: TransformRequest) => {
+        b.requests[0]!.guid = `{${randomUUID()}}`;
+      },
+      '/requests/0/guid',
+    ],
+    [
+      'requests (empty)',
+      (b: TransformRequest) => {
+        b.requests[0]!.guid = '';
+      },
+      '/requests/0/guid',
+    ],
   ])('a guid in %s that is not a UUID → GUID_INVALID at its pointer', (_where, mutate, pointer) => {
     const req = ok();
     mutate(req);
@@ -282,7 +427,10 @@ describe('Engine: identifier rules (spec §2.8)', () => {
       ['GUID_DUPLICATE', '/processingContexts/1/guid'],
       ['GUID_DUPLICATE', '/requests/1/guid'],
     ]);
-    expect(err.details.map((d) => d.message)).toEqual(['/processingContexts/1/guid repeats the guid of /processingContexts/0/guid', '/requests/1/guid repeats the guid of /requests/0/guid']);
+    expect(err.details.map((d) => d.message)).toEqual([
+      '/processingContexts/1/guid repeats the guid of /processingContexts/0/guid',
+      '/requests/1/guid repeats the guid of /requests/0/guid',
+    ]);
   });
 
   it('a guid repeated across the three arrays, differing only in case → GUID_DUPLICATE', () => {
@@ -307,7 +455,9 @@ describe('Engine: identifier rules (spec §2.8)', () => {
     const req = ok();
     req.requests[0]!.rightsContext = randomUUID();
     const err = veilErrorOf(() => engine.transform(req, fraud), 'REFERENCE_UNRESOLVED');
-    expect(err.details).toEqual([expect.objectContaining({ code: 'REFERENCE_UNRESOLVED', pointer: '/requests/0/rightsContext', request: req.requests[0]!.guid })]);
+    expect(err.details).toEqual([
+      expect.objectContaining({ code: 'REFERENCE_UNRESOLVED', pointer: '/requests/0/rightsContext', request: req.requests[0]!.guid }),
+    ]);
   });
 
   it('processingContext naming no processing context → REFERENCE_UNRESOLVED', () => {
@@ -377,17 +527,83 @@ describe('Engine: malformed bodies → REQUEST_MALFORMED with JSON pointer', () 
   });
 
   it.each([
-    ['instance value as number', (b: Loose) => { b.requests[0].instances[0].value = 4111111111111111; }, '/requests/0/instances/0/value'],
-    ['instance value as null', (b: Loose) => { b.requests[0].instances[0].value = null; }, '/requests/0/instances/0/value'],
-    ['instance value as object', (b: Loose) => { b.requests[0].instances[0].value = { v: 'x' }; }, '/requests/0/instances/0/value'],
-    ['className as number', (b: Loose) => { b.requests[0].instances[0].className = 1; }, '/requests/0/instances/0/className'],
-    ['instances as object', (b: Loose) => { b.requests[0].instances = {}; }, '/requests/0/instances'],
-    ['instance as string', (b: Loose) => { b.requests[0].instances[0] = 'x'; }, '/requests/0/instances/0'],
-    ['request guid as number', (b: Loose) => { b.requests[0].guid = 7; }, '/requests/0/guid'],
-    ['requests as object', (b: Loose) => { b.requests = {}; }, '/requests'],
-    ['evidences as object', (b: Loose) => { b.rightsContexts[0].evidences = { Role: 'fraud' }; }, '/rightsContexts/0/evidences'],
-    ['evidence value as number', (b: Loose) => { b.rightsContexts[0].evidences[0].value = 1; }, '/rightsContexts/0/evidences/0/value'],
-    ['evidence name empty', (b: Loose) => { b.processingContexts[0].evidences[0].name = ''; }, '/processingContexts/0/evidences/0/name'],
+    [
+      'instance value as number',
+      (b: Loose) => {
+        b.requests[0].instances[0].value = 4111111111111111;
+      },
+      '/requests/0/instances/0/value',
+    ],
+    [
+      'instance value as null',
+      (b: Loose) => {
+        b.requests[0].instances[0].value = null;
+      },
+      '/requests/0/instances/0/value',
+    ],
+    [
+      'instance value as object',
+      (b: Loose) => {
+        b.requests[0].instances[0].value = { v: 'x' };
+      },
+      '/requests/0/instances/0/value',
+    ],
+    [
+      'className as number',
+      (b: Loose) => {
+        b.requests[0].instances[0].className = 1;
+      },
+      '/requests/0/instances/0/className',
+    ],
+    [
+      'instances as object',
+      (b: Loose) => {
+        b.requests[0].instances = {};
+      },
+      '/requests/0/instances',
+    ],
+    [
+      'instance as string',
+      (b: Loose) => {
+        b.requests[0].instances[0] = 'x';
+      },
+      '/requests/0/instances/0',
+    ],
+    [
+      'request guid as number',
+      (b: Loose) => {
+        b.requests[0].guid = 7;
+      },
+      '/requests/0/guid',
+    ],
+    [
+      'requests as object',
+      (b: Loose) => {
+        b.requests = {};
+      },
+      '/requests',
+    ],
+    [
+      'evidences as object',
+      (b: Loose) => {
+        b.rightsContexts[0].evidences = { Role: 'fraud' };
+      },
+      '/rightsContexts/0/evidences',
+    ],
+    [
+      'evidence value as number',
+      (b: Loose) => {
+        b.rightsContexts[0].evidences[0].value = 1;
+      },
+      '/rightsContexts/0/evidences/0/value',
+    ],
+    [
+      'evidence name empty',
+      (b: Loose) => {
+        b.processingContexts[0].evidences[0].name = '';
+      },
+      '/processingContexts/0/evidences/0/name',
+    ],
   ])('wrong type: %s → its pointer', (_what, mutate, pointer) => {
     const req = ok() as Loose;
     mutate(req);
@@ -395,11 +611,41 @@ describe('Engine: malformed bodies → REQUEST_MALFORMED with JSON pointer', () 
   });
 
   it.each([
-    ['top level', (b: Loose) => { b.extra = 1; }, ''],
-    ['a request', (b: Loose) => { b.requests[0].priority = 'high'; }, '/requests/0'],
-    ['an instance', (b: Loose) => { b.requests[0].instances[0].format = 'x'; }, '/requests/0/instances/0'],
-    ['a context', (b: Loose) => { b.rightsContexts[0].name = 'x'; }, '/rightsContexts/0'],
-    ['an evidence', (b: Loose) => { b.processingContexts[0].evidences[0].weight = 1; }, '/processingContexts/0/evidences/0'],
+    [
+      'top level',
+      (b: Loose) => {
+        b.extra = 1;
+      },
+      '',
+    ],
+    [
+      'a request',
+      (b: Loose) => {
+        b.requests[0].priority = 'high';
+      },
+      '/requests/0',
+    ],
+    [
+      'an instance',
+      (b: Loose) => {
+        b.requests[0].instances[0].format = 'x';
+      },
+      '/requests/0/instances/0',
+    ],
+    [
+      'a context',
+      (b: Loose) => {
+        b.rightsContexts[0].name = 'x';
+      },
+      '/rightsContexts/0',
+    ],
+    [
+      'an evidence',
+      (b: Loose) => {
+        b.processingContexts[0].evidences[0].weight = 1;
+      },
+      '/processingContexts/0/evidences/0',
+    ],
   ])('an extra field in %s → REQUEST_MALFORMED at that object, naming the field', (_where, mutate, pointer) => {
     const req = ok() as Loose;
     mutate(req);
@@ -425,7 +671,11 @@ describe('Engine: malformed bodies → REQUEST_MALFORMED with JSON pointer', () 
     const req = ok() as unknown as Record<string, unknown>;
     req.Requests = req.requests;
     delete req.requests;
-    expect(malformed(req).details.map((d) => d.pointer).sort()).toEqual(['', '/requests']);
+    expect(
+      malformed(req)
+        .details.map((d) => d.pointer)
+        .sort(),
+    ).toEqual(['', '/requests']);
   });
 
   it('lists every shape problem of the body, each with a pointer, and none of the values', () => {
@@ -453,10 +703,20 @@ describe('Engine: malformed bodies → REQUEST_MALFORMED with JSON pointer', () 
 describe('Engine: evidences and processing contexts', () => {
   const { engine } = engineFixture();
   const contexts = engineFixture(fixtureText('contexts.yaml'));
-  const agentA = [{ name: 'Role', value: 'agent' }, { name: 'Tenant', value: 'a' }];
+  const agentA = [
+    { name: 'Role', value: 'agent' },
+    { name: 'Tenant', value: 'a' },
+  ];
 
   it('an evidence name no configured processing context uses → EVIDENCE_UNKNOWN at its name', () => {
-    const req = body({ roles: ['fraud'], processing: [{ name: 'Action', value: 'Protect' }, { name: 'Acton', value: 'Protect' }], instances: [['email', SAMPLE.email]] });
+    const req = body({
+      roles: ['fraud'],
+      processing: [
+        { name: 'Action', value: 'Protect' },
+        { name: 'Acton', value: 'Protect' },
+      ],
+      instances: [['email', SAMPLE.email]],
+    });
     const err = veilErrorOf(() => engine.transform(req, fraud), 'EVIDENCE_UNKNOWN');
     expect(err.status).toBe(400);
     expect(err.details).toEqual([expect.objectContaining({ pointer: '/processingContexts/0/evidences/1/name' })]);
@@ -470,7 +730,14 @@ describe('Engine: evidences and processing contexts', () => {
   });
 
   it('Action is a processing evidence, not a rights evidence, in the example', () => {
-    const req = body({ rights: [{ name: 'Role', value: 'fraud' }, { name: 'Action', value: 'Protect' }], action: 'Protect', instances: [['email', SAMPLE.email]] });
+    const req = body({
+      rights: [
+        { name: 'Role', value: 'fraud' },
+        { name: 'Action', value: 'Protect' },
+      ],
+      action: 'Protect',
+      instances: [['email', SAMPLE.email]],
+    });
     const err = veilErrorOf(() => engine.transform(req, fraud), 'EVIDENCE_UNKNOWN');
     expect(err.details).toEqual([expect.objectContaining({ pointer: '/rightsContexts/0/evidences/1/name' })]);
   });
@@ -494,7 +761,15 @@ describe('Engine: evidences and processing contexts', () => {
   });
 
   it('two configured processing contexts with the same number of evidences both matching → PROCESSING_CONTEXT_AMBIGUOUS naming both', () => {
-    const req = body({ rights: agentA, processing: [{ name: 'Action', value: 'Protect' }, { name: 'Channel', value: 'web' }], className: 'Account', instances: [['owner', 'Some Owner']] });
+    const req = body({
+      rights: agentA,
+      processing: [
+        { name: 'Action', value: 'Protect' },
+        { name: 'Channel', value: 'web' },
+      ],
+      className: 'Account',
+      instances: [['owner', 'Some Owner']],
+    });
     const err = veilErrorOf(() => contexts.engine.transform(req, identity('agent')), 'PROCESSING_CONTEXT_AMBIGUOUS');
     expect(err.status).toBe(400);
     expect(err.details).toEqual([expect.objectContaining({ pointer: '/processingContexts/0/evidences' })]);
@@ -507,11 +782,33 @@ describe('Engine: evidences and processing contexts', () => {
     const res = contexts.engine.transform(
       body(
         // {Channel: web} → the `web` context: Protect
-        { rights: [...agentA, { name: 'Role', value: 'masker' }], processing: [{ name: 'Channel', value: 'web' }], className: 'Account', instances: [['owner', owner]] },
+        {
+          rights: [...agentA, { name: 'Role', value: 'masker' }],
+          processing: [{ name: 'Channel', value: 'web' }],
+          className: 'Account',
+          instances: [['owner', owner]],
+        },
         // {Channel: web, Purpose: display} matches `web` (1) and `web-display` (2): Mask
-        { rights: [...agentA, { name: 'Role', value: 'masker' }], processing: [{ name: 'Channel', value: 'web' }, { name: 'Purpose', value: 'display' }], className: 'Account', instances: [['owner', owner]] },
+        {
+          rights: [...agentA, { name: 'Role', value: 'masker' }],
+          processing: [
+            { name: 'Channel', value: 'web' },
+            { name: 'Purpose', value: 'display' },
+          ],
+          className: 'Account',
+          instances: [['owner', owner]],
+        },
         // plus Action=Protect: `protect` and `web` have 1 evidence, `web-display` 2: still Mask
-        { rights: [...agentA, { name: 'Role', value: 'masker' }], processing: [{ name: 'Action', value: 'Protect' }, { name: 'Channel', value: 'web' }, { name: 'Purpose', value: 'display' }], className: 'Account', instances: [['owner', owner]] },
+        {
+          rights: [...agentA, { name: 'Role', value: 'masker' }],
+          processing: [
+            { name: 'Action', value: 'Protect' },
+            { name: 'Channel', value: 'web' },
+            { name: 'Purpose', value: 'display' },
+          ],
+          className: 'Account',
+          instances: [['owner', owner]],
+        },
       ),
       identity('agent', 'masker'),
     );
@@ -519,23 +816,31 @@ describe('Engine: evidences and processing contexts', () => {
     expect(protectedOwner).toMatch(BASE64URL);
     expect(valuesOf(res, 1)).toEqual(['**************er']);
     expect(valuesOf(res, 2)).toEqual(['**************er']);
-    const back = contexts.engine.transform(body({ rights: agentA, action: 'Unprotect', className: 'Account', instances: [['owner', protectedOwner]] }), identity('agent'));
+    const back = contexts.engine.transform(
+      body({ rights: agentA, action: 'Unprotect', className: 'Account', instances: [['owner', protectedOwner]] }),
+      identity('agent'),
+    );
     expect(valuesOf(back)).toEqual([owner]);
   });
 
   it('extra known evidences in the body do not stop a configured context from matching', () => {
     const res = contexts.engine.transform(
-      body({ rights: agentA, processing: [{ name: 'Action', value: 'Unprotect' }, { name: 'Purpose', value: 'display' }], className: 'Account', instances: [] }),
+      body({
+        rights: agentA,
+        processing: [
+          { name: 'Action', value: 'Unprotect' },
+          { name: 'Purpose', value: 'display' },
+        ],
+        className: 'Account',
+        instances: [],
+      }),
       identity('agent'),
     );
     expect(res.responses).toHaveLength(1);
   });
 
   it('reports problems of every referenced context at once', () => {
-    const req = body(
-      { roles: ['fraud'], action: 'Shred', instances: [] },
-      { roles: ['fraud'], processing: [{ name: 'Bogus', value: 'x' }], instances: [] },
-    );
+    const req = body({ roles: ['fraud'], action: 'Shred', instances: [] }, { roles: ['fraud'], processing: [{ name: 'Bogus', value: 'x' }], instances: [] });
     const err = veilErrorOf(() => engine.transform(req, fraud), 'PROCESSING_CONTEXT_UNMATCHED');
     expect(err.details.map((d) => [d.code, d.pointer])).toEqual([
       ['PROCESSING_CONTEXT_UNMATCHED', '/processingContexts/0/evidences'],
@@ -583,9 +888,20 @@ describe('Engine: rights contexts and roles', () => {
     const protectOwner = (rights: { name: string; value: string }[]) => () =>
       contexts.engine.transform(body({ rights, action: 'Protect', className: 'Account', instances: [['owner', 'O. Wner']] }), identity('agent'));
     veilErrorOf(protectOwner([{ name: 'Role', value: 'agent' }]), 'RIGHTS_CONTEXT_UNMATCHED');
-    veilErrorOf(protectOwner([{ name: 'Role', value: 'agent' }, { name: 'Tenant', value: 'b' }]), 'RIGHTS_CONTEXT_UNMATCHED');
+    veilErrorOf(
+      protectOwner([
+        { name: 'Role', value: 'agent' },
+        { name: 'Tenant', value: 'b' },
+      ]),
+      'RIGHTS_CONTEXT_UNMATCHED',
+    );
     veilErrorOf(protectOwner([{ name: 'Tenant', value: 'a' }]), 'RIGHTS_CONTEXT_UNMATCHED');
-    expect(protectOwner([{ name: 'Tenant', value: 'a' }, { name: 'Role', value: 'agent' }])().responses).toHaveLength(1);
+    expect(
+      protectOwner([
+        { name: 'Tenant', value: 'a' },
+        { name: 'Role', value: 'agent' },
+      ])().responses,
+    ).toHaveLength(1);
   });
 
   it('several matching rights contexts add up their grants', () => {
@@ -597,14 +913,24 @@ describe('Engine: rights contexts and roles', () => {
         { roles: ['ingest', 'support'], action: 'Pseudonymize', instances: [['name', SAMPLE.name]] },
         { roles: ['ingest', 'support'], action: 'Unprotect', instances: [['email', valuesOf(protectedValues)[0]!]] },
         { roles: ['ingest', 'support'], action: 'Mask', instances: [['cardNumber', SAMPLE.cardNumber]] },
-        { roles: ['ingest', 'support'], action: 'Protect', instances: [['nationalId', SAMPLE.nationalId], ['email', SAMPLE.email]] },
+        {
+          roles: ['ingest', 'support'],
+          action: 'Protect',
+          instances: [
+            ['nationalId', SAMPLE.nationalId],
+            ['email', SAMPLE.email],
+          ],
+        },
       ),
       both,
     );
     expect(valuesOf(res, 1)).toEqual([SAMPLE.email]);
     expect(valuesOf(res, 2)).toEqual(['****-****-****-2261']);
     // each alone lacks one of these grants
-    veilErrorOf(() => engine.transform(body({ roles: ['ingest'], action: 'Mask', instances: [['cardNumber', SAMPLE.cardNumber]] }), both), 'ACTION_NOT_GRANTED');
+    veilErrorOf(
+      () => engine.transform(body({ roles: ['ingest'], action: 'Mask', instances: [['cardNumber', SAMPLE.cardNumber]] }), both),
+      'ACTION_NOT_GRANTED',
+    );
     veilErrorOf(() => engine.transform(body({ roles: ['support'], action: 'Pseudonymize', instances: [['name', SAMPLE.name]] }), both), 'ACTION_NOT_GRANTED');
   });
 
@@ -634,13 +960,27 @@ describe('Engine: fields and actions', () => {
   const auditor = engineFixture(auditorText);
 
   it('a property of a granted class that is not configured → FIELD_UNKNOWN (422) with request, instance, pointer', () => {
-    const req = body({ roles: ['fraud'], action: 'Protect', instances: [['email', SAMPLE.email], ['shoeSize', '44']] });
+    const req = body({
+      roles: ['fraud'],
+      action: 'Protect',
+      instances: [
+        ['email', SAMPLE.email],
+        ['shoeSize', '44'],
+      ],
+    });
     const err = veilErrorOf(() => engine.transform(req, fraud), 'FIELD_UNKNOWN');
     expect(err.status).toBe(422);
-    expect(err.details).toEqual([{
-      code: 'FIELD_UNKNOWN', pointer: '/requests/0/instances/1', request: req.requests[0]!.guid, instance: 1,
-      className: 'Customer', propertyName: 'shoeSize', message: expect.stringContaining('Customer.shoeSize'),
-    }]);
+    expect(err.details).toEqual([
+      {
+        code: 'FIELD_UNKNOWN',
+        pointer: '/requests/0/instances/1',
+        request: req.requests[0]!.guid,
+        instance: 1,
+        className: 'Customer',
+        propertyName: 'shoeSize',
+        message: expect.stringContaining('Customer.shoeSize'),
+      },
+    ]);
   });
 
   it('a class nobody is granted → ACTION_NOT_GRANTED (grants are checked before field configuration)', () => {
@@ -649,34 +989,69 @@ describe('Engine: fields and actions', () => {
   });
 
   it('with a grant on *, an unknown class → FIELD_UNKNOWN; names are case-sensitive', () => {
-    const req = body({ roles: ['auditor'], action: 'Mask', instances: [{ className: 'Order', propertyName: 'id', value: '1' }, { className: 'customer', propertyName: 'cardNumber', value: '1' }, ['CardNumber', '1']] });
+    const req = body({
+      roles: ['auditor'],
+      action: 'Mask',
+      instances: [
+        { className: 'Order', propertyName: 'id', value: '1' },
+        { className: 'customer', propertyName: 'cardNumber', value: '1' },
+        ['CardNumber', '1'],
+      ],
+    });
     const err = veilErrorOf(() => auditor.engine.transform(req, identity('auditor')), 'FIELD_UNKNOWN');
     expect(err.details.map((d) => d.instance)).toEqual([0, 1, 2]);
   });
 
   it('Mask on Customer.email (granted, no Mask sequence) → ACTION_NOT_CONFIGURED (422)', () => {
-    const req = body({ roles: ['auditor'], action: 'Mask', instances: [['cardNumber', SAMPLE.cardNumber], ['email', SAMPLE.email]] });
+    const req = body({
+      roles: ['auditor'],
+      action: 'Mask',
+      instances: [
+        ['cardNumber', SAMPLE.cardNumber],
+        ['email', SAMPLE.email],
+      ],
+    });
     const err = veilErrorOf(() => auditor.engine.transform(req, identity('auditor')), 'ACTION_NOT_CONFIGURED');
     expect(err.status).toBe(422);
-    expect(err.details).toEqual([expect.objectContaining({ code: 'ACTION_NOT_CONFIGURED', pointer: '/requests/0/instances/1', instance: 1, request: req.requests[0]!.guid, className: 'Customer', propertyName: 'email' })]);
+    expect(err.details).toEqual([
+      expect.objectContaining({
+        code: 'ACTION_NOT_CONFIGURED',
+        pointer: '/requests/0/instances/1',
+        instance: 1,
+        request: req.requests[0]!.guid,
+        className: 'Customer',
+        propertyName: 'email',
+      }),
+    ]);
   });
 
   it('Pseudonymize on Customer.email for ingest (granted on Customer.*) → ACTION_NOT_CONFIGURED', () => {
-    veilErrorOf(() => engine.transform(body({ roles: ['ingest'], action: 'Pseudonymize', instances: [['email', SAMPLE.email]] }), identity('ingest')), 'ACTION_NOT_CONFIGURED');
+    veilErrorOf(
+      () => engine.transform(body({ roles: ['ingest'], action: 'Pseudonymize', instances: [['email', SAMPLE.email]] }), identity('ingest')),
+      'ACTION_NOT_CONFIGURED',
+    );
   });
 
   it('the irreversible segmentKey (unprotect: none) cannot be unprotected, even with Unprotect granted', () => {
     const prot = valuesOf(engine.transform(body({ roles: ['fraud'], action: 'Protect', instances: [['segmentKey', SAMPLE.segmentKey]] }), fraud))[0]!;
-    const err = veilErrorOf(() => engine.transform(body({ roles: ['fraud'], action: 'Unprotect', instances: [['segmentKey', prot]] }), fraud), 'ACTION_NOT_CONFIGURED');
+    const err = veilErrorOf(
+      () => engine.transform(body({ roles: ['fraud'], action: 'Unprotect', instances: [['segmentKey', prot]] }), fraud),
+      'ACTION_NOT_CONFIGURED',
+    );
     expect(err.details).toEqual([expect.objectContaining({ propertyName: 'segmentKey', pointer: '/requests/0/instances/0' })]);
     expect(JSON.stringify(err)).not.toContain(prot);
   });
 
   it('masked card numbers cannot be unmasked: Unprotect of a masked value fails as a value, not as a reveal', () => {
-    const masked = valuesOf(auditor.engine.transform(body({ roles: ['auditor'], action: 'Mask', instances: [['cardNumber', SAMPLE.cardNumber]] }), identity('auditor')))[0]!;
+    const masked = valuesOf(
+      auditor.engine.transform(body({ roles: ['auditor'], action: 'Mask', instances: [['cardNumber', SAMPLE.cardNumber]] }), identity('auditor')),
+    )[0]!;
     expect(masked).toBe('****-****-****-2261');
     // Unprotect of cardNumber runs the ff1 inverse: a masked value has too few digits
-    veilErrorOf(() => auditor.engine.transform(body({ roles: ['auditor'], action: 'Unprotect', instances: [['cardNumber', masked]] }), identity('auditor')), 'VALUE_TOO_SHORT');
+    veilErrorOf(
+      () => auditor.engine.transform(body({ roles: ['auditor'], action: 'Unprotect', instances: [['cardNumber', masked]] }), identity('auditor')),
+      'VALUE_TOO_SHORT',
+    );
   });
 });
 
@@ -694,7 +1069,15 @@ describe('Engine: value errors (422)', () => {
   ])('ff1 %s value %j is too short → VALUE_TOO_SHORT with pointer to the value', (property, value) => {
     const req = body({ roles: ['fraud'], action: 'Protect', instances: [[property, value]] });
     const err = veilErrorOf(() => engine.transform(req, fraud), 'VALUE_TOO_SHORT');
-    expect(err.details).toEqual([expect.objectContaining({ code: 'VALUE_TOO_SHORT', pointer: '/requests/0/instances/0/value', instance: 0, request: req.requests[0]!.guid, propertyName: property })]);
+    expect(err.details).toEqual([
+      expect.objectContaining({
+        code: 'VALUE_TOO_SHORT',
+        pointer: '/requests/0/instances/0/value',
+        instance: 0,
+        request: req.requests[0]!.guid,
+        propertyName: property,
+      }),
+    ]);
   });
 
   it('the shortest accepted card number is 16 digits (6 kept + 6 encrypted + 4 kept)', () => {
@@ -722,14 +1105,27 @@ describe('Engine: value errors (422)', () => {
   });
 
   it('a value protected for another field or by another transformer → PROTECTED_VALUE_INVALID', () => {
-    const [email, name] = valuesOf(protect([['email', SAMPLE.email], ['name', SAMPLE.name]]));
+    const [email, name] = valuesOf(
+      protect([
+        ['email', SAMPLE.email],
+        ['name', SAMPLE.name],
+      ]),
+    );
     veilErrorOf(unprotect([['name', email!]]), 'PROTECTED_VALUE_INVALID');
     veilErrorOf(unprotect([['email', name!]]), 'PROTECTED_VALUE_INVALID');
     // same sequence and key, other field: the binding label is authenticated
     const ctx = engineFixture(fixtureText('contexts.yaml'));
-    const agentA = [{ name: 'Role', value: 'agent' }, { name: 'Tenant', value: 'a' }];
-    const owner = valuesOf(ctx.engine.transform(body({ rights: agentA, action: 'Protect', className: 'Account', instances: [['owner', 'same value']] }), identity('agent')))[0]!;
-    veilErrorOf(() => ctx.engine.transform(body({ rights: agentA, action: 'Unprotect', className: 'Account', instances: [['iban', owner]] }), identity('agent')), 'PROTECTED_VALUE_INVALID');
+    const agentA = [
+      { name: 'Role', value: 'agent' },
+      { name: 'Tenant', value: 'a' },
+    ];
+    const owner = valuesOf(
+      ctx.engine.transform(body({ rights: agentA, action: 'Protect', className: 'Account', instances: [['owner', 'same value']] }), identity('agent')),
+    )[0]!;
+    veilErrorOf(
+      () => ctx.engine.transform(body({ rights: agentA, action: 'Unprotect', className: 'Account', instances: [['iban', owner]] }), identity('agent')),
+      'PROTECTED_VALUE_INVALID',
+    );
   });
 
   it.each(['', 'not base64!', 'plain@example.org', '====', 'A'])('unprotecting %j as email → PROTECTED_VALUE_INVALID', (value) => {
@@ -737,9 +1133,23 @@ describe('Engine: value errors (422)', () => {
   });
 
   it('a protected value naming a key version the keystore lacks → KEY_VERSION_UNKNOWN', () => {
-    const [email, name] = valuesOf(protect([['email', SAMPLE.email], ['name', SAMPLE.name]]));
-    const err = veilErrorOf(unprotect([['email', withKeyVersion(email!, 9)], ['name', withKeyVersion(name!, 2)]]), 'KEY_VERSION_UNKNOWN');
-    expect(err.details.map((d) => [d.code, d.instance])).toEqual([['KEY_VERSION_UNKNOWN', 0], ['KEY_VERSION_UNKNOWN', 1]]);
+    const [email, name] = valuesOf(
+      protect([
+        ['email', SAMPLE.email],
+        ['name', SAMPLE.name],
+      ]),
+    );
+    const err = veilErrorOf(
+      unprotect([
+        ['email', withKeyVersion(email!, 9)],
+        ['name', withKeyVersion(name!, 2)],
+      ]),
+      'KEY_VERSION_UNKNOWN',
+    );
+    expect(err.details.map((d) => [d.code, d.instance])).toEqual([
+      ['KEY_VERSION_UNKNOWN', 0],
+      ['KEY_VERSION_UNKNOWN', 1],
+    ]);
   });
 
   it('a lone surrogate cannot be protected → VALUE_NOT_IN_ALPHABET', () => {
@@ -750,7 +1160,10 @@ describe('Engine: value errors (422)', () => {
   it('missing keys → KEY_UNAVAILABLE (503, retriable)', () => {
     const bare = new Engine({ config: compileOrFail(EXAMPLE_CONFIG_TEXT), keys: new MemoryKeyProvider() });
     for (const property of ['email', 'name', 'cardNumber', 'segmentKey']) {
-      const err = veilErrorOf(() => bare.transform(body({ roles: ['fraud'], action: 'Protect', instances: [[property, SAMPLE[property as keyof typeof SAMPLE]]] }), fraud), 'KEY_UNAVAILABLE');
+      const err = veilErrorOf(
+        () => bare.transform(body({ roles: ['fraud'], action: 'Protect', instances: [[property, SAMPLE[property as keyof typeof SAMPLE]]] }), fraud),
+        'KEY_UNAVAILABLE',
+      );
       expect(err.status).toBe(503);
       expect(err.retriable).toBe(true);
     }
@@ -782,17 +1195,53 @@ describe('Engine: atomicity and error documents', () => {
     const shortCard = '5500-0000-0371';
     const shortId = 'QZ7';
     const protectedEmail = valuesOf(engine.transform(body({ roles: ['fraud'], action: 'Protect', instances: [['email', revealedEmail]] }), fraud))[0]!;
-    const tamperedName = tamper(valuesOf(engine.transform(body({ roles: ['fraud'], action: 'Protect', instances: [['name', 'Cornelius Tamperfield']] }), fraud))[0]!);
+    const tamperedName = tamper(
+      valuesOf(engine.transform(body({ roles: ['fraud'], action: 'Protect', instances: [['name', 'Cornelius Tamperfield']] }), fraud))[0]!,
+    );
     const req = body(
-      { roles: ['fraud'], action: 'Protect', instances: [['email', okEmail], ['cardNumber', shortCard], ['nationalId', shortId]] },
-      { roles: ['fraud'], action: 'Unprotect', instances: [['email', protectedEmail], ['name', tamperedName]] },
+      {
+        roles: ['fraud'],
+        action: 'Protect',
+        instances: [
+          ['email', okEmail],
+          ['cardNumber', shortCard],
+          ['nationalId', shortId],
+        ],
+      },
+      {
+        roles: ['fraud'],
+        action: 'Unprotect',
+        instances: [
+          ['email', protectedEmail],
+          ['name', tamperedName],
+        ],
+      },
     );
     const err = veilErrorOf(() => engine.transform(req, both), 'VALUE_TOO_SHORT');
     expect(err.status).toBe(422);
     expect(err.details).toEqual([
-      expect.objectContaining({ code: 'VALUE_TOO_SHORT', request: req.requests[0]!.guid, instance: 1, pointer: '/requests/0/instances/1/value', className: 'Customer', propertyName: 'cardNumber' }),
-      expect.objectContaining({ code: 'VALUE_TOO_SHORT', request: req.requests[0]!.guid, instance: 2, pointer: '/requests/0/instances/2/value', propertyName: 'nationalId' }),
-      expect.objectContaining({ code: 'PROTECTED_VALUE_INVALID', request: req.requests[1]!.guid, instance: 1, pointer: '/requests/1/instances/1/value', propertyName: 'name' }),
+      expect.objectContaining({
+        code: 'VALUE_TOO_SHORT',
+        request: req.requests[0]!.guid,
+        instance: 1,
+        pointer: '/requests/0/instances/1/value',
+        className: 'Customer',
+        propertyName: 'cardNumber',
+      }),
+      expect.objectContaining({
+        code: 'VALUE_TOO_SHORT',
+        request: req.requests[0]!.guid,
+        instance: 2,
+        pointer: '/requests/0/instances/2/value',
+        propertyName: 'nationalId',
+      }),
+      expect.objectContaining({
+        code: 'PROTECTED_VALUE_INVALID',
+        request: req.requests[1]!.guid,
+        instance: 1,
+        pointer: '/requests/1/instances/1/value',
+        propertyName: 'name',
+      }),
     ]);
     expect(err.message).toContain('3 problems');
     expectCatalog(err);
@@ -803,8 +1252,22 @@ describe('Engine: atomicity and error documents', () => {
     const card = '6011-0009-9013-9424';
     const idValue = 'ZX987654Q';
     const req = body(
-      { roles: ['support'], action: 'Protect', instances: [['email', SAMPLE.email], ['cardNumber', card]] },
-      { roles: ['support'], action: 'Mask', instances: [['cardNumber', card], ['nationalId', idValue]] },
+      {
+        roles: ['support'],
+        action: 'Protect',
+        instances: [
+          ['email', SAMPLE.email],
+          ['cardNumber', card],
+        ],
+      },
+      {
+        roles: ['support'],
+        action: 'Mask',
+        instances: [
+          ['cardNumber', card],
+          ['nationalId', idValue],
+        ],
+      },
       { roles: ['support'], action: 'Unprotect', instances: [['name', 'unauthorized-name-value']] },
     );
     const err = veilErrorOf(() => engine.transform(req, identity('support')), 'ACTION_NOT_GRANTED');
@@ -819,7 +1282,14 @@ describe('Engine: atomicity and error documents', () => {
 
   it('stages: an authorization problem in one request hides field and value problems in others', () => {
     const req = body(
-      { roles: ['fraud'], action: 'Protect', instances: [['cardNumber', '12'], ['shoeSize', '44']] },
+      {
+        roles: ['fraud'],
+        action: 'Protect',
+        instances: [
+          ['cardNumber', '12'],
+          ['shoeSize', '44'],
+        ],
+      },
       { roles: ['support'], action: 'Unprotect', instances: [['cardNumber', 'x']] },
     );
     const err = veilErrorOf(() => engine.transform(req, both), 'ACTION_NOT_GRANTED');
@@ -828,8 +1298,22 @@ describe('Engine: atomicity and error documents', () => {
 
   it('stages: a field problem hides value problems; every field problem is listed', () => {
     const req = body(
-      { roles: ['fraud'], action: 'Protect', instances: [['cardNumber', '12'], ['shoeSize', '44']] },
-      { roles: ['fraud'], action: 'Unprotect', instances: [['segmentKey', 'x'], ['email', 'garbage']] },
+      {
+        roles: ['fraud'],
+        action: 'Protect',
+        instances: [
+          ['cardNumber', '12'],
+          ['shoeSize', '44'],
+        ],
+      },
+      {
+        roles: ['fraud'],
+        action: 'Unprotect',
+        instances: [
+          ['segmentKey', 'x'],
+          ['email', 'garbage'],
+        ],
+      },
     );
     const err = veilErrorOf(() => engine.transform(req, fraud), 'FIELD_UNKNOWN');
     expect(err.details.map((d) => [d.code, d.pointer])).toEqual([
@@ -840,9 +1324,7 @@ describe('Engine: atomicity and error documents', () => {
   });
 
   it('stages: identifier problems hide context problems; context problems hide grants', () => {
-    const req = body(
-      { roles: ['nobody'], action: 'Shred', instances: [['email', 'x']] },
-    );
+    const req = body({ roles: ['nobody'], action: 'Shred', instances: [['email', 'x']] });
     req.requests[0]!.guid = 'nope';
     veilErrorOf(() => engine.transform(req, fraud), 'GUID_INVALID');
     req.requests[0]!.guid = randomUUID();
@@ -872,7 +1354,14 @@ describe('Engine: atomicity and error documents', () => {
   });
 
   it('details carry only code, pointer, message, request, instance, className, propertyName', () => {
-    const req = body({ roles: ['fraud'], action: 'Protect', instances: [['cardNumber', '1'], ['nationalId', '2']] });
+    const req = body({
+      roles: ['fraud'],
+      action: 'Protect',
+      instances: [
+        ['cardNumber', '1'],
+        ['nationalId', '2'],
+      ],
+    });
     const err = veilErrorOf(() => engine.transform(req, fraud), 'VALUE_TOO_SHORT');
     const allowed: (keyof ErrorDetail)[] = ['code', 'pointer', 'message', 'request', 'instance', 'className', 'propertyName'];
     for (const d of err.details) for (const k of Object.keys(d)) expect(allowed).toContain(k);
@@ -882,7 +1371,14 @@ describe('Engine: atomicity and error documents', () => {
     // a compact sweep: one call per stage, each checked against ENGINE_ERRORS
     const calls: [EngineErrorCode, () => unknown][] = [
       ['REQUEST_MALFORMED', () => engine.transform({}, fraud)],
-      ['GUID_INVALID', () => engine.transform({ ...body({ roles: ['fraud'], action: 'Protect' }), requests: [{ guid: 'x', rightsContext: 'y', processingContext: 'z', instances: [] }] }, fraud)],
+      [
+        'GUID_INVALID',
+        () =>
+          engine.transform(
+            { ...body({ roles: ['fraud'], action: 'Protect' }), requests: [{ guid: 'x', rightsContext: 'y', processingContext: 'z', instances: [] }] },
+            fraud,
+          ),
+      ],
       ['ROLE_NOT_HELD', () => engine.transform(body({ roles: ['fraud'], action: 'Protect', instances: [] }), identity())],
       ['VALUE_TOO_SHORT', () => engine.transform(body({ roles: ['fraud'], action: 'Protect', instances: [['cardNumber', '1']] }), fraud)],
     ];

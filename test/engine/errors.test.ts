@@ -1,8 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { combine, VeilError } from '../../src/engine/errors.ts';
 
-
-describe('the engine\'s errors', () => {
+describe("the engine's errors", () => {
   it('VeilError carries code, status, retriable and details, and serializes without a stack', () => {
     const e = combine([
       { code: 'VALUE_TOO_SHORT', pointer: '/requests/0/instances/1/value', message: 'a', request: 'r', instance: 1 },

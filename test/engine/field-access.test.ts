@@ -29,21 +29,25 @@ describe('fieldAccess (the role × field view)', () => {
     expect(fieldAccess(config, 'nobody', 'Customer', 'email')).toMatchObject({ access: 'denied', code: 'RIGHTS_CONTEXT_UNMATCHED' });
   });
 
-  it.each(roles.flatMap((r) => fields.map(([c, p]) => [r, c, p] as const)))('%s on %s.%s agrees with a real Unprotect call', (role, className, propertyName) => {
-    const answer = fieldAccess(config, role, className, propertyName);
-    const value = SECRET[propertyName as keyof typeof SECRET];
-    const protectedValue = engine.transform(body({ roles: ['fraud'], action: 'Protect', instances: [[propertyName, value]] }), { roles: ['fraud'] }).responses[0]!.instances[0]!.value;
-    const unprotect = attempt(role, 'Unprotect', propertyName, protectedValue);
-    expect(answer.access === 'clear', `${role} ${propertyName}`).toBe(unprotect.value === value);
-    if (answer.access === 'denied') {
-      for (const action of config.classes.get(className)!.get(propertyName)!.actions.keys()) {
-        if (action !== 'Protect') expect(attempt(role, action, propertyName, protectedValue).value).toBeUndefined();
+  it.each(roles.flatMap((r) => fields.map(([c, p]) => [r, c, p] as const)))(
+    '%s on %s.%s agrees with a real Unprotect call',
+    (role, className, propertyName) => {
+      const answer = fieldAccess(config, role, className, propertyName);
+      const value = SECRET[propertyName as keyof typeof SECRET];
+      const protectedValue = engine.transform(body({ roles: ['fraud'], action: 'Protect', instances: [[propertyName, value]] }), { roles: ['fraud'] })
+        .responses[0]!.instances[0]!.value;
+      const unprotect = attempt(role, 'Unprotect', propertyName, protectedValue);
+      expect(answer.access === 'clear', `${role} ${propertyName}`).toBe(unprotect.value === value);
+      if (answer.access === 'denied') {
+        for (const action of config.classes.get(className)!.get(propertyName)!.actions.keys()) {
+          if (action !== 'Protect') expect(attempt(role, action, propertyName, protectedValue).value).toBeUndefined();
+        }
       }
-    }
-    if (answer.action && answer.action !== 'Unprotect') {
-      const read = attempt(role, answer.action, propertyName, protectedValue);
-      expect(read.value).toBeDefined();
-      expect(read.value).not.toBe(value);
-    }
-  });
+      if (answer.action && answer.action !== 'Unprotect') {
+        const read = attempt(role, answer.action, propertyName, protectedValue);
+        expect(read.value).toBeDefined();
+        expect(read.value).not.toBe(value);
+      }
+    },
+  );
 });

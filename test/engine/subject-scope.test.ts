@@ -50,21 +50,55 @@ describe('engine: keys scoped to the data subject', () => {
     return valuesOf(engine.execute(engine.plan(call(action, subject, instances), who), ring));
   }
 
-  it('protects under the subject\'s key: round-trips for that subject; another subject\'s key cannot open it', () => {
-    const ring = new Map([['alice', live()], ['bob', live()]]);
-    const [email, name, token, city] = run('Protect', 'alice', ring, [['email', 'a@example.org'], ['name', 'Alice A'], ['token', 'x'], ['city', 'Oslo']]);
-    expect(run('Unprotect', 'alice', ring, [['email', email!], ['name', name!], ['city', city!]])).toEqual(['a@example.org', 'Alice A', 'Oslo']);
-    const wrong = veilErrorOf(() => run('Unprotect', 'bob', ring, [['email', email!], ['name', name!], ['city', city!]]), 'PROTECTED_VALUE_INVALID');
+  it("protects under the subject's key: round-trips for that subject; another subject's key cannot open it", () => {
+    const ring = new Map([
+      ['alice', live()],
+      ['bob', live()],
+    ]);
+    const [email, name, token, city] = run('Protect', 'alice', ring, [
+      ['email', 'a@example.org'],
+      ['name', 'Alice A'],
+      ['token', 'x'],
+      ['city', 'Oslo'],
+    ]);
+    expect(
+      run('Unprotect', 'alice', ring, [
+        ['email', email!],
+        ['name', name!],
+        ['city', city!],
+      ]),
+    ).toEqual(['a@example.org', 'Alice A', 'Oslo']);
+    const wrong = veilErrorOf(
+      () =>
+        run('Unprotect', 'bob', ring, [
+          ['email', email!],
+          ['name', name!],
+          ['city', city!],
+        ]),
+      'PROTECTED_VALUE_INVALID',
+    );
     // the shared-key field (city) is not the subject's: only the two scoped ones are refused
     expect(wrong.details.map((d) => d.propertyName)).toEqual(['email', 'name']);
     expect(token).toMatch(/^[A-Za-z0-9_-]+$/);
   });
 
   it('deterministic steps are equal within one subject and differ across subjects', () => {
-    const ring = new Map([['alice', live()], ['bob', live()]]);
-    const a1 = run('Protect', 'alice', ring, [['email', 'same@example.org'], ['token', 'same']]);
-    const a2 = run('Protect', 'alice', ring, [['email', 'same@example.org'], ['token', 'same']]);
-    const b = run('Protect', 'bob', ring, [['email', 'same@example.org'], ['token', 'same']]);
+    const ring = new Map([
+      ['alice', live()],
+      ['bob', live()],
+    ]);
+    const a1 = run('Protect', 'alice', ring, [
+      ['email', 'same@example.org'],
+      ['token', 'same'],
+    ]);
+    const a2 = run('Protect', 'alice', ring, [
+      ['email', 'same@example.org'],
+      ['token', 'same'],
+    ]);
+    const b = run('Protect', 'bob', ring, [
+      ['email', 'same@example.org'],
+      ['token', 'same'],
+    ]);
     expect(a1).toEqual(a2);
     expect(b[0]).not.toBe(a1[0]);
     expect(b[1]).not.toBe(a1[1]);
@@ -73,14 +107,21 @@ describe('engine: keys scoped to the data subject', () => {
   it('an erased subject answers SUBJECT_ERASED per value, for protect and unprotect; other subjects are untouched', () => {
     const alice = live();
     const [email] = run('Protect', 'alice', new Map([['alice', alice]]), [['email', 'a@example.org']]);
-    const e = veilErrorOf(() => run('Unprotect', 'alice', new Map([['alice', erased()]]), [['email', email!], ['email', email!]]), 'SUBJECT_ERASED');
+    const e = veilErrorOf(
+      () =>
+        run('Unprotect', 'alice', new Map([['alice', erased()]]), [
+          ['email', email!],
+          ['email', email!],
+        ]),
+      'SUBJECT_ERASED',
+    );
     expect(e.status).toBe(422);
     expect(e.details.map((d) => d.pointer)).toEqual(['/requests/0/instances/0/value', '/requests/0/instances/1/value']);
     expect(JSON.stringify(e)).not.toContain('alice');
     veilErrorOf(() => run('Protect', 'alice', new Map([['alice', erased()]]), [['email', 'a@example.org']]), 'SUBJECT_ERASED');
   });
 
-  it('a returning person: values of the erased generation answer SUBJECT_ERASED, the new generation\'s unprotect', () => {
+  it("a returning person: values of the erased generation answer SUBJECT_ERASED, the new generation's unprotect", () => {
     const [old] = run('Protect', 'alice', new Map([['alice', live(1)]]), [['name', 'Alice A']]);
     const renewed = new Map([['alice', live(2)]]);
     const [fresh] = run('Protect', 'alice', renewed, [['name', 'Alice B']]);
@@ -97,7 +138,13 @@ describe('engine: keys scoped to the data subject', () => {
   });
 
   it('the plan names the subject, and whether its key may be created (a forward sequence runs)', () => {
-    const protect = engine.plan(call('Protect', 'alice', [['email', 'a@example.org'], ['city', 'Oslo']]), who);
+    const protect = engine.plan(
+      call('Protect', 'alice', [
+        ['email', 'a@example.org'],
+        ['city', 'Oslo'],
+      ]),
+      who,
+    );
     expect(protect.requests[0]!.subject).toEqual({ id: 'alice', create: true });
     const unprotect = engine.plan(call('Unprotect', 'alice', [['email', 'x']]), who);
     expect(unprotect.requests[0]!.subject).toEqual({ id: 'alice', create: false });
@@ -106,7 +153,17 @@ describe('engine: keys scoped to the data subject', () => {
   });
 
   it('a scoped field without a Subject is refused (422 SUBJECT_REQUIRED, pointing at the instance); shared fields need none', () => {
-    const e = veilErrorOf(() => engine.plan(call('Protect', undefined, [['city', 'Oslo'], ['email', 'a@example.org']]), who), 'SUBJECT_REQUIRED');
+    const e = veilErrorOf(
+      () =>
+        engine.plan(
+          call('Protect', undefined, [
+            ['city', 'Oslo'],
+            ['email', 'a@example.org'],
+          ]),
+          who,
+        ),
+      'SUBJECT_REQUIRED',
+    );
     expect(e.status).toBe(422);
     expect(e.details.map((d) => d.pointer)).toEqual(['/requests/0/instances/1']);
     expect(engine.plan(call('Protect', undefined, [['city', 'Oslo']]), who).requests[0]!.subject).toBeUndefined();
@@ -131,7 +188,12 @@ describe('engine: keys scoped to the data subject', () => {
   });
 
   it('bound transforms (a pipeline) run under the subject withSubject names; outside it, SUBJECT_REQUIRED per value', () => {
-    const bound = engine.bind({ identity: who, rightsEvidences: [{ name: 'Role', value: 'agent' }], processingEvidences: [{ name: 'Action', value: 'Protect' }], fields: [{ className: 'Customer', propertyName: 'email' }] });
+    const bound = engine.bind({
+      identity: who,
+      rightsEvidences: [{ name: 'Role', value: 'agent' }],
+      processingEvidences: [{ name: 'Action', value: 'Protect' }],
+      fields: [{ className: 'Customer', propertyName: 'email' }],
+    });
     const ring = new Map([['alice', live()]]);
     const [out] = engine.withSubject('alice', ring, () => bound.transforms[0]!.many(['a@example.org']));
     expect(typeof out).toBe('string');
@@ -142,16 +204,23 @@ describe('engine: keys scoped to the data subject', () => {
 });
 
 describe('configuration of subject-scoped keys', () => {
-  const errorsOf = (text: string) => compileConfigText(text).issues.filter((i) => i.severity === 'error').map((i) => `${i.pointer}: ${i.message}`);
+  const errorsOf = (text: string) =>
+    compileConfigText(text)
+      .issues.filter((i) => i.severity === 'error')
+      .map((i) => `${i.pointer}: ${i.message}`);
 
   it('FF1 under a subject key needs erased ids to stay refused (its output has no room for a generation)', () => {
     const ff1 = '  person-ff1: { type: ff1, scope: subject }';
-    expect(errorsOf(CONFIG('new-key', ff1))).toEqual([expect.stringMatching(/^\/keys\/person-ff1\/scope: ff1 output has no room for the subject key's generation/)]);
+    expect(errorsOf(CONFIG('new-key', ff1))).toEqual([
+      expect.stringMatching(/^\/keys\/person-ff1\/scope: ff1 output has no room for the subject key's generation/),
+    ]);
     expect(errorsOf(CONFIG('refuse', ff1))).toEqual([]);
   });
 
   it('a scoped key pins no version; a configured context cannot match on Subject', () => {
-    expect(errorsOf(CONFIG('new-key', '  pinned: { type: aes-gcm, scope: subject, version: 2 }'))).toEqual([expect.stringMatching(/^\/keys\/pinned\/version: /)]);
+    expect(errorsOf(CONFIG('new-key', '  pinned: { type: aes-gcm, scope: subject, version: 2 }'))).toEqual([
+      expect.stringMatching(/^\/keys\/pinned\/version: /),
+    ]);
     const subjectContext = CONFIG().replace('protect: { evidences: { Action: Protect } }', 'protect: { evidences: { Action: Protect, Subject: alice } }');
     expect(errorsOf(subjectContext)).toEqual([expect.stringMatching(/^\/processingContexts\/protect\/evidences\/Subject: /)]);
   });
@@ -163,7 +232,8 @@ describe('configuration of subject-scoped keys', () => {
     const { engine } = engineFixture(text);
     const alice = new Map([['alice', live()]]);
     const bob = new Map([['bob', live()]]);
-    const protect = (subject: string, ring: SubjectKeyring) => valuesOf(engine.execute(engine.plan(call('Protect', subject, [['pan', '4111111111111111']]), who), ring))[0]!;
+    const protect = (subject: string, ring: SubjectKeyring) =>
+      valuesOf(engine.execute(engine.plan(call('Protect', subject, [['pan', '4111111111111111']]), who), ring))[0]!;
     const a = protect('alice', alice);
     expect(a).toMatch(/^\d{16}$/);
     expect(protect('bob', bob)).not.toBe(a);

@@ -18,7 +18,7 @@ const rows = new Map(
   [...doc.matchAll(/^\| `([A-Z_]+)` \| (\d{3}) \| (yes|no) \| (.+) \|$/gm)].map((m) => [m[1]!, { status: Number(m[2]), retriable: m[3] === 'yes' }]),
 );
 
-describe('error catalog: each layer\'s codes beside it, gathered in src/errors', () => {
+describe("error catalog: each layer's codes beside it, gathered in src/errors", () => {
   it('docs/errors.md lists exactly the codes of ERROR_CATALOG with their status and retriable', () => {
     expect([...rows.keys()].sort()).toEqual(Object.keys(ERROR_CATALOG).sort());
     for (const [code, entry] of Object.entries(ERROR_CATALOG)) {
@@ -45,28 +45,38 @@ describe('error catalog: each layer\'s codes beside it, gathered in src/errors',
   });
 
   it.each([
-    [new KeystoreError('KMS_UNAVAILABLE', 'm'), 503, true], [new ControlError('CONTROL_STORE_UNAVAILABLE', 'm'), 503, true],
-    [new IdentityError('TOKEN_EXPIRED', 'm'), 401, false], [new DoorError('BODY_TOO_LARGE', 'm'), 413, false],
-    [new AuditError('AUDIT_UNAVAILABLE', 'm'), 503, true], [new PortalError('CSRF_TOKEN_INVALID', 'm'), 403, false],
-    [new GatewayError('UPSTREAM_UNAVAILABLE', 'm'), 502, true], [new StreamError('DEADLINE_EXCEEDED', 'm'), 504, false],
-    [new StreamError('UNMAPPED_PERSONAL_DATA', 'm', { path: 'note', kind: 'email' }), 422, false], [new StreamError('TRANSACTION_ABORTED', 'm'), 503, true],
-    [new OAuthError('invalid_client', 'm'), 401, false], [new OAuthError('slow_down', 'm', 3), 429, true],
-  ] as const)('a layer\'s error is a VeilError with its catalog\'s status, title and retriable: %s', (error, status, retriable) => {
+    [new KeystoreError('KMS_UNAVAILABLE', 'm'), 503, true],
+    [new ControlError('CONTROL_STORE_UNAVAILABLE', 'm'), 503, true],
+    [new IdentityError('TOKEN_EXPIRED', 'm'), 401, false],
+    [new DoorError('BODY_TOO_LARGE', 'm'), 413, false],
+    [new AuditError('AUDIT_UNAVAILABLE', 'm'), 503, true],
+    [new PortalError('CSRF_TOKEN_INVALID', 'm'), 403, false],
+    [new GatewayError('UPSTREAM_UNAVAILABLE', 'm'), 502, true],
+    [new StreamError('DEADLINE_EXCEEDED', 'm'), 504, false],
+    [new StreamError('UNMAPPED_PERSONAL_DATA', 'm', { path: 'note', kind: 'email' }), 422, false],
+    [new StreamError('TRANSACTION_ABORTED', 'm'), 503, true],
+    [new OAuthError('invalid_client', 'm'), 401, false],
+    [new OAuthError('slow_down', 'm', 3), 429, true],
+  ] as const)("a layer's error is a VeilError with its catalog's status, title and retriable: %s", (error, status, retriable) => {
     expect(error).toBeInstanceOf(VeilError);
     const catalogs: Readonly<Record<string, { title: string }>> = { ...ERROR_CATALOG, ...OAUTH_ERRORS };
     expect([error.status, error.retriable, error.title]).toEqual([status, retriable, catalogs[error.code]!.title]);
     expect(Object.keys(JSON.parse(JSON.stringify(error))).sort()).toEqual(['code', 'details', 'message', 'retriable']);
   });
 
-  it('OAuth\'s codes (the token endpoint\'s own body) are identity\'s error type, apart from the problem codes, and listed apart in docs/errors.md', () => {
-    const oauthRows = new Map([...doc.matchAll(/^\| `([a-z_]+)` \| (\d{3}) \| (yes|no) \| (.+) \|$/gm)].map((m) => [m[1]!, { status: Number(m[2]), retriable: m[3] === 'yes' }]));
-    expect(Object.fromEntries(oauthRows)).toEqual(Object.fromEntries(Object.entries(OAUTH_ERRORS).map(([code, e]) => [code, { status: e.status, retriable: e.retriable }])));
+  it("OAuth's codes (the token endpoint's own body) are identity's error type, apart from the problem codes, and listed apart in docs/errors.md", () => {
+    const oauthRows = new Map(
+      [...doc.matchAll(/^\| `([a-z_]+)` \| (\d{3}) \| (yes|no) \| (.+) \|$/gm)].map((m) => [m[1]!, { status: Number(m[2]), retriable: m[3] === 'yes' }]),
+    );
+    expect(Object.fromEntries(oauthRows)).toEqual(
+      Object.fromEntries(Object.entries(OAUTH_ERRORS).map(([code, e]) => [code, { status: e.status, retriable: e.retriable }])),
+    );
     expect(Object.keys(OAUTH_ERRORS).filter((code) => Object.hasOwn(ERROR_CATALOG, code))).toEqual([]);
     const refusal = new OAuthError('slow_down', 'm', 3);
     expect([refusal instanceof IdentityError, refusal.retryAfter, refusal.name]).toEqual([true, 3, 'OAuthError']);
   });
 
-  it('a layer\'s error keeps its cause and details', () => {
+  it("a layer's error keeps its cause and details", () => {
     const cause = new Error('below');
     const e = new GatewayError('FIELD_SHAPE_MISMATCH', 'm', { cause, details: [{ code: 'FIELD_SHAPE_MISMATCH', pointer: '/a', message: 'x' }] });
     expect([e.cause, e.details.length, e.name]).toEqual([cause, 1, 'GatewayError']);
@@ -76,7 +86,9 @@ describe('error catalog: each layer\'s codes beside it, gathered in src/errors',
 describe('docs/errors.md: where the offending elements appear (issue 43: it said `details` for HTTP too)', () => {
   const bullet = (door: string) => new RegExp(`^- \\*\\*${door}\\*\\*[\\s\\S]*?(?=^- |^\\*\\*|^$)`, 'm').exec(doc)?.[0] ?? '';
   const named = (text: string) => new Set([...text.matchAll(/`([a-z]+)`/g)].map((m) => m[1]!));
-  const problemSchema = JSON.parse(readFileSync(new URL('../../schemas/openapi.json', import.meta.url), 'utf8')).components.schemas.Problem as { properties: Record<string, unknown> };
+  const problemSchema = JSON.parse(readFileSync(new URL('../../schemas/openapi.json', import.meta.url), 'utf8')).components.schemas.Problem as {
+    properties: Record<string, unknown>;
+  };
 
   it('names every member of the problem details schemas/openapi.json gives, `errors` among them, and not `details`', () => {
     const http = named(bullet('HTTP'));
@@ -85,7 +97,7 @@ describe('docs/errors.md: where the offending elements appear (issue 43: it said
     expect(http.has('details')).toBe(false);
   });
 
-  it('says what the service answers: an error with elements as `errors` and `pointer`, the command line\'s JSON as `details`', () => {
+  it("says what the service answers: an error with elements as `errors` and `pointer`, the command line's JSON as `details`", () => {
     const error = new GatewayError('FIELD_SHAPE_MISMATCH', 'm', { details: [{ code: 'FIELD_SHAPE_MISMATCH', pointer: '/a', message: 'x' }] });
     const problem = problemOf(error, 'r1');
     expect(Object.keys(problem).filter((k) => !Object.hasOwn(problemSchema.properties, k))).toEqual([]);

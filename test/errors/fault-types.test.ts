@@ -10,9 +10,16 @@ import { JSON_BYTES_FAULTS } from '../../src/json-bytes/errors.ts';
 import { PORTAL_FAULTS } from '../../src/portal/errors.ts';
 
 /** every layer's table of fault codes (src/<layer>/errors.ts) */
-const FAULT_TABLES: Record<string, Readonly<Record<string, { retriable: boolean }>>> = { gateway: GATEWAY_FAULTS, discover: DISCOVER_FAULTS, cli: CLI_FAULTS, db: DB_FAULTS, portal: PORTAL_FAULTS, 'json-bytes': JSON_BYTES_FAULTS };
+const FAULT_TABLES: Record<string, Readonly<Record<string, { retriable: boolean }>>> = {
+  gateway: GATEWAY_FAULTS,
+  discover: DISCOVER_FAULTS,
+  cli: CLI_FAULTS,
+  db: DB_FAULTS,
+  portal: PORTAL_FAULTS,
+  'json-bytes': JSON_BYTES_FAULTS,
+};
 
-describe('fault types: a layer\'s internal faults, made by layerFaultType, never a VeilError', () => {
+describe("fault types: a layer's internal faults, made by layerFaultType, never a VeilError", () => {
   it('takes code and retriable from its table, keeps the cause, is named after its class, and no door renders it', () => {
     const cause = new Error('below');
     const fault = new GatewayFault('POOLED_CONNECTION_RESET', 'm', { cause });
@@ -29,7 +36,7 @@ describe('fault types: a layer\'s internal faults, made by layerFaultType, never
     expect(new OpenFault('ANY_CLIENT_CODE', 'm').retriable).toBe(false);
   });
 
-  it('KafkaError is src/kafka\'s fault type: open-ended client codes, with its own fields', () => {
+  it("KafkaError is src/kafka's fault type: open-ended client codes, with its own fields", () => {
     const cause = new Error('below');
     const e = new KafkaError('TIMED_OUT', 'm', true, { cause, fatal: true, brokerCode: 7, denied: true });
     expect(e).not.toBeInstanceOf(VeilError);
@@ -38,7 +45,7 @@ describe('fault types: a layer\'s internal faults, made by layerFaultType, never
     expect([plain.retriable, plain.fatal, plain.denied, plain.brokerCode, Object.hasOwn(plain, 'cause')]).toEqual([false, false, false, undefined, false]);
   });
 
-  it('no fault code is a wire code: a fault that escaped would not be answered as one of the catalog\'s', () => {
+  it("no fault code is a wire code: a fault that escaped would not be answered as one of the catalog's", () => {
     for (const [layer, table] of Object.entries(FAULT_TABLES)) {
       for (const code of Object.keys(table)) expect(Object.hasOwn(ERROR_CATALOG, code), `${layer}: ${code}`).toBe(false);
     }

@@ -41,7 +41,11 @@ describe('withFileLock', () => {
     };
     await Promise.all(Array.from({ length: 8 }, () => withFileLock(lock, errors, body)));
     expect(most).toBe(1);
-    await expect(withFileLock(lock, errors, async () => { throw new Error('inside'); })).rejects.toThrow('inside');
+    await expect(
+      withFileLock(lock, errors, async () => {
+        throw new Error('inside');
+      }),
+    ).rejects.toThrow('inside');
     expect(await withFileLock(lock, errors, async () => 'again')).toBe('again');
   });
 
@@ -71,7 +75,7 @@ describe('withFileLock', () => {
     expect(await withFileLock(lock, errors, async () => 'ran', 2_000)).toBe('ran');
   });
 
-  it('waits for a live holder, another host\'s and another pid namespace\'s (a container of the same pod), then answers busy', async () => {
+  it("waits for a live holder, another host's and another pid namespace's (a container of the same pod), then answers busy", async () => {
     await writeFile(lock, holder(process.ppid));
     await expect(withFileLock(lock, errors, async () => 'ran', 200)).rejects.toThrow('busy');
     const dead = await deadPid();
@@ -90,7 +94,7 @@ describe('withFileLock', () => {
     expect(await withFileLock(lock, errors, async () => 'ran', 200)).toBe('ran');
   });
 
-  it('names the file system\'s refusal through errors.failed', async () => {
+  it("names the file system's refusal through errors.failed", async () => {
     await expect(withFileLock(join(dir, 'missing-dir', 'x.lock'), errors, async () => 'ran')).rejects.toThrow('failed');
   });
 });

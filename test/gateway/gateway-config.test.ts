@@ -3,7 +3,10 @@ import { compileVeilConfigText } from '../../src/app/config-file.ts';
 import { EXAMPLE_CONFIG_TEXT } from '../helpers/engine-fixture.ts';
 
 const withGateway = (gateway: string) => `${EXAMPLE_CONFIG_TEXT}\ngateway:\n${gateway}`;
-const errors = (text: string) => compileVeilConfigText(text).issues.filter((i) => i.severity === 'error').map((i) => [i.pointer, i.message, i.line]);
+const errors = (text: string) =>
+  compileVeilConfigText(text)
+    .issues.filter((i) => i.severity === 'error')
+    .map((i) => [i.pointer, i.message, i.line]);
 
 const GOOD = `
   upstream: http://127.0.0.1:3000/app
@@ -22,9 +25,14 @@ describe('the gateway section of the configuration file', () => {
     const { config, issues } = compileVeilConfigText(withGateway(GOOD));
     expect(issues).toEqual([]);
     expect(config!.gateway).toMatchObject({
-      upstream: 'http://127.0.0.1:3000/app', listen: { host: '127.0.0.1', port: 8081 }, unmatched: 'refuse', forwardAuthorization: false,
+      upstream: 'http://127.0.0.1:3000/app',
+      listen: { host: '127.0.0.1', port: 8081 },
+      unmatched: 'refuse',
+      forwardAuthorization: false,
       limits: { bodyBytes: 1048576, responseBytes: 4194304, valuesPerBody: 10000, bodyReadTimeoutMs: 30000, upstreamTimeoutMs: 30000 },
-      actions: { protect: 'Protect', unprotect: 'Unprotect' }, healthPath: '/_veil/healthz', metricsPath: '/_veil/metrics',
+      actions: { protect: 'Protect', unprotect: 'Unprotect' },
+      healthPath: '/_veil/healthz',
+      metricsPath: '/_veil/metrics',
     });
     expect(compileVeilConfigText(EXAMPLE_CONFIG_TEXT).config!.gateway).toBeUndefined();
   });
@@ -36,7 +44,13 @@ describe('the gateway section of the configuration file', () => {
 
   it('reports a selector syntax error at its pointer and line', () => {
     const text = withGateway(GOOD.replace(`'contacts[*]."e-mail"'`, `'contacts[0].email'`));
-    expect(errors(text)).toEqual([['/gateway/routes/0/request/0/select', 'selector column 9: only [*] selects array elements (no indexes, filters or expressions)', text.split('\n').findIndex((l) => l.includes('contacts[0]')) + 1]]);
+    expect(errors(text)).toEqual([
+      [
+        '/gateway/routes/0/request/0/select',
+        'selector column 9: only [*] selects array elements (no indexes, filters or expressions)',
+        text.split('\n').findIndex((l) => l.includes('contacts[0]')) + 1,
+      ],
+    ]);
   });
 
   it('reports bad paths, methods and upstreams', () => {
@@ -72,9 +86,16 @@ describe('the gateway section of the configuration file', () => {
       ['/gateway/routes/0/response/1/ifDenied', 'Customer.email has no sequence for Mask'],
       ['/gateway/routes/0/response/2/ifDenied', 'Customer.cardNumber has no sequence for Pseudonymize'],
       ['/gateway/routes/0/request/2/select', "selector b is listed twice in this route's request selectors"],
-      ['/gateway/routes/0/request/3/select', "selector B is listed twice in this route's request selectors (keys match case-insensitively: keys: exact tells them apart)"],
+      [
+        '/gateway/routes/0/request/3/select',
+        "selector B is listed twice in this route's request selectors (keys match case-insensitively: keys: exact tells them apart)",
+      ],
     ]);
-    expect(compileVeilConfigText(text).issues.filter((i) => i.severity === 'warning').map((i) => i.pointer)).toEqual(['/gateway/protectAs/roles/0']);
+    expect(
+      compileVeilConfigText(text)
+        .issues.filter((i) => i.severity === 'warning')
+        .map((i) => i.pointer),
+    ).toEqual(['/gateway/protectAs/roles/0']);
   });
 
   it('refuses actions no processing context selects by Action alone', () => {

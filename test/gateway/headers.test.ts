@@ -1,12 +1,48 @@
 import { describe, expect, it } from 'vitest';
-import { codingOf, connectionTokens, decodableAcceptEncoding, endToEnd, headerValue, headerValues, isJsonMediaType, weakenEtag } from '../../src/gateway/headers.ts';
+import {
+  codingOf,
+  connectionTokens,
+  decodableAcceptEncoding,
+  endToEnd,
+  headerValue,
+  headerValues,
+  isJsonMediaType,
+  weakenEtag,
+} from '../../src/gateway/headers.ts';
 
 describe('gateway header handling', () => {
   it('drops hop-by-hop headers and those Connection names, keeps the rest in order with case and repeats', () => {
     const raw = [
-      'Host', 'gw', 'Connection', 'keep-alive, X-Private', 'connection', 'X-Other', 'Keep-Alive', 'timeout=5', 'Proxy-Authorization', 'Basic x',
-      'Proxy-Connection', 'keep-alive', 'TE', 'trailers', 'Trailer', 'X-Sum', 'Transfer-Encoding', 'chunked', 'Upgrade', 'websocket',
-      'X-Private', 'p', 'x-other', 'o', 'Set-Cookie', 'a=1', 'X-Keep', 'k', 'set-cookie', 'b=2',
+      'Host',
+      'gw',
+      'Connection',
+      'keep-alive, X-Private',
+      'connection',
+      'X-Other',
+      'Keep-Alive',
+      'timeout=5',
+      'Proxy-Authorization',
+      'Basic x',
+      'Proxy-Connection',
+      'keep-alive',
+      'TE',
+      'trailers',
+      'Trailer',
+      'X-Sum',
+      'Transfer-Encoding',
+      'chunked',
+      'Upgrade',
+      'websocket',
+      'X-Private',
+      'p',
+      'x-other',
+      'o',
+      'Set-Cookie',
+      'a=1',
+      'X-Keep',
+      'k',
+      'set-cookie',
+      'b=2',
     ];
     expect(endToEnd(raw)).toEqual(['Host', 'gw', 'Set-Cookie', 'a=1', 'X-Keep', 'k', 'set-cookie', 'b=2']);
     expect(endToEnd(raw, new Set(['host']))).toEqual(['Set-Cookie', 'a=1', 'X-Keep', 'k', 'set-cookie', 'b=2']);
@@ -40,7 +76,8 @@ describe('gateway header handling', () => {
   });
 
   it('recognizes JSON media types', () => {
-    for (const t of ['application/json', 'application/json; charset=utf-8', 'Application/JSON', 'application/problem+json', 'application/vnd.api+json']) expect(isJsonMediaType(t), t).toBe(true);
+    for (const t of ['application/json', 'application/json; charset=utf-8', 'Application/JSON', 'application/problem+json', 'application/vnd.api+json'])
+      expect(isJsonMediaType(t), t).toBe(true);
     for (const t of [undefined, 'text/plain', 'application/jsonp', 'text/json+html', 'multipart/form-data']) expect(isJsonMediaType(t), String(t)).toBe(false);
   });
 

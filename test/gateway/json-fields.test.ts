@@ -10,7 +10,12 @@ describe('locating selected JSON values in bytes', () => {
     const body = Buffer.from('{"a": {"b": "x\\"y"}, "items": [{"c": 12345678901234567890}, {"c": null}, {}, {"c": true}], "e-mail": "z"}');
     const found = locate(body, compiled('a.b', 'items[*].c', '"e-mail"', 'missing.deep'));
     expect(found.mismatched).toEqual([]);
-    expect(found.values.map((v) => [v.selector, v.occurrence, v.value])).toEqual([[0, 0, 'x"y'], [1, 0, '12345678901234567890'], [1, 1, 'true'], [2, 0, 'z']]);
+    expect(found.values.map((v) => [v.selector, v.occurrence, v.value])).toEqual([
+      [0, 0, 'x"y'],
+      [1, 0, '12345678901234567890'],
+      [1, 1, 'true'],
+      [2, 0, 'z'],
+    ]);
   });
 
   it('matches keys case-insensitively when folding: every spelling and every duplicate, escaped or not', () => {
@@ -48,14 +53,19 @@ describe('locating selected JSON values in bytes', () => {
   });
 
   it('refuses invalid UTF-8', () => {
-    expect(() => locate(Buffer.from([0x7b, 0x22, 0x61, 0x22, 0x3a, 0x22, 0xc3, 0x28, 0x22, 0x7d]), compiled('a'))).toThrow(expect.objectContaining({ code: 'BODY_NOT_JSON' }));
+    expect(() => locate(Buffer.from([0x7b, 0x22, 0x61, 0x22, 0x3a, 0x22, 0xc3, 0x28, 0x22, 0x7d]), compiled('a'))).toThrow(
+      expect.objectContaining({ code: 'BODY_NOT_JSON' }),
+    );
   });
 
   it('splices new strings in and keeps every other byte', () => {
     const text = '{ "n": 1.0,\n  "a": "old",  "big": 9007199254740993, "b": 7 }';
     const body = Buffer.from(text);
     const found = locate(body, compiled('a', 'b'));
-    const out = spliceStrings(body, found.values.map((v) => ({ start: v.start, end: v.end, text: `<${v.value}>"\u00e9` }))).toString('utf8');
+    const out = spliceStrings(
+      body,
+      found.values.map((v) => ({ start: v.start, end: v.end, text: `<${v.value}>"\u00e9` })),
+    ).toString('utf8');
     expect(out).toBe('{ "n": 1.0,\n  "a": "<old>\\"é",  "big": 9007199254740993, "b": "<7>\\"é" }');
     expect(spliceStrings(body, [])).toBe(body);
   });

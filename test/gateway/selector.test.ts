@@ -7,14 +7,30 @@ const steps = (text: string) => parseSelector(text).steps;
 describe('selector grammar', () => {
   it('parses dot segments, [*] and quoted keys', () => {
     expect(steps('email')).toEqual([{ kind: 'key', name: 'email' }]);
-    expect(steps('customer.email')).toEqual([{ kind: 'key', name: 'customer' }, { kind: 'key', name: 'email' }]);
+    expect(steps('customer.email')).toEqual([
+      { kind: 'key', name: 'customer' },
+      { kind: 'key', name: 'email' },
+    ]);
     expect(steps('items[*].card')).toEqual([{ kind: 'key', name: 'items' }, { kind: 'each' }, { kind: 'key', name: 'card' }]);
-    expect(steps('customer."e-mail"')).toEqual([{ kind: 'key', name: 'customer' }, { kind: 'key', name: 'e-mail' }]);
+    expect(steps('customer."e-mail"')).toEqual([
+      { kind: 'key', name: 'customer' },
+      { kind: 'key', name: 'e-mail' },
+    ]);
     expect(steps('[*].email')).toEqual([{ kind: 'each' }, { kind: 'key', name: 'email' }]);
     expect(steps('matrix[*][*]')).toEqual([{ kind: 'key', name: 'matrix' }, { kind: 'each' }, { kind: 'each' }]);
-    expect(steps('"a.b"."c d"')).toEqual([{ kind: 'key', name: 'a.b' }, { kind: 'key', name: 'c d' }]);
-    expect(steps('"say \\"hi\\""."back\\\\slash"')).toEqual([{ kind: 'key', name: 'say "hi"' }, { kind: 'key', name: 'back\\slash' }]);
-    expect(steps('_id.$ref.0')).toEqual([{ kind: 'key', name: '_id' }, { kind: 'key', name: '$ref' }, { kind: 'key', name: '0' }]);
+    expect(steps('"a.b"."c d"')).toEqual([
+      { kind: 'key', name: 'a.b' },
+      { kind: 'key', name: 'c d' },
+    ]);
+    expect(steps('"say \\"hi\\""."back\\\\slash"')).toEqual([
+      { kind: 'key', name: 'say "hi"' },
+      { kind: 'key', name: 'back\\slash' },
+    ]);
+    expect(steps('_id.$ref.0')).toEqual([
+      { kind: 'key', name: '_id' },
+      { kind: 'key', name: '$ref' },
+      { kind: 'key', name: '0' },
+    ]);
   });
 
   it.each([

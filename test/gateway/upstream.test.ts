@@ -30,7 +30,7 @@ const until = async (check: () => boolean) => {
 };
 
 describe('Upstream: the caller going away cuts the upstream request', () => {
-  it('destroys a request in flight when the exchange\'s signal aborts: the upstream sees its connection close', async () => {
+  it("destroys a request in flight when the exchange's signal aborts: the upstream sees its connection close", async () => {
     const upstream = new Upstream(url(), { timeoutMs: 30_000 });
     const controller = new AbortController();
     const sent = upstream.send({ method: 'GET', target: '/held', headers: ['Host', 'x'], body: undefined }, controller.signal);
@@ -56,7 +56,9 @@ describe('Upstream: the caller going away cuts the upstream request', () => {
 
   it('sends nothing for a signal already aborted, and leaves no listener on a signal that outlives its requests', async () => {
     const upstream = new Upstream(url(), { timeoutMs: 30_000 });
-    await expect(upstream.send({ method: 'GET', target: '/late', headers: ['Host', 'x'], body: undefined }, AbortSignal.abort())).rejects.toMatchObject({ code: 'UPSTREAM_TIMEOUT' });
+    await expect(upstream.send({ method: 'GET', target: '/late', headers: ['Host', 'x'], body: undefined }, AbortSignal.abort())).rejects.toMatchObject({
+      code: 'UPSTREAM_TIMEOUT',
+    });
     await new Promise((r) => setTimeout(r, 100));
     expect(arrived).not.toContain('/late');
     // a long-lived signal: each finished request removes its listener
@@ -64,8 +66,14 @@ describe('Upstream: the caller going away cuts the upstream request', () => {
     let listeners = 0;
     const add = longLived.signal.addEventListener.bind(longLived.signal);
     const remove = longLived.signal.removeEventListener.bind(longLived.signal);
-    longLived.signal.addEventListener = ((...a: Parameters<typeof add>) => { listeners++; add(...a); }) as typeof add;
-    longLived.signal.removeEventListener = ((...a: Parameters<typeof remove>) => { listeners--; remove(...a); }) as typeof remove;
+    longLived.signal.addEventListener = ((...a: Parameters<typeof add>) => {
+      listeners++;
+      add(...a);
+    }) as typeof add;
+    longLived.signal.removeEventListener = ((...a: Parameters<typeof remove>) => {
+      listeners--;
+      remove(...a);
+    }) as typeof remove;
     const quick = http.createServer((_req, res) => res.end('ok'));
     quick.listen(0, '127.0.0.1');
     await once(quick, 'listening');

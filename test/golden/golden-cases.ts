@@ -19,10 +19,23 @@ const VALUES: Record<string, string[]> = {
 /** Every output format: each keyed step under key version 1 and, for AEAD/HMAC, a rotated version 2. */
 export function goldenSteps(): { name: string; kind: keyof typeof VALUES; transformer: Transformer }[] {
   const keys = keysWith([
-    ['siv', 'aes-siv', 64, 0x10], ['gcm', 'aes-gcm', 32, 0x20], ['fpe', 'ff1', 32, 0x30], ['ff3', 'ff3-1', 32, 0x40], ['mac', 'hmac-sha256', 32, 0x50],
+    ['siv', 'aes-siv', 64, 0x10],
+    ['gcm', 'aes-gcm', 32, 0x20],
+    ['fpe', 'ff1', 32, 0x30],
+    ['ff3', 'ff3-1', 32, 0x40],
+    ['mac', 'hmac-sha256', 32, 0x50],
   ]);
-  for (const [id, type, size, seed] of [['siv', 'aes-siv', 64, 0x11], ['gcm', 'aes-gcm', 32, 0x21], ['mac', 'hmac-sha256', 32, 0x51]] as const) {
-    keys.add(id, type, Uint8Array.from({ length: size }, (_, i) => (seed * 7 + i) & 0xff), '2026-02-01T00:00:00.000Z');
+  for (const [id, type, size, seed] of [
+    ['siv', 'aes-siv', 64, 0x11],
+    ['gcm', 'aes-gcm', 32, 0x21],
+    ['mac', 'hmac-sha256', 32, 0x51],
+  ] as const) {
+    keys.add(
+      id,
+      type,
+      Uint8Array.from({ length: size }, (_, i) => (seed * 7 + i) & 0xff),
+      '2026-02-01T00:00:00.000Z',
+    );
   }
   let counter = 0;
   const d = deps(keys, (b) => b.fill(++counter & 0xff));
@@ -38,9 +51,21 @@ export function goldenSteps(): { name: string; kind: keyof typeof VALUES; transf
     { name: 'hmac-sha256 v1', kind: 'text', transformer: step({ type: 'hmac-sha256', key: 'mac', outputBytes: 32 }, ref('mac', 'hmac-sha256', 1)) },
     { name: 'hmac-sha256 v2 16 bytes', kind: 'text', transformer: step({ type: 'hmac-sha256', key: 'mac', outputBytes: 16 }, ref('mac', 'hmac-sha256')) },
     { name: 'ff1 digits', kind: 'card', transformer: step({ type: 'ff1', ...fpe, luhn: false, alphabet: 'digits', key: 'fpe' }, ref('fpe', 'ff1', 1)) },
-    { name: 'ff1 digits bin+last4', kind: 'card', transformer: step({ type: 'ff1', keepFirst: 6, keepLast: 4, luhn: false, alphabet: 'digits', key: 'fpe' }, ref('fpe', 'ff1', 1)) },
-    { name: 'ff1 digits luhn', kind: 'card', transformer: step({ type: 'ff1', keepFirst: 0, keepLast: 4, luhn: true, alphabet: 'digits', key: 'fpe' }, ref('fpe', 'ff1', 1)) },
-    { name: 'ff1 alnum-upper explicit tweak', kind: 'id', transformer: step({ type: 'ff1', ...fpe, luhn: false, alphabet: 'alnum-upper', tweakHex: '0011223344556677', key: 'fpe' }, ref('fpe', 'ff1', 1)) },
+    {
+      name: 'ff1 digits bin+last4',
+      kind: 'card',
+      transformer: step({ type: 'ff1', keepFirst: 6, keepLast: 4, luhn: false, alphabet: 'digits', key: 'fpe' }, ref('fpe', 'ff1', 1)),
+    },
+    {
+      name: 'ff1 digits luhn',
+      kind: 'card',
+      transformer: step({ type: 'ff1', keepFirst: 0, keepLast: 4, luhn: true, alphabet: 'digits', key: 'fpe' }, ref('fpe', 'ff1', 1)),
+    },
+    {
+      name: 'ff1 alnum-upper explicit tweak',
+      kind: 'id',
+      transformer: step({ type: 'ff1', ...fpe, luhn: false, alphabet: 'alnum-upper', tweakHex: '0011223344556677', key: 'fpe' }, ref('fpe', 'ff1', 1)),
+    },
     { name: 'ff3-1 digits', kind: 'card', transformer: step({ type: 'ff3-1', ...fpe, alphabet: 'digits', key: 'ff3' }, ref('ff3', 'ff3-1', 1)) },
     { name: 'ff3-1 alnum-upper', kind: 'id', transformer: step({ type: 'ff3-1', ...fpe, alphabet: 'alnum-upper', key: 'ff3' }, ref('ff3', 'ff3-1', 1)) },
     { name: 'mask last 4', kind: 'card', transformer: step({ type: 'mask', keepFirst: 0, keepLast: 4, char: '*', preserve: '-' }) },

@@ -15,7 +15,10 @@ export async function launchChromium(): Promise<Browser> {
 export async function screenshots(page: Page, name: string): Promise<void> {
   await mkdir(ARTIFACTS, { recursive: true });
   const original = page.viewportSize();
-  for (const [label, width, height] of [['desktop', 1280, 800], ['phone', 390, 844]] as const) {
+  for (const [label, width, height] of [
+    ['desktop', 1280, 800],
+    ['phone', 390, 844],
+  ] as const) {
     await page.setViewportSize({ width, height });
     await page.screenshot({ path: `${ARTIFACTS}${name}-${label}.png`, fullPage: true });
     // readable at this size: nothing wider than the viewport except inside scroll boxes

@@ -6,13 +6,14 @@ import { ValueError, type Chain } from '../../src/engine/index.ts';
  * place (what the engine's chains do; anything else is thrown).
  */
 export function chainFrom(one: (value: string) => string): Chain {
-  const many = (values: readonly string[]): (string | ValueError)[] => values.map((v) => {
-    try {
-      return one(v);
-    } catch (e) {
-      if (e instanceof ValueError) return e;
-      throw e;
-    }
-  });
+  const many = (values: readonly string[]): (string | ValueError)[] =>
+    values.map((v) => {
+      try {
+        return one(v);
+      } catch (e) {
+        if (e instanceof ValueError) return e;
+        throw e;
+      }
+    });
   return Object.assign((value: string) => one(value), { many });
 }

@@ -39,7 +39,11 @@ export interface AuditRecord {
 }
 
 /** `socket`: veil serve also listens on VEIL_DB_SOCKET and the database protects over it (veil.configure_socket). */
-export async function veilDb<R extends string>(label: string, roles: readonly R[], options: { socket?: boolean; env?: Record<string, string> } = {}): Promise<VeilDb<R>> {
+export async function veilDb<R extends string>(
+  label: string,
+  roles: readonly R[],
+  options: { socket?: boolean; env?: Record<string, string> } = {},
+): Promise<VeilDb<R>> {
   const tag = `${process.pid}_${randomBytes(3).toString('hex')}`;
   const db = `veil_${label}_${tag}`;
   const role = Object.fromEntries(roles.map((r) => [r, `${r}_${tag}`])) as Record<R, string>;
@@ -62,19 +66,33 @@ export async function veilDb<R extends string>(label: string, roles: readonly R[
     await must('db', 'configure', '--veil-url', veil.url, '--client-id', 'veil-dev', '--client-secret-file', veil.secretFile, '--protect-role', protectRole);
     if (veil.socketPath) await sql(`SELECT veil.configure_socket('${veil.socketPath}')`, { database: db });
   };
-  await sql(`CREATE DATABASE ${db};\n${Object.values<string>(role).map((r) => `CREATE ROLE ${r} LOGIN;`).join('\n')}`);
+  await sql(
+    `CREATE DATABASE ${db};\n${Object.values<string>(role)
+      .map((r) => `CREATE ROLE ${r} LOGIN;`)
+      .join('\n')}`,
+  );
   await must('db', 'install', '--apply');
   await configure();
   const on = (script: string, user = 'postgres') => sql(script, { database: db, user });
   return {
-    db, tag, veil, role, on, cli, configure,
+    db,
+    tag,
+    veil,
+    role,
+    on,
+    cli,
+    configure,
     attempt: (script: string, user = 'postgres') => psql(script, { database: db, user }),
     async audit(dbRole: string) {
       const lines = await on(`SELECT r::text FROM veil.audit_log(100000) r WHERE r->>'dbRole' = '${dbRole}' AND r->>'database' = '${db}'`);
       return lines.map((l) => JSON.parse(l) as AuditRecord);
     },
     async close() {
-      await sql(`DROP DATABASE IF EXISTS ${db} WITH (FORCE);\n${Object.values<string>(role).map((r) => `DROP ROLE IF EXISTS ${r};`).join('\n')}`).catch(() => undefined);
+      await sql(
+        `DROP DATABASE IF EXISTS ${db} WITH (FORCE);\n${Object.values<string>(role)
+          .map((r) => `DROP ROLE IF EXISTS ${r};`)
+          .join('\n')}`,
+      ).catch(() => undefined);
       await veil.close();
     },
   };
@@ -105,7 +123,10 @@ export function customersTable(t: VeilDb<'writer' | 'reader'>): string {
 export async function expectRateLimitHolds(t: VeilDb<'writer' | 'reader'>, from: number): Promise<void> {
   await t.on(`SELECT veil.set_rate_limit('${t.role.writer}', 4)`);
   const secret = marker('rate');
-  const r = await t.attempt(`INSERT INTO customers (id, email, name) SELECT g, '${secret}' || g, 'n' FROM generate_series(${from}, ${from + 9}) g;`, t.role.writer);
+  const r = await t.attempt(
+    `INSERT INTO customers (id, email, name) SELECT g, '${secret}' || g, 'n' FROM generate_series(${from}, ${from + 9}) g;`,
+    t.role.writer,
+  );
   expect(r.code).not.toBe(0);
   expect(r.stderr).toContain('DB_RATE_LIMITED');
   expect(r.stderr).not.toContain(secret);

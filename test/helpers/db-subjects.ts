@@ -62,19 +62,43 @@ export async function subjectsDb<R extends string>(label: string, roles: readonl
   const logs: string[] = [];
   const audit = new MemoryAuditSink();
   const service = await openService({
-    configFile, dataDir, env, now: () => new Date(), baseUrl: 'http://veil.test', development: true, audit, logLevel: 'info',
-    logDestination: new Writable({ write(chunk, _enc, cb) { logs.push(String(chunk)); cb(); } }),
+    configFile,
+    dataDir,
+    env,
+    now: () => new Date(),
+    baseUrl: 'http://veil.test',
+    development: true,
+    audit,
+    logLevel: 'info',
+    logDestination: new Writable({
+      write(chunk, _enc, cb) {
+        logs.push(String(chunk));
+        cb();
+      },
+    }),
   });
   await service.app.listen({ port: 0, host: '127.0.0.1' });
   const url = `http://127.0.0.1:${(service.app.server.address() as { port: number }).port}`;
-  await sql(`CREATE DATABASE ${db};\n${Object.values<string>(role).map((r) => `CREATE ROLE ${r} LOGIN;`).join('\n')}`);
+  await sql(
+    `CREATE DATABASE ${db};\n${Object.values<string>(role)
+      .map((r) => `CREATE ROLE ${r} LOGIN;`)
+      .join('\n')}`,
+  );
   const on = (script: string, user = 'postgres') => sql(script, { database: db, user });
   await on(installSql());
   // credentials go in as COPY data in production (veil db configure); a test database may hold them in a statement
   await on(`SELECT veil.configure('${url}', 'veil-dev', '${service.devClient!.secret}', 'ingest');`);
   if (env.VEIL_DB_SOCKET) await on(`SELECT veil.configure_socket('${env.VEIL_DB_SOCKET}');`);
   return {
-    db, role, service, audit, logs, url, dataDir, configFile, on,
+    db,
+    role,
+    service,
+    audit,
+    logs,
+    url,
+    dataDir,
+    configFile,
+    on,
     attempt: (script: string, user = 'postgres') => psql(script, { database: db, user }),
     async cli(...args: string[]) {
       try {
@@ -89,7 +113,11 @@ export async function subjectsDb<R extends string>(label: string, roles: readonl
       }
     },
     async close() {
-      await sql(`DROP DATABASE IF EXISTS ${db} WITH (FORCE);\n${Object.values<string>(role).map((r) => `DROP ROLE IF EXISTS ${r};`).join('\n')}`).catch(() => undefined);
+      await sql(
+        `DROP DATABASE IF EXISTS ${db} WITH (FORCE);\n${Object.values<string>(role)
+          .map((r) => `DROP ROLE IF EXISTS ${r};`)
+          .join('\n')}`,
+      ).catch(() => undefined);
       await service.app.close();
       await rm(dataDir, { recursive: true, force: true });
       if (socketDir) await rm(socketDir, { recursive: true, force: true });

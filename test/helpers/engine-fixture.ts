@@ -3,7 +3,20 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'vitest';
 import { compileVeilConfigText, type VeilConfig } from '../../src/app/config-file.ts';
-import { compileConfigText, Engine, formatIssue, KEY_TYPES, MemoryKeyProvider, VeilError, type CompiledConfig, type EngineOptions, type Identity, type KeyType, type TransformRequest, type TransformResponse } from '../../src/engine/index.ts';
+import {
+  compileConfigText,
+  Engine,
+  formatIssue,
+  KEY_TYPES,
+  MemoryKeyProvider,
+  VeilError,
+  type CompiledConfig,
+  type EngineOptions,
+  type Identity,
+  type KeyType,
+  type TransformRequest,
+  type TransformResponse,
+} from '../../src/engine/index.ts';
 import { ERROR_CATALOG, type ErrorCode } from '../../src/errors/catalog.ts';
 
 export const EXAMPLE_CONFIG_FILE = fileURLToPath(new URL('../../config/example.yaml', import.meta.url));

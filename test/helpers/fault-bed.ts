@@ -56,7 +56,12 @@ export function faultBed(name: string): FaultBed {
   };
   beforeAll(async () => {
     broker = await privateBroker(name);
-    kafka = new Kafka({ clientId: `${name}-test`, brokers: [broker.brokers], logLevel: logLevel.NOTHING, retry: { retries: 30, initialRetryTime: 300, maxRetryTime: 3000 } });
+    kafka = new Kafka({
+      clientId: `${name}-test`,
+      brokers: [broker.brokers],
+      logLevel: logLevel.NOTHING,
+      retry: { retries: 30, initialRetryTime: 300, maxRetryTime: 3000 },
+    });
     await createTopics(kafka, [`raw.${name}`, `clean.${name}`], 4);
     await createTopics(kafka, [`dlq.${name}`], 1);
     dataDir = await mkdtemp(join(tmpdir(), `veil-${name}-`));
@@ -79,10 +84,18 @@ export function faultBed(name: string): FaultBed {
     if (dataDir) await rm(dataDir, { recursive: true, force: true });
   }, 60_000);
   return {
-    get broker() { return ready(broker); },
-    get kafka() { return ready(kafka); },
-    get dataDir() { return ready(dataDir); },
-    get configFile() { return join(ready(dataDir), 'config.yaml'); },
+    get broker() {
+      return ready(broker);
+    },
+    get kafka() {
+      return ready(kafka);
+    },
+    get dataDir() {
+      return ready(dataDir);
+    },
+    get configFile() {
+      return join(ready(dataDir), 'config.yaml');
+    },
     records,
     started,
     inTopicOrder: () => [...records.values()].sort((a, b) => a.partition - b.partition || (a.offset < b.offset ? -1 : a.offset > b.offset ? 1 : 0)),

@@ -55,7 +55,9 @@ export function formatCrashSuite(f: CrashFormat): void {
       rawId = await f.register(`${t.raw}-value`);
       dataDir = await mkdtemp(join(tmpdir(), `veil-crash-${f.format}-`));
       configFile = join(dataDir, 'config.yaml');
-      await writeFile(configFile, `${readFileSync(EXAMPLE_CONFIG, 'utf8')}
+      await writeFile(
+        configFile,
+        `${readFileSync(EXAMPLE_CONFIG, 'utf8')}
 pipelines:
   crash:
     source: { topics: [${t.raw}] }
@@ -69,7 +71,8 @@ ${f.extraYaml ?? ''}
     roles: [ingest]
     rightsEvidences: { Role: ingest }
     processingEvidences: { Action: Protect }
-`);
+`,
+      );
       verifier = kafka.consumer({ groupId: `verifier-${t.id}`, readUncommitted: false });
       await verifier.connect();
       await verifier.subscribe({ topic: t.clean, fromBeginning: true });
@@ -83,7 +86,13 @@ ${f.extraYaml ?? ''}
     }, 60_000);
 
     it('loses nothing, duplicates nothing, keeps per-key order through 2 SIGKILLs', async () => {
-      const env = { KAFKA_BROKERS: BROKERS.join(','), SCHEMA_REGISTRY_URL: REGISTRY_URL, VEIL_MASTER_KEY: MASTER, VEIL_KAFKA_SESSION_TIMEOUT_MS: '6000', VEIL_STREAM_CLIENT: client };
+      const env = {
+        KAFKA_BROKERS: BROKERS.join(','),
+        SCHEMA_REGISTRY_URL: REGISTRY_URL,
+        VEIL_MASTER_KEY: MASTER,
+        VEIL_KAFKA_SESSION_TIMEOUT_MS: '6000',
+        VEIL_STREAM_CLIENT: client,
+      };
       const args = ['--config', configFile, '--data-dir', dataDir, '--port', '0'];
       const logs: string[] = [];
       const spawn = () => {
@@ -118,13 +127,22 @@ ${f.extraYaml ?? ''}
       try {
         await waitFor(() => seen.size >= TOTAL, 180_000, 'all records in the clean topic');
       } catch (e) {
-        console.log(`crash test: ${f.format} stalled at ${seen.size} of ${TOTAL} ids\n${[...logs, processor.output()].join('\n----\n').split('\n').filter((l) => /"level":(40|50|60)|halted|crashed/.test(l)).slice(-60).join('\n')}`);
+        console.log(
+          `crash test: ${f.format} stalled at ${seen.size} of ${TOTAL} ids\n${[...logs, processor.output()]
+            .join('\n----\n')
+            .split('\n')
+            .filter((l) => /"level":(40|50|60)|halted|crashed/.test(l))
+            .slice(-60)
+            .join('\n')}`,
+        );
         throw e;
       }
       processor.kill('SIGTERM');
       await new Promise((r) => processor.once('close', r));
 
-      const java = await Promise.all((await javaConsumeHeaders(t.clean)).map(async (r) => ({ ...r, cleanId: r.value.readUInt32BE(1), record: await f.decode(r.value) })));
+      const java = await Promise.all(
+        (await javaConsumeHeaders(t.clean)).map(async (r) => ({ ...r, cleanId: r.value.readUInt32BE(1), record: await f.decode(r.value) })),
+      );
       const ids = java.map((r) => r.record.id);
       const lost = TOTAL - new Set(ids).size;
       const duplicated = ids.length - new Set(ids).size;

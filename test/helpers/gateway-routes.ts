@@ -18,7 +18,8 @@ export interface RouteOptions {
 export function route(name: string, method: string, path: string, options: RouteOptions = {}): string {
   const settings = options.settings ?? [];
   if (!options.request && !options.response) return `    - { name: ${name}, method: ${method}, path: '${path}'${settings.map((s) => `, ${s}`).join('')} }\n`;
-  const list = (key: string, selectors: readonly string[] | undefined) => (selectors ? `      ${key}:\n${selectors.map((s) => `        - ${s}\n`).join('')}` : '');
+  const list = (key: string, selectors: readonly string[] | undefined) =>
+    selectors ? `      ${key}:\n${selectors.map((s) => `        - ${s}\n`).join('')}` : '';
   return `    - name: ${name}\n      method: ${method}\n      path: ${path}\n${settings.map((s) => `      ${s}\n`).join('')}${list('request', options.request)}${list('response', options.response)}`;
 }
 

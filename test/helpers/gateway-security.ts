@@ -54,17 +54,23 @@ export async function configText(upstreamUrl: string, gatewaySection: string): P
   return `${engine}\ngateway:\n  upstream: ${upstreamUrl}\n${gatewaySection}`;
 }
 
-export async function startGatewayProcess(configFile: string, dataDir: string, env: Record<string, string> = {}): Promise<{ child: ChildProcess; url: string; port: number; output: () => string }> {
+export async function startGatewayProcess(
+  configFile: string,
+  dataDir: string,
+  env: Record<string, string> = {},
+): Promise<{ child: ChildProcess; url: string; port: number; output: () => string }> {
   const port = await freePorts(1);
   const child = spawn(join(ROOT, 'bin/veil'), ['gateway', '--config', configFile, '--data-dir', dataDir, '--port', String(port)], {
-    env: { ...process.env, VEIL_MASTER_KEY: MASTER_KEY, VEIL_BASE_URL: ISSUER, VEIL_LOG_LEVEL: 'info', ...env }, stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, VEIL_MASTER_KEY: MASTER_KEY, VEIL_BASE_URL: ISSUER, VEIL_LOG_LEVEL: 'info', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
   child.stdout!.on('data', (d) => (out += String(d)));
   child.stderr!.on('data', (d) => (out += String(d)));
   const scheme = env.GATEWAY_SCHEME ?? 'http';
   const url = `${scheme}://127.0.0.1:${port}`;
-  if (scheme === 'http') await waitFor(async () => (await fetch(`${url}/_veil/healthz`).catch(() => undefined))?.status === 200, 30_000, `the gateway (${out})`);
+  if (scheme === 'http')
+    await waitFor(async () => (await fetch(`${url}/_veil/healthz`).catch(() => undefined))?.status === 200, 30_000, `the gateway (${out})`);
   return { child, url, port, output: () => out };
 }
 
@@ -86,7 +92,14 @@ export async function securityFixture(gatewaySection: string): Promise<SecurityF
   const others: ChildProcess[] = [];
   const received = async (since = 0) => (await (await fetch(`${upstreamUrl}/__control/received?since=${since}`)).json()) as Recorded[];
   return {
-    url: gateway.url, port: gateway.port, upstreamUrl, dataDir, configFile, tokens, output: gateway.output, received,
+    url: gateway.url,
+    port: gateway.port,
+    upstreamUrl,
+    dataDir,
+    configFile,
+    tokens,
+    output: gateway.output,
+    received,
     lastSeq: async () => (await received(0)).at(-1)?.seq ?? 0,
     upstreamErrors: async () => (await (await fetch(`${upstreamUrl}/__control/errors`)).json()) as { code: string }[],
     async stopGateway() {
@@ -125,7 +138,11 @@ export interface RawReply {
  * given (with `gapMs` between them), and reads until the gateway closes the connection or nothing
  * arrives for `idleMs`.
  */
-export function rawSend(port: number, bytes: string | Buffer | (string | Buffer)[], options: { idleMs?: number; gapMs?: number; maxMs?: number; expect?: number; settleMs?: number } = {}): Promise<RawReply> {
+export function rawSend(
+  port: number,
+  bytes: string | Buffer | (string | Buffer)[],
+  options: { idleMs?: number; gapMs?: number; maxMs?: number; expect?: number; settleMs?: number } = {},
+): Promise<RawReply> {
   const parts = (Array.isArray(bytes) ? bytes : [bytes]).map((b) => (typeof b === 'string' ? Buffer.from(b, 'latin1') : b));
   const idleMs = options.idleMs ?? 400;
   return new Promise((resolve) => {

@@ -25,7 +25,9 @@ export interface TestService {
  * Starts a real veil HTTP service on 127.0.0.1 and an ephemeral port, on the example
  * configuration (or `configText`), a fresh data directory and an injectable clock.
  */
-export async function startTestService(options: { configText?: string; dataDir?: string; start?: Date; issuer?: string; bodyReadTimeoutMs?: number; env?: Record<string, string> } = {}): Promise<TestService> {
+export async function startTestService(
+  options: { configText?: string; dataDir?: string; start?: Date; issuer?: string; bodyReadTimeoutMs?: number; env?: Record<string, string> } = {},
+): Promise<TestService> {
   const dataDir = options.dataDir ?? (await mkdtemp(join(tmpdir(), 'veil-http-')));
   let configFile = EXAMPLE_CONFIG;
   if (options.configText) {
@@ -39,19 +41,36 @@ export async function startTestService(options: { configText?: string; dataDir?:
     },
   };
   const logs: string[] = [];
-  const destination = new Writable({ write(chunk, _enc, cb) { logs.push(String(chunk)); cb(); } });
+  const destination = new Writable({
+    write(chunk, _enc, cb) {
+      logs.push(String(chunk));
+      cb();
+    },
+  });
   const audit = new MemoryAuditSink();
   // the issuer must be known before listening: reserve it from the port after listen via baseUrl
   const service = await openService({
-    configFile, dataDir, env: { VEIL_MASTER_KEY: MASTER_KEY_HEX, ...options.env }, now: () => clock.now,
-    baseUrl: options.issuer ?? 'http://veil.test', development: true, logDestination: destination, logLevel: 'info', audit,
+    configFile,
+    dataDir,
+    env: { VEIL_MASTER_KEY: MASTER_KEY_HEX, ...options.env },
+    now: () => clock.now,
+    baseUrl: options.issuer ?? 'http://veil.test',
+    development: true,
+    logDestination: destination,
+    logLevel: 'info',
+    audit,
     ...(options.bodyReadTimeoutMs === undefined ? {} : { bodyReadTimeoutMs: options.bodyReadTimeoutMs }),
   });
   await service.app.listen({ port: 0, host: '127.0.0.1' });
   const address = service.app.server.address() as { port: number };
   const url = `http://127.0.0.1:${address.port}`;
   return {
-    url, service, audit, logs, clock, dataDir,
+    url,
+    service,
+    audit,
+    logs,
+    clock,
+    dataDir,
     async token(clientId = 'veil-dev', secret = service.devClient!.secret) {
       const res = await fetch(`${url}/connect/token`, {
         method: 'POST',

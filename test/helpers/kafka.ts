@@ -44,7 +44,13 @@ export async function produce(kafka: Kafka, topic: string, records: Produced[]):
   const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
   await producer.connect();
   for (let i = 0; i < records.length; i += 500) {
-    await producer.send({ topic, acks: -1, messages: records.slice(i, i + 500).map((r) => ({ key: r.key ?? null, value: r.value, headers: r.headers as IHeaders, ...(r.partition !== undefined ? { partition: r.partition } : {}) })) });
+    await producer.send({
+      topic,
+      acks: -1,
+      messages: records
+        .slice(i, i + 500)
+        .map((r) => ({ key: r.key ?? null, value: r.value, headers: r.headers as IHeaders, ...(r.partition !== undefined ? { partition: r.partition } : {}) })),
+    });
   }
   await producer.disconnect();
 }
@@ -90,9 +96,28 @@ export async function javaProduce(topic: string, lines: string[], brokers = BROK
   const { execFile } = await import('node:child_process');
   const libs = kafkaLibs();
   await new Promise<void>((resolve, reject) => {
-    const child = execFile('java', ['-cp', libs, 'kafka.tools.ConsoleProducer', '--bootstrap-server', brokers, '--topic', topic,
-      '--property', 'parse.headers=true', '--property', 'parse.key=true', '--property', 'null.marker=NULL', '--producer-property', 'acks=all'],
-    { timeout: 120_000 }, (error) => (error ? reject(error) : resolve()));
+    const child = execFile(
+      'java',
+      [
+        '-cp',
+        libs,
+        'kafka.tools.ConsoleProducer',
+        '--bootstrap-server',
+        brokers,
+        '--topic',
+        topic,
+        '--property',
+        'parse.headers=true',
+        '--property',
+        'parse.key=true',
+        '--property',
+        'null.marker=NULL',
+        '--producer-property',
+        'acks=all',
+      ],
+      { timeout: 120_000 },
+      (error) => (error ? reject(error) : resolve()),
+    );
     child.stdin!.end(`${lines.join('\n')}\n`);
   });
 }
@@ -123,7 +148,12 @@ export async function javaConsumeCommitted(topic: string, brokers = BROKERS.join
   const libs = kafkaLibs();
   const source = new URL('./java/ReadCommitted.java', import.meta.url).pathname;
   const out = await new Promise<string>((resolve, reject) => {
-    execFile('java', ['-cp', libs, '-Dlog4j.configuration=file:/dev/null', source, brokers, topic], { timeout: 300_000, maxBuffer: 256 << 20 }, (error, stdout) => (error ? reject(error) : resolve(stdout)));
+    execFile(
+      'java',
+      ['-cp', libs, '-Dlog4j.configuration=file:/dev/null', source, brokers, topic],
+      { timeout: 300_000, maxBuffer: 256 << 20 },
+      (error, stdout) => (error ? reject(error) : resolve(stdout)),
+    );
   });
   return out.split('\n').flatMap((line) => {
     const m = /^(\d+) (\d+) (.*)$/.exec(line);
@@ -132,14 +162,23 @@ export async function javaConsumeCommitted(topic: string, brokers = BROKERS.join
 }
 
 /** A consumer group's state and members (group.instance.id, client id, partitions) as Kafka's own AdminClient describes them (test/helpers/java/DescribeGroup.java). */
-export async function javaDescribeGroup(group: string, brokers = BROKERS.join(',')): Promise<{ state: string; members: { instanceId: string | null; clientId: string; partitions: number }[] }> {
+export async function javaDescribeGroup(
+  group: string,
+  brokers = BROKERS.join(','),
+): Promise<{ state: string; members: { instanceId: string | null; clientId: string; partitions: number }[] }> {
   const { execFile } = await import('node:child_process');
   const libs = kafkaLibs();
   const source = new URL('./java/DescribeGroup.java', import.meta.url).pathname;
   const out = await new Promise<string>((resolve, reject) => {
-    execFile('java', ['-cp', libs, '-Dlog4j.configuration=file:/dev/null', source, brokers, group], { timeout: 120_000 }, (error, stdout) => (error ? reject(error) : resolve(stdout)));
+    execFile('java', ['-cp', libs, '-Dlog4j.configuration=file:/dev/null', source, brokers, group], { timeout: 120_000 }, (error, stdout) =>
+      error ? reject(error) : resolve(stdout),
+    );
   });
-  const members = [...out.matchAll(/^member (\S+) (\S+) (\d+)$/gm)].map((m) => ({ instanceId: m[1] === '-' ? null : m[1]!, clientId: m[2]!, partitions: Number(m[3]) }));
+  const members = [...out.matchAll(/^member (\S+) (\S+) (\d+)$/gm)].map((m) => ({
+    instanceId: m[1] === '-' ? null : m[1]!,
+    clientId: m[2]!,
+    partitions: Number(m[3]),
+  }));
   return { state: /^state (\S+)$/m.exec(out)?.[1] ?? 'unknown', members };
 }
 
@@ -148,27 +187,46 @@ export async function javaDescribeGroup(group: string, brokers = BROKERS.join(',
  * ReadHeaders.java): each record's value and its headers in record order, values as bytes or
  * null — what another client sees, not what kafkajs makes of it.
  */
-export async function javaConsumeHeaders(topic: string, brokers = BROKERS.join(',')): Promise<{ partition: number; offset: string; value: Buffer; headers: { key: string; value: Buffer | null }[] }[]> {
+export async function javaConsumeHeaders(
+  topic: string,
+  brokers = BROKERS.join(','),
+): Promise<{ partition: number; offset: string; value: Buffer; headers: { key: string; value: Buffer | null }[] }[]> {
   return (await javaConsumeRecords(topic, brokers, false)).map(({ key: _, ...r }) => r);
 }
 
 /** javaConsumeHeaders with each record's key too (null for none). */
-export async function javaConsumeRecords(topic: string, brokers = BROKERS.join(','), keys = true): Promise<{ partition: number; offset: string; key: Buffer | null; value: Buffer; headers: { key: string; value: Buffer | null }[] }[]> {
+export async function javaConsumeRecords(
+  topic: string,
+  brokers = BROKERS.join(','),
+  keys = true,
+): Promise<{ partition: number; offset: string; key: Buffer | null; value: Buffer; headers: { key: string; value: Buffer | null }[] }[]> {
   const { execFile } = await import('node:child_process');
   const libs = kafkaLibs();
   const source = new URL('./java/ReadHeaders.java', import.meta.url).pathname;
   const out = await new Promise<string>((resolve, reject) => {
-    execFile('java', ['-cp', libs, '-Dlog4j.configuration=file:/dev/null', source, brokers, topic, ...(keys ? ['keys'] : [])], { timeout: 300_000, maxBuffer: 256 << 20 }, (error, stdout) => (error ? reject(error) : resolve(stdout)));
+    execFile(
+      'java',
+      ['-cp', libs, '-Dlog4j.configuration=file:/dev/null', source, brokers, topic, ...(keys ? ['keys'] : [])],
+      { timeout: 300_000, maxBuffer: 256 << 20 },
+      (error, stdout) => (error ? reject(error) : resolve(stdout)),
+    );
   });
   const bytes = (hex: string) => (hex === '-' ? null : Buffer.from(hex, 'hex'));
   return out.split('\n').flatMap((line) => {
-    const m = (keys ? /^(\d+) (\d+) ([0-9a-f]*|-) ([0-9a-f]*|-)((?: [0-9a-f]*:(?:[0-9a-f]*|-))*)$/ : /^(\d+) (\d+)()() ([0-9a-f]*|-)((?: [0-9a-f]*:(?:[0-9a-f]*|-))*)$/).exec(line);
+    const m = (
+      keys ? /^(\d+) (\d+) ([0-9a-f]*|-) ([0-9a-f]*|-)((?: [0-9a-f]*:(?:[0-9a-f]*|-))*)$/ : /^(\d+) (\d+)()() ([0-9a-f]*|-)((?: [0-9a-f]*:(?:[0-9a-f]*|-))*)$/
+    ).exec(line);
     if (!m) return [];
     const [, partition, offset, key, value, headerText] = keys ? m : [m[0], m[1], m[2], '-', m[5], m[6]];
-    const headers = headerText!.trim() ? headerText!.trim().split(' ').map((h) => {
-      const [k, v] = h.split(':') as [string, string];
-      return { key: Buffer.from(k, 'hex').toString('utf8'), value: bytes(v) };
-    }) : [];
+    const headers = headerText!.trim()
+      ? headerText!
+          .trim()
+          .split(' ')
+          .map((h) => {
+            const [k, v] = h.split(':') as [string, string];
+            return { key: Buffer.from(k, 'hex').toString('utf8'), value: bytes(v) };
+          })
+      : [];
     return [{ partition: Number(partition), offset: offset!, key: bytes(key!), value: bytes(value!) ?? Buffer.alloc(0), headers }];
   });
 }

@@ -25,10 +25,14 @@ export async function probeUntilRefused(probe: LeaseProbe, timeoutMs = 60_000): 
     const id = probe.firstId + passed.length;
     const [committed, aborted] = [await probe.committed(), await probe.aborted()];
     await probe.send(id);
-    const outcome = await eventually(`probe ${id} committed or refused`, async () => {
-      if ((await probe.aborted()) > aborted) return 'refused';
-      return (await probe.committed()) > committed ? 'passed' : undefined;
-    }, 30_000);
+    const outcome = await eventually(
+      `probe ${id} committed or refused`,
+      async () => {
+        if ((await probe.aborted()) > aborted) return 'refused';
+        return (await probe.committed()) > committed ? 'passed' : undefined;
+      },
+      30_000,
+    );
     if (outcome === 'refused') return { passed, refused: id };
     passed.push(id);
     if (Date.now() > deadline) throw new Error(`no protection thread refused a record within ${timeoutMs} ms (${passed.length} probes passed)`);

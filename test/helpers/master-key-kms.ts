@@ -30,7 +30,8 @@ export function masterKeyKms(masterKey: SecretKey): Kms {
       }
     },
     async unwrap(wrapped, context) {
-      if (wrapped.length < 1 + NONCE_BYTES + TAG_BYTES || wrapped[0] !== FORMAT) throw new KmsError('KMS_REFUSED', 'master key: the wrapped key is not in the master-key wrap format');
+      if (wrapped.length < 1 + NONCE_BYTES + TAG_BYTES || wrapped[0] !== FORMAT)
+        throw new KmsError('KMS_REFUSED', 'master key: the wrapped key is not in the master-key wrap format');
       const key = wrapping();
       try {
         const decipher = createDecipheriv('aes-256-gcm', key, wrapped.subarray(1, 1 + NONCE_BYTES), { authTagLength: TAG_BYTES });

@@ -36,12 +36,19 @@ export async function startMoto(): Promise<Moto> {
   const endpoint = `http://127.0.0.1:${port}`;
   for (const deadline = Date.now() + 60_000; ;) {
     if (child.exitCode !== null) throw new Error(`moto_server exited: ${stderr}`);
-    if (await fetch(`${endpoint}/moto-api/`).then((r) => r.ok, () => false)) break;
+    if (
+      await fetch(`${endpoint}/moto-api/`).then(
+        (r) => r.ok,
+        () => false,
+      )
+    )
+      break;
     if (Date.now() > deadline) throw new Error(`moto_server did not answer on ${endpoint}: ${stderr}`);
     await new Promise((r) => setTimeout(r, 200));
   }
   return {
-    endpoint, process: child,
+    endpoint,
+    process: child,
     pause: () => void child.kill('SIGSTOP'),
     resume: () => void child.kill('SIGCONT'),
     async stop() {

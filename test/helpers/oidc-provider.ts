@@ -37,8 +37,14 @@ export async function startOidcProvider(clients: Record<string, string>, lifetim
       if (new URLSearchParams(body).get('grant_type') !== 'client_credentials') return send(400, { error: 'unsupported_grant_type' });
       issued.set(id, (issued.get(id) ?? 0) + 1);
       const now = Math.floor(Date.now() / 1000);
-      void new SignJWT({ scope: 'kafka' }).setProtectedHeader({ alg: 'RS256', kid: 'test-key' }).setSubject(id).setIssuer(base).setAudience('kafka')
-        .setIssuedAt(now).setExpirationTime(now + lifetimeSeconds).sign(privateKey)
+      void new SignJWT({ scope: 'kafka' })
+        .setProtectedHeader({ alg: 'RS256', kid: 'test-key' })
+        .setSubject(id)
+        .setIssuer(base)
+        .setAudience('kafka')
+        .setIssuedAt(now)
+        .setExpirationTime(now + lifetimeSeconds)
+        .sign(privateKey)
         .then((token) => send(200, { access_token: token, token_type: 'Bearer', expires_in: lifetimeSeconds }));
     });
   });
@@ -46,7 +52,10 @@ export async function startOidcProvider(clients: Record<string, string>, lifetim
   const port = (server.address() as { port: number }).port;
   base = `http://127.0.0.1:${port}`;
   return {
-    url: base, tokenUrl: `${base}/token`, jwksUrl: `${base}/jwks.json`, issued,
+    url: base,
+    tokenUrl: `${base}/token`,
+    jwksUrl: `${base}/jwks.json`,
+    issued,
     close: () => new Promise((resolve) => server.close(() => resolve())),
   };
 }

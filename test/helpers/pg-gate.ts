@@ -26,10 +26,13 @@ export async function sessionGate(database: string): Promise<SessionGate> {
   await holder.query('SELECT pg_advisory_lock($1::bigint)', [key]);
   let opened = false;
   // a bigint advisory key below 2^32 is pg_locks' objid, with classid 0 and objsubid 1
-  const waiting = async () => (await holder.query<{ n: number }>(
-    "SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND classid = 0 AND objid = $1 AND objsubid = 1 AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
-    [key],
-  )).rows[0]!.n > 0;
+  const waiting = async () =>
+    (
+      await holder.query<{ n: number }>(
+        "SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND classid = 0 AND objid = $1 AND objsubid = 1 AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
+        [key],
+      )
+    ).rows[0]!.n > 0;
   return {
     wait: `DO $$ BEGIN PERFORM pg_advisory_lock(${key}::bigint); PERFORM pg_advisory_unlock(${key}::bigint); END $$;`,
     reached: (timeoutMs = 30_000) => waitFor(waiting, timeoutMs, 'the session to reach its gate'),

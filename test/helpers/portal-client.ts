@@ -35,7 +35,11 @@ export interface PortalClient {
   cookie: string;
   csrf: string;
   get(path: string): Promise<{ status: number; location: string | null; text: string; headers: Headers }>;
-  post(path: string, form: Record<string, string>, options?: { csrf?: boolean }): Promise<{ status: number; location: string | null; text: string; headers: Headers }>;
+  post(
+    path: string,
+    form: Record<string, string>,
+    options?: { csrf?: boolean },
+  ): Promise<{ status: number; location: string | null; text: string; headers: Headers }>;
   /** reviews a draft (reads its page, which carries the hash of the text shown) and publishes what it reviewed */
   publish(draftId: string): Promise<{ status: number; location: string | null; text: string; headers: Headers }>;
 }
@@ -51,7 +55,8 @@ async function send(url: string, init: RequestInit) {
 /** Signs in with a client's credentials; the client then carries the session cookie and CSRF token. */
 export async function signIn(url: string, clientId: string, secret = `${clientId}-secret`): Promise<PortalClient> {
   const res = await send(`${url}/admin/sign-in`, {
-    method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
     body: new URLSearchParams({ kind: 'client', client_id: clientId, client_secret: secret }).toString(),
   });
   if (res.status !== 303) throw new Error(`sign-in of ${clientId} failed: ${res.status}`);
@@ -59,12 +64,15 @@ export async function signIn(url: string, clientId: string, secret = `${clientId
   const page = await send(`${url}/admin`, { headers: { cookie } });
   const csrf = /name="_csrf" value="([^"]+)"/.exec(page.text)![1]!;
   const client: PortalClient = {
-    cookie, csrf,
+    cookie,
+    csrf,
     get: (path) => send(`${url}${path}`, { headers: { cookie } }),
-    post: (path, form, options = {}) => send(`${url}${path}`, {
-      method: 'POST', headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({ ...(options.csrf === false ? {} : { _csrf: csrf }), ...form }).toString(),
-    }),
+    post: (path, form, options = {}) =>
+      send(`${url}${path}`, {
+        method: 'POST',
+        headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ ...(options.csrf === false ? {} : { _csrf: csrf }), ...form }).toString(),
+      }),
     publish: async (draftId) => {
       const reviewed = reviewedHash((await client.get(`/admin/drafts/${draftId}`)).text) ?? '';
       return client.post(`/admin/drafts/${draftId}/publish`, { reviewed });

@@ -30,8 +30,30 @@ export function databaseUrl(database: string, user = 'postgres'): string {
  */
 export function psql(script: string, options: { user?: string; database?: string } = {}): Promise<PsqlRun> {
   const { host, port } = pgServer();
-  const child = spawn('psql', ['-X', '-q', '-A', '-t', '-v', 'ON_ERROR_STOP=1', '-v', 'VERBOSITY=verbose', '-h', host, '-p', port,
-    '-U', options.user ?? 'postgres', '-d', options.database ?? 'postgres', '-f', '-'], { stdio: ['pipe', 'pipe', 'pipe'] });
+  const child = spawn(
+    'psql',
+    [
+      '-X',
+      '-q',
+      '-A',
+      '-t',
+      '-v',
+      'ON_ERROR_STOP=1',
+      '-v',
+      'VERBOSITY=verbose',
+      '-h',
+      host,
+      '-p',
+      port,
+      '-U',
+      options.user ?? 'postgres',
+      '-d',
+      options.database ?? 'postgres',
+      '-f',
+      '-',
+    ],
+    { stdio: ['pipe', 'pipe', 'pipe'] },
+  );
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (d) => (stdout += String(d)));
@@ -95,14 +117,17 @@ export async function startVeil(options: { socket?: boolean; env?: Record<string
   let child: ChildProcess | undefined;
   const start = async () => {
     child = spawn(join(ROOT, 'bin/veil'), ['serve', '--port', String(port), '--data-dir', dataDir], {
-      env: { ...process.env, VEIL_LOG_LEVEL: 'warn', VEIL_DRAIN_DELAY_MS: '0', ...socketEnv, ...options.env }, stdio: ['ignore', 'ignore', 'pipe'],
+      env: { ...process.env, VEIL_LOG_LEVEL: 'warn', VEIL_DRAIN_DELAY_MS: '0', ...socketEnv, ...options.env },
+      stdio: ['ignore', 'ignore', 'pipe'],
     });
     let stderr = '';
     child.stderr!.on('data', (d) => (stderr += String(d)));
     for (let i = 0; i < 300; i++) {
       try {
         if ((await fetch(`${url}/readyz`)).ok) return;
-      } catch { /* not yet */ }
+      } catch {
+        /* not yet */
+      }
       if (child.exitCode !== null) break;
       await new Promise((r) => setTimeout(r, 100));
     }
@@ -117,7 +142,13 @@ export async function startVeil(options: { socket?: boolean; env?: Record<string
   };
   await start();
   return {
-    url, port, dataDir, secretFile: join(dataDir, 'dev-client.secret'), stop, start, ...(socketPath ? { socketPath } : {}),
+    url,
+    port,
+    dataDir,
+    secretFile: join(dataDir, 'dev-client.secret'),
+    stop,
+    start,
+    ...(socketPath ? { socketPath } : {}),
     async close() {
       await stop();
       await rm(dataDir, { recursive: true, force: true });
@@ -142,12 +173,14 @@ export interface CountingProxy {
 export async function countingProxy(targetPort: number): Promise<CountingProxy> {
   const sockets = new Set<Socket>();
   const proxy: CountingProxy = {
-    url: '', connections: 0,
+    url: '',
+    connections: 0,
     dropAll: () => sockets.forEach((s) => s.destroy()),
-    close: () => new Promise((r) => {
-      sockets.forEach((s) => s.destroy());
-      server.close(() => r());
-    }),
+    close: () =>
+      new Promise((r) => {
+        sockets.forEach((s) => s.destroy());
+        server.close(() => r());
+      }),
   };
   const server: Server = createServer((client) => {
     proxy.connections++;

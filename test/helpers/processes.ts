@@ -10,11 +10,12 @@ export const TEST_ENV_SCRIPT = `${ROOT}scripts/test-env.sh`;
  */
 export async function freePorts(count: number): Promise<number> {
   const { createServer } = await import('node:net');
-  const free = (port: number) => new Promise<boolean>((resolve) => {
-    const server = createServer();
-    server.once('error', () => resolve(false));
-    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
-  });
+  const free = (port: number) =>
+    new Promise<boolean>((resolve) => {
+      const server = createServer();
+      server.once('error', () => resolve(false));
+      server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+    });
   for (let attempt = 0; attempt < 200; attempt++) {
     const first = 21000 + Math.floor(Math.random() * 11000);
     let ok = true;
@@ -25,7 +26,9 @@ export async function freePorts(count: number): Promise<number> {
 }
 
 /** A private broker for tests that stop, pause and restart it (other tests keep theirs). */
-export async function privateBroker(label: string): Promise<{ brokers: string; env: Record<string, string>; pid(): Promise<number>; restart(): Promise<void>; stop(): Promise<void> }> {
+export async function privateBroker(
+  label: string,
+): Promise<{ brokers: string; env: Record<string, string>; pid(): Promise<number>; restart(): Promise<void>; stop(): Promise<void> }> {
   const port = await freePorts(2);
   const env = {
     ...process.env,
@@ -51,7 +54,10 @@ export async function privateBroker(label: string): Promise<{ brokers: string; e
 
 /** `veil stream protect` as its own process. */
 export function spawnStream(args: string[], env: Record<string, string>): ChildProcess & { output: () => string } {
-  const child = spawn(`${ROOT}bin/veil`, ['stream', 'protect', ...args], { env: { ...process.env, VEIL_LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(`${ROOT}bin/veil`, ['stream', 'protect', ...args], {
+    env: { ...process.env, VEIL_LOG_LEVEL: 'warn', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   child.stdout!.on('data', (d) => (out += String(d)));
   child.stderr!.on('data', (d) => (out += String(d)));

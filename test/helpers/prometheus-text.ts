@@ -15,7 +15,13 @@ export interface Family {
 
 const NAME = '[a-zA-Z_:][a-zA-Z0-9_:]*';
 const TYPES = new Set<string>(['counter', 'gauge', 'histogram', 'summary', 'untyped']);
-const SUFFIXES: Record<MetricType, string[]> = { counter: [''], gauge: [''], untyped: [''], histogram: ['_bucket', '_sum', '_count'], summary: ['', '_sum', '_count'] };
+const SUFFIXES: Record<MetricType, string[]> = {
+  counter: [''],
+  gauge: [''],
+  untyped: [''],
+  histogram: ['_bucket', '_sum', '_count'],
+  summary: ['', '_sum', '_count'],
+};
 
 export function parseExposition(text: string): Map<string, Family> {
   const families = new Map<string, Family>();

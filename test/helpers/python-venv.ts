@@ -16,7 +16,7 @@ const built = new Map<string, Promise<string>>();
  */
 export function pythonVenv(name: string, packages: readonly string[]): Promise<string> {
   let ready = built.get(name);
-  if (!ready) built.set(name, ready = build(name, packages));
+  if (!ready) built.set(name, (ready = build(name, packages)));
   return ready;
 }
 

@@ -9,7 +9,12 @@ export interface Reply {
 }
 
 /** A real HTTP/1.1 client on a fresh connection: raw headers in, raw headers and bytes out (no decoding). */
-export function call(url: string, method: string, path: string, options: { headers?: string[]; body?: Buffer | string; chunked?: boolean } = {}): Promise<Reply> {
+export function call(
+  url: string,
+  method: string,
+  path: string,
+  options: { headers?: string[]; body?: Buffer | string; chunked?: boolean } = {},
+): Promise<Reply> {
   return new Promise((resolve, reject) => {
     const body = options.body === undefined ? undefined : Buffer.from(options.body);
     // a header list (to send repeated and hop-by-hop headers as given) gets no automatic Host
@@ -22,7 +27,15 @@ export function call(url: string, method: string, path: string, options: { heade
     req.on('response', (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode!, statusMessage: res.statusMessage ?? '', rawHeaders: res.rawHeaders, headers: res.headers, body: Buffer.concat(chunks) }));
+      res.on('end', () =>
+        resolve({
+          status: res.statusCode!,
+          statusMessage: res.statusMessage ?? '',
+          rawHeaders: res.rawHeaders,
+          headers: res.headers,
+          body: Buffer.concat(chunks),
+        }),
+      );
     });
     if (body && options.chunked) {
       // several writes: sent chunked, as a streaming client would

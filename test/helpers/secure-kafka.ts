@@ -68,18 +68,38 @@ export async function startSecureBroker(label: string): Promise<SecureBroker> {
   const run = (cmd: string) => promisify(execFile)(TEST_ENV_SCRIPT, [cmd], { env, timeout: 300_000 });
   await run('start-kafka');
   const internal = `127.0.0.1:${port}`;
-  const admin = new Kafka({ clientId: 'secure-harness', brokers: [internal], logLevel: logLevel.NOTHING, retry: { retries: 30, initialRetryTime: 300, maxRetryTime: 3000 } });
+  const admin = new Kafka({
+    clientId: 'secure-harness',
+    brokers: [internal],
+    logLevel: logLevel.NOTHING,
+    retry: { retries: 30, initialRetryTime: 300, maxRetryTime: 3000 },
+  });
   const client = pki.client(PRINCIPAL);
   return {
-    internal, listeners, pki, idp, password, oauthSecret, admin,
+    internal,
+    listeners,
+    pki,
+    idp,
+    password,
+    oauthSecret,
+    admin,
     env(listener, overrides = {}) {
       const common = { KAFKA_BROKERS: listeners[listener], VEIL_KAFKA_SSL_CA_LOCATION: pki.ca };
       const byListener: Record<Listener, Record<string, string>> = {
-        scram: { VEIL_KAFKA_SECURITY_PROTOCOL: 'SASL_SSL', VEIL_KAFKA_SASL_MECHANISM: 'SCRAM-SHA-512', VEIL_KAFKA_SASL_USERNAME: PRINCIPAL, VEIL_KAFKA_SASL_PASSWORD_FILE: passwordFile },
+        scram: {
+          VEIL_KAFKA_SECURITY_PROTOCOL: 'SASL_SSL',
+          VEIL_KAFKA_SASL_MECHANISM: 'SCRAM-SHA-512',
+          VEIL_KAFKA_SASL_USERNAME: PRINCIPAL,
+          VEIL_KAFKA_SASL_PASSWORD_FILE: passwordFile,
+        },
         mtls: { VEIL_KAFKA_SECURITY_PROTOCOL: 'SSL', VEIL_KAFKA_SSL_CERTIFICATE_LOCATION: client.cert, VEIL_KAFKA_SSL_KEY_LOCATION: client.key },
         oauth: {
-          VEIL_KAFKA_SECURITY_PROTOCOL: 'SASL_SSL', VEIL_KAFKA_SASL_MECHANISM: 'OAUTHBEARER', VEIL_KAFKA_SASL_OAUTHBEARER_METHOD: 'oidc',
-          VEIL_KAFKA_SASL_OAUTHBEARER_TOKEN_ENDPOINT_URL: idp.tokenUrl, VEIL_KAFKA_SASL_OAUTHBEARER_CLIENT_ID: PRINCIPAL, VEIL_KAFKA_SASL_OAUTHBEARER_CLIENT_SECRET_FILE: secretFile,
+          VEIL_KAFKA_SECURITY_PROTOCOL: 'SASL_SSL',
+          VEIL_KAFKA_SASL_MECHANISM: 'OAUTHBEARER',
+          VEIL_KAFKA_SASL_OAUTHBEARER_METHOD: 'oidc',
+          VEIL_KAFKA_SASL_OAUTHBEARER_TOKEN_ENDPOINT_URL: idp.tokenUrl,
+          VEIL_KAFKA_SASL_OAUTHBEARER_CLIENT_ID: PRINCIPAL,
+          VEIL_KAFKA_SASL_OAUTHBEARER_CLIENT_SECRET_FILE: secretFile,
         },
       };
       return { ...common, ...byListener[listener], ...overrides };
@@ -126,8 +146,14 @@ function listenerSettings(port: number, pki: TestPki, idp: OidcProvider): string
 const { AclOperationTypes, AclPermissionTypes, AclResourceTypes, ResourcePatternTypes } = kafkajs;
 
 const OPERATIONS: Record<string, number> = {
-  Read: AclOperationTypes.READ, Write: AclOperationTypes.WRITE, Create: AclOperationTypes.CREATE, Delete: AclOperationTypes.DELETE,
-  Describe: AclOperationTypes.DESCRIBE, DescribeConfigs: AclOperationTypes.DESCRIBE_CONFIGS, Alter: AclOperationTypes.ALTER, IdempotentWrite: AclOperationTypes.IDEMPOTENT_WRITE,
+  Read: AclOperationTypes.READ,
+  Write: AclOperationTypes.WRITE,
+  Create: AclOperationTypes.CREATE,
+  Delete: AclOperationTypes.DELETE,
+  Describe: AclOperationTypes.DESCRIBE,
+  DescribeConfigs: AclOperationTypes.DESCRIBE_CONFIGS,
+  Alter: AclOperationTypes.ALTER,
+  IdempotentWrite: AclOperationTypes.IDEMPOTENT_WRITE,
 };
 
 /**
@@ -139,14 +165,19 @@ export function documentedAcls(role: string, values: Record<string, string>): Ac
   const doc = readFileSync(join(ROOT, 'docs/kafka-security.md'), 'utf8');
   const block = new RegExp(`<!-- acl:${role} -->\\n\`\`\`sh\\n([\\s\\S]*?)\`\`\``).exec(doc)?.[1];
   if (!block) throw new Error(`docs/kafka-security.md has no ACL block for ${role}`);
-  return block.trim().split('\n').flatMap((line) => aclLine(line, values));
+  return block
+    .trim()
+    .split('\n')
+    .flatMap((line) => aclLine(line, values));
 }
 
 function aclLine(line: string, values: Record<string, string>): AclEntry[] {
-  const words = (line.match(/"[^"]*"|\S+/g) ?? []).map((w) => w.replace(/^"|"$/g, '').replace(/\$([A-Z_]+)/g, (_, name: string) => {
-    if (values[name] === undefined) throw new Error(`no value for $${name} in: ${line}`);
-    return values[name]!;
-  }));
+  const words = (line.match(/"[^"]*"|\S+/g) ?? []).map((w) =>
+    w.replace(/^"|"$/g, '').replace(/\$([A-Z_]+)/g, (_, name: string) => {
+      if (values[name] === undefined) throw new Error(`no value for $${name} in: ${line}`);
+      return values[name]!;
+    }),
+  );
   const arg = (flag: string) => words.flatMap((w, i) => (w === flag ? [words[i + 1]!] : []));
   const [principal] = arg('--allow-principal');
   const resource: [number, string][] = [
@@ -158,7 +189,15 @@ function aclLine(line: string, values: Record<string, string>): AclEntry[] {
   const pattern = arg('--resource-pattern-type')[0] === 'prefixed' ? ResourcePatternTypes.PREFIXED : ResourcePatternTypes.LITERAL;
   return arg('--operation').map((op) => {
     if (OPERATIONS[op] === undefined) throw new Error(`unknown operation ${op} in: ${line}`);
-    return { resourceType: resource[0]![0], resourceName: resource[0]![1], resourcePatternType: pattern, principal, host: '*', operation: OPERATIONS[op]!, permissionType: AclPermissionTypes.ALLOW };
+    return {
+      resourceType: resource[0]![0],
+      resourceName: resource[0]![1],
+      resourcePatternType: pattern,
+      principal,
+      host: '*',
+      operation: OPERATIONS[op]!,
+      permissionType: AclPermissionTypes.ALLOW,
+    };
   });
 }
 

@@ -22,7 +22,10 @@ export class Children {
   readonly all: VeilChild[] = [];
 
   spawn(args: string[], env: Record<string, string>): VeilChild {
-    const child = spawn(join(ROOT, 'bin/veil'), args, { env: { ...process.env, VEIL_LOG_LEVEL: 'info', VEIL_MASTER_KEY: MASTER, VEIL_PROTECT_THREADS: '0', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(join(ROOT, 'bin/veil'), args, {
+      env: { ...process.env, VEIL_LOG_LEVEL: 'info', VEIL_MASTER_KEY: MASTER, VEIL_PROTECT_THREADS: '0', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let out = '';
     let stdout = '';
     child.stdout!.on('data', (d) => {
@@ -36,10 +39,17 @@ export class Children {
   }
 
   async killAll(): Promise<void> {
-    await Promise.all(this.all.filter((c) => c.exitCode === null && c.signalCode === null).map((c) => new Promise((r) => {
-      c.once('exit', r);
-      c.kill('SIGKILL');
-    })));
+    await Promise.all(
+      this.all
+        .filter((c) => c.exitCode === null && c.signalCode === null)
+        .map(
+          (c) =>
+            new Promise((r) => {
+              c.once('exit', r);
+              c.kill('SIGKILL');
+            }),
+        ),
+    );
   }
 
   /** No output of any process holds one of the secrets (nor its base64, as a header or token would carry it). */
@@ -91,4 +101,10 @@ export async function seedDataDir(configText: string): Promise<{ copy(): Promise
 }
 
 /** The harness's kafkajs client, on the broker's super-user listener. */
-export const harness = (broker: SecureBroker) => new Kafka({ clientId: 'secure-harness', brokers: [broker.internal], logLevel: logLevel.NOTHING, retry: { retries: 30, initialRetryTime: 300, maxRetryTime: 3000 } });
+export const harness = (broker: SecureBroker) =>
+  new Kafka({
+    clientId: 'secure-harness',
+    brokers: [broker.internal],
+    logLevel: logLevel.NOTHING,
+    retry: { retries: 30, initialRetryTime: 300, maxRetryTime: 3000 },
+  });

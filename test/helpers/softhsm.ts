@@ -9,7 +9,8 @@ import pkcs11js from 'pkcs11js';
 const exec = promisify(execFile);
 
 /** Debian's softhsm2 module; .ci/run installs the package. */
-export const SOFTHSM_LIBRARY = ['/usr/lib/softhsm/libsofthsm2.so', '/usr/lib/x86_64-linux-gnu/softhsm/libsofthsm2.so'].find((p) => existsSync(p)) ?? '/usr/lib/softhsm/libsofthsm2.so';
+export const SOFTHSM_LIBRARY =
+  ['/usr/lib/softhsm/libsofthsm2.so', '/usr/lib/x86_64-linux-gnu/softhsm/libsofthsm2.so'].find((p) => existsSync(p)) ?? '/usr/lib/softhsm/libsofthsm2.so';
 
 export interface SoftHsm {
   library: string;
@@ -32,9 +33,13 @@ export async function softHsmToken(tokenLabel = 'veil-test'): Promise<SoftHsm> {
   await writeFile(conf, `directories.tokendir = ${join(dir, 'tokens')}\nobjectstore.backend = file\nlog.level = ERROR\n`);
   process.env.SOFTHSM2_CONF = conf;
   const pin = '246810';
-  await exec('softhsm2-util', ['--init-token', '--free', '--label', tokenLabel, '--pin', pin, '--so-pin', '13579'], { env: { ...process.env, SOFTHSM2_CONF: conf } });
+  await exec('softhsm2-util', ['--init-token', '--free', '--label', tokenLabel, '--pin', pin, '--so-pin', '13579'], {
+    env: { ...process.env, SOFTHSM2_CONF: conf },
+  });
   return {
-    library: SOFTHSM_LIBRARY, tokenLabel, pin,
+    library: SOFTHSM_LIBRARY,
+    tokenLabel,
+    pin,
     createAesKey(label: string) {
       const p11 = new pkcs11js.PKCS11();
       p11.load(SOFTHSM_LIBRARY);
@@ -44,10 +49,15 @@ export async function softHsmToken(tokenLabel = 'veil-test'): Promise<SoftHsm> {
         const session = p11.C_OpenSession(slot, pkcs11js.CKF_SERIAL_SESSION | pkcs11js.CKF_RW_SESSION);
         p11.C_Login(session, pkcs11js.CKU_USER, pin);
         p11.C_GenerateKey(session, { mechanism: pkcs11js.CKM_AES_KEY_GEN }, [
-          { type: pkcs11js.CKA_CLASS, value: pkcs11js.CKO_SECRET_KEY }, { type: pkcs11js.CKA_KEY_TYPE, value: pkcs11js.CKK_AES },
-          { type: pkcs11js.CKA_LABEL, value: label }, { type: pkcs11js.CKA_TOKEN, value: true }, { type: pkcs11js.CKA_VALUE_LEN, value: 32 },
-          { type: pkcs11js.CKA_ENCRYPT, value: true }, { type: pkcs11js.CKA_DECRYPT, value: true },
-          { type: pkcs11js.CKA_SENSITIVE, value: true }, { type: pkcs11js.CKA_EXTRACTABLE, value: false },
+          { type: pkcs11js.CKA_CLASS, value: pkcs11js.CKO_SECRET_KEY },
+          { type: pkcs11js.CKA_KEY_TYPE, value: pkcs11js.CKK_AES },
+          { type: pkcs11js.CKA_LABEL, value: label },
+          { type: pkcs11js.CKA_TOKEN, value: true },
+          { type: pkcs11js.CKA_VALUE_LEN, value: 32 },
+          { type: pkcs11js.CKA_ENCRYPT, value: true },
+          { type: pkcs11js.CKA_DECRYPT, value: true },
+          { type: pkcs11js.CKA_SENSITIVE, value: true },
+          { type: pkcs11js.CKA_EXTRACTABLE, value: false },
         ]);
         p11.C_Logout(session);
         p11.C_CloseSession(session);

@@ -4,5 +4,8 @@
  * `VEIL_TEST_STREAM_CLIENTS=kafkajs`.
  */
 export function streamClients(): string[] {
-  return (process.env.VEIL_TEST_STREAM_CLIENTS ?? 'kafkajs,librdkafka').split(',').map((c) => c.trim()).filter(Boolean);
+  return (process.env.VEIL_TEST_STREAM_CLIENTS ?? 'kafkajs,librdkafka')
+    .split(',')
+    .map((c) => c.trim())
+    .filter(Boolean);
 }

@@ -22,7 +22,10 @@ export interface StartOptions {
 }
 
 /** The processes a describe block starts; afterAll kills what still runs and removes their data dirs. */
-export function streamProcesses(): { dir(prefix: string): Promise<string>; start(prefix: string, configText: string, client: string, options?: StartOptions): Promise<StreamProcess> } {
+export function streamProcesses(): {
+  dir(prefix: string): Promise<string>;
+  start(prefix: string, configText: string, client: string, options?: StartOptions): Promise<StreamProcess>;
+} {
   const dirs: string[] = [];
   const started: StreamProcess[] = [];
   afterAll(async () => {
@@ -37,10 +40,15 @@ export function streamProcesses(): { dir(prefix: string): Promise<string>; start
   return {
     dir,
     async start(prefix, configText, client, options = {}) {
-      const dataDir = options.dataDir ?? await dir(prefix);
+      const dataDir = options.dataDir ?? (await dir(prefix));
       await writeFile(join(dataDir, 'config.yaml'), configText);
-      const child = spawnStream(['--config', join(dataDir, 'config.yaml'), '--data-dir', dataDir, '--port', String(options.port ?? 0)],
-        { ...STREAM_MASTER, KAFKA_BROKERS: BROKERS.join(','), VEIL_STREAM_CLIENT: client, VEIL_KAFKA_SESSION_TIMEOUT_MS: '6000', ...options.env });
+      const child = spawnStream(['--config', join(dataDir, 'config.yaml'), '--data-dir', dataDir, '--port', String(options.port ?? 0)], {
+        ...STREAM_MASTER,
+        KAFKA_BROKERS: BROKERS.join(','),
+        VEIL_STREAM_CLIENT: client,
+        VEIL_KAFKA_SESSION_TIMEOUT_MS: '6000',
+        ...options.env,
+      });
       const p = Object.assign(child, { dataDir });
       started.push(p);
       return p;
@@ -65,10 +73,14 @@ export async function untilConsumed(kafka: Kafka, p: StreamProcess, done: (admin
   const admin = kafka.admin();
   await admin.connect();
   try {
-    await waitFor(async () => {
-      if (p.exitCode !== null) throw new Error(`veil stream protect exited (${p.exitCode}):\n${p.output()}`);
-      return done(admin);
-    }, timeoutMs, what);
+    await waitFor(
+      async () => {
+        if (p.exitCode !== null) throw new Error(`veil stream protect exited (${p.exitCode}):\n${p.output()}`);
+        return done(admin);
+      },
+      timeoutMs,
+      what,
+    );
   } finally {
     await admin.disconnect();
   }

@@ -53,13 +53,18 @@ export async function unprotector(configFile: string, dataDir: string): Promise<
   };
 }
 
-
 /**
  * A running `customers` pipeline of `format` over fresh topics (`partitions` each, default 2),
  * with its own data dir, against the test broker and registry; `close` stops it and removes the
  * data dir.
  */
-export async function startedPipeline(kafka: Kafka, t: { raw: string; clean: string; dlq: string; id: string }, format: PipelineConfig['format'], extra = '', partitions = 2): Promise<{ dataDir: string; configFile: string; stream: StreamService; close(): Promise<void> }> {
+export async function startedPipeline(
+  kafka: Kafka,
+  t: { raw: string; clean: string; dlq: string; id: string },
+  format: PipelineConfig['format'],
+  extra = '',
+  partitions = 2,
+): Promise<{ dataDir: string; configFile: string; stream: StreamService; close(): Promise<void> }> {
   const dataDir = await mkdtemp(join(tmpdir(), `veil-${format}-`));
   const configFile = join(dataDir, 'config.yaml');
   await writeFile(configFile, pipelineYaml(t, format, extra));
@@ -67,7 +72,9 @@ export async function startedPipeline(kafka: Kafka, t: { raw: string; clean: str
   const stream = await openStream({ configFile, dataDir, env: MASTER, now: () => new Date(), brokers: BROKERS, registryUrl: REGISTRY_URL, development: true });
   await stream.start();
   return {
-    dataDir, configFile, stream,
+    dataDir,
+    configFile,
+    stream,
     async close() {
       await stream.stop();
       await rm(dataDir, { recursive: true, force: true });

@@ -40,7 +40,15 @@ export function subjectCall(action: string, items: readonly { subject: string | 
   const contexts = items.map(() => randomUUID());
   return {
     rightsContexts: [{ guid: rights, evidences: [{ name: 'Role', value: role }] }],
-    processingContexts: items.map((it, i) => ({ guid: contexts[i]!, evidences: [{ name: 'Action', value: action }, ...(it.subject === undefined ? [] : [{ name: 'Subject', value: it.subject }])] })),
-    requests: items.map((it, i) => ({ guid: randomUUID(), rightsContext: rights, processingContext: contexts[i]!, instances: it.values.map(([p, value]) => ({ className: 'Person', propertyName: p, value })) })),
+    processingContexts: items.map((it, i) => ({
+      guid: contexts[i]!,
+      evidences: [{ name: 'Action', value: action }, ...(it.subject === undefined ? [] : [{ name: 'Subject', value: it.subject }])],
+    })),
+    requests: items.map((it, i) => ({
+      guid: randomUUID(),
+      rightsContext: rights,
+      processingContext: contexts[i]!,
+      instances: it.values.map(([p, value]) => ({ className: 'Person', propertyName: p, value })),
+    })),
   };
 }

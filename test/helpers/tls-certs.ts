@@ -24,26 +24,96 @@ export interface TestPki {
 }
 
 async function ca(dir: string, name: string): Promise<void> {
-  await openssl(['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', `${name}.key`, '-out', `${name}.pem`, '-days', '2', '-subj', `/CN=${name}`,
-    '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign'], dir);
+  await openssl(
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:P-256',
+      '-nodes',
+      '-keyout',
+      `${name}.key`,
+      '-out',
+      `${name}.pem`,
+      '-days',
+      '2',
+      '-subj',
+      `/CN=${name}`,
+      '-addext',
+      'basicConstraints=critical,CA:TRUE',
+      '-addext',
+      'keyUsage=critical,keyCertSign,cRLSign',
+    ],
+    dir,
+  );
 }
 
 /** A certificate for `cn` signed by `issuer`, valid two days from now, or (`expired`) from three days ago to yesterday: openssl ca takes explicit dates, x509 -req only a length. */
 async function leaf(dir: string, cn: string, issuer: string, options: { server?: boolean; expired?: boolean } = {}): Promise<{ cert: string; key: string }> {
-  await openssl(['req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', `${cn}.key`, '-out', `${cn}.csr`, '-subj', `/CN=${cn}`], dir);
+  await openssl(
+    ['req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', `${cn}.key`, '-out', `${cn}.csr`, '-subj', `/CN=${cn}`],
+    dir,
+  );
   const ext = options.server
     ? 'basicConstraints=CA:FALSE\nkeyUsage=digitalSignature\nextendedKeyUsage=serverAuth,clientAuth\nsubjectAltName=IP:127.0.0.1,DNS:localhost\n'
     : 'basicConstraints=CA:FALSE\nkeyUsage=digitalSignature\nextendedKeyUsage=clientAuth\n';
   await writeFile(join(dir, `${cn}.ext`), ext);
   if (options.expired) {
     // a certificate whose validity ended before now: openssl ca with explicit start and end dates
-    await writeFile(join(dir, 'ca.cnf'), `[ca]\ndefault_ca=d\n[d]\ndatabase=${dir}/index.txt\nnew_certs_dir=${dir}\nserial=${dir}/serial\ndefault_md=sha256\npolicy=p\nunique_subject=no\n[p]\ncommonName=supplied\n`);
+    await writeFile(
+      join(dir, 'ca.cnf'),
+      `[ca]\ndefault_ca=d\n[d]\ndatabase=${dir}/index.txt\nnew_certs_dir=${dir}\nserial=${dir}/serial\ndefault_md=sha256\npolicy=p\nunique_subject=no\n[p]\ncommonName=supplied\n`,
+    );
     await writeFile(join(dir, 'index.txt'), '');
     await writeFile(join(dir, 'serial'), '1000\n');
     const day = (offset: number) => new Date(Date.now() + offset * 86_400_000).toISOString().replace(/[-:T]/g, '').slice(2, 14) + 'Z';
-    await openssl(['ca', '-batch', '-config', 'ca.cnf', '-cert', `${issuer}.pem`, '-keyfile', `${issuer}.key`, '-in', `${cn}.csr`, '-out', `${cn}.pem`, '-startdate', day(-3), '-enddate', day(-1), '-extfile', `${cn}.ext`, '-notext'], dir);
+    await openssl(
+      [
+        'ca',
+        '-batch',
+        '-config',
+        'ca.cnf',
+        '-cert',
+        `${issuer}.pem`,
+        '-keyfile',
+        `${issuer}.key`,
+        '-in',
+        `${cn}.csr`,
+        '-out',
+        `${cn}.pem`,
+        '-startdate',
+        day(-3),
+        '-enddate',
+        day(-1),
+        '-extfile',
+        `${cn}.ext`,
+        '-notext',
+      ],
+      dir,
+    );
   } else {
-    await openssl(['x509', '-req', '-in', `${cn}.csr`, '-CA', `${issuer}.pem`, '-CAkey', `${issuer}.key`, '-CAcreateserial', '-out', `${cn}.pem`, '-days', '2', '-extfile', `${cn}.ext`], dir);
+    await openssl(
+      [
+        'x509',
+        '-req',
+        '-in',
+        `${cn}.csr`,
+        '-CA',
+        `${issuer}.pem`,
+        '-CAkey',
+        `${issuer}.key`,
+        '-CAcreateserial',
+        '-out',
+        `${cn}.pem`,
+        '-days',
+        '2',
+        '-extfile',
+        `${cn}.ext`,
+      ],
+      dir,
+    );
   }
   return { cert: join(dir, `${cn}.pem`), key: join(dir, `${cn}.key`) };
 }
@@ -64,12 +134,17 @@ export async function makeTestPki(dir: string, clients: string[]): Promise<TestP
   const expired = await leaf(dir, 'expired-client', 'test-ca', { expired: true });
   const untrusted = await leaf(dir, 'untrusted-client', 'other-ca');
   return {
-    dir, ca: join(dir, 'test-ca.pem'), brokerKeystore, brokerKeyPassword,
+    dir,
+    ca: join(dir, 'test-ca.pem'),
+    brokerKeystore,
+    brokerKeyPassword,
     client: (name) => {
       const c = made.get(name);
       if (!c) throw new Error(`no client certificate ${name}`);
       return c;
     },
-    expired, otherCa: join(dir, 'other-ca.pem'), untrusted,
+    expired,
+    otherCa: join(dir, 'other-ca.pem'),
+    untrusted,
   };
 }

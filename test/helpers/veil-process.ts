@@ -26,9 +26,14 @@ export interface VeilProcess {
 }
 
 /** `dataDir`: start on this data dir (a restart) and leave it in place on stop; else a fresh one, removed on stop. */
-export async function startVeilServe(options: { configText: string; https?: { ca: Buffer }; env?: Record<string, string>; dataDir?: string }): Promise<VeilProcess> {
+export async function startVeilServe(options: {
+  configText: string;
+  https?: { ca: Buffer };
+  env?: Record<string, string>;
+  dataDir?: string;
+}): Promise<VeilProcess> {
   const configDir = await mkdtemp(join(tmpdir(), 'veil-sec-config-'));
-  const dataDir = options.dataDir ?? await mkdtemp(join(tmpdir(), 'veil-sec-data-'));
+  const dataDir = options.dataDir ?? (await mkdtemp(join(tmpdir(), 'veil-sec-data-')));
   const configFile = join(configDir, 'config.yaml');
   await writeFile(configFile, options.configText);
   const port = await freePorts(1);
@@ -40,27 +45,34 @@ export async function startVeilServe(options: { configText: string; https?: { ca
   let out = '';
   child.stdout!.on('data', (d) => (out += String(d)));
   child.stderr!.on('data', (d) => (out += String(d)));
-  const request: VeilProcess['request'] = (path, o = {}) => new Promise((resolve, reject) => {
-    const send = options.https ? httpsRequest : httpRequest;
-    const req = send(`${url}${path}`, { method: o.method ?? 'GET', headers: o.headers ?? {}, ...(options.https ? { ca: options.https.ca } : {}) }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(chunks).toString('utf8') }));
-      res.on('error', reject);
+  const request: VeilProcess['request'] = (path, o = {}) =>
+    new Promise((resolve, reject) => {
+      const send = options.https ? httpsRequest : httpRequest;
+      const req = send(`${url}${path}`, { method: o.method ?? 'GET', headers: o.headers ?? {}, ...(options.https ? { ca: options.https.ca } : {}) }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(chunks).toString('utf8') }));
+        res.on('error', reject);
+      });
+      req.on('error', reject);
+      req.end(o.body);
     });
-    req.on('error', reject);
-    req.end(o.body);
-  });
   for (let i = 0; ; i++) {
     if (child.exitCode !== null) throw new Error(`veil serve exited: ${out}`);
     try {
       if ((await request('/readyz')).status === 200) break;
-    } catch { /* not yet */ }
+    } catch {
+      /* not yet */
+    }
     if (i > 300) throw new Error(`veil serve did not become ready: ${out}`);
     await new Promise((r) => setTimeout(r, 100));
   }
   return {
-    url, dataDir, child, request, output: () => out,
+    url,
+    dataDir,
+    child,
+    request,
+    output: () => out,
     async stop() {
       if (child.exitCode === null) {
         const exited = new Promise((r) => child.once('exit', r));
@@ -77,15 +89,22 @@ export async function startVeilServe(options: { configText: string; https?: { ca
 /** A portal client over a VeilProcess: signs in with a client's credentials, then GET/POST with cookie and CSRF token. */
 export async function portalSession(veil: VeilProcess, clientId: string, secret = `${clientId}-secret`) {
   const form = (fields: Record<string, string>) => new URLSearchParams(fields).toString();
-  const res = await veil.request('/admin/sign-in', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: form({ kind: 'client', client_id: clientId, client_secret: secret }) });
+  const res = await veil.request('/admin/sign-in', {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: form({ kind: 'client', client_id: clientId, client_secret: secret }),
+  });
   if (res.status !== 303) throw new Error(`sign-in of ${clientId}: ${res.status}`);
   const cookie = String(res.headers['set-cookie']![0]).split(';')[0]!;
   const overview = await veil.request('/admin', { headers: { cookie } });
   const csrf = /name="_csrf" value="([^"]+)"/.exec(overview.text)![1]!;
   return {
-    cookie, csrf, setCookie: String(res.headers['set-cookie']![0]),
+    cookie,
+    csrf,
+    setCookie: String(res.headers['set-cookie']![0]),
     get: (path: string) => veil.request(path, { headers: { cookie } }),
-    post: (path: string, fields: Record<string, string>) => veil.request(path, { method: 'POST', headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' }, body: form({ _csrf: csrf, ...fields }) }),
+    post: (path: string, fields: Record<string, string>) =>
+      veil.request(path, { method: 'POST', headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' }, body: form({ _csrf: csrf, ...fields }) }),
   };
 }
 

@@ -64,7 +64,20 @@ function expectNoValues(events: readonly AuditEvent[] = svc.audit.events): void 
 
 describe('audit of Unprotect calls', () => {
   it('one event per call: client, subject, issuer, time, request id, fields with action and count, outcome ok', async () => {
-    const reply = await transform(svc, token, body({ roles: ['fraud'], action: 'Unprotect', instances: [['email', P.email!], ['cardNumber', P.cardNumber!], ['email', P.email!], ['name', P.name!]] }));
+    const reply = await transform(
+      svc,
+      token,
+      body({
+        roles: ['fraud'],
+        action: 'Unprotect',
+        instances: [
+          ['email', P.email!],
+          ['cardNumber', P.cardNumber!],
+          ['email', P.email!],
+          ['name', P.name!],
+        ],
+      }),
+    );
     expect(reply.status, reply.text).toBe(200);
     expect(svc.audit.events).toHaveLength(1);
     const e = onlyEventOf(reply);
@@ -89,27 +102,42 @@ describe('audit of Unprotect calls', () => {
   });
 
   it('names the configured client that called, and uses the x-request-id the caller gave', async () => {
-    const reply = await transform(svc, supportToken, body({ roles: ['support'], action: 'Unprotect', instances: [['email', P.email!]] }), { 'x-request-id': 'case-4711.audit' });
+    const reply = await transform(svc, supportToken, body({ roles: ['support'], action: 'Unprotect', instances: [['email', P.email!]] }), {
+      'x-request-id': 'case-4711.audit',
+    });
     expect(reply.status, reply.text).toBe(200);
     expect(reply.requestId).toBe('case-4711.audit');
     expect(onlyEventOf(reply)).toMatchObject({ client: SUPPORT.id, subject: SUPPORT.id, outcome: 'ok', instances: 1, requestId: 'case-4711.audit' });
   });
 
   it('a call with several requests, protect and unprotect mixed, is one event covering all of them', async () => {
-    const reply = await transform(svc, token, body(
-      { roles: ['fraud'], action: 'Protect', instances: [['name', SECRET.name]] },
-      { roles: ['fraud'], action: 'Unprotect', instances: [['nationalId', P.nationalId!], ['email', P.email!]] },
-      { roles: ['fraud'], action: 'Unprotect', instances: [['email', P.email!]] },
-    ));
+    const reply = await transform(
+      svc,
+      token,
+      body(
+        { roles: ['fraud'], action: 'Protect', instances: [['name', SECRET.name]] },
+        {
+          roles: ['fraud'],
+          action: 'Unprotect',
+          instances: [
+            ['nationalId', P.nationalId!],
+            ['email', P.email!],
+          ],
+        },
+        { roles: ['fraud'], action: 'Unprotect', instances: [['email', P.email!]] },
+      ),
+    );
     expect(reply.status, reply.text).toBe(200);
     const e = onlyEventOf(reply);
     expect(e.outcome).toBe('ok');
     expect(e.instances).toBe(4);
-    expect(e.fields).toEqual(expect.arrayContaining([
-      { className: 'Customer', propertyName: 'name', action: 'Protect', count: 1 },
-      { className: 'Customer', propertyName: 'nationalId', action: 'Unprotect', count: 1 },
-      { className: 'Customer', propertyName: 'email', action: 'Unprotect', count: 2 },
-    ]));
+    expect(e.fields).toEqual(
+      expect.arrayContaining([
+        { className: 'Customer', propertyName: 'name', action: 'Protect', count: 1 },
+        { className: 'Customer', propertyName: 'nationalId', action: 'Unprotect', count: 1 },
+        { className: 'Customer', propertyName: 'email', action: 'Unprotect', count: 2 },
+      ]),
+    );
     expect(e.fields).toHaveLength(3);
     expectNoValues();
   });
@@ -136,7 +164,15 @@ describe('audit of Unprotect calls', () => {
 });
 
 describe('audit of denied calls', () => {
-  const protectBody = () => body({ roles: ['fraud'], action: 'Protect', instances: [['email', SECRET.email], ['name', SECRET.name]] });
+  const protectBody = () =>
+    body({
+      roles: ['fraud'],
+      action: 'Protect',
+      instances: [
+        ['email', SECRET.email],
+        ['name', SECRET.name],
+      ],
+    });
 
   it('401 without a token, with an invalid and with an expired token: one denied event each, with its code', async () => {
     const missing = await transform(svc, undefined, protectBody());
@@ -144,7 +180,11 @@ describe('audit of denied calls', () => {
     const before = svc.clock.now.toISOString();
     svc.clock.advance(900 + 31);
     const expired = await transform(svc, token, protectBody());
-    for (const [reply, code, time] of [[missing, 'TOKEN_MISSING', before], [invalid, 'TOKEN_INVALID', before], [expired, 'TOKEN_EXPIRED', svc.clock.now.toISOString()]] as const) {
+    for (const [reply, code, time] of [
+      [missing, 'TOKEN_MISSING', before],
+      [invalid, 'TOKEN_INVALID', before],
+      [expired, 'TOKEN_EXPIRED', svc.clock.now.toISOString()],
+    ] as const) {
       expect(reply.status).toBe(401);
       const e = onlyEventOf(reply);
       expect(e).toMatchObject({ outcome: 'denied', code, channel: 'http', instances: 2, requestId: reply.requestId });
@@ -160,9 +200,23 @@ describe('audit of denied calls', () => {
   it('403 ROLE_NOT_HELD, RIGHTS_CONTEXT_UNMATCHED and ACTION_NOT_GRANTED: one denied event each naming the client', async () => {
     const roleNotHeld = await transform(svc, supportToken, protectBody());
     const unmatched = await transform(svc, token, body({ rights: [], action: 'Protect', instances: [['email', SECRET.email]] }));
-    const notGranted = await transform(svc, supportToken, body({ roles: ['support'], action: 'Unprotect', instances: [['cardNumber', P.cardNumber!], ['nationalId', P.nationalId!], ['email', P.email!]] }));
+    const notGranted = await transform(
+      svc,
+      supportToken,
+      body({
+        roles: ['support'],
+        action: 'Unprotect',
+        instances: [
+          ['cardNumber', P.cardNumber!],
+          ['nationalId', P.nationalId!],
+          ['email', P.email!],
+        ],
+      }),
+    );
     for (const [reply, code, client, instances] of [
-      [roleNotHeld, 'ROLE_NOT_HELD', SUPPORT.id, 2], [unmatched, 'RIGHTS_CONTEXT_UNMATCHED', 'veil-dev', 1], [notGranted, 'ACTION_NOT_GRANTED', SUPPORT.id, 3],
+      [roleNotHeld, 'ROLE_NOT_HELD', SUPPORT.id, 2],
+      [unmatched, 'RIGHTS_CONTEXT_UNMATCHED', 'veil-dev', 1],
+      [notGranted, 'ACTION_NOT_GRANTED', SUPPORT.id, 3],
     ] as const) {
       expect(reply.status, reply.text).toBe(403);
       const e = onlyEventOf(reply);
@@ -175,7 +229,11 @@ describe('audit of denied calls', () => {
   });
 
   it('a denied call whose class/property hold a value does not put that value into the audit', async () => {
-    const reply = await transform(svc, supportToken, body({ roles: ['support'], action: 'Unprotect', instances: [{ className: SECRET.email, propertyName: SECRET.nationalId, value: P.email! }] }));
+    const reply = await transform(
+      svc,
+      supportToken,
+      body({ roles: ['support'], action: 'Unprotect', instances: [{ className: SECRET.email, propertyName: SECRET.nationalId, value: P.email! }] }),
+    );
     expect(reply.status).toBe(403);
     onlyEventOf(reply);
     expectNoValues();
@@ -196,7 +254,10 @@ describe('calls that are not audited', () => {
       body({ roles: ['fraud'], action: 'Protect', instances: Object.entries(SECRET) }),
       body({ roles: ['support'], action: 'Mask', instances: [['cardNumber', SECRET.cardNumber]] }),
       body({ roles: ['ingest'], action: 'Pseudonymize', instances: [['name', SECRET.name]] }),
-      body({ roles: ['ingest'], action: 'Protect', instances: [['email', SECRET.email]] }, { roles: ['fraud'], action: 'Protect', instances: [['name', SECRET.name]] }),
+      body(
+        { roles: ['ingest'], action: 'Protect', instances: [['email', SECRET.email]] },
+        { roles: ['fraud'], action: 'Protect', instances: [['name', SECRET.name]] },
+      ),
     ];
     for (const c of calls) {
       const reply = await transform(svc, token, c);

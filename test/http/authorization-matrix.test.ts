@@ -14,7 +14,11 @@ describe('authorization matrix over HTTP: role × action × field', () => {
     const clients = Object.fromEntries(ROLES.map((r) => [`matrix-${r}`, { secret: `matrix-secret-for-${r}-0123456789`, roles: [r] }]));
     svc = await startWith(await clientsYaml(clients));
     for (const r of ROLES) tokens[r] = await svc.token(`matrix-${r}`, clients[`matrix-${r}`]!.secret);
-    const res = await transform(svc, tokens.fraud, body({ roles: ['fraud'], action: 'Protect', instances: PROPERTIES.map((p) => [p, CLEAR[p]] as [string, string]) }));
+    const res = await transform(
+      svc,
+      tokens.fraud,
+      body({ roles: ['fraud'], action: 'Protect', instances: PROPERTIES.map((p) => [p, CLEAR[p]] as [string, string]) }),
+    );
     expect(res.status).toBe(200);
     const out = (res.json as { responses: { instances: { value: string }[] }[] }).responses[0]!.instances;
     protectedValues = Object.fromEntries(PROPERTIES.map((p, i) => [p, out[i]!.value])) as Record<Property, string>;
@@ -27,7 +31,9 @@ describe('authorization matrix over HTTP: role × action × field', () => {
     return (reply.json as { responses: { instances: { value: string }[] }[] }).responses[0]!.instances[0]!.value;
   };
 
-  const cells = ROLES.flatMap((role) => ACTIONS.flatMap((action) => PROPERTIES.map((property) => ({ role, action, property, expected: EXPECTED[role][action][property] }))));
+  const cells = ROLES.flatMap((role) =>
+    ACTIONS.flatMap((action) => PROPERTIES.map((property) => ({ role, action, property, expected: EXPECTED[role][action][property] }))),
+  );
 
   it.each(cells)('$role × $action × $property → $expected', async ({ role, action, property, expected }) => {
     const value = (action as Action) === 'Unprotect' ? protectedValues[property] : CLEAR[property];

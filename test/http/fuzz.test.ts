@@ -9,16 +9,31 @@ import { startTestService, type TestService } from '../helpers/http-service.ts';
 // Property-based fuzzing of every operation of the OpenAPI document: no 5xx, every response
 // conforms to the document (the success schema or the problem/OAuth error schema), invalid
 // input gets a 4xx.
-const problemSchema = z.object({
-  type: z.string(), title: z.string(), status: z.number().int().min(400).max(599), detail: z.string(),
-  code: z.enum(Object.keys(ERROR_CATALOG) as [string, ...string[]]), retriable: z.boolean(),
-  instance: z.string().optional(), pointer: z.string().optional(),
-  errors: z.array(z.object({ code: z.string(), pointer: z.string(), message: z.string() }).passthrough()).optional(),
-}).strict();
-const oauthError = z.object({ error: z.enum(['invalid_request', 'invalid_client', 'unsupported_grant_type', 'invalid_scope', 'slow_down']), error_description: z.string().optional() }).strict();
+const problemSchema = z
+  .object({
+    type: z.string(),
+    title: z.string(),
+    status: z.number().int().min(400).max(599),
+    detail: z.string(),
+    code: z.enum(Object.keys(ERROR_CATALOG) as [string, ...string[]]),
+    retriable: z.boolean(),
+    instance: z.string().optional(),
+    pointer: z.string().optional(),
+    errors: z.array(z.object({ code: z.string(), pointer: z.string(), message: z.string() }).passthrough()).optional(),
+  })
+  .strict();
+const oauthError = z
+  .object({
+    error: z.enum(['invalid_request', 'invalid_client', 'unsupported_grant_type', 'invalid_scope', 'slow_down']),
+    error_description: z.string().optional(),
+  })
+  .strict();
 
 const guid = fc.oneof(fc.uuid(), fc.string({ maxLength: 40 }), fc.constantFrom('00000000-0000-4000-8000-000000000001', '00000000-0000-4000-8000-000000000002'));
-const evidence = fc.record({ name: fc.oneof(fc.constantFrom('Role', 'Action', 'Channel'), fc.string({ maxLength: 10 })), value: fc.oneof(fc.constantFrom('Protect', 'Unprotect', 'Mask', 'support', 'fraud', 'ingest'), fc.string({ maxLength: 10 })) });
+const evidence = fc.record({
+  name: fc.oneof(fc.constantFrom('Role', 'Action', 'Channel'), fc.string({ maxLength: 10 })),
+  value: fc.oneof(fc.constantFrom('Protect', 'Unprotect', 'Mask', 'support', 'fraud', 'ingest'), fc.string({ maxLength: 10 })),
+});
 const context = fc.record({ guid, evidences: fc.array(evidence, { maxLength: 3 }) });
 const instance = fc.record({
   className: fc.oneof(fc.constant('Customer'), fc.string({ maxLength: 10 })),
@@ -28,7 +43,11 @@ const instance = fc.record({
 const request = fc.record({ guid, rightsContext: guid, processingContext: guid, instances: fc.array(instance, { maxLength: 5 }) });
 /** bodies that follow the schema's shape with random content, and arbitrary JSON */
 const transformBody = fc.oneof(
-  fc.record({ rightsContexts: fc.array(context, { maxLength: 2 }), processingContexts: fc.array(context, { maxLength: 2 }), requests: fc.array(request, { maxLength: 3 }) }),
+  fc.record({
+    rightsContexts: fc.array(context, { maxLength: 2 }),
+    processingContexts: fc.array(context, { maxLength: 2 }),
+    requests: fc.array(request, { maxLength: 3 }),
+  }),
   fc.jsonValue({ maxDepth: 4 }),
 );
 
@@ -42,28 +61,42 @@ describe('fuzzing the OpenAPI operations', () => {
   afterAll(async () => svc?.close());
 
   it('the document lists the operations fuzzed here', () => {
-    expect(Object.keys(openApiDocument().paths as object).sort()).toEqual(['/.well-known/jwks.json', '/.well-known/openid-configuration', '/.well-known/veil-receipt-keys.json', '/connect/token', '/healthz', '/metrics', '/readyz', '/transform']);
+    expect(Object.keys(openApiDocument().paths as object).sort()).toEqual([
+      '/.well-known/jwks.json',
+      '/.well-known/openid-configuration',
+      '/.well-known/veil-receipt-keys.json',
+      '/connect/token',
+      '/healthz',
+      '/metrics',
+      '/readyz',
+      '/transform',
+    ]);
   });
 
   it('POST /transform: never 5xx; 200 bodies match TransformResponse; errors are problem+json with a catalog code', async () => {
     await fc.assert(
-      fc.asyncProperty(transformBody, fc.constantFrom('application/json', 'application/json; charset=utf-8', 'text/plain', 'application/x-www-form-urlencoded'), fc.constantFrom('valid', 'none', 'junk'), async (body, type, auth) => {
-        const headers: Record<string, string> = { 'content-type': type };
-        if (auth === 'valid') headers.authorization = `Bearer ${token}`;
-        if (auth === 'junk') headers.authorization = 'Bearer abc.def.ghi';
-        const res = await fetch(`${svc.url}/transform`, { method: 'POST', headers, body: JSON.stringify(body) });
-        const text = await res.text();
-        expect(res.status, text).toBeLessThan(500);
-        if (res.status === 200) {
-          const parsed = transformResponseSchema.parse(JSON.parse(text));
-          expect(parsed.responses).toHaveLength((body as { requests: unknown[] }).requests.length);
-        } else {
-          expect(res.headers.get('content-type')).toMatch(/^application\/problem\+json/);
-          const p = problemSchema.parse(JSON.parse(text));
-          expect(p.status).toBe(res.status);
-          expect(ERROR_CATALOG[p.code as keyof typeof ERROR_CATALOG].status).toBe(res.status);
-        }
-      }),
+      fc.asyncProperty(
+        transformBody,
+        fc.constantFrom('application/json', 'application/json; charset=utf-8', 'text/plain', 'application/x-www-form-urlencoded'),
+        fc.constantFrom('valid', 'none', 'junk'),
+        async (body, type, auth) => {
+          const headers: Record<string, string> = { 'content-type': type };
+          if (auth === 'valid') headers.authorization = `Bearer ${token}`;
+          if (auth === 'junk') headers.authorization = 'Bearer abc.def.ghi';
+          const res = await fetch(`${svc.url}/transform`, { method: 'POST', headers, body: JSON.stringify(body) });
+          const text = await res.text();
+          expect(res.status, text).toBeLessThan(500);
+          if (res.status === 200) {
+            const parsed = transformResponseSchema.parse(JSON.parse(text));
+            expect(parsed.responses).toHaveLength((body as { requests: unknown[] }).requests.length);
+          } else {
+            expect(res.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+            const p = problemSchema.parse(JSON.parse(text));
+            expect(p.status).toBe(res.status);
+            expect(ERROR_CATALOG[p.code as keyof typeof ERROR_CATALOG].status).toBe(res.status);
+          }
+        },
+      ),
       { numRuns: 400 },
     );
   }, 120_000);
@@ -72,7 +105,11 @@ describe('fuzzing the OpenAPI operations', () => {
     const field = fc.oneof(fc.string({ maxLength: 20 }), fc.constantFrom('client_credentials', 'password', 'veil-dev'));
     await fc.assert(
       fc.asyncProperty(fc.dictionary(fc.constantFrom('grant_type', 'client_id', 'client_secret', 'scope', 'x'), field), async (form) => {
-        const res = await fetch(`${svc.url}/connect/token`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(form) });
+        const res = await fetch(`${svc.url}/connect/token`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/x-www-form-urlencoded' },
+          body: new URLSearchParams(form),
+        });
         const json = await res.json();
         expect(res.status).toBeLessThan(500);
         if (res.status !== 200) oauthError.parse(json);

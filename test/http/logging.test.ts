@@ -37,7 +37,13 @@ async function exercise(url: string, devSecret: string, clock?: TestService['clo
   const basic = `Basic ${Buffer.from(`veil-dev:${devSecret}`).toString('base64')}`;
   const t2 = record(await tokenRequest(svcLike, { grant_type: 'client_credentials' }, { authorization: basic }));
   record(await tokenRequest(svcLike, { grant_type: 'client_credentials', client_id: 'veil-dev', client_secret: 'zz-wrong-secret-0042' }));
-  record(await tokenRequest(svcLike, { grant_type: 'client_credentials' }, { authorization: `Basic ${Buffer.from('veil-dev:zz-wrong-secret-0042').toString('base64')}` }));
+  record(
+    await tokenRequest(
+      svcLike,
+      { grant_type: 'client_credentials' },
+      { authorization: `Basic ${Buffer.from('veil-dev:zz-wrong-secret-0042').toString('base64')}` },
+    ),
+  );
   record(await tokenRequest(svcLike, { grant_type: 'client_credentials', client_id: SUPPORT.id, client_secret: SUPPORT.secret }));
   secrets.push(token, t2.json.access_token, basic, basic.slice(6));
 
@@ -46,7 +52,9 @@ async function exercise(url: string, devSecret: string, clock?: TestService['clo
   expect(protect.status, protect.text).toBe(200);
   const protectedValues: [string, string][] = protect.json.responses[0].instances.map((i: Loose) => [i.propertyName, i.value]);
   secrets.push(...protectedValues.map(([, v]) => v));
-  const unprotect = record(await transform(svcLike, token, body({ roles: ['fraud'], action: 'Unprotect', instances: protectedValues.filter(([p]) => p !== 'segmentKey') })));
+  const unprotect = record(
+    await transform(svcLike, token, body({ roles: ['fraud'], action: 'Unprotect', instances: protectedValues.filter(([p]) => p !== 'segmentKey') })),
+  );
   expect(unprotect.status, unprotect.text).toBe(200);
   const masked = record(await transform(svcLike, token, body({ roles: ['support'], action: 'Mask', instances: [['cardNumber', SECRET.cardNumber]] })));
   expect(masked.status).toBe(200);
@@ -57,13 +65,30 @@ async function exercise(url: string, devSecret: string, clock?: TestService['clo
     transform(svcLike, token, `{"requests": [{"value": "${SECRET.email}"`),
     transform(svcLike, token, { ...body({ roles: ['fraud'], action: 'Protect', instances: [['email', SECRET.email]] }), stray: SECRET.name }),
     transform(svcLike, token, body({ roles: ['ingest'], action: 'Unprotect', instances: [['email', email]] })),
-    transform(svcLike, token, body({ roles: ['fraud'], action: 'Unprotect', instances: [['email', tamper(email)], ['name', email]] })),
+    transform(
+      svcLike,
+      token,
+      body({
+        roles: ['fraud'],
+        action: 'Unprotect',
+        instances: [
+          ['email', tamper(email)],
+          ['name', email],
+        ],
+      }),
+    ),
     transform(svcLike, token, body({ roles: ['fraud'], action: 'Protect', instances: [['cardNumber', SECRET.cardNumber.slice(0, 9)]] })),
     transform(svcLike, token, body({ roles: ['fraud'], action: 'Protect', instances: [['shoeSize', SECRET.nationalId]] })),
     transform(svcLike, `${token}x`, body({ roles: ['fraud'], action: 'Protect', instances: [['email', SECRET.email]] })),
     transform(svcLike, undefined, body({ roles: ['fraud'], action: 'Protect', instances: [['email', SECRET.email]] })),
-    transform(svcLike, token, JSON.stringify(body({ roles: ['fraud'], action: 'Protect', instances: [['email', SECRET.email]] })), { 'content-type': 'application/xml' }),
-    call(`${url}/nope`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ value: SECRET.email }) }),
+    transform(svcLike, token, JSON.stringify(body({ roles: ['fraud'], action: 'Protect', instances: [['email', SECRET.email]] })), {
+      'content-type': 'application/xml',
+    }),
+    call(`${url}/nope`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ value: SECRET.email }),
+    }),
   ];
   for (const r of failing) {
     const reply = record(await r);
@@ -79,7 +104,10 @@ async function exercise(url: string, devSecret: string, clock?: TestService['clo
 }
 
 function parseLines(chunks: readonly string[]): Loose[] {
-  const lines = chunks.join('').split('\n').filter((l) => l.trim() !== '');
+  const lines = chunks
+    .join('')
+    .split('\n')
+    .filter((l) => l.trim() !== '');
   return lines.map((l) => {
     let parsed: Loose;
     expect(() => (parsed = JSON.parse(l)), `not JSON: ${l.slice(0, 120)}`).not.toThrow();
@@ -128,7 +156,20 @@ describe('log lines at the default level (info)', () => {
     }
     // refused calls log their code under the request's id
     const refused = lines.filter((l) => l.msg === 'request refused');
-    expect(refused.map((l) => l.code)).toEqual(expect.arrayContaining(['REQUEST_MALFORMED', 'ACTION_NOT_GRANTED', 'PROTECTED_VALUE_INVALID', 'VALUE_TOO_SHORT', 'FIELD_UNKNOWN', 'TOKEN_INVALID', 'TOKEN_MISSING', 'TOKEN_EXPIRED', 'CONTENT_TYPE_UNSUPPORTED', 'NOT_FOUND']));
+    expect(refused.map((l) => l.code)).toEqual(
+      expect.arrayContaining([
+        'REQUEST_MALFORMED',
+        'ACTION_NOT_GRANTED',
+        'PROTECTED_VALUE_INVALID',
+        'VALUE_TOO_SHORT',
+        'FIELD_UNKNOWN',
+        'TOKEN_INVALID',
+        'TOKEN_MISSING',
+        'TOKEN_EXPIRED',
+        'CONTENT_TYPE_UNSUPPORTED',
+        'NOT_FOUND',
+      ]),
+    );
     expect(lines.filter((l) => l.msg === 'token request refused').map((l) => l.oauthError)).toEqual(['invalid_client', 'invalid_client']);
   });
 
@@ -148,9 +189,16 @@ describe('log lines at the default level (info)', () => {
   it('do not hold credentials a client wrongly puts into the query string (RFC 6750 §2.3 style)', async () => {
     const token = await svc.token();
     const before = svc.logs.length;
-    const viaQuery = await call(`${svc.url}/transform?access_token=${token}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body({ roles: ['fraud'], action: 'Protect', instances: [['email', SECRET.email]] })) });
+    const viaQuery = await call(`${svc.url}/transform?access_token=${token}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body({ roles: ['fraud'], action: 'Protect', instances: [['email', SECRET.email]] })),
+    });
     expect(viaQuery.status).toBe(401);
-    const tokenViaQuery = await call(`${svc.url}/connect/token?grant_type=client_credentials&client_id=veil-dev&client_secret=${svc.service.devClient!.secret}`, { method: 'POST' });
+    const tokenViaQuery = await call(
+      `${svc.url}/connect/token?grant_type=client_credentials&client_id=veil-dev&client_secret=${svc.service.devClient!.secret}`,
+      { method: 'POST' },
+    );
     expect(tokenViaQuery.status).toBe(400);
     expectNoSecrets(svc.logs.slice(before), [token, svc.service.devClient!.secret]);
   });
@@ -166,9 +214,20 @@ describe('log lines at the most verbose level (trace)', () => {
     dataDir = await mkdtemp(join(tmpdir(), 'veil-http-trace-'));
     const now = new Date();
     service = await openService({
-      configFile: EXAMPLE_CONFIG, dataDir, env: { VEIL_MASTER_KEY: MASTER_KEY_HEX }, now: () => now,
-      baseUrl: 'http://veil.test', development: true, logLevel: 'trace', audit: new MemoryAuditSink(),
-      logDestination: new Writable({ write(chunk, _enc, cb) { logs.push(String(chunk)); cb(); } }),
+      configFile: EXAMPLE_CONFIG,
+      dataDir,
+      env: { VEIL_MASTER_KEY: MASTER_KEY_HEX },
+      now: () => now,
+      baseUrl: 'http://veil.test',
+      development: true,
+      logLevel: 'trace',
+      audit: new MemoryAuditSink(),
+      logDestination: new Writable({
+        write(chunk, _enc, cb) {
+          logs.push(String(chunk));
+          cb();
+        },
+      }),
     });
     await service.app.listen({ port: 0, host: '127.0.0.1' });
     url = `http://127.0.0.1:${(service.app.server.address() as { port: number }).port}`;

@@ -107,8 +107,12 @@ describe('RFC 8725 corpus: every token gets 401 on /transform', () => {
     const claims = validClaims(svc);
     await expect401(`Bearer ${await new SignJWT(claims).setProtectedHeader({ alg: 'ES256', typ: 'at+jwt', jwk }).sign(privateKey)}`);
     await expect401(`Bearer ${await new SignJWT(claims).setProtectedHeader({ alg: 'ES256', typ: 'at+jwt', kid, jwk }).sign(privateKey)}`);
-    await expect401(`Bearer ${await new SignJWT(claims).setProtectedHeader({ alg: 'ES256', typ: 'at+jwt', kid: 'attacker', jku: 'http://127.0.0.1:1/jwks.json' }).sign(privateKey)}`);
-    await expect401(`Bearer ${await new SignJWT(claims).setProtectedHeader({ alg: 'ES256', typ: 'at+jwt', kid: 'attacker', x5u: 'http://127.0.0.1:1/cert.pem' }).sign(privateKey)}`);
+    await expect401(
+      `Bearer ${await new SignJWT(claims).setProtectedHeader({ alg: 'ES256', typ: 'at+jwt', kid: 'attacker', jku: 'http://127.0.0.1:1/jwks.json' }).sign(privateKey)}`,
+    );
+    await expect401(
+      `Bearer ${await new SignJWT(claims).setProtectedHeader({ alg: 'ES256', typ: 'at+jwt', kid: 'attacker', x5u: 'http://127.0.0.1:1/cert.pem' }).sign(privateKey)}`,
+    );
   });
 
   it('an unknown kid (validly signed by the service key)', async () => {
@@ -117,7 +121,14 @@ describe('RFC 8725 corpus: every token gets 401 on /transform', () => {
   });
 
   it('a kid with path traversal or injection', async () => {
-    for (const bad of ['../../../../etc/passwd', '..\\..\\keystore.json', '/dev/null', 'veil-token-signing.v1/../../x', "' OR '1'='1", 'veil-token-signing.v1\u0000']) {
+    for (const bad of [
+      '../../../../etc/passwd',
+      '..\\..\\keystore.json',
+      '/dev/null',
+      'veil-token-signing.v1/../../x',
+      "' OR '1'='1",
+      'veil-token-signing.v1\u0000',
+    ]) {
       await expect401(`Bearer ${await forge(svc, { header: { kid: bad } })}`);
     }
   });
@@ -183,7 +194,15 @@ describe('RFC 8725 corpus: every token gets 401 on /transform', () => {
   });
 
   it('garbage in the Bearer credentials', async () => {
-    for (const junk of ['garbage', 'a.b.c', '....', 'eyJ.eyJ.eyJ', `${b64({ alg: 'ES256' })}.!!!.sig`, `${b64({ alg: 'ES256', typ: 'at+jwt', kid })}.${b64({})}.AAAA`, 'x'.repeat(100)]) {
+    for (const junk of [
+      'garbage',
+      'a.b.c',
+      '....',
+      'eyJ.eyJ.eyJ',
+      `${b64({ alg: 'ES256' })}.!!!.sig`,
+      `${b64({ alg: 'ES256', typ: 'at+jwt', kid })}.${b64({})}.AAAA`,
+      'x'.repeat(100),
+    ]) {
       await expect401(`Bearer ${junk}`);
     }
   });

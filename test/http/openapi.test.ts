@@ -18,16 +18,20 @@ type Loose = any;
 const hex = fc.constantFrom(...'0123456789abcdefABCDEF');
 const hexes = (n: number) => fc.array(hex, { minLength: n, maxLength: n }).map((a) => a.join(''));
 const uuidLike = fc.tuple(hexes(8), hexes(4), hexes(4), hexes(4), hexes(12)).map((p) => p.join('-'));
-const nearMiss = fc.tuple(uuidLike, fc.constantFrom('', '\n', ' ', 'g', '-', '{', 'urn:uuid:'), fc.boolean(), fc.nat({ max: 35 })).map(([u, extra, before, cut]) =>
-  extra === '' ? u.slice(0, cut) + u.slice(cut + 1) : before ? extra + u : u + extra);
+const nearMiss = fc
+  .tuple(uuidLike, fc.constantFrom('', '\n', ' ', 'g', '-', '{', 'urn:uuid:'), fc.boolean(), fc.nat({ max: 35 }))
+  .map(([u, extra, before, cut]) => (extra === '' ? u.slice(0, cut) + u.slice(cut + 1) : before ? extra + u : u + extra));
 
 describe('the guid schema', () => {
   it('accepts exactly what the engine accepts as a UUID (pattern and length; format uuid agrees)', () => {
     const pattern = new RegExp(UUID_SCHEMA.pattern as string, 'u');
     const accepts = (s: string) => pattern.test(s) && [...s].length >= (UUID_SCHEMA.minLength as number) && [...s].length <= (UUID_SCHEMA.maxLength as number);
-    fc.assert(fc.property(fc.oneof(uuidLike, nearMiss, fc.uuid(), fc.string({ maxLength: 40 })), (s) => {
-      expect(accepts(s), JSON.stringify(s)).toBe(UUID.test(s));
-    }), { numRuns: 5000 });
+    fc.assert(
+      fc.property(fc.oneof(uuidLike, nearMiss, fc.uuid(), fc.string({ maxLength: 40 })), (s) => {
+        expect(accepts(s), JSON.stringify(s)).toBe(UUID.test(s));
+      }),
+      { numRuns: 5000 },
+    );
   });
 });
 
@@ -62,8 +66,50 @@ describe('the document', () => {
   it('documents every problem status a transform call can get, with the codes of that status', () => {
     const responses = (openApiDocument() as Loose).paths['/transform'].post.responses;
     /** codes a transform call cannot get: key management, startup, the Kafka pipelines, the admin portal, the gateway and the database socket's leases */
-    const elsewhere = new Set(['DB_LEASE_UNAVAILABLE', 'DB_LEASE_INVALID', 'ADMIN_ROLE_MISSING', 'CSRF_TOKEN_INVALID', 'PUBLISH_REFUSED', 'DRAFT_CHANGED', 'FOUR_EYES_REQUIRED', 'DRAFT_LIMIT_EXCEEDED', 'SANDBOX_BUSY', 'SIGN_IN_RATE_LIMITED', 'SESSIONS_FULL', 'KEY_NOT_FOUND', 'KEY_EXISTS', 'KEY_MATERIAL_INVALID', 'KEYSET_CONFLICT', 'CONFIG_INVALID', 'KEYSTORE_INVALID', 'NOT_FOUND', 'METHOD_NOT_ALLOWED', 'RECORD_MALFORMED', 'RECORD_INVALID', 'SCHEMA_UNKNOWN', 'FIELD_MISSING', 'KEY_MISSING', 'RECORD_TOO_LARGE', 'DEAD_LETTER_FAILED', 'TRANSACTION_ABORTED', 'REGISTRY_UNAVAILABLE', 'DEADLINE_EXCEEDED', 'REPLY_TOPIC_NOT_ALLOWED',
-      'BODY_NOT_JSON', 'CONTENT_ENCODING_UNSUPPORTED', 'FIELD_SHAPE_MISMATCH', 'PATH_NOT_CANONICAL', 'REQUEST_FRAMING_INVALID', 'REQUEST_TARGET_INVALID', 'BODY_NOT_ALLOWED', 'HEADERS_TOO_LARGE', 'EXPECTATION_FAILED', 'UPSTREAM_UNAVAILABLE', 'UPSTREAM_TIMEOUT', 'UPSTREAM_RESPONSE_INVALID']);
+    const elsewhere = new Set([
+      'DB_LEASE_UNAVAILABLE',
+      'DB_LEASE_INVALID',
+      'ADMIN_ROLE_MISSING',
+      'CSRF_TOKEN_INVALID',
+      'PUBLISH_REFUSED',
+      'DRAFT_CHANGED',
+      'FOUR_EYES_REQUIRED',
+      'DRAFT_LIMIT_EXCEEDED',
+      'SANDBOX_BUSY',
+      'SIGN_IN_RATE_LIMITED',
+      'SESSIONS_FULL',
+      'KEY_NOT_FOUND',
+      'KEY_EXISTS',
+      'KEY_MATERIAL_INVALID',
+      'KEYSET_CONFLICT',
+      'CONFIG_INVALID',
+      'KEYSTORE_INVALID',
+      'NOT_FOUND',
+      'METHOD_NOT_ALLOWED',
+      'RECORD_MALFORMED',
+      'RECORD_INVALID',
+      'SCHEMA_UNKNOWN',
+      'FIELD_MISSING',
+      'KEY_MISSING',
+      'RECORD_TOO_LARGE',
+      'DEAD_LETTER_FAILED',
+      'TRANSACTION_ABORTED',
+      'REGISTRY_UNAVAILABLE',
+      'DEADLINE_EXCEEDED',
+      'REPLY_TOPIC_NOT_ALLOWED',
+      'BODY_NOT_JSON',
+      'CONTENT_ENCODING_UNSUPPORTED',
+      'FIELD_SHAPE_MISMATCH',
+      'PATH_NOT_CANONICAL',
+      'REQUEST_FRAMING_INVALID',
+      'REQUEST_TARGET_INVALID',
+      'BODY_NOT_ALLOWED',
+      'HEADERS_TOO_LARGE',
+      'EXPECTATION_FAILED',
+      'UPSTREAM_UNAVAILABLE',
+      'UPSTREAM_TIMEOUT',
+      'UPSTREAM_RESPONSE_INVALID',
+    ]);
     for (const [code, entry] of Object.entries(ERROR_CATALOG)) {
       if (elsewhere.has(code)) continue;
       const response = responses[String(entry.status)];

@@ -20,7 +20,10 @@ describe('ops routes', () => {
     expect([ok.statusCode, ok.json()]).toEqual([200, { status: 'ok' }]);
     state.live = { healthy: false, detail: { pipelines: [{ pipeline: 'customers', reason: 'halted: DEAD_LETTER_FAILED' }] } };
     const failing = await a.inject({ method: 'GET', url: '/healthz' });
-    expect([failing.statusCode, failing.json()]).toEqual([503, { status: 'failing', pipelines: [{ pipeline: 'customers', reason: 'halted: DEAD_LETTER_FAILED' }] }]);
+    expect([failing.statusCode, failing.json()]).toEqual([
+      503,
+      { status: 'failing', pipelines: [{ pipeline: 'customers', reason: 'halted: DEAD_LETTER_FAILED' }] },
+    ]);
     expect((await a.inject({ method: 'HEAD', url: '/healthz' })).statusCode).toBe(503);
   });
 

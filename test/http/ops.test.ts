@@ -91,11 +91,24 @@ describe('GET /metrics', () => {
 
   it('counts transformed instances by class, property and action', async () => {
     const before = await metrics();
-    const get = (text: string, property: string, action: string) => sample(text, 'veil_instances_transformed_total', { class: 'Customer', property, action }) ?? 0;
-    const res = await transform(svc, token, body(
-      { roles: ['fraud'], action: 'Protect', instances: [['email', SECRET.email], ['email', 'other@example.org'], ['cardNumber', SECRET.cardNumber]] },
-      { roles: ['support'], action: 'Mask', instances: [['cardNumber', SECRET.cardNumber]] },
-    ));
+    const get = (text: string, property: string, action: string) =>
+      sample(text, 'veil_instances_transformed_total', { class: 'Customer', property, action }) ?? 0;
+    const res = await transform(
+      svc,
+      token,
+      body(
+        {
+          roles: ['fraud'],
+          action: 'Protect',
+          instances: [
+            ['email', SECRET.email],
+            ['email', 'other@example.org'],
+            ['cardNumber', SECRET.cardNumber],
+          ],
+        },
+        { roles: ['support'], action: 'Mask', instances: [['cardNumber', SECRET.cardNumber]] },
+      ),
+    );
     expect(res.status, res.text).toBe(200);
     const protectedEmail = res.json.responses[0].instances[0].value;
     secrets.push(protectedEmail, res.json.responses[0].instances[2].value);
@@ -130,8 +143,23 @@ describe('GET /metrics', () => {
     await call(`${svc.url}/${encodeURIComponent(SECRET.email)}`);
     await call(`${svc.url}/customers/${SECRET.nationalId}?card=${SECRET.cardNumber}`);
     const text = await metrics();
-    const routes = new Set(samples(text).filter((s) => s.name === 'veil_http_requests_total').map((s) => s.labels.route));
-    for (const r of routes) expect(['/transform', '/connect/token', '/metrics', 'unmatched', '/healthz', '/readyz', '/openapi.json', '/.well-known/jwks.json', '/.well-known/openid-configuration']).toContain(r);
+    const routes = new Set(
+      samples(text)
+        .filter((s) => s.name === 'veil_http_requests_total')
+        .map((s) => s.labels.route),
+    );
+    for (const r of routes)
+      expect([
+        '/transform',
+        '/connect/token',
+        '/metrics',
+        'unmatched',
+        '/healthz',
+        '/readyz',
+        '/openapi.json',
+        '/.well-known/jwks.json',
+        '/.well-known/openid-configuration',
+      ]).toContain(r);
   });
 
   it('the metrics text holds no value, protected value, token or secret', async () => {
@@ -139,12 +167,14 @@ describe('GET /metrics', () => {
     await tokenRequest(svc, { grant_type: 'client_credentials', client_id: 'veil-dev', client_secret: 'zz-wrong-secret-0042' });
     await transform(svc, `${token}x`, body({ roles: ['fraud'], action: 'Protect', instances: [['email', SECRET.email]] }));
     const text = await metrics();
-    for (const s of [...secrets, 'zz-wrong-secret-0042', 'zz-secret-4111', '9817-3652']) expect(text.includes(s), `metrics hold ${s.slice(0, 10)}…`).toBe(false);
+    for (const s of [...secrets, 'zz-wrong-secret-0042', 'zz-secret-4111', '9817-3652'])
+      expect(text.includes(s), `metrics hold ${s.slice(0, 10)}…`).toBe(false);
     expect(text).not.toMatch(/eyJ[A-Za-z0-9_-]{8,}/);
     // label values are names from a closed set: routes, methods, statuses, configured fields and codes
     for (const s of samples(text)) {
       for (const [k, v] of Object.entries(s.labels)) {
-        if (['route', 'method', 'status', 'class', 'property', 'action', 'code', 'le', 'quantile'].includes(k)) expect(v.length, `${k}=${v}`).toBeLessThanOrEqual(64);
+        if (['route', 'method', 'status', 'class', 'property', 'action', 'code', 'le', 'quantile'].includes(k))
+          expect(v.length, `${k}=${v}`).toBeLessThanOrEqual(64);
       }
     }
   });
@@ -185,7 +215,9 @@ describe('request ids', () => {
     const refused = await transform(svc, undefined, '{}', { 'x-request-id': 'trace-refused-1' });
     expect(refused.headers.get('x-request-id')).toBe('trace-refused-1');
     expect(refused.json.instance).toBe('urn:veil:request:trace-refused-1');
-    const fine = await transform(svc, token, body({ roles: ['fraud'], action: 'Protect', instances: [['email', SECRET.email]] }), { 'x-request-id': 'trace-ok-2' });
+    const fine = await transform(svc, token, body({ roles: ['fraud'], action: 'Protect', instances: [['email', SECRET.email]] }), {
+      'x-request-id': 'trace-ok-2',
+    });
     expect(fine.status).toBe(200);
     expect(fine.headers.get('x-request-id')).toBe('trace-ok-2');
   });

@@ -30,21 +30,32 @@ const ROUTES: Record<string, string[]> = {
 /** Any method (fetch refuses some, such as TRACE), with an optional body. */
 function send(method: string, path: string, body?: { type: string; text: string }): Promise<Reply> {
   return new Promise((resolve, reject) => {
-    const req = request(`${svc.url}${path}`, { method, headers: body ? { 'content-type': body.type, 'content-length': Buffer.byteLength(body.text) } : {} }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
-        const headers = new Headers(Object.entries(res.headers).map(([k, v]) => [k, String(v)] as [string, string]));
-        let json: unknown;
-        try {
-          json = JSON.parse(text);
-        } catch {
-          json = undefined;
-        }
-        resolve({ res: new Response(null, { status: res.statusCode! }), status: res.statusCode!, headers, text, json, requestId: headers.get('x-request-id') ?? '' });
-      });
-    });
+    const req = request(
+      `${svc.url}${path}`,
+      { method, headers: body ? { 'content-type': body.type, 'content-length': Buffer.byteLength(body.text) } : {} },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          const headers = new Headers(Object.entries(res.headers).map(([k, v]) => [k, String(v)] as [string, string]));
+          let json: unknown;
+          try {
+            json = JSON.parse(text);
+          } catch {
+            json = undefined;
+          }
+          resolve({
+            res: new Response(null, { status: res.statusCode! }),
+            status: res.statusCode!,
+            headers,
+            text,
+            json,
+            requestId: headers.get('x-request-id') ?? '',
+          });
+        });
+      },
+    );
     req.on('error', reject);
     req.end(body?.text);
   });
@@ -68,7 +79,11 @@ describe('405 Method Not Allowed with Allow', () => {
   });
 
   it('does not read the body of a refused method: a QUERY with broken JSON is 405, not 400', async () => {
-    for (const body of [{ type: 'application/json', text: '{"broken' }, { type: 'application/x-www-form-urlencoded', text: 'a=b' }, { type: 'text/plain', text: 'x' }]) {
+    for (const body of [
+      { type: 'application/json', text: '{"broken' },
+      { type: 'application/x-www-form-urlencoded', text: 'a=b' },
+      { type: 'text/plain', text: 'x' },
+    ]) {
       const reply = await send('QUERY', '/readyz', body);
       expectProblem(reply, 'METHOD_NOT_ALLOWED');
       expect(reply.headers.get('allow')).toBe('GET, HEAD');
@@ -92,7 +107,10 @@ describe('405 Method Not Allowed with Allow', () => {
     for (const [path, operations] of Object.entries(doc.paths)) {
       const allow = (await send('DELETE', path)).headers.get('allow')!.split(', ');
       const declared = Object.keys(operations).map((m) => m.toUpperCase());
-      expect(allow.filter((m) => m !== 'HEAD'), path).toEqual(declared);
+      expect(
+        allow.filter((m) => m !== 'HEAD'),
+        path,
+      ).toEqual(declared);
       expect(allow.includes('HEAD'), path).toBe(declared.includes('GET'));
     }
   });

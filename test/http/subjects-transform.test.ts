@@ -12,7 +12,12 @@ import { expectProblem, expectProblemAt, transform, type Reply } from './support
 const CONFIG = personConfig();
 
 const SUBJECTS = ['subject-ann@example.org', 'subject-bob@example.org', 'subject-cy@example.org'];
-const clear = (s: string) => [['email', `mail-of-${s}`], ['name', `Name Of ${s}`], ['city', 'Oslo']] as [string, string][];
+const clear = (s: string) =>
+  [
+    ['email', `mail-of-${s}`],
+    ['name', `Name Of ${s}`],
+    ['city', 'Oslo'],
+  ] as [string, string][];
 
 const call = (action: string, subject: string | undefined, instances: [string, string][]) => subjectCall(action, [{ subject, values: instances }]);
 
@@ -44,9 +49,20 @@ describe('POST /transform: keys scoped to the data subject', () => {
   });
 
   it('protects each subject under its own key; both services unprotect it', async () => {
-    for (const svc of [[a, tokenA], [b, tokenB]] as const) {
+    for (const svc of [
+      [a, tokenA],
+      [b, tokenB],
+    ] as const) {
       for (const s of SUBJECTS) {
-        const reply = await transform(svc[0], svc[1], call('Unprotect', s, clear(s).map(([p], i) => [p, protectedOf.get(s)![i]!])));
+        const reply = await transform(
+          svc[0],
+          svc[1],
+          call(
+            'Unprotect',
+            s,
+            clear(s).map(([p], i) => [p, protectedOf.get(s)![i]!]),
+          ),
+        );
         expect(reply.status, reply.text).toBe(200);
         expect(values(reply)).toEqual(clear(s).map(([, v]) => v));
       }
@@ -56,20 +72,38 @@ describe('POST /transform: keys scoped to the data subject', () => {
     expect(values(same[0]!)[0]).not.toBe(values(same[1]!)[0]);
   });
 
-  it('a scoped field without a Subject is 422 SUBJECT_REQUIRED; another subject\'s value is PROTECTED_VALUE_INVALID', async () => {
-    expectProblemAt(await transform(a, tokenA, call('Protect', undefined, [['city', 'Oslo'], ['email', 'x@example.org']])), 'SUBJECT_REQUIRED', '/requests/0/instances/1');
+  it("a scoped field without a Subject is 422 SUBJECT_REQUIRED; another subject's value is PROTECTED_VALUE_INVALID", async () => {
+    expectProblemAt(
+      await transform(
+        a,
+        tokenA,
+        call('Protect', undefined, [
+          ['city', 'Oslo'],
+          ['email', 'x@example.org'],
+        ]),
+      ),
+      'SUBJECT_REQUIRED',
+      '/requests/0/instances/1',
+    );
     const [ann, bob] = SUBJECTS;
-    expectProblemAt(await transform(a, tokenA, call('Unprotect', bob, [['email', protectedOf.get(ann!)![0]!]])), 'PROTECTED_VALUE_INVALID', '/requests/0/instances/0/value');
+    expectProblemAt(
+      await transform(a, tokenA, call('Unprotect', bob, [['email', protectedOf.get(ann!)![0]!]])),
+      'PROTECTED_VALUE_INVALID',
+      '/requests/0/instances/0/value',
+    );
   });
 
-  it('after an erasure on one service, the subject\'s values answer SUBJECT_ERASED on both; the others unprotect; audited, never named', async () => {
+  it("after an erasure on one service, the subject's values answer SUBJECT_ERASED on both; the others unprotect; audited, never named", async () => {
     const bob = SUBJECTS[1]!;
     const bobValues = clear(bob).map(([p], i) => [p, protectedOf.get(bob)![i]!] as [string, string]);
     // b has bob's key in its cache before the erasure
     expect((await transform(b, tokenB, call('Unprotect', bob, bobValues))).status).toBe(200);
     const erasure = await a.service.subjects.erase(bob, { by: 'test', reason: 'Art. 17 request' });
     expect(erasure.destroyedKey).toMatch(/^[0-9a-f]{64}$/);
-    for (const [svc, token] of [[a, tokenA], [b, tokenB]] as const) {
+    for (const [svc, token] of [
+      [a, tokenA],
+      [b, tokenB],
+    ] as const) {
       const reply = await transform(svc, token, call('Unprotect', bob, bobValues.slice(0, 2)));
       const problem = expectProblemAt(reply, 'SUBJECT_ERASED', '/requests/0/instances/0/value');
       expect(problem.errors.map((e: { code: string }) => e.code)).toEqual(['SUBJECT_ERASED', 'SUBJECT_ERASED']);
@@ -82,7 +116,15 @@ describe('POST /transform: keys scoped to the data subject', () => {
     const city = await transform(a, tokenA, call('Unprotect', bob, [bobValues[2]!]));
     expect(values(city)).toEqual(['Oslo']);
     for (const s of [SUBJECTS[0]!, SUBJECTS[2]!]) {
-      const reply = await transform(b, tokenB, call('Unprotect', s, clear(s).map(([p], i) => [p, protectedOf.get(s)![i]!])));
+      const reply = await transform(
+        b,
+        tokenB,
+        call(
+          'Unprotect',
+          s,
+          clear(s).map(([p], i) => [p, protectedOf.get(s)![i]!]),
+        ),
+      );
       expect(values(reply)).toEqual(clear(s).map(([, v]) => v));
     }
     for (const text of [...a.logs, ...b.logs, JSON.stringify(a.audit.events), JSON.stringify(b.audit.events)]) expect(text).not.toContain(bob);
@@ -98,16 +140,23 @@ describe('POST /transform: keys scoped to the data subject', () => {
     expect((await a.service.subjects.status(bob)).state).toBe('exists');
   });
 
-  it('the application SDK names each object\'s subject (protectFields with subject): one call, one request per subject, each value under its own key', async () => {
+  it("the application SDK names each object's subject (protectFields with subject): one call, one request per subject, each value under its own key", async () => {
     const client = new VeilClient({ url: a.url, clientId: 'veil-dev', clientSecret: a.service.devClient!.secret, role: 'desk' });
-    const people = [{ id: 'sdk-1', email: 'one@example.org', city: 'Oslo' }, { id: 'sdk-2', email: 'same@example.org', city: 'Rome' }, { id: 'sdk-1', email: 'same@example.org', city: 'Oslo' }];
+    const people = [
+      { id: 'sdk-1', email: 'one@example.org', city: 'Oslo' },
+      { id: 'sdk-2', email: 'same@example.org', city: 'Rome' },
+      { id: 'sdk-1', email: 'same@example.org', city: 'Oslo' },
+    ];
     const fields = { email: 'Person.email', city: 'Person.city' };
     const stored = await client.protectFields(fields, people, { subject: (p) => p.id });
     expect(stored.map((p) => p.id)).toEqual(['sdk-1', 'sdk-2', 'sdk-1']);
     expect(stored[1]!.email).not.toBe(stored[2]!.email);
     expect(await client.unprotectFields(fields, stored, { subject: (p) => p.id })).toEqual(people);
     // the wrong subject does not open another's values; the error points into the objects
-    await expect(client.unprotectFields(fields, stored[1]!, { subject: 'sdk-1' })).rejects.toMatchObject({ code: 'PROTECTED_VALUE_INVALID', pointer: '/email' });
+    await expect(client.unprotectFields(fields, stored[1]!, { subject: 'sdk-1' })).rejects.toMatchObject({
+      code: 'PROTECTED_VALUE_INVALID',
+      pointer: '/email',
+    });
     await expect(client.protectFields(fields, people[0]!)).rejects.toMatchObject({ code: 'SUBJECT_REQUIRED' });
   });
 

@@ -174,8 +174,16 @@ export function serviceSigningKey(svc: TestService, version?: number): { key: Ke
 export function validClaims(svc: TestService, overrides: Record<string, unknown> = {}): JWTPayload {
   const iat = Math.floor(svc.clock.now.getTime() / 1000);
   return {
-    iss: svc.service.issuer, sub: 'veil-dev', aud: 'veil', iat, nbf: iat, exp: iat + 900,
-    jti: randomUUID(), client_id: 'veil-dev', roles: ['ingest', 'support', 'fraud'], ...overrides,
+    iss: svc.service.issuer,
+    sub: 'veil-dev',
+    aud: 'veil',
+    iat,
+    nbf: iat,
+    exp: iat + 900,
+    jti: randomUUID(),
+    client_id: 'veil-dev',
+    roles: ['ingest', 'support', 'fraud'],
+    ...overrides,
   };
 }
 
@@ -222,13 +230,19 @@ export interface TrickleOptions {
  * with the reply (parsed as `call` does), when it arrived, and whether the server then closed the
  * connection (within `closeWaitMs`).
  */
-export async function trickle(url: string, options: TrickleOptions, closeWaitMs = 2000): Promise<{ reply: Reply; elapsedMs: number; sentBytes: number; closedByServer: boolean }> {
+export async function trickle(
+  url: string,
+  options: TrickleOptions,
+  closeWaitMs = 2000,
+): Promise<{ reply: Reply; elapsedMs: number; sentBytes: number; closedByServer: boolean }> {
   const { connect } = await import('node:net');
   const { port, hostname } = new URL(url);
   const body = Buffer.from(options.body ?? '');
   const chunked = options.headers?.['transfer-encoding'] !== undefined;
   const headers = { host: `${hostname}:${port}`, ...(chunked ? {} : { 'content-length': String(body.length) }), ...options.headers };
-  const head = `${options.method ?? 'POST'} ${options.path} HTTP/1.1\r\n${Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('')}\r\n`;
+  const head = `${options.method ?? 'POST'} ${options.path} HTTP/1.1\r\n${Object.entries(headers)
+    .map(([k, v]) => `${k}: ${v}\r\n`)
+    .join('')}\r\n`;
   const started = Date.now();
   const socket = connect(Number(port), hostname);
   let received = Buffer.alloc(0);
@@ -285,5 +299,10 @@ export async function trickle(url: string, options: TrickleOptions, closeWaitMs 
     json = undefined;
   }
   const res = new Response(text, { status, headers: responseHeaders });
-  return { reply: { res, status, headers: responseHeaders, text, json, requestId: responseHeaders.get('x-request-id') ?? '' }, elapsedMs, sentBytes: sent, closedByServer };
+  return {
+    reply: { res, status, headers: responseHeaders, text, json, requestId: responseHeaders.get('x-request-id') ?? '' },
+    elapsedMs,
+    sentBytes: sent,
+    closedByServer,
+  };
 }

@@ -22,7 +22,9 @@ const services: TestService[] = [];
 let svc: TestService;
 
 beforeAll(async () => {
-  svc = await startWith(await clientsYaml({ [SUPPORT.id]: { secret: SUPPORT.secret, roles: ['support'] }, [ODD.id]: { secret: ODD.secret, roles: ['ingest'] } }));
+  svc = await startWith(
+    await clientsYaml({ [SUPPORT.id]: { secret: SUPPORT.secret, roles: ['support'] }, [ODD.id]: { secret: ODD.secret, roles: ['ingest'] } }),
+  );
   services.push(svc);
 });
 
@@ -104,7 +106,9 @@ describe('POST /connect/token: client credentials grant', () => {
     expect([...(claims.roles as string[])].sort()).toEqual(['admin-editor', 'admin-publisher', 'admin-tester', 'admin-viewer', 'fraud', 'ingest', 'support']);
     expect(Object.keys(claims).sort()).toEqual(['aud', 'client_id', 'exp', 'iat', 'iss', 'jti', 'nbf', 'roles', 'sub']);
     // a fresh jti per token
-    const again = decodeJwt(expectTokenResponse(await tokenRequest(svc, { grant_type: 'client_credentials', client_id: 'veil-dev', client_secret: devSecret() })));
+    const again = decodeJwt(
+      expectTokenResponse(await tokenRequest(svc, { grant_type: 'client_credentials', client_id: 'veil-dev', client_secret: devSecret() })),
+    );
     expect(again.jti).not.toBe(claims.jti);
   });
 
@@ -119,7 +123,11 @@ describe('POST /connect/token: client credentials grant', () => {
     const token = await svc.token();
     const body = protectEmailBody();
     for (const scheme of ['bearer', 'BEARER']) {
-      const res = await call(`${svc.url}/transform`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `${scheme} ${token}` }, body: JSON.stringify(body) });
+      const res = await call(`${svc.url}/transform`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `${scheme} ${token}` },
+        body: JSON.stringify(body),
+      });
       expect(res.status, res.text).toBe(200);
     }
   });
@@ -134,22 +142,52 @@ describe('POST /connect/token: errors (RFC 6749 §5.2)', () => {
   });
 
   it('invalid_request: a repeated parameter (RFC 6749 §3.2)', async () => {
-    const form = new URLSearchParams([['grant_type', 'client_credentials'], ['client_id', 'veil-dev'], ['client_secret', devSecret()], ['client_secret', devSecret()]]);
+    const form = new URLSearchParams([
+      ['grant_type', 'client_credentials'],
+      ['client_id', 'veil-dev'],
+      ['client_secret', devSecret()],
+      ['client_secret', devSecret()],
+    ]);
     expectOAuthError(await tokenRequest(svc, form), 400, 'invalid_request');
-    const twoIds = new URLSearchParams([['grant_type', 'client_credentials'], ['client_id', 'veil-dev'], ['client_id', SUPPORT.id], ['client_secret', devSecret()]]);
+    const twoIds = new URLSearchParams([
+      ['grant_type', 'client_credentials'],
+      ['client_id', 'veil-dev'],
+      ['client_id', SUPPORT.id],
+      ['client_secret', devSecret()],
+    ]);
     expectOAuthError(await tokenRequest(svc, twoIds), 400, 'invalid_request');
   });
 
   it('invalid_request: a JSON body, a text body, or no body', async () => {
     const json = JSON.stringify({ grant_type: 'client_credentials', client_id: 'veil-dev', client_secret: devSecret() });
-    expectOAuthError(await call(`${svc.url}/connect/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: json }), 400, 'invalid_request');
-    expectOAuthError(await call(`${svc.url}/connect/token`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: new URLSearchParams({ grant_type: 'client_credentials', client_id: 'veil-dev', client_secret: devSecret() }).toString() }), 400, 'invalid_request');
+    expectOAuthError(
+      await call(`${svc.url}/connect/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: json }),
+      400,
+      'invalid_request',
+    );
+    expectOAuthError(
+      await call(`${svc.url}/connect/token`, {
+        method: 'POST',
+        headers: { 'content-type': 'text/plain' },
+        body: new URLSearchParams({ grant_type: 'client_credentials', client_id: 'veil-dev', client_secret: devSecret() }).toString(),
+      }),
+      400,
+      'invalid_request',
+    );
     expectOAuthError(await call(`${svc.url}/connect/token`, { method: 'POST' }), 400, 'invalid_request');
   });
 
   it('invalid_request: two client authentication methods, or a form client_id that differs from Basic', async () => {
-    expectOAuthError(await tokenRequest(svc, { grant_type: 'client_credentials', client_secret: devSecret() }, { authorization: basic('veil-dev', devSecret()) }), 400, 'invalid_request');
-    expectOAuthError(await tokenRequest(svc, { grant_type: 'client_credentials', client_id: SUPPORT.id }, { authorization: basic('veil-dev', devSecret()) }), 400, 'invalid_request');
+    expectOAuthError(
+      await tokenRequest(svc, { grant_type: 'client_credentials', client_secret: devSecret() }, { authorization: basic('veil-dev', devSecret()) }),
+      400,
+      'invalid_request',
+    );
+    expectOAuthError(
+      await tokenRequest(svc, { grant_type: 'client_credentials', client_id: SUPPORT.id }, { authorization: basic('veil-dev', devSecret()) }),
+      400,
+      'invalid_request',
+    );
   });
 
   it('invalid_request, not a server error: Basic credentials with broken percent-encoding', async () => {
@@ -167,13 +205,23 @@ describe('POST /connect/token: errors (RFC 6749 §5.2)', () => {
 describe('POST /connect/token: failed client authentication', () => {
   let local: TestService;
   beforeAll(async () => {
-    local = await startWith(`service:\n  rateLimit: { tokenFailuresPerMinute: 3 }\n${await clientsYaml({ [SUPPORT.id]: { secret: SUPPORT.secret, roles: ['support'] } })}`);
+    local = await startWith(
+      `service:\n  rateLimit: { tokenFailuresPerMinute: 3 }\n${await clientsYaml({ [SUPPORT.id]: { secret: SUPPORT.secret, roles: ['support'] } })}`,
+    );
     services.push(local);
   });
 
   it('invalid_client (401): a wrong secret and an unknown client get the same answer', async () => {
-    const wrong = expectOAuthError(await tokenRequest(svc, { grant_type: 'client_credentials', client_id: 'veil-dev', client_secret: 'zz-wrong-secret' }), 401, 'invalid_client');
-    const unknown = expectOAuthError(await tokenRequest(svc, { grant_type: 'client_credentials', client_id: 'nobody', client_secret: 'zz-wrong-secret' }), 401, 'invalid_client');
+    const wrong = expectOAuthError(
+      await tokenRequest(svc, { grant_type: 'client_credentials', client_id: 'veil-dev', client_secret: 'zz-wrong-secret' }),
+      401,
+      'invalid_client',
+    );
+    const unknown = expectOAuthError(
+      await tokenRequest(svc, { grant_type: 'client_credentials', client_id: 'nobody', client_secret: 'zz-wrong-secret' }),
+      401,
+      'invalid_client',
+    );
     expect(unknown).toEqual(wrong);
   });
 
@@ -188,7 +236,11 @@ describe('POST /connect/token: failed client authentication', () => {
 
   it('after tokenFailuresPerMinute failures: 429 slow_down with Retry-After, even for the right secret; recovers as the clock advances', async () => {
     for (let i = 0; i < 3; i++) {
-      expectOAuthError(await tokenRequest(local, { grant_type: 'client_credentials', client_id: SUPPORT.id, client_secret: 'zz-wrong-secret' }), 401, 'invalid_client');
+      expectOAuthError(
+        await tokenRequest(local, { grant_type: 'client_credentials', client_id: SUPPORT.id, client_secret: 'zz-wrong-secret' }),
+        401,
+        'invalid_client',
+      );
     }
     const slowed = await tokenRequest(local, { grant_type: 'client_credentials', client_id: SUPPORT.id, client_secret: 'zz-wrong-secret' });
     expectOAuthError(slowed, 429, 'slow_down');
@@ -232,7 +284,11 @@ describe('discovery and JWKS', () => {
 
     const token = await svc.token();
     const { payload, protectedHeader } = await jwtVerify(token, createLocalJWKSet(jwks), {
-      issuer: ISSUER, audience: 'veil', algorithms: ['ES256'], typ: 'at+jwt', currentDate: svc.clock.now,
+      issuer: ISSUER,
+      audience: 'veil',
+      algorithms: ['ES256'],
+      typ: 'at+jwt',
+      currentDate: svc.clock.now,
     });
     expect(protectedHeader.kid).toBe(key.kid);
     expect(payload.sub).toBe('veil-dev');

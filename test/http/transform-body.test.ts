@@ -25,9 +25,9 @@ function checkLimits(body: unknown, limits: Pick<ServiceConfig['limits'], 'reque
   const requests = (body as { requests?: unknown })?.requests;
   if (!Array.isArray(requests)) return;
   if (requests.length > limits.requests) {
-    throw new DoorError('LIMIT_EXCEEDED', `the call holds ${requests.length} requests; the limit is ${limits.requests}`, { details: [
-      { code: 'LIMIT_EXCEEDED', pointer: '/requests', message: `at most ${limits.requests} requests per call` },
-    ] });
+    throw new DoorError('LIMIT_EXCEEDED', `the call holds ${requests.length} requests; the limit is ${limits.requests}`, {
+      details: [{ code: 'LIMIT_EXCEEDED', pointer: '/requests', message: `at most ${limits.requests} requests per call` }],
+    });
   }
   let total = 0;
   const tooLong: ErrorDetail[] = [];
@@ -38,14 +38,19 @@ function checkLimits(body: unknown, limits: Pick<ServiceConfig['limits'], 'reque
     instances.forEach((inst, ii) => {
       const value = (inst as { value?: unknown })?.value;
       if (typeof value === 'string' && value.length > limits.valueLength && tooLong.length < 100) {
-        tooLong.push({ code: 'VALUE_TOO_LONG', pointer: `/requests/${ri}/instances/${ii}/value`, instance: ii, message: `value longer than ${limits.valueLength} characters` });
+        tooLong.push({
+          code: 'VALUE_TOO_LONG',
+          pointer: `/requests/${ri}/instances/${ii}/value`,
+          instance: ii,
+          message: `value longer than ${limits.valueLength} characters`,
+        });
       }
     });
   });
   if (total > limits.instancesPerCall) {
-    throw new DoorError('LIMIT_EXCEEDED', `the call holds ${total} instances; the limit is ${limits.instancesPerCall}`, { details: [
-      { code: 'LIMIT_EXCEEDED', pointer: '/requests', message: `at most ${limits.instancesPerCall} instances per call` },
-    ] });
+    throw new DoorError('LIMIT_EXCEEDED', `the call holds ${total} instances; the limit is ${limits.instancesPerCall}`, {
+      details: [{ code: 'LIMIT_EXCEEDED', pointer: '/requests', message: `at most ${limits.instancesPerCall} instances per call` }],
+    });
   }
   if (tooLong.length) throw new VeilError('VALUE_TOO_LONG', `${tooLong.length} value(s) longer than the limit of ${limits.valueLength} characters`, tooLong);
 }
@@ -79,10 +84,23 @@ const guid = fc.oneof(
 );
 const junk = fc.oneof(fc.constant(null), fc.integer(), fc.boolean(), fc.constant([]), fc.constant({}), fc.string({ maxLength: 3 }));
 /** a value of the right kind most of the time, else a wrong type; `undefined` drops the field */
-const maybe = <T>(valid: fc.Arbitrary<T>) => fc.oneof({ weight: 40, arbitrary: valid }, { weight: 1, arbitrary: junk }, { weight: 1, arbitrary: fc.constant(undefined) });
-const text = (max: number) => fc.oneof({ weight: 20, arbitrary: fc.string({ maxLength: 10 }) }, fc.constant('x'.repeat(max)), fc.constant('x'.repeat(max + 1)), fc.constant('😀'.repeat(max)));
+const maybe = <T>(valid: fc.Arbitrary<T>) =>
+  fc.oneof({ weight: 40, arbitrary: valid }, { weight: 1, arbitrary: junk }, { weight: 1, arbitrary: fc.constant(undefined) });
+const text = (max: number) =>
+  fc.oneof(
+    { weight: 20, arbitrary: fc.string({ maxLength: 10 }) },
+    fc.constant('x'.repeat(max)),
+    fc.constant('x'.repeat(max + 1)),
+    fc.constant('😀'.repeat(max)),
+  );
 /** extra keys, including ones that look like values (their names must not be echoed) */
-const extra = fc.oneof({ weight: 30, arbitrary: fc.constant({}) }, { weight: 1, arbitrary: fc.dictionary(fc.constantFrom('extra', 'rightContext', 'alice@example.org', '__x', 'a b', 'length'), fc.integer(), { minKeys: 1, maxKeys: 2 }) });
+const extra = fc.oneof(
+  { weight: 30, arbitrary: fc.constant({}) },
+  {
+    weight: 1,
+    arbitrary: fc.dictionary(fc.constantFrom('extra', 'rightContext', 'alice@example.org', '__x', 'a b', 'length'), fc.integer(), { minKeys: 1, maxKeys: 2 }),
+  },
+);
 
 function object<T extends Record<string, fc.Arbitrary<unknown>>>(fields: T): fc.Arbitrary<unknown> {
   return fc.tuple(fc.record(fields), extra).map(([o, more]) => {
@@ -93,12 +111,30 @@ function object<T extends Record<string, fc.Arbitrary<unknown>>>(fields: T): fc.
 }
 
 const evidence = maybe(object({ name: maybe(fc.oneof(text(256), fc.constantFrom('Role', 'Action', ''))), value: maybe(text(1024)) }));
-const evidences = fc.oneof({ weight: 30, arbitrary: fc.array(evidence, { maxLength: 3 }) }, { weight: 1, arbitrary: fc.array(evidence, { minLength: 65, maxLength: 66 }) });
+const evidences = fc.oneof(
+  { weight: 30, arbitrary: fc.array(evidence, { maxLength: 3 }) },
+  { weight: 1, arbitrary: fc.array(evidence, { minLength: 65, maxLength: 66 }) },
+);
 const context = maybe(object({ guid: maybe(guid), evidences: maybe(evidences) }));
-const instance = maybe(object({ className: maybe(fc.constantFrom('Customer', 'Nope')), propertyName: maybe(fc.constantFrom('email', 'name')), value: maybe(fc.oneof(fc.string({ maxLength: 12 }), fc.constant('😀'.repeat(8)))) }));
-const request = maybe(object({ guid: maybe(guid), rightsContext: maybe(guid), processingContext: maybe(guid), instances: maybe(fc.array(instance, { maxLength: 4 })) }));
+const instance = maybe(
+  object({
+    className: maybe(fc.constantFrom('Customer', 'Nope')),
+    propertyName: maybe(fc.constantFrom('email', 'name')),
+    value: maybe(fc.oneof(fc.string({ maxLength: 12 }), fc.constant('😀'.repeat(8)))),
+  }),
+);
+const request = maybe(
+  object({ guid: maybe(guid), rightsContext: maybe(guid), processingContext: maybe(guid), instances: maybe(fc.array(instance, { maxLength: 4 })) }),
+);
 const transformBody = fc.oneof(
-  { weight: 8, arbitrary: object({ rightsContexts: maybe(fc.array(context, { maxLength: 3 })), processingContexts: maybe(fc.array(context, { maxLength: 3 })), requests: maybe(fc.array(request, { maxLength: 4 })) }) },
+  {
+    weight: 8,
+    arbitrary: object({
+      rightsContexts: maybe(fc.array(context, { maxLength: 3 })),
+      processingContexts: maybe(fc.array(context, { maxLength: 3 })),
+      requests: maybe(fc.array(request, { maxLength: 4 })),
+    }),
+  },
   { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 3 }) },
 );
 
@@ -114,7 +150,10 @@ describe('transformBodyChecker', () => {
         fc.property(transformBody, (b) => {
           const expected = reference(b);
           seen.add(expected === 'accepted' ? expected : expected.code);
-          expect(outcome(() => check(b)), JSON.stringify(b)).toEqual(expected);
+          expect(
+            outcome(() => check(b)),
+            JSON.stringify(b),
+          ).toEqual(expected);
         }),
         { numRuns: 3000 },
       );
@@ -131,11 +170,19 @@ describe('transformBodyChecker', () => {
     expect(outcome(() => check({ requests: [1, 2, 3, 4] }))).toMatchObject({ code: 'LIMIT_EXCEEDED', status: 413, details: [{ pointer: '/requests' }] });
     const manyInstances = { requests: [{ instances: [{}, {}, {}] }, { instances: [{}, {}, {}] }] };
     expect(outcome(() => check(manyInstances))).toMatchObject({ code: 'LIMIT_EXCEEDED', message: 'the call holds 6 instances; the limit is 5' });
-    expect(outcome(() => check({ requests: [{ instances: [{ value: 'x'.repeat(9) }] }] }))).toMatchObject({ code: 'VALUE_TOO_LONG', status: 422, details: [{ pointer: '/requests/0/instances/0/value', instance: 0 }] });
+    expect(outcome(() => check({ requests: [{ instances: [{ value: 'x'.repeat(9) }] }] }))).toMatchObject({
+      code: 'VALUE_TOO_LONG',
+      status: 422,
+      details: [{ pointer: '/requests/0/instances/0/value', instance: 0 }],
+    });
   });
 
   it('lists every shape problem of the call, and identifier problems only for a well-shaped body', () => {
-    const b = { rightsContexts: [{ guid: 1, evidences: [] }], processingContexts: [], requests: [{ guid: 'x', rightsContext: 'y', processingContext: 'z', instances: 'none' }] };
+    const b = {
+      rightsContexts: [{ guid: 1, evidences: [] }],
+      processingContexts: [],
+      requests: [{ guid: 'x', rightsContext: 'y', processingContext: 'z', instances: 'none' }],
+    };
     const result = outcome(() => check(b));
     expect(result).toMatchObject({ code: 'REQUEST_MALFORMED', status: 400 });
     expect(result !== 'accepted' && result.details.map((d) => d.pointer)).toEqual(['/rightsContexts/0/guid', '/requests/0/instances']);
@@ -143,6 +190,9 @@ describe('transformBodyChecker', () => {
 
   it('refuses an over-long evidence list without looking into it, as the engine does', () => {
     const b = { rightsContexts: [{ guid: POOL[0], evidences: Array.from({ length: 65 }, () => 7) }], processingContexts: [], requests: [] };
-    expect(outcome(() => check(b))).toMatchObject({ code: 'REQUEST_MALFORMED', details: [{ pointer: '/rightsContexts/0/evidences', message: '/rightsContexts/0/evidences: Too big: expected array to have <=64 items' }] });
+    expect(outcome(() => check(b))).toMatchObject({
+      code: 'REQUEST_MALFORMED',
+      details: [{ pointer: '/rightsContexts/0/evidences', message: '/rightsContexts/0/evidences: Too big: expected array to have <=64 items' }],
+    });
   });
 });

@@ -5,8 +5,20 @@ import { ERROR_CATALOG, type ErrorCode } from '../../src/errors/catalog.ts';
 import type { TestService } from '../helpers/http-service.ts';
 import { startTestService } from '../helpers/http-service.ts';
 import {
-  EXAMPLE_CONFIG_TEXT, REVERSIBLE, SECRET, body, call, clientsYaml, expectNoneContain, expectProblem, expectProblemAt, protectEmailBody,
-  startWith, transform, trickle, type Reply,
+  EXAMPLE_CONFIG_TEXT,
+  REVERSIBLE,
+  SECRET,
+  body,
+  call,
+  clientsYaml,
+  expectNoneContain,
+  expectProblem,
+  expectProblemAt,
+  protectEmailBody,
+  startWith,
+  transform,
+  trickle,
+  type Reply,
 } from './support.ts';
 import { expectCardChanged, tamper, withKeyVersion } from '../helpers/engine-fixture.ts';
 
@@ -44,7 +56,6 @@ function ok(reply: Reply): Loose {
   expect(reply.headers.get('content-type')).toMatch(/^application\/json\b/);
   return reply.json;
 }
-
 
 /** The client that holds only the support role (configured with an scrypt hash). */
 const SUPPORT_CLIENT = { id: 'support-app', secret: 'zz-client-secret-support-7f3a9c' };
@@ -85,7 +96,9 @@ describe('POST /transform: request and response shape (spec §2, §4.1)', () => 
 
     const unprotectBody = body({ roles: ['fraud'], action: 'Unprotect', instances: [[property, out.value]] });
     const revealed = ok(await transform(svc, token, unprotectBody));
-    expect(revealed).toEqual({ responses: [{ request: unprotectBody.requests[0]!.guid, instances: [{ className: 'Customer', propertyName: property, value: clear }] }] });
+    expect(revealed).toEqual({
+      responses: [{ request: unprotectBody.requests[0]!.guid, instances: [{ className: 'Customer', propertyName: property, value: clear }] }],
+    });
   });
 
   it('keeps the format of FPE fields and the determinism of the configured techniques', async () => {
@@ -101,10 +114,25 @@ describe('POST /transform: request and response shape (spec §2, §4.1)', () => 
 
   it('answers one response per request, in request order, linked by request, instances in order', async () => {
     const req = body(
-      { roles: ['fraud'], action: 'Protect', instances: [['email', SECRET.email], ['cardNumber', SECRET.cardNumber], ['nationalId', SECRET.nationalId]] },
+      {
+        roles: ['fraud'],
+        action: 'Protect',
+        instances: [
+          ['email', SECRET.email],
+          ['cardNumber', SECRET.cardNumber],
+          ['nationalId', SECRET.nationalId],
+        ],
+      },
       { roles: ['ingest'], action: 'Pseudonymize', instances: [['name', SECRET.name]] },
       { roles: ['support'], action: 'Mask', instances: [['cardNumber', SECRET.cardNumber]] },
-      { roles: ['ingest'], action: 'Protect', instances: [['segmentKey', SECRET.segmentKey], ['name', SECRET.name]] },
+      {
+        roles: ['ingest'],
+        action: 'Protect',
+        instances: [
+          ['segmentKey', SECRET.segmentKey],
+          ['name', SECRET.name],
+        ],
+      },
     );
     const res = ok(await transform(svc, token, req));
     expect(Object.keys(res)).toEqual(['responses']);
@@ -131,7 +159,12 @@ describe('POST /transform: request and response shape (spec §2, §4.1)', () => 
       rightsContexts: [{ guid: rc, evidences: [{ name: 'Role', value: 'fraud' }] }],
       processingContexts: [{ guid: pc, evidences: [{ name: 'Action', value: 'Protect' }] }],
       requests: [
-        { guid: g1, rightsContext: rc.toUpperCase(), processingContext: pc, instances: [{ className: 'Customer', propertyName: 'email', value: SECRET.email }] },
+        {
+          guid: g1,
+          rightsContext: rc.toUpperCase(),
+          processingContext: pc,
+          instances: [{ className: 'Customer', propertyName: 'email', value: SECRET.email }],
+        },
         { guid: g2, rightsContext: rc, processingContext: pc.toUpperCase(), instances: [] },
       ],
     };
@@ -199,8 +232,14 @@ describe('POST /transform: shape and identifier errors (400)', () => {
   });
 
   it('REQUEST_MALFORMED: prototype poisoning is refused with 400, not 500', async () => {
-    problem(await transform(svc, token, '{"__proto__": {"polluted": true}, "rightsContexts": [], "processingContexts": [], "requests": []}'), 'REQUEST_MALFORMED');
-    problem(await transform(svc, token, '{"constructor": {"prototype": {"polluted": true}}, "rightsContexts": [], "processingContexts": [], "requests": []}'), 'REQUEST_MALFORMED');
+    problem(
+      await transform(svc, token, '{"__proto__": {"polluted": true}, "rightsContexts": [], "processingContexts": [], "requests": []}'),
+      'REQUEST_MALFORMED',
+    );
+    problem(
+      await transform(svc, token, '{"constructor": {"prototype": {"polluted": true}}, "rightsContexts": [], "processingContexts": [], "requests": []}'),
+      'REQUEST_MALFORMED',
+    );
     expect(({} as Loose).polluted).toBeUndefined();
   });
 
@@ -225,13 +264,28 @@ describe('POST /transform: shape and identifier errors (400)', () => {
   });
 
   it('EVIDENCE_UNKNOWN: an evidence name that no configured context uses', async () => {
-    const req = body({ roles: ['fraud'], processing: [{ name: 'Action', value: 'Protect' }, { name: 'Colour', value: 'blue' }], instances: [['email', SECRET.email]] });
+    const req = body({
+      roles: ['fraud'],
+      processing: [
+        { name: 'Action', value: 'Protect' },
+        { name: 'Colour', value: 'blue' },
+      ],
+      instances: [['email', SECRET.email]],
+    });
     problemAt(await transform(svc, token, req), 'EVIDENCE_UNKNOWN', '/processingContexts/0/evidences/1/name');
   });
 
   it('PROCESSING_CONTEXT_UNMATCHED: an Action no configured processing context has, and no evidences at all', async () => {
-    problemAt(await transform(svc, token, body({ roles: ['fraud'], action: 'Frobnicate', instances: [['email', SECRET.email]] })), 'PROCESSING_CONTEXT_UNMATCHED', '/processingContexts/0/evidences');
-    problemAt(await transform(svc, token, body({ roles: ['fraud'], processing: [], instances: [['email', SECRET.email]] })), 'PROCESSING_CONTEXT_UNMATCHED', '/processingContexts/0/evidences');
+    problemAt(
+      await transform(svc, token, body({ roles: ['fraud'], action: 'Frobnicate', instances: [['email', SECRET.email]] })),
+      'PROCESSING_CONTEXT_UNMATCHED',
+      '/processingContexts/0/evidences',
+    );
+    problemAt(
+      await transform(svc, token, body({ roles: ['fraud'], processing: [], instances: [['email', SECRET.email]] })),
+      'PROCESSING_CONTEXT_UNMATCHED',
+      '/processingContexts/0/evidences',
+    );
   });
 
   it('PROCESSING_CONTEXT_AMBIGUOUS: evidences matching two configured contexts equally well', async () => {
@@ -243,8 +297,16 @@ describe('POST /transform: shape and identifier errors (400)', () => {
     const ambiguous = await startTestService({ configText: text });
     services.push(ambiguous);
     const t = await ambiguous.token();
-    const evidences = [{ name: 'Action', value: 'Protect' }, { name: 'Channel', value: 'web' }, { name: 'Tier', value: 'gold' }];
-    const p = problemAt(await transform(ambiguous, t, body({ roles: ['fraud'], processing: evidences, instances: [['email', SECRET.email]] })), 'PROCESSING_CONTEXT_AMBIGUOUS', '/processingContexts/0/evidences');
+    const evidences = [
+      { name: 'Action', value: 'Protect' },
+      { name: 'Channel', value: 'web' },
+      { name: 'Tier', value: 'gold' },
+    ];
+    const p = problemAt(
+      await transform(ambiguous, t, body({ roles: ['fraud'], processing: evidences, instances: [['email', SECRET.email]] })),
+      'PROCESSING_CONTEXT_AMBIGUOUS',
+      '/processingContexts/0/evidences',
+    );
     expect(p.detail).toContain('protect-web');
     expect(p.detail).toContain('protect-gold');
     // one more specific evidence set picks one context
@@ -263,37 +325,79 @@ describe('POST /transform: authorization errors (403)', () => {
     expect(reply.text).not.toContain(SECRET.email);
     expect(p.errors).toHaveLength(1);
     // also when the held role is claimed beside it
-    problem(await transform(svc, supportToken, body({ roles: ['support', 'fraud'], action: 'Protect', instances: [['email', SECRET.email]] })), 'ROLE_NOT_HELD');
+    problem(
+      await transform(svc, supportToken, body({ roles: ['support', 'fraud'], action: 'Protect', instances: [['email', SECRET.email]] })),
+      'ROLE_NOT_HELD',
+    );
   });
 
   it('RIGHTS_CONTEXT_UNMATCHED: a rights context whose evidences match no configured one', async () => {
-    problemAt(await transform(svc, token, body({ rights: [], action: 'Protect', instances: [['email', SECRET.email]] })), 'RIGHTS_CONTEXT_UNMATCHED', '/rightsContexts/0/evidences');
+    problemAt(
+      await transform(svc, token, body({ rights: [], action: 'Protect', instances: [['email', SECRET.email]] })),
+      'RIGHTS_CONTEXT_UNMATCHED',
+      '/rightsContexts/0/evidences',
+    );
   });
 
   it('ACTION_NOT_GRANTED: 403 naming the request guid, class.property and action, never the value', async () => {
-    const req = body({ roles: ['support'], action: 'Unprotect', instances: [['email', 'fine'], ['cardNumber', SECRET.cardNumber], ['nationalId', SECRET.nationalId]] });
+    const req = body({
+      roles: ['support'],
+      action: 'Unprotect',
+      instances: [
+        ['email', 'fine'],
+        ['cardNumber', SECRET.cardNumber],
+        ['nationalId', SECRET.nationalId],
+      ],
+    });
     const reply = await transform(svc, token, req);
     const p = problemAt(reply, 'ACTION_NOT_GRANTED', '/requests/0/instances/1');
     expect(p.errors).toHaveLength(2);
-    expect(p.errors[0]).toMatchObject({ code: 'ACTION_NOT_GRANTED', request: req.requests[0]!.guid, instance: 1, className: 'Customer', propertyName: 'cardNumber' });
+    expect(p.errors[0]).toMatchObject({
+      code: 'ACTION_NOT_GRANTED',
+      request: req.requests[0]!.guid,
+      instance: 1,
+      className: 'Customer',
+      propertyName: 'cardNumber',
+    });
     expect(p.errors[0].message).toContain('Unprotect');
     expect(p.errors[0].message).toContain('Customer.cardNumber');
-    expect(p.errors[1]).toMatchObject({ request: req.requests[0]!.guid, instance: 2, className: 'Customer', propertyName: 'nationalId', pointer: '/requests/0/instances/2' });
+    expect(p.errors[1]).toMatchObject({
+      request: req.requests[0]!.guid,
+      instance: 2,
+      className: 'Customer',
+      propertyName: 'nationalId',
+      pointer: '/requests/0/instances/2',
+    });
     expectNoneContain([reply.text], [SECRET.cardNumber, SECRET.nationalId, '9817-3652']);
   });
 });
 
 describe('POST /transform: field and value errors (422)', () => {
   it('FIELD_UNKNOWN: a granted class with an unconfigured property', async () => {
-    const req = body({ roles: ['fraud'], action: 'Protect', instances: [['email', SECRET.email], ['shoeSize', SECRET.email]] });
+    const req = body({
+      roles: ['fraud'],
+      action: 'Protect',
+      instances: [
+        ['email', SECRET.email],
+        ['shoeSize', SECRET.email],
+      ],
+    });
     const p = problemAt(await transform(svc, token, req), 'FIELD_UNKNOWN', '/requests/0/instances/1');
     expect(p.errors[0]).toMatchObject({ request: req.requests[0]!.guid, instance: 1, className: 'Customer', propertyName: 'shoeSize' });
   });
 
   it('ACTION_NOT_CONFIGURED: unprotecting a field configured with unprotect: none, pseudonymizing an email', async () => {
     const protectedKey = await protect('segmentKey', SECRET.segmentKey);
-    problemAt(await transform(svc, token, body({ roles: ['fraud'], action: 'Unprotect', instances: [['segmentKey', protectedKey]] })), 'ACTION_NOT_CONFIGURED', '/requests/0/instances/0');
-    problemAt(await transform(svc, token, body({ roles: ['ingest'], action: 'Pseudonymize', instances: [['email', SECRET.email]] })), 'ACTION_NOT_CONFIGURED', '/requests/0/instances/0');
+    problemAt(
+      await transform(svc, token, body({ roles: ['fraud'], action: 'Unprotect', instances: [['segmentKey', protectedKey]] })),
+      'ACTION_NOT_CONFIGURED',
+      '/requests/0/instances/0',
+    );
+    problemAt(
+      await transform(svc, token, body({ roles: ['ingest'], action: 'Pseudonymize', instances: [['email', SECRET.email]] })),
+      'ACTION_NOT_CONFIGURED',
+      '/requests/0/instances/0',
+    );
   });
 
   it('VALUE_TOO_SHORT: a card number too short for FF1 after keeping 6 + 4 digits', async () => {
@@ -307,19 +411,44 @@ describe('POST /transform: field and value errors (422)', () => {
     const atLimit = `zz-secret-4111${'x'.repeat(4096 - 14)}`;
     ok(await transform(svc, token, protectEmailBody(atLimit)));
     const over = `${atLimit}y`;
-    const reply = await transform(svc, token, body({ roles: ['fraud'], action: 'Protect', instances: [['email', 'short@example.org'], ['email', over], ['name', over]] }));
+    const reply = await transform(
+      svc,
+      token,
+      body({
+        roles: ['fraud'],
+        action: 'Protect',
+        instances: [
+          ['email', 'short@example.org'],
+          ['email', over],
+          ['name', over],
+        ],
+      }),
+    );
     const p = problemAt(reply, 'VALUE_TOO_LONG', '/requests/0/instances/1/value');
     expect(p.errors.map((e: Loose) => e.pointer)).toEqual(['/requests/0/instances/1/value', '/requests/0/instances/2/value']);
     expect(reply.text).not.toContain('xxxxxxxxxxxxxxxx');
   });
 
   it('VALUE_NOT_IN_ALPHABET: a lone surrogate cannot be protected', async () => {
-    problemAt(await transform(svc, token, body({ roles: ['fraud'], action: 'Protect', instances: [['email', 'zz\ud800zz']] })), 'VALUE_NOT_IN_ALPHABET', '/requests/0/instances/0/value');
+    problemAt(
+      await transform(svc, token, body({ roles: ['fraud'], action: 'Protect', instances: [['email', 'zz\ud800zz']] })),
+      'VALUE_NOT_IN_ALPHABET',
+      '/requests/0/instances/0/value',
+    );
   });
 
   it('PROTECTED_VALUE_INVALID: tampered, not base64url, or protected for another field — every bad value listed', async () => {
     const email = await protect('email', SECRET.email);
-    const req = body({ roles: ['fraud'], action: 'Unprotect', instances: [['email', tamper(email)], ['email', 'not base64!'], ['name', email], ['email', email]] });
+    const req = body({
+      roles: ['fraud'],
+      action: 'Unprotect',
+      instances: [
+        ['email', tamper(email)],
+        ['email', 'not base64!'],
+        ['name', email],
+        ['email', email],
+      ],
+    });
     const reply = await transform(svc, token, req);
     const p = problemAt(reply, 'PROTECTED_VALUE_INVALID', '/requests/0/instances/0/value');
     expect(p.errors.map((e: Loose) => e.pointer)).toEqual([0, 1, 2].map((i) => `/requests/0/instances/${i}/value`));
@@ -399,8 +528,22 @@ describe('POST /transform: media type, size limits and rate limits', () => {
       problem(reply, 'BODY_TOO_LARGE');
       expect(reply.text).not.toContain('qqqqqqqq');
       const bytes = new TextEncoder().encode(JSON.stringify(big));
-      const stream = new ReadableStream({ start(c) { c.enqueue(bytes.slice(0, 1500)); c.enqueue(bytes.slice(1500)); c.close(); } });
-      problem(await call(`${small.url}/transform`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${t}` }, body: stream, duplex: 'half' } as RequestInit), 'BODY_TOO_LARGE');
+      const stream = new ReadableStream({
+        start(c) {
+          c.enqueue(bytes.slice(0, 1500));
+          c.enqueue(bytes.slice(1500));
+          c.close();
+        },
+      });
+      problem(
+        await call(`${small.url}/transform`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${t}` },
+          body: stream,
+          duplex: 'half',
+        } as RequestInit),
+        'BODY_TOO_LARGE',
+      );
     });
 
     it('LIMIT_EXCEEDED: more requests than service.limits.requests; the limit itself is accepted', async () => {
@@ -410,7 +553,14 @@ describe('POST /transform: media type, size limits and rate limits', () => {
     });
 
     it('LIMIT_EXCEEDED: more instances in the call than service.limits.instancesPerCall', async () => {
-      const two = { roles: ['fraud'], action: 'Protect', instances: [['email', 'a@example.org'], ['email', 'b@example.org']] as const };
+      const two = {
+        roles: ['fraud'],
+        action: 'Protect',
+        instances: [
+          ['email', 'a@example.org'],
+          ['email', 'b@example.org'],
+        ] as const,
+      };
       const one = { roles: ['fraud'], action: 'Protect', instances: [['email', 'c@example.org']] as const };
       ok(await transform(small, t, body(two, one)));
       problemAt(await transform(small, t, body(two, two)), 'LIMIT_EXCEEDED', '/requests');
@@ -425,14 +575,22 @@ describe('POST /transform: media type, size limits and rate limits', () => {
   it('REQUEST_TIMEOUT: a body that has not arrived by the body read timeout (test/http/body-timeout.test.ts has more)', async () => {
     const slow = await startTestService({ bodyReadTimeoutMs: 300 });
     services.push(slow);
-    const { reply } = await trickle(slow.url, { path: '/transform', headers: { 'content-type': 'application/json', authorization: `Bearer ${await slow.token()}` }, body: json, bytesPerTick: 1, tickMs: 50 });
+    const { reply } = await trickle(slow.url, {
+      path: '/transform',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${await slow.token()}` },
+      body: json,
+      bytesPerTick: 1,
+      tickMs: 50,
+    });
     problem(reply, 'REQUEST_TIMEOUT');
     expect(reply.headers.get('connection')).toBe('close');
   });
 
   describe('RATE_LIMITED (transformPerSecond 0.5, transformBurst 2)', () => {
     it('refuses the call after the burst with 429 and Retry-After, per client; recovers as the clock advances', async () => {
-      const limited = await startWith(`service:\n  rateLimit: { transformPerSecond: 0.5, transformBurst: 2 }\n${await clientsYaml({ [SUPPORT_CLIENT.id]: { secret: SUPPORT_CLIENT.secret, roles: ['support'] } })}`);
+      const limited = await startWith(
+        `service:\n  rateLimit: { transformPerSecond: 0.5, transformBurst: 2 }\n${await clientsYaml({ [SUPPORT_CLIENT.id]: { secret: SUPPORT_CLIENT.secret, roles: ['support'] } })}`,
+      );
       services.push(limited);
       const t = await limited.token();
       ok(await transform(limited, t, protectEmailBody()));
@@ -465,10 +623,14 @@ describe('POST /transform: audit availability', () => {
       expect(reply.text).not.toContain(SECRET.email);
       expect(reply.json.responses).toBeUndefined();
       // a call mixing protect and unprotect is refused whole
-      const mixed = await transform(svc, token, body(
-        { roles: ['fraud'], action: 'Protect', instances: [['name', SECRET.name]] },
-        { roles: ['fraud'], action: 'Unprotect', instances: [['email', email]] },
-      ));
+      const mixed = await transform(
+        svc,
+        token,
+        body(
+          { roles: ['fraud'], action: 'Protect', instances: [['name', SECRET.name]] },
+          { roles: ['fraud'], action: 'Unprotect', instances: [['email', email]] },
+        ),
+      );
       problem(mixed, 'AUDIT_UNAVAILABLE');
       expectNoneContain([mixed.text], [SECRET.email]);
       const protectReply = ok(await transform(svc, token, protectEmailBody()));
@@ -476,7 +638,9 @@ describe('POST /transform: audit availability', () => {
     } finally {
       svc.audit.failing = false;
     }
-    expect(ok(await transform(svc, token, body({ roles: ['fraud'], action: 'Unprotect', instances: [['email', email]] }))).responses[0].instances[0].value).toBe(SECRET.email);
+    expect(
+      ok(await transform(svc, token, body({ roles: ['fraud'], action: 'Unprotect', instances: [['email', email]] }))).responses[0].instances[0].value,
+    ).toBe(SECRET.email);
   });
 });
 
@@ -501,14 +665,54 @@ describe('no bad input is a server error, and nothing leaks', () => {
       ['application/json', deep],
       ['application/json', deepValue],
       ['application/json', '{"rightsContexts": [], "processingContexts": [], "requests": [{"guid": 1e999}]}'],
-      ['application/json', JSON.stringify({ rightsContexts: [{ guid: randomUUID(), evidences: Array.from({ length: 65 }, () => ({ name: 'Role', value: 'fraud' })) }], processingContexts: [], requests: [] })],
-      ['application/json', JSON.stringify({ rightsContexts: [{ guid: randomUUID(), evidences: [{ name: 'Role', value: 'x'.repeat(2000) }] }], processingContexts: [], requests: [] })],
+      [
+        'application/json',
+        JSON.stringify({
+          rightsContexts: [{ guid: randomUUID(), evidences: Array.from({ length: 65 }, () => ({ name: 'Role', value: 'fraud' })) }],
+          processingContexts: [],
+          requests: [],
+        }),
+      ],
+      [
+        'application/json',
+        JSON.stringify({
+          rightsContexts: [{ guid: randomUUID(), evidences: [{ name: 'Role', value: 'x'.repeat(2000) }] }],
+          processingContexts: [],
+          requests: [],
+        }),
+      ],
       ['application/json', JSON.stringify({ ...protectEmailBody(), requests: [{ ...protectEmailBody().requests[0], instances: { length: 3 } }] })],
       ['application/json', '\u0000\u0001'],
       ['application/json', '{"a":"\\ud800"}'],
       ['application/json', JSON.stringify(body({ roles: ['fraud'], action: 'Protect', instances: [['cardNumber', '٤١١١٩٨١٧٣٦٥٢٠٠٤٦']] }))],
-      ['application/json', JSON.stringify(body({ roles: ['fraud'], action: 'Unprotect', instances: [['cardNumber', ''], ['email', ''], ['name', ''], ['nationalId', '']] }))],
-      ['application/json', JSON.stringify(body({ roles: ['fraud'], action: 'Unprotect', instances: [['email', 'oQAAAAE'], ['name', 'ogAAAAEAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA']] }))],
+      [
+        'application/json',
+        JSON.stringify(
+          body({
+            roles: ['fraud'],
+            action: 'Unprotect',
+            instances: [
+              ['cardNumber', ''],
+              ['email', ''],
+              ['name', ''],
+              ['nationalId', ''],
+            ],
+          }),
+        ),
+      ],
+      [
+        'application/json',
+        JSON.stringify(
+          body({
+            roles: ['fraud'],
+            action: 'Unprotect',
+            instances: [
+              ['email', 'oQAAAAE'],
+              ['name', 'ogAAAAEAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA'],
+            ],
+          }),
+        ),
+      ],
     ];
     for (const [type, text] of inputs) {
       const reply = await transform(svc, token, text, { 'content-type': type });
@@ -525,41 +729,95 @@ describe('no bad input is a server error, and nothing leaks', () => {
     expect(logs.length).toBeGreaterThan(10);
     const secrets = [...Object.values(SECRET), '9817-3652', 'zz-secret-4111'];
     expectNoneContain(logs, secrets, 'a log line');
-    expectNoneContain(replies.filter((r) => r.includes('"code"')), secrets, 'an error body');
+    expectNoneContain(
+      replies.filter((r) => r.includes('"code"')),
+      secrets,
+      'an error body',
+    );
   });
 
   it('every catalog code that HTTP input can provoke was observed above', () => {
     /** codes of the CLI and key management, of startup, or of server faults: not reachable by a caller */
-    const notByHttpInput: ErrorCode[] = ['KEY_UNAVAILABLE', 'CONFIG_INVALID', 'KEYSTORE_INVALID', 'KEY_NOT_FOUND', 'KEY_EXISTS', 'KEY_MATERIAL_INVALID', 'KEYSET_CONFLICT', 'INTERNAL',
+    const notByHttpInput: ErrorCode[] = [
+      'KEY_UNAVAILABLE',
+      'CONFIG_INVALID',
+      'KEYSTORE_INVALID',
+      'KEY_NOT_FOUND',
+      'KEY_EXISTS',
+      'KEY_MATERIAL_INVALID',
+      'KEYSET_CONFLICT',
+      'INTERNAL',
       // the KEK's KMS and the shared control store (covered by test/integration/keystore/kms-*.test.ts and control-*.test.ts)
-      'KMS_UNAVAILABLE', 'KMS_REFUSED', 'CONTROL_STORE_UNAVAILABLE',
+      'KMS_UNAVAILABLE',
+      'KMS_REFUSED',
+      'CONTROL_STORE_UNAVAILABLE',
       // record-level codes of the Kafka pipelines (covered by test/integration/stream/stream-*.test.ts)
-      'RECORD_MALFORMED', 'RECORD_INVALID', 'SCHEMA_UNKNOWN', 'SCHEMA_PATH_UNKNOWN', 'FIELD_MISSING', 'KEY_MISSING', 'REGISTRY_UNAVAILABLE', 'RECORD_TOO_LARGE', 'DEAD_LETTER_FAILED', 'TRANSACTION_ABORTED',
+      'RECORD_MALFORMED',
+      'RECORD_INVALID',
+      'SCHEMA_UNKNOWN',
+      'SCHEMA_PATH_UNKNOWN',
+      'FIELD_MISSING',
+      'KEY_MISSING',
+      'REGISTRY_UNAVAILABLE',
+      'RECORD_TOO_LARGE',
+      'DEAD_LETTER_FAILED',
+      'TRANSACTION_ABORTED',
       // unprotect over Kafka only (covered by test/integration/stream/unprotect.test.ts)
-      'DEADLINE_EXCEEDED', 'REPLY_TOPIC_NOT_ALLOWED',
+      'DEADLINE_EXCEEDED',
+      'REPLY_TOPIC_NOT_ALLOWED',
       // the admin portal's pages only (covered by test/portal and test/integration/portal/portal-browser.test.ts)
-      'ADMIN_ROLE_MISSING', 'CSRF_TOKEN_INVALID', 'PUBLISH_REFUSED',
+      'ADMIN_ROLE_MISSING',
+      'CSRF_TOKEN_INVALID',
+      'PUBLISH_REFUSED',
       // the portal's POSTs from another origin (covered by test/portal/same-origin.test.ts and test/security/portal/portal-cross-origin*.test.ts)
       'CROSS_ORIGIN_REFUSED',
       // the admin portal's doors (covered by test/security/portal/portal-*.test.ts)
-      'DRAFT_CHANGED', 'FOUR_EYES_REQUIRED', 'DRAFT_LIMIT_EXCEEDED', 'SANDBOX_BUSY', 'SIGN_IN_RATE_LIMITED', 'SESSIONS_FULL',
+      'DRAFT_CHANGED',
+      'FOUR_EYES_REQUIRED',
+      'DRAFT_LIMIT_EXCEEDED',
+      'SANDBOX_BUSY',
+      'SIGN_IN_RATE_LIMITED',
+      'SESSIONS_FULL',
       // the unmapped guard of the stream and the gateway (covered by test/security/stream/stream-drift*.test.ts and gateway-drift.test.ts)
       'UNMAPPED_PERSONAL_DATA',
       // veil gateway only (covered by test/integration/gateway/gateway.test.ts and test/gateway)
-      'BODY_NOT_JSON', 'CONTENT_ENCODING_UNSUPPORTED', 'FIELD_SHAPE_MISMATCH', 'PATH_NOT_CANONICAL', 'REQUEST_FRAMING_INVALID', 'REQUEST_TARGET_INVALID', 'BODY_NOT_ALLOWED', 'HEADERS_TOO_LARGE', 'EXPECTATION_FAILED', 'UPSTREAM_UNAVAILABLE', 'UPSTREAM_TIMEOUT', 'UPSTREAM_RESPONSE_INVALID',
+      'BODY_NOT_JSON',
+      'CONTENT_ENCODING_UNSUPPORTED',
+      'FIELD_SHAPE_MISMATCH',
+      'PATH_NOT_CANONICAL',
+      'REQUEST_FRAMING_INVALID',
+      'REQUEST_TARGET_INVALID',
+      'BODY_NOT_ALLOWED',
+      'HEADERS_TOO_LARGE',
+      'EXPECTATION_FAILED',
+      'UPSTREAM_UNAVAILABLE',
+      'UPSTREAM_TIMEOUT',
+      'UPSTREAM_RESPONSE_INVALID',
       // inside PostgreSQL only (covered by test/integration/db/postgres-triggers.test.ts and test/db)
-      'DB_NOT_CONFIGURED', 'DB_ROLE_UNMAPPED', 'DB_CREDENTIALS_REFUSED', 'DB_SERVICE_UNAVAILABLE', 'DB_ARGUMENT_INVALID', 'DB_RATE_LIMITED',
+      'DB_NOT_CONFIGURED',
+      'DB_ROLE_UNMAPPED',
+      'DB_CREDENTIALS_REFUSED',
+      'DB_SERVICE_UNAVAILABLE',
+      'DB_ARGUMENT_INVALID',
+      'DB_RATE_LIMITED',
       // the database socket's leased keys (covered by test/security/db/db-lease-session.test.ts and db-lease-triggers.test.ts)
-      'DB_LEASE_UNAVAILABLE', 'DB_LEASE_INVALID',
+      'DB_LEASE_UNAVAILABLE',
+      'DB_LEASE_INVALID',
       // keys scoped to the data subject (covered by test/http/subjects-transform.test.ts, test/engine/subject-scope.test.ts,
       // test/subjects and test/integration/subjects/subjects-*.test.ts)
-      'SUBJECT_ERASED', 'SUBJECT_ID_INVALID', 'SUBJECT_REQUIRED', 'SUBJECT_STORE_UNAVAILABLE',
+      'SUBJECT_ERASED',
+      'SUBJECT_ID_INVALID',
+      'SUBJECT_REQUIRED',
+      'SUBJECT_STORE_UNAVAILABLE',
       // a process refused at start, or an erasure, on a local subject-key store shared processes would split
       // (covered by test/subjects/open-subject-store.test.ts and test/deploy/helm-serve-subjects.test.ts)
       'SUBJECT_STORE_NOT_SHARED',
       // the erasure doors: the admin API, the portal's Subjects page and veil subjects (covered by
       // test/security/subjects/admin-subjects-api.test.ts, test/portal/subjects-page.test.ts, test/subjects and test/cli)
-      'ERASURE_REQUEST_INVALID', 'ERASURE_NOT_PERMITTED', 'RECEIPT_INVALID'];
+      'ERASURE_REQUEST_INVALID',
+      'ERASURE_NOT_PERMITTED',
+      'RECEIPT_INVALID',
+    ];
     // METHOD_NOT_ALLOWED has its own test above (405 with Allow)
     const reportedAbove: ErrorCode[] = ['METHOD_NOT_ALLOWED'];
     const missing = (Object.keys(ERROR_CATALOG) as ErrorCode[]).filter((c) => !covered.has(c) && !notByHttpInput.includes(c) && !reportedAbove.includes(c));

@@ -10,10 +10,21 @@ const guid = (n: number) => `00000000-0000-4000-8000-${String(n).padStart(12, '0
 const body = (role: string) => ({
   rightsContexts: [{ guid: guid(1), evidences: [{ name: 'Role', value: role }] }],
   processingContexts: [{ guid: guid(2), evidences: [{ name: 'Action', value: 'Protect' }] }],
-  requests: [{ guid: guid(3), rightsContext: guid(1), processingContext: guid(2), instances: [{ className: 'Customer', propertyName: 'email', value: 'ext@example.com' }] }],
+  requests: [
+    {
+      guid: guid(3),
+      rightsContext: guid(1),
+      processingContext: guid(2),
+      instances: [{ className: 'Customer', propertyName: 'email', value: 'ext@example.com' }],
+    },
+  ],
 });
 const transform = (url: string, token: string, role: string) =>
-  fetch(`${url}/transform`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body(role)) });
+  fetch(`${url}/transform`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body(role)),
+  });
 
 describe('external identity provider: a second veil instance over real HTTP', () => {
   let provider: TestService;
@@ -77,7 +88,13 @@ describe('external identity provider: Keycloak-style nested roles claim', () => 
     await new Promise((r) => jwksServer?.close(r));
   });
 
-  const claims = (extra: Record<string, unknown> = {}) => ({ iss: 'http://keycloak.test/realms/acme', aud: 'veil-api', sub: 'agent-7', realm_access: { roles: ['support'] }, ...extra });
+  const claims = (extra: Record<string, unknown> = {}) => ({
+    iss: 'http://keycloak.test/realms/acme',
+    aud: 'veil-api',
+    sub: 'agent-7',
+    realm_access: { roles: ['support'] },
+    ...extra,
+  });
 
   it('takes roles from realm_access.roles', async () => {
     expect((await transform(service.url, await sign(claims()), 'support')).status).toBe(200);

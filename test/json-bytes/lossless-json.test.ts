@@ -1,7 +1,18 @@
 import { describe, expect, it } from 'vitest';
 import { cloneLossless, isJsonNumber, isJsonObject, parseLossless, printLossless, toPlain } from '../../src/json-bytes/lossless-json.ts';
 
-const NUMBERS = ['18446744073709551615', '9007199254740993', '-9223372036854775808', '1.0', '-0', '1e400', '1E+2', '-1.50e-7', '0.10', '123456789012345678901234567890.5'];
+const NUMBERS = [
+  '18446744073709551615',
+  '9007199254740993',
+  '-9223372036854775808',
+  '1.0',
+  '-0',
+  '1e400',
+  '1E+2',
+  '-1.50e-7',
+  '0.10',
+  '123456789012345678901234567890.5',
+];
 
 describe('lossless JSON for derived schemas', () => {
   it('prints every number as it was written, and compact JSON text back unchanged', () => {

@@ -1,11 +1,26 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { compileExpectation, type JsonPath } from '../../src/json-bytes/paths.ts';
-import { EV_RAW, EV_STRING, keyText, leafText, scanJson, TRAIT_AT, TRAIT_DIGIT, TRAIT_ESCAPE, type ScanPlace, type UnmappedVisitor } from '../../src/json-bytes/scan.ts';
+import {
+  EV_RAW,
+  EV_STRING,
+  keyText,
+  leafText,
+  scanJson,
+  TRAIT_AT,
+  TRAIT_DIGIT,
+  TRAIT_ESCAPE,
+  type ScanPlace,
+  type UnmappedVisitor,
+} from '../../src/json-bytes/scan.ts';
 
 /** `a.b[].c` as a JsonPath */
 function path(text: string): JsonPath {
-  return text.split('.').flatMap((part) => (part.endsWith('[]') ? [{ kind: 'key' as const, name: part.slice(0, -2) }, { kind: 'each' as const }] : [{ kind: 'key' as const, name: part }]));
+  return text
+    .split('.')
+    .flatMap((part) =>
+      part.endsWith('[]') ? [{ kind: 'key' as const, name: part.slice(0, -2) }, { kind: 'each' as const }] : [{ kind: 'key' as const, name: part }],
+    );
 }
 
 interface Visit {
@@ -16,7 +31,11 @@ interface Visit {
 }
 
 /** every value and key the scanner shows a visitor, with the place it tells */
-function visits(json: string, paths: string[] = [], options: { quiet?: string[]; foldKeys?: boolean; keyTraits?: number } = {}): { values: Visit[]; keys: string[] } {
+function visits(
+  json: string,
+  paths: string[] = [],
+  options: { quiet?: string[]; foldKeys?: boolean; keyTraits?: number } = {},
+): { values: Visit[]; keys: string[] } {
   const bytes = Buffer.from(json, 'utf8');
   const values: Visit[] = [];
   const keys: string[] = [];
@@ -49,19 +68,31 @@ describe('what a visitor is told of each place', () => {
     // keys of letters only: JSON.parse keeps their order, so the expected walk is document order
     const name = fc.string({ unit: fc.constantFrom(...'abcé'), minLength: 1, maxLength: 4 });
     const tree = fc.letrec<{ node: Tree }>((tie) => ({
-      node: fc.oneof({ depthSize: 'small' }, fc.string({ unit: fc.constantFrom(...'xy1'), maxLength: 3 }), fc.nat(), fc.array(tie('node'), { maxLength: 4 }), fc.dictionary(name, tie('node'), { maxKeys: 4 })),
+      node: fc.oneof(
+        { depthSize: 'small' },
+        fc.string({ unit: fc.constantFrom(...'xy1'), maxLength: 3 }),
+        fc.nat(),
+        fc.array(tie('node'), { maxLength: 4 }),
+        fc.dictionary(name, tie('node'), { maxKeys: 4 }),
+      ),
     })).node;
-    fc.assert(fc.property(tree, (t) => {
-      expect(visits(JSON.stringify(t)).values.map(({ text, key }) => ({ text, key }))).toEqual(expectedKeys(t));
-    }), { numRuns: 2000 });
+    fc.assert(
+      fc.property(tree, (t) => {
+        expect(visits(JSON.stringify(t)).values.map(({ text, key }) => ({ text, key }))).toEqual(expectedKeys(t));
+      }),
+      { numRuns: 2000 },
+    );
   });
 
   it('keeps track past the nesting its first buffers hold', () => {
     const deep = `${'{"k":['.repeat(200)}"v"${']}'.repeat(200)}`;
-    expect(visits(`{"top":${deep},"after":"w"}`).values.map((v) => [v.text, v.key])).toEqual([['v', 'k'], ['w', 'after']]);
+    expect(visits(`{"top":${deep},"after":"w"}`).values.map((v) => [v.text, v.key])).toEqual([
+      ['v', 'k'],
+      ['w', 'after'],
+    ]);
   });
 
-  it('counts a string\'s digits as written, outside escapes', () => {
+  it("counts a string's digits as written, outside escapes", () => {
     const seen: [number, number][] = [];
     scanJson(Buffer.from('{"a1b22":["x","12-34","\\u0031","9 Long Street 10"]}'), null, [], 0, {
       value(b, kind, start, end, place) {
@@ -71,7 +102,13 @@ describe('what a visitor is told of each place', () => {
         seen.push([place.stringDigits(), place.stringTraits()]);
       },
     });
-    expect(seen).toEqual([[3, TRAIT_DIGIT], [0, 0], [4, TRAIT_DIGIT], [0, TRAIT_ESCAPE], [3, TRAIT_DIGIT]]);
+    expect(seen).toEqual([
+      [3, TRAIT_DIGIT],
+      [0, 0],
+      [4, TRAIT_DIGIT],
+      [0, TRAIT_ESCAPE],
+      [3, TRAIT_DIGIT],
+    ]);
   });
 
   it('compares a step with a key on its bytes, folded or not, escapes decoded', () => {
@@ -79,7 +116,15 @@ describe('what a visitor is told of each place', () => {
     const name = (n: string, folded = false) => ({ name: n, bytes: Buffer.from(n), ...(folded ? { folded } : {}) });
     scanJson(Buffer.from('{"Address":[{"stre\\u0065t":"12 Long Street"}]}'), null, [], 0, {
       value(b, kind, start, end, place) {
-        steps.push(place.stepIs(0, name('Address')), place.stepIs(0, name('address')), place.stepIs(0, name('address', true)), place.stepIs(1, null), place.stepIs(1, name('0')), place.stepIs(2, name('street')), place.stepIs(2, null));
+        steps.push(
+          place.stepIs(0, name('Address')),
+          place.stepIs(0, name('address')),
+          place.stepIs(0, name('address', true)),
+          place.stepIs(1, null),
+          place.stepIs(1, name('0')),
+          place.stepIs(2, name('street')),
+          place.stepIs(2, null),
+        );
       },
       key() {},
     });
@@ -108,14 +153,26 @@ describe('quiet paths', () => {
   });
 
   it('match keys as mapped paths do: folded when keys fold, escapes decoded, every duplicate', () => {
-    expect(visits('{"ADDRESS":{"a":"1"},"addr\\u0065ss":{"b":"2"},"address":{"c":"3"},"other":"4"}', [], { quiet: ['address'] }).values.map((v) => v.text)).toEqual(['1', '4']);
-    expect(visits('{"ADDRESS":{"a":"1"},"addr\\u0065ss":{"b":"2"},"address":{"c":"3"},"other":"4"}', [], { quiet: ['address'], foldKeys: true }).values.map((v) => v.text)).toEqual(['4']);
+    expect(
+      visits('{"ADDRESS":{"a":"1"},"addr\\u0065ss":{"b":"2"},"address":{"c":"3"},"other":"4"}', [], { quiet: ['address'] }).values.map((v) => v.text),
+    ).toEqual(['1', '4']);
+    expect(
+      visits('{"ADDRESS":{"a":"1"},"addr\\u0065ss":{"b":"2"},"address":{"c":"3"},"other":"4"}', [], { quiet: ['address'], foldKeys: true }).values.map(
+        (v) => v.text,
+      ),
+    ).toEqual(['4']);
   });
 
   it('change no event of a mapped path, under them or beside them', () => {
     const events = (quiet?: string[]) => {
       const out: number[] = [];
-      const n = scanJson(Buffer.from(doc), compileExpectation(['address.street', 'items[].note', 'missing'].map(path), quiet ? { quiet: quiet.map(path) } : {}), out, 0, { value() {}, key() {} });
+      const n = scanJson(
+        Buffer.from(doc),
+        compileExpectation(['address.street', 'items[].note', 'missing'].map(path), quiet ? { quiet: quiet.map(path) } : {}),
+        out,
+        0,
+        { value() {}, key() {} },
+      );
       return out.slice(0, n);
     };
     expect(events(['address', 'items[].sku', 'missing.deeper'])).toEqual(events());

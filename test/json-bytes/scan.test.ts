@@ -2,7 +2,20 @@ import fc from 'fast-check';
 import { isNotJson } from '../../src/json-bytes/errors.ts';
 import { describe, expect, it } from 'vitest';
 import { compileExpectation, type JsonPath } from '../../src/json-bytes/paths.ts';
-import { EV_MISSING, EV_NO_ARRAY, EV_NOT_SCALAR, EV_RAW, EV_SHAPE, EV_STRING, leafText, scanJson, TRAIT_AT, TRAIT_DIGIT, TRAIT_ESCAPE, type UnmappedVisitor } from '../../src/json-bytes/scan.ts';
+import {
+  EV_MISSING,
+  EV_NO_ARRAY,
+  EV_NOT_SCALAR,
+  EV_RAW,
+  EV_SHAPE,
+  EV_STRING,
+  leafText,
+  scanJson,
+  TRAIT_AT,
+  TRAIT_DIGIT,
+  TRAIT_ESCAPE,
+  type UnmappedVisitor,
+} from '../../src/json-bytes/scan.ts';
 import { valueText } from '../helpers/json-text.ts';
 
 /** `a.b[*].c` as a JsonPath (test shorthand: dots, and [*] after a key or alone) */
@@ -73,17 +86,32 @@ describe('scanJson reports where paths land', () => {
   it('reports strings decoded, numbers and booleans as written, in document order', () => {
     const doc = '{"a": "x\\u00e9", "n": 12345678901234567890, "f": 1.0, "t": true, "list": [{"c": "1"}, {"c": "2"}]}';
     expect(scan(doc, ['a', 'n', 'f', 't', 'list[*].c'])).toEqual([
-      [0, EV_STRING, 'x\u00e9'], [1, EV_RAW, '12345678901234567890'], [2, EV_RAW, '1.0'], [3, EV_RAW, 'true'], [4, EV_STRING, '1'], [4, EV_STRING, '2'],
+      [0, EV_STRING, 'x\u00e9'],
+      [1, EV_RAW, '12345678901234567890'],
+      [2, EV_RAW, '1.0'],
+      [3, EV_RAW, 'true'],
+      [4, EV_STRING, '1'],
+      [4, EV_STRING, '2'],
     ]);
   });
 
   it('reports absent and null places, and shapes that contradict a path', () => {
-    expect(scan('{"a": null}', ['a', 'b'])).toEqual([[0, EV_MISSING, null], [1, EV_MISSING, null]]);
-    expect(scan('{"a": "s", "b": {"c": 1}, "d": {}}', ['a.x', 'b', 'd[*]'])).toEqual([[0, EV_SHAPE, null], [1, EV_NOT_SCALAR, null], [2, EV_NO_ARRAY, null]]);
+    expect(scan('{"a": null}', ['a', 'b'])).toEqual([
+      [0, EV_MISSING, null],
+      [1, EV_MISSING, null],
+    ]);
+    expect(scan('{"a": "s", "b": {"c": 1}, "d": {}}', ['a.x', 'b', 'd[*]'])).toEqual([
+      [0, EV_SHAPE, null],
+      [1, EV_NOT_SCALAR, null],
+      [2, EV_NO_ARRAY, null],
+    ]);
   });
 
   it('matches keys by their decoded name, and reports every occurrence of a duplicate key', () => {
-    expect(scan('{"\\u0065mail": "a", "email": "b"}', ['email'])).toEqual([[0, EV_STRING, 'a'], [0, EV_STRING, 'b']]);
+    expect(scan('{"\\u0065mail": "a", "email": "b"}', ['email'])).toEqual([
+      [0, EV_STRING, 'a'],
+      [0, EV_STRING, 'b'],
+    ]);
   });
 
   it('follows top-level arrays and nested fan-out', () => {
@@ -100,10 +128,45 @@ describe('scanJson reports where paths land', () => {
 
 describe('scanJson rejects what is not JSON', () => {
   const texts = [
-    '', '   ', '{"email":"a"', '{"email":"a"} x', '{"email":"a"}}', '{"email":"a",}', '[1,]', '[1 2]', '{,}', '{"a" 1}', '{"a":1 "b":2}', ']',
-    "{'email':'a'}", '{"email":"\\x"}', '{"email":"\\u12G4"}', '{"email":"\\u12"}', '{"email":"a\u0001"}', '{"a":"\u001f"}', '{"email":"a\tb"}', '{"email":"a\nb"}',
-    '{"a":01}', '{"a":NaN}', '{"a":-}', '{"a":1.}', '{"a":.5}', '{"a":1e}', '{"a":+1}', '{"a":tru}', '{"a":nul}', '{"a":Infinity}', '{"a":1}\u00a0',
-    '{"a":"x"', '{"email":"x\\"}', '{"a"}', '{"a":}', '{1:2}', '[', '"', 'truex',
+    '',
+    '   ',
+    '{"email":"a"',
+    '{"email":"a"} x',
+    '{"email":"a"}}',
+    '{"email":"a",}',
+    '[1,]',
+    '[1 2]',
+    '{,}',
+    '{"a" 1}',
+    '{"a":1 "b":2}',
+    ']',
+    "{'email':'a'}",
+    '{"email":"\\x"}',
+    '{"email":"\\u12G4"}',
+    '{"email":"\\u12"}',
+    '{"email":"a\u0001"}',
+    '{"a":"\u001f"}',
+    '{"email":"a\tb"}',
+    '{"email":"a\nb"}',
+    '{"a":01}',
+    '{"a":NaN}',
+    '{"a":-}',
+    '{"a":1.}',
+    '{"a":.5}',
+    '{"a":1e}',
+    '{"a":+1}',
+    '{"a":tru}',
+    '{"a":nul}',
+    '{"a":Infinity}',
+    '{"a":1}\u00a0',
+    '{"a":"x"',
+    '{"email":"x\\"}',
+    '{"a"}',
+    '{"a":}',
+    '{1:2}',
+    '[',
+    '"',
+    'truex',
   ];
   it.each(texts)('%j', (text) => {
     expect(parses(text)).toBe(false);
@@ -138,21 +201,27 @@ describe('scanJson rejects what is not JSON', () => {
 
 describe('scanJson against JSON.parse', () => {
   it('accepts exactly what JSON.parse accepts', () => {
-    const alphabet = fc.constantFrom(...'{}[]:,"\\ \n0123456789-+.eEtruefalsnu/', '\u0001', '\u001f', 'é', '\'');
-    const mutated = fc.tuple(valueText, fc.array(fc.tuple(fc.nat(), fc.constantFrom('insert', 'delete', 'replace'), alphabet), { minLength: 1, maxLength: 3 }))
-      .map(([text, edits]) => edits.reduce((t, [at, op, c]) => {
-        const i = t.length === 0 ? 0 : at % t.length;
-        return op === 'insert' ? t.slice(0, i) + c + t.slice(i) : op === 'delete' ? t.slice(0, i) + t.slice(i + 1) : t.slice(0, i) + c + t.slice(i + 1);
-      }, text));
+    const alphabet = fc.constantFrom(...'{}[]:,"\\ \n0123456789-+.eEtruefalsnu/', '\u0001', '\u001f', 'é', "'");
+    const mutated = fc
+      .tuple(valueText, fc.array(fc.tuple(fc.nat(), fc.constantFrom('insert', 'delete', 'replace'), alphabet), { minLength: 1, maxLength: 3 }))
+      .map(([text, edits]) =>
+        edits.reduce((t, [at, op, c]) => {
+          const i = t.length === 0 ? 0 : at % t.length;
+          return op === 'insert' ? t.slice(0, i) + c + t.slice(i) : op === 'delete' ? t.slice(0, i) + t.slice(i + 1) : t.slice(0, i) + c + t.slice(i + 1);
+        }, text),
+      );
     const texts = fc.oneof(fc.string(), fc.string({ unit: 'binary' }), fc.string({ unit: alphabet }), valueText, mutated);
-    fc.assert(fc.property(texts, (text) => {
-      // Buffer.from replaces lone surrogates, so the bytes are valid UTF-8 and mean `decoded`
-      const bytes = Buffer.from(text, 'utf8');
-      const decoded = bytes.toString('utf8');
-      expect(!rejects(bytes, [])).toBe(parses(decoded));
-      // with a visitor strings are scanned by the traits-gathering loop: the same verdict
-      expect(!rejects(bytes, [], NOOP)).toBe(parses(decoded));
-    }), { numRuns: 3000 });
+    fc.assert(
+      fc.property(texts, (text) => {
+        // Buffer.from replaces lone surrogates, so the bytes are valid UTF-8 and mean `decoded`
+        const bytes = Buffer.from(text, 'utf8');
+        const decoded = bytes.toString('utf8');
+        expect(!rejects(bytes, [])).toBe(parses(decoded));
+        // with a visitor strings are scanned by the traits-gathering loop: the same verdict
+        expect(!rejects(bytes, [], NOOP)).toBe(parses(decoded));
+      }),
+      { numRuns: 3000 },
+    );
   });
 });
 
@@ -179,11 +248,27 @@ describe('the traits of a visited string', () => {
   }
 
   it('says whether it holds a digit, an @ or an escape, as its raw bytes do', () => {
-    expect(traitsOf('{"a1":"x@y","plain":["word","9","\\u0040","é€","[^_`{}~]"]}').map(([got]) => got))
-      .toEqual([TRAIT_DIGIT, TRAIT_AT, 0, 0, TRAIT_DIGIT, TRAIT_ESCAPE, 0, 0]);
-    const texts = fc.oneof(valueText, fc.dictionary(fc.string({ unit: fc.constantFrom(...'aZ09@\\"/ é[]^_`{~\u007f') }), fc.string({ unit: fc.constantFrom(...'aZ09@ é[]^_`{~') })).map((o) => JSON.stringify(o)));
-    fc.assert(fc.property(texts, (text) => {
-      for (const [got, want] of traitsOf(text)) expect(got).toBe(want);
-    }), { numRuns: 2000 });
+    expect(traitsOf('{"a1":"x@y","plain":["word","9","\\u0040","é€","[^_`{}~]"]}').map(([got]) => got)).toEqual([
+      TRAIT_DIGIT,
+      TRAIT_AT,
+      0,
+      0,
+      TRAIT_DIGIT,
+      TRAIT_ESCAPE,
+      0,
+      0,
+    ]);
+    const texts = fc.oneof(
+      valueText,
+      fc
+        .dictionary(fc.string({ unit: fc.constantFrom(...'aZ09@\\"/ é[]^_`{~\u007f') }), fc.string({ unit: fc.constantFrom(...'aZ09@ é[]^_`{~') }))
+        .map((o) => JSON.stringify(o)),
+    );
+    fc.assert(
+      fc.property(texts, (text) => {
+        for (const [got, want] of traitsOf(text)) expect(got).toBe(want);
+      }),
+      { numRuns: 2000 },
+    );
   });
 });

@@ -6,7 +6,10 @@ describe('spliceJson', () => {
   const bytes = Buffer.from('{"a": "x", "n": 1.0, "b": "y"}');
 
   it('replaces each span by its JSON text, in any order, and keeps every other byte', () => {
-    const out = spliceJson(bytes, [{ start: 26, end: 29, json: '"é\\""' }, { start: 6, end: 9, json: '"longer value"' }]);
+    const out = spliceJson(bytes, [
+      { start: 26, end: 29, json: '"é\\""' },
+      { start: 6, end: 9, json: '"longer value"' },
+    ]);
     expect(out.toString('utf8')).toBe('{"a": "longer value", "n": 1.0, "b": "é\\""}');
     expect(out.length).toBe(Buffer.byteLength(out.toString('utf8')));
   });
@@ -16,7 +19,17 @@ describe('spliceJson', () => {
   });
 
   it('refuses overlapping spans (two paths reaching one value) as a bug, not a data error', () => {
-    expect(() => spliceJson(bytes, [{ start: 6, end: 9, json: '"1"' }, { start: 6, end: 9, json: '"2"' }])).toThrow(expect.objectContaining({ name: 'JsonBytesFault', code: 'SPLICE_OVERLAP' }));
-    expect(() => spliceJson(bytes, [{ start: 6, end: 9, json: '"1"' }, { start: 8, end: 9, json: '"2"' }])).toThrow(JsonBytesFault);
+    expect(() =>
+      spliceJson(bytes, [
+        { start: 6, end: 9, json: '"1"' },
+        { start: 6, end: 9, json: '"2"' },
+      ]),
+    ).toThrow(expect.objectContaining({ name: 'JsonBytesFault', code: 'SPLICE_OVERLAP' }));
+    expect(() =>
+      spliceJson(bytes, [
+        { start: 6, end: 9, json: '"1"' },
+        { start: 8, end: 9, json: '"2"' },
+      ]),
+    ).toThrow(JsonBytesFault);
   });
 });

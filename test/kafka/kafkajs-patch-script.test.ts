@@ -13,9 +13,16 @@ const copies = kafkajsCopies();
 afterAll(() => copies.remove());
 
 const TOUCHED = [
-  'src/consumer/filterAbortedMessages.js', 'src/protocol/recordBatch/record/v0/index.js', 'src/protocol/recordBatch/record/v0/decoder.js',
-  'src/protocol/requests/offsetFetch/index.js', 'src/protocol/requests/offsetFetch/v7/request.js', 'src/protocol/requests/offsetFetch/v7/response.js',
-  'src/broker/index.js', 'src/admin/index.js', 'types/index.d.ts', 'src/veil-patch.js',
+  'src/consumer/filterAbortedMessages.js',
+  'src/protocol/recordBatch/record/v0/index.js',
+  'src/protocol/recordBatch/record/v0/decoder.js',
+  'src/protocol/requests/offsetFetch/index.js',
+  'src/protocol/requests/offsetFetch/v7/request.js',
+  'src/protocol/requests/offsetFetch/v7/response.js',
+  'src/broker/index.js',
+  'src/admin/index.js',
+  'types/index.d.ts',
+  'src/veil-patch.js',
 ];
 const snapshot = (dir: string) => TOUCHED.map((f) => (existsSync(join(dir, f)) ? readFileSync(join(dir, f), 'utf8') : null));
 const fresh = (from: string, label: string) => {

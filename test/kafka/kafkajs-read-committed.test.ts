@@ -14,23 +14,54 @@ const copies = kafkajsCopies();
 afterAll(() => copies.remove());
 
 type Load = (path: string) => unknown;
-const from = (dir: string): Load => (path) => copies.load(dir, path);
+const from =
+  (dir: string): Load =>
+  (path) =>
+    copies.load(dir, path);
 
-interface LogBatch { first: number; count: number; producerId: number; transactional: boolean; control?: 'abort' | 'commit' }
-interface AbortedTxn { producerId: number; first: number; marker: number }
-interface Log { batches: LogBatch[]; aborted: AbortedTxn[]; committed: Set<number>; end: number }
+interface LogBatch {
+  first: number;
+  count: number;
+  producerId: number;
+  transactional: boolean;
+  control?: 'abort' | 'commit';
+}
+interface AbortedTxn {
+  producerId: number;
+  first: number;
+  marker: number;
+}
+interface Log {
+  batches: LogBatch[];
+  aborted: AbortedTxn[];
+  committed: Set<number>;
+  end: number;
+}
 
 /** One record batch as a broker stores and serves it (a control batch: one ABORT or COMMIT record). */
 async function encodeBatch(load: Load, b: LogBatch): Promise<Buffer> {
   const Record = load('src/protocol/recordBatch/record/v0/index.js') as (r: object) => object;
   const { RecordBatch } = load('src/protocol/recordBatch/v0/index.js') as { RecordBatch: (b: object) => Promise<{ buffer: Buffer }> };
   const crc32C = load('src/protocol/recordBatch/crc32C/index.js') as (b: Buffer) => number;
-  const records = Array.from({ length: b.count }, (_, i) => Record({
-    offsetDelta: i,
-    key: b.control ? Buffer.from([0, 0, 0, b.control === 'abort' ? 0 : 1]) : Buffer.from(`k${b.first + i}`),
-    value: b.control ? Buffer.from([0, 0, 0, 0, 0, 0]) : Buffer.from(String(b.first + i)),
-  }));
-  const out = Buffer.from((await RecordBatch({ records, firstOffset: b.first, lastOffsetDelta: b.count - 1, transactional: b.transactional, producerId: b.producerId, producerEpoch: 0 })).buffer);
+  const records = Array.from({ length: b.count }, (_, i) =>
+    Record({
+      offsetDelta: i,
+      key: b.control ? Buffer.from([0, 0, 0, b.control === 'abort' ? 0 : 1]) : Buffer.from(`k${b.first + i}`),
+      value: b.control ? Buffer.from([0, 0, 0, 0, 0, 0]) : Buffer.from(String(b.first + i)),
+    }),
+  );
+  const out = Buffer.from(
+    (
+      await RecordBatch({
+        records,
+        firstOffset: b.first,
+        lastOffsetDelta: b.count - 1,
+        transactional: b.transactional,
+        producerId: b.producerId,
+        producerEpoch: 0,
+      })
+    ).buffer,
+  );
   if (b.control) {
     // attributes (after base offset 8, length 4, leader epoch 4, magic 1, crc 4): the control flag, and the crc again
     out.writeInt16BE(out.readInt16BE(21) | 0x20, 21);
@@ -39,7 +70,10 @@ async function encodeBatch(load: Load, b: LogBatch): Promise<Buffer> {
   return out;
 }
 
-interface Message { offset: string; value: Buffer | null }
+interface Message {
+  offset: string;
+  value: Buffer | null;
+}
 
 /** What a read_committed fetch from `start` returns: the batches from the one holding `start`, `take` of them. */
 async function fetchOf(load: Load, log: Log, start: number, take: number): Promise<{ offsets: number[]; expected: number[] }> {
@@ -47,7 +81,10 @@ async function fetchOf(load: Load, log: Log, start: number, take: number): Promi
   const served = log.batches.slice(from, from + take);
   const last = served.at(-1)!.first + served.at(-1)!.count - 1;
   // the broker's aborted transactions for [start, last]: those not over before it and begun within it
-  const aborted = log.aborted.filter((t) => t.marker >= start && t.first <= last).map((t) => ({ producerId: String(t.producerId), firstOffset: String(t.first) })).reverse();
+  const aborted = log.aborted
+    .filter((t) => t.marker >= start && t.first <= last)
+    .map((t) => ({ producerId: String(t.producerId), firstOffset: String(t.first) }))
+    .reverse();
   const bytes = Buffer.concat(await Promise.all(served.map((b) => encodeBatch(load, b))));
   const Decoder = load('src/protocol/decoder.js') as new (b: Buffer) => unknown;
   const decodeMessages = load('src/protocol/requests/fetch/v4/decodeMessages.js') as (d: unknown) => Promise<Message[]>;
@@ -99,25 +136,41 @@ function logOf(steps: Step[], endings: boolean[]): Log {
   return log;
 }
 
-const steps = fc.array(fc.record({ p: fc.integer({ min: 0, max: 4 }), action: fc.constantFrom<Step['action']>('write', 'write', 'write', 'commit', 'abort'), n: fc.integer({ min: 1, max: 4 }) }), { minLength: 1, maxLength: 50 });
+const steps = fc.array(
+  fc.record({
+    p: fc.integer({ min: 0, max: 4 }),
+    action: fc.constantFrom<Step['action']>('write', 'write', 'write', 'commit', 'abort'),
+    n: fc.integer({ min: 1, max: 4 }),
+  }),
+  { minLength: 1, maxLength: 50 },
+);
 
-describe('kafkajs read_committed (patched): aborted transactions filtered as Kafka\'s Java consumer does', () => {
+describe("kafkajs read_committed (patched): aborted transactions filtered as Kafka's Java consumer does", () => {
   const patched = from(copies.patched);
 
   it('a fetch returns exactly the committed and non-transactional records, for any interleaving and any fetch window', async () => {
-    await fc.assert(fc.asyncProperty(steps, fc.array(fc.boolean(), { maxLength: 3 }), fc.nat(), fc.integer({ min: 1, max: 60 }), async (s, endings, at, take) => {
-      const log = logOf(s, endings);
-      fc.pre(log.end > 0);
-      const { offsets, expected } = await fetchOf(patched, log, at % log.end, take);
-      expect(offsets).toEqual(expected);
-    }), { numRuns: 300 });
+    await fc.assert(
+      fc.asyncProperty(steps, fc.array(fc.boolean(), { maxLength: 3 }), fc.nat(), fc.integer({ min: 1, max: 60 }), async (s, endings, at, take) => {
+        const log = logOf(s, endings);
+        fc.pre(log.end > 0);
+        const { offsets, expected } = await fetchOf(patched, log, at % log.end, take);
+        expect(offsets).toEqual(expected);
+      }),
+      { numRuns: 300 },
+    );
   });
 
   // the issue's case: two producers' aborted transactions both began before the fetch offset
   const overlapping: Step[] = [
-    { p: 0, action: 'write', n: 2 }, { p: 1, action: 'write', n: 2 }, { p: 2, action: 'write', n: 2 },
-    { p: 0, action: 'write', n: 2 }, { p: 1, action: 'write', n: 2 }, { p: 2, action: 'write', n: 2 },
-    { p: 0, action: 'abort', n: 1 }, { p: 1, action: 'abort', n: 1 }, { p: 2, action: 'commit', n: 1 },
+    { p: 0, action: 'write', n: 2 },
+    { p: 1, action: 'write', n: 2 },
+    { p: 2, action: 'write', n: 2 },
+    { p: 0, action: 'write', n: 2 },
+    { p: 1, action: 'write', n: 2 },
+    { p: 2, action: 'write', n: 2 },
+    { p: 0, action: 'abort', n: 1 },
+    { p: 1, action: 'abort', n: 1 },
+    { p: 2, action: 'commit', n: 1 },
   ];
 
   it('overlapping aborted transactions of two producers, read from the middle: none of their records', async () => {
@@ -135,12 +188,20 @@ describe('kafkajs read_committed (patched): aborted transactions filtered as Kaf
     expect(offsets.filter((o) => !expected.includes(o)).length).toBeGreaterThan(0);
   });
 
-  it('an abort marker ends only its own producer\'s aborted transaction; a commit marker ends none', async () => {
+  it("an abort marker ends only its own producer's aborted transaction; a commit marker ends none", async () => {
     // 0-1 A (aborted), 2-3 B (committed), 4 B commit marker, 5-6 A, 7 A abort marker, 8-9 A (committed), 10 commit
-    const log = logOf([
-      { p: 0, action: 'write', n: 2 }, { p: 1, action: 'write', n: 2 }, { p: 1, action: 'commit', n: 1 },
-      { p: 0, action: 'write', n: 2 }, { p: 0, action: 'abort', n: 1 }, { p: 0, action: 'write', n: 2 }, { p: 0, action: 'commit', n: 1 },
-    ], []);
+    const log = logOf(
+      [
+        { p: 0, action: 'write', n: 2 },
+        { p: 1, action: 'write', n: 2 },
+        { p: 1, action: 'commit', n: 1 },
+        { p: 0, action: 'write', n: 2 },
+        { p: 0, action: 'abort', n: 1 },
+        { p: 0, action: 'write', n: 2 },
+        { p: 0, action: 'commit', n: 1 },
+      ],
+      [],
+    );
     expect((await fetchOf(patched, log, 0, 100)).offsets).toEqual([2, 3, 8, 9]);
   });
 });

@@ -3,8 +3,16 @@ import { describe, expect, it } from 'vitest';
 import { fetchTopicOffsetsOnceLed } from '../../src/kafka/kafkajs-topic-offsets.ts';
 
 const OFFSETS = [{ partition: 0, offset: '7', high: '7', low: '0' }];
-const notLeader = Object.assign(new Error('This server is not the leader for that topic-partition'), { name: 'KafkaJSProtocolError', retriable: true, type: 'NOT_LEADER_FOR_PARTITION' });
-const denied = Object.assign(new Error('Not authorized to access topics'), { name: 'KafkaJSProtocolError', retriable: false, type: 'TOPIC_AUTHORIZATION_FAILED' });
+const notLeader = Object.assign(new Error('This server is not the leader for that topic-partition'), {
+  name: 'KafkaJSProtocolError',
+  retriable: true,
+  type: 'NOT_LEADER_FOR_PARTITION',
+});
+const denied = Object.assign(new Error('Not authorized to access topics'), {
+  name: 'KafkaJSProtocolError',
+  retriable: false,
+  type: 'TOPIC_AUTHORIZATION_FAILED',
+});
 
 /** An admin whose fetchTopicOffsets answers `failures` in turn, then the offsets; every call is counted. */
 function fakeAdmin(failures: Error[]) {

@@ -6,8 +6,25 @@ import { PartitionQueues, RETRY_FIRST_MS, RETRY_MAX_MS } from '../../src/kafka/l
 import { rebalancer } from '../../src/kafka/librdkafka-rebalance.ts';
 import type { Batch, InRecord } from '../../src/kafka/index.ts';
 
-const rec = (partition: number, offset: number, topic = 't'): InRecord => ({ topic, partition, offset: String(offset), key: null, value: Buffer.from(`v${offset}`), headers: [], timestamp: '0' });
-const msg = (partition: number, offset: number): Message => ({ topic: 't', partition, offset, value: Buffer.from(`v${offset}`), size: 2, timestamp: 0, key: null as never, headers: [{ h: Buffer.from('x') }, { n: null as never }] });
+const rec = (partition: number, offset: number, topic = 't'): InRecord => ({
+  topic,
+  partition,
+  offset: String(offset),
+  key: null,
+  value: Buffer.from(`v${offset}`),
+  headers: [],
+  timestamp: '0',
+});
+const msg = (partition: number, offset: number): Message => ({
+  topic: 't',
+  partition,
+  offset,
+  value: Buffer.from(`v${offset}`),
+  size: 2,
+  timestamp: 0,
+  key: null as never,
+  headers: [{ h: Buffer.from('x') }, { n: null as never }],
+});
 const offsets = (b: Batch) => b.records.map((r) => Number(r.offset));
 const log = () => undefined;
 
@@ -39,8 +56,17 @@ class FakeNative {
   unassign() {
     this.unassigned++;
   }
-  committed(tps: { topic: string; partition: number }[], _timeout: number, cb: (err: unknown, tps: { topic: string; partition: number; offset?: number }[]) => void) {
-    this.pendingCommitted.push(() => cb(null, tps.map((t) => ({ ...t, offset: this.committedOffsets.get(`${t.topic}/${t.partition}`) ?? -1001 }))));
+  committed(
+    tps: { topic: string; partition: number }[],
+    _timeout: number,
+    cb: (err: unknown, tps: { topic: string; partition: number; offset?: number }[]) => void,
+  ) {
+    this.pendingCommitted.push(() =>
+      cb(
+        null,
+        tps.map((t) => ({ ...t, offset: this.committedOffsets.get(`${t.topic}/${t.partition}`) ?? -1001 })),
+      ),
+    );
   }
   queryWatermarkOffsets(topic: string, partition: number, _timeout: number, cb: (err: unknown, w: { highOffset: number; lowOffset: number }) => void) {
     cb(null, { highOffset: this.high.get(`${topic}/${partition}`) ?? 0, lowOffset: 0 });
@@ -63,7 +89,13 @@ afterEach(() => {
 describe('PartitionQueues: the owned partitions and what waits in each', () => {
   it('queues records of owned partitions only, hands out at most a batch, and counts what waits', () => {
     const q = new PartitionQueues(2);
-    expect(q.own([{ topic: 't', partition: 0 }, { topic: 't', partition: 1 }, { topic: 'u', partition: 0 }])).toEqual({ t: [0, 1], u: [0] });
+    expect(
+      q.own([
+        { topic: 't', partition: 0 },
+        { topic: 't', partition: 1 },
+        { topic: 'u', partition: 0 },
+      ]),
+    ).toEqual({ t: [0, 1], u: [0] });
     q.push([rec(0, 1), rec(0, 2), rec(0, 3), rec(1, 7), rec(5, 1)]);
     expect(q.waiting).toBe(4);
     const [p0] = [...q.values()];
@@ -115,7 +147,10 @@ describe('PartitionQueues: the owned partitions and what waits in each', () => {
 describe('BatchRunner: one batch per partition at a time, retried from memory', () => {
   const setup = (max = 2) => {
     const q = new PartitionQueues(max);
-    q.own([{ topic: 't', partition: 0 }, { topic: 't', partition: 1 }]);
+    q.own([
+      { topic: 't', partition: 0 },
+      { topic: 't', partition: 1 },
+    ]);
     const native = new FakeNative();
     const { calls, handler } = controlledHandler();
     let settled = 0;
@@ -129,7 +164,10 @@ describe('BatchRunner: one batch per partition at a time, retried from memory', 
     const { q, calls, runner } = setup();
     q.push([rec(0, 1), rec(0, 2), rec(0, 3), rec(1, 10)]);
     runner.dispatch();
-    expect(calls.map((c) => [c.batch.partition, offsets(c.batch)])).toEqual([[0, [1, 2]], [1, [10]]]);
+    expect(calls.map((c) => [c.batch.partition, offsets(c.batch)])).toEqual([
+      [0, [1, 2]],
+      [1, [10]],
+    ]);
     runner.dispatch();
     expect(calls).toHaveLength(2);
     calls[0]!.resolve();
@@ -147,7 +185,10 @@ describe('BatchRunner: one batch per partition at a time, retried from memory', 
     await vi.advanceTimersByTimeAsync(0);
     expect(calls).toHaveLength(1);
     await vi.advanceTimersByTimeAsync(RETRY_FIRST_MS);
-    expect(calls.map((c) => offsets(c.batch))).toEqual([[1, 2], [1, 2, 3]]);
+    expect(calls.map((c) => offsets(c.batch))).toEqual([
+      [1, 2],
+      [1, 2, 3],
+    ]);
   });
 
   it('the outcome of a batch of a revoked partition touches nothing of the new assignment', async () => {
@@ -204,7 +245,10 @@ describe('the rebalance callback', () => {
     const native = new FakeNative();
     const reported: Record<string, number[]>[] = [];
     const rebalance = rebalancer({ queues: q, latest: () => false, assigned: (a) => reported.push(a), log });
-    rebalance(native as never, ASSIGN, [{ topic: 't', partition: 0 }, { topic: 't', partition: 2 }]);
+    rebalance(native as never, ASSIGN, [
+      { topic: 't', partition: 0 },
+      { topic: 't', partition: 2 },
+    ]);
     q.push([rec(0, 1)]);
     rebalance(native as never, REVOKE, []);
     expect([native.assigned.length, native.unassigned, reported, q.waiting]).toEqual([1, 1, [{ t: [0, 2] }], 0]);
@@ -217,11 +261,19 @@ describe('the rebalance callback', () => {
     native.high.set('t/1', 77);
     const reported: Record<string, number[]>[] = [];
     const rebalance = rebalancer({ queues: q, latest: () => true, assigned: (a) => reported.push(a), log });
-    rebalance(native as never, ASSIGN, [{ topic: 't', partition: 0 }, { topic: 't', partition: 1 }]);
+    rebalance(native as never, ASSIGN, [
+      { topic: 't', partition: 0 },
+      { topic: 't', partition: 1 },
+    ]);
     expect(reported).toEqual([]);
     native.pendingCommitted.shift()!();
     await flush();
-    expect(native.assigned).toEqual([[{ topic: 't', partition: 0, offset: 40 }, { topic: 't', partition: 1, offset: 77 }]]);
+    expect(native.assigned).toEqual([
+      [
+        { topic: 't', partition: 0, offset: 40 },
+        { topic: 't', partition: 1, offset: 77 },
+      ],
+    ]);
     expect(reported).toEqual([{ t: [0, 1] }]);
     // resolving, then revoked: the late resolution assigns nothing
     rebalance(native as never, ASSIGN, [{ topic: 't', partition: 0 }]);
@@ -241,10 +293,28 @@ describe('the fetch loop', () => {
     native.positions.set('t/0', 3);
     const { calls, handler } = controlledHandler();
     let running = true;
-    const runner = new BatchRunner({ queues: q, handler: async (b) => { await handler(b); running = false; }, consumer: () => native as never, log, settled: () => undefined });
+    const runner = new BatchRunner({
+      queues: q,
+      handler: async (b) => {
+        await handler(b);
+        running = false;
+      },
+      consumer: () => native as never,
+      log,
+      settled: () => undefined,
+    });
     runner.running = true;
     let fetched = 0;
-    const loop = new FetchLoop({ consumer: () => native as never, running: () => running, queues: q, runner, maxBatchRecords: 10, fetched: () => fetched++, onError: () => undefined, crashed: () => undefined });
+    const loop = new FetchLoop({
+      consumer: () => native as never,
+      running: () => running,
+      queues: q,
+      runner,
+      maxBatchRecords: 10,
+      fetched: () => fetched++,
+      onError: () => undefined,
+      crashed: () => undefined,
+    });
     const done = loop.run();
     await vi.waitFor(() => expect(calls).toHaveLength(1));
     expect([offsets(calls[0]!.batch), fetched, [...q.values()][0]!.position]).toEqual([[1, 2], 1, 3n]);
@@ -262,7 +332,16 @@ describe('the fetch loop', () => {
     const wake = { loop: undefined as FetchLoop | undefined };
     const runner = new BatchRunner({ queues: q, handler, consumer: () => native as never, log, settled: () => wake.loop?.wake() });
     runner.running = true;
-    const loop = wake.loop = new FetchLoop({ consumer: () => native as never, running: () => running, queues: q, runner, maxBatchRecords: 1, fetched: () => undefined, onError: () => undefined, crashed: () => undefined });
+    const loop = (wake.loop = new FetchLoop({
+      consumer: () => native as never,
+      running: () => running,
+      queues: q,
+      runner,
+      maxBatchRecords: 1,
+      fetched: () => undefined,
+      onError: () => undefined,
+      crashed: () => undefined,
+    }));
     const done = loop.run();
     await vi.waitFor(() => expect(calls).toHaveLength(1));
     await flush();
@@ -280,19 +359,41 @@ describe('the fetch loop', () => {
   it('a fatal consume failure stops the loop and reports the crash; another is logged and tried again', async () => {
     const q = new PartitionQueues(1);
     const native = new FakeNative();
-    native.answers = [Object.assign(new Error('transport'), { code: -195, isFatal: false }) as unknown as LibrdKafkaError, Object.assign(new Error('fenced'), { code: -150, isFatal: true }) as unknown as LibrdKafkaError];
+    native.answers = [
+      Object.assign(new Error('transport'), { code: -195, isFatal: false }) as unknown as LibrdKafkaError,
+      Object.assign(new Error('fenced'), { code: -150, isFatal: true }) as unknown as LibrdKafkaError,
+    ];
     const errors: number[] = [];
     const crashes: Error[] = [];
     const runner = new BatchRunner({ queues: q, handler: async () => undefined, consumer: () => native as never, log, settled: () => undefined });
-    await new FetchLoop({ consumer: () => native as never, running: () => true, queues: q, runner, maxBatchRecords: 1, fetched: () => undefined, onError: (e) => errors.push(e.code), crashed: (e) => crashes.push(e) }).run();
+    await new FetchLoop({
+      consumer: () => native as never,
+      running: () => true,
+      queues: q,
+      runner,
+      maxBatchRecords: 1,
+      fetched: () => undefined,
+      onError: (e) => errors.push(e.code),
+      crashed: (e) => crashes.push(e),
+    }).run();
     expect([errors, crashes.map((e) => (e as { fatal?: boolean }).fatal)]).toEqual([[-195, -150], [true]]);
   });
 
   it('positions unknown or unassigned change nothing; records keep their header order and null values', () => {
     const q = new PartitionQueues(1);
     q.own([{ topic: 't', partition: 0 }]);
-    readPositions({ position: () => { throw new Error('not assigned'); } } as never, q.values());
+    readPositions(
+      {
+        position: () => {
+          throw new Error('not assigned');
+        },
+      } as never,
+      q.values(),
+    );
     expect([...q.values()][0]!.position).toBeUndefined();
-    expect(toRecord(msg(0, 9)).headers).toEqual([{ key: 'h', value: Buffer.from('x') }, { key: 'n', value: null }]);
+    expect(toRecord(msg(0, 9)).headers).toEqual([
+      { key: 'h', value: Buffer.from('x') },
+      { key: 'n', value: null },
+    ]);
   });
 });

@@ -9,10 +9,17 @@ const records = [...Array.from({ length: 30 }, (_, i) => record('clean', i)), re
 async function sent(limits: Record<string, number>, clientBatchBytes?: number) {
   const calls: { count: number; settle: boolean }[] = [];
   const order: OutRecord[] = [];
-  await inChunks(records, async (t) => limits[t]!, async (chunk, settle) => {
-    calls.push({ count: chunk.length, settle });
-    order.push(...chunk);
-  }, () => false, () => undefined, clientBatchBytes);
+  await inChunks(
+    records,
+    async (t) => limits[t]!,
+    async (chunk, settle) => {
+      calls.push({ count: chunk.length, settle });
+      order.push(...chunk);
+    },
+    () => false,
+    () => undefined,
+    clientBatchBytes,
+  );
   return { calls, order };
 }
 
@@ -24,7 +31,7 @@ describe('inChunks', () => {
     expect(order).toEqual(records);
   });
 
-  it('settles chunk after chunk, each under its topic\'s limit, when one topic takes less than a client batch', async () => {
+  it("settles chunk after chunk, each under its topic's limit, when one topic takes less than a client batch", async () => {
     const cap = 50_000;
     const { calls, order } = await sent({ clean: 10_000, dlq: cap + BATCH_OVERHEAD }, cap);
     expect(calls.length).toBeGreaterThan(3);
@@ -37,10 +44,21 @@ describe('inChunks', () => {
     expect(calls).toEqual([{ count: 31, settle: true }]);
   });
 
-  it('a refusal as too large forgets the limits of the send\'s topics, then rethrows', async () => {
+  it("a refusal as too large forgets the limits of the send's topics, then rethrows", async () => {
     const forgotten: string[] = [];
     const tooLarge = new Error('too large');
-    await expect(inChunks(records, async () => MAX_SEND_BYTES * 2, async () => { throw tooLarge; }, (e) => e === tooLarge, (t) => forgotten.push(t), MAX_SEND_BYTES)).rejects.toBe(tooLarge);
+    await expect(
+      inChunks(
+        records,
+        async () => MAX_SEND_BYTES * 2,
+        async () => {
+          throw tooLarge;
+        },
+        (e) => e === tooLarge,
+        (t) => forgotten.push(t),
+        MAX_SEND_BYTES,
+      ),
+    ).rejects.toBe(tooLarge);
     expect(forgotten.sort()).toEqual(['clean', 'dlq']);
   });
 
@@ -52,7 +70,14 @@ describe('inChunks', () => {
       expect(view.length).toBe(0);
       const bad = { ...record('clean', 1), [part]: view };
       const queued: OutRecord[] = [];
-      const refusal = inChunks([record('clean', 0), bad], async () => MAX_SEND_BYTES * 2, async (chunk) => void queued.push(...chunk), () => false, () => undefined, MAX_SEND_BYTES);
+      const refusal = inChunks(
+        [record('clean', 0), bad],
+        async () => MAX_SEND_BYTES * 2,
+        async (chunk) => void queued.push(...chunk),
+        () => false,
+        () => undefined,
+        MAX_SEND_BYTES,
+      );
       await expect(refusal).rejects.toMatchObject({ name: 'KafkaError', code: 'RECORD_DETACHED', retriable: true });
       expect(queued).toEqual([]);
     }
@@ -61,8 +86,18 @@ describe('inChunks', () => {
   it('sends a record of a SharedArrayBuffer and an empty one as they are (neither was given away)', async () => {
     const shared = Buffer.from(new SharedArrayBuffer(4));
     const queued: OutRecord[] = [];
-    const ok = [{ ...record('clean', 0), value: shared }, { ...record('clean', 1), value: Buffer.alloc(0), key: Buffer.alloc(0) }];
-    await inChunks(ok, async () => MAX_SEND_BYTES * 2, async (chunk) => void queued.push(...chunk), () => false, () => undefined, MAX_SEND_BYTES);
+    const ok = [
+      { ...record('clean', 0), value: shared },
+      { ...record('clean', 1), value: Buffer.alloc(0), key: Buffer.alloc(0) },
+    ];
+    await inChunks(
+      ok,
+      async () => MAX_SEND_BYTES * 2,
+      async (chunk) => void queued.push(...chunk),
+      () => false,
+      () => undefined,
+      MAX_SEND_BYTES,
+    );
     expect(queued).toEqual(ok);
   });
 });

@@ -56,7 +56,7 @@ describe('KeyLease: each renewal bounded by its interval against a hung KMS', ()
     expect(kms.answered[0]!.every((b) => b === 0)).toBe(true);
   });
 
-  it('the attempt bound defaults to the retry interval (1 s), not the KMS client\'s timeouts and retries', async () => {
+  it("the attempt bound defaults to the retry interval (1 s), not the KMS client's timeouts and retries", async () => {
     const kms = fakeKms();
     kms.mode = 'hang';
     const { l } = lease(kms, Date.now, { retryEveryMs: 150 });
@@ -90,7 +90,7 @@ describe('KeyLease: each renewal bounded by its interval against a hung KMS', ()
   });
 });
 
-describe('KeyLease: every change of the KEK\'s state told once', () => {
+describe("KeyLease: every change of the KEK's state told once", () => {
   it('answering → silent (keys still usable, once however many renewals fail) → lapsed (once) → answering (once)', async () => {
     const kms = fakeKms();
     let now = 1_000;

@@ -12,7 +12,14 @@ import { FIXED_NOW, randomMasterKey, tempDir, veilError } from './helpers.ts';
 
 const kekA = () => masterKeyKms(SecretKey.fromBytes(new Uint8Array(32).fill(1)));
 const kekB = () => masterKeyKms(SecretKey.fromBytes(new Uint8Array(32).fill(2)));
-const records = () => [{ id: 'k1', type: 'aes-gcm' as const, primary: 1, versions: [{ version: 1, createdAt: FIXED_NOW.toISOString(), origin: 'generated' as const, material: new Uint8Array(32).fill(9) }] }];
+const records = () => [
+  {
+    id: 'k1',
+    type: 'aes-gcm' as const,
+    primary: 1,
+    versions: [{ version: 1, createdAt: FIXED_NOW.toISOString(), origin: 'generated' as const, material: new Uint8Array(32).fill(9) }],
+  },
+];
 
 describe('keyset envelope', () => {
   it('round-trips under a KEK, in one canonical form, and refuses any changed byte', async () => {
@@ -46,7 +53,12 @@ describe('keyset envelope', () => {
   });
 });
 
-const PROTECT_EMAIL = { identity: { roles: ['ingest'] }, rightsEvidences: [{ name: 'Role', value: 'ingest' }], processingEvidences: [{ name: 'Action', value: 'Protect' }], fields: [{ className: 'Customer', propertyName: 'email' }] };
+const PROTECT_EMAIL = {
+  identity: { roles: ['ingest'] },
+  rightsEvidences: [{ name: 'Role', value: 'ingest' }],
+  processingEvidences: [{ name: 'Action', value: 'Protect' }],
+  fields: [{ className: 'Customer', propertyName: 'email' }],
+};
 
 describe('LocalKeystore under a Kms', () => {
   it('writes the envelope format, needs the Kms to read it, and keeps every key across a master-key → KMS → KMS rewrap', async () => {
@@ -82,7 +94,8 @@ describe('LocalKeystore under a Kms', () => {
 /** a Kms the test switches off and on */
 function switchable(inner: Kms): Kms & { down: boolean } {
   const k = {
-    description: 'test KMS', down: false,
+    description: 'test KMS',
+    down: false,
     wrap: (p: Uint8Array, c: string) => inner.wrap(p, c),
     unwrap: async (w: Uint8Array, c: string) => {
       if (k.down) throw new KmsError('KMS_UNAVAILABLE', 'test KMS down');
@@ -101,7 +114,13 @@ describe('KeyLease: fail closed after the lifetime, recover by itself', () => {
     const config = compileOrFail(EXAMPLE_CONFIG_TEXT);
     await provisionKeys(config, keystore);
     const changes: string[] = [];
-    const lease = new KeyLease({ kms, wrapped: () => keystore.wrappedDataKey(), ttlMs: 10_000, now: () => now, onChange: (valid, reason) => changes.push(`${valid}:${reason ?? ''}`) });
+    const lease = new KeyLease({
+      kms,
+      wrapped: () => keystore.wrappedDataKey(),
+      ttlMs: 10_000,
+      now: () => now,
+      onChange: (valid, reason) => changes.push(`${valid}:${reason ?? ''}`),
+    });
     keystore.useLease(lease);
     const engine = new Engine({ config, keys: keystore });
     const { transforms } = engine.bind(PROTECT_EMAIL);

@@ -17,7 +17,14 @@ function forgedDocument(like: Buffer): Buffer {
 
 describe('opensUnder', () => {
   const kek = (fill: number): Kms => masterKeyKms(SecretKey.fromBytes(new Uint8Array(32).fill(fill)));
-  const records = () => [{ id: 'k1', type: 'aes-gcm' as const, primary: 1, versions: [{ version: 1, createdAt: FIXED_NOW.toISOString(), origin: 'generated' as const, material: new Uint8Array(32).fill(9) }] }];
+  const records = () => [
+    {
+      id: 'k1',
+      type: 'aes-gcm' as const,
+      primary: 1,
+      versions: [{ version: 1, createdAt: FIXED_NOW.toISOString(), origin: 'generated' as const, material: new Uint8Array(32).fill(9) }],
+    },
+  ];
 
   it('true for a key set under this KEK, in either format; false for another KEK, a damaged one, or a format this process has no KEK for', async () => {
     const master = randomMasterKey();
@@ -35,7 +42,13 @@ describe('opensUnder', () => {
 
   it('a KEK that cannot answer now throws its retriable error rather than calling the key set forged', async () => {
     const envelope = await encodeEnvelope(records(), kek(1));
-    const down: Kms = { description: 'down', wrap: async () => new Uint8Array(), unwrap: async () => { throw new KmsError('KMS_UNAVAILABLE', 'unreachable'); } };
+    const down: Kms = {
+      description: 'down',
+      wrap: async () => new Uint8Array(),
+      unwrap: async () => {
+        throw new KmsError('KMS_UNAVAILABLE', 'unreachable');
+      },
+    };
     await expect(opensUnder(envelope, { kms: down })).rejects.toMatchObject({ code: 'KMS_UNAVAILABLE', retriable: true });
   });
 });

@@ -64,10 +64,13 @@ describe('keystore file integrity', () => {
     ['a leading byte-order mark', (text: string) => `\uFEFF${text}`],
     ['other indentation', (text: string) => JSON.stringify(JSON.parse(text), null, 4)],
     ['compact JSON', (text: string) => JSON.stringify(JSON.parse(text))],
-    ['reordered fields', (text: string) => {
-      const { ciphertext, ...header } = JSON.parse(text);
-      return `${JSON.stringify({ ciphertext, ...header }, null, 2)}\n`;
-    }],
+    [
+      'reordered fields',
+      (text: string) => {
+        const { ciphertext, ...header } = JSON.parse(text);
+        return `${JSON.stringify({ ciphertext, ...header }, null, 2)}\n`;
+      },
+    ],
     ['an escaped character', (text: string) => text.replace('"format"', '"\\u0066ormat"')],
     ['an extra field', (text: string) => text.replace('"format"', '"extra": 1,\n  "format"')],
     ['a duplicated field', (text: string) => text.replace('"format": "veil-keystore",', '"format": "x",\n  "format": "veil-keystore",')],
@@ -89,7 +92,11 @@ describe('keystore file integrity', () => {
     await keystore.rotate('k');
     const later = JSON.parse(await readFile(a.path, 'utf8'));
     const earlier = JSON.parse(a.original.toString('utf8'));
-    for (const mixed of [{ ...earlier, ciphertext: later.ciphertext }, { ...earlier, nonce: later.nonce }, { ...later, kdf: earlier.kdf }]) {
+    for (const mixed of [
+      { ...earlier, ciphertext: later.ciphertext },
+      { ...earlier, nonce: later.nonce },
+      { ...later, kdf: earlier.kdf },
+    ]) {
       const bytes = Buffer.from(`${JSON.stringify(mixed, null, 2)}\n`);
       expect(await openFails(a.dataDir, a.masterKey, a.path, bytes)).toBe('KEYSTORE_INVALID');
     }

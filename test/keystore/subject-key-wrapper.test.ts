@@ -1,6 +1,13 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { revealKeyBytes, VeilError } from '../../src/engine/index.ts';
-import { ensureSubjectKeys, SUBJECT_INDEX_KEY, SUBJECT_WRAP_KEY, SubjectKeyWrapper, wrappedKeyId, WRAPPED_SUBJECT_KEY_BYTES } from '../../src/keystore/subject-key-wrapper.ts';
+import {
+  ensureSubjectKeys,
+  SUBJECT_INDEX_KEY,
+  SUBJECT_WRAP_KEY,
+  SubjectKeyWrapper,
+  wrappedKeyId,
+  WRAPPED_SUBJECT_KEY_BYTES,
+} from '../../src/keystore/subject-key-wrapper.ts';
 import { cleanup, keystoreIn, tempDir } from '../subjects/helpers.ts';
 
 afterEach(cleanup);
@@ -40,8 +47,19 @@ describe('subject keys in the keystore: random, wrapped by the key set, bytes on
     const { wrapped } = wrapper.create(ref, 1);
     const altered = Buffer.from(wrapped);
     altered[20]! ^= 1;
-    for (const [r, gen, w] of [[wrapper.refOf('bob'), 1, wrapped], [ref, 2, wrapped], [ref, 1, altered], [ref, 1, wrapped.subarray(1)]] as const) {
-      const error = (() => { try { wrapper.unwrap(r, gen, w); } catch (e) { return e; } })();
+    for (const [r, gen, w] of [
+      [wrapper.refOf('bob'), 1, wrapped],
+      [ref, 2, wrapped],
+      [ref, 1, altered],
+      [ref, 1, wrapped.subarray(1)],
+    ] as const) {
+      const error = (() => {
+        try {
+          wrapper.unwrap(r, gen, w);
+        } catch (e) {
+          return e;
+        }
+      })();
       expect(error).toBeInstanceOf(VeilError);
       expect((error as VeilError).code).toBe('KEYSTORE_INVALID');
       expect((error as VeilError).message).not.toContain(wrapped.toString('hex').slice(8, 24));

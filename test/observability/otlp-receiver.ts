@@ -90,7 +90,9 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
   const { port } = server.address() as { port: number };
   return {
     endpoint: `http://127.0.0.1:${port}`,
-    spans, bodies, strays,
+    spans,
+    bodies,
+    strays,
     async until(predicate, timeoutMs = 20_000) {
       const deadline = Date.now() + timeoutMs;
       while (!predicate(spans)) {
@@ -106,12 +108,29 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
 interface Decoded {
   resourceSpans?: { resource?: { attributes?: KeyValue[] }; scopeSpans?: { spans?: DecodedSpan[] }[] }[];
 }
-interface KeyValue { key: string; value?: AnyValue }
-interface AnyValue { stringValue?: string; boolValue?: boolean; intValue?: number | { toNumber(): number }; doubleValue?: number; arrayValue?: { values?: AnyValue[] }; bytesValue?: Uint8Array }
+interface KeyValue {
+  key: string;
+  value?: AnyValue;
+}
+interface AnyValue {
+  stringValue?: string;
+  boolValue?: boolean;
+  intValue?: number | { toNumber(): number };
+  doubleValue?: number;
+  arrayValue?: { values?: AnyValue[] };
+  bytesValue?: Uint8Array;
+}
 interface DecodedSpan {
-  traceId: Uint8Array; spanId: Uint8Array; parentSpanId?: Uint8Array; traceState?: string; name: string; kind?: number;
-  attributes?: KeyValue[]; events?: { name: string; attributes?: KeyValue[] }[];
-  links?: { traceId: Uint8Array; spanId: Uint8Array; attributes?: KeyValue[] }[]; status?: { code?: number; message?: string };
+  traceId: Uint8Array;
+  spanId: Uint8Array;
+  parentSpanId?: Uint8Array;
+  traceState?: string;
+  name: string;
+  kind?: number;
+  attributes?: KeyValue[];
+  events?: { name: string; attributes?: KeyValue[] }[];
+  links?: { traceId: Uint8Array; spanId: Uint8Array; attributes?: KeyValue[] }[];
+  status?: { code?: number; message?: string };
 }
 
 function decode(body: Buffer): ReceivedSpan[] {
@@ -119,14 +138,21 @@ function decode(body: Buffer): ReceivedSpan[] {
   const hex = (b: Uint8Array | undefined) => Buffer.from(b ?? []).toString('hex');
   return (request.resourceSpans ?? []).flatMap((rs) => {
     const resource = attributesOf(rs.resource?.attributes);
-    return (rs.scopeSpans ?? []).flatMap((ss) => (ss.spans ?? []).map((s): ReceivedSpan => ({
-      traceId: hex(s.traceId), spanId: hex(s.spanId), parentSpanId: hex(s.parentSpanId), traceState: s.traceState ?? '',
-      name: s.name, kind: s.kind ?? 0, attributes: attributesOf(s.attributes),
-      events: (s.events ?? []).map((e) => ({ name: e.name, attributes: attributesOf(e.attributes) })),
-      links: (s.links ?? []).map((l) => ({ traceId: hex(l.traceId), spanId: hex(l.spanId), attributes: attributesOf(l.attributes) })),
-      status: { code: s.status?.code ?? 0, message: s.status?.message ?? '' },
-      resource,
-    })));
+    return (rs.scopeSpans ?? []).flatMap((ss) =>
+      (ss.spans ?? []).map((s): ReceivedSpan => ({
+        traceId: hex(s.traceId),
+        spanId: hex(s.spanId),
+        parentSpanId: hex(s.parentSpanId),
+        traceState: s.traceState ?? '',
+        name: s.name,
+        kind: s.kind ?? 0,
+        attributes: attributesOf(s.attributes),
+        events: (s.events ?? []).map((e) => ({ name: e.name, attributes: attributesOf(e.attributes) })),
+        links: (s.links ?? []).map((l) => ({ traceId: hex(l.traceId), spanId: hex(l.spanId), attributes: attributesOf(l.attributes) })),
+        status: { code: s.status?.code ?? 0, message: s.status?.message ?? '' },
+        resource,
+      })),
+    );
   });
 }
 
@@ -149,7 +175,12 @@ function valueOf(v: AnyValue | undefined): AttributeValue {
 export function exportedText(span: ReceivedSpan): string[] {
   const flat = (a: Record<string, AttributeValue>) => Object.entries(a).flatMap(([k, v]) => [k, JSON.stringify(v)]);
   return [
-    span.name, span.traceState, span.status.message, ...flat(span.attributes), ...flat(span.resource),
-    ...span.events.flatMap((e) => [e.name, ...flat(e.attributes)]), ...span.links.flatMap((l) => flat(l.attributes)),
+    span.name,
+    span.traceState,
+    span.status.message,
+    ...flat(span.attributes),
+    ...flat(span.resource),
+    ...span.events.flatMap((e) => [e.name, ...flat(e.attributes)]),
+    ...span.links.flatMap((l) => flat(l.attributes)),
   ];
 }

@@ -35,34 +35,77 @@ async function scrape(name: string, args: (port: number, dataDir: string) => str
   const exited = new Promise<never>((_, reject) => child.once('exit', (code) => reject(new Error(`${name} exited ${code}: ${stderr}`))));
   // the kill after the scrape rejects it too: that is no failure
   exited.catch(() => undefined);
-  const text = await Promise.race([exited, eventually(`${name}'s ${path}`, async () => {
-    const res = await fetch(`http://127.0.0.1:${port}${path}`, { signal: AbortSignal.timeout(5000) });
-    return res.ok ? res.text() : undefined;
-  }, 60_000)]).catch((e: Error) => {
+  const text = await Promise.race([
+    exited,
+    eventually(
+      `${name}'s ${path}`,
+      async () => {
+        const res = await fetch(`http://127.0.0.1:${port}${path}`, { signal: AbortSignal.timeout(5000) });
+        return res.ok ? res.text() : undefined;
+      },
+      60_000,
+    ),
+  ]).catch((e: Error) => {
     throw new Error(`${e.message}; its stderr: ${stderr}`);
   });
   return { name, families: parseExposition(text) };
 }
 
 async function stopAll(): Promise<void> {
-  await Promise.all(started.map(async ({ child, dataDir }) => {
-    if (child.exitCode === null && child.signalCode === null) {
-      const exited = new Promise((resolve) => child.once('exit', resolve));
-      child.kill('SIGKILL');
-      await exited;
-    }
-    await rm(dataDir, { recursive: true, force: true });
-  }));
+  await Promise.all(
+    started.map(async ({ child, dataDir }) => {
+      if (child.exitCode === null && child.signalCode === null) {
+        const exited = new Promise((resolve) => child.once('exit', resolve));
+        child.kill('SIGKILL');
+        await exited;
+      }
+      await rm(dataDir, { recursive: true, force: true });
+    }),
+  );
 }
 
-describe('process metrics on every process\'s /metrics (real processes)', () => {
+describe("process metrics on every process's /metrics (real processes)", () => {
   let scraped: Scraped[];
   beforeAll(async () => {
     const settled = await Promise.allSettled([
       scrape('serve', (port, dir) => ['serve', '--port', String(port), '--data-dir', dir], '/metrics'),
-      scrape('gateway', (port, dir) => ['gateway', '--config', join(ROOT, 'examples/gateway/gateway.yaml'), '--port', String(port), '--data-dir', dir], '/_veil/metrics'),
-      scrape('stream', (port, dir) => ['stream', 'protect', '--config', join(ROOT, 'config/example-pipeline.yaml'), '--port', String(port), '--data-dir', dir, '--brokers', CLOSED_BROKER], '/metrics'),
-      scrape('unprotect', (port, dir) => ['stream', 'unprotect', '--config', join(ROOT, 'config/example-pipeline.yaml'), '--port', String(port), '--data-dir', dir, '--brokers', CLOSED_BROKER], '/metrics'),
+      scrape(
+        'gateway',
+        (port, dir) => ['gateway', '--config', join(ROOT, 'examples/gateway/gateway.yaml'), '--port', String(port), '--data-dir', dir],
+        '/_veil/metrics',
+      ),
+      scrape(
+        'stream',
+        (port, dir) => [
+          'stream',
+          'protect',
+          '--config',
+          join(ROOT, 'config/example-pipeline.yaml'),
+          '--port',
+          String(port),
+          '--data-dir',
+          dir,
+          '--brokers',
+          CLOSED_BROKER,
+        ],
+        '/metrics',
+      ),
+      scrape(
+        'unprotect',
+        (port, dir) => [
+          'stream',
+          'unprotect',
+          '--config',
+          join(ROOT, 'config/example-pipeline.yaml'),
+          '--port',
+          String(port),
+          '--data-dir',
+          dir,
+          '--brokers',
+          CLOSED_BROKER,
+        ],
+        '/metrics',
+      ),
     ]);
     // every scrape has ended (a failed one included) before the processes stop
     const failed = settled.find((s) => s.status === 'rejected');
@@ -75,18 +118,32 @@ describe('process metrics on every process\'s /metrics (real processes)', () => 
     for (const { name, families } of scraped) {
       const gauges = [...families.values()].filter((f) => f.type === 'gauge');
       expect(gauges.length, name).toBeGreaterThan(10);
-      expect(gauges.filter((f) => f.name.endsWith('_total')).map((f) => f.name), name).toEqual([]);
+      expect(
+        gauges.filter((f) => f.name.endsWith('_total')).map((f) => f.name),
+        name,
+      ).toEqual([]);
       const counters = [...families.values()].filter((f) => f.type === 'counter');
-      expect(counters.map((f) => f.name), name).toContain('process_cpu_seconds_total');
-      expect(counters.every((f) => f.name.endsWith('_total')), `${name}: ${counters.map((f) => f.name).join(', ')}`).toBe(true);
+      expect(
+        counters.map((f) => f.name),
+        name,
+      ).toContain('process_cpu_seconds_total');
+      expect(
+        counters.every((f) => f.name.endsWith('_total')),
+        `${name}: ${counters.map((f) => f.name).join(', ')}`,
+      ).toBe(true);
     }
   });
 
   it('names the process and Node.js metrics as the standard dashboards do, in every process', () => {
     const standard: [string, Family['type']][] = [
-      ['process_cpu_seconds_total', 'counter'], ['process_resident_memory_bytes', 'gauge'], ['process_start_time_seconds', 'gauge'],
-      ['nodejs_heap_size_used_bytes', 'gauge'], ['nodejs_eventloop_lag_seconds', 'gauge'], ['nodejs_gc_duration_seconds', 'histogram'],
-      ['nodejs_active_handles', 'gauge'], ['nodejs_version_info', 'gauge'],
+      ['process_cpu_seconds_total', 'counter'],
+      ['process_resident_memory_bytes', 'gauge'],
+      ['process_start_time_seconds', 'gauge'],
+      ['nodejs_heap_size_used_bytes', 'gauge'],
+      ['nodejs_eventloop_lag_seconds', 'gauge'],
+      ['nodejs_gc_duration_seconds', 'histogram'],
+      ['nodejs_active_handles', 'gauge'],
+      ['nodejs_version_info', 'gauge'],
     ];
     for (const { name, families } of scraped) {
       for (const [metric, type] of standard) expect(families.get(metric)?.type, `${name}: ${metric}`).toBe(type);

@@ -22,8 +22,15 @@ const config = emailPipelineConfig();
 
 async function started(kafka: FakeKafka, tracing?: Tracing): Promise<ProtectPipeline> {
   const p = new ProtectPipeline({
-    name: 'p', config: config.pipelines.p!, configVersion: config.version, engine: new Engine({ config: config.engine, keys: keysFor(config.engine) }),
-    kafka, serde: jsonSerde(), metrics: new StreamMetrics(), log: pino({ level: 'silent' }), ...(tracing ? { tracing } : {}),
+    name: 'p',
+    config: config.pipelines.p!,
+    configVersion: config.version,
+    engine: new Engine({ config: config.engine, keys: keysFor(config.engine) }),
+    kafka,
+    serde: jsonSerde(),
+    metrics: new StreamMetrics(),
+    log: pino({ level: 'silent' }),
+    ...(tracing ? { tracing } : {}),
   });
   await p.start();
   kafka.events.assigned!({ raw: [0] });
@@ -31,7 +38,15 @@ async function started(kafka: FakeKafka, tracing?: Tracing): Promise<ProtectPipe
 }
 
 const h = (key: string, value: string | null): Header => ({ key, value: value === null ? null : Buffer.from(value) });
-const rec = (offset: number, value: string, headers: Header[]): InRecord => ({ topic: 'raw', partition: 0, offset: String(offset), key: null, value: Buffer.from(value), headers, timestamp: '0' });
+const rec = (offset: number, value: string, headers: Header[]): InRecord => ({
+  topic: 'raw',
+  partition: 0,
+  offset: String(offset),
+  key: null,
+  value: Buffer.from(value),
+  headers,
+  timestamp: '0',
+});
 const batch = (records: InRecord[]): Batch => ({ topic: 'raw', partition: 0, records, highWatermark: String(Number(records.at(-1)!.offset) + 1) });
 const beat = async () => undefined;
 const text = (headers: readonly Header[]) => headers.map((x) => [x.key, x.value?.toString() ?? null]);
@@ -47,9 +62,19 @@ describe('tracing off: nothing changes on the wire', () => {
     await p.stop();
   });
 
-  it('the gateway forwards the caller\'s traceparent untouched when off, and its own in its place when on', () => {
-    const req = { socket: { remoteAddress: '10.0.0.9' }, rawHeaders: ['Traceparent', TRACEPARENT, 'tracestate', 'c=1', 'x-app', '1'] } as unknown as IncomingMessage;
-    const options = { drop: new Set<string>(), forwardAuthorization: false, upstreamHost: 'app', host: 'gw', proto: 'http' as const, trusted: new TrustedProxies([]) };
+  it("the gateway forwards the caller's traceparent untouched when off, and its own in its place when on", () => {
+    const req = {
+      socket: { remoteAddress: '10.0.0.9' },
+      rawHeaders: ['Traceparent', TRACEPARENT, 'tracestate', 'c=1', 'x-app', '1'],
+    } as unknown as IncomingMessage;
+    const options = {
+      drop: new Set<string>(),
+      forwardAuthorization: false,
+      upstreamHost: 'app',
+      host: 'gw',
+      proto: 'http' as const,
+      trusted: new TrustedProxies([]),
+    };
     const pairs = (out: string[]) => out.flatMap((v, i) => (i % 2 === 0 ? [[v.toLowerCase(), out[i + 1]]] : []));
     const off = pairs(forwardHeaders(req, options));
     expect(off.filter(([k]) => k === 'traceparent')).toEqual([['traceparent', TRACEPARENT]]);
@@ -60,14 +85,18 @@ describe('tracing off: nothing changes on the wire', () => {
   });
 });
 
-describe('tracing on: the pipeline\'s transactions and records', () => {
-  it('an aborted transaction ends its spans as errors; the retry\'s record span is new; a dead letter keeps the raw traceparent', async () => {
+describe("tracing on: the pipeline's transactions and records", () => {
+  it("an aborted transaction ends its spans as errors; the retry's record span is new; a dead letter keeps the raw traceparent", async () => {
     const receiver = await startOtlpReceiver();
     const tracing = await openTracing({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint }, { serviceName: 'veil-unit' });
     const kafka = new FakeKafka();
     const p = await started(kafka, tracing);
     try {
-      const records = [rec(0, '{"email":"a@b.c"}', [h('traceparent', TRACEPARENT)]), rec(1, '{oops', [h('traceparent', TRACEPARENT)]), rec(2, '{"email":"d@e.f"}', [])];
+      const records = [
+        rec(0, '{"email":"a@b.c"}', [h('traceparent', TRACEPARENT)]),
+        rec(1, '{oops', [h('traceparent', TRACEPARENT)]),
+        rec(2, '{"email":"d@e.f"}', []),
+      ];
       kafka.failNextCommit = { landed: false };
       await expect(kafka.handler!(batch(records), beat)).rejects.toMatchObject({ code: 'TRANSACTION_ABORTED' });
       await kafka.handler!(batch(records), beat);
@@ -80,10 +109,18 @@ describe('tracing on: the pipeline\'s transactions and records', () => {
       const [aborted, committed] = spans.filter((s) => s.name === TRANSACTION_SPAN);
       expect(aborted!.attributes).toMatchObject({ 'veil.outcome': 'TRANSACTION_ABORTED', 'veil.records.traced': 2 });
       expect(aborted!.status.code).toBe(2);
-      expect(committed!.attributes).toMatchObject({ 'veil.outcome': 'committed', 'veil.records': 3, 'veil.records.dead_lettered': 1, 'veil.records.traced': 2 });
+      expect(committed!.attributes).toMatchObject({
+        'veil.outcome': 'committed',
+        'veil.records': 3,
+        'veil.records.dead_lettered': 1,
+        'veil.records.traced': 2,
+      });
       const recordSpans = spans.filter((s) => s.name === RECORD_SPAN);
       expect(recordSpans).toHaveLength(4);
-      expect(recordSpans.filter((s) => s.status.code === 2).map((s) => s.attributes['veil.transaction.outcome'])).toEqual(['TRANSACTION_ABORTED', 'TRANSACTION_ABORTED']);
+      expect(recordSpans.filter((s) => s.status.code === 2).map((s) => s.attributes['veil.transaction.outcome'])).toEqual([
+        'TRANSACTION_ABORTED',
+        'TRANSACTION_ABORTED',
+      ]);
       const kept = recordSpans.filter((s) => s.links[0]!.spanId === committed!.spanId);
       expect(kept.map((s) => s.attributes['veil.outcome']).sort()).toEqual(['RECORD_MALFORMED', 'clean']);
       expect(kept.every((s) => s.traceId === PRODUCER_TRACE && s.parentSpanId === PRODUCER_SPAN)).toBe(true);

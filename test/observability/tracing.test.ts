@@ -29,7 +29,9 @@ describe('tracing settings: off unless configured', () => {
   it('appends /v1/traces to the base endpoint and takes the traces endpoint as given', () => {
     expect(tracingSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318/' }, 'veil-x')!.url).toBe('http://collector:4318/v1/traces');
     expect(tracingSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: 'https://c/otel' }, 'veil-x')!.url).toBe('https://c/otel/v1/traces');
-    expect(tracingSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://a:1', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://b:2/custom' }, 'veil-x')!.url).toBe('http://b:2/custom');
+    expect(tracingSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://a:1', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://b:2/custom' }, 'veil-x')!.url).toBe(
+      'http://b:2/custom',
+    );
     expect(tracingSettings({ OTEL_TRACES_EXPORTER: 'otlp' }, 'veil-x')!.url).toBe('http://localhost:4318/v1/traces');
   });
 
@@ -45,7 +47,11 @@ describe('tracing settings: off unless configured', () => {
   it('reads the sampler: parent-based always on by default', () => {
     const env = { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318' };
     expect(tracingSettings(env, 'v')!.sampler).toEqual({ root: 'always_on', parentBased: true, ratio: 1 });
-    expect(tracingSettings({ ...env, OTEL_TRACES_SAMPLER: 'traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.25' }, 'v')!.sampler).toEqual({ root: 'traceidratio', parentBased: false, ratio: 0.25 });
+    expect(tracingSettings({ ...env, OTEL_TRACES_SAMPLER: 'traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.25' }, 'v')!.sampler).toEqual({
+      root: 'traceidratio',
+      parentBased: false,
+      ratio: 0.25,
+    });
   });
 
   it('refuses what it cannot honour, without echoing an endpoint (CONFIG_INVALID)', () => {
@@ -90,7 +96,10 @@ describe('tracing on: spans exported over OTLP/HTTP protobuf', () => {
   let tracing: Tracing;
   beforeAll(async () => {
     receiver = await startOtlpReceiver();
-    tracing = await openTracing({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint, OTEL_RESOURCE_ATTRIBUTES: 'deployment.environment=test' }, { serviceName: 'veil-unit' });
+    tracing = await openTracing(
+      { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint, OTEL_RESOURCE_ATTRIBUTES: 'deployment.environment=test' },
+      { serviceName: 'veil-unit' },
+    );
   });
   afterAll(async () => {
     await tracing?.shutdown();
@@ -120,7 +129,7 @@ describe('tracing on: spans exported over OTLP/HTTP protobuf', () => {
   });
 });
 
-describe('the resource\'s service.instance.id: one random UUID per process', () => {
+describe("the resource's service.instance.id: one random UUID per process", () => {
   /** the service.instance.id of a span exported by a tracing opened in this process with `env` */
   async function instanceId(receiver: OtlpReceiver, env: Record<string, string>, name: string): Promise<string> {
     const tracing = await openTracing({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint, ...env }, { serviceName: 'veil-unit' });
@@ -168,13 +177,22 @@ describe('Kafka headers: the W3C trace context of a record', () => {
     expect(traceCarrierOf([h('trace', 't-1')])).toBeUndefined();
     expect(traceCarrierOf([h('traceparent', null)])).toBeUndefined();
     expect(traceCarrierOf([h('traceparent', TRACEPARENT), h('traceparent', TRACEPARENT)])).toBeUndefined();
-    expect(traceCarrierOf([h('tracestate', 'a=1'), h('x', 'y'), h('traceparent', TRACEPARENT), h('tracestate', 'b=2')])).toEqual({ traceparent: TRACEPARENT, tracestate: 'a=1' });
+    expect(traceCarrierOf([h('tracestate', 'a=1'), h('x', 'y'), h('traceparent', TRACEPARENT), h('tracestate', 'b=2')])).toEqual({
+      traceparent: TRACEPARENT,
+      tracestate: 'a=1',
+    });
   });
 
   it('replaces the traceparent value in its place; every other header stays, in order', () => {
     const headers = [h('a', '1'), h('traceparent', TRACEPARENT), h('n', null), h('a', '2'), h('tracestate', 'v=1')];
     const out = withTraceparent(headers, 'NEW');
-    expect(out.map((x) => [x.key, x.value?.toString() ?? null])).toEqual([['a', '1'], ['traceparent', 'NEW'], ['n', null], ['a', '2'], ['tracestate', 'v=1']]);
+    expect(out.map((x) => [x.key, x.value?.toString() ?? null])).toEqual([
+      ['a', '1'],
+      ['traceparent', 'NEW'],
+      ['n', null],
+      ['a', '2'],
+      ['tracestate', 'v=1'],
+    ]);
     expect(out[0]).toBe(headers[0]);
     expect(out[4]).toBe(headers[4]);
   });
@@ -185,13 +203,25 @@ describe('BatchTrace: the spans of one stream transaction', () => {
     const receiver = await startOtlpReceiver();
     const tracing = await openTracing({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${receiver.endpoint}/v1/traces` }, { serviceName: 'veil-unit' });
     try {
-      const trace = new BatchTrace(tracing, { pipeline: 'customers', topic: 'raw.c', partition: 1, group: 'g', configVersion: 'abc123', delivery: 'exactly-once', fetched: 3 });
+      const trace = new BatchTrace(tracing, {
+        pipeline: 'customers',
+        topic: 'raw.c',
+        partition: 1,
+        group: 'g',
+        configVersion: 'abc123',
+        delivery: 'exactly-once',
+        fetched: 3,
+      });
       const untraced = { topic: 'clean.c', headers: Object.freeze([h('veil.pipeline', 'customers')]) };
       expect(trace.record({ offset: '7', headers: [] }, untraced, undefined)).toBe(untraced);
       const invalid = { topic: 'clean.c', headers: [h('traceparent', 'nonsense')] };
       expect(trace.record({ offset: '8', headers: invalid.headers }, invalid, undefined)).toBe(invalid);
       const rawHeaders = [h('traceparent', TRACEPARENT), h('k', 'v')];
-      const clean = trace.record({ offset: '9', headers: rawHeaders }, { topic: 'clean.c', headers: [...rawHeaders, h('veil.pipeline', 'customers')] }, undefined);
+      const clean = trace.record(
+        { offset: '9', headers: rawHeaders },
+        { topic: 'clean.c', headers: [...rawHeaders, h('veil.pipeline', 'customers')] },
+        undefined,
+      );
       const dead = { topic: 'dlq.c', headers: rawHeaders };
       expect(trace.record({ offset: '10', headers: rawHeaders }, dead, 'RECORD_MALFORMED')).toBe(dead);
       trace.end({ outcome: 'committed', records: 2, deadLettered: 1 });
@@ -199,7 +229,20 @@ describe('BatchTrace: the spans of one stream transaction', () => {
       const spans = await receiver.until((s) => s.length >= 3);
       const tx = spans.find((s) => s.name === TRANSACTION_SPAN)!;
       const records = spans.filter((s) => s.name === RECORD_SPAN);
-      expect(tx).toMatchObject({ parentSpanId: '', kind: 5, attributes: { 'veil.pipeline': 'customers', 'veil.config.version': 'abc123', 'veil.outcome': 'committed', 'veil.records': 2, 'veil.records.dead_lettered': 1, 'veil.records.traced': 2, 'messaging.destination.name': 'raw.c', 'messaging.batch.message_count': 3 } });
+      expect(tx).toMatchObject({
+        parentSpanId: '',
+        kind: 5,
+        attributes: {
+          'veil.pipeline': 'customers',
+          'veil.config.version': 'abc123',
+          'veil.outcome': 'committed',
+          'veil.records': 2,
+          'veil.records.dead_lettered': 1,
+          'veil.records.traced': 2,
+          'messaging.destination.name': 'raw.c',
+          'messaging.batch.message_count': 3,
+        },
+      });
       expect(records).toHaveLength(2);
       for (const r of records) {
         expect(r).toMatchObject({ traceId: PARENT_TRACE, parentSpanId: PARENT_SPAN, links: [{ traceId: tx.traceId, spanId: tx.spanId }] });
@@ -215,11 +258,20 @@ describe('BatchTrace: the spans of one stream transaction', () => {
     }
   });
 
-  it('names veil stream rewrap\'s spans for what it does', async () => {
+  it("names veil stream rewrap's spans for what it does", async () => {
     const receiver = await startOtlpReceiver();
     const tracing = await openTracing({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint }, { serviceName: 'veil-unit' });
     try {
-      const trace = new BatchTrace(tracing, { pipeline: 'customers', topic: 'clean.c', partition: 0, group: 'g', configVersion: 'v', delivery: 'exactly-once', fetched: 1, rewrap: true });
+      const trace = new BatchTrace(tracing, {
+        pipeline: 'customers',
+        topic: 'clean.c',
+        partition: 0,
+        group: 'g',
+        configVersion: 'v',
+        delivery: 'exactly-once',
+        fetched: 1,
+        rewrap: true,
+      });
       trace.record({ offset: '0', headers: [h('traceparent', TRACEPARENT)] }, { headers: [h('traceparent', TRACEPARENT)] }, undefined);
       trace.end({ outcome: 'committed', records: 1, deadLettered: 0 });
       await tracing.shutdown();

@@ -27,7 +27,14 @@ describe('configuration form', () => {
   });
 
   it('leaves the text untouched when nothing changed, and ignores paths outside the form sections or absent', () => {
-    expect(applyConfigForm(EXAMPLE_CONFIG_TEXT, [['f:/version', '2'], ['f:/identity/audience', 'x'], ['f:/keys/nope/type', 'aes-gcm'], ['f:/keys/customer-siv/type', 'aes-siv']])).toBe(EXAMPLE_CONFIG_TEXT);
+    expect(
+      applyConfigForm(EXAMPLE_CONFIG_TEXT, [
+        ['f:/version', '2'],
+        ['f:/identity/audience', 'x'],
+        ['f:/keys/nope/type', 'aes-gcm'],
+        ['f:/keys/customer-siv/type', 'aes-siv'],
+      ]),
+    ).toBe(EXAMPLE_CONFIG_TEXT);
   });
 
   it('quotes a value that would not read back as the same text', () => {
@@ -48,7 +55,9 @@ describe('configuration form', () => {
       { severity: 'error', pointer: '/classes/Customer/properties/email/unprotect', message: 'missing thing' },
       { severity: 'error', pointer: '/identity/clients', message: 'not in the form' },
     ]);
-    expect(form.text).toMatch(/<label for="f-[A-Za-z0-9_-]+">keepLast<\/label><input type="text" id="f-[A-Za-z0-9_-]+" name="f:\/sequences\/card-mask\/steps\/0\/keepLast" value="4" aria-describedby="e-/);
+    expect(form.text).toMatch(
+      /<label for="f-[A-Za-z0-9_-]+">keepLast<\/label><input type="text" id="f-[A-Za-z0-9_-]+" name="f:\/sequences\/card-mask\/steps\/0\/keepLast" value="4" aria-describedby="e-/,
+    );
     expect(form.text).toContain('<li>/classes/Customer/properties/email/unprotect: missing thing</li>');
     expect(unplaced.map((i) => i.message)).toEqual(['not in the form']);
   });

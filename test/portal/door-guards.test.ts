@@ -43,7 +43,9 @@ describe('sandbox keys', () => {
 describe('draft limits and the diff', () => {
   it('reports a key version above the limit at its pointer, and a draft over the size limit', () => {
     expect(draftLimitDetails(EXAMPLE_CONFIG_TEXT)).toEqual([]);
-    expect(draftLimitDetails(EXAMPLE_CONFIG_TEXT.replace('version: 1 }', 'version: 10001 }'))).toMatchObject([{ code: 'DRAFT_LIMIT_EXCEEDED', pointer: '/keys/pan-ff1/version' }]);
+    expect(draftLimitDetails(EXAMPLE_CONFIG_TEXT.replace('version: 1 }', 'version: 10001 }'))).toMatchObject([
+      { code: 'DRAFT_LIMIT_EXCEEDED', pointer: '/keys/pan-ff1/version' },
+    ]);
     expect(draftLimitDetails(`${EXAMPLE_CONFIG_TEXT}#${'x'.repeat(256 * 1024)}`)).toMatchObject([{ code: 'DRAFT_LIMIT_EXCEEDED', pointer: '' }]);
   });
 
@@ -56,6 +58,11 @@ describe('draft limits and the diff', () => {
     expect(diff.slice(0, 6).every((l) => l.op === ' ')).toBe(true);
     expect(diff.filter((l) => l.op === '-')).toHaveLength(19_984);
     expect(diff.filter((l) => l.op === '+')).toHaveLength(19_984);
-    expect(lineDiff('a\nb\nc', 'a\nx\nc')).toEqual([{ op: ' ', text: 'a' }, { op: '-', text: 'b' }, { op: '+', text: 'x' }, { op: ' ', text: 'c' }]);
+    expect(lineDiff('a\nb\nc', 'a\nx\nc')).toEqual([
+      { op: ' ', text: 'a' },
+      { op: '-', text: 'b' },
+      { op: '+', text: 'x' },
+      { op: ' ', text: 'c' },
+    ]);
   });
 });

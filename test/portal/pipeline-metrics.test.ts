@@ -58,7 +58,11 @@ describe('PipelineMetrics (a real HTTP endpoint serving a StreamMetrics registry
   it('marks a processor that does not answer in time unreachable (a gap), and says so once', async () => {
     mode = 'slow';
     const changes: string[] = [];
-    const scraper = new PipelineMetrics({ pipelines: () => pipeline([`${base}/metrics?token=hunter2`]), timeoutMs: 200, onChange: (_p, s) => changes.push(`${s.url} ${s.state} ${s.reason}`) });
+    const scraper = new PipelineMetrics({
+      pipelines: () => pipeline([`${base}/metrics?token=hunter2`]),
+      timeoutMs: 200,
+      onChange: (_p, s) => changes.push(`${s.url} ${s.state} ${s.reason}`),
+    });
     const started = Date.now();
     await scraper.scrape();
     await scraper.scrape();

@@ -45,7 +45,12 @@ afterAll(async () => {
 
 const section = (page: string) => page.slice(page.indexOf('<h2>customers</h2>'), page.indexOf('<h2>orders</h2>'));
 // path, kind, records dead-lettered, what a draft does (the column of report mode's passed records, 0 here, skipped)
-const rows = (page: string) => [...section(page).matchAll(/<tr><th scope="row"><code>([\s\S]*?)<\/code><\/th><td>([^<]*?)<\/td><td class="num">(\d+)<\/td><td class="num">0<\/td>\s*<td>([\s\S]*?)<\/td><\/tr>/g)].map((m) => [m[1], m[2], m[3], m[4]!.replace(/<[^>]+>/g, '')]);
+const rows = (page: string) =>
+  [
+    ...section(page).matchAll(
+      /<tr><th scope="row"><code>([\s\S]*?)<\/code><\/th><td>([^<]*?)<\/td><td class="num">(\d+)<\/td><td class="num">0<\/td>\s*<td>([\s\S]*?)<\/td><\/tr>/g,
+    ),
+  ].map((m) => [m[1], m[2], m[3], m[4]!.replace(/<[^>]+>/g, '')]);
 
 describe('Pipelines page: personal data at paths the mapping does not name', () => {
   it('lists path, kind and records per finding, escaped, with what a draft would do with each', async () => {
@@ -89,7 +94,10 @@ describe('Pipelines page: personal data at paths the mapping does not name', () 
     const draft = await t.service.versions.draft(id);
     expect(draft.basedOn).toBe(t.service.versions.active());
     const doc = parse(await t.service.versions.draftText(id));
-    expect(doc.pipelines.customers.fields).toEqual([{ path: 'email', field: 'Customer.email' }, { path: 'contact.email', field: 'Customer.email' }]);
+    expect(doc.pipelines.customers.fields).toEqual([
+      { path: 'email', field: 'Customer.email' },
+      { path: 'contact.email', field: 'Customer.email' },
+    ]);
     expect(doc.pipelines.orders.fields).toEqual([{ path: 'email', field: 'Customer.email' }]);
     expect(t.audit.events.some((e) => e.admin?.action === 'draft.unmapped' && e.admin.target === `draft ${id}` && e.outcome === 'ok')).toBe(true);
     const page = await editor.get(res.location!);
@@ -120,7 +128,12 @@ describe('Pipelines page: personal data at paths the mapping does not name', () 
     // more findings than the page ever lists
     const many = new URLSearchParams({ _csrf: editor.csrf, pipeline: 'customers' });
     for (let i = 0; i < 201; i++) many.append('finding', `f${i}\temail\t1`);
-    const res = await fetch(`${t.url}/admin/pipelines/draft`, { method: 'POST', redirect: 'manual', headers: { cookie: editor.cookie, 'content-type': 'application/x-www-form-urlencoded' }, body: many.toString() });
+    const res = await fetch(`${t.url}/admin/pipelines/draft`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { cookie: editor.cookie, 'content-type': 'application/x-www-form-urlencoded' },
+      body: many.toString(),
+    });
     expect(res.status).toBe(400);
     expect(await t.service.versions.drafts()).toHaveLength(before);
   });

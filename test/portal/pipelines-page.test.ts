@@ -22,7 +22,8 @@ const pipelineWith = (name: string, urls: string[]) => pipelineYaml(name, urls.l
 
 beforeAll(async () => {
   processor = createServer((req, res) => {
-    if (req.url?.startsWith('/metrics')) void metrics.registry.metrics().then((text) => res.writeHead(200, { 'content-type': metrics.registry.contentType }).end(text));
+    if (req.url?.startsWith('/metrics'))
+      void metrics.registry.metrics().then((text) => res.writeHead(200, { 'content-type': metrics.registry.contentType }).end(text));
     else if (req.url === '/broken') res.writeHead(500).end('boom');
     else res.writeHead(200, { 'content-type': 'text/html' }).end('<html><script>alert(1)</script></html>');
   });
@@ -64,7 +65,7 @@ describe('Pipelines page: processor metrics', () => {
     expect(res.headers.get('content-security-policy')).toContain("script-src 'self'");
     const customers = res.text.slice(res.text.indexOf('<h2>customers</h2>'), res.text.indexOf('<h2>orders</h2>'));
     expect(customers).toContain('<h3>Processor metrics</h3>');
-    expect((customers.match(/<svg class="spark"[^>]*role="img"/g) ?? [])).toHaveLength(4);
+    expect(customers.match(/<svg class="spark"[^>]*role="img"/g) ?? []).toHaveLength(4);
     expect(customers).toContain('<title id="spark-');
     // totals and the latest values as text
     expect(cell(customers, 'Records in', 2)).toBe('150');
@@ -79,7 +80,7 @@ describe('Pipelines page: processor metrics', () => {
     expect(customers).toContain('Personal data at paths the mapping does not name</h3>\n<p class="muted">None reported by the reachable processors');
   });
 
-  it('lists the schema versions a processor refuses (a mapped path the writer\'s schema lacks), once each, escaped', async () => {
+  it("lists the schema versions a processor refuses (a mapped path the writer's schema lacks), once each, escaped", async () => {
     metrics.schemaRefused.inc({ pipeline: 'customers', schema: '12', path: 'cards[].expMonth' }, 3);
     metrics.schemaRefused.inc({ pipeline: 'customers', schema: '13', path: '<b>x</b>' }, 1);
     metrics.schemaRefused.inc({ pipeline: 'someone-else', schema: '99', path: 'other' }, 1);
@@ -120,7 +121,11 @@ describe('Pipelines page: processor metrics', () => {
     await t.service.pipelineMetrics.scrape();
     const page = (await viewer.get('/admin/pipelines')).text;
     const customers = page.slice(page.indexOf('<h2>customers</h2>'), page.indexOf('<h2>orders</h2>'));
-    expect(customers).toMatch(new RegExp(`<code>${base}/metrics</code>: <strong class="error">unreachable</strong> \\((connection refused|connection closed)\\), last reached at \\d\\d:\\d\\d:\\d\\d UTC`));
+    expect(customers).toMatch(
+      new RegExp(
+        `<code>${base}/metrics</code>: <strong class="error">unreachable</strong> \\((connection refused|connection closed)\\), last reached at \\d\\d:\\d\\d:\\d\\d UTC`,
+      ),
+    );
     expect(cell(customers, 'Lag', 1)).toBe('–');
     expect(cell(customers, 'Records in', 2)).toBe('–');
     await new Promise<void>((r) => processor.listen(Number(new URL(base).port), '127.0.0.1', r));

@@ -22,8 +22,18 @@ const ROUTES: [method: 'GET' | 'POST', path: string, right: Right, form?: Record
   ['POST', '/admin/drafts/:id/delete', 'editor'],
   ['POST', '/admin/drafts/:id/publish', 'publisher'],
   ['GET', '/admin/tester', 'viewer'],
-  ['POST', '/admin/tester', 'viewer', { source: 'v1', className: 'Customer', role: 'support', action: 'Unprotect', keys: 'sandbox', 'value:email': 'a@example.org' }],
-  ['POST', '/admin/tester', 'tester', { source: 'v1', className: 'Customer', role: 'support', action: 'Unprotect', keys: 'live', 'value:email': 'a@example.org' }],
+  [
+    'POST',
+    '/admin/tester',
+    'viewer',
+    { source: 'v1', className: 'Customer', role: 'support', action: 'Unprotect', keys: 'sandbox', 'value:email': 'a@example.org' },
+  ],
+  [
+    'POST',
+    '/admin/tester',
+    'tester',
+    { source: 'v1', className: 'Customer', role: 'support', action: 'Unprotect', keys: 'live', 'value:email': 'a@example.org' },
+  ],
   ['GET', '/admin/keys', 'viewer'],
   ['POST', '/admin/keys/customer-siv/rotate', 'publisher'],
   ['GET', '/admin/matrix', 'viewer'],
@@ -80,7 +90,8 @@ describe('admin route authorization', () => {
 
   it.each(ROUTES)('%s %s without a session: 303 to sign-in', async (method, path, _right, form) => {
     const res = await fetch(`${t.url}${pathOf(path)}`, {
-      method, redirect: 'manual',
+      method,
+      redirect: 'manual',
       ...(method === 'POST' ? { headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(form ?? {}).toString() } : {}),
     });
     expect(res.status).toBe(303);
@@ -103,7 +114,9 @@ describe('admin route authorization', () => {
 
   it('an identity without an admin role cannot sign in (403), and gets no session cookie', async () => {
     const res = await fetch(`${t.url}/admin/sign-in`, {
-      method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      method: 'POST',
+      redirect: 'manual',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
       body: new URLSearchParams({ kind: 'client', client_id: 'no-admin', client_secret: 'no-admin-secret' }).toString(),
     });
     expect(res.status).toBe(403);
@@ -112,7 +125,9 @@ describe('admin route authorization', () => {
 
   it('signs in with a token veil trusts (here one of its own), and refuses a forged one', async () => {
     const form = (token: string) => ({
-      method: 'POST', redirect: 'manual' as const, headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      method: 'POST',
+      redirect: 'manual' as const,
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
       body: new URLSearchParams({ kind: 'token', token }).toString(),
     });
     const ok = await fetch(`${t.url}/admin/sign-in`, form(await t.token()));
@@ -126,7 +141,9 @@ describe('admin route authorization', () => {
 
   it('a wrong secret is refused and audited as a denied sign-in without the secret', async () => {
     const res = await fetch(`${t.url}/admin/sign-in`, {
-      method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      method: 'POST',
+      redirect: 'manual',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
       body: new URLSearchParams({ kind: 'client', client_id: 'viewer', client_secret: 'zz-wrong-secret-77' }).toString(),
     });
     expect(res.status).toBe(401);
@@ -146,7 +163,9 @@ describe('admin route authorization', () => {
 
   it('the session cookie is HttpOnly, SameSite=Strict, scoped to /admin, and short-lived', async () => {
     const res = await fetch(`${t.url}/admin/sign-in`, {
-      method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      method: 'POST',
+      redirect: 'manual',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
       body: new URLSearchParams({ kind: 'client', client_id: 'viewer', client_secret: 'viewer-secret' }).toString(),
     });
     const cookie = res.headers.get('set-cookie')!;

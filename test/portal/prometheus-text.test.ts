@@ -46,10 +46,15 @@ describe('Prometheus text parsing', () => {
   });
 
   it('sums a metric over the samples whose labels match, ignoring others and non-finite values', () => {
-    const samples = parsePrometheusText([
-      'lag{pipeline="a",partition="0"} 3', 'lag{pipeline="a",partition="1"} 4', 'lag{pipeline="b",partition="0"} 100',
-      'lag{pipeline="a",partition="2"} NaN', 'other{pipeline="a"} 9',
-    ].join('\n'));
+    const samples = parsePrometheusText(
+      [
+        'lag{pipeline="a",partition="0"} 3',
+        'lag{pipeline="a",partition="1"} 4',
+        'lag{pipeline="b",partition="0"} 100',
+        'lag{pipeline="a",partition="2"} NaN',
+        'other{pipeline="a"} 9',
+      ].join('\n'),
+    );
     expect(sumOf(samples, 'lag', { pipeline: 'a' })).toBe(7);
     expect(sumOf(samples, 'lag', { pipeline: 'c' })).toBeUndefined();
   });

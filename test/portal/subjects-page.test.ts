@@ -68,7 +68,9 @@ describe('the Subjects page in Chromium', () => {
     pages.push(await page.content());
     await screenshots(page, 'subjects-erased');
     expect(t.audit.events.find((e) => e.admin?.action === 'subject.erase' && e.outcome === 'ok')).toMatchObject({
-      channel: 'portal', client: 'publisher', erasure: { subject: claims.sub, receipt: claims.jti, generation: 1 },
+      channel: 'portal',
+      client: 'publisher',
+      erasure: { subject: claims.sub, receipt: claims.jti, generation: 1 },
     });
     await page.context().close();
   });
@@ -107,7 +109,13 @@ describe('the Subjects page over HTTP', () => {
     expect(res.status).toBe(403);
     expect(res.text).toContain('ADMIN_ROLE_MISSING');
     expect((await t.service.subjects.status(OTHER)).state).toBe('exists');
-    expect(t.audit.events.at(-1)).toMatchObject({ channel: 'portal', client: 'viewer', outcome: 'denied', code: 'ADMIN_ROLE_MISSING', admin: { action: 'subject.erase' } });
+    expect(t.audit.events.at(-1)).toMatchObject({
+      channel: 'portal',
+      client: 'viewer',
+      outcome: 'denied',
+      code: 'ADMIN_ROLE_MISSING',
+      admin: { action: 'subject.erase' },
+    });
     pages.push(res.text);
   });
 
@@ -128,8 +136,15 @@ describe('the Subjects page over HTTP', () => {
 
   it('the ids never appeared in a page, a log line or an audit record', () => {
     expect(pages.length).toBeGreaterThan(5);
-    for (const [what, texts] of [['pages', pages], ['log lines', t.logs], ['audit records', t.audit.events.map((e) => JSON.stringify(e))]] as const) {
-      expect(texts.filter((text) => text.includes(ID) || text.includes(OTHER)), what).toEqual([]);
+    for (const [what, texts] of [
+      ['pages', pages],
+      ['log lines', t.logs],
+      ['audit records', t.audit.events.map((e) => JSON.stringify(e))],
+    ] as const) {
+      expect(
+        texts.filter((text) => text.includes(ID) || text.includes(OTHER)),
+        what,
+      ).toEqual([]);
     }
   });
 });

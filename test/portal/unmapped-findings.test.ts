@@ -45,10 +45,13 @@ describe('the findings scrape', () => {
     expect(findingsOf(parsePrometheusText(HOSTILE), 'nobody')).toEqual({ findings: [], omitted: 0 });
   });
 
-  it('reads report mode\'s counts (veil_stream_unmapped_reported_total) beside the dead letters of the same path and kind', () => {
+  it("reads report mode's counts (veil_stream_unmapped_reported_total) beside the dead letters of the same path and kind", () => {
     const R = 'veil_stream_unmapped_reported_total';
     const text = `${M}{pipeline="p",path="a",kind="email"} 2\n${R}{pipeline="p",path="a",kind="email"} 5\n${R}{pipeline="p",path="b",kind="phone"} 1\n${R}{pipeline="q",path="b",kind="phone"} 9\n`;
-    expect(findingsOf(parsePrometheusText(text), 'p').findings).toEqual([{ path: 'a', kind: 'email', records: 2, reported: 5 }, { path: 'b', kind: 'phone', records: 0, reported: 1 }]);
+    expect(findingsOf(parsePrometheusText(text), 'p').findings).toEqual([
+      { path: 'a', kind: 'email', records: 2, reported: 5 },
+      { path: 'b', kind: 'phone', records: 0, reported: 1 },
+    ]);
   });
 
   it('keeps at most the cap, counting the rest and labels longer than any path as omitted', () => {
@@ -61,27 +64,50 @@ describe('the findings scrape', () => {
   });
 
   it('sums over processors', () => {
-    const a = { findings: [{ path: 'a', kind: 'email', records: 2 }, { path: 'b', kind: 'phone', records: 1 }], findingsOmitted: 1 };
+    const a = {
+      findings: [
+        { path: 'a', kind: 'email', records: 2 },
+        { path: 'b', kind: 'phone', records: 1 },
+      ],
+      findingsOmitted: 1,
+    };
     const b = { findings: [{ path: 'a', kind: 'email', records: 3 }] };
-    expect(sumFindings([a, b])).toEqual({ findings: [{ path: 'a', kind: 'email', records: 5 }, { path: 'b', kind: 'phone', records: 1 }], omitted: 1 });
+    expect(sumFindings([a, b])).toEqual({
+      findings: [
+        { path: 'a', kind: 'email', records: 5 },
+        { path: 'b', kind: 'phone', records: 1 },
+      ],
+      omitted: 1,
+    });
     expect(sumFindings([a, b], 1)).toEqual({ findings: [{ path: 'a', kind: 'email', records: 5 }], omitted: 2 });
   });
 
-  it('PipelineMetrics keeps each processor\'s findings from its last good scrape and sums the reachable ones', async () => {
+  it("PipelineMetrics keeps each processor's findings from its last good scrape and sums the reachable ones", async () => {
     const one = new StreamMetrics();
     one.countUnmapped('customers', 'contact.email', 'email', 4);
     const bodies: Record<string, () => Promise<string> | string> = {
       'http://p1.test/metrics': () => one.registry.metrics(),
-      'http://p2.test/metrics': () => `${M}{pipeline="customers",path="contact.email",kind="email"} 6\n${M}{pipeline="customers",path="phone2",kind="phone"} 1\n`,
+      'http://p2.test/metrics': () =>
+        `${M}{pipeline="customers",path="contact.email",kind="email"} 6\n${M}{pipeline="customers",path="phone2",kind="phone"} 1\n`,
     };
     let down = false;
     const scraper = new PipelineMetrics({
       pipelines: () => ({ customers: { metricsUrls: Object.keys(bodies) } as unknown as PipelineConfig }),
-      fetch: (async (url: string) => (down && url.includes('p2') ? Promise.reject(Object.assign(new TypeError('fetch failed'), { cause: { code: 'ECONNREFUSED' } })) : new Response(await bodies[url]!()))) as typeof fetch,
+      fetch: (async (url: string) =>
+        down && url.includes('p2')
+          ? Promise.reject(Object.assign(new TypeError('fetch failed'), { cause: { code: 'ECONNREFUSED' } }))
+          : new Response(await bodies[url]!())) as typeof fetch,
     });
     expect(scraper.findings('customers')).toBeUndefined();
     await scraper.scrape();
-    expect(scraper.findings('customers')).toEqual({ findings: [{ path: 'contact.email', kind: 'email', records: 10 }, { path: 'phone2', kind: 'phone', records: 1 }], omitted: 0, reachable: 2 });
+    expect(scraper.findings('customers')).toEqual({
+      findings: [
+        { path: 'contact.email', kind: 'email', records: 10 },
+        { path: 'phone2', kind: 'phone', records: 1 },
+      ],
+      omitted: 0,
+      reachable: 2,
+    });
     down = true;
     await scraper.scrape();
     expect(scraper.findings('customers')).toEqual({ findings: [{ path: 'contact.email', kind: 'email', records: 4 }], omitted: 0, reachable: 1 });
@@ -121,23 +147,45 @@ describe('a draft from the findings', () => {
     { path: 'holder.name', kind: 'person-name', records: 6 },
   ];
 
-  it('plans each finding: the pipeline\'s class and the proposal\'s property, or why not', () => {
+  it("plans each finding: the pipeline's class and the proposal's property, or why not", () => {
     const text = configWith(INGEST);
     const pipeline = active(text).pipelines.customers!;
     expect(classOf(pipeline)).toBe('Customer');
-    expect(classOf({ fields: [{ path: 'a', field: 'Order.x' }, { path: 'b', field: 'Customer.email' }], key: { field: 'Customer.email' }, source: { topics: ['raw.orders'] } })).toBe('Customer');
+    expect(
+      classOf({
+        fields: [
+          { path: 'a', field: 'Order.x' },
+          { path: 'b', field: 'Customer.email' },
+        ],
+        key: { field: 'Customer.email' },
+        source: { topics: ['raw.orders'] },
+      }),
+    ).toBe('Customer');
     expect(classOf({ fields: [], source: { topics: ['raw.invoices.v2'] } })).toBe('Invoice');
     expect(planFindings(findings, pipeline).map((p) => (p.map ? p.field : p.why))).toEqual([
-      'Customer.email', 'Customer.phone', 'key', 'other', 'tag', 'mapped', 'repeated', 'path', 'kind', 'Customer.name',
+      'Customer.email',
+      'Customer.phone',
+      'key',
+      'other',
+      'tag',
+      'mapped',
+      'repeated',
+      'path',
+      'kind',
+      'Customer.name',
     ]);
     // keys: exact tells Email from email
     expect(planFindings([{ path: 'Email', kind: 'email' }], { ...pipeline, keys: 'exact' })[0]).toEqual({ map: true, field: 'Customer.email' });
   });
 
-  it('adds the mappable paths to the ACTIVE pipeline\'s fields, the properties the class lacks with their sequence and key, and keeps the rest', () => {
+  it("adds the mappable paths to the ACTIVE pipeline's fields, the properties the class lacks with their sequence and key, and keeps the rest", () => {
     const text = configWith(INGEST);
     const draft = buildFindingsDraft(text, active(text), 'customers', findings);
-    expect(draft.mapped.map((f) => `${f.path} ${f.field}`)).toEqual(['contact.email Customer.email', 'profile.contacts[].phone Customer.phone', 'holder.name Customer.name']);
+    expect(draft.mapped.map((f) => `${f.path} ${f.field}`)).toEqual([
+      'contact.email Customer.email',
+      'profile.contacts[].phone Customer.phone',
+      'holder.name Customer.name',
+    ]);
     expect(draft.skipped.map((f) => f.path)).toEqual(['byEmail.*', '(other)', 'card', 'Email', 'contact.email', '<script>alert(1)</script>', 'ok']);
     expect(draft.grant).toBeUndefined(); // ingest holds Protect on Customer.*
     const doc = parse(draft.text);
@@ -157,7 +205,9 @@ describe('a draft from the findings', () => {
     expect(Object.keys(doc.keys)).toEqual([...Object.keys(parse(text).keys), 'discovered-ff1']);
     expect(doc.keys['discovered-ff1']).toEqual({ type: 'ff1', version: 1 });
     expect(Object.keys(doc.sequences)).toEqual([...Object.keys(parse(text).sequences), 'phone-fpe']);
-    expect(doc.classes.Customer.properties.phone.description).toBe('phone the unmapped guard of pipeline customers found at profile.contacts[].phone (3 records dead-lettered)');
+    expect(doc.classes.Customer.properties.phone.description).toBe(
+      'phone the unmapped guard of pipeline customers found at profile.contacts[].phone (3 records dead-lettered)',
+    );
     // comments kept, the new entries say where they come from, no other pipeline appears
     expect(draft.text).toContain('# the login');
     expect(draft.text).toContain('{ path: contact.email, field: Customer.email } # unmapped guard: email, 20 records dead-lettered');
@@ -168,11 +218,17 @@ describe('a draft from the findings', () => {
     expect(issues.length).toBe(compileVeilConfigText(text).issues.length);
   });
 
-  it('grants the pipeline\'s own rights context Protect on the new fields it cannot protect yet', () => {
+  it("grants the pipeline's own rights context Protect on the new fields it cannot protect yet", () => {
     const text = configWith(INGEST.replace('roles: [ingest]', 'roles: [support]').replace('Role: ingest', 'Role: support'));
     const config = active(text);
-    expect(missingGrant(config.engine, config.pipelines.customers!, ['Customer.email', 'Customer.phone'])).toEqual({ context: 'support', fields: ['Customer.phone'] });
-    const draft = buildFindingsDraft(text, config, 'customers', [{ path: 'contact.email', kind: 'email', records: 1 }, { path: 'mobile', kind: 'phone', records: 1 }]);
+    expect(missingGrant(config.engine, config.pipelines.customers!, ['Customer.email', 'Customer.phone'])).toEqual({
+      context: 'support',
+      fields: ['Customer.phone'],
+    });
+    const draft = buildFindingsDraft(text, config, 'customers', [
+      { path: 'contact.email', kind: 'email', records: 1 },
+      { path: 'mobile', kind: 'phone', records: 1 },
+    ]);
     expect(draft.grant).toEqual({ context: 'support', fields: ['Customer.phone'] });
     expect(parse(draft.text).rightsContexts.support.grants.at(-1)).toEqual({ actions: ['Protect'], fields: ['Customer.phone'] });
     expect(compileVeilConfigText(draft.text).issues.filter((i) => i.severity === 'error')).toEqual([]);
@@ -182,7 +238,10 @@ describe('a draft from the findings', () => {
 
   it('refuses to draft nothing, and a pipeline the active version does not have', () => {
     const text = configWith(INGEST);
-    const nothing = [{ path: 'EMAIL', kind: 'email', records: 1 }, { path: 'a.*', kind: 'email', records: 1 }] as const;
+    const nothing = [
+      { path: 'EMAIL', kind: 'email', records: 1 },
+      { path: 'a.*', kind: 'email', records: 1 },
+    ] as const;
     expect(() => buildFindingsDraft(text, active(text), 'customers', [...nothing])).toThrow(PortalFault);
     expect(() => buildFindingsDraft(text, active(text), 'customers', [...nothing])).toThrow(/^nothing to map/);
     expect(() => buildFindingsDraft(text, active(text), 'orders', [{ path: 'x', kind: 'email', records: 1 }])).toThrow(/no pipeline orders/);
@@ -194,10 +253,26 @@ describe('a draft from the findings', () => {
     expect(findingOfField('contact.email\temail\t20')).toEqual({ path: 'contact.email', kind: 'email', records: 20 });
     expect(findingOfField('cards[].number\tpayment-card\t1')).toEqual({ path: 'cards[].number', kind: 'payment-card', records: 1 });
     for (const bad of [
-      'byEmail.*\temail\t1', '(other)\temail\t1', '<script>x</script>\temail\t1', 'a..b\temail\t1', 'a[][]\temail\t1', '\temail\t1', 'a b\temail\t1',
-      'contact.email\tsecret-kind\t1', 'contact.email\ttag:PII\t1', 'contact.email\tip-address\t1', 'contact.email\t\t1',
-      'contact.email\temail\t0', 'contact.email\temail\t-1', 'contact.email\temail\t1.5', 'contact.email\temail\t1e3', 'contact.email\temail\t99999999999999999',
-      'contact.email\temail', 'contact.email\temail\t1\textra', `${'a'.repeat(1025)}\temail\t1`,
-    ]) expect(findingOfField(bad), bad).toBeUndefined();
+      'byEmail.*\temail\t1',
+      '(other)\temail\t1',
+      '<script>x</script>\temail\t1',
+      'a..b\temail\t1',
+      'a[][]\temail\t1',
+      '\temail\t1',
+      'a b\temail\t1',
+      'contact.email\tsecret-kind\t1',
+      'contact.email\ttag:PII\t1',
+      'contact.email\tip-address\t1',
+      'contact.email\t\t1',
+      'contact.email\temail\t0',
+      'contact.email\temail\t-1',
+      'contact.email\temail\t1.5',
+      'contact.email\temail\t1e3',
+      'contact.email\temail\t99999999999999999',
+      'contact.email\temail',
+      'contact.email\temail\t1\textra',
+      `${'a'.repeat(1025)}\temail\t1`,
+    ])
+      expect(findingOfField(bad), bad).toBeUndefined();
   });
 });

@@ -31,7 +31,9 @@ async function startContainers(): Promise<() => Promise<void>> {
   const network = await new Network().start();
   const kafka = await new KafkaContainer('confluentinc/cp-kafka:7.7.1').withKraft().withNetwork(network).withNetworkAliases('kafka').start();
   const registry = await new GenericContainer('apicurio/apicurio-registry:3.0.9')
-    .withExposedPorts(8080).withWaitStrategy(Wait.forHttp('/apis/ccompat/v7/subjects', 8080)).start();
+    .withExposedPorts(8080)
+    .withWaitStrategy(Wait.forHttp('/apis/ccompat/v7/subjects', 8080))
+    .start();
   process.env.KAFKA_BROKERS = `${kafka.getHost()}:${kafka.getMappedPort(9093)}`;
   process.env.SCHEMA_REGISTRY_URL = `http://${registry.getHost()}:${registry.getMappedPort(8080)}/apis/ccompat/v7`;
   return async () => {

@@ -13,7 +13,12 @@ afterEach(async () => {
   await cleanup();
 });
 
-const actor = (by = 'dpo'): SubjectActor => ({ by, channel: 'admin', requestId: 'req-1', caller: { clientId: 'dpo-client', subject: by, issuer: 'https://veil.example' } });
+const actor = (by = 'dpo'): SubjectActor => ({
+  by,
+  channel: 'admin',
+  requestId: 'req-1',
+  caller: { clientId: 'dpo-client', subject: by, issuer: 'https://veil.example' },
+});
 
 async function setup() {
   const dir = await tempDir();
@@ -34,11 +39,18 @@ describe('the erasure service', () => {
     expect(await verifyReceipt(result.receipt, keys, { issuer: 'https://veil.example' })).toEqual(result.claims);
     expect(result.claims).toMatchObject({ sub: key.ref, by: 'dpo', reason: 'Art. 17 request 4711', destroyedKey: result.erasure.destroyedKey });
     expect(await store.status(ID)).toMatchObject({ state: 'erased' });
-    expect(audit.events).toEqual([expect.objectContaining({
-      channel: 'admin', outcome: 'ok', client: 'dpo-client', requestId: 'req-1', instances: 0, fields: [],
-      admin: { action: 'subject.erase', target: `subject ${key.ref}` },
-      erasure: { subject: key.ref, generation: 1, alreadyErased: false, receipt: result.claims.jti, reason: 'Art. 17 request 4711' },
-    })]);
+    expect(audit.events).toEqual([
+      expect.objectContaining({
+        channel: 'admin',
+        outcome: 'ok',
+        client: 'dpo-client',
+        requestId: 'req-1',
+        instances: 0,
+        fields: [],
+        admin: { action: 'subject.erase', target: `subject ${key.ref}` },
+        erasure: { subject: key.ref, generation: 1, alreadyErased: false, receipt: result.claims.jti, reason: 'Art. 17 request 4711' },
+      }),
+    ]);
     const again = await service.erase(ID, 'duplicate request', actor('dpo2'));
     expect(again.claims).toMatchObject({ alreadyErased: true, destroyedKey: result.erasure.destroyedKey, by: 'dpo2' });
     expect(JSON.stringify(audit.events)).not.toContain(ID);
@@ -51,14 +63,23 @@ describe('the erasure service', () => {
     const status = await service.status(ID, actor());
     expect(status).toMatchObject({ state: 'exists', subject: key.ref, generation: 1 });
     expect(Object.keys(status).sort()).toEqual(['createdAt', 'generation', 'state', 'subject']);
-    expect(audit.events.map((e) => [e.admin?.action, e.erasure?.state])).toEqual([['subject.status', 'unknown'], ['subject.status', 'exists']]);
+    expect(audit.events.map((e) => [e.admin?.action, e.erasure?.state])).toEqual([
+      ['subject.status', 'unknown'],
+      ['subject.status', 'exists'],
+    ]);
     expect(JSON.stringify(audit.events)).not.toContain(ID);
   });
 
   it.each([
-    ['no reason', undefined], ['an empty reason', ''], ['a blank reason', '   '], ['a number', 42],
-    ['a newline', 'line one\nline two'], ['a C1 control', 'why\u0085'], ['a lone surrogate', 'why \ud800'],
-    ['501 characters', 'x'.repeat(501)], ['the subject id', `erase ${ID.toUpperCase()} now`],
+    ['no reason', undefined],
+    ['an empty reason', ''],
+    ['a blank reason', '   '],
+    ['a number', 42],
+    ['a newline', 'line one\nline two'],
+    ['a C1 control', 'why\u0085'],
+    ['a lone surrogate', 'why \ud800'],
+    ['501 characters', 'x'.repeat(501)],
+    ['the subject id', `erase ${ID.toUpperCase()} now`],
   ])('refuses %s as a reason (ERASURE_REQUEST_INVALID), erases nothing, records the refusal without the id', async (_label, reason) => {
     const { store, audit, service } = await setup();
     await store.keyFor(ID);
@@ -73,7 +94,12 @@ describe('the erasure service', () => {
     await expect(service.erase(ID, '😀'.repeat(500), actor())).resolves.toMatchObject({ claims: { reason: '😀'.repeat(500) } });
   });
 
-  it.each([['a control character', 'bob\u0000'], ['nothing', ''], ['a newline', 'a\nb'], ['over 512 bytes', 'é'.repeat(300)]])('refuses a subject id with %s (SUBJECT_ID_INVALID) without echoing it', async (_label, id) => {
+  it.each([
+    ['a control character', 'bob\u0000'],
+    ['nothing', ''],
+    ['a newline', 'a\nb'],
+    ['over 512 bytes', 'é'.repeat(300)],
+  ])('refuses a subject id with %s (SUBJECT_ID_INVALID) without echoing it', async (_label, id) => {
     const { audit, service } = await setup();
     const error = (await service.erase(id, 'a reason', actor()).catch((e: unknown) => e)) as Error;
     expect(error).toMatchObject({ code: 'SUBJECT_ID_INVALID' });
@@ -94,7 +120,10 @@ describe('the erasure service', () => {
     await expect(service.authorize(['admin-tester'], 'status', actor())).resolves.toBeUndefined();
     await expect(service.authorize(['admin-viewer', 'admin-editor'], 'erase', actor())).rejects.toMatchObject({ code: 'ERASURE_NOT_PERMITTED', status: 403 });
     await expect(service.authorize(['support'], 'status', actor())).rejects.toMatchObject({ code: 'ERASURE_NOT_PERMITTED' });
-    expect(audit.events.map((e) => [e.admin?.action, e.outcome, e.code])).toEqual([['subject.erase', 'denied', 'ERASURE_NOT_PERMITTED'], ['subject.status', 'denied', 'ERASURE_NOT_PERMITTED']]);
+    expect(audit.events.map((e) => [e.admin?.action, e.outcome, e.code])).toEqual([
+      ['subject.erase', 'denied', 'ERASURE_NOT_PERMITTED'],
+      ['subject.status', 'denied', 'ERASURE_NOT_PERMITTED'],
+    ]);
   });
 
   it('an audit sink that fails: AUDIT_UNAVAILABLE, the subject is erased, erasing again records it and returns a receipt', async () => {

@@ -12,7 +12,11 @@ import { plainConnection } from '../../src/kafka/index.ts';
 
 /** Small segments and a quick cleaner, so compaction runs within seconds in a test. */
 export const QUICK_COMPACTION = {
-  'segment.ms': '200', 'segment.bytes': '16384', 'min.cleanable.dirty.ratio': '0.01', 'delete.retention.ms': '200', 'min.compaction.lag.ms': '0',
+  'segment.ms': '200',
+  'segment.bytes': '16384',
+  'min.cleanable.dirty.ratio': '0.01',
+  'delete.retention.ms': '200',
+  'min.compaction.lag.ms': '0',
   // eligible within a second whatever its dirty ratio: the broker's one cleaner thread also serves every other test topic
   'max.compaction.lag.ms': '1000',
 };
@@ -34,10 +38,17 @@ export async function processDir(keySet: { dir: string }): Promise<string> {
 }
 
 /** One process's Kafka subject-key store on `dir`. */
-export async function openKafkaStore(dir: string, master: SecretKey, topic: string, options: { partitions?: number; maxStalenessMs?: number; cacheSize?: number; keystore?: LocalKeystore } = {}): Promise<SubjectKeyStore> {
-  const keystore = options.keystore ?? await keystoreIn(dir, master);
+export async function openKafkaStore(
+  dir: string,
+  master: SecretKey,
+  topic: string,
+  options: { partitions?: number; maxStalenessMs?: number; cacheSize?: number; keystore?: LocalKeystore } = {},
+): Promise<SubjectKeyStore> {
+  const keystore = options.keystore ?? (await keystoreIn(dir, master));
   return openSubjectKeyStore({
-    keystore, dataDir: dir, ...(options.cacheSize !== undefined ? { cacheSize: options.cacheSize } : {}),
+    keystore,
+    dataDir: dir,
+    ...(options.cacheSize !== undefined ? { cacheSize: options.cacheSize } : {}),
     settings: { kind: 'kafka', connection: plainConnection(BROKERS), topic, partitions: options.partitions ?? 3 },
     maxStalenessMs: options.maxStalenessMs ?? 1000,
     kafka: { topicConfig: QUICK_COMPACTION, pollMs: 100 },

@@ -24,7 +24,6 @@ async function open(dir: string, options: { cacheSize?: number; maxStalenessMs?:
   return { store, keystore };
 }
 
-
 describe('the local subject-key store (subjects.db in the data dir)', () => {
   it('creates a key on first use and serves the same one after; existing never creates', async () => {
     const { store } = await open(await tempDir());
@@ -100,10 +99,17 @@ describe('the local subject-key store (subjects.db in the data dir)', () => {
     const dir = await tempDir();
     const { store } = await open(dir);
     await store.keyFor('grace@example.com');
-    const files = () => ['subjects.db', 'subjects.db-wal'].map((f) => { try { return readFileSync(join(dir, f)); } catch { return Buffer.alloc(0); } });
+    const files = () =>
+      ['subjects.db', 'subjects.db-wal'].map((f) => {
+        try {
+          return readFileSync(join(dir, f));
+        } catch {
+          return Buffer.alloc(0);
+        }
+      });
     const { SubjectDb } = await import('../../src/subjects/subject-db.ts');
     const db = new SubjectDb(join(dir, 'subjects.db'));
-    const ref = new SubjectKeyWrapper((await keystoreIn(dir, master))).refOf('grace@example.com');
+    const ref = new SubjectKeyWrapper(await keystoreIn(dir, master)).refOf('grace@example.com');
     const wrapped = db.get(ref)!.wrapped!;
     db.close();
     expect(files().some((f) => f.includes(wrapped))).toBe(true);

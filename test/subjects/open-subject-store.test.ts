@@ -1,16 +1,27 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { CONTROL_STORE_ENV } from '../../src/control/control-store.ts';
-import { DATA_DIR_EPHEMERAL_ENV, lazySubjectKeyStore, scopesToSubject, subjectStoreSettings, unsharedSubjectStore } from '../../src/subjects/open-subject-store.ts';
+import {
+  DATA_DIR_EPHEMERAL_ENV,
+  lazySubjectKeyStore,
+  scopesToSubject,
+  subjectStoreSettings,
+  unsharedSubjectStore,
+} from '../../src/subjects/open-subject-store.ts';
 import { cleanup, keystoreIn, tempDir } from './helpers.ts';
 import { plainConnection } from '../../src/kafka/index.ts';
 
 afterEach(cleanup);
 
-const SCOPED = { keys: new Map([['shared-gcm', {}], ['person-siv', { scope: 'subject' as const }]]) };
+const SCOPED = {
+  keys: new Map([
+    ['shared-gcm', {}],
+    ['person-siv', { scope: 'subject' as const }],
+  ]),
+};
 const SHARED_ONLY = { keys: new Map([['shared-gcm', {}]]) };
 
 describe('VEIL_SUBJECT_STORE follows the control store when unset', () => {
-  it('reads the control store\'s own variable (the subjects layer names it without importing control)', () => {
+  it("reads the control store's own variable (the subjects layer names it without importing control)", () => {
     expect(CONTROL_STORE_ENV).toBe('VEIL_CONTROL_STORE');
   });
 
@@ -18,14 +29,23 @@ describe('VEIL_SUBJECT_STORE follows the control store when unset', () => {
     const brokers = { KAFKA_BROKERS: 'k1:9092,k2:9092' };
     expect(subjectStoreSettings({})).toEqual({ kind: 'local' });
     expect(subjectStoreSettings({ ...brokers, VEIL_CONTROL_STORE: 'local' })).toEqual({ kind: 'local' });
-    expect(subjectStoreSettings({ ...brokers, VEIL_CONTROL_STORE: 'kafka' })).toEqual({ kind: 'kafka', connection: expect.objectContaining({ brokers: ['k1:9092', 'k2:9092'], protocol: 'PLAINTEXT' }), topic: 'veil.subjects', partitions: 6 });
+    expect(subjectStoreSettings({ ...brokers, VEIL_CONTROL_STORE: 'kafka' })).toEqual({
+      kind: 'kafka',
+      connection: expect.objectContaining({ brokers: ['k1:9092', 'k2:9092'], protocol: 'PLAINTEXT' }),
+      topic: 'veil.subjects',
+      partitions: 6,
+    });
     expect(subjectStoreSettings({ ...brokers, VEIL_CONTROL_STORE: 'kafka', VEIL_SUBJECT_STORE: '' })).toMatchObject({ kind: 'kafka' });
     // an explicit choice wins either way
     expect(subjectStoreSettings({ ...brokers, VEIL_CONTROL_STORE: 'kafka', VEIL_SUBJECT_STORE: 'local' })).toEqual({ kind: 'local' });
     expect(subjectStoreSettings({ ...brokers, VEIL_SUBJECT_STORE: 'kafka' })).toMatchObject({ kind: 'kafka' });
     // the control store's own brokers, when it has its own cluster; the subject topic's own first
-    expect(subjectStoreSettings({ ...brokers, VEIL_CONTROL_STORE: 'kafka', VEIL_CONTROL_BROKERS: 'c:9092' })).toMatchObject({ connection: { brokers: ['c:9092'] } });
-    expect(subjectStoreSettings({ ...brokers, VEIL_CONTROL_STORE: 'kafka', VEIL_CONTROL_BROKERS: 'c:9092', VEIL_SUBJECT_BROKERS: 's:9092' })).toMatchObject({ connection: { brokers: ['s:9092'] } });
+    expect(subjectStoreSettings({ ...brokers, VEIL_CONTROL_STORE: 'kafka', VEIL_CONTROL_BROKERS: 'c:9092' })).toMatchObject({
+      connection: { brokers: ['c:9092'] },
+    });
+    expect(subjectStoreSettings({ ...brokers, VEIL_CONTROL_STORE: 'kafka', VEIL_CONTROL_BROKERS: 'c:9092', VEIL_SUBJECT_BROKERS: 's:9092' })).toMatchObject({
+      connection: { brokers: ['s:9092'] },
+    });
   });
 });
 
@@ -36,7 +56,12 @@ describe('a local subject-key store where it would split or lose keys is refused
     expect(unsharedSubjectStore(local, { [DATA_DIR_EPHEMERAL_ENV]: 'false' })).toBeUndefined();
     expect(unsharedSubjectStore(local, { VEIL_CONTROL_STORE: 'kafka' })).toMatch(/VEIL_CONTROL_STORE=kafka/);
     expect(unsharedSubjectStore(local, { [DATA_DIR_EPHEMERAL_ENV]: 'true' })).toMatch(/VEIL_DATA_DIR_EPHEMERAL=true/);
-    expect(unsharedSubjectStore({ kind: 'kafka', connection: plainConnection(['k:9092']), topic: 't' }, { VEIL_CONTROL_STORE: 'kafka', [DATA_DIR_EPHEMERAL_ENV]: 'true' })).toBeUndefined();
+    expect(
+      unsharedSubjectStore(
+        { kind: 'kafka', connection: plainConnection(['k:9092']), topic: 't' },
+        { VEIL_CONTROL_STORE: 'kafka', [DATA_DIR_EPHEMERAL_ENV]: 'true' },
+      ),
+    ).toBeUndefined();
     // a misspelt switch is not read as false
     expect(() => unsharedSubjectStore(local, { [DATA_DIR_EPHEMERAL_ENV]: 'yes' })).toThrow(expect.objectContaining({ code: 'CONFIG_INVALID' }));
   });
@@ -46,9 +71,17 @@ describe('a local subject-key store where it would split or lose keys is refused
     const dataDir = await tempDir();
     const keystore = await keystoreIn(dataDir);
     const env = { [DATA_DIR_EPHEMERAL_ENV]: 'true' };
-    const open = (config: typeof SCOPED, e: Record<string, string> = env) => lazySubjectKeyStore({ keystore, dataDir, settings: subjectStoreSettings(e), env: e, config });
-    expect(() => open(SCOPED)).toThrow(expect.objectContaining({ code: 'SUBJECT_STORE_NOT_SHARED', message: expect.stringMatching(/scopes keys to the data subject.*VEIL_DATA_DIR_EPHEMERAL=true.*Set VEIL_SUBJECT_STORE=kafka/) }));
-    expect(() => open(SCOPED, { VEIL_SUBJECT_STORE: 'local', VEIL_CONTROL_STORE: 'kafka', KAFKA_BROKERS: 'k:9092' })).toThrow(expect.objectContaining({ code: 'SUBJECT_STORE_NOT_SHARED' }));
+    const open = (config: typeof SCOPED, e: Record<string, string> = env) =>
+      lazySubjectKeyStore({ keystore, dataDir, settings: subjectStoreSettings(e), env: e, config });
+    expect(() => open(SCOPED)).toThrow(
+      expect.objectContaining({
+        code: 'SUBJECT_STORE_NOT_SHARED',
+        message: expect.stringMatching(/scopes keys to the data subject.*VEIL_DATA_DIR_EPHEMERAL=true.*Set VEIL_SUBJECT_STORE=kafka/),
+      }),
+    );
+    expect(() => open(SCOPED, { VEIL_SUBJECT_STORE: 'local', VEIL_CONTROL_STORE: 'kafka', KAFKA_BROKERS: 'k:9092' })).toThrow(
+      expect.objectContaining({ code: 'SUBJECT_STORE_NOT_SHARED' }),
+    );
     // no scoped key: the process starts, and an erasure (or a version published later) is refused when it opens the store
     const unscoped = open(SHARED_ONLY);
     await expect(unscoped.erase('alice', { by: 'test', reason: 'asked' })).rejects.toMatchObject({ code: 'SUBJECT_STORE_NOT_SHARED' });

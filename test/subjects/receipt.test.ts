@@ -8,8 +8,13 @@ import { cleanup, keystoreIn, tempDir } from './helpers.ts';
 afterEach(cleanup);
 
 const ERASURE: Erasure = {
-  subject: 'a1'.repeat(16), generation: 1, erasedAt: '2026-11-27T10:00:00.000Z', by: 'dpo@example.org',
-  reason: 'Art. 17 request 42', destroyedKey: 'b2'.repeat(32), alreadyErased: false,
+  subject: 'a1'.repeat(16),
+  generation: 1,
+  erasedAt: '2026-11-27T10:00:00.000Z',
+  by: 'dpo@example.org',
+  reason: 'Art. 17 request 42',
+  destroyedKey: 'b2'.repeat(32),
+  alreadyErased: false,
 };
 const NOW = new Date('2026-11-27T10:00:01.000Z');
 
@@ -28,7 +33,17 @@ describe('erasure receipts', () => {
     const { keys, receipt, claims } = await signed();
     expect(keys.info(RECEIPT_KEY)).toMatchObject({ type: 'jwt-es256', primary: 1 });
     expect(decode(parts(receipt)[0])).toEqual({ alg: 'ES256', typ: RECEIPT_TYP, kid: `${RECEIPT_KEY}.v1` });
-    expect(claims).toMatchObject({ iss: 'https://veil.example', sub: ERASURE.subject, generation: 1, erasedAt: ERASURE.erasedAt, by: ERASURE.by, reason: ERASURE.reason, destroyedKey: ERASURE.destroyedKey, alreadyErased: false, iat: NOW.getTime() / 1000 });
+    expect(claims).toMatchObject({
+      iss: 'https://veil.example',
+      sub: ERASURE.subject,
+      generation: 1,
+      erasedAt: ERASURE.erasedAt,
+      by: ERASURE.by,
+      reason: ERASURE.reason,
+      destroyedKey: ERASURE.destroyedKey,
+      alreadyErased: false,
+      iat: NOW.getTime() / 1000,
+    });
     expect(claims.jti).toMatch(/^[0-9a-f-]{36}$/);
     expect(await verifyReceipt(receipt, keys)).toEqual(claims);
     expect(await verifyReceipt(receipt, keys, { issuer: 'https://veil.example' })).toEqual(claims);
@@ -56,7 +71,10 @@ describe('erasure receipts', () => {
     const { keys, receipt } = await signed();
     const [h, p, s] = parts(receipt);
     for (const change of [{ generation: 2 }, { alreadyErased: true }, { reason: 'nothing' }, { sub: 'c3'.repeat(16) }]) {
-      await expect(verifyReceipt(`${h}.${b64({ ...decode(p), ...change })}.${s}`, keys)).rejects.toMatchObject({ code: 'RECEIPT_INVALID', message: expect.stringContaining('signature') });
+      await expect(verifyReceipt(`${h}.${b64({ ...decode(p), ...change })}.${s}`, keys)).rejects.toMatchObject({
+        code: 'RECEIPT_INVALID',
+        message: expect.stringContaining('signature'),
+      });
     }
   });
 

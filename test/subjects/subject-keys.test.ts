@@ -75,7 +75,7 @@ describe('SubjectKeys over an adapter (fake): creation races, the cache, erasure
     expect(new Set(keys.map(keyHex)).size).toBe(1);
   });
 
-  it('a creation that lost to another process adopts the winner\'s key', async () => {
+  it("a creation that lost to another process adopts the winner's key", async () => {
     const { wrapper, backend, store } = await setup();
     let theirs: string | undefined;
     backend.beforeCreate = (ref, gen) => {
@@ -108,7 +108,7 @@ describe('SubjectKeys over an adapter (fake): creation races, the cache, erasure
     expect(await store.keyFor('d')).toMatchObject({ erased: true });
   });
 
-  it('another process\'s erasure (told by the adapter) drops the handle at once', async () => {
+  it("another process's erasure (told by the adapter) drops the handle at once", async () => {
     const { wrapper, backend, store } = await setup();
     await store.keyFor('e');
     backend.apply(wrapper.refOf('e'), { kind: 'erased', gen: 1, at: 9 });

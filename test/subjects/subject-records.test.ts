@@ -8,13 +8,19 @@ describe('subject-key topic records', () => {
   it('a key record round-trips; its tombstone names it', () => {
     const k = Buffer.from(keyRecordKey(ref, 2, writer));
     const wrapped = Buffer.alloc(64, 5);
-    expect(parseRecord(k, Buffer.from(keyRecordValue(2, wrapped, 99)), 1)).toEqual({ ref, event: { kind: 'key', gen: 2, wrapped, record: k.toString(), at: 99 } });
+    expect(parseRecord(k, Buffer.from(keyRecordValue(2, wrapped, 99)), 1)).toEqual({
+      ref,
+      event: { kind: 'key', gen: 2, wrapped, record: k.toString(), at: 99 },
+    });
     expect(parseRecord(k, null, 7)).toEqual({ ref, event: { kind: 'tombstone', record: k.toString(), at: 7 } });
   });
 
   it('an erasure record round-trips', () => {
     const material = 'c'.repeat(64);
-    expect(parseRecord(Buffer.from(erasureRecordKey(ref)), Buffer.from(erasureRecordValue(3, 50, material)), 1)).toEqual({ ref, event: { kind: 'erased', gen: 3, at: 50, material } });
+    expect(parseRecord(Buffer.from(erasureRecordKey(ref)), Buffer.from(erasureRecordValue(3, 50, material)), 1)).toEqual({
+      ref,
+      event: { kind: 'erased', gen: 3, at: 50, material },
+    });
   });
 
   it('ignores what is not a record of the topic', () => {

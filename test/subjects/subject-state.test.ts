@@ -4,10 +4,14 @@ import { applyEvent, erasureGeneration, isErased, type SubjectEvent, type Subjec
 const material = (w: Buffer) => `id-of-${w.toString('hex')}`;
 const key = (gen: number, record: string, byte = 1): SubjectEvent => ({ kind: 'key', gen, wrapped: Buffer.from([byte]), record, at: 10 });
 const erased = (gen: number, at = 20): SubjectEvent => ({ kind: 'erased', gen, at });
-const run = (events: SubjectEvent[]) => events.reduce<{ state?: SubjectState; log: (string | undefined)[] }>((acc, e) => {
-  const r = applyEvent(acc.state, e, material);
-  return { state: r.state, log: [...acc.log, r.change ?? r.stray] };
-}, { log: [] });
+const run = (events: SubjectEvent[]) =>
+  events.reduce<{ state?: SubjectState; log: (string | undefined)[] }>(
+    (acc, e) => {
+      const r = applyEvent(acc.state, e, material);
+      return { state: r.state, log: [...acc.log, r.change ?? r.stray] };
+    },
+    { log: [] },
+  );
 
 describe('subject state: one resolution for the local store and every view of the topic', () => {
   it('the first key of a generation wins; a later one for it is a stray that lost', () => {

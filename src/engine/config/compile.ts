@@ -3,8 +3,17 @@ import { Alphabet, NAMED_ALPHABETS } from '../fpe/alphabet.ts';
 import { IRREVERSIBLE_STEPS, STEP_KEY_TYPE } from '../transformers/registry.ts';
 import type { KeyRef } from '../transformers/transformer.ts';
 import {
-  ACTION, PROTECT, SUBJECT, UNPROTECT,
-  type ActionPlan, type CompiledConfig, type CompiledField, type CompiledProcessingContext, type CompiledRightsContext, type CompiledSequence, type Evidence,
+  ACTION,
+  PROTECT,
+  SUBJECT,
+  UNPROTECT,
+  type ActionPlan,
+  type CompiledConfig,
+  type CompiledField,
+  type CompiledProcessingContext,
+  type CompiledRightsContext,
+  type CompiledSequence,
+  type Evidence,
 } from './compiled.ts';
 import { pointerOf, type ConfigIssue } from './issues.ts';
 import { parseConfigText } from './parse.ts';
@@ -61,7 +70,12 @@ function zodIssue(issue: z.core.$ZodIssue): ConfigIssue {
 }
 
 function pointerToPath(pointer: string): string[] {
-  return pointer === '' ? [] : pointer.slice(1).split('/').map((p) => p.replaceAll('~1', '/').replaceAll('~0', '~'));
+  return pointer === ''
+    ? []
+    : pointer
+        .slice(1)
+        .split('/')
+        .map((p) => p.replaceAll('~1', '/').replaceAll('~0', '~'));
 }
 
 class Compiler {
@@ -82,7 +96,12 @@ class Compiler {
     const rightsContexts = this.rightsContexts(classes, actions);
     const processingContexts = this.processingContexts(actions);
     const config: CompiledConfig = {
-      keys, subjects: { returning: this.doc.subjects.returning }, sequences, classes, rightsContexts, processingContexts,
+      keys,
+      subjects: { returning: this.doc.subjects.returning },
+      sequences,
+      classes,
+      rightsContexts,
+      processingContexts,
       rightsEvidenceNames: new Set(rightsContexts.flatMap((c) => c.evidences.map(([n]) => n))),
       processingEvidenceNames: new Set(processingContexts.flatMap((c) => c.evidences.map(([n]) => n))),
       warnings: this.issues.filter((i) => i.severity === 'warning'),
@@ -100,10 +119,19 @@ class Compiler {
     for (const [name, k] of Object.entries(this.doc.keys)) {
       const id = k.id ?? name;
       if (!/^[a-z0-9][a-z0-9._-]{0,63}$/.test(id)) this.error(['keys', name], `"${name}" is not a keystore id (lowercase letters, digits, . _ -): set id`);
-      keys.set(name, { name, id, type: k.type, ...(k.version !== undefined ? { version: k.version } : {}), ...(k.scope === 'subject' ? { scope: 'subject' as const } : {}) });
+      keys.set(name, {
+        name,
+        id,
+        type: k.type,
+        ...(k.version !== undefined ? { version: k.version } : {}),
+        ...(k.scope === 'subject' ? { scope: 'subject' as const } : {}),
+      });
       if (k.scope === 'subject') this.subjectKey(name, k);
       else if ((k.type === 'ff1' || k.type === 'ff3-1') && k.version === undefined) {
-        this.error(['keys', name, 'version'], `${k.type} output has no room for a key version: pin one with version: N (see docs/design.md, "Rotation of FPE keys")`);
+        this.error(
+          ['keys', name, 'version'],
+          `${k.type} output has no room for a key version: pin one with version: N (see docs/design.md, "Rotation of FPE keys")`,
+        );
       }
     }
     return keys;
@@ -111,10 +139,14 @@ class Compiler {
 
   /** A subject-scoped reference: its versions are the subjects' generations; FPE keeps erased ids refused. */
   private subjectKey(name: string, k: EngineConfigDocument['keys'][string]): void {
-    if (k.version !== undefined) this.error(['keys', name, 'version'], `a key scoped to the subject has no version to pin: its values carry the subject key's generation`);
+    if (k.version !== undefined)
+      this.error(['keys', name, 'version'], `a key scoped to the subject has no version to pin: its values carry the subject key's generation`);
     if (k.type === 'jwt-es256') this.error(['keys', name, 'scope'], 'a token signing key cannot be scoped to the subject');
     if ((k.type === 'ff1' || k.type === 'ff3-1') && this.doc.subjects.returning !== 'refuse') {
-      this.error(['keys', name, 'scope'], `${k.type} output has no room for the subject key's generation, so a returning person's new key would unprotect old values to other text: set subjects.returning: refuse`);
+      this.error(
+        ['keys', name, 'scope'],
+        `${k.type} output has no room for the subject key's generation, so a returning person's new key would unprotect old values to other text: set subjects.returning: refuse`,
+      );
     }
   }
 
@@ -136,7 +168,11 @@ class Compiler {
           if (problem) this.error([...at, 'customAlphabet'], `alphabet ${problem}`);
           if (step.type === 'ff1' && step.luhn && chars !== NAMED_ALPHABETS.digits) this.error([...at, 'luhn'], 'luhn needs the digits alphabet');
           if (step.type === 'ff3-1') {
-            this.issues.push({ severity: 'warning', pointer: pointerOf(at), message: 'ff3-1 is deprecated (NIST SP 800-38G Rev. 1 draft withdraws it); use ff1 for new data' });
+            this.issues.push({
+              severity: 'warning',
+              pointer: pointerOf(at),
+              message: 'ff3-1 is deprecated (NIST SP 800-38G Rev. 1 draft withdraws it); use ff1 for new data',
+            });
           }
         }
       });
@@ -154,7 +190,10 @@ class Compiler {
     }
     if (direction === 'inverse' && !seq.reversible) {
       const step = seq.steps.findIndex((s) => IRREVERSIBLE_STEPS.has(s.type));
-      this.error(path, `sequence "${sequence}" cannot be inverted: step ${step} (${seq.steps[step]?.type}) is irreversible${path.at(-1) === 'protect' ? '; set unprotect: none' : ''}`);
+      this.error(
+        path,
+        `sequence "${sequence}" cannot be inverted: step ${step} (${seq.steps[step]?.type}) is irreversible${path.at(-1) === 'protect' ? '; set unprotect: none' : ''}`,
+      );
       return undefined;
     }
     return { sequence, direction };
@@ -213,13 +252,24 @@ class Compiler {
       const evidences = Object.entries(pc.evidences) as Evidence[];
       const action = pc.action ?? pc.evidences[ACTION];
       if (evidences.length === 0) this.error([...at, 'evidences'], 'a processing context needs at least one evidence');
-      if (SUBJECT in pc.evidences) this.error([...at, 'evidences', SUBJECT], 'Subject is the evidence by which a caller names the data subject of its values: a configured context cannot match on it');
+      if (SUBJECT in pc.evidences)
+        this.error(
+          [...at, 'evidences', SUBJECT],
+          'Subject is the evidence by which a caller names the data subject of its values: a configured context cannot match on it',
+        );
       if (pc.action && pc.evidences[ACTION] && pc.action !== pc.evidences[ACTION]) {
-        this.error([...at, 'action'], `action ${pc.action} contradicts the Action evidence ${pc.evidences[ACTION]}: a caller asking for one would get the other`);
+        this.error(
+          [...at, 'action'],
+          `action ${pc.action} contradicts the Action evidence ${pc.evidences[ACTION]}: a caller asking for one would get the other`,
+        );
       }
       if (!action) this.error(at, 'set action, or an Action evidence that names it');
-      else if (!actions.has(action)) this.error([...at, pc.action ? 'action' : 'evidences'], `action "${action}" is not Protect, Unprotect or an action of any property`);
-      const signature = evidences.map(([n, v]) => `${n}=${v}`).sort().join('&');
+      else if (!actions.has(action))
+        this.error([...at, pc.action ? 'action' : 'evidences'], `action "${action}" is not Protect, Unprotect or an action of any property`);
+      const signature = evidences
+        .map(([n, v]) => `${n}=${v}`)
+        .sort()
+        .join('&');
       const twin = seen.get(signature);
       if (twin) this.error([...at, 'evidences'], `has the same evidences as processing context "${twin}": a request could not choose`);
       seen.set(signature, name);

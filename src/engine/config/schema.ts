@@ -21,7 +21,10 @@ const ff1Step = z.strictObject({
   keepFirst: count.default(0),
   keepLast: count.default(0),
   luhn: z.boolean().default(false),
-  tweakHex: z.string().regex(/^([0-9a-fA-F]{2}){0,256}$/, 'must be an even number of hex digits').optional(),
+  tweakHex: z
+    .string()
+    .regex(/^([0-9a-fA-F]{2}){0,256}$/, 'must be an even number of hex digits')
+    .optional(),
   binding,
 });
 
@@ -32,7 +35,10 @@ const ff31Step = z.strictObject({
   customAlphabet: z.string().optional(),
   keepFirst: count.default(0),
   keepLast: count.default(0),
-  tweakHex: z.string().regex(/^[0-9a-fA-F]{14}$/, 'must be 14 hex digits (56 bits)').optional(),
+  tweakHex: z
+    .string()
+    .regex(/^[0-9a-fA-F]{14}$/, 'must be 14 hex digits (56 bits)')
+    .optional(),
   binding,
 });
 
@@ -51,7 +57,10 @@ export const stepSchema = z.discriminatedUnion('type', [
     type: z.literal('mask'),
     keepFirst: count.default(0),
     keepLast: count.default(0),
-    char: z.string().refine((s) => [...s].length === 1, 'must be one character').default('*'),
+    char: z
+      .string()
+      .refine((s) => [...s].length === 1, 'must be one character')
+      .default('*'),
     preserve: z.string().default(''),
   }),
   z.strictObject({ type: z.literal('redact'), value: z.string().max(256).default('[REDACTED]') }),
@@ -59,10 +68,7 @@ export const stepSchema = z.discriminatedUnion('type', [
 
 export type StepConfig = z.infer<typeof stepSchema>;
 
-const actionBinding = z.union([
-  name,
-  z.strictObject({ sequence: name, direction: z.enum(['forward', 'inverse']).default('forward') }),
-]);
+const actionBinding = z.union([name, z.strictObject({ sequence: name, direction: z.enum(['forward', 'inverse']).default('forward') })]);
 
 const property = z.strictObject({
   description: z.string().optional(),
@@ -96,14 +102,13 @@ export const engineConfigShape = {
     }),
   ),
   /** data subjects' keys (subject-scoped key references): whether an erased subject id may protect again */
-  subjects: z.strictObject({
-    /** `new-key` (default): a returning person gets a new key; `refuse`: an erased id stays refused (SUBJECT_ERASED) */
-    returning: z.enum(['new-key', 'refuse']).default('new-key'),
-  }).default({ returning: 'new-key' }),
-  sequences: z.record(
-    name,
-    z.strictObject({ description: z.string().optional(), steps: z.array(stepSchema).min(1).max(16) }),
-  ),
+  subjects: z
+    .strictObject({
+      /** `new-key` (default): a returning person gets a new key; `refuse`: an erased id stays refused (SUBJECT_ERASED) */
+      returning: z.enum(['new-key', 'refuse']).default('new-key'),
+    })
+    .default({ returning: 'new-key' }),
+  sequences: z.record(name, z.strictObject({ description: z.string().optional(), steps: z.array(stepSchema).min(1).max(16) })),
   classes: z.record(name, z.strictObject({ description: z.string().optional(), properties: z.record(name, property) })),
   rightsContexts: z.record(
     name,
@@ -120,10 +125,7 @@ export const engineConfigShape = {
         .min(1),
     }),
   ),
-  processingContexts: z.record(
-    name,
-    z.strictObject({ description: z.string().optional(), evidences: evidences, action: name.optional() }),
-  ),
+  processingContexts: z.record(name, z.strictObject({ description: z.string().optional(), evidences: evidences, action: name.optional() })),
 };
 
 /** A configuration of the engine's sections only (tests, benchmarks, embedding the engine). */

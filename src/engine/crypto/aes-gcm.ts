@@ -23,7 +23,10 @@ export interface GcmSeal {
  * GHASH reduction for the 4-bit table method (Shoup; OpenSSL's rem_4bit): the bits shifted out
  * of a 4-bit right shift, folded back by the GCM polynomial, as they land in the top word.
  */
-const REM_4BIT = Uint32Array.from([0x0000, 0x1c20, 0x3840, 0x2460, 0x7080, 0x6ca0, 0x48c0, 0x54e0, 0xe100, 0xfd20, 0xd940, 0xc560, 0x9180, 0x8da0, 0xa9c0, 0xb5e0], (x) => (x << 16) >>> 0);
+const REM_4BIT = Uint32Array.from(
+  [0x0000, 0x1c20, 0x3840, 0x2460, 0x7080, 0x6ca0, 0x48c0, 0x54e0, 0xe100, 0xfd20, 0xd940, 0xc560, 0x9180, 0x8da0, 0xa9c0, 0xb5e0],
+  (x) => (x << 16) >>> 0,
+);
 
 const aadBytes = (aad: Uint8Array | GcmAad) => (aad instanceof Uint8Array ? aad.length : aad.bytes);
 const be32 = (b: Uint8Array, o: number) => ((b[o]! << 24) | (b[o + 1]! << 16) | (b[o + 2]! << 8) | b[o + 3]!) >>> 0;
@@ -263,13 +266,21 @@ export class AesGcm {
     for (const i of [8, 4, 2, 1]) {
       put(i, v);
       const carry = v[3]! & 1;
-      v = [((v[0]! >>> 1) ^ (carry ? 0xe1000000 : 0)) >>> 0, ((v[1]! >>> 1) | (v[0]! << 31)) >>> 0, ((v[2]! >>> 1) | (v[1]! << 31)) >>> 0, ((v[3]! >>> 1) | (v[2]! << 31)) >>> 0];
+      v = [
+        ((v[0]! >>> 1) ^ (carry ? 0xe1000000 : 0)) >>> 0,
+        ((v[1]! >>> 1) | (v[0]! << 31)) >>> 0,
+        ((v[2]! >>> 1) | (v[1]! << 31)) >>> 0,
+        ((v[3]! >>> 1) | (v[2]! << 31)) >>> 0,
+      ];
     }
     for (const base of [2, 4, 8]) {
       for (let i = 1; i < base; i++) {
         const a = get(base);
         const b = get(i);
-        put(base + i, [a[0]! ^ b[0]!, a[1]! ^ b[1]!, a[2]! ^ b[2]!, a[3]! ^ b[3]!].map((x) => x >>> 0));
+        put(
+          base + i,
+          [a[0]! ^ b[0]!, a[1]! ^ b[1]!, a[2]! ^ b[2]!, a[3]! ^ b[3]!].map((x) => x >>> 0),
+        );
       }
     }
   }
@@ -289,4 +300,3 @@ const MAX_BYTES = 2 ** 29 - 1;
 function checkLengths(aad: number, text: number): void {
   if (aad > MAX_BYTES || text > MAX_BYTES) throw new RangeError('AES-GCM input too long');
 }
-

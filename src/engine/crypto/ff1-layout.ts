@@ -85,7 +85,7 @@ export function xorNum(out: Uint8Array, last: number, from: number, num: number)
 /** y = NUM(S) mod m for S the first d bytes at bytes[at..], folding `chunk` bytes per modBy. */
 export function reduceS(l: Layout, bytes: Uint8Array, at: number, m: number, inv: number, chunk: number): number {
   let y = 0;
-  for (let j = 0; j < l.d; ) {
+  for (let j = 0; j < l.d;) {
     let v = 0;
     let scale = 1;
     for (const stop = Math.min(l.d, j + chunk); j < stop; j++) {
@@ -106,9 +106,24 @@ export function ff1Layout(aes: AesBlock, radix: number, tweak: Uint8Array, n: nu
   const mvBig = BigInt(radix) ** BigInt(v);
   const b = Math.ceil(bitLength(mvBig - 1n) / 8);
   const d = 4 * Math.ceil(b / 4) + 4;
-  const p = new Uint8Array([1, 2, 1, (radix >>> 16) & 0xff, (radix >>> 8) & 0xff, radix & 0xff, 10, u & 0xff,
-    (n >>> 24) & 0xff, (n >>> 16) & 0xff, (n >>> 8) & 0xff, n & 0xff,
-    (t >>> 24) & 0xff, (t >>> 16) & 0xff, (t >>> 8) & 0xff, t & 0xff]);
+  const p = new Uint8Array([
+    1,
+    2,
+    1,
+    (radix >>> 16) & 0xff,
+    (radix >>> 8) & 0xff,
+    radix & 0xff,
+    10,
+    u & 0xff,
+    (n >>> 24) & 0xff,
+    (n >>> 16) & 0xff,
+    (n >>> 8) & 0xff,
+    n & 0xff,
+    (t >>> 24) & 0xff,
+    (t >>> 16) & 0xff,
+    (t >>> 8) & 0xff,
+    t & 0xff,
+  ]);
   const pad = (((-t - b - 1) % 16) + 16) % 16;
   const pq = new Uint8Array(16 + t + pad + 1 + b);
   pq.set(p);
@@ -135,8 +150,28 @@ export function ff1Layout(aes: AesBlock, radix: number, tweak: Uint8Array, n: nu
   last.xorWords(state);
   const [c0, c1, c2, c3] = last.words as unknown as [number, number, number, number];
   const layout: Layout = {
-    n, u, v, b, d, mu: Number(muBig), mv: Number(mvBig), invU: 1 / Number(muBig), invV: 1 / Number(mvBig), muBig, mvBig, fast, chunkU: chunkOf(muBig), chunkV: chunkOf(mvBig),
-    words: fast && b <= 4 && d === 8, c0, c1, c2, c3, state, lastConst, pq,
+    n,
+    u,
+    v,
+    b,
+    d,
+    mu: Number(muBig),
+    mv: Number(mvBig),
+    invU: 1 / Number(muBig),
+    invV: 1 / Number(mvBig),
+    muBig,
+    mvBig,
+    fast,
+    chunkU: chunkOf(muBig),
+    chunkV: chunkOf(mvBig),
+    words: fast && b <= 4 && d === 8,
+    c0,
+    c1,
+    c2,
+    c3,
+    state,
+    lastConst,
+    pq,
   };
   return layout;
 }

@@ -118,7 +118,11 @@ export class Ff1 {
         for (const i of indexes) out[i] = this.run(xs[i]!, forward);
         continue;
       }
-      const results = this.runFastMany(l, indexes.map((i) => xs[i]!), forward);
+      const results = this.runFastMany(
+        l,
+        indexes.map((i) => xs[i]!),
+        forward,
+      );
       indexes.forEach((i, k) => (out[i] = results[k]!));
     }
     return out;

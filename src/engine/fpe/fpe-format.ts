@@ -78,9 +78,8 @@ export class FpeFormat {
         out[at] = e;
       }
     });
-    const step = (xs: number[][]) => (forward
-      ? cipher.encryptMany?.(xs) ?? xs.map((x) => cipher.encrypt(x))
-      : cipher.decryptMany?.(xs) ?? xs.map((x) => cipher.decrypt(x)));
+    const step = (xs: number[][]) =>
+      forward ? (cipher.encryptMany?.(xs) ?? xs.map((x) => cipher.encrypt(x))) : (cipher.decryptMany?.(xs) ?? xs.map((x) => cipher.decrypt(x)));
     let walking = live;
     for (let round = 0; walking.length > 0; round++) {
       if (round > 10_000) throw new Error('Luhn cycle walk did not converge');
@@ -98,7 +97,10 @@ export class FpeFormat {
     const total = parsed.numerals.length;
     const middle = total - keepFirst - keepLast;
     if (middle < this.options.minLength) {
-      throw new ValueError('VALUE_TOO_SHORT', `needs at least ${this.options.minLength + keepFirst + keepLast} alphabet characters (radix^length >= 1,000,000 after keeping ${keepFirst} first and ${keepLast} last), has ${total}`);
+      throw new ValueError(
+        'VALUE_TOO_SHORT',
+        `needs at least ${this.options.minLength + keepFirst + keepLast} alphabet characters (radix^length >= 1,000,000 after keeping ${keepFirst} first and ${keepLast} last), has ${total}`,
+      );
     }
     if (middle > this.options.maxLength) {
       throw new ValueError('VALUE_TOO_LONG', `accepts at most ${this.options.maxLength + keepFirst + keepLast} alphabet characters, has ${total}`);

@@ -10,8 +10,7 @@ import { revealKeyBytes, SecretKey } from './secret-key.ts';
  * asynchronous and the engine is not; its handles have this shape.
  */
 export type SubjectEntry =
-  | { readonly erased?: undefined; readonly generation: number; readonly key: SecretKey }
-  | { readonly erased: true; readonly generation: number };
+  { readonly erased?: undefined; readonly generation: number; readonly key: SecretKey } | { readonly erased: true; readonly generation: number };
 
 /**
  * The subjects' keys a call may use, by subject id, fetched by the adapter before the engine runs:

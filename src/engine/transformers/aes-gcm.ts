@@ -47,13 +47,17 @@ export function aesGcm(params: { key: KeyRef; binding?: string }, deps: Transfor
           const version = keys.protectVersion();
           const gcm = keys.forProtect(version);
           const { h, prepared } = aadOf(version, gcm);
-          return sealEach(values, (value, length): { out: Buffer; job: GcmSeal } => {
-            const out = outputBuffer(h, GCM_NONCE_BYTES + length + GCM_TAG_BYTES);
-            const nonce = out.subarray(HEADER_BYTES, HEADER_BYTES + GCM_NONCE_BYTES);
-            deps.random(nonce);
-            out.write(value, HEADER_BYTES + GCM_NONCE_BYTES, 'utf8');
-            return { out, job: { nonce, aad: prepared, out, offset: HEADER_BYTES + GCM_NONCE_BYTES, length } };
-          }, (seals) => gcm.sealMany(seals));
+          return sealEach(
+            values,
+            (value, length): { out: Buffer; job: GcmSeal } => {
+              const out = outputBuffer(h, GCM_NONCE_BYTES + length + GCM_TAG_BYTES);
+              const nonce = out.subarray(HEADER_BYTES, HEADER_BYTES + GCM_NONCE_BYTES);
+              deps.random(nonce);
+              out.write(value, HEADER_BYTES + GCM_NONCE_BYTES, 'utf8');
+              return { out, job: { nonce, aad: prepared, out, offset: HEADER_BYTES + GCM_NONCE_BYTES, length } };
+            },
+            (seals) => gcm.sealMany(seals),
+          );
         },
         unprotect(value) {
           const { version, payload } = decode(value, TAG, GCM_NONCE_BYTES + GCM_TAG_BYTES);

@@ -45,11 +45,15 @@ export function aesSiv(params: { key: KeyRef; binding?: string }, deps: Transfor
           const version = keys.protectVersion();
           const siv = keys.forProtect(version);
           const { h, prefix: p } = prefix(siv, version);
-          return sealEach(values, (value, length): { out: Buffer; job: SivSeal } => {
-            const out = outputBuffer(h, 16 + length);
-            out.write(value, HEADER_BYTES + 16, 'utf8');
-            return { out, job: { out, offset: HEADER_BYTES, length } };
-          }, (seals) => siv.sealMany(p, seals));
+          return sealEach(
+            values,
+            (value, length): { out: Buffer; job: SivSeal } => {
+              const out = outputBuffer(h, 16 + length);
+              out.write(value, HEADER_BYTES + 16, 'utf8');
+              return { out, job: { out, offset: HEADER_BYTES, length } };
+            },
+            (seals) => siv.sealMany(p, seals),
+          );
         },
         unprotect(value) {
           const { version, payload } = decode(value, TAG, 16);

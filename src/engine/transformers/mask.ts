@@ -19,9 +19,7 @@ export function mask(params: { keepFirst: number; keepLast: number; char: string
           const chars = Array.from(value);
           const n = chars.length;
           const clear = n > params.keepFirst + params.keepLast;
-          return chars
-            .map((c, i) => (preserve.has(c) || (clear && (i < params.keepFirst || i >= n - params.keepLast)) ? c : params.char))
-            .join('');
+          return chars.map((c, i) => (preserve.has(c) || (clear && (i < params.keepFirst || i >= n - params.keepLast)) ? c : params.char)).join('');
         },
         unprotect: () => irreversible('mask'),
       };

@@ -87,7 +87,11 @@ export function fromUtf8(bytes: Uint8Array): string {
  * value's ValueError), its output buffer and seal job from `prepare`, one `sealAll` over the jobs,
  * then each output as base64url text.
  */
-export function sealEach<S>(values: readonly string[], prepare: (value: string, length: number) => { out: Buffer; job: S }, sealAll: (jobs: S[]) => void): (string | ValueError)[] {
+export function sealEach<S>(
+  values: readonly string[],
+  prepare: (value: string, length: number) => { out: Buffer; job: S },
+  sealAll: (jobs: S[]) => void,
+): (string | ValueError)[] {
   const results = new Array<Buffer | ValueError>(values.length);
   const jobs: S[] = [];
   values.forEach((value, i) => {

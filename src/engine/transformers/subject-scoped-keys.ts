@@ -26,27 +26,32 @@ export class SubjectScopedKeys<P> implements KeyVersions<P> {
   protectVersion(): number {
     const entry = this.entry();
     if (!entry) throw new VeilError('KEY_UNAVAILABLE', `no key was fetched for the data subject of key reference ${this.ref.name}`);
-    if (entry.erased) throw new ValueError('SUBJECT_ERASED', "belongs to a data subject whose key was erased");
+    if (entry.erased) throw new ValueError('SUBJECT_ERASED', 'belongs to a data subject whose key was erased');
     return entry.generation;
   }
 
   forProtect(version: number): P {
     const entry = this.entry();
-    if (!entry || entry.erased || entry.generation !== version) throw new VeilError('KEY_UNAVAILABLE', `the data subject's key generation ${version} is not the current one`);
+    if (!entry || entry.erased || entry.generation !== version)
+      throw new VeilError('KEY_UNAVAILABLE', `the data subject's key generation ${version} is not the current one`);
     return this.primitive(entry.key);
   }
 
   forUnprotect(version: number): P {
     const entry = this.entry();
-    if (entry && version < entry.generation + (entry.erased ? 1 : 0)) throw new ValueError('SUBJECT_ERASED', 'was protected under a data subject key that was erased');
-    if (!entry || entry.erased || version !== entry.generation) throw new ValueError('PROTECTED_VALUE_INVALID', 'names a data subject key generation that does not exist (tampered, or another subject\'s value)');
+    if (entry && version < entry.generation + (entry.erased ? 1 : 0))
+      throw new ValueError('SUBJECT_ERASED', 'was protected under a data subject key that was erased');
+    if (!entry || entry.erased || version !== entry.generation)
+      throw new ValueError('PROTECTED_VALUE_INVALID', "names a data subject key generation that does not exist (tampered, or another subject's value)");
     return this.primitive(entry.key);
   }
 
   private entry(): SubjectEntry | undefined {
     const current = this.slot.current();
-    if (current === undefined) throw new ValueError('SUBJECT_REQUIRED', `is protected under key reference ${this.ref.name}, scoped to the data subject, and no subject was given`);
-    if (current.entry === 'missing') throw new VeilError('KEY_UNAVAILABLE', `the data subject's key for key reference ${this.ref.name} was not fetched before the call`);
+    if (current === undefined)
+      throw new ValueError('SUBJECT_REQUIRED', `is protected under key reference ${this.ref.name}, scoped to the data subject, and no subject was given`);
+    if (current.entry === 'missing')
+      throw new VeilError('KEY_UNAVAILABLE', `the data subject's key for key reference ${this.ref.name} was not fetched before the call`);
     return current.entry;
   }
 

@@ -37,7 +37,8 @@ export function registerSubjectRoutes(app: FastifyInstance, deps: Deps): void {
   const erasures = deps.erasures;
   if (!erasures) return;
   const limiter = new RateLimiter({ rate: SUBJECT_CALLS_PER_SECOND, burst: SUBJECT_CALLS_BURST, now: Date.now });
-  const door = (action: SubjectAction, answer: (body: Record<string, unknown>, actor: SubjectActor) => Promise<unknown>, shape: BodyShape = fieldsShape(FIELDS[action])) =>
+  const door =
+    (action: SubjectAction, answer: (body: Record<string, unknown>, actor: SubjectActor) => Promise<unknown>, shape: BodyShape = fieldsShape(FIELDS[action])) =>
     async (req: FastifyRequest, reply: FastifyReply) => {
       reply.header('cache-control', 'no-store');
       const actor: SubjectActor = { by: '', channel: 'admin', requestId: req.id };
@@ -47,18 +48,35 @@ export function registerSubjectRoutes(app: FastifyInstance, deps: Deps): void {
       const wait = limiter.take(caller.clientId);
       if (wait > 0) await erasures.refuse(action, known, new RateLimitedError('too many subject administration calls for this client', Math.ceil(wait)));
       const body = shape.read(req.body);
-      if (!body) await erasures.refuse(action, known, new SubjectsError('ERASURE_REQUEST_INVALID', `the body must be a JSON object with ${shape.says}, nothing else`));
+      if (!body)
+        await erasures.refuse(action, known, new SubjectsError('ERASURE_REQUEST_INVALID', `the body must be a JSON object with ${shape.says}, nothing else`));
       return reply.code(200).send(await answer(body!, known));
     };
 
-  app.post('/admin/subjects/erase', { bodyLimit: SUBJECT_BODY_LIMIT }, door('erase', async (body, actor) => {
-    const { receipt, claims } = await erasures.erase(body.subject, body.reason, actor);
-    return { receipt, claims };
-  }));
-  app.post('/admin/subjects/erase-batch', { bodyLimit: SUBJECT_BATCH_BODY_LIMIT }, door('erase', async (body, actor) => ({
-    results: (await erasures.eraseMany(body.subjects as string[], body.reason, actor)).map(batchResult),
-  }), BATCH_SHAPE));
-  app.post('/admin/subjects/status', { bodyLimit: SUBJECT_BODY_LIMIT }, door('status', (body, actor) => erasures.status(body.subject, actor)));
+  app.post(
+    '/admin/subjects/erase',
+    { bodyLimit: SUBJECT_BODY_LIMIT },
+    door('erase', async (body, actor) => {
+      const { receipt, claims } = await erasures.erase(body.subject, body.reason, actor);
+      return { receipt, claims };
+    }),
+  );
+  app.post(
+    '/admin/subjects/erase-batch',
+    { bodyLimit: SUBJECT_BATCH_BODY_LIMIT },
+    door(
+      'erase',
+      async (body, actor) => ({
+        results: (await erasures.eraseMany(body.subjects as string[], body.reason, actor)).map(batchResult),
+      }),
+      BATCH_SHAPE,
+    ),
+  );
+  app.post(
+    '/admin/subjects/status',
+    { bodyLimit: SUBJECT_BODY_LIMIT },
+    door('status', (body, actor) => erasures.status(body.subject, actor)),
+  );
 }
 
 /** How a door reads its body (undefined: refused, its content never echoed) and says what it wants. */
@@ -75,7 +93,8 @@ const BATCH_SHAPE: BodyShape = {
   read(body) {
     if (typeof body !== 'object' || body === null || Array.isArray(body)) return undefined;
     const { subjects, reason, ...rest } = body as Record<string, unknown>;
-    if (Object.keys(rest).length || typeof reason !== 'string' || !Array.isArray(subjects) || subjects.length === 0 || subjects.length > BULK_ERASURE_MAX) return undefined;
+    if (Object.keys(rest).length || typeof reason !== 'string' || !Array.isArray(subjects) || subjects.length === 0 || subjects.length > BULK_ERASURE_MAX)
+      return undefined;
     return subjects.every((s) => typeof s === 'string') ? { subjects, reason } : undefined;
   },
 };

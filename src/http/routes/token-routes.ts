@@ -83,7 +83,8 @@ export function registerTokenRoutes(app: FastifyInstance, deps: Deps): void {
   // the receipt key apart (issue 43): services verify veil's access tokens against jwks.json (the
   // discovery document's jwks_uri), and one that checks no typ or aud must not take a receipt for a token
   const receiptKeys = deps.receiptKeys;
-  if (receiptKeys) app.get('/.well-known/veil-receipt-keys.json', async (_req, reply) => reply.header('cache-control', 'max-age=300').send({ keys: receiptKeys() }));
+  if (receiptKeys)
+    app.get('/.well-known/veil-receipt-keys.json', async (_req, reply) => reply.header('cache-control', 'max-age=300').send({ keys: receiptKeys() }));
 }
 
 function basicUsed(header: string | undefined): boolean {

@@ -39,7 +39,11 @@ interface Deps {
  * (src/audit/guarded-transform.ts), shared with the Kafka responder.
  */
 export function registerTransformRoute(app: FastifyInstance, deps: Deps): void {
-  const limiter = new RateLimiter({ rate: deps.service.rateLimit.transformPerSecond, burst: deps.service.rateLimit.transformBurst, now: () => deps.now().getTime() });
+  const limiter = new RateLimiter({
+    rate: deps.service.rateLimit.transformPerSecond,
+    burst: deps.service.rateLimit.transformBurst,
+    now: () => deps.now().getTime(),
+  });
   const checkBody = transformBodyChecker(deps.service.limits);
   // the engine is read once per call: a publish in the admin portal swaps it for later calls only
   const engines = engineSource(deps.engine);
@@ -47,7 +51,8 @@ export function registerTransformRoute(app: FastifyInstance, deps: Deps): void {
   const subjectKeys = subjectKeysOf(deps.subjects);
   const guardOf = (engine: Engine) => {
     let guard = guards.get(engine);
-    if (!guard) guards.set(engine, (guard = new GuardedTransform({ engine, audit: deps.audit, now: deps.now, channel: 'http', scope: 'revealing', ...subjectKeys })));
+    if (!guard)
+      guards.set(engine, (guard = new GuardedTransform({ engine, audit: deps.audit, now: deps.now, channel: 'http', scope: 'revealing', ...subjectKeys })));
     return guard;
   };
   // off: no hook is registered at all, so a call pays nothing for tracing
@@ -73,7 +78,15 @@ export function registerTransformRoute(app: FastifyInstance, deps: Deps): void {
       if ('unexpected' in outcome) {
         // its message may hold anything: log its type and frames only
         const e = outcome.unexpected as Error | undefined;
-        req.log.error({ errorType: e?.name, frames: String(e?.stack ?? '').split('\n').slice(1, 8) }, 'unexpected error');
+        req.log.error(
+          {
+            errorType: e?.name,
+            frames: String(e?.stack ?? '')
+              .split('\n')
+              .slice(1, 8),
+          },
+          'unexpected error',
+        );
       }
       trace?.refused(req, outcome.error.code);
       return deps.sendError(reply, outcome.error, req);

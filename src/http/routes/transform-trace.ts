@@ -36,13 +36,20 @@ export function transformTrace(tracing: Tracing, configVersion: () => string | u
       async onRequest(req) {
         const parent = tracing.remote({ traceparent: single(req.headers.traceparent), tracestate: single(req.headers.tracestate) });
         const version = configVersion();
-        spans.set(req, tracing.start(TRANSFORM_SPAN, {
-          kind: SpanKind.SERVER, parent,
-          attributes: {
-            [ATTR.httpMethod]: 'POST', [ATTR.httpRoute]: '/transform', [ATTR.urlScheme]: req.protocol, [ATTR.urlPath]: req.url.split('?')[0]!,
-            ...(version ? { [ATTR.configVersion]: version } : {}),
-          },
-        }));
+        spans.set(
+          req,
+          tracing.start(TRANSFORM_SPAN, {
+            kind: SpanKind.SERVER,
+            parent,
+            attributes: {
+              [ATTR.httpMethod]: 'POST',
+              [ATTR.httpRoute]: '/transform',
+              [ATTR.urlScheme]: req.protocol,
+              [ATTR.urlPath]: req.url.split('?')[0]!,
+              ...(version ? { [ATTR.configVersion]: version } : {}),
+            },
+          }),
+        );
       },
       async onSend(req, reply, payload) {
         // a refusal before the handler: the code of the problem the caller gets (a problem never holds a value)

@@ -15,8 +15,16 @@ export interface AwsKmsOptions {
 
 /** AWS KMS's answers that no retry can change: the key, the ciphertext, the context or the caller is wrong. */
 const REFUSALS = new Set([
-  'InvalidCiphertextException', 'IncorrectKeyException', 'AccessDeniedException', 'NotFoundException', 'DisabledException',
-  'KMSInvalidStateException', 'InvalidKeyUsageException', 'ValidationException', 'UnrecognizedClientException', 'InvalidGrantTokenException',
+  'InvalidCiphertextException',
+  'IncorrectKeyException',
+  'AccessDeniedException',
+  'NotFoundException',
+  'DisabledException',
+  'KMSInvalidStateException',
+  'InvalidKeyUsageException',
+  'ValidationException',
+  'UnrecognizedClientException',
+  'InvalidGrantTokenException',
 ]);
 
 /**
@@ -28,13 +36,16 @@ const REFUSALS = new Set([
 export function awsKms(options: AwsKmsOptions): Kms {
   const timeout = options.timeoutMs ?? 3_000;
   const client = new KMSClient({
-    region: options.region ?? 'us-east-1', maxAttempts: 1,
+    region: options.region ?? 'us-east-1',
+    maxAttempts: 1,
     ...(options.endpoint ? { endpoint: options.endpoint } : {}),
     ...(options.credentials ? { credentials: options.credentials } : {}),
   });
   // the whole call, connecting included, is bounded: a KMS that accepts and never answers fails
   // too — within the adapter's timeout, or sooner when the caller's signal aborts (a lease renewal)
-  const bounded = (signal: AbortSignal | undefined) => ({ abortSignal: signal ? AbortSignal.any([AbortSignal.timeout(timeout), signal]) : AbortSignal.timeout(timeout) });
+  const bounded = (signal: AbortSignal | undefined) => ({
+    abortSignal: signal ? AbortSignal.any([AbortSignal.timeout(timeout), signal]) : AbortSignal.timeout(timeout),
+  });
   const context = (c: string) => ({ 'veil:context': c });
   const fail = (op: string, e: unknown): KmsError => {
     const name = (e as { name?: string }).name ?? 'Error';
@@ -56,10 +67,20 @@ export function awsKms(options: AwsKmsOptions): Kms {
   return {
     description: `AWS KMS key ${options.keyId}${options.endpoint ? ` at ${options.endpoint}` : ''}`,
     async wrap(plaintext, c, o) {
-      return call('Encrypt', async () => (await client.send(new EncryptCommand({ KeyId: options.keyId, Plaintext: plaintext, EncryptionContext: context(c) }), bounded(o?.signal))).CiphertextBlob);
+      return call(
+        'Encrypt',
+        async () =>
+          (await client.send(new EncryptCommand({ KeyId: options.keyId, Plaintext: plaintext, EncryptionContext: context(c) }), bounded(o?.signal)))
+            .CiphertextBlob,
+      );
     },
     async unwrap(wrapped, c, o) {
-      return call('Decrypt', async () => (await client.send(new DecryptCommand({ KeyId: options.keyId, CiphertextBlob: wrapped, EncryptionContext: context(c) }), bounded(o?.signal))).Plaintext);
+      return call(
+        'Decrypt',
+        async () =>
+          (await client.send(new DecryptCommand({ KeyId: options.keyId, CiphertextBlob: wrapped, EncryptionContext: context(c) }), bounded(o?.signal)))
+            .Plaintext,
+      );
     },
     async close() {
       client.destroy();

@@ -33,7 +33,8 @@ export async function kekFromEnv(env: Env): Promise<KekSetup | undefined> {
   if (kind === undefined || kind === '') return undefined;
   const ttlText = env.VEIL_KMS_TTL_SECONDS ?? String(DEFAULT_TTL_S);
   const ttl = Number(ttlText);
-  if (!Number.isFinite(ttl) || ttl <= 0 || ttl > 86_400) throw new VeilError('CONFIG_INVALID', 'VEIL_KMS_TTL_SECONDS must be a number of seconds in (0, 86400]');
+  if (!Number.isFinite(ttl) || ttl <= 0 || ttl > 86_400)
+    throw new VeilError('CONFIG_INVALID', 'VEIL_KMS_TTL_SECONDS must be a number of seconds in (0, 86400]');
   const adapter = await adapterFromEnv(env, kind);
   const metrics = new KmsMetrics();
   const direct = retryingKms(meteredKms(adapter, metrics));
@@ -49,11 +50,20 @@ async function adapterFromEnv(env: Env, kind: string): Promise<Kms> {
   };
   if (kind === 'aws-kms') {
     const { awsKms } = await import('./aws-kms.ts');
-    return awsKms({ keyId: need('VEIL_KMS_KEY_ID'), region: env.VEIL_KMS_REGION ?? env.AWS_REGION ?? 'us-east-1', ...(env.VEIL_KMS_ENDPOINT ? { endpoint: env.VEIL_KMS_ENDPOINT } : {}) });
+    return awsKms({
+      keyId: need('VEIL_KMS_KEY_ID'),
+      region: env.VEIL_KMS_REGION ?? env.AWS_REGION ?? 'us-east-1',
+      ...(env.VEIL_KMS_ENDPOINT ? { endpoint: env.VEIL_KMS_ENDPOINT } : {}),
+    });
   }
   if (kind === 'pkcs11') {
     const { pkcs11Kms } = await import('./pkcs11-kms.ts');
-    return pkcs11Kms({ library: need('VEIL_PKCS11_MODULE'), tokenLabel: need('VEIL_PKCS11_TOKEN'), pin: need('VEIL_PKCS11_PIN'), keyLabel: need('VEIL_PKCS11_KEY_LABEL') });
+    return pkcs11Kms({
+      library: need('VEIL_PKCS11_MODULE'),
+      tokenLabel: need('VEIL_PKCS11_TOKEN'),
+      pin: need('VEIL_PKCS11_PIN'),
+      keyLabel: need('VEIL_PKCS11_KEY_LABEL'),
+    });
   }
   throw new VeilError('CONFIG_INVALID', `VEIL_KMS must be aws-kms or pkcs11 (unset: the master key), not ${JSON.stringify(kind.slice(0, 32))}`);
 }

@@ -24,7 +24,15 @@ const FORMAT = 1;
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
 /** the token or session is gone (a restarted HSM, a pulled device): reopen and retry later */
-const GONE = new Set(['CKR_DEVICE_ERROR', 'CKR_DEVICE_REMOVED', 'CKR_TOKEN_NOT_PRESENT', 'CKR_SESSION_HANDLE_INVALID', 'CKR_SESSION_CLOSED', 'CKR_CRYPTOKI_NOT_INITIALIZED', 'CKR_DEVICE_MEMORY']);
+const GONE = new Set([
+  'CKR_DEVICE_ERROR',
+  'CKR_DEVICE_REMOVED',
+  'CKR_TOKEN_NOT_PRESENT',
+  'CKR_SESSION_HANDLE_INVALID',
+  'CKR_SESSION_CLOSED',
+  'CKR_CRYPTOKI_NOT_INITIALIZED',
+  'CKR_DEVICE_MEMORY',
+]);
 
 /**
  * The KEK as an AES key inside an HSM, through PKCS#11 (pkcs11js): AES-GCM in the token with a
@@ -65,9 +73,12 @@ class Pkcs11Kek implements Kms {
 
   async wrap(plaintext: Uint8Array, context: string, o?: KmsCallOptions): Promise<Uint8Array> {
     const iv = randomBytes(IV_BYTES);
-    const sealed = await this.call('encrypt', o?.signal,
+    const sealed = await this.call(
+      'encrypt',
+      o?.signal,
       ({ session, key }) => this.p11.C_EncryptInit(session, gcm(iv, context), key),
-      ({ session }) => this.p11.C_EncryptAsync(session, Buffer.from(plaintext), Buffer.alloc(plaintext.length + TAG_BYTES)));
+      ({ session }) => this.p11.C_EncryptAsync(session, Buffer.from(plaintext), Buffer.alloc(plaintext.length + TAG_BYTES)),
+    );
     return Buffer.concat([Buffer.from([FORMAT]), iv, sealed]);
   }
 
@@ -84,12 +95,16 @@ class Pkcs11Kek implements Kms {
   }
 
   async unwrap(wrapped: Uint8Array, context: string, o?: KmsCallOptions): Promise<Uint8Array> {
-    if (wrapped.length < 1 + IV_BYTES + TAG_BYTES || wrapped[0] !== FORMAT) throw new KmsError('KMS_REFUSED', `PKCS#11 token ${this.options.tokenLabel}: the wrapped key is not in the PKCS#11 wrap format`);
+    if (wrapped.length < 1 + IV_BYTES + TAG_BYTES || wrapped[0] !== FORMAT)
+      throw new KmsError('KMS_REFUSED', `PKCS#11 token ${this.options.tokenLabel}: the wrapped key is not in the PKCS#11 wrap format`);
     const iv = Buffer.from(wrapped.subarray(1, 1 + IV_BYTES));
     const sealed = Buffer.from(wrapped.subarray(1 + IV_BYTES));
-    return this.call('decrypt', o?.signal,
+    return this.call(
+      'decrypt',
+      o?.signal,
       ({ session, key }) => this.p11.C_DecryptInit(session, gcm(iv, context), key),
-      ({ session }) => this.p11.C_DecryptAsync(session, sealed, Buffer.alloc(sealed.length)));
+      ({ session }) => this.p11.C_DecryptAsync(session, sealed, Buffer.alloc(sealed.length)),
+    );
   }
 
   async close(): Promise<void> {
@@ -97,13 +112,17 @@ class Pkcs11Kek implements Kms {
       try {
         this.p11.C_Logout(this.open.session);
         this.p11.C_CloseSession(this.open.session);
-      } catch { /* the token went away: nothing to close */ }
+      } catch {
+        /* the token went away: nothing to close */
+      }
       this.open = undefined;
     }
     if (this.initialized) {
       try {
         this.p11.C_Finalize();
-      } catch { /* finalized already by another user of the module in this process */ }
+      } catch {
+        /* finalized already by another user of the module in this process */
+      }
     }
     this.initialized = false;
   }
@@ -133,10 +152,13 @@ class Pkcs11Kek implements Kms {
     const stop = abortedCall(signal ? AbortSignal.any([timeout, signal]) : timeout, `PKCS#11 token ${this.options.tokenLabel}: ${op}`);
     let unanswered = false;
     try {
-      return await Promise.race([pending, stop.promise.catch((e: unknown) => {
-        unanswered = true;
-        throw e;
-      })]);
+      return await Promise.race([
+        pending,
+        stop.promise.catch((e: unknown) => {
+          unanswered = true;
+          throw e;
+        }),
+      ]);
     } catch (e) {
       if (unanswered) this.abandon(c, pending);
       throw this.failure(op, e);
@@ -148,11 +170,18 @@ class Pkcs11Kek implements Kms {
   /** A session whose call did not answer: dropped now, closed once the call ends (its output wiped). */
   private abandon(c: Session, pending: Promise<Buffer>): void {
     if (this.open === c) this.open = undefined;
-    void pending.then((out) => out.fill(0), () => undefined).finally(() => {
-      try {
-        this.p11.C_CloseSession(c.session);
-      } catch { /* the token went away with it */ }
-    });
+    void pending
+      .then(
+        (out) => out.fill(0),
+        () => undefined,
+      )
+      .finally(() => {
+        try {
+          this.p11.C_CloseSession(c.session);
+        } catch {
+          /* the token went away with it */
+        }
+      });
   }
 
   /** What a failed PKCS#11 call means: the token gone (retriable) or a refusal. Names the token and key, never a PIN or key bytes. */
@@ -183,7 +212,10 @@ class Pkcs11Kek implements Kms {
         throw e;
       }
     }
-    p11.C_FindObjectsInit(session, [{ type: pkcs11js.CKA_CLASS, value: pkcs11js.CKO_SECRET_KEY }, { type: pkcs11js.CKA_LABEL, value: options.keyLabel }]);
+    p11.C_FindObjectsInit(session, [
+      { type: pkcs11js.CKA_CLASS, value: pkcs11js.CKO_SECRET_KEY },
+      { type: pkcs11js.CKA_LABEL, value: options.keyLabel },
+    ]);
     const [key] = p11.C_FindObjects(session, 2);
     p11.C_FindObjectsFinal(session);
     if (!key) {

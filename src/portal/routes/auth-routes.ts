@@ -60,7 +60,8 @@ export function registerAuthRoutes(app: FastifyInstance, ctx: PortalContext): vo
 
 /** The sign-in page and its two forms (a client's credentials, a token). */
 function registerSignIn(app: FastifyInstance, ctx: PortalContext): void {
-  const signIn = (reply: FastifyReply, next: string, problem?: string, status = 200) => ctx.send(reply, signInPage({ next, devClientId: ctx.devClientId, ...(problem ? { problem } : {}) }), status);
+  const signIn = (reply: FastifyReply, next: string, problem?: string, status = 200) =>
+    ctx.send(reply, signInPage({ next, devClientId: ctx.devClientId, ...(problem ? { problem } : {}) }), status);
 
   app.get('/sign-in', async (req, reply) => signIn(reply, safeNext((req.query as { next?: string }).next)));
 
@@ -73,7 +74,7 @@ function registerSignIn(app: FastifyInstance, ctx: PortalContext): void {
     // saw it: behind a trusted TLS terminator, X-Forwarded-Proto/-Host say https and its name)
     if (crossOriginReason(req)) return signIn(reply, next, 'CROSS_ORIGIN_REFUSED: the sign-in form must be sent from this site.', 403);
     const byToken = form.get('kind') === 'token';
-    const client = byToken ? undefined : form.get('client_id') ?? '';
+    const client = byToken ? undefined : (form.get('client_id') ?? '');
     const wait = limits.wait(client, req.ip);
     if (wait > 0) {
       if (limits.auditRefusal(req.ip)) await ctx.audit_(undefined, 'sign-in', 'rate limited (SIGN_IN_RATE_LIMITED)', 'denied', req.id);
@@ -103,16 +104,21 @@ function registerSignIn(app: FastifyInstance, ctx: PortalContext): void {
     await ctx.audit_(session, 'sign-in', undefined, 'ok', req.id);
     const maxAge = Math.max(1, Math.floor((session.expiresAt.getTime() - ctx.now().getTime()) / 1000));
     const secure = req.protocol === 'https' ? '; Secure' : '';
-    return reply.code(303)
+    return reply
+      .code(303)
       .header('set-cookie', `${SESSION_COOKIE}=${session.id}; Path=/admin; HttpOnly; SameSite=Strict; Max-Age=${maxAge}${secure}`)
-      .header('location', next).send();
+      .header('location', next)
+      .send();
   });
 }
 
 /** Who the form's credentials are: a token verified as given, or a client's id and secret exchanged for a token first (with the token service's own limits); a VeilError when neither is trusted. */
 async function callerOf(ctx: PortalContext, form: Form, byToken: boolean, ip: string): Promise<Caller> {
   if (byToken) return ctx.verifier.verify((form.get('token') ?? '').trim());
-  const issued = await ctx.tokens.issue({ grant_type: 'client_credentials', client_id: form.get('client_id') ?? '', client_secret: form.get('client_secret') ?? '' }, ip);
+  const issued = await ctx.tokens.issue(
+    { grant_type: 'client_credentials', client_id: form.get('client_id') ?? '', client_secret: form.get('client_secret') ?? '' },
+    ip,
+  );
   return ctx.verifier.verify(issued.access_token);
 }
 
@@ -123,6 +129,10 @@ function registerSignOut(app: FastifyInstance, ctx: PortalContext): void {
     if (!session) return reply;
     ctx.sessions.end(session.id);
     await ctx.audit_(session, 'sign-out', undefined, 'ok', req.id);
-    return reply.code(303).header('set-cookie', `${SESSION_COOKIE}=; Path=/admin; HttpOnly; SameSite=Strict; Max-Age=0${req.protocol === 'https' ? '; Secure' : ''}`).header('location', '/admin/sign-in').send();
+    return reply
+      .code(303)
+      .header('set-cookie', `${SESSION_COOKIE}=; Path=/admin; HttpOnly; SameSite=Strict; Max-Age=0${req.protocol === 'https' ? '; Secure' : ''}`)
+      .header('location', '/admin/sign-in')
+      .send();
   });
 }

@@ -45,7 +45,10 @@ export function registerDiscoverRoutes(app: FastifyInstance, ctx: PortalContext)
     if (topic !== '' && !TOPIC.test(topic)) throw new VeilError('REQUEST_MALFORMED', 'the topic name may hold letters, digits, ".", "_" and "-"');
     const profiler = new Profiler();
     let unparsable = 0;
-    const lines = (body.get('records') ?? '').split(/\r?\n/).filter((l) => l.trim() !== '').slice(0, MAX_LINES);
+    const lines = (body.get('records') ?? '')
+      .split(/\r?\n/)
+      .filter((l) => l.trim() !== '')
+      .slice(0, MAX_LINES);
     for (const line of lines) {
       try {
         profiler.add(JSON.parse(line));
@@ -62,7 +65,8 @@ export function registerDiscoverRoutes(app: FastifyInstance, ctx: PortalContext)
     const body = formOf(req);
     const findings = body.all('finding').map(findingOf);
     const topic = body.get('topic') ?? '';
-    if (findings.length === 0 || findings.some((f) => f === undefined) || (topic !== '' && !TOPIC.test(topic))) throw new VeilError('REQUEST_MALFORMED', 'the proposal is not one this page made');
+    if (findings.length === 0 || findings.some((f) => f === undefined) || (topic !== '' && !TOPIC.test(topic)))
+      throw new VeilError('REQUEST_MALFORMED', 'the proposal is not one this page made');
     const proposal = propose(findings as Finding[], topic ? { topic } : {});
     const basedOn = ctx.versions.active();
     const text = mergeProposal(await ctx.versions.read(basedOn), proposal.yaml);

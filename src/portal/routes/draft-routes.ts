@@ -33,10 +33,24 @@ async function showDraft(ctx: PortalContext, req: FastifyRequest, reply: Fastify
   const meta = await ctx.versions.draft(source.draftId!);
   const { form, unplaced } = renderConfigForm(source.shown, source.issues);
   const flash = flashOf(req.query);
-  return ctx.send(reply, draftPage({
-    session, source, form, unplaced, outcomes, notRun, editor: holds(session, 'editor'), publisher: holds(session, 'publisher'),
-    selfReview: ctx.portal.fourEyes && edited(session, meta), activeVersion: ctx.versions.active(), reviewedHash: textHash(source.text), ...(flash ? { flash } : {}),
-  }), status);
+  return ctx.send(
+    reply,
+    draftPage({
+      session,
+      source,
+      form,
+      unplaced,
+      outcomes,
+      notRun,
+      editor: holds(session, 'editor'),
+      publisher: holds(session, 'publisher'),
+      selfReview: ctx.portal.fourEyes && edited(session, meta),
+      activeVersion: ctx.versions.active(),
+      reviewedHash: textHash(source.text),
+      ...(flash ? { flash } : {}),
+    }),
+    status,
+  );
 }
 
 /** Drafts: create (from a version or imported YAML), edit as a form or as YAML, test cases, publish, export, delete. */
@@ -56,7 +70,10 @@ function registerDraftEditing(app: FastifyInstance, ctx: PortalContext): void {
     const imported = form.get('yaml');
     const basedOn = from ? Number(from.replace(/^v/, '')) : ctx.versions.active();
     // an imported export holds hidden secret hashes: those of the active version are put back
-    const text = imported === undefined ? await ctx.versions.read(basedOn) : restoreSecretHashes(imported.replace(/\r\n/g, '\n'), await ctx.versions.read(ctx.versions.active()));
+    const text =
+      imported === undefined
+        ? await ctx.versions.read(basedOn)
+        : restoreSecretHashes(imported.replace(/\r\n/g, '\n'), await ctx.versions.read(ctx.versions.active()));
     if (imported !== undefined) requireWithinLimits(text);
     const draft = await ctx.versions.createDraft(basedOn, text, session.caller.subject, ctx.now(), identityOf(session.caller));
     await ctx.audit_(session, imported === undefined ? 'draft.create' : 'draft.import', `draft ${draft.id}`, 'ok', req.id);
@@ -73,7 +90,10 @@ function registerDraftEditing(app: FastifyInstance, ctx: PortalContext): void {
     const session = ctx.guard(req, reply, 'viewer');
     if (!session) return reply;
     const text = redactSecretHashes(await ctx.versions.draftText(idOf(req)));
-    return reply.type('application/yaml; charset=utf-8').header('content-disposition', `attachment; filename="veil-draft-${idOf(req).slice(0, 8)}.yaml"`).send(text);
+    return reply
+      .type('application/yaml; charset=utf-8')
+      .header('content-disposition', `attachment; filename="veil-draft-${idOf(req).slice(0, 8)}.yaml"`)
+      .send(text);
   });
 
   const save = (suffix: string, change: (text: string, req: FastifyRequest) => string) => {
@@ -107,13 +127,26 @@ function registerDraftTests(app: FastifyInstance, ctx: PortalContext): void {
     const [className, propertyName] = (form.get('field') ?? '').split('.');
     const expect = form.get('expect') as TestCase['expect'];
     const test: TestCase = {
-      id: randomUUID(), name: (form.get('name') ?? '').slice(0, 100), className: className ?? '', propertyName: propertyName ?? '',
-      role: form.get('role') ?? '', action: form.get('action') ?? 'Unprotect', value: form.get('value') ?? '', expect,
+      id: randomUUID(),
+      name: (form.get('name') ?? '').slice(0, 100),
+      className: className ?? '',
+      propertyName: propertyName ?? '',
+      role: form.get('role') ?? '',
+      action: form.get('action') ?? 'Unprotect',
+      value: form.get('value') ?? '',
+      expect,
     };
-    if (!test.name || !test.className || !test.propertyName || !test.role || !EXPECTATIONS.includes(expect)) throw new VeilError('REQUEST_MALFORMED', 'a test case needs a name, Class.property, a role, an action and an expectation');
-    if (test.value.length > DRAFT_LIMITS.valueLength) throw new PortalError('DRAFT_LIMIT_EXCEEDED', `a test value has at most ${DRAFT_LIMITS.valueLength} characters`, { details: [{ code: 'DRAFT_LIMIT_EXCEEDED', pointer: '/value', message: 'too long' }] });
+    if (!test.name || !test.className || !test.propertyName || !test.role || !EXPECTATIONS.includes(expect))
+      throw new VeilError('REQUEST_MALFORMED', 'a test case needs a name, Class.property, a role, an action and an expectation');
+    if (test.value.length > DRAFT_LIMITS.valueLength)
+      throw new PortalError('DRAFT_LIMIT_EXCEEDED', `a test value has at most ${DRAFT_LIMITS.valueLength} characters`, {
+        details: [{ code: 'DRAFT_LIMIT_EXCEEDED', pointer: '/value', message: 'too long' }],
+      });
     const meta = await ctx.versions.draft(id);
-    if (meta.tests.length >= DRAFT_LIMITS.tests) throw new PortalError('DRAFT_LIMIT_EXCEEDED', `a draft holds at most ${DRAFT_LIMITS.tests} test cases`, { details: [{ code: 'DRAFT_LIMIT_EXCEEDED', pointer: '/tests', message: 'too many test cases' }] });
+    if (meta.tests.length >= DRAFT_LIMITS.tests)
+      throw new PortalError('DRAFT_LIMIT_EXCEEDED', `a draft holds at most ${DRAFT_LIMITS.tests} test cases`, {
+        details: [{ code: 'DRAFT_LIMIT_EXCEEDED', pointer: '/tests', message: 'too many test cases' }],
+      });
     await ctx.versions.saveDraft(id, { tests: [...meta.tests, test] }, ctx.now(), identityOf(session.caller));
     await ctx.audit_(session, 'draft.test-add', `draft ${id}`, 'ok', req.id);
     return reply.code(303).header('location', `/admin/drafts/${id}?done=test-added#tests-title`).send();
@@ -150,8 +183,13 @@ function registerDraftPublishing(app: FastifyInstance, ctx: PortalContext): void
     try {
       // the text is read once: the one compared with what the publisher reviewed is the one published
       const text = await ctx.versions.draftText(id);
-      if (formOf(req).get('reviewed') !== textHash(text)) throw new PortalError('DRAFT_CHANGED', 'the draft changed after you reviewed it (or the form did not say what you reviewed): review it again and publish from its page');
-      if (ctx.portal.fourEyes && edited(session, meta)) throw new PortalError('FOUR_EYES_REQUIRED', 'you edited this draft: another publisher must review and publish it');
+      if (formOf(req).get('reviewed') !== textHash(text))
+        throw new PortalError(
+          'DRAFT_CHANGED',
+          'the draft changed after you reviewed it (or the form did not say what you reviewed): review it again and publish from its page',
+        );
+      if (ctx.portal.fourEyes && edited(session, meta))
+        throw new PortalError('FOUR_EYES_REQUIRED', 'you edited this draft: another publisher must review and publish it');
       requireWithinLimits(text);
       number = await publish(ctx, text, { by: session.caller.subject, note: `draft ${id.slice(0, 8)} from version ${meta.basedOn}`, tests: meta.tests });
     } catch (e) {

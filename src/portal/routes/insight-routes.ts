@@ -28,7 +28,10 @@ export function registerInsightRoutes(app: FastifyInstance, ctx: PortalContext):
     if (!session) return reply;
     const ref = (req.query as { source?: string }).source ?? `v${ctx.versions.active()}`;
     const source = await loadSource(ctx, ref);
-    return ctx.send(reply, matrixPage({ session, ref, label: source.label, choices: await configChoices(ctx), ...(source.config ? { config: source.config.engine } : {}) }));
+    return ctx.send(
+      reply,
+      matrixPage({ session, ref, label: source.label, choices: await configChoices(ctx), ...(source.config ? { config: source.config.engine } : {}) }),
+    );
   });
 
   app.get('/audit', async (req, reply) => {
@@ -50,7 +53,16 @@ function registerKeyRoutes(app: FastifyInstance, ctx: PortalContext): void {
     const session = ctx.guard(req, reply, 'viewer');
     if (!session) return reply;
     const flash = flashOf(req.query);
-    return ctx.send(reply, keysPage({ session, keystorePath: ctx.keystore.path, keys: ctx.keystore.list(), users: keyUsers(ctx.holder.get().config.engine), ...(flash ? { flash } : {}) }));
+    return ctx.send(
+      reply,
+      keysPage({
+        session,
+        keystorePath: ctx.keystore.path,
+        keys: ctx.keystore.list(),
+        users: keyUsers(ctx.holder.get().config.engine),
+        ...(flash ? { flash } : {}),
+      }),
+    );
   });
 
   app.post('/keys/:id/rotate', async (req, reply) => {
@@ -93,7 +105,16 @@ function registerPipelineRoutes(app: FastifyInstance, ctx: PortalContext): void 
       const [c, p] = ref.split('.') as [string, string];
       return config.engine.classes.get(c)?.get(p)?.actions.get('Protect')?.sequence ?? '?';
     };
-    return ctx.send(reply, pipelinesPage({ session, pipelines: Object.entries(config.pipelines), sequenceOf, ...(ctx.pipelineMetrics ? { metrics: ctx.pipelineMetrics } : {}), ...(flash ? { flash } : {}) }));
+    return ctx.send(
+      reply,
+      pipelinesPage({
+        session,
+        pipelines: Object.entries(config.pipelines),
+        sequenceOf,
+        ...(ctx.pipelineMetrics ? { metrics: ctx.pipelineMetrics } : {}),
+        ...(flash ? { flash } : {}),
+      }),
+    );
   });
 
   // the Pipelines page's "Create a draft mapping these paths": the findings come back from the
@@ -105,7 +126,8 @@ function registerPipelineRoutes(app: FastifyInstance, ctx: PortalContext): void 
     const name = body.get('pipeline') ?? '';
     const fields = body.all('finding');
     const findings = fields.map(findingOfField).filter((f) => f !== undefined);
-    if (fields.length === 0 || fields.length > DRAFT_FINDINGS_MAX || findings.length !== fields.length) throw new VeilError('REQUEST_MALFORMED', 'the findings are not ones this page lists');
+    if (fields.length === 0 || fields.length > DRAFT_FINDINGS_MAX || findings.length !== fields.length)
+      throw new VeilError('REQUEST_MALFORMED', 'the findings are not ones this page lists');
     const basedOn = ctx.versions.active();
     const activeText = await ctx.versions.read(basedOn);
     const active = ctx.configPort.compile(activeText).config;

@@ -15,7 +15,11 @@ import type { SubjectActor } from '../../subjects/index.ts';
  */
 export function registerSubjectRoutes(app: FastifyInstance, ctx: PortalContext): void {
   const render = (reply: FastifyReply, session: Session, outcome?: SubjectsOutcome, status = 200) =>
-    ctx.send(reply, subjectsPage({ session, canErase: holds(session, 'publisher'), available: ctx.erasures !== undefined, ...(outcome ? { outcome } : {}) }), status);
+    ctx.send(
+      reply,
+      subjectsPage({ session, canErase: holds(session, 'publisher'), available: ctx.erasures !== undefined, ...(outcome ? { outcome } : {}) }),
+      status,
+    );
 
   app.get('/subjects', async (req, reply) => {
     const session = ctx.guard(req, reply, 'viewer');
@@ -30,7 +34,12 @@ export function registerSubjectRoutes(app: FastifyInstance, ctx: PortalContext):
     const session = ctx.guard(req, reply, 'viewer');
     if (!session) return reply;
     const { caller } = session;
-    const actor: SubjectActor = { by: caller.subject, channel: 'portal', requestId: req.id, caller: { clientId: caller.clientId, subject: caller.subject, issuer: caller.issuer } };
+    const actor: SubjectActor = {
+      by: caller.subject,
+      channel: 'portal',
+      requestId: req.id,
+      caller: { clientId: caller.clientId, subject: caller.subject, issuer: caller.issuer },
+    };
     const erasures = ctx.erasures;
     if (op === 'erase' && !holds(session, 'publisher')) {
       const message = 'this needs the publisher right (role admin-publisher)';
@@ -41,7 +50,8 @@ export function registerSubjectRoutes(app: FastifyInstance, ctx: PortalContext):
     try {
       if (op === 'status') return render(reply, session, { kind: 'status', status: await erasures.status(form.get('subject'), actor) });
       // the checkbox is the page's confirmation; the browser requires it, this checks it for any other client
-      if (form.get('confirm') !== 'yes') return render(reply, session, { kind: 'problem', code: 'ERASURE_REQUEST_INVALID', message: 'confirm the erasure: it cannot be undone' }, 400);
+      if (form.get('confirm') !== 'yes')
+        return render(reply, session, { kind: 'problem', code: 'ERASURE_REQUEST_INVALID', message: 'confirm the erasure: it cannot be undone' }, 400);
       return render(reply, session, { kind: 'erased', result: await erasures.erase(form.get('subject'), form.get('reason'), actor) });
     } catch (e) {
       // the service's messages never hold the id; anything unexpected goes to the portal's error handler

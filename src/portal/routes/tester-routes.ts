@@ -22,7 +22,14 @@ export function registerTesterRoutes(app: FastifyInstance, ctx: PortalContext): 
     const q = req.query as { source?: string; className?: string };
     const source = await loadSource(ctx, q.source ?? `v${ctx.versions.active()}`);
     const first = q.className && source.config?.engine.classes.has(q.className) ? q.className : source.config?.engine.classes.keys().next().value;
-    const choice: TesterChoice = { source: source.ref, className: first ?? '', role: source.config ? configuredRoles(source.config.engine)[0] ?? '' : '', action: 'Unprotect', keys: 'sandbox', values: {} };
+    const choice: TesterChoice = {
+      source: source.ref,
+      className: first ?? '',
+      role: source.config ? (configuredRoles(source.config.engine)[0] ?? '') : '',
+      action: 'Unprotect',
+      keys: 'sandbox',
+      values: {},
+    };
     return render(ctx, reply, session, choice, source);
   });
 
@@ -32,10 +39,15 @@ export function registerTesterRoutes(app: FastifyInstance, ctx: PortalContext): 
     const form = formOf(req);
     const values: Record<string, string> = {};
     for (const [name, value] of form.entries()) if (name.startsWith('value:') && value !== '') values[name.slice(6)] = value.slice(0, DRAFT_LIMITS.valueLength);
-    if (Object.keys(values).length > DRAFT_LIMITS.testerValues) throw new PortalError('DRAFT_LIMIT_EXCEEDED', `the tester takes at most ${DRAFT_LIMITS.testerValues} values at once`);
+    if (Object.keys(values).length > DRAFT_LIMITS.testerValues)
+      throw new PortalError('DRAFT_LIMIT_EXCEEDED', `the tester takes at most ${DRAFT_LIMITS.testerValues} values at once`);
     const choice: TesterChoice = {
-      source: form.get('source') ?? `v${ctx.versions.active()}`, className: form.get('className') ?? '', role: form.get('role') ?? '',
-      action: form.get('action') ?? 'Unprotect', keys: form.get('keys') === 'live' ? 'live' : 'sandbox', values,
+      source: form.get('source') ?? `v${ctx.versions.active()}`,
+      className: form.get('className') ?? '',
+      role: form.get('role') ?? '',
+      action: form.get('action') ?? 'Unprotect',
+      keys: form.get('keys') === 'live' ? 'live' : 'sandbox',
+      values,
     };
     const source = await loadSource(ctx, choice.source);
     const run = await runChoice(ctx, session, choice, source);
@@ -59,18 +71,29 @@ async function runChoice(ctx: PortalContext, session: Session, choice: TesterCho
     if (!holds(session, 'tester')) throw new PortalError('ADMIN_ROLE_MISSING', 'live keys need the tester right (role admin-tester)');
     const active = ctx.holder.get();
     if (source.ref !== `v${active.version}`) return 'Live keys run only on the active version: a draft could grant what the running service does not.';
-    return runTester({ config: active.config.engine, engine: active.engine, keys: ctx.keystore, audit: ctx.audit, caller: session.caller, now: ctx.now }, { ...choice, values: entries });
+    return runTester(
+      { config: active.config.engine, engine: active.engine, keys: ctx.keystore, audit: ctx.audit, caller: session.caller, now: ctx.now },
+      { ...choice, values: entries },
+    );
   }
   // in the sandbox thread, on keys derived from the session's seed: a draft cannot hold this thread
   const caller = { roles: [choice.role], clientId: session.caller.clientId, subject: session.caller.subject, issuer: session.caller.issuer };
-  const sandboxRun = await ctx.sandbox.run({ kind: 'tester', text: source.text, seed: session.sandbox.seed, caller, input: { className: choice.className, role: choice.role, action: choice.action, values: entries } });
+  const sandboxRun = await ctx.sandbox.run({
+    kind: 'tester',
+    text: source.text,
+    seed: session.sandbox.seed,
+    caller,
+    input: { className: choice.className, role: choice.role, action: choice.action, values: entries },
+  });
   return sandboxRun ?? 'This configuration is invalid: fix the draft first.';
 }
 
 /** The versions and drafts the tester can run on, newest version first. */
 async function testerSources(ctx: PortalContext): Promise<{ ref: string; label: string }[]> {
   return [
-    ...[...ctx.versions.versions()].reverse().map((v) => ({ ref: `v${v.number}`, label: `version ${v.number}${v.number === ctx.versions.active() ? ' (active)' : ''}` })),
+    ...[...ctx.versions.versions()]
+      .reverse()
+      .map((v) => ({ ref: `v${v.number}`, label: `version ${v.number}${v.number === ctx.versions.active() ? ' (active)' : ''}` })),
     ...(await ctx.versions.drafts()).map((d) => ({ ref: `draft:${d.id}`, label: `draft ${d.id.slice(0, 8)}` })),
   ];
 }
@@ -78,15 +101,25 @@ async function testerSources(ctx: PortalContext): Promise<{ ref: string; label: 
 /** The tester page for the choice on its configuration: its classes, roles and reading actions, the run's results or the problem. */
 async function render(ctx: PortalContext, reply: FastifyReply, session: Session, choice: TesterChoice, source: Source, run?: TesterRun, problem?: string) {
   const config = source.config;
-  return ctx.send(reply, testerPage({
-    session, choice, sources: await testerSources(ctx), source,
-    classes: config ? [...config.engine.classes.entries()].map(([name, props]) => ({ name, properties: [...props.keys()] })) : [],
-    roles: config ? configuredRoles(config.engine) : [],
-    actions: config ? [...new Set([...config.engine.classes.values()].flatMap((p) => [...p.values()].flatMap((f) => [...f.actions.keys()])))].filter((a) => a !== 'Protect').sort() : [],
-    canLive: holds(session, 'tester'),
-    baseUrl: ctx.baseUrl,
-    devClientId: ctx.devClientId,
-    ...(run ? { run } : {}),
-    ...(problem ? { problem } : {}),
-  }));
+  return ctx.send(
+    reply,
+    testerPage({
+      session,
+      choice,
+      sources: await testerSources(ctx),
+      source,
+      classes: config ? [...config.engine.classes.entries()].map(([name, props]) => ({ name, properties: [...props.keys()] })) : [],
+      roles: config ? configuredRoles(config.engine) : [],
+      actions: config
+        ? [...new Set([...config.engine.classes.values()].flatMap((p) => [...p.values()].flatMap((f) => [...f.actions.keys()])))]
+            .filter((a) => a !== 'Protect')
+            .sort()
+        : [],
+      canLive: holds(session, 'tester'),
+      baseUrl: ctx.baseUrl,
+      devClientId: ctx.devClientId,
+      ...(run ? { run } : {}),
+      ...(problem ? { problem } : {}),
+    }),
+  );
 }

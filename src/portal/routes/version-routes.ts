@@ -26,14 +26,20 @@ function registerVersionLists(app: FastifyInstance, ctx: PortalContext): void {
     const session = ctx.guard(req, reply, 'viewer');
     if (!session) return reply;
     const flash = flashOf(req.query);
-    return ctx.send(reply, overviewPage({ session, active: ctx.holder.get(), versionsDir: ctx.versions.dir, drafts: await ctx.versions.drafts(), ...(flash ? { flash } : {}) }));
+    return ctx.send(
+      reply,
+      overviewPage({ session, active: ctx.holder.get(), versionsDir: ctx.versions.dir, drafts: await ctx.versions.drafts(), ...(flash ? { flash } : {}) }),
+    );
   });
 
   app.get('/versions', async (req, reply) => {
     const session = ctx.guard(req, reply, 'viewer');
     if (!session) return reply;
     const flash = flashOf(req.query);
-    return ctx.send(reply, versionsPage({ session, versions: [...ctx.versions.versions()].reverse(), active: ctx.versions.active(), ...(flash ? { flash } : {}) }));
+    return ctx.send(
+      reply,
+      versionsPage({ session, versions: [...ctx.versions.versions()].reverse(), active: ctx.versions.active(), ...(flash ? { flash } : {}) }),
+    );
   });
 }
 
@@ -84,9 +90,20 @@ function registerDiffPage(app: FastifyInstance, ctx: PortalContext): void {
     const to = q.to ?? active;
     const [a, b] = [await loadSource(ctx, from), await loadSource(ctx, to)];
     const flash = flashOf(req.query);
-    return ctx.send(reply, diffPage({
-      session, choices, from, to, fromLabel: a.label, toLabel: b.label,
-      warnings: unreadableWarnings(a.text, b.text), restart: restartSections(a.text, b.text), lines: lineDiff(a.shown, b.shown), ...(flash ? { flash } : {}),
-    }));
+    return ctx.send(
+      reply,
+      diffPage({
+        session,
+        choices,
+        from,
+        to,
+        fromLabel: a.label,
+        toLabel: b.label,
+        warnings: unreadableWarnings(a.text, b.text),
+        restart: restartSections(a.text, b.text),
+        lines: lineDiff(a.shown, b.shown),
+        ...(flash ? { flash } : {}),
+      }),
+    );
   });
 }

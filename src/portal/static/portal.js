@@ -6,7 +6,11 @@ document.addEventListener('click', (event) => {
   const source = document.getElementById(button.getAttribute('data-copy'));
   if (!source) return;
   navigator.clipboard.writeText(source.textContent).then(
-    () => { button.textContent = 'Copied'; },
-    () => { button.textContent = 'Select the text and copy it'; },
+    () => {
+      button.textContent = 'Copied';
+    },
+    () => {
+      button.textContent = 'Select the text and copy it';
+    },
   );
 });

@@ -6,11 +6,15 @@ import { page } from './layout.ts';
 /** The Audit page (/admin/audit): one page of the log, newest first, and a link to the older ones. Records never hold a value. */
 export function auditPage(options: { session: Session; events: readonly AuditEvent[]; cursor?: string; next?: string }): Html {
   const { events, cursor, next } = options;
-  return page('Audit', html`
+  return page(
+    'Audit',
+    html`
 <p>${cursor ? html`${events.length} older audit records` : html`The latest ${events.length} audit records`}, newest first. Records never hold a value.${cursor ? html` <a href="/admin/audit">Back to the latest</a>` : ''}</p>
 <div class="scroll"><table><thead><tr><th scope="col">Time</th><th scope="col">Channel</th><th scope="col">Who</th><th scope="col">What</th><th scope="col">Outcome</th></tr></thead>
 <tbody>${events.map(auditRow)}</tbody></table></div>
-${next ? html`<p><a href="/admin/audit?before=${next}" rel="next">Older records</a></p>` : ''}`, { session: options.session, current: '/admin/audit' });
+${next ? html`<p><a href="/admin/audit?before=${next}" rel="next">Older records</a></p>` : ''}`,
+    { session: options.session, current: '/admin/audit' },
+  );
 }
 
 function auditRow(e: AuditEvent): Html {

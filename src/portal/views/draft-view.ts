@@ -32,7 +32,9 @@ export interface DraftPageInput {
 /** A draft's page (/admin/drafts/:id): validation, publish and delete, the form and the YAML, the saved test cases. */
 export function draftPage(d: DraftPageInput): Html {
   const id = d.source.draftId!;
-  return page(`Draft ${id.slice(0, 8)}`, html`
+  return page(
+    `Draft ${id.slice(0, 8)}`,
+    html`
 <p>${d.source.label}. <a href="/admin/diff?from=v${d.activeVersion}&amp;to=draft:${id}">Diff with the active version</a> · <a href="/admin/drafts/${id}/export">Export YAML</a> · <a href="/admin/tester?source=draft:${id}">Test it</a>${d.editor ? '' : html` · <span class="muted">read only: editing needs the editor right</span>`}</p>
 ${validationView(d.source.issues, d.unplaced)}
 <div class="row">
@@ -48,7 +50,9 @@ ${postForm(d.session, `/admin/drafts/${id}/fields`, html`${d.form}${d.editor ? h
 ${postForm(d.session, `/admin/drafts/${id}/yaml`, html`<label for="draft-yaml">The whole configuration</label><textarea id="draft-yaml" name="yaml" spellcheck="false" wrap="off">${d.source.shown}</textarea>${d.editor ? html`<p><button type="submit">Save YAML</button></p>` : ''}`, { label: 'Configuration YAML' })}
 </section>
 </div>
-${testsView(d)}`, { session: d.session, current: '/admin/versions', ...(d.flash ? { flash: d.flash } : {}) });
+${testsView(d)}`,
+    { session: d.session, current: '/admin/versions', ...(d.flash ? { flash: d.flash } : {}) },
+  );
 }
 
 function validationView(issues: readonly ConfigIssue[], unplaced: readonly ConfigIssue[]): Html {
@@ -65,14 +69,23 @@ function testsView(d: DraftPageInput): Html {
 <p>Run on sandbox keys against this draft; every one must pass before the draft can be published.</p>
 <div class="scroll"><table><thead><tr><th scope="col">Name</th><th scope="col">Field</th><th scope="col">Role</th><th scope="col">Action</th><th scope="col">Expect</th><th scope="col">Result</th><th scope="col"><span class="sr-only">Delete</span></th></tr></thead><tbody>
 ${d.source.tests.map((t) => testRow(d, t))}</tbody></table></div>
-${d.editor ? postForm(d.session, `/admin/drafts/${id}/tests`, html`<div class="row">
+${
+  d.editor
+    ? postForm(
+        d.session,
+        `/admin/drafts/${id}/tests`,
+        html`<div class="row">
 <div><label for="tc-name">Name</label><input type="text" id="tc-name" name="name" required maxlength="100"></div>
 <div><label for="tc-field">Field (Class.property)</label><input type="text" id="tc-field" name="field" required pattern="[A-Za-z][A-Za-z0-9_-]*\\.[A-Za-z][A-Za-z0-9_-]*"></div>
 <div><label for="tc-role">Role</label><input type="text" id="tc-role" name="role" required></div>
 <div><label for="tc-action">Action</label><input type="text" id="tc-action" name="action" value="Unprotect" required></div>
 <div><label for="tc-value">Test value (stored with the draft: use synthetic data)</label><input type="text" id="tc-value" name="value" required maxlength="${DRAFT_LIMITS.valueLength}"></div>
 <div><label for="tc-expect">Expect</label><select id="tc-expect" name="expect">${EXPECTATIONS.map((e) => html`<option>${e}</option>`)}</select></div>
-<div><button type="submit">Add test case</button></div></div>`, { label: 'Add a test case' }) : ''}
+<div><button type="submit">Add test case</button></div></div>`,
+        { label: 'Add a test case' },
+      )
+    : ''
+}
 </section>`;
 }
 

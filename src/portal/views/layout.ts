@@ -28,12 +28,16 @@ export function page(title: string, body: Html, options: { session?: Session; cu
 <body>
 <header class="top">
   <a class="brand" href="/admin">veil admin</a>
-  ${session ? html`<nav aria-label="Main"><ul>${NAV.map(([href, label]) => html`<li><a href="${href}"${current === href ? html` aria-current="page"` : ''}>${label}</a></li>`)}</ul></nav>
+  ${
+    session
+      ? html`<nav aria-label="Main"><ul>${NAV.map(([href, label]) => html`<li><a href="${href}"${current === href ? html` aria-current="page"` : ''}>${label}</a></li>`)}</ul></nav>
   <form class="who" method="post" action="/admin/sign-out">
     <span title="${session.caller.roles.join(', ')}">${session.caller.subject}</span>
     ${csrfField(session)}
     <button type="submit">Sign out</button>
-  </form>` : ''}
+  </form>`
+      : ''
+  }
 </header>
 <main id="main">
 ${options.flash ? html`<p class="flash" role="status">${options.flash}</p>` : ''}
@@ -54,5 +58,9 @@ export function postForm(session: Session, action: string, content: Html, attrs:
 }
 
 export function errorPage(status: number, code: string, message: string, session?: Session): Html {
-  return page(status === 403 ? 'Not allowed' : 'Something went wrong', html`<p class="error" role="alert"><code>${code}</code> ${message}</p><p><a href="/admin">Back to the overview</a></p>`, session ? { session } : {});
+  return page(
+    status === 403 ? 'Not allowed' : 'Something went wrong',
+    html`<p class="error" role="alert"><code>${code}</code> ${message}</p><p><a href="/admin">Back to the overview</a></p>`,
+    session ? { session } : {},
+  );
 }

@@ -11,11 +11,24 @@ import { unmappedFindingsView } from './unmapped-findings-view.ts';
  * letters, its mapped paths and the sequence protecting each — with its processors' metrics and
  * the unmapped guard's findings. `sequenceOf` names the Protect sequence of a Class.property.
  */
-export function pipelinesPage(options: { session: Session; pipelines: readonly (readonly [string, PipelineView])[]; sequenceOf: (field: string) => string; metrics?: PipelineMetrics; flash?: string }): Html {
+export function pipelinesPage(options: {
+  session: Session;
+  pipelines: readonly (readonly [string, PipelineView])[];
+  sequenceOf: (field: string) => string;
+  metrics?: PipelineMetrics;
+  flash?: string;
+}): Html {
   const { session, pipelines } = options;
-  return page('Pipelines', html`
-${pipelines.length ? pipelines.map(([name, p]) => pipelineSection(name, p, options))
-  : html`<p>The active version configures no pipelines (<code>pipelines:</code> section; see config/example-pipeline.yaml).</p>`}`, { session, current: '/admin/pipelines', ...(options.flash ? { flash: options.flash } : {}) });
+  return page(
+    'Pipelines',
+    html`
+${
+  pipelines.length
+    ? pipelines.map(([name, p]) => pipelineSection(name, p, options))
+    : html`<p>The active version configures no pipelines (<code>pipelines:</code> section; see config/example-pipeline.yaml).</p>`
+}`,
+    { session, current: '/admin/pipelines', ...(options.flash ? { flash: options.flash } : {}) },
+  );
 }
 
 function pipelineSection(name: string, p: PipelineView, options: { session: Session; sequenceOf: (field: string) => string; metrics?: PipelineMetrics }): Html {

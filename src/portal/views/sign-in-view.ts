@@ -8,7 +8,9 @@ import { page } from './layout.ts';
  */
 export function signInPage(options: { next: string; devClientId: string | undefined; problem?: string }): Html {
   const { next, devClientId, problem } = options;
-  return page('Sign in', html`
+  return page(
+    'Sign in',
+    html`
 ${problem ? html`<p class="error" role="alert">${problem}</p>` : ''}
 <div class="split">
 <form method="post" action="/admin/sign-in" aria-labelledby="with-client">
@@ -25,5 +27,6 @@ ${problem ? html`<p class="error" role="alert">${problem}</p>` : ''}
   <label for="token">Access token (JWT)</label><input type="password" id="token" name="token" autocomplete="off" required>
   <p><button type="submit">Sign in with the token</button></p>
 </form>
-</div>`);
+</div>`,
+  );
 }

@@ -30,7 +30,8 @@ interface View {
 }
 
 const option = (value: string, selected: string, label = value) => html`<option value="${value}"${value === selected ? html` selected` : ''}>${label}</option>`;
-const yesNo = (v: boolean | undefined, yes: string, no: string) => (v === undefined ? html`<span class="muted">–</span>` : html`<span class="${v ? 'ok' : 'warning'}">${v ? yes : no}</span>`);
+const yesNo = (v: boolean | undefined, yes: string, no: string) =>
+  v === undefined ? html`<span class="muted">–</span>` : html`<span class="${v ? 'ok' : 'warning'}">${v ? yes : no}</span>`;
 const shellQuote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
 
 function errorOf(e: CallError): Html {
@@ -63,14 +64,16 @@ function results(view: View, run: TesterRun): Html {
   return html`<section aria-labelledby="results"><h2 id="results">Results (${view.choice.keys} keys, role ${view.choice.role})</h2>
 <div class="scroll"><table>
 <thead><tr><th scope="col">Property</th><th scope="col">Input</th><th scope="col">Protect</th><th scope="col">Same input twice</th><th scope="col">${action}</th><th scope="col">Round trip</th><th scope="col">Format</th><th scope="col">Steps</th></tr></thead>
-<tbody>${run.properties.map((p) => html`<tr data-property="${p.propertyName}">
+<tbody>${run.properties.map(
+    (p) => html`<tr data-property="${p.propertyName}">
 <th scope="row">${p.propertyName}</th><td><code>${p.input}</code></td>
 <td>${p.protectError ? errorOf(p.protectError) : html`<code>${p.protected ?? ''}</code>`}</td>
 <td>${yesNo(p.deterministic, 'deterministic', 'randomized')}</td>
 <td>${p.readError ? errorOf(p.readError) : p.read === undefined ? html`<span class="muted">–</span>` : html`<code>${p.read}</code>`}</td>
 <td>${yesNo(p.roundTrip, 'returned the input', 'differs from the input')}</td>
 <td>${p.format ? yesNo(p.format.ok, p.format.note, p.format.note) : html`<span class="muted">–</span>`}</td>
-<td><strong>Protect</strong>${steps(p.protectSteps)}<strong>${action}</strong>${steps(p.readSteps)}</td></tr>`)}</tbody>
+<td><strong>Protect</strong>${steps(p.protectSteps)}<strong>${action}</strong>${steps(p.readSteps)}</td></tr>`,
+  )}</tbody>
 </table></div>
 <p class="muted">Step outputs are recomputed for display: randomized steps (aes-gcm) show a different output than the call.</p>
 ${callBlock(view, 'Protect call', run.protect, 'protect')}
@@ -83,14 +86,19 @@ export function testerPage(view: View): Html {
   const { choice, session } = view;
   const cls = view.classes.find((c) => c.name === choice.className) ?? view.classes[0];
   const roles = view.roles.includes(choice.role) || !choice.role ? view.roles : [choice.role, ...view.roles];
-  return page('Transform API tester', html`
+  return page(
+    'Transform API tester',
+    html`
 <p>Sandbox keys are made for your session and never stored: simulate any role safely. Live keys run on the active version with your own roles, and each unprotect is audited.</p>
 <form method="get" action="/admin/tester" class="row" aria-label="Choose a configuration and class">
 <div><label for="t-source">Configuration</label><select id="t-source" name="source">${view.sources.map((s) => option(s.ref, choice.source, s.label))}</select></div>
 <div><label for="t-class">Class</label><select id="t-class" name="className">${view.classes.map((c) => option(c.name, cls?.name ?? ''))}</select></div>
 <div><button type="submit" class="secondary">Load</button></div></form>
 ${view.source.issues.some((i) => i.severity === 'error') ? html`<p class="error" role="alert">${view.source.label} is invalid; fix it before testing.</p>` : ''}
-${postForm(session, '/admin/tester', html`
+${postForm(
+  session,
+  '/admin/tester',
+  html`
 <input type="hidden" name="source" value="${choice.source}"><input type="hidden" name="className" value="${cls?.name ?? ''}">
 <div class="row">
 <div><label for="t-role">Rights context evidence: Role</label><select id="t-role" name="role">${roles.map((r) => option(r, choice.role))}</select></div>
@@ -102,7 +110,11 @@ ${postForm(session, '/admin/tester', html`
 <fieldset><legend>Values of ${cls?.name ?? 'the class'}</legend>
 ${(cls?.properties ?? []).map((p) => html`<div><label for="v-${p}">${p}</label><input type="text" id="v-${p}" name="value:${p}" value="${choice.values[p] ?? ''}" autocomplete="off"></div>`)}
 </fieldset>
-<p><button type="submit">Run Protect, then ${choice.action}</button></p>`, { label: 'Run the tester' })}
+<p><button type="submit">Run Protect, then ${choice.action}</button></p>`,
+  { label: 'Run the tester' },
+)}
 ${view.problem ? html`<p class="error" role="alert">${view.problem}</p>` : ''}
-${view.run ? results(view, view.run) : ''}`, { session, current: '/admin/tester' });
+${view.run ? results(view, view.run) : ''}`,
+    { session, current: '/admin/tester' },
+  );
 }

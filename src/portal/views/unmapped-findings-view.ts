@@ -40,8 +40,18 @@ ${found.omitted ? html`<p class="muted">${found.omitted} more (path, kind) pair(
 <li><code>(other)</code>: paths beyond the 100 per pipeline a processor names; its log names each path and kind once.</li>
 <li><code>tag:&lt;TAG&gt;</code>: a field the writer's schema tags so; map the tag (<code>tags: { TAG: Class.property }</code>), not the path.</li>
 </ul>
-${!mappable.length ? '' : holds(session, 'editor') ? postForm(session, '/admin/pipelines/draft', html`<input type="hidden" name="pipeline" value="${name}">${mappable.map((f) => html`<input type="hidden" name="finding" value="${findingField(f)}">`)}
+${
+  !mappable.length
+    ? ''
+    : holds(session, 'editor')
+      ? postForm(
+          session,
+          '/admin/pipelines/draft',
+          html`<input type="hidden" name="pipeline" value="${name}">${mappable.map((f) => html`<input type="hidden" name="finding" value="${findingField(f)}">`)}
 <p>A new draft from the active version in which <strong>${name}</strong> maps the ${mappable.length} path(s) marked "mapped as" (its class gains the properties it lacks, with the sequence and key Discovery proposes for the kind); review and publish it as any draft.</p>
-<button type="submit">Create a draft mapping these paths</button>`, { label: `Create a draft mapping the paths of ${name}` })
-  : html`<p class="muted">An editor can turn the ${mappable.length} path(s) marked "mapped as" into a draft mapping.</p>`}`;
+<button type="submit">Create a draft mapping these paths</button>`,
+          { label: `Create a draft mapping the paths of ${name}` },
+        )
+      : html`<p class="muted">An editor can turn the ${mappable.length} path(s) marked "mapped as" into a draft mapping.</p>`
+}`;
 }

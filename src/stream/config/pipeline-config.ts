@@ -5,14 +5,21 @@ import { RECORD_FORMATS } from '../../discover/index.ts';
 import { foldKey } from '../../json-bytes/paths.ts';
 
 /** A record path: dot-separated names, `[]` after a name walks every array element (`cards[].number`). */
-const recordPath = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*(\[\])?(\.[A-Za-z_][A-Za-z0-9_]*(\[\])?)*$/, 'must be names joined by dots, [] after an array, e.g. cards[].number');
+const recordPath = z
+  .string()
+  .regex(/^[A-Za-z_][A-Za-z0-9_]*(\[\])?(\.[A-Za-z_][A-Za-z0-9_]*(\[\])?)*$/, 'must be names joined by dots, [] after an array, e.g. cards[].number');
 const fieldRef = z.string().regex(/^[A-Za-z][A-Za-z0-9_-]*\.[A-Za-z][A-Za-z0-9_-]*$/, 'must be Class.property');
 /**
  * A processor's Prometheus endpoint (`veil stream protect` serves /metrics): http(s), without
  * credentials — the configuration is shown to every portal viewer, so it holds no secret.
  */
-const metricsUrl = z.url({ protocol: /^https?$/, error: 'must be an http(s) URL, e.g. http://10.0.0.5:9464/metrics' }).max(2048)
-  .refine((text) => { const url = URL.canParse(text) ? new URL(text) : undefined; return !url?.username && !url?.password; }, 'must not hold a user or password (the portal shows the configuration)');
+const metricsUrl = z
+  .url({ protocol: /^https?$/, error: 'must be an http(s) URL, e.g. http://10.0.0.5:9464/metrics' })
+  .max(2048)
+  .refine((text) => {
+    const url = URL.canParse(text) ? new URL(text) : undefined;
+    return !url?.username && !url?.password;
+  }, 'must not hold a user or password (the portal shows the configuration)');
 
 export const topicNameSchema = z.string().regex(/^[A-Za-z0-9._-]{1,249}$/, 'must be a Kafka topic name');
 const topicName = topicNameSchema;
@@ -53,10 +60,7 @@ export const pipelineSchema = z.strictObject({
     z.strictObject({ pattern: z.string().min(1) }),
   ]),
   /** a fixed clean topic, or a rename of the source topic: from (regex) → to ($1 etc.) */
-  sink: z.union([
-    z.strictObject({ topic: topicName }),
-    z.strictObject({ rename: z.strictObject({ from: z.string().min(1), to: z.string().min(1) }) }),
-  ]),
+  sink: z.union([z.strictObject({ topic: topicName }), z.strictObject({ rename: z.strictObject({ from: z.string().min(1), to: z.string().min(1) }) })]),
   deadLetterTopic: topicName,
   format: z.enum(RECORD_FORMATS),
   fields: z.array(z.strictObject({ path: recordPath, field: fieldRef })).min(1),
@@ -74,10 +78,7 @@ export const pipelineSchema = z.strictObject({
    * (docs/erasure.md): `key`, the record key as text (kept as it is unless `key` protects it);
    * `value` with a `path` (json and json-schema pipelines), the string or number at that path of the value
    */
-  subject: z.union([
-    z.strictObject({ from: z.literal('key') }),
-    z.strictObject({ from: z.literal('value'), path: recordPath }),
-  ]).optional(),
+  subject: z.union([z.strictObject({ from: z.literal('key') }), z.strictObject({ from: z.literal('value'), path: recordPath })]).optional(),
   /** what an absent or null mapped field does: pass it through as it is, or dead-letter the record */
   missing: z.enum(['pass', 'dead-letter']).default('pass'),
   keys: keysSchema.default('insensitive'),
@@ -92,7 +93,10 @@ export const pipelineSchema = z.strictObject({
    */
   validate: z.boolean().default(false),
   delivery: z.enum(['exactly-once', 'at-least-once']).default('exactly-once'),
-  groupId: z.string().regex(/^[A-Za-z0-9._-]{1,200}$/).optional(),
+  groupId: z
+    .string()
+    .regex(/^[A-Za-z0-9._-]{1,200}$/)
+    .optional(),
   /**
    * The /metrics URLs of the processes running this pipeline: the admin portal charts their
    * records in / out / dead-lettered and lag. Display only; takes effect on publish.
@@ -129,20 +133,29 @@ export function pipelineIssues(p: PipelineConfig, isField: (className: string, p
   p.fields.forEach((f, i) => check(f.field, `/fields/${i}/field`));
   const guard = unmappedPolicy(p);
   for (const [kind, field] of Object.entries(guard.protect)) check(field, `/unmapped/protect/${kind}`);
-  if (guard.action === 'protect' && Object.keys(guard.protect).length === 0) error('/unmapped/protect', 'action protect names no kind to protect: map a kind to a class.property, e.g. email: Customer.email');
+  if (guard.action === 'protect' && Object.keys(guard.protect).length === 0)
+    error('/unmapped/protect', 'action protect names no kind to protect: map a kind to a class.property, e.g. email: Customer.email');
   if (p.key) check(p.key.field, '/key/field');
   for (const [tag, field] of Object.entries(p.tags ?? {})) check(field, `/tags/${tag}`);
-  if (p.tags && Object.keys(p.tags).length > 0 && p.format === 'json') error('/tags', 'tags come from the writer\'s schema: only avro, json-schema and protobuf pipelines have one (this one is json)');
+  if (p.tags && Object.keys(p.tags).length > 0 && p.format === 'json')
+    error('/tags', "tags come from the writer's schema: only avro, json-schema and protobuf pipelines have one (this one is json)");
   // with keys: insensitive, `Email` and `email` are one path
   const paths = p.fields.map((f) => (p.keys === 'exact' ? f.path : foldKey(f.path)));
   paths.forEach((path, i) => {
     const first = paths.indexOf(path);
-    if (first !== i) error(`/fields/${i}/path`, `path ${p.fields[i]!.path} is mapped twice${p.fields[first]!.path === p.fields[i]!.path ? '' : ' (keys match case-insensitively: keys: exact tells them apart)'}`);
+    if (first !== i)
+      error(
+        `/fields/${i}/path`,
+        `path ${p.fields[i]!.path} is mapped twice${p.fields[first]!.path === p.fields[i]!.path ? '' : ' (keys match case-insensitively: keys: exact tells them apart)'}`,
+      );
   });
   p.metricsUrls?.forEach((url, i) => {
     if (p.metricsUrls!.indexOf(url) !== i) error(`/metricsUrls/${i}`, 'is listed twice (its process would be counted twice)');
   });
-  for (const [k, re] of [['source', 'pattern' in p.source ? p.source.pattern : undefined], ['sink', 'rename' in p.sink ? p.sink.rename.from : undefined]] as const) {
+  for (const [k, re] of [
+    ['source', 'pattern' in p.source ? p.source.pattern : undefined],
+    ['sink', 'rename' in p.sink ? p.sink.rename.from : undefined],
+  ] as const) {
     if (re === undefined) continue;
     try {
       new RegExp(re);
@@ -152,12 +165,15 @@ export function pipelineIssues(p: PipelineConfig, isField: (className: string, p
   }
   if (p.subject?.from === 'value') {
     const subjectPath = p.subject.path;
-    if (p.format !== 'json' && p.format !== 'json-schema') error('/subject', `a subject read from the value needs a json or json-schema pipeline (this one is ${p.format}): name it by the record key`);
+    if (p.format !== 'json' && p.format !== 'json-schema')
+      error('/subject', `a subject read from the value needs a json or json-schema pipeline (this one is ${p.format}): name it by the record key`);
     if (subjectPath.includes('[]')) error('/subject/path', 'a subject path names one value, not each element of an array');
     const fold = (x: string) => (p.keys === 'exact' ? x : foldKey(x));
-    if (p.fields.some((f) => fold(f.path) === fold(subjectPath))) error('/subject/path', 'the subject path is mapped: the record would name its subject by a protected value');
+    if (p.fields.some((f) => fold(f.path) === fold(subjectPath)))
+      error('/subject/path', 'the subject path is mapped: the record would name its subject by a protected value');
   }
-  if (p.validate && p.format !== 'json-schema') error('/validate', `validates records against their JSON Schema: only a json-schema pipeline has one (this one is ${p.format})`);
+  if (p.validate && p.format !== 'json-schema')
+    error('/validate', `validates records against their JSON Schema: only a json-schema pipeline has one (this one is ${p.format})`);
   if ('topics' in p.source && 'topic' in p.sink && p.source.topics.includes(p.sink.topic)) error('/sink/topic', 'the clean topic is one of the source topics');
   if ('topics' in p.source && p.source.topics.includes(p.deadLetterTopic)) error('/deadLetterTopic', 'the dead-letter topic is one of the source topics');
   return issues;

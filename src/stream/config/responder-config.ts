@@ -9,7 +9,10 @@ export const responderSchema = z.strictObject({
   replyTopics: z.array(topicNameSchema).min(1),
   /** refused requests that cannot be answered (no or disallowed reply-to) land here, without values */
   deadLetterTopic: topicNameSchema,
-  groupId: z.string().regex(/^[A-Za-z0-9._-]{1,200}$/).optional(),
+  groupId: z
+    .string()
+    .regex(/^[A-Za-z0-9._-]{1,200}$/)
+    .optional(),
 });
 
 export type ResponderConfig = z.infer<typeof responderSchema>;

@@ -53,7 +53,7 @@ export function packItems(items: readonly ChunkItem[]): PackedItems {
 export function unpackItems(packed: PackedItems): ChunkItem[] {
   const data = Buffer.from(packed.data);
   const items: ChunkItem[] = [];
-  for (let at = 0; at < data.length; ) {
+  for (let at = 0; at < data.length;) {
     const topic = packed.topics[data.readInt32LE(at)]!;
     const [key, next] = readBytes(data, at + 4);
     const [value, end] = readBytes(data, next);
@@ -154,17 +154,27 @@ export function unpackOutcomes(packed: PackedOutcomes): ChunkOutcome[] {
   const data = Buffer.from(packed.data, 0, packed.length ?? packed.data.byteLength);
   const str = (i: number) => (i < 0 ? undefined : packed.strings[i]);
   const out: ChunkOutcome[] = [];
-  for (let at = 0; at < data.length; ) {
+  for (let at = 0; at < data.length;) {
     if (data.readUInt8(at) === 1) {
       const [path, kind, schema] = [str(data.readInt32LE(at + 5)), str(data.readInt32LE(at + 9)), data.readInt32LE(at + 13)];
-      out.push({ code: str(data.readInt32LE(at + 1))!, ...(path === undefined ? {} : { path }), ...(kind === undefined ? {} : { kind }), ...(schema < 0 ? {} : { schema }) });
+      out.push({
+        code: str(data.readInt32LE(at + 1))!,
+        ...(path === undefined ? {} : { path }),
+        ...(kind === undefined ? {} : { kind }),
+        ...(schema < 0 ? {} : { schema }),
+      });
       at += 17;
     } else {
       const [key, next] = readBytes(data, at + 1);
       const [value, end] = readBytes(data, next);
       const fields = str(data.readInt32LE(end));
       const [path, kind] = [str(data.readInt32LE(end + 4)), str(data.readInt32LE(end + 8))];
-      out.push({ key, value: value!, ...(fields === undefined ? {} : { fields }), ...(path === undefined || kind === undefined ? {} : { reported: { path, kind } }) });
+      out.push({
+        key,
+        value: value!,
+        ...(fields === undefined ? {} : { fields }),
+        ...(path === undefined || kind === undefined ? {} : { reported: { path, kind } }),
+      });
       at = end + 12;
     }
   }

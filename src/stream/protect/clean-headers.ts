@@ -39,4 +39,3 @@ export class CleanHeaders {
     return headers;
   }
 }
-

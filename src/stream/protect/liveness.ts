@@ -215,7 +215,8 @@ export class Liveness {
   status(): LivenessStatus {
     if (this.halt) return { healthy: false, reason: `halted: ${this.halt}` };
     const stuck = this.stuckFor();
-    if (this.owned > 0 && stuck >= this.options.stallMs) return { healthy: false, reason: `a batch in flight for ${Math.round(stuck / 1000)} s while Kafka answered` };
+    if (this.owned > 0 && stuck >= this.options.stallMs)
+      return { healthy: false, reason: `a batch in flight for ${Math.round(stuck / 1000)} s while Kafka answered` };
     return { healthy: true };
   }
 
@@ -225,7 +226,8 @@ export class Liveness {
     const kafka = this.contact.readiness();
     if (!kafka.ready) return kafka;
     const idle = this.options.now() - this.lastProgress;
-    if (this.owned > 0 && idle >= this.options.stallMs) return { ready: false, reason: `no progress for ${Math.round(idle / 1000)} s${this.failing.size ? ` (${this.failing.size} partition(s) failing)` : ''}` };
+    if (this.owned > 0 && idle >= this.options.stallMs)
+      return { ready: false, reason: `no progress for ${Math.round(idle / 1000)} s${this.failing.size ? ` (${this.failing.size} partition(s) failing)` : ''}` };
     return { ready: true };
   }
 }
@@ -243,7 +245,9 @@ interface ContactEvents {
  * not restart it (the owner may re-create it).
  */
 export function reportingContact<P extends { consumer(options: { groupId: string; readCommitted: boolean }): { on(events: ContactEvents): void } }>(
-  port: P, contacts: Map<string, KafkaContact>, options: { now: () => number; contactMs: number; onDown?: (groupId: string, consumer: ReturnType<P['consumer']>) => void },
+  port: P,
+  contacts: Map<string, KafkaContact>,
+  options: { now: () => number; contactMs: number; onDown?: (groupId: string, consumer: ReturnType<P['consumer']>) => void },
 ): P {
   type C = ReturnType<P['consumer']>;
   const watched = (consumer: C, groupId: string): C => {
@@ -261,14 +265,27 @@ export function reportingContact<P extends { consumer(options: { groupId: string
     };
     const on = consumer.on.bind(consumer);
     on(mine);
-    consumer.on = (events: ContactEvents) => on({
-      assigned: (a) => { mine.assigned(a); events.assigned?.(a); },
-      fetched: () => { mine.fetched(); events.fetched?.(); },
-      crashed: (e, restarting) => { mine.crashed(e, restarting); events.crashed?.(e, restarting); },
-    });
+    consumer.on = (events: ContactEvents) =>
+      on({
+        assigned: (a) => {
+          mine.assigned(a);
+          events.assigned?.(a);
+        },
+        fetched: () => {
+          mine.fetched();
+          events.fetched?.();
+        },
+        crashed: (e, restarting) => {
+          mine.crashed(e, restarting);
+          events.crashed?.(e, restarting);
+        },
+      });
     return consumer;
   };
   return new Proxy(port, {
-    get: (target, prop, receiver) => (prop === 'consumer' ? (o: { groupId: string; readCommitted: boolean }) => watched(target.consumer(o) as C, o.groupId) : Reflect.get(target, prop, receiver) as unknown),
+    get: (target, prop, receiver) =>
+      prop === 'consumer'
+        ? (o: { groupId: string; readCommitted: boolean }) => watched(target.consumer(o) as C, o.groupId)
+        : (Reflect.get(target, prop, receiver) as unknown),
   });
 }

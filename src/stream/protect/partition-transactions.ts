@@ -79,7 +79,13 @@ export class PartitionTransactions {
    * TRANSACTION_ABORTED after any failure, with the producer discarded, or `produce`'s own error
    * when it is a StreamError that is not retriable (the pipeline halts on it).
    */
-  run(topic: string, partition: number, records: readonly InRecord[], next: string, produce: (records: InRecord[], tx: Transaction) => Promise<void>): Promise<InRecord[]> {
+  run(
+    topic: string,
+    partition: number,
+    records: readonly InRecord[],
+    next: string,
+    produce: (records: InRecord[], tx: Transaction) => Promise<void>,
+  ): Promise<InRecord[]> {
     const id = this.transactionalId(topic, partition);
     return this.locked(id, async () => {
       const slot = await this.fencedOrAbort(id, topic, partition);

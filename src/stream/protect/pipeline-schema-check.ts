@@ -29,22 +29,43 @@ export async function registrySchemaIssues(pipelines: Readonly<Record<string, Pi
         latest = await registry.latestVersion(subject);
       } catch (e) {
         if (e instanceof StreamError && e.code !== 'REGISTRY_UNAVAILABLE') {
-          issues.push({ severity: 'warning', pointer: `${at}/source/topics/${t}`, message: `the registry did not answer for subject ${subject} (${e.message}): mappings not checked against it` });
+          issues.push({
+            severity: 'warning',
+            pointer: `${at}/source/topics/${t}`,
+            message: `the registry did not answer for subject ${subject} (${e.message}): mappings not checked against it`,
+          });
           continue;
         }
-        issues.push({ severity: 'warning', pointer: '/pipelines', message: `the schema registry cannot be reached (${e instanceof Error ? e.message : 'failed'}): mappings not checked against the writers' schemas` });
+        issues.push({
+          severity: 'warning',
+          pointer: '/pipelines',
+          message: `the schema registry cannot be reached (${e instanceof Error ? e.message : 'failed'}): mappings not checked against the writers' schemas`,
+        });
         return issues;
       }
       if (latest === undefined) {
-        issues.push({ severity: 'warning', pointer: `${at}/source/topics/${t}`, message: `the registry holds no subject ${subject} yet: mappings not checked against it` });
+        issues.push({
+          severity: 'warning',
+          pointer: `${at}/source/topics/${t}`,
+          message: `the registry holds no subject ${subject} yet: mappings not checked against it`,
+        });
         continue;
       }
       const which = `the latest schema of subject ${subject} (id ${latest.id}, version ${latest.version})`;
       if (latest.schemaType !== SCHEMA_TYPE[p.format]) {
-        issues.push({ severity: 'error', pointer: `${at}/format`, message: `${which} is ${latest.schemaType}; a ${p.format} pipeline reads ${SCHEMA_TYPE[p.format]}` });
+        issues.push({
+          severity: 'error',
+          pointer: `${at}/format`,
+          message: `${which} is ${latest.schemaType}; a ${p.format} pipeline reads ${SCHEMA_TYPE[p.format]}`,
+        });
         continue;
       }
-      const check = (await schemaFormats()).checkSchemaPaths(p.format, latest.schema, p.fields.map((f) => f.path), { foldKeys: p.keys !== 'exact' });
+      const check = (await schemaFormats()).checkSchemaPaths(
+        p.format,
+        latest.schema,
+        p.fields.map((f) => f.path),
+        { foldKeys: p.keys !== 'exact' },
+      );
       if (check.error) {
         issues.push({ severity: 'error', pointer: `${at}/source/topics/${t}`, message: `${which}: ${check.error}` });
         continue;
@@ -75,11 +96,24 @@ function tagIssues(p: PipelineConfig, at: string, of: string, tagged: Parameters
   const fold = p.keys !== 'exact';
   const pointer = p.tags ? `${at}/tags` : at;
   try {
-    const plan = planTags(tagged, p.fields.map((f) => f.path), new Set(Object.keys(p.tags ?? {})), fold);
+    const plan = planTags(
+      tagged,
+      p.fields.map((f) => f.path),
+      new Set(Object.keys(p.tags ?? {})),
+      fold,
+    );
     const guard = unmappedPolicy(p);
     // report mode passes such records (reported): no error, as with pass
     const f = guard.action === 'pass' || guard.action === 'report' ? undefined : firstUnallowed(plan.unmapped, guard.allow, fold);
-    return f === undefined ? [] : [{ severity: 'error', pointer, message: `${of} tags ${f.path} ${f.tag}, and the pipeline maps no tag of it: it would dead-letter its records UNMAPPED_PERSONAL_DATA (map the tag under tags, map the path, or allow it)` }];
+    return f === undefined
+      ? []
+      : [
+          {
+            severity: 'error',
+            pointer,
+            message: `${of} tags ${f.path} ${f.tag}, and the pipeline maps no tag of it: it would dead-letter its records UNMAPPED_PERSONAL_DATA (map the tag under tags, map the path, or allow it)`,
+          },
+        ];
   } catch (e) {
     const unfit = unfitReason(e);
     if (!unfit) throw e;

@@ -7,7 +7,16 @@ import { PartitionTransactions } from './partition-transactions.ts';
 import { ProtectAhead } from './protect-ahead.ts';
 import { RecordProtector, type ChunkOutcome, type ChunkProtector } from './record-protector.ts';
 import type { SubjectKeyStore } from '../../subjects/index.ts';
-import { headerValue, withHeaders, type Batch, type ConsumerPort, type InRecord, type KafkaPort, type OutRecord, type ProducerPort } from '../../kafka/index.ts';
+import {
+  headerValue,
+  withHeaders,
+  type Batch,
+  type ConsumerPort,
+  type InRecord,
+  type KafkaPort,
+  type OutRecord,
+  type ProducerPort,
+} from '../../kafka/index.ts';
 import { fitsAlone } from '../../kafka/index.ts';
 import type { Serde } from '../serde/index.ts';
 import { SchemaRefusals, type RefusedSchema } from './schema-refusals.ts';
@@ -95,13 +104,24 @@ export class ProtectPipeline {
     this.groupId = c.groupId ?? `veil-protect-${deps.name}`;
     // authorization happens once, here, in this thread: a pipeline whose identity may not
     // protect its fields does not start (a worker pool binds the same fields again)
-    const inline = new RecordProtector({ name: deps.name, config: c, engine: deps.engine, serde: deps.serde, ...this.rewrapOf(), ...(deps.subjects ? { subjects: deps.subjects } : {}) });
+    const inline = new RecordProtector({
+      name: deps.name,
+      config: c,
+      engine: deps.engine,
+      serde: deps.serde,
+      ...this.rewrapOf(),
+      ...(deps.subjects ? { subjects: deps.subjects } : {}),
+    });
     this.chunks = deps.protector ?? inline;
     this.veilHeaders = new CleanHeaders(deps.name, c, deps.configVersion);
-    this.transactions = new PartitionTransactions(deps.kafka, this.groupId, (event, fields) => deps.log.debug?.({ pipeline: deps.name, ...fields }, `transaction ${event}`));
+    this.transactions = new PartitionTransactions(deps.kafka, this.groupId, (event, fields) =>
+      deps.log.debug?.({ pipeline: deps.name, ...fields }, `transaction ${event}`),
+    );
     const stallMs = deps.stallMs ?? 60_000;
     this.closeWaitMs = Math.min(10_000, Math.floor(stallMs / 2));
-    this.ahead = new ProtectAhead(CHUNK, (records) => this.chunks.protectChunk(records.map((r) => ({ topic: this.sinkTopic(r.topic), key: r.key, value: r.value }))));
+    this.ahead = new ProtectAhead(CHUNK, (records) =>
+      this.chunks.protectChunk(records.map((r) => ({ topic: this.sinkTopic(r.topic), key: r.key, value: r.value }))),
+    );
     this.liveness = new Liveness({ stallMs, recoverMs: Math.floor(stallMs / 2), now: deps.now ?? Date.now });
     this.refusals = new SchemaRefusals(deps.name, deps.metrics, deps.log);
     this.tracing = deps.tracing ?? TRACING_OFF;
@@ -153,8 +173,19 @@ export class ProtectPipeline {
    */
   async follow(next: { config: PipelineConfig; configVersion: string; engine: Engine; serde: Serde; configFile?: string }): Promise<void> {
     const changed = RESTART_ONLY.filter((k) => JSON.stringify(next.config[k]) !== JSON.stringify(this.deps.config[k]));
-    if (changed.length) throw new VeilError('CONFIG_INVALID', `version ${next.configVersion} changes pipeline ${this.name}'s ${changed.join(', ')}: restart the process to run it`);
-    const inline = new RecordProtector({ name: this.name, config: next.config, engine: next.engine, serde: next.serde, ...this.rewrapOf(), ...(this.deps.subjects ? { subjects: this.deps.subjects } : {}) });
+    if (changed.length)
+      throw new VeilError(
+        'CONFIG_INVALID',
+        `version ${next.configVersion} changes pipeline ${this.name}'s ${changed.join(', ')}: restart the process to run it`,
+      );
+    const inline = new RecordProtector({
+      name: this.name,
+      config: next.config,
+      engine: next.engine,
+      serde: next.serde,
+      ...this.rewrapOf(),
+      ...(this.deps.subjects ? { subjects: this.deps.subjects } : {}),
+    });
     const previous = this.switching;
     const switching = (async () => {
       await previous;
@@ -214,7 +245,10 @@ export class ProtectPipeline {
       },
       fetched: () => this.liveness.fetched(),
       crashed: (error, restarting) => {
-        this.deps.log.error({ pipeline: this.deps.name, error: error.name, code: (error as StreamError).code, restarting }, restarting ? 'consumer crashed; it restarts' : 'consumer crashed');
+        this.deps.log.error(
+          { pipeline: this.deps.name, error: error.name, code: (error as StreamError).code, restarting },
+          restarting ? 'consumer crashed; it restarts' : 'consumer crashed',
+        );
         if (restarting || this.stopped || this.consumer !== consumer) return;
         this.liveness.consumerDown(error.name);
         if (this.liveness.status().reason?.startsWith('halted')) return;
@@ -222,7 +256,11 @@ export class ProtectPipeline {
       },
     });
     await consumer.subscribe('topics' in c.source ? c.source.topics : new RegExp(c.source.pattern));
-    await consumer.run((batch, heartbeat) => this.handle(batch, heartbeat), (topic, partition, records) => this.ahead.offer(`${topic}/${partition}`, records), (at) => this.caughtUp(at));
+    await consumer.run(
+      (batch, heartbeat) => this.handle(batch, heartbeat),
+      (topic, partition, records) => this.ahead.offer(`${topic}/${partition}`, records),
+      (at) => this.caughtUp(at),
+    );
   }
 
   /**
@@ -242,7 +280,10 @@ export class ProtectPipeline {
         committed = at.offset;
       }
     } catch (e) {
-      this.deps.log.warn({ pipeline: name, topic: at.topic, partition: at.partition, code: (e as StreamError).code ?? (e as Error).name }, 'the caught-up offset was not committed; it is tried again');
+      this.deps.log.warn(
+        { pipeline: name, topic: at.topic, partition: at.partition, code: (e as StreamError).code ?? (e as Error).name },
+        'the caught-up offset was not committed; it is tried again',
+      );
       throw e;
     }
     // undefined: reported before a rebalance, the partition perhaps another member's now
@@ -259,17 +300,22 @@ export class ProtectPipeline {
       this.consumer = undefined;
       this.ahead.clear();
       await Promise.race([old?.disconnect().catch(() => undefined), new Promise((r) => setTimeout(r, 10_000).unref())]);
-      const closed = await Promise.race([this.transactions.closeAll().then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), this.closeWaitMs).unref())]);
+      const closed = await Promise.race([
+        this.transactions.closeAll().then(() => true),
+        new Promise<boolean>((r) => setTimeout(() => r(false), this.closeWaitMs).unref()),
+      ]);
       if (!closed) {
         // a batch is stuck: its producers are dropped under it, and the partitions fenced anew
         this.deps.log.warn({ pipeline: this.deps.name }, 'a batch did not finish: its producers are abandoned');
         this.transactions.abandon();
       }
       if (!this.stopped) await this.openConsumer();
-    })().catch((e: unknown) => {
-      this.liveness.consumerDown((e as Error).name);
-      this.deps.log.error({ pipeline: this.deps.name, error: (e as Error).name }, 'cannot re-create the consumer');
-    }).finally(() => (this.recovering = undefined));
+    })()
+      .catch((e: unknown) => {
+        this.liveness.consumerDown((e as Error).name);
+        this.deps.log.error({ pipeline: this.deps.name, error: (e as Error).name }, 'cannot re-create the consumer');
+      })
+      .finally(() => (this.recovering = undefined));
     return this.recovering;
   }
 
@@ -320,7 +366,9 @@ export class ProtectPipeline {
     let done: InRecord[];
     try {
       if (this.deps.config.delivery === 'exactly-once') {
-        done = await this.transactions.run(batch.topic, batch.partition, batch.records, next, (records, tx) => this.produce(records, (r) => tx.send(r), codes, heartbeat, trace));
+        done = await this.transactions.run(batch.topic, batch.partition, batch.records, next, (records, tx) =>
+          this.produce(records, (r) => tx.send(r), codes, heartbeat, trace),
+        );
       } else {
         const producer = await (this.plainProducer ??= this.deps.kafka.producer({}));
         await this.produce(batch.records, (r) => producer.send(r), codes, heartbeat, trace);
@@ -339,7 +387,16 @@ export class ProtectPipeline {
         void this.consumer?.disconnect().catch(() => undefined);
       } else {
         metrics.retries.inc({ pipeline: name });
-        this.deps.log.warn({ pipeline: name, topic: batch.topic, partition: batch.partition, code, cause: (e as Error).cause instanceof Error ? ((e as Error).cause as Error).name : undefined }, 'batch aborted; it is read again');
+        this.deps.log.warn(
+          {
+            pipeline: name,
+            topic: batch.topic,
+            partition: batch.partition,
+            code,
+            cause: (e as Error).cause instanceof Error ? ((e as Error).cause as Error).name : undefined,
+          },
+          'batch aborted; it is read again',
+        );
       }
       throw e;
     }
@@ -360,7 +417,13 @@ export class ProtectPipeline {
    * broker round trips; sends stay in order). Counts dead letters by code into `codes` only once
    * everything was sent.
    */
-  private async produce(records: InRecord[], send: (r: OutRecord[]) => Promise<void>, codes: Map<string, number>, heartbeat: () => Promise<void>, trace?: BatchTrace): Promise<void> {
+  private async produce(
+    records: InRecord[],
+    send: (r: OutRecord[]) => Promise<void>,
+    codes: Map<string, number>,
+    heartbeat: () => Promise<void>,
+    trace?: BatchTrace,
+  ): Promise<void> {
     const { kafka, config } = this.deps;
     const deadLimit = await kafka.maxMessageBytes(config.deadLetterTopic);
     // each clean topic's limit, read once per batch (a rename sink has one per source topic)
@@ -385,12 +448,21 @@ export class ProtectPipeline {
           const outcome = outcomes[j]!;
           let out = 'code' in outcome ? this.deadLetter(record, outcome.code, outcome) : this.cleanRecord(record, outcome.key, outcome.value, outcome.fields);
           tally.outcome(outcome);
-          if (out.topic !== config.deadLetterTopic && !fitsAlone(out, limits.get(out.topic) ?? await limitOf(out.topic))) out = this.deadLetter(record, 'RECORD_TOO_LARGE');
+          if (out.topic !== config.deadLetterTopic && !fitsAlone(out, limits.get(out.topic) ?? (await limitOf(out.topic))))
+            out = this.deadLetter(record, 'RECORD_TOO_LARGE');
           if (out.topic === config.deadLetterTopic) {
-            if (!fitsAlone(out, deadLimit)) throw new StreamError('DEAD_LETTER_FAILED', `record ${record.topic}/${record.partition}@${record.offset}: its dead letter is larger than ${config.deadLetterTopic} accepts`);
+            if (!fitsAlone(out, deadLimit))
+              throw new StreamError(
+                'DEAD_LETTER_FAILED',
+                `record ${record.topic}/${record.partition}@${record.offset}: its dead letter is larger than ${config.deadLetterTopic} accepts`,
+              );
             tally.deadLetter(out.headers.find((h) => h.key === 'veil.error.code')!.value!.toString());
           }
-          chunk.push(trace === undefined ? out : trace.record(record, out, out.topic === config.deadLetterTopic ? headerValue(out.headers, 'veil.error.code')?.toString() : undefined));
+          chunk.push(
+            trace === undefined
+              ? out
+              : trace.record(record, out, out.topic === config.deadLetterTopic ? headerValue(out.headers, 'veil.error.code')?.toString() : undefined),
+          );
         }
         sending = sending.then(() => send(chunk));
         if (Date.now() - beat > 1000) {
@@ -426,8 +498,14 @@ export class ProtectPipeline {
   /** The spans of one batch's transaction, under the configuration version its records are protected with. */
   private traceBatch(batch: Batch): BatchTrace {
     return new BatchTrace(this.tracing, {
-      pipeline: this.name, topic: batch.topic, partition: batch.partition, group: this.groupId,
-      configVersion: this.veilHeaders.configVersion, delivery: this.deps.config.delivery, fetched: batch.records.length, rewrap: this.deps.rewrap !== undefined,
+      pipeline: this.name,
+      topic: batch.topic,
+      partition: batch.partition,
+      group: this.groupId,
+      configVersion: this.veilHeaders.configVersion,
+      delivery: this.deps.config.delivery,
+      fetched: batch.records.length,
+      rewrap: this.deps.rewrap !== undefined,
     });
   }
 
@@ -436,8 +514,16 @@ export class ProtectPipeline {
     const finding = `${path}\u0000${kind}`;
     if (this.warned.has(finding) || this.warned.size >= 1000) return;
     this.warned.add(finding);
-    if (reported) this.deps.log.warn({ pipeline: this.deps.name, path, kind, code: 'UNMAPPED_PERSONAL_DATA', mode: 'report' }, 'personal data at a path the mapping does not name: report mode passes its records in clear (map the path, or allow it, before enforcing)');
-    else this.deps.log.warn({ pipeline: this.deps.name, path, kind, code: 'UNMAPPED_PERSONAL_DATA' }, 'personal data at a path the mapping does not name: its records are dead-lettered (map the path, or allow it)');
+    if (reported)
+      this.deps.log.warn(
+        { pipeline: this.deps.name, path, kind, code: 'UNMAPPED_PERSONAL_DATA', mode: 'report' },
+        'personal data at a path the mapping does not name: report mode passes its records in clear (map the path, or allow it, before enforcing)',
+      );
+    else
+      this.deps.log.warn(
+        { pipeline: this.deps.name, path, kind, code: 'UNMAPPED_PERSONAL_DATA' },
+        'personal data at a path the mapping does not name: its records are dead-lettered (map the path, or allow it)',
+      );
   }
 
   private cleanRecord(record: InRecord, key: Buffer | null, value: Buffer, fields: string | undefined): OutRecord {

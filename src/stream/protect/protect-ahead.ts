@@ -73,9 +73,11 @@ export class ProtectAhead {
     this.running++;
     const work = this.protect(records);
     // settled first (registered before any caller awaits it), so a caller sees the count current
-    work.finally(() => {
-      if (--this.running === 0) this.startWaiting();
-    }).catch(() => undefined);
+    work
+      .finally(() => {
+        if (--this.running === 0) this.startWaiting();
+      })
+      .catch(() => undefined);
     return work;
   }
 

@@ -67,13 +67,15 @@ export class ProtectPool implements ChunkProtector {
    */
   async reload(what: NonNullable<WorkerRequest['reload']>): Promise<void> {
     if (what.configFile) this.configFile = what.configFile;
-    await Promise.all(this.slots.map(async (slot) => {
-      try {
-        await this.post(slot, { reload: what });
-      } catch {
-        await slot.worker.terminate();
-      }
-    }));
+    await Promise.all(
+      this.slots.map(async (slot) => {
+        try {
+          await this.post(slot, { reload: what });
+        } catch {
+          await slot.worker.terminate();
+        }
+      }),
+    );
   }
 
   /**
@@ -119,7 +121,13 @@ export class ProtectPool implements ChunkProtector {
         p.resolve(outcomes);
       }
       // as in this thread: the registry's outage keeps its code, anything else aborts the batch
-      else p.reject(new StreamError(reply.error.code === 'REGISTRY_UNAVAILABLE' ? 'REGISTRY_UNAVAILABLE' : 'TRANSACTION_ABORTED', `protection worker: ${reply.error.name}${reply.error.code ? ` ${reply.error.code}` : ''}`));
+      else
+        p.reject(
+          new StreamError(
+            reply.error.code === 'REGISTRY_UNAVAILABLE' ? 'REGISTRY_UNAVAILABLE' : 'TRANSACTION_ABORTED',
+            `protection worker: ${reply.error.name}${reply.error.code ? ` ${reply.error.code}` : ''}`,
+          ),
+        );
     });
     const fail = (why: string) => {
       for (const p of slot.pending.values()) p.reject(new StreamError('TRANSACTION_ABORTED', `protection worker ${why}`));

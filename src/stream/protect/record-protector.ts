@@ -19,7 +19,9 @@ export interface ChunkItem {
  * kind the guard would have refused it for; or the code it is dead-lettered with and the path
  * (and guard kind) the code is about, and the writer's schema id when the code is about the schema.
  */
-export type ChunkOutcome = { key: Buffer | null; value: Buffer; fields?: string; reported?: { path: string; kind: string } } | { code: string; path?: string; kind?: string; schema?: number };
+export type ChunkOutcome =
+  | { key: Buffer | null; value: Buffer; fields?: string; reported?: { path: string; kind: string } }
+  | { code: string; path?: string; kind?: string; schema?: number };
 
 /** where a record key's finding is reported */
 export const KEY_PATH = '(key)';
@@ -67,7 +69,14 @@ export class RecordProtector implements ChunkProtector {
    * under its own key version with these processing evidences and protected under the primary; a
    * value of an erased data subject is carried through unchanged and counted (`erasedKept`).
    */
-  constructor(deps: { name: string; config: PipelineConfig; engine: Engine; serde: Serde; rewrap?: { unprotectEvidences: Record<string, string>; erasedKept?: (count: number) => void }; subjects?: SubjectKeyStore }) {
+  constructor(deps: {
+    name: string;
+    config: PipelineConfig;
+    engine: Engine;
+    serde: Serde;
+    rewrap?: { unprotectEvidences: Record<string, string>; erasedKept?: (count: number) => void };
+    subjects?: SubjectKeyStore;
+  }) {
     const c = deps.config;
     this.serde = deps.serde;
     const guard = unmappedPolicy(c);
@@ -78,26 +87,54 @@ export class RecordProtector implements ChunkProtector {
       return { className, propertyName };
     });
     const evidences = (e: Record<string, string>) => Object.entries(e).map(([name, value]) => ({ name, value }));
-    const request = { identity: { subject: `pipeline:${deps.name}`, roles: c.roles }, rightsEvidences: evidences(c.rightsEvidences), processingEvidences: evidences(c.processingEvidences), fields };
+    const request = {
+      identity: { subject: `pipeline:${deps.name}`, roles: c.roles },
+      rightsEvidences: evidences(c.rightsEvidences),
+      processingEvidences: evidences(c.processingEvidences),
+      fields,
+    };
     const kept = deps.rewrap?.erasedKept;
-    const bound = deps.rewrap ? deps.engine.bindRewrap({ ...request, unprotectEvidences: evidences(deps.rewrap.unprotectEvidences) }, kept ? { erasedKept: kept } : {}) : deps.engine.bind(request);
+    const bound = deps.rewrap
+      ? deps.engine.bindRewrap({ ...request, unprotectEvidences: evidences(deps.rewrap.unprotectEvidences) }, kept ? { erasedKept: kept } : {})
+      : deps.engine.bind(request);
     if (bound.reveals) throw new VeilError('CONFIG_INVALID', `pipeline ${deps.name} would unprotect: protect pipelines only protect`);
     if (bound.subjectScoped.some(Boolean)) {
-      if (!c.subject) throw new VeilError('CONFIG_INVALID', `pipeline ${deps.name} maps fields whose keys are scoped to the data subject: say where a record names its subject (subject: { from: key }, or { from: value, path: … } in a json or json-schema pipeline)`);
-      if (!deps.subjects) throw new VeilError('CONFIG_INVALID', `pipeline ${deps.name} maps fields whose keys are scoped to the data subject, and runs without the subject-key store`);
+      if (!c.subject)
+        throw new VeilError(
+          'CONFIG_INVALID',
+          `pipeline ${deps.name} maps fields whose keys are scoped to the data subject: say where a record names its subject (subject: { from: key }, or { from: value, path: … } in a json or json-schema pipeline)`,
+        );
+      if (!deps.subjects)
+        throw new VeilError(
+          'CONFIG_INVALID',
+          `pipeline ${deps.name} maps fields whose keys are scoped to the data subject, and runs without the subject-key store`,
+        );
       this.subjects = { store: deps.subjects, engine: deps.engine, read: subjectOf(c.subject, c.keys !== 'exact', deps.serde, deps.name) };
     }
     const keyed = c.key ? 1 : 0;
-    const guardPlan: GuardPlan | undefined = guard.action === 'pass' ? undefined : {
-      // report mode finds as dead-letter does; protectChunk passes what it would refuse
-      action: guard.action === 'report' ? 'dead-letter' : guard.action,
-      threshold: likelihoodLevel(guard.threshold),
-      allow: guard.allow,
-      protect: new Map<string, Chain>(guardKinds.map(([kind], i) => [kind, bound.transforms[c.fields.length + keyed + i]!])),
-      retypes: c.format === 'json',
-    };
+    const guardPlan: GuardPlan | undefined =
+      guard.action === 'pass'
+        ? undefined
+        : {
+            // report mode finds as dead-letter does; protectChunk passes what it would refuse
+            action: guard.action === 'report' ? 'dead-letter' : guard.action,
+            threshold: likelihoodLevel(guard.threshold),
+            allow: guard.allow,
+            protect: new Map<string, Chain>(guardKinds.map(([kind], i) => [kind, bound.transforms[c.fields.length + keyed + i]!])),
+            retypes: c.format === 'json',
+          };
     const tagChains = new Map<string, Chain>(tags.map(([tag], i) => [tag, bound.transforms[c.fields.length + keyed + guardKinds.length + i]!]));
-    this.protection = { maps: mappings(c.fields.map((f) => f.path), bound.transforms), missing: c.missing, validate: c.validate, foldKeys: c.keys !== 'exact', ...(guardPlan ? { guard: guardPlan } : {}), ...(tags.length ? { tags: tagChains } : {}) };
+    this.protection = {
+      maps: mappings(
+        c.fields.map((f) => f.path),
+        bound.transforms,
+      ),
+      missing: c.missing,
+      validate: c.validate,
+      foldKeys: c.keys !== 'exact',
+      ...(guardPlan ? { guard: guardPlan } : {}),
+      ...(tags.length ? { tags: tagChains } : {}),
+    };
     if (guard.action === 'report') {
       const unguarded = { ...this.protection };
       delete unguarded.guard;
@@ -131,7 +168,10 @@ export class RecordProtector implements ChunkProtector {
       if ('code' in o && o.code === 'UNMAPPED_PERSONAL_DATA') flagged.push(i);
     });
     if (flagged.length === 0) return out;
-    const again = await this.protectChunkWith(flagged.map((i) => items[i]!), unguarded);
+    const again = await this.protectChunkWith(
+      flagged.map((i) => items[i]!),
+      unguarded,
+    );
     flagged.forEach((i, k) => {
       const found = out[i] as { path?: string; kind?: string };
       const o = again[k]!;
@@ -161,20 +201,30 @@ export class RecordProtector implements ChunkProtector {
    * use), then each record protected on its own under its subject's key — a batch of one field's
    * values would mix subjects. A record that names no subject, or no subject id, is refused.
    */
-  private async protectChunkBySubject(items: readonly ChunkItem[], s: NonNullable<RecordProtector['subjects']>, protection: RecordProtection): Promise<ChunkOutcome[]> {
+  private async protectChunkBySubject(
+    items: readonly ChunkItem[],
+    s: NonNullable<RecordProtector['subjects']>,
+    protection: RecordProtection,
+  ): Promise<ChunkOutcome[]> {
     const reads = items.map(s.read);
-    const ring = await fetchSubjectKeys(s.store, reads.map((r) => ('id' in r && isSubjectId(r.id) ? { id: r.id, create: true } : undefined)), s.engine.returningSubjects);
-    return Promise.all(items.map(async (item, i): Promise<ChunkOutcome> => {
-      const read = reads[i]!;
-      if (!('id' in read)) return { code: read.code, ...(read.at ? { path: read.at } : {}) };
-      if (!isSubjectId(read.id)) return { code: 'SUBJECT_ID_INVALID', path: read.at };
-      try {
-        return await s.engine.withSubjectAsync(read.id, ring, () => this.protect(item, protection));
-      } catch (e) {
-        if (e instanceof StreamError && !e.retriable) return failed(e);
-        throw e;
-      }
-    }));
+    const ring = await fetchSubjectKeys(
+      s.store,
+      reads.map((r) => ('id' in r && isSubjectId(r.id) ? { id: r.id, create: true } : undefined)),
+      s.engine.returningSubjects,
+    );
+    return Promise.all(
+      items.map(async (item, i): Promise<ChunkOutcome> => {
+        const read = reads[i]!;
+        if (!('id' in read)) return { code: read.code, ...(read.at ? { path: read.at } : {}) };
+        if (!isSubjectId(read.id)) return { code: 'SUBJECT_ID_INVALID', path: read.at };
+        try {
+          return await s.engine.withSubjectAsync(read.id, ring, () => this.protect(item, protection));
+        } catch (e) {
+          if (e instanceof StreamError && !e.retriable) return failed(e);
+          throw e;
+        }
+      }),
+    );
   }
 
   /**
@@ -185,18 +235,46 @@ export class RecordProtector implements ChunkProtector {
   private protectChunkSync(items: readonly ChunkItem[], many: NonNullable<Serde['protectManySync']>, protection: RecordProtection): ChunkOutcome[] {
     const present = items.filter((item): item is ChunkItem & { value: Buffer } => item.value !== null);
     const fields: (string | undefined)[] = [];
-    return this.outcomes(items, present.length ? many(present.map((item) => item.value), protection, fields) : [], fields, protection);
+    return this.outcomes(
+      items,
+      present.length
+        ? many(
+            present.map((item) => item.value),
+            protection,
+            fields,
+          )
+        : [],
+      fields,
+      protection,
+    );
   }
 
   /** The same for a serde that batches asynchronously (registry formats). */
   private async protectChunkBatch(items: readonly ChunkItem[], many: NonNullable<Serde['protectMany']>, protection: RecordProtection): Promise<ChunkOutcome[]> {
     const present = items.filter((item): item is ChunkItem & { value: Buffer } => item.value !== null);
     const fields: (string | undefined)[] = [];
-    return this.outcomes(items, present.length ? await many(present.map((item) => item.value), protection, present.map((item) => item.topic), fields) : [], fields, protection);
+    return this.outcomes(
+      items,
+      present.length
+        ? await many(
+            present.map((item) => item.value),
+            protection,
+            present.map((item) => item.topic),
+            fields,
+          )
+        : [],
+      fields,
+      protection,
+    );
   }
 
   /** each item's outcome, given the serde's results (and protected paths) for the items with a value, in order */
-  private outcomes(items: readonly ChunkItem[], values: readonly (Buffer | StreamError)[], fields: readonly (string | undefined)[], protection: RecordProtection): ChunkOutcome[] {
+  private outcomes(
+    items: readonly ChunkItem[],
+    values: readonly (Buffer | StreamError)[],
+    fields: readonly (string | undefined)[],
+    protection: RecordProtection,
+  ): ChunkOutcome[] {
     let next = 0;
     return items.map((item): ChunkOutcome => {
       if (item.value === null) return { code: 'RECORD_MALFORMED' };
@@ -234,7 +312,12 @@ export class RecordProtector implements ChunkProtector {
       const kind = unmappedKeyKindOfBytes(key, guard?.threshold);
       if (kind === undefined) return { bytes: key };
       transform = guard?.protect.get(kind);
-      if (transform === undefined) throw new StreamError('UNMAPPED_PERSONAL_DATA', `the record key holds ${kind === 'email' ? 'an' : 'a'} ${kind} and the pipeline does not protect keys`, { path: KEY_PATH, kind });
+      if (transform === undefined)
+        throw new StreamError(
+          'UNMAPPED_PERSONAL_DATA',
+          `the record key holds ${kind === 'email' ? 'an' : 'a'} ${kind} and the pipeline does not protect keys`,
+          { path: KEY_PATH, kind },
+        );
     }
     try {
       return { bytes: utf8(transform(key.toString('utf8'))), path: KEY_PATH };
@@ -248,7 +331,11 @@ export class RecordProtector implements ChunkProtector {
 /** Where a record names its data subject: its key, or a path of its value as its format reads it (Serde.subjectReader), with the path a refusal names. */
 function subjectOf(source: PipelineConfig['subject'], foldKeys: boolean, serde: Serde, pipeline: string): (item: ChunkItem) => RecordSubject {
   if (source?.from === 'value') {
-    if (!serde.subjectReader) throw new VeilError('CONFIG_INVALID', `pipeline ${pipeline}: its format cannot name a record's subject at a path of the value: name it by the record key`);
+    if (!serde.subjectReader)
+      throw new VeilError(
+        'CONFIG_INVALID',
+        `pipeline ${pipeline}: its format cannot name a record's subject at a path of the value: name it by the record key`,
+      );
     const read = serde.subjectReader(source.path, foldKeys);
     const at = source.path;
     return (item) => (item.value === null ? { code: 'RECORD_MALFORMED' } : { ...read(item.value), at });
@@ -258,5 +345,10 @@ function subjectOf(source: PipelineConfig['subject'], foldKeys: boolean, serde: 
 
 /** a dead-lettered outcome: the code, and the path, kind and schema it is about */
 function failed(e: StreamError): ChunkOutcome {
-  return { code: e.code, ...(e.path === undefined ? {} : { path: e.path }), ...(e.kind === undefined ? {} : { kind: e.kind }), ...(e.schema === undefined ? {} : { schema: e.schema }) };
+  return {
+    code: e.code,
+    ...(e.path === undefined ? {} : { path: e.path }),
+    ...(e.kind === undefined ? {} : { kind: e.kind }),
+    ...(e.schema === undefined ? {} : { schema: e.schema }),
+  };
 }

@@ -27,7 +27,8 @@ export function rewrapPipeline(name: string, base: PipelineConfig, spec: RewrapS
   if (!from) throw new VeilError('CONFIG_INVALID', `pipeline ${name} renames its sink topics: name the clean topic to rewrap with --from`);
   if (from === spec.to) throw new VeilError('CONFIG_INVALID', 'rewrap writes to a new topic, not the one it reads (--to must differ from --from)');
   const deadLetterTopic = spec.deadLetterTopic ?? base.deadLetterTopic;
-  if (deadLetterTopic === from || deadLetterTopic === spec.to) throw new VeilError('CONFIG_INVALID', `the dead-letter topic ${deadLetterTopic} is the topic rewrap reads or writes`);
+  if (deadLetterTopic === from || deadLetterTopic === spec.to)
+    throw new VeilError('CONFIG_INVALID', `the dead-letter topic ${deadLetterTopic} is the topic rewrap reads or writes`);
   return {
     ...base,
     source: { topics: [from] },

@@ -37,7 +37,10 @@ export class SchemaRefusals {
     this.metrics.schemaRefused.inc({ pipeline: this.pipeline, schema: known ? String(schemaId) : '(other)', path: p }, n);
     if (!known || this.refused.has(schemaId)) return;
     this.refused.set(schemaId, p);
-    this.log.warn({ pipeline: this.pipeline, schemaId, path: p, code: 'SCHEMA_PATH_UNKNOWN' }, 'a schema version lacks a mapped path: the pipeline refuses its records (fix the mapping, or the producer\'s schema)');
+    this.log.warn(
+      { pipeline: this.pipeline, schemaId, path: p, code: 'SCHEMA_PATH_UNKNOWN' },
+      "a schema version lacks a mapped path: the pipeline refuses its records (fix the mapping, or the producer's schema)",
+    );
   }
 
   list(): RefusedSchema[] {

@@ -51,7 +51,12 @@ export function confluentRegistry(at: string | RegistrySettings, options: Conflu
       if (status === 404 && (body?.error_code === 40401 || body?.error_code === 40402)) return undefined;
       if (status !== 200 || typeof body?.schema !== 'string' || typeof body.id !== 'number') throw failure(conn, what, status, body);
       const type = body.schemaType;
-      return { id: body.id, version: typeof body.version === 'number' ? body.version : 0, schema: body.schema, schemaType: type === 'JSON' || type === 'PROTOBUF' ? type : 'AVRO' };
+      return {
+        id: body.id,
+        version: typeof body.version === 'number' ? body.version : 0,
+        schema: body.schema,
+        schemaType: type === 'JSON' || type === 'PROTOBUF' ? type : 'AVRO',
+      };
     },
     async register(subject, schema, schemaType = 'AVRO') {
       const what = `registering a schema under subject ${subject}`;
@@ -75,7 +80,12 @@ interface Connection {
 }
 
 /** one call: its status and JSON object body (undefined when the body is not one); no answer is REGISTRY_UNAVAILABLE */
-async function call(conn: Connection, what: string, path: string, init: { method?: string; body?: string } = {}): Promise<{ status: number; body: Record<string, unknown> | undefined }> {
+async function call(
+  conn: Connection,
+  what: string,
+  path: string,
+  init: { method?: string; body?: string } = {},
+): Promise<{ status: number; body: Record<string, unknown> | undefined }> {
   let res: Response;
   let text: string;
   try {
@@ -106,7 +116,8 @@ function failure(conn: Connection, what: string, status: number, body: Record<st
   const code = typeof body?.error_code === 'number' ? body.error_code : undefined;
   const said = typeof body?.message === 'string' ? `: ${body.message.slice(0, 300)}` : '';
   const answer = `HTTP ${status}${code !== undefined ? `, error_code ${code}` : ''}${said}`;
-  if (unknownCode !== undefined && status === 404 && code === unknownCode) return new StreamError('SCHEMA_UNKNOWN', `schema registry ${conn.shown}: ${what}: not found (${answer})`);
+  if (unknownCode !== undefined && status === 404 && code === unknownCode)
+    return new StreamError('SCHEMA_UNKNOWN', `schema registry ${conn.shown}: ${what}: not found (${answer})`);
   if (status >= 500 || status === 408 || status === 429 || status === 401 || status === 403 || (status === 404 && code === undefined) || status < 400) {
     const hint = status === 404 ? ' — is the URL the Confluent API base (Apicurio: …/apis/ccompat/v7)?' : '';
     return new StreamError('REGISTRY_UNAVAILABLE', `schema registry ${conn.shown}: ${what}: ${answer}${hint}`);

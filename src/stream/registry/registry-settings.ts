@@ -1,6 +1,16 @@
 import { VeilError } from '../../engine/index.ts';
 import type { Env } from '../../env/index.ts';
-import { certificateFile, privateKeyFile, readEnvProperties, readPropertiesFile, registryEnvName, REGISTRY_PROPERTIES, Secret, type PemFile, type PropertyValue } from '../../kafka/index.ts';
+import {
+  certificateFile,
+  privateKeyFile,
+  readEnvProperties,
+  readPropertiesFile,
+  registryEnvName,
+  REGISTRY_PROPERTIES,
+  Secret,
+  type PemFile,
+  type PropertyValue,
+} from '../../kafka/index.ts';
 
 /**
  * How to reach the schema registry: its API base (no credentials in it), its authentication —
@@ -36,10 +46,15 @@ export function registrySettings(env: Env, options: { url?: string; now?: Date }
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw invalid(`schema.registry.url (${given.from}) must be http or https`, 'schema.registry.url');
   const auth = registryAuth(p, url, given.from);
-  if ([...p.keys()].some((k) => k.startsWith('schema.registry.ssl.')) && url.protocol !== 'https:') throw invalid(`schema.registry.ssl.* is set but schema.registry.url (${given.from}) is not https`, 'schema.registry.url');
+  if ([...p.keys()].some((k) => k.startsWith('schema.registry.ssl.')) && url.protocol !== 'https:')
+    throw invalid(`schema.registry.ssl.* is set but schema.registry.url (${given.from}) is not https`, 'schema.registry.url');
   const tls = registryTls(p, options.now ?? new Date());
   const loopback = ['127.0.0.1', '[::1]', 'localhost'].includes(url.hostname);
-  if (auth && url.protocol === 'http:' && !loopback) throw invalid(`schema.registry.url (${given.from}) is http: the registry's credentials would cross the network unencrypted (use https)`, 'schema.registry.url');
+  if (auth && url.protocol === 'http:' && !loopback)
+    throw invalid(
+      `schema.registry.url (${given.from}) is http: the registry's credentials would cross the network unencrypted (use https)`,
+      'schema.registry.url',
+    );
   url.username = '';
   url.password = '';
   return { url: url.toString().replace(/\/+$/, ''), ...(auth ? { auth } : {}), ...(tls ? { tls } : {}) };
@@ -61,11 +76,21 @@ function registryAuth(p: Map<RegistryProperty, PropertyValue>, url: URL, urlFrom
   const userInfo = p.get('basic.auth.user.info');
   const bearerSource = p.get('bearer.auth.credentials.source');
   const token = p.get('bearer.auth.token');
-  if (source && !['USER_INFO', 'URL'].includes(source.value.toUpperCase())) throw invalid(`basic.auth.credentials.source (${source.from}) must be USER_INFO or URL`, 'basic.auth.credentials.source');
-  if (bearerSource && bearerSource.value.toUpperCase() !== 'STATIC_TOKEN') throw invalid(`bearer.auth.credentials.source (${bearerSource.from}) must be STATIC_TOKEN`, 'bearer.auth.credentials.source');
+  if (source && !['USER_INFO', 'URL'].includes(source.value.toUpperCase()))
+    throw invalid(`basic.auth.credentials.source (${source.from}) must be USER_INFO or URL`, 'basic.auth.credentials.source');
+  if (bearerSource && bearerSource.value.toUpperCase() !== 'STATIC_TOKEN')
+    throw invalid(`bearer.auth.credentials.source (${bearerSource.from}) must be STATIC_TOKEN`, 'bearer.auth.credentials.source');
   const inUrl = url.username !== '' || url.password !== '';
-  const basic = userInfo ? splitUserInfo(userInfo) : inUrl ? { user: decodeURIComponent(url.username), password: new Secret(decodeURIComponent(url.password)) } : undefined;
-  if (userInfo && inUrl) throw invalid(`basic.auth.user.info (${userInfo.from}) and credentials in schema.registry.url (${urlFrom}) are both given: give one`, 'basic.auth.user.info');
+  const basic = userInfo
+    ? splitUserInfo(userInfo)
+    : inUrl
+      ? { user: decodeURIComponent(url.username), password: new Secret(decodeURIComponent(url.password)) }
+      : undefined;
+  if (userInfo && inUrl)
+    throw invalid(
+      `basic.auth.user.info (${userInfo.from}) and credentials in schema.registry.url (${urlFrom}) are both given: give one`,
+      'basic.auth.user.info',
+    );
   if (basic && token) throw invalid(`basic.auth.user.info and bearer.auth.token (${token.from}) are both given: give one`, 'bearer.auth.token');
   if (token) return { kind: 'bearer', token: new Secret(token.value) };
   return basic ? { kind: 'basic', ...basic } : undefined;
@@ -83,7 +108,11 @@ function registryTls(p: Map<RegistryProperty, PropertyValue>, now: Date): Regist
   const key = p.get('schema.registry.ssl.key.location');
   const password = p.get('schema.registry.ssl.key.password');
   if (!ca && !cert && !key && !password) return undefined;
-  if (!cert !== !key) throw invalid('schema.registry.ssl.certificate.location and schema.registry.ssl.key.location go together', cert ? 'schema.registry.ssl.key.location' : 'schema.registry.ssl.certificate.location');
+  if (!cert !== !key)
+    throw invalid(
+      'schema.registry.ssl.certificate.location and schema.registry.ssl.key.location go together',
+      cert ? 'schema.registry.ssl.key.location' : 'schema.registry.ssl.certificate.location',
+    );
   const keyPassword = password ? new Secret(password.value) : undefined;
   return {
     ...(ca ? { ca: certificateFile('schema.registry.ssl.ca.location', ca, { checkValidity: false, now }) } : {}),

@@ -25,7 +25,11 @@ export function guardFor(protection: RecordProtection, mapped: readonly string[]
 
 /** The dead letter of a finding: its path and kind, never its value. */
 export function unmappedError(f: ObjectFinding, why = ''): StreamError {
-  return new StreamError('UNMAPPED_PERSONAL_DATA', `unmapped path ${f.path} holds ${f.kind === 'email' ? 'an' : 'a'} ${f.kind}${f.key ? ' as a map key' : ''}${why}`, { path: f.path, kind: f.kind });
+  return new StreamError(
+    'UNMAPPED_PERSONAL_DATA',
+    `unmapped path ${f.path} holds ${f.kind === 'email' ? 'an' : 'a'} ${f.kind}${f.key ? ' as a map key' : ''}${why}`,
+    { path: f.path, kind: f.kind },
+  );
 }
 
 /**
@@ -44,7 +48,8 @@ export function applyGuard(guard: ObjectGuard, protection: RecordProtection, rec
     const chain = plan.action === 'protect' && !f.key ? plan.protect.get(f.kind) : undefined;
     const value = f.parent === undefined ? undefined : (f.parent as Record<string | number, unknown>)[f.at!];
     if (chain === undefined) throw unmappedError(f);
-    if (typeof value !== 'string') throw unmappedError(f, ` as ${value instanceof Uint8Array ? 'bytes' : 'a number'}: its schema fixes the type, map the field to protect it`);
+    if (typeof value !== 'string')
+      throw unmappedError(f, ` as ${value instanceof Uint8Array ? 'bytes' : 'a number'}: its schema fixes the type, map the field to protect it`);
     return chain;
   });
   const paths: string[] = [];

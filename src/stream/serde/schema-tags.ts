@@ -46,7 +46,10 @@ export function planTags(tagged: readonly TaggedField[], fieldPaths: readonly st
       out.unmapped.push({ path: f.path, tag: f.tags[0]! });
       continue;
     }
-    if (!f.reachable) throw schemaUnfit(`${f.path} is tagged ${tag}, which the pipeline maps, where no record path reaches it (a map, a union of records, a combinator or a recursive type)`);
+    if (!f.reachable)
+      throw schemaUnfit(
+        `${f.path} is tagged ${tag}, which the pipeline maps, where no record path reaches it (a map, a union of records, a combinator or a recursive type)`,
+      );
     known.add(norm(f.path));
     out.mapped.push({ path: f.path, tag });
   }
@@ -80,7 +83,14 @@ export function tagRefusal(unmapped: SchemaTags['unmapped'], protection: RecordP
   let refusal = byKey.get(key);
   if (refusal === undefined) {
     const f = firstUnallowed(unmapped, guard.allow, fold);
-    refusal = f === undefined ? null : new StreamError('UNMAPPED_PERSONAL_DATA', `the writer's schema tags ${f.path} ${f.tag} and the pipeline maps no tag of it (map the tag under tags, map the path, or allow it)`, { path: f.path, kind: `tag:${f.tag}` });
+    refusal =
+      f === undefined
+        ? null
+        : new StreamError(
+            'UNMAPPED_PERSONAL_DATA',
+            `the writer's schema tags ${f.path} ${f.tag} and the pipeline maps no tag of it (map the tag under tags, map the path, or allow it)`,
+            { path: f.path, kind: `tag:${f.tag}` },
+          );
     byKey.set(key, refusal);
   }
   return refusal ?? undefined;

@@ -56,7 +56,12 @@ export interface Serde {
    * StreamError it is dead-lettered with, the mapped values of all of them protected as one batch
    * per field (Chain.many). A retriable failure (the registry unreachable) rejects the whole batch.
    */
-  protectMany?(values: readonly Buffer[], protection: RecordProtection, cleanTopics: readonly string[], fields?: (string | undefined)[]): Promise<(Buffer | StreamError)[]>;
+  protectMany?(
+    values: readonly Buffer[],
+    protection: RecordProtection,
+    cleanTopics: readonly string[],
+    fields?: (string | undefined)[],
+  ): Promise<(Buffer | StreamError)[]>;
   /**
    * Where the format lets a raw value name its data subject at a path without its schema (json,
    * json-schema: the JSON text, read with the scanner the serde protects with), a reader of the

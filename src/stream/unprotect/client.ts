@@ -67,15 +67,19 @@ export class UnprotectClient {
         resolve(r);
       });
     });
-    await this.producer!.send([{
-      topic: this.requestTopic, key: Buffer.from(correlationId), value: Buffer.from(JSON.stringify(body)),
-      headers: [
-        { key: REQUEST_HEADERS.authorization, value: Buffer.from(`Bearer ${options.token}`) },
-        { key: REQUEST_HEADERS.correlationId, value: Buffer.from(correlationId) },
-        { key: REQUEST_HEADERS.replyTo, value: Buffer.from(this.replyTopic) },
-        ...(options.deadline ? [{ key: REQUEST_HEADERS.deadline, value: Buffer.from(String(options.deadline.getTime())) }] : []),
-      ],
-    }]);
+    await this.producer!.send([
+      {
+        topic: this.requestTopic,
+        key: Buffer.from(correlationId),
+        value: Buffer.from(JSON.stringify(body)),
+        headers: [
+          { key: REQUEST_HEADERS.authorization, value: Buffer.from(`Bearer ${options.token}`) },
+          { key: REQUEST_HEADERS.correlationId, value: Buffer.from(correlationId) },
+          { key: REQUEST_HEADERS.replyTo, value: Buffer.from(this.replyTopic) },
+          ...(options.deadline ? [{ key: REQUEST_HEADERS.deadline, value: Buffer.from(String(options.deadline.getTime())) }] : []),
+        ],
+      },
+    ]);
     return reply;
   }
 

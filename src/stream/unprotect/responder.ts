@@ -6,7 +6,16 @@ import { VeilError, type Engine } from '../../engine/index.ts';
 import { problemOf } from '../../errors/problem.ts';
 import type { BearerVerifier } from '../../identity/index.ts';
 import type { StreamLog } from '../log.ts';
-import { headerValue, type Batch, type ConsumerPort, type Header, type InRecord, type KafkaPort, type OutRecord, type ProducerPort } from '../../kafka/index.ts';
+import {
+  headerValue,
+  type Batch,
+  type ConsumerPort,
+  type Header,
+  type InRecord,
+  type KafkaPort,
+  type OutRecord,
+  type ProducerPort,
+} from '../../kafka/index.ts';
 import { openWithRetry } from '../../kafka/index.ts';
 import { CORRELATION_ID, REPLY_STATUS_HEADER, REPLY_TRACEPARENT_HEADER, REQUEST_HEADERS } from './protocol.ts';
 import { ATTR, OUTCOME_OK, SpanKind, SpanStatusCode, traceCarrierOf, TRACING_OFF, type Tracing } from '../../observability/index.ts';
@@ -71,7 +80,6 @@ export class UnprotectResponder {
     this.configVersion = deps.configVersion;
   }
 
-
   /** Requests from now on run on `engine` (a configuration version published since the start). */
   useEngine(engine: Engine, configVersion?: string): void {
     this.configVersion = configVersion;
@@ -84,19 +92,22 @@ export class UnprotectResponder {
 
   /** Joins the group; a broker that cannot be reached yet is waited for (start-retry.ts). */
   async start(): Promise<void> {
-    await openWithRetry(async () => {
-      this.consumer = this.deps.kafka.consumer({ groupId: this.groupId, readCommitted: true });
-      await this.consumer.subscribe([this.deps.config.requestTopic]);
-      await this.consumer.run((batch) => this.handle(batch));
-    }, {
-      timeoutMs: this.deps.startTimeoutMs ?? 60_000,
-      onRetry: (e, inMs) => this.deps.log.warn({ responder: this.deps.name, error: e.name, retryInMs: inMs }, 'Kafka cannot be reached yet; trying again'),
-      reset: async () => {
-        const half = this.consumer;
-        this.consumer = undefined;
-        await half?.disconnect().catch(() => undefined);
+    await openWithRetry(
+      async () => {
+        this.consumer = this.deps.kafka.consumer({ groupId: this.groupId, readCommitted: true });
+        await this.consumer.subscribe([this.deps.config.requestTopic]);
+        await this.consumer.run((batch) => this.handle(batch));
       },
-    });
+      {
+        timeoutMs: this.deps.startTimeoutMs ?? 60_000,
+        onRetry: (e, inMs) => this.deps.log.warn({ responder: this.deps.name, error: e.name, retryInMs: inMs }, 'Kafka cannot be reached yet; trying again'),
+        reset: async () => {
+          const half = this.consumer;
+          this.consumer = undefined;
+          await half?.disconnect().catch(() => undefined);
+        },
+      },
+    );
   }
 
   async stop(): Promise<void> {
@@ -127,10 +138,15 @@ export class UnprotectResponder {
     const carrier = traceCarrierOf(record.headers);
     const parent = carrier && this.tracing.remote(carrier);
     const span = this.tracing.start(REQUEST_SPAN, {
-      kind: SpanKind.CONSUMER, parent,
+      kind: SpanKind.CONSUMER,
+      parent,
       attributes: {
-        [ATTR.responder]: this.deps.name, [ATTR.messagingSystem]: 'kafka', [ATTR.messagingOperationType]: 'process',
-        [ATTR.messagingDestination]: record.topic, [ATTR.messagingPartition]: String(record.partition), [ATTR.kafkaOffset]: Number(record.offset),
+        [ATTR.responder]: this.deps.name,
+        [ATTR.messagingSystem]: 'kafka',
+        [ATTR.messagingOperationType]: 'process',
+        [ATTR.messagingDestination]: record.topic,
+        [ATTR.messagingPartition]: String(record.partition),
+        [ATTR.kafkaOffset]: Number(record.offset),
         ...(this.configVersion ? { [ATTR.configVersion]: this.configVersion } : {}),
       },
     });
@@ -163,10 +179,15 @@ export class UnprotectResponder {
       if (note) note.code = code;
       await this.record({ requestId, outcome: 'denied', code });
       return {
-        topic: this.deps.config.deadLetterTopic, key: record.key, value: null,
+        topic: this.deps.config.deadLetterTopic,
+        key: record.key,
+        value: null,
         headers: [
-          h('veil.error.code', code), h('veil.responder', this.deps.name), h('veil.source.topic', record.topic),
-          h('veil.source.partition', String(record.partition)), h('veil.source.offset', record.offset),
+          h('veil.error.code', code),
+          h('veil.responder', this.deps.name),
+          h('veil.source.topic', record.topic),
+          h('veil.source.partition', String(record.partition)),
+          h('veil.source.offset', record.offset),
           ...(correlationId ? [h(REQUEST_HEADERS.correlationId, correlationId)] : []),
         ],
       };
@@ -184,12 +205,15 @@ export class UnprotectResponder {
         try {
           return JSON.parse(record.value?.toString('utf8') ?? '');
         } catch {
-          throw new VeilError('REQUEST_MALFORMED', 'the request value is not valid JSON', [{ code: 'REQUEST_MALFORMED', pointer: '', message: 'not valid JSON' }]);
+          throw new VeilError('REQUEST_MALFORMED', 'the request value is not valid JSON', [
+            { code: 'REQUEST_MALFORMED', pointer: '', message: 'not valid JSON' },
+          ]);
         }
       },
       warn: (message) => this.deps.log.warn({ responder: this.deps.name, requestId }, message),
     });
-    if (!outcome.ok && 'unexpected' in outcome) this.deps.log.error({ responder: this.deps.name, errorType: (outcome.unexpected as Error | undefined)?.name }, 'unexpected error');
+    if (!outcome.ok && 'unexpected' in outcome)
+      this.deps.log.error({ responder: this.deps.name, errorType: (outcome.unexpected as Error | undefined)?.name }, 'unexpected error');
     if (note) {
       if (outcome.ok) note.values = outcome.plan.requests.reduce((n, r) => n + r.instances.length, 0);
       else note.code = outcome.error.code;

@@ -45,7 +45,9 @@ describe('AES-SIV-CMAC: Wycheproof', () => {
 });
 
 describe('AES-GCM: McGrew–Viega test cases', () => {
-  const { vectors: list } = vectors<{ vectors: { testCase: number; keyHex: string; ivHex: string; aadHex: string; ptHex: string; ctHex: string; tagHex: string }[] }>('nist-gcm.json');
+  const { vectors: list } = vectors<{
+    vectors: { testCase: number; keyHex: string; ivHex: string; aadHex: string; ptHex: string; ctHex: string; tagHex: string }[];
+  }>('nist-gcm.json');
   it.each(list)('test case $testCase', (v) => {
     const key = new AesGcm(hex(v.keyHex));
     expect(toHex(gcmSeal(key, hex(v.ivHex), hex(v.aadHex), hex(v.ptHex)))).toBe(v.ctHex + v.tagHex);
@@ -123,7 +125,7 @@ describe('AES-GCM: value for value against node:crypto (OpenSSL)', () => {
 });
 
 describe('AES-GCM: one seal from prepared associated data (prepareAad)', () => {
-  it('equals OpenSSL value for value, opens, and refuses a tampered value or another key\'s prepared state', () => {
+  it("equals OpenSSL value for value, opens, and refuses a tampered value or another key's prepared state", () => {
     for (let i = 0; i < 1000; i++) {
       const keyBytes = randomBytes([16, 24, 32][i % 3]!);
       const [nonce, aad, pt] = [randomBytes(12), randomBytes(i % 71), randomBytes(i % 101)];
@@ -164,7 +166,9 @@ function sealBatch(key: AesGcm, items: { nonce: Uint8Array; aad: Uint8Array; pt:
 
 describe('AES-GCM: sealMany, a batch in one native call', () => {
   it('gives the McGrew–Viega ciphertexts and tags, all test cases of one key in one batch', () => {
-    const { vectors: list } = vectors<{ vectors: { testCase: number; keyHex: string; ivHex: string; aadHex: string; ptHex: string; ctHex: string; tagHex: string }[] }>('nist-gcm.json');
+    const { vectors: list } = vectors<{
+      vectors: { testCase: number; keyHex: string; ivHex: string; aadHex: string; ptHex: string; ctHex: string; tagHex: string }[];
+    }>('nist-gcm.json');
     for (const v of list.filter((x) => x.ivHex.length === 24)) {
       const key = new AesGcm(hex(v.keyHex));
       const [sealed] = sealBatch(key, [{ nonce: hex(v.ivHex), aad: hex(v.aadHex), pt: hex(v.ptHex) }]);
@@ -176,7 +180,11 @@ describe('AES-GCM: sealMany, a batch in one native call', () => {
     for (let b = 0; b < 300; b++) {
       const keyBytes = randomBytes([16, 24, 32][b % 3]!);
       const key = new AesGcm(keyBytes);
-      const items = Array.from({ length: b % 41 }, (_, i) => ({ nonce: randomBytes(12), aad: randomBytes((b * 7 + i) % 40), pt: randomBytes((b * 13 + i * 29) % 301) }));
+      const items = Array.from({ length: b % 41 }, (_, i) => ({
+        nonce: randomBytes(12),
+        aad: randomBytes((b * 7 + i) % 40),
+        pt: randomBytes((b * 13 + i * 29) % 301),
+      }));
       if (b === 299) items.push({ nonce: randomBytes(12), aad: randomBytes(5), pt: randomBytes(2 ** 20 + 33) });
       const sealed = sealBatch(key, items);
       items.forEach((it, i) => {
@@ -197,7 +205,10 @@ function sivBatch(siv: AesSiv, prefix: ReturnType<AesSiv['prefix']>, pts: Uint8A
     out.set(pt, 2 + 16);
     return out;
   });
-  siv.sealMany(prefix, pts.map((pt, i) => ({ out: outs[i]!, offset: 2, length: pt.length })));
+  siv.sealMany(
+    prefix,
+    pts.map((pt, i) => ({ out: outs[i]!, offset: 2, length: pt.length })),
+  );
   return outs.map((o) => o.subarray(2));
 }
 
@@ -234,4 +245,3 @@ describe('AES-SIV: sealMany, a batch in native calls', () => {
     }
   });
 });
-

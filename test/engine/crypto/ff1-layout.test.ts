@@ -29,7 +29,7 @@ describe('FF1 fast path: modulo by reciprocal (modBy)', () => {
     // random search for estimates off in either direction, each checked against BigInt
     for (let t = 0; t < 200_000 && (low === 0 || high === 0 || t < 50_000); t++) {
       const m = Math.floor(2 ** (2 + ((t * 7919) % 4200) / 100)) + (t % 97);
-      const x = Math.floor(((t * 2654435761) % 1e9) / 1e9 * (2 ** 53 - m));
+      const x = Math.floor((((t * 2654435761) % 1e9) / 1e9) * (2 ** 53 - m));
       const r = x - Math.floor(x * (1 / m)) * m;
       if (r < 0) low++;
       if (r >= m) high++;

@@ -6,7 +6,10 @@ import { NAMED_ALPHABETS, type AlphabetName } from '../../../src/engine/fpe/alph
 import { luhnResidue } from '../../../src/engine/fpe/fpe-format.ts';
 import { codeOf, deps, FIELD, keysWith, OTHER_FIELD, ref } from './fixtures.ts';
 
-const keys = keysWith([['f1', 'ff1', 32, 5], ['f3', 'ff3-1', 32, 6]]);
+const keys = keysWith([
+  ['f1', 'ff1', 32, 5],
+  ['f3', 'ff3-1', 32, 6],
+]);
 const base = { keepFirst: 0, keepLast: 0 };
 const make = {
   ff1: (p: object) => ff1({ ...base, luhn: false, key: ref('f1', 'ff1', 1), ...p }, deps(keys)),
@@ -102,9 +105,10 @@ describe.each(['ff1', 'ff3-1'] as const)('%s transformer', (kind) => {
   });
 
   it('differs under another key', () => {
-    const other = kind === 'ff1'
-      ? ff1({ ...base, luhn: false, key: ref('f1', 'ff1', 1), alphabet: 'digits' }, deps(keysWith([['f1', 'ff1', 32, 77]])))
-      : ff31({ ...base, key: ref('f3', 'ff3-1', 1), alphabet: 'digits' }, deps(keysWith([['f3', 'ff3-1', 32, 77]])));
+    const other =
+      kind === 'ff1'
+        ? ff1({ ...base, luhn: false, key: ref('f1', 'ff1', 1), alphabet: 'digits' }, deps(keysWith([['f1', 'ff1', 32, 77]])))
+        : ff31({ ...base, key: ref('f3', 'ff3-1', 1), alphabet: 'digits' }, deps(keysWith([['f3', 'ff3-1', 32, 77]])));
     const mine = make[kind]({ alphabet: 'digits' }).bind(FIELD);
     expect(other.bind(FIELD).protect('9876543210987654')).not.toBe(mine.protect('9876543210987654'));
   });

@@ -56,9 +56,11 @@ describe('mask', () => {
 
   it('keeps the length in code points for any input', () => {
     const m = mask({ keepFirst: 1, keepLast: 1, char: '*', preserve: '' }).bind(FIELD);
-    fc.assert(fc.property(fc.string({ unit: 'grapheme' }), (s) => {
-      expect(Array.from(m.protect(s))).toHaveLength(Array.from(s).length);
-    }));
+    fc.assert(
+      fc.property(fc.string({ unit: 'grapheme' }), (s) => {
+        expect(Array.from(m.protect(s))).toHaveLength(Array.from(s).length);
+      }),
+    );
   });
 
   it('cannot unprotect, and refuses lone surrogates', () => {

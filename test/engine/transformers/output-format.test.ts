@@ -15,14 +15,17 @@ const accepts = (value: string) => {
 
 describe('protected value decoding', () => {
   it('accepts exactly the canonical spelling: any last character accepted iff re-encoding the decoded bytes gives the text back (property)', () => {
-    fc.assert(fc.property(fc.uint8Array({ minLength: 0, maxLength: 40 }), (body) => {
-      const canonical = encode(Uint8Array.from([...header(TAG, 1), ...body]));
-      expect(decode(canonical, TAG, 0).payload).toEqual(Uint8Array.from(body));
-      for (const c of ALPHABET) {
-        const variant = canonical.slice(0, -1) + c;
-        expect(accepts(variant)).toBe(Buffer.from(variant, 'base64url').toString('base64url') === variant);
-      }
-    }), { numRuns: 300 });
+    fc.assert(
+      fc.property(fc.uint8Array({ minLength: 0, maxLength: 40 }), (body) => {
+        const canonical = encode(Uint8Array.from([...header(TAG, 1), ...body]));
+        expect(decode(canonical, TAG, 0).payload).toEqual(Uint8Array.from(body));
+        for (const c of ALPHABET) {
+          const variant = canonical.slice(0, -1) + c;
+          expect(accepts(variant)).toBe(Buffer.from(variant, 'base64url').toString('base64url') === variant);
+        }
+      }),
+      { numRuns: 300 },
+    );
   });
 
   it('refuses stray bits after a 2- and a 3-character tail, padding, and characters outside base64url', () => {

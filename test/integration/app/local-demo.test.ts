@@ -9,7 +9,10 @@ import { freePorts, ROOT } from '../../helpers/processes.ts';
 function runDemo(args: string[], dataDir: string): { done: Promise<number | null>; output: () => string; kill: (s: NodeJS.Signals) => void } {
   // the tests' broker and registry, named: the demo never starts (or stops) an environment of its own here
   const env = { ...process.env, KAFKA_BROKERS: BROKERS.join(','), SCHEMA_REGISTRY_URL: REGISTRY_URL };
-  const child = spawn(join(ROOT, 'scripts/node22'), [join(ROOT, 'scripts/local-demo.ts'), '--data-dir', dataDir, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(join(ROOT, 'scripts/node22'), [join(ROOT, 'scripts/local-demo.ts'), '--data-dir', dataDir, ...args], {
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   child.stdout!.on('data', (d) => (out += String(d)));
   child.stderr!.on('data', (d) => (out += String(d)));
@@ -65,6 +68,11 @@ describe('npm run demo (real Kafka, real veil processes)', () => {
     expect(await demo.done).toBe(0);
     expect(demo.output()).toContain('demo: stopped');
     expect(pids.filter(alive)).toEqual([]);
-    expect((await fetch(`http://127.0.0.1:${port}/readyz`).then(() => 'up', () => 'down'))).toBe('down');
+    expect(
+      await fetch(`http://127.0.0.1:${port}/readyz`).then(
+        () => 'up',
+        () => 'down',
+      ),
+    ).toBe('down');
   }, 240_000);
 });

@@ -16,7 +16,9 @@ function descendants(pid: number): { pid: number; command: string }[] {
       const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
       const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
       parents.set(ppid, [...(parents.get(ppid) ?? []), Number(entry)]);
-    } catch { /* gone meanwhile */ }
+    } catch {
+      /* gone meanwhile */
+    }
   }
   const out: { pid: number; command: string }[] = [];
   const walk = (p: number) => {
@@ -24,7 +26,9 @@ function descendants(pid: number): { pid: number; command: string }[] {
       let command = '';
       try {
         command = readFileSync(`/proc/${child}/cmdline`, 'utf8').split('\0').join(' ');
-      } catch { /* gone meanwhile */ }
+      } catch {
+        /* gone meanwhile */
+      }
       out.push({ pid: child, command });
       walk(child);
     }
@@ -58,7 +62,14 @@ describe('npm start: a stop signal sent to npm reaches veil serve (real processe
         // its own process group, so that whatever is left can be killed at the end
         detached: true,
         stdio: ['ignore', 'pipe', 'pipe'],
-        env: { ...process.env, VEIL_PORT: String(port), VEIL_DATA_DIR: dataDir, VEIL_LOG_LEVEL: 'info', VEIL_DRAIN_DELAY_MS: '0', npm_config_update_notifier: 'false' },
+        env: {
+          ...process.env,
+          VEIL_PORT: String(port),
+          VEIL_DATA_DIR: dataDir,
+          VEIL_LOG_LEVEL: 'info',
+          VEIL_DRAIN_DELAY_MS: '0',
+          npm_config_update_notifier: 'false',
+        },
       });
       let output = '';
       npm.stdout.on('data', (d) => (output += String(d)));
@@ -71,10 +82,11 @@ describe('npm start: a stop signal sent to npm reaches veil serve (real processe
         expect(veil, JSON.stringify(tree)).toBeDefined();
         const sent = Date.now();
         process.kill(npm.pid!, signal);
-        await eventually('every process npm start ran to exit', async () => (tree.every((p) => !running(p.pid)) ? true : undefined), 15_000)
-          .catch((e: Error) => {
+        await eventually('every process npm start ran to exit', async () => (tree.every((p) => !running(p.pid)) ? true : undefined), 15_000).catch(
+          (e: Error) => {
             throw new Error(`${e.message}; still running: ${JSON.stringify(tree.filter((p) => running(p.pid)))}; output: ${output}`);
-          });
+          },
+        );
         // it drained (the signal reached it), rather than being killed
         expect(output).toContain('"msg":"draining"');
         expect(Date.now() - sent).toBeLessThan(15_000);
@@ -83,11 +95,15 @@ describe('npm start: a stop signal sent to npm reaches veil serve (real processe
         if (left.length || running(npm.pid!)) {
           try {
             process.kill(-npm.pid!, 'SIGKILL');
-          } catch { /* the group is gone */ }
+          } catch {
+            /* the group is gone */
+          }
           for (const p of left) {
             try {
               process.kill(p.pid, 'SIGKILL');
-            } catch { /* gone */ }
+            } catch {
+              /* gone */
+            }
           }
         }
         await rm(dataDir, { recursive: true, force: true });

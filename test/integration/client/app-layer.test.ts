@@ -35,15 +35,38 @@ async function waitReady(url: string): Promise<void> {
   for (let i = 0; i < 300; i++) {
     try {
       if ((await fetch(url)).ok) return;
-    } catch { /* not yet */ }
+    } catch {
+      /* not yet */
+    }
     await new Promise((r) => setTimeout(r, 100));
   }
   throw new Error(`${url} did not become ready`);
 }
 
 async function psql(sql: string, db = database): Promise<string[][]> {
-  const { stdout } = await exec('psql', ['-X', '-A', '-t', '-F', '\t', '-v', 'ON_ERROR_STOP=1', '-h', process.env.PGHOST!, '-p', process.env.PGPORT!, '-U', process.env.PGUSER!, '-d', db, '-c', sql]);
-  return stdout.split('\n').filter((l) => l.length).map((l) => l.split('\t'));
+  const { stdout } = await exec('psql', [
+    '-X',
+    '-A',
+    '-t',
+    '-F',
+    '\t',
+    '-v',
+    'ON_ERROR_STOP=1',
+    '-h',
+    process.env.PGHOST!,
+    '-p',
+    process.env.PGPORT!,
+    '-U',
+    process.env.PGUSER!,
+    '-d',
+    db,
+    '-c',
+    sql,
+  ]);
+  return stdout
+    .split('\n')
+    .filter((l) => l.length)
+    .map((l) => l.split('\t'));
 }
 
 /** veil's own count of answered /transform calls, read from /metrics */
@@ -75,26 +98,36 @@ class Customer extends Model {
 }
 
 function defineCustomer(name: string, veilClient: VeilClient, roles: { protect: string; unprotect: string }): ModelStatic<Customer> {
-  const model = sequelize.define<Customer>(name, {
-    id: { type: DataTypes.INTEGER, autoIncrement: true, primaryKey: true },
-    email: { type: DataTypes.TEXT, allowNull: false },
-    cardNumber: { type: DataTypes.TEXT, field: 'card_number' },
-    nationalId: { type: DataTypes.TEXT, field: 'national_id' },
-    name: { type: DataTypes.TEXT, allowNull: false },
-    plan: { type: DataTypes.TEXT, allowNull: false, defaultValue: 'free' },
-  }, { tableName: 'customers', underscored: true, timestamps: false });
+  const model = sequelize.define<Customer>(
+    name,
+    {
+      id: { type: DataTypes.INTEGER, autoIncrement: true, primaryKey: true },
+      email: { type: DataTypes.TEXT, allowNull: false },
+      cardNumber: { type: DataTypes.TEXT, field: 'card_number' },
+      nationalId: { type: DataTypes.TEXT, field: 'national_id' },
+      name: { type: DataTypes.TEXT, allowNull: false },
+      plan: { type: DataTypes.TEXT, allowNull: false, defaultValue: 'free' },
+    },
+    { tableName: 'customers', underscored: true, timestamps: false },
+  );
   protectModel(model, veilClient, { class: 'Customer', fields: FIELDS, roles });
   return model;
 }
 
 const person = (i: number) => ({
-  email: `person${i}@example.com`, cardNumber: `4111 1111 1111 ${String(1000 + i).padStart(4, '0')}`,
-  nationalId: `AB${String(100000 + i)}C`, name: `Person Number ${i}`, plan: i % 2 ? 'pro' : 'free',
+  email: `person${i}@example.com`,
+  cardNumber: `4111 1111 1111 ${String(1000 + i).padStart(4, '0')}`,
+  nationalId: `AB${String(100000 + i)}C`,
+  name: `Person Number ${i}`,
+  plan: i % 2 ? 'pro' : 'free',
 });
 
 /** what the table holds for these customers, as psql sees it */
 async function stored(ids: number[], db = database): Promise<Map<number, string[]>> {
-  const rows = await psql(`SELECT id, email, coalesce(card_number, ''), coalesce(national_id, ''), name, plan FROM customers WHERE id IN (${ids.join(',')}) ORDER BY id`, db);
+  const rows = await psql(
+    `SELECT id, email, coalesce(card_number, ''), coalesce(national_id, ''), name, plan FROM customers WHERE id IN (${ids.join(',')}) ORDER BY id`,
+    db,
+  );
   return new Map(rows.map(([id, ...rest]) => [Number(id), rest]));
 }
 
@@ -118,7 +151,8 @@ beforeAll(async () => {
   const [port, proxyPort] = [await freePorts(1), await freePorts(1)];
   veilUrl = `http://127.0.0.1:${port}`;
   veil = spawn(join(ROOT, 'bin/veil'), ['serve', '--port', String(port), '--data-dir', dataDir], {
-    env: { ...process.env, VEIL_LOG_LEVEL: 'warn', VEIL_WORKERS: '1' }, stdio: ['ignore', 'ignore', 'pipe'],
+    env: { ...process.env, VEIL_LOG_LEVEL: 'warn', VEIL_WORKERS: '1' },
+    stdio: ['ignore', 'ignore', 'pipe'],
   });
   veil.stderr!.resume();
   proxy = createServer((req, res) => {
@@ -180,7 +214,11 @@ describe('application layer: veil/client + Sequelize against veil serve and Post
     expect(found.every((f) => f.changed() === false)).toBe(true);
 
     let raw: Record<string, unknown>[] = [];
-    expect(await calls(async () => (raw = await Customers.findAll({ where: { id: ids }, order: [['id', 'ASC']], raw: true }) as unknown as Record<string, unknown>[]))).toBe(1);
+    expect(
+      await calls(
+        async () => (raw = (await Customers.findAll({ where: { id: ids }, order: [['id', 'ASC']], raw: true })) as unknown as Record<string, unknown>[]),
+      ),
+    ).toBe(1);
     expect(raw.map((r) => r.email)).toEqual(people.map((p) => p.email));
 
     let one: Customer | null = null;
@@ -227,7 +265,7 @@ describe('application layer: veil/client + Sequelize against veil serve and Post
     const Customers = defineCustomer('CustomerIngestOnly', client(), { protect: 'ingest', unprotect: 'ingest' });
     const created = await Customers.create(person(400));
     const table = (await stored([created.id])).get(created.id)!;
-    const error = await Customers.findByPk(created.id).catch((e: unknown) => e) as VeilClientError;
+    const error = (await Customers.findByPk(created.id).catch((e: unknown) => e)) as VeilClientError;
     expect(error).toBeInstanceOf(VeilClientError);
     expect(error).toMatchObject({ code: 'ACTION_NOT_GRANTED', status: 403, retriable: false });
     expect(error.pointer).toMatch(/^\/requests\/0\/instances\/\d+/);
@@ -239,7 +277,12 @@ describe('application layer: veil/client + Sequelize against veil serve and Post
 
   it('fails closed: with veil unreachable nothing is written; an upsert with mapped fields is refused', async () => {
     const [closedPort] = [await freePorts(1)];
-    const down = new VeilClient({ url: `http://127.0.0.1:${closedPort}`, clientId: 'veil-dev', clientSecret: secret, retry: { maxAttempts: 2, baseDelayMs: 1 } });
+    const down = new VeilClient({
+      url: `http://127.0.0.1:${closedPort}`,
+      clientId: 'veil-dev',
+      clientSecret: secret,
+      retry: { maxAttempts: 2, baseDelayMs: 1 },
+    });
     const Customers = defineCustomer('CustomerDown', down, { protect: 'ingest', unprotect: 'fraud' });
     const before = Number((await psql('SELECT count(*) FROM customers'))[0]![0]);
     await expect(Customers.create(person(500))).rejects.toMatchObject({ code: 'NETWORK_ERROR' });
@@ -274,8 +317,15 @@ describe('examples/app-layer (as docs/client.md and its README run it)', () => {
     const port = await freePorts(1);
     appUrl = `http://127.0.0.1:${port}`;
     app = spawn(join(ROOT, 'scripts/node22'), ['examples/app-layer/server.ts'], {
-      cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, VEIL_URL: veilUrl, VEIL_CLIENT_SECRET_FILE: join(dataDir, 'dev-client.secret'), DATABASE_URL: dbUrl.replace(new RegExp(`/${database}$`), `/${appDb}`), PORT: String(port) },
+      cwd: ROOT,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: {
+        ...process.env,
+        VEIL_URL: veilUrl,
+        VEIL_CLIENT_SECRET_FILE: join(dataDir, 'dev-client.secret'),
+        DATABASE_URL: dbUrl.replace(new RegExp(`/${database}$`), `/${appDb}`),
+        PORT: String(port),
+      },
     });
     app.stdout!.on('data', (d) => (appErr += String(d)));
     app.stderr!.on('data', (d) => (appErr += String(d)));
@@ -294,15 +344,20 @@ describe('examples/app-layer (as docs/client.md and its README run it)', () => {
   it('stores customers protected, serves them in clear, finds one by email', async () => {
     const post = await fetch(`${appUrl}/customers`, { method: 'POST', body: JSON.stringify([person(600), person(601)]) });
     expect(post.status).toBe(201);
-    const created = await post.json() as { id: number; email: string }[];
+    const created = (await post.json()) as { id: number; email: string }[];
     expect(created.map((c) => c.email)).toEqual([person(600).email, person(601).email]);
-    const table = await stored(created.map((c) => c.id), appDb);
+    const table = await stored(
+      created.map((c) => c.id),
+      appDb,
+    );
     created.forEach((c, i) => expectOnlyProtected(table.get(c.id), person(600 + i)));
-    const list = await (await fetch(`${appUrl}/customers`)).json() as { email: string }[];
+    const list = (await (await fetch(`${appUrl}/customers`)).json()) as { email: string }[];
     expect(list.map((c) => c.email)).toEqual(expect.arrayContaining([person(600).email, person(601).email]));
-    const byEmail = await (await fetch(`${appUrl}/customers?email=${encodeURIComponent(person(601).email)}`)).json() as { id: number; name: string }[];
+    const byEmail = (await (await fetch(`${appUrl}/customers?email=${encodeURIComponent(person(601).email)}`)).json()) as { id: number; name: string }[];
     expect(byEmail).toEqual([expect.objectContaining({ id: created[1]!.id, name: person(601).name })]);
-    const patched = await (await fetch(`${appUrl}/customers/${created[0]!.id}`, { method: 'PATCH', body: JSON.stringify({ name: 'Patched Name' }) })).json() as { name: string };
+    const patched = (await (
+      await fetch(`${appUrl}/customers/${created[0]!.id}`, { method: 'PATCH', body: JSON.stringify({ name: 'Patched Name' }) })
+    ).json()) as { name: string };
     expect(patched.name).toBe('Patched Name');
     expect((await psql(`SELECT name FROM customers WHERE id = ${created[0]!.id}`, appDb))[0]![0]).not.toContain('Patched');
     // the example's own output never shows a value

@@ -39,8 +39,10 @@ try {
 }
 console.log(JSON.stringify({ changed: protectedValue !== value, roundTrip: clear === value, refused }));
 `;
-const CJS = ESM.replace("import { VeilClient, VeilClientError } from '@veil/client';", "const { VeilClient, VeilClientError } = require('@veil/client');")
-  .replace(/^(const \[protectedValue\][\s\S]*)$/m, '(async () => {\n$1\n})();');
+const CJS = ESM.replace(
+  "import { VeilClient, VeilClientError } from '@veil/client';",
+  "const { VeilClient, VeilClientError } = require('@veil/client');",
+).replace(/^(const \[protectedValue\][\s\S]*)$/m, '(async () => {\n$1\n})();');
 
 /** the same calls, typed: compiled by TypeScript with module NodeNext as ESM (.mts) and CommonJS (.cts) */
 const TYPED = `import { VeilClient, VeilClientError, type VeilClientOptions } from '@veil/client';
@@ -82,9 +84,10 @@ try {
 console.log(JSON.stringify({ stored, read: { email: found.email, name: found.name }, refused }));
 await sequelize.close();
 `;
-const ORM_CJS = ORM.replace("import { VeilClient, VeilClientError } from '@veil/client';\nimport { protectModel } from '@veil/sequelize';\nimport { DataTypes, Sequelize } from 'sequelize';",
-  "const { VeilClient, VeilClientError } = require('@veil/client');\nconst { protectModel } = require('@veil/sequelize');\nconst { DataTypes, Sequelize } = require('sequelize');")
-  .replace(/^(await Customer\.sync[\s\S]*)$/m, '(async () => {\n$1\n})();');
+const ORM_CJS = ORM.replace(
+  "import { VeilClient, VeilClientError } from '@veil/client';\nimport { protectModel } from '@veil/sequelize';\nimport { DataTypes, Sequelize } from 'sequelize';",
+  "const { VeilClient, VeilClientError } = require('@veil/client');\nconst { protectModel } = require('@veil/sequelize');\nconst { DataTypes, Sequelize } = require('sequelize');",
+).replace(/^(await Customer\.sync[\s\S]*)$/m, '(async () => {\n$1\n})();');
 /** the same with Prisma Client 7 (driver adapter for pg: no native query engine) and the veil extension */
 const PRISMA_TABLE = `veil_prisma_${process.pid}`;
 const PRISMA_SCHEMA = `generator client {
@@ -121,11 +124,16 @@ try {
 console.log(JSON.stringify({ id: created.id, created: { email: created.email, name: created.name }, stored, read: { email: found.email, name: found.name }, refused }));
 await base.$disconnect();
 `;
-const PRISMA_CJS = PRISMA.replace(/^import \{ ([^}]+) \} from ('[^']+');$/gm, 'const { $1 } = require($2);')
-  .replace(/^(const created = await[\s\S]*)$/m, '(async () => {\n$1\n})();');
+const PRISMA_CJS = PRISMA.replace(/^import \{ ([^}]+) \} from ('[^']+');$/gm, 'const { $1 } = require($2);').replace(
+  /^(const created = await[\s\S]*)$/m,
+  '(async () => {\n$1\n})();',
+);
 const TABLES = ['20', '22'].flatMap((v) => [`veil_pkg_${process.pid}_${v}_esm`, `veil_pkg_${process.pid}_${v}_cjs`]);
 
-async function runApp(node: string, file: string): Promise<{ changed: boolean; roundTrip: boolean; refused: { typed: boolean; code: string; leaks: boolean } }> {
+async function runApp(
+  node: string,
+  file: string,
+): Promise<{ changed: boolean; roundTrip: boolean; refused: { typed: boolean; code: string; leaks: boolean } }> {
   const { stdout } = await exec(node, [file], { cwd: app, env, timeout: 60_000 });
   return JSON.parse(stdout.trim().split('\n').at(-1)!);
 }
@@ -133,7 +141,10 @@ async function runApp(node: string, file: string): Promise<{ changed: boolean; r
 beforeAll(async () => {
   packs = await mkdtemp(join(tmpdir(), 'veil-packs-'));
   // prepack builds dist/ from src/client
-  await exec('npm', ['pack', '-w', '@veil/client', '-w', '@veil/sequelize', '-w', '@veil/prisma', '--pack-destination', packs, '--silent'], { cwd: ROOT, timeout: 180_000 });
+  await exec('npm', ['pack', '-w', '@veil/client', '-w', '@veil/sequelize', '-w', '@veil/prisma', '--pack-destination', packs, '--silent'], {
+    cwd: ROOT,
+    timeout: 180_000,
+  });
   tarball = join(packs, 'veil-client-0.1.0.tgz');
   app = await mkdtemp(join(tmpdir(), 'veil-app-'));
   await writeFile(join(app, 'package.json'), JSON.stringify({ name: 'an-application', private: true }));
@@ -146,18 +157,40 @@ beforeAll(async () => {
   ormApp = await mkdtemp(join(tmpdir(), 'veil-orm-app-'));
   await writeFile(join(ormApp, 'package.json'), JSON.stringify({ name: 'an-orm-application', private: true }));
   // @veil/sequelize depends on @veil/client: both tarballs in one install (neither is published)
-  await exec('npm', ['install', '--no-audit', '--no-fund', '--silent', tarball, join(packs, 'veil-sequelize-0.1.0.tgz'), 'sequelize@6', 'pg@8'], { cwd: ormApp, timeout: 300_000 });
+  await exec('npm', ['install', '--no-audit', '--no-fund', '--silent', tarball, join(packs, 'veil-sequelize-0.1.0.tgz'), 'sequelize@6', 'pg@8'], {
+    cwd: ormApp,
+    timeout: 300_000,
+  });
   await writeFile(join(ormApp, 'orm.mjs'), ORM);
   await writeFile(join(ormApp, 'orm.cjs'), ORM_CJS);
 
   prismaApp = await mkdtemp(join(tmpdir(), 'veil-prisma-app-'));
   await writeFile(join(prismaApp, 'package.json'), JSON.stringify({ name: 'a-prisma-application', private: true }));
-  await exec('npm', ['install', '--no-audit', '--no-fund', '--silent', tarball, join(packs, 'veil-prisma-0.1.0.tgz'), 'prisma@7', '@prisma/client@7', '@prisma/adapter-pg@7', 'pg@8'], { cwd: prismaApp, timeout: 300_000 });
+  await exec(
+    'npm',
+    [
+      'install',
+      '--no-audit',
+      '--no-fund',
+      '--silent',
+      tarball,
+      join(packs, 'veil-prisma-0.1.0.tgz'),
+      'prisma@7',
+      '@prisma/client@7',
+      '@prisma/adapter-pg@7',
+      'pg@8',
+    ],
+    { cwd: prismaApp, timeout: 300_000 },
+  );
   await writeFile(join(prismaApp, 'schema.prisma'), PRISMA_SCHEMA);
   await writeFile(join(prismaApp, 'prisma.config.mjs'), "export default { schema: 'schema.prisma' };\n");
   // `prisma generate` needs no schema engine, but the CLI fetches one first from
   // binaries.prisma.sh, which this machine cannot reach: pointing it at a stand-in skips that
-  await exec(process.execPath, [join(prismaApp, 'node_modules/prisma/build/index.js'), 'generate', '--config', 'prisma.config.mjs'], { cwd: prismaApp, env: { PATH: process.env.PATH!, HOME: process.env.HOME!, PRISMA_SCHEMA_ENGINE_BINARY: '/bin/true', CHECKPOINT_DISABLE: '1' }, timeout: 180_000 });
+  await exec(process.execPath, [join(prismaApp, 'node_modules/prisma/build/index.js'), 'generate', '--config', 'prisma.config.mjs'], {
+    cwd: prismaApp,
+    env: { PATH: process.env.PATH!, HOME: process.env.HOME!, PRISMA_SCHEMA_ENGINE_BINARY: '/bin/true', CHECKPOINT_DISABLE: '1' },
+    timeout: 180_000,
+  });
   await psql(`CREATE TABLE ${PRISMA_TABLE} (id serial PRIMARY KEY, email text NOT NULL, name text NOT NULL);`);
   await writeFile(join(prismaApp, 'orm.mjs'), PRISMA);
   await writeFile(join(prismaApp, 'orm.cjs'), PRISMA_CJS);
@@ -165,14 +198,17 @@ beforeAll(async () => {
   dataDir = await mkdtemp(join(tmpdir(), 'veil-client-package-'));
   const port = await freePorts(1);
   veil = spawn(join(ROOT, 'bin/veil'), ['serve', '--port', String(port), '--data-dir', dataDir], {
-    env: { ...process.env, VEIL_LOG_LEVEL: 'warn', VEIL_WORKERS: '1' }, stdio: ['ignore', 'ignore', 'pipe'],
+    env: { ...process.env, VEIL_LOG_LEVEL: 'warn', VEIL_WORKERS: '1' },
+    stdio: ['ignore', 'ignore', 'pipe'],
   });
   veil.stderr!.resume();
   const url = `http://127.0.0.1:${port}`;
   for (let i = 0; i < 300; i++) {
     try {
       if ((await fetch(`${url}/readyz`)).ok) break;
-    } catch { /* not yet */ }
+    } catch {
+      /* not yet */
+    }
     await new Promise((r) => setTimeout(r, 100));
   }
   env = { PATH: process.env.PATH!, VEIL_URL: url, VEIL_SECRET: (await readFile(join(dataDir, 'dev-client.secret'), 'utf8')).trim() };
@@ -212,7 +248,10 @@ describe('@veil/client, packed and installed into an empty application', () => {
   });
 
   for (const version of ['20', '22'] as const) {
-    for (const [kind, file] of [['ESM (import)', 'esm.mjs'], ['CommonJS (require)', 'cjs.cjs']] as const) {
+    for (const [kind, file] of [
+      ['ESM (import)', 'esm.mjs'],
+      ['CommonJS (require)', 'cjs.cjs'],
+    ] as const) {
       it(`Node ${version}, ${kind}: protects and unprotects through veil serve; a refused token is a typed error without the value`, async () => {
         const node = version === '22' ? process.execPath : await node20();
         const { stdout } = await exec(node, ['--version']);
@@ -224,18 +263,29 @@ describe('@veil/client, packed and installed into an empty application', () => {
   }
 
   it('TypeScript resolves its declarations from ESM and CommonJS modules (module NodeNext)', async () => {
-    await writeFile(join(app, 'tsconfig.json'), JSON.stringify({ compilerOptions: { module: 'NodeNext', moduleResolution: 'NodeNext', target: 'ES2022', lib: ['ES2022', 'DOM'], types: [], strict: true, noEmit: true }, files: ['typed.mts', 'typed.cts'] }));
+    await writeFile(
+      join(app, 'tsconfig.json'),
+      JSON.stringify({
+        compilerOptions: { module: 'NodeNext', moduleResolution: 'NodeNext', target: 'ES2022', lib: ['ES2022', 'DOM'], types: [], strict: true, noEmit: true },
+        files: ['typed.mts', 'typed.cts'],
+      }),
+    );
     const tsc = createRequire(join(ROOT, 'package.json')).resolve('typescript/bin/tsc');
     await expect(exec(process.execPath, [tsc, '-p', app], { timeout: 120_000 })).resolves.toBeDefined();
     // and a misuse is caught through those declarations
     await writeFile(join(app, 'typed.mts'), `${TYPED}\nnew VeilClient({ url: 1 });\n`);
-    await expect(exec(process.execPath, [tsc, '-p', app], { timeout: 120_000 })).rejects.toMatchObject({ stdout: expect.stringMatching(/typed\.mts.*error TS2/) });
+    await expect(exec(process.execPath, [tsc, '-p', app], { timeout: 120_000 })).rejects.toMatchObject({
+      stdout: expect.stringMatching(/typed\.mts.*error TS2/),
+    });
   }, 240_000);
 });
 
 describe('@veil/sequelize, packed and installed with @veil/client, Sequelize and pg', () => {
   for (const version of ['20', '22'] as const) {
-    for (const [kind, file] of [['ESM', 'orm.mjs'], ['CommonJS', 'orm.cjs']] as const) {
+    for (const [kind, file] of [
+      ['ESM', 'orm.mjs'],
+      ['CommonJS', 'orm.cjs'],
+    ] as const) {
       it(`Node ${version}, ${kind}: the table holds protected values, the model reads cleartext, a refusal is @veil/client's error class`, async () => {
         const node = version === '22' ? process.execPath : await node20();
         const table = `veil_pkg_${process.pid}_${version}_${file.endsWith('.mjs') ? 'esm' : 'cjs'}`;
@@ -256,7 +306,10 @@ describe('@veil/sequelize, packed and installed with @veil/client, Sequelize and
 
 describe('@veil/prisma, packed and installed with @veil/client and Prisma Client 7 (pg driver adapter)', () => {
   for (const version of ['20', '22'] as const) {
-    for (const [kind, file] of [['ESM', 'orm.mjs'], ['CommonJS', 'orm.cjs']] as const) {
+    for (const [kind, file] of [
+      ['ESM', 'orm.mjs'],
+      ['CommonJS', 'orm.cjs'],
+    ] as const) {
       it(`Node ${version}, ${kind}: the table holds protected values, queries return cleartext, a non-string write is refused before the query`, async () => {
         const node = version === '22' ? process.execPath : await node20();
         const { stdout } = await exec(node, [file], { cwd: prismaApp, env: { ...env, DB_URL: databaseUrl('postgres') }, timeout: 60_000 });

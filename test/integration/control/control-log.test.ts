@@ -30,7 +30,8 @@ describe('KafkaControlLog against a real broker', () => {
     const b = await open(seenB);
     const admin = kafkaClient().admin();
     await admin.connect();
-    const [config] = (await admin.describeConfigs({ resources: [{ type: 2, name: topic, configNames: ['cleanup.policy'] }], includeSynonyms: false })).resources;
+    const [config] = (await admin.describeConfigs({ resources: [{ type: 2, name: topic, configNames: ['cleanup.policy'] }], includeSynonyms: false }))
+      .resources;
     expect(config!.configEntries.find((c) => c.configName === 'cleanup.policy')?.configValue).toBe('compact');
     expect(await admin.fetchTopicOffsets(topic)).toHaveLength(1);
 
@@ -64,10 +65,15 @@ describe('KafkaControlLog against a real broker', () => {
     await consumer.subscribe({ topic, fromBeginning: true });
     const records: { key: string; value: Buffer | null }[] = [];
     const high = Number((await admin.fetchTopicOffsets(topic))[0]!.high);
-    await new Promise<void>((resolve) => void consumer.run({ eachMessage: async ({ message }) => {
-      records.push({ key: message.key!.toString(), value: message.value });
-      if (Number(message.offset) >= high - 1) resolve();
-    } }));
+    await new Promise<void>(
+      (resolve) =>
+        void consumer.run({
+          eachMessage: async ({ message }) => {
+            records.push({ key: message.key!.toString(), value: message.value });
+            if (Number(message.offset) >= high - 1) resolve();
+          },
+        }),
+    );
     await consumer.disconnect();
     await admin.disconnect();
     const tombstones = new Set(records.filter((r) => r.value === null).map((r) => r.key));
@@ -81,7 +87,8 @@ describe('KafkaControlLog against a real broker', () => {
     const failOnce = `veil.control.test.${randomBytes(4).toString('hex')}`;
     const calls: number[] = [];
     const log = await KafkaControlLog.open({
-      connection: plainConnection(BROKERS), topic: failOnce,
+      connection: plainConnection(BROKERS),
+      topic: failOnce,
       onAccepted: (e) => {
         calls.push(e.number);
         if (calls.length === 1) throw new Error('disk full, once');
@@ -102,7 +109,10 @@ describe('KafkaControlLog against a real broker', () => {
       expect((await log.append('config', 0, 'version one'))!.number).toBe(1);
       expect(log.status()).toEqual({ following: true });
       await broker.stop();
-      const error = await log.append('config', 1, 'secret-looking text').then(() => undefined, (e: unknown) => e as { code: string; message: string });
+      const error = await log.append('config', 1, 'secret-looking text').then(
+        () => undefined,
+        (e: unknown) => e as { code: string; message: string },
+      );
       expect(error).toMatchObject({ code: 'CONTROL_STORE_UNAVAILABLE' });
       expect(error!.message).not.toContain('secret-looking');
       expect(log.head('config')).toBe(1);
@@ -115,16 +125,31 @@ describe('KafkaControlLog against a real broker', () => {
     const admin = kafkaClient().admin();
     await admin.connect();
     try {
-      const isrOf = async (name: string) => (await admin.describeConfigs({ resources: [{ type: 2, name, configNames: ['min.insync.replicas'] }], includeSynonyms: false })).resources[0]!.configEntries[0]!.configValue;
+      const isrOf = async (name: string) =>
+        (await admin.describeConfigs({ resources: [{ type: 2, name, configNames: ['min.insync.replicas'] }], includeSynonyms: false })).resources[0]!
+          .configEntries[0]!.configValue;
       const created = `veil.control.settings.${randomBytes(4).toString('hex')}`;
       const warnings: string[] = [];
-      const log = await KafkaControlLog.open({ ...controlTopicSettings({ VEIL_CONTROL_REPLICATION_FACTOR: '1', VEIL_CONTROL_MIN_INSYNC_REPLICAS: '1' }), connection: plainConnection(BROKERS), topic: created, warn: (m) => warnings.push(m) });
+      const log = await KafkaControlLog.open({
+        ...controlTopicSettings({ VEIL_CONTROL_REPLICATION_FACTOR: '1', VEIL_CONTROL_MIN_INSYNC_REPLICAS: '1' }),
+        connection: plainConnection(BROKERS),
+        topic: created,
+        warn: (m) => warnings.push(m),
+      });
       opened.push(log);
       expect([await isrOf(created), warnings]).toEqual(['1', []]);
       // made by someone else, with the broker's defaults and retention by age; veil asked for 3 replicas, 2 in sync
       const existing = `veil.control.existing.${randomBytes(4).toString('hex')}`;
-      await admin.createTopics({ waitForLeaders: true, topics: [{ topic: existing, numPartitions: 1, configEntries: [{ name: 'cleanup.policy', value: 'delete' }] }] });
-      const other = await KafkaControlLog.open({ ...controlTopicSettings({ VEIL_CONTROL_REPLICATION_FACTOR: '3', VEIL_CONTROL_MIN_INSYNC_REPLICAS: '2' }), connection: plainConnection(BROKERS), topic: existing, warn: (m) => warnings.push(m) });
+      await admin.createTopics({
+        waitForLeaders: true,
+        topics: [{ topic: existing, numPartitions: 1, configEntries: [{ name: 'cleanup.policy', value: 'delete' }] }],
+      });
+      const other = await KafkaControlLog.open({
+        ...controlTopicSettings({ VEIL_CONTROL_REPLICATION_FACTOR: '3', VEIL_CONTROL_MIN_INSYNC_REPLICAS: '2' }),
+        connection: plainConnection(BROKERS),
+        topic: existing,
+        warn: (m) => warnings.push(m),
+      });
       opened.push(other);
       expect(warnings).toEqual([
         expect.stringMatching(/has 1 replica\(s\), fewer than VEIL_CONTROL_REPLICATION_FACTOR=3/),
@@ -136,7 +161,13 @@ describe('KafkaControlLog against a real broker', () => {
     }
   });
 
-  it.each([['0', undefined], ['x', undefined], ['2', '3']])('refuses VEIL_CONTROL_REPLICATION_FACTOR=%s with VEIL_CONTROL_MIN_INSYNC_REPLICAS=%s', (rf, isr) => {
-    expect(() => controlTopicSettings({ VEIL_CONTROL_REPLICATION_FACTOR: rf, ...(isr ? { VEIL_CONTROL_MIN_INSYNC_REPLICAS: isr } : {}) })).toThrow(expect.objectContaining({ code: 'CONFIG_INVALID' }));
+  it.each([
+    ['0', undefined],
+    ['x', undefined],
+    ['2', '3'],
+  ])('refuses VEIL_CONTROL_REPLICATION_FACTOR=%s with VEIL_CONTROL_MIN_INSYNC_REPLICAS=%s', (rf, isr) => {
+    expect(() => controlTopicSettings({ VEIL_CONTROL_REPLICATION_FACTOR: rf, ...(isr ? { VEIL_CONTROL_MIN_INSYNC_REPLICAS: isr } : {}) })).toThrow(
+      expect.objectContaining({ code: 'CONFIG_INVALID' }),
+    );
   });
 });

@@ -68,8 +68,12 @@ describe('the control store under SIGKILL', () => {
     // a process on an empty data dir catches up from the topic alone
     const catchUp = await mkdtemp(join(tmpdir(), 'veil-kill-catchup-'));
     dirs.push(catchUp);
-    const listed = JSON.parse((await exec(join(ROOT, 'bin/veil'), ['keys', 'list', '--json', '--data-dir', catchUp], { env })).stdout) as { keys: { id: string; primary: number }[] };
+    const listed = JSON.parse((await exec(join(ROOT, 'bin/veil'), ['keys', 'list', '--json', '--data-dir', catchUp], { env })).stdout) as {
+      keys: { id: string; primary: number }[];
+    };
     expect(listed.keys.find((k) => k.id === 'customer-gcm')?.primary).toBe(primary);
-    console.log(`control store under SIGKILL: ${killed} of 6 processes killed, ${log.state.configs.length + log.state.head('keyset') - 4 - controlKey} of their writes accepted; ${log.state.configs.length} configuration and ${log.state.head('keyset')} key-set versions, linear`);
+    console.log(
+      `control store under SIGKILL: ${killed} of 6 processes killed, ${log.state.configs.length + log.state.head('keyset') - 4 - controlKey} of their writes accepted; ${log.state.configs.length} configuration and ${log.state.head('keyset')} key-set versions, linear`,
+    );
   }, 180_000);
 });

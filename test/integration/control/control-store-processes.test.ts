@@ -13,8 +13,11 @@ import { eventually, freePorts, ROOT } from '../../helpers/processes.ts';
 const exec = promisify(execFile);
 const EXAMPLE = join(ROOT, 'config/example.yaml');
 const guid = (n: number) => `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`;
-const withProperty = (text: string, name: string) => text.replace('      segmentKey: { protect: name-pseudonym, unprotect: none }', `      segmentKey: { protect: name-pseudonym, unprotect: none }\n      ${name}: { protect: name-randomized }`);
-
+const withProperty = (text: string, name: string) =>
+  text.replace(
+    '      segmentKey: { protect: name-pseudonym, unprotect: none }',
+    `      segmentKey: { protect: name-pseudonym, unprotect: none }\n      ${name}: { protect: name-randomized }`,
+  );
 
 /** One `veil serve` with a data dir of its own. */
 class Serve {
@@ -30,12 +33,18 @@ class Serve {
   async start(env: Record<string, string>): Promise<void> {
     const port = await freePorts(1);
     this.url = `http://127.0.0.1:${port}`;
-    this.child = spawn(join(ROOT, 'bin/veil'), ['serve', '--port', String(port), '--data-dir', this.dataDir, '--config', EXAMPLE], { env: { ...process.env, VEIL_LOG_LEVEL: 'info', VEIL_DRAIN_DELAY_MS: '0', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    this.child = spawn(join(ROOT, 'bin/veil'), ['serve', '--port', String(port), '--data-dir', this.dataDir, '--config', EXAMPLE], {
+      env: { ...process.env, VEIL_LOG_LEVEL: 'info', VEIL_DRAIN_DELAY_MS: '0', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     this.child.stdout!.on('data', (d) => (this.log += String(d)));
     this.child.stderr!.on('data', (d) => (this.log += String(d)));
     await eventually(`serve on ${this.dataDir}`, async () => ((await fetch(`${this.url}/readyz`)).ok ? true : undefined), 60_000);
     const secret = (await readFile(join(this.dataDir, 'dev-client.secret'), 'utf8')).trim();
-    const res = await fetch(`${this.url}/connect/token`, { method: 'POST', body: new URLSearchParams({ grant_type: 'client_credentials', client_id: 'veil-dev', client_secret: secret }) });
+    const res = await fetch(`${this.url}/connect/token`, {
+      method: 'POST',
+      body: new URLSearchParams({ grant_type: 'client_credentials', client_id: 'veil-dev', client_secret: secret }),
+    });
     this.token = ((await res.json()) as { access_token: string }).access_token;
   }
 
@@ -45,8 +54,12 @@ class Serve {
       processingContexts: [{ guid: guid(2), evidences: [{ name: 'Action', value: action }] }],
       requests: [{ guid: guid(3), rightsContext: guid(1), processingContext: guid(2), instances: [{ className: 'Customer', propertyName: property, value }] }],
     };
-    const res = await fetch(`${this.url}/transform`, { method: 'POST', headers: { authorization: `Bearer ${this.token}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
-    const out = await res.json() as { responses?: { instances: { value: string }[] }[] };
+    const res = await fetch(`${this.url}/transform`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${this.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    const out = (await res.json()) as { responses?: { instances: { value: string }[] }[] };
     return { status: res.status, value: out.responses?.[0]?.instances[0]?.value };
   }
 
@@ -78,8 +91,15 @@ describe('many hosts, one truth: processes sharing the Kafka control store and a
     const keyId = (await admin.send(new CreateKeyCommand({}))).KeyMetadata!.KeyId!;
     admin.destroy();
     env = {
-      VEIL_CONTROL_STORE: 'kafka', VEIL_CONTROL_TOPIC: `veil.control.procs.${randomBytes(4).toString('hex')}`, KAFKA_BROKERS: BROKERS.join(','),
-      VEIL_KMS: 'aws-kms', VEIL_KMS_KEY_ID: keyId, VEIL_KMS_REGION: 'eu-west-1', VEIL_KMS_ENDPOINT: moto.endpoint, AWS_ACCESS_KEY_ID: 'testing', AWS_SECRET_ACCESS_KEY: 'testing',
+      VEIL_CONTROL_STORE: 'kafka',
+      VEIL_CONTROL_TOPIC: `veil.control.procs.${randomBytes(4).toString('hex')}`,
+      KAFKA_BROKERS: BROKERS.join(','),
+      VEIL_KMS: 'aws-kms',
+      VEIL_KMS_KEY_ID: keyId,
+      VEIL_KMS_REGION: 'eu-west-1',
+      VEIL_KMS_ENDPOINT: moto.endpoint,
+      AWS_ACCESS_KEY_ID: 'testing',
+      AWS_SECRET_ACCESS_KEY: 'testing',
     };
     for (let i = 0; i < 3; i++) dirs.push(await mkdtemp(join(tmpdir(), `veil-host${i}-`)));
     cliDir = dirs[2]!;
@@ -116,7 +136,12 @@ describe('many hosts, one truth: processes sharing the Kafka control store and a
     const versionOf = (value: string) => Buffer.from(value, 'base64url').readUInt32BE(1);
     expect(versionOf(before.value!)).toBe(1);
     const rotated = Date.now();
-    for (const s of serves) await eventually(`${s.dataDir} protecting with customer-gcm v2`, async () => (versionOf((await s.transform('Protect', 'name', 'x')).value!) === 2 ? true : undefined), 10_000);
+    for (const s of serves)
+      await eventually(
+        `${s.dataDir} protecting with customer-gcm v2`,
+        async () => (versionOf((await s.transform('Protect', 'name', 'x')).value!) === 2 ? true : undefined),
+        10_000,
+      );
     expect(Date.now() - rotated).toBeLessThan(2_000);
     const [onA, onB] = [await a.transform('Protect', 'name', 'Grace Hopper'), await b.transform('Protect', 'name', 'Grace Hopper')];
     expect(await b.transform('Unprotect', 'name', onA.value!)).toMatchObject({ status: 200, value: 'Grace Hopper' });
@@ -133,7 +158,12 @@ describe('many hosts, one truth: processes sharing the Kafka control store and a
     await cli('config', 'publish', file('nickname'));
     // from the moment the publish was accepted (the command returns after reading it back)
     const published = Date.now();
-    for (const s of serves) await eventually(`${s.dataDir} serving nickname`, async () => ((await s.transform('Protect', 'nickname', 'Ada')).status === 200 ? true : undefined), 10_000);
+    for (const s of serves)
+      await eventually(
+        `${s.dataDir} serving nickname`,
+        async () => ((await s.transform('Protect', 'nickname', 'Ada')).status === 200 ? true : undefined),
+        10_000,
+      );
     expect(Date.now() - published).toBeLessThan(2_000);
 
     await writeFile(file('alias1'), withProperty(base, 'alias1'));

@@ -39,7 +39,10 @@ describe('veil store migrate', () => {
     expect((again as { stderr: string }).stderr).toMatch(/holds versions already/);
 
     const log = await KafkaControlLog.open({ connection: plainConnection(BROKERS), topic });
-    expect(log.state.configs.map((c) => [c.number, c.write.meta?.note])).toEqual([[1, 'first'], [2, 'second']]);
+    expect(log.state.configs.map((c) => [c.number, c.write.meta?.note])).toEqual([
+      [1, 'first'],
+      [2, 'second'],
+    ]);
     expect(Buffer.from(log.state.keyset!.write.body, 'base64').equals(await readFile(join(local, 'keystore.json')))).toBe(true);
     await log.close();
 

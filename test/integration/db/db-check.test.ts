@@ -28,8 +28,18 @@ const oddEmails = Array.from({ length: 3 }, () => `odd-${mark()}@example.com`);
 const bigEmails: string[] = [];
 const cleanCities = Array.from({ length: ROWS }, () => `city-${mark()}`);
 /** every value a sample can read: none may be printed */
-const sampled = () => [...backupEmails, ...contactEmails, ...notes, ...fullNames, ...auditEmails, ...oddEmails, ...bigEmails, ...cleanCities,
-  ...IBANS, ...IBANS.map((i) => i.replaceAll(' ', ''))];
+const sampled = () => [
+  ...backupEmails,
+  ...contactEmails,
+  ...notes,
+  ...fullNames,
+  ...auditEmails,
+  ...oddEmails,
+  ...bigEmails,
+  ...cleanCities,
+  ...IBANS,
+  ...IBANS.map((i) => i.replaceAll(' ', '')),
+];
 
 const lit = (s: string) => `'${s.replaceAll("'", "''")}'`;
 const ident = (s: string) => `"${s.replaceAll('"', '""')}"`;
@@ -50,8 +60,12 @@ interface Run {
 
 function check(args: string[], url = databaseUrl(db)): Promise<Run> {
   return new Promise((resolve) => {
-    execFile(join(ROOT, 'bin/veil'), ['db', 'check', ...args], { env: { ...process.env, VEIL_PG_URL: url }, maxBuffer: 16 << 20, timeout: 60_000 },
-      (error, stdout, stderr) => resolve({ code: error ? (typeof error.code === 'number' ? error.code : -1) : 0, stdout, stderr }));
+    execFile(
+      join(ROOT, 'bin/veil'),
+      ['db', 'check', ...args],
+      { env: { ...process.env, VEIL_PG_URL: url }, maxBuffer: 16 << 20, timeout: 60_000 },
+      (error, stdout, stderr) => resolve({ code: error ? (typeof error.code === 'number' ? error.code : -1) : 0, stdout, stderr }),
+    );
   });
 }
 
@@ -83,19 +97,25 @@ interface JsonReport {
 beforeAll(async () => {
   await sql(`CREATE DATABASE ${db};\nCREATE ROLE ${checker} LOGIN;`);
   const install = await new Promise<Run>((resolve) => {
-    execFile(join(ROOT, 'bin/veil'), ['db', 'install', '--apply', '--database-url', databaseUrl(db)], { env: { ...process.env } },
-      (error, stdout, stderr) => resolve({ code: error ? 1 : 0, stdout, stderr }));
+    execFile(join(ROOT, 'bin/veil'), ['db', 'install', '--apply', '--database-url', databaseUrl(db)], { env: { ...process.env } }, (error, stdout, stderr) =>
+      resolve({ code: error ? 1 : 0, stdout, stderr }),
+    );
   });
   expect(install.code, install.stderr).toBe(0);
-  const orders = Array.from({ length: ROWS }, (_, i) => `(${i + 1}, ${lit(`protected-${i}`)}, ${lit(backupEmails[i]!)}, `
-    + `${lit(JSON.stringify({ contact: { email: contactEmails[i] }, items: [{ sku: `A-${i}`, qty: i + 1 }], gift: i % 2 === 0 }))}::jsonb, `
-    + `${lit(IBANS[i % IBANS.length]!)}, ${lit(notes[i]!)}, NULL, ${lit(fullNames[i]!)})`);
+  const orders = Array.from(
+    { length: ROWS },
+    (_, i) =>
+      `(${i + 1}, ${lit(`protected-${i}`)}, ${lit(backupEmails[i]!)}, ` +
+      `${lit(JSON.stringify({ contact: { email: contactEmails[i] }, items: [{ sku: `A-${i}`, qty: i + 1 }], gift: i % 2 === 0 }))}::jsonb, ` +
+      `${lit(IBANS[i % IBANS.length]!)}, ${lit(notes[i]!)}, NULL, ${lit(fullNames[i]!)})`,
+  );
   // the big table's backup_email was added late: only every fifth of its last 5,000 rows has one
   const bigHasEmail = (i: number) => i > 15_000 && i % 5 === 0;
   for (let i = 1; i <= 20_000; i++) if (bigHasEmail(i)) bigEmails.push(`big-${mark()}@example.com`);
   let b = 0;
   const bigValues = Array.from({ length: 20_000 }, (_, k) => `${k + 1}\tp-${k + 1}\t${bigHasEmail(k + 1) ? bigEmails[b++] : '\\N'}\t{"n": ${k + 1}}`);
-  await sql(`
+  await sql(
+    `
     CREATE TABLE orders (id int PRIMARY KEY, email text, backup_email text, details jsonb, iban varchar(40), notes text, empty_email text, full_name text);
     INSERT INTO orders VALUES ${orders.join(',\n')};
     SELECT veil.attach('orders', 'email', 'Customer', 'email');
@@ -125,7 +145,9 @@ ${bigValues.join('\n')}
     ANALYZE big;
     SELECT veil.attach('big', 'email', 'Customer', 'email');
 
-    GRANT SELECT (id, email, backup_email) ON orders TO ${checker};`, { database: db });
+    GRANT SELECT (id, email, backup_email) ON orders TO ${checker};`,
+    { database: db },
+  );
 }, 120_000);
 
 afterAll(async () => {
@@ -152,9 +174,20 @@ describe('veil db check', () => {
       'public.parted.mobile: phone 200/200',
     ]);
     // the tables with attached columns, each once (partitions through their parent); audit_events has none
-    expect(report.tables.map((t) => `${t.schema}.${t.table}`)).toEqual([`${ODD_SCHEMA}.${ODD_TABLE}`, 'public.big', 'public.customers_clean', 'public.orders', 'public.parted']);
+    expect(report.tables.map((t) => `${t.schema}.${t.table}`)).toEqual([
+      `${ODD_SCHEMA}.${ODD_TABLE}`,
+      'public.big',
+      'public.customers_clean',
+      'public.orders',
+      'public.parted',
+    ]);
     const orders = report.tables.find((t) => t.table === 'orders')!;
-    expect(orders).toMatchObject({ attached: ['email'], checked: ['backup_email', 'details', 'iban', 'notes', 'empty_email', 'full_name'], rowsSampled: ROWS, method: 'first-rows' });
+    expect(orders).toMatchObject({
+      attached: ['email'],
+      checked: ['backup_email', 'details', 'iban', 'notes', 'empty_email', 'full_name'],
+      rowsSampled: ROWS,
+      method: 'first-rows',
+    });
     // free text is no finding, and a column named like personal data holding only NULLs is none either
     expect(report.findings.filter((f) => ['notes', 'empty_email', 'id', 'email'].includes(f.column) || f.table === 'customers_clean')).toEqual([]);
     // the big table: a bounded sample from random pages, which finds a column filled only in its last rows
@@ -184,7 +217,10 @@ describe('veil db check', () => {
     expect(run.code, run.stderr).toBe(3);
     noValueIn(run);
     expect((JSON.parse(run.stdout) as JsonReport).findings.map((f) => f.column)).toEqual([ODD_INJECT, ODD_NEWLINE, ODD_ESCAPE]);
-    expect(await sql(`SELECT count(*) FROM orders;\nSELECT count(*) FROM ${ident(ODD_SCHEMA)}.${ident(ODD_TABLE)};`, { database: db })).toEqual([String(ROWS), '3']);
+    expect(await sql(`SELECT count(*) FROM orders;\nSELECT count(*) FROM ${ident(ODD_SCHEMA)}.${ident(ODD_TABLE)};`, { database: db })).toEqual([
+      String(ROWS),
+      '3',
+    ]);
     // a --table with SQL in it is only compared with the catalog's names
     const inject = await check(['--table', 'orders; DROP TABLE orders', '--table', "x' OR '1'='1"]);
     expect(inject.code).toBe(1);
@@ -199,7 +235,7 @@ describe('veil db check', () => {
     expect(clean.stdout).toMatch(/^public\.customers_clean: clean \(6 row\(s\) sampled, 3 unattached text\/JSON column\(s\); attached: email\)$/m);
     const none = await check(['--table', 'audit_events', '--json']);
     expect(none.code).toBe(1);
-    expect((JSON.parse(none.stdout) as JsonReport)).toMatchObject({ status: 'incomplete', findings: [], tables: [], unmatchedTables: ['audit_events'] });
+    expect(JSON.parse(none.stdout) as JsonReport).toMatchObject({ status: 'incomplete', findings: [], tables: [], unmatchedTables: ['audit_events'] });
   });
 
   it('--sample bounds the rows read per table', async () => {
@@ -219,7 +255,7 @@ describe('veil db check', () => {
     expect(run.stdout).toMatch(/the check is incomplete/);
   });
 
-  it('a database it cannot reach: exit 1, a message without the URL\'s secret', async () => {
+  it("a database it cannot reach: exit 1, a message without the URL's secret", async () => {
     const run = await check(['--json'], 'postgres://postgres:s3cret-pw@127.0.0.1:1/nowhere');
     expect(run.code).toBe(1);
     expect(run.stderr).toMatch(/^veil db check: cannot reach the database \(ECONNREFUSED\)$/m);

@@ -48,12 +48,33 @@ function bindAs(engine: Engine, act: 'Protect' | 'Unprotect'): Chain[] {
   return [...engine.bind({ identity: { roles: ['fraud'] }, rightsEvidences: [role('fraud')], processingEvidences: [action(act)], fields }).transforms];
 }
 
-const REWRAP_ARGS = ['db', 'rewrap', '--table', 'public.customers', '--key-column', 'id', '--column', 'email=Customer.email',
-  '--column', 'name=Customer.name', '--column', 'card=Customer.cardNumber', '--role', 'fraud', '--batch', '1000'];
+const REWRAP_ARGS = [
+  'db',
+  'rewrap',
+  '--table',
+  'public.customers',
+  '--key-column',
+  'id',
+  '--column',
+  'email=Customer.email',
+  '--column',
+  'name=Customer.name',
+  '--column',
+  'card=Customer.cardNumber',
+  '--role',
+  'fraud',
+  '--batch',
+  '1000',
+];
 
-function rewrapProcess(): { child: ReturnType<typeof spawn>; done: Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }> } {
-  const child = spawn(join(ROOT, 'bin/veil'), [...REWRAP_ARGS, '--data-dir', vdb.veil.dataDir],
-    { env: { ...process.env, VEIL_PG_URL: databaseUrl(vdb.db) }, stdio: ['ignore', 'pipe', 'pipe'] });
+function rewrapProcess(): {
+  child: ReturnType<typeof spawn>;
+  done: Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }>;
+} {
+  const child = spawn(join(ROOT, 'bin/veil'), [...REWRAP_ARGS, '--data-dir', vdb.veil.dataDir], {
+    env: { ...process.env, VEIL_PG_URL: databaseUrl(vdb.db) },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stdout = '';
   let stderr = '';
   child.stdout!.on('data', (d) => (stdout += String(d)));
@@ -103,14 +124,17 @@ beforeAll(async () => {
     loaded.set(id, { email: e, name: nm, card: cards[i]! });
     lines.push(`${id},${e},${nm ?? ''},${cards[i]},${clear[i]!.city}`);
   });
-  const load = await psql(`CREATE TABLE customers (id int PRIMARY KEY, email text, name varchar(300), card text, city text);
+  const load = await psql(
+    `CREATE TABLE customers (id int PRIMARY KEY, email text, name varchar(300), card text, city text);
 COPY customers (id, email, name, card, city) FROM STDIN WITH (FORMAT csv);
 ${lines.join('\n')}
 \\.
 SELECT veil.attach('customers', 'email', 'Customer', 'email');
 SELECT veil.attach('customers', 'name', 'Customer', 'name');
 SELECT veil.attach('customers', 'card', 'Customer', 'cardNumber');
-SELECT veil.grant_writer('${vdb.role.writer}', 'customers');`, { database: vdb.db });
+SELECT veil.grant_writer('${vdb.role.writer}', 'customers');`,
+    { database: vdb.db },
+  );
   expect(load.code, load.stderr).toBe(0);
   // the last rows through the trigger: veil serve protects them, under version 1 too
   const values = Array.from({ length: THROUGH_TRIGGER }, (_, i) => ROWS - THROUGH_TRIGGER + 1 + i).map((id) => {
@@ -138,18 +162,26 @@ describe('veil db rewrap of 100,000 rows after a rotation (real PostgreSQL, SIGK
     }
     const client = new pg.Client({ connectionString: databaseUrl(vdb.db) });
     await client.connect();
-    const progress = async () => (await client.query(`SELECT batches::int, last_key, finished_at FROM veil_rewrap.progress WHERE table_name = 'public.customers'`).catch(() => ({ rows: [] }))).rows[0] as
-      { batches: number; last_key: string; finished_at: Date | null } | undefined;
+    const progress = async () =>
+      (
+        await client
+          .query(`SELECT batches::int, last_key, finished_at FROM veil_rewrap.progress WHERE table_name = 'public.customers'`)
+          .catch(() => ({ rows: [] }))
+      ).rows[0] as { batches: number; last_key: string; finished_at: Date | null } | undefined;
     const t0 = Date.now();
     try {
       // run 1: SIGKILLed once a quarter of the batches committed
       const first = rewrapProcess();
       let exited: string | undefined;
       void first.done.then((r) => (exited = `the first run exited (${r.code}) early: ${r.stderr}${r.stdout}`));
-      await waitFor(async () => {
-        if (exited) throw new Error(exited);
-        return ((await progress())?.batches ?? 0) >= 25;
-      }, 60_000, 'the first run commits 25 batches');
+      await waitFor(
+        async () => {
+          if (exited) throw new Error(exited);
+          return ((await progress())?.batches ?? 0) >= 25;
+        },
+        60_000,
+        'the first run commits 25 batches',
+      );
       first.child.kill('SIGKILL');
       const killed = await first.done;
       expect(killed.signal).toBe('SIGKILL');
@@ -168,7 +200,10 @@ describe('veil db rewrap of 100,000 rows after a rotation (real PostgreSQL, SIGK
 
       // run 2 resumes; a writer inserts meanwhile through the trigger (ids below the checkpoint)
       const second = rewrapProcess();
-      const write = vdb.on(`INSERT INTO customers (id, email, name, card, city) VALUES ${Array.from({ length: 20 }, (_, i) => `(${-1 - i}, 'late${i}@example.com', 'Late ${i}', '4111-1111-1111-1111', 'x')`).join(', ')};`, vdb.role.writer);
+      const write = vdb.on(
+        `INSERT INTO customers (id, email, name, card, city) VALUES ${Array.from({ length: 20 }, (_, i) => `(${-1 - i}, 'late${i}@example.com', 'Late ${i}', '4111-1111-1111-1111', 'x')`).join(', ')};`,
+        vdb.role.writer,
+      );
       const [done] = await Promise.all([second.done, write]);
       const tookMs = Date.now() - t0;
       expect(done.stderr).toContain(`resumed after id="${lastKey}"`);
@@ -182,7 +217,9 @@ describe('veil db rewrap of 100,000 rows after a rotation (real PostgreSQL, SIGK
         for (const id of UNKNOWN_VERSION_IDS) expect(output).not.toContain(loaded.get(id)!.email.slice(8, 30));
       }
       const nulls = [...loaded.keys(), ...Array.from({ length: THROUGH_TRIGGER }, (_, i) => ROWS - i)].filter((id) => cleartext(id).name === null).length;
-      const job = /whole rewrap: rows read (\d+), values rewrapped (\d+), unchanged (\d+), refused (\d+), NULL (\d+), rows updated (\d+), batches (\d+)/.exec(done.stdout)!;
+      const job = /whole rewrap: rows read (\d+), values rewrapped (\d+), unchanged (\d+), refused (\d+), NULL (\d+), rows updated (\d+), batches (\d+)/.exec(
+        done.stdout,
+      )!;
       const [rowsRead, rewrapped, unchanged, refused, nullCount, rowsUpdated, batches] = job.slice(1).map(Number);
       // each row read once over both runs: the killed run's open batch was rolled back and done again
       expect({ rowsRead, refused, nullCount, batches }).toEqual({ rowsRead: ROWS, refused: 6, nullCount: nulls, batches: 100 });

@@ -39,10 +39,11 @@ afterAll(async () => {
   await t?.close();
 });
 
-const clear = (where = 'true') => t.on(`SELECT id, subject, coalesce(email, '<null>'), coalesce(name, '<null>'), city FROM people_clear WHERE ${where} ORDER BY id`, t.role.reader);
+const clear = (where = 'true') =>
+  t.on(`SELECT id, subject, coalesce(email, '<null>'), coalesce(name, '<null>'), city FROM people_clear WHERE ${where} ORDER BY id`, t.role.reader);
 const expected = (id: number) => `${id}|${SUBJECTS[(id - 1) % 3]}|mail-${id}@example.org|Name ${id}|City ${id}`;
 
-describe('a table naming its rows\' data subject', () => {
+describe("a table naming its rows' data subject", () => {
   it('keeps the subject column apart from the protected columns, and refuses to protect it or to name a protected one', async () => {
     expect(await t.on(`SELECT veil.subject_column('people'); SELECT count(*) FROM veil.mapped_columns('people');`)).toEqual(['subject', '3']);
     const protect = await t.attempt(`${QUIET}SELECT veil.attach('people', 'subject', 'Person', 'email')`);
@@ -52,12 +53,13 @@ describe('a table naming its rows\' data subject', () => {
     const json = await t.attempt(`${QUIET}ALTER TABLE people ADD COLUMN extra jsonb; SELECT veil.attach_subject('people', 'extra')`);
     expect(json.stderr).toMatch(/ERROR: {2}42804: .*veil: a subject column must be text, varchar, uuid or an integer/);
     // attaching a column again keeps the subject column; detaching the subject keeps the columns
-    expect(await t.on(`BEGIN; SELECT veil.attach('people', 'city', 'Person', 'city'); SELECT veil.subject_column('people');
-      SELECT veil.detach_subject('people'); SELECT coalesce(veil.subject_column('people'), '<none>'); SELECT count(*) FROM veil.mapped_columns('people'); ROLLBACK;`))
-      .toEqual(['subject', '<none>', '3']);
+    expect(
+      await t.on(`BEGIN; SELECT veil.attach('people', 'city', 'Person', 'city'); SELECT veil.subject_column('people');
+      SELECT veil.detach_subject('people'); SELECT coalesce(veil.subject_column('people'), '<none>'); SELECT count(*) FROM veil.mapped_columns('people'); ROLLBACK;`),
+    ).toEqual(['subject', '<none>', '3']);
   });
 
-  it('protects each row under its subject\'s key: stored values are protected, read back per subject, and equal emails differ across subjects', async () => {
+  it("protects each row under its subject's key: stored values are protected, read back per subject, and equal emails differ across subjects", async () => {
     const stored = (await t.on('SELECT subject, email, name, city FROM people ORDER BY id')).map((l) => l.split('|'));
     for (const [subject, ...values] of stored) {
       expect(SUBJECTS).toContain(subject);
@@ -69,8 +71,12 @@ describe('a table naming its rows\' data subject', () => {
     expect(a).not.toBe(b);
     // the subject-taking functions protect as the trigger did (AES-SIV is deterministic within a subject)
     expect(await t.on(`SELECT email = veil.protect('Person', 'email', 'same@example.org', 'cust-0001') FROM people WHERE id = 7`)).toEqual(['t']);
-    expect(await t.on(`SELECT veil.unprotect_many('Person', 'email', array_agg(email ORDER BY id), array_agg(subject ORDER BY id)) FROM people WHERE id IN (1, 2, 7, 8)`, t.role.reader))
-      .toEqual(['{mail-1@example.org,mail-2@example.org,same@example.org,same@example.org}']);
+    expect(
+      await t.on(
+        `SELECT veil.unprotect_many('Person', 'email', array_agg(email ORDER BY id), array_agg(subject ORDER BY id)) FROM people WHERE id IN (1, 2, 7, 8)`,
+        t.role.reader,
+      ),
+    ).toEqual(['{mail-1@example.org,mail-2@example.org,same@example.org,same@example.org}']);
     // another subject's key does not open the value
     const wrong = await t.attempt(`SELECT veil.unprotect('Person', 'email', email, 'cust-0002') FROM people WHERE id = 1`, t.role.reader);
     expect(wrong.stderr).toMatch(/ERROR: {2}22023: .*veil: PROTECTED_VALUE_INVALID/);
@@ -108,7 +114,9 @@ describe('a table naming its rows\' data subject', () => {
       UPDATE accounts SET email = 'tenant@example.org'; SELECT veil.create_read_view('accounts', 'accounts_by_tenant');
       GRANT SELECT ON accounts_by_tenant TO ${t.role.reader};`);
     expect(await t.on('SELECT email FROM accounts_by_tenant', t.role.reader)).toEqual(['tenant@example.org']);
-    expect(await t.on(`SELECT email = veil.protect('Person', 'email', 'tenant@example.org', 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11') FROM accounts`)).toEqual(['t']);
+    expect(await t.on(`SELECT email = veil.protect('Person', 'email', 'tenant@example.org', 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11') FROM accounts`)).toEqual([
+      't',
+    ]);
   });
 
   it('refuses to move a row to another subject while a protected value stays under the former one; writing it anew moves it', async () => {
@@ -117,8 +125,11 @@ describe('a table naming its rows\' data subject', () => {
     await t.on(`UPDATE people SET subject = 'cust-0002', email = 'moved@example.org' WHERE id = 7;`, t.role.writer);
     expect(await clear('id = 7')).toEqual(['7|cust-0002|moved@example.org|<null>|']);
     // an upsert protects once, under the row's subject
-    await t.on(`INSERT INTO people VALUES (8, 'cust-0002', 'upsert@example.org', 'Up Sert', NULL)
-      ON CONFLICT (id) DO UPDATE SET email = EXCLUDED.email, name = EXCLUDED.name;`, t.role.writer);
+    await t.on(
+      `INSERT INTO people VALUES (8, 'cust-0002', 'upsert@example.org', 'Up Sert', NULL)
+      ON CONFLICT (id) DO UPDATE SET email = EXCLUDED.email, name = EXCLUDED.name;`,
+      t.role.writer,
+    );
     expect(await clear('id = 8')).toEqual(['8|cust-0002|upsert@example.org|Up Sert|']);
   });
 });
@@ -131,10 +142,15 @@ describe('after a subject is erased', () => {
     await t.service.subjects.erase('cust-0002', { by: 'test', reason: 'Art. 17 request' });
   });
 
-  it('the read view answers SUBJECT_ERASED for that subject\'s values only: NULL and a notice; shared-key values and other subjects read back', async () => {
-    const r = await t.attempt(`SELECT id, subject, coalesce(email, '<null>'), coalesce(name, '<null>'), city FROM people_clear WHERE id <= 6 ORDER BY id`, t.role.reader);
+  it("the read view answers SUBJECT_ERASED for that subject's values only: NULL and a notice; shared-key values and other subjects read back", async () => {
+    const r = await t.attempt(
+      `SELECT id, subject, coalesce(email, '<null>'), coalesce(name, '<null>'), city FROM people_clear WHERE id <= 6 ORDER BY id`,
+      t.role.reader,
+    );
     expect(r.code, r.stderr).toBe(0);
-    expect(r.stdout.trim().split('\n')).toEqual([1, 2, 3, 4, 5, 6].map((id) => (id - 1) % 3 === 1 ? `${id}|cust-0002|<null>|<null>|City ${id}` : expected(id)));
+    expect(r.stdout.trim().split('\n')).toEqual(
+      [1, 2, 3, 4, 5, 6].map((id) => ((id - 1) % 3 === 1 ? `${id}|cust-0002|<null>|<null>|City ${id}` : expected(id))),
+    );
     // one notice for the statement, naming the code and a field, never a value or the subject
     expect(r.stderr.match(/NOTICE: {2}00000: veil: SUBJECT_ERASED: values of erased data subjects read as NULL \(Person\.\w+\)/g)).toHaveLength(1);
     expect(r.stderr).not.toContain('cust-0002');
@@ -142,18 +158,27 @@ describe('after a subject is erased', () => {
     expect(await t.on('SELECT id, email, name, city FROM people ORDER BY id')).toEqual(before);
   });
 
-  it('veil.unprotect of an erased subject\'s value raises SUBJECT_ERASED (22023), as for any value it cannot unprotect', async () => {
+  it("veil.unprotect of an erased subject's value raises SUBJECT_ERASED (22023), as for any value it cannot unprotect", async () => {
     const r = await t.attempt(`SELECT veil.unprotect('Person', 'email', email, subject) FROM people WHERE id = 2`, t.role.reader);
     expect(r.stderr).toMatch(/ERROR: {2}22023: .*veil: SUBJECT_ERASED: .*\(Person\.email\)/);
     expect(r.stderr).not.toContain('cust-0002');
   });
 
-  it('a set-based unprotect over several subjects names the erased subject\'s value by its place in the call', async () => {
-    const r = await t.attempt(`SELECT veil.unprotect_many('Person', 'name', array_agg(name ORDER BY id), array_agg(subject ORDER BY id)) FROM people WHERE id IN (1, 2, 3)`, t.role.reader);
+  it("a set-based unprotect over several subjects names the erased subject's value by its place in the call", async () => {
+    const r = await t.attempt(
+      `SELECT veil.unprotect_many('Person', 'name', array_agg(name ORDER BY id), array_agg(subject ORDER BY id)) FROM people WHERE id IN (1, 2, 3)`,
+      t.role.reader,
+    );
     // the call holds one request per subject: cust-0002's value is the first of the second
-    expect(r.stderr).toMatch(/ERROR: {2}22023: .*veil: SUBJECT_ERASED: .*\(Person\.name\)\nDETAIL: {2}veil code SUBJECT_ERASED, status 422, retriable no, pointer \/requests\/1\/instances\/0\/value/);
-    expect(await t.on(`SELECT veil.unprotect_many('Person', 'name', array_agg(name ORDER BY id), array_agg(subject ORDER BY id)) FROM people WHERE id IN (1, 3, 4)`, t.role.reader))
-      .toEqual(['{"Name 1","Name 3","Name 4"}']);
+    expect(r.stderr).toMatch(
+      /ERROR: {2}22023: .*veil: SUBJECT_ERASED: .*\(Person\.name\)\nDETAIL: {2}veil code SUBJECT_ERASED, status 422, retriable no, pointer \/requests\/1\/instances\/0\/value/,
+    );
+    expect(
+      await t.on(
+        `SELECT veil.unprotect_many('Person', 'name', array_agg(name ORDER BY id), array_agg(subject ORDER BY id)) FROM people WHERE id IN (1, 3, 4)`,
+        t.role.reader,
+      ),
+    ).toEqual(['{"Name 1","Name 3","Name 4"}']);
   });
 
   it('a returning person is protected under a new key; the erased values stay erased', async () => {
@@ -179,7 +204,7 @@ describe('after a subject is erased', () => {
     // subject-scoped fields without a subject column: refused before anything is read
     const anonymous = await t.cli('db', 'rewrap', '--table', 'public.anonymous', '--key-column', 'id', '--role', 'desk');
     expect(anonymous.code).toBe(1);
-    expect(anonymous.stderr).toContain('name the column holding each row\'s subject (veil.attach_subject, or --subject-column)');
-    expect(await clear('id <= 6')).toEqual([1, 2, 3, 4, 5, 6].map((id) => (id - 1) % 3 === 1 ? `${id}|cust-0002|<null>|<null>|City ${id}` : expected(id)));
+    expect(anonymous.stderr).toContain("name the column holding each row's subject (veil.attach_subject, or --subject-column)");
+    expect(await clear('id <= 6')).toEqual([1, 2, 3, 4, 5, 6].map((id) => ((id - 1) % 3 === 1 ? `${id}|cust-0002|<null>|<null>|City ${id}` : expected(id))));
   }, 60_000);
 });

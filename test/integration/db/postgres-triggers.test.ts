@@ -29,13 +29,29 @@ async function veilCli(...args: string[]): Promise<{ stdout: string; stderr: str
 }
 
 async function configure(veilUrl: string, protectRole = 'ingest'): Promise<void> {
-  await veilCli('db', 'configure', '--database-url', databaseUrl(db), '--veil-url', veilUrl, '--client-id', 'veil-dev',
-    '--client-secret-file', veil.secretFile, '--protect-role', protectRole);
+  await veilCli(
+    'db',
+    'configure',
+    '--database-url',
+    databaseUrl(db),
+    '--veil-url',
+    veilUrl,
+    '--client-id',
+    'veil-dev',
+    '--client-secret-file',
+    veil.secretFile,
+    '--protect-role',
+    protectRole,
+  );
 }
 
 beforeAll(async () => {
   veil = await startVeil();
-  await sql(`CREATE DATABASE ${db};\n${Object.values(role).map((r) => `CREATE ROLE ${r} LOGIN;`).join('\n')}`);
+  await sql(
+    `CREATE DATABASE ${db};\n${Object.values(role)
+      .map((r) => `CREATE ROLE ${r} LOGIN;`)
+      .join('\n')}`,
+  );
   await veilCli('db', 'install', '--apply', '--database-url', databaseUrl(db));
   await configure(veil.url);
   await on(`
@@ -56,7 +72,11 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  await sql(`DROP DATABASE IF EXISTS ${db} WITH (FORCE);\n${Object.values(role).map((r) => `DROP ROLE IF EXISTS ${r};`).join('\n')}`).catch(() => undefined);
+  await sql(
+    `DROP DATABASE IF EXISTS ${db} WITH (FORCE);\n${Object.values(role)
+      .map((r) => `DROP ROLE IF EXISTS ${r};`)
+      .join('\n')}`,
+  ).catch(() => undefined);
   await veil?.close();
 });
 
@@ -73,7 +93,7 @@ describe('veil db install', () => {
 describe('PostgreSQL triggers (real PostgreSQL, real veil serve)', () => {
   it('an INSERT through psql stores only protected values; NULL stays NULL; other columns are untouched', async () => {
     await on(`INSERT INTO customers VALUES (1, 'alice@example.com', 'Alice Liddell', 'Oxford'), (2, NULL, 'Bob Null-Email', 'Rome');`, role.writer);
-    const rows = (await on('SELECT id, coalesce(email, \'<null>\'), name, city FROM customers ORDER BY id')).map((l) => l.split('|'));
+    const rows = (await on("SELECT id, coalesce(email, '<null>'), name, city FROM customers ORDER BY id")).map((l) => l.split('|'));
     expect(rows[0]![1]).toMatch(PROTECTED);
     expect(rows[0]![2]).toMatch(PROTECTED);
     expect(rows[0]![3]).toBe('Oxford');
@@ -103,13 +123,15 @@ describe('PostgreSQL triggers (real PostgreSQL, real veil serve)', () => {
 
   it('a read view shows cleartext to a mapped role, keeps what its veil role may not see protected, and shows an unmapped role protected values', async () => {
     const stored = await on('SELECT id, email, name FROM customers WHERE id = 1');
-    expect(await on('SELECT id, email, name, city FROM customers_clear WHERE id = 1', role.fraud)).toEqual(['1|alice@wonderland.example|Alice Liddell|Cambridge']);
+    expect(await on('SELECT id, email, name, city FROM customers_clear WHERE id = 1', role.fraud)).toEqual([
+      '1|alice@wonderland.example|Alice Liddell|Cambridge',
+    ]);
     // support may unprotect Customer.email, not Customer.name: the name stays protected
     const [, supportEmail, supportName] = (await on('SELECT id, email, name FROM customers_clear WHERE id = 1', role.support))[0]!.split('|');
     expect(supportEmail).toBe('alice@wonderland.example');
     expect(supportName).toBe(stored[0]!.split('|')[2]);
     expect(await on('SELECT id, email, name FROM customers_clear WHERE id = 1', role.nobody)).toEqual(stored);
-    expect(await on('SELECT coalesce(email, \'<null>\') FROM customers_clear WHERE id = 2', role.fraud)).toEqual(['<null>']);
+    expect(await on("SELECT coalesce(email, '<null>') FROM customers_clear WHERE id = 2", role.fraud)).toEqual(['<null>']);
     // veil.unprotect itself refuses an unmapped role
     const strict = await attempt(`SELECT veil.unprotect('Customer', 'email', email) FROM customers_clear WHERE id = 1`, role.nobody);
     expect(strict.code).not.toBe(0);
@@ -125,10 +147,13 @@ describe('PostgreSQL triggers (real PostgreSQL, real veil serve)', () => {
   });
 
   it('array variants protect and unprotect a set in one call, NULL elements and NULL arrays stay NULL', async () => {
-    const [protectedArray, roundTrip, nullArray] = await on(`
+    const [protectedArray, roundTrip, nullArray] = await on(
+      `
       SELECT veil.protect_many('Customer', 'email', ARRAY['a@example.com', NULL, 'b@example.com']);
       SELECT veil.unprotect_many('Customer', 'email', veil.protect_many('Customer', 'email', ARRAY['a@example.com', NULL, 'b@example.com']));
-      SELECT coalesce(veil.protect_many('Customer', 'email', NULL)::text, '<null>');`, role.fraud);
+      SELECT coalesce(veil.protect_many('Customer', 'email', NULL)::text, '<null>');`,
+      role.fraud,
+    );
     const elements = protectedArray!.slice(1, -1).split(',');
     expect(elements).toHaveLength(3);
     expect(elements[0]).toMatch(PROTECTED);
@@ -136,11 +161,14 @@ describe('PostgreSQL triggers (real PostgreSQL, real veil serve)', () => {
     expect(roundTrip).toBe('{a@example.com,NULL,b@example.com}');
     expect(nullArray).toBe('<null>');
     // 2,500 values: split into calls within veil's limits, order kept
-    const big = await on(`
+    const big = await on(
+      `
       SELECT bool_and(u = 'person-' || i), count(*)
       FROM unnest(veil.unprotect_many('Customer', 'name', veil.protect_many('Customer', 'name',
         ARRAY(SELECT 'person-' || g FROM generate_series(1, 2500) g ORDER BY g)))) WITH ORDINALITY AS t(u, i);
-      SELECT veil.session_stats()->>'transforms';`, role.fraud);
+      SELECT veil.session_stats()->>'transforms';`,
+      role.fraud,
+    );
     expect(big).toEqual(['t|2500', '6']);
   });
 
@@ -148,9 +176,12 @@ describe('PostgreSQL triggers (real PostgreSQL, real veil serve)', () => {
     const proxy = await countingProxy(veil.port);
     try {
       await configure(proxy.url);
-      const lines = await on(`
+      const lines = await on(
+        `
         INSERT INTO customers (id, email, name) SELECT 1000 + g, 'bulk' || g || '@example.com', 'Bulk ' || g FROM generate_series(1, 100) g;
-        SELECT veil.session_stats();`, role.writer);
+        SELECT veil.session_stats();`,
+        role.writer,
+      );
       const stats = JSON.parse(lines[0]!) as { connects: number; transforms: number; tokens: number };
       expect(proxy.connections).toBe(1);
       expect(stats).toMatchObject({ connects: 1, transforms: 100, tokens: 1 });
@@ -158,10 +189,13 @@ describe('PostgreSQL triggers (real PostgreSQL, real veil serve)', () => {
 
       // the server side closes the kept-alive connection between two statements of one session (held at a gate meanwhile)
       const gate = await sessionGate(db);
-      const session = attempt(`INSERT INTO customers (id, email) VALUES (2001, 'first@example.com');
+      const session = attempt(
+        `INSERT INTO customers (id, email) VALUES (2001, 'first@example.com');
         ${gate.wait}
         INSERT INTO customers (id, email) VALUES (2002, 'second@example.com');
-        SELECT veil.session_stats()->>'connects';`, role.writer);
+        SELECT veil.session_stats()->>'connects';`,
+        role.writer,
+      );
       try {
         await gate.reached();
         proxy.dropAll();
@@ -198,7 +232,9 @@ describe('PostgreSQL triggers (real PostgreSQL, real veil serve)', () => {
   });
 
   it('a wrong client secret fails with DB_CREDENTIALS_REFUSED, a NULL class with DB_ARGUMENT_INVALID; neither message holds the value', async () => {
-    const refused = await attempt(`BEGIN; UPDATE veil.settings SET client_secret = 'not-the-secret'; SELECT veil.protect('Customer', 'email', 'x7@example.com');`);
+    const refused = await attempt(
+      `BEGIN; UPDATE veil.settings SET client_secret = 'not-the-secret'; SELECT veil.protect('Customer', 'email', 'x7@example.com');`,
+    );
     expect(refused.stderr).toMatch(/ERROR: {2}42501: .*veil: DB_CREDENTIALS_REFUSED/);
     const invalid = await attempt(`SELECT veil.protect(NULL, 'email', 'x8@example.com');`);
     expect(invalid.stderr).toMatch(/ERROR: {2}22023: .*veil: DB_ARGUMENT_INVALID/);
@@ -230,7 +266,9 @@ describe('PostgreSQL triggers (real PostgreSQL, real veil serve)', () => {
     expect(await on(`SELECT count(*) FROM pg_proc WHERE strpos(prosrc, (SELECT client_secret FROM veil.settings)) > 0`)).toEqual(['0']);
     expect(await on('SELECT client_secret FROM veil.settings')).toEqual([secret]);
     // a reader may not protect (test/security/db/db-oracle.test.ts has the rest)
-    expect((await attempt(`SELECT veil.protect('Customer', 'email', 'x@example.com')`, role.nobody)).stderr).toMatch(/ERROR: {2}42501: permission denied for function protect/);
+    expect((await attempt(`SELECT veil.protect('Customer', 'email', 'x@example.com')`, role.nobody)).stderr).toMatch(
+      /ERROR: {2}42501: permission denied for function protect/,
+    );
   });
 
   it('fails closed when veil is stopped: the statement errors, the transaction aborts, and the cleartext is in neither the table, its heap file nor the WAL', async () => {
@@ -239,10 +277,13 @@ describe('PostgreSQL triggers (real PostgreSQL, real veil serve)', () => {
     await on(`INSERT INTO control_plain VALUES ('${control}');`);
     await veil.stop();
     try {
-      const r = await attempt(`BEGIN;
+      const r = await attempt(
+        `BEGIN;
         INSERT INTO control_plain VALUES ('same-transaction');
         INSERT INTO customers (id, email, name) VALUES (4001, '${marker}', 'Never Stored');
-        COMMIT;`, role.writer);
+        COMMIT;`,
+        role.writer,
+      );
       expect(r.code).not.toBe(0);
       expect(r.stderr).toMatch(/ERROR: {2}58000: .*veil: DB_SERVICE_UNAVAILABLE/);
       expect(r.stderr).not.toContain(marker);
@@ -252,7 +293,9 @@ describe('PostgreSQL triggers (real PostgreSQL, real veil serve)', () => {
     expect(await on(`SELECT count(*) FROM customers WHERE id = 4001; SELECT count(*) FROM control_plain WHERE v = 'same-transaction';`)).toEqual(['0', '0']);
 
     await on('CHECKPOINT;');
-    const [dataDir, customersFile, controlFile] = await on(`SHOW data_directory; SELECT pg_relation_filepath('customers'); SELECT pg_relation_filepath('control_plain');`);
+    const [dataDir, customersFile, controlFile] = await on(
+      `SHOW data_directory; SELECT pg_relation_filepath('customers'); SELECT pg_relation_filepath('control_plain');`,
+    );
     const contains = async (file: string, text: string) => (await readFile(join(dataDir!, file))).includes(Buffer.from(text));
     const walFiles = (await readdir(join(dataDir!, 'pg_wal'))).filter((f) => /^[0-9A-F]{24}$/.test(f)).map((f) => join('pg_wal', f));
     const inWal = async (text: string) => (await Promise.all(walFiles.map((f) => contains(f, text)))).some(Boolean);

@@ -19,7 +19,11 @@ const { avroType } = await schemaFormats();
  */
 
 // what `npm run demo` produces to raw.customers (scripts/local-demo.ts)
-const PEOPLE = [['Alice Dupont', 'alice@example.com', '4111-1111-1111-1111'], ['Bob Martin', 'bob@example.org', '5500 0000 0000 0004'], ['Chloé Bernard', 'chloe@example.net', '6011 0009 9013 9424']] as const;
+const PEOPLE = [
+  ['Alice Dupont', 'alice@example.com', '4111-1111-1111-1111'],
+  ['Bob Martin', 'bob@example.org', '5500 0000 0000 0004'],
+  ['Chloé Bernard', 'chloe@example.net', '6011 0009 9013 9424'],
+] as const;
 const demo = (i: number) => {
   const [name, email, card] = PEOPLE[i % 3]!;
   return { id: `run-${i}`, email, cards: [{ number: card }], profile: { name, tier: 'gold' } };
@@ -40,7 +44,7 @@ afterAll(async () => {
 });
 
 describe('veil discover', () => {
-  it('on the demo\'s raw topic: finds email, card numbers, the name and the email keys; its draft validates and maps what config/example-pipeline.yaml maps', async () => {
+  it("on the demo's raw topic: finds email, card numbers, the name and the email keys; its draft validates and maps what config/example-pipeline.yaml maps", async () => {
     const kafka = kafkaClient();
     const topic = `raw.customers.${randomBytes(4).toString('hex')}`;
     await createTopics(kafka, [topic], 2);
@@ -69,9 +73,13 @@ describe('veil discover', () => {
 
   it('on an Avro topic (Confluent wire format, schema from the registry): the same findings; bytes and undecodable values are skipped', async () => {
     const schema = {
-      type: 'record', name: 'Customer', namespace: 'test.discover',
+      type: 'record',
+      name: 'Customer',
+      namespace: 'test.discover',
       fields: [
-        { name: 'id', type: 'long' }, { name: 'email', type: 'string' }, { name: 'photo', type: 'bytes' },
+        { name: 'id', type: 'long' },
+        { name: 'email', type: 'string' },
+        { name: 'photo', type: 'bytes' },
         { name: 'cards', type: { type: 'array', items: { type: 'record', name: 'Card', fields: [{ name: 'number', type: 'string' }] } } },
         { name: 'profile', type: ['null', { type: 'record', name: 'Profile', fields: [{ name: 'name', type: 'string' }] }], default: null },
       ],
@@ -85,16 +93,32 @@ describe('veil discover', () => {
     header.writeUInt32BE(id, 1);
     const producer = kafka.producer();
     await producer.connect();
-    await producer.send({ topic, messages: [
-      ...Array.from({ length: 20 }, (_, i) => {
-        const d = demo(i);
-        return { value: Buffer.concat([header, type.toBuffer({ id: i, email: d.email, photo: Buffer.from('alice@example.com'), cards: d.cards, profile: d.profile && { name: d.profile.name } })]) };
-      }),
-      { value: Buffer.from('not avro') },
-    ] });
+    await producer.send({
+      topic,
+      messages: [
+        ...Array.from({ length: 20 }, (_, i) => {
+          const d = demo(i);
+          return {
+            value: Buffer.concat([
+              header,
+              type.toBuffer({ id: i, email: d.email, photo: Buffer.from('alice@example.com'), cards: d.cards, profile: d.profile && { name: d.profile.name } }),
+            ]),
+          };
+        }),
+        { value: Buffer.from('not avro') },
+      ],
+    });
     await producer.disconnect();
     const dir = await tempDir();
-    const run = await veil(fakeCliIo(dir, { KAFKA_BROKERS: BROKERS.join(','), SCHEMA_REGISTRY_URL: REGISTRY_URL }), ['discover', '--topic', topic, '--format', 'avro', '--draft', '-']);
+    const run = await veil(fakeCliIo(dir, { KAFKA_BROKERS: BROKERS.join(','), SCHEMA_REGISTRY_URL: REGISTRY_URL }), [
+      'discover',
+      '--topic',
+      topic,
+      '--format',
+      'avro',
+      '--draft',
+      '-',
+    ]);
     expect(run.code, run.err).toBe(0);
     expect(run.out).toMatch(/sampled 20 record\(s\), 1 not decodable \(skipped\); 3 field\(s\)/);
     expect(run.out).toMatch(/cards\[\]\.number\s+payment-card/);
@@ -104,41 +128,70 @@ describe('veil discover', () => {
     expectNoValues(run.out + run.err);
   }, 60_000);
 
-  it.each(['protobuf', 'json-schema'] as const)('on a %s topic (Confluent wire format, schema from the registry): the same findings, and a draft for that format that validates', async (format) => {
-    const proto = 'syntax = "proto3";\npackage test.discover;\nmessage Customer { string id = 1; string email = 2; repeated Card cards = 3; Profile profile = 4; bytes photo = 5; }\nmessage Card { string number = 1; }\nmessage Profile { string name = 1; string tier = 2; }\n';
-    const jsonSchema = JSON.stringify({ type: 'object', properties: { id: { type: 'string' }, email: { type: 'string' }, cards: { type: 'array', items: { type: 'object', properties: { number: { type: 'string' } } } }, profile: { type: 'object', properties: { name: { type: 'string' }, tier: { type: 'string' } } } } });
-    const kafka = kafkaClient();
-    const topic = `raw.${format}.customers.${randomBytes(4).toString('hex')}`;
-    await createTopics(kafka, [topic], 1);
-    const id = await confluentRegistry(REGISTRY_URL).register(`${topic}-value`, format === 'protobuf' ? proto : jsonSchema, format === 'protobuf' ? 'PROTOBUF' : 'JSON');
-    const Customer = protobuf.parse(proto, { keepCase: true }).root.lookupType('test.discover.Customer');
-    // protobuf: the message-index list [0] in its short form
-    const header = Buffer.alloc(format === 'protobuf' ? 6 : 5);
-    header.writeUInt32BE(id, 1);
-    const encode = (d: ReturnType<typeof demo>) => (format === 'protobuf' ? Customer.encode(Customer.fromObject({ ...d, photo: Buffer.from(d.email) })).finish() : Buffer.from(JSON.stringify(d)));
-    const producer = kafka.producer();
-    await producer.connect();
-    await producer.send({ topic, messages: [
-      ...Array.from({ length: 20 }, (_, i) => ({ key: demo(i).email, value: Buffer.concat([header, encode(demo(i))]) })),
-      { value: Buffer.from('not framed') },
-    ] });
-    await producer.disconnect();
-    const dir = await tempDir();
-    const draft = join(dir, 'draft.yaml');
-    const run = await veil(fakeCliIo(dir, { KAFKA_BROKERS: BROKERS.join(','), SCHEMA_REGISTRY_URL: REGISTRY_URL }), ['discover', '--topic', topic, '--format', format, '--draft', draft]);
-    expect(run.code, run.err).toBe(0);
-    expect(run.out).toMatch(/sampled 20 record\(s\), 1 not decodable \(skipped\); 4 field\(s\)/);
-    expect(run.out).toMatch(/cards\[\]\.number\s+payment-card/);
-    expect(run.out).toMatch(/profile\.name\s+person-name/);
-    expect(run.out).not.toContain('photo');
-    const { readFile } = await import('node:fs/promises');
-    const compiled = compileVeilConfigText(await readFile(draft, 'utf8'));
-    expect(compiled.issues.filter((i) => i.severity === 'error')).toEqual([]);
-    const pipeline = Object.values(compiled.config!.pipelines)[0]!;
-    expect(pipeline.format).toBe(format);
-    expect(pipeline.fields.map((f) => f.path).sort()).toEqual(['cards[].number', 'email', 'profile.name']);
-    expectNoValues(run.out + run.err);
-  }, 60_000);
+  it.each(['protobuf', 'json-schema'] as const)(
+    'on a %s topic (Confluent wire format, schema from the registry): the same findings, and a draft for that format that validates',
+    async (format) => {
+      const proto =
+        'syntax = "proto3";\npackage test.discover;\nmessage Customer { string id = 1; string email = 2; repeated Card cards = 3; Profile profile = 4; bytes photo = 5; }\nmessage Card { string number = 1; }\nmessage Profile { string name = 1; string tier = 2; }\n';
+      const jsonSchema = JSON.stringify({
+        type: 'object',
+        properties: {
+          id: { type: 'string' },
+          email: { type: 'string' },
+          cards: { type: 'array', items: { type: 'object', properties: { number: { type: 'string' } } } },
+          profile: { type: 'object', properties: { name: { type: 'string' }, tier: { type: 'string' } } },
+        },
+      });
+      const kafka = kafkaClient();
+      const topic = `raw.${format}.customers.${randomBytes(4).toString('hex')}`;
+      await createTopics(kafka, [topic], 1);
+      const id = await confluentRegistry(REGISTRY_URL).register(
+        `${topic}-value`,
+        format === 'protobuf' ? proto : jsonSchema,
+        format === 'protobuf' ? 'PROTOBUF' : 'JSON',
+      );
+      const Customer = protobuf.parse(proto, { keepCase: true }).root.lookupType('test.discover.Customer');
+      // protobuf: the message-index list [0] in its short form
+      const header = Buffer.alloc(format === 'protobuf' ? 6 : 5);
+      header.writeUInt32BE(id, 1);
+      const encode = (d: ReturnType<typeof demo>) =>
+        format === 'protobuf' ? Customer.encode(Customer.fromObject({ ...d, photo: Buffer.from(d.email) })).finish() : Buffer.from(JSON.stringify(d));
+      const producer = kafka.producer();
+      await producer.connect();
+      await producer.send({
+        topic,
+        messages: [
+          ...Array.from({ length: 20 }, (_, i) => ({ key: demo(i).email, value: Buffer.concat([header, encode(demo(i))]) })),
+          { value: Buffer.from('not framed') },
+        ],
+      });
+      await producer.disconnect();
+      const dir = await tempDir();
+      const draft = join(dir, 'draft.yaml');
+      const run = await veil(fakeCliIo(dir, { KAFKA_BROKERS: BROKERS.join(','), SCHEMA_REGISTRY_URL: REGISTRY_URL }), [
+        'discover',
+        '--topic',
+        topic,
+        '--format',
+        format,
+        '--draft',
+        draft,
+      ]);
+      expect(run.code, run.err).toBe(0);
+      expect(run.out).toMatch(/sampled 20 record\(s\), 1 not decodable \(skipped\); 4 field\(s\)/);
+      expect(run.out).toMatch(/cards\[\]\.number\s+payment-card/);
+      expect(run.out).toMatch(/profile\.name\s+person-name/);
+      expect(run.out).not.toContain('photo');
+      const { readFile } = await import('node:fs/promises');
+      const compiled = compileVeilConfigText(await readFile(draft, 'utf8'));
+      expect(compiled.issues.filter((i) => i.severity === 'error')).toEqual([]);
+      const pipeline = Object.values(compiled.config!.pipelines)[0]!;
+      expect(pipeline.format).toBe(format);
+      expect(pipeline.fields.map((f) => f.path).sort()).toEqual(['cards[].number', 'email', 'profile.name']);
+      expectNoValues(run.out + run.err);
+    },
+    60_000,
+  );
 
   it('on a PostgreSQL table and on a JSON-lines file', async () => {
     const dir = await tempDir();
@@ -169,7 +222,11 @@ describe('veil discover', () => {
     const missing = await veil(io, ['discover', '--table', 'no_such_table_here']);
     expect(missing.code).toBe(1);
     expect(missing.err).toMatch(/psql could not read no_such_table_here: .*does not exist/);
-    const noTopic = await veil(fakeCliIo(dir, { KAFKA_BROKERS: BROKERS.join(',') }), ['discover', '--topic', `no.such.topic.${randomBytes(3).toString('hex')}`]);
+    const noTopic = await veil(fakeCliIo(dir, { KAFKA_BROKERS: BROKERS.join(',') }), [
+      'discover',
+      '--topic',
+      `no.such.topic.${randomBytes(3).toString('hex')}`,
+    ]);
     expect(noTopic.code).toBe(1);
     expect(noTopic.err).toMatch(/cannot sample: topic no\.such\.topic\.[0-9a-f]+ does not exist/);
     expect((await veil(io, ['discover', '--topic', 't', '--format', 'thrift'])).code).toBe(2);

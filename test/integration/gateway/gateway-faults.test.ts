@@ -20,7 +20,8 @@ const UPSTREAM_TIMEOUT_MS = 300;
 const MARKER = 'LEAK-MARKER-d41d8';
 
 function configText(upstreamPort: number): Promise<string> {
-  return readFile(join(ROOT, 'config/example.yaml'), 'utf8').then((engine) => `${engine}
+  return readFile(join(ROOT, 'config/example.yaml'), 'utf8').then(
+    (engine) => `${engine}
 gateway:
   upstream: http://127.0.0.1:${upstreamPort}
   limits: { responseBytes: 4096, upstreamTimeoutMs: ${UPSTREAM_TIMEOUT_MS} }
@@ -46,17 +47,26 @@ gateway:
       path: /drop-reused
       request: [{ select: email, field: Customer.email }]
     - { name: plain, method: GET, path: '/plain/*' }
-`);
+`,
+  );
 }
 
-interface Received { method: string; target: string }
-interface Started { child: ChildProcess; url: string; output: () => string }
+interface Received {
+  method: string;
+  target: string;
+}
+interface Started {
+  child: ChildProcess;
+  url: string;
+  output: () => string;
+}
 
 async function startGateway(configFile: string, dataDir: string): Promise<Started> {
   const port = await freePorts(1);
   const url = `http://127.0.0.1:${port}`;
   const child = spawn(join(ROOT, 'bin/veil'), ['gateway', '--config', configFile, '--data-dir', dataDir, '--port', String(port)], {
-    env: { ...process.env, VEIL_MASTER_KEY: MASTER_KEY, VEIL_BASE_URL: ISSUER, VEIL_LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, VEIL_MASTER_KEY: MASTER_KEY, VEIL_BASE_URL: ISSUER, VEIL_LOG_LEVEL: 'info' },
+    stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
   child.stdout!.on('data', (d) => (output += String(d)));

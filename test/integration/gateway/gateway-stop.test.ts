@@ -24,7 +24,8 @@ describe('veil gateway stops when asked', () => {
     const clients = Array.from({ length: 8 }, async (_, c) => {
       for (let i = 0; running; i++) {
         const r = await fetch(`${g.url}/customers`, {
-          method: 'POST', headers: { authorization: `Bearer ${f.tokens.ingest}`, 'content-type': 'application/json' },
+          method: 'POST',
+          headers: { authorization: `Bearer ${f.tokens.ingest}`, 'content-type': 'application/json' },
           body: JSON.stringify({ email: `user${c}-${i}@example.com`, note: 'x'.repeat(200) }),
         }).catch(() => undefined);
         if (!r) break;

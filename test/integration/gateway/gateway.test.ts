@@ -20,22 +20,32 @@ const CONTACT_EMAILS = `{ select: 'contacts[*]."e-mail"', field: Customer.email 
 
 /** The example configuration's engine sections, and a gateway in front of the test upstream. */
 function configText(upstreamPort: number): Promise<string> {
-  return readFile(join(ROOT, 'config/example.yaml'), 'utf8').then((engine) => `${engine}
+  return readFile(join(ROOT, 'config/example.yaml'), 'utf8').then(
+    (engine) => `${engine}
 gateway:
   upstream: http://127.0.0.1:${upstreamPort}
-${gatewaySection([
+${gatewaySection(
+  [
     customers(EMAIL, CARD, NAME, CONTACT_EMAILS),
     route('reveal', 'POST', '/reveal', { response: [EMAIL, '{ select: card.number, field: Customer.cardNumber, ifDenied: Mask }', NAME, CONTACT_EMAILS] }),
     route('upload', 'POST', '/upload'),
     STATIC,
     route('slow', 'GET', '/slow'),
-  ], `limits: { bodyBytes: ${BODY_LIMIT} }`)}`);
+  ],
+  `limits: { bodyBytes: ${BODY_LIMIT} }`,
+)}`,
+  );
 }
 
 const json = (reply: Reply) => JSON.parse(reply.body.toString('utf8'));
 const names = (raw: string[]) => raw.filter((_, i) => i % 2 === 0).map((n) => n.toLowerCase());
 
-interface Received { method: string; target: string; rawHeaders: string[]; body: string }
+interface Received {
+  method: string;
+  target: string;
+  rawHeaders: string[];
+  body: string;
+}
 
 describe('veil gateway against a real upstream process', () => {
   let dataDir: string;
@@ -68,7 +78,8 @@ describe('veil gateway against a real upstream process', () => {
     const port = await freePorts(1);
     url = `http://127.0.0.1:${port}`;
     gateway = spawn(join(ROOT, 'bin/veil'), ['gateway', '--config', configFile, '--data-dir', dataDir, '--port', String(port)], {
-      env: { ...process.env, VEIL_MASTER_KEY: MASTER_KEY, VEIL_BASE_URL: ISSUER, VEIL_LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, VEIL_MASTER_KEY: MASTER_KEY, VEIL_BASE_URL: ISSUER, VEIL_LOG_LEVEL: 'info' },
+      stdio: ['ignore', 'pipe', 'pipe'],
     });
     gateway.stdout!.on('data', (d) => (gatewayOutput += String(d)));
     gateway.stderr!.on('data', (d) => (gatewayOutput += String(d)));
@@ -113,7 +124,7 @@ describe('veil gateway against a real upstream process', () => {
     expect(reply.body.toString('utf8')).toBe(protectedText);
   });
 
-  it('reveals response fields by the caller\'s roles: clear, masked, or left protected', async () => {
+  it("reveals response fields by the caller's roles: clear, masked, or left protected", async () => {
     const reveal = (who: string) => call(url, 'POST', '/reveal', { headers: [...bearer(who), 'Content-Type', 'application/json'], body: protectedText });
     const stored = JSON.parse(protectedText);
 
@@ -136,8 +147,15 @@ describe('veil gateway against a real upstream process', () => {
   it('audits every reveal in the data directory, without values', async () => {
     await waitFor(async () => (await readFile(join(dataDir, 'audit.log'), 'utf8').catch(() => '')).includes('"channel":"gateway"'), 5000, 'the audit record');
     const log = await readFile(join(dataDir, 'audit.log'), 'utf8');
-    const events = log.trim().split('\n').map((l) => JSON.parse(l));
-    expect(events.some((e) => e.channel === 'gateway' && e.outcome === 'ok' && e.client === 'fraud' && e.fields.some((f: { action: string }) => f.action === 'Unprotect'))).toBe(true);
+    const events = log
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    expect(
+      events.some(
+        (e) => e.channel === 'gateway' && e.outcome === 'ok' && e.client === 'fraud' && e.fields.some((f: { action: string }) => f.action === 'Unprotect'),
+      ),
+    ).toBe(true);
     for (const clear of cleartexts) expect(log).not.toContain(clear);
     for (const clear of cleartexts) expect(gatewayOutput).not.toContain(clear);
   });
@@ -159,7 +177,9 @@ describe('veil gateway against a real upstream process', () => {
     expect(json(bad)).toMatchObject({ code: 'VALUE_TOO_SHORT', pointer: '/card/number' });
     expect(bad.body.toString()).not.toContain('ABCD');
     // the messages describe the caller's request, never the gateway's own transform call
-    expect(json(forbidden).detail).toBe(`2 problems in the call; the first: Protect on Customer.name (at /name) is not granted to the roles in the caller's token`);
+    expect(json(forbidden).detail).toBe(
+      `2 problems in the call; the first: Protect on Customer.name (at /name) is not granted to the roles in the caller's token`,
+    );
     expect(json(forbidden).errors.map((e: { message: string }) => e.message)).toEqual([
       "Protect on Customer.name (at /name) is not granted to the roles in the caller's token",
       "Protect on Customer.cardNumber (at /card/number) is not granted to the roles in the caller's token",
@@ -167,11 +187,19 @@ describe('veil gateway against a real upstream process', () => {
     expect(json(bad).detail).toMatch(/^Customer\.cardNumber value needs at least .* \(at \/card\/number\)$/);
     const noRights = await post(jsonHeaders('nobody'), customerText);
     expect(noRights.status).toBe(403);
-    expect(json(noRights)).toMatchObject({ code: 'RIGHTS_CONTEXT_UNMATCHED', pointer: '', detail: "the roles in the caller's token match no configured rights context, so nothing can be protected" });
-    for (const refusal of [forbidden, bad, noRights]) expect(refusal.body.toString()).not.toMatch(/rightsContexts|processingContexts|\/requests\/|00000000-0000-4000/);
+    expect(json(noRights)).toMatchObject({
+      code: 'RIGHTS_CONTEXT_UNMATCHED',
+      pointer: '',
+      detail: "the roles in the caller's token match no configured rights context, so nothing can be protected",
+    });
+    for (const refusal of [forbidden, bad, noRights])
+      expect(refusal.body.toString()).not.toMatch(/rightsContexts|processingContexts|\/requests\/|00000000-0000-4000/);
     // no token, a bad token
     expect(json(await post(['Content-Type', 'application/json'], customerText))).toMatchObject({ status: 401, code: 'TOKEN_MISSING' });
-    expect(json(await post(['Authorization', 'Bearer abc.def.ghi', 'Content-Type', 'application/json'], customerText))).toMatchObject({ status: 401, code: 'TOKEN_INVALID' });
+    expect(json(await post(['Authorization', 'Bearer abc.def.ghi', 'Content-Type', 'application/json'], customerText))).toMatchObject({
+      status: 401,
+      code: 'TOKEN_INVALID',
+    });
     // a selected field that is an object
     expect(json(await post(jsonHeaders('ingest'), '{"email":{"local":"alice"}}'))).toMatchObject({ status: 422, code: 'FIELD_SHAPE_MISMATCH' });
 
@@ -180,11 +208,18 @@ describe('veil gateway against a real upstream process', () => {
 
   it('refuses bodies that are not JSON or over the limit on a route with selectors', async () => {
     const before = (await received()).length;
-    const post = (headers: string[], body: string | Buffer, chunked = false) => call(url, 'POST', '/customers', { headers: [...bearer('ingest'), ...headers], body, chunked });
+    const post = (headers: string[], body: string | Buffer, chunked = false) =>
+      call(url, 'POST', '/customers', { headers: [...bearer('ingest'), ...headers], body, chunked });
     expect(json(await post(['Content-Type', 'application/json'], '{"email": "alice@example.com"'))).toMatchObject({ status: 400, code: 'BODY_NOT_JSON' });
-    expect(json(await post(['Content-Type', 'application/json'], Buffer.from([0x7b, 0x22, 0xff, 0x22, 0x3a, 0x31, 0x7d])))).toMatchObject({ status: 400, code: 'BODY_NOT_JSON' });
+    expect(json(await post(['Content-Type', 'application/json'], Buffer.from([0x7b, 0x22, 0xff, 0x22, 0x3a, 0x31, 0x7d])))).toMatchObject({
+      status: 400,
+      code: 'BODY_NOT_JSON',
+    });
     expect(json(await post(['Content-Type', 'text/plain'], 'email=alice@example.com'))).toMatchObject({ status: 415, code: 'CONTENT_TYPE_UNSUPPORTED' });
-    expect(json(await post(['Content-Type', 'application/json', 'Content-Encoding', 'zstd'], 'x'))).toMatchObject({ status: 415, code: 'CONTENT_ENCODING_UNSUPPORTED' });
+    expect(json(await post(['Content-Type', 'application/json', 'Content-Encoding', 'zstd'], 'x'))).toMatchObject({
+      status: 415,
+      code: 'CONTENT_ENCODING_UNSUPPORTED',
+    });
     const big = JSON.stringify({ email: 'alice@example.com', pad: 'x'.repeat(BODY_LIMIT) });
     expect(json(await post(['Content-Type', 'application/json'], big))).toMatchObject({ status: 413, code: 'BODY_TOO_LARGE' });
     expect(json(await post(['Content-Type', 'application/json'], big, true))).toMatchObject({ status: 413, code: 'BODY_TOO_LARGE' });
@@ -192,7 +227,10 @@ describe('veil gateway against a real upstream process', () => {
     const bomb = zlib.gzipSync(Buffer.from(big));
     expect(bomb.length).toBeLessThan(BODY_LIMIT);
     expect(json(await post(['Content-Type', 'application/json', 'Content-Encoding', 'gzip'], bomb))).toMatchObject({ status: 413, code: 'BODY_TOO_LARGE' });
-    expect(json(await post(['Content-Type', 'application/json', 'Content-Encoding', 'gzip'], 'not gzip'))).toMatchObject({ status: 400, code: 'BODY_NOT_JSON' });
+    expect(json(await post(['Content-Type', 'application/json', 'Content-Encoding', 'gzip'], 'not gzip'))).toMatchObject({
+      status: 400,
+      code: 'BODY_NOT_JSON',
+    });
     expect((await received()).length).toBe(before);
   });
 
@@ -217,7 +255,8 @@ describe('veil gateway against a real upstream process', () => {
     const before = (await received()).length;
     const gz = zlib.gzipSync(Buffer.from(customerText));
     const reply = await call(url, 'POST', '/customers', {
-      headers: [...bearer('ingest'), 'Content-Type', 'application/json', 'Content-Encoding', 'gzip'], body: gz,
+      headers: [...bearer('ingest'), 'Content-Type', 'application/json', 'Content-Encoding', 'gzip'],
+      body: gz,
     });
     expect(reply.status).toBe(200);
     const got = (await received()).slice(before)[0]!;
@@ -238,7 +277,8 @@ describe('veil gateway against a real upstream process', () => {
       expect(revealed.headers['content-encoding']).toBe(coding);
       expect(revealed.headers['content-length']).toBe(String(revealed.body.length));
       expect(revealed.headers['transfer-encoding']).toBeUndefined();
-      const decoded = coding === 'br' ? zlib.brotliDecompressSync(revealed.body) : coding === 'gzip' ? zlib.gunzipSync(revealed.body) : zlib.inflateSync(revealed.body);
+      const decoded =
+        coding === 'br' ? zlib.brotliDecompressSync(revealed.body) : coding === 'gzip' ? zlib.gunzipSync(revealed.body) : zlib.inflateSync(revealed.body);
       expect(JSON.parse(decoded.toString('utf8'))).toMatchObject(customer);
       // the upstream was offered only codings the gateway can rewrite
       const asked = (await received()).at(-1)!;
@@ -246,12 +286,30 @@ describe('veil gateway against a real upstream process', () => {
     }
   });
 
-  it('drops hop-by-hop headers both ways and passes the upstream\'s status and other headers', async () => {
+  it("drops hop-by-hop headers both ways and passes the upstream's status and other headers", async () => {
     const reply = await call(url, 'POST', '/reveal', {
       headers: [
-        ...bearer('support'), 'Content-Type', 'application/json', 'X-Respond-Status', '418',
-        'Connection', 'keep-alive, X-Drop-Me', 'X-Drop-Me', 'secret', 'Keep-Alive', 'timeout=42', 'Proxy-Authorization', 'Basic Zm9vOmJhcg==',
-        'TE', 'trailers', 'Upgrade', 'h2c', 'Trailer', 'X-Sum', 'X-Keep-Me', 'yes',
+        ...bearer('support'),
+        'Content-Type',
+        'application/json',
+        'X-Respond-Status',
+        '418',
+        'Connection',
+        'keep-alive, X-Drop-Me',
+        'X-Drop-Me',
+        'secret',
+        'Keep-Alive',
+        'timeout=42',
+        'Proxy-Authorization',
+        'Basic Zm9vOmJhcg==',
+        'TE',
+        'trailers',
+        'Upgrade',
+        'h2c',
+        'Trailer',
+        'X-Sum',
+        'X-Keep-Me',
+        'yes',
       ],
       body: protectedText,
       chunked: true,
@@ -304,7 +362,8 @@ describe('veil gateway against a real upstream process', () => {
     expect((await received()).length).toBe(before + 1);
     const text = reply.body.toString('utf8');
     const found = samples(text);
-    const value = (name: string, labels: Record<string, string>) => found.filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v)).reduce((a, s) => a + s.value, 0);
+    const value = (name: string, labels: Record<string, string>) =>
+      found.filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v)).reduce((a, s) => a + s.value, 0);
 
     expect(value('veil_gateway_requests_total', { route: 'customers', outcome: 'forwarded', status: '200' })).toBeGreaterThanOrEqual(2);
     expect(value('veil_gateway_requests_total', { route: 'customers', outcome: 'ACTION_NOT_GRANTED', status: '403' })).toBe(1);
@@ -324,7 +383,8 @@ describe('veil gateway against a real upstream process', () => {
     // labels hold route names, fields, statuses and codes only
     const labelValues = new Set(found.flatMap((s) => Object.values(s.labels)));
     for (const v of labelValues) expect(v).toMatch(/^[A-Za-z0-9_.+-]*$/);
-    for (const leak of [...cleartexts, 'alice%40example.com', 'trace-value-7f3a', '/static', '/customers', tokens.fraud!, 'abc.def.ghi']) expect(text).not.toContain(leak);
+    for (const leak of [...cleartexts, 'alice%40example.com', 'trace-value-7f3a', '/static', '/customers', tokens.fraud!, 'abc.def.ghi'])
+      expect(text).not.toContain(leak);
     const protectedValues = Object.values(JSON.parse(protectedText)).filter((v): v is string => typeof v === 'string' && v.length > 10);
     for (const p of protectedValues) expect(text).not.toContain(p);
   });

@@ -41,7 +41,8 @@ afterAll(async () => {
 async function serveOnTakenPort(label: string, env: Record<string, string>): Promise<{ code: number | null; ms: number; output: string }> {
   const started = Date.now();
   const child = spawn(join(ROOT, 'bin/veil'), ['serve', '--config', configFile, '--data-dir', join(dir, label), '--port', String(port)], {
-    env: { ...process.env, VEIL_MASTER_KEY: MASTER_KEY_HEX, VEIL_LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, VEIL_MASTER_KEY: MASTER_KEY_HEX, VEIL_LOG_LEVEL: 'warn', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
   child.stdout!.on('data', (d) => (output += String(d)));
@@ -55,19 +56,28 @@ async function serveOnTakenPort(label: string, env: Record<string, string>): Pro
 
 const kafkaEnv = () => {
   const id = randomBytes(4).toString('hex');
-  return { VEIL_CONTROL_STORE: 'kafka', VEIL_CONTROL_BROKERS: BROKERS.join(','), VEIL_CONTROL_TOPIC: `veil.control.failed-start.${id}`, VEIL_SUBJECT_TOPIC: `veil.subjects.failed-start.${id}` };
+  return {
+    VEIL_CONTROL_STORE: 'kafka',
+    VEIL_CONTROL_BROKERS: BROKERS.join(','),
+    VEIL_CONTROL_TOPIC: `veil.control.failed-start.${id}`,
+    VEIL_SUBJECT_TOPIC: `veil.subjects.failed-start.${id}`,
+  };
 };
 
 describe('veil serve on a port that is taken', () => {
   it.each([
     ['the Kafka control store (and subject store)', 'kafka', kafkaEnv],
     ['the local stores', 'local', () => ({})],
-  ])('with %s: prints EADDRINUSE and exits 1 within 20 s', async (_label, name, env) => {
-    const run = await serveOnTakenPort(name, env());
-    expect(run.output).toContain('cannot start: listen EADDRINUSE');
-    expect(run.code).toBe(1);
-    expect(run.ms).toBeLessThan(EXIT_BOUND_MS);
-    // figures for the report: how long each failed start took
-    console.log(`serve-failed-start: ${name} exited ${run.code} after ${run.ms} ms`);
-  }, EXIT_BOUND_MS * 3);
+  ])(
+    'with %s: prints EADDRINUSE and exits 1 within 20 s',
+    async (_label, name, env) => {
+      const run = await serveOnTakenPort(name, env());
+      expect(run.output).toContain('cannot start: listen EADDRINUSE');
+      expect(run.code).toBe(1);
+      expect(run.ms).toBeLessThan(EXIT_BOUND_MS);
+      // figures for the report: how long each failed start took
+      console.log(`serve-failed-start: ${name} exited ${run.code} after ${run.ms} ms`);
+    },
+    EXIT_BOUND_MS * 3,
+  );
 });

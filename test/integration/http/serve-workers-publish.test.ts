@@ -6,7 +6,12 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePorts, ROOT } from '../../helpers/processes.ts';
 
-interface Answer { status: number; location: string | undefined; cookie: string | undefined; text: string }
+interface Answer {
+  status: number;
+  location: string | undefined;
+  cookie: string | undefined;
+  text: string;
+}
 
 /** One HTTP exchange; `agent: false` is a fresh connection (so the cluster may hand it to any worker). */
 function send(url: string, options: { method?: string; headers?: Record<string, string>; body?: string; agent: Agent | false }): Promise<Answer> {
@@ -40,16 +45,24 @@ describe('veil serve --workers 2: a version published in the portal reaches ever
     dataDir = await mkdtemp(join(tmpdir(), 'veil-workers-'));
     const port = await freePorts(1);
     url = `http://127.0.0.1:${port}`;
-    child = spawn(join(ROOT, 'bin/veil'), ['serve', '--workers', '2', '--port', String(port), '--data-dir', dataDir], { env: { ...process.env, VEIL_LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    child = spawn(join(ROOT, 'bin/veil'), ['serve', '--workers', '2', '--port', String(port), '--data-dir', dataDir], {
+      env: { ...process.env, VEIL_LOG_LEVEL: 'warn' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     child.stderr!.on('data', (d) => (stderr += String(d)));
     for (let i = 0; i < 300; i++) {
-      const ok = await send(`${url}/readyz`, { agent: false }).then((r) => r.status === 200, () => false);
+      const ok = await send(`${url}/readyz`, { agent: false }).then(
+        (r) => r.status === 200,
+        () => false,
+      );
       if (ok) break;
       await new Promise((r) => setTimeout(r, 100));
     }
     const secret = (await readFile(join(dataDir, 'dev-client.secret'), 'utf8')).trim();
     const res = await send(`${url}/connect/token`, {
-      method: 'POST', agent: false, headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      method: 'POST',
+      agent: false,
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
       body: new URLSearchParams({ grant_type: 'client_credentials', client_id: 'veil-dev', client_secret: secret }).toString(),
     });
     token = (JSON.parse(res.text) as { access_token: string }).access_token;
@@ -69,11 +82,25 @@ describe('veil serve --workers 2: a version published in the portal reaches ever
     const body = JSON.stringify({
       rightsContexts: [{ guid: guid(1), evidences: [{ name: 'Role', value: 'ingest' }] }],
       processingContexts: [{ guid: guid(2), evidences: [{ name: 'Action', value: 'Protect' }] }],
-      requests: [{ guid: guid(3), rightsContext: guid(1), processingContext: guid(2), instances: [{ className: 'Customer', propertyName: 'phone', value: '+41 79 000 00 00' }] }],
+      requests: [
+        {
+          guid: guid(3),
+          rightsContext: guid(1),
+          processingContext: guid(2),
+          instances: [{ className: 'Customer', propertyName: 'phone', value: '+41 79 000 00 00' }],
+        },
+      ],
     });
     const answers: Answer[] = [];
     for (let i = 0; i < count; i++) {
-      answers.push(await send(`${url}/transform`, { method: 'POST', agent: false, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', connection: 'close' }, body }));
+      answers.push(
+        await send(`${url}/transform`, {
+          method: 'POST',
+          agent: false,
+          headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', connection: 'close' },
+          body,
+        }),
+      );
     }
     for (const a of answers.filter((x) => x.status === 200)) expect(a.text).not.toContain('+41 79');
     return answers.map((a) => a.status);
@@ -84,14 +111,25 @@ describe('veil serve --workers 2: a version published in the portal reaches ever
     const admin = new Agent({ keepAlive: true, maxSockets: 1 });
     const secret = (await readFile(join(dataDir, 'dev-client.secret'), 'utf8')).trim();
     const form = (fields: Record<string, string>) => new URLSearchParams(fields).toString();
-    const signIn = await send(`${url}/admin/sign-in`, { method: 'POST', agent: admin, headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: form({ kind: 'client', client_id: 'veil-dev', client_secret: secret }) });
+    const signIn = await send(`${url}/admin/sign-in`, {
+      method: 'POST',
+      agent: admin,
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: form({ kind: 'client', client_id: 'veil-dev', client_secret: secret }),
+    });
     expect(signIn.status).toBe(303);
     const cookie = signIn.cookie!;
     const get = (path: string) => send(`${url}${path}`, { agent: admin, headers: { cookie } });
     const overview = await get('/admin');
     expect(overview.status).toBe(200);
     const csrf = /name="_csrf" value="([^"]+)"/.exec(overview.text)![1]!;
-    const post = (path: string, fields: Record<string, string>) => send(`${url}${path}`, { method: 'POST', agent: admin, headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' }, body: form({ _csrf: csrf, ...fields }) });
+    const post = (path: string, fields: Record<string, string>) =>
+      send(`${url}${path}`, {
+        method: 'POST',
+        agent: admin,
+        headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' },
+        body: form({ _csrf: csrf, ...fields }),
+      });
 
     // before: Customer.phone is not configured, on any worker
     expect(new Set(await protectPhones(20))).toEqual(new Set([422]));

@@ -9,7 +9,14 @@ const guid = (n: number) => `00000000-0000-4000-8000-${String(n).padStart(12, '0
 const body = JSON.stringify({
   rightsContexts: [{ guid: guid(1), evidences: [{ name: 'Role', value: 'support' }] }],
   processingContexts: [{ guid: guid(2), evidences: [{ name: 'Action', value: 'Protect' }] }],
-  requests: [{ guid: guid(3), rightsContext: guid(1), processingContext: guid(2), instances: Array.from({ length: 200 }, (_, i) => ({ className: 'Customer', propertyName: 'email', value: `user${i}@example.com` })) }],
+  requests: [
+    {
+      guid: guid(3),
+      rightsContext: guid(1),
+      processingContext: guid(2),
+      instances: Array.from({ length: 200 }, (_, i) => ({ className: 'Customer', propertyName: 'email', value: `user${i}@example.com` })),
+    },
+  ],
 });
 
 /**
@@ -21,20 +28,38 @@ describe('veil serve --workers 2 stops when asked', () => {
     const dataDir = await mkdtemp(join(tmpdir(), 'veil-stop-'));
     const port = await freePorts(1);
     const url = `http://127.0.0.1:${port}`;
-    const child = spawn(join(ROOT, 'bin/veil'), ['serve', '--workers', '2', '--port', String(port), '--data-dir', dataDir], { env: { ...process.env, VEIL_LOG_LEVEL: 'warn', VEIL_STOP_TIMEOUT_MS: '20000' }, stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn(join(ROOT, 'bin/veil'), ['serve', '--workers', '2', '--port', String(port), '--data-dir', dataDir], {
+      env: { ...process.env, VEIL_LOG_LEVEL: 'warn', VEIL_STOP_TIMEOUT_MS: '20000' },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
     let stderr = '';
     child.stderr!.on('data', (d) => (stderr += String(d)));
     try {
-      await waitFor(() => fetch(`${url}/readyz`).then((r) => r.ok, () => false), 30_000, 'service ready');
+      await waitFor(
+        () =>
+          fetch(`${url}/readyz`).then(
+            (r) => r.ok,
+            () => false,
+          ),
+        30_000,
+        'service ready',
+      );
       const secret = (await readFile(join(dataDir, 'dev-client.secret'), 'utf8')).trim();
-      const tokenRes = await fetch(`${url}/connect/token`, { method: 'POST', body: new URLSearchParams({ grant_type: 'client_credentials', client_id: 'veil-dev', client_secret: secret }) });
+      const tokenRes = await fetch(`${url}/connect/token`, {
+        method: 'POST',
+        body: new URLSearchParams({ grant_type: 'client_credentials', client_id: 'veil-dev', client_secret: secret }),
+      });
       const { access_token: token } = (await tokenRes.json()) as { access_token: string };
       // 8 clients calling back to back until the service goes away
       let ok = 0;
       let running = true;
       const clients = Array.from({ length: 8 }, async () => {
         while (running) {
-          const r = await fetch(`${url}/transform`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body }).catch(() => undefined);
+          const r = await fetch(`${url}/transform`, {
+            method: 'POST',
+            headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+            body,
+          }).catch(() => undefined);
           if (!r) break;
           if (r.status === 200) ok++;
           await r.arrayBuffer();

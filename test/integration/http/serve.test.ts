@@ -13,7 +13,9 @@ async function waitReady(url: string): Promise<void> {
   for (let i = 0; i < 300; i++) {
     try {
       if ((await fetch(`${url}/readyz`)).ok) return;
-    } catch { /* not yet */ }
+    } catch {
+      /* not yet */
+    }
     await new Promise((r) => setTimeout(r, 100));
   }
   throw new Error('veil serve did not become ready');
@@ -30,7 +32,10 @@ describe('veil serve (process)', () => {
     dataDir = await mkdtemp(join(tmpdir(), 'veil-serve-'));
     const port = await freePorts(1);
     url = `http://127.0.0.1:${port}`;
-    child = spawn(join(root, 'bin/veil'), ['serve', '--port', String(port), '--data-dir', dataDir], { env: { ...process.env, VEIL_LOG_LEVEL: 'warn', VEIL_DRAIN_DELAY_MS: '1500' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    child = spawn(join(root, 'bin/veil'), ['serve', '--port', String(port), '--data-dir', dataDir], {
+      env: { ...process.env, VEIL_LOG_LEVEL: 'warn', VEIL_DRAIN_DELAY_MS: '1500' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     child.stderr!.on('data', (d) => (stderr += String(d)));
     await waitReady(url);
   }, 60_000);
@@ -55,7 +60,10 @@ describe('veil serve (process)', () => {
 
   it('runs the README round trip (docs/examples/http-round-trip.sh) from another directory: token, protect, unprotect', async () => {
     // not the repository's root, and the port as `npm start` reads it (VEIL_PORT)
-    const { stdout } = await promisify(execFile)('sh', [join(root, 'docs/examples/http-round-trip.sh')], { cwd: tmpdir(), env: { ...process.env, VEIL_URL: '', VEIL_PORT: new URL(url).port, VEIL_DATA_DIR: dataDir } });
+    const { stdout } = await promisify(execFile)('sh', [join(root, 'docs/examples/http-round-trip.sh')], {
+      cwd: tmpdir(),
+      env: { ...process.env, VEIL_URL: '', VEIL_PORT: new URL(url).port, VEIL_DATA_DIR: dataDir },
+    });
     expectRoundTrip(stdout);
   });
 
@@ -79,16 +87,30 @@ describe('veil serve (process)', () => {
   it('drains on SIGTERM: an in-flight call completes, then the process exits 0', async () => {
     const { readFile } = await import('node:fs/promises');
     const secret = (await readFile(join(dataDir, 'dev-client.secret'), 'utf8')).trim();
-    const tokenRes = await fetch(`${url}/connect/token`, { method: 'POST', body: new URLSearchParams({ grant_type: 'client_credentials', client_id: 'veil-dev', client_secret: secret }) });
+    const tokenRes = await fetch(`${url}/connect/token`, {
+      method: 'POST',
+      body: new URLSearchParams({ grant_type: 'client_credentials', client_id: 'veil-dev', client_secret: secret }),
+    });
     const { access_token } = (await tokenRes.json()) as { access_token: string };
     const guid = (n: number) => `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`;
     const big = {
       rightsContexts: [{ guid: guid(1), evidences: [{ name: 'Role', value: 'fraud' }] }],
       processingContexts: [{ guid: guid(2), evidences: [{ name: 'Action', value: 'Protect' }] }],
-      requests: [{ guid: guid(3), rightsContext: guid(1), processingContext: guid(2), instances: Array.from({ length: 10_000 }, (_, i) => ({ className: 'Customer', propertyName: 'name', value: `person ${i}` })) }],
+      requests: [
+        {
+          guid: guid(3),
+          rightsContext: guid(1),
+          processingContext: guid(2),
+          instances: Array.from({ length: 10_000 }, (_, i) => ({ className: 'Customer', propertyName: 'name', value: `person ${i}` })),
+        },
+      ],
     };
     const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
-    const inFlight = fetch(`${url}/transform`, { method: 'POST', headers: { authorization: `Bearer ${access_token}`, 'content-type': 'application/json' }, body: JSON.stringify(big) });
+    const inFlight = fetch(`${url}/transform`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${access_token}`, 'content-type': 'application/json' },
+      body: JSON.stringify(big),
+    });
     await new Promise((r) => setTimeout(r, 20));
     child.kill('SIGTERM');
     const res = await inFlight;

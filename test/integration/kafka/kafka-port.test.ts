@@ -122,7 +122,9 @@ describe.each(streamClients())('Kafka port on %s (real broker)', (client) => {
     await groupConsumer(`hdr-${t.id}`, t.clean, async (b) => void seen.push(b));
     await waitUntil(() => seen.length > 0);
     const got = seen[0]!.records[0]!;
-    expect(got.headers.map((h) => [h.key, h.value === null ? null : h.value.toString('hex')])).toEqual(headers.map((h) => [h.key, h.value === null ? null : h.value.toString('hex')]));
+    expect(got.headers.map((h) => [h.key, h.value === null ? null : h.value.toString('hex')])).toEqual(
+      headers.map((h) => [h.key, h.value === null ? null : h.value.toString('hex')]),
+    );
     expect(got.key!.toString()).toBe('k');
   }, 60_000);
 
@@ -195,7 +197,7 @@ describe.each(streamClients())('Kafka port on %s (real broker)', (client) => {
     expect(seen).toEqual(Array.from({ length: total }, (_, i) => i));
   }, 60_000);
 
-  it('a topic\'s limit lowered under a transaction: it fails, never commits a part, and the retry on a new producer fits the new limit', async () => {
+  it("a topic's limit lowered under a transaction: it fails, never commits a part, and the retry on a new producer fits the new limit", async () => {
     const t = topicsFor('lowered');
     await createTopics(kafka, [t.clean], 1);
     const id = `lowered-${t.id}`;
@@ -207,7 +209,9 @@ describe.each(streamClients())('Kafka port on %s (real broker)', (client) => {
     const admin = kafka.admin();
     await admin.connect();
     await admin.alterConfigs({ validateOnly: false, resources: [{ type: 2, name: t.clean, configEntries: [{ name: 'max.message.bytes', value: '20000' }] }] });
-    const limitNow = async () => (await admin.describeConfigs({ includeSynonyms: false, resources: [{ type: 2, name: t.clean, configNames: ['max.message.bytes'] }] })).resources[0]!.configEntries[0]!.configValue;
+    const limitNow = async () =>
+      (await admin.describeConfigs({ includeSynonyms: false, resources: [{ type: 2, name: t.clean, configNames: ['max.message.bytes'] }] })).resources[0]!
+        .configEntries[0]!.configValue;
     await waitUntilAsync(async () => (await limitNow()) === '20000');
     await new Promise((r) => setTimeout(r, 500)); // the broker's log applies what its metadata says
     await admin.disconnect();
@@ -234,20 +238,23 @@ describe.each(streamClients())('Kafka port on %s (real broker)', (client) => {
     expect(seen.map((r) => Number(r.value!.subarray(0, 4).toString()))).toEqual(Array.from({ length: 101 }, (_, i) => i));
   }, 90_000);
 
-  it('a record over a megabyte goes to a topic that takes it (the client\'s own request limit is not the topic\'s)', async () => {
+  it("a record over a megabyte goes to a topic that takes it (the client's own request limit is not the topic's)", async () => {
     const t = topicsFor('big');
     await createTopics(kafka, [t.clean], 1, { 'max.message.bytes': String(3 * 1024 * 1024) });
     const producer = await port.producer({ transactionalId: `big-${t.id}` });
     const big = Buffer.alloc(1_500_000, 'b');
     const tx = await producer.transaction();
-    await tx.send([{ topic: t.clean, key: null, value: Buffer.from('small'), headers: [] }, { topic: t.clean, key: null, value: big, headers: [] }]);
+    await tx.send([
+      { topic: t.clean, key: null, value: Buffer.from('small'), headers: [] },
+      { topic: t.clean, key: null, value: big, headers: [] },
+    ]);
     await tx.commit();
     await producer.disconnect();
     const seen = await consume(kafka, t.clean, 2, 30_000, 500);
     expect(seen.map((r) => r.value!.length)).toEqual([5, big.length]);
   }, 60_000);
 
-  it('maxMessageBytes reads a topic\'s limit', async () => {
+  it("maxMessageBytes reads a topic's limit", async () => {
     const t = topicsFor('limit');
     await createTopics(kafka, [t.dlq], 1, { 'max.message.bytes': '12345' });
     expect(await port.maxMessageBytes(t.dlq)).toBe(12345);

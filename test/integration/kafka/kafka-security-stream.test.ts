@@ -37,18 +37,35 @@ describe('veil stream on a secured Kafka (SASL_SSL SCRAM-SHA-512, mTLS, OAUTHBEA
   let kafka: Kafka;
   let seed: Awaited<ReturnType<typeof seedDataDir>>;
   const children = new Children();
-  const lanes: Lane[] = LISTENERS.flatMap((listener) => streamClients().map((client) => {
-    const name = `sec-${listener}-${client}`;
-    return { listener, client, name, raw: `raw.${name}`, clean: `clean.${name}`, dlq: `dlq.${name}`, group: `veil-protect-${name}`, dataDir: '' };
-  }));
-  const desk = (listener: Listener) => ({ requests: `requests.${listener}`, replies: `replies.${listener}`, dlq: `dlq.desk.${listener}`, group: `veil-unprotect-desk-${listener}` });
+  const lanes: Lane[] = LISTENERS.flatMap((listener) =>
+    streamClients().map((client) => {
+      const name = `sec-${listener}-${client}`;
+      return { listener, client, name, raw: `raw.${name}`, clean: `clean.${name}`, dlq: `dlq.${name}`, group: `veil-protect-${name}`, dataDir: '' };
+    }),
+  );
+  const desk = (listener: Listener) => ({
+    requests: `requests.${listener}`,
+    replies: `replies.${listener}`,
+    dlq: `dlq.desk.${listener}`,
+    group: `veil-unprotect-desk-${listener}`,
+  });
 
   beforeAll(async () => {
     broker = await startSecureBroker('stream');
     kafka = harness(broker);
-    await createTopics(kafka, lanes.flatMap((l) => [l.raw, l.clean]), 3);
-    await createTopics(kafka, [...lanes.map((l) => l.dlq), ...LISTENERS.flatMap((l) => Object.values(desk(l)).slice(0, 3)), ...LISTENERS.map((l) => `rewrapped.${l}`)], 1);
-    const pipelines = lanes.map((l) => `  ${l.name}:
+    await createTopics(
+      kafka,
+      lanes.flatMap((l) => [l.raw, l.clean]),
+      3,
+    );
+    await createTopics(
+      kafka,
+      [...lanes.map((l) => l.dlq), ...LISTENERS.flatMap((l) => Object.values(desk(l)).slice(0, 3)), ...LISTENERS.map((l) => `rewrapped.${l}`)],
+      1,
+    );
+    const pipelines = lanes
+      .map(
+        (l) => `  ${l.name}:
     source: { topics: [${l.raw}] }
     sink: { topic: ${l.clean} }
     deadLetterTopic: ${l.dlq}
@@ -57,12 +74,16 @@ describe('veil stream on a secured Kafka (SASL_SSL SCRAM-SHA-512, mTLS, OAUTHBEA
     key: { field: Customer.email }
     roles: [ingest]
     rightsEvidences: { Role: ingest }
-    processingEvidences: { Action: Protect }`).join('\n');
-    const responders = LISTENERS.map((l) => `  desk-${l}:
+    processingEvidences: { Action: Protect }`,
+      )
+      .join('\n');
+    const responders = LISTENERS.map(
+      (l) => `  desk-${l}:
     requestTopic: ${desk(l).requests}
     replyTopics: [${desk(l).replies}]
     deadLetterTopic: ${desk(l).dlq}
-    groupId: ${desk(l).group}`).join('\n');
+    groupId: ${desk(l).group}`,
+    ).join('\n');
     seed = await seedDataDir(`pipelines:\n${pipelines}\nresponders:\n${responders}\n`);
     for (const l of lanes) {
       await broker.grant('protect', { RAW_TOPIC: l.raw, CLEAN_TOPIC: l.clean, DEAD_LETTER_TOPIC: l.dlq, GROUP: l.group });
@@ -77,8 +98,10 @@ describe('veil stream on a secured Kafka (SASL_SSL SCRAM-SHA-512, mTLS, OAUTHBEA
   }, 120_000);
 
   const start = (l: Lane) => {
-    l.process = children.spawn(['stream', 'protect', '--config', seed.configFile, '--data-dir', l.dataDir, '--pipeline', l.name, '--port', '0'],
-      broker.env(l.listener, { VEIL_STREAM_CLIENT: l.client, VEIL_KAFKA_SESSION_TIMEOUT_MS: '6000' }));
+    l.process = children.spawn(
+      ['stream', 'protect', '--config', seed.configFile, '--data-dir', l.dataDir, '--pipeline', l.name, '--port', '0'],
+      broker.env(l.listener, { VEIL_STREAM_CLIENT: l.client, VEIL_KAFKA_SESSION_TIMEOUT_MS: '6000' }),
+    );
     return l.process;
   };
 
@@ -95,11 +118,15 @@ describe('veil stream on a secured Kafka (SASL_SSL SCRAM-SHA-512, mTLS, OAUTHBEA
     const round = async (r: number) => {
       const per = PER_PIPELINE / ROUNDS;
       for (const l of lanes) {
-        await producer.send({ topic: l.raw, acks: -1, messages: Array.from({ length: per }, (_, i) => {
-          const id = r * per + i;
-          const email = `user${id % 23}@example.com`;
-          return { key: email, value: JSON.stringify({ id, email, name: `Name ${id}`, seq: id }) };
-        }) });
+        await producer.send({
+          topic: l.raw,
+          acks: -1,
+          messages: Array.from({ length: per }, (_, i) => {
+            const id = r * per + i;
+            const email = `user${id % 23}@example.com`;
+            return { key: email, value: JSON.stringify({ id, email, name: `Name ${id}`, seq: id }) };
+          }),
+        });
       }
     };
     try {
@@ -132,49 +159,70 @@ describe('veil stream on a secured Kafka (SASL_SSL SCRAM-SHA-512, mTLS, OAUTHBEA
     }
   }, 600_000);
 
-  it.each(LISTENERS)('answers unprotect requests over %s (the responder and the client each with their ACLs)', async (listener) => {
-    const d = desk(listener);
-    await broker.grant('unprotect', { REQUEST_TOPIC: d.requests, REPLY_TOPIC: d.replies, DEAD_LETTER_TOPIC: d.dlq, GROUP: d.group });
-    await broker.grant('unprotect-client', { REQUEST_TOPIC: d.requests, REPLY_TOPIC: d.replies });
-    const lane = lanes.find((l) => l.listener === listener && l.client === 'librdkafka') ?? lanes.find((l) => l.listener === listener)!;
-    children.spawn(['stream', 'unprotect', '--config', seed.configFile, '--data-dir', await seed.copy(), '--responder', `desk-${listener}`, '--port', '0'], broker.env(listener, { VEIL_BASE_URL: BASE_URL }));
-    const protectedRecord = JSON.parse((await javaConsumeCommitted(lane.clean, broker.internal))[0]!.value) as { id: number; email: string };
-    let port: KafkaPort | undefined;
-    let client: UnprotectClient | undefined;
-    try {
-      port = await openKafkaPort('kafkajs', { connection: kafkaConnection(broker.env(listener)), clientId: `secure-desk-${listener}` });
-      client = await UnprotectClient.connect({ kafka: port, requestTopic: d.requests, replyTopic: d.replies });
-      const body = unprotectBody(protectedRecord.email);
-      const token = await seed.token(['support']);
-      const reply = await eventually('a reply', async () => {
-        const r = await client!.request(body, { token, timeoutMs: 5000 });
-        return r.status === 200 ? r : undefined;
-      }, 90_000);
-      expect((reply.body as { responses: { instances: { value: string }[] }[] }).responses[0]!.instances[0]!.value).toMatch(/^user\d+@example\.com$/);
-    } finally {
-      await client?.close();
-      await port?.disconnect();
-    }
-  }, 180_000);
+  it.each(LISTENERS)(
+    'answers unprotect requests over %s (the responder and the client each with their ACLs)',
+    async (listener) => {
+      const d = desk(listener);
+      await broker.grant('unprotect', { REQUEST_TOPIC: d.requests, REPLY_TOPIC: d.replies, DEAD_LETTER_TOPIC: d.dlq, GROUP: d.group });
+      await broker.grant('unprotect-client', { REQUEST_TOPIC: d.requests, REPLY_TOPIC: d.replies });
+      const lane = lanes.find((l) => l.listener === listener && l.client === 'librdkafka') ?? lanes.find((l) => l.listener === listener)!;
+      children.spawn(
+        ['stream', 'unprotect', '--config', seed.configFile, '--data-dir', await seed.copy(), '--responder', `desk-${listener}`, '--port', '0'],
+        broker.env(listener, { VEIL_BASE_URL: BASE_URL }),
+      );
+      const protectedRecord = JSON.parse((await javaConsumeCommitted(lane.clean, broker.internal))[0]!.value) as { id: number; email: string };
+      let port: KafkaPort | undefined;
+      let client: UnprotectClient | undefined;
+      try {
+        port = await openKafkaPort('kafkajs', { connection: kafkaConnection(broker.env(listener)), clientId: `secure-desk-${listener}` });
+        client = await UnprotectClient.connect({ kafka: port, requestTopic: d.requests, replyTopic: d.replies });
+        const body = unprotectBody(protectedRecord.email);
+        const token = await seed.token(['support']);
+        const reply = await eventually(
+          'a reply',
+          async () => {
+            const r = await client!.request(body, { token, timeoutMs: 5000 });
+            return r.status === 200 ? r : undefined;
+          },
+          90_000,
+        );
+        expect((reply.body as { responses: { instances: { value: string }[] }[] }).responses[0]!.instances[0]!.value).toMatch(/^user\d+@example\.com$/);
+      } finally {
+        await client?.close();
+        await port?.disconnect();
+      }
+    },
+    180_000,
+  );
 
-  it.each(['scram', 'mtls'] as const)('rewraps a clean topic into a new one over %s, exactly once', async (listener) => {
-    const lane = lanes.find((l) => l.listener === listener)!;
-    const to = `rewrapped.${listener}`;
-    const group = `veil-rewrap-${lane.name}`;
-    await broker.grant('rewrap', { CLEAN_TOPIC: lane.clean, NEW_TOPIC: to, DEAD_LETTER_TOPIC: lane.dlq, GROUP: group });
-    const rewrap = children.spawn(['stream', 'rewrap', '--config', seed.configFile, '--data-dir', lane.dataDir, '--pipeline', lane.name, '--to', to, '--role', 'fraud', '--port', '0'],
-      broker.env(listener, { VEIL_STREAM_CLIENT: lane.client }));
-    try {
-      const records = await eventually('the rewrapped topic complete', async () => {
-        const r = await javaConsumeCommitted(to, broker.internal);
-        return r.length >= PER_PIPELINE ? r : undefined;
-      }, 180_000);
-      const ids = records.map((r) => (JSON.parse(r.value) as { id: number }).id);
-      expect([ids.length, new Set(ids).size]).toEqual([PER_PIPELINE, PER_PIPELINE]);
-    } finally {
-      rewrap.kill('SIGTERM');
-    }
-  }, 240_000);
+  it.each(['scram', 'mtls'] as const)(
+    'rewraps a clean topic into a new one over %s, exactly once',
+    async (listener) => {
+      const lane = lanes.find((l) => l.listener === listener)!;
+      const to = `rewrapped.${listener}`;
+      const group = `veil-rewrap-${lane.name}`;
+      await broker.grant('rewrap', { CLEAN_TOPIC: lane.clean, NEW_TOPIC: to, DEAD_LETTER_TOPIC: lane.dlq, GROUP: group });
+      const rewrap = children.spawn(
+        ['stream', 'rewrap', '--config', seed.configFile, '--data-dir', lane.dataDir, '--pipeline', lane.name, '--to', to, '--role', 'fraud', '--port', '0'],
+        broker.env(listener, { VEIL_STREAM_CLIENT: lane.client }),
+      );
+      try {
+        const records = await eventually(
+          'the rewrapped topic complete',
+          async () => {
+            const r = await javaConsumeCommitted(to, broker.internal);
+            return r.length >= PER_PIPELINE ? r : undefined;
+          },
+          180_000,
+        );
+        const ids = records.map((r) => (JSON.parse(r.value) as { id: number }).id);
+        expect([ids.length, new Set(ids).size]).toEqual([PER_PIPELINE, PER_PIPELINE]);
+      } finally {
+        rewrap.kill('SIGTERM');
+      }
+    },
+    240_000,
+  );
 
   it('no process printed a password, a client secret, a token or a key password', () => {
     children.expectNoSecret([broker.password, broker.oauthSecret, broker.pki.brokerKeyPassword]);

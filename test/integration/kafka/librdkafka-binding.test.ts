@@ -25,7 +25,10 @@ describe('librdkafka binding: encoded headers are bounds-checked (real broker)',
     await new Promise<void>((resolve) => producer.disconnect(5000, () => resolve()));
   });
 
-  const valid = encodeHeaders([{ key: 'a', value: Buffer.from('1') }, { key: 'n', value: null }]);
+  const valid = encodeHeaders([
+    { key: 'a', value: Buffer.from('1') },
+    { key: 'n', value: null },
+  ]);
   const u32 = (n: number) => {
     const b = Buffer.alloc(4);
     b.writeUInt32LE(n >>> 0);

@@ -48,7 +48,6 @@ function transformBody(action: 'Protect' | 'Unprotect', value: string) {
   };
 }
 
-
 /** `veil serve` as a process whose keys are wrapped by a KMS (VEIL_KMS), the KMS a real one. */
 class Served {
   child!: ChildProcess;
@@ -63,18 +62,28 @@ class Served {
     this.url = `http://127.0.0.1:${port}`;
     this.stderr = '';
     this.stdout = '';
-    this.child = spawn(join(ROOT, 'bin/veil'), ['serve', '--port', String(port), '--data-dir', dataDir], { env: { ...process.env, VEIL_LOG_LEVEL: 'warn', VEIL_DRAIN_DELAY_MS: '0', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    this.child = spawn(join(ROOT, 'bin/veil'), ['serve', '--port', String(port), '--data-dir', dataDir], {
+      env: { ...process.env, VEIL_LOG_LEVEL: 'warn', VEIL_DRAIN_DELAY_MS: '0', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     this.child.stdout!.on('data', (d) => (this.stdout += String(d)));
     this.child.stderr!.on('data', (d) => (this.stderr += String(d)));
     await eventually('veil serve ready', async () => ((await fetch(`${this.url}/readyz`)).ok ? true : undefined));
     const secret = (await readFile(join(dataDir, 'dev-client.secret'), 'utf8')).trim();
-    const res = await fetch(`${this.url}/connect/token`, { method: 'POST', body: new URLSearchParams({ grant_type: 'client_credentials', client_id: 'veil-dev', client_secret: secret }) });
+    const res = await fetch(`${this.url}/connect/token`, {
+      method: 'POST',
+      body: new URLSearchParams({ grant_type: 'client_credentials', client_id: 'veil-dev', client_secret: secret }),
+    });
     this.token = ((await res.json()) as { access_token: string }).access_token;
   }
 
   async transform(action: 'Protect' | 'Unprotect', value: string): Promise<{ status: number; value?: string; code?: string }> {
-    const res = await fetch(`${this.url}/transform`, { method: 'POST', headers: { authorization: `Bearer ${this.token}`, 'content-type': 'application/json' }, body: JSON.stringify(transformBody(action, value)) });
-    const body = await res.json() as { responses?: { instances: { value: string }[] }[]; code?: string };
+    const res = await fetch(`${this.url}/transform`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${this.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify(transformBody(action, value)),
+    });
+    const body = (await res.json()) as { responses?: { instances: { value: string }[] }[]; code?: string };
     return { status: res.status, value: body.responses?.[0]?.instances[0]?.value, code: body.code };
   }
 
@@ -112,8 +121,22 @@ describe('veil serve with the KEK in a KMS (moto_server, SoftHSM2)', () => {
     if (dataDir) await rm(dataDir, { recursive: true, force: true });
   });
 
-  const hsmEnv = (label = 'veil-kek') => ({ VEIL_KMS: 'pkcs11', VEIL_PKCS11_MODULE: hsm.library, VEIL_PKCS11_TOKEN: hsm.tokenLabel, VEIL_PKCS11_PIN: hsm.pin, VEIL_PKCS11_KEY_LABEL: label, SOFTHSM2_CONF: process.env.SOFTHSM2_CONF! });
-  const awsEnv = () => ({ ...CREDENTIALS, VEIL_KMS: 'aws-kms', VEIL_KMS_KEY_ID: keyId, VEIL_KMS_REGION: 'eu-west-1', VEIL_KMS_ENDPOINT: moto.endpoint, VEIL_KMS_TTL_SECONDS: '4' });
+  const hsmEnv = (label = 'veil-kek') => ({
+    VEIL_KMS: 'pkcs11',
+    VEIL_PKCS11_MODULE: hsm.library,
+    VEIL_PKCS11_TOKEN: hsm.tokenLabel,
+    VEIL_PKCS11_PIN: hsm.pin,
+    VEIL_PKCS11_KEY_LABEL: label,
+    SOFTHSM2_CONF: process.env.SOFTHSM2_CONF!,
+  });
+  const awsEnv = () => ({
+    ...CREDENTIALS,
+    VEIL_KMS: 'aws-kms',
+    VEIL_KMS_KEY_ID: keyId,
+    VEIL_KMS_REGION: 'eu-west-1',
+    VEIL_KMS_ENDPOINT: moto.endpoint,
+    VEIL_KMS_TTL_SECONDS: '4',
+  });
   let protectedEmail = '';
 
   it('AWS KMS: keys wrapped by the KMS key (no master key anywhere); with the KMS unreachable it serves for the lifetime, then refuses with 503 KMS_UNAVAILABLE and red health, and recovers by itself', async () => {
@@ -139,7 +162,7 @@ describe('veil serve with the KEK in a KMS (moto_server, SoftHSM2)', () => {
       expect(refused.code).toBe('KMS_UNAVAILABLE');
       const health = await fetch(`${served.url}/healthz`);
       expect(health.status).toBe(503);
-      const body = await health.json() as { status: string; kek: Record<string, string> };
+      const body = (await health.json()) as { status: string; kek: Record<string, string> };
       expect(body).toMatchObject({ status: 'failing', kek: { code: 'KMS_UNAVAILABLE' } });
       // which KMS and key stays in the log: /healthz is often open to anyone who can reach the port
       expect(JSON.stringify(body)).not.toContain(keyId);
@@ -150,7 +173,11 @@ describe('veil serve with the KEK in a KMS (moto_server, SoftHSM2)', () => {
     await eventually('recovered', async () => ((await fetch(`${served.url}/healthz`)).status === 200 ? true : undefined));
     expect(await served.transform('Unprotect', protectedEmail)).toMatchObject({ status: 200, value: 'ada@example.com' });
     // the KEK's loss, the keys refused and its return: each once, on the process's log, naming the key
-    const kekLines = served.stdout.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { level: number; msg: string; kek?: string }).filter((l) => l.kek !== undefined && /key-encryption key/.test(l.msg));
+    const kekLines = served.stdout
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l) as { level: number; msg: string; kek?: string })
+      .filter((l) => l.kek !== undefined && /key-encryption key/.test(l.msg));
     expect(kekLines.map((l) => l.level)).toEqual([40, 50, 40]);
     expect(kekLines[1]!.msg).toMatch(/keys are refused \(KMS_UNAVAILABLE\) until it answers/);
     expect(kekLines[2]!.msg).toMatch(/answers again/);
@@ -173,7 +200,9 @@ describe('veil serve with the KEK in a KMS (moto_server, SoftHSM2)', () => {
     expect(early.stderr).toMatch(/still wrapped by AWS KMS key .*: run veil keys rewrap to the new KEK first/);
     // a backup of the data dir as it is: the key set wrapped by the AWS KMS key
     await copyFile(join(dataDir, 'keystore.json'), join(backupDir, 'keystore.json'));
-    const { stdout } = await promisify(execFile)(join(ROOT, 'bin/veil'), ['keys', 'rewrap', '--data-dir', dataDir], { env: { ...process.env, ...awsEnv(), ...to } });
+    const { stdout } = await promisify(execFile)(join(ROOT, 'bin/veil'), ['keys', 'rewrap', '--data-dir', dataDir], {
+      env: { ...process.env, ...awsEnv(), ...to },
+    });
     expect(stdout).toMatch(/rewrapped .*keystore\.json: from AWS KMS key .* to PKCS#11 token veil-serve, key veil-kek; no key changed/);
     expect(JSON.parse(await readFile(join(dataDir, 'keystore.json'), 'utf8')).kek).toBe('PKCS#11 token veil-serve, key veil-kek');
     await served.start(dataDir, hsmEnv());
@@ -182,11 +211,13 @@ describe('veil serve with the KEK in a KMS (moto_server, SoftHSM2)', () => {
     expect(served.stdout).not.toContain(hsm.pin);
     await served.stop();
     // the AWS KMS key no longer opens it
-    const again = await promisify(execFile)(join(ROOT, 'bin/veil'), ['keys', 'list', '--data-dir', dataDir], { env: { ...process.env, ...awsEnv() } }).catch((e: { code: number; stderr: string }) => e);
+    const again = await promisify(execFile)(join(ROOT, 'bin/veil'), ['keys', 'list', '--data-dir', dataDir], { env: { ...process.env, ...awsEnv() } }).catch(
+      (e: { code: number; stderr: string }) => e,
+    );
     expect((again as { code: number }).code).toBe(1);
   }, 120_000);
 
-  it('shredding backups: veil keys destroy-kek schedules the old AWS KMS key\'s deletion, the backup it wrapped opens nothing, the data dir serves on', async () => {
+  it("shredding backups: veil keys destroy-kek schedules the old AWS KMS key's deletion, the backup it wrapped opens nothing, the data dir serves on", async () => {
     expect((await veil(['keys', 'list', '--data-dir', backupDir], awsEnv())).code).toBe(0); // the backup opens while the key lives
     const destroyed = await veil(['keys', 'destroy-kek', '--data-dir', dataDir, '--pending-days', '7'], awsEnv());
     expect(destroyed.code, destroyed.stderr).toBe(0);
@@ -216,7 +247,13 @@ describe('veil serve with the KEK in a KMS (moto_server, SoftHSM2)', () => {
   it('shredding backups on an HSM: rewrap to a new PKCS#11 key, destroy-kek destroys the old key object, the backup opens nothing', async () => {
     hsm.createAesKey('veil-kek-next');
     await copyFile(join(dataDir, 'keystore.json'), join(backupDir, 'keystore.json'));
-    const next = { VEIL_TO_KMS: 'pkcs11', VEIL_TO_PKCS11_MODULE: hsm.library, VEIL_TO_PKCS11_TOKEN: hsm.tokenLabel, VEIL_TO_PKCS11_PIN: hsm.pin, VEIL_TO_PKCS11_KEY_LABEL: 'veil-kek-next' };
+    const next = {
+      VEIL_TO_KMS: 'pkcs11',
+      VEIL_TO_PKCS11_MODULE: hsm.library,
+      VEIL_TO_PKCS11_TOKEN: hsm.tokenLabel,
+      VEIL_TO_PKCS11_PIN: hsm.pin,
+      VEIL_TO_PKCS11_KEY_LABEL: 'veil-kek-next',
+    };
     expect((await veil(['keys', 'rewrap', '--data-dir', dataDir], { ...hsmEnv(), ...next })).code).toBe(0);
     const destroyed = await veil(['keys', 'destroy-kek', '--data-dir', dataDir], hsmEnv());
     expect(destroyed.code, destroyed.stderr).toBe(0);

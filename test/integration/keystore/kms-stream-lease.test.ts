@@ -32,7 +32,12 @@ function veil(args: string[], env: Record<string, string>): ChildProcess & { out
   let out = '';
   child.stdout!.on('data', (d) => (out += String(d)));
   child.stderr!.on('data', (d) => (out += String(d)));
-  const kekLines = () => out.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as LogLine).filter((l) => l.kek !== undefined && /key-encryption key/.test(l.msg));
+  const kekLines = () =>
+    out
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l) as LogLine)
+      .filter((l) => l.kek !== undefined && /key-encryption key/.test(l.msg));
   return Object.assign(child, { output: () => out, kekLines });
 }
 
@@ -63,17 +68,32 @@ describe('the KEK lost and back, said by stream protect and the unprotect respon
     dataDir = await mkdtemp(join(tmpdir(), 'veil-kms-lease-'));
     await createTopics(kafka, [t.raw, t.clean, t.dlq, responder.requests, responder.replies, responder.refused], 1);
     env = {
-      KAFKA_BROKERS: BROKERS.join(','), AWS_ACCESS_KEY_ID: 'testing', AWS_SECRET_ACCESS_KEY: SECRET,
-      VEIL_KMS: 'aws-kms', VEIL_KMS_KEY_ID: keyId, VEIL_KMS_REGION: 'eu-west-1', VEIL_KMS_ENDPOINT: moto.endpoint, VEIL_KMS_TTL_SECONDS: String(TTL_S),
+      KAFKA_BROKERS: BROKERS.join(','),
+      AWS_ACCESS_KEY_ID: 'testing',
+      AWS_SECRET_ACCESS_KEY: SECRET,
+      VEIL_KMS: 'aws-kms',
+      VEIL_KMS_KEY_ID: keyId,
+      VEIL_KMS_REGION: 'eu-west-1',
+      VEIL_KMS_ENDPOINT: moto.endpoint,
+      VEIL_KMS_TTL_SECONDS: String(TTL_S),
       VEIL_PROTECT_THREADS: '1',
     };
-    await writeFile(join(dataDir, 'config.yaml'), pipelineYaml(t, 'json', `responders:
+    await writeFile(
+      join(dataDir, 'config.yaml'),
+      pipelineYaml(
+        t,
+        'json',
+        `responders:
   desk:
     requestTopic: ${responder.requests}
     replyTopics: [${responder.replies}]
     deadLetterTopic: ${responder.refused}
-`));
-    await promisify(execFile)(join(ROOT, 'bin/veil'), ['config', 'provision', '--config', join(dataDir, 'config.yaml'), '--data-dir', dataDir], { env: { ...process.env, ...env } });
+`,
+      ),
+    );
+    await promisify(execFile)(join(ROOT, 'bin/veil'), ['config', 'provision', '--config', join(dataDir, 'config.yaml'), '--data-dir', dataDir], {
+      env: { ...process.env, ...env },
+    });
   }, 180_000);
 
   afterAll(async () => {
@@ -90,7 +110,11 @@ describe('the KEK lost and back, said by stream protect and the unprotect respon
     const protect = veil(['stream', 'protect', ...common, '--port', String(port)], env);
     // the responder's /metrics has no KMS calls: it reaches the KMS through a proxy that counts them
     kmsProxy = await countingProxy(moto.endpoint);
-    const unprotect = veil(['stream', 'unprotect', ...common, '--port', String(port + 1)], { ...env, VEIL_KMS_ENDPOINT: kmsProxy.url, VEIL_BASE_URL: 'http://127.0.0.1:1' });
+    const unprotect = veil(['stream', 'unprotect', ...common, '--port', String(port + 1)], {
+      ...env,
+      VEIL_KMS_ENDPOINT: kmsProxy.url,
+      VEIL_BASE_URL: 'http://127.0.0.1:1',
+    });
     const endpoints = { protect: moto.endpoint, unprotect: kmsProxy.url };
     children.push(protect, unprotect);
     await eventually('stream protect ready', async () => ((await fetch(`http://127.0.0.1:${port}/readyz`)).ok ? true : undefined), 60_000);
@@ -105,20 +129,35 @@ describe('the KEK lost and back, said by stream protect and the unprotect respon
     const resumed = Date.now();
     // each recovery logged, then two more renewals answered: the lease went on, with its chances to say more
     const answered = { protect: async () => (await kmsCalls(port)).ok, unprotect: async () => kmsProxy!.answered };
-    for (const [name, p] of [['protect', protect], ['unprotect', unprotect]] as const) {
+    for (const [name, p] of [
+      ['protect', protect],
+      ['unprotect', unprotect],
+    ] as const) {
       await eventually('the recovery logged', async () => (p.kekLines().length >= 3 ? true : undefined), 30_000);
       const then = await answered[name]();
       await eventually(`two renewals of ${name} answered after its recovery`, async () => ((await answered[name]()) >= then + 2 ? true : undefined), 30_000);
     }
 
-    for (const [name, p] of [['protect', protect], ['unprotect', unprotect]] as const) {
+    for (const [name, p] of [
+      ['protect', protect],
+      ['unprotect', unprotect],
+    ] as const) {
       const lines = p.kekLines();
       const said = { process: name, levels: lines.map((l) => l.level), codes: lines.map((l) => l.code ?? null), keks: [...new Set(lines.map((l) => l.kek))] };
-      expect(said).toEqual({ process: name, levels: [40, 50, 40], codes: ['KMS_UNAVAILABLE', 'KMS_UNAVAILABLE', null], keks: [`AWS KMS key ${env.VEIL_KMS_KEY_ID} at ${endpoints[name]}`] });
+      expect(said).toEqual({
+        process: name,
+        levels: [40, 50, 40],
+        codes: ['KMS_UNAVAILABLE', 'KMS_UNAVAILABLE', null],
+        keks: [`AWS KMS key ${env.VEIL_KMS_KEY_ID} at ${endpoints[name]}`],
+      });
       const [lost, lapsed, back] = lines as [LogLine, LogLine, LogLine];
       // a renewal every ttl / 4 = 1 s, each waiting at most 1 s: the loss is seen within about 2 s (not ~13 s)
-      expect({ process: name, lostAfterMs: lost.time - paused < 3_500, lapsedAfterTtl: lapsed.time - paused >= TTL_S * 1000 - 1_500 && lapsed.time - paused < TTL_S * 1000 + 3_500, backAfterMs: back.time - resumed < 3_500 })
-        .toEqual({ process: name, lostAfterMs: true, lapsedAfterTtl: true, backAfterMs: true });
+      expect({
+        process: name,
+        lostAfterMs: lost.time - paused < 3_500,
+        lapsedAfterTtl: lapsed.time - paused >= TTL_S * 1000 - 1_500 && lapsed.time - paused < TTL_S * 1000 + 3_500,
+        backAfterMs: back.time - resumed < 3_500,
+      }).toEqual({ process: name, lostAfterMs: true, lapsedAfterTtl: true, backAfterMs: true });
       expect(p.output()).not.toContain(SECRET);
     }
     // one renewal attempt a second while the KMS hung, none of them longer than its interval
@@ -135,7 +174,8 @@ describe('the KEK lost and back, said by stream protect and the unprotect respon
 /** The process's unwrap calls to the KMS: answered ones, failed ones, and how many took longer than 2.5 s. */
 async function kmsCalls(port: number): Promise<{ ok: number; failed: number; slowerThan2500ms: number }> {
   const all = samples(await (await fetch(`http://127.0.0.1:${port}/metrics`)).text());
-  const one = (name: string, labels: Record<string, string>) => all.filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v)).reduce((a, s) => a + s.value, 0);
+  const one = (name: string, labels: Record<string, string>) =>
+    all.filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v)).reduce((a, s) => a + s.value, 0);
   return {
     ok: one('veil_kms_calls_total', { op: 'unwrap', outcome: 'ok' }),
     failed: one('veil_kms_calls_total', { op: 'unwrap', outcome: 'KMS_UNAVAILABLE' }),
@@ -167,9 +207,10 @@ async function countingProxy(target: string): Promise<{ url: string; answered: n
     get answered() {
       return counts.answered;
     },
-    close: () => new Promise<void>((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }

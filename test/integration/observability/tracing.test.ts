@@ -65,7 +65,12 @@ describe('traces over OTLP: /transform, stream protect, the unprotect responder 
     const upstreamPort = (upstream.address() as { port: number }).port;
     dataDir = await mkdtemp(join(tmpdir(), 'veil-tracing-'));
     configFile = join(dataDir, 'config.yaml');
-    await writeFile(configFile, pipelineYaml(t, 'json', `responders:
+    await writeFile(
+      configFile,
+      pipelineYaml(
+        t,
+        'json',
+        `responders:
   desk:
     requestTopic: ${requests}
     replyTopics: [${replies}]
@@ -79,13 +84,34 @@ gateway:
       path: /customers
       request:
         - { select: email, field: Customer.email }
-`));
+`,
+      ),
+    );
     await createTopics(kafka, [t.raw, t.clean, t.dlq, requests, replies, refused], 1);
-    env = { VEIL_MASTER_KEY: 'a'.repeat(64), VEIL_BASE_URL: 'http://veil.test', VEIL_LOG_LEVEL: 'error', VEIL_PROTECT_THREADS: '1', OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint };
-    service = await openService({ configFile, dataDir, env, now: () => new Date(), baseUrl: 'http://veil.test', development: true, audit: new MemoryAuditSink(), logDestination: quiet(), logLevel: 'error' });
+    env = {
+      VEIL_MASTER_KEY: 'a'.repeat(64),
+      VEIL_BASE_URL: 'http://veil.test',
+      VEIL_LOG_LEVEL: 'error',
+      VEIL_PROTECT_THREADS: '1',
+      OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint,
+    };
+    service = await openService({
+      configFile,
+      dataDir,
+      env,
+      now: () => new Date(),
+      baseUrl: 'http://veil.test',
+      development: true,
+      audit: new MemoryAuditSink(),
+      logDestination: quiet(),
+      logLevel: 'error',
+    });
     await service.app.listen({ port: 0, host: '127.0.0.1' });
     url = `http://127.0.0.1:${(service.app.server.address() as { port: number }).port}`;
-    const res = await fetch(`${url}/connect/token`, { method: 'POST', body: new URLSearchParams({ grant_type: 'client_credentials', client_id: 'veil-dev', client_secret: service.devClient!.secret }) });
+    const res = await fetch(`${url}/connect/token`, {
+      method: 'POST',
+      body: new URLSearchParams({ grant_type: 'client_credentials', client_id: 'veil-dev', client_secret: service.devClient!.secret }),
+    });
     token = ((await res.json()) as { access_token: string }).access_token;
   }, 120_000);
 
@@ -96,31 +122,54 @@ gateway:
     await rm(dataDir, { recursive: true, force: true });
   });
 
-  const transform = (payload: unknown, headers: Record<string, string>) => fetch(`${url}/transform`, {
-    method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', ...headers }, body: JSON.stringify(payload),
-  });
+  const transform = (payload: unknown, headers: Record<string, string>) =>
+    fetch(`${url}/transform`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', ...headers },
+      body: JSON.stringify(payload),
+    });
 
-  it('POST /transform: the span continues the caller\'s traceparent, names the version and counts, and holds no value', async () => {
+  it("POST /transform: the span continues the caller's traceparent, names the version and counts, and holds no value", async () => {
     const caller = callerContext();
-    const protect = await transform(body({ roles: ['support'], action: 'Protect', instances: [['email', SECRET_EMAIL]] }), { traceparent: caller.traceparent, tracestate: 'caller=1' });
+    const protect = await transform(body({ roles: ['support'], action: 'Protect', instances: [['email', SECRET_EMAIL]] }), {
+      traceparent: caller.traceparent,
+      tracestate: 'caller=1',
+    });
     expect(protect.status).toBe(200);
     protectedEmail = ((await protect.json()) as { responses: { instances: { value: string }[] }[] }).responses[0]!.instances[0]!.value;
     // the reveal puts the cleartext in a response: it must not reach a span either
-    const reveal = await transform(body({ roles: ['support'], action: 'Unprotect', instances: [['email', protectedEmail]] }), { traceparent: caller.traceparent });
+    const reveal = await transform(body({ roles: ['support'], action: 'Unprotect', instances: [['email', protectedEmail]] }), {
+      traceparent: caller.traceparent,
+    });
     expect(await reveal.text()).toContain(SECRET_EMAIL);
     const refusedCall = await transform(body({ roles: ['support'], action: 'Unprotect', instances: [['cardNumber', 'x']] }), {});
     expect(refusedCall.status).toBe(403);
     // refused before the handler runs (the body is not JSON): the span names the code the caller got
-    const malformed = await fetch(`${url}/transform`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', traceparent: callerContext().traceparent }, body: `{"email": "${SECRET_EMAIL}"` });
+    const malformed = await fetch(`${url}/transform`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', traceparent: callerContext().traceparent },
+      body: `{"email": "${SECRET_EMAIL}"`,
+    });
     expect(((await malformed.json()) as { code: string }).code).toBe('REQUEST_MALFORMED');
 
     const spans = await receiver.until((s) => s.filter((x) => x.name === TRANSFORM_SPAN).length >= 4);
     const [protectSpan, revealSpan] = spans.filter((s) => s.name === TRANSFORM_SPAN && s.traceId === caller.traceId);
     expect(protectSpan).toMatchObject({
-      parentSpanId: caller.spanId, traceState: 'caller=1', kind: 2,
+      parentSpanId: caller.spanId,
+      traceState: 'caller=1',
+      kind: 2,
       attributes: {
-        'http.request.method': 'POST', 'http.route': '/transform', 'url.scheme': 'http', 'url.path': '/transform', 'http.response.status_code': 200, 'veil.outcome': 'ok',
-        'veil.config.version': service.holder.get().config.version, 'veil.requests': 1, 'veil.values': 1, 'veil.fields': 1, 'veil.actions': ['Protect'],
+        'http.request.method': 'POST',
+        'http.route': '/transform',
+        'url.scheme': 'http',
+        'url.path': '/transform',
+        'http.response.status_code': 200,
+        'veil.outcome': 'ok',
+        'veil.config.version': service.holder.get().config.version,
+        'veil.requests': 1,
+        'veil.values': 1,
+        'veil.fields': 1,
+        'veil.actions': ['Protect'],
       },
       resource: { 'service.name': 'veil-serve' },
     });
@@ -141,14 +190,18 @@ gateway:
     const unaudited = callerContext();
     audit.failing = true;
     try {
-      const res = await transform(body({ roles: ['support'], action: 'Unprotect', instances: [['email', protectedEmail]] }), { traceparent: unaudited.traceparent });
+      const res = await transform(body({ roles: ['support'], action: 'Unprotect', instances: [['email', protectedEmail]] }), {
+        traceparent: unaudited.traceparent,
+      });
       expect([res.status, ((await res.json()) as { code: string }).code]).toEqual([503, 'AUDIT_UNAVAILABLE']);
     } finally {
       audit.failing = false;
     }
     // the engine source throwing a plain Error: a bug, answered 500 INTERNAL by the server's error handler
     const thrown = callerContext();
-    service.holder.current = () => { throw new TypeError(THROWN_MESSAGE); };
+    service.holder.current = () => {
+      throw new TypeError(THROWN_MESSAGE);
+    };
     try {
       const res = await transform(body({ roles: ['support'], action: 'Protect', instances: [['email', SECRET_EMAIL]] }), { traceparent: thrown.traceparent });
       expect([res.status, ((await res.json()) as { code: string }).code]).toEqual([500, 'INTERNAL']);
@@ -157,12 +210,18 @@ gateway:
     }
     const spans = await receiver.until((s) => [unaudited, thrown].every((c) => s.some((x) => x.name === TRANSFORM_SPAN && x.traceId === c.traceId)));
     const of = (c: { traceId: string }) => spans.find((s) => s.name === TRANSFORM_SPAN && s.traceId === c.traceId)!;
-    expect(of(unaudited)).toMatchObject({ status: { code: 2 }, attributes: { 'http.response.status_code': 503, 'veil.outcome': 'AUDIT_UNAVAILABLE', 'error.type': 'AUDIT_UNAVAILABLE', 'url.path': '/transform' } });
-    expect(of(thrown)).toMatchObject({ status: { code: 2 }, attributes: { 'http.response.status_code': 500, 'veil.outcome': 'INTERNAL', 'error.type': 'INTERNAL' } });
+    expect(of(unaudited)).toMatchObject({
+      status: { code: 2 },
+      attributes: { 'http.response.status_code': 503, 'veil.outcome': 'AUDIT_UNAVAILABLE', 'error.type': 'AUDIT_UNAVAILABLE', 'url.path': '/transform' },
+    });
+    expect(of(thrown)).toMatchObject({
+      status: { code: 2 },
+      attributes: { 'http.response.status_code': 500, 'veil.outcome': 'INTERNAL', 'error.type': 'INTERNAL' },
+    });
     expect(exportedText(of(thrown)).some((t) => t.includes(THROWN_MESSAGE) || t.includes('TypeError'))).toBe(false);
   });
 
-  it('stream protect: the record\'s span is a child of the producer\'s, the clean record\'s traceparent names it; an untraced record\'s headers stay as they were', async () => {
+  it("stream protect: the record's span is a child of the producer's, the clean record's traceparent names it; an untraced record's headers stay as they were", async () => {
     const producer = callerContext();
     const traced = { id: 'c-traced', email: STREAM_EMAIL, note: 'n' };
     const untraced = { id: 'c-untraced', email: `u-${STREAM_EMAIL}`, note: 'n' };
@@ -182,34 +241,66 @@ gateway:
     const text = (headers: { key: string; value: Buffer | null }[]) => headers.map((h) => [h.key, h.value?.toString() ?? null]);
     const version = service.holder.get().config.version;
     // no traceparent: the raw headers byte for byte, then veil's own, as without tracing
-    expect(text(byId('c-untraced').headers)).toEqual([['app-header', 'a2'], ['tracestate', 'orphan=1'], ['veil.pipeline', 'customers'], ['veil.config.version', version], ['veil.protected.fields', 'email,(key)']]);
+    expect(text(byId('c-untraced').headers)).toEqual([
+      ['app-header', 'a2'],
+      ['tracestate', 'orphan=1'],
+      ['veil.pipeline', 'customers'],
+      ['veil.config.version', version],
+      ['veil.protected.fields', 'email,(key)'],
+    ]);
     const tracedHeaders = text(byId('c-traced').headers);
     expect(tracedHeaders.map(([k]) => k)).toEqual(['traceparent', 'tracestate', 'app-header', 'veil.pipeline', 'veil.config.version', 'veil.protected.fields']);
     expect(tracedHeaders[1]).toEqual(['tracestate', 'producer=7']);
     const cleanParent = parentOf(tracedHeaders[0]![1]!);
     expect(cleanParent.traceId).toBe(producer.traceId);
 
-    const spans = await receiver.until((s) => s.some((x) => x.name === RECORD_SPAN) && s.some((x) => x.name === TRANSACTION_SPAN && x.attributes['veil.records.traced'] === 1));
+    const spans = await receiver.until(
+      (s) => s.some((x) => x.name === RECORD_SPAN) && s.some((x) => x.name === TRANSACTION_SPAN && x.attributes['veil.records.traced'] === 1),
+    );
     const record = spans.find((s) => s.name === RECORD_SPAN)!;
     expect(spans.filter((s) => s.name === RECORD_SPAN)).toHaveLength(1);
     expect(record).toMatchObject({ traceId: producer.traceId, parentSpanId: producer.spanId, spanId: cleanParent.spanId, traceState: 'producer=7', kind: 5 });
-    expect(record.attributes).toMatchObject({ 'veil.pipeline': 'customers', 'veil.outcome': 'clean', 'veil.config.version': version, 'veil.transaction.outcome': 'committed', 'messaging.destination.name': t.raw });
+    expect(record.attributes).toMatchObject({
+      'veil.pipeline': 'customers',
+      'veil.outcome': 'clean',
+      'veil.config.version': version,
+      'veil.transaction.outcome': 'committed',
+      'messaging.destination.name': t.raw,
+    });
     const tx = spans.find((s) => s.name === TRANSACTION_SPAN && s.attributes['veil.records.traced'] === 1)!;
     expect(record.links).toEqual([expect.objectContaining({ traceId: tx.traceId, spanId: tx.spanId })]);
     expect(tx).toMatchObject({ parentSpanId: '', resource: { 'service.name': 'veil-stream' } });
-    expect(tx.attributes).toMatchObject({ 'veil.outcome': 'committed', 'veil.records': 2, 'veil.records.clean': 2, 'veil.records.dead_lettered': 0, 'veil.delivery': 'exactly-once', 'messaging.consumer.group.name': `veil-test-${t.id}` });
+    expect(tx.attributes).toMatchObject({
+      'veil.outcome': 'committed',
+      'veil.records': 2,
+      'veil.records.clean': 2,
+      'veil.records.dead_lettered': 0,
+      'veil.delivery': 'exactly-once',
+      'messaging.consumer.group.name': `veil-test-${t.id}`,
+    });
   }, 120_000);
 
-  it('unprotect over Kafka: the request\'s span continues its traceparent and the reply\'s traceparent names it', async () => {
+  it("unprotect over Kafka: the request's span continues its traceparent and the reply's traceparent names it", async () => {
     const requester = callerContext();
-    const responders: Responders = await openResponders({ configFile, dataDir, env, now: () => new Date(), brokers: BROKERS, development: false, audit: new MemoryAuditSink() });
+    const responders: Responders = await openResponders({
+      configFile,
+      dataDir,
+      env,
+      now: () => new Date(),
+      brokers: BROKERS,
+      development: false,
+      audit: new MemoryAuditSink(),
+    });
     let reply;
     try {
       await responders.start();
-      await produce(kafka, requests, [{
-        key: 'r-1', value: JSON.stringify(body({ roles: ['support'], action: 'Unprotect', instances: [['email', protectedEmail]] })),
-        headers: { authorization: `Bearer ${token}`, 'correlation-id': 'trace-1', 'reply-to': replies, traceparent: requester.traceparent },
-      }]);
+      await produce(kafka, requests, [
+        {
+          key: 'r-1',
+          value: JSON.stringify(body({ roles: ['support'], action: 'Unprotect', instances: [['email', protectedEmail]] })),
+          headers: { authorization: `Bearer ${token}`, 'correlation-id': 'trace-1', 'reply-to': replies, traceparent: requester.traceparent },
+        },
+      ]);
       [reply] = await consume(kafka, replies, 1);
     } finally {
       await responders.stop();
@@ -219,26 +310,49 @@ gateway:
     const replyParent = parentOf(reply!.headers.traceparent!);
     const spans = await receiver.until((s) => s.some((x) => x.name === REQUEST_SPAN));
     const span = spans.find((s) => s.name === REQUEST_SPAN)!;
-    expect(span).toMatchObject({ traceId: requester.traceId, parentSpanId: requester.spanId, spanId: replyParent.spanId, kind: 5, resource: { 'service.name': 'veil-unprotect' } });
+    expect(span).toMatchObject({
+      traceId: requester.traceId,
+      parentSpanId: requester.spanId,
+      spanId: replyParent.spanId,
+      kind: 5,
+      resource: { 'service.name': 'veil-unprotect' },
+    });
     expect(replyParent.traceId).toBe(requester.traceId);
-    expect(span.attributes).toMatchObject({ 'veil.responder': 'desk', 'veil.outcome': 'ok', 'veil.values': 1, 'http.response.status_code': 200, 'veil.config.version': service.holder.get().config.version });
+    expect(span.attributes).toMatchObject({
+      'veil.responder': 'desk',
+      'veil.outcome': 'ok',
+      'veil.values': 1,
+      'http.response.status_code': 200,
+      'veil.config.version': service.holder.get().config.version,
+    });
   }, 120_000);
 
-  it('gateway: the exchange\'s span continues the caller\'s traceparent and the upstream gets one naming it', async () => {
+  it("gateway: the exchange's span continues the caller's traceparent and the upstream gets one naming it", async () => {
     const caller = callerContext();
     const failing = callerContext();
-    const gateway: OpenedGateway = await openGateway({ configFile, dataDir, env, now: () => new Date(), issuer: 'http://veil.test', development: false, logDestination: quiet(), logLevel: 'error' });
+    const gateway: OpenedGateway = await openGateway({
+      configFile,
+      dataDir,
+      env,
+      now: () => new Date(),
+      issuer: 'http://veil.test',
+      development: false,
+      logDestination: quiet(),
+      logLevel: 'error',
+    });
     try {
       await new Promise<void>((resolve) => gateway.server.listen(0, '127.0.0.1', resolve));
       const port = (gateway.server.address() as { port: number }).port;
       const res = await fetch(`http://127.0.0.1:${port}/customers`, {
-        method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', traceparent: caller.traceparent, tracestate: 'caller=2' },
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', traceparent: caller.traceparent, tracestate: 'caller=2' },
         body: JSON.stringify({ email: GATEWAY_EMAIL, note: 'n' }),
       });
       expect(res.status).toBe(201);
       await res.text();
       const failed = await fetch(`http://127.0.0.1:${port}/customers`, {
-        method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', traceparent: failing.traceparent, 'x-test-fail': '1' },
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', traceparent: failing.traceparent, 'x-test-fail': '1' },
         body: JSON.stringify({ email: GATEWAY_EMAIL, note: 'n' }),
       });
       expect(failed.status).toBe(503);
@@ -253,13 +367,23 @@ gateway:
     const spans = await receiver.until((s) => s.filter((x) => x.resource['service.name'] === 'veil-gateway').length >= 2);
     const span = spans.find((s) => s.resource['service.name'] === 'veil-gateway' && s.traceId === caller.traceId)!;
     expect(span).toMatchObject({ name: 'POST create-customer', traceId: caller.traceId, parentSpanId: caller.spanId, spanId: forwarded.spanId, kind: 2 });
-    expect(span.attributes).toMatchObject({ 'veil.route': 'create-customer', 'veil.outcome': 'forwarded', 'http.response.status_code': 201, 'url.scheme': 'http', 'veil.values.request': 1, 'veil.config.version': service.holder.get().config.version });
+    expect(span.attributes).toMatchObject({
+      'veil.route': 'create-customer',
+      'veil.outcome': 'forwarded',
+      'http.response.status_code': 201,
+      'url.scheme': 'http',
+      'veil.values.request': 1,
+      'veil.config.version': service.holder.get().config.version,
+    });
     // no url.path at the gateway: an application's path may hold identifiers; the route's name stands for it
     expect(span.attributes).not.toHaveProperty('url.path');
     expect(span.attributes).not.toHaveProperty('error.type');
     // the application's own 503, forwarded: error.type is its status
     const failedSpan = spans.find((s) => s.resource['service.name'] === 'veil-gateway' && s.traceId === failing.traceId)!;
-    expect(failedSpan).toMatchObject({ status: { code: 2 }, attributes: { 'veil.outcome': 'forwarded', 'http.response.status_code': 503, 'error.type': '503' } });
+    expect(failedSpan).toMatchObject({
+      status: { code: 2 },
+      attributes: { 'veil.outcome': 'forwarded', 'http.response.status_code': 503, 'error.type': '503' },
+    });
   }, 120_000);
 
   it('no exported span, and no byte the exporters sent, holds a value, a token or a secret', async () => {
@@ -268,10 +392,25 @@ gateway:
     expect(new Set(spans.map((s) => s.resource['service.name']))).toEqual(new Set(['veil-serve', 'veil-stream', 'veil-unprotect', 'veil-gateway']));
     // one process here: one service.instance.id for all four services
     expect(new Set(spans.map((s) => s.resource['service.instance.id'])).size).toBe(1);
-    const secrets = [THROWN_MESSAGE, SECRET_EMAIL, STREAM_EMAIL, `u-${STREAM_EMAIL}`, GATEWAY_EMAIL, protectedEmail, token, token.split('.')[2]!, service.devClient!.secret, env.VEIL_MASTER_KEY!];
+    const secrets = [
+      THROWN_MESSAGE,
+      SECRET_EMAIL,
+      STREAM_EMAIL,
+      `u-${STREAM_EMAIL}`,
+      GATEWAY_EMAIL,
+      protectedEmail,
+      token,
+      token.split('.')[2]!,
+      service.devClient!.secret,
+      env.VEIL_MASTER_KEY!,
+    ];
     for (const span of spans) {
       const texts = exportedText(span);
-      for (const secret of secrets) expect(texts.find((x) => x.includes(secret)), `${span.name} holds a secret`).toBeUndefined();
+      for (const secret of secrets)
+        expect(
+          texts.find((x) => x.includes(secret)),
+          `${span.name} holds a secret`,
+        ).toBeUndefined();
     }
     const wire = Buffer.concat(receiver.bodies);
     for (const secret of secrets) expect(wire.includes(Buffer.from(secret)), `OTLP bytes hold ${secret.slice(0, 8)}…`).toBe(false);

@@ -31,7 +31,10 @@ async function signIn(p: Page, clientId: string, secret: string): Promise<void> 
 const field = (pointer: string) => page.locator(`#${idOf('f', pointer)}`);
 
 beforeAll(async () => {
-  processor = createServer((_req, res) => void processorMetrics.registry.metrics().then((text) => res.writeHead(200, { 'content-type': processorMetrics.registry.contentType }).end(text)));
+  processor = createServer(
+    (_req, res) =>
+      void processorMetrics.registry.metrics().then((text) => res.writeHead(200, { 'content-type': processorMetrics.registry.contentType }).end(text)),
+  );
   await new Promise<void>((r) => processor.listen(0, '127.0.0.1', r));
   const metricsUrl = `http://127.0.0.1:${(processor.address() as { port: number }).port}/metrics`;
   t = await startPortalService({
@@ -148,11 +151,19 @@ describe('admin portal in Chromium', () => {
     const rights = '6f1c1d2e-0000-4000-8000-000000000001';
     const processing = '6f1c1d2e-0000-4000-8000-000000000002';
     const res = await fetch(`${t.url}/transform`, {
-      method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
       body: JSON.stringify({
         rightsContexts: [{ guid: rights, evidences: [{ name: 'Role', value: 'support' }] }],
         processingContexts: [{ guid: processing, evidences: [{ name: 'Action', value: 'Mask' }] }],
-        requests: [{ guid: '6f1c1d2e-0000-4000-8000-000000000003', rightsContext: rights, processingContext: processing, instances: [{ className: 'Customer', propertyName: 'cardNumber', value: '4111-1111-1111-1111' }] }],
+        requests: [
+          {
+            guid: '6f1c1d2e-0000-4000-8000-000000000003',
+            rightsContext: rights,
+            processingContext: processing,
+            instances: [{ className: 'Customer', propertyName: 'cardNumber', value: '4111-1111-1111-1111' }],
+          },
+        ],
       }),
     });
     expect(res.status).toBe(200);
@@ -165,7 +176,12 @@ describe('admin portal in Chromium', () => {
     expect(table).toContain('publish');
     expect(table).toMatch(/portal.*veil-dev.*Unprotect Customer\.email ×1/s);
     await screenshots(page, 'audit');
-    for (const [path, name] of [['/admin/versions', 'versions'], ['/admin/matrix', 'matrix'], ['/admin/keys', 'keys'], ['/admin/pipelines', 'pipelines']] as const) {
+    for (const [path, name] of [
+      ['/admin/versions', 'versions'],
+      ['/admin/matrix', 'matrix'],
+      ['/admin/keys', 'keys'],
+      ['/admin/pipelines', 'pipelines'],
+    ] as const) {
       await page.goto(`${t.url}${path}`);
       await screenshots(page, name);
     }
@@ -192,7 +208,12 @@ describe('admin portal in Chromium', () => {
     }
     await page.getByRole('img', { name: 'customers: lag, records' }).waitFor();
     // the numbers as text: the cells after the chart are the latest value and the total
-    const cell = (row: string, n: number) => page.getByRole('row', { name: new RegExp(`^${row}`) }).getByRole('cell').nth(n).textContent();
+    const cell = (row: string, n: number) =>
+      page
+        .getByRole('row', { name: new RegExp(`^${row}`) })
+        .getByRole('cell')
+        .nth(n)
+        .textContent();
     expect(await cell('Records in', 2)).toBe('100');
     expect(await cell('Dead-lettered', 2)).toBe('2');
     expect(Number(await cell('Records in', 1))).toBeGreaterThan(0);
@@ -246,7 +267,11 @@ describe('admin portal in Chromium', () => {
     await screenshots(page, 'draft-script-name');
   });
   it('Discovery: finds the personal data of pasted records, shows paths and counts only, and turns the proposal into a valid draft', async () => {
-    const people = [['Alice Dupont', 'alice@example.com', '4111-1111-1111-1111'], ['Bob Martin', 'bob@example.org', '5500 0000 0000 0004'], ['Chloé Bernard', 'chloe@example.net', '6011 0009 9013 9424']];
+    const people = [
+      ['Alice Dupont', 'alice@example.com', '4111-1111-1111-1111'],
+      ['Bob Martin', 'bob@example.org', '5500 0000 0000 0004'],
+      ['Chloé Bernard', 'chloe@example.net', '6011 0009 9013 9424'],
+    ];
     const records = Array.from({ length: 12 }, (_, i) => {
       const [name, email, card] = people[i % 3]!;
       return JSON.stringify({ id: `r-${i}`, email, cards: [{ number: card }], profile: { name, tier: 'gold' }, contact: { phone: '+44 20 7946 0958' } });
@@ -261,7 +286,10 @@ describe('admin portal in Chromium', () => {
     expect(await page.getByText('Profiled 12 record(s), 1 line(s) not JSON (skipped): 4 field(s) hold personal data.').count()).toBe(1);
     const rows = await page.locator('table tbody tr').evaluateAll((trs) => trs.map((tr) => [...tr.children].map((c) => c.textContent?.trim()).join(' ')));
     expect(rows).toEqual([
-      'cards[].number payment-card 12 of 12 100.0% high', 'contact.phone phone 12 of 12 100.0% high', 'email email 12 of 12 100.0% high', 'profile.name person-name 12 of 12 100.0% medium',
+      'cards[].number payment-card 12 of 12 100.0% high',
+      'contact.phone phone 12 of 12 100.0% high',
+      'email email 12 of 12 100.0% high',
+      'profile.name person-name 12 of 12 100.0% medium',
     ]);
     // the page shows no sampled value, and its textarea comes back empty
     const content = await page.content();

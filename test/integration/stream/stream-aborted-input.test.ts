@@ -10,7 +10,11 @@ const PARTITIONS = 4;
 const MIN_RECORDS = 10_000;
 const MIN_ABORTED = 0.3;
 
-interface Written { committed: Set<number>; aborted: Set<number>; lastCommitted: number[] }
+interface Written {
+  committed: Set<number>;
+  aborted: Set<number>;
+  lastCommitted: number[];
+}
 
 /**
  * Two transactional producers write to the same raw partitions with overlapping transactions:
@@ -54,8 +58,13 @@ async function writeRaw(kafka: Kafka, topic: string, seed: number): Promise<Writ
     const t = open[i]!;
     const ids = Array.from({ length: 40 + Math.floor(rnd() * 120) }, () => next++);
     const sent = await t.tx.send({
-      topic, acks: -1,
-      messages: ids.map((id) => ({ partition: id % PARTITIONS, key: `user${id % 97}@example.com`, value: JSON.stringify({ id, email: `user${id % 97}@example.com` }) })),
+      topic,
+      acks: -1,
+      messages: ids.map((id) => ({
+        partition: id % PARTITIONS,
+        key: `user${id % 97}@example.com`,
+        value: JSON.stringify({ id, email: `user${id % 97}@example.com` }),
+      })),
     });
     t.ids.push(...ids);
     for (const r of sent) {
@@ -91,10 +100,16 @@ describe('stream: raw input written transactionally, with overlapping aborted tr
 
       const processor = await processes.start('aborted', pipelineYaml(t, 'json'), client);
       // done when the group's offsets are past each partition's last committed record
-      await untilConsumed(kafka, processor, async (admin) => {
-        const offsets = await committedOffsets(admin, `veil-test-${t.id}`, t.raw);
-        return written.lastCommitted.every((last, p) => (offsets.get(p) ?? -1) > last);
-      }, 60_000, `${client}: all committed raw records processed (seed ${seed})`);
+      await untilConsumed(
+        kafka,
+        processor,
+        async (admin) => {
+          const offsets = await committedOffsets(admin, `veil-test-${t.id}`, t.raw);
+          return written.lastCommitted.every((last, p) => (offsets.get(p) ?? -1) > last);
+        },
+        60_000,
+        `${client}: all committed raw records processed (seed ${seed})`,
+      );
       await stopStream(processor);
 
       const ids = (await javaConsumeCommitted(t.clean)).map((r) => (JSON.parse(r.value) as { id: number }).id);
@@ -106,7 +121,9 @@ describe('stream: raw input written transactionally, with overlapping aborted tr
         duplicated: ids.length - unique.size,
         deadLetters: (await javaConsumeCommitted(t.dlq)).length,
       };
-      console.log(`aborted input (${client}, seed ${seed}): raw ${total} records, ${written.committed.size} committed, ${written.aborted.size} aborted; clean ${JSON.stringify(result)}`);
+      console.log(
+        `aborted input (${client}, seed ${seed}): raw ${total} records, ${written.committed.size} committed, ${written.aborted.size} aborted; clean ${JSON.stringify(result)}`,
+      );
       expect(result).toEqual({ clean: written.committed.size, aborted: 0, lost: 0, duplicated: 0, deadLetters: 0 });
     }, 120_000);
   }

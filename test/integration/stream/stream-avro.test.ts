@@ -8,12 +8,41 @@ import { startedPipeline, unprotector } from '../../helpers/stream.ts';
 const { avroType } = await schemaFormats();
 
 const customerV1 = {
-  type: 'record', name: 'Customer', namespace: 'test.veil',
+  type: 'record',
+  name: 'Customer',
+  namespace: 'test.veil',
   fields: [
     { name: 'id', type: 'long' },
     { name: 'email', type: 'string' },
-    { name: 'cards', type: { type: 'array', items: { type: 'record', name: 'Card', fields: [{ name: 'number', type: 'string' }, { name: 'brand', type: 'string' }] } } },
-    { name: 'profile', type: ['null', { type: 'record', name: 'Profile', fields: [{ name: 'name', type: ['null', 'string'], default: null }, { name: 'tier', type: 'int' }] }], default: null },
+    {
+      name: 'cards',
+      type: {
+        type: 'array',
+        items: {
+          type: 'record',
+          name: 'Card',
+          fields: [
+            { name: 'number', type: 'string' },
+            { name: 'brand', type: 'string' },
+          ],
+        },
+      },
+    },
+    {
+      name: 'profile',
+      type: [
+        'null',
+        {
+          type: 'record',
+          name: 'Profile',
+          fields: [
+            { name: 'name', type: ['null', 'string'], default: null },
+            { name: 'tier', type: 'int' },
+          ],
+        },
+      ],
+      default: null,
+    },
   ],
 };
 const customerV2 = { ...customerV1, fields: [...customerV1.fields, { name: 'segment', type: ['null', 'string'], default: null }] };
@@ -46,7 +75,8 @@ describe('stream: Avro pipeline against a real broker and a real registry (Apicu
     const id1 = await registry.register(`${t.raw}-value`, JSON.stringify(customerV1));
     const id2 = await registry.register(`${t.raw}-value`, JSON.stringify(customerV2));
     const customer = (i: number) => ({
-      id: i, email: `avro${i}@example.com`,
+      id: i,
+      email: `avro${i}@example.com`,
       cards: [{ number: `4111-1111-1111-${String(1000 + i).slice(-4)}`, brand: 'visa' }],
       profile: i % 5 === 0 ? null : { name: i % 7 === 0 ? null : `Avro Person ${i}`, tier: i % 3 },
     });
@@ -56,7 +86,11 @@ describe('stream: Avro pipeline against a real broker and a real registry (Apicu
         ? { key: c.email, value: wire(id1, v1.toBuffer(c)) }
         : { key: c.email, value: wire(id2, v2.toBuffer({ ...c, segment: i % 2 ? 'gold' : null })) };
     });
-    await produce(kafka, t.raw, [...records, { key: 'bad', value: Buffer.from([0, 0, 0, 0, 1, 2, 3]) }, { key: 'bad2', value: wire(999_999, Buffer.from([1])) }]);
+    await produce(kafka, t.raw, [
+      ...records,
+      { key: 'bad', value: Buffer.from([0, 0, 0, 0, 1, 2, 3]) },
+      { key: 'bad2', value: wire(999_999, Buffer.from([1])) },
+    ]);
 
     const clean = await consume(kafka, t.clean, 60);
     const dead = await consume(kafka, t.dlq, 2);

@@ -61,7 +61,7 @@ describe.each(streamClients())('stream chaos on %s: 2 processes, random SIGKILLs
 
     // external SIGKILLs at random moments, once records flow
     for (let i = 0; i < 6; i++) {
-      await waitFor(() => unique() > (i + 1) * TOTAL / 12, 180_000, `progress before external kill ${i + 1}`);
+      await waitFor(() => unique() > ((i + 1) * TOTAL) / 12, 180_000, `progress before external kill ${i + 1}`);
       await sleep(Math.random() * 1500);
       const victim = procs[Math.floor(Math.random() * 2)]!;
       (victim as unknown as { markKilled: () => void }).markKilled();
@@ -81,18 +81,27 @@ describe.each(streamClients())('stream chaos on %s: 2 processes, random SIGKILLs
     await waitFor(() => unique() >= TOTAL, 300_000, 'all records in the clean topic');
     // the group committed every raw record: nothing is left for the processes to write before they stop
     // (asked through a broker that may still be loading the group after its restart: an error is a "not yet")
-    await eventually('the group to commit every raw record', async () => ((await groupCaughtUp(kafka, 'veil-protect-chaos', 'raw.chaos')) ? true : undefined), 120_000);
+    await eventually(
+      'the group to commit every raw record',
+      async () => ((await groupCaughtUp(kafka, 'veil-protect-chaos', 'raw.chaos')) ? true : undefined),
+      120_000,
+    );
     stopping = true;
     for (const p of procs) p.kill('SIGTERM');
     await Promise.all(procs.map((p) => new Promise((r) => (p.exitCode !== null || p.signalCode !== null ? r(null) : p.once('exit', r)))));
 
     // verified with Kafka's own Java client, read_committed (see stream-crash.test.ts for why not kafkajs)
-    const java = (await javaConsumeCommitted('clean.chaos', broker.brokers)).map((r) => ({ ...r, record: JSON.parse(r.value) as { id: number; email: string } }));
+    const java = (await javaConsumeCommitted('clean.chaos', broker.brokers)).map((r) => ({
+      ...r,
+      record: JSON.parse(r.value) as { id: number; email: string },
+    }));
     const ids = java.map((r) => r.record.id);
     const lost = TOTAL - new Set(ids).size;
     const duplicated = ids.length - new Set(ids).size;
     const kafkajsIds = bed.inTopicOrder().map((r) => r.id);
-    console.log(`chaos: ${TOTAL} records, ${external} external SIGKILLs, ${inCommit} SIGKILLs in a commit; Java read_committed ${ids.length} records, ${lost} lost, ${duplicated} duplicated; kafkajs read_committed ${kafkajsIds.length} records, ${kafkajsIds.length - new Set(kafkajsIds).size} of them repeated ids`);
+    console.log(
+      `chaos: ${TOTAL} records, ${external} external SIGKILLs, ${inCommit} SIGKILLs in a commit; Java read_committed ${ids.length} records, ${lost} lost, ${duplicated} duplicated; kafkajs read_committed ${kafkajsIds.length} records, ${kafkajsIds.length - new Set(kafkajsIds).size} of them repeated ids`,
+    );
     expect({ lost, duplicated }).toEqual({ lost: 0, duplicated: 0 });
     expect(external + inCommit).toBeGreaterThanOrEqual(5);
     expect(inCommit).toBeGreaterThanOrEqual(1);

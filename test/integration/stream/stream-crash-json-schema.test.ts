@@ -15,7 +15,11 @@ formatCrashSuite({
   format: 'json-schema',
   extraYaml: '    validate: true',
   async register(subject) {
-    const res = await fetch(`${REGISTRY_URL}/subjects/${subject}/versions`, { method: 'POST', headers: { 'content-type': 'application/vnd.schemaregistry.v1+json' }, body: JSON.stringify({ schemaType: 'JSON', schema: JSON.stringify(schema) }) });
+    const res = await fetch(`${REGISTRY_URL}/subjects/${subject}/versions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/vnd.schemaregistry.v1+json' },
+      body: JSON.stringify({ schemaType: 'JSON', schema: JSON.stringify(schema) }),
+    });
     return ((await res.json()) as { id: number }).id;
   },
   encode(rawId, record) {

@@ -12,7 +12,11 @@ formatCrashSuite({
   // email is a string already: the clean schema is the raw text, which the registry dedupes to the raw id
   cleanIsRaw: true,
   async register(subject) {
-    const res = await fetch(`${REGISTRY_URL}/subjects/${subject}/versions`, { method: 'POST', headers: { 'content-type': 'application/vnd.schemaregistry.v1+json' }, body: JSON.stringify({ schemaType: 'PROTOBUF', schema: PROTO }) });
+    const res = await fetch(`${REGISTRY_URL}/subjects/${subject}/versions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/vnd.schemaregistry.v1+json' },
+      body: JSON.stringify({ schemaType: 'PROTOBUF', schema: PROTO }),
+    });
     return ((await res.json()) as { id: number }).id;
   },
   encode(rawId, record) {

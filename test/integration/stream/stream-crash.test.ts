@@ -29,7 +29,17 @@ describe.each(streamClients())('stream on %s: exactly-once under crashes (real b
     // any failure, the test's timeout included (one run in 20 timed out with no trace): where it was
     onTestFailed(() => {
       console.log(`crash test failed at ${new Set([...records.values()].map((r) => r.id)).size} of ${TOTAL} ids; phases:\n${phases.join('\n')}`);
-      console.log([...logs, ...started.map((p) => p.output())].map((l) => l.split('\n').filter((line) => /"level":(40|50|60)|re-creating|halted|crashed/.test(line)).slice(-40).join('\n')).join('\n----\n'));
+      console.log(
+        [...logs, ...started.map((p) => p.output())]
+          .map((l) =>
+            l
+              .split('\n')
+              .filter((line) => /"level":(40|50|60)|re-creating|halted|crashed/.test(line))
+              .slice(-40)
+              .join('\n'),
+          )
+          .join('\n----\n'),
+      );
     });
     const spawnLogged = () => {
       const p = spawnStream(args, { ...env, VEIL_LOG_LEVEL: 'debug' });
@@ -92,7 +102,10 @@ describe.each(streamClients())('stream on %s: exactly-once under crashes (real b
       if (unique() !== seen) [seen, movedAt] = [unique(), Date.now()];
       if (Date.now() - movedAt < 20_000 || Date.now() - askedAt < 20_000) return false;
       askedAt = Date.now();
-      const ids = await javaConsumeCommitted('clean.crash', broker.brokers).then((rs) => new Set(rs.map((r) => JSON.parse(r.value).id)).size, () => 0);
+      const ids = await javaConsumeCommitted('clean.crash', broker.brokers).then(
+        (rs) => new Set(rs.map((r) => JSON.parse(r.value).id)).size,
+        () => 0,
+      );
       javaComplete = ids >= TOTAL;
       if (javaComplete) console.log(`crash test: the kafkajs verifier stopped at ${unique()} ids; Java read_committed sees ${ids} of ${TOTAL}`);
       return javaComplete;
@@ -103,17 +116,34 @@ describe.each(streamClients())('stream on %s: exactly-once under crashes (real b
       // a stall: what the processes did (veil logs codes, offsets and ids, never values)
       console.log(`crash test stalled at ${unique()} of ${TOTAL} ids\n${phases.join('\n')}`);
       // which side stalled: the processor, or this test's kafkajs verifier (Java is the reference)
-      const javaIds = await javaConsumeCommitted('clean.crash', broker.brokers).then((rs) => new Set(rs.map((r) => JSON.parse(r.value).id)).size, (err: Error) => `unreadable (${err.message})`);
+      const javaIds = await javaConsumeCommitted('clean.crash', broker.brokers).then(
+        (rs) => new Set(rs.map((r) => JSON.parse(r.value).id)).size,
+        (err: Error) => `unreadable (${err.message})`,
+      );
       const full = join(tmpdir(), `veil-crash-stall-${Date.now()}.log`);
       await writeFile(full, [...logs, processor.output()].join('\n----\n'));
       console.log(`Java read_committed sees ${javaIds} of ${TOTAL} ids; the processes' whole logs: ${full}`);
-      console.log([...logs, processor.output()].map((l) => l.split('\n').filter((line) => /"level":(40|50|60)|re-creating|halted|crashed/.test(line)).slice(-60).join('\n')).join('\n----\n'));
+      console.log(
+        [...logs, processor.output()]
+          .map((l) =>
+            l
+              .split('\n')
+              .filter((line) => /"level":(40|50|60)|re-creating|halted|crashed/.test(line))
+              .slice(-60)
+              .join('\n'),
+          )
+          .join('\n----\n'),
+      );
       throw e;
     }
     // the group committed every raw record: nothing is left for the processor to write before it stops
     phase('waiting for the group to commit the end of raw.crash');
     // (asked through a broker that may still be loading the group after its restart: an error is a "not yet")
-    await eventually('the group to commit every raw record', async () => ((await groupCaughtUp(kafka, 'veil-protect-crash', 'raw.crash')) ? true : undefined), 120_000);
+    await eventually(
+      'the group to commit every raw record',
+      async () => ((await groupCaughtUp(kafka, 'veil-protect-crash', 'raw.crash')) ? true : undefined),
+      120_000,
+    );
     processor.kill('SIGTERM');
     await new Promise((r) => processor.once('close', r));
 
@@ -124,15 +154,29 @@ describe.each(streamClients())('stream on %s: exactly-once under crashes (real b
     // Verified with Kafka's own Java client, read_committed: kafkajs' consumer was seen to deliver
     // records of aborted transactions (a zombie's last transaction, aborted by the next owner's
     // fence) — a reader bug, not a second write; its view is reported beside the reference
-    const java = (await javaConsumeCommitted('clean.crash', broker.brokers)).map((r) => ({ ...r, record: JSON.parse(r.value) as { id: number; email: string } }));
+    const java = (await javaConsumeCommitted('clean.crash', broker.brokers)).map((r) => ({
+      ...r,
+      record: JSON.parse(r.value) as { id: number; email: string },
+    }));
     const ids = java.map((r) => r.record.id);
     const lost = TOTAL - new Set(ids).size;
     const duplicated = ids.length - new Set(ids).size;
     const kafkajsIds = bed.inTopicOrder().map((r) => r.id);
-    console.log(`crash test: Java read_committed ${ids.length} records, ${duplicated} duplicated, ${lost} lost; kafkajs read_committed ${kafkajsIds.length} records, ${kafkajsIds.length - new Set(kafkajsIds).size} of them repeated ids`);
+    console.log(
+      `crash test: Java read_committed ${ids.length} records, ${duplicated} duplicated, ${lost} lost; kafkajs read_committed ${kafkajsIds.length} records, ${kafkajsIds.length - new Set(kafkajsIds).size} of them repeated ids`,
+    );
     if (lost || duplicated) {
       console.log(phases.join('\n'));
-      console.log(logs.map((l) => l.split('\n').filter((line) => !/ECONNREFUSED|seed broker|concurrent operation|group coordinator is not|correct coordinator/.test(line)).join('\n')).join('\n----\n'));
+      console.log(
+        logs
+          .map((l) =>
+            l
+              .split('\n')
+              .filter((line) => !/ECONNREFUSED|seed broker|concurrent operation|group coordinator is not|correct coordinator/.test(line))
+              .join('\n'),
+          )
+          .join('\n----\n'),
+      );
     }
     expect({ lost, duplicated }).toEqual({ lost: 0, duplicated: 0 });
     // one key (its deterministic protected email), one clean partition, ids in production order

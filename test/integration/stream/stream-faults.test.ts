@@ -33,18 +33,34 @@ async function configFor(t: ReturnType<typeof topicsFor>, format: 'json' | 'avro
 /** A stream service in this process, with its /healthz on a loopback port. */
 async function service(t: ReturnType<typeof topicsFor>, env: Record<string, string> = {}, extra: { registryUrl?: string; format?: 'json' | 'avro' } = {}) {
   const { configFile, dataDir } = await configFor(t, extra.format);
-  const stream = await openStream({ configFile, dataDir, env: { ...MASTER, VEIL_LOG_LEVEL: 'silent', ...env }, now: () => new Date(), brokers: BROKERS, development: true, ...(extra.registryUrl ? { registryUrl: extra.registryUrl } : {}) });
+  const stream = await openStream({
+    configFile,
+    dataDir,
+    env: { ...MASTER, VEIL_LOG_LEVEL: 'silent', ...env },
+    now: () => new Date(),
+    brokers: BROKERS,
+    development: true,
+    ...(extra.registryUrl ? { registryUrl: extra.registryUrl } : {}),
+  });
   services.push(stream);
   const server = await stream.listen(0, '127.0.0.1');
   servers.push(server);
   await stream.start();
   const port = (server.address() as AddressInfo).port;
-  return { stream, health: () => healthAt(port), ready: async () => (await fetch(`http://127.0.0.1:${port}/readyz`)).status, metrics: async () => (await fetch(`http://127.0.0.1:${port}/metrics`)).text() };
+  return {
+    stream,
+    health: () => healthAt(port),
+    ready: async () => (await fetch(`http://127.0.0.1:${port}/readyz`)).status,
+    metrics: async () => (await fetch(`http://127.0.0.1:${port}/metrics`)).text(),
+  };
 }
 
-async function healthAt(port: number): Promise<{ status: number; body: { status: string; pipelines?: { pipeline: string; reason: string }[]; notReady?: { pipeline: string; reason: string }[] } }> {
+async function healthAt(port: number): Promise<{
+  status: number;
+  body: { status: string; pipelines?: { pipeline: string; reason: string }[]; notReady?: { pipeline: string; reason: string }[] };
+}> {
   const res = await fetch(`http://127.0.0.1:${port}/healthz`);
-  return { status: res.status, body: await res.json() as never };
+  return { status: res.status, body: (await res.json()) as never };
 }
 
 /** what the stream process on `port` has read and committed (veil_stream_records_in_total) */
@@ -90,7 +106,10 @@ describe.each(streamClients())('stream on %s: never stuck, never silent (real br
     await createTopics(kafka, [t.raw], 1);
     await createTopics(kafka, [t.clean, t.dlq], 1, { 'max.message.bytes': '20000' });
     const producer = await steadyProducer(kafka);
-    await producer.send(t.raw, Array.from({ length: 5 }, (_, i) => customer(i)));
+    await producer.send(
+      t.raw,
+      Array.from({ length: 5 }, (_, i) => customer(i)),
+    );
     const { health } = await service(t, { VEIL_STREAM_CLIENT: client });
     expect(ids(await consume(kafka, t.clean, 5, 30_000))).toEqual([0, 1, 2, 3, 4]);
     await producer.send(t.raw, [customer(5, `${'y'.repeat(30_000)}@example.com`), customer(6)]);
@@ -109,14 +128,34 @@ describe.each(streamClients())('stream on %s: never stuck, never silent (real br
     await createTopics(kafka, [t.raw, t.clean, t.dlq], 1);
     // an Avro pipeline behind a registry proxy that is down at first
     const [proxyPort] = [await freePorts(1)];
-    const { health, ready, metrics } = await service(t, { VEIL_STREAM_STALL_MS: '10000', VEIL_STREAM_CLIENT: client }, { format: 'avro', registryUrl: `http://127.0.0.1:${proxyPort}/apis/ccompat/v7` });
+    const { health, ready, metrics } = await service(
+      t,
+      { VEIL_STREAM_STALL_MS: '10000', VEIL_STREAM_CLIENT: client },
+      { format: 'avro', registryUrl: `http://127.0.0.1:${proxyPort}/apis/ccompat/v7` },
+    );
     const avro = (await import('avsc')).default;
-    const schema = { type: 'record', name: 'Customer', fields: [{ name: 'id', type: 'int' }, { name: 'email', type: 'string' }, { name: 'cards', type: { type: 'array', items: { type: 'record', name: 'Card', fields: [{ name: 'number', type: 'string' }] } } }, { name: 'profile', type: { type: 'record', name: 'Profile', fields: [{ name: 'name', type: 'string' }] } }] };
-    const res = await fetch(`${REGISTRY_URL}/subjects/${t.raw}-value/versions`, { method: 'POST', headers: { 'content-type': 'application/vnd.schemaregistry.v1+json' }, body: JSON.stringify({ schema: JSON.stringify(schema) }) });
-    const { id } = await res.json() as { id: number };
+    const schema = {
+      type: 'record',
+      name: 'Customer',
+      fields: [
+        { name: 'id', type: 'int' },
+        { name: 'email', type: 'string' },
+        { name: 'cards', type: { type: 'array', items: { type: 'record', name: 'Card', fields: [{ name: 'number', type: 'string' }] } } },
+        { name: 'profile', type: { type: 'record', name: 'Profile', fields: [{ name: 'name', type: 'string' }] } },
+      ],
+    };
+    const res = await fetch(`${REGISTRY_URL}/subjects/${t.raw}-value/versions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/vnd.schemaregistry.v1+json' },
+      body: JSON.stringify({ schema: JSON.stringify(schema) }),
+    });
+    const { id } = (await res.json()) as { id: number };
     const header = Buffer.alloc(5);
     header.writeUInt32BE(id, 1);
-    const value = Buffer.concat([header, avro.Type.forSchema(schema as never).toBuffer({ id: 1, email: 'a@example.com', cards: [], profile: { name: 'Ann' } })]);
+    const value = Buffer.concat([
+      header,
+      avro.Type.forSchema(schema as never).toBuffer({ id: 1, email: 'a@example.com', cards: [], profile: { name: 'Ann' } }),
+    ]);
     const producer = await steadyProducer(kafka);
     await producer.send(t.raw, [{ key: 'a@example.com', value }]);
     await producer.close();
@@ -130,7 +169,11 @@ describe.each(streamClients())('stream on %s: never stuck, never silent (real br
     const proxy = createServer(async (req, res2) => {
       const chunks: Buffer[] = [];
       for await (const c of req) chunks.push(c as Buffer);
-      const r = await fetch(`${target.origin}${req.url}`, { method: req.method, headers: { 'content-type': String(req.headers['content-type'] ?? 'application/json') }, ...(chunks.length ? { body: Buffer.concat(chunks) } : {}) });
+      const r = await fetch(`${target.origin}${req.url}`, {
+        method: req.method,
+        headers: { 'content-type': String(req.headers['content-type'] ?? 'application/json') },
+        ...(chunks.length ? { body: Buffer.concat(chunks) } : {}),
+      });
       res2.writeHead(r.status, { 'content-type': r.headers.get('content-type') ?? 'application/json' }).end(Buffer.from(await r.arrayBuffer()));
     });
     servers.push(proxy);
@@ -146,51 +189,71 @@ describe.each(streamClients())('stream on %s: never stuck, never silent (real br
     { pauseMs: 25_000, what: 'a zombie whose partitions moved (25 s, 2 processes)', processes: 2 },
     { pauseMs: 70_000, what: 'longer than the transaction timeout (70 s)', processes: 1 },
   ].filter((p) => p.pauseMs < 60_000 || process.env.VEIL_TEST_LONG_FAULTS === '1');
-  it.each(pauses)('SIGSTOP $what: it comes back, nothing lost or duplicated, health green', async ({ pauseMs, processes }) => {
-    const t = topicsFor(`pause${processes}`);
-    await createTopics(kafka, [t.raw, t.clean, t.dlq], 4);
-    const { configFile, dataDir } = await configFor(t);
-    const port = await freePorts(processes);
-    const procs = Array.from({ length: processes }, (_, i) => spawnStream(['--config', configFile, '--data-dir', dataDir, '--port', String(port + i)], { KAFKA_BROKERS: BROKERS.join(','), ...MASTER, VEIL_KAFKA_SESSION_TIMEOUT_MS: '6000', VEIL_STREAM_CLIENT: client }));
-    try {
-      const producer = await steadyProducer(kafka);
-      let next = 0;
-      const batch = (n: number) => Array.from({ length: n }, () => customer(next++));
-      await producer.send(t.raw, batch(200));
-      await waitFor(async () => (await consume(kafka, t.clean, 200, 2000, 0)).length >= 200, 60_000, 'first records');
-      // every process counted what it wrote: the other one's count from here on is what it takes over
-      await waitFor(async () => (await Promise.all(procs.map((_, i) => recordsInAt(port + i)))).reduce((a, b) => a + b, 0) >= 200, 30_000, 'the first records counted');
-      const survivorBefore = processes > 1 ? await recordsInAt(port + 1) : 0;
-      procs[0]!.kill('SIGSTOP');
-      let resumed = false;
-      // records keep coming while it is stopped: each batch once the other process has taken every
-      // record sent so far (the stopped one's partitions moved to it); alone, the batches go at once
-      const during = (async () => {
-        for (let i = 0; i < pauseMs / 2000; i++) {
-          await producer.send(t.raw, batch(50));
-          if (processes > 1) await waitFor(async () => resumed || (await recordsInAt(port + 1)) - survivorBefore >= 50 * (i + 1), pauseMs + 60_000, 'the other process to take the stopped one\'s records');
-        }
-      })();
-      // the fault itself: how long the process stays stopped
-      await sleep(pauseMs);
-      resumed = true;
-      procs[0]!.kill('SIGCONT');
-      await during;
-      await producer.send(t.raw, batch(200));
-      await producer.close();
-      const clean = await consume(kafka, t.clean, next, 120_000, 3000);
-      const got = ids(clean);
-      expect({ lost: next - new Set(got).size, duplicated: got.length - new Set(got).size }).toEqual({ lost: 0, duplicated: 0 });
-      for (let i = 0; i < processes; i++) await waitFor(async () => (await healthAt(port + i)).status === 200, 30_000, `process ${i} healthy`);
-      // the process that was stopped is working again: its records-in counter moves after more input
-      const recordsIn = () => recordsInAt(port);
-      const before = await recordsIn();
-      const more = await steadyProducer(kafka);
-      await more.send(t.raw, batch(400));
-      await more.close();
-      await waitFor(async () => (await recordsIn()) > before, 60_000, 'the resumed process to consume again');
-    } finally {
-      for (const p of procs) p.kill('SIGKILL');
-    }
-  }, 300_000);
+  it.each(pauses)(
+    'SIGSTOP $what: it comes back, nothing lost or duplicated, health green',
+    async ({ pauseMs, processes }) => {
+      const t = topicsFor(`pause${processes}`);
+      await createTopics(kafka, [t.raw, t.clean, t.dlq], 4);
+      const { configFile, dataDir } = await configFor(t);
+      const port = await freePorts(processes);
+      const procs = Array.from({ length: processes }, (_, i) =>
+        spawnStream(['--config', configFile, '--data-dir', dataDir, '--port', String(port + i)], {
+          KAFKA_BROKERS: BROKERS.join(','),
+          ...MASTER,
+          VEIL_KAFKA_SESSION_TIMEOUT_MS: '6000',
+          VEIL_STREAM_CLIENT: client,
+        }),
+      );
+      try {
+        const producer = await steadyProducer(kafka);
+        let next = 0;
+        const batch = (n: number) => Array.from({ length: n }, () => customer(next++));
+        await producer.send(t.raw, batch(200));
+        await waitFor(async () => (await consume(kafka, t.clean, 200, 2000, 0)).length >= 200, 60_000, 'first records');
+        // every process counted what it wrote: the other one's count from here on is what it takes over
+        await waitFor(
+          async () => (await Promise.all(procs.map((_, i) => recordsInAt(port + i)))).reduce((a, b) => a + b, 0) >= 200,
+          30_000,
+          'the first records counted',
+        );
+        const survivorBefore = processes > 1 ? await recordsInAt(port + 1) : 0;
+        procs[0]!.kill('SIGSTOP');
+        let resumed = false;
+        // records keep coming while it is stopped: each batch once the other process has taken every
+        // record sent so far (the stopped one's partitions moved to it); alone, the batches go at once
+        const during = (async () => {
+          for (let i = 0; i < pauseMs / 2000; i++) {
+            await producer.send(t.raw, batch(50));
+            if (processes > 1)
+              await waitFor(
+                async () => resumed || (await recordsInAt(port + 1)) - survivorBefore >= 50 * (i + 1),
+                pauseMs + 60_000,
+                "the other process to take the stopped one's records",
+              );
+          }
+        })();
+        // the fault itself: how long the process stays stopped
+        await sleep(pauseMs);
+        resumed = true;
+        procs[0]!.kill('SIGCONT');
+        await during;
+        await producer.send(t.raw, batch(200));
+        await producer.close();
+        const clean = await consume(kafka, t.clean, next, 120_000, 3000);
+        const got = ids(clean);
+        expect({ lost: next - new Set(got).size, duplicated: got.length - new Set(got).size }).toEqual({ lost: 0, duplicated: 0 });
+        for (let i = 0; i < processes; i++) await waitFor(async () => (await healthAt(port + i)).status === 200, 30_000, `process ${i} healthy`);
+        // the process that was stopped is working again: its records-in counter moves after more input
+        const recordsIn = () => recordsInAt(port);
+        const before = await recordsIn();
+        const more = await steadyProducer(kafka);
+        await more.send(t.raw, batch(400));
+        await more.close();
+        await waitFor(async () => (await recordsIn()) > before, 60_000, 'the resumed process to consume again');
+      } finally {
+        for (const p of procs) p.kill('SIGKILL');
+      }
+    },
+    300_000,
+  );
 });

@@ -26,27 +26,46 @@ describe('stream: record headers through veil stream protect (real broker, real 
       const fromJava = [h('a', '1'), h('n', null), h('a', '2'), h('b', 'x'), h('a', '3'), h('e', '')];
       // written by kafkajs (patched): binary values, a null, an integer-like key after others, a spoofed veil header
       const binary = [
-        h('bin', Buffer.from([0, 0xff, 0x80, 0x7f, 0x0a, 0x3a, 0x20])), h('n', null), h('bin', Buffer.alloc(0)),
-        h('1', 'one'), h('veil.pipeline', 'spoofed'), h('bin', Buffer.from([0xc3, 0x28])), h('schlüssel-🔑', 'ü'),
+        h('bin', Buffer.from([0, 0xff, 0x80, 0x7f, 0x0a, 0x3a, 0x20])),
+        h('n', null),
+        h('bin', Buffer.alloc(0)),
+        h('1', 'one'),
+        h('veil.pipeline', 'spoofed'),
+        h('bin', Buffer.from([0xc3, 0x28])),
+        h('schlüssel-🔑', 'ü'),
       ];
       const producer = kafka.producer({ idempotent: true });
       await producer.connect();
-      await producer.send({ topic: t.raw, acks: -1, messages: [
-        { key: 'bob@example.com', value: '{"email":"bob@example.com","id":2}', headers: binary },
-        // no headers of its own: it carries exactly veil's (the list every such record shares)
-        { key: 'cy@example.com', value: '{"email":"cy@example.com","id":3}' },
-      ] });
+      await producer.send({
+        topic: t.raw,
+        acks: -1,
+        messages: [
+          { key: 'bob@example.com', value: '{"email":"bob@example.com","id":2}', headers: binary },
+          // no headers of its own: it carries exactly veil's (the list every such record shares)
+          { key: 'cy@example.com', value: '{"email":"cy@example.com","id":3}' },
+        ],
+      });
       await producer.disconnect();
 
       const processor = await processes.start('headers', pipelineYaml(t, 'json'), client);
-      await untilConsumed(kafka, processor, async (admin) => ((await committedOffsets(admin, `veil-test-${t.id}`, t.raw)).get(0) ?? -1) >= 3, 60_000, `${client}: the raw records processed`);
+      await untilConsumed(
+        kafka,
+        processor,
+        async (admin) => ((await committedOffsets(admin, `veil-test-${t.id}`, t.raw)).get(0) ?? -1) >= 3,
+        60_000,
+        `${client}: the raw records processed`,
+      );
       await stopStream(processor);
 
       const clean = await javaConsumeHeaders(t.clean);
       expect(clean).toHaveLength(3);
       const byId = new Map(clean.map((r) => [(JSON.parse(r.value.toString()) as { id: number }).id, r.headers]));
       const veilHeaders = ['veil.pipeline', 'veil.config.version', 'veil.protected.fields'];
-      for (const [id, sent] of [[1, fromJava], [2, binary.filter((x) => x.key !== 'veil.pipeline')], [3, []]] as const) {
+      for (const [id, sent] of [
+        [1, fromJava],
+        [2, binary.filter((x) => x.key !== 'veil.pipeline')],
+        [3, []],
+      ] as const) {
         const got = byId.get(id)!;
         expect(got.slice(0, sent.length), `record ${id}`).toEqual(sent);
         expect(got.slice(sent.length).map((x) => x.key)).toEqual(veilHeaders);

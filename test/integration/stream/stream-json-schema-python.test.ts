@@ -21,12 +21,19 @@ const schema = {
 
 /** The records json_schema_interop.py writes (its customer(i)). */
 const customer = (i: number) => ({
-  id: i, email: `py${i}@example.com`,
+  id: i,
+  email: `py${i}@example.com`,
   cards: [{ number: `4111 1111 1111 ${String(1000 + i).padStart(4, '0')}`, brand: 'visa' }],
   profile: i % 5 === 0 ? null : { name: `Py Person ${i}`, tier: i % 3 },
 });
 
-interface Line { partition: number; offset: number; key: string; schema_id: number; value: ReturnType<typeof customer> }
+interface Line {
+  partition: number;
+  offset: number;
+  key: string;
+  schema_id: number;
+  value: ReturnType<typeof customer>;
+}
 
 /**
  * confluent-kafka's (Python) own JSON Schema serializers on both sides of a veil json-schema
@@ -46,9 +53,15 @@ describe('stream: JSON Schema interop with confluent-kafka (Python) serializers'
 
   it('Python JSONSerializer → veil → Python JSONDeserializer (validating against the clean schema): every record once, values unprotect to the originals', async () => {
     const N = 60;
-    const produced = JSON.parse(await runPython('json_schema_interop.py', ['produce', BROKERS.join(','), REGISTRY_URL, t.raw, String(N), JSON.stringify(schema)])) as { schema_id: number };
+    const produced = JSON.parse(
+      await runPython('json_schema_interop.py', ['produce', BROKERS.join(','), REGISTRY_URL, t.raw, String(N), JSON.stringify(schema)]),
+    ) as { schema_id: number };
     const out = await runPython('json_schema_interop.py', ['consume', BROKERS.join(','), REGISTRY_URL, t.clean, String(N), '90'], { timeout: 150_000 });
-    const lines = out.trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as Line);
+    const lines = out
+      .trim()
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as Line);
     const ids = lines.map((l) => l.value.id);
     expect({ records: lines.length, unique: new Set(ids).size }).toEqual({ records: N, unique: N });
     expect(new Set(lines.map((l) => l.schema_id)).size).toBe(1);
@@ -68,7 +81,7 @@ describe('stream: JSON Schema interop with confluent-kafka (Python) serializers'
         expect(reveal('Customer.name', value.profile!.name)).toBe(original.profile.name);
       }
     }
-    const clean = JSON.parse((await (await fetch(`${REGISTRY_URL}/schemas/ids/${lines[0]!.schema_id}`)).json() as { schema: string }).schema);
+    const clean = JSON.parse(((await (await fetch(`${REGISTRY_URL}/schemas/ids/${lines[0]!.schema_id}`)).json()) as { schema: string }).schema);
     expect(clean.properties.email).toEqual({ type: 'string' });
     expect(clean.properties.cards.items.properties.number).toEqual({ type: 'string' });
     expect(clean.$defs.Card.properties.number.pattern).toBe('^[0-9 ]{13,19}$');

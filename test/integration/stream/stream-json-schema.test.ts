@@ -9,7 +9,10 @@ const schema = {
   properties: {
     id: { type: 'integer' },
     email: { type: 'string', minLength: 3 },
-    cards: { type: 'array', items: { type: 'object', properties: { number: { type: 'string', pattern: '^[0-9 -]+$' }, brand: { type: 'string' } }, required: ['number'] } },
+    cards: {
+      type: 'array',
+      items: { type: 'object', properties: { number: { type: 'string', pattern: '^[0-9 -]+$' }, brand: { type: 'string' } }, required: ['number'] },
+    },
     profile: { type: ['object', 'null'], properties: { name: { type: ['string', 'null'] }, tier: { type: 'integer' } } },
   },
   required: ['id', 'email'],
@@ -39,7 +42,11 @@ describe('stream: JSON Schema pipeline against a real broker and a real registry
   };
   /** registered as a producer would, over the registry's API (the client above checks a schema with its own ajv, which knows no draft-04) */
   const registered = async (subject: string, text: unknown) => {
-    const res = await fetch(`${REGISTRY_URL}/subjects/${subject}/versions`, { method: 'POST', headers: { 'content-type': 'application/vnd.schemaregistry.v1+json' }, body: JSON.stringify({ schemaType: 'JSON', schema: JSON.stringify(text) }) });
+    const res = await fetch(`${REGISTRY_URL}/subjects/${subject}/versions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/vnd.schemaregistry.v1+json' },
+      body: JSON.stringify({ schemaType: 'JSON', schema: JSON.stringify(text) }),
+    });
     if (!res.ok) throw new Error(`registering under ${subject}: HTTP ${res.status} ${await res.text()}`);
     return ((await res.json()) as { id: number }).id;
   };
@@ -53,7 +60,8 @@ describe('stream: JSON Schema pipeline against a real broker and a real registry
   it('protects the mapped values, keeps every other byte, and writes behind a clean schema a Confluent client reads and validates', async () => {
     const { id } = await client.register({ type: SchemaType.JSON, schema: JSON.stringify(schema) }, { subject: `${t.raw}-value` });
     const customer = (i: number) => ({
-      id: i, email: `js${i}@example.com`,
+      id: i,
+      email: `js${i}@example.com`,
       cards: [{ number: `4111 1111 1111 ${String(1000 + i).slice(-4)}`, brand: 'visa' }],
       profile: i % 4 === 0 ? null : { name: `Json Person ${i}`, tier: i % 3 },
     });
@@ -62,7 +70,12 @@ describe('stream: JSON Schema pipeline against a real broker and a real registry
     header.writeUInt32BE(id, 1);
     // the client writes compact JSON; a producer may write any JSON text: its bytes are kept
     const spaced = Buffer.concat([header, Buffer.from('{ "id": 1000,\n  "email": "spaced@example.com", "cards": [], "profile": null, "note": 1.50 }')]);
-    await produce(kafka, t.raw, [...records, { key: 'spaced', value: spaced }, { key: 'bad', value: Buffer.concat([header, Buffer.from('{"id": 1, "email":')]) }, { key: 'bad2', value: Buffer.concat([Buffer.from([0, 0x7f, 0xff, 0xff, 0xf0]), Buffer.from('{}')]) }]);
+    await produce(kafka, t.raw, [
+      ...records,
+      { key: 'spaced', value: spaced },
+      { key: 'bad', value: Buffer.concat([header, Buffer.from('{"id": 1, "email":')]) },
+      { key: 'bad2', value: Buffer.concat([Buffer.from([0, 0x7f, 0xff, 0xff, 0xf0]), Buffer.from('{}')]) },
+    ]);
 
     const clean = await consume(kafka, t.clean, 41);
     const dead = await consume(kafka, t.dlq, 2);
@@ -94,7 +107,9 @@ describe('stream: JSON Schema pipeline against a real broker and a real registry
         expect(reveal('Customer.name', value.profile!.name!)).toBe(original.profile.name);
       }
     }
-    const cleanSchema = JSON.parse((await (await fetch(`${REGISTRY_URL}/schemas/ids/${clean[0]!.value!.readUInt32BE(1)}`)).json() as { schema: string }).schema);
+    const cleanSchema = JSON.parse(
+      ((await (await fetch(`${REGISTRY_URL}/schemas/ids/${clean[0]!.value!.readUInt32BE(1)}`)).json()) as { schema: string }).schema,
+    );
     expect(cleanSchema.properties.cards.items.properties.number).toEqual({ type: 'string' });
     expect(cleanSchema.properties.profile.properties.name).toEqual({ type: ['string', 'null'] });
   }, 120_000);
@@ -116,9 +131,9 @@ describe('stream: JSON Schema pipeline against a real broker and a real registry
     const dead = deadAll.filter((d) => /^(refused|old)/.test(d.key!.toString()));
     const clean = cleanAll.filter((c) => JSON.parse(c.value!.subarray(5).toString()).id === 4006);
     [cleanSoFar, deadSoFar] = [cleanSoFar + 1, deadSoFar + 5];
-    expect(dead.map((d) => [d.key!.toString(), d.headers['veil.error.code']]).sort()).toEqual([
-      ['old@example.com', 'RECORD_MALFORMED'], ...refused.map((_, i) => [`refused${i}@example.com`, 'RECORD_INVALID']),
-    ].sort());
+    expect(dead.map((d) => [d.key!.toString(), d.headers['veil.error.code']]).sort()).toEqual(
+      [['old@example.com', 'RECORD_MALFORMED'], ...refused.map((_, i) => [`refused${i}@example.com`, 'RECORD_INVALID'])].sort(),
+    );
     // a dead letter is the raw record as it was
     for (const d of dead.filter((r) => r.key!.toString().startsWith('refused'))) expect(d.value).toEqual(wire(id, refused[Number(d.key!.toString()[7])]!));
     expect(clean).toHaveLength(1);
@@ -126,7 +141,11 @@ describe('stream: JSON Schema pipeline against a real broker and a real registry
 
   it('evolution: a second raw schema version (a new field) gets a second clean version; records of both versions are protected', async () => {
     // the Confluent client set the raw subject BACKWARD; a new property of an open content model narrows it
-    await fetch(`${REGISTRY_URL}/config/${t.raw}-value`, { method: 'PUT', headers: { 'content-type': 'application/vnd.schemaregistry.v1+json' }, body: JSON.stringify({ compatibility: 'NONE' }) });
+    await fetch(`${REGISTRY_URL}/config/${t.raw}-value`, {
+      method: 'PUT',
+      headers: { 'content-type': 'application/vnd.schemaregistry.v1+json' },
+      body: JSON.stringify({ compatibility: 'NONE' }),
+    });
     const v1 = await registered(`${t.raw}-value`, schema);
     const v2Schema = { ...schema, properties: { ...schema.properties, loyalty: { type: 'object', properties: { level: { type: 'string' } } } } };
     const v2 = await registered(`${t.raw}-value`, v2Schema);
@@ -145,11 +164,12 @@ describe('stream: JSON Schema pipeline against a real broker and a real registry
     expect(JSON.parse(two.subarray(5).toString()).loyalty).toEqual({ level: 'gold' });
     const [cleanV1, cleanV2] = [one.readUInt32BE(1), two.readUInt32BE(1)];
     expect(cleanV2).not.toBe(cleanV1);
-    const cleanSchema = async (cleanId: number) => JSON.parse((await (await fetch(`${REGISTRY_URL}/schemas/ids/${cleanId}`)).json() as { schema: string }).schema);
+    const cleanSchema = async (cleanId: number) =>
+      JSON.parse(((await (await fetch(`${REGISTRY_URL}/schemas/ids/${cleanId}`)).json()) as { schema: string }).schema);
     expect((await cleanSchema(cleanV1)).properties.loyalty).toBeUndefined();
     expect((await cleanSchema(cleanV2)).properties.loyalty).toEqual(v2Schema.properties.loyalty);
     expect((await cleanSchema(cleanV2)).properties.email).toEqual({ type: 'string' });
-    const versions = await (await fetch(`${REGISTRY_URL}/subjects/${t.clean}-value/versions`)).json() as number[];
+    const versions = (await (await fetch(`${REGISTRY_URL}/subjects/${t.clean}-value/versions`)).json()) as number[];
     expect(versions.length).toBeGreaterThanOrEqual(2);
     // the Confluent client reads both, each against its own clean version
     expect(await client.decode(one)).toMatchObject({ id: 2001 });
@@ -163,7 +183,11 @@ describe('stream: JSON Schema pipeline against a real broker and a real registry
       '{\n  "id": 3002, "nested": {"s": "caf\\u00e9 \\/ \\"q\\""},\n  "email" : "bob@example.com" ,\n  "profile": {"name": "Bob \\u0042uilder", "tier": 1.0}\n}',
       '{"id":3003,"email":"dup@example.com","x":[1,2.50,-3e-7],"email":"dup2@example.com","cards":[{"number":"4111 1111 1111 1111","brand":"v"}]}',
     ];
-    await produce(kafka, t.raw, docs.map((d, i) => ({ key: `lossless${i}@example.com`, value: wire(id, d) })));
+    await produce(
+      kafka,
+      t.raw,
+      docs.map((d, i) => ({ key: `lossless${i}@example.com`, value: wire(id, d) })),
+    );
     const clean = await consume(kafka, t.clean, cleanSoFar + docs.length);
     cleanSoFar += docs.length;
     const reveal = await unprotector(configFile, dataDir);

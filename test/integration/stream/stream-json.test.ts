@@ -2,7 +2,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startedPipeline, unprotector } from '../../helpers/stream.ts';
 import { consume, kafkaClient, produce, topicsFor, type Consumed } from '../../helpers/kafka.ts';
 
-
 describe('stream: JSON pipeline against a real broker', () => {
   const t = topicsFor('json');
   const kafka = kafkaClient();
@@ -11,7 +10,10 @@ describe('stream: JSON pipeline against a real broker', () => {
   const customer = (i: number) => ({
     id: `c-${i}`,
     email: `person${i}@example.com`,
-    cards: [{ number: `4111-1111-1111-${String(1000 + i).slice(-4)}`, brand: 'visa' }, { number: '5500005555555559', brand: 'mc' }],
+    cards: [
+      { number: `4111-1111-1111-${String(1000 + i).slice(-4)}`, brand: 'visa' },
+      { number: '5500005555555559', brand: 'mc' },
+    ],
     profile: { name: `Person Number ${i}`, tier: i % 3 },
     note: 'unmapped stays as is',
   });
@@ -78,7 +80,9 @@ describe('stream: JSON pipeline against a real broker', () => {
     for (const r of raw) {
       try {
         sourcePartition.set(JSON.parse(r.value!.toString()).id, r.partition);
-      } catch { /* poison */ }
+      } catch {
+        /* poison */
+      }
     }
     // within one clean partition, the records of one source partition keep their source order
     const sequences = new Map<string, number[]>();

@@ -18,14 +18,17 @@ const MASTER = 'f'.repeat(64);
 async function offsets(admin: Admin, groupId: string, topic: string): Promise<{ partition: number; high: string; committed: string }[]> {
   const high = await admin.fetchTopicOffsets(topic);
   const committed = (await admin.fetchOffsets({ groupId, topics: [topic] }))[0]!.partitions;
-  return high.map((h) => ({ partition: h.partition, high: h.high, committed: committed.find((c) => c.partition === h.partition)?.offset ?? '-1' })).sort((a, b) => a.partition - b.partition);
+  return high
+    .map((h) => ({ partition: h.partition, high: h.high, committed: committed.find((c) => c.partition === h.partition)?.offset ?? '-1' }))
+    .sort((a, b) => a.partition - b.partition);
 }
 
 /** veil_stream_consumer_lag of a pipeline and topic, per partition, as the process exports it. */
 async function lagMetric(port: number, pipeline: string, topic: string): Promise<Record<string, number>> {
   const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
   const out: Record<string, number> = {};
-  for (const s of samples(text)) if (s.name === 'veil_stream_consumer_lag' && s.labels.pipeline === pipeline && s.labels.topic === topic) out[s.labels.partition!] = s.value;
+  for (const s of samples(text))
+    if (s.name === 'veil_stream_consumer_lag' && s.labels.pipeline === pipeline && s.labels.topic === topic) out[s.labels.partition!] = s.value;
   return out;
 }
 
@@ -34,7 +37,10 @@ async function abortedTail(kafka: Kafka, topic: string, id: string): Promise<voi
   const producer = kafka.producer({ transactionalId: `lag-abort-${id}`, idempotent: true, maxInFlightRequests: 1 });
   await producer.connect();
   const tx = await producer.transaction();
-  await tx.send({ topic, messages: Array.from({ length: PARTITIONS * 2 }, (_, i) => ({ partition: i % PARTITIONS, value: JSON.stringify({ id: 900_000 + i, aborted: true }) })) });
+  await tx.send({
+    topic,
+    messages: Array.from({ length: PARTITIONS * 2 }, (_, i) => ({ partition: i % PARTITIONS, value: JSON.stringify({ id: 900_000 + i, aborted: true }) })),
+  });
   await tx.abort();
   await producer.disconnect();
 }
@@ -63,7 +69,15 @@ describe.each(streamClients())('consumer lag on a transactional topic reaches 0 
 
   const veil = (args: string[], port: number) => {
     const child = spawn(join(ROOT, 'bin/veil'), [...args, '--config', configFile, '--data-dir', dataDir, '--port', String(port)], {
-      env: { ...process.env, KAFKA_BROKERS: BROKERS.join(','), VEIL_MASTER_KEY: MASTER, VEIL_LOG_LEVEL: 'warn', VEIL_STREAM_CLIENT: client, VEIL_PROTECT_THREADS: '0', VEIL_KAFKA_SESSION_TIMEOUT_MS: '6000' },
+      env: {
+        ...process.env,
+        KAFKA_BROKERS: BROKERS.join(','),
+        VEIL_MASTER_KEY: MASTER,
+        VEIL_LOG_LEVEL: 'warn',
+        VEIL_STREAM_CLIENT: client,
+        VEIL_PROTECT_THREADS: '0',
+        VEIL_KAFKA_SESSION_TIMEOUT_MS: '6000',
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     // stderr and the log (stdout): what the process said, for a failure's report and the cleartext check
@@ -77,8 +91,15 @@ describe.each(streamClients())('consumer lag on a transactional topic reaches 0 
   /** Waits for /readyz; a process that exits or stays unready fails the test with what it said. */
   const ready = async (child: ChildProcess & { err(): string }, port: number) => {
     for (const deadline = Date.now() + 90_000; ;) {
-      if (child.exitCode !== null || child.signalCode !== null) throw new Error(`the process for :${port} exited (${child.exitCode ?? child.signalCode}): ${child.err().slice(-3000)}`);
-      if (await fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.ok, () => false)) return;
+      if (child.exitCode !== null || child.signalCode !== null)
+        throw new Error(`the process for :${port} exited (${child.exitCode ?? child.signalCode}): ${child.err().slice(-3000)}`);
+      if (
+        await fetch(`http://127.0.0.1:${port}/readyz`).then(
+          (r) => r.ok,
+          () => false,
+        )
+      )
+        return;
       if (Date.now() > deadline) throw new Error(`the process on :${port} not ready within 90 s: ${child.err().slice(-3000)}`);
       await new Promise((r) => setTimeout(r, 200));
     }
@@ -115,19 +136,34 @@ describe.each(streamClients())('consumer lag on a transactional topic reaches 0 
     await eventually('both outputs complete', async () => (watched.every((w) => w.ids.size >= total) ? true : undefined), 180_000);
     const zero = Array.from({ length: PARTITIONS }, () => 0);
     // committed == high watermark on every partition of every topic read (raw is not transactional: trivially so)
-    expect({ first: await settledLag(groups.first, t.raw), second: await settledLag(groups.second, t.clean), rewrap: await settledLag(groups.rewrap, t.clean) })
-      .toEqual({ first: zero, second: zero, rewrap: zero });
+    expect({
+      first: await settledLag(groups.first, t.raw),
+      second: await settledLag(groups.second, t.clean),
+      rewrap: await settledLag(groups.rewrap, t.clean),
+    }).toEqual({ first: zero, second: zero, rewrap: zero });
     // veil's own metric says the same (it is set as each commit returns)
     const every = Object.fromEntries(Array.from({ length: PARTITIONS }, (_, p) => [String(p), 0]));
-    const metrics = async () => ({ second: await lagMetric(ports.protect, 'second', t.clean), first: await lagMetric(ports.protect, 'first', t.raw), rewrap: await lagMetric(ports.rewrap, 'first', t.clean) });
+    const metrics = async () => ({
+      second: await lagMetric(ports.protect, 'second', t.clean),
+      first: await lagMetric(ports.protect, 'first', t.raw),
+      rewrap: await lagMetric(ports.rewrap, 'first', t.clean),
+    });
     const want = { second: every, first: every, rewrap: every };
-    await eventually('veil_stream_consumer_lag 0', async () => (JSON.stringify(await metrics()) === JSON.stringify(want) ? true : undefined), 10_000).catch(() => undefined);
+    await eventually('veil_stream_consumer_lag 0', async () => (JSON.stringify(await metrics()) === JSON.stringify(want) ? true : undefined), 10_000).catch(
+      () => undefined,
+    );
     expect(await metrics()).toEqual(want);
     for (const topic of [second, rewrapped]) {
       const ids = await idsOf(topic);
       const unique = new Set(ids);
       const lost = Array.from({ length: total }, (_, i) => i).filter((i) => !unique.has(i)).length;
-      expect({ topic, records: ids.length, duplicated: ids.length - unique.size, lost, aborted: ids.filter((i) => i >= 900_000).length }).toEqual({ topic, records: total, duplicated: 0, lost: 0, aborted: 0 });
+      expect({ topic, records: ids.length, duplicated: ids.length - unique.size, lost, aborted: ids.filter((i) => i >= 900_000).length }).toEqual({
+        topic,
+        records: total,
+        duplicated: 0,
+        lost: 0,
+        aborted: 0,
+      });
     }
   };
 
@@ -139,7 +175,9 @@ describe.each(streamClients())('consumer lag on a transactional topic reaches 0 
     roles: [ingest]
     rightsEvidences: { Role: ingest }
     processingEvidences: { Action: Protect }`;
-    await writeFile(configFile, `${await readFile(EXAMPLE_CONFIG, 'utf8')}
+    await writeFile(
+      configFile,
+      `${await readFile(EXAMPLE_CONFIG, 'utf8')}
 pipelines:
   first:
     source: { topics: [${t.raw}] }
@@ -154,7 +192,8 @@ ${common}
     groupId: ${groups.second}
     fields: [ { path: note, field: Customer.name } ]
 ${common}
-`);
+`,
+    );
     await createTopics(kafka, [t.raw, t.clean, second, rewrapped], PARTITIONS);
     await createTopics(kafka, [t.dlq], 1);
     await admin.connect();
@@ -173,7 +212,11 @@ ${common}
   it('commits past the transaction markers and an aborted tail: committed offset == high watermark, lag 0, every record once, also after a restart', async () => {
     let running = await startAll();
     try {
-      await produce(kafka, t.raw, Array.from({ length: ROUND }, (_, i) => record(i)));
+      await produce(
+        kafka,
+        t.raw,
+        Array.from({ length: ROUND }, (_, i) => record(i)),
+      );
       await drainedAndChecked(ROUND);
 
       // an aborted transaction at the end of the clean topic: nothing of it is read, and it is committed past
@@ -183,7 +226,11 @@ ${common}
       // a restart starts from the committed offsets: nothing read twice, the next records once
       for (const child of running) expect((await sigtermAndWait(child, 40_000)).code).toBe(0);
       running = await startAll();
-      await produce(kafka, t.raw, Array.from({ length: ROUND }, (_, i) => record(ROUND + i)));
+      await produce(
+        kafka,
+        t.raw,
+        Array.from({ length: ROUND }, (_, i) => record(ROUND + i)),
+      );
       await drainedAndChecked(2 * ROUND);
       for (const child of running) expect((await sigtermAndWait(child, 40_000)).code).toBe(0);
     } catch (e) {

@@ -40,10 +40,19 @@ const AVRO_SCHEMA = `{"type":"record","name":"Account","namespace":"test.veil","
  {"name":"ratio","type":"double","default":1.0},
  {"name":"counters","type":{"type":"map","values":"long"},"default":{"max":${I64_MAX},"odd":${ODD}}}]}`;
 
-interface Line { key: string; schema_id: number; value: Record<string, unknown> }
+interface Line {
+  key: string;
+  schema_id: number;
+  value: Record<string, unknown>;
+}
 
 /** the Python script's lines, read losslessly (integers beyond 2^53 as bigints) */
-const lines = (out: string) => out.trim().split('\n').filter(Boolean).map((l) => toPlain(parseLossless(l), true) as unknown as Line);
+const lines = (out: string) =>
+  out
+    .trim()
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => toPlain(parseLossless(l), true) as unknown as Line);
 const schemaText = async (id: number) => ((await (await fetch(`${REGISTRY_URL}/schemas/ids/${id}`)).json()) as { schema: string }).schema;
 
 /**
@@ -65,8 +74,12 @@ describe('stream: numbers in derived clean schemas, read by confluent-kafka (Pyt
 
     it('every record once, valid against the clean schema, its numbers exact; the clean schema holds the raw digits', async () => {
       const N = 30;
-      const produced = JSON.parse(await runPython('lossless_schema_interop.py', ['produce', 'json', BROKERS.join(','), REGISTRY_URL, t.raw, String(N), JSON_SCHEMA])) as { schema_id: number };
-      const got = lines(await runPython('lossless_schema_interop.py', ['consume', 'json', BROKERS.join(','), REGISTRY_URL, t.clean, String(N), '90'], { timeout: 150_000 }));
+      const produced = JSON.parse(
+        await runPython('lossless_schema_interop.py', ['produce', 'json', BROKERS.join(','), REGISTRY_URL, t.raw, String(N), JSON_SCHEMA]),
+      ) as { schema_id: number };
+      const got = lines(
+        await runPython('lossless_schema_interop.py', ['consume', 'json', BROKERS.join(','), REGISTRY_URL, t.clean, String(N), '90'], { timeout: 150_000 }),
+      );
       const emails = got.map((l) => l.key);
       expect({ records: got.length, unique: new Set(emails).size }).toEqual({ records: N, unique: N });
       const cleanIds = new Set(got.map((l) => l.schema_id));
@@ -80,8 +93,13 @@ describe('stream: numbers in derived clean schemas, read by confluent-kafka (Pyt
         expect(reveal('Customer.email', key)).toBe(email);
         const i = Number(/^big(\d+)@example\.com$/.exec(email)![1]);
         expect(value.id).toBe(U64_MAX - BigInt(i));
-        expect({ serial: value.serial, version: value.version, code: value.code, quota: value.quota, ratio: value.ratio })
-          .toEqual({ serial: ODD, version: ODD, code: [ODD, ODD + 2n, U64_MAX][i % 3], quota: ODD + BigInt(i), ratio: 1 });
+        expect({ serial: value.serial, version: value.version, code: value.code, quota: value.quota, ratio: value.ratio }).toEqual({
+          serial: ODD,
+          version: ODD,
+          code: [ODD, ODD + 2n, U64_MAX][i % 3],
+          quota: ODD + BigInt(i),
+          ratio: 1,
+        });
         const card = (value.cards as { number: string; limit: bigint }[])[0]!;
         expect(reveal('Customer.cardNumber', card.number)).toBe(`4111 1111 1111 ${String(1000 + i).padStart(4, '0')}`);
         expect(card.limit).toBe([ODD, U64_MAX][i % 2]);
@@ -89,8 +107,15 @@ describe('stream: numbers in derived clean schemas, read by confluent-kafka (Pyt
 
       const raw = await schemaText(produced.schema_id);
       const clean = await schemaText(cleanId);
-      for (const digits of [`"maximum":${U64_MAX}`, `"minimum":${ODD},"maximum":${ODD}`, `"enum":[${ODD},${ODD + 2n},${U64_MAX}]`, `"const":${ODD}`,
-        `"default":${U64_MAX},"examples":[${ODD}]`, '"minimum":-0,"maximum":1.0,"default":1.0', `"limit":{"enum":[${ODD},${U64_MAX}]}`]) {
+      for (const digits of [
+        `"maximum":${U64_MAX}`,
+        `"minimum":${ODD},"maximum":${ODD}`,
+        `"enum":[${ODD},${ODD + 2n},${U64_MAX}]`,
+        `"const":${ODD}`,
+        `"default":${U64_MAX},"examples":[${ODD}]`,
+        '"minimum":-0,"maximum":1.0,"default":1.0',
+        `"limit":{"enum":[${ODD},${U64_MAX}]}`,
+      ]) {
         expect(raw.replace(/\s+/g, '')).toContain(digits);
         expect(clean).toContain(digits);
       }
@@ -111,8 +136,12 @@ describe('stream: numbers in derived clean schemas, read by confluent-kafka (Pyt
 
     it('every record once with its longs exact; the clean schema keeps each long default as written (a protected one as its text)', async () => {
       const N = 30;
-      const produced = JSON.parse(await runPython('lossless_schema_interop.py', ['produce', 'avro', BROKERS.join(','), REGISTRY_URL, t.raw, String(N), AVRO_SCHEMA])) as { schema_id: number };
-      const got = lines(await runPython('lossless_schema_interop.py', ['consume', 'avro', BROKERS.join(','), REGISTRY_URL, t.clean, String(N), '90'], { timeout: 150_000 }));
+      const produced = JSON.parse(
+        await runPython('lossless_schema_interop.py', ['produce', 'avro', BROKERS.join(','), REGISTRY_URL, t.raw, String(N), AVRO_SCHEMA]),
+      ) as { schema_id: number };
+      const got = lines(
+        await runPython('lossless_schema_interop.py', ['consume', 'avro', BROKERS.join(','), REGISTRY_URL, t.clean, String(N), '90'], { timeout: 150_000 }),
+      );
       expect({ records: got.length, unique: new Set(got.map((l) => l.key)).size }).toEqual({ records: N, unique: N });
       expect(new Set(got.map((l) => l.schema_id)).size).toBe(1);
       const cleanId = got[0]!.schema_id;

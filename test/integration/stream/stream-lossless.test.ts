@@ -103,7 +103,11 @@ describe('stream: lossless records against a real broker', () => {
     const all = await rawRecords(t.clean, before + 1);
     const m = all.at(-1)!;
     const list = m.headerList!.map((h) => [h.key, h.value === null ? null : h.value.toString()]);
-    expect(list.slice(0, 3)).toEqual([['a', '1'], ['n', null], ['a', '2']]);
+    expect(list.slice(0, 3)).toEqual([
+      ['a', '1'],
+      ['n', null],
+      ['a', '2'],
+    ]);
     expect(list.slice(3).map(([k]) => k)).toEqual(['veil.pipeline', 'veil.config.version', 'veil.protected.fields']);
     expect(m.value!.toString()).toMatch(/^\{"email":"[A-Za-z0-9_-]+", "n":1\.10\}$/);
   }, 120_000);

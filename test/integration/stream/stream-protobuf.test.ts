@@ -20,8 +20,10 @@ interface Clean {
 
 /** What protobuf_interop.py's customer(i) writes. */
 const customer = (i: number) => ({
-  email: `pb${i}@example.com`, card: String(4111111111110000n + BigInt(i)),
-  profile: i % 5 === 0 ? undefined : { name: `Pb Person ${i}`, tier: i % 3 }, phone: `+4420${String(i).padStart(7, '0')}`,
+  email: `pb${i}@example.com`,
+  card: String(4111111111110000n + BigInt(i)),
+  profile: i % 5 === 0 ? undefined : { name: `Pb Person ${i}`, tier: i % 3 },
+  phone: `+4420${String(i).padStart(7, '0')}`,
 });
 
 /**
@@ -42,7 +44,17 @@ function fieldsOf(b: Buffer): [number, Buffer][] {
     const start = pos;
     const [tag, p] = varint(pos);
     const type = tag % 8;
-    const end = type === 0 ? varint(p)[1] : type === 1 ? p + 8 : type === 5 ? p + 4 : (() => { const [len, q] = varint(p); return q + len; })();
+    const end =
+      type === 0
+        ? varint(p)[1]
+        : type === 1
+          ? p + 8
+          : type === 5
+            ? p + 4
+            : (() => {
+                const [len, q] = varint(p);
+                return q + len;
+              })();
     out.push([Math.floor(tag / 8), b.subarray(start, end)]);
     pos = end;
   }
@@ -55,7 +67,12 @@ const body = (hex: string) => {
   expect([...b.subarray(5, 7)]).toEqual([2, 2]);
   return b.subarray(7);
 };
-const without = (b: Buffer, numbers: number[]) => Buffer.concat(fieldsOf(b).filter(([n]) => !numbers.includes(n)).map(([, bytes]) => bytes));
+const without = (b: Buffer, numbers: number[]) =>
+  Buffer.concat(
+    fieldsOf(b)
+      .filter(([n]) => !numbers.includes(n))
+      .map(([, bytes]) => bytes),
+  );
 
 /**
  * The protobuf format end to end with confluent-kafka's (Python) own serializers on both sides:
@@ -78,7 +95,22 @@ describe('stream: Protobuf pipeline with confluent-kafka (Python) serializers', 
 
   it('Python ProtobufSerializer (two schema versions) → veil → Python ProtobufDeserializer: every record once, values unprotect, unmapped bytes and unknown fields kept', async () => {
     const write = async (proto: string, first: number, count: number) => {
-      const lines = (await runPython('protobuf_interop.py', ['produce', BROKERS.join(','), REGISTRY_URL, t.raw, join(FIXTURES, proto), 'Customer', String(first), String(count), '10'])).trim().split('\n').map((l) => JSON.parse(l) as { id?: number; bytes?: string; schema_id?: number });
+      const lines = (
+        await runPython('protobuf_interop.py', [
+          'produce',
+          BROKERS.join(','),
+          REGISTRY_URL,
+          t.raw,
+          join(FIXTURES, proto),
+          'Customer',
+          String(first),
+          String(count),
+          '10',
+        ])
+      )
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as { id?: number; bytes?: string; schema_id?: number });
       return { schemaId: lines.at(-1)!.schema_id!, raw: new Map(lines.filter((l) => l.id !== undefined).map((l) => [l.id!, l.bytes!])) };
     };
     const v1 = await write('customer_v1.proto', 0, 80);
@@ -93,11 +125,24 @@ describe('stream: Protobuf pipeline with confluent-kafka (Python) serializers', 
     ]);
 
     const out = await runPython('protobuf_interop.py', ['consume', BROKERS.join(','), REGISTRY_URL, t.clean, 'Customer', '100', '120'], { timeout: 180_000 });
-    const lines = out.trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as Clean);
+    const lines = out
+      .trim()
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as Clean);
     const ids = lines.map((l) => Number(l.value.id ?? 0)); // proto3 JSON leaves a 0 out
-    expect({ records: lines.length, unique: new Set(ids).size, min: Math.min(...ids), max: Math.max(...ids) }).toEqual({ records: 100, unique: 100, min: 0, max: 99 });
+    expect({ records: lines.length, unique: new Set(ids).size, min: Math.min(...ids), max: Math.max(...ids) }).toEqual({
+      records: 100,
+      unique: 100,
+      min: 0,
+      max: 99,
+    });
     const dead = await consume(kafka, t.dlq, 3);
-    expect(dead.map((d) => `${d.key}:${d.headers['veil.error.code']}`).sort()).toEqual(['bad-magic:RECORD_MALFORMED', 'truncated:RECORD_MALFORMED', 'unknown-id:SCHEMA_UNKNOWN']);
+    expect(dead.map((d) => `${d.key}:${d.headers['veil.error.code']}`).sort()).toEqual([
+      'bad-magic:RECORD_MALFORMED',
+      'truncated:RECORD_MALFORMED',
+      'unknown-id:SCHEMA_UNKNOWN',
+    ]);
 
     const cleanIds = [...new Set(lines.map((l) => l.schema_id))];
     expect(cleanIds).toHaveLength(2);
@@ -129,29 +174,52 @@ describe('stream: Protobuf pipeline with confluent-kafka (Python) serializers', 
       expect(card(cleanBody)).toBe(card(rawBody));
     }
     // the clean schema Python read: the card number a string under the same number
-    const schema = await (await fetch(`${REGISTRY_URL}/schemas/ids/${cleanIds[0]}`)).json() as { schema: string; schemaType: string };
+    const schema = (await (await fetch(`${REGISTRY_URL}/schemas/ids/${cleanIds[0]}`)).json()) as { schema: string; schemaType: string };
     expect(schema.schemaType).toBe('PROTOBUF');
   }, 300_000);
 
   it('a .proto text schema (as Java and Go clients register) → a clean .proto text schema that protoc compiles and Python reads', async () => {
     const text = readFileSync(join(FIXTURES, 'customer_v1.proto'), 'utf8');
     const registered = await fetch(`${REGISTRY_URL}/subjects/${t.raw}-text-value/versions`, {
-      method: 'POST', headers: { 'content-type': 'application/vnd.schemaregistry.v1+json' }, body: JSON.stringify({ schemaType: 'PROTOBUF', schema: text }),
+      method: 'POST',
+      headers: { 'content-type': 'application/vnd.schemaregistry.v1+json' },
+      body: JSON.stringify({ schemaType: 'PROTOBUF', schema: text }),
     });
-    const { id } = await registered.json() as { id: number };
+    const { id } = (await registered.json()) as { id: number };
     const Customer = protobuf.parse(text, { keepCase: true }).root.lookupType('veil.test.Customer');
     const header = Buffer.from([0, 0, 0, 0, 0, 2, 2]);
     header.writeUInt32BE(id, 1);
     const N = 30;
-    await produce(kafka, t.raw, Array.from({ length: N }, (_, i) => ({
-      key: `text${i}@example.com`,
-      value: Buffer.concat([header, Customer.encode(Customer.fromObject({ id: 1000 + i, email: `text${i}@example.com`, cards: [{ number: String(5500000000000004n + BigInt(i)), brand: 'mc' }], profile: { name: `Text Person ${i}`, tier: 1 } })).finish()]),
-    })));
+    await produce(
+      kafka,
+      t.raw,
+      Array.from({ length: N }, (_, i) => ({
+        key: `text${i}@example.com`,
+        value: Buffer.concat([
+          header,
+          Customer.encode(
+            Customer.fromObject({
+              id: 1000 + i,
+              email: `text${i}@example.com`,
+              cards: [{ number: String(5500000000000004n + BigInt(i)), brand: 'mc' }],
+              profile: { name: `Text Person ${i}`, tier: 1 },
+            }),
+          ).finish(),
+        ]),
+      })),
+    );
 
-    const out = await runPython('protobuf_interop.py', ['consume', BROKERS.join(','), REGISTRY_URL, t.clean, 'Customer', String(100 + N), '120'], { timeout: 180_000 });
-    const lines = out.trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as Clean).filter((l) => Number(l.value.id ?? 0) >= 1000);
+    const out = await runPython('protobuf_interop.py', ['consume', BROKERS.join(','), REGISTRY_URL, t.clean, 'Customer', String(100 + N), '120'], {
+      timeout: 180_000,
+    });
+    const lines = out
+      .trim()
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as Clean)
+      .filter((l) => Number(l.value.id ?? 0) >= 1000);
     expect(new Set(lines.map((l) => l.value.id)).size).toBe(N);
-    const cleanText = (await (await fetch(`${REGISTRY_URL}/schemas/ids/${lines[0]!.schema_id}`)).json() as { schema: string }).schema;
+    const cleanText = ((await (await fetch(`${REGISTRY_URL}/schemas/ids/${lines[0]!.schema_id}`)).json()) as { schema: string }).schema;
     expect(cleanText).toBe(text.replace('uint64 number = 1;', 'string number = 1;'));
     const reveal = await unprotector(pipeline.configFile, pipeline.dataDir);
     for (const { value } of lines) {

@@ -35,9 +35,18 @@ describe('veil stream rewrap (real broker, real processes)', () => {
   let configFile: string;
   const children: ChildProcess[] = [];
   // a short session: the group hands the killed member's partitions on within seconds
-  const env = () => ({ ...process.env, KAFKA_BROKERS: BROKERS.join(','), VEIL_MASTER_KEY: MASTER, VEIL_LOG_LEVEL: 'warn', VEIL_KAFKA_SESSION_TIMEOUT_MS: '6000' });
+  const env = () => ({
+    ...process.env,
+    KAFKA_BROKERS: BROKERS.join(','),
+    VEIL_MASTER_KEY: MASTER,
+    VEIL_LOG_LEVEL: 'warn',
+    VEIL_KAFKA_SESSION_TIMEOUT_MS: '6000',
+  });
   const veil = (args: string[], extra: Record<string, string> = {}, port = 0) => {
-    const child = spawn(join(ROOT, 'bin/veil'), [...args, '--config', configFile, '--data-dir', dataDir, '--port', String(port)], { env: { ...env(), ...extra }, stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn(join(ROOT, 'bin/veil'), [...args, '--config', configFile, '--data-dir', dataDir, '--port', String(port)], {
+      env: { ...env(), ...extra },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
     let err = '';
     child.stderr!.on('data', (d) => (err += String(d)));
     children.push(child);
@@ -61,7 +70,9 @@ describe('veil stream rewrap (real broker, real processes)', () => {
   beforeAll(async () => {
     dataDir = await mkdtemp(join(tmpdir(), 'veil-rewrap-'));
     configFile = join(dataDir, 'config.yaml');
-    await writeFile(configFile, `${await readFile(EXAMPLE_CONFIG, 'utf8')}
+    await writeFile(
+      configFile,
+      `${await readFile(EXAMPLE_CONFIG, 'utf8')}
 pipelines:
   customers:
     source: { topics: [${t.raw}] }
@@ -74,10 +85,14 @@ pipelines:
     roles: [ingest]
     rightsEvidences: { Role: ingest }
     processingEvidences: { Action: Protect }
-`);
+`,
+    );
     await createTopics(kafka, [t.raw, t.clean, to], 4);
     await createTopics(kafka, [t.dlq], 1);
-    const raw = Array.from({ length: TOTAL }, (_, id) => ({ key: email(id), value: JSON.stringify({ id, email: email(id), name: name(id), card: card(id), note: `n${id}` }) }));
+    const raw = Array.from({ length: TOTAL }, (_, id) => ({
+      key: email(id),
+      value: JSON.stringify({ id, email: email(id), name: name(id), card: card(id), note: `n${id}` }),
+    }));
     await produce(kafka, t.raw, raw);
     // the clean topic as a protect pipeline writes it, under version 1 of every key
     const seen = await watch(t.clean);
@@ -110,7 +125,11 @@ pipelines:
     const args = ['stream', 'rewrap', '--pipeline', 'customers', '--to', to, '--role', 'fraud'];
     // the first process SIGKILLs itself while a transaction's commit is in flight (fault-injection.ts)
     let rewrap = veil(args, { VEIL_FAULT_KILL_IN_COMMIT: '0.9' });
-    await eventually('the first rewrap process killed in a commit', async () => (rewrap.exitCode !== null || rewrap.signalCode !== null ? true : undefined), 120_000);
+    await eventually(
+      'the first rewrap process killed in a commit',
+      async () => (rewrap.exitCode !== null || rewrap.signalCode !== null ? true : undefined),
+      120_000,
+    );
     expect(rewrap.signalCode).toBe('SIGKILL');
     const atKill = done.ids.size;
     const port = await freePorts(1);
@@ -118,30 +137,57 @@ pipelines:
     await eventually('every record re-protected', async () => (done.ids.size >= TOTAL ? true : undefined), 240_000);
     // its lag 0 on every partition: every record of the clean topic, the planted ones too, read and
     // committed with what it wrote — nothing more will be written
-    await eventually('the rewrap caught up on every partition', async () => {
-      const lags = samples(await (await fetch(`http://127.0.0.1:${port}/metrics`)).text()).filter((m) => m.name === 'veil_stream_consumer_lag' && m.labels.topic === t.clean);
-      return lags.length === 4 && lags.every((m) => m.value === 0) ? true : undefined;
-    }, 60_000);
+    await eventually(
+      'the rewrap caught up on every partition',
+      async () => {
+        const lags = samples(await (await fetch(`http://127.0.0.1:${port}/metrics`)).text()).filter(
+          (m) => m.name === 'veil_stream_consumer_lag' && m.labels.topic === t.clean,
+        );
+        return lags.length === 4 && lags.every((m) => m.value === 0) ? true : undefined;
+      },
+      60_000,
+    );
     await stop(rewrap);
     await done.stop();
     expect(rewrap.err()).not.toContain('@example.com');
 
-    const java = (await javaConsumeCommitted(to)).map((r) => ({ ...r, record: JSON.parse(r.value) as { id: number; email: string; name: string; card: string; note: string } }));
+    const java = (await javaConsumeCommitted(to)).map((r) => ({
+      ...r,
+      record: JSON.parse(r.value) as { id: number; email: string; name: string; card: string; note: string },
+    }));
     const ids = java.map((r) => r.record.id);
     const unique = new Set(ids);
-    console.log(`rewrap: ${TOTAL} records, SIGKILLed in a commit with ${atKill} re-protected; Java read_committed ${ids.length} records, ${ids.length - unique.size} duplicated, ${TOTAL - unique.size} lost`);
-    expect({ records: ids.length, unique: unique.size, planted: ids.filter((id) => id >= TOTAL).length }).toEqual({ records: TOTAL, unique: TOTAL, planted: 0 });
+    console.log(
+      `rewrap: ${TOTAL} records, SIGKILLed in a commit with ${atKill} re-protected; Java read_committed ${ids.length} records, ${ids.length - unique.size} duplicated, ${TOTAL - unique.size} lost`,
+    );
+    expect({ records: ids.length, unique: unique.size, planted: ids.filter((id) => id >= TOTAL).length }).toEqual({
+      records: TOTAL,
+      unique: TOTAL,
+      planted: 0,
+    });
 
     // every AES value under version 2; every value reads back; the pinned FF1 card as it was
     const { engine } = await openEngine({ configFile, dataDir, env: { VEIL_MASTER_KEY: MASTER }, now: () => new Date(), provision: false });
-    const bind = (action: string) => engine.bind({ identity: { roles: ['fraud'] }, rightsEvidences: [{ name: 'Role', value: 'fraud' }], processingEvidences: [{ name: 'Action', value: action }], fields: ['email', 'name', 'cardNumber'].map((propertyName) => ({ className: 'Customer', propertyName })) }).transforms;
+    const bind = (action: string) =>
+      engine.bind({
+        identity: { roles: ['fraud'] },
+        rightsEvidences: [{ name: 'Role', value: 'fraud' }],
+        processingEvidences: [{ name: 'Action', value: action }],
+        fields: ['email', 'name', 'cardNumber'].map((propertyName) => ({ className: 'Customer', propertyName })),
+      }).transforms;
     const [openEmail, openName, openCard] = bind('Unprotect');
     const [protectEmail, , protectCard] = bind('Protect');
     const bad: number[] = [];
     for (const { record: r } of java) {
-      const ok = versionOf(r.email) === 2 && versionOf(r.name) === 2
-        && openEmail!(r.email) === email(r.id) && openName!(r.name) === name(r.id) && openCard!(r.card) === card(r.id)
-        && r.email === protectEmail!(email(r.id)) && r.card === protectCard!(card(r.id)) && r.note === `n${r.id}`;
+      const ok =
+        versionOf(r.email) === 2 &&
+        versionOf(r.name) === 2 &&
+        openEmail!(r.email) === email(r.id) &&
+        openName!(r.name) === name(r.id) &&
+        openCard!(r.card) === card(r.id) &&
+        r.email === protectEmail!(email(r.id)) &&
+        r.card === protectCard!(card(r.id)) &&
+        r.note === `n${r.id}`;
       if (!ok) bad.push(r.id);
     }
     expect(bad.slice(0, 10)).toEqual([]);

@@ -24,15 +24,22 @@ const HANDOVER_MS = 5000;
 /** records produced in this window after the SIGTERM are the ones measured */
 const WINDOW_MS = 8000;
 
-interface Sent { id: number; partition: number; at: number }
+interface Sent {
+  id: number;
+  partition: number;
+  at: number;
+}
 
 /** The pipeline `handover` over the test's topics, in a fresh data dir. */
 async function pipelineConfig(t: ReturnType<typeof topicsFor>): Promise<{ dataDir: string; configFile: string }> {
   const dataDir = await mkdtemp(join(tmpdir(), 'veil-handover-'));
   const configFile = join(dataDir, 'config.yaml');
-  await writeFile(configFile, `${readFileSync(EXAMPLE_CONFIG, 'utf8')}
+  await writeFile(
+    configFile,
+    `${readFileSync(EXAMPLE_CONFIG, 'utf8')}
 pipelines:
-${topicsPipelineYaml('handover', t)}`);
+${topicsPipelineYaml('handover', t)}`,
+  );
   return { dataDir, configFile };
 }
 
@@ -40,7 +47,10 @@ ${topicsPipelineYaml('handover', t)}`);
  * Every 100 ms one record to each of the raw topic's four partitions, each saying when it was
  * produced (`sent`), and when each reached the clean topic (`arrived`), read committed.
  */
-async function timedTraffic(kafka: Kafka, t: ReturnType<typeof topicsFor>): Promise<{ sent: Map<number, Sent>; arrived: Map<number, number>; stop(): Promise<void> }> {
+async function timedTraffic(
+  kafka: Kafka,
+  t: ReturnType<typeof topicsFor>,
+): Promise<{ sent: Map<number, Sent>; arrived: Map<number, number>; stop(): Promise<void> }> {
   const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
   await producer.connect();
   const sent = new Map<number, Sent>();
@@ -50,7 +60,11 @@ async function timedTraffic(kafka: Kafka, t: ReturnType<typeof topicsFor>): Prom
     while (producing) {
       const round = [0, 1, 2, 3].map((partition) => ({ id: next++, partition, at: Date.now() }));
       try {
-        await producer.send({ topic: t.raw, acks: -1, messages: round.map((r) => ({ partition: r.partition, key: `k${r.id}`, value: JSON.stringify({ id: r.id, email: `p${r.id}@example.com` }) })) });
+        await producer.send({
+          topic: t.raw,
+          acks: -1,
+          messages: round.map((r) => ({ partition: r.partition, key: `k${r.id}`, value: JSON.stringify({ id: r.id, email: `p${r.id}@example.com` }) })),
+        });
         for (const r of round) sent.set(r.id, r);
       } catch (e) {
         // a send the broker refused is not measured (a record it did take would still arrive, unmeasured)
@@ -65,16 +79,17 @@ async function timedTraffic(kafka: Kafka, t: ReturnType<typeof topicsFor>): Prom
   await consumer.subscribe({ topic: t.clean, fromBeginning: true });
   await consumer.run({ eachMessage: async ({ message }) => void arrived.set((JSON.parse(String(message.value)) as { id: number }).id, Date.now()) });
   let stopped: Promise<void> | undefined;
-  const stop = () => (stopped ??= (async () => {
-    producing = false;
-    await produced;
-    await producer.disconnect();
-    await consumer.disconnect();
-  })());
+  const stop = () =>
+    (stopped ??= (async () => {
+      producing = false;
+      await produced;
+      await producer.disconnect();
+      await consumer.disconnect();
+    })());
   return { sent, arrived, stop };
 }
 
-describe.each(streamClients())('a rollout on %s: the stopped member\'s partitions are served within 5 s', (client) => {
+describe.each(streamClients())("a rollout on %s: the stopped member's partitions are served within 5 s", (client) => {
   const kafka = kafkaClient(`handover-${client}`);
   const cleanups: (() => Promise<unknown>)[] = [];
   afterAll(async () => {
@@ -91,17 +106,26 @@ describe.each(streamClients())('a rollout on %s: the stopped member\'s partition
     // the chart's settings on a Deployment: no group.instance.id, a 30 s session
     const env = { KAFKA_BROKERS: BROKERS.join(','), VEIL_MASTER_KEY: 'd'.repeat(64), VEIL_KAFKA_SESSION_TIMEOUT_MS: '30000', VEIL_STREAM_CLIENT: client };
     const [a, b] = [0, 1].map((i) => spawnStream(['--config', configFile, '--data-dir', dataDir, '--port', String(port + i)], env));
-    cleanups.push(async () => { for (const p of [a!, b!]) if (p.exitCode === null) p.kill('SIGKILL'); });
+    cleanups.push(async () => {
+      for (const p of [a!, b!]) if (p.exitCode === null) p.kill('SIGKILL');
+    });
 
     const { sent, arrived, stop } = await timedTraffic(kafka, t);
     cleanups.push(stop);
 
     // both members own two partitions each (as Kafka's AdminClient describes the group) and keep up
     const group = `veil-test-${t.id}`;
-    await waitFor(async () => {
-      const g = await javaDescribeGroup(group);
-      return g.state === 'Stable' && g.members.length === 2 && g.members.every((m) => m.partitions === 2);
-    }, 120_000, 'two members of two partitions each').catch((e) => { console.log(`a:\n${a!.output().slice(-3000)}\nb:\n${b!.output().slice(-3000)}`); throw e; });
+    await waitFor(
+      async () => {
+        const g = await javaDescribeGroup(group);
+        return g.state === 'Stable' && g.members.length === 2 && g.members.every((m) => m.partitions === 2);
+      },
+      120_000,
+      'two members of two partitions each',
+    ).catch((e) => {
+      console.log(`a:\n${a!.output().slice(-3000)}\nb:\n${b!.output().slice(-3000)}`);
+      throw e;
+    });
     const before = Date.now();
     await waitFor(() => [...sent.values()].filter((s) => s.at < before).every((s) => arrived.has(s.id)), 60_000, 'the records so far in the clean topic');
     const steady = Math.max(...[...sent.values()].filter((s) => s.at < before && s.at > before - 3000).map((s) => arrived.get(s.id)! - s.at));
@@ -109,11 +133,17 @@ describe.each(streamClients())('a rollout on %s: the stopped member\'s partition
     const sigterm = Date.now();
     a!.kill('SIGTERM');
     const exited = new Promise<number>((resolve) => a!.once('exit', () => resolve(Date.now())));
-    await waitFor(() => {
-      const measured = [...sent.values()].filter((s) => s.at >= sigterm && s.at < sigterm + WINDOW_MS);
-      return Date.now() > sigterm + WINDOW_MS && measured.every((s) => arrived.has(s.id));
-    }, 90_000, 'the records produced after the SIGTERM in the clean topic')
-      .catch((e) => { console.log(`b:\n${b!.output().slice(-3000)}`); throw e; });
+    await waitFor(
+      () => {
+        const measured = [...sent.values()].filter((s) => s.at >= sigterm && s.at < sigterm + WINDOW_MS);
+        return Date.now() > sigterm + WINDOW_MS && measured.every((s) => arrived.has(s.id));
+      },
+      90_000,
+      'the records produced after the SIGTERM in the clean topic',
+    ).catch((e) => {
+      console.log(`b:\n${b!.output().slice(-3000)}`);
+      throw e;
+    });
     const exitAt = await exited;
     await stop();
     // the survivor is the group's one member, with all four partitions
@@ -124,7 +154,9 @@ describe.each(streamClients())('a rollout on %s: the stopped member\'s partition
     const waits = [...sent.values()].filter((s) => s.at >= sigterm && s.at < sigterm + WINDOW_MS).map((s) => ({ ...s, wait: arrived.get(s.id)! - s.at }));
     const perPartition = [0, 1, 2, 3].map((p) => Math.max(...waits.filter((w) => w.partition === p).map((w) => w.wait)));
     const handover = Math.max(...perPartition);
-    console.log(`handover: ${client} every partition served within ${handover} ms of the SIGTERM (per partition ${perPartition.join(', ')} ms); exit ${exitAt - sigterm} ms; steady-state worst ${steady} ms`);
+    console.log(
+      `handover: ${client} every partition served within ${handover} ms of the SIGTERM (per partition ${perPartition.join(', ')} ms); exit ${exitAt - sigterm} ms; steady-state worst ${steady} ms`,
+    );
     expect(a!.exitCode).toBe(0);
     expect(handover).toBeLessThan(HANDOVER_MS);
     expect(waits.length).toBeGreaterThan(4 * (WINDOW_MS / 200));

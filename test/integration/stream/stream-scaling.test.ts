@@ -24,7 +24,8 @@ describe('stream: scaling a consumer group (real broker, two processes)', () => 
       return -1;
     }
   };
-  const batch = (from: number, n: number) => Array.from({ length: n }, (_, i) => ({ key: `k${from + i}`, value: JSON.stringify({ id: from + i, email: `p${from + i}@example.com` }) }));
+  const batch = (from: number, n: number) =>
+    Array.from({ length: n }, (_, i) => ({ key: `k${from + i}`, value: JSON.stringify({ id: from + i, email: `p${from + i}@example.com` }) }));
 
   beforeAll(async () => {
     ports[0] = await freePorts(2);
@@ -33,9 +34,12 @@ describe('stream: scaling a consumer group (real broker, two processes)', () => 
     await createTopics(kafka, [t.dlq], 1);
     dataDir = await mkdtemp(join(tmpdir(), 'veil-scale-'));
     configFile = join(dataDir, 'config.yaml');
-    await writeFile(configFile, `${readFileSync(EXAMPLE_CONFIG, 'utf8')}
+    await writeFile(
+      configFile,
+      `${readFileSync(EXAMPLE_CONFIG, 'utf8')}
 pipelines:
-${topicsPipelineYaml('scale', t)}`);
+${topicsPipelineYaml('scale', t)}`,
+    );
   }, 60_000);
   afterAll(async () => rm(dataDir, { recursive: true, force: true }));
 
@@ -45,18 +49,21 @@ ${topicsPipelineYaml('scale', t)}`);
     const a = start(ports[0]!);
     const b = start(ports[1]!);
     try {
-      await waitFor(async () => (await recordsIn(ports[0]!)) >= 0 && (await recordsIn(ports[1]!)) >= 0, 60_000, 'both instances serving metrics')
-        .catch((e) => {
-          console.log('instance a:\n', a.output().slice(-2000), '\ninstance b:\n', b.output().slice(-2000));
-          throw e;
-        });
+      await waitFor(async () => (await recordsIn(ports[0]!)) >= 0 && (await recordsIn(ports[1]!)) >= 0, 60_000, 'both instances serving metrics').catch((e) => {
+        console.log('instance a:\n', a.output().slice(-2000), '\ninstance b:\n', b.output().slice(-2000));
+        throw e;
+      });
       // keep producing until both instances have processed records (the group has balanced)
       let produced = 0;
-      await waitFor(async () => {
-        await produce(kafka, t.raw, batch(produced, 100));
-        produced += 100;
-        return (await recordsIn(ports[0]!)) > 0 && (await recordsIn(ports[1]!)) > 0;
-      }, 90_000, 'both instances to process records');
+      await waitFor(
+        async () => {
+          await produce(kafka, t.raw, batch(produced, 100));
+          produced += 100;
+          return (await recordsIn(ports[0]!)) > 0 && (await recordsIn(ports[1]!)) > 0;
+        },
+        90_000,
+        'both instances to process records',
+      );
       const beforeStop = await recordsIn(ports[1]!);
 
       a.kill('SIGTERM');

@@ -20,7 +20,16 @@ describe('VEIL_KAFKA_GROUP_INSTANCE_ID: static group membership (librdkafka)', (
   let configFile = '';
   const started: StreamService[] = [];
   const start = async (env: Record<string, string>, client?: string) => {
-    const stream = await openStream({ configFile, dataDir, env: { ...STREAM_MASTER, ...env }, now: () => new Date(), brokers: BROKERS, registryUrl: REGISTRY_URL, development: true, ...(client ? { client } : {}) });
+    const stream = await openStream({
+      configFile,
+      dataDir,
+      env: { ...STREAM_MASTER, ...env },
+      now: () => new Date(),
+      brokers: BROKERS,
+      registryUrl: REGISTRY_URL,
+      development: true,
+      ...(client ? { client } : {}),
+    });
     started.push(stream);
     await stream.start();
     return stream;
@@ -32,7 +41,7 @@ describe('VEIL_KAFKA_GROUP_INSTANCE_ID: static group membership (librdkafka)', (
     await rm(dataDir, { recursive: true, force: true });
   });
 
-  it('joins with the pod\'s id; a restart under the same id carries on as the same member; kafkajs is refused', async () => {
+  it("joins with the pod's id; a restart under the same id carries on as the same member; kafkajs is refused", async () => {
     dataDir = await mkdtemp(join(tmpdir(), 'veil-static-'));
     configFile = join(dataDir, 'config.yaml');
     await writeFile(configFile, pipelineYaml(t, 'json'));
@@ -55,7 +64,26 @@ describe('VEIL_KAFKA_GROUP_INSTANCE_ID: static group membership (librdkafka)', (
     const after = await javaDescribeGroup(group);
     expect(after.members.map((m) => m.instanceId)).toEqual(['veil-protect-7d9f-abcde']);
 
-    await expect(openStream({ configFile, dataDir, env: { ...STREAM_MASTER, VEIL_KAFKA_GROUP_INSTANCE_ID: 'x' }, now: () => new Date(), brokers: BROKERS, development: true, client: 'kafkajs' })).rejects.toThrow(/needs the librdkafka client/);
-    await expect(openStream({ configFile, dataDir, env: { ...STREAM_MASTER, VEIL_KAFKA_GROUP_INSTANCE_ID: 'pod name/with space' }, now: () => new Date(), brokers: BROKERS, development: true })).rejects.toThrow(/VEIL_KAFKA_GROUP_INSTANCE_ID must be/);
+    await expect(
+      openStream({
+        configFile,
+        dataDir,
+        env: { ...STREAM_MASTER, VEIL_KAFKA_GROUP_INSTANCE_ID: 'x' },
+        now: () => new Date(),
+        brokers: BROKERS,
+        development: true,
+        client: 'kafkajs',
+      }),
+    ).rejects.toThrow(/needs the librdkafka client/);
+    await expect(
+      openStream({
+        configFile,
+        dataDir,
+        env: { ...STREAM_MASTER, VEIL_KAFKA_GROUP_INSTANCE_ID: 'pod name/with space' },
+        now: () => new Date(),
+        brokers: BROKERS,
+        development: true,
+      }),
+    ).rejects.toThrow(/VEIL_KAFKA_GROUP_INSTANCE_ID must be/);
   }, 180_000);
 });

@@ -28,7 +28,13 @@ describe.each(streamClients())('veil stream protect on %s stops when asked', (cl
     dirs.push(dataDir);
     const configFile = join(dataDir, 'config.yaml');
     await writeFile(configFile, pipelineYaml(t, 'json'));
-    const env = { ...STREAM_MASTER, KAFKA_BROKERS: process.env.KAFKA_BROKERS ?? '127.0.0.1:19092', VEIL_STREAM_CLIENT: client, VEIL_STOP_TIMEOUT_MS: '20000', VEIL_KAFKA_SESSION_TIMEOUT_MS: '6000' };
+    const env = {
+      ...STREAM_MASTER,
+      KAFKA_BROKERS: process.env.KAFKA_BROKERS ?? '127.0.0.1:19092',
+      VEIL_STREAM_CLIENT: client,
+      VEIL_STOP_TIMEOUT_MS: '20000',
+      VEIL_KAFKA_SESSION_TIMEOUT_MS: '6000',
+    };
     const args = ['--config', configFile, '--data-dir', dataDir, '--port', '0'];
     const first = spawnStream(args, env);
     const producer = await steadyProducer(kafka);
@@ -49,7 +55,11 @@ describe.each(streamClients())('veil stream protect on %s stops when asked', (cl
       }
     })();
     try {
-      await waitFor(async () => (await admin.fetchTopicOffsets(t.clean).catch(() => [])).reduce((n, p) => n + Number(p.high), 0) > 1500, 60_000, 'records in the clean topic');
+      await waitFor(
+        async () => (await admin.fetchTopicOffsets(t.clean).catch(() => [])).reduce((n, p) => n + Number(p.high), 0) > 1500,
+        60_000,
+        'records in the clean topic',
+      );
       const { code, tookMs: took } = await sigtermAndWait(first, 25_000);
       expect({ code, late: first.output().includes('did not stop within') }, first.output().split('\n').slice(-8).join('\n')).toEqual({ code: 0, late: false });
       expect(took).toBeLessThan(15_000);

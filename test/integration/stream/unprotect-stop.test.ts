@@ -35,10 +35,22 @@ describe.each(streamClients())('veil stream unprotect on %s stops when asked', (
     const clients: UnprotectClient[] = [];
     // a port of its own for /healthz and /metrics (the default, 9465, may be taken)
     const opsPort = await freePorts(1);
-    const child = spawn(join(ROOT, 'bin/veil'), ['stream', 'unprotect', '--config', join(dataDir, 'config.yaml'), '--data-dir', dataDir, '--port', String(opsPort)], {
-      env: { ...process.env, VEIL_MASTER_KEY: MASTER_KEY_HEX, VEIL_BASE_URL: 'http://veil.test', VEIL_LOG_LEVEL: 'warn', KAFKA_BROKERS: BROKERS.join(','), VEIL_STREAM_CLIENT: clientName, VEIL_STOP_TIMEOUT_MS: '20000' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      join(ROOT, 'bin/veil'),
+      ['stream', 'unprotect', '--config', join(dataDir, 'config.yaml'), '--data-dir', dataDir, '--port', String(opsPort)],
+      {
+        env: {
+          ...process.env,
+          VEIL_MASTER_KEY: MASTER_KEY_HEX,
+          VEIL_BASE_URL: 'http://veil.test',
+          VEIL_LOG_LEVEL: 'warn',
+          KAFKA_BROKERS: BROKERS.join(','),
+          VEIL_STREAM_CLIENT: clientName,
+          VEIL_STOP_TIMEOUT_MS: '20000',
+        },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     let out = '';
     child.stdout!.on('data', (d) => (out += String(d)));
     child.stderr!.on('data', (d) => (out += String(d)));

@@ -36,8 +36,13 @@ describe('unprotect on demand over Kafka for data subjects (real broker)', () =>
     http = await startTestService({ configText: `${CONFIG}\n${await deskResponderYaml({ requests, replies, dlq: t.dlq, groupId: `veil-test-${t.id}` })}` });
     token = await http.token('desk-agent', 'desk-agent-secret-0123456789');
     responders = await openResponders({
-      configFile: join(http.dataDir, 'config.yaml'), dataDir: http.dataDir, env: { VEIL_MASTER_KEY: MASTER_KEY_HEX, VEIL_BASE_URL: 'http://veil.test', VEIL_LOG_LEVEL: 'error' },
-      now: () => new Date(), brokers: BROKERS, development: false, audit,
+      configFile: join(http.dataDir, 'config.yaml'),
+      dataDir: http.dataDir,
+      env: { VEIL_MASTER_KEY: MASTER_KEY_HEX, VEIL_BASE_URL: 'http://veil.test', VEIL_LOG_LEVEL: 'error' },
+      now: () => new Date(),
+      brokers: BROKERS,
+      development: false,
+      audit,
     });
     await responders.start();
     client = await UnprotectClient.connect({ kafka: port, requestTopic: requests, replyTopic: replies });
@@ -52,14 +57,23 @@ describe('unprotect on demand over Kafka for data subjects (real broker)', () =>
   const valueOf = (r: UnprotectReply) => (r.body as { responses: { instances: { value: string }[] }[] }).responses[0]!.instances[0]!.value;
   const errorOf = (r: UnprotectReply) => (r.body as { error: { code: string; errors?: { code: string }[] } }).error;
 
-  it('answers the subject\'s value; after the subject is erased, SUBJECT_ERASED per value; without a Subject, SUBJECT_REQUIRED', async () => {
-    const protect = await fetch(`${http.url}/transform`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(call('Protect', 'cust-kafka-1', 'kafka.person@example.com')) });
+  it("answers the subject's value; after the subject is erased, SUBJECT_ERASED per value; without a Subject, SUBJECT_REQUIRED", async () => {
+    const protect = await fetch(`${http.url}/transform`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify(call('Protect', 'cust-kafka-1', 'kafka.person@example.com')),
+    });
     const protectedEmail = ((await protect.json()) as { responses: { instances: { value: string }[] }[] }).responses[0]!.instances[0]!.value;
     expect(valueOf(await client.request(call('Unprotect', 'cust-kafka-1', protectedEmail), { token }))).toBe('kafka.person@example.com');
     expect(errorOf(await client.request(call('Unprotect', undefined, protectedEmail), { token })).code).toBe('SUBJECT_REQUIRED');
     await http.service.subjects.erase('cust-kafka-1', { by: 'test', reason: 'Art. 17 request' });
     const erased = await client.request(call('Unprotect', 'cust-kafka-1', protectedEmail), { token });
-    expect(errorOf(erased)).toMatchObject({ code: 'SUBJECT_ERASED', status: 422, pointer: '/requests/0/instances/0/value', errors: [{ code: 'SUBJECT_ERASED', pointer: '/requests/0/instances/0/value' }] });
+    expect(errorOf(erased)).toMatchObject({
+      code: 'SUBJECT_ERASED',
+      status: 422,
+      pointer: '/requests/0/instances/0/value',
+      errors: [{ code: 'SUBJECT_ERASED', pointer: '/requests/0/instances/0/value' }],
+    });
     expect(JSON.stringify(erased.body)).not.toContain('kafka.person');
     expect(JSON.stringify(erased.body)).not.toContain('cust-kafka-1');
     expect(audit.events.some((e) => e.outcome === 'failed' && e.code === 'SUBJECT_ERASED')).toBe(true);

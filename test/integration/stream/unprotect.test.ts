@@ -31,10 +31,16 @@ describe.each(streamClients())('unprotect on demand over Kafka on %s (real broke
   let protectedEmail: string;
   let protectedCard: string;
 
-  const open = () => openResponders({
-    configFile: join(dataDir, 'config.yaml'), dataDir, env: { VEIL_MASTER_KEY: MASTER_KEY_HEX, VEIL_BASE_URL: 'http://veil.test', VEIL_LOG_LEVEL: 'error', VEIL_STREAM_CLIENT: clientName },
-    now: () => clock.now, brokers: BROKERS, development: false, audit,
-  });
+  const open = () =>
+    openResponders({
+      configFile: join(dataDir, 'config.yaml'),
+      dataDir,
+      env: { VEIL_MASTER_KEY: MASTER_KEY_HEX, VEIL_BASE_URL: 'http://veil.test', VEIL_LOG_LEVEL: 'error', VEIL_STREAM_CLIENT: clientName },
+      now: () => clock.now,
+      brokers: BROKERS,
+      development: false,
+      audit,
+    });
   const unprotect = (property: string, value: string, role = 'support') => body({ roles: [role], action: 'Unprotect', instances: [[property, value]] });
   const valueOf = (r: UnprotectReply) => (r.body as { responses: { instances: { value: string }[] }[] }).responses[0]!.instances[0]!.value;
   const codeOf = (r: UnprotectReply) => (r.body as { error: { code: string } }).error.code;
@@ -47,8 +53,22 @@ describe.each(streamClients())('unprotect on demand over Kafka on %s (real broke
     http = await startTestService({ configText: exampleWith(extra), dataDir });
     supportToken = await http.token('desk-agent', 'desk-agent-secret-0123456789');
     const fraudToken = await http.token();
-    const res = await transform(http, fraudToken, body({ roles: ['fraud'], action: 'Protect', instances: [['email', 'kafka.person@example.com'], ['cardNumber', '4111-1111-1111-1111']] }));
-    [protectedEmail, protectedCard] = (res.json as { responses: { instances: { value: string }[] }[] }).responses[0]!.instances.map((i) => i.value) as [string, string];
+    const res = await transform(
+      http,
+      fraudToken,
+      body({
+        roles: ['fraud'],
+        action: 'Protect',
+        instances: [
+          ['email', 'kafka.person@example.com'],
+          ['cardNumber', '4111-1111-1111-1111'],
+        ],
+      }),
+    );
+    [protectedEmail, protectedCard] = (res.json as { responses: { instances: { value: string }[] }[] }).responses[0]!.instances.map((i) => i.value) as [
+      string,
+      string,
+    ];
     responders = await open();
     await responders.start();
     client = await UnprotectClient.connect({ kafka: port, requestTopic: requests, replyTopic: replies });
@@ -115,7 +135,13 @@ describe.each(streamClients())('unprotect on demand over Kafka on %s (real broke
 
   it('never writes to a reply topic the configuration does not allow: the request is dead-lettered without its body', async () => {
     const correlationId = randomUUID();
-    await produce(kafka, requests, [{ key: 'x', value: JSON.stringify(unprotect('email', protectedEmail)), headers: { authorization: `Bearer ${supportToken}`, 'correlation-id': correlationId, 'reply-to': other } }]);
+    await produce(kafka, requests, [
+      {
+        key: 'x',
+        value: JSON.stringify(unprotect('email', protectedEmail)),
+        headers: { authorization: `Bearer ${supportToken}`, 'correlation-id': correlationId, 'reply-to': other },
+      },
+    ]);
     const dead = (await consume(kafka, t.dlq, 1, 30_000)).filter((d) => d.headers['correlation-id'] === correlationId);
     expect(dead).toHaveLength(1);
     expect(dead[0]!.headers['veil.error.code']).toBe('REPLY_TOPIC_NOT_ALLOWED');
@@ -127,7 +153,11 @@ describe.each(streamClients())('unprotect on demand over Kafka on %s (real broke
     const clients = await Promise.all(Array.from({ length: 4 }, () => UnprotectClient.connect({ kafka: port, requestTopic: requests, replyTopic: replies })));
     const fraudToken = await http.token();
     const values = Array.from({ length: 64 }, (_, i) => `concurrent.${i}@example.com`);
-    const res = await transform(http, fraudToken, body({ roles: ['fraud'], action: 'Protect', instances: values.map((v) => ['email', v] as [string, string]) }));
+    const res = await transform(
+      http,
+      fraudToken,
+      body({ roles: ['fraud'], action: 'Protect', instances: values.map((v) => ['email', v] as [string, string]) }),
+    );
     const protectedValues = (res.json as { responses: { instances: { value: string }[] }[] }).responses[0]!.instances.map((i) => i.value);
     const answers = await Promise.all(protectedValues.map((p, i) => clients[i % 4]!.request(unprotect('email', p), { token: supportToken })));
     expect(answers.map(valueOf)).toEqual(values);
@@ -140,18 +170,37 @@ describe.each(streamClients())('unprotect on demand over Kafka on %s (real broke
     const { promisify } = await import('node:util');
     await writeFile(join(dataDir, 'token.txt'), supportToken);
     await writeFile(join(dataDir, 'unprotect.json'), JSON.stringify(unprotect('email', protectedEmail)));
-    const { stdout } = await promisify(execFile)(new URL('../../../bin/veil', import.meta.url).pathname, [
-      'stream', 'request', '--request-topic', requests, '--reply-topic', replies, '--token-file', join(dataDir, 'token.txt'), '--request', join(dataDir, 'unprotect.json'),
-    ], { env: { ...process.env, KAFKA_BROKERS: BROKERS.join(','), VEIL_STREAM_CLIENT: clientName } });
+    const { stdout } = await promisify(execFile)(
+      new URL('../../../bin/veil', import.meta.url).pathname,
+      [
+        'stream',
+        'request',
+        '--request-topic',
+        requests,
+        '--reply-topic',
+        replies,
+        '--token-file',
+        join(dataDir, 'token.txt'),
+        '--request',
+        join(dataDir, 'unprotect.json'),
+      ],
+      { env: { ...process.env, KAFKA_BROKERS: BROKERS.join(','), VEIL_STREAM_CLIENT: clientName } },
+    );
     expect(JSON.parse(stdout).responses[0].instances[0].value).toBe('kafka.person@example.com');
   }, 60_000);
 
   it('loses no request when the responder restarts mid-load', async () => {
     const fraudToken = await http.token();
     const values = Array.from({ length: 40 }, (_, i) => `restart.${i}@example.com`);
-    const res = await transform(http, fraudToken, body({ roles: ['fraud'], action: 'Protect', instances: values.map((v) => ['email', v] as [string, string]) }));
+    const res = await transform(
+      http,
+      fraudToken,
+      body({ roles: ['fraud'], action: 'Protect', instances: values.map((v) => ['email', v] as [string, string]) }),
+    );
     const protectedValues = (res.json as { responses: { instances: { value: string }[] }[] }).responses[0]!.instances.map((i) => i.value);
-    const pending = protectedValues.map((p, i) => new Promise((r) => setTimeout(r, i * 20)).then(() => client.request(unprotect('email', p), { token: supportToken, timeoutMs: 60_000 })));
+    const pending = protectedValues.map((p, i) =>
+      new Promise((r) => setTimeout(r, i * 20)).then(() => client.request(unprotect('email', p), { token: supportToken, timeoutMs: 60_000 })),
+    );
     await new Promise((r) => setTimeout(r, 300));
     await responders.stop();
     responders = await open();

@@ -41,10 +41,7 @@ function pyVerify(source: string, lines: string[], issuer?: string): Promise<{ c
 }
 
 beforeAll(async () => {
-  [t, python] = await Promise.all([
-    startPortalService(),
-    pythonVenv('pyjwt', ['PyJWT[crypto]==2.10.1']).then((venv) => join(venv, 'bin/python')),
-  ]);
+  [t, python] = await Promise.all([startPortalService(), pythonVenv('pyjwt', ['PyJWT[crypto]==2.10.1']).then((venv) => join(venv, 'bin/python'))]);
   for (const s of SUBJECTS) await t.service.subjects.keyFor(s);
   receipts.push(await erase(SUBJECTS[0]!));
   // a rotation of the receipt key: the receipt signed before must keep verifying
@@ -77,7 +74,10 @@ describe('erasure receipts verified by outsiders', () => {
       const { payload, protectedHeader } = await jwtVerify(receipt, keySet, { algorithms: ['ES256'], typ: TYP, issuer: t.service.issuer });
       seen.push([protectedHeader.kid, payload.keyVersion]);
     }
-    expect(seen).toEqual([['veil-receipts.v1', 1], ['veil-receipts.v2', 2]]);
+    expect(seen).toEqual([
+      ['veil-receipts.v1', 1],
+      ['veil-receipts.v2', 2],
+    ]);
   });
 
   it('PyJWT runs the documented example against the URL and against a JWKS file; a changed receipt exits 1', async () => {
@@ -108,7 +108,11 @@ describe('erasure receipts verified by outsiders', () => {
     expect(asReceipt.code).toBe(1);
     expect(asReceipt.err).toContain('not an erasure receipt of veil-receipts');
     for (const path of ['/admin/subjects/status', '/transform']) {
-      const res = await fetch(`${t.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${receipts[1]}` }, body: '{}' });
+      const res = await fetch(`${t.url}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${receipts[1]}` },
+        body: '{}',
+      });
       expect(res.status, path).toBe(401);
     }
   });

@@ -30,8 +30,21 @@ let hsm: SoftHsm;
 let dataDir: string;
 let backupDir: string;
 
-const kekEnv = (label: string) => ({ VEIL_KMS: 'pkcs11', VEIL_PKCS11_MODULE: hsm.library, VEIL_PKCS11_TOKEN: hsm.tokenLabel, VEIL_PKCS11_PIN: hsm.pin, VEIL_PKCS11_KEY_LABEL: label, SOFTHSM2_CONF: process.env.SOFTHSM2_CONF! });
-const storeEnv = (topic = TOPIC) => ({ VEIL_SUBJECT_STORE: 'kafka', KAFKA_BROKERS: BROKERS.join(','), VEIL_SUBJECT_TOPIC: topic, VEIL_SUBJECT_PARTITIONS: String(PARTITIONS), VEIL_LOG_LEVEL: 'warn' });
+const kekEnv = (label: string) => ({
+  VEIL_KMS: 'pkcs11',
+  VEIL_PKCS11_MODULE: hsm.library,
+  VEIL_PKCS11_TOKEN: hsm.tokenLabel,
+  VEIL_PKCS11_PIN: hsm.pin,
+  VEIL_PKCS11_KEY_LABEL: label,
+  SOFTHSM2_CONF: process.env.SOFTHSM2_CONF!,
+});
+const storeEnv = (topic = TOPIC) => ({
+  VEIL_SUBJECT_STORE: 'kafka',
+  KAFKA_BROKERS: BROKERS.join(','),
+  VEIL_SUBJECT_TOPIC: topic,
+  VEIL_SUBJECT_PARTITIONS: String(PARTITIONS),
+  VEIL_LOG_LEVEL: 'warn',
+});
 
 /** `veil <args>` as its own process: exit code and output. */
 function veil(args: string[], env: Record<string, string>, stdin = ''): Promise<{ code: number | null; out: string; err: string }> {

@@ -24,8 +24,12 @@ const ids = Array.from({ length: SUBJECTS }, (_, i) => `bulk-${run}-${i}@example
 const apiIds = Array.from({ length: SUBJECTS }, (_, i) => `api-${run}-${i}@example.org`);
 const API_BATCH = Math.min(1000, Math.ceil(SUBJECTS / 10));
 const ENV = {
-  VEIL_MASTER_KEY: MASTER_KEY_HEX, KAFKA_BROKERS: BROKERS.join(','), VEIL_CONTROL_STORE: 'kafka',
-  VEIL_CONTROL_TOPIC: `veil.control.bulk-${run}`, VEIL_SUBJECT_TOPIC: `veil.subjects.bulk-${run}`, VEIL_SUBJECT_PARTITIONS: '3',
+  VEIL_MASTER_KEY: MASTER_KEY_HEX,
+  KAFKA_BROKERS: BROKERS.join(','),
+  VEIL_CONTROL_STORE: 'kafka',
+  VEIL_CONTROL_TOPIC: `veil.control.bulk-${run}`,
+  VEIL_SUBJECT_TOPIC: `veil.subjects.bulk-${run}`,
+  VEIL_SUBJECT_PARTITIONS: '3',
 };
 const SECRET = 'desk-secret-0123456789abcdef';
 const DPO_SECRET = 'dpo-secret-0123456789abcdef';
@@ -51,11 +55,19 @@ describe(`bulk erasure of ${SUBJECTS} subjects by the command line and ${SUBJECT
   let token = '';
 
   const call = async (veil: VeilProcess, body: unknown) => {
-    const res = await veil.request('/transform', { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const res = await veil.request('/transform', {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
     return { status: res.status, json: JSON.parse(res.text) as Record<string, unknown> };
   };
   const signIn = async (veil: VeilProcess, client = 'desk', secret = SECRET) => {
-    const res = await veil.request('/connect/token', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: `grant_type=client_credentials&client_id=${client}&client_secret=${secret}` });
+    const res = await veil.request('/connect/token', {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: `grant_type=client_credentials&client_id=${client}&client_secret=${secret}`,
+    });
     return (JSON.parse(res.text) as { access_token: string }).access_token;
   };
 
@@ -64,7 +76,13 @@ describe(`bulk erasure of ${SUBJECTS} subjects by the command line and ${SUBJECT
     b = await startVeilServe({ configText, env: ENV });
     token = await signIn(b);
     for (const batch of chunks([...ids, ...apiIds], PER_CALL)) {
-      const reply = await call(b, subjectCall('Protect', batch.map((id) => ({ subject: id, values: [['email', id]] }))));
+      const reply = await call(
+        b,
+        subjectCall(
+          'Protect',
+          batch.map((id) => ({ subject: id, values: [['email', id]] })),
+        ),
+      );
       expect(reply.status).toBe(200);
       (reply.json.responses as { instances: { value: string }[] }[]).forEach((r, i) => protectedBy.set(batch[i]!, r.instances[0]!.value));
     }
@@ -91,18 +109,50 @@ describe(`bulk erasure of ${SUBJECTS} subjects by the command line and ${SUBJECT
   }, 60_000);
 
   // batches of a tenth: the SIGKILL lands with some batches done and some not
-  const erase = () => children.spawn(['subjects', 'erase', '--from', join(cliDir, 'subjects.txt'), '--batch', String(Math.min(1000, Math.ceil(SUBJECTS / 10))), '--reason', 'accounts closed', '--data-dir', cliDir, '--config', configFile], { ...ENV, VEIL_LOG_LEVEL: 'warn' });
+  const erase = () =>
+    children.spawn(
+      [
+        'subjects',
+        'erase',
+        '--from',
+        join(cliDir, 'subjects.txt'),
+        '--batch',
+        String(Math.min(1000, Math.ceil(SUBJECTS / 10))),
+        '--reason',
+        'accounts closed',
+        '--data-dir',
+        cliDir,
+        '--config',
+        configFile,
+      ],
+      { ...ENV, VEIL_LOG_LEVEL: 'warn' },
+    );
 
   it('erases them all through a SIGKILL halfway: the rerun erases the rest and returns every receipt; each host sees each erasure', async () => {
     const started = Date.now();
     const first = erase();
-    await eventually('half the subjects erased', async () => (first.stdout().split('\n').filter((l) => l.startsWith('{"line"')).length >= SUBJECTS / 2 ? true : undefined), 600_000);
+    await eventually(
+      'half the subjects erased',
+      async () =>
+        first
+          .stdout()
+          .split('\n')
+          .filter((l) => l.startsWith('{"line"')).length >=
+        SUBJECTS / 2
+          ? true
+          : undefined,
+      600_000,
+    );
     first.kill('SIGKILL');
     await exited(first, 30_000);
     const second = erase();
     expect(await exited(second, 900_000)).toBe(0);
     const tookMs = Date.now() - started;
-    const lines = second.stdout().split('\n').filter((l) => l.startsWith('{"line"')).map((l) => JSON.parse(l) as { line: number; subject: string; alreadyErased: boolean; receipt: string; error?: unknown });
+    const lines = second
+      .stdout()
+      .split('\n')
+      .filter((l) => l.startsWith('{"line"'))
+      .map((l) => JSON.parse(l) as { line: number; subject: string; alreadyErased: boolean; receipt: string; error?: unknown });
     expect(lines).toHaveLength(SUBJECTS);
     expect(lines.filter((l) => l.error)).toEqual([]);
     const before = lines.filter((l) => l.alreadyErased).length;
@@ -110,9 +160,13 @@ describe(`bulk erasure of ${SUBJECTS} subjects by the command line and ${SUBJECT
     expect(before).toBeLessThan(SUBJECTS);
     // every erasure seen by the third host, and how long after its receipt's time
     await eventually('every erasure seen by the third host', async () => (lines.every((l) => seen.has(l.subject)) ? true : undefined), 60_000);
-    const erasedAt = new Map(lines.map((l) => [l.subject, Date.parse((JSON.parse(Buffer.from(l.receipt.split('.')[1]!, 'base64url').toString()) as { erasedAt: string }).erasedAt)]));
+    const erasedAt = new Map(
+      lines.map((l) => [l.subject, Date.parse((JSON.parse(Buffer.from(l.receipt.split('.')[1]!, 'base64url').toString()) as { erasedAt: string }).erasedAt)]),
+    );
     const lags = lines.map((l) => Math.max(0, seen.get(l.subject)! - erasedAt.get(l.subject)!)).sort((x, y) => x - y);
-    console.log(`bulk erasure: ${SUBJECTS} subjects in ${(tookMs / 1000).toFixed(1)} s (two runs, SIGKILL between), ${before} erased by the first; seen by a third host p50 ${percentile(lags, 0.5)} ms, max ${lags.at(-1)} ms`);
+    console.log(
+      `bulk erasure: ${SUBJECTS} subjects in ${(tookMs / 1000).toFixed(1)} s (two runs, SIGKILL between), ${before} erased by the first; seen by a third host p50 ${percentile(lags, 0.5)} ms, max ${lags.at(-1)} ms`,
+    );
     expect(lags.at(-1)).toBeLessThan(2000);
     // every receipt verifies in one call
     await writeFile(join(cliDir, 'receipts.jsonl'), second.stdout());
@@ -126,20 +180,30 @@ describe(`bulk erasure of ${SUBJECTS} subjects by the command line and ${SUBJECT
     const started = Date.now();
     const receipts: string[] = [];
     for (const batch of chunks(apiIds, API_BATCH)) {
-      const res = await b.request('/admin/subjects/erase-batch', { method: 'POST', headers: { authorization: `Bearer ${dpo}`, 'content-type': 'application/json' }, body: JSON.stringify({ subjects: batch, reason: 'accounts closed' }) });
+      const res = await b.request('/admin/subjects/erase-batch', {
+        method: 'POST',
+        headers: { authorization: `Bearer ${dpo}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ subjects: batch, reason: 'accounts closed' }),
+      });
       expect(res.status, res.text.slice(0, 300)).toBe(200);
-      const { results } = JSON.parse(res.text) as { results: { receipt?: string; claims?: { sub: string; erasedAt: string; alreadyErased: boolean }; error?: unknown }[] };
+      const { results } = JSON.parse(res.text) as {
+        results: { receipt?: string; claims?: { sub: string; erasedAt: string; alreadyErased: boolean }; error?: unknown }[];
+      };
       expect(results).toHaveLength(batch.length);
       expect(results.filter((r) => r.error)).toEqual([]);
       for (const r of results) receipts.push(r.receipt!);
     }
     const tookMs = Date.now() - started;
-    const claims = receipts.map((r) => JSON.parse(Buffer.from(r.split('.')[1]!, 'base64url').toString()) as { sub: string; erasedAt: string; alreadyErased: boolean });
+    const claims = receipts.map(
+      (r) => JSON.parse(Buffer.from(r.split('.')[1]!, 'base64url').toString()) as { sub: string; erasedAt: string; alreadyErased: boolean },
+    );
     expect(claims.filter((c) => c.alreadyErased)).toEqual([]);
     expect(new Set(claims.map((c) => c.sub)).size).toBe(SUBJECTS);
     await eventually('every API erasure seen by the third host', async () => (claims.every((c) => seen.has(c.sub)) ? true : undefined), 60_000);
     const lags = claims.map((c) => Math.max(0, seen.get(c.sub)! - Date.parse(c.erasedAt))).sort((x, y) => x - y);
-    console.log(`bulk erasure over the admin API: ${SUBJECTS} subjects in ${(tookMs / 1000).toFixed(1)} s (${Math.ceil(SUBJECTS / API_BATCH)} calls); seen by a third host p50 ${percentile(lags, 0.5)} ms, max ${lags.at(-1)} ms`);
+    console.log(
+      `bulk erasure over the admin API: ${SUBJECTS} subjects in ${(tookMs / 1000).toFixed(1)} s (${Math.ceil(SUBJECTS / API_BATCH)} calls); seen by a third host p50 ${percentile(lags, 0.5)} ms, max ${lags.at(-1)} ms`,
+    );
     expect(lags.at(-1)).toBeLessThan(2000);
     // every receipt verifies in one call, against the shared key set
     await writeFile(join(cliDir, 'api-receipts.txt'), `${receipts.join('\n')}\n`);
@@ -151,7 +215,13 @@ describe(`bulk erasure of ${SUBJECTS} subjects by the command line and ${SUBJECT
   it('every value answers SUBJECT_ERASED on host B, and on B restarted on its data dir', async () => {
     const check = async (veil: VeilProcess) => {
       for (const batch of chunks([...ids, ...apiIds], PER_CALL)) {
-        const reply = await call(veil, subjectCall('Unprotect', batch.map((id) => ({ subject: id, values: [['email', protectedBy.get(id)!]] }))));
+        const reply = await call(
+          veil,
+          subjectCall(
+            'Unprotect',
+            batch.map((id) => ({ subject: id, values: [['email', protectedBy.get(id)!]] })),
+          ),
+        );
         expect(reply.status).toBe(422);
         expect((reply.json.errors as { code: string }[]).map((e) => e.code)).toEqual(batch.map(() => 'SUBJECT_ERASED'));
       }

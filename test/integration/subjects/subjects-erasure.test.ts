@@ -30,7 +30,8 @@ const PER_CALL = 100;
 const run = randomBytes(4).toString('hex');
 const topics = { raw: `erasure-raw-${run}`, clean: `erasure-clean-${run}`, dlq: `erasure-dlq-${run}`, subjects: `veil.subjects.erasure-${run}` };
 
-const CONFIG = personConfig({ extra: `service:
+const CONFIG = personConfig({
+  extra: `service:
   rateLimit: { transformPerSecond: 100000, transformBurst: 100000 }
 pipelines:
   people:
@@ -44,7 +45,8 @@ pipelines:
     roles: [desk]
     rightsEvidences: { Role: desk }
     processingEvidences: { Action: Protect }
-` });
+`,
+});
 
 const ENV = { VEIL_SUBJECT_STORE: 'kafka', VEIL_SUBJECT_BROKERS: BROKERS.join(','), VEIL_SUBJECT_TOPIC: topics.subjects, VEIL_SUBJECT_PARTITIONS: '3' };
 // customer numbers, not emails: a record key that is an email is personal data in clear, refused by the unmapped guard
@@ -53,11 +55,19 @@ const erasedIds = new Set(ids.filter((_, i) => i % (SUBJECTS / ERASED) === 7));
 const clear = (id: string) => ({ email: `${id}@example.org`, name: `Name ${id}`, city: 'Oslo' });
 type Field = 'email' | 'name' | 'city';
 
-const callBody = (action: string, items: readonly { id: string; values: [Field, string][] }[]) => subjectCall(action, items.map((it) => ({ subject: it.id, values: it.values })));
+const callBody = (action: string, items: readonly { id: string; values: [Field, string][] }[]) =>
+  subjectCall(
+    action,
+    items.map((it) => ({ subject: it.id, values: it.values })),
+  );
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 async function transform(svc: TestService, token: string, payload: unknown): Promise<{ status: number; json: any }> {
-  const res = await fetch(`${svc.url}/transform`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(payload) });
+  const res = await fetch(`${svc.url}/transform`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify(payload),
+  });
   return { status: res.status, json: await res.json() };
 }
 
@@ -66,7 +76,8 @@ const onDb = (script: string, user = 'postgres') => sql(script, { database: db.n
 /** Points the database's veil client at `svc` (its development client's credentials; the writer protects as ingest). */
 const configureDb = (svc: TestService) => onDb(`SELECT veil.configure('${svc.url}', 'veil-dev', '${svc.service.devClient!.secret}', 'ingest');`);
 
-const chunks = <T>(list: readonly T[], size: number): T[][] => Array.from({ length: Math.ceil(list.length / size) }, (_, i) => list.slice(i * size, (i + 1) * size));
+const chunks = <T>(list: readonly T[], size: number): T[][] =>
+  Array.from({ length: Math.ceil(list.length / size) }, (_, i) => list.slice(i * size, (i + 1) * size));
 
 describe('erasure across HTTP, a stream pipeline and a table, on three hosts of one Kafka subject-key topic', () => {
   let a: TestService;
@@ -94,16 +105,39 @@ describe('erasure across HTTP, a stream pipeline and a table, on three hosts of 
 
     // HTTP: each subject's email and name (scoped) and city (shared key)
     for (const batch of chunks(ids, PER_CALL)) {
-      const reply = await transform(a, tokens.get(a)!, callBody('Protect', batch.map((id) => ({ id, values: Object.entries(clear(id)) as [Field, string][] }))));
+      const reply = await transform(
+        a,
+        tokens.get(a)!,
+        callBody(
+          'Protect',
+          batch.map((id) => ({ id, values: Object.entries(clear(id)) as [Field, string][] })),
+        ),
+      );
       expect(reply.status, JSON.stringify(reply.json).slice(0, 300)).toBe(200);
-      reply.json.responses.forEach((r: { instances: { propertyName: Field; value: string }[] }, i: number) => viaHttp.set(batch[i]!, r.instances.map((x) => [x.propertyName, x.value])));
+      reply.json.responses.forEach((r: { instances: { propertyName: Field; value: string }[] }, i: number) =>
+        viaHttp.set(
+          batch[i]!,
+          r.instances.map((x) => [x.propertyName, x.value]),
+        ),
+      );
     }
     // the stream: the same subjects' records, keyed by subject id
     const configFile = join(streamDir, 'config.yaml');
     await writeFile(configFile, CONFIG);
-    stream = await openStream({ configFile, dataDir: streamDir, env: { VEIL_MASTER_KEY: 'a'.repeat(64), ...ENV }, now: () => new Date(), brokers: BROKERS, development: true });
+    stream = await openStream({
+      configFile,
+      dataDir: streamDir,
+      env: { VEIL_MASTER_KEY: 'a'.repeat(64), ...ENV },
+      now: () => new Date(),
+      brokers: BROKERS,
+      development: true,
+    });
     await stream.start();
-    await produce(kafka, topics.raw, ids.map((id) => ({ key: id, value: JSON.stringify({ ...clear(id), id }) })));
+    await produce(
+      kafka,
+      topics.raw,
+      ids.map((id) => ({ key: id, value: JSON.stringify({ ...clear(id), id }) })),
+    );
     backup = await consume(kafka, topics.clean, SUBJECTS, 240_000);
     // the table: one row per subject, protected by the row trigger calling host A
     await sql(`CREATE DATABASE ${db.name};\nCREATE ROLE ${db.writer} LOGIN;\nCREATE ROLE ${db.reader} LOGIN;`);
@@ -115,7 +149,10 @@ describe('erasure across HTTP, a stream pipeline and a table, on three hosts of 
       SELECT veil.grant_writer('${db.writer}', 'people'); SELECT veil.create_read_view('people', 'people_clear');
       SELECT veil.grant_reader('${db.reader}', 'desk', 'people', 'people_clear');
       SELECT veil.set_rate_limit('${db.writer}', 1000000); SELECT veil.set_rate_limit('${db.reader}', 1000000);`);
-    await onDb(`INSERT INTO people SELECT i, 'cust-${run}-' || i, 'cust-${run}-' || i || '@example.org', 'Name cust-${run}-' || i, 'Oslo' FROM generate_series(0, ${SUBJECTS - 1}) i;`, db.writer);
+    await onDb(
+      `INSERT INTO people SELECT i, 'cust-${run}-' || i, 'cust-${run}-' || i || '@example.org', 'Name cust-${run}-' || i, 'Oslo' FROM generate_series(0, ${SUBJECTS - 1}) i;`,
+      db.writer,
+    );
   }, 600_000);
 
   afterAll(async () => {
@@ -131,7 +168,10 @@ describe('erasure across HTTP, a stream pipeline and a table, on three hosts of 
     await configureDb(svc);
     const stored = await onDb(`SELECT count(*) FROM people WHERE email LIKE 'cust-%' OR name LIKE 'Name %'`);
     expect(stored).toEqual(['0']);
-    const [readable] = await onDb(`SELECT count(*) FROM people_clear WHERE email = subject || '@example.org' AND name = 'Name ' || subject AND city = 'Oslo'`, db.reader);
+    const [readable] = await onDb(
+      `SELECT count(*) FROM people_clear WHERE email = subject || '@example.org' AND name = 'Name ' || subject AND city = 'Oslo'`,
+      db.reader,
+    );
     const nulls = await onDb(`SELECT subject FROM people_clear WHERE email IS NULL AND name IS NULL AND city = 'Oslo' ORDER BY subject`, db.reader);
     expect(nulls).toEqual([...erasedIds].sort());
     return { erased: nulls.length * 2, readable: Number(readable) * 3, stored: Number(stored[0]) };
@@ -143,7 +183,14 @@ describe('erasure across HTTP, a stream pipeline and a table, on three hosts of 
     let readable = 0;
     const kept = ids.filter((id) => !erasedIds.has(id));
     for (const batch of chunks(kept, PER_CALL)) {
-      const reply = await transform(svc, token, callBody('Unprotect', batch.map((id) => ({ id, values: viaHttp.get(id)! }))));
+      const reply = await transform(
+        svc,
+        token,
+        callBody(
+          'Unprotect',
+          batch.map((id) => ({ id, values: viaHttp.get(id)! })),
+        ),
+      );
       expect(reply.status).toBe(200);
       reply.json.responses.forEach((r: { instances: { propertyName: Field; value: string }[] }, i: number) => {
         for (const x of r.instances) expect(x.value).toBe(clear(batch[i]!)[x.propertyName]);
@@ -169,7 +216,21 @@ describe('erasure across HTTP, a stream pipeline and a table, on three hosts of 
     expect(new Set(items.map((x) => x.id)).size).toBe(SUBJECTS);
     const kept = items.filter((x) => !erasedIds.has(x.id));
     for (const batch of chunks(kept, PER_CALL)) {
-      const reply = await transform(svc, token, callBody('Unprotect', batch.map((x) => ({ id: x.id, values: [['email', x.record.email], ['name', x.record.name], ['city', x.record.city]] }))));
+      const reply = await transform(
+        svc,
+        token,
+        callBody(
+          'Unprotect',
+          batch.map((x) => ({
+            id: x.id,
+            values: [
+              ['email', x.record.email],
+              ['name', x.record.name],
+              ['city', x.record.city],
+            ],
+          })),
+        ),
+      );
       expect(reply.status).toBe(200);
       reply.json.responses.forEach((r: { instances: { propertyName: Field; value: string }[] }, i: number) => {
         for (const x of r.instances) expect(x.value).toBe(clear(batch[i]!.id)[x.propertyName]);
@@ -177,7 +238,19 @@ describe('erasure across HTTP, a stream pipeline and a table, on three hosts of 
       });
     }
     for (const x of items.filter((i) => erasedIds.has(i.id))) {
-      const reply = await transform(svc, token, callBody('Unprotect', [{ id: x.id, values: [['email', x.record.email], ['name', x.record.name]] }]));
+      const reply = await transform(
+        svc,
+        token,
+        callBody('Unprotect', [
+          {
+            id: x.id,
+            values: [
+              ['email', x.record.email],
+              ['name', x.record.name],
+            ],
+          },
+        ]),
+      );
       expect(reply.json.errors?.map((e: { code: string }) => e.code)).toEqual(['SUBJECT_ERASED', 'SUBJECT_ERASED']);
       erased += 2;
     }
@@ -190,11 +263,17 @@ describe('erasure across HTTP, a stream pipeline and a table, on three hosts of 
     // ten through the admin API (a publisher's token, signed receipts), the others as the store's callers do
     const [viaApi, viaStore] = [[...erasedIds].slice(0, 10), [...erasedIds].slice(10)];
     const [receipts, erasures] = await Promise.all([
-      Promise.all(viaApi.map(async (id) => {
-        const res = await fetch(`${a.url}/admin/subjects/erase`, { method: 'POST', headers: { authorization: `Bearer ${tokens.get(a)}`, 'content-type': 'application/json' }, body: JSON.stringify({ subject: id, reason: 'Art. 17 request' }) });
-        expect(res.status).toBe(200);
-        return ((await res.json()) as { receipt: string }).receipt;
-      })),
+      Promise.all(
+        viaApi.map(async (id) => {
+          const res = await fetch(`${a.url}/admin/subjects/erase`, {
+            method: 'POST',
+            headers: { authorization: `Bearer ${tokens.get(a)}`, 'content-type': 'application/json' },
+            body: JSON.stringify({ subject: id, reason: 'Art. 17 request' }),
+          });
+          expect(res.status).toBe(200);
+          return ((await res.json()) as { receipt: string }).receipt;
+        }),
+      ),
       Promise.all(viaStore.map((id) => a.service.subjects.erase(id, { by: 'integration-test', reason: 'Art. 17 request' }))),
     ]);
     const eraseMs = Date.now() - started;
@@ -202,7 +281,11 @@ describe('erasure across HTTP, a stream pipeline and a table, on three hosts of 
     // each receipt verifies against the key set and names the subject's reference, never its id
     for (const [i, receipt] of receipts.entries()) {
       const claims = await verifyReceipt(receipt, a.service.keystore);
-      expect(claims).toMatchObject({ sub: (await b.service.subjects.status(viaApi[i]!)).subject, alreadyErased: false, destroyedKey: expect.stringMatching(/^[0-9a-f]{64}$/) });
+      expect(claims).toMatchObject({
+        sub: (await b.service.subjects.status(viaApi[i]!)).subject,
+        alreadyErased: false,
+        destroyedKey: expect.stringMatching(/^[0-9a-f]{64}$/),
+      });
       expect(Buffer.from(receipt.split('.')[1]!, 'base64url').toString()).not.toContain(viaApi[i]!);
     }
 
@@ -223,8 +306,10 @@ describe('erasure across HTTP, a stream pipeline and a table, on three hosts of 
     tallies.tableOnRestartedB = await checkTable(b);
     tokens.set(b, tokenB);
     console.log(`erasure test: ${SUBJECTS} subjects, ${ERASED} erased: ${JSON.stringify(tallies)}`);
-    for (const key of ['httpOnA', 'httpOnB', 'httpOnRestartedB'] as const) expect(tallies[key]).toEqual({ erased: ERASED * 2, readable: (SUBJECTS - ERASED) * 3 });
-    for (const key of ['tableOnA', 'tableOnB', 'tableOnRestartedB'] as const) expect(tallies[key]).toEqual({ erased: ERASED * 2, readable: (SUBJECTS - ERASED) * 3, stored: 0 });
+    for (const key of ['httpOnA', 'httpOnB', 'httpOnRestartedB'] as const)
+      expect(tallies[key]).toEqual({ erased: ERASED * 2, readable: (SUBJECTS - ERASED) * 3 });
+    for (const key of ['tableOnA', 'tableOnB', 'tableOnRestartedB'] as const)
+      expect(tallies[key]).toEqual({ erased: ERASED * 2, readable: (SUBJECTS - ERASED) * 3, stored: 0 });
     for (const key of ['cleanOnB', 'backupOnRestartedB'] as const) expect(tallies[key]).toEqual({ erased: ERASED * 2, readable: (SUBJECTS - ERASED) * 3 });
   }, 600_000);
 
@@ -232,14 +317,19 @@ describe('erasure across HTTP, a stream pipeline and a table, on three hosts of 
     const kafka = kafkaClient();
     const refs = new Set<string>();
     for (const id of erasedIds) refs.add((await a.service.subjects.status(id)).subject);
-    const keyRecordsOfErased = (records: Awaited<ReturnType<typeof readRaw>>) => records.filter((m) => m.key.startsWith('k/') && m.value && refs.has(m.key.split('/')[1]!));
+    const keyRecordsOfErased = (records: Awaited<ReturnType<typeof readRaw>>) =>
+      records.filter((m) => m.key.startsWith('k/') && m.value && refs.has(m.key.split('/')[1]!));
     let raw: Awaited<ReturnType<typeof readRaw>> = [];
-    await waitFor(async () => {
-      raw = await readRaw(kafka, topics.subjects);
-      if (keyRecordsOfErased(raw).length === 0) return true;
-      await a.service.subjects.keyFor(`filler-${randomBytes(4).toString('hex')}`); // rolls segments, so the cleaner can take them
-      return false;
-    }, 120_000, 'the cleaner to remove the erased subjects\' key records');
+    await waitFor(
+      async () => {
+        raw = await readRaw(kafka, topics.subjects);
+        if (keyRecordsOfErased(raw).length === 0) return true;
+        await a.service.subjects.keyFor(`filler-${randomBytes(4).toString('hex')}`); // rolls segments, so the cleaner can take them
+        return false;
+      },
+      120_000,
+      "the cleaner to remove the erased subjects' key records",
+    );
     expect(keyRecordsOfErased(raw)).toEqual([]);
     expect(raw.filter((m) => m.key.startsWith('e/') && refs.has(m.key.slice(2))).length).toBe(ERASED);
     const everything = Buffer.concat(raw.flatMap((m) => [Buffer.from(m.key), m.value ?? Buffer.alloc(0)]));

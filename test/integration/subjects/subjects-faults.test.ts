@@ -22,9 +22,19 @@ const CONFIG = personConfig({ returning: 'refuse', extra: 'service:\n  rateLimit
 
 const body = (action: string, subject: string, value: string) => subjectCall(action, [{ subject, values: [['email', value]] }]);
 
-async function transform(svc: TestService, token: string, action: string, subject: string, value: string): Promise<{ status: number; code?: string; value?: string }> {
-  const res = await fetch(`${svc.url}/transform`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body(action, subject, value)) });
-  const json = await res.json() as { code?: string; errors?: { code: string }[]; responses?: { instances: { value: string }[] }[] };
+async function transform(
+  svc: TestService,
+  token: string,
+  action: string,
+  subject: string,
+  value: string,
+): Promise<{ status: number; code?: string; value?: string }> {
+  const res = await fetch(`${svc.url}/transform`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body(action, subject, value)),
+  });
+  const json = (await res.json()) as { code?: string; errors?: { code: string }[]; responses?: { instances: { value: string }[] }[] };
   return { status: res.status, ...(json.responses ? { value: json.responses[0]!.instances[0]!.value } : { code: json.errors?.[0]?.code ?? json.code }) };
 }
 
@@ -47,7 +57,12 @@ function protectLoop(svc: TestService, token: string, subjects: readonly string[
 }
 
 /** Checks the rule: after a subject's erasure returned, no protect started later succeeded; its values answer SUBJECT_ERASED. */
-async function expectErased(svc: TestService, token: string, erasedAt: Map<string, number>, calls: readonly { subject: string; startedAt: number; status: number; code?: string; value?: string }[]) {
+async function expectErased(
+  svc: TestService,
+  token: string,
+  erasedAt: Map<string, number>,
+  calls: readonly { subject: string; startedAt: number; status: number; code?: string; value?: string }[],
+) {
   let refusedAfter = 0;
   for (const c of calls) {
     const at = erasedAt.get(c.subject);
@@ -88,7 +103,15 @@ describe('erasure under faults', () => {
   });
 
   it('the KMS paused while subjects are erased and protected at once: after each erasure returned nothing protects for it, its values answer SUBJECT_ERASED — then, after the KMS answers again, and after a restart', async () => {
-    const env = { AWS_ACCESS_KEY_ID: 'testing', AWS_SECRET_ACCESS_KEY: 'testing', VEIL_KMS: 'aws-kms', VEIL_KMS_KEY_ID: keyId, VEIL_KMS_REGION: 'eu-west-1', VEIL_KMS_ENDPOINT: moto.endpoint, VEIL_KMS_TTL_SECONDS: '3' };
+    const env = {
+      AWS_ACCESS_KEY_ID: 'testing',
+      AWS_SECRET_ACCESS_KEY: 'testing',
+      VEIL_KMS: 'aws-kms',
+      VEIL_KMS_KEY_ID: keyId,
+      VEIL_KMS_REGION: 'eu-west-1',
+      VEIL_KMS_ENDPOINT: moto.endpoint,
+      VEIL_KMS_TTL_SECONDS: '3',
+    };
     let svc = await startTestService({ configText: CONFIG, env });
     let token = await svc.token();
     const subjects = Array.from({ length: 12 }, (_, i) => `kms-${i}`);
@@ -100,21 +123,23 @@ describe('erasure under faults', () => {
     // the KMS answers again after 5 s, whatever the test is doing by then
     const resumed = new Promise<void>((r) => setTimeout(() => (moto.resume(), r()), 5000));
     try {
-      const erasing = Promise.all(doomed.map(async (s, i) => {
-        // spread over the pause: some before the KEK's lease runs out (3 s), some after
-        await new Promise((r) => setTimeout(r, i * 700));
-        // an erasure the KEK's lapse refuses (retriable) is tried again, as a caller would
-        for (;;) {
-          try {
-            await svc.service.subjects.erase(s, { by: 'fault-test', reason: 'Art. 17 request' });
-            break;
-          } catch (e) {
-            if (!(e as { retriable?: boolean }).retriable) throw e;
-            await new Promise((r) => setTimeout(r, 250));
+      const erasing = Promise.all(
+        doomed.map(async (s, i) => {
+          // spread over the pause: some before the KEK's lease runs out (3 s), some after
+          await new Promise((r) => setTimeout(r, i * 700));
+          // an erasure the KEK's lapse refuses (retriable) is tried again, as a caller would
+          for (;;) {
+            try {
+              await svc.service.subjects.erase(s, { by: 'fault-test', reason: 'Art. 17 request' });
+              break;
+            } catch (e) {
+              if (!(e as { retriable?: boolean }).retriable) throw e;
+              await new Promise((r) => setTimeout(r, 250));
+            }
           }
-        }
-        erasedAt.set(s, performance.now());
-      }));
+          erasedAt.set(s, performance.now());
+        }),
+      );
       loop = protectLoop(svc, token, subjects, erasing);
       await erasing;
       await loop.done;
@@ -127,7 +152,7 @@ describe('erasure under faults', () => {
     expect(codes.has('KMS_UNAVAILABLE')).toBe(true);
     // once it answers again (the KEK's lease renewed: /healthz green), every value of the erased
     // answers SUBJECT_ERASED, and no later protect succeeded for them
-    await waitFor(async () => (await fetch(`${svc.url}/healthz`)).status === 200, 30_000, 'the KEK\'s lease renewed');
+    await waitFor(async () => (await fetch(`${svc.url}/healthz`)).status === 200, 30_000, "the KEK's lease renewed");
     const tally = await expectErased(svc, token, erasedAt, calls);
     // restarted on its data dir: still erased
     const dir = svc.dataDir;
@@ -136,7 +161,9 @@ describe('erasure under faults', () => {
     token = await svc.token();
     for (const s of doomed) expect((await transform(svc, token, 'Protect', s, `${s}@example.org`)).code).toBe('SUBJECT_ERASED');
     for (const s of subjects.slice(6)) expect((await transform(svc, token, 'Protect', s, `${s}@example.org`)).status).toBe(200);
-    console.log(`KMS paused during erasures: ${calls.length} protects raced ${doomed.length} erasures; ${tally.refusedAfter} started after an erasure returned, all refused; ${tally.valuesErased} values protected before it answer SUBJECT_ERASED; codes ${JSON.stringify([...codes])}`);
+    console.log(
+      `KMS paused during erasures: ${calls.length} protects raced ${doomed.length} erasures; ${tally.refusedAfter} started after an erasure returned, all refused; ${tally.valuesErased} values protected before it answer SUBJECT_ERASED; codes ${JSON.stringify([...codes])}`,
+    );
     await svc.close();
   }, 120_000);
 
@@ -157,11 +184,18 @@ describe('erasure under faults', () => {
       const erasedAt = new Map<string, number>();
       // the subjects have keys (B created them); B keeps protecting them while A erases them
       for (const s of subjects) expect((await transform(b, tokenB, 'Protect', s, `${s}@example.org`)).status).toBe(200);
-      const erasing = Promise.all(doomed.map(async (s) => {
-        await a.service.subjects.erase(s, { by: 'fault-test', reason: 'Art. 17 request' });
-        erasedAt.set(s, performance.now());
-      }));
-      const onB = protectLoop(b, tokenB, subjects, erasing.then(() => new Promise((r) => setTimeout(r, 300))));
+      const erasing = Promise.all(
+        doomed.map(async (s) => {
+          await a.service.subjects.erase(s, { by: 'fault-test', reason: 'Art. 17 request' });
+          erasedAt.set(s, performance.now());
+        }),
+      );
+      const onB = protectLoop(
+        b,
+        tokenB,
+        subjects,
+        erasing.then(() => new Promise((r) => setTimeout(r, 300))),
+      );
       await erasing;
       await onB.done;
       const onA = await expectErased(a, tokenA, erasedAt, onB.calls);
@@ -171,7 +205,9 @@ describe('erasure under faults', () => {
         expect((await transform(a, tokenA, 'Protect', s, 'x@example.org')).code).toBe('SUBJECT_ERASED');
         expect((await transform(b, tokenB, 'Protect', s, 'x@example.org')).code).toBe('SUBJECT_ERASED');
       }
-      console.log(`two hosts racing: ${onB.calls.length} protects on B raced ${doomed.length} erasures on A; ${tallyB.refusedAfter} started after an erasure returned, all refused; ${tallyB.valuesErased} values protected before it answer SUBJECT_ERASED on both hosts`);
+      console.log(
+        `two hosts racing: ${onB.calls.length} protects on B raced ${doomed.length} erasures on A; ${tallyB.refusedAfter} started after an erasure returned, all refused; ${tallyB.valuesErased} values protected before it answer SUBJECT_ERASED on both hosts`,
+      );
     } finally {
       await b.close();
       await a.close();

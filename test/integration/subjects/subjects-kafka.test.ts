@@ -19,7 +19,10 @@ describe('the subject-key store on Kafka: every process follows one compacted to
   it('two processes protecting the same new subjects at once end with one key each (first write wins, the other adopts it)', async () => {
     const keySet = await sharedKeySet();
     const topic = topicName();
-    const [a, b] = [track(await openKafkaStore(await processDir(keySet), keySet.master, topic)), track(await openKafkaStore(await processDir(keySet), keySet.master, topic))];
+    const [a, b] = [
+      track(await openKafkaStore(await processDir(keySet), keySet.master, topic)),
+      track(await openKafkaStore(await processDir(keySet), keySet.master, topic)),
+    ];
     const ids = Array.from({ length: 30 }, (_, i) => `race-${i}@example.com`);
     const pairs = await Promise.all(ids.map(async (id) => Promise.all([a.keyFor(id), b.keyFor(id)])));
     for (const [ka, kb] of pairs) {
@@ -34,7 +37,10 @@ describe('the subject-key store on Kafka: every process follows one compacted to
   it("an erasure on one process reaches another's cache in under 2 s; a protect there then gets the erased marker", async () => {
     const keySet = await sharedKeySet();
     const topic = topicName();
-    const [a, b] = [track(await openKafkaStore(await processDir(keySet), keySet.master, topic)), track(await openKafkaStore(await processDir(keySet), keySet.master, topic))];
+    const [a, b] = [
+      track(await openKafkaStore(await processDir(keySet), keySet.master, topic)),
+      track(await openKafkaStore(await processDir(keySet), keySet.master, topic)),
+    ];
     await b.keyFor('henry');
     await a.existing('henry');
     const seen = new Promise<number>((resolve) => b.onChange((c: SubjectChange) => c.kind === 'erased' && resolve(Date.now())));
@@ -72,16 +78,21 @@ describe('the subject-key store on Kafka: every process follows one compacted to
     const before = await readRaw(kafkaClient(), topic);
     const erased = await Promise.all(ids.slice(0, 8).map((id) => a.erase(id, { by: 'admin', reason: 'r' })));
     const refs = new Set(erased.map((e) => e.subject));
-    const wrappedOf = (r: Awaited<ReturnType<typeof readRaw>>) => r.filter((m) => m.key.startsWith('k/') && m.value && refs.has(m.key.split('/')[1]!)).map((m) => m.value!);
+    const wrappedOf = (r: Awaited<ReturnType<typeof readRaw>>) =>
+      r.filter((m) => m.key.startsWith('k/') && m.value && refs.has(m.key.split('/')[1]!)).map((m) => m.value!);
     const material = wrappedOf(before);
     expect(material.length).toBe(8);
     let after = before;
-    await waitFor(async () => {
-      after = await readRaw(kafkaClient(), topic);
-      if (wrappedOf(after).length === 0) return true;
-      await a.keyFor(`filler-${randomBytes(4).toString('hex')}`); // rolls segments, so the cleaner can take them
-      return false;
-    }, 90_000, 'the cleaner to remove the erased subjects\' key records');
+    await waitFor(
+      async () => {
+        after = await readRaw(kafkaClient(), topic);
+        if (wrappedOf(after).length === 0) return true;
+        await a.keyFor(`filler-${randomBytes(4).toString('hex')}`); // rolls segments, so the cleaner can take them
+        return false;
+      },
+      90_000,
+      "the cleaner to remove the erased subjects' key records",
+    );
     expect(wrappedOf(after)).toEqual([]);
     const everything = Buffer.concat(after.flatMap((m) => [Buffer.from(m.key), m.value ?? Buffer.alloc(0)]));
     for (const value of material) expect(everything.includes(JSON.parse(value.toString()).w)).toBe(false);
@@ -95,16 +106,21 @@ describe('the subject-key store on Kafka: every process follows one compacted to
   it('an erasure racing creations of the same subject on another process leaves no readable key after it returned', async () => {
     const keySet = await sharedKeySet();
     const topic = topicName();
-    const [a, b] = [track(await openKafkaStore(await processDir(keySet), keySet.master, topic)), track(await openKafkaStore(await processDir(keySet), keySet.master, topic))];
+    const [a, b] = [
+      track(await openKafkaStore(await processDir(keySet), keySet.master, topic)),
+      track(await openKafkaStore(await processDir(keySet), keySet.master, topic)),
+    ];
     const ids = Array.from({ length: 10 }, (_, i) => `racer-${i}`);
-    await Promise.all(ids.map(async (id) => {
-      const creating = b.keyFor(id).catch((e: unknown) => e);
-      await a.erase(id, { by: 'admin', reason: 'r' });
-      await creating;
-      // after the erasure returned: no process serves a key for the subject, and no protect creates one
-      expect(await a.keyFor(id)).toMatchObject({ erased: true });
-      expect(await b.keyFor(id)).toMatchObject({ erased: true });
-      expect(await b.existing(id)).toMatchObject({ erased: true });
-    }));
+    await Promise.all(
+      ids.map(async (id) => {
+        const creating = b.keyFor(id).catch((e: unknown) => e);
+        await a.erase(id, { by: 'admin', reason: 'r' });
+        await creating;
+        // after the erasure returned: no process serves a key for the subject, and no protect creates one
+        expect(await a.keyFor(id)).toMatchObject({ erased: true });
+        expect(await b.keyFor(id)).toMatchObject({ erased: true });
+        expect(await b.existing(id)).toMatchObject({ erased: true });
+      }),
+    );
   });
 });

@@ -15,7 +15,8 @@ describe('a process killed during an erasure', () => {
     for (const id of ids) await a.keyFor(id);
     const childDir = await processDir(keySet);
     const child = spawn('scripts/node22', ['test/subjects/erase-child.ts', childDir, topic, JSON.stringify(ids)], {
-      env: { ...process.env, VEIL_TEST_MASTER: keySet.masterHex }, stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, VEIL_TEST_MASTER: keySet.masterHex },
+      stdio: ['ignore', 'pipe', 'pipe'],
     });
     let out = '';
     let err = '';

@@ -9,7 +9,9 @@ import { pkcs11Kms } from '../../../src/keystore/kms/pkcs11-kms.ts';
 /** A KMS that fails (retriably) or hangs, recording the signal each call got. */
 function recording(mode: 'fail' | 'hang') {
   const k = {
-    description: 'recording', calls: 0, signals: [] as (AbortSignal | undefined)[],
+    description: 'recording',
+    calls: 0,
+    signals: [] as (AbortSignal | undefined)[],
     wrap: async (p: Uint8Array) => p,
     unwrap(_w: Uint8Array, _c: string, o?: KmsCallOptions): Promise<Uint8Array> {
       k.calls++;
@@ -22,7 +24,10 @@ function recording(mode: 'fail' | 'hang') {
 
 const elapsed = async (run: () => Promise<unknown>) => {
   const started = performance.now();
-  const outcome = await run().then(() => 'resolved', (e: unknown) => e);
+  const outcome = await run().then(
+    () => 'resolved',
+    (e: unknown) => e,
+  );
   return { outcome, ms: performance.now() - started };
 };
 
@@ -43,7 +48,9 @@ describe('a KMS call ends when its signal aborts (a lease renewal bounded by its
     const inner = recording('fail');
     const abort = new AbortController();
     abort.abort();
-    await expect(retryingKms(inner, { attempts: 5, sleep: async () => undefined }).unwrap(new Uint8Array(1), 'c', { signal: abort.signal })).rejects.toMatchObject({ code: 'KMS_UNAVAILABLE' });
+    await expect(
+      retryingKms(inner, { attempts: 5, sleep: async () => undefined }).unwrap(new Uint8Array(1), 'c', { signal: abort.signal }),
+    ).rejects.toMatchObject({ code: 'KMS_UNAVAILABLE' });
     expect(inner.calls).toBe(1);
   });
 
@@ -70,7 +77,13 @@ describe('a KMS call ends when its signal aborts (a lease renewal bounded by its
     });
 
     it('an aborted Decrypt rejects at once, retriable KMS_UNAVAILABLE; without a signal its own timeout ends it', async () => {
-      const kms = awsKms({ keyId: 'alias/veil', region: 'eu-west-1', endpoint, credentials: { accessKeyId: 'testing', secretAccessKey: 'testing' }, timeoutMs: 2_000 });
+      const kms = awsKms({
+        keyId: 'alias/veil',
+        region: 'eu-west-1',
+        endpoint,
+        credentials: { accessKeyId: 'testing', secretAccessKey: 'testing' },
+        timeoutMs: 2_000,
+      });
       const abort = new AbortController();
       setTimeout(() => abort.abort(), 100);
       const aborted = await elapsed(() => kms.unwrap(new Uint8Array(32), 'c', { signal: abort.signal }));
@@ -87,14 +100,26 @@ describe('a KMS call ends when its signal aborts (a lease renewal bounded by its
     /** a pkcs11js stand-in: one token, one key; C_DecryptAsync hangs while `hang` is set, else "decrypts" */
     function token() {
       const t = {
-        hang: true, opened: 0, closed: [] as number[], late: [] as ((b: Buffer) => void)[],
-        load: () => undefined, C_Initialize: () => undefined, C_Finalize: () => undefined,
-        C_GetSlotList: () => [Buffer.from([1])], C_GetTokenInfo: () => ({ label: 'tok ' }),
-        C_OpenSession: () => Buffer.from([++t.opened]), C_Login: () => undefined, C_Logout: () => undefined,
+        hang: true,
+        opened: 0,
+        closed: [] as number[],
+        late: [] as ((b: Buffer) => void)[],
+        load: () => undefined,
+        C_Initialize: () => undefined,
+        C_Finalize: () => undefined,
+        C_GetSlotList: () => [Buffer.from([1])],
+        C_GetTokenInfo: () => ({ label: 'tok ' }),
+        C_OpenSession: () => Buffer.from([++t.opened]),
+        C_Login: () => undefined,
+        C_Logout: () => undefined,
         C_CloseSession: (s: Buffer) => void t.closed.push(s[0]!),
-        C_FindObjectsInit: () => undefined, C_FindObjects: () => [Buffer.from([9])], C_FindObjectsFinal: () => undefined,
-        C_DecryptInit: () => undefined, C_EncryptInit: () => undefined,
-        C_DecryptAsync: (_s: Buffer, sealed: Buffer) => (t.hang ? new Promise<Buffer>((r) => t.late.push(r)) : Promise.resolve(Buffer.from(sealed.subarray(0, sealed.length - 16)))),
+        C_FindObjectsInit: () => undefined,
+        C_FindObjects: () => [Buffer.from([9])],
+        C_FindObjectsFinal: () => undefined,
+        C_DecryptInit: () => undefined,
+        C_EncryptInit: () => undefined,
+        C_DecryptAsync: (_s: Buffer, sealed: Buffer) =>
+          t.hang ? new Promise<Buffer>((r) => t.late.push(r)) : Promise.resolve(Buffer.from(sealed.subarray(0, sealed.length - 16))),
         C_EncryptAsync: (_s: Buffer, p: Buffer) => Promise.resolve(Buffer.concat([p, Buffer.alloc(16)])),
       };
       return t;

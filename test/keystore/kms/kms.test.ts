@@ -30,9 +30,19 @@ describe('masterKeyKms', () => {
 /** A KMS whose availability the test switches, counting calls. */
 function flaky(inner: Kms): Kms & { down: boolean; calls: number } {
   const k = {
-    description: 'flaky', down: false, calls: 0,
-    async wrap(p: Uint8Array, c: string) { k.calls++; if (k.down) throw new KmsError('KMS_UNAVAILABLE', 'down'); return inner.wrap(p, c); },
-    async unwrap(w: Uint8Array, c: string) { k.calls++; if (k.down) throw new KmsError('KMS_UNAVAILABLE', 'down'); return inner.unwrap(w, c); },
+    description: 'flaky',
+    down: false,
+    calls: 0,
+    async wrap(p: Uint8Array, c: string) {
+      k.calls++;
+      if (k.down) throw new KmsError('KMS_UNAVAILABLE', 'down');
+      return inner.wrap(p, c);
+    },
+    async unwrap(w: Uint8Array, c: string) {
+      k.calls++;
+      if (k.down) throw new KmsError('KMS_UNAVAILABLE', 'down');
+      return inner.unwrap(w, c);
+    },
   };
   return k;
 }
@@ -79,7 +89,12 @@ describe('KMS decorators', () => {
   it('meteredKms records each call by operation and outcome', async () => {
     const seen: string[] = [];
     const inner = flaky(master());
-    const kms = meteredKms(inner, { call: (op, outcome, seconds) => { expect(seconds).toBeGreaterThanOrEqual(0); seen.push(`${op}:${outcome}`); } });
+    const kms = meteredKms(inner, {
+      call: (op, outcome, seconds) => {
+        expect(seconds).toBeGreaterThanOrEqual(0);
+        seen.push(`${op}:${outcome}`);
+      },
+    });
     const wrapped = await kms.wrap(dataKey, 'c');
     await kms.unwrap(wrapped, 'c');
     await kms.unwrap(wrapped, 'x').catch(() => undefined);

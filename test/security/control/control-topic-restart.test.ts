@@ -22,7 +22,10 @@ const guid = (n: number) => `00000000-0000-4000-8000-${String(n).padStart(12, '0
 const ANCHOR = '      segmentKey: { protect: name-pseudonym, unprotect: none }';
 const withProperty = (text: string, name: string) => text.replace(ANCHOR, `${ANCHOR}\n      ${name}: { protect: name-randomized }`);
 
-interface Index { active: number; versions: { number: number; by: string; note: string; auth?: unknown }[] }
+interface Index {
+  active: number;
+  versions: { number: number; by: string; note: string; auth?: unknown }[];
+}
 const indexOf = async (dataDir: string) => JSON.parse(await readFile(join(dataDir, 'config-versions', 'index.json'), 'utf8')) as Index;
 
 describe('forged, garbage and replayed records on the control topic stop and steer nothing', () => {
@@ -43,17 +46,30 @@ describe('forged, garbage and replayed records on the control topic stop and ste
     return p;
   };
   const head = (history: string) => Math.max(0, ...records.filter((r) => r.history === history).map((r) => (r.basedOn as number) + 1));
-  const write = (value: unknown) => producer.send({ topic, messages: [{ key: `config:${randomBytes(6).toString('hex')}`, value: typeof value === 'string' ? value : JSON.stringify(value) }] });
+  const write = (value: unknown) =>
+    producer.send({ topic, messages: [{ key: `config:${randomBytes(6).toString('hex')}`, value: typeof value === 'string' ? value : JSON.stringify(value) }] });
   const protect = async (p: VeilProcess, property: string) => {
     const secret = (await readFile(join(p.dataDir, 'dev-client.secret'), 'utf8')).trim();
-    const t = await p.request('/connect/token', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ grant_type: 'client_credentials', client_id: 'veil-dev', client_secret: secret }).toString() });
+    const t = await p.request('/connect/token', {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ grant_type: 'client_credentials', client_id: 'veil-dev', client_secret: secret }).toString(),
+    });
     const token = (JSON.parse(t.text) as { access_token: string }).access_token;
     const body = {
       rightsContexts: [{ guid: guid(1), evidences: [{ name: 'Role', value: 'fraud' }] }],
       processingContexts: [{ guid: guid(2), evidences: [{ name: 'Action', value: 'Protect' }] }],
-      requests: [{ guid: guid(3), rightsContext: guid(1), processingContext: guid(2), instances: [{ className: 'Customer', propertyName: property, value: 'x' }] }],
+      requests: [
+        { guid: guid(3), rightsContext: guid(1), processingContext: guid(2), instances: [{ className: 'Customer', propertyName: property, value: 'x' }] },
+      ],
     };
-    return (await p.request('/transform', { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body) })).status;
+    return (
+      await p.request('/transform', {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      })
+    ).status;
   };
   /** what a process runs and mirrors: the genuine grant, not the forged one; no forged version in its index */
   const onGenuineHistory = async (p: VeilProcess) => {
@@ -73,11 +89,15 @@ describe('forged, garbage and replayed records on the control topic stop and ste
     // the first process creates the topic (one partition, compacted); the forger reads it after
     const first = await start(kept.dir);
     await reader.subscribe({ topic, fromBeginning: true });
-    await reader.run({ eachMessage: async ({ message }) => {
-      try {
-        records.push(JSON.parse(message.value!.toString()) as Record<string, unknown>);
-      } catch { /* garbage */ }
-    } });
+    await reader.run({
+      eachMessage: async ({ message }) => {
+        try {
+          records.push(JSON.parse(message.value!.toString()) as Record<string, unknown>);
+        } catch {
+          /* garbage */
+        }
+      },
+    });
     await eventually('the adopted version read', async () => (records.some((r) => r.history === 'config' && r.auth) ? true : undefined));
     expect(await protect(first, 'forged')).toBe(422);
 
@@ -85,14 +105,31 @@ describe('forged, garbage and replayed records on the control topic stop and ste
     // made-up MAC, a key set with a made-up MAC, garbage, and the genuine version replayed
     const genuine = records.find((r) => r.history === 'config' && r.auth)!;
     forgedNumber = head('config') + 1;
-    await write({ ...genuine, basedOn: head('config'), writer: 'mallory', body: withProperty(configText, 'forged'), meta: { by: 'admin', source: 'portal', note: 'routine change' }, auth: { key: 1, mac: randomBytes(32).toString('base64url') } });
+    await write({
+      ...genuine,
+      basedOn: head('config'),
+      writer: 'mallory',
+      body: withProperty(configText, 'forged'),
+      meta: { by: 'admin', source: 'portal', note: 'routine change' },
+      auth: { key: 1, mac: randomBytes(32).toString('base64url') },
+    });
     await eventually('the forgery read', async () => (records.some((r) => r.writer === 'mallory') ? true : undefined));
     const keyset = records.filter((r) => r.history === 'keyset').at(-1)!;
-    await write({ ...keyset, basedOn: head('keyset'), writer: 'mallory-keys', body: Buffer.from('{"format":"veil-keyset","ciphertext":"AAAA"}').toString('base64'), auth: { key: 1, mac: randomBytes(32).toString('base64url') } });
+    await write({
+      ...keyset,
+      basedOn: head('keyset'),
+      writer: 'mallory-keys',
+      body: Buffer.from('{"format":"veil-keyset","ciphertext":"AAAA"}').toString('base64'),
+      auth: { key: 1, mac: randomBytes(32).toString('base64url') },
+    });
     await write('{"v":1,"history":"config","basedOn":');
     await write({ ...genuine, basedOn: head('config') + 1 });
     await eventually('the forged key set read', async () => (records.some((r) => r.writer === 'mallory-keys') ? true : undefined));
-    await eventually('the first process said so', async () => (/configuration version \d+ of the control store is not authenticated/.test(first.output()) ? true : undefined), 10_000);
+    await eventually(
+      'the first process said so',
+      async () => (/configuration version \d+ of the control store is not authenticated/.test(first.output()) ? true : undefined),
+      10_000,
+    );
   }, 180_000);
 
   afterAll(async () => {
@@ -126,7 +163,8 @@ describe('forged, garbage and replayed records on the control topic stop and ste
     expect(list.status).toBe(200);
     expect(list.text).not.toContain(`/admin/versions/${forgedNumber}"`);
     expect(list.text).not.toMatch(/routine change/);
-    for (const path of [`/admin/versions/${forgedNumber}`, `/admin/versions/${forgedNumber}/export`, `/admin/diff?from=v${forgedNumber}`]) expect((await publisher.get(path)).status).toBe(404);
+    for (const path of [`/admin/versions/${forgedNumber}`, `/admin/versions/${forgedNumber}/export`, `/admin/diff?from=v${forgedNumber}`])
+      expect((await publisher.get(path)).status).toBe(404);
     const revert = await publisher.post(`/admin/versions/${forgedNumber}/revert`, {});
     expect(revert.status).toBe(404);
     // a record of no history written after the answer: once the reader has it, it has every record
@@ -135,7 +173,9 @@ describe('forged, garbage and replayed records on the control topic stop and ste
     await write({ marker });
     await eventually('the marker read', async () => (records.some((r) => r.marker === marker) ? true : undefined));
     await onGenuineHistory(p);
-    expect(records.filter((r) => r.history === 'config' && typeof r.body === 'string' && (r.body as string).includes('forged: {') && r.writer !== 'mallory')).toEqual([]);
+    expect(
+      records.filter((r) => r.history === 'config' && typeof r.body === 'string' && (r.body as string).includes('forged: {') && r.writer !== 'mallory'),
+    ).toEqual([]);
   }, 60_000);
 
   it('the next genuine publish runs on every process; the forged version stays out', async () => {
@@ -143,7 +183,9 @@ describe('forged, garbage and replayed records on the control topic stop and ste
     try {
       const file = join(cliDir, 'genuine.yaml');
       await writeFile(file, withProperty(configText, 'genuine'));
-      await promisify(execFile)(join(ROOT, 'bin/veil'), ['config', 'publish', file, '--data-dir', cliDir], { env: { ...process.env, VEIL_MASTER_KEY: MASTER_KEY_HEX, ...storeEnv() } });
+      await promisify(execFile)(join(ROOT, 'bin/veil'), ['config', 'publish', file, '--data-dir', cliDir], {
+        env: { ...process.env, VEIL_MASTER_KEY: MASTER_KEY_HEX, ...storeEnv() },
+      });
       for (const p of started.filter((s) => s.child.exitCode === null)) {
         await eventually('the genuine version run', async () => ((await protect(p, 'genuine')) === 200 ? true : undefined), 10_000);
         await onGenuineHistory(p);

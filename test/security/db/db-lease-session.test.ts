@@ -51,10 +51,19 @@ async function open(path = server.path): Promise<{ send(frame: Buffer): Promise<
       buffer = buffer.subarray(4 + buffer.readUInt32BE(0));
     }
   });
-  socket.on('close', () => { while (waiting.length) waiting.shift()!('closed'); });
+  socket.on('close', () => {
+    while (waiting.length) waiting.shift()!('closed');
+  });
   socket.on('error', () => undefined);
   await new Promise((r) => socket.once('connect', r));
-  return { socket, send: (f) => new Promise((r) => { waiting.push(r); socket.write(f); }) };
+  return {
+    socket,
+    send: (f) =>
+      new Promise((r) => {
+        waiting.push(r);
+        socket.write(f);
+      }),
+  };
 }
 
 const codeOf = (r: Reply | 'closed') => (r === 'closed' ? 'closed' : r.kind === 'error' ? r.code : r.kind);
@@ -73,10 +82,18 @@ beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'veil-db-lease-'));
   const options = { mode: 0o600, maxConnections: 16, authTimeoutMs: 5000, frameTimeoutMs: 5000 };
   const deps = {
-    engine: () => source.engine, verifier, audit, now: () => new Date(clock), log: { warn: () => undefined, error: () => undefined },
-    limits: { bodyBytes: 1 << 20, instancesPerCall: 1000, valueLength: 64 }, rateLimit: { transformPerSecond: 1, transformBurst: 1000 },
+    engine: () => source.engine,
+    verifier,
+    audit,
+    now: () => new Date(clock),
+    log: { warn: () => undefined, error: () => undefined },
+    limits: { bodyBytes: 1 << 20, instancesPerCall: 1000, valueLength: 64 },
+    rateLimit: { transformPerSecond: 1, transformBurst: 1000 },
   };
-  server = await openDbSocket({ ...options, path: join(dir, 'lease.sock') }, { ...deps, leases: { ttlMs: 10_000, maxBudget: 128, source: () => source, keys: fixture.keys } });
+  server = await openDbSocket(
+    { ...options, path: join(dir, 'lease.sock') },
+    { ...deps, leases: { ttlMs: 10_000, maxBudget: 128, source: () => source, keys: fixture.keys } },
+  );
   plain = await openDbSocket({ ...options, path: join(dir, 'plain.sock') }, deps);
 });
 afterAll(async () => {
@@ -125,10 +142,24 @@ describe('leased keys over the database socket', () => {
     const email = await lease(c);
     expect(email).toMatchObject({ budget: 16, validForMs: 10_000, maxChars: 64, kind: 'aes-siv', label: 'Customer.email' });
     const name = await lease(c, 'name');
-    expect(await c.send(leaseAuditFrame('app', [{ lease: email.lease, values: 10 }, { lease: name.lease, values: 3 }]))).toEqual({ kind: 'audited', holds: [true, true] });
+    expect(
+      await c.send(
+        leaseAuditFrame('app', [
+          { lease: email.lease, values: 10 },
+          { lease: name.lease, values: 3 },
+        ]),
+      ),
+    ).toEqual({ kind: 'audited', holds: [true, true] });
     const report = audit.events.at(-1)!;
-    expect(report).toMatchObject({ outcome: 'ok', client: 'good-report', instances: 13, fields: [
-      { className: 'Customer', propertyName: 'email', action: 'Protect', count: 10 }, { className: 'Customer', propertyName: 'name', action: 'Protect', count: 3 }] });
+    expect(report).toMatchObject({
+      outcome: 'ok',
+      client: 'good-report',
+      instances: 13,
+      fields: [
+        { className: 'Customer', propertyName: 'email', action: 'Protect', count: 10 },
+        { className: 'Customer', propertyName: 'name', action: 'Protect', count: 3 },
+      ],
+    });
     // the budget spent: the lease ends (the next one of the field covers twice as many)
     expect(await c.send(leaseAuditFrame('app', [{ lease: email.lease, values: 6 }]))).toEqual({ kind: 'audited', holds: [false] });
     expect((await lease(c)).budget).toBe(32);
@@ -149,7 +180,7 @@ describe('leased keys over the database socket', () => {
     expect(codeOf(await c.send(leaseFrame('app', 'ingest', 'Customer', 'email')))).toBe('closed');
   });
 
-  it('a report beyond the budget, of another connection\'s lease, or garbage: refused, audited, the connection closed', async () => {
+  it("a report beyond the budget, of another connection's lease, or garbage: refused, audited, the connection closed", async () => {
     const a = await authed('good-a');
     const granted = await lease(a);
     const b = await authed('good-b');
@@ -157,14 +188,16 @@ describe('leased keys over the database socket', () => {
     expect(codeOf(await b.send(leaseFrame('app', 'ingest', 'Customer', 'email')))).toBe('closed');
     expect(codeOf(await a.send(leaseAuditFrame('app', [{ lease: granted.lease, values: granted.budget + 1 }])))).toBe('DB_LEASE_INVALID');
     expect(codeOf(await a.send(leaseFrame('app', 'ingest', 'Customer', 'email')))).toBe('closed');
-    expect(audit.events.filter((e) => e.code === 'DB_LEASE_INVALID' && e.outcome === 'failed').map((e) => e.client)).toEqual(expect.arrayContaining(['good-a', 'good-b']));
+    expect(audit.events.filter((e) => e.code === 'DB_LEASE_INVALID' && e.outcome === 'failed').map((e) => e.client)).toEqual(
+      expect.arrayContaining(['good-a', 'good-b']),
+    );
     const g = await authed('good-garbage');
     const garbage = Buffer.from([0, 0, 0, 6, 0x05, 3, 0x61, 0x70, 0x70, 0xff]);
     expect(codeOf(await g.send(garbage))).toBe('REQUEST_MALFORMED');
     expect(codeOf(await g.send(leaseFrame('app', 'ingest', 'Customer', 'email')))).toBe('closed');
   });
 
-  it('a flood of leases spends the client\'s rate limit up front: past it, RATE_LIMITED', async () => {
+  it("a flood of leases spends the client's rate limit up front: past it, RATE_LIMITED", async () => {
     const c = await authed('good-flood');
     const budgets = [];
     let last: Reply | 'closed' = 'closed';
@@ -183,7 +216,8 @@ describe('leased keys over the database socket', () => {
     expect(keyBytes.length).toBeGreaterThan(5);
     const text = JSON.stringify(audit.events);
     for (const key of keyBytes) {
-      for (const spelling of [key.toString('hex'), key.toString('base64'), key.toString('base64url'), key.subarray(0, 16).toString('hex')]) expect(text).not.toContain(spelling);
+      for (const spelling of [key.toString('hex'), key.toString('base64'), key.toString('base64url'), key.subarray(0, 16).toString('hex')])
+        expect(text).not.toContain(spelling);
     }
     expect(audit.events.filter((e) => e.admin?.action === 'db.lease').map((e) => e.admin!.target)).toContain('Customer.email customer-siv v1 budget 16');
   });

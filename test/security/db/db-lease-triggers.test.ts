@@ -39,13 +39,24 @@ afterAll(async () => {
   await t?.close();
 });
 
-const clear = (ids: number[]) => t.on(`SELECT id, veil.unprotect('Customer', 'email', email), veil.unprotect('Customer', 'name', name) FROM customers WHERE id IN (${ids.join(', ')}) ORDER BY id`, t.role.reader);
-const veilAudit = async () => (await readFile(join(t.veil.dataDir, 'audit.log'), 'utf8')).split('\n').filter(Boolean).map((l) => JSON.parse(l) as { instances: number; requestId: string; admin?: { action: string }; fields: { propertyName: string; count: number }[] });
+const clear = (ids: number[]) =>
+  t.on(
+    `SELECT id, veil.unprotect('Customer', 'email', email), veil.unprotect('Customer', 'name', name) FROM customers WHERE id IN (${ids.join(', ')}) ORDER BY id`,
+    t.role.reader,
+  );
+const veilAudit = async () =>
+  (await readFile(join(t.veil.dataDir, 'audit.log'), 'utf8'))
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as { instances: number; requestId: string; admin?: { action: string }; fields: { propertyName: string; count: number }[] });
 
 describe('the row trigger with leased keys', () => {
   it('protects every row locally, audits each row with the database role and every value in veil, as veil protects', async () => {
-    const lines = await t.on(`INSERT INTO customers (id, email, name) SELECT g, 'user' || g || '@example.com', 'Person ' || g FROM generate_series(1, 300) g;
-      SELECT veil.session_stats();`, t.role.writer);
+    const lines = await t.on(
+      `INSERT INTO customers (id, email, name) SELECT g, 'user' || g || '@example.com', 'Person ' || g FROM generate_series(1, 300) g;
+      SELECT veil.session_stats();`,
+      t.role.writer,
+    );
     const stats = JSON.parse(lines.at(-1)!) as Record<string, number>;
     expect(stats).toMatchObject({ leased: 600, transforms: 0, connects: 2, tokens: 1 });
     expect(await t.on("SELECT count(*) FROM customers WHERE email LIKE 'user%' OR name LIKE 'Person%'")).toEqual(['0']);
@@ -54,7 +65,9 @@ describe('the row trigger with leased keys', () => {
     expect(name).toMatch(PROTECTED);
     expect(await clear([7, 300])).toEqual(['7|user7@example.com|Person 7', '300|user300@example.com|Person 300']);
     // veil.protect takes the round trip: veil's own engine gives the same deterministic value
-    expect(await t.on("SELECT count(*) FROM customers WHERE id <= 20 AND email = veil.protect('Customer', 'email', 'user' || id || '@example.com')")).toEqual(['20']);
+    expect(await t.on("SELECT count(*) FROM customers WHERE id <= 20 AND email = veil.protect('Customer', 'email', 'user' || id || '@example.com')")).toEqual([
+      '20',
+    ]);
     const records = (await t.audit(t.role.writer)).filter((r) => r.function === 'trigger');
     expect(records).toHaveLength(300);
     expect(records.every((r) => r.outcome === 'ok' && r.instances === 2 && r.table === 'public.customers')).toBe(true);
@@ -64,16 +77,19 @@ describe('the row trigger with leased keys', () => {
   });
 
   it('an FF1 field keeps the round trip beside leased ones; an upsert stores each value protected once', async () => {
-    const lines = await t.on(`INSERT INTO customers (id, email, card) VALUES (400, 'card@example.com', '4111 1111 1111 1111');
+    const lines = await t.on(
+      `INSERT INTO customers (id, email, card) VALUES (400, 'card@example.com', '4111 1111 1111 1111');
       INSERT INTO customers (id, email, name) VALUES (1, 'new1@example.com', 'New One'), (301, 'fresh@example.com', 'Fresh')
         ON CONFLICT (id) DO UPDATE SET email = EXCLUDED.email, name = EXCLUDED.name, visits = customers.visits + 1;
-      SELECT veil.session_stats();`, t.role.writer);
+      SELECT veil.session_stats();`,
+      t.role.writer,
+    );
     expect(JSON.parse(lines.at(-1)!)).toMatchObject({ transforms: 1 });
     expect(await t.on("SELECT card <> '4111 1111 1111 1111' AND card LIKE '4111 11%1111' FROM customers WHERE id = 400")).toEqual(['t']);
     expect(await clear([1, 301, 400])).toEqual(['1|new1@example.com|New One', '301|fresh@example.com|Fresh', '400|card@example.com|']);
   });
 
-  it('the role\'s rate limit holds: over it, nothing is sealed and nothing written', async () => {
+  it("the role's rate limit holds: over it, nothing is sealed and nothing written", async () => {
     await expectRateLimitHolds(t, 500);
   });
 
@@ -81,9 +97,12 @@ describe('the row trigger with leased keys', () => {
     const secret = marker('gone');
     // one psql session: a row (its keys leased), a wait at a gate while veil goes, a row under the lease
     const gate = await sessionGate(t.db);
-    const session = t.attempt(`INSERT INTO customers (id, email, name) VALUES (600, 'a@example.com', 'A');
+    const session = t.attempt(
+      `INSERT INTO customers (id, email, name) VALUES (600, 'a@example.com', 'A');
       ${gate.wait}
-      INSERT INTO customers (id, email, name) VALUES (601, '${secret}@example.com', 'B${secret}');`, t.role.writer);
+      INSERT INTO customers (id, email, name) VALUES (601, '${secret}@example.com', 'B${secret}');`,
+      t.role.writer,
+    );
     try {
       await gate.reached();
       await t.veil.stop();
@@ -103,12 +122,21 @@ describe('the row trigger with leased keys', () => {
   it('no key byte in the server log, an error, the statistics or either audit log', async () => {
     const key = await leasedKey('email');
     const spellings = [key.toString('hex'), key.toString('base64'), key.toString('base64url'), key.subarray(0, 16).toString('hex')];
-    const bad = await t.attempt(`INSERT INTO customers (id, email, name) VALUES (700, 'x@example.com', 'X'), (700, 'y@example.com', 'Y');
-      SELECT veil.session_stats();`, t.role.writer);
+    const bad = await t.attempt(
+      `INSERT INTO customers (id, email, name) VALUES (700, 'x@example.com', 'X'), (700, 'y@example.com', 'Y');
+      SELECT veil.session_stats();`,
+      t.role.writer,
+    );
     const [dataDir] = await t.on('SHOW data_directory');
     const serverLog = await readFile(process.env.VEIL_PG_LOG ?? join(dirname(dataDir!), 'server.log'), 'utf8').catch(() => '');
-    const texts = [bad.stdout, bad.stderr, serverLog, JSON.stringify(await t.audit(t.role.writer)), await readFile(join(t.veil.dataDir, 'audit.log'), 'utf8'),
-      (await t.on('SELECT string_agg(query, E\'\\n\') FROM pg_stat_activity')).join('\n')];
+    const texts = [
+      bad.stdout,
+      bad.stderr,
+      serverLog,
+      JSON.stringify(await t.audit(t.role.writer)),
+      await readFile(join(t.veil.dataDir, 'audit.log'), 'utf8'),
+      (await t.on("SELECT string_agg(query, E'\\n') FROM pg_stat_activity")).join('\n'),
+    ];
     for (const text of texts) for (const s of spellings) expect(text.includes(s)).toBe(false);
   });
 });
@@ -116,7 +144,7 @@ describe('the row trigger with leased keys', () => {
 /** The key veil leases for Customer.<property> now, fetched as a backend would (the database's client and token). */
 async function leasedKey(property: string): Promise<Buffer> {
   const form = new URLSearchParams({ grant_type: 'client_credentials', client_id: 'veil-dev', client_secret: await readSecret(t.veil) });
-  const { access_token: token } = await (await fetch(`${t.veil.url}/connect/token`, { method: 'POST', body: form })).json() as { access_token: string };
+  const { access_token: token } = (await (await fetch(`${t.veil.url}/connect/token`, { method: 'POST', body: form })).json()) as { access_token: string };
   const socket = connect(t.veil.socketPath!);
   const replies: Reply[] = [];
   let buffer = Buffer.alloc(0);
@@ -129,7 +157,10 @@ async function leasedKey(property: string): Promise<Buffer> {
         replies.push(parseReply(buffer.subarray(4, 4 + buffer.readUInt32BE(0))));
         buffer = buffer.subarray(4 + buffer.readUInt32BE(0));
         if (replies.length === 1) socket.write(leaseFrame('postgres', 'ingest', 'Customer', property));
-        else { socket.destroy(); resolve(); }
+        else {
+          socket.destroy();
+          resolve();
+        }
       }
     });
   });

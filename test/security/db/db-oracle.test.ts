@@ -32,8 +32,10 @@ afterAll(async () => {
 });
 
 describe('database oracle: protect and unprotect are granted, audited and rate-limited per role', () => {
-  it('nothing in schema veil is PUBLIC\'s, even after reinstalling over an install that granted to PUBLIC', async () => {
-    await t.on(`GRANT USAGE ON SCHEMA veil TO PUBLIC; GRANT EXECUTE ON FUNCTION veil.protect(text, text, text), veil.protect_many(text, text, text[]) TO PUBLIC;`);
+  it("nothing in schema veil is PUBLIC's, even after reinstalling over an install that granted to PUBLIC", async () => {
+    await t.on(
+      `GRANT USAGE ON SCHEMA veil TO PUBLIC; GRANT EXECUTE ON FUNCTION veil.protect(text, text, text), veil.protect_many(text, text, text[]) TO PUBLIC;`,
+    );
     expect((await t.cli('db', 'install', '--apply')).code).toBe(0);
     const publicGrants = `
       SELECT count(*) FROM pg_proc p, aclexplode(coalesce(p.proacl, acldefault('f', p.proowner))) a
@@ -68,10 +70,13 @@ describe('database oracle: protect and unprotect are granted, audited and rate-l
   it('a lookup role is audited with its role name and refused past its budget, and a ROLLBACK gives neither back', async () => {
     // 10 values per minute: 6 single calls and a call of 4 values use it up, inside a transaction
     // that is then rolled back
-    const spend = await t.attempt(`BEGIN;
+    const spend = await t.attempt(
+      `BEGIN;
       ${Array.from({ length: 6 }, (_, i) => `SELECT veil.protect('Customer', 'email', 'guess${i}@example.com');`).join('\n')}
       SELECT array_length(veil.protect_many('Customer', 'email', ARRAY['a@example.com', 'b@example.com', NULL, 'c@example.com', 'd@example.com']), 1);
-      ROLLBACK;`, t.role.lookup);
+      ROLLBACK;`,
+      t.role.lookup,
+    );
     expect(spend.code, spend.stderr).toBe(0);
     const lines = spend.stdout.trim().split('\n');
     expect(lines).toHaveLength(7);
@@ -123,10 +128,13 @@ describe('database oracle: protect and unprotect are granted, audited and rate-l
     ]);
   });
 
-  it('a reader\'s unprotects are audited with its role; veil db rate-limit and revoke take effect', async () => {
+  it("a reader's unprotects are audited with its role; veil db rate-limit and revoke take effect", async () => {
     expect(await t.on('SELECT email FROM customers_clear ORDER BY id', t.role.reader)).toEqual(['w1@example.com', 'w2@example.com']);
     const reads = await t.audit(t.role.reader);
-    expect(reads.map((r) => [r.function, r.action, r.instances, r.outcome])).toEqual([['veil.reveal', 'Unprotect', 2, 'ok'], ['veil.reveal', 'Unprotect', 2, 'ok']]);
+    expect(reads.map((r) => [r.function, r.action, r.instances, r.outcome])).toEqual([
+      ['veil.reveal', 'Unprotect', 2, 'ok'],
+      ['veil.reveal', 'Unprotect', 2, 'ok'],
+    ]);
 
     expect((await t.cli('db', 'rate-limit', '--role', t.role.reader, '--values-per-minute', '1')).code).toBe(0);
     const limited = await t.attempt('SELECT email FROM customers_clear WHERE id = 1', t.role.reader);
@@ -135,13 +143,21 @@ describe('database oracle: protect and unprotect are granted, audited and rate-l
     expect((await t.cli('db', 'revoke', '--role', t.role.reader, '--table', 'customers')).code).toBe(0);
     const revoked = await t.attempt(`SELECT veil.unprotect('Customer', 'email', email) FROM customers`, t.role.reader);
     expect(revoked.stderr).toMatch(/ERROR: {2}42501: permission denied for (table customers|schema veil)/);
-    expect(await t.on(`SELECT count(*) FROM veil.role_map WHERE db_role = '${t.role.reader}'; SELECT count(*) FROM veil.rate_limits WHERE db_role = '${t.role.reader}'`)).toEqual(['0', '0']);
+    expect(
+      await t.on(
+        `SELECT count(*) FROM veil.role_map WHERE db_role = '${t.role.reader}'; SELECT count(*) FROM veil.rate_limits WHERE db_role = '${t.role.reader}'`,
+      ),
+    ).toEqual(['0', '0']);
   });
 
   it('veil db audit prints the records as JSON lines', async () => {
     const r = await t.cli('db', 'audit', '--records', '100000');
     expect(r.code, r.stderr).toBe(0);
-    const mine = r.stdout.trim().split('\n').map((l) => JSON.parse(l) as { database: string; dbRole: string }).filter((x) => x.database === t.db);
+    const mine = r.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { database: string; dbRole: string })
+      .filter((x) => x.database === t.db);
     expect(mine.filter((x) => x.dbRole === t.role.lookup)).toHaveLength(9);
   });
 });

@@ -38,8 +38,8 @@ afterAll(async () => {
   await t?.close();
 });
 
-describe('read views honour the table\'s row-level security and column privileges', () => {
-  it('the view runs with the reader\'s privileges (security_invoker), also when it replaced an older view', async () => {
+describe("read views honour the table's row-level security and column privileges", () => {
+  it("the view runs with the reader's privileges (security_invoker), also when it replaced an older view", async () => {
     expect(await t.on(`SELECT reloptions::text FROM pg_class WHERE oid = 'accounts_clear'::regclass`)).toEqual(['{security_invoker=true}']);
   });
 

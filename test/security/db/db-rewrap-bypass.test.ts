@@ -24,12 +24,31 @@ const stored = () => t.on('SELECT id, email, note FROM accounts ORDER BY id');
 
 async function unprotectEmails(values: string[]): Promise<unknown[]> {
   const { engine } = await openEngine({ configFile: EXAMPLE_CONFIG, dataDir: t.veil.dataDir, env: {}, now: () => new Date(), provision: false });
-  const [email] = engine.bind({ identity: { roles: ['fraud'] }, rightsEvidences: [{ name: 'Role', value: 'fraud' }], processingEvidences: [{ name: 'Action', value: 'Unprotect' }], fields: [{ className: 'Customer', propertyName: 'email' }] }).transforms;
+  const [email] = engine.bind({
+    identity: { roles: ['fraud'] },
+    rightsEvidences: [{ name: 'Role', value: 'fraud' }],
+    processingEvidences: [{ name: 'Action', value: 'Unprotect' }],
+    fields: [{ className: 'Customer', propertyName: 'email' }],
+  }).transforms;
   return email!.many(values);
 }
 
-const rewrap = (user: string, ...extra: string[]) => t.cli('db', 'rewrap', '--table', 'accounts', '--key-column', 'id', '--role', 'fraud',
-  '--data-dir', t.veil.dataDir, '--database-url', databaseUrl(t.db, user), ...extra);
+const rewrap = (user: string, ...extra: string[]) =>
+  t.cli(
+    'db',
+    'rewrap',
+    '--table',
+    'accounts',
+    '--key-column',
+    'id',
+    '--role',
+    'fraud',
+    '--data-dir',
+    t.veil.dataDir,
+    '--database-url',
+    databaseUrl(t.db, user),
+    ...extra,
+  );
 
 beforeAll(async () => {
   t = await veilDb('rwbypass', ['writer', 'rewrapper']);
@@ -46,7 +65,7 @@ afterAll(async () => {
   await t?.close();
 });
 
-describe('the rewrap\'s trigger bypass is not a writer\'s', () => {
+describe("the rewrap's trigger bypass is not a writer's", () => {
   it('a writer cannot set session_replication_role by SET, SET LOCAL, set_config, ALTER ROLE or startup options, nor disable the trigger', async () => {
     const cleartext = marker('bypass');
     for (const attempt of [
@@ -61,11 +80,18 @@ describe('the rewrap\'s trigger bypass is not a writer\'s', () => {
       expect(run.stderr, attempt).toMatch(DENIED);
     }
     const startup = new pg.Client({ connectionString: databaseUrl(t.db, t.role.writer), options: '-c session_replication_role=replica' });
-    const refused = await startup.connect().then(() => undefined, (e: { code?: string; message?: string }) => e);
+    const refused = await startup.connect().then(
+      () => undefined,
+      (e: { code?: string; message?: string }) => e,
+    );
     await startup.end().catch(() => undefined);
     expect(refused?.code).toBe('42501');
     expect(refused?.message).toMatch(/session_replication_role/);
-    for (const attempt of ['ALTER TABLE accounts DISABLE TRIGGER zz_veil_protect;', 'ALTER TABLE accounts DISABLE TRIGGER ALL;', 'DROP TRIGGER zz_veil_protect ON accounts;']) {
+    for (const attempt of [
+      'ALTER TABLE accounts DISABLE TRIGGER zz_veil_protect;',
+      'ALTER TABLE accounts DISABLE TRIGGER ALL;',
+      'DROP TRIGGER zz_veil_protect ON accounts;',
+    ]) {
       const run = await t.attempt(attempt, t.role.writer);
       expect(run.code, attempt).not.toBe(0);
       expect(run.stderr, attempt).toMatch(/42501: must be owner of (table|relation) accounts/);
@@ -88,14 +114,14 @@ describe('the rewrap\'s trigger bypass is not a writer\'s', () => {
     expect(await t.on(`SELECT pg_catalog.to_regclass('veil_rewrap.progress') IS NULL`)).toEqual(['t']);
   });
 
-  it('a role granted SET on the parameter rewraps; a writer\'s INSERT meanwhile is protected; the checkpoints are not the writer\'s', async () => {
+  it("a role granted SET on the parameter rewraps; a writer's INSERT meanwhile is protected; the checkpoints are not the writer's", async () => {
     await t.on(`GRANT SET ON PARAMETER session_replication_role TO ${t.role.rewrapper};
       GRANT SELECT, UPDATE ON accounts TO ${t.role.rewrapper};
       GRANT CREATE ON DATABASE ${t.db} TO ${t.role.rewrapper};`);
     const run = await rewrap(t.role.rewrapper);
     expect(run.code, run.stderr).toBe(0);
     expect(run.stdout).toContain('values rewrapped 2, unchanged 0, refused 0, NULL 1, rows updated 2, batches 1');
-    const emails = (await t.on('SELECT email FROM accounts WHERE email IS NOT NULL ORDER BY id'));
+    const emails = await t.on('SELECT email FROM accounts WHERE email IS NOT NULL ORDER BY id');
     expect(emails.map(versionOf)).toEqual([2, 2]);
     expect(await unprotectEmails(emails)).toEqual(['one@example.com', 'two@example.com']);
 
@@ -124,7 +150,7 @@ describe('the rewrap\'s trigger bypass is not a writer\'s', () => {
     }
   });
 
-  it('never protects twice: refuses veil\'s trigger ENABLE ALWAYS, and rolls back a batch another trigger rewrote', async () => {
+  it("never protects twice: refuses veil's trigger ENABLE ALWAYS, and rolls back a batch another trigger rewrote", async () => {
     // a later rotation: the emails change again (version 3)
     expect((await t.cli('keys', 'rotate', '--id', 'customer-siv', '--data-dir', t.veil.dataDir)).code).toBe(0);
     const before = await stored();

@@ -46,31 +46,44 @@ afterAll(async () => {
  * writes a name too: the refusing configuration may protect Customer.email, not Customer.name.
  */
 function statements(round: number) {
-  const v = Object.fromEntries(['insert', 'insertName', 'multiA', 'multiB', 'update', 'updateName', 'copyA', 'copyB', 'copyName', 'upsert', 'upsertName', 'direct']
-    .map((k) => [k, marker(`leak${round}${k}`)])) as Record<string, string>;
+  const v = Object.fromEntries(
+    ['insert', 'insertName', 'multiA', 'multiB', 'update', 'updateName', 'copyA', 'copyB', 'copyName', 'upsert', 'upsertName', 'direct'].map((k) => [
+      k,
+      marker(`leak${round}${k}`),
+    ]),
+  ) as Record<string, string>;
   const base = 100 + round * 10;
   return {
     values: Object.values(v),
     list: [
       { what: 'INSERT', sql: `INSERT INTO customers (id, email, name) VALUES (${base}, '${v.insert}', '${v.insertName}');` },
-      { what: 'multi-row INSERT', sql: `INSERT INTO customers (id, email, name) VALUES (${base + 1}, '${v.multiA}', NULL), (${base + 2}, '${v.multiB}', 'Multi B');` },
+      {
+        what: 'multi-row INSERT',
+        sql: `INSERT INTO customers (id, email, name) VALUES (${base + 1}, '${v.multiA}', NULL), (${base + 2}, '${v.multiB}', 'Multi B');`,
+      },
       { what: 'UPDATE', sql: `UPDATE customers SET email = '${v.update}', name = '${v.updateName}' WHERE id = 1;` },
-      { what: 'COPY', sql: `COPY customers (id, email, name) FROM STDIN WITH (FORMAT csv);\n${base + 3},${v.copyA},${v.copyName}\n${base + 4},${v.copyB},x\n\\.` },
-      { what: 'upsert', sql: `INSERT INTO customers (id, email, name) VALUES (2, '${v.upsert}', '${v.upsertName}') ON CONFLICT (id) DO UPDATE SET email = EXCLUDED.email, name = EXCLUDED.name;` },
+      {
+        what: 'COPY',
+        sql: `COPY customers (id, email, name) FROM STDIN WITH (FORMAT csv);\n${base + 3},${v.copyA},${v.copyName}\n${base + 4},${v.copyB},x\n\\.`,
+      },
+      {
+        what: 'upsert',
+        sql: `INSERT INTO customers (id, email, name) VALUES (2, '${v.upsert}', '${v.upsertName}') ON CONFLICT (id) DO UPDATE SET email = EXCLUDED.email, name = EXCLUDED.name;`,
+      },
     ],
     direct: `SELECT veil.protect('Customer', 'email', '${v.direct}');`,
   };
 }
 
 describe('no cleartext in the server log or in an error text when veil refuses or is down', () => {
-  it('the scan works: with PostgreSQL\'s defaults a failing statement lands in the log with its literal', async () => {
+  it("the scan works: with PostgreSQL's defaults a failing statement lands in the log with its literal", async () => {
     expect(await t.on('SHOW log_min_error_statement; SHOW log_error_verbosity', t.role.plain)).toEqual(['error', 'default']);
     // what veil db grant-writer set for its writer (and grant-lookup for lookups)
     expect(await t.on('SHOW log_min_error_statement', t.role.writer)).toEqual(['panic']);
     const control = marker('control');
     const r = await t.attempt(`SELECT '${control}'::int;`, t.role.plain);
     expect(r.code).not.toBe(0);
-    expect((await readFile(logFile, 'utf8'))).toContain(`STATEMENT:  SELECT '${control}'::int;`);
+    expect(await readFile(logFile, 'utf8')).toContain(`STATEMENT:  SELECT '${control}'::int;`);
   });
 
   const scenarios = [

@@ -29,23 +29,33 @@ function raw(path: string): Promise<Raw> {
     }
   });
   socket.on('error', () => undefined);
-  socket.on('close', () => { closed = true; push('closed'); });
+  socket.on('close', () => {
+    closed = true;
+    push('closed');
+  });
   return new Promise((resolve, reject) => {
     socket.once('error', reject);
-    socket.once('connect', () => resolve({
-      socket,
-      send: (bytes) => { if (!closed) socket.write(bytes); },
-      next: () => new Promise((r) => (ready.length ? r(ready.shift()!) : waiting.push(r))),
-    }));
+    socket.once('connect', () =>
+      resolve({
+        socket,
+        send: (bytes) => {
+          if (!closed) socket.write(bytes);
+        },
+        next: () => new Promise((r) => (ready.length ? r(ready.shift()!) : waiting.push(r))),
+      }),
+    );
   });
 }
 
 const SECRET = 'ada-9f3c@example.com';
-const items = [{ className: 'Customer', propertyName: 'email', value: SECRET }, { className: 'Customer', propertyName: 'name', value: 'Ada Secret-9f3c' }];
+const items = [
+  { className: 'Customer', propertyName: 'email', value: SECRET },
+  { className: 'Customer', propertyName: 'name', value: 'Ada Secret-9f3c' },
+];
 const codeOf = (r: Reply | 'closed') => (r === 'closed' ? 'closed' : r.kind === 'error' ? r.code : r.kind);
 const text = (r: Reply | 'closed') => JSON.stringify(r);
 
-describe('veil\'s database socket refuses what is not a well-formed, authenticated call', () => {
+describe("veil's database socket refuses what is not a well-formed, authenticated call", () => {
   let veil: VeilProcess;
   let token: string;
   let path: string;
@@ -54,14 +64,15 @@ describe('veil\'s database socket refuses what is not a well-formed, authenticat
     veil = await startVeil({ socket: true, env: { VEIL_DB_SOCKET_FRAME_TIMEOUT_MS: '300', VEIL_DB_SOCKET_AUTH_TIMEOUT_MS: '600' } });
     path = veil.socketPath!;
     const response = await fetch(`${veil.url}/connect/token`, {
-      method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
       body: new URLSearchParams({ grant_type: 'client_credentials', client_id: 'veil-dev', client_secret: await readSecret(veil) }),
     });
     token = ((await response.json()) as { access_token: string }).access_token;
   }, 60_000);
   afterAll(() => veil?.close());
 
-  it('the socket file is the owner\'s and the database server\'s group\'s only (0660)', async () => {
+  it("the socket file is the owner's and the database server's group's only (0660)", async () => {
     const s = await stat(path);
     expect(s.isSocket()).toBe(true);
     expect(s.mode & 0o777).toBe(0o660);

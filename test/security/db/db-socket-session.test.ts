@@ -28,7 +28,13 @@ const verifier: BearerVerifier = {
     verifications++;
     const token = header?.replace(/^Bearer /, '') ?? '';
     if (!token.startsWith('good') || revoked.has(token)) throw tokenInvalid('test');
-    const caller: Caller = { subject: 'pg', clientId: 'pg', issuer: 'test', roles: ['ingest'], expiresAt: expiries.get(token) ?? Math.floor(clock / 1000) + 120 };
+    const caller: Caller = {
+      subject: 'pg',
+      clientId: 'pg',
+      issuer: 'test',
+      roles: ['ingest'],
+      expiresAt: expiries.get(token) ?? Math.floor(clock / 1000) + 120,
+    };
     expiries.set(token, caller.expiresAt);
     if (withdrawAfterAuth.delete(token)) revoked.add(token);
     return caller;
@@ -54,7 +60,10 @@ async function call(frames: Buffer[]): Promise<Reply[]> {
         buffer = buffer.subarray(4 + buffer.readUInt32BE(0));
         const next = frames[replies.length];
         if (next) socket.write(next);
-        else { socket.destroy(); resolve(replies); }
+        else {
+          socket.destroy();
+          resolve(replies);
+        }
       }
     });
     socket.on('connect', () => socket.write(frames[0]!));
@@ -74,7 +83,11 @@ async function session(token: string, steps: number[]): Promise<string[]> {
     }
   });
   await new Promise((r) => socket.once('connect', r));
-  const send = (f: Buffer) => new Promise<Reply>((r) => { waiting.push(r); socket.write(f); });
+  const send = (f: Buffer) =>
+    new Promise<Reply>((r) => {
+      waiting.push(r);
+      socket.write(f);
+    });
   const codes = [(await send(authFrame(token))).kind as string];
   for (const ms of steps) {
     clock += ms;
@@ -89,17 +102,25 @@ async function session(token: string, steps: number[]): Promise<string[]> {
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'veil-db-socket-'));
   const { engine } = engineFixture();
-  server = await openDbSocket({ path: join(dir, 'db.sock'), mode: 0o600, maxConnections: 8, authTimeoutMs: 5000, frameTimeoutMs: 5000 }, {
-    engine: () => engine, verifier, audit, now: () => new Date(clock), log: { warn: () => undefined, error: () => undefined },
-    limits: { bodyBytes: 1 << 20, instancesPerCall: 1000, valueLength: 64 }, rateLimit: { transformPerSecond: 1000, transformBurst: 1000 },
-  });
+  server = await openDbSocket(
+    { path: join(dir, 'db.sock'), mode: 0o600, maxConnections: 8, authTimeoutMs: 5000, frameTimeoutMs: 5000 },
+    {
+      engine: () => engine,
+      verifier,
+      audit,
+      now: () => new Date(clock),
+      log: { warn: () => undefined, error: () => undefined },
+      limits: { bodyBytes: 1 << 20, instancesPerCall: 1000, valueLength: 64 },
+      rateLimit: { transformPerSecond: 1000, transformBurst: 1000 },
+    },
+  );
 });
 afterAll(async () => {
   await server?.close();
   await rm(dir, { recursive: true, force: true });
 });
 
-describe('the database socket\'s tokens', () => {
+describe("the database socket's tokens", () => {
   it('an expired token is refused (TOKEN_EXPIRED) until the connection authenticates again', async () => {
     expect(await session('good-1', [0, 119_000, 1_000, 5_000])).toEqual(['auth-ok', 'values', 'values', 'TOKEN_EXPIRED', 'TOKEN_MISSING']);
     expect(await call([authFrame('good-2'), protectFrame('app', 'ingest', items)]).then((r) => r.map((x) => x.kind))).toEqual(['auth-ok', 'values']);

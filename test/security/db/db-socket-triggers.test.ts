@@ -21,12 +21,19 @@ afterAll(async () => {
   await t?.close();
 });
 
-const clear = (ids: number[]) => t.on(`SELECT id, veil.unprotect('Customer', 'email', email), veil.unprotect('Customer', 'name', name) FROM customers WHERE id IN (${ids.join(', ')}) ORDER BY id`, t.role.reader);
+const clear = (ids: number[]) =>
+  t.on(
+    `SELECT id, veil.unprotect('Customer', 'email', email), veil.unprotect('Customer', 'name', name) FROM customers WHERE id IN (${ids.join(', ')}) ORDER BY id`,
+    t.role.reader,
+  );
 
 describe('the row trigger over the socket', () => {
   it('protects every row over one connection, audits each row with the database role, unprotects over HTTP', async () => {
-    const lines = await t.on(`INSERT INTO customers (id, email, name) SELECT g, 'user' || g || '@example.com', 'Person ' || g FROM generate_series(1, 300) g;
-      SELECT veil.session_stats();`, t.role.writer);
+    const lines = await t.on(
+      `INSERT INTO customers (id, email, name) SELECT g, 'user' || g || '@example.com', 'Person ' || g FROM generate_series(1, 300) g;
+      SELECT veil.session_stats();`,
+      t.role.writer,
+    );
     // one HTTP connection for the token, one socket connection; one AUTH, then one PROTECT frame per row
     expect(JSON.parse(lines.at(-1)!)).toEqual({ connects: 2, tokens: 1, requests: 302, transforms: 300 });
     expect(await t.on("SELECT count(*) FROM customers WHERE email LIKE 'user%' OR name LIKE 'Person%'")).toEqual(['0']);
@@ -42,12 +49,15 @@ describe('the row trigger over the socket', () => {
   });
 
   it('an upsert stores each value protected once', async () => {
-    await t.on(`INSERT INTO customers (id, email, name) VALUES (1, 'new1@example.com', 'New One'), (301, 'fresh@example.com', 'Fresh')
-      ON CONFLICT (id) DO UPDATE SET email = EXCLUDED.email, name = EXCLUDED.name, visits = customers.visits + 1;`, t.role.writer);
+    await t.on(
+      `INSERT INTO customers (id, email, name) VALUES (1, 'new1@example.com', 'New One'), (301, 'fresh@example.com', 'Fresh')
+      ON CONFLICT (id) DO UPDATE SET email = EXCLUDED.email, name = EXCLUDED.name, visits = customers.visits + 1;`,
+      t.role.writer,
+    );
     expect(await clear([1, 301])).toEqual(['1|new1@example.com|New One', '301|fresh@example.com|Fresh']);
   });
 
-  it('the role\'s rate limit holds: over it, nothing is sent and nothing written', async () => {
+  it("the role's rate limit holds: over it, nothing is sent and nothing written", async () => {
     await expectRateLimitHolds(t, 400);
   });
 
@@ -80,10 +90,13 @@ describe('the row trigger over the socket', () => {
   it('a session whose connection veil closed (a restart) protects on a fresh one', async () => {
     // one psql session: a row, a wait at a gate while veil restarts, a row on the kept (now dead) connection
     const gate = await sessionGate(t.db);
-    const session = t.on(`INSERT INTO customers (id, email, name) VALUES (700, 'x@example.com', 'X');
+    const session = t.on(
+      `INSERT INTO customers (id, email, name) VALUES (700, 'x@example.com', 'X');
       ${gate.wait}
       INSERT INTO customers (id, email, name) VALUES (701, 'y@example.com', 'Y');
-      SELECT veil.session_stats();`, t.role.writer);
+      SELECT veil.session_stats();`,
+      t.role.writer,
+    );
     try {
       await gate.reached();
       await t.veil.stop();

@@ -47,7 +47,7 @@ afterAll(async () => {
 });
 
 describe('data subjects over the database socket', () => {
-  it('protects rows of several subjects in one statement, one frame per row, each under its subject\'s key', async () => {
+  it("protects rows of several subjects in one statement, one frame per row, each under its subject's key", async () => {
     const rows = [1, 2, 3, 4, 5, 6].map((i) => `(${i}, '${ids[(i - 1) % 3]}', 'mail-${i}@example.org', 'Name ${i}')`);
     const r = await attempt(`INSERT INTO people VALUES ${rows.join(', ')}; SELECT veil.session_stats();`, t.role.writer);
     expect(r.code, r.stderr).toBe(0);
@@ -58,9 +58,12 @@ describe('data subjects over the database socket', () => {
   });
 
   it('a set-based call over several subjects is one frame, grouped by subject: as the trigger protects', async () => {
-    const r = await attempt(`SELECT veil.protect_many('Person', 'email', ARRAY['mail-1@example.org', 'mail-2@example.org', 'mail-4@example.org'],
+    const r = await attempt(
+      `SELECT veil.protect_many('Person', 'email', ARRAY['mail-1@example.org', 'mail-2@example.org', 'mail-4@example.org'],
         ARRAY['${ids[0]}', '${ids[1]}', '${ids[0]}']);
-      SELECT veil.session_stats()->>'transforms';`, t.role.lookup);
+      SELECT veil.session_stats()->>'transforms';`,
+      t.role.lookup,
+    );
     expect(r.code, r.stderr).toBe(0);
     const [protectedArray, transforms] = r.stdout.trim().split('\n');
     expect(transforms).toBe('1');
@@ -75,16 +78,21 @@ describe('data subjects over the database socket', () => {
     expect(await t.on('SELECT count(*) FROM people WHERE id IN (10, 11)')).toEqual(['0']);
   });
 
-  it('after an erasure the subject\'s values read as NULL with a notice, the others read back', async () => {
+  it("after an erasure the subject's values read as NULL with a notice, the others read back", async () => {
     await t.service.subjects.erase(ids[1]!, { by: 'test', reason: 'Art. 17 request' });
     const view = await attempt(`SELECT id, coalesce(email, '<null>'), coalesce(name, '<null>') FROM people_clear ORDER BY id`, t.role.reader);
-    expect(view.stdout.trim().split('\n')).toEqual([1, 2, 3, 4, 5, 6].map((i) => (i - 1) % 3 === 1 ? `${i}|<null>|<null>` : `${i}|mail-${i}@example.org|Name ${i}`));
+    expect(view.stdout.trim().split('\n')).toEqual(
+      [1, 2, 3, 4, 5, 6].map((i) => ((i - 1) % 3 === 1 ? `${i}|<null>|<null>` : `${i}|mail-${i}@example.org|Name ${i}`)),
+    );
     expect(view.stderr).toMatch(/NOTICE: {2}00000: veil: SUBJECT_ERASED/);
-    const direct = await attempt(`SELECT veil.unprotect_many('Person', 'name', array_agg(name), array_agg(subject)) FROM people WHERE id IN (2, 5)`, t.role.reader);
+    const direct = await attempt(
+      `SELECT veil.unprotect_many('Person', 'name', array_agg(name), array_agg(subject)) FROM people WHERE id IN (2, 5)`,
+      t.role.reader,
+    );
     expect(direct.stderr).toMatch(/ERROR: {2}22023: .*veil: SUBJECT_ERASED/);
   });
 
-  it('no subject id in any error or notice, the server log, the database\'s audit log, veil\'s audit records or veil\'s log', async () => {
+  it("no subject id in any error or notice, the server log, the database's audit log, veil's audit records or veil's log", async () => {
     const audit = await t.on('SELECT r::text FROM veil.audit_log(100000) r');
     expect(audit.some((l) => /"code": ?"SUBJECT_ERASED"/.test(l))).toBe(true);
     expect(t.audit.events.some((e) => e.code === 'SUBJECT_ERASED')).toBe(true);

@@ -44,24 +44,109 @@ interface Drift {
   protectable: boolean;
 }
 
-const drift = (name: string, doc: unknown, clear: string[], path: string, kind: string, pointer: string, protectable: boolean): Drift =>
-  ({ name, text: typeof doc === 'string' ? doc : JSON.stringify(doc), clear, path, kind, pointer, protectable });
+const drift = (name: string, doc: unknown, clear: string[], path: string, kind: string, pointer: string, protectable: boolean): Drift => ({
+  name,
+  text: typeof doc === 'string' ? doc : JSON.stringify(doc),
+  clear,
+  path,
+  kind,
+  pointer,
+  protectable,
+});
 
 const DRIFTS: Drift[] = [
-  drift('emailAddress', { email: 'known-a@example.com', emailAddress: 'drift-a@example.com', plan: 'gold' }, ['drift-a@example.com'], 'emailAddress', 'email', '/emailAddress', true),
-  drift('cardNumber (string)', { cardNumber: '4012-8888-8888-1881' }, ['4012-8888-8888-1881', '4012888888881881'], 'cardNumber', 'payment-card', '/cardNumber', true),
+  drift(
+    'emailAddress',
+    { email: 'known-a@example.com', emailAddress: 'drift-a@example.com', plan: 'gold' },
+    ['drift-a@example.com'],
+    'emailAddress',
+    'email',
+    '/emailAddress',
+    true,
+  ),
+  drift(
+    'cardNumber (string)',
+    { cardNumber: '4012-8888-8888-1881' },
+    ['4012-8888-8888-1881', '4012888888881881'],
+    'cardNumber',
+    'payment-card',
+    '/cardNumber',
+    true,
+  ),
   drift('cardNumber (JSON number)', '{"cardNumber": 4111111111111111, "qty": 2}', ['4111111111111111'], 'cardNumber', 'payment-card', '/cardNumber', true),
-  drift('contact.email', { contact: { email: 'drift-c@example.com', preferred: true } }, ['drift-c@example.com'], 'contact.email', 'email', '/contact/email', true),
-  drift('payment.card.number', { payment: { card: { number: '5500 0000 0000 0004', expiry: '12/29' } } }, ['5500 0000 0000 0004', '5500000000000004'], 'payment.card.number', 'payment-card', '/payment/card/number', true),
-  drift('backupEmail', { email: 'known-e@example.com', backupEmail: 'drift-e@example.com' }, ['drift-e@example.com'], 'backupEmail', 'email', '/backupEmail', true),
+  drift(
+    'contact.email',
+    { contact: { email: 'drift-c@example.com', preferred: true } },
+    ['drift-c@example.com'],
+    'contact.email',
+    'email',
+    '/contact/email',
+    true,
+  ),
+  drift(
+    'payment.card.number',
+    { payment: { card: { number: '5500 0000 0000 0004', expiry: '12/29' } } },
+    ['5500 0000 0000 0004', '5500000000000004'],
+    'payment.card.number',
+    'payment-card',
+    '/payment/card/number',
+    true,
+  ),
+  drift(
+    'backupEmail',
+    { email: 'known-e@example.com', backupEmail: 'drift-e@example.com' },
+    ['drift-e@example.com'],
+    'backupEmail',
+    'email',
+    '/backupEmail',
+    true,
+  ),
   drift('iban', { iban: 'GB82 WEST 1234 5698 7654 32' }, ['GB82 WEST 1234 5698 7654 32', 'GB82WEST12345698765432'], 'iban', 'iban', '/iban', false),
-  drift('profile.contacts[].email', { profile: { contacts: [{ type: 'work', email: 'drift-g1@example.com' }, { type: 'home', email: 'drift-g2@example.com' }] } },
-    ['drift-g1@example.com', 'drift-g2@example.com'], 'profile.contacts[*].email', 'email', '/profile/contacts/0/email', true),
-  drift('an email as an object key', { visitsByEmail: { 'drift-h@example.com': 3 } }, ['drift-h@example.com'], 'visitsByEmail.*', 'email', '/visitsByEmail', false),
+  drift(
+    'profile.contacts[].email',
+    {
+      profile: {
+        contacts: [
+          { type: 'work', email: 'drift-g1@example.com' },
+          { type: 'home', email: 'drift-g2@example.com' },
+        ],
+      },
+    },
+    ['drift-g1@example.com', 'drift-g2@example.com'],
+    'profile.contacts[*].email',
+    'email',
+    '/profile/contacts/0/email',
+    true,
+  ),
+  drift(
+    'an email as an object key',
+    { visitsByEmail: { 'drift-h@example.com': 3 } },
+    ['drift-h@example.com'],
+    'visitsByEmail.*',
+    'email',
+    '/visitsByEmail',
+    false,
+  ),
   drift('a path typo', { emial: 'drift-i@example.com' }, ['drift-i@example.com'], 'emial', 'email', '/emial', true),
-  drift('a path typo under a selected object', { card: { nubmer: '6011 1111 1111 1117' } }, ['6011 1111 1111 1117', '6011111111111117'], 'card.nubmer', 'payment-card', '/card/nubmer', true),
+  drift(
+    'a path typo under a selected object',
+    { card: { nubmer: '6011 1111 1111 1117' } },
+    ['6011 1111 1111 1117', '6011111111111117'],
+    'card.nubmer',
+    'payment-card',
+    '/card/nubmer',
+    true,
+  ),
   drift('a \\u-escaped key', '{"em\\u0061ilAddress":"drift-j@example.com"}', ['drift-j@example.com'], 'emailAddress', 'email', '/emailAddress', true),
-  drift('a \\u-escaped value', '{"contact":{"email":"drift-k\\u0040example.com"}}', ['drift-k@example.com', 'drift-k\\u0040example.com'], 'contact.email', 'email', '/contact/email', true),
+  drift(
+    'a \\u-escaped value',
+    '{"contact":{"email":"drift-k\\u0040example.com"}}',
+    ['drift-k@example.com', 'drift-k\\u0040example.com'],
+    'contact.email',
+    'email',
+    '/contact/email',
+    true,
+  ),
   drift('a national id', { nino: 'AB 12 34 56 C' }, ['AB 12 34 56 C', 'AB123456C'], 'nino', 'uk-nino', '/nino', false),
   drift('a phone in a field named so', { mobilePhone: '+44 20 7946 0958' }, ['+44 20 7946 0958'], 'mobilePhone', 'phone', '/mobilePhone', false),
   drift('a person name in a field named so', { fullName: 'Grace Hopper' }, ['Grace Hopper'], 'fullName', 'person-name', '/fullName', false),
@@ -92,7 +177,15 @@ describe('veil gateway: the unmapped guard against producer drift', () => {
     const reply = await call(f.url, 'POST', path, { headers: [...json(), ...headers], body });
     return { reply, parsed: await f.received(since) };
   };
-  const problem = (reply: Reply) => JSON.parse(reply.body.toString('utf8')) as { status: number; code: string; pointer: string; detail: string; errors: { pointer: string; message: string }[]; unmapped: { path: string; kind: string; pointer: string; key: boolean }[] };
+  const problem = (reply: Reply) =>
+    JSON.parse(reply.body.toString('utf8')) as {
+      status: number;
+      code: string;
+      pointer: string;
+      detail: string;
+      errors: { pointer: string; message: string }[];
+      unmapped: { path: string; kind: string; pointer: string; key: boolean }[];
+    };
   /** a recorded body as the application reads it: decoded when gzip */
   const decoded = (r: Recorded) => {
     const raw = Buffer.from(r.body, 'base64');
@@ -104,7 +197,11 @@ describe('veil gateway: the unmapped guard against producer drift', () => {
     const text = [reply.body.toString('utf8'), ...reply.rawHeaders].join('\n');
     for (const c of clear) expect(text).not.toContain(c);
   };
-  const at = (doc: unknown, pointer: string): unknown => pointer.split('/').slice(1).reduce((node: unknown, k) => (node as Record<string, unknown>)?.[k], doc);
+  const at = (doc: unknown, pointer: string): unknown =>
+    pointer
+      .split('/')
+      .slice(1)
+      .reduce((node: unknown, k) => (node as Record<string, unknown>)?.[k], doc);
 
   it.each(DRIFTS)('refuses $name: 422 UNMAPPED_PERSONAL_DATA naming the path and kind, nothing forwarded', async (d) => {
     const { reply, parsed } = await post('/customers', d.text);
@@ -118,7 +215,7 @@ describe('veil gateway: the unmapped guard against producer drift', () => {
     noValueIn(reply, d.clear);
   });
 
-  it.each(DRIFTS)('with action protect, $name is protected as its kind\'s field, or still refused', async (d) => {
+  it.each(DRIFTS)("with action protect, $name is protected as its kind's field, or still refused", async (d) => {
     const { reply, parsed } = await post('/customers-protect', d.text);
     noValueIn(reply, d.clear);
     if (!d.protectable) {
@@ -138,7 +235,7 @@ describe('veil gateway: the unmapped guard against producer drift', () => {
     for (const c of d.clear) expect(recordedText(parsed[0]!)).not.toContain(c);
   });
 
-  it('the case variant `Email` is the selector\'s: protected as Customer.email, not refused', async () => {
+  it("the case variant `Email` is the selector's: protected as Customer.email, not refused", async () => {
     for (const path of ['/customers', '/customers-protect']) {
       const { reply, parsed } = await post(path, '{"Email":"drift-v@example.com","CARD":{"NUMBER":"3530 1113 3330 0000"},"\\u0045MAIL":"drift-w@example.com"}');
       expect(reply.status).toBe(200);
@@ -151,7 +248,7 @@ describe('veil gateway: the unmapped guard against producer drift', () => {
     }
   });
 
-  it('protects a finding with the caller\'s roles: a kind\'s field they may not protect refuses the request at the value\'s pointer', async () => {
+  it("protects a finding with the caller's roles: a kind's field they may not protect refuses the request at the value's pointer", async () => {
     // role support may protect Customer.email, not Customer.cardNumber
     const since = (await f.lastSeq()) + 1;
     const reply = await call(f.url, 'POST', '/customers-protect', {
@@ -219,10 +316,19 @@ describe('veil gateway: the unmapped guard against producer drift', () => {
 
   it('0 of the values sent as personal data reached the upstream in clear on a guarded route', async () => {
     const records = (await f.received(firstSeq.value)).filter((r) => !r.target.startsWith('/customers-pass'));
-    const values = [...DRIFTS.flatMap((d) => d.clear), 'drift-v@example.com', 'drift-w@example.com', '3530 1113 3330 0000', 'drift-z1@example.com', 'drift-z2@example.com',
-      ...Array.from({ length: 20 }, (_, i) => `many-${i}@example.com`)];
+    const values = [
+      ...DRIFTS.flatMap((d) => d.clear),
+      'drift-v@example.com',
+      'drift-w@example.com',
+      '3530 1113 3330 0000',
+      'drift-z1@example.com',
+      'drift-z2@example.com',
+      ...Array.from({ length: 20 }, (_, i) => `many-${i}@example.com`),
+    ];
     const leaked = values.filter((v) => records.some((r) => recordedText(r).includes(v)));
-    console.log(`gateway drift: ${records.length} requests forwarded on guarded routes, ${values.length} personal values (in all their forms) searched: ${leaked.length} in clear`);
+    console.log(
+      `gateway drift: ${records.length} requests forwarded on guarded routes, ${values.length} personal values (in all their forms) searched: ${leaked.length} in clear`,
+    );
     expect(leaked).toEqual([]);
   });
 

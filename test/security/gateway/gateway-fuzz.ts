@@ -16,7 +16,11 @@ import { bodyOf, headerNames, rawSend, SECRET_CARD, SECRET_EMAIL, securityFixtur
 import { CARD, customers, EMAIL, gatewaySection, SEC, STATIC } from '../../helpers/gateway-routes.ts';
 import { mulberry32 } from '../../helpers/seeded-random.ts';
 
-export const FUZZ_SECTION = gatewaySection([customers(EMAIL, CARD), STATIC, SEC], 'unmatched: refuse', 'limits: { bodyReadTimeoutMs: 1000, streamTimeoutMs: 1500 }');
+export const FUZZ_SECTION = gatewaySection(
+  [customers(EMAIL, CARD), STATIC, SEC],
+  'unmatched: refuse',
+  'limits: { bodyReadTimeoutMs: 1000, streamTimeoutMs: 1500 }',
+);
 
 export interface FuzzReport {
   seed: number;
@@ -29,9 +33,46 @@ export interface FuzzReport {
 }
 
 const SECRET_JSON = JSON.stringify({ email: SECRET_EMAIL, card: { number: SECRET_CARD } });
-const TE_VALUES = ['chunked', ' chunked', 'chunked ', '\tchunked', 'CHUNKED', 'xchunked', 'chunked, identity', 'identity, chunked', 'gzip, chunked', 'chunked,chunked', '"chunked"', 'chunk', 'chunked;q=1', 'chunked\x0b', ''];
-const TE_NAMES = ['Transfer-Encoding', 'transfer-encoding', 'TRANSFER-ENCODING', 'Transfer-Encoding ', ' Transfer-Encoding', 'Transfer_Encoding', 'X-Transfer-Encoding'];
-const CL_VALUES = (n: number) => [String(n), `0${n}`, `+${n}`, ` ${n}`, `${n} `, `${n}, ${n}`, `${n + 1}`, `${Math.max(0, n - 1)}`, '0', `-${n}`, `${n}.0`, `0x${n.toString(16)}`];
+const TE_VALUES = [
+  'chunked',
+  ' chunked',
+  'chunked ',
+  '\tchunked',
+  'CHUNKED',
+  'xchunked',
+  'chunked, identity',
+  'identity, chunked',
+  'gzip, chunked',
+  'chunked,chunked',
+  '"chunked"',
+  'chunk',
+  'chunked;q=1',
+  'chunked\x0b',
+  '',
+];
+const TE_NAMES = [
+  'Transfer-Encoding',
+  'transfer-encoding',
+  'TRANSFER-ENCODING',
+  'Transfer-Encoding ',
+  ' Transfer-Encoding',
+  'Transfer_Encoding',
+  'X-Transfer-Encoding',
+];
+const CL_VALUES = (n: number) => [
+  String(n),
+  `0${n}`,
+  `+${n}`,
+  ` ${n}`,
+  `${n} `,
+  `${n}, ${n}`,
+  `${n + 1}`,
+  `${Math.max(0, n - 1)}`,
+  '0',
+  `-${n}`,
+  `${n}.0`,
+  `0x${n.toString(16)}`,
+];
 
 interface Built {
   bytes: string;
@@ -60,20 +101,61 @@ function buildCase(rand: () => number, n: number, host: string, token: string): 
   let noLastChunk = false;
   for (let m = 0; m < mutations; m++) {
     switch (Math.floor(rand() * 14)) {
-      case 0: headers.push([pick(TE_NAMES), pick(TE_VALUES)]); break;
-      case 1: headers.push(['Content-Length', pick(CL_VALUES(Buffer.byteLength(body, 'latin1')))]); break;
-      case 2: chunked = !chunked; break;
-      case 3: eol = pick(['\n', '\r', '\r\n', '\r\r\n']); break;
-      case 4: headers.push(['X-Fold', `a${pick(['\r\n ', '\r\n\t', '\n '])}Transfer-Encoding: chunked`]); break;
-      case 5: version = pick(['HTTP/1.0', 'HTTP/1.2', 'HTTP/2.0', 'http/1.1', 'HTTP/1.1 ']); break;
-      case 6: target = pick([`http://${host}${target}`, `http://evil.example${target}`, '*', `${target}#x`, `${target};x`, target.toUpperCase(), `/%63ustomers`, `/sec/%2e%2e/customers`, `/sec/..;/customers`, `//customers`]); break;
-      case 7: headers.push(['Expect', pick(['100-continue', '100-Continue', 'foo'])]); break;
-      case 8: chunkSizeDelta = pick([-1, 1, 2, -2]); break;
-      case 9: chunkExt = pick([';a=b', ';a="b"', ';a', '; a=b', ';a="b\r\nc"', ' ;x']); break;
-      case 10: noLastChunk = true; tail = pick(['', smuggled]); break;
-      case 11: tail += rand() < 0.5 ? smuggled : `GET /sec/p${n} HTTP/1.1${eol}Host: ${host}${eol}${eol}`; extraRequests++; break;
-      case 12: method = pick(['GET', 'POST', 'PUT', 'DELETE', 'HEAD', 'OPTIONS', 'get', 'CONNECT']); break;
-      default: headers.push([pick(['Transfer-Encoding', 'Content-Length', 'Host']), pick(['chunked', '0', host, '5'])]); break;
+      case 0:
+        headers.push([pick(TE_NAMES), pick(TE_VALUES)]);
+        break;
+      case 1:
+        headers.push(['Content-Length', pick(CL_VALUES(Buffer.byteLength(body, 'latin1')))]);
+        break;
+      case 2:
+        chunked = !chunked;
+        break;
+      case 3:
+        eol = pick(['\n', '\r', '\r\n', '\r\r\n']);
+        break;
+      case 4:
+        headers.push(['X-Fold', `a${pick(['\r\n ', '\r\n\t', '\n '])}Transfer-Encoding: chunked`]);
+        break;
+      case 5:
+        version = pick(['HTTP/1.0', 'HTTP/1.2', 'HTTP/2.0', 'http/1.1', 'HTTP/1.1 ']);
+        break;
+      case 6:
+        target = pick([
+          `http://${host}${target}`,
+          `http://evil.example${target}`,
+          '*',
+          `${target}#x`,
+          `${target};x`,
+          target.toUpperCase(),
+          `/%63ustomers`,
+          `/sec/%2e%2e/customers`,
+          `/sec/..;/customers`,
+          `//customers`,
+        ]);
+        break;
+      case 7:
+        headers.push(['Expect', pick(['100-continue', '100-Continue', 'foo'])]);
+        break;
+      case 8:
+        chunkSizeDelta = pick([-1, 1, 2, -2]);
+        break;
+      case 9:
+        chunkExt = pick([';a=b', ';a="b"', ';a', '; a=b', ';a="b\r\nc"', ' ;x']);
+        break;
+      case 10:
+        noLastChunk = true;
+        tail = pick(['', smuggled]);
+        break;
+      case 11:
+        tail += rand() < 0.5 ? smuggled : `GET /sec/p${n} HTTP/1.1${eol}Host: ${host}${eol}${eol}`;
+        extraRequests++;
+        break;
+      case 12:
+        method = pick(['GET', 'POST', 'PUT', 'DELETE', 'HEAD', 'OPTIONS', 'get', 'CONNECT']);
+        break;
+      default:
+        headers.push([pick(['Transfer-Encoding', 'Content-Length', 'Host']), pick(['chunked', '0', host, '5'])]);
+        break;
     }
   }
   let payload = body;
@@ -81,8 +163,11 @@ function buildCase(rand: () => number, n: number, host: string, token: string): 
     headers.push(['Transfer-Encoding', 'chunked']);
     const cut = Math.floor(rand() * body.length);
     const parts = [body.slice(0, cut), body.slice(cut)].filter((p) => p !== '');
-    payload = parts.map((p, i) => `${(p.length + (i === 0 ? chunkSizeDelta : 0)).toString(16)}${chunkExt}${eol}${p}${eol}`).join('') + (noLastChunk ? '' : `0${eol}${eol}`);
-  } else if (body !== '' && !headers.some(([h]) => h.toLowerCase() === 'content-length')) headers.push(['Content-Length', String(Buffer.byteLength(body, 'latin1'))]);
+    payload =
+      parts.map((p, i) => `${(p.length + (i === 0 ? chunkSizeDelta : 0)).toString(16)}${chunkExt}${eol}${p}${eol}`).join('') +
+      (noLastChunk ? '' : `0${eol}${eol}`);
+  } else if (body !== '' && !headers.some(([h]) => h.toLowerCase() === 'content-length'))
+    headers.push(['Content-Length', String(Buffer.byteLength(body, 'latin1'))]);
   // shuffle the headers after Host: framing headers in any order
   for (let i = headers.length - 1; i > 1; i--) {
     const j = 1 + Math.floor(rand() * i);
@@ -99,9 +184,16 @@ export async function runFuzz(options: { seconds: number; seed?: number; concurr
   const f = await securityFixture(FUZZ_SECTION);
   const report: FuzzReport = { seed, cases: 0, requests: 0, upstreamParsed: 0, statuses: {}, findings: [] };
   const relayed = new Set<number>();
-  const routes = compileRoutes(gatewaySchema.parse({ upstream: f.upstreamUrl, routes: [
-    { name: 'customers', method: 'POST', path: '/customers' }, { name: 'static', method: 'GET', path: '/static/*' }, { name: 'sec', method: ['GET', 'POST'], path: '/sec/*' },
-  ] }));
+  const routes = compileRoutes(
+    gatewaySchema.parse({
+      upstream: f.upstreamUrl,
+      routes: [
+        { name: 'customers', method: 'POST', path: '/customers' },
+        { name: 'static', method: 'GET', path: '/static/*' },
+        { name: 'sec', method: ['GET', 'POST'], path: '/sec/*' },
+      ],
+    }),
+  );
   const host = `127.0.0.1:${f.port}`;
   const samples = new Map<number, string>();
   const trace: { id: number; bytes: string; reply: string }[] = [];
@@ -113,7 +205,10 @@ export async function runFuzz(options: { seconds: number; seed?: number; concurr
       const built = buildCase(rand, id, host, f.tokens.ingest!);
       // split the bytes in up to three writes, a few ms apart
       const cuts = [0, ...[rand(), rand()].map((r) => Math.floor(r * built.bytes.length)).sort((a, b) => a - b), built.bytes.length];
-      const parts = cuts.slice(1).map((c, i) => built.bytes.slice(cuts[i], c)).filter((p) => p !== '');
+      const parts = cuts
+        .slice(1)
+        .map((c, i) => built.bytes.slice(cuts[i], c))
+        .filter((p) => p !== '');
       // a case ends 200 ms after every response it asked for came in whole (any beyond them come
       // right after), else after 1.5 s without a byte: long enough that a loaded machine's stall
       // is not read as a response the gateway never relayed (seen once at load 4)
@@ -142,7 +237,8 @@ export async function runFuzz(options: { seconds: number; seed?: number; concurr
     // deadline: the gateway cuts the upstream request) is the truncation the gateway means to cause,
     // not a disagreement about framing
     const errors = (await f.upstreamErrors()).filter((e) => e.code !== 'HPE_INVALID_EOF_STATE' && e.code !== 'ECONNRESET');
-    if (errors.length) report.findings.push(`the upstream could not parse ${errors.length} request(s) the gateway sent: ${[...new Set(errors.map((e) => e.code))].join(', ')}`);
+    if (errors.length)
+      report.findings.push(`the upstream could not parse ${errors.length} request(s) the gateway sent: ${[...new Set(errors.map((e) => e.code))].join(', ')}`);
     if (process.env.VEIL_FUZZ_TRACE) {
       const { writeFile } = await import('node:fs/promises');
       await writeFile(process.env.VEIL_FUZZ_TRACE, JSON.stringify({ trace, parsed }, null, 1));
@@ -163,7 +259,8 @@ function judge(r: Recorded, relayed: ReadonlySet<number>, routes: ReturnType<typ
   }
   const route = findRoute(routes, r.method, segments);
   if (!route) return 'no route matches it: the gateway refuses unmatched requests';
-  if (route.name === 'customers' && (bodyOf(r).includes(SECRET_EMAIL) || bodyOf(r).includes(SECRET_CARD))) return 'a selected value reached the upstream in clear';
+  if (route.name === 'customers' && (bodyOf(r).includes(SECRET_EMAIL) || bodyOf(r).includes(SECRET_CARD)))
+    return 'a selected value reached the upstream in clear';
   const names = headerNames(r);
   if (names.includes('transfer-encoding') && names.includes('content-length')) return 'forwarded with two framings';
   if (names.filter((h) => h === 'x-forwarded-for').length !== 1) return 'not sent by the gateway (its X-Forwarded-For is missing or repeated)';
@@ -181,7 +278,20 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   const log = (line: string) => process.stdout.write(`${line}\n`);
   log(`gateway fuzz: ${seconds} s on 127.0.0.1${seed === undefined ? '' : `, seed ${seed}`}`);
   const report = await runFuzz({ seconds, ...(seed === undefined ? {} : { seed }), log });
-  log(JSON.stringify({ seed: report.seed, cases: report.cases, requestsSent: report.requests, upstreamParsed: report.upstreamParsed, statuses: report.statuses, findings: report.findings.length }, null, 2));
+  log(
+    JSON.stringify(
+      {
+        seed: report.seed,
+        cases: report.cases,
+        requestsSent: report.requests,
+        upstreamParsed: report.upstreamParsed,
+        statuses: report.statuses,
+        findings: report.findings.length,
+      },
+      null,
+      2,
+    ),
+  );
   for (const finding of report.findings.slice(0, 50)) log(`FINDING ${finding}`);
   process.exit(report.findings.length ? 1 : 0);
 }

@@ -6,13 +6,37 @@ import { call } from '../../helpers/raw-http.ts';
 import { headerNames, headerOf, securityFixture, type Recorded, type SecurityFixture } from '../../helpers/gateway-security.ts';
 import { customers, EMAIL, gatewaySection, route, SEC, STATIC } from '../../helpers/gateway-routes.ts';
 
-const ROUTES = gatewaySection([customers(EMAIL), STATIC, SEC, route('with-auth', 'GET', '/auth/*', { settings: ['forwardAuthorization: true'] })], 'unmatched: forward');
+const ROUTES = gatewaySection(
+  [customers(EMAIL), STATIC, SEC, route('with-auth', 'GET', '/auth/*', { settings: ['forwardAuthorization: true'] })],
+  'unmatched: forward',
+);
 
 /** what a caller sends to pass itself off as someone else, or to be routed elsewhere upstream */
 const SPOOF = [
-  'X-Forwarded-For', '6.6.6.6', 'X-Forwarded-Host', 'evil.example', 'X-Forwarded-Proto', 'https', 'X-Forwarded-Port', '443', 'X-Forwarded-Prefix', '/admin',
-  'Forwarded', 'for=6.6.6.6;host=evil.example;proto=https', 'X-Real-IP', '6.6.6.6',
-  'X-Original-URL', '/customers', 'X-Rewrite-URL', '/customers', 'X-HTTP-Method-Override', 'DELETE', 'X-Method-Override', 'DELETE', 'X-HTTP-Method', 'DELETE',
+  'X-Forwarded-For',
+  '6.6.6.6',
+  'X-Forwarded-Host',
+  'evil.example',
+  'X-Forwarded-Proto',
+  'https',
+  'X-Forwarded-Port',
+  '443',
+  'X-Forwarded-Prefix',
+  '/admin',
+  'Forwarded',
+  'for=6.6.6.6;host=evil.example;proto=https',
+  'X-Real-IP',
+  '6.6.6.6',
+  'X-Original-URL',
+  '/customers',
+  'X-Rewrite-URL',
+  '/customers',
+  'X-HTTP-Method-Override',
+  'DELETE',
+  'X-Method-Override',
+  'DELETE',
+  'X-HTTP-Method',
+  'DELETE',
 ];
 
 describe('veil gateway: tokens and forwarded headers', () => {
@@ -48,15 +72,45 @@ describe('veil gateway: tokens and forwarded headers', () => {
     expect(headerOf(await through(f.url, 'GET', '/auth/x', bearer), 'authorization')).toBe(`Bearer ${f.tokens.fraud}`);
   });
 
-  it('replaces the caller\'s X-Forwarded-*, Forwarded and X-Real-IP with its own, and drops rerouting headers', async () => {
+  it("replaces the caller's X-Forwarded-*, Forwarded and X-Real-IP with its own, and drops rerouting headers", async () => {
     for (const path of ['/static/x', '/unmatched/x']) {
-      const r = await through(f.url, 'GET', path, [...SPOOF, 'Connection', 'X-Hop', 'X-Hop', '1', 'Keep-Alive', 'timeout=9', 'TE', 'trailers', 'Upgrade', 'h2c', 'Proxy-Authorization', 'Basic eA==', 'Cookie', 'c=1']);
+      const r = await through(f.url, 'GET', path, [
+        ...SPOOF,
+        'Connection',
+        'X-Hop',
+        'X-Hop',
+        '1',
+        'Keep-Alive',
+        'timeout=9',
+        'TE',
+        'trailers',
+        'Upgrade',
+        'h2c',
+        'Proxy-Authorization',
+        'Basic eA==',
+        'Cookie',
+        'c=1',
+      ]);
       expect(headerOf(r, 'x-forwarded-for')).toBe('127.0.0.1');
       expect(headerOf(r, 'x-forwarded-host')).toBe(host);
       expect(headerOf(r, 'x-forwarded-proto')).toBe('http');
       expect(headerOf(r, 'forwarded')).toBe(`for="127.0.0.1";host="${host}";proto=http`);
       const names = headerNames(r);
-      for (const gone of ['x-forwarded-port', 'x-forwarded-prefix', 'x-real-ip', 'x-original-url', 'x-rewrite-url', 'x-http-method-override', 'x-method-override', 'x-http-method', 'x-hop', 'keep-alive', 'te', 'upgrade', 'proxy-authorization']) {
+      for (const gone of [
+        'x-forwarded-port',
+        'x-forwarded-prefix',
+        'x-real-ip',
+        'x-original-url',
+        'x-rewrite-url',
+        'x-http-method-override',
+        'x-method-override',
+        'x-http-method',
+        'x-hop',
+        'keep-alive',
+        'te',
+        'upgrade',
+        'proxy-authorization',
+      ]) {
         expect(names, gone).not.toContain(gone);
       }
       expect(names.filter((n) => n.startsWith('x-forwarded-') || n === 'forwarded')).toHaveLength(4);

@@ -3,7 +3,17 @@
 // the refusal (status, code), how many requests the upstream parsed, and that none of them holds a
 // protected field's cleartext.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bodyOf, headerNames, headerOf, rawSend, SECRET_CARD, SECRET_EMAIL, securityFixture, type RawReply, type SecurityFixture } from '../../helpers/gateway-security.ts';
+import {
+  bodyOf,
+  headerNames,
+  headerOf,
+  rawSend,
+  SECRET_CARD,
+  SECRET_EMAIL,
+  securityFixture,
+  type RawReply,
+  type SecurityFixture,
+} from '../../helpers/gateway-security.ts';
 import { CARD, customers, EMAIL, gatewaySection, SEC, STATIC } from '../../helpers/gateway-routes.ts';
 
 const SECTION = gatewaySection([customers(EMAIL, CARD), STATIC, SEC]);
@@ -56,7 +66,10 @@ describe('veil gateway: request smuggling', () => {
   it('a request in the body of a route that takes bodies stays that body: one request upstream, framed by the gateway', async () => {
     for (const framing of ['length', 'chunked'] as const) {
       const head = `POST /sec/upload HTTP/1.1\r\nHost: ${host}\r\nContent-Type: text/plain\r\n`;
-      const bytes = framing === 'length' ? `${head}Content-Length: ${SMUGGLED.length}\r\n\r\n${SMUGGLED}` : `${head}Transfer-Encoding: chunked\r\n\r\n${chunk(SMUGGLED.slice(0, 10))}${chunk(SMUGGLED.slice(10))}0\r\n\r\n`;
+      const bytes =
+        framing === 'length'
+          ? `${head}Content-Length: ${SMUGGLED.length}\r\n\r\n${SMUGGLED}`
+          : `${head}Transfer-Encoding: chunked\r\n\r\n${chunk(SMUGGLED.slice(0, 10))}${chunk(SMUGGLED.slice(10))}0\r\n\r\n`;
       const since = (await f.lastSeq()) + 1;
       const reply = await rawSend(f.port, bytes);
       const parsed = await f.received(since);
@@ -72,8 +85,16 @@ describe('veil gateway: request smuggling', () => {
 
   it('CL.TE and TE.CL: both framing headers — refused by the parser, connection closed', async () => {
     const body = `0\r\n\r\n${SMUGGLED}`;
-    refused(await attack(`POST /sec/a HTTP/1.1\r\nHost: ${host}\r\nContent-Length: ${body.length}\r\nTransfer-Encoding: chunked\r\n\r\n${body}`), 400, 'REQUEST_FRAMING_INVALID');
-    refused(await attack(`POST /sec/a HTTP/1.1\r\nHost: ${host}\r\nTransfer-Encoding: chunked\r\nContent-Length: 4\r\n\r\n${chunk(SMUGGLED)}0\r\n\r\n`), 400, 'REQUEST_FRAMING_INVALID');
+    refused(
+      await attack(`POST /sec/a HTTP/1.1\r\nHost: ${host}\r\nContent-Length: ${body.length}\r\nTransfer-Encoding: chunked\r\n\r\n${body}`),
+      400,
+      'REQUEST_FRAMING_INVALID',
+    );
+    refused(
+      await attack(`POST /sec/a HTTP/1.1\r\nHost: ${host}\r\nTransfer-Encoding: chunked\r\nContent-Length: 4\r\n\r\n${chunk(SMUGGLED)}0\r\n\r\n`),
+      400,
+      'REQUEST_FRAMING_INVALID',
+    );
   });
 
   it.each([
@@ -97,7 +118,7 @@ describe('veil gateway: request smuggling', () => {
     ['tab', 'Transfer-Encoding:\tchunked'],
     ['upper case', 'Transfer-Encoding: CHUNKED'],
     ['trailing space', 'Transfer-Encoding: chunked '],
-  ])('TE.TE %s: one unambiguous reading, forwarded once with the gateway\'s own chunked framing', async (_name, te) => {
+  ])("TE.TE %s: one unambiguous reading, forwarded once with the gateway's own chunked framing", async (_name, te) => {
     const r = await attack(`POST /sec/a HTTP/1.1\r\nHost: ${host}\r\n${te}\r\n\r\n${chunk(SMUGGLED)}0\r\n\r\n`);
     expect(r.reply.statuses).toEqual([200]);
     expect(r.parsed).toHaveLength(1);
@@ -109,7 +130,13 @@ describe('veil gateway: request smuggling', () => {
     const ok = await attack(`POST /sec/a HTTP/1.1\r\nHost: ${host}\r\nTransfer-Encoding: chunked\r\n\r\n5;ext=1;x\r\nhello\r\n0;last\r\n\r\n`);
     expect(ok.reply.statuses).toEqual([200]);
     expect(ok.parsed.map(bodyOf)).toEqual(['hello']);
-    for (const body of ['5;a="b\r\n"\r\nhello\r\n0\r\n\r\n', '5 \r\nhello\r\n0\r\n\r\n', '0x5\r\nhello\r\n0\r\n\r\n', '5\r\nhelloX0\r\n\r\n', 'fffffffffffffffff\r\nhello\r\n0\r\n\r\n']) {
+    for (const body of [
+      '5;a="b\r\n"\r\nhello\r\n0\r\n\r\n',
+      '5 \r\nhello\r\n0\r\n\r\n',
+      '0x5\r\nhello\r\n0\r\n\r\n',
+      '5\r\nhelloX0\r\n\r\n',
+      'fffffffffffffffff\r\nhello\r\n0\r\n\r\n',
+    ]) {
       refused(await attack(`POST /sec/a HTTP/1.1\r\nHost: ${host}\r\nTransfer-Encoding: chunked\r\n\r\n${body}${SMUGGLED}`), 400, 'REQUEST_FRAMING_INVALID');
     }
   });
@@ -118,15 +145,27 @@ describe('veil gateway: request smuggling', () => {
     refused(await attack(`POST /sec/a HTTP/1.1\nHost: ${host}\nContent-Length: 0\n\n`), 400, 'REQUEST_FRAMING_INVALID');
     refused(await attack(`POST /sec/a HTTP/1.1\r\nHost: ${host}\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n`), 400, 'REQUEST_FRAMING_INVALID');
     refused(await attack(`POST /sec/a HTTP/1.1\r\nHost: ${host}\rTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n`), 400, 'REQUEST_FRAMING_INVALID');
-    refused(await attack(`POST /sec/a HTTP/1.1\r\nHost: ${host}\r\nTransfer-Encoding: chunked\r\n\r\n5\nhello\n0\n\n${SMUGGLED}`), 400, 'REQUEST_FRAMING_INVALID');
+    refused(
+      await attack(`POST /sec/a HTTP/1.1\r\nHost: ${host}\r\nTransfer-Encoding: chunked\r\n\r\n5\nhello\n0\n\n${SMUGGLED}`),
+      400,
+      'REQUEST_FRAMING_INVALID',
+    );
   });
 
   it('obs-fold in any header: refused', async () => {
     refused(await attack(`GET /sec/a HTTP/1.1\r\nHost: ${host}\r\nX-A: 1\r\n Content-Length: 5\r\n\r\nhello`), 400, 'REQUEST_FRAMING_INVALID');
   });
 
-  it('duplicate and malformed Content-Length: refused; leading zeros forwarded as the gateway\'s own length', async () => {
-    for (const cl of ['Content-Length: 5\r\nContent-Length: 5', 'Content-Length: 5\r\nContent-Length: 50', 'Content-Length: 5, 5', 'Content-Length: +5', 'Content-Length: 0x5', 'Content-Length: 5 5', 'Content-Length: 99999999999999999999']) {
+  it("duplicate and malformed Content-Length: refused; leading zeros forwarded as the gateway's own length", async () => {
+    for (const cl of [
+      'Content-Length: 5\r\nContent-Length: 5',
+      'Content-Length: 5\r\nContent-Length: 50',
+      'Content-Length: 5, 5',
+      'Content-Length: +5',
+      'Content-Length: 0x5',
+      'Content-Length: 5 5',
+      'Content-Length: 99999999999999999999',
+    ]) {
       refused(await attack(`POST /sec/a HTTP/1.1\r\nHost: ${host}\r\n${cl}\r\n\r\nhello${SMUGGLED}`), 400, 'REQUEST_FRAMING_INVALID');
     }
     const zeros = await attack(`POST /sec/a HTTP/1.1\r\nHost: ${host}\r\nContent-Length: 005\r\n\r\nhello`);
@@ -135,26 +174,39 @@ describe('veil gateway: request smuggling', () => {
   });
 
   it('Transfer-Encoding on HTTP/1.0 and a duplicate or missing Host: refused', async () => {
-    refused(await attack(`POST /sec/a HTTP/1.0\r\nHost: ${host}\r\nTransfer-Encoding: chunked\r\n\r\n${chunk(SMUGGLED)}0\r\n\r\n`), 400, 'REQUEST_FRAMING_INVALID');
+    refused(
+      await attack(`POST /sec/a HTTP/1.0\r\nHost: ${host}\r\nTransfer-Encoding: chunked\r\n\r\n${chunk(SMUGGLED)}0\r\n\r\n`),
+      400,
+      'REQUEST_FRAMING_INVALID',
+    );
     refused(await attack(`POST /sec/a HTTP/1.1\r\nHost: ${host}\r\nHost: evil\r\nContent-Length: 0\r\n\r\n`), 400, 'REQUEST_TARGET_INVALID');
     refused(await attack(`POST /sec/a HTTP/1.0\r\nContent-Length: 0\r\n\r\n`), 400, 'REQUEST_TARGET_INVALID');
   });
 
   it('absolute-form: another authority than Host is refused; the same one is forwarded in origin form', async () => {
-    refused(await attack(`POST http://evil.example/customers HTTP/1.1\r\nHost: ${host}\r\nContent-Type: application/json\r\nContent-Length: ${secret.length}\r\n\r\n${secret}`), 400, 'REQUEST_TARGET_INVALID');
+    refused(
+      await attack(
+        `POST http://evil.example/customers HTTP/1.1\r\nHost: ${host}\r\nContent-Type: application/json\r\nContent-Length: ${secret.length}\r\n\r\n${secret}`,
+      ),
+      400,
+      'REQUEST_TARGET_INVALID',
+    );
     refused(await attack(`GET * HTTP/1.1\r\nHost: ${host}\r\n\r\n`), 400, 'REQUEST_TARGET_INVALID');
     refused(await attack(`GET /sec/a#frag HTTP/1.1\r\nHost: ${host}\r\n\r\n`), 400, 'REQUEST_TARGET_INVALID');
     const same = await attack(`GET http://${host}/sec/abs?q=1 HTTP/1.1\r\nHost: ${host}\r\n\r\n`);
     expect(same.reply.statuses).toEqual([200]);
     expect(same.parsed.map((r) => r.target)).toEqual(['/sec/abs?q=1']);
     // the absolute form of a protecting route is that route: protected or refused, never forwarded in clear
-    const viaAbsolute = await attack(`POST http://${host}/customers HTTP/1.1\r\nHost: ${host}\r\nContent-Type: application/json\r\nContent-Length: ${secret.length}\r\n\r\n${secret}`);
+    const viaAbsolute = await attack(
+      `POST http://${host}/customers HTTP/1.1\r\nHost: ${host}\r\nContent-Type: application/json\r\nContent-Length: ${secret.length}\r\n\r\n${secret}`,
+    );
     expect(viaAbsolute.reply.codes).toEqual(['TOKEN_MISSING']);
     expect(viaAbsolute.parsed).toHaveLength(0);
   });
 
   it('Expect: 100-continue — no 100 before the gateway accepted the request; the body is read only then', async () => {
-    const head = (auth: string) => `POST /customers HTTP/1.1\r\nHost: ${host}\r\nContent-Type: application/json\r\n${auth}Expect: 100-continue\r\nContent-Length: ${secret.length}\r\n\r\n`;
+    const head = (auth: string) =>
+      `POST /customers HTTP/1.1\r\nHost: ${host}\r\nContent-Type: application/json\r\n${auth}Expect: 100-continue\r\nContent-Length: ${secret.length}\r\n\r\n`;
     // refused without a token: final answer at once, no 100, the connection closed (the body may never come)
     const noToken = await attack([head(''), secret + SMUGGLED], { gapMs: 300 });
     expect(noToken.reply.statuses).toEqual([401]);
@@ -175,7 +227,9 @@ describe('veil gateway: request smuggling', () => {
     const ok = await attack(get('/sec/1') + get('/sec/2') + `POST /sec/3 HTTP/1.1\r\nHost: ${host}\r\nContent-Length: 5\r\n\r\nhello`);
     expect(ok.reply.statuses).toEqual([200, 200, 200]);
     expect(ok.parsed.map((r) => r.target)).toEqual(['/sec/1', '/sec/2', '/sec/3']);
-    const cut = await attack(get('/sec/4') + `GET /static/x HTTP/1.1\r\nHost: ${host}\r\nContent-Length: ${SMUGGLED.length}\r\n\r\n${SMUGGLED}` + get('/sec/5'));
+    const cut = await attack(
+      get('/sec/4') + `GET /static/x HTTP/1.1\r\nHost: ${host}\r\nContent-Length: ${SMUGGLED.length}\r\n\r\n${SMUGGLED}` + get('/sec/5'),
+    );
     expect(cut.reply.statuses).toEqual([200, 400]);
     expect(cut.reply.codes).toEqual(['BODY_NOT_ALLOWED']);
     expect(cut.parsed.map((r) => r.target)).toEqual(['/sec/4']);

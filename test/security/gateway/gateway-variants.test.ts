@@ -6,12 +6,15 @@ import { call } from '../../helpers/raw-http.ts';
 import { bodyOf, rawSend, SECRET_CARD, SECRET_EMAIL, securityFixture, type SecurityFixture } from '../../helpers/gateway-security.ts';
 import { CARD, customers, EMAIL, gatewaySection, route } from '../../helpers/gateway-routes.ts';
 
-const SECTION = gatewaySection([
-  customers(EMAIL, CARD, "{ select: 'contacts[*].email', field: Customer.email }"),
-  route('exact-keys', 'POST', '/exact', { settings: ['keys: exact'], request: [EMAIL] }),
-  route('files', 'POST', '/files/:id', { settings: ['pathParameters: true'], request: [EMAIL] }),
-  route('api-wildcard', "'*'", '/api/*'),
-], 'unmatched: forward');
+const SECTION = gatewaySection(
+  [
+    customers(EMAIL, CARD, "{ select: 'contacts[*].email', field: Customer.email }"),
+    route('exact-keys', 'POST', '/exact', { settings: ['keys: exact'], request: [EMAIL] }),
+    route('files', 'POST', '/files/:id', { settings: ['pathParameters: true'], request: [EMAIL] }),
+    route('api-wildcard', "'*'", '/api/*'),
+  ],
+  'unmatched: forward',
+);
 
 describe('veil gateway: key and path variants', () => {
   let f: SecurityFixture;
@@ -32,7 +35,10 @@ describe('veil gateway: key and path variants', () => {
   };
 
   it('protects every case spelling of a selected key, at every level', async () => {
-    const { reply, parsed } = await post('/customers', JSON.stringify({ Email: SECRET_EMAIL, CARD: { Number: SECRET_CARD }, contacts: [{ EMAIL: 'b@example.com' }], note: 'kept' }));
+    const { reply, parsed } = await post(
+      '/customers',
+      JSON.stringify({ Email: SECRET_EMAIL, CARD: { Number: SECRET_CARD }, contacts: [{ EMAIL: 'b@example.com' }], note: 'kept' }),
+    );
     expect(reply.status).toBe(200);
     expect(parsed).toHaveLength(1);
     noCleartext(parsed);
@@ -66,27 +72,40 @@ describe('veil gateway: key and path variants', () => {
     expect(doc.Email).toBe('plain');
   });
 
-  it.each([
-    ['/Customers'], ['/CUSTOMERS'], ['/%63ustomers'], ['/%43USTOMERS'], ['/cu%C5%BFtomers'],
-  ])('the path %s is the protecting route: refused without a token, protected with one, forwarded as /customers', async (path) => {
-    const body = JSON.stringify({ email: SECRET_EMAIL, card: { number: SECRET_CARD } });
-    const anonymous = await post(path, body, ['Content-Type', 'application/json']);
-    expect(anonymous.reply.status).toBe(401);
-    expect(anonymous.parsed).toHaveLength(0);
-    const { reply, parsed } = await post(path, body);
-    expect(reply.status).toBe(200);
-    expect(parsed.map((r) => r.target)).toEqual(['/customers']);
-    noCleartext(parsed);
-  });
+  it.each([['/Customers'], ['/CUSTOMERS'], ['/%63ustomers'], ['/%43USTOMERS'], ['/cu%C5%BFtomers']])(
+    'the path %s is the protecting route: refused without a token, protected with one, forwarded as /customers',
+    async (path) => {
+      const body = JSON.stringify({ email: SECRET_EMAIL, card: { number: SECRET_CARD } });
+      const anonymous = await post(path, body, ['Content-Type', 'application/json']);
+      expect(anonymous.reply.status).toBe(401);
+      expect(anonymous.parsed).toHaveLength(0);
+      const { reply, parsed } = await post(path, body);
+      expect(reply.status).toBe(200);
+      expect(parsed.map((r) => r.target)).toEqual(['/customers']);
+      noCleartext(parsed);
+    },
+  );
 
   it.each([
-    ['/customers;x', 'PATH_NOT_CANONICAL'], ['/customers;jsessionid=1', 'PATH_NOT_CANONICAL'], ['/customers%3Bx', 'PATH_NOT_CANONICAL'],
-    ['/customers/', 'PATH_NOT_CANONICAL'], ['//customers', 'PATH_NOT_CANONICAL'], ['/x/../customers', 'PATH_NOT_CANONICAL'], ['/x/%2e%2e/customers', 'PATH_NOT_CANONICAL'],
-    ['/x%2F..%2Fcustomers', 'PATH_NOT_CANONICAL'], ['/api/..;/customers', 'PATH_NOT_CANONICAL'], ['/api/%2e%2e%3b/customers', 'PATH_NOT_CANONICAL'], ['/customers%00', 'PATH_NOT_CANONICAL'],
-    ['/customers%zz', 'PATH_NOT_CANONICAL'], ['/customers\\', 'PATH_NOT_CANONICAL'],
+    ['/customers;x', 'PATH_NOT_CANONICAL'],
+    ['/customers;jsessionid=1', 'PATH_NOT_CANONICAL'],
+    ['/customers%3Bx', 'PATH_NOT_CANONICAL'],
+    ['/customers/', 'PATH_NOT_CANONICAL'],
+    ['//customers', 'PATH_NOT_CANONICAL'],
+    ['/x/../customers', 'PATH_NOT_CANONICAL'],
+    ['/x/%2e%2e/customers', 'PATH_NOT_CANONICAL'],
+    ['/x%2F..%2Fcustomers', 'PATH_NOT_CANONICAL'],
+    ['/api/..;/customers', 'PATH_NOT_CANONICAL'],
+    ['/api/%2e%2e%3b/customers', 'PATH_NOT_CANONICAL'],
+    ['/customers%00', 'PATH_NOT_CANONICAL'],
+    ['/customers%zz', 'PATH_NOT_CANONICAL'],
+    ['/customers\\', 'PATH_NOT_CANONICAL'],
   ])('%s never reaches the upstream (unmatched: forward, wildcard /api/*): %s', async (path, code) => {
     const since = (await f.lastSeq()) + 1;
-    const reply = await rawSend(f.port, `POST ${path} HTTP/1.1\r\nHost: 127.0.0.1:${f.port}\r\nContent-Type: application/json\r\nContent-Length: ${SECRET_EMAIL.length + 12}\r\n\r\n{"email":"${SECRET_EMAIL}"}`);
+    const reply = await rawSend(
+      f.port,
+      `POST ${path} HTTP/1.1\r\nHost: 127.0.0.1:${f.port}\r\nContent-Type: application/json\r\nContent-Length: ${SECRET_EMAIL.length + 12}\r\n\r\n{"email":"${SECRET_EMAIL}"}`,
+    );
     expect(reply.codes).toEqual([code]);
     expect(await f.received(since)).toHaveLength(0);
   });

@@ -7,11 +7,14 @@ import { startVeilServe, type VeilProcess } from '../../helpers/veil-process.ts'
 
 const CARD = '4111111111111111';
 const guid = (n: number) => `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`;
-const bodyFor = (role: string, action: string) => JSON.stringify({
-  rightsContexts: [{ guid: guid(1), evidences: [{ name: 'Role', value: role }] }],
-  processingContexts: [{ guid: guid(2), evidences: [{ name: 'Action', value: action }] }],
-  requests: [{ guid: guid(3), rightsContext: guid(1), processingContext: guid(2), instances: [{ className: 'Customer', propertyName: 'cardNumber', value: CARD }] }],
-});
+const bodyFor = (role: string, action: string) =>
+  JSON.stringify({
+    rightsContexts: [{ guid: guid(1), evidences: [{ name: 'Role', value: role }] }],
+    processingContexts: [{ guid: guid(2), evidences: [{ name: 'Action', value: action }] }],
+    requests: [
+      { guid: guid(3), rightsContext: guid(1), processingContext: guid(2), instances: [{ className: 'Customer', propertyName: 'cardNumber', value: CARD }] },
+    ],
+  });
 const BODY = bodyFor('ingest', 'Protect');
 
 /**
@@ -24,17 +27,18 @@ describe('POST /transform framed by an attacker (real socket)', () => {
   let veil: VeilProcess;
   let token = '';
   const port = () => Number(new URL(veil.url).port);
-  const statuses = (raw: string, waitMs = 700) => new Promise<number[]>((resolve) => {
-    const socket = connect(port(), '127.0.0.1');
-    let out = '';
-    socket.on('data', (d) => (out += String(d)));
-    socket.on('error', () => undefined);
-    socket.write(raw, 'latin1');
-    setTimeout(() => {
-      socket.destroy();
-      resolve([...out.matchAll(/^HTTP\/1\.1 (\d{3})/gm)].map((m) => Number(m[1])));
-    }, waitMs);
-  });
+  const statuses = (raw: string, waitMs = 700) =>
+    new Promise<number[]>((resolve) => {
+      const socket = connect(port(), '127.0.0.1');
+      let out = '';
+      socket.on('data', (d) => (out += String(d)));
+      socket.on('error', () => undefined);
+      socket.write(raw, 'latin1');
+      setTimeout(() => {
+        socket.destroy();
+        resolve([...out.matchAll(/^HTTP\/1\.1 (\d{3})/gm)].map((m) => Number(m[1])));
+      }, waitMs);
+    });
   const post = (headers: string, body: string, path = '/transform', auth = true) =>
     `POST ${path} HTTP/1.1\r\nHost: veil\r\nContent-Type: application/json\r\n${auth ? `Authorization: Bearer ${token}\r\n` : ''}${headers}\r\n${body}`;
   const chunked = (body: string) => `${Buffer.byteLength(body).toString(16)}\r\n${body}\r\n0\r\n\r\n`;
@@ -42,7 +46,11 @@ describe('POST /transform framed by an attacker (real socket)', () => {
   beforeAll(async () => {
     veil = await startVeilServe({ configText: EXAMPLE_CONFIG_TEXT, env: { VEIL_LOG_LEVEL: 'info' } });
     const secret = (await readFile(join(veil.dataDir, 'dev-client.secret'), 'utf8')).trim();
-    const answer = await veil.request('/connect/token', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ grant_type: 'client_credentials', client_id: 'veil-dev', client_secret: secret }).toString() });
+    const answer = await veil.request('/connect/token', {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ grant_type: 'client_credentials', client_id: 'veil-dev', client_secret: secret }).toString(),
+    });
     token = (JSON.parse(answer.text) as { access_token: string }).access_token;
   }, 60_000);
   afterAll(async () => veil?.stop());

@@ -53,7 +53,9 @@ describe('metricsUrls refuse link-local and metadata addresses', () => {
     expect(refused.code).toBe(1);
     REFUSED.forEach((_, i) => expect(refused.out).toContain(`/pipelines/customers/metricsUrls/${i}: is a`));
     expect(refused.out).not.toContain(`/metricsUrls/${REFUSED.length}:`);
-    const allowed = await validate(`${EXAMPLE_CONFIG_TEXT}\n${pipeline(['http://169.254.10.7:9464/metrics'])}portal:\n  metricsAllowedHosts: ['169.254.10.7']\n`);
+    const allowed = await validate(
+      `${EXAMPLE_CONFIG_TEXT}\n${pipeline(['http://169.254.10.7:9464/metrics'])}portal:\n  metricsAllowedHosts: ['169.254.10.7']\n`,
+    );
     expect(allowed.code, allowed.out).toBe(0);
   }, 60_000);
 
@@ -78,7 +80,9 @@ describe('metricsUrls refuse link-local and metadata addresses', () => {
   });
 
   it('classifies every spelling of the refused ranges, and nothing else', () => {
-    for (const a of ['169.254.0.1', '169.254.255.255', 'fe80::1', 'febf::1', 'fd00:ec2::254', '::ffff:169.254.169.254', '::ffff:a9fe:a9fe', '[fe80::1%eth0]']) expect(isRefusedAddress(a), a).toBe(true);
-    for (const a of ['169.253.255.255', '169.255.0.1', '127.0.0.1', '10.0.0.1', 'fec0::1', '::1', 'fd00:ec2::253', '::ffff:127.0.0.1']) expect(isRefusedAddress(a), a).toBe(false);
+    for (const a of ['169.254.0.1', '169.254.255.255', 'fe80::1', 'febf::1', 'fd00:ec2::254', '::ffff:169.254.169.254', '::ffff:a9fe:a9fe', '[fe80::1%eth0]'])
+      expect(isRefusedAddress(a), a).toBe(true);
+    for (const a of ['169.253.255.255', '169.255.0.1', '127.0.0.1', '10.0.0.1', 'fec0::1', '::1', 'fd00:ec2::253', '::ffff:127.0.0.1'])
+      expect(isRefusedAddress(a), a).toBe(false);
   });
 });

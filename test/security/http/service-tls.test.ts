@@ -20,8 +20,25 @@ const signInForm = new URLSearchParams({ kind: 'client', client_id: 'viewer', cl
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'veil-tls-'));
-  await promisify(execFile)('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-days', '1', '-subj', '/CN=127.0.0.1',
-    '-addext', 'subjectAltName=IP:127.0.0.1,DNS:localhost', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem')]);
+  await promisify(execFile)('openssl', [
+    'req',
+    '-x509',
+    '-newkey',
+    'ec',
+    '-pkeyopt',
+    'ec_paramgen_curve:P-256',
+    '-nodes',
+    '-days',
+    '1',
+    '-subj',
+    '/CN=127.0.0.1',
+    '-addext',
+    'subjectAltName=IP:127.0.0.1,DNS:localhost',
+    '-keyout',
+    join(dir, 'key.pem'),
+    '-out',
+    join(dir, 'cert.pem'),
+  ]);
   browser = await launchChromium();
 }, 60_000);
 afterAll(async () => {
@@ -33,7 +50,10 @@ afterAll(async () => {
 describe('veil serve on TLS (service.tls)', () => {
   it('serves HTTPS only, and Chromium signs in with a Secure, HttpOnly, SameSite=Strict cookie', async () => {
     const ca = await readFile(join(dir, 'cert.pem'));
-    const veil = await startVeilServe({ configText: await portalConfigText(`service:\n  tls: { certFile: '${join(dir, 'cert.pem')}', keyFile: '${join(dir, 'key.pem')}' }\n`), https: { ca } });
+    const veil = await startVeilServe({
+      configText: await portalConfigText(`service:\n  tls: { certFile: '${join(dir, 'cert.pem')}', keyFile: '${join(dir, 'key.pem')}' }\n`),
+      https: { ca },
+    });
     started.push(veil);
     expect(veil.url.startsWith('https://')).toBe(true);
     expect(veil.output()).toContain(`listening on https://127.0.0.1:${new URL(veil.url).port}`);
@@ -51,7 +71,13 @@ describe('veil serve on TLS (service.tls)', () => {
 });
 
 describe('veil serve behind a TLS terminator (service.trustProxy)', () => {
-  const proxied = { 'content-type': 'application/x-www-form-urlencoded', 'x-forwarded-proto': 'https', 'x-forwarded-host': 'veil.example.org', 'x-forwarded-for': '203.0.113.7', origin: 'https://veil.example.org' };
+  const proxied = {
+    'content-type': 'application/x-www-form-urlencoded',
+    'x-forwarded-proto': 'https',
+    'x-forwarded-host': 'veil.example.org',
+    'x-forwarded-for': '203.0.113.7',
+    origin: 'https://veil.example.org',
+  };
 
   it('from a trusted proxy: the Origin of the public name passes and the cookie is Secure', async () => {
     const veil = await startVeilServe({ configText: await portalConfigText("service:\n  trustProxy: ['127.0.0.1/32', '::1']\n") });
@@ -60,7 +86,11 @@ describe('veil serve behind a TLS terminator (service.trustProxy)', () => {
     expect(res.status).toBe(303);
     expect(String(res.headers['set-cookie'])).toMatch(/^veil_admin=[A-Za-z0-9_-]{43}; Path=\/admin; HttpOnly; SameSite=Strict; Max-Age=\d+; Secure$/);
     // the browser's own origin (http://127.0.0.1:port) is not the site the proxy serves
-    const direct = await veil.request('/admin/sign-in', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-forwarded-proto': 'https', 'x-forwarded-host': 'veil.example.org', origin: veil.url }, body: signInForm });
+    const direct = await veil.request('/admin/sign-in', {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-forwarded-proto': 'https', 'x-forwarded-host': 'veil.example.org', origin: veil.url },
+      body: signInForm,
+    });
     expect(direct.status).toBe(403);
   });
 
@@ -78,7 +108,11 @@ describe('veil serve behind a TLS terminator (service.trustProxy)', () => {
     // the per-address sign-in limit (100 failures, refilling at 100 a minute) counts the real peer,
     // not the X-Forwarded-For an attacker varies
     for (let i = 0; i < 200; i++) {
-      const res = await veil.request('/admin/sign-in', { method: 'POST', headers: { ...noOrigin, 'x-forwarded-for': `198.51.${i % 256}.${i}` }, body: new URLSearchParams({ kind: 'client', client_id: `c${i}`, client_secret: 'wrong' }).toString() });
+      const res = await veil.request('/admin/sign-in', {
+        method: 'POST',
+        headers: { ...noOrigin, 'x-forwarded-for': `198.51.${i % 256}.${i}` },
+        body: new URLSearchParams({ kind: 'client', client_id: `c${i}`, client_secret: 'wrong' }).toString(),
+      });
       if (res.status === 429) return;
     }
     throw new Error('varying X-Forwarded-For escaped the per-address limit');

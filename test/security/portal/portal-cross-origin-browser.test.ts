@@ -24,7 +24,9 @@ beforeAll(async () => {
   await t.service.subjects.keyFor(VICTIM);
   await t.service.subjects.keyFor(OTHER);
   evil = createServer((_req, res) => {
-    const inputs = Object.entries(forged).map(([k, v]) => `<input type="hidden" name="${k}" value="${v}">`).join('');
+    const inputs = Object.entries(forged)
+      .map(([k, v]) => `<input type="hidden" name="${k}" value="${v}">`)
+      .join('');
     res.writeHead(200, { 'content-type': 'text/html' }).end(`<!doctype html><title>win a prize</title>
 <form method="post" action="${t.url}/admin/subjects">${inputs}<button type="submit">Claim</button></form>`);
   });
@@ -53,7 +55,7 @@ async function submit(button: string): Promise<{ status: number; origin?: string
   return { status: res.status(), origin: headers.origin, site: headers['sec-fetch-site'] };
 }
 
-describe('the portal\'s state-changing POSTs in Chromium, from another origin', () => {
+describe("the portal's state-changing POSTs in Chromium, from another origin", () => {
   it('a same-site page of another origin submitting the erase form with a valid token: 403 CROSS_ORIGIN_REFUSED, nothing erased', async () => {
     await page.getByRole('link', { name: 'Subjects' }).click();
     // the token leaked (the premise of the attack): the evil form carries the real one
@@ -67,7 +69,7 @@ describe('the portal\'s state-changing POSTs in Chromium, from another origin', 
     expect(t.audit.events.some((e) => e.admin?.action === 'subject.erase' && e.outcome === 'ok')).toBe(false);
   });
 
-  it('the portal\'s own Subjects page still erases (same origin)', async () => {
+  it("the portal's own Subjects page still erases (same origin)", async () => {
     await page.goto(`${t.url}/admin/subjects`);
     const erase = page.getByRole('form', { name: 'Erase a subject' });
     await erase.getByLabel('Subject id').fill(OTHER);

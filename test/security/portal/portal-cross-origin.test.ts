@@ -25,14 +25,21 @@ function post(path: string, headers: string[], form: Record<string, string>): Pr
   const body = new URLSearchParams({ _csrf: admin.csrf, ...form }).toString();
   const list = headers.some((h, i) => i % 2 === 0 && h.toLowerCase() === 'host') ? headers : ['Host', `127.0.0.1:${port}`, ...headers];
   return new Promise((resolve, reject) => {
-    const req = http.request({
-      hostname: '127.0.0.1', port, path, method: 'POST', agent: false,
-      headers: [...list, 'Cookie', admin.cookie, 'Content-Type', 'application/x-www-form-urlencoded', 'Content-Length', String(Buffer.byteLength(body))],
-    }, (res) => {
-      let text = '';
-      res.on('data', (d) => (text += String(d)));
-      res.on('end', () => resolve({ status: res.statusCode!, text }));
-    });
+    const req = http.request(
+      {
+        hostname: '127.0.0.1',
+        port,
+        path,
+        method: 'POST',
+        agent: false,
+        headers: [...list, 'Cookie', admin.cookie, 'Content-Type', 'application/x-www-form-urlencoded', 'Content-Length', String(Buffer.byteLength(body))],
+      },
+      (res) => {
+        let text = '';
+        res.on('data', (d) => (text += String(d)));
+        res.on('end', () => resolve({ status: res.statusCode!, text }));
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });
@@ -93,7 +100,11 @@ describe('every POST route of the portal, from another origin', () => {
   });
 
   it('sign-in from another origin: its page with CROSS_ORIGIN_REFUSED, no session', async () => {
-    const res = await post('/admin/sign-in', ['Origin', 'http://evil.example'], { kind: 'client', client_id: 'veil-dev', client_secret: t.service.devClient!.secret });
+    const res = await post('/admin/sign-in', ['Origin', 'http://evil.example'], {
+      kind: 'client',
+      client_id: 'veil-dev',
+      client_secret: t.service.devClient!.secret,
+    });
     expect(res.status).toBe(403);
     expect(res.text).toContain('CROSS_ORIGIN_REFUSED');
   });
@@ -111,7 +122,7 @@ describe('the header variants, on the erase form', () => {
   }
 
   it.each([
-    ['Origin: the portal\'s own', () => ['Origin', own()]],
+    ["Origin: the portal's own", () => ['Origin', own()]],
     ['Origin in upper case (scheme and host compare case-insensitively)', () => ['Origin', own().toUpperCase()]],
     ['Host and Origin naming the host in another case', () => ['Host', `LOCALHOST:${port}`, 'Origin', `http://localhost:${port}`]],
     ['Origin and Sec-Fetch-Site: same-origin', () => ['Origin', own(), 'Sec-Fetch-Site', 'same-origin']],
@@ -134,11 +145,11 @@ describe('the header variants, on the erase form', () => {
     ['Origin with another scheme', () => ['Origin', `https://127.0.0.1:${port}`]],
     ['Origin with another host name for the same address', () => ['Origin', `http://localhost:${port}`]],
     ['Origin that is not a URL', () => ['Origin', 'evil']],
-    ['two Origin headers, both the portal\'s', () => ['Origin', own(), 'Origin', own()]],
+    ["two Origin headers, both the portal's", () => ['Origin', own(), 'Origin', own()]],
     ['no Origin, Sec-Fetch-Site: same-site (another port or subdomain)', () => ['Sec-Fetch-Site', 'same-site']],
     ['no Origin, Sec-Fetch-Site: cross-site', () => ['Sec-Fetch-Site', 'cross-site']],
     ['no Origin, Sec-Fetch-Site in another case', () => ['Sec-Fetch-Site', 'Same-Origin']],
-    ['Origin the portal\'s, Sec-Fetch-Site: cross-site', () => ['Origin', own(), 'Sec-Fetch-Site', 'cross-site']],
+    ["Origin the portal's, Sec-Fetch-Site: cross-site", () => ['Origin', own(), 'Sec-Fetch-Site', 'cross-site']],
     ['Sec-Fetch-Site: same-origin, Origin another', () => ['Origin', 'http://evil.example', 'Sec-Fetch-Site', 'same-origin']],
   ])('refused: %s: 403 CROSS_ORIGIN_REFUSED, not erased', async (_label, headers) => {
     const res = await erase(headers());

@@ -42,7 +42,14 @@ describe('what a draft may make the server do is bounded', () => {
     expect((await editor.get(`/admin/drafts/${id}`)).status).toBe(200);
     expect(Date.now() - started).toBeLessThan(2000);
     started = Date.now();
-    const tested = await editor.post('/admin/tester', { source: `draft:${id}`, className: 'Customer', role: 'fraud', action: 'Unprotect', keys: 'sandbox', 'value:cardNumber': '4111-1111-1111-1111' });
+    const tested = await editor.post('/admin/tester', {
+      source: `draft:${id}`,
+      className: 'Customer',
+      role: 'fraud',
+      action: 'Unprotect',
+      keys: 'sandbox',
+      'value:cardNumber': '4111-1111-1111-1111',
+    });
     expect(tested.status).toBe(200);
     expect(tested.text).toContain('returned the input');
     expect(Date.now() - started).toBeLessThan(3000);

@@ -19,18 +19,28 @@ const WIDE = "      - { actions: [Protect, Unprotect], fields: ['Customer.*'] }"
 const active = async () => (JSON.parse(await readFile(join(veil.dataDir, 'config-versions', 'index.json'), 'utf8')) as { active: number }).active;
 
 async function token(clientId: string, secret: string): Promise<string> {
-  const res = await veil.request('/connect/token', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ grant_type: 'client_credentials', client_id: clientId, client_secret: secret }).toString() });
+  const res = await veil.request('/connect/token', {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ grant_type: 'client_credentials', client_id: clientId, client_secret: secret }).toString(),
+  });
   return (JSON.parse(res.text) as { access_token: string }).access_token;
 }
 
 /** What role support gets when it unprotects a card number: 403 before the widening, 200 after. */
 async function supportReadsCard(): Promise<number> {
   const devSecret = (await readFile(join(veil.dataDir, 'dev-client.secret'), 'utf8')).trim();
-  const call = async (t: string, roles: string[], action: string, value: string) => veil.request('/transform', {
-    method: 'POST', headers: { authorization: `Bearer ${t}`, 'content-type': 'application/json' },
-    body: JSON.stringify(body({ roles, action, instances: [['cardNumber', value]] })),
-  });
-  const protectedCard = (JSON.parse((await call(await token('veil-dev', devSecret), ['fraud'], 'Protect', '4111-1111-1111-1111')).text) as { responses: { instances: { value: string }[] }[] }).responses[0]!.instances[0]!.value;
+  const call = async (t: string, roles: string[], action: string, value: string) =>
+    veil.request('/transform', {
+      method: 'POST',
+      headers: { authorization: `Bearer ${t}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body({ roles, action, instances: [['cardNumber', value]] })),
+    });
+  const protectedCard = (
+    JSON.parse((await call(await token('veil-dev', devSecret), ['fraud'], 'Protect', '4111-1111-1111-1111')).text) as {
+      responses: { instances: { value: string }[] }[];
+    }
+  ).responses[0]!.instances[0]!.value;
   return (await call(await token('tester', 'tester-secret'), ['support'], 'Unprotect', protectedCard)).status;
 }
 
@@ -50,7 +60,9 @@ async function editorSaves(id: string, change: (text: string) => string): Promis
 
 beforeAll(async () => {
   const both = await hashClientSecret('both-secret', { N: 1024, r: 8, p: 1 });
-  veil = await startVeilServe({ configText: await portalConfigText(`    both: { secretHash: '${both}', roles: [admin-editor, admin-publisher] }\nportal:\n  fourEyes: true\n`) });
+  veil = await startVeilServe({
+    configText: await portalConfigText(`    both: { secretHash: '${both}', roles: [admin-editor, admin-publisher] }\nportal:\n  fourEyes: true\n`),
+  });
   browser = await launchChromium();
   editor = await portalSession(veil, 'editor');
 }, 120_000);
@@ -92,13 +104,22 @@ describe('publish is bound to the text the publisher reviewed', () => {
     const id = draftIdOf(await editor.post('/admin/drafts', { from: 'v2' }))!;
     const publisher = await portalSession(veil, 'publisher');
     const reviewed = reviewedHash((await publisher.get(`/admin/drafts/${id}`)).text)!;
-    for (const form of [{} as Record<string, string>, { reviewed: '' }, { reviewed: reviewed.toUpperCase() }, { reviewed: `${reviewed}0` }, { reviewed: 'a'.repeat(64) }]) {
+    for (const form of [
+      {} as Record<string, string>,
+      { reviewed: '' },
+      { reviewed: reviewed.toUpperCase() },
+      { reviewed: `${reviewed}0` },
+      { reviewed: 'a'.repeat(64) },
+    ]) {
       const res = await publisher.post(`/admin/drafts/${id}/publish`, form);
       expect(res.status).toBe(409);
       expect(res.text).toContain('DRAFT_CHANGED');
     }
     expect(await active()).toBe(2);
-    const audit = (await readFile(join(veil.dataDir, 'audit.log'), 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as { admin?: { action: string }; outcome: string });
+    const audit = (await readFile(join(veil.dataDir, 'audit.log'), 'utf8'))
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { admin?: { action: string }; outcome: string });
     expect(audit.filter((e) => e.admin?.action === 'publish' && e.outcome === 'failed').length).toBeGreaterThanOrEqual(6);
     expect((await publisher.post(`/admin/drafts/${id}/publish`, { reviewed })).status).toBe(303);
     expect(await active()).toBe(3);

@@ -50,7 +50,18 @@ describe('client secret hashes are never shown or exported', () => {
     await signInAs(page, veil.url, 'viewer');
     const stored = await readFile(join(veil.dataDir, 'config-versions', 'drafts', `${draft}.yaml`), 'utf8');
     const secrets = [...hashesIn(configText), ...hashesIn(stored)].map((h) => h.split('$').slice(-2).join('$'));
-    const pages = ['/admin', '/admin/versions', '/admin/versions/1', `/admin/drafts/${draft}`, `/admin/diff?from=v1&to=draft:${draft}`, `/admin/tester?source=draft:${draft}`, '/admin/matrix', '/admin/keys', '/admin/pipelines', '/admin/audit'];
+    const pages = [
+      '/admin',
+      '/admin/versions',
+      '/admin/versions/1',
+      `/admin/drafts/${draft}`,
+      `/admin/diff?from=v1&to=draft:${draft}`,
+      `/admin/tester?source=draft:${draft}`,
+      '/admin/matrix',
+      '/admin/keys',
+      '/admin/pipelines',
+      '/admin/audit',
+    ];
     for (const path of pages) {
       await page.goto(`${veil.url}${path}`);
       const html = await page.content();
@@ -69,7 +80,7 @@ describe('client secret hashes are never shown or exported', () => {
     await page.goto(`${veil.url}/admin/diff?from=v1&to=draft:${draft}`);
     const changed = await page.locator('.diff-add, .diff-del').allTextContents();
     expect(changed).toHaveLength(2);
-    expect(changed.every((l) => l.includes('no-admin: { secretHash: \'hidden:'))).toBe(true);
+    expect(changed.every((l) => l.includes("no-admin: { secretHash: 'hidden:"))).toBe(true);
     await context.close();
   });
 
@@ -82,7 +93,14 @@ describe('client secret hashes are never shown or exported', () => {
     expect(hashesIn(versionFile)).toHaveLength(5);
     expect(versionFile).not.toContain('hidden:');
     // identity changes take effect at the next start: what matters here is that the stored hashes are intact
-    const token = async (id: string, secret: string) => (await veil.request('/connect/token', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ grant_type: 'client_credentials', client_id: id, client_secret: secret }).toString() })).status;
+    const token = async (id: string, secret: string) =>
+      (
+        await veil.request('/connect/token', {
+          method: 'POST',
+          headers: { 'content-type': 'application/x-www-form-urlencoded' },
+          body: new URLSearchParams({ grant_type: 'client_credentials', client_id: id, client_secret: secret }).toString(),
+        })
+      ).status;
     expect(await token('viewer', 'viewer-secret')).toBe(200);
   });
 });

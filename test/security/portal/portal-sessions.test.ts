@@ -28,10 +28,18 @@ describe('portal sessions are capped per identity', () => {
     const editor = await portalSession(veil, 'editor');
     const tester = await portalSession(veil, 'tester');
     // viewer 1 + publisher 2 + editor 1 + tester 1 = 5 = maxSessions
-    const refused = await veil.request('/admin/sign-in', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ kind: 'client', client_id: 'veil-dev', client_secret: 'x' }).toString() });
+    const refused = await veil.request('/admin/sign-in', {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ kind: 'client', client_id: 'veil-dev', client_secret: 'x' }).toString(),
+    });
     expect(refused.status).toBe(401); // wrong secret: refused before a session is considered
     const devSecret = (await (await import('node:fs/promises')).readFile(`${veil.dataDir}/dev-client.secret`, 'utf8')).trim();
-    const full = await veil.request('/admin/sign-in', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ kind: 'client', client_id: 'veil-dev', client_secret: devSecret }).toString() });
+    const full = await veil.request('/admin/sign-in', {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ kind: 'client', client_id: 'veil-dev', client_secret: devSecret }).toString(),
+    });
     expect(full.status).toBe(503);
     expect(full.text).toContain('SESSIONS_FULL');
     expect(full.headers['set-cookie']).toBeUndefined();

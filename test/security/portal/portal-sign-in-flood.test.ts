@@ -21,11 +21,20 @@ async function auditRecords(): Promise<{ admin?: { action: string; target?: stri
   return lines.map((l) => JSON.parse(l));
 }
 const signInFailures = async () => (await auditRecords()).filter((e) => e.admin?.action === 'sign-in' && e.outcome === 'denied');
-const signIn = (fields: Record<string, string>) => veil.request('/admin/sign-in', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(fields).toString() });
+const signIn = (fields: Record<string, string>) =>
+  veil.request('/admin/sign-in', {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams(fields).toString(),
+  });
 const wrong = (clientId: string) => signIn({ kind: 'client', client_id: clientId, client_secret: 'not-the-secret' });
 
 beforeAll(async () => {
-  veil = await startVeilServe({ configText: await portalConfigText(`portal:\n  signInFailuresPerMinute: 5\nservice:\n  rateLimit: { tokenFailuresPerMinute: 1000 }\n  audit: { rotateBytes: ${ROTATE}, keepFiles: 2 }\n`) });
+  veil = await startVeilServe({
+    configText: await portalConfigText(
+      `portal:\n  signInFailuresPerMinute: 5\nservice:\n  rateLimit: { tokenFailuresPerMinute: 1000 }\n  audit: { rotateBytes: ${ROTATE}, keepFiles: 2 }\n`,
+    ),
+  });
   viewer = await portalSession(veil, 'viewer');
   // a published version, so the data dir holds one of each kind of file
   const admin = await portalSession(veil, 'veil-dev', (await readFile(join(veil.dataDir, 'dev-client.secret'), 'utf8')).trim());
@@ -55,7 +64,9 @@ describe('failed sign-ins are rate-limited and their audit bounded', () => {
     expect((await signIn({ kind: 'token', token: 'eyJhbGciOiJub25lIn0.e30.' })).status).toBe(429);
     const before = await auditRecords();
     const started = Date.now();
-    const flood = await Promise.all(Array.from({ length: 400 }, (_, i) => (i % 2 ? wrong(`x${'y'.repeat(i)}`) : signIn({ kind: 'token', token: 'x'.repeat(5000) }))));
+    const flood = await Promise.all(
+      Array.from({ length: 400 }, (_, i) => (i % 2 ? wrong(`x${'y'.repeat(i)}`) : signIn({ kind: 'token', token: 'x'.repeat(5000) }))),
+    );
     const seconds = (Date.now() - started) / 1000;
     const after = await auditRecords();
     // what refilled during the flood may be tried (and audited); everything else is refused unrecorded
@@ -75,8 +86,23 @@ describe('failed sign-ins are rate-limited and their audit bounded', () => {
 describe('the audit log rotates, and the Audit page pages from the end', () => {
   it(`keeps audit.log, .1 and .2 under ${ROTATE} bytes each however many calls are audited`, async () => {
     const secret = (await readFile(join(veil.dataDir, 'dev-client.secret'), 'utf8')).trim();
-    const token = (JSON.parse((await veil.request('/connect/token', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ grant_type: 'client_credentials', client_id: 'veil-dev', client_secret: secret }).toString() })).text) as { access_token: string }).access_token;
-    const call = () => veil.request('/transform', { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body({ roles: ['fraud'], action: 'Unprotect', instances: [['email', 'not-a-protected-value']] })) });
+    const token = (
+      JSON.parse(
+        (
+          await veil.request('/connect/token', {
+            method: 'POST',
+            headers: { 'content-type': 'application/x-www-form-urlencoded' },
+            body: new URLSearchParams({ grant_type: 'client_credentials', client_id: 'veil-dev', client_secret: secret }).toString(),
+          })
+        ).text,
+      ) as { access_token: string }
+    ).access_token;
+    const call = () =>
+      veil.request('/transform', {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body({ roles: ['fraud'], action: 'Unprotect', instances: [['email', 'not-a-protected-value']] })),
+      });
     for (let round = 0; round < 50; round++) await Promise.all(Array.from({ length: 20 }, call));
     expect(await auditFiles()).toEqual(['audit.log', 'audit.log.1', 'audit.log.2']);
     for (const f of await auditFiles()) expect((await stat(join(veil.dataDir, f))).size).toBeLessThanOrEqual(ROTATE);
@@ -109,16 +135,34 @@ describe('the audit log rotates, and the Audit page pages from the end', () => {
 
 describe('the data dir', () => {
   it('holds only files of mode 0600 or 0400 and directories of mode 0700', async () => {
-    const walk = async (dir: string): Promise<[string, number, boolean][]> => (await Promise.all((await readdir(dir, { withFileTypes: true })).map(async (e) => {
-      const path = join(dir, e.name);
-      const mode = (await stat(path)).mode & 0o777;
-      return e.isDirectory() ? [[path, mode, true] as [string, number, boolean], ...(await walk(path))] : [[path, mode, false] as [string, number, boolean]];
-    }))).flat();
+    const walk = async (dir: string): Promise<[string, number, boolean][]> =>
+      (
+        await Promise.all(
+          (await readdir(dir, { withFileTypes: true })).map(async (e) => {
+            const path = join(dir, e.name);
+            const mode = (await stat(path)).mode & 0o777;
+            return e.isDirectory()
+              ? [[path, mode, true] as [string, number, boolean], ...(await walk(path))]
+              : [[path, mode, false] as [string, number, boolean]];
+          }),
+        )
+      ).flat();
     const entries = await walk(veil.dataDir);
     const names = entries.map(([p]) => p.slice(veil.dataDir.length + 1));
-    for (const expected of ['keystore.json', 'dev-client.secret', 'audit.log', 'audit.log.1', 'config-versions/index.json', 'config-versions/0001.yaml', 'config-versions/0002.yaml']) expect(names).toContain(expected);
+    for (const expected of [
+      'keystore.json',
+      'dev-client.secret',
+      'audit.log',
+      'audit.log.1',
+      'config-versions/index.json',
+      'config-versions/0001.yaml',
+      'config-versions/0002.yaml',
+    ])
+      expect(names).toContain(expected);
     expect(names.some((n) => /^config-versions\/drafts\/[0-9a-f-]{36}\.yaml$/.test(n))).toBe(true);
-    const wrongModes = entries.filter(([, mode, isDir]) => (isDir ? mode !== 0o700 : mode !== 0o600 && mode !== 0o400)).map(([p, mode]) => `${p.slice(veil.dataDir.length + 1)} ${mode.toString(8)}`);
+    const wrongModes = entries
+      .filter(([, mode, isDir]) => (isDir ? mode !== 0o700 : mode !== 0o600 && mode !== 0o400))
+      .map(([p, mode]) => `${p.slice(veil.dataDir.length + 1)} ${mode.toString(8)}`);
     expect(wrongModes).toEqual([]);
     expect((await stat(join(veil.dataDir, 'config-versions', '0002.yaml'))).mode & 0o777).toBe(0o400);
   });

@@ -21,7 +21,8 @@ function examplePipeline(name: string, t: Topics, format: string, action = 'dead
   const start = text.indexOf('  customers:\n');
   const end = text.indexOf('\n# Unprotect on demand');
   expect(start).toBeGreaterThan(0);
-  return text.slice(start, end)
+  return text
+    .slice(start, end)
     .replace('  customers:\n', `  ${name}:\n`)
     .replace('source: { topics: [raw.customers] }', `source: { topics: [${t.raw}] }`)
     .replace('sink: { topic: clean.customers }', `sink: { topic: ${t.clean} }\n    groupId: veil-guard-${t.id}`)
@@ -32,9 +33,30 @@ function examplePipeline(name: string, t: Topics, format: string, action = 'dead
 
 /** where a case of drift_guard_interop.py must go: clean, or dead-lettered with this path and kind */
 const EXPECT: Record<string, Record<string, { path: string; kind: string } | 'clean'>> = {
-  avro: { clean: 'clean', bytes: { path: 'attachment', kind: 'email' }, mobile: { path: 'attributes[].value', kind: 'phone' }, fullName: { path: 'attributes[].value', kind: 'person-name' }, address: { path: 'attributes[].value', kind: 'postal-address' }, pan: { path: 'attributes[].value', kind: 'payment-card' } },
-  protobuf: { clean: 'clean', bytes: { path: 'attachment', kind: 'email' }, mobile: { path: 'attributes[].value', kind: 'phone' }, fullName: { path: 'attributes[].value', kind: 'person-name' }, address: { path: 'attributes[].value', kind: 'postal-address' }, pan: { path: 'attributes[].value', kind: 'payment-card' }, unknown: { path: '#8', kind: 'email' } },
-  'json-schema': { clean: 'clean', mobile: { path: 'attributes.mobile', kind: 'phone' }, fullName: { path: 'attributes.fullName', kind: 'person-name' }, address: { path: 'attributes.address', kind: 'postal-address' }, pan: { path: 'attributes.pan', kind: 'payment-card' } },
+  avro: {
+    clean: 'clean',
+    bytes: { path: 'attachment', kind: 'email' },
+    mobile: { path: 'attributes[].value', kind: 'phone' },
+    fullName: { path: 'attributes[].value', kind: 'person-name' },
+    address: { path: 'attributes[].value', kind: 'postal-address' },
+    pan: { path: 'attributes[].value', kind: 'payment-card' },
+  },
+  protobuf: {
+    clean: 'clean',
+    bytes: { path: 'attachment', kind: 'email' },
+    mobile: { path: 'attributes[].value', kind: 'phone' },
+    fullName: { path: 'attributes[].value', kind: 'person-name' },
+    address: { path: 'attributes[].value', kind: 'postal-address' },
+    pan: { path: 'attributes[].value', kind: 'payment-card' },
+    unknown: { path: '#8', kind: 'email' },
+  },
+  'json-schema': {
+    clean: 'clean',
+    mobile: { path: 'attributes.mobile', kind: 'phone' },
+    fullName: { path: 'attributes.fullName', kind: 'person-name' },
+    address: { path: 'attributes.address', kind: 'postal-address' },
+    pan: { path: 'attributes.pan', kind: 'payment-card' },
+  },
 };
 
 type Read = Awaited<ReturnType<typeof javaConsumeRecords>>[number];
@@ -69,8 +91,16 @@ describe('stream: the drift guard in decoded records, on business records, and i
       // the decoded formats, through confluent-kafka's serializers
       const sent = new Map<string, { id: number; case: string; personal: string[] }[]>();
       for (const { format, t } of lanes) {
-        const out = await runPython('drift_guard_interop.py', ['produce', format, BROKERS.join(','), REGISTRY_URL, t.raw, dataDir, String(PER_CASE)], { timeout: 180_000 });
-        sent.set(format, out.trim().split('\n').map((l) => JSON.parse(l) as { id: number; case: string; personal: string[] }));
+        const out = await runPython('drift_guard_interop.py', ['produce', format, BROKERS.join(','), REGISTRY_URL, t.raw, dataDir, String(PER_CASE)], {
+          timeout: 180_000,
+        });
+        sent.set(
+          format,
+          out
+            .trim()
+            .split('\n')
+            .map((l) => JSON.parse(l) as { id: number; case: string; personal: string[] }),
+        );
       }
       // business records and planted ones (JSON, as the shipped example pipeline reads)
       const producer = kafka.producer({ idempotent: true });
@@ -96,12 +126,26 @@ describe('stream: the drift guard in decoded records, on business records, and i
       const example = readFileSync(join(ROOT, 'config/example-pipeline.yaml'), 'utf8');
       const configText = `${example.slice(0, example.indexOf('\npipelines:'))}\npipelines:\n${pipelines.join('\n')}\n`;
       const port = await freePorts(1);
-      const processor = await processes.start('drift-guard', configText, client, { dataDir, port, env: { SCHEMA_REGISTRY_URL: REGISTRY_URL, VEIL_LOG_LEVEL: 'info' } });
-      const expected = new Map<Topics, number>([...lanes.map((l) => [l.t, sent.get(l.format)!.length] as const), [business, businessSent.length], [report, reportSent.length]]);
-      await untilConsumed(kafka, processor, async (admin) => {
-        for (const [t, n] of expected) if (consumedCount(await committedOffsets(admin, `veil-guard-${t.id}`, t.raw)) < n) return false;
-        return true;
-      }, 180_000, `${client}: the raw records processed`);
+      const processor = await processes.start('drift-guard', configText, client, {
+        dataDir,
+        port,
+        env: { SCHEMA_REGISTRY_URL: REGISTRY_URL, VEIL_LOG_LEVEL: 'info' },
+      });
+      const expected = new Map<Topics, number>([
+        ...lanes.map((l) => [l.t, sent.get(l.format)!.length] as const),
+        [business, businessSent.length],
+        [report, reportSent.length],
+      ]);
+      await untilConsumed(
+        kafka,
+        processor,
+        async (admin) => {
+          for (const [t, n] of expected) if (consumedCount(await committedOffsets(admin, `veil-guard-${t.id}`, t.raw)) < n) return false;
+          return true;
+        },
+        180_000,
+        `${client}: the raw records processed`,
+      );
       const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
       await stopStream(processor);
       const output = processor.output();
@@ -115,12 +159,19 @@ describe('stream: the drift guard in decoded records, on business records, and i
         const leaked = [...new Set(records.flatMap((r) => r.personal))].filter((v) => cleanBytes.some((b) => b.includes(v)));
         expect(leaked, `${format}: personal values in the clean topic`).toEqual([]);
         const rid = (r: Read) => Number(header(r, 'rid'));
-        expect([...clean, ...dead].map(rid).sort((a, b) => a - b), `${format}: clean + dead letters = sent`).toEqual(records.map((r) => r.id).sort((a, b) => a - b));
+        expect(
+          [...clean, ...dead].map(rid).sort((a, b) => a - b),
+          `${format}: clean + dead letters = sent`,
+        ).toEqual(records.map((r) => r.id).sort((a, b) => a - b));
         const byId = new Map(records.map((r) => [r.id, r]));
         for (const r of clean) expect(EXPECT[format]![byId.get(rid(r))!.case], `${format}: ${byId.get(rid(r))!.case} reached the clean topic`).toBe('clean');
         for (const r of dead) {
           const c = byId.get(rid(r))!.case;
-          expect([header(r, 'veil.error.code'), header(r, 'veil.error.path'), header(r, 'veil.error.kind')], `${format}: ${c}`).toEqual(['UNMAPPED_PERSONAL_DATA', (EXPECT[format]![c] as { path: string }).path, (EXPECT[format]![c] as { kind: string }).kind]);
+          expect([header(r, 'veil.error.code'), header(r, 'veil.error.path'), header(r, 'veil.error.kind')], `${format}: ${c}`).toEqual([
+            'UNMAPPED_PERSONAL_DATA',
+            (EXPECT[format]![c] as { path: string }).path,
+            (EXPECT[format]![c] as { kind: string }).kind,
+          ]);
         }
         expect(clean.length, `${format}: the clean case's records`).toBe(PER_CASE);
       }
@@ -128,17 +179,24 @@ describe('stream: the drift guard in decoded records, on business records, and i
       // 2. business records through the shipped example pipeline: none refused; every planted value dead-lettered where it sits
       const bClean = await javaConsumeRecords(business.clean);
       const bDead = await javaConsumeRecords(business.dlq);
-      const refusedBusiness = bDead.filter((r) => Number(header(r, 'rid')) < 100_000).map((r) => `${header(r, 'veil.error.path')}:${header(r, 'veil.error.kind')}`);
+      const refusedBusiness = bDead
+        .filter((r) => Number(header(r, 'rid')) < 100_000)
+        .map((r) => `${header(r, 'veil.error.path')}:${header(r, 'veil.error.kind')}`);
       expect(refusedBusiness, 'business records refused').toEqual([]);
       expect(bClean.length + bDead.length).toBe(businessSent.length);
       const plantedById = new Map(businessSent.filter((r) => r.planted).map((r) => [r.id, r.planted!]));
-      expect(bDead.map((r) => [header(r, 'veil.error.path'), header(r, 'veil.error.kind')]).sort()).toEqual([...plantedById.values()].map((p) => [p.path, p.kind]).sort());
+      expect(bDead.map((r) => [header(r, 'veil.error.path'), header(r, 'veil.error.kind')]).sort()).toEqual(
+        [...plantedById.values()].map((p) => [p.path, p.kind]).sort(),
+      );
 
       // 3. report mode: every record passes (what it finds in clear: it protects nothing), counted by path and kind, logged once per path
       const rClean = await javaConsumeRecords(report.clean);
       expect(rClean.map((r) => Number(header(r, 'rid'))).sort((a, b) => a - b)).toEqual(reportSent.map((r) => r.id).sort((a, b) => a - b));
       expect(await javaConsumeRecords(report.dlq)).toEqual([]);
-      const reported = [...metrics.matchAll(/^veil_stream_unmapped_reported_total\{pipeline="reporting",path="([^"]*)",kind="([^"]*)"\} (\d+)$/gm)].reduce((n, m) => n + Number(m[3]), 0);
+      const reported = [...metrics.matchAll(/^veil_stream_unmapped_reported_total\{pipeline="reporting",path="([^"]*)",kind="([^"]*)"\} (\d+)$/gm)].reduce(
+        (n, m) => n + Number(m[3]),
+        0,
+      );
       expect(reported).toBe(reportSent.length);
       expect(metrics).not.toMatch(/veil_stream_unmapped_findings_total\{pipeline="reporting"/);
       expect(output).toMatch(/"pipeline":"reporting".*report mode passes its records in clear/);

@@ -21,13 +21,21 @@ interface Lane {
 
 async function register(subject: string, schema: string, schemaType: string): Promise<number> {
   const res = await fetch(`${REGISTRY_URL}/subjects/${encodeURIComponent(subject)}/versions`, {
-    method: 'POST', headers: { 'content-type': 'application/vnd.schemaregistry.v1+json' }, body: JSON.stringify({ schemaType, schema }),
+    method: 'POST',
+    headers: { 'content-type': 'application/vnd.schemaregistry.v1+json' },
+    body: JSON.stringify({ schemaType, schema }),
   });
   expect(res.status, await res.clone().text()).toBe(200);
   return ((await res.json()) as { id: number }).id;
 }
 
-const FIELDS: Record<string, string> = { email: 'Customer.email', 'cards[].number': 'Customer.cardNumber', 'profile.name': 'Customer.name', 'cards[].expMonth': 'Customer.cardNumber', 'cards[].exp_month': 'Customer.cardNumber' };
+const FIELDS: Record<string, string> = {
+  email: 'Customer.email',
+  'cards[].number': 'Customer.cardNumber',
+  'profile.name': 'Customer.name',
+  'cards[].expMonth': 'Customer.cardNumber',
+  'cards[].exp_month': 'Customer.cardNumber',
+};
 
 function pipelineYaml(lane: Lane): string {
   return `  ${lane.pipeline}:
@@ -63,7 +71,12 @@ describe('stream: drift through a schema registry never reaches the clean topic 
   for (const client of streamClients()) {
     it(`${client}: Protobuf and JSON Schema drift dead-lettered with code, path and kind; mapped tags protected; nothing personal clean in clear`, async () => {
       const lane = (pipeline: string, format: Lane['format'], cases: RegistryDriftCase[], paths: string[]): Lane => ({
-        pipeline, format, cases, paths, t: topicsFor(`drift-reg-${pipeline}-${client}`), idOf: format === 'protobuf' ? pbId : jsId,
+        pipeline,
+        format,
+        cases,
+        paths,
+        t: topicsFor(`drift-reg-${pipeline}-${client}`),
+        idOf: format === 'protobuf' ? pbId : jsId,
       });
       const mapped = ['email', 'cards[].number', 'profile.name'];
       const lanes = [
@@ -84,7 +97,14 @@ describe('stream: drift through a schema registry never reaches the clean topic 
           for (let i = 0; i < PER_CASE; i++) {
             const id = k * 1000 + i;
             const r = c.record(id);
-            records.push({ c, id, schemaId, personal: r.personal, binary: r.binary ?? [], bytes: l.format === 'protobuf' ? pbValue(c.schema, schemaId, r.value) : jsValue(schemaId, r.value) });
+            records.push({
+              c,
+              id,
+              schemaId,
+              personal: r.personal,
+              binary: r.binary ?? [],
+              bytes: l.format === 'protobuf' ? pbValue(c.schema, schemaId, r.value) : jsValue(schemaId, r.value),
+            });
           }
         }
         sent.set(l, records);
@@ -93,21 +113,46 @@ describe('stream: drift through a schema registry never reaches the clean topic 
       await producer.disconnect();
 
       const port = await freePorts(1);
-      const processor = await processes.start('drift-registry', `${readFileSync(EXAMPLE_CONFIG, 'utf8')}\npipelines:\n${lanes.map(pipelineYaml).join('')}`, client, { port, env: { SCHEMA_REGISTRY_URL: REGISTRY_URL, VEIL_LOG_LEVEL: 'info' } });
-      await untilConsumed(kafka, processor, async (admin) => {
-        for (const l of lanes) if (consumedCount(await committedOffsets(admin, `veil-drift-${l.t.id}`, l.t.raw)) < sent.get(l)!.length) return false;
-        return true;
-      }, 120_000, `${client}: the raw records processed`);
+      const processor = await processes.start(
+        'drift-registry',
+        `${readFileSync(EXAMPLE_CONFIG, 'utf8')}\npipelines:\n${lanes.map(pipelineYaml).join('')}`,
+        client,
+        { port, env: { SCHEMA_REGISTRY_URL: REGISTRY_URL, VEIL_LOG_LEVEL: 'info' } },
+      );
+      await untilConsumed(
+        kafka,
+        processor,
+        async (admin) => {
+          for (const l of lanes) if (consumedCount(await committedOffsets(admin, `veil-drift-${l.t.id}`, l.t.raw)) < sent.get(l)!.length) return false;
+          return true;
+        },
+        120_000,
+        `${client}: the raw records processed`,
+      );
 
       // the refused schema versions, on /healthz (healthy: the pipelines progress) and in the metrics
-      const health = await (await fetch(`http://127.0.0.1:${port}/healthz`)).json() as { status: string; refusedSchemas?: { pipeline: string; schemaId: number; path: string }[] };
-      const refusedIds = (l: Lane, path: string) => [...new Set(sent.get(l)!.filter((r) => r.c.expect.clean === false && r.c.expect.code === 'SCHEMA_PATH_UNKNOWN' && r.c.expect.path === path).map((r) => r.schemaId))];
-      const expectedRefusals = lanes.flatMap((l) => [...new Set(l.cases.flatMap((c) => (c.expect.clean === false && c.expect.code === 'SCHEMA_PATH_UNKNOWN' ? [c.expect.path] : [])))]
-        .flatMap((path) => refusedIds(l, path).map((schemaId) => ({ pipeline: l.pipeline, schemaId, path }))));
+      const health = (await (await fetch(`http://127.0.0.1:${port}/healthz`)).json()) as {
+        status: string;
+        refusedSchemas?: { pipeline: string; schemaId: number; path: string }[];
+      };
+      const refusedIds = (l: Lane, path: string) => [
+        ...new Set(
+          sent
+            .get(l)!
+            .filter((r) => r.c.expect.clean === false && r.c.expect.code === 'SCHEMA_PATH_UNKNOWN' && r.c.expect.path === path)
+            .map((r) => r.schemaId),
+        ),
+      ];
+      const expectedRefusals = lanes.flatMap((l) =>
+        [...new Set(l.cases.flatMap((c) => (c.expect.clean === false && c.expect.code === 'SCHEMA_PATH_UNKNOWN' ? [c.expect.path] : [])))].flatMap((path) =>
+          refusedIds(l, path).map((schemaId) => ({ pipeline: l.pipeline, schemaId, path })),
+        ),
+      );
       expect(health.status).toBe('ok');
       expect([...(health.refusedSchemas ?? [])].sort((a, b) => a.schemaId - b.schemaId)).toEqual(expectedRefusals.sort((a, b) => a.schemaId - b.schemaId));
       const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-      for (const r of expectedRefusals) expect(metrics).toContain(`veil_stream_schema_refused_total{pipeline="${r.pipeline}",schema="${r.schemaId}",path="${r.path}"} ${PER_CASE}`);
+      for (const r of expectedRefusals)
+        expect(metrics).toContain(`veil_stream_schema_refused_total{pipeline="${r.pipeline}",schema="${r.schemaId}",path="${r.path}"} ${PER_CASE}`);
       await stopStream(processor);
 
       const output = processor.output();
@@ -129,7 +174,10 @@ describe('stream: drift through a schema registry never reaches the clean topic 
         const byId = new Map(records.map((r) => [r.id, r]));
         const cleanIds = clean.map((r) => l.idOf(r.value));
         const deadIds = dead.map((r) => l.idOf(r.value));
-        expect([...cleanIds, ...deadIds].sort((a, b) => a - b), l.pipeline).toEqual(records.map((r) => r.id).sort((a, b) => a - b));
+        expect(
+          [...cleanIds, ...deadIds].sort((a, b) => a - b),
+          l.pipeline,
+        ).toEqual(records.map((r) => r.id).sort((a, b) => a - b));
         for (const r of clean) {
           const c = byId.get(l.idOf(r.value))!.c;
           expect(c.expect.clean, `${l.pipeline}: ${c.label} reached the clean topic`).toBe(true);
@@ -140,19 +188,27 @@ describe('stream: drift through a schema registry never reaches the clean topic 
           const e = s.c.expect;
           expect(e.clean, `${l.pipeline}: ${s.c.label} was dead-lettered (${header(r, 'veil.error.code')} ${header(r, 'veil.error.path')})`).toBe(false);
           if (e.clean) continue;
-          expect([header(r, 'veil.error.code'), header(r, 'veil.error.path'), header(r, 'veil.error.kind')], `${l.pipeline}: ${s.c.label}`).toEqual([e.code, e.path, e.kind]);
+          expect([header(r, 'veil.error.code'), header(r, 'veil.error.path'), header(r, 'veil.error.kind')], `${l.pipeline}: ${s.c.label}`).toEqual([
+            e.code,
+            e.path,
+            e.kind,
+          ]);
           // the dead letter is the raw record, byte for byte
           expect(r.value.equals(s.bytes)).toBe(true);
         }
 
         const expectedClean = records.filter((r) => r.c.expect.clean).length;
-        console.log(`stream drift registry (${client}, ${l.pipeline}, ${l.format}): ${records.length} sent (${l.cases.length} cases × ${PER_CASE}), ${clean.length} clean, ${dead.length} dead-lettered, ${leaked.length} of ${personal.length} personal values in clear in the clean topic; ${expectedClean} records expected clean (case variants, decoys, tagged fields)`);
+        console.log(
+          `stream drift registry (${client}, ${l.pipeline}, ${l.format}): ${records.length} sent (${l.cases.length} cases × ${PER_CASE}), ${clean.length} clean, ${dead.length} dead-lettered, ${leaked.length} of ${personal.length} personal values in clear in the clean topic; ${expectedClean} records expected clean (case variants, decoys, tagged fields)`,
+        );
 
         // 3. the process said so without a value: one warning per refused schema id, and per unmapped path and kind
         for (const c of l.cases) {
           if (c.expect.clean) continue;
           const { code, path } = c.expect;
-          const lines = output.split('\n').filter((line) => line.includes(`"code":"${code}"`) && line.includes(`"path":"${path}"`) && line.includes(`"pipeline":"${l.pipeline}"`));
+          const lines = output
+            .split('\n')
+            .filter((line) => line.includes(`"code":"${code}"`) && line.includes(`"path":"${path}"`) && line.includes(`"pipeline":"${l.pipeline}"`));
           expect(lines.length, `${l.pipeline}: a warning for ${code} at ${path}`).toBeGreaterThanOrEqual(1);
           if (code === 'SCHEMA_PATH_UNKNOWN') expect(lines.length, `${l.pipeline}: once per schema id`).toBe(1);
         }

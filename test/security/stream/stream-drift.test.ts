@@ -42,7 +42,13 @@ describe('stream: drift never reaches the clean topic (real broker, real process
       await producer.disconnect();
 
       const processor = await processes.start('drift', examplePipeline(t), client, { env: { VEIL_LOG_LEVEL: 'info' } });
-      await untilConsumed(kafka, processor, async (admin) => consumedCount(await committedOffsets(admin, `veil-drift-${t.id}`, t.raw)) >= sent.length, 90_000, `${client}: the raw records processed`);
+      await untilConsumed(
+        kafka,
+        processor,
+        async (admin) => consumedCount(await committedOffsets(admin, `veil-drift-${t.id}`, t.raw)) >= sent.length,
+        90_000,
+        `${client}: the raw records processed`,
+      );
       await stopStream(processor);
 
       const clean = await javaConsumeRecords(t.clean);
@@ -52,7 +58,9 @@ describe('stream: drift never reaches the clean topic (real broker, real process
 
       // 1. no value sent as personal data is in any clean record's bytes
       const personal = [...new Set(sent.flatMap((r) => r.personal))];
-      const cleanBytes = clean.map((r) => Buffer.concat([r.key ?? Buffer.alloc(0), r.value, ...r.headers.map((h) => h.value ?? Buffer.alloc(0))]).toString('utf8'));
+      const cleanBytes = clean.map((r) =>
+        Buffer.concat([r.key ?? Buffer.alloc(0), r.value, ...r.headers.map((h) => h.value ?? Buffer.alloc(0))]).toString('utf8'),
+      );
       const leaked = personal.filter((v) => cleanBytes.some((b) => b.includes(v)));
       expect(leaked, `${leaked.length} of ${personal.length} personal values in the clean topic`).toEqual([]);
 
@@ -70,13 +78,20 @@ describe('stream: drift never reaches the clean topic (real broker, real process
         const s = byId.get(idOf(r.value))!;
         expect(s.c.expect.clean, `${s.c.label} was dead-lettered (${header(r, 'veil.error.code')})`).toBe(false);
         if (s.c.expect.clean) continue;
-        expect([header(r, 'veil.error.code'), header(r, 'veil.error.path'), header(r, 'veil.error.kind')], s.c.label).toEqual(['UNMAPPED_PERSONAL_DATA', s.c.expect.path, s.c.expect.kind]);
+        expect([header(r, 'veil.error.code'), header(r, 'veil.error.path'), header(r, 'veil.error.kind')], s.c.label).toEqual([
+          'UNMAPPED_PERSONAL_DATA',
+          s.c.expect.path,
+          s.c.expect.kind,
+        ]);
         // the dead letter is the raw record, byte for byte
         expect(r.value.toString('utf8')).toBe(s.value);
       }
-      for (const c of DRIFT_CASES) expect(cleanIds.filter((id) => byId.get(id)!.c === c).length + deadIds.filter((id) => byId.get(id)!.c === c).length, c.label).toBe(PER_CASE);
+      for (const c of DRIFT_CASES)
+        expect(cleanIds.filter((id) => byId.get(id)!.c === c).length + deadIds.filter((id) => byId.get(id)!.c === c).length, c.label).toBe(PER_CASE);
       const decoys = sent.filter((r) => r.c.expect.clean).length;
-      console.log(`stream drift (${client}): ${sent.length} sent (${DRIFT_CASES.length} cases × ${PER_CASE}), ${clean.length} clean, ${dead.length} dead-lettered, ${leaked.length} of ${personal.length} personal values in clear in the clean topic; ${decoys} records expected clean (case variants, decoys, free text), ${clean.length - decoys} unexpected clean`);
+      console.log(
+        `stream drift (${client}): ${sent.length} sent (${DRIFT_CASES.length} cases × ${PER_CASE}), ${clean.length} clean, ${dead.length} dead-lettered, ${leaked.length} of ${personal.length} personal values in clear in the clean topic; ${decoys} records expected clean (case variants, decoys, free text), ${clean.length - decoys} unexpected clean`,
+      );
 
       // 3. the process said so without a value: a warning per path, never an address or card in its output
       const output = processor.output();
@@ -84,7 +99,10 @@ describe('stream: drift never reaches the clean topic (real broker, real process
       for (const c of DRIFT_CASES) {
         if (c.expect.clean) continue;
         const path = c.expect.path;
-        expect(output.split('\n').filter((l) => l.includes('UNMAPPED_PERSONAL_DATA') && l.includes(`"path":"${path}"`)).length, `one warning for ${path}`).toBeGreaterThanOrEqual(1);
+        expect(
+          output.split('\n').filter((l) => l.includes('UNMAPPED_PERSONAL_DATA') && l.includes(`"path":"${path}"`)).length,
+          `one warning for ${path}`,
+        ).toBeGreaterThanOrEqual(1);
       }
     }, 180_000);
   }

@@ -27,7 +27,13 @@ async function post(path: string, body: unknown, options: { token?: string; type
   });
   const text = await res.text();
   answers.push(text);
-  return { status: res.status, type: res.headers.get('content-type'), headers: res.headers, text, json: text ? JSON.parse(text) as Record<string, unknown> : undefined };
+  return {
+    status: res.status,
+    type: res.headers.get('content-type'),
+    headers: res.headers,
+    text,
+    json: text ? (JSON.parse(text) as Record<string, unknown>) : undefined,
+  };
 }
 
 const state = async () => (await t.service.subjects.status(ID)).state;
@@ -39,7 +45,9 @@ describe('POST /admin/subjects/erase and /status', () => {
     expect(res.headers.get('www-authenticate')).toBe('Bearer realm="veil"');
     expect((await post('status', { subject: ID }, { token: 'not.a.token' })).json).toMatchObject({ code: 'TOKEN_INVALID' });
     expect(t.audit.events.filter((e) => e.admin?.action.startsWith('subject.')).map((e) => [e.admin?.action, e.outcome, e.code])).toEqual([
-      ['subject.erase', 'denied', 'TOKEN_MISSING'], ['subject.status', 'denied', 'TOKEN_INVALID']]);
+      ['subject.erase', 'denied', 'TOKEN_MISSING'],
+      ['subject.status', 'denied', 'TOKEN_INVALID'],
+    ]);
     expect(await state()).toBe('exists');
   });
 
@@ -59,10 +67,17 @@ describe('POST /admin/subjects/erase and /status', () => {
   });
 
   it.each([
-    ['a NUL', 'a\u0000b'], ['a newline', 'zed\nforged log line'], ['an escape sequence', '\u001b[31mred'], ['a C1 control', 'a\u0085b'], ['nothing', ''],
+    ['a NUL', 'a\u0000b'],
+    ['a newline', 'zed\nforged log line'],
+    ['an escape sequence', '\u001b[31mred'],
+    ['a C1 control', 'a\u0085b'],
+    ['nothing', ''],
     ['600 bytes', 'é'.repeat(300)],
   ])('an id with %s: 400 SUBJECT_ID_INVALID, not echoed', async (_label, id) => {
-    for (const [path, body] of [['erase', { subject: id, reason: 'r' }], ['status', { subject: id }]] as const) {
+    for (const [path, body] of [
+      ['erase', { subject: id, reason: 'r' }],
+      ['status', { subject: id }],
+    ] as const) {
       const res = await post(path, body, { token: tokens.publisher });
       expect(res).toMatchObject({ status: 400, json: { code: 'SUBJECT_ID_INVALID' } });
       if (id) expect(res.text).not.toContain(id);
@@ -70,9 +85,14 @@ describe('POST /admin/subjects/erase and /status', () => {
   });
 
   it.each([
-    ['no reason', { subject: ID }], ['an extra field', { subject: ID, reason: 'r', by: 'someone-else' }], ['a number as the id', { subject: 42, reason: 'r' }],
-    ['an array', [ID, 'r']], ['null', null], ['a string', ID],
-    ['a reason over 500 characters', { subject: ID, reason: 'x'.repeat(501) }], ['a reason with a newline', { subject: ID, reason: 'a\nb' }],
+    ['no reason', { subject: ID }],
+    ['an extra field', { subject: ID, reason: 'r', by: 'someone-else' }],
+    ['a number as the id', { subject: 42, reason: 'r' }],
+    ['an array', [ID, 'r']],
+    ['null', null],
+    ['a string', ID],
+    ['a reason over 500 characters', { subject: ID, reason: 'x'.repeat(501) }],
+    ['a reason with a newline', { subject: ID, reason: 'a\nb' }],
     ['a reason naming the subject', { subject: ID, reason: `please erase ${ID}` }],
   ])('an erasure with %s: 400 ERASURE_REQUEST_INVALID, nothing erased', async (_label, body) => {
     const res = await post('erase', body, { token: tokens.publisher });
@@ -86,9 +106,14 @@ describe('POST /admin/subjects/erase and /status', () => {
     expect(huge).toMatchObject({ status: 413, json: { code: 'BODY_TOO_LARGE' } });
     const megabytes = await post('status', { subject: 'y'.repeat(3 * 1024 * 1024) }, { token: tokens.publisher });
     expect(megabytes.status).toBe(413);
-    expect(await post('erase', undefined, { token: tokens.publisher, type: 'application/x-www-form-urlencoded', raw: `subject=${encodeURIComponent(ID)}&reason=r` })).toMatchObject({ status: 415 });
+    expect(
+      await post('erase', undefined, { token: tokens.publisher, type: 'application/x-www-form-urlencoded', raw: `subject=${encodeURIComponent(ID)}&reason=r` }),
+    ).toMatchObject({ status: 415 });
     expect(await post('erase', undefined, { token: tokens.publisher, type: 'text/plain', raw: ID })).toMatchObject({ status: 415 });
-    expect(await post('erase', undefined, { token: tokens.publisher, raw: `{"subject": "${ID}"` })).toMatchObject({ status: 400, json: { code: 'REQUEST_MALFORMED' } });
+    expect(await post('erase', undefined, { token: tokens.publisher, raw: `{"subject": "${ID}"` })).toMatchObject({
+      status: 400,
+      json: { code: 'REQUEST_MALFORMED' },
+    });
     const get = await fetch(`${t.url}/admin/subjects/erase`, { headers: { authorization: `Bearer ${tokens.publisher}` } });
     expect([get.status, get.headers.get('allow')]).toEqual([405, 'POST']);
     expect(await state()).toBe('exists');
@@ -106,7 +131,11 @@ describe('POST /admin/subjects/erase and /status', () => {
     const again = await post('erase', { subject: ID, reason: 'second request' }, { token: tokens.publisher });
     expect(again.json).toMatchObject({ claims: { alreadyErased: true, destroyedKey: claims.destroyedKey } });
     const recorded = t.audit.events.find((e) => e.admin?.action === 'subject.erase' && e.outcome === 'ok');
-    expect(recorded).toMatchObject({ channel: 'admin', client: 'publisher', erasure: { subject: claims.sub, receipt: claims.jti, reason: 'Art. 17 request 99' } });
+    expect(recorded).toMatchObject({
+      channel: 'admin',
+      client: 'publisher',
+      erasure: { subject: claims.sub, receipt: claims.jti, reason: 'Art. 17 request 99' },
+    });
   });
 
   it('a client sweeping ids through status is slowed down: 429 RATE_LIMITED with Retry-After past the burst, audited', async () => {
@@ -124,7 +153,11 @@ describe('POST /admin/subjects/erase and /status', () => {
   });
 
   it('the id never appeared in an answer, an error, a log line or an audit record', () => {
-    for (const [what, texts] of [['answers', answers], ['log lines', t.logs], ['audit records', t.audit.events.map((e) => JSON.stringify(e))]] as const) {
+    for (const [what, texts] of [
+      ['answers', answers],
+      ['log lines', t.logs],
+      ['audit records', t.audit.events.map((e) => JSON.stringify(e))],
+    ] as const) {
       const leaks = texts.filter((text) => text.includes(ID) || text.includes('zed.unique') || text.includes('forged log line'));
       expect(leaks, what).toEqual([]);
     }

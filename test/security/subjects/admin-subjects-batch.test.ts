@@ -20,12 +20,13 @@ afterAll(async () => t?.close());
 
 async function batch(body: unknown, token?: string, raw?: string) {
   const res = await fetch(`${t.url}/admin/subjects/erase-batch`, {
-    method: 'POST', body: raw ?? JSON.stringify(body),
+    method: 'POST',
+    body: raw ?? JSON.stringify(body),
     headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
   });
   const text = await res.text();
   answers.push(text);
-  return { status: res.status, text, json: text ? JSON.parse(text) as Record<string, unknown> : undefined, cache: res.headers.get('cache-control') };
+  return { status: res.status, text, json: text ? (JSON.parse(text) as Record<string, unknown>) : undefined, cache: res.headers.get('cache-control') };
 }
 
 describe('POST /admin/subjects/erase-batch', () => {
@@ -48,7 +49,7 @@ describe('POST /admin/subjects/erase-batch', () => {
     expect(res.text).not.toMatch(/"a"|n1000/);
   });
 
-  it('erases a batch: a receipt per subject in order (verifiable), a refused id as its entry\'s error; again: every receipt, already erased', async () => {
+  it("erases a batch: a receipt per subject in order (verifiable), a refused id as its entry's error; again: every receipt, already erased", async () => {
     const subjects = [...IDS, 'bad\u0000id', IDS[0]!];
     const res = await batch({ subjects, reason: 'accounts closed' }, tokens.publisher);
     expect(res.status).toBe(200);

@@ -209,13 +209,18 @@ describe('Liveness', () => {
   });
 });
 
-describe('KafkaContact and reportingContact: the unprotect responders\' consumers', () => {
-  it('a consumer reports its joins, fetches and crashes (a stop for good to onDown); the owner\'s own events still reach it', () => {
+describe("KafkaContact and reportingContact: the unprotect responders' consumers", () => {
+  it("a consumer reports its joins, fetches and crashes (a stop for good to onDown); the owner's own events still reach it", () => {
     const c = clock();
     const contacts = new Map<string, KafkaContact>();
     type Events = { assigned?(a: Record<string, number[]>): void; fetched?(): void; crashed?(e: Error, restarting: boolean): void };
     const given: Events[] = [];
-    const consumer = { on(events: Events) { given.push(events); }, subscribe: () => 'subscribed' };
+    const consumer = {
+      on(events: Events) {
+        given.push(events);
+      },
+      subscribe: () => 'subscribed',
+    };
     const port = { consumer: (_options: { groupId: string; readCommitted: boolean }) => consumer, disconnect: () => 'closed' };
     const downs: [string, unknown][] = [];
     const watched = reportingContact(port, contacts, { now: c.now, contactMs: 15_000, onDown: (group, dead) => downs.push([group, dead]) });

@@ -3,9 +3,16 @@ import { PartitionTransactions } from '../../../src/stream/protect/partition-tra
 import type { InRecord } from '../../../src/kafka/index.ts';
 import { FakeKafka } from '../fake-kafka.ts';
 
-const records = (from: number, to: number): InRecord[] => Array.from({ length: to - from + 1 }, (_, i) => ({
-  topic: 'raw', partition: 0, offset: String(from + i), key: null, value: Buffer.from(String(from + i)), headers: [], timestamp: '0',
-}));
+const records = (from: number, to: number): InRecord[] =>
+  Array.from({ length: to - from + 1 }, (_, i) => ({
+    topic: 'raw',
+    partition: 0,
+    offset: String(from + i),
+    key: null,
+    value: Buffer.from(String(from + i)),
+    headers: [],
+    timestamp: '0',
+  }));
 
 const copy = (rs: InRecord[], tx: { send(r: { topic: string; key: Buffer | null; value: Buffer | null; headers: [] }[]): Promise<void> }) =>
   tx.send(rs.map((r) => ({ topic: 'clean', key: r.key, value: r.value, headers: [] as [] })));
@@ -56,7 +63,7 @@ describe('PartitionTransactions', () => {
   });
 
   describe('caught up past transaction markers (offsets-only transactions)', () => {
-    it('commits a batch\'s end beyond its last record with the batch, and a caught-up position in a transaction of offsets only', async () => {
+    it("commits a batch's end beyond its last record with the batch, and a caught-up position in a transaction of offsets only", async () => {
       const kafka = new FakeKafka();
       const tx = new PartitionTransactions(kafka, 'g');
       // records 0-9 and the transaction marker at 10: the batch commits 11
@@ -81,7 +88,7 @@ describe('PartitionTransactions', () => {
       expect(kafka.offsets.get('raw/0')).toBe('10');
     });
 
-    it('waits for the partition\'s batch in flight: the offset it commits is never overtaken', async () => {
+    it("waits for the partition's batch in flight: the offset it commits is never overtaken", async () => {
       const kafka = new FakeKafka();
       const tx = new PartitionTransactions(kafka, 'g');
       let release!: () => void;

@@ -12,7 +12,15 @@ import { FakeKafka } from '../fake-kafka.ts';
 
 const config = emailPipelineConfig();
 
-const rec = (offset: number): InRecord => ({ topic: 'raw', partition: 0, offset: String(offset), key: null, value: Buffer.from(`{"id":${offset},"email":"a@b.c"}`), headers: [], timestamp: '0' });
+const rec = (offset: number): InRecord => ({
+  topic: 'raw',
+  partition: 0,
+  offset: String(offset),
+  key: null,
+  value: Buffer.from(`{"id":${offset},"email":"a@b.c"}`),
+  headers: [],
+  timestamp: '0',
+});
 const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => rec(from + i));
 const beat = async () => undefined;
 
@@ -20,8 +28,14 @@ async function started(delivery: 'exactly-once' | 'at-least-once' = 'exactly-onc
   const kafka = new FakeKafka();
   const metrics = new StreamMetrics();
   const p = new ProtectPipeline({
-    name: 'p', config: { ...config.pipelines.p!, delivery }, configVersion: config.version, engine: new Engine({ config: config.engine, keys: keysFor(config.engine) }),
-    kafka, serde: jsonSerde(), metrics, log: pino({ level: 'silent' }),
+    name: 'p',
+    config: { ...config.pipelines.p!, delivery },
+    configVersion: config.version,
+    engine: new Engine({ config: config.engine, keys: keysFor(config.engine) }),
+    kafka,
+    serde: jsonSerde(),
+    metrics,
+    log: pino({ level: 'silent' }),
   });
   await p.start();
   kafka.events.assigned!({ raw: [0] });

@@ -17,14 +17,26 @@ const config = emailPipelineConfig(['missing: dead-letter']);
 
 function pipeline(kafka: FakeKafka, serde: Serde = jsonSerde(), delivery: 'exactly-once' | 'at-least-once' = 'exactly-once', protector?: ChunkProtector) {
   return new ProtectPipeline({
-    name: 'p', config: { ...config.pipelines.p!, delivery }, configVersion: config.version, engine: new Engine({ config: config.engine, keys: keysFor(config.engine) }),
-    kafka, serde, metrics: new StreamMetrics(), log: pino({ level: 'silent' }), ...(protector ? { protector } : {}),
+    name: 'p',
+    config: { ...config.pipelines.p!, delivery },
+    configVersion: config.version,
+    engine: new Engine({ config: config.engine, keys: keysFor(config.engine) }),
+    kafka,
+    serde,
+    metrics: new StreamMetrics(),
+    log: pino({ level: 'silent' }),
+    ...(protector ? { protector } : {}),
   });
 }
 
 /** protects in this thread, counting the records it was asked for; `failing` rejects the next calls */
 function countingProtector() {
-  const inline = new RecordProtector({ name: 'p', config: config.pipelines.p!, engine: new Engine({ config: config.engine, keys: keysFor(config.engine) }), serde: jsonSerde() });
+  const inline = new RecordProtector({
+    name: 'p',
+    config: config.pipelines.p!,
+    engine: new Engine({ config: config.engine, keys: keysFor(config.engine) }),
+    serde: jsonSerde(),
+  });
   const c = {
     records: 0,
     failing: 0,
@@ -41,7 +53,15 @@ function countingProtector() {
   return c;
 }
 
-const rec = (offset: number, value: string | null, headers: Header[] = []): InRecord => ({ topic: 'raw', partition: 0, offset: String(offset), key: null, value: value === null ? null : Buffer.from(value), headers, timestamp: '0' });
+const rec = (offset: number, value: string | null, headers: Header[] = []): InRecord => ({
+  topic: 'raw',
+  partition: 0,
+  offset: String(offset),
+  key: null,
+  value: value === null ? null : Buffer.from(value),
+  headers,
+  timestamp: '0',
+});
 const batch = (records: InRecord[]): Batch => ({ topic: 'raw', partition: 0, records, highWatermark: String(Number(records.at(-1)!.offset) + 1) });
 const beat = async () => undefined;
 const code = (e: unknown) => (e as StreamError).code;
@@ -65,13 +85,22 @@ describe('ProtectPipeline (in-memory Kafka port)', () => {
     expect(JSON.parse(kafka.committed[0]!.value!.toString()).email).not.toBe('a@b.c');
   });
 
-  it('a dead letter carries veil\'s veil.error.* headers only: a producer\'s own never pass for them', async () => {
+  it("a dead letter carries veil's veil.error.* headers only: a producer's own never pass for them", async () => {
     const kafka = new FakeKafka();
     await started(kafka);
-    const forged = [{ key: 'veil.error.path', value: Buffer.from('forged') }, { key: 'veil.error.kind', value: Buffer.from('email') }, { key: 'app', value: Buffer.from('1') }];
+    const forged = [
+      { key: 'veil.error.path', value: Buffer.from('forged') },
+      { key: 'veil.error.kind', value: Buffer.from('email') },
+      { key: 'app', value: Buffer.from('1') },
+    ];
     await kafka.handler!(batch([rec(20, '{oops', forged)]), beat);
     const headers = kafka.committed[0]!.headers;
-    expect([headerValue(headers, 'veil.error.code')!.toString(), headerValue(headers, 'veil.error.path'), headerValue(headers, 'veil.error.kind'), headerValue(headers, 'app')!.toString()]).toEqual(['RECORD_MALFORMED', undefined, undefined, '1']);
+    expect([
+      headerValue(headers, 'veil.error.code')!.toString(),
+      headerValue(headers, 'veil.error.path'),
+      headerValue(headers, 'veil.error.kind'),
+      headerValue(headers, 'app')!.toString(),
+    ]).toEqual(['RECORD_MALFORMED', undefined, undefined, '1']);
   });
 
   it('fences before it reads the offset: records an earlier owner committed are not written again', async () => {
@@ -166,14 +195,20 @@ describe('ProtectPipeline (in-memory Kafka port)', () => {
 
   it('a schema version refused for lacking a mapped path: its records dead-lettered with the path, the schema listed for /healthz, the pipeline healthy', async () => {
     const kafka = new FakeKafka();
-    const refusing: Serde = { protect: async (bytes) => {
-      if (bytes.toString().includes('v2')) throw new StreamError('SCHEMA_PATH_UNKNOWN', 'schema 12 has no field at the mapped path email', { path: 'email', schema: 12 });
-      return bytes;
-    } };
+    const refusing: Serde = {
+      protect: async (bytes) => {
+        if (bytes.toString().includes('v2'))
+          throw new StreamError('SCHEMA_PATH_UNKNOWN', 'schema 12 has no field at the mapped path email', { path: 'email', schema: 12 });
+        return bytes;
+      },
+    };
     const p = await started(kafka, refusing);
     await kafka.handler!(batch([rec(0, '{"v2":1}'), rec(1, '{"v1":1}'), rec(2, '{"v2":2}')]), beat);
     expect(kafka.committed.map((r) => r.topic)).toEqual(['dlq', 'clean', 'dlq']);
-    expect(['veil.error.code', 'veil.error.path'].map((h) => headerValue(kafka.committed[0]!.headers, h)!.toString())).toEqual(['SCHEMA_PATH_UNKNOWN', 'email']);
+    expect(['veil.error.code', 'veil.error.path'].map((h) => headerValue(kafka.committed[0]!.headers, h)!.toString())).toEqual([
+      'SCHEMA_PATH_UNKNOWN',
+      'email',
+    ]);
     expect(p.refusedSchemas()).toEqual([{ schemaId: 12, path: 'email' }]);
     expect(p.health()).toEqual({ healthy: true });
   });
@@ -183,7 +218,9 @@ describe('ProtectPipeline (in-memory Kafka port)', () => {
     kafka.limits.set('clean', 200);
     kafka.limits.set('dlq', 200);
     const p = await started(kafka);
-    const error = await kafka.handler!(batch([rec(0, '{"id":0,"email":"a@b.c"}'), rec(1, `{"email":"a@b.c","pad":"${'x'.repeat(300)}"}`)]), beat).catch((e: unknown) => e);
+    const error = await kafka.handler!(batch([rec(0, '{"id":0,"email":"a@b.c"}'), rec(1, `{"email":"a@b.c","pad":"${'x'.repeat(300)}"}`)]), beat).catch(
+      (e: unknown) => e,
+    );
     expect(code(error)).toBe('DEAD_LETTER_FAILED');
     expect((error as StreamError).retriable).toBe(false);
     expect(kafka.committed).toEqual([]);
@@ -195,8 +232,12 @@ describe('ProtectPipeline (in-memory Kafka port)', () => {
     const kafka = new FakeKafka();
     await started(kafka);
     const headers: Header[] = [
-      { key: 'trace', value: Buffer.from('1') }, { key: 'trace', value: Buffer.from('2') }, { key: 'empty', value: Buffer.alloc(0) },
-      { key: 'bin', value: Buffer.from([0, 255, 128]) }, { key: 'nothing', value: null }, { key: 'veil.pipeline', value: Buffer.from('forged') },
+      { key: 'trace', value: Buffer.from('1') },
+      { key: 'trace', value: Buffer.from('2') },
+      { key: 'empty', value: Buffer.alloc(0) },
+      { key: 'bin', value: Buffer.from([0, 255, 128]) },
+      { key: 'nothing', value: null },
+      { key: 'veil.pipeline', value: Buffer.from('forged') },
     ];
     await kafka.handler!(batch([rec(0, '{"email":"a@b.c"}', headers)]), beat);
     const out = kafka.committed[0]!.headers;
@@ -223,10 +264,19 @@ describe('ProtectPipeline (in-memory Kafka port)', () => {
 
   it('refuses to start a pipeline whose identity may not protect its fields', () => {
     const kafka = new FakeKafka();
-    expect(() => new ProtectPipeline({
-      name: 'p', config: { ...config.pipelines.p!, fields: [{ path: 'name', field: 'Customer.name' }], roles: ['support'], rightsEvidences: { Role: 'support' } }, configVersion: 'x',
-      engine: new Engine({ config: config.engine, keys: keysFor(config.engine) }), kafka, serde: jsonSerde(), metrics: new StreamMetrics(), log: pino({ level: 'silent' }),
-    })).toThrow(/not granted/);
+    expect(
+      () =>
+        new ProtectPipeline({
+          name: 'p',
+          config: { ...config.pipelines.p!, fields: [{ path: 'name', field: 'Customer.name' }], roles: ['support'], rightsEvidences: { Role: 'support' } },
+          configVersion: 'x',
+          engine: new Engine({ config: config.engine, keys: keysFor(config.engine) }),
+          kafka,
+          serde: jsonSerde(),
+          metrics: new StreamMetrics(),
+          log: pino({ level: 'silent' }),
+        }),
+    ).toThrow(/not granted/);
   });
   describe('look-ahead: the next batch protected while the current one commits', () => {
     const run = (from: number, n: number) => Array.from({ length: n }, (_, i) => rec(from + i, `{"id":${from + i},"email":"u${from + i}@example.com"}`));
@@ -359,8 +409,15 @@ describe('ProtectPipeline (in-memory Kafka port)', () => {
   it('a batch stuck in flight (a call that never answers) is recovered: producers abandoned, consumer re-created, the batch read again and committed once', async () => {
     const kafka = new FakeKafka();
     const p = new ProtectPipeline({
-      name: 'p', config: { ...config.pipelines.p!, delivery: 'exactly-once' }, configVersion: config.version, engine: new Engine({ config: config.engine, keys: keysFor(config.engine) }),
-      kafka, serde: jsonSerde(), metrics: new StreamMetrics(), log: pino({ level: 'silent' }), stallMs: 2000,
+      name: 'p',
+      config: { ...config.pipelines.p!, delivery: 'exactly-once' },
+      configVersion: config.version,
+      engine: new Engine({ config: config.engine, keys: keysFor(config.engine) }),
+      kafka,
+      serde: jsonSerde(),
+      metrics: new StreamMetrics(),
+      log: pino({ level: 'silent' }),
+      stallMs: 2000,
     });
     await p.start();
     kafka.events.assigned!({ raw: [0] });
@@ -384,9 +441,15 @@ describe('ProtectPipeline (in-memory Kafka port)', () => {
 });
 
 describe('ProtectPipeline.follow: a configuration version published while it runs', () => {
-  const next = veilConfigOrFail(`${EXAMPLE_CONFIG_TEXT}\npipelines:\n${pipelineEntry({
-    raw: 'raw', clean: 'clean', dlq: 'dlq', fields: ['{ path: email, field: Customer.email }', '{ path: name, field: Customer.name }'], settings: ['missing: dead-letter'],
-  })}`);
+  const next = veilConfigOrFail(
+    `${EXAMPLE_CONFIG_TEXT}\npipelines:\n${pipelineEntry({
+      raw: 'raw',
+      clean: 'clean',
+      dlq: 'dlq',
+      fields: ['{ path: email, field: Customer.email }', '{ path: name, field: Customer.name }'],
+      settings: ['missing: dead-letter'],
+    })}`,
+  );
   const engineOf = () => new Engine({ config: next.engine, keys: keysFor(next.engine) });
   const record = (offset: number) => rec(offset, JSON.stringify({ id: offset, email: 'a@example.com', name: 'Ada' }));
 
@@ -398,18 +461,28 @@ describe('ProtectPipeline.follow: a configuration version published while it run
     const reloads: unknown[] = [];
     // as the worker pool does: a reload binds the version's configuration in the protection threads
     let current: { protectChunk(items: readonly ChunkItem[]): Promise<ChunkOutcome[]> } = inner;
-    const slow = { ...inner, protectChunk: async (items: readonly ChunkItem[]) => {
-      await gate;
-      return current.protectChunk(items);
-    }, reload: async (what: unknown) => {
-      reloads.push(what);
-      current = new RecordProtector({ name: 'p', config: next.pipelines.p!, engine: engineOf(), serde: jsonSerde() });
-    } };
+    const slow = {
+      ...inner,
+      protectChunk: async (items: readonly ChunkItem[]) => {
+        await gate;
+        return current.protectChunk(items);
+      },
+      reload: async (what: unknown) => {
+        reloads.push(what);
+        current = new RecordProtector({ name: 'p', config: next.pipelines.p!, engine: engineOf(), serde: jsonSerde() });
+      },
+    };
     const p = pipeline(kafka, jsonSerde(), 'exactly-once', slow);
     await p.start();
     kafka.events.assigned!({ raw: [0] });
     const first = kafka.handler!(batch([record(0)]), beat);
-    const following = p.follow({ config: next.pipelines.p!, configVersion: next.version, engine: engineOf(), serde: jsonSerde(), configFile: '/data/config-versions/2.yaml' });
+    const following = p.follow({
+      config: next.pipelines.p!,
+      configVersion: next.version,
+      engine: engineOf(),
+      serde: jsonSerde(),
+      configFile: '/data/config-versions/2.yaml',
+    });
     await new Promise((r) => setTimeout(r, 20));
     expect(reloads).toEqual([]); // waits for the batch in flight
     release();
@@ -431,8 +504,16 @@ describe('ProtectPipeline.follow: a configuration version published while it run
     const kafka = new FakeKafka();
     const stuck = { protectChunk: () => new Promise<ChunkOutcome[]>(() => undefined), close: async () => undefined };
     const p = new ProtectPipeline({
-      name: 'p', config: config.pipelines.p!, configVersion: config.version, engine: new Engine({ config: config.engine, keys: keysFor(config.engine) }),
-      kafka, serde: jsonSerde(), metrics: new StreamMetrics(), log: pino({ level: 'silent' }), protector: stuck, stallMs: 400,
+      name: 'p',
+      config: config.pipelines.p!,
+      configVersion: config.version,
+      engine: new Engine({ config: config.engine, keys: keysFor(config.engine) }),
+      kafka,
+      serde: jsonSerde(),
+      metrics: new StreamMetrics(),
+      log: pino({ level: 'silent' }),
+      protector: stuck,
+      stallMs: 400,
     });
     await p.start();
     kafka.events.assigned!({ raw: [0] });
@@ -464,7 +545,10 @@ describe('ProtectPipeline.follow: a configuration version published while it run
   ])('a version that changes the %s needs a restart: CONFIG_INVALID, and the running version stays', async (what, change) => {
     const kafka = new FakeKafka();
     const p = await started(kafka);
-    const error = await p.follow({ config: { ...next.pipelines.p!, ...change }, configVersion: next.version, engine: engineOf(), serde: jsonSerde() }).then(() => undefined, (e: unknown) => e as { code: string; message: string });
+    const error = await p.follow({ config: { ...next.pipelines.p!, ...change }, configVersion: next.version, engine: engineOf(), serde: jsonSerde() }).then(
+      () => undefined,
+      (e: unknown) => e as { code: string; message: string },
+    );
     expect(error).toMatchObject({ code: 'CONFIG_INVALID' });
     expect(error!.message).toContain(what);
     await kafka.handler!(batch([record(0)]), beat);
@@ -475,20 +559,35 @@ describe('ProtectPipeline.follow: a configuration version published while it run
   it('a version whose rights no longer let the pipeline protect a field is refused; the running version stays', async () => {
     const kafka = new FakeKafka();
     const p = await started(kafka);
-    const refused = { ...next.pipelines.p!, fields: [{ path: 'email', field: 'Customer.email' }, { path: 'name', field: 'Customer.nickname' }] };
-    await expect(p.follow({ config: refused, configVersion: next.version, engine: engineOf(), serde: jsonSerde() })).rejects.toMatchObject({ code: 'FIELD_UNKNOWN' });
+    const refused = {
+      ...next.pipelines.p!,
+      fields: [
+        { path: 'email', field: 'Customer.email' },
+        { path: 'name', field: 'Customer.nickname' },
+      ],
+    };
+    await expect(p.follow({ config: refused, configVersion: next.version, engine: engineOf(), serde: jsonSerde() })).rejects.toMatchObject({
+      code: 'FIELD_UNKNOWN',
+    });
     await kafka.handler!(batch([record(0)]), beat);
     expect(headerValue(kafka.committed[0]!.headers, 'veil.protected.fields')!.toString()).toBe('email');
     await p.stop();
   });
 });
 
-describe('the unmapped guard\'s report mode (unmapped: report)', () => {
+describe("the unmapped guard's report mode (unmapped: report)", () => {
   const reportConfig = emailPipelineConfig(['unmapped: report']);
-  const reporting = (kafka: FakeKafka, metrics: StreamMetrics, lines: string[]) => new ProtectPipeline({
-    name: 'p', config: reportConfig.pipelines.p!, configVersion: reportConfig.version, engine: new Engine({ config: reportConfig.engine, keys: keysFor(reportConfig.engine) }),
-    kafka, serde: jsonSerde(), metrics, log: pino({ level: 'info' }, { write: (line: string) => lines.push(line) }),
-  });
+  const reporting = (kafka: FakeKafka, metrics: StreamMetrics, lines: string[]) =>
+    new ProtectPipeline({
+      name: 'p',
+      config: reportConfig.pipelines.p!,
+      configVersion: reportConfig.version,
+      engine: new Engine({ config: reportConfig.engine, keys: keysFor(reportConfig.engine) }),
+      kafka,
+      serde: jsonSerde(),
+      metrics,
+      log: pino({ level: 'info' }, { write: (line: string) => lines.push(line) }),
+    });
 
   it('passes what the guard would refuse, protected as mapped, and counts and logs it by path and kind (never the value)', async () => {
     const kafka = new FakeKafka();
@@ -497,12 +596,15 @@ describe('the unmapped guard\'s report mode (unmapped: report)', () => {
     const p = reporting(kafka, metrics, lines);
     await p.start();
     kafka.events.assigned!({ raw: [0] });
-    await kafka.handler!(batch([
-      rec(1, '{"id":1,"email":"a@example.com"}'),
-      rec(2, '{"id":2,"email":"b@example.com","backupEmail":"bob.backup@example.com"}'),
-      rec(3, '{"id":3,"email":"c@example.com","backupEmail":"carol.backup@example.com"}'),
-      rec(4, '{oops'),
-    ]), beat);
+    await kafka.handler!(
+      batch([
+        rec(1, '{"id":1,"email":"a@example.com"}'),
+        rec(2, '{"id":2,"email":"b@example.com","backupEmail":"bob.backup@example.com"}'),
+        rec(3, '{"id":3,"email":"c@example.com","backupEmail":"carol.backup@example.com"}'),
+        rec(4, '{oops'),
+      ]),
+      beat,
+    );
     const clean = kafka.committed.filter((r) => r.topic === 'clean').map((r) => JSON.parse(r.value!.toString()) as { email: string; backupEmail?: string });
     expect(clean.map((r) => (r as { id?: number }).id)).toEqual([1, 2, 3]);
     // report mode protects nothing it finds: the mapped email is protected, the backup passes in clear

@@ -3,15 +3,24 @@ import type { InRecord } from '../../../src/kafka/index.ts';
 import { ProtectAhead } from '../../../src/stream/protect/protect-ahead.ts';
 import type { ChunkOutcome } from '../../../src/stream/protect/record-protector.ts';
 
-const rec = (offset: number): InRecord => ({ topic: 'raw', partition: 0, offset: String(offset), key: null, value: Buffer.from(`{"id":${offset}}`), headers: [], timestamp: '0' });
+const rec = (offset: number): InRecord => ({
+  topic: 'raw',
+  partition: 0,
+  offset: String(offset),
+  key: null,
+  value: Buffer.from(`{"id":${offset}}`),
+  headers: [],
+  timestamp: '0',
+});
 const run = (from: number, n: number) => Array.from({ length: n }, (_, i) => rec(from + i));
 
 /** a protector whose calls wait until released, in order */
 function manual() {
   const calls: { records: readonly InRecord[]; release: () => void; fail: () => void }[] = [];
-  const protect = (records: readonly InRecord[]) => new Promise<ChunkOutcome[]>((resolve, reject) => {
-    calls.push({ records, release: () => resolve(records.map((r) => ({ key: null, value: r.value! }))), fail: () => reject(new Error('worker exited')) });
-  });
+  const protect = (records: readonly InRecord[]) =>
+    new Promise<ChunkOutcome[]>((resolve, reject) => {
+      calls.push({ records, release: () => resolve(records.map((r) => ({ key: null, value: r.value! }))), fail: () => reject(new Error('worker exited')) });
+    });
   return { calls, protect };
 }
 const settle = () => new Promise((r) => setImmediate(r));

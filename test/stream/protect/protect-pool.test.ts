@@ -6,7 +6,10 @@ const codec = new URL('../../../src/stream/protect/chunk-codec.ts', import.meta.
 
 /** A worker with the pool's protocol: upper-cases values, or misbehaves as `mode` says. */
 function fakeWorker(mode: 'upper' | 'exit-on-work' | 'fail') {
-  return () => new Worker(new URL(`data:text/javascript,${encodeURIComponent(`
+  return () =>
+    new Worker(
+      new URL(
+        `data:text/javascript,${encodeURIComponent(`
     import { parentPort } from 'node:worker_threads';
     import { packOutcomes, unpackItems } from ${JSON.stringify(codec)};
     parentPort.on('message', ({ id, items }) => {
@@ -15,7 +18,9 @@ function fakeWorker(mode: 'upper' | 'exit-on-work' | 'fail') {
       if (${JSON.stringify(mode)} === 'fail' && list.length) return parentPort.postMessage({ id, error: { name: 'StreamError', code: 'REGISTRY_UNAVAILABLE', retriable: true } });
       const outcomes = packOutcomes(list.map((i) => i.value === null ? { code: 'RECORD_MALFORMED' } : { key: i.key, value: Buffer.from(i.value.toString().toUpperCase()) }));
       parentPort.postMessage({ id, outcomes }, [outcomes.data]);
-    });`)}`));
+    });`)}`,
+      ),
+    );
 }
 
 /**
@@ -23,7 +28,10 @@ function fakeWorker(mode: 'upper' | 'exit-on-work' | 'fail') {
  * a reload's after it. `refuseReload` answers a reload with a failure.
  */
 function taggingWorker(refuseReload: () => boolean) {
-  return (configFile: string | undefined) => new Worker(new URL(`data:text/javascript,${encodeURIComponent(`
+  return (configFile: string | undefined) =>
+    new Worker(
+      new URL(
+        `data:text/javascript,${encodeURIComponent(`
     import { parentPort, workerData } from 'node:worker_threads';
     import { packOutcomes, unpackItems } from ${JSON.stringify(codec)};
     let tag = workerData.configFile;
@@ -36,7 +44,10 @@ function taggingWorker(refuseReload: () => boolean) {
       }
       const outcomes = packOutcomes(unpackItems(items).map((i) => ({ key: i.key, value: Buffer.from(tag + ':' + i.value) })));
       parentPort.postMessage({ id, outcomes }, [outcomes.data]);
-    });`)}`), { workerData: { configFile: configFile ?? 'start', refuse: refuseReload() } });
+    });`)}`,
+      ),
+      { workerData: { configFile: configFile ?? 'start', refuse: refuseReload() } },
+    );
 }
 
 describe('ProtectPool (real worker threads)', () => {
@@ -49,7 +60,9 @@ describe('ProtectPool (real worker threads)', () => {
     const pool = new ProtectPool(2, fakeWorker('upper'));
     pools.push(pool);
     await pool.ready();
-    const chunks = Array.from({ length: 8 }, (_, c) => Array.from({ length: 50 }, (_, i) => ({ topic: 'clean', key: Buffer.from(`k${i}`), value: i === 7 ? null : Buffer.from(`v${c}.${i}`) })));
+    const chunks = Array.from({ length: 8 }, (_, c) =>
+      Array.from({ length: 50 }, (_, i) => ({ topic: 'clean', key: Buffer.from(`k${i}`), value: i === 7 ? null : Buffer.from(`v${c}.${i}`) })),
+    );
     const results = await Promise.all(chunks.map((chunk) => pool.protectChunk(chunk)));
     results.forEach((outcomes, c) => {
       expect(outcomes).toHaveLength(50);
@@ -63,7 +76,11 @@ describe('ProtectPool (real worker threads)', () => {
     const pool = new ProtectPool(1, () => (started++ === 0 ? fakeWorker('exit-on-work')() : fakeWorker('upper')()));
     pools.push(pool);
     await pool.ready();
-    await expect(pool.protectChunk([{ topic: 't', key: null, value: Buffer.from('a') }])).rejects.toMatchObject({ name: 'StreamError', code: 'TRANSACTION_ABORTED', retriable: true });
+    await expect(pool.protectChunk([{ topic: 't', key: null, value: Buffer.from('a') }])).rejects.toMatchObject({
+      name: 'StreamError',
+      code: 'TRANSACTION_ABORTED',
+      retriable: true,
+    });
     await expect(pool.protectChunk([{ topic: 't', key: null, value: Buffer.from('a') }])).resolves.toEqual([{ key: null, value: Buffer.from('A') }]);
     expect(started).toBe(2);
   });
@@ -79,10 +96,16 @@ describe('ProtectPool (real worker threads)', () => {
 
   it('reload: every worker binds under the new file before later chunks; one that cannot is replaced by a worker started on it', async () => {
     let started = 0;
-    const pool = new ProtectPool(2, taggingWorker(() => started++ === 1));
+    const pool = new ProtectPool(
+      2,
+      taggingWorker(() => started++ === 1),
+    );
     pools.push(pool);
     await pool.ready();
-    const tags = async () => (await Promise.all([0, 1, 2, 3].map(() => pool.protectChunk([{ topic: 't', key: null, value: Buffer.from('a') }])))).map((o) => String((o[0] as { value: Buffer }).value));
+    const tags = async () =>
+      (await Promise.all([0, 1, 2, 3].map(() => pool.protectChunk([{ topic: 't', key: null, value: Buffer.from('a') }])))).map((o) =>
+        String((o[0] as { value: Buffer }).value),
+      );
     expect(new Set(await tags())).toEqual(new Set(['start:a']));
     await pool.reload({ keys: true, configFile: 'v2.yaml' });
     // the second worker refused: it is terminated and a third starts on v2.yaml
@@ -90,9 +113,14 @@ describe('ProtectPool (real worker threads)', () => {
     expect(new Set(await tags())).toEqual(new Set(['v2.yaml:a']));
   });
 
-  it('release: a chunk\'s outcome buffer goes back to its worker, which packs later outcomes into it; the released bytes are detached', async () => {
+  it("release: a chunk's outcome buffer goes back to its worker, which packs later outcomes into it; the released bytes are detached", async () => {
     // packs into the buffers it is given back (SpareBuffers, as src/app/protect-thread.ts does), and says which it used
-    const pool = new ProtectPool(1, () => new Worker(new URL(`data:text/javascript,${encodeURIComponent(`
+    const pool = new ProtectPool(
+      1,
+      () =>
+        new Worker(
+          new URL(
+            `data:text/javascript,${encodeURIComponent(`
       import { parentPort } from 'node:worker_threads';
       import { packOutcomes, SpareBuffers, unpackItems } from ${JSON.stringify(codec)};
       const spares = new SpareBuffers();
@@ -101,7 +129,10 @@ describe('ProtectPool (real worker threads)', () => {
         if (recycle) { given++; return spares.give(recycle); }
         const outcomes = packOutcomes(unpackItems(items ?? { topics: [], data: new ArrayBuffer(0) }).map((i) => ({ key: null, value: Buffer.from(given + ':' + i.value) })), spares);
         parentPort.postMessage({ id, outcomes }, [outcomes.data]);
-      });`)}`)));
+      });`)}`,
+          ),
+        ),
+    );
     pools.push(pool);
     await pool.ready();
     const chunk = (v: string) => [{ topic: 't', key: null, value: Buffer.from(v) }];
@@ -112,7 +143,7 @@ describe('ProtectPool (real worker threads)', () => {
     expect(value.length).toBe(0);
     expect((value.buffer as ArrayBuffer).detached).toBe(true);
     pool.release(first); // twice: nothing more happens
-    pool.release([{ key: null, value: Buffer.from('not the pool\'s') }]);
+    pool.release([{ key: null, value: Buffer.from("not the pool's") }]);
     const second = await pool.protectChunk(chunk('de'));
     expect(String((second[0] as { value: Buffer }).value)).toBe('1:de');
   });

@@ -12,7 +12,10 @@ describe('SchemaRefusals (schema versions a pipeline refuses for lacking a mappe
     refusals.count(12, 'cards[].expMonth', 3);
     refusals.count(12, 'cards[].expMonth', 2);
     refusals.count(13, 'email', 1);
-    expect(refusals.list()).toEqual([{ schemaId: 12, path: 'cards[].expMonth' }, { schemaId: 13, path: 'email' }]);
+    expect(refusals.list()).toEqual([
+      { schemaId: 12, path: 'cards[].expMonth' },
+      { schemaId: 13, path: 'email' },
+    ]);
     expect(warnings).toEqual([
       { pipeline: 'customers', schemaId: 12, path: 'cards[].expMonth', code: 'SCHEMA_PATH_UNKNOWN' },
       { pipeline: 'customers', schemaId: 13, path: 'email', code: 'SCHEMA_PATH_UNKNOWN' },

@@ -4,11 +4,14 @@ import { OTHER_PATH, STREAM_METRIC_NAMES, UNMAPPED_FINDINGS_METRIC, UNMAPPED_PAT
 import { StreamMetrics } from '../../../src/stream/protect/stream-metrics.ts';
 
 describe('stream metrics the admin portal charts', () => {
-  it('are exported by the stream processes\' registry, labelled by pipeline, and read back by the portal\'s parser', async () => {
+  it("are exported by the stream processes' registry, labelled by pipeline, and read back by the portal's parser", async () => {
     const metrics = new StreamMetrics();
     const registered = await metrics.registry.getMetricsAsJSON();
     for (const name of Object.values(STREAM_METRIC_NAMES)) {
-      expect(registered.map((m) => m.name), name).toContain(name);
+      expect(
+        registered.map((m) => m.name),
+        name,
+      ).toContain(name);
       expect((metrics.registry.getSingleMetric(name) as unknown as { labelNames: string[] }).labelNames).toContain('pipeline');
     }
     metrics.recordsIn.inc({ pipeline: 'customers' }, 12);
@@ -20,7 +23,9 @@ describe('stream metrics the admin portal charts', () => {
     metrics.recordsIn.inc({ pipeline: 'orders' }, 99);
     const samples = parsePrometheusText(await metrics.registry.metrics());
     const of = (name: string) => sumOf(samples, name, { pipeline: 'customers' });
-    expect([of(STREAM_METRIC_NAMES.recordsIn), of(STREAM_METRIC_NAMES.recordsOut), of(STREAM_METRIC_NAMES.deadLettered), of(STREAM_METRIC_NAMES.lag)]).toEqual([12, 10, 2, 8]);
+    expect([of(STREAM_METRIC_NAMES.recordsIn), of(STREAM_METRIC_NAMES.recordsOut), of(STREAM_METRIC_NAMES.deadLettered), of(STREAM_METRIC_NAMES.lag)]).toEqual([
+      12, 10, 2, 8,
+    ]);
   });
 
   it('a rebalance drops the lag of partitions the process lost, so a sum over processes counts each partition once', async () => {

@@ -16,7 +16,9 @@ import { pipelineIssues, pipelineSchema } from '../../../src/stream/config/index
 const pipelineOf = (text: string) => pipelineSchema.parse((parse(text) as { pipelines: { p: unknown } }).pipelines.p);
 
 /** A JSON pipeline whose fields are scoped to the data subject named by the record key (issue 29). */
-const CONFIG = (subjectLine: string) => personConfig({ extra: `
+const CONFIG = (subjectLine: string) =>
+  personConfig({
+    extra: `
 pipelines:
   p:
     source: { topics: [raw] }
@@ -28,7 +30,8 @@ ${subjectLine}
     roles: [desk]
     rightsEvidences: { Role: desk }
     processingEvidences: { Action: Protect }
-` });
+`,
+  });
 
 const stores: SubjectKeyStore[] = [];
 afterEach(async () => {
@@ -45,14 +48,26 @@ async function setup(subjectLine = '    subject: { from: key }') {
   return { config, engine, store, protector: new RecordProtector({ name: 'p', config: config.pipelines.p!, engine, serde: jsonSerde(), subjects: store }) };
 }
 
-const item = (key: string | null, email: string): ChunkItem => ({ topic: 'clean', key: key === null ? null : Buffer.from(key), value: Buffer.from(`{"email":${JSON.stringify(email)},"city":"Oslo","n":1.50}`) });
+const item = (key: string | null, email: string): ChunkItem => ({
+  topic: 'clean',
+  key: key === null ? null : Buffer.from(key),
+  value: Buffer.from(`{"email":${JSON.stringify(email)},"city":"Oslo","n":1.50}`),
+});
 
 function unprotect(engine: Engine, subject: string, store: SubjectKeyStore, email: string) {
-  return store.existing(subject).then((entry) => engine.execute(engine.plan(subjectCall('Unprotect', [{ subject, values: [['email', email]] }]), { subject: 't', roles: ['desk'] }), new Map([[subject, entry]])).responses[0]!.instances[0]!.value);
+  return store
+    .existing(subject)
+    .then(
+      (entry) =>
+        engine.execute(
+          engine.plan(subjectCall('Unprotect', [{ subject, values: [['email', email]] }]), { subject: 't', roles: ['desk'] }),
+          new Map([[subject, entry]]),
+        ).responses[0]!.instances[0]!.value,
+    );
 }
 
 describe('a pipeline whose fields are scoped to the data subject of the record key', () => {
-  it('protects each record under its key\'s subject; equal emails of two subjects differ; unmapped bytes pass as they are', async () => {
+  it("protects each record under its key's subject; equal emails of two subjects differ; unmapped bytes pass as they are", async () => {
     const { engine, store, protector } = await setup();
     const out = await protector.protectChunk([item('cust-1', 'same@example.org'), item('cust-2', 'same@example.org'), item('cust-1', 'same@example.org')]);
     const emails = out.map((o) => JSON.parse(('value' in o ? o.value : Buffer.alloc(0)).toString()).email as string);
@@ -74,13 +89,20 @@ describe('a pipeline whose fields are scoped to the data subject of the record k
     expect(await store.status('gone')).toMatchObject({ state: 'exists', generation: 2 });
   });
 
-  it('a rewrap carries an erased subject\'s values through unchanged and counts them; the others are re-protected', async () => {
+  it("a rewrap carries an erased subject's values through unchanged and counts them; the others are re-protected", async () => {
     const { config, engine, store, protector } = await setup();
     const protectedRecords = await protector.protectChunk([item('keep', 'k@example.org'), item('erase-me', 'e@example.org')]);
     const clean = protectedRecords.map((o, i) => ({ topic: 'next', key: Buffer.from(i === 0 ? 'keep' : 'erase-me'), value: 'value' in o ? o.value : null }));
     await store.erase('erase-me', { by: 'test', reason: 'test' });
     const kept: number[] = [];
-    const rewrap = new RecordProtector({ name: 'p', config: config.pipelines.p!, engine, serde: jsonSerde(), subjects: store, rewrap: { unprotectEvidences: { Action: 'Unprotect' }, erasedKept: (n) => kept.push(n) } });
+    const rewrap = new RecordProtector({
+      name: 'p',
+      config: config.pipelines.p!,
+      engine,
+      serde: jsonSerde(),
+      subjects: store,
+      rewrap: { unprotectEvidences: { Action: 'Unprotect' }, erasedKept: (n) => kept.push(n) },
+    });
     const out = await rewrap.protectChunk(clean);
     expect(out.every((o) => 'value' in o)).toBe(true);
     const email = (o: (typeof out)[number]) => JSON.parse(('value' in o ? o.value : Buffer.alloc(0)).toString()).email as string;
@@ -101,7 +123,15 @@ describe('a pipeline whose fields are scoped to the data subject of the record k
       record('{"customer":{"id":{"n":1}},"email":"x@example.org","city":"Oslo"}'),
       record('{"customer":{"id":null},"email":"x@example.org","city":"Oslo"}'),
     ]);
-    expect(out.map((o) => ('code' in o ? `${o.code} ${o.path}` : 'ok'))).toEqual(['ok', 'ok', 'SUBJECT_REQUIRED customer.id', 'SUBJECT_ID_INVALID customer.id', 'SUBJECT_ID_INVALID customer.id', 'SUBJECT_ID_INVALID customer.id', 'SUBJECT_REQUIRED customer.id']);
+    expect(out.map((o) => ('code' in o ? `${o.code} ${o.path}` : 'ok'))).toEqual([
+      'ok',
+      'ok',
+      'SUBJECT_REQUIRED customer.id',
+      'SUBJECT_ID_INVALID customer.id',
+      'SUBJECT_ID_INVALID customer.id',
+      'SUBJECT_ID_INVALID customer.id',
+      'SUBJECT_REQUIRED customer.id',
+    ]);
     const email = (o: (typeof out)[number]) => JSON.parse(('value' in o ? o.value : Buffer.alloc(0)).toString()).email as string;
     expect(email(out[0]!)).not.toBe(email(out[1]!));
     expect(await unprotect(engine, 'cust-7', store, email(out[0]!))).toBe('same@example.org');
@@ -117,8 +147,17 @@ describe('a pipeline whose fields are scoped to the data subject of the record k
     const store = await openSubjectKeyStore({ keystore: await keystoreIn(dir, SecretKey.fromBytes(randomBytes(32))), dataDir: dir, maxStalenessMs: 300 });
     stores.push(store);
     const registry = new FakeRegistry();
-    const id = registry.add({ type: 'object', properties: { customer: { type: 'object', properties: { id: { type: ['string', 'integer'] } } }, email: { type: 'string' }, city: { type: 'string' } } });
-    const protector = new RecordProtector({ name: 'p', config: config.pipelines.p!, engine, serde: jsonSchemaSerde({ registry, protectedPaths: ['email', 'city'], foldKeys: true }), subjects: store });
+    const id = registry.add({
+      type: 'object',
+      properties: { customer: { type: 'object', properties: { id: { type: ['string', 'integer'] } } }, email: { type: 'string' }, city: { type: 'string' } },
+    });
+    const protector = new RecordProtector({
+      name: 'p',
+      config: config.pipelines.p!,
+      engine,
+      serde: jsonSchemaSerde({ registry, protectedPaths: ['email', 'city'], foldKeys: true }),
+      subjects: store,
+    });
     const wire = (json: string) => {
       const header = Buffer.alloc(5);
       header.writeUInt32BE(id, 1);
@@ -132,7 +171,13 @@ describe('a pipeline whose fields are scoped to the data subject of the record k
       record(Buffer.from('{"customer":{"id":"cust-7"},"email":"x@example.org"}')),
       record(Buffer.from([0, 0])),
     ]);
-    expect(out.map((o) => ('code' in o ? `${o.code} ${o.path}` : 'ok'))).toEqual(['ok', 'ok', 'SUBJECT_REQUIRED customer.id', 'RECORD_MALFORMED customer.id', 'RECORD_MALFORMED customer.id']);
+    expect(out.map((o) => ('code' in o ? `${o.code} ${o.path}` : 'ok'))).toEqual([
+      'ok',
+      'ok',
+      'SUBJECT_REQUIRED customer.id',
+      'RECORD_MALFORMED customer.id',
+      'RECORD_MALFORMED customer.id',
+    ]);
     const email = (o: (typeof out)[number]) => JSON.parse(('value' in o ? o.value : Buffer.alloc(5)).subarray(5).toString()).email as string;
     expect(email(out[0]!)).not.toBe(email(out[1]!));
     expect(await unprotect(engine, 'cust-7', store, email(out[0]!))).toBe('same@example.org');
@@ -140,8 +185,12 @@ describe('a pipeline whose fields are scoped to the data subject of the record k
   });
 
   it('a subject path needs a json or json-schema pipeline, one value, and no mapping on it', () => {
-    const issues = (line: string, format = 'json') => pipelineIssues(pipelineOf(CONFIG(line).replace('format: json', `format: ${format}`)), () => true).map((i) => `${i.pointer}: ${i.message}`);
-    for (const format of ['avro', 'protobuf']) expect(issues('    subject: { from: value, path: customer.id }', format)).toEqual([expect.stringMatching(/^\/subject: a subject read from the value needs a json or json-schema pipeline/)]);
+    const issues = (line: string, format = 'json') =>
+      pipelineIssues(pipelineOf(CONFIG(line).replace('format: json', `format: ${format}`)), () => true).map((i) => `${i.pointer}: ${i.message}`);
+    for (const format of ['avro', 'protobuf'])
+      expect(issues('    subject: { from: value, path: customer.id }', format)).toEqual([
+        expect.stringMatching(/^\/subject: a subject read from the value needs a json or json-schema pipeline/),
+      ]);
     expect(issues('    subject: { from: value, path: customer.id }', 'json-schema')).toEqual([]);
     expect(issues('    subject: { from: value, path: Email }')).toEqual([expect.stringMatching(/^\/subject\/path: the subject path is mapped/)]);
     expect(issues('    subject: { from: value, path: "people[].id" }')).toEqual([expect.stringMatching(/^\/subject\/path: a subject path names one value/)]);

@@ -19,11 +19,27 @@ const url = process.env.SCHEMA_REGISTRY_URL!;
 const run = `veil-test-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
 
 const rawV1 = {
-  type: 'record', name: 'Customer', namespace: 'acme.raw',
+  type: 'record',
+  name: 'Customer',
+  namespace: 'acme.raw',
   fields: [
     { name: 'id', type: 'long' },
     { name: 'email', type: 'string' },
-    { name: 'address', type: ['null', { type: 'record', name: 'Address', fields: [{ name: 'postcode', type: 'int' }, { name: 'city', type: 'string' }] }], default: null },
+    {
+      name: 'address',
+      type: [
+        'null',
+        {
+          type: 'record',
+          name: 'Address',
+          fields: [
+            { name: 'postcode', type: 'int' },
+            { name: 'city', type: 'string' },
+          ],
+        },
+      ],
+      default: null,
+    },
     { name: 'cards', type: { type: 'array', items: { type: 'record', name: 'Card', fields: [{ name: 'number', type: 'long' }] } } },
   ],
 };
@@ -37,7 +53,10 @@ function wire(id: number, schema: unknown, value: unknown): Buffer {
 }
 
 async function failure(p: Promise<unknown>): Promise<StreamError> {
-  const e = await p.then(() => undefined, (err: unknown) => err);
+  const e = await p.then(
+    () => undefined,
+    (err: unknown) => err,
+  );
   expect(e).toBeInstanceOf(StreamError);
   return e as StreamError;
 }
@@ -71,7 +90,7 @@ describe('confluentRegistry against the real registry', () => {
     expect(await registry.register(`${run}.b-value`, text)).toBe(id);
   });
 
-  it('answers a subject\'s latest version (veil config validate), and undefined for a subject it does not hold', async () => {
+  it("answers a subject's latest version (veil config validate), and undefined for a subject it does not hold", async () => {
     const first = await registry.register(`${run}.latest-value`, JSON.stringify(rawV1));
     const second = await registry.register(`${run}.latest-value`, JSON.stringify(rawV2));
     expect(await registry.latestVersion!(`${run}.latest-value`)).toEqual({ id: second, version: 2, schema: JSON.stringify(rawV2), schemaType: 'AVRO' });
@@ -138,14 +157,32 @@ describe('avroSerde through the real registry', () => {
     expect(cleanSchema1.fields.map((f: { type: unknown }) => f.type)).toEqual([
       'long',
       'string',
-      ['null', { type: 'record', name: 'Address', namespace: 'acme.raw', fields: [{ name: 'postcode', type: 'string' }, { name: 'city', type: 'string' }] }],
+      [
+        'null',
+        {
+          type: 'record',
+          name: 'Address',
+          namespace: 'acme.raw',
+          fields: [
+            { name: 'postcode', type: 'string' },
+            { name: 'city', type: 'string' },
+          ],
+        },
+      ],
       { type: 'array', items: { type: 'record', name: 'Card', namespace: 'acme.raw', fields: [{ name: 'number', type: 'string' }] } },
     ]);
-    expect(avro.Type.forSchema(cleanSchema1).fromBuffer(out1.subarray(5))).toEqual({ id: 1, email: 'tok:15', address: { postcode: 'tok:pc', city: 'Bern' }, cards: [{ number: 'tok:card' }] });
+    expect(avro.Type.forSchema(cleanSchema1).fromBuffer(out1.subarray(5))).toEqual({
+      id: 1,
+      email: 'tok:15',
+      address: { postcode: 'tok:pc', city: 'Bern' },
+      cards: [{ number: 'tok:card' }],
+    });
 
     // the clean subject may be held to Confluent's default compatibility: v2 only adds an optional field
     const config = await fetch(`${url}/config/${encodeURIComponent(`${clean}-value`)}`, {
-      method: 'PUT', headers: { 'content-type': 'application/vnd.schemaregistry.v1+json' }, body: JSON.stringify({ compatibility: 'BACKWARD' }),
+      method: 'PUT',
+      headers: { 'content-type': 'application/vnd.schemaregistry.v1+json' },
+      body: JSON.stringify({ compatibility: 'BACKWARD' }),
     });
     expect(config.status).toBe(200);
 
@@ -189,9 +226,19 @@ describe('jsonSchemaSerde against the real registry', () => {
   it('reads a JSON Schema a producer registered (schemaType JSON) and registers the clean one as JSON; the record text changes only at the mapped values', async () => {
     const raw = `${run}.json.customers`;
     const clean = `${run}.json.customers.clean`;
-    const schema = { type: 'object', properties: { id: { type: 'integer' }, email: { type: 'string', format: 'email' }, cards: { type: 'array', items: { type: 'object', properties: { number: { type: 'string' } } } } }, required: ['id'] };
+    const schema = {
+      type: 'object',
+      properties: {
+        id: { type: 'integer' },
+        email: { type: 'string', format: 'email' },
+        cards: { type: 'array', items: { type: 'object', properties: { number: { type: 'string' } } } },
+      },
+      required: ['id'],
+    };
     const put = await fetch(`${url}/subjects/${encodeURIComponent(`${raw}-value`)}/versions`, {
-      method: 'POST', headers: { 'content-type': 'application/vnd.schemaregistry.v1+json' }, body: JSON.stringify({ schemaType: 'JSON', schema: JSON.stringify(schema) }),
+      method: 'POST',
+      headers: { 'content-type': 'application/vnd.schemaregistry.v1+json' },
+      body: JSON.stringify({ schemaType: 'JSON', schema: JSON.stringify(schema) }),
     });
     expect(put.status).toBe(200);
     const rawId = ((await put.json()) as { id: number }).id;
@@ -200,7 +247,17 @@ describe('jsonSchemaSerde against the real registry', () => {
     const header = Buffer.alloc(5);
     header.writeUInt32BE(rawId, 1);
     const text = '{"id":1,"email":"ann@example.com","cards":[{"number":"4111111111111111"}],"extra":[1.50,true]}';
-    const out = await serde.protect(Buffer.concat([header, Buffer.from(text)]), { maps: mappings(paths, paths.map(() => chainFrom((v: string) => `tok:${v.length}`))), missing: 'pass' }, clean);
+    const out = await serde.protect(
+      Buffer.concat([header, Buffer.from(text)]),
+      {
+        maps: mappings(
+          paths,
+          paths.map(() => chainFrom((v: string) => `tok:${v.length}`)),
+        ),
+        missing: 'pass',
+      },
+      clean,
+    );
     expect(out.subarray(5).toString()).toBe('{"id":1,"email":"tok:15","cards":[{"number":"tok:16"}],"extra":[1.50,true]}');
     const cleanId = out.readUInt32BE(1);
     const stored = (await (await fetch(`${url}/schemas/ids/${cleanId}`)).json()) as { schema: string; schemaType?: string };

@@ -31,9 +31,13 @@ describe('confluentRegistry: failure mapping', () => {
     await new Promise((r) => server.close(r));
   });
 
-  const json = (status: number, body: unknown) => (_req: IncomingMessage, res: ServerResponse) => res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+  const json = (status: number, body: unknown) => (_req: IncomingMessage, res: ServerResponse) =>
+    res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
   async function failure(p: Promise<unknown>): Promise<StreamError> {
-    const e = await p.then(() => undefined, (err: unknown) => err);
+    const e = await p.then(
+      () => undefined,
+      (err: unknown) => err,
+    );
     expect(e).toBeInstanceOf(StreamError);
     return e as StreamError;
   }
@@ -43,7 +47,10 @@ describe('confluentRegistry: failure mapping', () => {
     const r = confluentRegistry(`${base}/`);
     expect(await r.schemaById(3)).toBe('"string"');
     expect(await r.register('orders clean-value', '"int"')).toBe(12);
-    expect(seen.slice(-2).map((s) => [s.method, s.url])).toEqual([['GET', '/api/ccompat/schemas/ids/3'], ['POST', '/api/ccompat/subjects/orders%20clean-value/versions']]);
+    expect(seen.slice(-2).map((s) => [s.method, s.url])).toEqual([
+      ['GET', '/api/ccompat/schemas/ids/3'],
+      ['POST', '/api/ccompat/subjects/orders%20clean-value/versions'],
+    ]);
     expect(JSON.parse(seen.at(-1)!.body)).toEqual({ schemaType: 'AVRO', schema: '"int"' });
     expect(seen.at(-1)!.contentType).toBe('application/vnd.schemaregistry.v1+json');
   });
@@ -77,7 +84,10 @@ describe('confluentRegistry: failure mapping', () => {
   });
 
   it('a schema the registry refuses (409 incompatible, 422 invalid) is not retriable', async () => {
-    for (const [status, code] of [[409, 409], [422, 42201]] as const) {
+    for (const [status, code] of [
+      [409, 409],
+      [422, 42201],
+    ] as const) {
       handler = json(status, { error_code: code, message: 'Schema being registered is incompatible with an earlier schema' });
       const e = await failure(confluentRegistry(base).register('clean-value', '"int"'));
       expect([e.code, e.retriable]).toEqual(['SCHEMA_UNKNOWN', false]);

@@ -15,8 +15,20 @@ import { StreamError } from '../../../src/stream/stream-error.ts';
 import { FakeRegistry } from './fake-registry.ts';
 
 const tok = (label: string) => chainFrom((v: string) => `${label}(${v})`);
-const guardPlan = (action: GuardPlan['action'], protect: Record<string, Chain> = {}, allow: string[] = []): GuardPlan => ({ action, allow, protect: new Map(Object.entries(protect)), retypes: false });
-const protection = (paths: string[], guard?: GuardPlan): RecordProtection => ({ maps: mappings(paths, paths.map(() => tok('tok'))), missing: 'pass', ...(guard ? { guard } : {}) });
+const guardPlan = (action: GuardPlan['action'], protect: Record<string, Chain> = {}, allow: string[] = []): GuardPlan => ({
+  action,
+  allow,
+  protect: new Map(Object.entries(protect)),
+  retypes: false,
+});
+const protection = (paths: string[], guard?: GuardPlan): RecordProtection => ({
+  maps: mappings(
+    paths,
+    paths.map(() => tok('tok')),
+  ),
+  missing: 'pass',
+  ...(guard ? { guard } : {}),
+});
 
 async function outcome(p: Promise<Buffer>): Promise<Buffer | StreamError> {
   return p.catch((e: unknown) => {
@@ -29,12 +41,28 @@ const finding = (r: Buffer | StreamError) => (r instanceof StreamError ? [r.code
 
 describe('the unmapped guard on Avro records', () => {
   const schema = {
-    type: 'record', name: 'Customer', namespace: 'shop',
+    type: 'record',
+    name: 'Customer',
+    namespace: 'shop',
     fields: [
       { name: 'email', type: 'string' },
       { name: 'backupEmail', type: ['null', 'string'], default: null },
       { name: 'cardNumber', type: ['null', 'long'], default: null },
-      { name: 'contacts', type: { type: 'array', items: { type: 'record', name: 'Contact', fields: [{ name: 'email', type: 'string' }, { name: 'note', type: 'string' }] } }, default: [] },
+      {
+        name: 'contacts',
+        type: {
+          type: 'array',
+          items: {
+            type: 'record',
+            name: 'Contact',
+            fields: [
+              { name: 'email', type: 'string' },
+              { name: 'note', type: 'string' },
+            ],
+          },
+        },
+        default: [],
+      },
       { name: 'attributes', type: { type: 'map', values: 'string' }, default: {} },
       { name: 'note', type: 'string', default: '' },
     ],
@@ -43,7 +71,10 @@ describe('the unmapped guard on Avro records', () => {
   const wire = (id: number, value: object) => {
     const header = Buffer.alloc(5);
     header.writeUInt32BE(id, 1);
-    return Buffer.concat([header, type.toBuffer({ email: 'ann@example.com', backupEmail: null, cardNumber: null, contacts: [], attributes: {}, note: 'call after 5pm', ...value })]);
+    return Buffer.concat([
+      header,
+      type.toBuffer({ email: 'ann@example.com', backupEmail: null, cardNumber: null, contacts: [], attributes: {}, note: 'call after 5pm', ...value }),
+    ]);
   };
   const setup = () => {
     const registry = new FakeRegistry();
@@ -62,8 +93,14 @@ describe('the unmapped guard on Avro records', () => {
       wire(id, { attributes: { 'dave@example.com': 'x' } }),
     ];
     const fields: (string | undefined)[] = [];
-    const out = await serde.protectMany!(records, p, records.map(() => 'clean'), fields);
-    expect(out.map(finding)).toEqual(['clean',
+    const out = await serde.protectMany!(
+      records,
+      p,
+      records.map(() => 'clean'),
+      fields,
+    );
+    expect(out.map(finding)).toEqual([
+      'clean',
       ['UNMAPPED_PERSONAL_DATA', 'backupEmail', 'email'],
       ['UNMAPPED_PERSONAL_DATA', 'cardNumber', 'payment-card'],
       ['UNMAPPED_PERSONAL_DATA', 'contacts[].email', 'email'],
@@ -85,12 +122,28 @@ describe('the unmapped guard on Avro records', () => {
     const { registry, id, serde } = setup();
     const p = protection(['email'], guardPlan('protect', { email: tok('guard'), 'payment-card': tok('card') }));
     const fields: (string | undefined)[] = [];
-    const records = [wire(id, { backupEmail: 'bob.backup@example.com', contacts: [{ email: 'eve@example.com', note: 'x' }] }), wire(id, { cardNumber: 4111111111111111 }), wire(id, { note: 'GB82WEST12345698765432' })];
-    const out = await serde.protectMany!(records, p, records.map(() => 'clean'), fields);
-    expect(out.slice(1).map(finding)).toEqual([['UNMAPPED_PERSONAL_DATA', 'cardNumber', 'payment-card'], ['UNMAPPED_PERSONAL_DATA', 'note', 'iban']]);
+    const records = [
+      wire(id, { backupEmail: 'bob.backup@example.com', contacts: [{ email: 'eve@example.com', note: 'x' }] }),
+      wire(id, { cardNumber: 4111111111111111 }),
+      wire(id, { note: 'GB82WEST12345698765432' }),
+    ];
+    const out = await serde.protectMany!(
+      records,
+      p,
+      records.map(() => 'clean'),
+      fields,
+    );
+    expect(out.slice(1).map(finding)).toEqual([
+      ['UNMAPPED_PERSONAL_DATA', 'cardNumber', 'payment-card'],
+      ['UNMAPPED_PERSONAL_DATA', 'note', 'iban'],
+    ]);
     const clean = out[0] as Buffer;
     const cleanType = avroType(avscSchema(registry.schemas.get(clean.readUInt32BE(1))!));
-    expect(cleanType.fromBuffer(clean.subarray(5))).toMatchObject({ email: 'tok(ann@example.com)', backupEmail: 'guard(bob.backup@example.com)', contacts: [{ email: 'guard(eve@example.com)', note: 'x' }] });
+    expect(cleanType.fromBuffer(clean.subarray(5))).toMatchObject({
+      email: 'tok(ann@example.com)',
+      backupEmail: 'guard(bob.backup@example.com)',
+      contacts: [{ email: 'guard(eve@example.com)', note: 'x' }],
+    });
     expect(fields[0]).toBe('email,backupEmail,contacts[].email');
   });
 
@@ -104,7 +157,15 @@ describe('the unmapped guard on Avro records', () => {
       wire(id, { attributes: { pan: '6304000000000000' } }),
       wire(id, { attributes: { colour: 'blue', size: '07911 123456', hotelId: '07911123456' } }),
     ];
-    expect((await serde.protectMany!(records, p, records.map(() => 'clean'))).map(finding)).toEqual([
+    expect(
+      (
+        await serde.protectMany!(
+          records,
+          p,
+          records.map(() => 'clean'),
+        )
+      ).map(finding),
+    ).toEqual([
       ['UNMAPPED_PERSONAL_DATA', 'attributes[].value', 'phone'],
       ['UNMAPPED_PERSONAL_DATA', 'attributes[].value', 'person-name'],
       ['UNMAPPED_PERSONAL_DATA', 'attributes[].value', 'postal-address'],
@@ -165,8 +226,13 @@ message Contact { string email = 1; string label = 2; }
     ];
     for (const action of ['dead-letter', 'protect'] as const) {
       const p = protection(['email'], guardPlan(action, { email: tok('guard'), 'payment-card': tok('card') }));
-      const out = await serde.protectMany!(records, p, records.map(() => 'clean'));
-      expect(out.map(finding), action).toEqual([['UNMAPPED_PERSONAL_DATA', 'blob', 'email'],
+      const out = await serde.protectMany!(
+        records,
+        p,
+        records.map(() => 'clean'),
+      );
+      expect(out.map(finding), action).toEqual([
+        ['UNMAPPED_PERSONAL_DATA', 'blob', 'email'],
         ['UNMAPPED_PERSONAL_DATA', 'backup_email', 'email'],
         ['UNMAPPED_PERSONAL_DATA', 'card', 'payment-card'],
         ['UNMAPPED_PERSONAL_DATA', 'contacts[].email', 'email'],
@@ -183,14 +249,17 @@ message Contact { string email = 1; string label = 2; }
     expect(readFraming(clean as Buffer).indexes).toEqual([0]);
   });
 
-  it('looks at fields the schema does not declare (a newer writer\'s, under an older schema id): text, nested messages, integers', async () => {
+  it("looks at fields the schema does not declare (a newer writer's, under an older schema id): text, nested messages, integers", async () => {
     const { id, serde } = setup();
     const p = protection(['email'], guardPlan('dead-letter'));
     const len = (n: number, body: Buffer) => Buffer.concat([Buffer.from([(n << 3) | 2]), Buffer.from([body.length]), body]);
     const varint = (n: number, v: bigint) => {
       const out = [(n << 3) | 0];
       for (let x = v; ; x >>= 7n) {
-        if (x < 0x80n) { out.push(Number(x)); break; }
+        if (x < 0x80n) {
+          out.push(Number(x));
+          break;
+        }
         out.push(Number(x & 0x7fn) | 0x80);
       }
       return Buffer.from(out);
@@ -202,7 +271,15 @@ message Contact { string email = 1; string label = 2; }
       Buffer.concat([wire(id, {}), len(4, Buffer.concat([len(1, Buffer.from('x')), len(9, Buffer.from('deep.ann@example.com'))]))]),
       Buffer.concat([wire(id, {}), varint(14, 4111111111111111n), len(15, Buffer.from('just some words')), len(11, Buffer.from([0xff, 0xfe, 0x00]))]),
     ];
-    expect((await serde.protectMany!(records, p, records.map(() => 'clean'))).map(finding)).toEqual([
+    expect(
+      (
+        await serde.protectMany!(
+          records,
+          p,
+          records.map(() => 'clean'),
+        )
+      ).map(finding),
+    ).toEqual([
       ['UNMAPPED_PERSONAL_DATA', '#11', 'email'],
       ['UNMAPPED_PERSONAL_DATA', '#12', 'email'],
       ['UNMAPPED_PERSONAL_DATA', '#13', 'payment-card'],
@@ -214,7 +291,7 @@ message Contact { string email = 1; string label = 2; }
     expect((await serde.protectMany!(records.slice(4), possible, ['clean'])).map(finding)).toEqual([['UNMAPPED_PERSONAL_DATA', '#14', 'payment-card']]);
   });
 
-  it('a map entry\'s key names its value; the key itself is data (checked without a name)', async () => {
+  it("a map entry's key names its value; the key itself is data (checked without a name)", async () => {
     const { id, serde } = setup();
     const p = protection(['email'], guardPlan('dead-letter'));
     const records = [
@@ -224,7 +301,15 @@ message Contact { string email = 1; string label = 2; }
       wire(id, { attributes: { '4111 1111 1111 1111': 'x' } }),
       wire(id, { blob: Buffer.from('+44 20 7946 0958') }),
     ];
-    expect((await serde.protectMany!(records, p, records.map(() => 'clean'))).map(finding)).toEqual([
+    expect(
+      (
+        await serde.protectMany!(
+          records,
+          p,
+          records.map(() => 'clean'),
+        )
+      ).map(finding),
+    ).toEqual([
       ['UNMAPPED_PERSONAL_DATA', 'attributes[].value', 'phone'],
       ['UNMAPPED_PERSONAL_DATA', 'attributes[].value', 'person-name'],
       'clean',
@@ -247,7 +332,15 @@ message Contact { string email = 1; string label = 2; }
       both({ backup_email: 'gil@example.com' }, { backup_email: 'not an address' }),
       wire(id, { numbers: [1, 123456789, 99999], signed: '-5' }),
     ];
-    expect((await serde.protectMany!(records, p, records.map(() => 'clean'))).map(finding)).toEqual([
+    expect(
+      (
+        await serde.protectMany!(
+          records,
+          p,
+          records.map(() => 'clean'),
+        )
+      ).map(finding),
+    ).toEqual([
       ['UNMAPPED_PERSONAL_DATA', 'numbers[]', 'payment-card'],
       ['UNMAPPED_PERSONAL_DATA', 'signed', 'payment-card'],
       ['UNMAPPED_PERSONAL_DATA', 'backup_email', 'email'],
@@ -258,9 +351,13 @@ message Contact { string email = 1; string label = 2; }
   it('allowed paths and unmapped: pass let the values through', async () => {
     const { id, serde } = setup();
     const records = [wire(id, { backup_email: 'bob.backup@example.com', attributes: { owner: 'carol@example.com' } })];
-    expect((await serde.protectMany!(records, protection(['email'], guardPlan('dead-letter', {}, ['backup_email', 'attributes'])), ['clean'])).map(finding)).toEqual(['clean']);
+    expect(
+      (await serde.protectMany!(records, protection(['email'], guardPlan('dead-letter', {}, ['backup_email', 'attributes'])), ['clean'])).map(finding),
+    ).toEqual(['clean']);
     expect((await serde.protectMany!(records, protection(['email']), ['clean'])).map(finding)).toEqual(['clean']);
     // Protobuf field names match exactly: an allowed path in another case is not this field
-    expect((await serde.protectMany!(records, protection(['email'], guardPlan('dead-letter', {}, ['backupEmail', 'attributes'])), ['clean'])).map(finding)).toEqual([['UNMAPPED_PERSONAL_DATA', 'backup_email', 'email']]);
+    expect(
+      (await serde.protectMany!(records, protection(['email'], guardPlan('dead-letter', {}, ['backupEmail', 'attributes'])), ['clean'])).map(finding),
+    ).toEqual([['UNMAPPED_PERSONAL_DATA', 'backup_email', 'email']]);
   });
 });

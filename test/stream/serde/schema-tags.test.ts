@@ -23,7 +23,19 @@ const guard = (allow: string[] = []): GuardPlan => ({ action: 'dead-letter', all
 /** the pipeline maps `name`, and the tags PII_EMAIL and PCI */
 const protection = (options: { guard?: GuardPlan; paths?: string[]; foldKeys?: boolean } = {}): RecordProtection => {
   const paths = options.paths ?? ['name'];
-  return { maps: mappings(paths, paths.map(() => tok('name'))), missing: 'pass', foldKeys: options.foldKeys === true, tags: new Map<string, Chain>([['PII_EMAIL', tok('email')], ['PCI', tok('card')]]), ...(options.guard ? { guard: options.guard } : {}) };
+  return {
+    maps: mappings(
+      paths,
+      paths.map(() => tok('name')),
+    ),
+    missing: 'pass',
+    foldKeys: options.foldKeys === true,
+    tags: new Map<string, Chain>([
+      ['PII_EMAIL', tok('email')],
+      ['PCI', tok('card')],
+    ]),
+    ...(options.guard ? { guard: options.guard } : {}),
+  };
 };
 const TAGS = ['PII_EMAIL', 'PCI'];
 const outcome = (r: Buffer | StreamError) => (r instanceof StreamError ? [r.code, r.path, r.kind] : 'clean');
@@ -38,7 +50,10 @@ describe('planTags', () => {
   it('leaves mapped paths to their mapping, maps a field by the first of its tags the pipeline maps, and lists the rest as unmapped', () => {
     expect(planTags(tagged, ['Name'], new Set(TAGS), true)).toEqual({
       mapped: [{ path: 'email', tag: 'PII_EMAIL' }],
-      unmapped: [{ path: 'ssn', tag: 'PII' }, { path: 'attrs.*.email', tag: 'PII' }],
+      unmapped: [
+        { path: 'ssn', tag: 'PII' },
+        { path: 'attrs.*.email', tag: 'PII' },
+      ],
     });
     // keys: exact: `Name` is not `name`
     expect(planTags(tagged, ['Name'], new Set(TAGS), false).unmapped[0]).toEqual({ path: 'name', tag: 'PII' });
@@ -50,12 +65,28 @@ describe('planTags', () => {
 
 describe('Confluent tags in Avro schemas (confluent:tags on a field)', () => {
   const schema = {
-    type: 'record', name: 'Customer', namespace: 'shop',
+    type: 'record',
+    name: 'Customer',
+    namespace: 'shop',
     fields: [
       { name: 'name', type: 'string', 'confluent:tags': ['PII'] },
       { name: 'email', type: ['null', 'string'], default: null, 'confluent:tags': ['PII', 'PII_EMAIL'], doc: 'where we write' },
       { name: 'emails', type: { type: 'array', items: 'string' }, default: [], 'confluent:tags': ['PII_EMAIL'] },
-      { name: 'cards', type: { type: 'array', items: { type: 'record', name: 'Card', fields: [{ name: 'number', type: 'long', 'confluent:tags': ['PCI'] }, { name: 'brand', type: 'string' }] } }, default: [] },
+      {
+        name: 'cards',
+        type: {
+          type: 'array',
+          items: {
+            type: 'record',
+            name: 'Card',
+            fields: [
+              { name: 'number', type: 'long', 'confluent:tags': ['PCI'] },
+              { name: 'brand', type: 'string' },
+            ],
+          },
+        },
+        default: [],
+      },
       { name: 'note', type: 'string', default: '' },
     ],
   };
@@ -75,7 +106,9 @@ describe('Confluent tags in Avro schemas (confluent:tags on a field)', () => {
       { path: 'cards[].number', tags: ['PCI'], reachable: true },
     ]);
     const odd = {
-      type: 'record', name: 'Node', fields: [
+      type: 'record',
+      name: 'Node',
+      fields: [
         { name: 'attrs', type: { type: 'map', values: { type: 'record', name: 'V', fields: [{ name: 'email', type: 'string', 'confluent:tags': ['PII'] }] } } },
         { name: 'next', type: ['null', 'Node'], default: null },
         { name: 'v', type: ['null', 'V', { type: 'record', name: 'W', fields: [{ name: 'x', type: 'string' }] }], default: null },
@@ -88,7 +121,7 @@ describe('Confluent tags in Avro schemas (confluent:tags on a field)', () => {
     ]);
   });
 
-  it('a field tagged with a mapped tag is protected as that tag in the schema\'s records, retyped to string with its tags kept, and named in the protected paths', async () => {
+  it("a field tagged with a mapped tag is protected as that tag in the schema's records, retyped to string with its tags kept, and named in the protected paths", async () => {
     const registry = new FakeRegistry();
     const id = registry.add(schema);
     const serde = avroSerde({ registry, protectedPaths: ['name'], tags: TAGS });
@@ -97,10 +130,27 @@ describe('Confluent tags in Avro schemas (confluent:tags on a field)', () => {
     expect(outcome(out!)).toBe('clean');
     const cleanText = registry.schemas.get((out as Buffer).readUInt32BE(1))!;
     const clean = JSON.parse(cleanText) as { fields: { name: string; type: unknown; 'confluent:tags'?: string[] }[] };
-    expect(clean.fields.find((f) => f.name === 'cards')!.type).toMatchObject({ items: { fields: [{ name: 'number', type: 'string', 'confluent:tags': ['PCI'] }, { name: 'brand', type: 'string' }] } });
-    expect(clean.fields.find((f) => f.name === 'email')).toEqual({ name: 'email', type: ['null', 'string'], default: null, 'confluent:tags': ['PII', 'PII_EMAIL'], doc: 'where we write' });
+    expect(clean.fields.find((f) => f.name === 'cards')!.type).toMatchObject({
+      items: {
+        fields: [
+          { name: 'number', type: 'string', 'confluent:tags': ['PCI'] },
+          { name: 'brand', type: 'string' },
+        ],
+      },
+    });
+    expect(clean.fields.find((f) => f.name === 'email')).toEqual({
+      name: 'email',
+      type: ['null', 'string'],
+      default: null,
+      'confluent:tags': ['PII', 'PII_EMAIL'],
+      doc: 'where we write',
+    });
     expect(avroType(avscSchema(cleanText)).fromBuffer((out as Buffer).subarray(5))).toMatchObject({
-      name: 'name(Ann Lee)', email: 'email(ann@example.com)', emails: ['email(a1@example.com)'], cards: [{ number: 'card(4111111111111111)', brand: 'visa' }], note: 'x',
+      name: 'name(Ann Lee)',
+      email: 'email(ann@example.com)',
+      emails: ['email(a1@example.com)'],
+      cards: [{ number: 'card(4111111111111111)', brand: 'visa' }],
+      note: 'x',
     });
     expect(fields[0]).toBe('name,email,emails[],cards[].number');
   });
@@ -111,7 +161,8 @@ describe('Confluent tags in Avro schemas (confluent:tags on a field)', () => {
     const serde = avroSerde({ registry, protectedPaths: ['name'], tags: TAGS });
     const bytes = [wire(id, withSsn, { ...record, ssn: null }), wire(id, withSsn, { ...record, ssn: '123-45-6789' })];
     expect((await serde.protectMany!(bytes, protection({ guard: guard() }), ['clean', 'clean'])).map(outcome)).toEqual([
-      ['UNMAPPED_PERSONAL_DATA', 'ssn', 'tag:PII'], ['UNMAPPED_PERSONAL_DATA', 'ssn', 'tag:PII'],
+      ['UNMAPPED_PERSONAL_DATA', 'ssn', 'tag:PII'],
+      ['UNMAPPED_PERSONAL_DATA', 'ssn', 'tag:PII'],
     ]);
     expect((await serde.protectMany!(bytes, protection({ guard: guard(['ssn']) }), ['clean', 'clean'])).map(outcome)).toEqual(['clean', 'clean']);
     expect((await serde.protectMany!(bytes, protection(), ['clean', 'clean'])).map(outcome)).toEqual(['clean', 'clean']);
@@ -119,7 +170,17 @@ describe('Confluent tags in Avro schemas (confluent:tags on a field)', () => {
 
   it('a mapped tag where no path reaches it refuses the schema (RECORD_MALFORMED)', async () => {
     const registry = new FakeRegistry();
-    const odd = { type: 'record', name: 'R', fields: [{ name: 'name', type: 'string' }, { name: 'attrs', type: { type: 'map', values: { type: 'record', name: 'V', fields: [{ name: 'email', type: 'string', 'confluent:tags': ['PII_EMAIL'] }] } } }] };
+    const odd = {
+      type: 'record',
+      name: 'R',
+      fields: [
+        { name: 'name', type: 'string' },
+        {
+          name: 'attrs',
+          type: { type: 'map', values: { type: 'record', name: 'V', fields: [{ name: 'email', type: 'string', 'confluent:tags': ['PII_EMAIL'] }] } },
+        },
+      ],
+    };
     const id = registry.add(odd);
     const serde = avroSerde({ registry, protectedPaths: ['name'], tags: TAGS });
     const [out] = await serde.protectMany!([wire(id, odd, { name: 'x', attrs: {} })], protection({ guard: guard() }), ['clean']);
@@ -167,7 +228,9 @@ describe('Confluent tags in JSON Schemas (confluent:tags on a property)', () => 
     expect(refused.map(outcome)).toEqual([['UNMAPPED_PERSONAL_DATA', 'extra.*.ssn', 'tag:PII']]);
     const [out] = await serde.protectMany!([wire(id, record)], protection({ guard: guard(['extra']), foldKeys: true }), ['clean'], fields);
     expect(outcome(out!)).toBe('clean');
-    expect((out as Buffer).subarray(5).toString()).toBe('{"name":"name(Ann Lee)","email":"email(ann@example.com)","cards":[{"number":"card(4111111111111111)"}],"phones":["email(a@b.ch)"],"extra":{}}');
+    expect((out as Buffer).subarray(5).toString()).toBe(
+      '{"name":"name(Ann Lee)","email":"email(ann@example.com)","cards":[{"number":"card(4111111111111111)"}],"phones":["email(a@b.ch)"],"extra":{}}',
+    );
     expect(fields[0]).toBe('name,Email,cards[].number,phones[]');
     const clean = JSON.parse(registry.schemas.get((out as Buffer).readUInt32BE(1))!);
     expect(clean.properties.Email).toEqual({ type: 'string', description: 'where we write', 'confluent:tags': ['PII_EMAIL'] });
@@ -192,7 +255,10 @@ message Card {
   string brand = 2;
 }
 `;
-  const WITH_SSN = PROTO.replace('  string note = 4;', '  string note = 4;\n  string ssn = 6 [(confluent.field_meta).tags = "PII", (confluent.field_meta).tags = "SSN"];');
+  const WITH_SSN = PROTO.replace(
+    '  string note = 4;',
+    '  string note = 4;\n  string ssn = 6 [(confluent.field_meta).tags = "PII", (confluent.field_meta).tags = "SSN"];',
+  );
   const Customer = protobuf.parse(WITH_SSN, { keepCase: true }).root.lookupType('shop.Customer');
   const wire = (id: number, value: object) => {
     const header = Buffer.from([0, 0, 0, 0, 0, 0]);
@@ -201,7 +267,7 @@ message Card {
   };
   const record = { name: 'Ann Lee', email: 'ann@example.com', cards: [{ number: '4111111111111111', brand: 'visa' }], note: 'x' };
 
-  it('reads both option forms from .proto text and lists the tagged fields with their paths (a map\'s values have none)', () => {
+  it("reads both option forms from .proto text and lists the tagged fields with their paths (a map's values have none)", () => {
     const schema = parseProtoSchema(WITH_SSN);
     expect(protoTaggedFields(schema, schema.messages.get('shop.Customer')!)).toEqual([
       { path: 'name', tags: ['PII'], reachable: true },
@@ -215,28 +281,81 @@ message Card {
   it('reads the tags of a serialized FileDescriptorProto (the extension protobufjs drops), and the clean descriptor keeps them', async () => {
     // FileDescriptorProto { package shop; message Customer { string name = 1 [tags PII]; fixed64 card = 2 [tags PCI] } }
     const W = protobuf.Writer;
-    const meta = (tag: string) => W.create().uint32((3 << 3) | 2).string(tag).finish();
-    const options = (tag: string) => W.create().uint32((1088 << 3) | 2).bytes(meta(tag)).finish();
-    const field = (name: string, number: number, type: number, tag: string) => W.create().uint32((1 << 3) | 2).string(name).uint32(3 << 3).uint32(number).uint32(4 << 3).uint32(1).uint32(5 << 3).uint32(type).uint32((8 << 3) | 2).bytes(options(tag)).finish();
-    const message = W.create().uint32((1 << 3) | 2).string('Customer').uint32((2 << 3) | 2).bytes(field('name', 1, 9, 'PII')).uint32((2 << 3) | 2).bytes(field('card', 2, 6, 'PCI')).finish();
-    const file = W.create().uint32((1 << 3) | 2).string('c.proto').uint32((2 << 3) | 2).string('shop').uint32((4 << 3) | 2).bytes(message).uint32((12 << 3) | 2).string('proto3').finish();
+    const meta = (tag: string) =>
+      W.create()
+        .uint32((3 << 3) | 2)
+        .string(tag)
+        .finish();
+    const options = (tag: string) =>
+      W.create()
+        .uint32((1088 << 3) | 2)
+        .bytes(meta(tag))
+        .finish();
+    const field = (name: string, number: number, type: number, tag: string) =>
+      W.create()
+        .uint32((1 << 3) | 2)
+        .string(name)
+        .uint32(3 << 3)
+        .uint32(number)
+        .uint32(4 << 3)
+        .uint32(1)
+        .uint32(5 << 3)
+        .uint32(type)
+        .uint32((8 << 3) | 2)
+        .bytes(options(tag))
+        .finish();
+    const message = W.create()
+      .uint32((1 << 3) | 2)
+      .string('Customer')
+      .uint32((2 << 3) | 2)
+      .bytes(field('name', 1, 9, 'PII'))
+      .uint32((2 << 3) | 2)
+      .bytes(field('card', 2, 6, 'PCI'))
+      .finish();
+    const file = W.create()
+      .uint32((1 << 3) | 2)
+      .string('c.proto')
+      .uint32((2 << 3) | 2)
+      .string('shop')
+      .uint32((4 << 3) | 2)
+      .bytes(message)
+      .uint32((12 << 3) | 2)
+      .string('proto3')
+      .finish();
     const base64 = Buffer.from(file).toString('base64');
     const schema = parseProtoSchema(base64);
-    expect(protoTaggedFields(schema, schema.messages.get('shop.Customer')!)).toEqual([{ path: 'name', tags: ['PII'], reachable: true }, { path: 'card', tags: ['PCI'], reachable: true }]);
+    expect(protoTaggedFields(schema, schema.messages.get('shop.Customer')!)).toEqual([
+      { path: 'name', tags: ['PII'], reachable: true },
+      { path: 'card', tags: ['PCI'], reachable: true },
+    ]);
 
     const registry = new FakeRegistry();
     const id = registry.add(base64);
     const serde = protobufSerde({ registry, protectedPaths: ['name'], tags: ['PCI', 'PII'] });
-    const body = W.create().uint32((1 << 3) | 2).string('Ann Lee').uint32((2 << 3) | 1).fixed64(4111111111111111).finish();
+    const body = W.create()
+      .uint32((1 << 3) | 2)
+      .string('Ann Lee')
+      .uint32((2 << 3) | 1)
+      .fixed64(4111111111111111)
+      .finish();
     const header = Buffer.from([0, 0, 0, 0, 0, 0]);
     header.writeUInt32BE(id, 1);
-    const p: RecordProtection = { ...protection({ guard: guard() }), tags: new Map([['PCI', tok('card')], ['PII', tok('pii')]]) };
+    const p: RecordProtection = {
+      ...protection({ guard: guard() }),
+      tags: new Map([
+        ['PCI', tok('card')],
+        ['PII', tok('pii')],
+      ]),
+    };
     const [out] = await serde.protectMany!([Buffer.concat([header, body])], p, ['clean']);
     const clean = parseProtoSchema(registry.schemas.get(readFraming(out as Buffer).schemaId)!);
-    expect(clean.messages.get('shop.Customer')!.fields.map((f) => [f.name, f.kind, f.tags])).toEqual([['name', 'string', ['PII']], ['card', 'string', ['PCI']]]);
+    expect(clean.messages.get('shop.Customer')!.fields.map((f) => [f.name, f.kind, f.tags])).toEqual([
+      ['name', 'string', ['PII']],
+      ['card', 'string', ['PCI']],
+    ]);
   });
 
-  it('a mapped tag where no path reaches it (a map\'s values) refuses the schema: RECORD_MALFORMED naming the place, allowed or not', async () => {
+  it("a mapped tag where no path reaches it (a map's values) refuses the schema: RECORD_MALFORMED naming the place, allowed or not", async () => {
     const registry = new FakeRegistry();
     const id = registry.add(PROTO);
     const serde = protobufSerde({ registry, protectedPaths: ['name'], tags: TAGS });
@@ -267,7 +386,10 @@ message Card {
     expect(cleanText).toContain('string number = 1 [(confluent.field_meta).tags = "PCI", deprecated = true];');
     const Clean = protobuf.parse(cleanText, { keepCase: true }).root.lookupType('shop.Customer');
     expect(Clean.toObject(Clean.decode((out[0] as Buffer).subarray(readFraming(out[0] as Buffer).bodyStart)))).toMatchObject({
-      name: 'name(Ann Lee)', email: 'email(ann@example.com)', cards: [{ number: 'card(4111111111111111)', brand: 'visa' }], note: 'x',
+      name: 'name(Ann Lee)',
+      email: 'email(ann@example.com)',
+      cards: [{ number: 'card(4111111111111111)', brand: 'visa' }],
+      note: 'x',
     });
     // allowed, or no guard: the tagged ssn passes as it is
     expect((await serde.protectMany!(values, protection({ guard: guard(['ssn']) }), ['clean', 'clean'])).map(outcome)).toEqual(['clean', 'clean']);
@@ -277,14 +399,24 @@ message Card {
 
 describe('pipeline configuration: tags', () => {
   const base = {
-    source: { topics: ['raw'] }, sink: { topic: 'clean' }, deadLetterTopic: 'dlq', format: 'protobuf', fields: [{ path: 'name', field: 'Customer.name' }],
-    roles: ['ingest'], rightsEvidences: { Role: 'ingest' }, processingEvidences: { Action: 'Protect' },
+    source: { topics: ['raw'] },
+    sink: { topic: 'clean' },
+    deadLetterTopic: 'dlq',
+    format: 'protobuf',
+    fields: [{ path: 'name', field: 'Customer.name' }],
+    roles: ['ingest'],
+    rightsEvidences: { Role: 'ingest' },
+    processingEvidences: { Action: 'Protect' },
   };
   const isField = (c: string, p: string) => c === 'Customer' && ['name', 'email'].includes(p);
   it('maps tags to configured class.properties, in registry formats only', () => {
     expect(pipelineIssues(pipelineSchema.parse({ ...base, tags: { PII_EMAIL: 'Customer.email' } }), isField)).toEqual([]);
-    expect(pipelineIssues(pipelineSchema.parse({ ...base, tags: { PCI: 'Customer.card' } }), isField)).toEqual([{ severity: 'error', pointer: '/tags/PCI', message: 'Customer.card is not a configured class.property' }]);
-    expect(pipelineIssues(pipelineSchema.parse({ ...base, format: 'json', tags: { PII: 'Customer.email' } }), isField).map((i) => i.pointer)).toEqual(['/tags']);
+    expect(pipelineIssues(pipelineSchema.parse({ ...base, tags: { PCI: 'Customer.card' } }), isField)).toEqual([
+      { severity: 'error', pointer: '/tags/PCI', message: 'Customer.card is not a configured class.property' },
+    ]);
+    expect(pipelineIssues(pipelineSchema.parse({ ...base, format: 'json', tags: { PII: 'Customer.email' } }), isField).map((i) => i.pointer)).toEqual([
+      '/tags',
+    ]);
     expect(pipelineSchema.safeParse({ ...base, tags: { 'no spaces': 'Customer.email' } }).success).toBe(false);
   });
 });

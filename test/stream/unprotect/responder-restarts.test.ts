@@ -10,7 +10,9 @@ function responder(groupId: string, failures: number) {
   let started!: () => void;
   const running = new Promise<void>((resolve) => (started = resolve));
   return {
-    groupId, starts: 0, running,
+    groupId,
+    starts: 0,
+    running,
     async start() {
       this.starts++;
       if (left-- > 0) throw new Error('no coordinator');

@@ -65,7 +65,15 @@ class Use {
 type Out = Json | Use | Out[] | { [key: string]: Out };
 
 const PRIMITIVES = new Set(['null', 'boolean', 'int', 'long', 'float', 'double', 'bytes', 'string']);
-const SCALAR_BUCKET: Record<string, string> = { boolean: 'boolean', int: 'number', long: 'number', float: 'number', double: 'number', string: 'string', enum: 'string' };
+const SCALAR_BUCKET: Record<string, string> = {
+  boolean: 'boolean',
+  int: 'number',
+  long: 'number',
+  float: 'number',
+  double: 'number',
+  string: 'string',
+  enum: 'string',
+};
 const PATH = /^[A-Za-z_][A-Za-z0-9_]*(\[\])?(\.[A-Za-z_][A-Za-z0-9_]*(\[\])?)*$/;
 
 export interface DeriveOptions {
@@ -139,8 +147,9 @@ export function avscSchema(schemaText: string): unknown {
 
 function compile(path: string): Op[] {
   if (!PATH.test(path)) throw schemaUnfit(`${path}: not a record path (names joined by dots, [] after an array)`);
-  return path.split('.').flatMap((part): Op[] =>
-    part.endsWith('[]') ? [{ kind: 'field', name: part.slice(0, -2) }, { kind: 'items' }] : [{ kind: 'field', name: part }]);
+  return path
+    .split('.')
+    .flatMap((part): Op[] => (part.endsWith('[]') ? [{ kind: 'field', name: part.slice(0, -2) }, { kind: 'items' }] : [{ kind: 'field', name: part }]));
 }
 
 const isObject = (v: Json | undefined): v is JsonObject => isJsonObject(v);
@@ -154,7 +163,10 @@ const advance = (d: Demand): Demand => ({ ...d, at: d.at + 1 });
 /** where a demand is in its path, for messages: `cards[]` reached, `number` next */
 const where = (d: Demand) => {
   const done = d.ops.slice(0, d.at);
-  const text = done.map((op) => (op.kind === 'field' ? `.${op.name}` : '[]')).join('').slice(1);
+  const text = done
+    .map((op) => (op.kind === 'field' ? `.${op.name}` : '[]'))
+    .join('')
+    .slice(1);
   return text || '(the record itself)';
 };
 
@@ -260,7 +272,8 @@ class Derivation {
         const fields = node.fields;
         if (!Array.isArray(fields)) throw schemaUnfit(`record ${named.fullName} has no fields array`);
         for (const field of fields) {
-          if (!isObject(field) || typeof field.name !== 'string' || field.type === undefined) throw schemaUnfit(`record ${named.fullName} has a field without a name or type`);
+          if (!isObject(field) || typeof field.name !== 'string' || field.type === undefined)
+            throw schemaUnfit(`record ${named.fullName} has a field without a name or type`);
           this.index(field.type, named.namespace);
         }
       }
@@ -315,7 +328,9 @@ class Derivation {
       const leaf = leaves[0]!;
       if (!scalarBucket(t)) {
         const hint = t.kind === 'array' ? ` (write ${where(leaf)}[] to protect its elements)` : '';
-        throw schemaUnfit(`${leaf.path}: ${where(leaf)} is ${describe(t)}; only a scalar (boolean, int, long, float, double, string, enum) can be protected${hint}`);
+        throw schemaUnfit(
+          `${leaf.path}: ${where(leaf)} is ${describe(t)}; only a scalar (boolean, int, long, float, double, string, enum) can be protected${hint}`,
+        );
       }
       if (deeper.length) throw schemaUnfit(`${deeper[0]!.path}: walks into ${where(leaf)}, which is ${describe(t)}, not a record`);
       return 'string';
@@ -344,12 +359,16 @@ class Derivation {
     const first = demands[0]!;
     if (demands.some((d) => !isLeaf(d))) {
       const d = demands.find((x) => !isLeaf(x))!;
-      if (nonNull.length !== 1) throw schemaUnfit(`${d.path}: ${where(d)} is a union of ${nonNull.length} non-null types; paths walk through nullable unions ["null", T] only`);
+      if (nonNull.length !== 1)
+        throw schemaUnfit(`${d.path}: ${where(d)} is a union of ${nonNull.length} non-null types; paths walk through nullable unions ["null", T] only`);
       return branches.map((b, i) => this.build(b, ns, i === nonNull[0] ? demands : []));
     }
     const buckets = nonNull.map((i) => scalarBucket(kinds[i]!));
     if (buckets.some((b) => !b)) throw schemaUnfit(`${first.path}: ${where(first)} is a union with a non-scalar type; only scalars can be protected`);
-    if (new Set(buckets).size !== buckets.length) throw schemaUnfit(`${first.path}: ${where(first)} is a union of types that decode to the same kind of value (${nonNull.map((i) => describe(kinds[i]!)).join(', ')}); it cannot be protected`);
+    if (new Set(buckets).size !== buckets.length)
+      throw schemaUnfit(
+        `${first.path}: ${where(first)} is a union of types that decode to the same kind of value (${nonNull.map((i) => describe(kinds[i]!)).join(', ')}); it cannot be protected`,
+      );
     return branches.flatMap((b, i): Out[] => (i === nonNull[0] ? ['string'] : nonNull.includes(i) ? [] : [this.build(b, ns, [])]));
   }
 
@@ -371,12 +390,15 @@ class Derivation {
     }
     if (named.kind === 'record') {
       const fields = named.node.fields as JsonObject[];
-      body.set('fields', fields.map((field) => {
-        const mine = demands.filter((d) => (d.ops[d.at] as { name?: string }).name === field.name).map(advance);
-        const out: { [key: string]: Out } = { ...field, type: this.build(field.type!, ns, mine) };
-        if (mine.length && 'default' in field) out.default = this.convertDefault(field.default!, field.type!, ns, mine);
-        return out;
-      }));
+      body.set(
+        'fields',
+        fields.map((field) => {
+          const mine = demands.filter((d) => (d.ops[d.at] as { name?: string }).name === field.name).map(advance);
+          const out: { [key: string]: Out } = { ...field, type: this.build(field.type!, ns, mine) };
+          if (mine.length && 'default' in field) out.default = this.convertDefault(field.default!, field.type!, ns, mine);
+          return out;
+        }),
+      );
     }
     variant.body = body;
     return variant;

@@ -114,7 +114,10 @@ class AvroRecords implements AvroSerde {
     } catch {
       const paths: string[] = [];
       c.type.isValid(decoded.value, { errorHook: (path: string[]) => paths.push(path.join('.') || '(the record)') });
-      throw new StreamError('RECORD_MALFORMED', `the protected value does not match the clean schema of raw schema ${rawId} at ${paths.join(', ') || 'an unknown field'}`);
+      throw new StreamError(
+        'RECORD_MALFORMED',
+        `the protected value does not match the clean schema of raw schema ${rawId} at ${paths.join(', ') || 'an unknown field'}`,
+      );
     }
     const out = Buffer.allocUnsafe(HEADER + payload.length);
     out[0] = 0;
@@ -128,7 +131,12 @@ class AvroRecords implements AvroSerde {
   }
 
   /** record by record (the values are decoded objects: nothing to gain from one batch per field), each with its protected paths */
-  async protectMany(values: readonly Buffer[], protection: RecordProtection, cleanTopics: readonly string[], fields?: (string | undefined)[]): Promise<(Buffer | StreamError)[]> {
+  async protectMany(
+    values: readonly Buffer[],
+    protection: RecordProtection,
+    cleanTopics: readonly string[],
+    fields?: (string | undefined)[],
+  ): Promise<(Buffer | StreamError)[]> {
     const out: (Buffer | StreamError)[] = [];
     for (let i = 0; i < values.length; i++) {
       try {
@@ -190,7 +198,8 @@ function resolveWriter(id: number, text: string, protectedPaths: readonly string
     return { type, clean: { text: cleanText, type: avroType(avscSchema(cleanText)) }, tags };
   } catch (e) {
     const unfit = unfitReason(e);
-    if (unfit?.unknownPath !== undefined) return { type, clean: { error: unfit.error, unknownPath: unknownAvroPaths(text, protectedPaths)[0] ?? unfit.unknownPath }, tags };
+    if (unfit?.unknownPath !== undefined)
+      return { type, clean: { error: unfit.error, unknownPath: unknownAvroPaths(text, protectedPaths)[0] ?? unfit.unknownPath }, tags };
     return { type, clean: unfit ?? { error: `the derived clean schema is not valid Avro (${(e as Error).message})` }, tags };
   }
 }
@@ -199,7 +208,12 @@ function resolveWriter(id: number, text: string, protectedPaths: readonly string
 function cleanSchema(w: Writer, id: number): { text: string; type: avro.Type } {
   if ('error' in w.clean) {
     const path = w.clean.unknownPath;
-    if (path !== undefined) throw new StreamError('SCHEMA_PATH_UNKNOWN', `schema ${id} has no field at the mapped path ${path} (Avro field names match exactly): the pipeline refuses its records`, { path, schema: id });
+    if (path !== undefined)
+      throw new StreamError(
+        'SCHEMA_PATH_UNKNOWN',
+        `schema ${id} has no field at the mapped path ${path} (Avro field names match exactly): the pipeline refuses its records`,
+        { path, schema: id },
+      );
     throw new StreamError('RECORD_MALFORMED', `schema ${id} does not fit the pipeline's mapped paths: ${w.clean.error}`);
   }
   return w.clean;

@@ -49,12 +49,21 @@ function typeHook(schema: unknown, opts: avro.ForSchemaOptions): avro.Type | und
     // a map's binary form is an array of (key, value) pairs: read it as one, so its entries keep
     // their order (a JS object would move integer-like keys first) and duplicate keys survive
     const values = (schema as { values: unknown }).values;
-    const entry = { type: 'record', name: `veil_map_entry_${++mapEntries}`, fields: [{ name: 'key', type: 'string' }, { name: 'value', type: values }] };
+    const entry = {
+      type: 'record',
+      name: `veil_map_entry_${++mapEntries}`,
+      fields: [
+        { name: 'key', type: 'string' },
+        { name: 'value', type: values },
+      ],
+    };
     return avro.Type.forSchema({ type: 'array', items: entry } as avro.Schema, opts);
   }
   if (!Array.isArray(schema)) return undefined;
   // a union: decide wrapping ourselves, since avsc would not see safeLong as a number
-  const numbers = schema.filter((s) => isLong(s) || ['int', 'float', 'double'].includes(typeof s === 'string' ? s : (s as { type?: string })?.type ?? '')).length;
+  const numbers = schema.filter(
+    (s) => isLong(s) || ['int', 'float', 'double'].includes(typeof s === 'string' ? s : ((s as { type?: string })?.type ?? '')),
+  ).length;
   const types = schema.map((s) => (isLong(s) && numbers > 1 ? plainLong : avro.Type.forSchema(s as avro.Schema, opts)));
   const buckets = types.map((t) => (t === safeLong ? 'number' : avro.Type.isType(t, 'logical') ? undefined : bucket(t.typeName)));
   const seen = buckets.filter((b) => b !== undefined);
@@ -64,10 +73,21 @@ function typeHook(schema: unknown, opts: avro.ForSchemaOptions): avro.Type | und
 
 function bucket(typeName: string): string {
   switch (typeName) {
-    case 'int': case 'long': case 'float': case 'double': return 'number';
-    case 'bytes': case 'fixed': return 'buffer';
-    case 'enum': return 'string';
-    case 'map': case 'record': case 'error': return 'object';
-    default: return typeName;
+    case 'int':
+    case 'long':
+    case 'float':
+    case 'double':
+      return 'number';
+    case 'bytes':
+    case 'fixed':
+      return 'buffer';
+    case 'enum':
+      return 'string';
+    case 'map':
+    case 'record':
+    case 'error':
+      return 'object';
+    default:
+      return typeName;
   }
 }

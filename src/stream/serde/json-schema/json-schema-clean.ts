@@ -102,7 +102,6 @@ export function deriveCleanJsonSchema(rawText: string, paths: readonly string[],
   return printLossless(doc.root!);
 }
 
-
 /** the strings of a `confluent:tags` keyword */
 const tagsOf = (v: unknown): string[] => (Array.isArray(v) ? v.filter((t): t is string => typeof t === 'string' && t !== '') : []);
 const join = (path: string, name: string) => (path === '' ? name : `${path}.${name}`);

@@ -78,15 +78,28 @@ class JsonSchemaRecords implements Serde {
    * The JSON format's batch (protectJsonValues) once every value's schema is resolved: one
    * batch per protection — the pipeline's, or a schema's with its tagged properties mapped too.
    */
-  async protectMany(values: readonly Buffer[], protection: RecordProtection, cleanTopics: readonly string[], fields?: (string | undefined)[]): Promise<(Buffer | StreamError)[]> {
-    const prepared = await Promise.all(values.map((bytes, i) => this.prepare(bytes, protection, cleanTopics[i]!).catch((e: unknown) => {
-      if (e instanceof StreamError && !e.retriable) return e;
-      throw e;
-    })));
+  async protectMany(
+    values: readonly Buffer[],
+    protection: RecordProtection,
+    cleanTopics: readonly string[],
+    fields?: (string | undefined)[],
+  ): Promise<(Buffer | StreamError)[]> {
+    const prepared = await Promise.all(
+      values.map((bytes, i) =>
+        this.prepare(bytes, protection, cleanTopics[i]!).catch((e: unknown) => {
+          if (e instanceof StreamError && !e.retriable) return e;
+          throw e;
+        }),
+      ),
+    );
     const out: (Buffer | StreamError)[] = prepared.map((p) => (p instanceof StreamError ? p : Buffer.alloc(0)));
     for (const [groupProtection, indexes] of byProtection(prepared)) {
       const groupFields: (string | undefined)[] = [];
-      const bodies = protectJsonValues(indexes.map((i) => values[i]!.subarray(HEADER)), groupProtection, groupFields);
+      const bodies = protectJsonValues(
+        indexes.map((i) => values[i]!.subarray(HEADER)),
+        groupProtection,
+        groupFields,
+      );
       indexes.forEach((i, k) => {
         const body = bodies[k]!;
         if (fields !== undefined) fields[i] = groupFields[k];
@@ -110,7 +123,11 @@ class JsonSchemaRecords implements Serde {
     const clean = await this.cleanOf(rawId);
     if ('error' in clean) {
       const path = clean.unknownPath;
-      if (path !== undefined) throw new StreamError('SCHEMA_PATH_UNKNOWN', `schema ${rawId} does not declare the mapped path ${path}: the pipeline refuses its records`, { path, schema: rawId });
+      if (path !== undefined)
+        throw new StreamError('SCHEMA_PATH_UNKNOWN', `schema ${rawId} does not declare the mapped path ${path}: the pipeline refuses its records`, {
+          path,
+          schema: rawId,
+        });
       throw new StreamError('RECORD_MALFORMED', `schema ${rawId} does not fit the pipeline's mapped paths: ${clean.error}`);
     }
     const refusal = tagRefusal(clean.tags.unmapped, protection, String(rawId), this.foldKeys);

@@ -39,7 +39,12 @@ const unescape = (s: string) => s.replaceAll('~1', '/').replaceAll('~0', '~');
  */
 function safePointer(instancePath: string, names: Set<string>): string {
   if (instancePath === '') return '';
-  return instancePath.split('/').slice(1).map((seg) => (/^\d{1,9}$/.test(seg) || names.has(unescape(seg)) ? seg : '*')).map((s) => `/${s}`).join('');
+  return instancePath
+    .split('/')
+    .slice(1)
+    .map((seg) => (/^\d{1,9}$/.test(seg) || names.has(unescape(seg)) ? seg : '*'))
+    .map((s) => `/${s}`)
+    .join('');
 }
 
 /**
@@ -49,7 +54,10 @@ function safePointer(instancePath: string, names: Set<string>): string {
  */
 export function describeError(e: ErrorObject, names: Set<string>): string {
   const pointer = safePointer(e.instancePath, names);
-  const missing = e.keyword === 'required' && typeof e.params.missingProperty === 'string' && names.has(e.params.missingProperty) ? ` (missing property ${e.params.missingProperty})` : '';
+  const missing =
+    e.keyword === 'required' && typeof e.params.missingProperty === 'string' && names.has(e.params.missingProperty)
+      ? ` (missing property ${e.params.missingProperty})`
+      : '';
   return `the value at ${pointer === '' ? '(root)' : pointer} fails the schema's ${e.keyword} keyword${missing} at ${e.schemaPath.slice(0, 200)}`;
 }
 
@@ -73,7 +81,9 @@ export async function compileValidator(schemaText: string): Promise<RecordValida
   const dialect = dialectOf(schema as Record<string, unknown>);
   const [{ default: addFormats }, Ajv] = await Promise.all([
     import('ajv-formats'),
-    import(dialect === '2020' ? 'ajv/dist/2020.js' : dialect === '2019' ? 'ajv/dist/2019.js' : 'ajv').then((m: { default: unknown }) => m.default as typeof import('ajv').default),
+    import(dialect === '2020' ? 'ajv/dist/2020.js' : dialect === '2019' ? 'ajv/dist/2019.js' : 'ajv').then(
+      (m: { default: unknown }) => m.default as typeof import('ajv').default,
+    ),
   ]);
   const ajv = new Ajv({ strict: false, allErrors: false, logger: false, validateFormats: true });
   if (dialect === '06') ajv.addMetaSchema(require('ajv/dist/refs/json-schema-draft-06.json') as object);

@@ -37,7 +37,15 @@ function planFor(protection: RecordProtection): Plan {
   // the guard's allow-list is quiet to the scan: nothing under an allowed path is shown to the guard
   const quiet = g?.allow.map((path) => quietPath(allowedPath(path)));
   const root = compileExpectation(paths.map(jsonPathOf), { foldKeys: protection.foldKeys === true, ...(quiet ? { quiet } : {}) });
-  const plan: Plan = { maps, paths, root, kinds: [...(g?.protect.keys() ?? [])], chains: [...(g?.protect.values() ?? [])], retypes: g?.retypes === true, fieldLists: new Map() };
+  const plan: Plan = {
+    maps,
+    paths,
+    root,
+    kinds: [...(g?.protect.keys() ?? [])],
+    chains: [...(g?.protect.values() ?? [])],
+    retypes: g?.retypes === true,
+    fieldLists: new Map(),
+  };
   if (g !== undefined) plan.guard = new JsonGuard(g.allow.map(allowedPath), protection.foldKeys === true, undefined, g.threshold);
   plans.set(protection, plan);
   return plan;
@@ -133,7 +141,8 @@ function planRecord(bytes: Buffer, plan: Plan, missing: 'pass' | 'dead-letter', 
         if (missing === 'pass') continue;
         out.stop = new StreamError('FIELD_MISSING', `mapped field ${path} is absent or null`, { path });
       } else if (kind === EV_SHAPE) out.stop = new StreamError('RECORD_MALFORMED', `the record's shape does not match mapped path ${path}`, { path });
-      else if (kind === EV_NO_ARRAY) out.stop = new StreamError('RECORD_MALFORMED', `the record's shape does not match mapped path ${path} (no array)`, { path });
+      else if (kind === EV_NO_ARRAY)
+        out.stop = new StreamError('RECORD_MALFORMED', `the record's shape does not match mapped path ${path} (no array)`, { path });
       else if (kind === EV_NOT_SCALAR) out.stop = new StreamError('RECORD_MALFORMED', `mapped field ${path} is not a scalar`, { path });
       else out.leaves.push(m, start, end, texts[m]!.push(leafText(bytes, kind, start, end)) - 1);
       if (out.stop) return out;
@@ -149,14 +158,21 @@ function planGuarded(out: RecordPlan, plan: Plan, texts: string[][]): void {
   if (guard.truncated) {
     // more findings than the guard collects: protecting the first ones would pass the rest in clear
     const f = guard.findings[0]!;
-    out.stop = new StreamError('UNMAPPED_PERSONAL_DATA', `unmapped path ${f.path} and more than ${guard.findings.length - 1} others hold personal data`, { path: f.path, kind: f.kind });
+    out.stop = new StreamError('UNMAPPED_PERSONAL_DATA', `unmapped path ${f.path} and more than ${guard.findings.length - 1} others hold personal data`, {
+      path: f.path,
+      kind: f.kind,
+    });
     return;
   }
   for (const f of guard.findings) {
     const number = out.bytes[f.start] !== 0x22;
     const j = f.key || (number && !plan.retypes) ? -1 : plan.kinds.indexOf(f.kind);
     if (j < 0) {
-      out.stop = new StreamError('UNMAPPED_PERSONAL_DATA', `unmapped path ${f.path} holds ${f.kind === 'email' ? 'an' : 'a'} ${f.kind}${f.key ? ' as an object key' : ''}`, { path: f.path, kind: f.kind });
+      out.stop = new StreamError(
+        'UNMAPPED_PERSONAL_DATA',
+        `unmapped path ${f.path} holds ${f.kind === 'email' ? 'an' : 'a'} ${f.kind}${f.key ? ' as an object key' : ''}`,
+        { path: f.path, kind: f.kind },
+      );
       return;
     }
     const m = plan.maps.length + j;
@@ -176,7 +192,10 @@ function protectedPaths(p: RecordPlan, plan: Plan): string {
   if (mapped === undefined) {
     const met = new Set<number>();
     for (let k = 0; k < p.leaves.length; k += 4) met.add(p.leaves[k]!);
-    mapped = maps.filter((_, m) => met.has(m)).map((m) => m.path).join(',');
+    mapped = maps
+      .filter((_, m) => met.has(m))
+      .map((m) => m.path)
+      .join(',');
     if (mask >= 0 && plan.fieldLists.size < 1024) plan.fieldLists.set(mask, mapped);
   }
   if (p.guarded === undefined) return mapped;
@@ -204,7 +223,8 @@ function finish(plan: RecordPlan, maps: readonly Mapping[], results: readonly (s
   try {
     return spliceJson(plan.bytes, edits);
   } catch (e) {
-    if (e instanceof JsonBytesFault && e.code === 'SPLICE_OVERLAP') throw new Error('two mapped paths reach the same JSON value: the pipeline maps one field twice', { cause: e });
+    if (e instanceof JsonBytesFault && e.code === 'SPLICE_OVERLAP')
+      throw new Error('two mapped paths reach the same JSON value: the pipeline maps one field twice', { cause: e });
     throw e;
   }
 }

@@ -77,19 +77,28 @@ class Slots {
  * (malformed, a field missing) and by a value reports its shape here; protect() reports what its
  * walk meets first.
  */
-export function protectPrepared(values: readonly Buffer[], prepared: readonly (Prepared | StreamError)[], protection: RecordProtection, fields?: (string | undefined)[]): (Buffer | StreamError)[] {
+export function protectPrepared(
+  values: readonly Buffer[],
+  prepared: readonly (Prepared | StreamError)[],
+  protection: RecordProtection,
+  fields?: (string | undefined)[],
+): (Buffer | StreamError)[] {
   const batches = batchesOf();
   const slots = new Slots();
   // per record: where its slots start, or why it failed
   const first: (number | StreamError)[] = [];
   let current: Prepared;
-  const collect = { schema: undefined as unknown as ProtoSchema, missing: protection.missing, protect: (path: string, text: string) => {
-    const batch = batches(current, path);
-    slots.batch.push(batch);
-    slots.at.push(batch.list.length);
-    batch.list.push(text);
-    return '';
-  } };
+  const collect = {
+    schema: undefined as unknown as ProtoSchema,
+    missing: protection.missing,
+    protect: (path: string, text: string) => {
+      const batch = batches(current, path);
+      slots.batch.push(batch);
+      slots.at.push(batch.list.length);
+      batch.list.push(text);
+      return '';
+    },
+  };
   prepared.forEach((p, i) => {
     if (p instanceof StreamError) return void first.push(p);
     const from = slots.batch.length;
@@ -106,13 +115,18 @@ export function protectPrepared(values: readonly Buffer[], prepared: readonly (P
   });
   for (const batch of batches.all) if (batch.list.length) batch.results = batch.chain.many(batch.list);
   let k = 0;
-  const take = { schema: undefined as unknown as ProtoSchema, missing: protection.missing, textsRead: true, protect: (path: string) => {
-    const batch = slots.batch[k]!;
-    if (batch.path !== path) throw new Error(`protobuf serde: the second walk met ${path} where the first met ${batch.path}`);
-    const out = batch.results![slots.at[k++]!]!;
-    if (out instanceof ValueError) throw new StreamError(out.code, `mapped field ${path}: value ${out.message}`);
-    return out;
-  } };
+  const take = {
+    schema: undefined as unknown as ProtoSchema,
+    missing: protection.missing,
+    textsRead: true,
+    protect: (path: string) => {
+      const batch = slots.batch[k]!;
+      if (batch.path !== path) throw new Error(`protobuf serde: the second walk met ${path} where the first met ${batch.path}`);
+      const out = batch.results![slots.at[k++]!]!;
+      if (out instanceof ValueError) throw new StreamError(out.code, `mapped field ${path}: value ${out.message}`);
+      return out;
+    },
+  };
   const w = new WireWriter(EMPTY);
   return prepared.map((p, i) => {
     const from = first[i]!;
@@ -158,4 +172,3 @@ function protectedPaths(taken: readonly Batch[], from: number, to: number, p: Pr
   }
   return out;
 }
-

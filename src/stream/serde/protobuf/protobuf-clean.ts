@@ -45,7 +45,8 @@ function rewriteMessage(msg: Buffer, scope: string, wanted: Set<string>): Buffer
 }
 
 function fieldNumber(field: Buffer): number {
-  for (const f of wireFields(field)) if (f.number === FIELD_NUMBER && f.wireType === WIRE.varint) return readSmallVarint(field, f.valueStart, 'a field number')[0];
+  for (const f of wireFields(field))
+    if (f.number === FIELD_NUMBER && f.wireType === WIRE.varint) return readSmallVarint(field, f.valueStart, 'a field number')[0];
   return -1;
 }
 
@@ -54,13 +55,15 @@ function retypeField(field: Buffer): Buffer {
   for (const f of wireFields(field)) {
     if (f.number === FIELD_TYPE || f.number === FIELD_TYPE_NAME) continue;
     if (f.number === FIELD_OPTIONS && f.wireType === WIRE.len) {
-      const options = Buffer.concat([...wireFields(field, f.valueStart, f.end)].filter((o) => o.number !== OPTIONS_PACKED).map((o) => field.subarray(o.start, o.end)));
+      const options = Buffer.concat(
+        [...wireFields(field, f.valueStart, f.end)].filter((o) => o.number !== OPTIONS_PACKED).map((o) => field.subarray(o.start, o.end)),
+      );
       if (options.length > 0) out.push(lenHeader(FIELD_OPTIONS, options.length), options);
       continue;
     }
     out.push(field.subarray(f.start, f.end));
   }
-  out.push(varint(FIELD_TYPE << 3 | WIRE.varint), varint(TYPE_STRING));
+  out.push(varint((FIELD_TYPE << 3) | WIRE.varint), varint(TYPE_STRING));
   return Buffer.concat(out);
 }
 
@@ -74,7 +77,11 @@ function rewriteLen(msg: Buffer, edit: (number: number, body: Buffer) => Buffer 
   return Buffer.concat(out);
 }
 
-interface Token { text: string; start: number; end: number }
+interface Token {
+  text: string;
+  start: number;
+  end: number;
+}
 
 /** Identifiers (dotted), numbers, strings and single punctuation; comments and spaces skipped. */
 function tokenize(text: string): Token[] {
@@ -87,7 +94,25 @@ function tokenize(text: string): Token[] {
   return tokens;
 }
 
-const NOT_A_TYPE = new Set(['option', 'reserved', 'extensions', 'message', 'enum', 'oneof', 'extend', 'service', 'map', 'optional', 'required', 'repeated', 'syntax', 'package', 'import', 'edition', 'rpc']);
+const NOT_A_TYPE = new Set([
+  'option',
+  'reserved',
+  'extensions',
+  'message',
+  'enum',
+  'oneof',
+  'extend',
+  'service',
+  'map',
+  'optional',
+  'required',
+  'repeated',
+  'syntax',
+  'package',
+  'import',
+  'edition',
+  'rpc',
+]);
 
 /**
  * `.proto` text with the wanted fields' type tokens replaced by `string` and `packed = …` removed
@@ -103,8 +128,10 @@ function rewriteText(text: string, wanted: Set<string>): string {
   for (let i = 0; i < tokens.length; i++) {
     const t = tokens[i]!.text;
     if (t === 'package' && scope.length === 0) pkg = tokens[i + 1]?.text ?? '';
-    else if ((t === 'message' || t === 'group') && tokens[i + 2]?.text === '{') { scope.push(tokens[i + 1]!.text); i += 2; }
-    else if (t === '{') scope.push(null);
+    else if ((t === 'message' || t === 'group') && tokens[i + 2]?.text === '{') {
+      scope.push(tokens[i + 1]!.text);
+      i += 2;
+    } else if (t === '{') scope.push(null);
     else if (t === '}') scope.pop();
     else if (scope.length > 0 && !NOT_A_TYPE.has(t) && tokens[i + 2]?.text === '=' && /^[A-Za-z_]/.test(tokens[i + 1]?.text ?? '')) {
       const number = Number(tokens[i + 3]?.text);
@@ -128,7 +155,10 @@ function dropPacked(tokens: Token[], i: number, edits: { start: number; end: num
   for (let j = i + 1; j < close; j++) {
     if (tokens[j]!.text !== 'packed' || tokens[j + 1]?.text !== '=') continue;
     const only = j === i + 1 && tokens[j + 3]?.text === ']';
-    if (only) { edits.push({ start: tokens[i]!.start, end: tokens[close]!.end, text: '' }); return; }
+    if (only) {
+      edits.push({ start: tokens[i]!.start, end: tokens[close]!.end, text: '' });
+      return;
+    }
     const afterComma = tokens[j + 3]?.text === ',';
     const start = afterComma ? tokens[j]!.start : tokens[j - 1]!.start;
     const end = afterComma ? tokens[j + 4]!.start : tokens[j + 2]!.end;

@@ -94,7 +94,16 @@ function level(w: Omit<Walk, 'b'>, message: ProtoMessage, tree: PathTree | undef
     // a map entry's key is data (checked as a key is), its value is named by the key at run time
     const own = isEntry ? 0 : contextOf(field.name);
     const hints = own !== 0 || isEntry ? own : parentContext(steps);
-    out.steps.set(field.number, { field, look, path: formatPath(steps), hints, steps, ...(nested ? { nested } : {}), ...(place ? { place } : {}), ...(entry ? { entry: true } : {}) });
+    out.steps.set(field.number, {
+      field,
+      look,
+      path: formatPath(steps),
+      hints,
+      steps,
+      ...(nested ? { nested } : {}),
+      ...(place ? { place } : {}),
+      ...(entry ? { entry: true } : {}),
+    });
   }
   return out;
 }
@@ -108,14 +117,21 @@ function walk(w: Walk, from: number, to: number, fields: Level, depth: number): 
   while (f.next()) {
     const step = fields.steps.get(f.number);
     if (step === undefined) {
-      const found = fields.declared.has(f.number) ? undefined : unknownFinding(w, f.wireType, f.valueStart, f.end, `${fields.path === '' ? '' : `${fields.path}.`}#${f.number}`, depth + 1, 0);
+      const found = fields.declared.has(f.number)
+        ? undefined
+        : unknownFinding(w, f.wireType, f.valueStart, f.end, `${fields.path === '' ? '' : `${fields.path}.`}#${f.number}`, depth + 1, 0);
       if (found !== undefined) return found;
       continue;
     }
     const hints = fields.entry && f.number === 2 ? keyHints : step.hints;
-    const found = step.look === 'message' ? (f.wireType === WIRE.len ? walk(w, f.valueStart, f.end, levelOf(w, step), depth + 1) : malformed(step.field))
-      : step.look === 'integer' ? integerFinding(w, f.wireType, f.valueStart, f.end, step, hints)
-      : stringFinding(w, f.wireType, f.valueStart, f.end, step, hints);
+    const found =
+      step.look === 'message'
+        ? f.wireType === WIRE.len
+          ? walk(w, f.valueStart, f.end, levelOf(w, step), depth + 1)
+          : malformed(step.field)
+        : step.look === 'integer'
+          ? integerFinding(w, f.wireType, f.valueStart, f.end, step, hints)
+          : stringFinding(w, f.wireType, f.valueStart, f.end, step, hints);
     if (found !== undefined) return found;
   }
   return undefined;
@@ -235,11 +251,17 @@ function integerText(b: Buffer, pos: number, field: ProtoField): string {
   }
   const [v] = readVarint(b, pos);
   switch (field.kind) {
-    case 'int32': return String(BigInt.asIntN(32, v));
-    case 'int64': return String(BigInt.asIntN(64, v));
-    case 'uint32': return String(BigInt.asUintN(32, v));
-    case 'sint32': case 'sint64': return String((v >> 1n) ^ -(v & 1n));
-    default: return String(v);
+    case 'int32':
+      return String(BigInt.asIntN(32, v));
+    case 'int64':
+      return String(BigInt.asIntN(64, v));
+    case 'uint32':
+      return String(BigInt.asUintN(32, v));
+    case 'sint32':
+    case 'sint64':
+      return String((v >> 1n) ^ -(v & 1n));
+    default:
+      return String(v);
   }
 }
 

@@ -162,26 +162,46 @@ function numberText(b: Buffer, pos: number, field: ProtoField, schema: ProtoSche
     if (pos + n > b.length) throw new StreamError('RECORD_MALFORMED', `field ${field.name} is truncated`);
   };
   switch (field.kind) {
-    case 'fixed32': need(4); return [String(b.readUInt32LE(pos)), pos + 4];
-    case 'sfixed32': need(4); return [String(b.readInt32LE(pos)), pos + 4];
-    case 'float': need(4); return [String(b.readFloatLE(pos)), pos + 4];
-    case 'fixed64': need(8); return [String(b.readBigUInt64LE(pos)), pos + 8];
-    case 'sfixed64': need(8); return [String(b.readBigInt64LE(pos)), pos + 8];
-    case 'double': need(8); return [String(b.readDoubleLE(pos)), pos + 8];
-    default: break;
+    case 'fixed32':
+      need(4);
+      return [String(b.readUInt32LE(pos)), pos + 4];
+    case 'sfixed32':
+      need(4);
+      return [String(b.readInt32LE(pos)), pos + 4];
+    case 'float':
+      need(4);
+      return [String(b.readFloatLE(pos)), pos + 4];
+    case 'fixed64':
+      need(8);
+      return [String(b.readBigUInt64LE(pos)), pos + 8];
+    case 'sfixed64':
+      need(8);
+      return [String(b.readBigInt64LE(pos)), pos + 8];
+    case 'double':
+      need(8);
+      return [String(b.readDoubleLE(pos)), pos + 8];
+    default:
+      break;
   }
   const [v, next] = readVarint(b, pos);
   switch (field.kind) {
-    case 'int32': return [String(BigInt.asIntN(32, v)), next];
-    case 'int64': return [String(BigInt.asIntN(64, v)), next];
-    case 'uint32': return [String(BigInt.asUintN(32, v)), next];
-    case 'sint32': case 'sint64': return [String((v >> 1n) ^ -(v & 1n)), next];
-    case 'bool': return [v === 0n ? 'false' : 'true', next];
+    case 'int32':
+      return [String(BigInt.asIntN(32, v)), next];
+    case 'int64':
+      return [String(BigInt.asIntN(64, v)), next];
+    case 'uint32':
+      return [String(BigInt.asUintN(32, v)), next];
+    case 'sint32':
+    case 'sint64':
+      return [String((v >> 1n) ^ -(v & 1n)), next];
+    case 'bool':
+      return [v === 0n ? 'false' : 'true', next];
     case 'enum': {
       const n = Number(BigInt.asIntN(32, v));
       return [schema.enums.get(field.typeName!)?.get(n) ?? String(n), next];
     }
-    default: return [String(v), next];
+    default:
+      return [String(v), next];
   }
 }
 
@@ -192,7 +212,14 @@ function numberText(b: Buffer, pos: number, field: ProtoField, schema: ProtoSche
  * then a map is the array of its entries, each `{key, value}`. For discovery, which looks at
  * values, and the unmapped guard.
  */
-export function decodeMessage(b: Buffer, from: number, to: number, message: ProtoMessage, schema: ProtoSchema, options: { maps?: boolean } = {}): Record<string, unknown> {
+export function decodeMessage(
+  b: Buffer,
+  from: number,
+  to: number,
+  message: ProtoMessage,
+  schema: ProtoSchema,
+  options: { maps?: boolean } = {},
+): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   const byNumber = new Map(message.fields.map((f) => [f.number, f]));
   for (const f of wireFields(b, from, to)) {

@@ -4,8 +4,22 @@ import { readSmallVarint, WIRE, wireFields } from './protobuf-wire.ts';
 import type { TaggedField } from '../schema-tags.ts';
 import { schemaUnfit } from '../../stream-error.ts';
 
-export type ScalarKind = 'double' | 'float' | 'int64' | 'uint64' | 'int32' | 'fixed64' | 'fixed32' | 'bool' | 'string'
-  | 'bytes' | 'uint32' | 'sfixed32' | 'sfixed64' | 'sint32' | 'sint64';
+export type ScalarKind =
+  | 'double'
+  | 'float'
+  | 'int64'
+  | 'uint64'
+  | 'int32'
+  | 'fixed64'
+  | 'fixed32'
+  | 'bool'
+  | 'string'
+  | 'bytes'
+  | 'uint32'
+  | 'sfixed32'
+  | 'sfixed64'
+  | 'sint32'
+  | 'sint64';
 
 /** A field as veil needs it: `external` is a type defined in another file (an import). */
 export interface ProtoField {
@@ -39,9 +53,45 @@ export interface ProtoSchema {
   topLevel: string[];
 }
 
-const SCALARS = new Set<string>(['double', 'float', 'int64', 'uint64', 'int32', 'fixed64', 'fixed32', 'bool', 'string', 'bytes', 'uint32', 'sfixed32', 'sfixed64', 'sint32', 'sint64']);
+const SCALARS = new Set<string>([
+  'double',
+  'float',
+  'int64',
+  'uint64',
+  'int32',
+  'fixed64',
+  'fixed32',
+  'bool',
+  'string',
+  'bytes',
+  'uint32',
+  'sfixed32',
+  'sfixed64',
+  'sint32',
+  'sint64',
+]);
 /** FieldDescriptorProto.Type numbers, in order from 1 */
-const DESCRIPTOR_TYPES = ['', 'double', 'float', 'int64', 'uint64', 'int32', 'fixed64', 'fixed32', 'bool', 'string', 'group', 'message', 'bytes', 'uint32', 'enum', 'sfixed32', 'sfixed64', 'sint32', 'sint64'] as const;
+const DESCRIPTOR_TYPES = [
+  '',
+  'double',
+  'float',
+  'int64',
+  'uint64',
+  'int32',
+  'fixed64',
+  'fixed32',
+  'bool',
+  'string',
+  'group',
+  'message',
+  'bytes',
+  'uint32',
+  'enum',
+  'sfixed32',
+  'sfixed64',
+  'sint32',
+  'sint64',
+] as const;
 const LABEL_REPEATED = 3;
 
 export function parseProtoSchema(text: string): ProtoSchema {
@@ -63,9 +113,24 @@ export function messageAt(schema: ProtoSchema, indexes: readonly number[]): Prot
   return found;
 }
 
-interface DescriptorMessage { name?: string; field?: DescriptorField[]; nestedType?: DescriptorMessage[]; enumType?: DescriptorEnum[]; options?: { mapEntry?: boolean } }
-interface DescriptorField { name?: string; number?: number; label?: number; type?: number; typeName?: string }
-interface DescriptorEnum { name?: string; value?: { name?: string; number?: number }[] }
+interface DescriptorMessage {
+  name?: string;
+  field?: DescriptorField[];
+  nestedType?: DescriptorMessage[];
+  enumType?: DescriptorEnum[];
+  options?: { mapEntry?: boolean };
+}
+interface DescriptorField {
+  name?: string;
+  number?: number;
+  label?: number;
+  type?: number;
+  typeName?: string;
+}
+interface DescriptorEnum {
+  name?: string;
+  value?: { name?: string; number?: number }[];
+}
 
 function fromDescriptor(base64: string, text: string): ProtoSchema {
   let file: { package?: string; messageType?: DescriptorMessage[]; enumType?: DescriptorEnum[] };
@@ -85,8 +150,11 @@ function fromDescriptor(base64: string, text: string): ProtoSchema {
     const nested = (m.nestedType ?? []).map((n) => addMessage(n, fullName));
     (m.enumType ?? []).forEach((e) => addEnum(e, fullName));
     const fields = (m.field ?? []).map((f): ProtoField => ({
-      name: f.name ?? '', number: f.number ?? 0, repeated: f.label === LABEL_REPEATED,
-      kind: DESCRIPTOR_TYPES[f.type ?? 0] || 'external', typeName: f.typeName?.replace(/^\./, ''),
+      name: f.name ?? '',
+      number: f.number ?? 0,
+      repeated: f.label === LABEL_REPEATED,
+      kind: DESCRIPTOR_TYPES[f.type ?? 0] || 'external',
+      typeName: f.typeName?.replace(/^\./, ''),
     }));
     schema.messages.set(fullName, { fullName, fields, nested });
     return fullName;
@@ -101,7 +169,8 @@ function fromDescriptor(base64: string, text: string): ProtoSchema {
   for (const m of schema.messages.values()) {
     for (const f of m.fields) {
       if (f.kind === 'message' && f.typeName && mapEntries.has(f.typeName)) f.kind = 'map';
-      else if ((f.kind === 'message' || f.kind === 'enum') && f.typeName && !schema.messages.has(f.typeName) && !schema.enums.has(f.typeName)) f.kind = 'external';
+      else if ((f.kind === 'message' || f.kind === 'enum') && f.typeName && !schema.messages.has(f.typeName) && !schema.enums.has(f.typeName))
+        f.kind = 'external';
     }
   }
   return schema;
@@ -192,7 +261,8 @@ function descriptorTags(file: Buffer, pkg: string): Map<string, string[]> {
         if (g.number !== 8 || g.wireType !== WIRE.len) continue;
         for (const o of wireFields(field, g.valueStart, g.end)) {
           if (o.number !== FIELD_META || o.wireType !== WIRE.len) continue;
-          for (const m of wireFields(field, o.valueStart, o.end)) if (m.number === META_TAGS && m.wireType === WIRE.len && !tags.includes(text(field, m))) tags.push(text(field, m));
+          for (const m of wireFields(field, o.valueStart, o.end))
+            if (m.number === META_TAGS && m.wireType === WIRE.len && !tags.includes(text(field, m))) tags.push(text(field, m));
         }
       }
       if (tags.length) out.set(`${fullName}#${number}`, tags);
@@ -256,13 +326,22 @@ export function protoTaggedFields(schema: ProtoSchema, root: ProtoMessage): Tagg
  * entries can be decoded and a message type used as a map value counts as used there.
  */
 function mapEntry(schema: ProtoSchema, field: protobuf.MapField, scope: string): string {
-  const fullName = join(scope, `${field.name.split('_').map((w) => w.charAt(0).toUpperCase() + w.slice(1)).join('')}Entry`);
-  const value: ProtoField = SCALARS.has(field.type) ? { name: 'value', number: 2, repeated: false, kind: field.type as ScalarKind } : (() => {
-    const typeName = resolveName(schema, field.type, scope);
-    if (typeName === undefined) return { name: 'value', number: 2, repeated: false, kind: 'external', typeName: field.type };
-    return { name: 'value', number: 2, repeated: false, kind: schema.messages.has(typeName) ? 'message' : 'enum', typeName };
-  })();
-  if (!schema.messages.has(fullName)) schema.messages.set(fullName, { fullName, fields: [{ name: 'key', number: 1, repeated: false, kind: field.keyType as ScalarKind }, value], nested: [] });
+  const fullName = join(
+    scope,
+    `${field.name
+      .split('_')
+      .map((w) => w.charAt(0).toUpperCase() + w.slice(1))
+      .join('')}Entry`,
+  );
+  const value: ProtoField = SCALARS.has(field.type)
+    ? { name: 'value', number: 2, repeated: false, kind: field.type as ScalarKind }
+    : (() => {
+        const typeName = resolveName(schema, field.type, scope);
+        if (typeName === undefined) return { name: 'value', number: 2, repeated: false, kind: 'external', typeName: field.type };
+        return { name: 'value', number: 2, repeated: false, kind: schema.messages.has(typeName) ? 'message' : 'enum', typeName };
+      })();
+  if (!schema.messages.has(fullName))
+    schema.messages.set(fullName, { fullName, fields: [{ name: 'key', number: 1, repeated: false, kind: field.keyType as ScalarKind }, value], nested: [] });
   return fullName;
 }
 

@@ -78,15 +78,29 @@ class ProtobufRecords implements ProtobufSerde {
   async protect(bytes: Buffer, protection: RecordProtection, cleanTopic: string): Promise<Buffer> {
     const p = await this.prepare(bytes, cleanTopic, protection);
     const w = new WireWriter(bytes);
-    protectInto(bytes, p.bodyStart, bytes.length, p.target.plan, { schema: p.target.schema, protect: protectEach(p.transforms), missing: protection.missing }, w);
+    protectInto(
+      bytes,
+      p.bodyStart,
+      bytes.length,
+      p.target.plan,
+      { schema: p.target.schema, protect: protectEach(p.transforms), missing: protection.missing },
+      w,
+    );
     guardRecord(bytes, p, protection);
     return framed(p, w);
   }
 
-  async protectMany(values: readonly Buffer[], protection: RecordProtection, cleanTopics: readonly string[], fields?: (string | undefined)[]): Promise<(Buffer | StreamError)[]> {
+  async protectMany(
+    values: readonly Buffer[],
+    protection: RecordProtection,
+    cleanTopics: readonly string[],
+    fields?: (string | undefined)[],
+  ): Promise<(Buffer | StreamError)[]> {
     // a steady stream's records share one header: prepared once, not once per record (no promise each)
-    const pending = values.map((bytes, i) => this.preparedAgain(bytes, cleanTopics[i]!, protection) ?? this.prepare(bytes, cleanTopics[i]!, protection).catch(deadLetter));
-    const prepared = pending.some((x) => x instanceof Promise) ? await Promise.all(pending) : pending as (Prepared | StreamError)[];
+    const pending = values.map(
+      (bytes, i) => this.preparedAgain(bytes, cleanTopics[i]!, protection) ?? this.prepare(bytes, cleanTopics[i]!, protection).catch(deadLetter),
+    );
+    const prepared = pending.some((x) => x instanceof Promise) ? await Promise.all(pending) : (pending as (Prepared | StreamError)[]);
     return protectPrepared(values, prepared, protection, fields);
   }
 
@@ -96,12 +110,19 @@ class ProtobufRecords implements ProtobufSerde {
     const target = await this.targets.targetOf(schemaId, indexes);
     if ('error' in target) {
       const path = target.unknownPath;
-      if (path !== undefined) throw new StreamError('SCHEMA_PATH_UNKNOWN', `schema ${schemaId} has no field at the mapped path ${path} (Protobuf field names match exactly): the pipeline refuses its records`, { path, schema: schemaId });
+      if (path !== undefined)
+        throw new StreamError(
+          'SCHEMA_PATH_UNKNOWN',
+          `schema ${schemaId} has no field at the mapped path ${path} (Protobuf field names match exactly): the pipeline refuses its records`,
+          { path, schema: schemaId },
+        );
       throw new StreamError('RECORD_MALFORMED', `schema ${schemaId} does not fit the pipeline's mapped paths: ${target.error}`);
     }
     const refusal = tagRefusal(target.tags.unmapped, protection, target.key, false);
     if (refusal) throw refusal;
-    const cleanId = await memo(this.cleanIds, `${schemaId}:${indexes.join(',')}\u0000${cleanTopic}`, () => this.registry.register(`${cleanTopic}-value`, target.cleanText, 'PROTOBUF'));
+    const cleanId = await memo(this.cleanIds, `${schemaId}:${indexes.join(',')}\u0000${cleanTopic}`, () =>
+      this.registry.register(`${cleanTopic}-value`, target.cleanText, 'PROTOBUF'),
+    );
     // the raw header (magic, id, message indexes) with the clean id: what the protected record starts with
     const header = Buffer.from(bytes.subarray(0, bodyStart));
     header.writeUInt32BE(cleanId, 1);
@@ -128,12 +149,16 @@ class ProtobufRecords implements ProtobufSerde {
   /** each protected path's chain: the mapped paths', then (where the schema tags fields with a mapped tag) the tags' */
   private transformsFor(protection: RecordProtection, target: Prepared['target']): Map<string, Chain> {
     let transforms = this.transformsOf.get(protection.maps);
-    if (!transforms) this.transformsOf.set(protection.maps, transforms = new Map(protection.maps.map((m) => [m.path, m.transform])));
+    if (!transforms) this.transformsOf.set(protection.maps, (transforms = new Map(protection.maps.map((m) => [m.path, m.transform]))));
     if (target.tags.mapped.length === 0) return transforms;
     let byTarget = this.taggedTransforms.get(protection);
     if (byTarget === undefined) this.taggedTransforms.set(protection, (byTarget = new Map()));
     let tagged = byTarget.get(target.key);
-    if (tagged === undefined) byTarget.set(target.key, (tagged = new Map([...transforms, ...tagMappings(target.tags.mapped, protection).map((m): [string, Chain] => [m.path, m.transform])])));
+    if (tagged === undefined)
+      byTarget.set(
+        target.key,
+        (tagged = new Map([...transforms, ...tagMappings(target.tags.mapped, protection).map((m): [string, Chain] => [m.path, m.transform])])),
+      );
     return tagged;
   }
 }

@@ -7,7 +7,8 @@ import { messageAt, parseProtoSchema, protoTaggedFields, type ProtoMessage, type
 import { planTags, type SchemaTags } from '../schema-tags.ts';
 
 /** what one (raw schema id, message indexes) resolves to, once: its plan and clean schema, or why the pipeline refuses it */
-export type Target = { key: string; schema: ProtoSchema; message: ProtoMessage; plan: PlanNode; cleanText: string; tags: SchemaTags } | { error: string; unknownPath?: string };
+export type Target =
+  { key: string; schema: ProtoSchema; message: ProtoMessage; plan: PlanNode; cleanText: string; tags: SchemaTags } | { error: string; unknownPath?: string };
 
 /**
  * The Protobuf serde's schemas, resolved once per schema id (and message indexes): the parsed
@@ -61,7 +62,10 @@ export class ProtobufTargets {
     const tags = planTags(protoTaggedFields(schema, message), this.protectedPaths, this.mappedTags, false);
     const { plan, retypes } = compilePlan(schema, message, [...this.protectedPaths, ...tags.mapped.map((t) => t.path)]);
     const cleanText = deriveCleanProtobuf(schema, retypes);
-    checkClean(cleanText, retypes.map((r) => `${r.message}#${r.field}`));
+    checkClean(
+      cleanText,
+      retypes.map((r) => `${r.message}#${r.field}`),
+    );
     return { plan, cleanText, tags };
   }
 }

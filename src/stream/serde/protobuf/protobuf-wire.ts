@@ -81,7 +81,7 @@ function smallVarint(value: number): number[] {
 
 /** The tag and length of a LEN field `number` holding `length` bytes. */
 export function lenHeader(number: number, length: number): Buffer {
-  return Buffer.from([...smallVarint((number << 3 | WIRE.len) >>> 0), ...smallVarint(length)]);
+  return Buffer.from([...smallVarint(((number << 3) | WIRE.len) >>> 0), ...smallVarint(length)]);
 }
 
 /**
@@ -205,18 +205,28 @@ const NO_START = (): void => {};
 function skipValue(b: Uint8Array, wireType: number, number: number, pos: number, to: number, lenStart: (s: number) => void): number {
   let end: number;
   switch (wireType) {
-    case WIRE.varint: end = skipVarint(b, pos); break;
-    case WIRE.i64: end = pos + 8; break;
-    case WIRE.i32: end = pos + 4; break;
+    case WIRE.varint:
+      end = skipVarint(b, pos);
+      break;
+    case WIRE.i64:
+      end = pos + 8;
+      break;
+    case WIRE.i32:
+      end = pos + 4;
+      break;
     case WIRE.len: {
       const [length, after] = readSmallVarint(b, pos, 'a length');
       lenStart(after);
       end = after + length;
       break;
     }
-    case WIRE.sgroup: end = skipGroup(b, number, pos, to); break;
-    case WIRE.egroup: return pos;
-    default: throw malformed(`wire type ${wireType} does not exist`);
+    case WIRE.sgroup:
+      end = skipGroup(b, number, pos, to);
+      break;
+    case WIRE.egroup:
+      return pos;
+    default:
+      throw malformed(`wire type ${wireType} does not exist`);
   }
   if (end > to) throw malformed('a field runs past the end of its message');
   return end;
@@ -240,7 +250,8 @@ function skipGroup(b: Uint8Array, number: number, pos: number, to: number): numb
  * first message) locating the record's message type in the schema, then the message.
  */
 export function readFraming(b: Buffer): { schemaId: number; indexes: number[]; bodyStart: number } {
-  if (b.length < 6) throw new StreamError('RECORD_MALFORMED', 'the value is shorter than the Protobuf wire-format header (magic byte, schema id, message indexes)');
+  if (b.length < 6)
+    throw new StreamError('RECORD_MALFORMED', 'the value is shorter than the Protobuf wire-format header (magic byte, schema id, message indexes)');
   if (b[0] !== 0) throw new StreamError('RECORD_MALFORMED', 'the value does not start with the wire-format magic byte 0');
   const schemaId = b.readUInt32BE(1);
   let [count, pos] = readSmallVarint(b, 5, 'the message-index count');

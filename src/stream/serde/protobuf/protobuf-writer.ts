@@ -39,14 +39,14 @@ export class WireWriter {
   /** a LEN field `number` holding `text` (UTF-8) */
   text(number: number, text: string): void {
     const length = Buffer.byteLength(text, 'utf8');
-    const tag = (number << 3 | WIRE.len) >>> 0;
+    const tag = ((number << 3) | WIRE.len) >>> 0;
     this.ops.push(LEN, tag, length, TEXT, text, length);
     this.size += varintSize(tag) + varintSize(length) + length;
   }
 
   /** opens a LEN field `number` whose bytes follow until `close` (a walked-into message); returns its handle */
   open(number: number): number {
-    const tag = (number << 3 | WIRE.len) >>> 0;
+    const tag = ((number << 3) | WIRE.len) >>> 0;
     const at = this.ops.length;
     this.ops.push(LEN, tag, this.size);
     this.size += varintSize(tag);

@@ -15,7 +15,14 @@ function derive(schema: unknown, paths: string[]): Obj {
 
 const field = (record: Obj, name: string) => (record.fields as Obj[]).find((f) => f.name === name)!;
 
-const address = { type: 'record', name: 'Address', fields: [{ name: 'postcode', type: 'int', default: 1000 }, { name: 'city', type: 'string' }] };
+const address = {
+  type: 'record',
+  name: 'Address',
+  fields: [
+    { name: 'postcode', type: 'int', default: 1000 },
+    { name: 'city', type: 'string' },
+  ],
+};
 const person = {
   type: 'record',
   name: 'Person',
@@ -29,7 +36,14 @@ const person = {
       name: 'cards',
       type: {
         type: 'array',
-        items: { type: 'record', name: 'Card', fields: [{ name: 'number', type: 'long' }, { name: 'kind', type: { type: 'enum', name: 'Kind', symbols: ['DEBIT', 'CREDIT'] } }] },
+        items: {
+          type: 'record',
+          name: 'Card',
+          fields: [
+            { name: 'number', type: 'long' },
+            { name: 'kind', type: { type: 'enum', name: 'Kind', symbols: ['DEBIT', 'CREDIT'] } },
+          ],
+        },
       },
     },
     { name: 'tags', type: { type: 'array', items: ['int', 'null'] }, default: [1, 2] },
@@ -39,7 +53,17 @@ const person = {
 
 describe('deriveCleanSchema', () => {
   it('makes a field of a nested record a string and leaves the rest as it was', () => {
-    const clean = derive({ type: 'record', name: 'R', fields: [{ name: 'id', type: 'long' }, { name: 'address', type: { ...address } }] }, ['address.postcode']);
+    const clean = derive(
+      {
+        type: 'record',
+        name: 'R',
+        fields: [
+          { name: 'id', type: 'long' },
+          { name: 'address', type: { ...address } },
+        ],
+      },
+      ['address.postcode'],
+    );
     expect(field(clean, 'id')).toEqual({ name: 'id', type: 'long' });
     const addr = field(clean, 'address').type as Obj;
     expect(addr.name).toBe('Address');
@@ -73,7 +97,9 @@ describe('deriveCleanSchema', () => {
 
   it('keeps a union branch order: string takes the place of the first non-null branch', () => {
     const schema = {
-      type: 'record', name: 'R', fields: [
+      type: 'record',
+      name: 'R',
+      fields: [
         { name: 'a', type: ['int', 'null'], default: 5 },
         { name: 'b', type: ['null', 'int', 'string'], default: null },
         { name: 'c', type: ['boolean', 'null'], default: true },
@@ -100,7 +126,9 @@ describe('deriveCleanSchema', () => {
 
   it('turns enums and logical types into plain strings', () => {
     const schema = {
-      type: 'record', name: 'R', fields: [
+      type: 'record',
+      name: 'R',
+      fields: [
         { name: 'kind', type: { type: 'enum', name: 'Kind', symbols: ['A', 'B'] }, default: 'A' },
         { name: 'at', type: { type: 'long', logicalType: 'timestamp-millis' } },
         { name: 'id', type: { type: 'string', logicalType: 'uuid' } },
@@ -137,17 +165,40 @@ describe('deriveCleanSchema', () => {
       expect((field(v2, 'home').type as Obj).name).toBe(home.name);
       // values flow: the copy and the original both decode and encode
       const type = avro.Type.forSchema(clean as avro.Schema, { wrapUnions: 'auto' });
-      const value = { name: 'n', age: null, home: { postcode: 'tok', city: 'Bern' }, work: { postcode: 3000, city: 'Thun' }, cards: [], tags: [], attributes: {} };
+      const value = {
+        name: 'n',
+        age: null,
+        home: { postcode: 'tok', city: 'Bern' },
+        work: { postcode: 3000, city: 'Thun' },
+        cards: [],
+        tags: [],
+        attributes: {},
+      };
       expect(type.fromBuffer(type.toBuffer(value))).toMatchObject(value);
     });
 
     it('resolves short references and other namespaces, and writes each type once, where it is first used', () => {
       const schema = {
-        type: 'record', name: 'Order', namespace: 'shop',
+        type: 'record',
+        name: 'Order',
+        namespace: 'shop',
         fields: [
           { name: 'billing', type: { type: 'record', name: 'Address', namespace: 'geo', fields: [{ name: 'zip', type: 'int' }] } },
           { name: 'shipping', type: 'geo.Address' },
-          { name: 'lines', type: { type: 'array', items: { type: 'record', name: 'Line', fields: [{ name: 'sku', type: 'int' }, { name: 'to', type: 'geo.Address' }] } } },
+          {
+            name: 'lines',
+            type: {
+              type: 'array',
+              items: {
+                type: 'record',
+                name: 'Line',
+                fields: [
+                  { name: 'sku', type: 'int' },
+                  { name: 'to', type: 'geo.Address' },
+                ],
+              },
+            },
+          },
           { name: 'first', type: 'Line' },
         ],
       };
@@ -164,13 +215,30 @@ describe('deriveCleanSchema', () => {
     });
 
     it('ends on recursive types', () => {
-      const node = { type: 'record', name: 'Node', fields: [{ name: 'value', type: 'int' }, { name: 'next', type: ['null', 'Node'], default: null }] };
+      const node = {
+        type: 'record',
+        name: 'Node',
+        fields: [
+          { name: 'value', type: 'int' },
+          { name: 'next', type: ['null', 'Node'], default: null },
+        ],
+      };
       const clean = derive(node, ['value', 'next.value']);
       expect(field(clean, 'value').type).toBe('string');
       const next = (field(clean, 'next').type as [string, Obj])[1];
       expect(field(next, 'value').type).toBe('string');
       // deeper nodes are the original Node
-      expect(field(next, 'next').type).toEqual(['null', { type: 'record', name: 'Node', fields: [{ name: 'value', type: 'int' }, { name: 'next', type: ['null', 'Node'], default: null }] }]);
+      expect(field(next, 'next').type).toEqual([
+        'null',
+        {
+          type: 'record',
+          name: 'Node',
+          fields: [
+            { name: 'value', type: 'int' },
+            { name: 'next', type: ['null', 'Node'], default: null },
+          ],
+        },
+      ]);
     });
   });
 
@@ -228,8 +296,16 @@ describe('deriveCleanSchema', () => {
 
     it('unions that are not nullable, non-scalar and ambiguous leaves, bytes', () => {
       const schema = {
-        type: 'record', name: 'R', fields: [
-          { name: 'either', type: [{ type: 'record', name: 'A', fields: [{ name: 'x', type: 'int' }] }, { type: 'record', name: 'B', fields: [{ name: 'x', type: 'int' }] }] },
+        type: 'record',
+        name: 'R',
+        fields: [
+          {
+            name: 'either',
+            type: [
+              { type: 'record', name: 'A', fields: [{ name: 'x', type: 'int' }] },
+              { type: 'record', name: 'B', fields: [{ name: 'x', type: 'int' }] },
+            ],
+          },
           { name: 'num', type: ['null', 'int', 'long'] },
           { name: 'blob', type: 'bytes' },
           { name: 'maybe', type: ['null', 'A'] },
@@ -276,17 +352,19 @@ describe('deriveCleanSchema keeps every number as written', () => {
 
   it('long defaults beyond 2^53 (record fields, nested records, arrays, maps, unions) keep their digits; a protected one becomes its text', () => {
     const clean = deriveCleanSchema(RAW, ['id', 'ratio', 'limits.max', 'history[]', 'maybe']);
-    expect(clean).toBe(schemaText({
-      ...field,
-      id: `{"name":"id","type":"string","default":"${I64_MAX}"}`,
-      ratio: '{"name":"ratio","type":"string","default":"1.0"}',
-      limits: `{"name":"limits","type":{"type":"record","name":"Limits","namespace":"acme","fields":[{"name":"max","type":"string","default":"${I64_MIN}"},{"name":"step","type":"double","default":0.10}]},"default":{"max":"${I64_MAX}","step":0.10}}`,
-      history: `{"name":"history","type":{"type":"array","items":"string"},"default":["${ODD}","${I64_MIN}"]}`,
-      maybe: `{"name":"maybe","type":["string","null"],"default":"${I64_MAX}"}`,
-    }));
+    expect(clean).toBe(
+      schemaText({
+        ...field,
+        id: `{"name":"id","type":"string","default":"${I64_MAX}"}`,
+        ratio: '{"name":"ratio","type":"string","default":"1.0"}',
+        limits: `{"name":"limits","type":{"type":"record","name":"Limits","namespace":"acme","fields":[{"name":"max","type":"string","default":"${I64_MIN}"},{"name":"step","type":"double","default":0.10}]},"default":{"max":"${I64_MAX}","step":0.10}}`,
+        history: `{"name":"history","type":{"type":"array","items":"string"},"default":["${ODD}","${I64_MIN}"]}`,
+        maybe: `{"name":"maybe","type":["string","null"],"default":"${I64_MAX}"}`,
+      }),
+    );
   });
 
-  it('avsc reads raw and clean schemas with long defaults up to 2^63 − 1 exactly (the registered text is not avsc\'s)', () => {
+  it("avsc reads raw and clean schemas with long defaults up to 2^63 − 1 exactly (the registered text is not avsc's)", () => {
     const clean = deriveCleanSchema(RAW, ['id', 'limits.max']);
     for (const text of [RAW, clean]) {
       const type = avroType(avscSchema(text)) as avro.types.RecordType;
@@ -295,7 +373,10 @@ describe('deriveCleanSchema keeps every number as written', () => {
       expect(defaults.history).toEqual([9007199254740993n, -9223372036854775808n]);
       expect(defaults.maybe).toBe(9223372036854775807n);
       expect(defaults.huge).toBe(Infinity);
-      expect((defaults.counters as { key: string; value: unknown }[]).map((e) => [e.key, e.value])).toEqual([['a', 9007199254740993n], ['b', -0]]);
+      expect((defaults.counters as { key: string; value: unknown }[]).map((e) => [e.key, e.value])).toEqual([
+        ['a', 9007199254740993n],
+        ['b', -0],
+      ]);
       expect((defaults.nested as { key: string; value: { x: unknown } }[][])[0]![0]!.value.x).toBe(9223372036854775807n);
     }
     const rawDefaults = (avroType(avscSchema(RAW)) as avro.types.RecordType).fields;
@@ -304,10 +385,21 @@ describe('deriveCleanSchema keeps every number as written', () => {
     expect(() => avroType(JSON.parse(RAW))).toThrow();
     // a record writes and reads back with the clean type
     const cleanType = avroType(avscSchema(clean));
-    const value = cleanType.fromBuffer(cleanType.toBuffer({
-      id: 'tok', serial: 9007199254740993n, ratio: 0.5, huge: 1, limits: { max: 'tok', step: 0.1 }, history: [1], counters: [{ key: 'k', value: 2n ** 62n }],
-      nested: [], maybe: null, amount: Buffer.from([1]), hash: Buffer.alloc(16),
-    })) as { serial: unknown; counters: { value: unknown }[] };
+    const value = cleanType.fromBuffer(
+      cleanType.toBuffer({
+        id: 'tok',
+        serial: 9007199254740993n,
+        ratio: 0.5,
+        huge: 1,
+        limits: { max: 'tok', step: 0.1 },
+        history: [1],
+        counters: [{ key: 'k', value: 2n ** 62n }],
+        nested: [],
+        maybe: null,
+        amount: Buffer.from([1]),
+        hash: Buffer.alloc(16),
+      }),
+    ) as { serial: unknown; counters: { value: unknown }[] };
     expect(value.serial).toBe(9007199254740993n);
     expect(value.counters[0]!.value).toBe(2n ** 62n);
   });

@@ -15,8 +15,35 @@ const rawSchema = {
     { name: 'id', type: 'long' },
     { name: 'email', type: 'string' },
     { name: 'nickname', type: ['null', 'string'], default: null },
-    { name: 'address', type: ['null', { type: 'record', name: 'Address', fields: [{ name: 'postcode', type: 'int' }, { name: 'city', type: 'string' }] }], default: null },
-    { name: 'cards', type: { type: 'array', items: { type: 'record', name: 'Card', fields: [{ name: 'number', type: 'long' }, { name: 'expiry', type: 'string' }] } } },
+    {
+      name: 'address',
+      type: [
+        'null',
+        {
+          type: 'record',
+          name: 'Address',
+          fields: [
+            { name: 'postcode', type: 'int' },
+            { name: 'city', type: 'string' },
+          ],
+        },
+      ],
+      default: null,
+    },
+    {
+      name: 'cards',
+      type: {
+        type: 'array',
+        items: {
+          type: 'record',
+          name: 'Card',
+          fields: [
+            { name: 'number', type: 'long' },
+            { name: 'expiry', type: 'string' },
+          ],
+        },
+      },
+    },
     // unmapped, and must come out exactly as they went in
     { name: 'score', type: ['int', 'long'] },
     { name: 'avatar', type: ['null', 'bytes'], default: null },
@@ -35,7 +62,10 @@ function record(overrides: Record<string, unknown> = {}) {
     email: 'ann@example.com',
     nickname: 'annie',
     address: { postcode: 3011, city: 'Bern' },
-    cards: [{ number: 4111111111111111, expiry: '12/30' }, { number: 5500000000000004, expiry: '01/29' }],
+    cards: [
+      { number: 4111111111111111, expiry: '12/30' },
+      { number: 5500000000000004, expiry: '01/29' },
+    ],
     score: { long: 7 },
     avatar: Buffer.from([1, 2, 3]),
     attributes: { a: 1.5 },
@@ -63,7 +93,10 @@ function protect(value: Record<string, unknown>) {
 }
 
 async function rejection(p: Promise<unknown>): Promise<StreamError> {
-  const e = await p.then(() => undefined, (err: unknown) => err);
+  const e = await p.then(
+    () => undefined,
+    (err: unknown) => err,
+  );
   expect(e).toBeInstanceOf(StreamError);
   return e as StreamError;
 }
@@ -93,7 +126,10 @@ describe('avroSerde', () => {
       email: 'tok(ann@example.com)',
       nickname: 'tok(annie)',
       address: { postcode: 'tok(3011)', city: 'Bern' },
-      cards: [{ number: 'tok(4111111111111111)', expiry: '12/30' }, { number: 'tok(5500000000000004)', expiry: '01/29' }],
+      cards: [
+        { number: 'tok(4111111111111111)', expiry: '12/30' },
+        { number: 'tok(5500000000000004)', expiry: '01/29' },
+      ],
       // the ambiguous union stays wrapped, in the branch it was written with
       score: { long: 7 },
     });
@@ -114,8 +150,15 @@ describe('avroSerde', () => {
     const big = 1_700_000_000_123_456_789n;
     const bigLong = avro.types.LongType.__with({
       fromBuffer: (b: Buffer) => b.readBigInt64LE(),
-      toBuffer: (n: bigint) => { const b = Buffer.alloc(8); b.writeBigInt64LE(n); return b; },
-      fromJSON: BigInt, toJSON: Number, isValid: (n: unknown) => typeof n === 'bigint', compare: () => 0,
+      toBuffer: (n: bigint) => {
+        const b = Buffer.alloc(8);
+        b.writeBigInt64LE(n);
+        return b;
+      },
+      fromJSON: BigInt,
+      toJSON: Number,
+      isValid: (n: unknown) => typeof n === 'bigint',
+      compare: () => 0,
     });
     const writer = avro.Type.forSchema(rawSchema as avro.Schema, { registry: { long: bigLong } });
     const value = { ...record(), id: 42n, createdNanos: big, cards: [{ number: 9_007_199_254_740_993n, expiry: 'x' }], score: 7n };
@@ -151,10 +194,14 @@ describe('avroSerde', () => {
     v.id = String(v.id);
     v.email = 'tok';
     const out = await serde.encode(decoded, 'clean');
-    expect(registry.latest('clean-value')).toBe(text([
-      '{"name":"id","type":"string","default":"9223372036854775807"}', fields[1]!, ...fields.slice(2),
-    ]));
-    expect(avroType(avscSchema(registry.latest('clean-value'))).fromBuffer(out.subarray(5))).toEqual({ id: '9223372036854775807', email: 'tok', serial: null, limits: [], ratio: 2 });
+    expect(registry.latest('clean-value')).toBe(text(['{"name":"id","type":"string","default":"9223372036854775807"}', fields[1]!, ...fields.slice(2)]));
+    expect(avroType(avscSchema(registry.latest('clean-value'))).fromBuffer(out.subarray(5))).toEqual({
+      id: '9223372036854775807',
+      email: 'tok',
+      serial: null,
+      limits: [],
+      ratio: 2,
+    });
   });
 
   it('costs no registry call for repeated records, and shares the first lookups', async () => {
@@ -236,7 +283,11 @@ describe('avroSerde', () => {
     const registry = new FakeRegistry();
     const rawId = registry.add(rawSchema);
     const bytes = wire(rawId, rawType, record());
-    for (const [paths, path] of [[[...PATHS, 'address.country', 'phone'], 'address.country'], [['Email'], 'Email'], [['email', 'cards[].expMonth'], 'cards[].expMonth']] as const) {
+    for (const [paths, path] of [
+      [[...PATHS, 'address.country', 'phone'], 'address.country'],
+      [['Email'], 'Email'],
+      [['email', 'cards[].expMonth'], 'cards[].expMonth'],
+    ] as const) {
       const serde = avroSerde({ registry, protectedPaths: paths });
       const e = await rejection(serde.decode(bytes));
       expect([e.code, e.path, e.schema, e.retriable]).toEqual(['SCHEMA_PATH_UNKNOWN', path, rawId, false]);
@@ -282,7 +333,9 @@ describe('avroSerde', () => {
 
 describe('avroSerde keeps every unmapped datum byte for byte', () => {
   const schema = {
-    type: 'record', name: 'Wide', namespace: 'acme',
+    type: 'record',
+    name: 'Wide',
+    namespace: 'acme',
     fields: [
       { name: 'email', type: 'string' },
       { name: 'at', type: { type: 'long', logicalType: 'timestamp-millis' } },
@@ -302,7 +355,7 @@ describe('avroSerde keeps every unmapped datum byte for byte', () => {
   const EMAIL = 'ann@example.com';
   // written by hand in Avro binary after the email, so nothing in it went through avsc's writer
   const zigzag = (n: bigint) => {
-    let z = n >= 0n ? n << 1n : ((-n) << 1n) - 1n;
+    let z = n >= 0n ? n << 1n : (-n << 1n) - 1n;
     const out: number[] = [];
     while (z >= 0x80n) {
       out.push(Number((z & 0x7fn) | 0x80n));
@@ -318,12 +371,25 @@ describe('avroSerde keeps every unmapped datum byte for byte', () => {
   const tiny = Buffer.alloc(4);
   tiny.writeFloatLE(1.401298464324817e-45);
   const rest = Buffer.concat([
-    zigzag(1_795_000_000_123n), zigzag(1_795_000_000_123_456n), zigzag(20_000n),
-    bytes(Buffer.from([0x00, 0xff, 0x12, 0x34, 0x56])), Buffer.from([0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xfe, 0x0c]),
-    str('123e4567-e89b-12d3-a456-426614174000'), zigzag(2n ** 63n - 1n), zigzag(-(2n ** 63n)), negZero, tiny,
+    zigzag(1_795_000_000_123n),
+    zigzag(1_795_000_000_123_456n),
+    zigzag(20_000n),
+    bytes(Buffer.from([0x00, 0xff, 0x12, 0x34, 0x56])),
+    Buffer.from([0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xfe, 0x0c]),
+    str('123e4567-e89b-12d3-a456-426614174000'),
+    zigzag(2n ** 63n - 1n),
+    zigzag(-(2n ** 63n)),
+    negZero,
+    tiny,
     // a map block with keys in an order a JS object would change ("b" before "1")
-    zigzag(2n), str('b'), str('x'), str('1'), str('y'), zigzag(0n),
-    zigzag(1n), zigzag(9_007_199_254_740_993n),
+    zigzag(2n),
+    str('b'),
+    str('x'),
+    str('1'),
+    str('y'),
+    zigzag(0n),
+    zigzag(1n),
+    zigzag(9_007_199_254_740_993n),
   ]);
 
   it('replaces the mapped field and leaves the rest of the Avro binary identical', async () => {
@@ -333,9 +399,13 @@ describe('avroSerde keeps every unmapped datum byte for byte', () => {
     const header = Buffer.alloc(5);
     header.writeUInt32BE(rawId, 1);
     const raw = Buffer.concat([header, str(EMAIL), rest]);
-    const clean = await serde.protect(raw, { maps: [{ path: 'email', compiled: [{ name: 'email', each: false }], transform: chainFrom((s) => `tok(${s})`) }], missing: 'pass' }, 'clean.wide');
+    const clean = await serde.protect(
+      raw,
+      { maps: [{ path: 'email', compiled: [{ name: 'email', each: false }], transform: chainFrom((s) => `tok(${s})`) }], missing: 'pass' },
+      'clean.wide',
+    );
     const token = str(`tok(${EMAIL})`);
     expect(clean.subarray(5, 5 + token.length)).toEqual(token);
-    expect(clean.subarray(5 + token.length).toString("hex")).toBe(rest.toString("hex"));
+    expect(clean.subarray(5 + token.length).toString('hex')).toBe(rest.toString('hex'));
   });
 });

@@ -22,7 +22,10 @@ const leaf = {
   backup: '{"$ref":"#/$defs/Card"}',
 };
 const card = `{"type":"object","properties":{"number":{"type":"integer","maximum":9999999999999999999},"limit":{"type":"integer","const":${U64_MAX}}},"additionalProperties":false}`;
-const props = (l: Record<string, string>) => Object.entries(l).map(([k, v]) => `"${k}":${v}`).join(',');
+const props = (l: Record<string, string>) =>
+  Object.entries(l)
+    .map(([k, v]) => `"${k}":${v}`)
+    .join(',');
 const schemaText = (l: Record<string, string>) =>
   `{"$schema":"https://json-schema.org/draft/2020-12/schema","title":"Account","type":"object","properties":{${props(l)}},"required":["id"],"$defs":{"Card":${card}}}`;
 const RAW = schemaText(leaf);
@@ -39,14 +42,25 @@ describe('deriveCleanJsonSchema keeps every number as written', () => {
     // the referenced definition is inlined on the path (its numbers copied as written), the
     // definition itself and its other user untouched
     const inlinedCard = `{"type":"object","properties":{"number":{"type":"string"},"limit":{"type":"integer","const":${U64_MAX}}},"additionalProperties":false}`;
-    expect(clean).toBe(schemaText({
-      ...leaf,
-      email: '{"type":"string","description":"where we write"}',
-      secret: '{"type":["string","null"],"title":"Secret"}',
-      card: inlinedCard,
-    }));
-    for (const text of [`"maximum":${U64_MAX}`, `"enum":[${ODD},9007199254740995,${U64_MAX},-0]`, `"const":${ODD}`, `"default":${U64_MAX}`,
-      `"examples":[${ODD},1.0]`, '"multipleOf":0.10', '"exclusiveMaximum":1e400', '"default":1.50', '"minimum":-9223372036854775808']) {
+    expect(clean).toBe(
+      schemaText({
+        ...leaf,
+        email: '{"type":"string","description":"where we write"}',
+        secret: '{"type":["string","null"],"title":"Secret"}',
+        card: inlinedCard,
+      }),
+    );
+    for (const text of [
+      `"maximum":${U64_MAX}`,
+      `"enum":[${ODD},9007199254740995,${U64_MAX},-0]`,
+      `"const":${ODD}`,
+      `"default":${U64_MAX}`,
+      `"examples":[${ODD},1.0]`,
+      '"multipleOf":0.10',
+      '"exclusiveMaximum":1e400',
+      '"default":1.50',
+      '"minimum":-9223372036854775808',
+    ]) {
       expect(clean).toContain(text);
     }
     expect(clean).not.toContain('18446744073709552000');

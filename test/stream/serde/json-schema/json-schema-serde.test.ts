@@ -18,11 +18,19 @@ const rawSchema = {
     cards: { type: 'array', items: { $ref: '#/$defs/Card' } },
     backup: { $ref: '#/$defs/Card' },
   },
-  $defs: { Card: { type: 'object', properties: { number: { type: 'string', pattern: '^[0-9]{16}$' }, expiry: { type: 'string' } }, additionalProperties: false } },
+  $defs: {
+    Card: { type: 'object', properties: { number: { type: 'string', pattern: '^[0-9]{16}$' }, expiry: { type: 'string' } }, additionalProperties: false },
+  },
   additionalProperties: true,
 };
 const PATHS = ['email', 'nickname', 'address.postcode', 'cards[].number'];
-const protection = { maps: mappings(PATHS, PATHS.map(() => chainFrom((v: string) => `tok(${v})`))), missing: 'pass' as const };
+const protection = {
+  maps: mappings(
+    PATHS,
+    PATHS.map(() => chainFrom((v: string) => `tok(${v})`)),
+  ),
+  missing: 'pass' as const,
+};
 
 function wire(id: number, json: string): Buffer {
   const header = Buffer.alloc(5);
@@ -104,13 +112,16 @@ describe('jsonSchemaSerde', () => {
     const registry = new FakeRegistry();
     const rawId = registry.add(rawSchema);
     const serde = jsonSchemaSerde({ registry, protectedPaths: PATHS });
-    const json = '{"id": 12345678901234567890, "email":"ann@example.com","nickname":null, "address":{"postcode":3011,"city":"Bern"},\n "cards":[{"number":"4111111111111111","expiry":"12/30"}], "x": 1.0e0}';
+    const json =
+      '{"id": 12345678901234567890, "email":"ann@example.com","nickname":null, "address":{"postcode":3011,"city":"Bern"},\n "cards":[{"number":"4111111111111111","expiry":"12/30"}], "x": 1.0e0}';
     const out = await serde.protect(wire(rawId, json), protection, 'clean.customers');
     expect(out[0]).toBe(0);
     const cleanId = out.readUInt32BE(1);
     expect(registry.types.get(cleanId)).toBe('JSON');
     expect(registry.latest('clean.customers-value')).toBe(deriveCleanJsonSchema(JSON.stringify(rawSchema), PATHS));
-    expect(out.subarray(5).toString()).toBe('{"id": 12345678901234567890, "email":"tok(ann@example.com)","nickname":null, "address":{"postcode":"tok(3011)","city":"Bern"},\n "cards":[{"number":"tok(4111111111111111)","expiry":"12/30"}], "x": 1.0e0}');
+    expect(out.subarray(5).toString()).toBe(
+      '{"id": 12345678901234567890, "email":"tok(ann@example.com)","nickname":null, "address":{"postcode":"tok(3011)","city":"Bern"},\n "cards":[{"number":"tok(4111111111111111)","expiry":"12/30"}], "x": 1.0e0}',
+    );
     // a steady stream asks the registry nothing more
     const calls = { ...registry.calls };
     await serde.protect(wire(rawId, json), protection, 'clean.customers');
@@ -120,14 +131,31 @@ describe('jsonSchemaSerde', () => {
   it('dead-letters what it cannot read: no header, another magic byte, not JSON, an unknown schema, a schema the paths do not fit', async () => {
     const registry = new FakeRegistry();
     const rawId = registry.add(rawSchema);
-    const badId = registry.add({ type: 'object', properties: { email: { anyOf: [{ type: 'string' }] }, nickname: { type: 'string' }, address: { type: 'object', properties: { postcode: { type: 'integer' } } }, cards: { type: 'array', prefixItems: [] } } }, 'other-value');
+    const badId = registry.add(
+      {
+        type: 'object',
+        properties: {
+          email: { anyOf: [{ type: 'string' }] },
+          nickname: { type: 'string' },
+          address: { type: 'object', properties: { postcode: { type: 'integer' } } },
+          cards: { type: 'array', prefixItems: [] },
+        },
+      },
+      'other-value',
+    );
     const serde = jsonSchemaSerde({ registry, protectedPaths: PATHS });
-    const code = async (bytes: Buffer) => (await serde.protect(bytes, protection, 'clean').then(() => undefined, (e: unknown) => e)) as StreamError;
+    const code = async (bytes: Buffer) =>
+      (await serde.protect(bytes, protection, 'clean').then(
+        () => undefined,
+        (e: unknown) => e,
+      )) as StreamError;
     expect((await code(Buffer.from([0, 0, 0]))).code).toBe('RECORD_MALFORMED');
     expect((await code(Buffer.concat([Buffer.from([1]), wire(rawId, '{}').subarray(1)]))).code).toBe('RECORD_MALFORMED');
     expect((await code(wire(rawId, '{"email": "a@b.c",'))).code).toBe('RECORD_MALFORMED');
     expect((await code(wire(999, '{}'))).code).toBe('SCHEMA_UNKNOWN');
-    expect((await code(wire(badId, '{"email":"a@b.c"}'))).message).toMatch(/schema \d+ does not fit the pipeline's mapped paths: path cards\[\]\.number crosses a tuple/);
+    expect((await code(wire(badId, '{"email":"a@b.c"}'))).message).toMatch(
+      /schema \d+ does not fit the pipeline's mapped paths: path cards\[\]\.number crosses a tuple/,
+    );
     registry.down = true;
     expect((await code(wire(rawId + 1000, '{}'))).code).toBe('REGISTRY_UNAVAILABLE');
   });
@@ -137,9 +165,18 @@ describe('jsonSchemaSerde', () => {
     const rawId = registry.add(rawSchema);
     const paths = ['email', 'cards[].expMonth'];
     const serde = jsonSchemaSerde({ registry, protectedPaths: paths });
-    const p = { maps: mappings(paths, paths.map(() => chainFrom((v: string) => `tok(${v})`))), missing: 'pass' as const };
+    const p = {
+      maps: mappings(
+        paths,
+        paths.map(() => chainFrom((v: string) => `tok(${v})`)),
+      ),
+      missing: 'pass' as const,
+    };
     const bytes = wire(rawId, '{"email":"ann@example.com","cards":[{"number":"4111111111111111","expMonth":"12"}]}');
-    const e = (await serde.protect(bytes, p, 'clean').then(() => undefined, (err: unknown) => err)) as StreamError;
+    const e = (await serde.protect(bytes, p, 'clean').then(
+      () => undefined,
+      (err: unknown) => err,
+    )) as StreamError;
     expect([e.code, e.path, e.schema]).toEqual(['SCHEMA_PATH_UNKNOWN', 'cards[].expMonth', rawId]);
     expect(e.message).not.toContain('ann@');
     const many = await serde.protectMany!([bytes, bytes], p, ['clean', 'clean']);
@@ -147,7 +184,11 @@ describe('jsonSchemaSerde', () => {
     expect(registry.calls.schemaById).toBe(1);
     // keys: insensitive (the serde's foldKeys) reaches a property written in another case
     const folded = jsonSchemaSerde({ registry, protectedPaths: ['EMAIL'], foldKeys: true });
-    const out = await folded.protect(wire(rawId, '{"email":"ann@example.com"}'), { maps: mappings(['EMAIL'], [chainFrom((v: string) => `tok(${v})`)]), missing: 'pass', foldKeys: true }, 'clean');
+    const out = await folded.protect(
+      wire(rawId, '{"email":"ann@example.com"}'),
+      { maps: mappings(['EMAIL'], [chainFrom((v: string) => `tok(${v})`)]), missing: 'pass', foldKeys: true },
+      'clean',
+    );
     expect(out.subarray(5).toString()).toBe('{"email":"tok(ann@example.com)"}');
   });
 
@@ -156,9 +197,29 @@ describe('jsonSchemaSerde', () => {
     const rawId = registry.add(rawSchema);
     const serde = jsonSchemaSerde({ registry, protectedPaths: PATHS });
     const p = { ...protection, validate: true };
-    const values = [wire(rawId, '{"email":"a@b.c", "n": 1.50}'), Buffer.from([0, 0]), wire(rawId, '{"email": 5, "cards": 1}'), wire(rawId, '{"email":'), wire(999, '{}'), wire(rawId, '{ "cards": [{"number": "4111"}] }')];
-    const one = await Promise.all(values.map((v) => serde.protect(v, p, 'clean').then((b) => b.toString('latin1'), (e: StreamError) => e.code)));
-    const many = (await serde.protectMany!(values, p, values.map(() => 'clean'))).map((r) => (r instanceof StreamError ? r.code : r.toString('latin1')));
+    const values = [
+      wire(rawId, '{"email":"a@b.c", "n": 1.50}'),
+      Buffer.from([0, 0]),
+      wire(rawId, '{"email": 5, "cards": 1}'),
+      wire(rawId, '{"email":'),
+      wire(999, '{}'),
+      wire(rawId, '{ "cards": [{"number": "4111"}] }'),
+    ];
+    const one = await Promise.all(
+      values.map((v) =>
+        serde.protect(v, p, 'clean').then(
+          (b) => b.toString('latin1'),
+          (e: StreamError) => e.code,
+        ),
+      ),
+    );
+    const many = (
+      await serde.protectMany!(
+        values,
+        p,
+        values.map(() => 'clean'),
+      )
+    ).map((r) => (r instanceof StreamError ? r.code : r.toString('latin1')));
     expect(many).toEqual(one);
     expect(one.filter((r) => r.startsWith('\u0000')).length).toBeGreaterThan(0);
     registry.down = true;
@@ -168,7 +229,11 @@ describe('jsonSchemaSerde', () => {
 
 describe('jsonSchemaSerde with validate', () => {
   const validating = { ...protection, validate: true };
-  const code = async (serde: ReturnType<typeof jsonSchemaSerde>, bytes: Buffer) => (await serde.protect(bytes, validating, 'clean').then(() => undefined, (e: unknown) => e)) as StreamError;
+  const code = async (serde: ReturnType<typeof jsonSchemaSerde>, bytes: Buffer) =>
+    (await serde.protect(bytes, validating, 'clean').then(
+      () => undefined,
+      (e: unknown) => e,
+    )) as StreamError;
   const valid = '{"id": 1, "email":"ann@example.com","nickname":"ann","address":{"postcode":3011},"cards":[{"number":"4111111111111111"}]}';
 
   it('protects a record its raw schema accepts, and dead-letters one it refuses as RECORD_INVALID naming the instance path and keyword, never the value', async () => {
@@ -203,7 +268,14 @@ describe('jsonSchemaSerde with validate', () => {
 
   it('a key the schema does not declare (a map entry, maybe data itself) shows as * in the pointer; required names the missing property', async () => {
     const registry = new FakeRegistry();
-    const id = registry.add({ type: 'object', properties: { email: { type: 'string' }, tags: { type: 'object', additionalProperties: { type: 'object', required: ['level'], properties: { level: { type: 'integer' } } } } }, required: ['email'] });
+    const id = registry.add({
+      type: 'object',
+      properties: {
+        email: { type: 'string' },
+        tags: { type: 'object', additionalProperties: { type: 'object', required: ['level'], properties: { level: { type: 'integer' } } } },
+      },
+      required: ['email'],
+    });
     const serde = jsonSchemaSerde({ registry, protectedPaths: ['email'] });
     const mapEntry = await code(serde, wire(id, '{"email":"a@b.ch","tags":{"bob@secret.com":{"level":"x"}}}'));
     expect(mapEntry.message).toMatch(/^the value at \/tags\/\*\/level fails the schema's type keyword at #\//);
@@ -220,7 +292,12 @@ describe('jsonSchemaSerde with validate', () => {
       d06: registry.add({ $schema: 'http://json-schema.org/draft-06/schema#', ...email }),
       d2019: registry.add({ $schema: 'https://json-schema.org/draft/2019-09/schema', ...email, dependentRequired: { email: ['id'] } }),
       // the same $id as another schema: no collision (one ajv per schema)
-      d2020: registry.add({ $schema: 'https://json-schema.org/draft/2020-12/schema', ...email, $id: 'https://example.com/customer.json', properties: { ...email.properties, list: { type: 'array', prefixItems: [{ type: 'integer' }] } } }),
+      d2020: registry.add({
+        $schema: 'https://json-schema.org/draft/2020-12/schema',
+        ...email,
+        $id: 'https://example.com/customer.json',
+        properties: { ...email.properties, list: { type: 'array', prefixItems: [{ type: 'integer' }] } },
+      }),
     };
     const serde = jsonSchemaSerde({ registry, protectedPaths: ['email'] });
     for (const [dialect, id] of Object.entries(ids)) {
@@ -234,9 +311,20 @@ describe('jsonSchemaSerde with validate', () => {
     const draft04 = registry.add({ $schema: 'http://json-schema.org/draft-04/schema#', ...email });
     const broken = registry.add({ type: 'object', properties: { email: { type: 'strin' } } });
     const remote = registry.add({ type: 'object', properties: { email: { type: 'string' }, card: { $ref: 'https://example.com/card.json' } } });
-    expect(await code(serde, wire(draft04, '{"email":"ann@example.com"}'))).toMatchObject({ code: 'RECORD_MALFORMED', message: expect.stringMatching(/^schema \d+ cannot be compiled to validate records: \$schema "http:\/\/json-schema.org\/draft-04\/schema#" is not a supported dialect/) });
-    expect(await code(serde, wire(broken, '{"email":"ann@example.com"}'))).toMatchObject({ code: 'RECORD_MALFORMED', message: expect.stringMatching(/cannot be compiled to validate records: schema is invalid/) });
-    expect(await code(serde, wire(remote, '{"email":"ann@example.com"}'))).toMatchObject({ code: 'RECORD_MALFORMED', message: expect.stringMatching(/cannot be compiled to validate records: .*https:\/\/example.com\/card.json/) });
+    expect(await code(serde, wire(draft04, '{"email":"ann@example.com"}'))).toMatchObject({
+      code: 'RECORD_MALFORMED',
+      message: expect.stringMatching(
+        /^schema \d+ cannot be compiled to validate records: \$schema "http:\/\/json-schema.org\/draft-04\/schema#" is not a supported dialect/,
+      ),
+    });
+    expect(await code(serde, wire(broken, '{"email":"ann@example.com"}'))).toMatchObject({
+      code: 'RECORD_MALFORMED',
+      message: expect.stringMatching(/cannot be compiled to validate records: schema is invalid/),
+    });
+    expect(await code(serde, wire(remote, '{"email":"ann@example.com"}'))).toMatchObject({
+      code: 'RECORD_MALFORMED',
+      message: expect.stringMatching(/cannot be compiled to validate records: .*https:\/\/example.com\/card.json/),
+    });
     const before = registry.calls.schemaById;
     await code(serde, wire(broken, '{"email":"ann@example.com"}'));
     expect(registry.calls.schemaById).toBe(before);

@@ -10,7 +10,11 @@ import { stringText, valueText, ws } from '../../../helpers/json-text.ts';
 type Chain = (value: string) => string;
 
 const wrap: Chain = (s) => `<${s}>`;
-const maps = (paths: string[], transform: Chain = wrap) => mappings(paths, paths.map(() => chainFrom(transform)));
+const maps = (paths: string[], transform: Chain = wrap) =>
+  mappings(
+    paths,
+    paths.map(() => chainFrom(transform)),
+  );
 const bytesOf = (input: string | Buffer) => (typeof input === 'string' ? Buffer.from(input, 'utf8') : input);
 
 /** splices `input` (raw text or bytes) and returns the output as text */
@@ -33,7 +37,8 @@ const NOT_JSON: [string, string] = ['RECORD_MALFORMED', 'the value is not JSON']
 
 describe('protectJsonBytes keeps every unmapped byte', () => {
   it('leaves numbers beyond double precision, 1.0, -0.0 and 1e400 as written', () => {
-    const input = '{"id": 9223372036854775807, "n": 9007199254740993, "f": 1.0, "z": -0.0, "big": 1e400, "email": "a@b.c", "nested": {"x": [12345678901234567890123, 1.50, -0E-0]}}';
+    const input =
+      '{"id": 9223372036854775807, "n": 9007199254740993, "f": 1.0, "z": -0.0, "big": 1e400, "email": "a@b.c", "nested": {"x": [12345678901234567890123, 1.50, -0E-0]}}';
     expect(splice(input, ['email'])).toBe(input.replace('"a@b.c"', '"<a@b.c>"'));
   });
 
@@ -44,7 +49,9 @@ describe('protectJsonBytes keeps every unmapped byte', () => {
 
   it('protects every occurrence of a duplicate key, at any depth', () => {
     expect(splice('{"email":"a","x":1,"email":"b"}', ['email'])).toBe('{"email":"<a>","x":1,"email":"<b>"}');
-    expect(splice('{"address":{"city":"x","city":"y"},"address":{"city":"z"}}', ['address.city'])).toBe('{"address":{"city":"<x>","city":"<y>"},"address":{"city":"<z>"}}');
+    expect(splice('{"address":{"city":"x","city":"y"},"address":{"city":"z"}}', ['address.city'])).toBe(
+      '{"address":{"city":"<x>","city":"<y>"},"address":{"city":"<z>"}}',
+    );
     expect(splice('{"email":null,"email":"b"}', ['email'])).toBe('{"email":null,"email":"<b>"}');
   });
 
@@ -74,13 +81,19 @@ describe('protectJsonBytes transforms mapped values', () => {
     const seen: string[] = [];
     const spy: Chain = (s) => (seen.push(s), `<${s}>`);
     const input = '{"n": 1.0, "m": -0.0, "big": 9223372036854775807, "e": 1E+2, "t": true, "f": false}';
-    expect(splice(input, ['n', 'm', 'big', 'e', 't', 'f'], 'pass', spy)).toBe('{"n": "<1.0>", "m": "<-0.0>", "big": "<9223372036854775807>", "e": "<1E+2>", "t": "<true>", "f": "<false>"}');
+    expect(splice(input, ['n', 'm', 'big', 'e', 't', 'f'], 'pass', spy)).toBe(
+      '{"n": "<1.0>", "m": "<-0.0>", "big": "<9223372036854775807>", "e": "<1E+2>", "t": "<true>", "f": "<false>"}',
+    );
     expect(seen).toEqual(['1.0', '-0.0', '9223372036854775807', '1E+2', 'true', 'false']);
   });
 
   it('follows nested paths and arrays', () => {
-    expect(splice('{"address": {"city": "Bern", "zip": 3000}, "city": "no"}', ['address.city', 'address.zip'])).toBe('{"address": {"city": "<Bern>", "zip": "<3000>"}, "city": "no"}');
-    expect(splice('{"cards":[{"number":"1","kind":"x"}, {"number":2}, {"kind":"y"}, null]}', ['cards[].number'])).toBe('{"cards":[{"number":"<1>","kind":"x"}, {"number":"<2>"}, {"kind":"y"}, null]}');
+    expect(splice('{"address": {"city": "Bern", "zip": 3000}, "city": "no"}', ['address.city', 'address.zip'])).toBe(
+      '{"address": {"city": "<Bern>", "zip": "<3000>"}, "city": "no"}',
+    );
+    expect(splice('{"cards":[{"number":"1","kind":"x"}, {"number":2}, {"kind":"y"}, null]}', ['cards[].number'])).toBe(
+      '{"cards":[{"number":"<1>","kind":"x"}, {"number":"<2>"}, {"kind":"y"}, null]}',
+    );
     expect(splice('{"cards":[ ]}', ['cards[].number'], 'dead-letter')).toBe('{"cards":[ ]}');
     expect(splice('{"cards":null}', ['cards[].number'])).toBe('{"cards":null}');
     expect(splice('{}', ['cards[].number'])).toBe('{}');
@@ -89,7 +102,9 @@ describe('protectJsonBytes transforms mapped values', () => {
   });
 
   it('matches keys by their decoded name, escaped or not', () => {
-    expect(splice('{"\\u0065mail":"a","caf\\u00e9":"b","café":"c","e\\u006dail2":"d"}', ['email', 'café'])).toBe('{"\\u0065mail":"<a>","caf\\u00e9":"<b>","café":"<c>","e\\u006dail2":"d"}');
+    expect(splice('{"\\u0065mail":"a","caf\\u00e9":"b","café":"c","e\\u006dail2":"d"}', ['email', 'café'])).toBe(
+      '{"\\u0065mail":"<a>","caf\\u00e9":"<b>","café":"<c>","e\\u006dail2":"d"}',
+    );
     expect(splice('{"emai":"a","emails":"b","Email":"c","e\\"mail":"d"}', ['email'])).toBe('{"emai":"a","emails":"b","Email":"c","e\\"mail":"d"}');
   });
 
@@ -107,7 +122,10 @@ describe('protectJsonBytes transforms mapped values', () => {
     expect(failure('{"a":1}', ['email'], 'dead-letter')).toEqual(absent);
     expect(failure('{"email":null}', ['email'], 'dead-letter')).toEqual(absent);
     expect(failure('null', ['email'], 'dead-letter')).toEqual(absent);
-    expect(failure('{"cards":[{"number":"1"},{}]}', ['cards[].number'], 'dead-letter')).toEqual(['FIELD_MISSING', 'mapped field cards[].number is absent or null']);
+    expect(failure('{"cards":[{"number":"1"},{}]}', ['cards[].number'], 'dead-letter')).toEqual([
+      'FIELD_MISSING',
+      'mapped field cards[].number is absent or null',
+    ]);
     expect(failure('{"cards":null}', ['cards[].number'], 'dead-letter')).toEqual(['FIELD_MISSING', 'mapped field cards[].number is absent or null']);
     expect(failure('{"address":{}}', ['address.city'], 'dead-letter')).toEqual(['FIELD_MISSING', 'mapped field address.city is absent or null']);
   });
@@ -142,9 +160,11 @@ describe('protectJsonBytes transforms mapped values', () => {
     expect(message).toBe('mapped field email: value is shorter than the transformer accepts');
     expect(message).not.toContain('secret');
     const bug = new TypeError('boom');
-    expect(() => splice('{"email":"x"}', ['email'], 'pass', () => {
-      throw bug;
-    })).toThrow(bug);
+    expect(() =>
+      splice('{"email":"x"}', ['email'], 'pass', () => {
+        throw bug;
+      }),
+    ).toThrow(bug);
   });
 
   it('follows a change to a reused mapping list', () => {
@@ -179,15 +199,22 @@ describe('protectJsonBytes rejects what is not JSON', () => {
 
 describe('protectJsonBytes properties', () => {
   it('changes exactly the bytes of the mapped value', () => {
-    fc.assert(fc.property(valueText, stringText, valueText, fc.array(ws, { minLength: 8, maxLength: 8 }), (x, email, y, w) => {
-      const before = `${w[0]}{${w[1]}"x"${w[2]}:${x},"email"${w[3]}:${w[4]}`;
-      const after = `${w[5]},${w[6]}"y":${y}${w[7]}}${w[0]}`;
-      const input = Buffer.from(before + email + after, 'utf8');
-      const decoded = JSON.parse(email) as string;
-      const out = protectJsonBytes(input, maps(['email'], (s) => `P${s}`), 'dead-letter');
-      expect(out.equals(Buffer.from(before + JSON.stringify(`P${decoded}`) + after, 'utf8'))).toBe(true);
-      expect(JSON.parse(out.toString('utf8'))).toEqual({ ...(JSON.parse(input.toString('utf8')) as object), email: `P${decoded}` });
-    }), { numRuns: 500 });
+    fc.assert(
+      fc.property(valueText, stringText, valueText, fc.array(ws, { minLength: 8, maxLength: 8 }), (x, email, y, w) => {
+        const before = `${w[0]}{${w[1]}"x"${w[2]}:${x},"email"${w[3]}:${w[4]}`;
+        const after = `${w[5]},${w[6]}"y":${y}${w[7]}}${w[0]}`;
+        const input = Buffer.from(before + email + after, 'utf8');
+        const decoded = JSON.parse(email) as string;
+        const out = protectJsonBytes(
+          input,
+          maps(['email'], (s) => `P${s}`),
+          'dead-letter',
+        );
+        expect(out.equals(Buffer.from(before + JSON.stringify(`P${decoded}`) + after, 'utf8'))).toBe(true);
+        expect(JSON.parse(out.toString('utf8'))).toEqual({ ...(JSON.parse(input.toString('utf8')) as object), email: `P${decoded}` });
+      }),
+      { numRuns: 500 },
+    );
   });
 
   it('protects like protectRecord on documents without duplicate keys', () => {
@@ -195,8 +222,12 @@ describe('protectJsonBytes properties', () => {
     const { value } = fc.letrec<{ value: unknown; array: unknown; object: unknown }>((tie) => ({
       value: fc.oneof(
         { depthSize: 'small' },
-        fc.constantFrom(null, true, 'z', 'x'), fc.integer(), fc.double({ noNaN: true, noDefaultInfinity: true }), fc.string(),
-        { weight: 2, arbitrary: tie('array') }, { weight: 3, arbitrary: tie('object') },
+        fc.constantFrom(null, true, 'z', 'x'),
+        fc.integer(),
+        fc.double({ noNaN: true, noDefaultInfinity: true }),
+        fc.string(),
+        { weight: 2, arbitrary: tie('array') },
+        { weight: 3, arbitrary: tie('object') },
       ),
       array: fc.array(tie('value'), { maxLength: 3 }),
       object: fc.dictionary(key, tie('value'), { maxKeys: 4 }),
@@ -215,27 +246,35 @@ describe('protectJsonBytes properties', () => {
         throw e;
       }
     };
-    fc.assert(fc.property(doc, paths, fc.constantFrom('pass', 'dead-letter') as fc.Arbitrary<'pass' | 'dead-letter'>, (d, p, missing) => {
-      const text = JSON.stringify(d);
-      const expected = outcome(() => {
-        const parsed: unknown = JSON.parse(text);
-        protectRecord(parsed, maps(p, transform), missing);
-        return parsed;
-      });
-      const actual = outcome(() => JSON.parse(protectJsonBytes(Buffer.from(text, 'utf8'), maps(p, transform), missing).toString('utf8')));
-      expect(actual).toEqual(expected);
-    }), { numRuns: 1000 });
+    fc.assert(
+      fc.property(doc, paths, fc.constantFrom('pass', 'dead-letter') as fc.Arbitrary<'pass' | 'dead-letter'>, (d, p, missing) => {
+        const text = JSON.stringify(d);
+        const expected = outcome(() => {
+          const parsed: unknown = JSON.parse(text);
+          protectRecord(parsed, maps(p, transform), missing);
+          return parsed;
+        });
+        const actual = outcome(() => JSON.parse(protectJsonBytes(Buffer.from(text, 'utf8'), maps(p, transform), missing).toString('utf8')));
+        expect(actual).toEqual(expected);
+      }),
+      { numRuns: 1000 },
+    );
   });
 });
 
 describe('protectJsonBytes on a typical record', () => {
   it('gives the same bytes on every call with a reused mapping list (non-timed sanity check)', () => {
-    const filler = Array.from({ length: 12 }, (_, i) => `"field${i}": {"id": ${9007199254740993 + i}, "label": "label \\u00e9 ${i}", "ok": true, "ratio": 0.50}`).join(', ');
+    const filler = Array.from(
+      { length: 12 },
+      (_, i) => `"field${i}": {"id": ${9007199254740993 + i}, "label": "label \\u00e9 ${i}", "ok": true, "ratio": 0.50}`,
+    ).join(', ');
     const input = Buffer.from(`{"email": "someone@example.com", "name": "Some One", ${filler}, "address": {"city": "Bern"}}`, 'utf8');
     const m = maps(['email', 'name', 'address.city']);
     const first = protectJsonBytes(input, m, 'dead-letter');
     expect(input.length).toBeGreaterThan(900);
-    expect(first.toString('utf8')).toBe(input.toString('utf8').replace('"someone@example.com"', '"<someone@example.com>"').replace('"Some One"', '"<Some One>"').replace('"Bern"', '"<Bern>"'));
+    expect(first.toString('utf8')).toBe(
+      input.toString('utf8').replace('"someone@example.com"', '"<someone@example.com>"').replace('"Some One"', '"<Some One>"').replace('"Bern"', '"<Bern>"'),
+    );
     for (let i = 0; i < 2000; i++) expect(protectJsonBytes(input, m, 'dead-letter').equals(first)).toBe(true);
   });
 });

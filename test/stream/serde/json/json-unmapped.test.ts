@@ -12,7 +12,12 @@ const PATHS = ['email', 'cards[].number', 'profile.name'];
 /** the shipped example pipeline's mapping, keys insensitive, with the guard as given */
 function protection(guard: Partial<GuardPlan> | null = {}, foldKeys = true): RecordProtection {
   return {
-    maps: mappings(PATHS, PATHS.map(() => chainFrom(wrap))), missing: 'pass', foldKeys,
+    maps: mappings(
+      PATHS,
+      PATHS.map(() => chainFrom(wrap)),
+    ),
+    missing: 'pass',
+    foldKeys,
     ...(guard ? { guard: { action: 'dead-letter', allow: [], protect: new Map(), retypes: true, ...guard } } : {}),
   };
 }
@@ -47,13 +52,40 @@ describe('the unmapped guard over JSON records (the drift of issue 28, the examp
     for (const v of Object.values(extra)) expect(error!.message).not.toContain(JSON.stringify(v).replace(/^"|"$/g, ''));
   });
 
-  it.each(['fullName', 'first_name', 'LASTNAME', 'surname', 'givenNames', 'family-name', 'forename', 'middleName', 'maidenName', 'customerName', 'clientName', 'holderName', 'cardHolder', 'cardholderName', 'accountHolder', 'contactName', 'patientName', 'employeeName', 'personName', 'prenom', 'prénom', 'vorname', 'nachname'])('a person name in a field named %s is found (the key prefilter lets every such name through)', (field) => {
+  it.each([
+    'fullName',
+    'first_name',
+    'LASTNAME',
+    'surname',
+    'givenNames',
+    'family-name',
+    'forename',
+    'middleName',
+    'maidenName',
+    'customerName',
+    'clientName',
+    'holderName',
+    'cardHolder',
+    'cardholderName',
+    'accountHolder',
+    'contactName',
+    'patientName',
+    'employeeName',
+    'personName',
+    'prenom',
+    'prénom',
+    'vorname',
+    'nachname',
+  ])('a person name in a field named %s is found (the key prefilter lets every such name through)', (field) => {
     const { error } = run({ ...base, [field]: 'Ada Lovelace' });
     expect([error?.code, error?.kind]).toEqual(['UNMAPPED_PERSONAL_DATA', 'person-name']);
   });
 
   it('an array element is named by its array: national phones in a phones list, names in a familyName list', () => {
-    expect([run({ ...base, phones: ['020 7946 0958'] }).error?.path, run({ ...base, familyName: ['Lovelace', 'Byron'] }).error?.kind]).toEqual(['phones[]', 'person-name']);
+    expect([run({ ...base, phones: ['020 7946 0958'] }).error?.path, run({ ...base, familyName: ['Lovelace', 'Byron'] }).error?.kind]).toEqual([
+      'phones[]',
+      'person-name',
+    ]);
   });
 
   it('case variants reach the mapped paths (keys: insensitive) and are protected, not dead-lettered', () => {
@@ -75,9 +107,20 @@ describe('the unmapped guard over JSON records (the drift of issue 28, the examp
 
   it('passes what is not personal data: free text, ids, amounts, decoys', () => {
     const decoys = {
-      ...base, note: 'call me tomorrow about the order', orderId: 'ORD-2024-000123', uuid: '0f8fad5b-d9cb-469f-a165-70867728950e',
-      sku: 'SKU-88231-XL', version: '10.2.33', postcode: 'SW1A 1AA', ts: '2024-03-01T10:00:00Z', amount: 1234567.89,
-      luhnInvalid: '4111111111111112', epochMs: 1732680000000, count: 123456789012, flag: true, nothing: null,
+      ...base,
+      note: 'call me tomorrow about the order',
+      orderId: 'ORD-2024-000123',
+      uuid: '0f8fad5b-d9cb-469f-a165-70867728950e',
+      sku: 'SKU-88231-XL',
+      version: '10.2.33',
+      postcode: 'SW1A 1AA',
+      ts: '2024-03-01T10:00:00Z',
+      amount: 1234567.89,
+      luhnInvalid: '4111111111111112',
+      epochMs: 1732680000000,
+      count: 123456789012,
+      flag: true,
+      nothing: null,
     };
     const { out, error } = run(decoys);
     expect(error).toBeUndefined();
@@ -121,7 +164,9 @@ describe('the unmapped guard over JSON records (the drift of issue 28, the examp
     expect(JSON.parse(run({ ...base, pan: 4111111111111111 }, protection({ action: 'protect', protect: cards })).out!).pan).toBe('C(4111111111111111)');
     const schema = run({ ...base, pan: 4111111111111111 }, protection({ action: 'protect', protect: cards, retypes: false }));
     expect([schema.error!.code, schema.error!.path]).toEqual(['UNMAPPED_PERSONAL_DATA', 'pan']);
-    expect(JSON.parse(run({ ...base, card: '4111111111111111' }, protection({ action: 'protect', protect: cards, retypes: false })).out!).card).toBe('C(4111111111111111)');
+    expect(JSON.parse(run({ ...base, card: '4111111111111111' }, protection({ action: 'protect', protect: cards, retypes: false })).out!).card).toBe(
+      'C(4111111111111111)',
+    );
   });
 
   it('a number keeps its bytes unless it is card-shaped; duplicate and escaped keys are found', () => {

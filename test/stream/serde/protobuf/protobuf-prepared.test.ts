@@ -21,7 +21,13 @@ package b;
 message Customer { int64 id = 1; string email = 2; string name = 3; string extra = 4; }
 `;
 const PATHS = ['email'];
-const protection = { maps: mappings(PATHS, PATHS.map(() => chainFrom((v: string) => `tok(${v})`))), missing: 'pass' as const };
+const protection = {
+  maps: mappings(
+    PATHS,
+    PATHS.map(() => chainFrom((v: string) => `tok(${v})`)),
+  ),
+  missing: 'pass' as const,
+};
 
 function framed(id: number, indexes: number[], body: Uint8Array): Buffer {
   const header = Buffer.alloc(5);
@@ -49,13 +55,20 @@ describe('protobufSerde.protectMany on a batch of mixed headers', () => {
     const next = (n: number) => (seed = (seed * 1103515245 + 12345) % 2 ** 31) % n;
     for (let i = 0; i < 300; i++) {
       const kind = next(7);
-      const value = kind === 0 ? framed(a, [0], enc(ca, 'a.Customer', { ...customer, id: i }))
-        : kind === 1 ? framed(a, [2, 0], enc(ca, 'a.Customer', customer)) // [0] spelled out: count 1, index 0
-        : kind === 2 ? framed(a, [2, 2], enc(ca, 'a.Other', { email: `o${i}@example.com`, note: 'n' }))
-        : kind === 3 ? framed(b, [0], enc(cb, 'b.Customer', { ...customer, extra: 'x' }))
-        : kind === 4 ? framed(b, [2, 2], enc(cb, 'b.Customer', customer)) // no message at [1]
-        : kind === 5 ? Buffer.from([1, 0, 0, 0, a, 0]) // no magic byte
-        : framed(a, [0], Buffer.from([0x12, 0x02, 0xff, 0xfe])); // not UTF-8
+      const value =
+        kind === 0
+          ? framed(a, [0], enc(ca, 'a.Customer', { ...customer, id: i }))
+          : kind === 1
+            ? framed(a, [2, 0], enc(ca, 'a.Customer', customer)) // [0] spelled out: count 1, index 0
+            : kind === 2
+              ? framed(a, [2, 2], enc(ca, 'a.Other', { email: `o${i}@example.com`, note: 'n' }))
+              : kind === 3
+                ? framed(b, [0], enc(cb, 'b.Customer', { ...customer, extra: 'x' }))
+                : kind === 4
+                  ? framed(b, [2, 2], enc(cb, 'b.Customer', customer)) // no message at [1]
+                  : kind === 5
+                    ? Buffer.from([1, 0, 0, 0, a, 0]) // no magic byte
+                    : framed(a, [0], Buffer.from([0x12, 0x02, 0xff, 0xfe])); // not UTF-8
       records.push([value, next(3) === 0 ? 'clean-2' : 'clean-1']);
     }
     const serde = protobufSerde({ registry, protectedPaths: PATHS });
@@ -63,9 +76,21 @@ describe('protobufSerde.protectMany on a batch of mixed headers', () => {
     const many: (Buffer | StreamError)[] = [];
     for (let i = 0; i < records.length; i += 1 + (i % 5)) {
       const chunk = records.slice(i, i + 1 + (i % 5));
-      many.push(...await serde.protectMany!(chunk.map(([v]) => v), protection, chunk.map(([, t]) => t)));
+      many.push(
+        ...(await serde.protectMany!(
+          chunk.map(([v]) => v),
+          protection,
+          chunk.map(([, t]) => t),
+        )),
+      );
     }
-    const fresh = await Promise.all(records.map(([v, t]) => protobufSerde({ registry, protectedPaths: PATHS }).protect(v, protection, t).catch((e: StreamError) => e)));
+    const fresh = await Promise.all(
+      records.map(([v, t]) =>
+        protobufSerde({ registry, protectedPaths: PATHS })
+          .protect(v, protection, t)
+          .catch((e: StreamError) => e),
+      ),
+    );
     const shown = (r: Buffer | StreamError) => (r instanceof StreamError ? `${r.code}: ${r.message}` : r.toString('hex'));
     expect(many.map(shown)).toEqual(fresh.map(shown));
     // each clean topic's records go out under its own clean id

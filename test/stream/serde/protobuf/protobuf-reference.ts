@@ -25,18 +25,28 @@ function skipVarint(b: Uint8Array, pos: number): number {
 function skipValue(b: Uint8Array, wireType: number, number: number, pos: number, to: number, lenStart: (s: number) => void): number {
   let end: number;
   switch (wireType) {
-    case WIRE.varint: end = skipVarint(b, pos); break;
-    case WIRE.i64: end = pos + 8; break;
-    case WIRE.i32: end = pos + 4; break;
+    case WIRE.varint:
+      end = skipVarint(b, pos);
+      break;
+    case WIRE.i64:
+      end = pos + 8;
+      break;
+    case WIRE.i32:
+      end = pos + 4;
+      break;
     case WIRE.len: {
       const [length, after] = readSmallVarint(b, pos, 'a length');
       lenStart(after);
       end = after + length;
       break;
     }
-    case WIRE.sgroup: end = skipGroup(b, number, pos, to); break;
-    case WIRE.egroup: return pos;
-    default: throw malformed(`wire type ${wireType} does not exist`);
+    case WIRE.sgroup:
+      end = skipGroup(b, number, pos, to);
+      break;
+    case WIRE.egroup:
+      return pos;
+    default:
+      throw malformed(`wire type ${wireType} does not exist`);
   }
   if (end > to) throw malformed('a field runs past the end of its message');
   return end;
@@ -70,7 +80,9 @@ export function* refFields(b: Uint8Array, from: number, to: number): Generator<W
       end = valueStart + b[afterTag]!;
       if (end > to) throw malformed('a field runs past the end of its message');
     } else {
-      end = skipValue(b, wireType, number, afterTag, to, (s) => { valueStart = s; });
+      end = skipValue(b, wireType, number, afterTag, to, (s) => {
+        valueStart = s;
+      });
       if (wireType === WIRE.egroup) throw malformed('an end-group tag has no start');
     }
     yield { number, wireType, start, valueStart, end };
@@ -80,12 +92,18 @@ export function* refFields(b: Uint8Array, from: number, to: number): Generator<W
 
 function lenHeader(number: number, length: number): Buffer {
   const out: number[] = [];
-  for (let v = (number << 3 | WIRE.len) >>> 0; ; v = Math.floor(v / 128)) {
-    if (v < 0x80) { out.push(v); break; }
+  for (let v = ((number << 3) | WIRE.len) >>> 0; ; v = Math.floor(v / 128)) {
+    if (v < 0x80) {
+      out.push(v);
+      break;
+    }
     out.push((v & 0x7f) | 0x80);
   }
   for (let v = length; ; v = Math.floor(v / 128)) {
-    if (v < 0x80) { out.push(v); break; }
+    if (v < 0x80) {
+      out.push(v);
+      break;
+    }
     out.push((v & 0x7f) | 0x80);
   }
   return Buffer.from(out);
@@ -139,9 +157,16 @@ function refTexts(b: Buffer, f: WireField, field: ProtoField, schema: ProtoSchem
 }
 
 const INTEGERS = new Set(['int32', 'int64', 'uint32', 'uint64', 'sint32', 'sint64', 'fixed32', 'fixed64', 'sfixed32', 'sfixed64']);
-interface Walk { b: Buffer; schema: ProtoSchema; guard: ObjectGuard; steps: PlaceStep[] }
+interface Walk {
+  b: Buffer;
+  schema: ProtoSchema;
+  guard: ObjectGuard;
+  steps: PlaceStep[];
+}
 type Finding = { path: string; kind: string } | undefined;
-const bad = (field: ProtoField): never => { throw new StreamError('RECORD_MALFORMED', `field ${field.name} is not encoded as its schema says`); };
+const bad = (field: ProtoField): never => {
+  throw new StreamError('RECORD_MALFORMED', `field ${field.name} is not encoded as its schema says`);
+};
 
 /** the old guard walk: the path tree, allowed paths and names asked at every field of every record */
 export function refProtoFinding(b: Buffer, from: number, to: number, message: ProtoMessage, schema: ProtoSchema, guard: ObjectGuard): Finding {
@@ -177,10 +202,16 @@ function refWalk(w: Walk, from: number, to: number, message: ProtoMessage, tree:
       place = w.guard.element(place);
     }
     const hints = isEntry ? (f.number === 2 ? keyContext : 0) : contextOf(field.name) || parentContext(w.steps);
-    const found = w.guard.isMapped(place) || w.guard.allowed(w.steps) ? undefined
-      : nested !== undefined ? (f.wireType === WIRE.len ? refWalk(w, f.valueStart, f.end, nested, place, entry !== undefined) : bad(field))
-      : field.kind === 'string' || field.kind === 'bytes' ? refString(w, f, field, hints)
-      : refInteger(w, f, field, hints);
+    const found =
+      w.guard.isMapped(place) || w.guard.allowed(w.steps)
+        ? undefined
+        : nested !== undefined
+          ? f.wireType === WIRE.len
+            ? refWalk(w, f.valueStart, f.end, nested, place, entry !== undefined)
+            : bad(field)
+          : field.kind === 'string' || field.kind === 'bytes'
+            ? refString(w, f, field, hints)
+            : refInteger(w, f, field, hints);
     if (field.repeated || entry !== undefined) w.steps.pop();
     w.steps.pop();
     if (found !== undefined) return found;
@@ -247,10 +278,16 @@ function refInteger(w: Walk, f: WireField, field: ProtoField, hints: number): Fi
 function intText(b: Buffer, pos: number, field: ProtoField): string {
   const [v] = readVarint(b, pos);
   switch (field.kind) {
-    case 'int32': return String(BigInt.asIntN(32, v));
-    case 'int64': return String(BigInt.asIntN(64, v));
-    case 'uint32': return String(BigInt.asUintN(32, v));
-    case 'sint32': case 'sint64': return String((v >> 1n) ^ -(v & 1n));
-    default: return String(v);
+    case 'int32':
+      return String(BigInt.asIntN(32, v));
+    case 'int64':
+      return String(BigInt.asIntN(64, v));
+    case 'uint32':
+      return String(BigInt.asUintN(32, v));
+    case 'sint32':
+    case 'sint64':
+      return String((v >> 1n) ^ -(v & 1n));
+    default:
+      return String(v);
   }
 }

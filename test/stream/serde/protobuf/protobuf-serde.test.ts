@@ -38,7 +38,13 @@ message Card {
 }
 `;
 const PATHS = ['email', 'cards[].number', 'profile.name', 'level', 'scores[]', 'tags[]', 'pager', 'phone'];
-const protection = (missing: 'pass' | 'dead-letter' = 'pass', paths = PATHS) => ({ maps: mappings(paths, paths.map(() => chainFrom((v: string) => `tok(${v})`))), missing });
+const protection = (missing: 'pass' | 'dead-letter' = 'pass', paths = PATHS) => ({
+  maps: mappings(
+    paths,
+    paths.map(() => chainFrom((v: string) => `tok(${v})`)),
+  ),
+  missing,
+});
 
 const raw = protobuf.parse(PROTO, { keepCase: true }).root;
 const Customer = raw.lookupType('shop.v1.Customer');
@@ -51,8 +57,18 @@ function framed(id: number, body: Uint8Array, indexes = Buffer.from([2, 2])): Bu
 }
 
 const customer = {
-  id: 42, email: 'ada@example.com', cards: [{ number: 4111111111111111n.toString(), brand: 'visa' }, { number: '5500000000000004', brand: 'mc' }],
-  profile: { name: 'Ada Lovelace', tier: 3 }, level: 1, scores: [7, -2], tags: ['vip', 'é'], attributes: { a: 'b' }, pager: 5551234,
+  id: 42,
+  email: 'ada@example.com',
+  cards: [
+    { number: 4111111111111111n.toString(), brand: 'visa' },
+    { number: '5500000000000004', brand: 'mc' },
+  ],
+  profile: { name: 'Ada Lovelace', tier: 3 },
+  level: 1,
+  scores: [7, -2],
+  tags: ['vip', 'é'],
+  attributes: { a: 'b' },
+  pager: 5551234,
 };
 
 describe('protobufSerde with .proto text schemas', () => {
@@ -75,20 +91,43 @@ describe('protobufSerde with .proto text schemas', () => {
     expect(cleanText).toContain('string level = 5;');
     expect(cleanText).toContain('int64 id = 1;');
     // nothing else changed: comments, options, other messages, spacing
-    expect(cleanText).toBe(PROTO.replace('fixed64 number = 1', 'string number = 1').replace('Level level = 5', 'string level = 5')
-      .replace('repeated int32 scores = 6 [packed = true, deprecated = true]', 'repeated string scores = 6 [deprecated = true]').replace('int64 pager = 10', 'string pager = 10'));
+    expect(cleanText).toBe(
+      PROTO.replace('fixed64 number = 1', 'string number = 1')
+        .replace('Level level = 5', 'string level = 5')
+        .replace('repeated int32 scores = 6 [packed = true, deprecated = true]', 'repeated string scores = 6 [deprecated = true]')
+        .replace('int64 pager = 10', 'string pager = 10'),
+    );
 
     const clean = protobuf.parse(cleanText, { keepCase: true }).root.lookupType('shop.v1.Customer');
     const decoded = clean.toObject(clean.decode(out.subarray(bodyStart)), { longs: String, enums: String, oneofs: true }) as Record<string, unknown>;
     expect(decoded).toMatchObject({
-      id: '42', email: 'tok(ada@example.com)', level: 'tok(GOLD)', scores: ['tok(7)', 'tok(-2)'], tags: ['tok(vip)', 'tok(é)'],
-      cards: [{ number: 'tok(4111111111111111)', brand: 'visa' }, { number: 'tok(5500000000000004)', brand: 'mc' }],
-      profile: { name: 'tok(Ada Lovelace)', tier: 3 }, attributes: { a: 'b' }, pager: 'tok(5551234)', contact: 'pager',
+      id: '42',
+      email: 'tok(ada@example.com)',
+      level: 'tok(GOLD)',
+      scores: ['tok(7)', 'tok(-2)'],
+      tags: ['tok(vip)', 'tok(é)'],
+      cards: [
+        { number: 'tok(4111111111111111)', brand: 'visa' },
+        { number: 'tok(5500000000000004)', brand: 'mc' },
+      ],
+      profile: { name: 'tok(Ada Lovelace)', tier: 3 },
+      attributes: { a: 'b' },
+      pager: 'tok(5551234)',
+      contact: 'pager',
     });
     expect(out.subarray(out.length - unknown.length)).toEqual(unknown);
     // the unmapped id and attributes are the same bytes at the same place
     expect(out.subarray(bodyStart, bodyStart + 2)).toEqual(body.subarray(0, 2));
-    expect(out.includes(Buffer.from(raw.lookupType('shop.v1.Customer').encode({ attributes: { a: 'b' } }).finish()))).toBe(true);
+    expect(
+      out.includes(
+        Buffer.from(
+          raw
+            .lookupType('shop.v1.Customer')
+            .encode({ attributes: { a: 'b' } })
+            .finish(),
+        ),
+      ),
+    ).toBe(true);
 
     // a steady stream: no more registry calls
     const calls = { ...registry.calls };
@@ -100,7 +139,11 @@ describe('protobufSerde with .proto text schemas', () => {
     const registry = new FakeRegistry();
     const rawId = registry.add(PROTO);
     const paths = ['email', 'profile.name'];
-    const out = await protobufSerde({ registry, protectedPaths: paths }).protect(framed(rawId, Customer.encode(Customer.fromObject(customer)).finish()), protection('pass', paths), 'clean');
+    const out = await protobufSerde({ registry, protectedPaths: paths }).protect(
+      framed(rawId, Customer.encode(Customer.fromObject(customer)).finish()),
+      protection('pass', paths),
+      'clean',
+    );
     expect(registry.schemas.get(readFraming(out).schemaId)).toBe(PROTO);
   });
 
@@ -128,7 +171,9 @@ describe('protobufSerde with .proto text schemas', () => {
     expect(await code(framed(999, good))).toBe('SCHEMA_UNKNOWN');
     expect(await code(framed(rawId, Buffer.from([0x08, 0x01])), protection('dead-letter'))).toBe('FIELD_MISSING');
     const two = ['email', 'profile.name'];
-    await expect(protobufSerde({ registry, protectedPaths: two }).protect(framed(rawId, good), protection('dead-letter', two), 'clean')).resolves.toBeInstanceOf(Buffer);
+    await expect(
+      protobufSerde({ registry, protectedPaths: two }).protect(framed(rawId, good), protection('dead-letter', two), 'clean'),
+    ).resolves.toBeInstanceOf(Buffer);
   });
 
   it('refuses paths the schema contradicts, and retyping a message type used twice', async () => {
@@ -151,17 +196,25 @@ describe('protobufSerde with .proto text schemas', () => {
     const shared = PROTO.replace('Profile profile = 4;', 'Profile profile = 4; Card backup = 11;');
     const sharedId = registry.add(shared);
     const sharedBody = framed(sharedId, Customer.encode(Customer.fromObject(customer)).finish());
-    await expect(protobufSerde({ registry, protectedPaths: ['cards[].number'] }).protect(sharedBody, protection('pass', ['cards[].number']), 'clean'))
-      .rejects.toThrow(/Card is used in more than one place/);
+    await expect(
+      protobufSerde({ registry, protectedPaths: ['cards[].number'] }).protect(sharedBody, protection('pass', ['cards[].number']), 'clean'),
+    ).rejects.toThrow(/Card is used in more than one place/);
   });
 
   it('refuses a schema version without a mapped path (a typo, the .proto name exp_month written expMonth, an older version): SCHEMA_PATH_UNKNOWN with the path, in mapping order', async () => {
     const registry = new FakeRegistry();
     const rawId = registry.add(PROTO);
     const body = framed(rawId, Customer.encode(Customer.fromObject(customer)).finish());
-    for (const [paths, path] of [[['email', 'cards[].expMonth', 'nickname'], 'cards[].expMonth'], [['Email'], 'Email'], [['profile.name', 'profile.middle'], 'profile.middle']] as const) {
+    for (const [paths, path] of [
+      [['email', 'cards[].expMonth', 'nickname'], 'cards[].expMonth'],
+      [['Email'], 'Email'],
+      [['profile.name', 'profile.middle'], 'profile.middle'],
+    ] as const) {
       const serde = protobufSerde({ registry, protectedPaths: paths });
-      const e = await serde.protect(body, protection('pass', [...paths]), 'clean').then(() => undefined, (err: unknown) => err as StreamError);
+      const e = await serde.protect(body, protection('pass', [...paths]), 'clean').then(
+        () => undefined,
+        (err: unknown) => err as StreamError,
+      );
       expect([e?.code, e?.path, e?.schema]).toEqual(['SCHEMA_PATH_UNKNOWN', path, rawId]);
       expect(e?.message).not.toContain('ada@');
       const [many] = await serde.protectMany!([body], protection('pass', [...paths]), ['clean']);
@@ -180,15 +233,64 @@ describe('protobufSerde with .proto text schemas', () => {
       if (v.includes('refused')) throw new ValueError('VALUE_NOT_IN_ALPHABET', 'is refused');
       return `tok(${v})`;
     };
-    const chain = Object.assign(chainFrom(refuse), { many: (values: readonly string[]) => { batches++; return chainFrom(refuse).many(values); } });
-    const p = { maps: mappings(paths, paths.map(() => chain)), missing: 'dead-letter' as const };
+    const chain = Object.assign(chainFrom(refuse), {
+      many: (values: readonly string[]) => {
+        batches++;
+        return chainFrom(refuse).many(values);
+      },
+    });
+    const p = {
+      maps: mappings(
+        paths,
+        paths.map(() => chain),
+      ),
+      missing: 'dead-letter' as const,
+    };
     const rec = (o: object) => framed(rawId, Customer.encode(Customer.fromObject({ ...customer, ...o })).finish());
-    const values = [rec({}), Buffer.from([1, 2, 3]), rec({ email: 'refused@example.com' }), rec({ tags: [] }), framed(rawId, Buffer.from([0x12, 0x02, 0xff, 0xfe])), rec({ profile: { name: 'B', tier: 1 } }), rec({ email: undefined })];
-    const one = await Promise.all(values.map((v) => serde.protect(v, { ...p, maps: mappings(paths, paths.map(() => chainFrom(refuse))) }, 'clean').catch((e: StreamError) => e.code)));
+    const values = [
+      rec({}),
+      Buffer.from([1, 2, 3]),
+      rec({ email: 'refused@example.com' }),
+      rec({ tags: [] }),
+      framed(rawId, Buffer.from([0x12, 0x02, 0xff, 0xfe])),
+      rec({ profile: { name: 'B', tier: 1 } }),
+      rec({ email: undefined }),
+    ];
+    const one = await Promise.all(
+      values.map((v) =>
+        serde
+          .protect(
+            v,
+            {
+              ...p,
+              maps: mappings(
+                paths,
+                paths.map(() => chainFrom(refuse)),
+              ),
+            },
+            'clean',
+          )
+          .catch((e: StreamError) => e.code),
+      ),
+    );
     batches = 0;
-    const many = (await serde.protectMany!(values, p, values.map(() => 'clean'))).map((r) => (r instanceof StreamError ? r.code : r));
+    const many = (
+      await serde.protectMany!(
+        values,
+        p,
+        values.map(() => 'clean'),
+      )
+    ).map((r) => (r instanceof StreamError ? r.code : r));
     expect(many).toEqual(one);
-    expect(one.map((r) => (typeof r === 'string' ? r : 'ok'))).toEqual(['ok', 'RECORD_MALFORMED', 'VALUE_NOT_IN_ALPHABET', 'ok', 'RECORD_MALFORMED', 'ok', 'FIELD_MISSING']);
+    expect(one.map((r) => (typeof r === 'string' ? r : 'ok'))).toEqual([
+      'ok',
+      'RECORD_MALFORMED',
+      'VALUE_NOT_IN_ALPHABET',
+      'ok',
+      'RECORD_MALFORMED',
+      'ok',
+      'FIELD_MISSING',
+    ]);
     // one batch per mapped path, whatever the number of records
     expect(batches).toBe(paths.length);
   });
@@ -199,9 +301,21 @@ describe('protobufSerde with .proto text schemas', () => {
     const serde = protobufSerde({ registry, protectedPaths: PATHS });
     const rec = (o: object) => framed(rawId, Customer.encode(Customer.fromObject({ id: 1, ...o })).finish());
     const broken = framed(rawId, Buffer.from([0x12, 0x02, 0xff, 0xfe]));
-    const values = [broken, rec({ email: 'a@example.com', tags: ['x', 'y'] }), broken, rec({ profile: { name: 'N' }, pager: 5551234 }), rec({}), rec({ cards: [{ number: '4111' }, { number: '5500' }], email: 'b@example.com' })];
+    const values = [
+      broken,
+      rec({ email: 'a@example.com', tags: ['x', 'y'] }),
+      broken,
+      rec({ profile: { name: 'N' }, pager: 5551234 }),
+      rec({}),
+      rec({ cards: [{ number: '4111' }, { number: '5500' }], email: 'b@example.com' }),
+    ];
     const fields: (string | undefined)[] = [];
-    const out = await serde.protectMany!(values, protection('pass'), values.map(() => 'clean'), fields);
+    const out = await serde.protectMany!(
+      values,
+      protection('pass'),
+      values.map(() => 'clean'),
+      fields,
+    );
     expect(out.map((r) => (r instanceof StreamError ? r.code : 'ok'))).toEqual(['RECORD_MALFORMED', 'ok', 'RECORD_MALFORMED', 'ok', 'ok', 'ok']);
     expect([fields[1], fields[3], fields[4], fields[5]]).toEqual(['email,tags[]', 'profile.name,pager', '', 'email,cards[].number']);
     const decode = (r: Buffer | StreamError) => {
@@ -225,14 +339,17 @@ describe('protobufSerde with .proto text schemas', () => {
     for (let i = 0; i < 2000; i++) {
       const b = Buffer.from(good);
       for (let k = 0; k < 1 + Math.floor(rand() * 4); k++) b[Math.floor(rand() * b.length)] = Math.floor(rand() * 256);
-      await serde.protect(framed(rawId, b.subarray(0, Math.floor(rand() * b.length) + 1)), protection(), 'clean').catch((e) => expect(e).toBeInstanceOf(StreamError));
+      await serde
+        .protect(framed(rawId, b.subarray(0, Math.floor(rand() * b.length) + 1)), protection(), 'clean')
+        .catch((e) => expect(e).toBeInstanceOf(StreamError));
     }
   });
 });
 
 // what confluent-kafka-python 2.16.1's ProtobufSerializer registered (base64 FileDescriptorProto)
 // and wrote for Customer(id=7, email='a@b.c', cards=[Card('4111','visa')], profile=Profile('N', 2))
-const PY_SCHEMA = 'Cg5jdXN0b21lci5wcm90bxIEZGVtbyIlCgRDYXJkEg4KBm51bWJlchgBIAEoCRINCgVicmFuZBgCIAEoCSKQAQoIQ3VzdG9tZXISCgoCaWQYASABKAMSDQoFZW1haWwYAiABKAkSGQoFY2FyZHMYAyADKAsyCi5kZW1vLkNhcmQSJwoHcHJvZmlsZRgEIAEoCzIWLmRlbW8uQ3VzdG9tZXIuUHJvZmlsZRolCgdQcm9maWxlEgwKBG5hbWUYASABKAkSDAoEdGllchgCIAEoBWIGcHJvdG8z';
+const PY_SCHEMA =
+  'Cg5jdXN0b21lci5wcm90bxIEZGVtbyIlCgRDYXJkEg4KBm51bWJlchgBIAEoCRINCgVicmFuZBgCIAEoCSKQAQoIQ3VzdG9tZXISCgoCaWQYASABKAMSDQoFZW1haWwYAiABKAkSGQoFY2FyZHMYAyADKAsyCi5kZW1vLkNhcmQSJwoHcHJvZmlsZRgEIAEoCzIWLmRlbW8uQ3VzdG9tZXIuUHJvZmlsZRolCgdQcm9maWxlEgwKBG5hbWUYASABKAkSDAoEdGllchgCIAEoBWIGcHJvdG8z';
 const PY_RECORD = '00000000010202080712056140622e631a0c0a043431313112047669736122050a014e1002';
 
 describe('protobufSerde with serialized FileDescriptorProto schemas (confluent-kafka-python)', () => {
@@ -248,6 +365,11 @@ describe('protobufSerde with serialized FileDescriptorProto schemas (confluent-k
     const clean = root.lookupType('demo.Customer');
     expect(clean.fields.id!.type).toBe('string');
     expect(clean.fields.id!.id).toBe(1);
-    expect(clean.toObject(clean.decode(out.subarray(bodyStart)))).toEqual({ id: 'tok(7)', email: 'tok(a@b.c)', cards: [{ number: 'tok(4111)', brand: 'visa' }], profile: { name: 'tok(N)', tier: 2 } });
+    expect(clean.toObject(clean.decode(out.subarray(bodyStart)))).toEqual({
+      id: 'tok(7)',
+      email: 'tok(a@b.c)',
+      cards: [{ number: 'tok(4111)', brand: 'visa' }],
+      profile: { name: 'tok(N)', tier: 2 },
+    });
   });
 });

@@ -45,14 +45,37 @@ const root = schema.messages.get('t.Root')!;
 const inner = schema.messages.get('t.Root.Inner')!;
 const PATHS = ['email', 'name', 'inner.street', 'items[].note', 'id', 'counts[]', 'level', 'tags[]', 'card', 'pan', 'delta', 'inner.next.street'];
 const ALLOW = ['inner.note', 'items[].next', 'attrs', 'phone'];
-const STRINGS = ['ada@example.com', '4111 1111 1111 1111', '4111111111111111', 'standard delivery', 'Ada Lovelace', '+44 20 7946 0958', 'é', 'GB82WEST12345698765432',
-  'AB123456C', '078-05-1120', '1990-04-12', 'x'.repeat(200), 'y'.repeat(300), 'z'.repeat(14000), '', 'abcd', 'refuse me', 'SKU-12', 'ü@example.com'];
+const STRINGS = [
+  'ada@example.com',
+  '4111 1111 1111 1111',
+  '4111111111111111',
+  'standard delivery',
+  'Ada Lovelace',
+  '+44 20 7946 0958',
+  'é',
+  'GB82WEST12345698765432',
+  'AB123456C',
+  '078-05-1120',
+  '1990-04-12',
+  'x'.repeat(200),
+  'y'.repeat(300),
+  'z'.repeat(14000),
+  '',
+  'abcd',
+  'refuse me',
+  'SKU-12',
+  'ü@example.com',
+];
 
 /** a small deterministic generator, so that a failing seed replays */
 function rng(seed: number): (n: number) => number {
   let s = seed >>> 0 || 1;
   return (n) => {
-    s ^= s << 13; s >>>= 0; s ^= s >>> 17; s ^= s << 5; s >>>= 0;
+    s ^= s << 13;
+    s >>>= 0;
+    s ^= s >>> 17;
+    s ^= s << 5;
+    s >>>= 0;
     return s % n;
   };
 }
@@ -60,7 +83,10 @@ function rng(seed: number): (n: number) => number {
 function varint(v: bigint): number[] {
   let x = BigInt.asUintN(64, v);
   const out: number[] = [];
-  while (x >= 0x80n) { out.push(Number(x & 0x7fn) | 0x80); x >>= 7n; }
+  while (x >= 0x80n) {
+    out.push(Number(x & 0x7fn) | 0x80);
+    x >>= 7n;
+  }
   out.push(Number(x));
   return out;
 }
@@ -71,13 +97,20 @@ function tag(number: number, wireType: number): number[] {
 
 function randomVarint(r: (n: number) => number): number[] {
   switch (r(7)) {
-    case 0: return varint(BigInt(r(200)));
-    case 1: return varint(BigInt(r(20000)));
-    case 6: return varint(BigInt(r(2 ** 28) * (r(2) + 1))); // three to five bytes
-    case 2: return varint(BigInt(-1 - r(100000))); // a negative int32/int64: ten bytes
-    case 3: return varint(4111111111111111n + BigInt(r(10)));
-    case 4: return [0x80 | r(128), 0x00]; // non-canonical: a two-byte small value
-    default: return varint(BigInt(r(2 ** 31)) * BigInt(r(2 ** 20) + 1));
+    case 0:
+      return varint(BigInt(r(200)));
+    case 1:
+      return varint(BigInt(r(20000)));
+    case 6:
+      return varint(BigInt(r(2 ** 28) * (r(2) + 1))); // three to five bytes
+    case 2:
+      return varint(BigInt(-1 - r(100000))); // a negative int32/int64: ten bytes
+    case 3:
+      return varint(4111111111111111n + BigInt(r(10)));
+    case 4:
+      return [0x80 | r(128), 0x00]; // non-canonical: a two-byte small value
+    default:
+      return varint(BigInt(r(2 ** 31)) * BigInt(r(2 ** 20) + 1));
   }
 }
 
@@ -101,11 +134,18 @@ function randomField(r: (n: number) => number, depth: number, numbers: number[],
   const kind = kindOf(number);
   if (roll === 2) return [...tag(number, r(6)), ...randomVarint(r)]; // any wire type: often malformed
   switch (kind) {
-    case 'string': case 'bytes': return len(number, randomText(r));
-    case 'message': return len(number, depth >= 3 ? [] : randomMessage(r, depth + 1, true));
-    case 'map': return len(number, [...len(1, randomText(r)), ...len(2, randomText(r))]);
-    case 'fixed64': case 'double': return [...tag(number, 1), ...Array.from({ length: 8 }, () => r(256))];
-    case 'sfixed32': return [...tag(number, 5), ...Array.from({ length: 4 }, () => r(256))];
+    case 'string':
+    case 'bytes':
+      return len(number, randomText(r));
+    case 'message':
+      return len(number, depth >= 3 ? [] : randomMessage(r, depth + 1, true));
+    case 'map':
+      return len(number, [...len(1, randomText(r)), ...len(2, randomText(r))]);
+    case 'fixed64':
+    case 'double':
+      return [...tag(number, 1), ...Array.from({ length: 8 }, () => r(256))];
+    case 'sfixed32':
+      return [...tag(number, 5), ...Array.from({ length: 4 }, () => r(256))];
     default:
       // packed or not, for repeated integers
       if (r(3) === 0) return len(number, Array.from({ length: 1 + r(4) }, () => randomVarint(r)).flat());
@@ -142,38 +182,50 @@ function planOf(r: (n: number) => number): { paths: string[]; plan: PlanNode; gu
 
 describe('the Protobuf fast walk equals the walk it replaced', () => {
   it('protects, collects, guards and reads fields alike on random messages', () => {
-    fc.assert(fc.property(fc.integer({ min: 1, max: 2 ** 31 - 1 }), (seed) => {
-      const r = rng(seed);
-      let body = randomMessage(r, 0, false);
-      if (r(8) === 0) body = body.slice(0, r(body.length + 1)); // truncated
-      const b = Buffer.from([7, 7, ...body, 9]); // the message is b[2, length - 1)
-      const [from, to] = [2, b.length - 1];
-      const { plan, guard } = planOf(r);
-      const missing = r(2) === 0 ? 'pass' as const : 'dead-letter' as const;
-      // each side's protect draws from its own generator, started at the same state
-      const ctx = (s: number, dryRun: boolean, met: string[]): ProtectContext => {
-        const rr = rng(s);
-        return {
-          schema, missing, dryRun, protect: (path, text) => {
-            met.push(`${path}=${text}`);
-            if (text.includes('refuse')) throw new StreamError('VALUE_NOT_IN_ALPHABET', `mapped field ${path}: refused`);
-            return rr(4) === 0 ? `é${path}:${text.length}` : `P(${path}|${text})${'~'.repeat(rr(200))}`;
-          },
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 2 ** 31 - 1 }), (seed) => {
+        const r = rng(seed);
+        let body = randomMessage(r, 0, false);
+        if (r(8) === 0) body = body.slice(0, r(body.length + 1)); // truncated
+        const b = Buffer.from([7, 7, ...body, 9]); // the message is b[2, length - 1)
+        const [from, to] = [2, b.length - 1];
+        const { plan, guard } = planOf(r);
+        const missing = r(2) === 0 ? ('pass' as const) : ('dead-letter' as const);
+        // each side's protect draws from its own generator, started at the same state
+        const ctx = (s: number, dryRun: boolean, met: string[]): ProtectContext => {
+          const rr = rng(s);
+          return {
+            schema,
+            missing,
+            dryRun,
+            protect: (path, text) => {
+              met.push(`${path}=${text}`);
+              if (text.includes('refuse')) throw new StreamError('VALUE_NOT_IN_ALPHABET', `mapped field ${path}: refused`);
+              return rr(4) === 0 ? `é${path}:${text.length}` : `P(${path}|${text})${'~'.repeat(rr(200))}`;
+            },
+          };
         };
-      };
-      for (const dryRun of [false, true]) {
-        const metNew: string[] = [];
-        const metOld: string[] = [];
-        const s = r(1000) + 1;
-        const fast = outcome(() => protectMessage(b, from, to, plan, ctx(s, dryRun, metNew)));
-        const ref = outcome(() => refProtectMessage(b, from, to, plan, ctx(s, dryRun, metOld)));
-        expect(fast).toEqual(ref);
-        expect(metNew).toEqual(metOld);
-      }
-      expect(outcome(() => protoFinding(b, from, to, root, schema, guard))).toEqual(outcome(() => refProtoFinding(b, from, to, root, schema, guard)));
-      const fields = (reader: () => unknown) => outcome(reader);
-      expect(fields(() => { const f = new WireReader(b, from, to); const out = []; while (f.next()) out.push([f.number, f.wireType, f.start, f.valueStart, f.end]); return out; }))
-        .toEqual(fields(() => [...refFields(b, from, to)].map((f) => [f.number, f.wireType, f.start, f.valueStart, f.end])));
-    }), { numRuns: 3000 });
+        for (const dryRun of [false, true]) {
+          const metNew: string[] = [];
+          const metOld: string[] = [];
+          const s = r(1000) + 1;
+          const fast = outcome(() => protectMessage(b, from, to, plan, ctx(s, dryRun, metNew)));
+          const ref = outcome(() => refProtectMessage(b, from, to, plan, ctx(s, dryRun, metOld)));
+          expect(fast).toEqual(ref);
+          expect(metNew).toEqual(metOld);
+        }
+        expect(outcome(() => protoFinding(b, from, to, root, schema, guard))).toEqual(outcome(() => refProtoFinding(b, from, to, root, schema, guard)));
+        const fields = (reader: () => unknown) => outcome(reader);
+        expect(
+          fields(() => {
+            const f = new WireReader(b, from, to);
+            const out = [];
+            while (f.next()) out.push([f.number, f.wireType, f.start, f.valueStart, f.end]);
+            return out;
+          }),
+        ).toEqual(fields(() => [...refFields(b, from, to)].map((f) => [f.number, f.wireType, f.start, f.valueStart, f.end])));
+      }),
+      { numRuns: 3000 },
+    );
   });
 });
