@@ -79,36 +79,3 @@ export function leaseGrantFrame(g: LeaseGrant): Buffer {
 export function auditedFrame(holds: readonly boolean[]): Buffer {
   return frame([u8(REPLY_AUDITED), u16(holds.length), Buffer.from(holds.map((h) => (h ? 1 : 0)))]);
 }
-
-/** The client's frames (what veil_lease.py sends; tests use them). */
-export function leaseFrame(dbRole: string, role: string, className: string, propertyName: string): Buffer {
-  return frame([u8(OP_LEASE), ...str(8, dbRole), ...str(8, role), ...str(8, className), ...str(8, propertyName)]);
-}
-
-export function leaseAuditFrame(dbRole: string, reports: readonly { lease: number; values: number }[]): Buffer {
-  return frame([u8(OP_LEASE_AUDIT), ...str(8, dbRole), u16(reports.length), ...reports.flatMap((x) => [u32(x.lease), u32(x.values)])]);
-}
-
-export type LeaseReply = { kind: 'lease'; grant: LeaseGrant } | { kind: 'audited'; holds: boolean[] };
-
-/** Parses LEASE_GRANT and AUDITED replies (parseReply dispatches here; tests and tools). */
-export function parseLeaseReply(kind: number, r: Reader): LeaseReply {
-  if (kind === REPLY_AUDITED) {
-    const holds: boolean[] = [];
-    for (let i = r.u16('the count'); i > 0; i--) holds.push(r.u8('a lease state') === 1);
-    r.end();
-    return { kind: 'audited', holds };
-  }
-  const lease = r.u32('the lease');
-  const validForMs = r.u32('the validity');
-  const budget = r.u32('the budget');
-  const maxChars = r.u32('the value limit');
-  const k = r.u8('the kind');
-  const leaseKind = (Object.keys(LEASE_KINDS) as LeaseKind[]).find((name) => LEASE_KINDS[name] === k);
-  if (!leaseKind) throw frameError('unknown lease kind');
-  const header = r.bytes(1, 'the header', 1);
-  const label = r.str(2, 'the label');
-  const key = r.bytes(1, 'the key', 16, 64);
-  r.end();
-  return { kind: 'lease', grant: { lease, validForMs, budget, maxChars, kind: leaseKind, header, label, key } };
-}

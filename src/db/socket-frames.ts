@@ -1,14 +1,5 @@
 import { frame, frameError, MAX_DB_ROLE_BYTES, Reader, str, u16, u32, u8 } from './frame-codec.ts';
-import {
-  OP_LEASE,
-  OP_LEASE_AUDIT,
-  parseLeaseFrame,
-  parseLeaseReply,
-  REPLY_AUDITED,
-  REPLY_LEASE_GRANT,
-  type LeaseFrame,
-  type LeaseReply,
-} from './lease-frames.ts';
+import { OP_LEASE, OP_LEASE_AUDIT, parseLeaseFrame, type LeaseFrame } from './lease-frames.ts';
 
 /**
  * The frames of veil's database socket (docs/database.md, "The local socket"): what PL/Python's
@@ -133,58 +124,4 @@ export function errorFrame(e: ErrorReply): Buffer {
     ...instances.map(u32),
     u32(Math.max(0, Math.min(0xffffffff, Math.ceil(e.retryAfterSeconds ?? 0)))),
   ]);
-}
-
-/** The client's AUTH frame (what veil_socket.py sends; tests and tools use it too). */
-export function authFrame(token: string): Buffer {
-  return frame([u8(OP_AUTH), u8(PROTOCOL_VERSION), ...str(16, token)]);
-}
-
-/** The client's PROTECT frame; PROTECT_SUBJECTS when an item names its subject (then each must). */
-export function protectFrame(dbRole: string, role: string, items: readonly ProtectItem[]): Buffer {
-  const subjects = items.some((i) => i.subject !== undefined);
-  const parts: Buffer[] = [u8(subjects ? OP_PROTECT_SUBJECTS : OP_PROTECT), ...str(8, dbRole), ...str(8, role), u32(items.length)];
-  for (const i of items) {
-    parts.push(...str(8, i.className), ...str(8, i.propertyName));
-    if (subjects) parts.push(...str(16, i.subject ?? ''));
-    parts.push(...str(32, i.value));
-  }
-  return frame(parts);
-}
-
-export type Reply =
-  | { kind: 'auth-ok'; validFor: number }
-  | { kind: 'values'; values: string[] }
-  | ({ kind: 'error' } & Required<Omit<ErrorReply, 'pointer'>> & { pointer: string })
-  | LeaseReply;
-
-/** Parses one reply payload by the same grammar (for tools and tests; PL/Python has its own copy). */
-export function parseReply(payload: Buffer): Reply {
-  const r = new Reader(payload);
-  const kind = r.u8('the reply kind');
-  if (kind === REPLY_AUTH_OK) {
-    const validFor = r.u32('the validity');
-    r.end();
-    return { kind: 'auth-ok', validFor };
-  }
-  if (kind === REPLY_VALUES) {
-    const count = r.u32('the count');
-    if (count * 4 > r.remaining) throw frameError('the count is outside the frame');
-    const values: string[] = [];
-    for (let i = 0; i < count; i++) values.push(r.str(4, 'a value'));
-    r.end();
-    return { kind: 'values', values };
-  }
-  if (kind === REPLY_LEASE_GRANT || kind === REPLY_AUDITED) return parseLeaseReply(kind, r);
-  if (kind !== REPLY_ERROR) throw frameError('unknown reply');
-  const status = r.u16('the status');
-  const retriable = r.u8('retriable') === 1;
-  const code = r.str(1, 'the code', 1);
-  const title = r.str(2, 'the title');
-  const pointer = r.str(2, 'the pointer');
-  const instances: number[] = [];
-  for (let i = r.u16('the instance count'); i > 0; i--) instances.push(r.u32('an instance'));
-  const retryAfterSeconds = r.u32('retry-after');
-  r.end();
-  return { kind: 'error', status, retriable, code, title, pointer, instances, retryAfterSeconds };
 }

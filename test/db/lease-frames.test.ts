@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { DbFault } from '../../src/db/errors.ts';
-import { auditedFrame, leaseAuditFrame, leaseFrame, leaseGrantFrame } from '../../src/db/lease-frames.ts';
-import { parseClientFrame, parseReply } from '../../src/db/socket-frames.ts';
+import { auditedFrame, leaseGrantFrame } from '../../src/db/lease-frames.ts';
+import { parseClientFrame } from '../../src/db/socket-frames.ts';
+import { leaseAuditFrame, leaseFrame, parseReply } from '../helpers/db-client-frames.ts';
 
 const payload = (frame: Buffer) => {
   expect(frame.readUInt32BE(0)).toBe(frame.length - 4);

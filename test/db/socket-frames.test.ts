@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { DbFault } from '../../src/db/errors.ts';
-import { authFrame, errorFrame, parseClientFrame, parseReply, protectFrame, valuesFrame } from '../../src/db/socket-frames.ts';
+import { errorFrame, parseClientFrame, valuesFrame } from '../../src/db/socket-frames.ts';
+import { authFrame, parseReply, protectFrame } from '../helpers/db-client-frames.ts';
 
 const payload = (frame: Buffer) => {
   expect(frame.readUInt32BE(0)).toBe(frame.length - 4);

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { DbFault } from '../../src/db/errors.ts';
-import { OP_PROTECT, OP_PROTECT_SUBJECTS, parseClientFrame, protectFrame } from '../../src/db/socket-frames.ts';
+import { OP_PROTECT, OP_PROTECT_SUBJECTS, parseClientFrame } from '../../src/db/socket-frames.ts';
 import { framePosition, frameValues, socketCall, valuePointer } from '../../src/db/socket-request.ts';
+import { protectFrame } from '../helpers/db-client-frames.ts';
 
 /** PROTECT_SUBJECTS (keys scoped to the data subject, issue 29): each value with its subject, one request per subject. */
 const payload = (frame: Buffer) => frame.subarray(4);

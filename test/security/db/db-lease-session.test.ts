@@ -5,13 +5,12 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MemoryAuditSink } from '../../helpers/memory-audit-sink.ts';
 import { openDbSocket, type DbSocketServer } from '../../../src/db/index.ts';
-import { leaseAuditFrame, leaseFrame } from '../../../src/db/lease-frames.ts';
 import type { LeaseSource } from '../../../src/db/lease-grant.ts';
-import { authFrame, parseReply, type Reply } from '../../../src/db/socket-frames.ts';
 import { tokenInvalid } from '../../../src/identity/errors.ts';
 import type { BearerVerifier } from '../../../src/identity/token-verifier.ts';
 import { engineFixture, rotate, type EngineFixture } from '../../helpers/engine-fixture.ts';
 import { personConfig } from '../../helpers/subject-config.ts';
+import { authFrame, leaseAuditFrame, leaseFrame, parseReply, type Reply } from '../../helpers/db-client-frames.ts';
 
 /**
  * Attacks on the database socket's leased keys (docs/database.md, "Leased keys"), against the

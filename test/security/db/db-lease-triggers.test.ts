@@ -2,11 +2,10 @@ import { readFile } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { leaseFrame } from '../../../src/db/lease-frames.ts';
-import { authFrame, parseReply, type Reply } from '../../../src/db/socket-frames.ts';
 import { readSecret } from '../../helpers/postgres.ts';
 import { expectRateLimitHolds, marker, veilDb, type VeilDb } from '../../helpers/db-security.ts';
 import { sessionGate } from '../../helpers/pg-gate.ts';
+import { authFrame, leaseFrame, parseReply, type Reply } from '../../helpers/db-client-frames.ts';
 
 /**
  * The trigger with leased keys (veil.configure_socket(path, lease => true), veil serve with

@@ -2,8 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { stat } from 'node:fs/promises';
 import { connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { authFrame, parseReply, protectFrame, type Reply } from '../../../src/db/socket-frames.ts';
 import { pgServerGid, readSecret, startVeil, type VeilProcess } from '../../helpers/postgres.ts';
+import { authFrame, parseReply, protectFrame, type Reply } from '../../helpers/db-client-frames.ts';
 
 /** A raw client of veil's database socket: frames in, replies (or the close) out. */
 interface Raw {

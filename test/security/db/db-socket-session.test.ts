@@ -5,10 +5,10 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MemoryAuditSink } from '../../helpers/memory-audit-sink.ts';
 import { openDbSocket, type DbSocketServer } from '../../../src/db/index.ts';
-import { authFrame, parseReply, protectFrame, type Reply } from '../../../src/db/socket-frames.ts';
 import { tokenInvalid } from '../../../src/identity/errors.ts';
 import type { BearerVerifier, Caller } from '../../../src/identity/token-verifier.ts';
 import { engineFixture } from '../../helpers/engine-fixture.ts';
+import { authFrame, parseReply, protectFrame, type Reply } from '../../helpers/db-client-frames.ts';
 
 /**
  * The socket's token rules, on a clock the test moves: a token is verified once per connection,
