@@ -11,16 +11,10 @@ export type CliFaultCode = keyof typeof CLI_FAULTS;
 /** A fault of the command line: one of the codes above. */
 export class CliFault extends layerFaultType(CLI_FAULTS) {}
 
-const EXIT_CODES: Readonly<Record<CliFaultCode, number>> = { USAGE: 2 };
-
 /** A failure as one JSON document for stderr/stdout: code, message, details; never a stack or value. */
 export function errorDocument(error: unknown): { error: { code: string; message: string; retriable: boolean; details?: unknown } } {
   if (error instanceof VeilError) {
     return { error: { code: error.code, message: error.message, retriable: error.retriable, details: error.details.length ? error.details : undefined } };
   }
   return { error: { code: 'INTERNAL', message: 'unexpected internal error', retriable: false } };
-}
-
-export function exitCodeOf(error: unknown): number {
-  return error instanceof CliFault ? EXIT_CODES[error.code] : 1;
 }
