@@ -3,7 +3,7 @@ import type { AuditEvent, AuditSink } from '../../src/audit/index.ts';
 import { MemoryAuditSink } from '../helpers/memory-audit-sink.ts';
 import { GuardedTransform, type AuditScope, type GuardedCall, type GuardedCaller } from '../../src/audit/guarded-transform.ts';
 import { VeilError, type TransformRequest } from '../../src/engine/index.ts';
-import { body, engineFixture, tamper } from '../helpers/engine-fixture.ts';
+import { body, engineFixture, requestSpec, tamper, transformRequest } from '../helpers/engine-fixture.ts';
 import { IdentityError } from '../../src/identity/errors.ts';
 import { DoorError } from '../../src/errors/door-errors.ts';
 
@@ -15,7 +15,7 @@ const support: GuardedCaller = { ...fraud, roles: ['support'] };
 /** Values that must never reach an audit event. */
 const CLEAR = { email: 'zz-audit.guard@example.org', name: 'Zz Guarded Name', cardNumber: '4111-2222-3333-4444' };
 const protectedOf = (property: keyof typeof CLEAR) =>
-  engine.transform(body({ roles: ['fraud'], action: 'Protect', instances: [[property, CLEAR[property]]] }), fraud).responses[0]!.instances[0]!.value;
+  engine.transform(transformRequest('fraud', 'Protect', [property, CLEAR[property]]), fraud).responses[0]!.instances[0]!.value;
 const P = { email: protectedOf('email'), name: protectedOf('name') };
 
 function guard(audit: AuditSink, scope: AuditScope = 'revealing') {
@@ -36,16 +36,7 @@ function call(payload: TransformRequest | unknown, caller: GuardedCaller | VeilE
   };
 }
 
-const unprotectEmail = () =>
-  body({
-    roles: ['fraud'],
-    action: 'Unprotect',
-    instances: [
-      ['email', P.email],
-      ['email', P.email],
-      ['name', P.name],
-    ],
-  });
+const unprotectEmail = () => transformRequest('fraud', 'Unprotect', ['email', P.email], ['email', P.email], ['name', P.name]);
 
 function expectNoValues(events: readonly AuditEvent[]): void {
   const text = JSON.stringify(events);
@@ -110,19 +101,14 @@ describe('GuardedTransform: audit before any cleartext leaves', () => {
     expect(JSON.stringify(outcome)).not.toContain(CLEAR.email);
     // a call mixing protect and unprotect is refused whole
     const mixed = await guard(sink).run(
-      call(
-        body(
-          { roles: ['fraud'], action: 'Protect', instances: [['name', CLEAR.name]] },
-          { roles: ['fraud'], action: 'Unprotect', instances: [['email', P.email]] },
-        ),
-      ),
+      call(body(requestSpec('fraud', 'Protect', ['name', CLEAR.name]), requestSpec('fraud', 'Unprotect', ['email', P.email]))),
     );
     expect(!mixed.ok && mixed.error.code).toBe('AUDIT_UNAVAILABLE');
     expect(JSON.stringify(mixed)).not.toContain(CLEAR.email);
   });
 
   it('scope revealing: a Protect call is not audited and works while the sink fails; scope every: it is audited, and refused without a record', async () => {
-    const protect = () => call(body({ roles: ['fraud'], action: 'Protect', instances: [['email', CLEAR.email]] }));
+    const protect = () => call(transformRequest('fraud', 'Protect', ['email', CLEAR.email]));
     const sink = new MemoryAuditSink();
     expect((await guard(sink, 'revealing').run(protect())).ok).toBe(true);
     expect(sink.events).toEqual([]);
@@ -136,32 +122,10 @@ describe('GuardedTransform: audit before any cleartext leaves', () => {
 
   it('denied calls are audited: 403 with the caller, 401 without one (instances counted from the body, no names from it)', async () => {
     const sink = new MemoryAuditSink();
-    const notGranted = await guard(sink).run(
-      call(
-        body({
-          roles: ['support'],
-          action: 'Unprotect',
-          instances: [
-            ['name', P.name],
-            ['email', P.email],
-          ],
-        }),
-        support,
-      ),
-    );
+    const notGranted = await guard(sink).run(call(transformRequest('support', 'Unprotect', ['name', P.name], ['email', P.email]), support));
     expect(!notGranted.ok && notGranted.error.code).toBe('ACTION_NOT_GRANTED');
     const noToken = await guard(sink).run(
-      call(
-        body({
-          roles: ['fraud'],
-          action: 'Protect',
-          instances: [
-            ['email', CLEAR.email],
-            ['name', CLEAR.name],
-          ],
-        }),
-        new IdentityError('TOKEN_MISSING', 'no token'),
-      ),
+      call(transformRequest('fraud', 'Protect', ['email', CLEAR.email], ['name', CLEAR.name]), new IdentityError('TOKEN_MISSING', 'no token')),
     );
     expect(!noToken.ok && noToken.error.code).toBe('TOKEN_MISSING');
     expect(sink.events.map((e) => [e.outcome, e.code, e.client, e.instances, e.fields])).toEqual([
@@ -175,7 +139,7 @@ describe('GuardedTransform: audit before any cleartext leaves', () => {
     const sink = new MemoryAuditSink();
     sink.failing = true;
     const warnings: string[] = [];
-    const outcome = await guard(sink).run(call(body({ roles: ['fraud'], action: 'Protect', instances: [['email', CLEAR.email]] }), support, warnings));
+    const outcome = await guard(sink).run(call(transformRequest('fraud', 'Protect', ['email', CLEAR.email]), support, warnings));
     expect(!outcome.ok && outcome.error.code).toBe('ROLE_NOT_HELD');
     expect(warnings).toEqual(['audit sink failed to record a denied call']);
   });
@@ -183,9 +147,9 @@ describe('GuardedTransform: audit before any cleartext leaves', () => {
   it('an unprotect that fails on its values is audited once as failed, with the planned fields; a failed Protect is not (scope revealing)', async () => {
     const sink = new MemoryAuditSink();
     const tampered = tamper(P.email);
-    const failed = await guard(sink).run(call(body({ roles: ['fraud'], action: 'Unprotect', instances: [['email', tampered]] })));
+    const failed = await guard(sink).run(call(transformRequest('fraud', 'Unprotect', ['email', tampered])));
     expect(!failed.ok && failed.error.code).toBe('PROTECTED_VALUE_INVALID');
-    const badCard = await guard(sink).run(call(body({ roles: ['fraud'], action: 'Protect', instances: [['cardNumber', 'x']] })));
+    const badCard = await guard(sink).run(call(transformRequest('fraud', 'Protect', ['cardNumber', 'x'])));
     expect(badCard.ok).toBe(false);
     expect(sink.events.map((e) => [e.outcome, e.code, e.fields])).toEqual([
       ['failed', 'PROTECTED_VALUE_INVALID', [{ className: 'Customer', propertyName: 'email', action: 'Unprotect', count: 1 }]],

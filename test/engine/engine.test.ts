@@ -19,8 +19,10 @@ import {
   fixtureText,
   identity,
   nextCard,
+  requestSpec,
   rotate,
   tamper,
+  transformRequest,
   valuesOf,
   veilErrorOf,
   withKeyVersion,
@@ -51,7 +53,7 @@ function digitsOf(s: string): string {
 
 /** One value of Customer.`property` protected by fraud on `engine`. */
 function protectOne(engine: Engine, property: string, value: string): string {
-  return valuesOf(engine.transform(body({ roles: ['fraud'], action: 'Protect', instances: [[property, value]] }), fraud))[0]!;
+  return valuesOf(engine.transform(transformRequest('fraud', 'Protect', [property, value]), fraud))[0]!;
 }
 
 describe('Engine: response shape (spec §2.7, §4.1)', () => {
@@ -59,25 +61,10 @@ describe('Engine: response shape (spec §2.7, §4.1)', () => {
 
   it('answers one response per request, linked by request guid, in request order, instances in order with className/propertyName', () => {
     const req = body(
-      {
-        roles: ['fraud'],
-        action: 'Protect',
-        instances: [
-          ['email', SAMPLE.email],
-          ['cardNumber', SAMPLE.cardNumber],
-          ['email', 'second@example.org'],
-        ],
-      },
-      { roles: ['ingest'], action: 'Pseudonymize', instances: [['name', SAMPLE.name]] },
-      { roles: ['support'], action: 'Mask', instances: [['cardNumber', SAMPLE.cardNumber]] },
-      {
-        roles: ['fraud'],
-        action: 'Protect',
-        instances: [
-          ['nationalId', SAMPLE.nationalId],
-          ['segmentKey', SAMPLE.segmentKey],
-        ],
-      },
+      requestSpec('fraud', 'Protect', ['email', SAMPLE.email], ['cardNumber', SAMPLE.cardNumber], ['email', 'second@example.org']),
+      requestSpec('ingest', 'Pseudonymize', ['name', SAMPLE.name]),
+      requestSpec('support', 'Mask', ['cardNumber', SAMPLE.cardNumber]),
+      requestSpec('fraud', 'Protect', ['nationalId', SAMPLE.nationalId], ['segmentKey', SAMPLE.segmentKey]),
     );
     const identityOfAll = identity('fraud', 'ingest', 'support');
     const res = engine.transform(req, identityOfAll);
@@ -104,14 +91,7 @@ describe('Engine: response shape (spec §2.7, §4.1)', () => {
   });
 
   it('does not modify the request body', () => {
-    const req = body({
-      roles: ['fraud'],
-      action: 'Protect',
-      instances: [
-        ['email', SAMPLE.email],
-        ['name', SAMPLE.name],
-      ],
-    });
+    const req = transformRequest('fraud', 'Protect', ['email', SAMPLE.email], ['name', SAMPLE.name]);
     const copy = structuredClone(req);
     engine.transform(req, fraud);
     expect(req).toEqual(copy);
@@ -122,25 +102,25 @@ describe('Engine: response shape (spec §2.7, §4.1)', () => {
   });
 
   it('answers a request with no instances with a response with no instances', () => {
-    const req = body({ roles: ['fraud'], action: 'Protect', instances: [] });
+    const req = transformRequest('fraud', 'Protect');
     expect(engine.transform(req, fraud)).toEqual({ responses: [{ request: req.requests[0]!.guid, instances: [] }] });
   });
 
   it('keeps the request guid as written (upper case) in the response', () => {
-    const req = body({ roles: ['fraud'], action: 'Protect', instances: [['email', SAMPLE.email]] });
+    const req = transformRequest('fraud', 'Protect', ['email', SAMPLE.email]);
     req.requests[0]!.guid = req.requests[0]!.guid.toUpperCase();
     expect(engine.transform(req, fraud).responses[0]!.request).toBe(req.requests[0]!.guid);
   });
 
   it('ignores contexts no request refers to (their evidences are not matched)', () => {
-    const req = body({ roles: ['fraud'], action: 'Protect', instances: [['email', SAMPLE.email]] });
+    const req = transformRequest('fraud', 'Protect', ['email', SAMPLE.email]);
     req.rightsContexts.push({ guid: randomUUID(), evidences: [{ name: 'Nonsense', value: 'x' }] });
     req.processingContexts.push({ guid: randomUUID(), evidences: [{ name: 'Action', value: 'Shred' }] });
     expect(engine.transform(req, fraud).responses).toHaveLength(1);
   });
 
   it('lets several requests share one rights context and one processing context', () => {
-    const req = body({ roles: ['fraud'], action: 'Protect', instances: [['email', SAMPLE.email]] });
+    const req = transformRequest('fraud', 'Protect', ['email', SAMPLE.email]);
     req.requests.push({ ...req.requests[0]!, guid: randomUUID(), instances: [{ className: 'Customer', propertyName: 'email', value: SAMPLE.email }] });
     const res = engine.transform(req, fraud);
     expect(res.responses.map((r) => r.request)).toEqual(req.requests.map((r) => r.guid));
@@ -167,7 +147,7 @@ describe('Engine: protect → unprotect round trips of config/example.yaml', () 
     const protectedValue = protectOne(engine, property, value);
     if (property === 'cardNumber') expectCardChanged(value, protectedValue, (v) => protectOne(engine, property, v));
     else expect(protectedValue).not.toBe(value);
-    const back = valuesOf(engine.transform(body({ roles: ['fraud'], action: 'Unprotect', instances: [[property, protectedValue]] }), fraud))[0];
+    const back = valuesOf(engine.transform(transformRequest('fraud', 'Unprotect', [property, protectedValue]), fraud))[0];
     expect(back).toBe(value);
   });
 
@@ -181,62 +161,34 @@ describe('Engine: protect → unprotect round trips of config/example.yaml', () 
       ['cardNumber', '4111111111111111222'],
       ['nationalId', 'AB-12-CD'],
     ];
-    const prot = valuesOf(engine.transform(body({ roles: ['fraud'], action: 'Protect', instances: values }), fraud));
-    const back = valuesOf(
-      engine.transform(body({ roles: ['fraud'], action: 'Unprotect', instances: values.map(([p], i) => [p, prot[i]!] as [string, string]) }), fraud),
-    );
+    const prot = valuesOf(engine.transform(transformRequest('fraud', 'Protect', ...values), fraud));
+    const back = valuesOf(engine.transform(transformRequest('fraud', 'Unprotect', ...values.map(([p], i) => [p, prot[i]!] as [string, string])), fraud));
     expect(back).toEqual(values.map(([, v]) => v));
   });
 
   it('email (aes-siv) is deterministic base64url text', () => {
-    const run = () => valuesOf(engine.transform(body({ roles: ['fraud'], action: 'Protect', instances: [['email', SAMPLE.email]] }), fraud))[0]!;
+    const run = () => valuesOf(engine.transform(transformRequest('fraud', 'Protect', ['email', SAMPLE.email]), fraud))[0]!;
     const a = run();
     expect(a).toMatch(BASE64URL);
     expect(run()).toBe(a);
   });
 
   it('name (aes-gcm) is randomized: equal values protect differently, both unprotect', () => {
-    const prot = valuesOf(
-      engine.transform(
-        body({
-          roles: ['fraud'],
-          action: 'Protect',
-          instances: [
-            ['name', SAMPLE.name],
-            ['name', SAMPLE.name],
-          ],
-        }),
-        fraud,
-      ),
-    );
+    const prot = valuesOf(engine.transform(transformRequest('fraud', 'Protect', ['name', SAMPLE.name], ['name', SAMPLE.name]), fraud));
     expect(prot[0]).toMatch(BASE64URL);
     expect(prot[0]).not.toBe(prot[1]);
-    const back = valuesOf(
-      engine.transform(body({ roles: ['fraud'], action: 'Unprotect', instances: prot.map((p) => ['name', p] as [string, string]) }), fraud),
-    );
+    const back = valuesOf(engine.transform(transformRequest('fraud', 'Unprotect', ...prot.map((p) => ['name', p] as [string, string])), fraud));
     expect(back).toEqual([SAMPLE.name, SAMPLE.name]);
   });
 
   it('name with an injected random source protects deterministically (nonce comes from `random`)', () => {
     const fixed = engineFixture(EXAMPLE_CONFIG_TEXT, { random: (b) => b.fill(7) });
-    const prot = valuesOf(
-      fixed.engine.transform(
-        body({
-          roles: ['fraud'],
-          action: 'Protect',
-          instances: [
-            ['name', SAMPLE.name],
-            ['name', SAMPLE.name],
-          ],
-        }),
-        fraud,
-      ),
-    );
+    const prot = valuesOf(fixed.engine.transform(transformRequest('fraud', 'Protect', ['name', SAMPLE.name], ['name', SAMPLE.name]), fraud));
     expect(prot[0]).toBe(prot[1]);
   });
 
   it('cardNumber (ff1, keep 6 first and 4 last) keeps length, separators, BIN and last four', () => {
-    const prot = valuesOf(engine.transform(body({ roles: ['fraud'], action: 'Protect', instances: [['cardNumber', SAMPLE.cardNumber]] }), fraud))[0]!;
+    const prot = valuesOf(engine.transform(transformRequest('fraud', 'Protect', ['cardNumber', SAMPLE.cardNumber]), fraud))[0]!;
     expect(prot).toHaveLength(SAMPLE.cardNumber.length);
     expect(prot.replace(/\d/g, '0')).toBe(SAMPLE.cardNumber.replace(/\d/g, '0'));
     const [clear, out] = [digitsOf(SAMPLE.cardNumber), digitsOf(prot)];
@@ -253,36 +205,14 @@ describe('Engine: protect → unprotect round trips of config/example.yaml', () 
   });
 
   it('nationalId (ff1, alnum-upper) keeps length and alphabet; equal values protect equally', () => {
-    const prot = valuesOf(
-      engine.transform(
-        body({
-          roles: ['fraud'],
-          action: 'Protect',
-          instances: [
-            ['nationalId', SAMPLE.nationalId],
-            ['nationalId', SAMPLE.nationalId],
-          ],
-        }),
-        fraud,
-      ),
-    );
+    const prot = valuesOf(engine.transform(transformRequest('fraud', 'Protect', ['nationalId', SAMPLE.nationalId], ['nationalId', SAMPLE.nationalId]), fraud));
     expect(prot[0]).toMatch(/^[0-9A-Z]{9}$/);
     expect(prot[0]).toBe(prot[1]);
   });
 
   it('segmentKey and name pseudonyms (hmac-sha256) are deterministic and field-bound', () => {
     const res = engine.transform(
-      body(
-        {
-          roles: ['fraud'],
-          action: 'Protect',
-          instances: [
-            ['segmentKey', 'same'],
-            ['segmentKey', 'same'],
-          ],
-        },
-        { roles: ['ingest'], action: 'Pseudonymize', instances: [['name', 'same']] },
-      ),
+      body(requestSpec('fraud', 'Protect', ['segmentKey', 'same'], ['segmentKey', 'same']), requestSpec('ingest', 'Pseudonymize', ['name', 'same'])),
       identity('fraud', 'ingest'),
     );
     const [a, b] = valuesOf(res, 0);
@@ -294,31 +224,18 @@ describe('Engine: protect → unprotect round trips of config/example.yaml', () 
 
   it('a key rotation changes new aes-siv output; values protected under the old version still unprotect', () => {
     const f = engineFixture();
-    const protectEmail = () => valuesOf(f.engine.transform(body({ roles: ['fraud'], action: 'Protect', instances: [['email', SAMPLE.email]] }), fraud))[0]!;
+    const protectEmail = () => valuesOf(f.engine.transform(transformRequest('fraud', 'Protect', ['email', SAMPLE.email]), fraud))[0]!;
     const before = protectEmail();
     rotate(f.keys, 'customer-siv');
     const after = protectEmail();
     expect(after).not.toBe(before);
-    const back = valuesOf(
-      f.engine.transform(
-        body({
-          roles: ['fraud'],
-          action: 'Unprotect',
-          instances: [
-            ['email', before],
-            ['email', after],
-          ],
-        }),
-        fraud,
-      ),
-    );
+    const back = valuesOf(f.engine.transform(transformRequest('fraud', 'Unprotect', ['email', before], ['email', after]), fraud));
     expect(back).toEqual([SAMPLE.email, SAMPLE.email]);
   });
 
   it('ff1 uses the pinned key version: adding a newer version of pan-ff1 changes nothing', () => {
     const f = engineFixture();
-    const protectCard = () =>
-      valuesOf(f.engine.transform(body({ roles: ['fraud'], action: 'Protect', instances: [['cardNumber', SAMPLE.cardNumber]] }), fraud))[0]!;
+    const protectCard = () => valuesOf(f.engine.transform(transformRequest('fraud', 'Protect', ['cardNumber', SAMPLE.cardNumber]), fraud))[0]!;
     const before = protectCard();
     rotate(f.keys, 'pan-ff1');
     expect(protectCard()).toBe(before);
@@ -326,14 +243,14 @@ describe('Engine: protect → unprotect round trips of config/example.yaml', () 
 
   it('two engines with different keys produce outputs the other cannot unprotect', () => {
     const other = engineFixture();
-    const prot = valuesOf(engine.transform(body({ roles: ['fraud'], action: 'Protect', instances: [['email', SAMPLE.email]] }), fraud))[0]!;
-    veilErrorOf(() => other.engine.transform(body({ roles: ['fraud'], action: 'Unprotect', instances: [['email', prot]] }), fraud), 'PROTECTED_VALUE_INVALID');
+    const prot = valuesOf(engine.transform(transformRequest('fraud', 'Protect', ['email', SAMPLE.email]), fraud))[0]!;
+    veilErrorOf(() => other.engine.transform(transformRequest('fraud', 'Unprotect', ['email', prot]), fraud), 'PROTECTED_VALUE_INVALID');
   });
 });
 
 describe('Engine: identifier rules (spec §2.8)', () => {
   const { engine } = engineFixture();
-  const ok = () => body({ roles: ['fraud'], action: 'Protect', instances: [['email', SAMPLE.email]] });
+  const ok = () => transformRequest('fraud', 'Protect', ['email', SAMPLE.email]);
 
   it.each([
     [
@@ -415,10 +332,7 @@ describe('Engine: identifier rules (spec §2.8)', () => {
   });
 
   it('a guid repeated within processingContexts and within requests → GUID_DUPLICATE for each', () => {
-    const req = body(
-      { roles: ['fraud'], action: 'Protect', instances: [['email', SAMPLE.email]] },
-      { roles: ['fraud'], action: 'Protect', instances: [['email', SAMPLE.email]] },
-    );
+    const req = body(requestSpec('fraud', 'Protect', ['email', SAMPLE.email]), requestSpec('fraud', 'Protect', ['email', SAMPLE.email]));
     req.processingContexts[1]!.guid = req.processingContexts[0]!.guid;
     req.requests[1]!.processingContext = req.processingContexts[0]!.guid;
     req.requests[1]!.guid = req.requests[0]!.guid;
@@ -493,7 +407,7 @@ describe('Engine: identifier rules (spec §2.8)', () => {
 
 describe('Engine: malformed bodies → REQUEST_MALFORMED with JSON pointer', () => {
   const { engine } = engineFixture();
-  const ok = () => body({ roles: ['fraud'], action: 'Protect', instances: [['email', SAMPLE.email]] });
+  const ok = () => transformRequest('fraud', 'Protect', ['email', SAMPLE.email]);
   const malformed = (b: unknown) => veilErrorOf(() => engine.transform(b, fraud), 'REQUEST_MALFORMED');
 
   it.each([null, undefined, 'a string', 42, true, [], [ok()]])('a body that is not an object (%j) → pointer ""', (b) => {
@@ -840,7 +754,7 @@ describe('Engine: evidences and processing contexts', () => {
   });
 
   it('reports problems of every referenced context at once', () => {
-    const req = body({ roles: ['fraud'], action: 'Shred', instances: [] }, { roles: ['fraud'], processing: [{ name: 'Bogus', value: 'x' }], instances: [] });
+    const req = body(requestSpec('fraud', 'Shred'), { roles: ['fraud'], processing: [{ name: 'Bogus', value: 'x' }], instances: [] });
     const err = veilErrorOf(() => engine.transform(req, fraud), 'PROCESSING_CONTEXT_UNMATCHED');
     expect(err.details.map((d) => [d.code, d.pointer])).toEqual([
       ['PROCESSING_CONTEXT_UNMATCHED', '/processingContexts/0/evidences'],
@@ -854,26 +768,26 @@ describe('Engine: rights contexts and roles', () => {
   const contexts = engineFixture(fixtureText('contexts.yaml'));
 
   it('a Role evidence the identity does not hold → ROLE_NOT_HELD (403), even though the body claims it', () => {
-    const req = body({ roles: ['fraud'], action: 'Protect', instances: [['email', SAMPLE.email]] });
+    const req = transformRequest('fraud', 'Protect', ['email', SAMPLE.email]);
     const err = veilErrorOf(() => engine.transform(req, identity('support')), 'ROLE_NOT_HELD');
     expect(err.status).toBe(403);
     expect(err.details).toEqual([expect.objectContaining({ code: 'ROLE_NOT_HELD', pointer: '/rightsContexts/0/evidences/0/value' })]);
   });
 
   it('ROLE_NOT_HELD when one of several claimed roles is not held, and with no roles at all', () => {
-    const req = body({ roles: ['ingest', 'fraud'], action: 'Protect', instances: [['email', SAMPLE.email]] });
+    const req = transformRequest(['ingest', 'fraud'], 'Protect', ['email', SAMPLE.email]);
     const err = veilErrorOf(() => engine.transform(req, identity('ingest')), 'ROLE_NOT_HELD');
     expect(err.details).toEqual([expect.objectContaining({ pointer: '/rightsContexts/0/evidences/1/value' })]);
     veilErrorOf(() => engine.transform(req, identity()), 'ROLE_NOT_HELD');
   });
 
   it('role names are case-sensitive: holding "Fraud" is not holding "fraud"', () => {
-    const req = body({ roles: ['fraud'], action: 'Protect', instances: [['email', SAMPLE.email]] });
+    const req = transformRequest('fraud', 'Protect', ['email', SAMPLE.email]);
     veilErrorOf(() => engine.transform(req, identity('Fraud')), 'ROLE_NOT_HELD');
   });
 
   it('a held role no configured rights context names → RIGHTS_CONTEXT_UNMATCHED (403)', () => {
-    const req = body({ roles: ['auditor'], action: 'Protect', instances: [['email', SAMPLE.email]] });
+    const req = transformRequest('auditor', 'Protect', ['email', SAMPLE.email]);
     const err = veilErrorOf(() => engine.transform(req, identity('auditor')), 'RIGHTS_CONTEXT_UNMATCHED');
     expect(err.status).toBe(403);
     expect(err.details).toEqual([expect.objectContaining({ pointer: '/rightsContexts/0/evidences' })]);
@@ -906,41 +820,28 @@ describe('Engine: rights contexts and roles', () => {
 
   it('several matching rights contexts add up their grants', () => {
     const both = identity('ingest', 'support');
-    const protectedValues = engine.transform(body({ roles: ['fraud'], action: 'Protect', instances: [['email', SAMPLE.email]] }), fraud);
+    const protectedValues = engine.transform(transformRequest('fraud', 'Protect', ['email', SAMPLE.email]), fraud);
     const res = engine.transform(
       body(
         // Pseudonymize comes from ingest, Unprotect on email and Mask on cardNumber from support
-        { roles: ['ingest', 'support'], action: 'Pseudonymize', instances: [['name', SAMPLE.name]] },
-        { roles: ['ingest', 'support'], action: 'Unprotect', instances: [['email', valuesOf(protectedValues)[0]!]] },
-        { roles: ['ingest', 'support'], action: 'Mask', instances: [['cardNumber', SAMPLE.cardNumber]] },
-        {
-          roles: ['ingest', 'support'],
-          action: 'Protect',
-          instances: [
-            ['nationalId', SAMPLE.nationalId],
-            ['email', SAMPLE.email],
-          ],
-        },
+        requestSpec(['ingest', 'support'], 'Pseudonymize', ['name', SAMPLE.name]),
+        requestSpec(['ingest', 'support'], 'Unprotect', ['email', valuesOf(protectedValues)[0]!]),
+        requestSpec(['ingest', 'support'], 'Mask', ['cardNumber', SAMPLE.cardNumber]),
+        requestSpec(['ingest', 'support'], 'Protect', ['nationalId', SAMPLE.nationalId], ['email', SAMPLE.email]),
       ),
       both,
     );
     expect(valuesOf(res, 1)).toEqual([SAMPLE.email]);
     expect(valuesOf(res, 2)).toEqual(['****-****-****-2261']);
     // each alone lacks one of these grants
-    veilErrorOf(
-      () => engine.transform(body({ roles: ['ingest'], action: 'Mask', instances: [['cardNumber', SAMPLE.cardNumber]] }), both),
-      'ACTION_NOT_GRANTED',
-    );
-    veilErrorOf(() => engine.transform(body({ roles: ['support'], action: 'Pseudonymize', instances: [['name', SAMPLE.name]] }), both), 'ACTION_NOT_GRANTED');
+    veilErrorOf(() => engine.transform(transformRequest('ingest', 'Mask', ['cardNumber', SAMPLE.cardNumber]), both), 'ACTION_NOT_GRANTED');
+    veilErrorOf(() => engine.transform(transformRequest('support', 'Pseudonymize', ['name', SAMPLE.name]), both), 'ACTION_NOT_GRANTED');
   });
 
   it('Engine.plan lists the matched rights contexts, the processing context and whether the call reveals cleartext', () => {
-    const protectedEmail = valuesOf(engine.transform(body({ roles: ['fraud'], action: 'Protect', instances: [['email', SAMPLE.email]] }), fraud))[0]!;
+    const protectedEmail = valuesOf(engine.transform(transformRequest('fraud', 'Protect', ['email', SAMPLE.email]), fraud))[0]!;
     const plan = engine.plan(
-      body(
-        { roles: ['ingest', 'support'], action: 'Protect', instances: [['email', SAMPLE.email]] },
-        { roles: ['support'], action: 'Unprotect', instances: [['email', protectedEmail]] },
-      ),
+      body(requestSpec(['ingest', 'support'], 'Protect', ['email', SAMPLE.email]), requestSpec('support', 'Unprotect', ['email', protectedEmail])),
       identity('ingest', 'support'),
     );
     expect(plan.requests.map((r) => [r.action, r.processingContext, [...r.rightsContexts].sort(), r.reveals])).toEqual([
@@ -960,14 +861,7 @@ describe('Engine: fields and actions', () => {
   const auditor = engineFixture(auditorText);
 
   it('a property of a granted class that is not configured → FIELD_UNKNOWN (422) with request, instance, pointer', () => {
-    const req = body({
-      roles: ['fraud'],
-      action: 'Protect',
-      instances: [
-        ['email', SAMPLE.email],
-        ['shoeSize', '44'],
-      ],
-    });
+    const req = transformRequest('fraud', 'Protect', ['email', SAMPLE.email], ['shoeSize', '44']);
     const err = veilErrorOf(() => engine.transform(req, fraud), 'FIELD_UNKNOWN');
     expect(err.status).toBe(422);
     expect(err.details).toEqual([
@@ -984,33 +878,24 @@ describe('Engine: fields and actions', () => {
   });
 
   it('a class nobody is granted → ACTION_NOT_GRANTED (grants are checked before field configuration)', () => {
-    const req = body({ roles: ['fraud'], action: 'Protect', instances: [{ className: 'Order', propertyName: 'id', value: '1' }] });
+    const req = transformRequest('fraud', 'Protect', { className: 'Order', propertyName: 'id', value: '1' });
     veilErrorOf(() => engine.transform(req, fraud), 'ACTION_NOT_GRANTED');
   });
 
   it('with a grant on *, an unknown class → FIELD_UNKNOWN; names are case-sensitive', () => {
-    const req = body({
-      roles: ['auditor'],
-      action: 'Mask',
-      instances: [
-        { className: 'Order', propertyName: 'id', value: '1' },
-        { className: 'customer', propertyName: 'cardNumber', value: '1' },
-        ['CardNumber', '1'],
-      ],
-    });
+    const req = transformRequest(
+      'auditor',
+      'Mask',
+      { className: 'Order', propertyName: 'id', value: '1' },
+      { className: 'customer', propertyName: 'cardNumber', value: '1' },
+      ['CardNumber', '1'],
+    );
     const err = veilErrorOf(() => auditor.engine.transform(req, identity('auditor')), 'FIELD_UNKNOWN');
     expect(err.details.map((d) => d.instance)).toEqual([0, 1, 2]);
   });
 
   it('Mask on Customer.email (granted, no Mask sequence) → ACTION_NOT_CONFIGURED (422)', () => {
-    const req = body({
-      roles: ['auditor'],
-      action: 'Mask',
-      instances: [
-        ['cardNumber', SAMPLE.cardNumber],
-        ['email', SAMPLE.email],
-      ],
-    });
+    const req = transformRequest('auditor', 'Mask', ['cardNumber', SAMPLE.cardNumber], ['email', SAMPLE.email]);
     const err = veilErrorOf(() => auditor.engine.transform(req, identity('auditor')), 'ACTION_NOT_CONFIGURED');
     expect(err.status).toBe(422);
     expect(err.details).toEqual([
@@ -1026,39 +911,28 @@ describe('Engine: fields and actions', () => {
   });
 
   it('Pseudonymize on Customer.email for ingest (granted on Customer.*) → ACTION_NOT_CONFIGURED', () => {
-    veilErrorOf(
-      () => engine.transform(body({ roles: ['ingest'], action: 'Pseudonymize', instances: [['email', SAMPLE.email]] }), identity('ingest')),
-      'ACTION_NOT_CONFIGURED',
-    );
+    veilErrorOf(() => engine.transform(transformRequest('ingest', 'Pseudonymize', ['email', SAMPLE.email]), identity('ingest')), 'ACTION_NOT_CONFIGURED');
   });
 
   it('the irreversible segmentKey (unprotect: none) cannot be unprotected, even with Unprotect granted', () => {
-    const prot = valuesOf(engine.transform(body({ roles: ['fraud'], action: 'Protect', instances: [['segmentKey', SAMPLE.segmentKey]] }), fraud))[0]!;
-    const err = veilErrorOf(
-      () => engine.transform(body({ roles: ['fraud'], action: 'Unprotect', instances: [['segmentKey', prot]] }), fraud),
-      'ACTION_NOT_CONFIGURED',
-    );
+    const prot = valuesOf(engine.transform(transformRequest('fraud', 'Protect', ['segmentKey', SAMPLE.segmentKey]), fraud))[0]!;
+    const err = veilErrorOf(() => engine.transform(transformRequest('fraud', 'Unprotect', ['segmentKey', prot]), fraud), 'ACTION_NOT_CONFIGURED');
     expect(err.details).toEqual([expect.objectContaining({ propertyName: 'segmentKey', pointer: '/requests/0/instances/0' })]);
     expect(JSON.stringify(err)).not.toContain(prot);
   });
 
   it('masked card numbers cannot be unmasked: Unprotect of a masked value fails as a value, not as a reveal', () => {
-    const masked = valuesOf(
-      auditor.engine.transform(body({ roles: ['auditor'], action: 'Mask', instances: [['cardNumber', SAMPLE.cardNumber]] }), identity('auditor')),
-    )[0]!;
+    const masked = valuesOf(auditor.engine.transform(transformRequest('auditor', 'Mask', ['cardNumber', SAMPLE.cardNumber]), identity('auditor')))[0]!;
     expect(masked).toBe('****-****-****-2261');
     // Unprotect of cardNumber runs the ff1 inverse: a masked value has too few digits
-    veilErrorOf(
-      () => auditor.engine.transform(body({ roles: ['auditor'], action: 'Unprotect', instances: [['cardNumber', masked]] }), identity('auditor')),
-      'VALUE_TOO_SHORT',
-    );
+    veilErrorOf(() => auditor.engine.transform(transformRequest('auditor', 'Unprotect', ['cardNumber', masked]), identity('auditor')), 'VALUE_TOO_SHORT');
   });
 });
 
 describe('Engine: value errors (422)', () => {
   const { engine } = engineFixture();
-  const protect = (instances: [string, string][]) => engine.transform(body({ roles: ['fraud'], action: 'Protect', instances }), fraud);
-  const unprotect = (instances: [string, string][]) => () => engine.transform(body({ roles: ['fraud'], action: 'Unprotect', instances }), fraud);
+  const protect = (instances: [string, string][]) => engine.transform(transformRequest('fraud', 'Protect', ...instances), fraud);
+  const unprotect = (instances: [string, string][]) => () => engine.transform(transformRequest('fraud', 'Unprotect', ...instances), fraud);
 
   it.each([
     ['cardNumber', '4111-1111-1111'],
@@ -1067,7 +941,7 @@ describe('Engine: value errors (422)', () => {
     ['nationalId', 'AB1'],
     ['nationalId', 'qq12c'], // lower case is outside alnum-upper: kept in place, 2 numerals left
   ])('ff1 %s value %j is too short → VALUE_TOO_SHORT with pointer to the value', (property, value) => {
-    const req = body({ roles: ['fraud'], action: 'Protect', instances: [[property, value]] });
+    const req = transformRequest('fraud', 'Protect', [property, value]);
     const err = veilErrorOf(() => engine.transform(req, fraud), 'VALUE_TOO_SHORT');
     expect(err.details).toEqual([
       expect.objectContaining({
@@ -1161,7 +1035,7 @@ describe('Engine: value errors (422)', () => {
     const bare = new Engine({ config: compileOrFail(EXAMPLE_CONFIG_TEXT), keys: new MemoryKeyProvider() });
     for (const property of ['email', 'name', 'cardNumber', 'segmentKey']) {
       const err = veilErrorOf(
-        () => bare.transform(body({ roles: ['fraud'], action: 'Protect', instances: [[property, SAMPLE[property as keyof typeof SAMPLE]]] }), fraud),
+        () => bare.transform(transformRequest('fraud', 'Protect', [property, SAMPLE[property as keyof typeof SAMPLE]]), fraud),
         'KEY_UNAVAILABLE',
       );
       expect(err.status).toBe(503);
@@ -1194,28 +1068,11 @@ describe('Engine: atomicity and error documents', () => {
     const revealedEmail = 'barnabas.revealed-17@example.net';
     const shortCard = '5500-0000-0371';
     const shortId = 'QZ7';
-    const protectedEmail = valuesOf(engine.transform(body({ roles: ['fraud'], action: 'Protect', instances: [['email', revealedEmail]] }), fraud))[0]!;
-    const tamperedName = tamper(
-      valuesOf(engine.transform(body({ roles: ['fraud'], action: 'Protect', instances: [['name', 'Cornelius Tamperfield']] }), fraud))[0]!,
-    );
+    const protectedEmail = valuesOf(engine.transform(transformRequest('fraud', 'Protect', ['email', revealedEmail]), fraud))[0]!;
+    const tamperedName = tamper(valuesOf(engine.transform(transformRequest('fraud', 'Protect', ['name', 'Cornelius Tamperfield']), fraud))[0]!);
     const req = body(
-      {
-        roles: ['fraud'],
-        action: 'Protect',
-        instances: [
-          ['email', okEmail],
-          ['cardNumber', shortCard],
-          ['nationalId', shortId],
-        ],
-      },
-      {
-        roles: ['fraud'],
-        action: 'Unprotect',
-        instances: [
-          ['email', protectedEmail],
-          ['name', tamperedName],
-        ],
-      },
+      requestSpec('fraud', 'Protect', ['email', okEmail], ['cardNumber', shortCard], ['nationalId', shortId]),
+      requestSpec('fraud', 'Unprotect', ['email', protectedEmail], ['name', tamperedName]),
     );
     const err = veilErrorOf(() => engine.transform(req, both), 'VALUE_TOO_SHORT');
     expect(err.status).toBe(422);
@@ -1252,23 +1109,9 @@ describe('Engine: atomicity and error documents', () => {
     const card = '6011-0009-9013-9424';
     const idValue = 'ZX987654Q';
     const req = body(
-      {
-        roles: ['support'],
-        action: 'Protect',
-        instances: [
-          ['email', SAMPLE.email],
-          ['cardNumber', card],
-        ],
-      },
-      {
-        roles: ['support'],
-        action: 'Mask',
-        instances: [
-          ['cardNumber', card],
-          ['nationalId', idValue],
-        ],
-      },
-      { roles: ['support'], action: 'Unprotect', instances: [['name', 'unauthorized-name-value']] },
+      requestSpec('support', 'Protect', ['email', SAMPLE.email], ['cardNumber', card]),
+      requestSpec('support', 'Mask', ['cardNumber', card], ['nationalId', idValue]),
+      requestSpec('support', 'Unprotect', ['name', 'unauthorized-name-value']),
     );
     const err = veilErrorOf(() => engine.transform(req, identity('support')), 'ACTION_NOT_GRANTED');
     expect(err.details.map((d) => [d.request, d.instance, d.pointer])).toEqual([
@@ -1281,39 +1124,15 @@ describe('Engine: atomicity and error documents', () => {
   });
 
   it('stages: an authorization problem in one request hides field and value problems in others', () => {
-    const req = body(
-      {
-        roles: ['fraud'],
-        action: 'Protect',
-        instances: [
-          ['cardNumber', '12'],
-          ['shoeSize', '44'],
-        ],
-      },
-      { roles: ['support'], action: 'Unprotect', instances: [['cardNumber', 'x']] },
-    );
+    const req = body(requestSpec('fraud', 'Protect', ['cardNumber', '12'], ['shoeSize', '44']), requestSpec('support', 'Unprotect', ['cardNumber', 'x']));
     const err = veilErrorOf(() => engine.transform(req, both), 'ACTION_NOT_GRANTED');
     expect(err.details).toEqual([expect.objectContaining({ request: req.requests[1]!.guid, instance: 0 })]);
   });
 
   it('stages: a field problem hides value problems; every field problem is listed', () => {
     const req = body(
-      {
-        roles: ['fraud'],
-        action: 'Protect',
-        instances: [
-          ['cardNumber', '12'],
-          ['shoeSize', '44'],
-        ],
-      },
-      {
-        roles: ['fraud'],
-        action: 'Unprotect',
-        instances: [
-          ['segmentKey', 'x'],
-          ['email', 'garbage'],
-        ],
-      },
+      requestSpec('fraud', 'Protect', ['cardNumber', '12'], ['shoeSize', '44']),
+      requestSpec('fraud', 'Unprotect', ['segmentKey', 'x'], ['email', 'garbage']),
     );
     const err = veilErrorOf(() => engine.transform(req, fraud), 'FIELD_UNKNOWN');
     expect(err.details.map((d) => [d.code, d.pointer])).toEqual([
@@ -1324,7 +1143,7 @@ describe('Engine: atomicity and error documents', () => {
   });
 
   it('stages: identifier problems hide context problems; context problems hide grants', () => {
-    const req = body({ roles: ['nobody'], action: 'Shred', instances: [['email', 'x']] });
+    const req = transformRequest('nobody', 'Shred', ['email', 'x']);
     req.requests[0]!.guid = 'nope';
     veilErrorOf(() => engine.transform(req, fraud), 'GUID_INVALID');
     req.requests[0]!.guid = randomUUID();
@@ -1335,8 +1154,8 @@ describe('Engine: atomicity and error documents', () => {
   });
 
   it('a value error in one request means no response for the good requests either', () => {
-    const good = body({ roles: ['fraud'], action: 'Protect', instances: [['email', SAMPLE.email]] });
-    const bad = body({ roles: ['fraud'], action: 'Protect', instances: [['cardNumber', '1']] });
+    const good = transformRequest('fraud', 'Protect', ['email', SAMPLE.email]);
+    const bad = transformRequest('fraud', 'Protect', ['cardNumber', '1']);
     const req: TransformRequest = {
       rightsContexts: [...good.rightsContexts, ...bad.rightsContexts],
       processingContexts: [...good.processingContexts, ...bad.processingContexts],
@@ -1354,14 +1173,7 @@ describe('Engine: atomicity and error documents', () => {
   });
 
   it('details carry only code, pointer, message, request, instance, className, propertyName', () => {
-    const req = body({
-      roles: ['fraud'],
-      action: 'Protect',
-      instances: [
-        ['cardNumber', '1'],
-        ['nationalId', '2'],
-      ],
-    });
+    const req = transformRequest('fraud', 'Protect', ['cardNumber', '1'], ['nationalId', '2']);
     const err = veilErrorOf(() => engine.transform(req, fraud), 'VALUE_TOO_SHORT');
     const allowed: (keyof ErrorDetail)[] = ['code', 'pointer', 'message', 'request', 'instance', 'className', 'propertyName'];
     for (const d of err.details) for (const k of Object.keys(d)) expect(allowed).toContain(k);
@@ -1375,12 +1187,12 @@ describe('Engine: atomicity and error documents', () => {
         'GUID_INVALID',
         () =>
           engine.transform(
-            { ...body({ roles: ['fraud'], action: 'Protect' }), requests: [{ guid: 'x', rightsContext: 'y', processingContext: 'z', instances: [] }] },
+            { ...transformRequest('fraud', 'Protect'), requests: [{ guid: 'x', rightsContext: 'y', processingContext: 'z', instances: [] }] },
             fraud,
           ),
       ],
-      ['ROLE_NOT_HELD', () => engine.transform(body({ roles: ['fraud'], action: 'Protect', instances: [] }), identity())],
-      ['VALUE_TOO_SHORT', () => engine.transform(body({ roles: ['fraud'], action: 'Protect', instances: [['cardNumber', '1']] }), fraud)],
+      ['ROLE_NOT_HELD', () => engine.transform(transformRequest('fraud', 'Protect'), identity())],
+      ['VALUE_TOO_SHORT', () => engine.transform(transformRequest('fraud', 'Protect', ['cardNumber', '1']), fraud)],
     ];
     for (const [code, call] of calls) expectCatalog(veilErrorOf(call, code));
   });

@@ -126,6 +126,19 @@ export function body(...requests: RequestSpec[]): TransformRequest {
   return out;
 }
 
+/**
+ * One request's spec: its rights context claims `roles` (one role or several), its processing
+ * context's Action is `action`, and `instances` are Customer's unless they name a class.
+ */
+export function requestSpec(roles: string | readonly string[], action: string, ...instances: InstanceSpec[]): RequestSpec {
+  return { roles: typeof roles === 'string' ? [roles] : roles, action, instances };
+}
+
+/** A body of one request (see requestSpec): body(requestSpec(roles, action, ...instances)). */
+export function transformRequest(roles: string | readonly string[], action: string, ...instances: InstanceSpec[]): TransformRequest {
+  return body(requestSpec(roles, action, ...instances));
+}
+
 function isTuple(inst: InstanceSpec): inst is readonly [string, string] {
   return Array.isArray(inst);
 }

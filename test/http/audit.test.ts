@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { AuditEvent } from '../../src/audit/audit-sink.ts';
 import type { TestService } from '../helpers/http-service.ts';
-import { tamper } from '../helpers/engine-fixture.ts';
+import { requestSpec, tamper, transformRequest } from '../helpers/engine-fixture.ts';
 import { SECRET, body, clientsYaml, startWith, transform, type Reply } from './support.ts';
 
 /**
@@ -29,7 +29,7 @@ beforeAll(async () => {
   token = await svc.token();
   supportToken = await svc.token(SUPPORT.id, SUPPORT.secret);
   secrets.push(token, supportToken, svc.service.devClient!.secret);
-  const res = await transform(svc, token, body({ roles: ['fraud'], action: 'Protect', instances: Object.entries(SECRET) }));
+  const res = await transform(svc, token, transformRequest('fraud', 'Protect', ...Object.entries(SECRET)));
   for (const i of res.json.responses[0].instances) P[i.propertyName] = i.value;
   secrets.push(...Object.values(P));
 });
@@ -67,16 +67,7 @@ describe('audit of Unprotect calls', () => {
     const reply = await transform(
       svc,
       token,
-      body({
-        roles: ['fraud'],
-        action: 'Unprotect',
-        instances: [
-          ['email', P.email!],
-          ['cardNumber', P.cardNumber!],
-          ['email', P.email!],
-          ['name', P.name!],
-        ],
-      }),
+      transformRequest('fraud', 'Unprotect', ['email', P.email!], ['cardNumber', P.cardNumber!], ['email', P.email!], ['name', P.name!]),
     );
     expect(reply.status, reply.text).toBe(200);
     expect(svc.audit.events).toHaveLength(1);
@@ -102,7 +93,7 @@ describe('audit of Unprotect calls', () => {
   });
 
   it('names the configured client that called, and uses the x-request-id the caller gave', async () => {
-    const reply = await transform(svc, supportToken, body({ roles: ['support'], action: 'Unprotect', instances: [['email', P.email!]] }), {
+    const reply = await transform(svc, supportToken, transformRequest('support', 'Unprotect', ['email', P.email!]), {
       'x-request-id': 'case-4711.audit',
     });
     expect(reply.status, reply.text).toBe(200);
@@ -115,16 +106,9 @@ describe('audit of Unprotect calls', () => {
       svc,
       token,
       body(
-        { roles: ['fraud'], action: 'Protect', instances: [['name', SECRET.name]] },
-        {
-          roles: ['fraud'],
-          action: 'Unprotect',
-          instances: [
-            ['nationalId', P.nationalId!],
-            ['email', P.email!],
-          ],
-        },
-        { roles: ['fraud'], action: 'Unprotect', instances: [['email', P.email!]] },
+        requestSpec('fraud', 'Protect', ['name', SECRET.name]),
+        requestSpec('fraud', 'Unprotect', ['nationalId', P.nationalId!], ['email', P.email!]),
+        requestSpec('fraud', 'Unprotect', ['email', P.email!]),
       ),
     );
     expect(reply.status, reply.text).toBe(200);
@@ -143,7 +127,7 @@ describe('audit of Unprotect calls', () => {
   });
 
   it('an unprotect that fails on its values (422, nothing revealed) is audited once, and not as a success', async () => {
-    const reply = await transform(svc, token, body({ roles: ['fraud'], action: 'Unprotect', instances: [['email', tamper(P.email!)]] }));
+    const reply = await transform(svc, token, transformRequest('fraud', 'Unprotect', ['email', tamper(P.email!)]));
     expect(reply.status).toBe(422);
     const e = onlyEventOf(reply);
     expect(e.outcome).not.toBe('ok');
@@ -152,11 +136,11 @@ describe('audit of Unprotect calls', () => {
   });
 
   it('an unprotect refused before anything is planned (400, 422 field) records no success', async () => {
-    const malformed = body({ roles: ['fraud'], action: 'Unprotect', instances: [['email', P.email!]] });
+    const malformed = transformRequest('fraud', 'Unprotect', ['email', P.email!]);
     malformed.requests[0]!.guid = 'not-a-uuid';
     const bad = await transform(svc, token, malformed);
     expect(bad.status).toBe(400);
-    const unknown = await transform(svc, token, body({ roles: ['fraud'], action: 'Unprotect', instances: [['shoeSize', P.email!]] }));
+    const unknown = await transform(svc, token, transformRequest('fraud', 'Unprotect', ['shoeSize', P.email!]));
     expect(unknown.status).toBe(422);
     for (const r of [bad, unknown]) expect(eventsOf(r).filter((e) => e.outcome === 'ok')).toEqual([]);
     expectNoValues();
@@ -164,15 +148,7 @@ describe('audit of Unprotect calls', () => {
 });
 
 describe('audit of denied calls', () => {
-  const protectBody = () =>
-    body({
-      roles: ['fraud'],
-      action: 'Protect',
-      instances: [
-        ['email', SECRET.email],
-        ['name', SECRET.name],
-      ],
-    });
+  const protectBody = () => transformRequest('fraud', 'Protect', ['email', SECRET.email], ['name', SECRET.name]);
 
   it('401 without a token, with an invalid and with an expired token: one denied event each, with its code', async () => {
     const missing = await transform(svc, undefined, protectBody());
@@ -203,15 +179,7 @@ describe('audit of denied calls', () => {
     const notGranted = await transform(
       svc,
       supportToken,
-      body({
-        roles: ['support'],
-        action: 'Unprotect',
-        instances: [
-          ['cardNumber', P.cardNumber!],
-          ['nationalId', P.nationalId!],
-          ['email', P.email!],
-        ],
-      }),
+      transformRequest('support', 'Unprotect', ['cardNumber', P.cardNumber!], ['nationalId', P.nationalId!], ['email', P.email!]),
     );
     for (const [reply, code, client, instances] of [
       [roleNotHeld, 'ROLE_NOT_HELD', SUPPORT.id, 2],
@@ -251,13 +219,10 @@ describe('audit of denied calls', () => {
 describe('calls that are not audited', () => {
   it('Protect, Mask and Pseudonymize calls produce no event', async () => {
     const calls = [
-      body({ roles: ['fraud'], action: 'Protect', instances: Object.entries(SECRET) }),
-      body({ roles: ['support'], action: 'Mask', instances: [['cardNumber', SECRET.cardNumber]] }),
-      body({ roles: ['ingest'], action: 'Pseudonymize', instances: [['name', SECRET.name]] }),
-      body(
-        { roles: ['ingest'], action: 'Protect', instances: [['email', SECRET.email]] },
-        { roles: ['fraud'], action: 'Protect', instances: [['name', SECRET.name]] },
-      ),
+      transformRequest('fraud', 'Protect', ...Object.entries(SECRET)),
+      transformRequest('support', 'Mask', ['cardNumber', SECRET.cardNumber]),
+      transformRequest('ingest', 'Pseudonymize', ['name', SECRET.name]),
+      body(requestSpec('ingest', 'Protect', ['email', SECRET.email]), requestSpec('fraud', 'Protect', ['name', SECRET.name])),
     ];
     for (const c of calls) {
       const reply = await transform(svc, token, c);
@@ -268,7 +233,7 @@ describe('calls that are not audited', () => {
 
   it('a Protect call still works, unaudited, while the sink fails', async () => {
     svc.audit.failing = true;
-    const reply = await transform(svc, token, body({ roles: ['fraud'], action: 'Protect', instances: [['email', SECRET.email]] }));
+    const reply = await transform(svc, token, transformRequest('fraud', 'Protect', ['email', SECRET.email]));
     expect(reply.status).toBe(200);
     expect((reply.json as Loose).responses[0].instances[0].value).toBe(P.email);
   });

@@ -20,7 +20,7 @@ import {
   trickle,
   type Reply,
 } from './support.ts';
-import { expectCardChanged, tamper, withKeyVersion } from '../helpers/engine-fixture.ts';
+import { expectCardChanged, requestSpec, tamper, transformRequest, withKeyVersion } from '../helpers/engine-fixture.ts';
 
 /**
  * POST /transform over real HTTP (spec §2, §4.1, §5): the request/response shape, and every
@@ -74,14 +74,14 @@ afterAll(async () => {
 });
 
 async function protect(property: string, value: string, role = 'fraud'): Promise<string> {
-  const res = ok(await transform(svc, token, body({ roles: [role], action: 'Protect', instances: [[property, value]] })));
+  const res = ok(await transform(svc, token, transformRequest(role, 'Protect', [property, value])));
   return res.responses[0].instances[0].value;
 }
 
 describe('POST /transform: request and response shape (spec §2, §4.1)', () => {
   it.each(REVERSIBLE)('protects then unprotects Customer.%s: a round trip over HTTP', async (property) => {
     const clear = SECRET[property];
-    const protectBody = body({ roles: ['fraud'], action: 'Protect', instances: [[property, clear]] });
+    const protectBody = transformRequest('fraud', 'Protect', [property, clear]);
     const protectedRes = ok(await transform(svc, token, protectBody));
     expect(transformResponseSchema.safeParse(protectedRes).success).toBe(true);
     expect(protectedRes.responses).toHaveLength(1);
@@ -94,7 +94,7 @@ describe('POST /transform: request and response shape (spec §2, §4.1)', () => 
     if (property === 'cardNumber') await expectCardChanged(clear, out.value, (v) => protect(property, v));
     else expect(out.value).not.toBe(clear);
 
-    const unprotectBody = body({ roles: ['fraud'], action: 'Unprotect', instances: [[property, out.value]] });
+    const unprotectBody = transformRequest('fraud', 'Unprotect', [property, out.value]);
     const revealed = ok(await transform(svc, token, unprotectBody));
     expect(revealed).toEqual({
       responses: [{ request: unprotectBody.requests[0]!.guid, instances: [{ className: 'Customer', propertyName: property, value: clear }] }],
@@ -114,25 +114,10 @@ describe('POST /transform: request and response shape (spec §2, §4.1)', () => 
 
   it('answers one response per request, in request order, linked by request, instances in order', async () => {
     const req = body(
-      {
-        roles: ['fraud'],
-        action: 'Protect',
-        instances: [
-          ['email', SECRET.email],
-          ['cardNumber', SECRET.cardNumber],
-          ['nationalId', SECRET.nationalId],
-        ],
-      },
-      { roles: ['ingest'], action: 'Pseudonymize', instances: [['name', SECRET.name]] },
-      { roles: ['support'], action: 'Mask', instances: [['cardNumber', SECRET.cardNumber]] },
-      {
-        roles: ['ingest'],
-        action: 'Protect',
-        instances: [
-          ['segmentKey', SECRET.segmentKey],
-          ['name', SECRET.name],
-        ],
-      },
+      requestSpec('fraud', 'Protect', ['email', SECRET.email], ['cardNumber', SECRET.cardNumber], ['nationalId', SECRET.nationalId]),
+      requestSpec('ingest', 'Pseudonymize', ['name', SECRET.name]),
+      requestSpec('support', 'Mask', ['cardNumber', SECRET.cardNumber]),
+      requestSpec('ingest', 'Protect', ['segmentKey', SECRET.segmentKey], ['name', SECRET.name]),
     );
     const res = ok(await transform(svc, token, req));
     expect(Object.keys(res)).toEqual(['responses']);
@@ -187,7 +172,7 @@ describe('POST /transform: request and response shape (spec §2, §4.1)', () => 
   it('lets a client unprotect what its role is granted: support reveals an email protected by ingest', async () => {
     const protectedEmail = await protect('email', SECRET.email, 'ingest');
     const supportToken = await svc.token(SUPPORT_CLIENT.id, SUPPORT_CLIENT.secret);
-    const res = ok(await transform(svc, supportToken, body({ roles: ['support'], action: 'Unprotect', instances: [['email', protectedEmail]] })));
+    const res = ok(await transform(svc, supportToken, transformRequest('support', 'Unprotect', ['email', protectedEmail])));
     expect(res.responses[0].instances[0].value).toBe(SECRET.email);
   });
 });
@@ -277,7 +262,7 @@ describe('POST /transform: shape and identifier errors (400)', () => {
 
   it('PROCESSING_CONTEXT_UNMATCHED: an Action no configured processing context has, and no evidences at all', async () => {
     problemAt(
-      await transform(svc, token, body({ roles: ['fraud'], action: 'Frobnicate', instances: [['email', SECRET.email]] })),
+      await transform(svc, token, transformRequest('fraud', 'Frobnicate', ['email', SECRET.email])),
       'PROCESSING_CONTEXT_UNMATCHED',
       '/processingContexts/0/evidences',
     );
@@ -318,17 +303,14 @@ describe('POST /transform: authorization errors (403)', () => {
   it('ROLE_NOT_HELD: a Role evidence counts only if the token carries the role', async () => {
     const supportToken = await svc.token(SUPPORT_CLIENT.id, SUPPORT_CLIENT.secret);
     // the role it holds works
-    ok(await transform(svc, supportToken, body({ roles: ['support'], action: 'Protect', instances: [['email', SECRET.email]] })));
+    ok(await transform(svc, supportToken, transformRequest('support', 'Protect', ['email', SECRET.email])));
     // claiming one it does not hold is refused, whatever the body says
-    const reply = await transform(svc, supportToken, body({ roles: ['fraud'], action: 'Protect', instances: [['email', SECRET.email]] }));
+    const reply = await transform(svc, supportToken, transformRequest('fraud', 'Protect', ['email', SECRET.email]));
     const p = problemAt(reply, 'ROLE_NOT_HELD', '/rightsContexts/0/evidences/0/value');
     expect(reply.text).not.toContain(SECRET.email);
     expect(p.errors).toHaveLength(1);
     // also when the held role is claimed beside it
-    problem(
-      await transform(svc, supportToken, body({ roles: ['support', 'fraud'], action: 'Protect', instances: [['email', SECRET.email]] })),
-      'ROLE_NOT_HELD',
-    );
+    problem(await transform(svc, supportToken, transformRequest(['support', 'fraud'], 'Protect', ['email', SECRET.email])), 'ROLE_NOT_HELD');
   });
 
   it('RIGHTS_CONTEXT_UNMATCHED: a rights context whose evidences match no configured one', async () => {
@@ -340,15 +322,7 @@ describe('POST /transform: authorization errors (403)', () => {
   });
 
   it('ACTION_NOT_GRANTED: 403 naming the request guid, class.property and action, never the value', async () => {
-    const req = body({
-      roles: ['support'],
-      action: 'Unprotect',
-      instances: [
-        ['email', 'fine'],
-        ['cardNumber', SECRET.cardNumber],
-        ['nationalId', SECRET.nationalId],
-      ],
-    });
+    const req = transformRequest('support', 'Unprotect', ['email', 'fine'], ['cardNumber', SECRET.cardNumber], ['nationalId', SECRET.nationalId]);
     const reply = await transform(svc, token, req);
     const p = problemAt(reply, 'ACTION_NOT_GRANTED', '/requests/0/instances/1');
     expect(p.errors).toHaveLength(2);
@@ -374,14 +348,7 @@ describe('POST /transform: authorization errors (403)', () => {
 
 describe('POST /transform: field and value errors (422)', () => {
   it('FIELD_UNKNOWN: a granted class with an unconfigured property', async () => {
-    const req = body({
-      roles: ['fraud'],
-      action: 'Protect',
-      instances: [
-        ['email', SECRET.email],
-        ['shoeSize', SECRET.email],
-      ],
-    });
+    const req = transformRequest('fraud', 'Protect', ['email', SECRET.email], ['shoeSize', SECRET.email]);
     const p = problemAt(await transform(svc, token, req), 'FIELD_UNKNOWN', '/requests/0/instances/1');
     expect(p.errors[0]).toMatchObject({ request: req.requests[0]!.guid, instance: 1, className: 'Customer', propertyName: 'shoeSize' });
   });
@@ -389,19 +356,19 @@ describe('POST /transform: field and value errors (422)', () => {
   it('ACTION_NOT_CONFIGURED: unprotecting a field configured with unprotect: none, pseudonymizing an email', async () => {
     const protectedKey = await protect('segmentKey', SECRET.segmentKey);
     problemAt(
-      await transform(svc, token, body({ roles: ['fraud'], action: 'Unprotect', instances: [['segmentKey', protectedKey]] })),
+      await transform(svc, token, transformRequest('fraud', 'Unprotect', ['segmentKey', protectedKey])),
       'ACTION_NOT_CONFIGURED',
       '/requests/0/instances/0',
     );
     problemAt(
-      await transform(svc, token, body({ roles: ['ingest'], action: 'Pseudonymize', instances: [['email', SECRET.email]] })),
+      await transform(svc, token, transformRequest('ingest', 'Pseudonymize', ['email', SECRET.email])),
       'ACTION_NOT_CONFIGURED',
       '/requests/0/instances/0',
     );
   });
 
   it('VALUE_TOO_SHORT: a card number too short for FF1 after keeping 6 + 4 digits', async () => {
-    const reply = await transform(svc, token, body({ roles: ['fraud'], action: 'Protect', instances: [['cardNumber', '4111-9817-3']] }));
+    const reply = await transform(svc, token, transformRequest('fraud', 'Protect', ['cardNumber', '4111-9817-3']));
     const p = problemAt(reply, 'VALUE_TOO_SHORT', '/requests/0/instances/0/value');
     expect(p.errors[0]).toMatchObject({ className: 'Customer', propertyName: 'cardNumber', instance: 0 });
     expect(reply.text).not.toContain('4111-9817-3');
@@ -411,19 +378,7 @@ describe('POST /transform: field and value errors (422)', () => {
     const atLimit = `zz-secret-4111${'x'.repeat(4096 - 14)}`;
     ok(await transform(svc, token, protectEmailBody(atLimit)));
     const over = `${atLimit}y`;
-    const reply = await transform(
-      svc,
-      token,
-      body({
-        roles: ['fraud'],
-        action: 'Protect',
-        instances: [
-          ['email', 'short@example.org'],
-          ['email', over],
-          ['name', over],
-        ],
-      }),
-    );
+    const reply = await transform(svc, token, transformRequest('fraud', 'Protect', ['email', 'short@example.org'], ['email', over], ['name', over]));
     const p = problemAt(reply, 'VALUE_TOO_LONG', '/requests/0/instances/1/value');
     expect(p.errors.map((e: Loose) => e.pointer)).toEqual(['/requests/0/instances/1/value', '/requests/0/instances/2/value']);
     expect(reply.text).not.toContain('xxxxxxxxxxxxxxxx');
@@ -431,7 +386,7 @@ describe('POST /transform: field and value errors (422)', () => {
 
   it('VALUE_NOT_IN_ALPHABET: a lone surrogate cannot be protected', async () => {
     problemAt(
-      await transform(svc, token, body({ roles: ['fraud'], action: 'Protect', instances: [['email', 'zz\ud800zz']] })),
+      await transform(svc, token, transformRequest('fraud', 'Protect', ['email', 'zz\ud800zz'])),
       'VALUE_NOT_IN_ALPHABET',
       '/requests/0/instances/0/value',
     );
@@ -439,16 +394,7 @@ describe('POST /transform: field and value errors (422)', () => {
 
   it('PROTECTED_VALUE_INVALID: tampered, not base64url, or protected for another field — every bad value listed', async () => {
     const email = await protect('email', SECRET.email);
-    const req = body({
-      roles: ['fraud'],
-      action: 'Unprotect',
-      instances: [
-        ['email', tamper(email)],
-        ['email', 'not base64!'],
-        ['name', email],
-        ['email', email],
-      ],
-    });
+    const req = transformRequest('fraud', 'Unprotect', ['email', tamper(email)], ['email', 'not base64!'], ['name', email], ['email', email]);
     const reply = await transform(svc, token, req);
     const p = problemAt(reply, 'PROTECTED_VALUE_INVALID', '/requests/0/instances/0/value');
     expect(p.errors.map((e: Loose) => e.pointer)).toEqual([0, 1, 2].map((i) => `/requests/0/instances/${i}/value`));
@@ -459,7 +405,7 @@ describe('POST /transform: field and value errors (422)', () => {
 
   it('KEY_VERSION_UNKNOWN: a protected value naming a key version the keystore does not hold', async () => {
     const email = await protect('email', SECRET.email);
-    const reply = await transform(svc, token, body({ roles: ['fraud'], action: 'Unprotect', instances: [['email', withKeyVersion(email, 99)]] }));
+    const reply = await transform(svc, token, transformRequest('fraud', 'Unprotect', ['email', withKeyVersion(email, 99)]));
     const p = problemAt(reply, 'KEY_VERSION_UNKNOWN', '/requests/0/instances/0/value');
     expect(p.errors[0].message).toContain('99');
   });
@@ -547,21 +493,14 @@ describe('POST /transform: media type, size limits and rate limits', () => {
     });
 
     it('LIMIT_EXCEEDED: more requests than service.limits.requests; the limit itself is accepted', async () => {
-      const spec = { roles: ['fraud'], action: 'Protect', instances: [['email', SECRET.email]] as const };
+      const spec = requestSpec('fraud', 'Protect', ['email', SECRET.email]);
       ok(await transform(small, t, body(spec, spec)));
       problemAt(await transform(small, t, body(spec, spec, spec)), 'LIMIT_EXCEEDED', '/requests');
     });
 
     it('LIMIT_EXCEEDED: more instances in the call than service.limits.instancesPerCall', async () => {
-      const two = {
-        roles: ['fraud'],
-        action: 'Protect',
-        instances: [
-          ['email', 'a@example.org'],
-          ['email', 'b@example.org'],
-        ] as const,
-      };
-      const one = { roles: ['fraud'], action: 'Protect', instances: [['email', 'c@example.org']] as const };
+      const two = requestSpec('fraud', 'Protect', ['email', 'a@example.org'], ['email', 'b@example.org']);
+      const one = requestSpec('fraud', 'Protect', ['email', 'c@example.org']);
       ok(await transform(small, t, body(two, one)));
       problemAt(await transform(small, t, body(two, two)), 'LIMIT_EXCEEDED', '/requests');
     });
@@ -602,7 +541,7 @@ describe('POST /transform: media type, size limits and rate limits', () => {
       expect(reply.text).not.toContain(SECRET.email);
       // another client has its own bucket
       const other = await limited.token(SUPPORT_CLIENT.id, SUPPORT_CLIENT.secret);
-      ok(await transform(limited, other, body({ roles: ['support'], action: 'Protect', instances: [['email', SECRET.email]] })));
+      ok(await transform(limited, other, transformRequest('support', 'Protect', ['email', SECRET.email])));
       // half the wait is not enough; the whole wait is
       limited.clock.advance(1);
       problem(await transform(limited, t, protectEmailBody()), 'RATE_LIMITED');
@@ -617,7 +556,7 @@ describe('POST /transform: audit availability', () => {
     const email = await protect('email', SECRET.email);
     svc.audit.failing = true;
     try {
-      const reply = await transform(svc, token, body({ roles: ['fraud'], action: 'Unprotect', instances: [['email', email]] }));
+      const reply = await transform(svc, token, transformRequest('fraud', 'Unprotect', ['email', email]));
       const p = problem(reply, 'AUDIT_UNAVAILABLE');
       expect(p.retriable).toBe(true);
       expect(reply.text).not.toContain(SECRET.email);
@@ -626,10 +565,7 @@ describe('POST /transform: audit availability', () => {
       const mixed = await transform(
         svc,
         token,
-        body(
-          { roles: ['fraud'], action: 'Protect', instances: [['name', SECRET.name]] },
-          { roles: ['fraud'], action: 'Unprotect', instances: [['email', email]] },
-        ),
+        body(requestSpec('fraud', 'Protect', ['name', SECRET.name]), requestSpec('fraud', 'Unprotect', ['email', email])),
       );
       problem(mixed, 'AUDIT_UNAVAILABLE');
       expectNoneContain([mixed.text], [SECRET.email]);
@@ -638,9 +574,7 @@ describe('POST /transform: audit availability', () => {
     } finally {
       svc.audit.failing = false;
     }
-    expect(
-      ok(await transform(svc, token, body({ roles: ['fraud'], action: 'Unprotect', instances: [['email', email]] }))).responses[0].instances[0].value,
-    ).toBe(SECRET.email);
+    expect(ok(await transform(svc, token, transformRequest('fraud', 'Unprotect', ['email', email]))).responses[0].instances[0].value).toBe(SECRET.email);
   });
 });
 
@@ -684,35 +618,9 @@ describe('no bad input is a server error, and nothing leaks', () => {
       ['application/json', JSON.stringify({ ...protectEmailBody(), requests: [{ ...protectEmailBody().requests[0], instances: { length: 3 } }] })],
       ['application/json', '\u0000\u0001'],
       ['application/json', '{"a":"\\ud800"}'],
-      ['application/json', JSON.stringify(body({ roles: ['fraud'], action: 'Protect', instances: [['cardNumber', '٤١١١٩٨١٧٣٦٥٢٠٠٤٦']] }))],
-      [
-        'application/json',
-        JSON.stringify(
-          body({
-            roles: ['fraud'],
-            action: 'Unprotect',
-            instances: [
-              ['cardNumber', ''],
-              ['email', ''],
-              ['name', ''],
-              ['nationalId', ''],
-            ],
-          }),
-        ),
-      ],
-      [
-        'application/json',
-        JSON.stringify(
-          body({
-            roles: ['fraud'],
-            action: 'Unprotect',
-            instances: [
-              ['email', 'oQAAAAE'],
-              ['name', 'ogAAAAEAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA'],
-            ],
-          }),
-        ),
-      ],
+      ['application/json', JSON.stringify(transformRequest('fraud', 'Protect', ['cardNumber', '٤١١١٩٨١٧٣٦٥٢٠٠٤٦']))],
+      ['application/json', JSON.stringify(transformRequest('fraud', 'Unprotect', ['cardNumber', ''], ['email', ''], ['name', ''], ['nationalId', '']))],
+      ['application/json', JSON.stringify(transformRequest('fraud', 'Unprotect', ['email', 'oQAAAAE'], ['name', 'ogAAAAEAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA']))],
     ];
     for (const [type, text] of inputs) {
       const reply = await transform(svc, token, text, { 'content-type': type });
