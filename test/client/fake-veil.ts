@@ -1,4 +1,4 @@
-import type { FetchLike } from '../../src/client/index.ts';
+import { VeilClient, type FetchLike, type VeilClientOptions } from '../../src/client/index.ts';
 
 /** A scripted stand-in for veil's HTTP API, for the client's pure logic (no sockets). */
 export interface FakeCall {
@@ -92,4 +92,18 @@ export function fakeClock(start = 1_000_000): { now(): number; sleep(ms: number)
     },
   };
   return clock;
+}
+
+/** A VeilClient (client app, secret s) over a fresh fake veil and a fake clock; `options` override those. */
+export function fakeVeilClient(options: Partial<VeilClientOptions> = {}): { fake: FakeVeil; client: VeilClient } {
+  const fake = fakeVeil();
+  const client = new VeilClient({
+    url: 'http://veil.test',
+    clientId: 'app',
+    clientSecret: 's',
+    fetch: (url, init) => fake.fetch(url, init),
+    clock: fakeClock(),
+    ...options,
+  });
+  return { fake, client };
 }

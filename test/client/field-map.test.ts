@@ -1,20 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { VeilClient, VeilClientError } from '../../src/client/index.ts';
-import { fakeClock, fakeVeil, problem, protectedOf } from './fake-veil.ts';
+import { VeilClientError } from '../../src/client/index.ts';
+import { fakeVeilClient, problem, protectedOf } from './fake-veil.ts';
 
 const FIELDS = { email: 'Customer.email', 'address.zip': 'Customer.zip', name: 'Customer.name' } as const;
 
 function setup() {
-  const fake = fakeVeil();
-  const client = new VeilClient({
-    url: 'http://veil.test',
-    clientId: 'app',
-    clientSecret: 's',
-    role: 'fraud',
-    fetch: (u, i) => fake.fetch(u, i),
-    clock: fakeClock(),
-  });
-  return { fake, client };
+  return fakeVeilClient({ role: 'fraud' });
 }
 
 describe('protectFields / unprotectFields', () => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { VeilClient, VeilClientError } from '../../src/client/index.ts';
+import { VeilClientError } from '../../src/client/index.ts';
 import { veilPrisma } from '../../src/client/prisma.ts';
-import { fakeClock, fakeVeil, protectedOf } from './fake-veil.ts';
+import { fakeVeilClient, protectedOf } from './fake-veil.ts';
 
 /**
  * The Prisma Client extension's query hook, driven as Prisma drives $allOperations, over the
@@ -9,14 +9,7 @@ import { fakeClock, fakeVeil, protectedOf } from './fake-veil.ts';
  * test/integration/client/client-package.test.ts).
  */
 function setup() {
-  const fake = fakeVeil();
-  const client = new VeilClient({
-    url: 'http://veil.test',
-    clientId: 'app',
-    clientSecret: 's',
-    fetch: (url, init) => fake.fetch(url, init),
-    clock: fakeClock(),
-  });
+  const { fake, client } = fakeVeilClient();
   const ext = veilPrisma(client, {
     models: { Customer: { class: 'Customer', fields: { email: 'email', fullName: 'Customer.name' } } },
     roles: { protect: 'ingest', unprotect: 'fraud' },
@@ -35,14 +28,7 @@ function setup() {
 
 describe('veilPrisma: a Prisma Client extension', () => {
   it("a model naming its subject field: each row's values go in a request naming its subject (Subject evidence), rows of one subject together", async () => {
-    const fake = fakeVeil();
-    const client = new VeilClient({
-      url: 'http://veil.test',
-      clientId: 'app',
-      clientSecret: 's',
-      fetch: (url, init) => fake.fetch(url, init),
-      clock: fakeClock(),
-    });
+    const { fake, client } = fakeVeilClient();
     const ext = veilPrisma(client, { models: { Customer: { class: 'Customer', fields: { email: 'email' }, subject: 'customerId' } } });
     const rows = [
       { customerId: 7, email: 'a@example.com' },

@@ -1,8 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Model, ModelStatic } from 'sequelize';
-import { VeilClient } from '../../src/client/index.ts';
 import { protectModel } from '../../src/client/sequelize.ts';
-import { fakeClock, fakeVeil, protectedOf } from './fake-veil.ts';
+import { fakeVeilClient, protectedOf } from './fake-veil.ts';
 
 /**
  * protectModel with a subject attribute (keys scoped to the data subject): the hooks send each
@@ -10,14 +9,7 @@ import { fakeClock, fakeVeil, protectedOf } from './fake-veil.ts';
  * the scripted veil (the hooks against real Sequelize and PostgreSQL: test/integration/client/app-layer.test.ts).
  */
 function setup() {
-  const fake = fakeVeil();
-  const client = new VeilClient({
-    url: 'http://veil.test',
-    clientId: 'app',
-    clientSecret: 's',
-    fetch: (url, init) => fake.fetch(url, init),
-    clock: fakeClock(),
-  });
+  const { fake, client } = fakeVeilClient();
   const hooks = new Map<string, (...args: unknown[]) => unknown>();
   const model = { addHook: (name: string, _id: string, fn: (...args: unknown[]) => unknown) => hooks.set(name, fn) } as unknown as ModelStatic<Model>;
   protectModel(model, client, { class: 'Customer', fields: { email: 'email' }, subject: 'customerId' });
