@@ -4,7 +4,9 @@ import { join } from 'node:path';
 import protobuf from 'protobufjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compileVeilConfigText } from '../../../src/app/config-file.ts';
+import { arrayOf, avroRecord, nullable } from '../../helpers/avro-schema.ts';
 import { fakeCliIo, tempDir, veil } from '../../helpers/cli-io.ts';
+import { confluentFrame } from '../../helpers/confluent-frame.ts';
 import { BROKERS, createTopics, kafkaClient, REGISTRY_URL } from '../../helpers/kafka.ts';
 import { confluentRegistry } from '../../../src/stream/registry/index.ts';
 import { schemaFormats } from '../../../src/stream/serde/index.ts';
@@ -72,25 +74,22 @@ describe('veil discover', () => {
   }, 60_000);
 
   it('on an Avro topic (Confluent wire format, schema from the registry): the same findings; bytes and undecodable values are skipped', async () => {
-    const schema = {
-      type: 'record',
-      name: 'Customer',
-      namespace: 'test.discover',
-      fields: [
-        { name: 'id', type: 'long' },
-        { name: 'email', type: 'string' },
-        { name: 'photo', type: 'bytes' },
-        { name: 'cards', type: { type: 'array', items: { type: 'record', name: 'Card', fields: [{ name: 'number', type: 'string' }] } } },
-        { name: 'profile', type: ['null', { type: 'record', name: 'Profile', fields: [{ name: 'name', type: 'string' }] }], default: null },
-      ],
-    };
+    const schema = avroRecord(
+      'Customer',
+      {
+        id: 'long',
+        email: 'string',
+        photo: 'bytes',
+        cards: arrayOf(avroRecord('Card', { number: 'string' })),
+        profile: nullable(avroRecord('Profile', { name: 'string' })),
+      },
+      'test.discover',
+    );
     const kafka = kafkaClient();
     const topic = `raw.avro.customers.${randomBytes(4).toString('hex')}`;
     await createTopics(kafka, [topic], 1);
     const id = await confluentRegistry(REGISTRY_URL).register(`${topic}-value`, JSON.stringify(schema));
     const type = avroType(schema);
-    const header = Buffer.alloc(5);
-    header.writeUInt32BE(id, 1);
     const producer = kafka.producer();
     await producer.connect();
     await producer.send({
@@ -99,10 +98,10 @@ describe('veil discover', () => {
         ...Array.from({ length: 20 }, (_, i) => {
           const d = demo(i);
           return {
-            value: Buffer.concat([
-              header,
+            value: confluentFrame(
+              id,
               type.toBuffer({ id: i, email: d.email, photo: Buffer.from('alice@example.com'), cards: d.cards, profile: d.profile && { name: d.profile.name } }),
-            ]),
+            ),
           };
         }),
         { value: Buffer.from('not avro') },
@@ -152,8 +151,7 @@ describe('veil discover', () => {
       );
       const Customer = protobuf.parse(proto, { keepCase: true }).root.lookupType('test.discover.Customer');
       // protobuf: the message-index list [0] in its short form
-      const header = Buffer.alloc(format === 'protobuf' ? 6 : 5);
-      header.writeUInt32BE(id, 1);
+      const indexes = Buffer.alloc(format === 'protobuf' ? 1 : 0);
       const encode = (d: ReturnType<typeof demo>) =>
         format === 'protobuf' ? Customer.encode(Customer.fromObject({ ...d, photo: Buffer.from(d.email) })).finish() : Buffer.from(JSON.stringify(d));
       const producer = kafka.producer();
@@ -161,7 +159,7 @@ describe('veil discover', () => {
       await producer.send({
         topic,
         messages: [
-          ...Array.from({ length: 20 }, (_, i) => ({ key: demo(i).email, value: Buffer.concat([header, encode(demo(i))]) })),
+          ...Array.from({ length: 20 }, (_, i) => ({ key: demo(i).email, value: confluentFrame(id, indexes, encode(demo(i))) })),
           { value: Buffer.from('not framed') },
         ],
       });

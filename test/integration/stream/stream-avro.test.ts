@@ -2,57 +2,24 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
 import { schemaFormats } from '../../../src/stream/serde/index.ts';
 import { confluentRegistry } from '../../../src/stream/registry/index.ts';
+import { arrayOf, avroRecord, nullable } from '../../helpers/avro-schema.ts';
+import { confluentFrame } from '../../helpers/confluent-frame.ts';
 import { REGISTRY_URL, consume, kafkaClient, produce, topicsFor } from '../../helpers/kafka.ts';
 import { startedPipeline, unprotector } from '../../helpers/stream.ts';
 
 const { avroType } = await schemaFormats();
 
-const customerV1 = {
-  type: 'record',
-  name: 'Customer',
-  namespace: 'test.veil',
-  fields: [
-    { name: 'id', type: 'long' },
-    { name: 'email', type: 'string' },
-    {
-      name: 'cards',
-      type: {
-        type: 'array',
-        items: {
-          type: 'record',
-          name: 'Card',
-          fields: [
-            { name: 'number', type: 'string' },
-            { name: 'brand', type: 'string' },
-          ],
-        },
-      },
-    },
-    {
-      name: 'profile',
-      type: [
-        'null',
-        {
-          type: 'record',
-          name: 'Profile',
-          fields: [
-            { name: 'name', type: ['null', 'string'], default: null },
-            { name: 'tier', type: 'int' },
-          ],
-        },
-      ],
-      default: null,
-    },
-  ],
-};
+const customerV1 = avroRecord(
+  'Customer',
+  {
+    id: 'long',
+    email: 'string',
+    cards: arrayOf(avroRecord('Card', { number: 'string', brand: 'string' })),
+    profile: nullable(avroRecord('Profile', { name: nullable('string'), tier: 'int' })),
+  },
+  'test.veil',
+);
 const customerV2 = { ...customerV1, fields: [...customerV1.fields, { name: 'segment', type: ['null', 'string'], default: null }] };
-
-/** Confluent wire format: magic 0, schema id (4 bytes), Avro binary. */
-function wire(id: number, bytes: Buffer): Buffer {
-  const header = Buffer.alloc(5);
-  header.writeUInt32BE(id, 1);
-  return Buffer.concat([header, bytes]);
-}
 
 describe('stream: Avro pipeline against a real broker and a real registry (Apicurio, Confluent API)', () => {
   const t = topicsFor('avro');
@@ -83,13 +50,13 @@ describe('stream: Avro pipeline against a real broker and a real registry (Apicu
     const records = Array.from({ length: 60 }, (_, i) => {
       const c = customer(i);
       return i < 30
-        ? { key: c.email, value: wire(id1, v1.toBuffer(c)) }
-        : { key: c.email, value: wire(id2, v2.toBuffer({ ...c, segment: i % 2 ? 'gold' : null })) };
+        ? { key: c.email, value: confluentFrame(id1, v1.toBuffer(c)) }
+        : { key: c.email, value: confluentFrame(id2, v2.toBuffer({ ...c, segment: i % 2 ? 'gold' : null })) };
     });
     await produce(kafka, t.raw, [
       ...records,
       { key: 'bad', value: Buffer.from([0, 0, 0, 0, 1, 2, 3]) },
-      { key: 'bad2', value: wire(999_999, Buffer.from([1])) },
+      { key: 'bad2', value: confluentFrame(999_999, Buffer.from([1])) },
     ]);
 
     const clean = await consume(kafka, t.clean, 60);

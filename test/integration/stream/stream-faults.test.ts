@@ -5,6 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { openStream, type StreamService } from '../../../src/app/open-stream.ts';
+import { arrayOf, avroRecord } from '../../helpers/avro-schema.ts';
+import { confluentFrame } from '../../helpers/confluent-frame.ts';
 import { pipelineYaml, STREAM_MASTER as MASTER } from '../../helpers/stream.ts';
 import { BROKERS, consume, createTopics, javaConsumeCommitted, kafkaClient, REGISTRY_URL, steadyProducer, topicsFor } from '../../helpers/kafka.ts';
 import { freePorts, spawnStream, waitFor } from '../../helpers/processes.ts';
@@ -134,28 +136,19 @@ describe.each(streamClients())('stream on %s: never stuck, never silent (real br
       { format: 'avro', registryUrl: `http://127.0.0.1:${proxyPort}/apis/ccompat/v7` },
     );
     const avro = (await import('avsc')).default;
-    const schema = {
-      type: 'record',
-      name: 'Customer',
-      fields: [
-        { name: 'id', type: 'int' },
-        { name: 'email', type: 'string' },
-        { name: 'cards', type: { type: 'array', items: { type: 'record', name: 'Card', fields: [{ name: 'number', type: 'string' }] } } },
-        { name: 'profile', type: { type: 'record', name: 'Profile', fields: [{ name: 'name', type: 'string' }] } },
-      ],
-    };
+    const schema = avroRecord('Customer', {
+      id: 'int',
+      email: 'string',
+      cards: arrayOf(avroRecord('Card', { number: 'string' })),
+      profile: avroRecord('Profile', { name: 'string' }),
+    });
     const res = await fetch(`${REGISTRY_URL}/subjects/${t.raw}-value/versions`, {
       method: 'POST',
       headers: { 'content-type': 'application/vnd.schemaregistry.v1+json' },
       body: JSON.stringify({ schema: JSON.stringify(schema) }),
     });
     const { id } = (await res.json()) as { id: number };
-    const header = Buffer.alloc(5);
-    header.writeUInt32BE(id, 1);
-    const value = Buffer.concat([
-      header,
-      avro.Type.forSchema(schema as never).toBuffer({ id: 1, email: 'a@example.com', cards: [], profile: { name: 'Ann' } }),
-    ]);
+    const value = confluentFrame(id, avro.Type.forSchema(schema as never).toBuffer({ id: 1, email: 'a@example.com', cards: [], profile: { name: 'Ann' } }));
     const producer = await steadyProducer(kafka);
     await producer.send(t.raw, [{ key: 'a@example.com', value }]);
     await producer.close();

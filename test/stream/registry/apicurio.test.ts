@@ -6,7 +6,9 @@ import { CachingRegistry } from '../../../src/stream/registry/caching-registry.t
 import { confluentRegistry } from '../../../src/stream/registry/confluent-registry.ts';
 import { RetryingRegistry } from '../../../src/stream/registry/retrying-registry.ts';
 import { avroSerde } from '../../../src/stream/serde/avro/avro-serde.ts';
+import { arrayOf, avroRecord, nullable } from '../../helpers/avro-schema.ts';
 import { chainFrom } from '../../helpers/chain-from.ts';
+import { confluentFrame } from '../../helpers/confluent-frame.ts';
 import { mappings } from '../../../src/stream/serde/field-mappings.ts';
 import { jsonSchemaSerde } from '../../../src/stream/serde/json-schema/json-schema-serde.ts';
 import { StreamError } from '../../../src/stream/stream-error.ts';
@@ -18,38 +20,17 @@ import { StreamError } from '../../../src/stream/stream-error.ts';
 const url = process.env.SCHEMA_REGISTRY_URL!;
 const run = `veil-test-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
 
-const rawV1 = {
-  type: 'record',
-  name: 'Customer',
-  namespace: 'acme.raw',
-  fields: [
-    { name: 'id', type: 'long' },
-    { name: 'email', type: 'string' },
-    {
-      name: 'address',
-      type: [
-        'null',
-        {
-          type: 'record',
-          name: 'Address',
-          fields: [
-            { name: 'postcode', type: 'int' },
-            { name: 'city', type: 'string' },
-          ],
-        },
-      ],
-      default: null,
-    },
-    { name: 'cards', type: { type: 'array', items: { type: 'record', name: 'Card', fields: [{ name: 'number', type: 'long' }] } } },
-  ],
-};
+const address = avroRecord('Address', { postcode: 'int', city: 'string' });
+const rawV1 = avroRecord(
+  'Customer',
+  { id: 'long', email: 'string', address: nullable(address), cards: arrayOf(avroRecord('Card', { number: 'long' })) },
+  'acme.raw',
+);
 const rawV2 = { ...rawV1, fields: [...rawV1.fields, { name: 'phone', type: ['null', 'string'], default: null }] };
 const PATHS = ['email', 'address.postcode', 'cards[].number'];
 
 function wire(id: number, schema: unknown, value: unknown): Buffer {
-  const header = Buffer.alloc(5);
-  header.writeUInt32BE(id, 1);
-  return Buffer.concat([header, avro.Type.forSchema(schema as avro.Schema).toBuffer(value)]);
+  return confluentFrame(id, avro.Type.forSchema(schema as avro.Schema).toBuffer(value));
 }
 
 async function failure(p: Promise<unknown>): Promise<StreamError> {
@@ -157,19 +138,8 @@ describe('avroSerde through the real registry', () => {
     expect(cleanSchema1.fields.map((f: { type: unknown }) => f.type)).toEqual([
       'long',
       'string',
-      [
-        'null',
-        {
-          type: 'record',
-          name: 'Address',
-          namespace: 'acme.raw',
-          fields: [
-            { name: 'postcode', type: 'string' },
-            { name: 'city', type: 'string' },
-          ],
-        },
-      ],
-      { type: 'array', items: { type: 'record', name: 'Card', namespace: 'acme.raw', fields: [{ name: 'number', type: 'string' }] } },
+      ['null', avroRecord('Address', { postcode: 'string', city: 'string' }, 'acme.raw')],
+      arrayOf(avroRecord('Card', { number: 'string' }, 'acme.raw')),
     ]);
     expect(avro.Type.forSchema(cleanSchema1).fromBuffer(out1.subarray(5))).toEqual({
       id: 1,
@@ -244,11 +214,9 @@ describe('jsonSchemaSerde against the real registry', () => {
     const rawId = ((await put.json()) as { id: number }).id;
     const paths = ['email', 'cards[].number'];
     const serde = jsonSchemaSerde({ registry: new CachingRegistry(new RetryingRegistry(confluentRegistry(url))), protectedPaths: paths });
-    const header = Buffer.alloc(5);
-    header.writeUInt32BE(rawId, 1);
     const text = '{"id":1,"email":"ann@example.com","cards":[{"number":"4111111111111111"}],"extra":[1.50,true]}';
     const out = await serde.protect(
-      Buffer.concat([header, Buffer.from(text)]),
+      confluentFrame(rawId, text),
       {
         maps: mappings(
           paths,

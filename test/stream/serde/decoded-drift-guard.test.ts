@@ -2,7 +2,9 @@ import avro from 'avsc';
 import protobuf from 'protobufjs';
 import { describe, expect, it } from 'vitest';
 import { type Chain } from '../../../src/engine/index.ts';
+import { arrayOf, avroField, avroRecord, mapOf, nullable } from '../../helpers/avro-schema.ts';
 import { chainFrom } from '../../helpers/chain-from.ts';
+import { confluentFrame } from '../../helpers/confluent-frame.ts';
 import { mappings } from '../../../src/stream/serde/field-mappings.ts';
 import { avscSchema } from '../../../src/stream/serde/avro/avro-clean-schema.ts';
 import { avroSerde } from '../../../src/stream/serde/avro/avro-serde.ts';
@@ -40,42 +42,24 @@ async function outcome(p: Promise<Buffer>): Promise<Buffer | StreamError> {
 const finding = (r: Buffer | StreamError) => (r instanceof StreamError ? [r.code, r.path, r.kind] : 'clean');
 
 describe('the unmapped guard on Avro records', () => {
-  const schema = {
-    type: 'record',
-    name: 'Customer',
-    namespace: 'shop',
-    fields: [
-      { name: 'email', type: 'string' },
-      { name: 'backupEmail', type: ['null', 'string'], default: null },
-      { name: 'cardNumber', type: ['null', 'long'], default: null },
-      {
-        name: 'contacts',
-        type: {
-          type: 'array',
-          items: {
-            type: 'record',
-            name: 'Contact',
-            fields: [
-              { name: 'email', type: 'string' },
-              { name: 'note', type: 'string' },
-            ],
-          },
-        },
-        default: [],
-      },
-      { name: 'attributes', type: { type: 'map', values: 'string' }, default: {} },
-      { name: 'note', type: 'string', default: '' },
-    ],
-  };
+  const schema = avroRecord(
+    'Customer',
+    {
+      email: 'string',
+      backupEmail: nullable('string'),
+      cardNumber: nullable('long'),
+      contacts: avroField(arrayOf(avroRecord('Contact', { email: 'string', note: 'string' })), { default: [] }),
+      attributes: avroField(mapOf('string'), { default: {} }),
+      note: avroField('string', { default: '' }),
+    },
+    'shop',
+  );
   const type = avro.Type.forSchema(schema as avro.Schema);
-  const wire = (id: number, value: object) => {
-    const header = Buffer.alloc(5);
-    header.writeUInt32BE(id, 1);
-    return Buffer.concat([
-      header,
+  const wire = (id: number, value: object) =>
+    confluentFrame(
+      id,
       type.toBuffer({ email: 'ann@example.com', backupEmail: null, cardNumber: null, contacts: [], attributes: {}, note: 'call after 5pm', ...value }),
-    ]);
-  };
+    );
   const setup = () => {
     const registry = new FakeRegistry();
     return { registry, id: registry.add(schema), serde: avroSerde({ registry, protectedPaths: ['email'] }) };

@@ -2,7 +2,9 @@ import avro from 'avsc';
 import protobuf from 'protobufjs';
 import { describe, expect, it } from 'vitest';
 import { type Chain } from '../../../src/engine/index.ts';
+import { arrayOf, avroField, avroRecord, mapOf, nullable } from '../../helpers/avro-schema.ts';
 import { chainFrom } from '../../helpers/chain-from.ts';
+import { confluentFrame } from '../../helpers/confluent-frame.ts';
 import { pipelineIssues, pipelineSchema } from '../../../src/stream/config/pipeline-config.ts';
 import { mappings } from '../../../src/stream/serde/field-mappings.ts';
 import { avroTaggedFields, avscSchema } from '../../../src/stream/serde/avro/avro-clean-schema.ts';
@@ -64,39 +66,20 @@ describe('planTags', () => {
 });
 
 describe('Confluent tags in Avro schemas (confluent:tags on a field)', () => {
-  const schema = {
-    type: 'record',
-    name: 'Customer',
-    namespace: 'shop',
-    fields: [
-      { name: 'name', type: 'string', 'confluent:tags': ['PII'] },
-      { name: 'email', type: ['null', 'string'], default: null, 'confluent:tags': ['PII', 'PII_EMAIL'], doc: 'where we write' },
-      { name: 'emails', type: { type: 'array', items: 'string' }, default: [], 'confluent:tags': ['PII_EMAIL'] },
-      {
-        name: 'cards',
-        type: {
-          type: 'array',
-          items: {
-            type: 'record',
-            name: 'Card',
-            fields: [
-              { name: 'number', type: 'long', 'confluent:tags': ['PCI'] },
-              { name: 'brand', type: 'string' },
-            ],
-          },
-        },
-        default: [],
-      },
-      { name: 'note', type: 'string', default: '' },
-    ],
-  };
+  const schema = avroRecord(
+    'Customer',
+    {
+      name: avroField('string', { 'confluent:tags': ['PII'] }),
+      email: nullable('string', { 'confluent:tags': ['PII', 'PII_EMAIL'], doc: 'where we write' }),
+      emails: avroField(arrayOf('string'), { default: [], 'confluent:tags': ['PII_EMAIL'] }),
+      cards: avroField(arrayOf(avroRecord('Card', { number: avroField('long', { 'confluent:tags': ['PCI'] }), brand: 'string' })), { default: [] }),
+      note: avroField('string', { default: '' }),
+    },
+    'shop',
+  );
   const withSsn = { ...schema, fields: [...schema.fields, { name: 'ssn', type: ['null', 'string'], default: null, 'confluent:tags': ['PII'] }] };
   const record = { name: 'Ann Lee', email: 'ann@example.com', emails: ['a1@example.com'], cards: [{ number: 4111111111111111, brand: 'visa' }], note: 'x' };
-  const wire = (id: number, s: object, value: object) => {
-    const header = Buffer.alloc(5);
-    header.writeUInt32BE(id, 1);
-    return Buffer.concat([header, avro.Type.forSchema(s as avro.Schema).toBuffer(value)]);
-  };
+  const wire = (id: number, s: object, value: object) => confluentFrame(id, avro.Type.forSchema(s as avro.Schema).toBuffer(value));
 
   it('lists tagged fields with their pipeline paths; under a map, a union of records or a recursive type they have none', () => {
     expect(avroTaggedFields(JSON.stringify(schema))).toEqual([
@@ -105,15 +88,11 @@ describe('Confluent tags in Avro schemas (confluent:tags on a field)', () => {
       { path: 'emails[]', tags: ['PII_EMAIL'], reachable: true },
       { path: 'cards[].number', tags: ['PCI'], reachable: true },
     ]);
-    const odd = {
-      type: 'record',
-      name: 'Node',
-      fields: [
-        { name: 'attrs', type: { type: 'map', values: { type: 'record', name: 'V', fields: [{ name: 'email', type: 'string', 'confluent:tags': ['PII'] }] } } },
-        { name: 'next', type: ['null', 'Node'], default: null },
-        { name: 'v', type: ['null', 'V', { type: 'record', name: 'W', fields: [{ name: 'x', type: 'string' }] }], default: null },
-      ],
-    };
+    const odd = avroRecord('Node', {
+      attrs: mapOf(avroRecord('V', { email: avroField('string', { 'confluent:tags': ['PII'] }) })),
+      next: nullable('Node'),
+      v: avroField(['null', 'V', avroRecord('W', { x: 'string' })], { default: null }),
+    });
     expect(avroTaggedFields(JSON.stringify(odd))).toEqual([
       { path: 'attrs.*.email', tags: ['PII'], reachable: false },
       { path: 'next.*', tags: ['PII'], reachable: false },
@@ -170,17 +149,7 @@ describe('Confluent tags in Avro schemas (confluent:tags on a field)', () => {
 
   it('a mapped tag where no path reaches it refuses the schema (RECORD_MALFORMED)', async () => {
     const registry = new FakeRegistry();
-    const odd = {
-      type: 'record',
-      name: 'R',
-      fields: [
-        { name: 'name', type: 'string' },
-        {
-          name: 'attrs',
-          type: { type: 'map', values: { type: 'record', name: 'V', fields: [{ name: 'email', type: 'string', 'confluent:tags': ['PII_EMAIL'] }] } },
-        },
-      ],
-    };
+    const odd = avroRecord('R', { name: 'string', attrs: mapOf(avroRecord('V', { email: avroField('string', { 'confluent:tags': ['PII_EMAIL'] }) })) });
     const id = registry.add(odd);
     const serde = avroSerde({ registry, protectedPaths: ['name'], tags: TAGS });
     const [out] = await serde.protectMany!([wire(id, odd, { name: 'x', attrs: {} })], protection({ guard: guard() }), ['clean']);
@@ -201,11 +170,7 @@ describe('Confluent tags in JSON Schemas (confluent:tags on a property)', () => 
     },
     $defs: { Card: { type: 'object', properties: { number: { type: 'string', 'confluent:tags': ['PCI'] } } } },
   };
-  const wire = (id: number, json: string) => {
-    const header = Buffer.alloc(5);
-    header.writeUInt32BE(id, 1);
-    return Buffer.concat([header, Buffer.from(json)]);
-  };
+  const wire = (id: number, json: string) => confluentFrame(id, json);
 
   it('lists tagged properties with their paths (through $ref and items; under additionalProperties none)', () => {
     expect(jsonSchemaTaggedFields(JSON.stringify(schema))).toEqual([

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { avscSchema, deriveCleanSchema, unknownAvroPaths } from '../../../../src/stream/serde/avro/avro-clean-schema.ts';
 import { StreamError } from '../../../../src/stream/stream-error.ts';
 import { avroType } from '../../../../src/stream/serde/avro/avro-types.ts';
+import { arrayOf, avroField, avroRecord, mapOf, nullable } from '../../../helpers/avro-schema.ts';
 
 type Obj = Record<string, unknown>;
 
@@ -15,55 +16,24 @@ function derive(schema: unknown, paths: string[]): Obj {
 
 const field = (record: Obj, name: string) => (record.fields as Obj[]).find((f) => f.name === name)!;
 
-const address = {
-  type: 'record',
-  name: 'Address',
-  fields: [
-    { name: 'postcode', type: 'int', default: 1000 },
-    { name: 'city', type: 'string' },
-  ],
-};
-const person = {
-  type: 'record',
-  name: 'Person',
-  namespace: 'acme',
-  fields: [
-    { name: 'name', type: 'string' },
-    { name: 'age', type: ['null', 'int'], default: null },
-    { name: 'home', type: address, default: { postcode: 1234, city: 'Bern' } },
-    { name: 'work', type: ['null', 'Address'], default: null },
-    {
-      name: 'cards',
-      type: {
-        type: 'array',
-        items: {
-          type: 'record',
-          name: 'Card',
-          fields: [
-            { name: 'number', type: 'long' },
-            { name: 'kind', type: { type: 'enum', name: 'Kind', symbols: ['DEBIT', 'CREDIT'] } },
-          ],
-        },
-      },
-    },
-    { name: 'tags', type: { type: 'array', items: ['int', 'null'] }, default: [1, 2] },
-    { name: 'attributes', type: { type: 'map', values: 'long' } },
-  ],
-};
+const address = avroRecord('Address', { postcode: avroField('int', { default: 1000 }), city: 'string' });
+const person = avroRecord(
+  'Person',
+  {
+    name: 'string',
+    age: nullable('int'),
+    home: avroField(address, { default: { postcode: 1234, city: 'Bern' } }),
+    work: nullable('Address'),
+    cards: arrayOf(avroRecord('Card', { number: 'long', kind: { type: 'enum', name: 'Kind', symbols: ['DEBIT', 'CREDIT'] } })),
+    tags: avroField(arrayOf(['int', 'null']), { default: [1, 2] }),
+    attributes: mapOf('long'),
+  },
+  'acme',
+);
 
 describe('deriveCleanSchema', () => {
   it('makes a field of a nested record a string and leaves the rest as it was', () => {
-    const clean = derive(
-      {
-        type: 'record',
-        name: 'R',
-        fields: [
-          { name: 'id', type: 'long' },
-          { name: 'address', type: { ...address } },
-        ],
-      },
-      ['address.postcode'],
-    );
+    const clean = derive(avroRecord('R', { id: 'long', address: { ...address } }), ['address.postcode']);
     expect(field(clean, 'id')).toEqual({ name: 'id', type: 'long' });
     const addr = field(clean, 'address').type as Obj;
     expect(addr.name).toBe('Address');
@@ -125,15 +95,11 @@ describe('deriveCleanSchema', () => {
   });
 
   it('turns enums and logical types into plain strings', () => {
-    const schema = {
-      type: 'record',
-      name: 'R',
-      fields: [
-        { name: 'kind', type: { type: 'enum', name: 'Kind', symbols: ['A', 'B'] }, default: 'A' },
-        { name: 'at', type: { type: 'long', logicalType: 'timestamp-millis' } },
-        { name: 'id', type: { type: 'string', logicalType: 'uuid' } },
-      ],
-    };
+    const schema = avroRecord('R', {
+      kind: avroField({ type: 'enum', name: 'Kind', symbols: ['A', 'B'] }, { default: 'A' }),
+      at: { type: 'long', logicalType: 'timestamp-millis' },
+      id: { type: 'string', logicalType: 'uuid' },
+    });
     const clean = derive(schema, ['kind', 'at', 'id']);
     expect(clean.fields).toEqual([
       { name: 'kind', type: 'string', default: 'A' },
@@ -178,30 +144,16 @@ describe('deriveCleanSchema', () => {
     });
 
     it('resolves short references and other namespaces, and writes each type once, where it is first used', () => {
-      const schema = {
-        type: 'record',
-        name: 'Order',
-        namespace: 'shop',
-        fields: [
-          { name: 'billing', type: { type: 'record', name: 'Address', namespace: 'geo', fields: [{ name: 'zip', type: 'int' }] } },
-          { name: 'shipping', type: 'geo.Address' },
-          {
-            name: 'lines',
-            type: {
-              type: 'array',
-              items: {
-                type: 'record',
-                name: 'Line',
-                fields: [
-                  { name: 'sku', type: 'int' },
-                  { name: 'to', type: 'geo.Address' },
-                ],
-              },
-            },
-          },
-          { name: 'first', type: 'Line' },
-        ],
-      };
+      const schema = avroRecord(
+        'Order',
+        {
+          billing: avroRecord('Address', { zip: 'int' }, 'geo'),
+          shipping: 'geo.Address',
+          lines: arrayOf(avroRecord('Line', { sku: 'int', to: 'geo.Address' })),
+          first: 'Line',
+        },
+        'shop',
+      );
       const clean = derive(schema, ['billing.zip', 'first.sku']);
       const billing = field(clean, 'billing').type as Obj;
       expect(billing).toMatchObject({ name: expect.stringMatching(/^Address_/), namespace: 'geo' });
@@ -215,30 +167,13 @@ describe('deriveCleanSchema', () => {
     });
 
     it('ends on recursive types', () => {
-      const node = {
-        type: 'record',
-        name: 'Node',
-        fields: [
-          { name: 'value', type: 'int' },
-          { name: 'next', type: ['null', 'Node'], default: null },
-        ],
-      };
+      const node = avroRecord('Node', { value: 'int', next: nullable('Node') });
       const clean = derive(node, ['value', 'next.value']);
       expect(field(clean, 'value').type).toBe('string');
       const next = (field(clean, 'next').type as [string, Obj])[1];
       expect(field(next, 'value').type).toBe('string');
       // deeper nodes are the original Node
-      expect(field(next, 'next').type).toEqual([
-        'null',
-        {
-          type: 'record',
-          name: 'Node',
-          fields: [
-            { name: 'value', type: 'int' },
-            { name: 'next', type: ['null', 'Node'], default: null },
-          ],
-        },
-      ]);
+      expect(field(next, 'next').type).toEqual(['null', avroRecord('Node', { value: 'int', next: nullable('Node') })]);
     });
   });
 
@@ -295,22 +230,12 @@ describe('deriveCleanSchema', () => {
     }
 
     it('unions that are not nullable, non-scalar and ambiguous leaves, bytes', () => {
-      const schema = {
-        type: 'record',
-        name: 'R',
-        fields: [
-          {
-            name: 'either',
-            type: [
-              { type: 'record', name: 'A', fields: [{ name: 'x', type: 'int' }] },
-              { type: 'record', name: 'B', fields: [{ name: 'x', type: 'int' }] },
-            ],
-          },
-          { name: 'num', type: ['null', 'int', 'long'] },
-          { name: 'blob', type: 'bytes' },
-          { name: 'maybe', type: ['null', 'A'] },
-        ],
-      };
+      const schema = avroRecord('R', {
+        either: [avroRecord('A', { x: 'int' }), avroRecord('B', { x: 'int' })],
+        num: ['null', 'int', 'long'],
+        blob: 'bytes',
+        maybe: ['null', 'A'],
+      });
       const text = JSON.stringify(schema);
       expect(() => deriveCleanSchema(text, ['either.x'])).toThrow(/either is a union of 2 non-null types; paths walk through nullable unions/);
       expect(() => deriveCleanSchema(text, ['num'])).toThrow(/num is a union of types that decode to the same kind of value \(a int, a long\)/);

@@ -6,53 +6,29 @@ import { avroSerde } from '../../../../src/stream/serde/avro/avro-serde.ts';
 import { avroType } from '../../../../src/stream/serde/avro/avro-types.ts';
 import { StreamError } from '../../../../src/stream/stream-error.ts';
 import { FakeRegistry } from '../fake-registry.ts';
+import { arrayOf, avroRecord, mapOf, nullable } from '../../../helpers/avro-schema.ts';
+import { confluentFrame } from '../../../helpers/confluent-frame.ts';
 
-const rawSchema = {
-  type: 'record',
-  name: 'Customer',
-  namespace: 'acme',
-  fields: [
-    { name: 'id', type: 'long' },
-    { name: 'email', type: 'string' },
-    { name: 'nickname', type: ['null', 'string'], default: null },
-    {
-      name: 'address',
-      type: [
-        'null',
-        {
-          type: 'record',
-          name: 'Address',
-          fields: [
-            { name: 'postcode', type: 'int' },
-            { name: 'city', type: 'string' },
-          ],
-        },
-      ],
-      default: null,
-    },
-    {
-      name: 'cards',
-      type: {
-        type: 'array',
-        items: {
-          type: 'record',
-          name: 'Card',
-          fields: [
-            { name: 'number', type: 'long' },
-            { name: 'expiry', type: 'string' },
-          ],
-        },
-      },
-    },
+const address = avroRecord('Address', { postcode: 'int', city: 'string' });
+const card = avroRecord('Card', { number: 'long', expiry: 'string' });
+const rawSchema = avroRecord(
+  'Customer',
+  {
+    id: 'long',
+    email: 'string',
+    nickname: nullable('string'),
+    address: nullable(address),
+    cards: arrayOf(card),
     // unmapped, and must come out exactly as they went in
-    { name: 'score', type: ['int', 'long'] },
-    { name: 'avatar', type: ['null', 'bytes'], default: null },
-    { name: 'attributes', type: { type: 'map', values: 'double' } },
-    { name: 'tier', type: { type: 'enum', name: 'Tier', symbols: ['GOLD', 'SILVER'] } },
-    { name: 'createdNanos', type: 'long' },
-    { name: 'ratio', type: 'float' },
-  ],
-};
+    score: ['int', 'long'],
+    avatar: nullable('bytes'),
+    attributes: mapOf('double'),
+    tier: { type: 'enum', name: 'Tier', symbols: ['GOLD', 'SILVER'] },
+    createdNanos: 'long',
+    ratio: 'float',
+  },
+  'acme',
+);
 const PATHS = ['email', 'nickname', 'address.postcode', 'cards[].number'];
 const rawType = avro.Type.forSchema(rawSchema as avro.Schema);
 
@@ -78,9 +54,7 @@ function record(overrides: Record<string, unknown> = {}) {
 
 /** Confluent wire format as a producer writes it */
 function wire(id: number, type: avro.Type, value: unknown): Buffer {
-  const header = Buffer.alloc(5);
-  header.writeUInt32BE(id, 1);
-  return Buffer.concat([header, type.toBuffer(value)]);
+  return confluentFrame(id, type.toBuffer(value));
 }
 
 /** what the pipeline does between decode and encode: every mapped field becomes a token */
@@ -332,26 +306,25 @@ describe('avroSerde', () => {
 });
 
 describe('avroSerde keeps every unmapped datum byte for byte', () => {
-  const schema = {
-    type: 'record',
-    name: 'Wide',
-    namespace: 'acme',
-    fields: [
-      { name: 'email', type: 'string' },
-      { name: 'at', type: { type: 'long', logicalType: 'timestamp-millis' } },
-      { name: 'atMicros', type: { type: 'long', logicalType: 'timestamp-micros' } },
-      { name: 'day', type: { type: 'int', logicalType: 'date' } },
-      { name: 'amount', type: { type: 'bytes', logicalType: 'decimal', precision: 20, scale: 4 } },
-      { name: 'fixedAmount', type: { type: 'fixed', name: 'Money', size: 8, logicalType: 'decimal', precision: 18, scale: 2 } },
-      { name: 'uid', type: { type: 'string', logicalType: 'uuid' } },
-      { name: 'max', type: 'long' },
-      { name: 'min', type: 'long' },
-      { name: 'negZero', type: 'double' },
-      { name: 'tiny', type: 'float' },
-      { name: 'labels', type: { type: 'map', values: 'string' } },
-      { name: 'maybe', type: ['null', 'long'] },
-    ],
-  };
+  const schema = avroRecord(
+    'Wide',
+    {
+      email: 'string',
+      at: { type: 'long', logicalType: 'timestamp-millis' },
+      atMicros: { type: 'long', logicalType: 'timestamp-micros' },
+      day: { type: 'int', logicalType: 'date' },
+      amount: { type: 'bytes', logicalType: 'decimal', precision: 20, scale: 4 },
+      fixedAmount: { type: 'fixed', name: 'Money', size: 8, logicalType: 'decimal', precision: 18, scale: 2 },
+      uid: { type: 'string', logicalType: 'uuid' },
+      max: 'long',
+      min: 'long',
+      negZero: 'double',
+      tiny: 'float',
+      labels: mapOf('string'),
+      maybe: ['null', 'long'],
+    },
+    'acme',
+  );
   const EMAIL = 'ann@example.com';
   // written by hand in Avro binary after the email, so nothing in it went through avsc's writer
   const zigzag = (n: bigint) => {
@@ -396,9 +369,7 @@ describe('avroSerde keeps every unmapped datum byte for byte', () => {
     const registry = new FakeRegistry();
     const rawId = registry.add(schema);
     const serde = avroSerde({ registry, protectedPaths: ['email'] });
-    const header = Buffer.alloc(5);
-    header.writeUInt32BE(rawId, 1);
-    const raw = Buffer.concat([header, str(EMAIL), rest]);
+    const raw = confluentFrame(rawId, str(EMAIL), rest);
     const clean = await serde.protect(
       raw,
       { maps: [{ path: 'email', compiled: [{ name: 'email', each: false }], transform: chainFrom((s) => `tok(${s})`) }], missing: 'pass' },
