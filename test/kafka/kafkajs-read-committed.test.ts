@@ -136,6 +136,15 @@ function logOf(steps: Step[], endings: boolean[]): Log {
   return log;
 }
 
+/** Steps written short, space-separated: `1w2` producer 1 writes 2 records, `1a` producer 1 aborts, `1c` commits. */
+function stepsOf(text: string): Step[] {
+  const actions = { w: 'write', a: 'abort', c: 'commit' } as const;
+  return text.split(' ').map((step) => {
+    const [, p, action, n] = /^(\d)([wac])(\d?)$/.exec(step)!;
+    return { p: Number(p), action: actions[action as keyof typeof actions], n: n ? Number(n) : 1 };
+  });
+}
+
 const steps = fc.array(
   fc.record({
     p: fc.integer({ min: 0, max: 4 }),
@@ -161,17 +170,7 @@ describe("kafkajs read_committed (patched): aborted transactions filtered as Kaf
   });
 
   // the issue's case: two producers' aborted transactions both began before the fetch offset
-  const overlapping: Step[] = [
-    { p: 0, action: 'write', n: 2 },
-    { p: 1, action: 'write', n: 2 },
-    { p: 2, action: 'write', n: 2 },
-    { p: 0, action: 'write', n: 2 },
-    { p: 1, action: 'write', n: 2 },
-    { p: 2, action: 'write', n: 2 },
-    { p: 0, action: 'abort', n: 1 },
-    { p: 1, action: 'abort', n: 1 },
-    { p: 2, action: 'commit', n: 1 },
-  ];
+  const overlapping = stepsOf('0w2 1w2 2w2 0w2 1w2 2w2 0a 1a 2c');
 
   it('overlapping aborted transactions of two producers, read from the middle: none of their records', async () => {
     const log = logOf(overlapping, []);
@@ -190,18 +189,7 @@ describe("kafkajs read_committed (patched): aborted transactions filtered as Kaf
 
   it("an abort marker ends only its own producer's aborted transaction; a commit marker ends none", async () => {
     // 0-1 A (aborted), 2-3 B (committed), 4 B commit marker, 5-6 A, 7 A abort marker, 8-9 A (committed), 10 commit
-    const log = logOf(
-      [
-        { p: 0, action: 'write', n: 2 },
-        { p: 1, action: 'write', n: 2 },
-        { p: 1, action: 'commit', n: 1 },
-        { p: 0, action: 'write', n: 2 },
-        { p: 0, action: 'abort', n: 1 },
-        { p: 0, action: 'write', n: 2 },
-        { p: 0, action: 'commit', n: 1 },
-      ],
-      [],
-    );
+    const log = logOf(stepsOf('0w2 1w2 1c 0w2 0a 0w2 0c'), []);
     expect((await fetchOf(patched, log, 0, 100)).offsets).toEqual([2, 3, 8, 9]);
   });
 });
