@@ -1,5 +1,6 @@
 import protobuf from 'protobufjs';
 import { iban, visa } from './drift-records.ts';
+import { confluentFrame } from './confluent-frame.ts';
 
 /**
  * Records a drifting producer writes through a schema registry (Protobuf and JSON Schema), each
@@ -167,9 +168,7 @@ export const PB_TYPO: RegistryDriftCase = {
 /** the Confluent framing of a Customer (message index [0]) of `schema` */
 export function pbValue(schema: string, schemaId: number, value: Record<string, unknown>): Buffer {
   const type = protobuf.parse(schema, { keepCase: true }).root.lookupType('drift.Customer');
-  const header = Buffer.from([0, 0, 0, 0, 0, 0]);
-  header.writeUInt32BE(schemaId, 1);
-  return Buffer.concat([header, type.encode(type.fromObject(value)).finish()]);
+  return confluentFrame(schemaId, Buffer.from([0]), type.encode(type.fromObject(value)).finish());
 }
 
 /** the id (field 1, a varint, written first) of a framed Customer, raw or clean */
@@ -318,9 +317,7 @@ export const JS_TYPO: RegistryDriftCase = {
 
 /** the Confluent framing of a JSON Schema record */
 export function jsValue(schemaId: number, value: Record<string, unknown>): Buffer {
-  const header = Buffer.alloc(5);
-  header.writeUInt32BE(schemaId, 1);
-  return Buffer.concat([header, Buffer.from(JSON.stringify(value))]);
+  return confluentFrame(schemaId, JSON.stringify(value));
 }
 
 export function jsId(bytes: Buffer): number {

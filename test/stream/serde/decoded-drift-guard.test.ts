@@ -188,9 +188,7 @@ message Contact { string email = 1; string label = 2; }
 `;
   const Customer = protobuf.parse(PROTO, { keepCase: true }).root.lookupType('shop.Customer');
   const wire = (id: number, value: object) => {
-    const header = Buffer.from([0, 0, 0, 0, 0, 0]);
-    header.writeUInt32BE(id, 1);
-    return Buffer.concat([header, Customer.encode(Customer.fromObject({ email: 'ann@example.com', note: 'call after 5pm', ...value })).finish()]);
+    return confluentFrame(id, Buffer.from([0]), Customer.encode(Customer.fromObject({ email: 'ann@example.com', note: 'call after 5pm', ...value })).finish());
   };
   const setup = () => {
     const registry = new FakeRegistry();

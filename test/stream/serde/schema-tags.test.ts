@@ -226,9 +226,7 @@ message Card {
   );
   const Customer = protobuf.parse(WITH_SSN, { keepCase: true }).root.lookupType('shop.Customer');
   const wire = (id: number, value: object) => {
-    const header = Buffer.from([0, 0, 0, 0, 0, 0]);
-    header.writeUInt32BE(id, 1);
-    return Buffer.concat([header, Customer.encode(Customer.fromObject(value)).finish()]);
+    return confluentFrame(id, Buffer.from([0]), Customer.encode(Customer.fromObject(value)).finish());
   };
   const record = { name: 'Ann Lee', email: 'ann@example.com', cards: [{ number: '4111111111111111', brand: 'visa' }], note: 'x' };
 
@@ -303,8 +301,6 @@ message Card {
       .uint32((2 << 3) | 1)
       .fixed64(4111111111111111)
       .finish();
-    const header = Buffer.from([0, 0, 0, 0, 0, 0]);
-    header.writeUInt32BE(id, 1);
     const p: RecordProtection = {
       ...protection({ guard: guard() }),
       tags: new Map([
@@ -312,7 +308,7 @@ message Card {
         ['PII', tok('pii')],
       ]),
     };
-    const [out] = await serde.protectMany!([Buffer.concat([header, body])], p, ['clean']);
+    const [out] = await serde.protectMany!([confluentFrame(id, Buffer.from([0]), body)], p, ['clean']);
     const clean = parseProtoSchema(registry.schemas.get(readFraming(out as Buffer).schemaId)!);
     expect(clean.messages.get('shop.Customer')!.fields.map((f) => [f.name, f.kind, f.tags])).toEqual([
       ['name', 'string', ['PII']],

@@ -5,6 +5,7 @@ import { deriveCleanJsonSchema } from '../../../../src/stream/serde/json-schema/
 import { StreamError } from '../../../../src/stream/stream-error.ts';
 import { jsonSchemaSerde } from '../../../../src/stream/serde/json-schema/json-schema-serde.ts';
 import { FakeRegistry } from '../fake-registry.ts';
+import { confluentFrame } from '../../../helpers/confluent-frame.ts';
 
 const U64_MAX = '18446744073709551615'; // 2^64 − 1: JSON.parse makes it 18446744073709552000
 const ODD = '9007199254740993'; // 2^53 + 1: JSON.parse makes it 9007199254740992
@@ -89,9 +90,7 @@ describe('jsonSchemaSerde registers the lossless clean schema', () => {
     const serde = jsonSchemaSerde({ registry, protectedPaths: ['email'] });
     const protection = { maps: mappings(['email'], [chainFrom((v: string) => `tok(${v})`)]), missing: 'pass' as const };
     const json = `{"id":${U64_MAX},"code":${ODD},"version":${ODD},"count":${U64_MAX},"ratio":1.0,"email":"a@b.ch"}`;
-    const header = Buffer.alloc(5);
-    header.writeUInt32BE(rawId, 1);
-    const out = await serde.protect(Buffer.concat([header, Buffer.from(json)]), protection, 'clean');
+    const out = await serde.protect(confluentFrame(rawId, json), protection, 'clean');
     const cleanId = out.readUInt32BE(1);
     expect(registry.types.get(cleanId)).toBe('JSON');
     expect(registry.schemas.get(cleanId)).toBe(schemaText({ ...leaf, email: '{"type":"string","description":"where we write"}' }));

@@ -5,6 +5,7 @@ import { deriveCleanJsonSchema } from '../../../../src/stream/serde/json-schema/
 import { jsonSchemaSerde } from '../../../../src/stream/serde/json-schema/json-schema-serde.ts';
 import { StreamError } from '../../../../src/stream/stream-error.ts';
 import { FakeRegistry } from '../fake-registry.ts';
+import { confluentFrame } from '../../../helpers/confluent-frame.ts';
 
 const rawSchema = {
   $schema: 'https://json-schema.org/draft/2020-12/schema',
@@ -33,9 +34,7 @@ const protection = {
 };
 
 function wire(id: number, json: string): Buffer {
-  const header = Buffer.alloc(5);
-  header.writeUInt32BE(id, 1);
-  return Buffer.concat([header, Buffer.from(json, 'utf8')]);
+  return confluentFrame(id, json);
 }
 
 describe('deriveCleanJsonSchema', () => {

@@ -5,6 +5,7 @@ import { mappings } from '../../../../src/stream/serde/field-mappings.ts';
 import { protobufSerde } from '../../../../src/stream/serde/protobuf/protobuf-serde.ts';
 import { StreamError } from '../../../../src/stream/stream-error.ts';
 import { FakeRegistry } from '../fake-registry.ts';
+import { confluentFrame } from '../../../helpers/confluent-frame.ts';
 
 // protectMany prepares a record whose header bytes, clean topic and protection equal the last
 // prepared record's without asking the caches again: these batches interleave schemas, message
@@ -30,9 +31,7 @@ const protection = {
 };
 
 function framed(id: number, indexes: number[], body: Uint8Array): Buffer {
-  const header = Buffer.alloc(5);
-  header.writeUInt32BE(id, 1);
-  return Buffer.concat([header, Buffer.from(indexes), body]);
+  return confluentFrame(id, Buffer.from(indexes), body);
 }
 
 /** a registry whose clean schemas get an id per subject (the fake gives equal texts one id) */

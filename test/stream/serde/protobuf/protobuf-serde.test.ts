@@ -8,6 +8,7 @@ import { protobufSerde } from '../../../../src/stream/serde/protobuf/protobuf-se
 import { readFraming } from '../../../../src/stream/serde/protobuf/protobuf-wire.ts';
 import { StreamError } from '../../../../src/stream/stream-error.ts';
 import { FakeRegistry } from '../fake-registry.ts';
+import { confluentFrame } from '../../../helpers/confluent-frame.ts';
 
 const PROTO = `// customers as the shop writes them
 syntax = "proto3";
@@ -51,9 +52,7 @@ const Customer = raw.lookupType('shop.v1.Customer');
 
 /** the Confluent framing: magic 0, id, message indexes [1] (Customer is the second message) */
 function framed(id: number, body: Uint8Array, indexes = Buffer.from([2, 2])): Buffer {
-  const header = Buffer.alloc(5);
-  header.writeUInt32BE(id, 1);
-  return Buffer.concat([header, indexes, body]);
+  return confluentFrame(id, indexes, body);
 }
 
 const customer = {
