@@ -2,22 +2,12 @@ import { describe, expect, it } from 'vitest';
 import { compileVeilConfigText } from '../../src/app/config-file.ts';
 import { Profiler } from '../../src/discover/profile.ts';
 import { classNameFor, propose } from '../../src/discover/propose.ts';
-
-// the records `npm run demo` produces to raw.customers (scripts/local-demo.ts), keyed by email
-const PEOPLE = [
-  ['Alice Dupont', 'alice@example.com', '4111-1111-1111-1111'],
-  ['Bob Martin', 'bob@example.org', '5500 0000 0000 0004'],
-  ['Chloé Bernard', 'chloe@example.net', '6011 0009 9013 9424'],
-] as const;
-const demo = (i: number) => {
-  const [name, email, card] = PEOPLE[i % 3]!;
-  return { id: `run-${i}`, email, cards: [{ number: card }], profile: { name, tier: 'gold' } };
-};
+import { DEMO_PEOPLE, demoRecord } from '../helpers/demo-records.ts';
 
 describe('propose: a configuration draft from findings', () => {
   it("on the demo's raw topic: a valid draft whose pipeline protects what config/example-pipeline.yaml protects", () => {
     const p = new Profiler();
-    for (let i = 0; i < 30; i++) p.add(demo(i), PEOPLE[i % 3]![1]);
+    for (let i = 0; i < 30; i++) p.add(demoRecord(i), DEMO_PEOPLE[i % 3]![1]);
     const proposal = propose(p.findings(), { topic: 'raw.customers' });
     const compiled = compileVeilConfigText(proposal.yaml);
     expect(compiled.issues.filter((i) => i.severity === 'error')).toEqual([]);
@@ -32,7 +22,7 @@ describe('propose: a configuration draft from findings', () => {
     expect(proposal.yaml).toContain('type: aes-siv');
     expect(proposal.yaml).toContain('type: aes-gcm');
     // no sampled value in the draft
-    for (const [name, email, card] of PEOPLE) for (const v of [name, email, card]) expect(proposal.yaml).not.toContain(v);
+    for (const [name, email, card] of DEMO_PEOPLE) for (const v of [name, email, card]) expect(proposal.yaml).not.toContain(v);
   });
 
   it('names the class after the source, and a draft without a topic has no pipeline', () => {
@@ -62,7 +52,7 @@ describe('mergeProposal: a proposal into an existing configuration', () => {
     const { mergeProposal } = await import('../../src/discover/merge-draft.ts');
     const existing = await readFile(new URL('../../config/example.yaml', import.meta.url), 'utf8');
     const p = new Profiler();
-    for (let i = 0; i < 30; i++) p.add({ ...demo(i), contact: { phone: '+44 20 7946 0958' } }, PEOPLE[i % 3]![1]);
+    for (let i = 0; i < 30; i++) p.add({ ...demoRecord(i), contact: { phone: '+44 20 7946 0958' } }, DEMO_PEOPLE[i % 3]![1]);
     const merged = mergeProposal(existing, propose(p.findings(), { topic: 'raw.customers' }).yaml);
     const compiled = compileVeilConfigText(merged);
     expect(compiled.issues.filter((i) => i.severity === 'error')).toEqual([]);

@@ -11,6 +11,7 @@ import { BROKERS, createTopics, kafkaClient, REGISTRY_URL } from '../../helpers/
 import { confluentRegistry } from '../../../src/stream/registry/index.ts';
 import { schemaFormats } from '../../../src/stream/serde/index.ts';
 import { databaseUrl, psql } from '../../helpers/postgres.ts';
+import { DEMO_PEOPLE, demoRecord } from '../../helpers/demo-records.ts';
 
 const { avroType } = await schemaFormats();
 
@@ -20,20 +21,10 @@ const { avroType } = await schemaFormats();
  * no sampled value.
  */
 
-// what `npm run demo` produces to raw.customers (scripts/local-demo.ts)
-const PEOPLE = [
-  ['Alice Dupont', 'alice@example.com', '4111-1111-1111-1111'],
-  ['Bob Martin', 'bob@example.org', '5500 0000 0000 0004'],
-  ['Chloé Bernard', 'chloe@example.net', '6011 0009 9013 9424'],
-] as const;
-const demo = (i: number) => {
-  const [name, email, card] = PEOPLE[i % 3]!;
-  return { id: `run-${i}`, email, cards: [{ number: card }], profile: { name, tier: 'gold' } };
-};
 const table = `discover_${process.pid}_${randomBytes(3).toString('hex')}`;
 
 function expectNoValues(text: string): void {
-  for (const [name, email, card] of PEOPLE) for (const v of [name, email, card]) expect(text).not.toContain(v);
+  for (const [name, email, card] of DEMO_PEOPLE) for (const v of [name, email, card]) expect(text).not.toContain(v);
 }
 
 beforeAll(async () => {
@@ -52,7 +43,7 @@ describe('veil discover', () => {
     await createTopics(kafka, [topic], 2);
     const producer = kafka.producer();
     await producer.connect();
-    await producer.send({ topic, messages: Array.from({ length: 60 }, (_, i) => ({ key: demo(i).email, value: JSON.stringify(demo(i)) })) });
+    await producer.send({ topic, messages: Array.from({ length: 60 }, (_, i) => ({ key: demoRecord(i).email, value: JSON.stringify(demoRecord(i)) })) });
     await producer.disconnect();
     const dir = await tempDir();
     const draft = join(dir, 'draft.yaml');
@@ -96,7 +87,7 @@ describe('veil discover', () => {
       topic,
       messages: [
         ...Array.from({ length: 20 }, (_, i) => {
-          const d = demo(i);
+          const d = demoRecord(i);
           return {
             value: confluentFrame(
               id,
@@ -152,14 +143,14 @@ describe('veil discover', () => {
       const Customer = protobuf.parse(proto, { keepCase: true }).root.lookupType('test.discover.Customer');
       // protobuf: the message-index list [0] in its short form
       const indexes = Buffer.alloc(format === 'protobuf' ? 1 : 0);
-      const encode = (d: ReturnType<typeof demo>) =>
+      const encode = (d: ReturnType<typeof demoRecord>) =>
         format === 'protobuf' ? Customer.encode(Customer.fromObject({ ...d, photo: Buffer.from(d.email) })).finish() : Buffer.from(JSON.stringify(d));
       const producer = kafka.producer();
       await producer.connect();
       await producer.send({
         topic,
         messages: [
-          ...Array.from({ length: 20 }, (_, i) => ({ key: demo(i).email, value: confluentFrame(id, indexes, encode(demo(i))) })),
+          ...Array.from({ length: 20 }, (_, i) => ({ key: demoRecord(i).email, value: confluentFrame(id, indexes, encode(demoRecord(i))) })),
           { value: Buffer.from('not framed') },
         ],
       });
@@ -200,7 +191,7 @@ describe('veil discover', () => {
     expect(fromTable.out).toMatch(/iban\s+iban/);
     expect(fromTable.out).toMatch(/phone\s+phone/);
     const file = join(dir, 'records.jsonl');
-    await writeFile(file, `${Array.from({ length: 9 }, (_, i) => JSON.stringify(demo(i))).join('\n')}\n{not json\n`);
+    await writeFile(file, `${Array.from({ length: 9 }, (_, i) => JSON.stringify(demoRecord(i))).join('\n')}\n{not json\n`);
     const fromFile = await veil(fakeCliIo(dir), ['discover', '--file', file, '--draft', '-']);
     expect(fromFile.code, fromFile.err).toBe(0);
     expect(fromFile.out).toMatch(/sampled 9 record\(s\), 1 not JSON \(skipped\); 3 field\(s\)/);

@@ -11,7 +11,7 @@ import { chainFrom } from '../../helpers/chain-from.ts';
 import { confluentFrame } from '../../helpers/confluent-frame.ts';
 import { mappings } from '../../../src/stream/serde/field-mappings.ts';
 import { jsonSchemaSerde } from '../../../src/stream/serde/json-schema/json-schema-serde.ts';
-import { StreamError } from '../../../src/stream/stream-error.ts';
+import { streamFailure } from '../../helpers/stream-failure.ts';
 
 /**
  * Against the real registry (Apicurio Registry's Confluent API, or Confluent's): SCHEMA_REGISTRY_URL,
@@ -31,15 +31,6 @@ const PATHS = ['email', 'address.postcode', 'cards[].number'];
 
 function wire(id: number, schema: unknown, value: unknown): Buffer {
   return confluentFrame(id, avro.Type.forSchema(schema as avro.Schema).toBuffer(value));
-}
-
-async function failure(p: Promise<unknown>): Promise<StreamError> {
-  const e = await p.then(
-    () => undefined,
-    (err: unknown) => err,
-  );
-  expect(e).toBeInstanceOf(StreamError);
-  return e as StreamError;
 }
 
 async function versions(subject: string): Promise<number[]> {
@@ -80,13 +71,13 @@ describe('confluentRegistry against the real registry', () => {
   });
 
   it('an unknown id is SCHEMA_UNKNOWN', async () => {
-    const e = await failure(registry.schemaById(2_000_000_000));
+    const e = await streamFailure(registry.schemaById(2_000_000_000));
     expect([e.code, e.retriable]).toEqual(['SCHEMA_UNKNOWN', false]);
     expect(e.message).toContain('error_code 40403');
   });
 
   it('a schema the registry cannot parse is refused, not retried', async () => {
-    const e = await failure(registry.register(`${run}.bad-value`, '{"type":"record","name":"X"}'));
+    const e = await streamFailure(registry.register(`${run}.bad-value`, '{"type":"record","name":"X"}'));
     expect([e.code, e.retriable]).toEqual(['SCHEMA_UNKNOWN', false]);
     expect(e.message).toMatch(/HTTP 422, error_code 42201/);
   });
@@ -98,14 +89,14 @@ describe('confluentRegistry against the real registry', () => {
     await new Promise((r) => probe.close(r));
     const closed = confluentRegistry(`http://127.0.0.1:${port}/apis/ccompat/v7`);
     for (const call of [closed.schemaById(1), closed.register(`${run}.x-value`, '"string"')]) {
-      const e = await failure(call);
+      const e = await streamFailure(call);
       expect([e.code, e.retriable]).toEqual(['REGISTRY_UNAVAILABLE', true]);
       expect(e.message).toMatch(/connection refused/);
     }
   });
 
   it('a wrong base URL (not the Confluent API) is REGISTRY_UNAVAILABLE, not SCHEMA_UNKNOWN', async () => {
-    const e = await failure(confluentRegistry(url.replace(/\/apis\/ccompat\/v7$/, '/apis/nope')).schemaById(1));
+    const e = await streamFailure(confluentRegistry(url.replace(/\/apis\/ccompat\/v7$/, '/apis/nope')).schemaById(1));
     expect(e.code).toBe('REGISTRY_UNAVAILABLE');
   });
 });
@@ -168,7 +159,7 @@ describe('avroSerde through the real registry', () => {
 
     // a mapping that names v2's phone refuses v1, which lacks it, rather than pass it unchecked
     const withPhone = avroSerde({ registry: confluentRegistry(url), protectedPaths: [...PATHS, 'phone'] });
-    const refused = await failure(withPhone.decode(wire(v1, rawV1, record)));
+    const refused = await streamFailure(withPhone.decode(wire(v1, rawV1, record)));
     expect([refused.code, refused.path, refused.schema]).toEqual(['SCHEMA_PATH_UNKNOWN', 'phone', v1]);
     await withPhone.decode(wire(v2, rawV2, { ...record, phone: null }));
 

@@ -2,7 +2,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { confluentRegistry } from '../../../src/stream/registry/confluent-registry.ts';
-import { StreamError } from '../../../src/stream/stream-error.ts';
+import { streamFailure } from '../../helpers/stream-failure.ts';
 
 /**
  * The HTTP failure mapping against answers a real registry cannot be made to give on demand
@@ -33,14 +33,6 @@ describe('confluentRegistry: failure mapping', () => {
 
   const json = (status: number, body: unknown) => (_req: IncomingMessage, res: ServerResponse) =>
     res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
-  async function failure(p: Promise<unknown>): Promise<StreamError> {
-    const e = await p.then(
-      () => undefined,
-      (err: unknown) => err,
-    );
-    expect(e).toBeInstanceOf(StreamError);
-    return e as StreamError;
-  }
 
   it('speaks the Confluent API: GET /schemas/ids/{id}, POST /subjects/{subject}/versions', async () => {
     handler = (req, res) => (req.method === 'GET' ? json(200, { schema: '"string"', schemaType: 'AVRO', references: [] }) : json(200, { id: 12 }))(req, res);
@@ -57,7 +49,7 @@ describe('confluentRegistry: failure mapping', () => {
 
   it('an unknown id (404, error_code 40403) is SCHEMA_UNKNOWN', async () => {
     handler = json(404, { error_code: 40403, message: 'Schema 9 not found' });
-    const e = await failure(confluentRegistry(base).schemaById(9));
+    const e = await streamFailure(confluentRegistry(base).schemaById(9));
     expect([e.code, e.retriable]).toEqual(['SCHEMA_UNKNOWN', false]);
     expect(e.message).toMatch(/schema 9: not found \(HTTP 404, error_code 40403: Schema 9 not found\)/);
   });
@@ -65,22 +57,22 @@ describe('confluentRegistry: failure mapping', () => {
   it('5xx, 429, 408, 401 are REGISTRY_UNAVAILABLE (retriable)', async () => {
     for (const status of [500, 503, 429, 408, 401]) {
       handler = json(status, { error_code: status * 100, message: 'busy' });
-      const e = await failure(confluentRegistry(base).register('s-value', '"string"'));
+      const e = await streamFailure(confluentRegistry(base).register('s-value', '"string"'));
       expect([status, e.code, e.retriable]).toEqual([status, 'REGISTRY_UNAVAILABLE', true]);
     }
   });
 
   it('a 404 that is not the Confluent API (a wrong base URL) is REGISTRY_UNAVAILABLE, with a hint', async () => {
     handler = (_req, res) => res.writeHead(404, { 'content-type': 'text/html' }).end('<h1>Not Found</h1>');
-    const e = await failure(confluentRegistry(base).schemaById(1));
+    const e = await streamFailure(confluentRegistry(base).schemaById(1));
     expect(e.code).toBe('REGISTRY_UNAVAILABLE');
     expect(e.message).toMatch(/HTTP 404 — is the URL the Confluent API base/);
   });
 
   it('a 200 that is not a registry answer is REGISTRY_UNAVAILABLE', async () => {
     handler = (_req, res) => res.writeHead(200, { 'content-type': 'text/html' }).end('<html>login</html>');
-    expect((await failure(confluentRegistry(base).schemaById(1))).code).toBe('REGISTRY_UNAVAILABLE');
-    expect((await failure(confluentRegistry(base).register('s', '"int"'))).code).toBe('REGISTRY_UNAVAILABLE');
+    expect((await streamFailure(confluentRegistry(base).schemaById(1))).code).toBe('REGISTRY_UNAVAILABLE');
+    expect((await streamFailure(confluentRegistry(base).register('s', '"int"'))).code).toBe('REGISTRY_UNAVAILABLE');
   });
 
   it('a schema the registry refuses (409 incompatible, 422 invalid) is not retriable', async () => {
@@ -89,7 +81,7 @@ describe('confluentRegistry: failure mapping', () => {
       [422, 42201],
     ] as const) {
       handler = json(status, { error_code: code, message: 'Schema being registered is incompatible with an earlier schema' });
-      const e = await failure(confluentRegistry(base).register('clean-value', '"int"'));
+      const e = await streamFailure(confluentRegistry(base).register('clean-value', '"int"'));
       expect([e.code, e.retriable]).toEqual(['SCHEMA_UNKNOWN', false]);
       expect(e.message).toContain(`registering a schema under subject clean-value: refused (HTTP ${status}, error_code ${code}`);
     }
@@ -97,7 +89,7 @@ describe('confluentRegistry: failure mapping', () => {
 
   it('no answer within the timeout is REGISTRY_UNAVAILABLE', async () => {
     handler = () => undefined; // never answers
-    const e = await failure(confluentRegistry(base, { timeoutMs: 200 }).schemaById(1));
+    const e = await streamFailure(confluentRegistry(base, { timeoutMs: 200 }).schemaById(1));
     expect(e.code).toBe('REGISTRY_UNAVAILABLE');
     expect(e.message).toMatch(/no answer within 200 ms/);
   });
@@ -105,7 +97,7 @@ describe('confluentRegistry: failure mapping', () => {
   it('turns credentials in the URL into Basic authentication and keeps them out of messages', async () => {
     handler = json(503, { message: 'down' });
     const withCreds = base.replace('http://', 'http://veil:s%3Acret@');
-    const e = await failure(confluentRegistry(withCreds).schemaById(1));
+    const e = await streamFailure(confluentRegistry(withCreds).schemaById(1));
     expect(seen.at(-1)!.authorization).toBe(`Basic ${Buffer.from('veil:s:cret').toString('base64')}`);
     expect(e.message).not.toMatch(/cret|veil:/);
     expect(e.message).toContain(base);

@@ -4,10 +4,10 @@ import { chainFrom } from '../../../helpers/chain-from.ts';
 import { avscSchema } from '../../../../src/stream/serde/avro/avro-clean-schema.ts';
 import { avroSerde } from '../../../../src/stream/serde/avro/avro-serde.ts';
 import { avroType } from '../../../../src/stream/serde/avro/avro-types.ts';
-import { StreamError } from '../../../../src/stream/stream-error.ts';
 import { FakeRegistry } from '../fake-registry.ts';
 import { arrayOf, avroRecord, mapOf, nullable } from '../../../helpers/avro-schema.ts';
 import { confluentFrame } from '../../../helpers/confluent-frame.ts';
+import { streamFailure } from '../../../helpers/stream-failure.ts';
 
 const address = avroRecord('Address', { postcode: 'int', city: 'string' });
 const card = avroRecord('Card', { number: 'long', expiry: 'string' });
@@ -64,15 +64,6 @@ function protect(value: Record<string, unknown>) {
   if (v.nickname !== null) v.nickname = `tok(${v.nickname})`;
   if (v.address) v.address.postcode = `tok(${String(v.address.postcode)})`;
   for (const c of v.cards) c.number = `tok(${String(c.number)})`;
-}
-
-async function rejection(p: Promise<unknown>): Promise<StreamError> {
-  const e = await p.then(
-    () => undefined,
-    (err: unknown) => err,
-  );
-  expect(e).toBeInstanceOf(StreamError);
-  return e as StreamError;
 }
 
 describe('avroSerde', () => {
@@ -221,33 +212,33 @@ describe('avroSerde', () => {
     const good = wire(rawId, rawType, record());
 
     it('a buffer shorter than the header', async () => {
-      expect((await rejection(serde.decode(Buffer.from([0, 0, 0])))).code).toBe('RECORD_MALFORMED');
+      expect((await streamFailure(serde.decode(Buffer.from([0, 0, 0])))).code).toBe('RECORD_MALFORMED');
     });
     it('a wrong magic byte (JSON, say)', async () => {
-      const e = await rejection(serde.decode(Buffer.from('{"email":"ann@example.com"}')));
+      const e = await streamFailure(serde.decode(Buffer.from('{"email":"ann@example.com"}')));
       expect(e.code).toBe('RECORD_MALFORMED');
       expect(e.message).toMatch(/magic byte/);
       expect(e.message).not.toContain('ann');
     });
     it('bytes that do not decode with the schema: truncated, trailing data, a bad union index', async () => {
       for (const bytes of [good.subarray(0, good.length - 3), Buffer.concat([good, Buffer.from([7])]), Buffer.from([0, 0, 0, 0, rawId, 2, 2, 0x41, 30])]) {
-        const e = await rejection(serde.decode(bytes));
+        const e = await streamFailure(serde.decode(bytes));
         expect(e.code).toBe('RECORD_MALFORMED');
         expect(e.message).toBe(`the value does not decode with its schema ${rawId}`);
       }
     });
     it('an id the registry does not hold', async () => {
-      const e = await rejection(serde.decode(wire(9999, rawType, record())));
+      const e = await streamFailure(serde.decode(wire(9999, rawType, record())));
       expect(e.code).toBe('SCHEMA_UNKNOWN');
       expect(e.retriable).toBe(false);
     });
     it('a schema that is not Avro', async () => {
       const id = registry.add('syntax = "proto3"; message M { string email = 1; }', 'proto-value');
-      expect((await rejection(serde.decode(wire(id, rawType, record())))).message).toMatch(/not an Avro schema/);
+      expect((await streamFailure(serde.decode(wire(id, rawType, record())))).message).toMatch(/not an Avro schema/);
     });
     it('a schema whose shape contradicts a protected path, before anything is protected', async () => {
       const s = avroSerde({ registry, protectedPaths: ['email', 'address.city.first'] });
-      const e = await rejection(s.decode(good));
+      const e = await streamFailure(s.decode(good));
       expect(e.code).toBe('RECORD_MALFORMED');
       expect(e.message).toBe(`schema ${rawId} does not fit the pipeline's mapped paths: address.city.first: address.city is a string, not a record`);
     });
@@ -263,7 +254,7 @@ describe('avroSerde', () => {
       [['email', 'cards[].expMonth'], 'cards[].expMonth'],
     ] as const) {
       const serde = avroSerde({ registry, protectedPaths: paths });
-      const e = await rejection(serde.decode(bytes));
+      const e = await streamFailure(serde.decode(bytes));
       expect([e.code, e.path, e.schema, e.retriable]).toEqual(['SCHEMA_PATH_UNKNOWN', path, rawId, false]);
       expect(e.message).toContain(`schema ${rawId} has no field at the mapped path ${path}`);
       expect(e.message).not.toContain('ada');
@@ -271,7 +262,7 @@ describe('avroSerde', () => {
     // the registry is asked once per schema id, refused or not
     const serde = avroSerde({ registry, protectedPaths: ['phone'] });
     const calls = registry.calls.schemaById;
-    for (let i = 0; i < 3; i++) await rejection(serde.decode(bytes));
+    for (let i = 0; i < 3; i++) await streamFailure(serde.decode(bytes));
     expect(registry.calls.schemaById - calls).toBe(1);
   });
 
@@ -281,12 +272,12 @@ describe('avroSerde', () => {
     const serde = avroSerde({ registry, protectedPaths: PATHS });
     registry.down = true;
     const bytes = wire(rawId, rawType, record());
-    const e = await rejection(serde.decode(bytes));
+    const e = await streamFailure(serde.decode(bytes));
     expect([e.code, e.retriable]).toEqual(['REGISTRY_UNAVAILABLE', true]);
     registry.down = false;
     const decoded = await serde.decode(bytes);
     registry.down = true;
-    expect((await rejection(serde.encode(decoded, 'clean'))).code).toBe('REGISTRY_UNAVAILABLE');
+    expect((await streamFailure(serde.encode(decoded, 'clean'))).code).toBe('REGISTRY_UNAVAILABLE');
     registry.down = false;
     protect(decoded.value as Record<string, unknown>);
     expect((await serde.encode(decoded, 'clean'))[0]).toBe(0);
@@ -298,7 +289,7 @@ describe('avroSerde', () => {
     const decoded = await serde.decode(wire(registry.add(rawSchema), rawType, record()));
     protect(decoded.value as Record<string, unknown>);
     (decoded.value as { cards: { expiry: unknown }[] }).cards[1]!.expiry = 1229;
-    const e = await rejection(serde.encode(decoded, 'clean'));
+    const e = await streamFailure(serde.encode(decoded, 'clean'));
     expect(e.code).toBe('RECORD_MALFORMED');
     expect(e.message).toMatch(/at cards\.1\.expiry$/);
     expect(e.message).not.toContain('1229');
