@@ -58,3 +58,16 @@ export async function startMoto(): Promise<Moto> {
     },
   };
 }
+
+/** the environment that points a veil process's AWS KMS adapter at moto's key `keyId`, with moto's test credentials */
+export function awsKmsEnv(endpoint: string, keyId: string, ttlSeconds: number): Record<string, string> {
+  return {
+    AWS_ACCESS_KEY_ID: 'testing',
+    AWS_SECRET_ACCESS_KEY: 'testing',
+    VEIL_KMS: 'aws-kms',
+    VEIL_KMS_KEY_ID: keyId,
+    VEIL_KMS_REGION: 'eu-west-1',
+    VEIL_KMS_ENDPOINT: endpoint,
+    VEIL_KMS_TTL_SECONDS: String(ttlSeconds),
+  };
+}

@@ -70,3 +70,15 @@ export async function softHsmToken(tokenLabel = 'veil-test'): Promise<SoftHsm> {
     },
   };
 }
+
+/** the environment that points a veil process's PKCS#11 KEK adapter at this token's key `label` */
+export function pkcs11Env(hsm: SoftHsm, label: string): Record<string, string> {
+  return {
+    VEIL_KMS: 'pkcs11',
+    VEIL_PKCS11_MODULE: hsm.library,
+    VEIL_PKCS11_TOKEN: hsm.tokenLabel,
+    VEIL_PKCS11_PIN: hsm.pin,
+    VEIL_PKCS11_KEY_LABEL: label,
+    SOFTHSM2_CONF: process.env.SOFTHSM2_CONF!,
+  };
+}

@@ -8,11 +8,10 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { CreateKeyCommand, DescribeKeyCommand, KMSClient } from '@aws-sdk/client-kms';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startMoto, type Moto } from '../../helpers/moto.ts';
+import { awsKmsEnv, startMoto, type Moto } from '../../helpers/moto.ts';
 import { eventually, freePorts, ROOT } from '../../helpers/processes.ts';
-import { softHsmToken, type SoftHsm } from '../../helpers/softhsm.ts';
+import { pkcs11Env, softHsmToken, type SoftHsm } from '../../helpers/softhsm.ts';
 
-const CREDENTIALS = { AWS_ACCESS_KEY_ID: 'testing', AWS_SECRET_ACCESS_KEY: 'testing' };
 /** `veil <args>` as a process with these settings: its exit code and output. */
 async function veil(args: string[], env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
@@ -121,22 +120,8 @@ describe('veil serve with the KEK in a KMS (moto_server, SoftHSM2)', () => {
     if (dataDir) await rm(dataDir, { recursive: true, force: true });
   });
 
-  const hsmEnv = (label = 'veil-kek') => ({
-    VEIL_KMS: 'pkcs11',
-    VEIL_PKCS11_MODULE: hsm.library,
-    VEIL_PKCS11_TOKEN: hsm.tokenLabel,
-    VEIL_PKCS11_PIN: hsm.pin,
-    VEIL_PKCS11_KEY_LABEL: label,
-    SOFTHSM2_CONF: process.env.SOFTHSM2_CONF!,
-  });
-  const awsEnv = () => ({
-    ...CREDENTIALS,
-    VEIL_KMS: 'aws-kms',
-    VEIL_KMS_KEY_ID: keyId,
-    VEIL_KMS_REGION: 'eu-west-1',
-    VEIL_KMS_ENDPOINT: moto.endpoint,
-    VEIL_KMS_TTL_SECONDS: '4',
-  });
+  const hsmEnv = (label = 'veil-kek') => pkcs11Env(hsm, label);
+  const awsEnv = () => awsKmsEnv(moto.endpoint, keyId, 4);
   let protectedEmail = '';
 
   it('AWS KMS: keys wrapped by the KMS key (no master key anywhere); with the KMS unreachable it serves for the lifetime, then refuses with 503 KMS_UNAVAILABLE and red health, and recovers by itself', async () => {

@@ -8,7 +8,7 @@ import { promisify } from 'node:util';
 import { CreateKeyCommand, KMSClient } from '@aws-sdk/client-kms';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BROKERS, createTopics, kafkaClient, topicsFor } from '../../helpers/kafka.ts';
-import { startMoto, type Moto } from '../../helpers/moto.ts';
+import { awsKmsEnv, startMoto, type Moto } from '../../helpers/moto.ts';
 import { eventually, freePorts, ROOT, sigtermAndWait } from '../../helpers/processes.ts';
 import { samples } from '../../helpers/prometheus.ts';
 import { pipelineYaml } from '../../helpers/stream.ts';
@@ -69,13 +69,8 @@ describe('the KEK lost and back, said by stream protect and the unprotect respon
     await createTopics(kafka, [t.raw, t.clean, t.dlq, responder.requests, responder.replies, responder.refused], 1);
     env = {
       KAFKA_BROKERS: BROKERS.join(','),
-      AWS_ACCESS_KEY_ID: 'testing',
+      ...awsKmsEnv(moto.endpoint, keyId, TTL_S),
       AWS_SECRET_ACCESS_KEY: SECRET,
-      VEIL_KMS: 'aws-kms',
-      VEIL_KMS_KEY_ID: keyId,
-      VEIL_KMS_REGION: 'eu-west-1',
-      VEIL_KMS_ENDPOINT: moto.endpoint,
-      VEIL_KMS_TTL_SECONDS: String(TTL_S),
       VEIL_PROTECT_THREADS: '1',
     };
     await writeFile(

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BROKERS, createTopics, javaConsumeCommitted, kafkaClient, produce, topicsFor } from '../../helpers/kafka.ts';
-import { startMoto, type Moto } from '../../helpers/moto.ts';
+import { awsKmsEnv, startMoto, type Moto } from '../../helpers/moto.ts';
 import { freePorts, sigtermAndWait, spawnStream, waitFor } from '../../helpers/processes.ts';
 import { pipelineYaml } from '../../helpers/stream.ts';
 import { probeUntilRefused } from '../../helpers/lease-probe.ts';
@@ -67,13 +67,7 @@ describe('stream protect with the KEK in a KMS: fail closed, then catch up', () 
     const port = await freePorts(1);
     const env = {
       KAFKA_BROKERS: BROKERS.join(','),
-      AWS_ACCESS_KEY_ID: 'testing',
-      AWS_SECRET_ACCESS_KEY: 'testing',
-      VEIL_KMS: 'aws-kms',
-      VEIL_KMS_KEY_ID: keyId,
-      VEIL_KMS_REGION: 'eu-west-1',
-      VEIL_KMS_ENDPOINT: moto.endpoint,
-      VEIL_KMS_TTL_SECONDS: '4',
+      ...awsKmsEnv(moto.endpoint, keyId, 4),
       // one protection thread: the probes below show when its own lease lapsed
       VEIL_PROTECT_THREADS: '1',
     };

@@ -15,7 +15,7 @@ import { ensureSubjectKeys } from '../../../src/keystore/subject-key-wrapper.ts'
 import { openSubjectKeyStore, subjectStoreSettings, type SubjectKeyStore } from '../../../src/subjects/index.ts';
 import { BROKERS } from '../../helpers/kafka.ts';
 import { ROOT } from '../../helpers/processes.ts';
-import { softHsmToken, type SoftHsm } from '../../helpers/softhsm.ts';
+import { pkcs11Env, softHsmToken, type SoftHsm } from '../../helpers/softhsm.ts';
 import { cleanup, keyHex, tempDir } from '../../subjects/helpers.ts';
 import { copyTopic } from '../../subjects/kafka-helpers.ts';
 
@@ -30,14 +30,7 @@ let hsm: SoftHsm;
 let dataDir: string;
 let backupDir: string;
 
-const kekEnv = (label: string) => ({
-  VEIL_KMS: 'pkcs11',
-  VEIL_PKCS11_MODULE: hsm.library,
-  VEIL_PKCS11_TOKEN: hsm.tokenLabel,
-  VEIL_PKCS11_PIN: hsm.pin,
-  VEIL_PKCS11_KEY_LABEL: label,
-  SOFTHSM2_CONF: process.env.SOFTHSM2_CONF!,
-});
+const kekEnv = (label: string) => pkcs11Env(hsm, label);
 const storeEnv = (topic = TOPIC) => ({
   VEIL_SUBJECT_STORE: 'kafka',
   KAFKA_BROKERS: BROKERS.join(','),

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CreateKeyCommand, KMSClient } from '@aws-sdk/client-kms';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startMoto, type Moto } from '../../helpers/moto.ts';
+import { awsKmsEnv, startMoto, type Moto } from '../../helpers/moto.ts';
 import { startTestService, type TestService } from '../../helpers/http-service.ts';
 import { BROKERS, createTopics, kafkaClient } from '../../helpers/kafka.ts';
 import { personConfig, subjectCall } from '../../helpers/subject-config.ts';
@@ -103,15 +103,7 @@ describe('erasure under faults', () => {
   });
 
   it('the KMS paused while subjects are erased and protected at once: after each erasure returned nothing protects for it, its values answer SUBJECT_ERASED — then, after the KMS answers again, and after a restart', async () => {
-    const env = {
-      AWS_ACCESS_KEY_ID: 'testing',
-      AWS_SECRET_ACCESS_KEY: 'testing',
-      VEIL_KMS: 'aws-kms',
-      VEIL_KMS_KEY_ID: keyId,
-      VEIL_KMS_REGION: 'eu-west-1',
-      VEIL_KMS_ENDPOINT: moto.endpoint,
-      VEIL_KMS_TTL_SECONDS: '3',
-    };
+    const env = awsKmsEnv(moto.endpoint, keyId, 3);
     let svc = await startTestService({ configText: CONFIG, env });
     let token = await svc.token();
     const subjects = Array.from({ length: 12 }, (_, i) => `kms-${i}`);
