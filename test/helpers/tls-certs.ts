@@ -1,10 +1,12 @@
 import { execFile } from 'node:child_process';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 
 const run = promisify(execFile);
 const openssl = (args: string[], cwd: string) => run('openssl', args, { cwd, timeout: 60_000 });
+/** openssl req's arguments for a new, unencrypted P-256 key */
+const NEW_P256_KEY = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes'];
 
 /** PEM files made for one test run: a CA, the broker's certificate, clients' certificates (good, expired, from another CA). */
 export interface TestPki {
@@ -23,39 +25,28 @@ export interface TestPki {
   untrusted: { cert: string; key: string };
 }
 
+/** A self-signed P-256 certificate for `/CN=${cn}` and its unencrypted key (openssl req -x509), valid `days`, with the extensions `addext`. */
+async function selfSigned(cwd: string, files: { cert: string; key: string }, cn: string, days: number, addext: string[]): Promise<void> {
+  const extensions = addext.flatMap((e) => ['-addext', e]);
+  await openssl(['req', '-x509', ...NEW_P256_KEY, '-keyout', files.key, '-out', files.cert, '-days', String(days), '-subj', `/CN=${cn}`, ...extensions], cwd);
+}
+
 async function ca(dir: string, name: string): Promise<void> {
-  await openssl(
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:P-256',
-      '-nodes',
-      '-keyout',
-      `${name}.key`,
-      '-out',
-      `${name}.pem`,
-      '-days',
-      '2',
-      '-subj',
-      `/CN=${name}`,
-      '-addext',
-      'basicConstraints=critical,CA:TRUE',
-      '-addext',
-      'keyUsage=critical,keyCertSign,cRLSign',
-    ],
-    dir,
-  );
+  await selfSigned(dir, { cert: `${name}.pem`, key: `${name}.key` }, name, 2, ['basicConstraints=critical,CA:TRUE', 'keyUsage=critical,keyCertSign,cRLSign']);
+}
+
+/**
+ * A self-signed certificate for a server on 127.0.0.1 (CN=127.0.0.1, valid one day, the given
+ * subjectAltName), written to `files.cert` and `files.key` (absolute paths); clients trust the
+ * certificate itself.
+ */
+export async function selfSignedServerCert(files: { cert: string; key: string }, subjectAltName: string): Promise<void> {
+  await selfSigned(dirname(files.cert), files, '127.0.0.1', 1, [`subjectAltName=${subjectAltName}`]);
 }
 
 /** A certificate for `cn` signed by `issuer`, valid two days from now, or (`expired`) from three days ago to yesterday: openssl ca takes explicit dates, x509 -req only a length. */
 async function leaf(dir: string, cn: string, issuer: string, options: { server?: boolean; expired?: boolean } = {}): Promise<{ cert: string; key: string }> {
-  await openssl(
-    ['req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', `${cn}.key`, '-out', `${cn}.csr`, '-subj', `/CN=${cn}`],
-    dir,
-  );
+  await openssl(['req', ...NEW_P256_KEY, '-keyout', `${cn}.key`, '-out', `${cn}.csr`, '-subj', `/CN=${cn}`], dir);
   const ext = options.server
     ? 'basicConstraints=CA:FALSE\nkeyUsage=digitalSignature\nextendedKeyUsage=serverAuth,clientAuth\nsubjectAltName=IP:127.0.0.1,DNS:localhost\n'
     : 'basicConstraints=CA:FALSE\nkeyUsage=digitalSignature\nextendedKeyUsage=clientAuth\n';

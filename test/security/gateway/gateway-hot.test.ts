@@ -21,6 +21,7 @@ import {
 } from '../../helpers/gateway-security.ts';
 import { writeFile } from 'node:fs/promises';
 import { CARD, customers, EMAIL, gatewaySection, route, SEC } from '../../helpers/gateway-routes.ts';
+import { selfSignedServerCert } from '../../helpers/tls-certs.ts';
 
 const ROUTES = gatewaySection([customers(EMAIL, CARD), route('reveal', 'POST', '/reveal', { response: [EMAIL] }), SEC], 'limits: { streamTimeoutMs: 700 }');
 
@@ -112,29 +113,7 @@ describe('veil gateway: hot configuration and keys, stream deadline, TLS', () =>
   it('serves HTTPS with gateway.tls and tells the upstream proto=https', async () => {
     const cert = join(f.dataDir, 'gw-cert.pem');
     const key = join(f.dataDir, 'gw-key.pem');
-    execFileSync(
-      'openssl',
-      [
-        'req',
-        '-x509',
-        '-newkey',
-        'ec',
-        '-pkeyopt',
-        'ec_paramgen_curve:P-256',
-        '-nodes',
-        '-keyout',
-        key,
-        '-out',
-        cert,
-        '-days',
-        '1',
-        '-subj',
-        '/CN=127.0.0.1',
-        '-addext',
-        'subjectAltName=IP:127.0.0.1',
-      ],
-      { stdio: 'ignore' },
-    );
+    await selfSignedServerCert({ cert, key }, 'IP:127.0.0.1');
     const file = join(f.dataDir, 'gateway-tls.yaml');
     await writeFile(file, await configText(f.upstreamUrl, `  tls: { certFile: ${cert}, keyFile: ${key} }\n${ROUTES}`));
     const g = await startGatewayProcess(file, f.dataDir, { GATEWAY_SCHEME: 'https' });

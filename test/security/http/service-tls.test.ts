@@ -2,15 +2,14 @@
 // Origin check must accept the browser; a client that merely claims https must get neither.
 // `veil serve` as a process: with service.tls (a self-signed certificate made here by openssl,
 // signed in with Chromium), and with service.trustProxy.
-import { execFile } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchChromium, signInAs } from '../../helpers/browser.ts';
 import { portalConfigText } from '../../helpers/portal-client.ts';
+import { selfSignedServerCert } from '../../helpers/tls-certs.ts';
 import { startVeilServe, type VeilProcess } from '../../helpers/veil-process.ts';
 
 let dir: string;
@@ -20,25 +19,7 @@ const signInForm = new URLSearchParams({ kind: 'client', client_id: 'viewer', cl
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'veil-tls-'));
-  await promisify(execFile)('openssl', [
-    'req',
-    '-x509',
-    '-newkey',
-    'ec',
-    '-pkeyopt',
-    'ec_paramgen_curve:P-256',
-    '-nodes',
-    '-days',
-    '1',
-    '-subj',
-    '/CN=127.0.0.1',
-    '-addext',
-    'subjectAltName=IP:127.0.0.1,DNS:localhost',
-    '-keyout',
-    join(dir, 'key.pem'),
-    '-out',
-    join(dir, 'cert.pem'),
-  ]);
+  await selfSignedServerCert({ cert: join(dir, 'cert.pem'), key: join(dir, 'key.pem') }, 'IP:127.0.0.1,DNS:localhost');
   browser = await launchChromium();
 }, 60_000);
 afterAll(async () => {
