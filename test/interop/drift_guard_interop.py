@@ -20,12 +20,14 @@ import os
 import subprocess
 import sys
 
-from confluent_kafka import Producer
 from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroSerializer
 from confluent_kafka.schema_registry.json_schema import JSONSerializer
 from confluent_kafka.schema_registry.protobuf import ProtobufSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from plain_producer import produce_all  # noqa: E402
 
 AVRO = json.dumps({
     "type": "record", "name": "Customer", "namespace": "drift",
@@ -153,7 +155,6 @@ def pb_message(cls, value):
 def produce(fmt, bootstrap, registry_url, topic, directory, per_case):
     registry = SchemaRegistryClient({"url": registry_url})
     ctx = SerializationContext(topic, MessageField.VALUE)
-    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all"})
     cases = [c for c in CASES if not (fmt == "json-schema" and c == "bytes")]
     if fmt == "avro":
         serializer = AvroSerializer(registry, AVRO, conf={"auto.register.schemas": True})
@@ -169,21 +170,21 @@ def produce(fmt, bootstrap, registry_url, topic, directory, per_case):
         newer = ProtobufSerializer(new, registry, {"use.deprecated.format": False, "auto.register.schemas": False, "use.latest.version": True})
         encode = lambda v: (newer if "backup_email" in v else serializer)(pb_message(new if "backup_email" in v else old, v), ctx)  # noqa: E731
         cases = cases + ["unknown"]
-    for k, case in enumerate(cases):
-        for n in range(per_case):
-            i = k * 1000 + n
-            value, personal = base(i)
-            if case == "unknown":
-                extra, more = {"backup_email": f"backup.{i}@example.com"}, [f"backup.{i}@example.com"]
-            else:
-                extra, more = case_values(case, i)
-            value.update(extra)
-            producer.produce(topic, key=value["email"].encode(), value=encode(value), headers=[("rid", str(i).encode())])
-            producer.poll(0)
-            print(json.dumps({"id": i, "case": case, "personal": personal + more}))
-    left = producer.flush(30)
-    if left:
-        raise SystemExit(f"{left} records not delivered")
+
+    def records():
+        for k, case in enumerate(cases):
+            for n in range(per_case):
+                i = k * 1000 + n
+                value, personal = base(i)
+                if case == "unknown":
+                    extra, more = {"backup_email": f"backup.{i}@example.com"}, [f"backup.{i}@example.com"]
+                else:
+                    extra, more = case_values(case, i)
+                value.update(extra)
+                yield value["email"].encode(), encode(value), [("rid", str(i).encode())]
+                print(json.dumps({"id": i, "case": case, "personal": personal + more}))
+
+    produce_all(bootstrap, topic, records())
 
 
 if __name__ == "__main__":

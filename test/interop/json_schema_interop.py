@@ -14,13 +14,13 @@ import json
 import os
 import sys
 
-from confluent_kafka import Producer
 from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.json_schema import JSONDeserializer, JSONSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from committed_reader import read_committed  # noqa: E402
+from plain_producer import produce_all  # noqa: E402
 
 
 def customer(i):
@@ -35,18 +35,9 @@ def customer(i):
 def produce(bootstrap, registry_url, topic, count, schema_str):
     registry = SchemaRegistryClient({"url": registry_url})
     serializer = JSONSerializer(schema_str, registry, conf={"auto.register.schemas": True})
-    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all"})
     ctx = SerializationContext(topic, MessageField.VALUE)
-    schema_id = None
-    for i in range(count):
-        value = serializer(customer(i), ctx)
-        schema_id = int.from_bytes(value[1:5], "big")
-        producer.produce(topic, key=customer(i)["email"].encode(), value=value)
-        producer.poll(0)
-    left = producer.flush(30)
-    if left:
-        raise SystemExit(f"{left} records not delivered")
-    print(json.dumps({"schema_id": schema_id}))
+    records = ((customer(i)["email"].encode(), serializer(customer(i), ctx), None) for i in range(count))
+    print(json.dumps({"schema_id": produce_all(bootstrap, topic, records)}))
 
 
 def consume(bootstrap, registry_url, topic, count, timeout_s):

@@ -19,7 +19,6 @@ import json
 import os
 import sys
 
-from confluent_kafka import Producer
 from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
 from confluent_kafka.schema_registry.json_schema import JSONDeserializer, JSONSerializer
@@ -27,6 +26,7 @@ from confluent_kafka.serialization import MessageField, SerializationContext
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from committed_reader import read_committed  # noqa: E402
+from plain_producer import produce_all  # noqa: E402
 
 U64_MAX = 2**64 - 1
 I64_MAX = 2**63 - 1
@@ -67,18 +67,9 @@ def produce(fmt, bootstrap, registry_url, topic, count, schema_str):
         serializer, record = JSONSerializer(schema_str, registry, conf={"auto.register.schemas": True}), account
     else:
         serializer, record = AvroSerializer(registry, schema_str, conf={"auto.register.schemas": True}), avro_account
-    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all"})
     ctx = SerializationContext(topic, MessageField.VALUE)
-    schema_id = None
-    for i in range(count):
-        value = serializer(record(i), ctx)
-        schema_id = int.from_bytes(value[1:5], "big")
-        producer.produce(topic, key=record(i)["email"].encode(), value=value)
-        producer.poll(0)
-    left = producer.flush(30)
-    if left:
-        raise SystemExit(f"{left} records not delivered")
-    print(json.dumps({"schema_id": schema_id}))
+    records = ((record(i)["email"].encode(), serializer(record(i), ctx), None) for i in range(count))
+    print(json.dumps({"schema_id": produce_all(bootstrap, topic, records)}))
 
 
 def consume(fmt, bootstrap, registry_url, topic, count, timeout_s):

@@ -29,13 +29,13 @@ from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from google.protobuf.json_format import MessageToDict
 from google.protobuf.unknown_fields import UnknownFieldSet
 
-from confluent_kafka import Producer
 from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer, ProtobufSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from committed_reader import read_committed  # noqa: E402
+from plain_producer import produce_all  # noqa: E402
 
 UNKNOWN_FIELD = b"\x98\x06\x2a"  # field 99, varint 42
 
@@ -67,22 +67,18 @@ def produce(bootstrap, registry_url, topic, proto_file, message, first, count, u
     module = compile_proto(proto_file)
     registry = SchemaRegistryClient({"url": registry_url})
     serializer = ProtobufSerializer(getattr(module, message), registry, {"use.deprecated.format": False, "auto.register.schemas": True})
-    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all"})
     ctx = SerializationContext(topic, MessageField.VALUE)
-    schema_id = None
-    for i in range(first, first + count):
-        m = customer(module, message, i)
-        value = serializer(m, ctx)
-        if unknown_every and i % unknown_every == 0:
-            value += UNKNOWN_FIELD
-        schema_id = int.from_bytes(value[1:5], "big")
-        producer.produce(topic, key=m.email.encode(), value=value)
-        producer.poll(0)
-        print(json.dumps({"id": i, "bytes": value.hex()}))
-    left = producer.flush(30)
-    if left:
-        raise SystemExit(f"{left} records not delivered")
-    print(json.dumps({"schema_id": schema_id}))
+
+    def records():
+        for i in range(first, first + count):
+            m = customer(module, message, i)
+            value = serializer(m, ctx)
+            if unknown_every and i % unknown_every == 0:
+                value += UNKNOWN_FIELD
+            print(json.dumps({"id": i, "bytes": value.hex()}))
+            yield m.email.encode(), value, None
+
+    print(json.dumps({"schema_id": produce_all(bootstrap, topic, records())}))
 
 
 class Classes:
