@@ -1,12 +1,9 @@
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MemoryAuditSink } from '../../helpers/memory-audit-sink.ts';
-import { openResponders, type Responders } from '../../../src/app/open-responders.ts';
-import { openKafkaPort, plainConnection, streamClient } from '../../../src/kafka/index.ts';
-import type { KafkaPort } from '../../../src/kafka/index.ts';
-import { UnprotectClient, type UnprotectReply } from '../../../src/stream/unprotect/index.ts';
-import { BROKERS, createTopics, kafkaClient, topicsFor } from '../../helpers/kafka.ts';
-import { MASTER_KEY_HEX, startTestService, type TestService } from '../../helpers/http-service.ts';
+import type { UnprotectReply } from '../../../src/stream/unprotect/index.ts';
+import { createTopics, kafkaClient, topicsFor } from '../../helpers/kafka.ts';
+import { startTestService, type TestService } from '../../helpers/http-service.ts';
+import { startUnprotectResponders, type UnprotectResponders } from '../../helpers/unprotect-responders.ts';
 import { deskResponderYaml } from '../../http/support.ts';
 import { personConfig, subjectCall } from '../../helpers/subject-config.ts';
 
@@ -24,33 +21,18 @@ describe('unprotect on demand over Kafka for data subjects (real broker)', () =>
   const t = topicsFor('unprotect-subjects');
   const [requests, replies] = [`${t.raw}.requests`, `${t.raw}.replies`];
   const audit = new MemoryAuditSink();
-  let port: KafkaPort;
   let http: TestService;
-  let responders: Responders;
-  let client: UnprotectClient;
+  let bed: UnprotectResponders;
   let token: string;
 
   beforeAll(async () => {
-    port = await openKafkaPort(streamClient('kafkajs'), { connection: plainConnection(BROKERS), clientId: 'unprotect-subjects-test' });
     await createTopics(kafkaClient(), [requests, replies, t.dlq], 1);
     http = await startTestService({ configText: `${CONFIG}\n${await deskResponderYaml({ requests, replies, dlq: t.dlq, groupId: `veil-test-${t.id}` })}` });
     token = await http.token('desk-agent', 'desk-agent-secret-0123456789');
-    responders = await openResponders({
-      configFile: join(http.dataDir, 'config.yaml'),
-      dataDir: http.dataDir,
-      env: { VEIL_MASTER_KEY: MASTER_KEY_HEX, VEIL_BASE_URL: 'http://veil.test', VEIL_LOG_LEVEL: 'error' },
-      now: () => new Date(),
-      brokers: BROKERS,
-      development: false,
-      audit,
-    });
-    await responders.start();
-    client = await UnprotectClient.connect({ kafka: port, requestTopic: requests, replyTopic: replies });
+    bed = await startUnprotectResponders({ dataDir: http.dataDir, requests, replies, audit, client: 'kafkajs', clientId: 'unprotect-subjects-test' });
   }, 120_000);
   afterAll(async () => {
-    await client?.close();
-    await responders?.stop();
-    await port?.disconnect();
+    await bed?.close();
     await http?.close();
   });
 
@@ -64,10 +46,10 @@ describe('unprotect on demand over Kafka for data subjects (real broker)', () =>
       body: JSON.stringify(call('Protect', 'cust-kafka-1', 'kafka.person@example.com')),
     });
     const protectedEmail = ((await protect.json()) as { responses: { instances: { value: string }[] }[] }).responses[0]!.instances[0]!.value;
-    expect(valueOf(await client.request(call('Unprotect', 'cust-kafka-1', protectedEmail), { token }))).toBe('kafka.person@example.com');
-    expect(errorOf(await client.request(call('Unprotect', undefined, protectedEmail), { token })).code).toBe('SUBJECT_REQUIRED');
+    expect(valueOf(await bed.client.request(call('Unprotect', 'cust-kafka-1', protectedEmail), { token }))).toBe('kafka.person@example.com');
+    expect(errorOf(await bed.client.request(call('Unprotect', undefined, protectedEmail), { token })).code).toBe('SUBJECT_REQUIRED');
     await http.service.subjects.erase('cust-kafka-1', { by: 'test', reason: 'Art. 17 request' });
-    const erased = await client.request(call('Unprotect', 'cust-kafka-1', protectedEmail), { token });
+    const erased = await bed.client.request(call('Unprotect', 'cust-kafka-1', protectedEmail), { token });
     expect(errorOf(erased)).toMatchObject({
       code: 'SUBJECT_ERASED',
       status: 422,

@@ -4,14 +4,13 @@ import { tmpdir } from 'node:os';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MemoryAuditSink } from '../../helpers/memory-audit-sink.ts';
-import { openResponders, type Responders } from '../../../src/app/open-responders.ts';
-import { openKafkaPort, plainConnection, streamClient } from '../../../src/kafka/index.ts';
-import type { KafkaPort } from '../../../src/kafka/index.ts';
 import { streamClients } from '../../helpers/stream-clients.ts';
 import { UnprotectClient, type UnprotectReply } from '../../../src/stream/unprotect/index.ts';
 import { BROKERS, consume, createTopics, kafkaClient, produce, topicsFor } from '../../helpers/kafka.ts';
-import { MASTER_KEY_HEX, startTestService, type TestService } from '../../helpers/http-service.ts';
-import { body, deskResponderYaml, exampleWith, transform } from '../../http/support.ts';
+import { startTestService, type TestService } from '../../helpers/http-service.ts';
+import { startUnprotectResponders, type UnprotectResponders } from '../../helpers/unprotect-responders.ts';
+import { deskResponderYaml, exampleWith, transform } from '../../http/support.ts';
+import { transformRequest } from '../../helpers/engine-fixture.ts';
 import { freePorts } from '../../helpers/processes.ts';
 
 describe.each(streamClients())('unprotect on demand over Kafka on %s (real broker)', (clientName) => {
@@ -20,70 +19,51 @@ describe.each(streamClients())('unprotect on demand over Kafka on %s (real broke
   const replies = `${t.raw}.replies`;
   const other = `${t.raw}.other`;
   const kafka = kafkaClient();
-  let port: KafkaPort;
   const clock = { now: new Date() };
   const audit = new MemoryAuditSink();
   let dataDir: string;
   let http: TestService;
-  let responders: Responders;
-  let client: UnprotectClient;
+  let bed: UnprotectResponders;
   let supportToken: string;
   let protectedEmail: string;
   let protectedCard: string;
 
-  const open = () =>
-    openResponders({
-      configFile: join(dataDir, 'config.yaml'),
-      dataDir,
-      env: { VEIL_MASTER_KEY: MASTER_KEY_HEX, VEIL_BASE_URL: 'http://veil.test', VEIL_LOG_LEVEL: 'error', VEIL_STREAM_CLIENT: clientName },
-      now: () => clock.now,
-      brokers: BROKERS,
-      development: false,
-      audit,
-    });
-  const unprotect = (property: string, value: string, role = 'support') => body({ roles: [role], action: 'Unprotect', instances: [[property, value]] });
+  const unprotect = (property: string, value: string, role = 'support') => transformRequest(role, 'Unprotect', [property, value]);
+  /** `instances` protected by fraud over POST /transform: their protected values, in order */
+  const protect = async (...instances: [string, string][]) => {
+    const res = await transform(http, await http.token(), transformRequest('fraud', 'Protect', ...instances));
+    return (res.json as { responses: { instances: { value: string }[] }[] }).responses[0]!.instances.map((i) => i.value);
+  };
   const valueOf = (r: UnprotectReply) => (r.body as { responses: { instances: { value: string }[] }[] }).responses[0]!.instances[0]!.value;
   const codeOf = (r: UnprotectReply) => (r.body as { error: { code: string } }).error.code;
 
   beforeAll(async () => {
-    port = await openKafkaPort(streamClient(clientName), { connection: plainConnection(BROKERS), clientId: 'unprotect-test' });
     dataDir = await mkdtemp(join(tmpdir(), 'veil-unprotect-'));
     await createTopics(kafka, [requests, replies, other, t.dlq], 2);
     const extra = await deskResponderYaml({ requests, replies, dlq: t.dlq, groupId: `veil-test-${t.id}` });
     http = await startTestService({ configText: exampleWith(extra), dataDir });
     supportToken = await http.token('desk-agent', 'desk-agent-secret-0123456789');
-    const fraudToken = await http.token();
-    const res = await transform(
-      http,
-      fraudToken,
-      body({
-        roles: ['fraud'],
-        action: 'Protect',
-        instances: [
-          ['email', 'kafka.person@example.com'],
-          ['cardNumber', '4111-1111-1111-1111'],
-        ],
-      }),
-    );
-    [protectedEmail, protectedCard] = (res.json as { responses: { instances: { value: string }[] }[] }).responses[0]!.instances.map((i) => i.value) as [
-      string,
-      string,
-    ];
-    responders = await open();
-    await responders.start();
-    client = await UnprotectClient.connect({ kafka: port, requestTopic: requests, replyTopic: replies });
+    [protectedEmail, protectedCard] = (await protect(['email', 'kafka.person@example.com'], ['cardNumber', '4111-1111-1111-1111'])) as [string, string];
+    bed = await startUnprotectResponders({
+      dataDir,
+      requests,
+      replies,
+      audit,
+      client: clientName,
+      clientId: 'unprotect-test',
+      respondersClient: clientName,
+      now: () => clock.now,
+    });
   }, 120_000);
   afterAll(async () => {
-    await client?.close();
-    await responders?.stop();
-    await port?.disconnect();
+    await bed?.close();
     await http?.close();
     await rm(dataDir, { recursive: true, force: true });
   });
 
   it('serves /healthz (with the running version), /readyz and /metrics on its ops port, for probes and a ServiceMonitor', async () => {
     const opsPort = await freePorts(1);
-    const server = await responders.listen(opsPort, '127.0.0.1');
+    const server = await bed.responders.listen(opsPort, '127.0.0.1');
     try {
       const get = async (path: string) => {
         const res = await fetch(`http://127.0.0.1:${opsPort}${path}`);
@@ -100,7 +80,7 @@ describe.each(streamClients())('unprotect on demand over Kafka on %s (real broke
   });
 
   it('answers an authorized unprotect with the transform response, and audits it without values', async () => {
-    const reply = await client.request(unprotect('email', protectedEmail), { token: supportToken });
+    const reply = await bed.client.request(unprotect('email', protectedEmail), { token: supportToken });
     expect(reply.status).toBe(200);
     expect(valueOf(reply)).toBe('kafka.person@example.com');
     const event = audit.events.find((e) => e.channel === 'kafka' && e.outcome === 'ok')!;
@@ -109,24 +89,24 @@ describe.each(streamClients())('unprotect on demand over Kafka on %s (real broke
   });
 
   it('refuses what the role may not do, and a role the token does not carry, with the HTTP codes', async () => {
-    const card = await client.request(unprotect('cardNumber', protectedCard), { token: supportToken });
+    const card = await bed.client.request(unprotect('cardNumber', protectedCard), { token: supportToken });
     expect([card.status, codeOf(card)]).toEqual([403, 'ACTION_NOT_GRANTED']);
     expect(JSON.stringify(card.body)).not.toContain('4111-1111-1111-1111');
-    const claimed = await client.request(unprotect('cardNumber', protectedCard, 'fraud'), { token: supportToken });
+    const claimed = await bed.client.request(unprotect('cardNumber', protectedCard, 'fraud'), { token: supportToken });
     expect([claimed.status, codeOf(claimed)]).toEqual([403, 'ROLE_NOT_HELD']);
   });
 
   it('refuses invalid and expired tokens, malformed bodies and late requests', async () => {
-    const invalid = await client.request(unprotect('email', protectedEmail), { token: 'not.a.token' });
+    const invalid = await bed.client.request(unprotect('email', protectedEmail), { token: 'not.a.token' });
     expect([invalid.status, codeOf(invalid)]).toEqual([401, 'TOKEN_INVALID']);
-    const bad = await client.request({ nonsense: true } as never, { token: supportToken });
+    const bad = await bed.client.request({ nonsense: true } as never, { token: supportToken });
     expect([bad.status, codeOf(bad)]).toEqual([400, 'REQUEST_MALFORMED']);
-    const late = await client.request(unprotect('email', protectedEmail), { token: supportToken, deadline: new Date(clock.now.getTime() - 1) });
+    const late = await bed.client.request(unprotect('email', protectedEmail), { token: supportToken, deadline: new Date(clock.now.getTime() - 1) });
     expect([late.status, codeOf(late)]).toEqual([504, 'DEADLINE_EXCEEDED']);
     const fresh = await http.token('desk-agent', 'desk-agent-secret-0123456789');
     clock.now = new Date(clock.now.getTime() + 2 * 3600_000);
     try {
-      const expired = await client.request(unprotect('email', protectedEmail), { token: fresh });
+      const expired = await bed.client.request(unprotect('email', protectedEmail), { token: fresh });
       expect([expired.status, codeOf(expired)]).toEqual([401, 'TOKEN_EXPIRED']);
     } finally {
       clock.now = new Date(clock.now.getTime() - 2 * 3600_000);
@@ -150,15 +130,11 @@ describe.each(streamClients())('unprotect on demand over Kafka on %s (real broke
   }, 60_000);
 
   it('keeps the replies of many concurrent requesters apart', async () => {
-    const clients = await Promise.all(Array.from({ length: 4 }, () => UnprotectClient.connect({ kafka: port, requestTopic: requests, replyTopic: replies })));
-    const fraudToken = await http.token();
-    const values = Array.from({ length: 64 }, (_, i) => `concurrent.${i}@example.com`);
-    const res = await transform(
-      http,
-      fraudToken,
-      body({ roles: ['fraud'], action: 'Protect', instances: values.map((v) => ['email', v] as [string, string]) }),
+    const clients = await Promise.all(
+      Array.from({ length: 4 }, () => UnprotectClient.connect({ kafka: bed.port, requestTopic: requests, replyTopic: replies })),
     );
-    const protectedValues = (res.json as { responses: { instances: { value: string }[] }[] }).responses[0]!.instances.map((i) => i.value);
+    const values = Array.from({ length: 64 }, (_, i) => `concurrent.${i}@example.com`);
+    const protectedValues = await protect(...values.map((v) => ['email', v] as [string, string]));
     const answers = await Promise.all(protectedValues.map((p, i) => clients[i % 4]!.request(unprotect('email', p), { token: supportToken })));
     expect(answers.map(valueOf)).toEqual(values);
     await Promise.all(clients.map((c) => c.close()));
@@ -190,21 +166,13 @@ describe.each(streamClients())('unprotect on demand over Kafka on %s (real broke
   }, 60_000);
 
   it('loses no request when the responder restarts mid-load', async () => {
-    const fraudToken = await http.token();
     const values = Array.from({ length: 40 }, (_, i) => `restart.${i}@example.com`);
-    const res = await transform(
-      http,
-      fraudToken,
-      body({ roles: ['fraud'], action: 'Protect', instances: values.map((v) => ['email', v] as [string, string]) }),
-    );
-    const protectedValues = (res.json as { responses: { instances: { value: string }[] }[] }).responses[0]!.instances.map((i) => i.value);
+    const protectedValues = await protect(...values.map((v) => ['email', v] as [string, string]));
     const pending = protectedValues.map((p, i) =>
-      new Promise((r) => setTimeout(r, i * 20)).then(() => client.request(unprotect('email', p), { token: supportToken, timeoutMs: 60_000 })),
+      new Promise((r) => setTimeout(r, i * 20)).then(() => bed.client.request(unprotect('email', p), { token: supportToken, timeoutMs: 60_000 })),
     );
     await new Promise((r) => setTimeout(r, 300));
-    await responders.stop();
-    responders = await open();
-    await responders.start();
+    await bed.restart();
     const answers = await Promise.all(pending);
     expect(answers.map(valueOf)).toEqual(values);
   }, 120_000);
