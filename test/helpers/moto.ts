@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
+import { CreateKeyCommand, KMSClient } from '@aws-sdk/client-kms';
 import { pythonVenv } from './python-venv.ts';
 
 /** moto's server, pinned: the AWS KMS API on 127.0.0.1 for the AWS KMS adapter's tests. */
@@ -59,8 +60,21 @@ export async function startMoto(): Promise<Moto> {
   };
 }
 
-/** the environment that points a veil process's AWS KMS adapter at moto's key `keyId`, with moto's test credentials */
-export function awsKmsEnv(endpoint: string, keyId: string, ttlSeconds: number): Record<string, string> {
+/** A new key in moto's AWS KMS (region eu-west-1, moto's test credentials): its id. */
+export async function createKmsKey(endpoint: string): Promise<string> {
+  const admin = new KMSClient({ region: 'eu-west-1', endpoint, credentials: { accessKeyId: 'testing', secretAccessKey: 'testing' } });
+  try {
+    return (await admin.send(new CreateKeyCommand({}))).KeyMetadata!.KeyId!;
+  } finally {
+    admin.destroy();
+  }
+}
+
+/**
+ * the environment that points a veil process's AWS KMS adapter at moto's key `keyId`, with moto's
+ * test credentials; without `ttlSeconds`, the adapter's default time to live
+ */
+export function awsKmsEnv(endpoint: string, keyId: string, ttlSeconds?: number): Record<string, string> {
   return {
     AWS_ACCESS_KEY_ID: 'testing',
     AWS_SECRET_ACCESS_KEY: 'testing',
@@ -68,6 +82,6 @@ export function awsKmsEnv(endpoint: string, keyId: string, ttlSeconds: number): 
     VEIL_KMS_KEY_ID: keyId,
     VEIL_KMS_REGION: 'eu-west-1',
     VEIL_KMS_ENDPOINT: endpoint,
-    VEIL_KMS_TTL_SECONDS: String(ttlSeconds),
+    ...(ttlSeconds === undefined ? {} : { VEIL_KMS_TTL_SECONDS: String(ttlSeconds) }),
   };
 }

@@ -4,10 +4,9 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { CreateKeyCommand, KMSClient } from '@aws-sdk/client-kms';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BROKERS } from '../../helpers/kafka.ts';
-import { startMoto, type Moto } from '../../helpers/moto.ts';
+import { awsKmsEnv, createKmsKey, startMoto, type Moto } from '../../helpers/moto.ts';
 import { eventually, freePorts, ROOT } from '../../helpers/processes.ts';
 
 const exec = promisify(execFile);
@@ -87,19 +86,11 @@ describe('many hosts, one truth: processes sharing the Kafka control store and a
 
   beforeAll(async () => {
     moto = await startMoto();
-    const admin = new KMSClient({ region: 'eu-west-1', endpoint: moto.endpoint, credentials: { accessKeyId: 'testing', secretAccessKey: 'testing' } });
-    const keyId = (await admin.send(new CreateKeyCommand({}))).KeyMetadata!.KeyId!;
-    admin.destroy();
     env = {
       VEIL_CONTROL_STORE: 'kafka',
       VEIL_CONTROL_TOPIC: `veil.control.procs.${randomBytes(4).toString('hex')}`,
       KAFKA_BROKERS: BROKERS.join(','),
-      VEIL_KMS: 'aws-kms',
-      VEIL_KMS_KEY_ID: keyId,
-      VEIL_KMS_REGION: 'eu-west-1',
-      VEIL_KMS_ENDPOINT: moto.endpoint,
-      AWS_ACCESS_KEY_ID: 'testing',
-      AWS_SECRET_ACCESS_KEY: 'testing',
+      ...awsKmsEnv(moto.endpoint, await createKmsKey(moto.endpoint)),
     };
     for (let i = 0; i < 3; i++) dirs.push(await mkdtemp(join(tmpdir(), `veil-host${i}-`)));
     cliDir = dirs[2]!;

@@ -3,10 +3,9 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CreateKeyCommand, KMSClient } from '@aws-sdk/client-kms';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BROKERS, createTopics, javaConsumeCommitted, kafkaClient, produce, topicsFor } from '../../helpers/kafka.ts';
-import { startMoto, type Moto } from '../../helpers/moto.ts';
+import { awsKmsEnv, createKmsKey, startMoto, type Moto } from '../../helpers/moto.ts';
 import { reviewedHash, signIn } from '../../helpers/portal-client.ts';
 import { hashClientSecret } from '../../../src/identity/client-secret.ts';
 import { eventually, freePorts, ROOT } from '../../helpers/processes.ts';
@@ -89,9 +88,7 @@ describe('serve, gateway and stream protect sharing the control store and a KMS'
 
   beforeAll(async () => {
     moto = await startMoto();
-    const admin = new KMSClient({ region: 'eu-west-1', endpoint: moto.endpoint, credentials: { accessKeyId: 'testing', secretAccessKey: 'testing' } });
-    const keyId = (await admin.send(new CreateKeyCommand({}))).KeyMetadata!.KeyId!;
-    admin.destroy();
+    const keyId = await createKmsKey(moto.endpoint);
     const first = await freePorts(4);
     Object.assign(ports, { upstream: first, serve: first + 1, gateway: first + 2, stream: first + 3 });
     for (let i = 0; i < 4; i++) dirs.push(await mkdtemp(join(tmpdir(), `veil-three-${i}-`)));
@@ -117,13 +114,7 @@ ${topicsPipelineYaml('customers', t, '    unmapped: pass                 # as th
       VEIL_CONTROL_STORE: 'kafka',
       VEIL_CONTROL_TOPIC: `veil.control.three.${randomBytes(4).toString('hex')}`,
       KAFKA_BROKERS: BROKERS.join(','),
-      VEIL_KMS: 'aws-kms',
-      VEIL_KMS_KEY_ID: keyId,
-      VEIL_KMS_REGION: 'eu-west-1',
-      VEIL_KMS_ENDPOINT: moto.endpoint,
-      AWS_ACCESS_KEY_ID: 'testing',
-      AWS_SECRET_ACCESS_KEY: 'testing',
-      VEIL_KMS_TTL_SECONDS: '4',
+      ...awsKmsEnv(moto.endpoint, keyId, 4),
       VEIL_BASE_URL: `http://127.0.0.1:${ports.serve}`,
     };
     const app = spawn(join(ROOT, 'scripts/node22'), [join(ROOT, 'examples/gateway/upstream.ts'), String(ports.upstream)], { stdio: 'ignore' });
