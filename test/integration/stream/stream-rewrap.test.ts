@@ -9,6 +9,7 @@ import { openEngine } from '../../../src/app/open-engine.ts';
 import { BROKERS, createTopics, javaConsumeCommitted, javaConsumeHeaders, kafkaClient, produce, topicsFor, expectKeyOrder } from '../../helpers/kafka.ts';
 import { eventually, freePorts, ROOT } from '../../helpers/processes.ts';
 import { samples } from '../../helpers/prometheus.ts';
+import { pipelineEntry } from '../../helpers/pipeline-yaml.ts';
 
 // npm test runs 5,000; npm run test:rewrap-100k the issue's 100,000
 const TOTAL = Number(process.env.VEIL_TEST_REWRAP_RECORDS ?? 5_000);
@@ -74,18 +75,12 @@ describe('veil stream rewrap (real broker, real processes)', () => {
       configFile,
       `${await readFile(EXAMPLE_CONFIG, 'utf8')}
 pipelines:
-  customers:
-    source: { topics: [${t.raw}] }
-    sink: { topic: ${t.clean} }
-    deadLetterTopic: ${t.dlq}
-    format: json
-    groupId: veil-protect-${t.id}
-    fields: [ { path: email, field: Customer.email }, { path: name, field: Customer.name }, { path: card, field: Customer.cardNumber } ]
-    key: { field: Customer.email }
-    roles: [ingest]
-    rightsEvidences: { Role: ingest }
-    processingEvidences: { Action: Protect }
-`,
+${pipelineEntry({
+  name: 'customers',
+  ...t,
+  fields: ['{ path: email, field: Customer.email }', '{ path: name, field: Customer.name }', '{ path: card, field: Customer.cardNumber }'],
+  settings: [`groupId: veil-protect-${t.id}`, 'key: { field: Customer.email }'],
+})}`,
     );
     await createTopics(kafka, [t.raw, t.clean, to], 4);
     await createTopics(kafka, [t.dlq], 1);

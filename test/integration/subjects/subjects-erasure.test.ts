@@ -13,6 +13,7 @@ import { installSql } from '../../../src/db/install-sql.ts';
 import { verifyReceipt } from '../../../src/subjects/index.ts';
 import { sql } from '../../helpers/postgres.ts';
 import { personConfig, subjectCall } from '../../helpers/subject-config.ts';
+import { pipelineEntry } from '../../helpers/pipeline-yaml.ts';
 
 /**
  * Erasure end to end (issue 29): 10,000 data subjects' values protected through POST /transform, a
@@ -34,18 +35,13 @@ const CONFIG = personConfig({
   extra: `service:
   rateLimit: { transformPerSecond: 100000, transformBurst: 100000 }
 pipelines:
-  people:
-    source: { topics: [${topics.raw}] }
-    sink: { topic: ${topics.clean} }
-    deadLetterTopic: ${topics.dlq}
-    format: json
-    groupId: veil-erasure-${run}
-    subject: { from: key }
-    fields: [ { path: email, field: Person.email }, { path: name, field: Person.name }, { path: city, field: Person.city } ]
-    roles: [desk]
-    rightsEvidences: { Role: desk }
-    processingEvidences: { Action: Protect }
-`,
+${pipelineEntry({
+  name: 'people',
+  ...topics,
+  fields: ['{ path: email, field: Person.email }', '{ path: name, field: Person.name }', '{ path: city, field: Person.city }'],
+  settings: [`groupId: veil-erasure-${run}`, 'subject: { from: key }'],
+  role: 'desk',
+})}`,
 });
 
 const ENV = { VEIL_SUBJECT_STORE: 'kafka', VEIL_SUBJECT_BROKERS: BROKERS.join(','), VEIL_SUBJECT_TOPIC: topics.subjects, VEIL_SUBJECT_PARTITIONS: '3' };
