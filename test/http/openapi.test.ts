@@ -5,6 +5,7 @@ import { ERROR_CATALOG } from '../../src/errors/catalog.ts';
 import { openApiDocument } from '../../src/http/openapi.ts';
 import { DEFAULT_LIMITS, UUID_SCHEMA } from '../../src/http/openapi-schemas.ts';
 import { transformBodyChecker } from '../../src/http/transform-body.ts';
+import { GATEWAY_ONLY_CODES } from '../helpers/error-codes.ts';
 import { call, startWith } from './support.ts';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -97,18 +98,7 @@ describe('the document', () => {
       'REGISTRY_UNAVAILABLE',
       'DEADLINE_EXCEEDED',
       'REPLY_TOPIC_NOT_ALLOWED',
-      'BODY_NOT_JSON',
-      'CONTENT_ENCODING_UNSUPPORTED',
-      'FIELD_SHAPE_MISMATCH',
-      'PATH_NOT_CANONICAL',
-      'REQUEST_FRAMING_INVALID',
-      'REQUEST_TARGET_INVALID',
-      'BODY_NOT_ALLOWED',
-      'HEADERS_TOO_LARGE',
-      'EXPECTATION_FAILED',
-      'UPSTREAM_UNAVAILABLE',
-      'UPSTREAM_TIMEOUT',
-      'UPSTREAM_RESPONSE_INVALID',
+      ...GATEWAY_ONLY_CODES,
     ]);
     for (const [code, entry] of Object.entries(ERROR_CATALOG)) {
       if (elsewhere.has(code)) continue;

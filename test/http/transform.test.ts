@@ -21,6 +21,7 @@ import {
   type Reply,
 } from './support.ts';
 import { expectCardChanged, requestSpec, tamper, transformRequest, withKeyVersion } from '../helpers/engine-fixture.ts';
+import { GATEWAY_ONLY_CODES } from '../helpers/error-codes.ts';
 
 /**
  * POST /transform over real HTTP (spec §2, §4.1, §5): the request/response shape, and every
@@ -688,19 +689,8 @@ describe('no bad input is a server error, and nothing leaks', () => {
       'SESSIONS_FULL',
       // the unmapped guard of the stream and the gateway (covered by test/security/stream/stream-drift*.test.ts and gateway-drift.test.ts)
       'UNMAPPED_PERSONAL_DATA',
-      // veil gateway only (covered by test/integration/gateway/gateway.test.ts and test/gateway)
-      'BODY_NOT_JSON',
-      'CONTENT_ENCODING_UNSUPPORTED',
-      'FIELD_SHAPE_MISMATCH',
-      'PATH_NOT_CANONICAL',
-      'REQUEST_FRAMING_INVALID',
-      'REQUEST_TARGET_INVALID',
-      'BODY_NOT_ALLOWED',
-      'HEADERS_TOO_LARGE',
-      'EXPECTATION_FAILED',
-      'UPSTREAM_UNAVAILABLE',
-      'UPSTREAM_TIMEOUT',
-      'UPSTREAM_RESPONSE_INVALID',
+      // veil gateway only
+      ...GATEWAY_ONLY_CODES,
       // inside PostgreSQL only (covered by test/integration/db/postgres-triggers.test.ts and test/db)
       'DB_NOT_CONFIGURED',
       'DB_ROLE_UNMAPPED',
