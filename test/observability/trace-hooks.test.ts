@@ -1,16 +1,11 @@
 import type { IncomingMessage } from 'node:http';
-import pino from 'pino';
 import { describe, expect, it } from 'vitest';
-import { Engine } from '../../src/engine/index.ts';
 import { forwardHeaders, TrustedProxies } from '../../src/gateway/forwarding.ts';
 import { RECORD_SPAN, TRANSACTION_SPAN } from '../../src/observability/stream-trace.ts';
 import { openTracing, type Tracing } from '../../src/observability/tracing.ts';
 import { headerValue, type Batch, type Header, type InRecord } from '../../src/kafka/index.ts';
 import { ProtectPipeline } from '../../src/stream/protect/index.ts';
-import { jsonSerde } from '../../src/stream/serde/index.ts';
-import { StreamMetrics } from '../../src/stream/protect/index.ts';
-import { keysFor } from '../helpers/engine-fixture.ts';
-import { emailPipelineConfig } from '../stream/email-pipeline.ts';
+import { emailPipelineConfig, emailProtectPipeline } from '../stream/email-pipeline.ts';
 import { FakeKafka } from '../stream/fake-kafka.ts';
 import { startOtlpReceiver } from './otlp-receiver.ts';
 
@@ -21,17 +16,7 @@ const TRACEPARENT = `00-${PRODUCER_TRACE}-${PRODUCER_SPAN}-01`;
 const config = emailPipelineConfig();
 
 async function started(kafka: FakeKafka, tracing?: Tracing): Promise<ProtectPipeline> {
-  const p = new ProtectPipeline({
-    name: 'p',
-    config: config.pipelines.p!,
-    configVersion: config.version,
-    engine: new Engine({ config: config.engine, keys: keysFor(config.engine) }),
-    kafka,
-    serde: jsonSerde(),
-    metrics: new StreamMetrics(),
-    log: pino({ level: 'silent' }),
-    ...(tracing ? { tracing } : {}),
-  });
+  const p = emailProtectPipeline(config, kafka, tracing ? { tracing } : {});
   await p.start();
   kafka.events.assigned!({ raw: [0] });
   return p;

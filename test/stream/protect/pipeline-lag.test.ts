@@ -1,10 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import pino from 'pino';
-import { keysFor } from '../../helpers/engine-fixture.ts';
-import { emailPipelineConfig } from '../email-pipeline.ts';
-import { Engine } from '../../../src/engine/index.ts';
-import { ProtectPipeline } from '../../../src/stream/protect/pipeline.ts';
-import { jsonSerde } from '../../../src/stream/serde/json/json-serde.ts';
+import { emailPipelineConfig, emailProtectPipeline } from '../email-pipeline.ts';
 import { StreamMetrics } from '../../../src/stream/protect/stream-metrics.ts';
 import type { Batch, InRecord } from '../../../src/kafka/index.ts';
 import { STREAM_METRIC_NAMES } from '../../../src/observability/stream-metric-names.ts';
@@ -27,16 +22,7 @@ const beat = async () => undefined;
 async function started(delivery: 'exactly-once' | 'at-least-once' = 'exactly-once') {
   const kafka = new FakeKafka();
   const metrics = new StreamMetrics();
-  const p = new ProtectPipeline({
-    name: 'p',
-    config: { ...config.pipelines.p!, delivery },
-    configVersion: config.version,
-    engine: new Engine({ config: config.engine, keys: keysFor(config.engine) }),
-    kafka,
-    serde: jsonSerde(),
-    metrics,
-    log: pino({ level: 'silent' }),
-  });
+  const p = emailProtectPipeline(config, kafka, { config: { ...config.pipelines.p!, delivery }, metrics });
   await p.start();
   kafka.events.assigned!({ raw: [0] });
   const lag = async () => (await metrics.lag.get()).values.find((v) => v.labels.partition === '0')?.value;

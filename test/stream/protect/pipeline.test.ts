@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import pino from 'pino';
 import { EXAMPLE_CONFIG_TEXT, keysFor, veilConfigOrFail } from '../../helpers/engine-fixture.ts';
-import { emailPipelineConfig } from '../email-pipeline.ts';
+import { emailPipelineConfig, emailProtectPipeline } from '../email-pipeline.ts';
 import { Engine } from '../../../src/engine/index.ts';
 import { ProtectPipeline } from '../../../src/stream/protect/pipeline.ts';
 import { jsonSerde } from '../../../src/stream/serde/json/json-serde.ts';
@@ -16,17 +16,7 @@ import { pipelineEntry } from '../../helpers/pipeline-yaml.ts';
 const config = emailPipelineConfig(['missing: dead-letter']);
 
 function pipeline(kafka: FakeKafka, serde: Serde = jsonSerde(), delivery: 'exactly-once' | 'at-least-once' = 'exactly-once', protector?: ChunkProtector) {
-  return new ProtectPipeline({
-    name: 'p',
-    config: { ...config.pipelines.p!, delivery },
-    configVersion: config.version,
-    engine: new Engine({ config: config.engine, keys: keysFor(config.engine) }),
-    kafka,
-    serde,
-    metrics: new StreamMetrics(),
-    log: pino({ level: 'silent' }),
-    ...(protector ? { protector } : {}),
-  });
+  return emailProtectPipeline(config, kafka, { config: { ...config.pipelines.p!, delivery }, serde, ...(protector ? { protector } : {}) });
 }
 
 /** protects in this thread, counting the records it was asked for; `failing` rejects the next calls */
@@ -408,17 +398,7 @@ describe('ProtectPipeline (in-memory Kafka port)', () => {
   });
   it('a batch stuck in flight (a call that never answers) is recovered: producers abandoned, consumer re-created, the batch read again and committed once', async () => {
     const kafka = new FakeKafka();
-    const p = new ProtectPipeline({
-      name: 'p',
-      config: { ...config.pipelines.p!, delivery: 'exactly-once' },
-      configVersion: config.version,
-      engine: new Engine({ config: config.engine, keys: keysFor(config.engine) }),
-      kafka,
-      serde: jsonSerde(),
-      metrics: new StreamMetrics(),
-      log: pino({ level: 'silent' }),
-      stallMs: 2000,
-    });
+    const p = emailProtectPipeline(config, kafka, { config: { ...config.pipelines.p!, delivery: 'exactly-once' }, stallMs: 2000 });
     await p.start();
     kafka.events.assigned!({ raw: [0] });
     kafka.hangNextCommit = true;
@@ -503,18 +483,7 @@ describe('ProtectPipeline.follow: a configuration version published while it run
   it('a batch that never finishes does not hold the change forever: it goes ahead after the recovery wait', async () => {
     const kafka = new FakeKafka();
     const stuck = { protectChunk: () => new Promise<ChunkOutcome[]>(() => undefined), close: async () => undefined };
-    const p = new ProtectPipeline({
-      name: 'p',
-      config: config.pipelines.p!,
-      configVersion: config.version,
-      engine: new Engine({ config: config.engine, keys: keysFor(config.engine) }),
-      kafka,
-      serde: jsonSerde(),
-      metrics: new StreamMetrics(),
-      log: pino({ level: 'silent' }),
-      protector: stuck,
-      stallMs: 400,
-    });
+    const p = emailProtectPipeline(config, kafka, { protector: stuck, stallMs: 400 });
     await p.start();
     kafka.events.assigned!({ raw: [0] });
     void kafka.handler!(batch([record(0)]), beat).catch(() => undefined);
@@ -578,16 +547,7 @@ describe('ProtectPipeline.follow: a configuration version published while it run
 describe("the unmapped guard's report mode (unmapped: report)", () => {
   const reportConfig = emailPipelineConfig(['unmapped: report']);
   const reporting = (kafka: FakeKafka, metrics: StreamMetrics, lines: string[]) =>
-    new ProtectPipeline({
-      name: 'p',
-      config: reportConfig.pipelines.p!,
-      configVersion: reportConfig.version,
-      engine: new Engine({ config: reportConfig.engine, keys: keysFor(reportConfig.engine) }),
-      kafka,
-      serde: jsonSerde(),
-      metrics,
-      log: pino({ level: 'info' }, { write: (line: string) => lines.push(line) }),
-    });
+    emailProtectPipeline(reportConfig, kafka, { metrics, log: pino({ level: 'info' }, { write: (line: string) => lines.push(line) }) });
 
   it('passes what the guard would refuse, protected as mapped, and counts and logs it by path and kind (never the value)', async () => {
     const kafka = new FakeKafka();
