@@ -40,6 +40,20 @@ print(json.dumps([fast, [seal(v) for v in json.loads(sys.argv[2])]]))`;
   return sealed;
 }
 
+/** The grant of lease 1 (10 s, 64 values of at most 10,000 characters) on `terms`. */
+function grantFrame(terms: ReturnType<typeof leaseTerms>): Buffer {
+  return leaseGrantFrame({
+    lease: 1,
+    validForMs: 10_000,
+    budget: 64,
+    maxChars: 10_000,
+    kind: terms.kind,
+    header: terms.header,
+    label: terms.label,
+    key: terms.key,
+  });
+}
+
 describe('leased keys seal as the engine protects', () => {
   const { engine, config, keys } = engineFixture(undefined, { random: (b) => b.fill(NONCE) });
   const caller = identity('ingest');
@@ -48,17 +62,7 @@ describe('leased keys seal as the engine protects', () => {
 
   for (const property of ['email', 'name']) {
     it(`Customer.${property} (${property === 'email' ? 'AES-SIV' : 'AES-GCM, nonce pinned'}): byte for byte, fast path and fallback`, () => {
-      const terms = leaseTerms({ engine, config }, keys, caller, 'ingest', 'Customer', property);
-      const frame = leaseGrantFrame({
-        lease: 1,
-        validForMs: 10_000,
-        budget: 64,
-        maxChars: 10_000,
-        kind: terms.kind,
-        header: terms.header,
-        label: terms.label,
-        key: terms.key,
-      });
+      const frame = grantFrame(leaseTerms({ engine, config }, keys, caller, 'ingest', 'Customer', property));
       const expected = protect(property);
       expect(pythonSeal(frame, VALUES, false)).toEqual(expected);
       expect(pythonSeal(frame, VALUES, true)).toEqual(expected);
@@ -67,17 +71,7 @@ describe('leased keys seal as the engine protects', () => {
 
   it('a randomized value the backend sealed unprotects through the engine', () => {
     const { engine: live, config: liveConfig, keys: liveKeys } = engineFixture();
-    const terms = leaseTerms({ engine: live, config: liveConfig }, liveKeys, caller, 'ingest', 'Customer', 'name');
-    const frame = leaseGrantFrame({
-      lease: 1,
-      validForMs: 10_000,
-      budget: 64,
-      maxChars: 10_000,
-      kind: terms.kind,
-      header: terms.header,
-      label: terms.label,
-      key: terms.key,
-    });
+    const frame = grantFrame(leaseTerms({ engine: live, config: liveConfig }, liveKeys, caller, 'ingest', 'Customer', 'name'));
     const sealed = pythonSeal(frame, VALUES, false);
     expect(
       valuesOf(live.transform(body({ roles: ['fraud'], action: 'Unprotect', instances: sealed.map((v) => ['name', v] as const) }), identity('fraud'))),

@@ -51,6 +51,20 @@ async function scrape(name: string, args: (port: number, dataDir: string) => str
   return { name, families: parseExposition(text) };
 }
 
+/** the arguments of `veil stream <command>` on config/example-pipeline.yaml, its brokers closed */
+const streamArgs = (command: string) => (port: number, dir: string) => [
+  'stream',
+  command,
+  '--config',
+  join(ROOT, 'config/example-pipeline.yaml'),
+  '--port',
+  String(port),
+  '--data-dir',
+  dir,
+  '--brokers',
+  CLOSED_BROKER,
+];
+
 async function stopAll(): Promise<void> {
   await Promise.all(
     started.map(async ({ child, dataDir }) => {
@@ -74,38 +88,8 @@ describe("process metrics on every process's /metrics (real processes)", () => {
         (port, dir) => ['gateway', '--config', join(ROOT, 'examples/gateway/gateway.yaml'), '--port', String(port), '--data-dir', dir],
         '/_veil/metrics',
       ),
-      scrape(
-        'stream',
-        (port, dir) => [
-          'stream',
-          'protect',
-          '--config',
-          join(ROOT, 'config/example-pipeline.yaml'),
-          '--port',
-          String(port),
-          '--data-dir',
-          dir,
-          '--brokers',
-          CLOSED_BROKER,
-        ],
-        '/metrics',
-      ),
-      scrape(
-        'unprotect',
-        (port, dir) => [
-          'stream',
-          'unprotect',
-          '--config',
-          join(ROOT, 'config/example-pipeline.yaml'),
-          '--port',
-          String(port),
-          '--data-dir',
-          dir,
-          '--brokers',
-          CLOSED_BROKER,
-        ],
-        '/metrics',
-      ),
+      scrape('stream', streamArgs('protect'), '/metrics'),
+      scrape('unprotect', streamArgs('unprotect'), '/metrics'),
     ]);
     // every scrape has ended (a failed one included) before the processes stop
     const failed = settled.find((s) => s.status === 'rejected');
