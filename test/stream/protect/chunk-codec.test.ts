@@ -3,10 +3,16 @@ import fc from 'fast-check';
 import { packItems, packOutcomes, SpareBuffers, unpackItems, unpackOutcomes } from '../../../src/stream/protect/chunk-codec.ts';
 import type { ChunkItem, ChunkOutcome } from '../../../src/stream/protect/record-protector.ts';
 
-const bytes = fc.option(
-  fc.uint8Array({ maxLength: 64 }).map((a) => Buffer.from(a)),
-  { nil: null },
-);
+const buffer = fc.uint8Array({ maxLength: 64 }).map((a) => Buffer.from(a));
+const bytes = fc.option(buffer, { nil: null });
+/** a protected record's outcome: its key and value, and with them (or not) its protected fields and what report mode found */
+const protectedOutcomes = [
+  fc.record({ key: bytes, value: buffer }),
+  fc.record(
+    { key: bytes, value: buffer, fields: fc.string(), reported: fc.record({ path: fc.string(), kind: fc.string() }) },
+    { requiredKeys: ['key', 'value'] },
+  ),
+] as const;
 
 describe('chunk codec (records to and from protection workers)', () => {
   it('round-trips items byte for byte: null and empty keys and values, repeated and unicode topics', () => {
@@ -21,16 +27,7 @@ describe('chunk codec (records to and from protection workers)', () => {
 
   it('round-trips outcomes: protected keys and values (with what report mode found), dead-letter codes with their path, kind and schema id', () => {
     const outcome = fc.oneof(
-      fc.record({ key: bytes, value: fc.uint8Array({ maxLength: 64 }).map((a) => Buffer.from(a)) }),
-      fc.record(
-        {
-          key: bytes,
-          value: fc.uint8Array({ maxLength: 64 }).map((a) => Buffer.from(a)),
-          fields: fc.string(),
-          reported: fc.record({ path: fc.string(), kind: fc.string() }),
-        },
-        { requiredKeys: ['key', 'value'] },
-      ),
+      ...protectedOutcomes,
       fc.record({ code: fc.constantFrom('RECORD_MALFORMED', 'KEY_MISSING', 'FIELD_MISSING') }),
       fc.record(
         { code: fc.constantFrom('SCHEMA_PATH_UNKNOWN', 'UNMAPPED_PERSONAL_DATA'), path: fc.string(), kind: fc.string(), schema: fc.nat() },
@@ -64,16 +61,7 @@ describe('chunk codec (records to and from protection workers)', () => {
 
   it('packs outcomes into a larger spare buffer and reads back only what was written (a recycled buffer keeps old bytes past the end)', () => {
     const outcome = fc.oneof(
-      fc.record({ key: bytes, value: fc.uint8Array({ maxLength: 64 }).map((a) => Buffer.from(a)) }),
-      fc.record(
-        {
-          key: bytes,
-          value: fc.uint8Array({ maxLength: 64 }).map((a) => Buffer.from(a)),
-          fields: fc.string(),
-          reported: fc.record({ path: fc.string(), kind: fc.string() }),
-        },
-        { requiredKeys: ['key', 'value'] },
-      ),
+      ...protectedOutcomes,
       fc.record({ code: fc.constantFrom('RECORD_MALFORMED', 'UNMAPPED_PERSONAL_DATA'), path: fc.string() }, { requiredKeys: ['code'] }),
     );
     fc.assert(
