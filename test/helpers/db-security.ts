@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { expect } from 'vitest';
 import { ROOT } from './processes.ts';
-import { databaseUrl, psql, sql, startVeil, type PsqlRun, type VeilProcess } from './postgres.ts';
+import { databaseUrl, dropDatabase, psql, sql, startVeil, type PsqlRun, type VeilProcess } from './postgres.ts';
 
 const run = promisify(execFile);
 
@@ -88,11 +88,7 @@ export async function veilDb<R extends string>(
       return lines.map((l) => JSON.parse(l) as AuditRecord);
     },
     async close() {
-      await sql(
-        `DROP DATABASE IF EXISTS ${db} WITH (FORCE);\n${Object.values<string>(role)
-          .map((r) => `DROP ROLE IF EXISTS ${r};`)
-          .join('\n')}`,
-      ).catch(() => undefined);
+      await dropDatabase(db, Object.values<string>(role));
       await veil.close();
     },
   };
@@ -102,17 +98,28 @@ export async function veilDb<R extends string>(
 export const marker = (what: string) => `${what}-${randomBytes(6).toString('hex')}`;
 
 /**
- * The customers table the trigger tests write through: email and name attached to Customer's
- * fields, the writer granted to write (and read back), the reader to unprotect as `fraud`.
+ * The customers table the trigger tests write through: email and name (and with `card`, a card
+ * column) attached to Customer's fields, the writer granted to write (and read back), the reader
+ * to unprotect as `fraud`.
  */
-export function customersTable(t: VeilDb<'writer' | 'reader'>): string {
+export function customersTable(t: VeilDb<'writer' | 'reader'>, options: { card?: boolean } = {}): string {
+  const cardColumn = options.card ? 'card text, ' : '';
+  const attachCard = options.card ? "\n    SELECT veil.attach('customers', 'card', 'Customer', 'cardNumber');" : '';
   return `
-    CREATE TABLE customers (id int PRIMARY KEY, email text, name text, visits int NOT NULL DEFAULT 0);
+    CREATE TABLE customers (id int PRIMARY KEY, email text, name text, ${cardColumn}visits int NOT NULL DEFAULT 0);
     SELECT veil.attach('customers', 'email', 'Customer', 'email');
-    SELECT veil.attach('customers', 'name', 'Customer', 'name');
+    SELECT veil.attach('customers', 'name', 'Customer', 'name');${attachCard}
     SELECT veil.grant_writer('${t.role.writer}', 'customers');
     GRANT SELECT ON customers TO ${t.role.writer};
     SELECT veil.grant_reader('${t.role.reader}', 'fraud', 'customers');`;
+}
+
+/** What the reader gets back from the stored email and name of the rows `ids`: `id|email|name`, by id. */
+export function clearCustomers(t: VeilDb<'writer' | 'reader'>, ids: number[]): Promise<string[]> {
+  return t.on(
+    `SELECT id, veil.unprotect('Customer', 'email', email), veil.unprotect('Customer', 'name', name) FROM customers WHERE id IN (${ids.join(', ')}) ORDER BY id`,
+    t.role.reader,
+  );
 }
 
 /**

@@ -10,7 +10,7 @@ import { openService, type Service } from '../../src/app/open-service.ts';
 import { installSql } from '../../src/db/install-sql.ts';
 import { ROOT } from './processes.ts';
 import { personConfig } from './subject-config.ts';
-import { databaseUrl, dbSocketDir, psql, sql, type PsqlRun } from './postgres.ts';
+import { databaseUrl, dbSocketDir, dropDatabase, psql, sql, type PsqlRun } from './postgres.ts';
 
 const run = promisify(execFile);
 export const MASTER_KEY_HEX = 'b'.repeat(64);
@@ -113,11 +113,7 @@ export async function subjectsDb<R extends string>(label: string, roles: readonl
       }
     },
     async close() {
-      await sql(
-        `DROP DATABASE IF EXISTS ${db} WITH (FORCE);\n${Object.values<string>(role)
-          .map((r) => `DROP ROLE IF EXISTS ${r};`)
-          .join('\n')}`,
-      ).catch(() => undefined);
+      await dropDatabase(db, Object.values<string>(role));
       await service.app.close();
       await rm(dataDir, { recursive: true, force: true });
       if (socketDir) await rm(socketDir, { recursive: true, force: true });

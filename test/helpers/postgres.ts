@@ -72,6 +72,11 @@ export async function sql(script: string, options: { user?: string; database?: s
   return run.stdout.split('\n').filter((l) => l !== '');
 }
 
+/** Drops a test's database (ending its sessions) and its roles; what does not drop is left as it is. */
+export async function dropDatabase(db: string, roles: readonly string[]): Promise<void> {
+  await sql(`DROP DATABASE IF EXISTS ${db} WITH (FORCE);\n${roles.map((r) => `DROP ROLE IF EXISTS ${r};`).join('\n')}`).catch(() => undefined);
+}
+
 export interface VeilProcess {
   url: string;
   port: number;

@@ -3,7 +3,7 @@ import { connect } from 'node:net';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readSecret } from '../../helpers/postgres.ts';
-import { expectRateLimitHolds, marker, veilDb, type VeilDb } from '../../helpers/db-security.ts';
+import { clearCustomers, customersTable, expectRateLimitHolds, marker, veilDb, type VeilDb } from '../../helpers/db-security.ts';
 import { sessionGate } from '../../helpers/pg-gate.ts';
 import { authFrame, leaseFrame, parseReply, type Reply } from '../../helpers/db-client-frames.ts';
 
@@ -23,14 +23,7 @@ const lease = (on: boolean) => t.on(`SELECT veil.configure_socket('${t.veil.sock
 
 beforeAll(async () => {
   t = await veilDb('lease', ['writer', 'reader'], { socket: true, env: { VEIL_DB_SOCKET_LEASES: 'on' } });
-  await t.on(`
-    CREATE TABLE customers (id int PRIMARY KEY, email text, name text, card text, visits int NOT NULL DEFAULT 0);
-    SELECT veil.attach('customers', 'email', 'Customer', 'email');
-    SELECT veil.attach('customers', 'name', 'Customer', 'name');
-    SELECT veil.attach('customers', 'card', 'Customer', 'cardNumber');
-    SELECT veil.grant_writer('${t.role.writer}', 'customers');
-    GRANT SELECT ON customers TO ${t.role.writer};
-    SELECT veil.grant_reader('${t.role.reader}', 'fraud', 'customers');`);
+  await t.on(customersTable(t, { card: true }));
   await lease(true);
 }, 120_000);
 
@@ -38,11 +31,7 @@ afterAll(async () => {
   await t?.close();
 });
 
-const clear = (ids: number[]) =>
-  t.on(
-    `SELECT id, veil.unprotect('Customer', 'email', email), veil.unprotect('Customer', 'name', name) FROM customers WHERE id IN (${ids.join(', ')}) ORDER BY id`,
-    t.role.reader,
-  );
+const clear = (ids: number[]) => clearCustomers(t, ids);
 const veilAudit = async () =>
   (await readFile(join(t.veil.dataDir, 'audit.log'), 'utf8'))
     .split('\n')

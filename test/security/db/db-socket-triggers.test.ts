@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { customersTable, expectRateLimitHolds, marker, veilDb, type VeilDb } from '../../helpers/db-security.ts';
+import { clearCustomers, customersTable, expectRateLimitHolds, marker, veilDb, type VeilDb } from '../../helpers/db-security.ts';
 import { sessionGate } from '../../helpers/pg-gate.ts';
 
 /**
@@ -21,11 +21,7 @@ afterAll(async () => {
   await t?.close();
 });
 
-const clear = (ids: number[]) =>
-  t.on(
-    `SELECT id, veil.unprotect('Customer', 'email', email), veil.unprotect('Customer', 'name', name) FROM customers WHERE id IN (${ids.join(', ')}) ORDER BY id`,
-    t.role.reader,
-  );
+const clear = (ids: number[]) => clearCustomers(t, ids);
 
 describe('the row trigger over the socket', () => {
   it('protects every row over one connection, audits each row with the database role, unprotects over HTTP', async () => {

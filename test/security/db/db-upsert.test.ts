@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { customersTable, veilDb, type VeilDb } from '../../helpers/db-security.ts';
+import { clearCustomers, customersTable, veilDb, type VeilDb } from '../../helpers/db-security.ts';
 
 /**
  * Attack/bug: INSERT ... ON CONFLICT DO UPDATE SET c = EXCLUDED.c stored c protected twice
@@ -12,11 +12,7 @@ let t: VeilDb<'writer' | 'reader'>;
 const PROTECTED = /^[A-Za-z0-9_-]{30,}$/;
 
 /** What the reader gets back from each stored value, by id. */
-const clear = (ids: number[]) =>
-  t.on(
-    `SELECT id, veil.unprotect('Customer', 'email', email), veil.unprotect('Customer', 'name', name) FROM customers WHERE id IN (${ids.join(', ')}) ORDER BY id`,
-    t.role.reader,
-  );
+const clear = (ids: number[]) => clearCustomers(t, ids);
 const stored = (id: number) => t.on(`SELECT email, name FROM customers WHERE id = ${id}`).then((l) => l[0]!.split('|'));
 
 beforeAll(async () => {
