@@ -31,25 +31,22 @@ function examplePipeline(name: string, t: Topics, format: string, action = 'dead
     .replace('action: dead-letter ', `action: ${action} `);
 }
 
+type Expected = Record<string, { path: string; kind: string } | 'clean'>;
+
+/** Avro's and Protobuf's cases alike: a bytes field, and the values of a list of attributes */
+const ATTRIBUTES: Expected = {
+  clean: 'clean',
+  bytes: { path: 'attachment', kind: 'email' },
+  mobile: { path: 'attributes[].value', kind: 'phone' },
+  fullName: { path: 'attributes[].value', kind: 'person-name' },
+  address: { path: 'attributes[].value', kind: 'postal-address' },
+  pan: { path: 'attributes[].value', kind: 'payment-card' },
+};
+
 /** where a case of drift_guard_interop.py must go: clean, or dead-lettered with this path and kind */
-const EXPECT: Record<string, Record<string, { path: string; kind: string } | 'clean'>> = {
-  avro: {
-    clean: 'clean',
-    bytes: { path: 'attachment', kind: 'email' },
-    mobile: { path: 'attributes[].value', kind: 'phone' },
-    fullName: { path: 'attributes[].value', kind: 'person-name' },
-    address: { path: 'attributes[].value', kind: 'postal-address' },
-    pan: { path: 'attributes[].value', kind: 'payment-card' },
-  },
-  protobuf: {
-    clean: 'clean',
-    bytes: { path: 'attachment', kind: 'email' },
-    mobile: { path: 'attributes[].value', kind: 'phone' },
-    fullName: { path: 'attributes[].value', kind: 'person-name' },
-    address: { path: 'attributes[].value', kind: 'postal-address' },
-    pan: { path: 'attributes[].value', kind: 'payment-card' },
-    unknown: { path: '#8', kind: 'email' },
-  },
+const EXPECT: Record<string, Expected> = {
+  avro: ATTRIBUTES,
+  protobuf: { ...ATTRIBUTES, unknown: { path: '#8', kind: 'email' } },
   'json-schema': {
     clean: 'clean',
     mobile: { path: 'attributes.mobile', kind: 'phone' },
