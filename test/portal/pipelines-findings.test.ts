@@ -1,9 +1,9 @@
-import { createServer, type Server } from 'node:http';
 import { parse } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestService } from '../helpers/http-service.ts';
 import { signIn, startPortalService, type PortalClient } from '../helpers/portal-client.ts';
 import { pipelineYaml } from '../helpers/pipeline-yaml.ts';
+import { serveMetrics, type ServedMetrics } from '../helpers/prometheus.ts';
 
 /**
  * The Pipelines page's unmapped findings over real HTTP: a processor's /metrics (a local HTTP
@@ -12,15 +12,13 @@ import { pipelineYaml } from '../helpers/pipeline-yaml.ts';
  */
 const M = 'veil_stream_unmapped_findings_total';
 let t: TestService;
-let processor: Server;
+let processor: ServedMetrics;
 let viewer: PortalClient;
 let editor: PortalClient;
 let body = '';
 
 beforeAll(async () => {
-  processor = createServer((_req, res) => res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' }).end(body));
-  await new Promise<void>((r) => processor.listen(0, '127.0.0.1', r));
-  const url = `http://127.0.0.1:${(processor.address() as { port: number }).port}/metrics`;
+  processor = await serveMetrics(() => body);
   body = [
     `${M}{pipeline="customers",path="contact.email",kind="email"} 12`,
     `${M}{pipeline="customers",path="profile.contacts[].phone",kind="phone"} 3`,
@@ -32,15 +30,14 @@ beforeAll(async () => {
     `${M}{pipeline="customers",path="EMAIL",kind="email"} 1`,
     '',
   ].join('\n');
-  t = await startPortalService({ extra: `pipelines:\n${pipelineYaml('customers', `    metricsUrls: ['${url}']\n`)}${pipelineYaml('orders')}` });
+  t = await startPortalService({ extra: `pipelines:\n${pipelineYaml('customers', `    metricsUrls: ['${processor.url}']\n`)}${pipelineYaml('orders')}` });
   viewer = await signIn(t.url, 'viewer');
   editor = await signIn(t.url, 'editor');
   await t.service.pipelineMetrics.scrape();
 });
 afterAll(async () => {
   await t?.close();
-  processor.closeAllConnections();
-  await new Promise((r) => processor.close(r));
+  await processor.close();
 });
 
 const section = (page: string) => page.slice(page.indexOf('<h2>customers</h2>'), page.indexOf('<h2>orders</h2>'));

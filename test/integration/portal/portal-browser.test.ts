@@ -6,7 +6,7 @@ import { launchChromium, screenshots, watchedPage } from '../../helpers/browser.
 import { pipelineYaml } from '../../helpers/pipeline-yaml.ts';
 import type { TestService } from '../../helpers/http-service.ts';
 import { startPortalService } from '../../helpers/portal-client.ts';
-import { createServer, type Server } from 'node:http';
+import { serveMetrics, type ServedMetrics } from '../../helpers/prometheus.ts';
 import { StreamMetrics } from '../../../src/stream/protect/index.ts';
 
 let t: TestService;
@@ -17,7 +17,7 @@ const dialogs: string[] = [];
 const consoleErrors: string[] = [];
 // a processor's /metrics (what `veil stream protect` serves), for the Pipelines page
 const processorMetrics = new StreamMetrics();
-let processor: Server;
+let processor: ServedMetrics;
 
 async function signIn(p: Page, clientId: string, secret: string): Promise<void> {
   await p.goto(`${t.url}/admin`);
@@ -31,14 +31,9 @@ async function signIn(p: Page, clientId: string, secret: string): Promise<void> 
 const field = (pointer: string) => page.locator(`#${idOf('f', pointer)}`);
 
 beforeAll(async () => {
-  processor = createServer(
-    (_req, res) =>
-      void processorMetrics.registry.metrics().then((text) => res.writeHead(200, { 'content-type': processorMetrics.registry.contentType }).end(text)),
-  );
-  await new Promise<void>((r) => processor.listen(0, '127.0.0.1', r));
-  const metricsUrl = `http://127.0.0.1:${(processor.address() as { port: number }).port}/metrics`;
+  processor = await serveMetrics(() => processorMetrics.registry.metrics(), processorMetrics.registry.contentType);
   t = await startPortalService({
-    extra: `pipelines:\n${pipelineYaml('customers', `    metricsUrls: ['${metricsUrl}']\n`)}`,
+    extra: `pipelines:\n${pipelineYaml('customers', `    metricsUrls: ['${processor.url}']\n`)}`,
   });
   browser = await launchChromium();
   ({ page } = await watchedPage(browser, { consoleErrors, dialogs }));
@@ -47,8 +42,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close();
   await t?.close();
-  processor?.closeAllConnections();
-  await new Promise((r) => processor?.close(r));
+  await processor?.close();
 });
 
 describe('admin portal in Chromium', () => {

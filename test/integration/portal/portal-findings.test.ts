@@ -1,7 +1,6 @@
 // The Pipelines page's unmapped findings in a real browser: Debian's chromium, headless, against a
 // real veil service whose pipeline lists a fake processor's /metrics (Prometheus text with
 // findings, hostile label values included); an editor turns the findings into a draft.
-import { createServer, type Server } from 'node:http';
 import type { Browser, Page } from 'playwright-core';
 import { parse } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -9,6 +8,7 @@ import { launchChromium, screenshots, watchedPage, signInAs } from '../../helper
 import type { TestService } from '../../helpers/http-service.ts';
 import { startPortalService } from '../../helpers/portal-client.ts';
 import { pipelineYaml } from '../../helpers/pipeline-yaml.ts';
+import { serveMetrics, type ServedMetrics } from '../../helpers/prometheus.ts';
 
 const M = 'veil_stream_unmapped_findings_total';
 const SCRIPT_PATH = '<script>window.__veilXss = 1; alert(1)</script>';
@@ -20,7 +20,7 @@ const label = (v: string) => v.replace(/\\/g, '\\\\').replace(/"/g, '\\"').repla
 let t: TestService;
 let browser: Browser;
 let page: Page;
-let processor: Server;
+let processor: ServedMetrics;
 const dialogs: string[] = [];
 const consoleErrors: string[] = [];
 
@@ -43,10 +43,8 @@ beforeAll(async () => {
     'veil_stream_records_dead_lettered_total{pipeline="customers",code="UNMAPPED_PERSONAL_DATA"} 41',
     '',
   ].join('\n');
-  processor = createServer((_req, res) => res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' }).end(metrics));
-  await new Promise<void>((r) => processor.listen(0, '127.0.0.1', r));
-  const url = `http://127.0.0.1:${(processor.address() as { port: number }).port}/metrics`;
-  t = await startPortalService({ extra: `pipelines:\n${pipelineYaml('customers', `    metricsUrls: ['${url}']\n    unmapped: report\n`)}` });
+  processor = await serveMetrics(() => metrics);
+  t = await startPortalService({ extra: `pipelines:\n${pipelineYaml('customers', `    metricsUrls: ['${processor.url}']\n    unmapped: report\n`)}` });
   await t.service.pipelineMetrics.scrape();
   browser = await launchChromium();
   ({ page } = await watchedPage(browser, { consoleErrors, dialogs }));
@@ -55,8 +53,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close();
   await t?.close();
-  processor?.closeAllConnections();
-  await new Promise((r) => processor?.close(r));
+  await processor?.close();
 });
 
 describe('Pipelines page: unmapped findings in Chromium', () => {
