@@ -6,11 +6,15 @@ function clock() {
   return { now: () => t, advance: (ms: number) => void (t += ms) };
 }
 
-/** Ticks once a second for `ms`, as the pipeline's timer does; returns how many ticks asked for recovery. */
-function run(l: Liveness, c: ReturnType<typeof clock>, ms: number): number {
+/**
+ * Ticks once a second for `ms`, as the pipeline's timer does, after a fetch came back each second
+ * when `fetching` (the loop turning); returns how many ticks asked for recovery.
+ */
+function run(l: Liveness, c: ReturnType<typeof clock>, ms: number, fetching = false): number {
   let recoveries = 0;
   for (let i = 0; i < ms / 1000; i++) {
     c.advance(1000);
+    if (fetching) l.fetched();
     if (l.tick()) recoveries++;
   }
   return recoveries;
@@ -21,11 +25,7 @@ describe('Liveness', () => {
     const c = clock();
     const l = new Liveness({ stallMs: 60_000, recoverMs: 30_000, now: c.now });
     l.assigned(['t/0', 't/1', 't/2', 't/3']);
-    for (let i = 0; i < 120; i++) {
-      c.advance(1000);
-      l.fetched();
-      expect(l.tick()).toBe(false);
-    }
+    expect(run(l, c, 120_000, true)).toBe(0);
     expect(l.status()).toEqual({ healthy: true });
   });
 
@@ -34,21 +34,13 @@ describe('Liveness', () => {
     const l = new Liveness({ stallMs: 60_000, recoverMs: 30_000, now: c.now });
     l.assigned(['raw/0', 'raw/1']);
     l.failed('raw/0');
-    let recoveries = 0;
-    for (let i = 0; i < 29; i++) {
-      c.advance(1000);
-      l.fetched(); // the loop turns, but the failing partition makes no progress
-      if (l.tick()) recoveries++;
-    }
+    // the loop turns, but the failing partition makes no progress
+    let recoveries = run(l, c, 29_000, true);
     expect(recoveries).toBe(0);
     recoveries += run(l, c, 2000);
     expect(recoveries).toBe(1);
     expect(l.status().healthy).toBe(true);
-    for (let i = 0; i < 30; i++) {
-      c.advance(1000);
-      l.fetched();
-      l.tick();
-    }
+    run(l, c, 30_000, true);
     expect(l.readiness()).toEqual({ ready: false, reason: 'no progress for 61 s (1 partition(s) failing)' });
     expect(l.status()).toEqual({ healthy: true });
     l.progressed('raw/0');
@@ -117,12 +109,7 @@ describe('Liveness', () => {
     const l = new Liveness({ stallMs: 60_000, recoverMs: 30_000, now: c.now });
     l.assigned(['t/0', 't/1']);
     l.started('t/0');
-    let recoveries = 0;
-    for (let i = 0; i < 61; i++) {
-      c.advance(1000);
-      l.fetched();
-      if (l.tick()) recoveries++;
-    }
+    const recoveries = run(l, c, 61_000, true);
     expect(recoveries).toBe(2);
     expect(l.status()).toEqual({ healthy: false, reason: 'a batch in flight for 61 s while Kafka answered' });
     // it ends (fails, and is read again): progress resumes with the fetches
@@ -138,11 +125,7 @@ describe('Liveness', () => {
     const l = new Liveness({ stallMs: 60_000, recoverMs: 30_000, now: c.now });
     l.assigned(['t/0']);
     l.started('t/0');
-    for (let i = 0; i < 20; i++) {
-      c.advance(1000);
-      l.fetched();
-      expect(l.tick()).toBe(false);
-    }
+    expect(run(l, c, 20_000, true)).toBe(0);
     l.progressed('t/0');
     l.started('t/0');
     c.advance(10_000);
@@ -151,11 +134,7 @@ describe('Liveness', () => {
     // SIGSTOP for 70 s: the gap restarts the clocks, the batch in flight included
     c.advance(70_000);
     expect(l.tick()).toBe(false);
-    for (let i = 0; i < 25; i++) {
-      c.advance(1000);
-      l.fetched();
-      expect(l.tick()).toBe(false);
-    }
+    expect(run(l, c, 25_000, true)).toBe(0);
     expect(l.status()).toEqual({ healthy: true });
   });
 
@@ -163,11 +142,7 @@ describe('Liveness', () => {
     const c = clock();
     const l = new Liveness({ stallMs: 60_000, recoverMs: 30_000, now: c.now });
     l.assigned(['raw/0', 'raw/1']);
-    for (let i = 0; i < 10; i++) {
-      c.advance(1000);
-      l.fetched();
-      l.tick();
-    }
+    run(l, c, 10_000, true);
     // the broker stops: no fetch, no join, no commit for ten minutes
     let recoveries = 0;
     for (let i = 0; i < 600; i++) {
@@ -188,19 +163,12 @@ describe('Liveness', () => {
     const l = new Liveness({ stallMs: 60_000, recoverMs: 30_000, now: c.now });
     l.assigned(['raw/0']);
     l.started('raw/0');
-    for (let i = 0; i < 300; i++) {
-      c.advance(1000);
-      l.tick();
-    }
+    run(l, c, 300_000);
     expect(l.status()).toEqual({ healthy: true });
     expect(l.readiness().ready).toBe(false);
     // Kafka is back and answers every second, and the batch still does not end: stuck here (the
     // 14 s before the silence outlasted contactMs counted as answered too)
-    for (let i = 0; i < 45; i++) {
-      c.advance(1000);
-      l.fetched();
-      l.tick();
-    }
+    run(l, c, 45_000, true);
     expect(l.status()).toEqual({ healthy: true });
     c.advance(1000);
     l.fetched();
