@@ -1,14 +1,5 @@
-import { ESLint } from 'eslint';
 import { describe, expect, it } from 'vitest';
-
-const cwd = new URL('../..', import.meta.url).pathname;
-const eslint = new ESLint({ cwd });
-
-/** rule ids of what ESLint reports for `code` placed at `file` (relative to the project) */
-async function rulesFiredAt(file: string, code: string): Promise<string[]> {
-  const [result] = await eslint.lintText(code, { filePath: `${cwd}${file}` });
-  return result!.messages.map((m) => m.ruleId ?? m.message);
-}
+import { rulesFiredAt } from '../helpers/eslint-rules.ts';
 
 describe('the engine front door (veil/engine-front-door)', () => {
   it.each([

@@ -1,16 +1,10 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import { ESLint } from 'eslint';
 import { describe, expect, it } from 'vitest';
+import { rulesFiredAt } from '../helpers/eslint-rules.ts';
 
 const cwd = new URL('../..', import.meta.url).pathname;
-const eslint = new ESLint({ cwd });
 const RULE = 'veil/kafka-home';
-
-async function rulesFiredAt(file: string, code: string): Promise<string[]> {
-  const [result] = await eslint.lintText(code, { filePath: `${cwd}${file}` });
-  return result!.messages.map((m) => m.ruleId ?? m.message);
-}
 
 /** every .ts file under a folder of the project, relative to it */
 function sources(dir: string): string[] {

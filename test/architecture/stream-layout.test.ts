@@ -1,16 +1,10 @@
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { ESLint } from 'eslint';
 import { describe, expect, it } from 'vitest';
+import { projectEslint, rulesFiredAt } from '../helpers/eslint-rules.ts';
 
 const cwd = new URL('../..', import.meta.url).pathname;
-const eslint = new ESLint({ cwd });
-
-/** rule ids of what ESLint reports for `code` placed at `file` (relative to the project) */
-async function rulesFiredAt(file: string, code: string): Promise<string[]> {
-  const [result] = await eslint.lintText(code, { filePath: `${cwd}${file}` });
-  return result!.messages.map((m) => m.ruleId ?? m.message);
-}
+const eslint = projectEslint();
 
 const RULE = 'veil/stream-front-doors';
 const FOLDERS = ['config', 'protect', 'registry', 'serde', 'unprotect'];
