@@ -66,6 +66,23 @@ function summary(text: string): [string, string][] {
   return issuesOf(text).map((i) => [i.severity, i.pointer]);
 }
 
+/**
+ * The only issue of `text` is an error at `pointer` (or at one of several), its message holding
+ * each of `mentions` (a text it contains, or a pattern it matches), on the line holding `on` when
+ * given. Returns the issue.
+ */
+function expectOnlyError(text: string, pointer: string | readonly string[], mentions: readonly (string | RegExp)[] = [], on?: string): ConfigIssue {
+  const issue = onlyError(text);
+  if (typeof pointer === 'string') expect(issue.pointer).toBe(pointer);
+  else expect(pointer).toContain(issue.pointer);
+  for (const m of mentions) {
+    if (typeof m === 'string') expect(issue.message).toContain(m);
+    else expect(issue.message).toMatch(m);
+  }
+  if (on !== undefined) expect(issue.line).toBe(lineOf(text, on));
+  return issue;
+}
+
 /** The only issue of the text; it must make the configuration invalid. */
 function onlyError(text: string): ConfigIssue {
   const result = compileConfigText(text);
@@ -145,9 +162,7 @@ describe('config/example.yaml', () => {
 describe('configuration errors: YAML', () => {
   it('a YAML syntax error is reported with its line', () => {
     const text = edit('  k-mac: { type: hmac-sha256 }', '  k-mac: { type: hmac-sha256');
-    const issue = onlyError(text);
-    expect(issue.pointer).toBe('');
-    expect(issue.message).toMatch(/flow map|}/i);
+    const issue = expectOnlyError(text, '', [/flow map|}/i]);
     const broken = lineOf(text, 'k-mac: {');
     expect(issue.line).toBeGreaterThanOrEqual(broken);
     expect(issue.line).toBeLessThanOrEqual(broken + 1);
@@ -213,43 +228,31 @@ describe('configuration errors: YAML', () => {
     ['a scalar', '42\n'],
     ['a list', '- version: 1\n'],
   ])('%s is not a configuration: error at pointer ""', (_what, text) => {
-    const issue = onlyError(text);
-    expect(issue.pointer).toBe('');
-    expect(issue.message).toMatch(/object/);
+    expectOnlyError(text, '', [/object/]);
   });
 });
 
 describe('configuration errors: schema (strict)', () => {
   it('an unknown top-level field is an error naming the field, on its line', () => {
     const text = `${BASE}extras: true\n`;
-    const issue = onlyError(text);
-    expect(['', '/extras']).toContain(issue.pointer);
-    expect(issue.message).toContain('extras');
-    expect(issue.line).toBe(lineOf(text, 'extras: true'));
+    expectOnlyError(text, ['', '/extras'], ['extras'], 'extras: true');
   });
 
   it('an unknown field of a property is an error at the property, naming the field', () => {
     const text = edit('      email: { protect: det }', '      email: { protect: det, secret: yes }');
-    const issue = onlyError(text);
-    expect(['/classes/Person/properties/email', '/classes/Person/properties/email/secret']).toContain(issue.pointer);
-    expect(issue.message).toContain('secret');
-    expect(issue.line).toBe(lineOf(text, 'secret: yes'));
+    expectOnlyError(text, ['/classes/Person/properties/email', '/classes/Person/properties/email/secret'], ['secret'], 'secret: yes');
   });
 
   it('an unknown step type is an error at /type listing the known types', () => {
     const text = edit('      - { type: aes-siv, key: k-siv }', '      - { type: rot13, key: k-siv }');
-    const issue = onlyError(text);
-    expect(issue.pointer).toBe('/sequences/det/steps/0/type');
+    const issue = expectOnlyError(text, '/sequences/det/steps/0/type');
     for (const type of ['aes-siv', 'aes-gcm', 'ff1', 'ff3-1', 'hmac-sha256', 'mask', 'redact']) expect(issue.message).toContain(type);
     expect(issue.line).toBe(lineOf(text, 'rot13'));
   });
 
   it('a field of another step type is an error (strict steps)', () => {
     const text = edit('      - { type: aes-siv, key: k-siv }', '      - { type: aes-siv, key: k-siv, alphabet: digits }');
-    const issue = onlyError(text);
-    expect(['/sequences/det/steps/0', '/sequences/det/steps/0/alphabet']).toContain(issue.pointer);
-    expect(issue.message).toContain('alphabet');
-    expect(issue.line).toBe(lineOf(text, 'k-siv, alphabet: digits'));
+    expectOnlyError(text, ['/sequences/det/steps/0', '/sequences/det/steps/0/alphabet'], ['alphabet'], 'k-siv, alphabet: digits');
   });
 
   it('version must be 1', () => {
@@ -264,16 +267,12 @@ describe('configuration errors: schema (strict)', () => {
 
   it('a missing required node is located at its nearest ancestor line', () => {
     const text = edit('  fpe:\n    steps:\n      - { type: ff1, key: k-ff1, alphabet: digits }\n', '  fpe:\n    description: no steps\n');
-    const issue = onlyError(text);
-    expect(issue.pointer).toBe('/sequences/fpe/steps');
-    expect(issue.line).toBe(lineOf(text, 'description: no steps'));
+    expectOnlyError(text, '/sequences/fpe/steps', [], 'description: no steps');
   });
 
   it('a grant field pattern that is not Class.property, Class.* or * is a schema error', () => {
     const text = edit("fields: ['Person.*']", "fields: ['Person']");
-    const issue = onlyError(text);
-    expect(issue.pointer).toBe('/rightsContexts/admin/grants/0/fields/0');
-    expect(issue.message).toMatch(/Class\.property/);
+    expectOnlyError(text, '/rightsContexts/admin/grants/0/fields/0', [/Class\.property/]);
   });
 
   it('an explicit keystore id must be lowercase', () => {
@@ -301,54 +300,33 @@ describe('configuration errors: schema (strict)', () => {
 describe('configuration errors: cross-references', () => {
   it('a step key reference not defined under keys', () => {
     const text = edit('      - { type: aes-siv, key: k-siv }', '      - { type: aes-siv, key: k-nope }');
-    const issue = onlyError(text);
-    expect(issue.pointer).toBe('/sequences/det/steps/0/key');
-    expect(issue.message).toContain('k-nope');
-    expect(issue.message).toContain('keys');
-    expect(issue.line).toBe(lineOf(text, 'k-nope'));
+    expectOnlyError(text, '/sequences/det/steps/0/key', ['k-nope', 'keys'], 'k-nope');
   });
 
   it('a key of the wrong type for the step', () => {
     const text = edit('      - { type: aes-siv, key: k-siv }', '      - { type: aes-siv, key: k-mac }');
-    const issue = onlyError(text);
-    expect(issue.pointer).toBe('/sequences/det/steps/0/key');
-    expect(issue.message).toContain('aes-siv');
-    expect(issue.message).toContain('hmac-sha256');
-    expect(issue.message).toContain('k-mac');
+    expectOnlyError(text, '/sequences/det/steps/0/key', ['aes-siv', 'hmac-sha256', 'k-mac']);
   });
 
   it.each(['ff1', 'ff3-1'])('a %s key without a pinned version', (type) => {
     const text = edit('  k-mac: { type: hmac-sha256 }', `  k-mac: { type: hmac-sha256 }\n  k-fpe: { type: ${type} }`);
-    const issue = onlyError(text);
-    expect(issue.pointer).toBe('/keys/k-fpe/version');
-    expect(issue.message).toContain(type);
-    expect(issue.message).toMatch(/version: N/);
-    expect(issue.line).toBe(lineOf(text, 'k-fpe'));
+    expectOnlyError(text, '/keys/k-fpe/version', [type, /version: N/], 'k-fpe');
   });
 
   it('a property whose protect sequence is irreversible, with the default unprotect: inverse → mention unprotect: none', () => {
     const text = edit('      tag: { protect: mac, unprotect: none }', '      tag: { protect: mac }');
-    const issue = onlyError(text);
-    expect(issue.pointer).toBe('/classes/Person/properties/tag/protect');
-    expect(issue.message).toContain('unprotect: none');
-    expect(issue.message).toContain('hmac-sha256');
-    expect(issue.line).toBe(lineOf(text, 'tag: {'));
+    expectOnlyError(text, '/classes/Person/properties/tag/protect', ['unprotect: none', 'hmac-sha256'], 'tag: {');
   });
 
   it('names the irreversible step of a longer sequence', () => {
     let text = edit('      - { type: mask, keepLast: 2 }', '      - { type: aes-siv, key: k-siv }\n      - { type: mask, keepLast: 2 }');
     text = edit('      email: { protect: det }', '      email: { protect: tail, unprotect: inverse }', text);
-    const issue = onlyError(text);
-    expect(issue.pointer).toBe('/classes/Person/properties/email/protect');
-    expect(issue.message).toMatch(/step 1 \(mask\)/);
+    expectOnlyError(text, '/classes/Person/properties/email/protect', [/step 1 \(mask\)/]);
   });
 
   it('a property protected by an unknown sequence is reported once', () => {
     const text = edit('      email: { protect: det }', '      email: { protect: nope }');
-    const issue = onlyError(text);
-    expect(issue.pointer).toBe('/classes/Person/properties/email/protect');
-    expect(issue.message).toContain('"nope"');
-    expect(issue.line).toBe(lineOf(text, 'protect: nope'));
+    expectOnlyError(text, '/classes/Person/properties/email/protect', ['"nope"'], 'protect: nope');
   });
 
   it('an action bound to an unknown sequence', () => {
@@ -358,10 +336,7 @@ describe('configuration errors: cross-references', () => {
 
   it('an action bound to an irreversible sequence with direction inverse', () => {
     const text = edit('      email: { protect: det }', '      email: { protect: det, actions: { Peek: { sequence: tail, direction: inverse } } }');
-    const issue = onlyError(text);
-    expect(issue.pointer).toBe('/classes/Person/properties/email/actions/Peek');
-    expect(issue.message).toMatch(/cannot be inverted/);
-    expect(issue.message).toMatch(/mask/);
+    const issue = expectOnlyError(text, '/classes/Person/properties/email/actions/Peek', [/cannot be inverted/, /mask/]);
     expect(issue.message).not.toContain('unprotect: none');
     expect(issue.line).toBe(lineOf(text, 'Peek'));
   });
@@ -391,10 +366,7 @@ describe('configuration errors: cross-references', () => {
 
   it('a grant with an unknown action', () => {
     const text = edit('[Protect, Unprotect, Mask]', '[Protect, Unprotect, Mask, Frobnicate]');
-    const issue = onlyError(text);
-    expect(issue.pointer).toBe('/rightsContexts/admin/grants/0/actions/3');
-    expect(issue.message).toContain('Frobnicate');
-    expect(issue.line).toBe(lineOf(text, 'Frobnicate'));
+    expectOnlyError(text, '/rightsContexts/admin/grants/0/actions/3', ['Frobnicate'], 'Frobnicate');
   });
 
   it('a grant field pattern that matches no configured class/property', () => {
@@ -433,25 +405,17 @@ describe('configuration errors: cross-references', () => {
       '  mask: { evidences: { Action: Mask } }',
       '  mask: { evidences: { Action: Mask } }\n  sneaky: { evidences: { Action: Unprotect, Channel: web }, action: Protect }',
     );
-    const issue = onlyError(text);
-    expect(issue.pointer).toBe('/processingContexts/sneaky/action');
-    expect(issue.message).toMatch(/contradicts/);
+    expectOnlyError(text, '/processingContexts/sneaky/action', [/contradicts/]);
   });
 
   it('a rights context with no evidences', () => {
     const text = edit('    evidences: { Role: admin }', '    evidences: {}');
-    const issue = onlyError(text);
-    expect(issue.pointer).toBe('/rightsContexts/admin/evidences');
-    expect(issue.message).toMatch(/at least one evidence/);
-    expect(issue.line).toBe(lineOf(text, 'evidences: {}'));
+    expectOnlyError(text, '/rightsContexts/admin/evidences', [/at least one evidence/], 'evidences: {}');
   });
 
   it('a processing context with no action (no action field, no Action evidence)', () => {
     const text = edit('  mask: { evidences: { Action: Mask } }', '  mask: { evidences: { Action: Mask } }\n  web: { evidences: { Channel: web } }');
-    const issue = onlyError(text);
-    expect(issue.pointer).toBe('/processingContexts/web');
-    expect(issue.message).toMatch(/action/);
-    expect(issue.line).toBe(lineOf(text, 'web:'));
+    expectOnlyError(text, '/processingContexts/web', [/action/], 'web:');
   });
 
   it('a processing context naming an action nothing configures', () => {
@@ -484,10 +448,7 @@ describe('configuration errors: FPE alphabets', () => {
 
   it('luhn with a non-digits alphabet', () => {
     const text = edit(FPE_STEP, '      - { type: ff1, key: k-ff1, alphabet: alnum, luhn: true }');
-    const issue = onlyError(text);
-    expect(issue.pointer).toBe('/sequences/fpe/steps/0/luhn');
-    expect(issue.message).toMatch(/digits/);
-    expect(issue.line).toBe(lineOf(text, 'luhn: true'));
+    expectOnlyError(text, '/sequences/fpe/steps/0/luhn', [/digits/], 'luhn: true');
   });
 
   it('luhn with the digits alphabet (named, default or spelled out) compiles', () => {
@@ -502,17 +463,12 @@ describe('configuration errors: FPE alphabets', () => {
 
   it('a customAlphabet holding a character twice', () => {
     const text = edit(FPE_STEP, '      - { type: ff1, key: k-ff1, customAlphabet: "abcdefa" }');
-    const issue = onlyError(text);
-    expect(issue.pointer).toBe('/sequences/fpe/steps/0/customAlphabet');
-    expect(issue.message).toMatch(/twice/);
-    expect(issue.line).toBe(lineOf(text, 'abcdefa'));
+    expectOnlyError(text, '/sequences/fpe/steps/0/customAlphabet', [/twice/], 'abcdefa');
   });
 
   it.each(['x', ''])('a customAlphabet of fewer than 2 characters (%j)', (alphabet) => {
     const text = edit(FPE_STEP, `      - { type: ff1, key: k-ff1, customAlphabet: "${alphabet}" }`);
-    const issue = onlyError(text);
-    expect(issue.pointer).toBe('/sequences/fpe/steps/0/customAlphabet');
-    expect(issue.message).toMatch(/at least 2/);
+    expectOnlyError(text, '/sequences/fpe/steps/0/customAlphabet', [/at least 2/]);
   });
 
   it('a customAlphabet of non-ASCII characters compiles', () => {
@@ -521,10 +477,7 @@ describe('configuration errors: FPE alphabets', () => {
 
   it('alphabet and customAlphabet both set', () => {
     const text = edit(FPE_STEP, '      - { type: ff1, key: k-ff1, alphabet: digits, customAlphabet: "0123456789" }');
-    const issue = onlyError(text);
-    expect(issue.pointer).toBe('/sequences/fpe/steps/0');
-    expect(issue.message).toMatch(/not both/);
-    expect(issue.line).toBe(lineOf(text, 'customAlphabet'));
+    expectOnlyError(text, '/sequences/fpe/steps/0', [/not both/], 'customAlphabet');
   });
 
   it('ff3-1 compiles with a deprecation warning, not an error', () => {
@@ -554,11 +507,7 @@ describe('configuration errors: key references', () => {
   it('a key reference name that is not a keystore id (upper case) and no id', () => {
     let text = edit('  k-mac: { type: hmac-sha256 }', '  PanKey: { type: hmac-sha256 }');
     text = edit('      - { type: hmac-sha256, key: k-mac }', '      - { type: hmac-sha256, key: PanKey }', text);
-    const issue = onlyError(text);
-    expect(issue.pointer).toBe('/keys/PanKey');
-    expect(issue.message).toContain('PanKey');
-    expect(issue.message).toMatch(/set id/);
-    expect(issue.line).toBe(lineOf(text, 'PanKey: {'));
+    expectOnlyError(text, '/keys/PanKey', ['PanKey', /set id/], 'PanKey: {');
   });
 
   it('the same reference with an explicit id compiles, and steps resolve it to that id', () => {
