@@ -190,6 +190,7 @@ const NEUTRAL = [
   'drift-guard',
   'file-lock',
   'kafka',
+  'native',
 ];
 const WIRING = ['app', 'cli'];
 

@@ -1,0 +1,53 @@
+// npm run bench:native — the native core (native/, issue 42) beside the JavaScript engine on the
+// same values in the same run: the aes-siv transformer's tokens for a chunk of CHUNK e-mail
+// addresses (18–24 bytes; AD = [header, binding] as the transformer passes it), ns per value on
+// one thread: the engine one value at a time (protect), the engine a chunk at a time
+// (protectMany, the stream chunk's path), and the native core a chunk in one call (sealMany, the
+// values laid out, the tokens encoded and split included); and the native call alone. The
+// tokens are checked equal before anything is timed. Prints ratios.
+import { randomBytes } from 'node:crypto';
+import { createTransformer, MemoryKeyProvider } from '../src/engine/index.ts';
+import { offsetsOf, sivKeyring } from '../src/native/index.ts';
+import { fmt, opsPerSecond, ratio } from './measure.ts';
+
+const ms = Number(process.env.BENCH_MS ?? 1000);
+const CHUNK = Number(process.env.BENCH_CHUNK ?? 1000);
+const key = randomBytes(64);
+const keys = new MemoryKeyProvider();
+keys.add('siv', 'aes-siv', new Uint8Array(key), 'now');
+const siv = createTransformer({ type: 'aes-siv', key: 'siv' }, () => ({ name: 'siv', id: 'siv', type: 'aes-siv' }), { keys, random: (b) => b }).bind({
+  className: 'Customer',
+  propertyName: 'email',
+});
+const texts = Array.from({ length: CHUNK }, (_, i) => `customer.${String(i * 7919).padStart(6, '0')}@example.com`.slice(0, 18 + (i % 7)));
+const values = texts.map((t) => Buffer.from(t));
+
+// the token's header (tag and key version) and the binding label: the transformer's associated data
+const header = Buffer.from(siv.protect(texts[0]!) as string, 'base64url').subarray(0, 5);
+const ad = [header, Buffer.from('Customer.email')];
+const ring = sivKeyring();
+ring.add('k', key);
+
+/** the chunk's tokens from one native call: header || V || C, base64url, as the transformer writes them */
+function nativeChunk(): string[] {
+  const offsets = offsetsOf(values.map((v) => v.length));
+  const sealed = ring.sealMany('k', ad, Buffer.concat(values), offsets);
+  return values.map((_, i) => Buffer.concat([header, sealed.subarray(offsets[i]! + 16 * i, offsets[i + 1]! + 16 * (i + 1))]).toString('base64url'));
+}
+
+const expected = siv.protectMany!(texts);
+const native = nativeChunk();
+if (!expected.every((e, i) => e === native[i] && e === siv.protect(texts[i]!))) throw new Error('the native core and the JavaScript engine disagree');
+
+const perValue = opsPerSecond((i) => siv.protect(texts[i % CHUNK]!), 1, ms);
+const jsChunks = opsPerSecond(() => siv.protectMany!(texts), CHUNK, ms);
+const nativeChunks = opsPerSecond(() => nativeChunk(), CHUNK, ms);
+const laidOut = { bytes: Buffer.concat(values), offsets: offsetsOf(values.map((v) => v.length)) };
+const nativeCall = opsPerSecond(() => ring.sealMany('k', ad, laidOut.bytes, laidOut.offsets), CHUNK, ms);
+const ns = (perSecond: number) => (1e9 / perSecond).toFixed(0).padStart(7);
+console.log(`aes-siv tokens, ${fmt(CHUNK)}-value chunks of 18–24-byte values, one thread     values/s  ns/value`);
+console.log(`JavaScript engine, one value at a time (protect)                   ${fmt(perValue).padStart(12)}  ${ns(perValue)}`);
+console.log(`JavaScript engine, a chunk (protectMany)                           ${fmt(jsChunks).padStart(12)}  ${ns(jsChunks)}`);
+console.log(`native core, a chunk in one call (sealMany, tokens encoded)        ${fmt(nativeChunks).padStart(12)}  ${ns(nativeChunks)}`);
+console.log(`native core, the call alone (the chunk laid out once, no tokens)   ${fmt(nativeCall).padStart(12)}  ${ns(nativeCall)}`);
+console.log(`native / JavaScript chunk: ${ratio(nativeChunks, jsChunks)}; native / JavaScript one value at a time: ${ratio(nativeChunks, perValue)}`);
