@@ -95,8 +95,8 @@ impl SivKeyring {
     }
 
     fn key(&mut self, key_id: &str) -> Result<&mut SivKey> {
-        // the id is the caller's name for a key, not key material: safe to say
-        self.keys.get_mut(key_id).ok_or_else(|| invalid(format!("no AES-SIV key {key_id:?} in this keyring")))
+        // the id is not echoed: a subject's key may be named by the subject, which is personal data
+        self.keys.get_mut(key_id).ok_or_else(|| invalid("no AES-SIV key of that id in this keyring".to_string()))
     }
 }
 
