@@ -3,55 +3,98 @@ import { describe, expect, it } from 'vitest';
 import { createTransformer, MemoryKeyProvider } from '../../src/engine/index.ts';
 import { offsetsOf, sivKeyring } from '../../src/native/index.ts';
 import { mulberry32 } from '../helpers/seeded-random.ts';
+import { countTests, vectors, type WycheproofFile } from '../engine/crypto/vectors.ts';
 
 const hex = (s: string) => Buffer.from(s, 'hex');
 /** values laid back to back, as a batch crosses into the core */
 const batch = (values: readonly Uint8Array[]) => ({ bytes: Buffer.concat(values), offsets: offsetsOf(values.map((v) => v.length)) });
 
 describe('the native core: AES-SIV keyring (issue 42)', () => {
-  it('RFC 5297 A.1: the vector, its round trip, and a flipped bit refused', () => {
-    const ring = sivKeyring();
-    ring.add('k', hex('fffefdfcfbfaf9f8f7f6f5f4f3f2f1f0f0f1f2f3f4f5f6f7f8f9fafbfcfdfeff'));
-    const ad = [hex('101112131415161718191a1b1c1d1e1f2021222324252627')];
-    const pt = hex('112233445566778899aabbccddee');
-    const sealed = ring.sealMany('k', ad, pt, offsetsOf([pt.length]));
-    expect(sealed.toString('hex')).toBe('85632d07c6e8f37f950acd320a2ecc9340c02b9690c4dc04daef7f6afe5c');
-    const opened = ring.openMany('k', ad, sealed, offsetsOf([sealed.length]));
-    expect(opened).toMatchObject({ failed: [] });
-    expect(opened.plaintexts.equals(pt)).toBe(true);
-    sealed[20]! ^= 1;
-    expect(ring.openMany('k', ad, sealed, offsetsOf([sealed.length])).failed).toEqual([0]);
-  });
+  /** how many random values the differential compares: npm test's short form; `npm run test:native-differential` takes 1,000,000 */
+  const DIFFERENTIAL_VALUES = Number(process.env.VEIL_NATIVE_DIFF_VALUES ?? 5010);
 
-  it("gives the aes-siv transformer's tokens byte for byte on 5,010 random values (keys of 64 bytes, fields, values of 0–200 bytes), and opens them", () => {
-    const random = mulberry32(42);
+  it(`gives the aes-siv transformer's tokens byte for byte on ${DIFFERENTIAL_VALUES} random values (keys of 32, 48 and 64 bytes, one per subject in one keyring; fields; values of 0–200 characters), and opens them`, () => {
+    const random = mulberry32(Number(process.env.VEIL_NATIVE_DIFF_SEED ?? 42));
     const int = (n: number) => Math.floor(random() * n);
-    let compared = 0;
-    for (let round = 0; round < 15; round++) {
-      const key = randomBytes(64);
+    // one keyring holding a key per subject, as a subject-scoped pipeline's would: each batch asks it for its own
+    const ring = sivKeyring();
+    const tally = { values: 0, keys: 0, mismatches: 0, failedOpens: 0 };
+    while (tally.values < DIFFERENTIAL_VALUES) {
+      const key = randomBytes([32, 48, 64][int(3)]!);
+      const subject = `subject-${tally.keys++}`;
+      ring.add(subject, key);
       const keys = new MemoryKeyProvider();
       keys.add('siv', 'aes-siv', new Uint8Array(key), 'now');
       const field = { className: `Class${int(100)}`, propertyName: `property${int(100)}` };
       const siv = createTransformer({ type: 'aes-siv', key: 'siv' }, () => ({ name: 'siv', id: 'siv', type: 'aes-siv' }), { keys, random: (b) => b }).bind(
         field,
       );
-      const texts = Array.from({ length: 334 }, () => randomBytes(int(201)).toString('latin1'));
+      const count = Math.min(1 + int(400), DIFFERENTIAL_VALUES - tally.values);
+      // latin1 text of random bytes: every UTF-8 length from 0 to 400 bytes, 1- and 2-byte characters
+      const texts = Array.from({ length: count }, () => randomBytes(int(201)).toString('latin1'));
       const values = texts.map((t) => Buffer.from(t, 'utf8'));
       const tokens = texts.map((t) => Buffer.from(siv.protect(t) as string, 'base64url'));
       // the token: header (tag, key version) || V || C; the associated data: [header, Class.property]
-      const header = tokens[0]!.subarray(0, 5);
-      const ad = [header, Buffer.from(`${field.className}.${field.propertyName}`)];
-      const ring = sivKeyring();
-      ring.add('k', key);
+      const ad = [tokens[0]!.subarray(0, 5), Buffer.from(`${field.className}.${field.propertyName}`)];
       const { bytes, offsets } = batch(values);
-      const sealed = ring.sealMany('k', ad, bytes, offsets);
-      expect(sealed.equals(Buffer.concat(tokens.map((t) => t.subarray(5)))), `round ${round}`).toBe(true);
-      const opened = ring.openMany('k', ad, sealed, offsetsOf(values.map((v) => v.length + 16)));
-      expect(opened.failed).toEqual([]);
-      expect(opened.plaintexts.equals(bytes)).toBe(true);
-      compared += values.length;
+      const sealed = ring.sealMany(subject, ad, bytes, offsets);
+      const sealedOffsets = offsetsOf(values.map((v) => v.length + 16));
+      tokens.forEach((t, i) => {
+        if (!t.subarray(5).equals(sealed.subarray(sealedOffsets[i], sealedOffsets[i + 1]))) tally.mismatches++;
+      });
+      const opened = ring.openMany(subject, ad, sealed, sealedOffsets);
+      tally.failedOpens += opened.failed.length;
+      if (!opened.plaintexts.equals(bytes)) tally.mismatches++;
+      tally.values += count;
     }
-    expect(compared).toBe(5010);
+    console.log(
+      `native differential (aes-siv): ${tally.values} values, ${tally.keys} keys in one keyring, ${tally.mismatches} mismatches, ${tally.failedOpens} failed opens`,
+    );
+    expect({ values: tally.values, mismatches: tally.mismatches, failedOpens: tally.failedOpens }).toEqual({
+      values: DIFFERENTIAL_VALUES,
+      mismatches: 0,
+      failedOpens: 0,
+    });
+    expect(ring.size).toBe(tally.keys);
+  }, 600_000);
+
+  it('RFC 5297 appendix A (A.1 and A.2, several associated-data components): seal and open', () => {
+    const { vectors: list } = vectors<{ vectors: { name: string; keyHex: string; ad: string[]; plaintextHex: string; output: string }[] }>('rfc5297.json');
+    expect(list.map((v) => v.name.slice(0, 3))).toEqual(['A.1', 'A.2']);
+    for (const v of list) {
+      const ring = sivKeyring();
+      ring.add('k', hex(v.keyHex));
+      const ad = v.ad.map(hex);
+      const pt = hex(v.plaintextHex);
+      expect(ring.sealMany('k', ad, pt, offsetsOf([pt.length])).toString('hex'), v.name).toBe(v.output);
+      const opened = ring.openMany('k', ad, hex(v.output), offsetsOf([v.output.length / 2]));
+      expect(opened.failed, v.name).toEqual([]);
+      expect(opened.plaintexts.toString('hex'), v.name).toBe(v.plaintextHex);
+    }
+  });
+
+  it('Wycheproof AES-SIV-CMAC (442 tests, 256-, 384- and 512-bit keys): every valid one seals to its ciphertext and opens, every invalid one is refused', () => {
+    const file = vectors<WycheproofFile<{ keySize: number }>>('wycheproof/aes_siv_cmac_test.json');
+    expect(countTests(file)).toBe(file.numberOfTests);
+    const tally = { valid: 0, invalid: 0, wrong: [] as number[] };
+    for (const t of file.testGroups.flatMap((g) => g.tests)) {
+      const ring = sivKeyring();
+      ring.add('k', hex(t.key));
+      const ad = [hex(t.aad!)];
+      const ct = hex(t.ct!);
+      const opened = ring.openMany('k', ad, ct, offsetsOf([ct.length]));
+      if (t.result === 'valid') {
+        tally.valid++;
+        const msg = hex(t.msg);
+        const sealed = ring.sealMany('k', ad, msg, offsetsOf([msg.length]));
+        if (sealed.toString('hex') !== t.ct || opened.failed.length !== 0 || opened.plaintexts.toString('hex') !== t.msg) tally.wrong.push(t.tcId);
+      } else {
+        tally.invalid++;
+        if (opened.failed.length !== 1) tally.wrong.push(t.tcId);
+      }
+    }
+    expect(tally.valid + tally.invalid).toBe(file.numberOfTests);
+    expect(tally.wrong).toEqual([]);
   });
 
   it('seals and opens with keys of 32, 48 and 64 bytes (AES-128, -192, -256) and any number of associated-data components up to 126', () => {
