@@ -4,10 +4,12 @@
 // one thread: the engine one value at a time (protect), the engine a chunk at a time
 // (protectMany, the stream chunk's path), and the native core a chunk in one call (sealMany, the
 // values laid out, the tokens encoded and split included); and the native call alone. The
-// tokens are checked equal before anything is timed. Prints ratios.
+// tokens are checked equal before anything is timed. Then the same for FF1 over digits: a chunk of
+// CHUNK 16-digit numbers through the ff1 transformer (protectMany) and through the native core
+// (encryptMany, the numerals mapped in and out in JavaScript included). Prints ratios.
 import { randomBytes } from 'node:crypto';
 import { createTransformer, MemoryKeyProvider } from '../src/engine/index.ts';
-import { offsetsOf, sivKeyring } from '../src/native/index.ts';
+import { fpeKeyring, offsetsOf, sivKeyring } from '../src/native/index.ts';
 import { fmt, opsPerSecond, ratio } from './measure.ts';
 
 const ms = Number(process.env.BENCH_MS ?? 1000);
@@ -51,3 +53,43 @@ console.log(`JavaScript engine, a chunk (protectMany)                           
 console.log(`native core, a chunk in one call (sealMany, tokens encoded)        ${fmt(nativeChunks).padStart(12)}  ${ns(nativeChunks)}`);
 console.log(`native core, the call alone (the chunk laid out once, no tokens)   ${fmt(nativeCall).padStart(12)}  ${ns(nativeCall)}`);
 console.log(`native / JavaScript chunk: ${ratio(nativeChunks, jsChunks)}; native / JavaScript one value at a time: ${ratio(nativeChunks, perValue)}`);
+
+// FF1 over digits: 16-digit numbers, an 8-byte tweak, AES-256
+const fpeKey = randomBytes(32);
+const tweak = randomBytes(8);
+keys.add('f', 'ff1', new Uint8Array(fpeKey), 'now');
+const ff1Step = { type: 'ff1', key: 'f', alphabet: 'digits', tweakHex: tweak.toString('hex'), keepFirst: 0, keepLast: 0, luhn: false } as const;
+const ff1 = createTransformer(ff1Step, () => ({ name: 'f', id: 'f', type: 'ff1', version: 1 }), { keys, random: (b) => b }).bind({
+  className: 'Card',
+  propertyName: 'number',
+});
+const digits = Array.from({ length: CHUNK }, (_, i) => String(4_000_000_000_000_000 + i * 7_919_000_003).slice(0, 16));
+const fpe = fpeKeyring();
+fpe.add('f', 'ff1', fpeKey);
+const digitOffsets = offsetsOf(digits.map((d) => d.length));
+
+/** the chunk through the core in one call, the digits mapped to numerals and back in JavaScript */
+function nativeFf1(): string[] {
+  const numerals = new Uint16Array(digitOffsets[CHUNK]!);
+  digits.forEach((d, i) => {
+    for (let j = 0; j < d.length; j++) numerals[digitOffsets[i]! + j] = d.charCodeAt(j) - 48;
+  });
+  const out = fpe.encryptMany('f', 10, tweak, numerals, digitOffsets);
+  const text = Buffer.allocUnsafe(out.length);
+  for (let j = 0; j < out.length; j++) text[j] = out[j]! + 48;
+  return digits.map((_, i) => text.toString('latin1', digitOffsets[i], digitOffsets[i + 1]));
+}
+
+const ff1Expected = ff1.protectMany!(digits);
+if (!nativeFf1().every((v, i) => v === ff1Expected[i] && v === ff1.protect(digits[i]!))) throw new Error('the native FF1 and the JavaScript engine disagree');
+const ff1PerValue = opsPerSecond((i) => ff1.protect(digits[i % CHUNK]!), 1, ms);
+const ff1Chunks = opsPerSecond(() => ff1.protectMany!(digits), CHUNK, ms);
+const ff1Native = opsPerSecond(() => nativeFf1(), CHUNK, ms);
+const laidDigits = Uint16Array.from(digits.join(''), (c) => c.charCodeAt(0) - 48);
+const ff1Call = opsPerSecond(() => fpe.encryptMany('f', 10, tweak, laidDigits, digitOffsets), CHUNK, ms);
+console.log(`\nff1 over digits, ${fmt(CHUNK)}-value chunks of 16-digit values, one thread           values/s  ns/value`);
+console.log(`JavaScript engine, one value at a time (protect)                   ${fmt(ff1PerValue).padStart(12)}  ${ns(ff1PerValue)}`);
+console.log(`JavaScript engine, a chunk (protectMany)                           ${fmt(ff1Chunks).padStart(12)}  ${ns(ff1Chunks)}`);
+console.log(`native core, a chunk in one call (encryptMany, digits mapped)      ${fmt(ff1Native).padStart(12)}  ${ns(ff1Native)}`);
+console.log(`native core, the call alone (numerals laid out once)               ${fmt(ff1Call).padStart(12)}  ${ns(ff1Call)}`);
+console.log(`native / JavaScript chunk: ${ratio(ff1Native, ff1Chunks)}; native / JavaScript one value at a time: ${ratio(ff1Native, ff1PerValue)}`);

@@ -1,14 +1,14 @@
-//! A batch of values in one buffer: value i is `bytes[offsets[i]..offsets[i + 1]]`.
+//! A batch of values in one buffer: value i is `bytes[offsets[i]..offsets[i + 1]]` (bytes, or FF1's u16 numerals).
 #![forbid(unsafe_code)]
 
-pub struct Batch<'a> {
-    bytes: &'a [u8],
+pub struct Batch<'a, T = u8> {
+    bytes: &'a [T],
     offsets: &'a [u32],
 }
 
-impl<'a> Batch<'a> {
+impl<'a, T> Batch<'a, T> {
     /// Checks the offsets once (they start at 0, never decrease and end at the buffer's length), so iterating cannot go out of bounds.
-    pub fn new(bytes: &'a [u8], offsets: &'a [u32]) -> Result<Self, String> {
+    pub fn new(bytes: &'a [T], offsets: &'a [u32]) -> Result<Self, String> {
         let (Some(&first), Some(&last)) = (offsets.first(), offsets.last()) else {
             return Err("offsets hold at least one entry (0 for an empty batch)".into());
         };
@@ -25,7 +25,7 @@ impl<'a> Batch<'a> {
         self.offsets.len() - 1
     }
 
-    pub fn iter(&self) -> impl Iterator<Item = &'a [u8]> + '_ {
+    pub fn iter(&self) -> impl Iterator<Item = &'a [T]> + '_ {
         self.offsets.windows(2).map(|w| &self.bytes[w[0] as usize..w[1] as usize])
     }
 }
@@ -43,5 +43,6 @@ mod tests {
         assert!(Batch::new(b"abc", &[0, 2]).is_err());
         assert!(Batch::new(b"abc", &[0, 2, 1, 3]).is_err());
         assert_eq!(Batch::new(b"", &[0]).unwrap().len(), 0);
+        assert_eq!(Batch::new(&[1u16, 2, 3][..], &[0, 1, 3]).unwrap().iter().collect::<Vec<_>>(), vec![&[1u16][..], &[2, 3][..]]);
     }
 }

@@ -7,8 +7,17 @@
 //! denies it, so napi-derive's generated glue (which allows it for itself) is the only unsafe code.
 #![deny(unsafe_code)]
 
+mod aes_key;
 mod batch;
+mod ff1;
+mod ff1_lockstep;
+#[cfg(test)]
+mod ff1_peer_test;
+mod ff3_1;
+mod fpe_keyring;
 mod siv;
+#[cfg(test)]
+mod siv_peer_test;
 
 use std::collections::HashMap;
 
@@ -68,9 +77,10 @@ impl SivKeyring {
         let batch = Batch::new(&values, &offsets).map_err(invalid)?;
         let key = self.key(&key_id)?;
         let ad: Vec<&[u8]> = associated_data.iter().map(|b| b.as_ref()).collect();
+        let prefix = key.prefix(&ad).map_err(invalid)?;
         let mut out = Vec::with_capacity(values.len() + 16 * batch.len());
         for value in batch.iter() {
-            key.seal_into(&ad, value, &mut out).map_err(invalid)?;
+            key.seal_into(&prefix, value, &mut out);
         }
         Ok(out.into())
     }
@@ -81,12 +91,13 @@ impl SivKeyring {
         let batch = Batch::new(&sealed, &offsets).map_err(invalid)?;
         let key = self.key(&key_id)?;
         let ad: Vec<&[u8]> = associated_data.iter().map(|b| b.as_ref()).collect();
+        let prefix = key.prefix(&ad).map_err(invalid)?;
         let mut plaintexts = Vec::with_capacity(sealed.len());
         let mut ends = Vec::with_capacity(batch.len() + 1);
         let mut failed = Vec::new();
         ends.push(0u32);
         for (i, value) in batch.iter().enumerate() {
-            if !key.open_into(&ad, value, &mut plaintexts) {
+            if !key.open_into(&prefix, value, &mut plaintexts) {
                 failed.push(i as u32);
             }
             ends.push(plaintexts.len() as u32);
@@ -100,6 +111,6 @@ impl SivKeyring {
     }
 }
 
-fn invalid(message: String) -> Error {
+pub(crate) fn invalid(message: String) -> Error {
     Error::new(Status::InvalidArg, message)
 }

@@ -45,6 +45,8 @@ export { isSubjectId, SUBJECT_ID_RULE, type SubjectEntry, type SubjectKeyring } 
 // one step's transformer, for golden outputs and benchmarks beside the whole engine
 export { createTransformer } from './transformers/registry.ts';
 export type { KeyRef, Transformer } from './transformers/transformer.ts';
+// the FPE steps' named alphabets (numeral i is character i): what a native FF1 or FF3-1 caller maps values through
+export { NAMED_ALPHABETS, type AlphabetName } from './fpe/alphabet.ts';
 // the output header and binding label of the keyed steps: what the database door's leased keys hand out (src/db/lease-grant.ts)
 export { FORMAT_TAGS, header as outputHeader } from './transformers/output-format.ts';
 export { bindingLabel } from './transformers/transformer.ts';

@@ -25,8 +25,28 @@ export interface OpenedBatch {
   failed: number[];
 }
 
+/** The FPE mode a key is for: FF1, or FF3-1 (deprecated; for data shared with systems that use it). */
+export type FpeMode = 'ff1' | 'ff3-1';
+
+/**
+ * FF1 and FF3-1 keys (SP 800-38G) and batches of numeral strings through them: value i is
+ * `numerals[offsets[i], offsets[i + 1])`, each numeral below the radix, and the output keeps the
+ * offsets. A value outside the mode's lengths (the domain rule; FF1 at most 4096 numerals, FF3-1
+ * its maxlen) or a numeral not below the radix refuses the whole call, naming the value's index.
+ */
+export interface FpeKeyring {
+  /** 16, 24 or 32 bytes; the caller then fills its copy with zeros */
+  add(keyId: string, mode: FpeMode, key: Uint8Array): void;
+  remove(keyId: string): boolean;
+  readonly size: number;
+  /** FF1: any tweak length; FF3-1: 7 bytes */
+  encryptMany(keyId: string, radix: number, tweak: Uint8Array, numerals: Uint16Array, offsets: Uint32Array): Uint16Array;
+  decryptMany(keyId: string, radix: number, tweak: Uint8Array, numerals: Uint16Array, offsets: Uint32Array): Uint16Array;
+}
+
 interface NativeCore {
   SivKeyring: new () => SivKeyring;
+  FpeKeyring: new () => FpeKeyring;
 }
 
 const ADDON = new URL('../../native/veil-native.node', import.meta.url).pathname;
@@ -47,6 +67,10 @@ export function nativeCore(): NativeCore {
 
 export function sivKeyring(): SivKeyring {
   return new (nativeCore().SivKeyring)();
+}
+
+export function fpeKeyring(): FpeKeyring {
+  return new (nativeCore().FpeKeyring)();
 }
 
 /** The offsets of values laid back to back: [0, end of value 0, …, total length]. */
