@@ -43,6 +43,9 @@ mod tests {
         assert!(Batch::new(b"abc", &[0, 2]).is_err());
         assert!(Batch::new(b"abc", &[0, 2, 1, 3]).is_err());
         assert_eq!(Batch::new(b"", &[0]).unwrap().len(), 0);
-        assert_eq!(Batch::new(&[1u16, 2, 3][..], &[0, 1, 3]).unwrap().iter().collect::<Vec<_>>(), vec![&[1u16][..], &[2, 3][..]]);
+        assert_eq!(
+            Batch::new(&[1u16, 2, 3][..], &[0, 1, 3]).unwrap().iter().collect::<Vec<_>>(),
+            vec![&[1u16][..], &[2, 3][..]]
+        );
     }
 }

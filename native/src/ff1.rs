@@ -63,7 +63,19 @@ impl Layout {
             xor_into(&mut last[..16 - 1 - b], &q_const[whole..]);
         }
         let pow = |m: usize| if fits { (radix as u128).pow(m as u32) } else { 0 };
-        Layout { n, u, b, d, radix, mu: pow(u), mv: pow(v), last, after_p, q_const, fits }
+        Layout {
+            n,
+            u,
+            b,
+            d,
+            radix,
+            mu: pow(u),
+            mv: pow(v),
+            last,
+            after_p,
+            q_const,
+            fits,
+        }
     }
 
     /// Encrypts (forward) or decrypts every x of `xs` (each n numerals below radix), appending the outputs to `out` in order.

@@ -55,14 +55,24 @@ fn agrees_with_the_fpe_crate() {
     for case in 0..cases {
         let key_length = [16, 24, 32][random.below(3) as usize];
         let key = random.bytes(key_length);
-        let radix = if random.below(4) == 0 { 2 + random.below(65535) as u32 } else { RADIXES[random.below(12) as usize] };
+        let radix = if random.below(4) == 0 {
+            2 + random.below(65535) as u32
+        } else {
+            RADIXES[random.below(12) as usize]
+        };
         let tweak_length = random.below(41) as usize;
         let tweak = random.bytes(tweak_length);
         let min = (2..).find(|&n| (radix as f64).powi(n as i32) >= 1_000_000.0).unwrap();
         // one case in 50 long enough for b > 12 (the BigUint path)
-        let n = if case % 50 == 0 { min + 100 + random.below(300) as usize } else { min + random.below(64 - min.min(63) as u64) as usize };
+        let n = if case % 50 == 0 {
+            min + 100 + random.below(300) as usize
+        } else {
+            min + random.below(64 - min.min(63) as u64) as usize
+        };
         // 1 to 4 values of that length together: FF1's rounds run them in lockstep
-        let group: Vec<Vec<u16>> = (0..1 + random.below(4)).map(|_| (0..n).map(|_| random.below(radix as u64) as u16).collect()).collect();
+        let group: Vec<Vec<u16>> = (0..1 + random.below(4))
+            .map(|_| (0..n).map(|_| random.below(radix as u64) as u16).collect())
+            .collect();
         let xs: Vec<&[u16]> = group.iter().map(|x| x.as_slice()).collect();
         let aes = AesKey::new(&key).unwrap();
         let layout = Layout::new(&aes, radix, &tweak, n);
@@ -76,7 +86,11 @@ fn agrees_with_the_fpe_crate() {
         layout.run(&aes, &outs, !forward, &mut back);
         if ours != theirs || back != group.concat() {
             mismatches += 1;
-            eprintln!("case {case}: radix {radix}, n {n}, {} key bytes, tweak {} bytes, forward {forward}", key.len(), tweak.len());
+            eprintln!(
+                "case {case}: radix {radix}, n {n}, {} key bytes, tweak {} bytes, forward {forward}",
+                key.len(),
+                tweak.len()
+            );
         }
     }
     println!("FF1 against the fpe crate: {cases} cases ({general} on the general path), {mismatches} mismatches");

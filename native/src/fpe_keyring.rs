@@ -19,8 +19,14 @@ const MAX_LAYOUTS: usize = 4096;
 const LOCKSTEP: usize = 256;
 
 enum FpeKey {
-    Ff1 { aes: AesKey, layouts: HashMap<Vec<u8>, HashMap<usize, Layout>>, count: usize },
-    Ff31 { aes: AesKey },
+    Ff1 {
+        aes: AesKey,
+        layouts: HashMap<Vec<u8>, HashMap<usize, Layout>>,
+        count: usize,
+    },
+    Ff31 {
+        aes: AesKey,
+    },
 }
 
 #[napi]
@@ -41,8 +47,14 @@ impl FpeKeyring {
     pub fn add(&mut self, key_id: String, mode: String, key: Uint8Array) -> Result<()> {
         let bad_length = || invalid(format!("an {mode} key is 16, 24 or 32 bytes, not {}", key.len()));
         let entry = match mode.as_str() {
-            "ff1" => FpeKey::Ff1 { aes: AesKey::new(&key).ok_or_else(bad_length)?, layouts: HashMap::new(), count: 0 },
-            "ff3-1" => FpeKey::Ff31 { aes: ff3_1::reversed_key(&key).ok_or_else(bad_length)? },
+            "ff1" => FpeKey::Ff1 {
+                aes: AesKey::new(&key).ok_or_else(bad_length)?,
+                layouts: HashMap::new(),
+                count: 0,
+            },
+            "ff3-1" => FpeKey::Ff31 {
+                aes: ff3_1::reversed_key(&key).ok_or_else(bad_length)?,
+            },
             _ => return Err(invalid("the FPE mode is \"ff1\" or \"ff3-1\"".to_string())),
         };
         self.keys.insert(key_id, entry);
@@ -78,7 +90,10 @@ impl FpeKeyring {
         }
         let batch = Batch::new(numerals, offsets).map_err(invalid)?;
         // the id is not echoed: a subject's key may be named by the subject, which is personal data
-        let key = self.keys.get_mut(key_id).ok_or_else(|| invalid("no FPE key of that id in this keyring".to_string()))?;
+        let key = self
+            .keys
+            .get_mut(key_id)
+            .ok_or_else(|| invalid("no FPE key of that id in this keyring".to_string()))?;
         let (mode, max) = match key {
             FpeKey::Ff1 { .. } => ("FF1", MAX_NUMERALS),
             FpeKey::Ff31 { .. } => ("FF3-1", ff3_1::max_length(radix)),
@@ -107,7 +122,9 @@ impl FpeKeyring {
                 }
             }
             FpeKey::Ff31 { aes } => {
-                let tweak: &[u8; 7] = tweak.try_into().map_err(|_| invalid(format!("an FF3-1 tweak is 56 bits (7 bytes), not {} bytes", tweak.len())))?;
+                let tweak: &[u8; 7] = tweak
+                    .try_into()
+                    .map_err(|_| invalid(format!("an FF3-1 tweak is 56 bits (7 bytes), not {} bytes", tweak.len())))?;
                 for x in batch.iter() {
                     ff3_1::run(aes, radix, tweak, x, forward, &mut out);
                 }
@@ -122,7 +139,10 @@ fn check_values(batch: &Batch<u16>, radix: u32, max: usize, mode: &str) -> Resul
     let min = min_length(radix);
     for (i, x) in batch.iter().enumerate() {
         if x.len() < min || x.len() > max {
-            return Err(invalid(format!("value {i}: {mode} takes {min} to {max} numerals in radix {radix}, not {}", x.len())));
+            return Err(invalid(format!(
+                "value {i}: {mode} takes {min} to {max} numerals in radix {radix}, not {}",
+                x.len()
+            )));
         }
         if x.iter().any(|&d| d as u32 >= radix) {
             return Err(invalid(format!("value {i}: a numeral is not below the radix {radix}")));

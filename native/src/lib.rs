@@ -102,12 +102,18 @@ impl SivKeyring {
             }
             ends.push(plaintexts.len() as u32);
         }
-        Ok(OpenedBatch { plaintexts: plaintexts.into(), offsets: ends.into(), failed })
+        Ok(OpenedBatch {
+            plaintexts: plaintexts.into(),
+            offsets: ends.into(),
+            failed,
+        })
     }
 
     fn key(&mut self, key_id: &str) -> Result<&mut SivKey> {
         // the id is not echoed: a subject's key may be named by the subject, which is personal data
-        self.keys.get_mut(key_id).ok_or_else(|| invalid("no AES-SIV key of that id in this keyring".to_string()))
+        self.keys
+            .get_mut(key_id)
+            .ok_or_else(|| invalid("no AES-SIV key of that id in this keyring".to_string()))
     }
 }
 

@@ -38,7 +38,10 @@ macro_rules! siv {
 
         impl $name {
             fn new(k1: &[u8], k2: &[u8]) -> Option<Self> {
-                Some($name { mac: <Cmac<$cipher> as KeyInit>::new_from_slice(k1).ok()?, ctr: <$cipher>::new_from_slice(k2).ok()? })
+                Some($name {
+                    mac: <Cmac<$cipher> as KeyInit>::new_from_slice(k1).ok()?,
+                    ctr: <$cipher>::new_from_slice(k2).ok()?,
+                })
             }
 
             fn cmac(&mut self, parts: &[&[u8]]) -> Block {
