@@ -11,6 +11,7 @@ use napi_derive::napi;
 use crate::aes_key::AesKey;
 use crate::batch::Batch;
 use crate::ff1::{Layout, MAX_NUMERALS};
+use crate::keys::Keys;
 use crate::{ff3_1, invalid};
 
 /// FF1 layouts a key keeps (by radix, tweak and length) before it starts over: bounds the memory a stream of new tweaks can take.
@@ -31,7 +32,7 @@ enum FpeKey {
 
 #[napi]
 pub struct FpeKeyring {
-    keys: HashMap<String, FpeKey>,
+    keys: Keys<FpeKey>,
 }
 
 #[napi]
@@ -39,7 +40,7 @@ impl FpeKeyring {
     #[napi(constructor)]
     #[allow(clippy::new_without_default)]
     pub fn new() -> Self {
-        FpeKeyring { keys: HashMap::new() }
+        FpeKeyring { keys: Keys::new("FPE") }
     }
 
     /// Adds (or replaces) a key of 16, 24 or 32 bytes for `mode` "ff1" or "ff3-1"; the caller should then fill its copy with zeros.
@@ -63,12 +64,12 @@ impl FpeKeyring {
 
     #[napi]
     pub fn remove(&mut self, key_id: String) -> bool {
-        self.keys.remove(&key_id).is_some()
+        self.keys.remove(&key_id)
     }
 
     #[napi(getter)]
     pub fn size(&self) -> u32 {
-        self.keys.len() as u32
+        self.keys.len()
     }
 
     /// Encrypts every numeral string of the batch (each numeral below `radix`) under the key and tweak.
@@ -89,11 +90,7 @@ impl FpeKeyring {
             return Err(invalid(format!("the radix is 2 to 65536, not {radix}")));
         }
         let batch = Batch::new(numerals, offsets).map_err(invalid)?;
-        // the id is not echoed: a subject's key may be named by the subject, which is personal data
-        let key = self
-            .keys
-            .get_mut(key_id)
-            .ok_or_else(|| invalid("no FPE key of that id in this keyring".to_string()))?;
+        let key = self.keys.get_mut(key_id).map_err(invalid)?;
         let (mode, max) = match key {
             FpeKey::Ff1 { .. } => ("FF1", MAX_NUMERALS),
             FpeKey::Ff31 { .. } => ("FF3-1", ff3_1::max_length(radix)),

@@ -1,0 +1,86 @@
+//! The AES-GCM keys of one process and batches of values through them (`gcm.rs`).
+
+use napi::bindgen_prelude::{Buffer, Uint32Array, Uint8Array};
+use napi::Result;
+use napi_derive::napi;
+
+use crate::batch::Batch;
+use crate::gcm::{GcmKey, NONCE, TAG};
+use crate::keys::Keys;
+use crate::{invalid, OpenedBatch};
+
+/// The AES-GCM keys of one process, by id. Their bytes stay here: zeroized when removed or dropped.
+#[napi]
+pub struct GcmKeyring {
+    keys: Keys<GcmKey>,
+}
+
+#[napi]
+impl GcmKeyring {
+    #[napi(constructor)]
+    #[allow(clippy::new_without_default)]
+    pub fn new() -> Self {
+        GcmKeyring { keys: Keys::new("AES-GCM") }
+    }
+
+    /// Adds (or replaces) a key of 16, 24 or 32 bytes; the caller should then fill its copy with zeros.
+    #[napi]
+    pub fn add(&mut self, key_id: String, key: Uint8Array) -> Result<()> {
+        let gcm = GcmKey::new(&key).ok_or_else(|| invalid(format!("an AES-GCM key is 16, 24 or 32 bytes, not {}", key.len())))?;
+        self.keys.insert(key_id, gcm);
+        Ok(())
+    }
+
+    #[napi]
+    pub fn remove(&mut self, key_id: String) -> bool {
+        self.keys.remove(&key_id)
+    }
+
+    #[napi(getter)]
+    pub fn size(&self) -> u32 {
+        self.keys.len()
+    }
+
+    /// Seals value i under nonce i (`nonces[12 × i..12 × (i + 1)]`, fresh random bytes from the
+    /// caller) and the batch's associated data; returns each nonce || C || tag back to back
+    /// (value i starts at offsets[i] + 28 × i).
+    #[napi]
+    pub fn seal_many(&mut self, key_id: String, aad: Uint8Array, nonces: Uint8Array, values: Uint8Array, offsets: Uint32Array) -> Result<Buffer> {
+        let batch = Batch::new(&values, &offsets).map_err(invalid)?;
+        if nonces.len() != NONCE * batch.len() {
+            return Err(invalid(format!(
+                "{} values take {} nonce bytes, not {}",
+                batch.len(),
+                NONCE * batch.len(),
+                nonces.len()
+            )));
+        }
+        let key = self.keys.get_mut(&key_id).map_err(invalid)?;
+        let mut out = Vec::with_capacity(values.len() + (NONCE + TAG) * batch.len());
+        for (value, nonce) in batch.iter().zip(nonces.chunks_exact(NONCE)) {
+            key.seal_into(nonce, &aad, value, &mut out).map_err(invalid)?;
+        }
+        Ok(out.into())
+    }
+
+    /// Opens each nonce || C || tag (`sealed[offsets[i]..offsets[i + 1]]`) under the associated data.
+    #[napi]
+    pub fn open_many(&mut self, key_id: String, aad: Uint8Array, sealed: Uint8Array, offsets: Uint32Array) -> Result<OpenedBatch> {
+        let batch = Batch::new(&sealed, &offsets).map_err(invalid)?;
+        let key = self.keys.get_mut(&key_id).map_err(invalid)?;
+        let mut plaintexts = Vec::with_capacity(sealed.len());
+        let mut ends = vec![0u32];
+        let mut failed = Vec::new();
+        for (i, value) in batch.iter().enumerate() {
+            if !key.open_into(&aad, value, &mut plaintexts) {
+                failed.push(i as u32);
+            }
+            ends.push(plaintexts.len() as u32);
+        }
+        Ok(OpenedBatch {
+            plaintexts: plaintexts.into(),
+            offsets: ends.into(),
+            failed,
+        })
+    }
+}
