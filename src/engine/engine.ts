@@ -1,4 +1,5 @@
 import { pooledRandom } from './crypto/random-pool.ts';
+import type { Primitives } from './crypto/primitives.ts';
 import { ChainCache, chainThen, keepingErased, type Chain } from './chains.ts';
 import { PROTECT, UNPROTECT, type CompiledConfig } from './config/compiled.ts';
 import { combine, ValueError, VeilError, type ErrorDetail } from './errors.ts';
@@ -16,6 +17,8 @@ export interface EngineOptions {
   keys: KeyProvider;
   /** secure random source; injectable so tests can pin AES-GCM nonces */
   random?: (bytes: Uint8Array) => Uint8Array;
+  /** the keyed primitives: the native core's (src/native) from the wiring; the JavaScript engine's when absent */
+  primitives?: Primitives;
 }
 
 /** One authorized request, ready to run: what audit records before any value is touched. */
@@ -89,7 +92,7 @@ export class Engine {
   constructor(options: EngineOptions) {
     this.config = options.config;
     const random = options.random ?? pooledRandom();
-    this.chains = new ChainCache(options.config, { keys: options.keys, random, subjects: this.subjects });
+    this.chains = new ChainCache(options.config, { keys: options.keys, random, subjects: this.subjects, primitives: options.primitives });
   }
 
   /** What a protect for an erased subject gets (configuration `subjects.returning`): the adapter asks the store accordingly. */

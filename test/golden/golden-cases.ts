@@ -1,4 +1,4 @@
-import { createTransformer, type KeyRef, type StepConfig, type Transformer } from '../../src/engine/index.ts';
+import { createTransformer, type KeyRef, type Primitives, type StepConfig, type Transformer } from '../../src/engine/index.ts';
 import { deps, keysWith, ref } from '../engine/transformers/fixtures.ts';
 
 /** A protected output pinned forever: if it changes, data already stored would stop unprotecting. */
@@ -16,8 +16,8 @@ const VALUES: Record<string, string[]> = {
   id: ['QQ123456C', 'AB-99-ZZ-01'],
 };
 
-/** Every output format: each keyed step under key version 1 and, for AEAD/HMAC, a rotated version 2. */
-export function goldenSteps(): { name: string; kind: keyof typeof VALUES; transformer: Transformer }[] {
+/** Every output format: each keyed step under key version 1 and, for AEAD/HMAC, a rotated version 2; on the JavaScript engine's primitives unless others are given (the native core's: test/native). */
+export function goldenSteps(primitives?: Primitives): { name: string; kind: keyof typeof VALUES; transformer: Transformer }[] {
   const keys = keysWith([
     ['siv', 'aes-siv', 64, 0x10],
     ['gcm', 'aes-gcm', 32, 0x20],
@@ -38,7 +38,7 @@ export function goldenSteps(): { name: string; kind: keyof typeof VALUES; transf
     );
   }
   let counter = 0;
-  const d = deps(keys, (b) => b.fill(++counter & 0xff));
+  const d = { ...deps(keys, (b) => b.fill(++counter & 0xff)), primitives };
   // one configured step, its key reference given as it is (pinned version or primary)
   const step = (config: StepConfig, key?: KeyRef): Transformer => createTransformer(config, () => key!, d);
   const fpe = { keepFirst: 0, keepLast: 0 };
@@ -73,9 +73,9 @@ export function goldenSteps(): { name: string; kind: keyof typeof VALUES; transf
   ];
 }
 
-export function computeGolden(): GoldenRecord[] {
+export function computeGolden(primitives?: Primitives): GoldenRecord[] {
   const field = { className: 'Customer', propertyName: 'field' };
-  return goldenSteps().flatMap(({ name, kind, transformer }) => {
+  return goldenSteps(primitives).flatMap(({ name, kind, transformer }) => {
     const bound = transformer.bind(field);
     return VALUES[kind]!.map((value) => ({ step: name, ...field, value, protected: bound.protect(value) }));
   });

@@ -1,7 +1,8 @@
 import { ValueError } from '../errors.ts';
-import { AesGcm, GCM_NONCE_BYTES, GCM_TAG_BYTES, type GcmAad, type GcmSeal } from '../crypto/aes-gcm.ts';
+import { GCM_NONCE_BYTES, GCM_TAG_BYTES } from '../crypto/aes-gcm.ts';
+import type { GcmPrimitive } from '../crypto/primitives.ts';
 import { revealKeyBytes } from '../key-access/secret-key.ts';
-import { bindingLabel, type KeyRef, type Transformer, type TransformerDeps } from './transformer.ts';
+import { bindingLabel, primitivesOf, type KeyRef, type Transformer, type TransformerDeps } from './transformer.ts';
 import { decode, encode, FORMAT_TAGS, fromUtf8, header, HEADER_BYTES, outputBuffer, sealEach, utf8Length } from './output-format.ts';
 import { keyVersions } from './versioned-keys.ts';
 
@@ -15,15 +16,16 @@ const encoder = new TextEncoder();
  * A random 96-bit nonce bounds a key to about 2^32 protections (NIST SP 800-38D §8.3): rotate.
  */
 export function aesGcm(params: { key: KeyRef; binding?: string }, deps: TransformerDeps): Transformer {
-  const keys = keyVersions(params.key, deps, (k) => new AesGcm(revealKeyBytes(k)));
+  const primitives = primitivesOf(deps);
+  const keys = keyVersions(params.key, deps, (k) => primitives.aesGcm(revealKeyBytes(k)));
   return {
     type: 'aes-gcm',
     reversible: true,
     bind(field) {
       const label = encoder.encode(bindingLabel(field, params.binding));
       // per key (a version of a shared key, or a subject's key): its header and the associated data header || label (and its GHASH state), built once
-      const aads = new WeakMap<AesGcm, { h: Uint8Array; prepared: GcmAad }>();
-      const aadOf = (version: number, gcm: AesGcm) => {
+      const aads = new WeakMap<GcmPrimitive, { h: Uint8Array; prepared: object }>();
+      const aadOf = (version: number, gcm: GcmPrimitive) => {
         let a = aads.get(gcm);
         if (!a) {
           const h = header(TAG, version);
@@ -49,7 +51,7 @@ export function aesGcm(params: { key: KeyRef; binding?: string }, deps: Transfor
           const { h, prepared } = aadOf(version, gcm);
           return sealEach(
             values,
-            (value, length): { out: Buffer; job: GcmSeal } => {
+            (value, length) => {
               const out = outputBuffer(h, GCM_NONCE_BYTES + length + GCM_TAG_BYTES);
               const nonce = out.subarray(HEADER_BYTES, HEADER_BYTES + GCM_NONCE_BYTES);
               deps.random(nonce);

@@ -1,7 +1,7 @@
 import { ValueError } from '../errors.ts';
-import { AesSiv, type SivPrefix, type SivSeal } from '../crypto/aes-siv.ts';
+import type { SivPrimitive, SivSeal } from '../crypto/primitives.ts';
 import { revealKeyBytes } from '../key-access/secret-key.ts';
-import { bindingLabel, type KeyRef, type Transformer, type TransformerDeps } from './transformer.ts';
+import { bindingLabel, primitivesOf, type KeyRef, type Transformer, type TransformerDeps } from './transformer.ts';
 import { decode, encode, FORMAT_TAGS, fromUtf8, header, HEADER_BYTES, outputBuffer, sealEach, utf8Length } from './output-format.ts';
 import { keyVersions } from './versioned-keys.ts';
 
@@ -15,15 +15,16 @@ const encoder = new TextEncoder();
  * Output: base64url(0xA1 || keyVersion u32 || V(16) || C).
  */
 export function aesSiv(params: { key: KeyRef; binding?: string }, deps: TransformerDeps): Transformer {
-  const keys = keyVersions(params.key, deps, (k) => new AesSiv(revealKeyBytes(k)));
+  const primitives = primitivesOf(deps);
+  const keys = keyVersions(params.key, deps, (k) => primitives.aesSiv(revealKeyBytes(k)));
   return {
     type: 'aes-siv',
     reversible: true,
     bind(field) {
       const label = encoder.encode(bindingLabel(field, params.binding));
       // per key (a version of a shared key, or a subject's key): its header and the S2V state over [header, label], computed once
-      const prefixes = new WeakMap<AesSiv, { h: Uint8Array; prefix: SivPrefix }>();
-      const prefix = (siv: AesSiv, version: number) => {
+      const prefixes = new WeakMap<SivPrimitive, { h: Uint8Array; prefix: object }>();
+      const prefix = (siv: SivPrimitive, version: number) => {
         let p = prefixes.get(siv);
         if (!p) {
           const h = header(TAG, version);

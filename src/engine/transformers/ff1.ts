@@ -2,7 +2,7 @@ import { Ff1 } from '../crypto/ff1.ts';
 import { FpeFormat } from '../fpe/fpe-format.ts';
 import { revealKeyBytes } from '../key-access/secret-key.ts';
 import { alphabetOf, tweakFor, type FpeParams } from './fpe-common.ts';
-import type { KeyRef, Transformer, TransformerDeps } from './transformer.ts';
+import { primitivesOf, type KeyRef, type Transformer, type TransformerDeps } from './transformer.ts';
 import { keyVersions } from './versioned-keys.ts';
 
 /** Longest run of alphabet characters one FF1 call takes; longer values get VALUE_TOO_LONG. */
@@ -25,12 +25,13 @@ export function ff1(params: FpeParams & { key: KeyRef; luhn: boolean }, deps: Tr
     minLength: Ff1.minLength(alphabet.radix),
     maxLength: FF1_MAX_NUMERALS,
   });
+  const primitives = primitivesOf(deps);
   return {
     type: 'ff1',
     reversible: true,
     bind(field) {
       const tweak = tweakFor(params, field, 'veil/ff1', 8);
-      const ciphers = keyVersions(params.key, deps, (k) => new Ff1(revealKeyBytes(k), alphabet.radix, tweak));
+      const ciphers = keyVersions(params.key, deps, (k) => primitives.ff1(revealKeyBytes(k), alphabet.radix, tweak));
       // the pinned version, or the data subject's current key (a scoped reference: erased subjects stay refused)
       const current = () => ciphers.forProtect(ciphers.protectVersion());
       return {

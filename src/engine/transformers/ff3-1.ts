@@ -2,7 +2,7 @@ import { Ff31 } from '../crypto/ff3-1.ts';
 import { FpeFormat } from '../fpe/fpe-format.ts';
 import { revealKeyBytes } from '../key-access/secret-key.ts';
 import { alphabetOf, tweakFor, type FpeParams } from './fpe-common.ts';
-import type { KeyRef, Transformer, TransformerDeps } from './transformer.ts';
+import { primitivesOf, type KeyRef, type Transformer, type TransformerDeps } from './transformer.ts';
 import { keyVersions } from './versioned-keys.ts';
 
 /**
@@ -19,12 +19,13 @@ export function ff31(params: FpeParams & { key: KeyRef }, deps: TransformerDeps)
     minLength: Ff31.minLength(alphabet.radix),
     maxLength: Ff31.maxLength(alphabet.radix),
   });
+  const primitives = primitivesOf(deps);
   return {
     type: 'ff3-1',
     reversible: true,
     bind(field) {
       const tweak = tweakFor(params, field, 'veil/ff3-1', 7);
-      const ciphers = keyVersions(params.key, deps, (k) => new Ff31(revealKeyBytes(k), alphabet.radix, tweak));
+      const ciphers = keyVersions(params.key, deps, (k) => primitives.ff31(revealKeyBytes(k), alphabet.radix, tweak));
       // the pinned version, or the data subject's current key (a scoped reference: erased subjects stay refused)
       const current = () => ciphers.forProtect(ciphers.protectVersion());
       return {

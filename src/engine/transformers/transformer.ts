@@ -1,6 +1,7 @@
 import type { ValueError } from '../errors.ts';
 import type { KeyProvider } from '../key-access/key-provider.ts';
 import type { SubjectSlot } from '../key-access/subject-keyring.ts';
+import { JS_PRIMITIVES, type Primitives } from '../crypto/primitives.ts';
 
 /** The field a value belongs to; keyed transformers bind their output to it. */
 export interface FieldBinding {
@@ -46,6 +47,13 @@ export interface TransformerDeps {
   readonly random: (bytes: Uint8Array) => Uint8Array;
   /** the data subject whose values run now: subject-scoped key references read its key (none: such values get SUBJECT_REQUIRED) */
   readonly subjects?: SubjectSlot;
+  /** the keyed primitives (AES-SIV, AES-GCM, FF1, FF3-1): the native core's when the wiring hands them in, else the JavaScript engine's */
+  readonly primitives?: Primitives;
+}
+
+/** The primitives a transformer builds its keys' ciphers with. */
+export function primitivesOf(deps: TransformerDeps): Primitives {
+  return deps.primitives ?? JS_PRIMITIVES;
 }
 
 /** The binding label: `Class.property` unless the step names a shared one. */

@@ -1,0 +1,142 @@
+import type { GcmPrimitive, NumeralCipher, Primitives, SivPrimitive, SivSeal } from '../engine/index.ts';
+import { fpeKeyring, gcmKeyring, offsetsOf, sivKeyring } from './core.ts';
+import type { FpeKeyring, FpeMode, GcmKeyring, SivKeyring } from './keyrings.ts';
+
+/**
+ * The engine's keyed primitives on the native core (issue 42): the contract of
+ * src/engine/crypto/primitives.ts, checked against the JavaScript engine's (test/native). Each
+ * primitive holds one key in a keyring of its own, so the key's native state is dropped (and
+ * zeroized) when the engine drops the primitive (a rotated-out version, an erased subject).
+ * Loading the core fails loudly (NATIVE_CORE_MISSING): there is no silent JavaScript fallback.
+ */
+export function nativePrimitives(): Primitives {
+  return {
+    aesSiv: (key) => new NativeSiv(key),
+    aesGcm: (key) => new NativeGcm(key),
+    ff1: (key, radix, tweak) => new NativeNumerals('ff1', key, radix, tweak),
+    ff31: (key, radix, tweak) => new NativeNumerals('ff3-1', key, radix, tweak),
+  };
+}
+
+/** the one key id each primitive's keyring holds */
+const KEY = 'k';
+
+/** values laid back to back: each item's bytes from `of(item)`, into one buffer and its offsets */
+function laidOut<T>(items: readonly T[], of: (item: T) => Uint8Array): { bytes: Buffer; offsets: Uint32Array } {
+  const parts = items.map(of);
+  const offsets = offsetsOf(parts.map((p) => p.length));
+  const bytes = Buffer.allocUnsafe(offsets[parts.length]!);
+  parts.forEach((p, i) => bytes.set(p, offsets[i]));
+  return { bytes, offsets };
+}
+
+interface SivState {
+  readonly ad: readonly Uint8Array[];
+}
+
+class NativeSiv implements SivPrimitive {
+  private readonly ring: SivKeyring = sivKeyring();
+
+  constructor(key: Uint8Array) {
+    this.ring.add(KEY, key);
+  }
+
+  /** the core computes S2V's D per batch itself: the state is the associated data */
+  prefix(associatedData: readonly Uint8Array[]): object {
+    return { ad: associatedData.map((a) => Uint8Array.from(a)) } satisfies SivState;
+  }
+
+  sealInPlace<T extends Uint8Array>(prefix: object, out: T, offset: number, length: number): T {
+    this.sealMany(prefix, [{ out, offset, length }]);
+    return out;
+  }
+
+  sealMany(prefix: object, items: readonly SivSeal[]): void {
+    const { bytes, offsets } = laidOut(items, (it) => it.out.subarray(it.offset + 16, it.offset + 16 + it.length));
+    const sealed = this.ring.sealMany(KEY, [...(prefix as SivState).ad], bytes, offsets);
+    items.forEach((it, i) => it.out.set(sealed.subarray(offsets[i]! + 16 * i, offsets[i + 1]! + 16 * (i + 1)), it.offset));
+  }
+
+  open(prefix: object, sealed: Uint8Array): Uint8Array | undefined {
+    const opened = this.ring.openMany(KEY, [...(prefix as SivState).ad], sealed, offsetsOf([sealed.length]));
+    return opened.failed.length === 0 ? opened.plaintexts : undefined;
+  }
+}
+
+interface GcmState {
+  readonly aad: Uint8Array;
+}
+
+/** one seal of a batch: the plaintext at out[offset, +length) encrypted in place, its tag after it */
+type GcmItem = Parameters<GcmPrimitive['sealMany']>[0][number];
+
+class NativeGcm implements GcmPrimitive {
+  private readonly ring: GcmKeyring = gcmKeyring();
+
+  constructor(key: Uint8Array) {
+    this.ring.add(KEY, key);
+  }
+
+  prepareAad(aad: Uint8Array): object {
+    return { aad: Uint8Array.from(aad) } satisfies GcmState;
+  }
+
+  sealInPlace<T extends Uint8Array>(nonce: Uint8Array, aad: object, out: T, offset: number, length: number): T {
+    this.sealMany([{ nonce, aad, out, offset, length }]);
+    return out;
+  }
+
+  sealMany(items: readonly GcmItem[]): void {
+    // a batch shares its associated data; the core takes one per call, so items are grouped by it
+    const byAad = Map.groupBy(items, (it) => it.aad);
+    for (const [aad, group] of byAad) {
+      const nonces = laidOut(group, (it) => it.nonce).bytes;
+      const { bytes, offsets } = laidOut(group, (it) => it.out.subarray(it.offset, it.offset + it.length));
+      const sealed = this.ring.sealMany(KEY, (aad as GcmState).aad, nonces, bytes, offsets);
+      // value i's nonce || C || tag starts at offsets[i] + 28 × i: C || tag goes back in place
+      group.forEach((it, i) => it.out.set(sealed.subarray(offsets[i]! + 28 * i + 12, offsets[i + 1]! + 28 * (i + 1)), it.offset));
+    }
+  }
+
+  open(nonce: Uint8Array, aad: object, sealed: Uint8Array): Uint8Array | undefined {
+    const input = Buffer.concat([nonce, sealed]);
+    const opened = this.ring.openMany(KEY, (aad as GcmState).aad, input, offsetsOf([input.length]));
+    return opened.failed.length === 0 ? opened.plaintexts : undefined;
+  }
+}
+
+class NativeNumerals implements NumeralCipher {
+  private readonly ring: FpeKeyring = fpeKeyring();
+  private readonly radix: number;
+  private readonly tweak: Uint8Array;
+
+  constructor(mode: FpeMode, key: Uint8Array, radix: number, tweak: Uint8Array) {
+    this.ring.add(KEY, mode, key);
+    this.radix = radix;
+    this.tweak = Uint8Array.from(tweak);
+  }
+
+  encrypt(x: ArrayLike<number>): number[] {
+    return this.encryptMany([x])[0]!;
+  }
+
+  decrypt(x: ArrayLike<number>): number[] {
+    return this.decryptMany([x])[0]!;
+  }
+
+  encryptMany(xs: readonly ArrayLike<number>[]): number[][] {
+    return this.many(xs, true);
+  }
+
+  decryptMany(xs: readonly ArrayLike<number>[]): number[][] {
+    return this.many(xs, false);
+  }
+
+  private many(xs: readonly ArrayLike<number>[], forward: boolean): number[][] {
+    const offsets = offsetsOf(xs.map((x) => x.length));
+    const numerals = new Uint16Array(offsets[xs.length]!);
+    xs.forEach((x, i) => numerals.set(x, offsets[i]));
+    const out = (forward ? this.ring.encryptMany : this.ring.decryptMany).call(this.ring, KEY, this.radix, this.tweak, numerals, offsets);
+    return xs.map((_, i) => Array.from(out.subarray(offsets[i], offsets[i + 1])));
+  }
+}
