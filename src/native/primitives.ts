@@ -1,6 +1,6 @@
 import type { GcmPrimitive, NumeralCipher, Primitives, SivPrimitive, SivSeal } from '../engine/index.ts';
 import { fpeKeyring, gcmKeyring, offsetsOf, sivKeyring } from './core.ts';
-import type { FpeKeyring, FpeMode, GcmKeyring, SivKeyring } from './keyrings.ts';
+import type { FpeKeyring, FpeMode, GcmKeyring, OpenedBatch, SivKeyring } from './keyrings.ts';
 
 /**
  * The engine's keyed primitives on the native core (issue 42): the contract of
@@ -28,6 +28,13 @@ function laidOut<T>(items: readonly T[], of: (item: T) => Uint8Array): { bytes: 
   const bytes = Buffer.allocUnsafe(offsets[parts.length]!);
   parts.forEach((p, i) => bytes.set(p, offsets[i]));
   return { bytes, offsets };
+}
+
+/** an opened batch as open() answers each value: its plaintext, or undefined when it failed */
+function unpacked({ plaintexts, offsets, failed }: OpenedBatch): (Uint8Array | undefined)[] {
+  const out: (Uint8Array | undefined)[] = Array.from({ length: offsets.length - 1 }, (_, i) => plaintexts.subarray(offsets[i], offsets[i + 1]));
+  for (const i of failed) out[i] = undefined;
+  return out;
 }
 
 interface SivState {
@@ -58,8 +65,12 @@ class NativeSiv implements SivPrimitive {
   }
 
   open(prefix: object, sealed: Uint8Array): Uint8Array | undefined {
-    const opened = this.ring.openMany(KEY, [...(prefix as SivState).ad], sealed, offsetsOf([sealed.length]));
-    return opened.failed.length === 0 ? opened.plaintexts : undefined;
+    return this.openMany(prefix, [sealed])[0];
+  }
+
+  openMany(prefix: object, sealed: readonly Uint8Array[]): (Uint8Array | undefined)[] {
+    const { bytes, offsets } = laidOut(sealed, (s) => s);
+    return unpacked(this.ring.openMany(KEY, [...(prefix as SivState).ad], bytes, offsets));
   }
 }
 
@@ -99,9 +110,12 @@ class NativeGcm implements GcmPrimitive {
   }
 
   open(nonce: Uint8Array, aad: object, sealed: Uint8Array): Uint8Array | undefined {
-    const input = Buffer.concat([nonce, sealed]);
-    const opened = this.ring.openMany(KEY, (aad as GcmState).aad, input, offsetsOf([input.length]));
-    return opened.failed.length === 0 ? opened.plaintexts : undefined;
+    return this.openMany(aad, [Buffer.concat([nonce, sealed])])[0];
+  }
+
+  openMany(aad: object, sealed: readonly Uint8Array[]): (Uint8Array | undefined)[] {
+    const { bytes, offsets } = laidOut(sealed, (s) => s);
+    return unpacked(this.ring.openMany(KEY, (aad as GcmState).aad, bytes, offsets));
   }
 }
 
@@ -132,11 +146,22 @@ class NativeNumerals implements NumeralCipher {
     return this.many(xs, false);
   }
 
+  /** plain loops in and out: TypedArray.set from an array and Array.from a subarray cost more than the cipher */
   private many(xs: readonly ArrayLike<number>[], forward: boolean): number[][] {
-    const offsets = offsetsOf(xs.map((x) => x.length));
+    const offsets = new Uint32Array(xs.length + 1);
+    for (let i = 0; i < xs.length; i++) offsets[i + 1] = offsets[i]! + xs[i]!.length;
     const numerals = new Uint16Array(offsets[xs.length]!);
-    xs.forEach((x, i) => numerals.set(x, offsets[i]));
+    for (let i = 0, at = 0; i < xs.length; i++) {
+      const x = xs[i]!;
+      for (let j = 0; j < x.length; j++) numerals[at++] = x[j]!;
+    }
     const out = (forward ? this.ring.encryptMany : this.ring.decryptMany).call(this.ring, KEY, this.radix, this.tweak, numerals, offsets);
-    return xs.map((_, i) => Array.from(out.subarray(offsets[i], offsets[i + 1])));
+    const results = new Array<number[]>(xs.length);
+    for (let i = 0, at = 0; i < xs.length; i++) {
+      const y = new Array<number>(xs[i]!.length);
+      for (let j = 0; j < y.length; j++) y[j] = out[at++]!;
+      results[i] = y;
+    }
+    return results;
   }
 }

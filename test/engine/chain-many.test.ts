@@ -120,6 +120,27 @@ describe('Chain.many equals the chain value by value', () => {
     );
   });
 
+  it("unprotect of AES-SIV (email) and AES-GCM (name) values: the batch answers what one call answers — outputs, tampered and truncated values, junk, another field's values", () => {
+    const edits = (v: string) => [v, v.slice(0, -1) + (v.endsWith('A') ? 'B' : 'A'), v.slice(0, 12), `${v}AA`, v.replace(/^./, 'Z')];
+    for (const [propertyName, other] of [
+      ['email', 'name'],
+      ['name', 'email'],
+    ] as const) {
+      const protect = bind('Customer', propertyName, ['ingest'], 'Protect');
+      const foreign = bind('Customer', other, ['ingest'], 'Protect');
+      const reveal = bind('Customer', propertyName, ['fraud'], 'Unprotect');
+      fc.assert(
+        fc.property(fc.array(fc.oneof(fc.string(), fc.emailAddress()), { maxLength: 30 }), fc.array(junk, { maxLength: 4 }), (batch, refused) => {
+          const outputs = protect.many(batch).filter((r): r is string => typeof r === 'string');
+          const mixed = [...outputs.flatMap(edits), ...refused, ...foreign.many(batch.slice(0, 3)).filter((r): r is string => typeof r === 'string')];
+          expect(reveal.many(mixed).map(asPlain)).toEqual(mixed.map((v) => one(reveal, v)));
+          expect(reveal.many(outputs)).toEqual(batch.filter((_, i) => typeof protect.many([batch[i]!])[0] === 'string'));
+        }),
+        { numRuns: 40 },
+      );
+    }
+  });
+
   it('randomized AES-GCM: every output of a batch opens to its value; refusals match', () => {
     const protect = bind('Customer', 'name', ['ingest'], 'Protect');
     const reveal = bind('Customer', 'name', ['fraud'], 'Unprotect');

@@ -135,6 +135,11 @@ export class AesGcm {
     }
   }
 
+  /** open() of each nonce || C || tag, one at a time. */
+  openMany(aad: GcmAad, sealed: readonly Uint8Array[]): (Uint8Array | undefined)[] {
+    return sealed.map((s) => (s.length < GCM_NONCE_BYTES ? undefined : this.open(s.subarray(0, GCM_NONCE_BYTES), aad, s.subarray(GCM_NONCE_BYTES))));
+  }
+
   /** Opens C || tag; undefined when authentication fails. `aad` as for sealInPlace. */
   open(nonce: Uint8Array, aad: Uint8Array | GcmAad, sealed: Uint8Array): Uint8Array | undefined {
     checkNonce(nonce);

@@ -139,6 +139,11 @@ export class AesSiv {
     return state;
   }
 
+  /** open() of each V || C (one at a time: the JavaScript engine has no faster batch open). */
+  openMany(prefix: SivPrefix, sealed: readonly Uint8Array[]): (Uint8Array | undefined)[] {
+    return sealed.map((s) => this.open(prefix, s));
+  }
+
   /** Returns the plaintext, or undefined when authentication fails. */
   open(prefix: SivPrefix, sealed: Uint8Array): Uint8Array | undefined {
     if (sealed.length < 16) return undefined;

@@ -31,6 +31,8 @@ export interface SivPrimitive {
   sealMany(prefix: object, items: readonly SivSeal[]): void;
   /** the plaintext of V || C, or undefined when it does not authenticate */
   open(prefix: object, sealed: Uint8Array): Uint8Array | undefined;
+  /** open for each V || C */
+  openMany(prefix: object, sealed: readonly Uint8Array[]): (Uint8Array | undefined)[];
 }
 
 export interface GcmPrimitive {
@@ -42,6 +44,8 @@ export interface GcmPrimitive {
   sealMany(items: readonly (Omit<GcmSeal, 'aad'> & { aad: object })[]): void;
   /** the plaintext of C || tag, or undefined when it does not authenticate */
   open(nonce: Uint8Array, aad: object, sealed: Uint8Array): Uint8Array | undefined;
+  /** open for each nonce || C || tag, as a token carries it */
+  openMany(aad: object, sealed: readonly Uint8Array[]): (Uint8Array | undefined)[];
 }
 
 export type { SivSeal };

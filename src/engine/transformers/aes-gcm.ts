@@ -3,7 +3,19 @@ import { GCM_NONCE_BYTES, GCM_TAG_BYTES } from '../crypto/aes-gcm.ts';
 import type { GcmPrimitive } from '../crypto/primitives.ts';
 import { revealKeyBytes } from '../key-access/secret-key.ts';
 import { bindingLabel, primitivesOf, type KeyRef, type Transformer, type TransformerDeps } from './transformer.ts';
-import { decode, encode, FORMAT_TAGS, fromUtf8, header, HEADER_BYTES, outputBuffer, sealEach, utf8Length } from './output-format.ts';
+import {
+  AUTHENTICATION_FAILED,
+  decode,
+  encode,
+  FORMAT_TAGS,
+  fromUtf8,
+  header,
+  HEADER_BYTES,
+  openEach,
+  outputBuffer,
+  sealEach,
+  utf8Length,
+} from './output-format.ts';
 import { keyVersions } from './versioned-keys.ts';
 
 const TAG = FORMAT_TAGS['aes-gcm'];
@@ -65,8 +77,16 @@ export function aesGcm(params: { key: KeyRef; binding?: string }, deps: Transfor
           const { version, payload } = decode(value, TAG, GCM_NONCE_BYTES + GCM_TAG_BYTES);
           const key = keys.forUnprotect(version);
           const plaintext = key.open(payload.subarray(0, GCM_NONCE_BYTES), aadOf(version, key).prepared, payload.subarray(GCM_NONCE_BYTES));
-          if (!plaintext) throw new ValueError('PROTECTED_VALUE_INVALID', 'fails authentication (tampered, or protected for another field or key)');
+          if (!plaintext) throw new ValueError('PROTECTED_VALUE_INVALID', AUTHENTICATION_FAILED);
           return fromUtf8(plaintext);
+        },
+        unprotectMany(values) {
+          return openEach(
+            values,
+            { tag: TAG, minPayload: GCM_NONCE_BYTES + GCM_TAG_BYTES },
+            (version) => keys.forUnprotect(version),
+            (gcm, version, payloads) => gcm.openMany(aadOf(version, gcm).prepared, payloads),
+          );
         },
       };
     },

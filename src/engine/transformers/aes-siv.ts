@@ -2,7 +2,19 @@ import { ValueError } from '../errors.ts';
 import type { SivPrimitive, SivSeal } from '../crypto/primitives.ts';
 import { revealKeyBytes } from '../key-access/secret-key.ts';
 import { bindingLabel, primitivesOf, type KeyRef, type Transformer, type TransformerDeps } from './transformer.ts';
-import { decode, encode, FORMAT_TAGS, fromUtf8, header, HEADER_BYTES, outputBuffer, sealEach, utf8Length } from './output-format.ts';
+import {
+  AUTHENTICATION_FAILED,
+  decode,
+  encode,
+  FORMAT_TAGS,
+  fromUtf8,
+  header,
+  HEADER_BYTES,
+  openEach,
+  outputBuffer,
+  sealEach,
+  utf8Length,
+} from './output-format.ts';
 import { keyVersions } from './versioned-keys.ts';
 
 const TAG = FORMAT_TAGS['aes-siv'];
@@ -60,8 +72,16 @@ export function aesSiv(params: { key: KeyRef; binding?: string }, deps: Transfor
           const { version, payload } = decode(value, TAG, 16);
           const siv = keys.forUnprotect(version);
           const plaintext = siv.open(prefix(siv, version).prefix, payload);
-          if (!plaintext) throw new ValueError('PROTECTED_VALUE_INVALID', 'fails authentication (tampered, or protected for another field or key)');
+          if (!plaintext) throw new ValueError('PROTECTED_VALUE_INVALID', AUTHENTICATION_FAILED);
           return fromUtf8(plaintext);
+        },
+        unprotectMany(values) {
+          return openEach(
+            values,
+            { tag: TAG, minPayload: 16 },
+            (version) => keys.forUnprotect(version),
+            (siv, version, payloads) => siv.openMany(prefix(siv, version).prefix, payloads),
+          );
         },
       };
     },

@@ -111,6 +111,63 @@ export function sealEach<S>(
   return results.map((r) => (r instanceof ValueError ? r : encode(r)));
 }
 
+/**
+ * The batch form of the keyed transformers' unprotect: each value decoded (a malformed one is that
+ * value's ValueError, as decode() throws it), the values naming one key version opened together
+ * by `openAll` under `keyOf(version)` (a ValueError from it — a version the key lacks — is each of
+ * those values' error), each plaintext read as UTF-8, and one that did not authenticate refused as
+ * unprotect() refuses it. Any other error throws, as it would from unprotect().
+ */
+export function openEach<K>(
+  values: readonly string[],
+  format: { tag: number; minPayload: number },
+  keyOf: (version: number) => K,
+  openAll: (key: K, version: number, payloads: Uint8Array[]) => (Uint8Array | undefined)[],
+): (string | ValueError)[] {
+  const out = new Array<string | ValueError>(values.length);
+  const byVersion = new Map<number, { at: number; payload: Uint8Array }[]>();
+  values.forEach((value, at) => {
+    const decoded = valueErrorOr(() => decode(value, format.tag, format.minPayload));
+    if (decoded instanceof ValueError) {
+      out[at] = decoded;
+      return;
+    }
+    const group = byVersion.get(decoded.version);
+    if (group) group.push({ at, payload: decoded.payload });
+    else byVersion.set(decoded.version, [{ at, payload: decoded.payload }]);
+  });
+  for (const [version, items] of byVersion) {
+    const key = valueErrorOr(() => keyOf(version));
+    if (key instanceof ValueError) {
+      for (const { at } of items) out[at] = key;
+      continue;
+    }
+    const plaintexts = openAll(
+      key,
+      version,
+      items.map((it) => it.payload),
+    );
+    items.forEach(({ at }, k) => {
+      const plaintext = plaintexts[k];
+      out[at] = plaintext ? valueErrorOr(() => fromUtf8(plaintext)) : new ValueError('PROTECTED_VALUE_INVALID', AUTHENTICATION_FAILED);
+    });
+  }
+  return out;
+}
+
+/** what unprotect says of a value that does not authenticate */
+export const AUTHENTICATION_FAILED = 'fails authentication (tampered, or protected for another field or key)';
+
+/** run's result, or the ValueError it throws; any other error throws */
+function valueErrorOr<T>(run: () => T): T | ValueError {
+  try {
+    return run();
+  } catch (e) {
+    if (e instanceof ValueError) return e;
+    throw e;
+  }
+}
+
 export function irreversible(type: string): never {
   throw new ValueError('ACTION_NOT_CONFIGURED', `${type} is irreversible and cannot unprotect`);
 }
