@@ -42,8 +42,8 @@ export { SecretKey, revealKeyBytes } from './key-access/secret-key.ts';
 // data subjects' keys (issue 29): what an adapter fetches from the subject-key store before a call
 export { isSubjectId, SUBJECT_ID_RULE, type SubjectEntry, type SubjectKeyring } from './key-access/subject-keyring.ts';
 
-// the keyed primitives' contract (AES-SIV, AES-GCM, FF1, FF3-1), which the native core implements too (issue 42), and the engine's own
-export { JS_PRIMITIVES, type GcmPrimitive, type Primitives, type SivPrimitive, type SivSeal } from './crypto/primitives.ts';
+// the keyed primitives' contract (AES-SIV, AES-GCM, HMAC-SHA256, FF1, FF3-1), which the native core implements too (issue 42), and the engine's own
+export { JS_PRIMITIVES, type GcmPrimitive, type MacPrimitive, type Primitives, type SivPrimitive, type SivSeal } from './crypto/primitives.ts';
 export type { NumeralCipher } from './fpe/fpe-format.ts';
 // one step's transformer, for golden outputs and benchmarks beside the whole engine
 export { createTransformer } from './transformers/registry.ts';

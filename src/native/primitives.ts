@@ -1,6 +1,6 @@
-import type { GcmPrimitive, NumeralCipher, Primitives, SivPrimitive, SivSeal } from '../engine/index.ts';
-import { fpeKeyring, gcmKeyring, offsetsOf, sivKeyring } from './core.ts';
-import type { FpeKeyring, FpeMode, GcmKeyring, OpenedBatch, SivKeyring } from './keyrings.ts';
+import type { GcmPrimitive, MacPrimitive, NumeralCipher, Primitives, SivPrimitive, SivSeal } from '../engine/index.ts';
+import { fpeKeyring, gcmKeyring, hmacKeyring, offsetsOf, sivKeyring } from './core.ts';
+import type { FpeKeyring, FpeMode, GcmKeyring, HmacKeyring, OpenedBatch, SivKeyring } from './keyrings.ts';
 
 /**
  * The engine's keyed primitives on the native core (issue 42): the contract of
@@ -13,6 +13,7 @@ export function nativePrimitives(): Primitives {
   return {
     aesSiv: (key) => new NativeSiv(key),
     aesGcm: (key) => new NativeGcm(key),
+    hmacSha256: (key) => new NativeMac(key),
     ff1: (key, radix, tweak) => new NativeNumerals('ff1', key, radix, tweak),
     ff31: (key, radix, tweak) => new NativeNumerals('ff3-1', key, radix, tweak),
   };
@@ -116,6 +117,20 @@ class NativeGcm implements GcmPrimitive {
   openMany(aad: object, sealed: readonly Uint8Array[]): (Uint8Array | undefined)[] {
     const { bytes, offsets } = laidOut(sealed, (s) => s);
     return unpacked(this.ring.openMany(KEY, (aad as GcmState).aad, bytes, offsets));
+  }
+}
+
+class NativeMac implements MacPrimitive {
+  private readonly ring: HmacKeyring = hmacKeyring();
+
+  constructor(key: Uint8Array) {
+    this.ring.add(KEY, key);
+  }
+
+  macMany(prefix: Uint8Array, values: readonly Uint8Array[], tagBytes: number): Uint8Array[] {
+    const { bytes, offsets } = laidOut(values, (v) => v);
+    const tags = this.ring.macMany(KEY, prefix, bytes, offsets, tagBytes);
+    return values.map((_, i) => tags.subarray(tagBytes * i, tagBytes * (i + 1)));
   }
 }
 

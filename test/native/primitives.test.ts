@@ -24,6 +24,7 @@ describe('the engine on the native core (nativePrimitives, issue 42)', () => {
   const STEPS: [string, KeyType, number, Record<string, unknown>][] = [
     ['aes-siv', 'aes-siv', 64, {}],
     ['aes-gcm', 'aes-gcm', 32, {}],
+    ['hmac-sha256, 20-byte pseudonyms', 'hmac-sha256', 32, { outputBytes: 20 }],
     ['ff1 digits, Luhn, last 4 kept', 'ff1', 32, { alphabet: 'digits', keepFirst: 0, keepLast: 4, luhn: true }],
     ['ff1 alnum, 2 kept each side', 'ff1', 24, { alphabet: 'alnum', keepFirst: 2, keepLast: 2, luhn: false }],
     ['ff3-1 digits', 'ff3-1', 16, { alphabet: 'digits', keepFirst: 0, keepLast: 0 }],

@@ -2,6 +2,8 @@ import { AesGcm, type GcmSeal } from './aes-gcm.ts';
 import { AesSiv, type SivSeal } from './aes-siv.ts';
 import { Ff1 } from './ff1.ts';
 import { Ff31 } from './ff3-1.ts';
+import { hmacSha256 } from './hmac-sha256.ts';
+import { createSecretKey } from 'node:crypto';
 import type { NumeralCipher } from '../fpe/fpe-format.ts';
 
 /**
@@ -16,6 +18,8 @@ export interface Primitives {
   aesSiv(key: Uint8Array): SivPrimitive;
   /** SP 800-38D AES-GCM, 96-bit nonces, 128-bit tags; 16, 24 or 32 bytes */
   aesGcm(key: Uint8Array): GcmPrimitive;
+  /** RFC 2104 HMAC-SHA256 (any key length veil's keystore makes) */
+  hmacSha256(key: Uint8Array): MacPrimitive;
   /** SP 800-38G FF1 over numerals below `radix`, for one tweak */
   ff1(key: Uint8Array, radix: number, tweak: Uint8Array): NumeralCipher;
   /** SP 800-38G Rev. 1 FF3-1, for one 7-byte tweak */
@@ -48,12 +52,21 @@ export interface GcmPrimitive {
   openMany(aad: object, sealed: readonly Uint8Array[]): (Uint8Array | undefined)[];
 }
 
+export interface MacPrimitive {
+  /** HMAC(key, prefix || value) cut to tagBytes (16..32) for each value */
+  macMany(prefix: Uint8Array, values: readonly Uint8Array[], tagBytes: number): Uint8Array[];
+}
+
 export type { SivSeal };
 
 /** The JavaScript engine's primitives (src/engine/crypto), the default. */
 export const JS_PRIMITIVES: Primitives = {
   aesSiv: (key) => new AesSiv(key),
   aesGcm: (key) => new AesGcm(key),
+  hmacSha256: (key) => {
+    const k = createSecretKey(key);
+    return { macMany: (prefix, values, tagBytes) => values.map((v) => hmacSha256(k, [prefix, v], tagBytes)) };
+  },
   ff1: (key, radix, tweak) => new Ff1(key, radix, tweak),
   ff31: (key, radix, tweak) => new Ff31(key, radix, tweak),
 };

@@ -47,7 +47,7 @@ export interface TransformerDeps {
   readonly random: (bytes: Uint8Array) => Uint8Array;
   /** the data subject whose values run now: subject-scoped key references read its key (none: such values get SUBJECT_REQUIRED) */
   readonly subjects?: SubjectSlot;
-  /** the keyed primitives (AES-SIV, AES-GCM, FF1, FF3-1): the native core's when the wiring hands them in, else the JavaScript engine's */
+  /** the keyed primitives (AES-SIV, AES-GCM, HMAC-SHA256, FF1, FF3-1): the native core's when the wiring hands them in, else the JavaScript engine's */
   readonly primitives?: Primitives;
 }
 
