@@ -7,10 +7,13 @@
 // tokens are checked equal before anything is timed. Then the same for FF1 over digits: a chunk of
 // CHUNK 16-digit numbers through the ff1 transformer (protectMany) and through the native core
 // (encryptMany, the numerals mapped in and out in JavaScript included). Then AES-GCM and
-// HMAC-SHA256 on the e-mail chunk: the transformer against the native call alone. Prints ratios.
+// HMAC-SHA256 on the e-mail chunk: the transformer against the native call alone. Last, the
+// engine's own transformers on either set of primitives (deps.primitives: the JavaScript engine's
+// or the native core's), a chunk each way: what handing the native core to the engine gives
+// before any chunk-level work moves. Prints ratios.
 import { randomBytes } from 'node:crypto';
-import { createTransformer, MemoryKeyProvider } from '../src/engine/index.ts';
-import { fpeKeyring, gcmKeyring, hmacKeyring, offsetsOf, sivKeyring } from '../src/native/index.ts';
+import { createTransformer, JS_PRIMITIVES, MemoryKeyProvider, type Primitives } from '../src/engine/index.ts';
+import { fpeKeyring, gcmKeyring, hmacKeyring, nativePrimitives, offsetsOf, sivKeyring } from '../src/native/index.ts';
 import { fmt, opsPerSecond, ratio } from './measure.ts';
 
 const ms = Number(process.env.BENCH_MS ?? 1000);
@@ -140,3 +143,28 @@ console.log(`aes-gcm: native core, the call alone                               
 console.log(`hmac-sha256: JavaScript engine, one value at a time (protect)      ${fmt(hmacPerValue).padStart(12)}  ${ns(hmacPerValue)}`);
 console.log(`hmac-sha256: native core, the call alone                           ${fmt(hmacCall).padStart(12)}  ${ns(hmacCall)}`);
 console.log(`native call / JavaScript: aes-gcm ${ratio(gcmCall, gcmChunks)}; hmac-sha256 ${ratio(hmacCall, hmacPerValue)}`);
+
+// the engine's transformers on the JavaScript primitives and on the native core's: protectMany and unprotectMany of the same chunks
+const stepsOnBoth: [string, object, 'aes-siv' | 'aes-gcm' | 'hmac-sha256' | 'ff1', string, readonly string[]][] = [
+  ['aes-siv', { type: 'aes-siv', key: 'siv' }, 'aes-siv', 'siv', texts],
+  ['aes-gcm', { type: 'aes-gcm', key: 'g' }, 'aes-gcm', 'g', texts],
+  ['hmac-sha256', { type: 'hmac-sha256', key: 'h', outputBytes: 16 }, 'hmac-sha256', 'h', texts],
+  ['ff1 digits', ff1Step, 'ff1', 'f', digits],
+];
+const onPrimitives = (primitives: Primitives, step: object, type: string, id: string) =>
+  createTransformer(step as never, () => ({ name: id, id, type, version: 1 }), { keys, random: (b) => b.fill(7), primitives }).bind({
+    className: 'Customer',
+    propertyName: 'email',
+  });
+console.log(`\nthe engine's transformers, ${fmt(CHUNK)}-value chunks: JavaScript primitives / native core      ns/value   ns/value   native/JS`);
+for (const [name, step, type, id, chunk] of stepsOnBoth) {
+  const [js, native] = [onPrimitives(JS_PRIMITIVES, step, type, id), onPrimitives(nativePrimitives(), step, type, id)];
+  const outputs = js.protectMany!(chunk) as string[];
+  if ((native.protectMany!(chunk) as string[]).some((o, i) => o !== outputs[i])) throw new Error(`${name}: the native core and the JavaScript engine disagree`);
+  const rows: [string, (t: typeof js) => unknown][] = [['protectMany', (t) => t.protectMany!(chunk)]];
+  if (type !== 'hmac-sha256') rows.push(['unprotectMany', (t) => t.unprotectMany!(outputs)]);
+  for (const [what, run] of rows) {
+    const [a, b] = [opsPerSecond(() => run(js), CHUNK, ms), opsPerSecond(() => run(native), CHUNK, ms)];
+    console.log(`${`${name}: ${what}`.padEnd(72)} ${ns(a)}    ${ns(b)}    ${ratio(b, a)}`);
+  }
+}
