@@ -20,10 +20,24 @@
 #   docker buildx imagetools inspect node:22-bookworm-slim --format '{{json .Manifest.Digest}}'
 #   (or: crane digest node:22-bookworm-slim; skopeo inspect --format '{{.Digest}}' docker://node:22-bookworm-slim)
 ARG NODE_IMAGE=node:22-bookworm-slim@sha256:48e4b67d85f87bd551df43704e24d252f56cc5f8e9718841aace50f19948f0f9
+# Rust for the native core (native/, issue 42; napi-rs needs rustc >= 1.89, Debian bookworm ships
+# 1.63): the official image's tool chain, copied into the build stage only. Pinned the same way:
+# the multi-platform index of rust:1-slim-bookworm (Rust 1.98.1, Debian bookworm, built 2026-09-19)
+# as docker-library/repo-info records it (repos/rust/remote/1-slim-bookworm.md at 027c274c); not
+# pulled here. Refresh it with: docker buildx imagetools inspect rust:1-slim-bookworm
+ARG RUST_IMAGE=rust:1-slim-bookworm@sha256:b5395fa1e42e25148de9b2fd8c8c3a8a341ccb17554ade0ad6bd9a47031f5101
+
+FROM ${RUST_IMAGE} AS rust
 
 FROM ${NODE_IMAGE} AS build
-# npm ci's postinstall builds librdkafka (scripts/build-librdkafka.sh, linked against Debian's
+# npm ci's postinstall builds veil's native core (scripts/build-native.sh: cargo, the crates
+# native/Cargo.lock pins), librdkafka (scripts/build-librdkafka.sh, linked against Debian's
 # libssl and zlib) and pkcs11js (scripts/build-pkcs11js.sh) from their registry sources
+COPY --from=rust /usr/local/cargo /usr/local/cargo
+COPY --from=rust /usr/local/rustup /usr/local/rustup
+ENV RUSTUP_HOME=/usr/local/rustup \
+    CARGO_HOME=/usr/local/cargo \
+    PATH=/usr/local/cargo/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 RUN apt-get update \
  && apt-get install -y --no-install-recommends libssl-dev zlib1g-dev make g++ patch python3 \
  && rm -rf /var/lib/apt/lists/*
@@ -35,13 +49,17 @@ COPY packages/sequelize/package.json packages/sequelize/
 COPY packages/prisma/package.json packages/prisma/
 COPY patches/ patches/
 COPY scripts/ scripts/
+COPY native/ native/
 # exactly what package-lock.json pins. The image's npm (10) does not read package.json's
 # allowScripts, so dependencies' own install scripts are skipped here (the librdkafka package's
 # would download a prebuilt binary) and veil's postinstall, which builds what veil needs, runs alone.
 # Then the dev dependencies go, and librdkafka's sources and objects (about 270 MB): the binding
-# keeps its .node, the librdkafka shared libraries beside it and veil's build stamp.
+# keeps its .node, the librdkafka shared libraries beside it and veil's build stamp; the native
+# core keeps its .node (native/veil-native.node) and drops cargo's target directory.
 RUN npm ci --ignore-scripts --no-audit --no-fund \
  && npm run postinstall \
+ && rm -rf native/target \
+ && node -e "require('./native/veil-native.node')" \
  && npm prune --omit=dev --ignore-scripts --no-audit --no-fund \
  && npm cache clean --force \
  && cd node_modules/@confluentinc/kafka-javascript \

@@ -1,11 +1,12 @@
 #!/bin/sh
 # Builds veil's native protection core (native/, Rust over RustCrypto through napi-rs; issue 42)
 # from source with cargo, its crates from crates.io at the versions native/Cargo.lock pins, into
-# native/veil-native.node; needs cargo and rustc >= 1.89 (rustup). Run by the tests' global setup
-# (test/setup/native-build.ts) and by `npm run bench:native`. Not by npm ci yet: nothing in veil's
-# runtime loads the core until the hot paths move to it (issue 42); then npm ci's postinstall and
-# the Dockerfile's build stage run this too. A node addon built by napi-rs links no Node.js
-# library: it resolves the N-API symbols from the process that loads it, so no headers are needed.
+# native/veil-native.node; needs cargo and rustc >= 1.89 (rustup). Run by npm ci's postinstall (and
+# so by the Dockerfile's build stage), by the tests' global setup (test/setup/native-build.ts: only
+# what changed) and by `npm run bench:native`. veil's engines run their keyed primitives on it
+# (src/app/open-engine.ts), so veil does not start without it. A node addon built by napi-rs links
+# no Node.js library: it resolves the N-API symbols from the process that loads it, so no headers
+# are needed.
 set -eu
 here=$(cd "$(dirname "$0")/.." && pwd)
 out="$here/native/veil-native.node"

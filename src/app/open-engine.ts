@@ -16,6 +16,7 @@ import {
 import { requireConfig, type VeilConfig } from './config-file.ts';
 import type { ControlStore, VersionBuilder } from '../control/index.ts';
 import { KeystoreError } from '../keystore/errors.ts';
+import { nativePrimitives } from '../native/index.ts';
 
 export interface OpenEngineOptions {
   configFile: string;
@@ -65,7 +66,8 @@ export async function openEngine(options: OpenEngineOptions): Promise<OpenedEngi
   requireKeys(config.engine, keystore);
   return {
     config,
-    engine: new Engine({ config: config.engine, keys: keystore }),
+    // the keyed primitives run on the native core (issue 42): a core that does not load stops veil here, at start
+    engine: new Engine({ config: config.engine, keys: keystore, primitives: nativePrimitives() }),
     keystore,
     warnings,
     ...(lease ? { lease } : {}),
@@ -124,7 +126,7 @@ export function versionBuilder(keystore: LocalKeystore): VersionBuilder<VeilConf
     const { config } = await requireConfig(file);
     if (findKeyGaps(config.engine, keystore).length) await keystore.reload();
     requireKeys(config.engine, keystore);
-    return { engine: new Engine({ config: config.engine, keys: keystore }), config };
+    return { engine: new Engine({ config: config.engine, keys: keystore, primitives: nativePrimitives() }), config };
   };
 }
 

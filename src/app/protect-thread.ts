@@ -9,6 +9,7 @@ import { requireKeys } from '../keystore/index.ts';
 import { openEngine, type OpenedEngine } from './open-engine.ts';
 import { serdes } from '../stream/protect/index.ts';
 import { registrySettings } from '../stream/registry/index.ts';
+import { nativePrimitives } from '../native/index.ts';
 
 /**
  * A protection worker thread of `veil stream protect` (ProtectPool): it opens the configuration
@@ -70,7 +71,7 @@ function current(): Promise<RecordProtector> {
     keysStale = false;
     const { config } = await requireConfig(configFile);
     requireKeys(config.engine, o.keystore);
-    return bound(config, new Engine({ config: config.engine, keys: o.keystore }));
+    return bound(config, new Engine({ config: config.engine, keys: o.keystore, primitives: nativePrimitives() }));
   })().catch((e: unknown) => {
     protector = undefined;
     throw e;

@@ -19,15 +19,18 @@ let loaded: NativeCore | undefined;
 
 /** The core, loaded once. Not built: NATIVE_CORE_MISSING, saying how to build it — never a silent slow path. */
 export function nativeCore(): NativeCore {
-  if (loaded) return loaded;
+  return (loaded ??= loadNativeCore(ADDON));
+}
+
+/** The addon at `file`, or NATIVE_CORE_MISSING naming the file and the build command. */
+export function loadNativeCore(file: string): NativeCore {
   try {
-    loaded = createRequire(import.meta.url)(ADDON) as NativeCore;
+    return createRequire(import.meta.url)(file) as NativeCore;
   } catch (cause) {
-    throw new NativeFault('NATIVE_CORE_MISSING', `veil's native core (${ADDON}) does not load; build it with \`sh scripts/build-native.sh\``, {
+    throw new NativeFault('NATIVE_CORE_MISSING', `veil's native core (${file}) does not load; build it with \`sh scripts/build-native.sh\` (npm ci does)`, {
       cause,
     });
   }
-  return loaded;
 }
 
 export function sivKeyring(): SivKeyring {

@@ -1,5 +1,5 @@
 import type { GcmPrimitive, MacPrimitive, NumeralCipher, Primitives, SivPrimitive, SivSeal } from '../engine/index.ts';
-import { fpeKeyring, gcmKeyring, hmacKeyring, offsetsOf, sivKeyring } from './core.ts';
+import { fpeKeyring, gcmKeyring, hmacKeyring, nativeCore, offsetsOf, sivKeyring } from './core.ts';
 import type { FpeKeyring, FpeMode, GcmKeyring, HmacKeyring, OpenedBatch, SivKeyring } from './keyrings.ts';
 
 /**
@@ -10,6 +10,8 @@ import type { FpeKeyring, FpeMode, GcmKeyring, HmacKeyring, OpenedBatch, SivKeyr
  * Loading the core fails loudly (NATIVE_CORE_MISSING): there is no silent JavaScript fallback.
  */
 export function nativePrimitives(): Primitives {
+  // loaded now, not at the first key: a core that does not load stops the caller at start
+  nativeCore();
   return {
     aesSiv: (key) => new NativeSiv(key),
     aesGcm: (key) => new NativeGcm(key),

@@ -74,7 +74,9 @@ function dockerIgnored(patterns: string[], path: string): boolean {
 }
 
 const dockerfile = parseDockerfile(readFileSync(join(ROOT, 'Dockerfile'), 'utf8'));
-const [build, runtime] = [dockerfile.stages[0]!, dockerfile.stages.at(-1)!];
+const [build, runtime] = [dockerfile.stages.find((st) => st.name === 'build')!, dockerfile.stages.at(-1)!];
+/** the stage the build copies Rust's tool chain from (the native core, issue 42) */
+const rust = dockerfile.stages.find((st) => st.name === 'rust')!;
 const steps = (stage: Stage, op: string) => stage.steps.filter((s) => s.op === op);
 const dockerignore = readFileSync(join(ROOT, '.dockerignore'), 'utf8')
   .split('\n')
@@ -134,8 +136,23 @@ describe('Dockerfile', () => {
     expect(aptPackages(runtime).filter((p) => p.endsWith('-dev'))).toEqual([]);
   });
 
-  it("the build stage has what npm ci's postinstall needs to build librdkafka and pkcs11js (README, .ci/run)", () => {
+  it("the build stage has what npm ci's postinstall needs to build the native core, librdkafka and pkcs11js (README, .ci/run)", () => {
     expect(aptPackages(build).sort()).toEqual(['g++', 'libssl-dev', 'make', 'patch', 'python3', 'zlib1g-dev']);
+    // cargo and rustc from the official Rust image, pinned by digest like the base, copied into the build stage alone
+    expect(rust.from).toMatch(/^rust:1-slim-bookworm@sha256:[0-9a-f]{64}$/);
+    expect(rust.steps).toEqual([]);
+    expect(
+      steps(build, 'COPY')
+        .filter((s) => s.args.startsWith('--from='))
+        .map((s) => s.args),
+    ).toEqual(['--from=rust /usr/local/cargo /usr/local/cargo', '--from=rust /usr/local/rustup /usr/local/rustup']);
+    expect(
+      steps(build, 'ENV')
+        .map((s) => s.args)
+        .join(' '),
+    ).toMatch(/CARGO_HOME=\/usr\/local\/cargo .*PATH=\/usr\/local\/cargo\/bin:/);
+    expect(pkg.scripts.postinstall).toMatch(/^sh scripts\/build-native\.sh && /);
+    expect(steps(runtime, 'COPY').some((s) => s.args.includes('--from=rust'))).toBe(false);
     const ci = readFileSync(join(ROOT, '.ci/run'), 'utf8');
     for (const p of ['libssl-dev', 'zlib1g-dev', 'make', 'g++', 'patch']) expect(ci).toContain(p);
     expect(pkg.scripts.postinstall).toContain('scripts/build-librdkafka.sh');
@@ -153,7 +170,7 @@ describe('Dockerfile', () => {
       .map((s) => s.args.split(/\s+/).slice(0, -1))
       .flat();
     expect(before).toEqual(
-      expect.arrayContaining(['package.json', 'package-lock.json', 'patches/', 'scripts/', ...pkg.workspaces.map((w) => `${w}/package.json`)]),
+      expect.arrayContaining(['package.json', 'package-lock.json', 'patches/', 'scripts/', 'native/', ...pkg.workspaces.map((w) => `${w}/package.json`)]),
     );
     const ciStep = build.steps[npmCi]!.args;
     expect(ciStep).toMatch(/npm ci --ignore-scripts .*&& npm run postinstall/);
@@ -183,18 +200,19 @@ describe('Dockerfile', () => {
       )
       .filter((dir) => dir !== 'src');
     expect(read.length).toBeGreaterThan(1);
-    // native/ (issue 42's Rust core, read by src/native) is on no run-time path yet: no module of
-    // src/ outside src/native imports it. Once one does, the image must carry the core like the rest.
-    const loadsNative = readdirSync(join(ROOT, 'src'), { recursive: true, encoding: 'utf8' }).filter(
-      (f) => f.endsWith('.ts') && !f.startsWith('native') && /from '(?:\.\.\/)+native\//.test(readFileSync(join(ROOT, 'src', f), 'utf8')),
-    );
-    const needed = loadsNative.length > 0 ? new Set(read) : new Set(read.filter((dir) => dir !== 'native'));
-    for (const dir of needed) expect(copied, dir).toContain(dir);
+    // native/ among them: the native core (issue 42), built in the image, its target directory dropped
+    expect(read).toContain('native');
+    for (const dir of new Set(read)) expect(copied, dir).toContain(dir);
+    expect(ciStep).toMatch(/npm run postinstall && rm -rf native\/target && node -e "require\('\.\/native\/veil-native\.node'\)"/);
+    expect(dockerIgnored(dockerignore, 'native/target/release/libveil_native.so')).toBe(true);
+    expect(dockerIgnored(dockerignore, 'native/veil-native.node')).toBe(true);
+    expect(dockerIgnored(dockerignore, 'native/src/lib.rs')).toBe(false);
     expect(ciStep).toContain('test -f build/veil-build.stamp');
   });
 
   it('every COPY source exists in the repository and is not kept out by .dockerignore', () => {
-    for (const s of steps(build, 'COPY')) {
+    // (the copies from the Rust stage read that image, not the build context)
+    for (const s of steps(build, 'COPY').filter((c) => !c.args.startsWith('--from='))) {
       for (const source of s.args.split(/\s+/).slice(0, -1)) {
         const path = source.replace(/\/$/, '');
         expect(existsSync(join(ROOT, path)), source).toBe(true);
