@@ -10,25 +10,7 @@ use fpe::ff1::{FlexibleNumeralString, FF1};
 
 use crate::aes_key::AesKey;
 use crate::ff1::Layout;
-
-/// splitmix64: a seeded, reproducible stream (VEIL_FF1_PEER_SEED)
-struct Random(u64);
-
-impl Random {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e3779b97f4a7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58476d1ce4e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d049bb133111eb);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    fn bytes(&mut self, n: usize) -> Vec<u8> {
-        (0..n).map(|_| self.next() as u8).collect()
-    }
-}
+use crate::test_random::{cases, Random};
 
 fn peer(key: &[u8], radix: u32, tweak: &[u8], x: &[u16], forward: bool) -> Vec<u16> {
     let ns = FlexibleNumeralString::from(x.to_vec());
@@ -49,8 +31,8 @@ const RADIXES: [u32; 12] = [2, 3, 10, 16, 26, 36, 62, 64, 255, 1000, 40000, 6553
 
 #[test]
 fn agrees_with_the_fpe_crate() {
-    let cases: usize = std::env::var("VEIL_FF1_PEER_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(20_000);
-    let mut random = Random(std::env::var("VEIL_FF1_PEER_SEED").ok().and_then(|v| v.parse().ok()).unwrap_or(42));
+    let cases = cases("VEIL_FF1_PEER_CASES", 20_000);
+    let mut random = Random::seeded("VEIL_FF1_PEER_SEED", 42);
     let (mut general, mut mismatches) = (0usize, 0usize);
     for case in 0..cases {
         let key_length = [16, 24, 32][random.below(3) as usize];

@@ -24,6 +24,8 @@ mod siv;
 mod siv_keyring;
 #[cfg(test)]
 mod siv_peer_test;
+#[cfg(test)]
+mod test_random;
 
 use napi::bindgen_prelude::{Buffer, Uint32Array};
 use napi::{Error, Status};

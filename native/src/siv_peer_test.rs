@@ -9,24 +9,7 @@ use aes_siv::siv::{Aes128Siv, Aes256Siv, CmacSiv};
 use aes_siv::KeyInit;
 
 use crate::siv::SivKey;
-
-struct Random(u64);
-
-impl Random {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e3779b97f4a7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58476d1ce4e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d049bb133111eb);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    fn bytes(&mut self, n: usize) -> Vec<u8> {
-        (0..n).map(|_| self.next() as u8).collect()
-    }
-}
+use crate::test_random::{cases, Random};
 
 fn peer(key: &[u8], ad: &[Vec<u8>], plaintext: &[u8]) -> Vec<u8> {
     match key.len() {
@@ -39,8 +22,8 @@ fn peer(key: &[u8], ad: &[Vec<u8>], plaintext: &[u8]) -> Vec<u8> {
 
 #[test]
 fn agrees_with_the_aes_siv_crate() {
-    let batches: usize = std::env::var("VEIL_SIV_PEER_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(2_000);
-    let mut random = Random(std::env::var("VEIL_SIV_PEER_SEED").ok().and_then(|v| v.parse().ok()).unwrap_or(42));
+    let batches = cases("VEIL_SIV_PEER_CASES", 2_000);
+    let mut random = Random::seeded("VEIL_SIV_PEER_SEED", 42);
     let (mut values, mut mismatches, mut tampered_opened) = (0usize, 0usize, 0usize);
     for _ in 0..batches {
         let key_length = [32, 48, 64][random.below(3) as usize];
