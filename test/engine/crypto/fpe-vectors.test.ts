@@ -3,20 +3,8 @@ import { FF1 } from '@noble/ciphers/ff1.js';
 import fc from 'fast-check';
 import { Ff1 } from '../../../src/engine/crypto/ff1.ts';
 import { Ff31 } from '../../../src/engine/crypto/ff3-1.ts';
-import { hex, vectors } from './vectors.ts';
+import { DEFAULT_FPE_ALPHABET, hex, vectors, type FpeVector } from './vectors.ts';
 
-interface FpeVector {
-  keyHex: string;
-  radix: number;
-  tweakHex: string;
-  plaintext: string;
-  ciphertext: string;
-  alphabet?: string;
-  sample?: number;
-  id?: string;
-}
-
-const DEFAULT_ALPHABET = '0123456789abcdefghijklmnopqrstuvwxyz';
 const numerals = (s: string, alphabet: string) =>
   Array.from(s, (c) => {
     const i = alphabet.indexOf(c);
@@ -29,7 +17,7 @@ describe('FF1: NIST SP 800-38G samples 1–9', () => {
   const { vectors: list } = vectors<{ vectors: FpeVector[] }>('nist-ff1.json');
   it('has all nine samples', () => expect(list.map((v) => v.sample)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9]));
   it.each(list)('sample $sample (radix $radix)', (v) => {
-    const alphabet = v.alphabet ?? DEFAULT_ALPHABET;
+    const alphabet = v.alphabet ?? DEFAULT_FPE_ALPHABET;
     const ff1 = new Ff1(hex(v.keyHex), v.radix, hex(v.tweakHex));
     expect(text(ff1.encrypt(numerals(v.plaintext, alphabet)), alphabet)).toBe(v.ciphertext);
     expect(text(ff1.decrypt(numerals(v.ciphertext, alphabet)), alphabet)).toBe(v.plaintext);
@@ -43,7 +31,7 @@ describe('FF3-1 vectors (ACVP and Ubiq, 56-bit tweaks)', () => {
     expect(new Set(list.map((v) => hex(v.keyHex).length))).toEqual(new Set([16, 24, 32]));
   });
   it.each(list)('$id (radix $radix)', (v) => {
-    const alphabet = v.alphabet ?? DEFAULT_ALPHABET;
+    const alphabet = v.alphabet ?? DEFAULT_FPE_ALPHABET;
     const ff3 = new Ff31(hex(v.keyHex), v.radix, hex(v.tweakHex));
     expect(text(ff3.encrypt(numerals(v.plaintext, alphabet)), alphabet)).toBe(v.ciphertext);
     expect(text(ff3.decrypt(numerals(v.ciphertext, alphabet)), alphabet)).toBe(v.plaintext);

@@ -27,3 +27,17 @@ export interface WycheproofTest {
 export function countTests(file: WycheproofFile<unknown>): number {
   return file.testGroups.reduce((n, g) => n + g.tests.length, 0);
 }
+
+/** An FPE vector (NIST FF1 samples, the FF3-1 set): numerals written in `alphabet`, radix-36 digits and letters when absent. */
+export interface FpeVector {
+  keyHex: string;
+  radix: number;
+  tweakHex: string;
+  plaintext: string;
+  ciphertext: string;
+  alphabet?: string;
+  sample?: number;
+  id?: string;
+}
+
+export const DEFAULT_FPE_ALPHABET = '0123456789abcdefghijklmnopqrstuvwxyz';
