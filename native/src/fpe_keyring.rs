@@ -11,7 +11,7 @@ use napi_derive::napi;
 use crate::aes_key::AesKey;
 use crate::batch::Batch;
 use crate::ff1::{Layout, MAX_NUMERALS};
-use crate::keys::Keys;
+use crate::keys::keyring;
 use crate::{ff3_1, invalid};
 
 /// FF1 layouts a key keeps (by radix, tweak and length) before it starts over: bounds the memory a stream of new tweaks can take.
@@ -30,19 +30,10 @@ enum FpeKey {
     },
 }
 
-#[napi]
-pub struct FpeKeyring {
-    keys: Keys<FpeKey>,
-}
+keyring!(FpeKeyring, FpeKey, "FPE");
 
 #[napi]
 impl FpeKeyring {
-    #[napi(constructor)]
-    #[allow(clippy::new_without_default)]
-    pub fn new() -> Self {
-        FpeKeyring { keys: Keys::new("FPE") }
-    }
-
     /// Adds (or replaces) a key of 16, 24 or 32 bytes for `mode` "ff1" or "ff3-1"; the caller should then fill its copy with zeros.
     #[napi]
     pub fn add(&mut self, key_id: String, mode: String, key: Uint8Array) -> Result<()> {
@@ -60,16 +51,6 @@ impl FpeKeyring {
         };
         self.keys.insert(key_id, entry);
         Ok(())
-    }
-
-    #[napi]
-    pub fn remove(&mut self, key_id: String) -> bool {
-        self.keys.remove(&key_id)
-    }
-
-    #[napi(getter)]
-    pub fn size(&self) -> u32 {
-        self.keys.len()
     }
 
     /// Encrypts every numeral string of the batch (each numeral below `radix`) under the key and tweak.

@@ -6,39 +6,24 @@ use napi_derive::napi;
 
 use crate::batch::Batch;
 use crate::gcm::{GcmKey, NONCE, TAG};
-use crate::keys::Keys;
+use crate::keys::keyring;
 use crate::{invalid, OpenedBatch};
 
-/// The AES-GCM keys of one process, by id. Their bytes stay here: zeroized when removed or dropped.
-#[napi]
-pub struct GcmKeyring {
-    keys: Keys<GcmKey>,
-}
+keyring!(
+    /// The AES-GCM keys of one process, by id. Their bytes stay here: zeroized when removed or dropped.
+    GcmKeyring,
+    GcmKey,
+    "AES-GCM"
+);
 
 #[napi]
 impl GcmKeyring {
-    #[napi(constructor)]
-    #[allow(clippy::new_without_default)]
-    pub fn new() -> Self {
-        GcmKeyring { keys: Keys::new("AES-GCM") }
-    }
-
     /// Adds (or replaces) a key of 16, 24 or 32 bytes; the caller should then fill its copy with zeros.
     #[napi]
     pub fn add(&mut self, key_id: String, key: Uint8Array) -> Result<()> {
         let gcm = GcmKey::new(&key).ok_or_else(|| invalid(format!("an AES-GCM key is 16, 24 or 32 bytes, not {}", key.len())))?;
         self.keys.insert(key_id, gcm);
         Ok(())
-    }
-
-    #[napi]
-    pub fn remove(&mut self, key_id: String) -> bool {
-        self.keys.remove(&key_id)
-    }
-
-    #[napi(getter)]
-    pub fn size(&self) -> u32 {
-        self.keys.len()
     }
 
     /// Seals value i under nonce i (`nonces[12 × i..12 × (i + 1)]`, fresh random bytes from the
@@ -68,19 +53,6 @@ impl GcmKeyring {
     pub fn open_many(&mut self, key_id: String, aad: Uint8Array, sealed: Uint8Array, offsets: Uint32Array) -> Result<OpenedBatch> {
         let batch = Batch::new(&sealed, &offsets).map_err(invalid)?;
         let key = self.keys.get_mut(&key_id).map_err(invalid)?;
-        let mut plaintexts = Vec::with_capacity(sealed.len());
-        let mut ends = vec![0u32];
-        let mut failed = Vec::new();
-        for (i, value) in batch.iter().enumerate() {
-            if !key.open_into(&aad, value, &mut plaintexts) {
-                failed.push(i as u32);
-            }
-            ends.push(plaintexts.len() as u32);
-        }
-        Ok(OpenedBatch {
-            plaintexts: plaintexts.into(),
-            offsets: ends.into(),
-            failed,
-        })
+        Ok(OpenedBatch::of(&batch, |value, out| key.open_into(&aad, value, out)))
     }
 }

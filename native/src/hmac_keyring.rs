@@ -10,25 +10,18 @@ use sha2::Sha256;
 
 use crate::batch::Batch;
 use crate::invalid;
-use crate::keys::Keys;
+use crate::keys::keyring;
 
-/// The HMAC-SHA256 keys of one process, by id. A key is held as its keyed HMAC state (the inner and
-/// outer pads' SHA-256 states): `sha2` 0.10 has no zeroize, so that state is not wiped on drop.
-#[napi]
-pub struct HmacKeyring {
-    keys: Keys<Hmac<Sha256>>,
-}
+keyring!(
+    /// The HMAC-SHA256 keys of one process, by id. A key is held as its keyed HMAC state (the inner and
+    /// outer pads' SHA-256 states): `sha2` 0.10 has no zeroize, so that state is not wiped on drop.
+    HmacKeyring,
+    Hmac<Sha256>,
+    "HMAC-SHA256"
+);
 
 #[napi]
 impl HmacKeyring {
-    #[napi(constructor)]
-    #[allow(clippy::new_without_default)]
-    pub fn new() -> Self {
-        HmacKeyring {
-            keys: Keys::new("HMAC-SHA256"),
-        }
-    }
-
     /// Adds (or replaces) a key of at least one byte; the caller should then fill its copy with zeros.
     #[napi]
     pub fn add(&mut self, key_id: String, key: Uint8Array) -> Result<()> {
@@ -38,16 +31,6 @@ impl HmacKeyring {
         let mac = <Hmac<Sha256> as Mac>::new_from_slice(&key).map_err(|_| invalid("an HMAC-SHA256 key is at least 1 byte".to_string()))?;
         self.keys.insert(key_id, mac);
         Ok(())
-    }
-
-    #[napi]
-    pub fn remove(&mut self, key_id: String) -> bool {
-        self.keys.remove(&key_id)
-    }
-
-    #[napi(getter)]
-    pub fn size(&self) -> u32 {
-        self.keys.len()
     }
 
     /// HMAC(key, prefix || value i) cut to `tag_bytes` (16..32) for each value; the tags back to back.

@@ -33,3 +33,38 @@ impl<K> Keys<K> {
         self.map.get_mut(id).ok_or_else(|| format!("no {what} key of that id in this keyring"))
     }
 }
+
+/// A keyring napi class: the struct holding its `Keys`, and the methods every keyring has
+/// (`new`, `remove`, `size`); each keyring adds its own `add` and batch calls in an impl of its own.
+/// The call site must have `napi_derive::napi` in scope.
+macro_rules! keyring {
+    ($(#[$doc:meta])* $name:ident, $key:ty, $what:literal) => {
+        $(#[$doc])*
+        #[napi]
+        pub struct $name {
+            keys: crate::keys::Keys<$key>,
+        }
+
+        #[napi]
+        impl $name {
+            #[napi(constructor)]
+            #[allow(clippy::new_without_default)]
+            pub fn new() -> Self {
+                $name { keys: crate::keys::Keys::new($what) }
+            }
+
+            /// Forgets a key (its state dropped); true when it was there.
+            #[napi]
+            pub fn remove(&mut self, key_id: String) -> bool {
+                self.keys.remove(&key_id)
+            }
+
+            #[napi(getter)]
+            pub fn size(&self) -> u32 {
+                self.keys.len()
+            }
+        }
+    };
+}
+
+pub(crate) use keyring;

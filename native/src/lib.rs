@@ -39,6 +39,27 @@ pub struct OpenedBatch {
     pub failed: Vec<u32>,
 }
 
+impl OpenedBatch {
+    /// Opens each value of the batch with `open` (which appends a plaintext and says whether it authenticated): the plaintexts back to back, their offsets, the failures.
+    pub(crate) fn of(batch: &batch::Batch, mut open: impl FnMut(&[u8], &mut Vec<u8>) -> bool) -> OpenedBatch {
+        let mut plaintexts = Vec::new();
+        let mut ends = Vec::with_capacity(batch.len() + 1);
+        let mut failed = Vec::new();
+        ends.push(0u32);
+        for (i, value) in batch.iter().enumerate() {
+            if !open(value, &mut plaintexts) {
+                failed.push(i as u32);
+            }
+            ends.push(plaintexts.len() as u32);
+        }
+        OpenedBatch {
+            plaintexts: plaintexts.into(),
+            offsets: ends.into(),
+            failed,
+        }
+    }
+}
+
 pub(crate) fn invalid(message: String) -> Error {
     Error::new(Status::InvalidArg, message)
 }

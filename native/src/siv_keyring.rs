@@ -5,24 +5,19 @@ use napi::Result;
 use napi_derive::napi;
 
 use crate::batch::Batch;
-use crate::keys::Keys;
+use crate::keys::keyring;
 use crate::siv::SivKey;
 use crate::{invalid, OpenedBatch};
 
-/// The AES-SIV keys of one process, by id. Their bytes stay here: zeroized when removed or dropped.
-#[napi]
-pub struct SivKeyring {
-    keys: Keys<SivKey>,
-}
+keyring!(
+    /// The AES-SIV keys of one process, by id. Their bytes stay here: zeroized when removed or dropped.
+    SivKeyring,
+    SivKey,
+    "AES-SIV"
+);
 
 #[napi]
 impl SivKeyring {
-    #[napi(constructor)]
-    #[allow(clippy::new_without_default)]
-    pub fn new() -> Self {
-        SivKeyring { keys: Keys::new("AES-SIV") }
-    }
-
     /// Adds (or replaces) a key: 32, 48 or 64 bytes, K1 (S2V) || K2 (CTR) as RFC 5297 writes them.
     /// The bytes are copied into the key's schedules; the caller should fill its own copy with zeros.
     #[napi]
@@ -30,17 +25,6 @@ impl SivKeyring {
         let siv = SivKey::new(&key).ok_or_else(|| invalid(format!("an AES-SIV key is 32, 48 or 64 bytes, not {}", key.len())))?;
         self.keys.insert(key_id, siv);
         Ok(())
-    }
-
-    /// Forgets a key (its schedules zeroized); true when it was there.
-    #[napi]
-    pub fn remove(&mut self, key_id: String) -> bool {
-        self.keys.remove(&key_id)
-    }
-
-    #[napi(getter)]
-    pub fn size(&self) -> u32 {
-        self.keys.len()
     }
 
     /// Seals value i, `values[offsets[i]..offsets[i + 1]]`, under the same associated data; returns
@@ -65,20 +49,6 @@ impl SivKeyring {
         let key = self.keys.get_mut(&key_id).map_err(invalid)?;
         let ad: Vec<&[u8]> = associated_data.iter().map(|b| b.as_ref()).collect();
         let prefix = key.prefix(&ad).map_err(invalid)?;
-        let mut plaintexts = Vec::with_capacity(sealed.len());
-        let mut ends = Vec::with_capacity(batch.len() + 1);
-        let mut failed = Vec::new();
-        ends.push(0u32);
-        for (i, value) in batch.iter().enumerate() {
-            if !key.open_into(&prefix, value, &mut plaintexts) {
-                failed.push(i as u32);
-            }
-            ends.push(plaintexts.len() as u32);
-        }
-        Ok(OpenedBatch {
-            plaintexts: plaintexts.into(),
-            offsets: ends.into(),
-            failed,
-        })
+        Ok(OpenedBatch::of(&batch, |value, out| key.open_into(&prefix, value, out)))
     }
 }

@@ -41,7 +41,8 @@ function unpacked({ plaintexts, offsets, failed }: OpenedBatch): (Uint8Array | u
 }
 
 interface SivState {
-  readonly ad: readonly Uint8Array[];
+  /** the associated data as the core's call takes it (a copy: the caller's arrays may change) */
+  readonly ad: Uint8Array[];
 }
 
 class NativeSiv implements SivPrimitive {
@@ -63,7 +64,7 @@ class NativeSiv implements SivPrimitive {
 
   sealMany(prefix: object, items: readonly SivSeal[]): void {
     const { bytes, offsets } = laidOut(items, (it) => it.out.subarray(it.offset + 16, it.offset + 16 + it.length));
-    const sealed = this.ring.sealMany(KEY, [...(prefix as SivState).ad], bytes, offsets);
+    const sealed = this.ring.sealMany(KEY, (prefix as SivState).ad, bytes, offsets);
     items.forEach((it, i) => it.out.set(sealed.subarray(offsets[i]! + 16 * i, offsets[i + 1]! + 16 * (i + 1)), it.offset));
   }
 
@@ -73,7 +74,7 @@ class NativeSiv implements SivPrimitive {
 
   openMany(prefix: object, sealed: readonly Uint8Array[]): (Uint8Array | undefined)[] {
     const { bytes, offsets } = laidOut(sealed, (s) => s);
-    return unpacked(this.ring.openMany(KEY, [...(prefix as SivState).ad], bytes, offsets));
+    return unpacked(this.ring.openMany(KEY, (prefix as SivState).ad, bytes, offsets));
   }
 }
 

@@ -1,7 +1,7 @@
 import { ValueError } from '../errors.ts';
 import { revealKeyBytes } from '../key-access/secret-key.ts';
 import { bindingLabel, primitivesOf, type KeyRef, type Transformer, type TransformerDeps } from './transformer.ts';
-import { encode, FORMAT_TAGS, header, HEADER_BYTES, irreversible, utf8 } from './output-format.ts';
+import { encode, FORMAT_TAGS, header, HEADER_BYTES, irreversible, utf8, valueErrorOr } from './output-format.ts';
 import { keyVersions } from './versioned-keys.ts';
 
 const TAG = FORMAT_TAGS['hmac-sha256'];
@@ -35,14 +35,7 @@ export function hmacSha256(params: { key: KeyRef; outputBytes: number; binding?:
       const pseudonyms = (values: readonly string[]): (string | ValueError)[] => {
         const version = keys.protectVersion();
         const { h, prefix } = prefixOf(version);
-        const bytes = values.map((v) => {
-          try {
-            return utf8(v);
-          } catch (e) {
-            if (e instanceof ValueError) return e;
-            throw e;
-          }
-        });
+        const bytes = values.map((v) => valueErrorOr(() => utf8(v)));
         const valid = bytes.filter((b): b is Uint8Array => !(b instanceof ValueError));
         const tags = keys.forProtect(version).macMany(prefix, valid, params.outputBytes);
         let next = 0;

@@ -159,7 +159,7 @@ export function openEach<K>(
 export const AUTHENTICATION_FAILED = 'fails authentication (tampered, or protected for another field or key)';
 
 /** run's result, or the ValueError it throws; any other error throws */
-function valueErrorOr<T>(run: () => T): T | ValueError {
+export function valueErrorOr<T>(run: () => T): T | ValueError {
   try {
     return run();
   } catch (e) {
