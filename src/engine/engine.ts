@@ -265,28 +265,56 @@ export class Engine {
     const problems: ErrorDetail[] = [];
     const responses = plan.requests.map((r) => ({
       request: r.guid,
-      instances: this.subjects.run(r.subject?.id, subjects, () =>
-        r.instances.map((inst, ii) => {
-          try {
-            return { className: inst.className, propertyName: inst.propertyName, value: r.chains[ii]!(inst.value) };
-          } catch (e) {
-            if (!(e instanceof ValueError)) throw e;
-            problems.push({
-              code: e.code,
-              pointer: `/requests/${r.index}/instances/${ii}/value`,
-              request: r.guid,
-              instance: ii,
-              className: inst.className,
-              propertyName: inst.propertyName,
-              message: `${inst.className}.${inst.propertyName} value ${e.message}`,
-            });
-            return inst;
-          }
-        }),
-      ),
+      instances: this.subjects.run(r.subject?.id, subjects, () => {
+        const outputs = runBatched(r.chains, r.instances);
+        return r.instances.map((inst, ii) => {
+          const out = outputs[ii]!;
+          if (!(out instanceof ValueError)) return { className: inst.className, propertyName: inst.propertyName, value: out };
+          problems.push({
+            code: out.code,
+            pointer: `/requests/${r.index}/instances/${ii}/value`,
+            request: r.guid,
+            instance: ii,
+            className: inst.className,
+            propertyName: inst.propertyName,
+            message: `${inst.className}.${inst.propertyName} value ${out.message}`,
+          });
+          return inst;
+        });
+      }),
     }));
     fail(problems);
     return { responses };
+  }
+}
+
+/**
+ * Each instance's output, or the ValueError its chain refused it with: the instances of one chain
+ * (one field of the request) run through its batch form together, not one call per value, so a
+ * keyed step crosses into the native core once per field and request (issue 42: a call per value
+ * costs more there than the cipher).
+ */
+function runBatched(chains: readonly Chain[], instances: readonly Instance[]): (string | ValueError)[] {
+  const groups = new Map<Chain, number[]>();
+  chains.forEach((chain, ii) => {
+    const group = groups.get(chain);
+    if (group) group.push(ii);
+    else groups.set(chain, [ii]);
+  });
+  const outputs = new Array<string | ValueError>(instances.length);
+  for (const [chain, at] of groups) {
+    const results = at.length === 1 ? [oneOf(chain, instances[at[0]!]!.value)] : chain.many(at.map((ii) => instances[ii]!.value));
+    at.forEach((ii, k) => (outputs[ii] = results[k]!));
+  }
+  return outputs;
+}
+
+function oneOf(chain: Chain, value: string): string | ValueError {
+  try {
+    return chain(value);
+  } catch (e) {
+    if (!(e instanceof ValueError)) throw e;
+    return e;
   }
 }
 
