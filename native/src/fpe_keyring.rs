@@ -4,8 +4,8 @@
 
 use std::collections::HashMap;
 
-use napi::bindgen_prelude::{Uint16Array, Uint32Array, Uint8Array};
-use napi::Result;
+use napi::bindgen_prelude::Uint16ArraySlice;
+use napi::{Env, Result};
 use napi_derive::napi;
 
 use crate::aes_key::AesKey;
@@ -36,16 +36,16 @@ keyring!(FpeKeyring, FpeKey, "FPE");
 impl FpeKeyring {
     /// Adds (or replaces) a key of 16, 24 or 32 bytes for `mode` "ff1" or "ff3-1"; the caller should then fill its copy with zeros.
     #[napi]
-    pub fn add(&mut self, key_id: String, mode: String, key: Uint8Array) -> Result<()> {
+    pub fn add(&mut self, key_id: String, mode: String, key: &[u8]) -> Result<()> {
         let bad_length = || invalid(format!("an {mode} key is 16, 24 or 32 bytes, not {}", key.len()));
         let entry = match mode.as_str() {
             "ff1" => FpeKey::Ff1 {
-                aes: AesKey::new(&key).ok_or_else(bad_length)?,
+                aes: AesKey::new(key).ok_or_else(bad_length)?,
                 layouts: HashMap::new(),
                 count: 0,
             },
             "ff3-1" => FpeKey::Ff31 {
-                aes: ff3_1::reversed_key(&key).ok_or_else(bad_length)?,
+                aes: ff3_1::reversed_key(key).ok_or_else(bad_length)?,
             },
             _ => return Err(invalid("the FPE mode is \"ff1\" or \"ff3-1\"".to_string())),
         };
@@ -55,18 +55,34 @@ impl FpeKeyring {
 
     /// Encrypts every numeral string of the batch (each numeral below `radix`) under the key and tweak.
     #[napi]
-    pub fn encrypt_many(&mut self, key_id: String, radix: u32, tweak: Uint8Array, numerals: Uint16Array, offsets: Uint32Array) -> Result<Uint16Array> {
-        self.apply(&key_id, radix, &tweak, &numerals, &offsets, true)
+    pub fn encrypt_many<'env>(
+        &mut self,
+        env: &'env Env,
+        key_id: String,
+        radix: u32,
+        tweak: &[u8],
+        numerals: &[u16],
+        offsets: &[u32],
+    ) -> Result<Uint16ArraySlice<'env>> {
+        Uint16ArraySlice::copy_from(env, self.apply(&key_id, radix, tweak, numerals, offsets, true)?)
     }
 
     #[napi]
-    pub fn decrypt_many(&mut self, key_id: String, radix: u32, tweak: Uint8Array, numerals: Uint16Array, offsets: Uint32Array) -> Result<Uint16Array> {
-        self.apply(&key_id, radix, &tweak, &numerals, &offsets, false)
+    pub fn decrypt_many<'env>(
+        &mut self,
+        env: &'env Env,
+        key_id: String,
+        radix: u32,
+        tweak: &[u8],
+        numerals: &[u16],
+        offsets: &[u32],
+    ) -> Result<Uint16ArraySlice<'env>> {
+        Uint16ArraySlice::copy_from(env, self.apply(&key_id, radix, tweak, numerals, offsets, false)?)
     }
 }
 
 impl FpeKeyring {
-    fn apply(&mut self, key_id: &str, radix: u32, tweak: &[u8], numerals: &[u16], offsets: &[u32], forward: bool) -> Result<Uint16Array> {
+    fn apply(&mut self, key_id: &str, radix: u32, tweak: &[u8], numerals: &[u16], offsets: &[u32], forward: bool) -> Result<Vec<u16>> {
         if !(2..=65536).contains(&radix) {
             return Err(invalid(format!("the radix is 2 to 65536, not {radix}")));
         }
@@ -108,7 +124,7 @@ impl FpeKeyring {
                 }
             }
         }
-        Ok(out.into())
+        Ok(out)
     }
 }
 

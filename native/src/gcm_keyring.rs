@@ -1,7 +1,7 @@
 //! The AES-GCM keys of one process and batches of values through them (`gcm.rs`).
 
-use napi::bindgen_prelude::{Buffer, Uint32Array, Uint8Array};
-use napi::Result;
+use napi::bindgen_prelude::BufferSlice;
+use napi::{Env, Result};
 use napi_derive::napi;
 
 use crate::batch::Batch;
@@ -20,8 +20,8 @@ keyring!(
 impl GcmKeyring {
     /// Adds (or replaces) a key of 16, 24 or 32 bytes; the caller should then fill its copy with zeros.
     #[napi]
-    pub fn add(&mut self, key_id: String, key: Uint8Array) -> Result<()> {
-        let gcm = GcmKey::new(&key).ok_or_else(|| invalid(format!("an AES-GCM key is 16, 24 or 32 bytes, not {}", key.len())))?;
+    pub fn add(&mut self, key_id: String, key: &[u8]) -> Result<()> {
+        let gcm = GcmKey::new(key).ok_or_else(|| invalid(format!("an AES-GCM key is 16, 24 or 32 bytes, not {}", key.len())))?;
         self.keys.insert(key_id, gcm);
         Ok(())
     }
@@ -30,8 +30,8 @@ impl GcmKeyring {
     /// caller) and the batch's associated data; returns each nonce || C || tag back to back
     /// (value i starts at offsets[i] + 28 × i).
     #[napi]
-    pub fn seal_many(&mut self, key_id: String, aad: Uint8Array, nonces: Uint8Array, values: Uint8Array, offsets: Uint32Array) -> Result<Buffer> {
-        let batch = Batch::new(&values, &offsets).map_err(invalid)?;
+    pub fn seal_many<'env>(&mut self, env: &'env Env, key_id: String, aad: &[u8], nonces: &[u8], values: &[u8], offsets: &[u32]) -> Result<BufferSlice<'env>> {
+        let batch = Batch::new(values, offsets).map_err(invalid)?;
         if nonces.len() != NONCE * batch.len() {
             return Err(invalid(format!(
                 "{} values take {} nonce bytes, not {}",
@@ -43,16 +43,16 @@ impl GcmKeyring {
         let key = self.keys.get_mut(&key_id).map_err(invalid)?;
         let mut out = Vec::with_capacity(values.len() + (NONCE + TAG) * batch.len());
         for (value, nonce) in batch.iter().zip(nonces.chunks_exact(NONCE)) {
-            key.seal_into(nonce, &aad, value, &mut out).map_err(invalid)?;
+            key.seal_into(nonce, aad, value, &mut out).map_err(invalid)?;
         }
-        Ok(out.into())
+        BufferSlice::copy_from(env, &out)
     }
 
     /// Opens each nonce || C || tag (`sealed[offsets[i]..offsets[i + 1]]`) under the associated data.
     #[napi]
-    pub fn open_many(&mut self, key_id: String, aad: Uint8Array, sealed: Uint8Array, offsets: Uint32Array) -> Result<OpenedBatch> {
-        let batch = Batch::new(&sealed, &offsets).map_err(invalid)?;
+    pub fn open_many(&mut self, key_id: String, aad: &[u8], sealed: &[u8], offsets: &[u32]) -> Result<OpenedBatch> {
+        let batch = Batch::new(sealed, offsets).map_err(invalid)?;
         let key = self.keys.get_mut(&key_id).map_err(invalid)?;
-        Ok(OpenedBatch::of(&batch, |value, out| key.open_into(&aad, value, out)))
+        Ok(OpenedBatch::of(&batch, |value, out| key.open_into(aad, value, out)))
     }
 }

@@ -3,8 +3,8 @@
 //! HMAC(key, prefix || value) cut to 16..32 bytes, the prefix (header || label) shared by the batch.
 
 use hmac::{Hmac, Mac};
-use napi::bindgen_prelude::{Buffer, Uint32Array, Uint8Array};
-use napi::Result;
+use napi::bindgen_prelude::BufferSlice;
+use napi::{Env, Result};
 use napi_derive::napi;
 use sha2::Sha256;
 
@@ -24,32 +24,40 @@ keyring!(
 impl HmacKeyring {
     /// Adds (or replaces) a key of at least one byte; the caller should then fill its copy with zeros.
     #[napi]
-    pub fn add(&mut self, key_id: String, key: Uint8Array) -> Result<()> {
+    pub fn add(&mut self, key_id: String, key: &[u8]) -> Result<()> {
         if key.is_empty() {
             return Err(invalid("an HMAC-SHA256 key is at least 1 byte".to_string()));
         }
-        let mac = <Hmac<Sha256> as Mac>::new_from_slice(&key).map_err(|_| invalid("an HMAC-SHA256 key is at least 1 byte".to_string()))?;
+        let mac = <Hmac<Sha256> as Mac>::new_from_slice(key).map_err(|_| invalid("an HMAC-SHA256 key is at least 1 byte".to_string()))?;
         self.keys.insert(key_id, mac);
         Ok(())
     }
 
     /// HMAC(key, prefix || value i) cut to `tag_bytes` (16..32) for each value; the tags back to back.
     #[napi]
-    pub fn mac_many(&mut self, key_id: String, prefix: Uint8Array, values: Uint8Array, offsets: Uint32Array, tag_bytes: u32) -> Result<Buffer> {
+    pub fn mac_many<'env>(
+        &mut self,
+        env: &'env Env,
+        key_id: String,
+        prefix: &[u8],
+        values: &[u8],
+        offsets: &[u32],
+        tag_bytes: u32,
+    ) -> Result<BufferSlice<'env>> {
         if !(16..=32).contains(&tag_bytes) {
             return Err(invalid(format!("an HMAC-SHA256 tag is 16 to 32 bytes, not {tag_bytes}")));
         }
-        let batch = Batch::new(&values, &offsets).map_err(invalid)?;
+        let batch = Batch::new(values, offsets).map_err(invalid)?;
         let key = self.keys.get_mut(&key_id).map_err(invalid)?;
         // the state after the prefix is computed once: each value costs its own blocks and the outer hash
         let mut after_prefix = key.clone();
-        after_prefix.update(&prefix);
+        after_prefix.update(prefix);
         let mut out = Vec::with_capacity(tag_bytes as usize * batch.len());
         for value in batch.iter() {
             let mut mac = after_prefix.clone();
             mac.update(value);
             out.extend_from_slice(&mac.finalize().into_bytes()[..tag_bytes as usize]);
         }
-        Ok(out.into())
+        BufferSlice::copy_from(env, &out)
     }
 }
