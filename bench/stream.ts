@@ -315,21 +315,22 @@ for (const partitions of [1, 4]) {
   }
 }
 const floorRecords = Array.from({ length: 20_000 }, (_, i) => Buffer.from(record(i)));
-const floor = await protectionFloor(benchConfig('raw', 'clean', 'floor', PROTECT, 'json', 'dead-letter'), floorRecords);
+const floors = await protectionFloor(benchConfig('raw', 'clean', 'floor', PROTECT, 'json', 'dead-letter'), floorRecords);
+const floor = floors.native;
 // the guard alone, without Kafka's noise: the same protection with the guard off, beside the one with it on
-const floorOff = await protectionFloor(benchConfig('raw', 'clean', 'floor', PROTECT, 'json', 'pass'), floorRecords);
+const floorOff = (await protectionFloor(benchConfig('raw', 'clean', 'floor', PROTECT, 'json', 'pass'), floorRecords)).native;
 guard.push(
   `the protection alone (in this thread, no Kafka): on ${floor.toFixed(1)} µs, off ${floorOff.toFixed(1)} µs per record — the guard's ${(floor - floorOff).toFixed(1)} µs are ${(((floor - floorOff) / guardOff) * 100).toFixed(1)}% of the pipeline's CPU per record with the guard off`,
 );
 const { bare, veil: whole } = cpu4!;
 console.log(
-  `\nCPU per record, 4 partitions, librdkafka, JSON: veil ${whole.toFixed(1)} µs, the bare copy ${bare.toFixed(1)} µs: ${ratio(whole, bare)} (target ≤ 2×: ${whole <= 2 * bare ? 'met' : 'not met'})`,
+  `\nCPU per record, 4 partitions, librdkafka, JSON: veil ${whole.toFixed(1)} µs, the bare copy ${bare.toFixed(1)} µs: ${ratio(whole, bare)} (target ≤ 1.5×: ${whole <= 1.5 * bare ? 'met' : 'not met'})`,
 );
 console.log(
-  `  the protection alone (the pipeline's RecordProtector on the same records in this thread, no Kafka, warm): ${floor.toFixed(1)} µs per record = ${ratio(floor, bare)} the bare copy's whole CPU per record;`,
+  `  the protection alone (the pipeline's RecordProtector on the same records in this thread, no Kafka, warm): on the native core ${floor.toFixed(1)} µs per record = ${ratio(floor, bare)} the bare copy's whole CPU per record; on the JavaScript engine ${floors.js.toFixed(1)} µs = ${ratio(floors.js, bare)} (native/JS CPU ${ratio(floor, floors.js)})`,
 );
 console.log(
-  `  the bare copy's work plus the protection alone: ${ratio(bare + floor, bare)} — a pipeline adding nothing else would reach that, and ≤ 2× needs the protection and all veil adds within ${bare.toFixed(1)} µs`,
+  `  the bare copy's work plus the protection alone: ${ratio(bare + floor, bare)} — a pipeline adding nothing else would reach that, and ≤ 1.5× needs the protection and all veil adds within ${(bare / 2).toFixed(1)} µs`,
 );
 console.log(`\nthe unmapped guard (every unmapped value and key through the detectors):\n${guard.map((g) => `  ${g}`).join('\n')}`);
 console.log(

@@ -6,12 +6,23 @@
 // again), beside two shared-key baselines in the same run: the same 1,000 values in one request
 // (what a caller without subjects sends), and in the subjects' shape — one request per value, each
 // its own processing context, the key shared — which isolates what the keys per subject cost from
-// what the shape costs.
+// what the shape costs. Each table on the native core (what veil runs) and on the JavaScript
+// engine's primitives (the oracle), in the same run.
 import { createCipheriv, randomBytes, randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { compileConfigText, Engine, MemoryKeyProvider, KEY_TYPES, SecretKey, type TransformRequest } from '../src/engine/index.ts';
+import {
+  compileConfigText,
+  Engine,
+  JS_PRIMITIVES,
+  MemoryKeyProvider,
+  KEY_TYPES,
+  SecretKey,
+  type Primitives,
+  type TransformRequest,
+} from '../src/engine/index.ts';
+import { nativePrimitives } from '../src/native/index.ts';
 import { unsafe } from '@noble/ciphers/aes.js';
 import { LocalKeystore } from '../src/keystore/local-keystore.ts';
 import { fetchSubjectKeys, openSubjectKeyStore, type SubjectKeyStore } from '../src/subjects/index.ts';
@@ -123,7 +134,6 @@ export async function subjectTransforms(): Promise<void> {
   for (const ref of config.keys.values())
     if (!ref.scope && !keys.info(ref.id))
       keys.add(ref.id, ref.type as 'aes-siv', randomBytes(KEY_TYPES[ref.type as 'aes-siv'].sizes[0]), new Date().toISOString());
-  const engine = new Engine({ config, keys });
   const dir = await mkdtemp(join(tmpdir(), 'veil-bench-subject-transforms-'));
   const master = SecretKey.fromBytes(randomBytes(32));
   const open = async (cacheSize: number) =>
@@ -131,6 +141,24 @@ export async function subjectTransforms(): Promise<void> {
   const warm = await open(BATCH * 2);
   const cold = await open(0);
   const clear = Array.from({ length: BATCH }, (_, i) => valueOf(i));
+  let sharedSiv = 0;
+  for (const [name, primitives] of [
+    ['the native core', nativePrimitives()],
+    ['the JavaScript engine', JS_PRIMITIVES],
+  ] as [string, Primitives][]) {
+    console.log(`\n— on ${name} —`);
+    const engine = new Engine({ config, keys, primitives });
+    await requestFigures(engine, warm, cold, clear);
+    const bound = await boundFigures(engine, warm, cold, clear);
+    if (primitives === JS_PRIMITIVES) sharedSiv = bound;
+  }
+  perKeyFloor(sharedSiv, Buffer.byteLength(valueOf(BATCH - 1)));
+  await Promise.all([warm.close(), cold.close()]);
+  await rm(dir, { recursive: true, force: true });
+}
+
+/** POST /transform's shape: 1,000 one-subject requests beside the shared key in one request and in the same shape. */
+async function requestFigures(engine: Engine, warm: SubjectKeyStore, cold: SubjectKeyStore, clear: readonly string[]): Promise<void> {
   console.log(
     `\nprotect and unprotect with subject keys: ${fmt(BATCH)} distinct subjects per ${fmt(BATCH)}-value batch (plan, fetch the subjects' keys, run), beside shared keys in one request of ${fmt(BATCH)} values and in the subjects' shape (${fmt(BATCH)} one-value requests)`,
   );
@@ -163,10 +191,6 @@ export async function subjectTransforms(): Promise<void> {
   console.log(
     `the subjects' shape alone (the shared key, one request per value) runs at ${Math.min(...ceilings).toFixed(2)}–${Math.max(...ceilings).toFixed(2)}× one request of the same values: the ceiling of the warm ratio on this path, whatever a subject's key costs`,
   );
-  const sharedSiv = await boundFigures(engine, warm, cold, clear);
-  perKeyFloor(sharedSiv, Buffer.byteLength(valueOf(BATCH - 1)));
-  await Promise.all([warm.close(), cold.close()]);
-  await rm(dir, { recursive: true, force: true });
 }
 
 /**
