@@ -1,4 +1,4 @@
-import type { GcmPrimitive, MacPrimitive, NumeralCipher, Primitives, SivPrimitive, SivSeal } from '../engine/index.ts';
+import { JS_PRIMITIVES, type GcmPrimitive, type MacPrimitive, type NumeralCipher, type Primitives, type SivPrimitive, type SivSeal } from '../engine/index.ts';
 import { fpeKeyring, gcmKeyring, hmacKeyring, nativeCore, offsetsOf, sivKeyring } from './core.ts';
 import type { FpeKeyring, FpeMode, GcmKeyring, HmacKeyring, OpenedBatch, SivKeyring } from './keyrings.ts';
 
@@ -6,13 +6,18 @@ import type { FpeKeyring, FpeMode, GcmKeyring, HmacKeyring, OpenedBatch, SivKeyr
  * The engine's keyed primitives on the native core (issue 42): the contract of
  * src/engine/crypto/primitives.ts, checked against the JavaScript engine's (test/native). Each
  * primitive holds one key in a keyring of its own, so the key's native state is dropped (and
- * zeroized) when the engine drops the primitive (a rotated-out version, an erased subject).
+ * zeroized) when the engine drops the primitive (a rotated-out version). Keys scoped to a data
+ * subject stay on the JavaScript engine's primitives (`subjectKeys`), by measure, not by failure.
  * Loading the core fails loudly (NATIVE_CORE_MISSING): there is no silent JavaScript fallback.
  */
 export function nativePrimitives(): Primitives {
   // loaded now, not at the first key: a core that does not load stops the caller at start
   nativeCore();
   return {
+    // a subject's key protects its values one call at a time: an N-API call (~0.6 µs) and its
+    // arguments cost more than the JavaScript cipher of one value (bench:subjects prints both),
+    // until subject keys cross into the core by the batch (issue 42)
+    subjectKeys: JS_PRIMITIVES,
     aesSiv: (key) => new NativeSiv(key),
     aesGcm: (key) => new NativeGcm(key),
     hmacSha256: (key) => new NativeMac(key),

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { compileConfigText, SecretKey, type SubjectEntry, type SubjectKeyring } from '../../src/engine/index.ts';
+import { compileConfigText, JS_PRIMITIVES, SecretKey, type Primitives, type SubjectEntry, type SubjectKeyring } from '../../src/engine/index.ts';
+import { nativePrimitives } from '../../src/native/index.ts';
 import { body, engineFixture, identity, tamper, valuesOf, veilErrorOf, withKeyVersion } from '../helpers/engine-fixture.ts';
 
 /** Keys scoped to the data subject (issue 29): each subject's values under that subject's own key. */
@@ -239,5 +240,35 @@ describe('configuration of subject-scoped keys', () => {
     expect(protect('bob', bob)).not.toBe(a);
     expect(valuesOf(engine.execute(engine.plan(call('Unprotect', 'alice', [['pan', a]]), who), alice))).toEqual(['4111111111111111']);
     veilErrorOf(() => engine.execute(engine.plan(call('Unprotect', 'alice', [['pan', a]]), who), new Map([['alice', erased()]])), 'SUBJECT_ERASED');
+  });
+});
+
+describe('engine: the primitives of subject-scoped keys', () => {
+  it('are Primitives.subjectKeys when given (every mode), the shared keys keep the engine primitives', () => {
+    const built: string[] = [];
+    const tagged = (tag: string): Primitives => ({
+      aesSiv: (k) => (built.push(`${tag} aes-siv`), JS_PRIMITIVES.aesSiv(k)),
+      aesGcm: (k) => (built.push(`${tag} aes-gcm`), JS_PRIMITIVES.aesGcm(k)),
+      hmacSha256: (k) => (built.push(`${tag} hmac-sha256`), JS_PRIMITIVES.hmacSha256(k)),
+      ff1: (k, r, t) => (built.push(`${tag} ff1`), JS_PRIMITIVES.ff1(k, r, t)),
+      ff31: (k, r, t) => (built.push(`${tag} ff3-1`), JS_PRIMITIVES.ff31(k, r, t)),
+    });
+    const { engine } = engineFixture(CONFIG(), { primitives: { ...tagged('engine'), subjectKeys: tagged('subject') } });
+    const ring = new Map([['alice', live()]]);
+    const plan = engine.plan(
+      call('Protect', 'alice', [
+        ['email', 'a@example.org'],
+        ['name', 'Alice A'],
+        ['token', 'alice-1'],
+        ['city', 'Lyon'],
+      ]),
+      who,
+    );
+    engine.execute(plan, ring);
+    expect(built.sort()).toEqual(['engine aes-siv', 'subject aes-gcm', 'subject aes-siv', 'subject hmac-sha256']);
+  });
+
+  it("the native core's hands subject keys to the JavaScript engine's: their values cross one call each", () => {
+    expect(nativePrimitives().subjectKeys).toBe(JS_PRIMITIVES);
   });
 });

@@ -24,6 +24,12 @@ export interface Primitives {
   ff1(key: Uint8Array, radix: number, tweak: Uint8Array): NumeralCipher;
   /** SP 800-38G Rev. 1 FF3-1, for one 7-byte tweak */
   ff31(key: Uint8Array, radix: number, tweak: Uint8Array): NumeralCipher;
+  /**
+   * The primitives of keys scoped to a data subject (absent: these). Their values run one at a
+   * time, each under its own subject's key, and an implementation whose every call costs more
+   * than a value's cipher (a native core behind N-API) hands the JavaScript engine's here.
+   */
+  readonly subjectKeys?: Primitives;
 }
 
 export interface SivPrimitive {

@@ -28,7 +28,7 @@ const encoder = new TextEncoder();
  * A random 96-bit nonce bounds a key to about 2^32 protections (NIST SP 800-38D §8.3): rotate.
  */
 export function aesGcm(params: { key: KeyRef; binding?: string }, deps: TransformerDeps): Transformer {
-  const primitives = primitivesOf(deps);
+  const primitives = primitivesOf(deps, params.key);
   const keys = keyVersions(params.key, deps, (k) => primitives.aesGcm(revealKeyBytes(k)));
   return {
     type: 'aes-gcm',

@@ -27,7 +27,7 @@ const encoder = new TextEncoder();
  * Output: base64url(0xA1 || keyVersion u32 || V(16) || C).
  */
 export function aesSiv(params: { key: KeyRef; binding?: string }, deps: TransformerDeps): Transformer {
-  const primitives = primitivesOf(deps);
+  const primitives = primitivesOf(deps, params.key);
   const keys = keyVersions(params.key, deps, (k) => primitives.aesSiv(revealKeyBytes(k)));
   return {
     type: 'aes-siv',

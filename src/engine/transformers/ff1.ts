@@ -25,7 +25,7 @@ export function ff1(params: FpeParams & { key: KeyRef; luhn: boolean }, deps: Tr
     minLength: Ff1.minLength(alphabet.radix),
     maxLength: FF1_MAX_NUMERALS,
   });
-  const primitives = primitivesOf(deps);
+  const primitives = primitivesOf(deps, params.key);
   return {
     type: 'ff1',
     reversible: true,

@@ -19,7 +19,7 @@ export function ff31(params: FpeParams & { key: KeyRef }, deps: TransformerDeps)
     minLength: Ff31.minLength(alphabet.radix),
     maxLength: Ff31.maxLength(alphabet.radix),
   });
-  const primitives = primitivesOf(deps);
+  const primitives = primitivesOf(deps, params.key);
   return {
     type: 'ff3-1',
     reversible: true,

@@ -13,7 +13,7 @@ const TAG = FORMAT_TAGS['hmac-sha256'];
  * Output: base64url(0xA3 || keyVersion u32 || tag).
  */
 export function hmacSha256(params: { key: KeyRef; outputBytes: number; binding?: string }, deps: TransformerDeps): Transformer {
-  const primitives = primitivesOf(deps);
+  const primitives = primitivesOf(deps, params.key);
   const keys = keyVersions(params.key, deps, (k) => primitives.hmacSha256(revealKeyBytes(k)));
   return {
     type: 'hmac-sha256',

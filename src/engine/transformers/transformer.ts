@@ -51,9 +51,10 @@ export interface TransformerDeps {
   readonly primitives?: Primitives;
 }
 
-/** The primitives a transformer builds its keys' ciphers with. */
-export function primitivesOf(deps: TransformerDeps): Primitives {
-  return deps.primitives ?? JS_PRIMITIVES;
+/** The primitives a transformer builds the ciphers of key reference `key` with (a subject-scoped reference: Primitives.subjectKeys when given). */
+export function primitivesOf(deps: TransformerDeps, key: KeyRef): Primitives {
+  const primitives = deps.primitives ?? JS_PRIMITIVES;
+  return key.scope === 'subject' ? (primitives.subjectKeys ?? primitives) : primitives;
 }
 
 /** The binding label: `Class.property` unless the step names a shared one. */
