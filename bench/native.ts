@@ -10,11 +10,15 @@
 // HMAC-SHA256 on the e-mail chunk: the transformer against the native call alone. Last, the
 // engine's own transformers on either set of primitives (deps.primitives: the JavaScript engine's
 // or the native core's), a chunk each way: what handing the native core to the engine gives
-// before any chunk-level work moves. Prints ratios.
+// before any chunk-level work moves. Last, the JSON scan of a stream record: src/json-bytes' scanner
+// beside the native core's (a chunk in one call). Prints ratios.
 import { randomBytes } from 'node:crypto';
 import { createTransformer, JS_PRIMITIVES, MemoryKeyProvider, type Primitives } from '../src/engine/index.ts';
 import { fpeKeyring, gcmKeyring, hmacKeyring, nativePrimitives, offsetsOf, sivKeyring } from '../src/native/index.ts';
 import { fmt, opsPerSecond, ratio } from './measure.ts';
+import { compileExpectation } from '../src/json-bytes/paths.ts';
+import { scanJson } from '../src/json-bytes/scan.ts';
+import { nativeJsonScanner } from '../src/native/json-scan.ts';
 
 const ms = Number(process.env.BENCH_MS ?? 1000);
 const CHUNK = Number(process.env.BENCH_CHUNK ?? 1000);
@@ -168,3 +172,30 @@ for (const [name, step, type, id, chunk] of stepsOnBoth) {
     console.log(`${`${name}: ${what}`.padEnd(72)} ${ns(a)}    ${ns(b)}    ${ratio(b, a)}`);
   }
 }
+
+// the JSON scan of a stream record (bench:stream's ~1 KB customer, 3 mapped paths): src/json-bytes'
+// scanner record by record, beside the native core's scanner a chunk in one call (the chunk laid out included)
+const records = Array.from({ length: CHUNK }, (_, i) =>
+  Buffer.from(
+    JSON.stringify({
+      id: i,
+      email: `customer${i}@example.com`,
+      card: `4111${String(100000000000 + i).padStart(12, '0')}`,
+      name: `Customer Number ${i}`,
+      address: { street: `${i} Long Street`, city: 'Springfield', postcode: 'AB1 2CD', country: 'GB' },
+      orders: Array.from({ length: 6 }, (_, j) => ({ sku: `SKU-${(i * 7 + j) % 1000}`, qty: (j % 3) + 1, price: 9.99 + j, note: 'standard delivery' })),
+      padding: 'x'.repeat(180),
+    }),
+  ),
+);
+const tree = compileExpectation(['email', 'card', 'name'].map((name) => [{ kind: 'key' as const, name }]));
+const scanner = nativeJsonScanner(tree);
+const events: number[] = [];
+const jsEvents = records.map((r) => events.slice(0, scanJson(r, tree, events)));
+if (scanner.scanMany(records).some((e, i) => e === 'not JSON' || e.join() !== jsEvents[i]!.join())) throw new Error('the scanners disagree');
+const jsScan = opsPerSecond((i) => scanJson(records[i % CHUNK]!, tree, events), 1, ms);
+const nativeScan = opsPerSecond(() => scanner.scanMany(records), CHUNK, ms);
+console.log(`\nJSON scan of a ${records[0]!.length}-byte record, 3 mapped paths, validating                      records/s  ns/record`);
+console.log(`src/json-bytes scanJson, record by record                          ${fmt(jsScan).padStart(12)}  ${ns(jsScan)}`);
+console.log(`native core, a chunk of ${fmt(CHUNK)} in one call (scanMany)              ${fmt(nativeScan).padStart(12)}  ${ns(nativeScan)}`);
+console.log(`native / JavaScript: ${ratio(nativeScan, jsScan)}`);

@@ -19,6 +19,8 @@ mod fpe_keyring;
 mod gcm;
 mod gcm_keyring;
 mod hmac_keyring;
+mod json_scan;
+mod json_scanner;
 mod keys;
 mod siv;
 mod siv_keyring;
