@@ -14,11 +14,10 @@
 // beside the native core's (a chunk in one call). Prints ratios.
 import { randomBytes } from 'node:crypto';
 import { createTransformer, JS_PRIMITIVES, MemoryKeyProvider, type Primitives } from '../src/engine/index.ts';
-import { fpeKeyring, gcmKeyring, hmacKeyring, nativePrimitives, offsetsOf, sivKeyring } from '../src/native/index.ts';
+import { fpeKeyring, gcmKeyring, hmacKeyring, nativeJsonScanner, nativePrimitives, offsetsOf, sivKeyring } from '../src/native/index.ts';
 import { fmt, opsPerSecond, ratio } from './measure.ts';
 import { compileExpectation } from '../src/json-bytes/paths.ts';
 import { scanJson } from '../src/json-bytes/scan.ts';
-import { nativeJsonScanner } from '../src/native/json-scan.ts';
 
 const ms = Number(process.env.BENCH_MS ?? 1000);
 const CHUNK = Number(process.env.BENCH_CHUNK ?? 1000);

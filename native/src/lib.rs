@@ -19,6 +19,7 @@ mod fpe_keyring;
 mod gcm;
 mod gcm_keyring;
 mod hmac_keyring;
+mod json_lex;
 mod json_scan;
 mod json_scanner;
 mod keys;

@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module';
 import { NativeFault } from './errors.ts';
-import type { FpeKeyring, GcmKeyring, HmacKeyring, SivKeyring } from './keyrings.ts';
+import type { CoreJsonScanner, FpeKeyring, GcmKeyring, HmacKeyring, SivKeyring } from './keyrings.ts';
 
 /**
  * veil's native protection core (native/, Rust over RustCrypto through napi-rs; issue 42). Keys
@@ -12,6 +12,8 @@ interface NativeCore {
   FpeKeyring: new () => FpeKeyring;
   GcmKeyring: new () => GcmKeyring;
   HmacKeyring: new () => HmacKeyring;
+  /** the JSON byte scanner over one expectation tree, as json-scan.ts encodes it */
+  JsonScanner: new (nodes: Uint32Array, names: Uint8Array, units: Uint16Array) => CoreJsonScanner;
 }
 
 const ADDON = new URL('../../native/veil-native.node', import.meta.url).pathname;

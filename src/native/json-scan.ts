@@ -10,10 +10,6 @@ export interface NativeJsonScanner {
   scanMany(records: readonly Uint8Array[]): ScannedRecord[];
 }
 
-interface CoreScanner {
-  scanMany(records: Uint8Array, offsets: Uint32Array): { events: Uint32Array; ends: Uint32Array; failed: number[] };
-}
-
 /**
  * The JSON byte scanner of src/json-bytes ported to the native core (issue 42), over the same
  * compiled tree (`root`: compileExpectation's; null validates only). The JavaScript scanner is its
@@ -22,8 +18,7 @@ interface CoreScanner {
  */
 export function nativeJsonScanner(root: Expectation | null): NativeJsonScanner {
   const { nodes, names, units } = encodeTree(root);
-  const Scanner = (nativeCore() as unknown as { JsonScanner: new (n: Uint32Array, b: Uint8Array, u: Uint16Array) => CoreScanner }).JsonScanner;
-  const scanner = new Scanner(nodes, names, units);
+  const scanner = new (nativeCore().JsonScanner)(nodes, names, units);
   return {
     scanMany(records) {
       const offsets = offsetsOf(records.map((r) => r.length));

@@ -56,3 +56,8 @@ export interface HmacKeyring extends Keyring {
   /** the tags back to back, `tagBytes` each */
   macMany(keyId: string, prefix: Uint8Array, values: Uint8Array, offsets: Uint32Array, tagBytes: number): Buffer;
 }
+
+/** The core's JSON scanner (native/src/json_scanner.rs): record i's events are events[4 × ends[i − 1], 4 × ends[i]); `failed`: the records that are not JSON. */
+export interface CoreJsonScanner {
+  scanMany(records: Uint8Array, offsets: Uint32Array): { events: Uint32Array; ends: Uint32Array; failed: number[] };
+}

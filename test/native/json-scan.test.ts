@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { compileExpectation, type JsonPath } from '../../src/json-bytes/paths.ts';
 import { scanJson } from '../../src/json-bytes/scan.ts';
-import { nativeJsonScanner } from '../../src/native/json-scan.ts';
+import { nativeJsonScanner } from '../../src/native/index.ts';
 import { mulberry32 } from '../helpers/seeded-random.ts';
 
 const DOCS = Number(process.env.VEIL_NATIVE_SCAN_DOCS ?? 20_000);
