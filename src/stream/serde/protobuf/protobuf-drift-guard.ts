@@ -208,14 +208,16 @@ function integerFinding(w: Walk, wireType: number, from: number, to: number, ste
   if (wireType === WIRE.i64) return check(field.kind === 'sfixed64' ? String(w.b.readBigInt64LE(from)) : String(w.b.readBigUInt64LE(from)));
   if (wireType === WIRE.i32) return check(field.kind === 'sfixed32' ? String(w.b.readInt32LE(from)) : String(w.b.readUInt32LE(from)));
   if (wireType !== WIRE.len) return malformed(field);
-  // packed: varints, or fixed widths
+  // packed: varints, or fixed widths — whole ones, inside the field (a run cut short is malformed, never read past)
   const width = field.kind.includes('fixed64') ? 8 : field.kind.includes('fixed32') ? 4 : 0;
+  if (width > 0 && (to - from) % width !== 0) return malformed(field);
   for (let pos = from; pos < to;) {
     let text: string;
     if (width === 8) text = field.kind === 'sfixed64' ? String(w.b.readBigInt64LE(pos)) : String(w.b.readBigUInt64LE(pos));
     else if (width === 4) text = field.kind === 'sfixed32' ? String(w.b.readInt32LE(pos)) : String(w.b.readUInt32LE(pos));
     else text = integerText(w.b, pos, field);
     pos = width > 0 ? pos + width : readVarint(w.b, pos)[1];
+    if (pos > to) return malformed(field);
     const found = check(text);
     if (found !== undefined) return found;
   }

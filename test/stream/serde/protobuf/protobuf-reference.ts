@@ -263,12 +263,14 @@ function refInteger(w: Walk, f: WireField, field: ProtoField, hints: number): Fi
   if (f.wireType === WIRE.i32) return one(field.kind === 'sfixed32' ? String(b.readInt32LE(f.valueStart)) : String(b.readUInt32LE(f.valueStart)));
   if (f.wireType !== WIRE.len) return bad(field);
   const width = field.kind.includes('fixed64') ? 8 : field.kind.includes('fixed32') ? 4 : 0;
+  if (width > 0 && (f.end - f.valueStart) % width !== 0) return bad(field);
   for (let pos = f.valueStart; pos < f.end;) {
     let text: string;
     if (width === 8) text = field.kind === 'sfixed64' ? String(b.readBigInt64LE(pos)) : String(b.readBigUInt64LE(pos));
     else if (width === 4) text = field.kind === 'sfixed32' ? String(b.readInt32LE(pos)) : String(b.readUInt32LE(pos));
     else text = intText(b, pos, field);
     pos = width > 0 ? pos + width : readVarint(b, pos)[1];
+    if (pos > f.end) return bad(field);
     const found = one(text);
     if (found !== undefined) return found;
   }

@@ -229,3 +229,23 @@ describe('the Protobuf fast walk equals the walk it replaced', () => {
     );
   });
 });
+
+describe('the Protobuf guard on packed integers', () => {
+  const guard = new ObjectGuard([], [], false);
+  const findingOf = (field: number[]) => {
+    const b = Buffer.from([7, 7, ...field, ...tag(14, 0), 1, 9]); // the message is b[2, length - 1)
+    return outcome(() => protoFinding(b, 2, b.length - 1, root, schema, guard));
+  };
+
+  it('refuses a packed run of fixed widths cut short as RECORD_MALFORMED, never reading past the field (a property run found the read past the buffer)', () => {
+    expect(findingOf(len(12, [1, 2, 3, 4, 5, 6]))).toMatch(/^RECORD_MALFORMED: /);
+    expect(findingOf(len(11, [1, 2, 3, 4, 5, 6, 7, 8, 9]))).toMatch(/^RECORD_MALFORMED: /);
+    // whole widths read as before
+    expect(findingOf(len(12, [1, 2, 3, 4, 5, 6, 7, 8]))).toBeUndefined();
+  });
+
+  it("refuses a packed varint that runs past the field's end as RECORD_MALFORMED, not read on into the next field", () => {
+    expect(findingOf(len(18, [0x80, 0x80]))).toMatch(/^RECORD_MALFORMED: /);
+    expect(findingOf(len(18, [0x80, 0x01, 0x05]))).toBeUndefined();
+  });
+});
