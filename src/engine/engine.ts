@@ -149,11 +149,13 @@ export class Engine {
       let reveals = false;
       let scoped: { create: boolean } | undefined;
       // decided once per field of the request: a batch repeats the same few fields many times
-      const decided = new Map<string, Decision>();
+      const decided = new Map<string, Map<string, Decision>>();
       const chains = r.instances.map((inst, ii): Chain => {
-        const key = `${inst.className}\0${inst.propertyName}`;
-        let outcome = decided.get(key);
-        if (outcome === undefined) decided.set(key, (outcome = this.decide(rights, r.rightsContext, action, inst.className, inst.propertyName)));
+        // nested maps: a joined key would be a new string to flatten and hash for every instance
+        let ofClass = decided.get(inst.className);
+        if (ofClass === undefined) decided.set(inst.className, (ofClass = new Map()));
+        let outcome = ofClass.get(inst.propertyName);
+        if (outcome === undefined) ofClass.set(inst.propertyName, (outcome = this.decide(rights, r.rightsContext, action, inst.className, inst.propertyName)));
         if (outcome.chain && outcome.scoped && subject === undefined) {
           unprocessable.push({ ...subjectRequired(inst), request: r.guid, instance: ii, pointer: `/requests/${ri}/instances/${ii}` });
           return noChain;

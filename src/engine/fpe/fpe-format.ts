@@ -87,8 +87,35 @@ export class FpeFormat {
       walking.forEach((v, k) => (v.mid = next[k]!));
       walking = this.options.luhn ? walking.filter((v) => luhnResidueWith(v.parsed.numerals, this.options.keepFirst, v.mid) !== v.residue) : [];
     }
-    for (const v of live) out[v.at] = this.format(v.parsed, v.mid);
+    const formatted = this.formatMany(live);
+    live.forEach((v, k) => (out[v.at] = formatted[k]!));
     return out;
+  }
+
+  /**
+   * format() of many values: latin1 values over a latin1 alphabet are written into one buffer and
+   * decoded once (a decode per value costs more than its cipher on the native core), the rest one by one.
+   */
+  private formatMany(items: readonly { parsed: Parsed; mid: readonly number[] }[]): string[] {
+    const codes = this.alphabet.latin1Codes;
+    if (codes === null || !items.every((v) => v.parsed.latin1)) return items.map((v) => this.format(v.parsed, v.mid));
+    const total = items.reduce((n, v) => n + v.parsed.value.length, 0);
+    if (scratch.length < total) scratch = Buffer.allocUnsafeSlow(total * 2);
+    // a local: the stores in the loops below are typed-array stores, not a module binding's
+    const buf = scratch;
+    const keepFirst = this.options.keepFirst;
+    let at = 0;
+    for (const { parsed, mid } of items) {
+      const { value, positions } = parsed;
+      for (let i = 0; i < value.length; i++) buf[at + i] = value.charCodeAt(i);
+      for (let i = 0; i < mid.length; i++) buf[at + positions[keepFirst + i]!] = codes[mid[i]!]!;
+      at += value.length;
+    }
+    const all = buf.toString('latin1', 0, total);
+    // the scratch buffer outlives the call: it keeps no value
+    buf.fill(0, 0, total);
+    at = 0;
+    return items.map((v) => all.slice(at, (at += v.parsed.value.length)));
   }
 
   /** The numerals the cipher takes (between the kept first and last ones); refuses lengths out of range. */
@@ -135,15 +162,19 @@ export class FpeFormat {
   }
 
   private parse(value: string): Parsed {
-    if (!value.isWellFormed()) throw new ValueError('VALUE_NOT_IN_ALPHABET', 'is not well-formed Unicode (lone surrogate)');
     const positions: number[] = [];
     const numerals: number[] = [];
     let latin1 = true;
     for (let i = 0; i < value.length; i++) {
       const at = i;
-      const cp = value.codePointAt(i)!;
+      let cp = value.charCodeAt(i);
       if (cp > 0xff) latin1 = false;
-      if (cp > 0xffff) i++;
+      if (cp >= 0xd800 && cp <= 0xdfff) {
+        // a surrogate: the code point of its pair, or a lone one (codePointAt answers the unit itself)
+        cp = value.codePointAt(i)!;
+        if (cp <= 0xffff) throw new ValueError('VALUE_NOT_IN_ALPHABET', 'is not well-formed Unicode (lone surrogate)');
+        i++;
+      }
       const numeral = this.alphabet.indexOf(cp);
       if (numeral >= 0) {
         positions.push(at);

@@ -104,6 +104,29 @@ describe.each(['ff1', 'ff3-1'] as const)('%s transformer', (kind) => {
     expect(codeOf(() => make[kind]({ alphabet: 'digits' }).bind(FIELD).protect('123456\udc00'))).toBe('VALUE_NOT_IN_ALPHABET');
   });
 
+  it('answers a batch as it answers each value alone: outputs, refusals, characters outside the alphabet and surrogates', () => {
+    // protectMany builds latin1 outputs in one decode and reads surrogates only where it meets them
+    const units = ['0', '7', '9', 'a', 'z', '-', ' ', 'é', 'ÿ', 'Ā', '€', '😀', '\ud800', '\udc00'];
+    const value = fc.array(fc.constantFrom(...units), { minLength: 0, maxLength: 24 }).map((a) => a.join(''));
+    const outcome = (fn: () => string) => {
+      try {
+        return fn();
+      } catch (e) {
+        return `refused ${(e as { code?: string }).code}`;
+      }
+    };
+    fc.assert(
+      fc.property(fc.array(value, { minLength: 1, maxLength: 12 }), fc.nat(2), fc.nat(2), (values, keepFirst, keepLast) => {
+        const f = make[kind]({ alphabet: 'alnum-lower', keepFirst, keepLast }).bind(FIELD);
+        const many = f.protectMany!(values).map((v) => (typeof v === 'string' ? v : `refused ${v.code}`));
+        expect(many).toEqual(values.map((v) => outcome(() => f.protect(v))));
+        const protectedOnes = many.filter((v) => !v.startsWith('refused '));
+        expect(f.unprotectMany!(protectedOnes)).toEqual(protectedOnes.map((v) => f.unprotect(v)));
+      }),
+      { numRuns: 300 },
+    );
+  });
+
   it('differs under another key', () => {
     const other =
       kind === 'ff1'
