@@ -44,9 +44,14 @@ pub struct Program {
     pub nodes: Vec<Node>,
 }
 
-const VALUE: u8 = 0;
-const AFTER_VALUE: u8 = 1;
-const KEY: u8 = 2;
+/// What the scanner reads next.
+#[derive(Clone, Copy)]
+enum State {
+    Value,
+    AfterValue,
+    Key,
+    Done,
+}
 
 /// An open mapped container: its node, and which of its keys were found (objects).
 struct Frame {
@@ -62,6 +67,10 @@ struct Scanner<'a> {
     kinds: Vec<u8>,
     frames: Vec<Frame>,
     mapped_depth: usize,
+    /// the cursor
+    p: usize,
+    /// the node the value at the cursor is expected to match, if a mapping reaches it
+    exp: Option<usize>,
 }
 
 /// Validates `b` as one JSON text and appends the events of the program's mappings to `out`.
@@ -69,7 +78,6 @@ pub fn scan_json(b: &[u8], program: &Program, out: &mut Vec<u32>) -> Scan<()> {
     if std::str::from_utf8(b).is_err() {
         return Err(NotJson);
     }
-    let root = if program.nodes.is_empty() { None } else { Some(0) };
     Scanner {
         b,
         program,
@@ -77,95 +85,106 @@ pub fn scan_json(b: &[u8], program: &Program, out: &mut Vec<u32>) -> Scan<()> {
         kinds: vec![0],
         frames: Vec::new(),
         mapped_depth: 0,
+        p: 0,
+        exp: if program.nodes.is_empty() { None } else { Some(0) },
     }
-    .run(root)
+    .run()
 }
 
 impl Scanner<'_> {
-    fn run(&mut self, root: Option<usize>) -> Scan<()> {
-        let b = self.b;
-        let len = b.len();
-        let mut p = 0;
-        let mut exp = root;
-        let mut state = VALUE;
+    fn run(&mut self) -> Scan<()> {
+        let mut state = State::Value;
         loop {
-            p = skip_ws(b, p);
-            let c = b.get(p).copied();
-            let depth = self.kinds.len() - 1;
-            if state == VALUE {
-                if c == Some(b'{') || c == Some(b'[') {
-                    let c = c.unwrap_or_default();
-                    self.open(c, exp, p);
-                    p = skip_ws(b, p + 1);
-                    if b.get(p) == Some(&(c + 2)) {
-                        // `}` and `]` are their opener + 2
-                        p += 1;
-                        self.close(p);
-                        state = AFTER_VALUE;
-                    } else if c == b'{' {
-                        state = KEY;
-                    } else {
-                        exp = self.frame().and_then(|f| self.program.nodes[f.node].elements);
-                    }
-                    continue;
-                }
-                let start = p;
-                let mut kind = EV_RAW;
-                match c {
-                    Some(b'"') => {
-                        p = scan_string(b, p)?;
-                        kind = EV_STRING;
-                    }
-                    Some(b'-' | b'0'..=b'9') => p = scan_number(b, p)?,
-                    Some(c) => {
-                        p = scan_literal(b, p, c)?;
-                        if c == b'n' {
-                            kind = EV_MISSING;
-                        }
-                    }
-                    None => return Err(NotJson),
-                }
-                if let Some(node) = exp {
-                    self.located(node, kind, start, p);
-                }
-                state = AFTER_VALUE;
-            } else if state == AFTER_VALUE {
-                if depth == 0 {
-                    return if p == len { Ok(()) } else { Err(NotJson) };
-                }
-                let in_object = self.kinds[depth] == b'{';
-                if c == Some(b',') {
-                    p += 1;
-                    if in_object {
-                        state = KEY;
-                    } else {
-                        exp = self.frame().and_then(|f| self.program.nodes[f.node].elements);
-                        state = VALUE;
-                    }
-                } else if c == Some(if in_object { b'}' } else { b']' }) {
-                    p += 1;
-                    self.close(p);
-                } else {
-                    return Err(NotJson);
-                }
-            } else {
-                if c != Some(b'"') {
-                    return Err(NotJson);
-                }
-                let start = p;
-                p = scan_string(b, p)?;
-                exp = match self.mapped_depth == depth && depth > 0 {
-                    true => self.match_key(start, p),
-                    false => None,
-                };
-                p = skip_ws(b, p);
-                if b.get(p) != Some(&b':') {
-                    return Err(NotJson);
-                }
-                p += 1;
-                state = VALUE;
-            }
+            self.p = skip_ws(self.b, self.p);
+            state = match state {
+                State::Value => self.value()?,
+                State::AfterValue => self.after_value()?,
+                State::Key => self.key()?,
+                State::Done => return Ok(()),
+            };
         }
+    }
+
+    /// A value starts at the cursor: a container opens (and closes at once when empty), or a scalar is read and located.
+    fn value(&mut self) -> Scan<State> {
+        let (b, start) = (self.b, self.p);
+        let c = b.get(start).copied();
+        if let Some(c @ (b'{' | b'[')) = c {
+            self.open(c, self.exp, start);
+            self.p = skip_ws(b, start + 1);
+            // `}` and `]` are their opener + 2
+            if b.get(self.p) == Some(&(c + 2)) {
+                self.p += 1;
+                self.close(self.p);
+                return Ok(State::AfterValue);
+            }
+            if c == b'{' {
+                return Ok(State::Key);
+            }
+            self.exp = self.elements();
+            return Ok(State::Value);
+        }
+        let (end, kind) = match c {
+            Some(b'"') => (scan_string(b, start)?, EV_STRING),
+            Some(b'-' | b'0'..=b'9') => (scan_number(b, start)?, EV_RAW),
+            Some(c) => (scan_literal(b, start, c)?, if c == b'n' { EV_MISSING } else { EV_RAW }),
+            None => return Err(NotJson),
+        };
+        if let Some(node) = self.exp {
+            self.located(node, kind, start, end);
+        }
+        self.p = end;
+        Ok(State::AfterValue)
+    }
+
+    /// After a value: the end of the text, or a comma or the closing bracket of the open container.
+    fn after_value(&mut self) -> Scan<State> {
+        let depth = self.kinds.len() - 1;
+        if depth == 0 {
+            return if self.p == self.b.len() { Ok(State::Done) } else { Err(NotJson) };
+        }
+        let in_object = self.kinds[depth] == b'{';
+        let c = self.b.get(self.p).copied();
+        if c == Some(b',') {
+            self.p += 1;
+            if in_object {
+                return Ok(State::Key);
+            }
+            self.exp = self.elements();
+            return Ok(State::Value);
+        }
+        if c == Some(if in_object { b'}' } else { b']' }) {
+            self.p += 1;
+            self.close(self.p);
+            return Ok(State::AfterValue);
+        }
+        Err(NotJson)
+    }
+
+    /// An object's key and its colon: the value after it is expected where a mapping names the key.
+    fn key(&mut self) -> Scan<State> {
+        let (b, start) = (self.b, self.p);
+        if b.get(start) != Some(&b'"') {
+            return Err(NotJson);
+        }
+        let end = scan_string(b, start)?;
+        let depth = self.kinds.len() - 1;
+        self.exp = if self.mapped_depth == depth && depth > 0 {
+            self.match_key(start, end)
+        } else {
+            None
+        };
+        let p = skip_ws(b, end);
+        if b.get(p) != Some(&b':') {
+            return Err(NotJson);
+        }
+        self.p = p + 1;
+        Ok(State::Value)
+    }
+
+    /// The node an element of the open array is expected to match.
+    fn elements(&self) -> Option<usize> {
+        self.frame().and_then(|f| self.program.nodes[f.node].elements)
     }
 
     fn frame(&self) -> Option<&Frame> {
