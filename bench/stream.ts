@@ -25,6 +25,7 @@ import { registeredEncoder, type RegistryFormat } from './stream-formats.ts';
 import { protectionFloor } from './stream-protection-floor.ts';
 import { fmt, ratio } from './measure.ts';
 import { JVM_THREADS, NODE_THREADS, perRecord, processCpu, threadCpu } from './thread-cpu.ts';
+import { footprint } from './stream-footprint.ts';
 
 const N = Number(process.env.BENCH_RECORDS ?? 50_000);
 // records each copy handles before its timed N (JIT, buffers, connections warm): a long-running
@@ -33,6 +34,8 @@ const N = Number(process.env.BENCH_RECORDS ?? 50_000);
 // (none in a short form: a copy of a few thousand records is one or two transactions, and a timed
 // part after them could be empty)
 const WARM = Number(process.env.BENCH_WARMUP ?? (N >= 20_000 ? 20_000 : 0));
+/** partition counts one process owns in the scaling section (issue 42: 4, 32 and 128) */
+const SCALE_PARTITIONS = (process.env.BENCH_SCALE_PARTITIONS ?? '4,32,128').split(',').map(Number);
 const root = new URL('..', import.meta.url).pathname;
 let brokers = process.env.KAFKA_BROKERS;
 let registryUrl = process.env.SCHEMA_REGISTRY_URL;
@@ -70,7 +73,8 @@ function customer(i: number): object {
 
 async function seed(topic: string, partitions: number, encode: (record: object) => Buffer | string = JSON.stringify): Promise<void> {
   await admin.createTopics({ topics: [{ topic, numPartitions: partitions }], waitForLeaders: true });
-  const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+  // more retries than kafkajs's default 5: the broker may take a moment to host a new topic's 128 partitions
+  const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, retry: { retries: 15 } });
   await producer.connect();
   for (let i = 0; i < WARM + N; i += 1000) {
     await producer.send({
@@ -183,7 +187,17 @@ pipelines:
 `;
 }
 
-async function veil(source: string, sink: string, fields: string, label: string, client: string, format = 'json', unmapped = 'dead-letter'): Promise<Cost> {
+/** veil on `source` → `sink`, timed; `whileRunning` is called once the timed records are committed, before the stream stops. */
+async function veil(
+  source: string,
+  sink: string,
+  fields: string,
+  label: string,
+  client: string,
+  format = 'json',
+  unmapped = 'dead-letter',
+  whileRunning: () => void = () => undefined,
+): Promise<Cost> {
   const dataDir = await mkdtemp(join(tmpdir(), 'veil-bench-stream-'));
   const configFile = join(dataDir, 'config.yaml');
   const groupId = `bench-${label}-${source}`;
@@ -202,6 +216,7 @@ async function veil(source: string, sink: string, fields: string, label: string,
   });
   await stream.start();
   const cost = await timed(groupId, source);
+  whileRunning();
   const histogram = (await stream.metrics.batchLatency.get()).values;
   const batches = histogram.find((v) => v.metricName?.endsWith('_count'))?.value ?? 0;
   await stream.stop();
@@ -347,6 +362,38 @@ for (const format of ['json-schema', 'protobuf'] as RegistryFormat[]) {
   console.log(`${format.padEnd(13)}${fmt(b.rate).padEnd(18)}${fmt(v.rate).padEnd(21)}${ratio(v.rate, b.rate)}`);
   limits.push(`4 partitions, ${format}: bare librdkafka ${limit(b)}`, `4 partitions, ${format}: veil on librdkafka ${limit(v)}`);
 }
+console.log(
+  "\none process owning more partitions, librdkafka, JSON (issue 42): what it holds while it runs (librdkafka clients, its threads, its connections to the broker, beyond the bench's own before it started) and its rate",
+);
+console.log('partitions  librdkafka clients  threads  broker connections  rec/s     rec/s vs 4 partitions');
+let rateAt4 = 0;
+for (const partitions of SCALE_PARTITIONS) {
+  const topic = (k: string) => `bench.${run}.scale-${partitions}.${k}`;
+  await seed(topic('raw'), partitions);
+  await admin.createTopics({ topics: [{ topic: topic('clean'), numPartitions: partitions }], waitForLeaders: true });
+  const before = footprint(brokers);
+  let held = before;
+  const v = await veil(
+    topic('raw'),
+    topic('clean'),
+    PROTECT,
+    `librdkafka-scale-${partitions}`,
+    'librdkafka',
+    'json',
+    'dead-letter',
+    () => (held = footprint(brokers!)),
+  );
+  if (partitions === 4) rateAt4 = v.rate;
+  const vs4 = rateAt4 > 0 ? ratio(v.rate, rateAt4) : '—';
+  console.log(
+    `${String(partitions).padEnd(12)}${String(held.clients - before.clients).padEnd(20)}${String(held.threads - before.threads).padEnd(9)}${String(held.connections - before.connections).padEnd(20)}${fmt(v.rate).padEnd(10)}${vs4}`,
+  );
+  limits.push(`${partitions} partitions (scaling): veil on librdkafka ${limit(v)}`);
+}
+const largest = SCALE_PARTITIONS.at(-1)!;
+console.log(
+  `  a transactional producer per owned partition (partition-transactions.ts) besides the consumer and the admin client that reads committed offsets; target: ${largest} partitions within 0.8× of 4 (one producer per process, KIP-447): not built yet`,
+);
 console.log(`\nthe switch of client:\n${goals.map((g) => `  ${g}`).join('\n')}`);
 console.log(
   `\nwhat limits the figures (this process's CPU while it ran; the broker is a separate JVM on the same 2 cores):\n${limits.map((l) => `  ${l}`).join('\n')}`,
