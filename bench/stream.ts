@@ -71,8 +71,26 @@ function customer(i: number): object {
   };
 }
 
+/**
+ * Creates `topic` and waits until each of its partitions has a leader. kafkajs's waitForLeaders (its default)
+ * gives up at the first UNKNOWN_TOPIC_OR_PARTITION, which a broker answers for a while about a
+ * topic of 128 partitions it is still creating.
+ */
+async function createTopic(topic: string, partitions: number): Promise<void> {
+  await admin.createTopics({ topics: [{ topic, numPartitions: partitions }], waitForLeaders: false });
+  for (const deadline = Date.now() + 60_000; ;) {
+    const led = await admin
+      .fetchTopicMetadata({ topics: [topic] })
+      .then(({ topics }) => topics[0]!.partitions.filter((p) => p.leader >= 0).length)
+      .catch(() => 0);
+    if (led === partitions) return;
+    if (Date.now() > deadline) throw new Error(`${topic}: ${led} of ${partitions} partitions have a leader after a minute`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
 async function seed(topic: string, partitions: number, encode: (record: object) => Buffer | string = JSON.stringify): Promise<void> {
-  await admin.createTopics({ topics: [{ topic, numPartitions: partitions }], waitForLeaders: true });
+  await createTopic(topic, partitions);
   // more retries than kafkajs's default 5: the broker may take a moment to host a new topic's 128 partitions
   const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, retry: { retries: 15 } });
   await producer.connect();
@@ -202,7 +220,7 @@ async function veil(
   const configFile = join(dataDir, 'config.yaml');
   const groupId = `bench-${label}-${source}`;
   await writeFile(configFile, benchConfig(source, sink, groupId, fields, format, unmapped));
-  await admin.createTopics({ topics: [{ topic: `${sink}.dlq`, numPartitions: 1 }], waitForLeaders: true });
+  await createTopic(`${sink}.dlq`, 1);
   const stream = await openStream({
     configFile,
     dataDir,
@@ -271,8 +289,7 @@ console.log('partitions  client       bare copy rec/s   veil protect rec/s   vei
 for (const partitions of [1, 4]) {
   const topic = (k: string) => `bench.${run}.${partitions}.${k}`;
   await seed(topic('raw'), partitions);
-  for (const k of ['bare-kafkajs', 'bare-librdkafka', 'kafkajs', 'librdkafka'])
-    await admin.createTopics({ topics: [{ topic: topic(`clean-${k}`), numPartitions: partitions }], waitForLeaders: true });
+  for (const k of ['bare-kafkajs', 'bare-librdkafka', 'kafkajs', 'librdkafka']) await createTopic(topic(`clean-${k}`), partitions);
   const bk = await bareKafkajs(topic('raw'), topic('clean-bare-kafkajs'));
   const br = await bareLibrdkafka(brokers!, topic('raw'), topic('clean-bare-librdkafka'), timed);
   const vk = await veil(topic('raw'), topic('clean-kafkajs'), PROTECT, 'kafkajs', 'kafkajs');
@@ -297,7 +314,7 @@ for (const partitions of [1, 4]) {
     const runs: { on: Cost[]; off: Cost[] } = { on: [], off: [] };
     for (let r = 0; r < 3; r++) {
       for (const side of ['on', 'off'] as const) {
-        await admin.createTopics({ topics: [{ topic: topic(`clean-guard-${side}-${r}`), numPartitions: partitions }], waitForLeaders: true });
+        await createTopic(topic(`clean-guard-${side}-${r}`), partitions);
         runs[side].push(
           await veil(
             topic('raw'),
@@ -322,8 +339,7 @@ for (const partitions of [1, 4]) {
     );
     guardOff = offCpu;
     // Kafka's own Java client on the same records, its warm-up copies to a topic of their own
-    for (const k of ['java', 'java-warmup'])
-      await admin.createTopics({ topics: [{ topic: topic(`clean-${k}`), numPartitions: partitions }], waitForLeaders: true });
+    for (const k of ['java', 'java-warmup']) await createTopic(topic(`clean-${k}`), partitions);
     const java = await javaCopy(brokers!, topic('raw'), topic('clean-java-warmup'), topic('clean-java'), timed);
     javaLines = javaTable(java, vr);
     limits.push(`4 partitions: the tuned Java copy (its JVM's CPU) ${limit(java)}`);
@@ -356,7 +372,7 @@ console.log('format       bare copy rec/s   veil protect rec/s   veil/bare');
 for (const format of ['json-schema', 'protobuf'] as RegistryFormat[]) {
   const topic = (k: string) => `bench.${run}.${format}.${k}`;
   await seed(topic('raw'), 4, await registeredEncoder(registryUrl!, format, `${topic('raw')}-value`));
-  for (const k of ['bare', 'veil']) await admin.createTopics({ topics: [{ topic: topic(`clean-${k}`), numPartitions: 4 }], waitForLeaders: true });
+  for (const k of ['bare', 'veil']) await createTopic(topic(`clean-${k}`), 4);
   const b = await bareLibrdkafka(brokers!, topic('raw'), topic('clean-bare'), timed);
   const v = await veil(topic('raw'), topic('clean-veil'), PROTECT, `librdkafka-${format}`, 'librdkafka', format);
   console.log(`${format.padEnd(13)}${fmt(b.rate).padEnd(18)}${fmt(v.rate).padEnd(21)}${ratio(v.rate, b.rate)}`);
@@ -370,7 +386,7 @@ let rateAt4 = 0;
 for (const partitions of SCALE_PARTITIONS) {
   const topic = (k: string) => `bench.${run}.scale-${partitions}.${k}`;
   await seed(topic('raw'), partitions);
-  await admin.createTopics({ topics: [{ topic: topic('clean'), numPartitions: partitions }], waitForLeaders: true });
+  await createTopic(topic('clean'), partitions);
   const before = footprint(brokers);
   let held = before;
   const v = await veil(
