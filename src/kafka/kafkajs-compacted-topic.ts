@@ -200,9 +200,7 @@ export class CompactedTopic {
     if ((await this.admin.listTopics()).includes(topic)) return false;
     const config = { 'cleanup.policy': 'compact', ...(minInsyncReplicas ? { 'min.insync.replicas': String(minInsyncReplicas) } : {}), ...topicConfig };
     return this.admin.createTopics({
-      // ends({ justCreated }) waits for the leaders: kafkajs's own wait gives up at the first
-      // UNKNOWN_TOPIC_OR_PARTITION, which a broker busy creating other partitions answers for a while
-      waitForLeaders: false,
+      waitForLeaders: true,
       topics: [
         {
           topic,
