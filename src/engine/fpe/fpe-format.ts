@@ -28,7 +28,7 @@ interface Parsed {
   latin1: boolean;
 }
 
-// format() builds latin1 outputs here (synchronously, so one buffer serves every call)
+// formatMany() builds latin1 outputs here (synchronously, so one buffer serves every call)
 let scratch = Buffer.allocUnsafeSlow(256);
 
 /**
@@ -59,7 +59,7 @@ export class FpeFormat {
         mid = step(mid);
       }
     }
-    return this.format(parsed, mid);
+    return this.formatMany([{ parsed, mid }])[0]!;
   }
 
   /**
@@ -93,29 +93,31 @@ export class FpeFormat {
   }
 
   /**
-   * format() of many values: latin1 values over a latin1 alphabet are written into one buffer and
-   * decoded once (a decode per value costs more than its cipher on the native core), the rest one by one.
+   * Each value with its middle numerals replaced by its `mid`'s symbols, everything else in place.
+   * Latin1 values over a latin1 alphabet are written into one buffer and decoded once (a decode per
+   * value costs more than its cipher on the native core); the others are built from pieces.
    */
   private formatMany(items: readonly { parsed: Parsed; mid: readonly number[] }[]): string[] {
-    const codes = this.alphabet.latin1Codes;
-    if (codes === null || !items.every((v) => v.parsed.latin1)) return items.map((v) => this.format(v.parsed, v.mid));
-    const total = items.reduce((n, v) => n + v.parsed.value.length, 0);
+    const codes = this.alphabet.latin1Codes ?? new Uint8Array(0);
+    const oneDecode = (parsed: Parsed) => this.alphabet.latin1Codes !== null && parsed.latin1;
+    const total = items.reduce((n, v) => n + (oneDecode(v.parsed) ? v.parsed.value.length : 0), 0);
     if (scratch.length < total) scratch = Buffer.allocUnsafeSlow(total * 2);
     // a local: the stores in the loops below are typed-array stores, not a module binding's
     const buf = scratch;
     const keepFirst = this.options.keepFirst;
     let at = 0;
     for (const { parsed, mid } of items) {
+      if (!oneDecode(parsed)) continue;
       const { value, positions } = parsed;
       for (let i = 0; i < value.length; i++) buf[at + i] = value.charCodeAt(i);
       for (let i = 0; i < mid.length; i++) buf[at + positions[keepFirst + i]!] = codes[mid[i]!]!;
       at += value.length;
     }
-    const all = buf.toString('latin1', 0, total);
+    const all = total > 0 ? buf.toString('latin1', 0, total) : '';
     // the scratch buffer outlives the call: it keeps no value
     buf.fill(0, 0, total);
     at = 0;
-    return items.map((v) => all.slice(at, (at += v.parsed.value.length)));
+    return items.map((v) => (oneDecode(v.parsed) ? all.slice(at, (at += v.parsed.value.length)) : this.fromPieces(v.parsed, v.mid)));
   }
 
   /** The numerals the cipher takes (between the kept first and last ones); refuses lengths out of range. */
@@ -135,21 +137,10 @@ export class FpeFormat {
     return parsed.numerals.slice(keepFirst, keepFirst + middle);
   }
 
-  /** The value with its middle numerals replaced by `mid`'s symbols; everything else in place. */
-  private format(parsed: Parsed, mid: readonly number[]): string {
+  /** formatMany() of a value that is not all latin1 (or an alphabet that is not): its pieces joined. */
+  private fromPieces(parsed: Parsed, mid: readonly number[]): string {
     const { value, positions } = parsed;
     const keepFirst = this.options.keepFirst;
-    const codes = this.alphabet.latin1Codes;
-    if (parsed.latin1 && codes !== null) {
-      // one string, no per-character pieces: the common case of ASCII cards and ids
-      if (scratch.length < value.length) scratch = Buffer.allocUnsafeSlow(value.length * 2);
-      for (let i = 0; i < value.length; i++) scratch[i] = value.charCodeAt(i);
-      for (let i = 0; i < mid.length; i++) scratch[positions[keepFirst + i]!] = codes[mid[i]!]!;
-      const out = scratch.toString('latin1', 0, value.length);
-      // the scratch buffer outlives the call: it keeps no value
-      scratch.fill(0, 0, value.length);
-      return out;
-    }
     const symbols = this.alphabet.symbols;
     let out = '';
     let prev = 0;
