@@ -30,7 +30,7 @@ export default defineConfig({
   test: {
     testTimeout: 30_000,
     hookTimeout: 120_000,
-    globalSetup: ['./test/setup/native-build.ts', './test/setup/kafka-env.ts', './test/setup/postgres-env.ts'],
+    globalSetup: ['./test/setup/tool-cache.ts', './test/setup/native-build.ts', './test/setup/kafka-env.ts', './test/setup/postgres-env.ts'],
     reporters: ['default', './test/summary-reporter.ts'],
     sequence: { sequencer: SlowFilesFirst },
     projects: [

@@ -4,34 +4,16 @@
 #
 # Needs python3 (3.11) with its venv module (Debian: package python3-venv) and, on first run,
 # PyPI: schemathesis is installed into a venv under ${VEIL_CACHE_DIR:-~/.cache/veil} and reused.
-# Extra arguments go to `st run` (e.g. --seed N to replay a run, -n 100 for a quick one).
+# Extra arguments go to `st run` (e.g. --seed N to replay a run, -n 100 for a quick one);
+# `--install` alone installs schemathesis and exits.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 ST_VERSION=4.32.5
-cache=${VEIL_CACHE_DIR:-$HOME/.cache/veil}
-venv=$cache/schemathesis-venv
-
-install_schemathesis() {
-  if [ "$("$venv/bin/st" --version 2>/dev/null)" = "st, version $ST_VERSION" ]; then return; fi
-  echo "schemathesis.sh: installing schemathesis $ST_VERSION into $venv" >&2
-  rm -rf "$venv"
-  if ! python3 -m venv "$venv"; then
-    echo "schemathesis.sh: 'python3 -m venv' failed; on Debian/Ubuntu install the package python3-venv" >&2
-    exit 1
-  fi
-  "$venv/bin/pip" install --quiet --disable-pip-version-check "schemathesis==$ST_VERSION"
-}
-mkdir -p "$cache"
-if command -v flock >/dev/null; then
-  # two runs at once must not build the same venv over each other
-  exec 9>"$cache/schemathesis-venv.lock"
-  flock 9
-  install_schemathesis
-  flock -u 9
-else
-  install_schemathesis
-fi
+# the venv: scripts/python-venv.sh builds it once (one build at a time across processes)
+venv=$("$root/scripts/python-venv.sh" schemathesis "schemathesis==$ST_VERSION")
+# --install: the venv only (the tests' warm-up, test/setup/tool-cache.ts)
+if [ "${1:-}" = --install ]; then exit 0; fi
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/veil-schemathesis.XXXXXX")
 server=

@@ -18,7 +18,7 @@ const BENCHES: { name: string; env: Record<string, string>; timeoutMs: number }[
   { name: 'db', env: { BENCH_ROWS: '200', BENCH_RUNS: '1' }, timeoutMs: 120_000 },
   { name: 'gateway', env: { BENCH_CALLS: '100', BENCH_WARMUP: '1000', BENCH_COST_CALLS: '200' }, timeoutMs: 90_000 },
   { name: 'discover', env: { BENCH_RECORDS: '500' }, timeoutMs: 60_000 },
-  { name: 'subjects', env: { BENCH_SUBJECTS: '2000', BENCH_OPS: '2000' }, timeoutMs: 180_000 },
+  { name: 'subjects', env: { BENCH_SUBJECTS: '2000', BENCH_OPS: '2000', BENCH_WINDOW_MS: '30' }, timeoutMs: 180_000 },
   { name: 'native', env: { BENCH_MS: '100' }, timeoutMs: 60_000 },
 ];
 

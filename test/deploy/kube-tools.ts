@@ -18,15 +18,9 @@ const exec = promisify(execFile);
 
 /** The Kubernetes version the chart is rendered for and validated against (helm v3.22 is built on client-go 0.37). */
 export const KUBE_VERSION = '1.37.0';
-/**
- * The venv's PyPI packages: kubernetes-validate ships the Kubernetes OpenAPI schemas up to its own
- * version; dockerfile wraps BuildKit's Dockerfile parser (the one `docker build` uses).
- */
-const DEPLOY_TOOLS = ['kubernetes-validate==1.37.0', 'dockerfile==3.4.0'];
-
 /** The Python of the venv ~/.cache/veil/deploy-tools-venv (made on first use). */
 export async function deployToolsPython(): Promise<string> {
-  return join(await pythonVenv('deploy-tools', DEPLOY_TOOLS), 'bin/python');
+  return join(await pythonVenv('deploy-tools'), 'bin/python');
 }
 
 interface GoFile {

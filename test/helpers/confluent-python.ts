@@ -6,18 +6,11 @@ import { pythonVenv } from './python-venv.ts';
 const exec = promisify(execFile);
 
 /**
- * The Python packages of the interop tests: confluent-kafka's own serializers (Protobuf, JSON
- * Schema, Avro with fastavro) with their registry client, and grpcio-tools for protoc. Pinned, so a
- * new release cannot change what "interop" means between two runs.
- */
-const PACKAGES = ['confluent-kafka[schemaregistry,protobuf,json,avro]==2.16.1', 'grpcio-tools==1.85.1'];
-
-/**
  * A python3 with confluent-kafka in a venv under ~/.cache/veil (built once from PyPI, needs
  * python3-venv, which .ci/run installs). Returns the venv's python.
  */
 export async function confluentPython(): Promise<string> {
-  return join(await pythonVenv('confluent-py', PACKAGES), 'bin/python');
+  return join(await pythonVenv('confluent-py'), 'bin/python');
 }
 
 /** Runs a script of test/interop with the venv's python; its stdout, or the error with its stderr. */

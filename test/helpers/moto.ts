@@ -4,9 +4,6 @@ import { join } from 'node:path';
 import { CreateKeyCommand, KMSClient } from '@aws-sdk/client-kms';
 import { pythonVenv } from './python-venv.ts';
 
-/** moto's server, pinned: the AWS KMS API on 127.0.0.1 for the AWS KMS adapter's tests. */
-const MOTO = ['moto[server]==5.2.5'];
-
 export interface Moto {
   endpoint: string;
   process: ChildProcess;
@@ -29,7 +26,7 @@ async function freePort(): Promise<number> {
 
 /** Starts moto_server (from a venv under ~/.cache/veil, built once from PyPI) and waits until it answers. */
 export async function startMoto(): Promise<Moto> {
-  const venv = await pythonVenv('moto', MOTO);
+  const venv = await pythonVenv('moto');
   const port = await freePort();
   const child = spawn(join(venv, 'bin/python'), ['-m', 'moto.server', '-H', '127.0.0.1', '-p', String(port)], { stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
