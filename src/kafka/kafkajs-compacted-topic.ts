@@ -199,17 +199,27 @@ export class CompactedTopic {
     const { topic, partitions, replicationFactor, minInsyncReplicas, topicConfig } = this.options;
     if ((await this.admin.listTopics()).includes(topic)) return false;
     const config = { 'cleanup.policy': 'compact', ...(minInsyncReplicas ? { 'min.insync.replicas': String(minInsyncReplicas) } : {}), ...topicConfig };
-    return this.admin.createTopics({
-      waitForLeaders: true,
-      topics: [
-        {
-          topic,
-          numPartitions: partitions ?? 1,
-          ...(replicationFactor ? { replicationFactor } : {}),
-          configEntries: Object.entries(config).map(([name, value]) => ({ name, value })),
-        },
-      ],
-    });
+    try {
+      return await this.admin.createTopics({
+        waitForLeaders: true,
+        topics: [
+          {
+            topic,
+            numPartitions: partitions ?? 1,
+            ...(replicationFactor ? { replicationFactor } : {}),
+            configEntries: Object.entries(config).map(([name, value]) => ({ name, value })),
+          },
+        ],
+      });
+    } catch (e) {
+      // Created, but kafkajs's wait for its leaders gave up at the first UNKNOWN_TOPIC_OR_PARTITION,
+      // which a broker busy creating other partitions answers for a while: the open's
+      // ends({ justCreated }) waits until the topic is led (and fails if it never is). Only this
+      // answer: where kafkajs's wait succeeds it stays (without it, a control-store test's later
+      // publish missed its 10 s under load, for a reason not found: issue 42's note).
+      if ((e as { type?: unknown }).type === 'UNKNOWN_TOPIC_OR_PARTITION') return true;
+      throw e;
+    }
   }
 
   /**
