@@ -30,9 +30,10 @@ ARG RUST_IMAGE=rust:1-slim-bookworm@sha256:b5395fa1e42e25148de9b2fd8c8c3a8a341cc
 FROM ${RUST_IMAGE} AS rust
 
 FROM ${NODE_IMAGE} AS build
-# npm ci's postinstall builds veil's native core (scripts/build-native.sh: cargo, the crates
-# native/Cargo.lock pins), librdkafka (scripts/build-librdkafka.sh, linked against Debian's
-# libssl and zlib) and pkcs11js (scripts/build-pkcs11js.sh) from their registry sources
+# npm ci's postinstall (scripts/postinstall.sh, the builds at once) builds veil's native core
+# (scripts/build-native.sh: cargo, the crates native/Cargo.lock pins), librdkafka
+# (scripts/build-librdkafka.sh, linked against Debian's libssl and zlib), pkcs11js and
+# better-sqlite3 from their registry sources
 COPY --from=rust /usr/local/cargo /usr/local/cargo
 COPY --from=rust /usr/local/rustup /usr/local/rustup
 ENV RUSTUP_HOME=/usr/local/rustup \
