@@ -203,11 +203,26 @@ describe.each(streamClients())('stream on %s: never stuck, never silent (real br
         const batch = (n: number) => Array.from({ length: n }, () => customer(next++));
         await producer.send(t.raw, batch(200));
         await waitFor(async () => (await consume(kafka, t.clean, 200, 2000, 0)).length >= 200, 60_000, 'first records');
-        // every process counted what it wrote: the other one's count from here on is what it takes over
+        // every process up and counted what it wrote: the other one's count from here on is what it
+        // takes over. One process can take all 200 before the other has opened its port (a loaded
+        // machine starts processes slowly): a port not open yet is not a count yet
+        const countedBy = async (i: number): Promise<number | undefined> => {
+          try {
+            return await recordsInAt(port + i);
+          } catch (e) {
+            const p = procs[i]!;
+            if (p.exitCode !== null || p.signalCode !== null)
+              throw new Error(`stream process ${i} exited (${p.exitCode ?? p.signalCode}): ${p.output().slice(-2000)}`, { cause: e });
+            return undefined;
+          }
+        };
         await waitFor(
-          async () => (await Promise.all(procs.map((_, i) => recordsInAt(port + i)))).reduce((a, b) => a + b, 0) >= 200,
-          30_000,
-          'the first records counted',
+          async () => {
+            const counts = await Promise.all(procs.map((_, i) => countedBy(i)));
+            return counts.every((c) => c !== undefined) && counts.reduce((a: number, b) => a + b!, 0) >= 200;
+          },
+          60_000,
+          'every process up, and the first records counted',
         );
         const survivorBefore = processes > 1 ? await recordsInAt(port + 1) : 0;
         procs[0]!.kill('SIGSTOP');
