@@ -215,8 +215,7 @@ export class CompactedTopic {
       // Created, but kafkajs's wait for its leaders gave up at the first UNKNOWN_TOPIC_OR_PARTITION,
       // which a broker busy creating other partitions answers for a while: the open's
       // ends({ justCreated }) waits until the topic is led (and fails if it never is). Only this
-      // answer: where kafkajs's wait succeeds it stays (without it, a control-store test's later
-      // publish missed its 10 s under load, for a reason not found: issue 42's note).
+      // answer: where kafkajs's wait succeeds, the open runs as it always did.
       if ((e as { type?: unknown }).type === 'UNKNOWN_TOPIC_OR_PARTITION') return true;
       throw e;
     }
